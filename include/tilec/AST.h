@@ -1,0 +1,136 @@
+/// \file
+/// The syntax tree of a .tile file: Python 3 syntax, as the parser builds it.
+///
+/// Every node keeps its source range. Constructs that parse but that compile-time evaluation does not
+/// support (lambda, comprehensions, f-strings, class, try, ...) become `Unsupported` nodes naming the
+/// construct: they are only an error when evaluation reaches them.
+#pragma once
+
+#include "tilec/Diagnostics.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilec::ast {
+
+struct Expr;
+struct Stmt;
+using ExprP = std::shared_ptr<const Expr>;
+using StmtP = std::shared_ptr<const Stmt>;
+using Body = std::vector<StmtP>;
+
+enum class ExprKind {
+    Name, Int, Float, Str, Bool, None, Ellipsis,
+    Tuple, List, Dict, Set,
+    Attribute, Subscript, Slice, Call, Starred,
+    BinOp, UnaryOp, BoolOp, Compare, IfExp,
+    Unsupported,
+};
+
+enum class BinOpKind { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, LShift, RShift, BitAnd, BitOr, BitXor, MatMul };
+enum class UnaryOpKind { Neg, Pos, Invert, Not };
+enum class CmpOpKind { Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn };
+
+const char *toString(BinOpKind k);   ///< "+", "//", ...
+const char *toString(UnaryOpKind k); ///< "-", "not", ...
+const char *toString(CmpOpKind k);   ///< "<=", "is not", ...
+
+struct Keyword {
+    std::string name; ///< empty for `**kwargs`
+    ExprP value;
+    SourceRange range;
+};
+
+/// One struct for every expression kind; only the fields of its kind are set (documented per field).
+struct Expr {
+    ExprKind kind;
+    SourceRange range;
+    std::string str;          ///< Name: identifier; Str: decoded value; Attribute: attribute name;
+                              ///< Unsupported: what it is ("lambda", "list comprehension", "f-string", ...)
+    int64_t intValue = 0;     ///< Int (a literal that does not fit in int64 is a parse error)
+    double floatValue = 0;    ///< Float
+    bool boolValue = false;   ///< Bool
+    ExprP a, b, c;            ///< Attribute/Starred: a; Subscript: a[b] (b is a Tuple for several indices);
+                              ///< Slice: a:b:c (each may be null); BinOp: a op b; UnaryOp: op a;
+                              ///< IfExp: a if b else c; Call: callee a
+    std::vector<ExprP> elts;  ///< Tuple/List/Set elements; Dict keys; BoolOp operands; Compare: operands
+                              ///< (n+1 for n ops); Call: positional args (Starred for *args)
+    std::vector<ExprP> values;///< Dict values (a null key means `**mapping`)
+    std::vector<Keyword> keywords; ///< Call keyword arguments
+    BinOpKind binOp = BinOpKind::Add;
+    UnaryOpKind unaryOp = UnaryOpKind::Neg;
+    bool isAnd = false;             ///< BoolOp: `and` (else `or`)
+    std::vector<CmpOpKind> cmpOps;  ///< Compare
+    bool parenthesized = false;     ///< written inside parentheses (Tuple: `(a, b)` vs `a, b`)
+
+    static std::shared_ptr<Expr> make(ExprKind k, SourceRange r) {
+        auto e = std::make_shared<Expr>();
+        e->kind = k;
+        e->range = r;
+        return e;
+    }
+};
+
+enum class StmtKind {
+    Expr, Assign, AugAssign, AnnAssign, If, For, While, With, FunctionDef, Return,
+    Pass, Break, Continue, Import, ImportFrom, Assert,
+    Unsupported,
+};
+
+struct Param {
+    std::string name;
+    ExprP annotation;   ///< may be null
+    ExprP defaultValue; ///< may be null
+    enum Kind { Normal, VarArgs, KwOnly, VarKw } kind = Normal; ///< `*args`, keyword-only, `**kwargs`
+    SourceRange range;
+};
+
+struct WithItem {
+    ExprP context;
+    ExprP target; ///< may be null
+};
+
+struct Alias {
+    std::string name;   ///< dotted: "tilelang.language"
+    std::string asName; ///< empty when no `as`
+    SourceRange range;
+};
+
+struct Stmt {
+    StmtKind kind;
+    SourceRange range;
+    ExprP value;                  ///< Expr/Assign/AugAssign/AnnAssign/Return (may be null): the value;
+                                  ///< If/While/Assert: the condition; For: the iterable
+    std::vector<ExprP> targets;   ///< Assign: `a = b = value` has two targets; AugAssign/AnnAssign/For: one
+    ExprP annotation;             ///< AnnAssign
+    ExprP message;                ///< Assert: optional message
+    BinOpKind augOp = BinOpKind::Add;
+    Body body, orelse;            ///< If/For/While/With/FunctionDef bodies; If/For/While else branch
+                                  ///< (an `elif` is an If alone in orelse)
+    std::vector<WithItem> items;  ///< With
+    std::string name;             ///< FunctionDef name; ImportFrom module (dotted, with leading dots);
+                                  ///< Unsupported: what it is ("class", "try", "raise", "global", ...)
+    std::vector<Param> params;    ///< FunctionDef
+    std::vector<ExprP> decorators;///< FunctionDef
+    ExprP returns;                ///< FunctionDef return annotation (may be null)
+    std::vector<Alias> names;     ///< Import / ImportFrom (name "*" for `from x import *`)
+
+    static std::shared_ptr<Stmt> make(StmtKind k, SourceRange r) {
+        auto s = std::make_shared<Stmt>();
+        s->kind = k;
+        s->range = r;
+        return s;
+    }
+};
+
+struct Module {
+    int file = -1;
+    Body body;
+};
+
+/// Prints the tree in an indented, stable text form (for tests and --emit=syntax debugging).
+std::string dump(const Module &m);
+
+} // namespace tilec::ast

@@ -1,0 +1,102 @@
+/// \file
+/// Source files, source ranges and the diagnostic engine.
+///
+/// User errors (the input's fault) go through DiagnosticEngine and always carry a SourceRange; they print
+/// like clang: `file:line:col: error: message`, the source line, and a `^~~~` underline. Internal errors (our
+/// bug) go through TILEC_ASSERT / internalError() and never through the engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilec {
+
+/// A half-open range of source text. Lines and columns are 1-based; columns count bytes. `file` indexes
+/// SourceManager; -1 means "no location" (command-line errors).
+struct SourceRange {
+    int file = -1;
+    int line = 0, col = 0;
+    int endLine = 0, endCol = 0; ///< exclusive end column on endLine
+    bool valid() const { return file >= 0 && line > 0; }
+    /// The range from the start of `a` to the end of `b`.
+    static SourceRange span(const SourceRange &a, const SourceRange &b);
+};
+
+/// Owns the text of every file the compiler reads, so diagnostics can show source lines.
+class SourceManager {
+  public:
+    /// Adds a file's text; returns its id. `name` is printed in diagnostics exactly as given.
+    int add(std::string name, std::string text);
+    const std::string &name(int file) const { return files_.at(file).name; }
+    const std::string &text(int file) const { return files_.at(file).text; }
+    /// The text of 1-based line `line` without its newline ("" when out of range).
+    std::string_view line(int file, int line) const;
+    int fileCount() const { return (int)files_.size(); }
+
+  private:
+    struct File {
+        std::string name, text;
+        std::vector<size_t> lineStarts;
+    };
+    std::vector<File> files_;
+};
+
+enum class Severity { Note, Warning, Error };
+
+/// Thrown when --error-limit is reached; the driver catches it and stops.
+struct TooManyErrors {};
+
+/// Collects and prints diagnostics. Not thread-safe (one per compilation).
+class DiagnosticEngine {
+  public:
+    DiagnosticEngine(const SourceManager &sm, std::ostream &out) : sm_(sm), out_(out) {}
+
+    void setErrorLimit(int n) { errorLimit_ = n; }     ///< 0 = unlimited
+    void setWarningsAsErrors(bool b) { werror_ = b; }  ///< -Werror
+    void setSuppressWarnings(bool b) { noWarn_ = b; }  ///< -w
+    void setColor(bool b) { color_ = b; }
+
+    void error(const SourceRange &r, const std::string &msg) { report(Severity::Error, r, msg); }
+    void warning(const SourceRange &r, const std::string &msg) { report(Severity::Warning, r, msg); }
+    /// A note attaches to the previous error/warning; it is dropped when that one was suppressed.
+    void note(const SourceRange &r, const std::string &msg) { report(Severity::Note, r, msg); }
+    void report(Severity s, const SourceRange &r, const std::string &msg);
+
+    int errorCount() const { return errors_; }
+    int warningCount() const { return warnings_; }
+    bool hasErrors() const { return errors_ > 0; }
+    const SourceManager &sources() const { return sm_; }
+
+  private:
+    const SourceManager &sm_;
+    std::ostream &out_;
+    int errorLimit_ = 20;
+    bool werror_ = false, noWarn_ = false, color_ = false;
+    bool lastSuppressed_ = false;
+    int errors_ = 0, warnings_ = 0;
+};
+
+/// Our own bug: carries where it was detected and which pass was running. Exit code 3.
+struct InternalError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// Name of the pass or phase now running ("parse", "evaluate", a pass name...), for internal-error messages.
+void setCurrentPhase(const char *name);
+const char *currentPhase();
+
+[[noreturn]] void internalError(const char *file, int line, const std::string &msg);
+
+} // namespace tilec
+
+/// Internal invariant. Failing it is a compiler bug, never a user error.
+#define TILEC_ASSERT(cond, msg)                                                                              \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            ::tilec::internalError(__FILE__, __LINE__, std::string("assertion '" #cond "' failed: ") + (msg)); \
+    } while (0)

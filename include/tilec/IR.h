@@ -1,0 +1,306 @@
+/// \file
+/// The tile IR: typed kernels as the front end produces them and the passes transform them.
+///
+/// Nodes are small immutable structs created through `make(...)`; handles are shared pointers to const.
+/// Variables and buffers have identity (compare the pointers), everything else is a value. A mutator
+/// (IRMutator.h) returns the very same node when nothing changed below it.
+#pragma once
+
+#include "tilec/DType.h"
+#include "tilec/Diagnostics.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilec::ir {
+
+enum class NodeKind {
+    // expressions
+    IntImm, FloatImm, Var, Binary, Unary, Select, Cast, Call, Load,
+    // statements
+    Seq, For, Store, IfThenElse, Evaluate, Copy, Fill, Gemm, Reduce, AtomicAdd,
+};
+
+struct Node {
+    NodeKind kind;
+    SourceRange loc;
+    explicit Node(NodeKind k) : kind(k) {}
+    virtual ~Node() = default;
+};
+
+struct ExprNode : Node {
+    DType dtype;
+    using Node::Node;
+};
+struct StmtNode : Node {
+    using Node::Node;
+};
+using Expr = std::shared_ptr<const ExprNode>;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+/// Downcast by kind; nullptr when the node is of another kind.
+template <class T> const T *as(const Expr &e) { return e && e->kind == T::kKind ? static_cast<const T *>(e.get()) : nullptr; }
+template <class T> const T *as(const Stmt &s) { return s && s->kind == T::kKind ? static_cast<const T *>(s.get()) : nullptr; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Expressions
+
+struct IntImm : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::IntImm;
+    int64_t value = 0;
+    IntImm() : ExprNode(kKind) {}
+    /// dtype must be an integer type or bool.
+    static Expr make(DType t, int64_t v, SourceRange loc = {});
+};
+
+struct FloatImm : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::FloatImm;
+    double value = 0;
+    FloatImm() : ExprNode(kKind) {}
+    static Expr make(DType t, double v, SourceRange loc = {});
+};
+
+/// A scalar variable: block index, thread index, loop variable, T.dynamic symbol, scalar parameter.
+struct VarNode : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Var;
+    std::string name;
+    VarNode() : ExprNode(kKind) {}
+};
+using Var = std::shared_ptr<const VarNode>;
+Var makeVar(std::string name, DType t, SourceRange loc = {});
+
+enum class BinaryOp {
+    Add, Sub, Mul, Div,    ///< Div: true division for floats, C (truncating) division for integers
+    FloorDiv, FloorMod,    ///< Python `//` and `%`
+    Min, Max, Pow,
+    And, Or,               ///< logical, on bool
+    BitAnd, BitOr, BitXor, Shl, Shr,
+    EQ, NE, LT, LE, GT, GE,
+};
+const char *toString(BinaryOp op); ///< "+", "//", "min", "&&", ...
+bool isComparison(BinaryOp op);
+
+struct Binary : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Binary;
+    BinaryOp op;
+    Expr a, b;
+    Binary() : ExprNode(kKind) {}
+    /// No folding or promotion here: both operands already have the types the result needs
+    /// (IROperator.h builds expressions with promotion and folding).
+    static Expr make(BinaryOp op, Expr a, Expr b, SourceRange loc = {});
+};
+
+enum class UnaryOp { Neg, Not, BitNot };
+struct Unary : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Unary;
+    UnaryOp op;
+    Expr a;
+    Unary() : ExprNode(kKind) {}
+    static Expr make(UnaryOp op, Expr a, SourceRange loc = {});
+};
+
+/// `cond ? t : f` (T.if_then_else and Python's conditional expression over run-time values).
+struct Select : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Select;
+    Expr cond, t, f;
+    Select() : ExprNode(kKind) {}
+    static Expr make(Expr cond, Expr t, Expr f, SourceRange loc = {});
+};
+
+struct Cast : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Cast;
+    Expr value;
+    Cast() : ExprNode(kKind) {}
+    static Expr make(DType t, Expr v, SourceRange loc = {});
+};
+
+/// A math intrinsic: exp, exp2, log, log2, sqrt, rsqrt, abs, ... (names as in the language, without `T.`).
+struct Call : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Call;
+    std::string name;
+    std::vector<Expr> args;
+    Call() : ExprNode(kKind) {}
+    static Expr make(DType t, std::string name, std::vector<Expr> args, SourceRange loc = {});
+};
+
+enum class Scope { Global, Shared, Fragment, Local, Var };
+const char *toString(Scope s); ///< "global", "shared", "fragment", "local", "var"
+
+/// A tensor parameter or an allocation. Identity matters: two buffers are the same iff the pointers are.
+struct BufferNode {
+    std::string name;
+    Scope scope = Scope::Global;
+    DType dtype;
+    std::vector<Expr> shape; ///< constant IntImm, or expressions of T.dynamic symbols for parameters
+    SourceRange loc;         ///< the parameter or the alloc_* call
+    int64_t constElements() const; ///< product of the shape, -1 when not constant
+};
+using Buffer = std::shared_ptr<const BufferNode>;
+Buffer makeBuffer(std::string name, Scope scope, DType t, std::vector<Expr> shape, SourceRange loc);
+
+struct Load : ExprNode {
+    static constexpr NodeKind kKind = NodeKind::Load;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    Load() : ExprNode(kKind) {}
+    static Expr make(Buffer b, std::vector<Expr> indices, SourceRange loc = {});
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Statements
+
+struct Seq : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Seq;
+    std::vector<Stmt> stmts;
+    Seq() : StmtNode(kKind) {}
+    /// A single statement stays itself; nested Seqs are flattened.
+    static Stmt make(std::vector<Stmt> stmts, SourceRange loc = {});
+};
+
+enum class ForKind { Serial, Parallel, Pipelined, Unrolled, Vectorized };
+const char *toString(ForKind k); ///< "serial", "parallel", ...
+
+struct For : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::For;
+    Var var;
+    Expr min, extent;   ///< iterations: var = min, min + 1, ..., min + extent - 1
+    ForKind forKind = ForKind::Serial;
+    int numStages = 0;  ///< Pipelined: T.Pipelined(num_stages=...)
+    Stmt body;
+    For() : StmtNode(kKind) {}
+    static Stmt make(Var v, Expr min, Expr extent, ForKind k, int numStages, Stmt body, SourceRange loc = {});
+};
+
+struct Store : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Store;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    Expr value;
+    Store() : StmtNode(kKind) {}
+    static Stmt make(Buffer b, std::vector<Expr> indices, Expr value, SourceRange loc = {});
+};
+
+struct IfThenElse : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::IfThenElse;
+    Expr cond;
+    Stmt then, otherwise; ///< otherwise may be null
+    IfThenElse() : StmtNode(kKind) {}
+    static Stmt make(Expr cond, Stmt then, Stmt otherwise, SourceRange loc = {});
+};
+
+struct Evaluate : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Evaluate;
+    Expr value;
+    Evaluate() : StmtNode(kKind) {}
+    static Stmt make(Expr v, SourceRange loc = {});
+};
+
+/// A rectangular part of a buffer: per dimension, [min, min + extent).
+struct Range {
+    Expr min, extent;
+};
+struct Region {
+    Buffer buffer;
+    std::vector<Range> ranges;
+    SourceRange loc;
+    /// The whole buffer.
+    static Region whole(const Buffer &b, SourceRange loc = {});
+};
+
+struct Copy : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Copy;
+    Region src, dst;
+    Copy() : StmtNode(kKind) {}
+    static Stmt make(Region src, Region dst, SourceRange loc = {});
+};
+
+/// T.fill / T.clear (value 0).
+struct Fill : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Fill;
+    Region dst;
+    Expr value;
+    Fill() : StmtNode(kKind) {}
+    static Stmt make(Region dst, Expr value, SourceRange loc = {});
+};
+
+enum class GemmPolicy { Auto, Square, FullRow, FullCol };
+const char *toString(GemmPolicy p);
+
+/// C (+)= op(A) @ op(B). A may be a fragment (FlashAttention's probs @ V) or shared; B is shared.
+struct Gemm : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Gemm;
+    Region a, b, c;
+    bool transA = false, transB = false, clearAccum = false;
+    GemmPolicy policy = GemmPolicy::Auto; ///< Auto: chosen later by layout inference
+    Gemm() : StmtNode(kKind) {}
+    static Stmt make(Region a, Region b, Region c, bool transA, bool transB, bool clearAccum, GemmPolicy p,
+                     SourceRange loc = {});
+};
+
+enum class ReduceKind { Max, Min, Sum, AbsSum, AbsMax };
+const char *toString(ReduceKind k); ///< "max", "min", "sum", "abssum", "absmax"
+
+/// dst = reduce(src along dim) (combined with dst's old value when clear is false).
+struct Reduce : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::Reduce;
+    ReduceKind reduceKind;
+    Buffer src, dst;
+    int dim = 0;
+    bool clear = true;
+    Reduce() : StmtNode(kKind) {}
+    static Stmt make(ReduceKind k, Buffer src, Buffer dst, int dim, bool clear, SourceRange loc = {});
+};
+
+/// dst += src, atomically. Either a region from a region (`T.atomic_add(C[0:64], frag)`) or one element
+/// with a scalar (`T.atomic_add(C[i], v)`: dst's extents are all 1 and `value` is set).
+struct AtomicAdd : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::AtomicAdd;
+    Region dst;
+    std::optional<Region> src;
+    Expr value;
+    AtomicAdd() : StmtNode(kKind) {}
+    static Stmt make(Region dst, std::optional<Region> src, Expr value, SourceRange loc = {});
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Kernels
+
+struct Param {
+    enum Kind { Tensor, Scalar } kind = Tensor;
+    Buffer buffer; ///< Tensor: a global buffer
+    Var var;       ///< Scalar
+    SourceRange loc;
+    const std::string &name() const { return kind == Tensor ? buffer->name : var->name; }
+};
+
+struct Kernel {
+    std::string name;           ///< the exported C name
+    SourceRange loc;            ///< the export (module-level assignment or prim_func def)
+    SourceRange funcLoc;        ///< the @T.prim_func def
+    std::vector<Param> params;
+    std::vector<Var> dynamicSymbols; ///< T.dynamic symbols, in order of first appearance in the parameters
+    int gridDims = 1;                ///< how many extents T.Kernel was given (1..3)
+    std::array<Expr, 3> grid;        ///< extents; unused ones are IntImm 1
+    std::array<Var, 3> blockIdx;     ///< the `as (bx, by, bz)` variables; unused ones are still set
+    int threads = 128;
+    Var threadIdx;                   ///< T.get_thread_binding(0)
+    SourceRange launchLoc;           ///< the `with T.Kernel(...)`
+    std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order
+    int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
+    SourceRange swizzleLoc;
+    Stmt body;
+};
+using KernelP = std::shared_ptr<const Kernel>;
+
+struct Program {
+    std::vector<KernelP> kernels;
+};
+
+/// The integer value of a constant expression (IntImm), if it is one.
+std::optional<int64_t> constInt(const Expr &e);
+
+} // namespace tilec::ir

@@ -1,0 +1,73 @@
+/// \file
+/// The compile-time interpreter: what the `T.*` primitives (src/eval/TileLang*.cpp) see of it.
+///
+/// The interpreter (src/eval/Interp*.cpp) runs the module like Python. When `@T.prim_func` decorates a
+/// def, the def's body is traced: statements run, but run-time values (block indices, loop variables,
+/// loads) are ir::Expr, and the tile primitives emit IR statements into the innermost open block.
+#pragma once
+
+#include "tilec/Value.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilec::eval {
+
+/// Thrown after a user error was reported, to abandon the current statement. The interpreter catches it
+/// per statement, binds the statement's targets to Poison and goes on, so one run reports several errors.
+struct EvalAbort {};
+
+/// State of the prim_func being traced.
+struct TraceState {
+    std::shared_ptr<ir::Kernel> kernel;           ///< under construction
+    std::vector<std::vector<ir::Stmt>> blocks;    ///< open statement lists; back() receives emit()
+    bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
+    std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
+};
+
+class Interp {
+  public:
+    virtual ~Interp() = default;
+    virtual DiagnosticEngine &diag() = 0;
+
+    /// Reports a user error at `r` and abandons the current statement.
+    [[noreturn]] void fail(const SourceRange &r, const std::string &msg);
+    void warn(const SourceRange &r, const std::string &msg) { diag().warning(r, msg); }
+    void note(const SourceRange &r, const std::string &msg) { diag().note(r, msg); }
+
+    /// The prim_func being traced, or nullptr outside a prim_func body.
+    virtual TraceState *trace() = 0;
+    /// Appends a statement to the innermost open block. Fails (user error at s->loc) outside T.Kernel.
+    virtual void emit(ir::Stmt s) = 0;
+    /// Counts one evaluation step against the budget; fails when it is exhausted.
+    virtual void step(const SourceRange &r) = 0;
+    /// The target's compute capability (80, 86, 89, 90) for target-dependent checks.
+    virtual int smVersion() const = 0;
+
+    // ---- conversions: each fails with a located message naming `what` ("grid extent", "dtype", ...) ----
+    /// Int/Bool/Float/Expr/point Access to an IR expression (Python ints become int32 IntImm, floats
+    /// float32 FloatImm, bools bool IntImm).
+    ir::Expr toExpr(const Arg &a, const char *what);
+    /// A compile-time integer (Int, Bool, or an IR expression that folds to a constant).
+    int64_t toInt(const Arg &a, const char *what);
+    double toFloat(const Arg &a, const char *what);
+    bool toBool(const Arg &a, const char *what);
+    std::string toStr(const Arg &a, const char *what);
+    /// A DType value or a string naming one ("float16", "float"); unknown names are errors.
+    DType toDType(const Arg &a, const char *what);
+    /// A tuple/list of values (a single non-sequence value becomes a one-element list).
+    std::vector<Arg> toSequence(const Arg &a, const char *what);
+};
+
+/// Binds a call's arguments to a primitive's parameters and reports arity errors and unknown keywords.
+/// `params` lists parameter names; a name ending in '?' is optional. Example:
+///   auto a = bindArgs(in, args, "T.copy", {"src", "dst", "coalesced_width?", "disable_tma?"});
+///   a[0]->value ...; if (a[2]) ...
+std::vector<std::optional<Arg>> bindArgs(Interp &in, const CallArgs &args, const std::string &fname,
+                                         const std::vector<std::string> &params);
+
+/// The `tilelang.language` module (what `import tilelang.language as T` binds). src/eval/TileLang*.cpp.
+Value makeTileLanguageModule();
+
+} // namespace tilec::eval

@@ -1,0 +1,23 @@
+/// \file
+/// Compilation targets (-arch) and their limits.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tilec {
+
+struct Target {
+    std::string name = "sm_90a"; ///< as given: sm_80, sm_86, sm_89, sm_90, sm_90a
+    int sm = 90;                 ///< compute capability times ten
+    bool archSpecific = true;    ///< the `a` suffix (wgmma, setmaxnreg)
+    int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
+    int registersPerThread = 255;
+    int registersPerSM = 65536;
+
+    /// Parses one -arch value; nullopt for unknown names.
+    static std::optional<Target> parse(std::string_view name);
+};
+
+} // namespace tilec

@@ -1,0 +1,163 @@
+/// \file
+/// Values of compile-time evaluation: the Python subset a .tile file's factories run in, plus the values
+/// the `T.*` primitives produce (symbolic scalars, buffers, regions, dtypes, frames, prim_funcs).
+#pragma once
+
+#include "tilec/AST.h"
+#include "tilec/IR.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilec::eval {
+
+class Interp;
+struct Value;
+struct Env;
+
+enum class VK {
+    Poison,   ///< the result of an expression that already reported an error: propagates silently
+    None, Bool, Int, Float, Str,
+    Tuple, List, Dict, Range,
+    Function, Builtin, Module, Opaque,
+    Expr,       ///< a run-time scalar (ir::Expr): block/thread/loop variables and arithmetic on them
+    Buffer,     ///< a tensor parameter or an alloc_* result
+    Access,     ///< `buf[...]`: a point (a load in arithmetic) or a region (in tile primitives)
+    DType,      ///< T.float16, T.bfloat16, ... (strings are accepted wherever a dtype is expected)
+    TensorType, ///< T.Tensor(shape, dtype), used as a parameter annotation
+    PrimFunc,   ///< a traced @T.prim_func: a kernel waiting for an export name
+    Frame,      ///< what `with` / `for` take from T.Kernel, T.Parallel, T.Pipelined, T.serial, ...
+};
+const char *typeName(VK k); ///< Python-like name for messages: "int", "tuple", "buffer", ...
+
+/// One index of a subscript: a point (`i`) or a slice (`a:b`; extent = b - a).
+struct AccessIndex {
+    ir::Expr min;
+    ir::Expr extent; ///< null for a point
+    SourceRange range;
+};
+
+struct TupleObj;
+struct ListObj;
+struct DictObj;
+struct FunctionObj;
+struct BuiltinObj;
+struct ModuleObj;
+struct AccessObj;
+struct TensorTypeObj;
+struct FrameObj;
+
+/// A Python value. Cheap to copy (scalars inline, everything else shared).
+struct Value {
+    VK kind = VK::None;
+    bool b = false;
+    int64_t i = 0;
+    double f = 0;
+    std::string s;                 ///< Str; Opaque: what it stands for ("torch.float16")
+    ir::Expr expr;                 ///< Expr
+    ir::Buffer buffer;             ///< Buffer
+    DType dtype;                   ///< DType
+    std::shared_ptr<void> obj;     ///< the *Obj of composite kinds (see the accessors)
+    ir::KernelP kernel;            ///< PrimFunc
+
+    static Value none() { return {}; }
+    static Value poison() { Value v; v.kind = VK::Poison; return v; }
+    static Value boolean(bool x) { Value v; v.kind = VK::Bool; v.b = x; return v; }
+    static Value integer(int64_t x) { Value v; v.kind = VK::Int; v.i = x; return v; }
+    static Value real(double x) { Value v; v.kind = VK::Float; v.f = x; return v; }
+    static Value str(std::string x) { Value v; v.kind = VK::Str; v.s = std::move(x); return v; }
+    static Value opaque(std::string what) { Value v; v.kind = VK::Opaque; v.s = std::move(what); return v; }
+    static Value ofExpr(ir::Expr e) { Value v; v.kind = VK::Expr; v.expr = std::move(e); return v; }
+    static Value ofBuffer(ir::Buffer b) { Value v; v.kind = VK::Buffer; v.buffer = std::move(b); return v; }
+    static Value ofDType(DType t) { Value v; v.kind = VK::DType; v.dtype = t; return v; }
+    static Value tuple(std::vector<Value> elts);
+    static Value list(std::vector<Value> elts);
+    static Value primFunc(ir::KernelP k) { Value v; v.kind = VK::PrimFunc; v.kernel = std::move(k); return v; }
+    template <class T> static Value object(VK k, std::shared_ptr<T> o) { Value v; v.kind = k; v.obj = std::move(o); return v; }
+
+    bool is(VK k) const { return kind == k; }
+    template <class T> T &as() const { return *static_cast<T *>(obj.get()); }
+    /// Tuple and List elements (asserts on other kinds).
+    const std::vector<Value> &elements() const;
+};
+
+struct TupleObj { std::vector<Value> elts; };
+struct ListObj { std::vector<Value> elts; };
+struct DictObj { std::vector<std::pair<Value, Value>> items; };
+struct RangeObj { int64_t start = 0, stop = 0, step = 1; };
+
+/// A `def` with its closure. Default values are evaluated when the def runs, as in Python.
+struct FunctionObj {
+    ast::StmtP def;
+    std::shared_ptr<Env> closure;
+    std::vector<Value> defaults; ///< one per parameter; Poison-free; kind None with `hasDefault` false
+    std::vector<bool> hasDefault;
+    bool isPrimFunc = false;     ///< decorated with @T.prim_func (traced when the decorator applies)
+};
+
+/// A call's arguments, each with the source range of its expression.
+struct Arg {
+    Value value;
+    SourceRange range;
+};
+struct CallArgs {
+    std::vector<Arg> pos;
+    std::vector<std::pair<std::string, Arg>> kw;
+    SourceRange call;   ///< the whole call expression
+    SourceRange callee; ///< the callee expression (`T.copy`)
+};
+
+/// A primitive implemented in C++ (T.*, range, len, min, ...). `self` is set for bound methods.
+struct BuiltinObj {
+    std::string name; ///< as the user spells it, for messages: "T.copy", "range"
+    std::function<Value(Interp &, CallArgs &)> fn;
+};
+
+/// A module: `tilelang.language` and friends have attributes; anything else imported is opaque
+/// (every attribute and call of it is again opaque, and using one where a real value is needed is an error).
+struct ModuleObj {
+    std::string name;
+    std::map<std::string, Value> attrs;
+    bool opaque = false;
+};
+
+/// `buf[...]` before it is known whether it is a load (arithmetic) or a region (tile primitives).
+struct AccessObj {
+    ir::Buffer buffer;
+    std::vector<AccessIndex> indices;
+    SourceRange range;
+    bool isPoint() const; ///< no index is a slice
+};
+
+struct TensorTypeObj {
+    std::vector<ir::Expr> shape;
+    DType dtype;
+    SourceRange range;
+};
+
+/// What T.Kernel / T.Parallel / T.Pipelined / T.serial / T.unroll / T.vectorized return; the interpreter's
+/// `with` and `for` turn it into the kernel launch or a loop nest.
+struct FrameObj {
+    enum Kind { Kernel, Loop } kind = Loop;
+    SourceRange range;
+    // Kernel
+    std::vector<ir::Expr> grid; ///< 1 to 3 extents
+    int threads = 128;
+    // Loop: one loop per extent, outermost first (T.Parallel(a, b) is two loops)
+    ir::ForKind forKind = ir::ForKind::Serial;
+    std::vector<ir::Expr> mins, extents;
+    int numStages = 0;
+};
+
+/// A lexical scope: names to values, with the enclosing function's scope as parent.
+struct Env {
+    std::shared_ptr<Env> parent;
+    std::map<std::string, Value> vars;
+    Value *lookup(const std::string &name);
+    void set(const std::string &name, Value v) { vars[name] = std::move(v); }
+};
+
+} // namespace tilec::eval

@@ -1,0 +1,19 @@
+/// \file
+/// The targets tilec knows and their per-block limits.
+#include "tilec/Target.h"
+
+namespace tilec {
+
+std::optional<Target> Target::parse(std::string_view name) {
+    Target t;
+    t.name = std::string(name);
+    if (name == "sm_80") { t.sm = 80; t.archSpecific = false; t.maxSharedPerBlock = 166912; }
+    else if (name == "sm_86") { t.sm = 86; t.archSpecific = false; t.maxSharedPerBlock = 101376; }
+    else if (name == "sm_89") { t.sm = 89; t.archSpecific = false; t.maxSharedPerBlock = 101376; }
+    else if (name == "sm_90") { t.sm = 90; t.archSpecific = false; t.maxSharedPerBlock = 232448; }
+    else if (name == "sm_90a") { t.sm = 90; t.archSpecific = true; t.maxSharedPerBlock = 232448; }
+    else return std::nullopt;
+    return t;
+}
+
+} // namespace tilec

@@ -1,0 +1,18 @@
+# lit configuration for tilec's golden tests: emitted IR/CUDA/headers and diagnostics.
+import os
+import lit.formats
+
+config.name = "tilec"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".tile", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.tilec), "tests", "lit-out")
+
+config.substitutions.append(("%tilec", config.tilec))
+config.substitutions.append(("%examples", os.path.join(config.tilec_src, "examples")))
+config.substitutions.append(("FileCheck", config.filecheck))
+if config.nvcc and os.path.exists(config.nvcc):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", config.nvcc))
+config.environment["LC_ALL"] = "C"

@@ -1,0 +1,45 @@
+/// \file
+/// The diagnostic engine prints clang-style messages with the source line and an underline.
+#include "tilec/Diagnostics.h"
+
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace tilec;
+
+TEST(Diagnostics, ErrorWithUnderline) {
+    SourceManager sm;
+    int f = sm.add("a.tile", "x = 1\ny = foo(2)\n");
+    std::ostringstream out;
+    DiagnosticEngine d(sm, out);
+    d.error({f, 2, 5, 2, 8}, "undefined name 'foo'");
+    EXPECT_EQ(out.str(), "a.tile:2:5: error: undefined name 'foo'\ny = foo(2)\n    ^~~\n");
+    EXPECT_EQ(d.errorCount(), 1);
+}
+
+TEST(Diagnostics, WerrorAndSuppressedWarnings) {
+    SourceManager sm;
+    int f = sm.add("a.tile", "x\n");
+    std::ostringstream out;
+    DiagnosticEngine d(sm, out);
+    d.setSuppressWarnings(true);
+    d.warning({f, 1, 1, 1, 2}, "w");
+    d.note({f, 1, 1, 1, 2}, "dropped with its warning");
+    EXPECT_EQ(out.str(), "");
+    d.setSuppressWarnings(false);
+    d.setWarningsAsErrors(true);
+    d.warning({f, 1, 1, 1, 2}, "w");
+    EXPECT_EQ(d.errorCount(), 1);
+    EXPECT_NE(out.str().find("error: w [-Werror]"), std::string::npos);
+}
+
+TEST(Diagnostics, ErrorLimitStops) {
+    SourceManager sm;
+    int f = sm.add("a.tile", "x\n");
+    std::ostringstream out;
+    DiagnosticEngine d(sm, out);
+    d.setErrorLimit(2);
+    d.error({f, 1, 1, 1, 2}, "one");
+    d.error({f, 1, 1, 1, 2}, "two");
+    EXPECT_THROW(d.error({f, 1, 1, 1, 2}, "three"), TooManyErrors);
+}
