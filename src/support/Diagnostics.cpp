@@ -46,6 +46,7 @@ std::string printable(std::string_view s) {
 } // namespace
 
 void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::string &msg) {
+    bool promoted = false;
     if (s == Severity::Note) {
         if (lastSuppressed_) return;
     } else if (s == Severity::Warning) {
@@ -53,7 +54,10 @@ void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::strin
             lastSuppressed_ = true;
             return;
         }
-        if (werror_) s = Severity::Error;
+        if (werror_) {
+            s = Severity::Error;
+            promoted = true;
+        }
     }
     if (s != Severity::Note) lastSuppressed_ = false;
     if (s == Severity::Error && errorLimit_ > 0 && errors_ >= errorLimit_) throw TooManyErrors{};
@@ -67,7 +71,7 @@ void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::strin
         out_ << bold << "tilec: " << reset;
     }
     out_ << colorOn << label << ": " << reset << bold << msg << reset;
-    if (s == Severity::Warning && werror_) out_ << " [-Werror]";
+    if (promoted) out_ << " [-Werror]";
     out_ << "\n";
     if (r.valid()) {
         std::string_view line = sm_.line(r.file, r.line);
