@@ -44,6 +44,9 @@ class Interp {
     virtual void step(const SourceRange &r) = 0;
     /// The target's compute capability (80, 86, 89, 90) for target-dependent checks.
     virtual int smVersion() const = 0;
+    /// While the right-hand side of `name = ...` (a single plain name) is evaluated: that name, else "".
+    /// alloc_* use it to name buffers after the variable they are assigned to.
+    virtual std::string assignTargetName() const = 0;
 
     // ---- conversions: each fails with a located message naming `what` ("grid extent", "dtype", ...) ----
     /// Int/Bool/Float/Expr/point Access to an IR expression (Python ints become int32 IntImm, floats
@@ -69,5 +72,8 @@ std::vector<std::optional<Arg>> bindArgs(Interp &in, const CallArgs &args, const
 
 /// The `tilelang.language` module (what `import tilelang.language as T` binds). src/eval/TileLang*.cpp.
 Value makeTileLanguageModule();
+
+/// Calling a dtype value (`T.float32(x)`, `T.int32(7)`): a cast. src/eval/TileLang*.cpp.
+Value callDType(Interp &in, DType t, CallArgs &args);
 
 } // namespace tilec::eval
