@@ -1,6 +1,180 @@
 /// \file
-/// Placeholder until the kernel checks land.
+/// Whole-kernel semantic checks: declared shared memory against the target's per-block limit, the
+/// per-thread register share of fragments and locals, and T.Parallel extents that must be constants.
+///
+/// These are estimates made before any lowering, meant to turn hopeless kernels into a clear message
+/// at the right place. Memory planning and code generation re-check the exact figures later.
 #include "tilec/Check.h"
+
+#include "tilec/IRPrinter.h"
+#include "tilec/IRVisitor.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
 namespace tilec {
-bool checkKernel(const ir::Kernel &, const Target &, DiagnosticEngine &) { return true; }
+
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+
+int64_t satMul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? kBig : r;
+}
+int64_t satAdd(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? kBig : r;
+}
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// Bytes of one copy of a buffer; -1 when its shape is not constant.
+int64_t bufferBytes(const BufferNode &b) {
+    int64_t n = b.constElements();
+    return n < 0 ? -1 : satMul(n, b.dtype.bytes());
+}
+
+/// `float16[128, 64]`.
+std::string typeText(const BufferNode &b) {
+    std::string s(b.dtype.name());
+    s += "[";
+    for (size_t i = 0; i < b.shape.size(); ++i) s += (i ? ", " : "") + print(b.shape[i]);
+    return s + "]";
+}
+
+/// Walks the body once for what the checks need: the pipeline depth at which each buffer is written by a
+/// T.copy (the buffer then exists once per stage), and the T.Parallel loops whose extent is not a constant.
+class BodyScan : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    std::map<const BufferNode *, int> stages; ///< shared buffers copied into inside a pipelined loop
+    std::vector<const For *> dynamicParallel;
+
+    void visit(const For &op) override {
+        if (op.forKind == ForKind::Parallel && !as<IntImm>(op.extent)) dynamicParallel.push_back(&op);
+        bool pipelined = op.forKind == ForKind::Pipelined;
+        if (pipelined) enclosingStages_.push_back(std::max(op.numStages, 1));
+        IRVisitor::visit(op);
+        if (pipelined) enclosingStages_.pop_back();
+    }
+
+    void visit(const Copy &op) override {
+        // The innermost pipelined loop decides how many copies of the destination are in flight.
+        if (!enclosingStages_.empty() && op.dst.buffer && op.dst.buffer->scope == Scope::Shared) {
+            int &s = stages[op.dst.buffer.get()];
+            s = std::max(s, enclosingStages_.back());
+        }
+        IRVisitor::visit(op);
+    }
+
+  private:
+    std::vector<int> enclosingStages_;
+};
+
+/// Shared memory: every alloc_shared counts, rounded up to 16 bytes (the alignment the planner gives each
+/// buffer), times the pipeline depth when a T.copy inside a T.Pipelined loop writes it.
+bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, DiagnosticEngine &diag) {
+    struct Use {
+        const BufferNode *buf;
+        int64_t bytes;
+        int stages;
+    };
+    std::vector<Use> uses;
+    int64_t total = 0;
+    for (auto &b : k.allocs) {
+        if (!b || b->scope != Scope::Shared) continue;
+        int64_t bytes = bufferBytes(*b);
+        if (bytes < 0) continue; // a non-constant shape was already reported by the evaluator
+        auto it = scan.stages.find(b.get());
+        int stages = it == scan.stages.end() ? 1 : it->second;
+        uses.push_back({b.get(), bytes, stages});
+        total = satAdd(total, satMul(satAdd(bytes, 15) / 16 * 16, stages));
+    }
+    if (total <= t.maxSharedPerBlock) return true;
+    std::string amount = total == kBig ? "more than " + std::to_string(kBig) : std::to_string(total);
+    diag.error(k.launchLoc, "kernel '" + k.name + "' declares " + amount + " bytes of shared memory, above the " +
+                                std::to_string(t.maxSharedPerBlock) + "-byte limit of " + t.name);
+    for (auto &u : uses) {
+        std::string msg = "'" + u.buf->name + "' " + typeText(*u.buf) + ": " + std::to_string(u.bytes) + " bytes";
+        if (u.stages > 1) msg += " x " + std::to_string(u.stages) + " pipeline stages";
+        diag.note(u.buf->loc, msg);
+    }
+    return false;
+}
+
+/// Registers, per thread: a fragment is spread over the block's threads, so each holds
+/// ceil(elements / threads) elements; a local (and a var) is private to each thread, so each holds all of
+/// it. A buffer takes ceil(bytes / 4) 32-bit registers. The kernel fails when one buffer alone, or all of
+/// them together, need more than the target's per-thread maximum. Nothing is reserved for addresses and
+/// temporaries: the rule rejects only kernels that cannot fit even in the best case, and the exact
+/// figure comes from ptxas later.
+bool checkRegisters(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
+    struct Use {
+        const BufferNode *buf;
+        int64_t regs;
+    };
+    std::vector<Use> uses;
+    int64_t threads = std::max(k.threads, 1);
+    int64_t limit = t.registersPerThread;
+    int64_t total = 0;
+    bool ok = true;
+    for (auto &b : k.allocs) {
+        if (!b || (b->scope != Scope::Fragment && b->scope != Scope::Local && b->scope != Scope::Var)) continue;
+        int64_t elems = b->constElements();
+        if (elems < 0) continue;
+        bool spread = b->scope == Scope::Fragment;
+        int64_t perThread = spread ? ceilDiv(elems, threads) : elems;
+        int64_t regs = ceilDiv(satMul(perThread, b->dtype.bytes()), 4);
+        uses.push_back({b.get(), regs});
+        total = satAdd(total, regs);
+        if (regs <= limit) continue;
+        std::string what = std::string(spread ? "fragment" : b->scope == Scope::Local ? "local buffer" : "variable");
+        std::string shape = typeText(*b) + (spread ? " over " + std::to_string(threads) + " threads" : "");
+        diag.error(b->loc, what + " '" + b->name + "' needs " + std::to_string(regs) + " registers per thread (" +
+                               shape + "), more than the " + std::to_string(limit) + " a thread can have");
+        ok = false;
+    }
+    // The sum only matters when no single buffer already explains the failure.
+    if (!ok || total <= limit) return ok;
+    diag.error(k.launchLoc, "the fragments and locals of kernel '" + k.name + "' need " + std::to_string(total) +
+                                " registers per thread together, more than the " + std::to_string(limit) +
+                                " a thread can have");
+    std::stable_sort(uses.begin(), uses.end(), [](const Use &a, const Use &b) { return a.regs > b.regs; });
+    const size_t kShown = 3;
+    for (size_t i = 0; i < uses.size() && i < kShown; ++i) {
+        auto &b = *uses[i].buf;
+        std::string over = b.scope == Scope::Fragment ? " over " + std::to_string(threads) + " threads" : "";
+        diag.note(b.loc, "'" + b.name + "' " + typeText(b) + over + ": " + std::to_string(uses[i].regs) +
+                             " registers per thread");
+    }
+    return false;
+}
+
+} // namespace
+
+bool checkKernel(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
+    BodyScan scan;
+    scan.visit(k.body);
+    bool ok = true;
+    // `T.Parallel(n, m)` is two loops with one location: one message for both.
+    std::vector<SourceRange> reported;
+    for (auto *loop : scan.dynamicParallel) {
+        ok = false;
+        auto same = [&](const SourceRange &r) {
+            auto &l = loop->loc;
+            return r.file == l.file && r.line == l.line && r.col == l.col && r.endLine == l.endLine &&
+                   r.endCol == l.endCol;
+        };
+        if (loop->loc.valid() && std::any_of(reported.begin(), reported.end(), same)) continue;
+        reported.push_back(loop->loc);
+        diag.error(loop->loc, "T.Parallel extent must be a compile-time constant");
+    }
+    ok &= checkSharedMemory(k, t, scan, diag);
+    ok &= checkRegisters(k, t, diag);
+    return ok;
+}
+
 } // namespace tilec

@@ -1,1 +1,95 @@
-int main() { return 0; }
+/// \file
+/// The tilec command: parses the command line with CLI11 into DriverOptions and runs the compiler.
+///
+/// nvcc-style spellings (`-arch=sm_90a`, `-Werror`, `-MD -MF f.d`, `-o`, `-H`, `-DNAME=VALUE`) are mapped to
+/// CLI11's long options before parsing, because CLI11 only knows one-letter short options.
+#include "tilec/Driver.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Rewrites the single-dash multi-letter options into their long forms.
+std::vector<std::string> normalizeArgs(int argc, char **argv) {
+    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT"};
+    std::vector<std::string> args;
+    bool afterDashDash = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--") afterDashDash = true;
+        if (!afterDashDash && a.size() > 2 && a[0] == '-' && a[1] != '-') {
+            for (const char *l : kLong) {
+                std::string name = l;
+                if (a.compare(1, name.size(), name) == 0 && (a.size() == name.size() + 1 || a[name.size() + 1] == '=')) {
+                    a = "-" + a;
+                    break;
+                }
+            }
+        }
+        args.push_back(a);
+    }
+    std::reverse(args.begin(), args.end()); // CLI11 takes a reversed vector
+    return args;
+}
+
+std::vector<std::string> splitCommas(const std::vector<std::string> &v) {
+    std::vector<std::string> out;
+    for (auto &s : v) {
+        size_t b = 0;
+        while (b <= s.size()) {
+            size_t e = s.find(',', b);
+            if (e == std::string::npos) e = s.size();
+            if (e > b) out.push_back(s.substr(b, e - b));
+            b = e + 1;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    tilec::DriverOptions o;
+    CLI::App app{"tilec: ahead-of-time compiler for the tile language", "tilec"};
+    app.option_defaults()->always_capture_default(false);
+    std::vector<std::string> archs, emit;
+    app.add_option("input", o.input, "the .tile file to compile ('-' for standard input)")->required();
+    app.add_option("--arch", archs, "targets, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a)")
+        ->delimiter(',');
+    app.add_option("-o", o.output, "the primary output; its extension picks the kind");
+    app.add_option("-H", o.header, "the header's path (default: the output with .h)");
+    app.add_option("--emit", emit, "extra outputs: cuda, ptx, cubin, header, ast, ir")->delimiter(',');
+    app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE (a Python literal)");
+    app.add_option("--export", o.exports, "add an exported kernel: NAME=CALL, e.g. 'g=matmul(4096, 4096, 4096)'");
+    app.add_option("--kernel", o.kernels, "compile only these exported kernels (repeatable)");
+    app.add_option("--prefix", o.prefix, "prefix for every C symbol");
+    app.add_flag("--MD", o.depfile, "write a make/ninja depfile");
+    app.add_option("--MF", o.depfilePath, "the depfile's path");
+    app.add_option("--MT", o.depTarget, "the depfile's target");
+    app.add_flag("--resource-usage", o.resourceUsage, "print each kernel's resources");
+    app.add_option("--dump-after", o.dumpAfter, "print the IR after this pass ('all' for every pass)");
+    app.add_flag("--time-passes", o.timePasses, "print the time of each pass");
+    app.add_flag("-v,--verbose", o.verbose, "log what the compiler does");
+    app.add_option("--error-limit", o.errorLimit, "stop after N errors (0: no limit; default 20)");
+    app.add_flag("--Werror", o.werror, "make warnings errors");
+    app.add_flag("-w", o.noWarnings, "suppress warnings");
+    app.add_option("--color", o.color, "colour diagnostics: auto, always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    app.set_version_flag("--version", "tilec 0.1.0");
+
+    try {
+        app.parse(normalizeArgs(argc, argv));
+    } catch (const CLI::Success &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        std::cerr << "tilec: error: " << e.what() << "\n";
+        return tilec::ExitUsage;
+    }
+    if (!archs.empty()) o.archs = splitCommas(archs);
+    o.emit = splitCommas(emit);
+    return tilec::runCompiler(o, std::cout, std::cerr);
+}

@@ -1,0 +1,40 @@
+/// \file
+/// One compilation from options to outputs: what the `tilec` command runs after parsing its command line.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tilec {
+
+/// Exit codes of the tilec command (CONTRACT.md).
+enum ExitCode { ExitOk = 0, ExitInputError = 1, ExitUsage = 2, ExitInternal = 3 };
+
+struct DriverOptions {
+    std::string input;                     ///< the .tile file ("-" reads standard input)
+    std::vector<std::string> archs{"sm_90a"};
+    std::string output;                    ///< -o
+    std::string header;                    ///< -H
+    std::vector<std::string> emit;         ///< --emit kinds
+    std::vector<std::string> defines;      ///< -D NAME=VALUE, as written
+    std::vector<std::string> exports;      ///< --export NAME=CALL, as written
+    std::vector<std::string> kernels;      ///< --kernel
+    std::string prefix;                    ///< --prefix
+    bool depfile = false;                  ///< -MD
+    std::string depfilePath, depTarget;    ///< -MF, -MT
+    std::string dumpAfter;                 ///< --dump-after=PASS ("all" for every pass)
+    bool timePasses = false;
+    bool verbose = false;
+    int errorLimit = 20;
+    bool werror = false, noWarnings = false;
+    std::string color = "auto";            ///< --color=auto|always|never
+    bool resourceUsage = false;
+};
+
+/// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`
+/// receives outputs that go to standard output (--emit=ast without -o, dumps), `err` diagnostics.
+/// Never throws; returns an ExitCode.
+int runCompiler(const DriverOptions &opts, std::ostream &out, std::ostream &err);
+
+} // namespace tilec

@@ -1,0 +1,37 @@
+/// \file
+/// The pipeline: every phase and pass from the syntax tree to the lowered program, in order, in one place
+/// (src/lower/Lower.cpp). `--dump-after=NAME` prints the IR after a pass, `--time-passes` times each one.
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/Target.h"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tilec {
+
+/// Options and bookkeeping shared by the passes of one compilation.
+struct PassContext {
+    std::string dumpAfter; ///< a pass name, or "all"
+    bool timePasses = false;
+    std::ostream *dump = nullptr; ///< where --dump-after writes
+    std::vector<std::pair<std::string, double>> times; ///< (pass, milliseconds), in order
+    /// Runs `fn` as the pass `name`: sets the current phase for internal errors, times it, and dumps `text()`
+    /// afterwards when asked to; text is only computed when it is printed.
+    template <class F, class D> auto run(const char *name, F &&fn, D &&text) -> decltype(fn());
+    void reportTimes(std::ostream &os) const;
+    void recordTime(const char *name, double ms) { times.emplace_back(name, ms); }
+    bool wantsDump(const char *name) const { return dumpAfter == "all" || dumpAfter == name; }
+};
+
+/// The names --dump-after accepts, in pipeline order (front-end phases first).
+const std::vector<std::string> &passNames();
+
+/// Lowers the checked program for target `t` by running the scheduling passes in order.
+ir::Program lower(ir::Program p, const Target &t, PassContext &ctx);
+
+} // namespace tilec
+
+#include "tilec/LowerImpl.h"

@@ -1,0 +1,258 @@
+/// \file
+/// One compilation: reads the input, runs the front end and the pipeline, writes the outputs, and turns
+/// every way it can end (user errors, too many errors, internal errors) into the contract's exit codes.
+#include "tilec/Driver.h"
+
+#include "tilec/Check.h"
+#include "tilec/Frontend.h"
+#include "tilec/IRPrinter.h"
+#include "tilec/Lower.h"
+#include "tilec/Parser.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace tilec {
+
+namespace {
+
+/// A command-line mistake: printed as `tilec: error: ...`, exit 2.
+struct UsageError {
+    std::string msg;
+};
+
+bool isIdentifier(const std::string &s) {
+    if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+}
+
+const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
+/// Output kinds this version can produce; the others are accepted by the grammar of the option but
+/// refused with a clear message until code generation exists.
+const std::vector<std::string> kEmitSupported = {"ast"};
+
+class Compilation {
+  public:
+    Compilation(const DriverOptions &o, std::ostream &out, std::ostream &err)
+        : opts_(o), out_(out), err_(err), diag_(sm_, err) {}
+
+    int run();
+
+  private:
+    void validateOptions();
+    std::string readInput();
+    ast::ExprP parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
+                                SourceRange &range);
+    FrontendOptions frontendOptions();
+    void writeText(const std::string &path, const std::string &text);
+    void writeDepfile(const std::vector<std::string> &outputs);
+
+    const DriverOptions &opts_;
+    std::ostream &out_, &err_;
+    SourceManager sm_;
+    DiagnosticEngine diag_;
+    std::vector<Target> targets_;
+};
+
+void Compilation::validateOptions() {
+    if (opts_.input.empty()) throw UsageError{"no input file"};
+    for (auto &a : opts_.archs) {
+        auto t = Target::parse(a);
+        if (!t) throw UsageError{"unknown target '" + a + "' in -arch (known: sm_80, sm_86, sm_89, sm_90, sm_90a)"};
+        targets_.push_back(*t);
+    }
+    if (targets_.empty()) throw UsageError{"-arch needs at least one target"};
+    for (auto &k : opts_.emit) {
+        if (std::find(kEmitKinds.begin(), kEmitKinds.end(), k) == kEmitKinds.end())
+            throw UsageError{"unknown --emit kind '" + k + "' (known: ast, cubin, cuda, header, ir, ptx)"};
+        if (std::find(kEmitSupported.begin(), kEmitSupported.end(), k) == kEmitSupported.end())
+            throw UsageError{"--emit=" + k + " needs code generation, which this version of tilec does not have yet"};
+    }
+    if (!opts_.output.empty()) {
+        auto dot = opts_.output.rfind('.');
+        std::string ext = dot == std::string::npos ? "" : opts_.output.substr(dot);
+        if (ext != ".ast")
+            throw UsageError{"-o " + opts_.output + ": this version of tilec writes only the typed program "
+                             "(-o FILE.ast or --emit=ast); code generation is not implemented yet"};
+    }
+    if (opts_.resourceUsage)
+        throw UsageError{"--resource-usage needs code generation, which this version of tilec does not have yet"};
+    if (!opts_.dumpAfter.empty() && opts_.dumpAfter != "all") {
+        auto &n = passNames();
+        if (std::find(n.begin(), n.end(), opts_.dumpAfter) == n.end()) {
+            std::string known;
+            for (auto &p : n) known += (known.empty() ? "" : ", ") + p;
+            throw UsageError{"unknown pass '" + opts_.dumpAfter + "' in --dump-after (known: all, " + known + ")"};
+        }
+    }
+    if (opts_.errorLimit < 0) throw UsageError{"--error-limit must be 0 (no limit) or positive"};
+    if (!opts_.depfilePath.empty() && !opts_.depfile) throw UsageError{"-MF needs -MD"};
+    if (opts_.depfile && opts_.depfilePath.empty() && opts_.output.empty())
+        throw UsageError{"-MD needs -MF PATH or -o PATH to name the depfile"};
+    if (!opts_.prefix.empty() && !isIdentifier(opts_.prefix))
+        throw UsageError{"--prefix '" + opts_.prefix + "' is not a valid C identifier prefix"};
+}
+
+std::string Compilation::readInput() {
+    std::ostringstream ss;
+    if (opts_.input == "-") {
+        ss << std::cin.rdbuf();
+    } else {
+        std::ifstream f(opts_.input, std::ios::binary);
+        if (!f) throw UsageError{"cannot open input file '" + opts_.input + "'"};
+        ss << f.rdbuf();
+        if (f.bad()) throw UsageError{"cannot read input file '" + opts_.input + "'"};
+    }
+    return ss.str();
+}
+
+/// Parses the VALUE of `-D NAME=VALUE` or the CALL of `--export NAME=CALL` as a Python expression kept in a
+/// file of its own, so its diagnostics point into the option's text.
+ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
+                                         SourceRange &range) {
+    int f = sm_.add("<" + what + ">", text);
+    range = SourceRange{f, 1, 1, 1, (int)text.size() + 1};
+    if (bareIsString && isIdentifier(text) && text != "True" && text != "False" && text != "None") {
+        auto e = ast::Expr::make(ast::ExprKind::Str, range);
+        e->str = text;
+        return e;
+    }
+    return parseExpression(f, diag_);
+}
+
+FrontendOptions Compilation::frontendOptions() {
+    FrontendOptions fo;
+    fo.target = *std::min_element(targets_.begin(), targets_.end(),
+                                  [](const Target &a, const Target &b) { return a.sm < b.sm; });
+    auto split = [](const std::string &s, const char *opt) {
+        auto eq = s.find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw UsageError{std::string(opt) + " '" + s + "' must have the form NAME=" + (opt[1] == 'D' ? "VALUE" : "CALL")};
+        std::string name = s.substr(0, eq);
+        if (!isIdentifier(name)) throw UsageError{std::string(opt) + " '" + s + "': '" + name + "' is not a name"};
+        return std::make_pair(name, s.substr(eq + 1));
+    };
+    for (auto &d : opts_.defines) {
+        auto [name, value] = split(d, "-D");
+        FrontendOptions::Define def{name, nullptr, {}};
+        def.value = parseOptionValue(value, "-D " + name, true, def.range);
+        if (def.value) fo.defines.push_back(std::move(def));
+    }
+    for (auto &e : opts_.exports) {
+        auto [name, call] = split(e, "--export");
+        FrontendOptions::Export ex{name, nullptr, {}};
+        ex.call = parseOptionValue(call, "--export " + name, false, ex.range);
+        if (ex.call) fo.exports.push_back(std::move(ex));
+    }
+    fo.kernels = opts_.kernels;
+    return fo;
+}
+
+void Compilation::writeText(const std::string &path, const std::string &text) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    if (!f) throw UsageError{"cannot write '" + path + "'"};
+}
+
+/// Make syntax: every output is a target; the prerequisites are the files the outputs were made from.
+void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
+    auto escape = [](const std::string &s) {
+        std::string r;
+        for (char c : s) {
+            if (c == ' ' || c == '#') r += '\\';
+            if (c == '$') r += '$';
+            r += c;
+        }
+        return r;
+    };
+    std::string targets;
+    if (!opts_.depTarget.empty()) targets = escape(opts_.depTarget);
+    else
+        for (auto &o : outputs) targets += (targets.empty() ? "" : " ") + escape(o);
+    std::string path = opts_.depfilePath;
+    if (path.empty()) path = opts_.output.substr(0, opts_.output.rfind('.')) + ".d";
+    writeText(path, targets + ": " + escape(opts_.input) + "\n");
+}
+
+int Compilation::run() {
+    validateOptions();
+    diag_.setErrorLimit(opts_.errorLimit);
+    diag_.setWarningsAsErrors(opts_.werror);
+    diag_.setSuppressWarnings(opts_.noWarnings);
+    diag_.setColor(opts_.color == "always" || (opts_.color == "auto" && &err_ == &std::cerr && isatty(2)));
+    if (opts_.verbose) spdlog::set_level(spdlog::level::debug);
+
+    std::string text = readInput();
+    int file = sm_.add(opts_.input == "-" ? "<stdin>" : opts_.input, std::move(text));
+    PassContext ctx;
+    ctx.dumpAfter = opts_.dumpAfter;
+    ctx.timePasses = opts_.timePasses;
+    ctx.dump = &out_;
+
+    FrontendOptions fo = frontendOptions();
+    if (diag_.hasErrors()) return ExitInputError;
+
+    auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
+                          [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
+    if (!module) return ExitInputError;
+    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
+
+    auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
+                           [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
+    if (!program || diag_.hasErrors()) return ExitInputError;
+
+    bool ok = ctx.run("check", [&] {
+        bool good = true;
+        for (auto &k : program->kernels)
+            for (auto &t : targets_) good = checkKernel(*k, t, diag_) && good;
+        return good;
+    }, [&](bool) { return ir::print(*program); });
+    if (!ok || diag_.hasErrors()) return ExitInputError;
+
+    ir::Program lowered = lower(*program, fo.target, ctx);
+    (void)lowered;
+
+    std::vector<std::string> outputs;
+    bool wantAst = std::find(opts_.emit.begin(), opts_.emit.end(), "ast") != opts_.emit.end();
+    if (!opts_.output.empty()) {
+        writeText(opts_.output, ir::print(*program));
+        outputs.push_back(opts_.output);
+    } else if (wantAst) {
+        out_ << ir::print(*program);
+    }
+    if (opts_.depfile) writeDepfile(outputs.empty() ? std::vector<std::string>{opts_.input + ".ast"} : outputs);
+    if (opts_.timePasses) ctx.reportTimes(err_);
+    return diag_.hasErrors() ? ExitInputError : ExitOk;
+}
+
+} // namespace
+
+int runCompiler(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
+    Compilation c(opts, out, err);
+    try {
+        return c.run();
+    } catch (const UsageError &e) {
+        err << "tilec: error: " << e.msg << "\n";
+        return ExitUsage;
+    } catch (const TooManyErrors &) {
+        err << "tilec: fatal error: too many errors emitted, stopping now [--error-limit=" << opts.errorLimit
+            << "]\n";
+        return ExitInputError;
+    } catch (const InternalError &e) {
+        err << e.what() << "\n";
+        return ExitInternal;
+    } catch (const std::bad_alloc &) {
+        err << "internal error: in " << currentPhase() << ": out of memory\n";
+        return ExitInternal;
+    } catch (const std::exception &e) {
+        err << "internal error: in " << currentPhase() << ": unexpected exception: " << e.what() << "\n";
+        return ExitInternal;
+    }
+}
+
+} // namespace tilec

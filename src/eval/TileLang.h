@@ -1,0 +1,100 @@
+/// \file
+/// Private to src/eval/TileLang*.cpp: the pieces the `T.*` primitives share (registration, argument
+/// conversion with precise messages, region resolution, expression text for diagnostics).
+#pragma once
+
+#include "tilec/IROperator.h"
+#include "tilec/Interp.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilec::eval::tl {
+
+using Attrs = std::map<std::string, Value>;
+using PrimFn = std::function<Value(Interp &, CallArgs &)>;
+
+/// Registers `T.<name>`. The wrapper returns Poison without calling `fn` when an argument already is
+/// Poison, so one mistake is reported once.
+void def(Attrs &attrs, const std::string &name, PrimFn fn);
+
+// Each TileLang*.cpp adds its primitives to the module's attribute table.
+void addTypePrimitives(Attrs &attrs);   // TileLangModule.cpp: dtypes, Tensor, Buffer, dynamic, prim_func
+void addLoopPrimitives(Attrs &attrs);   // TileLangLoops.cpp: Kernel, Parallel, Pipelined, serial, ...
+void addAllocPrimitives(Attrs &attrs);  // TileLangAlloc.cpp: alloc_*, fill, clear
+void addCopyPrimitives(Attrs &attrs);   // TileLangCopy.cpp: copy, atomic_add
+void addGemmPrimitives(Attrs &attrs);   // TileLangGemm.cpp: gemm, GemmWarpPolicy
+void addReducePrimitives(Attrs &attrs); // TileLangReduce.cpp: reduce_*
+void addMathPrimitives(Attrs &attrs);   // TileLangMath.cpp: exp, max, ceildiv, cast, ...
+
+// ---- argument helpers (TileLangArgs.cpp) ----
+
+/// Checks the keywords of a primitive that takes `*args` (bindArgs cannot express those): reports the
+/// first keyword not in `allowed` like bindArgs does; returns the given ones by name.
+std::map<std::string, Arg> keywords(Interp &in, const CallArgs &args, const std::string &fname,
+                                    const std::vector<std::string> &allowed);
+
+/// The trace of the enclosing prim_func inside its `with T.Kernel(...)`; a located error otherwise.
+TraceState &requireLaunch(Interp &in, const CallArgs &args, const std::string &fname);
+
+/// A dtype argument: DType values and strings naming one; an unknown name is "unknown dtype 'x'" at the
+/// argument with a note listing the valid names.
+DType dtypeArg(Interp &in, const Arg &a);
+
+/// The compile-time integer value of Int/Bool values and of IR expressions that fold to a constant.
+std::optional<int64_t> constOf(const Value &v);
+
+/// A compile-time integer argument, or an error "<what> must be a compile-time constant; 'n' is only
+/// known at run time" (or "... must be an integer, got str") at the argument.
+int64_t constIntArg(Interp &in, const Arg &a, const std::string &what);
+
+/// An integer expression argument (Python ints, integer IR expressions); floats and others are errors.
+ir::Expr intExprArg(Interp &in, const Arg &a, const std::string &what);
+
+/// Python-ish source text of an expression for messages: `bx * 64 + 1`, `T.exp2(x)`, `A[i, j]`.
+std::string exprText(const ir::Expr &e);
+/// `(128, 64)`: a tuple of expressions.
+std::string tupleText(const std::vector<ir::Expr> &es);
+/// `bool, int8, ..., float8_e5m2`: the canonical dtype names.
+std::string validDTypeNames();
+
+// ---- regions (TileLangCopy.cpp) ----
+
+/// What a tile primitive's buffer operand named: a whole buffer, a slice subscript (explicit region) or a
+/// subscript of plain indices (a region origin whose extents come from elsewhere).
+struct Operand {
+    ir::Buffer buffer;
+    std::vector<ir::Expr> mins, extents; ///< extents are null for an origin
+    bool origin = false;                 ///< only plain indices
+    bool whole = false;                  ///< the buffer itself
+    SourceRange range;
+    std::vector<SourceRange> indexRanges; ///< per index (empty for a whole buffer)
+};
+
+/// Classifies a Buffer or Access argument; other values are an error naming `what` at the argument.
+/// Checks that the number of indices equals the buffer's number of dimensions.
+Operand operandArg(Interp &in, const Arg &a, const std::string &what);
+
+/// The region an operand names; an origin gets `extents` (the other operand's) right-aligned, or the
+/// unique in-bounds placement of their non-unit extents with a warning (see TileLangCopy.cpp).
+/// `writes`: the operand is written (for the wording of messages).
+ir::Region resolveRegion(Interp &in, const Operand &op, const std::vector<ir::Expr> &extents, bool writes);
+
+/// The explicit region of a non-origin operand.
+ir::Region explicitRegion(const Operand &op);
+
+/// Errors when a region provably lies outside a buffer with constant shape (non-global buffers only).
+void checkInBounds(Interp &in, const ir::Region &r, const SourceRange &at);
+
+/// The region as the user would write it with slices: `Q[bz, bx * 64:bx * 64 + 64, by, 0:64]`.
+std::string regionText(const ir::Region &r);
+/// The extents of a region: `(128, 64)`.
+std::vector<ir::Expr> extentsOf(const ir::Region &r);
+
+/// Whether an extent is the constant 1.
+bool isUnit(const ir::Expr &e);
+
+} // namespace tilec::eval::tl

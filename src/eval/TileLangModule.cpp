@@ -1,0 +1,107 @@
+/// \file
+/// The `tilelang.language` module (`import tilelang.language as T`): its fixed attribute table, the
+/// dtypes, the decorator, tensor annotations (`T.Tensor`) and run-time shape symbols (`T.dynamic`).
+///
+/// The attribute table is closed on purpose: any other `T.x` is "unknown primitive T.x" (reported by the
+/// interpreter's attribute lookup), so a typo never silently becomes an opaque value.
+#include "eval/TileLang.h"
+
+namespace tilec::eval {
+
+using namespace tl;
+
+Value makeTileLanguageModule() {
+    auto m = std::make_shared<ModuleObj>();
+    m->name = "tilelang.language";
+    addTypePrimitives(m->attrs);
+    addLoopPrimitives(m->attrs);
+    addAllocPrimitives(m->attrs);
+    addCopyPrimitives(m->attrs);
+    addGemmPrimitives(m->attrs);
+    addReducePrimitives(m->attrs);
+    addMathPrimitives(m->attrs);
+    return Value::object(VK::Module, m);
+}
+
+Value callDType(Interp &in, DType t, CallArgs &args) {
+    auto a = bindArgs(in, args, "T." + std::string(t.name()), {"x"});
+    const Value &v = a[0]->value;
+    if (v.is(VK::Poison)) return v;
+    if (v.is(VK::Str) || v.is(VK::None))
+        in.fail(a[0]->range, "cannot convert " + std::string(typeName(v.kind)) + " to " + std::string(t.name()));
+    return Value::ofExpr(ir::cast(t, in.toExpr(*a[0], "value"), args.call));
+}
+
+namespace tl {
+
+namespace {
+
+bool isIdentifier(const std::string &s) {
+    if (s.empty() || s.size() > 200) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        unsigned char c = s[i];
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+    }
+    return true;
+}
+
+/// One dimension of a T.Tensor / T.Buffer shape: a positive constant or a run-time integer expression.
+ir::Expr shapeDim(Interp &in, const Arg &a, size_t index) {
+    const Value &v = a.value;
+    std::string what = "dimension " + std::to_string(index) + " of the shape";
+    if (!(v.is(VK::Int) || v.is(VK::Expr) || v.is(VK::Access)))
+        in.fail(a.range, what + " must be an integer, got " + typeName(v.kind));
+    ir::Expr e = intExprArg(in, a, what);
+    if (auto c = ir::constValue(e)) {
+        if (*c <= 0) in.fail(a.range, what + " is " + std::to_string(*c) + "; dimensions must be positive");
+        return ir::intImm(*c, DType::Int32, a.range);
+    }
+    return e;
+}
+
+Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
+    auto a = bindArgs(in, args, fname, {"shape", "dtype?"});
+    auto ty = std::make_shared<TensorTypeObj>();
+    ty->range = args.call;
+    ty->dtype = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Float32);
+    if (ty->dtype == DType::Void) in.fail(a[1]->range, "a tensor cannot have element type void");
+    auto dims = in.toSequence(*a[0], "shape");
+    if (dims.empty()) in.fail(a[0]->range, "a tensor needs at least one dimension");
+    for (size_t i = 0; i < dims.size(); ++i) ty->shape.push_back(shapeDim(in, dims[i], i));
+    return Value::object(VK::TensorType, ty);
+}
+
+Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
+    auto a = bindArgs(in, args, fname, {"name", "dtype?"});
+    std::string name = in.toStr(*a[0], "name");
+    if (!isIdentifier(name))
+        in.fail(a[0]->range, fname + " name '" + name.substr(0, 40) + "' is not a valid identifier");
+    DType t = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Int32);
+    if (!t.isInt())
+        in.fail(a[1]->range, fname + " symbols are integers; got dtype '" + std::string(t.name()) + "'");
+    return Value::ofExpr(ir::makeVar(name, t, args.call));
+}
+
+} // namespace
+
+void addTypePrimitives(Attrs &attrs) {
+    for (int k = DType::Bool; k < DType::Void; ++k) {
+        DType t((DType::Kind)k);
+        attrs[std::string(t.name())] = Value::ofDType(t);
+    }
+    attrs["float8_e4m3fn"] = Value::ofDType(DType::Float8E4M3);
+
+    // The interpreter recognises the decorator by its name and traces the def; a direct call is identity.
+    def(attrs, "prim_func", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.prim_func", {"func"});
+        return a[0]->value;
+    });
+    def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
+    def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });
+    def(attrs, "dynamic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.dynamic"); });
+    def(attrs, "symbolic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.symbolic"); });
+}
+
+} // namespace tl
+} // namespace tilec::eval

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# First command of the README: installs what is missing (Debian 12, as root), builds tilec, and compiles an
+# example to show that it works. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+packages=(antlr4 libantlr4-runtime-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
+          cmake ninja-build llvm-14-tools clang-14 libclang-rt-14-dev uuid-dev python3 g++)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$BUILD_DIR"
+echo "setup: built $BUILD_DIR/tilec; compiling examples/gemm.tile:"
+"$BUILD_DIR/tilec" examples/gemm.tile --emit=ast
