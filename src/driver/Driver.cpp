@@ -206,10 +206,14 @@ int Compilation::run() {
                            [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
     if (!program || diag_.hasErrors()) return ExitInputError;
 
+    // The checks run once, against the most restrictive target of -arch, so that a target-independent
+    // error is not reported once per target.
+    const Target &strictest = *std::min_element(targets_.begin(), targets_.end(), [](auto &a, auto &b) {
+        return a.maxSharedPerBlock < b.maxSharedPerBlock;
+    });
     bool ok = ctx.run("check", [&] {
         bool good = true;
-        for (auto &k : program->kernels)
-            for (auto &t : targets_) good = checkKernel(*k, t, diag_) && good;
+        for (auto &k : program->kernels) good = checkKernel(*k, strictest, diag_) && good;
         return good;
     }, [&](bool) { return ir::print(*program); });
     if (!ok || diag_.hasErrors()) return ExitInputError;
