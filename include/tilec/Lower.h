@@ -17,6 +17,7 @@ struct PassContext {
     std::string dumpAfter; ///< a pass name, or "all"
     bool timePasses = false;
     std::ostream *dump = nullptr; ///< where --dump-after writes
+    DiagnosticEngine *diag = nullptr; ///< user errors found while lowering (required by lower())
     std::vector<std::pair<std::string, double>> times; ///< (pass, milliseconds), in order
     /// Runs `fn` as the pass `name`: sets the current phase for internal errors, times it, and dumps `text()`
     /// afterwards when asked to; text is only computed when it is printed.

@@ -4,6 +4,7 @@
 #include "tilec/Driver.h"
 
 #include "tilec/Check.h"
+#include "tilec/Codegen.h"
 #include "tilec/Frontend.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
@@ -34,7 +35,15 @@ bool isIdentifier(const std::string &s) {
 const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
 /// Output kinds this version can produce; the others are accepted by the grammar of the option but
 /// refused with a clear message until code generation exists.
-const std::vector<std::string> kEmitSupported = {"ast"};
+const std::vector<std::string> kEmitSupported = {"ast", "cuda", "header", "ir"};
+
+/// The extension of a path ("" when it has none).
+std::string extensionOf(const std::string &path) {
+    auto dot = path.rfind('.');
+    auto slash = path.rfind('/');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+    return path.substr(dot);
+}
 
 class Compilation {
   public:
@@ -74,11 +83,13 @@ void Compilation::validateOptions() {
             throw UsageError{"--emit=" + k + " needs code generation, which this version of tilec does not have yet"};
     }
     if (!opts_.output.empty()) {
-        auto dot = opts_.output.rfind('.');
-        std::string ext = dot == std::string::npos ? "" : opts_.output.substr(dot);
-        if (ext != ".ast")
-            throw UsageError{"-o " + opts_.output + ": this version of tilec writes only the typed program "
-                             "(-o FILE.ast or --emit=ast); code generation is not implemented yet"};
+        std::string ext = extensionOf(opts_.output);
+        if (ext == ".ptx" || ext == ".cubin" || ext == ".c" || ext == ".o")
+            throw UsageError{"-o " + opts_.output + ": binary outputs (.ptx, .cubin, .c, .o) are not implemented yet; "
+                             "write CUDA with -o FILE.cu and compile it with nvcc"};
+        if (ext != ".cu" && ext != ".ast" && ext != ".ir")
+            throw UsageError{"-o " + opts_.output + ": the extension must say what to write (.cu for CUDA C++, "
+                             ".ast for the typed program, .ir for the lowered IR)"};
     }
     if (opts_.resourceUsage)
         throw UsageError{"--resource-usage needs code generation, which this version of tilec does not have yet"};
@@ -218,16 +229,50 @@ int Compilation::run() {
     }, [&](bool) { return ir::print(*program); });
     if (!ok || diag_.hasErrors()) return ExitInputError;
 
-    ir::Program lowered = lower(*program, fo.target, ctx);
-    (void)lowered;
+    // What to write: the -o file's kind, every --emit kind, and the header whenever CUDA is written or -H
+    // names it. Kinds beside -o share its stem; without -o they go to standard output.
+    auto emits = [&](const char *k) { return std::find(opts_.emit.begin(), opts_.emit.end(), k) != opts_.emit.end(); };
+    std::string ext = extensionOf(opts_.output);
+    std::string stem = opts_.output.substr(0, opts_.output.size() - ext.size());
+    bool wantAst = ext == ".ast" || emits("ast"), wantIr = ext == ".ir" || emits("ir");
+    bool wantCuda = ext == ".cu" || emits("cuda");
+    bool wantHeader = ext == ".cu" || emits("header") || !opts_.header.empty();
+    auto pathFor = [&](const std::string &e) { return opts_.output.empty() ? std::string() : ext == e ? opts_.output : stem + e; };
+    std::string headerPath = !opts_.header.empty() ? opts_.header : pathFor(".h");
 
     std::vector<std::string> outputs;
-    bool wantAst = std::find(opts_.emit.begin(), opts_.emit.end(), "ast") != opts_.emit.end();
-    if (!opts_.output.empty()) {
-        writeText(opts_.output, ir::print(*program));
-        outputs.push_back(opts_.output);
-    } else if (wantAst) {
-        out_ << ir::print(*program);
+    auto emit = [&](const std::string &path, const std::string &text) {
+        if (path.empty()) {
+            out_ << text;
+            return;
+        }
+        writeText(path, text);
+        outputs.push_back(path);
+    };
+    if (wantAst) emit(pathFor(".ast"), ir::print(*program));
+
+    // Lowering runs only for outputs that need it, so --emit=ast works on kernels code generation
+    // cannot handle yet (T.gemm).
+    auto &front = passNames();
+    bool dumpsLowering = !opts_.dumpAfter.empty() &&
+                         std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
+    if (wantIr || wantCuda || wantHeader || dumpsLowering) {
+        ctx.diag = &diag_;
+        ir::Program lowered = lower(*program, fo.target, ctx);
+        if (diag_.hasErrors()) return ExitInputError;
+        if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
+        if (wantCuda || wantHeader) {
+            CodegenOptions co;
+            co.sourceName = opts_.input == "-" ? "<stdin>" : opts_.input;
+            co.cudaName = pathFor(".cu");
+            co.headerName = headerPath;
+            co.prefix = opts_.prefix;
+            co.targets = targets_;
+            GeneratedCode code = generateCode(lowered, co, diag_);
+            if (diag_.hasErrors()) return ExitInputError;
+            if (wantCuda) emit(pathFor(".cu"), code.cuda);
+            if (wantHeader) emit(headerPath, code.header);
+        }
     }
     if (opts_.depfile) writeDepfile(outputs.empty() ? std::vector<std::string>{opts_.input + ".ast"} : outputs);
     if (opts_.timePasses) ctx.reportTimes(err_);

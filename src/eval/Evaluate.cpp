@@ -1,8 +1,203 @@
 /// \file
-/// Placeholder until the interpreter lands.
-#include "tilec/Frontend.h"
+/// The front end's evaluation entry point (Frontend.h): runs the module in the compile-time interpreter,
+/// applies `-D` overrides, and collects the kernels the module exports (module-level prim_func assignments,
+/// `--export`, `--kernel`), checking that their names can be C function names.
+#include "eval/InterpImpl.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
 namespace tilec {
-std::optional<ir::Program> evaluateModule(const ast::Module &, const FrontendOptions &, DiagnosticEngine &) {
-    return ir::Program{};
+namespace eval {
+
+namespace {
+
+const std::set<std::string> &cKeywords() {
+    static const std::set<std::string> k = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary",
+        "_Noreturn", "_Static_assert", "_Thread_local"};
+    return k;
 }
+
+const std::set<std::string> &cxxKeywords() {
+    static const std::set<std::string> k = {
+        "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "char8_t", "char16_t",
+        "char32_t", "class", "compl", "concept", "consteval", "constexpr", "constinit", "const_cast", "co_await",
+        "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export", "false", "friend",
+        "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq",
+        "private", "protected", "public", "reinterpret_cast", "requires", "static_assert", "static_cast",
+        "template", "this", "thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual",
+        "wchar_t", "xor", "xor_eq"};
+    return k;
+}
+
+/// Why `name` cannot be a kernel's C name, or "" when it can.
+std::string kernelNameProblem(const std::string &name) {
+    bool ok = !name.empty() && name.size() <= 200;
+    for (size_t i = 0; ok && i < name.size(); ++i) {
+        unsigned char c = name[i];
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        ok = alpha || (i > 0 && c >= '0' && c <= '9');
+    }
+    std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
+    if (!ok) return "kernel name '" + shown + "' is not a valid C identifier";
+    if (cKeywords().count(name)) return "kernel name '" + name + "' is not a valid C identifier (it is a C keyword)";
+    if (cxxKeywords().count(name))
+        return "kernel name '" + name + "' is not a valid C identifier (it is a C++ keyword)";
+    return "";
+}
+
+/// Simple names assigned at module level, including inside module-level if/for/while/with blocks.
+void collectAssigned(const ast::Body &body, std::set<std::string> &out, int depth = 0) {
+    if (depth > 200) return;
+    std::function<void(const ast::Expr &, int)> target = [&](const ast::Expr &t, int d) {
+        if (d > 100) return;
+        if (t.kind == ast::ExprKind::Name) out.insert(t.str);
+        else if (t.kind == ast::ExprKind::Tuple || t.kind == ast::ExprKind::List)
+            for (auto &e : t.elts) target(*e, d + 1);
+        else if (t.kind == ast::ExprKind::Starred && t.a) target(*t.a, d + 1);
+    };
+    for (auto &s : body) {
+        switch (s->kind) {
+        case ast::StmtKind::Assign:
+        case ast::StmtKind::AnnAssign:
+            for (auto &t : s->targets)
+                if (t) target(*t, 0);
+            break;
+        case ast::StmtKind::If:
+        case ast::StmtKind::For:
+        case ast::StmtKind::While:
+        case ast::StmtKind::With:
+            collectAssigned(s->body, out, depth + 1);
+            collectAssigned(s->orelse, out, depth + 1);
+            break;
+        default: break;
+        }
+    }
+}
+
+/// The source text of a one-line range (an --export call), shortened for messages.
+std::string sourceText(const SourceManager &sm, const SourceRange &r) {
+    if (!r.valid() || r.endLine != r.line || r.endCol <= r.col) return "...";
+    std::string_view line = sm.line(r.file, r.line);
+    if ((size_t)r.col - 1 >= line.size()) return "...";
+    std::string s(line.substr((size_t)r.col - 1, (size_t)(r.endCol - r.col)));
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+struct Export {
+    std::string name;
+    ir::KernelP kernel;
+    SourceRange loc;
+};
+
+} // namespace
+
+std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
+    char base;
+    stackBase_ = &base;
+    int errors0 = diag_.errorCount();
+    frames_.emplace_back();
+    frames_.back().isModule = true;
+    std::vector<Export> exports;
+    try {
+        std::set<std::string> assigned;
+        collectAssigned(m.body, assigned);
+        for (auto &d : opts_.defines) {
+            if (!assigned.count(d.name)) {
+                diag_.error(d.range, "-D " + d.name + ": the file defines no module-level name '" + d.name + "'");
+                std::string close = closestName(d.name, std::vector<std::string>(assigned.begin(), assigned.end()));
+                if (!close.empty()) diag_.note(d.range, "did you mean '" + close + "'?");
+                continue;
+            }
+            if (!d.value) continue;
+            Value v;
+            if (d.value->kind == ast::ExprKind::Name) {
+                v = Value::str(d.value->str); // `-D dtype=float16`: a bare identifier is a string
+            } else {
+                try {
+                    v = eval(*d.value);
+                } catch (EvalAbort &) {
+                    v = Value::poison();
+                }
+            }
+            defines_[d.name] = v;
+        }
+
+        execBody(m.body);
+
+        for (auto &name : moduleOrder_) {
+            auto it = module_->vars.find(name);
+            if (it != module_->vars.end() && it->second.is(VK::PrimFunc))
+                exports.push_back({name, it->second.kernel, moduleAssignLoc_[name]});
+        }
+        for (auto &e : opts_.exports) {
+            if (!e.call) continue;
+            Value v;
+            try {
+                v = eval(*e.call);
+            } catch (EvalAbort &) {
+                continue;
+            }
+            if (v.is(VK::Poison)) continue;
+            if (!v.is(VK::PrimFunc)) {
+                diag_.error(e.range, "--export '" + e.name + "': '" + sourceText(diag_.sources(), e.call->range) +
+                                         "' is a " + typeName(v.kind) + ", not a prim_func");
+                continue;
+            }
+            module_->set(e.name, v);
+            auto same = std::find_if(exports.begin(), exports.end(), [&](const Export &x) { return x.name == e.name; });
+            if (same != exports.end()) *same = {e.name, v.kernel, e.range};
+            else exports.push_back({e.name, v.kernel, e.range});
+        }
+    } catch (BudgetExhausted &) {
+        return std::nullopt;
+    }
+
+    for (auto &e : exports) {
+        std::string problem = kernelNameProblem(e.name);
+        if (!problem.empty()) diag_.error(e.loc, problem);
+    }
+    if (exports.empty() && diag_.errorCount() == errors0) {
+        diag_.warning(SourceRange{m.file, 1, 1, 1, 1}, "file exports no kernel");
+    }
+    if (!opts_.kernels.empty()) {
+        std::vector<Export> kept;
+        for (auto &want : opts_.kernels) {
+            auto it = std::find_if(exports.begin(), exports.end(), [&](const Export &x) { return x.name == want; });
+            if (it == exports.end()) {
+                std::string list;
+                for (auto &x : exports) list += (list.empty() ? "" : ", ") + x.name;
+                diag_.error(SourceRange{}, "--kernel " + want + ": the file exports no kernel named '" + want + "'" +
+                                               (list.empty() ? "" : " (it exports " + list + ")"));
+            }
+        }
+        for (auto &x : exports)
+            if (std::find(opts_.kernels.begin(), opts_.kernels.end(), x.name) != opts_.kernels.end()) kept.push_back(x);
+        exports = std::move(kept);
+    }
+    if (diag_.errorCount() > errors0) return std::nullopt;
+
+    ir::Program p;
+    for (auto &e : exports) {
+        auto k = std::make_shared<ir::Kernel>(*e.kernel);
+        k->name = e.name;
+        k->loc = e.loc;
+        p.kernels.push_back(k);
+    }
+    return p;
+}
+
+} // namespace eval
+
+std::optional<ir::Program> evaluateModule(const ast::Module &m, const FrontendOptions &opts, DiagnosticEngine &diag) {
+    setCurrentPhase("evaluate");
+    eval::InterpImpl interp(opts, diag);
+    return interp.run(m);
+}
+
 } // namespace tilec

@@ -27,7 +27,7 @@ void addLoopPrimitives(Attrs &attrs);   // TileLangLoops.cpp: Kernel, Parallel, 
 void addAllocPrimitives(Attrs &attrs);  // TileLangAlloc.cpp: alloc_*, fill, clear
 void addCopyPrimitives(Attrs &attrs);   // TileLangCopy.cpp: copy, atomic_add
 void addGemmPrimitives(Attrs &attrs);   // TileLangGemm.cpp: gemm, GemmWarpPolicy
-void addReducePrimitives(Attrs &attrs); // TileLangReduce.cpp: reduce_*
+void addReducePrimitives(Attrs &attrs); // TileLangGemm.cpp: reduce_*
 void addMathPrimitives(Attrs &attrs);   // TileLangMath.cpp: exp, max, ceildiv, cast, ...
 
 // ---- argument helpers (TileLangArgs.cpp) ----
@@ -50,6 +50,13 @@ std::optional<int64_t> constOf(const Value &v);
 /// A compile-time integer argument, or an error "<what> must be a compile-time constant; 'n' is only
 /// known at run time" (or "... must be an integer, got str") at the argument.
 int64_t constIntArg(Interp &in, const Arg &a, const std::string &what);
+
+/// An integer constant typed int32 when it fits, int64 otherwise (like the interpreter's Python ints).
+ir::Expr constIndex(int64_t v, SourceRange r = {});
+
+/// A flag argument with Python truthiness for the plain values (bool, int, None); other values go
+/// through Interp::toBool.
+bool boolArg(Interp &in, const Arg &a, const char *what);
 
 /// An integer expression argument (Python ints, integer IR expressions); floats and others are errors.
 ir::Expr intExprArg(Interp &in, const Arg &a, const std::string &what);

@@ -11,8 +11,10 @@ namespace {
 Value kernelFrame(Interp &in, CallArgs &args) {
     auto kw = keywords(in, args, "T.Kernel", {"threads", "prelude", "is_cpu"});
     TraceState *t = in.trace();
-    if (!t) in.fail(args.call, "T.Kernel can only be used inside a @T.prim_func");
-    if (t->inLaunch) in.fail(args.call, "T.Kernel cannot be nested inside another T.Kernel");
+    if (!t)
+        in.fail(args.call, "T.Kernel can only be used inside a @T.prim_func");
+    if (t->inLaunch)
+        in.fail(args.call, "T.Kernel cannot be nested inside another T.Kernel");
     if (args.pos.empty() || args.pos.size() > 3)
         in.fail(args.call, "T.Kernel takes 1 to 3 grid extents, got " + std::to_string(args.pos.size()));
 
@@ -24,12 +26,13 @@ Value kernelFrame(Interp &in, CallArgs &args) {
         const Arg &a = args.pos[i];
         ir::Expr e = intExprArg(in, a, "grid extent");
         if (auto c = ir::constValue(e)) {
-            if (*c < 1) in.fail(a.range, "grid extent must be at least 1, got " + std::to_string(*c));
+            if (*c < 1)
+                in.fail(a.range, "grid extent must be at least 1, got " + std::to_string(*c));
             int64_t limit = i == 0 ? INT32_MAX : 65535; // CUDA's gridDim limits
             if (*c > limit)
-                in.fail(a.range, "grid extent " + std::to_string(*c) + " exceeds the " + std::to_string(limit) +
-                                     " blocks CUDA allows in dimension " + axis[i]);
-            e = ir::intImm(*c, DType::Int32, a.range);
+                in.fail(a.range, "grid extent " + std::to_string(*c) + " exceeds the " +
+                                     std::to_string(limit) + " blocks CUDA allows in dimension " + axis[i]);
+            e = constIndex(*c, a.range);
         }
         f->grid.push_back(e);
     }
@@ -39,7 +42,8 @@ Value kernelFrame(Interp &in, CallArgs &args) {
         Arg n = a;
         if (a.value.is(VK::Tuple) || a.value.is(VK::List)) {
             auto elts = in.toSequence(a, "threads");
-            if (elts.empty()) in.fail(a.range, "threads must not be empty");
+            if (elts.empty())
+                in.fail(a.range, "threads must not be empty");
             for (size_t i = 1; i < elts.size(); ++i)
                 if (constOf(elts[i].value) != std::optional<int64_t>(1))
                     in.fail(a.range, "multi-dimensional thread blocks are not supported; give threads=N");
@@ -47,37 +51,42 @@ Value kernelFrame(Interp &in, CallArgs &args) {
         }
         int64_t v = constIntArg(in, n, "threads");
         std::string shown = "threads=" + std::to_string(v);
-        if (v < 1) in.fail(a.range, shown + " is not a positive number of threads");
-        if (v > 1024) in.fail(a.range, shown + " exceeds the 1024 threads a block can have");
-        if (v % 32 != 0) in.fail(a.range, shown + " is not a multiple of 32 (a warp)");
+        if (v < 1)
+            in.fail(a.range, shown + " is not a positive number of threads");
+        if (v > 1024)
+            in.fail(a.range, shown + " exceeds the 1024 threads a block can have");
+        if (v % 32 != 0)
+            in.fail(a.range, shown + " is not a multiple of 32 (a warp)");
         f->threads = (int)v;
     }
-    if (auto it = kw.find("is_cpu"); it != kw.end() && in.toBool(it->second, "is_cpu"))
+    if (auto it = kw.find("is_cpu"); it != kw.end() && boolArg(in, it->second, "is_cpu"))
         in.fail(it->second.range, "CPU kernels are not supported; tilec generates CUDA");
     if (auto it = kw.find("prelude"); it != kw.end() && !it->second.value.is(VK::None))
         in.warn(it->second.range, "T.Kernel prelude is ignored; tilec emits no user C code");
     return Value::object(VK::Frame, f);
 }
 
-/// `(stop)` or `(start, stop)` as a loop's min and extent. `constWhat` non-empty: the extent must be a
-/// compile-time constant (the message names it).
+/// `(stop)` or `(start, stop)` as a loop's min and extent (a None stop is absent, as in TileLang).
+/// `needConst`: the extent must be a compile-time constant.
 void bounds(Interp &in, const std::optional<Arg> &first, const std::optional<Arg> &second, FrameObj &f,
             const std::string &fname, bool needConst) {
     ir::Expr start = ir::intImm(0), extent;
-    if (!second) {
+    if (!second || second->value.is(VK::None)) {
         extent = intExprArg(in, *first, fname + " extent");
-        if (needConst && !ir::constValue(extent)) (void)constIntArg(in, *first, fname + " extent");
+        if (needConst && !ir::constValue(extent))
+            (void)constIntArg(in, *first, fname + " extent");
     } else {
         start = intExprArg(in, *first, fname + " start");
         ir::Expr stop = intExprArg(in, *second, fname + " stop");
         extent = ir::simplify(ir::binary(ir::BinaryOp::Sub, stop, start));
         if (needConst && !ir::constValue(extent)) {
             const Arg &culprit = ir::constValue(stop) ? *first : *second;
-            in.fail(culprit.range, fname + " extent must be a compile-time constant; '" +
-                                       exprText(extent) + "' is only known at run time");
+            in.fail(culprit.range, fname + " extent must be a compile-time constant; '" + exprText(extent) +
+                                       "' is only known at run time");
         }
     }
-    if (auto c = ir::constValue(extent)) extent = ir::intImm(std::max<int64_t>(*c, 0));
+    if (auto c = ir::constValue(extent))
+        extent = constIndex(std::max<int64_t>(*c, 0));
     f.mins.push_back(start);
     f.extents.push_back(extent);
 }
@@ -93,20 +102,23 @@ std::shared_ptr<FrameObj> loopFrame(const CallArgs &args, ir::ForKind k) {
 Value parallel(Interp &in, CallArgs &args) {
     keywords(in, args, "T.Parallel", {"coalesced_width", "loop_layout", "prefer_async", "annotations"});
     requireLaunch(in, args, "T.Parallel");
-    if (args.pos.empty()) in.fail(args.call, "T.Parallel needs at least one extent");
+    if (args.pos.empty())
+        in.fail(args.call, "T.Parallel needs at least one extent");
     auto f = loopFrame(args, ir::ForKind::Parallel);
     for (auto &a : args.pos) {
         int64_t n = constIntArg(in, a, "T.Parallel extent");
-        if (n < 1) in.fail(a.range, "T.Parallel extent must be positive, got " + std::to_string(n));
+        if (n < 1)
+            in.fail(a.range, "T.Parallel extent must be positive, got " + std::to_string(n));
         f->mins.push_back(ir::intImm(0));
-        f->extents.push_back(ir::intImm(n, DType::Int32, a.range));
+        f->extents.push_back(constIndex(n, a.range));
     }
     return Value::object(VK::Frame, f);
 }
 
 Value pipelined(Interp &in, CallArgs &args) {
-    auto a = bindArgs(in, args, "T.Pipelined",
-                      {"start", "stop?", "num_stages?", "order?", "stage?", "sync?", "group?", "annotations?"});
+    auto a =
+        bindArgs(in, args, "T.Pipelined",
+                 {"start", "stop?", "num_stages?", "order?", "stage?", "sync?", "group?", "annotations?"});
     requireLaunch(in, args, "T.Pipelined");
     int64_t stages = a[2] ? constIntArg(in, *a[2], "num_stages") : 0;
     if (stages < 0 || stages > 32)
@@ -134,13 +146,14 @@ Value serialLike(Interp &in, CallArgs &args, const std::string &fname, ir::ForKi
     requireLaunch(in, args, fname);
     if (a[2] && !a[2]->value.is(VK::None)) {
         int64_t step = constIntArg(in, *a[2], fname + " step");
-        if (step == 0) in.fail(a[2]->range, fname + " step must not be zero");
+        if (step == 0)
+            in.fail(a[2]->range, fname + " step must not be zero");
         if (step != 1)
             in.fail(a[2]->range, fname + " with a step other than 1 is not supported; loop over the count "
                                          "and scale the index instead");
     }
     auto f = loopFrame(args, k);
-    bounds(in, a[0], a[1] && !a[1]->value.is(VK::None) ? a[1] : std::nullopt, *f, fname, false);
+    bounds(in, a[0], a[1], *f, fname, false);
     return Value::object(VK::Frame, f);
 }
 
@@ -148,7 +161,7 @@ Value vectorized(Interp &in, CallArgs &args, const std::string &fname) {
     auto a = bindArgs(in, args, fname, {"start", "stop?", "annotations?"});
     requireLaunch(in, args, fname);
     auto f = loopFrame(args, ir::ForKind::Vectorized);
-    bounds(in, a[0], a[1] && !a[1]->value.is(VK::None) ? a[1] : std::nullopt, *f, fname, true);
+    bounds(in, a[0], a[1], *f, fname, true);
     return Value::object(VK::Frame, f);
 }
 
@@ -158,10 +171,12 @@ Value threadBinding(Interp &in, CallArgs &args) {
     if (a[0]) {
         int64_t d = constIntArg(in, *a[0], "dim");
         if (d != 0)
-            in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: thread blocks are "
-                                 "one-dimensional (threads=N), so only dim 0 does");
+            in.fail(a[0]->range, "dim=" + std::to_string(d) +
+                                     " does not exist: thread blocks are "
+                                     "one-dimensional (threads=N), so only dim 0 does");
     }
-    if (!t.kernel->threadIdx) t.kernel->threadIdx = ir::makeVar("tx", DType::Int32, t.kernel->launchLoc);
+    if (!t.kernel->threadIdx)
+        t.kernel->threadIdx = ir::makeVar("tx", DType::Int32, t.kernel->launchLoc);
     return Value::ofExpr(t.kernel->threadIdx);
 }
 
@@ -174,10 +189,12 @@ Value useSwizzle(Interp &in, CallArgs &args) {
     if (a[1]) {
         std::string order = in.toStr(*a[1], "order");
         if (order != "row")
-            in.fail(a[1]->range, "T.use_swizzle order '" + order.substr(0, 40) + "' is not supported; "
-                                 "tilec swizzles by rows (order='row')");
+            in.fail(a[1]->range, "T.use_swizzle order '" + order.substr(0, 40) +
+                                     "' is not supported; "
+                                     "tilec swizzles by rows (order='row')");
     }
-    if (a[2] && !in.toBool(*a[2], "enable")) return Value::none();
+    if (a[2] && !boolArg(in, *a[2], "enable"))
+        return Value::none();
     if (t.kernel->swizzlePanel != 0) {
         in.diag().error(args.call, "T.use_swizzle is given twice in this kernel");
         in.note(t.kernel->swizzleLoc, "first given here");
@@ -203,7 +220,8 @@ void addLoopPrimitives(Attrs &attrs) {
             return serialLike(in, args, std::string("T.") + n, ir::ForKind::Unrolled);
         });
     for (const char *n : {"vectorized", "Vectorized"})
-        def(attrs, n, [n](Interp &in, CallArgs &args) { return vectorized(in, args, std::string("T.") + n); });
+        def(attrs, n,
+            [n](Interp &in, CallArgs &args) { return vectorized(in, args, std::string("T.") + n); });
     def(attrs, "get_thread_binding", threadBinding);
     def(attrs, "use_swizzle", useSwizzle);
 }

@@ -26,9 +26,11 @@ Value makeTileLanguageModule() {
 Value callDType(Interp &in, DType t, CallArgs &args) {
     auto a = bindArgs(in, args, "T." + std::string(t.name()), {"x"});
     const Value &v = a[0]->value;
-    if (v.is(VK::Poison)) return v;
+    if (v.is(VK::Poison))
+        return v;
     if (v.is(VK::Str) || v.is(VK::None))
-        in.fail(a[0]->range, "cannot convert " + std::string(typeName(v.kind)) + " to " + std::string(t.name()));
+        in.fail(a[0]->range,
+                "cannot convert " + std::string(typeName(v.kind)) + " to " + std::string(t.name()));
     return Value::ofExpr(ir::cast(t, in.toExpr(*a[0], "value"), args.call));
 }
 
@@ -37,11 +39,13 @@ namespace tl {
 namespace {
 
 bool isIdentifier(const std::string &s) {
-    if (s.empty() || s.size() > 200) return false;
+    if (s.empty() || s.size() > 200)
+        return false;
     for (size_t i = 0; i < s.size(); ++i) {
         unsigned char c = s[i];
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return false;
     }
     return true;
 }
@@ -50,12 +54,13 @@ bool isIdentifier(const std::string &s) {
 ir::Expr shapeDim(Interp &in, const Arg &a, size_t index) {
     const Value &v = a.value;
     std::string what = "dimension " + std::to_string(index) + " of the shape";
-    if (!(v.is(VK::Int) || v.is(VK::Expr) || v.is(VK::Access)))
+    if (!(v.is(VK::Int) || v.is(VK::Expr)))
         in.fail(a.range, what + " must be an integer, got " + typeName(v.kind));
     ir::Expr e = intExprArg(in, a, what);
     if (auto c = ir::constValue(e)) {
-        if (*c <= 0) in.fail(a.range, what + " is " + std::to_string(*c) + "; dimensions must be positive");
-        return ir::intImm(*c, DType::Int32, a.range);
+        if (*c <= 0)
+            in.fail(a.range, what + " is " + std::to_string(*c) + "; dimensions must be positive");
+        return constIndex(*c, a.range);
     }
     return e;
 }
@@ -65,10 +70,13 @@ Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
     auto ty = std::make_shared<TensorTypeObj>();
     ty->range = args.call;
     ty->dtype = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Float32);
-    if (ty->dtype == DType::Void) in.fail(a[1]->range, "a tensor cannot have element type void");
+    if (ty->dtype == DType::Void)
+        in.fail(a[1]->range, "a tensor cannot have element type void");
     auto dims = in.toSequence(*a[0], "shape");
-    if (dims.empty()) in.fail(a[0]->range, "a tensor needs at least one dimension");
-    for (size_t i = 0; i < dims.size(); ++i) ty->shape.push_back(shapeDim(in, dims[i], i));
+    if (dims.empty())
+        in.fail(a[0]->range, "a tensor needs at least one dimension");
+    for (size_t i = 0; i < dims.size(); ++i)
+        ty->shape.push_back(shapeDim(in, dims[i], i));
     return Value::object(VK::TensorType, ty);
 }
 

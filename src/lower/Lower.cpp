@@ -4,6 +4,14 @@
 #include "tilec/Lower.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/passes/FlattenBuffers.h"
+#include "tilec/passes/InferLayouts.h"
+#include "tilec/passes/InsertSyncs.h"
+#include "tilec/passes/LowerParallel.h"
+#include "tilec/passes/LowerReductions.h"
+#include "tilec/passes/LowerTileOps.h"
+#include "tilec/passes/PredicateBounds.h"
+#include "tilec/passes/VectorizeAccesses.h"
 
 #include <iomanip>
 #include <ostream>
@@ -12,16 +20,36 @@ namespace tilec {
 
 const std::vector<std::string> &passNames() {
     // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
-    static const std::vector<std::string> names = {"parse", "evaluate", "check"};
+    static const std::vector<std::string> names = {
+        "parse",           "evaluate",      "check",           "lowerTileOps",   "inferLayouts",      "insertSyncs",
+        "lowerReductions", "lowerParallel", "predicateBounds", "flattenBuffers", "vectorizeAccesses",
+    };
     return names;
 }
 
 ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
-    // The scheduling passes (layout inference, software pipelining, warp specialization, memory planning)
-    // are added here in order as they are written, each as:
-    //   p = ctx.run("name", [&] { return passName(p, t); }, printProgram);
     (void)t;
-    (void)ctx;
+    TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
+    DiagnosticEngine &diag = *ctx.diag;
+    auto printProgram = [](const ir::Program &q) { return ir::print(q); };
+
+    // Tile statements that are element-wise at heart become T.Parallel nests.
+    p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
+    if (diag.hasErrors()) return p;
+    // Which thread holds which fragment element and runs which iteration.
+    std::vector<passes::KernelLayouts> layouts;
+    p = ctx.run("inferLayouts", [&] { layouts = passes::inferLayouts(p, diag); return p; },
+                [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
+    if (diag.hasErrors()) return p;
+    // Barriers between tile statements that exchange data through shared memory.
+    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p); }, printProgram);
+    // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
+    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
+    p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
+    // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
+    p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
+    p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);
+    p = ctx.run("vectorizeAccesses", [&] { return passes::vectorizeAccesses(p); }, printProgram);
     return p;
 }
 

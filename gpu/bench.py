@@ -1,0 +1,134 @@
+"""The benchmark phase of the GPU harness (never a timed test: a slow kernel is reported, not failed).
+
+Timing: CUDA events around each call, median of many calls after warm-up. Before every timed call the L2
+cache is flushed by reading a 256 MiB buffer (four times the H200's L2): the kernel's data is gone from the
+cache, and the lines left behind are clean, so no write-back of someone else's dirty lines is charged to
+the kernel (a write-based flush, as in triton's do_bench, leaves up to a whole L2 of dirty lines behind).
+The host's launch overhead hides behind the flush, which keeps the GPU busy while the call is queued.
+
+Baselines timed the same way in the same process: a device-to-device copy (torch copy_) of 2 GiB, the
+ceiling of ANCHORS.md; a copy that moves the same number of bytes as the kernel (read + written), which
+carries the same launch and tail costs; and the PyTorch equivalent of the kernel.
+Bandwidth counts bytes read plus bytes written, each tensor once.
+"""
+import ctypes
+import re
+import statistics
+import time
+
+import core
+
+FLUSH_BYTES = 256 << 20
+LARGE_COPY_BYTES = 1 << 30          # each way: 2 GiB moved
+
+
+class Timer:
+    def __init__(self, torch):
+        self.t = torch
+        self.flush_buf = torch.ones(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+
+    def flush(self):
+        self.flush_buf.sum()
+
+    def ms(self, fn, budget_s=0.4, min_reps=30, max_reps=400):
+        t = self.t
+        for _ in range(3):
+            fn()
+        t.cuda.synchronize()
+        s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(5):
+            fn()
+        e.record()
+        t.cuda.synchronize()
+        est = max(s.elapsed_time(e) / 5, 1e-3)
+        reps = int(min(max(budget_s * 1e3 / (est + 0.1), min_reps), max_reps))
+        starts = [t.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [t.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            self.flush()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        t.cuda.synchronize()
+        return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
+
+
+def copy_tbps(timer, torch, nbytes_each_way):
+    n = max(16, (nbytes_each_way // 16) * 16)
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    ms = timer.ms(lambda: dst.copy_(src))
+    return 2 * n / ms / 1e9, ms
+
+
+def run(args, benches, rec, find_library, gpu_available, Watchdog):
+    benches = [b for b in benches if not args.only or re.search(args.only, "%s:%s" % (b.lib, b.kernel))]
+    ok, why = gpu_available()
+    if not ok:
+        for b in benches:
+            rec.result("%s:%s" % (b.lib, b.kernel), "SKIP", why, 0.0)
+        return
+    import torch
+    timer = Timer(torch)
+    dog = Watchdog(rec, max(args.timeout, 120))
+    dog.start("copy-baseline")
+    large, large_ms = copy_tbps(timer, torch, LARGE_COPY_BYTES)
+    dog.stop()
+    rec.write(dict(event="copy", tbps=large, ms=large_ms, bytes=2 * LARGE_COPY_BYTES,
+                   device=torch.cuda.get_device_name(0)))
+    print("copy baseline: %.3f TB/s (2 GiB, torch copy_, %.3f ms)" % (large, large_ms), flush=True)
+    cache = {}
+    for i, b in enumerate(benches):
+        tid = "%s:%s" % (b.lib, b.kernel)
+        if rec.skip_if_unfinished(tid):
+            continue
+        lib, why = find_library(args.libdir, b.lib, cache)
+        if lib is None:
+            rec.result(tid, "SKIP", why, 0.0)
+            continue
+        rec.start(tid)
+        dog.start(tid)
+        t0 = time.time()
+        try:
+            r = one(b, lib, timer, torch, args.seed + 1000 + i, large, args.bar_baseline)
+            detail = ("%.4f ms %.2f TB/s = %.0f%% of copy (same bytes), %.0f%% of 2 GiB copy; torch %.0f%%"
+                      % (r["ms"], r["tbps"], 100 * r["ratio_same"], 100 * r["ratio_large"],
+                         100 * (r["torch_ratio"] or 0)))
+            if b.bar is not None:
+                detail += "; bar %.0f%%: %s" % (100 * b.bar, "met" if r["met"] else "MISSED")
+            rec.result(tid, "PASS", detail, time.time() - t0, **r)
+        except core.Fail as e:
+            rec.result(tid, "FAIL", str(e), time.time() - t0)
+        except Exception as e:
+            rec.result(tid, "FAIL", "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""),
+                       time.time() - t0)
+        dog.stop()
+        torch.cuda.empty_cache()
+
+
+def one(b, lib, timer, torch, seed, large, bar_baseline):
+    ctx = core.Context(lib, seed, guards=False)
+    args, outputs, torch_fn = b.make(ctx, b.kernel)
+    fn, cargs = ctx._args(b.kernel, args)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status = fn(*cargs, stream)
+    ctx._status(b.kernel, status, "call")
+    torch.cuda.synchronize()
+    for o in outputs:   # the test phase checks every element; here only that the call wrote something sane
+        if o.dtype.is_floating_point and bool(o.float().isnan().any()):
+            raise core.Fail("the output holds NaN after the call (see the correctness tests)")
+    ms = timer.ms(lambda: fn(*cargs, stream))
+    same, same_ms = copy_tbps(timer, torch, b.nbytes // 2)
+    tbps = b.nbytes / ms / 1e9
+    torch_ms = torch_tbps = None
+    if torch_fn is not None:
+        torch_ms = timer.ms(torch_fn)
+        torch_tbps = b.nbytes / torch_ms / 1e9
+    ratio_same, ratio_large = tbps / same, tbps / large
+    judged = ratio_same if bar_baseline == "same" else ratio_large
+    return dict(shape=b.shape, bytes=b.nbytes, ms=ms, tbps=tbps, copy_same_tbps=same, copy_large_tbps=large,
+                ratio_same=ratio_same, ratio_large=ratio_large, torch_name=b.torch_name, torch_ms=torch_ms,
+                torch_tbps=torch_tbps, torch_ratio=(torch_tbps / (same if bar_baseline == "same" else large))
+                if torch_tbps else None, bar=b.bar, bar_baseline=bar_baseline,
+                met=None if b.bar is None else judged >= b.bar)

@@ -1,0 +1,275 @@
+"""What a GPU test module uses: the Test and Bench descriptions, and the Context that allocates inputs and
+poisoned, guarded outputs, calls a kernel through its C interface, and judges the results.
+
+torch is imported lazily (core.torch()), so every module imports on a machine without it; only running a
+test needs it.
+
+Rules (CONTRACT.md, "How correctness is judged"):
+- inputs are fresh random data each run (never zeros); the seed is printed so a failure can be replayed;
+- every output is filled with 0xFF bytes before each call (NaN in every float format, -1 in signed integers)
+  and, outside the sanitizer runs, sits between two 4 KiB guard zones of 0xFF that must survive the call;
+- the returned status must be success, then the stream is synchronized and every element is checked.
+"""
+import ctypes
+import os
+import traceback
+
+import numerics as N
+
+_torch = None
+
+
+def torch():
+    global _torch
+    if _torch is None:
+        import torch as t
+        _torch = t
+    return _torch
+
+
+GUARD_BYTES = 4096     # keeps the output 4 KiB aligned inside its guarded buffer
+
+
+class Fail(Exception):
+    """A test's verdict FAIL with a one-line reason."""
+
+
+class Skip(Exception):
+    """A test's verdict SKIP with a one-line reason (never a PASS)."""
+
+
+class Test:
+    """One correctness test: fn(ctx, kernel) raises Fail/Skip or returns a short detail string.
+    small: runs under compute-sanitizer too. graph: also run once replayed from a captured CUDA graph.
+    variants: also run on the sm_80-path build of the library (LIB.sm80) when it exists."""
+
+    def __init__(self, lib, kernel, fn, small=False, graph=False, variants=True, label=""):
+        self.lib, self.kernel, self.fn = lib, kernel, fn
+        self.small, self.graph, self.variants, self.label = small, graph, variants, label
+
+
+class Bench:
+    """One benchmark: make(ctx, kernel) returns (args, outputs, torch_fn) with args in parameter order.
+    nbytes: bytes read plus bytes written. bar: the fraction of copy bandwidth the issue asks for, or None."""
+
+    def __init__(self, lib, kernel, make, nbytes, shape, bar=None, torch_name=""):
+        self.lib, self.kernel, self.make, self.nbytes = lib, kernel, make, nbytes
+        self.shape, self.bar, self.torch_name = shape, bar, torch_name
+
+
+class Context:
+    def __init__(self, lib, seed, guards=True, graph=False):
+        self.lib, self.guards, self.graph = lib, guards, graph
+        t = torch()
+        self.gen = t.Generator(device="cuda")
+        self.gen.manual_seed(seed)
+        self.outputs = {}       # data_ptr -> (tensor, guarded uint8 buffer, guard size in bytes)
+        self.notes = []
+
+    # ------------------------------------------------------------------ data
+    def randn(self, shape, dtype, scale=1.0):
+        """Normal random data in the given dtype (drawn in float32, then rounded); never all zeros."""
+        t = torch()
+        x = t.randn(shape, generator=self.gen, device="cuda", dtype=t.float32)
+        if scale != 1.0:
+            x = x * scale
+        return x.to(N.torch_dtype(t, dtype))
+
+    def randint(self, shape, low, high, dtype="int32"):
+        t = torch()
+        return t.randint(low, high, shape, generator=self.gen, device="cuda", dtype=N.torch_dtype(t, dtype))
+
+    def output(self, shape, dtype, init=None):
+        """An output tensor filled with 0xFF bytes, or with a copy of `init` (for kernels that accumulate
+        into their output, such as atomic_add), between two guard zones."""
+        t = torch()
+        td = N.torch_dtype(t, dtype)
+        n = 1
+        for s in shape:
+            n *= s
+        nbytes = n * N.itemsize(dtype)
+        g = GUARD_BYTES if self.guards else 0
+        buf = t.full((nbytes + 2 * g,), 0xFF, dtype=t.uint8, device="cuda")
+        out = buf[g:g + nbytes].view(td).view(shape)
+        if init is not None:
+            out.copy_(init)
+        self.outputs[out.data_ptr()] = (out, buf, g, init)
+        return out
+
+    def repoison(self):
+        for out, buf, g, init in self.outputs.values():
+            buf.fill_(0xFF)
+            if init is not None:
+                out.copy_(init)
+
+    # ------------------------------------------------------------------ calls
+    def kernel(self, name):
+        try:
+            return self.lib.function(name)
+        except KeyError:
+            raise Fail("the header declares no function '%s'" % name)
+
+    def _args(self, name, args):
+        fn, decl = self.kernel(name)
+        params = decl.params[:-1]
+        if len(args) != len(params):
+            raise Fail("%s takes %d arguments before the stream (%s), the test passes %d"
+                       % (name, len(params), ", ".join(repr(p) for p in params), len(args)))
+        t = torch()
+        out = []
+        for p, a in zip(params, args):
+            if isinstance(a, t.Tensor):
+                if p.kind != "pointer":
+                    raise Fail("%s: parameter '%s' is %r, the test passes a tensor" % (name, p.name, p))
+                is_out = a.data_ptr() in self.outputs
+                if p.const and is_out:
+                    raise Fail("%s: output '%s' is declared const" % (name, p.name))
+                if not p.const and not is_out:
+                    raise Fail("%s: '%s' is only read but not declared const (CONTRACT.md)" % (name, p.name))
+                dt = str(a.dtype).replace("torch.", "")
+                want = _ctype_of_torch(dt)
+                if want is not None and p.ctype != want:
+                    raise Fail("%s: '%s' holds %s, so CONTRACT.md wants %s*, the header says %s*"
+                               % (name, p.name, dt, want, p.ctype))
+                out.append(ctypes.c_void_p(a.data_ptr()))
+            elif a is None:
+                out.append(ctypes.c_void_p(0))
+            else:
+                if p.kind != "scalar":
+                    raise Fail("%s: parameter '%s' is %r, the test passes %r" % (name, p.name, p, a))
+                out.append(a)
+        return fn, out
+
+    def call(self, name, *args):
+        """Calls the kernel on the current stream (or captures and replays it when this context runs in
+        graph mode), checks the status, synchronizes and checks the guard zones."""
+        t = torch()
+        fn, cargs = self._args(name, args)
+        if self.graph:
+            status = fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
+            self._status(name, status, "warm-up call before capture")
+            t.cuda.synchronize()
+            g = t.cuda.CUDAGraph()
+            with t.cuda.graph(g):
+                status = fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
+            self._status(name, status, "call under CUDA graph capture")
+            self.repoison()
+            t.cuda.synchronize()
+            g.replay()
+        else:
+            status = fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
+            self._status(name, status, "call")
+        try:
+            t.cuda.synchronize()
+        except RuntimeError as e:
+            raise Fail("CUDA error after the launch: %s" % str(e).splitlines()[0])
+        self._check_guards()
+
+    def call_status(self, name, *args):
+        """Calls and returns the status without judging it (for tests of the argument checks)."""
+        t = torch()
+        fn, cargs = self._args(name, args)
+        return fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
+
+    def _status(self, name, status, what):
+        if status != 0:
+            err = self.lib.last_cuda_error()
+            raise Fail("%s: %s returned %d (%s)%s" % (name, what, status, self.lib.status_string(status),
+                                                      "" if not err else ", tilec_last_cuda_error() = %d" % err))
+
+    def _check_guards(self):
+        for out, buf, g, _ in self.outputs.values():
+            if g == 0:
+                continue
+            n = buf.numel() - 2 * g
+            for lo, hi, where in ((0, g, "before"), (g + n, 2 * g + n, "after")):
+                zone = buf[lo:hi]
+                bad = (zone != 0xFF).nonzero()
+                if bad.numel():
+                    first = int(bad[0, 0]) + lo - g
+                    raise Fail("wrote outside the output: %d of the %d guard bytes %s it changed (first at byte "
+                               "offset %d from the output's start)" % (bad.numel(), g, where, first))
+
+    # ------------------------------------------------------------------ judging
+    def expect_ulp(self, out, ref64, dtype, ulps=2):
+        """Element-wise rule: every element within `ulps` ulps of the correctly rounded float64 reference."""
+        t = torch()
+        rounded = N.t_to_format(t, N.t_round(t, ref64.to(t.float64), dtype), dtype)
+        dist = N.t_ulp_distance(t, out.contiguous(), rounded.contiguous(), dtype)
+        worst = int(dist.max()) if dist.numel() else 0
+        if worst > ulps:
+            bad = dist > ulps
+            idx = _first_index(bad)
+            raise Fail("%d of %d elements more than %d ulp off; first at %s: got %r, want %r (%s ulp)"
+                       % (int(bad.sum()), out.numel(), ulps, idx, _val(out[idx]), float(ref64[idx]),
+                          "NaN-vs-number" if int(dist[idx]) >= N.BIG else int(dist[idx])))
+        return "max %d ulp (bound %d)" % (worst, ulps)
+
+    def expect_bound(self, out, ref64, dtype, ulps=2, extra=None, what=""):
+        """Reduction rule: |out - R| <= ulps * ulp_out(R) + extra, extra being a tensor (or float) bound on
+        the rounding accumulated before the final conversion (documented at each use)."""
+        t = torch()
+        ref64 = ref64.to(t.float64)
+        o = out.to(t.float32).to(t.float64) if N.canon(dtype) != "float64" else out
+        tol = ulps * N.t_ulp(t, ref64, dtype)
+        if extra is not None:
+            tol = tol + extra
+        err = (o - ref64).abs()
+        same = (o == ref64) | (o.isnan() & ref64.isnan())
+        bad = ~same & ~(err <= tol)              # NaN errors count as bad
+        ratio = t.where(same, t.zeros_like(err), err / tol)
+        worst = float(ratio.max()) if ratio.numel() else 0.0
+        rounded = N.t_to_format(t, N.t_round(t, ref64, dtype), dtype)
+        ulp_max = int(N.t_ulp_distance(t, out.contiguous(), rounded.contiguous(), dtype).max())
+        if bool(bad.any()):
+            idx = _first_index(bad)
+            raise Fail("%d of %d elements beyond the bound%s; first at %s: got %r, want %r, error %.3g > bound %.3g"
+                       % (int(bad.sum()), out.numel(), " (" + what + ")" if what else "", idx, _val(out[idx]),
+                          float(ref64[idx]), float(err[idx]), float(tol[idx] if tol.dim() else tol)))
+        return "max err %.2f of bound, %s ulp" % (worst, "NaN" if ulp_max >= N.BIG else ulp_max)
+
+    def expect_equal(self, out, ref):
+        bad = out != ref.to(out.dtype)
+        if bool(bad.any()):
+            idx = _first_index(bad)
+            raise Fail("%d of %d elements differ; first at %s: got %r, want %r"
+                       % (int(bad.sum()), out.numel(), idx, _val(out[idx]), _val(ref[idx])))
+        return "exact"
+
+
+def _ctype_of_torch(dt):
+    for table in (N.FLOATS, N.INTS):
+        for name, f in table.items():
+            if f["torch"] == dt:
+                return f["ctype"]
+    return None
+
+
+def _first_index(mask):
+    nz = mask.nonzero()
+    return tuple(int(v) for v in nz[0])
+
+
+def _val(x):
+    x = x.float() if x.dtype.is_floating_point else x
+    return x.item()
+
+
+def run_test(test, lib, seed, guards=True, graph=False):
+    """Runs one test; returns (status, detail). Exceptions other than Fail/Skip are FAILs with the place."""
+    try:
+        t = torch()
+        ctx = Context(lib, seed, guards=guards, graph=graph)
+        # A stream of its own, not the legacy default stream: the kernel must launch on the stream it is given.
+        with t.cuda.stream(t.cuda.Stream()):
+            detail = test.fn(ctx, test.kernel) or ""
+        t.cuda.synchronize()
+        return "PASS", detail
+    except Skip as e:
+        return "SKIP", str(e)
+    except Fail as e:
+        return "FAIL", str(e)
+    except Exception as e:  # a bug in the test or an unexpected CUDA error: never a PASS
+        tb = traceback.extract_tb(e.__traceback__)
+        where = "%s:%d" % (os.path.basename(tb[-1].filename), tb[-1].lineno) if tb else "?"
+        return "FAIL", "%s: %s (at %s)" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "", where)

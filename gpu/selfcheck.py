@@ -1,0 +1,244 @@
+"""The harness's check of itself (harness.py --self-check): the ulp arithmetic, the header reader, the test
+modules and the sanitizer-log reader, on any machine. Needs no GPU and no torch; where torch is importable
+(the GPU machine), its tensor versions of the ulp arithmetic are also compared with the pure-Python ones.
+
+The pure-Python functions are checked against independent facts: Python's own float16/float32 packing
+(struct 'e'/'f' round to nearest even), and, for the 8- and 16-bit formats, an exhaustive table of every
+value the format has, sorted, in which the nearest value and the ulp are found by search."""
+import bisect
+import math
+import os
+import random
+import struct
+import sys
+
+import cinterface
+import numerics as N
+import report
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def table(dtype):
+    """(sorted finite values, their bit patterns) of an 8- or 16-bit format; -0 left out."""
+    nb = N.fmt(dtype)["bits"]
+    vals = {}
+    for b in range(1 << nb):
+        v = N.py_decode(b, dtype)
+        if math.isfinite(v) and not (v == 0 and b >> (nb - 1)):
+            vals[v] = b
+    xs = sorted(vals)
+    return xs, [vals[x] for x in xs]
+
+
+def nearest_even(x, xs, bits, dtype):
+    """Round to nearest, ties to the value with an even last mantissa bit, from the table."""
+    f = N.fmt(dtype)
+    top = xs[-1]
+    if abs(x) > top:   # past the largest finite value: rounds to it below the halfway point to the next binade step
+        half = top + N.py_ulp(top, dtype) / 2
+        if abs(x) < half or (abs(x) == half and bits[-1] % 2 == 0):
+            return math.copysign(top, x)
+        return math.copysign(math.inf, x) if f["ieee"] else math.nan
+    i = bisect.bisect_left(xs, x)
+    if i < len(xs) and xs[i] == x:
+        return x
+    lo, hi = xs[i - 1], xs[i]
+    if x - lo < hi - x:
+        return lo
+    if hi - x < x - lo:
+        return hi
+    return lo if bits[i - 1] % 2 == 0 else hi
+
+
+def check_numerics(rng):
+    # float16 decoding against struct
+    for b in range(1 << 16):
+        v = N.py_decode(b, "float16")
+        ref = struct.unpack("<e", struct.pack("<H", b))[0]
+        same = (math.isnan(v) and math.isnan(ref)) or (v == ref and math.copysign(1, v) == math.copysign(1, ref))
+        if not same:
+            check(False, "py_decode(float16, %#x) = %r, struct says %r" % (b, v, ref))
+            break
+    for dtype in ("float16", "bfloat16", "float8_e4m3", "float8_e5m2"):
+        xs, bits = table(dtype)
+        f = N.fmt(dtype)
+        check(xs[-1] == f["max"], "%s: largest finite %r, fmt says %r" % (dtype, xs[-1], f["max"]))
+        # neighbours are 1 ulp apart (across zero too), and the ulp is the spacing above a value
+        bad = 0
+        for a, b in zip(range(len(xs) - 1), range(1, len(xs))):
+            if N.py_ulp_distance(bits[a], bits[b], dtype) != 1:
+                bad += 1
+            if xs[a] >= 0 and xs[b] - xs[a] != N.py_ulp(xs[a], dtype):
+                bad += 1
+        check(bad == 0, "%s: %d neighbour/ulp mismatches" % (dtype, bad))
+        neg0 = 1 << (f["bits"] - 1)
+        check(N.py_ulp_distance(0, neg0, dtype) == 0, "%s: +0 and -0 not 0 ulp apart" % dtype)
+        check(N.py_ulp_distance(1, neg0 | 1, dtype) == 2, "%s: +-min subnormal not 2 ulp apart" % dtype)
+        nan = N.py_encode(math.nan, dtype)
+        check(N.py_ulp_distance(nan, 0, dtype) == math.inf, "%s: NaN vs 0 is not infinitely far" % dtype)
+        check(N.py_ulp_distance(nan, nan, dtype) == 0, "%s: NaN vs NaN is not 0" % dtype)
+        # every value encodes back to its bits
+        check(all(N.py_encode(x, dtype) == b for x, b in zip(xs, bits)), "%s: py_encode round trip" % dtype)
+        # rounding of random float64 values, ties included
+        bad = []
+        for _ in range(20000):
+            k = rng.randrange(len(xs) - 1)
+            lo, hi = xs[k], xs[k + 1]
+            x = rng.choice([lo + (hi - lo) * rng.random(), (lo + hi) / 2, lo,
+                            rng.uniform(-1.2, 1.2) * f["max"] * rng.choice([1, 2 ** -20, 1.05])])
+            want, got = nearest_even(x, xs, bits, dtype), N.py_round(x, dtype)
+            if not (want == got or (math.isnan(want) and math.isnan(got))):
+                bad.append((x, got, want))
+        check(not bad, "%s: py_round wrong on %d values, e.g. %r" % (dtype, len(bad), bad[:1]))
+    # float16 and float32 rounding against struct
+    for dtype, code, limit in (("float16", "e", 65519.0), ("float32", "f", 3.4e38)):
+        bad = 0
+        for _ in range(20000):
+            x = rng.choice([rng.gauss(0, 1), rng.gauss(0, 1) * 2.0 ** rng.randint(-40, 40)])
+            if abs(x) >= limit:
+                continue
+            want = struct.unpack("<" + code, struct.pack("<" + code, x))[0]
+            if N.py_round(x, dtype) != want:
+                bad += 1
+        check(bad == 0, "py_round(%s) disagrees with struct on %d values" % (dtype, bad))
+    check(N.py_round(464.0, "float8_e4m3") == 448.0, "464 -> e4m3 should round (tie, even) to 448")
+    check(math.isnan(N.py_round(480.0, "float8_e4m3")), "480 -> e4m3 should overflow to NaN")
+    check(N.py_round(65520.0, "float16") == math.inf, "65520 -> float16 should overflow to inf")
+    check(N.py_ulp(1.0, "float16") == 2 ** -10 and N.py_ulp(0.0, "float16") == 2 ** -24, "float16 ulp")
+    check(N.py_ulp(1.0, "bfloat16") == 2 ** -7 and N.py_ulp(3.0, "float32") == 2 ** -22, "bf16/f32 ulp")
+    check(abs(N.gamma(4096) - 4096 * 2 ** -24 / (1 - 4096 * 2 ** -24)) < 1e-18, "gamma")
+
+
+def check_torch(rng):
+    try:
+        import torch
+    except Exception:
+        print("self-check: torch not importable here: tensor ulp functions not compared (they are on the GPU machine)")
+        return
+    for dtype in ("float16", "bfloat16", "float32", "float8_e4m3", "float8_e5m2"):
+        nb = N.fmt(dtype)["bits"]
+        n = 4096
+        pats_a = [rng.getrandbits(nb) for _ in range(n)]
+        pats_b = [(a + rng.randint(-3, 3)) % (1 << nb) if rng.random() < 0.5 else rng.getrandbits(nb) for a in pats_a]
+        view = {8: torch.uint8, 16: torch.int16, 32: torch.int32}[nb]
+
+        def tens(p):
+            signed = [(v - (1 << nb)) if (view != torch.uint8 and v >> (nb - 1)) else v for v in p]
+            return torch.tensor(signed, dtype=view).view(N.torch_dtype(torch, dtype))
+        d = N.t_ulp_distance(torch, tens(pats_a), tens(pats_b), dtype).tolist()
+        want = [N.py_ulp_distance(a, b, dtype) for a, b in zip(pats_a, pats_b)]
+        mism = sum(1 for x, w in zip(d, want) if (x != w and not (w == math.inf and x == N.BIG)))
+        check(mism == 0, "t_ulp_distance(%s) differs from py_ulp_distance on %d of %d" % (dtype, mism, n))
+        xs = [rng.gauss(0, 1) * 2.0 ** rng.randint(-30, 20) for _ in range(n)] + [0.0, -0.0, 1.0, 448.0, 464.0, 1e30]
+        x64 = torch.tensor(xs, dtype=torch.float64)
+        r = N.t_round(torch, x64, dtype).tolist()
+        rw = [N.py_round(x, dtype) for x in xs]
+        mism = sum(1 for a, b in zip(r, rw) if not (a == b or (math.isnan(a) and math.isnan(b))))
+        check(mism == 0, "t_round(%s) differs from py_round on %d values" % (dtype, mism))
+        u = N.t_ulp(torch, x64, dtype).tolist()
+        mism = sum(1 for a, x in zip(u, xs) if a != N.py_ulp(x, dtype))
+        check(mism == 0, "t_ulp(%s) differs from py_ulp on %d values" % (dtype, mism))
+    print("self-check: tensor ulp functions agree with the pure-Python ones")
+
+
+SAMPLE = """
+/* comment tilec_status fake(int x); */
+#define TILEC_ABI_VERSION 3
+#ifdef __cplusplus
+extern "C" {
+#endif
+// A: float32[m, 64]
+tilec_status lin(const float *restrict A,
+                 void *B, int64_t m, float alpha,
+                 cudaStream_t stream);
+int lin_threads(int sm);
+unsigned int lin_shared_bytes(int sm);
+const char *tilec_status_string(tilec_status s);
+cudaError_t tilec_last_cuda_error(void);
+"""
+
+
+def check_headers(here):
+    funcs, queries = cinterface.parse_header(SAMPLE)
+    check(list(funcs) == ["lin"], "parse_header found %r" % list(funcs))
+    if "lin" in funcs:
+        p = funcs["lin"].params
+        check([x.kind for x in p] == ["pointer", "pointer", "scalar", "scalar", "stream"], "lin kinds %r" % p)
+        check(p[0].const and p[0].ctype == "float" and not p[1].const and p[1].ctype == "void", "lin pointers %r" % p)
+        check(p[2].ctype == "int64_t" and p[3].ctype == "float", "lin scalars %r" % p)
+    check(queries.get(("lin", "shared_bytes")) == "unsigned int", "queries %r" % queries)
+    check(cinterface.contract_problems(funcs, queries, SAMPLE) == [], "sample contract problems")
+    for bad in ("tilec_status f(void *A);", "tilec_status f(cudaStream_t s, void *A);", "tilec_status f(struct x y, cudaStream_t s);"):
+        try:
+            cinterface.parse_header(bad)
+            check(False, "parse_header accepted %r" % bad)
+        except cinterface.HeaderError:
+            pass
+    path = os.path.join(here, "handwritten", "hand_add.h")
+    with open(path) as f:
+        text = f.read()
+    funcs, queries = cinterface.parse_header(text)
+    check(sorted(funcs) == ["add_8192", "add_dyn", "add_odd"], "hand_add.h functions %r" % sorted(funcs))
+    check(cinterface.contract_problems(funcs, queries, text) == [], "hand_add.h contract: %r"
+          % cinterface.contract_problems(funcs, queries, text))
+    if "add_dyn" in funcs:
+        check(repr(funcs["add_dyn"].params) == "[const void *A, const void *B, void *C, int64_t m, int64_t n, "
+              "cudaStream_t stream]", "add_dyn params %r" % funcs["add_dyn"].params)
+
+
+def check_modules():
+    import harness
+    mods = harness.load_modules()
+    tests = harness.all_tests(mods)
+    benches = harness.all_benches(mods)
+    check(len(mods) >= 6 and len(tests) >= 10 and len(benches) >= 4,
+          "test modules: %d modules, %d tests, %d benches" % (len(mods), len(tests), len(benches)))
+    check(tests and tests[0].lib.startswith("hand_"), "the hand-written tests must come first")
+    ids = [t for t, *_ in harness.expand(tests, "/nonexistent", "test")]
+    check(len(ids) == len(set(ids)), "duplicate test ids")
+    check(all(callable(t.fn) for t in tests) and all(callable(b.make) for b in benches), "callables")
+    check(any(t.small for t in tests), "no small tests for the sanitizer")
+
+
+LOG = """========= COMPUTE-SANITIZER
+device x
+@@tilec-begin a:k1
+PASS a:k1
+@@tilec-end a:k1
+@@tilec-begin b:k2
+========= Invalid __global__ write of size 2 bytes
+=========     at kern+0x10 in b.tile:7
+=========     by thread (0,0,0) in block (3,0,0)
+=========
+========= Invalid __global__ write of size 2 bytes
+=========     at kern+0x10
+@@tilec-end b:k2
+========= ERROR SUMMARY: 2 errors
+"""
+
+
+def check_report():
+    per, outside, summary = report.parse_sanitizer(LOG)
+    check(per.get("b:k2") == 2 and per.get("a:k1", 0) == 0 and outside == 0, "sanitizer split %r %r" % (per, outside))
+    check(summary == 2, "sanitizer summary %r" % summary)
+
+
+def main(here):
+    rng = random.Random(12345)
+    check_numerics(rng)
+    check_headers(here)
+    check_modules()
+    check_report()
+    check_torch(rng)
+    for f in failures:
+        print("self-check FAIL: " + f)
+    print("self-check: %s (%d problems)" % ("FAIL" if failures else "PASS", len(failures)))
+    sys.stdout.flush()
+    return 1 if failures else 0

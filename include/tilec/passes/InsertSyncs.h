@@ -1,0 +1,22 @@
+/// \file
+/// __syncthreads where threads exchange data through shared memory.
+#pragma once
+
+#include "tilec/IR.h"
+
+namespace tilec::passes {
+
+/// Inserts a block barrier (`tilec.sync`) before each statement that reads shared memory written since the
+/// last barrier, or writes shared memory read or written since then (by any thread: the analysis does not
+/// try to prove that the same thread wrote the data). Runs on tile statements (after layout inference,
+/// before lowering to threads): a T.Parallel nest, whose iterations never exchange data, is one statement;
+/// a reduction counts as writing and reading scratch of its own. Serial loops and ifs whose bounds and
+/// conditions do not depend on the thread index are entered, and a loop whose next iteration conflicts
+/// with the end of the previous one gets a barrier at the top of its body; anything that depends on the
+/// thread index is treated as one statement, so every barrier is reached by all threads of the block.
+ir::Program insertSyncs(const ir::Program &p);
+
+/// The barrier statement.
+ir::Stmt syncThreads(SourceRange loc = {});
+
+} // namespace tilec::passes

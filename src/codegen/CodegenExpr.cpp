@@ -1,0 +1,315 @@
+/// \file
+/// CUDA C++ text of expressions, names and types (src/codegen/CodegenImpl.h).
+#include "codegen/CodegenImpl.h"
+
+#include "tilec/IRVisitor.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tilec::codegen {
+
+using namespace ir;
+
+namespace {
+
+/// Words a generated identifier must avoid: C and C++ keywords, CUDA built-ins and the names the
+/// generated code itself declares.
+const std::set<std::string> &reservedWords() {
+    static const std::set<std::string> words = {
+        "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+        "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+        "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline",
+        "int", "long", "mutable", "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private",
+        "protected", "public", "register", "reinterpret_cast", "restrict", "return", "short", "signed", "sizeof",
+        "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
+        "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void",
+        "volatile", "wchar_t", "while", "xor", "_Bool", "char8_t", "char16_t", "char32_t", "concept", "requires",
+        "co_await", "co_return", "co_yield", "consteval", "constinit", "bitand", "bitor", "compl", "not_eq",
+        "or_eq", "xor_eq", "and_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3",
+        "half", "tilec", "std", "uint4", "uint2", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
+        "uint16_t", "uint32_t", "uint64_t", "size_t", "uintptr_t", "stream", "main", "max", "min", "abs",
+        "NULL", "tilec_smem", "args", "status", "err", "dev",
+    };
+    return words;
+}
+
+bool reserved(const std::string &s) {
+    if (reservedWords().count(s)) return true;
+    // Identifiers with a double underscore, or an underscore and a capital, belong to the implementation.
+    if (s.find("__") != std::string::npos) return true;
+    if (s.size() >= 2 && s[0] == '_' && std::isupper((unsigned char)s[1])) return true;
+    return s.rfind("tilec_", 0) == 0 || s.rfind("TILEC_", 0) == 0;
+}
+
+std::string sanitize(const std::string &hint) {
+    std::string s;
+    for (char c : hint) s += std::isalnum((unsigned char)c) || c == '_' ? c : '_';
+    if (s.empty() || std::isdigit((unsigned char)s[0])) s = "v" + s;
+    return s;
+}
+
+const char *floatFn(const std::string &name) {
+    static const std::map<std::string, const char *> fns = {
+        {"exp", "exp"},     {"exp2", "exp2"},   {"exp10", "exp10"}, {"log", "log"},     {"log2", "log2"},
+        {"log10", "log10"}, {"sqrt", "sqrt"},   {"rsqrt", "rsqrt"}, {"sin", "sin"},     {"cos", "cos"},
+        {"tan", "tan"},     {"tanh", "tanh"},   {"erf", "erf"},     {"floor", "floor"}, {"ceil", "ceil"},
+        {"trunc", "trunc"}, {"round", "rint"},  {"pow", "pow"},     {"abs", "fabs"},
+    };
+    auto it = fns.find(name);
+    return it == fns.end() ? nullptr : it->second;
+}
+
+} // namespace
+
+const std::string &NameTable::of(const void *key, const std::string &hint) {
+    auto it = names_.find(key);
+    if (it != names_.end()) return it->second;
+    std::string base = sanitize(hint), name = base;
+    if (reserved(name)) name = base = base + "_";
+    for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
+    used_.insert(name);
+    return names_[key] = name;
+}
+
+bool isNarrowFloat(DType t) {
+    return t.kind == DType::Float16 || t.kind == DType::BFloat16 || t.isFloat8();
+}
+
+std::string deviceType(DType t) {
+    switch (t.kind) {
+    case DType::Bool: return "bool";
+    case DType::Int8: return "int8_t";
+    case DType::Int16: return "int16_t";
+    case DType::Int32: return "int32_t";
+    case DType::Int64: return "int64_t";
+    case DType::UInt8: return "uint8_t";
+    case DType::UInt16: return "uint16_t";
+    case DType::UInt32: return "uint32_t";
+    case DType::UInt64: return "uint64_t";
+    case DType::Float16: return "__half";
+    case DType::BFloat16: return "__nv_bfloat16";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float8E4M3: return "__nv_fp8_e4m3";
+    case DType::Float8E5M2: return "__nv_fp8_e5m2";
+    case DType::Void: return "void";
+    }
+    return "void";
+}
+
+std::string headerType(DType t) { return isNarrowFloat(t) ? "void" : deviceType(t); }
+
+std::string quoted(const std::string &s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\%03o", c);
+            out += buf;
+        } else {
+            out += (char)c;
+        }
+    }
+    return out + "\"";
+}
+
+std::string ExprPrinter::print(const Expr &e) { return expr(e).s; }
+
+bool ExprPrinter::nonNegative(const Expr &e) { return passes::boundsOf(e, ranges).nonNegative(); }
+
+std::string ExprPrinter::asFloat(const Expr &e, int need) {
+    Text t = expr(e);
+    if (isNarrowFloat(e->dtype)) return "tilec::to_float(" + t.s + ")";
+    return wrap(t, need);
+}
+
+ExprPrinter::Text ExprPrinter::expr(const Expr &e) {
+    TILEC_ASSERT(e, "null expression in code generation");
+    if (++depth_ > kMaxIRDepth) TILEC_ASSERT(false, "expression nesting too deep for code generation");
+    struct Guard {
+        int &d;
+        ~Guard() { --d; }
+    } guard{depth_};
+    switch (e->kind) {
+    case NodeKind::IntImm: {
+        auto &i = *as<IntImm>(e);
+        DType t = host_ && i.dtype.isInt() ? DType(DType::Int64) : i.dtype;
+        if (t.isBool()) return {i.value ? "true" : "false", 16};
+        if (t.kind == DType::Int64) {
+            if (i.value == std::numeric_limits<int64_t>::min()) return {"(-9223372036854775807LL - 1)", 16};
+            return {std::to_string(i.value) + "LL", i.value < 0 ? 15 : 16};
+        }
+        if (t.kind == DType::UInt64) return {std::to_string((uint64_t)i.value) + "ull", 16};
+        if (t.kind == DType::UInt32) return {std::to_string((uint32_t)i.value) + "u", 16};
+        if (t.kind == DType::Int32) {
+            if (i.value == std::numeric_limits<int32_t>::min()) return {"(-2147483647 - 1)", 16};
+            return {std::to_string(i.value), i.value < 0 ? 15 : 16};
+        }
+        return {"((" + deviceType(t) + ")" + std::to_string(i.value) + ")", 16};
+    }
+    case NodeKind::FloatImm: {
+        auto &f = *as<FloatImm>(e);
+        bool single = f.dtype.kind != DType::Float64;
+        std::string lit;
+        if (std::isnan(f.value)) {
+            lit = single ? "__int_as_float(0x7fffffff)" : "__longlong_as_double(0x7ff8000000000000LL)";
+        } else if (std::isinf(f.value) || (single && std::fabs(f.value) > std::numeric_limits<float>::max())) {
+            bool neg = f.value < 0;
+            lit = single ? (neg ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)")
+                         : (neg ? "__longlong_as_double(0xfff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)");
+        } else {
+            char buf[64];
+            auto r = single ? std::to_chars(buf, buf + sizeof buf, (float)f.value)
+                            : std::to_chars(buf, buf + sizeof buf, f.value);
+            std::string s(buf, r.ptr);
+            if (s.find_first_of(".e") == std::string::npos) s += ".0";
+            else if (s.find('.') == std::string::npos) s.insert(s.find('e'), ".0");
+            lit = single ? s + "f" : s;
+        }
+        if (host_ || !isNarrowFloat(f.dtype)) return {lit, lit[0] == '-' ? 15 : 16};
+        return {"tilec::from_float<" + deviceType(f.dtype) + ">(" + lit + ")", 16};
+    }
+    case NodeKind::Var: {
+        auto v = as<VarNode>(e);
+        return {names_.of(v, v->name), 16};
+    }
+    case NodeKind::Binary: return binary(*as<Binary>(e));
+    case NodeKind::Unary: {
+        auto &u = *as<Unary>(e);
+        if (u.op == UnaryOp::Not) return {"!" + wrap(expr(u.a), 15), 15};
+        if (u.op == UnaryOp::BitNot) return {"~" + wrap(expr(u.a), 15), 15};
+        if (isNarrowFloat(u.dtype))
+            return {"tilec::from_float<" + deviceType(u.dtype) + ">(-" + asFloat(u.a, 15) + ")", 16};
+        Text a = expr(u.a);
+        // `- -x` must not print as `--x`.
+        std::string s = wrap(a, 15);
+        return {"-" + (s[0] == '-' ? "(" + s + ")" : s), 15};
+    }
+    case NodeKind::Select: {
+        auto &s = *as<Select>(e);
+        return {wrap(expr(s.cond), 4) + " ? " + wrap(expr(s.t), 4) + " : " + wrap(expr(s.f), 3), 3};
+    }
+    case NodeKind::Cast: {
+        auto &c = *as<Cast>(e);
+        return castTo(c.dtype, c.value);
+    }
+    case NodeKind::Call: return call(*as<Call>(e));
+    case NodeKind::Load: {
+        auto &l = *as<Load>(e);
+        TILEC_ASSERT(l.indices.size() == 1, "load of '" + l.buffer->name + "' was not flattened");
+        return {names_.of(l.buffer.get(), l.buffer->name) + "[" + expr(l.indices[0]).s + "]", 16};
+    }
+    default: break;
+    }
+    TILEC_ASSERT(false, "a statement held as an expression");
+}
+
+ExprPrinter::Text ExprPrinter::castTo(DType to, const Expr &v) {
+    if (v->dtype == to) return expr(v);
+    if (host_) return {"(int64_t)" + wrap(expr(v), 15), 15};
+    DType from = v->dtype;
+    bool plain = !isNarrowFloat(to) && !isNarrowFloat(from) && !to.isBool() && !(from.isFloat() && to.isInt());
+    if (plain) return {"(" + deviceType(to) + ")" + wrap(expr(v), 15), 15};
+    return {"tilec::cast<" + deviceType(to) + ">(" + expr(v).s + ")", 16};
+}
+
+ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
+    DType t = b.a->dtype;
+    bool narrow = isNarrowFloat(t) && !host_;
+    auto op2 = [&](const char *op, int prec) -> Text {
+        if (narrow) {
+            std::string s = asFloat(b.a, prec) + " " + op + " " + asFloat(b.b, prec + 1);
+            if (isComparison(b.op)) return {s, prec};
+            return {"tilec::from_float<" + deviceType(t) + ">(" + s + ")", 16};
+        }
+        return {wrap(expr(b.a), prec) + " " + op + " " + wrap(expr(b.b), prec + 1), prec};
+    };
+    auto fn2 = [&](const std::string &f) -> Text {
+        if (narrow) return {"tilec::from_float<" + deviceType(t) + ">(" + f + "f(" + asFloat(b.a, 2) + ", " + asFloat(b.b, 2) + "))", 16};
+        return {f + (t.kind == DType::Float32 ? "f" : "") + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
+    };
+    std::string ty = host_ ? "int64_t" : deviceType(t);
+    switch (b.op) {
+    case BinaryOp::Add: return op2("+", 12);
+    case BinaryOp::Sub: return op2("-", 12);
+    case BinaryOp::Mul: return op2("*", 13);
+    case BinaryOp::Div: return op2("/", 13);
+    case BinaryOp::FloorDiv:
+    case BinaryOp::FloorMod: {
+        bool div = b.op == BinaryOp::FloorDiv;
+        if (t.isFloat()) {
+            std::string f = t.kind == DType::Float64 ? "floor" : "floorf";
+            std::string x = asFloat(b.a, 2), y = asFloat(b.b, 2);
+            std::string q = f + "(" + x + " / " + y + ")";
+            std::string r = div ? q : "(" + x + " - " + q + " * " + y + ")";
+            if (narrow) return {"tilec::from_float<" + deviceType(t) + ">(" + r + ")", 16};
+            return {r, 16};
+        }
+        if (!host_ && nonNegative(b.a) && nonNegative(b.b)) return op2(div ? "/" : "%", 13);
+        std::string fn = host_ ? (div ? "tilec_floordiv64" : "tilec_floormod64")
+                               : std::string(div ? "tilec::floordiv<" : "tilec::floormod<") + ty + ">";
+        return {fn + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
+    }
+    case BinaryOp::Min:
+    case BinaryOp::Max: {
+        const char *m = b.op == BinaryOp::Min ? "min" : "max";
+        if (t.isFloat()) return fn2(std::string("f") + m);
+        if (host_) return {std::string("(") + wrap(expr(b.a), 10) + (b.op == BinaryOp::Min ? " < " : " > ") +
+                               wrap(expr(b.b), 10) + " ? " + wrap(expr(b.a), 4) + " : " + wrap(expr(b.b), 3) + ")", 16};
+        if (t.bits() < 32) return {"(" + ty + ")" + std::string(m) + "((int)" + wrap(expr(b.a), 15) + ", (int)" + wrap(expr(b.b), 15) + ")", 15};
+        return {std::string(m) + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
+    }
+    case BinaryOp::Pow:
+        if (t.isFloat()) return fn2("pow");
+        return {"(" + ty + ")pow((double)" + wrap(expr(b.a), 15) + ", (double)" + wrap(expr(b.b), 15) + ")", 15};
+    case BinaryOp::And: return op2("&&", 5);
+    case BinaryOp::Or: return op2("||", 4);
+    case BinaryOp::BitAnd: return op2("&", 8);
+    case BinaryOp::BitOr: return op2("|", 6);
+    case BinaryOp::BitXor: return op2("^", 7);
+    case BinaryOp::Shl: return op2("<<", 11);
+    case BinaryOp::Shr: return op2(">>", 11);
+    case BinaryOp::EQ: return op2("==", 9);
+    case BinaryOp::NE: return op2("!=", 9);
+    case BinaryOp::LT: return op2("<", 10);
+    case BinaryOp::LE: return op2("<=", 10);
+    case BinaryOp::GT: return op2(">", 10);
+    case BinaryOp::GE: return op2(">=", 10);
+    }
+    TILEC_ASSERT(false, "unknown binary operator");
+}
+
+ExprPrinter::Text ExprPrinter::call(const Call &c) {
+    if (c.name == "tilec.shfl_xor") {
+        TILEC_ASSERT(c.args.size() == 2, "tilec.shfl_xor takes a value and a lane mask");
+        return {"__shfl_xor_sync(0xffffffffu, " + expr(c.args[0]).s + ", " + expr(c.args[1]).s + ")", 16};
+    }
+    DType t = c.dtype;
+    std::string args;
+    bool narrow = isNarrowFloat(t);
+    for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);
+    std::string fn;
+    if (c.name == "abs" && t.isInt()) {
+        if (t.bits() == 64) fn = "llabs";
+        else if (t.bits() == 32) fn = "abs";
+        else return {"(" + deviceType(t) + ")abs((int)" + wrap(expr(c.args[0]), 15) + ")", 15};
+    } else if (c.name == "sigmoid") {
+        fn = "tilec::sigmoid";
+    } else if (const char *f = floatFn(c.name)) {
+        TILEC_ASSERT(t.isFloat(), "math function '" + c.name + "' of a non-float type");
+        fn = std::string(f) + (t.kind == DType::Float64 ? "" : "f");
+    } else {
+        TILEC_ASSERT(false, "no CUDA function for T." + c.name);
+    }
+    std::string s = fn + "(" + args + ")";
+    if (narrow) return {"tilec::from_float<" + deviceType(t) + ">(" + s + ")", 16};
+    return {s, 16};
+}
+
+} // namespace tilec::codegen

@@ -1,0 +1,93 @@
+/// \file
+/// Private to src/codegen/: names, types, the per-kernel facts every part of the output needs, and the
+/// expression printer shared by device and host code.
+#pragma once
+
+#include "tilec/Codegen.h"
+#include "tilec/passes/Arith.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilec::codegen {
+
+/// C identifiers for IR variables and buffers: the source name when it is free and not reserved in C,
+/// C++ or CUDA, else the name with a numeric suffix. Keys are node identities, so two buffers named alike
+/// get two names, and the names depend only on the order of first use (deterministic output).
+class NameTable {
+  public:
+    /// Reserves a name (the launcher's `stream`, runtime identifiers) so no IR name takes it.
+    void reserve(const std::string &name) { used_.insert(name); }
+    const std::string &of(const void *key, const std::string &hint);
+
+  private:
+    std::map<const void *, std::string> names_;
+    std::set<std::string> used_;
+};
+
+/// The CUDA type of an element: float, __half, __nv_bfloat16, __nv_fp8_e4m3, int32_t, bool, ...
+std::string deviceType(DType t);
+/// The type in the C header (void for float16/bfloat16/float8, which C lacks).
+std::string headerType(DType t);
+/// float16, bfloat16, float8_e4m3, float8_e5m2: computed in float.
+bool isNarrowFloat(DType t);
+
+/// `"examples/a.tile"` as a C string literal.
+std::string quoted(const std::string &s);
+
+/// What the kernel, its launcher and its declaration need to agree on.
+struct KernelInfo {
+    const ir::Kernel *kernel = nullptr;
+    std::string cName;  ///< the launch function: prefix + name
+    std::string symbol; ///< the __global__ function
+    std::vector<bool> written;   ///< per parameter: a tensor the kernel stores to
+    std::vector<int> alignment;  ///< per parameter: bytes a tensor's base pointer must be aligned to (0: none)
+    std::map<const ir::BufferNode *, int64_t> sharedOffset;
+    int64_t sharedBytes = 0;
+    bool usesFp8 = false;
+};
+
+/// Collects the facts above; reports shared memory beyond a target's limit.
+KernelInfo analyzeKernel(const ir::Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag);
+
+/// Prints expressions as CUDA C++. Device mode: narrow floats compute through float, integer floor
+/// division of provably non-negative operands is plain `/`. Host mode (the launcher's grid sizes):
+/// integers are int64_t and variables are the launcher's T.dynamic arguments.
+class ExprPrinter {
+  public:
+    ExprPrinter(NameTable &names, bool host) : names_(names), host_(host) {}
+    /// Variable ranges in scope, for the non-negativity of division operands.
+    passes::RangeMap ranges;
+    std::string print(const ir::Expr &e);
+
+  private:
+    NameTable &names_;
+    bool host_;
+    int depth_ = 0;
+
+    struct Text {
+        std::string s;
+        int prec; ///< C precedence: 16 primary ... 3 conditional
+    };
+    Text expr(const ir::Expr &e);
+    Text binary(const ir::Binary &b);
+    Text call(const ir::Call &c);
+    Text castTo(DType to, const ir::Expr &v);
+    std::string wrap(const Text &t, int need) { return t.prec >= need ? t.s : "(" + t.s + ")"; }
+    /// The operand as a float (narrow floats converted).
+    std::string asFloat(const ir::Expr &e, int need);
+    bool nonNegative(const ir::Expr &e);
+};
+
+/// The device function of one kernel.
+std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag);
+
+/// The header text (also embedded at the top of the .cu).
+std::string printHeader(const std::vector<KernelInfo> &kernels, const CodegenOptions &o);
+
+/// The host side of the .cu: the runtime functions and every kernel's launch function and queries.
+std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptions &o);
+
+} // namespace tilec::codegen

@@ -1,0 +1,336 @@
+/// \file
+/// The __global__ function of a kernel: prologue (indices, shared-memory views, register arrays), the
+/// statements with #line directives into the .tile file, and the vector transfer patterns
+/// (src/codegen/CodegenImpl.h).
+#include "codegen/CodegenImpl.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+
+#include <algorithm>
+
+namespace tilec::codegen {
+
+using namespace ir;
+
+namespace {
+
+/// A vectorized loop in one of the two transfer shapes of VectorizeAccesses.h.
+struct Transfer {
+    bool load = true;        ///< memory -> registers, else registers -> memory
+    const BufferNode *memory = nullptr, *regs = nullptr;
+    Expr base;               ///< the memory offset of lane 0
+    Expr cond;               ///< load: zero-fill unless; store: only if (may be null)
+    int64_t lanes = 0;
+    DType dtype;
+    int chunkBytes() const { return (int)std::min<int64_t>(16, lanes * dtype.bytes()); }
+};
+
+bool isZero(const Expr &e) {
+    if (auto f = as<FloatImm>(e)) return f->value == 0.0;
+    if (auto i = as<IntImm>(e)) return i->value == 0;
+    return false;
+}
+
+std::optional<Transfer> matchTransfer(const For &f) {
+    auto lanes = constInt(f.extent);
+    if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 1 || (*lanes & (*lanes - 1))) return std::nullopt;
+    const VarNode *v = f.var.get();
+    auto laneIndex = [&](const std::vector<Expr> &idx) { return idx.size() == 1 && idx[0].get() == v; };
+    auto baseOf = [&](const std::vector<Expr> &idx) -> Expr {
+        if (idx.size() != 1) return nullptr;
+        auto lin = passes::linearIn(idx[0], v);
+        if (!lin || lin->second != 1) return nullptr;
+        return lin->first ? lin->first : intImm(0, idx[0]->dtype);
+    };
+    auto memory = [](const Buffer &b) { return b->scope == Scope::Global || b->scope == Scope::Shared; };
+    Transfer t;
+    t.lanes = *lanes;
+    Stmt body = f.body;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise) {
+        t.cond = i->cond;
+        body = i->then;
+    }
+    auto st = as<Store>(body);
+    if (!st) return std::nullopt;
+    t.dtype = st->buffer->dtype;
+    if (st->buffer->scope == Scope::Local && laneIndex(st->indices) && !t.cond) {
+        Expr value = st->value;
+        if (auto s = as<Select>(value); s && isZero(s->f)) {
+            t.cond = s->cond;
+            value = s->t;
+        }
+        auto l = as<Load>(value);
+        if (!l || !memory(l->buffer) || l->buffer->dtype != t.dtype) return std::nullopt;
+        t.base = baseOf(l->indices);
+        t.memory = l->buffer.get();
+        t.regs = st->buffer.get();
+    } else if (memory(st->buffer)) {
+        auto l = as<Load>(st->value);
+        if (!l || l->buffer->scope != Scope::Local || !laneIndex(l->indices) || l->buffer->dtype != t.dtype)
+            return std::nullopt;
+        t.load = false;
+        t.base = baseOf(st->indices);
+        t.memory = st->buffer.get();
+        t.regs = l->buffer.get();
+    } else {
+        return std::nullopt;
+    }
+    if (!t.base || passes::mentions(t.base, v) || (t.cond && passes::mentions(t.cond, v))) return std::nullopt;
+    return t;
+}
+
+class KernelPrinter {
+  public:
+    KernelPrinter(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag)
+        : info_(info), k_(*info.kernel), opts_(o), diag_(diag), ep_(names_, false) {
+        ep_.ranges = passes::kernelRanges(k_);
+        names_.reserve("tilec_smem");
+    }
+
+    std::string run() {
+        signature();
+        prologue();
+        stmt(k_.body, 1);
+        line(0, "}");
+        return out_;
+    }
+
+  private:
+    const KernelInfo &info_;
+    const Kernel &k_;
+    const CodegenOptions &opts_;
+    DiagnosticEngine &diag_;
+    NameTable names_;
+    ExprPrinter ep_;
+    std::string out_;
+    int mapped_ = -1; ///< the .tile line the next output line counts as (-1: none yet)
+
+    const std::string &name(const Var &v) { return names_.of(v.get(), v->name); }
+    const std::string &name(const BufferNode *b) { return names_.of(b, b->name); }
+    void indent(int level) { out_.append((size_t)level * 4, ' '); }
+
+    /// Writes one line; a valid `loc` makes it count as that line of the .tile file (a #line directive
+    /// is written only when the running count would say otherwise).
+    void line(int level, const std::string &s, const SourceRange &loc = {}) {
+        if (loc.valid() && loc.file == k_.loc.file && mapped_ != loc.line) {
+            out_ += "#line " + std::to_string(loc.line) + " " + quoted(opts_.sourceName) + "\n";
+            mapped_ = loc.line;
+        }
+        indent(level);
+        out_ += s;
+        out_ += "\n";
+        if (mapped_ >= 0) ++mapped_;
+    }
+    void signature() {
+        std::string sig = "static __global__ void __launch_bounds__(" + std::to_string(k_.threads) + ") " + info_.symbol + "(";
+        std::vector<std::string> params;
+        for (size_t i = 0; i < k_.params.size(); ++i) {
+            auto &p = k_.params[i];
+            if (p.kind == Param::Tensor)
+                params.push_back((info_.written[i] ? "" : "const ") + deviceType(p.buffer->dtype) + " *" + name(p.buffer.get()));
+            else params.push_back(deviceType(p.var->dtype) + " " + name(p.var));
+        }
+        for (auto &s : k_.dynamicSymbols) params.push_back("int " + name(s));
+        for (size_t i = 0; i < params.size(); ++i) sig += (i ? ", " : "") + params[i];
+        line(0, sig + ") {", k_.funcLoc);
+    }
+
+    void prologue() {
+        const SourceRange &at = k_.launchLoc;
+        if (info_.sharedBytes > 0) line(1, "extern __shared__ __align__(16) unsigned char tilec_smem[];", at);
+        if (k_.threadIdx && passes::mentions(k_.body, k_.threadIdx.get()))
+            line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
+        static const char *axis[] = {"x", "y", "z"};
+        for (int d = 0; d < 3; ++d)
+            if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
+                line(1, "const int " + name(k_.blockIdx[d]) + " = blockIdx." + axis[d] + ";", at);
+        for (auto &b : k_.allocs) {
+            if (!b) continue;
+            std::string t = deviceType(b->dtype);
+            if (b->scope == Scope::Shared) {
+                auto off = info_.sharedOffset.find(b.get());
+                TILEC_ASSERT(off != info_.sharedOffset.end(), "shared buffer without an offset");
+                line(1, t + " *" + name(b.get()) + " = reinterpret_cast<" + t + " *>(tilec_smem + " +
+                            std::to_string(off->second) + ");", b->loc);
+            } else if (b->scope == Scope::Local || b->scope == Scope::Var) {
+                int64_t n = std::max<int64_t>(1, b->constElements());
+                line(1, "alignas(16) " + t + " " + name(b.get()) + "[" + std::to_string(n) + "];", b->loc);
+            } else {
+                TILEC_ASSERT(false, "buffer '" + b->name + "' of scope " + toString(b->scope) + " reached code generation");
+            }
+        }
+    }
+
+    void stmt(const Stmt &s, int level) {
+        if (!s) return;
+        if (auto q = as<Seq>(s)) {
+            for (auto &c : q->stmts) stmt(c, level);
+            return;
+        }
+        const SourceRange &at = s->loc;
+        if (auto f = as<For>(s)) return loop(*f, level);
+        if (auto i = as<IfThenElse>(s)) {
+            line(level, "if (" + ep_.print(i->cond) + ") {", at);
+            stmt(i->then, level + 1);
+            if (i->otherwise) {
+                line(level, "} else {");
+                stmt(i->otherwise, level + 1);
+            }
+            line(level, "}");
+            return;
+        }
+        if (auto st = as<Store>(s)) {
+            TILEC_ASSERT(st->indices.size() == 1, "store to '" + st->buffer->name + "' was not flattened");
+            line(level, name(st->buffer.get()) + "[" + ep_.print(st->indices[0]) + "] = " + ep_.print(st->value) + ";", at);
+            return;
+        }
+        if (auto e = as<Evaluate>(s)) {
+            auto c = as<Call>(e->value);
+            if (c && c->name == "tilec.sync") line(level, "__syncthreads();", at);
+            else line(level, "(void)(" + ep_.print(e->value) + ");", at);
+            return;
+        }
+        if (auto a = as<AtomicAdd>(s)) return atomicAdd(*a, level);
+        TILEC_ASSERT(false, "a tile statement reached code generation unlowered");
+    }
+
+    void loop(const For &f, int level) {
+        if (auto t = matchTransfer(f)) return transfer(*t, level, f.loc);
+        auto saved = ep_.ranges;
+        passes::addLoopRange(ep_.ranges, f);
+        std::string v = name(f.var), type = deviceType(f.var->dtype);
+        std::string lo = ep_.print(f.min);
+        auto m = constInt(f.min);
+        std::string hi = m && *m == 0 ? ep_.print(f.extent) : ep_.print(simplifyEnd(f));
+        std::string header = "for (" + type + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {";
+        // _Pragma keeps the loop header on one line, so it counts as the statement's line.
+        if (f.forKind == ForKind::Unrolled || f.forKind == ForKind::Vectorized) header = "_Pragma(\"unroll\") " + header;
+        line(level, header, f.loc);
+        stmt(f.body, level + 1);
+        line(level, "}");
+        ep_.ranges = std::move(saved);
+    }
+
+    static Expr simplifyEnd(const For &f) { return Binary::make(BinaryOp::Add, f.min, f.extent); }
+
+    void transfer(const Transfer &t, int level, const SourceRange &at) {
+        int cb = t.chunkBytes();
+        int64_t per = cb / t.dtype.bytes(), chunks = t.lanes / per;
+        std::string mem = name(t.memory), regs = name(t.regs), base = ep_.print(t.base);
+        std::string fn = "tilec::copy_vector<" + std::to_string(cb) + ">";
+        if (!t.load && t.cond) {
+            line(level, "if (" + ep_.print(t.cond) + ") {", at);
+            ++level;
+        }
+        for (int64_t c = 0; c < chunks; ++c) {
+            std::string off = c == 0 ? base : base + " + " + std::to_string(c * per);
+            std::string r = "&" + regs + "[" + std::to_string(c * per) + "]", m = "&" + mem + "[" + off + "]";
+            if (t.load && t.cond)
+                line(level, "tilec::copy_vector_or_zero<" + std::to_string(cb) + ">(" + r + ", " + m + ", " + ep_.print(t.cond) + ");", at);
+            else if (t.load) line(level, fn + "(" + r + ", " + m + ");", at);
+            else line(level, fn + "(" + m + ", " + r + ");", at);
+        }
+        if (!t.load && t.cond) line(level - 1, "}");
+    }
+
+    void atomicAdd(const AtomicAdd &a, int level) {
+        TILEC_ASSERT(a.dst.ranges.size() == 1 && a.value, "atomic_add was not lowered to one element");
+        DType t = a.dst.buffer->dtype;
+        std::string target = "&" + name(a.dst.buffer.get()) + "[" + ep_.print(a.dst.ranges[0].min) + "]";
+        std::string v = ep_.print(a.value);
+        switch (t.kind) {
+        case DType::Float32: case DType::Float64: case DType::Int32: case DType::UInt32: case DType::UInt64:
+        case DType::Float16: case DType::BFloat16:
+            line(level, "atomicAdd(" + target + ", " + v + ");", a.loc);
+            return;
+        case DType::Int64:
+            line(level, "atomicAdd(reinterpret_cast<unsigned long long *>(" + target + "), (unsigned long long)(" + v + "));", a.loc);
+            return;
+        default:
+            diag_.error(a.loc, "T.atomic_add on " + std::string(t.name()) + " is not supported (the hardware adds "
+                               "float16, bfloat16, float32, float64, int32, int64, uint32 and uint64 atomically)");
+        }
+    }
+};
+
+/// Which tensors are stored to, and the widest vector access of each.
+struct Uses : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> written;
+    std::map<const BufferNode *, int> align;
+    bool fp8 = false;
+    void visit(const Store &op) override {
+        written.insert(op.buffer.get());
+        fp8 |= op.buffer->dtype.isFloat8();
+        IRVisitor::visit(op);
+    }
+    void visit(const AtomicAdd &op) override {
+        written.insert(op.dst.buffer.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const Load &op) override {
+        fp8 |= op.buffer->dtype.isFloat8();
+        IRVisitor::visit(op);
+    }
+    void visit(const Cast &op) override {
+        fp8 |= op.dtype.isFloat8();
+        IRVisitor::visit(op);
+    }
+    void visit(const For &op) override {
+        if (auto t = matchTransfer(op)) align[t->memory] = std::max(align[t->memory], t->chunkBytes());
+        IRVisitor::visit(op);
+    }
+};
+
+} // namespace
+
+KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag) {
+    KernelInfo info;
+    info.kernel = &k;
+    info.cName = o.prefix + k.name;
+    // The device symbol carries a hash of the source file's name, so kernels of two files never clash.
+    uint32_t h = 2166136261u;
+    for (unsigned char c : o.sourceName + "\n" + k.name) h = (h ^ c) * 16777619u;
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", h);
+    info.symbol = "tilec_" + info.cName + "_" + hex;
+
+    Uses u;
+    u.visit(k.body);
+    info.usesFp8 = u.fp8;
+    for (auto &p : k.params) {
+        bool tensor = p.kind == Param::Tensor;
+        info.written.push_back(tensor && u.written.count(p.buffer.get()));
+        info.alignment.push_back(tensor && u.align.count(p.buffer.get()) ? u.align[p.buffer.get()] : 0);
+        info.usesFp8 |= tensor && p.buffer->dtype.isFloat8();
+    }
+    int64_t offset = 0;
+    const BufferNode *largest = nullptr;
+    int64_t largestBytes = 0;
+    for (auto &b : k.allocs) {
+        if (!b || b->scope != Scope::Shared) continue;
+        offset = (offset + 15) / 16 * 16;
+        info.sharedOffset[b.get()] = offset;
+        int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+        if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
+        offset += bytes;
+    }
+    info.sharedBytes = (offset + 15) / 16 * 16;
+    for (auto &t : o.targets) {
+        if (info.sharedBytes <= t.maxSharedPerBlock) continue;
+        diag.error(k.loc, "kernel '" + k.name + "' needs " + std::to_string(info.sharedBytes) +
+                              " bytes of shared memory (including the compiler's reduction scratch), more than the " +
+                              std::to_string(t.maxSharedPerBlock) + " bytes a block can have on " + t.name);
+        if (largest) diag.note(largest->loc, "the largest buffer, '" + largest->name + "', takes " + std::to_string(largestBytes) + " bytes");
+        break;
+    }
+    return info;
+}
+
+std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag) {
+    KernelPrinter p(info, o, diag);
+    return p.run();
+}
+
+} // namespace tilec::codegen

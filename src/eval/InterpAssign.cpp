@@ -1,0 +1,169 @@
+/// \file
+/// Assignment: names (with -D overrides at module level and kernel variables of scope var), nested tuple
+/// unpacking with a starred target, item assignment to lists and dicts, buffer stores, and augmented
+/// assignment.
+#include "eval/InterpImpl.h"
+
+#include "tilec/IROperator.h"
+
+namespace tilec::eval {
+
+namespace {
+
+bool isVarBuffer(const Value &v) { return v.is(VK::Buffer) && v.buffer->scope == ir::Scope::Var; }
+
+} // namespace
+
+void InterpImpl::bindName(const std::string &name, const Value &v0, const SourceRange &at, bool assignStmt) {
+    Value v = v0;
+    bool module = env_ == module_;
+    if (module && assignStmt)
+        if (auto it = defines_.find(name); it != defines_.end()) v = it->second;
+    // A name bound to an alloc_var buffer is a kernel variable: `x = 5` stores into it, as in TileLang.
+    if (trace()) {
+        auto it = env_->vars.find(name);
+        if (it != env_->vars.end() && isVarBuffer(it->second) && !v.is(VK::Buffer)) {
+            storeToVar(it->second.buffer, v, at);
+            return;
+        }
+    }
+    env_->set(name, std::move(v));
+    if (module) {
+        if (!moduleAssignLoc_.count(name)) moduleOrder_.push_back(name);
+        moduleAssignLoc_[name] = at;
+    }
+}
+
+void InterpImpl::execAssign(const ast::Stmt &s) {
+    // A -D override replaces the right-hand side: it is not evaluated when it covers every target.
+    if (env_ == module_ && !defines_.empty() && !s.targets.empty()) {
+        bool all = true;
+        for (auto &t : s.targets)
+            if (!t || t->kind != ast::ExprKind::Name || !defines_.count(t->str)) all = false;
+        if (all) {
+            for (auto &t : s.targets) bindName(t->str, defines_[t->str], t->range, true);
+            return;
+        }
+    }
+    if (!s.value) return; // `x: int` declares nothing at compile time
+    std::string target =
+        s.targets.size() == 1 && s.targets[0] && s.targets[0]->kind == ast::ExprKind::Name ? s.targets[0]->str : "";
+    Value v;
+    {
+        Restore<std::string> name(assignName_, target);
+        v = eval(*s.value);
+    }
+    for (auto &t : s.targets)
+        if (t) assign(*t, v, true);
+}
+
+void InterpImpl::assign(const ast::Expr &t, const Value &v, bool assignStmt) {
+    switch (t.kind) {
+    case ast::ExprKind::Name: bindName(t.str, v, t.range, assignStmt); return;
+    case ast::ExprKind::Tuple:
+    case ast::ExprKind::List: {
+        if (v.is(VK::Poison)) {
+            for (auto &e : t.elts) assign(*e, v, assignStmt);
+            return;
+        }
+        Value c = constantOf(v);
+        if (isRuntime(c)) fail(t.range, "cannot unpack a run-time value");
+        std::vector<Value> items = iterate(c, t.range);
+        int star = -1;
+        for (size_t i = 0; i < t.elts.size(); ++i) {
+            if (t.elts[i]->kind != ast::ExprKind::Starred) continue;
+            if (star >= 0) fail(t.elts[i]->range, "multiple starred expressions in assignment");
+            star = (int)i;
+        }
+        size_t n = t.elts.size();
+        if (star < 0 && items.size() != n) {
+            if (items.size() > n) fail(t.range, "too many values to unpack (expected " + std::to_string(n) + ")");
+            fail(t.range, "not enough values to unpack (expected " + std::to_string(n) + ", got " +
+                              std::to_string(items.size()) + ")");
+        }
+        if (star >= 0 && items.size() < n - 1)
+            fail(t.range, "not enough values to unpack (expected at least " + std::to_string(n - 1) + ", got " +
+                              std::to_string(items.size()) + ")");
+        size_t rest = items.size() - (n - 1); // elements the starred target takes
+        size_t k = 0;
+        for (size_t i = 0; i < n; ++i) {
+            if ((int)i == star) {
+                std::vector<Value> taken(items.begin() + (long)k, items.begin() + (long)(k + rest));
+                k += rest;
+                assign(*t.elts[i]->a, Value::list(std::move(taken)), assignStmt);
+            } else {
+                assign(*t.elts[i], items[k++], assignStmt);
+            }
+        }
+        return;
+    }
+    case ast::ExprKind::Subscript: {
+        Value base = eval(*t.a);
+        if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
+        if (base.is(VK::Buffer)) {
+            storeToBuffer(base.buffer, *t.b, v, t.range, std::nullopt);
+            return;
+        }
+        if (t.b->kind == ast::ExprKind::Slice) fail(t.b->range, "slice assignment is not supported at compile time");
+        Value key = eval(*t.b);
+        setItem(base, key, v, t.range);
+        return;
+    }
+    case ast::ExprKind::Attribute: {
+        Value base = eval(*t.a);
+        if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
+        fail(t.range, "assigning to an attribute is not supported at compile time");
+    }
+    case ast::ExprKind::Starred: fail(t.range, "a starred assignment target must be in a tuple or list");
+    default: fail(t.range, "cannot assign to this expression");
+    }
+}
+
+void InterpImpl::execAugAssign(const ast::Stmt &s) {
+    if (s.targets.empty() || !s.targets[0] || !s.value) fail(s.range, "malformed augmented assignment");
+    const ast::Expr &t = *s.targets[0];
+    switch (t.kind) {
+    case ast::ExprKind::Name: {
+        Value cur = lookupName(t);
+        Value rhs = eval(*s.value);
+        if (isVarBuffer(cur) && trace()) {
+            storeToVar(cur.buffer, binaryOp(*this, s.augOp, cur, rhs, s.range), t.range);
+            return;
+        }
+        // `lst += iterable` extends the list in place (aliases see it), as in Python.
+        if (cur.is(VK::List) && s.augOp == ast::BinOpKind::Add && !rhs.is(VK::Poison)) {
+            auto more = iterate(rhs, s.value->range);
+            auto &elts = cur.as<ListObj>().elts;
+            if (elts.size() + more.size() > (size_t(1) << 20))
+                fail(s.range, "this list is too large for compile-time evaluation");
+            elts.insert(elts.end(), more.begin(), more.end());
+            return;
+        }
+        bindName(t.str, binaryOp(*this, s.augOp, cur, rhs, s.range), t.range, false);
+        return;
+    }
+    case ast::ExprKind::Subscript: {
+        Value base = eval(*t.a);
+        if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
+        if (base.is(VK::Buffer)) {
+            Value rhs = eval(*s.value);
+            storeToBuffer(base.buffer, *t.b, rhs, t.range, s.augOp);
+            return;
+        }
+        if (t.b->kind == ast::ExprKind::Slice) fail(t.b->range, "slice assignment is not supported at compile time");
+        Value key = eval(*t.b);
+        Value cur = getItem(base, key, t.range);
+        Value rhs = eval(*s.value);
+        setItem(base, key, binaryOp(*this, s.augOp, cur, rhs, s.range), t.range);
+        return;
+    }
+    case ast::ExprKind::Attribute: {
+        Value base = eval(*t.a);
+        if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
+        fail(t.range, "assigning to an attribute is not supported at compile time");
+    }
+    default: fail(t.range, "cannot assign to this expression");
+    }
+}
+
+} // namespace tilec::eval

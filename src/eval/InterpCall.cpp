@@ -1,0 +1,412 @@
+/// \file
+/// Calls (user functions with Python's argument binding, builtins, dtype casts, opaque values), `def`
+/// with its decorators, and attribute lookup including the methods of lists, dicts and strings.
+#include "eval/InterpImpl.h"
+
+#include "tilec/IROperator.h"
+
+#include <algorithm>
+
+namespace tilec::eval {
+
+namespace {
+
+Value method(const std::string &name, std::function<Value(Interp &, CallArgs &)> fn) {
+    auto b = std::make_shared<BuiltinObj>();
+    b->name = name;
+    b->fn = std::move(fn);
+    return Value::object(VK::Builtin, b);
+}
+
+std::string quoteList(const std::vector<std::string> &names) {
+    std::string s;
+    for (size_t i = 0; i < names.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == names.size() ? (names.size() > 2 ? ", and " : " and ") : ", ") +
+             ("'" + names[i] + "'");
+    return s;
+}
+
+} // namespace
+
+Value InterpImpl::evalCall(const ast::Expr &e) {
+    Value callee = eval(*e.a);
+    CallArgs args;
+    args.call = e.range;
+    args.callee = e.a->range;
+    for (auto &x : e.elts) {
+        if (x->kind == ast::ExprKind::Starred) {
+            for (auto &v : iterate(eval(*x->a), x->range)) args.pos.push_back({v, x->range});
+        } else {
+            args.pos.push_back({eval(*x), x->range});
+        }
+    }
+    for (auto &k : e.keywords) {
+        if (!k.name.empty()) {
+            args.kw.push_back({k.name, {eval(*k.value), k.value->range}});
+            continue;
+        }
+        Value m = eval(*k.value);
+        if (m.is(VK::Poison)) return m;
+        if (!m.is(VK::Dict)) fail(k.value->range, std::string("'**' needs a dict, not a ") + typeName(m.kind));
+        for (auto &[key, v] : m.as<DictObj>().items) {
+            if (!key.is(VK::Str)) fail(k.value->range, "keywords must be strings");
+            args.kw.push_back({key.s, {v, k.value->range}});
+        }
+    }
+    return callValue(callee, args);
+}
+
+Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
+    switch (callee.kind) {
+    case VK::Poison: return callee;
+    case VK::Function: return callFunction(callee, args);
+    case VK::Builtin: {
+        auto &b = callee.as<BuiltinObj>();
+        // Tracing happens here and not in the primitive: only the interpreter can run the def's body.
+        if (b.name == "T.prim_func" && args.pos.size() == 1 && args.kw.empty() && args.pos[0].value.is(VK::Function))
+            return tracePrimFunc(args.pos[0].value, args.call);
+        for (auto &a : args.pos)
+            if (a.value.is(VK::Poison)) return a.value;
+        for (auto &a : args.kw)
+            if (a.second.value.is(VK::Poison)) return a.second.value;
+        Value r = b.fn(*this, args);
+        return r;
+    }
+    case VK::DType: return callDType(*this, callee.dtype, args);
+    case VK::Opaque: return makeOpaque(callee.s + "(...)", opaqueModule(callee));
+    case VK::Module:
+        if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
+        break;
+    case VK::PrimFunc: fail(args.callee, "a prim_func cannot be called at compile time; export it instead");
+    default: break;
+    }
+    fail(args.callee, std::string("'") + typeName(callee.kind) + "' object is not callable");
+}
+
+std::shared_ptr<Env> InterpImpl::bindParams(const FunctionObj &f, CallArgs &args) {
+    const ast::Stmt &def = *f.def;
+    const std::string fname = def.name + "()";
+    auto env = std::make_shared<Env>();
+    env->parent = f.closure;
+    auto failHere = [&](const SourceRange &r, const std::string &msg) {
+        failWithNote(r, msg, def.range, "'" + def.name + "' is defined here");
+    };
+    std::vector<bool> bound(def.params.size(), false);
+    int varArgs = -1, varKw = -1;
+    std::vector<size_t> positional;
+    for (size_t i = 0; i < def.params.size(); ++i) {
+        switch (def.params[i].kind) {
+        case ast::Param::Normal: positional.push_back(i); break;
+        case ast::Param::VarArgs: varArgs = (int)i; break;
+        case ast::Param::VarKw: varKw = (int)i; break;
+        case ast::Param::KwOnly: break;
+        }
+    }
+    // Positional arguments fill the positional parameters, the rest goes to *args.
+    std::vector<Value> extra;
+    for (size_t i = 0; i < args.pos.size(); ++i) {
+        if (i < positional.size()) {
+            env->set(def.params[positional[i]].name, args.pos[i].value);
+            bound[positional[i]] = true;
+        } else if (varArgs >= 0) {
+            extra.push_back(args.pos[i].value);
+        } else {
+            size_t required = 0;
+            for (size_t p : positional)
+                if (!f.hasDefault[p]) ++required;
+            std::string takes = required == positional.size()
+                                    ? plural((int64_t)positional.size(), "positional argument")
+                                    : "from " + std::to_string(required) + " to " +
+                                          plural((int64_t)positional.size(), "positional argument");
+            failHere(args.call, fname + " takes " + takes + " but " + std::to_string(args.pos.size()) +
+                                    (args.pos.size() == 1 ? " was" : " were") + " given");
+        }
+    }
+    if (varArgs >= 0) {
+        env->set(def.params[varArgs].name, Value::tuple(std::move(extra)));
+        bound[varArgs] = true;
+    }
+    auto kwDict = std::make_shared<DictObj>();
+    for (auto &[name, arg] : args.kw) {
+        size_t i = 0;
+        for (; i < def.params.size(); ++i) {
+            auto k = def.params[i].kind;
+            if (def.params[i].name == name && (k == ast::Param::Normal || k == ast::Param::KwOnly)) break;
+        }
+        if (i == def.params.size()) {
+            if (varKw >= 0) {
+                for (auto &kv : kwDict->items)
+                    if (kv.first.s == name) failHere(arg.range, fname + " got multiple values for argument '" + name + "'");
+                kwDict->items.push_back({Value::str(name), arg.value});
+                continue;
+            }
+            std::vector<std::string> names;
+            for (auto &p : def.params)
+                if (p.kind == ast::Param::Normal || p.kind == ast::Param::KwOnly) names.push_back(p.name);
+            std::string msg = fname + " got an unexpected keyword argument '" + name + "'";
+            std::string close = closestName(name, names);
+            if (!close.empty()) failWithNote(arg.range, msg, arg.range, "did you mean '" + close + "'?");
+            failHere(arg.range, msg);
+        }
+        if (bound[i]) failHere(arg.range, fname + " got multiple values for argument '" + name + "'");
+        env->set(name, arg.value);
+        bound[i] = true;
+    }
+    if (varKw >= 0) {
+        env->set(def.params[varKw].name, Value::object(VK::Dict, kwDict));
+        bound[varKw] = true;
+    }
+    std::vector<std::string> missingPos, missingKw;
+    for (size_t i = 0; i < def.params.size(); ++i) {
+        if (bound[i]) continue;
+        if (f.hasDefault[i]) {
+            env->set(def.params[i].name, f.defaults[i]);
+            continue;
+        }
+        (def.params[i].kind == ast::Param::KwOnly ? missingKw : missingPos).push_back(def.params[i].name);
+    }
+    if (!missingPos.empty())
+        failHere(args.call, fname + " missing " + plural((int64_t)missingPos.size(), "required positional argument") +
+                                ": " + quoteList(missingPos));
+    if (!missingKw.empty())
+        failHere(args.call, fname + " missing " + plural((int64_t)missingKw.size(), "required keyword-only argument") +
+                                ": " + quoteList(missingKw));
+    return env;
+}
+
+Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
+    auto &f = fn.as<FunctionObj>();
+    if ((int)frames_.size() > opts_.recursionLimit)
+        fail(args.call, "recursion is too deep (more than " + std::to_string(opts_.recursionLimit) + " nested calls)");
+    // Poison arguments: the mistake is reported; running the body would only report its consequences.
+    for (auto &a : args.pos)
+        if (a.value.is(VK::Poison)) return a.value;
+    for (auto &a : args.kw)
+        if (a.second.value.is(VK::Poison)) return a.second.value;
+    auto env = bindParams(f, args);
+    int errors = diag_.errorCount();
+    Restore<std::shared_ptr<Env>> scope(env_, env);
+    Restore<const ast::Stmt *> loop(curLoop_, nullptr);
+    frames_.emplace_back();
+    struct Pop {
+        std::vector<CallFrame> &f;
+        ~Pop() { f.pop_back(); }
+    } pop{frames_};
+    Flow flow = execBody(f.def->body);
+    // A statement of the body failed: like a Python exception, the call has no meaningful result.
+    if (diag_.errorCount() > errors) return Value::poison();
+    return flow == Flow::Return ? frames_.back().ret : Value::none();
+}
+
+void InterpImpl::execDef(const ast::StmtP &sp) {
+    const ast::Stmt &s = *sp;
+    auto f = std::make_shared<FunctionObj>();
+    f->def = sp;
+    f->closure = env_;
+    for (auto &p : s.params) {
+        if (p.defaultValue) {
+            Value d = eval(*p.defaultValue);
+            if (d.is(VK::Poison)) throw EvalAbort{};
+            f->defaults.push_back(d);
+            f->hasDefault.push_back(true);
+        } else {
+            f->defaults.push_back(Value::none());
+            f->hasDefault.push_back(false);
+        }
+    }
+    std::vector<std::pair<Value, SourceRange>> decorators;
+    for (auto &d : s.decorators) decorators.push_back({eval(*d), d->range});
+    Value v = Value::object(VK::Function, f);
+    // Decorators apply bottom-up, as in Python.
+    for (auto it = decorators.rbegin(); it != decorators.rend(); ++it) {
+        const Value &dec = it->first;
+        if (dec.is(VK::Poison)) throw EvalAbort{};
+        if (dec.is(VK::Builtin) && dec.as<BuiltinObj>().name == "T.prim_func" && v.is(VK::Function)) {
+            f->isPrimFunc = true;
+            v = tracePrimFunc(v, it->second);
+            continue;
+        }
+        // Decorators of modules tilec does not evaluate (functools.lru_cache, torch.no_grad, ...) do not
+        // change what the function computes at compile time.
+        if (dec.is(VK::Opaque) || (dec.is(VK::Module) && dec.as<ModuleObj>().opaque)) continue;
+        CallArgs args;
+        args.call = it->second;
+        args.callee = it->second;
+        args.pos.push_back({v, s.range});
+        v = callValue(dec, args);
+    }
+    bindName(s.name, v, s.range, false);
+}
+
+Value InterpImpl::attribute(const Value &base, const std::string &name, const ast::Expr &e) {
+    const SourceRange &r = e.range;
+    switch (base.kind) {
+    case VK::Poison: return base;
+    case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::Module: {
+        auto &m = base.as<ModuleObj>();
+        if (auto it = m.attrs.find(name); it != m.attrs.end()) return it->second;
+        std::string full = m.name + "." + name;
+        if (m.opaque || m.name != "tilelang.language") {
+            std::string root = m.name.substr(0, m.name.find('.'));
+            if (m.opaque || root == "tilelang") return makeOpaque(full, root);
+        }
+        std::string shown = (e.a && e.a->kind == ast::ExprKind::Name ? e.a->str : m.name) + "." + name;
+        std::vector<std::string> names;
+        for (auto &kv : m.attrs) names.push_back(kv.first);
+        std::string close = closestName(name, names);
+        std::string msg = "unknown primitive '" + shown + "'";
+        if (!close.empty())
+            failWithNote(r, msg, r, "did you mean '" + shown.substr(0, shown.size() - name.size()) + close + "'?");
+        fail(r, msg);
+    }
+    case VK::Buffer: {
+        const ir::Buffer &b = base.buffer;
+        if (name == "dtype") return Value::ofDType(b->dtype);
+        if (name == "name") return Value::str(b->name);
+        if (name == "ndim") return Value::integer((int64_t)b->shape.size());
+        if (name == "shape") {
+            std::vector<Value> dims;
+            for (auto &d : b->shape) {
+                if (auto c = ir::constInt(d)) dims.push_back(Value::integer(*c));
+                else dims.push_back(Value::ofExpr(d));
+            }
+            return Value::tuple(std::move(dims));
+        }
+        if (name == "scope") return Value::str(ir::toString(b->scope));
+        break;
+    }
+    case VK::Expr:
+        if (name == "dtype") return Value::ofDType(base.expr->dtype);
+        break;
+    case VK::DType:
+        if (name == "bits") return Value::integer(base.dtype.bits());
+        if (name == "bytes") return Value::integer(base.dtype.bytes());
+        break;
+    case VK::List: {
+        auto obj = std::static_pointer_cast<ListObj>(base.obj);
+        if (name == "append")
+            return method("list.append", [obj](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "list.append", {"object"});
+                if (obj->elts.size() >= (size_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
+                obj->elts.push_back(x[0]->value);
+                return Value::none();
+            });
+        if (name == "extend")
+            return method("list.extend", [obj](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "list.extend", {"iterable"});
+                auto more = static_cast<InterpImpl &>(in).iterate(x[0]->value, x[0]->range);
+                if (obj->elts.size() + more.size() > (size_t(1) << 20))
+                    in.fail(a.call, "this list is too large for compile-time evaluation");
+                obj->elts.insert(obj->elts.end(), more.begin(), more.end());
+                return Value::none();
+            });
+        if (name == "pop")
+            return method("list.pop", [obj](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "list.pop", {"index?"});
+                int64_t n = (int64_t)obj->elts.size(), i = x[0] ? in.toInt(*x[0], "index") : -1;
+                if (n == 0) in.fail(a.call, "pop from an empty list");
+                if (i < 0) i += n;
+                if (i < 0 || i >= n) in.fail(a.call, "pop index out of range");
+                Value v = obj->elts[(size_t)i];
+                obj->elts.erase(obj->elts.begin() + i);
+                return v;
+            });
+        if (name == "insert")
+            return method("list.insert", [obj](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "list.insert", {"index", "object"});
+                int64_t n = (int64_t)obj->elts.size(), i = in.toInt(*x[0], "index");
+                if (i < 0) i = std::max<int64_t>(0, i + n);
+                obj->elts.insert(obj->elts.begin() + std::min(i, n), x[1]->value);
+                return Value::none();
+            });
+        if (name == "reverse")
+            return method("list.reverse", [obj](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "list.reverse", {});
+                std::reverse(obj->elts.begin(), obj->elts.end());
+                return Value::none();
+            });
+        if (name == "copy")
+            return method("list.copy", [obj](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "list.copy", {});
+                return Value::list(obj->elts);
+            });
+        [[fallthrough]];
+    }
+    case VK::Tuple: {
+        Value seq = base;
+        const char *tn = typeName(base.kind);
+        if (name == "index" || name == "count")
+            return method(std::string(tn) + "." + name, [seq, name, tn](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, std::string(tn) + "." + name, {"value"});
+                int64_t count = 0;
+                auto &elts = seq.elements();
+                for (size_t i = 0; i < elts.size(); ++i) {
+                    auto eq = pyEquals(elts[i], x[0]->value);
+                    if (eq && *eq) {
+                        if (name == "index") return Value::integer((int64_t)i);
+                        ++count;
+                    }
+                }
+                if (name == "index") in.fail(a.call, repr(x[0]->value) + " is not in the " + tn);
+                return Value::integer(count);
+            });
+        break;
+    }
+    case VK::Dict: {
+        auto obj = std::static_pointer_cast<DictObj>(base.obj);
+        if (name == "get")
+            return method("dict.get", [obj](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "dict.get", {"key", "default?"});
+                for (auto &kv : obj->items)
+                    if (auto eq = pyEquals(kv.first, x[0]->value); eq && *eq) return kv.second;
+                return x[1] ? x[1]->value : Value::none();
+            });
+        if (name == "keys" || name == "values" || name == "items")
+            return method("dict." + name, [obj, name](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "dict." + name, {});
+                std::vector<Value> out;
+                for (auto &kv : obj->items)
+                    out.push_back(name == "keys"     ? kv.first
+                                  : name == "values" ? kv.second
+                                                     : Value::tuple({kv.first, kv.second}));
+                return Value::list(std::move(out));
+            });
+        break;
+    }
+    case VK::Str: {
+        std::string s = base.s;
+        if (name == "upper" || name == "lower")
+            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "str." + name, {});
+                std::string out = s;
+                for (char &c : out) c = name == "upper" ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
+                return Value::str(out);
+            });
+        if (name == "startswith" || name == "endswith")
+            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "str." + name, {"prefix"});
+                std::string p = in.toStr(*x[0], "prefix");
+                bool ok = p.size() <= s.size() &&
+                          (name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0);
+                return Value::boolean(ok);
+            });
+        if (name == "join")
+            return method("str.join", [s](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "str.join", {"iterable"});
+                std::string out;
+                auto parts = static_cast<InterpImpl &>(in).iterate(x[0]->value, x[0]->range);
+                for (size_t i = 0; i < parts.size(); ++i) {
+                    out += (i ? s : "") + in.toStr({parts[i], x[0]->range}, "joined item");
+                    if (out.size() > (size_t(1) << 20)) in.fail(a.call, "this string is too large for compile-time evaluation");
+                }
+                return Value::str(out);
+            });
+        break;
+    }
+    default: break;
+    }
+    fail(r, std::string("'") + typeName(base.kind) + "' object has no attribute '" + name + "'");
+}
+
+} // namespace tilec::eval

@@ -1,0 +1,204 @@
+/// \file
+/// Private to src/eval/: the concrete interpreter. Its methods are spread over topic files:
+/// InterpStmt.cpp (statements), InterpAssign.cpp (assignment and unpacking), InterpExpr.cpp (expressions),
+/// InterpCall.cpp (calls, argument binding, attributes and methods), InterpTrace.cpp (@T.prim_func
+/// tracing: launch, loops, run-time if, stores), InterpModule.cpp (scopes, imports), Evaluate.cpp (the run:
+/// -D, exports, --export, --kernel); Python operators
+/// are in Operators.cpp and builtins in PyBuiltins.cpp.
+#pragma once
+
+#include "tilec/Frontend.h"
+#include "tilec/Interp.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace tilec::eval {
+
+/// The module an opaque value comes from ("torch" for `torch.float16`), for "which tilec does not
+/// evaluate" messages. Stored in Value::obj of VK::Opaque values the interpreter makes.
+struct OpaqueObj {
+    std::string module;
+};
+
+/// Thrown once the step budget is spent: evaluation stops for good (not per statement).
+struct BudgetExhausted {};
+
+// ---- Value helpers (Value.cpp) ----
+std::string opaqueModule(const Value &v);
+Value makeOpaque(std::string what, std::string module);
+bool isNumber(const Value &v); ///< Int, Bool or Float
+double numberAsDouble(const Value &v);
+int64_t intOf(const Value &v); ///< Int or Bool as an integer
+/// Python `==` on compile-time values; nullopt when the values nest too deeply to compare.
+std::optional<bool> pyEquals(const Value &a, const Value &b, int depth = 0);
+bool pyIs(const Value &a, const Value &b);
+std::string floatRepr(double d); ///< Python's repr of a float
+std::string repr(const Value &v, int depth = 0);
+std::string str(const Value &v); ///< Python's str()
+uint64_t iterateLength(const RangeObj &r); ///< len(range(...)) (InterpExpr.cpp)
+
+// ---- names (Conversions.cpp) ----
+/// The candidate closest to `name` within edit distance 2 (and closer than the name's length), or "".
+std::string closestName(const std::string &name, const std::vector<std::string> &candidates);
+/// "1 dimension" / "3 dimensions".
+std::string plural(int64_t n, const std::string &word, const std::string &pluralWord = "");
+
+class InterpImpl;
+
+// ---- operators (Operators.cpp) ----
+/// A value that only exists at run time: an Expr that is not a constant, a point Access (a load), a
+/// buffer of scope var (its element).
+bool isRuntime(const Value &v);
+/// An Expr that is an IntImm/FloatImm becomes the Python number it stands for; other values unchanged.
+Value constantOf(const Value &v);
+Value binaryOp(InterpImpl &in, ast::BinOpKind op, const Value &a, const Value &b, const SourceRange &r);
+Value compareOp(InterpImpl &in, ast::CmpOpKind op, const Value &a, const Value &b, const SourceRange &r);
+Value unaryOp(InterpImpl &in, ast::UnaryOpKind op, const Value &a, const SourceRange &r);
+
+// ---- builtins (PyBuiltins.cpp) ----
+void addPyBuiltins(Env &env);
+
+class InterpImpl final : public Interp {
+  public:
+    InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag);
+
+    DiagnosticEngine &diag() override { return diag_; }
+    TraceState *trace() override { return traces_.empty() ? nullptr : traces_.back().get(); }
+    void emit(ir::Stmt s) override;
+    void step(const SourceRange &r) override {
+        if (++steps_ > opts_.stepBudget) budgetExhausted(r);
+    }
+    int smVersion() const override { return opts_.target.sm; }
+    std::string assignTargetName() const override { return assignName_; }
+
+    /// Runs the module and collects its exports (Evaluate.cpp).
+    std::optional<ir::Program> run(const ast::Module &m);
+
+    /// Whether this exact error was already reported (an unrolled loop repeats its mistakes).
+    bool alreadyReported(const SourceRange &r, const std::string &msg);
+    /// Reports an error with a note and abandons the statement.
+    [[noreturn]] void failWithNote(const SourceRange &r, const std::string &msg, const SourceRange &noteAt,
+                                   const std::string &note);
+    /// "'torch.float16' comes from module 'torch', which tilec does not evaluate".
+    [[noreturn]] void failOpaque(const Value &v, const SourceRange &r);
+    /// An error about a value only known at run time used where a compile-time value is needed.
+    [[noreturn]] void failRuntime(const SourceRange &r, const std::string &what);
+
+    // ---- statements (InterpStmt.cpp) ----
+    enum class Flow { Normal, Break, Continue, Return };
+    Flow execBody(const ast::Body &body);
+    Flow exec(const ast::StmtP &sp);
+    /// After a statement was abandoned: its assignment targets become Poison.
+    void bindPoison(const ast::Stmt &s);
+    Flow execFor(const ast::Stmt &s);
+    Flow execWhile(const ast::Stmt &s);
+
+    // ---- assignment (InterpAssign.cpp) ----
+    /// Binds `v` to an assignment target. `assignStmt`: from `NAME = ...` (where -D overrides apply).
+    void assign(const ast::Expr &target, const Value &v, bool assignStmt);
+    void bindName(const std::string &name, const Value &v, const SourceRange &at, bool assignStmt);
+    void execAssign(const ast::Stmt &s);
+    void execAugAssign(const ast::Stmt &s);
+    /// `buf[...] = v` / `buf[...] op= v`: a Store (InterpTrace.cpp).
+    void storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
+                       std::optional<ast::BinOpKind> augOp);
+    /// Store into element 0 of a buffer of scope var.
+    void storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at);
+
+    // ---- expressions (InterpExpr.cpp) ----
+    Value eval(const ast::Expr &e);
+    Value lookupName(const ast::Expr &e);
+    /// `buf[...]`: an Access; checks the number of indices.
+    Value bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at);
+    Value subscript(const Value &base, const ast::Expr &e);
+    /// `base[key]` for a computed key (sequences, dicts); `at` locates errors.
+    Value getItem(const Value &base, const Value &key, const SourceRange &at);
+    /// `base[key] = v` for lists and dicts.
+    void setItem(const Value &base, const Value &key, const Value &v, const SourceRange &at);
+    /// Python truthiness of a compile-time value; `what` names the use in errors ("condition").
+    bool truthy(const Value &v, const SourceRange &r, const char *what = "condition");
+    /// The elements a for loop / unpacking / list() sees (ranges are expanded, within a size limit).
+    std::vector<Value> iterate(const Value &v, const SourceRange &r);
+    /// A run-time value as an IR expression (Expr, point Access, var buffer); Python numbers adopt
+    /// `like`'s float type when they are floats.
+    ir::Expr runtimeExpr(const Value &v, const SourceRange &r, const ir::Expr &like = nullptr);
+
+    // ---- calls and attributes (InterpCall.cpp) ----
+    Value evalCall(const ast::Expr &e);
+    Value callValue(const Value &callee, CallArgs &args);
+    Value callFunction(const Value &fn, CallArgs &args);
+    Value attribute(const Value &base, const std::string &name, const ast::Expr &e);
+    void execDef(const ast::StmtP &s);
+    /// Binds a call's arguments to a user function's parameters in a new scope.
+    std::shared_ptr<Env> bindParams(const FunctionObj &f, CallArgs &args);
+
+    // ---- tracing (InterpTrace.cpp) ----
+    Value tracePrimFunc(const Value &fn, const SourceRange &at);
+    Flow execWith(const ast::Stmt &s);
+    Flow execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
+    Flow execLoopNest(const ast::Stmt &s, const FrameObj &f);
+    Flow execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond);
+    /// The enclosing trace inside `with T.Kernel(...)`; an error naming `what` otherwise.
+    TraceState &requireLaunch(const SourceRange &r, const std::string &what);
+
+    // ---- scopes and imports (InterpModule.cpp) ----
+    void execImport(const ast::Stmt &s);
+    Value importModule(const std::string &dotted);
+
+    // ---- state ----
+    /// Per call (and one for the module): the enclosing compile-time loops ('L'), run-time loops ('R') and
+    /// run-time ifs ('I'), innermost last, to reject break/continue/return that cannot be traced.
+    struct CallFrame {
+        std::vector<char> ctl;
+        Value ret;
+        bool isModule = false;
+    };
+
+    const FrontendOptions &opts_;
+    DiagnosticEngine &diag_;
+    std::shared_ptr<Env> builtins_, module_, env_;
+    std::vector<CallFrame> frames_;
+    std::vector<std::unique_ptr<TraceState>> traces_;
+    int64_t steps_ = 0;
+    std::string assignName_;
+    const ast::Stmt *curStmt_ = nullptr, *curLoop_ = nullptr;
+    int nesting_ = 0;
+    const char *stackBase_ = nullptr;
+    size_t stackLimit_ = 0;
+    Value tlModule_, tilelangPackage_;
+    std::map<std::string, Value> defines_; ///< -D values by name
+    /// Module-level names in order of first assignment, with the range of their latest assignment.
+    std::vector<std::string> moduleOrder_;
+    std::map<std::string, SourceRange> moduleAssignLoc_;
+    std::set<std::tuple<int, int, int, std::string>> reported_;
+
+    /// Counts nesting of statements/expressions/calls and guards the native stack.
+    struct Nest {
+        InterpImpl &in;
+        Nest(InterpImpl &in, const SourceRange &r);
+        ~Nest() { --in.nesting_; }
+    };
+
+  private:
+    [[noreturn]] void budgetExhausted(const SourceRange &r);
+};
+
+/// Restores a variable on scope exit (exceptions included).
+template <class T> struct Restore {
+    T &ref;
+    T saved;
+    explicit Restore(T &r) : ref(r), saved(r) {}
+    Restore(T &r, T v) : ref(r), saved(r) { ref = std::move(v); }
+    ~Restore() { ref = std::move(saved); }
+    Restore(const Restore &) = delete;
+    Restore &operator=(const Restore &) = delete;
+};
+
+} // namespace tilec::eval

@@ -1,0 +1,237 @@
+/// \file
+/// Statement execution: the per-statement error recovery (an error abandons its statement, whose targets
+/// become Poison), compile-time control flow (if/for/while with break/continue/else, return, assert), the
+/// step budget, and the dispatch of run-time control flow to the tracer.
+#include "eval/InterpImpl.h"
+
+#include "tilec/IROperator.h"
+
+namespace tilec::eval {
+
+namespace {
+
+/// Binds every name an assignment target would bind to Poison. Never throws (it runs after an abort).
+void poisonTarget(InterpImpl &in, const ast::Expr &t, int depth = 0) {
+    if (depth > 100) return;
+    switch (t.kind) {
+    case ast::ExprKind::Name: {
+        auto it = in.env_->vars.find(t.str);
+        // A kernel variable (alloc_var) stays the buffer: it was not rebound by the failed statement.
+        if (it != in.env_->vars.end() && it->second.is(VK::Buffer) && it->second.buffer->scope == ir::Scope::Var)
+            return;
+        in.env_->set(t.str, Value::poison());
+        if (in.env_ == in.module_ && !in.moduleAssignLoc_.count(t.str)) {
+            in.moduleOrder_.push_back(t.str);
+            in.moduleAssignLoc_[t.str] = t.range;
+        }
+        return;
+    }
+    case ast::ExprKind::Tuple:
+    case ast::ExprKind::List:
+        for (auto &e : t.elts) poisonTarget(in, *e, depth + 1);
+        return;
+    case ast::ExprKind::Starred:
+        if (t.a) poisonTarget(in, *t.a, depth + 1);
+        return;
+    default: return;
+    }
+}
+
+/// Pushes a control-flow marker for the duration of a scope.
+struct CtlScope {
+    std::vector<char> &ctl;
+    CtlScope(std::vector<char> &c, char k) : ctl(c) { ctl.push_back(k); }
+    ~CtlScope() { ctl.pop_back(); }
+};
+
+} // namespace
+
+InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
+    for (auto &s : body) {
+        Flow f = Flow::Normal;
+        try {
+            f = exec(s);
+        } catch (EvalAbort &) {
+            bindPoison(*s);
+            continue;
+        }
+        if (f != Flow::Normal) return f;
+    }
+    return Flow::Normal;
+}
+
+void InterpImpl::bindPoison(const ast::Stmt &s) {
+    switch (s.kind) {
+    case ast::StmtKind::Assign:
+    case ast::StmtKind::AnnAssign:
+    case ast::StmtKind::AugAssign:
+    case ast::StmtKind::For:
+        for (auto &t : s.targets)
+            if (t) poisonTarget(*this, *t);
+        return;
+    case ast::StmtKind::With:
+        for (auto &i : s.items)
+            if (i.target) poisonTarget(*this, *i.target);
+        return;
+    case ast::StmtKind::FunctionDef: {
+        ast::Expr name;
+        name.kind = ast::ExprKind::Name;
+        name.str = s.name;
+        name.range = s.range;
+        poisonTarget(*this, name);
+        return;
+    }
+    default: return;
+    }
+}
+
+void InterpImpl::budgetExhausted(const SourceRange &r) {
+    // The loop that ran away is what the user needs to see, not whichever statement it was executing.
+    SourceRange at = curLoop_ ? curLoop_->range : curStmt_ ? curStmt_->range : r;
+    diag_.error(at, "evaluation exceeds its step budget of " + std::to_string(opts_.stepBudget) +
+                        " steps (an infinite loop?)");
+    throw BudgetExhausted{};
+}
+
+namespace {
+
+const char *runtimeMessage(char kind) {
+    return kind == 'R' ? "inside a run-time loop (T.Parallel, T.Pipelined, T.serial, ...) is not supported"
+                       : "inside an 'if' on a run-time condition is not supported";
+}
+
+} // namespace
+
+InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
+    const ast::Stmt &s = *sp;
+    step(s.range);
+    Nest nest(*this, s.range);
+    Restore<const ast::Stmt *> cur(curStmt_, &s);
+    switch (s.kind) {
+    case ast::StmtKind::Expr:
+        if (s.value) eval(*s.value);
+        return Flow::Normal;
+    case ast::StmtKind::Assign:
+    case ast::StmtKind::AnnAssign:
+        execAssign(s);
+        return Flow::Normal;
+    case ast::StmtKind::AugAssign:
+        execAugAssign(s);
+        return Flow::Normal;
+    case ast::StmtKind::If: {
+        Value c = constantOf(eval(*s.value));
+        if (c.is(VK::Poison)) throw EvalAbort{};
+        if (isRuntime(c)) return execRuntimeIf(s, runtimeExpr(c, s.value->range));
+        return truthy(c, s.value->range) ? execBody(s.body) : execBody(s.orelse);
+    }
+    case ast::StmtKind::For: return execFor(s);
+    case ast::StmtKind::While: return execWhile(s);
+    case ast::StmtKind::With: return execWith(s);
+    case ast::StmtKind::FunctionDef: execDef(sp); return Flow::Normal;
+    case ast::StmtKind::Return: {
+        CallFrame &fr = frames_.back();
+        if (fr.isModule) fail(s.range, "'return' outside a function");
+        for (char k : fr.ctl)
+            if (k != 'L') fail(s.range, std::string("'return' ") + runtimeMessage(k));
+        Value v = s.value ? eval(*s.value) : Value::none();
+        frames_.back().ret = v;
+        return Flow::Return;
+    }
+    case ast::StmtKind::Pass: return Flow::Normal;
+    case ast::StmtKind::Break:
+    case ast::StmtKind::Continue: {
+        const char *what = s.kind == ast::StmtKind::Break ? "'break'" : "'continue'";
+        auto &ctl = frames_.back().ctl;
+        for (auto it = ctl.rbegin(); it != ctl.rend(); ++it) {
+            if (*it == 'L') return s.kind == ast::StmtKind::Break ? Flow::Break : Flow::Continue;
+            fail(s.range, std::string(what) + " " + runtimeMessage(*it));
+        }
+        fail(s.range, std::string(what) + " outside a loop");
+    }
+    case ast::StmtKind::Import:
+    case ast::StmtKind::ImportFrom: execImport(s); return Flow::Normal;
+    case ast::StmtKind::Assert: {
+        Value c = constantOf(eval(*s.value));
+        if (c.is(VK::Poison)) throw EvalAbort{};
+        if (isRuntime(c)) fail(s.value->range, "an assert on a run-time value is not supported");
+        if (!truthy(c, s.value->range)) {
+            std::string msg = "assertion failed";
+            if (s.message) {
+                Value m = eval(*s.message);
+                if (m.is(VK::Poison)) throw EvalAbort{};
+                std::string text = str(m);
+                if (text.size() > 300) text = text.substr(0, 300) + "...";
+                msg += ": " + text;
+            }
+            fail(s.range, msg);
+        }
+        return Flow::Normal;
+    }
+    case ast::StmtKind::Unsupported: fail(s.range, s.name + " is not supported at compile time");
+    }
+    fail(s.range, "this statement is not supported at compile time");
+}
+
+InterpImpl::Flow InterpImpl::execFor(const ast::Stmt &s) {
+    Value it = constantOf(eval(*s.value));
+    if (it.is(VK::Poison)) throw EvalAbort{};
+    if (it.is(VK::Frame)) {
+        auto &f = it.as<FrameObj>();
+        if (f.kind == FrameObj::Kernel)
+            fail(s.value->range, "T.Kernel opens the launch with 'with T.Kernel(...) as ...', not with 'for'");
+        return execLoopNest(s, f);
+    }
+    if (it.is(VK::Opaque)) failOpaque(it, s.value->range);
+    if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
+    const ast::Expr &target = *s.targets[0];
+    bool broke = false;
+    {
+        Restore<const ast::Stmt *> loop(curLoop_, &s);
+        CtlScope ctl(frames_.back().ctl, 'L');
+        // One iteration; nullopt to go on.
+        auto iteration = [&](const Value &v) -> std::optional<Flow> {
+            assign(target, v, false);
+            Flow f = execBody(s.body);
+            if (f == Flow::Break || f == Flow::Return) return f;
+            return std::nullopt;
+        };
+        std::optional<Flow> stop;
+        if (it.is(VK::Range)) {
+            // Ranges are not expanded: a long compile-time loop costs steps, not memory.
+            auto rg = it.as<RangeObj>();
+            for (int64_t i = rg.start; rg.step > 0 ? i < rg.stop : i > rg.stop;) {
+                step(s.range);
+                if ((stop = iteration(Value::integer(i)))) break;
+                if (__builtin_add_overflow(i, rg.step, &i)) break;
+            }
+        } else {
+            for (auto &v : iterate(it, s.value->range)) {
+                step(s.range);
+                if ((stop = iteration(v))) break;
+            }
+        }
+        if (stop && *stop == Flow::Return) return Flow::Return;
+        broke = stop.has_value();
+    }
+    return broke ? Flow::Normal : execBody(s.orelse);
+}
+
+InterpImpl::Flow InterpImpl::execWhile(const ast::Stmt &s) {
+    {
+        Restore<const ast::Stmt *> loop(curLoop_, &s);
+        CtlScope ctl(frames_.back().ctl, 'L');
+        for (;;) {
+            Value c = constantOf(eval(*s.value));
+            if (c.is(VK::Poison)) throw EvalAbort{};
+            if (isRuntime(c))
+                fail(s.value->range, "a while loop over run-time values is not supported; use T.serial");
+            if (!truthy(c, s.value->range)) break;
+            Flow f = execBody(s.body);
+            if (f == Flow::Break) return Flow::Normal;
+            if (f == Flow::Return) return f;
+        }
+    }
+    return execBody(s.orelse);
+}
+
+} // namespace tilec::eval

@@ -1,0 +1,363 @@
+/// \file
+/// Tracing a `@T.prim_func` into an ir::Kernel: parameters from their annotations, the launch
+/// (`with T.Kernel(...) as (bx, by)`), loop nests from loop frames, `if` on run-time conditions, and buffer
+/// stores. Python-level code in the body still runs at compile time (unrolled loops, folded arithmetic).
+#include "eval/InterpImpl.h"
+
+#include "tilec/IROperator.h"
+
+#include <algorithm>
+
+namespace tilec::eval {
+
+namespace {
+
+/// T.dynamic symbols of an expression, in order of first appearance.
+void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth = 0) {
+    if (!e || depth > 200) return;
+    switch (e->kind) {
+    case ir::NodeKind::Var: {
+        auto v = std::static_pointer_cast<const ir::VarNode>(e);
+        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+        return;
+    }
+    case ir::NodeKind::Binary:
+        collectVars(ir::as<ir::Binary>(e)->a, out, depth + 1);
+        collectVars(ir::as<ir::Binary>(e)->b, out, depth + 1);
+        return;
+    case ir::NodeKind::Unary: collectVars(ir::as<ir::Unary>(e)->a, out, depth + 1); return;
+    case ir::NodeKind::Cast: collectVars(ir::as<ir::Cast>(e)->value, out, depth + 1); return;
+    case ir::NodeKind::Select: {
+        auto s = ir::as<ir::Select>(e);
+        collectVars(s->cond, out, depth + 1);
+        collectVars(s->t, out, depth + 1);
+        collectVars(s->f, out, depth + 1);
+        return;
+    }
+    case ir::NodeKind::Call:
+        for (auto &a : ir::as<ir::Call>(e)->args) collectVars(a, out, depth + 1);
+        return;
+    default: return;
+    }
+}
+
+const char *loopName(ir::ForKind k) {
+    switch (k) {
+    case ir::ForKind::Serial: return "T.serial";
+    case ir::ForKind::Parallel: return "T.Parallel";
+    case ir::ForKind::Pipelined: return "T.Pipelined";
+    case ir::ForKind::Unrolled: return "T.unroll";
+    case ir::ForKind::Vectorized: return "T.vectorized";
+    }
+    return "loop";
+}
+
+std::string describe(const ir::Stmt &s) {
+    switch (s->kind) {
+    case ir::NodeKind::Copy: return "T.copy";
+    case ir::NodeKind::Fill: return "T.fill";
+    case ir::NodeKind::Gemm: return "T.gemm";
+    case ir::NodeKind::Reduce: return std::string("T.reduce_") + ir::toString(ir::as<ir::Reduce>(s)->reduceKind);
+    case ir::NodeKind::AtomicAdd: return "T.atomic_add";
+    case ir::NodeKind::Store: return "a store to buffer '" + ir::as<ir::Store>(s)->buffer->name + "'";
+    case ir::NodeKind::For: return loopName(ir::as<ir::For>(s)->forKind);
+    case ir::NodeKind::IfThenElse: return "an 'if' on a run-time condition";
+    default: return "this statement";
+    }
+}
+
+/// Opens a statement list for the duration of a scope; take() closes it into one statement.
+struct Block {
+    TraceState &t;
+    bool open = true;
+    explicit Block(TraceState &t) : t(t) { t.blocks.emplace_back(); }
+    std::vector<ir::Stmt> take() {
+        std::vector<ir::Stmt> s = std::move(t.blocks.back());
+        t.blocks.pop_back();
+        open = false;
+        return s;
+    }
+    ~Block() {
+        if (open) t.blocks.pop_back();
+    }
+};
+
+} // namespace
+
+void InterpImpl::emit(ir::Stmt s) {
+    TILEC_ASSERT(s, "emit of a null statement");
+    TraceState *t = trace();
+    if (!t) fail(s->loc, describe(s) + " can only be used inside a @T.prim_func");
+    if (!t->inLaunch || t->blocks.empty()) fail(s->loc, describe(s) + " must be inside 'with T.Kernel(...)'");
+    t->blocks.back().push_back(std::move(s));
+}
+
+TraceState &InterpImpl::requireLaunch(const SourceRange &r, const std::string &what) {
+    TraceState *t = trace();
+    if (!t) fail(r, what + " can only be used inside a @T.prim_func");
+    if (!t->inLaunch) fail(r, what + " must be inside 'with T.Kernel(...)'");
+    return *t;
+}
+
+Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
+    if (!fn.is(VK::Function)) fail(at, std::string("@T.prim_func decorates a function, not a ") + typeName(fn.kind));
+    auto &f = fn.as<FunctionObj>();
+    const ast::Stmt &def = *f.def;
+    if (!traces_.empty()) fail(at, "a @T.prim_func cannot be defined while another prim_func is traced");
+    if ((int)frames_.size() > opts_.recursionLimit)
+        fail(at, "recursion is too deep (more than " + std::to_string(opts_.recursionLimit) + " nested calls)");
+
+    auto k = std::make_shared<ir::Kernel>();
+    k->name = def.name;
+    k->loc = def.range;
+    k->funcLoc = def.range;
+    k->threadIdx = ir::makeVar("tx", DType::Int32, def.range);
+    static const char *axis[] = {"bx", "by", "bz"};
+    for (int i = 0; i < 3; ++i) {
+        k->grid[i] = ir::intImm(1);
+        k->blockIdx[i] = ir::makeVar(axis[i], DType::Int32, def.range);
+    }
+    auto ts = std::make_unique<TraceState>();
+    ts->kernel = k;
+
+    int errors = diag_.errorCount();
+    auto env = std::make_shared<Env>();
+    env->parent = f.closure;
+    Restore<std::shared_ptr<Env>> scope(env_, env);
+    Restore<const ast::Stmt *> loop(curLoop_, nullptr);
+    Restore<std::string> name(assignName_, "");
+    frames_.emplace_back();
+    traces_.push_back(std::move(ts));
+    struct Pop {
+        InterpImpl &in;
+        ~Pop() {
+            in.frames_.pop_back();
+            in.traces_.pop_back();
+        }
+    } pop{*this};
+
+    for (auto &p : def.params) {
+        try {
+            if (p.kind != ast::Param::Normal)
+                fail(p.range, "prim_func parameters cannot be '*args', '**kwargs' or keyword-only");
+            std::string need = "T.Tensor(shape, dtype) or a scalar dtype such as T.int32";
+            if (!p.annotation)
+                fail(p.range, "parameter '" + p.name + "' of prim_func '" + def.name + "' needs an annotation: " + need);
+            Value a = eval(*p.annotation);
+            if (a.is(VK::Poison)) throw EvalAbort{};
+            if (a.is(VK::Opaque)) failOpaque(a, p.annotation->range);
+            ir::Param param;
+            param.loc = p.range;
+            if (a.is(VK::TensorType)) {
+                auto &tt = a.as<TensorTypeObj>();
+                param.kind = ir::Param::Tensor;
+                param.buffer = ir::makeBuffer(p.name, ir::Scope::Global, tt.dtype, tt.shape, p.range);
+                env->set(p.name, Value::ofBuffer(param.buffer));
+                for (auto &d : tt.shape) collectVars(d, k->dynamicSymbols);
+            } else if (a.is(VK::DType) && a.dtype != DType::Void) {
+                param.kind = ir::Param::Scalar;
+                param.var = ir::makeVar(p.name, a.dtype, p.range);
+                env->set(p.name, Value::ofExpr(param.var));
+            } else {
+                fail(p.annotation->range, "the annotation of prim_func parameter '" + p.name + "' must be " + need +
+                                              ", not a " + typeName(a.kind));
+            }
+            k->params.push_back(param);
+        } catch (EvalAbort &) {
+            env->set(p.name, Value::poison());
+        }
+    }
+    execBody(def.body);
+    if (diag_.errorCount() > errors) return Value::poison();
+    if (!k->launchLoc.valid() || !k->body)
+        fail(def.range, "prim_func '" + def.name + "' has no 'with T.Kernel(...)' block, so it launches nothing");
+    return Value::primFunc(k);
+}
+
+InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
+    if (s.items.size() != 1) fail(s.range, "'with' takes exactly one context here");
+    const ast::WithItem &item = s.items[0];
+    Value c = eval(*item.context);
+    if (c.is(VK::Poison)) throw EvalAbort{};
+    if (c.is(VK::Frame)) {
+        auto &f = c.as<FrameObj>();
+        if (f.kind == FrameObj::Kernel) return execLaunch(s, item, f);
+        fail(item.context->range, std::string(loopName(f.forKind)) + " is used with 'for', not 'with'");
+    }
+    if (c.is(VK::Opaque)) {
+        // e.g. `with torch.no_grad():` in test code: the body still runs.
+        if (item.target) assign(*item.target, c, false);
+        return execBody(s.body);
+    }
+    fail(item.context->range, std::string("'with' needs T.Kernel(...) here, not a ") + typeName(c.kind));
+}
+
+InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f) {
+    TraceState *t = trace();
+    if (!t) fail(f.range, "T.Kernel can only be used inside a @T.prim_func");
+    if (t->inLaunch) fail(f.range, "T.Kernel cannot be nested inside another T.Kernel");
+    ir::Kernel &k = *t->kernel;
+    if (k.launchLoc.valid())
+        failWithNote(f.range, "a prim_func can have only one T.Kernel", k.launchLoc, "the first T.Kernel is here");
+    size_t n = f.grid.size();
+    TILEC_ASSERT(n >= 1 && n <= 3, "T.Kernel frame with a bad grid");
+
+    static const char *axis[] = {"bx", "by", "bz"};
+    std::vector<std::string> names = {axis[0], axis[1], axis[2]};
+    std::vector<SourceRange> locs(3, f.range);
+    const ast::Expr *target = item.target.get();
+    if (target) {
+        if (target->kind == ast::ExprKind::Name) {
+            if (n == 1) {
+                names[0] = target->str;
+                locs[0] = target->range;
+            }
+        } else if (target->kind == ast::ExprKind::Tuple || target->kind == ast::ExprKind::List) {
+            if (target->elts.size() != n)
+                fail(target->range, "T.Kernel has " + plural((int64_t)n, "grid dimension") + " but " +
+                                        plural((int64_t)target->elts.size(), "block index", "block indices") +
+                                        (target->elts.size() == 1 ? " is" : " are") + " named");
+            for (size_t i = 0; i < n; ++i) {
+                if (target->elts[i]->kind != ast::ExprKind::Name)
+                    fail(target->elts[i]->range, "a block index must be bound to a plain name");
+                names[i] = target->elts[i]->str;
+                locs[i] = target->elts[i]->range;
+            }
+        } else {
+            fail(target->range, "the block indices of T.Kernel must be bound to names");
+        }
+    }
+    for (size_t i = 0; i < 3; ++i) {
+        k.blockIdx[i] = ir::makeVar(names[i], DType::Int32, locs[i]);
+        k.grid[i] = i < n ? f.grid[i] : ir::intImm(1);
+    }
+    k.gridDims = (int)n;
+    k.threads = f.threads;
+    k.launchLoc = f.range;
+    if (target) {
+        if (target->kind == ast::ExprKind::Name) {
+            std::vector<Value> idx;
+            for (size_t i = 0; i < n; ++i) idx.push_back(Value::ofExpr(k.blockIdx[i]));
+            bindName(target->str, n == 1 ? idx[0] : Value::tuple(idx), target->range, false);
+        } else {
+            for (size_t i = 0; i < n; ++i)
+                bindName(target->elts[i]->str, Value::ofExpr(k.blockIdx[i]), target->elts[i]->range, false);
+        }
+    }
+
+    Restore<bool> launched(t->inLaunch, true);
+    Block block(*t);
+    Flow flow = execBody(s.body);
+    k.body = ir::Seq::make(block.take(), f.range);
+    return flow;
+}
+
+InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f) {
+    std::string what = loopName(f.forKind);
+    TraceState &t = requireLaunch(s.value->range, "a " + what + " loop");
+    if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
+    const ast::Expr &target = *s.targets[0];
+    std::vector<const ast::Expr *> names;
+    if (target.kind == ast::ExprKind::Name) {
+        names.push_back(&target);
+    } else if (target.kind == ast::ExprKind::Tuple || target.kind == ast::ExprKind::List) {
+        for (auto &e : target.elts) {
+            if (e->kind != ast::ExprKind::Name) fail(e->range, "a loop variable must be a plain name");
+            names.push_back(e.get());
+        }
+    } else {
+        fail(target.range, "a loop variable must be a plain name");
+    }
+    size_t n = f.extents.size();
+    if (names.size() != n)
+        fail(target.range, what + " makes " + plural((int64_t)n, "loop") + " but " +
+                               plural((int64_t)names.size(), "loop variable") +
+                               (names.size() == 1 ? " is" : " are") + " named");
+    if (!s.orelse.empty()) fail(s.range, "'else' after a " + what + " loop is not supported");
+
+    std::vector<ir::Var> vars;
+    for (auto *e : names) {
+        vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
+        bindName(e->str, Value::ofExpr(vars.back()), e->range, false);
+    }
+    ir::Stmt body;
+    {
+        struct CtlPop {
+            std::vector<char> &ctl;
+            std::vector<ir::ForKind> &loops;
+            size_t n;
+            ~CtlPop() {
+                ctl.pop_back();
+                loops.resize(loops.size() - n);
+            }
+        } pop{frames_.back().ctl, t.loops, n};
+        frames_.back().ctl.push_back('R');
+        t.loops.insert(t.loops.end(), n, f.forKind);
+        Block block(t);
+        execBody(s.body);
+        body = ir::Seq::make(block.take(), s.range);
+    }
+    for (size_t i = n; i-- > 0;) {
+        ir::Expr min = i < f.mins.size() && f.mins[i] ? f.mins[i] : ir::intImm(0);
+        body = ir::For::make(vars[i], min, f.extents[i], f.forKind, f.numStages, body, s.range);
+    }
+    emit(body);
+    return Flow::Normal;
+}
+
+InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond) {
+    TraceState &t = requireLaunch(s.value->range, "an 'if' on a run-time condition");
+    ir::Stmt then, otherwise;
+    {
+        struct CtlPop {
+            std::vector<char> &ctl;
+            ~CtlPop() { ctl.pop_back(); }
+        } pop{frames_.back().ctl};
+        frames_.back().ctl.push_back('I');
+        {
+            Block block(t);
+            execBody(s.body);
+            then = ir::Seq::make(block.take(), s.range);
+        }
+        if (!s.orelse.empty()) {
+            Block block(t);
+            execBody(s.orelse);
+            auto stmts = block.take();
+            if (!stmts.empty()) otherwise = ir::Seq::make(std::move(stmts), s.orelse.front()->range);
+        }
+    }
+    emit(ir::IfThenElse::make(ir::cast(DType::Bool, cond), then, otherwise, s.range));
+    return Flow::Normal;
+}
+
+void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
+                               std::optional<ast::BinOpKind> augOp) {
+    Value acc = bufferAccess(b, index, at);
+    std::vector<ir::Expr> idx;
+    for (auto &i : acc.as<AccessObj>().indices) {
+        if (i.extent)
+            fail(at, "assigning to a slice of buffer '" + b->name + "' is not supported; use T.copy or T.fill");
+        idx.push_back(i.min);
+    }
+    Value val = augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v;
+    if (val.is(VK::Poison)) throw EvalAbort{};
+    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
+        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
+    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
+    ir::Expr e = runtimeExpr(val, at, like);
+    SourceRange loc = curStmt_ ? curStmt_->range : at;
+    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+}
+
+void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
+    if (v.is(VK::Poison)) throw EvalAbort{};
+    if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
+        fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
+    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
+    ir::Expr e = runtimeExpr(v, at, like);
+    std::vector<ir::Expr> idx(b->shape.size(), ir::intImm(0));
+    SourceRange loc = curStmt_ ? curStmt_->range : at;
+    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+}
+
+} // namespace tilec::eval

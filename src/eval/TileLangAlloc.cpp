@@ -1,0 +1,161 @@
+/// \file
+/// Allocations inside a kernel (T.alloc_shared, T.alloc_fragment, T.alloc_local, T.alloc_var) and the
+/// primitives that initialise them (T.fill, T.clear).
+#include "eval/TileLang.h"
+
+namespace tilec::eval::tl {
+
+namespace {
+
+/// The name the buffer gets: the variable it is assigned to, made unique within the kernel (a Python
+/// loop may run the same `x = T.alloc_...` several times; the generated code needs distinct names).
+std::string bufferName(Interp &in, const ir::Kernel &k) {
+    std::string base = in.assignTargetName();
+    if (base.empty())
+        base = "buf" + std::to_string(k.allocs.size());
+    auto taken = [&](const std::string &n) {
+        for (auto &b : k.allocs)
+            if (b->name == n)
+                return true;
+        for (auto &p : k.params)
+            if (p.name() == n)
+                return true;
+        return false;
+    };
+    std::string name = base;
+    for (int i = 1; taken(name); ++i)
+        name = base + "_" + std::to_string(i);
+    return name;
+}
+
+ir::Buffer allocate(Interp &in, const CallArgs &args, const std::string &fname, ir::Scope scope,
+                    std::vector<ir::Expr> shape, DType t) {
+    TraceState &tr = requireLaunch(in, args, fname);
+    auto b = ir::makeBuffer(bufferName(in, *tr.kernel), scope, t, std::move(shape), args.call);
+    tr.kernel->allocs.push_back(b);
+    return b;
+}
+
+std::vector<ir::Expr> constShape(Interp &in, const Arg &a, const std::string &fname) {
+    auto dims = in.toSequence(a, "shape");
+    if (dims.empty())
+        in.fail(a.range, fname + " needs at least one dimension");
+    std::vector<ir::Expr> shape;
+    int64_t elements = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t n = constIntArg(in, dims[i], fname + " dimension " + std::to_string(i));
+        if (n < 1)
+            in.fail(dims[i].range, fname + " dimension " + std::to_string(i) + " is " + std::to_string(n) +
+                                       "; dimensions must be positive");
+        // On-chip buffers are far smaller than this; the cap keeps every later size computation in range.
+        if (n > (int64_t(1) << 31) / elements)
+            in.fail(a.range, "the shape of " + fname + " has more than 2^31 elements");
+        elements *= n;
+        shape.push_back(ir::intImm(n, DType::Int32, dims[i].range));
+    }
+    return shape;
+}
+
+DType bufferDType(Interp &in, const Arg &a) {
+    DType t = dtypeArg(in, a);
+    if (t == DType::Void)
+        in.fail(a.range, "a buffer cannot have element type void");
+    return t;
+}
+
+void checkScope(Interp &in, const std::optional<Arg> &a, const std::string &fname,
+                std::initializer_list<const char *> valid) {
+    if (!a)
+        return;
+    std::string s = in.toStr(*a, "scope");
+    std::string list;
+    for (const char *v : valid) {
+        if (s == v)
+            return;
+        list += std::string(list.empty() ? "'" : ", '") + v + "'";
+    }
+    in.fail(a->range, "scope '" + s.substr(0, 40) + "' is not valid for " + fname + " (use " + list + ")");
+}
+
+Value allocShared(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_shared", {"shape", "dtype", "scope?"});
+    requireLaunch(in, args, "T.alloc_shared");
+    checkScope(in, a[2], "T.alloc_shared", {"shared.dyn", "shared"});
+    auto shape = constShape(in, *a[0], "T.alloc_shared");
+    return Value::ofBuffer(
+        allocate(in, args, "T.alloc_shared", ir::Scope::Shared, shape, bufferDType(in, *a[1])));
+}
+
+Value allocFragment(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_fragment", {"shape", "dtype", "scope?"});
+    requireLaunch(in, args, "T.alloc_fragment");
+    checkScope(in, a[2], "T.alloc_fragment", {"local.fragment"});
+    auto shape = constShape(in, *a[0], "T.alloc_fragment");
+    return Value::ofBuffer(
+        allocate(in, args, "T.alloc_fragment", ir::Scope::Fragment, shape, bufferDType(in, *a[1])));
+}
+
+Value allocLocal(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_local", {"shape", "dtype", "scope?"});
+    requireLaunch(in, args, "T.alloc_local");
+    checkScope(in, a[2], "T.alloc_local", {"local"});
+    auto shape = constShape(in, *a[0], "T.alloc_local");
+    return Value::ofBuffer(
+        allocate(in, args, "T.alloc_local", ir::Scope::Local, shape, bufferDType(in, *a[1])));
+}
+
+Value allocVar(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_var", {"dtype", "init?", "scope?"});
+    requireLaunch(in, args, "T.alloc_var");
+    std::optional<Arg> init = a[1], scope = a[2];
+    // Newer TileLang takes the scope as the second positional argument: a string there is the scope.
+    if (init && init->value.is(VK::Str) && !scope) {
+        scope = init;
+        init.reset();
+    }
+    checkScope(in, scope, "T.alloc_var", {"local.var"});
+    DType t = bufferDType(in, *a[0]);
+    ir::Expr value;
+    if (init && !init->value.is(VK::None))
+        value = ir::cast(t, in.toExpr(*init, "initial value"), init->range);
+    auto b = allocate(in, args, "T.alloc_var", ir::Scope::Var, {ir::intImm(1)}, t);
+    if (value)
+        in.emit(ir::Store::make(b, {ir::intImm(0)}, value, args.call));
+    return Value::ofBuffer(b);
+}
+
+/// T.fill(dst, value) and T.clear(dst): dst is a buffer, a slice region or one element.
+Value fill(Interp &in, const CallArgs &args, const Arg &dst, ir::Expr value, const std::string &fname) {
+    requireLaunch(in, args, fname);
+    Operand op = operandArg(in, dst, fname + " destination");
+    std::vector<ir::Expr> ones(op.buffer->shape.size(), ir::intImm(1));
+    ir::Region r = op.origin ? resolveRegion(in, op, ones, true) : explicitRegion(op);
+    checkInBounds(in, r, dst.range);
+    if (op.buffer->dtype.isBool() && !value->dtype.isBool())
+        value = ir::binary(ir::BinaryOp::NE, value,
+                           ir::intImm(0, value->dtype.isInt() ? value->dtype : DType::Int32));
+    in.emit(ir::Fill::make(r, ir::cast(op.buffer->dtype, value, args.call), args.call));
+    return Value::none();
+}
+
+} // namespace
+
+void addAllocPrimitives(Attrs &attrs) {
+    def(attrs, "alloc_shared", allocShared);
+    def(attrs, "alloc_fragment", allocFragment);
+    def(attrs, "alloc_local", allocLocal);
+    def(attrs, "alloc_var", allocVar);
+    def(attrs, "fill", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.fill", {"buffer", "value"});
+        if (a[1]->value.is(VK::Str) || a[1]->value.is(VK::None) || a[1]->value.is(VK::Buffer))
+            in.fail(a[1]->range,
+                    "fill value must be a number, got " + std::string(typeName(a[1]->value.kind)));
+        return fill(in, args, *a[0], in.toExpr(*a[1], "fill value"), "T.fill");
+    });
+    def(attrs, "clear", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.clear", {"buffer"});
+        return fill(in, args, *a[0], ir::intImm(0), "T.clear");
+    });
+}
+
+} // namespace tilec::eval::tl

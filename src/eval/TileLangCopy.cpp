@@ -1,0 +1,361 @@
+/// \file
+/// Buffer regions as tile primitives take them, T.copy and T.atomic_add.
+///
+/// A subscript of plain indices (`A[by * 128, k * 64]`) names only a region's origin; its extents come from
+/// the other operand, aligned to the right as TileLang does. TileLang then silently reads out of bounds
+/// when the right-aligned region exceeds the tensor (FlashAttention's `Q[bz, bx * 64, by, 0]` with a
+/// (64, 64) tile would span the 8 heads). tilec instead looks for the in-order placements of the tile's
+/// non-unit extents that fit the tensor: exactly one is taken with a warning, none or several are an error,
+/// both with the slice form that says what is meant.
+#include "eval/TileLang.h"
+
+namespace tilec::eval::tl {
+
+bool isUnit(const ir::Expr &e) {
+    return ir::constValue(e) == std::optional<int64_t>(1);
+}
+
+Operand operandArg(Interp &in, const Arg &a, const std::string &what) {
+    Operand op;
+    op.range = a.range;
+    if (a.value.is(VK::Buffer)) {
+        op.buffer = a.value.buffer;
+        op.whole = true;
+        for (auto &d : op.buffer->shape) {
+            op.mins.push_back(ir::intImm(0));
+            op.extents.push_back(d);
+        }
+        return op;
+    }
+    if (!a.value.is(VK::Access))
+        in.fail(a.range, what + " must be a buffer or a buffer region, got " + typeName(a.value.kind));
+    const AccessObj &acc = a.value.as<AccessObj>();
+    op.buffer = acc.buffer;
+    op.range = acc.range.valid() ? acc.range : a.range;
+    size_t ndim = op.buffer->shape.size();
+    if (acc.indices.size() != ndim)
+        in.fail(op.range, "buffer '" + op.buffer->name + "' has " + std::to_string(ndim) + " dimension" +
+                              (ndim == 1 ? "" : "s") + " but is indexed with " +
+                              std::to_string(acc.indices.size()) + " ind" +
+                              (acc.indices.size() == 1 ? "ex" : "ices"));
+    op.origin = true;
+    for (auto &ix : acc.indices)
+        op.origin = op.origin && !ix.extent;
+    for (size_t d = 0; d < ndim; ++d) {
+        const AccessIndex &ix = acc.indices[d];
+        SourceRange r = ix.range.valid() ? ix.range : op.range;
+        if (!ix.min || !ix.min->dtype.isInt())
+            in.fail(r, "index " + std::to_string(d) + " of '" + op.buffer->name + "' must be an integer");
+        op.mins.push_back(ix.min);
+        op.indexRanges.push_back(r);
+        if (op.origin)
+            continue;
+        ir::Expr ext = ix.extent ? ix.extent : ir::intImm(1);
+        if (auto c = ir::constValue(ext); c && *c <= 0)
+            in.fail(r, "the slice of '" + op.buffer->name + "' in dimension " + std::to_string(d) +
+                           " is empty (" + std::to_string(*c) + " elements)");
+        op.extents.push_back(ext);
+    }
+    return op;
+}
+
+ir::Region explicitRegion(const Operand &op) {
+    TILEC_ASSERT(!op.origin, "explicitRegion of an origin");
+    ir::Region r{op.buffer, {}, op.range};
+    for (size_t d = 0; d < op.mins.size(); ++d)
+        r.ranges.push_back({op.mins[d], op.extents[d]});
+    return r;
+}
+
+std::vector<ir::Expr> extentsOf(const ir::Region &r) {
+    std::vector<ir::Expr> out;
+    for (auto &rg : r.ranges)
+        out.push_back(rg.extent);
+    return out;
+}
+
+namespace {
+
+/// `min:min + extent`, or the point `min` when the extent is 1.
+std::string rangeText(const ir::Expr &min, const ir::Expr &ext) {
+    if (isUnit(ext))
+        return exprText(min);
+    auto m = ir::constValue(min), e = ir::constValue(ext);
+    if (m && e)
+        return std::to_string(*m) + ":" + std::to_string(*m + *e);
+    if (m && *m == 0)
+        return "0:" + exprText(ext);
+    return exprText(min) + ":" + exprText(ir::simplify(ir::binary(ir::BinaryOp::Add, min, ext)));
+}
+
+/// Whether `ext` starting at `min` provably does not fit a dimension of size `size`.
+bool exceeds(const ir::Expr &min, const ir::Expr &ext, const ir::Expr &size) {
+    auto e = ir::constValue(ext), s = ir::constValue(size), m = ir::constValue(min);
+    if (!e || !s)
+        return false;
+    return *e > *s || (m && (*m < 0 || *m + *e > *s));
+}
+
+std::string dimsText(const std::vector<size_t> &dims) {
+    if (dims.size() == 1)
+        return "dim " + std::to_string(dims[0]);
+    std::string s = "dims ";
+    for (size_t i = 0; i < dims.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[i]);
+    return s;
+}
+
+/// In-order placements of `exts` into the dimensions of `op` that provably fit; stops at `limit`.
+struct Placer {
+    const Operand &op;
+    const std::vector<ir::Expr> &exts;
+    std::vector<std::vector<char>> reach; // reach[d][j]: exts[j..] can be placed into dims d..
+    std::vector<std::vector<size_t>> found;
+    std::vector<size_t> cur;
+
+    bool fits(size_t d, size_t j) const { return !exceeds(op.mins[d], exts[j], op.buffer->shape[d]); }
+
+    void run(size_t limit) {
+        size_t n = op.mins.size(), k = exts.size();
+        reach.assign(n + 1, std::vector<char>(k + 1, 0));
+        for (size_t d = 0; d <= n; ++d)
+            reach[d][k] = 1;
+        for (size_t d = n; d-- > 0;)
+            for (size_t j = k; j-- > 0;)
+                reach[d][j] = reach[d + 1][j] || (fits(d, j) && reach[d + 1][j + 1]);
+        if (reach[0][0])
+            walk(0, 0, limit);
+    }
+    // Every step keeps a completion possible (reach), so finding `limit` placements costs O(limit * n * k);
+    // the depth is at most k, the tile's rank.
+    void walk(size_t d0, size_t j, size_t limit) {
+        if (j == exts.size()) {
+            found.push_back(cur);
+            return;
+        }
+        for (size_t d = d0; d < op.mins.size() && found.size() < limit; ++d) {
+            if (!fits(d, j) || !reach[d + 1][j + 1])
+                continue;
+            cur.push_back(d);
+            walk(d + 1, j + 1, limit);
+            cur.pop_back();
+        }
+    }
+};
+
+ir::Region placedRegion(const Operand &op, const std::vector<ir::Expr> &exts,
+                        const std::vector<size_t> &dims) {
+    ir::Region r{op.buffer, {}, op.range};
+    for (size_t d = 0; d < op.mins.size(); ++d)
+        r.ranges.push_back({op.mins[d], ir::intImm(1)});
+    for (size_t j = 0; j < dims.size(); ++j)
+        r.ranges[dims[j]].extent = exts[j];
+    return r;
+}
+
+} // namespace
+
+std::string regionText(const ir::Region &r) {
+    std::string s = r.buffer->name + "[";
+    for (size_t d = 0; d < r.ranges.size(); ++d)
+        s += (d ? ", " : "") + rangeText(r.ranges[d].min, r.ranges[d].extent);
+    return s + "]";
+}
+
+ir::Region resolveRegion(Interp &in, const Operand &op, const std::vector<ir::Expr> &extents, bool writes) {
+    if (!op.origin)
+        return explicitRegion(op);
+    size_t n = op.mins.size(), m = extents.size();
+    ir::Region r{op.buffer, {}, op.range};
+    std::optional<size_t> bad;
+    for (size_t d = 0; d < n; ++d) {
+        ir::Expr ext = d + m >= n ? extents[d + m - n] : ir::intImm(1);
+        if (!bad && exceeds(op.mins[d], ext, op.buffer->shape[d]))
+            bad = d;
+        r.ranges.push_back({op.mins[d], ext});
+    }
+    if (!bad)
+        return r;
+
+    std::vector<ir::Expr> nonUnit;
+    for (auto &e : extents)
+        if (!isUnit(e))
+            nonUnit.push_back(e);
+    // A single element out of bounds: no placement changes that (on-chip buffers fail checkInBounds).
+    if (nonUnit.empty())
+        return r;
+    Placer p{op, nonUnit, {}, {}, {}};
+    // Deep tensors are not searched: the walk is cheap, but the message would not help anyone either.
+    if (n <= 32)
+        p.run(2);
+
+    const std::string &name = op.buffer->name;
+    std::vector<size_t> span;
+    for (size_t d = m >= n ? 0 : n - m; d < n; ++d)
+        span.push_back(d);
+    std::string spanText = span.size() == 1
+                               ? "dim " + std::to_string(span[0])
+                               : "dims " + std::to_string(span.front()) + "-" + std::to_string(span.back());
+    std::string reading = "right-aligned, the " + tupleText(extents) + " tile would span " + spanText +
+                          " (dim " + std::to_string(*bad) + " has size " + exprText(op.buffer->shape[*bad]) +
+                          ") and " + (writes ? "write" : "read") + " out of bounds";
+    if (p.found.size() == 1) {
+        ir::Region placed = placedRegion(op, nonUnit, p.found[0]);
+        in.warn(op.range, "region of '" + name + "' is ambiguous: " + reading + "; using " +
+                              dimsText(p.found[0]) + " instead");
+        in.note(op.range, "write " + regionText(placed) + " to say so");
+        return placed;
+    }
+    if (p.found.empty()) {
+        in.diag().error(op.range, "region of '" + name + "' does not fit: " + reading +
+                                      ", and no other placement of the tile fits either");
+        in.note(op.range, "write the region with slices (start:stop) in the dimensions it spans");
+    } else {
+        in.diag().error(op.range, "region of '" + name + "' is ambiguous: " + reading +
+                                      ", and the tile fits " + dimsText(p.found[0]) + " as well as " +
+                                      dimsText(p.found[1]));
+        in.note(op.range, "write " + regionText(placedRegion(op, nonUnit, p.found[0])) +
+                              " (or slice the other " + "dimensions) to say which");
+    }
+    throw EvalAbort{};
+}
+
+void checkInBounds(Interp &in, const ir::Region &r, const SourceRange &at) {
+    if (r.buffer->scope == ir::Scope::Global)
+        return; // global accesses are guarded at run time
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+        if (!ir::constValue(r.ranges[d].extent))
+            in.fail(at, "region " + regionText(r) + " of on-chip buffer '" + r.buffer->name +
+                            "' must have constant extents; '" + exprText(r.ranges[d].extent) +
+                            "' is only known at run time");
+        if (exceeds(r.ranges[d].min, r.ranges[d].extent, r.buffer->shape[d]))
+            in.fail(at, "region " + regionText(r) + " lies outside '" + r.buffer->name +
+                            "', whose shape is " + tupleText(r.buffer->shape) + " (dimension " +
+                            std::to_string(d) + ")");
+    }
+}
+
+namespace {
+
+std::string describe(const Operand &op, const ir::Region &r) {
+    if (op.whole)
+        return op.buffer->name;
+    if (!op.origin)
+        return regionText(r);
+    std::string s = op.buffer->name + "[";
+    for (size_t d = 0; d < op.mins.size(); ++d)
+        s += (d ? ", " : "") + exprText(op.mins[d]);
+    return s + "]";
+}
+
+/// The extents of two regions must agree once extents of 1 are dropped (a (1, 64) row copies to (64,)).
+bool extentsMatch(const ir::Region &a, const ir::Region &b) {
+    std::vector<ir::Expr> x, y;
+    for (auto &r : a.ranges)
+        if (!isUnit(r.extent))
+            x.push_back(r.extent);
+    for (auto &r : b.ranges)
+        if (!isUnit(r.extent))
+            y.push_back(r.extent);
+    if (x.size() != y.size())
+        return false;
+    for (size_t i = 0; i < x.size(); ++i)
+        if (!ir::provablyEqual(x[i], y[i]))
+            return false;
+    return true;
+}
+
+/// Resolves a pair of operands (at most one of them an origin) to regions and checks them.
+std::pair<ir::Region, ir::Region> regionPair(Interp &in, const CallArgs &args, const Operand &s,
+                                             const Operand &d, const char *srcWord, const char *dstWord,
+                                             const std::string &fname) {
+    ir::Region sr, dr;
+    if (s.origin) {
+        dr = explicitRegion(d);
+        sr = resolveRegion(in, s, extentsOf(dr), false);
+    } else {
+        sr = explicitRegion(s);
+        dr = resolveRegion(in, d, extentsOf(sr), true);
+    }
+    if (!extentsMatch(sr, dr))
+        in.fail(args.call, fname + " extents do not match: " + srcWord + " " + describe(s, sr) + " is " +
+                               tupleText(extentsOf(sr)) + " but " + dstWord + " " + describe(d, dr) + " is " +
+                               tupleText(extentsOf(dr)));
+    checkInBounds(in, sr, s.range);
+    checkInBounds(in, dr, d.range);
+    return {sr, dr};
+}
+
+Value copy(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.copy",
+                      {"src", "dst", "coalesced_width?", "disable_tma?", "eviction_policy?", "annotations?",
+                       "loop_layout?"});
+    requireLaunch(in, args, "T.copy");
+    Operand s = operandArg(in, *a[0], "T.copy source"), d = operandArg(in, *a[1], "T.copy destination");
+    if (s.origin && d.origin) {
+        // Two single elements: TileLang lowers this to a plain store.
+        ir::Expr v = ir::Load::make(s.buffer, s.mins, s.range);
+        in.emit(ir::Store::make(d.buffer, d.mins, ir::cast(d.buffer->dtype, v, args.call), args.call));
+        return Value::none();
+    }
+    auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "copy");
+    in.emit(ir::Copy::make(sr, dr, args.call));
+    return Value::none();
+}
+
+bool atomicDType(DType t) {
+    switch (t.kind) {
+    case DType::Int32:
+    case DType::UInt32:
+    case DType::Int64:
+    case DType::UInt64:
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32:
+    case DType::Float64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+Value atomicAdd(Interp &in, CallArgs &args) {
+    auto a =
+        bindArgs(in, args, "T.atomic_add", {"dst", "value", "memory_order?", "return_prev?", "use_tma?"});
+    requireLaunch(in, args, "T.atomic_add");
+    if (a[3] && boolArg(in, *a[3], "return_prev"))
+        in.fail(a[3]->range, "T.atomic_add(return_prev=True) is not supported");
+    Operand d = operandArg(in, *a[0], "T.atomic_add destination");
+    if (d.buffer->scope != ir::Scope::Global && d.buffer->scope != ir::Scope::Shared)
+        in.fail(a[0]->range, "T.atomic_add destination must be in global or shared memory; '" +
+                                 d.buffer->name + "' is " + ir::toString(d.buffer->scope));
+    if (!atomicDType(d.buffer->dtype))
+        in.fail(a[0]->range, "T.atomic_add does not support " + std::string(d.buffer->dtype.name()) +
+                                 " (int32, uint32, int64, uint64, float16, bfloat16, float32, float64 do)");
+    const Value &v = a[1]->value;
+    bool regionValue = v.is(VK::Buffer) || (v.is(VK::Access) && !v.as<AccessObj>().isPoint());
+    if (regionValue) {
+        Operand s = operandArg(in, *a[1], "T.atomic_add value");
+        auto [sr, dr] = regionPair(in, args, s, d, "value", "destination", "atomic_add");
+        in.emit(ir::AtomicAdd::make(dr, sr, nullptr, args.call));
+        return Value::none();
+    }
+    if (!d.origin)
+        in.fail(a[1]->range, "adding a single value needs a single element as destination, like " +
+                                 d.buffer->name +
+                                 "[i, j]; for a region, pass a buffer or a region as the value");
+    std::vector<ir::Expr> ones(d.mins.size(), ir::intImm(1));
+    ir::Region dr = resolveRegion(in, d, ones, true);
+    ir::Expr value = ir::cast(d.buffer->dtype, in.toExpr(*a[1], "value"), args.call);
+    in.emit(ir::AtomicAdd::make(dr, std::nullopt, value, args.call));
+    return Value::none();
+}
+
+} // namespace
+
+void addCopyPrimitives(Attrs &attrs) {
+    def(attrs, "copy", copy);
+    def(attrs, "atomic_add", atomicAdd);
+}
+
+} // namespace tilec::eval::tl

@@ -1,0 +1,221 @@
+/// \file
+/// The tile computations on on-chip buffers: T.gemm (with T.GemmWarpPolicy) and the T.reduce_* family.
+/// Operand scopes, shapes (with transpose_A / transpose_B, with the reduced dimension) and dtypes are
+/// checked here, so later passes can rely on a well-formed C (+)= op(A) @ op(B) and dst = reduce(src).
+#include "eval/TileLang.h"
+
+namespace tilec::eval::tl {
+
+namespace {
+
+struct GemmOperand {
+    Operand op;
+    ir::Region region;
+    int64_t rows = 0, cols = 0; ///< the last two extents
+    std::string name;
+};
+
+/// A gemm operand: a buffer or a slice region of an on-chip buffer, 2-D once leading extents of 1 are
+/// dropped, with constant extents.
+GemmOperand gemmOperand(Interp &in, const Arg &a, const char *which) {
+    GemmOperand g;
+    std::string what = std::string("T.gemm operand ") + which;
+    g.op = operandArg(in, a, what);
+    if (g.op.origin)
+        in.fail(a.range, what + " must be a buffer or a slice region, not a single element; write the region "
+                                "with slices (start:stop)");
+    g.region = explicitRegion(g.op);
+    g.name = g.op.whole ? g.op.buffer->name : regionText(g.region);
+    ir::Scope s = g.op.buffer->scope;
+    bool isC = which[0] == 'C';
+    if (isC && s != ir::Scope::Fragment)
+        in.fail(a.range, "T.gemm accumulator C must be a fragment (T.alloc_fragment), but '" +
+                             g.op.buffer->name + "' is " + ir::toString(s));
+    if (!isC && s != ir::Scope::Shared && s != ir::Scope::Fragment)
+        in.fail(a.range, what + " must be in shared memory or a fragment, but '" + g.op.buffer->name +
+                             "' is " + ir::toString(s) + "; copy it to a T.alloc_shared buffer first");
+    checkInBounds(in, g.region, a.range);
+    auto ext = extentsOf(g.region);
+    if (ext.size() < 2)
+        in.fail(a.range, what + " must be 2-dimensional, but " + g.name + " is " + tupleText(ext));
+    for (size_t i = 0; i + 2 < ext.size(); ++i)
+        if (!isUnit(ext[i]))
+            in.fail(a.range, what + " must be 2-dimensional, but " + g.name + " is " + tupleText(ext) +
+                                 " (leading dimensions must be 1)");
+    g.rows = *ir::constValue(ext[ext.size() - 2]); // constant: checkInBounds saw an on-chip buffer
+    g.cols = *ir::constValue(ext.back());
+    return g;
+}
+
+std::string shapeText(const GemmOperand &g) {
+    return "(" + std::to_string(g.rows) + ", " + std::to_string(g.cols) + ")";
+}
+
+bool gemmInput(DType t) {
+    return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Int8 ||
+           t.isFloat8();
+}
+
+void checkDTypes(Interp &in, const CallArgs &args, const GemmOperand &A, const GemmOperand &B,
+                 const GemmOperand &C) {
+    DType ta = A.op.buffer->dtype, tb = B.op.buffer->dtype, tc = C.op.buffer->dtype;
+    auto nm = [](DType t) { return std::string(t.name()); };
+    if (!gemmInput(ta))
+        in.fail(args.call, "T.gemm does not take " + nm(ta) + " inputs (" + A.name +
+                               "); tensor cores take "
+                               "float16, bfloat16, float32 (as tf32), int8 and float8");
+    bool bothF8 = ta.isFloat8() && tb.isFloat8(); // e4m3 x e5m2 is a valid mixed fp8 product
+    if (ta != tb && !bothF8)
+        in.fail(args.call,
+                "gemm dtypes do not agree: " + A.name + " is " + nm(ta) + " but " + B.name + " is " + nm(tb));
+    bool ok =
+        ta == DType::Int8 ? tc == DType::Int32 : (tc == DType::Float32 || (ta == DType::Float16 && tc == ta));
+    if (!ok) {
+        std::string want = ta == DType::Int8      ? "int32"
+                           : ta == DType::Float16 ? "float32 (or float16)"
+                                                  : "float32";
+        in.fail(args.call, "gemm accumulator " + C.name + " is " + nm(tc) + ", but " + nm(ta) +
+                               " inputs accumulate in " + want);
+    }
+}
+
+Value gemm(Interp &in, CallArgs &args) {
+    auto a = bindArgs(
+        in, args, "T.gemm",
+        {"A", "B", "C", "transpose_A?", "transpose_B?", "policy?", "clear_accum?", "k_pack?", "wg_wait?"});
+    requireLaunch(in, args, "T.gemm");
+    GemmOperand A = gemmOperand(in, *a[0], "A"), B = gemmOperand(in, *a[1], "B"),
+                C = gemmOperand(in, *a[2], "C");
+    bool tA = a[3] && boolArg(in, *a[3], "transpose_A");
+    bool tB = a[4] && boolArg(in, *a[4], "transpose_B");
+    bool clear = a[6] && boolArg(in, *a[6], "clear_accum");
+
+    ir::GemmPolicy policy = ir::GemmPolicy::Auto;
+    if (a[5] && !a[5]->value.is(VK::None)) {
+        auto p = constOf(a[5]->value);
+        if (!p || a[5]->value.is(VK::Bool) || *p < 0 || *p > 2)
+            in.fail(a[5]->range, "policy must be T.GemmWarpPolicy.Square, FullRow or FullCol");
+        policy = *p == 0   ? ir::GemmPolicy::Square
+                 : *p == 1 ? ir::GemmPolicy::FullRow
+                           : ir::GemmPolicy::FullCol;
+    }
+    if (a[7]) {
+        int64_t k = constIntArg(in, *a[7], "k_pack");
+        if (k != 1 && k != 2)
+            in.fail(a[7]->range, "k_pack must be 1 or 2");
+    }
+    if (a[8])
+        (void)constIntArg(in, *a[8], "wg_wait");
+
+    // A is (M, K), or (K, M) transposed; B is (K, N), or (N, K) transposed; C is (M, N).
+    auto tag = [](const GemmOperand &g, bool t, const char *flag) {
+        return g.name + (t ? std::string(" (") + flag + "=True)" : std::string());
+    };
+    int64_t mA = tA ? A.cols : A.rows, kA = tA ? A.rows : A.cols;
+    int64_t kB = tB ? B.cols : B.rows, nB = tB ? B.rows : B.cols;
+    auto mismatch = [&](const std::string &x, const GemmOperand &gx, int64_t vx, const std::string &y,
+                        const GemmOperand &gy, int64_t vy, const char *dim) {
+        in.fail(args.call, "gemm shapes do not agree: " + x + " is " + shapeText(gx) + " so " + dim + " = " +
+                               std::to_string(vx) + ", but " + y + " is " + shapeText(gy) + " so " + dim +
+                               " = " + std::to_string(vy));
+    };
+    if (kA != kB)
+        mismatch(tag(A, tA, "transpose_A"), A, kA, tag(B, tB, "transpose_B"), B, kB, "K");
+    if (mA != C.rows)
+        mismatch(tag(A, tA, "transpose_A"), A, mA, C.name, C, C.rows, "M");
+    if (nB != C.cols)
+        mismatch(tag(B, tB, "transpose_B"), B, nB, C.name, C, C.cols, "N");
+    checkDTypes(in, args, A, B, C);
+
+    in.emit(ir::Gemm::make(A.region, B.region, C.region, tA, tB, clear, policy, args.call));
+    return Value::none();
+}
+
+// ---- reductions ----
+
+ir::Buffer reduceBuffer(Interp &in, const Arg &a, const std::string &fname, const char *which) {
+    if (!a.value.is(VK::Buffer)) {
+        if (a.value.is(VK::Access))
+            in.fail(a.range, fname + " takes whole buffers; pass '" + a.value.as<AccessObj>().buffer->name +
+                                 "' without a subscript");
+        in.fail(a.range, fname + " " + which + " must be a buffer, got " + typeName(a.value.kind));
+    }
+    const ir::Buffer &b = a.value.buffer;
+    if (b->scope != ir::Scope::Fragment && b->scope != ir::Scope::Shared)
+        in.fail(a.range, fname + " " + which + " must be a fragment or in shared memory, but '" + b->name +
+                             "' is " + ir::toString(b->scope));
+    return b;
+}
+
+Value reduce(Interp &in, CallArgs &args, ir::ReduceKind kind, const std::string &fname) {
+    auto a = bindArgs(in, args, fname, {"buffer", "out", "dim?", "clear?"});
+    requireLaunch(in, args, fname);
+    ir::Buffer src = reduceBuffer(in, *a[0], fname, "source");
+    ir::Buffer dst = reduceBuffer(in, *a[1], fname, "destination");
+    int64_t ndim = (int64_t)src->shape.size();
+    int64_t dim = a[2] ? constIntArg(in, *a[2], "dim") : -1;
+    if (dim < -ndim || dim >= ndim)
+        in.fail(a[2]->range, "dim=" + std::to_string(dim) + " is out of range for '" + src->name +
+                                 "', which has " + std::to_string(ndim) + " dimension" +
+                                 (ndim == 1 ? "" : "s"));
+    if (dim < 0)
+        dim += ndim;
+    bool clear = a[3] ? boolArg(in, *a[3], "clear") : true;
+
+    // The destination is the source's shape without `dim`, or with 1 there (as TileLang accepts); a 1-D
+    // source reduces to a (1,) destination.
+    std::vector<ir::Expr> dropped, kept;
+    for (int64_t d = 0; d < ndim; ++d) {
+        if (d != dim)
+            dropped.push_back(src->shape[d]);
+        kept.push_back(d == dim ? ir::intImm(1) : src->shape[d]);
+    }
+    auto same = [](const std::vector<ir::Expr> &x, const std::vector<ir::Expr> &y) {
+        if (x.size() != y.size())
+            return false;
+        for (size_t i = 0; i < x.size(); ++i)
+            if (!ir::provablyEqual(x[i], y[i]))
+                return false;
+        return true;
+    };
+    if (!same(dst->shape, dropped) && !same(dst->shape, kept)) {
+        std::string want = dropped.empty() ? "(1,)" : tupleText(dropped);
+        in.fail(a[1]->range, fname + " destination '" + dst->name + "' is " + tupleText(dst->shape) +
+                                 ", but '" + src->name + "' " + tupleText(src->shape) + " reduced over dim " +
+                                 std::to_string(dim) + " is " + want);
+    }
+    DType ts = src->dtype, td = dst->dtype;
+    if (ts.isBool() || td.isBool() || ts.isFloat() != td.isFloat())
+        in.fail(args.call, fname + " cannot reduce " + std::string(ts.name()) + " '" + src->name + "' into " +
+                               std::string(td.name()) + " '" + dst->name + "'");
+    in.emit(ir::Reduce::make(kind, src, dst, (int)dim, clear, args.call));
+    return Value::none();
+}
+
+} // namespace
+
+void addGemmPrimitives(Attrs &attrs) {
+    def(attrs, "gemm", gemm);
+    // TileLang's GemmWarpPolicy is an IntEnum, so the integers 0, 1, 2 are accepted as well.
+    auto p = std::make_shared<ModuleObj>();
+    p->name = "T.GemmWarpPolicy";
+    p->attrs["Square"] = Value::integer(0);
+    p->attrs["FullRow"] = Value::integer(1);
+    p->attrs["FullCol"] = Value::integer(2);
+    attrs["GemmWarpPolicy"] = Value::object(VK::Module, p);
+}
+
+void addReducePrimitives(Attrs &attrs) {
+    static const std::pair<const char *, ir::ReduceKind> kinds[] = {
+        {"reduce_max", ir::ReduceKind::Max},       {"reduce_min", ir::ReduceKind::Min},
+        {"reduce_sum", ir::ReduceKind::Sum},       {"reduce_abssum", ir::ReduceKind::AbsSum},
+        {"reduce_absmax", ir::ReduceKind::AbsMax},
+    };
+    for (auto &[name, kind] : kinds) {
+        std::string fname = std::string("T.") + name;
+        ir::ReduceKind k = kind;
+        def(attrs, name, [fname, k](Interp &in, CallArgs &args) { return reduce(in, args, k, fname); });
+    }
+}
+
+} // namespace tilec::eval::tl

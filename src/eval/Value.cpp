@@ -1,0 +1,242 @@
+/// \file
+/// Value helpers: type names for messages, tuple/list construction, scope lookup, Python equality and
+/// ordering, and the text of values in messages.
+#include "eval/InterpImpl.h"
+
+#include "tilec/IROperator.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace tilec::eval {
+
+const char *typeName(VK k) {
+    switch (k) {
+    case VK::Poison: return "error";
+    case VK::None: return "NoneType";
+    case VK::Bool: return "bool";
+    case VK::Int: return "int";
+    case VK::Float: return "float";
+    case VK::Str: return "str";
+    case VK::Tuple: return "tuple";
+    case VK::List: return "list";
+    case VK::Dict: return "dict";
+    case VK::Range: return "range";
+    case VK::Function: return "function";
+    case VK::Builtin: return "builtin function";
+    case VK::Module: return "module";
+    case VK::Opaque: return "opaque value";
+    case VK::Expr: return "run-time value";
+    case VK::Buffer: return "buffer";
+    case VK::Access: return "buffer access";
+    case VK::DType: return "dtype";
+    case VK::TensorType: return "tensor type";
+    case VK::PrimFunc: return "prim_func";
+    case VK::Frame: return "frame";
+    }
+    return "value";
+}
+
+Value Value::tuple(std::vector<Value> elts) {
+    auto t = std::make_shared<TupleObj>();
+    t->elts = std::move(elts);
+    return object(VK::Tuple, t);
+}
+
+Value Value::list(std::vector<Value> elts) {
+    auto l = std::make_shared<ListObj>();
+    l->elts = std::move(elts);
+    return object(VK::List, l);
+}
+
+const std::vector<Value> &Value::elements() const {
+    TILEC_ASSERT(kind == VK::Tuple || kind == VK::List, "elements() of a non-sequence");
+    return kind == VK::Tuple ? as<TupleObj>().elts : as<ListObj>().elts;
+}
+
+bool AccessObj::isPoint() const {
+    for (auto &i : indices)
+        if (i.extent) return false;
+    return true;
+}
+
+Value *Env::lookup(const std::string &name) {
+    // Iterative: closures nest as deep as the program's defs, which the recursion limit bounds anyway.
+    for (Env *e = this; e; e = e->parent.get()) {
+        auto it = e->vars.find(name);
+        if (it != e->vars.end()) return &it->second;
+    }
+    return nullptr;
+}
+
+std::string opaqueModule(const Value &v) {
+    if (v.obj) return v.as<OpaqueObj>().module;
+    auto dot = v.s.find('.');
+    return dot == std::string::npos ? v.s : v.s.substr(0, dot);
+}
+
+Value makeOpaque(std::string what, std::string module) {
+    Value v = Value::opaque(std::move(what));
+    auto o = std::make_shared<OpaqueObj>();
+    o->module = std::move(module);
+    v.obj = o;
+    return v;
+}
+
+bool isNumber(const Value &v) { return v.is(VK::Int) || v.is(VK::Bool) || v.is(VK::Float); }
+
+double numberAsDouble(const Value &v) {
+    if (v.is(VK::Float)) return v.f;
+    if (v.is(VK::Bool)) return v.b ? 1 : 0;
+    return (double)v.i;
+}
+
+int64_t intOf(const Value &v) { return v.is(VK::Bool) ? (v.b ? 1 : 0) : v.i; }
+
+std::optional<bool> pyEquals(const Value &a, const Value &b, int depth) {
+    if (depth > 100) return std::nullopt;
+    if (isNumber(a) && isNumber(b)) {
+        if (a.is(VK::Float) || b.is(VK::Float)) return numberAsDouble(a) == numberAsDouble(b);
+        return intOf(a) == intOf(b);
+    }
+    // TileLang's dtypes compare equal to their names ("float16" == T.float16).
+    if (a.is(VK::DType) && b.is(VK::Str)) {
+        auto t = DType::parse(b.s);
+        return t && *t == a.dtype;
+    }
+    if (a.is(VK::Str) && b.is(VK::DType)) return pyEquals(b, a, depth);
+    if (a.kind != b.kind) {
+        if ((a.is(VK::Tuple) && b.is(VK::List)) || (a.is(VK::List) && b.is(VK::Tuple))) return false;
+        return false;
+    }
+    switch (a.kind) {
+    case VK::None: return true;
+    case VK::Str: return a.s == b.s;
+    case VK::Tuple:
+    case VK::List: {
+        auto &x = a.elements(), &y = b.elements();
+        if (x.size() != y.size()) return false;
+        for (size_t i = 0; i < x.size(); ++i) {
+            auto e = pyEquals(x[i], y[i], depth + 1);
+            if (!e || !*e) return e;
+        }
+        return true;
+    }
+    case VK::Dict: {
+        auto &x = a.as<DictObj>().items, &y = b.as<DictObj>().items;
+        if (x.size() != y.size()) return false;
+        for (auto &[k, v] : x) {
+            bool found = false;
+            for (auto &[k2, v2] : y) {
+                auto ke = pyEquals(k, k2, depth + 1);
+                if (ke && *ke) {
+                    auto ve = pyEquals(v, v2, depth + 1);
+                    if (!ve || !*ve) return ve;
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) return false;
+        }
+        return true;
+    }
+    case VK::Range: {
+        auto &x = a.as<RangeObj>(), &y = b.as<RangeObj>();
+        return x.start == y.start && x.stop == y.stop && x.step == y.step;
+    }
+    case VK::DType: return a.dtype == b.dtype;
+    case VK::Buffer: return a.buffer == b.buffer;
+    case VK::PrimFunc: return a.kernel == b.kernel;
+    default: return a.obj == b.obj;
+    }
+}
+
+bool pyIs(const Value &a, const Value &b) {
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+    case VK::None: return true;
+    case VK::Bool: return a.b == b.b;
+    case VK::Int: return a.i == b.i; // CPython caches small ints; tilec treats equal ints as identical
+    case VK::Float: return a.f == b.f;
+    case VK::Str: return a.s == b.s;
+    case VK::DType: return a.dtype == b.dtype;
+    case VK::Buffer: return a.buffer == b.buffer;
+    case VK::Expr: return a.expr == b.expr;
+    case VK::PrimFunc: return a.kernel == b.kernel;
+    default: return a.obj == b.obj;
+    }
+}
+
+std::string floatRepr(double d) {
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, d);
+    std::string s(buf, r.ptr);
+    // Python's repr: shortest round-trip digits, exponent form below 1e-4 and from 1e16 on.
+    double a = std::fabs(d);
+    if (a != 0 && (a < 1e-4 || a >= 1e16)) {
+        auto e = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+        s.assign(buf, e.ptr);
+        auto p = s.find('e');
+        if (p != std::string::npos) {
+            std::string mant = s.substr(0, p), ex = s.substr(p + 1);
+            char sign = ex[0] == '-' ? '-' : '+';
+            if (ex[0] == '-' || ex[0] == '+') ex = ex.substr(1);
+            while (ex.size() > 1 && ex[0] == '0') ex.erase(0, 1);
+            if (ex.size() < 2) ex = "0" + ex;
+            s = mant + "e" + sign + ex;
+        }
+        return s;
+    }
+    auto f = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::fixed);
+    s.assign(buf, f.ptr);
+    if (s.find('.') == std::string::npos) s += ".0";
+    return s;
+}
+
+std::string repr(const Value &v, int depth) {
+    if (depth > 20) return "...";
+    switch (v.kind) {
+    case VK::None: return "None";
+    case VK::Bool: return v.b ? "True" : "False";
+    case VK::Int: return std::to_string(v.i);
+    case VK::Float: return floatRepr(v.f);
+    case VK::Str: {
+        std::string s = "'";
+        for (char c : v.s.substr(0, 200)) s += c == '\'' ? std::string("\\'") : std::string(1, c);
+        return s + (v.s.size() > 200 ? "...'" : "'");
+    }
+    case VK::Tuple:
+    case VK::List: {
+        std::string s = v.is(VK::Tuple) ? "(" : "[";
+        auto &e = v.elements();
+        for (size_t i = 0; i < e.size() && i < 16; ++i) s += (i ? ", " : "") + repr(e[i], depth + 1);
+        if (e.size() > 16) s += ", ...";
+        if (v.is(VK::Tuple) && e.size() == 1) s += ",";
+        return s + (v.is(VK::Tuple) ? ")" : "]");
+    }
+    case VK::Dict: return "{...}";
+    case VK::Range: {
+        auto &r = v.as<RangeObj>();
+        return "range(" + std::to_string(r.start) + ", " + std::to_string(r.stop) +
+               (r.step != 1 ? ", " + std::to_string(r.step) : "") + ")";
+    }
+    case VK::Function: return "<function " + v.as<FunctionObj>().def->name + ">";
+    case VK::Builtin: return "<built-in function " + v.as<BuiltinObj>().name + ">";
+    case VK::Module: return "<module '" + v.as<ModuleObj>().name + "'>";
+    case VK::Opaque: return v.s;
+    case VK::DType: return "T." + std::string(v.dtype.name());
+    case VK::Buffer: return v.buffer->name;
+    case VK::PrimFunc: return "<prim_func>";
+    default: return std::string("<") + typeName(v.kind) + ">";
+    }
+}
+
+std::string str(const Value &v) {
+    if (v.is(VK::Str)) return v.s;
+    if (v.is(VK::DType)) return std::string(v.dtype.name());
+    return repr(v, 0);
+}
+
+} // namespace tilec::eval

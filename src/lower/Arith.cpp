@@ -1,0 +1,414 @@
+/// \file
+/// Interval and divisibility analysis of integer index expressions, linear forms, substitution and
+/// numeric evaluation (include/tilec/passes/Arith.h). Every routine is conservative: when in doubt it
+/// answers "unknown", never a wrong fact, because the passes drop bounds checks and pick vector widths on
+/// these answers.
+#include "tilec/passes/Arith.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IRVisitor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+using Opt = std::optional<int64_t>;
+
+Opt add(Opt a, Opt b) {
+    int64_t r;
+    if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+    return r;
+}
+Opt sub(Opt a, Opt b) {
+    int64_t r;
+    if (!a || !b || __builtin_sub_overflow(*a, *b, &r)) return std::nullopt;
+    return r;
+}
+Opt mul(Opt a, Opt b) {
+    int64_t r;
+    if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+    return r;
+}
+
+/// Python's floor division and modulo (b != 0).
+int64_t floorDiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+}
+int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
+
+/// The product interval of two intervals: the extremes of the four corner products, when all are known.
+Interval mulIntervals(const Interval &a, const Interval &b) {
+    if (!a.lo || !a.hi || !b.lo || !b.hi) {
+        // One common special case stays precise: a non-negative range times a non-negative constant.
+        if (b.lo && b.hi && *b.lo == *b.hi && *b.lo >= 0 && a.nonNegative()) return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
+        if (a.lo && a.hi && *a.lo == *a.hi && *a.lo >= 0 && b.nonNegative()) return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
+        if (a.nonNegative() && b.nonNegative()) return {mul(a.lo, b.lo), std::nullopt};
+        return {};
+    }
+    Opt c[4] = {mul(a.lo, b.lo), mul(a.lo, b.hi), mul(a.hi, b.lo), mul(a.hi, b.hi)};
+    for (auto &x : c)
+        if (!x) return {};
+    return {std::min({*c[0], *c[1], *c[2], *c[3]}), std::max({*c[0], *c[1], *c[2], *c[3]})};
+}
+
+class Bounds {
+  public:
+    explicit Bounds(const RangeMap &r) : ranges_(r) {}
+
+    Interval of(const Expr &e) {
+        if (!e || ++depth_ > kMaxIRDepth) return {};
+        Interval r = compute(e);
+        --depth_;
+        return r;
+    }
+
+  private:
+    const RangeMap &ranges_;
+    int depth_ = 0;
+
+    Interval typeRange(DType t) {
+        if (t.isBool()) return Interval::of(0, 1);
+        if (!t.isInt() || t.bits() >= 64) return t.isInt() && !t.isSigned() ? Interval{0, std::nullopt} : Interval{};
+        if (t.isSigned()) return Interval::of(-(int64_t(1) << (t.bits() - 1)), (int64_t(1) << (t.bits() - 1)) - 1);
+        return Interval::of(0, (int64_t(1) << t.bits()) - 1);
+    }
+
+    Interval compute(const Expr &e) {
+        if (auto i = as<IntImm>(e)) return Interval::point(i->value);
+        if (auto v = as<VarNode>(e)) {
+            auto it = ranges_.find(v);
+            return it != ranges_.end() ? it->second : typeRange(e->dtype);
+        }
+        if (auto c = as<Cast>(e)) {
+            if (!c->dtype.isInt() || !c->value->dtype.isInt()) return typeRange(c->dtype);
+            Interval in = of(c->value), t = typeRange(c->dtype);
+            // A widening (or value-preserving) cast keeps the range; anything else may wrap.
+            if (in.lo && in.hi && t.lo && t.hi && *in.lo >= *t.lo && *in.hi <= *t.hi) return in;
+            if (in.lo && in.hi && c->dtype.bits() >= 64 && c->dtype.isSigned()) return in;
+            return t;
+        }
+        if (auto s = as<Select>(e)) {
+            Interval a = of(s->t), b = of(s->f);
+            Interval r;
+            if (a.lo && b.lo) r.lo = std::min(*a.lo, *b.lo);
+            if (a.hi && b.hi) r.hi = std::max(*a.hi, *b.hi);
+            return r;
+        }
+        auto b = as<Binary>(e);
+        if (!b || !e->dtype.isInt()) return e->dtype.isBool() ? Interval::of(0, 1) : Interval{};
+        Interval x = of(b->a), y = of(b->b);
+        switch (b->op) {
+        case BinaryOp::Add: return {add(x.lo, y.lo), add(x.hi, y.hi)};
+        case BinaryOp::Sub: return {sub(x.lo, y.hi), sub(x.hi, y.lo)};
+        case BinaryOp::Mul: return mulIntervals(x, y);
+        case BinaryOp::Min: {
+            Interval r;
+            if (x.lo && y.lo) r.lo = std::min(*x.lo, *y.lo);
+            r.hi = x.hi && y.hi ? std::min(*x.hi, *y.hi) : x.hi ? x.hi : y.hi;
+            return r;
+        }
+        case BinaryOp::Max: {
+            Interval r;
+            if (x.hi && y.hi) r.hi = std::max(*x.hi, *y.hi);
+            r.lo = x.lo && y.lo ? std::max(*x.lo, *y.lo) : x.lo ? x.lo : y.lo;
+            return r;
+        }
+        case BinaryOp::Div:
+        case BinaryOp::FloorDiv: {
+            // Division by a positive constant is monotone.
+            if (!(y.lo && y.hi && *y.lo == *y.hi && *y.lo > 0)) return {};
+            int64_t d = *y.lo;
+            Interval r;
+            bool floor = b->op == BinaryOp::FloorDiv || x.nonNegative();
+            if (x.lo) r.lo = floor ? floorDiv(*x.lo, d) : *x.lo / d;
+            if (x.hi) r.hi = floor ? floorDiv(*x.hi, d) : *x.hi / d;
+            return r;
+        }
+        case BinaryOp::FloorMod: {
+            if (!(y.lo && y.hi && *y.lo == *y.hi && *y.lo > 0)) return {};
+            int64_t d = *y.lo;
+            // A range that stays inside one period keeps its shape.
+            if (x.lo && x.hi && floorDiv(*x.lo, d) == floorDiv(*x.hi, d))
+                return Interval::of(floorMod(*x.lo, d), floorMod(*x.hi, d));
+            return Interval::of(0, d - 1);
+        }
+        case BinaryOp::BitAnd:
+            if (x.nonNegative() && y.nonNegative()) {
+                Interval r = Interval::of(0, 0);
+                r.hi = x.hi && y.hi ? Opt(std::min(*x.hi, *y.hi)) : x.hi ? x.hi : y.hi;
+                return r;
+            }
+            return {};
+        case BinaryOp::Shr:
+            if (x.nonNegative() && y.lo && y.hi && *y.lo == *y.hi && *y.lo >= 0 && *y.lo < 63)
+                return {*x.lo >> *y.lo, x.hi ? Opt(*x.hi >> *y.lo) : std::nullopt};
+            return {};
+        default: return typeRange(e->dtype);
+        }
+    }
+};
+
+class Mentions : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    const VarNode *target = nullptr;
+    bool found = false;
+    void visit(const VarNode &n) override { found |= &n == target; }
+    void visit(const Reduce &) override {}
+};
+
+class Substitute : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Substitute(const VarMap &m) : map_(m) {}
+    Expr visit(const Var &op) override {
+        auto it = map_.find(op.get());
+        return it != map_.end() ? it->second : op;
+    }
+
+  private:
+    const VarMap &map_;
+};
+
+} // namespace
+
+int64_t gcd64(int64_t a, int64_t b) {
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+RangeMap kernelRanges(const Kernel &k) {
+    RangeMap r;
+    for (auto &s : k.dynamicSymbols)
+        if (s) r[s.get()] = Interval::of(1, std::numeric_limits<int32_t>::max());
+    Bounds b(r);
+    for (int d = 0; d < 3; ++d) {
+        if (!k.blockIdx[d]) continue;
+        Interval g = b.of(k.grid[d]);
+        r[k.blockIdx[d].get()] = Interval{0, g.hi ? std::optional<int64_t>(*g.hi - 1) : std::nullopt};
+    }
+    if (k.threadIdx) r[k.threadIdx.get()] = Interval::of(0, k.threads - 1);
+    return r;
+}
+
+void addLoopRange(RangeMap &ranges, const For &loop) {
+    if (!loop.var) return;
+    Bounds b(ranges);
+    Interval m = b.of(loop.min), x = b.of(loop.extent);
+    Interval r;
+    r.lo = m.lo;
+    if (m.hi && x.hi) r.hi = sub(add(m.hi, x.hi), Opt(1));
+    ranges[loop.var.get()] = r;
+}
+
+Interval boundsOf(const Expr &e, const RangeMap &ranges) {
+    Bounds b(ranges);
+    return b.of(e);
+}
+
+int64_t knownMultiple(const Expr &e) {
+    struct M {
+        int depth = 0;
+        int64_t of(const Expr &e) {
+            if (!e || ++depth > kMaxIRDepth) return 1;
+            int64_t r = compute(e);
+            --depth;
+            return r;
+        }
+        int64_t compute(const Expr &e) {
+            if (auto i = as<IntImm>(e)) {
+                if (i->value == 0) return 0;
+                return i->value > -(int64_t(1) << 40) && i->value < (int64_t(1) << 40) ? std::llabs(i->value) : 1;
+            }
+            if (auto c = as<Cast>(e)) return c->dtype.isInt() && c->value->dtype.isInt() ? of(c->value) : 1;
+            if (auto s = as<Select>(e)) return gcd64(of(s->t), of(s->f));
+            auto b = as<Binary>(e);
+            if (!b || !e->dtype.isInt()) return 1;
+            int64_t x = of(b->a), y = of(b->b);
+            switch (b->op) {
+            case BinaryOp::Add:
+            case BinaryOp::Sub:
+            case BinaryOp::Min:
+            case BinaryOp::Max: return gcd64(x, y);
+            case BinaryOp::Mul: {
+                if (x == 0 || y == 0) return 0;
+                int64_t r;
+                // Past the cap, either factor alone still divides the product.
+                return __builtin_mul_overflow(x, y, &r) || r > (int64_t(1) << 40) ? std::max(x, y) : r;
+            }
+            case BinaryOp::FloorMod: {
+                auto d = as<IntImm>(b->b);
+                return d && d->value > 0 ? gcd64(x, d->value) : 1;
+            }
+            case BinaryOp::FloorDiv:
+            case BinaryOp::Div: {
+                auto d = as<IntImm>(b->b);
+                if (!d || d->value <= 0) return 1;
+                if (x == 0) return 0;
+                return x % d->value == 0 ? x / d->value : 1;
+            }
+            case BinaryOp::Shl: {
+                auto d = as<IntImm>(b->b);
+                return d && d->value >= 0 && d->value < 20 && x < (int64_t(1) << 20) ? x * (int64_t(1) << d->value) : x;
+            }
+            default: return 1;
+            }
+        }
+    } m;
+    return m.of(e);
+}
+
+std::optional<std::pair<Expr, int64_t>> linearIn(const Expr &e, const VarNode *v) {
+    using R = std::optional<std::pair<Expr, int64_t>>;
+    struct L {
+        const VarNode *v;
+        int depth = 0;
+        static Expr plus(const Expr &a, const Expr &b, bool minus) {
+            if (!b) return a;
+            if (!a) return minus ? Binary::make(BinaryOp::Sub, IntImm::make(b->dtype, 0), b) : b;
+            DType t = a->dtype.bits() >= b->dtype.bits() ? a->dtype : b->dtype;
+            Expr x = a->dtype == t ? a : Cast::make(t, a), y = b->dtype == t ? b : Cast::make(t, b);
+            return Binary::make(minus ? BinaryOp::Sub : BinaryOp::Add, x, y);
+        }
+        R of(const Expr &e) {
+            if (!e || ++depth > kMaxIRDepth) return std::nullopt;
+            R r = compute(e);
+            --depth;
+            return r;
+        }
+        R compute(const Expr &e) {
+            if (!mentions(e, v)) return std::make_pair(e, int64_t(0));
+            if (e.get() == v) return std::make_pair(Expr(), int64_t(1));
+            if (auto c = as<Cast>(e)) {
+                if (!c->dtype.isInt() || !c->value->dtype.isInt() || c->dtype.bits() < c->value->dtype.bits())
+                    return std::nullopt;
+                auto in = of(c->value);
+                if (!in) return std::nullopt;
+                return std::make_pair(in->first ? Cast::make(c->dtype, in->first) : Expr(), in->second);
+            }
+            auto b = as<Binary>(e);
+            if (!b) return std::nullopt;
+            if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
+                auto x = of(b->a), y = of(b->b);
+                if (!x || !y) return std::nullopt;
+                bool minus = b->op == BinaryOp::Sub;
+                return std::make_pair(plus(x->first, y->first, minus), minus ? x->second - y->second : x->second + y->second);
+            }
+            if (b->op == BinaryOp::Mul) {
+                auto k = as<IntImm>(b->b) ? as<IntImm>(b->b) : as<IntImm>(b->a);
+                const Expr &other = as<IntImm>(b->b) ? b->a : b->b;
+                if (!k || std::llabs(k->value) > (int64_t(1) << 32)) return std::nullopt;
+                auto x = of(other);
+                if (!x) return std::nullopt;
+                Expr rest = x->first ? Binary::make(BinaryOp::Mul, x->first, IntImm::make(x->first->dtype, k->value)) : Expr();
+                return std::make_pair(rest, x->second * k->value);
+            }
+            return std::nullopt;
+        }
+    } l{v};
+    return l.of(e);
+}
+
+bool mentions(const Expr &e, const VarNode *v) {
+    Mentions m;
+    m.target = v;
+    m.visit(e);
+    return m.found;
+}
+
+bool mentions(const Stmt &s, const VarNode *v) {
+    Mentions m;
+    m.target = v;
+    m.visit(s);
+    return m.found;
+}
+
+Expr substitute(const Expr &e, const VarMap &m) {
+    if (m.empty()) return e;
+    Substitute s(m);
+    return s.mutate(e);
+}
+
+Stmt substitute(const Stmt &st, const VarMap &m) {
+    if (m.empty()) return st;
+    Substitute s(m);
+    return s.mutate(st);
+}
+
+std::optional<int64_t> evalInt(const Expr &e, const std::map<const VarNode *, int64_t> &values) {
+    struct E {
+        const std::map<const VarNode *, int64_t> &values;
+        int depth = 0;
+        Opt of(const Expr &e) {
+            if (!e || ++depth > kMaxIRDepth) return std::nullopt;
+            Opt r = compute(e);
+            --depth;
+            return r;
+        }
+        Opt compute(const Expr &e) {
+            if (auto i = as<IntImm>(e)) return i->value;
+            if (auto v = as<VarNode>(e)) {
+                auto it = values.find(v);
+                return it != values.end() ? Opt(it->second) : std::nullopt;
+            }
+            if (auto c = as<Cast>(e)) return c->dtype.isInt() || c->dtype.isBool() ? of(c->value) : std::nullopt;
+            if (auto s = as<Select>(e)) {
+                Opt c = of(s->cond);
+                if (!c) return std::nullopt;
+                return *c ? of(s->t) : of(s->f);
+            }
+            if (auto u = as<Unary>(e)) {
+                Opt a = of(u->a);
+                if (!a) return std::nullopt;
+                if (u->op == UnaryOp::Not) return !*a;
+                if (u->op == UnaryOp::BitNot) return ~*a;
+                return sub(Opt(0), a);
+            }
+            auto b = as<Binary>(e);
+            if (!b) return std::nullopt;
+            Opt x = of(b->a), y = of(b->b);
+            if (!x || !y) return std::nullopt;
+            switch (b->op) {
+            case BinaryOp::Add: return add(x, y);
+            case BinaryOp::Sub: return sub(x, y);
+            case BinaryOp::Mul: return mul(x, y);
+            case BinaryOp::Div: return *y == 0 || (*x == INT64_MIN && *y == -1) ? std::nullopt : Opt(*x / *y);
+            case BinaryOp::FloorDiv: return *y == 0 || (*x == INT64_MIN && *y == -1) ? std::nullopt : Opt(floorDiv(*x, *y));
+            case BinaryOp::FloorMod: return *y == 0 || (*x == INT64_MIN && *y == -1) ? std::nullopt : Opt(floorMod(*x, *y));
+            case BinaryOp::Min: return std::min(*x, *y);
+            case BinaryOp::Max: return std::max(*x, *y);
+            case BinaryOp::And: return *x && *y;
+            case BinaryOp::Or: return *x || *y;
+            case BinaryOp::BitAnd: return *x & *y;
+            case BinaryOp::BitOr: return *x | *y;
+            case BinaryOp::BitXor: return *x ^ *y;
+            case BinaryOp::Shl: return *y < 0 || *y > 62 ? std::nullopt : mul(x, Opt(int64_t(1) << *y));
+            case BinaryOp::Shr: return *y < 0 || *y > 63 ? std::nullopt : Opt(*x >> *y);
+            case BinaryOp::EQ: return *x == *y;
+            case BinaryOp::NE: return *x != *y;
+            case BinaryOp::LT: return *x < *y;
+            case BinaryOp::LE: return *x <= *y;
+            case BinaryOp::GT: return *x > *y;
+            case BinaryOp::GE: return *x >= *y;
+            default: return std::nullopt;
+            }
+        }
+    } ev{values};
+    return ev.of(e);
+}
+
+} // namespace tilec::passes

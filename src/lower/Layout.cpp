@@ -1,0 +1,118 @@
+/// \file
+/// Layout arithmetic: sizes, descriptions, and the per-thread element coordinates that the lowering of
+/// T.Parallel nests and reductions is built from.
+#include "tilec/passes/Layout.h"
+
+#include "tilec/IROperator.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+Layout Layout::distributed(std::vector<int64_t> shape, int threads, int vec) {
+    Layout l;
+    l.kind = Distributed;
+    l.shape = std::move(shape);
+    l.threads = threads;
+    l.vec = vec;
+    return l;
+}
+
+Layout Layout::replicated(std::vector<int64_t> shape) {
+    Layout l;
+    l.kind = Replicated;
+    l.shape = std::move(shape);
+    return l;
+}
+
+int64_t Layout::elements() const {
+    int64_t n = 1;
+    for (int64_t e : shape) n *= e;
+    return n;
+}
+
+int64_t Layout::rounds() const {
+    if (kind == Replicated) return 1;
+    int64_t tv = (int64_t)threads * vec;
+    return (elements() + tv - 1) / tv;
+}
+
+int64_t Layout::fullRounds() const {
+    if (kind == Replicated) return 1;
+    return elements() / ((int64_t)threads * vec);
+}
+
+int64_t Layout::slotsPerThread() const { return kind == Replicated ? elements() : rounds() * vec; }
+
+std::string Layout::describe() const {
+    std::string s;
+    if (kind == Replicated) {
+        s = "replicated";
+    } else {
+        s = "distributed over " + std::to_string(threads) + " threads, " + std::to_string(vec) + "-wide";
+        if (fullRounds() != rounds()) s += ", last round partial";
+    }
+    return s + ", " + std::to_string(slotsPerThread()) + " slots per thread";
+}
+
+namespace {
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, int64_t c) { return c == 1 ? a : binary(BinaryOp::Mul, std::move(a), i32(c)); }
+Expr div(Expr a, int64_t c) { return c == 1 ? a : binary(BinaryOp::FloorDiv, std::move(a), i32(c)); }
+Expr mod(Expr a, int64_t c) { return binary(BinaryOp::FloorMod, std::move(a), i32(c)); }
+} // namespace
+
+std::vector<Expr> elementCoords(const Layout &l, const Expr &round, const Expr &tid, const Expr &lane) {
+    TILEC_ASSERT(l.kind == Layout::Distributed, "elementCoords of a replicated layout");
+    const int64_t V = l.vec, TV = (int64_t)l.threads * l.vec;
+    const size_t k = l.shape.size();
+    std::vector<Expr> coords(k);
+    int64_t stride = 1;
+    // With w = tid*V in [0, TV) and the round's base r*TV a multiple of TV, the element is r*TV + w + lane;
+    // the lane only moves the innermost coordinate, because V divides the innermost extent.
+    for (size_t i = k; i-- > 0;) {
+        const int64_t E = l.shape[i], s = stride;
+        const bool outermost = i == 0;
+        Expr c;
+        if (s % TV == 0) {
+            // Whole rounds per step of this coordinate: only the round matters.
+            c = div(round, s / TV);
+            if (!outermost) c = mod(c, E);
+        } else if (TV % s == 0) {
+            // Several steps per round: r*(TV/s) + tid/(s/V), the thread part below one round.
+            Expr t = s >= V ? div(tid, s / V) : div(mul(tid, V), s);
+            int64_t perRound = TV / s;
+            if (outermost) {
+                c = add(mul(round, perRound), t);
+            } else if (perRound % E == 0) {
+                c = mod(t, E);
+            } else if (E % perRound == 0) {
+                c = add(mul(mod(round, E / perRound), perRound), t);
+            } else {
+                c = mod(add(mul(round, perRound), t), E);
+            }
+        } else {
+            Expr e = add(mul(round, TV), mul(tid, V));
+            c = div(e, s);
+            if (!outermost) c = mod(c, E);
+        }
+        if (i + 1 == k) c = add(c, lane);
+        coords[i] = simplify(c);
+        stride *= E;
+    }
+    return coords;
+}
+
+Expr flattenCoords(const std::vector<Expr> &coords, const std::vector<int64_t> &shape) {
+    Expr flat;
+    int64_t stride = 1;
+    for (size_t i = coords.size(); i-- > 0;) {
+        Expr term = mul(coords[i], stride);
+        flat = flat ? add(term, flat) : term;
+        stride *= shape[i];
+    }
+    return flat ? simplify(flat) : i32(0);
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,201 @@
+/// \file
+/// T.Parallel nests to per-thread loops over the thread's elements, fragments to register arrays
+/// (include/tilec/passes/LowerParallel.h).
+#include "tilec/passes/LowerParallel.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// Longest distributed round loop that stays unrolled when it touches no register array.
+constexpr int64_t kMaxUnrolledRounds = 8;
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+bool touchesScope(const Stmt &s, Scope scope) {
+    struct F : IRVisitor {
+        using IRVisitor::visit;
+        Scope scope;
+        bool found = false;
+        void visit(const Load &op) override {
+            found |= op.buffer && op.buffer->scope == scope;
+            IRVisitor::visit(op);
+        }
+        void visit(const Store &op) override {
+            found |= op.buffer && op.buffer->scope == scope;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.scope = scope;
+    f.visit(s);
+    return f.found;
+}
+
+class Lowerer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Lowerer(const KernelLayouts &l, const Kernel &k) : layouts_(l), tid_(k.threadIdx), threads_(k.threads) {}
+
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        if (!op->buffer || op->buffer->scope != Scope::Fragment) return IRMutator::visit(op);
+        std::vector<Expr> idx;
+        for (auto &i : op->indices) idx.push_back(mutate(i));
+        auto [reg, slot] = registerSlot(op->buffer, idx);
+        return Load::make(reg, {slot}, op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        if (!op->buffer || op->buffer->scope != Scope::Fragment) {
+            Stmt s = IRMutator::visit(op);
+            return ownedByOneThread(s, op->buffer);
+        }
+        std::vector<Expr> idx;
+        for (auto &i : op->indices) idx.push_back(mutate(i));
+        auto [reg, slot] = registerSlot(op->buffer, idx);
+        return Store::make(reg, {slot}, mutate(op->value), op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
+        Stmt s = IRMutator::visit(op);
+        return ownedByOneThread(s, op->dst.buffer);
+    }
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind != ForKind::Parallel || nest_) return IRMutator::visit(op);
+        auto it = layouts_.loops.find(op->var.get());
+        TILEC_ASSERT(it != layouts_.loops.end(), "T.Parallel nest without a layout");
+        return lowerNest(*op, it->second);
+    }
+
+  private:
+    const KernelLayouts &layouts_;
+    Var tid_;
+    int threads_;
+    // The nest being lowered.
+    const std::vector<Var> *nest_ = nullptr;
+    Expr slot_;                  ///< distributed: the register slot of the current element
+    Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
+
+    /// The register array and slot of a fragment element.
+    std::pair<Buffer, Expr> registerSlot(const Buffer &b, const std::vector<Expr> &idx) {
+        auto reg = layouts_.registers.find(b.get());
+        auto lay = layouts_.fragments.find(b.get());
+        TILEC_ASSERT(reg != layouts_.registers.end() && lay != layouts_.fragments.end(), "fragment without a layout");
+        bool exact = nest_ && idx.size() == nest_->size();
+        for (size_t d = 0; exact && d < idx.size(); ++d) exact = idx[d] == Expr((*nest_)[d]);
+        if (lay->second.kind == Layout::Distributed) {
+            TILEC_ASSERT(exact && slot_, "distributed fragment '" + b->name + "' accessed other than by its loop");
+            return {reg->second, slot_};
+        }
+        return {reg->second, flattenCoords(idx, lay->second.shape)};
+    }
+
+    /// In a replicated nest, memory other threads see is written by one thread per element.
+    Stmt ownedByOneThread(const Stmt &s, const Buffer &b) {
+        if (!replicatedOwner_ || !s || !b || (b->scope != Scope::Global && b->scope != Scope::Shared)) return s;
+        return IfThenElse::make(replicatedOwner_, s, nullptr, s->loc);
+    }
+
+    Stmt lowerNest(const For &outer, const Layout &l) {
+        std::vector<Var> vars;
+        std::vector<const For *> loops;
+        const For *f = &outer;
+        while (true) {
+            vars.push_back(f->var);
+            loops.push_back(f);
+            auto inner = as<For>(f->body);
+            if (!inner || inner->forKind != ForKind::Parallel || vars.size() == l.shape.size()) break;
+            f = inner;
+        }
+        TILEC_ASSERT(vars.size() == l.shape.size(), "nest depth differs from its layout");
+        Stmt body = f->body;
+        nest_ = &vars;
+        Stmt out = l.kind == Layout::Distributed ? distributed(outer, vars, body, l) : replicated(loops, vars, body, l);
+        nest_ = nullptr;
+        slot_ = nullptr;
+        replicatedOwner_ = nullptr;
+        return out;
+    }
+
+    Stmt replicated(const std::vector<const For *> &loops, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        std::vector<Expr> coords(vars.begin(), vars.end());
+        replicatedOwner_ = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, flattenCoords(coords, l.shape), i32(threads_)), tid_);
+        Stmt s = mutate(body);
+        if (!s) s = Seq::make({});
+        for (size_t d = vars.size(); d-- > 0;)
+            s = For::make(vars[d], i32(0), i32(l.shape[d]), ForKind::Unrolled, 0, s, loops[d]->loc);
+        return s;
+    }
+
+    Stmt distributed(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        const int64_t V = l.vec, TV = (int64_t)l.threads * V;
+        Var round = makeVar("r", DType::Int32, outer.loc), lane = makeVar("v", DType::Int32, outer.loc);
+        slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round, i32(V)), lane));
+        Stmt inner = mutate(body);
+        if (!inner) inner = Seq::make({});
+        bool usesRegisters = touchesScope(inner, Scope::Local);
+
+        // One round: the element coordinates in place of the nest's variables, V lanes.
+        auto roundBody = [&](const Expr &r) {
+            VarMap m;
+            auto coords = elementCoords(l, r, tid_, V > 1 ? Expr(lane) : i32(0));
+            for (size_t d = 0; d < vars.size(); ++d) m[vars[d].get()] = coords[d];
+            m[round.get()] = r;
+            if (V == 1) m[lane.get()] = i32(0);
+            Stmt s = substitute(inner, m);
+            if (V > 1) s = For::make(lane, i32(0), i32(V), ForKind::Vectorized, 0, s, outer.loc);
+            return s;
+        };
+
+        std::vector<Stmt> parts;
+        int64_t full = l.fullRounds(), rest = l.elements() - full * TV;
+        if (full == 1) {
+            parts.push_back(roundBody(i32(0)));
+        } else if (full > 1) {
+            ForKind k = usesRegisters || full <= kMaxUnrolledRounds ? ForKind::Unrolled : ForKind::Serial;
+            parts.push_back(For::make(round, i32(0), i32(full), k, 0, roundBody(round), outer.loc));
+        }
+        if (rest > 0) {
+            Expr active = binary(BinaryOp::LT, binary(BinaryOp::Mul, tid_, i32(V)), i32(rest));
+            parts.push_back(IfThenElse::make(active, roundBody(i32(full)), nullptr, outer.loc));
+        }
+        return Seq::make(std::move(parts), outer.loc);
+    }
+};
+
+} // namespace
+
+KernelP withThreadIndex(const KernelP &k) {
+    if (!k || k->threadIdx) return k;
+    auto out = std::make_shared<Kernel>(*k);
+    out->threadIdx = makeVar("tx", DType::Int32, k->launchLoc);
+    return out;
+}
+
+Program lowerParallel(const Program &p, const std::vector<KernelLayouts> &layouts) {
+    Program out;
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        KernelP k = withThreadIndex(p.kernels[i]);
+        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
+        Lowerer m(layouts[i], *k);
+        auto body = m.mutate(k->body);
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body ? body : Seq::make({});
+        nk->allocs.clear();
+        for (auto &b : k->allocs) {
+            auto reg = layouts[i].registers.find(b.get());
+            nk->allocs.push_back(reg != layouts[i].registers.end() ? reg->second : b);
+        }
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

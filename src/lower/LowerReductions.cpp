@@ -1,0 +1,461 @@
+/// \file
+/// T.reduce_* to thread-level code (include/tilec/passes/LowerReductions.h). The plan for a distributed
+/// source comes from evaluating the layout numerically for every thread and slot: which result each slot
+/// feeds, which slots of a thread can share one partial, and which bits of the thread index separate the
+/// threads that must be combined.
+#include "tilec/passes/LowerReductions.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/InsertSyncs.h"
+#include "tilec/passes/LowerParallel.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// How one reduction of one dtype combines values.
+struct Combiner {
+    ReduceKind kind;
+    DType acc;
+
+    Expr identity() const {
+        bool isMax = kind == ReduceKind::Max;
+        bool isMin = kind == ReduceKind::Min;
+        if (acc.isFloat()) {
+            double inf = std::numeric_limits<double>::infinity();
+            return floatImm(isMax ? -inf : isMin ? inf : 0.0, acc);
+        }
+        if (isMax || isMin) {
+            int bits = acc.bits();
+            int64_t hi = acc.isSigned() ? (bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1)
+                                        : (bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1);
+            int64_t lo = acc.isSigned() ? (bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1))) : 0;
+            return intImm(isMax ? lo : hi, acc);
+        }
+        return intImm(0, acc);
+    }
+    /// A source element as it enters the fold.
+    Expr pre(const Expr &x) const {
+        Expr v = cast(acc, x);
+        if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax)
+            return acc.isFloat() || acc.isSigned() ? Call::make(acc, "abs", {v}) : v;
+        return v;
+    }
+    Expr combine(const Expr &a, const Expr &b) const {
+        switch (kind) {
+        case ReduceKind::Max:
+        case ReduceKind::AbsMax: return binary(BinaryOp::Max, a, b);
+        case ReduceKind::Min: return binary(BinaryOp::Min, a, b);
+        default: return binary(BinaryOp::Add, a, b);
+        }
+    }
+};
+
+DType accumulatorType(DType t) {
+    if (t.isFloat()) return t.bits() >= 32 ? t : DType(DType::Float32);
+    if (t.isBool()) return DType::Int32;
+    if (t.bits() < 32) return t.isSigned() ? DType::Int32 : DType::UInt32;
+    return t;
+}
+
+/// The plan for a distributed source, from evaluating the layout.
+struct Plan {
+    enum Mode { Invariant, Broadcast, Staged } mode = Staged;
+    std::vector<int> slotClass;          ///< per slot (round * V + lane): its partial, -1 never valid
+    std::vector<std::vector<int64_t>> outOf; ///< per class, per thread: the result, -1 none
+    int classes = 0;
+    int64_t laneBits = 0, warpBits = 0; ///< thread-index bits combined by shuffles / through shared memory
+    bool allWarps = false;               ///< non-power-of-two block: every warp is a partner
+    std::vector<int> repSlot;            ///< Broadcast: per class, the slot whose element names its result
+};
+
+class Reducer {
+  public:
+    Reducer(const Layout &src, int dim) : l_(src), dim_(dim) {
+        T_ = l_.threads;
+        V_ = l_.vec;
+        N_ = l_.elements();
+        for (size_t d = 0; d < l_.shape.size(); ++d)
+            if ((int)d != dim_) outShape_.push_back(l_.shape[d]);
+        nOut_ = 1;
+        for (auto e : outShape_) nOut_ *= e;
+    }
+
+    int64_t outIndex(int64_t e) const {
+        int64_t o = 0, stride = 1;
+        for (size_t d = l_.shape.size(); d-- > 0;) {
+            int64_t c = e % l_.shape[d];
+            e /= l_.shape[d];
+            if ((int)d == dim_) continue;
+            o += c * stride;
+            stride *= l_.shape[d];
+        }
+        return o;
+    }
+
+    Plan plan() const {
+        Plan p;
+        const int64_t R = l_.rounds(), S = R * V_, TV = (int64_t)T_ * V_;
+        // Result of each slot in each thread.
+        std::vector<std::vector<int64_t>> out(S, std::vector<int64_t>(T_, -1));
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t v = 0; v < V_; ++v)
+                for (int64_t t = 0; t < T_; ++t) {
+                    int64_t e = r * TV + t * V_ + v;
+                    if (e < N_) out[r * V_ + v][t] = outIndex(e);
+                }
+        // Slots whose results agree wherever both are valid share a partial.
+        p.slotClass.assign(S, -1);
+        for (int64_t s = 0; s < S; ++s) {
+            bool any = false;
+            for (auto x : out[s]) any |= x >= 0;
+            if (!any) continue;
+            for (int c = 0; c < p.classes && p.slotClass[s] < 0; ++c) {
+                bool ok = true;
+                for (int t = 0; ok && t < T_; ++t)
+                    ok = out[s][t] < 0 || p.outOf[c][t] < 0 || out[s][t] == p.outOf[c][t];
+                if (!ok) continue;
+                p.slotClass[s] = c;
+                for (int t = 0; t < T_; ++t)
+                    if (out[s][t] >= 0) p.outOf[c][t] = out[s][t];
+            }
+            if (p.slotClass[s] < 0) {
+                p.slotClass[s] = p.classes++;
+                p.outOf.push_back(out[s]);
+            }
+        }
+        // One partial per result in each thread.
+        for (int t = 0; t < T_; ++t) {
+            std::vector<char> seen(nOut_, 0);
+            for (int c = 0; c < p.classes; ++c) {
+                int64_t o = p.outOf[c][t];
+                if (o < 0) continue;
+                if (seen[o]) return staged();
+                seen[o] = 1;
+            }
+        }
+        bool invariant = true;
+        for (int c = 0; c < p.classes && invariant; ++c) {
+            int64_t first = -1;
+            for (int t = 0; t < T_ && invariant; ++t) {
+                if (p.outOf[c][t] < 0) continue;
+                if (first < 0) first = p.outOf[c][t];
+                invariant = p.outOf[c][t] == first;
+            }
+        }
+        bool pow2 = (T_ & (T_ - 1)) == 0;
+        if (invariant && !pow2) {
+            p.mode = Plan::Invariant;
+            p.laneBits = 31;
+            p.allWarps = true;
+            return p;
+        }
+        if (!pow2) return staged();
+        // Bits of the thread index that never change a result: the threads to combine differ only there.
+        int64_t bits = 0;
+        for (int b = 0; (1 << b) < T_; ++b) {
+            bool free = true;
+            for (int c = 0; c < p.classes && free; ++c)
+                for (int t = 0; t < T_ && free; ++t) {
+                    int64_t x = p.outOf[c][t], y = p.outOf[c][t ^ (1 << b)];
+                    free = x < 0 || y < 0 || x == y;
+                }
+            if (free) bits |= int64_t(1) << b;
+        }
+        // Every result must come from threads that agree outside those bits.
+        std::vector<int64_t> owner(nOut_, -1);
+        for (int c = 0; c < p.classes; ++c)
+            for (int t = 0; t < T_; ++t) {
+                int64_t o = p.outOf[c][t];
+                if (o < 0) continue;
+                int64_t key = t & ~bits;
+                if (owner[o] >= 0 && owner[o] != key) return staged();
+                owner[o] = key;
+            }
+        p.laneBits = bits & 31;
+        p.warpBits = bits & ~int64_t(31);
+        if (invariant) {
+            p.mode = Plan::Invariant;
+            return p;
+        }
+        // Broadcast: the thread with those bits clear publishes each of its results, exactly once each.
+        p.mode = Plan::Broadcast;
+        std::vector<int> writes(nOut_, 0);
+        for (int c = 0; c < p.classes; ++c) {
+            int rep = -1;
+            for (int64_t s = 0; s < S && rep < 0; ++s) {
+                if (p.slotClass[s] != c) continue;
+                bool ok = true;
+                for (int t = 0; ok && t < T_; ++t)
+                    if ((t & bits) == 0 && p.outOf[c][t] >= 0) ok = out[s][t] == p.outOf[c][t];
+                if (ok) rep = (int)s;
+            }
+            if (rep < 0) return staged();
+            p.repSlot.push_back(rep);
+            for (int t = 0; t < T_; ++t)
+                if ((t & bits) == 0 && p.outOf[c][t] >= 0) ++writes[p.outOf[c][t]];
+        }
+        for (int w : writes)
+            if (w != 1) return staged();
+        return p;
+    }
+
+    const Layout &layout() const { return l_; }
+    int64_t outputs() const { return nOut_; }
+    int dim() const { return dim_; }
+
+  private:
+    Layout l_;
+    int dim_;
+    int T_ = 1, V_ = 1;
+    int64_t N_ = 1, nOut_ = 1;
+    std::vector<int64_t> outShape_;
+
+    static Plan staged() {
+        Plan p;
+        p.mode = Plan::Staged;
+        return p;
+    }
+};
+
+class LowerReduce : public IRMutator {
+  public:
+    using IRMutator::visit;
+    LowerReduce(const KernelLayouts &l, const Kernel &k) : layouts_(l), tid_(k.threadIdx), threads_(k.threads) {}
+
+    std::vector<Buffer> newAllocs;
+
+    Stmt visit(const std::shared_ptr<const Reduce> &op) override;
+
+  private:
+    const KernelLayouts &layouts_;
+    Var tid_;
+    int threads_;
+
+    Buffer alloc(const std::string &name, Scope s, DType t, int64_t n, const SourceRange &loc) {
+        Buffer b = makeBuffer(name, s, t, {i32(n)}, loc);
+        newAllocs.push_back(b);
+        return b;
+    }
+    Stmt store(const Buffer &b, Expr idx, Expr v, const SourceRange &loc) { return Store::make(b, {std::move(idx)}, std::move(v), loc); }
+    Expr load(const Buffer &b, Expr idx) { return Load::make(b, {std::move(idx)}); }
+
+    Stmt replicatedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                          const std::function<Stmt(Expr, Expr)> &finish);
+    Stmt distributedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                           const std::function<Stmt(Expr, Expr)> &finish);
+    Stmt staged(const Reduce &op, const Reducer &red, const Combiner &cb, const Buffer &srcReg,
+                const std::function<Stmt(Expr, Expr)> &finish);
+};
+
+Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
+    auto srcL = layouts_.fragments.find(op->src.get());
+    auto dstL = layouts_.fragments.find(op->dst.get());
+    TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
+    TILEC_ASSERT(dstL->second.kind == Layout::Replicated, "reduction into a distributed fragment");
+    TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
+    Combiner cb{op->reduceKind, accumulatorType(op->dst->dtype)};
+    Buffer srcReg = layouts_.registers.at(op->src.get()), dstReg = layouts_.registers.at(op->dst.get());
+    DType dstT = op->dst->dtype;
+    bool clear = op->clear;
+    SourceRange loc = op->loc;
+    // The result for output position `o` enters the destination (combined with its old value).
+    auto finish = [=, this](Expr o, Expr value) {
+        Expr v = clear ? value : cb.combine(cast(cb.acc, Load::make(dstReg, {o})), value);
+        return store(dstReg, o, cast(dstT, v), loc);
+    };
+    if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
+    return distributedSource(*op, srcL->second, cb, srcReg, finish);
+}
+
+Stmt LowerReduce::replicatedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                                   const std::function<Stmt(Expr, Expr)> &finish) {
+    int64_t extent = src.shape[op.dim], inner = 1;
+    for (size_t d = op.dim + 1; d < src.shape.size(); ++d) inner *= src.shape[d];
+    int64_t outputs = src.elements() / extent;
+    Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, op.loc);
+    Var o = makeVar("o", DType::Int32, op.loc), j = makeVar("j", DType::Int32, op.loc);
+    Expr e = binary(BinaryOp::Add,
+                    binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(inner)), i32(extent * inner)),
+                           binary(BinaryOp::Mul, j, i32(inner))),
+                    binary(BinaryOp::FloorMod, o, i32(inner)));
+    Stmt fold = For::make(j, i32(0), i32(extent), ForKind::Unrolled, 0,
+                          store(acc, i32(0), cb.combine(load(acc, i32(0)), cb.pre(load(srcReg, simplify(e)))), op.loc), op.loc);
+    Stmt body = Seq::make({store(acc, i32(0), cb.identity(), op.loc), fold, finish(o, load(acc, i32(0)))}, op.loc);
+    return For::make(o, i32(0), i32(outputs), ForKind::Unrolled, 0, body, op.loc);
+}
+
+Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                                    const std::function<Stmt(Expr, Expr)> &finish) {
+    Reducer red(src, op.dim);
+    Plan p = red.plan();
+    if (p.mode == Plan::Staged) return staged(op, red, cb, srcReg, finish);
+    const int64_t V = src.vec, TV = (int64_t)src.threads * V, full = src.fullRounds(), N = src.elements();
+    const SourceRange &loc = op.loc;
+    Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, p.classes, loc);
+    std::vector<Stmt> out;
+    for (int c = 0; c < p.classes; ++c) out.push_back(store(acc, i32(c), cb.identity(), loc));
+
+    // 1. Each thread folds its slots into the partial of their class; slots of the partial last round only
+    //    while they are inside the fragment.
+    //    A round whose lanes all feed one partial is a loop over the lanes.
+    auto fold = [&](int c, int64_t r, const Expr &lane) {
+        Expr x = cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, i32(r * V), lane))));
+        if (r >= full) {
+            Expr inside = binary(BinaryOp::LT, binary(BinaryOp::Add, binary(BinaryOp::Mul, tid_, i32(V)), lane), i32(N - r * TV));
+            x = select(inside, x, cb.identity());
+        }
+        return store(acc, i32(c), cb.combine(load(acc, i32(c)), x), loc);
+    };
+    for (int64_t r = 0; r * V < (int64_t)p.slotClass.size(); ++r) {
+        int c0 = p.slotClass[r * V];
+        bool uniform = V > 1;
+        for (int64_t v = 1; v < V; ++v) uniform &= p.slotClass[r * V + v] == c0;
+        if (uniform && c0 >= 0) {
+            Var lane = makeVar("v", DType::Int32, loc);
+            out.push_back(For::make(lane, i32(0), i32(V), ForKind::Unrolled, 0, fold(c0, r, lane), loc));
+            continue;
+        }
+        for (int64_t v = 0; v < V; ++v)
+            if (p.slotClass[r * V + v] >= 0) out.push_back(fold(p.slotClass[r * V + v], r, i32(v)));
+    }
+    // 2. Lanes of a warp that share results, by shuffles.
+    for (int b = 4; b >= 0; --b) {
+        if (!(p.laneBits & (int64_t(1) << b))) continue;
+        for (int c = 0; c < p.classes; ++c) {
+            Expr other = Call::make(cb.acc, "tilec.shfl_xor", {load(acc, i32(c)), i32(1 << b)});
+            out.push_back(store(acc, i32(c), cb.combine(load(acc, i32(c)), other), loc));
+        }
+    }
+    // 3. Warps, through shared memory: every thread reads its partners in the same order.
+    if (p.warpBits || p.allWarps) {
+        Buffer scratch = alloc(op.dst->name + "_scratch", Scope::Shared, cb.acc, (int64_t)p.classes * threads_, loc);
+        for (int c = 0; c < p.classes; ++c)
+            out.push_back(store(scratch, simplify(binary(BinaryOp::Add, i32((int64_t)c * threads_), tid_)), load(acc, i32(c)), loc));
+        out.push_back(syncThreads(loc));
+        std::vector<int64_t> partners; // constant parts, combined with the thread's own bits
+        Expr own;
+        if (p.allWarps) {
+            for (int w = 0; w < threads_ / 32; ++w) partners.push_back(32 * w);
+            own = binary(BinaryOp::FloorMod, tid_, i32(32));
+        } else {
+            std::vector<int> bitPos;
+            for (int b = 5; (1 << b) < threads_; ++b)
+                if (p.warpBits & (int64_t(1) << b)) bitPos.push_back(b);
+            for (int64_t k = 0; k < (int64_t(1) << bitPos.size()); ++k) {
+                int64_t dep = 0;
+                for (size_t i = 0; i < bitPos.size(); ++i)
+                    if (k & (int64_t(1) << i)) dep |= int64_t(1) << bitPos[i];
+                partners.push_back(dep);
+            }
+            own = binary(BinaryOp::BitAnd, tid_, i32(~p.warpBits & (threads_ - 1)));
+        }
+        for (int c = 0; c < p.classes; ++c) {
+            out.push_back(store(acc, i32(c), cb.identity(), loc));
+            for (int64_t k : partners) {
+                Expr idx = simplify(binary(BinaryOp::Add, i32((int64_t)c * threads_ + k), own));
+                out.push_back(store(acc, i32(c), cb.combine(load(acc, i32(c)), load(scratch, idx)), loc));
+            }
+        }
+    }
+    // 4. The results into the replicated destination.
+    if (p.mode == Plan::Invariant) {
+        for (int c = 0; c < p.classes; ++c) {
+            int64_t o = -1;
+            for (auto x : p.outOf[c])
+                if (x >= 0) o = x;
+            out.push_back(finish(i32(o), load(acc, i32(c))));
+        }
+        return Seq::make(std::move(out), loc);
+    }
+    Buffer bcast = alloc(op.dst->name + "_bcast", Scope::Shared, cb.acc, red.outputs(), loc);
+    int64_t bits = p.laneBits | p.warpBits;
+    for (int c = 0; c < p.classes; ++c) {
+        int s = p.repSlot[c];
+        int64_t r = s / V, v = s % V;
+        auto coords = elementCoords(src, i32(r), tid_, i32(v));
+        coords.erase(coords.begin() + op.dim);
+        std::vector<int64_t> outShape = src.shape;
+        outShape.erase(outShape.begin() + op.dim);
+        Expr o = flattenCoords(coords, outShape);
+        Expr cond = binary(BinaryOp::EQ, binary(BinaryOp::BitAnd, tid_, i32(bits)), i32(0));
+        if (r >= full)
+            cond = binary(BinaryOp::And, cond, binary(BinaryOp::LT, binary(BinaryOp::Mul, tid_, i32(V)), i32(N - r * TV)));
+        out.push_back(IfThenElse::make(cond, store(bcast, o, load(acc, i32(c)), loc), nullptr, loc));
+    }
+    out.push_back(syncThreads(loc));
+    Var o = makeVar("o", DType::Int32, loc);
+    out.push_back(For::make(o, i32(0), i32(red.outputs()), ForKind::Unrolled, 0, finish(o, load(bcast, o)), loc));
+    return Seq::make(std::move(out), loc);
+}
+
+Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &cb, const Buffer &srcReg,
+                         const std::function<Stmt(Expr, Expr)> &finish) {
+    const Layout &src = red.layout();
+    const int64_t V = src.vec, TV = (int64_t)src.threads * V, N = src.elements(), full = src.fullRounds();
+    const SourceRange &loc = op.loc;
+    Buffer stage = alloc(op.dst->name + "_stage", Scope::Shared, cb.acc, N, loc);
+    Buffer bcast = alloc(op.dst->name + "_bcast", Scope::Shared, cb.acc, red.outputs(), loc);
+    Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, loc);
+    std::vector<Stmt> out;
+    // Every element into shared memory at its row-major position.
+    for (int64_t r = 0; r < src.rounds(); ++r) {
+        Var v = makeVar("v", DType::Int32, loc);
+        Expr e = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, tid_, i32(V))), v));
+        Stmt s = store(stage, e, cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, i32(r * V), v)))), loc);
+        if (r >= full) s = IfThenElse::make(binary(BinaryOp::LT, e, i32(N)), s, nullptr, loc);
+        out.push_back(For::make(v, i32(0), i32(V), ForKind::Unrolled, 0, s, loc));
+    }
+    out.push_back(syncThreads(loc));
+    // Thread t reduces results t, t + T, ... serially.
+    int64_t extent = src.shape[op.dim], inner = 1;
+    for (size_t d = op.dim + 1; d < src.shape.size(); ++d) inner *= src.shape[d];
+    Var k = makeVar("k", DType::Int32, loc), j = makeVar("j", DType::Int32, loc);
+    Expr o = binary(BinaryOp::Add, binary(BinaryOp::Mul, k, i32(threads_)), tid_);
+    Expr e = binary(BinaryOp::Add,
+                    binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(inner)), i32(extent * inner)),
+                           binary(BinaryOp::Mul, j, i32(inner))),
+                    binary(BinaryOp::FloorMod, o, i32(inner)));
+    Stmt fold = For::make(j, i32(0), i32(extent), ForKind::Serial, 0,
+                          store(acc, i32(0), cb.combine(load(acc, i32(0)), load(stage, simplify(e))), loc), loc);
+    Stmt one = Seq::make({store(acc, i32(0), cb.identity(), loc), fold, store(bcast, o, load(acc, i32(0)), loc)}, loc);
+    int64_t perThread = (red.outputs() + threads_ - 1) / threads_;
+    out.push_back(For::make(k, i32(0), i32(perThread), ForKind::Serial, 0,
+                            IfThenElse::make(binary(BinaryOp::LT, o, i32(red.outputs())), one, nullptr, loc), loc));
+    out.push_back(syncThreads(loc));
+    Var oo = makeVar("o", DType::Int32, loc);
+    out.push_back(For::make(oo, i32(0), i32(red.outputs()), ForKind::Unrolled, 0, finish(oo, load(bcast, oo)), loc));
+    return Seq::make(std::move(out), loc);
+}
+
+} // namespace
+
+Program lowerReductions(const Program &p, const std::vector<KernelLayouts> &layouts) {
+    Program out;
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        KernelP k = withThreadIndex(p.kernels[i]);
+        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
+        LowerReduce m(layouts[i], *k);
+        Stmt body = m.mutate(k->body);
+        if (m.newAllocs.empty() && body == k->body) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body ? body : Seq::make({});
+        for (auto &b : m.newAllocs) nk->allocs.push_back(b);
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,190 @@
+/// \file
+/// T.copy / T.fill / region T.atomic_add to T.Parallel nests; loop kinds the later passes do not need
+/// (include/tilec/passes/LowerTileOps.h).
+#include "tilec/passes/LowerTileOps.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+bool containsGemm(const Stmt &s) {
+    struct Finder : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Gemm &) override { found = true; }
+    } f;
+    f.visit(s);
+    return f.found;
+}
+
+class TileOpsToLoops : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit TileOpsToLoops(DiagnosticEngine &d) : diag_(d) {}
+
+    Stmt visit(const std::shared_ptr<const Copy> &op) override {
+        auto loops = loopsFor({&op->src, &op->dst}, op->loc, "T.copy");
+        if (!loops) return nullptr;
+        Expr value = cast(op->dst.buffer->dtype, Load::make(op->src.buffer, indicesOf(op->src, *loops), op->loc), op->loc);
+        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const Fill> &op) override {
+        auto loops = loopsFor({&op->dst}, op->loc, "T.fill");
+        if (!loops) return nullptr;
+        Expr value = cast(op->dst.buffer->dtype, mutate(op->value), op->loc);
+        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
+        if (!op->src) return IRMutator::visit(op);
+        auto loops = loopsFor({&*op->src, &op->dst}, op->loc, "T.atomic_add");
+        if (!loops) return nullptr;
+        Expr value = cast(op->dst.buffer->dtype, Load::make(op->src->buffer, indicesOf(*op->src, *loops), op->loc), op->loc);
+        std::vector<Range> element;
+        for (auto &i : indicesOf(op->dst, *loops)) element.push_back({i, intImm(1)});
+        Region dst{op->dst.buffer, std::move(element), op->dst.loc};
+        return nest(*loops, AtomicAdd::make(dst, std::nullopt, value, op->loc), op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        diag_.error(op->loc, "T.gemm needs the tensor-core code generation, which is not implemented yet");
+        return nullptr;
+    }
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        Stmt body = mutate(op->body);
+        ForKind kind = op->forKind;
+        if (kind == ForKind::Vectorized) kind = ForKind::Unrolled;
+        if (kind == ForKind::Pipelined && !containsGemm(op->body)) kind = ForKind::Serial;
+        if (body == op->body && kind == op->forKind) return op;
+        if (!body) body = Seq::make({});
+        return For::make(op->var, op->min, op->extent, kind, kind == ForKind::Pipelined ? op->numStages : 0, body, op->loc);
+    }
+
+  private:
+    DiagnosticEngine &diag_;
+    int counter_ = 0;
+    const Region *primary_ = nullptr; ///< the whole-fragment region of the tile statement being lowered
+
+    struct Loop {
+        Var var;
+        int64_t extent;
+    };
+
+    static std::vector<int64_t> nonUnitExtents(const Region &r, bool &constant) {
+        std::vector<int64_t> out;
+        for (auto &range : r.ranges) {
+            auto c = constValue(range.extent);
+            if (!c) {
+                constant = false;
+                continue;
+            }
+            if (*c != 1) out.push_back(*c);
+        }
+        return out;
+    }
+
+    static std::string shapeText(const std::vector<int64_t> &v) {
+        std::string s = "(";
+        for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+        return s + (v.size() == 1 ? ",)" : ")");
+    }
+
+    /// A region covering a whole fragment: its loop keeps the fragment's unit dimensions, so the fragment
+    /// is indexed by exactly the loop's variables (what layout inference links on).
+    static bool wholeFragment(const Region &r) {
+        if (!r.buffer || r.buffer->scope != Scope::Fragment || r.ranges.size() != r.buffer->shape.size()) return false;
+        for (size_t d = 0; d < r.ranges.size(); ++d) {
+            if (constValue(r.ranges[d].min) != std::optional<int64_t>(0)) return false;
+            if (!provablyEqual(r.ranges[d].extent, r.buffer->shape[d])) return false;
+        }
+        return true;
+    }
+
+    /// The loops over the extents every region shares once unit extents are dropped; over a whole
+    /// fragment's full shape when one region is one (the destination preferred).
+    std::optional<std::vector<Loop>> loopsFor(std::vector<const Region *> regions, const SourceRange &loc,
+                                              const char *what) {
+        std::vector<int64_t> extents;
+        for (size_t i = 0; i < regions.size(); ++i) {
+            bool constant = true;
+            auto e = nonUnitExtents(*regions[i], constant);
+            if (!constant) {
+                diag_.error(regions[i]->loc.valid() ? regions[i]->loc : loc,
+                            std::string(what) + " region extents must be compile-time constants");
+                return std::nullopt;
+            }
+            if (i == 0) {
+                extents = e;
+            } else if (e != extents) {
+                diag_.error(loc, std::string(what) + " between regions of shapes " + shapeText(extents) + " and " +
+                                     shapeText(e) + " is not supported; the non-unit extents must agree in order");
+                return std::nullopt;
+            }
+        }
+        primary_ = nullptr;
+        for (size_t i = regions.size(); i-- > 0 && !primary_;)
+            if (wholeFragment(*regions[i])) primary_ = regions[i];
+        std::vector<Loop> loops;
+        if (primary_) {
+            for (auto &x : primary_->buffer->shape)
+                loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), *constValue(x)});
+        } else {
+            for (int64_t e : extents) loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), e});
+        }
+        return loops;
+    }
+
+    /// Per dimension of the region: its origin, plus the next loop variable for a non-unit extent (every
+    /// loop variable in order for the primary region).
+    std::vector<Expr> indicesOf(const Region &r, const std::vector<Loop> &loops) const {
+        std::vector<Expr> idx;
+        if (&r == primary_) {
+            for (auto &l : loops) idx.push_back(l.var);
+            return idx;
+        }
+        size_t k = 0;
+        auto nextNonUnit = [&]() -> const Var & {
+            while (k < loops.size() && loops[k].extent == 1 && primary_) ++k;
+            TILEC_ASSERT(k < loops.size(), "region has more non-unit extents than loops");
+            return loops[k++].var;
+        };
+        for (auto &range : r.ranges) {
+            auto c = constValue(range.extent);
+            if (c && *c == 1) {
+                idx.push_back(range.min);
+                continue;
+            }
+            const Var &v = nextNonUnit();
+            auto m = constValue(range.min);
+            idx.push_back(m && *m == 0 ? Expr(v) : simplify(binary(BinaryOp::Add, range.min, v)));
+        }
+        return idx;
+    }
+
+    static Stmt nest(const std::vector<Loop> &loops, Stmt body, const SourceRange &loc) {
+        for (size_t i = loops.size(); i-- > 0;)
+            body = For::make(loops[i].var, intImm(0), intImm(loops[i].extent), ForKind::Parallel, 0, body, loc);
+        return body;
+    }
+};
+
+} // namespace
+
+Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
+    Program out;
+    for (auto &k : p.kernels) {
+        TileOpsToLoops m(diag);
+        out.kernels.push_back(m.mutate(k));
+    }
+    return out;
+}
+
+} // namespace tilec::passes

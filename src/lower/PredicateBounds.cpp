@@ -1,0 +1,107 @@
+/// \file
+/// Bounds checks for global tensor accesses (include/tilec/passes/PredicateBounds.h).
+#include "tilec/passes/PredicateBounds.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr zeroOf(DType t) {
+    if (t.isFloat()) return floatImm(0.0, t);
+    return IntImm::make(t, 0);
+}
+
+class Predicate : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Predicate(const Kernel &k) : ranges_(kernelRanges(k)) {}
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        auto saved = ranges_;
+        addLoopRange(ranges_, *op);
+        const VarNode *savedLane = lane_;
+        int64_t savedWidth = laneWidth_;
+        if (op->forKind == ForKind::Vectorized) {
+            lane_ = op->var.get();
+            laneWidth_ = constInt(op->extent).value_or(1);
+        }
+        Stmt s = IRMutator::visit(op);
+        lane_ = savedLane;
+        laneWidth_ = savedWidth;
+        ranges_ = std::move(saved);
+        return s;
+    }
+
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto l = as<Load>(e);
+        Expr cond = inside(l->buffer, l->indices);
+        return cond ? select(cond, e, zeroOf(e->dtype), op->loc) : e;
+    }
+
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        Stmt s = IRMutator::visit(op);
+        auto st = as<Store>(s);
+        Expr cond = inside(st->buffer, st->indices);
+        return cond ? IfThenElse::make(cond, s, nullptr, op->loc) : s;
+    }
+
+    Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
+        Stmt s = IRMutator::visit(op);
+        auto a = as<AtomicAdd>(s);
+        std::vector<Expr> idx;
+        for (auto &r : a->dst.ranges) idx.push_back(r.min);
+        Expr cond = inside(a->dst.buffer, idx);
+        return cond ? IfThenElse::make(cond, s, nullptr, op->loc) : s;
+    }
+
+  private:
+    RangeMap ranges_;
+    const VarNode *lane_ = nullptr;
+    int64_t laneWidth_ = 1;
+
+    /// The condition for the indices to lie inside a global tensor; null when provably inside.
+    Expr inside(const Buffer &b, const std::vector<Expr> &indices) {
+        if (!b || b->scope != Scope::Global || indices.size() != b->shape.size()) return nullptr;
+        Expr cond;
+        auto conj = [&](Expr c) { cond = cond ? binary(BinaryOp::And, cond, c) : c; };
+        for (size_t d = 0; d < indices.size(); ++d) {
+            Expr idx = indices[d];
+            const Expr &extent = b->shape[d];
+            // A vector lane checked once for the whole vector (see the header).
+            if (lane_ && laneWidth_ > 1 && mentions(idx, lane_)) {
+                auto lin = linearIn(idx, lane_);
+                auto ext = constInt(extent);
+                if (lin && lin->second == 1 && ext && *ext % laneWidth_ == 0) {
+                    Expr base = lin->first ? lin->first : intImm(0, idx->dtype);
+                    if (knownMultiple(base) % laneWidth_ == 0) idx = base;
+                }
+            }
+            Interval iv = boundsOf(idx, ranges_);
+            if (!(iv.lo && *iv.lo >= 0)) conj(binary(BinaryOp::GE, idx, intImm(0, idx->dtype)));
+            Interval ev = boundsOf(extent, ranges_);
+            bool below = iv.hi && ev.lo && *iv.hi < *ev.lo;
+            if (!below) conj(binary(BinaryOp::LT, idx, extent));
+        }
+        return cond;
+    }
+};
+
+} // namespace
+
+Program predicateBounds(const Program &p) {
+    Program out;
+    for (auto &k : p.kernels) {
+        Predicate m(*k);
+        out.kernels.push_back(m.mutate(k));
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,246 @@
+/// \file
+/// Vector loads and stores from the lanes of vectorized loops (include/tilec/passes/VectorizeAccesses.h).
+#include "tilec/passes/VectorizeAccesses.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+
+#include <functional>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// Structural equality with variables and buffers by identity.
+bool same(const Expr &a, const Expr &b, int depth = 0) {
+    if (a == b) return true;
+    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || depth > kMaxIRDepth) return false;
+    switch (a->kind) {
+    case NodeKind::IntImm: return as<IntImm>(a)->value == as<IntImm>(b)->value;
+    case NodeKind::FloatImm: return as<FloatImm>(a)->value == as<FloatImm>(b)->value;
+    case NodeKind::Var: return false;
+    case NodeKind::Binary: {
+        auto x = as<Binary>(a), y = as<Binary>(b);
+        return x->op == y->op && same(x->a, y->a, depth + 1) && same(x->b, y->b, depth + 1);
+    }
+    case NodeKind::Unary: return as<Unary>(a)->op == as<Unary>(b)->op && same(as<Unary>(a)->a, as<Unary>(b)->a, depth + 1);
+    case NodeKind::Select: {
+        auto x = as<Select>(a), y = as<Select>(b);
+        return same(x->cond, y->cond, depth + 1) && same(x->t, y->t, depth + 1) && same(x->f, y->f, depth + 1);
+    }
+    case NodeKind::Cast: return same(as<Cast>(a)->value, as<Cast>(b)->value, depth + 1);
+    case NodeKind::Call: {
+        auto x = as<Call>(a), y = as<Call>(b);
+        if (x->name != y->name || x->args.size() != y->args.size()) return false;
+        for (size_t i = 0; i < x->args.size(); ++i)
+            if (!same(x->args[i], y->args[i], depth + 1)) return false;
+        return true;
+    }
+    case NodeKind::Load: {
+        auto x = as<Load>(a), y = as<Load>(b);
+        if (x->buffer != y->buffer || x->indices.size() != y->indices.size()) return false;
+        for (size_t i = 0; i < x->indices.size(); ++i)
+            if (!same(x->indices[i], y->indices[i], depth + 1)) return false;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+bool isZero(const Expr &e) {
+    if (auto f = as<FloatImm>(e)) return f->value == 0.0;
+    if (auto i = as<IntImm>(e)) return i->value == 0;
+    return false;
+}
+
+bool isMemory(const Buffer &b) { return b && (b->scope == Scope::Global || b->scope == Scope::Shared); }
+
+/// Variables bound inside a statement, and buffers it stores to.
+struct Inside : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const VarNode *> bound;
+    std::set<const BufferNode *> stored;
+    void visit(const For &op) override {
+        bound.insert(op.var.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const Store &op) override {
+        stored.insert(op.buffer.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const AtomicAdd &op) override {
+        stored.insert(op.dst.buffer.get());
+        IRVisitor::visit(op);
+    }
+};
+
+bool mentionsAny(const Expr &e, const std::set<const VarNode *> &vars) {
+    for (auto *v : vars)
+        if (mentions(e, v)) return true;
+    return false;
+}
+
+class Vectorizer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    std::vector<Buffer> temps;
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        Stmt s = IRMutator::visit(op);
+        auto f = as<For>(s);
+        if (!f || f->forKind != ForKind::Vectorized) return s;
+        auto width = constInt(f->extent);
+        if (!width || *width < 2) return plain(*f);
+        return vectorize(*f, *width);
+    }
+
+  private:
+    int counter_ = 0;
+
+    static Stmt plain(const For &f) { return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc); }
+
+    /// The base of `index` as `base + lane` with base aligned to `width`, or null.
+    static Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
+        auto lin = linearIn(index, lane);
+        if (!lin || lin->second != 1) return nullptr;
+        Expr base = lin->first ? lin->first : intImm(0, index->dtype);
+        return knownMultiple(base) % width == 0 ? base : nullptr;
+    }
+
+    struct Hoisted {
+        Expr original; ///< the load, or the select around it
+        Buffer temp;
+    };
+
+    Stmt vectorize(const For &f, int64_t width) {
+        const VarNode *lane = f.var.get();
+        Inside in;
+        in.visit(f.body);
+        in.bound.erase(lane);
+
+        // Loads to hoist: memory, aligned, checked independently of the lane, not stored to in the body.
+        std::vector<Hoisted> loads;
+        auto candidate = [&](const Expr &e) -> bool {
+            const Load *l = as<Load>(e);
+            Expr cond;
+            if (auto s = as<Select>(e)) {
+                if (!isZero(s->f)) return false;
+                l = as<Load>(s->t);
+                cond = s->cond;
+            }
+            if (!l || !isMemory(l->buffer) || l->indices.size() != 1 || in.stored.count(l->buffer.get())) return false;
+            if (cond && (mentions(cond, lane) || mentionsAny(cond, in.bound))) return false;
+            Expr base = alignedBase(l->indices[0], lane, width);
+            return base && !mentionsAny(base, in.bound) && !mentions(base, lane);
+        };
+        struct Replace : IRMutator {
+            using IRMutator::visit;
+            Vectorizer *self;
+            std::vector<Hoisted> *loads;
+            std::function<bool(const Expr &)> candidate;
+            const For *loop;
+            Expr hoist(const Expr &e) {
+                for (auto &h : *loads)
+                    if (same(h.original, e)) return Load::make(h.temp, {Expr(loop->var)});
+                Buffer t = self->temp(e->dtype, loop->extent, e->loc);
+                loads->push_back({e, t});
+                return Load::make(t, {Expr(loop->var)});
+            }
+            Expr visit(const std::shared_ptr<const Select> &op) override {
+                if (candidate(op)) return hoist(op);
+                return IRMutator::visit(op);
+            }
+            Expr visit(const std::shared_ptr<const Load> &op) override {
+                if (candidate(op)) return hoist(op);
+                return IRMutator::visit(op);
+            }
+        } rep;
+        rep.self = this;
+        rep.loads = &loads;
+        rep.candidate = candidate;
+        rep.loop = &f;
+        Stmt body = rep.mutate(f.body);
+
+        // Stores to sink: top-level statements of the body, optionally under a lane-free check.
+        std::vector<Stmt> stmts;
+        if (auto seq = as<Seq>(body)) stmts = seq->stmts;
+        else stmts.push_back(body);
+        std::vector<Stmt> sunk;
+        for (auto &s : stmts) {
+            Expr cond;
+            const Store *st = as<Store>(s);
+            if (auto i = as<IfThenElse>(s); i && !i->otherwise) {
+                st = as<Store>(i->then);
+                cond = i->cond;
+            }
+            if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
+            if (cond && (mentions(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            Expr base = alignedBase(st->indices[0], lane, width);
+            if (!base || mentionsAny(base, in.bound)) continue;
+            if (loadsOtherwise(body, st->buffer.get())) continue;
+            Buffer t = temp(st->value->dtype, f.extent, st->loc);
+            Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
+            if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
+            sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
+            s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
+        }
+        if (loads.empty() && sunk.empty()) return plain(f);
+
+        std::vector<Stmt> out;
+        for (auto &h : loads)
+            out.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0,
+                                    Store::make(h.temp, {Expr(f.var)}, h.original, f.loc), f.loc));
+        out.push_back(For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, Seq::make(stmts, f.loc), f.loc));
+        for (auto &s : sunk) out.push_back(s);
+        return Seq::make(std::move(out), f.loc);
+    }
+
+    /// Does the body still load `b` (after the hoisting) anywhere?
+    static bool loadsOtherwise(const Stmt &body, const BufferNode *b) {
+        struct F : IRVisitor {
+            using IRVisitor::visit;
+            const BufferNode *b;
+            bool found = false;
+            void visit(const Load &op) override {
+                found |= op.buffer.get() == b;
+                IRVisitor::visit(op);
+            }
+        } f;
+        f.b = b;
+        f.visit(body);
+        return f.found;
+    }
+
+  public:
+    Buffer temp(DType t, const Expr &extent, const SourceRange &loc) {
+        Buffer b = makeBuffer("vec" + std::to_string(counter_++), Scope::Local, t, {extent}, loc);
+        temps.push_back(b);
+        return b;
+    }
+};
+
+} // namespace
+
+Program vectorizeAccesses(const Program &p) {
+    Program out;
+    for (auto &k : p.kernels) {
+        Vectorizer v;
+        Stmt body = v.mutate(k->body);
+        if (body == k->body) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body;
+        for (auto &b : v.temps) nk->allocs.push_back(b);
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,30 @@
+// tilec device runtime: vector loads and stores of 1 to 16 bytes. The compiler only emits them for
+// addresses it has proven aligned to their size (the launcher checks tensor base pointers).
+#ifndef TILEC_STDLIB_MEMORY_CUH
+#define TILEC_STDLIB_MEMORY_CUH
+
+namespace tilec {
+
+template <int Bytes> struct vector_of;
+template <> struct vector_of<1> { using type = unsigned char; };
+template <> struct vector_of<2> { using type = unsigned short; };
+template <> struct vector_of<4> { using type = unsigned int; };
+template <> struct vector_of<8> { using type = uint2; };
+template <> struct vector_of<16> { using type = uint4; };
+
+template <int Bytes, class T> __device__ __forceinline__ void copy_vector(T *dst, const T *src) {
+    using V = typename vector_of<Bytes>::type;
+    *reinterpret_cast<V *>(dst) = *reinterpret_cast<const V *>(src);
+}
+
+// A load that reads nothing when `inside` is false and then yields zeros (tiles past a tensor's edge).
+template <int Bytes, class T> __device__ __forceinline__ void copy_vector_or_zero(T *dst, const T *src, bool inside) {
+    using V = typename vector_of<Bytes>::type;
+    V v{};
+    if (inside) v = *reinterpret_cast<const V *>(src);
+    *reinterpret_cast<V *>(dst) = v;
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_MEMORY_CUH
