@@ -3,7 +3,7 @@ import os
 import lit.formats
 
 config.name = "tilec"
-config.test_format = lit.formats.ShTest(execute_external=False)
+config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".tile", ".test"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
@@ -16,3 +16,6 @@ if config.nvcc and os.path.exists(config.nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", config.nvcc))
 config.environment["LC_ALL"] = "C"
+# `not`, `count` and FileCheck come from LLVM's tools; RUN lines run under bash (loops, $?, pipes).
+llvm_bin = os.path.dirname(config.filecheck)
+config.environment["PATH"] = os.pathsep.join([llvm_bin, os.environ.get("PATH", "")])
