@@ -111,7 +111,7 @@ param
     ;
 
 classdef  : 'class' NAME ('(' arglist? ')')? ':' block ;
-decorated : decorator+ (classdef | funcdef | async_stmt) ;
+decorated : decorator+ (classdef | funcdef | ASYNC funcdef) ;
 decorator : '@' namedexpr_test NEWLINE ;
 async_stmt: ASYNC (funcdef | with_stmt | for_stmt) ;
 

@@ -34,6 +34,10 @@ std::string headerType(DType t);
 /// float16, bfloat16, float8_e4m3, float8_e5m2: computed in float.
 bool isNarrowFloat(DType t);
 
+/// The name of a runtime function: `tilec_` symbols carry the prefix too, so every C symbol a file defines
+/// starts with it.
+inline std::string rt(const CodegenOptions &o, const char *name) { return o.prefix + "tilec_" + name; }
+
 /// `"examples/a.tile"` as a C string literal.
 std::string quoted(const std::string &s);
 
@@ -80,6 +84,13 @@ class ExprPrinter {
     std::string asFloat(const ir::Expr &e, int need);
     bool nonNegative(const ir::Expr &e);
 };
+
+/// The launch function's C parameters (shared by the header's declaration and the .cu's definition).
+struct Signature {
+    std::vector<std::string> names; ///< C parameter names, in order (tensors, scalars, dynamic sizes)
+    std::string text;               ///< `tilec_status NAME(...)`
+};
+Signature signature(const KernelInfo &info, NameTable &names);
 
 /// The device function of one kernel.
 std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag);

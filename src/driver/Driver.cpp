@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -268,7 +269,11 @@ int Compilation::run() {
             co.headerName = headerPath;
             co.prefix = opts_.prefix;
             co.targets = targets_;
+            setCurrentPhase("codegen");
+            auto t0 = std::chrono::steady_clock::now();
             GeneratedCode code = generateCode(lowered, co, diag_);
+            if (opts_.timePasses)
+                ctx.recordTime("codegen", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
             if (diag_.hasErrors()) return ExitInputError;
             if (wantCuda) emit(pathFor(".cu"), code.cuda);
             if (wantHeader) emit(headerPath, code.header);

@@ -97,7 +97,7 @@ ir::Expr Interp::toExpr(const Arg &a, const char *what) {
     case VK::Int: return ir::intImm(v.i, v.i >= INT32_MIN && v.i <= INT32_MAX ? DType::Int32 : DType::Int64, a.range);
     case VK::Bool: return ir::boolImm(v.b, a.range);
     case VK::Float: return ir::floatImm(v.f, DType::Float32, a.range);
-    case VK::Expr: return v.expr;
+    case VK::Expr:
     case VK::Access:
     case VK::Buffer: return impl(*this).runtimeExpr(v, a.range);
     case VK::Opaque: impl(*this).failOpaque(v, a.range);

@@ -69,8 +69,7 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
             if (a.value.is(VK::Poison)) return a.value;
         for (auto &a : args.kw)
             if (a.second.value.is(VK::Poison)) return a.second.value;
-        Value r = b.fn(*this, args);
-        return r;
+        return b.fn(*this, args);
     }
     case VK::DType: return callDType(*this, callee.dtype, args);
     case VK::Opaque: return makeOpaque(callee.s + "(...)", opaqueModule(callee));
@@ -86,8 +85,7 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
 std::shared_ptr<Env> InterpImpl::bindParams(const FunctionObj &f, CallArgs &args) {
     const ast::Stmt &def = *f.def;
     const std::string fname = def.name + "()";
-    auto env = std::make_shared<Env>();
-    env->parent = f.closure;
+    auto env = newEnv(f.closure);
     auto failHere = [&](const SourceRange &r, const std::string &msg) {
         failWithNote(r, msg, def.range, "'" + def.name + "' is defined here");
     };
@@ -126,7 +124,7 @@ std::shared_ptr<Env> InterpImpl::bindParams(const FunctionObj &f, CallArgs &args
         env->set(def.params[varArgs].name, Value::tuple(std::move(extra)));
         bound[varArgs] = true;
     }
-    auto kwDict = std::make_shared<DictObj>();
+    auto kwDict = newDict();
     for (auto &[name, arg] : args.kw) {
         size_t i = 0;
         for (; i < def.params.size(); ++i) {

@@ -6,6 +6,8 @@
 
 #include "tilec/IROperator.h"
 
+#include <algorithm>
+
 namespace tilec::eval {
 
 namespace {
@@ -80,7 +82,7 @@ Value InterpImpl::eval(const ast::Expr &e) {
         return e.kind == ast::ExprKind::Tuple ? Value::tuple(std::move(elts)) : Value::list(std::move(elts));
     }
     case ast::ExprKind::Dict: {
-        auto d = std::make_shared<DictObj>();
+        auto d = newDict();
         auto put = [&](const Value &k, const Value &v) {
             for (auto &kv : d->items)
                 if (auto eq = pyEquals(kv.first, k); eq && *eq) {
@@ -187,9 +189,50 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
     fail(e.range, msg);
 }
 
+int InterpImpl::heightOf(const ir::Expr &e, int depth) {
+    if (!e) return 0;
+    if (auto it = heights_.find(e.get()); it != heights_.end()) return it->second.second;
+    if (depth > kMaxExprHeight) return kMaxExprHeight + 1; // tall enough to refuse; stop recursing
+    int h = 0;
+    switch (e->kind) {
+    case ir::NodeKind::Binary:
+        h = std::max(heightOf(ir::as<ir::Binary>(e)->a, depth + 1), heightOf(ir::as<ir::Binary>(e)->b, depth + 1));
+        break;
+    case ir::NodeKind::Unary: h = heightOf(ir::as<ir::Unary>(e)->a, depth + 1); break;
+    case ir::NodeKind::Cast: h = heightOf(ir::as<ir::Cast>(e)->value, depth + 1); break;
+    case ir::NodeKind::Select: {
+        auto s = ir::as<ir::Select>(e);
+        h = std::max({heightOf(s->cond, depth + 1), heightOf(s->t, depth + 1), heightOf(s->f, depth + 1)});
+        break;
+    }
+    case ir::NodeKind::Call:
+        for (auto &a : ir::as<ir::Call>(e)->args) h = std::max(h, heightOf(a, depth + 1));
+        break;
+    case ir::NodeKind::Load:
+        for (auto &a : ir::as<ir::Load>(e)->indices) h = std::max(h, heightOf(a, depth + 1));
+        break;
+    default: return 1; // leaves are not worth remembering
+    }
+    ++h;
+    if (heightOrder_.size() >= 8192) {
+        heights_.erase(heightOrder_.front());
+        heightOrder_.pop_front();
+    }
+    heights_[e.get()] = {e, h};
+    heightOrder_.push_back(e.get());
+    return h;
+}
+
+const ir::Expr &InterpImpl::checkedHeight(const ir::Expr &e, const SourceRange &r) {
+    if (heightOf(e, 0) > kMaxExprHeight)
+        fail(r, "this run-time expression nests more than " + std::to_string(kMaxExprHeight) +
+                    " operations deep; store partial results in a buffer");
+    return e;
+}
+
 ir::Expr InterpImpl::runtimeExpr(const Value &v, const SourceRange &r, const ir::Expr &like) {
     switch (v.kind) {
-    case VK::Expr: return v.expr;
+    case VK::Expr: return checkedHeight(v.expr, r);
     case VK::Int:
         return ir::intImm(v.i, v.i >= INT32_MIN && v.i <= INT32_MAX ? DType::Int32 : DType::Int64, r);
     case VK::Bool: return ir::boolImm(v.b, r);

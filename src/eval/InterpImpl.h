@@ -3,19 +3,20 @@
 /// InterpStmt.cpp (statements), InterpAssign.cpp (assignment and unpacking), InterpExpr.cpp (expressions),
 /// InterpCall.cpp (calls, argument binding, attributes and methods), InterpTrace.cpp (@T.prim_func
 /// tracing: launch, loops, run-time if, stores), InterpModule.cpp (scopes, imports), Evaluate.cpp (the run:
-/// -D, exports, --export, --kernel); Python operators
-/// are in Operators.cpp and builtins in PyBuiltins.cpp.
+/// -D, exports, --export, --kernel); Python operators are in Operators.cpp and builtins in PyBuiltins.cpp.
 #pragma once
 
 #include "tilec/Frontend.h"
 #include "tilec/Interp.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,32 @@ struct OpaqueObj {
 /// Thrown once the step budget is spent: evaluation stops for good (not per statement).
 struct BudgetExhausted {};
 
+/// Owns a reference to every tuple, list, dict and scope made while an interpreter runs, so that none is
+/// ever freed by a recursive chain of destructors (`x = [x]` a million times would overflow the stack) and
+/// the reference cycles Python programs make (a closure stored in its own scope, a list that contains
+/// itself) are broken at the end. Unreferenced objects are emptied and freed one by one, newest first.
+class ObjectRegistry {
+  public:
+    ObjectRegistry();
+    ~ObjectRegistry();
+    ObjectRegistry(const ObjectRegistry &) = delete;
+    ObjectRegistry &operator=(const ObjectRegistry &) = delete;
+    void add(std::shared_ptr<void> obj, VK kind); ///< kind: Tuple, List, Dict, or Module for an Env
+    /// Frees every registered object, referenced or not (the interpreter is done).
+    void teardown();
+
+  private:
+    struct Entry {
+        std::shared_ptr<void> obj;
+        VK kind;
+    };
+    void sweep();
+    static void drain(Entry &e, std::vector<Value> &values, std::vector<std::shared_ptr<Env>> &envs);
+    std::vector<Entry> objs_;
+    size_t nextSweep_ = 4096;
+    ObjectRegistry *previous_;
+};
+
 // ---- Value helpers (Value.cpp) ----
 std::string opaqueModule(const Value &v);
 Value makeOpaque(std::string what, std::string module);
@@ -43,6 +70,9 @@ std::string floatRepr(double d); ///< Python's repr of a float
 std::string repr(const Value &v, int depth = 0);
 std::string str(const Value &v); ///< Python's str()
 uint64_t iterateLength(const RangeObj &r); ///< len(range(...)) (InterpExpr.cpp)
+/// A new dict / scope, known to the running interpreter's ObjectRegistry.
+std::shared_ptr<DictObj> newDict();
+std::shared_ptr<Env> newEnv(std::shared_ptr<Env> parent);
 
 // ---- names (Conversions.cpp) ----
 /// The candidate closest to `name` within edit distance 2 (and closer than the name's length), or "".
@@ -68,6 +98,7 @@ void addPyBuiltins(Env &env);
 class InterpImpl final : public Interp {
   public:
     InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag);
+    ~InterpImpl() override;
 
     DiagnosticEngine &diag() override { return diag_; }
     TraceState *trace() override { return traces_.empty() ? nullptr : traces_.back().get(); }
@@ -152,7 +183,13 @@ class InterpImpl final : public Interp {
     void execImport(const ast::Stmt &s);
     Value importModule(const std::string &dotted);
 
+    /// The expression, or an error when it nests deeper than later passes may recurse.
+    const ir::Expr &checkedHeight(const ir::Expr &e, const SourceRange &r);
+    int heightOf(const ir::Expr &e, int depth);
+    static constexpr int kMaxExprHeight = 1000;
+
     // ---- state ----
+    ObjectRegistry registry_; ///< first member: destroyed last, after the scopes it empties
     /// Per call (and one for the module): the enclosing compile-time loops ('L'), run-time loops ('R') and
     /// run-time ifs ('I'), innermost last, to reject break/continue/return that cannot be traced.
     struct CallFrame {
@@ -178,6 +215,9 @@ class InterpImpl final : public Interp {
     std::vector<std::string> moduleOrder_;
     std::map<std::string, SourceRange> moduleAssignLoc_;
     std::set<std::tuple<int, int, int, std::string>> reported_;
+    /// Heights of recently checked expressions (holding them), so chains built in a loop cost O(1) each.
+    std::unordered_map<const ir::ExprNode *, std::pair<ir::Expr, int>> heights_;
+    std::deque<const ir::ExprNode *> heightOrder_;
 
     /// Counts nesting of statements/expressions/calls and guards the native stack.
     struct Nest {

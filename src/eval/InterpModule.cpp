@@ -37,10 +37,9 @@ Value jitDecorator() {
 } // namespace
 
 InterpImpl::InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag) : opts_(opts), diag_(diag) {
-    builtins_ = std::make_shared<Env>();
+    builtins_ = newEnv(nullptr);
     addPyBuiltins(*builtins_);
-    module_ = std::make_shared<Env>();
-    module_->parent = builtins_;
+    module_ = newEnv(builtins_);
     module_->set("__name__", Value::str("__tilec__"));
     env_ = module_;
     // Half the stack the process may grow to, within [1 MiB, 64 MiB]: deep nesting becomes an error.
@@ -49,6 +48,11 @@ InterpImpl::InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag) : op
     if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) limit = (size_t)rl.rlim_cur;
     else if (rl.rlim_cur == RLIM_INFINITY) limit = 128u << 20;
     stackLimit_ = std::clamp<size_t>(limit / 2, 1u << 20, 64u << 20);
+}
+
+InterpImpl::~InterpImpl() {
+    // Empty every scope and container before the members go: no destructor chain recurses through them.
+    registry_.teardown();
 }
 
 Value InterpImpl::importModule(const std::string &dotted) {

@@ -121,8 +121,7 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     ts->kernel = k;
 
     int errors = diag_.errorCount();
-    auto env = std::make_shared<Env>();
-    env->parent = f.closure;
+    auto env = newEnv(f.closure);
     Restore<std::shared_ptr<Env>> scope(env_, env);
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
     Restore<std::string> name(assignName_, "");

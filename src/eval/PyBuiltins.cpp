@@ -249,7 +249,7 @@ void addPyBuiltins(Env &env) {
     });
     def(env, "dict", [](InterpImpl &in, CallArgs &a) {
         if (a.pos.size() > 1) in.fail(a.call, "dict() expects at most 1 positional argument");
-        auto d = std::make_shared<DictObj>();
+        auto d = newDict();
         auto put = [&](const Value &k, const Value &v) {
             for (auto &kv : d->items)
                 if (auto eq = pyEquals(kv.first, k); eq && *eq) {

@@ -5,6 +5,7 @@
 
 #include "tilec/IROperator.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -37,15 +38,110 @@ const char *typeName(VK k) {
     return "value";
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The object registry
+
+namespace {
+thread_local ObjectRegistry *g_registry = nullptr;
+void track(std::shared_ptr<void> obj, VK kind) {
+    if (g_registry) g_registry->add(std::move(obj), kind);
+}
+} // namespace
+
+ObjectRegistry::ObjectRegistry() : previous_(g_registry) { g_registry = this; }
+
+ObjectRegistry::~ObjectRegistry() {
+    teardown();
+    g_registry = previous_;
+}
+
+void ObjectRegistry::add(std::shared_ptr<void> obj, VK kind) {
+    objs_.push_back({std::move(obj), kind});
+    if (objs_.size() >= nextSweep_) {
+        sweep();
+        nextSweep_ = std::max<size_t>(4096, objs_.size() * 2);
+    }
+}
+
+void ObjectRegistry::drain(Entry &e, std::vector<Value> &values, std::vector<std::shared_ptr<Env>> &envs) {
+    auto take = [&](std::vector<Value> &v) {
+        for (auto &x : v) values.push_back(std::move(x));
+        v.clear();
+    };
+    switch (e.kind) {
+    case VK::Tuple: take(static_cast<TupleObj *>(e.obj.get())->elts); break;
+    case VK::List: take(static_cast<ListObj *>(e.obj.get())->elts); break;
+    case VK::Dict: {
+        auto &items = static_cast<DictObj *>(e.obj.get())->items;
+        for (auto &kv : items) {
+            values.push_back(std::move(kv.first));
+            values.push_back(std::move(kv.second));
+        }
+        items.clear();
+        break;
+    }
+    default: {
+        auto *env = static_cast<Env *>(e.obj.get());
+        for (auto &kv : env->vars) values.push_back(std::move(kv.second));
+        env->vars.clear();
+        if (env->parent) envs.push_back(std::move(env->parent));
+        break;
+    }
+    }
+}
+
+void ObjectRegistry::sweep() {
+    // Newest first: an unreferenced outer object releases its elements, which may leave the next (older)
+    // objects unreferenced in the same sweep. Every object freed here is already empty.
+    std::vector<Value> values;
+    std::vector<std::shared_ptr<Env>> envs;
+    for (size_t i = objs_.size(); i-- > 0;) {
+        Entry &e = objs_[i];
+        if (e.obj.use_count() != 1) continue;
+        drain(e, values, envs);
+        values.clear();
+        envs.clear();
+        e.obj.reset();
+    }
+    objs_.erase(std::remove_if(objs_.begin(), objs_.end(), [](const Entry &e) { return !e.obj; }), objs_.end());
+}
+
+void ObjectRegistry::teardown() {
+    std::vector<Value> values;
+    std::vector<std::shared_ptr<Env>> envs;
+    for (auto &e : objs_) drain(e, values, envs);
+    values.clear();
+    envs.clear();
+    objs_.clear();
+}
+
+std::shared_ptr<DictObj> newDict() {
+    auto d = std::make_shared<DictObj>();
+    track(d, VK::Dict);
+    return d;
+}
+
+std::shared_ptr<Env> newEnv(std::shared_ptr<Env> parent) {
+    auto e = std::make_shared<Env>();
+    e->parent = std::move(parent);
+    track(e, VK::Module);
+    return e;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Values
+
 Value Value::tuple(std::vector<Value> elts) {
     auto t = std::make_shared<TupleObj>();
     t->elts = std::move(elts);
+    track(t, VK::Tuple);
     return object(VK::Tuple, t);
 }
 
 Value Value::list(std::vector<Value> elts) {
     auto l = std::make_shared<ListObj>();
     l->elts = std::move(elts);
+    track(l, VK::List);
     return object(VK::List, l);
 }
 
@@ -105,10 +201,7 @@ std::optional<bool> pyEquals(const Value &a, const Value &b, int depth) {
         return t && *t == a.dtype;
     }
     if (a.is(VK::Str) && b.is(VK::DType)) return pyEquals(b, a, depth);
-    if (a.kind != b.kind) {
-        if ((a.is(VK::Tuple) && b.is(VK::List)) || (a.is(VK::List) && b.is(VK::Tuple))) return false;
-        return false;
-    }
+    if (a.kind != b.kind) return false; // (1,) != [1], as in Python
     switch (a.kind) {
     case VK::None: return true;
     case VK::Str: return a.s == b.s;

@@ -6,6 +6,7 @@
 #include "tilec/passes/Arith.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 
 #include <algorithm>
@@ -178,7 +179,39 @@ class Substitute : public IRMutator {
     const VarMap &map_;
 };
 
+class SimplifyIndices : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto l = as<Load>(e);
+        std::vector<Expr> idx;
+        bool changed = false;
+        for (auto &i : l->indices) {
+            idx.push_back(simplify(i));
+            changed |= idx.back() != i;
+        }
+        return changed ? Load::make(l->buffer, idx, l->loc) : e;
+    }
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        Stmt s = IRMutator::visit(op);
+        auto st = as<Store>(s);
+        std::vector<Expr> idx;
+        bool changed = false;
+        for (auto &i : st->indices) {
+            idx.push_back(simplify(i));
+            changed |= idx.back() != i;
+        }
+        return changed ? Store::make(st->buffer, idx, st->value, st->loc) : s;
+    }
+};
+
 } // namespace
+
+Stmt simplifyIndices(const Stmt &s) {
+    SimplifyIndices m;
+    return m.mutate(s);
+}
 
 int64_t gcd64(int64_t a, int64_t b) {
     a = a < 0 ? -a : a;

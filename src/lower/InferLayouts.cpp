@@ -87,6 +87,10 @@ class Collect : public IRVisitor {
         IRVisitor::visit(op);
     }
     void visit(const Reduce &op) override {
+        if (current_ >= 0) {
+            diag_.error(op.loc, "a reduction cannot be inside a T.Parallel loop: every thread takes part in it");
+            return;
+        }
         if (op.dst && op.dst->scope == Scope::Fragment) {
             Use u;
             u.buffer = op.dst.get();

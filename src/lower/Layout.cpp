@@ -75,7 +75,9 @@ std::vector<Expr> elementCoords(const Layout &l, const Expr &round, const Expr &
         const int64_t E = l.shape[i], s = stride;
         const bool outermost = i == 0;
         Expr c;
-        if (s % TV == 0) {
+        if (E == 1) {
+            c = i32(0);
+        } else if (s % TV == 0) {
             // Whole rounds per step of this coordinate: only the round matters.
             c = div(round, s / TV);
             if (!outermost) c = mod(c, E);

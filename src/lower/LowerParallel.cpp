@@ -149,7 +149,7 @@ class Lowerer : public IRMutator {
             for (size_t d = 0; d < vars.size(); ++d) m[vars[d].get()] = coords[d];
             m[round.get()] = r;
             if (V == 1) m[lane.get()] = i32(0);
-            Stmt s = substitute(inner, m);
+            Stmt s = simplifyIndices(substitute(inner, m));
             if (V > 1) s = For::make(lane, i32(0), i32(V), ForKind::Vectorized, 0, s, outer.loc);
             return s;
         };

@@ -264,7 +264,9 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     TILEC_ASSERT(dstL->second.kind == Layout::Replicated, "reduction into a distributed fragment");
     TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
     Combiner cb{op->reduceKind, accumulatorType(op->dst->dtype)};
-    Buffer srcReg = layouts_.registers.at(op->src.get()), dstReg = layouts_.registers.at(op->dst.get());
+    auto srcR = layouts_.registers.find(op->src.get()), dstR = layouts_.registers.find(op->dst.get());
+    TILEC_ASSERT(srcR != layouts_.registers.end() && dstR != layouts_.registers.end(), "reduction without register arrays");
+    Buffer srcReg = srcR->second, dstReg = dstR->second;
     DType dstT = op->dst->dtype;
     bool clear = op->clear;
     SourceRange loc = op->loc;
@@ -316,7 +318,23 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
         }
         return store(acc, i32(c), cb.combine(load(acc, i32(c)), x), loc);
     };
-    for (int64_t r = 0; r * V < (int64_t)p.slotClass.size(); ++r) {
+    // Every full round feeding one partial (rows), or lane v of every round feeding partial c0 + v
+    // (columns), is two loops.
+    const int64_t slots = (int64_t)p.slotClass.size();
+    bool single = full > 0, byLane = V > 1 && full > 0;
+    for (int64_t s = 0; s < full * V; ++s) single &= p.slotClass[s] == p.slotClass[0];
+    for (int64_t s = 0; s < full * V && byLane; ++s) byLane = p.slotClass[s] == p.slotClass[0] + s % V;
+    if (single && full > 1) byLane = false;
+    else single = false;
+    if (single || byLane) {
+        Var round = makeVar("r", DType::Int32, loc), lane = makeVar("v", DType::Int32, loc);
+        Expr c = single ? i32(p.slotClass[0]) : simplify(binary(BinaryOp::Add, i32(p.slotClass[0]), lane));
+        Expr x = cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round, i32(V)), lane))));
+        Stmt body = store(acc, c, cb.combine(load(acc, c), x), loc);
+        body = For::make(lane, i32(0), i32(V), ForKind::Unrolled, 0, body, loc);
+        out.push_back(For::make(round, i32(0), i32(full), ForKind::Unrolled, 0, body, loc));
+    }
+    for (int64_t r = single || byLane ? full : 0; r * V < slots; ++r) {
         int c0 = p.slotClass[r * V];
         bool uniform = V > 1;
         for (int64_t v = 1; v < V; ++v) uniform &= p.slotClass[r * V + v] == c0;

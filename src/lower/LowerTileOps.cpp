@@ -32,14 +32,16 @@ class TileOpsToLoops : public IRMutator {
         auto loops = loopsFor({&op->src, &op->dst}, op->loc, "T.copy");
         if (!loops) return nullptr;
         Expr value = cast(op->dst.buffer->dtype, Load::make(op->src.buffer, indicesOf(op->src, *loops), op->loc), op->loc);
-        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc);
+        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc,
+                    perThread({&op->src, &op->dst}));
     }
 
     Stmt visit(const std::shared_ptr<const Fill> &op) override {
         auto loops = loopsFor({&op->dst}, op->loc, "T.fill");
         if (!loops) return nullptr;
         Expr value = cast(op->dst.buffer->dtype, mutate(op->value), op->loc);
-        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc);
+        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc,
+                    perThread({&op->dst}));
     }
 
     Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
@@ -51,6 +53,33 @@ class TileOpsToLoops : public IRMutator {
         for (auto &i : indicesOf(op->dst, *loops)) element.push_back({i, intImm(1)});
         Region dst{op->dst.buffer, std::move(element), op->dst.loc};
         return nest(*loops, AtomicAdd::make(dst, std::nullopt, value, op->loc), op->loc);
+    }
+
+    /// Reductions work on fragments; a shared source or destination goes through a fragment copy of it.
+    Stmt visit(const std::shared_ptr<const Reduce> &op) override {
+        bool srcShared = op->src->scope == Scope::Shared, dstShared = op->dst->scope == Scope::Shared;
+        if (!srcShared && !dstShared) return op;
+        std::vector<Stmt> out;
+        Buffer src = op->src, dst = op->dst;
+        auto staged = [&](const Buffer &b) {
+            Buffer f = makeBuffer(b->name + "_frag", Scope::Fragment, b->dtype, b->shape, b->loc);
+            newAllocs.push_back(f);
+            return f;
+        };
+        auto copy = [&](const Buffer &from, const Buffer &to) {
+            return mutate(Copy::make(Region::whole(from, op->loc), Region::whole(to, op->loc), op->loc));
+        };
+        if (srcShared) {
+            src = staged(op->src);
+            out.push_back(copy(op->src, src));
+        }
+        if (dstShared) {
+            dst = staged(op->dst);
+            if (!op->clear) out.push_back(copy(op->dst, dst));
+        }
+        out.push_back(Reduce::make(op->reduceKind, src, dst, op->dim, op->clear, op->loc));
+        if (dstShared) out.push_back(copy(dst, op->dst));
+        return Seq::make(std::move(out), op->loc);
     }
 
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
@@ -67,6 +96,8 @@ class TileOpsToLoops : public IRMutator {
         if (!body) body = Seq::make({});
         return For::make(op->var, op->min, op->extent, kind, kind == ForKind::Pipelined ? op->numStages : 0, body, op->loc);
     }
+
+    std::vector<Buffer> newAllocs; ///< fragments made for reductions of shared buffers
 
   private:
     DiagnosticEngine &diag_;
@@ -169,9 +200,17 @@ class TileOpsToLoops : public IRMutator {
         return idx;
     }
 
-    static Stmt nest(const std::vector<Loop> &loops, Stmt body, const SourceRange &loc) {
-        for (size_t i = loops.size(); i-- > 0;)
-            body = For::make(loops[i].var, intImm(0), intImm(loops[i].extent), ForKind::Parallel, 0, body, loc);
+    /// A copy or fill involving a thread's own buffer (alloc_local, alloc_var) is done by each thread for
+    /// itself rather than shared out among the threads.
+    static bool perThread(std::vector<const Region *> regions) {
+        for (auto *r : regions)
+            if (r->buffer && (r->buffer->scope == Scope::Local || r->buffer->scope == Scope::Var)) return true;
+        return false;
+    }
+
+    static Stmt nest(const std::vector<Loop> &loops, Stmt body, const SourceRange &loc, bool perThread = false) {
+        ForKind k = perThread ? ForKind::Unrolled : ForKind::Parallel;
+        for (size_t i = loops.size(); i-- > 0;) body = For::make(loops[i].var, intImm(0), intImm(loops[i].extent), k, 0, body, loc);
         return body;
     }
 };
@@ -182,7 +221,13 @@ Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
         TileOpsToLoops m(diag);
-        out.kernels.push_back(m.mutate(k));
+        KernelP nk = m.mutate(k);
+        if (!m.newAllocs.empty()) {
+            auto copy = std::make_shared<Kernel>(*nk);
+            for (auto &b : m.newAllocs) copy->allocs.push_back(b);
+            nk = copy;
+        }
+        out.kernels.push_back(nk);
     }
     return out;
 }

@@ -153,11 +153,30 @@ class Vectorizer : public IRMutator {
             }
             Expr visit(const std::shared_ptr<const Select> &op) override {
                 if (candidate(op)) return hoist(op);
-                return IRMutator::visit(op);
+                // A load under a bounds check that depends on the lane stays a checked scalar load: hoisted
+                // alone, it would read past the tensor's end.
+                if (as<Load>(op->t) && isZero(op->f)) {
+                    Expr c = mutate(op->cond);
+                    return c == op->cond ? Expr(op) : Select::make(c, op->t, op->f, op->loc);
+                }
+                ++conditions;
+                Expr e = IRMutator::visit(op);
+                --conditions;
+                return e;
             }
             Expr visit(const std::shared_ptr<const Load> &op) override {
-                if (candidate(op)) return hoist(op);
+                // Global loads are safe anywhere (checked or proven inside the tensor); a shared load under a
+                // condition may be guarded by it, so it stays where it is.
+                bool guarded = conditions > 0 && op->buffer->scope == Scope::Shared;
+                if (!guarded && candidate(op)) return hoist(op);
                 return IRMutator::visit(op);
+            }
+            int conditions = 0;
+            Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+                ++conditions;
+                Stmt s = IRMutator::visit(op);
+                --conditions;
+                return s;
             }
         } rep;
         rep.self = this;

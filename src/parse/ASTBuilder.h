@@ -54,6 +54,7 @@ template <class C> C *ruleAs(antlr4::tree::ParseTree *t) {
 struct TooDeep {
     SourceRange range;
     size_t offset;
+    const char *message = "expression is too deeply nested";
 };
 
 class Builder {
@@ -158,6 +159,7 @@ double parseFloat(std::string_view text);
 /// One string token, decoded.
 struct StringPiece {
     bool isBytes = false, isFormat = false;
+    bool namedEscape = false; ///< has a \N{...} escape (its value needs Unicode's name table: not decoded)
     std::string value; ///< decoded (raw strings: the text as written, with "\r\n" made "\n")
 };
 /// Decodes a STRING token. On an invalid escape returns false with `err` and `errPos` (byte offset of

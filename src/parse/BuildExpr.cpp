@@ -4,12 +4,13 @@
 /// constructs evaluation does not support become `Unsupported` nodes naming them.
 #include "parse/ASTBuilder.h"
 
+#include <unordered_set>
+
 namespace tilec::parse {
 
 using antlr4::ParserRuleContext;
 using antlr4::Token;
 using antlr4::tree::ParseTree;
-using antlr4::tree::TerminalNode;
 using ast::BinOpKind;
 using ast::CmpOpKind;
 using ast::ExprKind;
@@ -263,7 +264,7 @@ MExpr Builder::number(Token *t) {
 MExpr Builder::strings(TP::ExprContext *c) {
     SourceRange r = range(c);
     std::string value;
-    bool anyFormat = false, anyBytes = false, anyText = false;
+    bool anyFormat = false, anyBytes = false, anyText = false, anyNamed = false;
     for (ParseTree *p : c->children) {
         StringPiece piece;
         std::string err;
@@ -274,12 +275,14 @@ MExpr Builder::strings(TP::ExprContext *c) {
             error(src_.range(at, at + 2), err);
         }
         anyFormat |= piece.isFormat;
+        anyNamed |= piece.namedEscape;
         (piece.isBytes ? anyBytes : anyText) = true;
         value += piece.value;
     }
     if (anyBytes && anyText) error(r, "cannot mix bytes and nonbytes literals");
     if (anyFormat) return unsupported(r, "f-string");
     if (anyBytes) return unsupported(r, "bytes literal");
+    if (anyNamed) return unsupported(r, "\\N{...} escape");
     auto e = ast::Expr::make(ExprKind::Str, r);
     e->str = std::move(value);
     return e;
@@ -379,6 +382,7 @@ MExpr Builder::arguments(MExpr callee, TP::ArglistContext *c, const SourceRange 
     if (!c) return call;
     auto args = c->argument();
     bool sawKeyword = false, sawKwUnpack = false;
+    std::unordered_set<std::string> seen;
     for (auto *a : args) {
         SourceRange ar = range(a);
         size_t first = terminalType(a->children[0]);
@@ -400,8 +404,7 @@ MExpr Builder::arguments(MExpr callee, TP::ArglistContext *c, const SourceRange 
                 error(name->range, "expression cannot contain assignment, perhaps you meant \"==\"?");
                 continue;
             }
-            for (const ast::Keyword &k : call->keywords)
-                if (k.name == name->str) error(ar, "keyword argument repeated: " + name->str);
+            if (!seen.insert(name->str).second) error(ar, "keyword argument repeated: " + name->str);
             call->keywords.push_back({name->str, test(a->test(1)), ar});
             sawKeyword = true;
             continue;

@@ -10,14 +10,11 @@
 namespace tilec::parse {
 
 using antlr4::ParserRuleContext;
-using antlr4::Token;
 using antlr4::tree::ParseTree;
-using antlr4::tree::TerminalNode;
 using ast::ExprKind;
 using ast::StmtKind;
 
 namespace {
-
 
 ast::BinOpKind augOpOf(size_t type) {
     switch (type) {
@@ -255,7 +252,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
         std::vector<ast::ExprP> decos;
         for (auto *x : d->decorator()) decos.push_back(namedexpr(x->namedexpr_test()));
         MStmt s;
-        if (auto *f = d->funcdef()) {
+        if (auto *f = d->funcdef(); f && !d->ASYNC()) {
             s = funcDef(f, std::move(decos));
         } else if (auto *k = d->classdef()) {
             Scope scope(*this, 0, 0);
@@ -263,10 +260,11 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
             s = unsupportedStmt(k, "class");
         } else {
             Scope scope(*this, funcDepth + 1, 0);
-            ignoredBlocks(d->async_stmt()->funcdef() ? (ParserRuleContext *)d->async_stmt()->funcdef() : d->async_stmt());
-            s = unsupportedStmt(d->async_stmt(), "async def");
+            ignoredBlocks(d->funcdef());
+            s = unsupportedStmt(d, "async def");
+            // From `async`, past the decorators, as for the other definitions (Python's ranges).
+            s->range = SourceRange::span(range(d->ASYNC()), range(d->funcdef()));
         }
-        s->range = range(d);
         return s;
     }
     case TP::RuleAsync_stmt: {
@@ -297,7 +295,10 @@ MStmt Builder::ifStmt(TP::If_stmtContext *c) {
     block(c->block(), s->body);
     // elif chains nest: each `elif` is an If alone in the orelse of the one before.
     ast::Body *orelse = &s->orelse;
+    int chain = 0;
     for (auto *e : c->elif_clause()) {
+        if (++chain > kMaxElifChain)
+            throw TooDeep{range(e->ELIF()), src_.tokenBegin(e->getStart()), "too many 'elif' clauses in one 'if' statement"};
         SourceRange r = SourceRange::span(range(e), range(c));
         auto inner = ast::Stmt::make(StmtKind::If, r);
         inner->value = namedexpr(e->namedexpr_test());
@@ -397,7 +398,6 @@ void Builder::params(TP::ParametersContext *c, std::vector<ast::Param> &out) {
         } else if (sawDefault) {
             error(r, "non-default argument follows default argument");
         }
-        if (prm.kind == ast::Param::VarArgs || prm.kind == ast::Param::VarKw) bareStar = false;
         prm.name = std::string(text(p->NAME()));
         if (!names.insert(prm.name).second)
             error(range(p->NAME()), "duplicate argument '" + prm.name + "' in function definition");
@@ -410,11 +410,12 @@ void Builder::params(TP::ParametersContext *c, std::vector<ast::Param> &out) {
 
 namespace {
 
-template <class F> auto guarded(SyntaxErrors &errs, const SourceText &src, F &&f) -> decltype(f()) {
+/// Runs the builder; nesting beyond its limits becomes an error instead of a stack overflow.
+template <class F> auto guarded(SyntaxErrors &errs, F &&f) -> decltype(f()) {
     try {
         return f();
     } catch (const TooDeep &d) {
-        errs.add(SyntaxError::Fatal, d.offset, d.range, "expression is too deeply nested");
+        errs.add(SyntaxError::Fatal, d.offset, d.range, d.message);
         return {};
     }
 }
@@ -426,7 +427,7 @@ ast::Module buildModule(TP::File_inputContext *ctx, antlr4::TokenStream &tokens,
     ast::Module m;
     m.file = src.file();
     Builder b(tokens, src, errs);
-    guarded(errs, src, [&]() -> int {
+    guarded(errs, [&]() -> int {
         for (auto *s : ctx->stmt()) b.stmt(s, m.body);
         return 0;
     });
@@ -436,7 +437,7 @@ ast::Module buildModule(TP::File_inputContext *ctx, antlr4::TokenStream &tokens,
 ast::ExprP buildExpression(TP::Eval_inputContext *ctx, antlr4::TokenStream &tokens, const SourceText &src,
                            SyntaxErrors &errs) {
     Builder b(tokens, src, errs);
-    return guarded(errs, src, [&]() -> ast::ExprP {
+    return guarded(errs, [&]() -> ast::ExprP {
         MExpr e = b.commaList(ctx->testlist_star_expr());
         if (e->kind == ExprKind::Starred) b.error(e->range, "cannot use starred expression here");
         return e;

@@ -36,6 +36,7 @@ std::string invalidCharacter(char32_t cp, std::string_view text) {
         std::snprintf(buf, sizeof buf, "invalid non-printable character U+%04X", (unsigned)cp);
         return buf;
     }
+    if (cp == '!') return "invalid character '!' (use 'not' for logical negation)";
     if (cp < 0x80) return "invalid character '" + std::string(text) + "'";
     std::snprintf(buf, sizeof buf, "' (U+%04X)", (unsigned)cp);
     return "invalid character '" + std::string(text) + buf;

@@ -107,6 +107,11 @@ bool decodeString(std::string_view tok, StringPiece &out, std::string &err, size
             ++k;
             continue;
         }
+        if (out.isBytes && (unsigned char)c >= 0x80) {
+            err = "bytes can only contain ASCII literal characters";
+            errPos = k;
+            return false;
+        }
         if (c != '\\' || raw || out.isFormat) {
             // f-strings are not decoded: evaluation rejects them, and their braces need a parser of their own.
             v += c;
@@ -172,11 +177,7 @@ bool decodeString(std::string_view tok, StringPiece &out, std::string &err, size
             break;
         }
         case 'N':
-            if (!out.isBytes) {
-                err = "\\N{...} escapes are not supported";
-                errPos = at;
-                return false;
-            }
+            if (!out.isBytes) out.namedEscape = true;
             [[fallthrough]];
         default: // unknown escapes stay as written
             v += '\\';

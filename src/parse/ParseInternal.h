@@ -27,6 +27,8 @@ constexpr int kMaxIndentDepth = 100;
 /// Deepest expression nesting the builder produces (covers long operator chains, which the parser handles
 /// in a loop but which become left-nested trees).
 constexpr int kMaxExprDepth = 1000;
+/// Longest `elif` chain: each `elif` nests one If deeper in the tree.
+constexpr int kMaxElifChain = 1000;
 /// Stack the parser and the builder may use below their entry point before they give up with an error.
 constexpr size_t kStackBudget = 3u << 20;
 
@@ -54,7 +56,6 @@ class SyntaxErrors {
     void add(SyntaxError::Kind k, size_t offset, const SourceRange &r, std::string msg, bool atEof = false);
     bool empty() const { return errors_.empty(); }
     size_t size() const { return errors_.size(); }
-    bool hasFatal() const;
     /// Whether an error was recorded at a byte offset in [from, to).
     bool anyIn(size_t from, size_t to) const;
     /// Reports the kept errors through `diag` (which may throw TooManyErrors).
@@ -155,13 +156,22 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
     void reportFailedPredicate(antlr4::Parser *p, const antlr4::FailedPredicateException &e) override;
     void reportUnwantedToken(antlr4::Parser *p) override;
     void reportMissingToken(antlr4::Parser *p) override;
+    antlr4::misc::IntervalSet getErrorRecoverySet(antlr4::Parser *p) override;
 
   private:
     void report(antlr4::Parser *p, antlr4::Token *offending, const antlr4::misc::IntervalSet &expected,
                 bool missing);
     const SourceText &src_;
     SyntaxErrors &errs_;
+    size_t reported_ = 0;
 };
+
+/// Raw parser errors after which the error-recovering parse stops: the first ones are what a user reads
+/// (the diagnostics stop at --error-limit anyway), and recovery on garbage costs time for each error.
+constexpr size_t kMaxParseErrors = 100;
+
+/// Thrown by SyntaxErrorStrategy after kMaxParseErrors errors.
+struct EnoughErrors {};
 
 /// Thrown by GuardedParser when the parse nests too deep for the stack budget.
 struct NestingTooDeep {

@@ -39,6 +39,8 @@ Ctx *runParser(GuardedParser &parser, antlr4::CommonTokenStream &tokens, const S
     try {
         Ctx *tree = (parser.*rule)();
         if (errs.size() == before) return tree;
+    } catch (const EnoughErrors &) {
+        // The errors so far are reported; the rest of the file is not worth the recovery time.
     } catch (const NestingTooDeep &d) {
         antlr4::Token *t = tokens.get(std::min(d.tokenIndex, tokens.size() - 1));
         errs.add(SyntaxError::Fatal, src.tokenBegin(t), src.tokenRange(t), "expression is too deeply nested");

@@ -26,10 +26,6 @@ bool SyntaxErrors::anyIn(size_t from, size_t to) const {
     return std::any_of(errors_.begin(), errors_.end(), [&](const SyntaxError &e) { return e.offset >= from && e.offset < to; });
 }
 
-bool SyntaxErrors::hasFatal() const {
-    return std::any_of(errors_.begin(), errors_.end(), [](const SyntaxError &e) { return e.kind == SyntaxError::Fatal; });
-}
-
 void SyntaxErrors::flush(DiagnosticEngine &diag) {
     std::vector<SyntaxError> all = std::move(errors_);
     errors_.clear();
@@ -92,8 +88,7 @@ bool endsExpression(size_t t) {
     }
 }
 
-/// Synthesized and end-of-input tokens have no text of their own: errors on them point just after the
-/// token before.
+/// Synthesized and end-of-input tokens have no text of their own.
 bool pointsAfterPrevious(const Token *t) {
     size_t ty = t->getType();
     return ty == Token::EOF || ty == TileParser::NEWLINE || ty == TileParser::DEDENT;
@@ -246,85 +241,126 @@ void SyntaxErrorStrategy::reportMissingToken(Parser *p) {
     report(p, p->getCurrentToken(), getExpectedTokens(p), true);
 }
 
-void SyntaxErrorStrategy::report(Parser *p, Token *off, const IntervalSet &expected, bool missing) {
-    if (!off) off = p->getCurrentToken();
-    auto *tokens = p->getTokenStream();
-    size_t idx = off->getTokenIndex();
-    Token *prev = nullptr;
-    if (idx != INVALID_INDEX && idx > 0) {
-        // Skip synthesized tokens: "after the previous token" means after real text.
-        for (size_t i = idx; i-- > 0;) {
-            Token *t = tokens->get(i);
-            size_t ty = t->getType();
-            if (ty != TileParser::INDENT && ty != TileParser::DEDENT && ty != TileParser::NEWLINE) {
-                prev = t;
-                break;
-            }
-        }
-    }
-    size_t type = off->getType();
-    size_t offBegin = src_.tokenBegin(off);
-    size_t at = offBegin;
-    SourceRange where = src_.tokenRange(off);
-    if (pointsAfterPrevious(off) && prev) {
-        at = src_.tokenEnd(prev);
-        where = src_.range(at, at);
-    }
-    bool atEof = type == Token::EOF || (type == TileParser::DEDENT && offBegin >= src_.bytes().size());
-    if (type == TileParser::DEDENT || type == TileParser::NEWLINE) {
-        // Trailing DEDENTs and the last NEWLINE are synthesized at the end of the last token.
-        size_t next = idx + 1;
-        while (next < tokens->size() && tokens->get(next)->getType() == TileParser::DEDENT) ++next;
-        if (next < tokens->size() && tokens->get(next)->getType() == Token::EOF) atEof = true;
-    }
-    ParserRuleContext *ctx = p->getContext();
-    std::string msg;
-    auto afterPrev = [&] {
-        if (!prev) return;
-        at = src_.tokenEnd(prev);
-        where = src_.range(at, at);
-    };
+namespace {
 
-    if (type == TileParser::INDENT) {
+/// What one syntax error is about, gathered once for the message rules below.
+struct Offense {
+    Parser *parser;
+    antlr4::TokenStream *tokens;
+    ParserRuleContext *ctx;
+    Token *tok;           ///< the offending token
+    Token *prev;          ///< the last real (not synthesized) token before it, or null
+    size_t type;          ///< tok's type
+    size_t begin;         ///< tok's byte offset
+    const IntervalSet &expected;
+    bool missing;         ///< ANTLR would insert one expected token here
+    bool expects(size_t t) const { return expected.contains(t); }
+};
+
+/// The real token before `idx` (synthesized INDENT/DEDENT/NEWLINE have no text to point after).
+Token *previousReal(antlr4::TokenStream *tokens, size_t idx) {
+    if (idx == INVALID_INDEX) return nullptr;
+    for (size_t i = idx; i-- > 0;) {
+        Token *t = tokens->get(i);
+        size_t ty = t->getType();
+        if (ty != TileParser::INDENT && ty != TileParser::DEDENT && ty != TileParser::NEWLINE) return t;
+    }
+    return nullptr;
+}
+
+/// Whether only DEDENTs separate token `idx` from the end of the file.
+bool atEndOfFile(antlr4::TokenStream *tokens, size_t idx, size_t type) {
+    if (type == Token::EOF) return true;
+    if (idx == INVALID_INDEX || (type != TileParser::DEDENT && type != TileParser::NEWLINE)) return false;
+    size_t next = idx + 1;
+    while (next < tokens->size() && tokens->get(next)->getType() == TileParser::DEDENT) ++next;
+    return next < tokens->size() && tokens->get(next)->getType() == Token::EOF;
+}
+
+enum class Place { AtToken, AfterPrevious, FromPrevious };
+
+/// Picks the message for an offense, from the most specific rule to the generic "unexpected X".
+/// `place` says where the caret goes.
+std::string messageFor(const Offense &o, const SourceText &src, Place &place) {
+    size_t type = o.type, rule = o.ctx->getRuleIndex();
+    if (o.expects(TileParser::INDENT)) return "expected an indented block" + blockOwner(o.ctx, src);
+    if (type == TileParser::ASSIGN && (o.expects(TileParser::EQ) || rule == TileParser::RuleIf_stmt ||
+                                       rule == TileParser::RuleElif_clause || rule == TileParser::RuleWhile_stmt))
+        return "invalid syntax: maybe you meant '==' or ':=' instead of '='?";
+    if (o.expects(TileParser::COLON) &&
+        (o.missing || type == TileParser::NEWLINE || type == Token::EOF || o.expected.size() == 1)) {
+        place = Place::AfterPrevious;
+        std::string msg = "expected ':'" + colonContext(o.ctx);
+        if (type == TileParser::IF && rule == TileParser::RuleElse_clause) msg += " (did you mean 'elif'?)";
+        return msg;
+    }
+    if ((type == TileParser::AND_OP || type == TileParser::OR_OP) && o.prev && o.prev->getType() == type &&
+        src.tokenEnd(o.prev) == o.begin) {
+        // C's `&&` and `||` lex as two bitwise operators.
+        place = Place::FromPrevious;
+        return type == TileParser::AND_OP ? "invalid syntax: use 'and' instead of '&&'"
+                                          : "invalid syntax: use 'or' instead of '||'";
+    }
+    if (o.expects(TileParser::ELSE) && rule == TileParser::RuleTest) {
+        place = Place::AfterPrevious;
+        return "expected 'else' after 'if' expression";
+    }
+    if (o.expects(TileParser::EXCEPT) && o.expects(TileParser::FINALLY)) return "expected 'except' or 'finally' block";
+    if (hasRule(o.ctx, TileParser::RuleDecorated) && o.expects(TileParser::DEF))
+        return "expected a function or class definition after decorator";
+    std::string found = type == TileParser::NEWLINE || type == Token::EOF ? "" : ", found " + describeToken(o.tok, src);
+    bool name = o.expects(TileParser::NAME), expression = name && o.expects(TileParser::INTEGER);
+    if (isKeyword(type) && name && !expression) return describeToken(o.tok, src) + " is a keyword and cannot be used as a name";
+    if (name && !expression && !startsExpression(type)) return "expected a name" + found;
+    if (expression && !startsExpression(type) && !isKeyword(type)) return "expected an expression" + found;
+    if (startsExpression(type) && o.prev && endsExpression(o.prev->getType()) && insideBrackets(o.ctx))
+        return "invalid syntax: perhaps you forgot a comma?";
+    if (startsExpression(type) && o.prev && o.prev->getType() == TileParser::NAME && src.tokenText(o.prev) == "print" &&
+        startsStatement(o.tokens, o.prev))
+        return "missing parentheses in call to 'print'; did you mean print(...)?";
+    if (type == Token::EOF) return "unexpected end of file";
+    return "invalid syntax: unexpected " + describeToken(o.tok, src);
+}
+
+} // namespace
+
+/// ANTLR's recovery set is the union of the follow sets of every rule being parsed, recomputed on each
+/// error: on garbage input that dominates the parse time. Panic mode to the tokens that end a statement or
+/// a bracketed part recovers as well for the one error per line that is shown.
+IntervalSet SyntaxErrorStrategy::getErrorRecoverySet(Parser *) {
+    IntervalSet set;
+    for (size_t t : {size_t(TileParser::NEWLINE), size_t(TileParser::INDENT), size_t(TileParser::DEDENT),
+                     size_t(TileParser::CLOSE_PAREN), size_t(TileParser::CLOSE_BRACK), size_t(TileParser::CLOSE_BRACE),
+                     size_t(TileParser::COLON), size_t(TileParser::COMMA), size_t(TileParser::SEMI), size_t(Token::EOF)})
+        set.add(ssize_t(t));
+    return set;
+}
+
+void SyntaxErrorStrategy::report(Parser *p, Token *off, const IntervalSet &expected, bool missing) {
+    if (++reported_ > kMaxParseErrors) throw EnoughErrors{};
+    if (!off) off = p->getCurrentToken();
+    antlr4::TokenStream *tokens = p->getTokenStream();
+    size_t idx = off->getTokenIndex();
+    Offense o{p, tokens, p->getContext(), off, previousReal(tokens, idx), off->getType(), src_.tokenBegin(off),
+              expected, missing};
+    bool atEof = atEndOfFile(tokens, idx, o.type);
+    if (o.type == TileParser::INDENT) {
         // After an error in a block's header the parser did not see the block start: its indent is no news.
-        if (errs_.anyIn(src_.tokenBegin(tokens->get(logicalLineStart(tokens, idx))), offBegin)) return;
-        msg = "unexpected indent";
-    } else if (expected.contains(size_t(TileParser::INDENT))) {
-        msg = "expected an indented block" + blockOwner(ctx, src_);
-    } else if (type == TileParser::ASSIGN &&
-               (expected.contains(size_t(TileParser::EQ)) || ctx->getRuleIndex() == TileParser::RuleIf_stmt ||
-                ctx->getRuleIndex() == TileParser::RuleElif_clause || ctx->getRuleIndex() == TileParser::RuleWhile_stmt)) {
-        msg = "invalid syntax: maybe you meant '==' or ':=' instead of '='?";
-    } else if (expected.contains(size_t(TileParser::COLON)) &&
-               (missing || type == TileParser::NEWLINE || type == Token::EOF || expected.size() == 1)) {
-        msg = "expected ':'" + colonContext(ctx);
-        afterPrev();
-    } else if (expected.contains(size_t(TileParser::ELSE)) && ctx->getRuleIndex() == TileParser::RuleTest) {
-        msg = "expected 'else' after 'if' expression";
-        afterPrev();
-    } else if (expected.contains(size_t(TileParser::EXCEPT)) && expected.contains(size_t(TileParser::FINALLY))) {
-        msg = "expected 'except' or 'finally' block";
-    } else if (hasRule(ctx, TileParser::RuleDecorated) && expected.contains(size_t(TileParser::DEF))) {
-        msg = "expected a function or class definition after decorator";
-    } else if (isKeyword(type) && expected.contains(size_t(TileParser::NAME)) && !expected.contains(size_t(TileParser::INTEGER))) {
-        msg = describeToken(off, src_) + " is a keyword and cannot be used as a name";
-    } else if (expected.contains(size_t(TileParser::NAME)) && !expected.contains(size_t(TileParser::INTEGER)) &&
-               !startsExpression(type)) {
-        msg = "expected a name";
-        if (type != TileParser::NEWLINE && type != Token::EOF) msg += ", found " + describeToken(off, src_);
-    } else if (expected.contains(size_t(TileParser::NAME)) && expected.contains(size_t(TileParser::INTEGER)) && !startsExpression(type) &&
-               !isKeyword(type)) {
-        msg = "expected an expression";
-        if (type != TileParser::NEWLINE && type != Token::EOF) msg += ", found " + describeToken(off, src_);
-    } else if (startsExpression(type) && prev && endsExpression(prev->getType()) && insideBrackets(ctx)) {
-        msg = "invalid syntax: perhaps you forgot a comma?";
-    } else if (startsExpression(type) && prev && prev->getType() == TileParser::NAME &&
-               src_.tokenText(prev) == "print" && startsStatement(tokens, prev)) {
-        msg = "missing parentheses in call to 'print'; did you mean print(...)?";
-    } else if (type == Token::EOF) {
-        msg = "unexpected end of file";
-    } else {
-        msg = "invalid syntax: unexpected " + describeToken(off, src_);
+        if (errs_.anyIn(src_.tokenBegin(tokens->get(logicalLineStart(tokens, idx))), o.begin)) return;
+        errs_.add(SyntaxError::Parse, o.begin, src_.tokenRange(off), "unexpected indent", atEof);
+        return;
+    }
+    // Synthesized and end-of-input tokens have no text: errors on them point just after the token before.
+    Place place = pointsAfterPrevious(off) ? Place::AfterPrevious : Place::AtToken;
+    std::string msg = messageFor(o, src_, place);
+    size_t at = o.begin;
+    SourceRange where = src_.tokenRange(off);
+    if (place == Place::AfterPrevious && o.prev) {
+        at = src_.tokenEnd(o.prev);
+        where = src_.range(at, at);
+    } else if (place == Place::FromPrevious && o.prev) {
+        at = src_.tokenBegin(o.prev);
+        where = src_.range(at, src_.tokenEnd(off));
     }
     errs_.add(SyntaxError::Parse, at, where, std::move(msg), atEof);
 }

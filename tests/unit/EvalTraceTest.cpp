@@ -192,7 +192,7 @@ TEST(EvalTrace, TopLevelPrimFuncExportsUnderItsName) {
     ASSERT_TRUE(r.program) << r.diags();
     ASSERT_EQ(r.program->kernels.size(), 1u);
     EXPECT_EQ(r.program->kernels[0]->name, "copy_kernel");
-    EXPECT_EQ(r.program->kernels[0]->loc.line, 2); // the def with its decorator
+    EXPECT_EQ(r.program->kernels[0]->loc.line, 3); // the def
 }
 
 std::string traceErrors(const std::string &body, const std::string &params = "A: T.Tensor((64, 64), 'float16')") {
@@ -224,7 +224,7 @@ TEST(EvalTrace, Errors) {
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        pass\n    with T.Kernel(1) as by:\n        pass\n"),
               "t.tile:6:10: error: a prim_func can have only one T.Kernel\n");
     EXPECT_EQ(traceErrors("    pass\n"),
-              "t.tile:2:1: error: prim_func 'k' has no 'with T.Kernel(...)' block, so it launches nothing\n");
+              "t.tile:3:1: error: prim_func 'k' has no 'with T.Kernel(...)' block, so it launches nothing\n");
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        pass\n", "A: int"),
               "t.tile:3:10: error: the annotation of prim_func parameter 'A' must be T.Tensor(shape, dtype) or a "
               "scalar dtype such as T.int32, not a builtin function\n");

@@ -101,6 +101,7 @@ const Case kCases[] = {
     {"return outside function", "return 1\n", "t.tile:1:1: error: 'return' outside function"},
     {"break outside loop", "if x:\n    break\n", "t.tile:2:5: error: 'break' outside loop"},
     {"bad escape", "x = \"\\x4\"\n", "t.tile:1:6: error: truncated \\xXX escape"},
+    {"non-ASCII bytes", "x = b'\xC3\xA9'\n", "t.tile:1:7: error: bytes can only contain ASCII literal characters"},
     {"mixed bytes", "x = b'a' 'b'\n", "t.tile:1:5: error: cannot mix bytes and nonbytes literals"},
 };
 
@@ -158,6 +159,9 @@ TEST(ParseError, DeepNestingIsAnErrorNotACrash) {
     std::string lambdas;
     for (int i = 0; i < 20000; ++i) lambdas += "lambda: ";
     check("x = " + lambdas + "1\n", "expression is too deeply nested");
+    std::string elifs = "if x:\n    pass\n";
+    for (int i = 0; i < 1500; ++i) elifs += "elif x:\n    pass\n";
+    check(elifs, "too many 'elif' clauses in one 'if' statement");
     std::string blocks;
     for (int i = 0; i < 150; ++i) blocks += std::string(size_t(i), ' ') + "if x:\n";
     blocks += std::string(150, ' ') + "pass\n";

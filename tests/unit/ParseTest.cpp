@@ -247,6 +247,7 @@ TEST(Parse, Strings) {
     EXPECT_EQ(f->str, "f-string");
     EXPECT_EQ(value("rb'x' b'y'")->str, "bytes literal");
     EXPECT_EQ(value("Rf'{x}'")->str, "f-string");
+    EXPECT_EQ(value(R"("\N{EM DASH}")")->str, "\\N{...} escape");
 }
 
 TEST(Parse, ByteColumns) {

@@ -50,6 +50,9 @@ using VarMap = std::map<const ir::VarNode *, ir::Expr>;
 ir::Expr substitute(const ir::Expr &e, const VarMap &m);
 ir::Stmt substitute(const ir::Stmt &s, const VarMap &m);
 
+/// Simplifies the indices of every load and store (after a substitution made them constant-foldable).
+ir::Stmt simplifyIndices(const ir::Stmt &s);
+
 /// The value of an integer expression under an assignment of its variables; nullopt when it reads
 /// anything else (a load, an unassigned variable) or divides by zero.
 std::optional<int64_t> evalInt(const ir::Expr &e, const std::map<const ir::VarNode *, int64_t> &values);

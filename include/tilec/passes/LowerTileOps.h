@@ -12,7 +12,8 @@ namespace tilec::passes {
 /// that layout inference and the lowering of parallel loops treat them exactly like the user's loops.
 /// T.vectorized loops become unrolled loops (only lowerParallel proves the alignment a vector access
 /// needs), and T.Pipelined loops without a T.gemm become serial loops (there is nothing to overlap yet).
-/// T.gemm is reported as a located error: its lowering needs tensor cores.
+/// A reduction from or into shared memory goes through a fragment copy of it. T.gemm is reported as a
+/// located error: its lowering needs tensor cores.
 ir::Program lowerTileOps(const ir::Program &p, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

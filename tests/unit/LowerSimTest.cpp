@@ -1,0 +1,301 @@
+/// \file
+/// The lowering passes checked for numbers: small instances of the example kernels (and of reductions
+/// along every dimension, with odd extents) lowered and run on the CPU simulator (LowerSimulator.h)
+/// against references computed here, with shared-memory races reported.
+#include "LowerSimulator.h"
+#include "LowerTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Simulator;
+
+namespace {
+
+std::vector<double> randomData(size_t n, unsigned seed, double lo = -2, double hi = 2) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(n);
+    for (auto &x : v) x = (double)(float)d(g);
+    return v;
+}
+
+std::string example(const std::string &name) { return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/examples/" + name); }
+
+/// The example's factory with other arguments: its source with the module-level instantiations replaced.
+std::string withExport(const std::string &file, const std::string &exports) {
+    std::string src = example(file);
+    std::istringstream in(src);
+    std::string line, out;
+    while (std::getline(in, line)) {
+        bool instantiation = !line.empty() && line[0] != ' ' && line[0] != '#' && line.find(" = ") != std::string::npos &&
+                             line.find('(') != std::string::npos;
+        if (!instantiation) out += line + "\n";
+    }
+    return out + exports + "\n";
+}
+
+void expectNear(const std::vector<double> &got, const std::vector<double> &want, double rel, const char *what) {
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+        double tol = rel * std::max(1.0, std::fabs(want[i]));
+        if (!(std::fabs(got[i] - want[i]) <= tol)) {
+            ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected " << want[i];
+            ++bad;
+        }
+    }
+}
+
+struct Sim {
+    LowerRun r;
+    const ir::Kernel *k = nullptr;
+    Sim(const std::string &src, const std::string &kernel) {
+        r.run(src);
+        k = r.kernel(kernel);
+    }
+    void run(std::map<std::string, std::vector<double> *> tensors, std::map<std::string, double> scalars = {}) {
+        ASSERT_TRUE(k) << r.diags();
+        Simulator s(*k, std::move(tensors), std::move(scalars));
+        try {
+            s.run();
+        } catch (const simtest::SimError &e) {
+            FAIL() << e.what();
+        }
+        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+    }
+};
+
+TEST(LowerSim, ElementwiseAddOddShape) {
+    const int M = 70, N = 300;
+    Sim s(withExport("elementwise_add.tile", "k = add(70, 300, dtype=\"float32\")"), "k");
+    auto a = randomData(M * N, 1), b = randomData(M * N, 2);
+    std::vector<double> c(M * N, std::nan("")), want(M * N);
+    for (int i = 0; i < M * N; ++i) want[i] = (double)(float)(a[i] + b[i]);
+    s.run({{"A", &a}, {"B", &b}, {"C", &c}});
+    expectNear(c, want, 0, "C");
+}
+
+TEST(LowerSim, RmsNorm) {
+    const int M = 6, N = 512;
+    Sim s(withExport("rms_norm.tile", "k = rms_norm(6, 512, dtype=\"float32\")"), "k");
+    auto x = randomData(M * N, 3), w = randomData(N, 4);
+    std::vector<double> y(M * N, std::nan("")), want(M * N);
+    for (int i = 0; i < M; ++i) {
+        double ss = 0;
+        for (int j = 0; j < N; ++j) ss += x[i * N + j] * x[i * N + j];
+        double r = 1 / std::sqrt(ss / N + 1e-6);
+        for (int j = 0; j < N; ++j) want[i * N + j] = x[i * N + j] * r * w[j];
+    }
+    s.run({{"X", &x}, {"W", &w}, {"Y", &y}});
+    expectNear(y, want, 1e-5, "Y");
+}
+
+void softmaxCase(int M, int N, int threads) {
+    Sim s(withExport("softmax.tile", "k = softmax(" + std::to_string(M) + ", " + std::to_string(N) + ", threads=" +
+                                         std::to_string(threads) + ", dtype=\"float32\")"),
+          "k");
+    auto x = randomData((size_t)M * N, 5, -8, 8);
+    std::vector<double> y((size_t)M * N, std::nan("")), want((size_t)M * N);
+    for (int i = 0; i < M; ++i) {
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < N; ++j) mx = std::max(mx, x[i * N + j]);
+        for (int j = 0; j < N; ++j) sum += std::exp(x[i * N + j] - mx);
+        for (int j = 0; j < N; ++j) want[i * N + j] = std::exp(x[i * N + j] - mx) / sum;
+    }
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, want, 1e-5, "Y");
+}
+
+TEST(LowerSim, SoftmaxRowsOf1000) { softmaxCase(2, 1000, 128); }
+TEST(LowerSim, SoftmaxRowsOf2048) { softmaxCase(2, 2048, 256); }
+TEST(LowerSim, SoftmaxRowsOf96) { softmaxCase(2, 96, 64); }
+
+TEST(LowerSim, ColumnSumWithAtomics) {
+    const int M = 100, N = 130;
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((100, 130), \"float32\"), S: T.Tensor((130,), \"float32\")):\n"
+          "    with T.Kernel(2, 2, threads=128) as (bx, by):\n"
+          "        tile = T.alloc_fragment((64, 128), \"float\")\n"
+          "        part = T.alloc_fragment((128,), \"float\")\n"
+          "        T.copy(X[by * 64, bx * 128], tile)\n"
+          "        T.reduce_sum(tile, part, dim=0)\n"
+          "        T.atomic_add(S[bx * 128], part)\n",
+          "k");
+    auto x = randomData(M * N, 6);
+    std::vector<double> sum(N, 0.0), want(N, 0.0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) want[j] += x[i * N + j];
+    s.run({{"X", &x}, {"S", &sum}});
+    expectNear(sum, want, 1e-4, "S");
+}
+
+/// A fragment of shape (A, B, C) reduced along `dim` with kind `op` (clear=False onto an initial value).
+void reduceCase(int A, int B, int C, int dim, const std::string &op, bool clear, int threads) {
+    std::vector<int> shape{A, B, C}, out;
+    for (int d = 0; d < 3; ++d)
+        if (d != dim) out.push_back(shape[d]);
+    int n = A * B * C, no = out[0] * out[1];
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(X: T.Tensor((" + std::to_string(A) + ", " + std::to_string(B) + ", " + std::to_string(C) +
+                      "), \"float32\"), Y: T.Tensor((" + std::to_string(out[0]) + ", " + std::to_string(out[1]) +
+                      "), \"float32\")):\n"
+                      "    with T.Kernel(1, threads=" + std::to_string(threads) + ") as bx:\n"
+                      "        f = T.alloc_fragment((" + std::to_string(A) + ", " + std::to_string(B) + ", " +
+                      std::to_string(C) + "), \"float\")\n"
+                      "        r = T.alloc_fragment((" + std::to_string(out[0]) + ", " + std::to_string(out[1]) + "), \"float\")\n"
+                      "        T.copy(X, f)\n"
+                      "        T.fill(r, 0.5)\n"
+                      "        T.reduce_" + op + "(f, r, dim=" + std::to_string(dim) + ", clear=" + (clear ? "True" : "False") + ")\n"
+                      "        T.copy(r, Y)\n";
+    Sim s(src, "k");
+    auto x = randomData(n, 7);
+    std::vector<double> y(no, std::nan("")), want(no);
+    for (int o = 0; o < no; ++o) {
+        double acc = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0;
+        for (int j = 0; j < shape[dim]; ++j) {
+            int c[3], oo[2] = {o / out[1], o % out[1]};
+            for (int d = 0, k = 0; d < 3; ++d) c[d] = d == dim ? j : oo[k++];
+            double v = x[(c[0] * B + c[1]) * C + c[2]];
+            if (op == "max") acc = std::max(acc, v);
+            else if (op == "min") acc = std::min(acc, v);
+            else if (op == "abssum") acc += std::fabs(v);
+            else if (op == "absmax") acc = std::max(acc, std::fabs(v));
+            else acc += v;
+        }
+        if (!clear) acc = op == "max" || op == "absmax" ? std::max(acc, 0.5) : op == "min" ? std::min(acc, 0.5) : acc + 0.5;
+        want[o] = acc;
+    }
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, want, 1e-5, "Y");
+}
+
+TEST(LowerSim, ReduceInnermostDim) { reduceCase(2, 4, 64, 2, "sum", true, 128); }
+TEST(LowerSim, ReduceMiddleDim) { reduceCase(2, 8, 16, 1, "max", true, 64); }
+TEST(LowerSim, ReduceOutermostDim) { reduceCase(8, 4, 16, 0, "min", false, 128); }
+TEST(LowerSim, ReduceOddExtents) { reduceCase(3, 5, 7, 1, "abssum", false, 32); }
+TEST(LowerSim, ReduceAbsMaxRowsInLaneGroups) { reduceCase(1, 16, 32, 2, "absmax", true, 128); }
+TEST(LowerSim, ReduceNonPowerOfTwoThreads) { reduceCase(1, 2, 960, 2, "sum", false, 96); }
+
+TEST(LowerSim, ReplicatedSourceReducesInEveryThread) {
+    // f is read by a subset of a loop's variables, so every thread holds all of it and reduces alone.
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((4, 8), \"float32\"), Y: T.Tensor((4,), \"float32\"), Z: T.Tensor((4,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=32) as bx:\n"
+          "        f = T.alloc_fragment((4, 8), \"float\")\n"
+          "        r = T.alloc_fragment((4,), \"float\")\n"
+          "        T.copy(X, f)\n"
+          "        for i in T.Parallel(4):\n"
+          "            Z[i] = f[i, 0]\n"
+          "        T.reduce_sum(f, r, dim=1)\n"
+          "        T.copy(r, Y)\n",
+          "k");
+    auto x = randomData(32, 8);
+    std::vector<double> y(4, std::nan("")), z(4, std::nan("")), wy(4, 0), wz(4);
+    for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 8; ++j) wy[i] += x[i * 8 + j];
+        wz[i] = x[i * 8];
+    }
+    s.run({{"X", &x}, {"Y", &y}, {"Z", &z}});
+    expectNear(y, wy, 1e-6, "Y");
+    expectNear(z, wz, 0, "Z");
+}
+
+TEST(LowerSim, ColumnSumExampleAccumulatesOverRowTiles) {
+    const int M = 70, N = 300;
+    Sim s(withExport("col_sum.tile", "k = col_sum(70, 300, dtype=\"float32\")"), "k");
+    auto a = randomData(M * N, 11);
+    std::vector<double> sum(N, std::nan("")), want(N, 0.0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) want[j] += a[i * N + j];
+    s.run({{"A", &a}, {"S", &sum}});
+    expectNear(sum, want, 1e-4, "S");
+}
+
+TEST(LowerSim, HistogramExample) {
+    const int N = 3001;
+    Sim s(withExport("histogram.tile", "k = histogram(3001, bins=100)"), "k");
+    std::vector<double> x(N), h(100, 0.0), want(100, 0.0);
+    for (int i = 0; i < N; ++i) x[i] = (i * 37) % 100, want[(int)x[i]] += 1;
+    s.run({{"X", &x}, {"H", &h}});
+    expectNear(h, want, 0, "H");
+}
+
+TEST(LowerSim, ReductionBetweenSharedBuffers) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((8, 64), \"float32\"), Y: T.Tensor((8,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=64) as bx:\n"
+          "        a = T.alloc_shared((8, 64), \"float32\")\n"
+          "        m = T.alloc_shared((8,), \"float32\")\n"
+          "        T.copy(X, a)\n"
+          "        T.fill(m, 1.0)\n"
+          "        T.reduce_max(a, m, dim=1, clear=False)\n"
+          "        T.copy(m, Y)\n",
+          "k");
+    auto x = randomData(8 * 64, 10);
+    std::vector<double> y(8, std::nan("")), want(8, 1.0);
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 64; ++j) want[i] = std::max(want[i], x[i * 64 + j]);
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, want, 0, "Y");
+}
+
+TEST(LowerSim, SerialLoopReusingSharedMemory) {
+    // A tile is staged in shared memory on every iteration and read transposed by other threads: the
+    // barriers before the reads and before the next iteration's writes are checked by the race detector.
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((4, 32, 32), \"float32\"), Y: T.Tensor((32, 32), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        tile = T.alloc_shared((32, 32), \"float32\")\n"
+          "        acc = T.alloc_fragment((32, 32), \"float\")\n"
+          "        T.clear(acc)\n"
+          "        for k in T.serial(4):\n"
+          "            T.copy(X[k, 0, 0], tile)\n"
+          "            for i, j in T.Parallel(32, 32):\n"
+          "                acc[i, j] += tile[j, i] * (k + 1)\n"
+          "        T.copy(acc, Y)\n",
+          "k");
+    auto x = randomData(4 * 32 * 32, 9);
+    std::vector<double> y(32 * 32, std::nan("")), want(32 * 32, 0);
+    for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 32; ++i)
+            for (int j = 0; j < 32; ++j) want[i * 32 + j] += x[(k * 32 + j) * 32 + i] * (k + 1);
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, want, 1e-5, "Y");
+}
+
+TEST(LowerSim, ScalarAtomicsLocalsAndThreadIndex) {
+    // A histogram: T.atomic_add of one element, a run-time if, T.alloc_var, T.get_thread_binding.
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((1000,), \"int32\"), H: T.Tensor((16,), \"int32\"), L: T.Tensor((64,), \"int32\")):\n"
+          "    with T.Kernel(4, threads=64) as bx:\n"
+          "        n = T.alloc_var(\"int32\")\n"
+          "        tx = T.get_thread_binding()\n"
+          "        n = 0\n"
+          "        for i in T.Parallel(256):\n"
+          "            if bx * 256 + i < 1000:\n"
+          "                T.atomic_add(H[X[bx * 256 + i] % 16], 1)\n"
+          "        for t in T.serial(4):\n"
+          "            n = n + t\n"
+          "        if bx == 0:\n"
+          "            L[tx] = n + tx\n",
+          "k");
+    std::vector<double> x(1000), h(16, 0), l(64, std::nan("")), wh(16, 0), wl(64);
+    for (int i = 0; i < 1000; ++i) x[i] = (i * 7919) % 1013, wh[(int)x[i] % 16] += 1;
+    for (int t = 0; t < 64; ++t) wl[t] = 6 + t;
+    s.run({{"X", &x}, {"H", &h}, {"L", &l}});
+    expectNear(h, wh, 0, "H");
+    expectNear(l, wl, 0, "L");
+}
+
+} // namespace

@@ -1,0 +1,163 @@
+/// \file
+/// Runs a lowered kernel (what lower() returns) on the CPU, so the lowering passes are checked for
+/// numbers, not just shapes, without a GPU: every block, every thread, in lockstep statement by statement
+/// (warp shuffles read the partner's value as of the same statement), with divergence by masks.
+///
+/// Values are doubles (integers exact below 2^53); stores round to float32 for float buffers, which is what
+/// the tests use. Shared memory is watched for races: a thread that reads or writes a shared element that
+/// another thread wrote (or, for writes, read) since the last barrier is reported, which checks the
+/// barriers insertSyncs placed. A barrier reached with some threads inactive is reported too.
+#pragma once
+
+#include "tilec/IR.h"
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tilec::simtest {
+
+struct SimError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class Simulator {
+  public:
+    /// `tensors`: the data of each tensor parameter, row-major; `scalars`: scalar parameters and T.dynamic
+    /// symbols by name.
+    Simulator(const ir::Kernel &k, std::map<std::string, std::vector<double> *> tensors,
+              std::map<std::string, double> scalars = {})
+        : k_(k), tensors_(std::move(tensors)), scalars_(std::move(scalars)) {}
+
+    /// Runs every block of the grid.
+    void run() {
+        int64_t g[3];
+        for (int d = 0; d < 3; ++d) g[d] = (int64_t)evalUniform(k_.grid[d]);
+        for (int64_t z = 0; z < g[2]; ++z)
+            for (int64_t y = 0; y < g[1]; ++y)
+                for (int64_t x = 0; x < g[0]; ++x) block({x, y, z});
+    }
+
+    std::vector<std::string> races; ///< one line per detected race (the first few)
+
+  private:
+    const ir::Kernel &k_;
+    std::map<std::string, std::vector<double> *> tensors_;
+    std::map<std::string, double> scalars_;
+    int T_ = 0;
+    std::vector<std::map<const ir::VarNode *, double>> vars_;           ///< per thread
+    std::vector<std::map<const ir::BufferNode *, std::vector<double>>> locals_; ///< per thread
+    std::map<const ir::BufferNode *, std::vector<double>> shared_;
+    struct Touch {
+        int writer = -1, epochW = -1;
+        std::vector<int> readers;
+        int epochR = -1;
+    };
+    std::map<const ir::BufferNode *, std::vector<Touch>> touches_;
+    int epoch_ = 0;
+
+    void block(std::array<int64_t, 3> idx) {
+        T_ = k_.threads;
+        vars_.assign(T_, {});
+        locals_.assign(T_, {});
+        shared_.clear();
+        touches_.clear();
+        epoch_ = 0;
+        for (int t = 0; t < T_; ++t) {
+            for (int d = 0; d < 3; ++d)
+                if (k_.blockIdx[d]) vars_[t][k_.blockIdx[d].get()] = (double)idx[d];
+            if (k_.threadIdx) vars_[t][k_.threadIdx.get()] = t;
+            for (auto &p : k_.params)
+                if (p.kind == ir::Param::Scalar) vars_[t][p.var.get()] = scalars_.at(p.var->name);
+            for (auto &s : k_.dynamicSymbols) vars_[t][s.get()] = scalars_.at(s->name);
+            for (auto &b : k_.allocs)
+                if (b->scope == ir::Scope::Local || b->scope == ir::Scope::Var)
+                    locals_[t][b.get()].assign((size_t)std::max<int64_t>(1, b->constElements()), std::nan(""));
+        }
+        for (auto &b : k_.allocs)
+            if (b->scope == ir::Scope::Shared) {
+                shared_[b.get()].assign((size_t)b->constElements(), std::nan(""));
+                touches_[b.get()].assign((size_t)b->constElements(), Touch{});
+            }
+        exec(k_.body, std::vector<char>(T_, 1));
+    }
+
+    double evalUniform(const ir::Expr &e) {
+        std::map<const ir::VarNode *, double> none;
+        for (auto &s : k_.dynamicSymbols) none[s.get()] = scalars_.at(s->name);
+        vars_.assign(1, none);
+        return eval(e, 0);
+    }
+
+    static double roundTo(DType t, double v) {
+        if (t.isBool()) return v != 0;
+        if (t.isInt()) {
+            if (std::isnan(v)) return 0;
+            int bits = t.bits();
+            int64_t x = (int64_t)v;
+            if (bits < 64) {
+                uint64_t m = (uint64_t(1) << bits) - 1;
+                uint64_t u = (uint64_t)x & m;
+                if (t.isSigned() && (u >> (bits - 1))) return (double)(int64_t)(u | ~m);
+                return (double)u;
+            }
+            return (double)x;
+        }
+        if (t.kind == DType::Float64) return v;
+        return (double)(float)v;
+    }
+
+    std::vector<double> &storage(const ir::BufferNode *b, int t) {
+        if (b->scope == ir::Scope::Global) {
+            auto it = tensors_.find(b->name);
+            if (it == tensors_.end()) throw SimError("no data for tensor " + b->name);
+            return *it->second;
+        }
+        if (b->scope == ir::Scope::Shared) return shared_.at(b);
+        return locals_[t].at(b);
+    }
+
+    void touch(const ir::BufferNode *b, size_t i, int t, bool write) {
+        if (b->scope != ir::Scope::Shared) return;
+        Touch &x = touches_.at(b)[i];
+        auto report = [&](const char *what, int other) {
+            if (races.size() < 5)
+                races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "] by thread " +
+                                std::to_string(t) + " after thread " + std::to_string(other));
+        };
+        if (x.epochW == epoch_ && x.writer != t) report(write ? "write-after-write" : "read-after-write", x.writer);
+        if (write) {
+            if (x.epochR == epoch_)
+                for (int r : x.readers)
+                    if (r != t) {
+                        report("write-after-read", r);
+                        break;
+                    }
+            x.writer = t;
+            x.epochW = epoch_;
+        } else {
+            if (x.epochR != epoch_) x.readers.clear(), x.epochR = epoch_;
+            if (x.readers.size() < 4) x.readers.push_back(t);
+        }
+    }
+
+    size_t index(const ir::BufferNode *b, const std::vector<ir::Expr> &idx, int t) {
+        if (idx.size() != 1) throw SimError("access of " + b->name + " not flattened");
+        double i = eval(idx[0], t);
+        auto &s = storage(b, t);
+        if (!(i >= 0 && i < (double)s.size()))
+            throw SimError("out-of-bounds access " + b->name + "[" + std::to_string((int64_t)i) + "] of " +
+                           std::to_string(s.size()) + " by thread " + std::to_string(t));
+        return (size_t)i;
+    }
+
+    double eval(const ir::Expr &e, int t);
+    void exec(const ir::Stmt &s, const std::vector<char> &mask);
+};
+
+} // namespace tilec::simtest
+
+#include "LowerSimulatorImpl.h"
