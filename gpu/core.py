@@ -122,7 +122,10 @@ class Context:
                 if p.kind != "pointer":
                     raise Fail("%s: parameter '%s' is %r, the test passes a tensor" % (name, p.name, p))
                 is_out = a.data_ptr() in self.outputs
-                if p.const and is_out:
+                # empty tensors may share a data pointer (null or not) with anything: constness is unjudgeable
+                if a.numel() == 0:
+                    pass
+                elif p.const and is_out:
                     raise Fail("%s: output '%s' is declared const" % (name, p.name))
                 if not p.const and not is_out:
                     raise Fail("%s: '%s' is only read but not declared const (CONTRACT.md)" % (name, p.name))
