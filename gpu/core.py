@@ -203,8 +203,9 @@ class Context:
         if worst > ulps:
             bad = dist > ulps
             idx = _first_index(bad)
-            raise Fail("%d of %d elements more than %d ulp off; first at %s: got %r, want %r (%s ulp)"
+            raise Fail("%d of %d elements more than %d ulp off; first at %s: got %r, want %r rounded to %r (%s ulp)"
                        % (int(bad.sum()), out.numel(), ulps, idx, _val(out[idx]), float(ref64[idx]),
+                          _val(rounded[idx]),
                           "NaN-vs-number" if int(dist[idx]) >= N.BIG else int(dist[idx])))
         return "max %d ulp (bound %d)" % (worst, ulps)
 
