@@ -21,5 +21,8 @@ fi
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$BUILD_DIR"
-echo "setup: built $BUILD_DIR/tilec; compiling examples/gemm.tile:"
-"$BUILD_DIR/tilec" examples/gemm.tile --emit=ast
+echo "setup: built $BUILD_DIR/tilec; the typed kernels of examples/gemm.tile:"
+"$BUILD_DIR/tilec" examples/gemm.tile --emit=ast --kernel gemm
+mkdir -p "$BUILD_DIR/examples"
+"$BUILD_DIR/tilec" examples/elementwise_add.tile -arch=sm_90a -o "$BUILD_DIR/examples/elementwise_add.cu"
+echo "setup: wrote $BUILD_DIR/examples/elementwise_add.cu and .h (CUDA C++ and the C header)"

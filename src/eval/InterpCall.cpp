@@ -48,6 +48,7 @@ Value InterpImpl::evalCall(const ast::Expr &e) {
         Value m = eval(*k.value);
         if (m.is(VK::Poison)) return m;
         if (!m.is(VK::Dict)) fail(k.value->range, std::string("'**' needs a dict, not a ") + typeName(m.kind));
+        charge((int64_t)m.as<DictObj>().items.size());
         for (auto &[key, v] : m.as<DictObj>().items) {
             if (!key.is(VK::Str)) fail(k.value->range, "keywords must be strings");
             args.kw.push_back({key.s, {v, k.value->range}});
@@ -133,6 +134,7 @@ std::shared_ptr<Env> InterpImpl::bindParams(const FunctionObj &f, CallArgs &args
         }
         if (i == def.params.size()) {
             if (varKw >= 0) {
+                charge((int64_t)kwDict->items.size());
                 for (auto &kv : kwDict->items)
                     if (kv.first.s == name) failHere(arg.range, fname + " got multiple values for argument '" + name + "'");
                 kwDict->items.push_back({Value::str(name), arg.value});
@@ -306,6 +308,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                 if (n == 0) in.fail(a.call, "pop from an empty list");
                 if (i < 0) i += n;
                 if (i < 0 || i >= n) in.fail(a.call, "pop index out of range");
+                static_cast<InterpImpl &>(in).charge(n - i);
                 Value v = obj->elts[(size_t)i];
                 obj->elts.erase(obj->elts.begin() + i);
                 return v;
@@ -315,18 +318,22 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                 auto x = bindArgs(in, a, "list.insert", {"index", "object"});
                 int64_t n = (int64_t)obj->elts.size(), i = in.toInt(*x[0], "index");
                 if (i < 0) i = std::max<int64_t>(0, i + n);
+                if (n >= (int64_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
+                static_cast<InterpImpl &>(in).charge(n);
                 obj->elts.insert(obj->elts.begin() + std::min(i, n), x[1]->value);
                 return Value::none();
             });
         if (name == "reverse")
             return method("list.reverse", [obj](Interp &in, CallArgs &a) {
                 bindArgs(in, a, "list.reverse", {});
+                static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
                 std::reverse(obj->elts.begin(), obj->elts.end());
                 return Value::none();
             });
         if (name == "copy")
             return method("list.copy", [obj](Interp &in, CallArgs &a) {
                 bindArgs(in, a, "list.copy", {});
+                static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
                 return Value::list(obj->elts);
             });
         [[fallthrough]];
@@ -340,8 +347,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                 int64_t count = 0;
                 auto &elts = seq.elements();
                 for (size_t i = 0; i < elts.size(); ++i) {
-                    auto eq = pyEquals(elts[i], x[0]->value);
-                    if (eq && *eq) {
+                    if (static_cast<InterpImpl &>(in).equal(elts[i], x[0]->value)) {
                         if (name == "index") return Value::integer((int64_t)i);
                         ++count;
                     }
@@ -357,12 +363,13 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
             return method("dict.get", [obj](Interp &in, CallArgs &a) {
                 auto x = bindArgs(in, a, "dict.get", {"key", "default?"});
                 for (auto &kv : obj->items)
-                    if (auto eq = pyEquals(kv.first, x[0]->value); eq && *eq) return kv.second;
+                    if (static_cast<InterpImpl &>(in).equal(kv.first, x[0]->value)) return kv.second;
                 return x[1] ? x[1]->value : Value::none();
             });
         if (name == "keys" || name == "values" || name == "items")
             return method("dict." + name, [obj, name](Interp &in, CallArgs &a) {
                 bindArgs(in, a, "dict." + name, {});
+                static_cast<InterpImpl &>(in).charge((int64_t)obj->items.size());
                 std::vector<Value> out;
                 for (auto &kv : obj->items)
                     out.push_back(name == "keys"     ? kv.first
@@ -377,6 +384,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         if (name == "upper" || name == "lower")
             return method("str." + name, [s, name](Interp &in, CallArgs &a) {
                 bindArgs(in, a, "str." + name, {});
+                static_cast<InterpImpl &>(in).charge((int64_t)s.size());
                 std::string out = s;
                 for (char &c : out) c = name == "upper" ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
                 return Value::str(out);
@@ -398,6 +406,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                     out += (i ? s : "") + in.toStr({parts[i], x[0]->range}, "joined item");
                     if (out.size() > (size_t(1) << 20)) in.fail(a.call, "this string is too large for compile-time evaluation");
                 }
+                static_cast<InterpImpl &>(in).charge((int64_t)out.size());
                 return Value::str(out);
             });
         break;

@@ -85,7 +85,7 @@ Value InterpImpl::eval(const ast::Expr &e) {
         auto d = newDict();
         auto put = [&](const Value &k, const Value &v) {
             for (auto &kv : d->items)
-                if (auto eq = pyEquals(kv.first, k); eq && *eq) {
+                if (equal(kv.first, k)) {
                     kv.second = v;
                     return;
                 }
@@ -180,10 +180,11 @@ Value InterpImpl::eval(const ast::Expr &e) {
 
 Value InterpImpl::lookupName(const ast::Expr &e) {
     if (Value *v = env_->lookup(e.str)) return *v;
+    std::string msg = "undefined name '" + e.str + "'";
+    if (reported_.count({e.range.file, e.range.line, e.range.col, msg})) throw EvalAbort{};
     std::vector<std::string> names;
     for (Env *s = env_.get(); s; s = s->parent.get())
         for (auto &kv : s->vars) names.push_back(kv.first);
-    std::string msg = "undefined name '" + e.str + "'";
     std::string close = closestName(e.str, names);
     if (!close.empty()) failWithNote(e.range, msg, e.range, "did you mean '" + close + "'?");
     fail(e.range, msg);
@@ -338,8 +339,10 @@ Value InterpImpl::subscript(const Value &base, const ast::Expr &e) {
         for (int64_t i = sb.start; step > 0 ? i < sb.stop : i > sb.stop;) {
             if (base.is(VK::Str)) s += base.s[(size_t)i];
             else out.push_back(itemAt(i));
+            if (out.size() + s.size() > kMaxElements) fail(e.range, "this slice is too large for compile-time evaluation");
             if (__builtin_add_overflow(i, step, &i)) break;
         }
+        charge((int64_t)(out.size() + s.size()));
         if (base.is(VK::Str)) return Value::str(std::move(s));
         if (base.is(VK::List)) return Value::list(std::move(out));
         return Value::tuple(std::move(out));
@@ -373,7 +376,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
     }
     if (base.is(VK::Dict)) {
         for (auto &kv : base.as<DictObj>().items)
-            if (auto eq = pyEquals(kv.first, key); eq && *eq) return kv.second;
+            if (equal(kv.first, key)) return kv.second;
         fail(at, "key " + repr(key) + " is not in the dict");
     }
     fail(at, std::string("'") + typeName(base.kind) + "' object is not subscriptable");
@@ -397,7 +400,7 @@ void InterpImpl::setItem(const Value &base, const Value &key0, const Value &v, c
         if (isRuntime(key)) fail(at, "a dict key must be known at compile time");
         auto &items = base.as<DictObj>().items;
         for (auto &kv : items)
-            if (auto eq = pyEquals(kv.first, key); eq && *eq) {
+            if (equal(kv.first, key)) {
                 kv.second = v;
                 return;
             }
@@ -438,7 +441,7 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
     switch (v.kind) {
     case VK::Poison: throw EvalAbort{};
     case VK::Tuple:
-    case VK::List: return v.elements();
+    case VK::List: charge((int64_t)v.elements().size()); return v.elements();
     case VK::Str: {
         std::vector<Value> out;
         for (size_t i = 0; i < v.s.size();) {
@@ -451,11 +454,13 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
             out.push_back(Value::str(v.s.substr(i, n)));
             i += n;
         }
+        charge((int64_t)out.size());
         return out;
     }
     case VK::Dict: {
         std::vector<Value> out;
         for (auto &kv : v.as<DictObj>().items) out.push_back(kv.first);
+        charge((int64_t)out.size());
         return out;
     }
     case VK::Range: {
@@ -466,6 +471,7 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
             out.push_back(Value::integer(i));
             if (__builtin_add_overflow(i, rg.step, &i)) break;
         }
+        charge((int64_t)out.size());
         return out;
     }
     case VK::Opaque: failOpaque(v, r);

@@ -63,11 +63,12 @@ Value makeOpaque(std::string what, std::string module);
 bool isNumber(const Value &v); ///< Int, Bool or Float
 double numberAsDouble(const Value &v);
 int64_t intOf(const Value &v); ///< Int or Bool as an integer
-/// Python `==` on compile-time values; nullopt when the values nest too deeply to compare.
-std::optional<bool> pyEquals(const Value &a, const Value &b, int depth = 0);
+/// Python `==` on compile-time values; nullopt when the values nest too deeply to compare. `work` (if
+/// given) counts the element comparisons, which the interpreter charges against its step budget.
+std::optional<bool> pyEquals(const Value &a, const Value &b, int depth = 0, int64_t *work = nullptr);
 bool pyIs(const Value &a, const Value &b);
 std::string floatRepr(double d); ///< Python's repr of a float
-std::string repr(const Value &v, int depth = 0);
+std::string repr(const Value &v); ///< Python's repr, abbreviated for messages
 std::string str(const Value &v); ///< Python's str()
 uint64_t iterateLength(const RangeObj &r); ///< len(range(...)) (InterpExpr.cpp)
 /// A new dict / scope, known to the running interpreter's ObjectRegistry.
@@ -187,6 +188,23 @@ class InterpImpl final : public Interp {
     const ir::Expr &checkedHeight(const ir::Expr &e, const SourceRange &r);
     int heightOf(const ir::Expr &e, int depth);
     static constexpr int kMaxExprHeight = 1000;
+    static constexpr int64_t kAbortSteps = 100; ///< what an abandoned statement costs from the budget
+    /// Charges work proportional to a size (copying, scanning) against the step budget, so that no
+    /// statement does unbounded work for one step.
+    void charge(int64_t elements) {
+        work_ += elements;
+        if (work_ < 8) return;
+        steps_ += work_ / 8;
+        work_ %= 8;
+        if (steps_ > opts_.stepBudget) budgetExhausted(curStmt_ ? curStmt_->range : SourceRange{});
+    }
+    /// pyEquals, charged; values too deep to compare are unequal.
+    bool equal(const Value &a, const Value &b) {
+        int64_t work = 0;
+        auto r = pyEquals(a, b, 0, &work);
+        charge(work);
+        return r && *r;
+    }
 
     // ---- state ----
     ObjectRegistry registry_; ///< first member: destroyed last, after the scopes it empties
@@ -204,6 +222,7 @@ class InterpImpl final : public Interp {
     std::vector<CallFrame> frames_;
     std::vector<std::unique_ptr<TraceState>> traces_;
     int64_t steps_ = 0;
+    int64_t work_ = 0; ///< charged work not yet converted into steps
     std::string assignName_;
     const ast::Stmt *curStmt_ = nullptr, *curLoop_ = nullptr;
     int nesting_ = 0;

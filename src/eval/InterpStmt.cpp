@@ -53,6 +53,10 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
             f = exec(s);
         } catch (EvalAbort &) {
             bindPoison(*s);
+            // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
+            // reported once) runs out of budget quickly instead of unwinding millions of times.
+            steps_ += kAbortSteps;
+            step(s->range);
             continue;
         }
         if (f != Flow::Normal) return f;

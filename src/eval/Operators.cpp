@@ -131,8 +131,10 @@ Value floatArith(InterpImpl &in, BinOpKind op, const Value &va, const Value &vb,
 Value repeat(InterpImpl &in, const Value &seq, int64_t n, const SourceRange &r) {
     if (n < 0) n = 0;
     size_t len = seq.is(VK::Str) ? seq.s.size() : seq.elements().size();
+    if (len == 0) n = 0;
     if (len != 0 && (uint64_t)n > kMaxElements / len)
         in.fail(r, "the result of this repetition is too large for compile-time evaluation");
+    in.charge((int64_t)len * n);
     if (seq.is(VK::Str)) {
         std::string s;
         for (int64_t i = 0; i < n; ++i) s += seq.s;
@@ -209,8 +211,7 @@ int order(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, const So
     if ((a.is(VK::Tuple) && b.is(VK::Tuple)) || (a.is(VK::List) && b.is(VK::List))) {
         auto &x = a.elements(), &y = b.elements();
         for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-            auto eq = pyEquals(x[i], y[i]);
-            if (eq && *eq) continue;
+            if (in.equal(x[i], y[i])) continue;
             return order(in, op, x[i], y[i], r, depth + 1);
         }
         return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
@@ -224,15 +225,16 @@ bool contains(InterpImpl &in, const Value &item, const Value &c, const SourceRan
     case VK::Tuple:
     case VK::List:
         for (auto &e : c.elements())
-            if (auto eq = pyEquals(item, e); eq && *eq) return true;
+            if (in.equal(item, e)) return true;
         return false;
     case VK::Dict:
         for (auto &kv : c.as<DictObj>().items)
-            if (auto eq = pyEquals(item, kv.first); eq && *eq) return true;
+            if (in.equal(item, kv.first)) return true;
         return false;
     case VK::Str:
         if (!item.is(VK::Str))
             in.fail(r, std::string("'in <string>' requires a string as left operand, not ") + typeName(item.kind));
+        in.charge((int64_t)c.s.size());
         return c.s.find(item.s) != std::string::npos;
     case VK::Range: {
         if (!item.is(VK::Int) && !item.is(VK::Bool)) return false;
@@ -279,12 +281,14 @@ Value binaryOp(InterpImpl &in, BinOpKind op, const Value &a, const Value &b, con
         if (a.is(VK::Str) && b.is(VK::Str)) {
             if (a.s.size() + b.s.size() > kMaxElements)
                 in.fail(r, "the result of this concatenation is too large for compile-time evaluation");
+            in.charge((int64_t)(a.s.size() + b.s.size()));
             return Value::str(a.s + b.s);
         }
         if ((a.is(VK::Tuple) && b.is(VK::Tuple)) || (a.is(VK::List) && b.is(VK::List))) {
-            std::vector<Value> out = a.elements();
-            if (out.size() + b.elements().size() > kMaxElements)
+            if (a.elements().size() + b.elements().size() > kMaxElements)
                 in.fail(r, "the result of this concatenation is too large for compile-time evaluation");
+            in.charge((int64_t)(a.elements().size() + b.elements().size()));
+            std::vector<Value> out = a.elements();
             out.insert(out.end(), b.elements().begin(), b.elements().end());
             return a.is(VK::Tuple) ? Value::tuple(std::move(out)) : Value::list(std::move(out));
         }
@@ -322,7 +326,9 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
         return Value::ofExpr(ir::binary(irCmp(op), ea, eb, r));
     }
     if (op == CmpOpKind::Eq || op == CmpOpKind::NotEq) {
-        auto eq = pyEquals(a, b);
+        int64_t work = 0;
+        auto eq = pyEquals(a, b, 0, &work);
+        in.charge(work);
         if (!eq) in.fail(r, "values nest too deeply to compare");
         return Value::boolean(op == CmpOpKind::Eq ? *eq : !*eq);
     }

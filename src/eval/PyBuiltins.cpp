@@ -195,8 +195,13 @@ void addPyBuiltins(Env &env) {
         case VK::Tuple:
         case VK::List: return Value::integer((int64_t)v.elements().size());
         case VK::Dict: return Value::integer((int64_t)v.as<DictObj>().items.size());
-        case VK::Range: return Value::integer((int64_t)iterateLength(v.as<RangeObj>()));
+        case VK::Range: {
+            uint64_t n = iterateLength(v.as<RangeObj>());
+            if (n > (uint64_t)INT64_MAX) in.fail(a.call, "integer overflow in compile-time arithmetic");
+            return Value::integer((int64_t)n);
+        }
         case VK::Buffer: {
+            if (v.buffer->shape.empty()) in.fail(x[0]->range, "len() of a buffer without dimensions");
             if (auto c = ir::constInt(v.buffer->shape[0])) return Value::integer(*c);
             return Value::ofExpr(v.buffer->shape[0]);
         }
@@ -233,7 +238,9 @@ void addPyBuiltins(Env &env) {
         auto x = bindArgs(in, a, "str", {"object?"});
         if (x[0] && x[0]->value.is(VK::Opaque)) return x[0]->value;
         if (x[0] && isRuntime(x[0]->value)) in.failRuntime(x[0]->range, "the argument of str()");
-        return Value::str(x[0] ? str(x[0]->value) : "");
+        std::string s = x[0] ? str(x[0]->value) : "";
+        in.charge((int64_t)s.size());
+        return Value::str(std::move(s));
     });
     def(env, "bool", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "bool", {"x?"});
@@ -252,7 +259,7 @@ void addPyBuiltins(Env &env) {
         auto d = newDict();
         auto put = [&](const Value &k, const Value &v) {
             for (auto &kv : d->items)
-                if (auto eq = pyEquals(kv.first, k); eq && *eq) {
+                if (in.equal(kv.first, k)) {
                     kv.second = v;
                     return;
                 }
@@ -321,7 +328,7 @@ void addPyBuiltins(Env &env) {
         int64_t b = in.toInt(*x[0], "pow() base"), e = in.toInt(*x[1], "pow() exponent"), m = in.toInt(*x[2], "pow() modulus");
         if (m == 0) in.fail(x[2]->range, "pow() 3rd argument cannot be 0");
         if (e < 0) in.fail(x[1]->range, "pow() with a modulus needs a non-negative exponent");
-        __int128 r = 1, base = ((b % m) + m) % m;
+        __int128 r = 1, base = (((__int128)b % m) + m) % m;
         for (; e > 0; e >>= 1) {
             if (e & 1) r = (r * base) % m;
             base = (base * base) % m;

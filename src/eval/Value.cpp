@@ -189,8 +189,9 @@ double numberAsDouble(const Value &v) {
 
 int64_t intOf(const Value &v) { return v.is(VK::Bool) ? (v.b ? 1 : 0) : v.i; }
 
-std::optional<bool> pyEquals(const Value &a, const Value &b, int depth) {
+std::optional<bool> pyEquals(const Value &a, const Value &b, int depth, int64_t *work) {
     if (depth > 100) return std::nullopt;
+    if (work) ++*work;
     if (isNumber(a) && isNumber(b)) {
         if (a.is(VK::Float) || b.is(VK::Float)) return numberAsDouble(a) == numberAsDouble(b);
         return intOf(a) == intOf(b);
@@ -200,17 +201,19 @@ std::optional<bool> pyEquals(const Value &a, const Value &b, int depth) {
         auto t = DType::parse(b.s);
         return t && *t == a.dtype;
     }
-    if (a.is(VK::Str) && b.is(VK::DType)) return pyEquals(b, a, depth);
+    if (a.is(VK::Str) && b.is(VK::DType)) return pyEquals(b, a, depth, work);
     if (a.kind != b.kind) return false; // (1,) != [1], as in Python
     switch (a.kind) {
     case VK::None: return true;
-    case VK::Str: return a.s == b.s;
+    case VK::Str:
+        if (work) *work += (int64_t)std::min(a.s.size(), b.s.size()) / 8;
+        return a.s == b.s;
     case VK::Tuple:
     case VK::List: {
         auto &x = a.elements(), &y = b.elements();
         if (x.size() != y.size()) return false;
         for (size_t i = 0; i < x.size(); ++i) {
-            auto e = pyEquals(x[i], y[i], depth + 1);
+            auto e = pyEquals(x[i], y[i], depth + 1, work);
             if (!e || !*e) return e;
         }
         return true;
@@ -221,9 +224,9 @@ std::optional<bool> pyEquals(const Value &a, const Value &b, int depth) {
         for (auto &[k, v] : x) {
             bool found = false;
             for (auto &[k2, v2] : y) {
-                auto ke = pyEquals(k, k2, depth + 1);
+                auto ke = pyEquals(k, k2, depth + 1, work);
                 if (ke && *ke) {
-                    auto ve = pyEquals(v, v2, depth + 1);
+                    auto ve = pyEquals(v, v2, depth + 1, work);
                     if (!ve || !*ve) return ve;
                     found = true;
                     break;
@@ -288,8 +291,10 @@ std::string floatRepr(double d) {
     return s;
 }
 
-std::string repr(const Value &v, int depth) {
-    if (depth > 20) return "...";
+namespace {
+/// `budget` bounds the elements shown over the whole value: nested containers cannot make it explode.
+std::string reprImpl(const Value &v, int depth, int &budget) {
+    if (depth > 20 || --budget < 0) return "...";
     switch (v.kind) {
     case VK::None: return "None";
     case VK::Bool: return v.b ? "True" : "False";
@@ -304,8 +309,13 @@ std::string repr(const Value &v, int depth) {
     case VK::List: {
         std::string s = v.is(VK::Tuple) ? "(" : "[";
         auto &e = v.elements();
-        for (size_t i = 0; i < e.size() && i < 16; ++i) s += (i ? ", " : "") + repr(e[i], depth + 1);
-        if (e.size() > 16) s += ", ...";
+        for (size_t i = 0; i < e.size(); ++i) {
+            if (i == 16 || budget <= 0) {
+                s += ", ...";
+                break;
+            }
+            s += (i ? ", " : "") + reprImpl(e[i], depth + 1, budget);
+        }
         if (v.is(VK::Tuple) && e.size() == 1) s += ",";
         return s + (v.is(VK::Tuple) ? ")" : "]");
     }
@@ -325,11 +335,17 @@ std::string repr(const Value &v, int depth) {
     default: return std::string("<") + typeName(v.kind) + ">";
     }
 }
+} // namespace
+
+std::string repr(const Value &v) {
+    int budget = 64;
+    return reprImpl(v, 0, budget);
+}
 
 std::string str(const Value &v) {
     if (v.is(VK::Str)) return v.s;
     if (v.is(VK::DType)) return std::string(v.dtype.name());
-    return repr(v, 0);
+    return repr(v);
 }
 
 } // namespace tilec::eval

@@ -235,6 +235,39 @@ TEST(EvalPython, RecursionLimit) {
     EXPECT_NE(r.diags().find("recursion is too deep"), std::string::npos) << r.diags();
 }
 
+TEST(EvalPython, DeepObjectGraphsAndCyclesAreFreedSafely) {
+    // A million nested lists would overflow the stack if freed by recursive destructors; cycles would leak.
+    EvalRun r;
+    r.run("x = []\n"
+          "for i in range(1000000):\n"
+          "    x = [x]\n"
+          "x = None\n"
+          "def wrap(v):\n"
+          "    def g():\n"
+          "        return v\n"
+          "    return g\n"
+          "y = None\n"
+          "for i in range(100000):\n"
+          "    y = wrap(y)\n"
+          "l = [1]\n"
+          "l.append(l)\n"
+          "d = {}\n"
+          "d['self'] = d\n"
+          "assert str(l).startswith('[1, [1, [1, ')\n");
+    EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+}
+
+TEST(EvalPython, LinearWorkIsChargedAgainstTheBudget) {
+    for (const char *src : {"big = [0] * 1000000\nwhile True:\n    if 5 in big:\n        pass\n",
+                            "d = {}\nfor i in range(100000):\n    d[i] = i\n",
+                            "while True:\n    x = undefined\n"}) {
+        EvalRun r;
+        r.opts.stepBudget = 500'000;
+        r.run(src);
+        EXPECT_NE(r.diags().find("exceeds its step budget"), std::string::npos) << src << r.diags();
+    }
+}
+
 TEST(EvalPython, DeepNestingIsAnErrorNotACrash) {
     std::string src = "x = ";
     for (int i = 0; i < 3000; ++i) src += "(1 + ";

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 using tilec::evaltest::EvalRun;
 using namespace tilec;
 
@@ -70,6 +72,21 @@ TEST(EvalTrace, EveryExampleEvaluates) {
         {"rms_norm.tile", {"rms_norm_4096"}},
         {"flash_attn.tile", {"flash", "flash_d128"}},
     };
+    // Every file in examples/ evaluates cleanly and exports kernels; the known ones export these.
+    for (auto &entry : std::filesystem::directory_iterator(std::string(TILEC_SOURCE_DIR) + "/examples")) {
+        if (entry.path().extension() != ".tile") continue;
+        EvalRun r;
+        r.run(evaltest::readFile(entry.path().string()), entry.path().filename().string());
+        ASSERT_TRUE(r.program) << entry.path() << "\n" << r.diags();
+        EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+        EXPECT_FALSE(r.program->kernels.empty()) << entry.path();
+        for (auto &k : r.program->kernels) {
+            EXPECT_TRUE(k->body) << k->name;
+            EXPECT_GE(k->gridDims, 1);
+            EXPECT_TRUE(k->threads >= 32 && k->threads <= 1024 && k->threads % 32 == 0) << k->name;
+            EXPECT_FALSE(k->params.empty()) << k->name;
+        }
+    }
     for (auto &e : all) {
         EvalRun r;
         r.run(example(e.file), e.file);
