@@ -69,26 +69,38 @@ void InterpImpl::failWithNote(const SourceRange &r, const std::string &msg, cons
     throw EvalAbort{};
 }
 
-void InterpImpl::failOpaque(const Value &v, const SourceRange &r) {
-    fail(r, "'" + v.s + "' comes from module '" + opaqueModule(v) + "', which tilec does not evaluate");
-}
+namespace {
+[[noreturn]] void silentAbort() { throw EvalAbort{}; }
 
-void InterpImpl::failRuntime(const SourceRange &r, const std::string &what) {
-    fail(r, what + " must be known at compile time, but this value is only known at run time");
+/// The failures below need only Interp::fail, so the T.* primitives can be unit-tested with a small fake
+/// interpreter; only the conversion of buffers and accesses needs the real one's rules.
+[[noreturn]] void failRuntimeValue(Interp &in, const SourceRange &r, const std::string &what) {
+    in.fail(r, what + " must be known at compile time, but this value is only known at run time");
 }
+[[noreturn]] void failOpaqueValue(Interp &in, const Value &v, const SourceRange &r) {
+    in.fail(r, "'" + v.s + "' comes from module '" + opaqueModule(v) + "', which tilec does not evaluate");
+}
+ir::Expr bufferValueExpr(Interp &in, const Value &v, const SourceRange &r) {
+    if (auto *p = dynamic_cast<InterpImpl *>(&in)) return p->runtimeExpr(v, r);
+    // A fake interpreter: expressions stay, a point access is a load, anything else is not a scalar.
+    if (v.is(VK::Expr)) return v.expr;
+    if (v.is(VK::Access) && v.as<AccessObj>().isPoint()) {
+        std::vector<ir::Expr> idx;
+        for (auto &i : v.as<AccessObj>().indices) idx.push_back(i.min);
+        return ir::Load::make(v.as<AccessObj>().buffer, std::move(idx), r);
+    }
+    in.fail(r, std::string("a ") + typeName(v.kind) + " is not a scalar value");
+}
+} // namespace
+
+void InterpImpl::failOpaque(const Value &v, const SourceRange &r) { failOpaqueValue(*this, v, r); }
+
+void InterpImpl::failRuntime(const SourceRange &r, const std::string &what) { failRuntimeValue(*this, r, what); }
 
 // ---------------------------------------------------------------------------------------------------------
 // Conversions
 
-namespace {
-[[noreturn]] void silentAbort() { throw EvalAbort{}; }
 
-InterpImpl &impl(Interp &in) {
-    auto *p = dynamic_cast<InterpImpl *>(&in);
-    TILEC_ASSERT(p, "the interpreter is not an InterpImpl");
-    return *p;
-}
-} // namespace
 
 ir::Expr Interp::toExpr(const Arg &a, const char *what) {
     const Value &v = a.value;
@@ -99,8 +111,8 @@ ir::Expr Interp::toExpr(const Arg &a, const char *what) {
     case VK::Float: return ir::floatImm(v.f, DType::Float32, a.range);
     case VK::Expr:
     case VK::Access:
-    case VK::Buffer: return impl(*this).runtimeExpr(v, a.range);
-    case VK::Opaque: impl(*this).failOpaque(v, a.range);
+    case VK::Buffer: return bufferValueExpr(*this, v, a.range);
+    case VK::Opaque: failOpaqueValue(*this, v, a.range);
     default: break;
     }
     fail(a.range, std::string(what) + " must be a number or a run-time scalar, not a " + typeName(v.kind));
@@ -115,12 +127,12 @@ int64_t Interp::toInt(const Arg &a, const char *what) {
     case VK::Expr:
         if (auto c = ir::constValue(v.expr)) return *c;
         if (v.expr->dtype.isFloat()) break;
-        impl(*this).failRuntime(a.range, what);
+        failRuntimeValue(*this, a.range, what);
     case VK::Access:
     case VK::Buffer:
-        if (isRuntime(v)) impl(*this).failRuntime(a.range, what);
+        if (isRuntime(v)) failRuntimeValue(*this, a.range, what);
         break;
-    case VK::Opaque: impl(*this).failOpaque(v, a.range);
+    case VK::Opaque: failOpaqueValue(*this, v, a.range);
     default: break;
     }
     std::string tn = v.is(VK::Expr) ? "run-time " + std::string(v.expr->dtype.name()) : typeName(v.kind);
@@ -137,12 +149,12 @@ double Interp::toFloat(const Arg &a, const char *what) {
     case VK::Expr:
         if (auto f = ir::as<ir::FloatImm>(v.expr)) return f->value;
         if (auto c = ir::constValue(v.expr)) return (double)*c;
-        impl(*this).failRuntime(a.range, what);
+        failRuntimeValue(*this, a.range, what);
     case VK::Access:
     case VK::Buffer:
-        if (isRuntime(v)) impl(*this).failRuntime(a.range, what);
+        if (isRuntime(v)) failRuntimeValue(*this, a.range, what);
         break;
-    case VK::Opaque: impl(*this).failOpaque(v, a.range);
+    case VK::Opaque: failOpaqueValue(*this, v, a.range);
     default: break;
     }
     fail(a.range, std::string(what) + " must be a number, not a " + typeName(v.kind));
@@ -153,16 +165,24 @@ bool Interp::toBool(const Arg &a, const char *what) {
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::Expr)) {
         if (auto c = ir::constValue(v.expr)) return *c != 0;
-        impl(*this).failRuntime(a.range, what);
+        failRuntimeValue(*this, a.range, what);
     }
-    return impl(*this).truthy(v, a.range, what);
+    if (auto *p = dynamic_cast<InterpImpl *>(this)) return p->truthy(v, a.range, what);
+    switch (v.kind) { // a fake interpreter (unit tests): Python truth of the plain kinds
+    case VK::Bool: return v.b;
+    case VK::Int: return v.i != 0;
+    case VK::Float: return v.f != 0;
+    case VK::None: return false;
+    case VK::Str: return !v.s.empty();
+    default: fail(a.range, std::string(what) + " must be a compile-time truth value");
+    }
 }
 
 std::string Interp::toStr(const Arg &a, const char *what) {
     const Value &v = a.value;
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::Str)) return v.s;
-    if (v.is(VK::Opaque)) impl(*this).failOpaque(v, a.range);
+    if (v.is(VK::Opaque)) failOpaqueValue(*this, v, a.range);
     fail(a.range, std::string(what) + " must be a string, not a " + typeName(v.kind));
 }
 
@@ -170,14 +190,18 @@ DType Interp::toDType(const Arg &a, const char *what) {
     const Value &v = a.value;
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::DType)) return v.dtype;
-    if (v.is(VK::Opaque)) impl(*this).failOpaque(v, a.range);
+    if (v.is(VK::Opaque)) failOpaqueValue(*this, v, a.range);
     if (v.is(VK::Str)) {
         if (auto t = DType::parse(v.s); t && *t != DType::Void) return *t;
         std::vector<std::string> names;
         for (int k = DType::Bool; k < DType::Void; ++k) names.emplace_back(DType((DType::Kind)k).name());
         std::string msg = "unknown dtype '" + v.s.substr(0, 60) + "'";
         std::string close = closestName(v.s, names);
-        if (!close.empty()) impl(*this).failWithNote(a.range, msg, a.range, "did you mean '" + close + "'?");
+        if (!close.empty()) {
+            diag().error(a.range, msg);
+            note(a.range, "did you mean '" + close + "'?");
+            throw EvalAbort{};
+        }
         fail(a.range, msg);
     }
     fail(a.range, std::string(what) + " must be a dtype, not a " + typeName(v.kind));
