@@ -19,14 +19,9 @@ void InterpImpl::bindName(const std::string &name, const Value &v0, const Source
     bool module = env_ == module_;
     if (module && assignStmt)
         if (auto it = defines_.find(name); it != defines_.end()) v = it->second;
-    // A name bound to an alloc_var buffer is a kernel variable: `x = 5` stores into it, as in TileLang.
-    if (trace()) {
-        auto it = env_->vars.find(name);
-        if (it != env_->vars.end() && isVarBuffer(it->second) && !v.is(VK::Buffer)) {
-            storeToVar(it->second.buffer, v, at);
-            return;
-        }
-    }
+    // A name bound to an alloc_var buffer is a kernel variable: `x = 5` stores into it, as in TileLang; a
+    // value that reads a buffer is kept in a new one (InterpBindings.cpp).
+    if (trace() && bindRuntime(name, v, at)) return;
     env_->set(name, std::move(v));
     if (module) {
         if (!moduleAssignLoc_.count(name)) moduleOrder_.push_back(name);

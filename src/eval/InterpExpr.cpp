@@ -179,7 +179,10 @@ Value InterpImpl::eval(const ast::Expr &e) {
 }
 
 Value InterpImpl::lookupName(const ast::Expr &e) {
-    if (Value *v = env_->lookup(e.str)) return *v;
+    if (Value *v = env_->lookup(e.str)) {
+        if (v->is(VK::Poison) && !v->s.empty()) fail(e.range, v->s); // see poisonWithMessage
+        return *v;
+    }
     std::string msg = "undefined name '" + e.str + "'";
     if (reported_.count({e.range.file, e.range.line, e.range.col, msg})) throw EvalAbort{};
     std::vector<std::string> names;

@@ -144,6 +144,28 @@ class InterpImpl final : public Interp {
     /// Store into element 0 of a buffer of scope var.
     void storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at);
 
+    // ---- run-time bindings (InterpBindings.cpp) ----
+    /// bindName inside a prim_func: stores into a kernel variable the name is bound to, or materializes a
+    /// value that reads a buffer into a new one. False when the name is simply (re)bound.
+    bool bindRuntime(const std::string &name, const Value &v, const SourceRange &at);
+    /// After the branches of a run-time if (env_ holds the else branch's bindings, `thenVars` the then
+    /// branch's): each name the branches bind differently becomes a select, a kernel variable stored in both
+    /// branches (appended to their statements), or an error value.
+    void mergeIfBindings(const std::map<std::string, Value> &thenVars, std::vector<ir::Stmt> &thenStmts,
+                         std::vector<ir::Stmt> &elseStmts, const ir::Expr &cond, const SourceRange &at);
+    /// After a run-time loop: names it rebound to values of its variables (loopVars_ from firstLoopVar on)
+    /// become error values.
+    void checkLoopBindings(const std::map<std::string, Value> &before, size_t firstLoopVar,
+                           const std::vector<std::string> &loopNames);
+    /// A kernel variable (scope var) the compiler makes for a name, recorded in materialized_.
+    ir::Buffer newKernelVar(const std::string &name, DType t, const SourceRange &at);
+    /// Before a run-time loop: names its body assigns that hold a scalar already are moved into kernel
+    /// variables, so that reads in the body see the value the previous iteration left (loop-carried values).
+    void materializeLoopCarried(const ast::Body &body, const std::vector<std::string> &loopNames,
+                                const SourceRange &at);
+    /// Poison that reports `msg` where a name bound to it is used (lookupName).
+    static Value poisonWithMessage(std::string msg);
+
     // ---- expressions (InterpExpr.cpp) ----
     Value eval(const ast::Expr &e);
     Value lookupName(const ast::Expr &e);
@@ -237,6 +259,10 @@ class InterpImpl final : public Interp {
     /// Heights of recently checked expressions (holding them), so chains built in a loop cost O(1) each.
     std::unordered_map<const ir::ExprNode *, std::pair<ir::Expr, int>> heights_;
     std::deque<const ir::ExprNode *> heightOrder_;
+    /// Kernel variables made for plain names (not T.alloc_var): they copy on `y = x` and keep their type.
+    std::set<ir::Buffer> materialized_;
+    /// Variables of the run-time loops being traced, outermost first.
+    std::vector<ir::Var> loopVars_;
 
     /// Counts nesting of statements/expressions/calls and guards the native stack.
     struct Nest {

@@ -166,6 +166,12 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
             env->set(p.name, Value::poison());
         }
     }
+    // A scalar parameter in a later tensor's shape is that parameter, not a T.dynamic symbol.
+    std::erase_if(k->dynamicSymbols, [&](const ir::Var &v) {
+        for (auto &p : k->params)
+            if (p.kind == ir::Param::Scalar && p.var == v) return true;
+        return false;
+    });
     execBody(def.body);
     if (diag_.errorCount() > errors) return Value::poison();
     if (!k->launchLoc.valid() || !k->body)
@@ -274,9 +280,27 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
                                (names.size() == 1 ? " is" : " are") + " named");
     if (!s.orelse.empty()) fail(s.range, "'else' after a " + what + " loop is not supported");
 
+    // Sequential loops carry values from one iteration to the next; T.Parallel/T.vectorized iterations are
+    // unordered, so nothing is carried there.
+    if (f.forKind == ir::ForKind::Serial || f.forKind == ir::ForKind::Unrolled || f.forKind == ir::ForKind::Pipelined) {
+        std::vector<std::string> targetNames;
+        for (auto *e : names) targetNames.push_back(e->str);
+        materializeLoopCarried(s.body, targetNames, s.range);
+    }
+    std::map<std::string, Value> before = env_->vars;
+    charge((int64_t)before.size());
+    size_t firstLoopVar = loopVars_.size();
+    struct VarsPop {
+        std::vector<ir::Var> &vars;
+        size_t n;
+        ~VarsPop() { vars.resize(n); }
+    } varsPop{loopVars_, firstLoopVar};
     std::vector<ir::Var> vars;
+    std::vector<std::string> loopNames;
     for (auto *e : names) {
         vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
+        loopVars_.push_back(vars.back());
+        loopNames.push_back(e->str);
         bindName(e->str, Value::ofExpr(vars.back()), e->range, false);
     }
     ir::Stmt body;
@@ -296,6 +320,7 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
         execBody(s.body);
         body = ir::Seq::make(block.take(), s.range);
     }
+    checkLoopBindings(before, firstLoopVar, loopNames);
     for (size_t i = n; i-- > 0;) {
         ir::Expr min = i < f.mins.size() && f.mins[i] ? f.mins[i] : ir::intImm(0);
         body = ir::For::make(vars[i], min, f.extents[i], f.forKind, f.numStages, body, s.range);
@@ -306,25 +331,33 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
 
 InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond) {
     TraceState &t = requireLaunch(s.value->range, "an 'if' on a run-time condition");
-    ir::Stmt then, otherwise;
+    std::vector<ir::Stmt> thenStmts, elseStmts;
     {
         struct CtlPop {
             std::vector<char> &ctl;
             ~CtlPop() { ctl.pop_back(); }
         } pop{frames_.back().ctl};
         frames_.back().ctl.push_back('I');
+        // Each branch starts from the bindings before the if; mergeIfBindings joins them after it.
+        std::map<std::string, Value> before = env_->vars;
+        charge((int64_t)before.size());
         {
             Block block(t);
             execBody(s.body);
-            then = ir::Seq::make(block.take(), s.range);
+            thenStmts = block.take();
         }
-        if (!s.orelse.empty()) {
+        std::map<std::string, Value> thenVars = std::move(env_->vars);
+        env_->vars = std::move(before);
+        {
             Block block(t);
             execBody(s.orelse);
-            auto stmts = block.take();
-            if (!stmts.empty()) otherwise = ir::Seq::make(std::move(stmts), s.orelse.front()->range);
+            elseStmts = block.take();
         }
+        mergeIfBindings(thenVars, thenStmts, elseStmts, cond, s.range);
     }
+    ir::Stmt then = ir::Seq::make(std::move(thenStmts), s.range), otherwise;
+    if (!elseStmts.empty())
+        otherwise = ir::Seq::make(std::move(elseStmts), s.orelse.empty() ? s.range : s.orelse.front()->range);
     emit(ir::IfThenElse::make(ir::cast(DType::Bool, cond), then, otherwise, s.range));
     return Flow::Normal;
 }
