@@ -28,6 +28,8 @@ Expr select(Expr cond, Expr t, Expr f, SourceRange loc = {});
 /// Constant folding plus linear normalisation of integer arithmetic (sums of constant multiples of
 /// non-constant terms, sorted deterministically); returns the same node when nothing simplifies.
 Expr simplify(const Expr &e);
+/// Structural equality without simplifying: variables and buffers by identity, the rest by value.
+bool structurallyEqual(const Expr &a, const Expr &b);
 /// True when a and b are structurally equal after simplify (same variables by identity).
 bool provablyEqual(const Expr &a, const Expr &b);
 /// simplify(e) as a constant, if it is one.

@@ -70,6 +70,10 @@ class Interp {
 std::vector<std::optional<Arg>> bindArgs(Interp &in, const CallArgs &args, const std::string &fname,
                                          const std::vector<std::string> &params);
 
+/// `base`, or `base_1`, `base_2`, ... : a buffer name no allocation or parameter of `k` has yet (a Python
+/// loop may run the same `x = T.alloc_...` several times; the generated code needs distinct names).
+std::string uniqueBufferName(const ir::Kernel &k, const std::string &base);
+
 /// The `tilelang.language` module (what `import tilelang.language as T` binds). src/eval/TileLang*.cpp.
 Value makeTileLanguageModule();
 

@@ -164,18 +164,7 @@ Value InterpImpl::poisonWithMessage(std::string msg) {
 
 ir::Buffer InterpImpl::newKernelVar(const std::string &name, DType t, const SourceRange &at) {
     ir::Kernel &k = *trace()->kernel;
-    auto taken = [&](const std::string &n) {
-        for (auto &b : k.allocs)
-            if (b->name == n)
-                return true;
-        for (auto &p : k.params)
-            if (p.name() == n)
-                return true;
-        return false;
-    };
-    std::string unique = name;
-    for (int i = 1; taken(unique) && i < 100000; ++i)
-        unique = name + "_" + std::to_string(i);
+    std::string unique = uniqueBufferName(k, name);
     auto b = ir::makeBuffer(unique, ir::Scope::Var, t, {ir::intImm(1)}, at);
     k.allocs.push_back(b);
     materialized_.insert(b);

@@ -7,25 +7,12 @@ namespace tilec::eval::tl {
 
 namespace {
 
-/// The name the buffer gets: the variable it is assigned to, made unique within the kernel (a Python
-/// loop may run the same `x = T.alloc_...` several times; the generated code needs distinct names).
+/// The name the buffer gets: the variable it is assigned to, made unique within the kernel.
 std::string bufferName(Interp &in, const ir::Kernel &k) {
     std::string base = in.assignTargetName();
     if (base.empty())
         base = "buf" + std::to_string(k.allocs.size());
-    auto taken = [&](const std::string &n) {
-        for (auto &b : k.allocs)
-            if (b->name == n)
-                return true;
-        for (auto &p : k.params)
-            if (p.name() == n)
-                return true;
-        return false;
-    };
-    std::string name = base;
-    for (int i = 1; taken(name); ++i)
-        name = base + "_" + std::to_string(i);
-    return name;
+    return uniqueBufferName(k, base);
 }
 
 ir::Buffer allocate(Interp &in, const CallArgs &args, const std::string &fname, ir::Scope scope,
@@ -158,4 +145,22 @@ void addAllocPrimitives(Attrs &attrs) {
     });
 }
 
+
 } // namespace tilec::eval::tl
+
+namespace tilec::eval {
+
+std::string uniqueBufferName(const ir::Kernel &k, const std::string &base) {
+    auto taken = [&](const std::string &n) {
+        for (auto &b : k.allocs)
+            if (b->name == n) return true;
+        for (auto &p : k.params)
+            if (p.name() == n) return true;
+        return false;
+    };
+    std::string name = base;
+    for (int i = 1; taken(name) && i < 1000000; ++i) name = base + "_" + std::to_string(i);
+    return name;
+}
+
+} // namespace tilec::eval

@@ -355,4 +355,6 @@ std::optional<int64_t> constValue(const Expr &e) {
     return constInt(s.simp(e));
 }
 
+bool structurallyEqual(const Expr &a, const Expr &b) { return same(a, b); }
+
 } // namespace tilec::ir

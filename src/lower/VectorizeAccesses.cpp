@@ -17,40 +17,6 @@ using namespace ir;
 namespace {
 
 /// Structural equality with variables and buffers by identity.
-bool same(const Expr &a, const Expr &b, int depth = 0) {
-    if (a == b) return true;
-    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype || depth > kMaxIRDepth) return false;
-    switch (a->kind) {
-    case NodeKind::IntImm: return as<IntImm>(a)->value == as<IntImm>(b)->value;
-    case NodeKind::FloatImm: return as<FloatImm>(a)->value == as<FloatImm>(b)->value;
-    case NodeKind::Var: return false;
-    case NodeKind::Binary: {
-        auto x = as<Binary>(a), y = as<Binary>(b);
-        return x->op == y->op && same(x->a, y->a, depth + 1) && same(x->b, y->b, depth + 1);
-    }
-    case NodeKind::Unary: return as<Unary>(a)->op == as<Unary>(b)->op && same(as<Unary>(a)->a, as<Unary>(b)->a, depth + 1);
-    case NodeKind::Select: {
-        auto x = as<Select>(a), y = as<Select>(b);
-        return same(x->cond, y->cond, depth + 1) && same(x->t, y->t, depth + 1) && same(x->f, y->f, depth + 1);
-    }
-    case NodeKind::Cast: return same(as<Cast>(a)->value, as<Cast>(b)->value, depth + 1);
-    case NodeKind::Call: {
-        auto x = as<Call>(a), y = as<Call>(b);
-        if (x->name != y->name || x->args.size() != y->args.size()) return false;
-        for (size_t i = 0; i < x->args.size(); ++i)
-            if (!same(x->args[i], y->args[i], depth + 1)) return false;
-        return true;
-    }
-    case NodeKind::Load: {
-        auto x = as<Load>(a), y = as<Load>(b);
-        if (x->buffer != y->buffer || x->indices.size() != y->indices.size()) return false;
-        for (size_t i = 0; i < x->indices.size(); ++i)
-            if (!same(x->indices[i], y->indices[i], depth + 1)) return false;
-        return true;
-    }
-    default: return false;
-    }
-}
 
 bool isZero(const Expr &e) {
     if (auto f = as<FloatImm>(e)) return f->value == 0.0;
@@ -146,7 +112,7 @@ class Vectorizer : public IRMutator {
             const For *loop;
             Expr hoist(const Expr &e) {
                 for (auto &h : *loads)
-                    if (same(h.original, e)) return Load::make(h.temp, {Expr(loop->var)});
+                    if (structurallyEqual(h.original, e)) return Load::make(h.temp, {Expr(loop->var)});
                 Buffer t = self->temp(e->dtype, loop->extent, e->loc);
                 loads->push_back({e, t});
                 return Load::make(t, {Expr(loop->var)});
