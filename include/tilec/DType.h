@@ -2,6 +2,7 @@
 /// Scalar data types of the tile language.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ struct DType {
     bool isSigned() const { return kind >= Int8 && kind <= Int64; }
     bool isFloat() const { return kind >= Float16 && kind <= Float8E5M2; }
     bool isFloat8() const { return kind == Float8E4M3 || kind == Float8E5M2; }
+    /// Whether integer v is representable in this integer (or bool) type; false for floats.
+    bool holds(int64_t v) const;
     /// The canonical name: "float16", "bfloat16", "float8_e4m3", ...
     std::string_view name() const;
     /// Accepts canonical names and aliases ("float" = float32, "float8_e4m3fn" = float8_e4m3, "half", ...).

@@ -36,4 +36,19 @@ std::optional<DType> DType::parse(std::string_view s) {
     return std::nullopt;
 }
 
+bool DType::holds(int64_t v) const {
+    switch (kind) {
+    case Bool: return v == 0 || v == 1;
+    case Int8: return v >= INT8_MIN && v <= INT8_MAX;
+    case Int16: return v >= INT16_MIN && v <= INT16_MAX;
+    case Int32: return v >= INT32_MIN && v <= INT32_MAX;
+    case Int64: return true;
+    case UInt8: return v >= 0 && v <= UINT8_MAX;
+    case UInt16: return v >= 0 && v <= UINT16_MAX;
+    case UInt32: return v >= 0 && v <= (int64_t)UINT32_MAX;
+    case UInt64: return v >= 0;
+    default: return false;
+    }
+}
+
 } // namespace tilec

@@ -33,26 +33,11 @@ DType promote(DType a, DType b) {
 namespace {
 
 /// Whether v is representable in integer (or bool) type t. uint64 is limited to the int64 range because
-/// IntImm stores an int64.
-bool fits(int64_t v, DType t) {
-    switch (t.kind) {
-    case DType::Bool: return v == 0 || v == 1;
-    case DType::Int8: return v >= INT8_MIN && v <= INT8_MAX;
-    case DType::Int16: return v >= INT16_MIN && v <= INT16_MAX;
-    case DType::Int32: return v >= INT32_MIN && v <= INT32_MAX;
-    case DType::Int64: return true;
-    case DType::UInt8: return v >= 0 && v <= UINT8_MAX;
-    case DType::UInt16: return v >= 0 && v <= UINT16_MAX;
-    case DType::UInt32: return v >= 0 && v <= (int64_t)UINT32_MAX;
-    case DType::UInt64: return v >= 0;
-    default: return false;
-    }
-}
 
 /// The constant of type t holding v, widening int32 to int64 when v does not fit; null when it cannot be
 /// represented without wrapping.
 Expr intResult(int64_t v, DType t, SourceRange loc) {
-    if (fits(v, t)) return intImm(v, t, loc);
+    if (t.holds(v)) return intImm(v, t, loc);
     if (t == DType::Int32 || t == DType::Int16 || t == DType::Int8) return intImm(v, DType::Int64, loc);
     return nullptr;
 }
@@ -199,7 +184,7 @@ Expr cast(DType t, Expr v, SourceRange loc) {
         if (t.isBool()) return boolImm(i->value != 0, loc);
         if (t.isFloat()) return floatImm(roundTo((double)i->value, t), t, loc);
         if (t.isInt()) {
-            if (fits(i->value, t)) return intImm(i->value, t, loc);
+            if (t.holds(i->value)) return intImm(i->value, t, loc);
             // A cast truncates, as in C: that is what the cast asks for.
             uint64_t u = (uint64_t)i->value;
             int bits = t.bits();
@@ -215,7 +200,7 @@ Expr cast(DType t, Expr v, SourceRange loc) {
         if (t.isBool()) return boolImm(f->value != 0, loc);
         if (t.isInt() && std::isfinite(f->value)) {
             double tr = std::trunc(f->value);
-            if (tr >= -9.2e18 && tr <= 9.2e18 && fits((int64_t)tr, t)) return intImm((int64_t)tr, t, loc);
+            if (tr >= -9.2e18 && tr <= 9.2e18 && t.holds((int64_t)tr)) return intImm((int64_t)tr, t, loc);
         }
     }
     return Cast::make(t, std::move(v), loc);

@@ -254,19 +254,6 @@ Expr Simplifier::atomUncached(const Expr &e) {
     return e;
 }
 
-bool fitsType(int64_t v, DType t) {
-    switch (t.kind) {
-    case DType::Int8: return v >= INT8_MIN && v <= INT8_MAX;
-    case DType::Int16: return v >= INT16_MIN && v <= INT16_MAX;
-    case DType::Int32: return v >= INT32_MIN && v <= INT32_MAX;
-    case DType::Int64: return true;
-    case DType::UInt8: return v >= 0 && v <= UINT8_MAX;
-    case DType::UInt16: return v >= 0 && v <= UINT16_MAX;
-    case DType::UInt32: return v >= 0 && v <= (int64_t)UINT32_MAX;
-    case DType::UInt64: return v >= 0;
-    default: return false;
-    }
-}
 
 /// Comparisons and min/max of integers are decided when the difference of the operands is constant.
 Expr Simplifier::decide(const Binary *b) {
@@ -307,9 +294,9 @@ Expr Simplifier::build(const Linear &l, DType t, SourceRange loc) {
 }
 
 bool representable(const Linear &l, DType t) {
-    if (!l.ok || !fitsType(l.c, t)) return false;
+    if (!l.ok || !t.holds(l.c)) return false;
     for (auto &[term, k] : l.terms)
-        if (k == INT64_MIN || !fitsType(k < 0 ? -k : k, t) || !(term->dtype == t)) return false;
+        if (k == INT64_MIN || !t.holds(k < 0 ? -k : k) || !(term->dtype == t)) return false;
     return true;
 }
 
