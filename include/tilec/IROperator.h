@@ -32,6 +32,8 @@ Expr simplify(const Expr &e);
 bool structurallyEqual(const Expr &a, const Expr &b);
 /// True when a and b are structurally equal after simplify (same variables by identity).
 bool provablyEqual(const Expr &a, const Expr &b);
+/// Element-wise provablyEqual of two lists (shapes, extents); false when their lengths differ.
+bool provablyEqual(const std::vector<Expr> &a, const std::vector<Expr> &b);
 /// simplify(e) as a constant, if it is one.
 std::optional<int64_t> constValue(const Expr &e);
 

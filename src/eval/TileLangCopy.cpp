@@ -257,12 +257,7 @@ bool extentsMatch(const ir::Region &a, const ir::Region &b) {
     for (auto &r : b.ranges)
         if (!isUnit(r.extent))
             y.push_back(r.extent);
-    if (x.size() != y.size())
-        return false;
-    for (size_t i = 0; i < x.size(); ++i)
-        if (!ir::provablyEqual(x[i], y[i]))
-            return false;
-    return true;
+    return ir::provablyEqual(x, y);
 }
 
 /// Resolves a pair of operands (at most one of them an origin) to regions and checks them.

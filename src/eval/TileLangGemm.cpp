@@ -170,15 +170,7 @@ Value reduce(Interp &in, CallArgs &args, ir::ReduceKind kind, const std::string 
             dropped.push_back(src->shape[d]);
         kept.push_back(d == dim ? ir::intImm(1) : src->shape[d]);
     }
-    auto same = [](const std::vector<ir::Expr> &x, const std::vector<ir::Expr> &y) {
-        if (x.size() != y.size())
-            return false;
-        for (size_t i = 0; i < x.size(); ++i)
-            if (!ir::provablyEqual(x[i], y[i]))
-                return false;
-        return true;
-    };
-    if (!same(dst->shape, dropped) && !same(dst->shape, kept)) {
+    if (!ir::provablyEqual(dst->shape, dropped) && !ir::provablyEqual(dst->shape, kept)) {
         std::string want = dropped.empty() ? "(1,)" : tupleText(dropped);
         in.fail(a[1]->range, fname + " destination '" + dst->name + "' is " + tupleText(dst->shape) +
                                  ", but '" + src->name + "' " + tupleText(src->shape) + " reduced over dim " +

@@ -344,4 +344,11 @@ std::optional<int64_t> constValue(const Expr &e) {
 
 bool structurallyEqual(const Expr &a, const Expr &b) { return same(a, b); }
 
+bool provablyEqual(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!provablyEqual(a[i], b[i])) return false;
+    return true;
+}
+
 } // namespace tilec::ir
