@@ -4,6 +4,7 @@
 
 #include "tilec/IRVisitor.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -286,6 +287,7 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
 }
 
 ExprPrinter::Text ExprPrinter::call(const Call &c) {
+    if (c.name.rfind("tilec.", 0) == 0 && c.name != "tilec.shfl_xor") return libraryCall(c);
     if (c.name == "tilec.shfl_xor") {
         TILEC_ASSERT(c.args.size() == 2, "tilec.shfl_xor takes a value and a lane mask");
         return {"__shfl_xor_sync(0xffffffffu, " + expr(c.args[0]).s + ", " + expr(c.args[1]).s + ")", 16};
@@ -310,6 +312,49 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
     std::string s = fn + "(" + args + ")";
     if (narrow) return {"tilec::from_float<" + deviceType(t) + ">(" + s + ")", 16};
     return {s, 16};
+}
+
+} // namespace tilec::codegen
+
+namespace tilec::codegen {
+
+/// Calls of the device library (stdlib/tilec): leading integer arguments are template arguments.
+ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
+    auto constArg = [&](size_t i) {
+        auto v = c.args.size() > i ? constInt(c.args[i]) : std::nullopt;
+        TILEC_ASSERT(v, c.name + " needs a constant argument " + std::to_string(i));
+        return std::to_string(*v);
+    };
+    auto templ = [&](const std::string &fn, size_t nTemplate, std::vector<size_t> asBool = {}) {
+        std::string s = fn + "<";
+        for (size_t i = 0; i < nTemplate; ++i) {
+            bool b = std::find(asBool.begin(), asBool.end(), i) != asBool.end();
+            s += (i ? ", " : "") + (b ? std::string(constArg(i) == "0" ? "false" : "true") : constArg(i));
+        }
+        s += ">(";
+        for (size_t i = nTemplate; i < c.args.size(); ++i) s += (i > nTemplate ? ", " : "") + expr(c.args[i]).s;
+        return Text{s + ")", 16};
+    };
+    if (c.name == "tilec.address_of") {
+        TILEC_ASSERT(c.args.size() == 1, "tilec.address_of takes one load");
+        return {"(&" + wrap(expr(c.args[0]), 15) + ")", 16};
+    }
+    if (c.name == "tilec.copy_g2s" || c.name == "tilec.copy_g2s_wait") return templ("tilec::copy_g2s", 5, {4});
+    if (c.name == "tilec.cp_async_commit") return {"tilec::cp_async_commit()", 16};
+    if (c.name == "tilec.cp_async_wait") return {"tilec::cp_async_wait<" + constArg(0) + ">()", 16};
+    if (c.name == "tilec.gemm_ss") return templ("tilec::gemm_ss", 7, {5, 6});
+    if (c.name == "tilec.gemm_rs") return templ("tilec::gemm_rs", 6, {5});
+    if (c.name == "tilec.swz") {
+        TILEC_ASSERT(c.args.size() == 4, "tilec.swz takes columns, element bytes, tile elements and an offset");
+        auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
+        std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";
+        std::string off = expr(c.args[3]).s;
+        // Rows of a tile in multiples of 8 keep every swizzle pattern aligned to the tile, whatever the stage.
+        if (cols && tileElems && (*tileElems / *cols) % 8 == 0) return {fn + "(" + off + ")", 16};
+        std::string t = constArg(2);
+        return {"((" + off + ") / " + t + " * " + t + " + " + fn + "((" + off + ") % " + t + "))", 16};
+    }
+    TILEC_ASSERT(false, "no device-library function for " + c.name);
 }
 
 } // namespace tilec::codegen

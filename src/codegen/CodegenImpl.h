@@ -78,6 +78,7 @@ class ExprPrinter {
     Text expr(const ir::Expr &e);
     Text binary(const ir::Binary &b);
     Text call(const ir::Call &c);
+    Text libraryCall(const ir::Call &c);
     Text castTo(DType to, const ir::Expr &v);
     std::string wrap(const Text &t, int need) { return t.prec >= need ? t.s : "(" + t.s + ")"; }
     /// The operand as a float (narrow floats converted).

@@ -138,13 +138,26 @@ class KernelPrinter {
 
     void prologue() {
         const SourceRange &at = k_.launchLoc;
-        if (info_.sharedBytes > 0) line(1, "extern __shared__ __align__(16) unsigned char tilec_smem[];", at);
+        if (info_.sharedBytes > 0) line(1, "extern __shared__ __align__(128) unsigned char tilec_smem[];", at);
         if (k_.threadIdx && passes::mentions(k_.body, k_.threadIdx.get()))
             line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
         static const char *axis[] = {"x", "y", "z"};
+        std::string block[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+        if (k_.swizzlePanel > 0 && k_.gridDims >= 2) {
+            // T.use_swizzle: consecutive blocks walk down a column of `panel` block rows before moving right,
+            // so the tiles they read stay in L2 (the last panel may have fewer rows).
+            const SourceRange &sw = k_.swizzleLoc.valid() ? k_.swizzleLoc : at;
+            std::string P = std::to_string(k_.swizzlePanel);
+            line(1, "const int tilec_linear = blockIdx.x + blockIdx.y * gridDim.x;", sw);
+            line(1, "const int tilec_panel = tilec_linear / (" + P + " * gridDim.x);", sw);
+            line(1, "const int tilec_rows = min(" + P + ", (int)gridDim.y - tilec_panel * " + P + ");", sw);
+            line(1, "const int tilec_in_panel = tilec_linear - tilec_panel * " + P + " * gridDim.x;", sw);
+            block[0] = "tilec_in_panel / tilec_rows";
+            block[1] = "tilec_panel * " + P + " + tilec_in_panel % tilec_rows";
+        }
         for (int d = 0; d < 3; ++d)
             if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
-                line(1, "const int " + name(k_.blockIdx[d]) + " = blockIdx." + axis[d] + ";", at);
+                line(1, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
         for (auto &b : k_.allocs) {
             if (!b) continue;
             std::string t = deviceType(b->dtype);
@@ -188,6 +201,9 @@ class KernelPrinter {
         if (auto e = as<Evaluate>(s)) {
             auto c = as<Call>(e->value);
             if (c && c->name == "tilec.sync") line(level, "__syncthreads();", at);
+            else if (c && c->name == "tilec.copy_g2s_wait")
+                line(level, ep_.print(e->value) + "; tilec::cp_async_commit(); tilec::cp_async_wait<0>();", at);
+            else if (c && c->dtype.kind == DType::Void) line(level, ep_.print(e->value) + ";", at);
             else line(level, "(void)(" + ep_.print(e->value) + ");", at);
             return;
         }
@@ -277,6 +293,16 @@ struct Uses : IRVisitor {
         fp8 |= op.dtype.isFloat8();
         IRVisitor::visit(op);
     }
+    // A tile transfer's cp.async width is an alignment the tensor must have.
+    void visit(const Call &op) override {
+        if ((op.name == "tilec.copy_g2s" || op.name == "tilec.copy_g2s_wait") && op.args.size() > 6) {
+            auto a = as<Call>(op.args[6]);
+            auto l = a && !a->args.empty() ? as<Load>(a->args[0]) : nullptr;
+            auto vec = constInt(op.args[2]);
+            if (l && vec) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*vec * l->buffer->dtype.bytes());
+        }
+        IRVisitor::visit(op);
+    }
     void visit(const For &op) override {
         if (auto t = matchTransfer(op)) align[t->memory] = std::max(align[t->memory], t->chunkBytes());
         IRVisitor::visit(op);
@@ -310,7 +336,8 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
     int64_t largestBytes = 0;
     for (auto &b : k.allocs) {
         if (!b || b->scope != Scope::Shared) continue;
-        offset = (offset + 15) / 16 * 16;
+        // 128 bytes: swizzled tiles repeat their pattern every 128 bytes (and cp.async needs 16).
+        offset = (offset + 127) / 128 * 128;
         info.sharedOffset[b.get()] = offset;
         int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
         if (bytes > largestBytes) largestBytes = bytes, largest = b.get();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace tilec::passes {
 
@@ -31,7 +32,17 @@ struct Use {
     bool exact = false;     ///< indexed by exactly the nest's variables over the whole shape
     bool reduceDst = false; ///< written by a reduction
     bool write = false;     ///< a store (or atomic update)
+    bool rowOfNest = false; ///< a 1-D fragment indexed by the nest's first variable (a per-row value)
+    const BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
+    int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
+};
+
+/// One T.gemm: which fragments it ties to the mma layouts.
+struct GemmUse {
+    const Gemm *op = nullptr;
+    const BufferNode *c = nullptr, *aFrag = nullptr; ///< aFrag: A when it is a fragment
+    int64_t m = 0, n = 0, k = 0;
 };
 
 class Collect : public IRVisitor {
@@ -41,6 +52,24 @@ class Collect : public IRVisitor {
 
     std::vector<Nest> nests;
     std::vector<Use> uses;
+    std::vector<GemmUse> gemms;
+
+    void visit(const Gemm &op) override {
+        auto shape = [](const Region &r) {
+            std::vector<int64_t> s;
+            for (auto &x : r.ranges)
+                if (auto e = constInt(x.extent); e && *e != 1) s.push_back(*e);
+            return s;
+        };
+        auto cs = shape(op.c), as = shape(op.a);
+        if (!op.c.buffer || op.c.buffer->scope != Scope::Fragment || cs.size() != 2 || as.size() != 2) return;
+        GemmUse g;
+        g.op = &op;
+        g.c = op.c.buffer.get();
+        g.m = cs[0], g.n = cs[1], g.k = op.transA ? as[0] : as[1];
+        if (op.a.buffer && op.a.buffer->scope == Scope::Fragment) g.aFrag = op.a.buffer.get();
+        gemms.push_back(g);
+    }
 
     void visit(const For &op) override {
         if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
@@ -96,6 +125,8 @@ class Collect : public IRVisitor {
             u.buffer = op.dst.get();
             u.loc = op.loc;
             u.reduceDst = true;
+            u.reduceSrc = op.src.get();
+            u.reduceDim = op.dim;
             uses.push_back(u);
         }
     }
@@ -123,6 +154,7 @@ class Collect : public IRVisitor {
             for (size_t d = 0; exact && d < indices.size(); ++d)
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
             u.exact = exact;
+            u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
         }
         uses.push_back(u);
     }
@@ -150,6 +182,152 @@ std::vector<int64_t> constShape(const BufferNode &b) {
     return s;
 }
 
+/// (M, N) split over warpsM x warpsN warps with square-most warp tiles, or {0, 0} when no split fits.
+std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
+    std::pair<int, int> best{0, 0};
+    int64_t bestScore = -1;
+    for (int wm = warps; wm >= 1; --wm) {
+        if (warps % wm) continue;
+        int wn = warps / wm;
+        if (m % (16 * wm) || n % (8 * wn)) continue;
+        int64_t score = std::llabs(m / wm - n / wn);
+        if (bestScore < 0 || score < bestScore) bestScore = score, best = {wm, wn};
+    }
+    return best;
+}
+
+/// Tensor cores: each T.gemm's accumulator group takes an mma layout (its warp split from the policy, or
+/// chosen so that a fragment later read as operand A holds whole rows per warp); an operand-A fragment
+/// takes the mma layout of its (M, K); 1-D fragments of per-row values of an mma group (reduction results
+/// along dim 1, `x[i]` in a nest over the group) take the mmaRows layout.
+template <class GroupOfBuffer, class GroupRef, class GroupOfNest>
+void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, GroupRef group, GroupOfNest nestGroup,
+                      DiagnosticEngine &diag) {
+    if (c.gemms.empty()) return;
+    const int warps = k.threads / 32;
+    if (k.threads % 32 != 0) {
+        diag.error(c.gemms[0].op->loc, "T.gemm needs a whole number of warps, but the kernel has " +
+                                           std::to_string(k.threads) + " threads");
+        return;
+    }
+    std::map<int, const GemmUse *> operandOf; // group -> a gemm reading a fragment of it as operand A
+    for (auto &g : c.gemms)
+        if (g.aFrag) operandOf.emplace(groupOf(g.aFrag), &g);
+    auto assign = [&](int node, const Layout &l, const GemmUse &g, const std::string &what) {
+        auto &grp = group(node);
+        if (grp.mma && !(*grp.mma == l)) {
+            diag.error(g.op->loc, "T.gemm needs " + what + " split over " + std::to_string(l.warpsM) + "x" +
+                                      std::to_string(l.warpsN) + " warps, but another T.gemm splits it over " +
+                                      std::to_string(grp.mma->warpsM) + "x" + std::to_string(grp.mma->warpsN));
+            diag.note(grp.mmaBy->op->loc, "the other T.gemm");
+            return;
+        }
+        grp.mma = l;
+        grp.mmaBy = &g;
+    };
+    for (auto &g : c.gemms) {
+        const std::string cName = "'" + g.c->name + "'";
+        if (g.c->shape.size() != 2) {
+            diag.error(g.op->c.loc.valid() ? g.op->c.loc : g.op->loc, "the accumulator of T.gemm must be a 2-D fragment");
+            continue;
+        }
+        int cg = groupOf(g.c);
+        auto reader = operandOf.find(cg);
+        const GemmUse *needRows = g.aFrag ? &g : reader != operandOf.end() ? reader->second : nullptr;
+        std::pair<int, int> split;
+        switch (g.op->policy) {
+        case GemmPolicy::FullRow: split = {warps, 1}; break;
+        case GemmPolicy::FullCol: split = {1, warps}; break;
+        case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
+        case GemmPolicy::Auto: split = needRows ? std::pair{warps, 1} : balancedSplit(warps, g.m, g.n); break;
+        }
+        if (needRows && split.second != 1) {
+            diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
+                                      " over warps, but T.gemm reads it (or a fragment computed from it) as operand A, "
+                                      "which needs whole rows in each warp; use policy=T.GemmWarpPolicy.FullRow");
+            if (needRows != &g) diag.note(needRows->op->loc, "read as operand A here");
+            continue;
+        }
+        if (split.first == 0 || g.m % (16 * split.first) || g.n % (8 * split.second)) {
+            diag.error(g.op->loc, "T.gemm's " + std::to_string(g.m) + "x" + std::to_string(g.n) + " accumulator " + cName +
+                                      " cannot be split into 16x8 tensor-core tiles over " +
+                                      (split.first ? std::to_string(split.first) + "x" + std::to_string(split.second)
+                                                   : std::to_string(warps)) +
+                                      " warps");
+            continue;
+        }
+        assign(cg, Layout::mma({g.m, g.n}, k.threads, split.first, split.second), g, "the accumulator " + cName);
+        if (g.aFrag) {
+            if (g.aFrag->shape.size() != 2 || g.op->transA || g.m % (16 * split.first) || g.k % 16) {
+                diag.error(g.op->a.loc.valid() ? g.op->a.loc : g.op->loc,
+                           "operand A of T.gemm from a fragment must be a whole 2-D fragment, not transposed, with "
+                           "K a multiple of 16");
+                continue;
+            }
+            assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1), g,
+                   "operand A '" + g.aFrag->name + "'");
+        }
+    }
+    // Fragments of an mma group can only be reached through nests over the whole group.
+    for (auto &u : c.uses) {
+        if (u.exact || u.reduceDst) continue;
+        auto &grp = group(groupOf(u.buffer));
+        if (!grp.mma || grp.mma->kind != Layout::Mma) continue;
+        diag.error(u.loc, "fragment '" + u.buffer->name + "' is in the tensor-core layout of a T.gemm, so it can only be "
+                          "indexed by the variables of a T.Parallel over its whole shape, not by " + u.indexText);
+        diag.note(grp.mmaBy->op->loc, "the T.gemm that fixes its layout");
+    }
+    // Per-row values: a candidate layout per group from each link; blockers are other non-exact uses.
+    std::map<int, std::optional<Layout>> rows;
+    std::map<int, const Use *> blocker;
+    for (auto &u : c.uses) {
+        int gid = groupOf(u.buffer);
+        if (group(gid).mma) continue;
+        std::optional<Layout> cand;
+        if (u.rowOfNest) {
+            auto &ng = group(nestGroup(u.nest));
+            if (ng.mma && ng.mma->kind == Layout::Mma)
+                cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN);
+        } else if (u.reduceDst && u.reduceSrc) {
+            auto &sg = group(groupOf(u.reduceSrc));
+            if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
+                cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN);
+            else if (sg.mma) {
+                diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
+                                      std::to_string(u.reduceDim) + " is not supported; only per-row reductions (dim=1) "
+                                      "of a T.gemm result are");
+                continue;
+            }
+        }
+        if (cand && (u.buffer->shape.size() != 1 || constInt(u.buffer->shape[0]) != std::optional<int64_t>(cand->shape[0])))
+            cand.reset();
+        if (!cand) {
+            if ((!u.exact || u.reduceDst) && !blocker.count(gid)) blocker[gid] = &u;
+            continue;
+        }
+        auto &r = rows[gid];
+        if (r && !r->sameRows(*cand)) {
+            diag.error(u.loc, "fragment '" + u.buffer->name + "' holds per-row values of two T.gemm results whose rows "
+                              "are split over the warps differently");
+            continue;
+        }
+        r = cand;
+    }
+    for (auto &[gid, r] : rows) {
+        if (!r) continue;
+        auto b = blocker.find(gid);
+        if (b != blocker.end()) {
+            const Use &u = *b->second;
+            diag.error(u.loc, "fragment '" + u.buffer->name + "' holds per-row values of a T.gemm result, so it cannot "
+                              "also be " + (u.reduceDst ? std::string("the destination of this reduction")
+                                                        : "indexed by " + u.indexText + " here"));
+            continue;
+        }
+        group(gid).mma = r;
+        group(gid).replicated = false;
+    }
+}
+
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
     Collect c(diag);
     c.visit(k.body);
@@ -174,6 +352,8 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         int memBytes = 0, fragBytes = 0;
         std::vector<int64_t> shape;
         bool hasShape = false;
+        std::optional<Layout> mma; ///< an mma or mmaRows layout the group must take
+        const GemmUse *mmaBy = nullptr;
     };
     std::map<int, Group> groups;
     for (auto &u : c.uses)
@@ -189,7 +369,11 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }
 
+    assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
+                     [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
+
     auto layoutOf = [&](const Group &g) {
+        if (g.mma) return *g.mma;
         if (g.replicated) return Layout::replicated(g.shape);
         int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
         int v = std::max(1, 16 / bytes);
@@ -236,8 +420,9 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
     for (auto &u : c.uses) {
         if (!u.write || u.exact || u.nest < 0) continue;
         auto it = out.fragments.find(u.buffer);
-        if (it == out.fragments.end() || it->second.kind != Layout::Replicated) continue;
-        if (out.loops[c.nests[u.nest].outer.get()].kind != Layout::Distributed) continue;
+        if (it == out.fragments.end() || (it->second.kind != Layout::Replicated && it->second.kind != Layout::MmaRows)) continue;
+        auto nestKind = out.loops[c.nests[u.nest].outer.get()].kind;
+        if (nestKind != Layout::Distributed && nestKind != Layout::Mma) continue;
         diag.error(u.loc, "fragment '" + u.buffer->name + "' has a copy in every thread, but this store indexes it by " +
                               u.indexText + " inside a T.Parallel loop whose iterations are spread over the "
                               "threads, so each copy would get only some of the values");

@@ -59,6 +59,23 @@ struct Accesses : IRVisitor {
         }
         IRVisitor::visit(op);
     }
+    // T.gemm reads its shared operands.
+    void visit(const Gemm &op) override {
+        for (auto *r : {&op.a, &op.b})
+            if (r->buffer && r->buffer->scope == Scope::Shared) p.reads.insert(r->buffer.get());
+    }
+    // An address handed to the device library is not an access by itself; a tile transfer that waits for
+    // itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
+    void visit(const Call &op) override {
+        if (op.name == "tilec.address_of" || op.name == "tilec.copy_g2s") return;
+        if (op.name == "tilec.copy_g2s_wait" && op.args.size() > 5) {
+            auto a = as<Call>(op.args[5]);
+            auto l = a && !a->args.empty() ? as<Load>(a->args[0]) : nullptr;
+            if (l) p.writes.insert(l->buffer.get());
+            return;
+        }
+        IRVisitor::visit(op);
+    }
     // A reduction exchanges partial results through shared scratch of its own: the barrier between its
     // writes and reads is its own (lowerReductions), but running it again must wait for the last readers.
     void visit(const Reduce &op) override {

@@ -25,6 +25,28 @@ Layout Layout::replicated(std::vector<int64_t> shape) {
     return l;
 }
 
+Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN) {
+    TILEC_ASSERT(shape.size() == 2 && shape[0] % (16 * warpsM) == 0 && shape[1] % (8 * warpsN) == 0 &&
+                     warpsM * warpsN * 32 == threads,
+                 "mma layout that does not tile its fragment");
+    Layout l;
+    l.kind = Mma;
+    l.shape = std::move(shape);
+    l.threads = threads;
+    l.vec = 2;
+    l.warpsM = warpsM;
+    l.warpsN = warpsN;
+    return l;
+}
+
+Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN) {
+    Layout l = mma({m, 8 * warpsN}, threads, warpsM, warpsN);
+    l.kind = MmaRows;
+    l.shape = {m};
+    l.vec = 1;
+    return l;
+}
+
 int64_t Layout::elements() const {
     int64_t n = 1;
     for (int64_t e : shape) n *= e;
@@ -32,21 +54,33 @@ int64_t Layout::elements() const {
 }
 
 int64_t Layout::rounds() const {
-    if (kind == Replicated) return 1;
+    if (kind != Distributed) return 1;
     int64_t tv = (int64_t)threads * vec;
     return (elements() + tv - 1) / tv;
 }
 
 int64_t Layout::fullRounds() const {
-    if (kind == Replicated) return 1;
+    if (kind != Distributed) return 1;
     return elements() / ((int64_t)threads * vec);
 }
 
-int64_t Layout::slotsPerThread() const { return kind == Replicated ? elements() : rounds() * vec; }
+int64_t Layout::slotsPerThread() const {
+    switch (kind) {
+    case Replicated: return elements();
+    case Mma: return tilesM() * tilesN() * 4;
+    case MmaRows: return tilesM() * 2;
+    default: return rounds() * vec;
+    }
+}
 
 std::string Layout::describe() const {
     std::string s;
-    if (kind == Replicated) {
+    std::string warps = std::to_string(warpsM) + "x" + std::to_string(warpsN) + " warps";
+    if (kind == Mma) {
+        s = "mma accumulator over " + warps;
+    } else if (kind == MmaRows) {
+        s = "rows of an mma accumulator over " + warps;
+    } else if (kind == Replicated) {
         s = "replicated";
     } else {
         s = "distributed over " + std::to_string(threads) + " threads, " + std::to_string(vec) + "-wide";
@@ -104,6 +138,46 @@ std::vector<Expr> elementCoords(const Layout &l, const Expr &round, const Expr &
         stride *= E;
     }
     return coords;
+}
+
+Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
+    TILEC_ASSERT(l.isMma(), "mmaRow of a layout that is not mma");
+    const int64_t wtm = l.shape[0] / l.warpsM;
+    Expr wm = l.warpsM == 1 ? i32(0) : mod(div(tid, 32), l.warpsM);
+    Expr lane = mod(tid, 32);
+    return simplify(add(add(mul(wm, wtm), add(mul(mi, 16), mul(h, 8))), div(lane, 4)));
+}
+
+Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
+    TILEC_ASSERT(l.kind == Layout::Mma, "mmaCol of a layout that is not mma");
+    const int64_t wtn = l.shape[1] / l.warpsN;
+    Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
+    return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
+}
+
+Expr mmaRowsOwner(const Layout &l, const Expr &tid) {
+    Expr first = binary(BinaryOp::EQ, mod(tid, 4), i32(0));
+    if (l.warpsN == 1) return first;
+    return binary(BinaryOp::And, first, binary(BinaryOp::LT, tid, i32(32 * l.warpsM)));
+}
+
+int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
+    if (slot < 0 || slot >= l.slotsPerThread() || t < 0 || t >= l.threads) return -1;
+    switch (l.kind) {
+    case Layout::Replicated: return slot;
+    case Layout::Distributed: {
+        int64_t e = (slot / l.vec) * l.threads * l.vec + t * l.vec + slot % l.vec;
+        return e < l.elements() ? e : -1;
+    }
+    default: break;
+    }
+    const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM;
+    const int64_t wtm = l.shape[0] / l.warpsM;
+    if (l.kind == Layout::MmaRows) return wm * wtm + (slot / 2) * 16 + (slot % 2) * 8 + lane / 4;
+    const int64_t nT = l.tilesN(), wtn = l.shape[1] / l.warpsN;
+    const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
+    int64_t row = wm * wtm + mi * 16 + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;
+    return row * l.shape[1] + col;
 }
 
 Expr flattenCoords(const std::vector<Expr> &coords, const std::vector<int64_t> &shape) {

@@ -9,8 +9,11 @@
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/LowerReductions.h"
+#include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
+#include "tilec/passes/PipelineLoops.h"
 #include "tilec/passes/PredicateBounds.h"
+#include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/VectorizeAccesses.h"
 
 #include <iomanip>
@@ -21,14 +24,14 @@ namespace tilec {
 const std::vector<std::string> &passNames() {
     // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
     static const std::vector<std::string> names = {
-        "parse",           "evaluate",      "check",           "lowerTileOps",   "inferLayouts",      "insertSyncs",
-        "lowerReductions", "lowerParallel", "predicateBounds", "flattenBuffers", "vectorizeAccesses",
+        "parse",          "evaluate",        "check",          "lowerTileOps",    "inferLayouts",
+        "pipelineLoops",  "insertSyncs",     "lowerReductions", "lowerGemm",      "lowerParallel",
+        "predicateBounds", "flattenBuffers", "vectorizeAccesses", "swizzleShared",
     };
     return names;
 }
 
 ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
-    (void)t;
     TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
     DiagnosticEngine &diag = *ctx.diag;
     auto printProgram = [](const ir::Program &q) { return ir::print(q); };
@@ -41,15 +44,21 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("inferLayouts", [&] { layouts = passes::inferLayouts(p, diag); return p; },
                 [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
     if (diag.hasErrors()) return p;
+    // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
+    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
     p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p); }, printProgram);
     // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
     p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
+    p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
+    if (diag.hasErrors()) return p;
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
     p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);
     p = ctx.run("vectorizeAccesses", [&] { return passes::vectorizeAccesses(p); }, printProgram);
+    // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
+    p = ctx.run("swizzleShared", [&] { return passes::swizzleShared(p); }, printProgram);
     return p;
 }
 

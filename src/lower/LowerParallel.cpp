@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/Layout.h"
 
 namespace tilec::passes {
 
@@ -81,6 +82,7 @@ class Lowerer : public IRMutator {
     // The nest being lowered.
     const std::vector<Var> *nest_ = nullptr;
     Expr slot_;                  ///< distributed: the register slot of the current element
+    Expr rowSlot_;               ///< mma: the slot of the current element's row in mmaRows fragments
     Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
 
     /// The register array and slot of a fragment element.
@@ -90,8 +92,11 @@ class Lowerer : public IRMutator {
         TILEC_ASSERT(reg != layouts_.registers.end() && lay != layouts_.fragments.end(), "fragment without a layout");
         bool exact = nest_ && idx.size() == nest_->size();
         for (size_t d = 0; exact && d < idx.size(); ++d) exact = idx[d] == Expr((*nest_)[d]);
-        if (lay->second.kind == Layout::Distributed) {
-            TILEC_ASSERT(exact && slot_, "distributed fragment '" + b->name + "' accessed other than by its loop");
+        const Layout::Kind kind = lay->second.kind;
+        if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
+            return {reg->second, rowSlot_};
+        if (kind != Layout::Replicated) {
+            TILEC_ASSERT(exact && slot_, "fragment '" + b->name + "' accessed other than by its loop");
             return {reg->second, slot_};
         }
         return {reg->second, flattenCoords(idx, lay->second.shape)};
@@ -117,9 +122,16 @@ class Lowerer : public IRMutator {
         TILEC_ASSERT(vars.size() == l.shape.size(), "nest depth differs from its layout");
         Stmt body = f->body;
         nest_ = &vars;
-        Stmt out = l.kind == Layout::Distributed ? distributed(outer, vars, body, l) : replicated(loops, vars, body, l);
+        Stmt out;
+        switch (l.kind) {
+        case Layout::Distributed: out = distributed(outer, vars, body, l); break;
+        case Layout::Replicated: out = replicated(loops, vars, body, l); break;
+        case Layout::Mma:
+        case Layout::MmaRows: out = mma(outer, vars, body, l); break;
+        }
         nest_ = nullptr;
         slot_ = nullptr;
+        rowSlot_ = nullptr;
         replicatedOwner_ = nullptr;
         return out;
     }
@@ -132,6 +144,35 @@ class Lowerer : public IRMutator {
         for (size_t d = vars.size(); d-- > 0;)
             s = For::make(vars[d], i32(0), i32(l.shape[d]), ForKind::Unrolled, 0, s, loops[d]->loc);
         return s;
+    }
+
+    /// An mma nest: the thread's 16x8 tiles (mi, ni), their two row halves h and two columns c (a vector
+    /// pair); an mmaRows nest: the thread's rows (mi, h), whose memory writes one copy of each row does.
+    Stmt mma(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        const SourceRange &loc = outer.loc;
+        const bool rows = l.kind == Layout::MmaRows;
+        const int64_t nT = l.tilesN();
+        Var mi = makeVar("mi", DType::Int32, loc), ni = makeVar("ni", DType::Int32, loc);
+        Var h = makeVar("h", DType::Int32, loc), c = makeVar("c", DType::Int32, loc);
+        Expr rowSlot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(2)), h));
+        if (rows) {
+            slot_ = rowSlot;
+            replicatedOwner_ = mmaRowsOwner(l, tid_);
+        } else {
+            Expr tile = binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(nT)), ni);
+            slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, i32(2)), h), i32(2)), c));
+            rowSlot_ = rowSlot;
+        }
+        Stmt inner = mutate(body);
+        if (!inner) inner = Seq::make({});
+        VarMap m;
+        m[vars[0].get()] = mmaRow(l, tid_, mi, h);
+        if (!rows) m[vars[1].get()] = mmaCol(l, tid_, ni, c);
+        Stmt s = simplifyIndices(substitute(inner, m));
+        if (!rows) s = For::make(c, i32(0), i32(2), ForKind::Vectorized, 0, s, loc);
+        s = For::make(h, i32(0), i32(2), ForKind::Unrolled, 0, s, loc);
+        if (!rows) s = For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, s, loc);
+        return For::make(mi, i32(0), i32(l.tilesM()), ForKind::Unrolled, 0, s, loc);
     }
 
     Stmt distributed(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {

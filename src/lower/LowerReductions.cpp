@@ -253,6 +253,8 @@ class LowerReduce : public IRMutator {
                           const std::function<Stmt(Expr, Expr)> &finish);
     Stmt distributedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
                            const std::function<Stmt(Expr, Expr)> &finish);
+    Stmt mmaSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                   const std::function<Stmt(Expr, Expr)> &finish);
     Stmt staged(const Reduce &op, const Reducer &red, const Combiner &cb, const Buffer &srcReg,
                 const std::function<Stmt(Expr, Expr)> &finish);
 };
@@ -261,7 +263,9 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto srcL = layouts_.fragments.find(op->src.get());
     auto dstL = layouts_.fragments.find(op->dst.get());
     TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
-    TILEC_ASSERT(dstL->second.kind == Layout::Replicated, "reduction into a distributed fragment");
+    const bool rows = srcL->second.kind == Layout::Mma;
+    TILEC_ASSERT(rows ? dstL->second.kind == Layout::MmaRows && op->dim == 1 : dstL->second.kind == Layout::Replicated,
+                 "reduction into a distributed fragment");
     TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
     Combiner cb{op->reduceKind, accumulatorType(op->dst->dtype)};
     auto srcR = layouts_.registers.find(op->src.get()), dstR = layouts_.registers.find(op->dst.get());
@@ -275,6 +279,7 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
         Expr v = clear ? value : cb.combine(cast(cb.acc, Load::make(dstReg, {o})), value);
         return store(dstReg, o, cast(dstT, v), loc);
     };
+    if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
     if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
     return distributedSource(*op, srcL->second, cb, srcReg, finish);
 }
@@ -294,6 +299,51 @@ Stmt LowerReduce::replicatedSource(const Reduce &op, const Layout &src, const Co
                           store(acc, i32(0), cb.combine(load(acc, i32(0)), cb.pre(load(srcReg, simplify(e)))), op.loc), op.loc);
     Stmt body = Seq::make({store(acc, i32(0), cb.identity(), op.loc), fold, finish(o, load(acc, i32(0)))}, op.loc);
     return For::make(o, i32(0), i32(outputs), ForKind::Unrolled, 0, body, op.loc);
+}
+
+/// Rows of an mma accumulator into their mmaRows fragment: each thread folds the columns it holds of each of
+/// its rows, the four lanes sharing a row combine by shuffles, and warps splitting the columns through
+/// shared memory. Slot mi*2 + h of the result is the row of the accumulator's slots (mi, *, h, *).
+Stmt LowerReduce::mmaSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
+                            const std::function<Stmt(Expr, Expr)> &finish) {
+    const SourceRange &loc = op.loc;
+    const int64_t mT = src.tilesM(), nT = src.tilesN(), R = mT * 2, M = src.shape[0];
+    Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, R, loc);
+    std::vector<Stmt> out;
+    for (int64_t mi = 0; mi < mT; ++mi)
+        for (int64_t h = 0; h < 2; ++h) {
+            const int64_t r = mi * 2 + h;
+            out.push_back(store(acc, i32(r), cb.identity(), loc));
+            Var ni = makeVar("ni", DType::Int32, loc), c = makeVar("c", DType::Int32, loc);
+            Expr slot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, ni, i32(4)), binary(BinaryOp::Add, i32((mi * nT * 2 + h) * 2), c)));
+            Stmt fold = store(acc, i32(r), cb.combine(load(acc, i32(r)), cb.pre(load(srcReg, slot))), loc);
+            fold = For::make(c, i32(0), i32(2), ForKind::Unrolled, 0, fold, loc);
+            out.push_back(For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, fold, loc));
+        }
+    for (int b : {1, 2})
+        for (int64_t r = 0; r < R; ++r) {
+            Expr other = Call::make(cb.acc, "tilec.shfl_xor", {load(acc, i32(r)), i32(b)});
+            out.push_back(store(acc, i32(r), cb.combine(load(acc, i32(r)), other), loc));
+        }
+    if (src.warpsN > 1) {
+        Buffer scratch = alloc(op.dst->name + "_scratch", Scope::Shared, cb.acc, src.warpsN * M, loc);
+        Expr wn = binary(BinaryOp::FloorDiv, binary(BinaryOp::FloorDiv, tid_, i32(32)), i32(src.warpsM));
+        std::vector<Stmt> publish;
+        auto row = [&](int64_t r) { return mmaRow(src, tid_, i32(r / 2), i32(r % 2)); };
+        for (int64_t r = 0; r < R; ++r)
+            publish.push_back(store(scratch, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, wn, i32(M)), row(r))),
+                                    load(acc, i32(r)), loc));
+        out.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tid_, i32(4)), i32(0)),
+                                       Seq::make(std::move(publish), loc), nullptr, loc));
+        out.push_back(syncThreads(loc));
+        for (int64_t r = 0; r < R; ++r) {
+            out.push_back(store(acc, i32(r), cb.identity(), loc));
+            for (int w = 0; w < src.warpsN; ++w)
+                out.push_back(store(acc, i32(r), cb.combine(load(acc, i32(r)), load(scratch, simplify(binary(BinaryOp::Add, i32(w * M), row(r))))), loc));
+        }
+    }
+    for (int64_t r = 0; r < R; ++r) out.push_back(finish(i32(r), load(acc, i32(r))));
+    return Seq::make(std::move(out), loc);
 }
 
 Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,

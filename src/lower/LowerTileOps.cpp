@@ -7,6 +7,8 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 
+#include <set>
+
 namespace tilec::passes {
 
 using namespace ir;
@@ -29,6 +31,7 @@ class TileOpsToLoops : public IRMutator {
     explicit TileOpsToLoops(DiagnosticEngine &d) : diag_(d) {}
 
     Stmt visit(const std::shared_ptr<const Copy> &op) override {
+        if (tileTransfer(*op)) return op; // pipelineLoops turns it into asynchronous copies
         auto loops = loopsFor({&op->src, &op->dst}, op->loc, "T.copy");
         if (!loops) return nullptr;
         Expr value = cast(op->dst.buffer->dtype, Load::make(op->src.buffer, indicesOf(op->src, *loops), op->loc), op->loc);
@@ -82,10 +85,15 @@ class TileOpsToLoops : public IRMutator {
         return Seq::make(std::move(out), op->loc);
     }
 
+    /// T.gemm stays a tile statement until its layouts are known; clear_accum becomes a fill before it.
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-        diag_.error(op->loc, "T.gemm needs the tensor-core code generation, which is not implemented yet");
-        return nullptr;
+        if (!op->clearAccum) return op;
+        Stmt fill = mutate(Fill::make(Region::whole(op->c.buffer, op->loc), intImm(0), op->loc));
+        Stmt gemm = Gemm::make(op->a, op->b, op->c, op->transA, op->transB, false, op->policy, op->loc);
+        return Seq::make({fill, gemm}, op->loc);
     }
+
+    std::set<const BufferNode *> operands; ///< shared buffers T.gemm reads
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         Stmt body = mutate(op->body);
@@ -200,6 +208,28 @@ class TileOpsToLoops : public IRMutator {
         return idx;
     }
 
+    /// A global-to-shared copy of a 2-D tile into a whole shared T.gemm operand, rows along one dimension of
+    /// the tensor and columns along its last (contiguous) one: a tile transfer (cp.async) rather than a nest.
+    bool tileTransfer(const Copy &c) const {
+        const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+        if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || !operands.count(dst.get()))
+            return false;
+        if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return false;
+        for (size_t d = 0; d < 2; ++d)
+            if (constValue(c.dst.ranges[d].min) != std::optional<int64_t>(0) ||
+                !provablyEqual(c.dst.ranges[d].extent, dst->shape[d]))
+                return false;
+        std::vector<size_t> dims;
+        for (size_t d = 0; d < c.src.ranges.size(); ++d) {
+            auto e = constValue(c.src.ranges[d].extent);
+            if (!e) return false;
+            if (*e != 1) dims.push_back(d);
+        }
+        return dims.size() == 2 && dims[1] + 1 == c.src.ranges.size() &&
+               provablyEqual(c.src.ranges[dims[0]].extent, dst->shape[0]) &&
+               provablyEqual(c.src.ranges[dims[1]].extent, dst->shape[1]);
+    }
+
     /// A copy or fill involving a thread's own buffer (alloc_local, alloc_var) is done by each thread for
     /// itself rather than shared out among the threads.
     static bool perThread(std::vector<const Region *> regions) {
@@ -221,6 +251,16 @@ Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
         TileOpsToLoops m(diag);
+        struct Operands : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> *out;
+            void visit(const Gemm &op) override {
+                for (auto *r : {&op.a, &op.b})
+                    if (r->buffer && r->buffer->scope == Scope::Shared) out->insert(r->buffer.get());
+            }
+        } ops;
+        ops.out = &m.operands;
+        ops.visit(k->body);
         KernelP nk = m.mutate(k);
         if (!m.newAllocs.empty()) {
             auto copy = std::make_shared<Kernel>(*nk);

@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 using namespace tilec;
 using namespace tilec::passes;
 using tilec::lowertest::LowerRun;
@@ -110,20 +113,111 @@ TEST(LowerLayout, IncompatibleUsesNameBothPlaces) {
     EXPECT_NE(r.diags().find("t.tile:6:9: note: elsewhere 'f' is spread over the threads"), std::string::npos) << r.diags();
 }
 
-TEST(LowerLayout, GemmIsALocatedErrorForNow) {
-    LowerRun r;
-    r.run(std::string(kHeader) +
-          "def k(A: T.Tensor((64, 64), \"float16\"), C: T.Tensor((64, 64), \"float\")):\n"
-          "    with T.Kernel(1, threads=128) as bx:\n"
-          "        a = T.alloc_shared((64, 64), \"float16\")\n"
-          "        c = T.alloc_fragment((64, 64), \"float\")\n"
-          "        T.copy(A, a)\n"
-          "        T.gemm(a, a, c, clear_accum=True)\n"
-          "        T.copy(c, C)\n");
-    EXPECT_FALSE(r.lowered);
-    EXPECT_NE(r.diags().find("t.tile:8:9: error: T.gemm needs the tensor-core code generation, which is not implemented yet"),
-              std::string::npos)
-        << r.diags();
+/// The mma layout against its definition: every element of the fragment is in exactly one slot of one
+/// thread, the symbolic row and column agree with the numeric evaluation for every thread and slot, and the
+/// mmaRows slots of a thread name the rows of its mma slots.
+void checkMma(int64_t m, int64_t n, int wm, int wn) {
+    const int threads = 32 * wm * wn;
+    Layout l = Layout::mma({m, n}, threads, wm, wn);
+    Layout rows = Layout::mmaRows(m, threads, wm, wn);
+    ASSERT_EQ(l.slotsPerThread() * threads, m * n);
+    std::vector<int> seen(m * n, 0);
+    auto t = ir::makeVar("t", DType::Int32), mi = ir::makeVar("mi", DType::Int32), ni = ir::makeVar("ni", DType::Int32);
+    auto h = ir::makeVar("h", DType::Int32), c = ir::makeVar("c", DType::Int32);
+    ir::Expr row = mmaRow(l, t, mi, h), col = mmaCol(l, t, ni, c);
+    for (int64_t tt = 0; tt < threads; ++tt) {
+        std::set<int64_t> ownRows;
+        for (int64_t s = 0; s < l.slotsPerThread(); ++s) {
+            int64_t e = elementOf(l, tt, s);
+            ASSERT_GE(e, 0);
+            ++seen[e];
+            std::map<const ir::VarNode *, int64_t> v{{t.get(), tt}, {mi.get(), s / 4 / l.tilesN()}, {ni.get(), s / 4 % l.tilesN()},
+                                                     {h.get(), s / 2 % 2}, {c.get(), s % 2}};
+            EXPECT_EQ(evalInt(row, v), e / n) << "thread " << tt << " slot " << s;
+            EXPECT_EQ(evalInt(col, v), e % n) << "thread " << tt << " slot " << s;
+            ownRows.insert(e / n);
+        }
+        std::set<int64_t> rowSlots;
+        for (int64_t s = 0; s < rows.slotsPerThread(); ++s) rowSlots.insert(elementOf(rows, tt, s));
+        EXPECT_EQ(rowSlots, ownRows) << "thread " << tt;
+    }
+    for (int64_t e = 0; e < m * n; ++e) ASSERT_EQ(seen[e], 1) << "element " << e;
+}
+
+TEST(LowerLayout, MmaLayoutMatchesItsDefinition) {
+    checkMma(16, 8, 1, 1);
+    checkMma(64, 64, 4, 1);
+    checkMma(128, 128, 2, 2);
+    checkMma(128, 64, 2, 4);
+    checkMma(64, 128, 1, 8);
+}
+
+TEST(LowerLayout, GemmAccumulatorSplitsSquareByDefault) {
+    Inferred r(std::string(kHeader) +
+               "def k(A: T.Tensor((128, 64), \"float16\"), B: T.Tensor((64, 128), \"float16\"), C: T.Tensor((128, 128), \"float\")):\n"
+               "    with T.Kernel(1, threads=128) as bx:\n"
+               "        a = T.alloc_shared((128, 64), \"float16\")\n"
+               "        b = T.alloc_shared((64, 128), \"float16\")\n"
+               "        c = T.alloc_fragment((128, 128), \"float\")\n"
+               "        T.copy(A, a)\n"
+               "        T.copy(B, b)\n"
+               "        T.gemm(a, b, c, clear_accum=True)\n"
+               "        T.copy(c, C)\n");
+    ASSERT_FALSE(r.front.diag.hasErrors()) << r.front.diags();
+    const Layout *c = r.fragment("c");
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->kind, Layout::Mma);
+    EXPECT_EQ(c->warpsM, 2);
+    EXPECT_EQ(c->warpsN, 2);
+}
+
+/// FlashAttention's shape: a result read as operand A splits by rows, and the per-row values follow it.
+TEST(LowerLayout, OperandAFragmentSplitsByRows) {
+    Inferred r(std::string(kHeader) +
+               "def k(Q: T.Tensor((64, 64), \"float16\"), V: T.Tensor((64, 64), \"float16\"), O: T.Tensor((64, 64), \"float\")):\n"
+               "    with T.Kernel(1, threads=128) as bx:\n"
+               "        q = T.alloc_shared((64, 64), \"float16\")\n"
+               "        v = T.alloc_shared((64, 64), \"float16\")\n"
+               "        s = T.alloc_fragment((64, 64), \"float\")\n"
+               "        p = T.alloc_fragment((64, 64), \"float16\")\n"
+               "        o = T.alloc_fragment((64, 64), \"float\")\n"
+               "        m = T.alloc_fragment((64,), \"float\")\n"
+               "        T.copy(Q, q)\n"
+               "        T.copy(V, v)\n"
+               "        T.gemm(q, q, s, transpose_B=True, clear_accum=True)\n"
+               "        T.reduce_max(s, m, dim=1)\n"
+               "        for i, j in T.Parallel(64, 64):\n"
+               "            p[i, j] = T.exp2(s[i, j] - m[i])\n"
+               "        T.gemm(p, v, o, clear_accum=True)\n"
+               "        T.copy(o, O)\n");
+    ASSERT_FALSE(r.front.diag.hasErrors()) << r.front.diags();
+    for (const char *f : {"s", "p", "o"}) {
+        const Layout *l = r.fragment(f);
+        ASSERT_TRUE(l) << f;
+        EXPECT_EQ(l->kind, Layout::Mma) << f;
+        EXPECT_EQ(l->warpsM, 4) << f;
+        EXPECT_EQ(l->warpsN, 1) << f;
+    }
+    const Layout *m = r.fragment("m");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->kind, Layout::MmaRows);
+    EXPECT_EQ(m->slotsPerThread(), 2);
+}
+
+TEST(LowerLayout, PolicyThatSplitsOperandColumnsIsAnError) {
+    Inferred r(std::string(kHeader) +
+               "def k(Q: T.Tensor((64, 64), \"float16\"), O: T.Tensor((64, 64), \"float\")):\n"
+               "    with T.Kernel(1, threads=128) as bx:\n"
+               "        q = T.alloc_shared((64, 64), \"float16\")\n"
+               "        s = T.alloc_fragment((64, 64), \"float16\")\n"
+               "        o = T.alloc_fragment((64, 64), \"float\")\n"
+               "        T.copy(Q, q)\n"
+               "        T.gemm(q, q, s, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)\n"
+               "        T.gemm(s, q, o, clear_accum=True)\n"
+               "        T.copy(o, O)\n");
+    EXPECT_NE(r.front.diags().find("t.tile:9:9: error: policy FullCol splits the columns of 's' over warps"), std::string::npos)
+        << r.front.diags();
+    EXPECT_NE(r.front.diags().find("t.tile:10:9: note: read as operand A here"), std::string::npos) << r.front.diags();
 }
 
 /// elementCoords against the definition: element r*T*V + t*V + v has the row-major coordinates of that

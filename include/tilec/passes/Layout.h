@@ -7,6 +7,14 @@
 ///   `(e / V) % T` owns e, in its local slot `(e / (V*T)) * V + e % V`. A thread has `rounds() * V`
 ///   slots; when T*V does not divide the element count the last round is partial (predicated).
 /// - replicated: every thread holds every element, slot = e (reduction results, small per-row values).
+///
+/// Two more come from tensor cores (mma.sync m16n8), for an (M, N) fragment split over warpsM x warpsN warps
+/// (warp w: wm = w % warpsM, wn = w / warpsM; each warp owns an (M/warpsM) x (N/warpsN) tile of 16x8 tiles):
+/// - mma: slot ((mi*nT + ni)*2 + h)*2 + c of lane l holds row wm*WTM + mi*16 + h*8 + l/4, column
+///   wn*WTN + ni*8 + (l%4)*2 + c: the accumulator order of mma.sync, and, for 16-bit types with warpsN = 1,
+///   the A-operand order too (stdlib/tilec/mma.cuh relies on it).
+/// - mmaRows: a 1-D fragment of M per-row values of an mma fragment (FlashAttention's row_max): slot mi*2 + h
+///   holds row wm*WTM + mi*16 + h*8 + l/4 in every thread of that row (4 lanes, warpsN warps hold copies).
 #pragma once
 
 #include "tilec/IR.h"
@@ -19,13 +27,21 @@
 namespace tilec::passes {
 
 struct Layout {
-    enum Kind { Distributed, Replicated } kind = Distributed;
+    enum Kind { Distributed, Replicated, Mma, MmaRows } kind = Distributed;
     std::vector<int64_t> shape;
     int threads = 1; ///< distributed: T
     int vec = 1;     ///< distributed: V; divides the innermost extent
+    int warpsM = 1, warpsN = 1; ///< mma, mmaRows
 
     static Layout distributed(std::vector<int64_t> shape, int threads, int vec);
     static Layout replicated(std::vector<int64_t> shape);
+    /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
+    static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN);
+    static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN);
+
+    bool isMma() const { return kind == Mma || kind == MmaRows; }
+    int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
+    int64_t tilesN() const { return shape[1] / warpsN / 8; } ///< mma: 8-column tiles per warp
 
     int64_t elements() const;
     /// Distributed: rounds of T*V elements, the last one possibly partial. Replicated: 1.
@@ -35,6 +51,11 @@ struct Layout {
     /// Registers one thread needs for the buffer, in elements.
     int64_t slotsPerThread() const;
     bool operator==(const Layout &o) const = default;
+    /// Same threads for the same elements (mmaRows layouts differing only in how many warp columns hold
+    /// copies of the rows place every row alike).
+    bool sameRows(const Layout &o) const {
+        return kind == MmaRows && o.kind == MmaRows && shape == o.shape && warpsM == o.warpsM && threads == o.threads;
+    }
     /// `distributed over 256 threads, 8-wide, 32 slots per thread` / `replicated, 2 slots per thread`.
     std::string describe() const;
 };
@@ -56,6 +77,17 @@ struct KernelLayouts {
 /// thread comes out as a function of `round` alone (a constant once the round loop is unrolled), and the
 /// innermost one is `base + lane` with base a multiple of V.
 std::vector<ir::Expr> elementCoords(const Layout &l, const ir::Expr &round, const ir::Expr &tid, const ir::Expr &lane);
+
+/// The row an mma or mmaRows layout gives slot (mi, h) of thread `tid` (see above), simplified.
+ir::Expr mmaRow(const Layout &l, const ir::Expr &tid, const ir::Expr &mi, const ir::Expr &h);
+/// The column of slot (ni, c) of thread `tid` in an mma layout.
+ir::Expr mmaCol(const Layout &l, const ir::Expr &tid, const ir::Expr &ni, const ir::Expr &c);
+/// Whether thread `tid` holds the first of the copies of its rows in an mmaRows layout (lane % 4 == 0 and
+/// the first warp column): the one that writes them to memory.
+ir::Expr mmaRowsOwner(const Layout &l, const ir::Expr &tid);
+/// The element (flattened row-major) of slot `slot` in thread `t`, or -1 when the slot holds none:
+/// evaluated numerically for every layout kind (reduction planning, tests).
+int64_t elementOf(const Layout &l, int64_t t, int64_t slot);
 
 /// Row-major flattening of constant-shape coordinates: sum of coords[d] * stride[d] (int32).
 ir::Expr flattenCoords(const std::vector<ir::Expr> &coords, const std::vector<int64_t> &shape);

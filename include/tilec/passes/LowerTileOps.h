@@ -12,8 +12,9 @@ namespace tilec::passes {
 /// that layout inference and the lowering of parallel loops treat them exactly like the user's loops.
 /// T.vectorized loops become unrolled loops (only lowerParallel proves the alignment a vector access
 /// needs), and T.Pipelined loops without a T.gemm become serial loops (there is nothing to overlap yet).
-/// A reduction from or into shared memory goes through a fragment copy of it. T.gemm is reported as a
-/// located error: its lowering needs tensor cores.
+/// A reduction from or into shared memory goes through a fragment copy of it. T.gemm stays a tile
+/// statement (clear_accum becomes a fill before it), and so does a T.copy of a 2-D global tile into a whole
+/// shared T.gemm operand: pipelineLoops turns it into an asynchronous tile transfer.
 ir::Program lowerTileOps(const ir::Program &p, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

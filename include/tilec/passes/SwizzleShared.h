@@ -1,0 +1,17 @@
+/// \file
+/// Swizzled storage of the shared tiles that tensor-core GEMMs read.
+#pragma once
+
+#include "tilec/IR.h"
+
+namespace tilec::passes {
+
+/// The shared buffers handed to the device library as T.gemm operands or tile-transfer destinations are
+/// stored swizzled (tilec::swz in stdlib/tilec/swizzle.cuh: 16-byte chunks of a row XORed with the row
+/// index, so that cp.async writes and ldmatrix reads of 8 rows hit distinct banks). The library addresses
+/// them itself; every other access (a T.Parallel over such a buffer, a copy out of it) gets its flat
+/// offset mapped the same way. A vector access `base + lane` keeps its lanes together, since the map only
+/// moves whole 16-byte chunks: it becomes `swz(base) + lane`.
+ir::Program swizzleShared(const ir::Program &p);
+
+} // namespace tilec::passes

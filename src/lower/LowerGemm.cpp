@@ -1,0 +1,156 @@
+/// \file
+/// T.gemm to tensor-core library calls (include/tilec/passes/LowerGemm.h).
+#include "tilec/passes/LowerGemm.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// The K of one mma.sync for an operand type, 0 when tensor cores do not take it.
+int instructionK(DType a, DType b, DType c) {
+    auto is = [](DType t, DType::Kind k) { return t.kind == k; };
+    if (a.isFloat8() && b.isFloat8()) return is(c, DType::Float32) ? 32 : 0;
+    if (a.kind != b.kind) return 0;
+    switch (a.kind) {
+    case DType::Float16: return is(c, DType::Float32) || is(c, DType::Float16) ? 16 : 0;
+    case DType::BFloat16: return is(c, DType::Float32) ? 16 : 0;
+    case DType::Float32: return is(c, DType::Float32) ? 8 : 0;
+    case DType::Int8:
+    case DType::UInt8: return is(c, DType::Int32) ? 32 : 0;
+    default: return 0;
+    }
+}
+
+class GemmLowerer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    GemmLowerer(const KernelLayouts &l, const Target &t, DiagnosticEngine &d) : layouts_(l), target_(t), diag_(d) {}
+
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        const SourceRange &loc = op->loc;
+        const Buffer &A = op->a.buffer, &B = op->b.buffer, &C = op->c.buffer;
+        auto cl = layouts_.fragments.find(C.get());
+        auto cr = layouts_.registers.find(C.get());
+        if (cl == layouts_.fragments.end() || cr == layouts_.registers.end() || cl->second.kind != Layout::Mma) {
+            diag_.error(loc, "the accumulator of T.gemm must be a fragment");
+            return nullptr;
+        }
+        const Layout &L = cl->second;
+        const int64_t M = L.shape[0], N = L.shape[1];
+        int kInst = instructionK(A->dtype, B->dtype, C->dtype);
+        if (!kInst) {
+            diag_.error(loc, "T.gemm of " + std::string(A->dtype.name()) + " x " + std::string(B->dtype.name()) + " into " +
+                                 std::string(C->dtype.name()) + " has no tensor-core instruction; supported are float16 (into "
+                                 "float32 or float16), bfloat16, float32 as tf32, int8/uint8 into int32 and float8 "
+                                 "into float32");
+            return nullptr;
+        }
+        if (A->dtype.isFloat8() && target_.sm < 89) {
+            diag_.error(loc, "T.gemm on float8 operands needs sm_89 or newer; " + target_.name +
+                                 " has no float8 tensor cores");
+            return nullptr;
+        }
+        // B is shared: (K, N), or (N, K) transposed.
+        auto bTile = tile(op->b, "B");
+        if (!bTile) return nullptr;
+        int64_t K = op->transB ? bTile->second : bTile->first;
+        int64_t bN = op->transB ? bTile->first : bTile->second;
+        if (bN != N) {
+            diag_.error(op->b.loc.valid() ? op->b.loc : loc, "operand B of T.gemm has " + std::to_string(bN) +
+                                                                  " columns but the accumulator has " + std::to_string(N));
+            return nullptr;
+        }
+        if (K % kInst) {
+            diag_.error(loc, "T.gemm's K = " + std::to_string(K) + " must be a multiple of " + std::to_string(kInst) +
+                                 " for " + std::string(A->dtype.name()) + " operands (the tensor-core instruction's K)");
+            return nullptr;
+        }
+        Expr b = address(op->b);
+        Expr c = Call::make(DType::UInt64, "tilec.address_of", {Load::make(cr->second, {i32(0)})});
+        std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
+        if (A->scope == Scope::Fragment) {
+            auto ar = layouts_.registers.find(A.get());
+            auto al = layouts_.fragments.find(A.get());
+            bool ok = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.kind == Layout::Mma &&
+                      al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.shape[0] == M &&
+                      al->second.shape[1] == K && A->dtype.bytes() == 2;
+            if (!ok) {
+                diag_.error(op->a.loc.valid() ? op->a.loc : loc,
+                            "operand A of T.gemm from a fragment must be a 16-bit " + std::to_string(M) + "x" +
+                                std::to_string(K) + " fragment laid out like the accumulator's rows");
+                return nullptr;
+            }
+            args.push_back(i32(op->transB));
+            args.push_back(Call::make(DType::UInt64, "tilec.address_of", {Load::make(ar->second, {i32(0)})}));
+            args.push_back(b);
+            args.push_back(c);
+            return Evaluate::make(Call::make(DType::Void, "tilec.gemm_rs", std::move(args), loc), loc);
+        }
+        auto aTile = tile(op->a, "A");
+        if (!aTile) return nullptr;
+        int64_t aM = op->transA ? aTile->second : aTile->first, aK = op->transA ? aTile->first : aTile->second;
+        if (aM != M || aK != K) {
+            diag_.error(op->a.loc.valid() ? op->a.loc : loc,
+                        "operand A of T.gemm is " + std::to_string(aM) + "x" + std::to_string(aK) + " but the product needs " +
+                            std::to_string(M) + "x" + std::to_string(K));
+            return nullptr;
+        }
+        args.push_back(i32(op->transA));
+        args.push_back(i32(op->transB));
+        args.push_back(address(op->a));
+        args.push_back(b);
+        args.push_back(c);
+        return Evaluate::make(Call::make(DType::Void, "tilec.gemm_ss", std::move(args), loc), loc);
+    }
+
+  private:
+    const KernelLayouts &layouts_;
+    const Target &target_;
+    DiagnosticEngine &diag_;
+
+    /// The stored (rows, columns) of a shared operand: its last two dimensions, taken whole; any leading
+    /// dimensions (a pipeline stage) are single elements.
+    std::optional<std::pair<int64_t, int64_t>> tile(const Region &r, const char *which) {
+        const Buffer &b = r.buffer;
+        size_t nd = r.ranges.size();
+        bool ok = b && b->scope == Scope::Shared && nd >= 2 && b->shape.size() == nd;
+        for (size_t d = 0; ok && d < nd; ++d) {
+            auto e = constValue(r.ranges[d].extent);
+            if (d + 2 < nd) ok = e == std::optional<int64_t>(1);
+            else ok = e && constValue(r.ranges[d].min) == std::optional<int64_t>(0) && constValue(b->shape[d]) == e;
+        }
+        if (!ok) {
+            diag_.error(r.loc.valid() ? r.loc : b ? b->loc : SourceRange{},
+                        std::string("operand ") + which + " of T.gemm must be a whole 2-D shared buffer (or, for A, a fragment)");
+            return std::nullopt;
+        }
+        return std::pair{*constValue(r.ranges[nd - 2].extent), *constValue(r.ranges[nd - 1].extent)};
+    }
+
+    static Expr address(const Region &r) {
+        std::vector<Expr> idx;
+        for (auto &x : r.ranges) idx.push_back(x.min);
+        return Call::make(DType::UInt64, "tilec.address_of", {Load::make(r.buffer, idx)});
+    }
+};
+
+} // namespace
+
+Program lowerGemm(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, DiagnosticEngine &diag) {
+    Program out;
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
+        GemmLowerer m(layouts[i], t, diag);
+        out.kernels.push_back(m.mutate(p.kernels[i]));
+    }
+    return out;
+}
+
+} // namespace tilec::passes

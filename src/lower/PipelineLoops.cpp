@@ -1,0 +1,260 @@
+/// \file
+/// Software pipelining and asynchronous tile transfers (include/tilec/passes/PipelineLoops.h).
+#include "tilec/passes/PipelineLoops.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/InsertSyncs.h"
+
+#include <map>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+Expr i64(int64_t v) { return intImm(v, DType::Int64); }
+Stmt call(const std::string &name, std::vector<Expr> args, const SourceRange &loc) {
+    return Evaluate::make(Call::make(DType::Void, name, std::move(args), loc), loc);
+}
+Expr addressOf(const Buffer &b, std::vector<Expr> idx) {
+    return Call::make(DType::UInt64, "tilec.address_of", {Load::make(b, std::move(idx))});
+}
+
+/// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
+Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait) {
+    const Buffer &src = c.src.buffer;
+    const size_t nd = c.src.ranges.size();
+    size_t rowDim = 0;
+    for (size_t d = 0; d + 1 < nd; ++d)
+        if (constValue(c.src.ranges[d].extent) != std::optional<int64_t>(1)) rowDim = d;
+    const int64_t rows = *constValue(c.dst.buffer->shape[0]), cols = *constValue(c.dst.buffer->shape[1]);
+    const int eb = src->dtype.bytes();
+    const Expr &colOrigin = c.src.ranges[nd - 1].min;
+    auto inner = constValue(src->shape[nd - 1]);
+    int vec = 1;
+    for (int bytes : {16, 8, 4}) {
+        if (bytes % eb) continue;
+        int64_t ve = bytes / eb;
+        if (cols % ve == 0 && inner && *inner % ve == 0 && knownMultiple(colOrigin) % ve == 0) {
+            vec = (int)ve;
+            break;
+        }
+    }
+    // Row stride, and the rows / columns left in the tensor from the tile's origin.
+    Expr ldg = i64(1);
+    for (size_t d = rowDim + 1; d < nd; ++d) ldg = binary(BinaryOp::Mul, ldg, cast(DType::Int64, src->shape[d]));
+    Expr validRows = binary(BinaryOp::Sub, cast(DType::Int32, src->shape[rowDim]), cast(DType::Int32, c.src.ranges[rowDim].min));
+    Expr validCols = binary(BinaryOp::Sub, cast(DType::Int32, src->shape[nd - 1]), cast(DType::Int32, colOrigin));
+    Expr inside;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+        if (d == rowDim) continue;
+        Expr in = binary(BinaryOp::LT, c.src.ranges[d].min, src->shape[d]);
+        inside = inside ? binary(BinaryOp::And, inside, in) : in;
+    }
+    if (inside) validRows = select(inside, validRows, i32(0));
+    std::vector<Expr> origin;
+    for (auto &r : c.src.ranges) origin.push_back(r.min);
+    std::vector<Expr> dstIdx;
+    if (stage) dstIdx.push_back(stage);
+    dstIdx.push_back(i32(0));
+    dstIdx.push_back(i32(0));
+    return call(wait ? "tilec.copy_g2s_wait" : "tilec.copy_g2s",
+                {i32(rows), i32(cols), i32(vec), i32(threads), i32(1), addressOf(dst, dstIdx), addressOf(src, origin),
+                 simplify(ldg), simplify(validRows), simplify(validCols)},
+                c.loc);
+}
+
+/// Buffers a statement mentions (accesses and tile-statement regions).
+struct Mentioned : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> buffers;
+    const Stmt *skip = nullptr;
+    void visit(const Load &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Store &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { buffers.insert(op.src.buffer.get()), buffers.insert(op.dst.buffer.get()); }
+    void visit(const Gemm &op) override {
+        for (auto *r : {&op.a, &op.b, &op.c}) buffers.insert(r->buffer.get());
+    }
+    void visit(const Fill &op) override { buffers.insert(op.dst.buffer.get()); }
+    void visit(const For &op) override {
+        if (skip && skip->get() == static_cast<const StmtNode *>(&op)) return;
+        IRVisitor::visit(op);
+    }
+};
+
+/// Replaces buffers by their staged copies, indexed by `stage`.
+class Stage : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Stage(const std::map<const BufferNode *, Buffer> &m, Expr stage) : map_(m), stage_(std::move(stage)) {}
+
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        auto it = map_.find(op->buffer.get());
+        if (it == map_.end()) return IRMutator::visit(op);
+        return Load::make(it->second, withStage(op->indices), op->loc);
+    }
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        auto it = map_.find(op->buffer.get());
+        if (it == map_.end()) return IRMutator::visit(op);
+        return Store::make(it->second, withStage(op->indices), mutate(op->value), op->loc);
+    }
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        Region a = region(op->a), b = region(op->b);
+        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer) return op;
+        return Gemm::make(a, b, op->c, op->transA, op->transB, op->clearAccum, op->policy, op->loc);
+    }
+
+  private:
+    const std::map<const BufferNode *, Buffer> &map_;
+    Expr stage_;
+    std::vector<Expr> withStage(const std::vector<Expr> &idx) {
+        std::vector<Expr> out{stage_};
+        for (auto &i : idx) out.push_back(mutate(i));
+        return out;
+    }
+    Region region(const Region &r) {
+        auto it = map_.find(r.buffer.get());
+        if (it == map_.end()) return r;
+        Region out{it->second, {{stage_, i32(1)}}, r.loc};
+        for (auto &x : r.ranges) out.ranges.push_back(x);
+        return out;
+    }
+};
+
+class Pipeliner : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Pipeliner(const Kernel &k) : kernel_(k) {}
+
+    std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
+
+    /// A transfer left where it is: issue, commit, wait.
+    Stmt visit(const std::shared_ptr<const Copy> &op) override {
+        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true);
+    }
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind != ForKind::Pipelined) return IRMutator::visit(op);
+        Stmt serial = For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc);
+        const int S = op->numStages;
+        if (S < 2) return serial;
+
+        // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
+        std::vector<Stmt> top;
+        if (auto q = as<Seq>(op->body)) top = q->stmts;
+        else top = {op->body};
+        std::set<const VarNode *> boundInside;
+        struct Bound : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const VarNode *> *out;
+            void visit(const For &f) override { out->insert(f.var.get()), IRVisitor::visit(f); }
+        } bound;
+        bound.out = &boundInside;
+        bound.visit(op->body);
+        std::vector<const Copy *> hoisted;
+        std::vector<Stmt> rest;
+        for (auto &s : top) {
+            auto c = as<Copy>(s);
+            if (c && hoistable(*c, boundInside)) hoisted.push_back(c);
+            else rest.push_back(s);
+        }
+        if (hoisted.empty()) return serial;
+        // The ring replaces its buffer everywhere, so the buffer must not be used outside this loop.
+        Mentioned outside;
+        Stmt self = op;
+        outside.skip = &self;
+        outside.visit(kernel_.body);
+        std::map<const BufferNode *, Buffer> ring;
+        for (auto *c : hoisted) {
+            const Buffer &b = c->dst.buffer;
+            if (outside.buffers.count(b.get()) || staged.count(b.get())) return serial;
+            std::vector<Expr> shape{i32(S)};
+            for (auto &e : b->shape) shape.push_back(e);
+            ring[b.get()] = makeBuffer(b->name, Scope::Shared, b->dtype, shape, b->loc);
+        }
+
+        const SourceRange &loc = op->loc;
+        Expr n = op->extent, min = op->min;
+        Var ko = op->var;
+        auto issue = [&](const Expr &iter, const Expr &stage) {
+            std::vector<Stmt> calls;
+            VarMap m{{ko.get(), iter}};
+            for (auto *c : hoisted) {
+                Region src = c->src;
+                for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
+                auto moved = Copy::make(src, c->dst, c->loc);
+                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false));
+            }
+            return Seq::make(std::move(calls), loc);
+        };
+        auto commit = [&] { return call("tilec.cp_async_commit", {}, loc); };
+        std::vector<Stmt> out;
+        for (int s = 0; s + 1 < S; ++s) {
+            Stmt first = issue(simplify(binary(BinaryOp::Add, min, i32(s))), i32(s));
+            Expr inRange = simplify(binary(BinaryOp::LT, i32(s), n));
+            if (auto known = constValue(inRange); known && *known) out.push_back(first);
+            else if (!known) out.push_back(IfThenElse::make(inRange, first, nullptr, loc));
+            out.push_back(commit());
+        }
+        Expr k0 = simplify(binary(BinaryOp::Sub, ko, min));
+        Expr ahead = simplify(binary(BinaryOp::Add, k0, i32(S - 1)));
+        std::vector<Stmt> body{call("tilec.cp_async_wait", {i32(S - 2)}, loc), syncThreads(loc),
+                               IfThenElse::make(binary(BinaryOp::LT, ahead, n),
+                                                issue(simplify(binary(BinaryOp::Add, ko, i32(S - 1))),
+                                                      simplify(binary(BinaryOp::FloorMod, ahead, i32(S)))),
+                                                nullptr, loc),
+                               commit()};
+        Stage st(ring, simplify(binary(BinaryOp::FloorMod, k0, i32(S))));
+        for (auto &s : rest) body.push_back(mutate(st.mutate(s)));
+        out.push_back(For::make(ko, min, n, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        out.push_back(call("tilec.cp_async_wait", {i32(0)}, loc));
+        for (auto &[b, r] : ring) staged[b] = r;
+        return Seq::make(std::move(out), loc);
+    }
+
+  private:
+    const Kernel &kernel_;
+
+    static bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
+        struct Reads : IRVisitor {
+            using IRVisitor::visit;
+            bool loads = false;
+            void visit(const Load &) override { loads = true; }
+        };
+        for (auto &r : c.src.ranges) {
+            Reads rd;
+            rd.visit(r.min);
+            rd.visit(r.extent);
+            if (rd.loads) return false;
+            for (auto *v : boundInside)
+                if (mentions(r.min, v) || mentions(r.extent, v)) return false;
+        }
+        return true;
+    }
+};
+
+} // namespace
+
+Program pipelineLoops(const Program &p) {
+    Program out;
+    for (auto &k : p.kernels) {
+        Pipeliner m(*k);
+        Stmt body = m.mutate(k->body);
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body ? body : Seq::make({});
+        for (auto &b : nk->allocs) {
+            auto it = m.staged.find(b.get());
+            if (it != m.staged.end()) b = it->second;
+        }
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes
