@@ -299,3 +299,73 @@ TEST(LowerSim, ScalarAtomicsLocalsAndThreadIndex) {
 }
 
 } // namespace
+
+/// C = A @ B (or with transposed operands) through the pipelined tensor-core path, on shapes the tiles do
+/// not divide: the library calls are modelled by the simulator (asynchronous copies land at their wait).
+void gemmCase(int M, int N, int K, bool ta, bool tb, int bm, int bn, int bk, int stages, int threads) {
+    auto shape = [](bool t, int r, int c) { return t ? "(" + std::to_string(c) + ", " + std::to_string(r) + ")" : "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; };
+    std::string src = std::string("import tilelang.language as T\n@T.prim_func\n") +
+                      "def k(A: T.Tensor(" + shape(ta, M, K) + ", \"float16\"), B: T.Tensor(" + shape(tb, K, N) +
+                      ", \"float16\"), C: T.Tensor((" + std::to_string(M) + ", " + std::to_string(N) + "), \"float\")):\n"
+                      "    with T.Kernel(T.ceildiv(" + std::to_string(N) + ", " + std::to_string(bn) + "), T.ceildiv(" +
+                      std::to_string(M) + ", " + std::to_string(bm) + "), threads=" + std::to_string(threads) + ") as (bx, by):\n"
+                      "        a = T.alloc_shared(" + shape(ta, bm, bk) + ", \"float16\")\n"
+                      "        b = T.alloc_shared(" + shape(tb, bk, bn) + ", \"float16\")\n"
+                      "        c = T.alloc_fragment((" + std::to_string(bm) + ", " + std::to_string(bn) + "), \"float\")\n"
+                      "        T.clear(c)\n"
+                      "        for ko in T.Pipelined(T.ceildiv(" + std::to_string(K) + ", " + std::to_string(bk) +
+                      "), num_stages=" + std::to_string(stages) + "):\n" +
+                      (ta ? "            T.copy(A[ko * " + std::to_string(bk) + ", by * " + std::to_string(bm) + "], a)\n"
+                          : "            T.copy(A[by * " + std::to_string(bm) + ", ko * " + std::to_string(bk) + "], a)\n") +
+                      (tb ? "            T.copy(B[bx * " + std::to_string(bn) + ", ko * " + std::to_string(bk) + "], b)\n"
+                          : "            T.copy(B[ko * " + std::to_string(bk) + ", bx * " + std::to_string(bn) + "], b)\n") +
+                      "            T.gemm(a, b, c, transpose_A=" + (ta ? "True" : "False") + ", transpose_B=" + (tb ? "True" : "False") + ")\n"
+                      "        T.copy(c, C[by * " + std::to_string(bm) + ", bx * " + std::to_string(bn) + "])\n";
+    Sim s(src, "k");
+    auto a = randomData((size_t)M * K, 11), b = randomData((size_t)K * N, 12);
+    std::vector<double> c((size_t)M * N, std::nan("")), want((size_t)M * N, 0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double acc = 0;
+            for (int k = 0; k < K; ++k) acc += a[ta ? k * M + i : i * K + k] * b[tb ? j * K + k : k * N + j];
+            want[i * N + j] = acc;
+        }
+    s.run({{"A", &a}, {"B", &b}, {"C", &c}});
+    expectNear(c, want, 1e-4, "C");
+}
+
+TEST(LowerSim, GemmPipelinedOddShape) { gemmCase(100, 72, 80, false, false, 64, 64, 32, 3, 128); }
+TEST(LowerSim, GemmTransposedB) { gemmCase(48, 40, 64, false, true, 32, 32, 32, 2, 64); }
+TEST(LowerSim, GemmTransposedA) { gemmCase(40, 48, 48, true, false, 32, 32, 16, 2, 64); }
+TEST(LowerSim, GemmBothTransposedMoreStagesThanIterations) { gemmCase(32, 32, 32, true, true, 32, 32, 16, 4, 128); }
+
+/// The example FlashAttention (causal), small: scores and probs in the mma layout split by rows, per-row
+/// statistics in two registers per thread, probs read as operand A from registers.
+TEST(LowerSim, FlashAttentionCausal) {
+    const int B = 1, H = 2, S = 128, D = 64;
+    Sim s(withExport("flash_attn.tile", "k = flash_attn(1, 2, 128, 64)"), "k");
+    size_t n = (size_t)B * S * H * D;
+    auto q = randomData(n, 21, -1, 1), kk = randomData(n, 22, -1, 1), v = randomData(n, 23, -1, 1);
+    std::vector<double> out(n, std::nan("")), want(n, 0);
+    auto at = [&](int b, int t, int h, int d) { return (((size_t)b * S + t) * H + h) * D + d; };
+    const double scale = 1.0 / std::sqrt((double)D);
+    for (int h = 0; h < H; ++h)
+        for (int i = 0; i < S; ++i) {
+            std::vector<double> p(i + 1);
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j <= i; ++j) {
+                double dot = 0;
+                for (int d = 0; d < D; ++d) dot += q[at(0, i, h, d)] * kk[at(0, j, h, d)];
+                p[j] = dot * scale;
+                mx = std::max(mx, p[j]);
+            }
+            for (int j = 0; j <= i; ++j) sum += p[j] = std::exp(p[j] - mx);
+            for (int d = 0; d < D; ++d) {
+                double o = 0;
+                for (int j = 0; j <= i; ++j) o += p[j] * v[at(0, j, h, d)];
+                want[at(0, i, h, d)] = o / sum;
+            }
+        }
+    s.run({{"Q", &q}, {"K", &kk}, {"V", &v}, {"Out", &out}});
+    expectNear(out, want, 1e-4, "Out");
+}

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/passes/Layout.h"
 
 #include <array>
 #include <cmath>
@@ -23,6 +24,19 @@ namespace tilec::simtest {
 struct SimError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+/// tilec::swz<Cols, ElemBytes> of stdlib/tilec/swizzle.cuh, for tiles of `tileElems` elements.
+inline int64_t swizzled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off) {
+    int64_t base = off / tileElems * tileElems, o = off % tileElems;
+    int64_t per = 16 / eb;
+    if (per == 0 || cols % per) return off;
+    int64_t row = o / cols, col = o % cols, rowBytes = cols * eb, f = 0;
+    if (rowBytes % 128 == 0) f = row & 7;
+    else if (rowBytes == 64) f = (row >> 1) & 3;
+    else if (rowBytes == 32) f = (row >> 2) & 1;
+    return base + row * cols + (col ^ (f * per));
+}
+
 
 class Simulator {
   public:
@@ -65,6 +79,8 @@ class Simulator {
         locals_.assign(T_, {});
         shared_.clear();
         touches_.clear();
+        open_.clear();
+        pending_.clear();
         epoch_ = 0;
         for (int t = 0; t < T_; ++t) {
             for (int d = 0; d < 3; ++d)
@@ -156,8 +172,20 @@ class Simulator {
 
     double eval(const ir::Expr &e, int t);
     void exec(const ir::Stmt &s, const std::vector<char> &mask);
+
+    // Device library calls (LowerSimulatorLibrary.h).
+    struct Landing {
+        const ir::BufferNode *buffer;
+        size_t index;
+        double value;
+    };
+    std::vector<Landing> open_;                 ///< transfers issued since the last commit
+    std::vector<std::vector<Landing>> pending_; ///< committed groups, oldest first
+    std::pair<const ir::BufferNode *, int64_t> addressOf(const ir::Expr &e, int t);
+    void library(const ir::Call &c, const std::vector<char> &mask);
 };
 
 } // namespace tilec::simtest
 
 #include "LowerSimulatorImpl.h"
+#include "LowerSimulatorLibrary.h"

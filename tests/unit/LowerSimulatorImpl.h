@@ -38,6 +38,9 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
     }
     case NodeKind::Call: {
         auto c = as<Call>(e);
+        if (c->name == "tilec.swz")
+            return (double)swizzled((int64_t)eval(c->args[0], t), (int64_t)eval(c->args[1], t), (int64_t)eval(c->args[2], t),
+                                    (int64_t)eval(c->args[3], t));
         if (c->name == "tilec.shfl_xor") {
             int other = t ^ (int)eval(c->args[1], t);
             if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
@@ -182,6 +185,7 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             ++epoch_;
             return;
         }
+        if (c && c->name.rfind("tilec.", 0) == 0 && c->dtype.kind == DType::Void) return library(*c, mask);
         for (int t = 0; t < T_; ++t)
             if (mask[t]) eval(as<Evaluate>(s)->value, t);
         return;
