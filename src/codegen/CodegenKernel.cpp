@@ -331,17 +331,62 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
         info.alignment.push_back(tensor && u.align.count(p.buffer.get()) ? u.align[p.buffer.get()] : 0);
         info.usesFp8 |= tensor && p.buffer->dtype.isFloat8();
     }
+    // Shared-memory plan: first fit at 128-byte alignment (swizzled tiles repeat their pattern every 128
+    // bytes; cp.async needs 16). Two buffers may share bytes when a top-level barrier separates the last
+    // statement using one from the first statement using the other, so no thread can still touch the old
+    // one (a pipeline's trailing cp.async wait comes before that barrier).
+    std::vector<Stmt> top;
+    if (auto q = as<Seq>(k.body)) top = q->stmts;
+    else top = {k.body};
+    std::map<const BufferNode *, std::pair<int, int>> live;
+    std::vector<int> syncsBefore(top.size() + 1, 0); // top-level barriers among statements [0, i)
+    for (size_t i = 0; i < top.size(); ++i) {
+        auto e = as<Evaluate>(top[i]);
+        auto c = e ? as<Call>(e->value) : nullptr;
+        syncsBefore[i + 1] = syncsBefore[i] + (c && c->name == "tilec.sync");
+        struct Mentions : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> found;
+            void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
+            void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
+        } m;
+        m.visit(top[i]);
+        for (auto *b : m.found) {
+            auto it = live.find(b);
+            if (it == live.end()) live[b] = {(int)i, (int)i};
+            else it->second.second = (int)i;
+        }
+    }
+    auto separated = [&](const BufferNode *a, const BufferNode *b) {
+        auto x = live.find(a), y = live.find(b);
+        if (x == live.end() || y == live.end()) return false;
+        auto [a0, a1] = x->second;
+        auto [b0, b1] = y->second;
+        if (a1 < b0) return syncsBefore[b0] - syncsBefore[a1 + 1] > 0;
+        if (b1 < a0) return syncsBefore[a0] - syncsBefore[b1 + 1] > 0;
+        return false;
+    };
     int64_t offset = 0;
     const BufferNode *largest = nullptr;
     int64_t largestBytes = 0;
+    std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
     for (auto &b : k.allocs) {
         if (!b || b->scope != Scope::Shared) continue;
-        // 128 bytes: swizzled tiles repeat their pattern every 128 bytes (and cp.async needs 16).
-        offset = (offset + 127) / 128 * 128;
-        info.sharedOffset[b.get()] = offset;
         int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+        int64_t at = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (auto &[other, range] : placed) {
+                if (at < range.second && range.first < at + bytes && !separated(b.get(), other)) {
+                    at = (range.second + 127) / 128 * 128;
+                    moved = true;
+                }
+            }
+        }
+        placed.push_back({b.get(), {at, at + bytes}});
+        info.sharedOffset[b.get()] = at;
         if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
-        offset += bytes;
+        offset = std::max(offset, at + bytes);
     }
     info.sharedBytes = (offset + 15) / 16 * 16;
     for (auto &t : o.targets) {
