@@ -1,0 +1,155 @@
+// tilec device runtime: asynchronous global-to-shared copies (cp.async, sm_80+) and the tile copy built
+// on them. Part of tilec; embedded into generated code, which must compile on its own (nvcc or NVRTC).
+#ifndef TILEC_STDLIB_CP_ASYNC_CUH
+#define TILEC_STDLIB_CP_ASYNC_CUH
+
+#include <stdint.h>
+#include <type_traits>
+
+namespace tilec {
+
+// Defined in swizzle.cuh, which the embedding pastes after this file (files go in name order).
+template <int Cols, int ElemBytes> __host__ __device__ constexpr bool swz_active();
+template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz_row_xor(int row);
+
+/// Starts copying Bytes (4, 8 or 16) from global `gmem` to shared `smem`, both aligned to Bytes. When
+/// `valid` is false nothing is read (the source size is 0) and the destination is zero-filled, but `gmem`
+/// must still be a global address. 16-byte copies bypass L1 (.cg): tiles are read once per block.
+template <int Bytes> __device__ __forceinline__ void cp_async(void *smem, const void *gmem, bool valid) {
+    static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    const int srcBytes = valid ? Bytes : 0;
+    if constexpr (Bytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(srcBytes)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(Bytes),
+                     "r"(srcBytes)
+                     : "memory");
+    }
+}
+
+/// Closes the group of the cp.async copies this thread issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/// Waits until at most N of this thread's committed groups are still in flight. Other threads' copies
+/// become visible only after a barrier (__syncthreads) that follows the wait in every thread.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    static_assert(N >= 0, "cp.async.wait_group takes a non-negative count");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+namespace g2s_detail {
+
+// One Vec-element chunk: tile element (r, c) to shared memory, or zeros when (r, c) is outside the valid
+// region (then no global address is formed from r and c).
+template <int Cols, int Vec, bool Swizzle, typename T>
+__device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg, int r, int c, bool valid) {
+    constexpr int Bytes = Vec * (int)sizeof(T);
+    int dst = r * Cols + c;
+    if constexpr (Swizzle)
+        dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
+    if constexpr (Bytes >= 4) {
+        cp_async<Bytes>(smem + dst, valid ? gmem + (long long)r * ldg + c : gmem, valid);
+    } else {
+        // Narrower than cp.async: an ordinary load and store of 1 or 2 bytes.
+        using V = typename std::conditional<Bytes == 1, unsigned char, unsigned short>::type;
+        V v = 0;
+        if (valid)
+            v = *reinterpret_cast<const V *>(gmem + (long long)r * ldg + c);
+        *reinterpret_cast<V *>(smem + dst) = v;
+    }
+}
+
+} // namespace g2s_detail
+
+/// The block's first Threads threads copy the Rows x Cols tile whose element (r, c) is gmem[r * ldg + c]
+/// into `smem` at logical offset r * Cols + c (swizzled by swz<Cols, sizeof(T)> when Swizzle); elements
+/// with r >= validRows or c >= validCols become zero. Vec elements move per access, consecutive threads
+/// taking consecutive chunks of a row. Accesses of 4 to 16 bytes are cp.async (issued, not committed);
+/// narrower ones are synchronous. The caller guarantees Cols % Vec == 0, that validCols % Vec == 0 or
+/// validCols >= Cols, and that gmem and ldg are aligned for Vec elements.
+template <int Rows, int Cols, int Vec, int Threads, bool Swizzle, typename T>
+__device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, int validRows,
+                                         int validCols) {
+    constexpr int Bytes = Vec * (int)sizeof(T);
+    static_assert(Bytes == 1 || Bytes == 2 || Bytes == 4 || Bytes == 8 || Bytes == 16,
+                  "a tile copy moves 1, 2, 4, 8 or 16 bytes per access");
+    static_assert(Rows > 0 && Cols > 0 && Threads > 0 && Cols % Vec == 0, "bad tile copy shape");
+    constexpr bool Swz = Swizzle && swz_active<Cols, (int)sizeof(T)>();
+    constexpr int ChunksPerRow = Cols / Vec;
+    constexpr int Chunks = Rows * ChunksPerRow;
+    // Loops of at most this many iterations are unrolled completely; longer ones by a few.
+    constexpr int FullUnroll = 32;
+
+    const int tid = (int)threadIdx.x;
+    if (tid >= Threads)
+        return;
+
+    if constexpr (Threads % ChunksPerRow == 0) {
+        // Each thread keeps one column and walks down the rows: the column test and the swizzle's row
+        // phase (when the row step is a multiple of 8) are the same in every iteration.
+        constexpr int RowStep = Threads / ChunksPerRow;
+        constexpr int Iters = (Rows + RowStep - 1) / RowStep;
+        const int r0 = tid / ChunksPerRow;
+        const int c = (tid % ChunksPerRow) * Vec;
+        const bool colValid = c < validCols;
+        if constexpr (Iters <= FullUnroll) {
+#pragma unroll
+            for (int it = 0; it < Iters; ++it) {
+                const int r = r0 + it * RowStep;
+                if (Rows % RowStep == 0 || r < Rows)
+                    g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, colValid && r < validRows);
+            }
+        } else {
+#pragma unroll 4
+            for (int r = r0; r < Rows; r += RowStep)
+                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, colValid && r < validRows);
+        }
+    } else if constexpr (ChunksPerRow % Threads == 0) {
+        // Several iterations per row: the row of every iteration is a compile-time constant.
+        constexpr int PerRow = ChunksPerRow / Threads;
+        constexpr int Iters = Rows * PerRow;
+        if constexpr (Iters <= FullUnroll) {
+#pragma unroll
+            for (int it = 0; it < Iters; ++it) {
+                const int r = it / PerRow;
+                const int c = ((it % PerRow) * Threads + tid) * Vec;
+                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+            }
+        } else {
+#pragma unroll 4
+            for (int it = 0; it < Iters; ++it) {
+                const int r = it / PerRow;
+                const int c = ((it % PerRow) * Threads + tid) * Vec;
+                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+            }
+        }
+    } else {
+        constexpr int Iters = (Chunks + Threads - 1) / Threads;
+        if constexpr (Iters <= FullUnroll) {
+#pragma unroll
+            for (int it = 0; it < Iters; ++it) {
+                const int i = it * Threads + tid;
+                const int r = i / ChunksPerRow;
+                const int c = (i % ChunksPerRow) * Vec;
+                if (Chunks % Threads == 0 || i < Chunks)
+                    g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c,
+                                                           r < validRows && c < validCols);
+            }
+        } else {
+#pragma unroll 4
+            for (int i = tid; i < Chunks; i += Threads) {
+                const int r = i / ChunksPerRow;
+                const int c = (i % ChunksPerRow) * Vec;
+                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+            }
+        }
+    }
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_CP_ASYNC_CUH

@@ -1,0 +1,59 @@
+// tilec device runtime: the XOR swizzle of 2-D shared-memory tiles.
+// Part of tilec; embedded into generated code, which must compile on its own (nvcc or NVRTC).
+//
+// A tile with Cols elements per row is stored row-major, but the 16-byte chunks of each row are permuted
+// by XOR with a few bits of the row index. Eight consecutive rows read at the same logical chunk (what one
+// ldmatrix 8x8 matrix reads, and what a warp's cp.async writes of consecutive chunks touch) then land in
+// eight different 16-byte bank groups, so neither side has bank conflicts. The XOR only changes chunk bits
+// 0..2, so an access of at most 16 bytes aligned to its size stays contiguous.
+//
+// Rows of 128 bytes or a multiple of it XOR the chunk with row % 8; rows of 64 bytes (two rows per 128-byte
+// bank cycle) with (row / 2) % 4; rows of 32 bytes (four per cycle) with (row / 4) % 2. Other row sizes,
+// and rows that are not a whole number of chunks, are not swizzled.
+//
+// cp_async.cuh and mma.cuh use swz_active and swz_row_xor through forward declarations: the stdlib files
+// are pasted into generated code in name order, which puts this file after them.
+#ifndef TILEC_STDLIB_SWIZZLE_CUH
+#define TILEC_STDLIB_SWIZZLE_CUH
+
+namespace tilec {
+
+/// Whether swz<Cols, ElemBytes> permutes anything.
+template <int Cols, int ElemBytes> __host__ __device__ constexpr bool swz_active() {
+    return ElemBytes > 0 && 16 % ElemBytes == 0 && Cols > 0 && Cols % (16 / ElemBytes) == 0 &&
+           ((Cols * ElemBytes) % 128 == 0 || Cols * ElemBytes == 64 || Cols * ElemBytes == 32);
+}
+
+/// The value (in elements, a multiple of the chunk size) that row `row` XORs its column with. It depends on
+/// row % 8 only, and is below the period (8, 4 or 2 chunks) that divides Cols, so the XOR stays in the row.
+template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz_row_xor(int row) {
+    if constexpr (!swz_active<Cols, ElemBytes>()) {
+        return 0;
+    } else {
+        constexpr int E = 16 / ElemBytes;
+        constexpr int RowBytes = Cols * ElemBytes;
+        if constexpr (RowBytes % 128 == 0)
+            return (row & 7) * E;
+        else if constexpr (RowBytes == 64)
+            return ((row >> 1) & 3) * E;
+        else
+            return ((row >> 2) & 1) * E;
+    }
+}
+
+/// The physical element offset of logical row-major offset `offset` (non-negative) in a tile of Cols
+/// elements per row. Because an active swizzle's period divides Cols and the XOR stays below it, XOR-ing
+/// the whole offset equals XOR-ing the column: row * Cols + (col ^ x) == offset ^ x.
+template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz(int offset) {
+    if constexpr (!swz_active<Cols, ElemBytes>()) {
+        return offset;
+    } else {
+        // Unsigned, so that the division by a constant is a multiply-high (a shift for powers of two).
+        const int row = (int)((unsigned)offset / (unsigned)Cols);
+        return offset ^ swz_row_xor<Cols, ElemBytes>(row);
+    }
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_SWIZZLE_CUH
