@@ -179,6 +179,16 @@ class Pipeliner : public IRMutator {
             ring[b.get()] = makeBuffer(b->name, Scope::Shared, b->dtype, shape, b->loc);
         }
 
+        // A transfer into a ring buffer left in the body (under a condition, say) would need the ring too.
+        struct CopyTargets : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> dst;
+            void visit(const Copy &c) override { dst.insert(c.dst.buffer.get()); }
+        } left;
+        for (auto &s : rest) left.visit(s);
+        for (auto *b : left.dst)
+            if (ring.count(b)) return serial;
+
         const SourceRange &loc = op->loc;
         Expr n = op->extent, min = op->min;
         Var ko = op->var;

@@ -302,7 +302,7 @@ TEST(LowerSim, ScalarAtomicsLocalsAndThreadIndex) {
 
 /// C = A @ B (or with transposed operands) through the pipelined tensor-core path, on shapes the tiles do
 /// not divide: the library calls are modelled by the simulator (asynchronous copies land at their wait).
-void gemmCase(int M, int N, int K, bool ta, bool tb, int bm, int bn, int bk, int stages, int threads) {
+void gemmCase(int M, int N, int K, bool ta, bool tb, int bm, int bn, int bk, int stages, int threads, bool serial = false) {
     auto shape = [](bool t, int r, int c) { return t ? "(" + std::to_string(c) + ", " + std::to_string(r) + ")" : "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; };
     std::string src = std::string("import tilelang.language as T\n@T.prim_func\n") +
                       "def k(A: T.Tensor(" + shape(ta, M, K) + ", \"float16\"), B: T.Tensor(" + shape(tb, K, N) +
@@ -321,6 +321,12 @@ void gemmCase(int M, int N, int K, bool ta, bool tb, int bm, int bn, int bk, int
                           : "            T.copy(B[ko * " + std::to_string(bk) + ", bx * " + std::to_string(bn) + "], b)\n") +
                       "            T.gemm(a, b, c, transpose_A=" + (ta ? "True" : "False") + ", transpose_B=" + (tb ? "True" : "False") + ")\n"
                       "        T.copy(c, C[by * " + std::to_string(bm) + ", bx * " + std::to_string(bn) + "])\n";
+    if (serial) { // a plain loop: each transfer waits for itself, barriers come from insertSyncs
+        auto at = src.find("T.Pipelined(");
+        src.replace(at, 12, "T.serial(");
+        at = src.find(", num_stages=");
+        src.erase(at, src.find(')', at) - at);
+    }
     Sim s(src, "k");
     auto a = randomData((size_t)M * K, 11), b = randomData((size_t)K * N, 12);
     std::vector<double> c((size_t)M * N, std::nan("")), want((size_t)M * N, 0);
@@ -338,6 +344,7 @@ TEST(LowerSim, GemmPipelinedOddShape) { gemmCase(100, 72, 80, false, false, 64, 
 TEST(LowerSim, GemmTransposedB) { gemmCase(48, 40, 64, false, true, 32, 32, 32, 2, 64); }
 TEST(LowerSim, GemmTransposedA) { gemmCase(40, 48, 48, true, false, 32, 32, 16, 2, 64); }
 TEST(LowerSim, GemmBothTransposedMoreStagesThanIterations) { gemmCase(32, 32, 32, true, true, 32, 32, 16, 4, 128); }
+TEST(LowerSim, GemmInASerialLoop) { gemmCase(40, 40, 48, false, false, 32, 32, 16, 0, 64, true); }
 
 /// The example FlashAttention (causal), small: scores and probs in the mma layout split by rows, per-row
 /// statistics in two registers per thread, probs read as operand A from registers.
