@@ -24,13 +24,46 @@ struct CodegenOptions {
     std::vector<Target> targets;
 };
 
+/// A shared-memory buffer as code generation placed it in the kernel's dynamic shared memory.
+struct SharedBufferLayout {
+    std::string name;
+    SourceRange loc;
+    int64_t offset = 0, bytes = 0;
+};
+
+/// What the outputs after code generation (binary mode, --resource-usage) need to know of a kernel.
+struct KernelLayout {
+    std::string name;    ///< the exported kernel
+    std::string cName;   ///< its launch function (with the prefix)
+    std::string symbol;  ///< the __global__ function in `device`
+    int threads = 0;
+    int64_t sharedBytes = 0; ///< dynamic shared memory per block
+    std::vector<SharedBufferLayout> shared;
+};
+
 struct GeneratedCode {
     std::string cuda;   ///< self-contained: the header's declarations and the device runtime are embedded
     std::string header; ///< C11 and C++; includes only CUDA and standard C headers
+    std::string device; ///< the .cu's device part alone (device runtime and kernels), for NVRTC
+    std::vector<KernelLayout> kernels; ///< in the order of the program's kernels
 };
 
 /// Generates both files. Reports user errors that only show now (shared memory beyond a target's limit,
 /// an atomic_add dtype the hardware lacks) through `diag`; the result is then incomplete.
 GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opts, DiagnosticEngine &diag);
+
+/// A compiled form of `GeneratedCode::device` to embed in binary mode.
+struct DeviceImage {
+    Target target;    ///< what it was compiled for
+    bool ptx = false; ///< PTX (JIT-compiled by the driver), else a cubin
+    std::string bytes;
+};
+
+/// Binary mode: C source (C11, and C++) that embeds `images` and launches the kernels through the CUDA driver
+/// API, behind the same header as the .cu. `loweredNames` are the kernels' symbols in the images, in the
+/// order of GeneratedCode::kernels.
+std::string generateBinarySource(const ir::Program &lowered, const CodegenOptions &opts,
+                                 const std::vector<DeviceImage> &images, const std::vector<std::string> &loweredNames,
+                                 DiagnosticEngine &diag);
 
 } // namespace tilec

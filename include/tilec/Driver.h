@@ -30,6 +30,9 @@ struct DriverOptions {
     bool werror = false, noWarnings = false;
     std::string color = "auto";            ///< --color=auto|always|never
     bool resourceUsage = false;
+    std::vector<std::string> ptxasOptions; ///< -Xptxas OPTS, one option per entry (passed to ptxas through NVRTC)
+    bool lineInfo = false;                 ///< -lineinfo: line tables in PTX and cubins (they then hold absolute paths)
+    std::string ccbin;                     ///< --ccbin: the C compiler for -o x.o (default $CC, else cc)
 };
 
 /// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`

@@ -3,6 +3,8 @@
 /// every way it can end (user errors, too many errors, internal errors) into the contract's exit codes.
 #include "tilec/Driver.h"
 
+#include "driver/DriverImpl.h"
+
 #include "tilec/Check.h"
 #include "tilec/Codegen.h"
 #include "tilec/Frontend.h"
@@ -14,6 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,10 +27,7 @@ namespace tilec {
 
 namespace {
 
-/// A command-line mistake: printed as `tilec: error: ...`, exit 2.
-struct UsageError {
-    std::string msg;
-};
+using driver::UsageError;
 
 bool isIdentifier(const std::string &s) {
     if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
@@ -34,9 +35,6 @@ bool isIdentifier(const std::string &s) {
 }
 
 const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
-/// Output kinds this version can produce; the others are accepted by the grammar of the option but
-/// refused with a clear message until code generation exists.
-const std::vector<std::string> kEmitSupported = {"ast", "cuda", "header", "ir"};
 
 /// The extension of a path ("" when it has none).
 std::string extensionOf(const std::string &path) {
@@ -61,6 +59,9 @@ class Compilation {
     FrontendOptions frontendOptions();
     void writeText(const std::string &path, const std::string &text);
     void writeDepfile(const std::vector<std::string> &outputs);
+    bool emits(const char *kind) const {
+        return std::find(opts_.emit.begin(), opts_.emit.end(), kind) != opts_.emit.end();
+    }
 
     const DriverOptions &opts_;
     std::ostream &out_, &err_;
@@ -80,20 +81,23 @@ void Compilation::validateOptions() {
     for (auto &k : opts_.emit) {
         if (std::find(kEmitKinds.begin(), kEmitKinds.end(), k) == kEmitKinds.end())
             throw UsageError{"unknown --emit kind '" + k + "' (known: ast, cubin, cuda, header, ir, ptx)"};
-        if (std::find(kEmitSupported.begin(), kEmitSupported.end(), k) == kEmitSupported.end())
-            throw UsageError{"--emit=" + k + " needs code generation, which this version of tilec does not have yet"};
     }
+    std::string ext = extensionOf(opts_.output);
     if (!opts_.output.empty()) {
-        std::string ext = extensionOf(opts_.output);
-        if (ext == ".ptx" || ext == ".cubin" || ext == ".c" || ext == ".o")
-            throw UsageError{"-o " + opts_.output + ": binary outputs (.ptx, .cubin, .c, .o) are not implemented yet; "
-                             "write CUDA with -o FILE.cu and compile it with nvcc"};
-        if (ext != ".cu" && ext != ".ast" && ext != ".ir")
-            throw UsageError{"-o " + opts_.output + ": the extension must say what to write (.cu for CUDA C++, "
-                             ".ast for the typed program, .ir for the lowered IR)"};
+        static const char *const kExts[] = {".cu", ".ptx", ".cubin", ".c", ".o", ".ast", ".ir"};
+        if (std::none_of(std::begin(kExts), std::end(kExts), [&](const char *e) { return ext == e; }))
+            throw UsageError{"-o " + opts_.output + ": the extension must say what to write (.cu for CUDA C++, .ptx, "
+                             ".cubin, .c for C with the binaries embedded, .o for that C compiled, .ast for the typed "
+                             "program, .ir for the lowered IR)"};
     }
-    if (opts_.resourceUsage)
-        throw UsageError{"--resource-usage needs code generation, which this version of tilec does not have yet"};
+    if (emits("cubin") && opts_.output.empty())
+        throw UsageError{"--emit=cubin needs -o to name the files (cubins are not written to standard output)"};
+    for (auto &x : opts_.ptxasOptions)
+        if (x.empty()) throw UsageError{"-Xptxas needs an option, e.g. -Xptxas -O3"};
+    // Outputs that need NVRTC fail now, before any work, when it is missing.
+    if (ext == ".ptx" || ext == ".cubin" || ext == ".c" || ext == ".o" || emits("ptx") || emits("cubin"))
+        driver::requireNvrtc(ext == ".ptx" || ext == ".cubin" || ext == ".c" || ext == ".o" ? "-o " + opts_.output
+                                                                                            : std::string("--emit=ptx,cubin"));
     if (!opts_.dumpAfter.empty() && opts_.dumpAfter != "all") {
         auto &n = passNames();
         if (std::find(n.begin(), n.end(), opts_.dumpAfter) == n.end()) {
@@ -173,22 +177,17 @@ void Compilation::writeText(const std::string &path, const std::string &text) {
 
 /// Make syntax: every output is a target; the prerequisites are the files the outputs were made from.
 void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
-    auto escape = [](const std::string &s) {
-        std::string r;
-        for (char c : s) {
-            if (c == ' ' || c == '#') r += '\\';
-            if (c == '$') r += '$';
-            r += c;
-        }
-        return r;
-    };
-    std::string targets;
-    if (!opts_.depTarget.empty()) targets = escape(opts_.depTarget);
-    else
-        for (auto &o : outputs) targets += (targets.empty() ? "" : " ") + escape(o);
+    // The -o file first: ninja takes the depfile's first target for the edge's first output.
+    std::vector<std::string> targets = outputs;
+    auto primary = std::find(targets.begin(), targets.end(), opts_.output);
+    if (primary != targets.end()) std::rotate(targets.begin(), primary, primary + 1);
+    if (!opts_.depTarget.empty()) targets = {opts_.depTarget};
+    // The device runtime is embedded in tilec, so the input is the one file the outputs depend on.
+    std::vector<std::string> prerequisites;
+    if (opts_.input != "-") prerequisites.push_back(opts_.input);
     std::string path = opts_.depfilePath;
-    if (path.empty()) path = opts_.output.substr(0, opts_.output.rfind('.')) + ".d";
-    writeText(path, targets + ": " + escape(opts_.input) + "\n");
+    if (path.empty()) path = opts_.output.substr(0, opts_.output.size() - extensionOf(opts_.output).size()) + ".d";
+    writeText(path, driver::depfileText(targets, prerequisites));
 }
 
 int Compilation::run() {
@@ -230,14 +229,17 @@ int Compilation::run() {
     }, [&](bool) { return ir::print(*program); });
     if (!ok || diag_.hasErrors()) return ExitInputError;
 
-    // What to write: the -o file's kind, every --emit kind, and the header whenever CUDA is written or -H
-    // names it. Kinds beside -o share its stem; without -o they go to standard output.
-    auto emits = [&](const char *k) { return std::find(opts_.emit.begin(), opts_.emit.end(), k) != opts_.emit.end(); };
+    // What to write: the -o file's kind, every --emit kind, and the header whenever CUDA or C is written or
+    // -H names it. Kinds beside -o share its stem; without -o the text kinds go to standard output.
     std::string ext = extensionOf(opts_.output);
     std::string stem = opts_.output.substr(0, opts_.output.size() - ext.size());
     bool wantAst = ext == ".ast" || emits("ast"), wantIr = ext == ".ir" || emits("ir");
     bool wantCuda = ext == ".cu" || emits("cuda");
-    bool wantHeader = ext == ".cu" || emits("header") || !opts_.header.empty();
+    bool wantC = ext == ".c", wantObject = ext == ".o";
+    bool wantPtx = ext == ".ptx" || emits("ptx"), wantCubin = ext == ".cubin" || emits("cubin");
+    bool wantHeader = ext == ".cu" || wantC || wantObject || emits("header") || !opts_.header.empty();
+    bool wantDevice = wantC || wantObject || wantPtx || wantCubin;
+    bool wantCode = wantCuda || wantHeader || wantDevice || opts_.resourceUsage;
     auto pathFor = [&](const std::string &e) { return opts_.output.empty() ? std::string() : ext == e ? opts_.output : stem + e; };
     std::string headerPath = !opts_.header.empty() ? opts_.header : pathFor(".h");
 
@@ -253,16 +255,16 @@ int Compilation::run() {
     if (wantAst) emit(pathFor(".ast"), ir::print(*program));
 
     // Lowering runs only for outputs that need it, so --emit=ast works on kernels code generation
-    // cannot handle yet (T.gemm).
+    // cannot handle yet.
     auto &front = passNames();
     bool dumpsLowering = !opts_.dumpAfter.empty() &&
                          std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
-    if (wantIr || wantCuda || wantHeader || dumpsLowering) {
+    if (wantIr || wantCode || dumpsLowering) {
         ctx.diag = &diag_;
         ir::Program lowered = lower(*program, fo.target, ctx);
         if (diag_.hasErrors()) return ExitInputError;
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
-        if (wantCuda || wantHeader) {
+        if (wantCode) {
             CodegenOptions co;
             co.sourceName = opts_.input == "-" ? "<stdin>" : opts_.input;
             co.cudaName = pathFor(".cu");
@@ -277,6 +279,55 @@ int Compilation::run() {
             if (diag_.hasErrors()) return ExitInputError;
             if (wantCuda) emit(pathFor(".cu"), code.cuda);
             if (wantHeader) emit(headerPath, code.header);
+
+            // Device code: cubins whenever something embeds or reports them, else only PTX. --resource-usage
+            // alone uses NVRTC when it is there and reports without registers when it is not.
+            std::string nvrtcMissing;
+            const Nvrtc *nvrtc = wantDevice ? &driver::requireNvrtc("-o " + opts_.output) : Nvrtc::get(&nvrtcMissing);
+            if (nvrtc && nvrtc->includeDirs().empty() && !wantDevice) nvrtc = nullptr, nvrtcMissing = "no CUDA headers beside NVRTC";
+            else if (!nvrtc) nvrtcMissing = "NVRTC not found; searched: " + nvrtcMissing;
+            std::optional<driver::DeviceBuild> device;
+            if (wantDevice || (opts_.resourceUsage && nvrtc)) {
+                std::string deviceName = co.cudaName.empty() ? "tilec-device.cu" : co.cudaName;
+                bool cubins = wantCubin || wantC || wantObject || opts_.resourceUsage;
+                device = driver::buildDevice(*nvrtc, code, targets_, opts_, deviceName, cubins);
+                if (opts_.timePasses) ctx.recordTime("nvrtc", device->milliseconds);
+                // -Xptxas -v asks for ptxas's report, as with nvcc.
+                for (auto &x : opts_.ptxasOptions)
+                    if (x == "-v" || x == "--verbose") {
+                        err_ << device->log;
+                        break;
+                    }
+                std::vector<DeviceImage> images;
+                if (wantCubin)
+                    for (auto &c : device->cubins) emit(driver::cubinPath(stem, c.target, device->cubins.size()), c.bytes);
+                if (wantPtx) emit(pathFor(".ptx"), device->ptx.bytes);
+                if (wantC || wantObject) {
+                    images = device->cubins;
+                    images.push_back(device->ptx);
+                    setCurrentPhase("codegen");
+                    std::string c = generateBinarySource(lowered, co, images, device->loweredNames, diag_);
+                    if (diag_.hasErrors()) return ExitInputError;
+                    if (wantC) emit(opts_.output, c);
+                    if (wantObject) {
+                        setCurrentPhase("cc");
+                        const char *cc = std::getenv("CC");
+                        std::string compiler = !opts_.ccbin.empty() ? opts_.ccbin : cc && *cc ? cc : "cc";
+                        std::string searched, include = findCudaIncludeDir(&searched);
+                        if (include.empty())
+                            throw UsageError{"-o " + opts_.output + " needs CUDA's cuda.h to compile the C, which was not "
+                                             "found (searched: " + searched + "); set CUDA_HOME"};
+                        std::string base = stem.substr(stem.find_last_of('/') + 1);
+                        auto t1 = std::chrono::steady_clock::now();
+                        driver::compileC(c, base.empty() ? "tilec" : base, opts_.output, compiler, include);
+                        if (opts_.timePasses)
+                            ctx.recordTime("cc", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+                        outputs.push_back(opts_.output);
+                    }
+                }
+            }
+            if (opts_.resourceUsage)
+                driver::printResourceUsage(err_, *program, code, targets_, device ? &*device : nullptr, nvrtcMissing);
         }
     }
     if (opts_.depfile) writeDepfile(outputs.empty() ? std::vector<std::string>{opts_.input + ".ast"} : outputs);

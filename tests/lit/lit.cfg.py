@@ -15,6 +15,24 @@ config.substitutions.append(("FileCheck", config.filecheck))
 if config.nvcc and os.path.exists(config.nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", config.nvcc))
+# NVRTC (PTX, cubins, binary mode): tilec opens it with dlopen, searching as below (src/nvrtc/Nvrtc.cpp).
+def _find_nvrtc():
+    import ctypes
+    roots = [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    candidates = [os.path.join(r, d, so) for r in roots for d in ("lib64", "lib") for so in ("libnvrtc.so.13", "libnvrtc.so")]
+    candidates += ["/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so",
+                   "libnvrtc.so.13", "libnvrtc.so", "libnvrtc.so.12"]
+    for c in candidates:
+        if os.sep in c and not os.path.exists(c):
+            continue
+        try:
+            ctypes.CDLL(c)
+            return c
+        except OSError:
+            pass
+    return None
+if _find_nvrtc():
+    config.available_features.add("nvrtc")
 config.environment["LC_ALL"] = "C"
 # `not`, `count` and FileCheck come from LLVM's tools; RUN lines run under bash (loops, $?, pipes).
 llvm_bin = os.path.dirname(config.filecheck)

@@ -1,8 +1,9 @@
 /// \file
 /// The tilec command: parses the command line with CLI11 into DriverOptions and runs the compiler.
 ///
-/// nvcc-style spellings (`-arch=sm_90a`, `-Werror`, `-MD -MF f.d`, `-o`, `-H`, `-DNAME=VALUE`) are mapped to
-/// CLI11's long options before parsing, because CLI11 only knows one-letter short options.
+/// nvcc-style spellings (`-arch=sm_90a`, `-Werror`, `-MD -MF f.d`, `-o`, `-H`, `-DNAME=VALUE`, `-lineinfo`,
+/// `-ccbin`) are mapped to CLI11's long options before parsing, because CLI11 only knows one-letter short
+/// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
 #include "tilec/Driver.h"
 
 #include <CLI/CLI.hpp>
@@ -13,14 +14,29 @@
 
 namespace {
 
-/// Rewrites the single-dash multi-letter options into their long forms.
-std::vector<std::string> normalizeArgs(int argc, char **argv) {
-    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT"};
+/// Rewrites the single-dash multi-letter options into their long forms; moves the -Xptxas values (each a
+/// comma-separated list, as nvcc takes them) to `ptxas`.
+std::vector<std::string> normalizeArgs(int argc, char **argv, std::vector<std::string> &ptxas, bool &missingValue) {
+    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT", "lineinfo", "ccbin"};
     std::vector<std::string> args;
     bool afterDashDash = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--") afterDashDash = true;
+        if (!afterDashDash) {
+            bool taken = false;
+            for (std::string opt : {"-Xptxas", "--Xptxas", "--ptxas-options"}) {
+                if (a == opt) {
+                    if (i + 1 >= argc) missingValue = true;
+                    else ptxas.push_back(argv[++i]);
+                    taken = true;
+                } else if (a.rfind(opt + "=", 0) == 0) {
+                    ptxas.push_back(a.substr(opt.size() + 1));
+                    taken = true;
+                }
+            }
+            if (taken) continue;
+        }
         if (!afterDashDash && a.size() > 2 && a[0] == '-' && a[1] != '-') {
             for (const char *l : kLong) {
                 std::string name = l;
@@ -70,7 +86,13 @@ int main(int argc, char **argv) {
     app.add_flag("--MD", o.depfile, "write a make/ninja depfile");
     app.add_option("--MF", o.depfilePath, "the depfile's path");
     app.add_option("--MT", o.depTarget, "the depfile's target");
-    app.add_flag("--resource-usage", o.resourceUsage, "print each kernel's resources");
+    app.add_flag("--resource-usage", o.resourceUsage, "print each kernel's resources (to standard error)");
+    app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
+                 "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
+    app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");
+    // Only for --help: -Xptxas is taken out of the arguments before CLI11 sees them.
+    std::vector<std::string> helpOnly;
+    app.add_option("--Xptxas,--ptxas-options", helpOnly, "options for ptxas, comma-separated (-Xptxas -v,-O3)");
     app.add_option("--dump-after", o.dumpAfter, "print the IR after this pass ('all' for every pass)");
     app.add_flag("--time-passes", o.timePasses, "print the time of each pass");
     app.add_flag("-v,--verbose", o.verbose, "log what the compiler does");
@@ -81,14 +103,21 @@ int main(int argc, char **argv) {
         ->check(CLI::IsMember({"auto", "always", "never"}));
     app.set_version_flag("--version", "tilec 0.1.0");
 
+    std::vector<std::string> ptxas;
+    bool ptxasMissing = false;
     try {
-        app.parse(normalizeArgs(argc, argv));
+        app.parse(normalizeArgs(argc, argv, ptxas, ptxasMissing));
     } catch (const CLI::Success &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
         std::cerr << "tilec: error: " << e.what() << "\n";
         return tilec::ExitUsage;
     }
+    if (ptxasMissing) {
+        std::cerr << "tilec: error: -Xptxas needs a value, e.g. -Xptxas -v\n";
+        return tilec::ExitUsage;
+    }
+    o.ptxasOptions = splitCommas(ptxas);
     if (!archs.empty()) o.archs = splitCommas(archs);
     o.emit = splitCommas(emit);
     return tilec::runCompiler(o, std::cout, std::cerr);

@@ -1,0 +1,361 @@
+/// \file
+/// Binary mode (`-o x.c` / `-o x.o`): a C file that embeds the compiled kernels (a cubin per target, PTX for
+/// newer devices) and launches them through the CUDA driver API, behind the same header as the .cu, so an
+/// application switches modes without changing code and builds with any C or C++ compiler and `-lcuda`.
+///
+/// At the first launch (or NAME_load) in a context, the file loads its images' best fit for the context's
+/// device (the cubin of its compute capability, else PTX the driver JIT-compiles, else "no code for this
+/// device"). Up to 64 contexts are remembered per file. Loading happens outside the lock, so a slow PTX JIT
+/// never blocks other threads' launches; of two threads loading at once, one keeps its module.
+#include "codegen/CodegenHostParts.h"
+#include "codegen/Stdlib.h"
+
+namespace tilec::codegen {
+
+using namespace ir;
+
+namespace {
+
+/// The bytes as a C initializer list, 32 to a line.
+std::string byteArray(const std::string &bytes, bool terminate) {
+    std::string s;
+    s.reserve(bytes.size() * 4 + 64);
+    size_t n = bytes.size() + (terminate ? 1 : 0);
+    for (size_t i = 0; i < n; ++i) {
+        unsigned v = i < bytes.size() ? (unsigned char)bytes[i] : 0;
+        s += std::to_string(v);
+        s += ',';
+        if (i % 32 == 31 || i + 1 == n) s += '\n';
+    }
+    return s;
+}
+
+/// Portability (atomics, thread-local storage) and the driver-API helpers every launcher of the file uses:
+/// error mapping, the context, the module table, the launch.
+const char *const kDriverRuntime = R"tl(#ifdef __cplusplus
+#include <atomic>
+#define TILEC_THREAD_LOCAL thread_local
+#define TILEC_ATOMIC_INT std::atomic<int>
+#define TILEC_LOAD(x) (x).load(std::memory_order_acquire)
+#define TILEC_STORE(x, v) (x).store((v), std::memory_order_release)
+#define TILEC_LOCK(f) while ((f).test_and_set(std::memory_order_acquire)) {}
+#define TILEC_UNLOCK(f) (f).clear(std::memory_order_release)
+typedef std::atomic_flag tilec_flag;
+#else
+#include <stdatomic.h>
+#define TILEC_THREAD_LOCAL _Thread_local
+#define TILEC_ATOMIC_INT atomic_int
+#define TILEC_LOAD(x) atomic_load_explicit(&(x), memory_order_acquire)
+#define TILEC_STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_release)
+#define TILEC_LOCK(f) while (atomic_flag_test_and_set_explicit(&(f), memory_order_acquire)) {}
+#define TILEC_UNLOCK(f) atomic_flag_clear_explicit(&(f), memory_order_release)
+typedef atomic_flag tilec_flag;
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+)tl";
+
+/// The module table and the functions around it; needs tilec_images, tilec_kernel_names, the counts and
+/// the runtime state (`@ERR@` is the state's name).
+const char *const kModuleTable = R"tl(static tilec_status tilec_driver_failure(CUresult r) {
+    @ERR@ = (cudaError_t)r; /* the runtime's error codes are the driver's */
+    switch (r) {
+    case CUDA_ERROR_NO_DEVICE: case CUDA_ERROR_INVALID_DEVICE: case CUDA_ERROR_STUB_LIBRARY:
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
+    case CUDA_ERROR_SYSTEM_NOT_READY:
+        return TILEC_ERROR_NO_DEVICE;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: case CUDA_ERROR_INVALID_PTX: case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+        return TILEC_ERROR_NO_DEVICE_CODE;
+    default:
+        return TILEC_ERROR_CUDA;
+    }
+}
+
+/* The calling thread's context; without one, device 0's primary context, as the CUDA runtime does. */
+static CUresult tilec_context(CUcontext *ctx, unsigned long long *key) {
+    CUresult r = cuCtxGetCurrent(ctx);
+    if (r == CUDA_ERROR_NOT_INITIALIZED) {
+        r = cuInit(0);
+        if (r == CUDA_SUCCESS) r = cuCtxGetCurrent(ctx);
+    }
+    if (r == CUDA_SUCCESS && *ctx == NULL) {
+        CUdevice dev;
+        r = cuDeviceGet(&dev, 0);
+        if (r == CUDA_SUCCESS) r = cuDevicePrimaryCtxRetain(ctx, dev);
+        if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(*ctx);
+    }
+    if (r != CUDA_SUCCESS) return r;
+#if CUDA_VERSION >= 12000
+    /* Context IDs are never reused, unlike the addresses of destroyed contexts. */
+    return cuCtxGetId(*ctx, key);
+#else
+    *key = (unsigned long long)(uintptr_t)*ctx;
+    return CUDA_SUCCESS;
+#endif
+}
+
+/* Per context: its key, module and functions, written before the slot is published (slot_count, ready). */
+enum { tilec_slots = 64 };
+static unsigned long long tilec_slot_key[tilec_slots];
+static CUmodule tilec_slot_module[tilec_slots];
+static CUfunction tilec_slot_function[tilec_slots][tilec_kernel_count];
+static TILEC_ATOMIC_INT tilec_slot_ready[tilec_slots];
+static TILEC_ATOMIC_INT tilec_slot_prepared[tilec_slots][tilec_kernel_count];
+static TILEC_ATOMIC_INT tilec_slot_count;
+static tilec_flag tilec_slot_lock = ATOMIC_FLAG_INIT;
+
+static int tilec_find_slot(unsigned long long key) {
+    int n = TILEC_LOAD(tilec_slot_count), i;
+    for (i = 0; i < n; ++i)
+        if (tilec_slot_key[i] == key) return i;
+    return -1;
+}
+
+/* The best image for the context's device: the cubin of the highest compatible target, else the PTX. */
+static tilec_status tilec_load_module(CUmodule *module, CUfunction *functions) {
+    CUdevice dev;
+    int major = 0, minor = 0, cc, i;
+    const tilec_image *cubin = NULL, *ptx = NULL;
+    CUresult r = cuCtxGetDevice(&dev);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    cc = major * 10 + minor;
+    for (i = 0; i < (int)(sizeof tilec_images / sizeof tilec_images[0]); ++i) {
+        const tilec_image *im = &tilec_images[i];
+        /* sm_XYa runs on XY only; sm_XY on X.Y and later minors of X; PTX on X.Y and later. */
+        if (!im->ptx) {
+            int fits = im->arch_specific ? im->sm == cc : (im->sm / 10 == cc / 10 && im->sm <= cc);
+            if (fits && (!cubin || im->sm > cubin->sm || (im->sm == cubin->sm && im->arch_specific))) cubin = im;
+        } else if (im->arch_specific ? im->sm == cc : im->sm <= cc) {
+            ptx = im;
+        }
+    }
+    r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (cubin) r = cuModuleLoadData(module, cubin->data);
+    if (r != CUDA_SUCCESS && ptx) r = cuModuleLoadData(module, ptx->data);
+    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    for (i = 0; i < tilec_kernels; ++i) {
+        r = cuModuleGetFunction(&functions[i], *module, tilec_kernel_names[i]);
+        if (r != CUDA_SUCCESS) {
+            (void)cuModuleUnload(*module);
+            return tilec_driver_failure(r);
+        }
+    }
+    return TILEC_SUCCESS;
+}
+
+/* Kernel `k`'s function in the current context, loading the module when this context has none, and the
+ * kernel's shared-memory limit raised once per module when it needs more than 48 KiB. */
+static tilec_status tilec_function(int k, CUfunction *fn) {
+    CUcontext ctx;
+    unsigned long long key;
+    CUmodule module;
+    CUfunction functions[tilec_kernel_count];
+    int slot, keep = 1, i;
+    tilec_status status;
+    CUresult r = tilec_context(&ctx, &key);
+    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    slot = tilec_find_slot(key);
+    if (slot < 0 || !TILEC_LOAD(tilec_slot_ready[slot])) {
+        status = tilec_load_module(&module, functions);
+        if (status != TILEC_SUCCESS) return status;
+        TILEC_LOCK(tilec_slot_lock);
+        slot = tilec_find_slot(key);
+        if (slot >= 0 && TILEC_LOAD(tilec_slot_ready[slot])) {
+            keep = 0; /* another thread was faster */
+        } else {
+            if (slot < 0) {
+                slot = TILEC_LOAD(tilec_slot_count);
+                if (slot == tilec_slots) {
+                    TILEC_UNLOCK(tilec_slot_lock);
+                    (void)cuModuleUnload(module);
+                    return tilec_driver_failure(CUDA_ERROR_OUT_OF_MEMORY);
+                }
+                tilec_slot_key[slot] = key;
+            }
+            tilec_slot_module[slot] = module;
+            for (i = 0; i < tilec_kernels; ++i) {
+                tilec_slot_function[slot][i] = functions[i];
+                TILEC_STORE(tilec_slot_prepared[slot][i], 0);
+            }
+            TILEC_STORE(tilec_slot_ready[slot], 1);
+            if (slot == TILEC_LOAD(tilec_slot_count)) TILEC_STORE(tilec_slot_count, slot + 1);
+        }
+        TILEC_UNLOCK(tilec_slot_lock);
+        if (!keep) (void)cuModuleUnload(module);
+    }
+    *fn = tilec_slot_function[slot][k];
+    if (!TILEC_LOAD(tilec_slot_prepared[slot][k])) {
+        /* Racing threads make the same idempotent call. */
+        if (tilec_kernel_shared[k] > 48 * 1024) {
+            r = cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)tilec_kernel_shared[k]);
+            if (r != CUDA_SUCCESS) {
+                tilec_driver_failure(r);
+                return TILEC_ERROR_SHARED_MEMORY;
+            }
+        }
+        TILEC_STORE(tilec_slot_prepared[slot][k], 1);
+    }
+    return TILEC_SUCCESS;
+}
+
+/* Unloads the module from the current context, if it has one (without a usable context on this thread,
+ * nothing of this file can be loaded there). */
+static tilec_status tilec_unload(void) {
+    CUcontext ctx = NULL;
+    CUmodule module = NULL;
+    unsigned long long key;
+    int slot;
+    CUresult r = cuCtxGetCurrent(&ctx);
+    if (r != CUDA_SUCCESS || ctx == NULL) return TILEC_SUCCESS;
+    r = tilec_context(&ctx, &key);
+    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    TILEC_LOCK(tilec_slot_lock);
+    slot = tilec_find_slot(key);
+    if (slot >= 0 && TILEC_LOAD(tilec_slot_ready[slot])) {
+        TILEC_STORE(tilec_slot_ready[slot], 0);
+        module = tilec_slot_module[slot];
+    }
+    TILEC_UNLOCK(tilec_slot_lock);
+    if (module) {
+        r = cuModuleUnload(module);
+        if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    }
+    return TILEC_SUCCESS;
+}
+
+static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
+                             cudaStream_t stream, void **args) {
+#if CUDA_VERSION >= 12000
+    CUlaunchConfig config;
+    config.gridDimX = (unsigned)gx;
+    config.gridDimY = (unsigned)gy;
+    config.gridDimZ = (unsigned)gz;
+    config.blockDimX = threads;
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = shared;
+    config.hStream = stream;
+    config.attrs = NULL;
+    config.numAttrs = 0;
+    return cuLaunchKernelEx(&config, fn, args, NULL);
+#else
+    return cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, threads, 1, 1, shared, stream, args, NULL);
+#endif
+}
+
+)tl";
+
+std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
+}
+
+/// The images and the per-kernel tables.
+std::string printImages(const std::vector<KernelInfo> &kernels, const std::vector<DeviceImage> &images,
+                        const std::vector<std::string> &loweredNames) {
+    std::string s = "/* ---- the device code ---- */\n";
+    std::string table;
+    for (size_t i = 0; i < images.size(); ++i) {
+        const DeviceImage &im = images[i];
+        std::string arch = im.ptx ? "compute_" + im.target.name.substr(im.target.name.find('_') + 1) : im.target.name;
+        std::string name = std::string(im.ptx ? "tilec_ptx_" : "tilec_cubin_") + arch;
+        s += "/* " + std::string(im.ptx ? "PTX for " : "cubin for ") + arch + ", " + std::to_string(im.bytes.size()) +
+             " bytes */\n";
+        s += "static const unsigned char " + name + "[] __attribute__((aligned(16))) = {\n";
+        s += byteArray(im.bytes, im.ptx); // the driver reads PTX up to its NUL
+        s += "};\n";
+        table += "    {" + std::to_string(im.target.sm) + ", " + (im.target.archSpecific ? "1" : "0") + ", " +
+                 (im.ptx ? "1" : "0") + ", " + name + "},\n";
+    }
+    s += "typedef struct tilec_image {\n    int sm, arch_specific, ptx;\n    const void *data;\n} tilec_image;\n";
+    s += "static const tilec_image tilec_images[] = {\n" + table;
+    if (images.empty()) s += "    {0, 0, 0, NULL},\n";
+    s += "};\n";
+    // At least one entry, so the arrays are valid C when no kernel is exported.
+    size_t n = kernels.size();
+    s += "enum { tilec_kernels = " + std::to_string(n) + ", tilec_kernel_count = " + std::to_string(std::max<size_t>(n, 1)) + " };\n";
+    s += "static const char *const tilec_kernel_names[] = {";
+    for (size_t i = 0; i < n; ++i) s += std::string(i ? ", " : "") + quoted(i < loweredNames.size() ? loweredNames[i] : "");
+    s += std::string(n ? "" : "NULL") + "};\n";
+    s += "static const size_t tilec_kernel_shared[] = {";
+    for (size_t i = 0; i < n; ++i) s += std::string(i ? ", " : "") + std::to_string(kernels[i].sharedBytes);
+    s += std::string(n ? "" : "0") + "};\n\n";
+    return s;
+}
+
+/// One kernel's launch function, queries and load/unload.
+std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOptions &o) {
+    const Kernel &k = *info.kernel;
+    NameTable names = launcherNames();
+    Signature sig = signature(info, names);
+    std::string s = printLaunchPrologue(info, sig, names, false);
+    s += "    CUfunction fn;\n";
+    // C90-style declarations first would be nicer, but C11 and C++ both take them mixed with statements.
+    s += "    tilec_status status = tilec_function(" + std::to_string(index) + ", &fn);\n";
+    s += "    if (status != TILEC_SUCCESS) return status;\n";
+    std::string args;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        auto &p = k.params[i];
+        std::string a = "a" + std::to_string(i);
+        if (p.kind == Param::Tensor) s += std::string("    ") + (info.written[i] ? "" : "const ") + "void *" + a + " = " + sig.names[i] + ";\n";
+        else s += "    " + headerType(p.var->dtype) + " " + a + " = " + sig.names[i] + ";\n";
+        args += (args.empty() ? "" : ", ") + std::string("(void *)&") + a;
+    }
+    for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
+        std::string a = "d" + std::to_string(i);
+        s += "    int " + a + " = (int)" + sig.names[k.params.size() + i] + ";\n";
+        args += (args.empty() ? "" : ", ") + std::string("(void *)&") + a;
+    }
+    s += "    void *args[] = {" + (args.empty() ? std::string("NULL") : args) + "};\n";
+    s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
+         std::to_string(info.sharedBytes) + ", stream, args);\n";
+    s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
+    s += "    return TILEC_SUCCESS;\n}\n";
+    s += printQueries(info, o, false);
+    s += "tilec_status " + info.cName + "_load(void) {\n    CUfunction fn;\n    return tilec_function(" +
+         std::to_string(index) + ", &fn);\n}\n";
+    s += "tilec_status " + info.cName + "_unload(void) { return tilec_unload(); }\n\n";
+    return s;
+}
+
+} // namespace
+
+} // namespace tilec::codegen
+
+namespace tilec {
+
+using namespace codegen;
+
+std::string generateBinarySource(const ir::Program &lowered, const CodegenOptions &opts,
+                                 const std::vector<DeviceImage> &images, const std::vector<std::string> &loweredNames,
+                                 DiagnosticEngine &diag) {
+    std::vector<KernelInfo> infos;
+    for (auto &k : lowered.kernels)
+        if (k) infos.push_back(analyzeKernel(*k, opts, diag));
+    std::string targets, ptx;
+    for (auto &im : images) (im.ptx ? ptx : targets) += (((im.ptx ? ptx : targets).empty()) ? "" : ", ") + im.target.name;
+    std::string c;
+    c += "/* Generated by tilec from " + opts.sourceName + "; do not edit.\n";
+    c += " * Binary mode: the kernels compiled for " + (targets.empty() ? std::string("no target") : targets) +
+         (ptx.empty() ? "" : " (and PTX of " + ptx + " for newer devices)") + ", launched through the CUDA\n";
+    c += " * driver API. Compile as C11 or C++ with any compiler and link with -lcuda. */\n";
+    c += printHeader(infos, opts);
+    c += "\n#include <cuda.h>\n#include <stddef.h>\n#include <stdint.h>\n\n";
+    c += kDriverRuntime;
+    c += printRuntimeFunctions(opts, false);
+    c += printLauncherHelpers(opts, false);
+    c += printImages(infos, images, loweredNames);
+    c += replaceAll(kModuleTable, "@ERR@", rt(opts, "last_cuda_error_state"));
+    c += "/* ---- launchers ---- */\n";
+    for (size_t i = 0; i < infos.size(); ++i) c += printLauncher(infos[i], i, opts);
+    c += "#ifdef __cplusplus\n}\n#endif\n";
+    return c;
+}
+
+} // namespace tilec
