@@ -10,6 +10,11 @@ Baselines timed the same way in the same process: a device-to-device copy (torch
 ceiling of ANCHORS.md; a copy that moves the same number of bytes as the kernel (read + written), which
 carries the same launch and tail costs; and the PyTorch equivalent of the kernel.
 Bandwidth counts bytes read plus bytes written, each tensor once.
+
+Compute benchmarks (Bench.flops: GEMM, attention) are judged against their baseline instead (cuBLAS through
+torch.matmul, SDPA's flash back end), timed the same way on the same inputs: TFLOP/s = flops / time, and
+the ratio tilec / baseline = baseline time / tilec time. Before timing, the kernel's result is compared with
+the baseline's (relative 2-norm error under REL_LIMIT, a sanity check: the test phase judges every element).
 """
 import ctypes
 import re
@@ -62,12 +67,31 @@ def copy_tbps(timer, torch, nbytes_each_way):
     return 2 * n / ms / 1e9, ms
 
 
+REL_LIMIT = 1e-2      # float16 results of the same product differ by ~1e-3 in relative 2-norm
+
+
+def bench_id(b, lib):
+    return "%s:%s%s" % (lib, b.kernel, ":" + b.label if b.label else "")
+
+
+def expand(benches, libdir):
+    """(id, bench, library name) for each bench on its library and, with variants, on the sm_80-path build."""
+    import os
+    out = []
+    for b in benches:
+        libs = [b.lib]
+        if b.variants and os.path.exists(os.path.join(libdir, b.lib + ".sm80.so")):
+            libs.append(b.lib + ".sm80")
+        out.extend((bench_id(b, lib), b, lib) for lib in libs)
+    return out
+
+
 def run(args, benches, rec, find_library, gpu_available, Watchdog):
-    benches = [b for b in benches if not args.only or re.search(args.only, "%s:%s" % (b.lib, b.kernel))]
+    items = [x for x in expand(benches, args.libdir) if not args.only or re.search(args.only, x[0])]
     ok, why = gpu_available()
     if not ok:
-        for b in benches:
-            rec.result("%s:%s" % (b.lib, b.kernel), "SKIP", why, 0.0)
+        for tid, _, _ in items:
+            rec.result(tid, "SKIP", why, 0.0)
         return
     import torch
     timer = Timer(torch)
@@ -79,11 +103,10 @@ def run(args, benches, rec, find_library, gpu_available, Watchdog):
                    device=torch.cuda.get_device_name(0)))
     print("copy baseline: %.3f TB/s (2 GiB, torch copy_, %.3f ms)" % (large, large_ms), flush=True)
     cache = {}
-    for i, b in enumerate(benches):
-        tid = "%s:%s" % (b.lib, b.kernel)
+    for i, (tid, b, libname) in enumerate(items):
         if rec.skip_if_unfinished(tid):
             continue
-        lib, why = find_library(args.libdir, b.lib, cache)
+        lib, why = find_library(args.libdir, libname, cache)
         if lib is None:
             rec.result(tid, "SKIP", why, 0.0)
             continue
@@ -91,12 +114,16 @@ def run(args, benches, rec, find_library, gpu_available, Watchdog):
         dog.start(tid)
         t0 = time.time()
         try:
-            r = one(b, lib, timer, torch, args.seed + 1000 + i, large, args.bar_baseline)
-            detail = ("%.4f ms %.2f TB/s = %.0f%% of copy (same bytes), %.0f%% of 2 GiB copy; torch %.0f%%"
-                      % (r["ms"], r["tbps"], 100 * r["ratio_same"], 100 * r["ratio_large"],
-                         100 * (r["torch_ratio"] or 0)))
-            if b.bar is not None:
-                detail += "; bar %.0f%%: %s" % (100 * b.bar, "met" if r["met"] else "MISSED")
+            if b.flops is not None:
+                r = one_compute(b, lib, timer, torch, args.seed + 1000 + i)
+                detail = compute_detail(b, r)
+            else:
+                r = one(b, lib, timer, torch, args.seed + 1000 + i, large, args.bar_baseline)
+                detail = ("%.4f ms %.2f TB/s = %.0f%% of copy (same bytes), %.0f%% of 2 GiB copy; torch %.0f%%"
+                          % (r["ms"], r["tbps"], 100 * r["ratio_same"], 100 * r["ratio_large"],
+                             100 * (r["torch_ratio"] or 0)))
+                if b.bar is not None:
+                    detail += "; bar %.0f%%: %s" % (100 * b.bar, "met" if r["met"] else "MISSED")
             rec.result(tid, "PASS", detail, time.time() - t0, **r)
         except core.Fail as e:
             rec.result(tid, "FAIL", str(e), time.time() - t0)
@@ -132,3 +159,46 @@ def one(b, lib, timer, torch, seed, large, bar_baseline):
                 torch_tbps=torch_tbps, torch_ratio=(torch_tbps / (same if bar_baseline == "same" else large))
                 if torch_tbps else None, bar=b.bar, bar_baseline=bar_baseline,
                 met=None if b.bar is None else judged >= b.bar)
+
+
+def relative_error(torch, out, ref):
+    """||out - ref||_2 / ||ref||_2 in float64 (inf when out holds NaN or inf)."""
+    o, r = out.double(), ref.double()
+    if not bool(torch.isfinite(o).all()):
+        return float("inf")
+    return float((o - r).norm() / r.norm().clamp_min(1e-300))
+
+
+def one_compute(b, lib, timer, torch, seed):
+    ctx = core.Context(lib, seed, guards=False)
+    args, outputs, base_fn = b.make(ctx, b.kernel)
+    fn, cargs = ctx._args(b.kernel, args)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status = fn(*cargs, stream)
+    ctx._status(b.kernel, status, "call")
+    torch.cuda.synchronize()
+    ref = base_fn()
+    torch.cuda.synchronize()
+    rel = relative_error(torch, outputs[0], ref)
+    if not rel < REL_LIMIT:
+        raise core.Fail("the result differs from %s's: relative 2-norm error %.3g (limit %g; see the "
+                        "correctness tests)" % (b.torch_name or "the baseline", rel, REL_LIMIT))
+    del ref
+    ms = timer.ms(lambda: fn(*cargs, stream))
+    base_ms = timer.ms(base_fn)
+    ratio = base_ms / ms
+    return dict(kind="compute", shape=b.shape, flops=b.flops, ms=ms, tflops=b.flops / ms / 1e9,
+                torch_name=b.torch_name, torch_ms=base_ms, torch_tflops=b.flops / base_ms / 1e9, ratio=ratio,
+                rel_err=rel, bar=b.bar, target=b.target,
+                met=None if b.bar is None else ratio >= b.bar,
+                target_met=None if b.target is None else ratio >= b.target)
+
+
+def compute_detail(b, r):
+    d = "%.4f ms %.1f TFLOP/s; %s %.4f ms %.1f TFLOP/s; tilec/%s %.2f" % (
+        r["ms"], r["tflops"], r["torch_name"], r["torch_ms"], r["torch_tflops"], "baseline", r["ratio"])
+    if b.bar is not None:
+        d += "; bar %.2f: %s" % (b.bar, "met" if r["met"] else "MISSED")
+    if b.target is not None:
+        d += "; target %.2f: %s" % (b.target, "met" if r["target_met"] else "missed")
+    return d

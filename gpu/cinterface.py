@@ -77,18 +77,27 @@ def parse_param(text, fname):
     return Param("scalar", name, base)
 
 
-def parse_header(text):
-    """Returns ({name: Function}, {(name, query): return C type}) of a header's text."""
+def parse_header(text, lifecycle=None):
+    """Returns ({name: Function}, {(name, query): return C type}) of a header's text. The per-kernel
+    `tilec_status NAME_load(void)` / `NAME_unload(void)` pair (CONTRACT.md, binary mode; present in .cu mode
+    too) is not a kernel: it goes into the dict `lifecycle` ({(NAME, "load" or "unload")}) when one is given."""
     code = _COMMENT.sub(" ", text)
-    funcs = {}
+    funcs, noargs = {}, []
     for m in _DECL.finditer(code):
         name, plist = m.group(1), m.group(2).strip()
         if plist in ("", "void"):
-            raise HeaderError("%s: no parameters (the stream is always last)" % name)
+            noargs.append(name)
+            continue
         params = [parse_param(p, name) for p in plist.split(",")]
         if params[-1].kind != "stream" or any(p.kind == "stream" for p in params[:-1]):
             raise HeaderError("%s: the cudaStream_t must be the last parameter and the only one" % name)
         funcs[name] = Function(name, params)
+    for name in noargs:
+        stem, _, which = name.rpartition("_")
+        if which not in ("load", "unload") or stem not in funcs:
+            raise HeaderError("%s: no parameters (the stream is always last)" % name)
+        if lifecycle is not None:
+            lifecycle[(stem, which)] = name
     queries = {}
     for m in _QUERY.finditer(code):
         queries[(m.group(2), m.group(3))] = m.group(1)
@@ -120,7 +129,8 @@ class Library:
         self.so_path, self.header_path = so_path, header_path
         with open(header_path, encoding="utf-8", errors="replace") as f:
             self.header = f.read()
-        self.funcs, self.queries = parse_header(self.header)
+        self.lifecycle = {}
+        self.funcs, self.queries = parse_header(self.header, self.lifecycle)
         self.dll = ctypes.CDLL(so_path, mode=ctypes.RTLD_LOCAL)
         self._bound = {}
         try:
@@ -149,6 +159,15 @@ class Library:
                        for p in decl.params]
         self._bound[name] = (fn, decl)
         return self._bound[name]
+
+    def load(self, name):
+        """Calls NAME_load() when the header declares it; returns its status, or None."""
+        sym = self.lifecycle.get((name, "load"))
+        if sym is None:
+            return None
+        fn = getattr(self.dll, sym)
+        fn.restype, fn.argtypes = ctypes.c_int, []
+        return fn()
 
     def query(self, name, which, sm):
         rt = self.queries.get((name, which))

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,36 +100,6 @@ class Recorder:
         self.write(dict(id=tid, status=status, detail=detail, seconds=round(seconds, 3), **extra))
 
 
-class Watchdog:
-    """Ends the process when the current item overruns: a hung kernel cannot be interrupted from Python."""
-
-    def __init__(self, rec, timeout):
-        self.rec, self.timeout = rec, timeout
-        self.current, self.deadline = None, None
-        self.lock = threading.Lock()
-        if timeout > 0:
-            threading.Thread(target=self._run, daemon=True).start()
-
-    def start(self, tid):
-        with self.lock:
-            self.current, self.deadline = tid, time.time() + self.timeout
-            self.started = time.time()
-
-    def stop(self):
-        with self.lock:
-            self.current = None
-
-    def _run(self):
-        while True:
-            time.sleep(0.5)
-            with self.lock:
-                if self.current is not None and time.time() > self.deadline:
-                    self.rec.result(self.current, "FAIL", "timed out after %d s (a hang?); the process was ended"
-                                    % self.timeout, time.time() - self.started)
-                    sys.stdout.flush()
-                    os._exit(EXIT_TIMEOUT)
-
-
 def gpu_available():
     try:
         import torch
@@ -190,6 +159,9 @@ def contract_test(lib, sm):
         if smem is not None and not (0 <= smem <= 232448):
             problems.append("%s_shared_bytes(%d) = %d" % (name, sm, smem))
         notes.append("%s %s thr %s smem" % (name, thr, smem))
+        st = lib.load(name)
+        if st not in (None, 0):
+            problems.append("%s_load() returned %d (%s)" % (name, st, lib.status_string(st)))
         fn, _ = lib.function(name)
         args = [ctypes.c_void_p(0) if p.kind == "pointer" else (1.0 if "float" in p.ctype or "double" in p.ctype
                                                               else 1) for p in decl.params[:-1]]
@@ -224,7 +196,8 @@ def run_tests(args, mods, rec):
     rec.write(dict(event="env", device=torch.cuda.get_device_name(0), torch=torch.__version__,
                    cuda=torch.version.cuda, seed=args.seed))
     print("device %s, torch %s, seed %d" % (torch.cuda.get_device_name(0), torch.__version__, args.seed), flush=True)
-    dog = Watchdog(rec, args.timeout)
+    dog = core.Watchdog(args.timeout, lambda tid, seconds: rec.result(
+        tid, "FAIL", "timed out after %d s (a hang?); the process was ended" % args.timeout, seconds), EXIT_TIMEOUT)
     cache = {}
     for i, (tid, t, libname, graph) in enumerate(tests):
         if rec.skip_if_unfinished(tid):
@@ -290,8 +263,9 @@ def main(argv=None):
     if args.mode == "list":
         for tid, *_ in expand(all_tests(mods), args.libdir, "test"):
             print(tid)
-        for b in all_benches(mods):
-            print("bench %s:%s" % (b.lib, b.kernel))
+        import bench
+        for tid, _, _ in bench.expand(all_benches(mods), args.libdir):
+            print("bench " + tid)
         return 0
 
     rec = Recorder(args.results, args.mode)

@@ -72,6 +72,33 @@ def short(s, n=78):
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
+def compute_table(compute, lines):
+    """The GEMM / attention benchmarks: TFLOP/s of tilec and of its baseline, timed in the same process, and
+    the ratio tilec / baseline against the issue's bar (and target). Returns the bar and target counts."""
+    cmet = cmissed = tmet = tmissed = 0
+    done = [b for b in compute if b["status"] == "PASS"]
+    if not done:
+        return cmet, cmissed, tmet, tmissed
+    lines.append("")
+    lines.append("compute benchmarks (median, L2 flushed; baseline timed the same way in the same process)")
+    lines.append("%-36s %-22s %8s %7s %-12s %8s %7s %6s  %s" % ("kernel", "shape", "ms", "TFLOP/s", "baseline",
+                                                             "ms", "TFLOP/s", "ratio", "bar"))
+    for b in done:
+        bar = ""
+        if b.get("bar") is not None:
+            bar = "%.2f %s" % (b["bar"], "met" if b["met"] else "MISSED")
+            cmet += bool(b["met"])
+            cmissed += not b["met"]
+        if b.get("target") is not None:
+            bar += ", target %.2f %s" % (b["target"], "met" if b["target_met"] else "missed")
+            tmet += bool(b["target_met"])
+            tmissed += not b["target_met"]
+        lines.append("%-36s %-22s %8.4f %7.1f %-12s %8.4f %7.1f %6.2f  %s"
+                     % (short(b["id"], 36), short(b.get("shape", ""), 22), b["ms"], b["tflops"],
+                        short(b.get("torch_name", ""), 12), b["torch_ms"], b["torch_tflops"], b["ratio"], bar))
+    return cmet, cmissed, tmet, tmissed
+
+
 def main(work, out):
     rows, lines = [], []
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
@@ -173,6 +200,10 @@ def main(work, out):
                      "pass carry=[\"gpu-build\"]")
     if gen_failed:
         lines.append("not generated: " + ", ".join(gen_failed))
+    fakes = [r[0] for r in read_tsv(os.path.join(work, "manifest.tsv")) if len(r) > 2 and r[2].startswith("FAKE")]
+    if fakes:
+        lines.append("REHEARSAL: %d libraries are FAKE (naive kernels from tools/gpu/fake.py, not tilec's code): "
+                     "their rows prove the harness, not tilec: %s" % (len(fakes), ", ".join(fakes)))
     lines.append("nvcc builds: %d ok, %d failed" % (nb_ok, len(builds) - nb_ok))
     lines.append("%-9s %-44s %-5s %s" % ("step", "id", "", "detail"))
     for r in rows:
@@ -184,6 +215,8 @@ def main(work, out):
         detail = "; ".join("%s %s" % (tool, v[1] if v[0] != "PASS" else "clean") for tool, v in sorted(tools.items()))
         lines.append("%-9s %-44s %-5s %s" % ("sanitize", tid, worst, short(detail)))
     met = missed = 0
+    compute = [b for b in benches if b.get("kind") == "compute"]
+    benches = [b for b in benches if b.get("kind") != "compute"]
     if any(b["status"] == "PASS" for b in benches):
         lines.append("")
         lines.append("benchmarks (median, L2 flushed; copy of 2 GiB: %s TB/s); %%copy against a copy of the same bytes"
@@ -202,12 +235,20 @@ def main(work, out):
                          % (b["id"], short(b.get("shape", ""), 20), b["ms"], b["tbps"], 100 * b["ratio_same"],
                             100 * b["ratio_large"], "%.4f" % b["torch_ms"] if b.get("torch_ms") else "-",
                             "%.0f%%" % (100 * b["torch_ratio"]) if b.get("torch_ratio") else "-", bar))
+    cmet, cmissed, tmet, tmissed = compute_table(compute, lines)
+    sweep = steps.get("sweep")
+    if sweep:
+        lines.append("sweep: %s (exit %s): its table is above and at the end of summary.txt, every row in sweep.json" % (
+            "not run, " + sweep[1] if sweep[0] == "skip" else "%s s" % (sweep[1] if len(sweep) > 1 else "?"),
+            sweep[0]))
     for name, st in steps.items():
         if st and st[0] in ("124", "137"):
             lines.append("step %s was stopped by its timeout: later items did not run" % name)
     verdict = "FAIL" if counts["FAIL"] else ("PASS" if counts["PASS"] else "SKIP")
-    lines.append("RESULT: %s: %d PASS, %d FAIL, %d SKIP; bandwidth bars: %d met, %d missed"
-                 % (verdict, counts["PASS"], counts["FAIL"], counts["SKIP"], met, missed))
+    lines.append("RESULT: %s: %d PASS, %d FAIL, %d SKIP; bandwidth bars: %d met, %d missed; speed bars against "
+                 "cuBLAS/SDPA: %d met, %d missed (targets: %d met, %d missed)"
+                 % (verdict, counts["PASS"], counts["FAIL"], counts["SKIP"], met, missed, cmet, cmissed, tmet,
+                    tmissed))
     text = "\n".join(lines)
     print(text)
     if out:
@@ -217,8 +258,9 @@ def main(work, out):
             for r in rows:
                 f.write("%s\t%s\t%s\t%s\n" % (r["section"], r["id"], r["status"], r["detail"]))
         with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump(dict(env=env, copy=copy, rows=rows, benches=benches, steps=steps, counts=counts,
-                           bars=dict(met=met, missed=missed), verdict=verdict), f, indent=1)
+            json.dump(dict(env=env, copy=copy, rows=rows, benches=benches + compute, steps=steps, counts=counts,
+                           bars=dict(met=met, missed=missed, compute_met=cmet, compute_missed=cmissed,
+                                     target_met=tmet, target_missed=tmissed), verdict=verdict), f, indent=1)
     return 1 if counts["FAIL"] else 0
 
 

@@ -160,14 +160,18 @@ tilec_status lin(const float *restrict A,
                  cudaStream_t stream);
 int lin_threads(int sm);
 unsigned int lin_shared_bytes(int sm);
+tilec_status lin_load(void);
+tilec_status lin_unload(void);
 const char *tilec_status_string(tilec_status s);
 cudaError_t tilec_last_cuda_error(void);
 """
 
 
 def check_headers(here):
-    funcs, queries = cinterface.parse_header(SAMPLE)
+    life = {}
+    funcs, queries = cinterface.parse_header(SAMPLE, life)
     check(list(funcs) == ["lin"], "parse_header found %r" % list(funcs))
+    check(life == {("lin", "load"): "lin_load", ("lin", "unload"): "lin_unload"}, "load/unload pair %r" % life)
     if "lin" in funcs:
         p = funcs["lin"].params
         check([x.kind for x in p] == ["pointer", "pointer", "scalar", "scalar", "stream"], "lin kinds %r" % p)
@@ -175,7 +179,8 @@ def check_headers(here):
         check(p[2].ctype == "int64_t" and p[3].ctype == "float", "lin scalars %r" % p)
     check(queries.get(("lin", "shared_bytes")) == "unsigned int", "queries %r" % queries)
     check(cinterface.contract_problems(funcs, queries, SAMPLE) == [], "sample contract problems")
-    for bad in ("tilec_status f(void *A);", "tilec_status f(cudaStream_t s, void *A);", "tilec_status f(struct x y, cudaStream_t s);"):
+    for bad in ("tilec_status f(void *A);", "tilec_status f(cudaStream_t s, void *A);",
+                "tilec_status f(struct x y, cudaStream_t s);", "tilec_status g_load(void);"):
         try:
             cinterface.parse_header(bad)
             check(False, "parse_header accepted %r" % bad)
@@ -198,7 +203,7 @@ def check_modules():
     mods = harness.load_modules()
     tests = harness.all_tests(mods)
     benches = harness.all_benches(mods)
-    check(len(mods) >= 6 and len(tests) >= 10 and len(benches) >= 4,
+    check(len(mods) >= 20 and len(tests) >= 100 and len(benches) >= 12,
           "test modules: %d modules, %d tests, %d benches" % (len(mods), len(tests), len(benches)))
     check(tests and tests[0].lib.startswith("hand_"), "the hand-written tests must come first")
     ids = [t for t, *_ in harness.expand(tests, "/nonexistent", "test")]
@@ -230,13 +235,93 @@ def check_report():
     check(summary == 2, "sanitizer summary %r" % summary)
 
 
+AST = """kernel linear_small(X: bfloat16[m, 128] global, W: bfloat16[256, 128] global, Y: bfloat16[m, 256] global)
+  dynamic m
+  body
+    for ko in pipelined(2, stages=3):
+      gemm(X_s[0:128, 0:64], W_s[0:128, 0:64], acc[0:128, 0:128], transpose_B=True)
+kernel fa(Q: float16[1, 256, 2, 64] global, K: float16[1, 256, 2, 64] global, V: float16[1, 256, 2, 64] global, \
+Out: float16[1, 256, 2, 64] global)
+  body
+    for ko in pipelined(bx * 2 + 2, stages=2):
+      gemm(Q_shared[0:128, 0:64], K_shared[0:64, 0:64], scores[0:128, 0:64], transpose_B=True)
+      gemm(probs[0:128, 0:64], V_shared[0:64, 0:64], acc[0:128, 0:64])
+"""
+
+
+def check_issue4(here):
+    """The GEMM / attention parts (gpu/refs.py, tools/gpu/fake.py, tools/sweep/) that need no torch."""
+    import refs
+    check(refs.U_IN["float16"] == 2.0 ** -11 and refs.U_IN["float32"] == 2.0 ** -11 and
+          refs.U_IN["bfloat16"] == 2.0 ** -8 and refs.U_IN["float8_e4m3"] == 2.0 ** -4, "CONTRACT.md's u values")
+    check(refs.U_OUT["float16"] == 2.0 ** -11 and refs.U_OUT["float32"] == 2.0 ** -24, "u_out values")
+    check(refs.attention_flops(8, 16, 4096, 128, True) * 2 == refs.attention_flops(8, 16, 4096, 128, False)
+          == 4.0 * 8 * 16 * 4096 ** 2 * 128, "attention FLOPs")
+    root = os.path.dirname(here)
+    sys.path.insert(0, os.path.join(root, "tools", "gpu"))
+    sys.path.insert(0, os.path.join(root, "tools", "sweep"))
+    import fake
+    ks = fake.parse_ast(AST)
+    check([k["name"] for k in ks] == ["linear_small", "fa"], "fake.parse_ast kernels %r" % ks)
+    if len(ks) == 2:
+        check(fake.classify(ks[0]) == "gemm" and ks[0]["dynamic"] == ["m"] and ks[0]["gemms"][0]["tB"]
+              and not ks[0]["gemms"][0]["tA"], "fake: linear_small %r" % ks[0])
+        check(fake.classify(ks[1]) == "attention" and ks[1]["causal"], "fake: attention %r" % ks[1])
+        check(fake.signature(ks[0]) == "tilec_status linear_small(const void *X, const void *W, void *Y, "
+              "int64_t m, cudaStream_t stream)", "fake signature %s" % fake.signature(ks[0]))
+    import gen
+    for name, p in gen.PRESETS.items():
+        cfgs, dropped = gen.configs_of(name, p, "sm_80", True, 0)
+        check(cfgs[0]["params"] == {} and len(cfgs) > 8, "sweep preset %s: %d configurations" % (name, len(cfgs)))
+        check(all(gen.plausible(name, c["params"], "sm_80") is None for c in cfgs[1:]), "sweep filter %s" % name)
+        check(len(set(c["id"] for c in cfgs)) == len(cfgs), "sweep ids %s" % name)
+    check(gen.call_text(gen.PRESETS["flash"], gen.PRESETS["flash"]["shapes"][0], {"block_M": 64, "threads": 128})
+          == "flash_fwd(8, 16, 4096, 128, True, block_M=64, threads=128)", "sweep call text")
+    check(gen.parse_set(["policy=None,1", "num_stages=3"]) == {"policy": [None, 1], "num_stages": [3]}, "--set")
+
+
+def check_refs_torch():
+    """The float64 references against independent computations, on the CPU: the attention against PyTorch's
+    own scaled_dot_product_attention in float64 (heads split into chunks of two), the GEMM against loops."""
+    try:
+        import torch
+    except Exception:
+        return
+    import refs
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(2, 37, 3, 16, generator=g).half() for _ in range(3))
+    for causal in (False, True):
+        ref = refs.attention_reference(q, k, v, causal, chunk_bytes=37 * 37 * 8 * 2)
+        sd = torch.nn.functional.scaled_dot_product_attention(
+            q.double().transpose(1, 2), k.double().transpose(1, 2), v.double().transpose(1, 2),
+            is_causal=causal).transpose(1, 2)
+        err = float((ref - sd).abs().max())
+        check(err < 1e-12, "attention_reference (causal=%s) differs from SDPA in float64 by %g" % (causal, err))
+    a = torch.randn(7, 5, generator=g).half()
+    b = torch.randn(3, 7, generator=g).half()
+    R, S = refs.gemm_reference(a, b, trans_A=True, trans_B=True)
+    bad = 0
+    for i in range(5):
+        for j in range(3):
+            r = sum(float(a[kk, i]) * float(b[j, kk]) for kk in range(7))
+            sa = sum(abs(float(a[kk, i]) * float(b[j, kk])) for kk in range(7))
+            bad += abs(float(R[i, j]) - r) > 1e-12 or abs(float(S[i, j]) - sa) > 1e-12
+    check(bad == 0, "gemm_reference with both transposes: %d of 15 elements wrong" % bad)
+    bound = refs.gemm_bound(R, S, "float16", "float16")
+    check(abs(float(bound[1, 2]) - (4 * 2 ** -11 * float(S[1, 2]) + 2 ** -11 * abs(float(R[1, 2])))) < 1e-15,
+          "gemm_bound is CONTRACT.md's formula")
+    print("self-check: attention and GEMM references agree with SDPA (float64) and with loops")
+
+
 def main(here):
     rng = random.Random(12345)
     check_numerics(rng)
     check_headers(here)
     check_modules()
     check_report()
+    check_issue4(here)
     check_torch(rng)
+    check_refs_torch()
     for f in failures:
         print("self-check FAIL: " + f)
     print("self-check: %s (%d problems)" % ("FAIL" if failures else "PASS", len(failures)))

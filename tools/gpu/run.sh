@@ -9,7 +9,16 @@
 # 5. prints the table last (gpu/report.py) and exits non-zero when anything FAILed.
 # Every step runs under `timeout`, clipped to what is left of TILEC_GPU_BUDGET_S (default 540 s, inside the
 # device tool's 600 s); a hung test is recorded as FAIL by the harness's watchdog and the step resumes after it.
-# Logs: $OUT/{build,test,bench,memcheck,racecheck}.log, summary.txt, results.json (7 files).
+# Each step's share of the budget: TILEC_GPU_TEST_S (default 180), TILEC_GPU_BENCH_S (180), TILEC_GPU_SAN_S
+# (200 per sanitizer tool).
+# nvcc results are cached by the hash of the source, its header, the flags and nvcc's version in
+# TILEC_GPU_CACHE (default /tmp/tilec-gpu-cache), so a second call on a warm machine rebuilds only what changed.
+# TILEC_GPU_SWEEP=1 adds the tile-configuration sweep of tools/sweep/ (gpu-build/sweep/, made here by
+# tools/sweep/gen.py) after the benchmarks, within TILEC_SWEEP_BUDGET_S (default 300); skip the other steps
+# to give it the time: TILEC_GPU_SWEEP=1 bash tools/gpu/run.sh --skip test,bench,memcheck,racecheck
+# Logs: $OUT/{build,test,bench,memcheck,racecheck}.log, summary.txt, results.json (7 files; with the sweep
+# also sweep.json, its table printed before the harness's and appended to summary.txt, its log to bench.log:
+# the device tool brings back 8 files at most).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ONLY=()
@@ -77,23 +86,34 @@ resumable() {
 
 # ------------------------------------------------------------------ 1. nvcc builds
 NVFLAGS=(-O3 -std=c++17 -lineinfo -Xcompiler -fPIC -shared)
+CACHE=${TILEC_GPU_CACHE:-/tmp/tilec-gpu-cache}
+mkdir -p "$CACHE"
+NVCC_VERSION=$(nvcc --version 2>&1 | tail -1)
 build_one() {   # SRC NAME: compiles SRC into $LIB/NAME.so and copies its header beside it
     local src=$1 name=$2 gencode=(-gencode=arch=compute_90a,code=sm_90a) t0=$SECONDS
     case $name in *.sm80) gencode=(-gencode=arch=compute_80,code=sm_90) ;; esac
-    local log=$WORK/build/$name.log
+    local log=$WORK/build/$name.log key
+    key=$({ echo "${NVFLAGS[*]} ${gencode[*]} $NVCC_VERSION"; cat "$src" "${src%.cu}.h"; } 2>/dev/null \
+          | sha256sum | cut -c1-40)
     echo "nvcc ${NVFLAGS[*]} ${gencode[*]} -o $LIB/$name.so $src" >"$log"
-    if timeout -k 5 "$(allow 240)" nvcc "${NVFLAGS[@]}" "${gencode[@]}" -o "$LIB/$name.so" "$src" >>"$log" 2>&1 \
+    if [ -s "$CACHE/$key.so" ] && cp "$CACHE/$key.so" "$LIB/$name.so" && cp "${src%.cu}.h" "$LIB/$name.h"; then
+        echo "(unchanged since an earlier call on this machine: taken from $CACHE)" >>"$log"
+        printf '%s\tok\tcached\n' "$name" >"$WORK/build/$name.status"
+    elif timeout -k 5 "$(allow 240)" nvcc "${NVFLAGS[@]}" "${gencode[@]}" -o "$LIB/$name.so" "$src" >>"$log" 2>&1 \
         && cp "${src%.cu}.h" "$LIB/$name.h" 2>>"$log"; then
+        cp "$LIB/$name.so" "$CACHE/$key.so.tmp.$$" && mv "$CACHE/$key.so.tmp.$$" "$CACHE/$key.so"
         printf '%s\tok\t%ss\n' "$name" $(( SECONDS - t0 )) >"$WORK/build/$name.status"
     else
-        printf '%s\tfailed\t%s\n' "$name" "$(grep -m1 -E 'error' "$log" | tr '\t' ' ' | cut -c1-200)" \
-            >"$WORK/build/$name.status"
+        local why
+        why=$(grep -m1 -E 'error' "$log" || tail -1 "$log")
+        printf '%s\tfailed\t%s\n' "$name" "$(echo "$why" | tr '\t' ' ' | cut -c1-200)" >"$WORK/build/$name.status"
     fi
 }
 t0=$SECONDS
 jobs_max=$(nproc 2>/dev/null || echo 8)
 for src in gpu/handwritten/*.cu "$GB"/*.cu; do
     [ -e "$src" ] || continue
+    [ -e "${src%.cu}.h" ] || continue       # a library has its header; other .cu (stand-alone tests) are not built here
     while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n; done
     build_one "$src" "$(basename "$src" .cu)" &
 done
@@ -109,10 +129,27 @@ if ! skipped selfcheck; then
     { echo "== harness self-check"; timeout -k 5 "$(allow 90)" python3 gpu/harness.py --self-check; } >>"$WORK/build.log" 2>&1
     record selfcheck $? $(( SECONDS - t0 ))
 fi
-skipped test || resumable test 180 "${H[@]}" --mode test --results "$WORK/test.jsonl" --timeout 90
+skipped test || resumable test "${TILEC_GPU_TEST_S:-180}" "${H[@]}" --mode test --results "$WORK/test.jsonl" \
+    --timeout 90
 
-# ------------------------------------------------------------------ 3. benchmarks
-skipped bench || resumable bench 180 "${H[@]}" --mode bench --results "$WORK/bench.jsonl" --timeout 120
+# ------------------------------------------------------------------ 3. benchmarks (and the sweep, on request)
+skipped bench || resumable bench "${TILEC_GPU_BENCH_S:-180}" "${H[@]}" --mode bench --results "$WORK/bench.jsonl" \
+    --timeout 120
+if [ "${TILEC_GPU_SWEEP:-0}" = 1 ]; then
+    t0=$SECONDS
+    want=$(allow "${TILEC_SWEEP_BUDGET_S:-300}")
+    if (( want < 30 )); then
+        record sweep skip "no time left (${want} s)"
+    else
+        # the sweep keeps to its own budget; the timeout is only the backstop for a hang it cannot interrupt
+        timeout -k 10 $(( want + 20 )) bash tools/sweep/run.sh --dir "$GB/sweep" --out "$WORK/sweep-out" \
+            --budget "$want" >"$WORK/sweep.log" 2>&1
+        record sweep $? $(( SECONDS - t0 ))
+        # the device tool brings back 8 files: sweep.json joins them, its table and log go into others
+        cp "$WORK/sweep-out/sweep.json" "$OUT/sweep.json" 2>/dev/null
+        { echo; echo "== tile-configuration sweep (tools/sweep/run.sh)"; cat "$WORK/sweep.log"; } >>"$WORK/bench.log"
+    fi
+fi
 
 # ------------------------------------------------------------------ 4. compute-sanitizer on the small tests
 if command -v compute-sanitizer >/dev/null; then
@@ -122,7 +159,7 @@ if command -v compute-sanitizer >/dev/null; then
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
     for tool in memcheck racecheck; do
         skipped $tool && continue
-        resumable $tool 200 "${SAN[@]}" --tool $tool "${H[@]}" --mode sanitize \
+        resumable $tool "${TILEC_GPU_SAN_S:-200}" "${SAN[@]}" --tool $tool "${H[@]}" --mode sanitize \
             --results "$WORK/$tool.jsonl" --timeout 150
     done
 else
@@ -133,7 +170,9 @@ fi
 for f in build test bench memcheck racecheck; do
     [ -f "$WORK/$f.log" ] && tail -c 15000000 "$WORK/$f.log" >"$OUT/$f.log"
 done
+[ -f "$WORK/sweep-out/sweep.txt" ] && cat "$WORK/sweep-out/sweep.txt"
 python3 gpu/report.py "$WORK" "$OUT"
 rc=$?
+[ -f "$WORK/sweep-out/sweep.txt" ] && { echo; cat "$WORK/sweep-out/sweep.txt"; } >>"$OUT/summary.txt"
 echo "run.sh: $(( SECONDS - START )) s; logs in \$OUT (build, test, bench, memcheck, racecheck .log; summary.txt; results.json)"
 exit $rc
