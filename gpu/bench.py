@@ -86,7 +86,7 @@ def expand(benches, libdir):
     return out
 
 
-def run(args, benches, rec, find_library, gpu_available, Watchdog):
+def run(args, benches, rec, find_library, gpu_available, make_watchdog):
     items = [x for x in expand(benches, args.libdir) if not args.only or re.search(args.only, x[0])]
     ok, why = gpu_available()
     if not ok:
@@ -95,7 +95,7 @@ def run(args, benches, rec, find_library, gpu_available, Watchdog):
         return
     import torch
     timer = Timer(torch)
-    dog = Watchdog(rec, max(args.timeout, 120))
+    dog = make_watchdog(rec, max(args.timeout, 120))
     dog.start("copy-baseline")
     large, large_ms = copy_tbps(timer, torch, LARGE_COPY_BYTES)
     dog.stop()

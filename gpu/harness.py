@@ -100,6 +100,12 @@ class Recorder:
         self.write(dict(id=tid, status=status, detail=detail, seconds=round(seconds, 3), **extra))
 
 
+def watchdog(rec, timeout):
+    """A core.Watchdog that records the overrunning test or benchmark as failed before ending the process."""
+    return core.Watchdog(timeout, lambda tid, seconds: rec.result(
+        tid, "FAIL", "timed out after %d s (a hang?); the process was ended" % timeout, seconds), EXIT_TIMEOUT)
+
+
 def gpu_available():
     try:
         import torch
@@ -196,8 +202,7 @@ def run_tests(args, mods, rec):
     rec.write(dict(event="env", device=torch.cuda.get_device_name(0), torch=torch.__version__,
                    cuda=torch.version.cuda, seed=args.seed))
     print("device %s, torch %s, seed %d" % (torch.cuda.get_device_name(0), torch.__version__, args.seed), flush=True)
-    dog = core.Watchdog(args.timeout, lambda tid, seconds: rec.result(
-        tid, "FAIL", "timed out after %d s (a hang?); the process was ended" % args.timeout, seconds), EXIT_TIMEOUT)
+    dog = watchdog(rec, args.timeout)
     cache = {}
     for i, (tid, t, libname, graph) in enumerate(tests):
         if rec.skip_if_unfinished(tid):
@@ -273,7 +278,7 @@ def main(argv=None):
         rec.done, rec.started = set(), set()
     if args.mode == "bench":
         import bench
-        bench.run(args, all_benches(mods), rec, find_library, gpu_available, Watchdog)
+        bench.run(args, all_benches(mods), rec, find_library, gpu_available, watchdog)
     else:
         run_tests(args, mods, rec)
     c = rec.counts

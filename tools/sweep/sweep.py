@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "gpu"))
 import cinterface  # noqa: E402
 import core  # noqa: E402
 import refs  # noqa: E402
-import report  # noqa: E402
+import report as report_module  # noqa: E402
 
 NVFLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-shared"]
 EXIT_TIMEOUT = 124
@@ -57,7 +57,7 @@ def append(path, rec):
 
 
 def read_results(path):
-    return report.read_jsonl(path) if path else []
+    return report_module.read_jsonl(path) if path else []
 
 
 def build(args, m):
