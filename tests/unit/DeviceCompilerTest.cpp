@@ -107,6 +107,30 @@ TEST(Nvrtc, GeneratedDevicePartCompilesAloneForEveryTarget) {
     }
 }
 
+/// The Hopper path's prerequisite: the device part's own tensor-map type works under NVRTC as a
+/// __grid_constant__ parameter whose address a TMA load (cp.async.bulk.tensor) takes.
+TEST(Nvrtc, TensorMapTypeServesATmaLoad) {
+    const Nvrtc *n = Nvrtc::get();
+    if (!n || n->includeDirs().empty()) GTEST_SKIP() << "NVRTC is not installed";
+    LowerRun r;
+    r.run(kAddTile);
+    ASSERT_TRUE(r.lowered) << r.diags();
+    GeneratedCode g = r.generate();
+    std::string src = g.device + R"(
+extern "C" __global__ void tma_probe(const __grid_constant__ tilec::tensor_map map, int x, int y) {
+    __shared__ alignas(128) unsigned char tile[64 * 64 * 2];
+    __shared__ alignas(8) unsigned long long bar;
+    unsigned dst = (unsigned)__cvta_generic_to_shared(tile), b = (unsigned)__cvta_generic_to_shared(&bar);
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(&map), "r"(x), "r"(y), "r"(b) : "memory");
+}
+)";
+    auto c = n->compile(src, "tma.cu", {"--gpu-architecture=sm_90a"}, {"tma_probe"});
+    ASSERT_TRUE(c.ok) << c.log;
+    EXPECT_TRUE(has(c.ptx, ".param .align 64 .b8 tma_probe_param_0[128]")) << c.ptx.substr(0, 2000);
+    EXPECT_TRUE(has(c.ptx, "cp.async.bulk.tensor.2d")) << c.ptx.substr(0, 2000);
+}
+
 TEST(BinaryMode, SourceEmbedsImagesBehindTheSameHeader) {
     LowerRun r;
     r.run(kAddTile);
