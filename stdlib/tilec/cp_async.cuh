@@ -13,8 +13,8 @@ template <int Cols, int ElemBytes> __host__ __device__ constexpr bool swz_active
 template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz_row_xor(int row);
 
 /// Starts copying Bytes (4, 8 or 16) from global `gmem` to shared `smem`, both aligned to Bytes. When
-/// `valid` is false nothing is read (the source size is 0) and the destination is zero-filled, but `gmem`
-/// must still be a global address. 16-byte copies bypass L1 (.cg): tiles are read once per block.
+/// `valid` is false nothing is read (the source size is 0) and the destination is zero-filled; `gmem` is then
+/// never dereferenced (it may point past the tensor). 16-byte copies bypass L1 (.cg): tiles are read once per block.
 template <int Bytes> __device__ __forceinline__ void cp_async(void *smem, const void *gmem, bool valid) {
     static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
@@ -44,7 +44,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 namespace g2s_detail {
 
 // One Vec-element chunk: tile element (r, c) to shared memory, or zeros when (r, c) is outside the valid
-// region (then no global address is formed from r and c).
+// region (cp.async then reads nothing; the synchronous path does not load).
 template <int Cols, int Vec, bool Swizzle, typename T>
 __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg, int r, int c, bool valid) {
     constexpr int Bytes = Vec * (int)sizeof(T);
@@ -52,7 +52,9 @@ __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg
     if constexpr (Swizzle)
         dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
     if constexpr (Bytes >= 4) {
-        cp_async<Bytes>(smem + dst, valid ? gmem + (long long)r * ldg + c : gmem, valid);
+        // The address is formed even for an invalid chunk: cp.async with a source size of 0 reads nothing,
+        // and selecting a 64-bit fallback per chunk doubled the instructions of a tile transfer.
+        cp_async<Bytes>(smem + dst, gmem + (long long)r * ldg + c, valid);
     } else {
         // Narrower than cp.async: an ordinary load and store of 1 or 2 bytes.
         using V = typename std::conditional<Bytes == 1, unsigned char, unsigned short>::type;
