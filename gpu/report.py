@@ -142,6 +142,17 @@ def main(work, out):
     if not any(r["section"] == "test" for r in rows) and "test" in steps:
         row("test", "tests", "FAIL", "no test result recorded (step exit %s)" % steps["test"][0])
 
+    # issue 5's parts: binary mode's checks and the example application (their details are in test.log)
+    for part, what in (("binary", "binary mode (gpu/binary): loads, JIT, statuses, threads, contexts"),
+                       ("app", "example application, CMake and Make, cuda and binary mode")):
+        st = steps.get(part)
+        if st is None:
+            continue
+        if st[0] == "skip":
+            row("test", part, "SKIP", st[1] if len(st) > 1 else "")
+        else:
+            row("test", part, "PASS" if st[0] == "0" else "FAIL", what + ("" if st[0] == "0" else " (exit %s): see test.log" % st[0]))
+
     # sanitizers: one row per small test, both tools side by side
     san = {}
     for tool in ("memcheck", "racecheck"):

@@ -100,4 +100,19 @@ while IFS=$'\t' read -r name st detail; do
 done <"$manifest"
 ls "$OUTDIR" | tr '\n' ' '
 echo
+
+# Issue 5's parts, run there by run.sh: binary mode's checks (gpu/binary/) and the example application built
+# from the installed CMake package and with the Makefile, in both modes (TILEC_GPU_APP=0 leaves them out).
+if [ "${TILEC_GPU_APP:-1}" = 1 ]; then
+    if GPU_BUILD="$OUTDIR" bash gpu/binary/prepare.sh "$BUILD_DIR" >"$OUTDIR/binary-prepare.log" 2>&1; then
+        echo "prepare: binary-mode checks in $OUTDIR/binary/"
+    else
+        echo "prepare: gpu/binary/prepare.sh failed (see $OUTDIR/binary-prepare.log)"; status=1
+    fi
+    if bash tools/check_install.sh "$BUILD_DIR" --keep "$OUTDIR/app" >"$OUTDIR/app-prepare.log" 2>&1; then
+        echo "prepare: example application (4 builds) in $OUTDIR/app/"
+    else
+        echo "prepare: tools/check_install.sh failed (see $OUTDIR/app-prepare.log)"; status=1
+    fi
+fi
 exit $status

@@ -132,6 +132,16 @@ fi
 skipped test || resumable test "${TILEC_GPU_TEST_S:-180}" "${H[@]}" --mode test --results "$WORK/test.jsonl" \
     --timeout 90
 
+# issue 5: binary mode's checks and the example application (both prepared here by prepare.sh)
+for part in binary app; do
+    skipped $part && continue
+    [ -d "$GB/$part" ] || { record $part skip "not prepared (TILEC_GPU_APP=0?)"; continue; }
+    t0=$SECONDS
+    if [ $part = binary ]; then cmd=(bash gpu/binary/run.sh); else cmd=(bash tools/check_install.sh --run "$GB/app"); fi
+    { echo "== $part: ${cmd[*]}"; GPU_BUILD="$GB" timeout -k 5 "$(allow 120)" "${cmd[@]}"; } >>"$WORK/test.log" 2>&1
+    record $part $? $(( SECONDS - t0 ))
+done
+
 # ------------------------------------------------------------------ 3. benchmarks (and the sweep, on request)
 skipped bench || resumable bench "${TILEC_GPU_BENCH_S:-180}" "${H[@]}" --mode bench --results "$WORK/bench.jsonl" \
     --timeout 120
