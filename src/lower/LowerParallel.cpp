@@ -151,7 +151,7 @@ class Lowerer : public IRMutator {
     Stmt mma(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
         const SourceRange &loc = outer.loc;
         const bool rows = l.kind == Layout::MmaRows;
-        const int64_t nT = l.tilesN();
+        const int64_t nT = rows ? 0 : l.tilesN(); // mmaRows layouts are 1-D: no column tiles
         Var mi = makeVar("mi", DType::Int32, loc), ni = makeVar("ni", DType::Int32, loc);
         Var h = makeVar("h", DType::Int32, loc), c = makeVar("c", DType::Int32, loc);
         Expr rowSlot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(2)), h));

@@ -41,7 +41,10 @@ struct Layout {
 
     bool isMma() const { return kind == Mma || kind == MmaRows; }
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
-    int64_t tilesN() const { return shape[1] / warpsN / 8; } ///< mma: 8-column tiles per warp
+    int64_t tilesN() const { ///< mma: 8-column tiles per warp
+        TILEC_ASSERT(kind == Mma && shape.size() == 2, "column tiles of a layout that is not mma");
+        return shape[1] / warpsN / 8;
+    }
 
     int64_t elements() const;
     /// Distributed: rounds of T*V elements, the last one possibly partial. Replicated: 1.
