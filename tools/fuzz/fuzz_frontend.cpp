@@ -1,8 +1,10 @@
 /// \file
-/// libFuzzer target for the whole front end: parse, evaluate, check and print, on arbitrary bytes.
+/// libFuzzer target for the whole compiler: parse, evaluate, check and print, then, for programs without
+/// errors, every lowering pass and the code generation, on arbitrary bytes.
 /// Build: cmake -DTILEC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 (tools/fuzz/run.sh does it, with ASan+UBSan).
 /// Any crash, sanitizer report, uncaught exception or internal error is a bug.
 #include "tilec/Check.h"
+#include "tilec/Codegen.h"
 #include "tilec/Frontend.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
@@ -29,6 +31,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (auto &k : p->kernels) {
             checkKernel(*k, fo.target, diag);
             (void)ir::print(*k);
+        }
+        if (!diag.hasErrors()) {
+            PassContext ctx;
+            ctx.diag = &diag;
+            ir::Program lowered = lower(*p, fo.target, ctx);
+            if (!diag.hasErrors()) {
+                CodegenOptions o;
+                o.sourceName = "fuzz.tile";
+                o.targets = {fo.target};
+                (void)generateCode(lowered, o, diag);
+            }
         }
     } catch (const TooManyErrors &) {
     } catch (const InternalError &e) {
