@@ -145,15 +145,13 @@ class KernelPrinter {
         std::string block[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
         if (k_.swizzlePanel > 0 && k_.gridDims >= 2) {
             // T.use_swizzle: consecutive blocks walk down a column of `panel` block rows before moving right,
-            // so the tiles they read stay in L2 (the last panel may have fewer rows).
+            // so the tiles they read stay in L2 (stdlib/tilec/raster.cuh).
             const SourceRange &sw = k_.swizzleLoc.valid() ? k_.swizzleLoc : at;
-            std::string P = std::to_string(k_.swizzlePanel);
-            line(1, "const int tilec_linear = blockIdx.x + blockIdx.y * gridDim.x;", sw);
-            line(1, "const int tilec_panel = tilec_linear / (" + P + " * gridDim.x);", sw);
-            line(1, "const int tilec_rows = min(" + P + ", (int)gridDim.y - tilec_panel * " + P + ");", sw);
-            line(1, "const int tilec_in_panel = tilec_linear - tilec_panel * " + P + " * gridDim.x;", sw);
-            block[0] = "tilec_in_panel / tilec_rows";
-            block[1] = "tilec_panel * " + P + " + tilec_in_panel % tilec_rows";
+            line(1, "int tilec_tile_x, tilec_tile_y;", sw);
+            line(1, "tilec::rasterize(" + std::to_string(k_.swizzlePanel) +
+                        ", blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, tilec_tile_x, tilec_tile_y);", sw);
+            block[0] = "tilec_tile_x";
+            block[1] = "tilec_tile_y";
         }
         for (int d = 0; d < 3; ++d)
             if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
