@@ -6,6 +6,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 
@@ -293,10 +294,9 @@ struct Uses : IRVisitor {
     }
     // A tile transfer's cp.async width is an alignment the tensor must have.
     void visit(const Call &op) override {
-        if ((op.name == "tilec.copy_g2s" || op.name == "tilec.copy_g2s_wait") && op.args.size() > 6) {
-            auto a = as<Call>(op.args[6]);
-            auto l = a && !a->args.empty() ? as<Load>(a->args[0]) : nullptr;
-            auto vec = constInt(op.args[2]);
+        if (passes::isTileTransfer(op) && op.args.size() > passes::libcall::kTransferSrc) {
+            auto l = passes::addressedLoad(op.args[passes::libcall::kTransferSrc]);
+            auto vec = constInt(op.args[passes::libcall::kTransferVec]);
             if (l && vec) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*vec * l->buffer->dtype.bytes());
         }
         IRVisitor::visit(op);

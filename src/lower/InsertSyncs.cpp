@@ -4,6 +4,7 @@
 
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <set>
 
@@ -68,10 +69,9 @@ struct Accesses : IRVisitor {
     // itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
     void visit(const Call &op) override {
         if (op.name == "tilec.address_of" || op.name == "tilec.copy_g2s") return;
-        if (op.name == "tilec.copy_g2s_wait" && op.args.size() > 5) {
-            auto a = as<Call>(op.args[5]);
-            auto l = a && !a->args.empty() ? as<Load>(a->args[0]) : nullptr;
-            if (l) p.writes.insert(l->buffer.get());
+        if (op.name == "tilec.copy_g2s_wait") {
+            if (auto l = op.args.size() > libcall::kTransferDst ? addressedLoad(op.args[libcall::kTransferDst]) : nullptr)
+                p.writes.insert(l->buffer.get());
             return;
         }
         IRVisitor::visit(op);

@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/passes/LibraryCalls.h"
 
 namespace tilec::passes {
 
@@ -73,7 +74,7 @@ class GemmLowerer : public IRMutator {
             return nullptr;
         }
         Expr b = address(op->b);
-        Expr c = Call::make(DType::UInt64, "tilec.address_of", {Load::make(cr->second, {i32(0)})});
+        Expr c = addressOf(cr->second, {i32(0)});
         std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
         if (A->scope == Scope::Fragment) {
             auto ar = layouts_.registers.find(A.get());
@@ -88,7 +89,7 @@ class GemmLowerer : public IRMutator {
                 return nullptr;
             }
             args.push_back(i32(op->transB));
-            args.push_back(Call::make(DType::UInt64, "tilec.address_of", {Load::make(ar->second, {i32(0)})}));
+            args.push_back(addressOf(ar->second, {i32(0)}));
             args.push_back(b);
             args.push_back(c);
             return Evaluate::make(Call::make(DType::Void, "tilec.gemm_rs", std::move(args), loc), loc);
@@ -137,7 +138,7 @@ class GemmLowerer : public IRMutator {
     static Expr address(const Region &r) {
         std::vector<Expr> idx;
         for (auto &x : r.ranges) idx.push_back(x.min);
-        return Call::make(DType::UInt64, "tilec.address_of", {Load::make(r.buffer, idx)});
+        return addressOf(r.buffer, idx);
     }
 };
 

@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InsertSyncs.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <map>
 #include <set>
@@ -21,9 +22,6 @@ Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr i64(int64_t v) { return intImm(v, DType::Int64); }
 Stmt call(const std::string &name, std::vector<Expr> args, const SourceRange &loc) {
     return Evaluate::make(Call::make(DType::Void, name, std::move(args), loc), loc);
-}
-Expr addressOf(const Buffer &b, std::vector<Expr> idx) {
-    return Call::make(DType::UInt64, "tilec.address_of", {Load::make(b, std::move(idx))});
 }
 
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
@@ -141,9 +139,9 @@ class Pipeliner : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Pipelined) return IRMutator::visit(op);
-        Stmt serial = For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc);
+        auto serial = [&] { return For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc); };
         const int S = op->numStages;
-        if (S < 2) return serial;
+        if (S < 2) return serial();
 
         // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
         std::vector<Stmt> top;
@@ -164,7 +162,7 @@ class Pipeliner : public IRMutator {
             if (c && hoistable(*c, boundInside)) hoisted.push_back(c);
             else rest.push_back(s);
         }
-        if (hoisted.empty()) return serial;
+        if (hoisted.empty()) return serial();
         // The ring replaces its buffer everywhere, so the buffer must not be used outside this loop.
         Mentioned outside;
         Stmt self = op;
@@ -173,7 +171,7 @@ class Pipeliner : public IRMutator {
         std::map<const BufferNode *, Buffer> ring;
         for (auto *c : hoisted) {
             const Buffer &b = c->dst.buffer;
-            if (outside.buffers.count(b.get()) || staged.count(b.get())) return serial;
+            if (outside.buffers.count(b.get()) || staged.count(b.get())) return serial();
             std::vector<Expr> shape{i32(S)};
             for (auto &e : b->shape) shape.push_back(e);
             ring[b.get()] = makeBuffer(b->name, Scope::Shared, b->dtype, shape, b->loc);
@@ -187,7 +185,7 @@ class Pipeliner : public IRMutator {
         } left;
         for (auto &s : rest) left.visit(s);
         for (auto *b : left.dst)
-            if (ring.count(b)) return serial;
+            if (ring.count(b)) return serial();
 
         const SourceRange &loc = op->loc;
         Expr n = op->extent, min = op->min;

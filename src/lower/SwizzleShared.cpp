@@ -6,6 +6,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <map>
 
@@ -27,14 +28,8 @@ struct Find : IRVisitor {
     using IRVisitor::visit;
     std::map<const BufferNode *, Swizzle> found;
     void visit(const Call &op) override {
-        std::vector<size_t> operands;
-        if (op.name == "tilec.gemm_ss") operands = {7, 8};
-        else if (op.name == "tilec.gemm_rs") operands = {7};
-        else if (op.name == "tilec.copy_g2s" || op.name == "tilec.copy_g2s_wait") operands = {5};
-        for (size_t i : operands) {
-            auto a = i < op.args.size() ? as<Call>(op.args[i]) : nullptr;
-            auto l = a && !a->args.empty() ? as<Load>(a->args[0]) : nullptr;
-            if (!l || l->buffer->scope != Scope::Shared || l->buffer->shape.size() < 2) continue;
+        for (const Load *l : swizzledOperands(op)) {
+            if (l->buffer->shape.size() < 2) continue;
             auto &shape = l->buffer->shape;
             auto rows = constValue(shape[shape.size() - 2]), cols = constValue(shape.back());
             if (rows && cols) found[l->buffer.get()] = {*cols, *rows * *cols};

@@ -11,6 +11,7 @@
 
 #include "tilec/IR.h"
 #include "tilec/passes/Layout.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <array>
 #include <cmath>

@@ -9,8 +9,7 @@
 namespace tilec::simtest {
 
 inline std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &e, int t) {
-    auto c = ir::as<ir::Call>(e);
-    auto l = c && c->name == "tilec.address_of" && !c->args.empty() ? ir::as<ir::Load>(c->args[0]) : nullptr;
+    const ir::Load *l = passes::addressedLoad(e);
     if (!l || l->indices.size() != 1) throw SimError("library call without an address");
     return {l->buffer.get(), (int64_t)eval(l->indices[0], t)};
 }
