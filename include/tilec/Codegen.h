@@ -36,8 +36,11 @@ struct KernelLayout {
     std::string name;    ///< the exported kernel
     std::string cName;   ///< its launch function (with the prefix)
     std::string symbol;  ///< the __global__ function in `device`
-    int threads = 0;
+    int threads = 0;         ///< launched per block (a producer warpgroup included)
     int64_t sharedBytes = 0; ///< dynamic shared memory per block
+    std::vector<std::string> targets; ///< the targets this variant of the kernel was lowered for
+    int producerThreads = 0; ///< warp specialization: the producer role's threads (in `threads`)
+    int tensorMaps = 0;      ///< TMA tensor maps the launcher encodes
     std::vector<SharedBufferLayout> shared;
 };
 

@@ -33,6 +33,8 @@ struct DriverOptions {
     std::vector<std::string> ptxasOptions; ///< -Xptxas OPTS, one option per entry (passed to ptxas through NVRTC)
     bool lineInfo = false;                 ///< -lineinfo: line tables in PTX and cubins (they then hold absolute paths)
     std::string ccbin;                     ///< --ccbin: the C compiler for -o x.o (default $CC, else cc)
+    bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
+    bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
 };
 
 /// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`

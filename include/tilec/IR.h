@@ -22,7 +22,7 @@ enum class NodeKind {
     // expressions
     IntImm, FloatImm, Var, Binary, Unary, Select, Cast, Call, Load,
     // statements
-    Seq, For, Store, IfThenElse, Evaluate, Copy, Fill, Gemm, Reduce, AtomicAdd,
+    Seq, For, Store, IfThenElse, Evaluate, Copy, Fill, Gemm, Reduce, AtomicAdd, WarpRoles,
 };
 
 struct Node {
@@ -230,15 +230,23 @@ struct Fill : StmtNode {
 enum class GemmPolicy { Auto, Square, FullRow, FullCol };
 const char *toString(GemmPolicy p);
 
+/// Which tensor-core instruction a T.gemm becomes: chosen by the target's lowering (specializeWarps picks
+/// wgmma for operands that TMA stores); Auto means mma.sync.
+enum class GemmInstr { Auto, Wgmma };
+
 /// C (+)= op(A) @ op(B). A may be a fragment (FlashAttention's probs @ V) or shared; B is shared.
 struct Gemm : StmtNode {
     static constexpr NodeKind kKind = NodeKind::Gemm;
     Region a, b, c;
     bool transA = false, transB = false, clearAccum = false;
     GemmPolicy policy = GemmPolicy::Auto; ///< Auto: chosen later by layout inference
+    GemmInstr instr = GemmInstr::Auto;
     Gemm() : StmtNode(kKind) {}
     static Stmt make(Region a, Region b, Region c, bool transA, bool transB, bool clearAccum, GemmPolicy p,
-                     SourceRange loc = {});
+                     SourceRange loc = {}, GemmInstr instr = GemmInstr::Auto);
+    /// The same product with other operand regions / another instruction (everything else kept).
+    Stmt withRegions(Region a, Region b, Region c) const;
+    Stmt withInstr(GemmInstr i) const;
 };
 
 enum class ReduceKind { Max, Min, Sum, AbsSum, AbsMax };
@@ -266,6 +274,22 @@ struct AtomicAdd : StmtNode {
     static Stmt make(Region dst, std::optional<Region> src, Expr value, SourceRange loc = {});
 };
 
+/// Warp specialization (Hopper): the block's threads split into two roles that run different code. Threads
+/// [0, consumerThreads) run `consumer` (the kernel's own threads: layouts, reductions and barriers inside count
+/// them only); the producer warpgroup(s), threads [consumerThreads, consumerThreads + producerThreads), run
+/// `producer` (one elected thread issues TMA loads). The roles hand tiles over through mbarriers only, so a
+/// barrier inside either role is a named barrier over that role's threads. `producerRegs` / `consumerRegs`:
+/// the registers per thread each role asks for with setmaxnreg (0: leave the allocation alone).
+struct WarpRoles : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::WarpRoles;
+    int consumerThreads = 0, producerThreads = 0;
+    int producerRegs = 0, consumerRegs = 0;
+    Stmt producer, consumer;
+    WarpRoles() : StmtNode(kKind) {}
+    static Stmt make(int consumerThreads, int producerThreads, int producerRegs, int consumerRegs, Stmt producer,
+                     Stmt consumer, SourceRange loc = {});
+};
+
 // ---------------------------------------------------------------------------------------------------------
 // Kernels
 
@@ -277,6 +301,28 @@ struct Param {
     const std::string &name() const { return kind == Tensor ? buffer->name : var->name; }
 };
 
+/// A TMA tensor map (CUtensorMap) the launcher encodes for a global tensor and passes as a kernel parameter:
+/// the tensor's whole shape as dimensions (innermost first), boxes of `box` elements per dimension (innermost
+/// first), the shared-memory swizzle span in bytes (128, 64 or 32). Lowering plans it; codegen prints it.
+struct TensorMap {
+    Buffer tensor;             ///< a global tensor parameter
+    std::vector<int64_t> box;  ///< innermost first, one entry per tensor dimension
+    int swizzleBytes = 128;
+    bool operator==(const TensorMap &o) const { return tensor == o.tensor && box == o.box && swizzleBytes == o.swizzleBytes; }
+};
+
+/// Where a shared buffer lives in the block's dynamic shared memory (planSharedMemory).
+struct SharedPlan {
+    std::vector<std::pair<const BufferNode *, int64_t>> offsets; ///< in Kernel::allocs order
+    int64_t bytes = 0;     ///< the dynamic shared memory the launch asks for
+    int alignment = 128;   ///< of the shared-memory base the offsets assume
+    std::optional<int64_t> offsetOf(const BufferNode *b) const {
+        for (auto &[x, o] : offsets)
+            if (x == b) return o;
+        return std::nullopt;
+    }
+};
+
 struct Kernel {
     std::string name;           ///< the exported C name
     SourceRange loc;            ///< the export (module-level assignment or prim_func def)
@@ -286,7 +332,16 @@ struct Kernel {
     int gridDims = 1;                ///< how many extents T.Kernel was given (1..3)
     std::array<Expr, 3> grid;        ///< extents; unused ones are IntImm 1
     std::array<Var, 3> blockIdx;     ///< the `as (bx, by, bz)` variables; unused ones are still set
-    int threads = 128;
+    int threads = 128;               ///< the user's threads (the consumers when warp roles are added)
+    int producerThreads = 0;         ///< threads added for a producer role (WarpRoles); launched: the sum
+    int launchedThreads() const { return threads + producerThreads; }
+    std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
+    SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
+    /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering; names as -arch
+    /// spells them) and whether it needs TMA-compatible run-time pointers and strides (else the launcher
+    /// runs the variant without). Empty before lowering.
+    std::vector<std::string> targets;
+    bool needsTma = false;
     Var threadIdx;                   ///< T.get_thread_binding(0)
     SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order

@@ -58,6 +58,7 @@ class IRMutator {
     virtual Stmt visit(const std::shared_ptr<const Gemm> &op);
     virtual Stmt visit(const std::shared_ptr<const Reduce> &op);
     virtual Stmt visit(const std::shared_ptr<const AtomicAdd> &op);
+    virtual Stmt visit(const std::shared_ptr<const WarpRoles> &op);
 
   protected:
     /// True when two regions are the same buffer with the same (pointer-equal) range expressions.

@@ -64,6 +64,7 @@ class IRVisitor {
     virtual void visit(const Gemm &op);  ///< a, b, c
     virtual void visit(const Reduce &) {}
     virtual void visit(const AtomicAdd &op); ///< dst, then src or value
+    virtual void visit(const WarpRoles &op); ///< producer, then consumer
 
   private:
     int depth_ = 0;

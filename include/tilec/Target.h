@@ -15,6 +15,12 @@ struct Target {
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
     int registersPerThread = 255;
     int registersPerSM = 65536;
+    /// Lowering switches (command line, or the cp.async variant lowered beside a TMA one): TMA tile loads
+    /// and warp specialization where the target has them.
+    bool tma = true;
+    bool warpSpecialize = true;
+    bool hasTma() const { return sm >= 90 && tma; }
+    bool hasWgmma() const { return sm == 90 && archSpecific; }
 
     /// Parses one -arch value; nullopt for unknown names.
     static std::optional<Target> parse(std::string_view name);

@@ -229,6 +229,21 @@ static tilec_status tilec_unload(void) {
     return TILEC_SUCCESS;
 }
 
+/* The current context's device's compute capability times ten (for kernels with variants per target). */
+__attribute__((unused)) static tilec_status tilec_device_sm(int *sm) {
+    CUcontext ctx;
+    CUdevice dev;
+    unsigned long long key;
+    int major = 0, minor = 0;
+    CUresult r = tilec_context(&ctx, &key);
+    if (r == CUDA_SUCCESS) r = cuCtxGetDevice(&dev);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+    *sm = major * 10 + minor;
+    return TILEC_SUCCESS;
+}
+
 static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
                              cudaStream_t stream, void **args) {
 #if CUDA_VERSION >= 12000
@@ -289,6 +304,24 @@ std::string printImages(const std::vector<KernelInfo> &kernels, const std::vecto
     return s;
 }
 
+/// The launch function, queries and load/unload of a kernel with several variants or tensor maps.
+std::string printVariantLauncher(const std::vector<const KernelInfo *> &group) {
+    const KernelInfo &first = *group[0];
+    NameTable names = launcherNames();
+    names.reserve("sm");
+    Signature sig = signature(first, names);
+    std::string s = printLaunchPrologue(first, sig, names, false, false);
+    s += printVariantLaunches(group, sig, names, false);
+    s += printQueries(group, false);
+    s += "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n    CUfunction fn;\n";
+    s += "    tilec_status status = tilec_device_sm(&sm);\n    if (status != TILEC_SUCCESS) return status;\n";
+    for (auto *v : group)
+        s += "    if (" + runsOn(*v, "sm") + ") return tilec_function(" + std::to_string(v->index) + ", &fn);\n";
+    s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
+    s += "tilec_status " + first.cName + "_unload(void) { return tilec_unload(); }\n\n";
+    return s;
+}
+
 /// One kernel's launch function, queries and load/unload.
 std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOptions &o) {
     const Kernel &k = *info.kernel;
@@ -317,7 +350,7 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
          std::to_string(info.sharedBytes) + ", stream, args);\n";
     s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
     s += "    return TILEC_SUCCESS;\n}\n";
-    s += printQueries(info, o, false);
+    s += printQueries({&info}, false);
     s += "tilec_status " + info.cName + "_load(void) {\n    CUfunction fn;\n    return tilec_function(" +
          std::to_string(index) + ", &fn);\n}\n";
     s += "tilec_status " + info.cName + "_unload(void) { return tilec_unload(); }\n\n";
@@ -335,9 +368,13 @@ using namespace codegen;
 std::string generateBinarySource(const ir::Program &lowered, const CodegenOptions &opts,
                                  const std::vector<DeviceImage> &images, const std::vector<std::string> &loweredNames,
                                  DiagnosticEngine &diag) {
-    std::vector<KernelInfo> infos;
-    for (auto &k : lowered.kernels)
-        if (k) infos.push_back(analyzeKernel(*k, opts, diag));
+    std::vector<KernelInfo> infos = analyzeKernels(lowered, opts, diag);
+    std::vector<KernelInfo> firsts;
+    bool maps = false;
+    for (auto &i : infos) {
+        if (i.variant == 0) firsts.push_back(i);
+        maps |= !i.kernel->tensorMaps.empty();
+    }
     std::string targets, ptx;
     for (auto &im : images) (im.ptx ? ptx : targets) += (((im.ptx ? ptx : targets).empty()) ? "" : ", ") + im.target.name;
     std::string c;
@@ -345,7 +382,7 @@ std::string generateBinarySource(const ir::Program &lowered, const CodegenOption
     c += " * Binary mode: the kernels compiled for " + (targets.empty() ? std::string("no target") : targets) +
          (ptx.empty() ? "" : " (and PTX of " + ptx + " for newer devices)") + ", launched through the CUDA\n";
     c += " * driver API. Compile as C11 or C++ with any compiler and link with -lcuda. */\n";
-    c += printHeader(infos, opts);
+    c += printHeader(firsts, opts);
     c += "\n#include <cuda.h>\n#include <stddef.h>\n#include <stdint.h>\n\n";
     c += kDriverRuntime;
     c += printRuntimeFunctions(opts, false);
@@ -353,7 +390,11 @@ std::string generateBinarySource(const ir::Program &lowered, const CodegenOption
     c += printImages(infos, images, loweredNames);
     c += replaceAll(kModuleTable, "@ERR@", rt(opts, "last_cuda_error_state"));
     c += "/* ---- launchers ---- */\n";
-    for (size_t i = 0; i < infos.size(); ++i) c += printLauncher(infos[i], i, opts);
+    if (maps) c += printTensorMapEncoder(opts, false);
+    for (auto &group : variantGroups(infos)) {
+        if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) c += printVariantLauncher(group);
+        else c += printLauncher(*group[0], (size_t)group[0]->index, opts);
+    }
     c += "#ifdef __cplusplus\n}\n#endif\n";
     return c;
 }

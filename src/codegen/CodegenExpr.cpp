@@ -3,6 +3,7 @@
 #include "codegen/CodegenImpl.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 #include <charconv>
@@ -287,11 +288,7 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
 }
 
 ExprPrinter::Text ExprPrinter::call(const Call &c) {
-    if (c.name.rfind("tilec.", 0) == 0 && c.name != "tilec.shfl_xor") return libraryCall(c);
-    if (c.name == "tilec.shfl_xor") {
-        TILEC_ASSERT(c.args.size() == 2, "tilec.shfl_xor takes a value and a lane mask");
-        return {"__shfl_xor_sync(0xffffffffu, " + expr(c.args[0]).s + ", " + expr(c.args[1]).s + ")", 16};
-    }
+    if (passes::lib::find(c.name)) return libraryCall(c);
     DType t = c.dtype;
     std::string args;
     bool narrow = isNarrowFloat(t);
@@ -320,41 +317,54 @@ namespace tilec::codegen {
 
 /// Calls of the device library (stdlib/tilec): leading integer arguments are template arguments.
 ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
+    namespace lib = passes::lib;
+    const lib::Info &f = *lib::find(c.name);
+    TILEC_ASSERT(c.args.size() == f.args.size(), c.name + " has " + std::to_string(c.args.size()) + " arguments, not " +
+                                                     std::to_string(f.args.size()));
     auto constArg = [&](size_t i) {
-        auto v = c.args.size() > i ? constInt(c.args[i]) : std::nullopt;
-        TILEC_ASSERT(v, c.name + " needs a constant argument " + std::to_string(i));
+        auto v = constInt(c.args[i]);
+        TILEC_ASSERT(v, c.name + " needs a constant argument '" + f.args[i] + "'");
         return std::to_string(*v);
     };
-    auto templ = [&](const std::string &fn, size_t nTemplate, std::vector<size_t> asBool = {}) {
-        std::string s = fn + "<";
-        for (size_t i = 0; i < nTemplate; ++i) {
-            bool b = std::find(asBool.begin(), asBool.end(), i) != asBool.end();
-            s += (i ? ", " : "") + (b ? std::string(constArg(i) == "0" ? "false" : "true") : constArg(i));
-        }
-        s += ">(";
-        for (size_t i = nTemplate; i < c.args.size(); ++i) s += (i > nTemplate ? ", " : "") + expr(c.args[i]).s;
-        return Text{s + ")", 16};
-    };
-    if (c.name == "tilec.address_of") {
-        TILEC_ASSERT(c.args.size() == 1, "tilec.address_of takes one load");
-        return {"(&" + wrap(expr(c.args[0]), 15) + ")", 16};
-    }
-    if (c.name == "tilec.copy_g2s" || c.name == "tilec.copy_g2s_wait") return templ("tilec::copy_g2s", 5, {4});
-    if (c.name == "tilec.cp_async_commit") return {"tilec::cp_async_commit()", 16};
-    if (c.name == "tilec.cp_async_wait") return {"tilec::cp_async_wait<" + constArg(0) + ">()", 16};
-    if (c.name == "tilec.gemm_ss") return templ("tilec::gemm_ss", 7, {5, 6});
-    if (c.name == "tilec.gemm_rs") return templ("tilec::gemm_rs", 6, {5});
-    if (c.name == "tilec.swz") {
-        TILEC_ASSERT(c.args.size() == 4, "tilec.swz takes columns, element bytes, tile elements and an offset");
+    auto arg = [&](const char *name) { return expr(lib::arg(c, f.fn, name)).s; };
+    switch (f.fn) {
+    case lib::Fn::AddressOf: return {"(&" + wrap(expr(c.args[0]), 15) + ")", 16};
+    case lib::Fn::ShflXor: return {"__shfl_xor_sync(0xffffffffu, " + arg("value") + ", " + arg("mask") + ")", 16};
+    case lib::Fn::Swz: {
         auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
         std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";
-        std::string off = expr(c.args[3]).s;
+        std::string off = arg("offset");
         // Rows of a tile in multiples of 8 keep every swizzle pattern aligned to the tile, whatever the stage.
         if (cols && tileElems && (*tileElems / *cols) % 8 == 0) return {fn + "(" + off + ")", 16};
         std::string t = constArg(2);
         return {"((" + off + ") / " + t + " * " + t + " + " + fn + "((" + off + ") % " + t + "))", 16};
     }
-    TILEC_ASSERT(false, "no device-library function for " + c.name);
+    case lib::Fn::TmaLoadTile: {
+        // The map argument is the index of the kernel's tensor map, a __grid_constant__ parameter.
+        std::string s = std::string(f.cxx) + "<";
+        for (int i = 0; i < f.templateArgs; ++i) s += (i ? ", " : "") + constArg((size_t)i);
+        s += ">(" + arg("dst") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map")))) + ", " + arg("bar");
+        for (const char *co : {"c0", "c1", "c2", "c3", "c4"}) s += ", " + arg(co);
+        return {s + ")", 16};
+    }
+    default: break;
+    }
+    // Everything else: template arguments, then the rest, as the registry describes.
+    std::string s = f.cxx;
+    if (f.templateArgs > 0) {
+        s += "<";
+        for (int i = 0; i < f.templateArgs; ++i) {
+            bool b = std::find(f.boolArgs.begin(), f.boolArgs.end(), i) != f.boolArgs.end();
+            std::string v = constArg((size_t)i);
+            s += (i ? ", " : "") + (b ? std::string(v == "0" ? "false" : "true") : v);
+        }
+        s += ">";
+    }
+    s += "(";
+    for (size_t i = (size_t)f.templateArgs; i < c.args.size(); ++i) s += (i > (size_t)f.templateArgs ? ", " : "") + expr(c.args[i]).s;
+    return {s + ")", 16};
 }
+
+std::string tensorMapParam(int index) { return "tilec_map_" + std::to_string(index); }
 
 } // namespace tilec::codegen

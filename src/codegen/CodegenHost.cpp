@@ -76,7 +76,16 @@ NameTable launcherNames() {
     return names;
 }
 
-std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx) {
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent) {
+    std::string s;
+    for (size_t i = 0; i < info.kernel->params.size(); ++i)
+        if (info.alignment[i] > 1)
+            s += indent + "if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) +
+                 " != 0) return tilec_argument_error(TILEC_ERROR_MISALIGNED, " + std::to_string(i) + ");\n";
+    return s;
+}
+
+std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx, bool checkAlignment) {
     const Kernel &k = *info.kernel;
     std::string s = cLinkage(cxx) + sig.text + " {\n";
     // Arguments, in parameter order: null pointers, then alignment, then sizes.
@@ -84,10 +93,7 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
         if (k.params[i].kind == Param::Tensor)
             s += "    if (" + sig.names[i] + " == NULL) return tilec_argument_error(TILEC_ERROR_NULL_POINTER, " +
                  std::to_string(i) + ");\n";
-    for (size_t i = 0; i < k.params.size(); ++i)
-        if (info.alignment[i] > 1)
-            s += "    if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) +
-                 " != 0) return tilec_argument_error(TILEC_ERROR_MISALIGNED, " + std::to_string(i) + ");\n";
+    if (checkAlignment) s += printAlignmentChecks(info, sig, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[k.params.size() + i];
         s += "    if (" + n + " < 1 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
@@ -101,13 +107,197 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
     return s;
 }
 
-std::string printQueries(const KernelInfo &info, const CodegenOptions &o, bool cxx) {
-    std::string sm = std::to_string(lowestSm(o));
-    std::string s;
-    s += cLinkage(cxx) + "int " + info.cName + "_threads(int sm) { return sm >= " + sm + " ? " +
-         std::to_string(info.kernel->threads) + " : 0; }\n";
-    s += cLinkage(cxx) + "size_t " + info.cName + "_shared_bytes(int sm) { return sm >= " + sm + " ? " +
-         std::to_string(info.sharedBytes) + " : 0; }\n";
+std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<KernelInfo> &kernels) {
+    std::vector<std::vector<const KernelInfo *>> groups;
+    for (auto &k : kernels) {
+        if (k.variant == 0 || groups.empty()) groups.emplace_back();
+        groups.back().push_back(&k);
+    }
+    return groups;
+}
+
+std::string runsOn(const KernelInfo &v, const std::string &sm) {
+    // sm_XYa code runs on X.Y alone; sm_XY code (its cubin, or its PTX through the driver's JIT) on X.Y and
+    // later devices.
+    std::string c;
+    for (auto &t : v.targets) {
+        std::string one = sm + (t.archSpecific ? " == " : " >= ") + std::to_string(t.sm);
+        if (c.find(one) == std::string::npos) c += (c.empty() ? "" : " || ") + one;
+    }
+    return c.empty() ? "0" : c;
+}
+
+std::string printQueries(const std::vector<const KernelInfo *> &variants, bool cxx) {
+    const KernelInfo &first = *variants[0];
+    auto query = [&](const std::string &type, const char *suffix, auto value) {
+        std::string s = cLinkage(cxx) + type + " " + first.cName + suffix + "(int sm) {\n";
+        for (auto *v : variants) s += "    if (" + runsOn(*v, "sm") + ") return " + value(*v) + ";\n";
+        return s + "    return 0;\n}\n";
+    };
+    return query("int", "_threads", [](const KernelInfo &v) { return std::to_string(v.kernel->launchedThreads()); }) +
+           query("size_t", "_shared_bytes", [](const KernelInfo &v) { return std::to_string(v.sharedBytes); });
+}
+
+namespace {
+
+/// The driver's name of a tensor map's element type.
+const char *tensorMapType(DType t) {
+    switch (t.kind) {
+    case DType::Float16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+    case DType::BFloat16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+    case DType::Float32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    case DType::Int32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+    default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // the 1-byte types
+    }
+}
+
+/// The arguments of one variant's launch: their declarations and the `args` array.
+std::string launchArguments(const KernelInfo &v, const Signature &sig, bool cxx, const std::string &in) {
+    const Kernel &k = *v.kernel;
+    std::string s, args;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        auto &p = k.params[i];
+        std::string a = "a" + std::to_string(i);
+        if (p.kind == Param::Tensor) {
+            std::string t = (v.written[i] ? "" : "const ") + (cxx ? deviceType(p.buffer->dtype) + " *" : std::string("void *"));
+            s += in + t + a + " = " + (cxx ? "static_cast<" + t + ">(" + sig.names[i] + ")" : sig.names[i]) + ";\n";
+        } else {
+            s += in + (cxx ? deviceType(p.var->dtype) : headerType(p.var->dtype)) + " " + a + " = " + sig.names[i] + ";\n";
+        }
+        args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + a;
+    }
+    for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
+        std::string a = "d" + std::to_string(i);
+        s += in + "int " + a + " = (int)" + sig.names[k.params.size() + i] + ";\n";
+        args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + a;
+    }
+    for (size_t m = 0; m < k.tensorMaps.size(); ++m) args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + "m" + std::to_string(m);
+    s += in + "void *args[] = {" + (args.empty() ? std::string(cxx ? "nullptr" : "NULL") : args) + "};\n";
+    return s;
+}
+
+} // namespace
+
+std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,
+                                 bool cxx) {
+    std::string s = "    int sm = 0;\n";
+    s += "    tilec_status status = tilec_device_sm(&sm);\n";
+    s += "    if (status != TILEC_SUCCESS) return status;\n";
+    ExprPrinter hp(names, true);
+    for (auto *vp : variants) {
+        const KernelInfo &v = *vp;
+        const Kernel &k = *v.kernel;
+        std::string when = runsOn(v, "sm");
+        // TMA's rules for the run-time arguments: a 16-byte aligned base and strides of multiples of 16 bytes.
+        std::vector<std::string> tmaRules;
+        for (auto &m : k.tensorMaps) {
+            size_t p = 0;
+            while (p < k.params.size() && !(k.params[p].kind == Param::Tensor && k.params[p].buffer == m.tensor)) ++p;
+            TILEC_ASSERT(p < k.params.size(), "a tensor map of a tensor that is no parameter");
+            std::string rule = "(uintptr_t)" + sig.names[p] + " % 16 == 0";
+            if (std::find(tmaRules.begin(), tmaRules.end(), rule) == tmaRules.end()) tmaRules.push_back(rule);
+            int64_t eb = m.tensor->dtype.bytes();
+            std::string stride = std::to_string(eb);
+            for (size_t d = m.tensor->shape.size(); d-- > 1;) {
+                stride = "(int64_t)(" + hp.print(m.tensor->shape[d]) + ") * " + stride;
+                rule = "(" + stride + ") % 16 == 0";
+                if (std::find(tmaRules.begin(), tmaRules.end(), rule) == tmaRules.end()) tmaRules.push_back(rule);
+            }
+        }
+        for (auto &r : tmaRules) when = "(" + when + ") && " + r;
+        std::string targets;
+        for (auto &t : v.targets) targets += (targets.empty() ? "" : ", ") + t.name;
+        s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") + " */\n";
+        s += "    if (" + when + ") {\n";
+        int minSm = 1000;
+        for (auto &t : v.targets) minSm = std::min(minSm, t.sm);
+        if (cxx) {
+            s += "        status = tilec_prepare(reinterpret_cast<const void *>(&" + v.symbol + "), " + std::to_string(v.sharedBytes) +
+                 ", tilec_ready_" + v.symbol + ", " + std::to_string(minSm) + ");\n";
+        } else {
+            s += "        CUfunction fn;\n";
+            s += "        status = tilec_function(" + std::to_string(v.index) + ", &fn);\n";
+        }
+        s += "        if (status == TILEC_SUCCESS) {\n";
+        const std::string in = "            ";
+        s += printAlignmentChecks(v, sig, in);
+        for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
+            const TensorMap &m = k.tensorMaps[mi];
+            size_t p = 0;
+            while (k.params[p].buffer != m.tensor) ++p;
+            const size_t nd = m.tensor->shape.size();
+            std::string mn = "m" + std::to_string(mi), dims, strides, box;
+            std::string stride = std::to_string(m.tensor->dtype.bytes());
+            for (size_t j = 0; j < nd; ++j) {
+                dims += (j ? ", " : "") + std::string("(cuuint64_t)(") + hp.print(m.tensor->shape[nd - 1 - j]) + ")";
+                box += (j ? ", " : "") + std::to_string(m.box[j]);
+                if (j + 1 < nd) {
+                    stride = "(cuuint64_t)(" + hp.print(m.tensor->shape[nd - 1 - j]) + ") * " + stride;
+                    strides += (j ? ", " : "") + stride;
+                }
+            }
+            s += in + "CUtensorMap " + mn + ";\n";
+            s += in + "{\n";
+            s += in + "    const cuuint64_t dims[] = {" + dims + "};\n";
+            s += in + "    const cuuint64_t strides[] = {" + strides + "};\n";
+            s += in + "    const cuuint32_t box[] = {" + box + "};\n";
+            s += in + "    status = tilec_encode_tiled(&" + mn + ", " + tensorMapType(m.tensor->dtype) + ", " + std::to_string(nd) +
+                 ", " + sig.names[p] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" + std::to_string(m.swizzleBytes) + "B);\n";
+            s += in + "    if (status != TILEC_SUCCESS) return status;\n";
+            s += in + "}\n";
+        }
+        s += launchArguments(v, sig, cxx, in);
+        std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
+        if (cxx) {
+            s += in + "cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + v.symbol +
+                 "), dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + threads + "), args, " + shared + ", stream);\n";
+            s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
+        } else {
+            s += in + "CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + threads + ", " + shared + ", stream, args);\n";
+            s += in + "return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n";
+        }
+        s += "        }\n";
+        s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n";
+        s += "    }\n";
+    }
+    s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
+    return s;
+}
+
+std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx) {
+    std::string s = "/* A tensor map on the caller's stack (TMA): 16-byte aligned base, strides in bytes, boxes innermost first. */\n";
+    s += std::string(cxx ? "[[maybe_unused]] " : "__attribute__((unused)) ") +
+         "static tilec_status tilec_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, const void *base,\n"
+         "                                       const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,\n"
+         "                                       CUtensorMapSwizzle swizzle) {\n";
+    s += "    const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n";
+    if (cxx) {
+        // The driver's function through the runtime, so the application need not link libcuda; the pointer is
+        // looked up once (racing threads store the same value).
+        s += "    static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> encode{nullptr};\n";
+        s += "    PFN_cuTensorMapEncodeTiled_v12000 fn = encode.load(std::memory_order_acquire);\n";
+        s += "    if (!fn) {\n";
+        s += "        void *p = nullptr;\n";
+        s += "        cudaDriverEntryPointQueryResult q;\n";
+        s += "        cudaError_t e = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &p, 12000, cudaEnableDefault, &q);\n";
+        s += "        if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+        s += "        if (q != cudaDriverEntryPointSuccess || !p) return TILEC_ERROR_NO_DEVICE;\n";
+        s += "        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);\n";
+        s += "        encode.store(fn, std::memory_order_release);\n";
+        s += "    }\n";
+        s += "    CUresult r = fn(map, type, rank, const_cast<void *>(base), dims, strides, box, element_strides,\n";
+    } else {
+        s += "    CUresult r = cuTensorMapEncodeTiled(map, type, rank, (void *)base, dims, strides, box, element_strides,\n";
+    }
+    s += "                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,\n";
+    s += "                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n";
+    if (cxx) {
+        s += "    if (r != CUDA_SUCCESS) {\n";
+        s += "        " + rt(o, "last_cuda_error_state") + " = cudaErrorInvalidValue;\n";
+        s += "        return TILEC_ERROR_CUDA;\n    }\n    return TILEC_SUCCESS;\n}\n\n";
+    } else {
+        s += "    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n}\n\n";
+    }
     return s;
 }
 
@@ -127,7 +317,10 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
 // Once per kernel and device (devices 0 to 63 are remembered; others are checked at every launch): the
 // kernel has code for the device, and its shared-memory limit is raised when it needs more than 48 KiB.
 // Racing threads do the same idempotent calls, so no lock is needed.
-[[maybe_unused]] static tilec_status tilec_prepare(const void *kernel, size_t shared, std::atomic<unsigned long long> &ready) {
+// `min_sm`: the oldest target of the kernel's variant; code the runtime loaded from older PTX (the .cu compiled
+// without that target) counts as none, so the launcher tries the next variant.
+[[maybe_unused]] static tilec_status tilec_prepare(const void *kernel, size_t shared, std::atomic<unsigned long long> &ready,
+                                                   int min_sm = 0) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
@@ -136,6 +329,7 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
     cudaFuncAttributes attr;
     e = cudaFuncGetAttributes(&attr, kernel);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
+    if (attr.ptxVersion < min_sm) return TILEC_ERROR_NO_DEVICE_CODE;
     if (shared > 48 * 1024) {
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
         if (e != cudaSuccess) {
@@ -147,9 +341,46 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
     return TILEC_SUCCESS;
 }
 
+// The current device's compute capability times ten.
+[[maybe_unused]] static tilec_status tilec_device_sm(int *sm) {
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e != cudaSuccess) return tilec_cuda_failure(e);
+    *sm = major * 10 + minor;
+    return TILEC_SUCCESS;
+}
+
 )tl";
-    for (size_t ki = 0; ki < kernels.size(); ++ki) {
-        const KernelInfo &info = kernels[ki];
+    bool maps = false;
+    for (auto &k : kernels) maps |= !k.kernel->tensorMaps.empty();
+    if (maps) s += printTensorMapEncoder(o, true);
+    for (auto &group : variantGroups(kernels)) {
+        if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) {
+            const KernelInfo &first = *group[0];
+            NameTable names = launcherNames();
+            names.reserve("sm");
+            Signature sig = signature(first, names);
+            for (auto *v : group) s += "static std::atomic<unsigned long long> tilec_ready_" + v->symbol + "{0};\n";
+            s += printLaunchPrologue(first, sig, names, true, false);
+            s += printVariantLaunches(group, sig, names, true);
+            s += printQueries(group, true);
+            s += "extern \"C\" tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
+            s += "    tilec_status status = tilec_device_sm(&sm);\n    if (status != TILEC_SUCCESS) return status;\n";
+            for (auto *v : group) {
+                int minSm = 1000;
+                for (auto &t : v->targets) minSm = std::min(minSm, t.sm);
+                s += "    if (" + runsOn(*v, "sm") + ") {\n        status = tilec_prepare(reinterpret_cast<const void *>(&" + v->symbol +
+                     "), " + std::to_string(v->sharedBytes) + ", tilec_ready_" + v->symbol + ", " + std::to_string(minSm) + ");\n";
+                s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n    }\n";
+            }
+            s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
+            s += "extern \"C\" tilec_status " + first.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
+            continue;
+        }
+        const size_t ki = (size_t)group[0]->index;
+        const KernelInfo &info = *group[0];
         const Kernel &k = *info.kernel;
         NameTable names = launcherNames();
         Signature sig = signature(info, names);
@@ -183,7 +414,7 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
              "), args, " + std::to_string(info.sharedBytes) + ", stream);\n";
         s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
         s += "    return TILEC_SUCCESS;\n}\n";
-        s += printQueries(info, o, true);
+        s += printQueries(group, true);
         // The CUDA runtime owns the module: loading prepares the kernel for the current device, unloading
         // has nothing to do.
         s += "extern \"C\" tilec_status " + info.cName + "_load(void) { return " + prepare + "; }\n";

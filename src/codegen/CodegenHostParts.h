@@ -30,10 +30,25 @@ NameTable launcherNames();
 
 /// The start of a launch function: the signature line, the checks of pointers, alignment and dynamic sizes
 /// in parameter order, and the grid (`grid_x`, `grid_y`, `grid_z`, checked against CUDA's limits).
-std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx);
+std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx,
+                                bool checkAlignment = true);
+/// The alignment checks of one variant's tensors.
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent);
 
-/// `NAME_threads(int sm)` and `NAME_shared_bytes(int sm)`.
-std::string printQueries(const KernelInfo &info, const CodegenOptions &o, bool cxx);
+/// `NAME_threads(int sm)` and `NAME_shared_bytes(int sm)` of a kernel's variants: the preferred variant
+/// that runs on `sm`, 0 when none does.
+std::string printQueries(const std::vector<const KernelInfo *> &variants, bool cxx);
+
+/// Launch code for a kernel with several variants or tensor maps, after the prologue: for each variant in
+/// order, when the device runs it (and, for a TMA variant, when the pointers and strides suit TMA), its
+/// preparation, alignment checks, tensor maps and launch; a variant without code for the device passes to
+/// the next one.
+std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,
+                                 bool cxx);
+
+/// `tilec_encode_tiled`: a tensor map on the caller's stack through cuTensorMapEncodeTiled (the .cu: the
+/// driver's entry point found through the runtime; C: the driver API it links).
+std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx);
 
 /// The lowest compute capability of the targets (80 for sm_80), the first the kernels run on.
 int lowestSm(const CodegenOptions &o);

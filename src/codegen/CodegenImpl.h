@@ -51,10 +51,18 @@ struct KernelInfo {
     std::map<const ir::BufferNode *, int64_t> sharedOffset;
     int64_t sharedBytes = 0;
     bool usesFp8 = false;
+    /// Per-target lowering: the targets this variant of the exported kernel was lowered for, its position
+    /// among the kernel's variants (the preferred first) and how many there are.
+    std::vector<Target> targets;
+    int variant = 0, variants = 1;
+    int index = 0; ///< position among all kernels of the file (binary mode's function table)
 };
 
-/// Collects the facts above; reports shared memory beyond a target's limit.
+/// Collects the facts above.
 KernelInfo analyzeKernel(const ir::Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag);
+/// Every kernel of the lowered program, with its variant numbering and targets (a kernel's variants are
+/// consecutive; symbols get a `_vN` suffix when there are several).
+std::vector<KernelInfo> analyzeKernels(const ir::Program &lowered, const CodegenOptions &opts, DiagnosticEngine &diag);
 
 /// Prints expressions as CUDA C++. Device mode: narrow floats compute through float, integer floor
 /// division of provably non-negative operands is plain `/`. Host mode (the launcher's grid sizes):
@@ -86,6 +94,9 @@ class ExprPrinter {
     bool nonNegative(const ir::Expr &e);
 };
 
+/// The name of tensor map `index` as a kernel parameter (and in the launcher).
+std::string tensorMapParam(int index);
+
 /// The launch function's C parameters (shared by the header's declaration and the .cu's definition).
 struct Signature {
     std::vector<std::string> names; ///< C parameter names, in order (tensors, scalars, dynamic sizes)
@@ -101,5 +112,11 @@ std::string printHeader(const std::vector<KernelInfo> &kernels, const CodegenOpt
 
 /// The host side of the .cu: the runtime functions and every kernel's launch function and queries.
 std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptions &o);
+
+/// The variants of each exported kernel, in order (KernelInfo::variant 0 starts a group).
+std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<KernelInfo> &kernels);
+
+/// A C condition on `sm` (an int: compute capability times ten) under which variant `v` runs on the device.
+std::string runsOn(const KernelInfo &v, const std::string &sm);
 
 } // namespace tilec::codegen

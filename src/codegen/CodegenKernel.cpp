@@ -87,12 +87,28 @@ class KernelPrinter {
         : info_(info), k_(*info.kernel), opts_(o), diag_(diag), ep_(names_, false) {
         ep_.ranges = passes::kernelRanges(k_);
         names_.reserve("tilec_smem");
+        names_.reserve("tilec_smem_base");
+        for (size_t i = 0; i < k_.tensorMaps.size(); ++i) names_.reserve(tensorMapParam((int)i));
     }
 
     std::string run() {
         signature();
+        // A kernel with variants per target: compiled for another architecture, this one's body would be
+        // code the device cannot run (wgmma on sm_80, say); the launcher never picks it there.
+        std::string guard;
+        for (auto &t : info_.targets) {
+            std::string one = t.archSpecific ? "defined(__CUDA_ARCH_FEAT_SM" + std::to_string(t.sm) + "_ALL)"
+                                             : "__CUDA_ARCH__ >= " + std::to_string(t.sm * 10);
+            if (guard.find(one) == std::string::npos) guard += (guard.empty() ? "" : " || ") + one;
+        }
+        if (info_.variants > 1) {
+            line(0, "#if defined(__CUDA_ARCH__) && !(" + guard + ")");
+            line(1, "__trap();");
+            line(0, "#else");
+        }
         prologue();
         stmt(k_.body, 1);
+        if (info_.variants > 1) line(0, "#endif");
         line(0, "}");
         return out_;
     }
@@ -124,7 +140,10 @@ class KernelPrinter {
         if (mapped_ >= 0) ++mapped_;
     }
     void signature() {
-        std::string sig = "static __global__ void __launch_bounds__(" + std::to_string(k_.threads) + ") " + info_.symbol + "(";
+        // Warp roles: one block per SM, so that ptxas gives the kernel the register cap setmaxnreg redistributes
+        // (without the 1 it ignores setmaxnreg: warning C7508).
+        std::string bounds = std::to_string(k_.launchedThreads()) + (k_.producerThreads ? ", 1" : "");
+        std::string sig = "static __global__ void __launch_bounds__(" + bounds + ") " + info_.symbol + "(";
         std::vector<std::string> params;
         for (size_t i = 0; i < k_.params.size(); ++i) {
             auto &p = k_.params[i];
@@ -133,13 +152,23 @@ class KernelPrinter {
             else params.push_back(deviceType(p.var->dtype) + " " + name(p.var));
         }
         for (auto &s : k_.dynamicSymbols) params.push_back("int " + name(s));
+        for (size_t i = 0; i < k_.tensorMaps.size(); ++i)
+            params.push_back("const __grid_constant__ tilec::tensor_map " + tensorMapParam((int)i));
         for (size_t i = 0; i < params.size(); ++i) sig += (i ? ", " : "") + params[i];
         line(0, sig + ") {", k_.funcLoc);
     }
 
     void prologue() {
         const SourceRange &at = k_.launchLoc;
-        if (info_.sharedBytes > 0) line(1, "extern __shared__ __align__(128) unsigned char tilec_smem[];", at);
+        if (info_.sharedBytes > 0 && k_.shared.alignment <= 128) {
+            line(1, "extern __shared__ __align__(128) unsigned char tilec_smem[];", at);
+        } else if (info_.sharedBytes > 0) {
+            // A stricter plan (TMA tiles at 1024 bytes) rounds the base up; the launch asked for the slack.
+            std::string a = std::to_string(k_.shared.alignment);
+            line(1, "extern __shared__ __align__(" + a + ") unsigned char tilec_smem_base[];", at);
+            line(1, "unsigned char *const tilec_smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(tilec_smem_base) + " +
+                        std::to_string(k_.shared.alignment - 1) + ") & ~uintptr_t(" + std::to_string(k_.shared.alignment - 1) + "));", at);
+        }
         if (k_.threadIdx && passes::mentions(k_.body, k_.threadIdx.get()))
             line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
         static const char *axis[] = {"x", "y", "z"};
@@ -182,6 +211,7 @@ class KernelPrinter {
         }
         const SourceRange &at = s->loc;
         if (auto f = as<For>(s)) return loop(*f, level);
+        if (auto r = as<WarpRoles>(s)) return roles(*r, level);
         if (auto i = as<IfThenElse>(s)) {
             line(level, "if (" + ep_.print(i->cond) + ") {", at);
             stmt(i->then, level + 1);
@@ -199,8 +229,9 @@ class KernelPrinter {
         }
         if (auto e = as<Evaluate>(s)) {
             auto c = as<Call>(e->value);
-            if (c && c->name == "tilec.sync") line(level, "__syncthreads();", at);
-            else if (c && c->name == "tilec.copy_g2s_wait")
+            if (c && passes::lib::is(*c, passes::lib::Fn::Sync) && roleThreads_)
+                line(level, "tilec::named_barrier_sync(1, " + std::to_string(roleThreads_) + ");", at);
+            else if (c && passes::lib::is(*c, passes::lib::Fn::CopyG2SWait))
                 line(level, ep_.print(e->value) + "; tilec::cp_async_commit(); tilec::cp_async_wait<0>();", at);
             else if (c && c->dtype.kind == DType::Void) line(level, ep_.print(e->value) + ";", at);
             else line(level, "(void)(" + ep_.print(e->value) + ");", at);
@@ -208,6 +239,23 @@ class KernelPrinter {
         }
         if (auto a = as<AtomicAdd>(s)) return atomicAdd(*a, level);
         TILEC_ASSERT(false, "a tile statement reached code generation unlowered");
+    }
+
+    /// Inside the consumer role, a block barrier is a named barrier over the consumers (the producer never
+    /// reaches it); 0 outside roles.
+    int roleThreads_ = 0;
+
+    void roles(const WarpRoles &r, int level) {
+        line(level, "if (threadIdx.x >= " + std::to_string(r.consumerThreads) + ") {", r.loc);
+        if (r.producerRegs) line(level + 1, "tilec::setmaxnreg_dec<" + std::to_string(r.producerRegs) + ">();");
+        stmt(r.producer, level + 1);
+        line(level, "} else {");
+        if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
+        int saved = roleThreads_;
+        roleThreads_ = r.consumerThreads;
+        stmt(r.consumer, level + 1);
+        roleThreads_ = saved;
+        line(level, "}");
     }
 
     void loop(const For &f, int level) {
@@ -294,9 +342,10 @@ struct Uses : IRVisitor {
     }
     // A tile transfer's cp.async width is an alignment the tensor must have.
     void visit(const Call &op) override {
-        if (passes::isTileTransfer(op) && op.args.size() > passes::libcall::kTransferSrc) {
-            auto l = passes::addressedLoad(op.args[passes::libcall::kTransferSrc]);
-            auto vec = constInt(op.args[passes::libcall::kTransferVec]);
+        if (passes::isTileTransfer(op)) {
+            passes::lib::Fn f = passes::lib::find(op.name)->fn;
+            auto l = passes::addressedLoad(passes::lib::arg(op, f, "src"));
+            auto vec = constInt(passes::lib::arg(op, f, "vec"));
             if (l && vec) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*vec * l->buffer->dtype.bytes());
         }
         IRVisitor::visit(op);
@@ -329,72 +378,9 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
         info.alignment.push_back(tensor && u.align.count(p.buffer.get()) ? u.align[p.buffer.get()] : 0);
         info.usesFp8 |= tensor && p.buffer->dtype.isFloat8();
     }
-    // Shared-memory plan: first fit at 128-byte alignment (swizzled tiles repeat their pattern every 128
-    // bytes; cp.async needs 16). Two buffers may share bytes when a top-level barrier separates the last
-    // statement using one from the first statement using the other, so no thread can still touch the old
-    // one (a pipeline's trailing cp.async wait comes before that barrier).
-    std::vector<Stmt> top;
-    if (auto q = as<Seq>(k.body)) top = q->stmts;
-    else top = {k.body};
-    std::map<const BufferNode *, std::pair<int, int>> live;
-    std::vector<int> syncsBefore(top.size() + 1, 0); // top-level barriers among statements [0, i)
-    for (size_t i = 0; i < top.size(); ++i) {
-        auto e = as<Evaluate>(top[i]);
-        auto c = e ? as<Call>(e->value) : nullptr;
-        syncsBefore[i + 1] = syncsBefore[i] + (c && c->name == "tilec.sync");
-        struct Mentions : IRVisitor {
-            using IRVisitor::visit;
-            std::set<const BufferNode *> found;
-            void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
-            void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
-        } m;
-        m.visit(top[i]);
-        for (auto *b : m.found) {
-            auto it = live.find(b);
-            if (it == live.end()) live[b] = {(int)i, (int)i};
-            else it->second.second = (int)i;
-        }
-    }
-    auto separated = [&](const BufferNode *a, const BufferNode *b) {
-        auto x = live.find(a), y = live.find(b);
-        if (x == live.end() || y == live.end()) return false;
-        auto [a0, a1] = x->second;
-        auto [b0, b1] = y->second;
-        if (a1 < b0) return syncsBefore[b0] - syncsBefore[a1 + 1] > 0;
-        if (b1 < a0) return syncsBefore[a0] - syncsBefore[b1 + 1] > 0;
-        return false;
-    };
-    int64_t offset = 0;
-    const BufferNode *largest = nullptr;
-    int64_t largestBytes = 0;
-    std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
-    for (auto &b : k.allocs) {
-        if (!b || b->scope != Scope::Shared) continue;
-        int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
-        int64_t at = 0;
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (auto &[other, range] : placed) {
-                if (at < range.second && range.first < at + bytes && !separated(b.get(), other)) {
-                    at = (range.second + 127) / 128 * 128;
-                    moved = true;
-                }
-            }
-        }
-        placed.push_back({b.get(), {at, at + bytes}});
-        info.sharedOffset[b.get()] = at;
-        if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
-        offset = std::max(offset, at + bytes);
-    }
-    info.sharedBytes = (offset + 15) / 16 * 16;
-    for (auto &t : o.targets) {
-        if (info.sharedBytes <= t.maxSharedPerBlock) continue;
-        diag.error(k.loc, "kernel '" + k.name + "' needs " + std::to_string(info.sharedBytes) +
-                              " bytes of shared memory (including the compiler's reduction scratch), more than the " +
-                              std::to_string(t.maxSharedPerBlock) + " bytes a block can have on " + t.name);
-        if (largest) diag.note(largest->loc, "the largest buffer, '" + largest->name + "', takes " + std::to_string(largestBytes) + " bytes");
-        break;
-    }
+    // The shared-memory plan is planSharedMemory's (its limits were checked there).
+    for (auto &[b, off] : k.shared.offsets) info.sharedOffset[b] = off;
+    info.sharedBytes = k.shared.bytes;
     return info;
 }
 

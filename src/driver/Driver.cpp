@@ -57,6 +57,7 @@ class Compilation {
     ast::ExprP parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
                                 SourceRange &range);
     FrontendOptions frontendOptions();
+    ir::Program lowerPerTarget(const ir::Program &program, PassContext &ctx);
     void writeText(const std::string &path, const std::string &text);
     void writeDepfile(const std::vector<std::string> &outputs);
     bool emits(const char *kind) const {
@@ -139,6 +140,46 @@ ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::str
         return e;
     }
     return parseExpression(f, diag_);
+}
+
+/// Lowers the program once per -arch target (and, where a lowering needs TMA, once more without it: the
+/// variant the launcher runs when run-time pointers or strides break TMA's rules), then merges lowerings
+/// that came out identical. The result holds every exported kernel's variants next to each other, each
+/// naming its targets (Kernel::targets), the preferred one first.
+ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext &ctx) {
+    std::vector<ir::Program> lowerings;
+    for (Target t : targets_) {
+        t.tma = !opts_.noTma;
+        t.warpSpecialize = !opts_.noWarpSpecialize;
+        lowerings.push_back(lower(program, t, ctx));
+        if (diag_.hasErrors()) return {};
+        bool tma = false;
+        for (auto &k : lowerings.back().kernels) tma |= k->needsTma;
+        if (!tma) continue;
+        t.tma = false;
+        lowerings.push_back(lower(program, t, ctx));
+        if (diag_.hasErrors()) return {};
+    }
+    ir::Program out;
+    for (size_t i = 0; i < program.kernels.size(); ++i) {
+        std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (IR text, kernel)
+        for (auto &l : lowerings) {
+            const ir::KernelP &k = l.kernels[i];
+            std::string text = ir::print(*k);
+            auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
+            if (same == variants.end()) {
+                variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
+            } else {
+                auto &ts = same->second->targets;
+                for (auto &t : k->targets)
+                    if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
+            }
+        }
+        // TMA variants first (they need the most of the device and of the arguments), then by target.
+        std::stable_sort(variants.begin(), variants.end(), [](auto &a, auto &b) { return a.second->needsTma > b.second->needsTma; });
+        for (auto &v : variants) out.kernels.push_back(v.second);
+    }
+    return out;
 }
 
 FrontendOptions Compilation::frontendOptions() {
@@ -261,7 +302,7 @@ int Compilation::run() {
                          std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
     if (wantIr || wantCode || dumpsLowering) {
         ctx.diag = &diag_;
-        ir::Program lowered = lower(*program, fo.target, ctx);
+        ir::Program lowered = lowerPerTarget(*program, ctx);
         if (diag_.hasErrors()) return ExitInputError;
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
         if (wantCode) {

@@ -205,6 +205,19 @@ Stmt IfThenElse::make(Expr cond, Stmt then, Stmt otherwise, SourceRange loc) {
     return n;
 }
 
+Stmt WarpRoles::make(int consumerThreads, int producerThreads, int producerRegs, int consumerRegs, Stmt producer,
+                     Stmt consumer, SourceRange loc) {
+    TILEC_ASSERT(producer && consumer && consumerThreads > 0 && producerThreads > 0, "WarpRoles with a missing role");
+    auto n = node<WarpRoles>(loc);
+    n->consumerThreads = consumerThreads;
+    n->producerThreads = producerThreads;
+    n->producerRegs = producerRegs;
+    n->consumerRegs = consumerRegs;
+    n->producer = std::move(producer);
+    n->consumer = std::move(consumer);
+    return n;
+}
+
 Stmt Evaluate::make(Expr v, SourceRange loc) {
     auto n = node<Evaluate>(loc);
     n->value = std::move(v);
@@ -242,7 +255,7 @@ const char *toString(GemmPolicy p) {
 }
 
 Stmt Gemm::make(Region a, Region b, Region c, bool transA, bool transB, bool clearAccum, GemmPolicy p,
-                SourceRange loc) {
+                SourceRange loc, GemmInstr instr) {
     auto n = node<Gemm>(loc);
     n->a = std::move(a);
     n->b = std::move(b);
@@ -251,8 +264,15 @@ Stmt Gemm::make(Region a, Region b, Region c, bool transA, bool transB, bool cle
     n->transB = transB;
     n->clearAccum = clearAccum;
     n->policy = p;
+    n->instr = instr;
     return n;
 }
+
+Stmt Gemm::withRegions(Region a2, Region b2, Region c2) const {
+    return make(std::move(a2), std::move(b2), std::move(c2), transA, transB, clearAccum, policy, loc, instr);
+}
+
+Stmt Gemm::withInstr(GemmInstr i) const { return make(a, b, c, transA, transB, clearAccum, policy, loc, i); }
 
 const char *toString(ReduceKind k) {
     switch (k) {

@@ -50,6 +50,7 @@ Stmt IRMutator::mutate(const Stmt &s) {
     case NodeKind::For: return visit(cast<For>(s));
     case NodeKind::Store: return visit(cast<Store>(s));
     case NodeKind::IfThenElse: return visit(cast<IfThenElse>(s));
+    case NodeKind::WarpRoles: return visit(cast<WarpRoles>(s));
     case NodeKind::Evaluate: return visit(cast<Evaluate>(s));
     case NodeKind::Copy: return visit(cast<Copy>(s));
     case NodeKind::Fill: return visit(cast<Fill>(s));
@@ -170,6 +171,13 @@ Stmt IRMutator::visit(const std::shared_ptr<const IfThenElse> &op) {
     return IfThenElse::make(std::move(cond), orEmpty(std::move(then)), std::move(otherwise), op->loc);
 }
 
+Stmt IRMutator::visit(const std::shared_ptr<const WarpRoles> &op) {
+    Stmt p = mutate(op->producer), c = mutate(op->consumer);
+    if (p == op->producer && c == op->consumer) return op;
+    return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs,
+                           orEmpty(std::move(p)), orEmpty(std::move(c)), op->loc);
+}
+
 Stmt IRMutator::visit(const std::shared_ptr<const Evaluate> &op) {
     Expr v = mutate(op->value);
     if (v == op->value) return op;
@@ -192,8 +200,7 @@ Stmt IRMutator::visit(const std::shared_ptr<const Fill> &op) {
 Stmt IRMutator::visit(const std::shared_ptr<const Gemm> &op) {
     Region a = mutateRegion(op->a), b = mutateRegion(op->b), c = mutateRegion(op->c);
     if (sameRegion(a, op->a) && sameRegion(b, op->b) && sameRegion(c, op->c)) return op;
-    return Gemm::make(std::move(a), std::move(b), std::move(c), op->transA, op->transB, op->clearAccum, op->policy,
-                      op->loc);
+    return op->withRegions(std::move(a), std::move(b), std::move(c));
 }
 
 Stmt IRMutator::visit(const std::shared_ptr<const Reduce> &op) {

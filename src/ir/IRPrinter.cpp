@@ -177,6 +177,7 @@ class Printer {
         }
         if (auto f = as<For>(s)) return forLoop(*f, level);
         if (auto i = as<IfThenElse>(s)) return ifThenElse(*i, level, "if ");
+        if (auto r = as<WarpRoles>(s)) return roles(*r, level);
         indent(level);
         if (auto st = as<Store>(s)) {
             out += st->buffer ? st->buffer->name : "<null>";
@@ -331,6 +332,15 @@ class Printer {
         bodyOf(f.body, level + 1);
     }
 
+    void roles(const WarpRoles &r, int level) {
+        auto regs = [](int n) { return n ? ", setmaxnreg " + std::to_string(n) : std::string(); };
+        line(level, "producer threads [" + std::to_string(r.consumerThreads) + ", " +
+                        std::to_string(r.consumerThreads + r.producerThreads) + ")" + regs(r.producerRegs) + ":");
+        bodyOf(r.producer, level + 1);
+        line(level, "consumer threads [0, " + std::to_string(r.consumerThreads) + ")" + regs(r.consumerRegs) + ":");
+        bodyOf(r.consumer, level + 1);
+    }
+
     void ifThenElse(const IfThenElse &i, int level, const char *keyword) {
         indent(level);
         out += keyword;
@@ -359,6 +369,7 @@ class Printer {
         if (g.transB) out += ", transpose_B=True";
         if (g.clearAccum) out += ", clear_accum=True";
         if (g.policy != GemmPolicy::Auto) out += std::string(", policy=") + toString(g.policy);
+        if (g.instr == GemmInstr::Wgmma) out += ", wgmma";
         out += ")";
     }
 
@@ -437,7 +448,14 @@ std::string print(const Kernel &k) {
     o += "  threads " + std::to_string(k.threads);
     if (k.threadIdx && k.body && mentions(k.body, k.threadIdx)) o += " as " + k.threadIdx->name;
     o += "\n";
+    if (k.producerThreads) o += "  producer threads " + std::to_string(k.producerThreads) + "\n";
     if (k.swizzlePanel > 0) o += "  use_swizzle(panel_size=" + std::to_string(k.swizzlePanel) + ")\n";
+    for (size_t i = 0; i < k.tensorMaps.size(); ++i) {
+        auto &m = k.tensorMaps[i];
+        o += "  tensor map " + std::to_string(i) + ": " + (m.tensor ? m.tensor->name : "<null>") + ", box (";
+        for (size_t d = 0; d < m.box.size(); ++d) o += (d ? ", " : "") + std::to_string(m.box[d]);
+        o += ") innermost first, swizzle " + std::to_string(m.swizzleBytes) + "B\n";
+    }
     if (!k.allocs.empty()) {
         o += "  buffers\n";
         for (auto &b : k.allocs) {

@@ -38,6 +38,7 @@ void IRVisitor::visit(const Stmt &s) {
     case NodeKind::For: return visit(*as<For>(s));
     case NodeKind::Store: return visit(*as<Store>(s));
     case NodeKind::IfThenElse: return visit(*as<IfThenElse>(s));
+    case NodeKind::WarpRoles: return visit(*as<WarpRoles>(s));
     case NodeKind::Evaluate: return visit(*as<Evaluate>(s));
     case NodeKind::Copy: return visit(*as<Copy>(s));
     case NodeKind::Fill: return visit(*as<Fill>(s));
@@ -101,6 +102,11 @@ void IRVisitor::visit(const IfThenElse &op) {
 }
 
 void IRVisitor::visit(const Evaluate &op) { visit(op.value); }
+
+void IRVisitor::visit(const WarpRoles &op) {
+    visit(op.producer);
+    visit(op.consumer);
+}
 
 void IRVisitor::visit(const Copy &op) {
     visitRegion(op.src);

@@ -235,7 +235,11 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
         auto reader = operandOf.find(cg);
         const GemmUse *needRows = g.aFrag ? &g : reader != operandOf.end() ? reader->second : nullptr;
         std::pair<int, int> split;
-        switch (g.op->policy) {
+        const bool wgmma = g.op->instr == GemmInstr::Wgmma;
+        if (wgmma) { // specializeWarps checked that the warpgroups split it
+            auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1);
+            split = {4 * wg.first, wg.second};
+        } else switch (g.op->policy) {
         case GemmPolicy::FullRow: split = {warps, 1}; break;
         case GemmPolicy::FullCol: split = {1, warps}; break;
         case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
@@ -256,7 +260,7 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
                                       " warps");
             continue;
         }
-        assign(cg, Layout::mma({g.m, g.n}, k.threads, split.first, split.second), g, "the accumulator " + cName);
+        assign(cg, Layout::mma({g.m, g.n}, k.threads, split.first, split.second, wgmma), g, "the accumulator " + cName);
         if (g.aFrag) {
             if (g.aFrag->shape.size() != 2 || g.op->transA || g.m % (16 * split.first) || g.k % 16) {
                 diag.error(g.op->a.loc.valid() ? g.op->a.loc : g.op->loc,
@@ -287,11 +291,11 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
         if (u.rowOfNest) {
             auto &ng = group(nestGroup(u.nest));
             if (ng.mma && ng.mma->kind == Layout::Mma)
-                cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN);
+                cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN, ng.mma->wgmma);
         } else if (u.reduceDst && u.reduceSrc) {
             auto &sg = group(groupOf(u.reduceSrc));
             if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
-                cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN);
+                cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
             else if (sg.mma) {
                 diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
                                       std::to_string(u.reduceDim) + " is not supported; only per-row reductions (dim=1) "

@@ -38,7 +38,7 @@ bool intersects(const BufferSet &a, const BufferSet &b) {
 bool isSync(const Stmt &s) {
     auto e = as<Evaluate>(s);
     auto c = e ? as<Call>(e->value) : nullptr;
-    return c && c->name == "tilec.sync";
+    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
 }
 
 /// The shared buffers a statement reads and writes.
@@ -68,10 +68,11 @@ struct Accesses : IRVisitor {
     // An address handed to the device library is not an access by itself; a tile transfer that waits for
     // itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
     void visit(const Call &op) override {
-        if (op.name == "tilec.address_of" || op.name == "tilec.copy_g2s") return;
-        if (op.name == "tilec.copy_g2s_wait") {
-            if (auto l = op.args.size() > libcall::kTransferDst ? addressedLoad(op.args[libcall::kTransferDst]) : nullptr)
-                p.writes.insert(l->buffer.get());
+        const lib::Info *f = lib::find(op.name);
+        if (f && (f->effects & lib::kAsync)) return;
+        if (f && f->fn == lib::Fn::AddressOf) return;
+        if (f && f->fn == lib::Fn::CopyG2SWait) {
+            if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
             return;
         }
         IRVisitor::visit(op);
@@ -151,7 +152,7 @@ class Syncer {
 
 } // namespace
 
-Stmt syncThreads(SourceRange loc) { return Evaluate::make(Call::make(DType::Void, "tilec.sync", {}, loc), loc); }
+Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
 
 Program insertSyncs(const Program &p) {
     Program out;

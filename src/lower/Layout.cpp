@@ -25,9 +25,9 @@ Layout Layout::replicated(std::vector<int64_t> shape) {
     return l;
 }
 
-Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN) {
+Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma) {
     TILEC_ASSERT(shape.size() == 2 && shape[0] % (16 * warpsM) == 0 && shape[1] % (8 * warpsN) == 0 &&
-                     warpsM * warpsN * 32 == threads,
+                     warpsM * warpsN * 32 == threads && (!wgmma || (warpsM % 4 == 0 && shape[0] % (16 * warpsM) == 0)),
                  "mma layout that does not tile its fragment");
     Layout l;
     l.kind = Mma;
@@ -36,15 +36,22 @@ Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warp
     l.vec = 2;
     l.warpsM = warpsM;
     l.warpsN = warpsN;
+    l.wgmma = wgmma;
     return l;
 }
 
-Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN) {
-    Layout l = mma({m, 8 * warpsN}, threads, warpsM, warpsN);
+Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma) {
+    Layout l = mma({m, 8 * warpsN}, threads, warpsM, warpsN, wgmma);
     l.kind = MmaRows;
     l.shape = {m};
     l.vec = 1;
     return l;
+}
+
+int64_t Layout::tileRow(int64_t wm, int64_t mi) const {
+    const int64_t wtm = shape[0] / warpsM;
+    if (!wgmma) return wm * wtm + mi * 16;
+    return (wm / 4) * (wtm * 4) + mi * 64 + (wm % 4) * 16;
 }
 
 int64_t Layout::elements() const {
@@ -76,6 +83,7 @@ int64_t Layout::slotsPerThread() const {
 std::string Layout::describe() const {
     std::string s;
     std::string warps = std::to_string(warpsM) + "x" + std::to_string(warpsN) + " warps";
+    if (wgmma) warps += " (wgmma rows)";
     if (kind == Mma) {
         s = "mma accumulator over " + warps;
     } else if (kind == MmaRows) {
@@ -145,7 +153,10 @@ Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
     const int64_t wtm = l.shape[0] / l.warpsM;
     Expr wm = l.warpsM == 1 ? i32(0) : mod(div(tid, 32), l.warpsM);
     Expr lane = mod(tid, 32);
-    return simplify(add(add(mul(wm, wtm), add(mul(mi, 16), mul(h, 8))), div(lane, 4)));
+    Expr base = add(mul(wm, wtm), mul(mi, 16));
+    if (l.wgmma) // see Layout::tileRow
+        base = add(add(mul(div(wm, 4), wtm * 4), mul(mi, 64)), mul(mod(wm, 4), 16));
+    return simplify(add(add(base, mul(h, 8)), div(lane, 4)));
 }
 
 Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
@@ -172,12 +183,22 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     default: break;
     }
     const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM;
-    const int64_t wtm = l.shape[0] / l.warpsM;
-    if (l.kind == Layout::MmaRows) return wm * wtm + (slot / 2) * 16 + (slot % 2) * 8 + lane / 4;
+    if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
     const int64_t nT = l.tilesN(), wtn = l.shape[1] / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
-    int64_t row = wm * wtm + mi * 16 + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;
+    int64_t row = l.tileRow(wm, mi) + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;
     return row * l.shape[1] + col;
+}
+
+std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep) {
+    if (warpgroups < 1) return {0, 0};
+    int wgM = 0;
+    for (int d = warpgroups; d >= 1 && !wgM; --d)
+        if (warpgroups % d == 0 && m % (64 * d) == 0) wgM = d;
+    if (!wgM) return {0, 0};
+    int wgN = warpgroups / wgM;
+    if (n % wgN || (n / wgN) % nStep || n / wgN > 256) return {0, 0};
+    return {wgM, wgN};
 }
 
 Expr flattenCoords(const std::vector<Expr> &coords, const std::vector<int64_t> &shape) {

@@ -1,30 +1,125 @@
 /// \file
-/// Argument positions of the device library's calls (include/tilec/passes/LibraryCalls.h).
+/// The registry of device-library calls (include/tilec/passes/LibraryCalls.h).
 #include "tilec/passes/LibraryCalls.h"
+
+#include <cstring>
 
 namespace tilec::passes {
 
 using namespace ir;
 
-Expr addressOf(const Buffer &b, std::vector<Expr> idx) {
-    return Call::make(DType::UInt64, "tilec.address_of", {Load::make(b, std::move(idx))});
+namespace lib {
+
+namespace {
+
+const std::vector<Info> &table() {
+    using I = Issuers;
+    static const std::vector<Info> t = {
+        {Fn::AddressOf, "tilec.address_of", "", 0, {}, {"load"}, kPure, I::All, "sm_80"},
+        {Fn::Sync, "tilec.sync", "__syncthreads", 0, {}, {}, kBarrier, I::All, "sm_80"},
+        {Fn::NamedSync, "tilec.named_sync", "tilec::named_barrier_sync", 0, {}, {"id", "threads"}, kBarrier, I::All, "sm_80"},
+        {Fn::ShflXor, "tilec.shfl_xor", "__shfl_xor_sync", 0, {}, {"value", "mask"}, kPure, I::All, "sm_80"},
+        {Fn::Swz, "tilec.swz", "tilec::swz", 2, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure, I::All, "sm_80"},
+        {Fn::CopyG2S, "tilec.copy_g2s", "tilec::copy_g2s", 5, {4},
+         {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"},
+         kWritesShared | kAsync, I::All, "sm_80"},
+        {Fn::CopyG2SWait, "tilec.copy_g2s_wait", "tilec::copy_g2s", 5, {4},
+         {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"}, kWritesShared,
+         I::All, "sm_80"},
+        {Fn::CpAsyncCommit, "tilec.cp_async_commit", "tilec::cp_async_commit", 0, {}, {}, kNone, I::All, "sm_80"},
+        {Fn::CpAsyncWait, "tilec.cp_async_wait", "tilec::cp_async_wait", 1, {}, {"pending"}, kNone, I::All, "sm_80"},
+        {Fn::GemmSS, "tilec.gemm_ss", "tilec::gemm_ss", 7, {5, 6},
+         {"M", "N", "K", "warpsM", "warpsN", "transA", "transB", "a", "b", "c"}, kReadsShared, I::All, "sm_80"},
+        {Fn::GemmRS, "tilec.gemm_rs", "tilec::gemm_rs", 6, {5}, {"M", "N", "K", "warpsM", "warpsN", "transB", "a", "b", "c"},
+         kReadsShared, I::All, "sm_80"},
+        {Fn::MbarrierInit, "tilec.mbarrier_init", "tilec::mbarrier_init", 0, {}, {"bar", "arrivals"}, kNone, I::One, "sm_90"},
+        {Fn::MbarrierInitFence, "tilec.mbarrier_init_fence", "tilec::mbarrier_init_fence", 0, {}, {}, kNone, I::One, "sm_90"},
+        {Fn::MbarrierArrive, "tilec.mbarrier_arrive", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All, "sm_90"},
+        {Fn::MbarrierArriveExpectTx, "tilec.mbarrier_arrive_expect_tx", "tilec::mbarrier_arrive_expect_tx", 0, {},
+         {"bar", "bytes"}, kNone, I::One, "sm_90"},
+        {Fn::MbarrierWait, "tilec.mbarrier_wait", "tilec::mbarrier_wait", 0, {}, {"bar", "parity"}, kBarrier, I::All, "sm_90"},
+        {Fn::TmaLoadTile, "tilec.tma_load_tile", "tilec::tma_load_tile", 6, {},
+         {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "dst", "map", "bar", "c0", "c1", "c2", "c3", "c4"},
+         kWritesShared | kAsync, I::One, "sm_90"},
+        {Fn::WgmmaSS, "tilec.wgmma_ss", "tilec::wgmma_gemm_ss", 9, {5, 6},
+         {"M", "N", "K", "wgM", "wgN", "transA", "transB", "swzA", "swzB", "a", "b", "c"}, kReadsShared | kAsync,
+         I::Warpgroups, "sm_90a"},
+        {Fn::WgmmaWait, "tilec.wgmma_wait", "tilec::wgmma_wait", 1, {}, {"pending"}, kNone, I::Warpgroups, "sm_90a"},
+        {Fn::FenceProxyAsync, "tilec.fence_proxy_async", "tilec::fence_proxy_async_shared", 0, {}, {}, kNone, I::All,
+         "sm_90"},
+    };
+    return t;
 }
+
+} // namespace
+
+const Info &info(Fn f) {
+    const auto &t = table();
+    TILEC_ASSERT((size_t)f < t.size() && t[(size_t)f].fn == f, "the library-call table is out of order");
+    return t[(size_t)f];
+}
+
+const Info *find(const std::string &irName) {
+    if (irName.rfind("tilec.", 0) != 0) return nullptr;
+    for (auto &i : table())
+        if (irName == i.name) return &i;
+    return nullptr;
+}
+
+bool is(const Call &c, Fn f) { return c.name == info(f).name; }
+bool is(const Expr &e, Fn f) {
+    auto c = as<Call>(e);
+    return c && is(*c, f);
+}
+
+size_t argIndex(Fn f, const char *name) {
+    const Info &i = info(f);
+    for (size_t a = 0; a < i.args.size(); ++a)
+        if (std::strcmp(i.args[a], name) == 0) return a;
+    TILEC_ASSERT(false, std::string(i.name) + " has no argument '" + name + "'");
+    return 0;
+}
+
+const Expr &arg(const Call &c, Fn f, const char *name) {
+    size_t a = argIndex(f, name);
+    TILEC_ASSERT(is(c, f) && a < c.args.size(), std::string(info(f).name) + " without its argument '" + name + "'");
+    return c.args[a];
+}
+
+Expr call(Fn f, std::vector<Expr> args, SourceRange loc, DType type) {
+    const Info &i = info(f);
+    TILEC_ASSERT(args.size() == i.args.size(), std::string(i.name) + " takes " + std::to_string(i.args.size()) +
+                                                   " arguments, not " + std::to_string(args.size()));
+    for (int t = 0; t < i.templateArgs; ++t)
+        TILEC_ASSERT(constInt(args[(size_t)t]), std::string(i.name) + "'s template argument '" + i.args[(size_t)t] +
+                                                    "' must be a constant");
+    if (f == Fn::AddressOf) type = DType::UInt64;
+    return Call::make(type, i.name, std::move(args), loc);
+}
+
+Stmt stmt(Fn f, std::vector<Expr> args, SourceRange loc) { return Evaluate::make(call(f, std::move(args), loc), loc); }
+
+} // namespace lib
+
+Expr addressOf(const Buffer &b, std::vector<Expr> idx) { return lib::call(lib::Fn::AddressOf, {Load::make(b, std::move(idx))}); }
 
 const Load *addressedLoad(const Expr &e) {
     auto c = as<Call>(e);
-    if (!c || c->name != "tilec.address_of" || c->args.size() != 1) return nullptr;
+    if (!c || !lib::is(*c, lib::Fn::AddressOf) || c->args.size() != 1) return nullptr;
     return as<Load>(c->args[0]);
 }
 
-bool isTileTransfer(const Call &c) { return c.name == "tilec.copy_g2s" || c.name == "tilec.copy_g2s_wait"; }
+bool isTileTransfer(const Call &c) { return lib::is(c, lib::Fn::CopyG2S) || lib::is(c, lib::Fn::CopyG2SWait); }
 
 std::vector<const Load *> swizzledOperands(const Call &c) {
-    std::vector<size_t> at;
-    if (c.name == "tilec.gemm_ss") at = {libcall::kGemmSsA, libcall::kGemmSsB};
-    else if (c.name == "tilec.gemm_rs") at = {libcall::kGemmRsB};
-    else if (isTileTransfer(c)) at = {libcall::kTransferDst};
+    std::vector<const char *> at;
+    lib::Fn f = lib::Fn::AddressOf;
+    if (lib::is(c, lib::Fn::GemmSS)) at = {"a", "b"}, f = lib::Fn::GemmSS;
+    else if (lib::is(c, lib::Fn::GemmRS)) at = {"b"}, f = lib::Fn::GemmRS;
+    else if (isTileTransfer(c)) at = {"dst"}, f = lib::find(c.name)->fn;
     std::vector<const Load *> out;
-    for (size_t i : at) {
+    for (const char *name : at) {
+        size_t i = lib::argIndex(f, name);
         const Load *l = i < c.args.size() ? addressedLoad(c.args[i]) : nullptr;
         if (l && l->buffer && l->buffer->scope == Scope::Shared) out.push_back(l);
     }

@@ -12,6 +12,9 @@
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/PipelineLoops.h"
+#include "tilec/passes/PlaceWgmmaWaits.h"
+#include "tilec/passes/PlanSharedMemory.h"
+#include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/VectorizeAccesses.h"
@@ -24,9 +27,10 @@ namespace tilec {
 const std::vector<std::string> &passNames() {
     // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
     static const std::vector<std::string> names = {
-        "parse",          "evaluate",        "check",          "lowerTileOps",    "inferLayouts",
-        "pipelineLoops",  "insertSyncs",     "lowerReductions", "lowerGemm",      "lowerParallel",
-        "predicateBounds", "flattenBuffers", "vectorizeAccesses", "swizzleShared",
+        "parse",           "evaluate",       "check",             "lowerTileOps",  "specializeWarps",
+        "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
+        "placeWgmmaWaits", "lowerParallel",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "swizzleShared",   "planSharedMemory",
     };
     return names;
 }
@@ -39,6 +43,8 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     // Tile statements that are element-wise at heart become T.Parallel nests.
     p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;
+    // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
+    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, t); }, printProgram);
     // Which thread holds which fragment element and runs which iteration.
     std::vector<passes::KernelLayouts> layouts;
     p = ctx.run("inferLayouts", [&] { layouts = passes::inferLayouts(p, diag); return p; },
@@ -52,6 +58,7 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
+    p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
@@ -59,6 +66,14 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("vectorizeAccesses", [&] { return passes::vectorizeAccesses(p); }, printProgram);
     // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
     p = ctx.run("swizzleShared", [&] { return passes::swizzleShared(p); }, printProgram);
+    // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
+    p = ctx.run("planSharedMemory", [&] { return passes::planSharedMemory(p, t, diag); }, printProgram);
+    // Which target this lowering is for (the driver merges identical lowerings of several targets).
+    for (auto &k : p.kernels) {
+        auto nk = std::make_shared<ir::Kernel>(*k);
+        nk->targets = {t.name};
+        k = nk;
+    }
     return p;
 }
 

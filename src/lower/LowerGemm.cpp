@@ -5,6 +5,7 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/Staging.h"
 
 namespace tilec::passes {
 
@@ -75,6 +76,17 @@ class GemmLowerer : public IRMutator {
         }
         Expr b = address(op->b);
         Expr c = addressOf(cr->second, {i32(0)});
+        if (op->instr == GemmInstr::Wgmma) {
+            // Issued asynchronously: placeWgmmaWaits puts the wait before the results are read.
+            auto aTile = tile(op->a, "A");
+            if (!aTile) return nullptr;
+            int swA = panelSwizzleBytes(aTile->second * A->dtype.bytes()), swB = panelSwizzleBytes(bTile->second * B->dtype.bytes());
+            TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm without panel-layout operands");
+            return lib::stmt(lib::Fn::WgmmaSS,
+                             {i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op->transA), i32(op->transB),
+                              i32(swA), i32(swB), address(op->a), b, c},
+                             loc);
+        }
         std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
         if (A->scope == Scope::Fragment) {
             auto ar = layouts_.registers.find(A.get());
@@ -92,7 +104,7 @@ class GemmLowerer : public IRMutator {
             args.push_back(addressOf(ar->second, {i32(0)}));
             args.push_back(b);
             args.push_back(c);
-            return Evaluate::make(Call::make(DType::Void, "tilec.gemm_rs", std::move(args), loc), loc);
+            return lib::stmt(lib::Fn::GemmRS, std::move(args), loc);
         }
         auto aTile = tile(op->a, "A");
         if (!aTile) return nullptr;
@@ -108,7 +120,7 @@ class GemmLowerer : public IRMutator {
         args.push_back(address(op->a));
         args.push_back(b);
         args.push_back(c);
-        return Evaluate::make(Call::make(DType::Void, "tilec.gemm_ss", std::move(args), loc), loc);
+        return lib::stmt(lib::Fn::GemmSS, std::move(args), loc);
     }
 
   private:

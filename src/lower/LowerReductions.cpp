@@ -6,6 +6,7 @@
 #include "tilec/passes/LowerReductions.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
@@ -322,7 +323,7 @@ Stmt LowerReduce::mmaSource(const Reduce &op, const Layout &src, const Combiner 
         }
     for (int b : {1, 2})
         for (int64_t r = 0; r < R; ++r) {
-            Expr other = Call::make(cb.acc, "tilec.shfl_xor", {load(acc, i32(r)), i32(b)});
+            Expr other = lib::call(lib::Fn::ShflXor, {load(acc, i32(r)), i32(b)}, {}, cb.acc);
             out.push_back(store(acc, i32(r), cb.combine(load(acc, i32(r)), other), loc));
         }
     if (src.warpsN > 1) {
@@ -400,7 +401,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     for (int b = 4; b >= 0; --b) {
         if (!(p.laneBits & (int64_t(1) << b))) continue;
         for (int c = 0; c < p.classes; ++c) {
-            Expr other = Call::make(cb.acc, "tilec.shfl_xor", {load(acc, i32(c)), i32(1 << b)});
+            Expr other = lib::call(lib::Fn::ShflXor, {load(acc, i32(c)), i32(1 << b)}, {}, cb.acc);
             out.push_back(store(acc, i32(c), cb.combine(load(acc, i32(c)), other), loc));
         }
     }

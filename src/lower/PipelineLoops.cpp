@@ -8,6 +8,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/Staging.h"
 
 #include <map>
 #include <set>
@@ -20,9 +21,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr i64(int64_t v) { return intImm(v, DType::Int64); }
-Stmt call(const std::string &name, std::vector<Expr> args, const SourceRange &loc) {
-    return Evaluate::make(Call::make(DType::Void, name, std::move(args), loc), loc);
-}
 
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
 Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait) {
@@ -62,68 +60,11 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
     if (stage) dstIdx.push_back(stage);
     dstIdx.push_back(i32(0));
     dstIdx.push_back(i32(0));
-    return call(wait ? "tilec.copy_g2s_wait" : "tilec.copy_g2s",
+    return lib::stmt(wait ? lib::Fn::CopyG2SWait : lib::Fn::CopyG2S,
                 {i32(rows), i32(cols), i32(vec), i32(threads), i32(1), addressOf(dst, dstIdx), addressOf(src, origin),
                  simplify(ldg), simplify(validRows), simplify(validCols)},
                 c.loc);
 }
-
-/// Buffers a statement mentions (accesses and tile-statement regions).
-struct Mentioned : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const BufferNode *> buffers;
-    const Stmt *skip = nullptr;
-    void visit(const Load &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
-    void visit(const Store &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
-    void visit(const Copy &op) override { buffers.insert(op.src.buffer.get()), buffers.insert(op.dst.buffer.get()); }
-    void visit(const Gemm &op) override {
-        for (auto *r : {&op.a, &op.b, &op.c}) buffers.insert(r->buffer.get());
-    }
-    void visit(const Fill &op) override { buffers.insert(op.dst.buffer.get()); }
-    void visit(const For &op) override {
-        if (skip && skip->get() == static_cast<const StmtNode *>(&op)) return;
-        IRVisitor::visit(op);
-    }
-};
-
-/// Replaces buffers by their staged copies, indexed by `stage`.
-class Stage : public IRMutator {
-  public:
-    using IRMutator::visit;
-    Stage(const std::map<const BufferNode *, Buffer> &m, Expr stage) : map_(m), stage_(std::move(stage)) {}
-
-    Expr visit(const std::shared_ptr<const Load> &op) override {
-        auto it = map_.find(op->buffer.get());
-        if (it == map_.end()) return IRMutator::visit(op);
-        return Load::make(it->second, withStage(op->indices), op->loc);
-    }
-    Stmt visit(const std::shared_ptr<const Store> &op) override {
-        auto it = map_.find(op->buffer.get());
-        if (it == map_.end()) return IRMutator::visit(op);
-        return Store::make(it->second, withStage(op->indices), mutate(op->value), op->loc);
-    }
-    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-        Region a = region(op->a), b = region(op->b);
-        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer) return op;
-        return Gemm::make(a, b, op->c, op->transA, op->transB, op->clearAccum, op->policy, op->loc);
-    }
-
-  private:
-    const std::map<const BufferNode *, Buffer> &map_;
-    Expr stage_;
-    std::vector<Expr> withStage(const std::vector<Expr> &idx) {
-        std::vector<Expr> out{stage_};
-        for (auto &i : idx) out.push_back(mutate(i));
-        return out;
-    }
-    Region region(const Region &r) {
-        auto it = map_.find(r.buffer.get());
-        if (it == map_.end()) return r;
-        Region out{it->second, {{stage_, i32(1)}}, r.loc};
-        for (auto &x : r.ranges) out.ranges.push_back(x);
-        return out;
-    }
-};
 
 class Pipeliner : public IRMutator {
   public:
@@ -144,47 +85,20 @@ class Pipeliner : public IRMutator {
         if (S < 2) return serial();
 
         // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
-        std::vector<Stmt> top;
-        if (auto q = as<Seq>(op->body)) top = q->stmts;
-        else top = {op->body};
-        std::set<const VarNode *> boundInside;
-        struct Bound : IRVisitor {
-            using IRVisitor::visit;
-            std::set<const VarNode *> *out;
-            void visit(const For &f) override { out->insert(f.var.get()), IRVisitor::visit(f); }
-        } bound;
-        bound.out = &boundInside;
-        bound.visit(op->body);
-        std::vector<const Copy *> hoisted;
-        std::vector<Stmt> rest;
-        for (auto &s : top) {
-            auto c = as<Copy>(s);
-            if (c && hoistable(*c, boundInside)) hoisted.push_back(c);
-            else rest.push_back(s);
-        }
+        LoopSplit split = splitPipelinedBody(*op);
+        const std::vector<const Copy *> &hoisted = split.hoisted;
+        const std::vector<Stmt> &rest = split.rest;
         if (hoisted.empty()) return serial();
         // The ring replaces its buffer everywhere, so the buffer must not be used outside this loop.
-        Mentioned outside;
-        Stmt self = op;
-        outside.skip = &self;
-        outside.visit(kernel_.body);
+        std::set<const BufferNode *> outside = mentionedBuffers(kernel_.body, op.get());
         std::map<const BufferNode *, Buffer> ring;
         for (auto *c : hoisted) {
             const Buffer &b = c->dst.buffer;
-            if (outside.buffers.count(b.get()) || staged.count(b.get())) return serial();
-            std::vector<Expr> shape{i32(S)};
-            for (auto &e : b->shape) shape.push_back(e);
-            ring[b.get()] = makeBuffer(b->name, Scope::Shared, b->dtype, shape, b->loc);
+            if (outside.count(b.get()) || staged.count(b.get())) return serial();
+            ring[b.get()] = ringOf(b, S);
         }
-
         // A transfer into a ring buffer left in the body (under a condition, say) would need the ring too.
-        struct CopyTargets : IRVisitor {
-            using IRVisitor::visit;
-            std::set<const BufferNode *> dst;
-            void visit(const Copy &c) override { dst.insert(c.dst.buffer.get()); }
-        } left;
-        for (auto &s : rest) left.visit(s);
-        for (auto *b : left.dst)
+        for (auto *b : copyTargets(rest))
             if (ring.count(b)) return serial();
 
         const SourceRange &loc = op->loc;
@@ -201,7 +115,7 @@ class Pipeliner : public IRMutator {
             }
             return Seq::make(std::move(calls), loc);
         };
-        auto commit = [&] { return call("tilec.cp_async_commit", {}, loc); };
+        auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
         std::vector<Stmt> out;
         for (int s = 0; s + 1 < S; ++s) {
             Stmt first = issue(simplify(binary(BinaryOp::Add, min, i32(s))), i32(s));
@@ -212,39 +126,22 @@ class Pipeliner : public IRMutator {
         }
         Expr k0 = simplify(binary(BinaryOp::Sub, ko, min));
         Expr ahead = simplify(binary(BinaryOp::Add, k0, i32(S - 1)));
-        std::vector<Stmt> body{call("tilec.cp_async_wait", {i32(S - 2)}, loc), syncThreads(loc),
+        std::vector<Stmt> body{lib::stmt(lib::Fn::CpAsyncWait, {i32(S - 2)}, loc), syncThreads(loc),
                                IfThenElse::make(binary(BinaryOp::LT, ahead, n),
                                                 issue(simplify(binary(BinaryOp::Add, ko, i32(S - 1))),
                                                       simplify(binary(BinaryOp::FloorMod, ahead, i32(S)))),
                                                 nullptr, loc),
                                commit()};
-        Stage st(ring, simplify(binary(BinaryOp::FloorMod, k0, i32(S))));
-        for (auto &s : rest) body.push_back(mutate(st.mutate(s)));
+        Expr stage = simplify(binary(BinaryOp::FloorMod, k0, i32(S)));
+        for (auto &s : rest) body.push_back(mutate(stageBuffers(s, ring, stage)));
         out.push_back(For::make(ko, min, n, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
-        out.push_back(call("tilec.cp_async_wait", {i32(0)}, loc));
+        out.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(0)}, loc));
         for (auto &[b, r] : ring) staged[b] = r;
         return Seq::make(std::move(out), loc);
     }
 
   private:
     const Kernel &kernel_;
-
-    static bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
-        struct Reads : IRVisitor {
-            using IRVisitor::visit;
-            bool loads = false;
-            void visit(const Load &) override { loads = true; }
-        };
-        for (auto &r : c.src.ranges) {
-            Reads rd;
-            rd.visit(r.min);
-            rd.visit(r.extent);
-            if (rd.loads) return false;
-            for (auto *v : boundInside)
-                if (mentions(r.min, v) || mentions(r.extent, v)) return false;
-        }
-        return true;
-    }
 };
 
 } // namespace

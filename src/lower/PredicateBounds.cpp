@@ -3,6 +3,7 @@
 #include "tilec/passes/PredicateBounds.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/Arith.h"
 
@@ -40,7 +41,7 @@ class Predicate : public IRMutator {
 
     /// An address handed to the device library is not an access: the library checks its own bounds.
     Expr visit(const std::shared_ptr<const Call> &op) override {
-        if (op->name == "tilec.address_of") return op;
+        if (lib::is(*op, lib::Fn::AddressOf)) return op;
         return IRMutator::visit(op);
     }
 

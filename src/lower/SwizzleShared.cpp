@@ -44,7 +44,7 @@ class Apply : public IRMutator {
     explicit Apply(const std::map<const BufferNode *, Swizzle> &s) : swizzled_(s) {}
 
     Expr visit(const std::shared_ptr<const Call> &op) override {
-        if (op->name == "tilec.address_of") return op; // the library swizzles its own accesses
+        if (lib::is(*op, lib::Fn::AddressOf)) return op; // the library swizzles its own accesses
         return IRMutator::visit(op);
     }
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -76,7 +76,7 @@ class Apply : public IRMutator {
     Expr map(const Buffer &b, const Swizzle &sw, const Expr &offset) {
         const int eb = b->dtype.bytes();
         auto swz = [&](Expr off) {
-            return Call::make(DType::Int32, "tilec.swz", {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)});
+            return lib::call(lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)}, {}, DType::Int32);
         };
         if (lanes_) {
             auto width = constValue(lanes_->extent);

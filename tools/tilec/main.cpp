@@ -87,6 +87,10 @@ int main(int argc, char **argv) {
     app.add_option("--MF", o.depfilePath, "the depfile's path");
     app.add_option("--MT", o.depTarget, "the depfile's target");
     app.add_flag("--resource-usage", o.resourceUsage, "print each kernel's resources (to standard error)");
+    app.add_flag("--no-tma", o.noTma,
+                 "No TMA tile loads on any target (TileLang's tl.disable_tma_lower): cp.async pipelines and mma.sync");
+    app.add_flag("--no-warp-specialize", o.noWarpSpecialize,
+                 "No producer/consumer warp specialization (TileLang's tl.disable_warp_specialized)");
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");

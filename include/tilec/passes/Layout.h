@@ -13,6 +13,10 @@
 /// - mma: slot ((mi*nT + ni)*2 + h)*2 + c of lane l holds row wm*WTM + mi*16 + h*8 + l/4, column
 ///   wn*WTN + ni*8 + (l%4)*2 + c: the accumulator order of mma.sync, and, for 16-bit types with warpsN = 1,
 ///   the A-operand order too (stdlib/tilec/mma.cuh relies on it).
+///   With `wgmma` (Hopper's warpgroup accumulators: warpsM a multiple of 4, each warpgroup of 4 warps owning
+///   M/(warpsM/4) rows) the rows of tile mi are g*WGM + mi*64 + (wm%4)*16 + h*8 + l/4 with g = wm/4: a warp's
+///   16-row tiles are 64 rows apart, wgmma's m64 D order (stdlib/tilec/sm90_wgmma.cuh). It is the plain mma
+///   order when every warpgroup owns exactly 64 rows.
 /// - mmaRows: a 1-D fragment of M per-row values of an mma fragment (FlashAttention's row_max): slot mi*2 + h
 ///   holds row wm*WTM + mi*16 + h*8 + l/4 in every thread of that row (4 lanes, warpsN warps hold copies).
 #pragma once
@@ -32,12 +36,15 @@ struct Layout {
     int threads = 1; ///< distributed: T
     int vec = 1;     ///< distributed: V; divides the innermost extent
     int warpsM = 1, warpsN = 1; ///< mma, mmaRows
+    bool wgmma = false;         ///< mma, mmaRows: wgmma's row order (above)
 
     static Layout distributed(std::vector<int64_t> shape, int threads, int vec);
     static Layout replicated(std::vector<int64_t> shape);
     /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
-    static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN);
-    static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN);
+    static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma = false);
+    static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma = false);
+    /// The first row of warp row wm's 16-row tile mi (mma, mmaRows).
+    int64_t tileRow(int64_t wm, int64_t mi) const;
 
     bool isMma() const { return kind == Mma || kind == MmaRows; }
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
@@ -57,7 +64,8 @@ struct Layout {
     /// Same threads for the same elements (mmaRows layouts differing only in how many warp columns hold
     /// copies of the rows place every row alike).
     bool sameRows(const Layout &o) const {
-        return kind == MmaRows && o.kind == MmaRows && shape == o.shape && warpsM == o.warpsM && threads == o.threads;
+        return kind == MmaRows && o.kind == MmaRows && shape == o.shape && warpsM == o.warpsM && threads == o.threads &&
+               wgmma == o.wgmma;
     }
     /// `distributed over 256 threads, 8-wide, 32 slots per thread` / `replicated, 2 slots per thread`.
     std::string describe() const;
@@ -73,6 +81,10 @@ struct KernelLayouts {
     /// Each fragment's per-thread register array (a Local buffer of slotsPerThread() elements).
     std::map<const ir::BufferNode *, ir::Buffer> registers;
 };
+
+/// How `warpgroups` warpgroups split an (M, N) wgmma accumulator: (wgM, wgN), rows in 64-row slices first,
+/// or {0, 0} when M and N do not divide (N/wgN must also be a multiple of `nStep`, at most 256).
+std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep = 8);
 
 /// The coordinates (one int32 expression per dimension) of the element a thread meets in round `round`
 /// at vector lane `lane` of a distributed layout: element `round*T*V + tid*V + lane`. Each coordinate is

@@ -1,15 +1,11 @@
 /// \file
-/// The calls of the device library (stdlib/tilec) that lowering emits as `Call` nodes, and where their
-/// arguments are: one place for the passes that make them (pipelineLoops, lowerGemm), the passes and code
-/// generation that read them (insertSyncs, swizzleShared, codegen), and the CPU simulator.
+/// The registry of the device library (stdlib/tilec) calls that lowering emits as `Call` nodes: for each, its
+/// IR name, the C++ function codegen prints, how many leading arguments are template arguments (and which of
+/// those are booleans), every argument's name, its memory effects and which threads issue it. The passes that
+/// make calls (pipelineLoops, specializeWarps, lowerGemm, ...), the passes and code generation that read them
+/// (insertSyncs, swizzleShared, codegen) and the CPU simulator all consult this one table: an argument is
+/// found by its name, never by a position written down elsewhere.
 ///
-/// Leading integer arguments are template arguments of the C++ function (codegen prints them as such).
-/// - `tilec.copy_g2s(Rows, Cols, Vec, Threads, Swizzle, dst, src, ldg, validRows, validCols)`: a tile transfer
-///   issued (pipelined; ordered by pipelineLoops' own waits and barriers); `tilec.copy_g2s_wait(...)`, same
-///   arguments: issued, committed and waited for (an ordinary shared-memory write for insertSyncs).
-/// - `tilec.gemm_ss(M, N, K, WarpsM, WarpsN, TransA, TransB, a, b, c)` and
-///   `tilec.gemm_rs(M, N, K, WarpsM, WarpsN, TransB, a, b, c)`.
-/// - `tilec.cp_async_commit()`, `tilec.cp_async_wait(N)`, `tilec.swz(Cols, ElemBytes, TileElems, offset)`.
 /// Buffer arguments are `tilec.address_of(Load(buffer, index))`.
 #pragma once
 
@@ -20,10 +16,69 @@
 
 namespace tilec::passes {
 
-namespace libcall {
-constexpr size_t kTransferVec = 2, kTransferDst = 5, kTransferSrc = 6;
-constexpr size_t kGemmSsA = 7, kGemmSsB = 8, kGemmRsB = 7;
-} // namespace libcall
+namespace lib {
+
+enum class Fn {
+    AddressOf,     ///< &buffer[index]: the one expression form of a buffer argument
+    Sync,          ///< __syncthreads(): every thread of the block (of the role, inside WarpRoles)
+    NamedSync,     ///< bar.sync id, threads: a barrier of some threads (a role's)
+    ShflXor,       ///< __shfl_xor_sync over the warp
+    Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
+    CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
+    CopyG2SWait,   ///< the same, committed and waited for
+    CpAsyncCommit, CpAsyncWait,
+    GemmSS, GemmRS, ///< mma.sync warp-tile GEMMs (mma.cuh)
+    // Hopper (sm90_*.cuh)
+    MbarrierInit, MbarrierInitFence, MbarrierArrive, MbarrierArriveExpectTx, MbarrierWait,
+    TmaLoadTile,   ///< cp.async.bulk.tensor boxes of one tile, completing on an mbarrier
+    WgmmaSS,       ///< a warpgroup GEMM over shared tiles: fence, wgmma.mma_async..., commit
+    WgmmaWait,     ///< wgmma.wait_group
+    FenceProxyAsync,
+};
+
+/// What a call does to memory, for barrier placement and the simulator.
+enum Effect : unsigned {
+    kNone = 0,
+    kReadsShared = 1u << 0,
+    kWritesShared = 1u << 1,
+    kAsync = 1u << 2,   ///< completes later (ordered by its own waits, not by program order)
+    kBarrier = 1u << 3, ///< orders the issuing threads' accesses
+    kPure = 1u << 4,    ///< an expression: no effect at all
+};
+
+/// Which threads execute a call: every thread of the role that reaches it, one elected thread, or the
+/// consumer warpgroups together (wgmma).
+enum class Issuers { All, One, Warpgroups };
+
+struct Info {
+    Fn fn;
+    const char *name;           ///< IR name, "tilec.copy_g2s"
+    const char *cxx;            ///< the device function, "tilec::copy_g2s"
+    int templateArgs;           ///< leading arguments printed as template arguments
+    std::vector<int> boolArgs;  ///< template arguments printed as true / false
+    std::vector<const char *> args; ///< every argument's name, template ones first
+    unsigned effects;
+    Issuers issuers;
+    const char *minTarget;      ///< the oldest target whose library has it ("sm_80", "sm_90", "sm_90a")
+};
+
+const Info &info(Fn f);
+/// The entry of an IR name, or null when the call is not a library call (math intrinsics).
+const Info *find(const std::string &irName);
+/// Whether `c` is a call of f.
+bool is(const ir::Call &c, Fn f);
+bool is(const ir::Expr &e, Fn f);
+/// The position of f's argument `name` (an internal error when f has none of that name).
+size_t argIndex(Fn f, const char *name);
+/// c's argument `name`.
+const ir::Expr &arg(const ir::Call &c, Fn f, const char *name);
+/// A call of f with exactly its arguments (checked against the registry); `type` for the calls that are values
+/// (ShflXor, Swz).
+ir::Expr call(Fn f, std::vector<ir::Expr> args, SourceRange loc = {}, DType type = DType::Void);
+/// The same as a statement.
+ir::Stmt stmt(Fn f, std::vector<ir::Expr> args, SourceRange loc = {});
+
+} // namespace lib
 
 /// `tilec.address_of(Load(b, idx))`.
 ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
@@ -31,11 +86,12 @@ ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
 /// The load an address argument names, or null when `e` is not `tilec.address_of(Load(...))`.
 const ir::Load *addressedLoad(const ir::Expr &e);
 
-/// Whether a call is a tile transfer (either form).
+/// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);
 
-/// The shared buffers a library call hands over as swizzled tiles: a transfer's destination, a GEMM's
-/// shared operands (with the Load of each, for its index).
+/// The shared buffers a library call hands over as swizzled tiles in the mma.sync path's row swizzle
+/// (swizzle.cuh): a transfer's destination, an mma.sync GEMM's shared operands (with the Load of each, for its
+/// index). TMA tiles and wgmma operands are in the panel layout their instructions define, not these.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
 
 } // namespace tilec::passes

@@ -1,0 +1,19 @@
+/// \file
+/// Waits for the asynchronous warpgroup GEMMs (wgmma) that lowerGemm issues.
+#pragma once
+
+#include "tilec/IR.h"
+
+namespace tilec::passes {
+
+/// A `tilec.wgmma_ss` only issues its instructions; its accumulators and shared operands stay in use until a
+/// `tilec.wgmma_wait`. This pass places the waits:
+///
+/// - a warp-specialized consumer loop whose body is exactly "wait for stage s; wgmma...; release stage s"
+///   keeps one k-block in flight: each iteration issues its wgmmas, waits until only those are pending
+///   (`wgmma_wait<1>`: the previous iteration's are done) and then releases the previous iteration's stage;
+///   `wgmma_wait<0>` follows the loop;
+/// - anywhere else, `wgmma_wait<0>` right after each run of consecutive wgmma calls.
+ir::Program placeWgmmaWaits(const ir::Program &p);
+
+} // namespace tilec::passes

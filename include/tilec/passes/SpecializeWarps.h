@@ -1,0 +1,30 @@
+/// \file
+/// Hopper's producer/consumer pipeline for T.Pipelined loops (TMA rings guarded by mbarriers, wgmma).
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/Target.h"
+
+namespace tilec::passes {
+
+/// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
+/// tile loads feeding T.gemm into warp-specialized code:
+///
+/// - the loop's hoistable global-to-shared copies (see Staging.h) that TMA can move (a 2-D box of the source
+///   tensor: rows along one dimension, whole rows of at most 256 elements per box, the row a multiple of
+///   32 bytes) become `tilec.tma_load_tile` calls into a ring of `num_stages` copies of their buffers, stored
+///   in the panel layout of the TMA swizzle (128, 64 or 32 bytes: the widest dividing the row), each source
+///   described by a tensor map (Kernel::tensorMaps) the launcher encodes;
+/// - every T.gemm of the loop whose shared operands are both such tiles is marked wgmma (its accumulator
+///   then takes wgmma's layout, inferLayouts); when a loop has a tile TMA cannot move, a ring buffer used by
+///   anything other than such a T.gemm, or a T.gemm that wgmma cannot take, nothing changes and the loop
+///   keeps the cp.async pipeline of pipelineLoops;
+/// - a producer warpgroup (128 threads) is added after the kernel's own threads (Kernel::producerThreads);
+///   in WarpRoles, its first thread walks the loop issuing each stage's loads after waiting for the stage's
+///   `empty` mbarrier and announcing the bytes on its `full` mbarrier (expect_tx covers every tile of the
+///   stage); the consumers run the rest of the kernel, each iteration waiting on `full[stage]` and arriving
+///   on `empty[stage]` at its end (phase parity = pass over the ring & 1); setmaxnreg moves registers from
+///   the producer to the consumers; thread 0 initializes the 2 * num_stages mbarriers before a block barrier.
+ir::Program specializeWarps(const ir::Program &p, const Target &t);
+
+} // namespace tilec::passes

@@ -1,0 +1,41 @@
+/// \file
+/// What the two ways of pipelining a T.Pipelined loop share (pipelineLoops' cp.async software pipeline and
+/// specializeWarps' TMA ring): which transfers of a loop body can be issued ahead, and the ring of copies of
+/// their destination buffers that iteration `ko` reads as copy `stage`.
+#pragma once
+
+#include "tilec/IR.h"
+
+#include <map>
+#include <set>
+#include <vector>
+
+namespace tilec::passes {
+
+/// A T.Pipelined loop's body split into the transfers that can be issued ahead (top-level Copies whose
+/// regions read no buffer and depend on no variable bound inside the body) and the rest, in order.
+struct LoopSplit {
+    std::vector<const ir::Copy *> hoisted;
+    std::vector<ir::Stmt> rest;
+    std::vector<ir::Stmt> top; ///< keeps the hoisted statements alive
+};
+LoopSplit splitPipelinedBody(const ir::For &loop);
+
+/// Buffers `s` mentions (accesses and tile-statement regions), not counting the loop `skip` (may be null).
+std::set<const ir::BufferNode *> mentionedBuffers(const ir::Stmt &s, const ir::StmtNode *skip);
+
+/// Destinations of the Copies in `stmts`.
+std::set<const ir::BufferNode *> copyTargets(const std::vector<ir::Stmt> &stmts);
+
+/// The TMA swizzle span (bytes) of a shared tile whose rows are `rowBytes` long: the widest of 128, 64 and 32
+/// that divides the row, 0 when none does. TMA stores the tile in that swizzle's panel layout and wgmma
+/// reads it with the same mode (stdlib/tilec/sm90_tma.cuh).
+int panelSwizzleBytes(int64_t rowBytes);
+
+/// A ring of `stages` copies of `b` (shape (stages, ...b's shape)).
+ir::Buffer ringOf(const ir::Buffer &b, int stages);
+
+/// Replaces each buffer of `ring` by its ring, indexed by `stage` (loads, stores, T.gemm operand regions).
+ir::Stmt stageBuffers(const ir::Stmt &s, const std::map<const ir::BufferNode *, ir::Buffer> &ring, const ir::Expr &stage);
+
+} // namespace tilec::passes

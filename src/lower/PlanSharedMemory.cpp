@@ -1,0 +1,114 @@
+/// \file
+/// Shared-memory planning (include/tilec/passes/PlanSharedMemory.h).
+#include "tilec/passes/PlanSharedMemory.h"
+
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/LibraryCalls.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// Buffers each statement mentions, and the destinations of TMA loads anywhere.
+struct Mentions : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> found;
+    std::set<const BufferNode *> *tmaTiles = nullptr;
+    void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Call &op) override {
+        if (lib::is(op, lib::Fn::TmaLoadTile))
+            if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaLoadTile, "dst"))) tmaTiles->insert(l->buffer.get());
+        IRVisitor::visit(op);
+    }
+};
+
+SharedPlan plan(const Kernel &k) {
+    std::vector<Stmt> top;
+    if (auto q = as<Seq>(k.body)) top = q->stmts;
+    else top = {k.body};
+    std::map<const BufferNode *, std::pair<int, int>> live;
+    std::set<const BufferNode *> tmaTiles;
+    std::vector<int> syncsBefore(top.size() + 1, 0); // top-level barriers among statements [0, i)
+    for (size_t i = 0; i < top.size(); ++i) {
+        auto e = as<Evaluate>(top[i]);
+        auto c = e ? as<Call>(e->value) : nullptr;
+        syncsBefore[i + 1] = syncsBefore[i] + (c && lib::is(*c, lib::Fn::Sync));
+        Mentions m;
+        m.tmaTiles = &tmaTiles;
+        m.visit(top[i]);
+        for (auto *b : m.found) {
+            auto it = live.find(b);
+            if (it == live.end()) live[b] = {(int)i, (int)i};
+            else it->second.second = (int)i;
+        }
+    }
+    auto separated = [&](const BufferNode *a, const BufferNode *b) {
+        auto x = live.find(a), y = live.find(b);
+        if (x == live.end() || y == live.end()) return false;
+        auto [a0, a1] = x->second;
+        auto [b0, b1] = y->second;
+        if (a1 < b0) return syncsBefore[b0] - syncsBefore[a1 + 1] > 0;
+        if (b1 < a0) return syncsBefore[a0] - syncsBefore[b1 + 1] > 0;
+        return false;
+    };
+    SharedPlan out;
+    int64_t end = 0;
+    std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
+    for (auto &b : k.allocs) {
+        if (!b || b->scope != Scope::Shared) continue;
+        const int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+        const int64_t align = tmaTiles.count(b.get()) ? 1024 : b->dtype.bytes() == 8 && b->dtype.isInt() ? 8 : 128;
+        out.alignment = std::max<int>(out.alignment, (int)align);
+        int64_t at = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (auto &[other, range] : placed) {
+                if (at < range.second && range.first < at + bytes && !separated(b.get(), other)) {
+                    at = (range.second + align - 1) / align * align;
+                    moved = true;
+                }
+            }
+        }
+        placed.push_back({b.get(), {at, at + bytes}});
+        out.offsets.push_back({b.get(), at});
+        end = std::max(end, at + bytes);
+    }
+    out.bytes = (end + 15) / 16 * 16;
+    // The kernel declares its dynamic shared memory 128-byte aligned; a stricter plan rounds the base up at
+    // run time, so it asks for the difference too.
+    if (out.bytes > 0 && out.alignment > 128) out.bytes += out.alignment - 128;
+    return out;
+}
+
+} // namespace
+
+Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &diag) {
+    Program out;
+    for (auto &k : p.kernels) {
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->shared = plan(*k);
+        out.kernels.push_back(nk);
+        if (nk->shared.bytes <= t.maxSharedPerBlock) continue;
+        const BufferNode *largest = nullptr;
+        int64_t largestBytes = 0;
+        for (auto &b : k->allocs) {
+            if (!b || b->scope != Scope::Shared) continue;
+            int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+            if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
+        }
+        diag.error(k->loc, "kernel '" + k->name + "' needs " + std::to_string(nk->shared.bytes) +
+                               " bytes of shared memory (including the compiler's reduction scratch), more than the " +
+                               std::to_string(t.maxSharedPerBlock) + " bytes a block can have on " + t.name);
+        if (largest) diag.note(largest->loc, "the largest buffer, '" + largest->name + "', takes " + std::to_string(largestBytes) + " bytes");
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,312 @@
+/// \file
+/// Warp specialization with TMA rings and mbarriers (include/tilec/passes/SpecializeWarps.h).
+#include "tilec/passes/SpecializeWarps.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/Layout.h"
+#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/Staging.h"
+
+#include <algorithm>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// One tile load TMA can do: a box of the source tensor whose innermost dimension is the tile's columns and
+/// one other dimension its rows.
+struct TmaTile {
+    const Copy *copy = nullptr;
+    int rank = 0;
+    int rowDim = 0;             ///< the rows' dimension in the map's order (innermost first)
+    int64_t rows = 0, cols = 0;
+    int elemBytes = 0, swizzle = 0;
+    TensorMap map;
+    std::vector<Expr> coords;   ///< the tile's origin, innermost first
+    int64_t bytes() const { return rows * cols * elemBytes; }
+};
+
+bool readsBuffers(const Expr &e) {
+    struct Reads : IRVisitor {
+        using IRVisitor::visit;
+        bool any = false;
+        void visit(const Load &) override { any = true; }
+    } r;
+    r.visit(e);
+    return r.any;
+}
+
+std::optional<TmaTile> planTile(const Copy &c) {
+    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+    if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
+    const int eb = src->dtype.bytes();
+    if (eb != 1 && eb != 2 && eb != 4) return {};
+    if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return {};
+    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
+    if (!R || !C) return {};
+    for (size_t d = 0; d < 2; ++d)
+        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
+            return {};
+    const size_t nd = c.src.ranges.size();
+    if (nd < 2 || nd > 5 || src->shape.size() != nd) return {};
+    // Columns: the innermost dimension; rows: exactly one other dimension; every other extent 1.
+    if (constInt(c.src.ranges[nd - 1].extent) != C) return {};
+    int rowDim = -1;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+        auto e = constInt(c.src.ranges[d].extent);
+        if (!e) return {};
+        if (*e == 1 && !(*R == 1 && d + 2 == nd)) continue;
+        if (*e != *R || rowDim >= 0) return {};
+        rowDim = (int)d;
+    }
+    if (rowDim < 0) return {};
+    const int64_t rowBytes = *C * eb;
+    int sw = panelSwizzleBytes(rowBytes);
+    if (!sw) return {};
+    TmaTile t;
+    t.copy = &c;
+    t.rank = (int)nd;
+    t.rowDim = (int)(nd - 1) - rowDim;
+    t.rows = *R;
+    t.cols = *C;
+    t.elemBytes = eb;
+    t.swizzle = sw;
+    t.map.tensor = src;
+    t.map.swizzleBytes = sw;
+    t.map.box.assign(nd, 1);
+    t.map.box[0] = sw / eb;
+    t.map.box[(size_t)t.rowDim] = std::min<int64_t>(*R, 256);
+    for (size_t j = 0; j < nd; ++j) t.coords.push_back(simplify(cast(DType::Int32, c.src.ranges[nd - 1 - j].min)));
+    return t;
+}
+
+/// The K of one wgmma for the operand types, 0 when wgmma does not take them; `kMajorOnly` when the shared
+/// operands must be K-major (every type but the 16-bit ones).
+int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
+    kMajorOnly = true;
+    if (a.isFloat8() && b.isFloat8()) return c.kind == DType::Float32 ? 32 : 0;
+    if (a.kind != b.kind) return 0;
+    switch (a.kind) {
+    case DType::Float16: kMajorOnly = false; return c.kind == DType::Float32 || c.kind == DType::Float16 ? 16 : 0;
+    case DType::BFloat16: kMajorOnly = false; return c.kind == DType::Float32 ? 16 : 0;
+    case DType::Float32: return c.kind == DType::Float32 ? 8 : 0;
+    case DType::Int8:
+    case DType::UInt8: return c.kind == DType::Int32 ? 32 : 0;
+    default: return 0;
+    }
+}
+
+/// Whether wgmma can compute `g` with both shared operands among `tiles` and `warpgroups` consumer
+/// warpgroups splitting the accumulator.
+bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups) {
+    auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
+    if (ta == tiles.end() || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    if (g.c.buffer->shape.size() != 2) return false;
+    auto M = constInt(g.c.buffer->shape[0]), N = constInt(g.c.buffer->shape[1]);
+    if (!M || !N) return false;
+    const TmaTile &A = *ta->second, &B = *tb->second;
+    int64_t aM = g.transA ? A.cols : A.rows, K = g.transA ? A.rows : A.cols;
+    int64_t bK = g.transB ? B.cols : B.rows, bN = g.transB ? B.rows : B.cols;
+    if (aM != *M || bN != *N || bK != K) return false;
+    bool kMajorOnly = false;
+    int kInst = wgmmaK(g.a.buffer->dtype, g.b.buffer->dtype, g.c.buffer->dtype, kMajorOnly);
+    if (!kInst || K % kInst || (kMajorOnly && (g.transA || !g.transB))) return false;
+    int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
+    auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step);
+    return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
+                   (g.policy == GemmPolicy::FullRow && wgN == 1));
+}
+
+/// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm.
+struct OtherUses : IRVisitor {
+    using IRVisitor::visit;
+    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+    int warpgroups = 1;
+    bool found = false;
+    void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
+    void visit(const Load &op) override { use(op.buffer), IRVisitor::visit(op); }
+    void visit(const Store &op) override { use(op.buffer), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { use(op.src.buffer), use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Fill &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { use(op.src), use(op.dst); }
+    void visit(const AtomicAdd &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Gemm &op) override {
+        use(op.c.buffer);
+        if (!wgmmaCan(op, *tiles, warpgroups)) use(op.a.buffer), use(op.b.buffer);
+    }
+};
+
+/// Marks the T.gemms of the loop body that run on wgmma.
+struct MarkWgmma : IRMutator {
+    using IRMutator::visit;
+    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+    int warpgroups = 1;
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        return wgmmaCan(*op, *tiles, warpgroups) ? op->withInstr(GemmInstr::Wgmma) : Stmt(op);
+    }
+};
+
+/// Registers per thread for each role after setmaxnreg: the producer gives up all but a few, the consumers
+/// take what the block's allocation at entry (the launch bound's share of the register file) leaves.
+std::pair<int, int> roleRegisters(int consumers, int producers, const Target &t) {
+    auto down8 = [](int64_t r) { return (int)(r / 8 * 8); };
+    int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / (consumers + producers)));
+    int producer = consumers >= 384 ? 24 : 40;
+    int consumer = down8(std::min<int64_t>(240, ((int64_t)entry * (consumers + producers) - (int64_t)producer * producers) / consumers));
+    return {producer, consumer};
+}
+
+class Specializer {
+  public:
+    Specializer(const Kernel &k, const Target &t) : k_(k), t_(t) {}
+
+    /// The rewritten kernel, or null when nothing applies.
+    std::shared_ptr<Kernel> run() {
+        if (k_.threads % 128 || !k_.threadIdx) return nullptr;
+        std::vector<Stmt> top;
+        if (auto q = as<Seq>(k_.body)) top = q->stmts;
+        else top = {k_.body};
+        for (size_t i = 0; i < top.size(); ++i) {
+            auto f = as<For>(top[i]);
+            if (!f || f->forKind != ForKind::Pipelined || f->numStages < 1) continue;
+            if (auto k = specialize(top, i)) return k;
+        }
+        return nullptr;
+    }
+
+  private:
+    const Kernel &k_;
+    const Target &t_;
+
+    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
+        const For &loop = *as<For>(top[at]);
+        const int S = loop.numStages, C = k_.threads, P = 128;
+        if (readsBuffers(loop.min) || readsBuffers(loop.extent)) return nullptr;
+        LoopSplit split = splitPipelinedBody(loop);
+        if (split.hoisted.empty()) return nullptr;
+        std::vector<TmaTile> tiles;
+        for (auto *c : split.hoisted) {
+            auto t = planTile(*c);
+            if (!t) return nullptr;
+            for (auto &e : t->coords)
+                if (readsBuffers(e)) return nullptr;
+            tiles.push_back(*t);
+        }
+        std::map<const BufferNode *, const TmaTile *> byBuffer;
+        for (auto &t : tiles) {
+            if (byBuffer.count(t.copy->dst.buffer.get())) return nullptr; // two loads into one buffer
+            byBuffer[t.copy->dst.buffer.get()] = &t;
+        }
+        // The ring buffers live only in this loop, only as wgmma operands, and every tile feeds one.
+        std::set<const BufferNode *> outside = mentionedBuffers(k_.body, top[at].get());
+        for (auto &[b, t] : byBuffer)
+            if (outside.count(b)) return nullptr;
+        for (auto *b : copyTargets(split.rest))
+            if (byBuffer.count(b)) return nullptr;
+        OtherUses other;
+        other.tiles = &byBuffer;
+        other.warpgroups = C / 128;
+        for (auto &s : split.rest) other.visit(s);
+        if (other.found) return nullptr;
+        MarkWgmma mark;
+        mark.tiles = &byBuffer;
+        mark.warpgroups = C / 128;
+        std::vector<Stmt> rest;
+        bool anyWgmma = false;
+        for (auto &s : split.rest) {
+            rest.push_back(mark.mutate(s));
+            anyWgmma |= rest.back() != s;
+        }
+        if (!anyWgmma) return nullptr;
+
+        auto nk = std::make_shared<Kernel>(k_);
+        const SourceRange &loc = loop.loc;
+        // Tensor maps, one per distinct (tensor, box, swizzle).
+        std::vector<int> mapOf;
+        for (auto &t : tiles) {
+            auto it = std::find(nk->tensorMaps.begin(), nk->tensorMaps.end(), t.map);
+            if (it == nk->tensorMaps.end()) it = nk->tensorMaps.insert(nk->tensorMaps.end(), t.map);
+            mapOf.push_back((int)(it - nk->tensorMaps.begin()));
+        }
+        // Rings and barriers: full[s] at s, empty[s] at S + s.
+        std::map<const BufferNode *, Buffer> ring;
+        for (auto &t : tiles) ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, S);
+        Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * S)}, loc);
+        for (auto &b : nk->allocs)
+            if (b && ring.count(b.get())) b = ring[b.get()];
+        nk->allocs.push_back(mbar);
+        auto barrier = [&](const Expr &index) { return addressOf(mbar, {simplify(index)}); };
+
+        Var tx = k_.threadIdx;
+        auto stageOf = [&](const Var &ko) {
+            Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop.min));
+            return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
+                             simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
+        };
+        int64_t bytes = 0;
+        for (auto &t : tiles) bytes += t.bytes();
+
+        // Producer: one thread walks the loop, filling a stage once its consumers have released it.
+        Var pk = makeVar(loop.var->name, loop.var->dtype, loop.var->loc);
+        auto [ps, pphase] = stageOf(pk);
+        std::vector<Stmt> issue{
+            lib::stmt(lib::Fn::MbarrierWait, {barrier(binary(BinaryOp::Add, i32(S), ps)), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc),
+            lib::stmt(lib::Fn::MbarrierArriveExpectTx, {barrier(ps), i32(bytes)}, loc)};
+        VarMap toProducer{{loop.var.get(), pk}};
+        for (size_t i = 0; i < tiles.size(); ++i) {
+            const TmaTile &t = tiles[i];
+            std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle),
+                                   addressOf(ring[t.copy->dst.buffer.get()], {ps, i32(0), i32(0)}), i32(mapOf[i]), barrier(ps)};
+            for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], toProducer)) : i32(0));
+            issue.push_back(lib::stmt(lib::Fn::TmaLoadTile, std::move(args), t.copy->loc));
+        }
+        Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
+        Stmt producer = IfThenElse::make(binary(BinaryOp::EQ, tx, i32(C)), producerLoop, nullptr, loc);
+
+        // Consumers: the kernel's own code, each iteration bracketed by the stage's barriers.
+        auto [cs, cphase] = stageOf(loop.var);
+        std::vector<Stmt> body{lib::stmt(lib::Fn::MbarrierWait, {barrier(cs), cphase}, loc)};
+        for (auto &s : rest) body.push_back(stageBuffers(s, ring, cs));
+        body.push_back(lib::stmt(lib::Fn::MbarrierArrive, {barrier(binary(BinaryOp::Add, i32(S), cs))}, loc));
+        std::vector<Stmt> consumer(top.begin(), top.begin() + (long)at);
+        consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
+
+        std::vector<Stmt> init;
+        for (int s = 0; s < S; ++s) {
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(s)), i32(1)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C)}, loc));
+        }
+        init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
+        auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, t_) : std::pair{0, 0};
+        nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc),
+                              lib::stmt(lib::Fn::Sync, {}, loc),
+                              WarpRoles::make(C, P, pr, cr, producer, Seq::make(std::move(consumer), loc), loc)},
+                             k_.body->loc);
+        nk->producerThreads = P;
+        nk->needsTma = true;
+        return nk;
+    }
+};
+
+} // namespace
+
+Program specializeWarps(const Program &p, const Target &t) {
+    if (!t.hasTma() || !t.hasWgmma() || !t.warpSpecialize) return p;
+    Program out;
+    for (auto &k : p.kernels) {
+        Specializer s(*k, t);
+        auto nk = s.run();
+        out.kernels.push_back(nk ? nk : k);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,147 @@
+/// \file
+/// Pipelining helpers shared by pipelineLoops and specializeWarps (include/tilec/passes/Staging.h).
+#include "tilec/passes/Staging.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// Buffers a statement mentions (accesses and tile-statement regions).
+struct Mentioned : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> buffers;
+    const StmtNode *skip = nullptr;
+    void visit(const Load &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Store &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { buffers.insert(op.src.buffer.get()), buffers.insert(op.dst.buffer.get()); }
+    void visit(const Gemm &op) override {
+        for (auto *r : {&op.a, &op.b, &op.c}) buffers.insert(r->buffer.get());
+    }
+    void visit(const Fill &op) override { buffers.insert(op.dst.buffer.get()); }
+    void visit(const For &op) override {
+        if (skip == static_cast<const StmtNode *>(&op)) return;
+        IRVisitor::visit(op);
+    }
+};
+
+/// Replaces buffers by their staged copies, indexed by `stage`.
+class Stage : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Stage(const std::map<const BufferNode *, Buffer> &m, Expr stage) : map_(m), stage_(std::move(stage)) {}
+
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        auto it = map_.find(op->buffer.get());
+        if (it == map_.end()) return IRMutator::visit(op);
+        return Load::make(it->second, withStage(op->indices), op->loc);
+    }
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        auto it = map_.find(op->buffer.get());
+        if (it == map_.end()) return IRMutator::visit(op);
+        return Store::make(it->second, withStage(op->indices), mutate(op->value), op->loc);
+    }
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        Region a = region(op->a), b = region(op->b);
+        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer) return op;
+        return op->withRegions(a, b, op->c);
+    }
+
+  private:
+    const std::map<const BufferNode *, Buffer> &map_;
+    Expr stage_;
+    std::vector<Expr> withStage(const std::vector<Expr> &idx) {
+        std::vector<Expr> out{stage_};
+        for (auto &i : idx) out.push_back(mutate(i));
+        return out;
+    }
+    Region region(const Region &r) {
+        auto it = map_.find(r.buffer.get());
+        if (it == map_.end()) return r;
+        Region out{it->second, {{stage_, i32(1)}}, r.loc};
+        for (auto &x : r.ranges) out.ranges.push_back(x);
+        return out;
+    }
+};
+
+
+bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
+    struct Reads : IRVisitor {
+        using IRVisitor::visit;
+        bool loads = false;
+        void visit(const Load &) override { loads = true; }
+    };
+    for (auto &r : c.src.ranges) {
+        Reads rd;
+        rd.visit(r.min);
+        rd.visit(r.extent);
+        if (rd.loads) return false;
+        for (auto *v : boundInside)
+            if (mentions(r.min, v) || mentions(r.extent, v)) return false;
+    }
+    return true;
+}
+
+} // namespace
+
+LoopSplit splitPipelinedBody(const For &loop) {
+    LoopSplit out;
+    if (auto q = as<Seq>(loop.body)) out.top = q->stmts;
+    else out.top = {loop.body};
+    struct Bound : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const VarNode *> vars;
+        void visit(const For &f) override { vars.insert(f.var.get()), IRVisitor::visit(f); }
+    } bound;
+    bound.visit(loop.body);
+    for (auto &s : out.top) {
+        auto c = as<Copy>(s);
+        if (c && hoistable(*c, bound.vars)) out.hoisted.push_back(c);
+        else out.rest.push_back(s);
+    }
+    return out;
+}
+
+std::set<const BufferNode *> mentionedBuffers(const Stmt &s, const StmtNode *skip) {
+    Mentioned m;
+    m.skip = skip;
+    m.visit(s);
+    return m.buffers;
+}
+
+std::set<const BufferNode *> copyTargets(const std::vector<Stmt> &stmts) {
+    struct CopyTargets : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const BufferNode *> dst;
+        void visit(const Copy &c) override { dst.insert(c.dst.buffer.get()); }
+    } t;
+    for (auto &s : stmts) t.visit(s);
+    return t.dst;
+}
+
+int panelSwizzleBytes(int64_t rowBytes) {
+    for (int sw : {128, 64, 32})
+        if (rowBytes % sw == 0) return sw;
+    return 0;
+}
+
+Buffer ringOf(const Buffer &b, int stages) {
+    std::vector<Expr> shape{i32(stages)};
+    for (auto &e : b->shape) shape.push_back(e);
+    return makeBuffer(b->name, Scope::Shared, b->dtype, shape, b->loc);
+}
+
+Stmt stageBuffers(const Stmt &s, const std::map<const BufferNode *, Buffer> &ring, const Expr &stage) {
+    Stage st(ring, stage);
+    return st.mutate(s);
+}
+
+} // namespace tilec::passes
