@@ -1,0 +1,161 @@
+// tilec device runtime: Hopper (sm_90) synchronisation for warp-specialized kernels: mbarriers, named
+// barriers, proxy fences, register reallocation (setmaxnreg) and electing one lane. Part of tilec; embedded
+// into generated code, which must compile on its own (nvcc or NVRTC) for every target.
+//
+// mbarriers are 8-byte objects in shared memory. The usual ring of a TMA pipeline with S stages:
+//   full[s]  (init count 1): the producer's elected thread arrives with expect_tx(bytes of every tile of the
+//            stage); the TMA loads complete the transaction bytes; consumers wait with parity (k / S) & 1.
+//   empty[s] (init count = the consumer arrivals per stage): consumers arrive once they no longer read the
+//            stage; the producer waits with parity ((k / S) & 1) ^ 1, which a fresh barrier satisfies at
+//            once (the phase before the first counts as complete), so the first pass does not block.
+// After initialising, the initialising thread calls mbarrier_init_fence() and the block synchronises once
+// (__syncthreads) before any thread uses a barrier.
+//
+// Instructions come from CCCL's <cuda/ptx> (cuda::ptx::mbarrier_*, fence_*), which compiles under nvcc and
+// NVRTC (NVRTC needs CUDA's include/cccl on its include path: src/nvrtc/Nvrtc.cpp adds it; nvcc finds it
+// itself). <cuda/ptx> has
+// no bar.sync with a thread count, no setmaxnreg and no elect.sync: those three are inline PTX.
+//
+// Targets: mbarriers, named barriers and elect.sync need sm_90; setmaxnreg needs sm_90a. Elsewhere (the same
+// generated text is compiled for sm_80..sm_89) these functions compile to nothing (elect_one to lane 0):
+// generated code calls them only on the Hopper path.
+#ifndef TILEC_STDLIB_SM90_BARRIER_CUH
+#define TILEC_STDLIB_SM90_BARRIER_CUH
+
+// Only the instruction families used here: the whole <cuda/ptx> costs about a second of every compile of
+// every generated file (all stdlib files are embedded in each); these headers cost nothing measurable. Where a
+// CCCL version moves them, the whole header is the fallback.
+#if __has_include(<cuda/__ptx/instructions/mbarrier_wait.h>)
+#include <cuda/__ptx/instructions/fence.h>
+#include <cuda/__ptx/instructions/mbarrier_arrive.h>
+#include <cuda/__ptx/instructions/mbarrier_init.h>
+#include <cuda/__ptx/instructions/mbarrier_wait.h>
+#else
+#include <cuda/ptx>
+#endif
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TILEC_SM90 1
+#else
+#define TILEC_SM90 0
+#endif
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TILEC_SM90A 1
+#else
+#define TILEC_SM90A 0
+#endif
+
+namespace tilec {
+
+/// Initialises the mbarrier `bar` (shared memory, 8-byte aligned) to expect `arrivals` arrivals per phase.
+__device__ __forceinline__ void mbarrier_init(uint64_t *bar, unsigned arrivals) {
+#if TILEC_SM90
+    cuda::ptx::mbarrier_init(bar, arrivals);
+#else
+    (void)bar;
+    (void)arrivals;
+#endif
+}
+
+/// Makes the calling thread's mbarrier initialisations visible to the other threads and to the async proxy
+/// (TMA's complete_tx); a block barrier must follow before anyone uses them.
+__device__ __forceinline__ void mbarrier_init_fence() {
+#if TILEC_SM90
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+#endif
+}
+
+/// One arrival on `bar` (release semantics at CTA scope: the caller's earlier memory accesses, shared-memory
+/// reads of a stage included, happen before the phase completes).
+__device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
+#if TILEC_SM90
+    (void)cuda::ptx::mbarrier_arrive(bar);
+#else
+    (void)bar;
+#endif
+}
+
+/// One arrival on `bar` that also adds `bytes` to the transaction count the phase waits for (the bytes the
+/// TMA loads of this phase will deliver).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, unsigned bytes) {
+#if TILEC_SM90
+    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               bar, bytes);
+#else
+    (void)bar;
+    (void)bytes;
+#endif
+}
+
+/// Waits until the phase of parity `parity` (0 or 1) of `bar` has completed: try_wait.parity in a loop, no
+/// timeout (the hardware suspends the thread between tries). Acquire semantics at CTA scope.
+__device__ __forceinline__ void mbarrier_wait(uint64_t *bar, unsigned parity) {
+#if TILEC_SM90
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    }
+#else
+    (void)bar;
+    (void)parity;
+#endif
+}
+
+/// bar.sync on hardware barrier `id` (1..15; 0 is __syncthreads') for `threads` threads (a multiple of 32):
+/// synchronises a subset of the block, e.g. the consumer warpgroups without the producer.
+__device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#else
+    (void)id;
+    (void)threads;
+#endif
+}
+
+/// Raises the calling warpgroup's register limit to Regs (24..256, a multiple of 8); all four warps of the
+/// warpgroup must call it. Takes effect only when the kernel has a register cap at entry
+/// (__launch_bounds__(threads, 1)); otherwise ptxas ignores it with warning C7508.
+template <int Regs> __device__ __forceinline__ void setmaxnreg_inc() {
+    static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+#if TILEC_SM90A
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
+
+/// Lowers the calling warpgroup's register limit to Regs (see setmaxnreg_inc), freeing registers for the
+/// warpgroups that raise theirs.
+template <int Regs> __device__ __forceinline__ void setmaxnreg_dec() {
+    static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+#if TILEC_SM90A
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
+
+/// Orders the calling thread's earlier generic-proxy shared-memory writes (ordinary stores, stmatrix) before
+/// later async-proxy accesses (TMA stores, wgmma reads) of the same memory; a barrier between the writers and
+/// the thread that issues the async operation must follow.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if TILEC_SM90
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+#endif
+}
+
+/// True in exactly one lane of the calling (converged, full) warp: elect.sync on sm_90, lane 0 elsewhere.
+__device__ __forceinline__ bool elect_one() {
+#if TILEC_SM90
+    unsigned elected = 0;
+    asm volatile("{\n.reg .pred p;\nelect.sync _|p, 0xffffffff;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(elected));
+    return elected != 0;
+#elif defined(__CUDA_ARCH__)
+    return (threadIdx.x & 31) == 0;
+#else
+    return false;
+#endif
+}
+
+} // namespace tilec
+
+#undef TILEC_SM90
+#undef TILEC_SM90A
+
+#endif // TILEC_STDLIB_SM90_BARRIER_CUH

@@ -1,0 +1,90 @@
+// tilec device runtime: Hopper TMA (cp.async.bulk.tensor) tile loads into the "panel layout" that
+// sm90_wgmma.cuh's descriptors read. Part of tilec; embedded into generated code, which must compile on its
+// own (nvcc or NVRTC) for every target.
+//
+// Panel layout. A Rows x Cols tile of ElemBytes-byte elements with swizzle span SwizzleBytes (128, 64 or 32)
+// is stored as P = Cols * ElemBytes / SwizzleBytes column panels. Panel p holds columns [p * W, (p + 1) * W),
+// W = SwizzleBytes / ElemBytes, as Rows rows of SwizzleBytes bytes: row r of panel p starts at byte
+//   p * Rows * SwizzleBytes + r * SwizzleBytes,
+// and inside it the 16-byte chunks are permuted by TMA's swizzle of that span, an XOR of address bits:
+//   128B: chunk j (0..7) of row r lies at chunk j ^ (r % 8);
+//   64B:  chunk j (0..3) at j ^ ((r / 2) % 4)     (address bits 4-5 ^= bits 7-8);
+//   32B:  chunk j (0..1) at j ^ ((r / 4) % 2)     (address bit 4 ^= bit 7).
+// The tile's shared base must be 1024-byte aligned (the swizzle is computed on absolute address bits; the
+// panels then start at multiples of 8 * SwizzleBytes because Rows % 8 == 0).
+//
+// The tensor map (cuTensorMapEncodeTiled on the host, rank Rank, dims innermost first, the swizzle mode of
+// SwizzleBytes) has the box {W, 1.., min(Rows, 256), 1..}: W in dim 0, min(Rows, 256) in dim RowDim, 1 in every
+// other dim. tma_load_tile issues P * ceil(Rows / 256) loads, all completing on one mbarrier.
+//
+// cp.async.bulk.tensor comes from CCCL's <cuda/ptx> (cuda::ptx::cp_async_bulk_tensor), which compiles under
+// nvcc and NVRTC (with CUDA's include/cccl on NVRTC's include path). sm_90 and later only; on other targets
+// tma_load_tile compiles to nothing (generated code calls it only on the Hopper path).
+#ifndef TILEC_STDLIB_SM90_TMA_CUH
+#define TILEC_STDLIB_SM90_TMA_CUH
+
+// Only the bulk-tensor family (see sm90_barrier.cuh: the whole <cuda/ptx> costs a second per compile).
+#if __has_include(<cuda/__ptx/instructions/cp_async_bulk_tensor.h>)
+#include <cuda/__ptx/instructions/cp_async_bulk_tensor.h>
+#else
+#include <cuda/ptx>
+#endif
+#include <stdint.h>
+
+namespace tilec {
+
+struct tensor_map; // tensor_map.cuh (pasted after this file: files go in name order)
+
+/// Loads the Rows x Cols tile whose first element has coordinates (c0, c1, ...) (dims innermost first, element
+/// units; out-of-range elements are zero-filled by the TMA unit) into `smem` in the panel layout above.
+/// Issued by ONE thread. Completes on `bar`, on which the caller (or another thread, before or after) did
+/// mbarrier_arrive_expect_tx with the bytes of every tile of the stage; each tile adds Rows * Cols * ElemBytes.
+/// The tile's column dimension is dim 0 of the map, its row dimension dim RowDim.
+template <int Rank, int RowDim, int Rows, int Cols, int ElemBytes, int SwizzleBytes>
+__device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map, uint64_t *bar, int c0, int c1,
+                                              int c2 = 0, int c3 = 0, int c4 = 0) {
+    static_assert(Rank >= 1 && Rank <= 5, "a TMA tensor has 1 to 5 dimensions");
+    static_assert(RowDim >= 1 && RowDim < Rank, "the row dimension is one of dims 1..Rank-1");
+    static_assert(SwizzleBytes == 128 || SwizzleBytes == 64 || SwizzleBytes == 32,
+                  "the panel layout swizzles 128, 64 or 32 bytes");
+    static_assert(ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4, "elements of 1, 2 or 4 bytes");
+    constexpr int W = SwizzleBytes / ElemBytes;
+    static_assert(Cols % W == 0, "a tile is a whole number of panels (Cols * ElemBytes % SwizzleBytes == 0)");
+    static_assert(Rows % 8 == 0, "a tile has a multiple of 8 rows (one swizzle period)");
+    static_assert(Rows <= 256 || Rows % 256 == 0, "a tile of more than 256 rows is loaded in boxes of 256 rows");
+    constexpr int P = Cols / W;
+    constexpr int BoxRows = Rows < 256 ? Rows : 256;
+    constexpr int Q = Rows / BoxRows;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned char *base = static_cast<unsigned char *>(smem);
+    const int given[5] = {c0, c1, c2, c3, c4};
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            int32_t coords[Rank];
+#pragma unroll
+            for (int d = 0; d < Rank; ++d) coords[d] = given[d];
+            coords[0] += p * W;
+            coords[RowDim] += q * BoxRows;
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                            base + (p * Rows + q * BoxRows) * SwizzleBytes, map, coords, bar);
+        }
+    }
+#else
+    (void)smem;
+    (void)map;
+    (void)bar;
+    (void)c0;
+    (void)c1;
+    (void)c2;
+    (void)c3;
+    (void)c4;
+    (void)P;
+    (void)Q;
+#endif
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_SM90_TMA_CUH

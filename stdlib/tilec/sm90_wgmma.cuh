@@ -1,0 +1,362 @@
+// tilec device runtime: Hopper warpgroup matrix multiply (wgmma.mma_async, sm_90a) over shared-memory tiles
+// in the panel layout of sm90_tma.cuh. Part of tilec; embedded into generated code, which must compile on
+// its own (nvcc or NVRTC) for every target.
+//
+// Operands. A shared tile is in the panel layout (see sm90_tma.cuh): Rows x Cols elements stored as column
+// panels of SwizzleBytes-byte rows, 16-byte chunks XOR-swizzled, base 1024-byte aligned.
+//   A is (M, K) when !TransA ("K-major": the panels' columns are K), (K, M) when TransA ("M-major").
+//   B is (K, N) when !TransB ("N-major"), (N, K) when TransB ("K-major").
+// Types: TA = TB = __half or __nv_bfloat16 into float, __half into __half: both majors. float (as tf32),
+// __nv_fp8_e4m3 / __nv_fp8_e5m2 (any pair) into float, int8_t / uint8_t (any pair) into int32_t: K-major only
+// (TransA false, TransB true). Every instruction's K is 32 bytes (k16, k8 tf32, k32 8-bit).
+//
+// Warpgroups. wgmma_gemm_ss is called by every thread of the consumer warpgroups, threads
+// [0, 128 * WgM * WgN) of the block. Warpgroup g = threadIdx.x / 128 (wgm = g % WgM, wgn = g / WgM) computes
+// rows [wgm * M / WgM, +M / WgM) and columns [wgn * N / WgN, +N / WgN) of C += op(A) op(B) with
+// (M / WgM / 64) x (K / kInst) x (instructions per N / WgN) wgmma.mma_async. N / WgN is a multiple of 8 (16 for
+// __half accumulators) up to 256, issued as the fewest power-of-two instructions n256, n128, ..., n8 (one for
+// the usual 64, 128, 256).
+//
+// Accumulators. acc holds the thread's (M / WgM / 64) m-tiles of N / WgN / 2 elements each, in wgmma's D
+// order; with nT = N / WgN / 8, lane = threadIdx.x % 32, warp = threadIdx.x / 32:
+//   acc[((mi * nT + ni) * 2 + h) * 2 + c] is C(wgm * (M / WgM) + mi * 64 + (warp % 4) * 16 + h * 8 + lane / 4,
+//                                             wgn * (N / WgN) + ni * 8 + (lane % 4) * 2 + c).
+// Index acc only with compile-time constants (unrolled loops) so that it stays in registers; each element is
+// its own asm operand.
+//
+// Ordering. wgmma_gemm_ss does wgmma.fence, issues every instruction (scale-d 1: it accumulates; clear acc
+// with wgmma_clear<Count>(acc) before the first call: see there why a plain loop of zeros is not enough),
+// then wgmma.commit_group; it does not wait. wgmma_wait<Pending>() waits until at
+// most Pending groups of this warpgroup are in flight; wgmma_wait<Pending, Count>(acc) does the same and then
+// tells the compiler that acc[0 .. Count) changed there, so that no read of the accumulators is scheduled
+// before the wait (use it before the epilogue). Shared memory a group reads may be overwritten (the stage
+// released) once a wait has retired that group.
+//
+// wgmma is inline PTX: <cuda/ptx> does not cover it. On targets other than sm_90a everything here compiles
+// to nothing; generated code calls it only on the Hopper path.
+#ifndef TILEC_STDLIB_SM90_WGMMA_CUH
+#define TILEC_STDLIB_SM90_WGMMA_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+#include <type_traits>
+
+namespace tilec {
+
+namespace wgmma_detail {
+
+enum class Kind { F16F32, BF16F32, F16F16, TF32, E4E4, E4E5, E5E4, E5E5, S8S8, S8U8, U8S8, U8U8, None };
+
+template <class TA, class TB, class TC> __host__ __device__ constexpr Kind kind() {
+    using std::is_same_v;
+    if constexpr (is_same_v<TA, __half> && is_same_v<TB, __half> && is_same_v<TC, float>) return Kind::F16F32;
+    else if constexpr (is_same_v<TA, __nv_bfloat16> && is_same_v<TB, __nv_bfloat16> && is_same_v<TC, float>)
+        return Kind::BF16F32;
+    else if constexpr (is_same_v<TA, __half> && is_same_v<TB, __half> && is_same_v<TC, __half>) return Kind::F16F16;
+    else if constexpr (is_same_v<TA, float> && is_same_v<TB, float> && is_same_v<TC, float>) return Kind::TF32;
+    else if constexpr (is_same_v<TC, float> && is_same_v<TA, __nv_fp8_e4m3>)
+        return is_same_v<TB, __nv_fp8_e4m3> ? Kind::E4E4 : is_same_v<TB, __nv_fp8_e5m2> ? Kind::E4E5 : Kind::None;
+    else if constexpr (is_same_v<TC, float> && is_same_v<TA, __nv_fp8_e5m2>)
+        return is_same_v<TB, __nv_fp8_e4m3> ? Kind::E5E4 : is_same_v<TB, __nv_fp8_e5m2> ? Kind::E5E5 : Kind::None;
+    else if constexpr (is_same_v<TC, int32_t> && is_same_v<TA, int8_t>)
+        return is_same_v<TB, int8_t> ? Kind::S8S8 : is_same_v<TB, uint8_t> ? Kind::S8U8 : Kind::None;
+    else if constexpr (is_same_v<TC, int32_t> && is_same_v<TA, uint8_t>)
+        return is_same_v<TB, int8_t> ? Kind::U8S8 : is_same_v<TB, uint8_t> ? Kind::U8U8 : Kind::None;
+    else return Kind::None;
+}
+
+__host__ __device__ constexpr bool sixteen_bit(Kind k) { return k == Kind::F16F32 || k == Kind::BF16F32 || k == Kind::F16F16; }
+
+/// The shared-memory matrix descriptor of wgmma: start address >> 4 (bits 0-13), leading-dimension byte
+/// offset >> 4 (16-29), stride-dimension byte offset >> 4 (32-45), base offset 0 (tiles are 1024-byte
+/// aligned), layout type (62-63: 1 = 128B, 2 = 64B, 3 = 32B swizzle). Offsets inside a tile are added to the
+/// start-address field (in 16-byte units) of a descriptor made once.
+template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *smem, unsigned lbo, unsigned sbo) {
+    static_assert(Swz == 128 || Swz == 64 || Swz == 32, "wgmma operands swizzle 128, 64 or 32 bytes");
+    constexpr uint64_t layout = Swz == 128 ? 1 : Swz == 64 ? 2 : 3;
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (layout << 62);
+}
+
+// Placeholder lists "%0, %1, ..." of 2..128 accumulator registers, and the operand numbers that follow them
+// (descriptor A, descriptor B, scale-d, trans-a, trans-b).
+#define TILEC_WG_L2 "%0, %1"
+#define TILEC_WG_L4 TILEC_WG_L2 ", %2, %3"
+#define TILEC_WG_L8 TILEC_WG_L4 ", %4, %5, %6, %7"
+#define TILEC_WG_L16 TILEC_WG_L8 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define TILEC_WG_L32 TILEC_WG_L16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define TILEC_WG_L64 TILEC_WG_L32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define TILEC_WG_L128 TILEC_WG_L64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define TILEC_WG_AT2(F, ...) F(TILEC_WG_L2, 2, 3, 4, 5, 6, __VA_ARGS__)
+#define TILEC_WG_AT4(F, ...) F(TILEC_WG_L4, 4, 5, 6, 7, 8, __VA_ARGS__)
+#define TILEC_WG_AT8(F, ...) F(TILEC_WG_L8, 8, 9, 10, 11, 12, __VA_ARGS__)
+#define TILEC_WG_AT16(F, ...) F(TILEC_WG_L16, 16, 17, 18, 19, 20, __VA_ARGS__)
+#define TILEC_WG_AT32(F, ...) F(TILEC_WG_L32, 32, 33, 34, 35, 36, __VA_ARGS__)
+#define TILEC_WG_AT64(F, ...) F(TILEC_WG_L64, 64, 65, 66, 67, 68, __VA_ARGS__)
+#define TILEC_WG_AT128(F, ...) F(TILEC_WG_L128, 128, 129, 130, 131, 132, __VA_ARGS__)
+
+// Accumulator operands: Count consecutive elements of d from index i, as "+f" (float) or "+r" (32-bit).
+#define TILEC_WG_F2(d, i) "+f"(d[(i)]), "+f"(d[(i) + 1])
+#define TILEC_WG_F4(d, i) TILEC_WG_F2(d, i), TILEC_WG_F2(d, (i) + 2)
+#define TILEC_WG_F8(d, i) TILEC_WG_F4(d, i), TILEC_WG_F4(d, (i) + 4)
+#define TILEC_WG_F16(d, i) TILEC_WG_F8(d, i), TILEC_WG_F8(d, (i) + 8)
+#define TILEC_WG_F32(d, i) TILEC_WG_F16(d, i), TILEC_WG_F16(d, (i) + 16)
+#define TILEC_WG_F64(d, i) TILEC_WG_F32(d, i), TILEC_WG_F32(d, (i) + 32)
+#define TILEC_WG_F128(d, i) TILEC_WG_F64(d, i), TILEC_WG_F64(d, (i) + 64)
+#define TILEC_WG_R2(d, i) "+r"(d[(i)]), "+r"(d[(i) + 1])
+#define TILEC_WG_R4(d, i) TILEC_WG_R2(d, i), TILEC_WG_R2(d, (i) + 2)
+#define TILEC_WG_R8(d, i) TILEC_WG_R4(d, i), TILEC_WG_R4(d, (i) + 4)
+#define TILEC_WG_R16(d, i) TILEC_WG_R8(d, i), TILEC_WG_R8(d, (i) + 8)
+#define TILEC_WG_R32(d, i) TILEC_WG_R16(d, i), TILEC_WG_R16(d, (i) + 16)
+#define TILEC_WG_R64(d, i) TILEC_WG_R32(d, i), TILEC_WG_R32(d, (i) + 32)
+#define TILEC_WG_R128(d, i) TILEC_WG_R64(d, i), TILEC_WG_R64(d, (i) + 64)
+
+// One instruction: 16-bit operands (with the transpose immediates), tf32 / float8 (scale immediates only),
+// integers (no immediates). scale-d is the predicate p, always true here (an "r" operand of 1).
+#define TILEC_WG_HEAD(SC) "{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"
+#define TILEC_WG_T16(LIST, DA, DB, SC, TA, TB, INST, ...)                                                      \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"     \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(da), "l"(db), "r"(1), "n"(TnspA), "n"(TnspB))
+#define TILEC_WG_TS(LIST, DA, DB, SC, TA, TB, INST, ...)                                                       \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1;\n}\n"                        \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(da), "l"(db), "r"(1))
+#define TILEC_WG_TI(LIST, DA, DB, SC, TA, TB, INST, ...)                                                       \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p;\n}\n"                             \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(da), "l"(db), "r"(1))
+
+// Every type of one instruction width N: RF registers of float or int32 accumulators (N / 2), RH of packed
+// __half ones (N / 4).
+#define TILEC_WG_OP(N, K, TYPES) "wgmma.mma_async.sync.aligned.m64n" #N "k" #K "." TYPES
+#define TILEC_WG_WIDTH(N, RF, RH)                                                                              \
+    if constexpr (Width == N) {                                                                                \
+        if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_T16, TILEC_WG_OP(N, 16, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::BF16F32) TILEC_WG_AT##RF(TILEC_WG_T16, TILEC_WG_OP(N, 16, "f32.bf16.bf16"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::F16F16) TILEC_WG_AT##RH(TILEC_WG_T16, TILEC_WG_OP(N, 16, "f16.f16.f16"), TILEC_WG_R##RH(du, 0)); \
+        else if constexpr (K == Kind::TF32) TILEC_WG_AT##RF(TILEC_WG_TS, TILEC_WG_OP(N, 8, "f32.tf32.tf32"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E4E4) TILEC_WG_AT##RF(TILEC_WG_TS, TILEC_WG_OP(N, 32, "f32.e4m3.e4m3"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E4E5) TILEC_WG_AT##RF(TILEC_WG_TS, TILEC_WG_OP(N, 32, "f32.e4m3.e5m2"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E5E4) TILEC_WG_AT##RF(TILEC_WG_TS, TILEC_WG_OP(N, 32, "f32.e5m2.e4m3"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E5E5) TILEC_WG_AT##RF(TILEC_WG_TS, TILEC_WG_OP(N, 32, "f32.e5m2.e5m2"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::S8S8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.s8.s8"), TILEC_WG_R##RF(du, 0)); \
+        else if constexpr (K == Kind::S8U8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.s8.u8"), TILEC_WG_R##RF(du, 0)); \
+        else if constexpr (K == Kind::U8S8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.u8.s8"), TILEC_WG_R##RF(du, 0)); \
+        else if constexpr (K == Kind::U8U8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.u8.u8"), TILEC_WG_R##RF(du, 0)); \
+    }
+
+/// One wgmma.mma_async m64 n`Width` of kind K. df: float accumulators; du: 32-bit ones (int32, or __half
+/// pairs packed low-first).
+template <int Width, Kind K, int TnspA, int TnspB>
+__device__ __forceinline__ void mma(float *df, uint32_t *du, uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    TILEC_WG_WIDTH(256, 128, 64)
+    TILEC_WG_WIDTH(128, 64, 32)
+    TILEC_WG_WIDTH(64, 32, 16)
+    TILEC_WG_WIDTH(32, 16, 8)
+    TILEC_WG_WIDTH(16, 8, 4)
+    TILEC_WG_WIDTH(8, 4, 2)
+#else
+    (void)df;
+    (void)du;
+    (void)da;
+    (void)db;
+#endif
+}
+
+#undef TILEC_WG_WIDTH
+#undef TILEC_WG_OP
+#undef TILEC_WG_TI
+#undef TILEC_WG_TS
+#undef TILEC_WG_T16
+#undef TILEC_WG_HEAD
+#undef TILEC_WG_AT128
+#undef TILEC_WG_AT16
+#undef TILEC_WG_AT2
+#undef TILEC_WG_AT32
+#undef TILEC_WG_AT4
+#undef TILEC_WG_AT64
+#undef TILEC_WG_AT8
+#undef TILEC_WG_F128
+#undef TILEC_WG_F16
+#undef TILEC_WG_F2
+#undef TILEC_WG_F32
+#undef TILEC_WG_F4
+#undef TILEC_WG_F64
+#undef TILEC_WG_F8
+#undef TILEC_WG_L128
+#undef TILEC_WG_L16
+#undef TILEC_WG_L2
+#undef TILEC_WG_L32
+#undef TILEC_WG_L4
+#undef TILEC_WG_L64
+#undef TILEC_WG_L8
+#undef TILEC_WG_R128
+#undef TILEC_WG_R16
+#undef TILEC_WG_R2
+#undef TILEC_WG_R32
+#undef TILEC_WG_R4
+#undef TILEC_WG_R64
+#undef TILEC_WG_R8
+
+/// Tells the compiler that the Count registers of acc are read and written here, so that nothing touching
+/// them moves across this point (wgmma writes them asynchronously, behind the compiler's back).
+template <int Count, class T> __device__ __forceinline__ void fence_operands(T *acc) {
+#pragma unroll
+    for (int i = 0; i < Count; ++i) {
+        if constexpr (std::is_same_v<T, float>) asm volatile("" : "+f"(acc[i])::"memory");
+        else if constexpr (std::is_same_v<T, __half>) asm volatile("" : "+h"(*reinterpret_cast<unsigned short *>(&acc[i]))::"memory");
+        else asm volatile("" : "+r"(acc[i])::"memory");
+    }
+}
+
+__host__ __device__ constexpr int largest_pow2_at_most(int n) { return n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : 8; }
+
+/// The instructions of one m64 x Nw x kInst step, from column n0 on: the largest power-of-two width that fits,
+/// then the rest. acc points at the m-tile's first accumulator.
+template <int Nw, int N0, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC>
+__device__ __forceinline__ void mma_row(TC *acc, uint64_t da, uint64_t db) {
+    if constexpr (N0 < Nw) {
+        constexpr int Width = largest_pow2_at_most(Nw - N0);
+        // the B offset of columns N0..: N-major, whole panels (a start inside a panel is not allowed); K-major,
+        // N0 rows down the tile
+        static_assert(!BNMajor || N0 % Wb == 0 || Width == Nw,
+                      "an N-major B is split into instructions at panel boundaries only (N / WgN % W == 0)");
+        constexpr unsigned off = BNMajor ? (N0 / Wb) * BPanelBytes : N0 * SwzB;
+        const uint64_t dbi = db + (off >> 4);
+        if constexpr (std::is_same_v<TC, float>) {
+            mma<Width, K, TnspA, TnspB>(acc + N0 / 2, nullptr, da, dbi);
+        } else if constexpr (std::is_same_v<TC, __half>) {
+            // __half accumulators travel packed in pairs (element 2j low, 2j + 1 high)
+            uint32_t packed[Width / 4];
+#pragma unroll
+            for (int j = 0; j < Width / 4; ++j)
+                packed[j] = (uint32_t)__half_as_ushort(acc[N0 / 2 + 2 * j]) |
+                            ((uint32_t)__half_as_ushort(acc[N0 / 2 + 2 * j + 1]) << 16);
+            mma<Width, K, TnspA, TnspB>(nullptr, packed, da, dbi);
+#pragma unroll
+            for (int j = 0; j < Width / 4; ++j) {
+                acc[N0 / 2 + 2 * j] = __ushort_as_half((unsigned short)(packed[j] & 0xFFFF));
+                acc[N0 / 2 + 2 * j + 1] = __ushort_as_half((unsigned short)(packed[j] >> 16));
+            }
+        } else {
+            mma<Width, K, TnspA, TnspB>(nullptr, reinterpret_cast<uint32_t *>(acc + N0 / 2), da, dbi);
+        }
+        mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
+    }
+}
+
+} // namespace wgmma_detail
+
+/// wgmma.fence: orders earlier register and shared-memory accesses of this warpgroup before the next wgmma.
+__device__ __forceinline__ void wgmma_fence() {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+/// Closes the group of the wgmma.mma_async this warpgroup issued since the last commit.
+__device__ __forceinline__ void wgmma_commit() {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most Pending of this warpgroup's committed wgmma groups are still in flight.
+template <int Pending> __device__ __forceinline__ void wgmma_wait() {
+    static_assert(Pending >= 0 && Pending <= 7, "wgmma.wait_group takes 0..7");
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+/// wgmma_wait<Pending>(), then the compiler is told that acc[0 .. Count) changed there: reads of the
+/// accumulators (an epilogue) cannot be scheduled before the wait.
+template <int Pending, int Count, class TC> __device__ __forceinline__ void wgmma_wait(TC *acc) {
+    wgmma_wait<Pending>();
+    wgmma_detail::fence_operands<Count>(acc);
+}
+
+/// Tells the compiler that acc[0 .. Count) are read and written here (no code touching them moves across).
+template <int Count, class TC> __device__ __forceinline__ void wgmma_fence_operands(TC *acc) {
+    wgmma_detail::fence_operands<Count>(acc);
+}
+
+/// Sets acc[0 .. Count) to zero and pins them there (wgmma_fence_operands). Without the pin the compiler may
+/// sink the zeroing into each path into the k-loop (e.g. a separate one for zero trips) that then joins the
+/// wgmma pipeline's open state, and ptxas serializes every wgmma of the kernel (info C7515, "non wgmma
+/// instructions defining accumulator registers ... between start and end of the pipeline stage").
+template <int Count, class TC> __device__ __forceinline__ void wgmma_clear(TC *acc) {
+#pragma unroll
+    for (int i = 0; i < Count; ++i) acc[i] = TC(0);
+    wgmma_detail::fence_operands<Count>(acc);
+}
+
+/// The number of accumulator elements per thread of wgmma_gemm_ss<M, N, K, WgM, WgN, ...>.
+template <int M, int N, int WgM, int WgN> __host__ __device__ constexpr int wgmma_acc_count() {
+    return (M / WgM / 64) * (N / WgN / 2);
+}
+
+/// C(M x N) += op(A) op(B) over shared tiles by the consumer warpgroups (see the file's comment): fence,
+/// every instruction, commit; no wait.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, class TA, class TB,
+          class TC>
+__device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc) {
+    using namespace wgmma_detail;
+    constexpr Kind K_ = kind<TA, TB, TC>();
+    static_assert(K_ != Kind::None, "wgmma types: f16/bf16 -> f32, f16 -> f16, tf32 (float) -> f32, "
+                                    "fp8 e4m3/e5m2 -> f32, int8/uint8 -> int32");
+    static_assert(sixteen_bit(K_) || (!TransA && TransB),
+                  "tf32, float8 and int8 wgmma read K-major operands only (TransA false, TransB true)");
+    constexpr int ES = (int)sizeof(TA);
+    constexpr int KInst = 32 / ES;
+    constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64;
+    static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
+    static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
+    static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
+    static_assert(K % KInst == 0, "K is a whole number of instructions (16 for 16-bit types, 8 tf32, 32 8-bit)");
+    constexpr int Wa = SwzA / ES, Wb = SwzB / ES;
+    // K-major operands: the tile's columns are K, whole panels; MN-major: the tile's rows are K.
+    static_assert(TransA || K % Wa == 0, "a K-major A tile is a whole number of panels (K * sizeof % SwzA == 0)");
+    static_assert(!TransB || K % Wb == 0, "a K-major B tile is a whole number of panels (K * sizeof % SwzB == 0)");
+    static_assert(!TransA || M % Wa == 0, "an M-major A tile is a whole number of panels");
+    static_assert(TransB || N % Wb == 0, "an N-major B tile is a whole number of panels");
+    static_assert(TransB || WgN == 1 || Nw % Wb == 0, "an N-major B splits between warpgroups at panel bounds");
+    // Descriptor strides. K-major: SBO = 8 rows of the panel, LBO unused (1). MN-major: SBO = 8 K-rows, LBO =
+    // the next panel (the next SwzBytes of M or N).
+    constexpr unsigned APanel = (TransA ? K : M) * SwzA, BPanel = (TransB ? N : K) * SwzB;
+    const unsigned wg = threadIdx.x / 128;
+    const unsigned wgm = wg % WgM, wgn = wg / WgM;
+    const unsigned aOff = TransA ? (wgm * Mw / Wa) * APanel : wgm * Mw * SwzA;
+    const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
+    const uint64_t da0 = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(a) + aOff, TransA ? APanel : 16,
+                                          8 * SwzA);
+    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
+                                          8 * SwzB);
+    constexpr int Count = MT * Nw / 2;
+    fence_operands<Count>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ki = 0; ki < K / KInst; ++ki) {
+        // the instruction's 32 bytes of K: inside a panel's row (K-major) or 16 K-rows down (MN-major)
+        const int kA = ki * KInst, kB = ki * KInst;
+        const unsigned kaOff = TransA ? kA * SwzA : (kA / Wa) * APanel + (kA % Wa) * ES;
+        const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+            const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
+            mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
+                acc + mi * (Nw / 2), da0 + ((kaOff + maOff) >> 4), db0 + (kbOff >> 4));
+        }
+    }
+    wgmma_commit();
+    fence_operands<Count>(acc);
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_SM90_WGMMA_CUH
