@@ -31,6 +31,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -41,12 +42,21 @@ thread_local cudaError_t lastError = cudaSuccess;
 constexpr int kSwizzle = 128; // every tile: 128-byte panels
 constexpr int kRasterPanel = 8; // block rows per rasterization panel (T.use_swizzle's order)
 
-template <class TIn, class TOut, int BM_, int BN_, int BK_, int WgM_, int Stages_, bool TransB_, int MinBlocks_>
+/// One kernel's configuration. Persistent: a grid of at most one cluster per SM group walking the tiles (the
+/// producer fills the next tile's stages while the consumers store the last one); ClusterM: CTAs per cluster
+/// along M, which share their B tile (each loads 1 / ClusterM of it and multicasts it to all).
+template <class TIn, class TOut, int BM_, int BN_, int BK_, int WgM_, int Stages_, bool TransB_, int MinBlocks_,
+          bool Persistent_ = false, int ClusterM_ = 1>
 struct Config {
     using In = TIn;
     using Out = TOut;
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WgM = WgM_, Stages = Stages_, MinBlocks = MinBlocks_;
-    static constexpr bool TransB = TransB_;
+    static constexpr bool TransB = TransB_, Persistent = Persistent_;
+    static constexpr int ClusterM = ClusterM_;
+    static_assert(ClusterM == 1 || ClusterM == 2, "clusters of 1 or 2 CTAs along M");
+    // B's TMA box: the tile's whole rows (<= 256) or, multicast, the rows of one CTA's share
+    static constexpr int BRows = TransB ? BN : BK;
+    static constexpr int BBoxRows = (TransB && ClusterM > 1) ? BRows / ClusterM : (BRows < 256 ? BRows : 256);
     static constexpr int Consumers = 128 * WgM;
     static constexpr int Threads = Consumers + 128;
     static constexpr int ABytes = BM * BK * (int)sizeof(TIn), BBytes = BK * BN * (int)sizeof(TIn);
@@ -90,79 +100,117 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     uint64_t *full = reinterpret_cast<uint64_t *>(smem + S * Cfg::StageBytes);
     uint64_t *empty = full + S;
 
-    int tx, ty;
-    tilec::rasterize(kRasterPanel, blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, tx, ty);
-    const int m0 = ty * BM, n0 = tx * BN;
+    constexpr int CM = Cfg::ClusterM;
+    const unsigned rank = CM > 1 ? tilec::cluster_ctarank() : 0;
+    // tiles in cluster units: unit u is the CM tiles of one N column and CM consecutive M rows
+    const int gx = (N + BN - 1) / BN, gyc = ((M + BM - 1) / BM + CM - 1) / CM;
+    const int units = gx * gyc, firstUnit = blockIdx.x / CM, unitStride = gridDim.x / CM;
     const int kBlocks = (K + BK - 1) / BK;
 
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             tilec::mbarrier_init(&full[s], 1);
-            tilec::mbarrier_init(&empty[s], Cfg::Consumers / 32);
+            tilec::mbarrier_init(&empty[s], CM * Cfg::Consumers / 32);
         }
         tilec::mbarrier_init_fence();
     }
-    __syncthreads();
+    if constexpr (CM > 1) tilec::cluster_sync();
+    else __syncthreads();
 
     if (threadIdx.x >= Cfg::Consumers) {
         // producer warpgroup: one thread issues every TMA load
         tilec::setmaxnreg_dec<Cfg::ProducerRegs>();
         if (threadIdx.x == Cfg::Consumers) {
-            for (int k = 0; k < kBlocks; ++k) {
-                const int s = k % S;
-                tilec::mbarrier_wait(&empty[s], ((k / S) & 1) ^ 1);
-                tilec::mbarrier_arrive_expect_tx(&full[s], Cfg::StageBytes);
-                tilec::tma_load_tile<2, 1, BM, BK, ES, kSwizzle>(sA + s * (BM * BK), &mapA, &full[s], k * BK, m0);
-                if constexpr (Cfg::TransB)
-                    tilec::tma_load_tile<2, 1, BN, BK, ES, kSwizzle>(sB + s * (BK * BN), &mapB, &full[s], k * BK, n0);
-                else
-                    tilec::tma_load_tile<2, 1, BK, BN, ES, kSwizzle>(sB + s * (BK * BN), &mapB, &full[s], n0, k * BK);
+            int it = 0; // k-blocks loaded so far, over all tiles: the ring position and phase
+            for (int u = firstUnit; u < units; u += unitStride) {
+                int tx, tyc;
+                tilec::rasterize(kRasterPanel, u % gx, u / gx, gx, gyc, tx, tyc);
+                const int m0 = (tyc * CM + (int)rank) * BM, n0 = tx * BN;
+                for (int k = 0; k < kBlocks; ++k, ++it) {
+                    const int s = it % S;
+                    tilec::mbarrier_wait(&empty[s], ((it / S) & 1) ^ 1);
+                    tilec::mbarrier_arrive_expect_tx(&full[s], Cfg::StageBytes);
+                    tilec::tma_load_tile<2, 1, BM, BK, ES, kSwizzle>(sA + s * (BM * BK), &mapA, &full[s], k * BK, m0);
+                    In *b = sB + s * (BK * BN);
+                    if constexpr (CM > 1) {
+                        constexpr uint16_t all = (1u << CM) - 1;
+                        if constexpr (Cfg::TransB)
+                            tilec::tma_load_tile_multicast<2, 1, BN, BK, ES, kSwizzle, Cfg::BBoxRows, CM>(
+                                b, &mapB, &full[s], all, (int)rank, k * BK, n0);
+                        else
+                            tilec::tma_load_tile_multicast<2, 1, BK, BN, ES, kSwizzle, Cfg::BBoxRows, CM>(
+                                b, &mapB, &full[s], all, (int)rank, n0, k * BK);
+                    } else if constexpr (Cfg::TransB) {
+                        tilec::tma_load_tile<2, 1, BN, BK, ES, kSwizzle>(b, &mapB, &full[s], k * BK, n0);
+                    } else {
+                        tilec::tma_load_tile<2, 1, BK, BN, ES, kSwizzle>(b, &mapB, &full[s], n0, k * BK);
+                    }
+                }
             }
         }
     } else {
         tilec::setmaxnreg_inc<Cfg::ConsumerRegs>();
-        float acc[Cfg::Acc];
-        tilec::wgmma_clear<Cfg::Acc>(acc);
         const bool laneZero = (threadIdx.x & 31) == 0;
-        for (int k = 0; k < kBlocks; ++k) {
-            const int s = k % S;
-            tilec::mbarrier_wait(&full[s], (k / S) & 1);
-            tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle>(
-                sA + s * (BM * BK), sB + s * (BK * BN), acc);
-            tilec::wgmma_wait<1>();
-            if (k > 0 && laneZero) tilec::mbarrier_arrive(&empty[(k - 1) % S]);
-        }
-        tilec::wgmma_wait<0, Cfg::Acc>(acc);
-
-        // epilogue: acc[((mi * nT + ni) * 2 + h) * 2 + c] -> C(row, col), pairs of columns as one 4-byte store
+        // a stage is released to the producer of every CTA that multicasts into it
+        auto release = [&](int s) {
+            if (!laneZero) return;
+            if constexpr (CM > 1) {
+#pragma unroll
+                for (int r = 0; r < CM; ++r) tilec::mbarrier_arrive_cluster(&empty[s], r);
+            } else {
+                tilec::mbarrier_arrive(&empty[s]);
+            }
+        };
         constexpr int Mw = BM / Cfg::WgM, MT = Mw / 64, nT = BN / 8;
         const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
         const int wgm = threadIdx.x / 128;
-        const int rowBase = m0 + wgm * Mw + (warp % 4) * 16 + lane / 4;
-        const int colBase = n0 + (lane % 4) * 2;
         const bool pairs = (N % 2) == 0; // rows of C are then 4-byte aligned
+        float acc[Cfg::Acc];
+        int it = 0;
+        for (int u = firstUnit; u < units; u += unitStride) {
+            int tx, tyc;
+            tilec::rasterize(kRasterPanel, u % gx, u / gx, gx, gyc, tx, tyc);
+            const int m0 = (tyc * CM + (int)rank) * BM, n0 = tx * BN;
+            tilec::wgmma_clear<Cfg::Acc>(acc);
+            for (int k = 0; k < kBlocks; ++k, ++it) {
+                const int s = it % S;
+                tilec::mbarrier_wait(&full[s], (it / S) & 1);
+                tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle>(
+                    sA + s * (BM * BK), sB + s * (BK * BN), acc);
+                tilec::wgmma_wait<1>();
+                if (k > 0) release((it - 1) % S);
+            }
+            tilec::wgmma_wait<0, Cfg::Acc>(acc);
+            release((it - 1) % S); // the last stage too: the producer refills it during the stores below
+
+            // epilogue: acc[((mi * nT + ni) * 2 + h) * 2 + c] -> C(row, col), pairs of columns as 4-byte stores
+            const int rowBase = m0 + wgm * Mw + (warp % 4) * 16 + lane / 4;
+            const int colBase = n0 + (lane % 4) * 2;
 #pragma unroll
-        for (int mi = 0; mi < MT; ++mi) {
+            for (int mi = 0; mi < MT; ++mi) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = rowBase + mi * 64 + h * 8;
-                if (row >= M) continue;
-                Out *crow = C + (long long)row * N;
+                for (int h = 0; h < 2; ++h) {
+                    const int row = rowBase + mi * 64 + h * 8;
+                    if (row >= M) continue;
+                    Out *crow = C + (long long)row * N;
 #pragma unroll
-                for (int ni = 0; ni < nT; ++ni) {
-                    const int col = colBase + ni * 8;
-                    const float v0 = acc[((mi * nT + ni) * 2 + h) * 2], v1 = acc[((mi * nT + ni) * 2 + h) * 2 + 1];
-                    if (pairs) {
-                        if (col < N) *reinterpret_cast<uint32_t *>(crow + col) = pack2<Out>(v0, v1);
-                    } else {
-                        if (col < N) crow[col] = from_f<Out>(v0);
-                        if (col + 1 < N) crow[col + 1] = from_f<Out>(v1);
+                    for (int ni = 0; ni < nT; ++ni) {
+                        const int col = colBase + ni * 8;
+                        const float v0 = acc[((mi * nT + ni) * 2 + h) * 2], v1 = acc[((mi * nT + ni) * 2 + h) * 2 + 1];
+                        if (pairs) {
+                            if (col < N) *reinterpret_cast<uint32_t *>(crow + col) = pack2<Out>(v0, v1);
+                        } else {
+                            if (col < N) crow[col] = from_f<Out>(v0);
+                            if (col + 1 < N) crow[col + 1] = from_f<Out>(v1);
+                        }
                     }
                 }
             }
         }
     }
+    // a peer CTA may still arrive on this CTA's barriers (or multicast into it) until every CTA is here
+    if constexpr (CM > 1) tilec::cluster_sync();
 }
 
 // ------------------------------------------------------------------------------------------------ host
@@ -229,24 +277,42 @@ tilec_status launch(const void *A, const void *B, void *C, int64_t m, int64_t n,
     if (((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) & 15) != 0 || (k * sizeof(In)) % 16 != 0 ||
         (!Cfg::TransB && (n * sizeof(In)) % 16 != 0) || k == 0)
         return TILEC_ERROR_UNSUPPORTED;
-    const int64_t gx = (n + Cfg::BN - 1) / Cfg::BN, gy = (m + Cfg::BM - 1) / Cfg::BM;
-    if (gx > INT_MAX || gy > 65535) return TILEC_ERROR_BAD_SIZE;
-    int device = 0, major = 0;
+    const int64_t gx = (n + Cfg::BN - 1) / Cfg::BN, gyc = ((m + Cfg::BM - 1) / Cfg::BM + Cfg::ClusterM - 1) / Cfg::ClusterM;
+    if (gx * gyc * Cfg::ClusterM > INT_MAX) return TILEC_ERROR_BAD_SIZE;
+    int device = 0, major = 0, sms = 0;
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return fail(e);
     if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
         return fail(e);
     if (major != 9) return fail(cudaErrorNoKernelImageForDevice);
+    if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess)
+        return fail(e);
+    int64_t clusters = gx * gyc;
+    if (Cfg::Persistent) clusters = std::min<int64_t>(clusters, std::max(1, sms * Cfg::MinBlocks / Cfg::ClusterM));
 
     tilec::tensor_map mapA, mapB;
     if (tilec_status s = encode<In>(mapA, A, m, k, Cfg::BM); s != TILEC_SUCCESS) return s;
-    tilec_status s = Cfg::TransB ? encode<In>(mapB, B, n, k, Cfg::BN) : encode<In>(mapB, B, k, n, Cfg::BK);
+    tilec_status s = Cfg::TransB ? encode<In>(mapB, B, n, k, Cfg::BBoxRows) : encode<In>(mapB, B, k, n, Cfg::BBoxRows);
     if (s != TILEC_SUCCESS) return s;
     auto kernel = gemm_kernel<Cfg>;
     if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SharedBytes);
         e != cudaSuccess)
         return fail(e);
-    kernel<<<dim3((unsigned)gx, (unsigned)gy), Cfg::Threads, Cfg::SharedBytes, stream>>>(
-        mapA, mapB, static_cast<typename Cfg::Out *>(C), (int)m, (int)n, (int)k);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3((unsigned)(clusters * Cfg::ClusterM));
+    config.blockDim = dim3(Cfg::Threads);
+    config.dynamicSmemBytes = Cfg::SharedBytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster[1];
+    cluster[0].id = cudaLaunchAttributeClusterDimension;
+    cluster[0].val.clusterDim.x = Cfg::ClusterM;
+    cluster[0].val.clusterDim.y = 1;
+    cluster[0].val.clusterDim.z = 1;
+    config.attrs = cluster;
+    config.numAttrs = Cfg::ClusterM > 1 ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, mapA, mapB, static_cast<typename Cfg::Out *>(C), (int)m,
+                                           (int)n, (int)k);
+        e != cudaSuccess)
+        return fail(e);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return fail(e);
     return TILEC_SUCCESS;
 }
@@ -257,11 +323,17 @@ using F16_128x256 = Config<__half, __half, 128, 256, 64, 2, 4, false, 1>;
 using F16_128x256_NT = Config<__half, __half, 128, 256, 64, 2, 4, true, 1>;
 using F16_128x256_S3 = Config<__half, __half, 128, 256, 64, 2, 3, false, 1>;
 using F16_128x128_2CTA = Config<__half, __half, 128, 128, 64, 1, 3, false, 2>;
+using F16_128x256_P = Config<__half, __half, 128, 256, 64, 2, 4, false, 1, true>;
+using F16_128x256_PC2 = Config<__half, __half, 128, 256, 64, 2, 4, false, 1, true, 2>;
+using F16_128x256_NT_PC2 = Config<__half, __half, 128, 256, 64, 2, 4, true, 1, true, 2>;
+using F16_128x128_P = Config<__half, __half, 128, 128, 64, 1, 4, false, 1, true>;
+using BF16_128x256_PC2 = Config<__nv_bfloat16, __nv_bfloat16, 128, 256, 64, 2, 4, false, 1, true, 2>;
 using BF16_128x128 = Config<__nv_bfloat16, __nv_bfloat16, 128, 128, 64, 1, 4, false, 1>;
 using BF16_128x128_NT = Config<__nv_bfloat16, __nv_bfloat16, 128, 128, 64, 1, 4, true, 1>;
 using BF16_128x256 = Config<__nv_bfloat16, __nv_bfloat16, 128, 256, 64, 2, 4, false, 1>;
 using BF16_128x256_NT = Config<__nv_bfloat16, __nv_bfloat16, 128, 256, 64, 2, 4, true, 1>;
 using E4M3_128x256_NT = Config<__nv_fp8_e4m3, __nv_bfloat16, 128, 256, 128, 2, 4, true, 1>;
+using E4M3_128x256_NT_PC2 = Config<__nv_fp8_e4m3, __nv_bfloat16, 128, 256, 128, 2, 4, true, 1, true, 2>;
 
 } // namespace
 
@@ -293,10 +365,16 @@ HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256, F16_128x256)
 HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_nt, F16_128x256_NT)
 HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_s3, F16_128x256_S3)
 HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x128_2cta, F16_128x128_2CTA)
+HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_p, F16_128x256_P)
+HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_pc2, F16_128x256_PC2)
+HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_nt_pc2, F16_128x256_NT_PC2)
+HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x128_p, F16_128x128_P)
+HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x256_pc2, BF16_128x256_PC2)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x128, BF16_128x128)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x128_nt, BF16_128x128_NT)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x256, BF16_128x256)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x256_nt, BF16_128x256_NT)
 HOPPER_GEMM_ENTRY(hopper_gemm_e4m3_128x256_nt, E4M3_128x256_NT)
+HOPPER_GEMM_ENTRY(hopper_gemm_e4m3_128x256_nt_pc2, E4M3_128x256_NT_PC2)
 
 } // extern "C"

@@ -66,6 +66,36 @@ tilec_status hopper_gemm_f16_128x128_2cta(const void *A, const void *B, void *C,
 int hopper_gemm_f16_128x128_2cta_threads(int sm);
 size_t hopper_gemm_f16_128x128_2cta_shared_bytes(int sm);
 
+/* hopper_gemm_f16_128x256_p: C = A @ op(B), float16, 128x256x64, 2 consumer warpgroups, 4 stages, persistent (one block per SM walks the tiles); B (k, n).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_f16_128x256_p(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_f16_128x256_p_threads(int sm);
+size_t hopper_gemm_f16_128x256_p_shared_bytes(int sm);
+
+/* hopper_gemm_f16_128x256_pc2: C = A @ op(B), float16, 128x256x64, 2 consumer warpgroups, 4 stages, persistent, clusters of 2 CTAs along m sharing B by TMA multicast; B (k, n).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_f16_128x256_pc2(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_f16_128x256_pc2_threads(int sm);
+size_t hopper_gemm_f16_128x256_pc2_shared_bytes(int sm);
+
+/* hopper_gemm_f16_128x256_nt_pc2: C = A @ op(B), float16, as hopper_gemm_f16_128x256_pc2 with B stored (n, k).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_f16_128x256_nt_pc2(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_f16_128x256_nt_pc2_threads(int sm);
+size_t hopper_gemm_f16_128x256_nt_pc2_shared_bytes(int sm);
+
+/* hopper_gemm_f16_128x128_p: C = A @ op(B), float16, 128x128x64, 1 consumer warpgroup, 4 stages, persistent; B (k, n).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_f16_128x128_p(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_f16_128x128_p_threads(int sm);
+size_t hopper_gemm_f16_128x128_p_shared_bytes(int sm);
+
+/* hopper_gemm_bf16_128x256_pc2: C = A @ op(B), bfloat16, 128x256x64, 2 consumer warpgroups, 4 stages, persistent, clusters of 2 along m (B multicast); B (k, n).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_bf16_128x256_pc2(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_bf16_128x256_pc2_threads(int sm);
+size_t hopper_gemm_bf16_128x256_pc2_shared_bytes(int sm);
+
 /* hopper_gemm_bf16_128x128: C = A @ op(B), bfloat16, 128x128x64, 1 consumer warpgroup, 4 stages; B (k, n).
  * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
 tilec_status hopper_gemm_bf16_128x128(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
@@ -95,6 +125,13 @@ size_t hopper_gemm_bf16_128x256_nt_shared_bytes(int sm);
 tilec_status hopper_gemm_e4m3_128x256_nt(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
 int hopper_gemm_e4m3_128x256_nt_threads(int sm);
 size_t hopper_gemm_e4m3_128x256_nt_shared_bytes(int sm);
+
+/* hopper_gemm_e4m3_128x256_nt_pc2: C = A @ op(B), float8 e4m3 in, bfloat16 out, 128x256x128, 2 consumer warpgroups, 4 stages, persistent,
+ * clusters of 2 along m (B multicast); B stored (n, k).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_e4m3_128x256_nt_pc2(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_e4m3_128x256_nt_pc2_threads(int sm);
+size_t hopper_gemm_e4m3_128x256_nt_pc2_shared_bytes(int sm);
 
 #ifdef __cplusplus
 }

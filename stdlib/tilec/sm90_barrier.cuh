@@ -14,7 +14,15 @@
 // Instructions come from CCCL's <cuda/ptx> (cuda::ptx::mbarrier_*, fence_*), which compiles under nvcc and
 // NVRTC (NVRTC needs CUDA's include/cccl on its include path: src/nvrtc/Nvrtc.cpp adds it; nvcc finds it
 // itself). <cuda/ptx> has
-// no bar.sync with a thread count, no setmaxnreg and no elect.sync: those three are inline PTX.
+// no bar.sync with a thread count, no setmaxnreg, no elect.sync and no mapa: those are inline PTX.
+//
+// Clusters (TMA multicast, sm90_tma.cuh): a stage that one CTA's producer multicasts into every CTA of the
+// cluster may be overwritten only when the consumers of every CTA released it, so consumers arrive on the
+// empty barrier of each CTA of the cluster (mbarrier_arrive_cluster; init count = consumer arrivals per CTA
+// times the CTAs), and the producer of each CTA still expects every byte of the stage on its own full barrier
+// (the peers' multicast loads complete there too). cluster_sync() after the barriers' initialisation (instead
+// of __syncthreads) and again, by every thread, before the block exits: a peer may still arrive on this
+// CTA's barriers until then.
 //
 // Targets: mbarriers, named barriers and elect.sync need sm_90; setmaxnreg needs sm_90a. Elsewhere (the same
 // generated text is compiled for sm_80..sm_89) these functions compile to nothing (elect_one to lane 0):
@@ -26,7 +34,9 @@
 // every generated file (all stdlib files are embedded in each); these headers cost nothing measurable. Where a
 // CCCL version moves them, the whole header is the fallback.
 #if __has_include(<cuda/__ptx/instructions/mbarrier_wait.h>)
+#include <cuda/__ptx/instructions/barrier_cluster.h>
 #include <cuda/__ptx/instructions/fence.h>
+#include <cuda/__ptx/instructions/get_sreg.h>
 #include <cuda/__ptx/instructions/mbarrier_arrive.h>
 #include <cuda/__ptx/instructions/mbarrier_init.h>
 #include <cuda/__ptx/instructions/mbarrier_wait.h>
@@ -98,6 +108,43 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t *bar, unsigned parity) {
 #else
     (void)bar;
     (void)parity;
+#endif
+}
+
+/// The calling CTA's rank in its cluster (0 without clusters).
+__device__ __forceinline__ unsigned cluster_ctarank() {
+#if TILEC_SM90
+    return cuda::ptx::get_sreg_cluster_ctarank();
+#else
+    return 0;
+#endif
+}
+
+/// barrier.cluster arrive (release) and wait (acquire): every non-exited thread of every CTA of the cluster
+/// takes part. Without a cluster launch the cluster is the CTA alone.
+__device__ __forceinline__ void cluster_sync() {
+#if TILEC_SM90
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+#elif defined(__CUDA_ARCH__)
+    __syncthreads();
+#endif
+}
+
+/// One arrival on the mbarrier at `bar`'s offset in the shared memory of CTA `cta` of the cluster (this CTA's
+/// own when cta is its rank). The arrive has PTX's default semantics (release at CTA scope), as CUTLASS's
+/// cluster barriers do: the consumers' reads it orders are wgmma's, already retired by wgmma_wait. With
+/// .release.cluster ptxas put MEMBAR.ALL.GPU before every arrive, and the clustered GEMM ran at 0.6x the
+/// speed of the unclustered one (H200, 2026-12-01).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t *bar, unsigned cta) {
+#if TILEC_SM90
+    const unsigned local = (unsigned)__cvta_generic_to_shared(bar);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+#else
+    (void)bar;
+    (void)cta;
 #endif
 }
 

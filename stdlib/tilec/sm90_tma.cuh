@@ -35,6 +35,41 @@ namespace tilec {
 
 struct tensor_map; // tensor_map.cuh (pasted after this file: files go in name order)
 
+namespace tma_detail {
+
+/// Box (p, q) of a tile: panel p (columns p * W..), rows q * BoxRows..; multicast to ctaMask when Multicast.
+template <int Rank, int RowDim, int Rows, int W, int BoxRows, int SwizzleBytes, bool Multicast>
+__device__ __forceinline__ void box(unsigned char *base, const tensor_map *map, uint64_t *bar, const int (&given)[5],
+                                    int p, int q, uint16_t ctaMask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    int32_t coords[Rank];
+#pragma unroll
+    for (int d = 0; d < Rank; ++d) coords[d] = given[d];
+    coords[0] += p * W;
+    coords[RowDim] += q * BoxRows;
+    void *dst = base + (p * Rows + q * BoxRows) * SwizzleBytes;
+    if constexpr (Multicast) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar,
+                                        ctaMask);
+#endif
+    } else {
+        (void)ctaMask;
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+    }
+#else
+    (void)base;
+    (void)map;
+    (void)bar;
+    (void)given;
+    (void)p;
+    (void)q;
+    (void)ctaMask;
+#endif
+}
+
+} // namespace tma_detail
+
 /// Loads the Rows x Cols tile whose first element has coordinates (c0, c1, ...) (dims innermost first, element
 /// units; out-of-range elements are zero-filled by the TMA unit) into `smem` in the panel layout above.
 /// Issued by ONE thread. Completes on `bar`, on which the caller (or another thread, before or after) did
@@ -61,15 +96,8 @@ __device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map,
 #pragma unroll
     for (int p = 0; p < P; ++p) {
 #pragma unroll
-        for (int q = 0; q < Q; ++q) {
-            int32_t coords[Rank];
-#pragma unroll
-            for (int d = 0; d < Rank; ++d) coords[d] = given[d];
-            coords[0] += p * W;
-            coords[RowDim] += q * BoxRows;
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                            base + (p * Rows + q * BoxRows) * SwizzleBytes, map, coords, bar);
-        }
+        for (int q = 0; q < Q; ++q)
+            tma_detail::box<Rank, RowDim, Rows, W, BoxRows, SwizzleBytes, false>(base, map, bar, given, p, q, 0);
     }
 #else
     (void)smem;
@@ -82,6 +110,47 @@ __device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map,
     (void)c4;
     (void)P;
     (void)Q;
+#endif
+}
+
+/// The share `part` (0..Parts-1) of a tile that Parts CTAs of a cluster load together, each multicasting its
+/// share to every CTA in `ctaMask` (bit i: cluster rank i): same panel layout, smem offset and mbarrier
+/// offset in every destination CTA, each of whose full barriers must expect the whole tile's bytes. The map's
+/// box is {W, BoxRows} (BoxRows divides Rows, at most 256); the tile's P * Rows / BoxRows boxes are dealt out
+/// in order, Parts consecutive shares. Needs sm_90a (multicast); compiles to nothing elsewhere.
+template <int Rank, int RowDim, int Rows, int Cols, int ElemBytes, int SwizzleBytes, int BoxRows, int Parts>
+__device__ __forceinline__ void tma_load_tile_multicast(void *smem, const tensor_map *map, uint64_t *bar,
+                                                        uint16_t ctaMask, int part, int c0, int c1, int c2 = 0,
+                                                        int c3 = 0, int c4 = 0) {
+    static_assert(Rank >= 1 && Rank <= 5 && RowDim >= 1 && RowDim < Rank, "dims as for tma_load_tile");
+    static_assert(SwizzleBytes == 128 || SwizzleBytes == 64 || SwizzleBytes == 32, "128, 64 or 32-byte panels");
+    constexpr int W = SwizzleBytes / ElemBytes;
+    static_assert(Cols % W == 0 && Rows % 8 == 0, "a whole number of panels of whole swizzle periods");
+    static_assert(BoxRows <= 256 && BoxRows % 8 == 0 && Rows % BoxRows == 0, "boxes of 8..256 rows tile the rows");
+    constexpr int P = Cols / W, Q = Rows / BoxRows, Boxes = P * Q;
+    static_assert(Parts >= 1 && Boxes % Parts == 0, "the boxes split evenly between the CTAs");
+    constexpr int Share = Boxes / Parts;
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    unsigned char *base = static_cast<unsigned char *>(smem);
+    const int given[5] = {c0, c1, c2, c3, c4};
+#pragma unroll
+    for (int j = 0; j < Share; ++j) {
+        const int i = part * Share + j;
+        tma_detail::box<Rank, RowDim, Rows, W, BoxRows, SwizzleBytes, true>(base, map, bar, given, i / Q, i % Q,
+                                                                            ctaMask);
+    }
+#else
+    (void)smem;
+    (void)map;
+    (void)bar;
+    (void)ctaMask;
+    (void)part;
+    (void)c0;
+    (void)c1;
+    (void)c2;
+    (void)c3;
+    (void)c4;
+    (void)Share;
 #endif
 }
 

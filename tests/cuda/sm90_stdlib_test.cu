@@ -4,7 +4,7 @@
 /// two warpgroups along M and along N; the mbarrier / TMA / setmaxnreg calls of a producer and a consumer.
 /// Compiled (never run) for sm_80, sm_90 and sm_90a after every stdlib file (tests/gpu/CMakeLists.txt
 /// writes the includes), and its sm_90a cubin checked by check_hopper_sass.sh: no wgmma serialization, no
-/// spills. tests/unit/DeviceCompilerTest.cpp compiles the same kinds of call through NVRTC.
+/// spills. tests/unit/DeviceCompilerTest.cpp compiles the same file through NVRTC. Clusters and multicast too.
 
 template <int M, int N, int K, int WgM, int WgN, bool TA_, bool TB_, int SA, int SB, class TA, class TB, class TC>
 __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_probe(TC *out, int kBlocks) {
@@ -67,4 +67,35 @@ __global__ void __launch_bounds__(256, 1) pipeline_probe(const __grid_constant__
         tilec::fence_proxy_async_shared();
         out[threadIdx.x] = sum;
     }
+}
+
+/// Two CTAs of a cluster sharing a tile by TMA multicast, releasing it on both CTAs' empty barriers. The
+/// cluster shape is given at launch (cudaLaunchAttributeClusterDimension): __cluster_dims__ does not compile
+/// for sm_80, and the same text is compiled for every target.
+__global__ void __launch_bounds__(256, 1)
+    cluster_probe(const __grid_constant__ tilec::tensor_map map, int x, int y, int *out) {
+    __shared__ alignas(1024) unsigned char tile[256 * 64 * 2];
+    __shared__ alignas(8) uint64_t full, empty;
+    const unsigned rank = tilec::cluster_ctarank();
+    if (threadIdx.x == 0) {
+        tilec::mbarrier_init(&full, 1);
+        tilec::mbarrier_init(&empty, 2 * 4);
+        tilec::mbarrier_init_fence();
+    }
+    tilec::cluster_sync();
+    if (threadIdx.x >= 128) {
+        tilec::setmaxnreg_dec<40>();
+        if (threadIdx.x == 128) {
+            tilec::mbarrier_wait(&empty, 1);
+            tilec::mbarrier_arrive_expect_tx(&full, sizeof tile);
+            tilec::tma_load_tile_multicast<2, 1, 256, 64, 2, 128, 128, 2>(tile, &map, &full, 3, (int)rank, x, y);
+        }
+    } else {
+        tilec::setmaxnreg_inc<232>();
+        tilec::mbarrier_wait(&full, 0);
+        out[threadIdx.x] = tile[threadIdx.x];
+        if ((threadIdx.x & 31) == 0)
+            for (unsigned r = 0; r < 2; ++r) tilec::mbarrier_arrive_cluster(&empty, r);
+    }
+    tilec::cluster_sync();
 }

@@ -171,6 +171,8 @@ TEST(Nvrtc, HopperLibraryCompilesForEveryTarget) {
         EXPECT_EQ(has(c.ptx, "setmaxnreg.inc.sync.aligned.u32 232"), hopper) << arch;
         EXPECT_EQ(has(c.ptx, "cp.async.bulk.tensor.2d"), std::string(arch) != "sm_80") << arch;
         EXPECT_EQ(has(c.ptx, "mbarrier.try_wait.parity"), std::string(arch) != "sm_80") << arch;
+        EXPECT_EQ(has(c.ptx, ".multicast::cluster"), hopper) << arch;
+        EXPECT_EQ(has(c.ptx, "mapa.shared::cluster.u32"), std::string(arch) != "sm_80") << arch;
     }
 }
 
