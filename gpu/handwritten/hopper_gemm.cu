@@ -46,8 +46,11 @@ constexpr int kRasterPanel = 8; // block rows per rasterization panel (T.use_swi
 /// producer fills the next tile's stages while the consumers store the last one); ClusterM: CTAs per cluster
 /// along M, which share their B tile (each loads 1 / ClusterM of it and multicasts it to all).
 template <class TIn, class TOut, int BM_, int BN_, int BK_, int WgM_, int Stages_, bool TransB_, int MinBlocks_,
-          bool Persistent_ = false, int ClusterM_ = 1>
+          bool Persistent_ = false, int ClusterM_ = 1, bool RS_ = false>
 struct Config {
+    /// RS: the consumers read their A fragments out of the stage into registers and issue wgmma_gemm_rs (the
+    /// proof of the RS path; an A that is already in registers, attention's P, skips the reads).
+    static constexpr bool RS = RS_;
     using In = TIn;
     using Out = TOut;
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WgM = WgM_, Stages = Stages_, MinBlocks = MinBlocks_;
@@ -85,6 +88,27 @@ template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float a, fl
 template <class T> __device__ __forceinline__ T from_f(float a);
 template <> __device__ __forceinline__ __half from_f<__half>(float a) { return __float2half_rn(a); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float a) { return __float2bfloat16_rn(a); }
+
+/// The thread's m64k16 A fragments (wgmma_gemm_rs's order) of its warpgroup's rows of a K-major stage tile in
+/// the 128-byte panel layout: a[(mi * KT + ki) * 4 + j] = A(row, col..col + 1), row = wgm * Mw + mi * 64 +
+/// (warp % 4) * 16 + (j % 2) * 8 + lane / 4, col = ki * 16 + (j / 2) * 8 + (lane % 4) * 2.
+template <int BM, int BK, int Mw, class T>
+__device__ __forceinline__ void load_a_fragments(const T *tile, int wgm, int warp, int lane, uint32_t *a) {
+    constexpr int W = kSwizzle / (int)sizeof(T), KT = BK / 16;
+    const unsigned char *base = reinterpret_cast<const unsigned char *>(tile);
+#pragma unroll
+    for (int mi = 0; mi < Mw / 64; ++mi)
+#pragma unroll
+        for (int ki = 0; ki < KT; ++ki)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int row = wgm * Mw + mi * 64 + (warp % 4) * 16 + (j % 2) * 8 + lane / 4;
+                const int col = ki * 16 + (j / 2) * 8 + (lane % 4) * 2;
+                const int byte = (col % W) * (int)sizeof(T);
+                a[(mi * KT + ki) * 4 + j] = *reinterpret_cast<const uint32_t *>(
+                    base + (col / W) * BM * kSwizzle + row * kSwizzle + (((byte / 16) ^ (row % 8)) * 16) + byte % 16);
+            }
+}
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
@@ -176,9 +200,21 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
             for (int k = 0; k < kBlocks; ++k, ++it) {
                 const int s = it % S;
                 tilec::mbarrier_wait(&full[s], (it / S) & 1);
-                tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle>(
-                    sA + s * (BM * BK), sB + s * (BK * BN), acc);
-                tilec::wgmma_wait<1>();
+                if constexpr (Cfg::RS) {
+                    uint32_t a[MT * (BK / 16) * 4];
+                    load_a_fragments<BM, BK, Mw>(sA + s * (BM * BK), wgm, warp, lane, a);
+                    tilec::wgmma_gemm_rs<BM, BN, BK, Cfg::WgM, 1, Cfg::TransB, kSwizzle, In>(a, sB + s * (BK * BN), acc);
+                } else {
+                    tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle>(
+                        sA + s * (BM * BK), sB + s * (BK * BN), acc);
+                }
+                if constexpr (Cfg::RS) {
+                    // the A registers of this group must keep their values until it retires: the next k-block
+                    // reloads them (ptxas does not protect them: with wgmma_wait<1> here the results were wrong)
+                    tilec::wgmma_wait<0>();
+                } else {
+                    tilec::wgmma_wait<1>();
+                }
                 if (k > 0) release((it - 1) % S);
             }
             tilec::wgmma_wait<0, Cfg::Acc>(acc);
@@ -328,6 +364,8 @@ using F16_128x256_PC2 = Config<__half, __half, 128, 256, 64, 2, 4, false, 1, tru
 using F16_128x256_NT_PC2 = Config<__half, __half, 128, 256, 64, 2, 4, true, 1, true, 2>;
 using F16_128x128_P = Config<__half, __half, 128, 128, 64, 1, 4, false, 1, true>;
 using BF16_128x256_PC2 = Config<__nv_bfloat16, __nv_bfloat16, 128, 256, 64, 2, 4, false, 1, true, 2>;
+using F16_128x256_RS = Config<__half, __half, 128, 256, 64, 2, 4, false, 1, true, 1, true>;
+using BF16_128x128_NT_RS = Config<__nv_bfloat16, __nv_bfloat16, 128, 128, 64, 1, 4, true, 1, true, 1, true>;
 using BF16_128x128 = Config<__nv_bfloat16, __nv_bfloat16, 128, 128, 64, 1, 4, false, 1>;
 using BF16_128x128_NT = Config<__nv_bfloat16, __nv_bfloat16, 128, 128, 64, 1, 4, true, 1>;
 using BF16_128x256 = Config<__nv_bfloat16, __nv_bfloat16, 128, 256, 64, 2, 4, false, 1>;
@@ -370,6 +408,8 @@ HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_pc2, F16_128x256_PC2)
 HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_nt_pc2, F16_128x256_NT_PC2)
 HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x128_p, F16_128x128_P)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x256_pc2, BF16_128x256_PC2)
+HOPPER_GEMM_ENTRY(hopper_gemm_f16_128x256_rs, F16_128x256_RS)
+HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x128_nt_rs, BF16_128x128_NT_RS)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x128, BF16_128x128)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x128_nt, BF16_128x128_NT)
 HOPPER_GEMM_ENTRY(hopper_gemm_bf16_128x256, BF16_128x256)

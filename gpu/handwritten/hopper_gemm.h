@@ -96,6 +96,18 @@ tilec_status hopper_gemm_bf16_128x256_pc2(const void *A, const void *B, void *C,
 int hopper_gemm_bf16_128x256_pc2_threads(int sm);
 size_t hopper_gemm_bf16_128x256_pc2_shared_bytes(int sm);
 
+/* hopper_gemm_f16_128x256_rs: C = A @ op(B), float16, 128x256x64, 2 consumer warpgroups, 4 stages, persistent, A read from shared memory into registers and multiplied by wgmma with A from registers (RS); B (k, n).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_f16_128x256_rs(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_f16_128x256_rs_threads(int sm);
+size_t hopper_gemm_f16_128x256_rs_shared_bytes(int sm);
+
+/* hopper_gemm_bf16_128x128_nt_rs: C = A @ op(B), bfloat16, 128x128x64, 1 consumer warpgroup, 4 stages, persistent, A from registers (RS); B stored (n, k).
+ * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
+tilec_status hopper_gemm_bf16_128x128_nt_rs(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+int hopper_gemm_bf16_128x128_nt_rs_threads(int sm);
+size_t hopper_gemm_bf16_128x128_nt_rs_shared_bytes(int sm);
+
 /* hopper_gemm_bf16_128x128: C = A @ op(B), bfloat16, 128x128x64, 1 consumer warpgroup, 4 stages; B (k, n).
  * A: [m, k] row-major, C: [m, n] row-major, float32 accumulation. */
 tilec_status hopper_gemm_bf16_128x128(const void *A, const void *B, void *C, int64_t m, int64_t n, int64_t k, cudaStream_t stream);

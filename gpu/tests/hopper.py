@@ -5,7 +5,7 @@ Correctness: the GEMM rule of CONTRACT.md on every element (gpu/refs.py: float64
 4 u sum|ab| + u_out |R|), poisoned outputs, at 1024^3, at shapes no tile divides (1000^3, 333 x 520 x 1000: TMA
 zero fill in m, n and k, masked stores), fewer k-blocks than stages (k = 64) and a single partial k-block
 (k = 8); B stored (k, n) ("N-major": the seed's layout) and (n, k) (the *_nt kernels); float8 e4m3 with
-bfloat16 output. Tensors TMA cannot read (k * 2 bytes not a multiple of 16) are refused with
+bfloat16 output; A through registers (wgmma_gemm_rs, the *_rs kernels). Tensors TMA cannot read (k * 2 bytes not a multiple of 16) are refused with
 TILEC_ERROR_UNSUPPORTED and nothing written.
 
 Benchmarks against cuBLAS (torch.matmul; torch._scaled_mm for float8) on the issue's five shapes (M x N x K):
@@ -18,10 +18,10 @@ import refs as R
 LIB = "hopper_gemm"
 F16 = ["hopper_gemm_f16_128x128", "hopper_gemm_f16_128x256", "hopper_gemm_f16_128x256_s3",
        "hopper_gemm_f16_128x128_2cta", "hopper_gemm_f16_128x256_p", "hopper_gemm_f16_128x256_pc2",
-       "hopper_gemm_f16_128x128_p"]
+       "hopper_gemm_f16_128x128_p", "hopper_gemm_f16_128x256_rs"]
 F16_NT = ["hopper_gemm_f16_128x128_nt", "hopper_gemm_f16_128x256_nt", "hopper_gemm_f16_128x256_nt_pc2"]
 BF16 = ["hopper_gemm_bf16_128x128", "hopper_gemm_bf16_128x256", "hopper_gemm_bf16_128x256_pc2"]
-BF16_NT = ["hopper_gemm_bf16_128x128_nt", "hopper_gemm_bf16_128x256_nt"]
+BF16_NT = ["hopper_gemm_bf16_128x128_nt", "hopper_gemm_bf16_128x256_nt", "hopper_gemm_bf16_128x128_nt_rs"]
 FP8_NT = ["hopper_gemm_e4m3_128x256_nt", "hopper_gemm_e4m3_128x256_nt_pc2"]
 SHAPES = [(1024, 1024, 1024), (1000, 1000, 1000), (333, 520, 1000), (256, 384, 64), (200, 136, 8)]
 # float8: rows of k bytes must be multiples of 16 for TMA
@@ -62,7 +62,7 @@ def tests():
     for kernels, dtype, out, nt in groups:
         for kern in kernels:
             shapes = FP8_SHAPES if dtype == "float8_e4m3" else SHAPES
-            if "_p" in kern:   # float8 rows: k a multiple of 16 bytes
+            if "_p" in kern or "_rs" in kern:   # the persistent kernels; float8 rows: k a multiple of 16 bytes
                 shapes = shapes + [(4000, 3000, 208) if dtype == "float8_e4m3" else PERSISTENT_SHAPE]
             for (M, N, K) in shapes:
                 yield C.Test(LIB, kern, R.gemm_test(M, N, K, dtype, out, trans_B=nt, scalars=(M, N, K)),
@@ -105,6 +105,7 @@ def benches():
         yield one("hopper_gemm_f16_128x128", M, N, K, bar=0.80 if (M, N, K) == (4096, 4096, 4096) else None)
         yield one("hopper_gemm_f16_128x128_p", M, N, K, bar=0.80 if (M, N, K) == (4096, 4096, 4096) else None)
         yield one("hopper_gemm_f16_128x256_nt_pc2", M, N, K, nt=True)
+        yield one("hopper_gemm_f16_128x256_rs", M, N, K)
         for kern in FP8_NT:
             yield one(kern, M, N, K, dtype="float8_e4m3", out="bfloat16", nt=True, target=1.0)
     for (M, N, K) in DECODE_SHAPES:

@@ -11,10 +11,13 @@
 // After initialising, the initialising thread calls mbarrier_init_fence() and the block synchronises once
 // (__syncthreads) before any thread uses a barrier.
 //
-// Instructions come from CCCL's <cuda/ptx> (cuda::ptx::mbarrier_*, fence_*), which compiles under nvcc and
-// NVRTC (NVRTC needs CUDA's include/cccl on its include path: src/nvrtc/Nvrtc.cpp adds it; nvcc finds it
-// itself). <cuda/ptx> has
-// no bar.sync with a thread count, no setmaxnreg, no elect.sync and no mapa: those are inline PTX.
+// Every instruction is inline PTX. CCCL's <cuda/ptx> covers the mbarrier, fence and cluster-barrier ones and
+// compiles under nvcc and NVRTC (with CUDA's include/cccl on NVRTC's include path), but its tag objects
+// (cuda::ptx::sem_release, space_shared, ...) are __device__ globals with internal linkage: NVRTC emits all
+// of them into every PTX file under names that hash the translation unit's file name, so tilec's PTX for the
+// same program differed with the output's name (tests/lit/aot/determinism.test, ptx_cubin.test). Including the
+// whole <cuda/ptx> also cost about a second of every nvcc compile of a generated file. It has no bar.sync with
+// a thread count, setmaxnreg, elect.sync or mapa at all.
 //
 // Clusters (TMA multicast, sm90_tma.cuh): a stage that one CTA's producer multicasts into every CTA of the
 // cluster may be overwritten only when the consumers of every CTA released it, so consumers arrive on the
@@ -30,19 +33,6 @@
 #ifndef TILEC_STDLIB_SM90_BARRIER_CUH
 #define TILEC_STDLIB_SM90_BARRIER_CUH
 
-// Only the instruction families used here: the whole <cuda/ptx> costs about a second of every compile of
-// every generated file (all stdlib files are embedded in each); these headers cost nothing measurable. Where a
-// CCCL version moves them, the whole header is the fallback.
-#if __has_include(<cuda/__ptx/instructions/mbarrier_wait.h>)
-#include <cuda/__ptx/instructions/barrier_cluster.h>
-#include <cuda/__ptx/instructions/fence.h>
-#include <cuda/__ptx/instructions/get_sreg.h>
-#include <cuda/__ptx/instructions/mbarrier_arrive.h>
-#include <cuda/__ptx/instructions/mbarrier_init.h>
-#include <cuda/__ptx/instructions/mbarrier_wait.h>
-#else
-#include <cuda/ptx>
-#endif
 #include <stdint.h>
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -58,10 +48,20 @@
 
 namespace tilec {
 
+/// The shared-state-space address of a shared-memory object (what the PTX below takes).
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+#if defined(__CUDA_ARCH__)
+    return (unsigned)__cvta_generic_to_shared(p);
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
 /// Initialises the mbarrier `bar` (shared memory, 8-byte aligned) to expect `arrivals` arrivals per phase.
 __device__ __forceinline__ void mbarrier_init(uint64_t *bar, unsigned arrivals) {
 #if TILEC_SM90
-    cuda::ptx::mbarrier_init(bar, arrivals);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals) : "memory");
 #else
     (void)bar;
     (void)arrivals;
@@ -72,8 +72,7 @@ __device__ __forceinline__ void mbarrier_init(uint64_t *bar, unsigned arrivals) 
 /// (TMA's complete_tx); a block barrier must follow before anyone uses them.
 __device__ __forceinline__ void mbarrier_init_fence() {
 #if TILEC_SM90
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
 
@@ -81,7 +80,7 @@ __device__ __forceinline__ void mbarrier_init_fence() {
 /// reads of a stage included, happen before the phase completes).
 __device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
 #if TILEC_SM90
-    (void)cuda::ptx::mbarrier_arrive(bar);
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 #else
     (void)bar;
 #endif
@@ -91,8 +90,9 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
 /// TMA loads of this phase will deliver).
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, unsigned bytes) {
 #if TILEC_SM90
-    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               bar, bytes);
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
 #else
     (void)bar;
     (void)bytes;
@@ -103,8 +103,14 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, unsigne
 /// timeout (the hardware suspends the thread between tries). Acquire semantics at CTA scope.
 __device__ __forceinline__ void mbarrier_wait(uint64_t *bar, unsigned parity) {
 #if TILEC_SM90
-    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
-    }
+    const unsigned addr = smem_addr(bar);
+    unsigned done = 0;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(addr), "r"(parity)
+                     : "memory");
+    } while (!done);
 #else
     (void)bar;
     (void)parity;
@@ -114,7 +120,9 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t *bar, unsigned parity) {
 /// The calling CTA's rank in its cluster (0 without clusters).
 __device__ __forceinline__ unsigned cluster_ctarank() {
 #if TILEC_SM90
-    return cuda::ptx::get_sreg_cluster_ctarank();
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
 #else
     return 0;
 #endif
@@ -124,8 +132,7 @@ __device__ __forceinline__ unsigned cluster_ctarank() {
 /// takes part. Without a cluster launch the cluster is the CTA alone.
 __device__ __forceinline__ void cluster_sync() {
 #if TILEC_SM90
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
-    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 #elif defined(__CUDA_ARCH__)
     __syncthreads();
 #endif
@@ -138,7 +145,7 @@ __device__ __forceinline__ void cluster_sync() {
 /// speed of the unclustered one (H200, 2026-12-01).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t *bar, unsigned cta) {
 #if TILEC_SM90
-    const unsigned local = (unsigned)__cvta_generic_to_shared(bar);
+    const unsigned local = smem_addr(bar);
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
@@ -183,7 +190,7 @@ template <int Regs> __device__ __forceinline__ void setmaxnreg_dec() {
 /// the thread that issues the async operation must follow.
 __device__ __forceinline__ void fence_proxy_async_shared() {
 #if TILEC_SM90
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
 

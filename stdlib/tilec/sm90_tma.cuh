@@ -17,18 +17,13 @@
 // SwizzleBytes) has the box {W, 1.., min(Rows, 256), 1..}: W in dim 0, min(Rows, 256) in dim RowDim, 1 in every
 // other dim. tma_load_tile issues P * ceil(Rows / 256) loads, all completing on one mbarrier.
 //
-// cp.async.bulk.tensor comes from CCCL's <cuda/ptx> (cuda::ptx::cp_async_bulk_tensor), which compiles under
-// nvcc and NVRTC (with CUDA's include/cccl on NVRTC's include path). sm_90 and later only; on other targets
-// tma_load_tile compiles to nothing (generated code calls it only on the Hopper path).
+// cp.async.bulk.tensor is inline PTX, not CCCL's cuda::ptx::cp_async_bulk_tensor: see sm90_barrier.cuh (the
+// tag objects of <cuda/ptx> made NVRTC's PTX depend on the file name). sm_90 and later only (multicast:
+// sm_90a); on other targets these functions compile to nothing (generated code calls them only on the Hopper
+// path).
 #ifndef TILEC_STDLIB_SM90_TMA_CUH
 #define TILEC_STDLIB_SM90_TMA_CUH
 
-// Only the bulk-tensor family (see sm90_barrier.cuh: the whole <cuda/ptx> costs a second per compile).
-#if __has_include(<cuda/__ptx/instructions/cp_async_bulk_tensor.h>)
-#include <cuda/__ptx/instructions/cp_async_bulk_tensor.h>
-#else
-#include <cuda/ptx>
-#endif
 #include <stdint.h>
 
 namespace tilec {
@@ -42,20 +37,36 @@ template <int Rank, int RowDim, int Rows, int W, int BoxRows, int SwizzleBytes, 
 __device__ __forceinline__ void box(unsigned char *base, const tensor_map *map, uint64_t *bar, const int (&given)[5],
                                     int p, int q, uint16_t ctaMask) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    int32_t coords[Rank];
-#pragma unroll
-    for (int d = 0; d < Rank; ++d) coords[d] = given[d];
-    coords[0] += p * W;
-    coords[RowDim] += q * BoxRows;
-    void *dst = base + (p * Rows + q * BoxRows) * SwizzleBytes;
+    int c[5] = {given[0], given[1], given[2], given[3], given[4]};
+    c[0] += p * W;
+    c[RowDim] += q * BoxRows;
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(base + (p * Rows + q * BoxRows) * SwizzleBytes);
+    const unsigned mbar = (unsigned)__cvta_generic_to_shared(bar);
     if constexpr (Multicast) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar,
-                                        ctaMask);
+#define TILEC_TMA_MC(DIMS, COORDS, ...)                                                                        \
+    asm volatile("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster" \
+                 " [%0], [%1, {" COORDS "}], [%2], %3;\n" ::"r"(dst), "l"(map), "r"(mbar), "h"(ctaMask), __VA_ARGS__   \
+                 : "memory")
+        if constexpr (Rank == 1) TILEC_TMA_MC("1d", "%4", "r"(c[0]));
+        else if constexpr (Rank == 2) TILEC_TMA_MC("2d", "%4, %5", "r"(c[0]), "r"(c[1]));
+        else if constexpr (Rank == 3) TILEC_TMA_MC("3d", "%4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2]));
+        else if constexpr (Rank == 4) TILEC_TMA_MC("4d", "%4, %5, %6, %7", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+        else TILEC_TMA_MC("5d", "%4, %5, %6, %7, %8", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+#undef TILEC_TMA_MC
 #endif
     } else {
         (void)ctaMask;
-        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#define TILEC_TMA(DIMS, COORDS, ...)                                                                           \
+    asm volatile("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes"              \
+                 " [%0], [%1, {" COORDS "}], [%2];\n" ::"r"(dst), "l"(map), "r"(mbar), __VA_ARGS__               \
+                 : "memory")
+        if constexpr (Rank == 1) TILEC_TMA("1d", "%3", "r"(c[0]));
+        else if constexpr (Rank == 2) TILEC_TMA("2d", "%3, %4", "r"(c[0]), "r"(c[1]));
+        else if constexpr (Rank == 3) TILEC_TMA("3d", "%3, %4, %5", "r"(c[0]), "r"(c[1]), "r"(c[2]));
+        else if constexpr (Rank == 4) TILEC_TMA("4d", "%3, %4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+        else TILEC_TMA("5d", "%3, %4, %5, %6, %7", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+#undef TILEC_TMA
     }
 #else
     (void)base;

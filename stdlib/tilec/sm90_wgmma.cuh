@@ -22,7 +22,9 @@
 //   acc[((mi * nT + ni) * 2 + h) * 2 + c] is C(wgm * (M / WgM) + mi * 64 + (warp % 4) * 16 + h * 8 + lane / 4,
 //                                             wgn * (N / WgN) + ni * 8 + (lane % 4) * 2 + c).
 // Index acc only with compile-time constants (unrolled loops) so that it stays in registers; each element is
-// its own asm operand.
+// its own asm operand (__half accumulators: each pair, element 2j in the low half, is one 32-bit operand;
+// declare such an array alignas(4)). Any other instruction that touches the accumulators between a wgmma and
+// the wait that retires it makes ptxas wait there (info C7514-C7519): touch them only after wgmma_wait.
 //
 // Ordering. wgmma_gemm_ss does wgmma.fence, issues every instruction (scale-d 1: it accumulates; clear acc
 // with wgmma_clear<Count>(acc) before the first call: see there why a plain loop of zeros is not enough),
@@ -31,6 +33,8 @@
 // tells the compiler that acc[0 .. Count) changed there, so that no read of the accumulators is scheduled
 // before the wait (use it before the epilogue). Shared memory a group reads may be overwritten (the stage
 // released) once a wait has retired that group.
+//
+// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there), 16-bit types only.
 //
 // wgmma is inline PTX: <cuda/ptx> does not cover it. On targets other than sm_90a everything here compiles
 // to nothing; generated code calls it only on the Hopper path.
@@ -81,8 +85,9 @@ template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *sm
            ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (layout << 62);
 }
 
-// Placeholder lists "%0, %1, ..." of 2..128 accumulator registers, and the operand numbers that follow them
-// (descriptor A, descriptor B, scale-d, trans-a, trans-b).
+// Placeholder lists "%0, %1, ..." of 2..128 accumulator registers, and the seven operand numbers that follow
+// them: SS: descriptor A, descriptor B, scale-d, trans-a, trans-b (two unused); RS: descriptor B, scale-d,
+// trans-b, the four A registers.
 #define TILEC_WG_L2 "%0, %1"
 #define TILEC_WG_L4 TILEC_WG_L2 ", %2, %3"
 #define TILEC_WG_L8 TILEC_WG_L4 ", %4, %5, %6, %7"
@@ -90,13 +95,13 @@ template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *sm
 #define TILEC_WG_L32 TILEC_WG_L16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define TILEC_WG_L64 TILEC_WG_L32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define TILEC_WG_L128 TILEC_WG_L64 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define TILEC_WG_AT2(F, ...) F(TILEC_WG_L2, 2, 3, 4, 5, 6, __VA_ARGS__)
-#define TILEC_WG_AT4(F, ...) F(TILEC_WG_L4, 4, 5, 6, 7, 8, __VA_ARGS__)
-#define TILEC_WG_AT8(F, ...) F(TILEC_WG_L8, 8, 9, 10, 11, 12, __VA_ARGS__)
-#define TILEC_WG_AT16(F, ...) F(TILEC_WG_L16, 16, 17, 18, 19, 20, __VA_ARGS__)
-#define TILEC_WG_AT32(F, ...) F(TILEC_WG_L32, 32, 33, 34, 35, 36, __VA_ARGS__)
-#define TILEC_WG_AT64(F, ...) F(TILEC_WG_L64, 64, 65, 66, 67, 68, __VA_ARGS__)
-#define TILEC_WG_AT128(F, ...) F(TILEC_WG_L128, 128, 129, 130, 131, 132, __VA_ARGS__)
+#define TILEC_WG_AT2(F, ...) F(TILEC_WG_L2, 2, 3, 4, 5, 6, 7, 8, __VA_ARGS__)
+#define TILEC_WG_AT4(F, ...) F(TILEC_WG_L4, 4, 5, 6, 7, 8, 9, 10, __VA_ARGS__)
+#define TILEC_WG_AT8(F, ...) F(TILEC_WG_L8, 8, 9, 10, 11, 12, 13, 14, __VA_ARGS__)
+#define TILEC_WG_AT16(F, ...) F(TILEC_WG_L16, 16, 17, 18, 19, 20, 21, 22, __VA_ARGS__)
+#define TILEC_WG_AT32(F, ...) F(TILEC_WG_L32, 32, 33, 34, 35, 36, 37, 38, __VA_ARGS__)
+#define TILEC_WG_AT64(F, ...) F(TILEC_WG_L64, 64, 65, 66, 67, 68, 69, 70, __VA_ARGS__)
+#define TILEC_WG_AT128(F, ...) F(TILEC_WG_L128, 128, 129, 130, 131, 132, 133, 134, __VA_ARGS__)
 
 // Accumulator operands: Count consecutive elements of d from index i, as "+f" (float) or "+r" (32-bit).
 #define TILEC_WG_F2(d, i) "+f"(d[(i)]), "+f"(d[(i) + 1])
@@ -117,18 +122,31 @@ template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *sm
 // One instruction: 16-bit operands (with the transpose immediates), tf32 / float8 (scale immediates only),
 // integers (no immediates). scale-d is the predicate p, always true here (an "r" operand of 1).
 #define TILEC_WG_HEAD(SC) "{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"
-#define TILEC_WG_T16(LIST, DA, DB, SC, TA, TB, INST, ...)                                                      \
+#define TILEC_WG_T16(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"     \
                  : __VA_ARGS__                                                                                 \
                  : "l"(da), "l"(db), "r"(1), "n"(TnspA), "n"(TnspB))
-#define TILEC_WG_TS(LIST, DA, DB, SC, TA, TB, INST, ...)                                                       \
+#define TILEC_WG_TS(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1;\n}\n"                        \
                  : __VA_ARGS__                                                                                 \
                  : "l"(da), "l"(db), "r"(1))
-#define TILEC_WG_TI(LIST, DA, DB, SC, TA, TB, INST, ...)                                                       \
+#define TILEC_WG_TI(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p;\n}\n"                             \
                  : __VA_ARGS__                                                                                 \
                  : "l"(da), "l"(db), "r"(1))
+
+// RS (A from registers, 16-bit only): {d}, {a0, a1, a2, a3}, descriptor B, p, scale-a, scale-b, trans-b.
+#define TILEC_WG_TRS(LIST, DB, SC, TB, A0, A1, A2, A3, INST, ...)                                              \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB            \
+                 ", p, 1, 1, %" #TB ";\n}\n"                                                                   \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
+#define TILEC_WG_WIDTH_RS(N, RF, RH)                                                                           \
+    if constexpr (Width == N) {                                                                                \
+        if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::BF16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.bf16.bf16"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::F16F16) TILEC_WG_AT##RH(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f16.f16.f16"), TILEC_WG_R##RH(du, 0)); \
+    }
 
 // Every type of one instruction width N: RF registers of float or int32 accumulators (N / 2), RH of packed
 // __half ones (N / 4).
@@ -168,6 +186,26 @@ __device__ __forceinline__ void mma(float *df, uint32_t *du, uint64_t da, uint64
 #endif
 }
 
+/// One RS wgmma.mma_async m64 n`Width` k16 (16-bit kinds): A is the thread's four 32-bit registers `a`.
+template <int Width, Kind K, int TnspB>
+__device__ __forceinline__ void mma_rs(float *df, uint32_t *du, const uint32_t *a, uint64_t db) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    TILEC_WG_WIDTH_RS(256, 128, 64)
+    TILEC_WG_WIDTH_RS(128, 64, 32)
+    TILEC_WG_WIDTH_RS(64, 32, 16)
+    TILEC_WG_WIDTH_RS(32, 16, 8)
+    TILEC_WG_WIDTH_RS(16, 8, 4)
+    TILEC_WG_WIDTH_RS(8, 4, 2)
+#else
+    (void)df;
+    (void)du;
+    (void)a;
+    (void)db;
+#endif
+}
+
+#undef TILEC_WG_WIDTH_RS
+#undef TILEC_WG_TRS
 #undef TILEC_WG_WIDTH
 #undef TILEC_WG_OP
 #undef TILEC_WG_TI
@@ -209,8 +247,9 @@ template <int Count, class T> __device__ __forceinline__ void fence_operands(T *
 #pragma unroll
     for (int i = 0; i < Count; ++i) {
         if constexpr (std::is_same_v<T, float>) asm volatile("" : "+f"(acc[i])::"memory");
-        else if constexpr (std::is_same_v<T, __half>) asm volatile("" : "+h"(*reinterpret_cast<unsigned short *>(&acc[i]))::"memory");
-        else asm volatile("" : "+r"(acc[i])::"memory");
+        else if constexpr (std::is_same_v<T, __half>) {
+            if (i % 2 == 0) asm volatile("" : "+r"(*reinterpret_cast<uint32_t *>(&acc[i]))::"memory");
+        } else asm volatile("" : "+r"(acc[i])::"memory");
     }
 }
 
@@ -218,8 +257,10 @@ __host__ __device__ constexpr int largest_pow2_at_most(int n) { return n >= 256 
 
 /// The instructions of one m64 x Nw x kInst step, from column n0 on: the largest power-of-two width that fits,
 /// then the rest. acc points at the m-tile's first accumulator.
-template <int Nw, int N0, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC>
-__device__ __forceinline__ void mma_row(TC *acc, uint64_t da, uint64_t db) {
+/// A is a descriptor (uint64_t: SS) or the thread's four A registers (const uint32_t *: RS).
+template <int Nw, int N0, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC,
+          class AOp>
+__device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
     if constexpr (N0 < Nw) {
         constexpr int Width = largest_pow2_at_most(Nw - N0);
         // the B offset of columns N0..: N-major, whole panels (a start inside a panel is not allowed); K-major,
@@ -228,23 +269,18 @@ __device__ __forceinline__ void mma_row(TC *acc, uint64_t da, uint64_t db) {
                       "an N-major B is split into instructions at panel boundaries only (N / WgN % W == 0)");
         constexpr unsigned off = BNMajor ? (N0 / Wb) * BPanelBytes : N0 * SwzB;
         const uint64_t dbi = db + (off >> 4);
+        constexpr bool RS = !std::is_same_v<AOp, uint64_t>;
+        auto issue = [&](float *df, uint32_t *du) {
+            if constexpr (RS) mma_rs<Width, K, TnspB>(df, du, da, dbi);
+            else mma<Width, K, TnspA, TnspB>(df, du, da, dbi);
+        };
         if constexpr (std::is_same_v<TC, float>) {
-            mma<Width, K, TnspA, TnspB>(acc + N0 / 2, nullptr, da, dbi);
-        } else if constexpr (std::is_same_v<TC, __half>) {
-            // __half accumulators travel packed in pairs (element 2j low, 2j + 1 high)
-            uint32_t packed[Width / 4];
-#pragma unroll
-            for (int j = 0; j < Width / 4; ++j)
-                packed[j] = (uint32_t)__half_as_ushort(acc[N0 / 2 + 2 * j]) |
-                            ((uint32_t)__half_as_ushort(acc[N0 / 2 + 2 * j + 1]) << 16);
-            mma<Width, K, TnspA, TnspB>(nullptr, packed, da, dbi);
-#pragma unroll
-            for (int j = 0; j < Width / 4; ++j) {
-                acc[N0 / 2 + 2 * j] = __ushort_as_half((unsigned short)(packed[j] & 0xFFFF));
-                acc[N0 / 2 + 2 * j + 1] = __ushort_as_half((unsigned short)(packed[j] >> 16));
-            }
+            issue(acc + N0 / 2, nullptr);
         } else {
-            mma<Width, K, TnspA, TnspB>(nullptr, reinterpret_cast<uint32_t *>(acc + N0 / 2), da, dbi);
+            // int32, or __half accumulators as the 32-bit registers wgmma sees: pairs, element 2j in the low half
+            // (copying them into packed registers around each instruction made ptxas wait between the wgmmas:
+            // C7517 / C7519)
+            issue(nullptr, reinterpret_cast<uint32_t *>(acc + N0 / 2));
         }
         mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
     }
@@ -352,6 +388,56 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
             mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
                 acc + mi * (Nw / 2), da0 + ((kaOff + maOff) >> 4), db0 + (kbOff >> 4));
         }
+    }
+    wgmma_commit();
+    fence_operands<Count>(acc);
+}
+
+/// C(M x N) += A B with A in registers (RS), 16-bit types only, B a shared panel-layout tile as for
+/// wgmma_gemm_ss. a holds the thread's A fragments, (M / WgM / 64) m-tiles x (K / 16) k-steps x 4 registers:
+///   a[(mi * (K / 16) + ki) * 4 + j], each two elements of TA (low half first) at row
+///   wgm * (M / WgM) + mi * 64 + (warp % 4) * 16 + (j % 2) * 8 + lane / 4, columns ki * 16 + (j / 2) * 8 +
+///   (lane % 4) * 2 + {0, 1}
+/// -- the m64k16 A fragment, which is the accumulator order of wgmma_gemm_ss with N = K packed in pairs: an
+/// accumulator array acc of a previous product converts to a as a[i] = pack(acc[2i], acc[2i + 1]) (e.g. the
+/// P = softmax(S) operand of attention). Warpgroups as for wgmma_gemm_ss (each has its own rows of A; WgN > 1
+/// means several warpgroups hold the same rows). Fence, every instruction, commit; no wait. The registers a
+/// are read asynchronously: they must keep their values until a wait has retired the group, and ptxas does not
+/// see to it (it reloaded them under an in-flight group, H200 2026-12-01): before overwriting them, wait for
+/// the group (wgmma_wait<0>, or alternate two register sets, each kept alive with wgmma_fence_operands after
+/// the wait that retires its group).
+template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA, class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC *acc) {
+    using namespace wgmma_detail;
+    constexpr Kind K_ = kind<TA, TB, TC>();
+    static_assert(sixteen_bit(K_), "wgmma with A in registers: f16/bf16 -> f32, f16 -> f16");
+    constexpr int ES = 2, KInst = 16;
+    constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64, KT = K / KInst;
+    static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
+    static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
+    static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
+    static_assert(K % KInst == 0, "K is a whole number of k16 steps");
+    constexpr int Wb = SwzB / ES;
+    static_assert(!TransB || K % Wb == 0, "a K-major B tile is a whole number of panels (K * sizeof % SwzB == 0)");
+    static_assert(TransB || N % Wb == 0, "an N-major B tile is a whole number of panels");
+    static_assert(TransB || WgN == 1 || Nw % Wb == 0, "an N-major B splits between warpgroups at panel bounds");
+    constexpr unsigned BPanel = (TransB ? N : K) * SwzB;
+    const unsigned wgn = (threadIdx.x / 128) / WgM;
+    const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
+    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
+                                          8 * SwzB);
+    constexpr int Count = MT * Nw / 2;
+    fence_operands<Count>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ki = 0; ki < KT; ++ki) {
+        const int kB = ki * KInst;
+        const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+            mma_row<Nw, 0, K_, 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(acc + mi * (Nw / 2),
+                                                                           a + (mi * KT + ki) * 4,
+                                                                           db0 + (kbOff >> 4));
     }
     wgmma_commit();
     fence_operands<Count>(acc);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Hopper path's machine code, checked without a GPU: compiles a .cu for sm_90a with ptxas's report, then
 #   1. ptxas: no warning C7508 (setmaxnreg ignored), no "Potential Performance Loss" (C7510..C7515: wgmma
-#      serialized), every entry 0 bytes of stack frame and 0 spill bytes;
+#      serialized), no warpgroup.wait/arrive "injected" (C7517, C7519: waits between wgmmas because other
+#      instructions touch their registers), every entry 0 bytes of stack frame and 0 spill bytes;
 #   2. the SASS (cuobjdump -sass): HGMMA, UTMALDG (TMA loads), SYNCS (mbarriers) and USETMAXREG present,
 #      no HMMA (the mma.sync path) and no local-memory access (LDL/STL).
 # cuobjdump comes with the CUDA toolkit or from PyPI (pip install nvidia-cuda-cuobjdump: it runs on machines
@@ -21,8 +22,8 @@ if ! "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -cubin -Xptxas
     exit 1
 fi
 fail=0
-if grep -E "C7508|Potential Performance Loss|warning" "$log"; then
-    echo "FAIL: ptxas ignored setmaxnreg, serialized wgmma, or warned (above)"
+if grep -E "C7508|Potential Performance Loss|is injected|warning" "$log"; then
+    echo "FAIL: ptxas ignored setmaxnreg, serialized wgmma or injected waits between them, or warned (above)"
     fail=1
 fi
 entries=$(grep -c "Compiling entry function" "$log")

@@ -10,7 +10,7 @@ template <int M, int N, int K, int WgM, int WgN, bool TA_, bool TB_, int SA, int
 __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_probe(TC *out, int kBlocks) {
     extern __shared__ __align__(1024) unsigned char smem[];
     constexpr int C = tilec::wgmma_acc_count<M, N, WgM, WgN>();
-    TC acc[C];
+    alignas(4) TC acc[C]; // __half accumulators are read in 32-bit pairs
     tilec::wgmma_clear<C>(acc);
     for (int k = 0; k < kBlocks; ++k) {
         tilec::wgmma_gemm_ss<M, N, K, WgM, WgN, TA_, TB_, SA, SB>(reinterpret_cast<const TA *>(smem),
@@ -99,3 +99,26 @@ __global__ void __launch_bounds__(256, 1)
     }
     tilec::cluster_sync();
 }
+
+/// A from registers (RS): the previous product's accumulators packed in pairs become A (attention's P V).
+template <int M, int N, int K, int WgM, int WgN, bool TB_, int SB, class T, class TC>
+__global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_rs_probe(const uint32_t *in, TC *out, int kBlocks) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int C = tilec::wgmma_acc_count<M, N, WgM, WgN>();
+    constexpr int A = (M / WgM / 64) * (K / 16) * 4;
+    uint32_t a[A];
+#pragma unroll
+    for (int i = 0; i < A; ++i) a[i] = in[threadIdx.x * A + i];
+    alignas(4) TC acc[C]; // __half accumulators are read in 32-bit pairs
+    tilec::wgmma_clear<C>(acc);
+    for (int k = 0; k < kBlocks; ++k) {
+        tilec::wgmma_gemm_rs<M, N, K, WgM, WgN, TB_, SB, T>(a, reinterpret_cast<const T *>(smem), acc);
+        tilec::wgmma_wait<1>();
+    }
+    tilec::wgmma_wait<0, C>(acc);
+#pragma unroll
+    for (int i = 0; i < C; ++i) out[threadIdx.x * C + i] = acc[i];
+}
+template __global__ void gemm_rs_probe<128, 256, 64, 2, 1, false, 128, __half, float>(const uint32_t *, float *, int);
+template __global__ void gemm_rs_probe<64, 128, 64, 1, 1, true, 128, __nv_bfloat16, float>(const uint32_t *, float *, int);
+template __global__ void gemm_rs_probe<64, 64, 32, 1, 1, false, 64, __half, __half>(const uint32_t *, __half *, int);

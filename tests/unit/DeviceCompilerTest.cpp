@@ -143,7 +143,7 @@ extern "C" __global__ void tma_probe(const __grid_constant__ tilec::tensor_map m
     EXPECT_TRUE(has(c.ptx, "cp.async.bulk.tensor.2d")) << c.ptx.substr(0, 2000);
 }
 
-/// The Hopper device library (stdlib/tilec/sm90_*.cuh, <cuda/ptx> through CUDA's include/cccl) under NVRTC:
+/// The Hopper device library (stdlib/tilec/sm90_*.cuh) under NVRTC:
 /// the probes of tests/cuda/sm90_stdlib_test.cu after the generated device part compile for every target;
 /// for sm_90a the PTX has the wgmma, TMA, mbarrier and setmaxnreg instructions, and ptxas neither serializes
 /// the wgmma nor spills.
