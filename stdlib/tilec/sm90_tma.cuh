@@ -42,32 +42,28 @@ __device__ __forceinline__ void box(unsigned char *base, const tensor_map *map, 
     c[RowDim] += q * BoxRows;
     const unsigned dst = (unsigned)__cvta_generic_to_shared(base + (p * Rows + q * BoxRows) * SwizzleBytes);
     const unsigned mbar = (unsigned)__cvta_generic_to_shared(bar);
+    // one operand list for both forms (the plain one ignores %3, the mask), so one ladder over the rank
+#define TILEC_TMA(SUFFIX, MASK)                                                                                \
+    if constexpr (Rank == 1) TILEC_TMA_ASM(SUFFIX, MASK, "1d", "%4", "r"(c[0]));                                \
+    else if constexpr (Rank == 2) TILEC_TMA_ASM(SUFFIX, MASK, "2d", "%4, %5", "r"(c[0]), "r"(c[1]));            \
+    else if constexpr (Rank == 3) TILEC_TMA_ASM(SUFFIX, MASK, "3d", "%4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2])); \
+    else if constexpr (Rank == 4)                                                                              \
+        TILEC_TMA_ASM(SUFFIX, MASK, "4d", "%4, %5, %6, %7", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));        \
+    else TILEC_TMA_ASM(SUFFIX, MASK, "5d", "%4, %5, %6, %7, %8", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+#define TILEC_TMA_ASM(SUFFIX, MASK, DIMS, COORDS, ...)                                                         \
+    asm volatile("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes" SUFFIX       \
+                 " [%0], [%1, {" COORDS "}], [%2]" MASK ";\n" ::"r"(dst), "l"(map), "r"(mbar), "h"(ctaMask),        \
+                 __VA_ARGS__                                                                                   \
+                 : "memory")
     if constexpr (Multicast) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define TILEC_TMA_MC(DIMS, COORDS, ...)                                                                        \
-    asm volatile("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster" \
-                 " [%0], [%1, {" COORDS "}], [%2], %3;\n" ::"r"(dst), "l"(map), "r"(mbar), "h"(ctaMask), __VA_ARGS__   \
-                 : "memory")
-        if constexpr (Rank == 1) TILEC_TMA_MC("1d", "%4", "r"(c[0]));
-        else if constexpr (Rank == 2) TILEC_TMA_MC("2d", "%4, %5", "r"(c[0]), "r"(c[1]));
-        else if constexpr (Rank == 3) TILEC_TMA_MC("3d", "%4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2]));
-        else if constexpr (Rank == 4) TILEC_TMA_MC("4d", "%4, %5, %6, %7", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-        else TILEC_TMA_MC("5d", "%4, %5, %6, %7, %8", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
-#undef TILEC_TMA_MC
+        TILEC_TMA(".multicast::cluster", ", %3")
 #endif
     } else {
-        (void)ctaMask;
-#define TILEC_TMA(DIMS, COORDS, ...)                                                                           \
-    asm volatile("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes"              \
-                 " [%0], [%1, {" COORDS "}], [%2];\n" ::"r"(dst), "l"(map), "r"(mbar), __VA_ARGS__               \
-                 : "memory")
-        if constexpr (Rank == 1) TILEC_TMA("1d", "%3", "r"(c[0]));
-        else if constexpr (Rank == 2) TILEC_TMA("2d", "%3, %4", "r"(c[0]), "r"(c[1]));
-        else if constexpr (Rank == 3) TILEC_TMA("3d", "%3, %4, %5", "r"(c[0]), "r"(c[1]), "r"(c[2]));
-        else if constexpr (Rank == 4) TILEC_TMA("4d", "%3, %4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-        else TILEC_TMA("5d", "%3, %4, %5, %6, %7", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
-#undef TILEC_TMA
+        TILEC_TMA("", "")
     }
+#undef TILEC_TMA_ASM
+#undef TILEC_TMA
 #else
     (void)base;
     (void)map;

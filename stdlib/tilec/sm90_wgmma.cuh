@@ -167,35 +167,21 @@ template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *sm
         else if constexpr (K == Kind::U8U8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.u8.u8"), TILEC_WG_R##RF(du, 0)); \
     }
 
-/// One wgmma.mma_async m64 n`Width` of kind K. df: float accumulators; du: 32-bit ones (int32, or __half
-/// pairs packed low-first).
-template <int Width, Kind K, int TnspA, int TnspB>
-__device__ __forceinline__ void mma(float *df, uint32_t *du, uint64_t da, uint64_t db) {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    TILEC_WG_WIDTH(256, 128, 64)
-    TILEC_WG_WIDTH(128, 64, 32)
-    TILEC_WG_WIDTH(64, 32, 16)
-    TILEC_WG_WIDTH(32, 16, 8)
-    TILEC_WG_WIDTH(16, 8, 4)
-    TILEC_WG_WIDTH(8, 4, 2)
-#else
-    (void)df;
-    (void)du;
-    (void)da;
-    (void)db;
-#endif
-}
+// Every instruction width with its float / int32 (N / 2) and packed __half (N / 4) register counts.
+#define TILEC_WG_WIDTHS(W) W(256, 128, 64) W(128, 64, 32) W(64, 32, 16) W(32, 16, 8) W(16, 8, 4) W(8, 4, 2)
 
-/// One RS wgmma.mma_async m64 n`Width` k16 (16-bit kinds): A is the thread's four 32-bit registers `a`.
-template <int Width, Kind K, int TnspB>
-__device__ __forceinline__ void mma_rs(float *df, uint32_t *du, const uint32_t *a, uint64_t db) {
+/// One wgmma.mma_async m64 n`Width` of kind K: SS (AOp = uint64_t, A's descriptor) or RS (AOp = const
+/// uint32_t *, the thread's four A registers, 16-bit kinds). df: float accumulators; du: 32-bit ones (int32,
+/// or __half pairs packed low-first).
+template <int Width, Kind K, int TnspA, int TnspB, class AOp>
+__device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    TILEC_WG_WIDTH_RS(256, 128, 64)
-    TILEC_WG_WIDTH_RS(128, 64, 32)
-    TILEC_WG_WIDTH_RS(64, 32, 16)
-    TILEC_WG_WIDTH_RS(32, 16, 8)
-    TILEC_WG_WIDTH_RS(16, 8, 4)
-    TILEC_WG_WIDTH_RS(8, 4, 2)
+    if constexpr (std::is_same_v<AOp, uint64_t>) {
+        const uint64_t da = a;
+        TILEC_WG_WIDTHS(TILEC_WG_WIDTH)
+    } else {
+        TILEC_WG_WIDTHS(TILEC_WG_WIDTH_RS)
+    }
 #else
     (void)df;
     (void)du;
@@ -204,6 +190,7 @@ __device__ __forceinline__ void mma_rs(float *df, uint32_t *du, const uint32_t *
 #endif
 }
 
+#undef TILEC_WG_WIDTHS
 #undef TILEC_WG_WIDTH_RS
 #undef TILEC_WG_TRS
 #undef TILEC_WG_WIDTH
@@ -269,11 +256,7 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
                       "an N-major B is split into instructions at panel boundaries only (N / WgN % W == 0)");
         constexpr unsigned off = BNMajor ? (N0 / Wb) * BPanelBytes : N0 * SwzB;
         const uint64_t dbi = db + (off >> 4);
-        constexpr bool RS = !std::is_same_v<AOp, uint64_t>;
-        auto issue = [&](float *df, uint32_t *du) {
-            if constexpr (RS) mma_rs<Width, K, TnspB>(df, du, da, dbi);
-            else mma<Width, K, TnspA, TnspB>(df, du, da, dbi);
-        };
+        auto issue = [&](float *df, uint32_t *du) { mma<Width, K, TnspA, TnspB>(df, du, da, dbi); };
         if constexpr (std::is_same_v<TC, float>) {
             issue(acc + N0 / 2, nullptr);
         } else {
