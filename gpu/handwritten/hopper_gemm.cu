@@ -14,6 +14,12 @@
 ///     after the loop wgmma_wait<0>; epilogue: bounds-checked stores straight from the accumulators, column
 ///     pairs as 4-byte stores.
 /// Tiles the shape does not divide are zero-filled by TMA (loads) and masked (stores).
+/// Variants (Config): Persistent (a grid of at most one block per SM walks the tiles with one ring position over
+/// all of them; the last stage of a tile is released before its epilogue so the producer refills meanwhile);
+/// ClusterM = 2 (two CTAs along M share B: each loads half of it with tma_load_tile_multicast, consumers
+/// release a stage on both CTAs' empty barriers, whose count is then 2 x the consumer warps; cluster_sync
+/// after the barriers' initialisation and before exit); RS (A read from the stage into registers, then
+/// wgmma_gemm_rs, with wgmma_wait<0> before the next reload of those registers).
 ///
 /// Host side: the tensor maps are encoded at each call, on the stack, with cuTensorMapEncodeTiled reached
 /// through cudaGetDriverEntryPointByVersion (no -lcuda), and passed as const __grid_constant__ parameters.
