@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 using namespace tilec;
 using tilec::lowertest::LowerRun;
 
@@ -25,6 +28,17 @@ const char *kAddTile = "import tilelang.language as T\n"
                        "                    B[bx * 256 + i] = A[bx * 256 + i] * 2.0\n"
                        "    return kernel\n"
                        "twice = add(1000)\n";
+
+/// The device part generated for kAddTile (the whole embedded device runtime and one kernel); "" on failure.
+std::string addDevicePart() {
+    LowerRun r;
+    r.run(kAddTile);
+    if (!r.lowered) {
+        ADD_FAILURE() << r.diags();
+        return "";
+    }
+    return r.generate().device;
+}
 
 TEST(PtxasLog, ReadsRegistersSpillsAndSharedPerEntry) {
     std::string log = "ptxas info    : 87 bytes gmem\n"
@@ -112,11 +126,9 @@ TEST(Nvrtc, GeneratedDevicePartCompilesAloneForEveryTarget) {
 TEST(Nvrtc, TensorMapTypeServesATmaLoad) {
     const Nvrtc *n = Nvrtc::get();
     if (!n || n->includeDirs().empty()) GTEST_SKIP() << "NVRTC is not installed";
-    LowerRun r;
-    r.run(kAddTile);
-    ASSERT_TRUE(r.lowered) << r.diags();
-    GeneratedCode g = r.generate();
-    std::string src = g.device + R"(
+    std::string device = addDevicePart();
+    ASSERT_FALSE(device.empty());
+    std::string src = device + R"(
 extern "C" __global__ void tma_probe(const __grid_constant__ tilec::tensor_map map, int x, int y) {
     __shared__ alignas(128) unsigned char tile[64 * 64 * 2];
     __shared__ alignas(8) unsigned long long bar;
@@ -129,6 +141,39 @@ extern "C" __global__ void tma_probe(const __grid_constant__ tilec::tensor_map m
     ASSERT_TRUE(c.ok) << c.log;
     EXPECT_TRUE(has(c.ptx, ".param .align 64 .b8 tma_probe_param_0[128]")) << c.ptx.substr(0, 2000);
     EXPECT_TRUE(has(c.ptx, "cp.async.bulk.tensor.2d")) << c.ptx.substr(0, 2000);
+}
+
+/// The Hopper device library (stdlib/tilec/sm90_*.cuh) under NVRTC:
+/// the probes of tests/cuda/sm90_stdlib_test.cu after the generated device part compile for every target;
+/// for sm_90a the PTX has the wgmma, TMA, mbarrier and setmaxnreg instructions, and ptxas neither serializes
+/// the wgmma nor spills.
+TEST(Nvrtc, HopperLibraryCompilesForEveryTarget) {
+    const Nvrtc *n = Nvrtc::get();
+    if (!n || n->includeDirs().empty()) GTEST_SKIP() << "NVRTC is not installed";
+    std::string device = addDevicePart();
+    ASSERT_FALSE(device.empty());
+    std::ifstream in(std::string(TILEC_SOURCE_DIR) + "/tests/cuda/sm90_stdlib_test.cu");
+    ASSERT_TRUE(in) << "tests/cuda/sm90_stdlib_test.cu";
+    std::stringstream probes;
+    probes << in.rdbuf();
+    std::string src = device + probes.str();
+    for (const char *arch : {"sm_80", "sm_90", "sm_90a"}) {
+        auto c = n->compile(src, "sm90.cu", {std::string("--gpu-architecture=") + arch, "--ptxas-options=-v"}, {});
+        ASSERT_TRUE(c.ok) << arch << ":\n" << c.log;
+        EXPECT_FALSE(has(c.log, "Potential Performance Loss")) << arch << ":\n" << c.log;
+        EXPECT_FALSE(has(c.log, "C7508")) << arch << ":\n" << c.log;
+        for (auto &f : parsePtxasLog(c.log)) {
+            EXPECT_EQ(f.spillStores, 0) << arch << " " << f.function;
+            EXPECT_EQ(f.stackFrame, 0) << arch << " " << f.function;
+        }
+        bool hopper = std::string(arch) == "sm_90a";
+        EXPECT_EQ(has(c.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"), hopper) << arch;
+        EXPECT_EQ(has(c.ptx, "setmaxnreg.inc.sync.aligned.u32 232"), hopper) << arch;
+        EXPECT_EQ(has(c.ptx, "cp.async.bulk.tensor.2d"), std::string(arch) != "sm_80") << arch;
+        EXPECT_EQ(has(c.ptx, "mbarrier.try_wait.parity"), std::string(arch) != "sm_80") << arch;
+        EXPECT_EQ(has(c.ptx, ".multicast::cluster"), hopper) << arch;
+        EXPECT_EQ(has(c.ptx, "mapa.shared::cluster.u32"), std::string(arch) != "sm_80") << arch;
+    }
 }
 
 TEST(BinaryMode, SourceEmbedsImagesBehindTheSameHeader) {
