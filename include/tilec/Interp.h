@@ -23,6 +23,7 @@ struct TraceState {
     std::shared_ptr<ir::Kernel> kernel;           ///< under construction
     std::vector<std::vector<ir::Stmt>> blocks;    ///< open statement lists; back() receives emit()
     bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
+    std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
 };
 

@@ -15,6 +15,9 @@ struct Target {
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
     int registersPerThread = 255;
     int registersPerSM = 65536;
+    /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers: the SM count of the
+    /// target's usual data-centre GPU (A100 108, A10 72, L40S 142, H100/H200 132); --num-sms overrides it.
+    int numSms = 132;
 
     /// Parses one -arch value; nullopt for unknown names.
     static std::optional<Target> parse(std::string_view name);
