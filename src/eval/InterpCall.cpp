@@ -77,7 +77,7 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
     case VK::Module:
         if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
         break;
-    case VK::PrimFunc: fail(args.callee, "a prim_func cannot be called at compile time; export it instead");
+    case VK::PrimFunc: failUnevaluable(args.callee, "a prim_func cannot be called at compile time; export it instead");
     default: break;
     }
     fail(args.callee, std::string("'") + typeName(callee.kind) + "' object is not callable");
@@ -298,6 +298,9 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     switch (base.kind) {
     case VK::Poison: return base;
     case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::PrimFunc:
+        // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.
+        return makeOpaque("kernel." + name, "tilelang");
     case VK::Module: {
         auto &m = base.as<ModuleObj>();
         if (auto it = m.attrs.find(name); it != m.attrs.end()) return it->second;

@@ -179,7 +179,7 @@ Value InterpImpl::eval(const ast::Expr &e) {
         }
         return truthy(c, e.b->range) ? eval(*e.a) : eval(*e.c);
     }
-    case ast::ExprKind::Unsupported: fail(e.range, e.str + " is not supported at compile time");
+    case ast::ExprKind::Unsupported: failUnevaluable(e.range, e.str + " is not supported at compile time");
     }
     fail(e.range, "this expression is not supported at compile time");
 }

@@ -132,6 +132,10 @@ class InterpImpl final : public Interp {
                                    const std::string &note);
     /// "'torch.float16' comes from module 'torch', which tilec does not evaluate".
     [[noreturn]] void failOpaque(const Value &v, const SourceRange &r);
+    /// An error about what tilec does not evaluate (an opaque value, an unsupported construct, running a
+    /// kernel) rather than a mistake Python would report too: a module-level statement that fails with one
+    /// is skipped with a warning (execModuleStmt).
+    [[noreturn]] void failUnevaluable(const SourceRange &r, const std::string &msg);
     /// An error about a value only known at run time used where a compile-time value is needed.
     [[noreturn]] void failRuntime(const SourceRange &r, const std::string &what);
 
@@ -288,6 +292,7 @@ class InterpImpl final : public Interp {
     std::vector<std::string> moduleOrder_;
     std::map<std::string, SourceRange> moduleAssignLoc_;
     std::set<std::tuple<int, int, int, std::string>> reported_;
+    std::set<std::tuple<int, int, int, std::string>> unevaluable_; ///< errors made by failUnevaluable
     /// Heights of recently checked expressions (holding them), so chains built in a loop cost O(1) each.
     std::unordered_map<const ir::ExprNode *, std::pair<ir::Expr, int>> heights_;
     std::deque<const ir::ExprNode *> heightOrder_;

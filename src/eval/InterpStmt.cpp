@@ -78,6 +78,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
     // The statement's diagnostics are held until it is known whether it failed for a reason of its own.
     diag_.hold();
     Restore<bool> kernelErrors(kernelErrorHeld_, false), factory(ranFactory_, false);
+    lastPoisonCause_.reset();
     bool aborted = false;
     try {
         exec(s);
@@ -89,9 +90,14 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
     }
     auto held = diag_.endHold();
     auto firstError = std::find_if(held.begin(), held.end(), [](auto &d) { return d.severity == Severity::Error; });
-    if (firstError == held.end() || kernelErrorHeld_ || ranFactory_ || s->kind == ast::StmtKind::FunctionDef) {
-        // Succeeded, or failed making a kernel (a factory's or a prim_func's errors are an exported
-        // kernel's), or a def whose decorators failed: the errors are errors.
+    bool dependent = firstError != held.end() && lastPoisonCause_ && firstError->range.line == lastPoisonUse_.line &&
+                     firstError->range.col == lastPoisonUse_.col;
+    bool unevaluable = firstError != held.end() &&
+                       unevaluable_.count({firstError->range.file, firstError->range.line, firstError->range.col,
+                                           firstError->message});
+    if (firstError == held.end() || kernelErrorHeld_ || ranFactory_ || !(unevaluable || dependent)) {
+        // Succeeded; or failed making a kernel (a factory's or a prim_func's errors are an exported
+        // kernel's); or failed as it would in Python (an undefined name, a type error): errors are errors.
         for (auto &d : held) diag_.report(d.severity, d.range, d.message);
         if (aborted) {
             bindPoison(*s);
@@ -104,7 +110,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
     // class, calling a kernel) is skipped: a tile compiler is not a Python interpreter. What it would bind
     // becomes an error value, reported where a kernel (or anything else) uses it.
     auto cause = std::make_shared<SkippedStatement>();
-    if (lastPoisonCause_ && firstError->range.line == lastPoisonUse_.line && firstError->range.col == lastPoisonUse_.col) {
+    if (dependent) {
         // It failed only because it uses what an earlier skipped statement did not bind: that one was
         // reported; this one passes the same cause on.
         *cause = *lastPoisonCause_;
@@ -235,7 +241,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
         }
         return Flow::Normal;
     }
-    case ast::StmtKind::Unsupported: fail(s.range, s.name + " is not supported at compile time");
+    case ast::StmtKind::Unsupported: failUnevaluable(s.range, s.name + " is not supported at compile time");
     }
     fail(s.range, "this statement is not supported at compile time");
 }
