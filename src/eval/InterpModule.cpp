@@ -82,8 +82,8 @@ void InterpImpl::execImport(const ast::Stmt &s) {
     auto &mo = m.as<ModuleObj>();
     for (auto &a : s.names) {
         if (a.name == "*") {
-            if (!mo.opaque)
-                for (auto &[k, v] : mo.attrs) bindName(k, v, a.range, false);
+            // What tilec knows of the module; the rest of an opaque module's names stay unbound.
+            for (auto &[k, v] : mo.attrs) bindName(k, v, a.range, false);
             continue;
         }
         Value v;

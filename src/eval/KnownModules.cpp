@@ -290,7 +290,6 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});
     else if (dotted == "tilelang.autotuner") {
         v = module(dotted, {{"autotune", autotuneDecorator("tilelang.autotuner.autotune")}});
-        v.as<ModuleObj>().opaque = false; // `from tilelang.autotuner import *` binds autotune
     } else if (dotted == "tilelang.math") {
         Attrs m;
         addTileLangMath(m, dotted);

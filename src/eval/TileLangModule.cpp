@@ -144,6 +144,12 @@ void addTypePrimitives(Attrs &attrs) {
         return a[0]->value;
     });
     def(attrs, "annotate_layout", annotateLayout);
+    // A hint for TileLang's warp-specialized register reallocation (setmaxnreg), which tilec does not do.
+    def(attrs, "no_set_max_nreg", [](Interp &in, CallArgs &args) {
+        bindArgs(in, args, "T.no_set_max_nreg", {});
+        requireLaunch(in, args, "T.no_set_max_nreg");
+        return Value::none();
+    });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });
     def(attrs, "dynamic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.dynamic"); });
