@@ -298,6 +298,9 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     switch (base.kind) {
     case VK::Poison: return base;
     case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::Function:
+        if (name == "compile" || name == "par_compile") fail(r, kEagerKernelsUnsupported);
+        break;
     case VK::PrimFunc:
         // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.
         return makeOpaque("kernel." + name, "tilelang");

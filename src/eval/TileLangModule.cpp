@@ -144,6 +144,8 @@ void addTypePrimitives(Attrs &attrs) {
         return a[0]->value;
     });
     def(attrs, "annotate_layout", annotateLayout);
+    for (const char *eager : {"const", "empty"})
+        def(attrs, eager, [](Interp &in, CallArgs &args) -> Value { in.fail(args.call, kEagerKernelsUnsupported); });
     // A hint for TileLang's warp-specialized register reallocation (setmaxnreg), which tilec does not do.
     def(attrs, "no_set_max_nreg", [](Interp &in, CallArgs &args) {
         bindArgs(in, args, "T.no_set_max_nreg", {});
