@@ -16,7 +16,7 @@ TILEC=$ROOT/build/tilec
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 ONLY_TAG="" NO_NVCC=0 KEEP=""
 CHECKOUT=${1:-}
-[[ -n $CHECKOUT ]] && shift
+(($#)) && shift
 while (($#)); do
     case $1 in
     --tilec) TILEC=$2; shift 2 ;;
@@ -27,7 +27,7 @@ while (($#)); do
     esac
 done
 if [[ -z $CHECKOUT ]]; then
-    echo "SKIP: no TileLang checkout given (tools/compat/run.sh TILELANG_CHECKOUT; CI has none)"
+    echo "SKIP: no TileLang checkout (set TILELANG_SRC for ctest, or run tools/compat/run.sh TILELANG_CHECKOUT); CI has none"
     exit 77
 fi
 if ! git -C "$CHECKOUT" rev-parse --git-dir >/dev/null 2>&1; then
