@@ -123,7 +123,9 @@ Value mathModule() {
         def(m, M, name, [fname, lcm](InterpImpl &in, CallArgs &a) {
             int64_t acc = lcm ? 1 : 0;
             for (auto &arg : a.pos) {
-                int64_t v = std::abs(integer(in, arg, fname));
+                int64_t v = integer(in, arg, fname);
+                if (v == INT64_MIN) in.fail(arg.range, fname + "() overflows int64");
+                v = std::abs(v);
                 if (!lcm) acc = std::gcd(acc, v);
                 else if (v == 0 || acc == 0) acc = 0;
                 else if (__builtin_mul_overflow(acc / std::gcd(acc, v), v, &acc)) in.fail(a.call, fname + "() overflows int64");
@@ -154,6 +156,8 @@ Value itertoolsModule() {
             if (k != "repeat") in.fail(v.range, "itertools.product() got an unexpected keyword argument '" + k + "'");
             repeat = in.toInt(v, "repeat");
             if (repeat < 0) in.fail(v.range, "repeat argument cannot be negative");
+            if (repeat > 64) in.fail(v.range, "itertools.product() with repeat=" + std::to_string(repeat) +
+                                                  " is too large for compile-time evaluation");
         }
         std::vector<std::vector<Value>> pools;
         for (int64_t r = 0; r < repeat; ++r)
@@ -198,8 +202,10 @@ void addTileLangMath(Attrs &m, const std::string &mod) {
         auto x = bindArgs(in, a, mod + ".next_power_of_2", {"x"});
         int64_t v = integer(in, *x[0], mod + ".next_power_of_2");
         // 1 << (v - 1).bit_length(), as TileLang computes it
-        uint64_t u = v - 1 < 0 ? (uint64_t)-(v - 1) : (uint64_t)(v - 1);
-        int bits = u == 0 ? 0 : 64 - __builtin_clzll(u);
+        __int128 w = (__int128)v - 1;
+        unsigned __int128 u = w < 0 ? (unsigned __int128)-w : (unsigned __int128)w;
+        int bits = 0;
+        while (u) ++bits, u >>= 1;
         if (bits > 62) in.fail(x[0]->range, "next_power_of_2(" + std::to_string(v) + ") overflows int64");
         return Value::integer(int64_t(1) << bits);
     });

@@ -80,6 +80,11 @@ TEST(EvalCompat, CompileTimeHelpers) {
     EvalRun r;
     r.run("import math\nx = math.sqrt(-1)\n");
     EXPECT_NE(r.diags().find("error: math.sqrt(): math domain error"), std::string::npos) << r.diags();
+    EvalRun big;
+    big.run("import itertools\nx = list(itertools.product([1, 2], repeat=1000000000))\n");
+    EXPECT_NE(big.diags().find("error: itertools.product() with repeat=1000000000 is too large"), std::string::npos)
+        << big.diags();
+    expectPython("import tilelang\nassert tilelang.next_power_of_2(0) == 2\n");
 }
 
 TEST(EvalCompat, GpuQueriesAnsweredFromTheTarget) {
