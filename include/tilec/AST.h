@@ -2,8 +2,8 @@
 /// The syntax tree of a .tile file: Python 3 syntax, as the parser builds it.
 ///
 /// Every node keeps its source range. Constructs that parse but that compile-time evaluation does not
-/// support (lambda, comprehensions, f-strings, class, try, ...) become `Unsupported` nodes naming the
-/// construct: they are only an error when evaluation reaches them.
+/// support (f-strings, class, try, ...) become `Unsupported` nodes naming the construct: they are only an
+/// error when evaluation reaches them.
 #pragma once
 
 #include "tilec/Diagnostics.h"
@@ -26,6 +26,8 @@ enum class ExprKind {
     Tuple, List, Dict, Set,
     Attribute, Subscript, Slice, Call, Starred,
     BinOp, UnaryOp, BoolOp, Compare, IfExp,
+    ListComp, SetComp, DictComp, GeneratorExp, ///< `a` the element (DictComp: key, `b` value); `generators`
+    Lambda,                                    ///< `lambda`: `def` is a synthesized FunctionDef
     Unsupported,
 };
 
@@ -40,6 +42,13 @@ const char *toString(CmpOpKind k);   ///< "<=", "is not", ...
 struct Keyword {
     std::string name; ///< empty for `**kwargs`
     ExprP value;
+    SourceRange range;
+};
+
+/// One `for target in iter if cond ...` clause of a comprehension.
+struct Comprehension {
+    ExprP target, iter;
+    std::vector<ExprP> ifs;
     SourceRange range;
 };
 
@@ -64,6 +73,8 @@ struct Expr {
     bool isAnd = false;             ///< BoolOp: `and` (else `or`)
     std::vector<CmpOpKind> cmpOps;  ///< Compare
     bool parenthesized = false;     ///< written inside parentheses (Tuple: `(a, b)` vs `a, b`)
+    std::vector<Comprehension> generators; ///< comprehensions: the `for` clauses, outermost first
+    StmtP def; ///< Lambda: a FunctionDef named `<lambda>` whose body is `return <expression>`
 
     static std::shared_ptr<Expr> make(ExprKind k, SourceRange r) {
         auto e = std::make_shared<Expr>();
@@ -103,7 +114,8 @@ struct Stmt {
     SourceRange range;
     ExprP value;                  ///< Expr/Assign/AugAssign/AnnAssign/Return (may be null): the value;
                                   ///< If/While/Assert: the condition; For: the iterable
-    std::vector<ExprP> targets;   ///< Assign: `a = b = value` has two targets; AugAssign/AnnAssign/For: one
+    std::vector<ExprP> targets;   ///< Assign: `a = b = value` has two targets; AugAssign/AnnAssign/For: one;
+                                  ///< Unsupported "class": the class name
     ExprP annotation;             ///< AnnAssign
     ExprP message;                ///< Assert: optional message
     BinOpKind augOp = BinOpKind::Add;

@@ -48,6 +48,13 @@ class SourceManager {
 
 enum class Severity { Note, Warning, Error };
 
+/// A diagnostic kept while the engine holds them (DiagnosticEngine::hold).
+struct HeldDiagnostic {
+    Severity severity;
+    SourceRange range;
+    std::string message;
+};
+
 /// Thrown when --error-limit is reached; the driver catches it and stops.
 struct TooManyErrors {};
 
@@ -67,6 +74,12 @@ class DiagnosticEngine {
     void note(const SourceRange &r, const std::string &msg) { report(Severity::Note, r, msg); }
     void report(Severity s, const SourceRange &r, const std::string &msg);
 
+    /// Keeps the diagnostics reported from now on instead of printing them (they are counted as usual, and
+    /// not limited by --error-limit) until the matching endHold(), which returns them and takes them out of
+    /// the counts: the caller reports them (or others in their place) through report(). Holds nest.
+    void hold() { holdMarks_.push_back(held_.size()); }
+    std::vector<HeldDiagnostic> endHold();
+    bool holding() const { return !holdMarks_.empty(); }
     int errorCount() const { return errors_; }
     int warningCount() const { return warnings_; }
     bool hasErrors() const { return errors_ > 0; }
@@ -78,6 +91,8 @@ class DiagnosticEngine {
     int errorLimit_ = 20;
     bool werror_ = false, noWarn_ = false, color_ = false;
     bool lastSuppressed_ = false;
+    std::vector<size_t> holdMarks_; ///< per open hold: where its diagnostics start in held_
+    std::vector<HeldDiagnostic> held_;
     int errors_ = 0, warnings_ = 0;
 };
 

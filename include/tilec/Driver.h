@@ -27,6 +27,7 @@ struct DriverOptions {
     bool timePasses = false;
     bool verbose = false;
     int errorLimit = 20;
+    int numSms = 0;                        ///< --num-sms: what build-time SM-count queries answer (0: the target's)
     bool werror = false, noWarnings = false;
     std::string color = "auto";            ///< --color=auto|always|never
     bool resourceUsage = false;

@@ -14,6 +14,11 @@
 
 namespace tilec::eval {
 
+/// Why T.const, T.empty and `f.compile(...)` are errors: TileLang 0.1.10's eager kernels are not supported.
+inline constexpr const char *kEagerKernelsUnsupported =
+    "TileLang's eager kernels (a @tilelang.jit function whose body is the kernel, with T.const shapes, T.empty "
+    "outputs and .compile(...)) are not supported; write the kernel as a @T.prim_func that a factory returns";
+
 /// Thrown after a user error was reported, to abandon the current statement. The interpreter catches it
 /// per statement, binds the statement's targets to Poison and goes on, so one run reports several errors.
 struct EvalAbort {};
@@ -23,6 +28,7 @@ struct TraceState {
     std::shared_ptr<ir::Kernel> kernel;           ///< under construction
     std::vector<std::vector<ir::Stmt>> blocks;    ///< open statement lists; back() receives emit()
     bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
+    std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
 };
 

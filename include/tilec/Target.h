@@ -21,6 +21,9 @@ struct Target {
     bool warpSpecialize = true;
     bool hasTma() const { return sm >= 90 && tma; }
     bool hasWgmma() const { return sm == 90 && archSpecific; }
+    /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers: the SM count of the
+    /// target's usual data-centre GPU (A100 108, A10 72, L40S 142, H100/H200 132); --num-sms overrides it.
+    int numSms = 132;
 
     /// Parses one -arch value; nullopt for unknown names.
     static std::optional<Target> parse(std::string_view name);

@@ -96,6 +96,7 @@ struct FunctionObj {
     std::vector<Value> defaults; ///< one per parameter; Poison-free; kind None with `hasDefault` false
     std::vector<bool> hasDefault;
     bool isPrimFunc = false;     ///< decorated with @T.prim_func (traced when the decorator applies)
+    bool isFactory = false;      ///< decorated with @jit/@autotune or defines a @T.prim_func: it makes kernels
 };
 
 /// A call's arguments, each with the source range of its expression.
@@ -146,6 +147,7 @@ struct FrameObj {
     // Kernel
     std::vector<ir::Expr> grid; ///< 1 to 3 extents
     int threads = 128;
+    std::vector<int> threadDims; ///< `threads=(x, y[, z])`: the extents, x fastest (threads is their product)
     // Loop: one loop per extent, outermost first (T.Parallel(a, b) is two loops)
     ir::ForKind forKind = ir::ForKind::Serial;
     std::vector<ir::Expr> mins, extents;

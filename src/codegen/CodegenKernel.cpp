@@ -130,7 +130,9 @@ class KernelPrinter {
     /// Writes one line; a valid `loc` makes it count as that line of the .tile file (a #line directive
     /// is written only when the running count would say otherwise).
     void line(int level, const std::string &s, const SourceRange &loc = {}) {
-        if (loc.valid() && loc.file == k_.loc.file && mapped_ != loc.line) {
+        // The file of the def, not of the export: a kernel added with --export is still written in the .tile file.
+        int file = k_.funcLoc.valid() ? k_.funcLoc.file : k_.loc.file;
+        if (loc.valid() && loc.file == file && mapped_ != loc.line) {
             out_ += "#line " + std::to_string(loc.line) + " " + quoted(opts_.sourceName) + "\n";
             mapped_ = loc.line;
         }

@@ -108,6 +108,7 @@ void Compilation::validateOptions() {
         }
     }
     if (opts_.errorLimit < 0) throw UsageError{"--error-limit must be 0 (no limit) or positive"};
+    if (opts_.numSms < 0) throw UsageError{"--num-sms must be positive"};
     if (!opts_.depfilePath.empty() && !opts_.depfile) throw UsageError{"-MF needs -MD"};
     if (opts_.depfile && opts_.depfilePath.empty() && opts_.output.empty())
         throw UsageError{"-MD needs -MF PATH or -o PATH to name the depfile"};
@@ -186,6 +187,7 @@ FrontendOptions Compilation::frontendOptions() {
     FrontendOptions fo;
     fo.target = *std::min_element(targets_.begin(), targets_.end(),
                                   [](const Target &a, const Target &b) { return a.sm < b.sm; });
+    if (opts_.numSms > 0) fo.target.numSms = opts_.numSms;
     auto split = [](const std::string &s, const char *opt) {
         auto eq = s.find('=');
         if (eq == std::string::npos || eq == 0)

@@ -78,8 +78,11 @@ namespace {
     in.fail(r, what + " must be known at compile time, but this value is only known at run time");
 }
 [[noreturn]] void failOpaqueValue(Interp &in, const Value &v, const SourceRange &r) {
-    in.fail(r, "'" + v.s + "' comes from module '" + opaqueModule(v) + "', which tilec does not evaluate");
+    std::string msg = "'" + v.s + "' comes from module '" + opaqueModule(v) + "', which tilec does not evaluate";
+    if (auto *impl = dynamic_cast<InterpImpl *>(&in)) impl->failUnevaluable(r, msg);
+    in.fail(r, msg);
 }
+
 ir::Expr bufferValueExpr(Interp &in, const Value &v, const SourceRange &r) {
     if (auto *p = dynamic_cast<InterpImpl *>(&in)) return p->runtimeExpr(v, r);
     // A fake interpreter: expressions stay, a point access is a load, anything else is not a scalar.
@@ -94,6 +97,10 @@ ir::Expr bufferValueExpr(Interp &in, const Value &v, const SourceRange &r) {
 } // namespace
 
 void InterpImpl::failOpaque(const Value &v, const SourceRange &r) { failOpaqueValue(*this, v, r); }
+void InterpImpl::failUnevaluable(const SourceRange &r, const std::string &msg) {
+    unevaluable_.insert({r.file, r.line, r.col, msg});
+    fail(r, msg);
+}
 
 void InterpImpl::failRuntime(const SourceRange &r, const std::string &what) { failRuntimeValue(*this, r, what); }
 

@@ -143,7 +143,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
             } catch (EvalAbort &) {
                 continue;
             }
-            if (v.is(VK::Poison)) continue;
+            if (reportIfFailed(v) || v.is(VK::Poison)) continue;
             if (!v.is(VK::PrimFunc)) {
                 diag_.error(e.range, "--export '" + e.name + "': '" + sourceText(diag_.sources(), e.call->range) +
                                          "' is a " + typeName(v.kind) + ", not a prim_func");

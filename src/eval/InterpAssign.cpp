@@ -17,6 +17,7 @@ bool isVarBuffer(const Value &v) { return v.is(VK::Buffer) && v.buffer->scope ==
 void InterpImpl::bindName(const std::string &name, const Value &v0, const SourceRange &at, bool assignStmt) {
     Value v = v0;
     bool module = env_ == module_;
+    if (module) reportIfFailed(v); // a failed prim_func bound at module level is an exported kernel's errors
     if (module && assignStmt)
         if (auto it = defines_.find(name); it != defines_.end()) v = it->second;
     // A name bound to an alloc_var buffer is a kernel variable: `x = 5` stores into it, as in TileLang; a

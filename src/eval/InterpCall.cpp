@@ -77,7 +77,7 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
     case VK::Module:
         if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
         break;
-    case VK::PrimFunc: fail(args.callee, "a prim_func cannot be called at compile time; export it instead");
+    case VK::PrimFunc: failUnevaluable(args.callee, "a prim_func cannot be called at compile time; export it instead");
     default: break;
     }
     fail(args.callee, std::string("'") + typeName(callee.kind) + "' object is not callable");
@@ -184,6 +184,7 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     for (auto &a : args.kw)
         if (a.second.value.is(VK::Poison)) return a.second.value;
     auto env = bindParams(f, args);
+    if (f.isFactory) ranFactory_ = true;
     int errors = diag_.errorCount();
     Restore<std::shared_ptr<Env>> scope(env_, env);
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
@@ -198,9 +199,36 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     return flow == Flow::Return ? frames_.back().ret : Value::none();
 }
 
-void InterpImpl::execDef(const ast::StmtP &sp) {
+namespace {
+
+/// Whether a decorator expression names jit, autotune or prim_func (`@tilelang.jit(out_idx=...)`, `@T.prim_func`).
+bool kernelDecorator(const ast::Expr &d) {
+    const ast::Expr *e = d.kind == ast::ExprKind::Call && d.a ? d.a.get() : &d;
+    if (e->kind != ast::ExprKind::Name && e->kind != ast::ExprKind::Attribute) return false;
+    return e->str == "jit" || e->str == "autotune" || e->str == "prim_func";
+}
+
+/// Whether a def makes kernels: decorated like a TileLang factory, or defining a @T.prim_func inside.
+bool makesKernels(const ast::Stmt &def, int depth = 0) {
+    if (depth > 50) return false;
+    for (auto &d : def.decorators)
+        if (d && kernelDecorator(*d)) return true;
+    std::function<bool(const ast::Body &)> scan = [&](const ast::Body &body) {
+        for (auto &s : body) {
+            if (s->kind == ast::StmtKind::FunctionDef && makesKernels(*s, depth + 1)) return true;
+            if (scan(s->body) || scan(s->orelse)) return true;
+        }
+        return false;
+    };
+    return scan(def.body);
+}
+
+} // namespace
+
+Value InterpImpl::makeFunction(const ast::StmtP &sp) {
     const ast::Stmt &s = *sp;
     auto f = std::make_shared<FunctionObj>();
+    f->isFactory = makesKernels(s);
     f->def = sp;
     f->closure = env_;
     for (auto &p : s.params) {
@@ -214,15 +242,29 @@ void InterpImpl::execDef(const ast::StmtP &sp) {
             f->hasDefault.push_back(false);
         }
     }
+    return Value::object(VK::Function, f);
+}
+
+void InterpImpl::execDef(const ast::StmtP &sp) {
+    const ast::Stmt &s = *sp;
+    Value v = makeFunction(sp);
+    auto &f = v.as<FunctionObj>();
     std::vector<std::pair<Value, SourceRange>> decorators;
-    for (auto &d : s.decorators) decorators.push_back({eval(*d), d->range});
-    Value v = Value::object(VK::Function, f);
+    for (auto &d : s.decorators) {
+        // @autotune(configs=...): tilec compiles the configuration an export passes, so the autotuner's
+        // arguments (often generated with torch or a GPU query) are not evaluated.
+        if (d->kind == ast::ExprKind::Call) {
+            Value callee = eval(*d->a);
+            if (isAutotuneDecorator(callee)) continue;
+        }
+        decorators.push_back({eval(*d), d->range});
+    }
     // Decorators apply bottom-up, as in Python.
     for (auto it = decorators.rbegin(); it != decorators.rend(); ++it) {
         const Value &dec = it->first;
         if (dec.is(VK::Poison)) throw EvalAbort{};
         if (dec.is(VK::Builtin) && dec.as<BuiltinObj>().name == "T.prim_func" && v.is(VK::Function)) {
-            f->isPrimFunc = true;
+            f.isPrimFunc = true;
             v = tracePrimFunc(v, it->second);
             continue;
         }
@@ -240,13 +282,33 @@ void InterpImpl::execDef(const ast::StmtP &sp) {
 
 Value InterpImpl::attribute(const Value &base, const std::string &name, const ast::Expr &e) {
     const SourceRange &r = e.range;
+    // `x.astype(T.float32)` on a run-time scalar (a load, an expression, a kernel variable): a cast.
+    if (name == "astype" && (isRuntime(base) || base.is(VK::Expr))) {
+        Value self = base;
+        return method("astype", [self](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "astype", {"dtype"});
+            DType t = in.toDType(*x[0], "dtype");
+            if (t == DType::Void) in.fail(x[0]->range, "cannot cast to void");
+            return Value::ofExpr(ir::cast(t, in.toExpr({self, a.callee}, "value"), a.call));
+        });
+    }
+    if (name == "data" && base.is(VK::Buffer) && base.buffer->scope == ir::Scope::Global)
+        fail(r, "'" + base.buffer->name + ".data': views of a tensor's data (T.Tensor(shape, dtype, " +
+                    base.buffer->name + ".data)) are not supported; index '" + base.buffer->name + "' itself");
     switch (base.kind) {
     case VK::Poison: return base;
     case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::Function:
+        if (name == "compile" || name == "par_compile") fail(r, kEagerKernelsUnsupported);
+        break;
+    case VK::PrimFunc:
+        // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.
+        return makeOpaque("kernel." + name, "tilelang");
     case VK::Module: {
         auto &m = base.as<ModuleObj>();
         if (auto it = m.attrs.find(name); it != m.attrs.end()) return it->second;
         std::string full = m.name + "." + name;
+        if (auto sub = knownModule(full)) return *sub;
         if (m.opaque || m.name != "tilelang.language") {
             std::string root = m.name.substr(0, m.name.find('.'));
             if (m.opaque || root == "tilelang") return makeOpaque(full, root);
@@ -282,6 +344,18 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     case VK::DType:
         if (name == "bits") return Value::integer(base.dtype.bits());
         if (name == "bytes") return Value::integer(base.dtype.bytes());
+        if (name == "as_torch") return makeOpaque("torch." + std::string(base.dtype.name()), "torch");
+        break;
+    case VK::Int:
+    case VK::Bool:
+        if (name == "bit_length") {
+            int64_t v = intOf(base);
+            return method("int.bit_length", [v](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "int.bit_length", {});
+                uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+                return Value::integer(u == 0 ? 0 : 64 - __builtin_clzll(u));
+            });
+        }
         break;
     case VK::List: {
         auto obj = std::static_pointer_cast<ListObj>(base.obj);

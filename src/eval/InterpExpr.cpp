@@ -66,7 +66,12 @@ Value InterpImpl::eval(const ast::Expr &e) {
     case ast::ExprKind::Bool: return Value::boolean(e.boolValue);
     case ast::ExprKind::None: return Value::none();
     case ast::ExprKind::Ellipsis: fail(e.range, "'...' is not supported at compile time");
-    case ast::ExprKind::Set: fail(e.range, "set display is not supported at compile time");
+    case ast::ExprKind::ListComp:
+    case ast::ExprKind::SetComp:
+    case ast::ExprKind::DictComp:
+    case ast::ExprKind::GeneratorExp: return evalComprehension(e);
+    case ast::ExprKind::Lambda: return makeFunction(e.def);
+    case ast::ExprKind::Set:
     case ast::ExprKind::Tuple:
     case ast::ExprKind::List: {
         std::vector<Value> elts;
@@ -79,6 +84,7 @@ Value InterpImpl::eval(const ast::Expr &e) {
             }
             if (elts.size() > kMaxElements) fail(e.range, "this display is too large for compile-time evaluation");
         }
+        if (e.kind == ast::ExprKind::Set) return makeSet(std::move(elts), e.range);
         return e.kind == ast::ExprKind::Tuple ? Value::tuple(std::move(elts)) : Value::list(std::move(elts));
     }
     case ast::ExprKind::Dict: {
@@ -173,14 +179,20 @@ Value InterpImpl::eval(const ast::Expr &e) {
         }
         return truthy(c, e.b->range) ? eval(*e.a) : eval(*e.c);
     }
-    case ast::ExprKind::Unsupported: fail(e.range, e.str + " is not supported at compile time");
+    case ast::ExprKind::Unsupported: failUnevaluable(e.range, e.str + " is not supported at compile time");
     }
     fail(e.range, "this expression is not supported at compile time");
 }
 
 Value InterpImpl::lookupName(const ast::Expr &e) {
     if (Value *v = env_->lookup(e.str)) {
-        if (v->is(VK::Poison) && !v->s.empty()) fail(e.range, v->s); // see poisonWithMessage
+        if (v->is(VK::Poison) && !v->s.empty()) { // see poisonWithMessage
+            if (v->obj) {
+                lastPoisonCause_ = std::static_pointer_cast<SkippedStatement>(v->obj);
+                lastPoisonUse_ = e.range;
+            }
+            fail(e.range, v->s);
+        }
         return *v;
     }
     std::string msg = "undefined name '" + e.str + "'";
@@ -312,6 +324,17 @@ Value InterpImpl::subscript(const Value &base, const ast::Expr &e) {
     if (base.is(VK::Buffer)) return bufferAccess(base.buffer, *e.b, e.range);
     if (base.is(VK::Opaque)) return base;
     const ast::Expr &ix = *e.b;
+    // `T.Tensor[(M, K), dtype]` / `T.Buffer[...]`: the annotation T.Tensor((M, K), dtype) spelled as a subscript.
+    if (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "T.Tensor" || base.as<BuiltinObj>().name == "T.Buffer")) {
+        CallArgs args;
+        args.call = e.range;
+        args.callee = e.a->range;
+        if (ix.kind == ast::ExprKind::Tuple && !ix.parenthesized)
+            for (auto &x : ix.elts) args.pos.push_back({eval(*x), x->range});
+        else
+            args.pos.push_back({eval(ix), ix.range});
+        return callValue(base, args);
+    }
     auto length = [&]() -> int64_t {
         if (base.is(VK::Str)) return (int64_t)base.s.size();
         if (base.is(VK::Range)) return (int64_t)iterateLength(base.as<RangeObj>());

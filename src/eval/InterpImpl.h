@@ -28,6 +28,12 @@ struct OpaqueObj {
     std::string module;
 };
 
+/// Why a module-level statement was skipped (execModuleStmt); kept in the error values it binds.
+struct SkippedStatement {
+    int line = 0;
+    std::string reason;
+};
+
 /// Thrown once the step budget is spent: evaluation stops for good (not per statement).
 struct BudgetExhausted {};
 
@@ -93,6 +99,12 @@ Value binaryOp(InterpImpl &in, ast::BinOpKind op, const Value &a, const Value &b
 Value compareOp(InterpImpl &in, ast::CmpOpKind op, const Value &a, const Value &b, const SourceRange &r);
 Value unaryOp(InterpImpl &in, ast::UnaryOpKind op, const Value &a, const SourceRange &r);
 
+// ---- decorators of the tilelang package (InterpModule.cpp, KnownModules.cpp) ----
+/// `@tilelang.jit` and `@tilelang.jit(...)`: the factory is returned unchanged.
+Value jitDecorator();
+/// `@autotune(...)` / `@tilelang.autotune(...)`: its arguments are not evaluated (see execDef).
+bool isAutotuneDecorator(const Value &v);
+
 // ---- builtins (PyBuiltins.cpp) ----
 void addPyBuiltins(Env &env);
 
@@ -120,6 +132,10 @@ class InterpImpl final : public Interp {
                                    const std::string &note);
     /// "'torch.float16' comes from module 'torch', which tilec does not evaluate".
     [[noreturn]] void failOpaque(const Value &v, const SourceRange &r);
+    /// An error about what tilec does not evaluate (an opaque value, an unsupported construct, running a
+    /// kernel) rather than a mistake Python would report too: a module-level statement that fails with one
+    /// is skipped with a warning (execModuleStmt).
+    [[noreturn]] void failUnevaluable(const SourceRange &r, const std::string &msg);
     /// An error about a value only known at run time used where a compile-time value is needed.
     [[noreturn]] void failRuntime(const SourceRange &r, const std::string &what);
 
@@ -127,8 +143,12 @@ class InterpImpl final : public Interp {
     enum class Flow { Normal, Break, Continue, Return };
     Flow execBody(const ast::Body &body);
     Flow exec(const ast::StmtP &sp);
-    /// After a statement was abandoned: its assignment targets become Poison.
-    void bindPoison(const ast::Stmt &s);
+    /// After a statement was abandoned: its assignment targets become `poison` (plain Poison by default; a
+    /// message in it names the target as '%s').
+    void bindPoison(const ast::Stmt &s, const Value &poison = Value::poison());
+    /// A statement of the module's own body (not inside a def): one that fails for a reason of its own,
+    /// not while tracing a kernel, is skipped with a warning and binds error values instead.
+    void execModuleStmt(const ast::StmtP &s);
     Flow execFor(const ast::Stmt &s);
     Flow execWhile(const ast::Stmt &s);
 
@@ -184,17 +204,29 @@ class InterpImpl final : public Interp {
     /// `like`'s float type when they are floats.
     ir::Expr runtimeExpr(const Value &v, const SourceRange &r, const ir::Expr &like = nullptr);
 
+    // ---- comprehensions, sets and lambdas (InterpComprehension.cpp) ----
+    /// A ListComp/SetComp/DictComp/GeneratorExp, evaluated eagerly in a scope of its own.
+    Value evalComprehension(const ast::Expr &e);
+    /// A set: the distinct elements in order of first appearance, as a tuple (sets are not a value kind).
+    Value makeSet(std::vector<Value> elts, const SourceRange &r);
+
     // ---- calls and attributes (InterpCall.cpp) ----
     Value evalCall(const ast::Expr &e);
     Value callValue(const Value &callee, CallArgs &args);
     Value callFunction(const Value &fn, CallArgs &args);
     Value attribute(const Value &base, const std::string &name, const ast::Expr &e);
     void execDef(const ast::StmtP &s);
+    /// The function a def or lambda makes: its defaults evaluated now, its closure the current scope.
+    Value makeFunction(const ast::StmtP &def);
     /// Binds a call's arguments to a user function's parameters in a new scope.
     std::shared_ptr<Env> bindParams(const FunctionObj &f, CallArgs &args);
 
     // ---- tracing (InterpTrace.cpp) ----
+    /// Traces a @T.prim_func. A trace that fails gives a prim_func value without a kernel that holds its
+    /// diagnostics (in `obj`): they are reported when it is exported (reportIfFailed).
     Value tracePrimFunc(const Value &fn, const SourceRange &at);
+    /// For a failed prim_func: reports its held diagnostics and makes `v` Poison; true when it was one.
+    bool reportIfFailed(Value &v);
     Flow execWith(const ast::Stmt &s);
     Flow execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
     Flow execLoopNest(const ast::Stmt &s, const FrameObj &f);
@@ -205,6 +237,9 @@ class InterpImpl final : public Interp {
     // ---- scopes and imports (InterpModule.cpp) ----
     void execImport(const ast::Stmt &s);
     Value importModule(const std::string &dotted);
+    /// The stand-ins for math, itertools, tilelang's helpers, tvm and torch (KnownModules.cpp); nullopt for
+    /// a module tilec knows nothing of.
+    std::optional<Value> knownModule(const std::string &dotted);
 
     /// The expression, or an error when it nests deeper than later passes may recurse.
     const ir::Expr &checkedHeight(const ir::Expr &e, const SourceRange &r);
@@ -250,17 +285,25 @@ class InterpImpl final : public Interp {
     int nesting_ = 0;
     const char *stackBase_ = nullptr;
     size_t stackLimit_ = 0;
-    Value tlModule_, tilelangPackage_;
+    Value tlModule_;
+    std::map<std::string, Value> knownModules_; ///< by dotted name, made on first import
     std::map<std::string, Value> defines_; ///< -D values by name
     /// Module-level names in order of first assignment, with the range of their latest assignment.
     std::vector<std::string> moduleOrder_;
     std::map<std::string, SourceRange> moduleAssignLoc_;
     std::set<std::tuple<int, int, int, std::string>> reported_;
+    std::set<std::tuple<int, int, int, std::string>> unevaluable_; ///< errors made by failUnevaluable
     /// Heights of recently checked expressions (holding them), so chains built in a loop cost O(1) each.
     std::unordered_map<const ir::ExprNode *, std::pair<ir::Expr, int>> heights_;
     std::deque<const ir::ExprNode *> heightOrder_;
     /// Kernel variables made for plain names (not T.alloc_var): they copy on `y = x` and keep their type.
     std::set<ir::Buffer> materialized_;
+    bool kernelErrorHeld_ = false; ///< a failed prim_func's errors were reported (execModuleStmt)
+    int64_t abandoned_ = 0;        ///< statements abandoned so far (execBody)
+    bool ranFactory_ = false;      ///< a kernel factory was called (execModuleStmt)
+    /// The last use of a name bound by a skipped module-level statement: where, and that statement.
+    std::shared_ptr<SkippedStatement> lastPoisonCause_;
+    SourceRange lastPoisonUse_;
     /// Variables of the run-time loops being traced, outermost first.
     std::vector<ir::Var> loopVars_;
 

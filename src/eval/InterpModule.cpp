@@ -1,6 +1,7 @@
 /// \file
-/// The interpreter's scopes and imports: the `tilelang` modules are known (`tilelang.language` is the T.*
-/// module, `tilelang.jit` a decorator that changes nothing), every other module is opaque.
+/// The interpreter's scopes and imports: `tilelang.language` is the T.* module, the modules of
+/// KnownModules.cpp (math, itertools, the tilelang package, tvm, torch) are partly known, every other
+/// module is opaque.
 #include "eval/InterpImpl.h"
 
 #include <algorithm>
@@ -24,7 +25,8 @@ Value opaqueModuleValue(const std::string &name) {
     return Value::object(VK::Module, m);
 }
 
-/// `@tilelang.jit` and `@tilelang.jit(...)`: the factory is returned unchanged.
+} // namespace
+
 Value jitDecorator() {
     return builtin("tilelang.jit", [](Interp &, CallArgs &a) {
         if (a.pos.size() == 1 && a.kw.empty() && a.pos[0].value.is(VK::Function)) return a.pos[0].value;
@@ -33,8 +35,6 @@ Value jitDecorator() {
         });
     });
 }
-
-} // namespace
 
 InterpImpl::InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag) : opts_(opts), diag_(diag) {
     builtins_ = newEnv(nullptr);
@@ -60,16 +60,7 @@ Value InterpImpl::importModule(const std::string &dotted) {
         if (tlModule_.is(VK::None)) tlModule_ = makeTileLanguageModule();
         return tlModule_;
     }
-    if (dotted == "tilelang") {
-        if (tilelangPackage_.is(VK::None)) {
-            auto m = std::make_shared<ModuleObj>();
-            m->name = "tilelang";
-            m->attrs["language"] = importModule("tilelang.language");
-            m->attrs["jit"] = jitDecorator();
-            tilelangPackage_ = Value::object(VK::Module, m);
-        }
-        return tilelangPackage_;
-    }
+    if (auto known = knownModule(dotted)) return *known;
     return opaqueModuleValue(dotted);
 }
 
@@ -91,17 +82,17 @@ void InterpImpl::execImport(const ast::Stmt &s) {
     auto &mo = m.as<ModuleObj>();
     for (auto &a : s.names) {
         if (a.name == "*") {
-            if (!mo.opaque)
-                for (auto &[k, v] : mo.attrs) bindName(k, v, a.range, false);
+            // What tilec knows of the module; the rest of an opaque module's names stay unbound.
+            for (auto &[k, v] : mo.attrs) bindName(k, v, a.range, false);
             continue;
         }
         Value v;
-        if (mo.opaque) {
-            v = makeOpaque(mo.name + "." + a.name, mo.name.substr(0, mo.name.find('.')));
-        } else if (auto it = mo.attrs.find(a.name); it != mo.attrs.end()) {
+        if (auto it = mo.attrs.find(a.name); it != mo.attrs.end()) {
             v = it->second;
-        } else if (mo.name == "tilelang") {
-            v = importModule("tilelang." + a.name);
+        } else if (auto sub = knownModule(mo.name + "." + a.name)) {
+            v = *sub;
+        } else if (mo.opaque) {
+            v = makeOpaque(mo.name + "." + a.name, mo.name.substr(0, mo.name.find('.')));
         } else {
             std::vector<std::string> names;
             for (auto &kv : mo.attrs) names.push_back(kv.first);

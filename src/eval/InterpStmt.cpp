@@ -6,12 +6,15 @@
 
 #include "tilec/IROperator.h"
 
+#include <algorithm>
+
 namespace tilec::eval {
 
 namespace {
 
-/// Binds every name an assignment target would bind to Poison. Never throws (it runs after an abort).
-void poisonTarget(InterpImpl &in, const ast::Expr &t, int depth = 0) {
+/// Binds every name an assignment target would bind to Poison (`poison`, which may carry a message). Never
+/// throws (it runs after an abort).
+void poisonTarget(InterpImpl &in, const ast::Expr &t, const Value &poison, int depth = 0) {
     if (depth > 100) return;
     switch (t.kind) {
     case ast::ExprKind::Name: {
@@ -19,7 +22,9 @@ void poisonTarget(InterpImpl &in, const ast::Expr &t, int depth = 0) {
         // A kernel variable (alloc_var) stays the buffer: it was not rebound by the failed statement.
         if (it != in.env_->vars.end() && it->second.is(VK::Buffer) && it->second.buffer->scope == ir::Scope::Var)
             return;
-        in.env_->set(t.str, Value::poison());
+        Value named = poison;
+        if (auto at = named.s.find("%s"); at != std::string::npos) named.s.replace(at, 2, t.str);
+        in.env_->set(t.str, named);
         if (in.env_ == in.module_ && !in.moduleAssignLoc_.count(t.str)) {
             in.moduleOrder_.push_back(t.str);
             in.moduleAssignLoc_[t.str] = t.range;
@@ -28,10 +33,10 @@ void poisonTarget(InterpImpl &in, const ast::Expr &t, int depth = 0) {
     }
     case ast::ExprKind::Tuple:
     case ast::ExprKind::List:
-        for (auto &e : t.elts) poisonTarget(in, *e, depth + 1);
+        for (auto &e : t.elts) poisonTarget(in, *e, poison, depth + 1);
         return;
     case ast::ExprKind::Starred:
-        if (t.a) poisonTarget(in, *t.a, depth + 1);
+        if (t.a) poisonTarget(in, *t.a, poison, depth + 1);
         return;
     default: return;
     }
@@ -48,10 +53,15 @@ struct CtlScope {
 
 InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
     for (auto &s : body) {
+        if (frames_.back().isModule && traces_.empty() && !diag_.holding()) {
+            execModuleStmt(s);
+            continue;
+        }
         Flow f = Flow::Normal;
         try {
             f = exec(s);
         } catch (EvalAbort &) {
+            ++abandoned_;
             bindPoison(*s);
             // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
             // reported once) runs out of budget quickly instead of unwinding millions of times.
@@ -64,25 +74,78 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
     return Flow::Normal;
 }
 
-void InterpImpl::bindPoison(const ast::Stmt &s) {
+void InterpImpl::execModuleStmt(const ast::StmtP &s) {
+    // The statement's diagnostics are held until it is known whether it failed for a reason of its own.
+    diag_.hold();
+    Restore<bool> kernelErrors(kernelErrorHeld_, false), factory(ranFactory_, false);
+    lastPoisonCause_.reset();
+    bool aborted = false;
+    try {
+        exec(s);
+    } catch (EvalAbort &) {
+        aborted = true;
+    } catch (...) {
+        for (auto &d : diag_.endHold()) diag_.report(d.severity, d.range, d.message);
+        throw;
+    }
+    auto held = diag_.endHold();
+    auto firstError = std::find_if(held.begin(), held.end(), [](auto &d) { return d.severity == Severity::Error; });
+    bool dependent = firstError != held.end() && lastPoisonCause_ && firstError->range.line == lastPoisonUse_.line &&
+                     firstError->range.col == lastPoisonUse_.col;
+    bool unevaluable = firstError != held.end() &&
+                       unevaluable_.count({firstError->range.file, firstError->range.line, firstError->range.col,
+                                           firstError->message});
+    if (firstError == held.end() || kernelErrorHeld_ || ranFactory_ || !(unevaluable || dependent)) {
+        // Succeeded; or failed making a kernel (a factory's or a prim_func's errors are an exported
+        // kernel's); or failed as it would in Python (an undefined name, a type error): errors are errors.
+        for (auto &d : held) diag_.report(d.severity, d.range, d.message);
+        if (aborted) {
+            bindPoison(*s);
+            steps_ += kAbortSteps;
+            step(s->range);
+        }
+        return;
+    }
+    // A module-level statement that fails on its own, without making a kernel (torch code run at import, a
+    // class, calling a kernel) is skipped: a tile compiler is not a Python interpreter. What it would bind
+    // becomes an error value, reported where a kernel (or anything else) uses it.
+    auto cause = std::make_shared<SkippedStatement>();
+    if (dependent) {
+        // It failed only because it uses what an earlier skipped statement did not bind: that one was
+        // reported; this one passes the same cause on.
+        *cause = *lastPoisonCause_;
+    } else {
+        diag_.warning(firstError->range, firstError->message + " (the module-level statement is skipped)");
+        cause->line = s->range.line;
+        cause->reason = firstError->message;
+    }
+    Value poison = poisonWithMessage("'%s' is not available: the module-level statement at line " +
+                                     std::to_string(cause->line) + (cause->line == s->range.line ? " that binds it" : ", which it depends on,") +
+                                     " was skipped (" + cause->reason + ")");
+    poison.obj = cause;
+    bindPoison(*s, poison);
+}
+
+void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
     switch (s.kind) {
     case ast::StmtKind::Assign:
     case ast::StmtKind::AnnAssign:
     case ast::StmtKind::AugAssign:
     case ast::StmtKind::For:
+    case ast::StmtKind::Unsupported:
         for (auto &t : s.targets)
-            if (t) poisonTarget(*this, *t);
+            if (t) poisonTarget(*this, *t, poison);
         return;
     case ast::StmtKind::With:
         for (auto &i : s.items)
-            if (i.target) poisonTarget(*this, *i.target);
+            if (i.target) poisonTarget(*this, *i.target, poison);
         return;
     case ast::StmtKind::FunctionDef: {
         ast::Expr name;
         name.kind = ast::ExprKind::Name;
         name.str = s.name;
         name.range = s.range;
-        poisonTarget(*this, name);
+        poisonTarget(*this, name, poison);
         return;
     }
     default: return;
@@ -112,9 +175,16 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     Nest nest(*this, s.range);
     Restore<const ast::Stmt *> cur(curStmt_, &s);
     switch (s.kind) {
-    case ast::StmtKind::Expr:
-        if (s.value) eval(*s.value);
+    case ast::StmtKind::Expr: {
+        if (!s.value) return Flow::Normal;
+        Value v = eval(*s.value);
+        // Inside a kernel a statement's effect is what the kernel does: a call tilec cannot evaluate
+        // (`somelib.f(A, B)`) would silently do nothing. At module level and in factories it may stay opaque.
+        if (v.is(VK::Opaque) && trace())
+            fail(s.value->range, "'" + v.s + "' cannot be compiled into a kernel: it comes from module '" +
+                                     opaqueModule(v) + "', which tilec does not evaluate");
         return Flow::Normal;
+    }
     case ast::StmtKind::Assign:
     case ast::StmtKind::AnnAssign:
         execAssign(s);
@@ -171,7 +241,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
         }
         return Flow::Normal;
     }
-    case ast::StmtKind::Unsupported: fail(s.range, s.name + " is not supported at compile time");
+    case ast::StmtKind::Unsupported: failUnevaluable(s.range, s.name + " is not supported at compile time");
     }
     fail(s.range, "this statement is not supported at compile time");
 }

@@ -121,19 +121,26 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     ts->kernel = k;
 
     int errors = diag_.errorCount();
+    int64_t abandoned = abandoned_;
     auto env = newEnv(f.closure);
     Restore<std::shared_ptr<Env>> scope(env_, env);
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
     Restore<std::string> name(assignName_, "");
     frames_.emplace_back();
     traces_.push_back(std::move(ts));
+    // The trace's diagnostics are held: a prim_func that fails is reported when it is exported, so that a
+    // factory's other prim_func (the variant it does not return) cannot fail the file.
     struct Pop {
         InterpImpl &in;
+        bool holding = true;
         ~Pop() {
             in.frames_.pop_back();
             in.traces_.pop_back();
+            if (holding) // left by an exception (the step budget): nothing held may be lost
+                for (auto &d : in.diag_.endHold()) in.diag_.report(d.severity, d.range, d.message);
         }
     } pop{*this};
+    diag_.hold();
 
     for (auto &p : def.params) {
         try {
@@ -173,10 +180,31 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
         return false;
     });
     execBody(def.body);
-    if (diag_.errorCount() > errors) return Value::poison();
-    if (!k->launchLoc.valid() || !k->body)
-        fail(def.range, "prim_func '" + def.name + "' has no 'with T.Kernel(...)' block, so it launches nothing");
-    return Value::primFunc(k);
+    // A statement abandoned without a new error used a value an earlier error made: the kernel is
+    // incomplete, but saying it has no launch would be a misleading follow-on error.
+    bool failed = diag_.errorCount() > errors || abandoned_ > abandoned;
+    if (!failed && (!k->launchLoc.valid() || !k->body)) {
+        diag_.error(def.range, "prim_func '" + def.name + "' has no 'with T.Kernel(...)' block, so it launches nothing");
+        failed = true;
+    }
+    pop.holding = false;
+    auto held = diag_.endHold();
+    if (!failed) {
+        for (auto &d : held) diag_.report(d.severity, d.range, d.message);
+        return Value::primFunc(k);
+    }
+    Value v = Value::primFunc(nullptr);
+    v.obj = std::make_shared<std::vector<HeldDiagnostic>>(std::move(held));
+    return v;
+}
+
+bool InterpImpl::reportIfFailed(Value &v) {
+    if (!v.is(VK::PrimFunc) || v.kernel) return false;
+    kernelErrorHeld_ = true;
+    if (v.obj)
+        for (auto &d : v.as<std::vector<HeldDiagnostic>>()) diag_.report(d.severity, d.range, d.message);
+    v = Value::poison();
+    return true;
 }
 
 InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
@@ -238,6 +266,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     }
     k.gridDims = (int)n;
     k.threads = f.threads;
+    trace()->threadDims = f.threadDims;
     k.launchLoc = f.range;
     if (target) {
         if (target->kind == ast::ExprKind::Name) {

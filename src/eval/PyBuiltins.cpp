@@ -1,6 +1,7 @@
 /// \file
 /// Python's builtins that compile-time code uses: range, len, min, max, abs, int, float, str, bool, tuple,
-/// list, dict, enumerate, zip, sum, any, all, pow, divmod, round, sorted, reversed, isinstance, print.
+/// list, dict, set (a tuple of distinct elements), enumerate, zip, sum, any, all, pow, divmod, round, sorted,
+/// reversed, isinstance, print.
 /// min/max/abs/sum also accept run-time values (they become IR).
 #include "eval/InterpImpl.h"
 
@@ -377,6 +378,10 @@ void addPyBuiltins(Env &env) {
         return Value::boolean(isInstance(in, x[0]->value, *x[1]));
     });
     def(env, "print", [](InterpImpl &, CallArgs &) { return Value::none(); });
+    def(env, "set", [](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, "set", {"iterable?"});
+        return in.makeSet(x[0] ? in.iterate(x[0]->value, x[0]->range) : std::vector<Value>{}, a.call);
+    });
 }
 
 } // namespace tilec::eval

@@ -58,6 +58,10 @@ ir::Expr constIndex(int64_t v, SourceRange r = {});
 /// through Interp::toBool.
 bool boolArg(Interp &in, const Arg &a, const char *what);
 
+/// A run-time scalar operand: an IR expression, a point access, or a kernel variable (`x = A[i]` inside a
+/// kernel binds x to one: it stands for its element, as in `T.ceildiv(x, 64)`).
+bool isScalarOperand(const Value &v);
+
 /// An integer expression argument (Python ints, integer IR expressions); floats and others are errors.
 ir::Expr intExprArg(Interp &in, const Arg &a, const std::string &what);
 

@@ -115,10 +115,14 @@ bool boolArg(Interp &in, const Arg &a, const char *what) {
     return in.toBool(a, what);
 }
 
+bool isScalarOperand(const Value &v) {
+    return v.is(VK::Expr) || v.is(VK::Access) || (v.is(VK::Buffer) && v.buffer->scope == ir::Scope::Var);
+}
+
 ir::Expr intExprArg(Interp &in, const Arg &a, const std::string &what) {
     if (a.value.is(VK::Int) || a.value.is(VK::Bool))
         return constIndex(*constOf(a.value), a.range);
-    if (a.value.is(VK::Expr) || a.value.is(VK::Access)) {
+    if (isScalarOperand(a.value)) {
         ir::Expr e = in.toExpr(a, what.c_str());
         if (!e->dtype.isInt())
             in.fail(a.range, what + " must be an integer, got a " + std::string(e->dtype.name()) + " value");

@@ -4,6 +4,8 @@
 /// T.use_swizzle). The interpreter turns the frames into the launch and For statements.
 #include "eval/TileLang.h"
 
+#include <algorithm>
+
 namespace tilec::eval::tl {
 
 namespace {
@@ -39,17 +41,24 @@ Value kernelFrame(Interp &in, CallArgs &args) {
 
     if (auto it = kw.find("threads"); it != kw.end()) {
         const Arg &a = it->second;
-        Arg n = a;
+        int64_t v = 1;
         if (a.value.is(VK::Tuple) || a.value.is(VK::List)) {
+            // threads=(x, y, z): one block of x*y*z threads; T.get_thread_binding(d) takes the block's
+            // linear thread index apart, x fastest, as CUDA numbers the threads of a 3-D block.
             auto elts = in.toSequence(a, "threads");
-            if (elts.empty())
-                in.fail(a.range, "threads must not be empty");
-            for (size_t i = 1; i < elts.size(); ++i)
-                if (constOf(elts[i].value) != std::optional<int64_t>(1))
-                    in.fail(a.range, "multi-dimensional thread blocks are not supported; give threads=N");
-            n = elts[0];
+            if (elts.empty() || elts.size() > 3)
+                in.fail(a.range, "threads takes 1 to 3 extents, got " + std::to_string(elts.size()));
+            for (auto &e : elts) {
+                int64_t d = constIntArg(in, e, "threads extent");
+                if (d < 1 || d > 1024) in.fail(e.range, "threads extent " + std::to_string(d) + " is not in 1..1024");
+                v *= d;
+                if (v > 1024) break;
+                f->threadDims.push_back((int)d);
+            }
+            if (f->threadDims.size() == 1) f->threadDims.clear();
+        } else {
+            v = constIntArg(in, a, "threads");
         }
-        int64_t v = constIntArg(in, n, "threads");
         std::string shown = "threads=" + std::to_string(v);
         if (v < 1)
             in.fail(a.range, shown + " is not a positive number of threads");
@@ -168,16 +177,21 @@ Value vectorized(Interp &in, CallArgs &args, const std::string &fname) {
 Value threadBinding(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.get_thread_binding", {"dim?"});
     TraceState &t = requireLaunch(in, args, "T.get_thread_binding");
-    if (a[0]) {
-        int64_t d = constIntArg(in, *a[0], "dim");
-        if (d != 0)
-            in.fail(a[0]->range, "dim=" + std::to_string(d) +
-                                     " does not exist: thread blocks are "
-                                     "one-dimensional (threads=N), so only dim 0 does");
-    }
+    int64_t d = a[0] ? constIntArg(in, *a[0], "dim") : 0;
+    size_t dims = std::max<size_t>(t.threadDims.size(), 1);
+    if (d < 0 || d >= (int64_t)dims)
+        in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: this thread block has " +
+                                 (dims == 1 ? std::string("one dimension (threads=N), so only dim 0 does")
+                                            : std::to_string(dims) + " dimensions"));
     if (!t.kernel->threadIdx)
         t.kernel->threadIdx = ir::makeVar("tx", DType::Int32, t.kernel->launchLoc);
-    return Value::ofExpr(t.kernel->threadIdx);
+    ir::Expr tx = t.kernel->threadIdx;
+    if (dims == 1) return Value::ofExpr(tx);
+    int64_t below = 1;
+    for (int64_t i = 0; i < d; ++i) below *= t.threadDims[(size_t)i];
+    ir::Expr e = below == 1 ? tx : ir::binary(ir::BinaryOp::FloorDiv, tx, constIndex(below), args.call);
+    if ((size_t)d + 1 < dims) e = ir::binary(ir::BinaryOp::FloorMod, e, constIndex(t.threadDims[(size_t)d]), args.call);
+    return Value::ofExpr(e);
 }
 
 Value useSwizzle(Interp &in, CallArgs &args) {

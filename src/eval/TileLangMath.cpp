@@ -24,7 +24,7 @@ double pyFloat(const Value &v) {
 
 /// A float operand: integers and bools become float32.
 ir::Expr floatOperand(Interp &in, const Arg &a, const std::string &fname) {
-    if (!isPy(a.value) && !a.value.is(VK::Expr) && !a.value.is(VK::Access))
+    if (!isPy(a.value) && !isScalarOperand(a.value))
         in.fail(a.range, fname + " takes a number, got " + typeName(a.value.kind));
     ir::Expr e = in.toExpr(a, "operand");
     return e->dtype.isFloat() ? e : ir::cast(DType::Float32, e, a.range);
@@ -100,7 +100,7 @@ Value abs(Interp &in, CallArgs &args) {
             in.fail(a[0]->range, "integer overflow in T.abs");
         return Value::integer(x < 0 ? -x : x);
     }
-    if (!v.is(VK::Expr) && !v.is(VK::Access))
+    if (!isScalarOperand(v))
         in.fail(a[0]->range, "T.abs takes a number, got " + std::string(typeName(v.kind)));
     ir::Expr x = in.toExpr(*a[0], "operand");
     if (x->dtype.isBool())
@@ -118,7 +118,7 @@ Value abs(Interp &in, CallArgs &args) {
 Value minMax(Interp &in, const CallArgs &args, const Arg &x, const Arg &y, bool isMax,
              const std::string &fname) {
     for (const Arg *a : {&x, &y})
-        if (!isPy(a->value) && !a->value.is(VK::Expr) && !a->value.is(VK::Access))
+        if (!isPy(a->value) && !isScalarOperand(a->value))
             in.fail(a->range, fname + " takes numbers, got " + typeName(a->value.kind));
     if (isPy(x.value) && isPy(y.value)) {
         double a = pyFloat(x.value), b = pyFloat(y.value);
@@ -205,7 +205,7 @@ Value castTo(Interp &in, CallArgs &args) {
     if (t == DType::Void)
         in.fail(a[1]->range, "cannot cast to void");
     const Value &v = a[0]->value;
-    if (!isPy(v) && !v.is(VK::Expr) && !v.is(VK::Access))
+    if (!isPy(v) && !isScalarOperand(v))
         in.fail(a[0]->range, "T.cast takes a number, got " + std::string(typeName(v.kind)));
     return Value::ofExpr(ir::cast(t, in.toExpr(*a[0], "value"), args.call));
 }

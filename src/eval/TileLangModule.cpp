@@ -91,6 +91,27 @@ Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
     return Value::ofExpr(ir::makeVar(name, t, args.call));
 }
 
+/// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})`: how a shared buffer is laid
+/// out changes where its elements live, never what the kernel computes, and tilec picks its own swizzle for
+/// the buffers tensor cores read (SwizzleShared.cpp): the request is accepted as a hint. Any other layout
+/// (fragment layouts, hand-written index maps) is an error.
+Value annotateLayout(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.annotate_layout", {"layout_map"});
+    requireLaunch(in, args, "T.annotate_layout");
+    const Value &m = a[0]->value;
+    if (!m.is(VK::Dict)) in.fail(a[0]->range, "T.annotate_layout takes a dict {buffer: layout}");
+    auto swizzle = [](const Value &v) {
+        const std::string tail = "make_swizzled_layout(...)";
+        return v.is(VK::Opaque) && v.s.size() >= tail.size() && v.s.compare(v.s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    for (auto &[k, v] : m.as<DictObj>().items) {
+        if (!k.is(VK::Buffer) || k.buffer->scope != ir::Scope::Shared || !swizzle(v))
+            in.fail(a[0]->range, "T.annotate_layout: only tilelang.layout.make_swizzled_layout(buffer) of a shared "
+                                 "buffer is supported (tilec swizzles shared memory itself); other layouts are not");
+    }
+    return Value::none();
+}
+
 } // namespace
 
 void addTypePrimitives(Attrs &attrs) {
@@ -98,12 +119,38 @@ void addTypePrimitives(Attrs &attrs) {
         DType t((DType::Kind)k);
         attrs[std::string(t.name())] = Value::ofDType(t);
     }
-    attrs["float8_e4m3fn"] = Value::ofDType(DType::Float8E4M3);
+    // TileLang's other spellings of the same dtypes (tilelang/language/dtypes.py).
+    static const std::pair<const char *, DType::Kind> aliases[] = {
+        {"float", DType::Float32},  {"half", DType::Float16},  {"double", DType::Float64},
+        {"int", DType::Int32},      {"short", DType::Int16},   {"long", DType::Int64},
+        {"uint", DType::UInt32},    {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e4m3fnuz", DType::Float8E4M3},
+        {"float8_e5m2fnuz", DType::Float8E5M2},
+    };
+    for (auto &[name, k] : aliases) attrs[name] = Value::ofDType(k);
+    // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes).
+    def(attrs, "dtype", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.dtype", {"value"});
+        return Value::ofDType(dtypeArg(in, *a[0]));
+    });
 
     // The interpreter recognises the decorator by its name and traces the def; a direct call is identity.
     def(attrs, "prim_func", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.prim_func", {"func"});
         return a[0]->value;
+    });
+    // @T.macro: a helper inlined into the kernel. Tracing runs Python functions in place, so it is one.
+    def(attrs, "macro", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.macro", {"func"});
+        return a[0]->value;
+    });
+    def(attrs, "annotate_layout", annotateLayout);
+    for (const char *eager : {"const", "empty"})
+        def(attrs, eager, [](Interp &in, CallArgs &args) -> Value { in.fail(args.call, kEagerKernelsUnsupported); });
+    // A hint for TileLang's warp-specialized register reallocation (setmaxnreg), which tilec does not do.
+    def(attrs, "no_set_max_nreg", [](Interp &in, CallArgs &args) {
+        bindArgs(in, args, "T.no_set_max_nreg", {});
+        requireLaunch(in, args, "T.no_set_max_nreg");
+        return Value::none();
     });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });

@@ -76,6 +76,13 @@ class Builder {
     MExpr yieldExpr(TP::Yield_exprContext *c);
     MExpr arguments(MExpr callee, TP::ArglistContext *c, const SourceRange &r);
 
+    // ---- comprehensions and lambdas (BuildComprehension.cpp)
+    /// `elt for ... in ... if ...`: a ListComp/SetComp/GeneratorExp (DictComp: `elt` key, `value` value).
+    MExpr comprehension(ast::ExprKind kind, const SourceRange &r, MExpr elt, MExpr value, TP::Comp_forContext *c);
+    /// `lambda params: body` (a lambdef or lambdef_nocond).
+    MExpr lambda(antlr4::ParserRuleContext *c, TP::Lambda_paramsContext *ps, MExpr body);
+    MExpr testNocond(TP::Test_nocondContext *c);
+
     // ---- checks
     enum class TargetUse { Assign, AugAssign, AnnAssign, For, With, Del };
     void checkTarget(const ast::Expr &e, TargetUse use, bool nested = false);
@@ -136,6 +143,7 @@ class Builder {
     MStmt funcDef(TP::FuncdefContext *c, std::vector<ast::ExprP> decorators);
     MStmt importFrom(TP::Import_fromContext *c);
     MStmt unsupportedStmt(antlr4::ParserRuleContext *c, const char *what);
+    MStmt classStmt(TP::ClassdefContext *c);
     void params(TP::ParametersContext *c, std::vector<ast::Param> &out);
     void loopBody(TP::BlockContext *c, ast::Body &out);
     void functionBody(TP::BlockContext *c, ast::Body &out);

@@ -141,6 +141,19 @@ class Dumper {
         case ExprKind::Tuple: case ExprKind::List: case ExprKind::Set: case ExprKind::BoolOp: case ExprKind::Compare:
             for (const ExprP &x : e->elts) expr(x.get(), d);
             break;
+        case ExprKind::ListComp: case ExprKind::SetComp: case ExprKind::DictComp: case ExprKind::GeneratorExp:
+            expr(e->a.get(), d, e->kind == ExprKind::DictComp ? "key" : "elt");
+            if (e->b) expr(e->b.get(), d, "value");
+            for (const Comprehension &g : e->generators) {
+                line(d, nullptr);
+                out << "for";
+                at(g.range);
+                expr(g.target.get(), d + 1, "target");
+                expr(g.iter.get(), d + 1, "iter");
+                for (const ExprP &c : g.ifs) expr(c.get(), d + 1, "if");
+            }
+            break;
+        case ExprKind::Lambda: stmt(*e->def, d); break;
         default: break;
         }
     }
@@ -224,6 +237,11 @@ class Dumper {
             return s;
         }
         case ExprKind::IfExp: return "IfExp";
+        case ExprKind::ListComp: return "ListComp";
+        case ExprKind::SetComp: return "SetComp";
+        case ExprKind::DictComp: return "DictComp";
+        case ExprKind::GeneratorExp: return "GeneratorExp";
+        case ExprKind::Lambda: return "Lambda";
         case ExprKind::Unsupported: return "Unsupported '" + e.str + "'";
         }
         return "?";

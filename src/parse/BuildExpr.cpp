@@ -84,7 +84,10 @@ MExpr Builder::namedexpr(TP::Namedexpr_testContext *c) {
 MExpr Builder::test(TP::TestContext *c) {
     auto &ch = c->children;
     auto *first = ruleAs<TP::Or_testContext>(ch[0]);
-    if (!first) return unsupported(range(c), "lambda");
+    if (!first) {
+        auto *l = c->lambdef();
+        return lambda(l, l->lambda_params(), test(l->test()));
+    }
     if (ch.size() == 1) return orTest(first);
     Nest nest(*this, c);
     auto e = ast::Expr::make(ExprKind::IfExp, range(c));
@@ -298,7 +301,12 @@ MExpr Builder::bracketed(TP::ExprContext *c, ExprKind kind) {
         e->parenthesized = tuple;
         return e;
     }
-    if (list->comp_for()) return unsupported(r, tuple ? "generator expression" : "list comprehension");
+    if (auto *cf = list->comp_for()) {
+        ParseTree *first = list->children[0];
+        MExpr elt = ruleAs<TP::Namedexpr_testContext>(first) ? namedexpr(ruleAs<TP::Namedexpr_testContext>(first))
+                                                            : starExpr(ruleAs<TP::Star_exprContext>(first));
+        return comprehension(tuple ? ExprKind::GeneratorExp : ExprKind::ListComp, r, elt, nullptr, cf);
+    }
     std::vector<MExpr> items;
     bool comma = false;
     for (ParseTree *ch : list->children) {
@@ -326,7 +334,17 @@ MExpr Builder::braces(TP::ExprContext *c) {
     auto items = m->dict_item();
     auto isDictItem = [](TP::Dict_itemContext *d) { return d->COLON() || d->POWER(); };
     bool dict = isDictItem(items[0]);
-    if (m->comp_for()) return unsupported(r, dict ? "dict comprehension" : "set comprehension");
+    if (auto *cf = m->comp_for()) {
+        auto *d = items[0];
+        if (d->POWER()) {
+            error(range(d), "dict unpacking cannot be used in dict comprehension");
+            return unsupported(r, "dict comprehension");
+        }
+        if (d->WALRUS()) return unsupported(r, "walrus");
+        if (dict) return comprehension(ExprKind::DictComp, r, test(d->test(0)), test(d->test(1)), cf);
+        MExpr elt = d->star_expr() ? starExpr(d->star_expr()) : test(d->test(0));
+        return comprehension(ExprKind::SetComp, r, elt, nullptr, cf);
+    }
     auto e = ast::Expr::make(dict ? ExprKind::Dict : ExprKind::Set, r);
     for (auto *d : items) {
         if (isDictItem(d) != dict) {
@@ -412,7 +430,7 @@ MExpr Builder::arguments(MExpr callee, TP::ArglistContext *c, const SourceRange 
         MExpr v;
         if (a->comp_for()) {
             if (args.size() > 1) error(ar, "generator expression must be parenthesized");
-            v = unsupported(ar, "generator expression");
+            v = comprehension(ExprKind::GeneratorExp, ar, test(a->test(0)), nullptr, a->comp_for());
         } else if (a->WALRUS()) {
             v = unsupported(ar, "walrus");
         } else {
@@ -493,6 +511,11 @@ void Builder::checkTarget(const ast::Expr &e, TargetUse use, bool nested) {
     case ExprKind::IfExp: return fail("conditional expression");
     case ExprKind::Slice: return fail("slice");
     case ExprKind::Unsupported: return fail(e.str);
+    case ExprKind::Lambda: return fail("lambda");
+    case ExprKind::ListComp: return fail("list comprehension");
+    case ExprKind::SetComp: return fail("set comprehension");
+    case ExprKind::DictComp: return fail("dict comprehension");
+    case ExprKind::GeneratorExp: return fail("generator expression");
     default: return fail("expression");
     }
 }

@@ -100,6 +100,15 @@ MStmt Builder::unsupportedStmt(ParserRuleContext *c, const char *what) {
     return s;
 }
 
+/// A class is not evaluated; the name it would bind is its target (bound to an error value when skipped).
+MStmt Builder::classStmt(TP::ClassdefContext *c) {
+    MStmt s = unsupportedStmt(c, "class");
+    auto name = ast::Expr::make(ExprKind::Name, range(c->NAME()));
+    name->str = std::string(text(c->NAME()));
+    s->targets.push_back(name);
+    return s;
+}
+
 // ---------------------------------------------------------------- simple statements
 
 void Builder::simpleStmt(TP::Simple_stmtContext *c, ast::Body &out) {
@@ -245,7 +254,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     case TP::RuleClassdef: {
         Scope scope(*this, 0, 0);
         ignoredBlocks(inner);
-        return unsupportedStmt(inner, "class");
+        return classStmt(c->classdef());
     }
     case TP::RuleDecorated: {
         auto *d = c->decorated();
@@ -257,7 +266,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
         } else if (auto *k = d->classdef()) {
             Scope scope(*this, 0, 0);
             ignoredBlocks(k);
-            s = unsupportedStmt(k, "class");
+            s = classStmt(k);
         } else {
             Scope scope(*this, funcDepth + 1, 0);
             ignoredBlocks(d->funcdef());

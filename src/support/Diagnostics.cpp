@@ -3,6 +3,7 @@
 #include "tilec/Diagnostics.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tilec {
 
@@ -45,7 +46,26 @@ std::string printable(std::string_view s) {
 }
 } // namespace
 
+std::vector<HeldDiagnostic> DiagnosticEngine::endHold() {
+    if (holdMarks_.empty()) return {};
+    size_t mark = holdMarks_.back();
+    holdMarks_.pop_back();
+    std::vector<HeldDiagnostic> out(held_.begin() + (std::ptrdiff_t)mark, held_.end());
+    held_.resize(mark);
+    for (auto &d : out) {
+        if (d.severity == Severity::Error || (d.severity == Severity::Warning && werror_)) --errors_;
+        else if (d.severity == Severity::Warning) --warnings_;
+    }
+    return out;
+}
+
 void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::string &msg) {
+    if (!holdMarks_.empty()) {
+        held_.push_back({s, r, msg});
+        if (s == Severity::Error || (s == Severity::Warning && werror_)) ++errors_;
+        else if (s == Severity::Warning) ++warnings_;
+        return;
+    }
     bool promoted = false;
     if (s == Severity::Note) {
         if (lastSuppressed_) return;

@@ -146,10 +146,11 @@ TEST(Check, RegistersSummedOverBuffers) {
     h.alloc("scores", Scope::Fragment, DType::Float32, {128, 64}); // 64
     h.alloc("probs", Scope::Fragment, DType::Float16, {128, 64});  // 32
     h.alloc("extra", Scope::Fragment, DType::Float32, {128, 32});  // 32
-    EXPECT_FALSE(h.run());
+    EXPECT_TRUE(h.run()); // a warning: ptxas decides (spills), as TileLang lets it
     EXPECT_EQ(h.out.str(),
-              "k.tile:1:6: error: the fragments and locals of kernel 'gemm' need 256 registers per thread "
-              "together, more than the 255 a thread can have\n"
+              "k.tile:1:6: warning: the fragments and locals of kernel 'gemm' need 256 registers per thread "
+              "together, more than the 255 a thread can have: ptxas will keep some in local memory (spills; see "
+              "--resource-usage)\n"
               "with T.Kernel(8, 8, threads=128) as (bx, by):\n"
               "     ^~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
               "k.tile:2:9: note: 'acc' float32[128, 128] over 128 threads: 128 registers per thread\n"

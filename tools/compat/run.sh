@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# \file Runs the TileLang compatibility manifest (tests/tilelang_compat/manifest.tsv) on a TileLang checkout:
+# for each kernel, tilec on the unchanged example file with the manifest's --export call, then nvcc (sm_90a) on the
+# CUDA it wrote. Prints one row per kernel (ok / error: the located diagnostic / crash) and a total per tag.
+#
+#   tools/compat/run.sh TILELANG_CHECKOUT [--tilec PATH] [--tag TAG] [--no-nvcc] [--keep DIR]
+#
+# TILELANG_CHECKOUT is a git clone (or bare repository) of github.com/tile-ai/tilelang that has the manifest's tags;
+# each tag's examples/ is extracted with `git archive` into a temporary folder, nothing is copied into this project.
+# Exit status: 0 when every kernel does at least as well as the manifest's expected column (a kernel expected "ok"
+# that is not ok, or any crash, fails), 1 otherwise, 2 for a bad command line, 77 when there is no checkout.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MANIFEST=$ROOT/tests/tilelang_compat/manifest.tsv
+TILEC=$ROOT/build/tilec
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+ONLY_TAG="" NO_NVCC=0 KEEP=""
+CHECKOUT=${1:-}
+(($#)) && shift
+while (($#)); do
+    case $1 in
+    --tilec) TILEC=$2; shift 2 ;;
+    --tag) ONLY_TAG=$2; shift 2 ;;
+    --no-nvcc) NO_NVCC=1; shift ;;
+    --keep) KEEP=$2; shift 2 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+if [[ -z $CHECKOUT ]]; then
+    echo "SKIP: no TileLang checkout (set TILELANG_SRC for ctest, or run tools/compat/run.sh TILELANG_CHECKOUT); CI has none"
+    exit 77
+fi
+if ! git -C "$CHECKOUT" rev-parse --git-dir >/dev/null 2>&1; then
+    echo "run.sh: '$CHECKOUT' is not a git checkout of TileLang" >&2
+    exit 2
+fi
+[[ -x $TILEC ]] || { echo "run.sh: no tilec at '$TILEC' (build first, or --tilec PATH)" >&2; exit 2; }
+WORK=${KEEP:-$(mktemp -d)}
+mkdir -p "$WORK"
+[[ -z $KEEP ]] && trap 'rm -rf "$WORK"' EXIT
+
+# classify TAG FILE NAME CALL -> prints "RESULT<TAB>DETAIL"
+classify() {
+    local tag=$1 file=$2 name=$3 call=$4 dir=$WORK/$1 out=$WORK/out/$1/$3
+    mkdir -p "$out"
+    local args=(--kernel "$name" -o "$out/$name.cu")
+    [[ $call != - ]] && args+=(--export "$name=$call")
+    (cd "$(dirname "$dir/examples/$file")" && timeout 120 "$TILEC" "$(basename "$file")" "${args[@]}") \
+        >"$out/tilec.log" 2>&1
+    local rc=$?
+    local first
+    first=$(grep -m1 -E '^.+:[0-9]+:[0-9]+: error: ' "$out/tilec.log")
+    if ((rc == 0)); then
+        if ((NO_NVCC)); then printf 'ok\ttilec only\n'; return; fi
+        if "$NVCC" -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -c "$out/$name.cu" \
+            -o "$out/$name.o" >"$out/nvcc.log" 2>&1; then
+            printf 'ok\t\n'
+        else
+            printf 'crash\tnvcc rejects the CUDA: %s\n' "$(grep -m1 -i error "$out/nvcc.log" | cut -c1-150)"
+        fi
+    elif ((rc == 1)) && [[ -n $first ]]; then
+        printf 'error\t%s\n' "$(echo "$first" | cut -c1-200)"
+    else
+        printf 'crash\texit %d: %s\n' "$rc" "$(head -c 150 "$out/tilec.log" | tr '\n' ' ')"
+    fi
+}
+
+declare -A TOTAL OK
+FAIL=0
+printf '%-8s %-40s %-28s %-8s %s\n' TAG FILE KERNEL RESULT DETAIL
+while IFS=$'\t' read -r tag file name call expected; do
+    [[ $tag == \#* || -z $tag ]] && continue
+    [[ -n $ONLY_TAG && $tag != "$ONLY_TAG" ]] && continue
+    if [[ ! -d $WORK/$tag ]]; then
+        mkdir -p "$WORK/$tag"
+        if ! git -C "$CHECKOUT" archive "$tag" examples | tar -x -C "$WORK/$tag" 2>/dev/null; then
+            echo "run.sh: the checkout has no tag $tag: its entries are skipped" >&2
+        fi
+    fi
+    [[ -d $WORK/$tag/examples ]] || continue
+    IFS=$'\t' read -r result detail < <(classify "$tag" "$file" "$name" "$call")
+    TOTAL[$tag]=$((${TOTAL[$tag]:-0} + 1))
+    [[ $result == ok ]] && OK[$tag]=$((${OK[$tag]:-0} + 1))
+    mark=""
+    if [[ $result == crash || ($expected == ok && $result != ok) ]]; then mark=" [REGRESSION: expected $expected]"; FAIL=1; fi
+    printf '%-8s %-40s %-28s %-8s %s%s\n' "$tag" "$file" "$name" "$result" "$detail" "$mark"
+done <"$MANIFEST"
+for tag in $(printf '%s\n' "${!TOTAL[@]}" | sort -V); do
+    what="tilec and nvcc"; ((NO_NVCC)) && what="tilec"
+    echo "$tag: ${OK[$tag]:-0} of ${TOTAL[$tag]} kernels compile unchanged with $what"
+done
+exit $FAIL
