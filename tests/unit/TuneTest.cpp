@@ -308,3 +308,67 @@ TEST(TunedBuild, PlanFromTables) {
     st.kernel = "nope";
     EXPECT_THROW(planTunedBuild({write("n.tune.json", st)}, *p.module, p.sm, "text", {"sm_90a"}), std::invalid_argument);
 }
+
+// ---- one configuration built as the tuner builds it (needs NVRTC, CUDA's headers and a C compiler) ----
+
+#include "tilec/DeviceCompiler.h"
+#include "tune/TuneImpl.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+namespace {
+
+BuildSetup addSetup(const std::string &dir) {
+    BuildSetup s;
+    s.tilec = TILEC_BINARY;
+    s.input = std::string(TILEC_SOURCE_DIR) + "/examples/elementwise_add.tile";
+    s.kernel = "add_odd";
+    s.archs = {"sm_80"};
+    s.dir = dir;
+    const char *cc = std::getenv("CC");
+    s.cc = cc && *cc ? cc : "cc";
+    s.cudaInclude = findCudaIncludeDir();
+    return s;
+}
+
+} // namespace
+
+TEST(TuneBuild, ConfigurationBecomesALibraryWithTheEntry) {
+    if (!Nvrtc::get() || findCudaIncludeDir().empty() || std::system("cc --version > /dev/null 2>&1") != 0)
+        GTEST_SKIP() << "needs NVRTC, cuda.h and a C compiler";
+    std::string dir = ::testing::TempDir() + "/tune-build-XXXXXX";
+    ASSERT_TRUE(::mkdtemp(dir.data()));
+    BuildSetup s = addSetup(dir);
+    Built b = buildConfig(s, 3, "add(1000, 3000, block_M=16, threads=128)");
+    ASSERT_EQ(b.status, "ok") << b.detail;
+    EXPECT_EQ(b.library, dir + "/cfg3.so");
+    EXPECT_NE(b.header.find("128 threads"), std::string::npos) << b.header;
+    auto params = launchParameters(b.header, "add_odd");
+    ASSERT_EQ(params.size(), 4u);
+    EXPECT_EQ(params[2].type, "void *"); // C: written
+    // Loaded lazily (no libcuda here, the driver calls stay unresolved): the entry is there.
+    void *h = ::dlopen(b.library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    ASSERT_TRUE(h) << ::dlerror();
+    EXPECT_TRUE(::dlsym(h, "tilec_tune_entry"));
+    EXPECT_TRUE(::dlsym(h, "add_odd_unload"));
+    ::dlclose(h);
+
+    // A configuration the compiler rejects is recorded with its reason, not skipped.
+    Built bad = buildConfig(s, 4, "add(1000, 3000, threads=100000)");
+    EXPECT_NE(bad.status, "ok");
+    EXPECT_FALSE(bad.detail.empty());
+    EXPECT_TRUE(bad.library.empty());
+    Built unknown = buildConfig(s, 5, "add(1000, 3000, no_such_parameter=1)");
+    EXPECT_EQ(unknown.status, "compile_error");
+    EXPECT_NE(unknown.detail.find("no_such_parameter"), std::string::npos) << unknown.detail;
+}
+
+TEST(TuneBuild, ElementCounts) {
+    ParamSpec p;
+    p.name = "X";
+    p.dims = {"m", "4096"};
+    EXPECT_EQ(elementCount(p, {{"m", 16}}), 16 * 4096);
+    EXPECT_THROW(elementCount(p, {}), std::invalid_argument);
+}
