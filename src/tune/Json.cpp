@@ -122,9 +122,16 @@ void writeTo(std::string &out, const Value &v, int indent) {
         break;
     }
     case Value::Object: {
-        // An object of scalars (a configuration) stays on one line.
+        // An object of scalars and objects of scalars (a configuration, a result) stays on one line.
         bool flat = true;
-        for (auto &m : v.members) flat = flat && scalar(m.second);
+        for (auto &m : v.members) {
+            bool shallow = scalar(m.second);
+            if (m.second.kind == Value::Object) {
+                shallow = true;
+                for (auto &n : m.second.members) shallow = shallow && scalar(n.second);
+            }
+            flat = flat && shallow;
+        }
         out += '{';
         for (size_t i = 0; i < v.members.size(); ++i) {
             out += i ? "," : "";

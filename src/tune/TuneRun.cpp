@@ -121,6 +121,7 @@ class Tuner {
     Sizes sizes_;
     std::vector<std::map<std::string, int64_t>> points_;
     std::vector<ParamSpec> params_;
+    bool prepared_ = false; ///< the GPU's tensors exist (made once the first library's header is known)
     Table table_;
     BuildSetup setup_;
     std::unique_ptr<Bench> bench_;
@@ -258,7 +259,7 @@ void Tuner::measure() {
             if (h) ::dlclose(h);
             continue;
         }
-        if (!params_.empty() && params_.front().cType.empty()) {
+        if (!prepared_) {
             // The first library built: whether each tensor is written, and the C types of the scalars.
             auto cparams = launchParameters(b.header, o_.kernel);
             if (cparams.size() != params_.size() + 1)
@@ -270,6 +271,7 @@ void Tuner::measure() {
                 params_[i].written = params_[i].tensor && cparams[i].type.rfind("const", 0) != 0;
             }
             bench_->prepare(params_, points_);
+            prepared_ = true;
         }
         auto statusString = reinterpret_cast<Bench::StatusString>(::dlsym(h, "tilec_status_string"));
         auto lastError = reinterpret_cast<Bench::LastError>(::dlsym(h, "tilec_last_cuda_error"));
@@ -346,7 +348,8 @@ int Tuner::run() {
     std::string why;
     const CudaDriver *cuda = CudaDriver::get(&why);
     if (!cuda) throw Usage{"tilec tune measures on the local GPU, and there is none: " + why};
-    uint64_t seed = (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
+    // Fresh inputs every run; 32 bits, so that the table's number holds it exactly.
+    uint64_t seed = (uint64_t)std::chrono::system_clock::now().time_since_epoch().count() & 0xFFFFFFFFu;
     try {
         bench_ = std::make_unique<Bench>(*cuda, o_.warmup, o_.reps, seed, o_.tolerance);
     } catch (const std::runtime_error &e) {
