@@ -304,10 +304,10 @@ void Tuner::report() {
         std::stable_sort(ok.begin(), ok.end(), [](auto *a, auto *b) { return a->ms < b->ms; });
         out_ << "\n" << o_.kernel << (sym.empty() ? "" : " at " + sizeLabel(points_[p], sym)) << ": " << ok.size()
              << " configurations ran, " << failed.size() << " did not\n";
-        out_ << "  rank        ms  vs default  configuration\n";
+        out_ << "  rank         ms  vs default  configuration\n";
         for (size_t i = 0; i < ok.size() && i < 20; ++i) {
             char line[128];
-            std::snprintf(line, sizeof line, "  %4zu  %8.4f  %9s  ", i + 1, ok[i]->ms,
+            std::snprintf(line, sizeof line, "  %4zu  %9.5f  %9s  ", i + 1, ok[i]->ms,
                           defaultMs > 0 ? (std::to_string(defaultMs / ok[i]->ms).substr(0, 5) + "x").c_str() : "-");
             out_ << line << configLabel(ok[i]->config) << "\n";
         }
@@ -331,7 +331,7 @@ void Tuner::report() {
         }
         if (!best || !one) continue;
         char line[160];
-        std::snprintf(line, sizeof line, "  %-10lld  %9.4f  %10.4f  %8.3fx  ", (long long)pt.at(sym), best->ms, one->ms,
+        std::snprintf(line, sizeof line, "  %-10lld  %9.5f  %10.5f  %8.3fx  ", (long long)pt.at(sym), best->ms, one->ms,
                       one->ms / best->ms);
         out_ << line << configLabel(best->config) << "\n";
     }
