@@ -68,7 +68,7 @@ if dyn:
     full = [c for c in configs if all(t(c, m) is not None for m in sizes)]
     single = min(full, key=lambda c: sum(t(c, m) for m in sizes)) if full else None
     print(f"linear_4096x4096 (bf16, dynamic m): {len(configs)} configurations x {len(sizes)} sizes in "
-          f"{dyn['seconds']:.1f} s; single best over all m: {label(single) if single else '-'}")
+          f"{dyn['seconds']:.1f} s; single best over all m: {label(single) if single is not None else '-'}")
     print(f"  {'m':>6}  {'per-m best ms':>13}  {'single ms':>10}  {'speed-up':>8}  per-m best configuration")
     for m in sizes:
         rs = ok(dyn, {"m": m})
