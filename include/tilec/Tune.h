@@ -189,6 +189,7 @@ struct Options {
     std::vector<std::string> defines, exports; ///< -D, --export as for a build
     int warmup = 3, reps = 25;
     int jobs = 0;                  ///< parallel compilations (0: the machine's cores)
+    double budget = 0;             ///< --budget: seconds after which configurations not yet run are "not_run" (0: none)
     double tolerance = 0;          ///< 0: by the output dtype
     std::string tilec;             ///< the tilec executable for the compilations ("" : this process's)
     bool verbose = false;

@@ -51,6 +51,9 @@ struct ParamSpec {
     bool dynamic = false;           ///< a T.dynamic size
 };
 
+/// An element of type `t` at `p` as a double (the check decodes float16, bfloat16 and float8 on the host).
+double decodeElement(const unsigned char *p, DType t);
+
 /// Elements of a tensor at a size point; throws std::invalid_argument for a symbol without a value.
 int64_t elementCount(const ParamSpec &p, const std::map<std::string, int64_t> &size);
 

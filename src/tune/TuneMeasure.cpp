@@ -65,8 +65,9 @@ std::string fillSource() {
     return s;
 }
 
-/// An element as a double (host-side decoding of the narrow float formats).
-double decode(const unsigned char *p, DType t) {
+} // namespace
+
+double decodeElement(const unsigned char *p, DType t) {
     auto smallFloat = [](unsigned bits, int expBits, int manBits, bool finiteOnly) {
         unsigned sign = bits >> (expBits + manBits), e = (bits >> manBits) & ((1u << expBits) - 1),
                  m = bits & ((1u << manBits) - 1);
@@ -97,6 +98,8 @@ double decode(const unsigned char *p, DType t) {
     }
     return 0;
 }
+
+namespace {
 
 /// The unit roundoff of an output type, for the check's tolerance (0 for integers: exact).
 double roundoff(DType t) {
@@ -301,17 +304,17 @@ Bench::Outcome Bench::run(Entry entry, StatusString statusString, LastError last
         }
         if (isReference) {
             for (int64_t e = 0; e < t.elements; ++e)
-                if (std::isnan(decode(&out[e * p.dtype.bytes()], p.dtype)))
+                if (std::isnan(decodeElement(&out[e * p.dtype.bytes()], p.dtype)))
                     return Outcome{"mismatch", "output " + p.name + " has NaN (unwritten) elements", 0};
             t.reference = std::move(out);
             continue;
         }
         double meanAbs = 0;
-        for (int64_t e = 0; e < t.elements; ++e) meanAbs += std::fabs(decode(&t.reference[e * p.dtype.bytes()], p.dtype));
+        for (int64_t e = 0; e < t.elements; ++e) meanAbs += std::fabs(decodeElement(&t.reference[e * p.dtype.bytes()], p.dtype));
         meanAbs /= (double)std::max<int64_t>(t.elements, 1);
         double u = tolerance_ > 0 ? tolerance_ : 8 * roundoff(p.dtype);
         for (int64_t e = 0; e < t.elements; ++e) {
-            double ref = decode(&t.reference[e * p.dtype.bytes()], p.dtype), x = decode(&out[e * p.dtype.bytes()], p.dtype);
+            double ref = decodeElement(&t.reference[e * p.dtype.bytes()], p.dtype), x = decodeElement(&out[e * p.dtype.bytes()], p.dtype);
             double err = std::fabs(x - ref), tol = u * (std::fabs(ref) + meanAbs);
             if (!(err <= tol)) ++bad; // NaN counts as wrong
             if (!(err <= worst)) worst = err, worstTol = tol;

@@ -246,6 +246,13 @@ void Tuner::measure() {
             for (size_t p = 0; p < points_.size(); ++p) record(p, "not_run", "an earlier configuration faulted the GPU", 0);
             continue;
         }
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        if (o_.budget > 0 && elapsed > o_.budget) {
+            char why[64];
+            std::snprintf(why, sizeof why, "--budget %g s was spent", o_.budget);
+            for (size_t p = 0; p < points_.size(); ++p) record(p, "not_run", why, 0);
+            continue;
+        }
         if (b.status != "ok") {
             for (size_t p = 0; p < points_.size(); ++p) record(p, b.status, b.detail, 0);
             progress(k + 1, configs_.size());

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -371,4 +372,23 @@ TEST(TuneBuild, ElementCounts) {
     p.dims = {"m", "4096"};
     EXPECT_EQ(elementCount(p, {{"m", 16}}), 16 * 4096);
     EXPECT_THROW(elementCount(p, {}), std::invalid_argument);
+}
+
+TEST(TuneBuild, DecodesEveryOutputFormat) {
+    auto at = [](std::vector<unsigned char> bytes, DType t) { return decodeElement(bytes.data(), t); };
+    EXPECT_EQ(at({0x00, 0x3C}, DType::Float16), 1.0);          // 0x3C00
+    EXPECT_EQ(at({0x00, 0xC0}, DType::Float16), -2.0);         // 0xC000
+    EXPECT_EQ(at({0x01, 0x00}, DType::Float16), std::ldexp(1.0, -24)); // the smallest subnormal
+    EXPECT_TRUE(std::isnan(at({0xFF, 0xFF}, DType::Float16))); // the tuner's poison
+    EXPECT_EQ(at({0x80, 0x3F}, DType::BFloat16), 1.0);         // 0x3F80
+    EXPECT_TRUE(std::isnan(at({0xFF, 0xFF}, DType::BFloat16)));
+    EXPECT_EQ(at({0x38}, DType::Float8E4M3), 1.0);             // 0.0111.000
+    EXPECT_EQ(at({0x7E}, DType::Float8E4M3), 448.0);           // the largest
+    EXPECT_TRUE(std::isnan(at({0xFF}, DType::Float8E4M3)));
+    EXPECT_EQ(at({0x3C}, DType::Float8E5M2), 1.0);             // 0.01111.00
+    EXPECT_TRUE(std::isnan(at({0xFF}, DType::Float8E5M2)));
+    EXPECT_EQ(at({0x00, 0x00, 0x80, 0xBF}, DType::Float32), -1.0);
+    EXPECT_EQ(at({0xFE, 0xFF, 0xFF, 0xFF}, DType::Int32), -2.0);
+    EXPECT_EQ(at({0xFF}, DType::Int8), -1.0);
+    EXPECT_EQ(at({0xFF}, DType::UInt8), 255.0);
 }

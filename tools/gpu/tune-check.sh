@@ -33,12 +33,12 @@ step() { # NAME SECONDS COMMAND...: runs under a timeout; its time in $WORK/NAME
     { echo "== $name (exit $rc, $(( SECONDS - t0 )) s)"; cat "$WORK/$name.log"; } >>"$WORK/steps.log"
     [ $rc = 0 ] || { status=1; tail -5 "$WORK/$name.log"; }
 }
-step tune 150 "$TILEC" tune benchmarks/gemm_fp16.tile --kernel gemm_fp16_4096 --space "$SPACE" "${JOBS[@]}" \
-    -o "$WORK/gemm.tune.json"
-step exhaustive 150 "$TILEC" tune benchmarks/gemm_fp16.tile --kernel gemm_fp16_4096 --space "$SPACE" "${JOBS[@]}" \
-    --warmup 10 --reps 200 -o "$WORK/gemm.exhaustive.json"
+step tune 180 "$TILEC" tune benchmarks/gemm_fp16.tile --kernel gemm_fp16_4096 --space "$SPACE" "${JOBS[@]}" \
+    --budget 150 -o "$WORK/gemm.tune.json"
+step exhaustive 140 "$TILEC" tune benchmarks/gemm_fp16.tile --kernel gemm_fp16_4096 --space "$SPACE" "${JOBS[@]}" \
+    --warmup 10 --reps 200 --budget 115 -o "$WORK/gemm.exhaustive.json"
 step dynamic 150 "$TILEC" tune examples/gemm_dynamic_m.tile --kernel linear_4096x4096 --space "$DYN_SPACE" "${JOBS[@]}" \
-    --sizes 'm=1,16,128,1024,8192' -o "$WORK/linear.tune.json"
+    --sizes 'm=1,16,128,1024,8192' --budget 125 -o "$WORK/linear.tune.json"
 if [ -f "$WORK/linear.tune.json" ]; then
     step tuned-build 60 bash -c "'$TILEC' examples/gemm_dynamic_m.tile --tuned '$WORK/linear.tune.json' -o '$WORK/linear_tuned.cu' &&
         nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -c '$WORK/linear_tuned.cu' -o '$WORK/linear_tuned.o' &&

@@ -85,6 +85,8 @@ int tuneMain(int argc, char **argv) {
     app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
     app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
     app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
+    app.add_option("--budget", o.budget, "seconds after which the configurations not yet run are recorded as not_run "
+                                         "and the table is written (default: no limit)");
     app.add_option("--tolerance", o.tolerance, "relative tolerance of the output check (default: 8 units of the "
                                                "output type's roundoff)");
     app.add_option("--tilec", o.tilec, "the tilec that compiles the configurations (default: this one)");
