@@ -7,6 +7,8 @@
 #       [DEFINES M=4096 "dtype=float16" ...] -D NAME=VALUE for every source
 #       [EXPORTS "g=matmul(4096, 4096, 4096)" ...]   --export NAME=CALL for every source
 #       [MODE cuda|binary]                   default cuda
+#       [TUNED k.tune.json ...]              tables of `tilec tune`: --tuned for the source the table was
+#                                            tuned on (the table's "file", matched by file name)
 #       [OPTIONS --prefix=p -Werror ...])    any other tilec options, as written
 #
 # Each a.tile becomes a.cu (MODE cuda) or a.c (MODE binary) and a.h, written into
@@ -104,7 +106,7 @@ function(_tilec_cuda_architectures out)
 endfunction()
 
 function(_tilec_add_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODE" "SOURCES;ARCH;DEFINES;EXPORTS;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODE" "SOURCES;ARCH;DEFINES;EXPORTS;OPTIONS;TUNED")
   set(fn "tilec_add_library(${target})")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
@@ -140,6 +142,30 @@ function(_tilec_add_library target)
   foreach(e IN LISTS arg_EXPORTS)
     list(APPEND common --export "${e}")
   endforeach()
+  # Each table goes to the source of its "file" (by file name); one that fits no source is a mistake.
+  set(tables)
+  set(table_files)
+  foreach(t IN LISTS arg_TUNED)
+    get_filename_component(table "${t}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    file(READ "${table}" json)
+    string(JSON tuned_file ERROR_VARIABLE json_error GET "${json}" file)
+    if(json_error)
+      message(FATAL_ERROR "${fn}: TUNED ${t} is not a tilec tune table (${json_error})")
+    endif()
+    get_filename_component(tuned_file "${tuned_file}" NAME)
+    set(matched FALSE)
+    foreach(s IN LISTS arg_SOURCES)
+      get_filename_component(sname "${s}" NAME)
+      if(sname STREQUAL tuned_file)
+        set(matched TRUE)
+      endif()
+    endforeach()
+    if(NOT matched)
+      message(FATAL_ERROR "${fn}: TUNED ${t} was tuned on ${tuned_file}, which is not among SOURCES")
+    endif()
+    list(APPEND tables "${table}")
+    list(APPEND table_files "${tuned_file}")
+  endforeach()
   list(APPEND common ${arg_OPTIONS})
   if(arg_MODE STREQUAL "cuda")
     set(ext cu)
@@ -160,10 +186,20 @@ function(_tilec_add_library target)
     set(out "${dir}/${name}.${ext}")
     set(hdr "${dir}/include/${name}.h")
     set(dep "${dir}/${name}.d")
+    get_filename_component(sname "${src}" NAME)
+    set(tuned)
+    set(i 0)
+    foreach(table IN LISTS tables)
+      list(GET table_files ${i} tuned_file)
+      if(tuned_file STREQUAL sname)
+        list(APPEND tuned --tuned "${table}")
+      endif()
+      math(EXPR i "${i} + 1")
+    endforeach()
     add_custom_command(
       OUTPUT "${out}" "${hdr}"
-      COMMAND "${TILEC_EXECUTABLE}" "${src}" ${common} -o "${out}" -H "${hdr}" -MD -MF "${dep}" -MT "${out}"
-      DEPENDS "${src}" "${TILEC_EXECUTABLE}"
+      COMMAND "${TILEC_EXECUTABLE}" "${src}" ${common} ${tuned} -o "${out}" -H "${hdr}" -MD -MF "${dep}" -MT "${out}"
+      DEPENDS "${src}" "${TILEC_EXECUTABLE}" ${tables}
       DEPFILE "${dep}"
       COMMENT "tilec ${s} -> ${name}.${ext}, ${name}.h"
       VERBATIM)

@@ -36,6 +36,7 @@ struct DriverOptions {
     std::string ccbin;                     ///< --ccbin: the C compiler for -o x.o (default $CC, else cc)
     bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
+    std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose
 };
 
 /// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`

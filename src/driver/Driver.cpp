@@ -11,6 +11,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
 #include "tilec/Parser.h"
+#include "tilec/Tune.h"
 
 #include <spdlog/spdlog.h>
 
@@ -256,9 +257,33 @@ int Compilation::run() {
     if (!module) return ExitInputError;
     spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
 
+    // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
+    tune::TunedPlan tuned;
+    if (!opts_.tuned.empty()) {
+        try {
+            tuned = tune::planTunedBuild(opts_.tuned, *module, sm_, sm_.text(file), opts_.archs);
+        } catch (const std::invalid_argument &e) {
+            throw UsageError{e.what()};
+        }
+        for (auto &w : tuned.warnings)
+            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
+        if (opts_.werror && !tuned.warnings.empty()) return ExitInputError;
+        bool filtered = !fo.kernels.empty();
+        for (auto &[name, call] : tuned.exports) {
+            FrontendOptions::Export ex{name, nullptr, {}};
+            ex.call = parseOptionValue(call, "--tuned " + name, false, ex.range);
+            if (!ex.call) return ExitInputError;
+            fo.exports.push_back(std::move(ex));
+            if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for
+        }
+    }
+
     auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
                            [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
     if (!program || diag_.hasErrors()) return ExitInputError;
+    std::erase_if(program->kernels, [&](const ir::KernelP &k) {
+        return std::find(tuned.replaced.begin(), tuned.replaced.end(), k->name) != tuned.replaced.end();
+    });
 
     // The checks run once, against the most restrictive target of -arch, so that a target-independent
     // error is not reported once per target.
@@ -320,6 +345,7 @@ int Compilation::run() {
             if (opts_.timePasses)
                 ctx.recordTime("codegen", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
             if (diag_.hasErrors()) return ExitInputError;
+            tune::addDispatchers(tuned, opts_.prefix, &code.cuda, code.header);
             if (wantCuda) emit(pathFor(".cu"), code.cuda);
             if (wantHeader) emit(headerPath, code.header);
 
@@ -351,6 +377,7 @@ int Compilation::run() {
                     setCurrentPhase("codegen");
                     std::string c = generateBinarySource(lowered, co, images, device->loweredNames, diag_);
                     if (diag_.hasErrors()) return ExitInputError;
+                    c += tune::dispatchersInC(tuned, opts_.prefix, code.header);
                     if (wantC) emit(opts_.output, c);
                     if (wantObject) {
                         setCurrentPhase("cc");

@@ -5,6 +5,7 @@
 /// `-ccbin`) are mapped to CLI11's long options before parsing, because CLI11 only knows one-letter short
 /// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
 #include "tilec/Driver.h"
+#include "tilec/Tune.h"
 
 #include <CLI/CLI.hpp>
 
@@ -66,9 +67,52 @@ std::vector<std::string> splitCommas(const std::vector<std::string> &v) {
     return out;
 }
 
+/// `tilec tune FILE.tile --kernel NAME ...` (include/tilec/Tune.h).
+int tuneMain(int argc, char **argv) {
+    tilec::tune::Options o;
+    CLI::App app{"tilec tune: searches tile configurations on the local GPU and writes the table --tuned reads",
+                 "tilec tune"};
+    app.option_defaults()->always_capture_default(false);
+    std::vector<std::string> archs;
+    app.add_option("input", o.input, "the .tile file")->required();
+    app.add_option("--kernel", o.kernel, "the module-level kernel to tune")->required();
+    app.add_option("--space", o.space, "the search space: 'block_M=64,128;num_stages=2,3' (default: the factory's "
+                                       "@autotune(configs=...))");
+    app.add_option("--sizes", o.sizes, "values of the T.dynamic sizes to tune at: 'm=1,16,128,1024,8192'");
+    app.add_option("--arch", archs, "targets to build for (default: the local GPU's)")->delimiter(',');
+    app.add_option("-o", o.output, "the table to write (NAME.tune.json)")->required();
+    app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE");
+    app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
+    app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
+    app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
+    app.add_option("--budget", o.budget, "seconds after which the configurations not yet run are recorded as not_run "
+                                         "and the table is written (default: no limit)");
+    app.add_option("--tolerance", o.tolerance, "relative tolerance of the output check (default: 8 units of the "
+                                               "output type's roundoff)");
+    app.add_option("--tilec", o.tilec, "the tilec that compiles the configurations (default: this one)");
+    app.add_flag("-v,--verbose", o.verbose, "keep the working files and say where");
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 2; --i) {
+        std::string a = argv[i];
+        if (a.rfind("-arch", 0) == 0) a = "-" + a;
+        args.push_back(a);
+    }
+    try {
+        app.parse(args);
+    } catch (const CLI::Success &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        std::cerr << "tilec tune: error: " << e.what() << "\n";
+        return tilec::ExitUsage;
+    }
+    o.archs = splitCommas(archs);
+    return tilec::tune::run(o, std::cout, std::cerr);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+    if (argc > 1 && std::string(argv[1]) == "tune") return tuneMain(argc, argv);
     tilec::DriverOptions o;
     CLI::App app{"tilec: ahead-of-time compiler for the tile language", "tilec"};
     app.option_defaults()->always_capture_default(false);
@@ -94,6 +138,7 @@ int main(int argc, char **argv) {
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");
+    app.add_option("--tuned", o.tuned, "build the configurations a `tilec tune` table chose (repeatable)");
     // Only for --help: -Xptxas is taken out of the arguments before CLI11 sees them.
     std::vector<std::string> helpOnly;
     app.add_option("--Xptxas,--ptxas-options", helpOnly, "options for ptxas, comma-separated (-Xptxas -v,-O3)");
