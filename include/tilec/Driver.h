@@ -33,6 +33,7 @@ struct DriverOptions {
     std::vector<std::string> ptxasOptions; ///< -Xptxas OPTS, one option per entry (passed to ptxas through NVRTC)
     bool lineInfo = false;                 ///< -lineinfo: line tables in PTX and cubins (they then hold absolute paths)
     std::string ccbin;                     ///< --ccbin: the C compiler for -o x.o (default $CC, else cc)
+    std::vector<std::string> filePrefixMaps; ///< --file-prefix-map OLD=NEW, as written (the last match wins)
 };
 
 /// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`
