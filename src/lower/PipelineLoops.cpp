@@ -11,6 +11,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace tilec::passes {
 
@@ -38,7 +39,9 @@ std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<
 
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
 /// A transfer narrower than cp.async's 4 bytes per thread (element by element, synchronous) is warned about.
-Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait, DiagnosticEngine &diag) {
+/// `warned` holds the transfers warned about already, by location (a pipelined one is issued from two places).
+Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait, DiagnosticEngine &diag,
+                  std::set<std::tuple<int, int, int>> &warned) {
     const Buffer &src = c.src.buffer;
     const size_t nd = c.src.ranges.size();
     size_t rowDim = 0;
@@ -57,7 +60,7 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
             break;
         }
     }
-    if (vec * eb < 4)
+    if (vec * eb < 4 && warned.insert({c.loc.file, c.loc.line, c.loc.col}).second)
         diag.warning(c.loc, "this tile transfer copies one " + std::to_string(eb) + "-byte element at a time, synchronously, "
                             "instead of 4 to 16 bytes per thread with cp.async: " + narrowReason(c, cols, 4 / eb, inner));
     // Row stride, and the rows / columns left in the tensor from the tile's origin.
@@ -150,7 +153,7 @@ class Pipeliner : public IRMutator {
 
     /// A transfer left where it is: issue, commit, wait.
     Stmt visit(const std::shared_ptr<const Copy> &op) override {
-        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true, diag_);
+        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true, diag_, warned_);
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -213,7 +216,7 @@ class Pipeliner : public IRMutator {
                 Region src = c->src;
                 for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
                 auto moved = Copy::make(src, c->dst, c->loc);
-                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false, diag_));
+                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false, diag_, warned_));
             }
             return Seq::make(std::move(calls), loc);
         };
@@ -245,6 +248,7 @@ class Pipeliner : public IRMutator {
   private:
     const Kernel &kernel_;
     DiagnosticEngine &diag_;
+    std::set<std::tuple<int, int, int>> warned_; ///< transfers warned about, by location
 
     static bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
         struct Reads : IRVisitor {

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 
 namespace tilec::difffuzz {
 
@@ -23,9 +24,10 @@ Outcome make(Outcome::Kind k, std::string category, std::string detail = "") {
 
 /// The first diagnostic's message without its location and numbers (a reason to count rejections by).
 std::string reasonOf(const std::string &diags) {
-    std::string first = diags.substr(0, diags.find('\n'));
-    auto at = first.find("error: ");
-    if (at != std::string::npos) first = first.substr(at + 7);
+    auto at = diags.find("error: ");
+    if (at == std::string::npos) at = 0;
+    else at += 7;
+    std::string first = diags.substr(at, diags.find('\n', at) - at);
     std::string r;
     for (char c : first) r += std::isdigit((unsigned char)c) ? '#' : c;
     return r.substr(0, 120);
@@ -52,6 +54,29 @@ std::string compare(const std::string &name, const std::vector<double> &got, con
             return name + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", reference " + std::to_string(w);
     }
     return "";
+}
+
+/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
+std::map<std::string, double> dynamicValues(const std::string &text) {
+    std::map<std::string, double> v;
+    auto at = text.find("# dynamic:");
+    if (at == std::string::npos) return v;
+    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
+    std::string item;
+    while (line >> item)
+        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
+    return v;
+}
+
+/// Elements of a tensor whose shape holds constants and T.dynamic symbols; -1 otherwise.
+int64_t elementsOf(const ir::BufferNode &b, const std::map<std::string, double> &dyn) {
+    int64_t n = 1;
+    for (auto &e : b.shape) {
+        if (auto c = ir::constInt(e)) n *= *c;
+        else if (auto v = ir::as<ir::VarNode>(e); v && dyn.count(v->name)) n *= (int64_t)dyn.at(v->name);
+        else return -1;
+    }
+    return n;
 }
 
 } // namespace
@@ -83,16 +108,21 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     } catch (const InternalError &e) {
         return make(Outcome::Failure, "internal error", e.what());
     } catch (const TooManyErrors &) {
+    } catch (const std::exception &e) {
+        return make(Outcome::Failure, "exception", e.what());
     }
     const ir::Kernel &typed = *front.program->kernels[0];
+    const std::map<std::string, double> dyn = dynamicValues(text);
+    for (auto &d : typed.dynamicSymbols)
+        if (!dyn.count(d->name)) return make(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
 
     // The tensors: inputs random, outputs poisoned with NaN (Z, the target of atomics, zero).
     std::map<std::string, std::vector<double>> ref, sim;
     std::vector<std::string> outputs;
     for (auto &p : typed.params) {
         if (p.kind != ir::Param::Tensor) return make(Outcome::Skipped, "scalar parameter");
-        int64_t n = p.buffer->constElements();
-        if (n < 0) return make(Outcome::Skipped, "dynamic shape");
+        int64_t n = elementsOf(*p.buffer, dyn);
+        if (n < 0) return make(Outcome::Skipped, "a shape the fuzzer cannot size");
         const std::string &name = p.buffer->name;
         bool input = name == "A" || name == "B" || name == "GA" || name == "GB";
         uint64_t h = dataSeed;
@@ -110,8 +140,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     bool divergent = false;
     std::string divergentWhat;
     try {
-        Reference(typed, pointers(ref)).run();
-    } catch (const DivergentTile &e) {
+        Reference(typed, pointers(ref), dyn).run();
+    } catch (const Undefined &e) {
         divergent = true;
         divergentWhat = e.what();
     } catch (const RefError &e) {
@@ -123,10 +153,10 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     }
     if (divergent) return make(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
 
-    simtest::Simulator s(*lowered->kernels[0], pointers(sim));
+    simtest::Simulator s(*lowered->kernels[0], pointers(sim), dyn);
     try {
         s.run();
-    } catch (const simtest::SimError &e) {
+    } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
         return make(Outcome::Failure, "simulator", e.what());
     }
     if (!s.races.empty()) return make(Outcome::Failure, "race", s.races[0]);

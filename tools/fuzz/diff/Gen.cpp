@@ -86,8 +86,9 @@ struct Printer {
             return;
         case GOp::Gemm: {
             if (!o.clearAccum) line(ind, "T.clear(acc)");
-            std::string loop = o.stages > 0 ? "T.Pipelined(T.ceildiv(" + num(p.gk) + ", BK), num_stages=" + num(o.stages) + ")"
-                                            : "T.serial(T.ceildiv(" + num(p.gk) + ", BK))";
+            const std::string K = p.dynamic ? "kk" : num(p.gk);
+            std::string loop = o.stages > 0 ? "T.Pipelined(T.ceildiv(" + K + ", BK), num_stages=" + num(o.stages) + ")"
+                                            : "T.serial(T.ceildiv(" + K + ", BK))";
             line(ind, "for k in " + loop + ":");
             line(ind + 1, o.transA ? "T.copy(GA[k * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, k * BK], ga_s)");
             line(ind + 1, o.transB ? "T.copy(GB[bx * BN, k * BK], gb_s)" : "T.copy(GB[k * BK, bx * BN], gb_s)");
@@ -154,6 +155,13 @@ std::set<std::string> GProgram::buffersUsed() const {
 
 bool GProgram::usesThreadIndex() const { return threadIn(ops); }
 
+std::map<std::string, int64_t> GProgram::dynamicValues() const {
+    if (!dynamic) return {};
+    std::map<std::string, int64_t> v{{"m", ra}};
+    if (gemm) v["kk"] = gk;
+    return v;
+}
+
 std::string GProgram::print() const {
     Printer pr{*this, {}};
     auto &o = pr.out;
@@ -166,16 +174,26 @@ std::string GProgram::print() const {
     };
     find(ops);
 
-    o += "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n\n\n";
+    o += "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
+    if (dynamic) {
+        o += "m = T.dynamic(\"m\")\n";
+        if (gemm) o += "kk = T.dynamic(\"kk\")\n";
+        o += "# dynamic:";
+        for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
+        o += "\n";
+    }
+    o += "\n\n";
+    const std::string rowsA = dynamic ? "m" : num(ra), rowsB = dynamic ? "m" : num(rb), rowsY = dynamic ? "m" : num(ry);
+    const std::string K = dynamic && gemm ? "kk" : num(gk);
     o += "def make(BM, BN, BK=" + num(bk) + "):\n";
     o += "    @T.prim_func\n";
-    std::string params = "A: T.Tensor((" + num(ra) + ", " + num(ca) + "), \"float32\"), B: T.Tensor((" + num(rb) + ", " +
-                         num(cb) + "), \"float32\"), Y: T.Tensor((" + num(ry) + ", " + num(cy) +
+    std::string params = "A: T.Tensor((" + rowsA + ", " + num(ca) + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
+                         num(cb) + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + num(cy) +
                          "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     if (gemm)
-        params += ", GA: T.Tensor(" + (ta ? "(" + num(gk) + ", " + num(gm) + ")" : "(" + num(gm) + ", " + num(gk) + ")") +
-                  ", \"float16\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + num(gk) + ")" : "(" + num(gk) + ", " + num(gn) + ")") +
+        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
+                  ", \"float16\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
                   ", \"float16\")";
     o += "    def k(" + params + "):\n";
     o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -70,11 +71,14 @@ struct GProgram {
     int64_t bm = 32, bn = 32, bmText = 16, bnText = 16; ///< -D values, and the defaults the text carries
     int64_t ra = 40, ca = 40, rb = 40, cb = 40, ry = 40, cy = 40, rn = 64, zn = 64, wn = 128;
     bool gemm = false;
+    bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
     std::vector<GOp> ops;
 
     std::string print() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
+    /// The T.dynamic symbols and their values (also in a `# dynamic: m=37 kk=20` line of print()).
+    std::map<std::string, int64_t> dynamicValues() const;
     std::set<std::string> buffersUsed() const;
     bool usesThreadIndex() const;
 };

@@ -294,6 +294,10 @@ struct Generator {
         p.rn = r.in(wide, p.gx * p.gy * (p.bm + p.bn));
         p.zn = r.in(p.bm + 3, p.bm + 96);
         p.wn = r.in(1, p.gx * p.gy * p.threads);
+        if (r.coin(0.25)) {
+            p.dynamic = true;
+            p.rb = p.ry = p.ra;
+        }
         if (r.coin(0.2)) p.tileType = "float16";
         if (r.coin(0.2)) p.tileType1 = "float16";
         for (const char *b : {"s0", "s1", "f0", "f1"}) {

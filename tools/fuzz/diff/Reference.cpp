@@ -2,6 +2,8 @@
 /// The reference interpreter of tile programs (Reference.h).
 #include "Reference.h"
 
+#include "ScalarSemantics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -10,19 +12,7 @@ namespace tilec::difffuzz {
 
 using namespace ir;
 
-double Reference::roundTo(DType t, double v) {
-    if (t.isBool()) return v != 0;
-    if (t.isInt()) {
-        if (std::isnan(v)) return 0;
-        int bits = t.bits();
-        auto x = (int64_t)v;
-        if (bits >= 64) return (double)x;
-        uint64_t mask = (uint64_t(1) << bits) - 1, u = (uint64_t)x & mask;
-        if (t.isSigned() && (u >> (bits - 1))) return (double)(int64_t)(u | ~mask);
-        return (double)u;
-    }
-    return t.kind == DType::Float64 ? v : (double)(float)v;
-}
+double Reference::roundTo(DType t, double v) { return simtest::roundToDType(t, v); }
 
 void Reference::run() {
     int64_t g[3];
@@ -54,10 +44,12 @@ void Reference::block(int64_t x, int64_t y, int64_t z) {
     exec(k_.body, all);
 }
 
-std::vector<int64_t> Reference::shapeOf(const BufferNode &b) {
+const std::vector<int64_t> &Reference::shapeOf(const BufferNode &b) {
+    auto it = shapes_.find(&b);
+    if (it != shapes_.end()) return it->second;
     std::vector<int64_t> s;
     for (auto &e : b.shape) s.push_back((int64_t)eval(e, 0));
-    return s;
+    return shapes_.emplace(&b, std::move(s)).first->second;
 }
 
 std::vector<double> &Reference::storage(const BufferNode &b, int lane) {
@@ -76,7 +68,7 @@ std::vector<double> &Reference::storage(const BufferNode &b, int lane) {
 }
 
 int64_t Reference::offset(const BufferNode &b, const std::vector<int64_t> &idx) {
-    auto shape = shapeOf(b);
+    const auto &shape = shapeOf(b);
     if (idx.size() != shape.size()) throw RefError("access of " + b.name + " with the wrong number of indices");
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) {
@@ -90,15 +82,27 @@ int64_t Reference::offset(const BufferNode &b, const std::vector<int64_t> &idx) 
     return off;
 }
 
+void Reference::touch(const double *element, bool store, const SourceRange &loc) {
+    auto &[writer, reader] = touched_.try_emplace(element, -1, -1).first->second;
+    bool clash = (writer >= 0 && writer != iteration_) || (store && reader != -1 && reader != iteration_);
+    if (clash) throw Undefined("T.Parallel iterations that exchange data", loc);
+    if (store) writer = iteration_;
+    else reader = reader == -1 || reader == iteration_ ? iteration_ : -2;
+}
+
 double Reference::load(const BufferNode &b, const std::vector<int64_t> &idx, int lane) {
     int64_t off = offset(b, idx);
-    return off < 0 ? 0.0 : storage(b, lane)[(size_t)off];
+    if (off < 0) return 0.0;
+    const double &x = storage(b, lane)[(size_t)off];
+    if (iteration_ >= 0 && b.scope != Scope::Local && b.scope != Scope::Var) touch(&x, false, b.loc);
+    return x;
 }
 
 void Reference::store(const BufferNode &b, const std::vector<int64_t> &idx, double v, int lane, bool add) {
     int64_t off = offset(b, idx);
     if (off < 0) return;
     double &x = storage(b, lane)[(size_t)off];
+    if (iteration_ >= 0 && !add && b.scope != Scope::Local && b.scope != Scope::Var) touch(&x, true, b.loc);
     x = roundTo(b.dtype, add ? x + v : v);
 }
 
@@ -150,53 +154,11 @@ double Reference::eval(const Expr &e, int lane) {
         throw RefError("no reference for the call " + c->name);
     }
     case NodeKind::Binary: {
+        // Integer results wrap to their type; float results stay float64 (the reference does not round them).
         auto b = as<Binary>(e);
-        double x = eval(b->a, lane), y = eval(b->b, lane);
-        bool ints = !b->a->dtype.isFloat();
-        auto ix = (int64_t)x, iy = (int64_t)y;
-        auto needDivisor = [&] {
-            if (iy == 0) throw RefError("integer division by zero");
-        };
-        double r = 0;
-        switch (b->op) {
-        case BinaryOp::Add: r = x + y; break;
-        case BinaryOp::Sub: r = x - y; break;
-        case BinaryOp::Mul: r = x * y; break;
-        case BinaryOp::Div:
-            if (ints) needDivisor();
-            r = ints ? (double)(ix / iy) : x / y;
-            break;
-        case BinaryOp::FloorDiv:
-            if (ints) needDivisor();
-            r = ints ? std::floor((double)ix / (double)iy) : std::floor(x / y);
-            break;
-        case BinaryOp::FloorMod:
-            if (ints) {
-                needDivisor();
-                int64_t m = ix % iy;
-                r = (double)(m != 0 && ((m < 0) != (iy < 0)) ? m + iy : m);
-            } else {
-                r = x - std::floor(x / y) * y;
-            }
-            break;
-        case BinaryOp::Min: r = std::fmin(x, y); break;
-        case BinaryOp::Max: r = std::fmax(x, y); break;
-        case BinaryOp::Pow: r = std::pow(x, y); break;
-        case BinaryOp::And: return x != 0 && y != 0;
-        case BinaryOp::Or: return x != 0 || y != 0;
-        case BinaryOp::BitAnd: r = (double)(ix & iy); break;
-        case BinaryOp::BitOr: r = (double)(ix | iy); break;
-        case BinaryOp::BitXor: r = (double)(ix ^ iy); break;
-        case BinaryOp::Shl: r = (double)(ix << (iy & 63)); break;
-        case BinaryOp::Shr: r = (double)(ix >> (iy & 63)); break;
-        case BinaryOp::EQ: return x == y;
-        case BinaryOp::NE: return x != y;
-        case BinaryOp::LT: return x < y;
-        case BinaryOp::LE: return x <= y;
-        case BinaryOp::GT: return x > y;
-        case BinaryOp::GE: return x >= y;
-        }
-        return ints ? roundTo(e->dtype, r) : r;
+        auto r = simtest::binaryOp(b->op, eval(b->a, lane), eval(b->b, lane), b->a->dtype);
+        if (!r) throw RefError("integer division or modulo by zero");
+        return e->dtype.isInt() ? roundTo(e->dtype, *r) : *r;
     }
     default: break;
     }
@@ -228,7 +190,8 @@ void Reference::exec(const Stmt &s, const Mask &m) {
         for (int t : m) groups[{eval(f->min, t), eval(f->extent, t)}].push_back(t);
         for (auto &[bounds, g] : groups)
             for (int64_t i = 0; i < (int64_t)bounds.second; ++i) {
-                for (int t : tile_ ? Mask{0} : g) env_[t][f->var.get()] = bounds.first + (double)i;
+                if (iteration_ >= 0 && f->forKind == ForKind::Parallel) iteration_ = ++iterations_;
+                for (int t : g) env_[t][f->var.get()] = bounds.first + (double)i;
                 exec(f->body, g);
             }
         return;
@@ -275,7 +238,7 @@ void Reference::exec(const Stmt &s, const Mask &m) {
 
 void Reference::tileStatement(const Stmt &s, const Mask &m) {
     if ((int)m.size() != T_)
-        throw DivergentTile("a tile statement reached by " + std::to_string(m.size()) + " of " + std::to_string(T_) +
+        throw Undefined("a tile statement reached by " + std::to_string(m.size()) + " of " + std::to_string(T_) +
                                 " threads",
                             s->loc);
     tile_ = true;
@@ -298,7 +261,12 @@ void Reference::tileStatement(const Stmt &s, const Mask &m) {
     }
     case NodeKind::Gemm: gemm(*as<Gemm>(s)); break;
     case NodeKind::Reduce: reduce(*as<Reduce>(s)); break;
-    default: exec(s, lane0); break; // a T.Parallel nest: its iterations in order, as one logical thread
+    default: // a T.Parallel nest: its iterations in order, as one logical thread, exchanging nothing
+        touched_.clear();
+        iteration_ = iterations_ = 0;
+        exec(s, lane0);
+        iteration_ = -1;
+        break;
     }
     tile_ = false;
 }

@@ -9,8 +9,8 @@
 /// storage and thread index. Global reads outside a tensor give 0 and global writes outside it do nothing
 /// (the contract's run-time guards); any other access outside a buffer is an error of the program. Stores
 /// round to the buffer's dtype (float32 and narrower floats to float32, as the simulator does).
-/// A tile statement reached by only some threads has no tile-level meaning: run() throws DivergentTile, and
-/// the compiler must reject the program.
+/// A tile statement reached by only some threads, and T.Parallel iterations that exchange data, have no
+/// tile-level meaning: run() throws Undefined, and the compiler must reject the program.
 #pragma once
 
 #include "tilec/IR.h"
@@ -28,10 +28,12 @@ struct RefError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-/// A tile statement under control flow that depends on the thread index.
-struct DivergentTile : std::runtime_error {
+/// A program without tile-level meaning, which the compiler must reject: a tile statement under control flow
+/// that depends on the thread index, or T.Parallel iterations that exchange data (one reads or stores an
+/// element of shared or global memory or a fragment that another one stores).
+struct Undefined : std::runtime_error {
     SourceRange loc;
-    DivergentTile(const std::string &what, SourceRange l) : std::runtime_error(what), loc(l) {}
+    Undefined(const std::string &what, SourceRange l) : std::runtime_error(what), loc(l) {}
 };
 
 class Reference {
@@ -53,12 +55,17 @@ class Reference {
     std::map<std::string, double> scalars_;
     int T_ = 0;
     bool tile_ = false; ///< inside a tile statement: one logical thread (lane 0)
+    int iteration_ = -1, iterations_ = 0; ///< the T.Parallel iteration running (-1: none)
+    /// Per element a T.Parallel nest touched: the iteration that stored it and the one that read it (-2: several).
+    std::unordered_map<const double *, std::pair<int, int>> touched_;
+    void touch(const double *element, bool store, const SourceRange &loc);
     std::vector<std::unordered_map<const ir::VarNode *, double>> env_;
     std::map<const ir::BufferNode *, std::vector<double>> block_;                ///< shared and fragments
     std::vector<std::map<const ir::BufferNode *, std::vector<double>>> private_; ///< var / local per thread
 
     void block(int64_t x, int64_t y, int64_t z);
-    std::vector<int64_t> shapeOf(const ir::BufferNode &b);
+    std::unordered_map<const ir::BufferNode *, std::vector<int64_t>> shapes_; ///< shapes depend on scalars only
+    const std::vector<int64_t> &shapeOf(const ir::BufferNode &b);
     std::vector<double> &storage(const ir::BufferNode &b, int lane);
     /// Flat offset of `idx` in b, or -1 for a global element outside the tensor.
     int64_t offset(const ir::BufferNode &b, const std::vector<int64_t> &idx);

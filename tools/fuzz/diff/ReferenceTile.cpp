@@ -71,23 +71,24 @@ void Reference::gemm(const Gemm &g) {
     int64_t K = g.transA ? ar : ac;
     if ((g.transA ? ac : ar) != M || (g.transB ? bc : br) != K || (g.transB ? br : bc) != N)
         throw RefError("T.gemm shapes do not agree");
+    std::vector<double> A((size_t)(M * K)), B((size_t)(K * N));
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k) A[i * K + k] = load(*g.a.buffer, a.at(g.transA ? k * M + i : i * K + k), 0);
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) B[k * N + j] = load(*g.b.buffer, b.at(g.transB ? j * K + k : k * N + j), 0);
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             double acc = g.clearAccum ? 0.0 : load(*g.c.buffer, c.at(i * N + j), 0);
-            for (int64_t k = 0; k < K; ++k) {
-                double x = load(*g.a.buffer, a.at(g.transA ? k * M + i : i * K + k), 0);
-                double y = load(*g.b.buffer, b.at(g.transB ? j * K + k : k * N + j), 0);
-                acc += x * y;
-            }
+            for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
             store(*g.c.buffer, c.at(i * N + j), acc, 0);
         }
 }
 
 void Reference::reduce(const Reduce &r) {
-    auto shape = shapeOf(*r.src);
+    const auto &shape = shapeOf(*r.src);
     int dim = r.dim < 0 ? r.dim + (int)shape.size() : r.dim;
     if (dim < 0 || dim >= (int)shape.size()) throw RefError("reduction dimension out of range");
-    auto dshape = shapeOf(*r.dst);
+    const auto &dshape = shapeOf(*r.dst);
     bool keep = dshape.size() == shape.size(); // the destination keeps the reduced dimension as 1
     std::vector<int64_t> outer(shape.begin(), shape.begin() + dim), inner(shape.begin() + dim + 1, shape.end());
     int64_t no = 1, ni = 1;

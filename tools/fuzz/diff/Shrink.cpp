@@ -130,7 +130,11 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
     for (int64_t GProgram::*m : {&GProgram::ra, &GProgram::ca, &GProgram::rb, &GProgram::cb, &GProgram::ry,
                                  &GProgram::cy, &GProgram::rn, &GProgram::zn, &GProgram::wn, &GProgram::gk,
                                  &GProgram::gm, &GProgram::gn})
-        if (p.*m > 1) variant([&](GProgram &q) { q.*m = (q.*m + 1) / 2; });
+        if (p.*m > 1) variant([&](GProgram &q) {
+            q.*m = (q.*m + 1) / 2;
+            if (q.dynamic) q.rb = q.ry = q.ra;
+        });
+    if (p.dynamic) variant([](GProgram &q) { q.dynamic = false; });
     if (p.tileType != "float32") variant([](GProgram &q) { q.tileType = "float32"; });
     if (p.tileType1 != "float32") variant([](GProgram &q) { q.tileType1 = "float32"; });
     for (size_t c = 0; c < cs.size(); ++c)
