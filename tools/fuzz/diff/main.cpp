@@ -129,6 +129,9 @@ int main(int argc, char **argv) {
         GProgram p = generate(s);
         Outcome o = check(p);
         ++kinds[o.kind];
+        if (verbose && (n + 1) % 5000 == 0)
+            std::cerr << "progress: " << n + 1 << " programs in " << elapsed() << " s, " << kinds[Outcome::Failure]
+                      << " failed\n";
         if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + o.category];
         if (o.kind != Outcome::Failure) continue;
         std::cerr << "seed " << s << ": " << o.category << ": " << o.detail << "\n";
