@@ -25,6 +25,9 @@
 #                (tilec::cuda_driver), and the project needs no CUDA compiler or nvcc: the CUDA language is
 #                never enabled for it, and CUDA's headers and libcuda are found without FindCUDAToolkit.
 #
+# Paths in the generated files are relative: the source folder reads as `.`, the build folder as `build`
+# (tilec's --file-prefix-map), so the bytes do not depend on where the trees lie. <target>_generate builds the
+# generated files alone.
 # The generated header is the same in both modes, so switching MODE changes no application code.
 # The target's property TILEC_HEADERS lists the generated headers. The first call also defines
 # tilec::cuda_driver (libcuda and the CUDA include folder), for applications that call the driver API.
@@ -166,6 +169,10 @@ function(_tilec_add_library target)
     list(APPEND tables "${table}")
     list(APPEND table_files "${tuned_file}")
   endforeach()
+  # Outputs name the source and build folders relatively (#line directives, comments), so two build trees, or two
+  # checkouts, generate the same bytes and compiler caches hit. The build folder's map comes last: it wins where
+  # the build folder lies inside the source folder. OPTIONS come after and may map differently.
+  list(APPEND common "--file-prefix-map=${CMAKE_SOURCE_DIR}=." "--file-prefix-map=${CMAKE_BINARY_DIR}=build")
   list(APPEND common ${arg_OPTIONS})
   if(arg_MODE STREQUAL "cuda")
     set(ext cu)
@@ -208,6 +215,7 @@ function(_tilec_add_library target)
   endforeach()
 
   add_library(${target} STATIC ${outputs} ${headers})
+  add_custom_target(${target}_generate DEPENDS ${outputs} ${headers})   # the generated files alone
   target_include_directories(${target} PUBLIC "${dir}/include")
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON TILEC_HEADERS "${headers}")
   if(arg_MODE STREQUAL "cuda")

@@ -197,6 +197,21 @@ if [[ " ${built[*]} " == *" make-cuda "* ]]; then
     step make_depfile regenerates "$WORK/make-cuda" make_app cuda "$WORK/make-cuda"
 fi
 
+# ---- reproducible outputs: two more build trees generate the same bytes (tilec_add_library's --file-prefix-map)
+same_bytes() {
+    local mode=cuda a=$WORK/repro-a b=$WORK/repro-bb/nested
+    [ $BINARY = 1 ] && mode=binary
+    for d in "$a" "$b"; do
+        cmake -S "$SRC/app" -B "$d" "${GEN[@]}" -DCMAKE_PREFIX_PATH="$PREFIX" -DTILEC_APP_MODE=$mode \
+              -DTILEC_APP_ARCH="$ARCH" -DTILEC_APP_GEMM=OFF && cmake --build "$d" --target app_kernels_generate || return 1
+    done
+    ls "$a/app_kernels.tilec" "$a/app_kernels.tilec/include"
+    diff -r -x '*.d' "$a/app_kernels.tilec" "$b/app_kernels.tilec" && echo "identical ($mode mode)"
+}
+if [ $CUDA = 1 ] || [ $BINARY = 1 ]; then
+    step same_bytes_two_trees same_bytes
+fi
+
 # ---- run them
 for v in "${built[@]}"; do
     if [ -n "$KEEP" ]; then mkdir -p "$KEEP/$v" && cp "$WORK/$v/tilec_app" "$KEEP/$v/"; fi

@@ -163,9 +163,11 @@ int main(void) {
     axpbyOnce(512 * 4, 0.25f, 0, "axpby, whole blocks");
     checkStatus(axpby_f32(NULL, (const float *)16, (float *)16, 1.0f, 10, 0), TILEC_ERROR_NULL_POINTER, "null pointer");
     check(tilec_last_error_argument() == 0, "null pointer names argument 0", "");
-    checkStatus(axpby_f32((const float *)16, (const float *)16, (float *)16, 1.0f, 0, 0), TILEC_ERROR_BAD_SIZE,
-                "size 0");
-    check(tilec_last_error_argument() == 4, "size 0 names argument 4", "");
+    /* A size of 0 is an empty batch: success, nothing launched (the pointers are never touched). */
+    checkStatus(axpby_f32((const float *)16, (const float *)16, (float *)16, 1.0f, 0, 0), TILEC_SUCCESS, "size 0");
+    checkStatus(axpby_f32((const float *)16, (const float *)16, (float *)16, 1.0f, -1, 0), TILEC_ERROR_BAD_SIZE,
+                "size -1");
+    check(tilec_last_error_argument() == 4, "size -1 names argument 4", "");
     check(axpby_f32_threads(90) == 128 && axpby_f32_shared_bytes(90) == 0, "queries", "");
 
     gemmOnce(g, "gemm from its sm_90a cubin (96 KiB shared)", TILEC_SUCCESS);

@@ -2,8 +2,8 @@
 (examples/gemm_dynamic_m.tile; the launcher takes int64_t m after the tensors and sizes the grid from it).
 
 GEMM rule of CONTRACT.md with u = u_out = 2^-8 (bfloat16): |Y - R| <= 4 u sum_k |x_ik w_jk| + u_out |R|.
-m runs over 1 (one row in a 128-row tile), 7, 128, 1000, 1001, 4096 and 5000; m = 0 may be rejected or
-launch nothing, but must not write. linear_small (N = 256, K = 128, for the sanitizers) comes from
+m runs over 1 (one row in a 128-row tile), 7, 128, 1000, 1001, 4096 and 5000; m = 0 is an empty batch:
+TILEC_SUCCESS, nothing launched, nothing written (CONTRACT.md). linear_small (N = 256, K = 128, for the sanitizers) comes from
 gpu/examples.txt."""
 import core as C
 import refs as R
@@ -25,6 +25,8 @@ def empty(N, K):
         status = ctx.call_status(k, x, w, y, 0)
         t.cuda.synchronize()
         ctx._check_guards()
+        if status != 0:
+            raise C.Fail("m = 0 must return TILEC_SUCCESS, got %d (%s)" % (status, ctx.lib.status_string(status)))
         return "m = 0: status %d (%s), nothing written" % (status, ctx.lib.status_string(status))
     return fn
 

@@ -37,6 +37,7 @@ struct DriverOptions {
     bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose
+    std::vector<std::string> filePrefixMaps; ///< --file-prefix-map OLD=NEW, as written (the last match wins)
 };
 
 /// Runs the compilation: reads the input, runs the front end and the pipeline, writes outputs. `out`

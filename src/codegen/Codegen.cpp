@@ -143,7 +143,7 @@ typedef enum tilec_status {
     TILEC_SUCCESS = 0,
     TILEC_ERROR_NULL_POINTER = 1,   /* a tensor pointer is NULL */
     TILEC_ERROR_MISALIGNED = 2,     /* a tensor pointer lacks the alignment the kernel's vector accesses need */
-    TILEC_ERROR_BAD_SIZE = 3,       /* a T.dynamic size is below 1 or above 2147483647 */
+    TILEC_ERROR_BAD_SIZE = 3,       /* a T.dynamic size is below 0 or above 2147483647 */
     TILEC_ERROR_GRID_TOO_LARGE = 4, /* the sizes need more blocks than CUDA can launch */
     TILEC_ERROR_NO_DEVICE = 5,      /* no usable CUDA device or driver */
     TILEC_ERROR_NO_DEVICE_CODE = 6, /* the kernel was not compiled for the current device */

@@ -33,7 +33,7 @@ std::string printRuntimeFunctions(const CodegenOptions &o, bool cxx) {
     case TILEC_SUCCESS: return "success";
     case TILEC_ERROR_NULL_POINTER: return "a tensor pointer is NULL";
     case TILEC_ERROR_MISALIGNED: return "a tensor pointer is not aligned enough for the kernel's vector accesses";
-    case TILEC_ERROR_BAD_SIZE: return "a dynamic size is out of range (1 to 2147483647)";
+    case TILEC_ERROR_BAD_SIZE: return "a dynamic size is out of range (0 to 2147483647)";
     case TILEC_ERROR_GRID_TOO_LARGE: return "the sizes need more thread blocks than CUDA can launch";
     case TILEC_ERROR_NO_DEVICE: return "no usable CUDA device";
     case TILEC_ERROR_NO_DEVICE_CODE: return "the kernel was not compiled for this device";
@@ -96,12 +96,14 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
     if (checkAlignment) s += printAlignmentChecks(info, sig, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[k.params.size() + i];
-        s += "    if (" + n + " < 1 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
+        s += "    if (" + n + " < 0 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
              std::to_string(k.params.size() + i) + ");\n";
     }
     ExprPrinter hp(names, true);
     static const char *axis[] = {"x", "y", "z"};
     for (int d = 0; d < 3; ++d) s += "    const int64_t grid_" + std::string(axis[d]) + " = " + hp.print(k.grid[d]) + ";\n";
+    // An empty batch (a size of 0) is a no-op, as in cuBLAS and PyTorch: nothing to launch.
+    s += "    if (grid_x == 0 || grid_y == 0 || grid_z == 0) return TILEC_SUCCESS;\n";
     s += "    if (grid_x < 1 || grid_x > 2147483647 || grid_y < 1 || grid_y > 65535 || grid_z < 1 || grid_z > 65535)\n";
     s += "        return TILEC_ERROR_GRID_TOO_LARGE;\n";
     return s;

@@ -37,6 +37,16 @@ bool isIdentifier(const std::string &s) {
 
 const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
 
+/// `path` as --file-prefix-map rewrites it for the outputs: the last OLD=NEW whose OLD starts it (as gcc's
+/// -ffile-prefix-map: a plain string prefix) replaces that start with NEW.
+std::string mapPrefix(const std::vector<std::string> &maps, const std::string &path) {
+    for (auto m = maps.rbegin(); m != maps.rend(); ++m) {
+        std::string from = m->substr(0, m->find('='));
+        if (path.compare(0, from.size(), from) == 0) return m->substr(from.size() + 1) + path.substr(from.size());
+    }
+    return path;
+}
+
 /// The extension of a path ("" when it has none).
 std::string extensionOf(const std::string &path) {
     auto dot = path.rfind('.');
@@ -113,6 +123,8 @@ void Compilation::validateOptions() {
     if (!opts_.depfilePath.empty() && !opts_.depfile) throw UsageError{"-MF needs -MD"};
     if (opts_.depfile && opts_.depfilePath.empty() && opts_.output.empty())
         throw UsageError{"-MD needs -MF PATH or -o PATH to name the depfile"};
+    for (auto &m : opts_.filePrefixMaps)
+        if (m.find('=') == std::string::npos) throw UsageError{"--file-prefix-map '" + m + "' is not OLD=NEW"};
     if (!opts_.prefix.empty() && !isIdentifier(opts_.prefix))
         throw UsageError{"--prefix '" + opts_.prefix + "' is not a valid C identifier prefix"};
 }
@@ -334,9 +346,10 @@ int Compilation::run() {
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
         if (wantCode) {
             CodegenOptions co;
-            co.sourceName = opts_.input == "-" ? "<stdin>" : opts_.input;
-            co.cudaName = pathFor(".cu");
-            co.headerName = headerPath;
+            // Paths written into the outputs, as --file-prefix-map says (files are still written where named).
+            co.sourceName = opts_.input == "-" ? "<stdin>" : mapPrefix(opts_.filePrefixMaps, opts_.input);
+            co.cudaName = mapPrefix(opts_.filePrefixMaps, pathFor(".cu"));
+            co.headerName = mapPrefix(opts_.filePrefixMaps, headerPath);
             co.prefix = opts_.prefix;
             co.targets = targets_;
             setCurrentPhase("codegen");

@@ -7,8 +7,10 @@
 #include "tilec/IRVisitor.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 
 namespace tilec::passes {
 
@@ -22,6 +24,9 @@ struct Nest {
     std::vector<int64_t> extents;
     SourceRange loc;
     int memBytes = 0; ///< widest element of a global or shared access inside
+    /// Shared and global buffers read (with the first read's place) and stored inside.
+    std::map<const BufferNode *, SourceRange> memReads;
+    std::set<const BufferNode *> memWrites;
 };
 
 /// One access of a fragment.
@@ -137,8 +142,11 @@ class Collect : public IRVisitor {
 
     void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
         if (!b) return;
-        if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared))
+        if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
             nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+            if (write) nests[current_].memWrites.insert(b.get());
+            else nests[current_].memReads.emplace(b.get(), loc);
+        }
         if (b->scope != Scope::Fragment) return;
         Use u;
         u.buffer = b.get();
@@ -419,6 +427,22 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         out.registers[f] = makeBuffer(f->name, Scope::Local, f->dtype, shape, f->loc);
     }
     for (size_t i = 0; i < c.nests.size(); ++i) out.loops[c.nests[i].outer.get()] = layoutOf(groups[uf.find(nestNode[i])]);
+
+    // A nest that every thread runs whole (or several threads, for copies of rows) stores each element of
+    // shared or global memory from one thread only; the other threads' reads of what it stores would race.
+    for (auto &n : c.nests) {
+        auto kind = out.loops[n.outer.get()].kind;
+        if (kind != Layout::Replicated && kind != Layout::MmaRows) continue;
+        for (auto &[b, loc] : n.memReads) {
+            if (!n.memWrites.count(b)) continue;
+            diag.error(loc, "this T.Parallel runs whole in every thread (a fragment it uses is held whole by every "
+                            "thread, or its rows by several), and one thread stores each element of '" +
+                                b->name + "', so the other threads' reads of '" + b->name + "' race with its stores");
+            diag.note(n.loc, "read '" + b->name + "' in a T.Parallel of its own before this one, or give this loop a "
+                             "fragment spread over the threads");
+            break;
+        }
+    }
 
     // A copy in every thread cannot be updated by a loop whose iterations are spread over the threads.
     for (auto &u : c.uses) {

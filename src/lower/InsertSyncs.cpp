@@ -2,10 +2,13 @@
 /// Barriers between shared-memory producers and consumers (include/tilec/passes/InsertSyncs.h).
 #include "tilec/passes/InsertSyncs.h"
 
+#include "tilec/IROperator.h"
+#include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
 
+#include <cstdint>
 #include <set>
 
 namespace tilec::passes {
@@ -85,9 +88,171 @@ struct Accesses : IRVisitor {
     }
 };
 
+/// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
+/// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
+/// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
+/// of shared or global memory at a uniform index is uniform.
+class Uniformity : IRVisitor {
+  public:
+    explicit Uniformity(const Kernel &k) {
+        if (k.threadIdx) vars_.insert(k.threadIdx.get());
+        for (size_t before = SIZE_MAX; before != vars_.size() + buffers_.size();) {
+            before = vars_.size() + buffers_.size();
+            divergent_ = 0;
+            visit(k.body);
+        }
+    }
+    bool uniform(const Expr &e) const {
+        struct Find : IRVisitor {
+            using IRVisitor::visit;
+            const Uniformity *u;
+            bool varying = false;
+            void visit(const VarNode &v) override { varying |= u->vars_.count(&v) > 0; }
+            void visit(const Load &l) override {
+                varying |= l.buffer->scope == Scope::Fragment || u->buffers_.count(l.buffer.get()) > 0;
+                IRVisitor::visit(l);
+            }
+        } f;
+        f.u = this;
+        f.visit(e);
+        return !f.varying;
+    }
+
+  private:
+    using IRVisitor::visit;
+    std::set<const VarNode *> vars_;
+    std::set<const BufferNode *> buffers_;
+    int divergent_ = 0; ///< inside control flow that depends on the thread
+
+    void visit(const For &f) override {
+        bool varying = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized || !uniform(f.min) ||
+                       !uniform(f.extent);
+        if (varying) vars_.insert(f.var.get());
+        divergent_ += varying;
+        visit(f.body);
+        divergent_ -= varying;
+    }
+    void visit(const IfThenElse &i) override {
+        bool varying = !uniform(i.cond);
+        divergent_ += varying;
+        visit(i.then);
+        visit(i.otherwise);
+        divergent_ -= varying;
+    }
+    void visit(const Store &st) override {
+        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var;
+        bool varying = divergent_ > 0 || !uniform(st.value);
+        for (auto &i : st.indices) varying |= !uniform(i);
+        if (perThread && varying) buffers_.insert(st.buffer.get());
+    }
+};
+
+/// The statements that every thread of the block takes part in: T.Parallel nests (their iterations are
+/// spread over the threads), reductions, T.gemm, tile transfers and barriers.
+const char *tileStatement(const Stmt &s) {
+    if (auto f = as<For>(s); f && (f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized))
+        return "a T.Parallel loop (or the T.copy / T.fill it came from)";
+    if (s->kind == NodeKind::Reduce) return "a reduction";
+    if (s->kind == NodeKind::Gemm) return "T.gemm";
+    if (s->kind == NodeKind::Copy) return "a tile T.copy";
+    if (auto e = as<Evaluate>(s))
+        if (auto c = as<Call>(e->value); c && c->name.rfind("tilec.", 0) == 0) return "a tile transfer";
+    return nullptr;
+}
+
+/// The accesses of a T.Parallel nest to buffers its iterations share (shared, global, fragments), for the
+/// check that the iterations exchange nothing.
+struct NestAccesses : IRVisitor {
+    using IRVisitor::visit;
+    struct Access {
+        const BufferNode *buffer;
+        std::vector<Expr> indices;
+        SourceRange loc;
+        bool guarded; ///< under an if inside the nest
+    };
+    std::vector<Access> stores, loads;
+    int ifs = 0;
+    static bool visible(const Buffer &b) { return b && b->scope != Scope::Local && b->scope != Scope::Var; }
+    void visit(const Store &op) override {
+        if (visible(op.buffer)) stores.push_back({op.buffer.get(), op.indices, op.loc, ifs > 0});
+        IRVisitor::visit(op);
+    }
+    void visit(const Load &op) override {
+        if (visible(op.buffer)) loads.push_back({op.buffer.get(), op.indices, op.loc, ifs > 0});
+        IRVisitor::visit(op);
+    }
+    void visit(const IfThenElse &op) override {
+        visit(op.cond);
+        ++ifs;
+        visit(op.then);
+        visit(op.otherwise);
+        --ifs;
+    }
+    void visit(const Call &op) override {
+        if (op.name != "tilec.address_of") IRVisitor::visit(op);
+    }
+};
+
+std::string accessText(const NestAccesses::Access &a) {
+    std::string s = a.buffer->name + "[";
+    for (size_t i = 0; i < a.indices.size(); ++i) s += (i ? ", " : "") + ir::print(a.indices[i]);
+    return s + "]";
+}
+
+/// T.Parallel iterations run in no order, spread over the threads, with no barrier between them: a nest
+/// whose iterations store to an element (of shared or global memory, or of a fragment) that other iterations
+/// read or store is reported.
+/// Two accesses provably touch different elements when, in some dimension, neither index depends on the
+/// nest's variables and they differ.
+void checkNest(const For &outer, DiagnosticEngine &diag) {
+    std::vector<const VarNode *> vars;
+    const For *f = &outer;
+    for (;;) {
+        if (constValue(f->extent) != std::optional<int64_t>(1)) vars.push_back(f->var.get());
+        auto inner = as<For>(f->body);
+        if (!inner || inner->forKind != ForKind::Parallel) break;
+        f = inner;
+    }
+    auto varying = [&](const Expr &e) {
+        for (auto *v : vars)
+            if (mentions(e, v)) return true;
+        return false;
+    };
+    NestAccesses acc;
+    acc.visit(f->body);
+    for (auto &st : acc.stores) {
+        if (!st.guarded)
+            for (auto *v : vars) {
+                bool used = false;
+                for (auto &i : st.indices) used |= mentions(i, v);
+                if (!used) {
+                    diag.error(st.loc, "every iteration of '" + v->name + "' of this T.Parallel stores to " + accessText(st) +
+                                           ": the iterations run on different threads in no order, so the element's "
+                                           "final value is unspecified");
+                    return;
+                }
+            }
+        for (auto &ld : acc.loads) {
+            if (ld.buffer != st.buffer || ld.indices.size() != st.indices.size()) continue;
+            bool same = true, disjoint = false;
+            for (size_t d = 0; d < ld.indices.size(); ++d) {
+                bool eq = provablyEqual(ld.indices[d], st.indices[d]);
+                same &= eq;
+                disjoint |= !eq && !varying(ld.indices[d]) && !varying(st.indices[d]);
+            }
+            if (same || disjoint) continue;
+            diag.error(ld.loc, "this T.Parallel reads " + accessText(ld) + ", which other iterations store (" + accessText(st) +
+                                   "): the iterations run on different threads in no order, with no barrier between "
+                                   "them; read from a copy of '" + st.buffer->name + "' instead");
+            diag.note(st.loc, "the store is here");
+            return;
+        }
+    }
+}
+
 class Syncer {
   public:
-    explicit Syncer(const Var &tid) : tid_(tid) {}
+    Syncer(const Kernel &k, DiagnosticEngine &diag) : uniformity_(k), diag_(diag) {}
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
     Stmt run(const Stmt &s, Pending &state) {
@@ -99,15 +264,99 @@ class Syncer {
     }
 
   private:
-    Var tid_;
+    Uniformity uniformity_;
+    DiagnosticEngine &diag_;
     int depth_ = 0;
+    /// The innermost thread-dependent condition or loop around the statement being rewritten, if any:
+    /// there no barrier can be placed and no tile statement can run.
+    const StmtNode *divergence_ = nullptr;
 
-    bool uniform(const Expr &e) const { return !tid_ || !mentions(e, tid_.get()); }
+    bool uniform(const Expr &e) const { return uniformity_.uniform(e); }
+
+    /// `what` (which says why every thread or a barrier is needed) is impossible here: an error, with a note at
+    /// the condition or loop that depends on the thread.
+    void divergentError(const SourceRange &loc, const std::string &what) {
+        diag_.error(loc, what + ", but it is under a condition that depends on the thread index");
+        diag_.note(divergence_->loc, divergence_->kind == NodeKind::For ? "the loop's bounds depend on the thread index here"
+                                                                        : "the condition depends on the thread index here");
+    }
+
+    /// A statement under thread-dependent control flow: its shared-memory exchanges would need barriers that
+    /// only some threads reach, and its tile statements would run on only some threads. Both are errors; the
+    /// statement as a whole is then ordered against its neighbours like any other.
+    Stmt divergent(const Stmt &s, Pending &state) {
+        const StmtNode *saved = divergence_;
+        divergence_ = s.get();
+        Pending inner; // a barrier before the whole statement orders it after what is pending (ordered())
+        if (auto f = as<For>(s)) {
+            Pending dry = inner;
+            (void)run(f->body, dry);
+            inner.merge(dry);
+            (void)run(f->body, inner);
+        } else if (auto i = as<IfThenElse>(s)) {
+            Pending other = inner;
+            (void)run(i->then, inner);
+            if (i->otherwise) (void)run(i->otherwise, other);
+        }
+        divergence_ = saved;
+        return ordered(s, state);
+    }
+
+    /// `s` as one statement: a barrier before it when it conflicts with what is pending.
+    Stmt ordered(const Stmt &s, Pending &state) {
+        Accesses acc;
+        acc.visit(s);
+        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
+                      intersects(acc.p.writes, state.reads);
+        if (!hazard) {
+            state.merge(acc.p);
+            return s;
+        }
+        if (divergence_) {
+            divergentError(s->loc, "this statement exchanges data through shared memory with an earlier one, which needs a "
+                                   "barrier between them that every thread of the block reaches");
+            state = acc.p;
+            return s;
+        }
+        state = acc.p;
+        return Seq::make({syncThreads(s->loc), s}, s->loc);
+    }
+
+    /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
+    /// barrier first (returned) when it was written since the last one.
+    Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
+        Accesses acc;
+        for (auto &e : es) acc.visit(e);
+        bool hazard = intersects(acc.p.reads, state.writes);
+        if (hazard && divergence_)
+            divergentError(loc, "this reads shared memory written before it, which needs a barrier that every thread of "
+                                "the block reaches");
+        if (hazard) state.clear();
+        state.merge(acc.p);
+        return hazard && !divergence_ ? syncThreads(loc) : nullptr;
+    }
 
     Stmt step(const Stmt &s, Pending &state) {
         if (isSync(s)) {
+            if (divergence_) divergentError(s->loc, "a barrier must be reached by every thread of the block");
             state.clear();
             return s;
+        }
+        if (divergence_)
+            if (const char *what = tileStatement(s)) {
+                divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
+                Accesses acc;
+                acc.visit(s);
+                state.merge(acc.p);
+                return s;
+            }
+        // Warp roles: the producer only issues TMA loads (ordered by mbarriers); the consumers' exchanges through
+        // shared memory get barriers among the consumers (code generation makes them named barriers).
+        if (auto r = as<WarpRoles>(s)) {
+            Stmt consumer = run(r->consumer, state);
+            if (consumer == r->consumer) return s;
+            return WarpRoles::make(r->consumerThreads, r->producerThreads, r->producerRegs, r->consumerRegs, r->producer,
+                                   consumer, r->loc);
         }
         if (auto q = as<Seq>(s)) {
             std::vector<Stmt> out;
@@ -120,6 +369,7 @@ class Syncer {
         bool nest = false;
         if (auto f = as<For>(s)) nest = f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized;
         if (auto f = as<For>(s); f && !nest && uniform(f->min) && uniform(f->extent)) {
+            Stmt sync = readsFirst({f->min, f->extent}, state, s->loc);
             // The state at the end of one iteration is pending at the start of the next one.
             Pending dry = state;
             (void)run(f->body, dry);
@@ -127,26 +377,22 @@ class Syncer {
             entry.merge(dry);
             Stmt body = run(f->body, entry);
             state.merge(entry); // the loop may also run zero times
-            return For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
+            Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
+            return sync ? Seq::make({sync, loop}, s->loc) : loop;
         }
         if (auto i = as<IfThenElse>(s); i && uniform(i->cond)) {
+            Stmt sync = readsFirst({i->cond}, state, s->loc);
             Pending a = state, b = state;
             Stmt then = run(i->then, a);
             Stmt otherwise = i->otherwise ? run(i->otherwise, b) : nullptr;
             a.merge(b);
             state = a;
-            return IfThenElse::make(i->cond, then, otherwise, i->loc);
+            Stmt branch = IfThenElse::make(i->cond, then, otherwise, i->loc);
+            return sync ? Seq::make({sync, branch}, s->loc) : branch;
         }
-        Accesses acc;
-        acc.visit(s);
-        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
-                      intersects(acc.p.writes, state.reads);
-        if (!hazard) {
-            state.merge(acc.p);
-            return s;
-        }
-        state = acc.p;
-        return Seq::make({syncThreads(s->loc), s}, s->loc);
+        if ((as<For>(s) && !nest) || as<IfThenElse>(s)) return divergent(s, state);
+        if (nest) checkNest(*as<For>(s), diag_);
+        return ordered(s, state);
     }
 };
 
@@ -154,10 +400,10 @@ class Syncer {
 
 Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
 
-Program insertSyncs(const Program &p) {
+Program insertSyncs(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        Syncer s(k->threadIdx);
+        Syncer s(*k, diag);
         Pending state;
         Stmt body = s.run(k->body, state);
         auto nk = std::make_shared<Kernel>(*k);

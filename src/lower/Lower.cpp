@@ -51,9 +51,10 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
                 [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
     if (diag.hasErrors()) return p;
     // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
-    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p); }, printProgram);
+    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, diag); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
-    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p); }, printProgram);
+    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, diag); }, printProgram);
+    if (diag.hasErrors()) return p;
     // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
     p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);

@@ -238,8 +238,12 @@ class TileOpsToLoops : public IRMutator {
         return false;
     }
 
-    static Stmt nest(const std::vector<Loop> &loops, Stmt body, const SourceRange &loc, bool perThread = false) {
+    /// The loops around `body`. A tile statement of one element is still a T.Parallel nest (of one iteration),
+    /// so that one thread, not every thread, stores it (or adds it, for atomics); with a per-thread operand
+    /// every thread runs its own copy.
+    Stmt nest(std::vector<Loop> loops, Stmt body, const SourceRange &loc, bool perThread = false) {
         ForKind k = perThread ? ForKind::Unrolled : ForKind::Parallel;
+        if (loops.empty() && !perThread) loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), 1});
         for (size_t i = loops.size(); i-- > 0;) body = For::make(loops[i].var, intImm(0), intImm(loops[i].extent), k, 0, body, loc);
         return body;
     }

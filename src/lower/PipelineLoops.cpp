@@ -12,6 +12,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace tilec::passes {
 
@@ -22,8 +23,23 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr i64(int64_t v) { return intImm(v, DType::Int64); }
 
+/// Why a transfer cannot use a wider access than one element of `eb` bytes, in words for the warning.
+std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<int64_t> inner) {
+    const Buffer &src = c.src.buffer;
+    const std::string v = std::to_string(ve);
+    if (cols % ve) return "the tile's rows of " + std::to_string(cols) + " elements are not a multiple of " + v;
+    if (!inner)
+        return "the row length of '" + src->name + "' is known only at run time, so rows cannot be proven aligned to " +
+               v + " elements (a compile-time row length, or one known to be a multiple of " + v + ", would be)";
+    if (*inner % ve) return "rows of '" + src->name + "' hold " + std::to_string(*inner) + " elements, not a multiple of " + v;
+    return "the tile's first column is not provably a multiple of " + v;
+}
+
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
-Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait) {
+/// A transfer narrower than cp.async's 4 bytes per thread (element by element, synchronous) is warned about.
+/// `warned` holds the transfers warned about already, by location (a pipelined one is issued from two places).
+Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait, DiagnosticEngine &diag,
+                  std::set<std::tuple<int, int, int>> &warned) {
     const Buffer &src = c.src.buffer;
     const size_t nd = c.src.ranges.size();
     size_t rowDim = 0;
@@ -42,6 +58,9 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
             break;
         }
     }
+    if (vec * eb < 4 && warned.insert({c.loc.file, c.loc.line, c.loc.col}).second)
+        diag.warning(c.loc, "this tile transfer copies one " + std::to_string(eb) + "-byte element at a time, synchronously, "
+                            "instead of 4 to 16 bytes per thread with cp.async: " + narrowReason(c, cols, 4 / eb, inner));
     // Row stride, and the rows / columns left in the tensor from the tile's origin.
     Expr ldg = i64(1);
     for (size_t d = rowDim + 1; d < nd; ++d) ldg = binary(BinaryOp::Mul, ldg, cast(DType::Int64, src->shape[d]));
@@ -69,13 +88,13 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
 class Pipeliner : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Pipeliner(const Kernel &k) : kernel_(k) {}
+    Pipeliner(const Kernel &k, DiagnosticEngine &diag) : kernel_(k), diag_(diag) {}
 
     std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
 
     /// A transfer left where it is: issue, commit, wait.
     Stmt visit(const std::shared_ptr<const Copy> &op) override {
-        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true);
+        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true, diag_, warned_);
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -111,7 +130,7 @@ class Pipeliner : public IRMutator {
                 Region src = c->src;
                 for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
                 auto moved = Copy::make(src, c->dst, c->loc);
-                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false));
+                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false, diag_, warned_));
             }
             return Seq::make(std::move(calls), loc);
         };
@@ -142,14 +161,16 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+    DiagnosticEngine &diag_;
+    std::set<std::tuple<int, int, int>> warned_; ///< transfers warned about, by location
 };
 
 } // namespace
 
-Program pipelineLoops(const Program &p) {
+Program pipelineLoops(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        Pipeliner m(*k);
+        Pipeliner m(*k, diag);
         Stmt body = m.mutate(k->body);
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body ? body : Seq::make({});

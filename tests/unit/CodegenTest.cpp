@@ -37,7 +37,7 @@ TEST(Codegen, HeaderDeclaresTypedConstCorrectLaunchFunctions) {
     EXPECT_TRUE(has(g.header, " *   m: T.dynamic size, 1 to 2147483647\n")) << g.header;
     EXPECT_TRUE(has(g.header, "int k_threads(int sm);\nsize_t k_shared_bytes(int sm);")) << g.header;
     // The launcher checks the dynamic size before computing the grid from it.
-    EXPECT_TRUE(has(g.cuda, "if (m < 1 || m > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, 4);")) << g.cuda;
+    EXPECT_TRUE(has(g.cuda, "if (m < 0 || m > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, 4);")) << g.cuda;
     EXPECT_TRUE(has(g.cuda, "const int64_t grid_x = tilec_floordiv64(m + 3LL, 4LL);")) << g.cuda;
     // A float -> int conversion saturates instead of being undefined.
     EXPECT_TRUE(has(g.cuda, "tilec::cast<int32_t>(")) << g.cuda;

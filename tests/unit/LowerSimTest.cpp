@@ -298,6 +298,30 @@ TEST(LowerSim, ScalarAtomicsLocalsAndThreadIndex) {
     expectNear(l, wl, 0, "L");
 }
 
+TEST(LowerSim, ThreadDependentIfThroughAVariableGetsItsBarrierOutside) {
+    // issue 12: `v = tx; if v < 64:` was taken for a uniform condition and the barrier the read of `s` needs
+    // went inside the branch, reached by half the block. The barrier now comes before the if.
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((128,), \"float32\"), B: T.Tensor((128,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        s = T.alloc_shared((128,), \"float32\")\n"
+          "        tx = T.get_thread_binding()\n"
+          "        v = T.alloc_var(\"int32\")\n"
+          "        v = tx\n"
+          "        T.copy(A, s)\n"
+          "        if v < 64:\n"
+          "            B[tx] = s[127 - tx]\n",
+          "k");
+    auto a = randomData(128, 9);
+    std::vector<double> b(128, std::nan("")), want(128, std::nan(""));
+    for (int t = 0; t < 64; ++t) want[t] = a[127 - t];
+    s.run({{"A", &a}, {"B", &b}});
+    for (int t = 0; t < 128; ++t)
+        if (t < 64) EXPECT_EQ(b[t], want[t]) << t;
+        else EXPECT_TRUE(std::isnan(b[t])) << t;
+}
+
 } // namespace
 
 /// C = A @ B (or with transposed operands) through the pipelined tensor-core path, on shapes the tiles do

@@ -13,6 +13,8 @@
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/LibraryCalls.h"
 
+#include "ScalarSemantics.h"
+
 #include <array>
 #include <cmath>
 #include <map>
@@ -109,23 +111,7 @@ class Simulator {
         return eval(e, 0);
     }
 
-    static double roundTo(DType t, double v) {
-        if (t.isBool()) return v != 0;
-        if (t.isInt()) {
-            if (std::isnan(v)) return 0;
-            int bits = t.bits();
-            int64_t x = (int64_t)v;
-            if (bits < 64) {
-                uint64_t m = (uint64_t(1) << bits) - 1;
-                uint64_t u = (uint64_t)x & m;
-                if (t.isSigned() && (u >> (bits - 1))) return (double)(int64_t)(u | ~m);
-                return (double)u;
-            }
-            return (double)x;
-        }
-        if (t.kind == DType::Float64) return v;
-        return (double)(float)v;
-    }
+    static double roundTo(DType t, double v) { return roundToDType(t, v); }
 
     std::vector<double> &storage(const ir::BufferNode *b, int t) {
         if (b->scope == ir::Scope::Global) {

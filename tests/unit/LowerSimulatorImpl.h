@@ -63,60 +63,9 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
     }
     case NodeKind::Binary: {
         auto b = as<Binary>(e);
-        double x = eval(b->a, t), y = eval(b->b, t);
-        bool ints = b->a->dtype.isInt() || b->a->dtype.isBool();
-        auto ix = (int64_t)x, iy = (int64_t)y;
-        double r = 0;
-        switch (b->op) {
-        case BinaryOp::Add: r = x + y; break;
-        case BinaryOp::Sub: r = x - y; break;
-        case BinaryOp::Mul: r = x * y; break;
-        case BinaryOp::Div:
-            if (ints) {
-                if (iy == 0) throw SimError("integer division by zero");
-                r = (double)(ix / iy);
-            } else {
-                r = x / y;
-            }
-            break;
-        case BinaryOp::FloorDiv:
-            if (ints) {
-                if (iy == 0) throw SimError("integer division by zero");
-                int64_t q = ix / iy;
-                if ((ix % iy != 0) && ((ix < 0) != (iy < 0))) --q;
-                r = (double)q;
-            } else {
-                r = std::floor(x / y);
-            }
-            break;
-        case BinaryOp::FloorMod:
-            if (ints) {
-                if (iy == 0) throw SimError("integer modulo by zero");
-                int64_t m = ix % iy;
-                if (m != 0 && ((m < 0) != (iy < 0))) m += iy;
-                r = (double)m;
-            } else {
-                r = x - std::floor(x / y) * y;
-            }
-            break;
-        case BinaryOp::Min: r = std::isnan(x) ? y : std::isnan(y) ? x : std::min(x, y); break;
-        case BinaryOp::Max: r = std::isnan(x) ? y : std::isnan(y) ? x : std::max(x, y); break;
-        case BinaryOp::Pow: r = std::pow(x, y); break;
-        case BinaryOp::And: return x != 0 && y != 0;
-        case BinaryOp::Or: return x != 0 || y != 0;
-        case BinaryOp::BitAnd: r = (double)(ix & iy); break;
-        case BinaryOp::BitOr: r = (double)(ix | iy); break;
-        case BinaryOp::BitXor: r = (double)(ix ^ iy); break;
-        case BinaryOp::Shl: r = (double)(ix << iy); break;
-        case BinaryOp::Shr: r = (double)(ix >> iy); break;
-        case BinaryOp::EQ: return x == y;
-        case BinaryOp::NE: return x != y;
-        case BinaryOp::LT: return x < y;
-        case BinaryOp::LE: return x <= y;
-        case BinaryOp::GT: return x > y;
-        case BinaryOp::GE: return x >= y;
-        }
-        return roundTo(e->dtype, r);
+        auto r = binaryOp(b->op, eval(b->a, t), eval(b->b, t), b->a->dtype);
+        if (!r) throw SimError("integer division or modulo by zero");
+        return isComparison(b->op) || b->op == BinaryOp::And || b->op == BinaryOp::Or ? *r : roundTo(e->dtype, *r);
     }
     default: break;
     }

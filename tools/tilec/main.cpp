@@ -139,6 +139,8 @@ int main(int argc, char **argv) {
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");
     app.add_option("--tuned", o.tuned, "build the configurations a `tilec tune` table chose (repeatable)");
+    app.add_option("--file-prefix-map", o.filePrefixMaps,
+                   "OLD=NEW: paths written into the outputs (#line, comments) start with NEW instead of OLD");
     // Only for --help: -Xptxas is taken out of the arguments before CLI11 sees them.
     std::vector<std::string> helpOnly;
     app.add_option("--Xptxas,--ptxas-options", helpOnly, "options for ptxas, comma-separated (-Xptxas -v,-O3)");

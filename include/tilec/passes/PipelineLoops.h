@@ -22,7 +22,8 @@ namespace tilec::passes {
 /// Transfers that are not hoisted (outside pipelined loops, inside conditionals, or depending on values
 /// computed in the loop) become a `tilec.copy_g2s_wait` call: issue, commit, wait for them, then
 /// insertSyncs treats them as ordinary shared-memory writes. A loop with num_stages < 2, or whose staged
-/// buffers are also used outside it, runs serially.
-ir::Program pipelineLoops(const ir::Program &p);
+/// buffers are also used outside it, runs serially. A transfer that can use no cp.async (not even 4 bytes per
+/// thread: 16-bit or 8-bit elements one by one) is a warning through `diag` that says why.
+ir::Program pipelineLoops(const ir::Program &p, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

@@ -1,0 +1,75 @@
+/// \file
+/// The tile language's scalar semantics on doubles, shared by the CPU simulator of lowered kernels
+/// (LowerSimulator.h) and the differential fuzzer's reference of tile programs (tools/fuzz/diff): what a
+/// buffer of a dtype holds, and each binary operator (C's truncating `/` and Python's floor `//` and `%` on
+/// integers, CUDA's fmin/fmax on floats).
+#pragma once
+
+#include "tilec/DType.h"
+#include "tilec/IR.h"
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace tilec::simtest {
+
+/// v as a buffer (or an expression) of dtype t holds it: integers wrap, float32 and narrower floats round to
+/// float32 (the simulator does not model float16's own rounding).
+inline double roundToDType(DType t, double v) {
+    if (t.isBool()) return v != 0;
+    if (t.isInt()) {
+        if (std::isnan(v)) return 0;
+        int bits = t.bits();
+        auto x = (int64_t)v;
+        if (bits >= 64) return (double)x;
+        uint64_t mask = (uint64_t(1) << bits) - 1, u = (uint64_t)x & mask;
+        if (t.isSigned() && (u >> (bits - 1))) return (double)(int64_t)(u | ~mask);
+        return (double)u;
+    }
+    return t.kind == DType::Float64 ? v : (double)(float)v;
+}
+
+/// x op y for operands of type `operand`, before the result's rounding; nullopt for an integer division or
+/// modulo by zero.
+inline std::optional<double> binaryOp(ir::BinaryOp op, double x, double y, DType operand) {
+    using ir::BinaryOp;
+    const bool ints = !operand.isFloat();
+    const auto ix = (int64_t)x, iy = (int64_t)y;
+    if (ints && iy == 0 && (op == BinaryOp::Div || op == BinaryOp::FloorDiv || op == BinaryOp::FloorMod)) return std::nullopt;
+    switch (op) {
+    case BinaryOp::Add: return x + y;
+    case BinaryOp::Sub: return x - y;
+    case BinaryOp::Mul: return x * y;
+    case BinaryOp::Div: return ints ? (double)(ix / iy) : x / y;
+    case BinaryOp::FloorDiv: {
+        if (!ints) return std::floor(x / y);
+        int64_t q = ix / iy;
+        return (double)((ix % iy != 0) && ((ix < 0) != (iy < 0)) ? q - 1 : q);
+    }
+    case BinaryOp::FloorMod: {
+        if (!ints) return x - std::floor(x / y) * y;
+        int64_t m = ix % iy;
+        return (double)(m != 0 && ((m < 0) != (iy < 0)) ? m + iy : m);
+    }
+    case BinaryOp::Min: return std::fmin(x, y);
+    case BinaryOp::Max: return std::fmax(x, y);
+    case BinaryOp::Pow: return std::pow(x, y);
+    case BinaryOp::And: return x != 0 && y != 0;
+    case BinaryOp::Or: return x != 0 || y != 0;
+    case BinaryOp::BitAnd: return (double)(ix & iy);
+    case BinaryOp::BitOr: return (double)(ix | iy);
+    case BinaryOp::BitXor: return (double)(ix ^ iy);
+    case BinaryOp::Shl: return (double)(ix << (iy & 63));
+    case BinaryOp::Shr: return (double)(ix >> (iy & 63));
+    case BinaryOp::EQ: return x == y;
+    case BinaryOp::NE: return x != y;
+    case BinaryOp::LT: return x < y;
+    case BinaryOp::LE: return x <= y;
+    case BinaryOp::GT: return x > y;
+    case BinaryOp::GE: return x >= y;
+    }
+    return std::nullopt;
+}
+
+} // namespace tilec::simtest

@@ -1,0 +1,168 @@
+/// \file
+/// One program through the compiler, the reference and the simulator (Check.h).
+#include "Check.h"
+
+#include "EvalTestUtil.h"
+#include "LowerSimulator.h"
+#include "Reference.h"
+
+#include "tilec/Check.h"
+#include "tilec/Codegen.h"
+#include "tilec/Lower.h"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace tilec::difffuzz {
+
+namespace {
+
+Outcome make(Outcome::Kind k, std::string category, std::string detail = "") {
+    return Outcome{k, std::move(category), std::move(detail)};
+}
+
+/// The first diagnostic's message without its location and numbers (a reason to count rejections by).
+std::string reasonOf(const std::string &diags) {
+    auto at = diags.find("error: ");
+    if (at == std::string::npos) at = 0;
+    else at += 7;
+    std::string first = diags.substr(at, diags.find('\n', at) - at);
+    std::string r;
+    for (char c : first) r += std::isdigit((unsigned char)c) ? '#' : c;
+    return r.substr(0, 120);
+}
+
+std::vector<double> inputData(size_t n, uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::vector<double> v(n);
+    for (auto &x : v) x = (double)((int64_t)(g() % 17) - 8) / 4;
+    return v;
+}
+
+/// Where outputs differ beyond float32 rounding of the intermediate values; empty when they agree.
+std::string compare(const std::string &name, const std::vector<double> &got, const std::vector<double> &want) {
+    double scale = 1;
+    for (double w : want)
+        if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+    for (size_t i = 0; i < got.size(); ++i) {
+        double g = got[i], w = want[i];
+        if (std::isnan(g) && std::isnan(w)) continue;
+        if (g == w) continue;
+        double tol = 1e-5 * std::max(std::fabs(w), 1e-2 * scale) + 1e-6;
+        if (!(std::fabs(g - w) <= tol))
+            return name + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", reference " + std::to_string(w);
+    }
+    return "";
+}
+
+/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
+std::map<std::string, double> dynamicValues(const std::string &text) {
+    std::map<std::string, double> v;
+    auto at = text.find("# dynamic:");
+    if (at == std::string::npos) return v;
+    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
+    std::string item;
+    while (line >> item)
+        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
+    return v;
+}
+
+/// Elements of a tensor whose shape holds constants and T.dynamic symbols; -1 otherwise.
+int64_t elementsOf(const ir::BufferNode &b, const std::map<std::string, double> &dyn) {
+    int64_t n = 1;
+    for (auto &e : b.shape) {
+        if (auto c = ir::constInt(e)) n *= *c;
+        else if (auto v = ir::as<ir::VarNode>(e); v && dyn.count(v->name)) n *= (int64_t)dyn.at(v->name);
+        else return -1;
+    }
+    return n;
+}
+
+} // namespace
+
+Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed) {
+    evaltest::EvalRun front;
+    const Target target = *Target::parse("sm_90a");
+    std::optional<ir::Program> lowered;
+    try {
+        for (auto &[n, v] : defines) front.define(n, v);
+        front.run(text, "fuzz.tile");
+        if (!front.program || front.diag.hasErrors()) return make(Outcome::Rejected, "front end: " + reasonOf(front.diags()), front.diags());
+        if (front.program->kernels.size() != 1) return make(Outcome::Skipped, "not one kernel");
+        bool checked = checkKernel(*front.program->kernels[0], target, front.diag);
+        if (checked) {
+            PassContext ctx;
+            ctx.diag = &front.diag;
+            ir::Program p = lower(*front.program, target, ctx);
+            if (!front.diag.hasErrors()) {
+                CodegenOptions o;
+                o.sourceName = "fuzz.tile";
+                o.cudaName = "fuzz.cu";
+                o.headerName = "fuzz.h";
+                o.targets = {*Target::parse("sm_80"), target};
+                (void)generateCode(p, o, front.diag);
+            }
+            if (!front.diag.hasErrors()) lowered = std::move(p);
+        }
+    } catch (const InternalError &e) {
+        return make(Outcome::Failure, "internal error", e.what());
+    } catch (const TooManyErrors &) {
+    } catch (const std::exception &e) {
+        return make(Outcome::Failure, "exception", e.what());
+    }
+    const ir::Kernel &typed = *front.program->kernels[0];
+    const std::map<std::string, double> dyn = dynamicValues(text);
+    for (auto &d : typed.dynamicSymbols)
+        if (!dyn.count(d->name)) return make(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
+
+    // The tensors: inputs random, outputs poisoned with NaN (Z, the target of atomics, zero).
+    std::map<std::string, std::vector<double>> ref, sim;
+    std::vector<std::string> outputs;
+    for (auto &p : typed.params) {
+        if (p.kind != ir::Param::Tensor) return make(Outcome::Skipped, "scalar parameter");
+        int64_t n = elementsOf(*p.buffer, dyn);
+        if (n < 0) return make(Outcome::Skipped, "a shape the fuzzer cannot size");
+        const std::string &name = p.buffer->name;
+        bool input = name == "A" || name == "B" || name == "GA" || name == "GB";
+        uint64_t h = dataSeed;
+        for (char c : name) h = h * 131 + (unsigned char)c;
+        ref[name] = input ? inputData((size_t)n, h) : std::vector<double>((size_t)n, name == "Z" ? 0.0 : std::nan(""));
+        if (!input) outputs.push_back(name);
+    }
+    sim = ref;
+    auto pointers = [](std::map<std::string, std::vector<double>> &m) {
+        std::map<std::string, std::vector<double> *> r;
+        for (auto &[n, v] : m) r[n] = &v;
+        return r;
+    };
+
+    bool divergent = false;
+    std::string divergentWhat;
+    try {
+        Reference(typed, pointers(ref), dyn).run();
+    } catch (const Undefined &e) {
+        divergent = true;
+        divergentWhat = e.what();
+    } catch (const RefError &e) {
+        return make(Outcome::Skipped, std::string("reference: ") + e.what());
+    }
+    if (!lowered) {
+        if (divergent) return make(Outcome::RejectedAsExpected, reasonOf(front.diags()));
+        return make(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+    }
+    if (divergent) return make(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
+
+    simtest::Simulator s(*lowered->kernels[0], pointers(sim), dyn);
+    try {
+        s.run();
+    } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
+        return make(Outcome::Failure, "simulator", e.what());
+    }
+    if (!s.races.empty()) return make(Outcome::Failure, "race", s.races[0]);
+    for (auto &n : outputs)
+        if (auto d = compare(n, sim[n], ref[n]); !d.empty()) return make(Outcome::Failure, "mismatch", d);
+    return make(Outcome::Ok, "");
+}
+
+} // namespace tilec::difffuzz

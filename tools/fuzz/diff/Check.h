@@ -1,0 +1,31 @@
+/// \file
+/// One program through the whole compiler and both executions: the front end, checks, every lowering pass
+/// and code generation; the reference (Reference.h) on the typed program; the simulator
+/// (tests/unit/LowerSimulator.h) on the lowered kernel, with its race and barrier checks; then the outputs
+/// compared.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tilec::difffuzz {
+
+struct Outcome {
+    enum Kind {
+        Ok,                 ///< accepted, simulated without a race, outputs agree
+        Rejected,           ///< a located user error (a limit of the compiler; counted, not a failure)
+        RejectedAsExpected, ///< the reference has no meaning for it (a divergent tile statement) and tilec said so
+        Skipped,            ///< the reference cannot run it (a gap of the generator or the reference)
+        Failure,
+    } kind = Ok;
+    std::string category; ///< Failure: "internal error", "simulator", "race", "mismatch", "accepted"; else a reason
+    std::string detail;
+};
+
+/// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs are random values that
+/// sums and products keep exact (multiples of 1/4 in [-2, 2]), drawn from `dataSeed`.
+Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed);
+
+} // namespace tilec::difffuzz

@@ -1,0 +1,220 @@
+/// \file
+/// Random tile programs and their .tile text (Gen.h).
+#include "Gen.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace tilec::difffuzz {
+
+std::string GExpr::print() const {
+    if (op.empty()) return leaf;
+    auto k = [&](size_t i) { return kids[i]->print(); };
+    if (op == "max" || op == "min") return "T." + op + "(" + k(0) + ", " + k(1) + ")";
+    if (op == "abs") return "T.abs(" + k(0) + ")";
+    if (op == "ite") return "T.if_then_else(" + k(0) + ", " + k(1) + ", " + k(2) + ")";
+    if (op == "neg") return "(-" + k(0) + ")";
+    return "(" + k(0) + " " + op + " " + k(1) + ")";
+}
+
+void GExpr::collect(std::set<std::string> &out) const {
+    out.insert(reads.begin(), reads.end());
+    for (auto &c : kids) c->collect(out);
+}
+
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+bool is2D(const std::string &b) { return b == "s0" || b == "s1" || b == "f0" || b == "f1" || b == "acc"; }
+
+struct Printer {
+    const GProgram &p;
+    std::string out;
+    int serialDepth = 0; ///< names the loop variables it0, it1, ...
+    void line(int ind, const std::string &s) { out += std::string(4 * ind, ' ') + s + "\n"; }
+    std::string origin(const GOp &o, const std::string &extR, const std::string &extC) const {
+        std::string r = "by * BM + " + num(o.dr), c = "bx * BN + " + num(o.dc);
+        if (!o.slice) return o.tensor + "[" + r + ", " + c + "]";
+        return o.tensor + "[" + r + ":" + r + " + " + extR + ", " + c + ":" + c + " + " + extC + "]";
+    }
+    void ops(int ind, const std::vector<GOp> &v) {
+        for (auto &o : v) op(ind, o);
+        if (v.empty()) line(ind, "pass");
+    }
+    void op(int ind, const GOp &o) {
+        switch (o.kind) {
+        case GOp::Load:
+            if (is2D(o.dst)) line(ind, "T.copy(" + origin(o, "BM", "BN") + ", " + o.dst + ")");
+            else line(ind, "T.copy(" + o.tensor + "[by * BM + " + num(o.dr) + ", bx * BN + " + num(o.dc) + "], " + o.dst + ")");
+            return;
+        case GOp::Store:
+            if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", Y[by * BM, bx * BN])");
+            else line(ind, "T.copy(" + o.src + ", R[(by * " + num(p.gx) + " + bx) * (BM + BN)])");
+            return;
+        case GOp::TileCopy:
+            if (o.h < 0) line(ind, "T.copy(" + o.src + ", " + o.dst + ")");
+            else
+                line(ind, "T.copy(" + o.src + "[" + num(o.r0) + ":" + num(o.r0 + o.h) + ", " + num(o.c0) + ":" +
+                              num(o.c0 + o.w) + "], " + o.dst + "[" + num(o.r1) + ":" + num(o.r1 + o.h) + ", " +
+                              num(o.c1) + ":" + num(o.c1 + o.w) + "])");
+            return;
+        case GOp::Fill:
+            if (o.dst == "v") line(ind, "v = " + o.value->print());
+            else if (o.value->leaf == "0.0") line(ind, "T.clear(" + o.dst + ")");
+            else line(ind, "T.fill(" + o.dst + ", " + o.value->print() + ")");
+            return;
+        case GOp::Parallel: {
+            std::string idx = o.dst == "rm" ? "i" : o.dst == "rn" ? "j" : "i, j";
+            std::string ext = o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
+            line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
+            int in = ind + 1;
+            if (o.cond) line(in++, "if " + o.cond->print() + ":");
+            line(in, o.dst + "[" + idx + "] = " + o.value->print());
+            return;
+        }
+        case GOp::Reduce:
+            line(ind, "T.reduce_" + o.reduceKind + "(" + o.src + ", " + o.dst + ", dim=" + num(o.dim) +
+                          (o.clear ? "" : ", clear=False") + ")");
+            return;
+        case GOp::AtomicRegion:
+            line(ind, "T.atomic_add(Z[by * BM + " + num(o.dr) + "], " + o.src + ")");
+            return;
+        case GOp::AtomicElem:
+            line(ind, "for i, j in T.Parallel(BM, BN):");
+            line(ind + 1, "T.atomic_add(Z[(i * " + num(o.dr) + " + j + bx) % " + num(p.zn) + "], " + o.src + "[i, j])");
+            return;
+        case GOp::Gemm: {
+            if (!o.clearAccum) line(ind, "T.clear(acc)");
+            const std::string K = p.dynamic ? "kk" : num(p.gk);
+            std::string loop = o.stages > 0 ? "T.Pipelined(T.ceildiv(" + K + ", BK), num_stages=" + num(o.stages) + ")"
+                                            : "T.serial(T.ceildiv(" + K + ", BK))";
+            line(ind, "for k in " + loop + ":");
+            line(ind + 1, o.transA ? "T.copy(GA[k * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, k * BK], ga_s)");
+            line(ind + 1, o.transB ? "T.copy(GB[bx * BN, k * BK], gb_s)" : "T.copy(GB[k * BK, bx * BN], gb_s)");
+            line(ind + 1, std::string("T.gemm(ga_s, gb_s, acc") + (o.transA ? ", transpose_A=True" : "") +
+                              (o.transB ? ", transpose_B=True" : "") + (o.clearAccum ? ", clear_accum=True" : "") + ")");
+            return;
+        }
+        case GOp::Serial:
+            line(ind, "for it" + num(serialDepth) + " in T.serial(" + num(o.n) + "):");
+            ++serialDepth;
+            ops(ind + 1, o.kids);
+            --serialDepth;
+            return;
+        case GOp::IfUniform:
+            line(ind, "if " + o.cond->print() + ":");
+            ops(ind + 1, o.kids);
+            if (!o.elseKids.empty()) {
+                line(ind, "else:");
+                ops(ind + 1, o.elseKids);
+            }
+            return;
+        case GOp::IfThread:
+            if (o.alias) line(ind, "tv = tx");
+            line(ind, "if " + std::string(o.alias ? "tv" : "tx") + " < " + num(o.n) + ":");
+            ops(ind + 1, o.kids);
+            return;
+        case GOp::ScalarThread: {
+            int in = ind;
+            if (o.n > 0) line(in++, "if tx < " + num(o.n) + ":");
+            line(in, "W[(by * " + num(p.gx) + " + bx) * " + num(p.threads) + " + tx] = " + o.value->print());
+            return;
+        }
+        case GOp::SetVar: line(ind, "v = " + o.value->print()); return;
+        }
+    }
+};
+
+void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *skip = nullptr) {
+    for (auto &o : ops) {
+        if (&o == skip) continue;
+        for (auto *b : {&o.dst, &o.src})
+            if (!b->empty()) out.insert(*b);
+        if (o.value) o.value->collect(out);
+        if (o.cond) o.cond->collect(out);
+        if (o.kind == GOp::Gemm) out.insert({"acc", "ga_s", "gb_s"});
+        usedIn(o.kids, out, skip);
+        usedIn(o.elseKids, out, skip);
+    }
+}
+
+bool threadIn(const std::vector<GOp> &ops) {
+    for (auto &o : ops)
+        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || threadIn(o.kids) || threadIn(o.elseKids)) return true;
+    return false;
+}
+
+} // namespace
+
+std::set<std::string> GProgram::buffersUsed() const {
+    std::set<std::string> s;
+    usedIn(ops, s);
+    return s;
+}
+
+bool GProgram::usesThreadIndex() const { return threadIn(ops); }
+
+std::map<std::string, int64_t> GProgram::dynamicValues() const {
+    if (!dynamic) return {};
+    std::map<std::string, int64_t> v{{"m", ra}};
+    if (gemm) v["kk"] = gk;
+    return v;
+}
+
+std::string GProgram::print() const {
+    Printer pr{*this, {}};
+    auto &o = pr.out;
+    bool ta = false, tb = false;
+    std::function<void(const std::vector<GOp> &)> find = [&](const std::vector<GOp> &v) {
+        for (auto &x : v) {
+            if (x.kind == GOp::Gemm) ta = x.transA, tb = x.transB;
+            find(x.kids), find(x.elseKids);
+        }
+    };
+    find(ops);
+
+    o += "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
+    if (dynamic) {
+        o += "m = T.dynamic(\"m\")\n";
+        if (gemm) o += "kk = T.dynamic(\"kk\")\n";
+        o += "# dynamic:";
+        for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
+        o += "\n";
+    }
+    o += "\n\n";
+    const std::string rowsA = dynamic ? "m" : num(ra), rowsB = dynamic ? "m" : num(rb), rowsY = dynamic ? "m" : num(ry);
+    const std::string K = dynamic && gemm ? "kk" : num(gk);
+    o += "def make(BM, BN, BK=" + num(bk) + "):\n";
+    o += "    @T.prim_func\n";
+    std::string params = "A: T.Tensor((" + rowsA + ", " + num(ca) + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
+                         num(cb) + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + num(cy) +
+                         "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
+                         ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
+    if (gemm)
+        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
+                  ", \"float16\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
+                  ", \"float16\")";
+    o += "    def k(" + params + "):\n";
+    o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
+    auto used = buffersUsed();
+    auto alloc = [&](const std::string &name, const std::string &text) {
+        if (used.count(name)) pr.line(3, name + " = " + text);
+    };
+    alloc("s0", "T.alloc_shared((BM, BN), \"" + tileType + "\")");
+    alloc("s1", "T.alloc_shared((BM, BN), \"" + tileType1 + "\")");
+    alloc("f0", "T.alloc_fragment((BM, BN), \"" + tileType + "\")");
+    alloc("f1", "T.alloc_fragment((BM, BN), \"" + tileType1 + "\")");
+    alloc("rm", "T.alloc_fragment((BM,), \"float32\")");
+    alloc("rn", "T.alloc_fragment((BN,), \"float32\")");
+    alloc("acc", "T.alloc_fragment((BM, BN), \"float32\")");
+    alloc("ga_s", ta ? "T.alloc_shared((BK, BM), \"float16\")" : "T.alloc_shared((BM, BK), \"float16\")");
+    alloc("gb_s", tb ? "T.alloc_shared((BN, BK), \"float16\")" : "T.alloc_shared((BK, BN), \"float16\")");
+    alloc("v", "T.alloc_var(\"float32\")");
+    if (usesThreadIndex()) pr.line(3, "tx = T.get_thread_binding()");
+    pr.ops(3, ops);
+    o += "    return k\n\n\nkernel = make(BM, BN)\n";
+    return o;
+}
+
+} // namespace tilec::difffuzz

@@ -1,0 +1,92 @@
+/// \file
+/// The differential fuzzer's program model: a random, well-typed tile program as a small tree of operations
+/// over a fixed cast of tensors and tile buffers, printed as .tile text, and the mutations that shrink it.
+///
+/// The cast: global inputs A and B (float32, random shapes the tiles need not divide), GA and GB (float16
+/// T.gemm operands), outputs Y (2-D), R (1-D, one row of tiles per block), W (one value per thread) and Z
+/// (1-D, atomics, zero-initialized); tile buffers s0, s1 (shared), f0, f1 (fragments), all (BM, BN), the
+/// per-row and per-column fragments rm (BM,) and rn (BN,), the T.gemm accumulator acc and its shared
+/// operands, and a scalar v (T.alloc_var). BM and BN are module-level constants set through -D.
+/// Every buffer an operation reads is initialized first (the `init` operations, which shrinking keeps
+/// while the buffer is used), so every value a program computes is defined.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilec::difffuzz {
+
+/// An expression of the model: a leaf (text, with the buffers it reads) or an operator over children.
+struct GExpr {
+    std::string op;                      ///< "" for a leaf; "+", "-", "*", "max", "min", "ite", "abs", "<", ...
+    std::string leaf;                    ///< a leaf's text
+    std::vector<std::shared_ptr<GExpr>> kids;
+    std::set<std::string> reads;         ///< tile buffers a leaf reads
+    bool isBool = false;
+    std::string print() const;
+    void collect(std::set<std::string> &out) const;
+};
+using GExprP = std::shared_ptr<GExpr>;
+
+struct GOp {
+    enum Kind {
+        Load,         ///< T.copy(A[origin or slice], dst)
+        Store,        ///< T.copy(src, Y[...] or R[...])
+        TileCopy,     ///< T.copy between tile buffers (whole or sub-regions)
+        Fill,         ///< T.fill / T.clear
+        Parallel,     ///< T.Parallel nest storing expr (under an optional per-iteration condition)
+        Reduce,       ///< T.reduce_*(src, rm or rn, dim, clear)
+        AtomicRegion, ///< T.atomic_add(Z[...], rm)
+        AtomicElem,   ///< T.atomic_add(Z[...], src[i, j]) in a T.Parallel
+        Gemm,         ///< clear acc, a T.Pipelined (or serial) loop of two tile copies and T.gemm
+        Serial,       ///< for s in T.serial(n): kids
+        IfUniform,    ///< if <block-uniform condition>: kids else: elseKids
+        IfThread,     ///< if <thread-dependent condition>: kids (tile statements there must be rejected)
+        ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if
+        SetVar,       ///< v = uniform expr
+    } kind = Fill;
+    bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
+    std::string dst, src, tensor; ///< buffer names
+    int64_t dr = 0, dc = 0;       ///< origin offsets of global regions
+    bool slice = false;           ///< region written as slices instead of an origin
+    int64_t r0 = 0, c0 = 0, r1 = 0, c1 = 0, h = 0, w = 0; ///< TileCopy sub-regions (-1 h: whole)
+    GExprP value, cond;
+    std::string reduceKind;       ///< "sum", "max", ...
+    int dim = 0;
+    bool clear = true, transA = false, transB = false, clearAccum = false, loopVarBound = false;
+    int stages = 0;
+    int64_t n = 0;                ///< Serial trip count; IfThread bound
+    bool alias = false;           ///< IfThread: through `tv = tx`
+    std::vector<GOp> kids, elseKids;
+};
+
+struct GProgram {
+    uint64_t seed = 0;
+    int threads = 128, gx = 1, gy = 1;
+    int64_t bm = 32, bn = 32, bmText = 16, bnText = 16; ///< -D values, and the defaults the text carries
+    int64_t ra = 40, ca = 40, rb = 40, cb = 40, ry = 40, cy = 40, rn = 64, zn = 64, wn = 128;
+    bool gemm = false;
+    bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
+    int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
+    std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
+    std::vector<GOp> ops;
+
+    std::string print() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
+    /// The T.dynamic symbols and their values (also in a `# dynamic: m=37 kk=20` line of print()).
+    std::map<std::string, int64_t> dynamicValues() const;
+    std::set<std::string> buffersUsed() const;
+    bool usesThreadIndex() const;
+};
+
+/// A random program from `seed`.
+GProgram generate(uint64_t seed);
+
+/// Smaller variants of `p`, most promising first (for greedy shrinking).
+std::vector<GProgram> shrinkCandidates(const GProgram &p);
+
+} // namespace tilec::difffuzz

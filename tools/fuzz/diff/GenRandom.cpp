@@ -1,0 +1,340 @@
+/// \file
+/// Drawing random programs of the model (Gen.h): shapes, dtypes, operations and their expressions.
+#include "Gen.h"
+
+namespace tilec::difffuzz {
+
+namespace {
+
+struct Rng {
+    std::mt19937_64 g;
+    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
+    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
+    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
+};
+
+GExprP leaf(std::string text, std::set<std::string> reads = {}, bool isBool = false) {
+    auto e = std::make_shared<GExpr>();
+    e->leaf = std::move(text);
+    e->reads = std::move(reads);
+    e->isBool = isBool;
+    return e;
+}
+
+GExprP node(std::string op, std::vector<GExprP> kids, bool isBool = false) {
+    auto e = std::make_shared<GExpr>();
+    e->op = std::move(op);
+    e->kids = std::move(kids);
+    e->isBool = isBool;
+    return e;
+}
+
+GOp opOf(GOp::Kind k) {
+    GOp o;
+    o.kind = k;
+    return o;
+}
+
+/// Where an expression is evaluated: which index variables exist and what it may read.
+enum class Ctx { Tile, Row, Col, Uniform, Thread };
+
+struct Generator {
+    Rng r;
+    GProgram p;
+    int serialDepth = 0;
+    std::vector<std::string> tiles2D() const {
+        std::vector<std::string> v{"s0", "s1", "f0", "f1"};
+        if (p.gemm) v.push_back("acc");
+        return v;
+    }
+
+    std::string constant() {
+        static const std::vector<std::string> cs{"0.5", "1.0", "2.0", "-1.0", "0.25", "-0.75", "1.5", "3.0", "0.0"};
+        return r.pick(cs);
+    }
+    GExprP loopVar() {
+        if (serialDepth == 0) return leaf("v[0]", {"v"});
+        return leaf("T.cast(it" + std::to_string(r.in(0, serialDepth - 1)) + ", \"float32\")");
+    }
+
+    GExprP leafOf(Ctx c) {
+        auto tiles = tiles2D();
+        switch (c) {
+        case Ctx::Tile:
+            switch (r.in(0, 9)) {
+            case 0: return leaf(constant());
+            case 1: return leaf(r.coin(0.5) ? "T.cast(i, \"float32\")" : "T.cast(j, \"float32\")");
+            case 2: return leaf("rm[i]", {"rm"});
+            case 3: return leaf("rn[j]", {"rn"});
+            case 4: return leaf(std::string(r.coin(0.5) ? "A" : "B") + "[by * BM + i, bx * BN + j]");
+            case 5: return r.coin(0.5) ? leaf("v[0]", {"v"}) : loopVar();
+            case 6:
+                if (p.bm == p.bn && r.coin(0.3)) {
+                    auto b = r.pick(tiles);
+                    return leaf(b + "[j, i]", {b});
+                }
+                [[fallthrough]];
+            default: {
+                auto b = r.pick(tiles);
+                return leaf(b + "[i, j]", {b});
+            }
+            }
+        case Ctx::Row:
+            switch (r.in(0, 5)) {
+            case 0: return leaf(constant());
+            case 1: return leaf("T.cast(i, \"float32\")");
+            case 2: return leaf("A[by * BM + i, bx]");
+            case 3: return leaf("v[0]", {"v"});
+            default: return leaf("rm[i]", {"rm"});
+            }
+        case Ctx::Col:
+            switch (r.in(0, 5)) {
+            case 0: return leaf(constant());
+            case 1: return leaf("T.cast(j, \"float32\")");
+            case 2: return leaf("B[by, bx * BN + j]");
+            case 3: return leaf("v[0]", {"v"});
+            default: return leaf("rn[j]", {"rn"});
+            }
+        case Ctx::Uniform:
+            switch (r.in(0, 5)) {
+            case 0: return leaf(constant());
+            case 1: return leaf(r.coin(0.5) ? "T.cast(bx, \"float32\")" : "T.cast(by, \"float32\")");
+            case 2: return leaf("A[by, bx]");
+            case 3: return r.coin(0.5) ? leaf("s0[0, 0]", {"s0"}) : leaf("s1[BM - 1, BN - 1]", {"s1"});
+            default: return loopVar();
+            }
+        case Ctx::Thread:
+            switch (r.in(0, 4)) {
+            case 0: return leaf(constant());
+            case 1: return leaf("T.cast(tx, \"float32\")");
+            case 2: return leaf("A[tx % " + std::to_string(p.ra) + ", bx]");
+            case 3: return leaf("v[0]", {"v"});
+            default: {
+                std::string b = r.coin(0.5) ? "s0" : "s1";
+                return leaf(b + "[tx % BM, (tx + by) % BN]", {b});
+            }
+            }
+        }
+        return leaf("0.0");
+    }
+
+    GExprP cond(Ctx c, int depth) {
+        int k = (int)r.in(0, 3);
+        if (k == 0 && depth > 0) return node(r.coin(0.5) ? "and" : "or", {cond(c, depth - 1), cond(c, depth - 1)}, true);
+        if (k == 1 && c == Ctx::Tile) {
+            static const std::vector<std::string> ix{"i < 3", "j >= 2", "(i + j) % 3 == 0", "i != j", "i * 2 < BM"};
+            return leaf("(" + r.pick(ix) + ")", {}, true);
+        }
+        if (k == 2 && c == Ctx::Uniform) return leaf(r.coin(0.5) ? "(bx == 0)" : "(by < 1)", {}, true);
+        static const std::vector<std::string> cmp{">", "<", ">=", "<=", "==", "!="};
+        return node(r.pick(cmp), {value(c, 1), leaf(constant())}, true);
+    }
+
+    GExprP value(Ctx c, int depth) {
+        if (depth <= 0 || r.coin(0.3)) return leafOf(c);
+        switch (r.in(0, 8)) {
+        case 0: return node("+", {value(c, depth - 1), value(c, depth - 1)});
+        case 1: return node("-", {value(c, depth - 1), value(c, depth - 1)});
+        case 2: return node("*", {value(c, depth - 1), leafOf(c)});
+        case 3: return node("max", {value(c, depth - 1), value(c, depth - 1)});
+        case 4: return node("min", {value(c, depth - 1), value(c, depth - 1)});
+        case 5: return node("abs", {value(c, depth - 1)});
+        case 6: return node("neg", {value(c, depth - 1)});
+        case 7: return node("ite", {cond(c, 1), value(c, depth - 1), value(c, depth - 1)});
+        default: return node("+", {leafOf(c), leafOf(c)});
+        }
+    }
+
+    GOp load(const std::string &dst) {
+        GOp o = opOf(GOp::Load);
+        o.dst = dst;
+        o.tensor = r.coin(0.5) ? "A" : "B";
+        o.dr = r.coin(0.5) ? 0 : r.in(0, 5);
+        o.dc = r.coin(0.5) ? 0 : r.in(0, 5);
+        o.slice = dst != "rm" && dst != "rn" && r.coin(0.3);
+        return o;
+    }
+
+    GOp fill(const std::string &dst) {
+        GOp o = opOf(GOp::Fill);
+        o.dst = dst;
+        o.value = leaf(r.coin(0.3) ? "0.0" : constant());
+        return o;
+    }
+
+    GOp tileOp() {
+        auto tiles = tiles2D();
+        switch (r.in(0, 2)) {
+        case 0: {
+            GOp o = opOf(GOp::Parallel);
+            o.dst = r.pick(tiles);
+            o.value = value(Ctx::Tile, 2);
+            return o;
+        }
+        case 1: return fill(r.pick(tiles));
+        default: {
+            GOp o = opOf(GOp::TileCopy);
+            o.src = r.pick(tiles);
+            do o.dst = r.pick(tiles); while (o.dst == o.src);
+            o.h = -1;
+            return o;
+        }
+        }
+    }
+
+    GOp op(int depth) {
+        auto tiles = tiles2D();
+        int64_t k = r.in(0, 99);
+        if (k < 30) {
+            GOp o = opOf(GOp::Parallel);
+            int64_t d = r.in(0, 9);
+            o.dst = d == 0 ? "rm" : d == 1 ? "rn" : r.pick(tiles);
+            Ctx c = o.dst == "rm" ? Ctx::Row : o.dst == "rn" ? Ctx::Col : Ctx::Tile;
+            o.value = value(c, 3);
+            if (r.coin(0.2)) o.cond = cond(c, 1);
+            return o;
+        }
+        if (k < 40) {
+            GOp o = opOf(GOp::TileCopy);
+            o.src = r.pick(tiles);
+            do o.dst = r.pick(tiles); while (o.dst == o.src);
+            o.h = -1;
+            if (r.coin(0.5)) {
+                o.h = r.in(1, p.bm), o.w = r.in(1, p.bn);
+                o.r0 = r.in(0, p.bm - o.h), o.c0 = r.in(0, p.bn - o.w);
+                o.r1 = r.in(0, p.bm - o.h), o.c1 = r.in(0, p.bn - o.w);
+            }
+            return o;
+        }
+        if (k < 46) return load(r.pick(tiles));
+        if (k < 52) {
+            GOp o = opOf(GOp::Store);
+            o.src = r.in(0, 3) == 0 ? (r.coin(0.5) ? "rm" : "rn") : r.pick(tiles);
+            return o;
+        }
+        if (k < 56) return fill(r.pick(tiles));
+        if (k < 68) {
+            GOp o = opOf(GOp::Reduce);
+            static const std::vector<std::string> kinds{"sum", "max", "min", "abssum", "absmax"};
+            o.reduceKind = r.pick(kinds);
+            o.src = r.pick(tiles);
+            o.dim = (int)r.in(0, 1);
+            o.dst = o.dim == 1 ? "rm" : "rn";
+            o.clear = r.coin(0.6);
+            return o;
+        }
+        if (k < 72) {
+            GOp o = opOf(GOp::AtomicRegion);
+            o.src = "rm";
+            o.dr = r.in(0, 3);
+            return o;
+        }
+        if (k < 76) {
+            GOp o = opOf(GOp::AtomicElem);
+            o.src = r.pick(tiles);
+            o.dr = r.in(1, 7);
+            return o;
+        }
+        if (k < 82 && depth < 2) {
+            GOp o = opOf(GOp::Serial);
+            o.n = r.in(1, 3);
+            ++serialDepth;
+            for (int64_t i = r.in(1, 3); i > 0; --i) o.kids.push_back(op(depth + 1));
+            --serialDepth;
+            return o;
+        }
+        if (k < 88 && depth < 2) {
+            GOp o = opOf(GOp::IfUniform);
+            o.cond = cond(Ctx::Uniform, 1);
+            for (int64_t i = r.in(1, 2); i > 0; --i) o.kids.push_back(op(depth + 1));
+            if (r.coin(0.4)) o.elseKids.push_back(op(depth + 1));
+            return o;
+        }
+        if (k < 91) {
+            GOp o = opOf(GOp::IfThread);
+            o.n = r.in(1, p.threads - 1);
+            o.alias = r.coin(0.5);
+            for (int64_t i = r.in(1, 2); i > 0; --i) o.kids.push_back(tileOp());
+            return o;
+        }
+        if (k < 96) {
+            GOp o = opOf(GOp::ScalarThread);
+            o.value = value(Ctx::Thread, 2);
+            o.n = r.coin(0.5) ? r.in(1, p.threads) : 0;
+            return o;
+        }
+        GOp o = opOf(GOp::SetVar);
+        o.value = value(Ctx::Uniform, 2);
+        return o;
+    }
+
+    void run() {
+        static const std::vector<int> threads{32, 64, 128, 128, 256};
+        p.threads = r.pick(threads);
+        p.gemm = r.coin(0.3);
+        p.gx = (int)r.in(1, 2), p.gy = (int)r.in(1, 2);
+        if (p.gemm) {
+            static const std::vector<int64_t> g{16, 32, 64};
+            p.bm = r.pick(g), p.bn = r.pick(g);
+            p.bk = r.coin(0.5) ? 16 : 32;
+            p.gk = r.in(p.bk, 80);
+            p.gm = r.in(p.bm, p.gy * p.bm + 6);
+            p.gn = r.in(p.bn, p.gx * p.bn + 6);
+        } else {
+            static const std::vector<int64_t> t{1, 2, 3, 4, 5, 8, 12, 16, 16, 24, 32, 32, 40, 64};
+            do p.bm = r.pick(t), p.bn = r.pick(t); while (p.bm * p.bn > 2048);
+        }
+        p.bmText = p.bm == 16 ? 32 : 16;
+        p.bnText = p.bn == 8 ? 16 : 8;
+        // Tensors at least one tile large (a region provably past a tensor is an error), often not a multiple.
+        auto extent = [&](int64_t blocks, int64_t tile) { return r.in(tile, blocks * tile + 6); };
+        int64_t wide = std::max(p.bm, p.bn);
+        p.ra = extent(p.gy, p.bm), p.ca = extent(p.gx, wide), p.rb = extent(p.gy, p.bm), p.cb = extent(p.gx, wide);
+        p.ry = extent(p.gy, p.bm), p.cy = extent(p.gx, p.bn);
+        p.rn = r.in(wide, p.gx * p.gy * (p.bm + p.bn));
+        p.zn = r.in(p.bm + 3, p.bm + 96);
+        p.wn = r.in(1, p.gx * p.gy * p.threads);
+        if (r.coin(0.25)) {
+            p.dynamic = true;
+            p.rb = p.ry = p.ra;
+        }
+        if (r.coin(0.2)) p.tileType = "float16";
+        if (r.coin(0.2)) p.tileType1 = "float16";
+        for (const char *b : {"s0", "s1", "f0", "f1"}) {
+            GOp o = r.coin(0.7) ? load(b) : fill(b);
+            o.init = true;
+            p.ops.push_back(o);
+        }
+        for (const char *b : {"rm", "rn"}) {
+            GOp o = r.coin(0.5) ? load(b) : fill(b);
+            o.init = true;
+            p.ops.push_back(o);
+        }
+        GOp v = fill("v");
+        v.init = true;
+        p.ops.push_back(v);
+        if (p.gemm) {
+            GOp g = opOf(GOp::Gemm);
+            g.init = true;
+            g.dst = "acc";
+            g.transA = r.coin(0.5), g.transB = r.coin(0.5), g.clearAccum = r.coin(0.2);
+            g.stages = (int)r.in(0, 3);
+            p.ops.push_back(g);
+        }
+        for (int64_t i = r.in(1, 8); i > 0; --i) p.ops.push_back(op(0));
+        GOp st = opOf(GOp::Store);
+        st.src = r.pick(tiles2D());
+        p.ops.push_back(st);
+    }
+};
+
+} // namespace
+
+GProgram generate(uint64_t seed) {
+    Generator g{Rng{std::mt19937_64(seed)}, {}};
+    g.p.seed = seed;
+    g.run();
+    return g.p;
+}
+
+} // namespace tilec::difffuzz

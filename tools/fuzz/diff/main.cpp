@@ -1,0 +1,155 @@
+/// \file
+/// tilec-difffuzz: the differential fuzzer of the whole compiler (docs/TESTING.md would say more; see
+/// tools/fuzz/README.md). Generates seeded random tile programs (Gen.h), runs each through the compiler, the
+/// reference and the simulator (Check.h), shrinks every failure to a minimal .tile file and writes it.
+///
+///   tilec-difffuzz [--seed S] [--count N] [--seconds T] [--out DIR] [-v]   a campaign from seed S
+///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
+///       (agree with the reference, or be rejected where the reference gives it no meaning; a file saying
+///       `# expect: rejected` must be rejected)
+///
+/// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
+#include "Check.h"
+#include "Gen.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace tilec::difffuzz;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> definesOf(const GProgram &p) {
+    return {{"BM", std::to_string(p.bm)}, {"BN", std::to_string(p.bn)}};
+}
+
+Outcome check(const GProgram &p) { return checkProgram(p.print(), definesOf(p), p.seed); }
+
+/// Greedy: the first smaller variant that fails the same way replaces the program, until none does.
+GProgram shrink(GProgram p, const std::string &category, bool verbose) {
+    for (int round = 0; round < 400; ++round) {
+        bool progress = false;
+        for (auto &c : shrinkCandidates(p)) {
+            Outcome o = check(c);
+            if (o.kind == Outcome::Failure && o.category == category) {
+                p = std::move(c);
+                progress = true;
+                break;
+            }
+        }
+        if (!progress) break;
+        if (verbose) std::cerr << "  shrink round " << round << ": " << p.print().size() << " bytes\n";
+    }
+    return p;
+}
+
+std::string readFile(const fs::path &f) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int replay(const std::vector<std::string> &args) {
+    std::vector<fs::path> files;
+    for (auto &a : args) {
+        if (fs::is_directory(a)) {
+            for (auto &e : fs::directory_iterator(a))
+                if (e.path().extension() == ".tile") files.push_back(e.path());
+        } else {
+            files.push_back(a);
+        }
+    }
+    std::sort(files.begin(), files.end());
+    int bad = 0;
+    for (auto &f : files) {
+        std::string text = readFile(f);
+        Outcome o = checkProgram(text, {}, 1);
+        // `# expect: rejected`: a program the compiler cannot honour (a located error) though it has a meaning.
+        bool rejectable = text.find("# expect: rejected") != std::string::npos;
+        bool pass = o.kind == Outcome::Ok || o.kind == Outcome::RejectedAsExpected;
+        if (rejectable) pass = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
+        std::cout << (pass ? "PASS " : "FAIL ") << f.filename().string();
+        if (pass && o.kind != Outcome::Ok) std::cout << " (rejected: " << o.category << ")";
+        if (!pass) std::cout << ": " << o.category << ": " << o.detail;
+        std::cout << "\n";
+        bad += !pass;
+    }
+    std::cout << files.size() - bad << " of " << files.size() << " regression programs pass\n";
+    return bad ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    uint64_t seed = 1, count = UINT64_MAX;
+    double seconds = 0;
+    std::string out = ".";
+    bool verbose = false;
+    std::vector<std::string> replayArgs;
+    bool replaying = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::cerr << "tilec-difffuzz: " << a << " needs a value\n";
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--seed") seed = std::stoull(next());
+        else if (a == "--count") count = std::stoull(next());
+        else if (a == "--seconds") seconds = std::stod(next());
+        else if (a == "--out") out = next();
+        else if (a == "-v") verbose = true;
+        else if (a == "--replay") replaying = true;
+        else if (replaying) replayArgs.push_back(a);
+        else if (a == "--print") {
+            std::cout << generate(std::stoull(next())).print();
+            return 0;
+        } else {
+            std::cerr << "tilec-difffuzz: unknown argument '" << a << "'\n";
+            return 2;
+        }
+    }
+    if (replaying) return replay(replayArgs);
+    if (count == UINT64_MAX && seconds == 0) count = 1000;
+
+    auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    std::map<Outcome::Kind, uint64_t> kinds;
+    std::map<std::string, uint64_t> reasons;
+    uint64_t n = 0;
+    for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
+        GProgram p = generate(s);
+        Outcome o = check(p);
+        ++kinds[o.kind];
+        if (verbose && (n + 1) % 5000 == 0)
+            std::cerr << "progress: " << n + 1 << " programs in " << elapsed() << " s, " << kinds[Outcome::Failure]
+                      << " failed\n";
+        if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + o.category];
+        if (o.kind != Outcome::Failure) continue;
+        std::cerr << "seed " << s << ": " << o.category << ": " << o.detail << "\n";
+        GProgram small = shrink(p, o.category, verbose);
+        small.bmText = small.bm, small.bnText = small.bn; // the file stands alone, without -D
+        Outcome again = checkProgram(small.print(), {}, 1);
+        fs::path f = fs::path(out) / ("difffuzz-" + std::to_string(s) + ".tile");
+        std::ofstream(f) << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
+                         << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
+                         << small.print();
+        std::cerr << "  written " << f.string() << "\n";
+    }
+    double t = elapsed();
+    std::cout << n << " programs from seed " << seed << " in " << t << " s (" << (t > 0 ? n / t : 0) << "/s): "
+              << kinds[Outcome::Ok] << " agree, " << kinds[Outcome::Rejected] << " rejected, "
+              << kinds[Outcome::RejectedAsExpected] << " rejected as expected, " << kinds[Outcome::Skipped]
+              << " skipped, " << kinds[Outcome::Failure] << " failed\n";
+    if (verbose)
+        for (auto &[r, c] : reasons) std::cout << "  " << c << "  " << r << "\n";
+    return kinds[Outcome::Failure] ? 1 : 0;
+}
