@@ -61,7 +61,7 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         c += " *   " + sig.names[k.params.size() + i] + ": T.dynamic size, 1 to 2147483647\n";
     c += " *   grid (";
     for (int d = 0; d < 3; ++d) c += (d ? ", " : "") + print(k.grid[d]);
-    c += "), " + std::to_string(k.threads) + " threads, " + std::to_string(info.sharedBytes) +
+    c += "), " + std::to_string(k.launchedThreads()) + " threads, " + std::to_string(info.sharedBytes) +
          " bytes of dynamic shared memory */\n";
     return c;
 }

@@ -121,8 +121,12 @@ std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<Ker
 std::string runsOn(const KernelInfo &v, const std::string &sm) {
     // sm_XYa code runs on X.Y alone; sm_XY code (its cubin, or its PTX through the driver's JIT) on X.Y and
     // later devices.
+    int portable = 1000; // the oldest target without the `a`: it covers every later device
+    for (auto &t : v.targets)
+        if (!t.archSpecific) portable = std::min(portable, t.sm);
     std::string c;
     for (auto &t : v.targets) {
+        if (t.archSpecific && t.sm >= portable) continue;
         std::string one = sm + (t.archSpecific ? " == " : " >= ") + std::to_string(t.sm);
         if (c.find(one) == std::string::npos) c += (c.empty() ? "" : " || ") + one;
     }

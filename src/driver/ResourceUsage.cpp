@@ -101,7 +101,17 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
         for (auto &e : evaluated.kernels)
             if (e && e->name == k.name) src = e.get();
         os << "kernel '" << k.name << "' (launch function " << k.cName << "):\n";
-        os << "  threads: " << k.threads << " per block\n";
+        os << "  threads: " << k.threads << " per block";
+        if (k.producerThreads)
+            os << " (" << k.threads - k.producerThreads << " consumers, " << k.producerThreads << " producer: warp roles)";
+        os << "\n";
+        if (k.tensorMaps) {
+            os << "  lowered for:";
+            for (auto &t : k.targets) os << " " << t;
+            os << " (TMA tile loads, " << k.tensorMaps << " tensor maps; the launcher runs the next variant "
+                                    "when run-time pointers or strides break TMA's rules)";
+            os << "\n";
+        }
         if (src) os << "  grid: (" << print(src->grid[0]) << ", " << print(src->grid[1]) << ", " << print(src->grid[2]) << ")\n";
 
         // Shared memory as allocated, split into pipeline copies and the rest.

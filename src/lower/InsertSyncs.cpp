@@ -156,7 +156,8 @@ const char *tileStatement(const Stmt &s) {
     if (s->kind == NodeKind::Gemm) return "T.gemm";
     if (s->kind == NodeKind::Copy) return "a tile T.copy";
     if (auto e = as<Evaluate>(s))
-        if (auto c = as<Call>(e->value); c && c->name.rfind("tilec.", 0) == 0) return "a tile transfer";
+        if (auto c = as<Call>(e->value))
+            if (const lib::Info *f = lib::find(c->name); f && f->issuers != lib::Issuers::One) return "a tile transfer";
     return nullptr;
 }
 

@@ -54,8 +54,10 @@ void expectNear(const std::vector<double> &got, const std::vector<double> &want,
 struct Sim {
     LowerRun r;
     const ir::Kernel *k = nullptr;
+    // The simulator models the portable path (cp.async, mma.sync); the Hopper schedule (warp roles, mbarriers,
+    // TMA, wgmma) is not modelled yet, so the programs are lowered for sm_80.
     Sim(const std::string &src, const std::string &kernel) {
-        r.run(src);
+        r.run(src, "t.tile", *Target::parse("sm_80"));
         k = r.kernel(kernel);
     }
     void run(std::map<std::string, std::vector<double> *> tensors, std::map<std::string, double> scalars = {}) {
