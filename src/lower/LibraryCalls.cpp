@@ -34,7 +34,7 @@ const std::vector<Info> &table() {
          kReadsShared, I::All, "sm_80"},
         {Fn::MbarrierInit, "tilec.mbarrier_init", "tilec::mbarrier_init", 0, {}, {"bar", "arrivals"}, kNone, I::One, "sm_90"},
         {Fn::MbarrierInitFence, "tilec.mbarrier_init_fence", "tilec::mbarrier_init_fence", 0, {}, {}, kNone, I::One, "sm_90"},
-        {Fn::MbarrierArrive, "tilec.mbarrier_arrive", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All, "sm_90"},
+        {Fn::MbarrierArrive, "tilec.mbarrier_arrive", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::One, "sm_90"},
         {Fn::MbarrierArriveExpectTx, "tilec.mbarrier_arrive_expect_tx", "tilec::mbarrier_arrive_expect_tx", 0, {},
          {"bar", "bytes"}, kNone, I::One, "sm_90"},
         {Fn::MbarrierWait, "tilec.mbarrier_wait", "tilec::mbarrier_wait", 0, {}, {"bar", "parity"}, kBarrier, I::All, "sm_90"},
@@ -47,6 +47,9 @@ const std::vector<Info> &table() {
         {Fn::WgmmaWait, "tilec.wgmma_wait", "tilec::wgmma_wait", 1, {}, {"pending"}, kNone, I::Warpgroups, "sm_90a"},
         {Fn::FenceProxyAsync, "tilec.fence_proxy_async", "tilec::fence_proxy_async_shared", 0, {}, {}, kNone, I::All,
          "sm_90"},
+        {Fn::WgmmaWaitAcc, "tilec.wgmma_wait_acc", "tilec::wgmma_wait", 2, {}, {"pending", "count", "acc"}, kNone,
+         I::Warpgroups, "sm_90a"},
+        {Fn::WgmmaClear, "tilec.wgmma_clear", "tilec::wgmma_clear", 1, {}, {"count", "acc"}, kNone, I::All, "sm_90a"},
     };
     return t;
 }

@@ -29,7 +29,7 @@ const std::vector<std::string> &passNames() {
     static const std::vector<std::string> names = {
         "parse",           "evaluate",       "check",             "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "placeWgmmaWaits", "lowerParallel",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "lowerParallel",   "placeWgmmaWaits",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
     };
     return names;
@@ -59,8 +59,9 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
-    p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
+    // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
+    p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
     p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);

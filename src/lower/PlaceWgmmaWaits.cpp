@@ -25,6 +25,47 @@ bool isCall(const Stmt &s, lib::Fn f) {
 }
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
 
+/// The stage release at the end of a consumer iteration: an arrive, possibly under a condition (one lane per
+/// warp); null when `s` is none.
+const Call *releaseOf(const Stmt &s, Expr *cond) {
+    if (isCall(s, lib::Fn::MbarrierArrive)) return callOf(s);
+    auto i = as<IfThenElse>(s);
+    if (!i || i->otherwise || !isCall(i->then, lib::Fn::MbarrierArrive)) return nullptr;
+    *cond = i->cond;
+    return callOf(i->then);
+}
+
+/// The accumulator registers a wgmma call writes and their count per thread.
+std::pair<Expr, int64_t> accumulatorOf(const Call &g) {
+    auto c = [&](const char *n) { return *constInt(lib::arg(g, lib::Fn::WgmmaSS, n)); };
+    return {lib::arg(g, lib::Fn::WgmmaSS, "c"), (c("M") / c("wgM") / 64) * (c("N") / c("wgN") / 2)};
+}
+
+/// Whether `s` is a nest of unrolled loops storing zero into every one of the `count` registers of `regs`
+/// (a lowered T.clear of the accumulator).
+bool clearsAll(const Stmt &s, const BufferNode *regs, int64_t count) {
+    int64_t trips = 1;
+    Stmt at = s;
+    auto unwrap = [](Stmt x) {
+        while (auto q = as<Seq>(x)) {
+            if (q->stmts.size() != 1) break;
+            x = q->stmts[0];
+        }
+        return x;
+    };
+    at = unwrap(at);
+    for (auto f = as<For>(at); f; f = as<For>(at = unwrap(f->body))) {
+        auto e = constInt(f->extent);
+        if ((f->forKind != ForKind::Unrolled && f->forKind != ForKind::Vectorized) || !e) return false;
+        trips *= *e;
+    }
+    auto st = as<Store>(at);
+    if (!st || st->buffer.get() != regs || trips != count) return false;
+    if (auto fi = as<FloatImm>(st->value)) return fi->value == 0.0;
+    if (auto ii = as<IntImm>(st->value)) return ii->value == 0;
+    return false;
+}
+
 class Placer : public IRMutator {
   public:
     using IRMutator::visit;
@@ -36,8 +77,15 @@ class Placer : public IRMutator {
             const Stmt &s = op->stmts[i];
             if (auto f = as<For>(s)) {
                 if (Stmt overlapped = overlap(*f)) {
+                    // The accumulators: cleared by the wgmma library (so ptxas keeps the wgmma pipeline whole)
+                    // and pinned at the final wait (so no read of them moves above it).
+                    auto [acc, count] = accumulatorOf(*callOf(as<Seq>(f->body)->stmts[1]));
+                    const Load *regs = addressedLoad(acc);
+                    for (auto &prev : out)
+                        if (regs && clearsAll(prev, regs->buffer.get(), count))
+                            prev = lib::stmt(lib::Fn::WgmmaClear, {i32(count), acc}, prev->loc);
                     out.push_back(overlapped);
-                    out.push_back(wait(0, f->loc));
+                    out.push_back(lib::stmt(lib::Fn::WgmmaWaitAcc, {i32(0), i32(count), acc}, f->loc));
                     changed = true;
                     continue;
                 }
@@ -69,16 +117,19 @@ class Placer : public IRMutator {
         auto q = as<Seq>(f.body);
         if (!q || q->stmts.size() < 3) return nullptr;
         const auto &b = q->stmts;
-        if (!isCall(b.front(), lib::Fn::MbarrierWait) || !isCall(b.back(), lib::Fn::MbarrierArrive)) return nullptr;
+        Expr lane;
+        const Call *release = releaseOf(b.back(), &lane);
+        if (!isCall(b.front(), lib::Fn::MbarrierWait) || !release) return nullptr;
         for (size_t i = 1; i + 1 < b.size(); ++i)
             if (!isCall(b[i], lib::Fn::WgmmaSS)) return nullptr;
         // Release the previous iteration's stage once its wgmmas are done: ko - 1 in the arrive's barrier.
         Expr prevIter = simplify(binary(BinaryOp::Sub, f.var, i32(1)));
-        const Call &arrive = *callOf(b.back());
+        const Call &arrive = *release;
         Expr bar = substitute(lib::arg(arrive, lib::Fn::MbarrierArrive, "bar"), VarMap{{f.var.get(), prevIter}});
         std::vector<Stmt> body(b.begin(), b.end() - 1);
         body.push_back(wait(1, f.loc));
         Expr notFirst = simplify(binary(BinaryOp::GT, f.var, f.min));
+        if (lane) notFirst = binary(BinaryOp::And, notFirst, lane);
         body.push_back(IfThenElse::make(notFirst, lib::stmt(lib::Fn::MbarrierArrive, {simplify(bar)}, b.back()->loc),
                                         nullptr, f.loc));
         return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), f.loc), f.loc);

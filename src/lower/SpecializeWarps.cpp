@@ -274,7 +274,10 @@ class Specializer {
         auto [cs, cphase] = stageOf(loop.var);
         std::vector<Stmt> body{lib::stmt(lib::Fn::MbarrierWait, {barrier(cs), cphase}, loc)};
         for (auto &s : rest) body.push_back(stageBuffers(s, ring, cs));
-        body.push_back(lib::stmt(lib::Fn::MbarrierArrive, {barrier(binary(BinaryOp::Add, i32(S), cs))}, loc));
+        // One arrival per consumer warp (its lane 0, after the warp's work on the stage is done).
+        body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
+                                        lib::stmt(lib::Fn::MbarrierArrive, {barrier(binary(BinaryOp::Add, i32(S), cs))}, loc),
+                                        nullptr, loc));
         std::vector<Stmt> consumer(top.begin(), top.begin() + (long)at);
         consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
@@ -282,7 +285,7 @@ class Specializer {
         std::vector<Stmt> init;
         for (int s = 0; s < S; ++s) {
             init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(s)), i32(1)}, loc));
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C / 32)}, loc));
         }
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
         auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, t_) : std::pair{0, 0};

@@ -34,6 +34,8 @@ enum class Fn {
     WgmmaSS,       ///< a warpgroup GEMM over shared tiles: fence, wgmma.mma_async..., commit
     WgmmaWait,     ///< wgmma.wait_group
     FenceProxyAsync,
+    WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
+    WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
 };
 
 /// What a call does to memory, for barrier placement and the simulator.
