@@ -10,12 +10,6 @@ namespace tilec::codegen {
 
 using namespace ir;
 
-int lowestSm(const CodegenOptions &o) {
-    int sm = 1000;
-    for (auto &t : o.targets) sm = std::min(sm, t.sm);
-    return o.targets.empty() ? 80 : sm;
-}
-
 std::string printRuntimeFunctions(const CodegenOptions &o, bool cxx) {
     std::string err = rt(o, "last_cuda_error_state"), arg = rt(o, "last_error_argument_state");
     std::string tls = cxx ? "thread_local" : "TILEC_THREAD_LOCAL"; // C11 or C++: the binary file defines it
@@ -157,6 +151,29 @@ const char *tensorMapType(DType t) {
     }
 }
 
+/// A tensor map as the launcher sees it: its tensor's parameter and element size, and its dimensions
+/// (innermost first, as C expressions) from which the encoding and TMA's rules take the byte strides.
+struct MapText {
+    size_t param = 0;
+    int64_t elemBytes = 1;
+    std::vector<std::string> dims;
+    /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
+    std::vector<std::string> strides(const std::string &type) const {
+        std::vector<std::string> out;
+        std::string stride = std::to_string(elemBytes);
+        for (size_t j = 0; j + 1 < dims.size(); ++j) out.push_back(stride = "(" + type + ")(" + dims[j] + ") * " + stride);
+        return out;
+    }
+};
+MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
+    MapText t;
+    while (t.param < k.params.size() && !(k.params[t.param].kind == Param::Tensor && k.params[t.param].buffer == m.tensor)) ++t.param;
+    TILEC_ASSERT(t.param < k.params.size(), "a tensor map of a tensor that is no parameter");
+    t.elemBytes = m.tensor->dtype.bytes();
+    for (size_t j = m.tensor->shape.size(); j-- > 0;) t.dims.push_back(hp.print(m.tensor->shape[j]));
+    return t;
+}
+
 /// The arguments of one variant's launch: their declarations and the `args` array.
 std::string launchArguments(const KernelInfo &v, const Signature &sig, bool cxx, const std::string &in) {
     const Kernel &k = *v.kernel;
@@ -195,20 +212,15 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         const Kernel &k = *v.kernel;
         std::string when = runsOn(v, "sm");
         // TMA's rules for the run-time arguments: a 16-byte aligned base and strides of multiples of 16 bytes.
+        std::vector<MapText> maps;
         std::vector<std::string> tmaRules;
+        auto rule = [&](const std::string &r) {
+            if (std::find(tmaRules.begin(), tmaRules.end(), r) == tmaRules.end()) tmaRules.push_back(r);
+        };
         for (auto &m : k.tensorMaps) {
-            size_t p = 0;
-            while (p < k.params.size() && !(k.params[p].kind == Param::Tensor && k.params[p].buffer == m.tensor)) ++p;
-            TILEC_ASSERT(p < k.params.size(), "a tensor map of a tensor that is no parameter");
-            std::string rule = "(uintptr_t)" + sig.names[p] + " % 16 == 0";
-            if (std::find(tmaRules.begin(), tmaRules.end(), rule) == tmaRules.end()) tmaRules.push_back(rule);
-            int64_t eb = m.tensor->dtype.bytes();
-            std::string stride = std::to_string(eb);
-            for (size_t d = m.tensor->shape.size(); d-- > 1;) {
-                stride = "(int64_t)(" + hp.print(m.tensor->shape[d]) + ") * " + stride;
-                rule = "(" + stride + ") % 16 == 0";
-                if (std::find(tmaRules.begin(), tmaRules.end(), rule) == tmaRules.end()) tmaRules.push_back(rule);
-            }
+            maps.push_back(mapText(k, m, hp));
+            rule("(uintptr_t)" + sig.names[maps.back().param] + " % 16 == 0");
+            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ") % 16 == 0");
         }
         for (auto &r : tmaRules) when = "(" + when + ") && " + r;
         std::string targets;
@@ -229,19 +241,15 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         s += printAlignmentChecks(v, sig, in);
         for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
             const TensorMap &m = k.tensorMaps[mi];
-            size_t p = 0;
-            while (k.params[p].buffer != m.tensor) ++p;
-            const size_t nd = m.tensor->shape.size();
+            const MapText &t = maps[mi];
+            const size_t p = t.param, nd = m.tensor->shape.size();
             std::string mn = "m" + std::to_string(mi), dims, strides, box;
-            std::string stride = std::to_string(m.tensor->dtype.bytes());
             for (size_t j = 0; j < nd; ++j) {
-                dims += (j ? ", " : "") + std::string("(cuuint64_t)(") + hp.print(m.tensor->shape[nd - 1 - j]) + ")";
+                dims += (j ? ", " : "") + std::string("(cuuint64_t)(") + t.dims[j] + ")";
                 box += (j ? ", " : "") + std::to_string(m.box[j]);
-                if (j + 1 < nd) {
-                    stride = "(cuuint64_t)(" + hp.print(m.tensor->shape[nd - 1 - j]) + ") * " + stride;
-                    strides += (j ? ", " : "") + stride;
-                }
             }
+            auto st = t.strides("cuuint64_t");
+            for (size_t j = 0; j < st.size(); ++j) strides += (j ? ", " : "") + st[j];
             s += in + "CUtensorMap " + mn + ";\n";
             s += in + "{\n";
             s += in + "    const cuuint64_t dims[] = {" + dims + "};\n";

@@ -50,7 +50,5 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
 /// driver's entry point found through the runtime; C: the driver API it links).
 std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx);
 
-/// The lowest compute capability of the targets (80 for sm_80), the first the kernels run on.
-int lowestSm(const CodegenOptions &o);
 
 } // namespace tilec::codegen
