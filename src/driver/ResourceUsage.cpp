@@ -67,8 +67,16 @@ std::pair<int64_t, std::string> blocksPerSm(const Target &t, int threads, int re
 std::string entryBody(const std::string &ptx, const std::string &name) {
     auto at = ptx.find(".entry " + name + "(");
     if (at == std::string::npos) return "";
-    auto end = ptx.find("\n}\n", at);
-    return ptx.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    // The body ends at the brace that closes its first one: inline assembly opens scopes of its own ("{ .reg
+    // .pred p; ... }"), so the first line holding only "}" need not be the end.
+    auto open = ptx.find('{', at);
+    if (open == std::string::npos) return ptx.substr(at);
+    int depth = 0;
+    for (size_t i = open; i < ptx.size(); ++i) {
+        if (ptx[i] == '{') ++depth;
+        else if (ptx[i] == '}' && --depth == 0) return ptx.substr(at, i + 1 - at);
+    }
+    return ptx.substr(at);
 }
 
 std::string instructions(const std::string &body) {
