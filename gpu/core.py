@@ -138,7 +138,7 @@ class Context:
                     pass
                 elif p.const and is_out:
                     raise Fail("%s: output '%s' is declared const" % (name, p.name))
-                if not p.const and not is_out:
+                elif not p.const and not is_out:
                     raise Fail("%s: '%s' is only read but not declared const (CONTRACT.md)" % (name, p.name))
                 dt = str(a.dtype).replace("torch.", "")
                 want = _ctype_of_torch(dt)

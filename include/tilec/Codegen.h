@@ -40,6 +40,8 @@ struct KernelLayout {
     int64_t sharedBytes = 0; ///< dynamic shared memory per block
     std::vector<std::string> targets; ///< the targets this variant of the kernel was lowered for
     int producerThreads = 0; ///< warp specialization: the producer role's threads (in `threads`)
+    bool persistent = false; ///< blocks walk the grid's tiles: at most SMs x minBlocksPerSM blocks run
+    int minBlocksPerSM = 0;
     int tensorMaps = 0;      ///< TMA tensor maps the launcher encodes
     std::vector<SharedBufferLayout> shared;
 };

@@ -161,7 +161,10 @@ struct Seq : StmtNode {
     static Stmt make(std::vector<Stmt> stmts, SourceRange loc = {});
 };
 
-enum class ForKind { Serial, Parallel, Pipelined, Unrolled, Vectorized };
+/// Persistent (warp roles only): the block walks the output tiles it owns, var = 0, 1, ... counting them;
+/// tile blockIdx.x + var * gridDim.x of the T.Kernel grid, while below `extent` (the grid's tile count), binds
+/// the kernel's blockIdx variables (rasterized as T.use_swizzle says) for the body.
+enum class ForKind { Serial, Parallel, Pipelined, Unrolled, Vectorized, Persistent };
 const char *toString(ForKind k); ///< "serial", "parallel", ...
 
 struct For : StmtNode {
@@ -335,6 +338,10 @@ struct Kernel {
     int threads = 128;               ///< the user's threads (the consumers when warp roles are added)
     int producerThreads = 0;         ///< threads added for a producer role (WarpRoles); launched: the sum
     int launchedThreads() const { return threads + producerThreads; }
+    int minBlocksPerSM = 0;          ///< warp roles: the launch bound's blocks per SM (setmaxnreg's budget); 0: none
+    /// Persistent tile loops (ForKind::Persistent): the launcher starts min(tiles, SMs * minBlocksPerSM)
+    /// blocks on a 1-D grid and the blockIdx variables are bound inside those loops only.
+    bool persistent = false;
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
     /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering; names as -arch

@@ -15,10 +15,15 @@ struct Target {
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
     int registersPerThread = 255;
     int registersPerSM = 65536;
+    /// Per SM (CUDA C Programming Guide, "Compute Capabilities"): resident threads and blocks, and the shared
+    /// memory blocks can share (each block also takes 1 KiB the system reserves).
+    int threadsPerSM = 2048, blocksPerSM = 32;
+    int sharedPerSM = 228 * 1024;
     /// Lowering switches (command line, or the cp.async variant lowered beside a TMA one): TMA tile loads
     /// and warp specialization where the target has them.
     bool tma = true;
     bool warpSpecialize = true;
+    bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
     bool hasTma() const { return sm >= 90 && tma; }
     bool hasWgmma() const { return sm == 90 && archSpecific; }
     /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers: the SM count of the

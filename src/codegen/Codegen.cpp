@@ -62,7 +62,11 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
     c += " *   grid (";
     for (int d = 0; d < 3; ++d) c += (d ? ", " : "") + print(k.grid[d]);
     c += "), " + std::to_string(k.launchedThreads()) + " threads, " + std::to_string(info.sharedBytes) +
-         " bytes of dynamic shared memory */\n";
+         " bytes of dynamic shared memory";
+    if (k.persistent)
+        c += ";\n *   the grid's tiles walked by at most " + std::to_string(std::max(1, k.minBlocksPerSM)) +
+             " persistent block" + (k.minBlocksPerSM > 1 ? "s" : "") + " per SM";
+    c += " */\n";
     return c;
 }
 
@@ -212,6 +216,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         KernelLayout l{info.kernel->name, info.cName, info.symbol, info.kernel->launchedThreads(), info.sharedBytes, {}};
         for (auto &t : info.targets) l.targets.push_back(t.name);
         l.producerThreads = info.kernel->producerThreads;
+        l.persistent = info.kernel->persistent;
+        l.minBlocksPerSM = info.kernel->minBlocksPerSM;
         l.tensorMaps = (int)info.kernel->tensorMaps.size();
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();

@@ -244,6 +244,17 @@ __attribute__((unused)) static tilec_status tilec_device_sm(int *sm) {
     return TILEC_SUCCESS;
 }
 
+/* The current context's device's SM count (persistent kernels start as many blocks as fit it at once). */
+__attribute__((unused)) static tilec_status tilec_device_sms(int *sms) {
+    CUcontext ctx;
+    CUdevice dev;
+    unsigned long long key;
+    CUresult r = tilec_context(&ctx, &key);
+    if (r == CUDA_SUCCESS) r = cuCtxGetDevice(&dev);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);
+}
+
 static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
                              cudaStream_t stream, void **args) {
 #if CUDA_VERSION >= 12000

@@ -66,7 +66,7 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
 NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
-    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn"}) names.reserve(r);
+    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks"}) names.reserve(r);
     return names;
 }
 
@@ -82,11 +82,17 @@ std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, c
 std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx, bool checkAlignment) {
     const Kernel &k = *info.kernel;
     std::string s = cLinkage(cxx) + sig.text + " {\n";
-    // Arguments, in parameter order: null pointers, then alignment, then sizes.
-    for (size_t i = 0; i < k.params.size(); ++i)
-        if (k.params[i].kind == Param::Tensor)
-            s += "    if (" + sig.names[i] + " == NULL) return tilec_argument_error(TILEC_ERROR_NULL_POINTER, " +
-                 std::to_string(i) + ");\n";
+    // Arguments, in parameter order: null pointers, then alignment, then sizes. A tensor of no elements (a
+    // T.dynamic size of 0) may be null, as PyTorch's empty tensors are.
+    ExprPrinter np(names, true);
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        if (k.params[i].kind != Param::Tensor) continue;
+        std::string empty;
+        for (auto &d : k.params[i].buffer->shape)
+            if (!constInt(d)) empty += std::string(empty.empty() ? "" : " || ") + "(" + np.print(d) + ") == 0";
+        s += "    if (" + sig.names[i] + " == NULL" + (empty.empty() ? "" : " && !(" + empty + ")") +
+             ") return tilec_argument_error(TILEC_ERROR_NULL_POINTER, " + std::to_string(i) + ");\n";
+    }
     if (checkAlignment) s += printAlignmentChecks(info, sig, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[k.params.size() + i];
@@ -223,6 +229,8 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ") % 16 == 0");
         }
         for (auto &r : tmaRules) when = "(" + when + ") && " + r;
+        // A persistent kernel counts its tiles in int.
+        if (k.persistent) when = "(" + when + ") && grid_x * grid_y * grid_z <= 2147483647";
         std::string targets;
         for (auto &t : v.targets) targets += (targets.empty() ? "" : ", ") + t.name;
         s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") + " */\n";
@@ -262,12 +270,23 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         }
         s += launchArguments(v, sig, cxx, in);
         std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
+        std::string grid = "grid_x, grid_y, grid_z";
+        if (k.persistent) {
+            // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle.
+            std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
+            s += in + "int sms = 0;\n";
+            s += in + "status = tilec_device_sms(&sms);\n";
+            s += in + "if (status != TILEC_SUCCESS) return status;\n";
+            s += in + "const int64_t blocks = grid_x * grid_y * grid_z < " + resident + " ? grid_x * grid_y * grid_z : " + resident + ";\n";
+            grid = "blocks, 1, 1";
+        }
         if (cxx) {
+            std::string dims = k.persistent ? "dim3((unsigned)blocks)" : "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z)";
             s += in + "cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + v.symbol +
-                 "), dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + threads + "), args, " + shared + ", stream);\n";
+                 "), " + dims + ", dim3(" + threads + "), args, " + shared + ", stream);\n";
             s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
         } else {
-            s += in + "CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + threads + ", " + shared + ", stream, args);\n";
+            s += in + "CUresult r = tilec_launch(fn, " + grid + ", " + threads + ", " + shared + ", stream, args);\n";
             s += in + "return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n";
         }
         s += "        }\n";
@@ -364,6 +383,14 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
     if (e != cudaSuccess) return tilec_cuda_failure(e);
     *sm = major * 10 + minor;
     return TILEC_SUCCESS;
+}
+
+/* The current device's SM count (persistent kernels start as many blocks as fit it at once). */
+[[maybe_unused]] static tilec_status tilec_device_sms(int *sms) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);
 }
 
 )tl";

@@ -142,9 +142,10 @@ class KernelPrinter {
         if (mapped_ >= 0) ++mapped_;
     }
     void signature() {
-        // Warp roles: one block per SM, so that ptxas gives the kernel the register cap setmaxnreg redistributes
-        // (without the 1 it ignores setmaxnreg: warning C7508).
-        std::string bounds = std::to_string(k_.launchedThreads()) + (k_.producerThreads ? ", 1" : "");
+        // Warp roles: the blocks per SM the register split was planned for, so that ptxas gives the kernel the
+        // register cap setmaxnreg redistributes (without it ptxas ignores setmaxnreg: warning C7508).
+        std::string bounds = std::to_string(k_.launchedThreads());
+        if (k_.minBlocksPerSM) bounds += ", " + std::to_string(k_.minBlocksPerSM);
         std::string sig = "static __global__ void __launch_bounds__(" + bounds + ") " + info_.symbol + "(";
         std::vector<std::string> params;
         for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -173,21 +174,8 @@ class KernelPrinter {
         }
         if (k_.threadIdx && passes::mentions(k_.body, k_.threadIdx.get()))
             line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
-        static const char *axis[] = {"x", "y", "z"};
-        std::string block[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-        if (k_.swizzlePanel > 0 && k_.gridDims >= 2) {
-            // T.use_swizzle: consecutive blocks walk down a column of `panel` block rows before moving right,
-            // so the tiles they read stay in L2 (stdlib/tilec/raster.cuh).
-            const SourceRange &sw = k_.swizzleLoc.valid() ? k_.swizzleLoc : at;
-            line(1, "int tilec_tile_x, tilec_tile_y;", sw);
-            line(1, "tilec::rasterize(" + std::to_string(k_.swizzlePanel) +
-                        ", blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, tilec_tile_x, tilec_tile_y);", sw);
-            block[0] = "tilec_tile_x";
-            block[1] = "tilec_tile_y";
-        }
-        for (int d = 0; d < 3; ++d)
-            if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
-                line(1, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
+        // A persistent kernel binds the blockIdx variables in its tile loops (tileLoop).
+        if (!k_.persistent) blockBindings(1, "blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", at);
         for (auto &b : k_.allocs) {
             if (!b) continue;
             std::string t = deviceType(b->dtype);
@@ -203,6 +191,39 @@ class KernelPrinter {
                 TILEC_ASSERT(false, "buffer '" + b->name + "' of scope " + toString(b->scope) + " reached code generation");
             }
         }
+    }
+
+    /// `const int bx = ...;` for each blockIdx variable the body mentions, from the block coordinates x, y, z
+    /// of a grid gx wide and gy high, rasterized first where T.use_swizzle asks: consecutive blocks walk down a
+    /// column of `panel` block rows before moving right, so the tiles they read stay in L2
+    /// (stdlib/tilec/raster.cuh).
+    void blockBindings(int level, const std::string &x, const std::string &y, const std::string &z, const std::string &gx,
+                       const std::string &gy, const SourceRange &at) {
+        std::string block[3] = {x, y, z};
+        if (k_.swizzlePanel > 0 && k_.gridDims >= 2) {
+            const SourceRange &sw = k_.swizzleLoc.valid() ? k_.swizzleLoc : at;
+            line(level, "int tilec_tile_x, tilec_tile_y;", sw);
+            line(level, "tilec::rasterize(" + std::to_string(k_.swizzlePanel) + ", " + x + ", " + y + ", " + gx + ", " + gy +
+                            ", tilec_tile_x, tilec_tile_y);", sw);
+            block[0] = "tilec_tile_x";
+            block[1] = "tilec_tile_y";
+        }
+        for (int d = 0; d < 3; ++d)
+            if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
+                line(level, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
+    }
+
+    /// A persistent tile loop: the block's tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the T.Kernel grid,
+    /// counted by the loop's variable, each bound to the blockIdx variables as a block of its own would be.
+    void tileLoop(const For &f, int level) {
+        std::string v = name(f.var), tiles = ep_.print(f.extent);
+        std::string gx = "(" + ep_.print(k_.grid[0]) + ")", gy = "(" + ep_.print(k_.grid[1]) + ")";
+        line(level, "for (int " + v + " = 0, tilec_tile = blockIdx.x; tilec_tile < " + tiles + "; ++" + v +
+                        ", tilec_tile += gridDim.x) {", f.loc);
+        std::string x = "tilec_tile % " + gx, y = "tilec_tile / " + gx + " % " + gy, z = "tilec_tile / (" + gx + " * " + gy + ")";
+        blockBindings(level + 1, x, y, z, gx, gy, f.loc);
+        stmt(f.body, level + 1);
+        line(level, "}");
     }
 
     void stmt(const Stmt &s, int level) {
@@ -261,6 +282,7 @@ class KernelPrinter {
     }
 
     void loop(const For &f, int level) {
+        if (f.forKind == ForKind::Persistent) return tileLoop(f, level);
         if (auto t = matchTransfer(f)) return transfer(*t, level, f.loc);
         auto saved = ep_.ranges;
         passes::addLoopRange(ep_.ranges, f);

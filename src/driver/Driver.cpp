@@ -165,6 +165,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
     for (Target t : targets_) {
         t.tma = !opts_.noTma;
         t.warpSpecialize = !opts_.noWarpSpecialize;
+        t.persistent = !opts_.noPersistent;
         lowerings.push_back(lower(program, t, ctx));
         if (diag_.hasErrors()) return {};
         bool tma = false;

@@ -20,20 +20,6 @@ using namespace ir;
 
 namespace {
 
-/// Per-SM limits of a compute capability (CUDA C Programming Guide, "Compute Capabilities").
-struct SmLimits {
-    int threads, blocks;
-    int64_t shared; ///< shared memory per SM available to blocks, bytes
-};
-SmLimits limitsOf(const Target &t) {
-    switch (t.sm) {
-    case 86: return {1536, 16, 100 * 1024};
-    case 89: return {1536, 24, 100 * 1024};
-    case 80: return {2048, 32, 164 * 1024};
-    default: return {2048, 32, 228 * 1024}; // sm_90, sm_90a
-    }
-}
-
 std::string kib(int64_t bytes) {
     char b[32];
     if (bytes % 1024 == 0) std::snprintf(b, sizeof b, "%lld KiB", (long long)(bytes / 1024));
@@ -47,18 +33,17 @@ bool sameLoc(const SourceRange &a, const SourceRange &b) {
 
 /// Blocks of `threads` threads using `regs` registers each and `shared` bytes fit on one SM, and what limits them.
 std::pair<int64_t, std::string> blocksPerSm(const Target &t, int threads, int regs, int64_t shared) {
-    SmLimits l = limitsOf(t);
     int64_t warps = (std::max(threads, 1) + 31) / 32;
     std::vector<std::pair<int64_t, std::string>> by;
-    by.push_back({l.blocks, "blocks"});
-    by.push_back({l.threads / (warps * 32), "threads"});
+    by.push_back({t.blocksPerSM, "blocks"});
+    by.push_back({t.threadsPerSM / (warps * 32), "threads"});
     if (regs > 0) {
         // Registers are given to warps in units of 256 (8 per thread).
         int64_t perWarp = (regs * 32 + 255) / 256 * 256;
         by.push_back({(t.registersPerSM / perWarp) / warps, "registers"});
     }
     // Each block also takes 1 KiB the system reserves.
-    by.push_back({l.shared / (shared + 1024), "shared memory"});
+    by.push_back({t.sharedPerSM / (shared + 1024), "shared memory"});
     auto m = *std::min_element(by.begin(), by.end(), [](auto &a, auto &b) { return a.first < b.first; });
     return {std::max<int64_t>(0, m.first), m.second};
 }
@@ -120,7 +105,10 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
                                     "when run-time pointers or strides break TMA's rules)";
             os << "\n";
         }
-        if (src) os << "  grid: (" << print(src->grid[0]) << ", " << print(src->grid[1]) << ", " << print(src->grid[2]) << ")\n";
+        if (src) os << "  grid: (" << print(src->grid[0]) << ", " << print(src->grid[1]) << ", " << print(src->grid[2]) << ")";
+        if (src && k.persistent)
+            os << " tiles; persistent: min(tiles, SMs x " << std::max(1, k.minBlocksPerSM) << ") blocks walk them";
+        if (src) os << "\n";
 
         // Shared memory as allocated, split into pipeline copies and the rest.
         struct Piece {

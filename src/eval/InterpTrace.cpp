@@ -48,6 +48,7 @@ const char *loopName(ir::ForKind k) {
     case ir::ForKind::Pipelined: return "T.Pipelined";
     case ir::ForKind::Unrolled: return "T.unroll";
     case ir::ForKind::Vectorized: return "T.vectorized";
+    case ir::ForKind::Persistent: return "T.Persistent";
     }
     return "loop";
 }

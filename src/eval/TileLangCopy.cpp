@@ -174,7 +174,9 @@ ir::Region resolveRegion(Interp &in, const Operand &op, const std::vector<ir::Ex
             bad = d;
         r.ranges.push_back({op.mins[d], ext});
     }
-    if (!bad)
+    // A tile of the tensor's rank has one placement: where it passes the end of a global tensor (a 64-row
+    // tile of a 16-row matrix) it is a partial tile, which the lowering bounds like any ragged edge.
+    if (!bad || (m >= n && op.buffer->scope == ir::Scope::Global))
         return r;
 
     std::vector<ir::Expr> nonUnit;

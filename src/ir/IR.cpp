@@ -171,6 +171,7 @@ const char *toString(ForKind k) {
     case ForKind::Pipelined: return "pipelined";
     case ForKind::Unrolled: return "unrolled";
     case ForKind::Vectorized: return "vectorized";
+    case ForKind::Persistent: return "persistent";
     }
     return "?";
 }

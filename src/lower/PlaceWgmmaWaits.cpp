@@ -86,6 +86,7 @@ class Placer : public IRMutator {
                             prev = lib::stmt(lib::Fn::WgmmaClear, {i32(count), acc}, prev->loc);
                     out.push_back(overlapped);
                     out.push_back(lib::stmt(lib::Fn::WgmmaWaitAcc, {i32(0), i32(count), acc}, f->loc));
+                    out.push_back(lastRelease_);
                     changed = true;
                     continue;
                 }
@@ -111,6 +112,8 @@ class Placer : public IRMutator {
     }
 
   private:
+    Stmt lastRelease_; ///< set by overlap(): the release of the loop's last stage
+
     /// The consumer loop of specializeWarps with nothing but wgmmas between its barriers, rewritten to keep
     /// one k-block in flight; null when `f` is not one.
     Stmt overlap(const For &f) {
@@ -132,6 +135,14 @@ class Placer : public IRMutator {
         if (lane) notFirst = binary(BinaryOp::And, notFirst, lane);
         body.push_back(IfThenElse::make(notFirst, lib::stmt(lib::Fn::MbarrierArrive, {simplify(bar)}, b.back()->loc),
                                         nullptr, f.loc));
+        // The last iteration's stage, after the final wait: the producer can refill it while the consumers
+        // run their epilogue (and must, when the block walks on to another output tile).
+        Expr last = simplify(binary(BinaryOp::Sub, binary(BinaryOp::Add, f.min, f.extent), i32(1)));
+        Expr lastBar = substitute(lib::arg(arrive, lib::Fn::MbarrierArrive, "bar"), VarMap{{f.var.get(), last}});
+        Expr any = simplify(binary(BinaryOp::GT, f.extent, i32(0)));
+        if (lane) any = binary(BinaryOp::And, any, lane);
+        lastRelease_ = IfThenElse::make(simplify(any), lib::stmt(lib::Fn::MbarrierArrive, {simplify(lastBar)}, b.back()->loc),
+                                        nullptr, f.loc);
         return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), f.loc), f.loc);
     }
 };

@@ -153,14 +153,45 @@ struct MarkWgmma : IRMutator {
     }
 };
 
-/// Registers per thread for each role after setmaxnreg: the producer gives up all but a few, the consumers
-/// take what the block's allocation at entry (the launch bound's share of the register file) leaves.
-std::pair<int, int> roleRegisters(int consumers, int producers, const Target &t) {
+/// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: the producer gives up all
+/// but a few, the consumers take what each block's allocation at entry (the launch bound's share of the
+/// register file) leaves.
+std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t) {
     auto down8 = [](int64_t r) { return (int)(r / 8 * 8); };
-    int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / (consumers + producers)));
-    int producer = consumers >= 384 ? 24 : 40;
+    int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / blocks / (consumers + producers)));
+    int producer = consumers >= 384 || blocks > 1 ? 24 : 40;
     int consumer = down8(std::min<int64_t>(240, ((int64_t)entry * (consumers + producers) - (int64_t)producer * producers) / consumers));
     return {producer, consumer};
+}
+
+/// Blocks per SM to plan the warp roles for: two where two blocks' shared memory fits an SM and the consumers'
+/// share of the registers at two blocks still holds their fragments with room for addresses and the epilogue
+/// (the seed's 128x128 tile over one consumer warpgroup: one block's epilogue and barrier waits then overlap
+/// the other block's wgmma), else one. The room is 64 registers: at 40 (the 128x128 tile over two consumer
+/// warpgroups, 64 accumulators in 104 registers) ptxas gives up on the wgmma (C7602, insufficient registers).
+int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t) {
+    int64_t shared = 1024, fragmentBytes = 0;
+    for (auto &b : k.allocs) {
+        if (!b) continue;
+        int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+        if (b->scope == Scope::Shared) shared += (bytes + 1023) / 1024 * 1024;
+        if (b->scope == Scope::Fragment) fragmentBytes += bytes;
+    }
+    const int64_t words = fragmentBytes / 4 / consumers;
+    const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
+    const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
+    return sharedFits && threadsFit && roleRegisters(consumers, producers, 2, t).second >= words + 64 ? 2 : 1;
+}
+
+/// Whether the consumers' code (the kernel's statements and the pipelined loop's rest, ring buffers aside)
+/// touches no shared memory: then one output tile's consumers cannot race the next tile's over it, and the
+/// roles may walk several tiles without a barrier between them.
+bool consumersUseNoSharedMemory(const std::vector<Stmt> &top, size_t at,
+                                const std::map<const BufferNode *, const TmaTile *> &ring) {
+    for (size_t i = 0; i < top.size(); ++i)
+        for (auto *b : mentionedBuffers(top[i], nullptr))
+            if (b->scope == Scope::Shared && !(i == at && ring.count(b))) return false;
+    return true;
 }
 
 class Specializer {
@@ -245,8 +276,15 @@ class Specializer {
         auto barrier = [&](const Expr &index) { return addressOf(mbar, {simplify(index)}); };
 
         Var tx = k_.threadIdx;
-        auto stageOf = [&](const Var &ko) {
+        // Persistent: each role walks the block's output tiles; the ring's position runs on across them.
+        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer);
+        Expr tileCount = persistent ? simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]))
+                                : Expr();
+        Var producerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
+        Var consumerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
+        auto stageOf = [&](const Var &ko, const Var &tile) {
             Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop.min));
+            if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop.extent), k0));
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
         };
@@ -255,7 +293,7 @@ class Specializer {
 
         // Producer: one thread walks the loop, filling a stage once its consumers have released it.
         Var pk = makeVar(loop.var->name, loop.var->dtype, loop.var->loc);
-        auto [ps, pphase] = stageOf(pk);
+        auto [ps, pphase] = stageOf(pk, producerTile);
         std::vector<Stmt> issue{
             lib::stmt(lib::Fn::MbarrierWait, {barrier(binary(BinaryOp::Add, i32(S), ps)), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc),
             lib::stmt(lib::Fn::MbarrierArriveExpectTx, {barrier(ps), i32(bytes)}, loc)};
@@ -268,10 +306,11 @@ class Specializer {
             issue.push_back(lib::stmt(lib::Fn::TmaLoadTile, std::move(args), t.copy->loc));
         }
         Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
+        if (persistent) producerLoop = For::make(producerTile, i32(0), tileCount, ForKind::Persistent, 0, producerLoop, loc);
         Stmt producer = IfThenElse::make(binary(BinaryOp::EQ, tx, i32(C)), producerLoop, nullptr, loc);
 
         // Consumers: the kernel's own code, each iteration bracketed by the stage's barriers.
-        auto [cs, cphase] = stageOf(loop.var);
+        auto [cs, cphase] = stageOf(loop.var, consumerTile);
         std::vector<Stmt> body{lib::stmt(lib::Fn::MbarrierWait, {barrier(cs), cphase}, loc)};
         for (auto &s : rest) body.push_back(stageBuffers(s, ring, cs));
         // One arrival per consumer warp (its lane 0, after the warp's work on the stage is done).
@@ -281,6 +320,8 @@ class Specializer {
         std::vector<Stmt> consumer(top.begin(), top.begin() + (long)at);
         consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
+        Stmt consumerBody = Seq::make(std::move(consumer), loc);
+        if (persistent) consumerBody = For::make(consumerTile, i32(0), tileCount, ForKind::Persistent, 0, consumerBody, loc);
 
         std::vector<Stmt> init;
         for (int s = 0; s < S; ++s) {
@@ -288,12 +329,15 @@ class Specializer {
             init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C / 32)}, loc));
         }
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
-        auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, t_) : std::pair{0, 0};
+        const int blocks = plannedBlocks(*nk, C, P, t_);
+        auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, blocks, t_) : std::pair{0, 0};
         nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc),
                               lib::stmt(lib::Fn::Sync, {}, loc),
-                              WarpRoles::make(C, P, pr, cr, producer, Seq::make(std::move(consumer), loc), loc)},
+                              WarpRoles::make(C, P, pr, cr, producer, consumerBody, loc)},
                              k_.body->loc);
         nk->producerThreads = P;
+        nk->minBlocksPerSM = blocks;
+        nk->persistent = persistent;
         nk->needsTma = true;
         return nk;
     }

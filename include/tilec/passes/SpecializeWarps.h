@@ -24,7 +24,9 @@ namespace tilec::passes {
 ///   `empty` mbarrier and announcing the bytes on its `full` mbarrier (expect_tx covers every tile of the
 ///   stage); the consumers run the rest of the kernel, each iteration waiting on `full[stage]` and arriving
 ///   on `empty[stage]` at its end (phase parity = pass over the ring & 1); setmaxnreg moves registers from
-///   the producer to the consumers; thread 0 initializes the 2 * num_stages mbarriers before a block barrier.
+///   the producer to the consumers, planned for two blocks per SM where two blocks' shared memory fits and
+///   the consumers' fragments still fit their registers (Kernel::minBlocksPerSM, the launch bound), else
+///   one; thread 0 initializes the 2 * num_stages mbarriers before a block barrier.
 ir::Program specializeWarps(const ir::Program &p, const Target &t);
 
 } // namespace tilec::passes
