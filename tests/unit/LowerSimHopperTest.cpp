@@ -135,6 +135,7 @@ void hopperCase(const GemmCase &g) {
 
 TEST(SimHopper, SeedGemmConfiguration) { hopperCase({130, 136, 320, 128, 128, 64, 3, 128}); }
 TEST(SimHopper, TwoStagesOddShape) { hopperCase({100, 72, 200, 64, 64, 64, 2, 128}); }
+TEST(SimHopper, OneStageReleasesItsOwnStage) { hopperCase({100, 72, 200, 64, 64, 64, 1, 128}); }
 TEST(SimHopper, FourStagesMoreThanIterations) { hopperCase({64, 64, 192, 64, 64, 64, 4, 128}); }
 TEST(SimHopper, TwoConsumerWarpgroups) { hopperCase({200, 72, 136, 128, 64, 64, 3, 256}); }
 TEST(SimHopper, BFloat16) { hopperCase({72, 100, 160, 64, 64, 64, 2, 128, "bfloat16"}); }
