@@ -7,6 +7,10 @@
 /// try_wait.parity P succeeds once the phase of parity P has completed, i.e. while the current phase's parity
 /// differs from P (a fresh barrier satisfies parity 1 at once).
 ///
+/// Alignment: a TMA destination on 128 bytes; a wgmma operand on the period of its swizzle pattern (8 rows of
+/// the span: 1024, 512, 256 bytes), which its descriptor's base offset of 0 assumes (sm90_tma.cuh asks for
+/// 1024 throughout; a ring's later stages of a 64B- or 32B-swizzled tile start on their own period only).
+///
 /// TMA: tma_load_tile issues the library's boxes (one per 16-byte-chunked panel and 256 rows); each lands at
 /// a point the scheduler picks, copying the tensor map's box from the global tensor (zero outside the
 /// tensor), at addresses swizzled on their absolute bits by the map's swizzle mode, and completes the box's
@@ -72,7 +76,7 @@ inline void Simulator::land(TmaLoad &l) {
     const int W = l.swizzle / eb, boxRows = std::min(l.rows, 256);
     if (W <= 0 || l.cols % W || l.rows % boxRows) throw SimError("a TMA tile that is not whole panels and boxes");
     const int64_t base = sharedByte(l.dst, l.dstIndex), bufBase = sharedByte(l.dst, 0);
-    if (base % 1024 || k_.shared.alignment < 1024) throw SimError("a TMA tile in " + l.dst->name + " not 1024-byte aligned");
+    if (base % 128 || k_.shared.alignment < 128) throw SimError("a TMA tile in " + l.dst->name + " not 128-byte aligned");
     auto &from = *tensors_.at(map.tensor->name);
     auto &to = shared_.at(l.dst);
     int64_t boxElems = 1;
@@ -130,7 +134,10 @@ inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &ma
     g->count = Mw / 64 * Nw / 2;
     for (auto *op : {g->a, g->b})
         if (op->scope != ir::Scope::Shared) throw SimError("a wgmma_ss operand outside shared memory");
-    if (sharedByte(g->a, g->a0) % 1024 || sharedByte(g->b, g->b0) % 1024) throw SimError("a wgmma operand not 1024-byte aligned");
+    // The descriptors' base offset is 0: each operand starts on a period of its swizzle pattern (8 rows).
+    for (auto [buf, at, span] : {std::tuple{g->a, g->a0, g->swzA}, std::tuple{g->b, g->b0, g->swzB}})
+        if (sharedByte(buf, at) % (8 * span) || k_.shared.alignment < 8 * span)
+            throw SimError("a wgmma operand in " + buf->name + " not aligned to its swizzle period of " + std::to_string(8 * span) + " bytes");
     // Chain onto the in-flight group writing the same accumulators, else start from the registers.
     auto &flight = comps_[(size_t)cur_].wgmma;
     for (int t = first; t < first + 128; ++t) {
