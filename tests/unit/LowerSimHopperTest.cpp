@@ -296,6 +296,36 @@ TEST(SimHopperMutant, ConsumerWaitingOnTheWrongParityIsCaught) {
     EXPECT_GT(o.wrong, 0);
 }
 
+/// The consumers' accumulator clearing preceded by a consumer barrier (the role's __syncthreads: a named
+/// barrier over the consumer warpgroups) under `cond` of the thread index.
+std::shared_ptr<ir::Kernel> barrierBeforeClear(const ir::Kernel &k, std::function<ir::Expr(const ir::Var &)> cond) {
+    return Mutated(k, [&](const ir::Evaluate &e, const ir::Call &c, bool consumer) -> ir::Stmt {
+               ir::Stmt same = ir::Evaluate::make(e.value, e.loc);
+               if (!consumer || !lib::is(c, lib::Fn::WgmmaClear)) return same;
+               ir::Stmt sync = lib::stmt(lib::Fn::Sync, {});
+               return ir::Seq::make({cond ? ir::IfThenElse::make(cond(k.threadIdx), sync, nullptr) : sync, same});
+           }).kernel;
+}
+
+TEST(SimHopperMutant, ConsumerBarriersAcrossWarpgroups) {
+    const GemmCase g{200, 72, 136, 128, 64, 64, 3, 256};
+    Lowered l(g);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    // both consumer warpgroups reach it: they wait for each other and go on
+    Outcome all = simulate(*barrierBeforeClear(*l.roles, nullptr), g, 1);
+    EXPECT_EQ(all.error, "");
+    EXPECT_TRUE(all.races.empty() && !all.wrong) << all.firstWrong;
+    // only warpgroup 0 reaches it: it waits for ever
+    auto first = [](const ir::Var &tx) { return ir::Binary::make(ir::BinaryOp::LT, tx, ir::intImm(128, tx->dtype)); };
+    Outcome one = simulate(*barrierBeforeClear(*l.roles, first), g, 0);
+    EXPECT_NE(one.error.find("deadlock"), std::string::npos) << one.error;
+    EXPECT_NE(one.error.find("consumer warpgroup 0 (threads 0..127) waits on a barrier (128 of 256 threads arrived)"), std::string::npos) << one.error;
+    // some threads of a warpgroup reach it
+    auto lanes = [](const ir::Var &tx) { return ir::Binary::make(ir::BinaryOp::LT, ir::Binary::make(ir::BinaryOp::FloorMod, tx, ir::intImm(128, tx->dtype)), ir::intImm(64, tx->dtype)); };
+    Outcome some = simulate(*barrierBeforeClear(*l.roles, lanes), g, 0);
+    EXPECT_NE(some.error.find("a barrier in divergent code"), std::string::npos) << some.error;
+}
+
 TEST(SimHopperMutant, SetmaxnregOutOfRangeIsReported) {
     Lowered l(kMutant);
     ASSERT_TRUE(l.roles) << l.r.diags();
