@@ -15,6 +15,12 @@
 /// read) is a race unless a barrier or an mbarrier phase orders the two. A barrier reached with some threads
 /// of its scope inactive is reported too. Library calls are recognised through the registry
 /// (tilec/passes/LibraryCalls.h): by lib::Fn, arguments by name.
+///
+/// Limits. Threads of one agent (a warpgroup) stay in lockstep, so interleavings inside a warpgroup are not
+/// explored, and an arrival by one of its threads releases the accesses of all of them. Global memory is not
+/// watched for races (two tile statements storing the same global elements from different threads without a
+/// barrier are a race the lockstep of the block hides). Not modelled: wgmma with A in registers, TMA stores
+/// and multicast, clusters, the generic-to-async proxy fence (a no-op here), and which thread an elect_one picks.
 #pragma once
 
 #include "tilec/IR.h"
