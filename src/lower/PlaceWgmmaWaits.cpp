@@ -125,6 +125,15 @@ class Placer : public IRMutator {
         if (!isCall(b.front(), lib::Fn::MbarrierWait) || !release) return nullptr;
         for (size_t i = 1; i + 1 < b.size(); ++i)
             if (!isCall(b[i], lib::Fn::WgmmaSS)) return nullptr;
+        // A ring of one stage: the producer refills it only once it is released, so this iteration's wgmmas
+        // finish and release it here (deferring the release past the next full-barrier wait would deadlock).
+        const Load *ring = addressedLoad(lib::arg(*callOf(b[1]), lib::Fn::WgmmaSS, "a"));
+        if (ring && !ring->buffer->shape.empty() && constInt(ring->buffer->shape[0]) == std::optional<int64_t>(1)) {
+            std::vector<Stmt> body(b.begin(), b.end() - 1);
+            body.push_back(wait(0, f.loc));
+            body.push_back(b.back());
+            return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), f.loc), f.loc);
+        }
         // Release the previous iteration's stage once its wgmmas are done: ko - 1 in the arrive's barrier.
         Expr prevIter = simplify(binary(BinaryOp::Sub, f.var, i32(1)));
         const Call &arrive = *release;

@@ -4,6 +4,7 @@
 /// against references computed here, with shared-memory races reported.
 #include "LowerSimulator.h"
 #include "LowerTestUtil.h"
+#include "SimTestUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -13,49 +14,16 @@
 using namespace tilec;
 using tilec::lowertest::LowerRun;
 using tilec::simtest::Simulator;
+using tilec::simtest::expectNear;
+using tilec::simtest::randomData;
+using tilec::simtest::withExport;
 
 namespace {
-
-std::vector<double> randomData(size_t n, unsigned seed, double lo = -2, double hi = 2) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<double> d(lo, hi);
-    std::vector<double> v(n);
-    for (auto &x : v) x = (double)(float)d(g);
-    return v;
-}
-
-std::string example(const std::string &name) { return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/examples/" + name); }
-
-/// The example's factory with other arguments: its source with the module-level instantiations replaced.
-std::string withExport(const std::string &file, const std::string &exports) {
-    std::string src = example(file);
-    std::istringstream in(src);
-    std::string line, out;
-    while (std::getline(in, line)) {
-        bool instantiation = !line.empty() && line[0] != ' ' && line[0] != '#' && line.find(" = ") != std::string::npos &&
-                             line.find('(') != std::string::npos;
-        if (!instantiation) out += line + "\n";
-    }
-    return out + exports + "\n";
-}
-
-void expectNear(const std::vector<double> &got, const std::vector<double> &want, double rel, const char *what) {
-    ASSERT_EQ(got.size(), want.size());
-    int bad = 0;
-    for (size_t i = 0; i < got.size() && bad < 5; ++i) {
-        double tol = rel * std::max(1.0, std::fabs(want[i]));
-        if (!(std::fabs(got[i] - want[i]) <= tol)) {
-            ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected " << want[i];
-            ++bad;
-        }
-    }
-}
 
 struct Sim {
     LowerRun r;
     const ir::Kernel *k = nullptr;
-    // The simulator models the portable path (cp.async, mma.sync); the Hopper schedule (warp roles, mbarriers,
-    // TMA, wgmma) is not modelled yet, so the programs are lowered for sm_80.
+    // The portable path (cp.async, mma.sync); the Hopper schedule is simulated by LowerSimHopperTest.cpp.
     Sim(const std::string &src, const std::string &kernel) {
         r.run(src, "t.tile", *Target::parse("sm_80"));
         k = r.kernel(kernel);

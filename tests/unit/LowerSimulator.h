@@ -1,12 +1,26 @@
 /// \file
 /// Runs a lowered kernel (what lower() returns) on the CPU, so the lowering passes are checked for
-/// numbers, not just shapes, without a GPU: every block, every thread, in lockstep statement by statement
-/// (warp shuffles read the partner's value as of the same statement), with divergence by masks.
+/// numbers, not just shapes, without a GPU: every block, every thread, with divergence by masks.
 ///
-/// Values are doubles (integers exact below 2^53); stores round to float32 for float buffers, which is what
-/// the tests use. Shared memory is watched for races: a thread that reads or writes a shared element that
-/// another thread wrote (or, for writes, read) since the last barrier is reported, which checks the
-/// barriers insertSyncs placed. A barrier reached with some threads inactive is reported too.
+/// Outside warp roles the block's threads run in lockstep, statement by statement (warp shuffles read the
+/// partner's value as of the same statement). Inside ir::WarpRoles every warpgroup of each role is an agent
+/// of its own (LowerSimulatorAgents.h): its threads run in lockstep, agents do not; a scheduler seeded by
+/// `seed` interleaves them at their synchronisation points (mbarriers, named barriers, TMA, wgmma), lands
+/// TMA loads at arbitrary later points, and reports a deadlock (every live agent waiting) naming who waits
+/// on what. The Hopper library calls (mbarriers with PTX's phase parity and transaction counts, TMA boxes
+/// with zero fill and swizzle, wgmma with results undefined until their wait) are in LowerSimulatorHopper.h.
+///
+/// Values are doubles (integers exact below 2^53); stores round to the buffer's type. Shared memory is
+/// watched for races with vector clocks: an access to an element that another thread wrote (or, for writes,
+/// read) is a race unless a barrier or an mbarrier phase orders the two. A barrier reached with some threads
+/// of its scope inactive is reported too. Library calls are recognised through the registry
+/// (tilec/passes/LibraryCalls.h): by lib::Fn, arguments by name.
+///
+/// Limits. Threads of one agent (a warpgroup) stay in lockstep, so interleavings inside a warpgroup are not
+/// explored, and an arrival by one of its threads releases the accesses of all of them. Global memory is not
+/// watched for races (two tile statements storing the same global elements from different threads without a
+/// barrier are a race the lockstep of the block hides). Not modelled: wgmma with A in registers, TMA stores
+/// and multicast, clusters, the generic-to-async proxy fence (a no-op here), and which thread an elect_one picks.
 #pragma once
 
 #include "tilec/IR.h"
@@ -17,9 +31,16 @@
 
 #include <array>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 namespace tilec::simtest {
@@ -40,51 +61,158 @@ inline int64_t swizzled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off
     return base + row * cols + (col ^ (f * per));
 }
 
+/// The shared-memory byte address the TMA unit and wgmma's descriptors use for logical byte address `a` of a
+/// buffer swizzled with span `span` (128, 64, 32; 0: none): address bits 4.. XOR bits 7.. (PTX's swizzle
+/// modes, on absolute addresses).
+inline int64_t swizzleAddress(int64_t a, int span) {
+    switch (span) {
+    case 128: return a ^ (((a >> 7) & 7) << 4);
+    case 64: return a ^ (((a >> 7) & 3) << 4);
+    case 32: return a ^ (((a >> 7) & 1) << 4);
+    default: return a;
+    }
+}
+
+/// A vector clock: entry i is the last event of component i known here (-1: none).
+struct Clock {
+    std::vector<int64_t> v;
+    int64_t at(size_t i) const { return i < v.size() ? v[i] : -1; }
+    void set(size_t i, int64_t x) {
+        if (v.size() <= i) v.resize(i + 1, -1);
+        v[i] = x;
+    }
+    void join(const Clock &o) {
+        if (v.size() < o.v.size()) v.resize(o.v.size(), -1);
+        for (size_t i = 0; i < o.v.size(); ++i) v[i] = std::max(v[i], o.v[i]);
+    }
+};
 
 class Simulator {
   public:
     /// `tensors`: the data of each tensor parameter, row-major; `scalars`: scalar parameters and T.dynamic
-    /// symbols by name.
+    /// symbols by name; `seed` picks the interleaving of warp-role agents and TMA landings (0: each agent
+    /// runs until it blocks, in order, and TMA loads land only when every agent waits).
     Simulator(const ir::Kernel &k, std::map<std::string, std::vector<double> *> tensors,
-              std::map<std::string, double> scalars = {})
-        : k_(k), tensors_(std::move(tensors)), scalars_(std::move(scalars)) {}
+              std::map<std::string, double> scalars = {}, uint64_t seed = 0)
+        : k_(k), tensors_(std::move(tensors)), scalars_(std::move(scalars)), seed_(seed), rng_(seed) {}
+    ~Simulator() { stopAgents(); }
+    Simulator(const Simulator &) = delete;
+    Simulator &operator=(const Simulator &) = delete;
 
     /// Runs every block of the grid.
     void run() {
         int64_t g[3];
         for (int d = 0; d < 3; ++d) g[d] = (int64_t)evalUniform(k_.grid[d]);
+        mapDims_.clear();
+        for (auto &m : k_.tensorMaps) {
+            std::vector<int64_t> dims; // innermost first
+            for (size_t d = m.tensor->shape.size(); d-- > 0;) dims.push_back((int64_t)evalUniform(m.tensor->shape[d]));
+            mapDims_.push_back(std::move(dims));
+        }
         for (int64_t z = 0; z < g[2]; ++z)
             for (int64_t y = 0; y < g[1]; ++y)
                 for (int64_t x = 0; x < g[0]; ++x) block({x, y, z});
     }
 
     std::vector<std::string> races; ///< one line per detected race (the first few)
+    int64_t agentSwitches = 0;      ///< how often the scheduler resumed an agent (all blocks)
 
   private:
     const ir::Kernel &k_;
     std::map<std::string, std::vector<double> *> tensors_;
     std::map<std::string, double> scalars_;
+    uint64_t seed_;
+    std::mt19937_64 rng_;
+    std::vector<std::vector<int64_t>> mapDims_; ///< each tensor map's tensor dimensions, innermost first
     int T_ = 0;
     std::vector<std::map<const ir::VarNode *, double>> vars_;           ///< per thread
     std::vector<std::map<const ir::BufferNode *, std::vector<double>>> locals_; ///< per thread
     std::map<const ir::BufferNode *, std::vector<double>> shared_;
+
+    // ---- happens-before (LowerSimulatorAgents.h) ----
+    struct Landing {
+        const ir::BufferNode *buffer;
+        size_t index;
+        double value;
+    };
+    struct WgmmaGroup; // LowerSimulatorHopper.h
+    /// One component of the vector clocks: the block outside roles (0), a warp-role agent, a TMA load.
+    struct Comp {
+        std::string name;
+        Clock clock;
+        int epoch = 0;                              ///< barriers among this component's own threads so far
+        std::vector<Landing> open;                  ///< cp.async transfers issued since the last commit
+        std::vector<std::vector<Landing>> pending;  ///< committed cp.async groups, oldest first
+        std::vector<std::shared_ptr<WgmmaGroup>> wgmma; ///< committed wgmma groups in flight, oldest first
+    };
+    std::vector<Comp> comps_;
+    int cur_ = 0; ///< the component running now
+    struct Access {
+        int comp = -1, thread = -1, epoch = 0; ///< thread -2: several threads of comp
+        int64_t clock = 0;
+    };
     struct Touch {
-        int writer = -1, epochW = -1;
-        std::vector<int> readers;
-        int epochR = -1;
+        Access w;
+        std::vector<Access> r; ///< the latest read of each component
     };
     std::map<const ir::BufferNode *, std::vector<Touch>> touches_;
-    int epoch_ = 0;
+    bool ordered(const Access &a, int t, const Clock *knows = nullptr) const;
+    void touch(const ir::BufferNode *b, size_t i, int t, bool write);
+    /// An access by `comp`; `knows`: what it knew when the access could first happen (an asynchronous read
+    /// between its issue and its wait), when that is less than its clock now.
+    void touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows = nullptr);
+    std::string who(int comp, int t) const;
+
+    // ---- agents (LowerSimulatorAgents.h) ----
+    struct Agent {
+        int comp = 0, role = 0, first = 0, count = 0;
+        std::vector<char> mask;
+        ir::Stmt body;
+        std::thread thread;
+        bool finished = false;
+        std::function<bool()> ready; ///< set while waiting
+        std::function<std::string()> waiting; ///< what it waits on, described as things stand
+        std::exception_ptr error;
+    };
+    std::vector<std::unique_ptr<Agent>> agents_;
+    Agent *agent_ = nullptr;     ///< the agent running now (null outside roles)
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int running_ = -1;           ///< the agent that holds the baton; -1: the scheduler
+    bool abort_ = false;
+    struct Abort {};
+    int roleFirst_[2] = {0, 0}, roleCount_[2] = {0, 0}; ///< consumer (0) and producer (1) threads
+    struct GroupBarrier {
+        int arrived = 0;
+        int64_t generation = 0;
+        Clock gathered, released;
+    };
+    std::map<int64_t, GroupBarrier> groupBarriers_;
+    void roles(const ir::WarpRoles &r, const std::vector<char> &mask);
+    void agentMain(Agent &a, int index);
+    void resume(int index);
+    void yieldToScheduler();
+    void waitUntil(std::function<bool()> ready, std::function<std::string()> what);
+    void maybeSwitch();
+    void schedule();
+    void stopAgents();
+    void groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what);
+    void release(Clock &into);
+    void acquire(const Clock &from);
 
     void block(std::array<int64_t, 3> idx) {
-        T_ = k_.threads;
+        T_ = k_.launchedThreads();
         vars_.assign(T_, {});
         locals_.assign(T_, {});
         shared_.clear();
         touches_.clear();
-        open_.clear();
-        pending_.clear();
-        epoch_ = 0;
+        comps_.assign(1, Comp{});
+        comps_[0].name = "the block";
+        comps_[0].clock.set(0, 0);
+        cur_ = 0;
+        bars_.clear();
+        tma_.clear();
+        groupBarriers_.clear();
         for (int t = 0; t < T_; ++t) {
             for (int d = 0; d < 3; ++d)
                 if (k_.blockIdx[d]) vars_[t][k_.blockIdx[d].get()] = (double)idx[d];
@@ -102,6 +230,10 @@ class Simulator {
                 touches_[b.get()].assign((size_t)b->constElements(), Touch{});
             }
         exec(k_.body, std::vector<char>(T_, 1));
+        for (auto &c : comps_)
+            if (!c.wgmma.empty()) throw SimError(c.name + " exits with wgmma groups in flight (no wgmma_wait retired them)");
+        for (auto &tl : tma_)
+            if (!tl.landed) throw SimError("the block exits with a TMA load into " + tl.dst->name + " not awaited");
     }
 
     double evalUniform(const ir::Expr &e) {
@@ -123,30 +255,6 @@ class Simulator {
         return locals_[t].at(b);
     }
 
-    void touch(const ir::BufferNode *b, size_t i, int t, bool write) {
-        if (b->scope != ir::Scope::Shared) return;
-        Touch &x = touches_.at(b)[i];
-        auto report = [&](const char *what, int other) {
-            if (races.size() < 5)
-                races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "] by thread " +
-                                std::to_string(t) + " after thread " + std::to_string(other));
-        };
-        if (x.epochW == epoch_ && x.writer != t) report(write ? "write-after-write" : "read-after-write", x.writer);
-        if (write) {
-            if (x.epochR == epoch_)
-                for (int r : x.readers)
-                    if (r != t) {
-                        report("write-after-read", r);
-                        break;
-                    }
-            x.writer = t;
-            x.epochW = epoch_;
-        } else {
-            if (x.epochR != epoch_) x.readers.clear(), x.epochR = epoch_;
-            if (x.readers.size() < 4) x.readers.push_back(t);
-        }
-    }
-
     size_t index(const ir::BufferNode *b, const std::vector<ir::Expr> &idx, int t) {
         if (idx.size() != 1) throw SimError("access of " + b->name + " not flattened");
         double i = eval(idx[0], t);
@@ -159,20 +267,43 @@ class Simulator {
 
     double eval(const ir::Expr &e, int t);
     void exec(const ir::Stmt &s, const std::vector<char> &mask);
+    /// The threads a barrier or a whole-scope call must find active: the agent's, or the block's.
+    bool wholeScope(const std::vector<char> &mask) const;
 
-    // Device library calls (LowerSimulatorLibrary.h).
-    struct Landing {
-        const ir::BufferNode *buffer;
-        size_t index;
-        double value;
-    };
-    std::vector<Landing> open_;                 ///< transfers issued since the last commit
-    std::vector<std::vector<Landing>> pending_; ///< committed groups, oldest first
+    // ---- device library calls ----
     std::pair<const ir::BufferNode *, int64_t> addressOf(const ir::Expr &e, int t);
-    void library(const ir::Call &c, const std::vector<char> &mask);
+    void library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask); // sm_80 ones
+    void hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask);  // sm_90 ones
+
+    // ---- Hopper state (LowerSimulatorHopper.h) ----
+    struct Mbarrier {
+        bool initialised = false;
+        int64_t expected = 0, pending = 0, tx = 0, phases = 0; ///< phases: completed so far
+        Clock gathered, released; ///< the current phase's releases; every completed phase's
+    };
+    std::map<std::pair<const ir::BufferNode *, int64_t>, Mbarrier> bars_;
+    struct TmaLoad {
+        int comp = 0;                     ///< its own clock component
+        const ir::BufferNode *dst = nullptr;
+        int64_t dstIndex = 0, map = 0;
+        int rank = 0, rowDim = 0, rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
+        std::array<int64_t, 5> coords{};
+        std::pair<const ir::BufferNode *, int64_t> bar;
+        bool landed = false;
+    };
+    std::vector<TmaLoad> tma_;
+    Mbarrier &mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use);
+    void complete(Mbarrier &b);
+    void land(TmaLoad &l);
+    std::string describe(std::pair<const ir::BufferNode *, int64_t> at);
+    int64_t sharedByte(const ir::BufferNode *b, int64_t index);
+    void wgmmaIssue(const ir::Call &c, const std::vector<char> &mask);
+    void wgmmaRetire(int64_t keep);
 };
 
 } // namespace tilec::simtest
 
+#include "LowerSimulatorAgents.h"
+#include "LowerSimulatorHopper.h"
 #include "LowerSimulatorImpl.h"
 #include "LowerSimulatorLibrary.h"

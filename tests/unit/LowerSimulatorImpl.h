@@ -38,13 +38,18 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
     }
     case NodeKind::Call: {
         auto c = as<Call>(e);
-        if (c->name == "tilec.swz")
-            return (double)swizzled((int64_t)eval(c->args[0], t), (int64_t)eval(c->args[1], t), (int64_t)eval(c->args[2], t),
-                                    (int64_t)eval(c->args[3], t));
-        if (c->name == "tilec.shfl_xor") {
-            int other = t ^ (int)eval(c->args[1], t);
-            if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
-            return eval(c->args[0], other);
+        using passes::lib::Fn;
+        if (const passes::lib::Info *info = passes::lib::find(c->name)) {
+            auto arg = [&](const char *n) { return passes::lib::arg(*c, info->fn, n); };
+            if (info->fn == Fn::Swz)
+                return (double)swizzled((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
+                                        (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            if (info->fn == Fn::ShflXor) {
+                int other = t ^ (int)eval(arg("mask"), t);
+                if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
+                return eval(arg("value"), other);
+            }
+            throw SimError(std::string("no simulation of ") + info->name + " as a value");
         }
         double a = eval(c->args[0], t);
         const std::string &n = c->name;
@@ -129,16 +134,30 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
     }
     case NodeKind::Evaluate: {
         auto c = as<Call>(as<Evaluate>(s)->value);
-        if (c && c->name == "tilec.sync") {
-            if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("a barrier reached by only some threads");
-            ++epoch_;
+        const passes::lib::Info *info = c ? passes::lib::find(c->name) : nullptr;
+        if (info && info->fn == passes::lib::Fn::Sync) {
+            if (agent_) return groupBarrier(-1 - agent_->role, roleCount_[agent_->role], mask, "a barrier");
+            if (!wholeScope(mask)) throw SimError("a barrier reached by only some threads");
+            ++comps_[0].epoch;
+            comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
             return;
         }
-        if (c && c->name.rfind("tilec.", 0) == 0 && c->dtype.kind == DType::Void) return library(*c, mask);
+        if (info && info->fn == passes::lib::Fn::NamedSync) {
+            const int id = (int)eval(passes::lib::arg(*c, info->fn, "id"), first);
+            const int threads = (int)eval(passes::lib::arg(*c, info->fn, "threads"), first);
+            if (id < 1 || id > 15 || threads % 32) throw SimError("a named barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads");
+            if (agent_) return groupBarrier(id, threads, mask, "a named barrier");
+            if (!wholeScope(mask) || threads != T_) throw SimError("a named barrier of some threads outside warp roles");
+            ++comps_[0].epoch;
+            comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
+            return;
+        }
+        if (info && c->dtype.kind == DType::Void) return library(*c, *info, mask);
         for (int t = 0; t < T_; ++t)
             if (mask[t]) eval(as<Evaluate>(s)->value, t);
         return;
     }
+    case NodeKind::WarpRoles: return roles(*as<WarpRoles>(s), mask);
     default: throw SimError("statement kind not lowered");
     }
 }

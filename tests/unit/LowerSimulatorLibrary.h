@@ -1,9 +1,10 @@
 /// \file
-/// The simulator's model of the device library calls lowered kernels make (stdlib/tilec): tile transfers
-/// (cp.async with commit groups and waits), the tensor-core GEMMs and the shared-tile swizzle. The model is
-/// deliberately pessimistic about asynchrony: a transfer's destination is claimed (written, for the race
-/// check) and poisoned with NaN when it is issued, and receives its values only when a wait completes its
-/// group, so a read that is not ordered after the wait and a barrier shows up as a race or a NaN.
+/// The simulator's model of the portable device library calls lowered kernels make (stdlib/tilec): tile
+/// transfers (cp.async with commit groups and waits), the mma.sync GEMMs and the shared-tile swizzle; the
+/// Hopper ones are in LowerSimulatorHopper.h. The model is deliberately pessimistic about asynchrony: a
+/// transfer's destination is claimed (written, for the race check) and poisoned with NaN when it is issued,
+/// and receives its values only when a wait completes its group, so a read that is not ordered after the
+/// wait and a barrier shows up as a race or a NaN. Commit groups are per component (the block, or an agent).
 #pragma once
 
 namespace tilec::simtest {
@@ -14,36 +15,44 @@ inline std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir:
     return {l->buffer.get(), (int64_t)eval(l->indices[0], t)};
 }
 
-inline void Simulator::library(const ir::Call &c, const std::vector<char> &mask) {
-    const std::string &n = c.name;
+inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
+    using passes::lib::Fn;
     const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
-    auto arg = [&](size_t i) { return (int64_t)eval(c.args.at(i), first); };
-    if (n == "tilec.cp_async_commit") {
-        pending_.push_back(std::move(open_));
-        open_.clear();
+    auto arg = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), first); };
+    Comp &me = comps_[(size_t)cur_];
+    // the threads of the scope (the block, or the role of the running agent)
+    const int scopeFirst = agent_ ? roleFirst_[agent_->role] : 0, scopeThreads = agent_ ? roleCount_[agent_->role] : T_;
+    auto land = [&](std::vector<Landing> &group) {
+        for (auto &w : group) shared_.at(w.buffer)[w.index] = w.value;
+    };
+    switch (info.fn) {
+    case Fn::CpAsyncCommit:
+        me.pending.push_back(std::move(me.open));
+        me.open.clear();
         return;
-    }
-    if (n == "tilec.cp_async_wait") {
-        size_t keep = (size_t)arg(0);
-        while (pending_.size() > keep) {
-            for (auto &w : pending_.front()) shared_.at(w.buffer)[w.index] = w.value;
-            pending_.erase(pending_.begin());
+    case Fn::CpAsyncWait: {
+        size_t keep = (size_t)arg("pending");
+        while (me.pending.size() > keep) {
+            land(me.pending.front());
+            me.pending.erase(me.pending.begin());
         }
         return;
     }
-    if (n == "tilec.copy_g2s" || n == "tilec.copy_g2s_wait") {
-        if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("a tile transfer issued by only some threads");
-        const int64_t R = arg(0), C = arg(1), vec = arg(2), threads = arg(3), swz = arg(4);
-        auto [dst, d0] = addressOf(c.args[5], first);
-        auto [src, s0] = addressOf(c.args[6], first);
-        const int64_t ldg = arg(7), vr = arg(8), vc = arg(9);
+    case Fn::CopyG2S:
+    case Fn::CopyG2SWait: {
+        if (!wholeScope(mask)) throw SimError("a tile transfer issued by only some threads");
+        const int64_t R = arg("rows"), C = arg("cols"), vec = arg("vec"), threads = arg("threads"), swz = arg("swizzle");
+        auto [dst, d0] = addressOf(passes::lib::arg(c, info.fn, "dst"), first);
+        auto [src, s0] = addressOf(passes::lib::arg(c, info.fn, "src"), first);
+        const int64_t ldg = arg("ldg"), vr = arg("validRows"), vc = arg("validCols");
         auto &from = storage(src, first);
         auto &to = storage(dst, first);
         const int64_t eb = dst->dtype.bytes(), tile = R * C;
         for (int64_t r = 0; r < R; ++r)
             for (int64_t col = 0; col < C; ++col) {
                 int64_t chunk = (r * C + col) / vec;
-                int writer = (int)(chunk % threads);
+                int writer = scopeFirst + (int)(chunk % threads);
+                if (writer >= T_ || !mask[(size_t)writer]) continue; // another agent's share
                 int64_t at = d0 + (swz ? swizzled(C, eb, tile, r * C + col) : r * C + col);
                 if (at < 0 || at >= (int64_t)to.size()) throw SimError("tile transfer out of " + dst->name);
                 double v = 0;
@@ -54,58 +63,60 @@ inline void Simulator::library(const ir::Call &c, const std::vector<char> &mask)
                 }
                 touch(dst, (size_t)at, writer, true);
                 to[at] = std::nan("");
-                open_.push_back({dst, (size_t)at, roundTo(dst->dtype, v)});
+                me.open.push_back({dst, (size_t)at, roundTo(dst->dtype, v)});
             }
-        if (n == "tilec.copy_g2s_wait") { // commit, then wait for every group
-            pending_.push_back(std::move(open_));
-            open_.clear();
-            for (auto &g : pending_)
-                for (auto &w : g) shared_.at(w.buffer)[w.index] = w.value;
-            pending_.clear();
+        if (info.fn == Fn::CopyG2SWait) { // commit, then wait for every group
+            me.pending.push_back(std::move(me.open));
+            me.open.clear();
+            for (auto &g : me.pending) land(g);
+            me.pending.clear();
         }
         return;
     }
-    if (n == "tilec.gemm_ss" || n == "tilec.gemm_rs") {
-        if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("a T.gemm run by only some threads");
-        const bool rs = n == "tilec.gemm_rs";
-        const int64_t M = arg(0), N = arg(1), K = arg(2), wm = arg(3), wn = arg(4);
-        const bool ta = rs ? false : arg(5) != 0, tb = arg(rs ? 5 : 6) != 0;
-        const size_t ai = rs ? 6 : 7;
+    case Fn::GemmSS:
+    case Fn::GemmRS: {
+        if (!wholeScope(mask)) throw SimError("a T.gemm run by only some threads");
+        const bool rs = info.fn == Fn::GemmRS;
+        const int64_t M = arg("M"), N = arg("N"), K = arg("K"), wm = arg("warpsM"), wn = arg("warpsN");
+        const bool ta = rs ? false : arg("transA") != 0, tb = arg("transB") != 0;
+        const int active = (int)std::count(mask.begin(), mask.end(), 1);
         // The whole A and B, read as the threads' ldmatrix / register reads would.
         std::vector<double> A(M * K), B(K * N);
         if (rs) {
-            passes::Layout la = passes::Layout::mma({M, K}, T_, (int)wm, 1);
-            for (int t = 0; t < T_; ++t) {
-                auto [regs, r0] = addressOf(c.args[ai], t);
+            passes::Layout la = passes::Layout::mma({M, K}, scopeThreads, (int)wm, 1);
+            for (int t = scopeFirst; t < scopeFirst + scopeThreads; ++t) {
+                auto [regs, r0] = addressOf(passes::lib::arg(c, info.fn, "a"), t);
                 auto &s = storage(regs, t);
-                for (int64_t slot = 0; slot < la.slotsPerThread(); ++slot) A[passes::elementOf(la, t, slot)] = s.at(r0 + slot);
+                for (int64_t slot = 0; slot < la.slotsPerThread(); ++slot)
+                    A[passes::elementOf(la, t - scopeFirst, slot)] = s.at(r0 + slot);
             }
         } else {
-            auto [buf, a0] = addressOf(c.args[ai], first);
+            auto [buf, a0] = addressOf(passes::lib::arg(c, info.fn, "a"), first);
             const int64_t cols = ta ? M : K;
             for (int64_t i = 0; i < M; ++i)
                 for (int64_t k = 0; k < K; ++k) {
                     int64_t o = ta ? k * M + i : i * K + k;
                     size_t at = (size_t)(a0 + swizzled(cols, buf->dtype.bytes(), M * K, o));
-                    touch(buf, at, (int)(i % T_), false);
+                    touch(buf, at, first + (int)(i % active), false);
                     A[i * K + k] = storage(buf, first).at(at);
                 }
         }
-        auto [bbuf, b0] = addressOf(c.args[ai + 1], first);
+        auto [bbuf, b0] = addressOf(passes::lib::arg(c, info.fn, "b"), first);
         const int64_t bcols = tb ? K : N;
         for (int64_t k = 0; k < K; ++k)
             for (int64_t j = 0; j < N; ++j) {
                 int64_t o = tb ? j * K + k : k * N + j;
                 size_t at = (size_t)(b0 + swizzled(bcols, bbuf->dtype.bytes(), K * N, o));
-                touch(bbuf, at, (int)(j % T_), false);
+                touch(bbuf, at, first + (int)(j % active), false);
                 B[k * N + j] = storage(bbuf, first).at(at);
             }
-        passes::Layout lc = passes::Layout::mma({M, N}, T_, (int)wm, (int)wn);
+        passes::Layout lc = passes::Layout::mma({M, N}, scopeThreads, (int)wm, (int)wn);
         for (int t = 0; t < T_; ++t) {
-            auto [regs, c0] = addressOf(c.args[ai + 2], t);
+            if (!mask[(size_t)t]) continue;
+            auto [regs, c0] = addressOf(passes::lib::arg(c, info.fn, "c"), t);
             auto &s = storage(regs, t);
             for (int64_t slot = 0; slot < lc.slotsPerThread(); ++slot) {
-                int64_t e = passes::elementOf(lc, t, slot), i = e / N, j = e % N;
+                int64_t e = passes::elementOf(lc, t - scopeFirst, slot), i = e / N, j = e % N;
                 double acc = s.at(c0 + slot);
                 for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
                 s.at(c0 + slot) = roundTo(regs->dtype, acc);
@@ -113,7 +124,8 @@ inline void Simulator::library(const ir::Call &c, const std::vector<char> &mask)
         }
         return;
     }
-    throw SimError("no simulation of " + n);
+    default: return hopper(c, info, mask);
+    }
 }
 
 } // namespace tilec::simtest

@@ -12,7 +12,8 @@ namespace tilec::passes {
 /// - a warp-specialized consumer loop whose body is exactly "wait for stage s; wgmma...; release stage s"
 ///   keeps one k-block in flight: each iteration issues its wgmmas, waits until only those are pending
 ///   (`wgmma_wait<1>`: the previous iteration's are done) and then releases the previous iteration's stage;
-///   `wgmma_wait<0>` follows the loop;
+///   `wgmma_wait<0>` follows the loop (with a ring of one stage: `wgmma_wait<0>` and the stage's own release
+///   in each iteration, since the producer cannot load the next k-block before it);
 /// - anywhere else, `wgmma_wait<0>` right after each run of consecutive wgmma calls.
 ir::Program placeWgmmaWaits(const ir::Program &p);
 

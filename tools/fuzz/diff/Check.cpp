@@ -79,14 +79,37 @@ int64_t elementsOf(const ir::BufferNode &b, const std::map<std::string, double> 
     return n;
 }
 
+std::map<std::string, std::vector<double> *> pointers(std::map<std::string, std::vector<double>> &m) {
+    std::map<std::string, std::vector<double> *> r;
+    for (auto &[n, v] : m) r[n] = &v;
+    return r;
+}
+
+/// One lowered kernel on the simulator (its interleaving from `seed`), its outputs compared with the
+/// reference's; `path` tells which lowering a failure is of.
+Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>> &sim,
+                 const std::map<std::string, std::vector<double>> &ref, const std::vector<std::string> &outputs,
+                 const std::map<std::string, double> &dyn, uint64_t seed, const std::string &path) {
+    simtest::Simulator s(k, pointers(sim), dyn, seed);
+    try {
+        s.run();
+    } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
+        return make(Outcome::Failure, "simulator" + path, e.what());
+    }
+    if (!s.races.empty()) return make(Outcome::Failure, "race" + path, s.races[0]);
+    for (auto &n : outputs)
+        if (auto d = compare(n, sim[n], ref.at(n)); !d.empty()) return make(Outcome::Failure, "mismatch" + path, d);
+    return make(Outcome::Ok, "");
+}
+
 } // namespace
 
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed) {
     evaltest::EvalRun front;
-    // The simulator models the portable path (cp.async, mma.sync), so the simulated lowering is sm_80's; the
-    // sm_90a lowering (warp roles, TMA, wgmma) still runs through code generation for internal errors.
+    // Both lowerings are simulated: sm_80's (cp.async, mma.sync) and, where the program gets warp roles there,
+    // sm_90a's (TMA producer, wgmma consumers, mbarriers) under an interleaving drawn from the data seed.
     const Target target = *Target::parse("sm_80"), hopper = *Target::parse("sm_90a");
-    std::optional<ir::Program> lowered;
+    std::optional<ir::Program> lowered, hopperLowered;
     try {
         for (auto &[n, v] : defines) front.define(n, v);
         front.run(text, "fuzz.tile");
@@ -110,6 +133,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 if (!front.diag.hasErrors()) {
                     o.targets = {hopper};
                     (void)generateCode(h, o, front.diag);
+                    hopperLowered = std::move(h);
                 }
             }
             if (!front.diag.hasErrors()) lowered = std::move(p);
@@ -140,12 +164,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         if (!input) outputs.push_back(name);
     }
     sim = ref;
-    auto pointers = [](std::map<std::string, std::vector<double>> &m) {
-        std::map<std::string, std::vector<double> *> r;
-        for (auto &[n, v] : m) r[n] = &v;
-        return r;
-    };
-
+    const std::map<std::string, std::vector<double>> initial = ref;
     bool divergent = false;
     std::string divergentWhat;
     try {
@@ -162,16 +181,18 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     }
     if (divergent) return make(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
 
-    simtest::Simulator s(*lowered->kernels[0], pointers(sim), dyn);
-    try {
-        s.run();
-    } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
-        return make(Outcome::Failure, "simulator", e.what());
-    }
-    if (!s.races.empty()) return make(Outcome::Failure, "race", s.races[0]);
-    for (auto &n : outputs)
-        if (auto d = compare(n, sim[n], ref[n]); !d.empty()) return make(Outcome::Failure, "mismatch", d);
-    return make(Outcome::Ok, "");
+    if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, dyn, 0, ""); f.kind == Outcome::Failure) return f;
+    bool roles = false;
+    if (hopperLowered)
+        for (auto &k : hopperLowered->kernels) {
+            if (!k->producerThreads) continue;
+            roles = true;
+            sim = initial;
+            if (auto f = simulate(*k, sim, ref, outputs, dyn, dataSeed, " (sm_90a warp roles)"); f.kind == Outcome::Failure) return f;
+        }
+    Outcome ok = make(Outcome::Ok, "");
+    ok.warpRoles = roles;
+    return ok;
 }
 
 } // namespace tilec::difffuzz

@@ -1,8 +1,8 @@
 /// \file
 /// One program through the whole compiler and both executions: the front end, checks, every lowering pass
 /// and code generation; the reference (Reference.h) on the typed program; the simulator
-/// (tests/unit/LowerSimulator.h) on the lowered kernel, with its race and barrier checks; then the outputs
-/// compared.
+/// (tests/unit/LowerSimulator.h) on the lowered kernel, with its race and barrier checks, for sm_80 and,
+/// where the program gets warp roles (TMA, mbarriers, wgmma), for sm_90a; then the outputs compared.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ struct Outcome {
     } kind = Ok;
     std::string category; ///< Failure: "internal error", "simulator", "race", "mismatch", "accepted"; else a reason
     std::string detail;
+    bool warpRoles = false; ///< Ok: the sm_90a lowering had warp roles and was simulated too
 };
 
 /// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs are random values that

@@ -124,11 +124,12 @@ int main(int argc, char **argv) {
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::map<Outcome::Kind, uint64_t> kinds;
     std::map<std::string, uint64_t> reasons;
-    uint64_t n = 0;
+    uint64_t n = 0, roles = 0;
     for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
         GProgram p = generate(s);
         Outcome o = check(p);
         ++kinds[o.kind];
+        roles += o.warpRoles;
         if (verbose && (n + 1) % 5000 == 0)
             std::cerr << "progress: " << n + 1 << " programs in " << elapsed() << " s, " << kinds[Outcome::Failure]
                       << " failed\n";
@@ -146,7 +147,7 @@ int main(int argc, char **argv) {
     }
     double t = elapsed();
     std::cout << n << " programs from seed " << seed << " in " << t << " s (" << (t > 0 ? n / t : 0) << "/s): "
-              << kinds[Outcome::Ok] << " agree, " << kinds[Outcome::Rejected] << " rejected, "
+              << kinds[Outcome::Ok] << " agree (" << roles << " of them with warp roles on sm_90a too), " << kinds[Outcome::Rejected] << " rejected, "
               << kinds[Outcome::RejectedAsExpected] << " rejected as expected, " << kinds[Outcome::Skipped]
               << " skipped, " << kinds[Outcome::Failure] << " failed\n";
     if (verbose)

@@ -1,0 +1,261 @@
+/// \file
+/// The simulator's warp-role agents and its happens-before model (LowerSimulator.h).
+///
+/// Agents. ir::WarpRoles runs each warpgroup of each role as an agent: a host thread of its own that holds a
+/// baton, so exactly one agent (or the scheduler) runs at a time and the simulation stays deterministic for a
+/// seed. An agent runs its role's code in lockstep over its 128 threads until it must wait (an mbarrier
+/// phase, a barrier of several agents) or reaches a synchronisation point where the seeded scheduler may
+/// switch (seed 0 never does: each agent runs until it blocks). The scheduler resumes a random ready agent,
+/// lands a random outstanding TMA load now and then (always when no agent is ready), and reports a deadlock
+/// when no agent is ready and nothing is in flight.
+///
+/// Happens-before. Each component (the block outside roles, each agent, each TMA load) has a vector clock.
+/// An agent's clock advances when it releases (an mbarrier arrival, a barrier arrival); waits acquire what
+/// was released. Every shared element remembers its last write and each component's last read; an access is
+/// a race unless the earlier one is known to the accessing component (or, among the threads of one
+/// component, unless a barrier of that component separates them).
+#pragma once
+
+#include <algorithm>
+
+namespace tilec::simtest {
+
+inline std::string Simulator::who(int comp, int t) const {
+    std::string s = comps_.at((size_t)comp).name;
+    if (t >= 0) s += ", thread " + std::to_string(t);
+    return s;
+}
+
+inline bool Simulator::ordered(const Access &a, int t, const Clock *knows) const {
+    if (a.comp < 0) return true;
+    const Comp &c = comps_[(size_t)cur_];
+    if (a.comp == cur_) return a.epoch != c.epoch || a.thread == t;
+    return a.clock <= (knows ? *knows : c.clock).at((size_t)a.comp);
+}
+
+inline void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { touchAs(cur_, b, i, t, write); }
+
+inline void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
+    if (b->scope != ir::Scope::Shared) return;
+    const int saved = cur_;
+    cur_ = comp;
+    Touch &x = touches_.at(b)[i];
+    auto report = [&](const char *what, const Access &other) {
+        if (races.size() < 5)
+            races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "] by " + who(comp, t) +
+                            " after " + who(other.comp, other.thread));
+    };
+    if (!ordered(x.w, t, knows)) report(write ? "write-after-write" : "read-after-write", x.w);
+    const Comp &c = comps_[(size_t)comp];
+    const Access now{comp, t, c.epoch, c.clock.at((size_t)comp)};
+    if (write) {
+        for (auto &r : x.r)
+            if (!ordered(r, t)) {
+                report("write-after-read", r);
+                break;
+            }
+        x.w = now;
+        x.r.clear();
+    } else {
+        auto it = std::find_if(x.r.begin(), x.r.end(), [&](const Access &r) { return r.comp == comp; });
+        if (it == x.r.end()) x.r.push_back(now);
+        else {
+            bool several = it->epoch == now.epoch && it->clock == now.clock && it->thread != t;
+            *it = now;
+            if (several) it->thread = -2;
+        }
+    }
+    cur_ = saved;
+}
+
+inline void Simulator::release(Clock &into) {
+    Comp &c = comps_[(size_t)cur_];
+    into.join(c.clock);
+    c.clock.set((size_t)cur_, c.clock.at((size_t)cur_) + 1);
+}
+
+inline void Simulator::acquire(const Clock &from) { comps_[(size_t)cur_].clock.join(from); }
+
+inline bool Simulator::wholeScope(const std::vector<char> &mask) const {
+    if (!agent_) return std::count(mask.begin(), mask.end(), 1) == T_;
+    return mask == agent_->mask;
+}
+
+/// A barrier of several agents (the role's __syncthreads, a named barrier): `threads` threads must arrive,
+/// each agent with all of its threads.
+inline void Simulator::groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
+    if (!wholeScope(mask)) throw SimError(std::string(what) + " in divergent code (reached by only some threads of " + comps_[(size_t)cur_].name + ")");
+    GroupBarrier &g = groupBarriers_[key];
+    g.arrived += agent_->count;
+    release(g.gathered);
+    ++comps_[(size_t)cur_].epoch;
+    if (g.arrived > threads) throw SimError(std::string(what) + " for " + std::to_string(threads) + " threads reached by " + std::to_string(g.arrived));
+    if (g.arrived == threads) {
+        g.released = g.gathered;
+        g.gathered = Clock{};
+        g.arrived = 0;
+        ++g.generation;
+    } else {
+        const int64_t gen = g.generation;
+        waitUntil([this, key, gen] { return groupBarriers_[key].generation > gen; }, [this, key, threads, what] {
+            return std::string(what) + " (" + std::to_string(groupBarriers_[key].arrived) + " of " + std::to_string(threads) + " threads arrived)";
+        });
+    }
+    acquire(groupBarriers_[key].released);
+}
+
+inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &mask) {
+    if (agent_) throw SimError("warp roles inside warp roles");
+    if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("warp roles reached by only some threads");
+    if (r.consumerThreads + r.producerThreads != T_) throw SimError("the roles' threads differ from the launched threads");
+    // setmaxnreg is a no-op here; it is legal only when every warpgroup runs it uniformly: each role a whole
+    // number of warpgroups, counts of 24..256 in steps of 8.
+    for (auto [threads, regs] : {std::pair{r.consumerThreads, r.consumerRegs}, std::pair{r.producerThreads, r.producerRegs}}) {
+        if (threads % 128) throw SimError("a warp role of " + std::to_string(threads) + " threads is not whole warpgroups (setmaxnreg is per warpgroup)");
+        if (regs && (regs < 24 || regs > 256 || regs % 8)) throw SimError("setmaxnreg " + std::to_string(regs) + " outside 24..256 in steps of 8");
+    }
+    roleFirst_[0] = 0, roleCount_[0] = r.consumerThreads;
+    roleFirst_[1] = r.consumerThreads, roleCount_[1] = r.producerThreads;
+    Comp &block = comps_[0];
+    Clock forked = block.clock;
+    forked.set(0, block.clock.at(0) - 1); // the block's accesses since its last barrier are unordered
+    agents_.clear();
+    for (int role = 0; role < 2; ++role)
+        for (int w = 0; w < roleCount_[role] / 128; ++w) {
+            auto a = std::make_unique<Agent>();
+            a->role = role;
+            a->first = roleFirst_[role] + w * 128;
+            a->count = 128;
+            a->mask.assign((size_t)T_, 0);
+            std::fill(a->mask.begin() + a->first, a->mask.begin() + a->first + 128, 1);
+            a->body = role == 0 ? r.consumer : r.producer;
+            a->comp = (int)comps_.size();
+            comps_.push_back(Comp{});
+            comps_.back().name = std::string(role == 0 ? "consumer" : "producer") + " warpgroup " + std::to_string(w) +
+                                 " (threads " + std::to_string(a->first) + ".." + std::to_string(a->first + 127) + ")";
+            comps_.back().clock = forked;
+            comps_.back().clock.set((size_t)a->comp, 0);
+            agents_.push_back(std::move(a));
+        }
+    abort_ = false;
+    running_ = -1;
+    for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->thread = std::thread([this, i] { agentMain(*agents_[i], (int)i); });
+    try {
+        schedule();
+    } catch (...) {
+        stopAgents();
+        throw;
+    }
+    stopAgents();
+    cur_ = 0;
+    for (size_t c = 1; c < comps_.size(); ++c) comps_[0].clock.join(comps_[c].clock);
+    ++comps_[0].epoch;
+    comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
+}
+
+inline void Simulator::agentMain(Agent &a, int index) {
+    {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return running_ == index || abort_; });
+    }
+    try {
+        if (!abort_) exec(a.body, a.mask);
+    } catch (const Abort &) {
+    } catch (...) {
+        a.error = std::current_exception();
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    a.finished = true;
+    running_ = -1;
+    cv_.notify_all();
+}
+
+inline void Simulator::resume(int index) {
+    Agent &a = *agents_[(size_t)index];
+    agent_ = &a;
+    cur_ = a.comp;
+    ++agentSwitches;
+    std::unique_lock<std::mutex> l(mu_);
+    running_ = index;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return running_ == -1; });
+    agent_ = nullptr;
+    cur_ = 0;
+}
+
+inline void Simulator::yieldToScheduler() {
+    const int self = (int)(std::find_if(agents_.begin(), agents_.end(), [&](auto &a) { return a.get() == agent_; }) - agents_.begin());
+    Agent *me = agent_;
+    std::unique_lock<std::mutex> l(mu_);
+    running_ = -1;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return running_ == self || abort_; });
+    if (abort_) throw Abort{};
+    agent_ = me;
+    cur_ = me->comp;
+}
+
+inline void Simulator::waitUntil(std::function<bool()> ready, std::function<std::string()> what) {
+    if (!agent_) {
+        if (!ready()) throw SimError("deadlock: the block waits on " + what() + " outside warp roles");
+        return;
+    }
+    while (!ready()) {
+        agent_->ready = ready;
+        agent_->waiting = what;
+        yieldToScheduler();
+    }
+    agent_->ready = nullptr;
+    agent_->waiting = nullptr;
+}
+
+/// A point where another agent may run first (never with seed 0).
+inline void Simulator::maybeSwitch() {
+    if (agent_ && seed_ && rng_() % 3 == 0) yieldToScheduler();
+}
+
+inline void Simulator::schedule() {
+    for (;;) {
+        std::vector<int> ready;
+        bool live = false;
+        for (size_t i = 0; i < agents_.size(); ++i) {
+            Agent &a = *agents_[i];
+            if (a.error) std::rethrow_exception(a.error);
+            if (a.finished) continue;
+            live = true;
+            if (!a.ready || a.ready()) ready.push_back((int)i);
+        }
+        std::vector<size_t> inFlight;
+        for (size_t i = 0; i < tma_.size(); ++i)
+            if (!tma_[i].landed) inFlight.push_back(i);
+        if (!live) {
+            for (size_t i : inFlight) land(tma_[i]); // loads nobody waits for still land before the block ends
+            return;
+        }
+        if (!inFlight.empty() && (ready.empty() || (seed_ && rng_() % 4 == 0))) {
+            land(tma_[inFlight[seed_ ? rng_() % inFlight.size() : 0]]);
+            continue;
+        }
+        if (ready.empty()) {
+            std::string msg = "deadlock: every agent waits";
+            for (auto &a : agents_)
+                if (!a->finished) msg += "; " + comps_[(size_t)a->comp].name + " waits on " + a->waiting();
+            throw SimError(msg);
+        }
+        resume(ready[seed_ ? rng_() % ready.size() : 0]);
+    }
+}
+
+inline void Simulator::stopAgents() {
+    {
+        std::unique_lock<std::mutex> l(mu_);
+        abort_ = true;
+        cv_.notify_all();
+    }
+    for (auto &a : agents_)
+        if (a->thread.joinable()) a->thread.join();
+    agents_.clear();
+    agent_ = nullptr;
+}
+
+} // namespace tilec::simtest

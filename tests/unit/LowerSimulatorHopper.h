@@ -1,0 +1,306 @@
+/// \file
+/// The simulator's model of the Hopper library calls (stdlib/tilec/sm90_*.cuh; LowerSimulator.h).
+///
+/// mbarriers as PTX defines them: init sets the expected arrival count of each phase; an arrival decrements
+/// the pending count, expect_tx raises the transaction count, a TMA load's complete_tx lowers it (it may go
+/// below zero first); the phase completes when both reach zero, and the next starts with the expected count.
+/// try_wait.parity P succeeds once the phase of parity P has completed, i.e. while the current phase's parity
+/// differs from P (a fresh barrier satisfies parity 1 at once).
+///
+/// Alignment: a TMA destination on 128 bytes; a wgmma operand on the period of its swizzle pattern (8 rows of
+/// the span: 1024, 512, 256 bytes), which its descriptor's base offset of 0 assumes (sm90_tma.cuh asks for
+/// 1024 throughout; a ring's later stages of a 64B- or 32B-swizzled tile start on their own period only).
+///
+/// TMA: tma_load_tile issues the library's boxes (one per 16-byte-chunked panel and 256 rows); each lands at
+/// a point the scheduler picks, copying the tensor map's box from the global tensor (zero outside the
+/// tensor), at addresses swizzled on their absolute bits by the map's swizzle mode, and completes the box's
+/// bytes on the mbarrier. The destination reads as NaN from the issue until the landing.
+///
+/// wgmma: wgmma_ss reads its shared operands in the panel layout of sm90_wgmma.cuh (the same absolute-address
+/// swizzle), at the latest moment allowed, when a wait retires its group, so a stage released or overwritten
+/// before that wait is a race (and a wrong value). The accumulators read as NaN from the issue until the wait
+/// that retires the last group writing them.
+#pragma once
+
+namespace tilec::simtest {
+
+struct Simulator::WgmmaGroup {
+    int64_t M = 0, N = 0, K = 0, wgM = 1, wgN = 1, swzA = 0, swzB = 0;
+    bool transA = false, transB = false;
+    const ir::BufferNode *a = nullptr, *b = nullptr, *acc = nullptr;
+    int64_t a0 = 0, b0 = 0;
+    int wg = 0, first = 0;             ///< the warpgroup (of its role) and its first thread
+    std::vector<int64_t> acc0;         ///< each of its 128 threads' first accumulator
+    int64_t count = 0;                 ///< accumulators per thread
+    std::shared_ptr<std::vector<std::vector<double>>> shadow; ///< the accumulators' true values, per thread
+    Clock issued; ///< what the issuing warpgroup knew at the issue (the earliest its reads can happen)
+};
+
+inline Simulator::Mbarrier &Simulator::mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use) {
+    Mbarrier &b = bars_[at];
+    if (!b.initialised) throw SimError(std::string(use) + " " + at.first->name + "[" + std::to_string(at.second) + "], an mbarrier never initialised");
+    return b;
+}
+
+inline std::string Simulator::describe(std::pair<const ir::BufferNode *, int64_t> at) {
+    const Mbarrier &b = bars_[at];
+    return at.first->name + "[" + std::to_string(at.second) + "] (" + std::to_string(b.phases) + " phases completed; " +
+           std::to_string(b.pending) + " of " + std::to_string(b.expected) + " arrivals and " + std::to_string(b.tx) +
+           " transaction bytes pending)";
+}
+
+inline void Simulator::complete(Mbarrier &b) {
+    if (b.pending != 0 || b.tx != 0) return;
+    ++b.phases;
+    b.pending = b.expected;
+    b.released.join(b.gathered);
+    b.gathered = Clock{};
+}
+
+inline int64_t Simulator::sharedByte(const ir::BufferNode *b, int64_t index) {
+    auto off = k_.shared.offsetOf(b);
+    if (!off) throw SimError("internal error in the simulator: no shared-memory offset planned for " + b->name);
+    return *off + index * b->dtype.bytes();
+}
+
+inline void Simulator::land(TmaLoad &l) {
+    if (l.landed) return;
+    l.landed = true;
+    if (l.map < 0 || l.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA load of tensor map " + std::to_string(l.map) + ", which the kernel does not have");
+    const ir::TensorMap &map = k_.tensorMaps[(size_t)l.map];
+    const std::vector<int64_t> &dims = mapDims_[(size_t)l.map];
+    const int eb = l.elemBytes;
+    if ((int)map.box.size() != l.rank || (int)dims.size() != l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + " through a map of rank " + std::to_string(map.box.size()));
+    if (map.tensor->dtype.bytes() != eb || l.dst->dtype.bytes() != eb) throw SimError("a TMA load whose element size differs from its tensor's or its destination's");
+    if (map.box[0] * eb > map.swizzleBytes) throw SimError("tensor map " + std::to_string(l.map) + "'s inner box is wider than its swizzle span");
+    const int W = l.swizzle / eb, boxRows = std::min(l.rows, 256);
+    if (W <= 0 || l.cols % W || l.rows % boxRows) throw SimError("a TMA tile that is not whole panels and boxes");
+    const int64_t base = sharedByte(l.dst, l.dstIndex), bufBase = sharedByte(l.dst, 0);
+    if (base % 128 || k_.shared.alignment < 128) throw SimError("a TMA tile in " + l.dst->name + " not 128-byte aligned");
+    auto &from = *tensors_.at(map.tensor->name);
+    auto &to = shared_.at(l.dst);
+    int64_t boxElems = 1;
+    for (auto e : map.box) boxElems *= e;
+    int64_t bytes = 0;
+    for (int p = 0; p < l.cols / W; ++p)
+        for (int q = 0; q < l.rows / boxRows; ++q) {
+            std::array<int64_t, 5> c = l.coords;
+            c[0] += p * W;
+            c[(size_t)l.rowDim] += q * boxRows;
+            const int64_t boxBase = base + ((int64_t)p * l.rows + (int64_t)q * boxRows) * l.swizzle;
+            for (int64_t e = 0; e < boxElems; ++e) {
+                int64_t rest = e, at = 0, stride = 1;
+                bool inside = true;
+                for (int d = 0; d < l.rank; ++d) {
+                    int64_t g = c[(size_t)d] + rest % map.box[(size_t)d];
+                    rest /= map.box[(size_t)d];
+                    inside &= g >= 0 && g < dims[(size_t)d];
+                    at += g * stride;
+                    stride *= dims[(size_t)d];
+                }
+                const int64_t addr = swizzleAddress(boxBase + e * eb, map.swizzleBytes) - bufBase;
+                if (addr < 0 || addr / eb >= (int64_t)to.size()) throw SimError("a TMA box lands outside " + l.dst->name);
+                double v = 0;
+                if (inside) {
+                    if (at >= (int64_t)from.size()) throw SimError("a TMA box reads outside the data of " + map.tensor->name);
+                    v = from[(size_t)at];
+                }
+                touchAs(l.comp, l.dst, (size_t)(addr / eb), -1, true);
+                to[(size_t)(addr / eb)] = roundTo(l.dst->dtype, v);
+            }
+            bytes += boxElems * eb;
+        }
+    Mbarrier &b = mbarrier(l.bar, "a TMA load completes on");
+    b.gathered.join(comps_[(size_t)l.comp].clock);
+    b.tx -= bytes;
+    complete(b);
+}
+
+inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    if (!agent_ || !wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
+    const int first = agent_->first;
+    auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, Fn::WgmmaSS, n), first); };
+    auto g = std::make_shared<WgmmaGroup>();
+    g->M = num("M"), g->N = num("N"), g->K = num("K"), g->wgM = num("wgM"), g->wgN = num("wgN");
+    g->transA = num("transA") != 0, g->transB = num("transB") != 0, g->swzA = num("swzA"), g->swzB = num("swzB");
+    std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "a"), first);
+    std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "b"), first);
+    g->wg = (first - roleFirst_[agent_->role]) / 128;
+    g->first = first;
+    if (g->wgM <= 0 || g->wgN <= 0 || g->wg >= g->wgM * g->wgN) throw SimError("wgmma warpgroup " + std::to_string(g->wg) + " beyond its " + std::to_string(g->wgM) + " x " + std::to_string(g->wgN));
+    const int64_t Mw = g->M / g->wgM, Nw = g->N / g->wgN;
+    if (Mw % 64 || Nw % 8 || g->M % g->wgM || g->N % g->wgN) throw SimError("a wgmma split the library cannot do");
+    g->count = Mw / 64 * Nw / 2;
+    for (auto *op : {g->a, g->b})
+        if (op->scope != ir::Scope::Shared) throw SimError("a wgmma_ss operand outside shared memory");
+    // The descriptors' base offset is 0: each operand starts on a period of its swizzle pattern (8 rows).
+    for (auto [buf, at, span] : {std::tuple{g->a, g->a0, g->swzA}, std::tuple{g->b, g->b0, g->swzB}})
+        if (sharedByte(buf, at) % (8 * span) || k_.shared.alignment < 8 * span)
+            throw SimError("a wgmma operand in " + buf->name + " not aligned to its swizzle period of " + std::to_string(8 * span) + " bytes");
+    // Chain onto the in-flight group writing the same accumulators, else start from the registers.
+    auto &flight = comps_[(size_t)cur_].wgmma;
+    for (int t = first; t < first + 128; ++t) {
+        auto [acc, a0] = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "c"), t);
+        g->acc = acc;
+        g->acc0.push_back(a0);
+    }
+    for (auto &o : flight)
+        if (o->acc == g->acc && o->acc0 == g->acc0) g->shadow = o->shadow;
+    if (!g->shadow) {
+        g->shadow = std::make_shared<std::vector<std::vector<double>>>();
+        for (int t = first; t < first + 128; ++t) {
+            auto &regs = storage(g->acc, t);
+            const int64_t a0 = g->acc0[(size_t)(t - first)];
+            if (a0 < 0 || a0 + g->count > (int64_t)regs.size()) throw SimError("wgmma accumulators outside " + g->acc->name);
+            g->shadow->emplace_back(regs.begin() + a0, regs.begin() + a0 + g->count);
+        }
+    }
+    for (int t = first; t < first + 128; ++t) {
+        auto &regs = storage(g->acc, t);
+        std::fill(regs.begin() + g->acc0[(size_t)(t - first)], regs.begin() + g->acc0[(size_t)(t - first)] + g->count, std::nan(""));
+    }
+    g->issued = comps_[(size_t)cur_].clock;
+    flight.push_back(std::move(g));
+}
+
+inline void Simulator::wgmmaRetire(int64_t keep) {
+    auto &flight = comps_[(size_t)cur_].wgmma;
+    while ((int64_t)flight.size() > keep) {
+        std::shared_ptr<WgmmaGroup> g = flight.front();
+        flight.erase(flight.begin());
+        const int64_t M = g->M, N = g->N, K = g->K, Mw = M / g->wgM, Nw = N / g->wgN;
+        const int64_t wgm = g->wg % g->wgM, wgn = g->wg / g->wgM, nT = Nw / 8;
+        // the operand element (r, c) of a rows x cols panel-layout tile
+        auto element = [&](const ir::BufferNode *buf, int64_t base, int64_t rows, int64_t r, int64_t col, int64_t span) {
+            const int64_t eb = buf->dtype.bytes(), W = span / eb;
+            int64_t byte = sharedByte(buf, base) + col / W * rows * span + r * span + col % W * eb;
+            size_t at = (size_t)((swizzleAddress(byte, (int)span) - sharedByte(buf, 0)) / eb);
+            if (at >= shared_.at(buf).size()) throw SimError("a wgmma reads outside " + buf->name);
+            touchAs(cur_, buf, at, g->first, false, &g->issued);
+            return shared_.at(buf)[at];
+        };
+        std::vector<double> A((size_t)(Mw * K)), B((size_t)(K * Nw));
+        for (int64_t i = 0; i < Mw; ++i)
+            for (int64_t k = 0; k < K; ++k) {
+                int64_t row = wgm * Mw + i;
+                A[(size_t)(i * K + k)] = g->transA ? element(g->a, g->a0, K, k, row, g->swzA) : element(g->a, g->a0, M, row, k, g->swzA);
+            }
+        for (int64_t k = 0; k < K; ++k)
+            for (int64_t j = 0; j < Nw; ++j) {
+                int64_t col = wgn * Nw + j;
+                B[(size_t)(k * Nw + j)] = g->transB ? element(g->b, g->b0, N, col, k, g->swzB) : element(g->b, g->b0, K, k, col, g->swzB);
+            }
+        for (int lt = 0; lt < 128; ++lt) {
+            const int lane = lt % 32, warp = lt / 32;
+            auto &acc = (*g->shadow)[(size_t)lt];
+            for (int64_t slot = 0; slot < g->count; ++slot) {
+                const int64_t cc = slot % 2, h = slot / 2 % 2, ni = slot / 4 % nT, mi = slot / 4 / nT;
+                const int64_t i = mi * 64 + warp * 16 + h * 8 + lane / 4, j = ni * 8 + lane % 4 * 2 + cc;
+                double sum = acc[(size_t)slot];
+                for (int64_t k = 0; k < K; ++k) sum += A[(size_t)(i * K + k)] * B[(size_t)(k * Nw + j)];
+                acc[(size_t)slot] = roundTo(g->acc->dtype, sum);
+            }
+        }
+        bool last = std::none_of(flight.begin(), flight.end(), [&](auto &o) { return o->shadow == g->shadow; });
+        if (last)
+            for (int lt = 0; lt < 128; ++lt) {
+                auto &regs = storage(g->acc, g->first + lt);
+                std::copy((*g->shadow)[(size_t)lt].begin(), (*g->shadow)[(size_t)lt].end(), regs.begin() + g->acc0[(size_t)lt]);
+            }
+    }
+}
+
+inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
+    auto bar = [&](int t) { return addressOf(passes::lib::arg(c, info.fn, "bar"), t); };
+    auto num = [&](const char *n, int t) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), t); };
+    switch (info.fn) {
+    case Fn::MbarrierInit:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                Mbarrier &b = bars_[bar(t)];
+                b = Mbarrier{};
+                b.initialised = true;
+                b.expected = b.pending = num("arrivals", t);
+                if (b.expected < 1) throw SimError("an mbarrier initialised for " + std::to_string(b.expected) + " arrivals");
+            }
+        return;
+    case Fn::MbarrierInitFence:
+    case Fn::FenceProxyAsync: return;
+    case Fn::MbarrierArrive:
+    case Fn::MbarrierArriveExpectTx:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                auto at = bar(t);
+                Mbarrier &b = mbarrier(at, "an arrival on");
+                if (info.fn == Fn::MbarrierArriveExpectTx) b.tx += num("bytes", t);
+                if (b.pending <= 0) throw SimError("more arrivals on " + describe(at) + " than it expects");
+                release(b.gathered);
+                --b.pending;
+                complete(b);
+            }
+        return maybeSwitch();
+    case Fn::MbarrierWait: {
+        maybeSwitch();
+        auto at = bar(first);
+        const int64_t parity = num("parity", first);
+        for (int t = 0; t < T_; ++t)
+            if (mask[t] && (bar(t) != at || num("parity", t) != parity)) throw SimError("an mbarrier wait that differs between the threads of " + comps_[(size_t)cur_].name);
+        Mbarrier &b = mbarrier(at, "a wait on");
+        waitUntil([&b, parity] { return (b.phases & 1) != (parity & 1); },
+                  [this, at, parity] { return describe(at) + " for the phase of parity " + std::to_string(parity); });
+        acquire(b.released);
+        return;
+    }
+    case Fn::TmaLoadTile:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                TmaLoad l;
+                l.rank = (int)num("rank", t), l.rowDim = (int)num("rowDim", t), l.rows = (int)num("rows", t);
+                l.cols = (int)num("cols", t), l.elemBytes = (int)num("elemBytes", t), l.swizzle = (int)num("swizzle", t);
+                std::tie(l.dst, l.dstIndex) = addressOf(passes::lib::arg(c, info.fn, "dst"), t);
+                l.map = num("map", t);
+                l.bar = bar(t);
+                const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
+                for (int d = 0; d < 5; ++d) l.coords[(size_t)d] = num(coord[d], t);
+                if (l.rank < 1 || l.rank > 5 || l.rowDim < 1 || l.rowDim >= l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
+                auto &to = shared_.at(l.dst);
+                if (l.dstIndex < 0 || l.dstIndex + (int64_t)l.rows * l.cols > (int64_t)to.size()) throw SimError("a TMA tile outside " + l.dst->name);
+                std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));
+                l.comp = (int)comps_.size();
+                Comp tc;
+                tc.name = "the TMA load #" + std::to_string(tma_.size()) + " into " + l.dst->name + " issued by " + who(cur_, t);
+                tc.clock = comps_[(size_t)cur_].clock;
+                tc.clock.set((size_t)l.comp, 0);
+                comps_.push_back(std::move(tc));
+                tma_.push_back(l);
+            }
+        return maybeSwitch();
+    case Fn::WgmmaSS:
+        wgmmaIssue(c, mask);
+        return maybeSwitch();
+    case Fn::WgmmaWait:
+    case Fn::WgmmaWaitAcc:
+        if (!agent_ || !wholeScope(mask)) throw SimError("a wgmma wait outside a whole warpgroup of a warp role");
+        maybeSwitch();
+        wgmmaRetire(num("pending", first));
+        return;
+    case Fn::WgmmaClear:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                auto [acc, a0] = addressOf(passes::lib::arg(c, info.fn, "acc"), t);
+                for (auto &g : comps_[(size_t)cur_].wgmma)
+                    if (g->acc == acc) throw SimError("wgmma_clear of accumulators a wgmma group in flight writes");
+                auto &regs = storage(acc, t);
+                const int64_t n = num("count", t);
+                if (a0 < 0 || a0 + n > (int64_t)regs.size()) throw SimError("wgmma_clear outside " + acc->name);
+                std::fill(regs.begin() + a0, regs.begin() + a0 + n, 0.0);
+            }
+        return;
+    default: throw SimError(std::string("no simulation of ") + info.name);
+    }
+}
+
+} // namespace tilec::simtest

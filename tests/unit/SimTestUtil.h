@@ -1,0 +1,53 @@
+/// \file
+/// Shared by the Sim tests (LowerSimTest.cpp, LowerSimHopperTest.cpp): examples with other instantiations,
+/// input data and comparisons against references.
+#pragma once
+
+#include "EvalTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tilec::simtest {
+
+inline std::vector<double> randomData(size_t n, unsigned seed, double lo = -2, double hi = 2) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(n);
+    for (auto &x : v) x = (double)(float)d(g);
+    return v;
+}
+
+inline std::string example(const std::string &name) { return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/examples/" + name); }
+
+/// The example's factory with other arguments: its source with the module-level instantiations replaced.
+inline std::string withExport(const std::string &file, const std::string &exports) {
+    std::string src = example(file);
+    std::istringstream in(src);
+    std::string line, out;
+    while (std::getline(in, line)) {
+        bool instantiation = !line.empty() && line[0] != ' ' && line[0] != '#' && line.find(" = ") != std::string::npos &&
+                             line.find('(') != std::string::npos;
+        if (!instantiation) out += line + "\n";
+    }
+    return out + exports + "\n";
+}
+
+inline void expectNear(const std::vector<double> &got, const std::vector<double> &want, double rel, const char *what) {
+    ASSERT_EQ(got.size(), want.size());
+    int bad = 0;
+    for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+        double tol = rel * std::max(1.0, std::fabs(want[i]));
+        if (!(std::fabs(got[i] - want[i]) <= tol)) {
+            ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected " << want[i];
+            ++bad;
+        }
+    }
+}
+
+} // namespace tilec::simtest
