@@ -86,7 +86,7 @@ class Placer : public IRMutator {
                             prev = lib::stmt(lib::Fn::WgmmaClear, {i32(count), acc}, prev->loc);
                     out.push_back(overlapped);
                     out.push_back(lib::stmt(lib::Fn::WgmmaWaitAcc, {i32(0), i32(count), acc}, f->loc));
-                    out.push_back(lastRelease_);
+                    if (lastRelease_) out.push_back(lastRelease_);
                     changed = true;
                     continue;
                 }
@@ -117,6 +117,7 @@ class Placer : public IRMutator {
     /// The consumer loop of specializeWarps with nothing but wgmmas between its barriers, rewritten to keep
     /// one k-block in flight; null when `f` is not one.
     Stmt overlap(const For &f) {
+        lastRelease_ = nullptr;
         auto q = as<Seq>(f.body);
         if (!q || q->stmts.size() < 3) return nullptr;
         const auto &b = q->stmts;
