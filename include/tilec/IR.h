@@ -326,6 +326,17 @@ struct SharedPlan {
     }
 };
 
+/// What a lowering assumed of the run-time arguments to give a tile transfer a wider access than it can
+/// prove (Target::assumeAlignedRows): `tensor`'s base pointer is aligned to `bytes`, and its run-time row
+/// length `extent` (elements) times the element size is a multiple of `bytes`. The launcher runs such a
+/// variant only when every assumption holds for the arguments, else the next one (lowered without).
+struct Assumption {
+    Buffer tensor;  ///< a global tensor parameter
+    Expr extent;    ///< its innermost extent, a run-time value
+    int64_t bytes = 16;
+    bool operator==(const Assumption &o) const { return tensor == o.tensor && extent == o.extent && bytes == o.bytes; }
+};
+
 struct Kernel {
     std::string name;           ///< the exported C name
     SourceRange loc;            ///< the export (module-level assignment or prim_func def)
@@ -349,6 +360,7 @@ struct Kernel {
     /// runs the variant without). Empty before lowering.
     std::vector<std::string> targets;
     bool needsTma = false;
+    std::vector<Assumption> assumptions; ///< run-time alignment this lowering relies on (none: it checks all)
     Var threadIdx;                   ///< T.get_thread_binding(0)
     SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order

@@ -24,6 +24,10 @@ struct Target {
     bool tma = true;
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
+    /// Lowering switch (the driver's wide variant): a tile transfer whose tensor's row length is a run-time
+    /// value gets the access its row length and base pointer would need to be at their widest, recorded in
+    /// Kernel::assumptions for the launcher to check.
+    bool assumeAlignedRows = false;
     bool hasTma() const { return sm >= 90 && tma; }
     bool hasWgmma() const { return sm == 90 && archSpecific; }
     /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers: the SM count of the

@@ -171,10 +171,17 @@ struct MapText {
         return out;
     }
 };
+/// The position of a global tensor among the kernel's parameters.
+size_t paramOf(const Kernel &k, const Buffer &tensor) {
+    size_t p = 0;
+    while (p < k.params.size() && !(k.params[p].kind == Param::Tensor && k.params[p].buffer == tensor)) ++p;
+    TILEC_ASSERT(p < k.params.size(), "a tensor map or assumption of a tensor that is no parameter");
+    return p;
+}
+
 MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
     MapText t;
-    while (t.param < k.params.size() && !(k.params[t.param].kind == Param::Tensor && k.params[t.param].buffer == m.tensor)) ++t.param;
-    TILEC_ASSERT(t.param < k.params.size(), "a tensor map of a tensor that is no parameter");
+    t.param = paramOf(k, m.tensor);
     t.elemBytes = m.tensor->dtype.bytes();
     for (size_t j = m.tensor->shape.size(); j-- > 0;) t.dims.push_back(hp.print(m.tensor->shape[j]));
     return t;
@@ -217,7 +224,8 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         const KernelInfo &v = *vp;
         const Kernel &k = *v.kernel;
         std::string when = runsOn(v, "sm");
-        // TMA's rules for the run-time arguments: a 16-byte aligned base and strides of multiples of 16 bytes.
+        // The conditions on the run-time arguments. TMA's rules: a 16-byte aligned base and strides of
+        // multiples of 16 bytes.
         std::vector<MapText> maps;
         std::vector<std::string> tmaRules;
         auto rule = [&](const std::string &r) {
@@ -228,12 +236,19 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             rule("(uintptr_t)" + sig.names[maps.back().param] + " % 16 == 0");
             for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ") % 16 == 0");
         }
+        // What the lowering assumed for wider tile transfers (Kernel::assumptions), exactly.
+        for (auto &a : k.assumptions) {
+            const std::string bytes = std::to_string(a.bytes);
+            rule("(uintptr_t)" + sig.names[paramOf(k, a.tensor)] + " % " + bytes + " == 0");
+            rule("((int64_t)(" + hp.print(a.extent) + ") * " + std::to_string(a.tensor->dtype.bytes()) + ") % " + bytes + " == 0");
+        }
         for (auto &r : tmaRules) when = "(" + when + ") && " + r;
         // A persistent kernel counts its tiles in int.
         if (k.persistent) when = "(" + when + ") && grid_x * grid_y * grid_z <= 2147483647";
         std::string targets;
         for (auto &t : v.targets) targets += (targets.empty() ? "" : ", ") + t.name;
-        s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") + " */\n";
+        s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") +
+             (k.assumptions.empty() ? "" : ", wide transfers of run-time rows") + " */\n";
         s += "    if (" + when + ") {\n";
         int minSm = 1000;
         for (auto &t : v.targets) minSm = std::min(minSm, t.sm);

@@ -40,7 +40,8 @@ std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, c
 std::string printQueries(const std::vector<const KernelInfo *> &variants, bool cxx);
 
 /// Launch code for a kernel with several variants or tensor maps, after the prologue: for each variant in
-/// order, when the device runs it (and, for a TMA variant, when the pointers and strides suit TMA), its
+/// order, when the device runs it (and, for a TMA variant, when the pointers and strides suit TMA; for one
+/// with Kernel::assumptions, when the arguments meet them), its
 /// preparation, alignment checks, tensor maps and launch; a variant without code for the device passes to
 /// the next one.
 std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,

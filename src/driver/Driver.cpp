@@ -157,23 +157,50 @@ ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::str
 }
 
 /// Lowers the program once per -arch target (and, where a lowering needs TMA, once more without it: the
-/// variant the launcher runs when run-time pointers or strides break TMA's rules), then merges lowerings
-/// that came out identical. The result holds every exported kernel's variants next to each other, each
-/// naming its targets (Kernel::targets), the preferred one first.
+/// variant the launcher runs when run-time pointers or strides break TMA's rules; and where a lowering assumed
+/// run-time row lengths and base pointers suit wide tile transfers, once more without that: the variant for
+/// arguments that break the assumptions), then merges lowerings that came out identical. The result holds
+/// every exported kernel's variants next to each other, each naming its targets (Kernel::targets), the
+/// preferred one first. A diagnostic that several lowerings report is reported once.
 ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext &ctx) {
     std::vector<ir::Program> lowerings;
+    std::vector<HeldDiagnostic> reported;
+    auto lowerOnce = [&](const Target &t) {
+        diag_.hold();
+        lowerings.push_back(lower(program, t, ctx));
+        bool dropped = false; // a note goes with the diagnostic before it
+        for (auto &d : diag_.endHold()) {
+            auto same = [&](const HeldDiagnostic &r) {
+                return r.severity == d.severity && r.message == d.message && r.range.file == d.range.file &&
+                       r.range.line == d.range.line && r.range.col == d.range.col;
+            };
+            if (d.severity != Severity::Note) dropped = std::any_of(reported.begin(), reported.end(), same);
+            if (dropped) continue;
+            diag_.report(d.severity, d.range, d.message);
+            if (d.severity != Severity::Note) reported.push_back(d);
+        }
+        return !diag_.hasErrors();
+    };
     for (Target t : targets_) {
         t.tma = !opts_.noTma;
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
-        lowerings.push_back(lower(program, t, ctx));
-        if (diag_.hasErrors()) return {};
-        bool tma = false;
-        for (auto &k : lowerings.back().kernels) tma |= k->needsTma;
-        if (!tma) continue;
-        t.tma = false;
-        lowerings.push_back(lower(program, t, ctx));
-        if (diag_.hasErrors()) return {};
+        bool tmaNeeded = false;
+        for (bool tma : {true, false}) {
+            if (!tma && !tmaNeeded) break;
+            bool assumed = false;
+            for (bool wide : {true, false}) {
+                if (!wide && !assumed) break;
+                Target u = t;
+                u.tma = t.tma && tma;
+                u.assumeAlignedRows = wide;
+                if (!lowerOnce(u)) return {};
+                for (auto &k : lowerings.back().kernels) {
+                    tmaNeeded |= k->needsTma;
+                    assumed |= !k->assumptions.empty();
+                }
+            }
+        }
     }
     ir::Program out;
     for (size_t i = 0; i < program.kernels.size(); ++i) {
@@ -190,8 +217,10 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
                     if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
             }
         }
-        // TMA variants first (they need the most of the device and of the arguments), then by target.
-        std::stable_sort(variants.begin(), variants.end(), [](auto &a, auto &b) { return a.second->needsTma > b.second->needsTma; });
+        // TMA variants first (they need the most of the device and of the arguments), then those assuming
+        // wide rows, then by target.
+        auto demand = [](const ir::Kernel &k) { return 2 * k.needsTma + !k.assumptions.empty(); };
+        std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
         for (auto &v : variants) out.kernels.push_back(v.second);
     }
     return out;

@@ -51,7 +51,7 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
                 [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
     if (diag.hasErrors()) return p;
     // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
-    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, diag); }, printProgram);
+    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, t, diag); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
     p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;

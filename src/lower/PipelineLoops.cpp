@@ -10,6 +10,7 @@
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/Staging.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -23,23 +24,32 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr i64(int64_t v) { return intImm(v, DType::Int64); }
 
-/// Why a transfer cannot use a wider access than one element of `eb` bytes, in words for the warning.
+/// Why a transfer cannot use a wider access than one element of `eb` bytes, in words for the warning. A
+/// run-time row length is no reason: the wide variant assumes it suits (Target::assumeAlignedRows).
 std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<int64_t> inner) {
     const Buffer &src = c.src.buffer;
     const std::string v = std::to_string(ve);
     if (cols % ve) return "the tile's rows of " + std::to_string(cols) + " elements are not a multiple of " + v;
-    if (!inner)
-        return "the row length of '" + src->name + "' is known only at run time, so rows cannot be proven aligned to " +
-               v + " elements (a compile-time row length, or one known to be a multiple of " + v + ", would be)";
-    if (*inner % ve) return "rows of '" + src->name + "' hold " + std::to_string(*inner) + " elements, not a multiple of " + v;
+    if (inner && *inner % ve) return "rows of '" + src->name + "' hold " + std::to_string(*inner) + " elements, not a multiple of " + v;
     return "the tile's first column is not provably a multiple of " + v;
 }
 
+/// What every transfer of one kernel's lowering shares: its threads, the target's switch, the warnings
+/// given (a pipelined transfer is issued from two places: by location) and the assumptions made.
+struct TransferContext {
+    int threads = 128;
+    bool assumeAlignedRows = false;
+    DiagnosticEngine &diag;
+    std::set<std::tuple<int, int, int>> warned;
+    std::vector<Assumption> assumptions;
+};
+
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
-/// A transfer narrower than cp.async's 4 bytes per thread (element by element, synchronous) is warned about.
-/// `warned` holds the transfers warned about already, by location (a pipelined one is issued from two places).
-Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threads, bool wait, DiagnosticEngine &diag,
-                  std::set<std::tuple<int, int, int>> &warned) {
+/// The access is the widest the tile, its origin and the tensor's row length allow; a run-time row length
+/// allows only one element unless the lowering may assume it (and the base pointer) suits the widest access,
+/// which it then records. A transfer narrower than cp.async's 4 bytes per thread even so (element by element,
+/// synchronous) is warned about.
+Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait, TransferContext &tc) {
     const Buffer &src = c.src.buffer;
     const size_t nd = c.src.ranges.size();
     size_t rowDim = 0;
@@ -49,18 +59,24 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
-    int vec = 1;
-    for (int bytes : {16, 8, 4}) {
-        if (bytes % eb) continue;
-        int64_t ve = bytes / eb;
-        if (cols % ve == 0 && inner && *inner % ve == 0 && knownMultiple(colOrigin) % ve == 0) {
-            vec = (int)ve;
-            break;
+    auto widest = [&](bool rowsSuit) {
+        for (int bytes : {16, 8, 4}) {
+            if (bytes % eb) continue;
+            int64_t ve = bytes / eb;
+            if (cols % ve == 0 && (inner ? *inner % ve == 0 : rowsSuit) && knownMultiple(colOrigin) % ve == 0) return (int)ve;
         }
+        return 1;
+    };
+    const int proven = widest(false), possible = widest(true);
+    int vec = proven;
+    if (tc.assumeAlignedRows && possible > proven) {
+        vec = possible;
+        Assumption a{src, src->shape[nd - 1], (int64_t)vec * eb};
+        if (std::find(tc.assumptions.begin(), tc.assumptions.end(), a) == tc.assumptions.end()) tc.assumptions.push_back(a);
     }
-    if (vec * eb < 4 && warned.insert({c.loc.file, c.loc.line, c.loc.col}).second)
-        diag.warning(c.loc, "this tile transfer copies one " + std::to_string(eb) + "-byte element at a time, synchronously, "
-                            "instead of 4 to 16 bytes per thread with cp.async: " + narrowReason(c, cols, 4 / eb, inner));
+    if (possible * eb < 4 && tc.warned.insert({c.loc.file, c.loc.line, c.loc.col}).second)
+        tc.diag.warning(c.loc, "this tile transfer copies one " + std::to_string(eb) + "-byte element at a time, synchronously, "
+                               "instead of 4 to 16 bytes per thread with cp.async: " + narrowReason(c, cols, 4 / eb, inner));
     // Row stride, and the rows / columns left in the tensor from the tile's origin.
     Expr ldg = i64(1);
     for (size_t d = rowDim + 1; d < nd; ++d) ldg = binary(BinaryOp::Mul, ldg, cast(DType::Int64, src->shape[d]));
@@ -80,7 +96,7 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
     dstIdx.push_back(i32(0));
     dstIdx.push_back(i32(0));
     return lib::stmt(wait ? lib::Fn::CopyG2SWait : lib::Fn::CopyG2S,
-                {i32(rows), i32(cols), i32(vec), i32(threads), i32(1), addressOf(dst, dstIdx), addressOf(src, origin),
+                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(1), addressOf(dst, dstIdx), addressOf(src, origin),
                  simplify(ldg), simplify(validRows), simplify(validCols)},
                 c.loc);
 }
@@ -88,13 +104,15 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, int threa
 class Pipeliner : public IRMutator {
   public:
     using IRMutator::visit;
-    Pipeliner(const Kernel &k, DiagnosticEngine &diag) : kernel_(k), diag_(diag) {}
+    Pipeliner(const Kernel &k, bool assumeAlignedRows, DiagnosticEngine &diag)
+        : kernel_(k), transfers{k.threads, assumeAlignedRows, diag, {}, {}} {}
 
     std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
+    TransferContext transfers;
 
     /// A transfer left where it is: issue, commit, wait.
     Stmt visit(const std::shared_ptr<const Copy> &op) override {
-        return transferCall(*op, op->dst.buffer, nullptr, kernel_.threads, true, diag_, warned_);
+        return transferCall(*op, op->dst.buffer, nullptr, true, transfers);
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -130,7 +148,7 @@ class Pipeliner : public IRMutator {
                 Region src = c->src;
                 for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
                 auto moved = Copy::make(src, c->dst, c->loc);
-                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, kernel_.threads, false, diag_, warned_));
+                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers));
             }
             return Seq::make(std::move(calls), loc);
         };
@@ -161,19 +179,18 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
-    DiagnosticEngine &diag_;
-    std::set<std::tuple<int, int, int>> warned_; ///< transfers warned about, by location
 };
 
 } // namespace
 
-Program pipelineLoops(const Program &p, DiagnosticEngine &diag) {
+Program pipelineLoops(const Program &p, const Target &t, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        Pipeliner m(*k, diag);
+        Pipeliner m(*k, t.assumeAlignedRows, diag);
         Stmt body = m.mutate(k->body);
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body ? body : Seq::make({});
+        nk->assumptions = m.transfers.assumptions;
         for (auto &b : nk->allocs) {
             auto it = m.staged.find(b.get());
             if (it != m.staged.end()) b = it->second;

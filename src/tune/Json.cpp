@@ -8,6 +8,13 @@
 
 namespace tilec::tune::json {
 
+Value::Value() = default;
+Value::Value(const Value &) = default;
+Value::Value(Value &&) noexcept = default;
+Value &Value::operator=(const Value &) = default;
+Value &Value::operator=(Value &&) noexcept = default;
+Value::~Value() = default;
+
 Value Value::string(std::string s) {
     Value v;
     v.kind = String;

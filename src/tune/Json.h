@@ -18,6 +18,15 @@ struct Value {
     std::vector<Value> items;                            ///< Array
     std::vector<std::pair<std::string, Value>> members;  ///< Object, in order
 
+    // Defined where Value is complete: std::pair<std::string, Value> cannot be instantiated here (clang with
+    // libstdc++ 12 rejects the implicit ones).
+    Value();
+    Value(const Value &);
+    Value(Value &&) noexcept;
+    Value &operator=(const Value &);
+    Value &operator=(Value &&) noexcept;
+    ~Value();
+
     static Value string(std::string s);
     static Value number(double d);
     static Value boolean(bool v);

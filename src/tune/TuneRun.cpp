@@ -192,7 +192,8 @@ void Tuner::frontEnd() {
     if (!program || diag_.hasErrors() || program->kernels.empty()) throw ExitInputError;
     const ir::Kernel &k = *program->kernels.front();
     params_ = paramSpecs(k);
-    for (auto &[name, values] : sizes_.symbols) {
+    for (auto &symbol : sizes_.symbols) {
+        const std::string &name = symbol.first; // clang 14 lets no lambda capture a structured binding
         bool known = std::any_of(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), [&](auto &v) { return v->name == name; });
         if (!known) throw Usage{"--sizes names '" + name + "', which is not a T.dynamic size of " + o_.kernel};
     }

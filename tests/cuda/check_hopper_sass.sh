@@ -35,25 +35,7 @@ if [ "$entries" = 0 ] || [ "$entries" != "$clean" ]; then
 fi
 [ $fail = 0 ] && echo "ptxas: $entries entry functions, none with a stack frame or spills, no C7508 or wgmma serialization"
 
-find_cuobjdump() {
-    command -v cuobjdump && return
-    local dir
-    dir=$(dirname "$(command -v "$NVCC")")
-    [ -x "$dir/cuobjdump" ] && { echo "$dir/cuobjdump"; return; }
-    python3 - <<'EOF' 2>/dev/null
-import glob, os
-try:
-    import nvidia
-    for root in nvidia.__path__:
-        for f in sorted(glob.glob(os.path.join(root, "*", "bin", "cuobjdump"))):
-            if os.access(f, os.X_OK):
-                print(f)
-                raise SystemExit
-except ImportError:
-    pass
-EOF
-}
-CUOBJDUMP=$(find_cuobjdump | head -1)
+CUOBJDUMP=$("$(dirname "$0")/find_cuobjdump.sh" "$NVCC" | head -1)
 if [ -z "$CUOBJDUMP" ]; then
     [ $fail = 0 ] || exit 1
     echo "SKIP: no cuobjdump (pip install nvidia-cuda-cuobjdump): the SASS of $name was not checked"

@@ -6,9 +6,12 @@
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
+#include "tilec/IRVisitor.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 using namespace tilec;
@@ -369,4 +372,93 @@ TEST(LowerSim, FlashAttentionCausal) {
         }
     s.run({{"Q", &q}, {"K", &kk}, {"V", &v}, {"Out", &out}});
     expectNear(out, want, 1e-4, "Out");
+}
+
+namespace {
+
+/// A GEMM whose reduction length K is a T.dynamic size: A's rows hold K elements, known only at run time.
+const char *dynamicKGemm = R"(import tilelang.language as T
+K = T.dynamic("K")
+@T.prim_func
+def k(A: T.Tensor((64, K), "float16"), B: T.Tensor((K, 64), "float16"), C: T.Tensor((64, 64), "float")):
+    with T.Kernel(2, 2, threads=64) as (bx, by):
+        a = T.alloc_shared((32, 32), "float16")
+        b = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float")
+        T.clear(c)
+        for ko in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+            T.copy(A[by * 32, ko * 32], a)
+            T.copy(B[ko * 32, bx * 32], b)
+            T.gemm(a, b, c)
+        T.copy(c, C[by * 32, bx * 32])
+)";
+
+/// The vector width of each tile transfer, by source tensor.
+std::map<std::string, int64_t> transferWidths(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        std::map<std::string, int64_t> widths;
+        void visit(const ir::Call &c) override {
+            if (passes::isTileTransfer(c)) {
+                auto f = passes::lib::find(c.name)->fn;
+                auto l = passes::addressedLoad(passes::lib::arg(c, f, "src"));
+                widths[l->buffer->name] = *ir::constInt(passes::lib::arg(c, f, "vec"));
+            }
+            ir::IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k.body);
+    return v.widths;
+}
+
+/// Runs the dynamic-K GEMM lowered with or without the wide-rows assumption; a SimError's text, or "" when
+/// the result matched.
+std::string runDynamicK(const ir::Kernel &k, int K) {
+    auto a = randomData((size_t)64 * K, 31), b = randomData((size_t)K * 64, 32);
+    std::vector<double> c(64 * 64, std::nan("")), want(64 * 64, 0);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j)
+            for (int x = 0; x < K; ++x) want[i * 64 + j] += a[i * K + x] * b[x * 64 + j];
+    Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &c}}, {{"K", (double)K}});
+    try {
+        s.run();
+    } catch (const simtest::SimError &e) {
+        return e.what();
+    }
+    for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+    expectNear(c, want, 1e-4, "C");
+    return "";
+}
+
+} // namespace
+
+/// Issue 12: the wide variant of a dynamic-K transfer assumes K * 2 bytes is a multiple of 16 (and A 16-byte
+/// aligned), records exactly that, and computes the product when it holds; the library's alignment
+/// requirement fails it when K breaks the assumption. The narrow variant assumes nothing and runs any K.
+TEST(LowerSim, DynamicRowLengthWideAndNarrowVariants) {
+    Target t = *Target::parse("sm_80");
+    t.assumeAlignedRows = true;
+    LowerRun wide;
+    wide.run(dynamicKGemm, "t.tile", t);
+    const ir::Kernel *kw = wide.kernel("k");
+    ASSERT_TRUE(kw) << wide.diags();
+    EXPECT_EQ(wide.diags(), "");
+    ASSERT_EQ(kw->assumptions.size(), 1u);
+    EXPECT_EQ(kw->assumptions[0].tensor->name, "A");
+    EXPECT_EQ(ir::print(kw->assumptions[0].extent), "K");
+    EXPECT_EQ(kw->assumptions[0].bytes, 16);
+    EXPECT_EQ(transferWidths(*kw), (std::map<std::string, int64_t>{{"A", 8}, {"B", 8}}));
+    EXPECT_EQ(runDynamicK(*kw, 96), "");
+    EXPECT_EQ(runDynamicK(*kw, 40), "");
+    EXPECT_NE(runDynamicK(*kw, 100).find("misaligned row of A"), std::string::npos);
+
+    t.assumeAlignedRows = false;
+    LowerRun narrow;
+    narrow.run(dynamicKGemm, "t.tile", t);
+    const ir::Kernel *kn = narrow.kernel("k");
+    ASSERT_TRUE(kn) << narrow.diags();
+    EXPECT_EQ(narrow.diags(), ""); // the wide variant covers aligned arguments: no warning
+    EXPECT_TRUE(kn->assumptions.empty());
+    EXPECT_EQ(transferWidths(*kn), (std::map<std::string, int64_t>{{"A", 1}, {"B", 8}}));
+    for (int K : {96, 100, 33, 7}) EXPECT_EQ(runDynamicK(*kn, K), "") << K;
 }

@@ -48,6 +48,12 @@ inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info,
         auto &from = storage(src, first);
         auto &to = storage(dst, first);
         const int64_t eb = dst->dtype.bytes(), tile = R * C;
+        // What the device library requires of its caller (tilec/cp_async.cuh): every vector it reads starts
+        // on a multiple of Vec elements (tensors start aligned here), and no vector straddles the tensor's edge.
+        if (vc > 0 && vc < C && vc % vec) throw SimError("a tile transfer of " + std::to_string(vec) + "-element vectors with " +
+                                                           std::to_string(vc) + " valid columns");
+        for (int64_t r = 0; r < std::min(R, vr); ++r)
+            if ((s0 + r * ldg) % vec) throw SimError("a tile transfer of " + std::to_string(vec) + "-element vectors from a misaligned row of " + src->name);
         for (int64_t r = 0; r < R; ++r)
             for (int64_t col = 0; col < C; ++col) {
                 int64_t chunk = (r * C + col) / vec;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/Target.h"
 
 namespace tilec::passes {
 
 /// Rewrites every tile transfer that lowerTileOps kept as a Copy into a call of the device library's
 /// `tilec::copy_g2s` (16-, 8- or 4-byte cp.async per thread, the widest the tensor's row length and the
-/// tile's origin provably allow; zero-filled outside the tensor), and pipelines T.Pipelined loops:
+/// tile's origin provably allow; zero-filled outside the tensor; with `t.assumeAlignedRows`, the widest a
+/// run-time row length could allow, recorded in Kernel::assumptions), and pipelines T.Pipelined loops:
 ///
 /// - the tile transfers at the top level of the loop body whose source regions depend only on the loop
 ///   variable and values fixed before the loop are hoisted: the transfers of iteration ko + s - 1 are issued
@@ -23,7 +25,8 @@ namespace tilec::passes {
 /// computed in the loop) become a `tilec.copy_g2s_wait` call: issue, commit, wait for them, then
 /// insertSyncs treats them as ordinary shared-memory writes. A loop with num_stages < 2, or whose staged
 /// buffers are also used outside it, runs serially. A transfer that can use no cp.async (not even 4 bytes per
-/// thread: 16-bit or 8-bit elements one by one) is a warning through `diag` that says why.
-ir::Program pipelineLoops(const ir::Program &p, DiagnosticEngine &diag);
+/// thread: 16-bit or 8-bit elements one by one), even where a run-time row length suits, is a warning through
+/// `diag` that says why.
+ir::Program pipelineLoops(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

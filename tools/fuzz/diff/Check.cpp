@@ -102,6 +102,18 @@ Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>>
     return make(Outcome::Ok, "");
 }
 
+/// Whether the launcher would run a variant with these assumptions for these T.dynamic sizes (tensors are
+/// allocated aligned here): each assumed row length, a symbol or a constant, times the element size is a
+/// multiple of the assumed bytes.
+bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &dyn) {
+    for (auto &a : k.assumptions) {
+        std::optional<int64_t> n = ir::constInt(a.extent);
+        if (auto v = ir::as<ir::VarNode>(a.extent); v && dyn.count(v->name)) n = (int64_t)dyn.at(v->name);
+        if (!n || (*n * a.tensor->dtype.bytes()) % a.bytes) return false;
+    }
+    return true;
+}
+
 } // namespace
 
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed) {
@@ -127,6 +139,17 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 o.headerName = "fuzz.h";
                 o.targets = {target};
                 (void)generateCode(p, o, front.diag);
+                // The variant assuming wide rows where a tensor's row length is a run-time value: simulated
+                // instead when the launcher would run it (its assumptions hold for this program's sizes).
+                Target wideTarget = target;
+                wideTarget.assumeAlignedRows = true;
+                PassContext wctx;
+                wctx.diag = &front.diag;
+                ir::Program w = lower(*front.program, wideTarget, wctx);
+                if (!front.diag.hasErrors() && !w.kernels[0]->assumptions.empty()) {
+                    (void)generateCode(w, o, front.diag);
+                    if (assumptionsHold(*w.kernels[0], dynamicValues(text))) p = std::move(w);
+                }
                 PassContext hctx;
                 hctx.diag = &front.diag;
                 ir::Program h = lower(*front.program, hopper, hctx);
