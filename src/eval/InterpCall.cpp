@@ -183,6 +183,9 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
         if (a.value.is(VK::Poison)) return a.value;
     for (auto &a : args.kw)
         if (a.second.value.is(VK::Poison)) return a.second.value;
+    if (f.isEager)
+        failUnevaluable(args.call, "calling the eager kernel '" + f.def->name + "' runs it; tilec compiles it from '" +
+                                       f.def->name + ".compile(...)' with its sizes as keywords (M=1024, ...)");
     auto env = bindParams(f, args);
     if (f.isFactory) ranFactory_ = true;
     int errors = diag_.errorCount();
@@ -196,7 +199,7 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     Flow flow = execBody(f.def->body);
     // A statement of the body failed: like a Python exception, the call has no meaningful result.
     if (diag_.errorCount() > errors) return Value::poison();
-    return flow == Flow::Return ? frames_.back().ret : Value::none();
+    return flow == Flow::Return ? withPassConfigs(f, frames_.back().ret) : Value::none();
 }
 
 namespace {
@@ -299,7 +302,15 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     case VK::Poison: return base;
     case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
     case VK::Function:
-        if (name == "compile" || name == "par_compile") fail(r, kEagerKernelsUnsupported);
+        if (name == "compile" && base.as<FunctionObj>().isJit) {
+            Value self = base;
+            return method(base.as<FunctionObj>().def->name + ".compile", [self](Interp &in, CallArgs &a) {
+                return static_cast<InterpImpl &>(in).compileJit(self, a);
+            });
+        }
+        if (name == "par_compile" && base.as<FunctionObj>().isJit)
+            fail(r, "par_compile compiles a list of configurations at once; export each one with '" +
+                        base.as<FunctionObj>().def->name + ".compile(...)' instead");
         break;
     case VK::PrimFunc:
         // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.

@@ -296,6 +296,8 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});
     else if (dotted == "tilelang.autotuner") {
         v = module(dotted, {{"autotune", autotuneDecorator("tilelang.autotuner.autotune")}});
+    } else if (dotted == "tilelang.transform") {
+        v = module(dotted, {{"PassConfigKey", passConfigKeyEnum()}});
     } else if (dotted == "tilelang.math") {
         Attrs m;
         addTileLangMath(m, dotted);
@@ -306,7 +308,9 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
         m["autotune"] = autotuneDecorator("tilelang.autotune");
         m["language"] = importModule("tilelang.language");
         m["jit"] = jitDecorator();
-        for (const char *sub : {"autotuner", "carver", "math"}) m[sub] = *knownModule("tilelang." + std::string(sub));
+        m["compile"] = tilelangCompile();
+        m["PassConfigKey"] = passConfigKeyEnum();
+        for (const char *sub : {"autotuner", "carver", "math", "transform"}) m[sub] = *knownModule("tilelang." + std::string(sub));
         v = module(dotted, std::move(m));
     } else {
         return std::nullopt;
