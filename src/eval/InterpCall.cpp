@@ -73,7 +73,10 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
         return b.fn(*this, args);
     }
     case VK::DType: return callDType(*this, callee.dtype, args);
-    case VK::Opaque: return makeOpaque(callee.s + "(...)", opaqueModule(callee));
+    case VK::Opaque:
+        if (callee.obj && callee.as<OpaqueObj>().callKeepsShape && callee.as<OpaqueObj>().shape)
+            return torchTensor(callee.s + "(...)", *callee.as<OpaqueObj>().shape);
+        return makeOpaque(callee.s + "(...)", opaqueModule(callee));
     case VK::Module:
         if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
         break;
@@ -300,7 +303,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                     base.buffer->name + ".data)) are not supported; index '" + base.buffer->name + "' itself");
     switch (base.kind) {
     case VK::Poison: return base;
-    case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::Opaque: return opaqueAttribute(base, name);
     case VK::Function:
         if (name == "compile" && base.as<FunctionObj>().isJit) {
             Value self = base;

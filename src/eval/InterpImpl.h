@@ -27,6 +27,10 @@ namespace tilec::eval {
 /// evaluate" messages. Stored in Value::obj of VK::Opaque values the interpreter makes.
 struct OpaqueObj {
     std::string module;
+    /// A torch tensor whose shape is known (`torch.randn(m, k, ...)`, and what elementwise arithmetic with
+    /// numbers, `.cuda()`, `.half()`, ... make of it): `.shape` answers.
+    std::optional<std::vector<int64_t>> shape;
+    bool callKeepsShape = false; ///< a shape-keeping method of such a tensor (`x.cuda`): its call has x's shape
 };
 
 /// Why a module-level statement was skipped (execModuleStmt); kept in the error values it binds.
@@ -67,6 +71,15 @@ class ObjectRegistry {
 // ---- Value helpers (Value.cpp) ----
 std::string opaqueModule(const Value &v);
 Value makeOpaque(std::string what, std::string module);
+/// An opaque value standing for a torch tensor of a known shape (KnownModules.cpp).
+Value torchTensor(std::string what, std::vector<int64_t> shape, bool callKeepsShape = false);
+/// The known shape of an opaque torch tensor, if any.
+const std::vector<int64_t> *torchShape(const Value &v);
+/// `x.shape`, `x.size()`, `x.cuda()`, ... of an opaque value: shapes where known, else an opaque value.
+Value opaqueAttribute(const Value &base, const std::string &name);
+/// An operator with an opaque operand: opaque, with the tensor's shape when the operation keeps it
+/// (elementwise with a number or an equal shape; not `@`, not broadcasting).
+Value opaqueOperation(const Value &a, const Value &b, bool elementwise);
 bool isNumber(const Value &v); ///< Int, Bool or Float
 double numberAsDouble(const Value &v);
 int64_t intOf(const Value &v); ///< Int or Bool as an integer

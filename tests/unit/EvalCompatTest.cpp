@@ -103,6 +103,27 @@ TEST(EvalCompat, GpuQueriesAnsweredFromTheTarget) {
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
 }
 
+TEST(EvalCompat, TorchTensorsMadeFromSizesHaveTheirShape) {
+    expectPython("import torch\n"
+                 "A = torch.rand(256, 512, device='cuda', dtype=torch.float16) * 2 - 1\n"
+                 "M, K = A.shape\n"
+                 "assert (M, K) == (256, 512)\n"
+                 "B = torch.randn((4, 8)).cuda().half()\n"
+                 "assert B.shape == (4, 8) and B.size(1) == 8 and B.size(-2) == 4 and B.size() == (4, 8)\n"
+                 "assert B.ndim == 2 and B.dim() == 2 and (torch.zeros(3, 4) + torch.ones(3, 4)).shape == (3, 4)\n"
+                 "assert (-torch.empty([2, 3]) > 0).shape == (2, 3)\n");
+    // What tilec cannot follow has no shape: a matrix product, broadcasting, a transpose, a shape from data.
+    for (const char *unknown : {"torch.zeros(3, 4) @ torch.zeros(4, 5)", "torch.zeros(3, 1) + torch.zeros(1, 4)",
+                                "torch.zeros(3, 4).T", "torch.zeros(3, 4).reshape(2, 6)", "torch.load('x.pt')"}) {
+        EvalRun r;
+        r.run(std::string("import torch\nm, n = (") + unknown + ").shape\n");
+        EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+        EXPECT_NE(r.diags().find("comes from module 'torch', which tilec does not evaluate (the module-level statement is skipped)"),
+                  std::string::npos)
+            << unknown << ": " << r.diags();
+    }
+}
+
 TEST(EvalCompat, AutotuneConfigsAreNotEvaluated) {
     // The configuration generator needs torch and a GPU: tilec compiles the configuration the export passes.
     EvalRun r;
@@ -124,7 +145,7 @@ TEST(EvalCompat, AutotuneConfigsAreNotEvaluated) {
 TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
     EvalRun r;
     r.run("import torch\nimport tilelang.language as T\n"
-          "x = torch.randn(64, 64, device='cuda')\n" // opaque, fine
+          "x = torch.load('x.pt', map_location='cuda')\n" // opaque, fine
           "M, N = x.shape\n"                         // skipped: a warning
           "half = M // 2\n"                          // depends on it: skipped silently
           "class Cfg:\n    pass\n"                   // skipped: a warning
@@ -135,7 +156,7 @@ TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
     ASSERT_TRUE(r.program) << r.diags();
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
     EXPECT_EQ(r.diag.warningCount(), 3) << r.diags();
-    EXPECT_NE(r.diags().find("t.tile:4:1: warning: 'torch.randn(...).shape' comes from module 'torch', which tilec does "
+    EXPECT_NE(r.diags().find("t.tile:4:1: warning: 'torch.load(...).shape' comes from module 'torch', which tilec does "
                              "not evaluate (the module-level statement is skipped)"),
               std::string::npos)
         << r.diags();
@@ -145,12 +166,12 @@ TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
 
     // Used by a kernel: an error there, naming the skipped statement.
     EvalRun use;
-    use.run("import torch\nimport tilelang.language as T\nM, N = torch.randn(64, 64).shape\nhalf = M // 2\n"
+    use.run("import torch\nimport tilelang.language as T\nM, N = torch.load('x.pt').shape\nhalf = M // 2\n"
             "@T.prim_func\ndef k(A: T.Tensor((half,), 'float32')):\n    with T.Kernel(1, threads=64) as bx:\n"
             "        A[0] = 1.0\n");
     EXPECT_FALSE(use.program);
     EXPECT_NE(use.diags().find("t.tile:6:20: error: 'half' is not available: the module-level statement at line 3, "
-                               "which it depends on, was skipped ('torch.randn(...).shape' comes from module 'torch', "
+                               "which it depends on, was skipped ('torch.load(...).shape' comes from module 'torch', "
                                "which tilec does not evaluate)"),
               std::string::npos)
         << use.diags();
