@@ -157,6 +157,11 @@ struct FrameObj {
     ir::ForKind forKind = ir::ForKind::Serial;
     std::vector<ir::Expr> mins, extents;
     int numStages = 0;
+    /// T.Persistent: one serial loop of `loopVar` over extents[0] (the waves); the loop's targets are bound to
+    /// `coords` (the tile coordinates, expressions of loopVar) and its body runs under `guard`.
+    ir::Var loopVar;
+    std::vector<ir::Expr> coords;
+    ir::Expr guard;
 };
 
 /// A lexical scope: names to values, with the enclosing function's scope as parent.

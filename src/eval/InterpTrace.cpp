@@ -329,7 +329,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
 }
 
 InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f) {
-    std::string what = loopName(f.forKind);
+    std::string what = f.loopVar ? "T.Persistent" : loopName(f.forKind);
     TraceState &t = requireLaunch(s.value->range, "a " + what + " loop");
     if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
     const ast::Expr &target = *s.targets[0];
@@ -344,7 +344,8 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
     } else {
         fail(target.range, "a loop variable must be a plain name");
     }
-    size_t n = f.extents.size();
+    bool persistent = f.loopVar != nullptr; // T.Persistent: the targets are tile coordinates
+    size_t n = persistent ? f.coords.size() : f.extents.size();
     if (names.size() != n)
         fail(target.range, what + " makes " + plural((int64_t)n, "loop") + " but " +
                                plural((int64_t)names.size(), "loop variable") +
@@ -368,11 +369,18 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
     } varsPop{loopVars_, firstLoopVar};
     std::vector<ir::Var> vars;
     std::vector<std::string> loopNames;
-    for (auto *e : names) {
-        vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
-        loopVars_.push_back(vars.back());
+    if (persistent) {
+        vars.push_back(f.loopVar);
+        loopVars_.push_back(f.loopVar);
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+        const ast::Expr *e = names[i];
+        if (!persistent) {
+            vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
+            loopVars_.push_back(vars.back());
+        }
         loopNames.push_back(e->str);
-        bindName(e->str, Value::ofExpr(vars.back()), e->range, false);
+        bindName(e->str, Value::ofExpr(persistent ? f.coords[i] : vars.back()), e->range, false);
     }
     ir::Stmt body;
     {
@@ -384,15 +392,16 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
                 ctl.pop_back();
                 loops.resize(loops.size() - n);
             }
-        } pop{frames_.back().ctl, t.loops, n};
+        } pop{frames_.back().ctl, t.loops, vars.size()};
         frames_.back().ctl.push_back('R');
-        t.loops.insert(t.loops.end(), n, f.forKind);
+        t.loops.insert(t.loops.end(), vars.size(), f.forKind);
         Block block(t);
         execBody(s.body);
         body = ir::Seq::make(block.take(), s.range);
     }
     checkLoopBindings(before, firstLoopVar, loopNames);
-    for (size_t i = n; i-- > 0;) {
+    if (f.guard) body = ir::IfThenElse::make(f.guard, body, nullptr, s.range);
+    for (size_t i = vars.size(); i-- > 0;) {
         ir::Expr min = i < f.mins.size() && f.mins[i] ? f.mins[i] : ir::intImm(0);
         body = ir::For::make(vars[i], min, f.extents[i], f.forKind, f.numStages, body, s.range);
     }

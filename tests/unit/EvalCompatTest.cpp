@@ -5,6 +5,8 @@
 #include "EvalTestUtil.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,15 @@ void expectPython(const std::string &src, int sm = 90) {
     r.run(src);
     EXPECT_TRUE(r.parsed) << r.diags();
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+}
+
+/// Runs `src`, expecting it to compile, and returns its kernel `name` (null, with a failure, otherwise).
+const ir::Kernel *compiledKernel(EvalRun &r, const std::string &src, const std::string &name = "k") {
+    r.run(src);
+    EXPECT_TRUE(r.program) << r.diags();
+    const ir::Kernel *k = r.kernel(name);
+    EXPECT_TRUE(k) << r.diags();
+    return k;
 }
 
 /// A one-kernel program around `body` (8 spaces of indentation, inside `with T.Kernel(4, threads=128) as bx`).
@@ -122,6 +133,47 @@ TEST(EvalCompat, TorchTensorsMadeFromSizesHaveTheirShape) {
                   std::string::npos)
             << unknown << ": " << r.diags();
     }
+}
+
+TEST(EvalCompat, PersistentLoopVisitsEveryTileOnce) {
+    // T.Persistent([5, 7], 4, block, 3): 4 blocks share the 35 tiles; 7 is not a multiple of the group size 3.
+    EvalRun r;
+    const ir::Kernel *k =
+        compiledKernel(r, "import tilelang.language as T\n@T.prim_func\ndef k(Hits: T.Tensor((5, 7), T.int32)):\n"
+                          "    with T.Kernel(4, threads=32) as block:\n"
+                          "        for bx, by in T.Persistent([5, 7], 4, block, 3):\n            Hits[bx, by] = 1\n");
+    ASSERT_TRUE(k);
+    auto loop = ir::as<ir::For>(k->body);
+    ASSERT_TRUE(loop) << ir::print(*k);
+    auto guarded = ir::as<ir::IfThenElse>(loop->body);
+    ASSERT_TRUE(guarded) << ir::print(*k);
+    auto store = ir::as<ir::Store>(guarded->then);
+    ASSERT_TRUE(store) << ir::print(*k);
+    auto waves = ir::constInt(loop->extent);
+    ASSERT_TRUE(waves);
+    std::map<std::pair<int64_t, int64_t>, int> visits;
+    for (int64_t w = 0; w < *waves; ++w)
+        for (int64_t b = 0; b < 4; ++b) {
+            passes::VarMap m{{loop->var.get(), ir::intImm(w)}, {k->blockIdx[0].get(), ir::intImm(b)}};
+            auto cond = ir::constInt(ir::simplify(passes::substitute(guarded->cond, m)));
+            ASSERT_TRUE(cond) << ir::print(*k);
+            if (!*cond) continue;
+            auto i = ir::constInt(ir::simplify(passes::substitute(store->indices[0], m)));
+            auto j = ir::constInt(ir::simplify(passes::substitute(store->indices[1], m)));
+            ASSERT_TRUE(i && j);
+            ++visits[{*i, *j}];
+        }
+    EXPECT_EQ(visits.size(), 35u);
+    for (auto &[tile, n] : visits) {
+        EXPECT_TRUE(tile.first >= 0 && tile.first < 5 && tile.second >= 0 && tile.second < 7);
+        EXPECT_EQ(n, 1) << tile.first << ", " << tile.second;
+    }
+    EvalRun bad;
+    bad.run("import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor((8,), T.int32)):\n"
+            "    with T.Kernel(4, threads=32) as block:\n        for bx, by in T.Persistent([8], 4, block):\n"
+            "            A[bx] = by\n");
+    EXPECT_NE(bad.diags().find("t.tile:5:13: error: T.Persistent makes 1 loop but 2 loop variables are named"), std::string::npos)
+        << bad.diags();
 }
 
 TEST(EvalCompat, AutotuneConfigsAreNotEvaluated) {
@@ -240,11 +292,9 @@ TEST(EvalCompat, AFactorysUnusedPrimFuncDoesNotFailTheFile) {
 
 TEST(EvalCompat, MultiDimensionalThreadBlocks) {
     EvalRun r;
-    r.run("import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor[(64, 4), 'float32']):\n"
-          "    with T.Kernel(1, threads=(64, 4)) as bx:\n        tn = T.get_thread_binding(0)\n"
-          "        tk = T.get_thread_binding(1)\n        A[tn, tk] = 1.0\n");
-    ASSERT_TRUE(r.program) << r.diags();
-    const ir::Kernel *k = r.kernel("k");
+    const ir::Kernel *k = compiledKernel(r, "import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor[(64, 4), 'float32']):\n"
+                                            "    with T.Kernel(1, threads=(64, 4)) as bx:\n        tn = T.get_thread_binding(0)\n"
+                                            "        tk = T.get_thread_binding(1)\n        A[tn, tk] = 1.0\n");
     ASSERT_TRUE(k);
     EXPECT_EQ(k->threads, 256);
     std::string body = ir::print(k->body);
