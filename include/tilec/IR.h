@@ -364,6 +364,10 @@ struct Kernel {
     Var threadIdx;                   ///< T.get_thread_binding(0)
     SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order
+    /// Per-kernel lowering switches from TileLang's pass_configs ("tl.disable_tma_lower",
+    /// "tl.disable_warp_specialized"): as --no-tma / --no-warp-specialize for this kernel alone.
+    bool noTma = false;
+    bool noWarpSpecialize = false;
     int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
     SourceRange swizzleLoc;
     Stmt body;

@@ -8,20 +8,29 @@
 
 #include "tilec/Value.h"
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace tilec::eval {
 
-/// Why T.const, T.empty and `f.compile(...)` are errors: TileLang 0.1.10's eager kernels are not supported.
-inline constexpr const char *kEagerKernelsUnsupported =
-    "TileLang's eager kernels (a @tilelang.jit function whose body is the kernel, with T.const shapes, T.empty "
-    "outputs and .compile(...)) are not supported; write the kernel as a @T.prim_func that a factory returns";
-
 /// Thrown after a user error was reported, to abandon the current statement. The interpreter catches it
 /// per statement, binds the statement's targets to Poison and goes on, so one run reports several errors.
 struct EvalAbort {};
+
+/// What tracing an eager kernel adds (TileLang 0.1.10's `@tilelang.jit` function whose body is the kernel,
+/// compiled with `f.compile(...)`; InterpEager.cpp).
+struct EagerTrace {
+    std::vector<std::string> params;       ///< the def's parameters, in order
+    std::set<std::string> tensorParams;    ///< those an annotation declares (not given to .compile(...))
+    std::map<std::string, Arg> consts;     ///< the .compile(...) keywords that are not parameters: T.const values
+    std::set<std::string> constsUsed;      ///< those a T.const named
+    /// T.const names .compile(...) gave no value: run-time sizes, which must appear in a tensor's shape.
+    std::vector<std::pair<ir::Var, SourceRange>> runtimeConsts;
+};
 
 /// State of the prim_func being traced.
 struct TraceState {
@@ -30,6 +39,8 @@ struct TraceState {
     bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
     std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
+    std::vector<ir::Buffer> outputs;              ///< `C = T.empty(...)` tensors (parameters after the others)
+    std::shared_ptr<EagerTrace> eager;            ///< set while an eager kernel is traced
 };
 
 class Interp {

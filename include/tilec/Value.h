@@ -97,6 +97,11 @@ struct FunctionObj {
     std::vector<bool> hasDefault;
     bool isPrimFunc = false;     ///< decorated with @T.prim_func (traced when the decorator applies)
     bool isFactory = false;      ///< decorated with @jit/@autotune or defines a @T.prim_func: it makes kernels
+    bool isJit = false;          ///< decorated with @tilelang.jit (it has .compile(...))
+    bool isEager = false;        ///< a jit function whose body is the kernel (InterpEager.cpp)
+    /// `@tilelang.jit(pass_configs={"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True})`:
+    /// the kernels it makes get ir::Kernel::noTma / noWarpSpecialize.
+    bool noTma = false, noWarpSpecialize = false;
 };
 
 /// A call's arguments, each with the source range of its expression.
@@ -152,6 +157,11 @@ struct FrameObj {
     ir::ForKind forKind = ir::ForKind::Serial;
     std::vector<ir::Expr> mins, extents;
     int numStages = 0;
+    /// T.Persistent: one serial loop of `loopVar` over extents[0] (the waves); the loop's targets are bound to
+    /// `coords` (the tile coordinates, expressions of loopVar) and its body runs under `guard`.
+    ir::Var loopVar;
+    std::vector<ir::Expr> coords;
+    ir::Expr guard;
 };
 
 /// A lexical scope: names to values, with the enclosing function's scope as parent.

@@ -41,7 +41,10 @@ void InterpImpl::execAssign(const ast::Stmt &s) {
             return;
         }
     }
-    if (!s.value) return; // `x: int` declares nothing at compile time
+    if (!s.value) { // `x: int` declares nothing at compile time; `A: T.Tensor(...)` an eager kernel's parameter
+        if (s.annotation && !s.targets.empty() && s.targets[0] && trace() && trace()->eager) declareEagerParam(s);
+        return;
+    }
     std::string target =
         s.targets.size() == 1 && s.targets[0] && s.targets[0]->kind == ast::ExprKind::Name ? s.targets[0]->str : "";
     Value v;

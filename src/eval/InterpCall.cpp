@@ -73,7 +73,10 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
         return b.fn(*this, args);
     }
     case VK::DType: return callDType(*this, callee.dtype, args);
-    case VK::Opaque: return makeOpaque(callee.s + "(...)", opaqueModule(callee));
+    case VK::Opaque:
+        if (callee.obj && callee.as<OpaqueObj>().callKeepsShape && callee.as<OpaqueObj>().shape)
+            return torchTensor(callee.s + "(...)", *callee.as<OpaqueObj>().shape);
+        return makeOpaque(callee.s + "(...)", opaqueModule(callee));
     case VK::Module:
         if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
         break;
@@ -183,6 +186,9 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
         if (a.value.is(VK::Poison)) return a.value;
     for (auto &a : args.kw)
         if (a.second.value.is(VK::Poison)) return a.second.value;
+    if (f.isEager)
+        failUnevaluable(args.call, "calling the eager kernel '" + f.def->name + "' runs it; tilec compiles it from '" +
+                                       f.def->name + ".compile(...)' with its sizes as keywords (M=1024, ...)");
     auto env = bindParams(f, args);
     if (f.isFactory) ranFactory_ = true;
     int errors = diag_.errorCount();
@@ -196,7 +202,7 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     Flow flow = execBody(f.def->body);
     // A statement of the body failed: like a Python exception, the call has no meaningful result.
     if (diag_.errorCount() > errors) return Value::poison();
-    return flow == Flow::Return ? frames_.back().ret : Value::none();
+    return flow == Flow::Return ? withPassConfigs(f, frames_.back().ret) : Value::none();
 }
 
 namespace {
@@ -297,9 +303,17 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                     base.buffer->name + ".data)) are not supported; index '" + base.buffer->name + "' itself");
     switch (base.kind) {
     case VK::Poison: return base;
-    case VK::Opaque: return makeOpaque(base.s + "." + name, opaqueModule(base));
+    case VK::Opaque: return opaqueAttribute(base, name);
     case VK::Function:
-        if (name == "compile" || name == "par_compile") fail(r, kEagerKernelsUnsupported);
+        if (name == "compile" && base.as<FunctionObj>().isJit) {
+            Value self = base;
+            return method(base.as<FunctionObj>().def->name + ".compile", [self](Interp &in, CallArgs &a) {
+                return static_cast<InterpImpl &>(in).compileJit(self, a);
+            });
+        }
+        if (name == "par_compile" && base.as<FunctionObj>().isJit)
+            fail(r, "par_compile compiles a list of configurations at once; export each one with '" +
+                        base.as<FunctionObj>().def->name + ".compile(...)' instead");
         break;
     case VK::PrimFunc:
         // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.

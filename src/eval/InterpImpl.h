@@ -10,6 +10,7 @@
 #include "tilec/Interp.h"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,10 @@ namespace tilec::eval {
 /// evaluate" messages. Stored in Value::obj of VK::Opaque values the interpreter makes.
 struct OpaqueObj {
     std::string module;
+    /// A torch tensor whose shape is known (`torch.randn(m, k, ...)`, and what elementwise arithmetic with
+    /// numbers, `.cuda()`, `.half()`, ... make of it): `.shape` answers.
+    std::optional<std::vector<int64_t>> shape;
+    bool callKeepsShape = false; ///< a shape-keeping method of such a tensor (`x.cuda`): its call has x's shape
 };
 
 /// Why a module-level statement was skipped (execModuleStmt); kept in the error values it binds.
@@ -66,6 +71,15 @@ class ObjectRegistry {
 // ---- Value helpers (Value.cpp) ----
 std::string opaqueModule(const Value &v);
 Value makeOpaque(std::string what, std::string module);
+/// An opaque value standing for a torch tensor of a known shape (KnownModules.cpp).
+Value torchTensor(std::string what, std::vector<int64_t> shape, bool callKeepsShape = false);
+/// The known shape of an opaque torch tensor, if any.
+const std::vector<int64_t> *torchShape(const Value &v);
+/// `x.shape`, `x.size()`, `x.cuda()`, ... of an opaque value: shapes where known, else an opaque value.
+Value opaqueAttribute(const Value &base, const std::string &name);
+/// An operator with an opaque operand: opaque, with the tensor's shape when the operation keeps it
+/// (elementwise with a number or an equal shape; not `@`, not broadcasting).
+Value opaqueOperation(const Value &a, const Value &b, bool elementwise);
 bool isNumber(const Value &v); ///< Int, Bool or Float
 double numberAsDouble(const Value &v);
 int64_t intOf(const Value &v); ///< Int or Bool as an integer
@@ -100,8 +114,18 @@ Value compareOp(InterpImpl &in, ast::CmpOpKind op, const Value &a, const Value &
 Value unaryOp(InterpImpl &in, ast::UnaryOpKind op, const Value &a, const SourceRange &r);
 
 // ---- decorators of the tilelang package (InterpModule.cpp, KnownModules.cpp) ----
-/// `@tilelang.jit` and `@tilelang.jit(...)`: the factory is returned unchanged.
+/// `@tilelang.jit` and `@tilelang.jit(...)`: the function, marked as jit (InterpEager.cpp) with the
+/// switches of its pass_configs.
 Value jitDecorator();
+/// `tilelang.PassConfigKey` (also `tilelang.transform.PassConfigKey`): its members are the key strings.
+Value passConfigKeyEnum();
+/// `tilelang.compile(prim_func, out_idx=..., pass_configs=...)`: the prim_func, with its pass_configs' switches.
+Value tilelangCompile();
+/// Whether a jit def is an eager kernel: its body (nested defs apart) opens `with T.Kernel(...)` and it
+/// defines no @T.prim_func.
+bool isEagerStyle(const ast::Stmt &def);
+/// The T.dynamic symbols (Vars) of an expression, appended in order of first appearance (InterpTrace.cpp).
+void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth = 0);
 /// `@autotune(...)` / `@tilelang.autotune(...)`: its arguments are not evaluated (see execDef).
 bool isAutotuneDecorator(const Value &v);
 
@@ -225,6 +249,16 @@ class InterpImpl final : public Interp {
     /// Traces a @T.prim_func. A trace that fails gives a prim_func value without a kernel that holds its
     /// diagnostics (in `obj`): they are reported when it is exported (reportIfFailed).
     Value tracePrimFunc(const Value &fn, const SourceRange &at);
+    /// Traces a function's body as a kernel: `params` declares the parameters (inside the trace), `env` is
+    /// the scope the body runs in, `eager` is set for an eager kernel (InterpEager.cpp).
+    Value traceKernel(const Value &fn, const SourceRange &at, std::shared_ptr<Env> env,
+                      std::shared_ptr<EagerTrace> eager, const std::function<void(ir::Kernel &)> &params);
+    /// A parameter of kernel `k` from its annotation (T.Tensor(...) or a scalar dtype), bound in `env`.
+    void declareParam(ir::Kernel &k, Env &env, const std::string &name, const Value &annotation,
+                      const SourceRange &at, const SourceRange &annotationAt);
+    /// After a kernel's body: what it returns must be exactly its T.empty outputs (an eager kernel may
+    /// also return nothing when it makes none).
+    void checkReturnedOutputs(const TraceState &t, bool eager);
     /// For a failed prim_func: reports its held diagnostics and makes `v` Poison; true when it was one.
     bool reportIfFailed(Value &v);
     Flow execWith(const ast::Stmt &s);
@@ -233,6 +267,17 @@ class InterpImpl final : public Interp {
     Flow execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond);
     /// The enclosing trace inside `with T.Kernel(...)`; an error naming `what` otherwise.
     TraceState &requireLaunch(const SourceRange &r, const std::string &what);
+
+    // ---- jit functions and eager kernels (InterpEager.cpp) ----
+    /// `f.compile(...)` of a jit function: an eager kernel is traced with the arguments (keywords that are
+    /// not parameters are its T.const values); a factory is called.
+    Value compileJit(const Value &fn, CallArgs &args);
+    /// `A: T.Tensor(shape, dtype)` in an eager kernel's body: declares parameter A.
+    void declareEagerParam(const ast::Stmt &s);
+    /// After an eager kernel's body: T.const values checked, the parameters put in the def's order.
+    void finishEager(ir::Kernel &k, const TraceState &t);
+    /// A kernel `f` made (a prim_func), with the per-kernel switches of f's pass_configs.
+    static Value withPassConfigs(const FunctionObj &f, Value v);
 
     // ---- scopes and imports (InterpModule.cpp) ----
     void execImport(const ast::Stmt &s);
@@ -270,6 +315,7 @@ class InterpImpl final : public Interp {
     struct CallFrame {
         std::vector<char> ctl;
         Value ret;
+        SourceRange retAt; ///< the `return` statement that set ret
         bool isModule = false;
     };
 

@@ -11,13 +11,6 @@ namespace tilec::eval {
 
 namespace {
 
-Value builtin(const std::string &name, std::function<Value(Interp &, CallArgs &)> fn) {
-    auto b = std::make_shared<BuiltinObj>();
-    b->name = name;
-    b->fn = std::move(fn);
-    return Value::object(VK::Builtin, b);
-}
-
 Value opaqueModuleValue(const std::string &name) {
     auto m = std::make_shared<ModuleObj>();
     m->name = name;
@@ -26,15 +19,6 @@ Value opaqueModuleValue(const std::string &name) {
 }
 
 } // namespace
-
-Value jitDecorator() {
-    return builtin("tilelang.jit", [](Interp &, CallArgs &a) {
-        if (a.pos.size() == 1 && a.kw.empty() && a.pos[0].value.is(VK::Function)) return a.pos[0].value;
-        return builtin("tilelang.jit(...)", [](Interp &, CallArgs &b) {
-            return b.pos.size() == 1 ? b.pos[0].value : Value::none();
-        });
-    });
-}
 
 InterpImpl::InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag) : opts_(opts), diag_(diag) {
     builtins_ = newEnv(nullptr);

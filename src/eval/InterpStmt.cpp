@@ -209,6 +209,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
             if (k != 'L') fail(s.range, std::string("'return' ") + runtimeMessage(k));
         Value v = s.value ? eval(*s.value) : Value::none();
         frames_.back().ret = v;
+        frames_.back().retAt = s.range;
         return Flow::Return;
     }
     case ast::StmtKind::Pass: return Flow::Normal;

@@ -10,10 +10,7 @@
 
 namespace tilec::eval {
 
-namespace {
-
-/// T.dynamic symbols of an expression, in order of first appearance.
-void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth = 0) {
+void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth) {
     if (!e || depth > 200) return;
     switch (e->kind) {
     case ir::NodeKind::Var: {
@@ -40,6 +37,8 @@ void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth = 0) {
     default: return;
     }
 }
+
+namespace {
 
 const char *loopName(ir::ForKind k) {
     switch (k) {
@@ -104,6 +103,47 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     if (!fn.is(VK::Function)) fail(at, std::string("@T.prim_func decorates a function, not a ") + typeName(fn.kind));
     auto &f = fn.as<FunctionObj>();
     const ast::Stmt &def = *f.def;
+    return traceKernel(fn, at, newEnv(f.closure), nullptr, [&](ir::Kernel &k) {
+        for (auto &p : def.params) {
+            try {
+                if (p.kind != ast::Param::Normal)
+                    fail(p.range, "prim_func parameters cannot be '*args', '**kwargs' or keyword-only");
+                if (!p.annotation)
+                    fail(p.range, "parameter '" + p.name + "' of prim_func '" + def.name +
+                                      "' needs an annotation: T.Tensor(shape, dtype) or a scalar dtype such as T.int32");
+                declareParam(k, *env_, p.name, eval(*p.annotation), p.range, p.annotation->range);
+            } catch (EvalAbort &) {
+                env_->set(p.name, Value::poison());
+            }
+        }
+    });
+}
+
+void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, const Value &a, const SourceRange &at,
+                              const SourceRange &annotationAt) {
+    if (a.is(VK::Poison)) throw EvalAbort{};
+    if (a.is(VK::Opaque)) failOpaque(a, annotationAt);
+    ir::Param param;
+    param.loc = at;
+    if (a.is(VK::TensorType)) {
+        param.kind = ir::Param::Tensor;
+        param.buffer = ir::makeBuffer(name, ir::Scope::Global, a.as<TensorTypeObj>().dtype, a.as<TensorTypeObj>().shape, at);
+        env.set(name, Value::ofBuffer(param.buffer));
+    } else if (a.is(VK::DType) && a.dtype != DType::Void) {
+        param.kind = ir::Param::Scalar;
+        param.var = ir::makeVar(name, a.dtype, at);
+        env.set(name, Value::ofExpr(param.var));
+    } else {
+        fail(annotationAt, "the annotation of prim_func parameter '" + name +
+                               "' must be T.Tensor(shape, dtype) or a scalar dtype such as T.int32, not a " + typeName(a.kind));
+    }
+    k.params.push_back(param);
+}
+
+Value InterpImpl::traceKernel(const Value &fn, const SourceRange &at, std::shared_ptr<Env> env,
+                              std::shared_ptr<EagerTrace> eager, const std::function<void(ir::Kernel &)> &params) {
+    auto &f = fn.as<FunctionObj>();
+    const ast::Stmt &def = *f.def;
     if (!traces_.empty()) fail(at, "a @T.prim_func cannot be defined while another prim_func is traced");
     if ((int)frames_.size() > opts_.recursionLimit)
         fail(at, "recursion is too deep (more than " + std::to_string(opts_.recursionLimit) + " nested calls)");
@@ -120,10 +160,11 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     }
     auto ts = std::make_unique<TraceState>();
     ts->kernel = k;
+    ts->eager = eager;
+    TraceState &t = *ts;
 
     int errors = diag_.errorCount();
     int64_t abandoned = abandoned_;
-    auto env = newEnv(f.closure);
     Restore<std::shared_ptr<Env>> scope(env_, env);
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
     Restore<std::string> name(assignName_, "");
@@ -143,44 +184,21 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     } pop{*this};
     diag_.hold();
 
-    for (auto &p : def.params) {
-        try {
-            if (p.kind != ast::Param::Normal)
-                fail(p.range, "prim_func parameters cannot be '*args', '**kwargs' or keyword-only");
-            std::string need = "T.Tensor(shape, dtype) or a scalar dtype such as T.int32";
-            if (!p.annotation)
-                fail(p.range, "parameter '" + p.name + "' of prim_func '" + def.name + "' needs an annotation: " + need);
-            Value a = eval(*p.annotation);
-            if (a.is(VK::Poison)) throw EvalAbort{};
-            if (a.is(VK::Opaque)) failOpaque(a, p.annotation->range);
-            ir::Param param;
-            param.loc = p.range;
-            if (a.is(VK::TensorType)) {
-                auto &tt = a.as<TensorTypeObj>();
-                param.kind = ir::Param::Tensor;
-                param.buffer = ir::makeBuffer(p.name, ir::Scope::Global, tt.dtype, tt.shape, p.range);
-                env->set(p.name, Value::ofBuffer(param.buffer));
-                for (auto &d : tt.shape) collectVars(d, k->dynamicSymbols);
-            } else if (a.is(VK::DType) && a.dtype != DType::Void) {
-                param.kind = ir::Param::Scalar;
-                param.var = ir::makeVar(p.name, a.dtype, p.range);
-                env->set(p.name, Value::ofExpr(param.var));
-            } else {
-                fail(p.annotation->range, "the annotation of prim_func parameter '" + p.name + "' must be " + need +
-                                              ", not a " + typeName(a.kind));
-            }
-            k->params.push_back(param);
-        } catch (EvalAbort &) {
-            env->set(p.name, Value::poison());
-        }
-    }
-    // A scalar parameter in a later tensor's shape is that parameter, not a T.dynamic symbol.
+    params(*k);
+    execBody(def.body);
+    checkReturnedOutputs(t, eager != nullptr);
+    // The run-time sizes: the T.dynamic symbols of the tensors' shapes (a scalar parameter in a tensor's
+    // shape is that parameter).
+    k->dynamicSymbols.clear();
+    for (auto &p : k->params)
+        if (p.kind == ir::Param::Tensor)
+            for (auto &d : p.buffer->shape) collectVars(d, k->dynamicSymbols);
     std::erase_if(k->dynamicSymbols, [&](const ir::Var &v) {
         for (auto &p : k->params)
             if (p.kind == ir::Param::Scalar && p.var == v) return true;
         return false;
     });
-    execBody(def.body);
+    if (eager) finishEager(*k, t);
     // A statement abandoned without a new error used a value an earlier error made: the kernel is
     // incomplete, but saying it has no launch would be a misleading follow-on error.
     bool failed = diag_.errorCount() > errors || abandoned_ > abandoned;
@@ -197,6 +215,30 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     Value v = Value::primFunc(nullptr);
     v.obj = std::make_shared<std::vector<HeldDiagnostic>>(std::move(held));
     return v;
+}
+
+void InterpImpl::checkReturnedOutputs(const TraceState &t, bool eager) {
+    const CallFrame &fr = frames_.back();
+    if (t.outputs.empty() && (!eager || fr.ret.is(VK::None))) return;
+    SourceRange at = fr.retAt.valid() ? fr.retAt : t.kernel->funcLoc;
+    std::vector<Value> returned;
+    if (fr.ret.is(VK::Tuple)) returned = fr.ret.elements();
+    else if (!fr.ret.is(VK::None)) returned.push_back(fr.ret);
+    std::vector<ir::Buffer> seen;
+    for (auto &v : returned) {
+        if (v.is(VK::Poison)) return;
+        if (!v.is(VK::Buffer) || std::find(t.outputs.begin(), t.outputs.end(), v.buffer) == t.outputs.end()) {
+            diag_.error(at, "a kernel returns only the tensors it makes with T.empty, not a " +
+                                std::string(v.is(VK::Buffer) ? "buffer '" + v.buffer->name + "'" : typeName(v.kind)));
+            return;
+        }
+        seen.push_back(v.buffer);
+    }
+    for (auto &b : t.outputs)
+        if (std::find(seen.begin(), seen.end(), b) == seen.end()) {
+            diag_.error(at, "output tensor '" + b->name + "' (made with T.empty) must be returned: 'return " + b->name + "'");
+            return;
+        }
 }
 
 bool InterpImpl::reportIfFailed(Value &v) {
@@ -288,7 +330,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
 }
 
 InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f) {
-    std::string what = loopName(f.forKind);
+    std::string what = f.loopVar ? "T.Persistent" : loopName(f.forKind);
     TraceState &t = requireLaunch(s.value->range, "a " + what + " loop");
     if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
     const ast::Expr &target = *s.targets[0];
@@ -303,7 +345,8 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
     } else {
         fail(target.range, "a loop variable must be a plain name");
     }
-    size_t n = f.extents.size();
+    bool persistent = f.loopVar != nullptr; // T.Persistent: the targets are tile coordinates
+    size_t n = persistent ? f.coords.size() : f.extents.size();
     if (names.size() != n)
         fail(target.range, what + " makes " + plural((int64_t)n, "loop") + " but " +
                                plural((int64_t)names.size(), "loop variable") +
@@ -327,11 +370,18 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
     } varsPop{loopVars_, firstLoopVar};
     std::vector<ir::Var> vars;
     std::vector<std::string> loopNames;
-    for (auto *e : names) {
-        vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
-        loopVars_.push_back(vars.back());
+    if (persistent) {
+        vars.push_back(f.loopVar);
+        loopVars_.push_back(f.loopVar);
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+        const ast::Expr *e = names[i];
+        if (!persistent) {
+            vars.push_back(ir::makeVar(e->str, DType::Int32, e->range));
+            loopVars_.push_back(vars.back());
+        }
         loopNames.push_back(e->str);
-        bindName(e->str, Value::ofExpr(vars.back()), e->range, false);
+        bindName(e->str, Value::ofExpr(persistent ? f.coords[i] : vars.back()), e->range, false);
     }
     ir::Stmt body;
     {
@@ -343,15 +393,16 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
                 ctl.pop_back();
                 loops.resize(loops.size() - n);
             }
-        } pop{frames_.back().ctl, t.loops, n};
+        } pop{frames_.back().ctl, t.loops, vars.size()};
         frames_.back().ctl.push_back('R');
-        t.loops.insert(t.loops.end(), n, f.forKind);
+        t.loops.insert(t.loops.end(), vars.size(), f.forKind);
         Block block(t);
         execBody(s.body);
         body = ir::Seq::make(block.take(), s.range);
     }
     checkLoopBindings(before, firstLoopVar, loopNames);
-    for (size_t i = n; i-- > 0;) {
+    if (f.guard) body = ir::IfThenElse::make(f.guard, body, nullptr, s.range);
+    for (size_t i = vars.size(); i-- > 0;) {
         ir::Expr min = i < f.mins.size() && f.mins[i] ? f.mins[i] : ir::intImm(0);
         body = ir::For::make(vars[i], min, f.extents[i], f.forKind, f.numStages, body, s.range);
     }

@@ -278,11 +278,80 @@ Value torchModule(InterpImpl &in) {
         return module("torch.cuda.get_device_properties(...)", std::move(p));
     });
     m["cuda"] = module("torch.cuda", std::move(cuda));
+    // Tensors made from sizes (`torch.randn(m, k, device="cuda")`, `torch.empty((m, n))`): their shape is known.
+    for (const char *make : {"rand", "randn", "empty", "zeros", "ones"})
+        def(m, "torch", make, [make](InterpImpl &, CallArgs &a) {
+            std::vector<Value> dims;
+            if (a.pos.size() == 1 && (a.pos[0].value.is(VK::Tuple) || a.pos[0].value.is(VK::List))) dims = a.pos[0].value.elements();
+            else for (auto &p : a.pos) dims.push_back(p.value);
+            std::vector<int64_t> shape;
+            for (auto &d : dims) {
+                if (!d.is(VK::Int) || d.i < 0 || shape.size() >= 16)
+                    return makeOpaque("torch." + std::string(make) + "(...)", "torch");
+                shape.push_back(d.i);
+            }
+            return torchTensor("torch." + std::string(make) + "(...)", shape);
+        });
     (void)in;
     return module("torch", std::move(m));
 }
 
 } // namespace
+
+Value torchTensor(std::string what, std::vector<int64_t> shape, bool callKeepsShape) {
+    Value v = makeOpaque(std::move(what), "torch");
+    v.as<OpaqueObj>().shape = std::move(shape);
+    v.as<OpaqueObj>().callKeepsShape = callKeepsShape;
+    return v;
+}
+
+const std::vector<int64_t> *torchShape(const Value &v) {
+    if (!v.is(VK::Opaque) || !v.obj || v.as<OpaqueObj>().callKeepsShape || !v.as<OpaqueObj>().shape) return nullptr;
+    return &*v.as<OpaqueObj>().shape;
+}
+
+Value opaqueAttribute(const Value &base, const std::string &name) {
+    std::string what = base.s + "." + name;
+    const std::vector<int64_t> *shape = torchShape(base);
+    if (!shape) return makeOpaque(what, opaqueModule(base));
+    std::vector<Value> dims;
+    for (int64_t d : *shape) dims.push_back(Value::integer(d));
+    if (name == "shape") return Value::tuple(dims);
+    if (name == "ndim") return Value::integer((int64_t)shape->size());
+    if (name == "size" || name == "dim") {
+        auto b = std::make_shared<BuiltinObj>();
+        b->name = what;
+        b->fn = [dims, name](Interp &in, CallArgs &a) -> Value {
+            if (name == "dim") {
+                bindArgs(in, a, "Tensor.dim", {});
+                return Value::integer((int64_t)dims.size());
+            }
+            auto x = bindArgs(in, a, "Tensor.size", {"dim?"});
+            if (!x[0]) return Value::tuple(dims);
+            int64_t d = in.toInt(*x[0], "dim"), n = (int64_t)dims.size();
+            if (d < -n || d >= n) in.fail(x[0]->range, "dimension out of range (the tensor has " + plural(n, "dimension") + ")");
+            return dims[(size_t)(d < 0 ? d + n : d)];
+        };
+        return Value::object(VK::Builtin, b);
+    }
+    // Methods that give a tensor of the same shape (device, dtype, layout, in-place fills).
+    static const char *keep[] = {"cuda", "cpu", "half", "float", "double", "bfloat16", "int", "long", "bool", "to",
+                                 "contiguous", "clone", "detach", "requires_grad_", "uniform_", "normal_", "zero_",
+                                 "fill_", "abs", "exp", "sqrt", "sigmoid", "relu", "tanh", "neg"};
+    for (const char *k : keep)
+        if (name == k) return torchTensor(what, *shape, true);
+    return makeOpaque(what, "torch");
+}
+
+Value opaqueOperation(const Value &a, const Value &b, bool elementwise) {
+    const Value &o = a.is(VK::Opaque) ? a : b;
+    const Value &other = a.is(VK::Opaque) ? b : a;
+    const std::vector<int64_t> *shape = torchShape(o);
+    if (!shape) return o.obj ? makeOpaque(o.s, opaqueModule(o)) : o;
+    const std::vector<int64_t> *otherShape = torchShape(other);
+    bool keeps = elementwise && (isNumber(other) || (otherShape && *otherShape == *shape));
+    return keeps ? torchTensor(o.s, *shape) : makeOpaque(o.s, "torch");
+}
 
 std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     if (auto it = knownModules_.find(dotted); it != knownModules_.end()) return it->second;
@@ -296,6 +365,8 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});
     else if (dotted == "tilelang.autotuner") {
         v = module(dotted, {{"autotune", autotuneDecorator("tilelang.autotuner.autotune")}});
+    } else if (dotted == "tilelang.transform") {
+        v = module(dotted, {{"PassConfigKey", passConfigKeyEnum()}});
     } else if (dotted == "tilelang.math") {
         Attrs m;
         addTileLangMath(m, dotted);
@@ -306,7 +377,9 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
         m["autotune"] = autotuneDecorator("tilelang.autotune");
         m["language"] = importModule("tilelang.language");
         m["jit"] = jitDecorator();
-        for (const char *sub : {"autotuner", "carver", "math"}) m[sub] = *knownModule("tilelang." + std::string(sub));
+        m["compile"] = tilelangCompile();
+        m["PassConfigKey"] = passConfigKeyEnum();
+        for (const char *sub : {"autotuner", "carver", "math", "transform"}) m[sub] = *knownModule("tilelang." + std::string(sub));
         v = module(dotted, std::move(m));
     } else {
         return std::nullopt;

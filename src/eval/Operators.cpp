@@ -264,8 +264,7 @@ Value constantOf(const Value &v) {
 
 Value binaryOp(InterpImpl &in, BinOpKind op, const Value &a, const Value &b, const SourceRange &r) {
     if (a.is(VK::Poison) || b.is(VK::Poison)) return Value::poison();
-    if (a.is(VK::Opaque)) return a;
-    if (b.is(VK::Opaque)) return b;
+    if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != BinOpKind::MatMul);
     if (isIR(a) || isIR(b)) return runtimeBinary(in, op, a, b, r);
     const char *sym = ast::toString(op);
     if (isNumber(a) && isNumber(b)) {
@@ -311,8 +310,7 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
     case CmpOpKind::IsNot: return Value::boolean(!pyIs(a, b));
     default: break;
     }
-    if (a.is(VK::Opaque)) return a;
-    if (b.is(VK::Opaque)) return b;
+    if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != CmpOpKind::In && op != CmpOpKind::NotIn);
     if (op == CmpOpKind::In || op == CmpOpKind::NotIn) {
         if (isRuntime(b)) in.fail(r, "'in' needs a compile-time container, not a run-time value");
         bool c = contains(in, a, constantOf(b), r);

@@ -76,10 +76,12 @@ Value allocShared(Interp &in, CallArgs &args) {
 Value allocFragment(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.alloc_fragment", {"shape", "dtype", "scope?"});
     requireLaunch(in, args, "T.alloc_fragment");
-    checkScope(in, a[2], "T.alloc_fragment", {"local.fragment"});
+    checkScope(in, a[2], "T.alloc_fragment", {"local.fragment", "local"});
+    // TileLang's alloc_fragment allocates in the scope it is given: "local" is T.alloc_local's per-thread buffer.
+    bool local = a[2] && in.toStr(*a[2], "scope") == "local";
     auto shape = constShape(in, *a[0], "T.alloc_fragment");
-    return Value::ofBuffer(
-        allocate(in, args, "T.alloc_fragment", ir::Scope::Fragment, shape, bufferDType(in, *a[1])));
+    return Value::ofBuffer(allocate(in, args, "T.alloc_fragment", local ? ir::Scope::Local : ir::Scope::Fragment, shape,
+                                    bufferDType(in, *a[1])));
 }
 
 Value allocLocal(Interp &in, CallArgs &args) {

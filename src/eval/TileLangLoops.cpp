@@ -166,6 +166,48 @@ Value serialLike(Interp &in, CallArgs &args, const std::string &fname, ir::ForKi
     return Value::object(VK::Frame, f);
 }
 
+/// `for bx, by in T.Persistent([m_blocks, n_blocks], wave_size, block_id, group_size=8)`: TileLang's persistent
+/// tile loop (src/ir.cc, PersistentFor). Block `index` visits tile `w * wave_size + index` of wave w, the tiles
+/// numbered over the domain with its last dimension split into groups of `group_size` (outermost, the group;
+/// then the other dimensions; innermost, the position in the group), so that consecutive tiles share rows of
+/// the first operand; a tile past the end of the last dimension is skipped.
+Value persistent(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.Persistent", {"domain", "wave_size", "index", "group_size?"});
+    requireLaunch(in, args, "T.Persistent");
+    auto dims = in.toSequence(*a[0], "domain");
+    if (dims.empty()) in.fail(a[0]->range, "T.Persistent needs a domain of at least one extent");
+    std::vector<ir::Expr> domain;
+    for (auto &d : dims) domain.push_back(intExprArg(in, d, "a T.Persistent domain extent"));
+    ir::Expr wave = intExprArg(in, *a[1], "wave_size"), index = intExprArg(in, *a[2], "index");
+    ir::Expr group = a[3] && !a[3]->value.is(VK::None) ? intExprArg(in, *a[3], "group_size") : ir::intImm(8);
+    using ir::BinaryOp;
+    auto op = [&](BinaryOp o, ir::Expr x, ir::Expr y) { return ir::simplify(ir::binary(o, std::move(x), std::move(y), args.call)); };
+    auto ceilDiv = [&](ir::Expr x, ir::Expr y) { return op(BinaryOp::FloorDiv, op(BinaryOp::Sub, op(BinaryOp::Add, x, y), ir::intImm(1)), y); };
+    ir::Expr last = domain.back();
+    group = op(BinaryOp::Max, ir::intImm(1), op(BinaryOp::Min, group, last));
+    std::vector<ir::Expr> grouped = {ceilDiv(last, group)};
+    grouped.insert(grouped.end(), domain.begin(), domain.end() - 1);
+    grouped.push_back(group);
+    ir::Expr padded = grouped[0];
+    for (size_t i = 1; i < grouped.size(); ++i) padded = op(BinaryOp::Mul, padded, grouped[i]);
+    auto f = loopFrame(args, ir::ForKind::Serial);
+    f->loopVar = ir::makeVar("w", DType::Int32, args.call);
+    f->mins.push_back(ir::intImm(0));
+    f->extents.push_back(ceilDiv(padded, wave));
+    ir::Expr rem = op(BinaryOp::Add, op(BinaryOp::Mul, f->loopVar, wave), index);
+    std::vector<ir::Expr> idx(grouped.size());
+    for (size_t i = grouped.size() - 1; i >= 1; --i) {
+        idx[i] = op(BinaryOp::FloorMod, rem, grouped[i]);
+        rem = op(BinaryOp::FloorDiv, rem, grouped[i]);
+    }
+    idx[0] = rem;
+    ir::Expr lastCoord = op(BinaryOp::Add, op(BinaryOp::Mul, idx[0], group), idx.back());
+    f->coords.assign(idx.begin() + 1, idx.end() - 1);
+    f->coords.push_back(lastCoord);
+    f->guard = op(BinaryOp::LT, lastCoord, last);
+    return Value::object(VK::Frame, f);
+}
+
 Value vectorized(Interp &in, CallArgs &args, const std::string &fname) {
     auto a = bindArgs(in, args, fname, {"start", "stop?", "annotations?"});
     requireLaunch(in, args, fname);
@@ -225,6 +267,7 @@ void addLoopPrimitives(Attrs &attrs) {
     def(attrs, "Kernel", kernelFrame);
     def(attrs, "Parallel", parallel);
     def(attrs, "Pipelined", pipelined);
+    def(attrs, "Persistent", persistent);
     for (const char *n : {"serial", "Serial"})
         def(attrs, n, [n](Interp &in, CallArgs &args) {
             return serialLike(in, args, std::string("T.") + n, ir::ForKind::Serial);

@@ -112,6 +112,85 @@ Value annotateLayout(Interp &in, CallArgs &args) {
     return Value::none();
 }
 
+/// `M, N = T.const("M, N")` in an eager kernel: the values .compile(M=..., N=...) gives, or run-time sizes
+/// (int32 unless `dtype=` says otherwise) for the names it leaves out.
+Value constSizes(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.const", {"name", "dtype?"});
+    TraceState *t = in.trace();
+    if (!t || !t->eager)
+        in.fail(args.call, "T.const is only used in the body of an eager kernel (a @tilelang.jit function whose body "
+                           "is the kernel); elsewhere use a factory's argument or T.dynamic");
+    std::string text = in.toStr(*a[0], "name");
+    DType dt = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Int32);
+    if (!dt.isInt()) in.fail(a[1]->range, "T.const sizes are integers; got dtype '" + std::string(dt.name()) + "'");
+    std::vector<std::string> names;
+    std::string cur;
+    for (char c : text + ",") {
+        if (c == ',' || c == ' ' || c == '\t') {
+            if (!cur.empty()) names.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (names.empty()) in.fail(a[0]->range, "T.const needs at least one name");
+    std::vector<Value> out;
+    for (auto &n : names) {
+        if (!isIdentifier(n)) in.fail(a[0]->range, "T.const name '" + n.substr(0, 40) + "' is not a valid identifier");
+        if (auto it = t->eager->consts.find(n); it != t->eager->consts.end()) {
+            t->eager->constsUsed.insert(n);
+            const Arg &v = it->second;
+            if (!v.value.is(VK::Int) && !(v.value.is(VK::Expr) && v.value.expr->dtype.isInt()))
+                in.fail(v.range, "T.const '" + n + "' must be given an integer, not a " + typeName(v.value.kind));
+            out.push_back(v.value);
+            continue;
+        }
+        auto var = ir::makeVar(n, dt, args.call);
+        t->eager->runtimeConsts.push_back({var, args.call});
+        out.push_back(Value::ofExpr(var));
+    }
+    return out.size() == 1 ? out[0] : Value::tuple(std::move(out));
+}
+
+/// `C = T.empty(shape, dtype)` (or `T.empty(*shape, dtype=...)`) before the launch: an output tensor, the
+/// kernel's parameter named after the variable, placed after the other parameters.
+Value emptyOutput(Interp &in, CallArgs &args) {
+    TraceState *t = in.trace();
+    if (!t) in.fail(args.call, "T.empty can only be used inside a @T.prim_func or an eager kernel");
+    if (t->inLaunch)
+        in.fail(args.call, "T.empty makes an output tensor of the kernel: it must come before 'with T.Kernel(...)'");
+    std::string name = in.assignTargetName();
+    if (name.empty())
+        in.fail(args.call, "T.empty must be assigned to a name ('C = T.empty(...)'): the name is the output parameter's");
+    auto kw = keywords(in, args, "T.empty", {"shape", "dtype"});
+    std::vector<Arg> dims;
+    if (auto it = kw.find("shape"); it != kw.end()) {
+        if (!args.pos.empty()) in.fail(args.pos[0].range, "T.empty got its shape twice");
+        dims = in.toSequence(it->second, "shape");
+    } else if (args.pos.size() >= 1 && (args.pos[0].value.is(VK::Tuple) || args.pos[0].value.is(VK::List))) {
+        dims = in.toSequence(args.pos[0], "shape");
+        if (args.pos.size() == 2 && !kw.count("dtype")) kw["dtype"] = args.pos[1];
+        else if (args.pos.size() > 1) in.fail(args.pos[1].range, "T.empty takes a shape and a dtype");
+    } else {
+        dims = args.pos;
+    }
+    if (dims.empty()) in.fail(args.call, "T.empty needs a shape");
+    DType dt = kw.count("dtype") ? dtypeArg(in, kw["dtype"]) : DType(DType::Float32);
+    if (dt == DType::Void) in.fail(kw["dtype"].range, "a tensor cannot have element type void");
+    std::vector<ir::Expr> shape;
+    for (size_t i = 0; i < dims.size(); ++i) shape.push_back(shapeDim(in, dims[i], i));
+    ir::Kernel &k = *t->kernel;
+    for (auto &p : k.params)
+        if (p.name() == name) in.fail(args.call, "T.empty: the kernel already has a parameter named '" + name + "'");
+    ir::Param param;
+    param.kind = ir::Param::Tensor;
+    param.loc = args.call;
+    param.buffer = ir::makeBuffer(name, ir::Scope::Global, dt, std::move(shape), args.call);
+    k.params.push_back(param);
+    t->outputs.push_back(param.buffer);
+    return Value::ofBuffer(param.buffer);
+}
+
 } // namespace
 
 void addTypePrimitives(Attrs &attrs) {
@@ -144,8 +223,8 @@ void addTypePrimitives(Attrs &attrs) {
         return a[0]->value;
     });
     def(attrs, "annotate_layout", annotateLayout);
-    for (const char *eager : {"const", "empty"})
-        def(attrs, eager, [](Interp &in, CallArgs &args) -> Value { in.fail(args.call, kEagerKernelsUnsupported); });
+    def(attrs, "const", constSizes);
+    def(attrs, "empty", emptyOutput);
     // A hint for TileLang's warp-specialized register reallocation (setmaxnreg), which tilec does not do.
     def(attrs, "no_set_max_nreg", [](Interp &in, CallArgs &args) {
         bindArgs(in, args, "T.no_set_max_nreg", {});

@@ -349,6 +349,11 @@ Program specializeWarps(const Program &p, const Target &t) {
     if (!t.hasTma() || !t.hasWgmma() || !t.warpSpecialize) return p;
     Program out;
     for (auto &k : p.kernels) {
+        // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
+        if (k->noTma || k->noWarpSpecialize) {
+            out.kernels.push_back(k);
+            continue;
+        }
         Specializer s(*k, t);
         auto nk = s.run();
         out.kernels.push_back(nk ? nk : k);

@@ -5,6 +5,8 @@
 #include "EvalTestUtil.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,15 @@ void expectPython(const std::string &src, int sm = 90) {
     r.run(src);
     EXPECT_TRUE(r.parsed) << r.diags();
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+}
+
+/// Runs `src`, expecting it to compile, and returns its kernel `name` (null, with a failure, otherwise).
+const ir::Kernel *compiledKernel(EvalRun &r, const std::string &src, const std::string &name = "k") {
+    r.run(src);
+    EXPECT_TRUE(r.program) << r.diags();
+    const ir::Kernel *k = r.kernel(name);
+    EXPECT_TRUE(k) << r.diags();
+    return k;
 }
 
 /// A one-kernel program around `body` (8 spaces of indentation, inside `with T.Kernel(4, threads=128) as bx`).
@@ -103,6 +114,68 @@ TEST(EvalCompat, GpuQueriesAnsweredFromTheTarget) {
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
 }
 
+TEST(EvalCompat, TorchTensorsMadeFromSizesHaveTheirShape) {
+    expectPython("import torch\n"
+                 "A = torch.rand(256, 512, device='cuda', dtype=torch.float16) * 2 - 1\n"
+                 "M, K = A.shape\n"
+                 "assert (M, K) == (256, 512)\n"
+                 "B = torch.randn((4, 8)).cuda().half()\n"
+                 "assert B.shape == (4, 8) and B.size(1) == 8 and B.size(-2) == 4 and B.size() == (4, 8)\n"
+                 "assert B.ndim == 2 and B.dim() == 2 and (torch.zeros(3, 4) + torch.ones(3, 4)).shape == (3, 4)\n"
+                 "assert (-torch.empty([2, 3]) > 0).shape == (2, 3)\n");
+    // What tilec cannot follow has no shape: a matrix product, broadcasting, a transpose, a shape from data.
+    for (const char *unknown : {"torch.zeros(3, 4) @ torch.zeros(4, 5)", "torch.zeros(3, 1) + torch.zeros(1, 4)",
+                                "torch.zeros(3, 4).T", "torch.zeros(3, 4).reshape(2, 6)", "torch.load('x.pt')"}) {
+        EvalRun r;
+        r.run(std::string("import torch\nm, n = (") + unknown + ").shape\n");
+        EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+        EXPECT_NE(r.diags().find("comes from module 'torch', which tilec does not evaluate (the module-level statement is skipped)"),
+                  std::string::npos)
+            << unknown << ": " << r.diags();
+    }
+}
+
+TEST(EvalCompat, PersistentLoopVisitsEveryTileOnce) {
+    // T.Persistent([5, 7], 4, block, 3): 4 blocks share the 35 tiles; 7 is not a multiple of the group size 3.
+    EvalRun r;
+    const ir::Kernel *k =
+        compiledKernel(r, "import tilelang.language as T\n@T.prim_func\ndef k(Hits: T.Tensor((5, 7), T.int32)):\n"
+                          "    with T.Kernel(4, threads=32) as block:\n"
+                          "        for bx, by in T.Persistent([5, 7], 4, block, 3):\n            Hits[bx, by] = 1\n");
+    ASSERT_TRUE(k);
+    auto loop = ir::as<ir::For>(k->body);
+    ASSERT_TRUE(loop) << ir::print(*k);
+    auto guarded = ir::as<ir::IfThenElse>(loop->body);
+    ASSERT_TRUE(guarded) << ir::print(*k);
+    auto store = ir::as<ir::Store>(guarded->then);
+    ASSERT_TRUE(store) << ir::print(*k);
+    auto waves = ir::constInt(loop->extent);
+    ASSERT_TRUE(waves);
+    std::map<std::pair<int64_t, int64_t>, int> visits;
+    for (int64_t w = 0; w < *waves; ++w)
+        for (int64_t b = 0; b < 4; ++b) {
+            passes::VarMap m{{loop->var.get(), ir::intImm(w)}, {k->blockIdx[0].get(), ir::intImm(b)}};
+            auto cond = ir::constInt(ir::simplify(passes::substitute(guarded->cond, m)));
+            ASSERT_TRUE(cond) << ir::print(*k);
+            if (!*cond) continue;
+            auto i = ir::constInt(ir::simplify(passes::substitute(store->indices[0], m)));
+            auto j = ir::constInt(ir::simplify(passes::substitute(store->indices[1], m)));
+            ASSERT_TRUE(i && j);
+            ++visits[{*i, *j}];
+        }
+    EXPECT_EQ(visits.size(), 35u);
+    for (auto &[tile, n] : visits) {
+        EXPECT_TRUE(tile.first >= 0 && tile.first < 5 && tile.second >= 0 && tile.second < 7);
+        EXPECT_EQ(n, 1) << tile.first << ", " << tile.second;
+    }
+    EvalRun bad;
+    bad.run("import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor((8,), T.int32)):\n"
+            "    with T.Kernel(4, threads=32) as block:\n        for bx, by in T.Persistent([8], 4, block):\n"
+            "            A[bx] = by\n");
+    EXPECT_NE(bad.diags().find("t.tile:5:13: error: T.Persistent makes 1 loop but 2 loop variables are named"), std::string::npos)
+        << bad.diags();
+}
+
 TEST(EvalCompat, AutotuneConfigsAreNotEvaluated) {
     // The configuration generator needs torch and a GPU: tilec compiles the configuration the export passes.
     EvalRun r;
@@ -124,7 +197,7 @@ TEST(EvalCompat, AutotuneConfigsAreNotEvaluated) {
 TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
     EvalRun r;
     r.run("import torch\nimport tilelang.language as T\n"
-          "x = torch.randn(64, 64, device='cuda')\n" // opaque, fine
+          "x = torch.load('x.pt', map_location='cuda')\n" // opaque, fine
           "M, N = x.shape\n"                         // skipped: a warning
           "half = M // 2\n"                          // depends on it: skipped silently
           "class Cfg:\n    pass\n"                   // skipped: a warning
@@ -135,7 +208,7 @@ TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
     ASSERT_TRUE(r.program) << r.diags();
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
     EXPECT_EQ(r.diag.warningCount(), 3) << r.diags();
-    EXPECT_NE(r.diags().find("t.tile:4:1: warning: 'torch.randn(...).shape' comes from module 'torch', which tilec does "
+    EXPECT_NE(r.diags().find("t.tile:4:1: warning: 'torch.load(...).shape' comes from module 'torch', which tilec does "
                              "not evaluate (the module-level statement is skipped)"),
               std::string::npos)
         << r.diags();
@@ -145,12 +218,12 @@ TEST(EvalCompat, ModuleLevelStatementsTilecDoesNotEvaluateAreSkipped) {
 
     // Used by a kernel: an error there, naming the skipped statement.
     EvalRun use;
-    use.run("import torch\nimport tilelang.language as T\nM, N = torch.randn(64, 64).shape\nhalf = M // 2\n"
+    use.run("import torch\nimport tilelang.language as T\nM, N = torch.load('x.pt').shape\nhalf = M // 2\n"
             "@T.prim_func\ndef k(A: T.Tensor((half,), 'float32')):\n    with T.Kernel(1, threads=64) as bx:\n"
             "        A[0] = 1.0\n");
     EXPECT_FALSE(use.program);
     EXPECT_NE(use.diags().find("t.tile:6:20: error: 'half' is not available: the module-level statement at line 3, "
-                               "which it depends on, was skipped ('torch.randn(...).shape' comes from module 'torch', "
+                               "which it depends on, was skipped ('torch.load(...).shape' comes from module 'torch', "
                                "which tilec does not evaluate)"),
               std::string::npos)
         << use.diags();
@@ -219,11 +292,9 @@ TEST(EvalCompat, AFactorysUnusedPrimFuncDoesNotFailTheFile) {
 
 TEST(EvalCompat, MultiDimensionalThreadBlocks) {
     EvalRun r;
-    r.run("import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor[(64, 4), 'float32']):\n"
-          "    with T.Kernel(1, threads=(64, 4)) as bx:\n        tn = T.get_thread_binding(0)\n"
-          "        tk = T.get_thread_binding(1)\n        A[tn, tk] = 1.0\n");
-    ASSERT_TRUE(r.program) << r.diags();
-    const ir::Kernel *k = r.kernel("k");
+    const ir::Kernel *k = compiledKernel(r, "import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor[(64, 4), 'float32']):\n"
+                                            "    with T.Kernel(1, threads=(64, 4)) as bx:\n        tn = T.get_thread_binding(0)\n"
+                                            "        tk = T.get_thread_binding(1)\n        A[tn, tk] = 1.0\n");
     ASSERT_TRUE(k);
     EXPECT_EQ(k->threads, 256);
     std::string body = ir::print(k->body);
