@@ -266,7 +266,11 @@ TEST(SimHopperMutant, NoFinalWgmmaWaitPoisonsTheResult) {
     Outcome o = simulate(*m.kernel, kMutant, 0);
     EXPECT_EQ(o.wrong, kMutant.M * kMutant.N) << "the accumulators read before any wait retired them";
     EXPECT_NE(o.firstWrong.find("nan"), std::string::npos) << o.firstWrong;
-    EXPECT_NE(o.error.find("wgmma groups in flight"), std::string::npos) << o.error;
+    // A block that walks on to its next tile clears the accumulators under the group still in flight; the
+    // last one leaves with it.
+    EXPECT_TRUE(o.error.find("wgmma groups in flight") != std::string::npos ||
+                o.error.find("wgmma group in flight writes") != std::string::npos)
+        << o.error;
 }
 
 TEST(SimHopperMutant, ConsumerNotWaitingOnTheFullBarrierIsCaught) {
@@ -275,9 +279,12 @@ TEST(SimHopperMutant, ConsumerNotWaitingOnTheFullBarrierIsCaught) {
     Mutated m(*l.roles, [&](const ir::Evaluate &e, const ir::Call &c, bool consumer) {
         return consumer && lib::is(c, lib::Fn::MbarrierWait) ? ir::Stmt() : ir::Evaluate::make(e.value, e.loc);
     });
+    // Seed 0 runs the consumers ahead of every load: they read the stages before the TMA writes them, and
+    // each write is ordered after those reads by the stage's release, so it is no race, but the result is
+    // wrong (NaN). Seed 5 interleaves a load with the reads: a race.
     for (uint64_t seed : {0, 5}) {
         Outcome o = simulate(*m.kernel, kMutant, seed);
-        EXPECT_FALSE(o.races.empty()) << "seed " << seed;
+        if (seed != 0) EXPECT_FALSE(o.races.empty()) << "seed " << seed;
         EXPECT_GT(o.wrong, 0) << "seed " << seed;
     }
 }

@@ -109,10 +109,21 @@ class Simulator {
             for (size_t d = m.tensor->shape.size(); d-- > 0;) dims.push_back((int64_t)evalUniform(m.tensor->shape[d]));
             mapDims_.push_back(std::move(dims));
         }
+        for (int d = 0; d < 3; ++d) grid_[d] = g[d];
+        if (k_.persistent) {
+            // As the launcher does with a device of persistentBlocks SMs' worth of blocks: fewer blocks than
+            // tiles, so that blocks walk several tiles (the ring running on across them).
+            physicalBlocks_ = std::min<int64_t>(g[0] * g[1] * g[2], persistentBlocks);
+            for (int64_t b = 0; b < physicalBlocks_; ++b) block({b, 0, 0});
+            return;
+        }
         for (int64_t z = 0; z < g[2]; ++z)
             for (int64_t y = 0; y < g[1]; ++y)
                 for (int64_t x = 0; x < g[0]; ++x) block({x, y, z});
     }
+
+    /// Blocks a persistent kernel is launched with (the launcher's min(tiles, SMs x blocks per SM)).
+    int64_t persistentBlocks = 2;
 
     std::vector<std::string> races; ///< one line per detected race (the first few)
     int64_t agentSwitches = 0;      ///< how often the scheduler resumed an agent (all blocks)
@@ -124,6 +135,8 @@ class Simulator {
     uint64_t seed_;
     std::mt19937_64 rng_;
     std::vector<std::vector<int64_t>> mapDims_; ///< each tensor map's tensor dimensions, innermost first
+    int64_t grid_[3] = {1, 1, 1};               ///< the T.Kernel grid (tiles, for a persistent kernel)
+    int64_t physicalBlocks_ = 0, physicalBlock_ = 0; ///< a persistent kernel's launch and this block in it
     int T_ = 0;
     std::vector<std::map<const ir::VarNode *, double>> vars_;           ///< per thread
     std::vector<std::map<const ir::BufferNode *, std::vector<double>>> locals_; ///< per thread
@@ -201,6 +214,7 @@ class Simulator {
     void acquire(const Clock &from);
 
     void block(std::array<int64_t, 3> idx) {
+        physicalBlock_ = idx[0];
         T_ = k_.launchedThreads();
         vars_.assign(T_, {});
         locals_.assign(T_, {});

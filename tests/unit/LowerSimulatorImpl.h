@@ -89,6 +89,22 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
         return;
     case NodeKind::For: {
         auto f = as<For>(s);
+        if (f->forKind == ForKind::Persistent) {
+            // The block's tiles physicalBlock_, + physicalBlocks_, ... below the extent, each binding the
+            // blockIdx variables (T.use_swizzle's rasterization is a permutation of the tiles: not modelled).
+            int64_t tiles = (int64_t)eval(f->extent, first), i = 0;
+            for (int64_t tile = physicalBlock_; tile < tiles; tile += physicalBlocks_, ++i) {
+                const int64_t xyz[3] = {tile % grid_[0], tile / grid_[0] % grid_[1], tile / (grid_[0] * grid_[1])};
+                for (int t = 0; t < T_; ++t) {
+                    if (!mask[t]) continue;
+                    vars_[t][f->var.get()] = (double)i;
+                    for (int d = 0; d < 3; ++d)
+                        if (k_.blockIdx[d]) vars_[t][k_.blockIdx[d].get()] = (double)xyz[d];
+                }
+                exec(f->body, mask);
+            }
+            return;
+        }
         double lo = eval(f->min, first), n = eval(f->extent, first);
         for (int t = 0; t < T_; ++t)
             if (mask[t] && (eval(f->min, t) != lo || eval(f->extent, t) != n))
