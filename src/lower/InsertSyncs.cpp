@@ -44,16 +44,21 @@ bool isSync(const Stmt &s) {
     return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
 }
 
-/// The shared buffers a statement reads and writes.
+/// Memory the block's threads share: shared buffers, and global tensors (two tile statements writing one
+/// region of a tensor from fragments of different layouts, or one writing what the next reads, are ordered
+/// by a barrier like shared memory: a block barrier orders global accesses within the block too).
+bool blockShared(const Buffer &b) { return b && (b->scope == Scope::Shared || b->scope == Scope::Global); }
+
+/// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : IRVisitor {
     using IRVisitor::visit;
     Pending p;
     void visit(const Load &op) override {
-        if (op.buffer && op.buffer->scope == Scope::Shared) p.reads.insert(op.buffer.get());
+        if (blockShared(op.buffer)) p.reads.insert(op.buffer.get());
         IRVisitor::visit(op);
     }
     void visit(const Store &op) override {
-        if (op.buffer && op.buffer->scope == Scope::Shared) p.writes.insert(op.buffer.get());
+        if (blockShared(op.buffer)) p.writes.insert(op.buffer.get());
         IRVisitor::visit(op);
     }
     void visit(const AtomicAdd &op) override {
@@ -253,7 +258,10 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
 
 class Syncer {
   public:
-    Syncer(const Kernel &k, DiagnosticEngine &diag) : uniformity_(k), diag_(diag) {}
+    Syncer(const Kernel &k, DiagnosticEngine &diag) : uniformity_(k), diag_(diag) {
+        for (auto &p : k.params)
+            if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
+    }
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
     Stmt run(const Stmt &s, Pending &state) {
@@ -268,6 +276,14 @@ class Syncer {
     Uniformity uniformity_;
     DiagnosticEngine &diag_;
     int depth_ = 0;
+    BufferSet tensors_; ///< the kernel's global tensors
+
+    /// Drops the global tensors from what an iteration leaves pending for the next one: the iterations of a
+    /// persistent tile loop stand for separate blocks, which CUDA does not order either.
+    void dropTensors(Pending &p) const {
+        for (auto *set : {&p.reads, &p.writes})
+            for (auto it = set->begin(); it != set->end();) it = tensors_.count(*it) ? set->erase(it) : std::next(it);
+    }
     /// The innermost thread-dependent condition or loop around the statement being rewritten, if any:
     /// there no barrier can be placed and no tile statement can run.
     const StmtNode *divergence_ = nullptr;
@@ -374,6 +390,7 @@ class Syncer {
             // The state at the end of one iteration is pending at the start of the next one.
             Pending dry = state;
             (void)run(f->body, dry);
+            if (f->forKind == ForKind::Persistent) dropTensors(dry);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);

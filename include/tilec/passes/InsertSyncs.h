@@ -6,9 +6,11 @@
 
 namespace tilec::passes {
 
-/// Inserts a block barrier (`tilec.sync`) before each statement that reads shared memory written since the
-/// last barrier, or writes shared memory read or written since then (by any thread: the analysis does not
-/// try to prove that the same thread wrote the data). Runs on tile statements (after layout inference,
+/// Inserts a block barrier (`tilec.sync`) before each statement that reads shared memory (or a global tensor)
+/// written since the last barrier, or writes shared memory (a global tensor) read or written since then (by
+/// any thread: the analysis does not try to prove that the same thread wrote the data); global atomics
+/// commute and are not counted, nor is a global tensor across the iterations of a persistent tile loop
+/// (they stand for separate blocks). Runs on tile statements (after layout inference,
 /// before lowering to threads): a T.Parallel nest, whose iterations never exchange data, is one statement;
 /// a reduction counts as writing and reading scratch of its own. Serial loops and ifs whose bounds and
 /// conditions do not depend on the thread index are entered, and a loop whose next iteration conflicts
