@@ -296,6 +296,7 @@ InterpImpl::Flow InterpImpl::execWhile(const ast::Stmt &s) {
         Restore<const ast::Stmt *> loop(curLoop_, &s);
         CtlScope ctl(frames_.back().ctl, 'L');
         for (;;) {
+            step(s.range); // `while True:` without a break ends at the evaluation budget, as long for-loops do
             Value c = constantOf(eval(*s.value));
             if (c.is(VK::Poison)) throw EvalAbort{};
             if (isRuntime(c))

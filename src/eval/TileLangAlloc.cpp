@@ -3,9 +3,13 @@
 /// primitives that initialise them (T.fill, T.clear).
 #include "eval/TileLang.h"
 
+#include <set>
+
 namespace tilec::eval::tl {
 
 namespace {
+
+constexpr size_t kMaxKernelBuffers = 4096;
 
 /// The name the buffer gets: the variable it is assigned to, made unique within the kernel.
 std::string bufferName(Interp &in, const ir::Kernel &k) {
@@ -18,6 +22,10 @@ std::string bufferName(Interp &in, const ir::Kernel &k) {
 ir::Buffer allocate(Interp &in, const CallArgs &args, const std::string &fname, ir::Scope scope,
                     std::vector<ir::Expr> shape, DType t) {
     TraceState &tr = requireLaunch(in, args, fname);
+    // Far more than any kernel needs; the cap keeps a runaway loop of allocations from taking minutes.
+    if (tr.kernel->allocs.size() >= kMaxKernelBuffers)
+        in.fail(args.call, fname + ": the kernel allocates more than " + std::to_string(kMaxKernelBuffers) +
+                               " buffers (an allocation inside a long or endless loop?)");
     auto b = ir::makeBuffer(bufferName(in, *tr.kernel), scope, t, std::move(shape), args.call);
     tr.kernel->allocs.push_back(b);
     return b;
@@ -153,15 +161,11 @@ void addAllocPrimitives(Attrs &attrs) {
 namespace tilec::eval {
 
 std::string uniqueBufferName(const ir::Kernel &k, const std::string &base) {
-    auto taken = [&](const std::string &n) {
-        for (auto &b : k.allocs)
-            if (b->name == n) return true;
-        for (auto &p : k.params)
-            if (p.name() == n) return true;
-        return false;
-    };
+    std::set<std::string> taken;
+    for (auto &b : k.allocs) taken.insert(b->name);
+    for (auto &p : k.params) taken.insert(p.name());
     std::string name = base;
-    for (int i = 1; taken(name) && i < 1000000; ++i) name = base + "_" + std::to_string(i);
+    for (int i = 1; taken.count(name) && i < 1000000; ++i) name = base + "_" + std::to_string(i);
     return name;
 }
 
