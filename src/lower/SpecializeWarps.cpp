@@ -2,6 +2,10 @@
 /// Warp specialization with TMA rings and mbarriers (include/tilec/passes/SpecializeWarps.h).
 #include "tilec/passes/SpecializeWarps.h"
 
+#include "tilec/Diagnostics.h"
+
+#include <spdlog/spdlog.h>
+
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -196,18 +200,30 @@ bool consumersUseNoSharedMemory(const std::vector<Stmt> &top, size_t at,
 
 class Specializer {
   public:
-    Specializer(const Kernel &k, const Target &t) : k_(k), t_(t) {}
+    Specializer(const Kernel &k, const Target &t, const SourceManager *sources) : k_(k), t_(t), sources_(sources) {}
 
-    /// The rewritten kernel, or null when nothing applies.
+    /// The rewritten kernel, or null when nothing applies; -v logs which, and why.
     std::shared_ptr<Kernel> run() {
-        if (k_.threads % 128 || !k_.threadIdx) return nullptr;
+        if (k_.threads % 128 || !k_.threadIdx) {
+            log(k_.launchLoc, "keeps the cp.async path: " + std::string(k_.threads % 128 ? "threads are not whole warpgroups"
+                                                                                    : "the kernel has no thread binding"));
+            return nullptr;
+        }
         std::vector<Stmt> top;
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
         for (size_t i = 0; i < top.size(); ++i) {
             auto f = as<For>(top[i]);
             if (!f || f->forKind != ForKind::Pipelined || f->numStages < 1) continue;
-            if (auto k = specialize(top, i)) return k;
+            why_.clear();
+            if (auto k = specialize(top, i)) {
+                log(f->loc, "T.Pipelined loop -> warp roles: a producer warpgroup loading " +
+                                std::to_string(k->tensorMaps.size()) + " tile(s) per stage by TMA, " +
+                                std::to_string(k_.threads / 128) + " consumer warpgroup(s) on wgmma; " +
+                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : ""));
+                return k;
+            }
+            log(f->loc, "T.Pipelined loop keeps the cp.async path: " + (why_.empty() ? std::string("no T.gemm can use wgmma") : why_));
         }
         return nullptr;
     }
@@ -215,37 +231,49 @@ class Specializer {
   private:
     const Kernel &k_;
     const Target &t_;
+    const SourceManager *sources_;
+    std::string why_; ///< why the last loop tried was not specialized
+
+    void log(const SourceRange &at, const std::string &what) const {
+        std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
+        spdlog::debug("{}:{}:{}: kernel '{}' ({}): {}", file, at.line, at.col, k_.name, t_.name, what);
+    }
+    std::nullptr_t no(std::string why) {
+        why_ = std::move(why);
+        return nullptr;
+    }
 
     std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
         const For &loop = *as<For>(top[at]);
         const int S = loop.numStages, C = k_.threads, P = 128;
-        if (readsBuffers(loop.min) || readsBuffers(loop.extent)) return nullptr;
+        if (readsBuffers(loop.min) || readsBuffers(loop.extent)) return no("its bounds read a buffer");
         LoopSplit split = splitPipelinedBody(loop);
-        if (split.hoisted.empty()) return nullptr;
+        if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         std::vector<TmaTile> tiles;
         for (auto *c : split.hoisted) {
             auto t = planTile(*c);
-            if (!t) return nullptr;
+            if (!t) return no("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             for (auto &e : t->coords)
-                if (readsBuffers(e)) return nullptr;
+                if (readsBuffers(e)) return no("a copy's position reads a buffer");
             tiles.push_back(*t);
         }
         std::map<const BufferNode *, const TmaTile *> byBuffer;
         for (auto &t : tiles) {
-            if (byBuffer.count(t.copy->dst.buffer.get())) return nullptr; // two loads into one buffer
+            if (byBuffer.count(t.copy->dst.buffer.get())) return no("two copies load one shared buffer");
             byBuffer[t.copy->dst.buffer.get()] = &t;
         }
         // The ring buffers live only in this loop, only as wgmma operands, and every tile feeds one.
         std::set<const BufferNode *> outside = mentionedBuffers(k_.body, top[at].get());
         for (auto &[b, t] : byBuffer)
-            if (outside.count(b)) return nullptr;
+            if (outside.count(b)) return no("a staged buffer is used outside the loop");
         for (auto *b : copyTargets(split.rest))
-            if (byBuffer.count(b)) return nullptr;
+            if (byBuffer.count(b)) return no("a staged buffer is also written in the loop");
         OtherUses other;
         other.tiles = &byBuffer;
         other.warpgroups = C / 128;
         for (auto &s : split.rest) other.visit(s);
-        if (other.found) return nullptr;
+        if (other.found) return no("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
+                                    "tf32, float8 and int8 operands must be K-major)");
         MarkWgmma mark;
         mark.tiles = &byBuffer;
         mark.warpgroups = C / 128;
@@ -255,7 +283,7 @@ class Specializer {
             rest.push_back(mark.mutate(s));
             anyWgmma |= rest.back() != s;
         }
-        if (!anyWgmma) return nullptr;
+        if (!anyWgmma) return no("no T.gemm in it can use wgmma (operand types, layouts or shapes)");
 
         auto nk = std::make_shared<Kernel>(k_);
         const SourceRange &loc = loop.loc;
@@ -345,8 +373,15 @@ class Specializer {
 
 } // namespace
 
-Program specializeWarps(const Program &p, const Target &t) {
-    if (!t.hasTma() || !t.hasWgmma() || !t.warpSpecialize) return p;
+Program specializeWarps(const Program &p, const Target &t, const SourceManager *sources) {
+    if (!t.hasTma() || !t.hasWgmma() || !t.warpSpecialize) {
+        spdlog::debug("{}: no warp specialization ({}): T.gemm keeps mma.sync, tile copies cp.async", t.name,
+                      !t.warpSpecialize ? "--no-warp-specialize"
+                      : t.sm < 90       ? "no TMA or wgmma on the target"
+                      : !t.tma          ? "the variant without TMA, or --no-tma"
+                                        : "no wgmma on the target");
+        return p;
+    }
     Program out;
     for (auto &k : p.kernels) {
         // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
@@ -354,7 +389,7 @@ Program specializeWarps(const Program &p, const Target &t) {
             out.kernels.push_back(k);
             continue;
         }
-        Specializer s(*k, t);
+        Specializer s(*k, t, sources);
         auto nk = s.run();
         out.kernels.push_back(nk ? nk : k);
     }

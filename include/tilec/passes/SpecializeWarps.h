@@ -5,6 +5,10 @@
 #include "tilec/IR.h"
 #include "tilec/Target.h"
 
+namespace tilec {
+class SourceManager;
+}
+
 namespace tilec::passes {
 
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
@@ -27,6 +31,8 @@ namespace tilec::passes {
 ///   the producer to the consumers, planned for two blocks per SM where two blocks' shared memory fits and
 ///   the consumers' fragments still fit their registers (Kernel::minBlocksPerSM, the launch bound), else
 ///   one; thread 0 initializes the 2 * num_stages mbarriers before a block barrier.
-ir::Program specializeWarps(const ir::Program &p, const Target &t);
+/// Under -v (spdlog's debug level) it says, per T.Pipelined loop, which path it took and why, located in
+/// `sources` when given.
+ir::Program specializeWarps(const ir::Program &p, const Target &t, const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes
