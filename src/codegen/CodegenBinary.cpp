@@ -230,7 +230,7 @@ static tilec_status tilec_unload(void) {
 }
 
 /* The current context's device's compute capability times ten (for kernels with variants per target). */
-__attribute__((unused)) static tilec_status tilec_device_sm(int *sm) {
+__attribute__((unused)) static tilec_status tilec_device_sm(int *sm, int *sms) {
     CUcontext ctx;
     CUdevice dev;
     unsigned long long key;
@@ -239,20 +239,11 @@ __attribute__((unused)) static tilec_status tilec_device_sm(int *sm) {
     if (r == CUDA_SUCCESS) r = cuCtxGetDevice(&dev);
     if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    /* the SM count where asked: persistent kernels start as many blocks as fit the device at once */
+    if (r == CUDA_SUCCESS && sms) r = cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
     *sm = major * 10 + minor;
     return TILEC_SUCCESS;
-}
-
-/* The current context's device's SM count (persistent kernels start as many blocks as fit it at once). */
-__attribute__((unused)) static tilec_status tilec_device_sms(int *sms) {
-    CUcontext ctx;
-    CUdevice dev;
-    unsigned long long key;
-    CUresult r = tilec_context(&ctx, &key);
-    if (r == CUDA_SUCCESS) r = cuCtxGetDevice(&dev);
-    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);
 }
 
 static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
@@ -325,7 +316,7 @@ std::string printVariantLauncher(const std::vector<const KernelInfo *> &group) {
     s += printVariantLaunches(group, sig, names, false);
     s += printQueries(group, false);
     s += "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n    CUfunction fn;\n";
-    s += "    tilec_status status = tilec_device_sm(&sm);\n    if (status != TILEC_SUCCESS) return status;\n";
+    s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
     for (auto *v : group)
         s += "    if (" + runsOn(*v, "sm") + ") return tilec_function(" + std::to_string(v->index) + ", &fn);\n";
     s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";

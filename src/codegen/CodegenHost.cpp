@@ -216,8 +216,10 @@ std::string launchArguments(const KernelInfo &v, const Signature &sig, bool cxx,
 
 std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,
                                  bool cxx) {
-    std::string s = "    int sm = 0;\n";
-    s += "    tilec_status status = tilec_device_sm(&sm);\n";
+    // The device is looked up once: its compute capability, and its SM count where a variant is persistent.
+    bool persistent = std::any_of(variants.begin(), variants.end(), [](auto *v) { return v->kernel->persistent; });
+    std::string s = persistent ? "    int sm = 0, sms = 0;\n" : "    int sm = 0;\n";
+    s += std::string("    tilec_status status = tilec_device_sm(&sm, ") + (persistent ? "&sms" : "NULL") + ");\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
     ExprPrinter hp(names, true);
     for (auto *vp : variants) {
@@ -289,9 +291,6 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         if (k.persistent) {
             // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle.
             std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
-            s += in + "int sms = 0;\n";
-            s += in + "status = tilec_device_sms(&sms);\n";
-            s += in + "if (status != TILEC_SUCCESS) return status;\n";
             s += in + "const int64_t blocks = grid_x * grid_y * grid_z < " + resident + " ? grid_x * grid_y * grid_z : " + resident + ";\n";
             grid = "blocks, 1, 1";
         }
@@ -390,22 +389,16 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
 }
 
 // The current device's compute capability times ten.
-[[maybe_unused]] static tilec_status tilec_device_sm(int *sm) {
+[[maybe_unused]] static tilec_status tilec_device_sm(int *sm, int *sms) {
     int dev = 0, major = 0, minor = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    /* the SM count where asked: persistent kernels start as many blocks as fit the device at once */
+    if (e == cudaSuccess && sms) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
     *sm = major * 10 + minor;
     return TILEC_SUCCESS;
-}
-
-/* The current device's SM count (persistent kernels start as many blocks as fit it at once). */
-[[maybe_unused]] static tilec_status tilec_device_sms(int *sms) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
-    return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);
 }
 
 )tl";
@@ -423,7 +416,7 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
             s += printVariantLaunches(group, sig, names, true);
             s += printQueries(group, true);
             s += "extern \"C\" tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
-            s += "    tilec_status status = tilec_device_sm(&sm);\n    if (status != TILEC_SUCCESS) return status;\n";
+            s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
             for (auto *v : group) {
                 int minSm = 1000;
                 for (auto &t : v->targets) minSm = std::min(minSm, t.sm);
