@@ -42,6 +42,7 @@ struct KernelLayout {
     int producerThreads = 0; ///< warp specialization: the producer role's threads (in `threads`)
     bool persistent = false; ///< blocks walk the grid's tiles: at most SMs x minBlocksPerSM blocks run
     int minBlocksPerSM = 0;
+    int clusterSize = 1, clusterAxis = 0, sharedTiles = 0; ///< thread-block clusters (ir::Kernel's fields)
     int tensorMaps = 0;      ///< TMA tensor maps the launcher encodes
     std::vector<SharedBufferLayout> shared;
 };

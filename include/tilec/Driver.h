@@ -37,6 +37,7 @@ struct DriverOptions {
     bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
+    bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose
     std::vector<std::string> filePrefixMaps; ///< --file-prefix-map OLD=NEW, as written (the last match wins)
 };

@@ -353,6 +353,13 @@ struct Kernel {
     /// Persistent tile loops (ForKind::Persistent): the launcher starts min(tiles, SMs * minBlocksPerSM)
     /// blocks on a 1-D grid and the blockIdx variables are bound inside those loops only.
     bool persistent = false;
+    /// Thread-block clusters (persistent warp-role kernels only): clusterSize blocks (1 or 2) that differ
+    /// only in T.Kernel grid dimension clusterAxis run as one cluster and share the tiles whose position does
+    /// not depend on that dimension (each loads a share and multicasts it to both). The persistent loops
+    /// then walk cluster units: the grid with dimension clusterAxis divided by clusterSize.
+    int clusterSize = 1;
+    int clusterAxis = 0;
+    int sharedTiles = 0;             ///< tiles per stage loaded by multicast (clusterSize > 1)
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
     /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering; names as -arch

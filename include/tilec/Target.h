@@ -24,6 +24,7 @@ struct Target {
     bool tma = true;
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
+    bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
     /// Lowering switch (the driver's wide variant): a tile transfer whose tensor's row length is a run-time
     /// value gets the access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

@@ -65,7 +65,10 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
          " bytes of dynamic shared memory";
     if (k.persistent)
         c += ";\n *   the grid's tiles walked by at most " + std::to_string(std::max(1, k.minBlocksPerSM)) +
-             " persistent block" + (k.minBlocksPerSM > 1 ? "s" : "") + " per SM";
+             " persistent block" + (k.minBlocksPerSM > 1 ? "s" : "") + " per SM" +
+             (k.clusterSize > 1 ? ", in clusters of " + std::to_string(k.clusterSize) + " sharing " +
+                                      std::to_string(k.sharedTiles) + " tile(s) per stage by TMA multicast"
+                                : "");
     c += " */\n";
     return c;
 }
@@ -218,6 +221,9 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         l.producerThreads = info.kernel->producerThreads;
         l.persistent = info.kernel->persistent;
         l.minBlocksPerSM = info.kernel->minBlocksPerSM;
+        l.clusterSize = info.kernel->clusterSize;
+        l.clusterAxis = info.kernel->clusterAxis;
+        l.sharedTiles = info.kernel->sharedTiles;
         l.tensorMaps = (int)info.kernel->tensorMaps.size();
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();

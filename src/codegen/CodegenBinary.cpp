@@ -247,8 +247,13 @@ __attribute__((unused)) static tilec_status tilec_device_sm(int *sm, int *sms) {
 }
 
 static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
-                             cudaStream_t stream, void **args) {
+                             unsigned cluster, cudaStream_t stream, void **args) {
 #if CUDA_VERSION >= 12000
+    CUlaunchAttribute attr[1];
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim.x = cluster;
+    attr[0].value.clusterDim.y = 1;
+    attr[0].value.clusterDim.z = 1;
     CUlaunchConfig config;
     config.gridDimX = (unsigned)gx;
     config.gridDimY = (unsigned)gy;
@@ -258,10 +263,11 @@ static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, 
     config.blockDimZ = 1;
     config.sharedMemBytes = shared;
     config.hStream = stream;
-    config.attrs = NULL;
-    config.numAttrs = 0;
+    config.attrs = cluster > 1 ? attr : NULL;
+    config.numAttrs = cluster > 1 ? 1 : 0;
     return cuLaunchKernelEx(&config, fn, args, NULL);
 #else
+    if (cluster > 1) return CUDA_ERROR_NOT_SUPPORTED;
     return cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, threads, 1, 1, shared, stream, args, NULL);
 #endif
 }
@@ -349,7 +355,7 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
     }
     s += "    void *args[] = {" + (args.empty() ? std::string("NULL") : args) + "};\n";
     s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
-         std::to_string(info.sharedBytes) + ", stream, args);\n";
+         std::to_string(info.sharedBytes) + ", 1, stream, args);\n";
     s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
     s += "    return TILEC_SUCCESS;\n}\n";
     s += printQueries({&info}, false);

@@ -339,11 +339,13 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         std::string t = constArg(2);
         return {"((" + off + ") / " + t + " * " + t + " + " + fn + "((" + off + ") % " + t + "))", 16};
     }
-    case lib::Fn::TmaLoadTile: {
+    case lib::Fn::TmaLoadTile:
+    case lib::Fn::TmaLoadTileMulticast: {
         // The map argument is the index of the kernel's tensor map, a __grid_constant__ parameter.
         std::string s = std::string(f.cxx) + "<";
         for (int i = 0; i < f.templateArgs; ++i) s += (i ? ", " : "") + constArg((size_t)i);
         s += ">(" + arg("dst") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map")))) + ", " + arg("bar");
+        if (f.fn == lib::Fn::TmaLoadTileMulticast) s += ", " + arg("ctaMask") + ", " + arg("part");
         for (const char *co : {"c0", "c1", "c2", "c3", "c4"}) s += ", " + arg(co);
         return {s + ")", 16};
     }

@@ -288,19 +288,40 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         s += launchArguments(v, sig, cxx, in);
         std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
         std::string grid = "grid_x, grid_y, grid_z";
+        const std::string cm = std::to_string(k.clusterSize);
         if (k.persistent) {
-            // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle.
+            // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle; clustered:
+            // as many clusters, each walking cluster units (pairs of tiles).
+            std::string units = k.clusterSize > 1 ? "grid_x * grid_y * grid_z / " + cm : "grid_x * grid_y * grid_z";
             std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
-            s += in + "const int64_t blocks = grid_x * grid_y * grid_z < " + resident + " ? grid_x * grid_y * grid_z : " + resident + ";\n";
+            if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
+            std::string fewer = units + " < " + resident + " ? " + units + " : " + resident;
+            s += in + "const int64_t blocks = " + (k.clusterSize > 1 ? "(" + fewer + ") * " + cm : fewer) + ";\n";
             grid = "blocks, 1, 1";
         }
-        if (cxx) {
+        if (cxx && k.clusterSize > 1) {
+            // Clusters of consecutive blocks (cluster rank = blockIdx.x % size), through the extended launch.
+            s += in + "cudaLaunchAttribute cluster[1];\n";
+            s += in + "cluster[0].id = cudaLaunchAttributeClusterDimension;\n";
+            s += in + "cluster[0].val.clusterDim.x = " + cm + ";\n";
+            s += in + "cluster[0].val.clusterDim.y = 1;\n";
+            s += in + "cluster[0].val.clusterDim.z = 1;\n";
+            s += in + "cudaLaunchConfig_t config = {};\n";
+            s += in + "config.gridDim = dim3((unsigned)blocks);\n";
+            s += in + "config.blockDim = dim3(" + threads + ");\n";
+            s += in + "config.dynamicSmemBytes = " + shared + ";\n";
+            s += in + "config.stream = stream;\n";
+            s += in + "config.attrs = cluster;\n";
+            s += in + "config.numAttrs = 1;\n";
+            s += in + "cudaError_t e = cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(&" + v.symbol + "), args);\n";
+            s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
+        } else if (cxx) {
             std::string dims = k.persistent ? "dim3((unsigned)blocks)" : "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z)";
             s += in + "cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + v.symbol +
                  "), " + dims + ", dim3(" + threads + "), args, " + shared + ", stream);\n";
             s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
         } else {
-            s += in + "CUresult r = tilec_launch(fn, " + grid + ", " + threads + ", " + shared + ", stream, args);\n";
+            s += in + "CUresult r = tilec_launch(fn, " + grid + ", " + threads + ", " + shared + ", " + cm + ", stream, args);\n";
             s += in + "return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n";
         }
         s += "        }\n";

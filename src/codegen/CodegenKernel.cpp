@@ -197,6 +197,8 @@ class KernelPrinter {
     /// of a grid gx wide and gy high, rasterized first where T.use_swizzle asks: consecutive blocks walk down a
     /// column of `panel` block rows before moving right, so the tiles they read stay in L2
     /// (stdlib/tilec/raster.cuh).
+    /// A clustered kernel's coordinates are those of its cluster unit; the block's own along the cluster's
+    /// dimension is the unit's times the cluster size plus its rank in the cluster.
     void blockBindings(int level, const std::string &x, const std::string &y, const std::string &z, const std::string &gx,
                        const std::string &gy, const SourceRange &at) {
         std::string block[3] = {x, y, z};
@@ -208,6 +210,11 @@ class KernelPrinter {
             block[0] = "tilec_tile_x";
             block[1] = "tilec_tile_y";
         }
+        if (k_.clusterSize > 1) {
+            std::string &b = block[k_.clusterAxis];
+            b = "(" + b + ") * " + std::to_string(k_.clusterSize) + " + (int)" +
+                passes::lib::info(passes::lib::Fn::ClusterRank).cxx + "()";
+        }
         for (int d = 0; d < 3; ++d)
             if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
                 line(level, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
@@ -215,11 +222,22 @@ class KernelPrinter {
 
     /// A persistent tile loop: the block's tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the T.Kernel grid,
     /// counted by the loop's variable, each bound to the blockIdx variables as a block of its own would be.
+    /// Clustered: the loop walks cluster units (the grid with the cluster's dimension divided by its size),
+    /// unit blockIdx.x / size first, as the launcher's 1-D clusters of consecutive blocks hold them.
     void tileLoop(const For &f, int level) {
         std::string v = name(f.var), tiles = ep_.print(f.extent);
-        std::string gx = "(" + ep_.print(k_.grid[0]) + ")", gy = "(" + ep_.print(k_.grid[1]) + ")";
-        line(level, "for (int " + v + " = 0, tilec_tile = blockIdx.x; tilec_tile < " + tiles + "; ++" + v +
-                        ", tilec_tile += gridDim.x) {", f.loc);
+        std::string g[3];
+        for (int d = 0; d < 3; ++d) g[d] = "(" + ep_.print(k_.grid[(size_t)d]) + ")";
+        std::string first = "blockIdx.x", step = "gridDim.x";
+        if (k_.clusterSize > 1) {
+            const std::string cm = std::to_string(k_.clusterSize);
+            g[k_.clusterAxis] = "(" + g[k_.clusterAxis] + " / " + cm + ")";
+            first += " / " + cm;
+            step += " / " + cm;
+        }
+        const std::string &gx = g[0], &gy = g[1];
+        line(level, "for (int " + v + " = 0, tilec_tile = " + first + "; tilec_tile < " + tiles + "; ++" + v +
+                        ", tilec_tile += " + step + ") {", f.loc);
         std::string x = "tilec_tile % " + gx, y = "tilec_tile / " + gx + " % " + gy, z = "tilec_tile / (" + gx + " * " + gy + ")";
         blockBindings(level + 1, x, y, z, gx, gy, f.loc);
         stmt(f.body, level + 1);

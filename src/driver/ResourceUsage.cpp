@@ -108,6 +108,9 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
         if (src) os << "  grid: (" << print(src->grid[0]) << ", " << print(src->grid[1]) << ", " << print(src->grid[2]) << ")";
         if (src && k.persistent)
             os << " tiles; persistent: min(tiles, SMs x " << std::max(1, k.minBlocksPerSM) << ") blocks walk them";
+        if (src && k.clusterSize > 1)
+            os << " in clusters of " << k.clusterSize << " along grid dimension " << k.clusterAxis << " (" << k.sharedTiles
+               << " tile(s) per stage loaded once per cluster by TMA multicast)";
         if (src) os << "\n";
 
         // Shared memory as allocated, split into pipeline copies and the rest.

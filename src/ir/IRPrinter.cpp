@@ -451,6 +451,8 @@ std::string print(const Kernel &k) {
     if (k.producerThreads) o += "  producer threads " + std::to_string(k.producerThreads) + "\n";
     if (k.minBlocksPerSM) o += "  blocks per SM " + std::to_string(k.minBlocksPerSM) + "\n";
     if (k.persistent) o += "  persistent\n";
+    if (k.clusterSize > 1)
+        o += "  cluster " + std::to_string(k.clusterSize) + " along grid dimension " + std::to_string(k.clusterAxis) + "\n";
     if (k.swizzlePanel > 0) o += "  use_swizzle(panel_size=" + std::to_string(k.swizzlePanel) + ")\n";
     for (size_t i = 0; i < k.tensorMaps.size(); ++i) {
         auto &m = k.tensorMaps[i];

@@ -50,6 +50,14 @@ const std::vector<Info> &table() {
         {Fn::WgmmaWaitAcc, "tilec.wgmma_wait_acc", "tilec::wgmma_wait", 2, {}, {"pending", "count", "acc"}, kNone,
          I::Warpgroups, "sm_90a"},
         {Fn::WgmmaClear, "tilec.wgmma_clear", "tilec::wgmma_clear", 1, {}, {"count", "acc"}, kNone, I::All, "sm_90a"},
+        {Fn::TmaLoadTileMulticast, "tilec.tma_load_tile_multicast", "tilec::tma_load_tile_multicast", 8, {},
+         {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "boxRows", "parts", "dst", "map", "bar", "ctaMask",
+          "part", "c0", "c1", "c2", "c3", "c4"},
+         kWritesShared | kAsync, I::One, "sm_90a"},
+        {Fn::MbarrierArriveCluster, "tilec.mbarrier_arrive_cluster", "tilec::mbarrier_arrive_ctas", 0, {},
+         {"bar", "ctas"}, kNone, I::One, "sm_90"},
+        {Fn::ClusterSync, "tilec.cluster_sync", "tilec::cluster_sync", 0, {}, {}, kBarrier, I::All, "sm_90"},
+        {Fn::ClusterRank, "tilec.cluster_rank", "tilec::cluster_ctarank", 0, {}, {}, kPure, I::All, "sm_90"},
     };
     return t;
 }

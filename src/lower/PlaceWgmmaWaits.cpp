@@ -25,14 +25,31 @@ bool isCall(const Stmt &s, lib::Fn f) {
 }
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
 
+/// Whether `s` releases a stage: an arrive on its empty barrier (in a cluster, on every block's).
+bool isArrive(const Stmt &s) { return isCall(s, lib::Fn::MbarrierArrive) || isCall(s, lib::Fn::MbarrierArriveCluster); }
+
 /// The stage release at the end of a consumer iteration: an arrive, possibly under a condition (one lane per
 /// warp); null when `s` is none.
 const Call *releaseOf(const Stmt &s, Expr *cond) {
-    if (isCall(s, lib::Fn::MbarrierArrive)) return callOf(s);
+    if (isArrive(s)) return callOf(s);
     auto i = as<IfThenElse>(s);
-    if (!i || i->otherwise || !isCall(i->then, lib::Fn::MbarrierArrive)) return nullptr;
+    if (!i || i->otherwise || !isArrive(i->then)) return nullptr;
     *cond = i->cond;
     return callOf(i->then);
+}
+
+/// The barrier a release arrives on (the first argument of both kinds of arrive).
+const Expr &releasedBarrier(const Call &arrive) {
+    TILEC_ASSERT(lib::argIndex(lib::Fn::MbarrierArrive, "bar") == 0 && lib::argIndex(lib::Fn::MbarrierArriveCluster, "bar") == 0,
+                 "placeWgmmaWaits: an arrive's barrier is its first argument");
+    return arrive.args[0];
+}
+
+/// The same release on barrier `bar`.
+Stmt releaseAt(const Call &arrive, Expr bar, const SourceRange &loc) {
+    std::vector<Expr> args = arrive.args;
+    args[0] = simplify(std::move(bar));
+    return Evaluate::make(Call::make(arrive.dtype, arrive.name, std::move(args), loc), loc);
 }
 
 /// The accumulator registers a wgmma call writes and their count per thread.
@@ -138,21 +155,19 @@ class Placer : public IRMutator {
         // Release the previous iteration's stage once its wgmmas are done: ko - 1 in the arrive's barrier.
         Expr prevIter = simplify(binary(BinaryOp::Sub, f.var, i32(1)));
         const Call &arrive = *release;
-        Expr bar = substitute(lib::arg(arrive, lib::Fn::MbarrierArrive, "bar"), VarMap{{f.var.get(), prevIter}});
+        Expr bar = substitute(releasedBarrier(arrive), VarMap{{f.var.get(), prevIter}});
         std::vector<Stmt> body(b.begin(), b.end() - 1);
         body.push_back(wait(1, f.loc));
         Expr notFirst = simplify(binary(BinaryOp::GT, f.var, f.min));
         if (lane) notFirst = binary(BinaryOp::And, notFirst, lane);
-        body.push_back(IfThenElse::make(notFirst, lib::stmt(lib::Fn::MbarrierArrive, {simplify(bar)}, b.back()->loc),
-                                        nullptr, f.loc));
+        body.push_back(IfThenElse::make(notFirst, releaseAt(arrive, bar, b.back()->loc), nullptr, f.loc));
         // The last iteration's stage, after the final wait: the producer can refill it while the consumers
         // run their epilogue (and must, when the block walks on to another output tile).
         Expr last = simplify(binary(BinaryOp::Sub, binary(BinaryOp::Add, f.min, f.extent), i32(1)));
-        Expr lastBar = substitute(lib::arg(arrive, lib::Fn::MbarrierArrive, "bar"), VarMap{{f.var.get(), last}});
+        Expr lastBar = substitute(releasedBarrier(arrive), VarMap{{f.var.get(), last}});
         Expr any = simplify(binary(BinaryOp::GT, f.extent, i32(0)));
         if (lane) any = binary(BinaryOp::And, any, lane);
-        lastRelease_ = IfThenElse::make(simplify(any), lib::stmt(lib::Fn::MbarrierArrive, {simplify(lastBar)}, b.back()->loc),
-                                        nullptr, f.loc);
+        lastRelease_ = IfThenElse::make(simplify(any), releaseAt(arrive, lastBar, b.back()->loc), nullptr, f.loc);
         return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), f.loc), f.loc);
     }
 };

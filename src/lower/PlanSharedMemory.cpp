@@ -23,8 +23,9 @@ struct Mentions : IRVisitor {
     void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
     void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
     void visit(const Call &op) override {
-        if (lib::is(op, lib::Fn::TmaLoadTile))
-            if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaLoadTile, "dst"))) tmaTiles->insert(l->buffer.get());
+        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
+            if (lib::is(op, f))
+                if (auto l = addressedLoad(lib::arg(op, f, "dst"))) tmaTiles->insert(l->buffer.get());
         IRVisitor::visit(op);
     }
 };

@@ -15,6 +15,7 @@
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::passes {
 
@@ -198,6 +199,55 @@ bool consumersUseNoSharedMemory(const std::vector<Stmt> &top, size_t at,
     return true;
 }
 
+/// A cluster of two blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position does
+/// not depend on that dimension (`shared`) are loaded once between them, each block loading half of the
+/// tile's boxes (of `boxRows` rows) and multicasting them to both.
+struct ClusterPlan {
+    int axis = -1;
+    std::vector<bool> shared;       ///< per tile
+    std::vector<int64_t> boxRows;   ///< per tile: its TMA box's rows
+};
+
+/// The grid dimension (an even constant extent) whose shared tiles are the most bytes, or axis -1 when no
+/// tile can be shared. A tile is shared along d when its position is made of the other block indices, the
+/// loop's variable and the kernel's scalars only, and its boxes split evenly between two blocks.
+ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar) {
+    struct FreeVars : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const VarNode *> vars;
+        void visit(const VarNode &v) override { vars.insert(&v); }
+    };
+    std::set<const VarNode *> uniform{loopVar};
+    for (auto &p : k.params)
+        if (p.kind == Param::Scalar) uniform.insert(p.var.get());
+    for (auto &v : k.dynamicSymbols) uniform.insert(v.get());
+    ClusterPlan best;
+    int64_t bestBytes = 0;
+    for (int d = 0; d < k.gridDims; ++d) {
+        auto g = constInt(k.grid[(size_t)d]);
+        if (!g || *g < 2 || *g % 2 || !k.blockIdx[(size_t)d]) continue;
+        std::set<const VarNode *> allowed = uniform;
+        for (int j = 0; j < 3; ++j)
+            if (j != d && k.blockIdx[(size_t)j]) allowed.insert(k.blockIdx[(size_t)j].get());
+        ClusterPlan p;
+        p.axis = d;
+        int64_t bytes = 0;
+        for (auto &t : tiles) {
+            FreeVars fv;
+            for (auto &c : t.coords) fv.visit(c);
+            bool same = std::all_of(fv.vars.begin(), fv.vars.end(), [&](const VarNode *v) { return allowed.count(v) > 0; });
+            int64_t boxRows = std::min<int64_t>(t.rows, 256), panels = t.cols * t.elemBytes / t.swizzle;
+            if (same && panels * (t.rows / boxRows) % 2 && boxRows % 16 == 0) boxRows /= 2;
+            bool ok = same && panels * (t.rows / boxRows) % 2 == 0;
+            p.shared.push_back(ok);
+            p.boxRows.push_back(ok ? boxRows : std::min<int64_t>(t.rows, 256));
+            if (ok) bytes += t.bytes();
+        }
+        if (bytes > bestBytes) best = std::move(p), bestBytes = bytes;
+    }
+    return best;
+}
+
 class Specializer {
   public:
     Specializer(const Kernel &k, const Target &t, const SourceManager *sources) : k_(k), t_(t), sources_(sources) {}
@@ -220,7 +270,11 @@ class Specializer {
                 log(f->loc, "T.Pipelined loop -> warp roles: a producer warpgroup loading " +
                                 std::to_string(k->tensorMaps.size()) + " tile(s) per stage by TMA, " +
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on wgmma; " +
-                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : ""));
+                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : "") +
+                                (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
+                                                          std::to_string(k->clusterAxis) + " sharing " + std::to_string(k->sharedTiles) +
+                                                          " tile(s) by TMA multicast"
+                                                    : ""));
                 return k;
             }
             log(f->loc, "T.Pipelined loop keeps the cp.async path: " + (why_.empty() ? std::string("no T.gemm can use wgmma") : why_));
@@ -287,13 +341,6 @@ class Specializer {
 
         auto nk = std::make_shared<Kernel>(k_);
         const SourceRange &loc = loop.loc;
-        // Tensor maps, one per distinct (tensor, box, swizzle).
-        std::vector<int> mapOf;
-        for (auto &t : tiles) {
-            auto it = std::find(nk->tensorMaps.begin(), nk->tensorMaps.end(), t.map);
-            if (it == nk->tensorMaps.end()) it = nk->tensorMaps.insert(nk->tensorMaps.end(), t.map);
-            mapOf.push_back((int)(it - nk->tensorMaps.begin()));
-        }
         // Rings and barriers: full[s] at s, empty[s] at S + s.
         std::map<const BufferNode *, Buffer> ring;
         for (auto &t : tiles) ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, S);
@@ -301,12 +348,32 @@ class Specializer {
         for (auto &b : nk->allocs)
             if (b && ring.count(b.get())) b = ring[b.get()];
         nk->allocs.push_back(mbar);
+        // Persistent: each role walks the block's output tiles; the ring's position runs on across them.
+        // Clustered (persistent only): the walk is over cluster units, pairs of tiles that share a tile.
+        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer);
+        // Clusters where each block walks at least two waves of tiles: a single wave of clustered blocks
+        // measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01), several faster.
+        const int blocks = plannedBlocks(*nk, C, P, t_);
+        auto gridTiles = constInt(simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2])));
+        ClusterPlan cluster;
+        if (persistent && t_.clusters && t_.archSpecific && gridTiles && *gridTiles >= 2LL * t_.numSms * blocks)
+            cluster = planCluster(k_, tiles, loop.var.get());
+        const int CM = cluster.axis >= 0 ? 2 : 1;
+        // Tensor maps, one per distinct (tensor, box, swizzle).
+        std::vector<int> mapOf;
+        for (size_t i = 0; i < tiles.size(); ++i) {
+            TensorMap m = tiles[i].map;
+            if (CM > 1) m.box[(size_t)tiles[i].rowDim] = cluster.boxRows[i];
+            auto it = std::find(nk->tensorMaps.begin(), nk->tensorMaps.end(), m);
+            if (it == nk->tensorMaps.end()) it = nk->tensorMaps.insert(nk->tensorMaps.end(), m);
+            mapOf.push_back((int)(it - nk->tensorMaps.begin()));
+        }
         auto barrier = [&](const Expr &index) { return addressOf(mbar, {simplify(index)}); };
 
         Var tx = k_.threadIdx;
-        // Persistent: each role walks the block's output tiles; the ring's position runs on across them.
-        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer);
-        Expr tileCount = persistent ? simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]))
+        Expr tileCount = persistent ? simplify(binary(BinaryOp::FloorDiv,
+                                                      binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]),
+                                                      i32(CM)))
                                 : Expr();
         Var producerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
         Var consumerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
@@ -328,10 +395,13 @@ class Specializer {
         VarMap toProducer{{loop.var.get(), pk}};
         for (size_t i = 0; i < tiles.size(); ++i) {
             const TmaTile &t = tiles[i];
-            std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle),
-                                   addressOf(ring[t.copy->dst.buffer.get()], {ps, i32(0), i32(0)}), i32(mapOf[i]), barrier(ps)};
+            const bool multicast = CM > 1 && cluster.shared[i];
+            std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle)};
+            if (multicast) args.insert(args.end(), {i32(cluster.boxRows[i]), i32(CM)});
+            args.insert(args.end(), {addressOf(ring[t.copy->dst.buffer.get()], {ps, i32(0), i32(0)}), i32(mapOf[i]), barrier(ps)});
+            if (multicast) args.insert(args.end(), {i32((1 << CM) - 1), lib::call(lib::Fn::ClusterRank, {}, loc, DType::Int32)});
             for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], toProducer)) : i32(0));
-            issue.push_back(lib::stmt(lib::Fn::TmaLoadTile, std::move(args), t.copy->loc));
+            issue.push_back(lib::stmt(multicast ? lib::Fn::TmaLoadTileMulticast : lib::Fn::TmaLoadTile, std::move(args), t.copy->loc));
         }
         Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
         if (persistent) producerLoop = For::make(producerTile, i32(0), tileCount, ForKind::Persistent, 0, producerLoop, loc);
@@ -341,9 +411,12 @@ class Specializer {
         auto [cs, cphase] = stageOf(loop.var, consumerTile);
         std::vector<Stmt> body{lib::stmt(lib::Fn::MbarrierWait, {barrier(cs), cphase}, loc)};
         for (auto &s : rest) body.push_back(stageBuffers(s, ring, cs));
-        // One arrival per consumer warp (its lane 0, after the warp's work on the stage is done).
+        // One arrival per consumer warp (its lane 0, after the warp's work on the stage is done); in a cluster
+        // on every block's empty barrier, since each block's producer multicasts into both blocks' stage.
+        Expr empty = barrier(binary(BinaryOp::Add, i32(S), cs));
         body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
-                                        lib::stmt(lib::Fn::MbarrierArrive, {barrier(binary(BinaryOp::Add, i32(S), cs))}, loc),
+                                        CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty, i32(CM)}, loc)
+                                               : lib::stmt(lib::Fn::MbarrierArrive, {empty}, loc),
                                         nullptr, loc));
         std::vector<Stmt> consumer(top.begin(), top.begin() + (long)at);
         consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
@@ -354,18 +427,23 @@ class Specializer {
         std::vector<Stmt> init;
         for (int s = 0; s < S; ++s) {
             init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(s)), i32(1)}, loc));
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C / 32)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C / 32 * CM)}, loc));
         }
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
-        const int blocks = plannedBlocks(*nk, C, P, t_);
         auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, blocks, t_) : std::pair{0, 0};
-        nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc),
-                              lib::stmt(lib::Fn::Sync, {}, loc),
-                              WarpRoles::make(C, P, pr, cr, producer, consumerBody, loc)},
-                             k_.body->loc);
+        // In a cluster the peer's barriers must be initialised before anything arrives on them or lands in
+        // them, and a block may not exit while its peer can still do either: cluster-wide barriers.
+        std::vector<Stmt> top2{IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc),
+                               lib::stmt(CM > 1 ? lib::Fn::ClusterSync : lib::Fn::Sync, {}, loc),
+                               WarpRoles::make(C, P, pr, cr, producer, consumerBody, loc)};
+        if (CM > 1) top2.push_back(lib::stmt(lib::Fn::ClusterSync, {}, loc));
+        nk->body = Seq::make(std::move(top2), k_.body->loc);
         nk->producerThreads = P;
         nk->minBlocksPerSM = blocks;
         nk->persistent = persistent;
+        nk->clusterSize = CM;
+        nk->clusterAxis = CM > 1 ? cluster.axis : 0;
+        nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;
         nk->needsTma = true;
         return nk;
     }

@@ -155,6 +155,12 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t *bar, unsigned 
 #endif
 }
 
+/// One arrival on the mbarrier at `bar`'s offset in each of the cluster's CTAs 0..ctas-1 (a stage that all of
+/// them multicast into is released to every one of their producers).
+__device__ __forceinline__ void mbarrier_arrive_ctas(uint64_t *bar, int ctas) {
+    for (int r = 0; r < ctas; ++r) mbarrier_arrive_cluster(bar, (unsigned)r);
+}
+
 /// bar.sync on hardware barrier `id` (1..15; 0 is __syncthreads') for `threads` threads (a multiple of 32):
 /// synchronises a subset of the block, e.g. the consumer warpgroups without the producer.
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {

@@ -69,6 +69,7 @@ struct Lowered {
     const ir::Kernel *roles = nullptr, *plain = nullptr;
     explicit Lowered(const GemmCase &g, bool both = false) {
         Target t = *Target::parse("sm_90a");
+        t.clusters = false; // the simulator runs one block at a time: clusters are not modelled (it refuses them)
         r.run(gemmSource(g), "gemm.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)

@@ -8,8 +8,10 @@ so that tilec / TileLang can be read off one GPU run as (tilec / cuBLAS) / (Tile
 The kernel is the seed document's GEMM in TileLang's own spelling with T.use_swizzle(10), at TileLang's best
 configuration (128x256x64, 3 stages, 256 threads) and the seed's (128x128x64, 3 stages, 128 threads). Every
 result is checked against cuBLAS's (relative 2-norm error below 1e-2) before it is timed. A total time budget
-(TL_GEMM_BUDGET_S, default 240 s) ends the run early with what it has; the JSON is rewritten after each kernel."""
+(TL_GEMM_BUDGET_S, default 240 s) ends the run early with what it has; the JSON is rewritten after each kernel.
+TL_GEMM_ONLY=REGEX keeps the runs whose 'MxNxK dtype' it matches (one kernel for Nsight Compute)."""
 import json
+import re
 import os
 import sys
 import time
@@ -50,6 +52,9 @@ def main():
     timer = bench.Timer(torch)
     runs = [(s, BEST, d) for d in ("float16", "bfloat16") for s in SHAPES]
     runs += [((4096, 4096, 4096), SEED, "float16")] + [(s, BEST, "float16") for s in DECODE]
+    only = os.environ.get("TL_GEMM_ONLY")   # e.g. '4096x1024x8192 float16': one kernel (for ncu)
+    if only:
+        runs = [r for r in runs if re.search(only, "%dx%dx%d %s" % (r[0] + (r[2],)))]
     results = []
     for (M, N, K), cfg, dtype in runs:
         if time.time() - t0 > BUDGET_S:

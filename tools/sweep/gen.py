@@ -7,6 +7,10 @@ the configurations sorted by TFLOP/s (part two: tools/sweep/sweep.py).
 
   tools/sweep/gen.py [--preset gemm|flash ...] [--tilec PATH] [--arch sm_80] [--set NAME=V1,V2 ...]
                      [--shape 'M=2048,N=2048,K=2048' ...] [--max-configs N] [--no-filter] [--list]
+                     [--variant NAME='TILEC FLAGS' ...]
+
+--variant adds every configuration once more, built with extra tilec flags (e.g. --variant
+nocluster=--no-cluster), as configuration ID_NAME: an A/B of a lowering choice timed in the same GPU run.
 
 A preset names the program, its factory, the benchmark shapes and the grid of parameters to try; --set
 replaces one dimension of the grid (values are Python literals: --set num_stages=3,4 --set policy=None,1).
@@ -141,7 +145,7 @@ def configs_of(name, preset, arch, filt, max_configs):
 
 def generate(tilec, arch, outdir, preset, cfg, fake=False):
     cu = os.path.join(outdir, cfg["id"] + ".cu")
-    cmd = [tilec, os.path.join(ROOT, preset["file"]), "-arch=" + arch, "-o", cu]
+    cmd = [tilec, os.path.join(ROOT, preset["file"]), "-arch=" + arch, "-o", cu] + cfg.get("flags", [])
     for i, shape in enumerate(preset["shapes"]):
         k = "%s_%d" % (cfg["id"], i)
         cmd += ["--export", "%s=%s" % (k, call_text(preset, shape, cfg["params"])), "--kernel", k]
@@ -185,6 +189,8 @@ def main(argv=None):
     ap.add_argument("--no-filter", action="store_true", help="keep the points the estimates leave out")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--list", action="store_true", help="print the configurations, generate nothing")
+    ap.add_argument("--variant", action="append", metavar="NAME=FLAGS",
+                    help="every configuration again, with these tilec flags, as ID_NAME")
     ap.add_argument("--fake", action="store_true",
                     help="a rehearsal of the GPU side: naive kernels in each configuration's C interface "
                          "(tools/gpu/fake.py), marked FAKE in the table; for use before tilec generates T.gemm")
@@ -204,6 +210,11 @@ def main(argv=None):
     plan = []
     for name, p in presets.items():
         cfgs, dropped = configs_of(name, p, args.arch, not args.no_filter, args.max_configs)
+        for v in args.variant or []:
+            vname, eq, flags = v.partition("=")
+            if not eq or not vname.strip().isidentifier():
+                raise SystemExit("gen.py: --variant wants NAME=FLAGS: %r" % v)
+            cfgs += [dict(c, id="%s_%s" % (c["id"], vname.strip()), flags=flags.split()) for c in cfgs if "flags" not in c]
         print("gen: %s: %d configurations (%d grid points left out by the estimates), %d shapes"
               % (name, len(cfgs), len(dropped), len(p["shapes"])))
         if args.list:

@@ -240,8 +240,9 @@ def one(c, kernel, S, libdir, libs, timer, t, seed):
 
 
 # --------------------------------------------------------------------------------------------- report
-def params_text(p):
-    return " ".join("%s=%s" % (k, v) for k, v in sorted(p.items())) or "(the file's defaults)"
+def params_text(p, flags=()):
+    text = " ".join("%s=%s" % (k, v) for k, v in sorted(p.items())) or "(the file's defaults)"
+    return text + "".join(" " + f for f in flags)
 
 
 def report(args, m):
@@ -273,7 +274,7 @@ def report(args, m):
             lines.append("   %-16s %9s %8s %6s  %s" % ("config", "ms", "TFLOP/s", "ratio", "parameters"))
             for c, r in ok:
                 lines.append("   %-16s %9.4f %8.1f %6.2f  %s" % (c["id"], r["ms"], r["tflops"], r["ratio"],
-                                                               params_text(c["params"])))
+                                                               params_text(c["params"], c.get("flags", ()))))
             for c, r in failed:
                 lines.append("   %-16s FAIL  %s" % (c["id"], r.get("detail", "")[:150]))
             not_run = [c["id"] for c in cfgs if c["status"] == "ok" and builds.get(c["id"], {}).get("status") == "ok"

@@ -137,6 +137,8 @@ int main(int argc, char **argv) {
                  "No producer/consumer warp specialization (TileLang's tl.disable_warp_specialized)");
     app.add_flag("--no-persistent", o.noPersistent,
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
+    app.add_flag("--no-cluster", o.noCluster,
+                 "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");

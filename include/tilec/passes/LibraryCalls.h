@@ -36,6 +36,11 @@ enum class Fn {
     FenceProxyAsync,
     WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
     WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    // Thread-block clusters (sm90_barrier.cuh, sm90_tma.cuh)
+    TmaLoadTileMulticast, ///< this CTA's share of a tile that the cluster's CTAs load together, multicast to all
+    MbarrierArriveCluster, ///< one arrival on the barrier at this address in each of the cluster's first `ctas` CTAs
+    ClusterSync,   ///< barrier.cluster arrive + wait: every thread of every CTA of the cluster
+    ClusterRank,   ///< this CTA's rank in its cluster (a value)
 };
 
 /// What a call does to memory, for barrier placement and the simulator.

@@ -120,7 +120,10 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     evaltest::EvalRun front;
     // Both lowerings are simulated: sm_80's (cp.async, mma.sync) and, where the program gets warp roles there,
     // sm_90a's (TMA producer, wgmma consumers, mbarriers) under an interleaving drawn from the data seed.
-    const Target target = *Target::parse("sm_80"), hopper = *Target::parse("sm_90a");
+    // Clusters are not simulated (one block at a time): the sm_90a lowering here is the unclustered one.
+    const Target target = *Target::parse("sm_80");
+    Target hopper = *Target::parse("sm_90a");
+    hopper.clusters = false;
     std::optional<ir::Program> lowered, hopperLowered;
     try {
         for (auto &[n, v] : defines) front.define(n, v);
