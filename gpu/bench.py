@@ -12,7 +12,8 @@ carries the same launch and tail costs; and the PyTorch equivalent of the kernel
 Bandwidth counts bytes read plus bytes written, each tensor once.
 
 Compute benchmarks (Bench.flops: GEMM, attention) are judged against their baseline instead (cuBLAS through
-torch.matmul, SDPA's flash back end), timed the same way on the same inputs: TFLOP/s = flops / time, and
+torch.matmul, SDPA's flash back end), timed the same way on the same inputs, the two calls interleaved
+(Timer.ms_pair: a b b a ..., so clock drift during the run falls on both alike): TFLOP/s = flops / time, and
 the ratio tilec / baseline = baseline time / tilec time. Before timing, the kernel's result is compared with
 the baseline's (relative 2-norm error under REL_LIMIT, a sanity check: the test phase judges every element).
 """
@@ -57,6 +58,36 @@ class Timer:
             ends[i].record()
         t.cuda.synchronize()
         return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
+
+    def ms_pair(self, fa, fb, budget_s=0.8, min_reps=30, max_reps=400):
+        """Medians of fa's and fb's times from interleaved calls (a b, then b a, ...: each flushed first), so
+        that both see the same clocks and temperature: the GPU's clocks drift over a run by more than the 2%
+        a ratio is judged by, and two kernels timed one block after the other carry that drift into it."""
+        t = self.t
+        for _ in range(3):
+            fa()
+            fb()
+        t.cuda.synchronize()
+        s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(3):
+            fa()
+            fb()
+        e.record()
+        t.cuda.synchronize()
+        est = max(s.elapsed_time(e) / 3, 1e-3)
+        reps = int(min(max(budget_s * 1e3 / (est + 0.2), min_reps), max_reps))
+        ev = [[t.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(reps)]
+        for i in range(reps):
+            order = ((fa, 0), (fb, 2)) if i % 2 == 0 else ((fb, 2), (fa, 0))
+            for fn, j in order:
+                self.flush()
+                ev[i][j].record()
+                fn()
+                ev[i][j + 1].record()
+        t.cuda.synchronize()
+        return (statistics.median(x[0].elapsed_time(x[1]) for x in ev),
+                statistics.median(x[2].elapsed_time(x[3]) for x in ev))
 
 
 def copy_tbps(timer, torch, nbytes_each_way):
@@ -184,8 +215,7 @@ def one_compute(b, lib, timer, torch, seed):
         raise core.Fail("the result differs from %s's: relative 2-norm error %.3g (limit %g; see the "
                         "correctness tests)" % (b.torch_name or "the baseline", rel, REL_LIMIT))
     del ref
-    ms = timer.ms(lambda: fn(*cargs, stream))
-    base_ms = timer.ms(base_fn)
+    ms, base_ms = timer.ms_pair(lambda: fn(*cargs, stream), base_fn)
     ratio = base_ms / ms
     return dict(kind="compute", shape=b.shape, flops=b.flops, ms=ms, tflops=b.flops / ms / 1e9,
                 torch_name=b.torch_name, torch_ms=base_ms, torch_tflops=b.flops / base_ms / 1e9, ratio=ratio,

@@ -44,6 +44,13 @@ PRESETS = {
         # factory parameter -> the module-level constant that holds its default (for tilec -D)
         defines=dict(block_M="BLOCK_M", block_N="BLOCK_N", block_K="BLOCK_K", num_stages="STAGES",
                      threads="THREADS", policy="POLICY", panel="PANEL")),
+    "gemm_fp8": dict(
+        kind="gemm", file="benchmarks/gemm_fp8.tile", factory="matmul", dtype="float8_e4m3", out_dtype="bfloat16",
+        trans_B=True, shape_keys=["M", "N", "K"],
+        shapes=[dict(M=4096, N=4096, K=4096), dict(M=8192, N=8192, K=8192)],
+        grid=dict(block_M=[128], block_N=[128, 256], block_K=[64, 128, 256], num_stages=[2, 3, 4, 5], threads=[256]),
+        defines=dict(block_M="BLOCK_M", block_N="BLOCK_N", block_K="BLOCK_K", num_stages="STAGES",
+                     threads="THREADS", panel="PANEL")),
     "flash": dict(
         kind="attention", file="benchmarks/flash_fwd.tile", factory="flash_fwd", dtype="float16",
         shape_keys=["batch", "heads", "seq", "dim", "causal"],
@@ -58,12 +65,12 @@ def plausible(preset, p, arch):
     """Rough filters that save nvcc time; tilec has the last word. Returns None or why the point is left out."""
     smem = SMEM.get(arch, 101376)
     thr = p.get("threads", 128)
-    if preset == "gemm":
+    if preset in ("gemm", "gemm_fp8"):
         bm, bn, bk, st = p["block_M"], p["block_N"], p["block_K"], p["num_stages"]
         acc = bm * bn // thr           # float32 accumulators per thread
         if not 32 <= acc <= 128:
             return "%d accumulators per thread (want 32..128)" % acc
-        if st * (bm * bk + bk * bn) * 2 > smem:
+        if st * (bm * bk + bk * bn) * (1 if preset == "gemm_fp8" else 2) > smem:
             return "shared memory estimate over %d bytes" % smem
         if bm * bn < thr // 32 * 16 * 8 * 2:
             return "too little work per warp"

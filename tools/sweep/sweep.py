@@ -119,20 +119,29 @@ def build(args, m):
 class Shape:
     """The inputs, float64 reference and baseline of one benchmark shape, shared by every configuration."""
 
-    def __init__(self, kind, shape, seed, timer, t):
+    def __init__(self, preset, shape, seed, timer, t):
+        kind = preset["kind"]
         self.kind, self.shape, self.t = kind, shape, t
         ctx = core.Context(None, seed, guards=False)
         if kind == "gemm":
+            # The preset's operand type (float16 by default) and output type; trans_B: B stored (N, K).
+            dt, out_dt, nt = preset.get("dtype", "float16"), preset.get("out_dtype", "float16"), preset.get("trans_B", False)
             M, N, K = shape["M"], shape["N"], shape["K"]
             self.flops = refs.gemm_flops(M, N, K)
-            self.a, self.b = refs.gemm_inputs(ctx, M, N, K, "float16")
-            R, S = refs.gemm_reference(self.a, self.b)
-            self.ref, self.bound = R, refs.gemm_bound(R, S, "float16", "float16")
+            self.a, self.b = refs.gemm_inputs(ctx, M, N, K, dt, trans_B=nt)
+            R, S = refs.gemm_reference(self.a, self.b, trans_B=nt)
+            self.ref, self.bound = R, refs.gemm_bound(R, S, dt, out_dt)
             del S
-            self.out_shape, self.out_dtype = (M, N), "float16"
-            base_out = t.empty((M, N), dtype=t.float16, device="cuda")
-            self.base_fn = lambda: t.matmul(self.a, self.b, out=base_out)
-            self.base_name = "cuBLAS"
+            self.out_shape, self.out_dtype = (M, N), out_dt
+            base_out = t.empty((M, N), dtype=getattr(t, out_dt), device="cuda")
+            if dt.startswith("float8"):     # cuBLAS's fp8 GEMM: unit scales, the output type asked for
+                one = t.tensor(1.0, device="cuda")
+                self.base_fn = lambda: t._scaled_mm(self.a, self.b.t(), one, one, out_dtype=getattr(t, out_dt))
+                self.base_name = "cuBLAS fp8"
+            else:
+                bb = self.b.t() if nt else self.b
+                self.base_fn = lambda: t.matmul(self.a, bb, out=base_out)
+                self.base_name = "cuBLAS"
         else:
             b, h, s, d, causal = (shape[k] for k in ("batch", "heads", "seq", "dim", "causal"))
             self.flops = refs.attention_flops(b, h, s, d, causal)
@@ -187,7 +196,7 @@ def run(args, m):
             if time.time() > args.deadline - 10:
                 break
             t0 = time.time()
-            S = Shape(preset["kind"], shape, args.seed + si, timer, t)
+            S = Shape(preset, shape, args.seed + si, timer, t)
             S.sm = int(m["arch"][3:5])
             append(args.results, dict(event="baseline", shape=sid, params=shape, name=S.base_name, ms=S.base_ms,
                                       tflops=S.flops / S.base_ms / 1e9))
@@ -231,12 +240,14 @@ def one(c, kernel, S, libdir, libs, timer, t, seed):
     fn, cargs = ctx._args(kernel, args)
     import ctypes
     stream = ctypes.c_void_p(t.cuda.current_stream().cuda_stream)
-    ms = timer.ms(lambda: fn(*cargs, stream), budget_s=0.2, min_reps=10, max_reps=100)
+    # Interleaved with the baseline (Timer.ms_pair): the ratio then carries no clock drift between the
+    # configurations of a sweep (identical configurations timed one after the other differed by 5%).
+    ms, base_ms = timer.ms_pair(lambda: fn(*cargs, stream), S.base_fn, budget_s=0.4, min_reps=10, max_reps=100)
     tflops = S.flops / ms / 1e9
     sm = S.sm
-    return dict(status="PASS", ms=ms, tflops=tflops, ratio=S.base_ms / ms, check=detail,
+    return dict(status="PASS", ms=ms, tflops=tflops, ratio=base_ms / ms, base_ms=base_ms, check=detail,
                 threads=lib.query(kernel, "threads", sm), smem=lib.query(kernel, "shared_bytes", sm),
-                detail="%.4f ms %.1f TFLOP/s (%.2f of %s), %s" % (ms, tflops, S.base_ms / ms, S.base_name, detail))
+                detail="%.4f ms %.1f TFLOP/s (%.2f of %s), %s" % (ms, tflops, base_ms / ms, S.base_name, detail))
 
 
 # --------------------------------------------------------------------------------------------- report
