@@ -185,6 +185,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.tma = !opts_.noTma;
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
+        t.epilogueBuffers = opts_.epilogueBuffers;
         bool tmaNeeded = false;
         for (bool tma : {true, false}) {
             if (!tma && !tmaNeeded) break;

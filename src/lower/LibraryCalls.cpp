@@ -50,6 +50,11 @@ const std::vector<Info> &table() {
         {Fn::WgmmaWaitAcc, "tilec.wgmma_wait_acc", "tilec::wgmma_wait", 2, {}, {"pending", "count", "acc"}, kNone,
          I::Warpgroups, "sm_90a"},
         {Fn::WgmmaClear, "tilec.wgmma_clear", "tilec::wgmma_clear", 1, {}, {"count", "acc"}, kNone, I::All, "sm_90a"},
+        {Fn::StmatrixTile, "tilec.stmatrix_tile", "tilec::stmatrix_tile", 2, {}, {"cols", "swizzle", "dst", "acc"},
+         kWritesShared, I::Warpgroups, "sm_90"},
+        {Fn::TmaStoreTile, "tilec.tma_store_tile", "tilec::tma_store_tile", 4, {},
+         {"rows", "cols", "elemBytes", "swizzle", "src", "map", "c0", "c1"}, kReadsShared | kAsync, I::One, "sm_90"},
+        {Fn::TmaStoreWait, "tilec.tma_store_wait", "tilec::tma_store_wait", 0, {}, {"pending"}, kNone, I::One, "sm_90"},
     };
     return t;
 }

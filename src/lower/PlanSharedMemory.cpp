@@ -15,7 +15,7 @@ using namespace ir;
 
 namespace {
 
-/// Buffers each statement mentions, and the destinations of TMA loads anywhere.
+/// Buffers each statement mentions, and the TMA tiles anywhere (load destinations, store sources).
 struct Mentions : IRVisitor {
     using IRVisitor::visit;
     std::set<const BufferNode *> found;
@@ -25,6 +25,8 @@ struct Mentions : IRVisitor {
     void visit(const Call &op) override {
         if (lib::is(op, lib::Fn::TmaLoadTile))
             if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaLoadTile, "dst"))) tmaTiles->insert(l->buffer.get());
+        if (lib::is(op, lib::Fn::TmaStoreTile))
+            if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaStoreTile, "src"))) tmaTiles->insert(l->buffer.get());
         IRVisitor::visit(op);
     }
 };

@@ -137,6 +137,10 @@ int main(int argc, char **argv) {
                  "No producer/consumer warp specialization (TileLang's tl.disable_warp_specialized)");
     app.add_flag("--no-persistent", o.noPersistent,
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
+    app.add_option("--epilogue-buffers", o.epilogueBuffers,
+                   "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
+                   "(1 or 2; 0: direct stores from registers)")
+        ->check(CLI::Range(0, 2));
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");

@@ -36,7 +36,17 @@ enum class Fn {
     FenceProxyAsync,
     WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
     WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    // The Hopper GEMM epilogue (sm90_store.cuh)
+    StmatrixTile,  ///< a warpgroup's accumulators of one 64-row piece into a swizzled shared panel (stmatrix)
+    TmaStoreTile,  ///< cp.async.bulk.tensor of a shared panel to a global box, committed as a bulk group
+    TmaStoreWait,  ///< cp.async.bulk.wait_group.read: the issuing thread's stores no longer read shared memory
 };
+
+/// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
+/// barrier, and the first of the per-warpgroup barriers of the epilogue (consumer warpgroup g uses
+/// kWarpgroupBarrier + g).
+constexpr int kRoleBarrier = 1;
+constexpr int kWarpgroupBarrier = 2;
 
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {
