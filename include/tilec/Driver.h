@@ -36,6 +36,7 @@ struct DriverOptions {
     std::string ccbin;                     ///< --ccbin: the C compiler for -o x.o (default $CC, else cc)
     bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
+    int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose

@@ -25,6 +25,10 @@ struct Target {
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
+    /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
+    /// (--epilogue-buffers).
+    int epilogueBuffers = 2;
     /// Lowering switch (the driver's wide variant): a tile transfer whose tensor's row length is a run-time
     /// value gets the access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

@@ -349,6 +349,12 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         for (const char *co : {"c0", "c1", "c2", "c3", "c4"}) s += ", " + arg(co);
         return {s + ")", 16};
     }
+    case lib::Fn::TmaStoreTile: {
+        std::string s = std::string(f.cxx) + "<";
+        for (int i = 0; i < f.templateArgs; ++i) s += (i ? ", " : "") + constArg((size_t)i);
+        s += ">(" + arg("src") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map"))));
+        return {s + ", " + arg("c0") + ", " + arg("c1") + ")", 16};
+    }
     default: break;
     }
     // Everything else: template arguments, then the rest, as the registry describes.

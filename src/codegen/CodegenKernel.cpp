@@ -271,7 +271,7 @@ class KernelPrinter {
         if (auto e = as<Evaluate>(s)) {
             auto c = as<Call>(e->value);
             if (c && passes::lib::is(*c, passes::lib::Fn::Sync) && roleThreads_)
-                line(level, "tilec::named_barrier_sync(1, " + std::to_string(roleThreads_) + ");", at);
+                line(level, "tilec::named_barrier_sync(" + std::to_string(passes::lib::kRoleBarrier) + ", " + std::to_string(roleThreads_) + ");", at);
             else if (c && passes::lib::is(*c, passes::lib::Fn::CopyG2SWait))
                 line(level, ep_.print(e->value) + "; tilec::cp_async_commit(); tilec::cp_async_wait<0>();", at);
             else if (c && c->dtype.kind == DType::Void) line(level, ep_.print(e->value) + ";", at);
@@ -382,8 +382,12 @@ struct Uses : IRVisitor {
         fp8 |= op.dtype.isFloat8();
         IRVisitor::visit(op);
     }
-    // A tile transfer's cp.async width is an alignment the tensor must have.
+    const std::vector<TensorMap> *maps = nullptr;
+    // A tile transfer's cp.async width is an alignment the tensor must have; a TMA store writes its map's tensor.
     void visit(const Call &op) override {
+        if (passes::lib::is(op, passes::lib::Fn::TmaStoreTile))
+            if (auto m = constInt(passes::lib::arg(op, passes::lib::Fn::TmaStoreTile, "map")); m && *m >= 0 && (size_t)*m < maps->size())
+                written.insert((*maps)[(size_t)*m].tensor.get());
         if (passes::isTileTransfer(op)) {
             passes::lib::Fn f = passes::lib::find(op.name)->fn;
             auto l = passes::addressedLoad(passes::lib::arg(op, f, "src"));
@@ -412,6 +416,7 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
     info.symbol = "tilec_" + info.cName + "_" + hex;
 
     Uses u;
+    u.maps = &k.tensorMaps;
     u.visit(k.body);
     info.usesFp8 = u.fp8;
     for (auto &p : k.params) {

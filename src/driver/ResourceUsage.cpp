@@ -67,7 +67,8 @@ std::string entryBody(const std::string &ptx, const std::string &name) {
 std::string instructions(const std::string &body) {
     static const std::pair<const char *, const char *> kinds[] = {
         {"cp.async.bulk.tensor", "TMA"}, {"cp.async.ca.", "cp.async"}, {"cp.async.cg.", "cp.async"},
-        {"wgmma.mma_async", "wgmma"},    {"mma.sync", "mma.sync"},      {"ldmatrix", "ldmatrix"}};
+        {"wgmma.mma_async", "wgmma"},    {"mma.sync", "mma.sync"},      {"ldmatrix", "ldmatrix"},
+        {"stmatrix", "stmatrix"}};
     std::string out;
     for (auto &[text, name] : kinds)
         if (body.find(text) != std::string::npos && out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(name);

@@ -58,6 +58,11 @@ const std::vector<Info> &table() {
          {"bar", "ctas"}, kNone, I::One, "sm_90"},
         {Fn::ClusterSync, "tilec.cluster_sync", "tilec::cluster_sync", 0, {}, {}, kBarrier, I::All, "sm_90"},
         {Fn::ClusterRank, "tilec.cluster_rank", "tilec::cluster_ctarank", 0, {}, {}, kPure, I::All, "sm_90"},
+        {Fn::StmatrixTile, "tilec.stmatrix_tile", "tilec::stmatrix_tile", 2, {}, {"cols", "swizzle", "dst", "acc"},
+         kWritesShared, I::Warpgroups, "sm_90"},
+        {Fn::TmaStoreTile, "tilec.tma_store_tile", "tilec::tma_store_tile", 4, {},
+         {"rows", "cols", "elemBytes", "swizzle", "src", "map", "c0", "c1"}, kReadsShared | kAsync, I::One, "sm_90"},
+        {Fn::TmaStoreWait, "tilec.tma_store_wait", "tilec::tma_store_wait", 0, {}, {"pending"}, kNone, I::One, "sm_90"},
     };
     return t;
 }

@@ -15,6 +15,7 @@
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/VectorizeAccesses.h"
@@ -29,7 +30,7 @@ const std::vector<std::string> &passNames() {
     static const std::vector<std::string> names = {
         "parse",           "evaluate",       "check",             "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "lowerParallel",   "placeWgmmaWaits",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
     };
     return names;
@@ -59,6 +60,8 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
+    // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
+    p = ctx.run("stageEpilogue", [&] { return passes::stageEpilogue(p, layouts, t, &diag.sources()); }, printProgram);
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
     p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);

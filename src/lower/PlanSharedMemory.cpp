@@ -15,7 +15,7 @@ using namespace ir;
 
 namespace {
 
-/// Buffers each statement mentions, and the destinations of TMA loads anywhere.
+/// Buffers each statement mentions, and the TMA tiles anywhere (load destinations, store sources).
 struct Mentions : IRVisitor {
     using IRVisitor::visit;
     std::set<const BufferNode *> found;
@@ -26,6 +26,8 @@ struct Mentions : IRVisitor {
         for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
             if (lib::is(op, f))
                 if (auto l = addressedLoad(lib::arg(op, f, "dst"))) tmaTiles->insert(l->buffer.get());
+        if (lib::is(op, lib::Fn::TmaStoreTile))
+            if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaStoreTile, "src"))) tmaTiles->insert(l->buffer.get());
         IRVisitor::visit(op);
     }
 };

@@ -122,3 +122,27 @@ __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_rs_probe(const uint32
 template __global__ void gemm_rs_probe<128, 256, 64, 2, 1, false, 128, __half, float>(const uint32_t *, float *, int);
 template __global__ void gemm_rs_probe<64, 128, 64, 1, 1, true, 128, __nv_bfloat16, float>(const uint32_t *, float *, int);
 template __global__ void gemm_rs_probe<64, 64, 32, 1, 1, false, 64, __half, __half>(const uint32_t *, __half *, int);
+
+// The GEMM epilogue (sm90_store.cuh): one warpgroup's 64 x 128 accumulators through two 64 x 64 staging
+// pieces, stmatrix then a TMA store each, the second piece's buffer waited for as StageEpilogue does.
+template <class TO, class TC>
+__global__ void __launch_bounds__(128, 1) epilogue_probe(const __grid_constant__ tilec::tensor_map map, int x, int y) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    alignas(4) TC acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = (TC)(float)(threadIdx.x + i);
+    TO *stage = reinterpret_cast<TO *>(smem);
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+        if (threadIdx.x == 0) tilec::tma_store_wait(p == 0 ? 0 : 1);
+        tilec::named_barrier_sync(2, 128);
+        tilec::stmatrix_tile<64, 128>(stage + p * 4096, acc + p * 32);
+        tilec::fence_proxy_async_shared();
+        tilec::named_barrier_sync(2, 128);
+        if (threadIdx.x == 0) tilec::tma_store_tile<64, 64, 2, 128>(stage + p * 4096, &map, x + 64 * p, y);
+    }
+    if (threadIdx.x == 0) tilec::tma_store_wait(0);
+}
+template __global__ void epilogue_probe<__half, float>(const __grid_constant__ tilec::tensor_map, int, int);
+template __global__ void epilogue_probe<__nv_bfloat16, float>(const __grid_constant__ tilec::tensor_map, int, int);
+template __global__ void epilogue_probe<__half, __half>(const __grid_constant__ tilec::tensor_map, int, int);

@@ -349,4 +349,118 @@ TEST(SimHopperMutant, SetmaxnregOutOfRangeIsReported) {
     EXPECT_NE(o.error.find("setmaxnreg 20"), std::string::npos) << o.error;
 }
 
+
+// ---- the epilogue: stmatrix into a shared staging buffer, TMA stores (src/lower/StageEpilogue.cpp) ----
+
+/// The epilogue calls of the consumer role, by kind.
+std::map<lib::Fn, int> epilogueCalls(const ir::Kernel &k) {
+    std::map<lib::Fn, int> n;
+    Mutated(k, [&](const ir::Evaluate &e, const ir::Call &c, bool consumer) {
+        for (lib::Fn f : {lib::Fn::StmatrixTile, lib::Fn::TmaStoreTile, lib::Fn::TmaStoreWait, lib::Fn::FenceProxyAsync})
+            if (consumer && lib::is(c, f)) ++n[f];
+        return ir::Evaluate::make(e.value, e.loc);
+    });
+    return n;
+}
+
+TEST(SimHopperEpilogue, AccumulatorsGoThroughStagingAndTmaStores) {
+    // 64 x 128 tiles over one warpgroup: two 64 x 64 pieces per tile through two buffers; N = 150 and
+    // M = 70 leave partial tiles, which the TMA store clips.
+    const GemmCase g{70, 150, 128, 64, 128, 64, 2, 128};
+    Lowered l(g);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    auto n = epilogueCalls(*l.roles);
+    EXPECT_EQ(n[lib::Fn::StmatrixTile], 2);
+    EXPECT_EQ(n[lib::Fn::TmaStoreTile], 2);
+    EXPECT_EQ(n[lib::Fn::TmaStoreWait], 3); // one per piece, one before the block exits
+    EXPECT_EQ(n[lib::Fn::FenceProxyAsync], 2);
+    const ir::BufferNode *staging = nullptr;
+    for (auto &b : l.roles->allocs)
+        if (b->name == "tilec_epi") staging = b.get();
+    ASSERT_TRUE(staging);
+    EXPECT_EQ(staging->constElements(), 2 * 64 * 64);
+    EXPECT_EQ(*l.roles->shared.offsetOf(staging) % 1024, 0);
+    ASSERT_EQ(l.roles->tensorMaps.size(), 3u);
+    EXPECT_EQ(l.roles->tensorMaps[2].tensor->name, "C");
+    EXPECT_EQ(l.roles->tensorMaps[2].box, (std::vector<int64_t>{64, 64}));
+    expectCorrect(*l.roles, g, {0, 1, 2});
+}
+
+TEST(SimHopperEpilogue, TwoWarpgroupsSplittingColumns) {
+    // 64 x 256 over two warpgroups (wgmma m64n128 each): each warpgroup stores its own column half.
+    const GemmCase g{64, 300, 64, 64, 256, 64, 2, 256};
+    Lowered l(g);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    EXPECT_EQ(epilogueCalls(*l.roles)[lib::Fn::TmaStoreTile], 2);
+    expectCorrect(*l.roles, g, {0, 1});
+}
+
+/// The kernel with every tma_store_wait keeping one more store in flight than it should.
+std::shared_ptr<ir::Kernel> storeWaitsOneLate(const ir::Kernel &k) {
+    return Mutated(k, [](const ir::Evaluate &e, const ir::Call &c, bool) -> ir::Stmt {
+               if (!lib::is(c, lib::Fn::TmaStoreWait)) return ir::Evaluate::make(e.value, e.loc);
+               int64_t pending = *ir::constInt(lib::arg(c, lib::Fn::TmaStoreWait, "pending"));
+               return lib::stmt(lib::Fn::TmaStoreWait, {ir::intImm(pending + 1, DType::Int32)}, e.loc);
+           }).kernel;
+}
+
+TEST(SimHopperEpilogue, StagingReusedBeforeItsStoreReadItIsARace) {
+    // One piece per tile: each tile's piece reuses the buffer the previous tile's store reads (the blocks
+    // walk two tiles each); waiting one store too late lets the next tile's stmatrix overwrite it.
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    auto k = storeWaitsOneLate(*l.roles);
+    for (uint64_t seed : {0, 5}) {
+        Outcome o = simulate(*k, kMutant, seed);
+        ASSERT_FALSE(o.races.empty()) << "seed " << seed << ": " << o.error;
+        EXPECT_NE(o.races[0].find("on tilec_epi["), std::string::npos) << o.races[0];
+        EXPECT_NE(o.races[0].find("TMA store"), std::string::npos) << o.races[0];
+        EXPECT_GT(o.wrong, 0) << "seed " << seed;
+        // and the last store is still reading when the block exits
+        EXPECT_NE(o.error.find("no tma_store_wait"), std::string::npos) << o.error;
+    }
+}
+
+TEST(SimHopperEpilogue, NoWarpgroupBarrierAfterTheStoreWaitIsARace) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    int dropped = 0;
+    Mutated m(*l.roles, [&](const ir::Evaluate &e, const ir::Call &c, bool consumer) {
+        if (consumer && lib::is(c, lib::Fn::NamedSync)) return ++dropped, ir::Stmt();
+        return ir::Evaluate::make(e.value, e.loc);
+    });
+    ASSERT_EQ(dropped, 2);
+    Outcome o = simulate(*m.kernel, kMutant, 0);
+    ASSERT_FALSE(o.races.empty()) << o.error;
+    EXPECT_NE(o.races[0].find("on tilec_epi["), std::string::npos) << o.races[0];
+}
+
+TEST(SimHopperEpilogue, NoProxyFenceBeforeTheStoreIsReported) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    Mutated m(*l.roles, [&](const ir::Evaluate &e, const ir::Call &c, bool consumer) {
+        return consumer && lib::is(c, lib::Fn::FenceProxyAsync) ? ir::Stmt() : ir::Evaluate::make(e.value, e.loc);
+    });
+    Outcome o = simulate(*m.kernel, kMutant, 0);
+    EXPECT_NE(o.error.find("without a fence.proxy.async"), std::string::npos) << o.error;
+}
+
+TEST(SimHopperEpilogue, OneBufferAndNone) {
+    // --epilogue-buffers=1 (each piece waits for the previous store) and 0 (direct stores from registers).
+    const GemmCase g{70, 150, 128, 64, 128, 64, 2, 128};
+    for (int buffers : {1, 0}) {
+        Target t = *Target::parse("sm_90a");
+        t.epilogueBuffers = buffers;
+        LowerRun r;
+        r.run(gemmSource(g), "gemm.tile", t);
+        const ir::Kernel *roles = nullptr;
+        if (r.lowered)
+            for (auto &k : r.lowered->kernels)
+                if (k->producerThreads) roles = k.get();
+        ASSERT_TRUE(roles) << r.diags();
+        EXPECT_EQ(epilogueCalls(*roles)[lib::Fn::TmaStoreTile], buffers ? 2 : 0) << buffers;
+        expectCorrect(*roles, g, {0, 1});
+    }
+}
+
 } // namespace

@@ -227,6 +227,9 @@ class Simulator {
         cur_ = 0;
         bars_.clear();
         tma_.clear();
+        stores_.clear();
+        unfenced_.clear();
+        unfencedBy_.clear();
         groupBarriers_.clear();
         for (int t = 0; t < T_; ++t) {
             for (int d = 0; d < 3; ++d)
@@ -249,6 +252,8 @@ class Simulator {
             if (!c.wgmma.empty()) throw SimError(c.name + " exits with wgmma groups in flight (no wgmma_wait retired them)");
         for (auto &tl : tma_)
             if (!tl.landed) throw SimError("the block exits with a TMA load into " + tl.dst->name + " not awaited");
+        for (auto &[t, list] : stores_)
+            if (!list.empty()) throw SimError("the block exits while a TMA store from " + list[0].src->name + " issued by thread " + std::to_string(t) + " may still read it (no tma_store_wait)");
     }
 
     double evalUniform(const ir::Expr &e) {
@@ -307,6 +312,19 @@ class Simulator {
         bool landed = false;
     };
     std::vector<TmaLoad> tma_;
+    struct TmaStore {
+        int comp = 0, thread = 0;         ///< its own clock component; the issuing thread
+        const ir::BufferNode *src = nullptr;
+        int64_t srcIndex = 0, map = 0, c0 = 0, c1 = 0;
+        int rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
+    };
+    std::map<int, std::vector<TmaStore>> stores_; ///< per thread: its committed TMA stores still reading, oldest first
+    /// Shared elements written through the generic proxy (stmatrix) that the writer has not yet fenced for
+    /// the async proxy (fence.proxy.async): element -> writer, and each writer's list.
+    std::map<std::pair<const ir::BufferNode *, size_t>, int> unfenced_;
+    std::map<int, std::vector<std::pair<const ir::BufferNode *, size_t>>> unfencedBy_;
+    void stmatrix(const ir::Call &c, const std::vector<char> &mask);
+    void retireStore(const TmaStore &s);
     Mbarrier &mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use);
     void complete(Mbarrier &b);
     void land(TmaLoad &l);

@@ -20,6 +20,15 @@
 /// swizzle), at the latest moment allowed, when a wait retires its group, so a stage released or overwritten
 /// before that wait is a race (and a wrong value). The accumulators read as NaN from the issue until the wait
 /// that retires the last group writing them.
+///
+/// The epilogue (sm90_store.cuh): stmatrix_tile writes each thread's accumulators of a piece to their places
+/// in the swizzled panel (wgmma's accumulator order), through the generic proxy: an element counts as
+/// unfenced until its writer runs fence_proxy_async, and a TMA store issued over an unfenced element is an
+/// error. tma_store_tile reads its piece at the latest moment allowed, when a tma_store_wait of the issuing
+/// thread retires it (or never: a block exiting with a store not retired is an error), as a component of its
+/// own that knows what the issuer knew at the issue, and as the issuing thread at the wait, so an overwrite
+/// of the buffer before that wait, or after it without a barrier, is a race (and a wrong value); it then
+/// writes the global box, clipped to the tensor.
 #pragma once
 
 namespace tilec::simtest {
@@ -211,6 +220,53 @@ inline void Simulator::wgmmaRetire(int64_t keep) {
     }
 }
 
+inline void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    if (!agent_ || !wholeScope(mask)) throw SimError("stmatrix outside a whole warpgroup of a warp role");
+    const int64_t cols = (int64_t)eval(passes::lib::arg(c, Fn::StmatrixTile, "cols"), agent_->first);
+    const int64_t swz = (int64_t)eval(passes::lib::arg(c, Fn::StmatrixTile, "swizzle"), agent_->first);
+    if ((cols != 16 && cols != 32 && cols != 64) || swz != 2 * cols) throw SimError("a stmatrix piece of " + std::to_string(cols) + " columns, swizzle " + std::to_string(swz));
+    for (int t = 0; t < T_; ++t) {
+        if (!mask[t]) continue;
+        auto [dst, d0] = addressOf(passes::lib::arg(c, Fn::StmatrixTile, "dst"), t);
+        auto [acc, a0] = addressOf(passes::lib::arg(c, Fn::StmatrixTile, "acc"), t);
+        if (dst->scope != ir::Scope::Shared || dst->dtype.bytes() != 2) throw SimError("stmatrix into " + dst->name + ", not 16-bit shared memory");
+        const int64_t base = sharedByte(dst, d0), bufBase = sharedByte(dst, 0);
+        if (base % 1024 || k_.shared.alignment < 1024) throw SimError("a stmatrix piece in " + dst->name + " not 1024-byte aligned");
+        auto &regs = storage(acc, t);
+        if (a0 < 0 || a0 + cols / 2 > (int64_t)regs.size()) throw SimError("stmatrix of accumulators outside " + acc->name);
+        auto &to = shared_.at(dst);
+        const int lane = t % 32, warp = t / 32 % 4;
+        for (int64_t slot = 0; slot < cols / 2; ++slot) {
+            const int64_t cc = slot % 2, h = slot / 2 % 2, ni = slot / 4;
+            const int64_t row = warp * 16 + h * 8 + lane / 4, col = ni * 8 + lane % 4 * 2 + cc;
+            const int64_t at = (swizzleAddress(base + row * swz + col * 2, (int)swz) - bufBase) / 2;
+            if (at < 0 || at >= (int64_t)to.size()) throw SimError("stmatrix writes outside " + dst->name);
+            touch(dst, (size_t)at, t, true);
+            to[(size_t)at] = roundTo(dst->dtype, regs[(size_t)(a0 + slot)]);
+            unfenced_[{dst, (size_t)at}] = t;
+            unfencedBy_[t].push_back({dst, (size_t)at});
+        }
+    }
+}
+
+inline void Simulator::retireStore(const TmaStore &s) {
+    const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
+    const std::vector<int64_t> &dims = mapDims_[(size_t)s.map];
+    auto &to = *tensors_.at(map.tensor->name);
+    const auto &from = shared_.at(s.src);
+    const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
+    for (int64_t r = 0; r < s.rows; ++r)
+        for (int64_t col = 0; col < s.cols; ++col) {
+            const size_t at = (size_t)((swizzleAddress(base + r * s.swizzle + col * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
+            touchAs(s.comp, s.src, at, s.thread, false);
+            touch(s.src, at, s.thread, false);
+            const int64_t g0 = s.c0 + col, g1 = s.c1 + r;
+            if (g0 >= 0 && g0 < dims[0] && g1 >= 0 && g1 < dims[1]) to[(size_t)(g1 * dims[0] + g0)] = roundTo(map.tensor->dtype, from[at]);
+        }
+    acquire(comps_[(size_t)s.comp].clock);
+}
+
 inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
     using passes::lib::Fn;
     const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
@@ -227,8 +283,15 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
                 if (b.expected < 1) throw SimError("an mbarrier initialised for " + std::to_string(b.expected) + " arrivals");
             }
         return;
-    case Fn::MbarrierInitFence:
-    case Fn::FenceProxyAsync: return;
+    case Fn::MbarrierInitFence: return;
+    case Fn::FenceProxyAsync:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                for (auto &e : unfencedBy_[t])
+                    if (auto it = unfenced_.find(e); it != unfenced_.end() && it->second == t) unfenced_.erase(it);
+                unfencedBy_[t].clear();
+            }
+        return;
     case Fn::MbarrierArrive:
     case Fn::MbarrierArriveExpectTx:
         for (int t = 0; t < T_; ++t)
@@ -297,6 +360,50 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
                 const int64_t n = num("count", t);
                 if (a0 < 0 || a0 + n > (int64_t)regs.size()) throw SimError("wgmma_clear outside " + acc->name);
                 std::fill(regs.begin() + a0, regs.begin() + a0 + n, 0.0);
+            }
+        return;
+    case Fn::StmatrixTile: return stmatrix(c, mask);
+    case Fn::TmaStoreTile:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                TmaStore s;
+                s.thread = t;
+                s.rows = (int)num("rows", t), s.cols = (int)num("cols", t), s.elemBytes = (int)num("elemBytes", t), s.swizzle = (int)num("swizzle", t);
+                std::tie(s.src, s.srcIndex) = addressOf(passes::lib::arg(c, info.fn, "src"), t);
+                s.map = num("map", t), s.c0 = num("c0", t), s.c1 = num("c1", t);
+                if (s.map < 0 || s.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA store through tensor map " + std::to_string(s.map) + ", which the kernel does not have");
+                const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
+                if (map.box != std::vector<int64_t>{s.cols, s.rows} || map.swizzleBytes != s.swizzle || s.cols * s.elemBytes != s.swizzle ||
+                    map.tensor->dtype.bytes() != s.elemBytes || s.src->dtype.bytes() != s.elemBytes)
+                    throw SimError("a TMA store whose piece differs from tensor map " + std::to_string(s.map) + "'s box, swizzle or element size");
+                const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
+                if (base % 1024 || k_.shared.alignment < 1024) throw SimError("a TMA store from " + s.src->name + " not 1024-byte aligned");
+                for (int64_t r = 0; r < s.rows; ++r)
+                    for (int64_t col = 0; col < s.cols; ++col) {
+                        const size_t at = (size_t)((swizzleAddress(base + r * s.swizzle + col * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
+                        if (at >= shared_.at(s.src).size()) throw SimError("a TMA store reads outside " + s.src->name);
+                        if (auto it = unfenced_.find({s.src, at}); it != unfenced_.end())
+                            throw SimError("a TMA store by thread " + std::to_string(t) + " reads " + s.src->name + "[" + std::to_string(at) + "], which thread " + std::to_string(it->second) + " wrote without a fence.proxy.async after it");
+                    }
+                s.comp = (int)comps_.size();
+                Comp sc;
+                sc.name = "the TMA store from " + s.src->name + " issued by " + who(cur_, t);
+                sc.clock = comps_[(size_t)cur_].clock;
+                sc.clock.set((size_t)s.comp, 0);
+                comps_.push_back(std::move(sc));
+                stores_[t].push_back(s);
+            }
+        return maybeSwitch();
+    case Fn::TmaStoreWait:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) {
+                auto &list = stores_[t];
+                const int64_t keep = num("pending", t);
+                while ((int64_t)list.size() > keep) {
+                    TmaStore s = list.front();
+                    list.erase(list.begin());
+                    retireStore(s);
+                }
             }
         return;
     default: throw SimError(std::string("no simulation of ") + info.name);

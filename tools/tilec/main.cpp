@@ -139,6 +139,10 @@ int main(int argc, char **argv) {
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
     app.add_flag("--no-cluster", o.noCluster,
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
+    app.add_option("--epilogue-buffers", o.epilogueBuffers,
+                   "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
+                   "(1 or 2; 0: direct stores from registers)")
+        ->check(CLI::Range(0, 2));
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");

@@ -41,7 +41,17 @@ enum class Fn {
     MbarrierArriveCluster, ///< one arrival on the barrier at this address in each of the cluster's first `ctas` CTAs
     ClusterSync,   ///< barrier.cluster arrive + wait: every thread of every CTA of the cluster
     ClusterRank,   ///< this CTA's rank in its cluster (a value)
+    // The Hopper GEMM epilogue (sm90_store.cuh)
+    StmatrixTile,  ///< a warpgroup's accumulators of one 64-row piece into a swizzled shared panel (stmatrix)
+    TmaStoreTile,  ///< cp.async.bulk.tensor of a shared panel to a global box, committed as a bulk group
+    TmaStoreWait,  ///< cp.async.bulk.wait_group.read: the issuing thread's stores no longer read shared memory
 };
+
+/// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
+/// barrier, and the first of the per-warpgroup barriers of the epilogue (consumer warpgroup g uses
+/// kWarpgroupBarrier + g).
+constexpr int kRoleBarrier = 1;
+constexpr int kWarpgroupBarrier = 2;
 
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {

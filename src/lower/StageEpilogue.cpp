@@ -1,0 +1,242 @@
+/// \file
+/// The staged Hopper GEMM epilogue: stmatrix into shared pieces, TMA stores (include/tilec/passes/StageEpilogue.h).
+#include "tilec/passes/StageEpilogue.h"
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/Staging.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+Expr op(BinaryOp o, Expr a, Expr b) { return simplify(binary(o, std::move(a), std::move(b))); }
+
+constexpr int kPieceRows = 64; ///< one wgmma m-tile: the rows of a piece and of the TMA store's box
+
+/// What a matched T.copy stores: C[origin + (i, j)] = acc[i, j] for the whole (M, N) accumulator.
+struct EpilogueCopy {
+    Buffer acc, out;
+    Expr origin[2];
+    int64_t M = 0, N = 0;
+};
+
+/// The T.Parallel nest of a whole-fragment copy into a global tile, or why it is not one (null when the
+/// nest is not a copy of a fragment into global memory at all: nothing to say about it).
+std::optional<EpilogueCopy> matchCopy(const For &outer, std::string &why) {
+    auto inner = as<For>(outer.body);
+    if (auto q = as<Seq>(outer.body); q && q->stmts.size() == 1) inner = as<For>(q->stmts[0]);
+    if (!inner || inner->forKind != ForKind::Parallel) return {};
+    auto st = as<Store>(inner->body);
+    if (auto q = as<Seq>(inner->body); q && q->stmts.size() == 1) st = as<Store>(q->stmts[0]);
+    if (!st || !st->buffer || st->buffer->scope != Scope::Global) return {};
+    Expr v = st->value;
+    if (auto c = as<Cast>(v)) v = c->value;
+    auto ld = as<Load>(v);
+    if (!ld || !ld->buffer || ld->buffer->scope != Scope::Fragment) return {};
+    EpilogueCopy e;
+    e.acc = ld->buffer, e.out = st->buffer;
+    auto M = constInt(outer.extent), N = constInt(inner->extent);
+    if (ld->indices.size() != 2 || !structurallyEqual(ld->indices[0], outer.var) || !structurallyEqual(ld->indices[1], inner->var) ||
+        constInt(outer.min) != std::optional<int64_t>(0) || constInt(inner->min) != std::optional<int64_t>(0) || !M || !N ||
+        e.acc->shape.size() != 2 || constInt(e.acc->shape[0]) != M || constInt(e.acc->shape[1]) != N) {
+        why = "it is not a copy of a whole 2-D fragment";
+        return std::nullopt;
+    }
+    e.M = *M, e.N = *N;
+    if (st->indices.size() != 2 || e.out->shape.size() != 2) {
+        why = "the destination is not a 2-D tensor (TMA stores here are 2-D)";
+        return std::nullopt;
+    }
+    const Var vars[2] = {outer.var, inner->var};
+    VarMap zero{{outer.var.get(), i32(0)}, {inner->var.get(), i32(0)}};
+    for (int d = 0; d < 2; ++d) {
+        e.origin[d] = simplify(substitute(st->indices[(size_t)d], zero));
+        if (!provablyEqual(binary(BinaryOp::Sub, st->indices[(size_t)d], e.origin[d]), vars[d])) {
+            why = "the destination tile is not the fragment's shape at one origin";
+            return std::nullopt;
+        }
+    }
+    return e;
+}
+
+class Stager : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Stager(Kernel &k, const KernelLayouts &layouts, const Target &t, const WarpRoles &roles, const SourceManager *sources)
+        : k_(k), layouts_(layouts), t_(t), roles_(roles), sources_(sources) {}
+
+    bool staged = false; ///< some copy now goes through the staging buffer
+
+    Stmt visit(const std::shared_ptr<const For> &f) override {
+        if (f->forKind != ForKind::Parallel) return IRMutator::visit(f);
+        std::string why;
+        auto e = matchCopy(*f, why);
+        if (!e && why.empty()) return f;
+        if (e) why = refuse(*e);
+        if (!why.empty()) {
+            log(f->loc, "T.copy keeps direct stores from registers: " + why);
+            return f;
+        }
+        return stage(*e, f->loc);
+    }
+
+  private:
+    Kernel &k_;
+    const KernelLayouts &layouts_;
+    const Target &t_;
+    const WarpRoles &roles_;
+    const SourceManager *sources_;
+    Buffer staging_;                 ///< one per kernel, shared by its staged copies
+    int buffers_ = 0;                ///< staging buffers per warpgroup
+    int64_t pieceCols_ = 0;
+    // the accumulator's split (set by refuse)
+    int wgM_ = 0, wgN_ = 0;
+
+    void log(const SourceRange &at, const std::string &what) const {
+        std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
+        spdlog::debug("{}:{}:{}: kernel '{}' ({}): {}", file, at.line, at.col, k_.name, t_.name, what);
+    }
+
+    /// Why `e` cannot take the staged epilogue ("" when it can); chooses the pieces and buffers.
+    std::string refuse(const EpilogueCopy &e) {
+        auto lay = layouts_.fragments.find(e.acc.get());
+        if (lay == layouts_.fragments.end() || lay->second.kind != Layout::Mma || !lay->second.wgmma || !layouts_.registers.count(e.acc.get()))
+            return "'" + e.acc->name + "' is not a wgmma accumulator";
+        const Layout &l = lay->second;
+        const DType out = e.out->dtype, acc = e.acc->dtype;
+        if (out.kind != DType::Float16 && out.kind != DType::BFloat16)
+            return "stmatrix stores 16-bit elements: '" + e.out->name + "' is " + std::string(out.name());
+        if (acc.kind != DType::Float32 && !(acc.kind == DType::Float16 && out.kind == DType::Float16))
+            return "the accumulators are " + std::string(acc.name()) + " (float32, or float16 into float16, can be staged)";
+        if (statementsUsing(e.out) != 1) return "'" + e.out->name + "' is accessed by other statements too (a TMA store is not ordered with them)";
+        if (l.warpsM % 4 || l.warpsM / 4 * l.warpsN * 128 != roles_.consumerThreads) return "the accumulator's split is not the consumer warpgroups'";
+        wgM_ = l.warpsM / 4, wgN_ = l.warpsN;
+        const int64_t rows = e.M / wgM_, cols = e.N / wgN_;
+        if (rows % kPieceRows) return "a warpgroup's rows are not whole 64-row tiles";
+        const int64_t pieceCols = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : cols % 16 == 0 ? 16 : 0;
+        if (!pieceCols) return "a warpgroup's columns are not a multiple of 16";
+        if (t_.epilogueBuffers == 0) return "--epilogue-buffers=0";
+        if (staging_)
+            return pieceCols == pieceCols_ && staging_->dtype == out ? "" : "the kernel's staging buffer is planned for pieces of another shape";
+        pieceCols_ = pieceCols;
+        // Buffers: as many as asked for that still fit the blocks per SM the kernel was planned for.
+        int64_t shared = 1024;
+        for (auto &b : k_.allocs)
+            if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+        const int warpgroups = roles_.consumerThreads / 128, blocks = std::max(1, k_.minBlocksPerSM);
+        for (buffers_ = t_.epilogueBuffers; buffers_ > 0; --buffers_) {
+            const int64_t total = shared + warpgroups * buffers_ * kPieceRows * pieceCols_ * 2;
+            if (total <= t_.maxSharedPerBlock && blocks * (total + 1024) <= t_.sharedPerSM) break;
+        }
+        if (buffers_ == 0) return "no staging buffer fits beside the kernel's other shared memory at " + std::to_string(blocks) + " block(s) per SM";
+        return "";
+    }
+
+    /// How many statements of `s` (the kernel's body when null) mention `b`, a T.Parallel nest counting once.
+    int statementsUsing(const Buffer &b, const Stmt &s = nullptr) const {
+        const Stmt &at = s ? s : k_.body;
+        if (!at) return 0;
+        if (auto q = as<Seq>(at)) {
+            int n = 0;
+            for (auto &c : q->stmts) n += statementsUsing(b, c);
+            return n;
+        }
+        if (auto r = as<WarpRoles>(at)) return statementsUsing(b, r->producer) + statementsUsing(b, r->consumer);
+        if (auto f = as<For>(at); f && f->forKind != ForKind::Parallel) return statementsUsing(b, f->body);
+        if (auto i = as<IfThenElse>(at)) return statementsUsing(b, i->then) + (i->otherwise ? statementsUsing(b, i->otherwise) : 0);
+        return mentionedBuffers(at, nullptr).count(b.get()) > 0;
+    }
+
+    Stmt stage(const EpilogueCopy &e, const SourceRange &loc) {
+        const int warpgroups = roles_.consumerThreads / 128;
+        const int64_t rows = e.M / wgM_, cols = e.N / wgN_, pieceElems = kPieceRows * pieceCols_;
+        const int eb = e.out->dtype.bytes(), swizzle = (int)pieceCols_ * eb;
+        if (!staging_) {
+            staging_ = makeBuffer("tilec_epi", Scope::Shared, e.out->dtype, {i32(warpgroups * buffers_ * pieceElems)}, loc);
+            k_.allocs.push_back(staging_);
+        }
+        TensorMap map{e.out, {pieceCols_, kPieceRows}, swizzle};
+        auto it = std::find(k_.tensorMaps.begin(), k_.tensorMaps.end(), map);
+        if (it == k_.tensorMaps.end()) it = k_.tensorMaps.insert(k_.tensorMaps.end(), map);
+        const Expr mapIndex = i32(it - k_.tensorMaps.begin());
+
+        const Var &tx = k_.threadIdx;
+        const Expr g = warpgroups == 1 ? i32(0) : op(BinaryOp::FloorDiv, tx, i32(128)); // the warpgroup
+        const Expr leader = op(BinaryOp::EQ, op(BinaryOp::FloorMod, tx, i32(128)), i32(0));
+        const Expr barrierId = op(BinaryOp::Add, i32(lib::kWarpgroupBarrier), g);
+        const Buffer &regs = layouts_.registers.at(e.acc.get());
+        const int64_t nT = cols / 8, pieces = cols / pieceCols_;
+        auto sync = [&] { return lib::stmt(lib::Fn::NamedSync, {barrierId, i32(128)}, loc); };
+        std::vector<Stmt> out;
+        int64_t q = 0;
+        for (int64_t mi = 0; mi < rows / kPieceRows; ++mi)
+            for (int64_t p = 0; p < pieces; ++p, ++q) {
+                const Expr at = addressOf(staging_, {op(BinaryOp::Mul, op(BinaryOp::Add, op(BinaryOp::Mul, g, i32(buffers_)), i32(q % buffers_)), i32(pieceElems))});
+                const Expr slot = i32((mi * nT + p * pieceCols_ / 8) * 4);
+                // The buffer's previous store (this tile's, or the last tile's) has read it.
+                out.push_back(IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreWait, {i32(q == 0 ? 0 : buffers_ - 1)}, loc), nullptr, loc));
+                out.push_back(sync());
+                out.push_back(lib::stmt(lib::Fn::StmatrixTile, {i32(pieceCols_), i32(swizzle), at, addressOf(regs, {slot})}, loc));
+                out.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
+                out.push_back(sync());
+                Expr c0 = op(BinaryOp::Add, cast(DType::Int32, e.origin[1]),
+                             op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, g, i32(wgM_)), i32(cols)), i32(p * pieceCols_)));
+                Expr c1 = op(BinaryOp::Add, cast(DType::Int32, e.origin[0]),
+                             op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, g, i32(wgM_)), i32(rows)), i32(mi * kPieceRows)));
+                out.push_back(IfThenElse::make(
+                    leader, lib::stmt(lib::Fn::TmaStoreTile, {i32(kPieceRows), i32(pieceCols_), i32(eb), i32(swizzle), at, mapIndex, c0, c1}, loc),
+                    nullptr, loc));
+            }
+        log(loc, "T.copy of '" + e.acc->name + "' to '" + e.out->name + "' -> stmatrix into shared memory, TMA stores: " +
+                     std::to_string(q) + " piece(s) of 64x" + std::to_string(pieceCols_) + " per warpgroup through " +
+                     std::to_string(buffers_) + " staging buffer(s) of " + std::to_string(pieceElems * eb) + " bytes each");
+        staged = true;
+        return Seq::make(std::move(out), loc);
+    }
+};
+
+} // namespace
+
+Program stageEpilogue(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, const SourceManager *sources) {
+    Program out;
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        const KernelP &k = p.kernels[i];
+        auto top = as<Seq>(k->body);
+        size_t at = 0;
+        while (top && at < top->stmts.size() && !as<WarpRoles>(top->stmts[at])) ++at;
+        if (!top || at == top->stmts.size() || !k->threadIdx || !t.hasTma() || i >= layouts.size()) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto roles = as<WarpRoles>(top->stmts[at]);
+        auto nk = std::make_shared<Kernel>(*k);
+        Stager s(*nk, layouts[i], t, *roles, sources);
+        Stmt consumer = s.mutate(roles->consumer);
+        if (!s.staged) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        // The role's last stores still read the staging buffer: wait for them before the block exits.
+        Expr leader = simplify(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, k->threadIdx, i32(128)), i32(0)));
+        Stmt drain = IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreWait, {i32(0)}, roles->loc), nullptr, roles->loc);
+        std::vector<Stmt> stmts = top->stmts;
+        stmts[at] = WarpRoles::make(roles->consumerThreads, roles->producerThreads, roles->producerRegs, roles->consumerRegs,
+                                    roles->producer, Seq::make({consumer, drain}, roles->loc), roles->loc);
+        nk->body = Seq::make(std::move(stmts), top->loc);
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

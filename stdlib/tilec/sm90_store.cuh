@@ -1,0 +1,147 @@
+// tilec device runtime: the Hopper GEMM epilogue. wgmma accumulators go to a shared staging piece with
+// stmatrix, and one thread per warpgroup stores the piece to global memory with a TMA store
+// (cp.async.bulk.tensor shared -> global). Part of tilec; embedded into generated code, which must compile on
+// its own (nvcc or NVRTC) for every target.
+//
+// A piece is 64 rows x Cols columns of 2-byte elements (Cols = 16, 32 or 64), the rows of one wgmma m-tile
+// of a warpgroup, stored as ONE panel of the panel layout of sm90_tma.cuh: row r at byte r * SwizzleBytes,
+// SwizzleBytes = 2 * Cols, its 16-byte chunks permuted by TMA's swizzle of that span. The piece's base is
+// 1024-byte aligned (the swizzle is computed on absolute address bits). Each stmatrix then writes 8 rows of
+// one logical chunk, which the swizzle spreads over all 32 banks: no bank conflicts.
+//
+// The sequence per piece, run by every thread of the warpgroup (lowered by src/lower/StageEpilogue.cpp):
+//   tma_store_wait(pending)   in the warpgroup's store thread: its earlier stores no longer read the buffer
+//   named barrier             (the warpgroup's own)
+//   stmatrix_tile             every thread: its accumulators of the piece, converted, into the buffer
+//   fence_proxy_async_shared  every thread: the writes are visible to the async proxy (the TMA unit)
+//   named barrier
+//   tma_store_tile            the store thread: issue the store and commit it as one bulk async-group
+// and, before the block exits, tma_store_wait(0) in each store thread (the stores' reads of shared memory
+// must finish while the block still owns it). TMA clips the rows and columns outside the tensor: the bounds
+// of partial tiles.
+//
+// The accumulator order is wgmma's (sm90_wgmma.cuh): with lane = threadIdx.x % 32, warp = threadIdx.x / 32,
+// slot ((ni * 2 + h) * 2 + c) of `acc` (ni counted from the piece's first 8-column block) is element
+// (warp % 4 * 16 + h * 8 + lane / 4, ni * 8 + lane % 4 * 2 + c) of the piece. That is exactly what
+// stmatrix.m8n8.x4 takes: matrix i of one 16 x 16 block is register i, rows (i % 2) * 8.. and columns
+// (i / 2) * 8.., each thread holding its row lane / 4 and column pair lane % 4; lane l gives the address of
+// row l % 8 of matrix l / 8.
+//
+// stmatrix, the TMA store and its bulk-group waits are inline PTX (<cuda/ptx> has no stmatrix; see
+// sm90_barrier.cuh for why the TMA instructions are not CCCL's). sm_90 and later; elsewhere these compile
+// to nothing (generated code calls them only on the Hopper path).
+#ifndef TILEC_STDLIB_SM90_STORE_CUH
+#define TILEC_STDLIB_SM90_STORE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <type_traits>
+
+namespace tilec {
+
+struct tensor_map; // tensor_map.cuh (pasted after this file: files go in name order)
+
+namespace store_detail {
+
+/// Two accumulators as one 32-bit register of two TO values, the first in the low half.
+template <class TO, class TC> __device__ __forceinline__ uint32_t pack2(const TC *acc) {
+    static_assert(std::is_same_v<TO, __half> || std::is_same_v<TO, __nv_bfloat16>, "stmatrix stores 16-bit elements");
+    uint32_t r;
+    if constexpr (std::is_same_v<TC, TO>) {
+        r = *reinterpret_cast<const uint32_t *>(acc);
+    } else if constexpr (std::is_same_v<TO, __half>) {
+        __half2 h = __floats2half2_rn((float)acc[0], (float)acc[1]);
+        r = *reinterpret_cast<uint32_t *>(&h);
+    } else {
+        __nv_bfloat162 h = __floats2bfloat162_rn((float)acc[0], (float)acc[1]);
+        r = *reinterpret_cast<uint32_t *>(&h);
+    }
+    return r;
+}
+
+/// The 16-byte chunk that logical chunk `chunk` of row `row` occupies under TMA's swizzle of SwizzleBytes.
+template <int SwizzleBytes> __device__ __forceinline__ int swizzled_chunk(int row, int chunk) {
+    if constexpr (SwizzleBytes == 128) return chunk ^ (row % 8);
+    else if constexpr (SwizzleBytes == 64) return chunk ^ (row / 2 % 4);
+    else return chunk ^ (row / 4 % 2);
+}
+
+} // namespace store_detail
+
+/// Writes the calling thread's accumulators of one 64 x Cols piece (acc: its first slot of the piece, see
+/// above) into `piece` in the swizzled panel layout. Called by all 128 threads of a warpgroup together.
+template <int Cols, int SwizzleBytes, class TO, class TC>
+__device__ __forceinline__ void stmatrix_tile(TO *piece, const TC *acc) {
+    static_assert(sizeof(TO) == 2, "stmatrix stores 16-bit elements");
+    static_assert(Cols == 16 || Cols == 32 || Cols == 64, "a piece is 16, 32 or 64 columns wide");
+    static_assert(SwizzleBytes == Cols * 2, "a piece is one panel: its rows are one swizzle span");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+    const int matrix = lane / 8;
+    const int row = warp * 16 + matrix % 2 * 8 + lane % 8;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(piece) + row * SwizzleBytes;
+#pragma unroll
+    for (int j = 0; j < Cols / 16; ++j) {
+        // 8-column blocks 2j and 2j + 1; h = 0 (rows 0..7) and 1 (rows 8..15) of each
+        const uint32_t r0 = store_detail::pack2<TO>(acc + (2 * j * 2 + 0) * 2);
+        const uint32_t r1 = store_detail::pack2<TO>(acc + (2 * j * 2 + 1) * 2);
+        const uint32_t r2 = store_detail::pack2<TO>(acc + ((2 * j + 1) * 2 + 0) * 2);
+        const uint32_t r3 = store_detail::pack2<TO>(acc + ((2 * j + 1) * 2 + 1) * 2);
+        const unsigned addr = base + store_detail::swizzled_chunk<SwizzleBytes>(row, 2 * j + matrix / 2) * 16;
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                     "r"(r2), "r"(r3)
+                     : "memory");
+    }
+#else
+    (void)piece;
+    (void)acc;
+#endif
+}
+
+/// Stores the Rows x Cols piece at `piece` (one panel, as above) to the box of `map` whose first element has
+/// coordinates (c0, c1) (innermost first), clipped to the tensor, and commits it as one bulk async-group of
+/// the calling thread. Issued by ONE thread, after the writers' fence_proxy_async_shared and a barrier.
+template <int Rows, int Cols, int ElemBytes, int SwizzleBytes>
+__device__ __forceinline__ void tma_store_tile(const void *piece, const tensor_map *map, int c0, int c1) {
+    static_assert(Cols * ElemBytes == SwizzleBytes, "a piece is one panel (the map's box is {Cols, Rows})");
+    static_assert(Rows >= 8 && Rows <= 256 && Rows % 8 == 0, "a box of 8..256 rows");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const unsigned src = (unsigned)__cvta_generic_to_shared(piece);
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
+                 "r"(c0), "r"(c1)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#else
+    (void)piece;
+    (void)map;
+    (void)c0;
+    (void)c1;
+#endif
+}
+
+/// Waits until at most `pending` (0..7) of the calling thread's bulk async-groups still read shared memory
+/// (cp.async.bulk.wait_group.read): their buffers may be written again.
+__device__ __forceinline__ void tma_store_wait(int pending) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TILEC_BULK_WAIT(N)                                                                                    \
+    case N: asm volatile("cp.async.bulk.wait_group.read " #N ";\n" ::: "memory"); break;
+    switch (pending) {
+        TILEC_BULK_WAIT(1)
+        TILEC_BULK_WAIT(2)
+        TILEC_BULK_WAIT(3)
+        TILEC_BULK_WAIT(4)
+        TILEC_BULK_WAIT(5)
+        TILEC_BULK_WAIT(6)
+        TILEC_BULK_WAIT(7)
+    default: asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); break;
+    }
+#undef TILEC_BULK_WAIT
+#else
+    (void)pending;
+#endif
+}
+
+} // namespace tilec
+
+#endif // TILEC_STDLIB_SM90_STORE_CUH
