@@ -50,6 +50,10 @@ const std::vector<Info> &table() {
         {Fn::WgmmaWaitAcc, "tilec.wgmma_wait_acc", "tilec::wgmma_wait", 2, {}, {"pending", "count", "acc"}, kNone,
          I::Warpgroups, "sm_90a"},
         {Fn::WgmmaClear, "tilec.wgmma_clear", "tilec::wgmma_clear", 1, {}, {"count", "acc"}, kNone, I::All, "sm_90a"},
+        {Fn::WgmmaRS, "tilec.wgmma_rs", "tilec::wgmma_gemm_rs_fragment", 7, {5},
+         {"M", "N", "K", "wgM", "wgN", "transB", "swzB", "a", "b", "c"}, kReadsShared | kAsync, I::Warpgroups, "sm_90a"},
+        {Fn::WgmmaFenceOperands, "tilec.wgmma_fence_operands", "tilec::wgmma_fence_operands", 1, {}, {"count", "regs"}, kNone,
+         I::All, "sm_90a"},
     };
     return t;
 }

@@ -36,6 +36,8 @@ enum class Fn {
     FenceProxyAsync,
     WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
     WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    WgmmaRS,       ///< a warpgroup GEMM with A a 16-bit fragment in registers, B a shared tile (asynchronous)
+    WgmmaFenceOperands, ///< registers a wgmma read or wrote count as used here (nothing touching them moves across)
 };
 
 /// What a call does to memory, for barrier placement and the simulator.
