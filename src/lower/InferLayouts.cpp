@@ -276,7 +276,8 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
                            "K a multiple of 16");
                 continue;
             }
-            assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1), g,
+            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh)
+            assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma), g,
                    "operand A '" + g.aFrag->name + "'");
         }
     }

@@ -63,6 +63,10 @@ const std::vector<Info> &table() {
         {Fn::TmaStoreTile, "tilec.tma_store_tile", "tilec::tma_store_tile", 4, {},
          {"rows", "cols", "elemBytes", "swizzle", "src", "map", "c0", "c1"}, kReadsShared | kAsync, I::One, "sm_90"},
         {Fn::TmaStoreWait, "tilec.tma_store_wait", "tilec::tma_store_wait", 0, {}, {"pending"}, kNone, I::One, "sm_90"},
+        {Fn::WgmmaRS, "tilec.wgmma_rs", "tilec::wgmma_gemm_rs_fragment", 7, {5},
+         {"M", "N", "K", "wgM", "wgN", "transB", "swzB", "a", "b", "c"}, kReadsShared | kAsync, I::Warpgroups, "sm_90a"},
+        {Fn::WgmmaFenceOperands, "tilec.wgmma_fence_operands", "tilec::wgmma_fence_operands", 1, {}, {"count", "regs"}, kNone,
+         I::All, "sm_90a"},
     };
     return t;
 }

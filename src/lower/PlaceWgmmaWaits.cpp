@@ -24,6 +24,29 @@ bool isCall(const Stmt &s, lib::Fn f) {
     return c && lib::is(*c, f);
 }
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
+bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS); }
+
+/// The wait after a run of wgmma calls stmts[from, to): wgmma_wait<0>, then every register array the run's
+/// calls wrote (accumulators) or read asynchronously (an RS call's A) pinned there: no read of the results
+/// moves above the wait, and the A registers live, unchanged, until the group reading them has retired.
+std::vector<Stmt> waitsAfter(const std::vector<Stmt> &stmts, size_t from, size_t to, const SourceRange &loc) {
+    std::vector<Stmt> out{wait(0, loc)};
+    std::vector<std::pair<Expr, int64_t>> pinned;
+    auto pin = [&](const Expr &regs, int64_t count) {
+        for (auto &[r, n] : pinned)
+            if (structurallyEqual(r, regs) && n == count) return;
+        pinned.push_back({regs, count});
+        out.push_back(lib::stmt(lib::Fn::WgmmaFenceOperands, {i32(count), regs}, loc));
+    };
+    for (size_t i = from; i < to; ++i) {
+        const Call &g = *callOf(stmts[i]);
+        const lib::Fn f = lib::is(g, lib::Fn::WgmmaRS) ? lib::Fn::WgmmaRS : lib::Fn::WgmmaSS;
+        auto c = [&](const char *n) { return *constInt(lib::arg(g, f, n)); };
+        pin(lib::arg(g, f, "c"), c("M") / c("wgM") / 64 * (c("N") / c("wgN") / 2));
+        if (f == lib::Fn::WgmmaRS) pin(lib::arg(g, f, "a"), c("M") / c("wgM") / 64 * (c("K") / 16) * 8);
+    }
+    return out;
+}
 
 /// Whether `s` releases a stage: an arrive on its empty barrier (in a cluster, on every block's).
 bool isArrive(const Stmt &s) { return isCall(s, lib::Fn::MbarrierArrive) || isCall(s, lib::Fn::MbarrierArriveCluster); }
@@ -52,7 +75,7 @@ Stmt releaseAt(const Call &arrive, Expr bar, const SourceRange &loc) {
     return Evaluate::make(Call::make(arrive.dtype, arrive.name, std::move(args), loc), loc);
 }
 
-/// The accumulator registers a wgmma call writes and their count per thread.
+/// The accumulator registers a wgmma_ss call writes and their count per thread.
 std::pair<Expr, int64_t> accumulatorOf(const Call &g) {
     auto c = [&](const char *n) { return *constInt(lib::arg(g, lib::Fn::WgmmaSS, n)); };
     return {lib::arg(g, lib::Fn::WgmmaSS, "c"), (c("M") / c("wgM") / 64) * (c("N") / c("wgN") / 2)};
@@ -90,6 +113,7 @@ class Placer : public IRMutator {
     Stmt visit(const std::shared_ptr<const Seq> &op) override {
         std::vector<Stmt> out;
         bool changed = false;
+        size_t runStart = 0;
         for (size_t i = 0; i < op->stmts.size(); ++i) {
             const Stmt &s = op->stmts[i];
             if (auto f = as<For>(s)) {
@@ -108,13 +132,13 @@ class Placer : public IRMutator {
                     continue;
                 }
             }
-            Stmt m = mutate(s);
+            Stmt m = isWgmma(s) ? s : mutate(s); // a run's waits follow it (below), not each call
             changed |= m != s;
             out.push_back(m);
-            bool endsRun = isCall(s, lib::Fn::WgmmaSS) &&
-                           (i + 1 == op->stmts.size() || !isCall(op->stmts[i + 1], lib::Fn::WgmmaSS));
+            if (isWgmma(s) && (i == 0 || !isWgmma(op->stmts[i - 1]))) runStart = i;
+            bool endsRun = isWgmma(s) && (i + 1 == op->stmts.size() || !isWgmma(op->stmts[i + 1]));
             if (endsRun) {
-                out.push_back(wait(0, s->loc));
+                for (auto &w : waitsAfter(op->stmts, runStart, i + 1, s->loc)) out.push_back(w);
                 changed = true;
             }
         }
@@ -124,8 +148,10 @@ class Placer : public IRMutator {
 
     // A lone wgmma as the whole body of a loop or branch.
     Stmt visit(const std::shared_ptr<const Evaluate> &op) override {
-        if (!isCall(op, lib::Fn::WgmmaSS)) return op;
-        return Seq::make({op, wait(0, op->loc)}, op->loc);
+        if (!isWgmma(op)) return op;
+        std::vector<Stmt> out{op};
+        for (auto &w : waitsAfter(out, 0, 1, op->loc)) out.push_back(w);
+        return Seq::make(std::move(out), op->loc);
     }
 
   private:

@@ -108,16 +108,33 @@ int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
     }
 }
 
-/// Whether wgmma can compute `g` with both shared operands among `tiles` and `warpgroups` consumer
-/// warpgroups splitting the accumulator.
-bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups) {
+/// Whether `g` reads operand A from a fragment (registers).
+bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
+
+/// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
+/// splitting the accumulator: SS with both operands tiles, or RS with A a whole 16-bit (M, K) fragment (its
+/// registers then take wgmma's m64k16 order, which needs the warpgroups to split the rows only). `rowsOnly`:
+/// the loop has an RS product, whose A is computed from another product's accumulator, so every product
+/// splits by rows (the accumulator layouts must agree with the A fragment's).
+bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
+    const bool rs = aInRegisters(g);
     auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
-    if (ta == tiles.end() || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    if ((!rs && ta == tiles.end()) || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
     if (g.c.buffer->shape.size() != 2) return false;
     auto M = constInt(g.c.buffer->shape[0]), N = constInt(g.c.buffer->shape[1]);
     if (!M || !N) return false;
-    const TmaTile &A = *ta->second, &B = *tb->second;
-    int64_t aM = g.transA ? A.cols : A.rows, K = g.transA ? A.rows : A.cols;
+    const TmaTile &B = *tb->second;
+    int64_t aM = 0, K = 0;
+    if (rs) {
+        const Buffer &a = g.a.buffer;
+        if (g.transA || a->shape.size() != 2 || a->dtype.bytes() != 2) return false;
+        auto am = constInt(a->shape[0]), ak = constInt(a->shape[1]);
+        if (!am || !ak) return false;
+        aM = *am, K = *ak;
+    } else {
+        const TmaTile &A = *ta->second;
+        aM = g.transA ? A.cols : A.rows, K = g.transA ? A.rows : A.cols;
+    }
     int64_t bK = g.transB ? B.cols : B.rows, bN = g.transB ? B.rows : B.cols;
     if (aM != *M || bN != *N || bK != K) return false;
     bool kMajorOnly = false;
@@ -125,8 +142,20 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     if (!kInst || K % kInst || (kMajorOnly && (g.transA || !g.transB))) return false;
     int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
     auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step);
+    if ((rs || rowsOnly) && wgN != 1) return false;
     return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
                    (g.policy == GemmPolicy::FullRow && wgN == 1));
+}
+
+/// Whether any T.gemm in `stmts` reads A from a fragment.
+bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Gemm &g) override { found |= aInRegisters(g); }
+    } v;
+    for (auto &s : stmts) v.visit(s);
+    return v.found;
 }
 
 /// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm.
@@ -134,6 +163,7 @@ struct OtherUses : IRVisitor {
     using IRVisitor::visit;
     const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
     int warpgroups = 1;
+    bool rowsOnly = false;
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
     void visit(const Load &op) override { use(op.buffer), IRVisitor::visit(op); }
@@ -144,7 +174,7 @@ struct OtherUses : IRVisitor {
     void visit(const AtomicAdd &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
-        if (!wgmmaCan(op, *tiles, warpgroups)) use(op.a.buffer), use(op.b.buffer);
+        if (!wgmmaCan(op, *tiles, warpgroups, rowsOnly)) use(op.a.buffer), use(op.b.buffer);
     }
 };
 
@@ -153,8 +183,12 @@ struct MarkWgmma : IRMutator {
     using IRMutator::visit;
     const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
     int warpgroups = 1;
+    bool rowsOnly = false;
+    bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-        return wgmmaCan(*op, *tiles, warpgroups) ? op->withInstr(GemmInstr::Wgmma) : Stmt(op);
+        if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
+        registerAOnMma |= aInRegisters(*op);
+        return op;
     }
 };
 
@@ -268,8 +302,11 @@ class Specializer {
             why_.clear();
             if (auto k = specialize(top, i)) {
                 log(f->loc, "T.Pipelined loop -> warp roles: a producer warpgroup loading " +
-                                std::to_string(k->tensorMaps.size()) + " tile(s) per stage by TMA, " +
-                                std::to_string(k_.threads / 128) + " consumer warpgroup(s) on wgmma; " +
+                                std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
+                                (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
+                                (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
+                                std::to_string(k_.threads / 128) + " consumer warpgroup(s) on wgmma" +
+                                (registerA_ ? " (A from registers: RS)" : "") + "; " +
                                 std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : "") +
                                 (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
                                                           std::to_string(k->clusterAxis) + " sharing " + std::to_string(k->sharedTiles) +
@@ -287,6 +324,8 @@ class Specializer {
     const Target &t_;
     const SourceManager *sources_;
     std::string why_; ///< why the last loop tried was not specialized
+    int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
+    bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
 
     void log(const SourceRange &at, const std::string &what) const {
         std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
@@ -295,6 +334,27 @@ class Specializer {
     std::nullptr_t no(std::string why) {
         why_ = std::move(why);
         return nullptr;
+    }
+
+    /// The TMA tiles loaded once before the loop: top-level copies ahead of it whose shared destination is
+    /// mentioned by no other top-level statement than the copy and the loop (FlashAttention's Q). Null
+    /// when one such copy is not a TMA tile (its buffer then stays an ordinary one).
+    std::vector<TmaTile> onceTiles(const std::vector<Stmt> &top, size_t at, std::vector<size_t> &where) {
+        std::vector<TmaTile> out;
+        std::set<const BufferNode *> inLoop = mentionedBuffers(top[at], nullptr);
+        for (size_t i = 0; i < at; ++i) {
+            auto c = as<Copy>(top[i]);
+            if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
+            auto t = planTile(*c);
+            if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsBuffers)) continue;
+            bool alone = true;
+            for (size_t j = 0; j < top.size() && alone; ++j)
+                if (j != i && j != at) alone = !mentionedBuffers(top[j], nullptr).count(c->dst.buffer.get());
+            if (!alone) continue;
+            out.push_back(*t);
+            where.push_back(i);
+        }
+        return out;
     }
 
     std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
@@ -311,26 +371,33 @@ class Specializer {
                 if (readsBuffers(e)) return no("a copy's position reads a buffer");
             tiles.push_back(*t);
         }
+        std::vector<size_t> onceAt;
+        std::vector<TmaTile> once = onceTiles(top, at, onceAt);
         std::map<const BufferNode *, const TmaTile *> byBuffer;
-        for (auto &t : tiles) {
-            if (byBuffer.count(t.copy->dst.buffer.get())) return no("two copies load one shared buffer");
-            byBuffer[t.copy->dst.buffer.get()] = &t;
-        }
+        for (auto *list : {&tiles, &once})
+            for (auto &t : *list) {
+                if (byBuffer.count(t.copy->dst.buffer.get())) return no("two copies load one shared buffer");
+                byBuffer[t.copy->dst.buffer.get()] = &t;
+            }
         // The ring buffers live only in this loop, only as wgmma operands, and every tile feeds one.
         std::set<const BufferNode *> outside = mentionedBuffers(k_.body, top[at].get());
-        for (auto &[b, t] : byBuffer)
-            if (outside.count(b)) return no("a staged buffer is used outside the loop");
+        for (auto &t : tiles)
+            if (outside.count(t.copy->dst.buffer.get())) return no("a staged buffer is used outside the loop");
         for (auto *b : copyTargets(split.rest))
             if (byBuffer.count(b)) return no("a staged buffer is also written in the loop");
+        const bool rowsOnly = anyRegisterOperand(split.rest);
         OtherUses other;
         other.tiles = &byBuffer;
         other.warpgroups = C / 128;
+        other.rowsOnly = rowsOnly;
         for (auto &s : split.rest) other.visit(s);
         if (other.found) return no("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
-                                    "tf32, float8 and int8 operands must be K-major)");
+                                    "tf32, float8 and int8 operands must be K-major; A from registers needs a 16-bit "
+                                    "fragment and the consumer warpgroups splitting the rows only)");
         MarkWgmma mark;
         mark.tiles = &byBuffer;
         mark.warpgroups = C / 128;
+        mark.rowsOnly = rowsOnly;
         std::vector<Stmt> rest;
         bool anyWgmma = false;
         for (auto &s : split.rest) {
@@ -338,37 +405,73 @@ class Specializer {
             anyWgmma |= rest.back() != s;
         }
         if (!anyWgmma) return no("no T.gemm in it can use wgmma (operand types, layouts or shapes)");
+        // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
+        if (mark.registerAOnMma) return no("a T.gemm with A from registers cannot use wgmma (B not a TMA tile, or the "
+                                           "consumer warpgroups cannot split its rows)");
 
         auto nk = std::make_shared<Kernel>(k_);
         const SourceRange &loc = loop.loc;
-        // Rings and barriers: full[s] at s, empty[s] at S + s.
+        // Barrier groups: the tiles first used by the same statement of the body share a full and an empty
+        // barrier per stage, so that the consumers wait for each tile only where they first need it (attention's
+        // QK^T before V has landed) and release it after its last use. Group g's full[s] is at 2gS + s, its
+        // empty[s] at 2gS + S + s; the once-loaded tiles' barrier follows them.
+        std::vector<std::set<const BufferNode *>> mentions;
+        for (auto &s : rest) mentions.push_back(mentionedBuffers(s, nullptr));
+        struct Group {
+            size_t first = 0, last = 0;
+            std::vector<size_t> tiles;
+            int64_t bytes = 0;
+        };
+        std::vector<Group> groups;
+        for (size_t i = 0; i < tiles.size(); ++i) {
+            const BufferNode *b = tiles[i].copy->dst.buffer.get();
+            size_t first = rest.size(), last = 0;
+            for (size_t j = 0; j < rest.size(); ++j)
+                if (mentions[j].count(b)) first = std::min(first, j), last = j;
+            if (first == rest.size()) return no("a staged tile is loaded but never used");
+            auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.first == first; });
+            if (g == groups.end()) g = groups.insert(std::upper_bound(groups.begin(), groups.end(), first,
+                                                                      [](size_t f, const Group &x) { return f < x.first; }),
+                                                     Group{first, last, {}, 0});
+            g->last = std::max(g->last, last);
+            g->tiles.push_back(i);
+            g->bytes += tiles[i].bytes();
+        }
+        const int G = (int)groups.size();
+        // Rings and barriers.
         std::map<const BufferNode *, Buffer> ring;
         for (auto &t : tiles) ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, S);
-        Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * S)}, loc);
+        Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + (once.empty() ? 0 : 1))}, loc);
         for (auto &b : nk->allocs)
             if (b && ring.count(b.get())) b = ring[b.get()];
         nk->allocs.push_back(mbar);
-        // Persistent: each role walks the block's output tiles; the ring's position runs on across them.
-        // Clustered (persistent only): the walk is over cluster units, pairs of tiles that share a tile.
-        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer);
-        // Clusters where each block walks at least two waves of tiles: a single wave of clustered blocks
-        // measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01), several faster.
+        // Persistent: each role walks the block's output tiles; the ring's position runs on across them. Not with
+        // tiles loaded once per output tile (their buffer is mentioned outside the loop, so never here).
+        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer) && once.empty();
+        // Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
+        // share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
+        // blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01).
         const int blocks = plannedBlocks(*nk, C, P, t_);
         auto gridTiles = constInt(simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2])));
         ClusterPlan cluster;
-        if (persistent && t_.clusters && t_.archSpecific && gridTiles && *gridTiles >= 2LL * t_.numSms * blocks)
+        if (persistent && G == 1 && t_.clusters && t_.archSpecific && gridTiles && *gridTiles >= 2LL * t_.numSms * blocks)
             cluster = planCluster(k_, tiles, loop.var.get());
         const int CM = cluster.axis >= 0 ? 2 : 1;
-        // Tensor maps, one per distinct (tensor, box, swizzle).
-        std::vector<int> mapOf;
-        for (size_t i = 0; i < tiles.size(); ++i) {
-            TensorMap m = tiles[i].map;
-            if (CM > 1) m.box[(size_t)tiles[i].rowDim] = cluster.boxRows[i];
+        // Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
+        auto mapOf = [&](const TmaTile &t, int64_t boxRows) {
+            TensorMap m = t.map;
+            if (boxRows) m.box[(size_t)t.rowDim] = boxRows;
             auto it = std::find(nk->tensorMaps.begin(), nk->tensorMaps.end(), m);
             if (it == nk->tensorMaps.end()) it = nk->tensorMaps.insert(nk->tensorMaps.end(), m);
-            mapOf.push_back((int)(it - nk->tensorMaps.begin()));
-        }
+            return (int)(it - nk->tensorMaps.begin());
+        };
+        std::vector<int> ringMap, onceMap;
+        for (size_t i = 0; i < tiles.size(); ++i) ringMap.push_back(mapOf(tiles[i], CM > 1 ? cluster.boxRows[i] : 0));
+        for (auto &t : once) onceMap.push_back(mapOf(t, 0));
         auto barrier = [&](const Expr &index) { return addressOf(mbar, {simplify(index)}); };
+        auto full = [&](int g, const Expr &stage) { return barrier(binary(BinaryOp::Add, i32(2 * g * S), stage)); };
+        auto empty = [&](int g, const Expr &stage) { return barrier(binary(BinaryOp::Add, i32(2 * g * S + S), stage)); };
+        const Expr onceBar = barrier(i32(2 * G * S));
 
         Var tx = k_.threadIdx;
         Expr tileCount = persistent ? simplify(binary(BinaryOp::FloorDiv,
@@ -383,52 +486,76 @@ class Specializer {
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
         };
-        int64_t bytes = 0;
-        for (auto &t : tiles) bytes += t.bytes();
+        // boxRows > 0: this block's share of a tile the cluster loads together, multicast to every block of it.
+        auto tmaLoad = [&](const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows) {
+            std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle)};
+            if (boxRows) args.insert(args.end(), {i32(boxRows), i32(CM)});
+            args.insert(args.end(), {dst, i32(map), bar});
+            if (boxRows) args.insert(args.end(), {i32((1 << CM) - 1), lib::call(lib::Fn::ClusterRank, {}, loc, DType::Int32)});
+            for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], vars)) : i32(0));
+            return lib::stmt(boxRows ? lib::Fn::TmaLoadTileMulticast : lib::Fn::TmaLoadTile, std::move(args), t.copy->loc);
+        };
 
-        // Producer: one thread walks the loop, filling a stage once its consumers have released it.
+        // Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage
+        // once its consumers have released it.
         Var pk = makeVar(loop.var->name, loop.var->dtype, loop.var->loc);
         auto [ps, pphase] = stageOf(pk, producerTile);
-        std::vector<Stmt> issue{
-            lib::stmt(lib::Fn::MbarrierWait, {barrier(binary(BinaryOp::Add, i32(S), ps)), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc),
-            lib::stmt(lib::Fn::MbarrierArriveExpectTx, {barrier(ps), i32(bytes)}, loc)};
+        std::vector<Stmt> issue;
         VarMap toProducer{{loop.var.get(), pk}};
-        for (size_t i = 0; i < tiles.size(); ++i) {
-            const TmaTile &t = tiles[i];
-            const bool multicast = CM > 1 && cluster.shared[i];
-            std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle)};
-            if (multicast) args.insert(args.end(), {i32(cluster.boxRows[i]), i32(CM)});
-            args.insert(args.end(), {addressOf(ring[t.copy->dst.buffer.get()], {ps, i32(0), i32(0)}), i32(mapOf[i]), barrier(ps)});
-            if (multicast) args.insert(args.end(), {i32((1 << CM) - 1), lib::call(lib::Fn::ClusterRank, {}, loc, DType::Int32)});
-            for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], toProducer)) : i32(0));
-            issue.push_back(lib::stmt(multicast ? lib::Fn::TmaLoadTileMulticast : lib::Fn::TmaLoadTile, std::move(args), t.copy->loc));
+        for (int g = 0; g < G; ++g) {
+            issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
+            issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {full(g, ps), i32(groups[(size_t)g].bytes)}, loc));
+            for (size_t i : groups[(size_t)g].tiles)
+                issue.push_back(tmaLoad(tiles[i], ringMap[i], addressOf(ring[tiles[i].copy->dst.buffer.get()], {ps, i32(0), i32(0)}),
+                                        full(g, ps), toProducer, CM > 1 && cluster.shared[i] ? cluster.boxRows[i] : 0));
         }
         Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
         if (persistent) producerLoop = For::make(producerTile, i32(0), tileCount, ForKind::Persistent, 0, producerLoop, loc);
+        if (!once.empty()) {
+            int64_t onceBytes = 0;
+            for (auto &t : once) onceBytes += t.bytes();
+            std::vector<Stmt> first{lib::stmt(lib::Fn::MbarrierArriveExpectTx, {onceBar, i32(onceBytes)}, loc)};
+            for (size_t i = 0; i < once.size(); ++i)
+                first.push_back(tmaLoad(once[i], onceMap[i], addressOf(once[i].copy->dst.buffer, {i32(0), i32(0)}), onceBar, {}, 0));
+            first.push_back(producerLoop);
+            producerLoop = Seq::make(std::move(first), loc);
+        }
         Stmt producer = IfThenElse::make(binary(BinaryOp::EQ, tx, i32(C)), producerLoop, nullptr, loc);
 
-        // Consumers: the kernel's own code, each iteration bracketed by the stage's barriers.
+        // Consumers: the kernel's own code; each group's stage waited for before its first use and released
+        // (one arrival per consumer warp: its lane 0) after its last.
         auto [cs, cphase] = stageOf(loop.var, consumerTile);
-        std::vector<Stmt> body{lib::stmt(lib::Fn::MbarrierWait, {barrier(cs), cphase}, loc)};
-        for (auto &s : rest) body.push_back(stageBuffers(s, ring, cs));
-        // One arrival per consumer warp (its lane 0, after the warp's work on the stage is done); in a cluster
-        // on every block's empty barrier, since each block's producer multicasts into both blocks' stage.
-        Expr empty = barrier(binary(BinaryOp::Add, i32(S), cs));
-        body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
-                                        CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty, i32(CM)}, loc)
-                                               : lib::stmt(lib::Fn::MbarrierArrive, {empty}, loc),
-                                        nullptr, loc));
-        std::vector<Stmt> consumer(top.begin(), top.begin() + (long)at);
+        std::vector<Stmt> body;
+        for (size_t j = 0; j < rest.size(); ++j) {
+            for (int g = 0; g < G; ++g)
+                if (groups[(size_t)g].first == j) body.push_back(lib::stmt(lib::Fn::MbarrierWait, {full(g, cs), cphase}, loc));
+            body.push_back(stageBuffers(rest[j], ring, cs));
+            for (int g = 0; g < G; ++g)
+                if (groups[(size_t)g].last == j)
+                    // In a cluster on every block's empty barrier: each block's producer multicasts into both.
+                    body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
+                                                    CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty(g, cs), i32(CM)}, loc)
+                                                           : lib::stmt(lib::Fn::MbarrierArrive, {empty(g, cs)}, loc),
+                                                    nullptr, loc));
+        }
+        std::vector<Stmt> consumer;
+        for (size_t i = 0; i < at; ++i) {
+            bool isOnce = std::find(onceAt.begin(), onceAt.end(), i) != onceAt.end();
+            if (!isOnce) consumer.push_back(top[i]);
+            else if (i == onceAt.back()) consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {onceBar, i32(0)}, top[i]->loc));
+        }
         consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
         Stmt consumerBody = Seq::make(std::move(consumer), loc);
         if (persistent) consumerBody = For::make(consumerTile, i32(0), tileCount, ForKind::Persistent, 0, consumerBody, loc);
 
         std::vector<Stmt> init;
-        for (int s = 0; s < S; ++s) {
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(s)), i32(1)}, loc));
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {barrier(i32(S + s)), i32(C / 32 * CM)}, loc));
-        }
+        for (int g = 0; g < G; ++g)
+            for (int s = 0; s < S; ++s) {
+                init.push_back(lib::stmt(lib::Fn::MbarrierInit, {full(g, i32(s)), i32(1)}, loc));
+                init.push_back(lib::stmt(lib::Fn::MbarrierInit, {empty(g, i32(s)), i32(C / 32 * CM)}, loc));
+            }
+        if (!once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {onceBar, i32(1)}, loc));
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
         auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, blocks, t_) : std::pair{0, 0};
         // In a cluster the peer's barriers must be initialised before anything arrives on them or lands in
@@ -445,6 +572,10 @@ class Specializer {
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;
         nk->needsTma = true;
+        barrierGroups_ = G;
+        ringTiles_ = (int)tiles.size();
+        onceTiles_ = (int)once.size();
+        registerA_ = rowsOnly;
         return nk;
     }
 };

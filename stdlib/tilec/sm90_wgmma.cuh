@@ -34,7 +34,8 @@
 // before the wait (use it before the epilogue). Shared memory a group reads may be overwritten (the stage
 // released) once a wait has retired that group.
 //
-// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there), 16-bit types only.
+// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there), 16-bit types only;
+// wgmma_gemm_rs_fragment takes those registers as the 16-bit array of a fragment.
 //
 // wgmma is inline PTX: <cuda/ptx> does not cover it. On targets other than sm_90a everything here compiles
 // to nothing; generated code calls it only on the Hopper path.
@@ -424,6 +425,17 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
     }
     wgmma_commit();
     fence_operands<Count>(acc);
+}
+
+/// wgmma_gemm_rs with A as the fragment array of 16-bit elements that tilec keeps in registers: the thread's
+/// elements in wgmma_gemm_rs's register order, two to a 32-bit register (element 2i in the low half), which is
+/// the accumulator order of wgmma_gemm_ss for (M, K) (see wgmma_gemm_rs). The array must be 4-byte aligned
+/// (tilec declares register arrays alignas(16)). Its registers are read asynchronously: keep them alive and
+/// unchanged until the wait that retires the group, e.g. with wgmma_wait<0, Count>(a), which also pins them.
+template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA, class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_rs_fragment(const TA *a, const TB *b, TC *acc) {
+    static_assert(sizeof(TA) == 2, "wgmma with A in registers takes a 16-bit fragment");
+    wgmma_gemm_rs<M, N, K, WgM, WgN, TransB, SwzB, TA>(reinterpret_cast<const uint32_t *>(a), b, acc);
 }
 
 } // namespace tilec

@@ -29,6 +29,9 @@
 /// own that knows what the issuer knew at the issue, and as the issuing thread at the wait, so an overwrite
 /// of the buffer before that wait, or after it without a barrier, is a race (and a wrong value); it then
 /// writes the global box, clipped to the tensor.
+/// wgmma_rs reads its A from the issuing threads' registers (the m64k16 fragment order of sm90_wgmma.cuh,
+/// independent of the compiler's layouts) when the wait retires its group; registers changed between the issue
+/// and that wait are an error (the hardware reads them asynchronously).
 #pragma once
 
 namespace tilec::simtest {
@@ -36,8 +39,11 @@ namespace tilec::simtest {
 struct Simulator::WgmmaGroup {
     int64_t M = 0, N = 0, K = 0, wgM = 1, wgN = 1, swzA = 0, swzB = 0;
     bool transA = false, transB = false;
+    bool rs = false;                   ///< wgmma_rs: A in the registers of `a` from each thread's aRegs0
     const ir::BufferNode *a = nullptr, *b = nullptr, *acc = nullptr;
     int64_t a0 = 0, b0 = 0;
+    std::vector<int64_t> aRegs0;       ///< rs: each thread's first A register
+    std::vector<std::vector<double>> aAtIssue; ///< rs: each thread's A registers when the group was issued
     int wg = 0, first = 0;             ///< the warpgroup (of its role) and its first thread
     std::vector<int64_t> acc0;         ///< each of its 128 threads' first accumulator
     int64_t count = 0;                 ///< accumulators per thread
@@ -129,28 +135,44 @@ inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &ma
     using passes::lib::Fn;
     if (!agent_ || !wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
     const int first = agent_->first;
-    auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, Fn::WgmmaSS, n), first); };
+    const Fn fn = passes::lib::is(c, Fn::WgmmaRS) ? Fn::WgmmaRS : Fn::WgmmaSS;
+    auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, fn, n), first); };
     auto g = std::make_shared<WgmmaGroup>();
+    g->rs = fn == Fn::WgmmaRS;
     g->M = num("M"), g->N = num("N"), g->K = num("K"), g->wgM = num("wgM"), g->wgN = num("wgN");
-    g->transA = num("transA") != 0, g->transB = num("transB") != 0, g->swzA = num("swzA"), g->swzB = num("swzB");
-    std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "a"), first);
-    std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "b"), first);
+    g->transB = num("transB") != 0, g->swzB = num("swzB");
+    if (!g->rs) g->transA = num("transA") != 0, g->swzA = num("swzA");
+    std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
+    std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
     g->wg = (first - roleFirst_[agent_->role]) / 128;
     g->first = first;
     if (g->wgM <= 0 || g->wgN <= 0 || g->wg >= g->wgM * g->wgN) throw SimError("wgmma warpgroup " + std::to_string(g->wg) + " beyond its " + std::to_string(g->wgM) + " x " + std::to_string(g->wgN));
     const int64_t Mw = g->M / g->wgM, Nw = g->N / g->wgN;
     if (Mw % 64 || Nw % 8 || g->M % g->wgM || g->N % g->wgN) throw SimError("a wgmma split the library cannot do");
     g->count = Mw / 64 * Nw / 2;
-    for (auto *op : {g->a, g->b})
-        if (op->scope != ir::Scope::Shared) throw SimError("a wgmma_ss operand outside shared memory");
+    std::vector<std::tuple<const ir::BufferNode *, int64_t, int64_t>> shared{{g->b, g->b0, g->swzB}};
+    if (!g->rs) shared.push_back({g->a, g->a0, g->swzA});
+    for (auto [op, at, span] : shared)
+        if (op->scope != ir::Scope::Shared) throw SimError("a wgmma shared operand outside shared memory");
+    if (g->rs) {
+        if (g->a->dtype.bytes() != 2 || g->K % 16 || g->wgN != 1) throw SimError("a wgmma_rs the library cannot do");
+        const int64_t n = Mw / 64 * (g->K / 16) * 8;
+        for (int t = first; t < first + 128; ++t) {
+            auto [regs, r0] = addressOf(passes::lib::arg(c, fn, "a"), t);
+            auto &v = storage(regs, t);
+            if (regs != g->a || r0 < 0 || r0 + n > (int64_t)v.size()) throw SimError("wgmma_rs A registers outside " + regs->name);
+            g->aRegs0.push_back(r0);
+            g->aAtIssue.emplace_back(v.begin() + r0, v.begin() + r0 + n);
+        }
+    }
     // The descriptors' base offset is 0: each operand starts on a period of its swizzle pattern (8 rows).
-    for (auto [buf, at, span] : {std::tuple{g->a, g->a0, g->swzA}, std::tuple{g->b, g->b0, g->swzB}})
+    for (auto [buf, at, span] : shared)
         if (sharedByte(buf, at) % (8 * span) || k_.shared.alignment < 8 * span)
             throw SimError("a wgmma operand in " + buf->name + " not aligned to its swizzle period of " + std::to_string(8 * span) + " bytes");
     // Chain onto the in-flight group writing the same accumulators, else start from the registers.
     auto &flight = comps_[(size_t)cur_].wgmma;
     for (int t = first; t < first + 128; ++t) {
-        auto [acc, a0] = addressOf(passes::lib::arg(c, Fn::WgmmaSS, "c"), t);
+        auto [acc, a0] = addressOf(passes::lib::arg(c, fn, "c"), t);
         g->acc = acc;
         g->acc0.push_back(a0);
     }
@@ -190,7 +212,24 @@ inline void Simulator::wgmmaRetire(int64_t keep) {
             return shared_.at(buf)[at];
         };
         std::vector<double> A((size_t)(Mw * K)), B((size_t)(K * Nw));
-        for (int64_t i = 0; i < Mw; ++i)
+        if (g->rs) // register r of lane l, warp w: two elements of row mi*64 + w*16 + (j%2)*8 + l/4, columns
+                   // ki*16 + (j/2)*8 + (l%4)*2 + {0, 1}, with r = (mi*KT + ki)*4 + j
+            for (int lt = 0; lt < 128; ++lt) {
+                auto &now = storage(g->a, g->first + lt);
+                const auto &then = g->aAtIssue[(size_t)lt];
+                const int64_t lane = lt % 32, warp = lt / 32, KT = K / 16;
+                for (size_t e = 0; e < then.size(); ++e) {
+                    double v = now.at((size_t)g->aRegs0[(size_t)lt] + e);
+                    if (!(v == then[e]) && !(std::isnan(v) && std::isnan(then[e])))
+                        throw SimError("the A registers " + g->a->name + " of a wgmma_rs in flight changed in thread " +
+                                       std::to_string(g->first + lt) + " before the wait that retires it");
+                    const int64_t r = (int64_t)e / 2, mi = r / (KT * 4), ki = r / 4 % KT, j = r % 4;
+                    const int64_t row = mi * 64 + warp * 16 + j % 2 * 8 + lane / 4;
+                    const int64_t col = ki * 16 + j / 2 * 8 + lane % 4 * 2 + (int64_t)e % 2;
+                    A[(size_t)(row * K + col)] = v;
+                }
+            }
+        else for (int64_t i = 0; i < Mw; ++i)
             for (int64_t k = 0; k < K; ++k) {
                 int64_t row = wgm * Mw + i;
                 A[(size_t)(i * K + k)] = g->transA ? element(g->a, g->a0, K, k, row, g->swzA) : element(g->a, g->a0, M, row, k, g->swzA);
@@ -283,7 +322,8 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
                 if (b.expected < 1) throw SimError("an mbarrier initialised for " + std::to_string(b.expected) + " arrivals");
             }
         return;
-    case Fn::MbarrierInitFence: return;
+    case Fn::MbarrierInitFence:
+    case Fn::WgmmaFenceOperands: return; // compiler-only: no effect on the values
     case Fn::FenceProxyAsync:
         for (int t = 0; t < T_; ++t)
             if (mask[t]) {
@@ -342,6 +382,7 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
             }
         return maybeSwitch();
     case Fn::WgmmaSS:
+    case Fn::WgmmaRS:
         wgmmaIssue(c, mask);
         return maybeSwitch();
     case Fn::WgmmaWait:

@@ -23,11 +23,14 @@ inline std::vector<double> randomData(size_t n, unsigned seed, double lo = -2, d
     return v;
 }
 
-inline std::string example(const std::string &name) { return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/examples/" + name); }
+/// A file of the project's examples/ (or of another of its folders: "benchmarks").
+inline std::string example(const std::string &name, const std::string &dir = "examples") {
+    return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/" + dir + "/" + name);
+}
 
 /// The example's factory with other arguments: its source with the module-level instantiations replaced.
-inline std::string withExport(const std::string &file, const std::string &exports) {
-    std::string src = example(file);
+inline std::string withExport(const std::string &file, const std::string &exports, const std::string &dir = "examples") {
+    std::string src = example(file, dir);
     std::istringstream in(src);
     std::string line, out;
     while (std::getline(in, line)) {

@@ -45,6 +45,8 @@ enum class Fn {
     StmatrixTile,  ///< a warpgroup's accumulators of one 64-row piece into a swizzled shared panel (stmatrix)
     TmaStoreTile,  ///< cp.async.bulk.tensor of a shared panel to a global box, committed as a bulk group
     TmaStoreWait,  ///< cp.async.bulk.wait_group.read: the issuing thread's stores no longer read shared memory
+    WgmmaRS,       ///< a warpgroup GEMM with A a 16-bit fragment in registers, B a shared tile (asynchronous)
+    WgmmaFenceOperands, ///< registers a wgmma read or wrote count as used here (nothing touching them moves across)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -19,18 +19,28 @@ namespace tilec::passes {
 ///   32 bytes) become `tilec.tma_load_tile` calls into a ring of `num_stages` copies of their buffers, stored
 ///   in the panel layout of the TMA swizzle (128, 64 or 32 bytes: the widest dividing the row), each source
 ///   described by a tensor map (Kernel::tensorMaps) the launcher encodes;
-/// - every T.gemm of the loop whose shared operands are both such tiles is marked wgmma (its accumulator
-///   then takes wgmma's layout, inferLayouts); when a loop has a tile TMA cannot move, a ring buffer used by
-///   anything other than such a T.gemm, or a T.gemm that wgmma cannot take, nothing changes and the loop
-///   keeps the cp.async pipeline of pipelineLoops;
+/// - a top-level copy before the loop whose shared destination only the loop uses (FlashAttention's Q) is
+///   such a tile too, loaded once by the producer before its loop onto a barrier of its own, which the
+///   consumers wait for where the copy was;
+/// - every T.gemm of the loop whose shared operands are both such tiles (SS), or whose A is a 16-bit
+///   fragment and B such a tile (RS: attention's P.V, the consumer warpgroups then splitting the rows of every
+///   product of the loop), is marked wgmma (its accumulator, and an RS product's A, then take wgmma's layout,
+///   inferLayouts); when a loop has a tile TMA cannot move, a ring buffer used by anything other than such a
+///   T.gemm, or a T.gemm that wgmma cannot take, nothing changes and the loop keeps the cp.async pipeline of
+///   pipelineLoops;
 /// - a producer warpgroup (128 threads) is added after the kernel's own threads (Kernel::producerThreads);
 ///   in WarpRoles, its first thread walks the loop issuing each stage's loads after waiting for the stage's
 ///   `empty` mbarrier and announcing the bytes on its `full` mbarrier (expect_tx covers every tile of the
 ///   stage); the consumers run the rest of the kernel, each iteration waiting on `full[stage]` and arriving
-///   on `empty[stage]` at its end (phase parity = pass over the ring & 1); setmaxnreg moves registers from
+///   on `empty[stage]` (phase parity = pass over the ring & 1). The tiles first used by different statements
+///   of the body (attention's K by QK^T, V by P.V) have a full/empty pair each (group g at 2 g S ...): the
+///   consumers wait for a group right before its first use and release it right after its last (placeWgmmaWaits
+///   puts the wgmma wait between); a GEMM's tiles form one group, waited for at the top and released at the
+///   end of the iteration. setmaxnreg moves registers from
 ///   the producer to the consumers, planned for two blocks per SM where two blocks' shared memory fits and
 ///   the consumers' fragments still fit their registers (Kernel::minBlocksPerSM, the launch bound), else
-///   one; thread 0 initializes the 2 * num_stages mbarriers before a block barrier.
+///   one; thread 0 initializes the mbarriers (2 * num_stages per group, one for the once-loaded tiles) before
+///   a block barrier. A kernel with once-loaded tiles is not persistent.
 /// Under -v (spdlog's debug level) it says, per T.Pipelined loop, which path it took and why, located in
 /// `sources` when given.
 ir::Program specializeWarps(const ir::Program &p, const Target &t, const SourceManager *sources = nullptr);

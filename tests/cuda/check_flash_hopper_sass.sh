@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# FlashAttention on the Hopper path in machine code, checked without a GPU: tilec -arch=sm_90a on a .tile file
+# with one kernel (benchmarks/flash_fwd.tile through --export), nvcc to a cubin with ptxas's report, then in the
+# TMA variant (_v0):
+#   ptxas: no C7508 (setmaxnreg ignored), 0 bytes of stack frame and spills (of _v0; the cp.async variant beside
+#   it is the portable path's);
+#   SASS: HGMMA with a register A operand (the RS form: P.V with P in registers) and with both operands from
+#   descriptors (QK^T), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG; no HMMA (mma.sync), no LDL/STL.
+# Prints ptxas's remarks on wgmma (the FA3 schedule is not done: waits between the GEMMs are expected).
+# Without cuobjdump (find_cuobjdump.sh): exit 77 (ctest's SKIP) after the ptxas checks passed.
+# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR
+set -uo pipefail
+TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5
+mkdir -p "$WORK"
+cu=$WORK/flash_hopper.cu cubin=$WORK/flash_hopper.sm_90a.cubin log=$WORK/flash_hopper.ptxas.log sass=$WORK/flash_hopper.sass
+"$TILEC" "$SRC" --export "$EXPORT" --kernel k -arch=sm_90a -o "$cu" || { echo "FAIL: tilec"; exit 1; }
+if ! "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -cubin -Xptxas -v -o "$cubin" "$cu" >"$log" 2>&1; then
+    cat "$log"
+    echo "FAIL: nvcc could not compile $cu"
+    exit 1
+fi
+fail=0
+grep -E "entry function|registers|C75[0-9][0-9]" "$log"
+if grep -q "C7508" "$log"; then echo "FAIL: ptxas ignored setmaxnreg (C7508)"; fail=1; fi
+# the TMA variant's frame (the cp.async variant beside it is the portable path's business)
+frame=$(grep -A1 "Function properties for .*_v0P" "$log" | tail -1)
+if ! echo "$frame" | grep -qE "^\s*0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"; then
+    echo "FAIL: the TMA variant has a stack frame or spills: $frame"
+    fail=1
+fi
+CUOBJDUMP=$("$(dirname "$0")/find_cuobjdump.sh" "$NVCC" | head -1)
+if [ -z "$CUOBJDUMP" ]; then
+    [ $fail = 0 ] || exit 1
+    echo "SKIP: no cuobjdump (pip install nvidia-cuda-cuobjdump): the SASS was not checked"
+    exit 77
+fi
+"$CUOBJDUMP" -sass "$cubin" >"$sass" 2>&1 || { cat "$sass"; echo "FAIL: $CUOBJDUMP could not read $cubin"; exit 1; }
+# the lines of the TMA variant's function
+v0=$WORK/flash_hopper.v0.sass
+awk '/Function :/ { inside = index($0, "_v0P") > 0 } inside' "$sass" >"$v0"
+# count REGEX: the v0 instructions matching it
+count() { grep -cE "$1" "$v0"; }
+expect() { # NAME REGEX least
+    local n
+    n=$(count "$2")
+    echo "SASS: $1 x$n"
+    if [ "$n" -lt "$3" ]; then echo "FAIL: $1: $n, expected at least $3"; fail=1; fi
+}
+expect "HGMMA RS (A in registers)" '\bHGMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' 1
+expect "HGMMA SS (A and B descriptors)" '\bHGMMA\.[^ ]+ +R[0-9]+, +gdesc' 1
+expect UTMALDG '\bUTMALDG' 1
+expect SYNCS '\bSYNCS' 1
+expect USETMAXREG '\bUSETMAXREG' 1
+for op in HMMA LDL STL; do
+    if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi
+done
+exit $fail

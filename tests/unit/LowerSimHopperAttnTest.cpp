@@ -1,0 +1,270 @@
+/// \file
+/// FlashAttention on the Hopper schedule, checked on the CPU simulator (LowerSimulator.h):
+/// benchmarks/flash_fwd.tile and examples/flash_attn.tile lowered for sm_90a into warp roles (Q loaded once by
+/// TMA, K and V through a TMA ring behind separate full/empty barriers, QK^T as wgmma SS, the softmax in
+/// registers, P.V as wgmma RS with P in registers) and run under several interleavings against float64,
+/// causal and not, with key lengths the tiles do not divide; and mutations of that schedule which the
+/// simulator must report (a race, a deadlock, registers of an in-flight wgmma overwritten).
+#include "LowerSimulator.h"
+#include "LowerTestUtil.h"
+#include "SimTestUtil.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Simulator;
+namespace lib = tilec::passes::lib;
+
+namespace {
+
+/// One instantiation of benchmarks/flash_fwd.tile (or of examples/flash_attn.tile when `example`).
+struct AttnCase {
+    int batch, heads, seq, dim;
+    bool causal;
+    int blockM, blockN, stages, threads;
+    bool example = false; ///< examples/flash_attn.tile (always causal) instead of the benchmark
+    std::string source() const {
+        auto n = [](int v) { return std::to_string(v); };
+        if (example)
+            return simtest::withExport("flash_attn.tile", "k = flash_attn(" + n(batch) + ", " + n(heads) + ", " + n(seq) + ", " +
+                                                              n(dim) + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
+                                                              ", " + n(threads) + ")");
+        return simtest::withExport("flash_fwd.tile",
+                                   "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + n(seq) + ", " + n(dim) + ", " +
+                                       (causal ? "True" : "False") + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
+                                       ", " + n(threads) + ")",
+                                   "benchmarks");
+    }
+};
+
+/// The library calls of a kernel, by function.
+std::map<lib::Fn, int> callCounts(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        std::map<lib::Fn, int> n;
+        void visit(const ir::Call &c) override {
+            if (auto *i = lib::find(c.name)) ++n[i->fn];
+            ir::IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k.body);
+    return v.n;
+}
+
+struct Lowered {
+    LowerRun r;
+    const ir::Kernel *roles = nullptr;
+    explicit Lowered(const AttnCase &a) {
+        r.run(a.source(), "flash.tile", *Target::parse("sm_90a"));
+        if (r.lowered)
+            for (auto &k : r.lowered->kernels)
+                if (k->producerThreads) roles = k.get();
+    }
+};
+
+struct Data {
+    std::vector<double> q, k, v, want;
+};
+
+/// Inputs in [-1, 1] and the float64 reference: softmax(Q K^T / sqrt(D)) V per (batch, head), keys j <= i
+/// when causal.
+Data reference(const AttnCase &a) {
+    const size_t n = (size_t)a.batch * a.seq * a.heads * a.dim;
+    Data d{simtest::randomData(n, 41, -1, 1), simtest::randomData(n, 42, -1, 1), simtest::randomData(n, 43, -1, 1),
+           std::vector<double>(n, 0)};
+    auto at = [&](int b, int t, int h, int x) { return (((size_t)b * a.seq + t) * a.heads + h) * a.dim + x; };
+    const double scale = 1.0 / std::sqrt((double)a.dim);
+    for (int b = 0; b < a.batch; ++b)
+        for (int h = 0; h < a.heads; ++h)
+            for (int i = 0; i < a.seq; ++i) {
+                const int keys = a.causal ? i + 1 : a.seq;
+                std::vector<double> p((size_t)keys);
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < keys; ++j) {
+                    double dot = 0;
+                    for (int x = 0; x < a.dim; ++x) dot += d.q[at(b, i, h, x)] * d.k[at(b, j, h, x)];
+                    mx = std::max(mx, p[(size_t)j] = dot * scale);
+                }
+                for (auto &e : p) sum += e = std::exp(e - mx);
+                for (int x = 0; x < a.dim; ++x) {
+                    double o = 0;
+                    for (int j = 0; j < keys; ++j) o += p[(size_t)j] * d.v[at(b, j, h, x)];
+                    d.want[at(b, i, h, x)] = o / sum;
+                }
+            }
+    return d;
+}
+
+struct Outcome {
+    std::string error;
+    std::vector<std::string> races;
+    int wrong = 0;
+    std::string firstWrong;
+};
+
+/// The probabilities are rounded to float16 before P.V (as on the GPU), so the output is within about 2^-11
+/// relative of the float64 reference; 2e-3 of max(1, |want|) leaves room for the sums.
+Outcome simulate(const ir::Kernel &k, const AttnCase &a, const Data &d, uint64_t seed) {
+    Data in = d;
+    std::vector<double> out(d.want.size(), std::nan(""));
+    Outcome o;
+    {
+        Simulator s(k, {{"Q", &in.q}, {"K", &in.k}, {"V", &in.v}, {"Out", &out}}, {}, seed);
+        try {
+            s.run();
+        } catch (const simtest::SimError &e) {
+            o.error = e.what();
+        }
+        o.races = s.races;
+    }
+    for (size_t i = 0; i < out.size(); ++i)
+        if (!(std::fabs(out[i] - d.want[i]) <= 2e-3 * std::max(1.0, std::fabs(d.want[i]))) && o.wrong++ == 0)
+            o.firstWrong = "Out[" + std::to_string(i) + "] = " + std::to_string(out[i]) + ", expected " + std::to_string(d.want[i]);
+    return o;
+}
+
+/// The Hopper schedule of `a`: warp roles with QK^T on wgmma SS and P.V on wgmma RS, correct and race-free
+/// under the interleavings of `seeds`.
+void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 2}) {
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
+    auto calls = callCounts(*l.roles);
+    EXPECT_EQ(calls[lib::Fn::WgmmaSS], 1);
+    EXPECT_EQ(calls[lib::Fn::WgmmaRS], 1);
+    EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
+    EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
+    const Data d = reference(a);
+    for (uint64_t seed : seeds) {
+        Outcome o = simulate(*l.roles, a, d, seed);
+        EXPECT_EQ(o.error, "") << "seed " << seed;
+        for (auto &r : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << r;
+        EXPECT_EQ(o.wrong, 0) << "seed " << seed << ": " << o.firstWrong;
+    }
+}
+
+// benchmarks/flash_fwd.tile: its defaults (128 x 32 tiles, 2 stages, one consumer warpgroup of 128 rows)...
+TEST(SimHopperAttn, CausalBenchmarkDefaults) { attnCase({1, 2, 256, 64, true, 128, 32, 2, 128}); }
+TEST(SimHopperAttn, NonCausalBenchmarkDefaults) { attnCase({1, 1, 256, 64, false, 128, 32, 2, 128}); }
+// ... keys past the end masked (and Q's rows past it zero-filled by TMA, their output rows cut off)
+TEST(SimHopperAttn, NonCausalRaggedLength) { attnCase({1, 1, 200, 64, false, 128, 32, 2, 128}); }
+// two consumer warpgroups of 64 rows each, 128 x 64 and 128 x 128 tiles, D = 128, three stages
+TEST(SimHopperAttn, CausalTwoConsumerWarpgroups) { attnCase({1, 1, 256, 64, true, 128, 64, 2, 256}, {0, 3}); }
+TEST(SimHopperAttn, NonCausalTwoWarpgroupsD128) { attnCase({1, 1, 160, 128, false, 128, 128, 3, 256}, {0, 5}); }
+// examples/flash_attn.tile as written (64 x 64 tiles, one consumer warpgroup)
+TEST(SimHopperAttn, ExampleCausal) { attnCase({1, 2, 192, 64, true, 64, 64, 2, 128, true}); }
+
+// ---- mutations of the attention schedule that the simulator must catch ----
+
+/// The kernel with each consumer library-call statement passed through `f` (null: removed).
+std::shared_ptr<ir::Kernel> mutateConsumers(const ir::Kernel &k, std::function<ir::Stmt(const ir::Evaluate &, const ir::Call &)> f) {
+    struct M : ir::IRMutator {
+        using IRMutator::visit;
+        std::function<ir::Stmt(const ir::Evaluate &, const ir::Call &)> f;
+        ir::Stmt visit(const std::shared_ptr<const ir::Evaluate> &op) override {
+            auto c = ir::as<ir::Call>(op->value);
+            return c ? f(*op, *c) : ir::Stmt(op);
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
+            return ir::WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, op->producer,
+                                       mutate(op->consumer), op->loc);
+        }
+    } m;
+    m.f = std::move(f);
+    auto nk = std::make_shared<ir::Kernel>(k);
+    nk->body = m.mutate(k.body);
+    return nk;
+}
+
+const AttnCase kMutant{1, 1, 128, 64, true, 64, 32, 2, 128}; // four key blocks through a ring of two
+
+bool anyFailure(const Outcome &o) { return !o.error.empty() || !o.races.empty() || o.wrong; }
+
+TEST(SimHopperAttnMutant, UnmutatedRunsClean) { attnCase(kMutant, {0, 4}); }
+
+/// The kernel without the `nth` (from 1) consumer call of `f`; `seen` counts the calls of f there are.
+std::shared_ptr<ir::Kernel> withoutNth(const ir::Kernel &k, lib::Fn f, int nth, int *seen = nullptr) {
+    int n = 0;
+    auto out = mutateConsumers(k, [&](const ir::Evaluate &e, const ir::Call &c) -> ir::Stmt {
+        if (lib::is(c, f) && ++n == nth) return ir::Stmt();
+        return ir::Evaluate::make(e.value, e.loc);
+    });
+    if (seen) *seen = n;
+    return out;
+}
+
+/// Some interleaving of `seeds` fails (an error, a race or a wrong result).
+void expectCaught(const ir::Kernel &k, std::initializer_list<uint64_t> seeds, bool everySeed) {
+    const Data d = reference(kMutant);
+    bool any = false;
+    for (uint64_t seed : seeds) {
+        bool caught = anyFailure(simulate(k, kMutant, d, seed));
+        any |= caught;
+        if (everySeed) EXPECT_TRUE(caught) << "seed " << seed;
+    }
+    EXPECT_TRUE(any);
+}
+
+/// The wait after P.V removed (the waits: after QK^T, then after P.V): V's stage is released while the
+/// wgmma reading it is in flight, and the next block's QK^T wait retires it only after the producer may have
+/// refilled the stage.
+TEST(SimHopperAttnMutant, NoWaitAfterPVIsCaught) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    int waits = 0;
+    auto k = withoutNth(*l.roles, lib::Fn::WgmmaWait, 2, &waits);
+    ASSERT_EQ(waits, 2);
+    expectCaught(*k, {0, 1, 2, 5}, false);
+}
+
+/// A store into P's registers between the P.V that reads them and the wait that retires it (what a compiler
+/// reusing those registers would do): the hardware may read either value, an error.
+TEST(SimHopperAttnMutant, OverwritingInFlightRegistersIsAnError) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    auto k = mutateConsumers(*l.roles, [&](const ir::Evaluate &e, const ir::Call &c) -> ir::Stmt {
+        ir::Stmt same = ir::Evaluate::make(e.value, e.loc);
+        if (!lib::is(c, lib::Fn::WgmmaRS)) return same;
+        const ir::Load *a = passes::addressedLoad(lib::arg(c, lib::Fn::WgmmaRS, "a"));
+        return ir::Seq::make({same, ir::Store::make(a->buffer, {ir::intImm(5, DType::Int32)}, ir::floatImm(0.5, a->buffer->dtype))});
+    });
+    Outcome o = simulate(*k, kMutant, reference(kMutant), 0);
+    EXPECT_NE(o.error.find("the A registers probs of a wgmma_rs in flight changed in thread "), std::string::npos) << o.error;
+}
+
+/// The consumers not waiting for V's full barrier (their waits: Q's once, then K's and V's in the loop): P.V
+/// reads a stage before (or while) V lands.
+TEST(SimHopperAttnMutant, NotWaitingForVIsCaught) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    int waits = 0;
+    auto k = withoutNth(*l.roles, lib::Fn::MbarrierWait, 3, &waits);
+    ASSERT_EQ(waits, 3);
+    expectCaught(*k, {0, 5}, true);
+}
+
+/// The consumers not waiting for Q: QK^T reads Q's tile before TMA writes it.
+TEST(SimHopperAttnMutant, NotWaitingForQIsCaught) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    expectCaught(*withoutNth(*l.roles, lib::Fn::MbarrierWait, 1), {0, 5}, true);
+}
+
+/// No release of K's stages (the consumers' first arrival): the producer waits for ever on K's empty barrier,
+/// the consumers on K's full one.
+TEST(SimHopperAttnMutant, NoReleaseOfKDeadlocks) {
+    Lowered l(kMutant);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::MbarrierArrive, 1), kMutant, reference(kMutant), 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("producer warpgroup 0 (threads 128..255) waits on tilec_mbar[2]"), std::string::npos) << o.error;
+}
+
+} // namespace
