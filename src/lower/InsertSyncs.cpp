@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/LowerReductions.h"
 
 #include <cstdint>
 #include <set>
@@ -52,6 +53,8 @@ bool blockShared(const Buffer &b) { return b && (b->scope == Scope::Shared || b-
 /// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : IRVisitor {
     using IRVisitor::visit;
+    explicit Accesses(const KernelLayouts &l) : layouts(l) {}
+    const KernelLayouts &layouts;
     Pending p;
     void visit(const Load &op) override {
         if (blockShared(op.buffer)) p.reads.insert(op.buffer.get());
@@ -85,9 +88,10 @@ struct Accesses : IRVisitor {
         }
         IRVisitor::visit(op);
     }
-    // A reduction exchanges partial results through shared scratch of its own: the barrier between its
+    // A reduction that exchanges partial results through shared scratch of its own: the barrier between its
     // writes and reads is its own (lowerReductions), but running it again must wait for the last readers.
     void visit(const Reduce &op) override {
+        if (!reductionUsesShared(op, layouts)) return; // shuffles within warps only
         p.writes.insert(&op);
         p.reads.insert(&op);
     }
@@ -258,7 +262,8 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
 
 class Syncer {
   public:
-    Syncer(const Kernel &k, DiagnosticEngine &diag) : uniformity_(k), diag_(diag) {
+    Syncer(const Kernel &k, const KernelLayouts &layouts, DiagnosticEngine &diag)
+        : uniformity_(k), layouts_(layouts), diag_(diag) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
     }
@@ -274,6 +279,7 @@ class Syncer {
 
   private:
     Uniformity uniformity_;
+    const KernelLayouts &layouts_;
     DiagnosticEngine &diag_;
     int depth_ = 0;
     BufferSet tensors_; ///< the kernel's global tensors
@@ -321,7 +327,7 @@ class Syncer {
 
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
-        Accesses acc;
+        Accesses acc(layouts_);
         acc.visit(s);
         bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
                       intersects(acc.p.writes, state.reads);
@@ -342,7 +348,7 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc;
+        Accesses acc(layouts_);
         for (auto &e : es) acc.visit(e);
         bool hazard = intersects(acc.p.reads, state.writes);
         if (hazard && divergence_)
@@ -362,7 +368,7 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc;
+                Accesses acc(layouts_);
                 acc.visit(s);
                 state.merge(acc.p);
                 return s;
@@ -418,10 +424,12 @@ class Syncer {
 
 Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
 
-Program insertSyncs(const Program &p, DiagnosticEngine &diag) {
+Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts, DiagnosticEngine &diag) {
     Program out;
-    for (auto &k : p.kernels) {
-        Syncer s(*k, diag);
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        const KernelP &k = p.kernels[i];
+        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
+        Syncer s(*k, layouts[i], diag);
         Pending state;
         Stmt body = s.run(k->body, state);
         auto nk = std::make_shared<Kernel>(*k);

@@ -508,6 +508,13 @@ Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &c
 
 } // namespace
 
+bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
+    auto src = layouts.fragments.find(r.src.get());
+    if (src == layouts.fragments.end()) return true;
+    const Layout &l = src->second;
+    return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && l.warpsN == 1)); // see mmaSource
+}
+
 Program lowerReductions(const Program &p, const std::vector<KernelLayouts> &layouts) {
     Program out;
     for (size_t i = 0; i < p.kernels.size(); ++i) {

@@ -155,9 +155,12 @@ TEST(SimHopperAttn, CausalBenchmarkDefaults) { attnCase({1, 2, 256, 64, true, 12
 TEST(SimHopperAttn, NonCausalBenchmarkDefaults) { attnCase({1, 1, 256, 64, false, 128, 32, 2, 128}); }
 // ... keys past the end masked (and Q's rows past it zero-filled by TMA, their output rows cut off)
 TEST(SimHopperAttn, NonCausalRaggedLength) { attnCase({1, 1, 200, 64, false, 128, 32, 2, 128}); }
+TEST(SimHopperAttn, CausalRaggedLength) { attnCase({1, 1, 200, 64, true, 128, 32, 2, 128}, {0, 2}); }
 // two consumer warpgroups of 64 rows each, 128 x 64 and 128 x 128 tiles, D = 128, three stages
 TEST(SimHopperAttn, CausalTwoConsumerWarpgroups) { attnCase({1, 1, 256, 64, true, 128, 64, 2, 256}, {0, 3}); }
 TEST(SimHopperAttn, NonCausalTwoWarpgroupsD128) { attnCase({1, 1, 160, 128, false, 128, 128, 3, 256}, {0, 5}); }
+// a ring of one stage: K's stage is released after QK^T, so the producer loads the next K during the softmax
+TEST(SimHopperAttn, OneStage) { attnCase({1, 1, 128, 64, true, 64, 64, 1, 128}); }
 // examples/flash_attn.tile as written (64 x 64 tiles, one consumer warpgroup)
 TEST(SimHopperAttn, ExampleCausal) { attnCase({1, 2, 192, 64, true, 64, 64, 2, 128, true}); }
 

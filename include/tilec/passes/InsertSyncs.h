@@ -3,6 +3,9 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/passes/Layout.h"
+
+#include <vector>
 
 namespace tilec::passes {
 
@@ -12,14 +15,15 @@ namespace tilec::passes {
 /// commute and are not counted, nor is a global tensor across the iterations of a persistent tile loop
 /// (they stand for separate blocks). Runs on tile statements (after layout inference,
 /// before lowering to threads): a T.Parallel nest, whose iterations never exchange data, is one statement;
-/// a reduction counts as writing and reading scratch of its own. Serial loops and ifs whose bounds and
+/// a reduction counts as writing and reading scratch of its own where its lowering exchanges values through
+/// shared memory (reductionUsesShared, from the kernel's `layouts`). Serial loops and ifs whose bounds and
 /// conditions do not depend on the thread index are entered, and a loop whose next iteration conflicts
 /// with the end of the previous one gets a barrier at the top of its body. An if or loop whose condition or
 /// bounds depend on the thread (the thread index, T.Parallel variables, fragments, or per-thread variables
 /// holding any of these) is one statement for its neighbours, so every barrier is reached by all threads of the
 /// block; inside it, a tile statement (which every thread must run) or an exchange through shared memory
 /// (which would need a barrier there) is a located error through `diag`.
-ir::Program insertSyncs(const ir::Program &p, DiagnosticEngine &diag);
+ir::Program insertSyncs(const ir::Program &p, const std::vector<KernelLayouts> &layouts, DiagnosticEngine &diag);
 
 /// The barrier statement.
 ir::Stmt syncThreads(SourceRange loc = {});

@@ -25,4 +25,9 @@ namespace tilec::passes {
 /// some results serially.
 ir::Program lowerReductions(const ir::Program &p, const std::vector<KernelLayouts> &layouts);
 
+/// Whether the lowering of `r` exchanges values between threads through shared memory: not for a replicated
+/// source, nor for rows of an mma accumulator whose warps do not split the columns (shuffles among the four
+/// lanes of a row only: FlashAttention's row statistics); otherwise it may.
+bool reductionUsesShared(const ir::Reduce &r, const KernelLayouts &layouts);
+
 } // namespace tilec::passes
