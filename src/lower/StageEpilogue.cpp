@@ -119,7 +119,7 @@ class Stager : public IRMutator {
             return "stmatrix stores 16-bit elements: '" + e.out->name + "' is " + std::string(out.name());
         if (acc.kind != DType::Float32 && !(acc.kind == DType::Float16 && out.kind == DType::Float16))
             return "the accumulators are " + std::string(acc.name()) + " (float32, or float16 into float16, can be staged)";
-        if (statementsUsing(e.out) != 1) return "'" + e.out->name + "' is accessed by other statements too (a TMA store is not ordered with them)";
+        if (statementsUsing(e.out, k_.body) != 1) return "'" + e.out->name + "' is accessed by other statements too (a TMA store is not ordered with them)";
         if (l.warpsM % 4 || l.warpsM / 4 * l.warpsN * 128 != roles_.consumerThreads) return "the accumulator's split is not the consumer warpgroups'";
         wgM_ = l.warpsM / 4, wgN_ = l.warpsN;
         const int64_t rows = e.M / wgM_, cols = e.N / wgN_;
@@ -143,18 +143,22 @@ class Stager : public IRMutator {
         return "";
     }
 
-    /// How many statements of `s` (the kernel's body when null) mention `b`, a T.Parallel nest counting once.
-    int statementsUsing(const Buffer &b, const Stmt &s = nullptr) const {
-        const Stmt &at = s ? s : k_.body;
+    /// How many statements of `at` mention `b`, a T.Parallel nest counting once (and a loop's bounds or a
+    /// branch's condition once more).
+    static int statementsUsing(const Buffer &b, const Stmt &at) {
         if (!at) return 0;
+        auto header = [&](const Expr &x, const Expr &y) {
+            return (int)mentionedBuffers(Seq::make({Evaluate::make(x), Evaluate::make(y)}), nullptr).count(b.get());
+        };
         if (auto q = as<Seq>(at)) {
             int n = 0;
             for (auto &c : q->stmts) n += statementsUsing(b, c);
             return n;
         }
         if (auto r = as<WarpRoles>(at)) return statementsUsing(b, r->producer) + statementsUsing(b, r->consumer);
-        if (auto f = as<For>(at); f && f->forKind != ForKind::Parallel) return statementsUsing(b, f->body);
-        if (auto i = as<IfThenElse>(at)) return statementsUsing(b, i->then) + (i->otherwise ? statementsUsing(b, i->otherwise) : 0);
+        if (auto f = as<For>(at); f && f->forKind != ForKind::Parallel) return header(f->min, f->extent) + statementsUsing(b, f->body);
+        if (auto i = as<IfThenElse>(at))
+            return header(i->cond, i->cond) + statementsUsing(b, i->then) + (i->otherwise ? statementsUsing(b, i->otherwise) : 0);
         return mentionedBuffers(at, nullptr).count(b.get()) > 0;
     }
 
