@@ -301,6 +301,14 @@ struct Param {
     Buffer buffer; ///< Tensor: a global buffer
     Var var;       ///< Scalar
     SourceRange loc;
+    /// A T.alloc_global workspace: global memory the launch function allocates for the prim_func's launches
+    /// (not an argument of its C function). Workspaces and views follow the other parameters.
+    bool workspace = false;
+    /// A view (`T.Tensor(shape, dtype, X.data)`): tensor parameter X's memory with another shape; the launch
+    /// function passes X's pointer for it (not an argument of its C function). A kernel uses X or one view of it.
+    Buffer viewOf;
+    /// Whether the exported C function takes it (neither a workspace nor a view).
+    bool argument() const { return !workspace && !viewOf; }
     const std::string &name() const { return kind == Tensor ? buffer->name : var->name; }
 };
 
@@ -377,6 +385,20 @@ struct Kernel {
     bool noWarpSpecialize = false;
     int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
     SourceRange swizzleLoc;
+    /// Several `with T.Kernel` launches in one prim_func: this kernel is launch `part` (0-based) of `parts`, which
+    /// the exported function runs in order on one stream. Every part has the same parameters (workspaces
+    /// included) and dynamic symbols; a program holds the parts of one export consecutively.
+    int part = 0, parts = 1;
+    /// Whether the exported C function wraps file-local launchers (src/codegen/CodegenLaunches.cpp): for several
+    /// launches, or for parameters that are no arguments (workspaces, views).
+    bool wrapped() const {
+        if (parts > 1) return true;
+        for (auto &p : params)
+            if (!p.argument()) return true;
+        return false;
+    }
+    /// Front end only: the prim_func's later launches, which the program lists after this one as its parts.
+    std::vector<std::shared_ptr<const Kernel>> laterLaunches;
     Stmt body;
 };
 using KernelP = std::shared_ptr<const Kernel>;

@@ -34,7 +34,8 @@ struct EagerTrace {
 
 /// State of the prim_func being traced.
 struct TraceState {
-    std::shared_ptr<ir::Kernel> kernel;           ///< under construction
+    std::shared_ptr<ir::Kernel> kernel;           ///< under construction: the current (or next) launch
+    std::vector<std::shared_ptr<ir::Kernel>> launches; ///< the prim_func's earlier T.Kernel launches, in order
     std::vector<std::vector<ir::Stmt>> blocks;    ///< open statement lists; back() receives emit()
     bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
     std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))

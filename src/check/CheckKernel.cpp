@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace tilec {
 
@@ -46,7 +47,7 @@ std::string typeText(const BufferNode &b) {
 }
 
 /// Walks the body once for what the checks need: the pipeline depth at which each buffer is written by a
-/// T.copy (the buffer then exists once per stage), and the T.Parallel loops whose extent is not a constant.
+/// T.copy from global memory (the buffer then exists once per stage), and the T.Parallel loops whose extent is not a constant.
 class BodyScan : public IRVisitor {
   public:
     using IRVisitor::visit;
@@ -62,8 +63,10 @@ class BodyScan : public IRVisitor {
     }
 
     void visit(const Copy &op) override {
-        // The innermost pipelined loop decides how many copies of the destination are in flight.
-        if (!enclosingStages_.empty() && op.dst.buffer && op.dst.buffer->scope == Scope::Shared) {
+        // The innermost pipelined loop decides how many copies of the destination are in flight; only loads
+        // from global memory are asynchronous (a copy from registers is done when it is done).
+        if (!enclosingStages_.empty() && op.dst.buffer && op.dst.buffer->scope == Scope::Shared && op.src.buffer &&
+            op.src.buffer->scope == Scope::Global) {
             int &s = stages[op.dst.buffer.get()];
             s = std::max(s, enclosingStages_.back());
         }
@@ -74,25 +77,68 @@ class BodyScan : public IRVisitor {
     std::vector<int> enclosingStages_;
 };
 
-/// Shared memory: every alloc_shared counts, rounded up to 16 bytes (the alignment the planner gives each
-/// buffer), times the pipeline depth when a T.copy inside a T.Pipelined loop writes it.
+/// The top-level statements (of the body's sequence) from the first to the last that mention each buffer.
+std::map<const BufferNode *, std::pair<size_t, size_t>> topLevelLiveness(const Kernel &k) {
+    struct Mentions : IRVisitor {
+        using IRVisitor::visit;
+        std::vector<const BufferNode *> found;
+        void visitRegion(const Region &r) override {
+            found.push_back(r.buffer.get());
+            IRVisitor::visitRegion(r);
+        }
+        void visit(const Load &op) override { found.push_back(op.buffer.get()), IRVisitor::visit(op); }
+        void visit(const Store &op) override { found.push_back(op.buffer.get()), IRVisitor::visit(op); }
+        void visit(const Reduce &op) override { found.push_back(op.src.get()), found.push_back(op.dst.get()); }
+    };
+    std::vector<Stmt> top;
+    if (auto q = as<Seq>(k.body)) top = q->stmts;
+    else top = {k.body};
+    std::map<const BufferNode *, std::pair<size_t, size_t>> live;
+    for (size_t i = 0; i < top.size(); ++i) {
+        Mentions m;
+        m.visit(top[i]);
+        for (auto *b : m.found) {
+            auto [it, fresh] = live.emplace(b, std::pair{i, i});
+            if (!fresh) it->second.second = i;
+        }
+    }
+    return live;
+}
+
+/// Shared memory: the alloc_shareds live at once (a buffer no top-level statement mentions always is),
+/// each rounded up to 16 bytes (the alignment the planner gives each buffer), times the pipeline depth when a
+/// T.copy inside a T.Pipelined loop writes it, at the top-level statement where that is most. Buffers whose
+/// uses are apart may share memory (planSharedMemory reuses it), so only the largest such sum has to fit.
 bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, DiagnosticEngine &diag) {
     struct Use {
         const BufferNode *buf;
         int64_t bytes;
         int stages;
+        std::optional<std::pair<size_t, size_t>> live;
     };
+    auto live = topLevelLiveness(k);
     std::vector<Use> uses;
-    int64_t total = 0;
+    std::vector<size_t> points{0};
     for (auto &b : k.allocs) {
         if (!b || b->scope != Scope::Shared) continue;
         int64_t bytes = bufferBytes(*b);
         if (bytes < 0) continue; // a non-constant shape was already reported by the evaluator
         auto it = scan.stages.find(b.get());
         int stages = it == scan.stages.end() ? 1 : it->second;
-        uses.push_back({b.get(), bytes, stages});
-        total = satAdd(total, satMul(satAdd(bytes, 15) / 16 * 16, stages));
+        auto l = live.find(b.get());
+        uses.push_back({b.get(), bytes, stages, l == live.end() ? std::nullopt : std::optional{l->second}});
+        if (l != live.end()) points.push_back(l->second.first);
     }
+    auto liveAt = [](const Use &u, size_t i) { return !u.live || (u.live->first <= i && i <= u.live->second); };
+    int64_t total = 0;
+    size_t peak = 0;
+    for (size_t i : points) {
+        int64_t sum = 0;
+        for (auto &u : uses)
+            if (liveAt(u, i)) sum = satAdd(sum, satMul(satAdd(u.bytes, 15) / 16 * 16, u.stages));
+        if (sum > total) total = sum, peak = i;
+    }
+    std::erase_if(uses, [&](const Use &u) { return !liveAt(u, peak); });
     if (total <= t.maxSharedPerBlock) return true;
     std::string amount = total == kBig ? "more than " + std::to_string(kBig) : std::to_string(total);
     diag.error(k.launchLoc, "kernel '" + k.name + "' declares " + amount + " bytes of shared memory, above the " +

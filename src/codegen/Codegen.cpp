@@ -45,9 +45,11 @@ std::string shapeText(const BufferNode &b) {
 /// The comment above a launch function: what each argument is and what the launch needs.
 std::string describe(const KernelInfo &info, const Signature &sig, const CodegenOptions &o) {
     const Kernel &k = *info.kernel;
-    std::string c = "/* " + info.cName + ": kernel '" + k.name + "' of " + o.sourceName + "\n";
+    std::string c = "/* " + info.exportName + ": kernel '" + k.name + "' of " + o.sourceName + "\n";
+    const size_t dynamicBase = sig.names.size() - k.dynamicSymbols.size();
     for (size_t i = 0; i < k.params.size(); ++i) {
         auto &p = k.params[i];
+        if (!p.argument()) continue; // workspaces and views follow the arguments
         c += " *   " + sig.names[i] + ": ";
         if (p.kind == Param::Tensor) {
             c += shapeText(*p.buffer) + ", " + (info.written[i] ? "written" : "read");
@@ -58,7 +60,9 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         c += "\n";
     }
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i)
-        c += " *   " + sig.names[k.params.size() + i] + ": T.dynamic size, 1 to 2147483647\n";
+        c += " *   " + sig.names[dynamicBase + i] + ": T.dynamic size, 1 to 2147483647\n";
+    if (k.wrapped()) c += describeLaunches(info);
+    if (k.parts > 1) return c + " */\n";
     c += " *   grid (";
     for (int d = 0; d < 3; ++d) c += (d ? ", " : "") + print(k.grid[d]);
     c += "), " + std::to_string(k.launchedThreads()) + " threads, " + std::to_string(info.sharedBytes) +
@@ -84,9 +88,16 @@ std::vector<KernelInfo> analyzeKernels(const Program &lowered, const CodegenOpti
         for (auto &name : k->targets)
             if (auto t = Target::parse(name)) info.targets.push_back(*t);
         if (info.targets.empty()) info.targets = opts.targets;
-        if (!infos.empty() && infos.back().kernel->name == k->name) info.variant = infos.back().variant + 1;
+        if (!infos.empty() && infos.back().kernel->name == k->name && infos.back().kernel->part == k->part)
+            info.variant = infos.back().variant + 1;
         infos.push_back(std::move(info));
     }
+    // The parts of a prim_func of several launches take the same pointers: a tensor any part writes is written.
+    for (size_t i = 0; i < infos.size(); ++i)
+        for (size_t j = 0; j < infos.size(); ++j)
+            if (i != j && infos[i].kernel->parts > 1 && infos[j].kernel->name == infos[i].kernel->name)
+                for (size_t p = 0; p < infos[i].written.size() && p < infos[j].written.size(); ++p)
+                    if (infos[j].written[p]) infos[i].written[p] = true;
     // Variants of one kernel: a symbol each, and how many there are.
     for (size_t i = 0; i < infos.size();) {
         size_t j = i;
@@ -100,12 +111,13 @@ std::vector<KernelInfo> analyzeKernels(const Program &lowered, const CodegenOpti
     return infos;
 }
 
-Signature signature(const KernelInfo &info, NameTable &names) {
+Signature signature(const KernelInfo &info, NameTable &names, bool exported) {
     const Kernel &k = *info.kernel;
     Signature s;
     std::vector<std::string> params;
     for (size_t i = 0; i < k.params.size(); ++i) {
         auto &p = k.params[i];
+        if (exported && !p.argument()) continue;
         if (p.kind == Param::Tensor) {
             std::string n = names.of(p.buffer.get(), p.buffer->name);
             params.push_back((info.written[i] ? "" : "const ") + headerType(p.buffer->dtype) + " *" + n);
@@ -122,7 +134,7 @@ Signature signature(const KernelInfo &info, NameTable &names) {
         s.names.push_back(n);
     }
     params.push_back("cudaStream_t stream");
-    s.text = "tilec_status " + info.cName + "(";
+    s.text = "tilec_status " + (exported ? info.exportName : info.cName) + "(";
     for (size_t i = 0; i < params.size(); ++i) s.text += (i ? ", " : "") + params[i];
     s.text += ")";
     return s;
@@ -171,21 +183,22 @@ typedef enum tilec_status {
     h += "#ifdef __cplusplus\n}\n#endif\n#endif /* " + rtGuard + " */\n\n";
     h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
     for (auto &info : kernels) {
+        if (info.kernel->part != 0) continue; // one declaration for the launches of a prim_func
         NameTable names;
         names.reserve("stream");
-        Signature sig = signature(info, names);
+        Signature sig = signature(info, names, true);
         h += describe(info, sig, o);
         h += sig.text + ";\n";
         h += "/* Threads per block and dynamic shared memory in bytes on compute capability `sm` (e.g. 90); 0 when\n";
         h += " * the kernel was not generated for it. */\n";
-        h += "int " + info.cName + "_threads(int sm);\n";
-        h += "size_t " + info.cName + "_shared_bytes(int sm);\n";
+        h += "int " + info.exportName + "_threads(int sm);\n";
+        h += "size_t " + info.exportName + "_shared_bytes(int sm);\n";
         h += "/* Loads the kernel's code for the current device now rather than at its first launch, and sets its\n";
         h += " * shared-memory limit. Binary mode: loads the module of all kernels of this file into the current\n";
         h += " * context; _unload unloads it from there (the next launch loads it again; call it only when no launch of\n";
         h += " * them can be running). .cu mode: the CUDA runtime owns the module and _unload does nothing. */\n";
-        h += "tilec_status " + info.cName + "_load(void);\n";
-        h += "tilec_status " + info.cName + "_unload(void);\n\n";
+        h += "tilec_status " + info.exportName + "_load(void);\n";
+        h += "tilec_status " + info.exportName + "_unload(void);\n\n";
     }
     h += "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " + guard + " */\n";
     return h;

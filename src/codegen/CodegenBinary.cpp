@@ -321,12 +321,12 @@ std::string printVariantLauncher(const std::vector<const KernelInfo *> &group) {
     std::string s = printLaunchPrologue(first, sig, names, false, false);
     s += printVariantLaunches(group, sig, names, false);
     s += printQueries(group, false);
-    s += "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n    CUfunction fn;\n";
+    s += launcherLinkage(first, false) + "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n    CUfunction fn;\n";
     s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
     for (auto *v : group)
         s += "    if (" + runsOn(*v, "sm") + ") return tilec_function(" + std::to_string(v->index) + ", &fn);\n";
     s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
-    s += "tilec_status " + first.cName + "_unload(void) { return tilec_unload(); }\n\n";
+    s += launcherLinkage(first, false) + "tilec_status " + first.cName + "_unload(void) { return tilec_unload(); }\n\n";
     return s;
 }
 
@@ -359,9 +359,9 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
     s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
     s += "    return TILEC_SUCCESS;\n}\n";
     s += printQueries({&info}, false);
-    s += "tilec_status " + info.cName + "_load(void) {\n    CUfunction fn;\n    return tilec_function(" +
+    s += launcherLinkage(info, false) + "tilec_status " + info.cName + "_load(void) {\n    CUfunction fn;\n    return tilec_function(" +
          std::to_string(index) + ", &fn);\n}\n";
-    s += "tilec_status " + info.cName + "_unload(void) { return tilec_unload(); }\n\n";
+    s += launcherLinkage(info, false) + "tilec_status " + info.cName + "_unload(void) { return tilec_unload(); }\n\n";
     return s;
 }
 
@@ -403,6 +403,7 @@ std::string generateBinarySource(const ir::Program &lowered, const CodegenOption
         if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) c += printVariantLauncher(group);
         else c += printLauncher(*group[0], (size_t)group[0]->index, opts);
     }
+    c += printMultiLaunches(infos, opts, false);
     c += "#ifdef __cplusplus\n}\n#endif\n";
     return c;
 }

@@ -81,7 +81,7 @@ std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, c
 
 std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx, bool checkAlignment) {
     const Kernel &k = *info.kernel;
-    std::string s = cLinkage(cxx) + sig.text + " {\n";
+    std::string s = launcherLinkage(info, cxx) + sig.text + " {\n";
     // Arguments, in parameter order: null pointers, then alignment, then sizes. A tensor of no elements (a
     // T.dynamic size of 0) may be null, as PyTorch's empty tensors are.
     ExprPrinter np(names, true);
@@ -136,7 +136,7 @@ std::string runsOn(const KernelInfo &v, const std::string &sm) {
 std::string printQueries(const std::vector<const KernelInfo *> &variants, bool cxx) {
     const KernelInfo &first = *variants[0];
     auto query = [&](const std::string &type, const char *suffix, auto value) {
-        std::string s = cLinkage(cxx) + type + " " + first.cName + suffix + "(int sm) {\n";
+        std::string s = launcherLinkage(first, cxx) + type + " " + first.cName + suffix + "(int sm) {\n";
         for (auto *v : variants) s += "    if (" + runsOn(*v, "sm") + ") return " + value(*v) + ";\n";
         return s + "    return 0;\n}\n";
     };
@@ -436,7 +436,7 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
             s += printLaunchPrologue(first, sig, names, true, false);
             s += printVariantLaunches(group, sig, names, true);
             s += printQueries(group, true);
-            s += "extern \"C\" tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
+            s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
             s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
             for (auto *v : group) {
                 int minSm = 1000;
@@ -446,7 +446,7 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
                 s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n    }\n";
             }
             s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
-            s += "extern \"C\" tilec_status " + first.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
+            s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
             continue;
         }
         const size_t ki = (size_t)group[0]->index;
@@ -487,10 +487,10 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
         s += printQueries(group, true);
         // The CUDA runtime owns the module: loading prepares the kernel for the current device, unloading
         // has nothing to do.
-        s += "extern \"C\" tilec_status " + info.cName + "_load(void) { return " + prepare + "; }\n";
-        s += "extern \"C\" tilec_status " + info.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
+        s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_load(void) { return " + prepare + "; }\n";
+        s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
     }
-    return s;
+    return s + printMultiLaunches(kernels, o, true);
 }
 
 } // namespace tilec::codegen

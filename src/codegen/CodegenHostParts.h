@@ -16,6 +16,17 @@ namespace tilec::codegen {
 /// file's `extern "C"` block give the linkage.
 inline std::string cLinkage(bool cxx) { return cxx ? "extern \"C\" " : ""; }
 
+/// The linkage of a launcher and its queries: file-local where the exported function wraps it (Kernel::wrapped),
+/// else as cLinkage.
+inline std::string launcherLinkage(const KernelInfo &info, bool cxx) {
+    return info.kernel->wrapped() ? "__attribute__((unused)) static " : cLinkage(cxx);
+}
+
+/// For each wrapped kernel among `kernels` (whose part launchers precede): the exported function (views given
+/// their tensors' pointers, workspaces allocated stream-ordered, the parts' launchers called in order), its
+/// queries and load/unload.
+std::string printMultiLaunches(const std::vector<KernelInfo> &kernels, const CodegenOptions &o, bool cxx);
+
 /// The runtime's state (the calling thread's last CUDA error and argument position) as weak, thread-local
 /// C symbols with the prefix, so every file with that prefix, in either mode, shares one copy; and the
 /// three runtime functions of the header (status_string, last_cuda_error, last_error_argument).

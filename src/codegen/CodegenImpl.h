@@ -44,7 +44,8 @@ std::string quoted(const std::string &s);
 /// What the kernel, its launcher and its declaration need to agree on.
 struct KernelInfo {
     const ir::Kernel *kernel = nullptr;
-    std::string cName;  ///< the launch function: prefix + name
+    std::string cName;  ///< the launch function: prefix + name (a file-local one per part of several launches)
+    std::string exportName; ///< the exported C function: prefix + name
     std::string symbol; ///< the __global__ function
     std::vector<bool> written;   ///< per parameter: a tensor the kernel stores to
     std::vector<int> alignment;  ///< per parameter: bytes a tensor's base pointer must be aligned to (0: none)
@@ -102,7 +103,12 @@ struct Signature {
     std::vector<std::string> names; ///< C parameter names, in order (tensors, scalars, dynamic sizes)
     std::string text;               ///< `tilec_status NAME(...)`
 };
-Signature signature(const KernelInfo &info, NameTable &names);
+/// `exported`: the exported function's parameters (a part's workspaces left out) and name, else the launcher's.
+Signature signature(const KernelInfo &info, NameTable &names, bool exported = false);
+
+/// The header comment's lines on a prim_func of several launches (`part` 0 of them): the launches and the
+/// workspaces the function allocates.
+std::string describeLaunches(const KernelInfo &part);
 
 /// The device function of one kernel.
 std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag);

@@ -407,13 +407,16 @@ struct Uses : IRVisitor {
 KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag) {
     KernelInfo info;
     info.kernel = &k;
-    info.cName = o.prefix + k.name;
+    info.exportName = o.prefix + k.name;
+    // The launches of a prim_func with several are file-local launchers the exported function calls in order.
+    std::string part = k.wrapped() ? "part" + std::to_string(k.part) : "";
+    info.cName = k.wrapped() ? rt(o, part.c_str()) + "_" + k.name : info.exportName;
     // The device symbol carries a hash of the source file's name, so kernels of two files never clash.
     uint32_t h = 2166136261u;
     for (unsigned char c : o.sourceName + "\n" + k.name) h = (h ^ c) * 16777619u;
     char hex[9];
     std::snprintf(hex, sizeof hex, "%08x", h);
-    info.symbol = "tilec_" + info.cName + "_" + hex;
+    info.symbol = "tilec_" + info.exportName + (part.empty() ? "" : "_" + part) + "_" + hex;
 
     Uses u;
     u.maps = &k.tensorMaps;
@@ -425,6 +428,13 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
         info.alignment.push_back(tensor && u.align.count(p.buffer.get()) ? u.align[p.buffer.get()] : 0);
         info.usesFp8 |= tensor && p.buffer->dtype.isFloat8();
     }
+    // A tensor is written, and aligned, as its views need.
+    for (size_t i = 0; i < k.params.size(); ++i)
+        for (size_t j = 0; j < k.params.size(); ++j)
+            if (k.params[j].viewOf && k.params[j].viewOf == k.params[i].buffer) {
+                info.written[i] = info.written[i] || info.written[j];
+                info.alignment[i] = std::max(info.alignment[i], info.alignment[j]);
+            }
     // The shared-memory plan is planSharedMemory's (its limits were checked there).
     for (auto &[b, off] : k.shared.offsets) info.sharedOffset[b] = off;
     info.sharedBytes = k.shared.bytes;

@@ -184,10 +184,21 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
 
     ir::Program p;
     for (auto &e : exports) {
+        // A prim_func with several launches exports them as consecutive parts; the first carries the
+        // per-kernel switches (pass_configs) for all.
         auto k = std::make_shared<ir::Kernel>(*e.kernel);
+        k->laterLaunches.clear();
         k->name = e.name;
         k->loc = e.loc;
         p.kernels.push_back(k);
+        for (auto &later : e.kernel->laterLaunches) {
+            auto l = std::make_shared<ir::Kernel>(*later);
+            l->name = e.name;
+            l->loc = e.loc;
+            l->noTma = k->noTma;
+            l->noWarpSpecialize = k->noWarpSpecialize;
+            p.kernels.push_back(l);
+        }
     }
     return p;
 }

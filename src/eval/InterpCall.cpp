@@ -298,9 +298,13 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
             return Value::ofExpr(ir::cast(t, in.toExpr({self, a.callee}, "value"), a.call));
         });
     }
-    if (name == "data" && base.is(VK::Buffer) && base.buffer->scope == ir::Scope::Global)
-        fail(r, "'" + base.buffer->name + ".data': views of a tensor's data (T.Tensor(shape, dtype, " +
-                    base.buffer->name + ".data)) are not supported; index '" + base.buffer->name + "' itself");
+    // `X.data`: the tensor's memory, which T.Tensor(shape, dtype, X.data) views with another shape; elsewhere it
+    // stands for X itself (the same memory and shape).
+    if (name == "data" && base.is(VK::Buffer) && base.buffer->scope == ir::Scope::Global) {
+        Value v = base;
+        v.s = "data";
+        return v;
+    }
     switch (base.kind) {
     case VK::Poison: return base;
     case VK::Opaque: return opaqueAttribute(base, name);

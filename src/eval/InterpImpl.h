@@ -259,6 +259,12 @@ class InterpImpl final : public Interp {
     /// After a kernel's body: what it returns must be exactly its T.empty outputs (an eager kernel may
     /// also return nothing when it makes none).
     void checkReturnedOutputs(const TraceState &t, bool eager);
+    /// After the body: workspaces last among the parameters, the T.dynamic symbols (checked for workspace shapes).
+    void finishParams(TraceState &t);
+    /// A launch that uses a tensor and a view of it (or two views of one tensor): a located error.
+    void checkViews(const ir::Kernel &k);
+    /// Several launches: each gets the last one's parameters and its part number (views checked first).
+    void shareParams(TraceState &t);
     /// For a failed prim_func: reports its held diagnostics and makes `v` Poison; true when it was one.
     bool reportIfFailed(Value &v);
     Flow execWith(const ast::Stmt &s);

@@ -5,6 +5,7 @@
 #include "eval/InterpImpl.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
 
 #include <algorithm>
 
@@ -187,18 +188,9 @@ Value InterpImpl::traceKernel(const Value &fn, const SourceRange &at, std::share
     params(*k);
     execBody(def.body);
     checkReturnedOutputs(t, eager != nullptr);
-    // The run-time sizes: the T.dynamic symbols of the tensors' shapes (a scalar parameter in a tensor's
-    // shape is that parameter).
-    k->dynamicSymbols.clear();
-    for (auto &p : k->params)
-        if (p.kind == ir::Param::Tensor)
-            for (auto &d : p.buffer->shape) collectVars(d, k->dynamicSymbols);
-    std::erase_if(k->dynamicSymbols, [&](const ir::Var &v) {
-        for (auto &p : k->params)
-            if (p.kind == ir::Param::Scalar && p.var == v) return true;
-        return false;
-    });
-    if (eager) finishEager(*k, t);
+    finishParams(t);
+    if (eager) finishEager(*t.kernel, t);
+    shareParams(t);
     // A statement abandoned without a new error used a value an earlier error made: the kernel is
     // incomplete, but saying it has no launch would be a misleading follow-on error.
     bool failed = diag_.errorCount() > errors || abandoned_ > abandoned;
@@ -210,11 +202,106 @@ Value InterpImpl::traceKernel(const Value &fn, const SourceRange &at, std::share
     auto held = diag_.endHold();
     if (!failed) {
         for (auto &d : held) diag_.report(d.severity, d.range, d.message);
+        if (!t.launches.empty()) { // k is the first launch
+            k->laterLaunches.assign(t.launches.begin() + 1, t.launches.end());
+            k->laterLaunches.push_back(t.kernel);
+        }
         return Value::primFunc(k);
     }
     Value v = Value::primFunc(nullptr);
     v.obj = std::make_shared<std::vector<HeldDiagnostic>>(std::move(held));
     return v;
+}
+
+void InterpImpl::finishParams(TraceState &t) {
+    ir::Kernel &k = *t.kernel; // the last launch: its parameters include every workspace
+    std::stable_partition(k.params.begin(), k.params.end(), [](const ir::Param &p) { return p.argument(); });
+    // The run-time sizes: the T.dynamic symbols of the tensors' shapes (a scalar parameter in a tensor's
+    // shape is that parameter). A workspace's shape can only use sizes the arguments give.
+    k.dynamicSymbols.clear();
+    for (auto &p : k.params)
+        if (p.kind == ir::Param::Tensor && p.argument())
+            for (auto &d : p.buffer->shape) collectVars(d, k.dynamicSymbols);
+    auto isScalar = [&](const ir::Var &v) {
+        for (auto &p : k.params)
+            if (p.kind == ir::Param::Scalar && p.var == v) return true;
+        return false;
+    };
+    std::erase_if(k.dynamicSymbols, isScalar);
+    for (auto &p : k.params) {
+        if (!p.workspace) continue;
+        std::vector<ir::Var> used;
+        for (auto &d : p.buffer->shape) collectVars(d, used);
+        for (auto &v : used)
+            if (!isScalar(v) && std::find(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), v) == k.dynamicSymbols.end())
+                diag_.error(p.loc, "the shape of workspace '" + p.buffer->name + "' uses '" + v->name +
+                                       "', which is not a size of the prim_func's tensors or a scalar parameter");
+    }
+}
+
+namespace {
+
+/// The global tensors a kernel body reads or writes.
+struct GlobalUses : ir::IRVisitor {
+    using IRVisitor::visit;
+    std::vector<std::pair<const ir::BufferNode *, SourceRange>> uses;
+    void use(const ir::Buffer &b, const SourceRange &at) {
+        if (b && b->scope == ir::Scope::Global) uses.push_back({b.get(), at});
+    }
+    void visitRegion(const ir::Region &r) override {
+        use(r.buffer, r.loc);
+        IRVisitor::visitRegion(r);
+    }
+    void visit(const ir::Load &op) override {
+        use(op.buffer, op.loc);
+        IRVisitor::visit(op);
+    }
+    void visit(const ir::Store &op) override {
+        use(op.buffer, op.loc);
+        IRVisitor::visit(op);
+    }
+};
+
+} // namespace
+
+void InterpImpl::checkViews(const ir::Kernel &k) {
+    // The passes take distinct tensors for distinct memory: a kernel may use a tensor or one view of it.
+    GlobalUses u;
+    u.visit(k.body);
+    for (auto &p : k.params) {
+        if (!p.viewOf) continue;
+        const SourceRange *mine = nullptr;
+        for (auto &[b, at] : u.uses)
+            if (b == p.buffer.get()) mine = &at;
+        if (!mine) continue;
+        for (auto &[b, at] : u.uses) {
+            bool other = b == p.viewOf.get();
+            for (auto &q : k.params)
+                other |= q.viewOf == p.viewOf && q.buffer.get() == b && q.buffer != p.buffer;
+            if (other) {
+                diag_.error(at, "kernel '" + k.name + "' uses '" + b->name + "' here and view '" + p.buffer->name +
+                                    "' of the same memory: a kernel may use a tensor or one view of it, not both");
+                diag_.note(*mine, "the view is used here");
+                return;
+            }
+        }
+    }
+}
+
+void InterpImpl::shareParams(TraceState &t) {
+    for (auto &l : t.launches) checkViews(*l);
+    checkViews(*t.kernel);
+    // Every launch takes the same arguments: the last one's parameters (all workspaces included).
+    size_t n = t.launches.size() + 1;
+    for (size_t i = 0; i < t.launches.size(); ++i) {
+        ir::Kernel &l = *t.launches[i];
+        l.params = t.kernel->params;
+        l.dynamicSymbols = t.kernel->dynamicSymbols;
+        l.part = (int)i;
+        l.parts = (int)n;
+    }
+    t.kernel->part = (int)n - 1;
+    t.kernel->parts = (int)n;
 }
 
 void InterpImpl::checkReturnedOutputs(const TraceState &t, bool eager) {
@@ -272,9 +359,20 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     TraceState *t = trace();
     if (!t) fail(f.range, "T.Kernel can only be used inside a @T.prim_func");
     if (t->inLaunch) fail(f.range, "T.Kernel cannot be nested inside another T.Kernel");
+    if (t->kernel->launchLoc.valid()) {
+        // A later launch of the prim_func (split-KV decoding's combine step): a kernel of its own with the same
+        // parameters, run after the earlier ones.
+        const ir::Kernel &prev = *t->kernel;
+        auto next = std::make_shared<ir::Kernel>();
+        next->name = prev.name;
+        next->loc = prev.loc;
+        next->funcLoc = prev.funcLoc;
+        next->params = prev.params;
+        next->threadIdx = ir::makeVar("tx", DType::Int32, f.range);
+        t->launches.push_back(t->kernel);
+        t->kernel = next;
+    }
     ir::Kernel &k = *t->kernel;
-    if (k.launchLoc.valid())
-        failWithNote(f.range, "a prim_func can have only one T.Kernel", k.launchLoc, "the first T.Kernel is here");
     size_t n = f.grid.size();
     TILEC_ASSERT(n >= 1 && n <= 3, "T.Kernel frame with a bad grid");
 

@@ -348,11 +348,68 @@ Value atomicAdd(Interp &in, CallArgs &args) {
     return Value::none();
 }
 
+/// T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad) (T.c2d_im2col before TileLang 0.1.13):
+/// the im2col tile of a 2-D convolution. `img` is an (N, H, W, C) global tensor, `col` a (pixels, columns) shared
+/// tile; col[p, q] is the image element that output pixel m = nhw_step * pixels + p (in N, OH, OW order) meets
+/// at column k = c_step * columns + q (in KH, KW, C order), 0 where that falls into the padding or past the end.
+/// TileLang issues a TMA im2col load; tilec emits the element-wise nest TileLang's own examples give as the
+/// equivalent (a T.Parallel over col), which the usual lowering turns into per-thread loads.
+Value im2col(Interp &in, CallArgs &args, const std::string &fname) {
+    auto a = bindArgs(in, args, fname, {"img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation", "pad",
+                                        "eviction_policy?"});
+    requireLaunch(in, args, fname);
+    Operand img = operandArg(in, *a[0], fname + " image"), col = operandArg(in, *a[1], fname + " column tile");
+    if (!img.whole || img.buffer->scope != ir::Scope::Global || img.buffer->shape.size() != 4)
+        in.fail(a[0]->range, fname + " needs the whole image tensor, a global (N, H, W, C) tensor");
+    if (!col.whole || col.buffer->scope != ir::Scope::Shared || col.buffer->shape.size() != 2)
+        in.fail(a[1]->range, fname + " needs a whole 2-D shared buffer as the column tile");
+    if (col.buffer->dtype != img.buffer->dtype)
+        in.fail(a[1]->range, fname + ": the column tile's dtype (" + std::string(col.buffer->dtype.name()) +
+                                 ") differs from the image's (" + std::string(img.buffer->dtype.name()) + ")");
+    ir::Expr nhw = intExprArg(in, *a[2], "nhw_step"), cStep = intExprArg(in, *a[3], "c_step");
+    int64_t kernel = constIntArg(in, *a[4], "kernel"), stride = constIntArg(in, *a[5], "stride");
+    int64_t dilation = constIntArg(in, *a[6], "dilation"), pad = constIntArg(in, *a[7], "pad");
+    if (kernel < 1 || stride < 1 || dilation < 1 || pad < 0)
+        in.fail(args.call, fname + ": kernel, stride and dilation must be positive and pad not negative");
+    using ir::BinaryOp;
+    auto c = [](int64_t v) { return ir::intImm(v); };
+    auto op = [&](BinaryOp o, ir::Expr x, ir::Expr y) { return ir::binary(o, std::move(x), std::move(y), args.call); };
+    const auto &shape = img.buffer->shape;
+    ir::Expr n = shape[0], h = shape[1], w = shape[2], ch = shape[3];
+    // Output extents, as TileLang computes them: (H + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1.
+    auto outDim = [&](const ir::Expr &d) {
+        return op(BinaryOp::Add, op(BinaryOp::FloorDiv, op(BinaryOp::Sub, op(BinaryOp::Add, d, c(2 * pad)), c(dilation * (kernel - 1) + 1)), c(stride)), c(1));
+    };
+    ir::Expr oh = outDim(h), ow = outDim(w);
+    int64_t pixels = *ir::constInt(col.buffer->shape[0]), columns = *ir::constInt(col.buffer->shape[1]);
+    ir::Var i = ir::makeVar("i", DType::Int32, args.call), j = ir::makeVar("j", DType::Int32, args.call);
+    ir::Expr m = op(BinaryOp::Add, op(BinaryOp::Mul, nhw, c(pixels)), i);
+    ir::Expr k = op(BinaryOp::Add, op(BinaryOp::Mul, cStep, c(columns)), j);
+    ir::Expr ohw = op(BinaryOp::Mul, oh, ow);
+    ir::Expr ih = op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, op(BinaryOp::FloorMod, m, ohw), ow), c(stride)),
+                     op(BinaryOp::Sub, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, k, op(BinaryOp::Mul, c(kernel), ch)), c(dilation)), c(pad)));
+    ir::Expr iw = op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, m, ow), c(stride)),
+                     op(BinaryOp::Sub, op(BinaryOp::Mul, op(BinaryOp::FloorMod, op(BinaryOp::FloorDiv, k, ch), c(kernel)), c(dilation)), c(pad)));
+    ir::Expr in_ = op(BinaryOp::FloorDiv, m, ohw);
+    ir::Expr inside = ir::boolImm(true);
+    for (ir::Expr cond : {op(BinaryOp::LT, in_, n), op(BinaryOp::LT, k, op(BinaryOp::Mul, c(kernel * kernel), ch)),
+                          op(BinaryOp::GE, ih, c(0)), op(BinaryOp::LT, ih, h), op(BinaryOp::GE, iw, c(0)), op(BinaryOp::LT, iw, w)})
+        inside = op(BinaryOp::And, inside, cond);
+    ir::Expr value = ir::Load::make(img.buffer, {in_, ih, iw, op(BinaryOp::FloorMod, k, ch)}, args.call);
+    ir::Expr zero = img.buffer->dtype.isFloat() ? ir::floatImm(0, img.buffer->dtype) : ir::intImm(0, img.buffer->dtype);
+    ir::Stmt body = ir::Store::make(col.buffer, {i, j}, ir::select(inside, value, zero, args.call), args.call);
+    body = ir::For::make(j, c(0), c(columns), ir::ForKind::Parallel, 0, body, args.call);
+    in.emit(ir::For::make(i, c(0), c(pixels), ir::ForKind::Parallel, 0, body, args.call));
+    return Value::none();
+}
+
 } // namespace
 
 void addCopyPrimitives(Attrs &attrs) {
     def(attrs, "copy", copy);
     def(attrs, "atomic_add", atomicAdd);
+    def(attrs, "im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.im2col"); });
+    def(attrs, "c2d_im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.c2d_im2col"); });
 }
 
 } // namespace tilec::eval::tl

@@ -65,8 +65,51 @@ ir::Expr shapeDim(Interp &in, const Arg &a, size_t index) {
     return e;
 }
 
+/// T.Tensor(shape, dtype, X.data) inside a prim_func: X's memory with another shape, as a parameter the launch
+/// function passes X's pointer for (ir::Param::viewOf).
+Value tensorView(Interp &in, CallArgs &args, const Arg &data, const TensorTypeObj &ty, const std::string &fname) {
+    TraceState *t = in.trace();
+    if (!t) in.fail(data.range, fname + "(shape, dtype, data): a view of a tensor's data can only be made inside a @T.prim_func");
+    if (!data.value.is(VK::Buffer) || data.value.s != "data")
+        in.fail(data.range, fname + "(shape, dtype, data): the data must be a tensor parameter's '.data', not a " +
+                                std::string(typeName(data.value.kind)));
+    ir::Buffer base = data.value.buffer;
+    const ir::Param *bp = nullptr;
+    for (auto &p : t->kernel->params)
+        if (p.kind == ir::Param::Tensor && p.buffer == base) bp = &p;
+    if (bp && bp->viewOf) base = bp->viewOf; // a view of a view views the same tensor
+    else if (!bp || bp->workspace)
+        in.fail(data.range, "'" + base->name + ".data': only a tensor parameter's data can be viewed" +
+                                std::string(bp ? " (not a T.alloc_global workspace's)" : ""));
+    if (ty.dtype != base->dtype)
+        in.fail(args.call, fname + " views '" + base->name + "' (" + std::string(base->dtype.name()) + ") as " + std::string(ty.dtype.name()) +
+                               ": reinterpreting a tensor's data as another dtype is not supported");
+    int64_t n = 1; // the view's elements, -1 when not constant (or beyond any GPU's memory)
+    for (auto &d : ty.shape) {
+        auto c = ir::constInt(d);
+        if (!c || n < 0 || *c > (int64_t(1) << 48) / n) n = -1;
+        else n *= *c;
+    }
+    int64_t m = base->constElements();
+    if (n < 0 || m < 0)
+        in.fail(args.call, fname + ": views of a tensor's data need constant shapes (the view or '" + base->name +
+                               "' has a run-time size)");
+    if (n != m)
+        in.fail(args.call, fname + ": the view has " + std::to_string(n) + " elements but '" + base->name + "' has " +
+                               std::to_string(m));
+    std::string name = in.assignTargetName();
+    ir::Param p;
+    p.kind = ir::Param::Tensor;
+    p.loc = args.call;
+    p.viewOf = base;
+    p.buffer = ir::makeBuffer(uniqueBufferName(*t->kernel, name.empty() ? base->name + "_view" : name), ir::Scope::Global,
+                              ty.dtype, ty.shape, args.call);
+    t->kernel->params.push_back(p);
+    return Value::ofBuffer(p.buffer);
+}
+
 Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
-    auto a = bindArgs(in, args, fname, {"shape", "dtype?"});
+    auto a = bindArgs(in, args, fname, {"shape", "dtype?", "data?"});
     auto ty = std::make_shared<TensorTypeObj>();
     ty->range = args.call;
     ty->dtype = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Float32);
@@ -77,7 +120,37 @@ Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
         in.fail(a[0]->range, "a tensor needs at least one dimension");
     for (size_t i = 0; i < dims.size(); ++i)
         ty->shape.push_back(shapeDim(in, dims[i], i));
+    if (a[2] && !a[2]->value.is(VK::None)) return tensorView(in, args, *a[2], *ty, fname);
     return Value::object(VK::TensorType, ty);
+}
+
+/// T.alloc_global(shape, dtype): a workspace in global memory for the prim_func's launches (split-KV decoding's
+/// partial results, which a second T.Kernel combines). It is made before the launches; the launch function
+/// allocates it, so it is a parameter of every launch but not of the C function (ir::Param::workspace).
+Value allocGlobal(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_global", {"shape", "dtype", "scope?"});
+    TraceState *t = in.trace();
+    if (!t) in.fail(args.call, "T.alloc_global can only be used inside a @T.prim_func");
+    if (t->inLaunch)
+        in.fail(args.call, "T.alloc_global makes a workspace for the prim_func's launches: it must come before "
+                           "'with T.Kernel(...)', not inside it (use T.alloc_shared or T.alloc_fragment there)");
+    if (a[2] && in.toStr(*a[2], "scope") != "global")
+        in.fail(a[2]->range, "scope '" + in.toStr(*a[2], "scope").substr(0, 40) + "' is not valid for T.alloc_global (use 'global')");
+    DType dtype = dtypeArg(in, *a[1]);
+    if (dtype == DType::Void) in.fail(a[1]->range, "a buffer cannot have element type void");
+    auto dims = in.toSequence(*a[0], "shape");
+    if (dims.empty()) in.fail(a[0]->range, "T.alloc_global needs at least one dimension");
+    std::vector<ir::Expr> shape;
+    for (size_t i = 0; i < dims.size(); ++i) shape.push_back(shapeDim(in, dims[i], i));
+    std::string base = in.assignTargetName();
+    ir::Param p;
+    p.kind = ir::Param::Tensor;
+    p.loc = args.call;
+    p.workspace = true;
+    p.buffer = ir::makeBuffer(uniqueBufferName(*t->kernel, base.empty() ? "workspace" : base), ir::Scope::Global, dtype,
+                              std::move(shape), args.call);
+    t->kernel->params.push_back(p);
+    return Value::ofBuffer(p.buffer);
 }
 
 Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
@@ -232,6 +305,7 @@ void addTypePrimitives(Attrs &attrs) {
         return Value::none();
     });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
+    def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });
     def(attrs, "dynamic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.dynamic"); });
     def(attrs, "symbolic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.symbolic"); });

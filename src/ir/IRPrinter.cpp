@@ -5,7 +5,8 @@
 /// own names for tile statements) with every shape, scope and loop kind spelled out. It never depends on
 /// addresses or hash order, so two runs print the same bytes. Layout of a kernel:
 ///
-///     kernel NAME(PARAM, ...)
+///     kernel NAME(PARAM, ...)                (a parameter may end `workspace` or `view of TENSOR`)
+///       launch 1 of 2                     (only for a prim_func of several T.Kernel launches)
 ///       dynamic m, n                      (only with T.dynamic symbols)
 ///       grid (X, Y, Z) as (bx, by, bz)
 ///       threads 128                       (`threads 128 as tx` when the body reads the thread index)
@@ -419,6 +420,8 @@ std::string print(const Kernel &k) {
         if (prm.kind == Param::Tensor && prm.buffer) {
             o += prm.buffer->name + ": ";
             p.bufferType(*prm.buffer);
+            if (prm.workspace) o += " workspace";
+            if (prm.viewOf) o += " view of " + prm.viewOf->name;
         } else if (prm.kind == Param::Scalar && prm.var) {
             o += prm.var->name + ": " + std::string(prm.var->dtype.name());
         } else {
@@ -426,6 +429,7 @@ std::string print(const Kernel &k) {
         }
     }
     o += ")\n";
+    if (k.parts > 1) o += "  launch " + std::to_string(k.part + 1) + " of " + std::to_string(k.parts) + "\n";
     if (!k.dynamicSymbols.empty()) {
         o += "  dynamic ";
         for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {

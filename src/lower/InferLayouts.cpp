@@ -5,6 +5,7 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
 
 #include <algorithm>
 #include <map>
@@ -38,6 +39,11 @@ struct Use {
     bool reduceDst = false; ///< written by a reduction
     bool write = false;     ///< a store (or atomic update)
     bool rowOfNest = false; ///< a 1-D fragment indexed by the nest's first variable (a per-row value)
+    /// Indexed by `leading` (> 0) expressions the nest's variables do not appear in, then by exactly the nest's
+    /// variables over the fragment's remaining dimensions (`lse[k, j]` in a nest over j): each leading index
+    /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.
+    int leading = 0;
+    int64_t sliceElements = 0; ///< leading > 0: the elements of one slice (the nest's iterations)
     const BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
@@ -163,6 +169,19 @@ class Collect : public IRVisitor {
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
             u.exact = exact;
             u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
+            if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
+                size_t lead = indices.size() - n.vars.size();
+                bool slice = true;
+                for (size_t d = 0; slice && d < n.vars.size(); ++d)
+                    slice = indices[lead + d] == Expr(n.vars[d]) &&
+                            constInt(b->shape[lead + d]) == std::optional<int64_t>(n.extents[d]);
+                for (size_t d = 0; slice && d < lead; ++d)
+                    for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
+                if (slice) {
+                    u.leading = (int)lead;
+                    u.sliceElements = std::accumulate(n.extents.begin(), n.extents.end(), int64_t(1), std::multiplies<>());
+                }
+            }
         }
         uses.push_back(u);
     }
@@ -341,6 +360,36 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
     }
 }
 
+/// Slice accesses (Use::leading): fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
+/// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
+/// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
+/// (or whose nest runs whole in every thread, or in a tensor-core layout) replicates F's group instead.
+template <class Groups, class GroupOfBuffer, class GroupOfNest, class LayoutOf>
+void agreeOnSlices(const Collect &c, Groups &groups, GroupOfBuffer groupOf, GroupOfNest nestGroup, LayoutOf layoutOf) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (auto &u : c.uses) {
+            if (!u.leading) continue;
+            auto &fg = groups[groupOf(u.buffer)];
+            auto &ng = groups[nestGroup(u.nest)];
+            if (fg.replicated || fg.mma) continue;
+            Layout lf = layoutOf(fg), ln = layoutOf(ng);
+            int v = std::min(lf.vec, ln.vec);
+            while (v > 1 && u.sliceElements % ((int64_t)v * lf.threads) != 0) v /= 2;
+            bool fits = lf.kind == Layout::Distributed && ln.kind == Layout::Distributed && lf.threads == ln.threads &&
+                        u.sliceElements % ((int64_t)v * lf.threads) == 0;
+            if (!fits) {
+                fg.replicated = true;
+                changed = true;
+            } else if (lf.vec != v || ln.vec != v) {
+                fg.vecCap = std::min(fg.vecCap, v);
+                ng.vecCap = std::min(ng.vecCap, v);
+                changed = true;
+            }
+        }
+    }
+}
+
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
     Collect c(diag);
     c.visit(k.body);
@@ -367,10 +416,12 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         bool hasShape = false;
         std::optional<Layout> mma; ///< an mma or mmaRows layout the group must take
         const GemmUse *mmaBy = nullptr;
+        int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
     };
     std::map<int, Group> groups;
     for (auto &u : c.uses)
-        if ((u.reduceDst || !u.exact) && fragNode.count(u.buffer)) groups[uf.find(fragNode[u.buffer])].replicated = true;
+        if ((u.reduceDst || (!u.exact && !u.leading)) && fragNode.count(u.buffer))
+            groups[uf.find(fragNode[u.buffer])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());
@@ -389,7 +440,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         if (g.mma) return *g.mma;
         if (g.replicated) return Layout::replicated(g.shape);
         int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
-        int v = std::max(1, 16 / bytes);
+        int v = std::min(g.vecCap, std::max(1, 16 / bytes));
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
         while (v > 1 && inner % v != 0) v /= 2;
@@ -397,6 +448,9 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
         while (v > 1 && n / v < k.threads / 4) v /= 2;
         return Layout::distributed(g.shape, k.threads, v);
     };
+
+    agreeOnSlices(c, groups, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
+                  [&](int nest) { return uf.find(nestNode[nest]); }, layoutOf);
 
     KernelLayouts out;
     for (auto *f : frags) {

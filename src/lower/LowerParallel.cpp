@@ -95,6 +95,22 @@ class Lowerer : public IRMutator {
         const Layout::Kind kind = lay->second.kind;
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() > nest_->size()) {
+            // A slice access (inferLayouts' Use::leading): element (c, p) sits in slot c * P / T + the
+            // iteration's slot, P the slice's elements (whole rounds of the layout).
+            const size_t lead = idx.size() - nest_->size();
+            bool slice = true;
+            for (size_t d = 0; slice && d < nest_->size(); ++d) slice = idx[lead + d] == Expr((*nest_)[d]);
+            const std::vector<int64_t> &shape = lay->second.shape;
+            int64_t p = 1;
+            for (size_t d = lead; d < shape.size(); ++d) p *= shape[d];
+            if (slice && p % ((int64_t)lay->second.threads * lay->second.vec) == 0) {
+                std::vector<Expr> c(idx.begin(), idx.begin() + (long)lead);
+                std::vector<int64_t> cs(shape.begin(), shape.begin() + (long)lead);
+                Expr base = binary(BinaryOp::Mul, flattenCoords(c, cs), i32(p / lay->second.threads));
+                return {reg->second, simplify(binary(BinaryOp::Add, base, slot_))};
+            }
+        }
         if (kind != Layout::Replicated) {
             TILEC_ASSERT(exact && slot_, "fragment '" + b->name + "' accessed other than by its loop");
             return {reg->second, slot_};

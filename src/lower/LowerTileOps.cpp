@@ -115,7 +115,10 @@ class TileOpsToLoops : public IRMutator {
     struct Loop {
         Var var;
         int64_t extent;
+        int64_t offset = 0; ///< a partial primary region (below): its origin on this dimension
+        bool point = false; ///< a partial primary region of extent 1 on this dimension (no loop of the others)
     };
+    Expr guard_; ///< a partial primary region: the iterations inside it
 
     static std::vector<int64_t> nonUnitExtents(const Region &r, bool &constant) {
         std::vector<int64_t> out;
@@ -147,6 +150,23 @@ class TileOpsToLoops : public IRMutator {
         return true;
     }
 
+    /// A fragment region (the destination preferred) of constant origin and extents (above 1 where the
+    /// fragment's is) inside the fragment, not all of it (that is wholeFragment), or null.
+    static const Region *partialFragment(const std::vector<const Region *> &regions) {
+        for (size_t i = regions.size(); i-- > 0;) {
+            const Region &r = *regions[i];
+            if (!r.buffer || r.buffer->scope != Scope::Fragment || r.ranges.size() != r.buffer->shape.size()) continue;
+            bool fits = true;
+            for (size_t d = 0; fits && d < r.ranges.size(); ++d) {
+                auto m = constValue(r.ranges[d].min), e = constValue(r.ranges[d].extent), n = constValue(r.buffer->shape[d]);
+                // A single index (`f[k, :]`) keeps its own loop shape: inferLayouts links it as a slice.
+                fits = m && e && n && *m >= 0 && (*e > 1 || *n == 1) && *m + *e <= *n;
+            }
+            if (fits) return &r;
+        }
+        return nullptr;
+    }
+
     /// The loops over the extents every region shares once unit extents are dropped; over a whole
     /// fragment's full shape when one region is one (the destination preferred).
     std::optional<std::vector<Loop>> loopsFor(std::vector<const Region *> regions, const SourceRange &loc,
@@ -169,12 +189,28 @@ class TileOpsToLoops : public IRMutator {
             }
         }
         primary_ = nullptr;
+        guard_ = nullptr;
         for (size_t i = regions.size(); i-- > 0 && !primary_;)
             if (wholeFragment(*regions[i])) primary_ = regions[i];
         std::vector<Loop> loops;
         if (primary_) {
             for (auto &x : primary_->buffer->shape)
                 loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), *constValue(x)});
+        } else if (const Region *part = partialFragment(regions)) {
+            // A constant part of a fragment (`acc_o[:4, :]`): the nest runs over the whole fragment, so its layout
+            // is the fragment's, and only the iterations inside the part do the work.
+            primary_ = part;
+            for (size_t d = 0; d < part->ranges.size(); ++d) {
+                int64_t m = *constValue(part->ranges[d].min), e = *constValue(part->ranges[d].extent);
+                Loop l{makeVar("i" + std::to_string(counter_++), DType::Int32, loc), *constValue(part->buffer->shape[d]), m, e == 1};
+                if (m != 0 || e != l.extent) {
+                    Expr in = e == 1 ? binary(BinaryOp::EQ, l.var, intImm(m))
+                                     : binary(BinaryOp::And, binary(BinaryOp::GE, l.var, intImm(m)),
+                                              binary(BinaryOp::LT, l.var, intImm(m + e)));
+                    guard_ = guard_ ? binary(BinaryOp::And, guard_, in) : in;
+                }
+                loops.push_back(l);
+            }
         } else {
             for (int64_t e : extents) loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), e});
         }
@@ -190,10 +226,10 @@ class TileOpsToLoops : public IRMutator {
             return idx;
         }
         size_t k = 0;
-        auto nextNonUnit = [&]() -> const Var & {
-            while (k < loops.size() && loops[k].extent == 1 && primary_) ++k;
+        auto nextNonUnit = [&]() -> const Loop & {
+            while (k < loops.size() && (loops[k].extent == 1 || loops[k].point) && primary_) ++k;
             TILEC_ASSERT(k < loops.size(), "region has more non-unit extents than loops");
-            return loops[k++].var;
+            return loops[k++];
         };
         for (auto &range : r.ranges) {
             auto c = constValue(range.extent);
@@ -201,9 +237,10 @@ class TileOpsToLoops : public IRMutator {
                 idx.push_back(range.min);
                 continue;
             }
-            const Var &v = nextNonUnit();
+            const Loop &l = nextNonUnit();
+            Expr v = l.offset ? binary(BinaryOp::Sub, l.var, intImm(l.offset)) : Expr(l.var);
             auto m = constValue(range.min);
-            idx.push_back(m && *m == 0 ? Expr(v) : simplify(binary(BinaryOp::Add, range.min, v)));
+            idx.push_back(m && *m == 0 ? simplify(v) : simplify(binary(BinaryOp::Add, range.min, v)));
         }
         return idx;
     }
@@ -243,6 +280,8 @@ class TileOpsToLoops : public IRMutator {
     /// every thread runs its own copy.
     Stmt nest(std::vector<Loop> loops, Stmt body, const SourceRange &loc, bool perThread = false) {
         ForKind k = perThread ? ForKind::Unrolled : ForKind::Parallel;
+        if (guard_) body = IfThenElse::make(guard_, body, nullptr, loc);
+        guard_ = nullptr;
         if (loops.empty() && !perThread) loops.push_back({makeVar("i" + std::to_string(counter_++), DType::Int32, loc), 1});
         for (size_t i = loops.size(); i-- > 0;) body = For::make(loops[i].var, intImm(0), intImm(loops[i].extent), k, 0, body, loc);
         return body;

@@ -32,7 +32,37 @@ struct Mentions : IRVisitor {
     }
 };
 
-SharedPlan plan(const Kernel &k) {
+/// Where the buffers of `order` go (offsets into `out`) when two may overlap only if `mayShare` says so: the
+/// lowest aligned offset clear of every placed buffer it may not share with. Returns the end of the last byte.
+template <class MayShare>
+int64_t place(const std::vector<const BufferNode *> &order, const std::set<const BufferNode *> &tmaTiles,
+              MayShare mayShare, SharedPlan &out, std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed) {
+    int64_t end = 0;
+    for (auto *b : order) {
+        const int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+        const int64_t align = tmaTiles.count(b) ? 1024 : b->dtype.bytes() == 8 && b->dtype.isInt() ? 8 : 128;
+        out.alignment = std::max<int>(out.alignment, (int)align);
+        int64_t at = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (auto &[other, range] : placed) {
+                if (at < range.second && range.first < at + bytes && !mayShare(b, other)) {
+                    at = (range.second + align - 1) / align * align;
+                    moved = true;
+                }
+            }
+        }
+        placed.push_back({b, {at, at + bytes}});
+        out.offsets.push_back({b, at});
+        end = std::max(end, at + bytes);
+    }
+    return end;
+}
+
+/// `barriers` null: buffers share memory when a top-level barrier separates their uses. Otherwise (the plan
+/// did not fit) also when their uses are merely apart: `barriers` gets the top-level positions where a barrier
+/// must go first (before the later buffer's first statement), so that every thread is done with the earlier one.
+SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
     std::vector<Stmt> top;
     if (auto q = as<Seq>(k.body)) top = q->stmts;
     else top = {k.body};
@@ -61,33 +91,43 @@ SharedPlan plan(const Kernel &k) {
         if (b1 < a0) return syncsBefore[a0] - syncsBefore[b1 + 1] > 0;
         return false;
     };
+    auto apart = [&](const BufferNode *a, const BufferNode *b) {
+        auto x = live.find(a), y = live.find(b);
+        return x != live.end() && y != live.end() && (x->second.second < y->second.first || y->second.second < x->second.first);
+    };
     SharedPlan out;
-    int64_t end = 0;
+    std::vector<const BufferNode *> order;
+    for (auto &b : k.allocs)
+        if (b && b->scope == Scope::Shared) order.push_back(b.get());
     std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
-    for (auto &b : k.allocs) {
-        if (!b || b->scope != Scope::Shared) continue;
-        const int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
-        const int64_t align = tmaTiles.count(b.get()) ? 1024 : b->dtype.bytes() == 8 && b->dtype.isInt() ? 8 : 128;
-        out.alignment = std::max<int>(out.alignment, (int)align);
-        int64_t at = 0;
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (auto &[other, range] : placed) {
-                if (at < range.second && range.first < at + bytes && !separated(b.get(), other)) {
-                    at = (range.second + align - 1) / align * align;
-                    moved = true;
-                }
+    int64_t end = place(order, tmaTiles, [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)); }, out, placed);
+    if (barriers)
+        for (size_t i = 0; i < placed.size(); ++i)
+            for (size_t j = 0; j < i; ++j) {
+                auto [a, ra] = placed[i];
+                auto [b, rb] = placed[j];
+                if (ra.first < rb.second && rb.first < ra.second && !separated(a, b))
+                    barriers->insert(std::max(live[a].first, live[b].first));
             }
-        }
-        placed.push_back({b.get(), {at, at + bytes}});
-        out.offsets.push_back({b.get(), at});
-        end = std::max(end, at + bytes);
-    }
     out.bytes = (end + 15) / 16 * 16;
     // The kernel declares its dynamic shared memory 128-byte aligned; a stricter plan rounds the base up at
     // run time, so it asks for the difference too.
     if (out.bytes > 0 && out.alignment > 128) out.bytes += out.alignment - 128;
     return out;
+}
+
+/// The body with a barrier before each of the top-level statements at `positions`.
+Stmt withBarriersBefore(const Stmt &body, const std::set<int> &positions) {
+    if (positions.empty()) return body;
+    std::vector<Stmt> top;
+    if (auto q = as<Seq>(body)) top = q->stmts;
+    else top = {body};
+    std::vector<Stmt> out;
+    for (size_t i = 0; i < top.size(); ++i) {
+        if (positions.count((int)i)) out.push_back(lib::stmt(lib::Fn::Sync, {}, top[i]->loc));
+        out.push_back(top[i]);
+    }
+    return Seq::make(std::move(out), body->loc);
 }
 
 } // namespace
@@ -97,6 +137,17 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<Kernel>(*k);
         nk->shared = plan(*k);
+        if (nk->shared.bytes > t.maxSharedPerBlock && !nk->producerThreads) {
+            // Too much: let buffers whose uses are apart share memory, with a barrier between them (TileLang
+            // reuses the shared memory of buffers no longer live). Not with warp roles, whose threads do not
+            // all reach the top-level statements together.
+            std::set<int> barriers;
+            SharedPlan reused = plan(*k, &barriers);
+            if (reused.bytes < nk->shared.bytes) {
+                nk->shared = reused;
+                nk->body = withBarriersBefore(nk->body, barriers);
+            }
+        }
         out.kernels.push_back(nk);
         if (nk->shared.bytes <= t.maxSharedPerBlock) continue;
         const BufferNode *largest = nullptr;

@@ -110,18 +110,23 @@ TEST(Codegen, SharedMemoryBeyondATargetIsAnError) {
     LowerRun r;
     // 160 KiB of shared memory fits sm_80's limit (the front end's check) until the reduction's scratch is
     // added. Its broadcast buffer reuses the bytes of 's', dead behind the reduction's barrier (so 160 bytes
-    // fewer than without reuse).
-    r.run(std::string(kHeader) +
-          "@T.prim_func\n"
-          "def k(A: T.Tensor((40, 1024), \"float32\"), S: T.Tensor((40,), \"float32\")):\n"
-          "    with T.Kernel(1, threads=1024) as bx:\n"
-          "        s = T.alloc_shared((40, 1024), \"float32\")\n"
-          "        f = T.alloc_fragment((40, 1024), \"float\")\n"
-          "        r = T.alloc_fragment((40,), \"float\")\n"
-          "        T.copy(A, s)\n"
-          "        T.copy(s, f)\n"
-          "        T.reduce_sum(f, r, dim=1)\n"
-          "        T.copy(r, S)\n", "t.tile", *Target::parse("sm_80"));
+    // fewer than without reuse); 's' is used again after the reduction, so the scratch cannot take its place.
+    const std::string src = std::string(kHeader) +
+                            "@T.prim_func\n"
+                            "def k(A: T.Tensor((40, 1024), \"float32\"), S: T.Tensor((40,), \"float32\")):\n"
+                            "    with T.Kernel(1, threads=1024) as bx:\n"
+                            "        s = T.alloc_shared((40, 1024), \"float32\")\n"
+                            "        f = T.alloc_fragment((40, 1024), \"float\")\n"
+                            "        r = T.alloc_fragment((40,), \"float\")\n"
+                            "        T.copy(A, s)\n"
+                            "        T.copy(s, f)\n"
+                            "        T.reduce_sum(f, r, dim=1)\n";
+    // Without the last use of 's', the scratch shares its memory once a barrier separates them.
+    LowerRun fits;
+    fits.run(src + "        T.copy(r, S)\n", "t.tile", *Target::parse("sm_80"));
+    ASSERT_TRUE(fits.lowered) << fits.diags();
+    EXPECT_LE(fits.lowered->kernels[0]->shared.bytes, 166912);
+    r.run(src + "        T.copy(s, f)\n        T.copy(r, S)\n", "t.tile", *Target::parse("sm_80"));
     // The plan and its limit are planSharedMemory's, per target.
     EXPECT_FALSE(r.lowered);
     EXPECT_TRUE(has(r.diags(), "t.tile:3:1: error: kernel 'k' needs 204800 bytes of shared memory (including the compiler's "

@@ -238,8 +238,11 @@ TEST(EvalTrace, Errors) {
               "t.tile:6:13: error: 'return' inside an 'if' on a run-time condition is not supported\n");
     EXPECT_EQ(traceErrors("    A[0, 0] = 1\n    with T.Kernel(1) as bx:\n        pass\n"),
               "t.tile:4:5: error: a store to buffer 'A' must be inside 'with T.Kernel(...)'\n");
-    EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        pass\n    with T.Kernel(1) as by:\n        pass\n"),
-              "t.tile:6:10: error: a prim_func can have only one T.Kernel\n");
+    // Several launches are one prim_func's parts; a workspace belongs before them.
+    EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        pass\n    with T.Kernel(1) as by:\n        pass\n"), "");
+    EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        w = T.alloc_global((4,), 'float32')\n"),
+              "t.tile:5:13: error: T.alloc_global makes a workspace for the prim_func's launches: it must come before "
+              "'with T.Kernel(...)', not inside it (use T.alloc_shared or T.alloc_fragment there)\n");
     EXPECT_EQ(traceErrors("    pass\n"),
               "t.tile:3:1: error: prim_func 'k' has no 'with T.Kernel(...)' block, so it launches nothing\n");
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        pass\n", "A: int"),

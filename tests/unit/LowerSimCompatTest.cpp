@@ -1,0 +1,190 @@
+/// \file
+/// What TileLang's own programs need beyond the core language: prim_funcs of several launches with
+/// T.alloc_global workspaces, views of a tensor's data (T.Tensor(shape, dtype, X.data)), T.im2col, fragments
+/// read by slices (`lse[k, j]` in a nest over j) and copies of a constant part of a T.gemm accumulator;
+/// lowered for sm_80 and run on the CPU simulator
+/// (LowerSimulator.h) launch after launch against float64 references: the numbers the GPU would give, since
+/// these lowerings cannot be checked on a device here.
+#include "LowerSimulator.h"
+#include "LowerTestUtil.h"
+#include "SimTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Simulator;
+using tilec::simtest::expectNear;
+using tilec::simtest::randomData;
+
+namespace {
+
+/// Runs every launch of exported kernel `name`, in order, on the same memory (workspaces included).
+void runLaunches(const LowerRun &r, const std::string &name, std::map<std::string, std::vector<double> *> tensors,
+                 int expectedLaunches) {
+    ASSERT_TRUE(r.lowered) << r.diags();
+    int launches = 0;
+    for (auto &k : r.lowered->kernels) {
+        if (k->name != name) continue;
+        EXPECT_EQ(k->part, launches);
+        ++launches;
+        Simulator s(*k, tensors, {});
+        try {
+            s.run();
+        } catch (const simtest::SimError &e) {
+            FAIL() << "launch " << launches << ": " << e.what();
+        }
+        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+    }
+    EXPECT_EQ(launches, expectedLaunches);
+}
+
+// Split-KV decoding's shape in small: partial sums of squares into a workspace, then a combine launch; the
+// first launch reads its input through a 2-D view of a 3-D tensor.
+TEST(LowerSimCompat, SplitThenCombineThroughWorkspace) {
+    const int n = 100, splits = 3, width = 32;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def row_norms(n, splits, width, block=64):\n"
+          "    @T.prim_func\n"
+          "    def main(A: T.Tensor((n, splits, width), \"float32\"), Out: T.Tensor((n,), \"float32\")):\n"
+          "        partial = T.alloc_global((n, splits), \"float32\")\n"
+          "        with T.Kernel(T.ceildiv(n, block), splits, threads=128) as (bx, by):\n"
+          "            A2 = T.Tensor((n, splits * width), \"float32\", A.data)\n"
+          "            tile = T.alloc_fragment((block, width), \"float32\")\n"
+          "            sums = T.alloc_fragment((block,), \"float32\")\n"
+          "            for i, j in T.Parallel(block, width):\n"
+          "                tile[i, j] = A2[bx * block + i, by * width + j] * A2[bx * block + i, by * width + j]\n"
+          "            T.reduce_sum(tile, sums, dim=1)\n"
+          "            for i in T.Parallel(block):\n"
+          "                partial[bx * block + i, by] = sums[i]\n"
+          "        with T.Kernel(T.ceildiv(n, block), threads=64) as bx:\n"
+          "            acc = T.alloc_fragment((block,), \"float32\")\n"
+          "            T.clear(acc)\n"
+          "            for k in T.serial(splits):\n"
+          "                for i in T.Parallel(block):\n"
+          "                    acc[i] += partial[bx * block + i, k]\n"
+          "            for i in T.Parallel(block):\n"
+          "                Out[bx * block + i] = T.sqrt(acc[i])\n"
+          "    return main\n"
+          "norms = row_norms(100, 3, 32)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto a = randomData((size_t)n * splits * width, 11);
+    std::vector<double> out(n, std::nan("")), partial((size_t)n * splits, std::nan("")), want(n);
+    for (int i = 0; i < n; ++i) {
+        double s = 0;
+        for (int j = 0; j < splits * width; ++j) s += a[(size_t)i * splits * width + j] * a[(size_t)i * splits * width + j];
+        want[i] = std::sqrt(s);
+    }
+    // The view is the same memory as its tensor.
+    runLaunches(r, "norms", {{"A", &a}, {"A2", &a}, {"Out", &out}, {"partial", &partial}}, 2);
+    expectNear(out, want, 1e-5, "Out");
+}
+
+// TileLang's convolution example in small (N, H, W, C) = (2, 5, 6, 8), a 3x3 filter with padding 1 and
+// stride 1, and with stride 2 and dilation 2: T.im2col tiles times the filter viewed as a matrix, the output
+// written through a view. The last column tile runs past KH * KW * C and the last pixel tile past N * OH * OW.
+void convolutionCase(int S, int D, int P) {
+    const int N = 2, H = 5, W = 6, C = 8, F = 16, K = 3;
+    const int OH = (H + 2 * P - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P - D * (K - 1) - 1) / S + 1;
+    std::string args = std::to_string(S) + ", " + std::to_string(D) + ", " + std::to_string(P);
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def convolution(N, C, H, W, F, K, S, D, P, block_M, block_N, block_K):\n"
+          "    KH, KW = K, K\n"
+          "    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1\n"
+          "    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1\n"
+          "    @T.prim_func\n"
+          "    def main(data: T.Tensor((N, H, W, C), \"float16\"), kernel: T.Tensor((KH, KW, C, F), \"float16\"),\n"
+          "             out: T.Tensor((N, OH, OW, F), \"float16\")):\n"
+          "        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=128) as (bx, by):\n"
+          "            data_shared = T.alloc_shared((block_M, block_K), \"float16\")\n"
+          "            kernel_shared = T.alloc_shared((block_K, block_N), \"float16\")\n"
+          "            out_local = T.alloc_fragment((block_M, block_N), \"float\")\n"
+          "            kernel_flat = T.Tensor((KH * KW * C, F), \"float16\", kernel.data)\n"
+          "            out_flat = T.Tensor((N * OH * OW, F), \"float16\", out.data)\n"
+          "            T.clear(out_local)\n"
+          "            for k_iter in T.Pipelined(T.ceildiv(KH * KW * C, block_K), num_stages=2):\n"
+          "                T.im2col(data, data_shared, by, k_iter, KH, S, D, P)\n"
+          "                T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)\n"
+          "                T.gemm(data_shared, kernel_shared, out_local)\n"
+          "            T.copy(out_local, out_flat[by * block_M, bx * block_N])\n"
+          "    return main\n"
+          "conv = convolution(2, 8, 5, 6, 16, 3, " + args + ", 32, 16, 32)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto img = randomData((size_t)N * H * W * C, 21), filt = randomData((size_t)K * K * C * F, 22);
+    // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
+    for (auto &x : img) x = std::round(x * 64) / 64;
+    for (auto &x : filt) x = std::round(x * 64) / 64;
+    std::vector<double> out((size_t)N * OH * OW * F, std::nan("")), want(out.size(), 0.0), bound(out.size(), 0.0);
+    for (int n = 0; n < N; ++n)
+        for (int oh = 0; oh < OH; ++oh)
+            for (int ow = 0; ow < OW; ++ow)
+                for (int f = 0; f < F; ++f) {
+                    size_t o = (((size_t)n * OH + oh) * OW + ow) * F + f;
+                    for (int kh = 0; kh < K; ++kh)
+                        for (int kw = 0; kw < K; ++kw) {
+                            int h = oh * S - P + kh * D, w = ow * S - P + kw * D;
+                            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                            for (int c = 0; c < C; ++c) {
+                                double p = img[(((size_t)n * H + h) * W + w) * C + c] * filt[(((size_t)kh * K + kw) * C + c) * F + f];
+                                want[o] += p;
+                                bound[o] += std::fabs(p);
+                            }
+                        }
+                }
+    runLaunches(r, "conv", {{"data", &img}, {"kernel", &filt}, {"kernel_flat", &filt}, {"out", &out}, {"out_flat", &out}}, 1);
+    // CONTRACT.md's GEMM rule for float16 operands, the output rounded to float16.
+    double u = std::ldexp(1.0, -11);
+    for (size_t i = 0; i < out.size(); ++i)
+        EXPECT_LE(std::fabs(out[i] - want[i]), 4 * u * bound[i] + u * std::fabs(want[i]) + 1e-12)
+            << "out[" << i << "] = " << out[i] << ", want " << want[i];
+}
+
+TEST(LowerSimCompat, ConvolutionThroughIm2colAndViews) { convolutionCase(1, 1, 1); }
+TEST(LowerSimCompat, ConvolutionStrideAndDilation) { convolutionCase(2, 2, 2); }
+
+// Split-KV decoding's combine step: an (8, 128) fragment of per-split values read a split at a time inside a
+// serial loop (lse[k, j] in a T.Parallel over j), each thread holding whole columns; and the first rows of a
+// T.gemm accumulator copied out (acc[:16, :]) with the accumulator in its tensor-core layout.
+TEST(LowerSimCompat, FragmentSlicesAndAccumulatorPart) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(L: T.Tensor((8, 128), \"float32\"), O: T.Tensor((128,), \"float32\"), A: T.Tensor((64, 32), \"float16\"),\n"
+          "      B: T.Tensor((32, 64), \"float16\"), C: T.Tensor((16, 64), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        lse = T.alloc_fragment((8, 128), \"float32\")\n"
+          "        acc = T.alloc_fragment((128,), \"float32\")\n"
+          "        a = T.alloc_shared((64, 32), \"float16\")\n"
+          "        b = T.alloc_shared((32, 64), \"float16\")\n"
+          "        c = T.alloc_fragment((64, 64), \"float32\")\n"
+          "        T.copy(L, lse)\n"
+          "        T.clear(acc)\n"
+          "        for s in T.serial(8):\n"
+          "            for j in T.Parallel(128):\n"
+          "                acc[j] += T.exp2(lse[s, j])\n"
+          "        T.copy(acc, O)\n"
+          "        T.copy(A, a)\n"
+          "        T.copy(B, b)\n"
+          "        T.gemm(a, b, c, clear_accum=True)\n"
+          "        T.copy(c[:16, :], C)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto l = randomData(8 * 128, 31), a = randomData(64 * 32, 32), b = randomData(32 * 64, 33);
+    for (auto *v : {&a, &b})
+        for (auto &x : *v) x = std::round(x * 64) / 64; // float16 values: exact products
+    std::vector<double> o(128, std::nan("")), c(16 * 64, std::nan("")), wantO(128, 0.0), wantC(16 * 64, 0.0);
+    for (int j = 0; j < 128; ++j)
+        for (int s = 0; s < 8; ++s) wantO[j] += std::exp2(l[s * 128 + j]);
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 64; ++j)
+            for (int q = 0; q < 32; ++q) wantC[i * 64 + j] += a[i * 32 + q] * b[q * 64 + j];
+    runLaunches(r, "k", {{"L", &l}, {"O", &o}, {"A", &a}, {"B", &b}, {"C", &c}}, 1);
+    expectNear(o, wantO, 1e-5, "O");
+    expectNear(c, wantC, 1e-5, "C");
+}
+
+} // namespace
