@@ -196,7 +196,7 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
     frames_.emplace_back();
     struct Pop {
-        std::vector<CallFrame> &f;
+        std::deque<CallFrame> &f;
         ~Pop() { f.pop_back(); }
     } pop{frames_};
     Flow flow = execBody(f.def->body);

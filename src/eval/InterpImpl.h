@@ -328,7 +328,8 @@ class InterpImpl final : public Interp {
     const FrontendOptions &opts_;
     DiagnosticEngine &diag_;
     std::shared_ptr<Env> builtins_, module_, env_;
-    std::vector<CallFrame> frames_;
+    /// A deque: a loop's CtlScope keeps a reference to its frame's markers while calls push more frames.
+    std::deque<CallFrame> frames_;
     std::vector<std::unique_ptr<TraceState>> traces_;
     int64_t steps_ = 0;
     int64_t work_ = 0; ///< charged work not yet converted into steps

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # A crash-fuzzer campaign of the whole compiler on a machine with many cores, from the folder that
-# tools/fuzz/device-prepare.sh assembled (fuzz-device/: the binary, seed corpus, dictionary, commit).
+# tools/fuzz/device-prepare.sh assembled (fuzz-device/: the binary, the merged seed corpus, dictionary, commit).
 #   tools/fuzz/device-campaign.sh [WORKERS] [SECONDS]       (default: every core, 520 s)
-# libFuzzer's fork mode runs WORKERS processes for SECONDS in all, each input limited to 10 s and 4 GiB, and
-# keeps going past crashes, timeouts and out-of-memory inputs. Written to $OUT (default ./fuzz-out):
+# WORKERS independent libFuzzer processes fuzz for SECONDS. Worker i starts from its share of the seeds (every
+# WORKERS-th file, so no seed runs twice at start-up) and from the shared corpus folder, where every worker
+# writes the units it finds and from which every worker reloads the others' (libFuzzer's -reload). A worker
+# stopped by a failing input (crash, sanitizer report, leak, timeout, out of memory) is restarted for the time
+# left; each input is limited to 10 s and 4 GiB. (libFuzzer's fork mode, used before, runs its seed merge on one
+# core while the others wait and restarts its jobs every few seconds, each re-running seeds: half the
+# executions on 16 cores, docs/PERFORMANCE.md.)
+# With TILEC_FUZZ_STATE=DIR the shared corpus and the executions so far are kept in DIR and a second run with
+# the same DIR continues the campaign (two device commands on a warm machine make one campaign); the summary
+# then counts every run of it. Written to $OUT (default ./fuzz-out):
 #   summary.txt      date, commit, workers, seconds, executions, executions per second, crashes, timeouts,
 #                    out-of-memory inputs, corpus before/after, the PERFORMANCE.md table row
-#   crashes/         every crashing, timing-out or out-of-memory input (libFuzzer's crash-*, timeout-*, oom-*)
-#   fuzzer.log       the last 2000 lines of libFuzzer's output (reports are unsymbolized: symbolize them where
+#   crashes/         every failing input (libFuzzer's crash-*, leak-*, timeout-*, oom-*)
+#   fuzzer.log       the last 200 lines of each worker's output (reports are unsymbolized: symbolize them where
 #                    the binary was built, e.g. `tilec_fuzz CRASH_FILE` there, or llvm-symbolizer-14 --obj)
 #   new-corpus.tar.gz the units the campaign added to the corpus (for the next one), when under 16 MiB
 # The whole run is bounded (timeout), so it never hangs. Exit status 0 when no input failed, 1 otherwise.
@@ -19,50 +27,80 @@ SECONDS_TOTAL=${2:-520}
 OUT=${OUT:-$PWD/fuzz-out}
 [ -x "$D/tilec_fuzz" ] || { echo "no $D/tilec_fuzz: run tools/fuzz/device-prepare.sh first" >&2; exit 2; }
 mkdir -p "$OUT/crashes"
-WORK=$(mktemp -d /tmp/tilec-fuzz.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-cp -r "$D/corpus" "$WORK/corpus"
-before=$(ls "$WORK/corpus" | wc -l)
+if [ -n "${TILEC_FUZZ_STATE:-}" ]; then
+  STATE=$TILEC_FUZZ_STATE
+else
+  STATE=$(mktemp -d /tmp/tilec-fuzz.XXXXXX)
+  trap 'rm -rf "$STATE"' EXIT
+fi
+mkdir -p "$STATE/shared" "$STATE/found" "$STATE/logs"
+touch "$STATE/runs.tsv" # one line per run of this campaign: start, seconds, executions, corpus
+segment=$(($(wc -l <"$STATE/runs.tsv") + 1))
+LOGS=$STATE/logs/$segment
+rm -rf "$LOGS" "$STATE"/shard.*
+mkdir -p "$LOGS"
+# What earlier runs of the campaign found is shared out like the seeds, so no worker re-runs all of it.
+find "$STATE/shared" -maxdepth 1 -type f -exec mv -t "$STATE/found/" {} +
+seeds=("$D"/corpus/* "$STATE"/found/*)
+for ((w = 0; w < WORKERS; w++)); do mkdir -p "$STATE/shard.$w"; done
+for ((i = 0; i < ${#seeds[@]}; i++)); do [ -f "${seeds[i]}" ] && cp "${seeds[i]}" "$STATE/shard.$((i % WORKERS))/"; done
+before=$(($(ls "$D/corpus" | wc -l) + $(ls "$STATE/found" | wc -l)))
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 t0=$(date +%s)
+deadline=$((t0 + SECONDS_TOTAL))
 # ASan reports go to the log; leaks count as failures; no symbolizer is assumed on this machine. Allocation
 # stacks of 5 frames and libFuzzer's plain (not entropic) schedule: together 4x fewer CPU seconds per
 # execution at the same coverage (docs/PERFORMANCE.md).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=0:handle_abort=1:malloc_context_size=5
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:symbolize=0
-timeout -k 10 $((SECONDS_TOTAL + 30)) "$D/tilec_fuzz" -fork="$WORKERS" -max_total_time="$SECONDS_TOTAL" \
-  -entropic=0 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
-  -dict="$D/tile.dict" -artifact_prefix="$OUT/crashes/" -print_final_stats=1 \
-  "$WORK/corpus" >"$WORK/log" 2>&1
-rc=$?
+worker() { # worker index: fuzz until the deadline, restarting after a failing input
+  local w=$1 run=0 left
+  while left=$((deadline - $(date +%s))) && [ "$left" -ge 5 ]; do
+    run=$((run + 1))
+    timeout -k 10 $((left + 30)) "$D/tilec_fuzz" -max_total_time="$left" -entropic=0 -timeout=10 \
+      -rss_limit_mb=4096 -max_len=8192 -dict="$D/tile.dict" -artifact_prefix="$OUT/crashes/" -print_final_stats=1 \
+      -seed=$((segment * 100000 + w * 1000 + run)) "$STATE/shared" "$STATE/shard.$w" >"$LOGS/$w.$run.log" 2>&1
+  done
+}
+for ((w = 0; w < WORKERS; w++)); do worker "$w" & done
+wait
 t1=$(date +%s)
-tail -n 2000 "$WORK/log" >"$OUT/fuzzer.log"
-# Fork mode's status lines: `#EXECS: cov: C ft: F corp: N exec/s R oom/timeout/crash: O/T/X time: Ss job: J`.
-last=$(grep -E '^#[0-9]+: cov:' "$WORK/log" | tail -1)
-execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
-otc=$(sed -E 's/.*oom\/timeout\/crash: ([0-9]+)\/([0-9]+)\/([0-9]+).*/\1 \2 \3/' <<<"$last")
-read -r ooms timeouts crashes <<<"${otc:-? ? ?}"
 secs=$((t1 - t0))
-rate=$([ -n "$execs" ] && [ "$secs" -gt 0 ] && echo $((execs / secs)) || echo "?")
-after=$(ls "$WORK/corpus" | wc -l)
+# Executions of one worker run: its final statistics, or (killed before printing them) its last status line.
+execs=0
+for f in "$LOGS"/*.log; do
+  n=$(sed -nE 's/^stat::number_of_executed_units: ([0-9]+)/\1/p' "$f" | tail -1)
+  [ -n "$n" ] || n=$(sed -nE 's/^#([0-9]+)\t.*/\1/p' "$f" | tail -1)
+  execs=$((execs + ${n:-0}))
+done
+printf '%s\t%s\t%s\t%s\n' "$start" "$secs" "$execs" "$before" >>"$STATE/runs.tsv"
+for f in "$LOGS"/*.log; do echo "== $f"; tail -n 200 "$f"; done >"$OUT/fuzzer.log"
+count() { ls "$OUT/crashes" | grep -c "^$1-" || true; }
+crashes=$(($(count crash) + $(count leak)))
+timeouts=$(count timeout)
+ooms=$(count oom)
 files=$(ls "$OUT/crashes" | wc -l)
+restarts=$(($(ls "$LOGS" | wc -l) - WORKERS))
+# The whole campaign: every run of it with this state folder.
+read -r first all_secs all_execs runs first_before < <(awk -F'\t' 'NR == 1 { f = $1; b = $4 } { s += $2; e += $3 } END { print f, s, e, NR, b }' "$STATE/runs.tsv")
+rate=$([ "$all_secs" -gt 0 ] && echo $((all_execs / all_secs)) || echo "?")
+after=$(($(ls "$D/corpus" | wc -l) + $(ls "$STATE/found" | wc -l) + $(ls "$STATE/shared" | wc -l)))
 commit=$(head -1 "$D/COMMIT" 2>/dev/null || echo unknown)
-comm -13 <(ls "$D/corpus" | sort) <(ls "$WORK/corpus" | sort) >"$WORK/new.txt"
-if [ -s "$WORK/new.txt" ]; then
-  tar -C "$WORK/corpus" -czf "$WORK/new-corpus.tar.gz" -T "$WORK/new.txt"
-  [ "$(stat -c %s "$WORK/new-corpus.tar.gz")" -lt 16777216 ] && cp "$WORK/new-corpus.tar.gz" "$OUT/"
+if [ "$after" -gt "$(ls "$D/corpus" | wc -l)" ]; then
+  tar -czf "$STATE/new-corpus.tar.gz" -C "$STATE/found" . -C "$STATE/shared" .
+  [ "$(stat -c %s "$STATE/new-corpus.tar.gz")" -lt 16777216 ] && cp "$STATE/new-corpus.tar.gz" "$OUT/"
 fi
 {
-  echo "date:        $start"
+  echo "date:        $first (run $runs of the campaign: $start, $secs s, $execs executions)"
   echo "commit:      $commit"
   echo "machine:     $(nproc) cores, $(uname -r)"
-  echo "command:     tools/fuzz/device-campaign.sh $WORKERS $SECONDS_TOTAL (tilec_fuzz -fork=$WORKERS -max_total_time=$SECONDS_TOTAL, exit $rc)"
+  echo "command:     tools/fuzz/device-campaign.sh $WORKERS $SECONDS_TOTAL ($WORKERS libFuzzer workers, $restarts restarts)"
   echo "workers:     $WORKERS"
-  echo "seconds:     $secs"
-  echo "executions:  ${execs:-?}"
-  echo "exec/s:      $rate"
-  echo "crashes:     ${crashes} (timeouts ${timeouts}, out of memory ${ooms}; $files files in crashes/)"
-  echo "corpus:      $before -> $after"
-  echo "table row:   | ${start%%T*} | \`$(cut -c1-7 <<<"$commit")\` | $WORKERS | $secs | ${execs:-?} | $rate | $crashes | $timeouts | $ooms | $before -> $after |"
+  echo "seconds:     $all_secs"
+  echo "executions:  $all_execs"
+  echo "exec/s:      $rate ($((rate / WORKERS)) per worker)"
+  echo "crashes:     $crashes (timeouts $timeouts, out of memory $ooms; $files files in crashes/)"
+  echo "corpus:      $first_before -> $after (seeds plus what the campaign found)"
+  echo "table row:   | ${first%%T*} | \`$(cut -c1-7 <<<"$commit")\` | $WORKERS | $all_secs | $all_execs | $rate | $crashes | $timeouts | $ooms | $first_before -> $after |"
 } | tee "$OUT/summary.txt"
-[ "$files" -eq 0 ] && [ -n "$execs" ]
+[ "$files" -eq 0 ] && [ "$all_execs" -gt 0 ]
