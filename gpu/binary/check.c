@@ -175,7 +175,7 @@ int main(void) {
     gemmOnce(none_g, "a file without code for this device", TILEC_ERROR_NO_DEVICE_CODE);
     /* sm_90a answers with the TMA variant: 128 threads and a producer warpgroup; 96 KiB of ring, six mbarriers
      * and the slack that lets the kernel align its tiles to 1024 bytes. */
-    check(g_shared_bytes(90) == 99248 && g_threads(90) == 256, "gemm queries: the TMA variant (99248 bytes, 256 threads)", "");
+    check(g_shared_bytes(90) == 108416 && g_threads(90) == 256, "gemm queries: the TMA variant (108416 bytes, 256 threads)", "");
 
     /* Unload everything of kernels.c, then eight context-less threads race to load it again. */
     checkStatus(axpby_f32_unload(), TILEC_SUCCESS, "unload");
