@@ -37,57 +37,42 @@ class Timer:
         self.flush_buf.sum()
 
     def ms(self, fn, budget_s=0.4, min_reps=30, max_reps=400):
-        t = self.t
-        for _ in range(3):
-            fn()
-        t.cuda.synchronize()
-        s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(5):
-            fn()
-        e.record()
-        t.cuda.synchronize()
-        est = max(s.elapsed_time(e) / 5, 1e-3)
-        reps = int(min(max(budget_s * 1e3 / (est + 0.1), min_reps), max_reps))
-        starts = [t.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [t.cuda.Event(enable_timing=True) for _ in range(reps)]
-        for i in range(reps):
-            self.flush()
-            starts[i].record()
-            fn()
-            ends[i].record()
-        t.cuda.synchronize()
-        return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
+        """The median of fn's times, each call after a flush."""
+        return self._medians([fn], budget_s, min_reps, max_reps, est_runs=5)[0]
 
     def ms_pair(self, fa, fb, budget_s=0.8, min_reps=30, max_reps=400):
         """Medians of fa's and fb's times from interleaved calls (a b, then b a, ...: each flushed first), so
         that both see the same clocks and temperature: the GPU's clocks drift over a run by more than the 2%
         a ratio is judged by, and two kernels timed one block after the other carry that drift into it."""
+        return tuple(self._medians([fa, fb], budget_s, min_reps, max_reps, est_runs=3))
+
+    def _medians(self, fns, budget_s, min_reps, max_reps, est_runs):
+        """Three warm-up rounds of every fn, a round count that fills budget_s (from est_runs timed rounds,
+        0.1 ms of flush per call), then that many rounds, the order of the fns reversed every other round."""
         t = self.t
         for _ in range(3):
-            fa()
-            fb()
+            for fn in fns:
+                fn()
         t.cuda.synchronize()
         s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
         s.record()
-        for _ in range(3):
-            fa()
-            fb()
+        for _ in range(est_runs):
+            for fn in fns:
+                fn()
         e.record()
         t.cuda.synchronize()
-        est = max(s.elapsed_time(e) / 3, 1e-3)
-        reps = int(min(max(budget_s * 1e3 / (est + 0.2), min_reps), max_reps))
-        ev = [[t.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(reps)]
+        est = max(s.elapsed_time(e) / est_runs, 1e-3)
+        reps = int(min(max(budget_s * 1e3 / (est + 0.1 * len(fns)), min_reps), max_reps))
+        ev = [[(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in fns] for _ in range(reps)]
         for i in range(reps):
-            order = ((fa, 0), (fb, 2)) if i % 2 == 0 else ((fb, 2), (fa, 0))
-            for fn, j in order:
+            order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
+            for j in order:
                 self.flush()
-                ev[i][j].record()
-                fn()
-                ev[i][j + 1].record()
+                ev[i][j][0].record()
+                fns[j]()
+                ev[i][j][1].record()
         t.cuda.synchronize()
-        return (statistics.median(x[0].elapsed_time(x[1]) for x in ev),
-                statistics.median(x[2].elapsed_time(x[3]) for x in ev))
+        return [statistics.median(r[j][0].elapsed_time(r[j][1]) for r in ev) for j in range(len(fns))]
 
 
 def copy_tbps(timer, torch, nbytes_each_way):

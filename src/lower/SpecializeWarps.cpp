@@ -452,9 +452,10 @@ class Specializer {
         // share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
         // blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01).
         const int blocks = plannedBlocks(*nk, C, P, t_);
-        auto gridTiles = constInt(simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2])));
+        const Expr gridTiles = simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]));
+        const auto constTiles = constInt(gridTiles);
         ClusterPlan cluster;
-        if (persistent && G == 1 && t_.clusters && t_.archSpecific && gridTiles && *gridTiles >= 2LL * t_.numSms * blocks)
+        if (persistent && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks)
             cluster = planCluster(k_, tiles, loop.var.get());
         const int CM = cluster.axis >= 0 ? 2 : 1;
         // Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
@@ -474,10 +475,7 @@ class Specializer {
         const Expr onceBar = barrier(i32(2 * G * S));
 
         Var tx = k_.threadIdx;
-        Expr tileCount = persistent ? simplify(binary(BinaryOp::FloorDiv,
-                                                      binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]),
-                                                      i32(CM)))
-                                : Expr();
+        Expr tileCount = persistent ? simplify(binary(BinaryOp::FloorDiv, gridTiles, i32(CM))) : Expr();
         Var producerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
         Var consumerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
         auto stageOf = [&](const Var &ko, const Var &tile) {
