@@ -347,6 +347,9 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         for (const char *co : {"c0", "c1", "c2", "c3", "c4"}) s += ", " + arg(co);
         return {s + ")", 16};
     }
+    case lib::Fn::WarpGroup:
+    case lib::Fn::TmaCopyOn:
+    case lib::Fn::Reducer: TILEC_ASSERT(false, c.name + " reached code generation (lowerWarpRoles / lowerReducers remove it)"); break;
     default: break;
     }
     // Everything else: template arguments, then the rest, as the registry describes.

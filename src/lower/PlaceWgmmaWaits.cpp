@@ -15,14 +15,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-const Call *callOf(const Stmt &s) {
-    auto e = as<Evaluate>(s);
-    return e ? as<Call>(e->value) : nullptr;
-}
-bool isCall(const Stmt &s, lib::Fn f) {
-    auto c = callOf(s);
-    return c && lib::is(*c, f);
-}
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
 
 /// The stage release at the end of a consumer iteration: an arrive, possibly under a condition (one lane per
@@ -91,7 +83,8 @@ class Placer : public IRMutator {
                     continue;
                 }
             }
-            Stmt m = mutate(s);
+            // A wgmma of the list gets its wait below, after the run it ends (not also its own).
+            Stmt m = isCall(s, lib::Fn::WgmmaSS) ? s : mutate(s);
             changed |= m != s;
             out.push_back(m);
             bool endsRun = isCall(s, lib::Fn::WgmmaSS) &&

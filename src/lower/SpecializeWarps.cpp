@@ -24,19 +24,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-/// One tile load TMA can do: a box of the source tensor whose innermost dimension is the tile's columns and
-/// one other dimension its rows.
-struct TmaTile {
-    const Copy *copy = nullptr;
-    int rank = 0;
-    int rowDim = 0;             ///< the rows' dimension in the map's order (innermost first)
-    int64_t rows = 0, cols = 0;
-    int elemBytes = 0, swizzle = 0;
-    TensorMap map;
-    std::vector<Expr> coords;   ///< the tile's origin, innermost first
-    int64_t bytes() const { return rows * cols * elemBytes; }
-};
-
 bool readsBuffers(const Expr &e) {
     struct Reads : IRVisitor {
         using IRVisitor::visit;
@@ -47,7 +34,9 @@ bool readsBuffers(const Expr &e) {
     return r.any;
 }
 
-std::optional<TmaTile> planTile(const Copy &c) {
+} // namespace
+
+std::optional<TmaTile> planTmaTile(const Copy &c) {
     const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
     if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
     const int eb = src->dtype.bytes();
@@ -91,6 +80,8 @@ std::optional<TmaTile> planTile(const Copy &c) {
     return t;
 }
 
+namespace {
+
 /// The K of one wgmma for the operand types, 0 when wgmma does not take them; `kMajorOnly` when the shared
 /// operands must be K-major (every type but the 16-bit ones).
 int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
@@ -107,8 +98,8 @@ int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
     }
 }
 
-/// Whether wgmma can compute `g` with both shared operands among `tiles` and `warpgroups` consumer
-/// warpgroups splitting the accumulator.
+} // namespace
+
 bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups) {
     auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
     if (ta == tiles.end() || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
@@ -127,6 +118,8 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
                    (g.policy == GemmPolicy::FullRow && wgN == 1));
 }
+
+namespace {
 
 /// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm.
 struct OtherUses : IRVisitor {
@@ -251,7 +244,7 @@ class Specializer {
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         std::vector<TmaTile> tiles;
         for (auto *c : split.hoisted) {
-            auto t = planTile(*c);
+            auto t = planTmaTile(*c);
             if (!t) return no("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             for (auto &e : t->coords)
                 if (readsBuffers(e)) return no("a copy's position reads a buffer");
@@ -385,7 +378,8 @@ Program specializeWarps(const Program &p, const Target &t, const SourceManager *
     Program out;
     for (auto &k : p.kernels) {
         // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
-        if (k->noTma || k->noWarpSpecialize) {
+        // ... and kernels that already have warp roles (the user's own, lowerWarpRoles).
+        if (k->noTma || k->noWarpSpecialize || k->producerThreads) {
             out.kernels.push_back(k);
             continue;
         }

@@ -36,6 +36,12 @@ enum class Fn {
     FenceProxyAsync,
     WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
     WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    // Explicit warp roles (T.ws, T.alloc_barrier, T.barrier_*, T.tma_copy; lowerWarpRoles)
+    MbarrierExpectTx,   ///< expect_tx without an arrival (T.tma_copy's own announcement of its bytes)
+    MbarrierArriveEach, ///< T.barrier_arrive: one arrival by every thread of the role that reaches it
+    WarpGroup,     ///< front end only: the condition of a `with T.ws(group)` block (lowerWarpRoles removes it)
+    TmaCopyOn,     ///< front end only: the condition over a T.tma_copy's Copy, naming its mbarrier
+    Reducer,       ///< front end only: T.alloc_reducer's buffer and its ReduceKind (lowerReducers removes it)
 };
 
 /// What a call does to memory, for barrier placement and the simulator.
@@ -87,6 +93,10 @@ ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
 
 /// The load an address argument names, or null when `e` is not `tilec.address_of(Load(...))`.
 const ir::Load *addressedLoad(const ir::Expr &e);
+
+/// The call a statement evaluates (`Evaluate(Call)`), or null; whether it is a call of f.
+const ir::Call *callOf(const ir::Stmt &s);
+bool isCall(const ir::Stmt &s, lib::Fn f);
 
 /// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);
