@@ -147,7 +147,7 @@ struct TensorTypeObj {
 /// What T.Kernel / T.Parallel / T.Pipelined / T.serial / T.unroll / T.vectorized return; the interpreter's
 /// `with` and `for` turn it into the kernel launch or a loop nest.
 struct FrameObj {
-    enum Kind { Kernel, Loop } kind = Loop;
+    enum Kind { Kernel, Loop, WarpGroup } kind = Loop;
     SourceRange range;
     // Kernel
     std::vector<ir::Expr> grid; ///< 1 to 3 extents
@@ -162,6 +162,7 @@ struct FrameObj {
     ir::Var loopVar;
     std::vector<ir::Expr> coords;
     ir::Expr guard;
+    int warpGroup = 0; ///< WarpGroup: `with T.ws(g)`, threads [128 g, 128 g + 128)
 };
 
 /// A lexical scope: names to values, with the enclosing function's scope as parent.

@@ -355,6 +355,9 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         s += ">(" + arg("src") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map"))));
         return {s + ", " + arg("c0") + ", " + arg("c1") + ")", 16};
     }
+    case lib::Fn::WarpGroup:
+    case lib::Fn::TmaCopyOn:
+    case lib::Fn::Reducer: TILEC_ASSERT(false, c.name + " reached code generation (lowerWarpRoles / lowerReducers remove it)"); break;
     default: break;
     }
     // Everything else: template arguments, then the rest, as the registry describes.

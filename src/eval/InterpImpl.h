@@ -269,6 +269,7 @@ class InterpImpl final : public Interp {
     bool reportIfFailed(Value &v);
     Flow execWith(const ast::Stmt &s);
     Flow execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
+    Flow execWarpGroup(const ast::Stmt &s, const FrameObj &f);
     Flow execLoopNest(const ast::Stmt &s, const FrameObj &f);
     Flow execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond);
     /// The enclosing trace inside `with T.Kernel(...)`; an error naming `what` otherwise.

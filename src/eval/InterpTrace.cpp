@@ -6,6 +6,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 
@@ -345,6 +346,10 @@ InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
     if (c.is(VK::Frame)) {
         auto &f = c.as<FrameObj>();
         if (f.kind == FrameObj::Kernel) return execLaunch(s, item, f);
+        if (f.kind == FrameObj::WarpGroup) {
+            if (item.target) fail(item.target->range, "T.ws binds no name ('with T.ws(g):')");
+            return execWarpGroup(s, f);
+        }
         fail(item.context->range, std::string(loopName(f.forKind)) + " is used with 'for', not 'with'");
     }
     if (c.is(VK::Opaque)) {
@@ -353,6 +358,22 @@ InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
         return execBody(s.body);
     }
     fail(item.context->range, std::string("'with' needs T.Kernel(...) here, not a ") + typeName(c.kind));
+}
+
+InterpImpl::Flow InterpImpl::execWarpGroup(const ast::Stmt &s, const FrameObj &f) {
+    TraceState *t = trace();
+    TILEC_ASSERT(t && t->inLaunch, "a T.ws frame outside T.Kernel");
+    Flow flow = Flow::Normal;
+    std::vector<ir::Stmt> body;
+    {
+        Block block(*t);
+        flow = execBody(s.body);
+        body = block.take();
+    }
+    // The block's code, under the condition lowerWarpRoles recognises (and removes).
+    ir::Expr group = passes::lib::call(passes::lib::Fn::WarpGroup, {ir::intImm(f.warpGroup)}, f.range, DType::Bool);
+    emit(ir::IfThenElse::make(group, ir::Seq::make(std::move(body), f.range), nullptr, f.range));
+    return flow;
 }
 
 InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f) {

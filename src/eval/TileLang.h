@@ -29,6 +29,11 @@ void addCopyPrimitives(Attrs &attrs);   // TileLangCopy.cpp: copy, atomic_add
 void addGemmPrimitives(Attrs &attrs);   // TileLangGemm.cpp: gemm, GemmWarpPolicy
 void addReducePrimitives(Attrs &attrs); // TileLangGemm.cpp: reduce_*
 void addMathPrimitives(Attrs &attrs);   // TileLangMath.cpp: exp, max, ceildiv, cast, ...
+void addWarpRolePrimitives(Attrs &attrs); // TileLangWarpRoles.cpp: ws, barrier_wait, barrier_arrive, ...
+
+/// The address of the one mbarrier an argument names (`bar` of a single T.alloc_barrier, `mbars[i]`), as
+/// library calls take it; a located error for anything else. TileLangWarpRoles.cpp.
+ir::Expr barrierAddress(Interp &in, const Arg &a, const std::string &fname);
 
 // ---- argument helpers (TileLangArgs.cpp) ----
 

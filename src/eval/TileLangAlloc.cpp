@@ -1,7 +1,9 @@
 /// \file
-/// Allocations inside a kernel (T.alloc_shared, T.alloc_fragment, T.alloc_local, T.alloc_var) and the
+/// Allocations inside a kernel (T.alloc_shared, T.alloc_fragment, T.alloc_local, T.alloc_var, T.alloc_barrier, T.alloc_reducer) and the
 /// primitives that initialise them (T.fill, T.clear).
 #include "eval/TileLang.h"
+
+#include "tilec/passes/LibraryCalls.h"
 
 #include <set>
 
@@ -121,6 +123,47 @@ Value allocVar(Interp &in, CallArgs &args) {
     return Value::ofBuffer(b);
 }
 
+/// T.alloc_barrier(arrive_count): one mbarrier per count (an int or a list), each initialised for that many
+/// arrivals per phase; lowerWarpRoles moves the initialisations to the kernel's start.
+Value allocBarrier(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_barrier", {"arrive_count"});
+    requireLaunch(in, args, "T.alloc_barrier");
+    std::vector<Arg> counts = in.toSequence(*a[0], "arrive_count");
+    if (counts.empty()) in.fail(a[0]->range, "T.alloc_barrier needs at least one arrive count");
+    std::vector<int64_t> n;
+    for (auto &c : counts) {
+        n.push_back(constIntArg(in, c, "arrive count"));
+        if (n.back() < 1 || n.back() > 1024)
+            in.fail(c.range, "an mbarrier's arrive count must be in 1..1024 (threads of a block), got " + std::to_string(n.back()));
+    }
+    auto b = allocate(in, args, "T.alloc_barrier", ir::Scope::Shared, {ir::intImm((int64_t)n.size())}, DType::UInt64);
+    for (size_t i = 0; i < n.size(); ++i)
+        in.emit(passes::lib::stmt(passes::lib::Fn::MbarrierInit,
+                                  {passes::addressOf(b, {ir::intImm((int64_t)i)}), ir::intImm(n[i])}, args.call));
+    return Value::ofBuffer(b);
+}
+
+/// T.alloc_reducer(shape, dtype, op="sum", replication=None): a fragment T.Parallel nests accumulate into
+/// (lowerReducers); the marker statement names its operation.
+Value allocReducer(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.alloc_reducer", {"shape", "dtype", "op?", "replication?"});
+    requireLaunch(in, args, "T.alloc_reducer");
+    std::string op = a[2] ? in.toStr(*a[2], "op") : "sum";
+    ir::ReduceKind kind = op == "max" ? ir::ReduceKind::Max : op == "min" ? ir::ReduceKind::Min : ir::ReduceKind::Sum;
+    if (op != "sum" && op != "max" && op != "min")
+        in.fail(a[2]->range, "T.alloc_reducer op must be \"sum\", \"max\" or \"min\", got \"" + op + "\"");
+    if (a[3] && !a[3]->value.is(VK::None)) {
+        std::string rep = in.toStr(*a[3], "replication");
+        if (rep != "all" && rep != "none")
+            in.fail(a[3]->range, "T.alloc_reducer replication must be \"all\" or \"none\", got \"" + rep + "\"");
+    }
+    auto shape = constShape(in, *a[0], "T.alloc_reducer");
+    auto b = allocate(in, args, "T.alloc_reducer", ir::Scope::Fragment, shape, bufferDType(in, *a[1]));
+    std::vector<ir::Expr> origin(shape.size(), ir::intImm(0));
+    in.emit(passes::lib::stmt(passes::lib::Fn::Reducer, {passes::addressOf(b, origin), ir::intImm((int64_t)kind)}, args.call));
+    return Value::ofBuffer(b);
+}
+
 /// T.fill(dst, value) and T.clear(dst): dst is a buffer, a slice region or one element.
 Value fill(Interp &in, const CallArgs &args, const Arg &dst, ir::Expr value, const std::string &fname) {
     requireLaunch(in, args, fname);
@@ -142,6 +185,16 @@ void addAllocPrimitives(Attrs &attrs) {
     def(attrs, "alloc_fragment", allocFragment);
     def(attrs, "alloc_local", allocLocal);
     def(attrs, "alloc_var", allocVar);
+    def(attrs, "alloc_barrier", allocBarrier);
+    def(attrs, "alloc_reducer", allocReducer);
+    // Every thread holding an element of a reducer already holds its total (lowerReducers): nothing to do.
+    def(attrs, "finalize_reducer", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.finalize_reducer", {"reducer"});
+        requireLaunch(in, args, "T.finalize_reducer");
+        if (!a[0]->value.is(VK::Buffer) || a[0]->value.buffer->scope != ir::Scope::Fragment)
+            in.fail(a[0]->range, "T.finalize_reducer takes the buffer T.alloc_reducer made");
+        return Value::none();
+    });
     def(attrs, "fill", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.fill", {"buffer", "value"});
         if (a[1]->value.is(VK::Str) || a[1]->value.is(VK::None) || a[1]->value.is(VK::Buffer))

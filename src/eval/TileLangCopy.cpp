@@ -9,6 +9,8 @@
 /// both with the slice form that says what is meant.
 #include "eval/TileLang.h"
 
+#include "tilec/passes/LibraryCalls.h"
+
 namespace tilec::eval::tl {
 
 bool isUnit(const ir::Expr &e) {
@@ -300,6 +302,26 @@ Value copy(Interp &in, CallArgs &args) {
     return Value::none();
 }
 
+/// T.tma_copy(src, dst, barrier=): a tile load by TMA whose bytes complete on `barrier` (the user waits for
+/// it); lowerWarpRoles makes it a TMA load. Stores (shared to global) are not supported.
+Value tmaCopy(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.tma_copy", {"src", "dst", "barrier?", "eviction_policy?", "annotations?"});
+    requireLaunch(in, args, "T.tma_copy");
+    Operand s = operandArg(in, *a[0], "T.tma_copy source"), d = operandArg(in, *a[1], "T.tma_copy destination");
+    if (s.buffer->scope != ir::Scope::Global || d.buffer->scope != ir::Scope::Shared)
+        in.fail(args.call, "T.tma_copy is supported from global to shared memory (a TMA load); this one copies " +
+                               std::string(ir::toString(s.buffer->scope)) + " to " + ir::toString(d.buffer->scope));
+    if (!a[2] || a[2]->value.is(VK::None))
+        in.fail(args.call, "T.tma_copy needs barrier=: the mbarrier its bytes complete on");
+    if (a[4] && !a[4]->value.is(VK::None))
+        in.fail(a[4]->range, "T.tma_copy(annotations=...) is not supported");
+    ir::Expr bar = barrierAddress(in, *a[2], "T.tma_copy");
+    auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "tma_copy");
+    ir::Expr on = passes::lib::call(passes::lib::Fn::TmaCopyOn, {bar}, args.call, DType::Bool);
+    in.emit(ir::IfThenElse::make(on, ir::Copy::make(sr, dr, args.call), nullptr, args.call));
+    return Value::none();
+}
+
 bool atomicDType(DType t) {
     switch (t.kind) {
     case DType::Int32:
@@ -407,6 +429,7 @@ Value im2col(Interp &in, CallArgs &args, const std::string &fname) {
 
 void addCopyPrimitives(Attrs &attrs) {
     def(attrs, "copy", copy);
+    def(attrs, "tma_copy", tmaCopy);
     def(attrs, "atomic_add", atomicAdd);
     def(attrs, "im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.im2col"); });
     def(attrs, "c2d_im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.c2d_im2col"); });

@@ -17,6 +17,7 @@ Value makeTileLanguageModule() {
     addLoopPrimitives(m->attrs);
     addAllocPrimitives(m->attrs);
     addCopyPrimitives(m->attrs);
+    addWarpRolePrimitives(m->attrs);
     addGemmPrimitives(m->attrs);
     addReducePrimitives(m->attrs);
     addMathPrimitives(m->attrs);
@@ -164,7 +165,8 @@ Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
     return Value::ofExpr(ir::makeVar(name, t, args.call));
 }
 
-/// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})`: how a shared buffer is laid
+/// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})` (or make_mma_swizzle_layout):
+/// how a shared buffer is laid
 /// out changes where its elements live, never what the kernel computes, and tilec picks its own swizzle for
 /// the buffers tensor cores read (SwizzleShared.cpp): the request is accepted as a hint. Any other layout
 /// (fragment layouts, hand-written index maps) is an error.
@@ -173,14 +175,19 @@ Value annotateLayout(Interp &in, CallArgs &args) {
     requireLaunch(in, args, "T.annotate_layout");
     const Value &m = a[0]->value;
     if (!m.is(VK::Dict)) in.fail(a[0]->range, "T.annotate_layout takes a dict {buffer: layout}");
+    // tilelang.layout.make_swizzled_layout and tilelang.intrinsics.make_mma_swizzle_layout: both permute where
+    // a shared buffer's elements live (a swizzle), nothing else.
     auto swizzle = [](const Value &v) {
-        const std::string tail = "make_swizzled_layout(...)";
-        return v.is(VK::Opaque) && v.s.size() >= tail.size() && v.s.compare(v.s.size() - tail.size(), tail.size(), tail) == 0;
+        for (std::string tail : {"make_swizzled_layout(...)", "make_mma_swizzle_layout(...)"})
+            if (v.is(VK::Opaque) && v.s.size() >= tail.size() && v.s.compare(v.s.size() - tail.size(), tail.size(), tail) == 0)
+                return true;
+        return false;
     };
     for (auto &[k, v] : m.as<DictObj>().items) {
         if (!k.is(VK::Buffer) || k.buffer->scope != ir::Scope::Shared || !swizzle(v))
-            in.fail(a[0]->range, "T.annotate_layout: only tilelang.layout.make_swizzled_layout(buffer) of a shared "
-                                 "buffer is supported (tilec swizzles shared memory itself); other layouts are not");
+            in.fail(a[0]->range, "T.annotate_layout: only tilelang.layout.make_swizzled_layout(buffer) and "
+                                 "tilelang.intrinsics.make_mma_swizzle_layout(buffer) of a shared buffer are supported "
+                                 "(tilec swizzles shared memory itself); other layouts are not");
     }
     return Value::none();
 }
@@ -304,6 +311,14 @@ void addTypePrimitives(Attrs &attrs) {
         requireLaunch(in, args, "T.no_set_max_nreg");
         return Value::none();
     });
+    // TVM's cross-thread reduction as TileLang's gemv example spells it (T.attr(T.comm_reducer(...),
+    // "reduce_scope", ...) around T.tvm_thread_allreduce): not supported, said where it starts.
+    for (const char *tvm : {"attr", "comm_reducer", "tvm_thread_allreduce"})
+        def(attrs, tvm, [tvm](Interp &in, CallArgs &args) -> Value {
+            in.fail(args.call, std::string("T.") + tvm + " (TVM's attributes and its cross-thread reduction, "
+                               "T.attr(T.comm_reducer(...), \"reduce_scope\", ...) with T.tvm_thread_allreduce) is not "
+                               "supported; reduce a fragment with T.reduce_sum / T.reduce_max, or use T.alloc_reducer");
+        });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });

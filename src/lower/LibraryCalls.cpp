@@ -67,6 +67,13 @@ const std::vector<Info> &table() {
          {"M", "N", "K", "wgM", "wgN", "transB", "swzB", "a", "b", "c"}, kReadsShared | kAsync, I::Warpgroups, "sm_90a"},
         {Fn::WgmmaFenceOperands, "tilec.wgmma_fence_operands", "tilec::wgmma_fence_operands", 1, {}, {"count", "regs"}, kNone,
          I::All, "sm_90a"},
+        {Fn::MbarrierExpectTx, "tilec.mbarrier_expect_tx", "tilec::mbarrier_expect_tx", 0, {}, {"bar", "bytes"}, kNone,
+         I::One, "sm_90"},
+        {Fn::MbarrierArriveEach, "tilec.mbarrier_arrive_each", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All,
+         "sm_90"},
+        {Fn::WarpGroup, "tilec.warp_group", "", 0, {}, {"group"}, kPure, I::All, "sm_90"},
+        {Fn::TmaCopyOn, "tilec.tma_copy_on", "", 0, {}, {"bar"}, kPure, I::One, "sm_90"},
+        {Fn::Reducer, "tilec.reducer", "", 0, {}, {"buffer", "op"}, kNone, I::All, "sm_80"},
     };
     return t;
 }
@@ -127,6 +134,16 @@ const Load *addressedLoad(const Expr &e) {
     auto c = as<Call>(e);
     if (!c || !lib::is(*c, lib::Fn::AddressOf) || c->args.size() != 1) return nullptr;
     return as<Load>(c->args[0]);
+}
+
+const Call *callOf(const Stmt &s) {
+    auto e = as<Evaluate>(s);
+    return e ? as<Call>(e->value) : nullptr;
+}
+
+bool isCall(const Stmt &s, lib::Fn f) {
+    auto c = callOf(s);
+    return c && lib::is(*c, f);
 }
 
 bool isTileTransfer(const Call &c) { return lib::is(c, lib::Fn::CopyG2S) || lib::is(c, lib::Fn::CopyG2SWait); }

@@ -8,9 +8,11 @@
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
+#include "tilec/passes/LowerReducers.h"
 #include "tilec/passes/LowerReductions.h"
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
+#include "tilec/passes/LowerWarpRoles.h"
 #include "tilec/passes/PipelineLoops.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
@@ -28,7 +30,7 @@ namespace tilec {
 const std::vector<std::string> &passNames() {
     // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
     static const std::vector<std::string> names = {
-        "parse",           "evaluate",       "check",             "lowerTileOps",  "specializeWarps",
+        "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
         "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
@@ -41,6 +43,11 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     DiagnosticEngine &diag = *ctx.diag;
     auto printProgram = [](const ir::Program &q) { return ir::print(q); };
 
+    // T.alloc_reducer accumulations in T.Parallel nests become reductions.
+    p = ctx.run("lowerReducers", [&] { return passes::lowerReducers(p, diag); }, printProgram);
+    // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
+    p = ctx.run("lowerWarpRoles", [&] { return passes::lowerWarpRoles(p, t, diag); }, printProgram);
+    if (diag.hasErrors()) return p;
     // Tile statements that are element-wise at heart become T.Parallel nests.
     p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;

@@ -15,14 +15,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-const Call *callOf(const Stmt &s) {
-    auto e = as<Evaluate>(s);
-    return e ? as<Call>(e->value) : nullptr;
-}
-bool isCall(const Stmt &s, lib::Fn f) {
-    auto c = callOf(s);
-    return c && lib::is(*c, f);
-}
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
 bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS); }
 

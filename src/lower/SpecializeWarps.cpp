@@ -25,19 +25,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-/// One tile load TMA can do: a box of the source tensor whose innermost dimension is the tile's columns and
-/// one other dimension its rows.
-struct TmaTile {
-    const Copy *copy = nullptr;
-    int rank = 0;
-    int rowDim = 0;             ///< the rows' dimension in the map's order (innermost first)
-    int64_t rows = 0, cols = 0;
-    int elemBytes = 0, swizzle = 0;
-    TensorMap map;
-    std::vector<Expr> coords;   ///< the tile's origin, innermost first
-    int64_t bytes() const { return rows * cols * elemBytes; }
-};
-
 bool readsBuffers(const Expr &e) {
     struct Reads : IRVisitor {
         using IRVisitor::visit;
@@ -48,7 +35,9 @@ bool readsBuffers(const Expr &e) {
     return r.any;
 }
 
-std::optional<TmaTile> planTile(const Copy &c) {
+} // namespace
+
+std::optional<TmaTile> planTmaTile(const Copy &c) {
     const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
     if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
     const int eb = src->dtype.bytes();
@@ -92,6 +81,8 @@ std::optional<TmaTile> planTile(const Copy &c) {
     return t;
 }
 
+namespace {
+
 /// The K of one wgmma for the operand types, 0 when wgmma does not take them; `kMajorOnly` when the shared
 /// operands must be K-major (every type but the 16-bit ones).
 int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
@@ -110,6 +101,8 @@ int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
 
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
+
+} // namespace
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
 /// splitting the accumulator: SS with both operands tiles, or RS with A a whole 16-bit (M, K) fragment (its
@@ -146,6 +139,8 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
                    (g.policy == GemmPolicy::FullRow && wgN == 1));
 }
+
+namespace {
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.
 bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
@@ -345,7 +340,7 @@ class Specializer {
         for (size_t i = 0; i < at; ++i) {
             auto c = as<Copy>(top[i]);
             if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
-            auto t = planTile(*c);
+            auto t = planTmaTile(*c);
             if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsBuffers)) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
@@ -365,7 +360,7 @@ class Specializer {
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         std::vector<TmaTile> tiles;
         for (auto *c : split.hoisted) {
-            auto t = planTile(*c);
+            auto t = planTmaTile(*c);
             if (!t) return no("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             for (auto &e : t->coords)
                 if (readsBuffers(e)) return no("a copy's position reads a buffer");
@@ -592,7 +587,8 @@ Program specializeWarps(const Program &p, const Target &t, const SourceManager *
     Program out;
     for (auto &k : p.kernels) {
         // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
-        if (k->noTma || k->noWarpSpecialize) {
+        // ... and kernels that already have warp roles (the user's own, lowerWarpRoles).
+        if (k->noTma || k->noWarpSpecialize || k->producerThreads) {
             out.kernels.push_back(k);
             continue;
         }

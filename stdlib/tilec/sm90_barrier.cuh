@@ -99,6 +99,17 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t *bar, unsigne
 #endif
 }
 
+/// Adds `bytes` to the transaction count of `bar`'s current phase without arriving (T.tma_copy: the thread that
+/// issues a TMA load announces its bytes; the role's threads arrive separately, T.barrier_arrive).
+__device__ __forceinline__ void mbarrier_expect_tx(uint64_t *bar, unsigned bytes) {
+#if TILEC_SM90
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+#else
+    (void)bar;
+    (void)bytes;
+#endif
+}
+
 /// Waits until the phase of parity `parity` (0 or 1) of `bar` has completed: try_wait.parity in a loop, no
 /// timeout (the hardware suspends the thread between tries). Acquire semantics at CTA scope.
 __device__ __forceinline__ void mbarrier_wait(uint64_t *bar, unsigned parity) {

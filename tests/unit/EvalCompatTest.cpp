@@ -308,11 +308,12 @@ TEST(EvalCompat, MultiDimensionalThreadBlocks) {
 
 TEST(EvalCompat, MacroAndLayoutHints) {
     EvalRun r;
-    r.run("import tilelang\nimport tilelang.language as T\n"
+    r.run("import tilelang\nimport tilelang.language as T\nfrom tilelang.intrinsics import make_mma_swizzle_layout\n"
           "@T.macro\ndef twice(buf, i):\n    buf[i] = buf[i] * 2.0\n"
           "@T.prim_func\ndef k(A: T.Tensor((128,), 'float32')):\n    with T.Kernel(1, threads=128) as bx:\n"
           "        S = T.alloc_shared((128,), 'float32')\n"
-          "        T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S)})\n"
+          "        S2 = T.alloc_shared((64, 64), 'float16')\n"
+          "        T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S), S2: make_mma_swizzle_layout(S2)})\n"
           "        T.no_set_max_nreg()\n"
           "        T.copy(A, S)\n        for i in T.Parallel(128):\n            twice(S, i)\n        T.copy(S, A)\n");
     ASSERT_TRUE(r.program) << r.diags();

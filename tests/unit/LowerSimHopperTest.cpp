@@ -4,7 +4,8 @@
 /// warpgroups, bfloat16, transposed B) lowered for sm_90a into warp roles (TMA producer, wgmma consumers,
 /// full/empty mbarriers) and run under several seeded interleavings against a float64 reference, and
 /// mutations of the lowered IR that a GPU would hang on or compute wrongly with, which the simulator must
-/// report (a deadlock naming who waits on what, a race, a poisoned result).
+/// report (a deadlock naming who waits on what, a race, a poisoned result). TileLang's explicit warp roles
+/// (tests/gpu/gemm_warp_roles.tile: T.ws, T.alloc_barrier, T.tma_copy) run the same way, with mutations.
 #include "LowerSimulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -461,6 +462,80 @@ TEST(SimHopperEpilogue, OneBufferAndNone) {
         EXPECT_EQ(epilogueCalls(*roles)[lib::Fn::TmaStoreTile], buffers ? 2 : 0) << buffers;
         expectCorrect(*roles, g, {0, 1});
     }
+}
+
+// ---- TileLang's explicit warp roles (tests/gpu/gemm_warp_roles.tile: T.ws, T.alloc_barrier, T.tma_copy) ----
+
+/// `call` of tests/gpu/gemm_warp_roles.tile lowered for sm_90a, with TMA and as the variant without (explicit
+/// TMA is honoured in both; they differ only in the epilogue, which stores through TMA in the first).
+std::vector<LowerRun> explicitRoles(const std::string &call) {
+    std::vector<LowerRun> runs(2);
+    for (int i = 0; i < 2; ++i) {
+        Target t = *Target::parse("sm_90a");
+        t.tma = i == 0;
+        runs[(size_t)i].run(simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = " + call), "gemm_warp_roles.tile", t);
+    }
+    return runs;
+}
+
+void explicitRolesCase(const GemmCase &g, const std::string &call) {
+    auto runs = explicitRoles(call);
+    for (auto &r : runs) {
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k && k->producerThreads == 128 && k->threads == 128 && k->needsTma) << r.diags();
+        expectCorrect(*k, g, {0, 1, 2, 3});
+    }
+    EXPECT_GT(epilogueCalls(*runs[0].kernel("k"))[lib::Fn::TmaStoreTile], 0);
+    EXPECT_EQ(epilogueCalls(*runs[1].kernel("k"))[lib::Fn::TmaStoreTile], 0);
+}
+
+// One tile per operand (copy_1_gemm_0 / softpipe_stage2: the producer is T.ws(1)), shapes the tiles do not divide.
+TEST(SimExplicitRoles, OneTileProducerOne) { explicitRolesCase({100, 72, 200, 64, 64, 64, 0, 0}, "ws_gemm(100, 72, 200, 64, 64, 64)"); }
+// copy_0_gemm_1: the producer is T.ws(0), T.Pipelined(num_stages=0).
+TEST(SimExplicitRoles, OneTileProducerZero) {
+    explicitRolesCase({100, 72, 200, 64, 64, 64, 0, 0}, "ws_gemm(100, 72, 200, 64, 64, 64, producer=0, num_stages=0)");
+}
+// TileLang's tile: 128x128 over one consumer warp group.
+TEST(SimExplicitRoles, OneTile128) { explicitRolesCase({128, 128, 192, 128, 128, 64, 0, 0}, "ws_gemm(128, 128, 192)"); }
+// barrierpipe_stage2: a ring of two stages, full and empty mbarriers per stage, five k-blocks.
+TEST(SimExplicitRoles, TwoStageRing) { explicitRolesCase({100, 72, 320, 64, 64, 64, 0, 0}, "ws_ring_gemm(100, 72, 320, 64, 64, 64)"); }
+
+/// The kernel with every call of f removed.
+std::shared_ptr<ir::Kernel> without(const ir::Kernel &k, lib::Fn f, bool consumerOnly) {
+    return Mutated(k, [f, consumerOnly](const ir::Evaluate &e, const ir::Call &c, bool consumer) -> ir::Stmt {
+               return lib::is(c, f) && (consumer || !consumerOnly) ? ir::Stmt() : ir::Evaluate::make(e.value, e.loc);
+           }).kernel;
+}
+
+TEST(SimExplicitRolesMutant, WithoutTheConsumersArrivalDeadlocks) {
+    const GemmCase g{100, 72, 320, 64, 64, 64, 0, 0};
+    auto runs = explicitRoles("ws_ring_gemm(100, 72, 320, 64, 64, 64)");
+    ASSERT_TRUE(runs[0].kernel("k")) << runs[0].diags();
+    Outcome o = simulate(*without(*runs[0].kernel("k"), lib::Fn::MbarrierArriveEach, true), g, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+}
+
+TEST(SimExplicitRolesMutant, WithoutExpectTxIsCaught) {
+    const GemmCase g{100, 72, 200, 64, 64, 64, 0, 0};
+    auto runs = explicitRoles("ws_gemm(100, 72, 200, 64, 64, 64)");
+    ASSERT_TRUE(runs[0].kernel("k")) << runs[0].diags();
+    for (uint64_t seed : {0, 5}) {
+        Outcome o = simulate(*without(*runs[0].kernel("k"), lib::Fn::MbarrierExpectTx, false), g, seed);
+        EXPECT_TRUE(!o.error.empty() || !o.races.empty() || o.wrong) << "seed " << seed;
+    }
+}
+
+// Without the wgmma wait before the consumer's arrival the producer could overwrite a tile wgmma still reads.
+TEST(SimExplicitRolesMutant, WithoutTheWgmmaWaitIsCaught) {
+    const GemmCase g{100, 72, 200, 64, 64, 64, 0, 0};
+    auto runs = explicitRoles("ws_gemm(100, 72, 200, 64, 64, 64)");
+    ASSERT_TRUE(runs[0].kernel("k")) << runs[0].diags();
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3, 5}) {
+        Outcome o = simulate(*without(*runs[0].kernel("k"), lib::Fn::WgmmaWait, true), g, seed);
+        caught |= !o.error.empty() || !o.races.empty() || o.wrong;
+    }
+    EXPECT_TRUE(caught);
 }
 
 } // namespace

@@ -181,6 +181,43 @@ TEST(LowerSim, ReplicatedSourceReducesInEveryThread) {
     expectNear(z, wz, 0, "Z");
 }
 
+// T.alloc_reducer (TileLang's gemv_alloc_reducer pattern): T.Parallel iterations accumulate y[i] over a
+// pipelined loop of column tiles (sum) and the row maxima (max); an odd number of column tiles.
+TEST(LowerSim, ReducerAccumulatesOverTiles) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((64, 96), \"float32\"), X: T.Tensor((96,), \"float32\"), Y: T.Tensor((64,), \"float32\"),\n"
+          "      Z: T.Tensor((64,), \"float32\")):\n"
+          "    with T.Kernel(2, threads=128) as bm:\n"
+          "        y = T.alloc_reducer(32, \"float\", replication=\"all\")\n"
+          "        z = T.alloc_reducer((32,), \"float\", op=\"max\")\n"
+          "        T.clear(y)\n"
+          "        T.fill(z, -1e30)\n"
+          "        for bn in T.Pipelined(3, num_stages=2):\n"
+          "            a = T.alloc_shared((32, 32), \"float32\")\n"
+          "            T.copy(A[bm * 32, bn * 32], a)\n"
+          "            af = T.alloc_fragment((32, 32), \"float32\")\n"
+          "            T.copy(a, af)\n"
+          "            xf = T.alloc_fragment(32, \"float32\")\n"
+          "            T.copy(X[bn * 32], xf)\n"
+          "            for i, j in T.Parallel(32, 32):\n"
+          "                y[i] += af[i, j] * xf[j]\n"
+          "            for i, j in T.Parallel(32, 32):\n"
+          "                z[i] = T.max(z[i], af[i, j])\n"
+          "        T.finalize_reducer(y)\n"
+          "        T.finalize_reducer(z)\n"
+          "        T.copy(y, Y[bm * 32])\n"
+          "        T.copy(z, Z[bm * 32])\n",
+          "k");
+    auto a = randomData(64 * 96, 11), x = randomData(96, 12);
+    std::vector<double> y(64, std::nan("")), z(64, std::nan("")), wy(64, 0), wz(64, -1e30);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 96; ++j) wy[i] += a[i * 96 + j] * x[j], wz[i] = std::max(wz[i], a[i * 96 + j]);
+    s.run({{"A", &a}, {"X", &x}, {"Y", &y}, {"Z", &z}});
+    expectNear(y, wy, 1e-5, "Y");
+    expectNear(z, wz, 0, "Z");
+}
+
 TEST(LowerSim, ColumnSumExampleAccumulatesOverRowTiles) {
     const int M = 70, N = 300;
     Sim s(withExport("col_sum.tile", "k = col_sum(70, 300, dtype=\"float32\")"), "k");

@@ -332,7 +332,12 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
                 unfencedBy_[t].clear();
             }
         return;
+    case Fn::MbarrierExpectTx:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) mbarrier(bar(t), "an expect_tx on").tx += num("bytes", t);
+        return maybeSwitch();
     case Fn::MbarrierArrive:
+    case Fn::MbarrierArriveEach:
     case Fn::MbarrierArriveExpectTx:
         for (int t = 0; t < T_; ++t)
             if (mask[t]) {

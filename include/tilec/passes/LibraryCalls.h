@@ -47,6 +47,12 @@ enum class Fn {
     TmaStoreWait,  ///< cp.async.bulk.wait_group.read: the issuing thread's stores no longer read shared memory
     WgmmaRS,       ///< a warpgroup GEMM with A a 16-bit fragment in registers, B a shared tile (asynchronous)
     WgmmaFenceOperands, ///< registers a wgmma read or wrote count as used here (nothing touching them moves across)
+    // Explicit warp roles (T.ws, T.alloc_barrier, T.barrier_*, T.tma_copy; lowerWarpRoles)
+    MbarrierExpectTx,   ///< expect_tx without an arrival (T.tma_copy's own announcement of its bytes)
+    MbarrierArriveEach, ///< T.barrier_arrive: one arrival by every thread of the role that reaches it
+    WarpGroup,     ///< front end only: the condition of a `with T.ws(group)` block (lowerWarpRoles removes it)
+    TmaCopyOn,     ///< front end only: the condition over a T.tma_copy's Copy, naming its mbarrier
+    Reducer,       ///< front end only: T.alloc_reducer's buffer and its ReduceKind (lowerReducers removes it)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
@@ -104,6 +110,10 @@ ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
 
 /// The load an address argument names, or null when `e` is not `tilec.address_of(Load(...))`.
 const ir::Load *addressedLoad(const ir::Expr &e);
+
+/// The call a statement evaluates (`Evaluate(Call)`), or null; whether it is a call of f.
+const ir::Call *callOf(const ir::Stmt &s);
+bool isCall(const ir::Stmt &s, lib::Fn f);
 
 /// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);

@@ -5,11 +5,36 @@
 #include "tilec/IR.h"
 #include "tilec/Target.h"
 
+#include <map>
+#include <optional>
+
 namespace tilec {
 class SourceManager;
 }
 
 namespace tilec::passes {
+
+/// One tile load TMA can do: a box of the source tensor whose innermost dimension is the tile's columns and
+/// one other dimension its rows.
+struct TmaTile {
+    const ir::Copy *copy = nullptr;
+    int rank = 0;
+    int rowDim = 0;             ///< the rows' dimension in the map's order (innermost first)
+    int64_t rows = 0, cols = 0;
+    int elemBytes = 0, swizzle = 0;
+    ir::TensorMap map;
+    std::vector<ir::Expr> coords; ///< the tile's origin, innermost first
+    int64_t bytes() const { return rows * cols * elemBytes; }
+};
+
+/// The TMA load of a global-to-shared copy into a whole 2-D shared buffer, if TMA can do it (see below).
+std::optional<TmaTile> planTmaTile(const ir::Copy &c);
+
+/// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer
+/// warpgroups splitting the accumulator (SS, or RS with A a 16-bit fragment); `rowsOnly`: every product of
+/// the loop must split by rows (one of them reads A from another's accumulator).
+bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
+              bool rowsOnly = false);
 
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
 /// tile loads feeding T.gemm into warp-specialized code:

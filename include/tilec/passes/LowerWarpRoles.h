@@ -1,0 +1,37 @@
+/// \file
+/// TileLang's explicit warp specialization (T.ws blocks, T.alloc_barrier, T.barrier_wait / T.barrier_arrive,
+/// T.tma_copy) lowered onto the warp roles of specializeWarps.
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/Target.h"
+
+namespace tilec {
+class DiagnosticEngine;
+}
+
+namespace tilec::passes {
+
+/// A kernel whose code the user split into `with T.ws(g)` blocks becomes WarpRoles (IR.h): the warp group
+/// whose blocks hold T.tma_copy loads and mbarrier operations only is the producer, the other one the
+/// consumer (its threads become the kernel's own 128 threads: layouts, T.gemm and barriers count them). Each
+/// role runs the kernel's loops and branches with its own blocks in them, serially (a T.Pipelined loop of
+/// T.ws blocks is synchronised by the user's barriers, not pipelined again). Semantics kept as TileLang
+/// defines them:
+///
+/// - T.alloc_barrier(counts): one mbarrier per count, initialised by thread 0 before a block barrier;
+/// - T.barrier_wait(bar, parity) / T.mbarrier_wait_parity: every thread of the role waits for the phase;
+/// - T.barrier_arrive(bar) / T.mbarrier_arrive: every thread of the role arrives once;
+/// - T.tma_copy(src, dst, barrier=bar): the role's first thread announces the tile's bytes on `bar`
+///   (expect_tx, no arrival) and issues the TMA load, which completes them there. Its destination (a whole
+///   2-D shared buffer, or one stage [s, :, :] of a 3-D one) is stored in the TMA panel layout, so the
+///   consumer may read it only as a shared operand of a T.gemm, which then runs on wgmma.
+///
+/// Explicit TMA is honoured on every sm_90a lowering (--no-tma and tl.disable_tma_lower concern tilec's
+/// own T.copy lowering). What tilec cannot honour is a located error: other targets, threads other than 256
+/// (two warp groups), a statement outside every T.ws block, T.ws(a, b), a T.ws block inside another, other
+/// work in the producer, other reads of a TMA tile, a T.gemm on TMA tiles that wgmma cannot do, a tile TMA
+/// cannot load, T.get_thread_binding in such a kernel, barriers without T.ws.
+ir::Program lowerWarpRoles(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
+
+} // namespace tilec::passes

@@ -1,0 +1,152 @@
+/// \file
+/// Reducers as reductions (include/tilec/passes/LowerReducers.h).
+#include "tilec/passes/LowerReducers.h"
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IRMutator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// The reducers a kernel declares (their markers), by buffer.
+std::map<const BufferNode *, ReduceKind> reducersOf(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::map<const BufferNode *, ReduceKind> found;
+        void visit(const Call &c) override {
+            if (lib::is(c, lib::Fn::Reducer))
+                if (auto l = addressedLoad(lib::arg(c, lib::Fn::Reducer, "buffer")))
+                    found[l->buffer.get()] = (ReduceKind)*constInt(lib::arg(c, lib::Fn::Reducer, "op"));
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(body);
+    return v.found;
+}
+
+/// `e` with the reducer's old value `old` taken out: e for `old + e` / `e + old` (sum), `max(old, e)` (max),
+/// `min(old, e)` (min); null when the value is not that.
+Expr contribution(const Expr &value, const Load &old, ReduceKind k) {
+    auto b = as<Binary>(value);
+    BinaryOp want = k == ReduceKind::Sum ? BinaryOp::Add : k == ReduceKind::Max ? BinaryOp::Max : BinaryOp::Min;
+    if (!b || b->op != want) return nullptr;
+    auto same = [&](const Expr &e) {
+        auto l = as<Load>(e);
+        return l && l->buffer == old.buffer && l->indices.size() == old.indices.size() &&
+               std::equal(l->indices.begin(), l->indices.end(), old.indices.begin(),
+                          [](const Expr &x, const Expr &y) { return structurallyEqual(x, y); });
+    };
+    if (same(b->a)) return b->b;
+    if (same(b->b)) return b->a;
+    return nullptr;
+}
+
+class Rewriter : public IRMutator {
+  public:
+    using IRMutator::visit;
+    Rewriter(std::map<const BufferNode *, ReduceKind> reducers, Kernel &k) : reducers_(std::move(reducers)), k_(k) {}
+
+    Stmt visit(const std::shared_ptr<const Evaluate> &op) override {
+        auto c = as<Call>(op->value);
+        return c && lib::is(*c, lib::Fn::Reducer) ? Seq::make({}, op->loc) : Stmt(op);
+    }
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
+        if (Stmt s = nest(op)) return s;
+        return IRMutator::visit(op);
+    }
+
+  private:
+    std::map<const BufferNode *, ReduceKind> reducers_;
+    Kernel &k_;
+
+    /// The rewritten nest, or null when `top` is not a reducer's nest.
+    Stmt nest(const std::shared_ptr<const For> &top) {
+        std::vector<const For *> loops;
+        Stmt at = top;
+        while (auto f = as<For>(at)) {
+            if (f->forKind != ForKind::Parallel || constInt(f->min) != std::optional<int64_t>(0) || !constInt(f->extent))
+                return nullptr;
+            loops.push_back(f);
+            at = f->body;
+            while (auto q = as<Seq>(at)) {
+                if (q->stmts.size() != 1) return nullptr;
+                at = q->stmts[0];
+            }
+        }
+        auto st = as<Store>(at);
+        if (!st || !reducers_.count(st->buffer.get())) return nullptr;
+        const ReduceKind kind = reducers_[st->buffer.get()];
+        auto old = Load::make(st->buffer, st->indices);
+        Expr e = contribution(st->value, *as<Load>(old), kind);
+        if (!e || mentionedBuffersIn(e, st->buffer.get())) return nullptr;
+        // r's indices: the nest's variables in order, all but one.
+        size_t next = 0;
+        int missing = -1;
+        for (size_t l = 0; l < loops.size(); ++l) {
+            if (next < st->indices.size() && st->indices[next].get() == loops[l]->var.get()) {
+                if (constInt(st->buffer->shape[next]) != constInt(loops[l]->extent)) return nullptr;
+                ++next;
+            } else if (missing < 0) {
+                missing = (int)l;
+            } else {
+                return nullptr;
+            }
+        }
+        if (next != st->indices.size() || missing < 0) return nullptr;
+        std::vector<Expr> shape, idx;
+        for (auto *l : loops) shape.push_back(l->extent), idx.push_back(l->var);
+        Buffer part = makeBuffer(st->buffer->name + "_part", Scope::Fragment, st->buffer->dtype, shape, st->loc);
+        k_.allocs.push_back(part);
+        Stmt body = Store::make(part, idx, e, st->loc);
+        for (size_t l = loops.size(); l-- > 0;)
+            body = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, body, loops[l]->loc);
+        return Seq::make({body, Reduce::make(kind, part, st->buffer, missing, false, st->loc)}, top->loc);
+    }
+
+    static bool mentionedBuffersIn(const Expr &e, const BufferNode *b) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            const BufferNode *b = nullptr;
+            bool any = false;
+            void visit(const Load &l) override {
+                any |= l.buffer.get() == b;
+                IRVisitor::visit(l);
+            }
+        } v;
+        v.b = b;
+        v.visit(e);
+        return v.any;
+    }
+};
+
+} // namespace
+
+Program lowerReducers(const Program &p, DiagnosticEngine &) {
+    Program out;
+    for (auto &k : p.kernels) {
+        auto reducers = k->body ? reducersOf(k->body) : std::map<const BufferNode *, ReduceKind>{};
+        if (reducers.empty()) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto nk = std::make_shared<Kernel>(*k);
+        Rewriter r(std::move(reducers), *nk);
+        nk->body = r.mutate(k->body);
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

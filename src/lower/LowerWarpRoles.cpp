@@ -1,0 +1,341 @@
+/// \file
+/// Explicit warp roles onto WarpRoles (include/tilec/passes/LowerWarpRoles.h).
+#include "tilec/passes/LowerWarpRoles.h"
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/Staging.h"
+
+#include <algorithm>
+#include <deque>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kGroup = 128; // threads of a warp group
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// The marker call of `with T.ws(g)` / T.tma_copy: an IfThenElse whose condition is a call of f.
+const Call *markerOf(const Stmt &s, lib::Fn f) {
+    auto i = as<IfThenElse>(s);
+    return i && lib::is(i->cond, f) ? as<Call>(i->cond) : nullptr;
+}
+bool isBarrierOp(const Stmt &s) { return isCall(s, lib::Fn::MbarrierWait) || isCall(s, lib::Fn::MbarrierArriveEach); }
+
+/// Whether the kernel uses any of the explicit constructs.
+bool usesExplicitRoles(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        bool any = false;
+        void visit(const Call &c) override {
+            for (lib::Fn f : {lib::Fn::WarpGroup, lib::Fn::TmaCopyOn, lib::Fn::MbarrierInit, lib::Fn::MbarrierWait,
+                              lib::Fn::MbarrierArriveEach})
+                any |= lib::is(c, f);
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(body);
+    return v.any;
+}
+
+/// What one warp group's blocks hold.
+struct Role {
+    bool used = false;
+    const StmtNode *firstTma = nullptr;   ///< a T.tma_copy
+    const StmtNode *firstOther = nullptr; ///< a statement other than T.tma_copy and barrier operations
+};
+
+class Lowerer {
+  public:
+    Lowerer(const Kernel &k, const Target &t, DiagnosticEngine &diag) : k_(k), t_(t), diag_(diag) {}
+
+    std::shared_ptr<Kernel> run() {
+        SourceRange at = k_.launchLoc;
+        if (!t_.hasWgmma())
+            return fail(at, "explicit warp roles (T.ws, T.alloc_barrier, T.tma_copy) need TMA and wgmma, a Hopper target "
+                            "(sm_90a); they are not supported for " + t_.name);
+        if (mentions(k_.body, k_.threadIdx.get()))
+            return fail(at, "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
+                            "threads itself)");
+        std::vector<Stmt> top;
+        if (auto q = as<Seq>(k_.body)) top = q->stmts;
+        else top = {k_.body};
+        std::vector<Stmt> inits;
+        for (auto &s : top) {
+            if (isCall(s, lib::Fn::MbarrierInit)) inits.push_back(s);
+            else check(s, -1);
+        }
+        if (!ok_) return nullptr;
+        int used = 0;
+        for (auto &r : roles_) used += r.used;
+        if (k_.threads != 2 * kGroup || used != 2)
+            return fail(at, "explicit warp roles are supported for two warp groups, a producer and a consumer "
+                            "(threads=256 and blocks for T.ws(0) and T.ws(1)); this kernel has " +
+                                std::to_string(k_.threads) + " threads and " + std::to_string(used) + " warp group(s) with blocks");
+        if (inits.empty()) return fail(at, "a kernel with T.ws roles synchronises them through T.alloc_barrier mbarriers; it has none");
+        const bool tma0 = roles_[0].firstTma, tma1 = roles_[1].firstTma;
+        if (tma0 == tma1)
+            return fail(tma0 ? roles_[1].firstTma->loc : at,
+                        std::string("tilec supports explicit warp roles where exactly one warp group (the producer) issues "
+                                    "the T.tma_copy loads; here ") + (tma0 ? "both do" : "neither does"));
+        producer_ = tma0 ? 0 : 1;
+        if (auto *s = roles_[producer_].firstOther)
+            return fail(s->loc, "in the warp group that issues T.tma_copy (T.ws(" + std::to_string(producer_) +
+                                    ")), tilec supports only T.tma_copy and mbarrier operations (T.barrier_wait, "
+                                    "T.barrier_arrive); this statement is not supported there");
+
+        auto nk = std::make_shared<Kernel>(k_);
+        Stmt producer = lowerProducer(restrict(k_.body, producer_, true), *nk);
+        if (!ok_) return nullptr;
+        Stmt consumer = lowerConsumer(restrict(k_.body, 1 - producer_, false));
+        if (!ok_) return nullptr;
+        for (auto &b : nk->allocs)
+            if (b && rings_.count(b.get())) b = rings_[b.get()];
+        const SourceRange &loc = k_.launchLoc;
+        inits.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
+        Expr tx = k_.threadIdx;
+        nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(inits), loc), nullptr, loc),
+                              lib::stmt(lib::Fn::Sync, {}, loc),
+                              WarpRoles::make(kGroup, kGroup, 0, 0, producer, consumer, loc)},
+                             k_.body->loc);
+        nk->threads = kGroup;
+        nk->producerThreads = kGroup;
+        nk->minBlocksPerSM = 1;
+        nk->persistent = false;
+        nk->needsTma = true;
+        return nk;
+    }
+
+  private:
+    const Kernel &k_;
+    const Target &t_;
+    DiagnosticEngine &diag_;
+    bool ok_ = true;
+    Role roles_[2];
+    int producer_ = 0;
+    std::deque<TmaTile> tiles_;                          ///< by the buffer the consumer's T.gemm names
+    std::map<const BufferNode *, const TmaTile *> byBuffer_;
+    std::vector<Stmt> proxies_;                          ///< the 2-D copies the tiles were planned on
+    std::map<const BufferNode *, Buffer> rings_;         ///< 2-D TMA destinations become rings of one stage
+
+    std::nullptr_t fail(const SourceRange &at, const std::string &msg) {
+        diag_.error(at, msg);
+        ok_ = false;
+        return nullptr;
+    }
+
+    /// Checks the structure: `group` is the enclosing T.ws block's warp group, -1 outside every block.
+    void check(const Stmt &s, int group) {
+        if (!s || !ok_) return;
+        if (auto m = markerOf(s, lib::Fn::WarpGroup)) {
+            if (group >= 0) return (void)fail(s->loc, "a T.ws block inside another T.ws block is not supported");
+            auto g = constInt(m->args[0]);
+            TILEC_ASSERT(g && *g >= 0 && *g < 2, "internal error in lowerWarpRoles: a T.ws marker of group " + (g ? std::to_string(*g) : "?"));
+            roles_[*g].used = true;
+            return check(as<IfThenElse>(s)->then, (int)*g);
+        }
+        if (auto q = as<Seq>(s)) {
+            for (auto &c : q->stmts) check(c, group);
+            return;
+        }
+        if (auto f = as<For>(s); f && f->forKind != ForKind::Parallel && f->forKind != ForKind::Vectorized) {
+            if (group < 0) return check(f->body, group);
+        }
+        if (auto i = as<IfThenElse>(s); i && !markerOf(s, lib::Fn::TmaCopyOn)) {
+            if (group < 0) {
+                check(i->then, group);
+                return check(i->otherwise, group);
+            }
+        }
+        if (isCall(s, lib::Fn::MbarrierInit))
+            return (void)fail(s->loc, "T.alloc_barrier belongs at the top of the kernel, outside T.ws blocks and loops");
+        if (group < 0)
+            return (void)fail(s->loc, "with T.ws roles, every statement must be inside a T.ws block: code that all warp "
+                                      "groups run together is not supported");
+        Role &r = roles_[group];
+        if (markerOf(s, lib::Fn::TmaCopyOn)) {
+            if (!r.firstTma) r.firstTma = s.get();
+        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s)) {
+            if (!r.firstOther) r.firstOther = s.get();
+        } else if (auto f = as<For>(s)) {
+            check(f->body, group);
+        } else if (auto i = as<IfThenElse>(s)) {
+            check(i->then, group);
+            check(i->otherwise, group);
+        }
+    }
+
+    /// The kernel as warp group `g` runs it: its own blocks, inside the loops and branches around them (loops
+    /// made serial; `fresh`: with new loop variables).
+    Stmt restrict(const Stmt &s, int g, bool fresh) {
+        if (!s || isCall(s, lib::Fn::MbarrierInit)) return nullptr;
+        if (auto m = markerOf(s, lib::Fn::WarpGroup)) return constInt(m->args[0]) == std::optional<int64_t>(g) ? as<IfThenElse>(s)->then : nullptr;
+        if (auto q = as<Seq>(s)) {
+            std::vector<Stmt> out;
+            for (auto &c : q->stmts)
+                if (Stmt r = restrict(c, g, fresh)) out.push_back(r);
+            return out.empty() ? nullptr : Seq::make(std::move(out), q->loc);
+        }
+        if (auto f = as<For>(s)) {
+            Stmt body = restrict(f->body, g, fresh);
+            if (!body) return nullptr;
+            Var v = f->var;
+            if (fresh) {
+                v = makeVar(f->var->name, f->var->dtype, f->var->loc);
+                body = substitute(body, VarMap{{f->var.get(), v}});
+            }
+            return For::make(v, f->min, f->extent, ForKind::Serial, 0, body, f->loc);
+        }
+        if (auto i = as<IfThenElse>(s)) {
+            Stmt then = restrict(i->then, g, fresh), otherwise = restrict(i->otherwise, g, fresh);
+            if (!then && !otherwise) return nullptr;
+            return IfThenElse::make(i->cond, then ? then : Seq::make({}, i->loc), otherwise, i->loc);
+        }
+        TILEC_ASSERT(false, "internal error in lowerWarpRoles: a statement outside the T.ws blocks passed the check");
+        return nullptr;
+    }
+
+    /// The producer's T.tma_copy statements as TMA loads of one elected thread.
+    Stmt lowerProducer(const Stmt &body, Kernel &nk) {
+        struct M : IRMutator {
+            using IRMutator::visit;
+            Lowerer *self = nullptr;
+            Kernel *nk = nullptr;
+            Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+                auto m = markerOf(op, lib::Fn::TmaCopyOn);
+                if (!m) return IRMutator::visit(op);
+                return self->tmaLoad(*as<Copy>(op->then), m->args[0], *nk);
+            }
+        } m;
+        m.self = this;
+        m.nk = &nk;
+        return body ? m.mutate(body) : Seq::make({}, k_.launchLoc);
+    }
+
+    Stmt tmaLoad(const Copy &c, const Expr &bar, Kernel &nk) {
+        const Buffer &dst = c.dst.buffer;
+        const size_t nd = dst->shape.size();
+        Expr stage = i32(0);
+        Buffer ring;
+        Copy plan = c;
+        auto full = [&](size_t d) {
+            return constInt(c.dst.ranges[d].min) == std::optional<int64_t>(0) &&
+                   constInt(c.dst.ranges[d].extent) == constInt(dst->shape[d]);
+        };
+        const bool tile = nd == 2 && full(0) && full(1);
+        const bool stageOfRing = nd == 3 && constInt(c.dst.ranges[0].extent) == std::optional<int64_t>(1) && full(1) && full(2);
+        if (tile) {
+            auto it = rings_.find(dst.get());
+            ring = it != rings_.end() ? it->second : (rings_[dst.get()] = ringOf(dst, 1));
+        } else if (stageOfRing) {
+            ring = dst;
+            stage = simplify(cast(DType::Int32, c.dst.ranges[0].min));
+            Buffer view = makeBuffer(dst->name, Scope::Shared, dst->dtype, {dst->shape[1], dst->shape[2]}, dst->loc);
+            plan.dst = Region::whole(view, c.dst.loc);
+        } else {
+            fail(c.loc, "T.tma_copy's destination must be a whole 2-D shared buffer or one stage [s, :, :] of a 3-D one");
+            return Seq::make({}, c.loc);
+        }
+        proxies_.push_back(Copy::make(plan.src, plan.dst, c.loc));
+        auto t = planTmaTile(*as<Copy>(proxies_.back()));
+        if (!t) {
+            fail(c.loc, "T.tma_copy: TMA cannot load this tile (it takes a box of a global tensor with the tile's rows "
+                        "along one dimension and its columns, a multiple of 32 bytes, along the innermost)");
+            return Seq::make({}, c.loc);
+        }
+        for (auto &e : t->coords)
+            if (!mentionedBuffers(Evaluate::make(e), nullptr).empty()) {
+                fail(c.loc, "T.tma_copy: a tile position that reads a buffer is not supported");
+                return Seq::make({}, c.loc);
+            }
+        if (!byBuffer_.count(dst.get())) {
+            tiles_.push_back(*t);
+            byBuffer_[dst.get()] = &tiles_.back();
+        }
+        auto it = std::find(nk.tensorMaps.begin(), nk.tensorMaps.end(), t->map);
+        if (it == nk.tensorMaps.end()) it = nk.tensorMaps.insert(nk.tensorMaps.end(), t->map);
+        const int map = (int)(it - nk.tensorMaps.begin());
+        std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
+                               addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
+        for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));
+        Stmt issue = Seq::make({lib::stmt(lib::Fn::MbarrierExpectTx, {bar, i32(t->bytes())}, c.loc),
+                                lib::stmt(lib::Fn::TmaLoadTile, std::move(args), c.loc)},
+                               c.loc);
+        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(kGroup)), issue, nullptr, c.loc);
+    }
+
+    /// The consumer: TMA tiles read only by T.gemm on wgmma; 2-D tiles staged into their rings of one stage.
+    Stmt lowerConsumer(const Stmt &body) {
+        struct M : IRMutator {
+            using IRMutator::visit;
+            Lowerer *self = nullptr;
+            bool tma(const Buffer &b) const { return b && self->byBuffer_.count(b.get()); }
+            void other(const Stmt &s, const Buffer &b) {
+                if (tma(b))
+                    self->fail(s->loc, "'" + b->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), so "
+                                       "it can be read only as a shared operand of T.gemm");
+            }
+            Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+                if (!tma(op->a.buffer) && !tma(op->b.buffer)) return op;
+                if (!wgmmaCan(*op, self->byBuffer_, 1)) {
+                    self->fail(op->loc, "this T.gemm reads tiles that T.tma_copy loads, so it must run on wgmma, which "
+                                        "cannot compute it (both operands TMA tiles of matching shapes; float16 / bfloat16, "
+                                        "or K-major tf32, float8, int8)");
+                    return op;
+                }
+                return op->withInstr(GemmInstr::Wgmma);
+            }
+            Stmt visit(const std::shared_ptr<const Copy> &op) override {
+                other(op, op->src.buffer), other(op, op->dst.buffer);
+                return op;
+            }
+            Stmt visit(const std::shared_ptr<const Fill> &op) override { return other(op, op->dst.buffer), op; }
+            Stmt visit(const std::shared_ptr<const Reduce> &op) override { return other(op, op->src), op; }
+            Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
+                other(op, op->dst.buffer);
+                if (op->src) other(op, op->src->buffer);
+                return op;
+            }
+            Stmt visit(const std::shared_ptr<const Store> &op) override { return other(op, op->buffer), op; }
+        } m;
+        m.self = this;
+        if (!body) return Seq::make({}, k_.launchLoc);
+        Stmt s = m.mutate(body);
+        // Reads in expressions (loads inside T.Parallel bodies, conditions).
+        struct Reads : IRVisitor {
+            using IRVisitor::visit;
+            Lowerer *self = nullptr;
+            void visit(const Load &op) override {
+                if (self->byBuffer_.count(op.buffer.get()))
+                    self->fail(op.loc, "'" + op.buffer->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), "
+                                       "so it can be read only as a shared operand of T.gemm");
+                IRVisitor::visit(op);
+            }
+        } reads;
+        reads.self = this;
+        reads.visit(s);
+        return stageBuffers(s, rings_, i32(0));
+    }
+};
+
+} // namespace
+
+Program lowerWarpRoles(const Program &p, const Target &t, DiagnosticEngine &diag) {
+    Program out;
+    for (auto &k : p.kernels) {
+        std::shared_ptr<Kernel> lowered = k->body && usesExplicitRoles(k->body) ? Lowerer(*k, t, diag).run() : nullptr;
+        out.kernels.push_back(lowered ? KernelP(lowered) : k);
+    }
+    return out;
+}
+
+} // namespace tilec::passes
