@@ -234,8 +234,9 @@ enum class GemmPolicy { Auto, Square, FullRow, FullCol };
 const char *toString(GemmPolicy p);
 
 /// Which tensor-core instruction a T.gemm becomes: chosen by the target's lowering (specializeWarps picks
-/// wgmma for operands that TMA stores); Auto means mma.sync.
-enum class GemmInstr { Auto, Wgmma };
+/// wgmma for operands that TMA stores); Auto means mma.sync; MmaPanels is mma.sync reading shared operands
+/// that TMA stored in its panel layout (sm_90 without the `a`).
+enum class GemmInstr { Auto, Wgmma, MmaPanels };
 
 /// C (+)= op(A) @ op(B). A may be a fragment (FlashAttention's probs @ V) or shared; B is shared.
 struct Gemm : StmtNode {

@@ -220,8 +220,15 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
             }
         }
         // TMA variants first (they need the most of the device and of the arguments), then those assuming
-        // wide rows, then by target.
-        auto demand = [](const ir::Kernel &k) { return 2 * k.needsTma + !k.assumptions.empty(); };
+        // wide rows, each arch-specific one before a portable one (the launcher takes the first that runs on
+        // the device: sm_90a's wgmma before sm_90's mma.sync, which would run there too), then by target.
+        auto specific = [](const ir::Kernel &k) {
+            return std::all_of(k.targets.begin(), k.targets.end(), [](const std::string &n) {
+                auto t = Target::parse(n);
+                return t && t->archSpecific;
+            });
+        };
+        auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
         std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
         for (auto &v : variants) out.kernels.push_back(v.second);
     }

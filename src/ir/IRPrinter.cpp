@@ -371,6 +371,7 @@ class Printer {
         if (g.clearAccum) out += ", clear_accum=True";
         if (g.policy != GemmPolicy::Auto) out += std::string(", policy=") + toString(g.policy);
         if (g.instr == GemmInstr::Wgmma) out += ", wgmma";
+        if (g.instr == GemmInstr::MmaPanels) out += ", mma panels";
         out += ")";
     }
 

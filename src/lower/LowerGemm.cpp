@@ -104,6 +104,10 @@ class GemmLowerer : public IRMutator {
                              loc);
         }
         std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
+        // mma.sync over TMA-filled tiles (sm_90): the operands' panel spans, as TMA stored them.
+        const bool panels = op->instr == GemmInstr::MmaPanels;
+        const int swB = panels ? panelSwizzleBytes(bTile->second * B->dtype.bytes()) : 0;
+        TILEC_ASSERT(!panels || swB, "an mma.sync T.gemm over TMA tiles whose B is not in the panel layout");
         if (A->scope == Scope::Fragment) {
             auto ar = layouts_.registers.find(A.get());
             auto al = layouts_.fragments.find(A.get());
@@ -117,10 +121,11 @@ class GemmLowerer : public IRMutator {
                 return nullptr;
             }
             args.push_back(i32(op->transB));
+            if (panels) args.push_back(i32(swB));
             args.push_back(addressOf(ar->second, {i32(0)}));
             args.push_back(b);
             args.push_back(c);
-            return lib::stmt(lib::Fn::GemmRS, std::move(args), loc);
+            return lib::stmt(panels ? lib::Fn::GemmRSPanels : lib::Fn::GemmRS, std::move(args), loc);
         }
         auto aTile = tile(op->a, "A");
         if (!aTile) return nullptr;
@@ -133,10 +138,16 @@ class GemmLowerer : public IRMutator {
         }
         args.push_back(i32(op->transA));
         args.push_back(i32(op->transB));
+        if (panels) {
+            const int swA = panelSwizzleBytes(aTile->second * A->dtype.bytes());
+            TILEC_ASSERT(swA, "an mma.sync T.gemm over TMA tiles whose A is not in the panel layout");
+            args.push_back(i32(swA));
+            args.push_back(i32(swB));
+        }
         args.push_back(address(op->a));
         args.push_back(b);
         args.push_back(c);
-        return lib::stmt(lib::Fn::GemmSS, std::move(args), loc);
+        return lib::stmt(panels ? lib::Fn::GemmSSPanels : lib::Fn::GemmSS, std::move(args), loc);
     }
 
   private:

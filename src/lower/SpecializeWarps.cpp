@@ -140,6 +140,18 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
                    (g.policy == GemmPolicy::FullRow && wgN == 1));
 }
 
+/// Whether mma.sync can compute `g` reading its shared operands straight from the TMA tiles among `tiles`
+/// (sm_90: TMA without wgmma): B and a shared A are such tiles (the panel layout, gemm_ss_panels), or A is a
+/// fragment (RS); every tile has whole 8-row swizzle periods, which the panel loaders assume.
+bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
+    auto tileOf = [&](const Buffer &b) -> const TmaTile * {
+        auto it = b ? tiles.find(b.get()) : tiles.end();
+        return it == tiles.end() || it->second->rows % 8 ? nullptr : it->second;
+    };
+    if (!tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a.buffer) != nullptr;
+}
+
 namespace {
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.
@@ -159,6 +171,7 @@ struct OtherUses : IRVisitor {
     const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
     int warpgroups = 1;
     bool rowsOnly = false;
+    bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
     void visit(const Load &op) override { use(op.buffer), IRVisitor::visit(op); }
@@ -169,7 +182,7 @@ struct OtherUses : IRVisitor {
     void visit(const AtomicAdd &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
-        if (!wgmmaCan(op, *tiles, warpgroups, rowsOnly)) use(op.a.buffer), use(op.b.buffer);
+        if (!(mma ? mmaPanelsCan(op, *tiles) : wgmmaCan(op, *tiles, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
     }
 };
 
@@ -179,8 +192,10 @@ struct MarkWgmma : IRMutator {
     const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
     int warpgroups = 1;
     bool rowsOnly = false;
+    bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
         registerAOnMma |= aInRegisters(*op);
         return op;
@@ -214,7 +229,10 @@ int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t
     const int64_t words = fragmentBytes / 4 / consumers;
     const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
     const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
-    return sharedFits && threadsFit && roleRegisters(consumers, producers, 2, t).second >= words + 64 ? 2 : 1;
+    // Without setmaxnreg (sm_90) every thread keeps its share of the register file at two blocks.
+    const int consumerRegs = t.archSpecific ? roleRegisters(consumers, producers, 2, t).second
+                                            : (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 2 / (consumers + producers)) / 8 * 8;
+    return sharedFits && threadsFit && consumerRegs >= words + 64 ? 2 : 1;
 }
 
 /// Whether the consumers' code (the kernel's statements and the pipelined loop's rest, ring buffers aside)
@@ -296,11 +314,12 @@ class Specializer {
             if (!f || f->forKind != ForKind::Pipelined || f->numStages < 1) continue;
             why_.clear();
             if (auto k = specialize(top, i)) {
-                log(f->loc, "T.Pipelined loop -> warp roles: a producer warpgroup loading " +
+                log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
                                 (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
                                 (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
-                                std::to_string(k_.threads / 128) + " consumer warpgroup(s) on wgmma" +
+                                std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
+                                (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
                                 (registerA_ ? " (A from registers: RS)" : "") + "; " +
                                 std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : "") +
                                 (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
@@ -354,7 +373,10 @@ class Specializer {
 
     std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
         const For &loop = *as<For>(top[at]);
-        const int S = loop.numStages, C = k_.threads, P = 128;
+        // sm_90a: a producer warpgroup, whose registers setmaxnreg hands to the consumers. sm_90 (no setmaxnreg):
+        // one producer warp, so that the registers every thread keeps are wasted on 32 threads, not 128.
+        const bool mma = !t_.hasWgmma();
+        const int S = loop.numStages, C = k_.threads, P = mma ? 32 : 128;
         if (readsBuffers(loop.min) || readsBuffers(loop.extent)) return no("its bounds read a buffer");
         LoopSplit split = splitPipelinedBody(loop);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
@@ -385,7 +407,10 @@ class Specializer {
         other.tiles = &byBuffer;
         other.warpgroups = C / 128;
         other.rowsOnly = rowsOnly;
+        other.mma = mma;
         for (auto &s : split.rest) other.visit(s);
+        if (other.found && mma) return no("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
+                                          "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other.found) return no("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
                                     "tf32, float8 and int8 operands must be K-major; A from registers needs a 16-bit "
                                     "fragment and the consumer warpgroups splitting the rows only)");
@@ -393,13 +418,14 @@ class Specializer {
         mark.tiles = &byBuffer;
         mark.warpgroups = C / 128;
         mark.rowsOnly = rowsOnly;
+        mark.mma = mma;
         std::vector<Stmt> rest;
         bool anyWgmma = false;
         for (auto &s : split.rest) {
             rest.push_back(mark.mutate(s));
             anyWgmma |= rest.back() != s;
         }
-        if (!anyWgmma) return no("no T.gemm in it can use wgmma (operand types, layouts or shapes)");
+        if (!anyWgmma) return no(mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
         // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
         if (mark.registerAOnMma) return no("a T.gemm with A from registers cannot use wgmma (B not a TMA tile, or the "
                                            "consumer warpgroups cannot split its rows)");
@@ -433,6 +459,11 @@ class Specializer {
             g->bytes += tiles[i].bytes();
         }
         const int G = (int)groups.size();
+        // sm_90's mma.sync consumers are checked (simulator, SASS) for GEMM loops; attention-shaped ones keep
+        // cp.async there.
+        if (mma && (G > 1 || !once.empty()))
+            return no("on sm_90 (no wgmma) only a GEMM loop takes warp roles: its tiles first used by one statement, "
+                      "none loaded once before the loop");
         // Rings and barriers.
         std::map<const BufferNode *, Buffer> ring;
         for (auto &t : tiles) ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, S);
@@ -524,7 +555,10 @@ class Specializer {
                 if (groups[(size_t)g].first == j) body.push_back(lib::stmt(lib::Fn::MbarrierWait, {full(g, cs), cphase}, loc));
             body.push_back(stageBuffers(rest[j], ring, cs));
             for (int g = 0; g < G; ++g)
-                if (groups[(size_t)g].last == j)
+                if (groups[(size_t)g].last == j && mma)
+                    // mma.sync's ldmatrix reads are each thread's own: every consumer thread releases them.
+                    body.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {empty(g, cs)}, loc));
+                else if (groups[(size_t)g].last == j)
                     // In a cluster on every block's empty barrier: each block's producer multicasts into both.
                     body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
                                                     CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty(g, cs), i32(CM)}, loc)
@@ -546,7 +580,7 @@ class Specializer {
         for (int g = 0; g < G; ++g)
             for (int s = 0; s < S; ++s) {
                 init.push_back(lib::stmt(lib::Fn::MbarrierInit, {full(g, i32(s)), i32(1)}, loc));
-                init.push_back(lib::stmt(lib::Fn::MbarrierInit, {empty(g, i32(s)), i32(C / 32 * CM)}, loc));
+                init.push_back(lib::stmt(lib::Fn::MbarrierInit, {empty(g, i32(s)), i32(mma ? C : C / 32 * CM)}, loc));
             }
         if (!once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {onceBar, i32(1)}, loc));
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
@@ -576,12 +610,11 @@ class Specializer {
 } // namespace
 
 Program specializeWarps(const Program &p, const Target &t, const SourceManager *sources) {
-    if (!t.hasTma() || !t.hasWgmma() || !t.warpSpecialize) {
+    if (!t.hasTma() || !t.warpSpecialize) {
         spdlog::debug("{}: no warp specialization ({}): T.gemm keeps mma.sync, tile copies cp.async", t.name,
                       !t.warpSpecialize ? "--no-warp-specialize"
                       : t.sm < 90       ? "no TMA or wgmma on the target"
-                      : !t.tma          ? "the variant without TMA, or --no-tma"
-                                        : "no wgmma on the target");
+                                        : "the variant without TMA, or --no-tma");
         return p;
     }
     Program out;

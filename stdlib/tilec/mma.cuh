@@ -23,8 +23,8 @@ namespace mma_detail {
 
 // Defined in mma_frag.cuh (see above).
 template <class TA, class TB, class TC> struct mma_op;
-template <int M, int K, bool Trans, class T, int MT> struct a_smem_loader;
-template <int N, int K, bool Trans, class T, int NT> struct b_smem_loader;
+template <int M, int K, bool Trans, class T, int MT, int Panel> struct a_smem_loader;
+template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_smem_loader;
 
 // The mT x nT instruction tiles of one k-step. Odd rows of tiles walk the columns backwards, so that
 // consecutive mma instructions share an operand register.
@@ -110,6 +110,39 @@ template <int Count> __device__ __forceinline__ void unpack_acc(const uint32_t *
 
 } // namespace mma_detail
 
+/// gemm_ss (below) over operands stored in the row layout (PanelA / PanelB == 0) or in TMA's panel layout
+/// of that many bytes (128, 64 or 32; sm90_tma.cuh: what tma_load_tile writes, 1024-byte aligned): the
+/// sm_90 path, where TMA fills the tiles and mma.sync reads them.
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, int PanelA, int PanelB, typename TA,
+          typename TB, typename TC>
+__device__ __forceinline__ void gemm_ss_panels(const TA *As, const TB *Bs, TC *C) {
+    using Op = mma_detail::mma_op<TA, TB, TC>;
+    static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    static_assert(!Op::kNeedsSm89, "float8 mma.sync needs sm_89 or newer");
+#endif
+    static_assert(WarpsM > 0 && WarpsN > 0 && M % (16 * WarpsM) == 0 && N % (8 * WarpsN) == 0,
+                  "the warp tiles must be whole multiples of 16 x 8");
+    static_assert(K > 0 && K % Op::kK == 0, "K must be a multiple of the mma instruction's K");
+    static_assert((PanelA == 0 || PanelA == 32 || PanelA == 64 || PanelA == 128) &&
+                      (PanelB == 0 || PanelB == 32 || PanelB == 64 || PanelB == 128),
+                  "panels of 128, 64 or 32 bytes");
+    constexpr int WTM = M / WarpsM, WTN = N / WarpsN;
+    constexpr int MT = WTM / 16, NT = WTN / 8, KS = K / Op::kK;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int wm = warp % WarpsM, wn = warp / WarpsM;
+    const mma_detail::a_smem_loader<M, K, TransA, TA, MT, PanelA> la(As, wm * WTM, lane);
+    const mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB> lb(Bs, wn * WTN, lane);
+    if constexpr (std::is_same<TC, __half>::value) {
+        uint32_t acc[MT * NT * 2];
+        mma_detail::pack_acc<MT * NT * 4>(C, acc);
+        mma_detail::gemm_ss_core<Op, MT, NT, KS>(la, lb, acc);
+        mma_detail::unpack_acc<MT * NT * 4>(acc, C);
+    } else {
+        mma_detail::gemm_ss_core<Op, MT, NT, KS>(la, lb, C);
+    }
+}
+
 /// C += A * B for the block's M x N tile, A (M x K) and B (K x N) in shared memory: As holds A as (M, K)
 /// row-major, or as (K, M) when TransA; Bs holds B as (K, N), or as (N, K) when TransB; each swizzled by
 /// swz<its inner extent, sizeof(element)>. C is the thread's accumulator array (order in the file comment).
@@ -121,35 +154,12 @@ template <int Count> __device__ __forceinline__ void unpack_acc(const uint32_t *
 template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, typename TA, typename TB,
           typename TC>
 __device__ __forceinline__ void gemm_ss(const TA *As, const TB *Bs, TC *C) {
-    using Op = mma_detail::mma_op<TA, TB, TC>;
-    static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-    static_assert(!Op::kNeedsSm89, "float8 mma.sync needs sm_89 or newer");
-#endif
-    static_assert(WarpsM > 0 && WarpsN > 0 && M % (16 * WarpsM) == 0 && N % (8 * WarpsN) == 0,
-                  "the warp tiles must be whole multiples of 16 x 8");
-    static_assert(K > 0 && K % Op::kK == 0, "K must be a multiple of the mma instruction's K");
-    constexpr int WTM = M / WarpsM, WTN = N / WarpsN;
-    constexpr int MT = WTM / 16, NT = WTN / 8, KS = K / Op::kK;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int wm = warp % WarpsM, wn = warp / WarpsM;
-    const mma_detail::a_smem_loader<M, K, TransA, TA, MT> la(As, wm * WTM, lane);
-    const mma_detail::b_smem_loader<N, K, TransB, TB, NT> lb(Bs, wn * WTN, lane);
-    if constexpr (std::is_same<TC, __half>::value) {
-        uint32_t acc[MT * NT * 2];
-        mma_detail::pack_acc<MT * NT * 4>(C, acc);
-        mma_detail::gemm_ss_core<Op, MT, NT, KS>(la, lb, acc);
-        mma_detail::unpack_acc<MT * NT * 4>(acc, C);
-    } else {
-        mma_detail::gemm_ss_core<Op, MT, NT, KS>(la, lb, C);
-    }
+    gemm_ss_panels<M, N, K, WarpsM, WarpsN, TransA, TransB, 0, 0>(As, Bs, C);
 }
 
-/// C += A * B with A in registers: Areg is the thread's M x K fragment in the accumulator order above, laid
-/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has. B is in
-/// shared memory as for gemm_ss. 16-bit A and B only; the warps must split the rows only (WarpsN == 1).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, typename TA, typename TB, typename TC>
-__device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
+/// gemm_rs (below) with B in the row layout (PanelB == 0) or TMA's panel layout of PanelB bytes (gemm_ss_panels).
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC *C) {
     using Op = mma_detail::mma_op<TA, TB, TC>;
     static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
     static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "gemm with A in registers takes 16-bit operands");
@@ -157,9 +167,10 @@ __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
     static_assert(WarpsM > 0 && M % (16 * WarpsM) == 0 && N % 8 == 0,
                   "the warp tiles must be whole multiples of 16 x 8");
     static_assert(K > 0 && K % Op::kK == 0, "K must be a multiple of the mma instruction's K");
+    static_assert(PanelB == 0 || PanelB == 32 || PanelB == 64 || PanelB == 128, "panels of 128, 64 or 32 bytes");
     constexpr int MT = M / WarpsM / 16, NT = N / 8, KS = K / Op::kK;
     const int lane = (int)threadIdx.x % 32;
-    const mma_detail::b_smem_loader<N, K, TransB, TB, NT> lb(Bs, 0, lane);
+    const mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB> lb(Bs, 0, lane);
     if constexpr (std::is_same<TC, __half>::value) {
         uint32_t acc[MT * NT * 2];
         mma_detail::pack_acc<MT * NT * 4>(C, acc);
@@ -168,6 +179,14 @@ __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
     } else {
         mma_detail::gemm_rs_core<Op, MT, NT, KS>(Areg, lb, C);
     }
+}
+
+/// C += A * B with A in registers: Areg is the thread's M x K fragment in the accumulator order above, laid
+/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has. B is in
+/// shared memory as for gemm_ss. 16-bit A and B only; the warps must split the rows only (WarpsN == 1).
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
+    gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0>(Areg, Bs, C);
 }
 
 } // namespace tilec

@@ -82,22 +82,43 @@ template <class T, int N> __device__ __forceinline__ void round_tf32(uint32_t *r
     }
 }
 
+// The byte offset, from its row's start, of physical column c (the logical column after the swizzle XOR) of
+// a stored tile of Rows rows. Panel == 0: the row layout of swizzle.cuh (rows of the tile's full width).
+// Panel > 0: TMA's panel layout (sm90_tma.cuh): column panels of Panel bytes, each Rows rows of Panel bytes,
+// so the columns past the first panel sit whole panels (Rows * Panel bytes) further on.
+template <int Panel, int EB, int Rows> __device__ __forceinline__ uint32_t col_bytes(int c) {
+    if constexpr (Panel == 0) {
+        return (uint32_t)(c * EB);
+    } else {
+        constexpr unsigned W = Panel / EB;
+        return ((unsigned)c % W) * EB + ((unsigned)c / W) * (unsigned)(Rows * Panel);
+    }
+}
+
+// The stored row length in bytes (the address step from one row to the next) and the row length in elements
+// that the swizzle XOR is computed for: the tile's width, or one panel's.
+template <int Panel, int Inner, int EB> __host__ __device__ constexpr int row_bytes() { return Panel ? Panel : Inner * EB; }
+template <int Panel, int Inner, int EB> __host__ __device__ constexpr int swz_cols() { return Panel ? Panel / EB : Inner; }
+
 // Four bytes of consecutive K (k, k+1, k+2, k+3 at rowAddr, rowAddr + rowBytes, ...), packed low to high;
 // xr[j] is the swizzle of row k + j, col the logical column.
+template <int Panel, int Rows>
 __device__ __forceinline__ uint32_t lds8x4(const uint32_t *rowAddr, uint32_t offset, int col, const int *xr) {
     uint32_t v = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-        v |= lds8(rowAddr[j] + offset + (uint32_t)(col ^ xr[j])) << (8 * j);
+        v |= lds8(rowAddr[j] + offset + col_bytes<Panel, 1, Rows>(col ^ xr[j])) << (8 * j);
     return v;
 }
 
 /// The A fragments of one k-step for the MT m-tiles of a warp whose rows start at m0. A is M x K, stored
-/// (M, K) or, when Trans, (K, M).
-template <int M, int K, bool Trans, class T, int MT> struct a_smem_loader {
+/// (M, K) or, when Trans, (K, M), in the row layout (Panel == 0) or TMA's panel layout of Panel bytes.
+template <int M, int K, bool Trans, class T, int MT, int Panel> struct a_smem_loader {
     static constexpr int EB = (int)sizeof(T);
     static constexpr int E = 16 / EB;           // elements per 16-byte chunk
     static constexpr int Inner = Trans ? M : K; // the stored row length
+    static constexpr int Rows = Trans ? K : M;  // the stored rows
+    static constexpr int RB = row_bytes<Panel, Inner, EB>(), SC = swz_cols<Panel, Inner, EB>();
     static constexpr bool Plain = Trans && EB != 2;
     static_assert(EB == 1 || EB == 2 || EB == 4, "mma operands are 8, 16 or 32 bits wide");
 
@@ -110,16 +131,16 @@ template <int M, int K, bool Trans, class T, int MT> struct a_smem_loader {
         if constexpr (!Trans) {
             // ldmatrix.x4: lanes 0..15 address rows 0..15 of chunk 0, lanes 16..31 of chunk 1 (a0..a3).
             const int row = m0 + lane % 16;
-            rowAddr[0] = base + (uint32_t)(row * Inner * EB);
+            rowAddr[0] = base + (uint32_t)(row * RB);
             col = (lane / 16) * E;
-            xr[0] = swz_row_xor<Inner, EB>(row);
+            xr[0] = swz_row_xor<SC, EB>(row);
         } else if constexpr (EB == 2) {
             // ldmatrix.x4.trans of the (K, M) tile: matrices (k 0-7, m 0-7), (k 0-7, m 8-15),
             // (k 8-15, m 0-7), (k 8-15, m 8-15) transpose into a0..a3.
             const int j = lane / 8, krow = lane % 8 + (j >> 1) * 8;
-            rowAddr[0] = base + (uint32_t)(krow * Inner * EB);
+            rowAddr[0] = base + (uint32_t)(krow * RB);
             col = m0 + (j & 1) * 8;
-            xr[0] = swz_row_xor<Inner, EB>(krow);
+            xr[0] = swz_row_xor<SC, EB>(krow);
         } else {
             // Plain loads: tf32 a0 = (m g, k t), a1 = (g+8, t), a2 = (g, t+4), a3 = (g+8, t+4); 8-bit
             // a0 = (g, 4t..4t+3), a1 = (g+8, ..), a2 = (g, 16+4t..), a3 = (g+8, 16+4t..).
@@ -129,46 +150,46 @@ template <int M, int K, bool Trans, class T, int MT> struct a_smem_loader {
 #pragma unroll
             for (int r = 0; r < Rows; ++r) {
                 const int krow = EB == 4 ? t + 4 * r : 4 * t + r;
-                rowAddr[r] = base + (uint32_t)(krow * Inner * EB);
-                xr[r] = swz_row_xor<Inner, EB>(krow);
+                rowAddr[r] = base + (uint32_t)(krow * RB);
+                xr[r] = swz_row_xor<SC, EB>(krow);
             }
         }
     }
 
     __device__ __forceinline__ void load(uint32_t (*a)[4], int kk) const {
         if constexpr (!Trans) {
-            const uint32_t c = (uint32_t)(((col + kk * 2 * E) ^ xr[0]) * EB);
+            const uint32_t c = col_bytes<Panel, EB, Rows>((col + kk * 2 * E) ^ xr[0]);
 #pragma unroll
             for (int mi = 0; mi < MT; ++mi) {
-                const uint32_t addr = rowAddr[0] + (uint32_t)(mi * 16 * Inner * EB) + c;
+                const uint32_t addr = rowAddr[0] + (uint32_t)(mi * 16 * RB) + c;
                 ldsm_x4<false>(a[mi][0], a[mi][1], a[mi][2], a[mi][3], addr);
             }
         } else if constexpr (!Plain) {
-            const uint32_t r = rowAddr[0] + (uint32_t)(kk * 16 * Inner * EB);
+            const uint32_t r = rowAddr[0] + (uint32_t)(kk * 16 * RB);
 #pragma unroll
             for (int mi = 0; mi < MT; ++mi) {
-                const uint32_t addr = r + (uint32_t)(((col + mi * 16) ^ xr[0]) * EB);
+                const uint32_t addr = r + col_bytes<Panel, EB, Rows>((col + mi * 16) ^ xr[0]);
                 ldsm_x4<true>(a[mi][0], a[mi][1], a[mi][2], a[mi][3], addr);
             }
         } else if constexpr (EB == 4) {
-            const uint32_t k = (uint32_t)(kk * 8 * Inner * EB);
+            const uint32_t k = (uint32_t)(kk * 8 * RB);
 #pragma unroll
             for (int mi = 0; mi < MT; ++mi) {
                 const int m = col + mi * 16;
-                a[mi][0] = lds32(rowAddr[0] + k + (uint32_t)((m ^ xr[0]) * EB));
-                a[mi][1] = lds32(rowAddr[0] + k + (uint32_t)(((m + 8) ^ xr[0]) * EB));
-                a[mi][2] = lds32(rowAddr[1] + k + (uint32_t)((m ^ xr[1]) * EB));
-                a[mi][3] = lds32(rowAddr[1] + k + (uint32_t)(((m + 8) ^ xr[1]) * EB));
+                a[mi][0] = lds32(rowAddr[0] + k + col_bytes<Panel, EB, Rows>(m ^ xr[0]));
+                a[mi][1] = lds32(rowAddr[0] + k + col_bytes<Panel, EB, Rows>((m + 8) ^ xr[0]));
+                a[mi][2] = lds32(rowAddr[1] + k + col_bytes<Panel, EB, Rows>(m ^ xr[1]));
+                a[mi][3] = lds32(rowAddr[1] + k + col_bytes<Panel, EB, Rows>((m + 8) ^ xr[1]));
             }
         } else {
-            const uint32_t k = (uint32_t)(kk * 32 * Inner), k16 = k + (uint32_t)(16 * Inner);
+            const uint32_t k = (uint32_t)(kk * 32 * RB), k16 = k + (uint32_t)(16 * RB);
 #pragma unroll
             for (int mi = 0; mi < MT; ++mi) {
                 const int m = col + mi * 16;
-                a[mi][0] = lds8x4(rowAddr, k, m, xr);
-                a[mi][1] = lds8x4(rowAddr, k, m + 8, xr);
-                a[mi][2] = lds8x4(rowAddr, k16, m, xr);
-                a[mi][3] = lds8x4(rowAddr, k16, m + 8, xr);
+                a[mi][0] = lds8x4<Panel, Rows>(rowAddr, k, m, xr);
+                a[mi][1] = lds8x4<Panel, Rows>(rowAddr, k, m + 8, xr);
+                a[mi][2] = lds8x4<Panel, Rows>(rowAddr, k16, m, xr);
+                a[mi][3] = lds8x4<Panel, Rows>(rowAddr, k16, m + 8, xr);
             }
         }
 #pragma unroll
@@ -178,11 +199,14 @@ template <int M, int K, bool Trans, class T, int MT> struct a_smem_loader {
 };
 
 /// The B fragments of one k-step for the NT n-tiles of a warp whose columns start at n0. B is K x N,
-/// stored (K, N) or, when Trans, (N, K) (the natural orientation of mma's column-major B).
-template <int N, int K, bool Trans, class T, int NT> struct b_smem_loader {
+/// stored (K, N) or, when Trans, (N, K) (the natural orientation of mma's column-major B), in the row layout
+/// (Panel == 0) or TMA's panel layout of Panel bytes.
+template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_smem_loader {
     static constexpr int EB = (int)sizeof(T);
     static constexpr int E = 16 / EB;
     static constexpr int Inner = Trans ? K : N;
+    static constexpr int Rows = Trans ? N : K;
+    static constexpr int RB = row_bytes<Panel, Inner, EB>(), SC = swz_cols<Panel, Inner, EB>();
     static constexpr bool Plain = !Trans && EB != 2;
     static_assert(EB == 1 || EB == 2 || EB == 4, "mma operands are 8, 16 or 32 bits wide");
 
@@ -196,16 +220,16 @@ template <int N, int K, bool Trans, class T, int NT> struct b_smem_loader {
             // ldmatrix.x4 over two n-tiles: matrices (n 0-7, chunk 0), (n 0-7, chunk 1), (n 8-15, chunk 0),
             // (n 8-15, chunk 1) are b0, b1 of tile 2p and of tile 2p + 1.
             const int row = n0 + lane % 8 + (lane / 16) * 8;
-            rowAddr[0] = base + (uint32_t)(row * Inner * EB);
+            rowAddr[0] = base + (uint32_t)(row * RB);
             col = ((lane / 8) & 1) * E;
-            xr[0] = swz_row_xor<Inner, EB>(row);
+            xr[0] = swz_row_xor<SC, EB>(row);
         } else if constexpr (EB == 2) {
             // ldmatrix.x4.trans of the (K, N) tile: matrices (k 0-7, n 0-7), (k 8-15, n 0-7),
             // (k 0-7, n 8-15), (k 8-15, n 8-15).
             const int j = lane / 8, krow = lane % 8 + (j & 1) * 8;
-            rowAddr[0] = base + (uint32_t)(krow * Inner * EB);
+            rowAddr[0] = base + (uint32_t)(krow * RB);
             col = n0 + (j >> 1) * 8;
-            xr[0] = swz_row_xor<Inner, EB>(krow);
+            xr[0] = swz_row_xor<SC, EB>(krow);
         } else {
             // Plain loads: tf32 b0 = (k t, n g), b1 = (t+4, g); 8-bit b0 = (4t..4t+3, g), b1 = (16+4t.., g).
             const int t = lane % 4;
@@ -214,46 +238,46 @@ template <int N, int K, bool Trans, class T, int NT> struct b_smem_loader {
 #pragma unroll
             for (int r = 0; r < Rows; ++r) {
                 const int krow = EB == 4 ? t + 4 * r : 4 * t + r;
-                rowAddr[r] = base + (uint32_t)(krow * Inner * EB);
-                xr[r] = swz_row_xor<Inner, EB>(krow);
+                rowAddr[r] = base + (uint32_t)(krow * RB);
+                xr[r] = swz_row_xor<SC, EB>(krow);
             }
         }
     }
 
     __device__ __forceinline__ void load(uint32_t (*b)[2], int kk) const {
         if constexpr (Trans) {
-            const uint32_t c = (uint32_t)(((col + kk * 2 * E) ^ xr[0]) * EB);
+            const uint32_t c = col_bytes<Panel, EB, Rows>((col + kk * 2 * E) ^ xr[0]);
 #pragma unroll
             for (int p = 0; p < NT / 2; ++p) {
-                const uint32_t addr = rowAddr[0] + (uint32_t)(p * 16 * Inner * EB) + c;
+                const uint32_t addr = rowAddr[0] + (uint32_t)(p * 16 * RB) + c;
                 ldsm_x4<false>(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1], addr);
             }
             if constexpr (NT % 2 != 0)
-                ldsm_x2<false>(b[NT - 1], rowAddr[0] + (uint32_t)((NT - 1) * 8 * Inner * EB) + c);
+                ldsm_x2<false>(b[NT - 1], rowAddr[0] + (uint32_t)((NT - 1) * 8 * RB) + c);
         } else if constexpr (!Plain) {
-            const uint32_t r = rowAddr[0] + (uint32_t)(kk * 16 * Inner * EB);
+            const uint32_t r = rowAddr[0] + (uint32_t)(kk * 16 * RB);
 #pragma unroll
             for (int p = 0; p < NT / 2; ++p) {
-                const uint32_t addr = r + (uint32_t)(((col + p * 16) ^ xr[0]) * EB);
+                const uint32_t addr = r + col_bytes<Panel, EB, Rows>((col + p * 16) ^ xr[0]);
                 ldsm_x4<true>(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1], addr);
             }
             if constexpr (NT % 2 != 0)
-                ldsm_x2<true>(b[NT - 1], r + (uint32_t)(((col + (NT - 1) * 8) ^ xr[0]) * EB));
+                ldsm_x2<true>(b[NT - 1], r + col_bytes<Panel, EB, Rows>((col + (NT - 1) * 8) ^ xr[0]));
         } else if constexpr (EB == 4) {
-            const uint32_t k = (uint32_t)(kk * 8 * Inner * EB);
+            const uint32_t k = (uint32_t)(kk * 8 * RB);
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni) {
                 const int n = col + ni * 8;
-                b[ni][0] = lds32(rowAddr[0] + k + (uint32_t)((n ^ xr[0]) * EB));
-                b[ni][1] = lds32(rowAddr[1] + k + (uint32_t)((n ^ xr[1]) * EB));
+                b[ni][0] = lds32(rowAddr[0] + k + col_bytes<Panel, EB, Rows>(n ^ xr[0]));
+                b[ni][1] = lds32(rowAddr[1] + k + col_bytes<Panel, EB, Rows>(n ^ xr[1]));
             }
         } else {
-            const uint32_t k = (uint32_t)(kk * 32 * Inner), k16 = k + (uint32_t)(16 * Inner);
+            const uint32_t k = (uint32_t)(kk * 32 * RB), k16 = k + (uint32_t)(16 * RB);
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni) {
                 const int n = col + ni * 8;
-                b[ni][0] = lds8x4(rowAddr, k, n, xr);
-                b[ni][1] = lds8x4(rowAddr, k16, n, xr);
+                b[ni][0] = lds8x4<Panel, Rows>(rowAddr, k, n, xr);
+                b[ni][1] = lds8x4<Panel, Rows>(rowAddr, k16, n, xr);
             }
         }
 #pragma unroll

@@ -10,37 +10,8 @@
 set -uo pipefail
 TILEC=$1 NVCC=$2 SRC=$3 WORK=$4 NAME=$5
 shift 5
-mkdir -p "$WORK"
-cu=$WORK/$NAME.cu cubin=$WORK/$NAME.sm_90a.cubin log=$WORK/$NAME.ptxas.log sass=$WORK/$NAME.sass
-"$TILEC" "$SRC" -arch=sm_90a "$@" -o "$cu" || { echo "FAIL: tilec"; exit 1; }
-if ! "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -cubin -Xptxas -v -o "$cubin" "$cu" >"$log" 2>&1; then
-    cat "$log"
-    echo "FAIL: nvcc could not compile $cu"
-    exit 1
-fi
-fail=0
-"$(dirname "$0")/ptxas_no_spills.sh" "$log" || fail=1
-grep -E "entry function|registers" "$log"
-CUOBJDUMP=$("$(dirname "$0")/find_cuobjdump.sh" "$NVCC" | head -1)
-if [ -z "$CUOBJDUMP" ]; then
-    [ $fail = 0 ] || exit 1
-    echo "SKIP: no cuobjdump (pip install nvidia-cuda-cuobjdump): the SASS of $NAME was not checked"
-    exit 77
-fi
-"$CUOBJDUMP" -sass "$cubin" >"$sass" 2>&1 || { cat "$sass"; echo "FAIL: $CUOBJDUMP could not read $cubin"; exit 1; }
-# ops VARIANT PREFIX: the instructions of the variant's function whose opcode starts with PREFIX
-ops() {
-    awk -v v="_$1" -v op="$2" '
-        /Function :/ { inside = index($0, v "P") > 0 || substr($0, length($0) - length(v) + 1) == v }
-        inside && /\/\*[0-9a-f]+\*\// { for (i = 1; i <= NF; ++i) if (index($i, op) == 1) { n++; break } }
-        END { print n + 0 }' "$sass"
-}
-expect() { # VARIANT PREFIX least most
-    local n
-    n=$(ops "$1" "$2")
-    echo "SASS: $1 $2 x$n"
-    if [ "$n" -lt "$3" ] || [ "$n" -gt "$4" ]; then echo "FAIL: $1 has $n $2, expected $3 to $4"; fail=1; fi
-}
+. "$(dirname "$0")/sass_ops.sh"
+compile_tile sm_90a "$@" || exit $?
 expect v0 STSM 1 1000000
 expect v0 UTMASTG 1 1000000
 expect v0 STG 0 0

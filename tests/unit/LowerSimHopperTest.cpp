@@ -12,10 +12,12 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 
 using namespace tilec;
@@ -63,13 +65,13 @@ std::vector<double> quarters(size_t n, uint64_t seed) {
     return v;
 }
 
-/// The sm_90a lowerings: with TMA (warp roles) and without (the variant the launcher runs when run-time
-/// pointers break TMA's rules).
+/// The sm_90a (or `arch`'s) lowerings: with TMA (warp roles) and without (the variant the launcher runs when
+/// run-time pointers break TMA's rules).
 struct Lowered {
     LowerRun r, noTma;
     const ir::Kernel *roles = nullptr, *plain = nullptr;
-    explicit Lowered(const GemmCase &g, bool both = false) {
-        Target t = *Target::parse("sm_90a");
+    explicit Lowered(const GemmCase &g, bool both = false, const char *arch = "sm_90a") {
+        Target t = *Target::parse(arch);
         t.clusters = false; // the simulator runs one block at a time: clusters are not modelled (it refuses them)
         r.run(gemmSource(g), "gemm.tile", t);
         if (r.lowered)
@@ -125,10 +127,11 @@ void expectCorrect(const ir::Kernel &k, const GemmCase &g, std::initializer_list
     }
 }
 
-/// Both variants of an sm_90a lowering: warp roles under three interleavings, and the cp.async variant.
-void hopperCase(const GemmCase &g) {
-    Lowered l(g, true);
-    ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
+/// Both variants of an sm_90a (or `arch`'s) lowering: warp roles under three interleavings, and the cp.async
+/// variant.
+void hopperCase(const GemmCase &g, const char *arch = "sm_90a") {
+    Lowered l(g, true, arch);
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel for " << arch << "\n" << l.r.diags();
     EXPECT_EQ(l.roles->threads, g.threads);
     expectCorrect(*l.roles, g, {0, 1, 2});
     ASSERT_TRUE(l.plain && !l.plain->producerThreads) << "no variant without TMA\n" << l.noTma.diags();
@@ -175,6 +178,58 @@ struct Mutated {
 };
 
 const GemmCase kMutant{100, 72, 320, 64, 64, 64, 2, 128}; // five k-blocks through a ring of two
+
+// sm_90 (no `a`): the same roles and rings, one producer warp, mma.sync reading TMA's panel layout (B's
+// 256-byte rows are two 128-byte panels; 64-wide fp16 tiles are one); tf32 takes the plain-load path.
+TEST(SimSm90, SeedGemmConfiguration) { hopperCase({130, 136, 320, 128, 128, 64, 3, 128}, "sm_90"); }
+TEST(SimSm90, TwoStagesOddShape) { hopperCase({100, 72, 200, 64, 64, 64, 2, 128}, "sm_90"); }
+TEST(SimSm90, OneStage) { hopperCase({100, 72, 200, 64, 64, 64, 1, 128}, "sm_90"); }
+TEST(SimSm90, TwoConsumerWarpgroups) { hopperCase({200, 72, 136, 128, 64, 64, 3, 256}, "sm_90"); }
+TEST(SimSm90, TransposedBBFloat16) { hopperCase({100, 72, 200, 64, 64, 32, 3, 128, "bfloat16", true}, "sm_90"); }
+TEST(SimSm90, Tf32PanelsOfPlainLoads) { hopperCase({72, 96, 96, 64, 64, 64, 2, 128, "float32"}, "sm_90"); }
+
+TEST(SimSm90, OneProducerWarpMmaSyncNoSetmaxnreg) {
+    GemmCase g{130, 136, 320, 128, 128, 64, 3, 128};
+    Lowered l(g, false, "sm_90");
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    EXPECT_EQ(l.roles->producerThreads, 32);
+    std::map<lib::Fn, int> calls;
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::map<lib::Fn, int> *calls = nullptr;
+        const ir::WarpRoles *roles = nullptr;
+        void visit(const ir::Call &c) override {
+            if (auto *i = lib::find(c.name)) ++(*calls)[i->fn];
+            IRVisitor::visit(c);
+        }
+        void visit(const ir::WarpRoles &r) override { roles = &r, IRVisitor::visit(r); }
+    } v;
+    v.calls = &calls;
+    v.visit(l.roles->body);
+    ASSERT_TRUE(v.roles);
+    EXPECT_EQ(v.roles->producerRegs, 0);
+    EXPECT_EQ(v.roles->consumerRegs, 0);
+    EXPECT_EQ(calls[lib::Fn::GemmSSPanels], 1);
+    EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 2);
+    EXPECT_EQ(calls[lib::Fn::WgmmaSS] + calls[lib::Fn::GemmSS] + calls[lib::Fn::CopyG2S], 0);
+    // every consumer thread releases the stage it read (its own ldmatrix reads): without those arrivals the
+    // producer warp and the consumers wait on each other
+    Mutated m(*l.roles, [](const ir::Evaluate &e, const ir::Call &c, bool) {
+        return lib::is(c, lib::Fn::MbarrierArriveEach) ? ir::Stmt() : ir::Evaluate::make(e.value, e.loc);
+    });
+    Outcome o = simulate(*m.kernel, g, 1);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("producer warps 0 (threads 128..159) waits on tilec_mbar["), std::string::npos) << o.error;
+    // B's 256-byte rows read as the row layout instead of TMA's two 128-byte panels: wrong numbers
+    Mutated rows(*l.roles, [](const ir::Evaluate &e, const ir::Call &c, bool) -> ir::Stmt {
+        if (!lib::is(c, lib::Fn::GemmSSPanels)) return ir::Evaluate::make(e.value, e.loc);
+        std::vector<ir::Expr> args = c.args;
+        args[lib::argIndex(lib::Fn::GemmSSPanels, "swzB")] = ir::intImm(0, DType::Int32);
+        return ir::Evaluate::make(ir::Call::make(c.dtype, c.name, args, c.loc), e.loc);
+    });
+    Outcome w = simulate(*rows.kernel, g, 0);
+    EXPECT_GT(w.wrong, 0) << w.error;
+}
 
 TEST(SimHopperMutant, UnmutatedRunsClean) {
     Lowered l(kMutant);

@@ -109,9 +109,11 @@ inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &ma
     if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("warp roles reached by only some threads");
     if (r.consumerThreads + r.producerThreads != T_) throw SimError("the roles' threads differ from the launched threads");
     // setmaxnreg is a no-op here; it is legal only when every warpgroup runs it uniformly: each role a whole
-    // number of warpgroups, counts of 24..256 in steps of 8.
+    // number of warpgroups, counts of 24..256 in steps of 8. Without it (sm_90) a role is whole warps.
     for (auto [threads, regs] : {std::pair{r.consumerThreads, r.consumerRegs}, std::pair{r.producerThreads, r.producerRegs}}) {
-        if (threads % 128) throw SimError("a warp role of " + std::to_string(threads) + " threads is not whole warpgroups (setmaxnreg is per warpgroup)");
+        if (threads % 32) throw SimError("a warp role of " + std::to_string(threads) + " threads is not whole warps");
+        if ((r.consumerRegs || r.producerRegs) && threads % 128)
+            throw SimError("a warp role of " + std::to_string(threads) + " threads is not whole warpgroups (setmaxnreg is per warpgroup)");
         if (regs && (regs < 24 || regs > 256 || regs % 8)) throw SimError("setmaxnreg " + std::to_string(regs) + " outside 24..256 in steps of 8");
     }
     roleFirst_[0] = 0, roleCount_[0] = r.consumerThreads;
@@ -121,18 +123,18 @@ inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &ma
     forked.set(0, block.clock.at(0) - 1); // the block's accesses since its last barrier are unordered
     agents_.clear();
     for (int role = 0; role < 2; ++role)
-        for (int w = 0; w < roleCount_[role] / 128; ++w) {
+        for (int w = 0; w * 128 < roleCount_[role]; ++w) { // warpgroups (a role of one warp: that warp)
             auto a = std::make_unique<Agent>();
             a->role = role;
             a->first = roleFirst_[role] + w * 128;
-            a->count = 128;
+            a->count = std::min(128, roleCount_[role] - w * 128);
             a->mask.assign((size_t)T_, 0);
-            std::fill(a->mask.begin() + a->first, a->mask.begin() + a->first + 128, 1);
+            std::fill(a->mask.begin() + a->first, a->mask.begin() + a->first + a->count, 1);
             a->body = role == 0 ? r.consumer : r.producer;
             a->comp = (int)comps_.size();
             comps_.push_back(Comp{});
-            comps_.back().name = std::string(role == 0 ? "consumer" : "producer") + " warpgroup " + std::to_string(w) +
-                                 " (threads " + std::to_string(a->first) + ".." + std::to_string(a->first + 127) + ")";
+            comps_.back().name = std::string(role == 0 ? "consumer" : "producer") + (a->count == 128 ? " warpgroup " : " warps ") +
+                                 std::to_string(w) + " (threads " + std::to_string(a->first) + ".." + std::to_string(a->first + a->count - 1) + ")";
             comps_.back().clock = forked;
             comps_.back().clock.set((size_t)a->comp, 0);
             agents_.push_back(std::move(a));

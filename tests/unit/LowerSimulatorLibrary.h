@@ -80,11 +80,25 @@ inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info,
         return;
     }
     case Fn::GemmSS:
-    case Fn::GemmRS: {
+    case Fn::GemmRS:
+    case Fn::GemmSSPanels:
+    case Fn::GemmRSPanels: {
         if (!wholeScope(mask)) throw SimError("a T.gemm run by only some threads");
-        const bool rs = info.fn == Fn::GemmRS;
+        const bool rs = info.fn == Fn::GemmRS || info.fn == Fn::GemmRSPanels;
+        const bool panels = info.fn == Fn::GemmSSPanels || info.fn == Fn::GemmRSPanels;
         const int64_t M = arg("M"), N = arg("N"), K = arg("K"), wm = arg("warpsM"), wn = arg("warpsN");
         const bool ta = rs ? false : arg("transA") != 0, tb = arg("transB") != 0;
+        const int64_t swzA = panels && !rs ? arg("swzA") : 0, swzB = panels ? arg("swzB") : 0;
+        // The element index of logical offset `o` of a rows x cols tile at `base`: the row swizzle of
+        // swizzle.cuh, or (span > 0) TMA's panel layout of that span, swizzled on absolute address bits.
+        auto stored = [&](const ir::BufferNode *buf, int64_t base, int64_t rows, int64_t cols, int64_t o, int64_t span) {
+            const int64_t eb = buf->dtype.bytes();
+            if (!span) return (size_t)(base + swizzled(cols, eb, rows * cols, o));
+            const int64_t r = o / cols, col = o % cols, W = span / eb;
+            if (cols % W) throw SimError("an mma.sync operand of " + std::to_string(cols) + " columns in panels of " + std::to_string(span) + " bytes");
+            const int64_t byte = sharedByte(buf, base) + col / W * rows * span + r * span + col % W * eb;
+            return (size_t)((swizzleAddress(byte, (int)span) - sharedByte(buf, 0)) / eb);
+        };
         const int active = (int)std::count(mask.begin(), mask.end(), 1);
         // The whole A and B, read as the threads' ldmatrix / register reads would.
         std::vector<double> A(M * K), B(K * N);
@@ -102,7 +116,7 @@ inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info,
             for (int64_t i = 0; i < M; ++i)
                 for (int64_t k = 0; k < K; ++k) {
                     int64_t o = ta ? k * M + i : i * K + k;
-                    size_t at = (size_t)(a0 + swizzled(cols, buf->dtype.bytes(), M * K, o));
+                    size_t at = stored(buf, a0, M * K / cols, cols, o, swzA);
                     touch(buf, at, first + (int)(i % active), false);
                     A[i * K + k] = storage(buf, first).at(at);
                 }
@@ -112,7 +126,7 @@ inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info,
         for (int64_t k = 0; k < K; ++k)
             for (int64_t j = 0; j < N; ++j) {
                 int64_t o = tb ? j * K + k : k * N + j;
-                size_t at = (size_t)(b0 + swizzled(bcols, bbuf->dtype.bytes(), K * N, o));
+                size_t at = stored(bbuf, b0, K * N / bcols, bcols, o, swzB);
                 touch(bbuf, at, first + (int)(j % active), false);
                 B[k * N + j] = storage(bbuf, first).at(at);
             }

@@ -28,6 +28,7 @@ enum class Fn {
     CopyG2SWait,   ///< the same, committed and waited for
     CpAsyncCommit, CpAsyncWait,
     GemmSS, GemmRS, ///< mma.sync warp-tile GEMMs (mma.cuh)
+    GemmSSPanels, GemmRSPanels, ///< the same over TMA-filled shared tiles in the panel layout (sm_90: TMA, no wgmma)
     // Hopper (sm90_*.cuh)
     MbarrierInit, MbarrierInitFence, MbarrierArrive, MbarrierArriveExpectTx, MbarrierWait,
     TmaLoadTile,   ///< cp.async.bulk.tensor boxes of one tile, completing on an mbarrier

@@ -36,6 +36,10 @@ std::optional<TmaTile> planTmaTile(const ir::Copy &c);
 bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
               bool rowsOnly = false);
 
+/// Whether mma.sync can compute `g` reading its shared operands in TMA's panel layout straight from `tiles`
+/// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods).
+bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
+
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
 /// tile loads feeding T.gemm into warp-specialized code:
 ///
@@ -66,6 +70,11 @@ bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const Tm
 ///   the consumers' fragments still fit their registers (Kernel::minBlocksPerSM, the launch bound), else
 ///   one; thread 0 initializes the mbarriers (2 * num_stages per group, one for the once-loaded tiles) before
 ///   a block barrier. A kernel with once-loaded tiles is not persistent.
+/// On sm_90 (TMA and mbarriers, but neither wgmma nor setmaxnreg) the same roles and rings, with two changes:
+/// the T.gemms reading the ring tiles are marked GemmInstr::MmaPanels (mma.sync, ldmatrix addressing TMA's
+/// panel layout: gemm_ss_panels / gemm_rs_panels) and keep mma.sync's layouts; and the producer is one warp
+/// (32 threads) instead of a warpgroup, since without setmaxnreg every thread keeps the registers the launch
+/// bound gives it (no cluster, no register moving).
 /// Under -v (spdlog's debug level) it says, per T.Pipelined loop, which path it took and why, located in
 /// `sources` when given.
 ir::Program specializeWarps(const ir::Program &p, const Target &t, const SourceManager *sources = nullptr);
