@@ -369,6 +369,10 @@ struct Kernel {
     int clusterSize = 1;
     int clusterAxis = 0;
     int sharedTiles = 0;             ///< tiles per stage loaded by multicast (clusterSize > 1)
+    /// T.ClusterKernel(..., cluster_dims=(x, y, z)): the clusters the author asked for ({1, 1, 1}: none, as
+    /// T.Kernel), which specializeWarps honours through clusterSize / clusterAxis or reports at clusterLoc.
+    std::array<int, 3> clusterDims{1, 1, 1};
+    SourceRange clusterLoc;
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
     /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering; names as -arch

@@ -153,6 +153,8 @@ struct FrameObj {
     std::vector<ir::Expr> grid; ///< 1 to 3 extents
     int threads = 128;
     std::vector<int> threadDims; ///< `threads=(x, y[, z])`: the extents, x fastest (threads is their product)
+    std::array<int, 3> clusterDims{1, 1, 1}; ///< T.ClusterKernel's cluster_dims, padded with 1s
+    SourceRange clusterLoc;                  ///< ... its argument
     // Loop: one loop per extent, outermost first (T.Parallel(a, b) is two loops)
     ir::ForKind forKind = ir::ForKind::Serial;
     std::vector<ir::Expr> mins, extents;

@@ -66,7 +66,7 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
 NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
-    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet"}) names.reserve(r);
+    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active", "config", "cluster"}) names.reserve(r);
     return names;
 }
 
@@ -297,30 +297,48 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
         std::string grid = "grid_x, grid_y, grid_z";
         const std::string cm = std::to_string(k.clusterSize);
-        if (k.persistent) {
-            // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle; clustered:
-            // as many clusters, each walking cluster units (pairs of tiles).
-            std::string units = k.clusterSize > 1 ? "grid_x * grid_y * grid_z / " + cm : "grid_x * grid_y * grid_z";
-            std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
-            if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
-            std::string fewer = units + " < " + resident + " ? " + units + " : " + resident;
-            s += in + "const int64_t blocks = " + (k.clusterSize > 1 ? "(" + fewer + ") * " + cm : fewer) + ";\n";
-            grid = "blocks, 1, 1";
-        }
-        if (cxx && k.clusterSize > 1) {
-            // Clusters of consecutive blocks (cluster rank = blockIdx.x % size), through the extended launch.
+        const bool clustered = cxx && k.clusterSize > 1;
+        TILEC_ASSERT(k.clusterSize == 1 || k.persistent, "a clustered kernel that is not persistent");
+        if (clustered) {
+            // Clusters of consecutive blocks (cluster rank = blockIdx.x % size), through the extended launch;
+            // the grid is set below, once the clusters the device holds at once are known.
             s += in + "cudaLaunchAttribute cluster[1];\n";
             s += in + "cluster[0].id = cudaLaunchAttributeClusterDimension;\n";
             s += in + "cluster[0].val.clusterDim.x = " + cm + ";\n";
             s += in + "cluster[0].val.clusterDim.y = 1;\n";
             s += in + "cluster[0].val.clusterDim.z = 1;\n";
             s += in + "cudaLaunchConfig_t config = {};\n";
-            s += in + "config.gridDim = dim3((unsigned)blocks);\n";
+            s += in + "config.gridDim = dim3(" + cm + ");\n";
             s += in + "config.blockDim = dim3(" + threads + ");\n";
             s += in + "config.dynamicSmemBytes = " + shared + ";\n";
             s += in + "config.stream = stream;\n";
             s += in + "config.attrs = cluster;\n";
             s += in + "config.numAttrs = 1;\n";
+        }
+        if (k.persistent) {
+            // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle; clustered:
+            // as many clusters, each walking cluster units (pairs of tiles).
+            std::string units = k.clusterSize > 1 ? "grid_x * grid_y * grid_z / " + cm : "grid_x * grid_y * grid_z";
+            std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
+            if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
+            if (clustered) {
+                // How many clusters the device co-schedules is the runtime's to say (GPCs pack them, not SMs);
+                // asked at every launch (nothing cached, so graph capture and several threads are safe), the
+                // planned blocks per SM in pairs where the query fails.
+                s += in + "int active = 0;\n";
+                s += in + "if (cudaOccupancyMaxActiveClusters(&active, reinterpret_cast<const void *>(&" + v.symbol +
+                     "), &config) != cudaSuccess) {\n";
+                s += in + "    (void)cudaGetLastError(); // the query's own error: not the launch's to report\n";
+                s += in + "    active = 0;\n";
+                s += in + "}\n";
+                resident = "(active > 0 ? (int64_t)active : " + resident + ")";
+            }
+            std::string fewer = units + " < " + resident + " ? " + units + " : " + resident;
+            s += in + "const int64_t blocks = " + (k.clusterSize > 1 ? "(" + fewer + ") * " + cm : fewer) + ";\n";
+            grid = "blocks, 1, 1";
+        }
+        if (clustered) {
+            s += in + "config.gridDim = dim3((unsigned)blocks);\n";
             s += in + "cudaError_t e = cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(&" + v.symbol + "), args);\n";
             s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
         } else if (cxx) {

@@ -204,7 +204,8 @@ bool isEagerStyle(const ast::Stmt &def) {
             if (s->kind == ast::StmtKind::With)
                 for (auto &i : s->items)
                     if (i.context && i.context->kind == ast::ExprKind::Call && i.context->a &&
-                        i.context->a->kind == ast::ExprKind::Attribute && i.context->a->str == "Kernel")
+                        i.context->a->kind == ast::ExprKind::Attribute &&
+                        (i.context->a->str == "Kernel" || i.context->a->str == "ClusterKernel"))
                         launch = true;
             scan(s->body, depth + 1);
             scan(s->orelse, depth + 1);

@@ -428,6 +428,8 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     }
     k.gridDims = (int)n;
     k.threads = f.threads;
+    k.clusterDims = f.clusterDims;
+    k.clusterLoc = f.clusterLoc;
     trace()->threadDims = f.threadDims;
     k.launchLoc = f.range;
     if (target) {

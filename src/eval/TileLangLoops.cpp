@@ -10,15 +10,19 @@ namespace tilec::eval::tl {
 
 namespace {
 
-Value kernelFrame(Interp &in, CallArgs &args) {
-    auto kw = keywords(in, args, "T.Kernel", {"threads", "prelude", "is_cpu"});
+/// T.Kernel, or (`cluster`) T.ClusterKernel: the same launch with TileLang's keyword cluster_dims (an integer
+/// x for (x, 1, 1), or 1 to 3 extents), the thread-block clusters asked for (honoured or refused when lowered).
+Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
+    const std::string fname = cluster ? "T.ClusterKernel" : "T.Kernel";
+    auto kw = cluster ? keywords(in, args, fname, {"threads", "prelude", "is_cpu", "cluster_dims"})
+                      : keywords(in, args, fname, {"threads", "prelude", "is_cpu"});
     TraceState *t = in.trace();
     if (!t)
-        in.fail(args.call, "T.Kernel can only be used inside a @T.prim_func");
+        in.fail(args.call, fname + " can only be used inside a @T.prim_func");
     if (t->inLaunch)
-        in.fail(args.call, "T.Kernel cannot be nested inside another T.Kernel");
+        in.fail(args.call, fname + " cannot be nested inside another T.Kernel");
     if (args.pos.empty() || args.pos.size() > 3)
-        in.fail(args.call, "T.Kernel takes 1 to 3 grid extents, got " + std::to_string(args.pos.size()));
+        in.fail(args.call, fname + " takes 1 to 3 grid extents, got " + std::to_string(args.pos.size()));
 
     auto f = std::make_shared<FrameObj>();
     f->kind = FrameObj::Kernel;
@@ -71,9 +75,28 @@ Value kernelFrame(Interp &in, CallArgs &args) {
     if (auto it = kw.find("is_cpu"); it != kw.end() && boolArg(in, it->second, "is_cpu"))
         in.fail(it->second.range, "CPU kernels are not supported; tilec generates CUDA");
     if (auto it = kw.find("prelude"); it != kw.end() && !it->second.value.is(VK::None))
-        in.warn(it->second.range, "T.Kernel prelude is ignored; tilec emits no user C code");
+        in.warn(it->second.range, fname + " prelude is ignored; tilec emits no user C code");
+    if (cluster) {
+        auto it = kw.find("cluster_dims");
+        if (it == kw.end())
+            in.fail(args.call, "T.ClusterKernel needs cluster_dims=(x, y, z) (or an integer x for (x, 1, 1))");
+        const Arg &a = it->second;
+        std::vector<Arg> elts{a};
+        if (a.value.is(VK::Tuple) || a.value.is(VK::List)) elts = in.toSequence(a, "cluster_dims");
+        if (elts.empty() || elts.size() > 3)
+            in.fail(a.range, "cluster_dims takes 1 to 3 extents, got " + std::to_string(elts.size()));
+        for (size_t i = 0; i < elts.size(); ++i) {
+            int64_t d = constIntArg(in, elts[i], "cluster_dims extent");
+            if (d < 1 || d > 16) in.fail(elts[i].range, "cluster_dims extent " + std::to_string(d) + " is not in 1..16");
+            f->clusterDims[i] = (int)d;
+        }
+        f->clusterLoc = a.range;
+    }
     return Value::object(VK::Frame, f);
 }
+
+Value kernelFrame(Interp &in, CallArgs &args) { return launchFrame(in, args, false); }
+Value clusterKernelFrame(Interp &in, CallArgs &args) { return launchFrame(in, args, true); }
 
 /// `(stop)` or `(start, stop)` as a loop's min and extent (a None stop is absent, as in TileLang).
 /// `needConst`: the extent must be a compile-time constant.
@@ -265,6 +288,7 @@ Value useSwizzle(Interp &in, CallArgs &args) {
 
 void addLoopPrimitives(Attrs &attrs) {
     def(attrs, "Kernel", kernelFrame);
+    def(attrs, "ClusterKernel", clusterKernelFrame);
     def(attrs, "Parallel", parallel);
     def(attrs, "Pipelined", pipelined);
     def(attrs, "Persistent", persistent);

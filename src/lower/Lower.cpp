@@ -52,7 +52,8 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
-    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, t, ctx.diag ? &ctx.diag->sources() : nullptr); }, printProgram);
+    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, t, &diag); }, printProgram);
+    if (diag.hasErrors()) return p;
     // Which thread holds which fragment element and runs which iteration.
     std::vector<passes::KernelLayouts> layouts;
     p = ctx.run("inferLayouts", [&] { layouts = passes::inferLayouts(p, diag); return p; },

@@ -258,7 +258,7 @@ struct ClusterPlan {
 /// The grid dimension (an even constant extent) whose shared tiles are the most bytes, or axis -1 when no
 /// tile can be shared. A tile is shared along d when its position is made of the other block indices, the
 /// loop's variable and the kernel's scalars only, and its boxes split evenly between two blocks.
-ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar) {
+ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis = -1) {
     struct FreeVars : IRVisitor {
         using IRVisitor::visit;
         std::set<const VarNode *> vars;
@@ -271,6 +271,7 @@ ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, cons
     ClusterPlan best;
     int64_t bestBytes = 0;
     for (int d = 0; d < k.gridDims; ++d) {
+        if (onlyAxis >= 0 && d != onlyAxis) continue;
         auto g = constInt(k.grid[(size_t)d]);
         if (!g || *g < 2 || *g % 2 || !k.blockIdx[(size_t)d]) continue;
         std::set<const VarNode *> allowed = uniform;
@@ -298,6 +299,8 @@ ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, cons
 class Specializer {
   public:
     Specializer(const Kernel &k, const Target &t, const SourceManager *sources) : k_(k), t_(t), sources_(sources) {}
+
+    std::string clusterWhy; ///< why T.ClusterKernel's clusters were not planned (empty: they were, or none asked)
 
     /// The rewritten kernel, or null when nothing applies; -v logs which, and why.
     std::shared_ptr<Kernel> run() {
@@ -481,8 +484,23 @@ class Specializer {
         const Expr gridTiles = simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]));
         const auto constTiles = constInt(gridTiles);
         ClusterPlan cluster;
-        if (persistent && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks)
+        const auto &cd = k_.clusterDims;
+        if (cd[0] * cd[1] * cd[2] > 1) { // T.ClusterKernel: the author's clusters, or why not
+            const int axis = cd[1] == 1 && cd[2] == 1 ? 0 : cd[0] == 1 && cd[2] == 1 ? 1 : cd[0] == 1 && cd[1] == 1 ? 2 : -1;
+            if (axis < 0 || cd[0] * cd[1] * cd[2] != 2)
+                clusterWhy = "tilec's clusters are two blocks along one grid dimension: (2, 1, 1), (1, 2, 1) or (1, 1, 2)";
+            else if (!persistent)
+                clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, shared memory used outside the ring, or tiles loaded once)";
+            else if (G != 1)
+                clusterWhy = "the loop's tiles are waited for in several barrier groups";
+            else if (axis >= k_.gridDims)
+                clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
+            else if (t_.clusters && (cluster = planCluster(k_, tiles, loop.var.get(), axis)).axis < 0)
+                clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
+                             " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
+        } else if (persistent && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks) {
             cluster = planCluster(k_, tiles, loop.var.get());
+        }
         const int CM = cluster.axis >= 0 ? 2 : 1;
         // Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
         auto mapOf = [&](const TmaTile &t, int64_t boxRows) {
@@ -609,8 +627,22 @@ class Specializer {
 
 } // namespace
 
-Program specializeWarps(const Program &p, const Target &t, const SourceManager *sources) {
+Program specializeWarps(const Program &p, const Target &t, DiagnosticEngine *diag) {
+    const SourceManager *sources = diag ? &diag->sources() : nullptr;
+    // T.ClusterKernel: clusters multicast tiles by TMA, which tilec plans on sm_90a only.
+    auto asked = [](const Kernel &k) { return k.clusterDims[0] * k.clusterDims[1] * k.clusterDims[2] > 1; };
+    auto refuse = [&](const Kernel &k, const std::string &why) {
+        if (diag) diag->error(k.clusterLoc.valid() ? k.clusterLoc : k.launchLoc,
+                              "T.ClusterKernel's cluster_dims cannot be honoured for " + t.name + ": " + why);
+    };
+    for (auto &k : p.kernels)
+        if (asked(*k) && !(t.sm == 90 && t.archSpecific))
+            refuse(*k, "tilec's clusters share tiles by TMA multicast, which it uses on sm_90a only");
+    auto dropped = [&](const Kernel &k, const char *why) {
+        if (asked(k)) spdlog::debug("{}: kernel '{}' launches without the clusters of T.ClusterKernel ({})", t.name, k.name, why);
+    };
     if (!t.hasTma() || !t.warpSpecialize) {
+        for (auto &k : p.kernels) dropped(*k, "the variant without TMA, --no-tma or --no-warp-specialize");
         spdlog::debug("{}: no warp specialization ({}): T.gemm keeps mma.sync, tile copies cp.async", t.name,
                       !t.warpSpecialize ? "--no-warp-specialize"
                       : t.sm < 90       ? "no TMA or wgmma on the target"
@@ -622,11 +654,18 @@ Program specializeWarps(const Program &p, const Target &t, const SourceManager *
         // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
         // ... and kernels that already have warp roles (the user's own, lowerWarpRoles).
         if (k->noTma || k->noWarpSpecialize || k->producerThreads) {
+            if (k->producerThreads && asked(*k) && t.archSpecific) refuse(*k, "the kernel has explicit warp roles (T.ws)");
+            else dropped(*k, "pass_configs turn TMA or warp specialization off");
             out.kernels.push_back(k);
             continue;
         }
         Specializer s(*k, t, sources);
         auto nk = s.run();
+        if (asked(*k) && t.archSpecific) {
+            if (!nk) refuse(*k, "the kernel keeps the cp.async path (-v says why)");
+            else if (!s.clusterWhy.empty()) refuse(*k, s.clusterWhy);
+            else if (!t.clusters) dropped(*k, "--no-cluster");
+        }
         out.kernels.push_back(nk ? nk : k);
     }
     return out;

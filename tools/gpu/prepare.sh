@@ -8,6 +8,8 @@
 #
 #   tools/gpu/prepare.sh [BUILD_DIR]        (default build; or TILEC=/path/to/tilec; GPU_BUILD=DIR for
 #                                           another output folder; TILEC_GPU_JOBS=N parallel tilec runs)
+# TILEC_GPU_ARCH=sm_90 (say): the files as written are generated for that -arch instead of tilec's default
+# (sm_90a); their sm80 variants stay sm_80. Pair it with run.sh's TILEC_GPU_GENCODE.
 # TILEC_GPU_FAKE=1: a harness rehearsal; a GEMM or attention file that tilec cannot generate gets naive
 # kernels in its C interface instead (tools/gpu/fake.py), marked FAKE in the manifest and in the table.
 #
@@ -77,7 +79,8 @@ for f in "${SOURCES[@]}"; do
     fi
     for v in "${variants[@]}"; do
         while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n; done
-        if [ "$v" = "$name" ]; then generate "$v" "$f" & else generate "$v" "$f" -arch=sm_80 & fi
+        if [ "$v" = "$name" ]; then generate "$v" "$f" ${TILEC_GPU_ARCH:+-arch=$TILEC_GPU_ARCH} &
+        else generate "$v" "$f" -arch=sm_80 & fi
         names+=("$v")
     done
 done

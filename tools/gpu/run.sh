@@ -9,6 +9,9 @@
 # 5. prints the table last (gpu/report.py) and exits non-zero when anything FAILed.
 # Every step runs under `timeout`, clipped to what is left of TILEC_GPU_BUDGET_S (default 540 s, inside the
 # device tool's 600 s); a hung test is recorded as FAIL by the harness's watchdog and the step resumes after it.
+# TILEC_GPU_GENCODE: nvcc's -gencode for the generated libraries other than NAME.sm80 (default
+# -gencode=arch=compute_90a,code=sm_90a; "-gencode=arch=compute_90,code=sm_90" for files prepared with
+# TILEC_GPU_ARCH=sm_90).
 # Each step's share of the budget: TILEC_GPU_TEST_S (default 180), TILEC_GPU_BENCH_S (180), TILEC_GPU_SAN_S
 # (200 per sanitizer tool).
 # nvcc results are cached by the hash of the source, its header, the flags and nvcc's version in
@@ -90,8 +93,9 @@ CACHE=${TILEC_GPU_CACHE:-/tmp/tilec-gpu-cache}
 mkdir -p "$CACHE"
 NVCC_VERSION=$(nvcc --version 2>&1 | tail -1)
 build_one() {   # SRC NAME: compiles SRC into $LIB/NAME.so and copies its header beside it
-    local src=$1 name=$2 gencode=(-gencode=arch=compute_90a,code=sm_90a) t0=$SECONDS
+    local src=$1 name=$2 gencode=(${TILEC_GPU_GENCODE:--gencode=arch=compute_90a,code=sm_90a}) t0=$SECONDS
     case $name in *.sm80) gencode=(-gencode=arch=compute_80,code=sm_90) ;; esac
+    case $src in gpu/handwritten/*) gencode=(-gencode=arch=compute_90a,code=sm_90a) ;; esac
     local log=$WORK/build/$name.log key
     key=$({ echo "${NVFLAGS[*]} ${gencode[*]} $NVCC_VERSION"; cat "$src" "${src%.cu}.h"; } 2>/dev/null \
           | sha256sum | cut -c1-40)

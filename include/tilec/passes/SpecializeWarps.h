@@ -9,7 +9,7 @@
 #include <optional>
 
 namespace tilec {
-class SourceManager;
+class DiagnosticEngine;
 }
 
 namespace tilec::passes {
@@ -75,8 +75,13 @@ bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, cons
 /// panel layout: gemm_ss_panels / gemm_rs_panels) and keep mma.sync's layouts; and the producer is one warp
 /// (32 threads) instead of a warpgroup, since without setmaxnreg every thread keeps the registers the launch
 /// bound gives it (no cluster, no register moving).
+/// T.ClusterKernel's cluster_dims (Kernel::clusterDims) ask for clusters: two blocks along one grid dimension
+/// are planned as above (whatever the waves), and what cannot be honoured is an error in `diag` at the
+/// argument (another cluster shape, a target other than sm_90a, a kernel that gets no persistent one-group
+/// warp roles, no tile to share along that dimension); the variant without TMA and --no-cluster launch
+/// without clusters (a -v note).
 /// Under -v (spdlog's debug level) it says, per T.Pipelined loop, which path it took and why, located in
-/// `sources` when given.
-ir::Program specializeWarps(const ir::Program &p, const Target &t, const SourceManager *sources = nullptr);
+/// `diag`'s sources when given.
+ir::Program specializeWarps(const ir::Program &p, const Target &t, DiagnosticEngine *diag = nullptr);
 
 } // namespace tilec::passes
