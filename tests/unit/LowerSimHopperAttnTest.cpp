@@ -33,6 +33,7 @@ struct AttnCase {
     bool example = false; ///< examples/flash_attn.tile (always causal) instead of the benchmark
     std::string extra;    ///< further keyword arguments of flash_fwd (", dtype='bfloat16'", ", heads_kv=2")
     int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
+    bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -66,7 +67,9 @@ struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
     explicit Lowered(const AttnCase &a) {
-        r.run(a.source(), "flash.tile", *Target::parse("sm_90a"));
+        Target t = *Target::parse("sm_90a");
+        t.pingPong = a.pingPong;
+        r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
                 if (k->producerThreads) roles = k.get();
@@ -183,6 +186,31 @@ TEST(SimHopperAttn, CausalMaskOnEveryBlock) {
 }
 TEST(SimHopperAttn, ScaleNotFolded) { attnCase({1, 1, 200, 64, false, 128, 32, 2, 128, false, ", fold_scale=False"}, {0, 2}); }
 
+// --pingpong: the two consumer warpgroups take turns at their wgmmas (named barriers 4 and 5)
+AttnCase pingPong(AttnCase a) {
+    a.pingPong = true;
+    return a;
+}
+TEST(SimHopperAttn, PingPongCausal) { attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1, 3}); }
+TEST(SimHopperAttn, PingPongNonCausalRaggedD128) { attnCase(pingPong({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2}); }
+TEST(SimHopperAttn, PingPongBfloat16OneStage) {
+    attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 1, 256, false, ", dtype='bfloat16'"}), {0, 5});
+}
+
+/// The turns as lowered: every wgmma between a bar.sync on the warpgroup's own barrier and a bar.arrive on the
+/// other's, warpgroup 1's first hand-over before the loop and warpgroup 0's last turn after it; none without
+/// --pingpong, and none with one consumer warpgroup.
+TEST(SimHopperAttn, PingPongTurnsAsLowered) {
+    Lowered on(pingPong({1, 1, 256, 64, true, 128, 64, 2, 256})), off(AttnCase{1, 1, 256, 64, true, 128, 64, 2, 256}),
+        one(pingPong({1, 1, 256, 64, true, 128, 64, 2, 128}));
+    ASSERT_TRUE(on.roles && off.roles && one.roles) << on.r.diags();
+    auto c = callCounts(*on.roles);
+    EXPECT_EQ(c[lib::Fn::NamedArrive], 3);
+    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.roles)[lib::Fn::NamedSync], 3);
+    EXPECT_EQ(callCounts(*off.roles)[lib::Fn::NamedArrive], 0);
+    EXPECT_EQ(callCounts(*one.roles)[lib::Fn::NamedArrive], 0);
+}
+
 // ---- mutations of the attention schedule that the simulator must catch ----
 
 /// The kernel with each consumer library-call statement passed through `f` (null: removed).
@@ -277,6 +305,26 @@ TEST(SimHopperAttnMutant, NotWaitingForQIsCaught) {
     Lowered l(kMutant);
     ASSERT_TRUE(l.roles) << l.r.diags();
     expectCaught(*withoutNth(*l.roles, lib::Fn::MbarrierWait, 1), {0, 5}, true);
+}
+
+/// The ping-pong turns without warpgroup 1's first hand-over: both warpgroups wait for their turn for ever.
+TEST(SimHopperAttnMutant, PingPongWithoutFirstTurnDeadlocks) {
+    const AttnCase a = pingPong({1, 1, 128, 64, true, 128, 64, 2, 256});
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::NamedArrive, 1), a, reference(a), 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+}
+
+/// ... and without warpgroup 0's last turn: warpgroup 1's last hand-over is left pending on the barrier.
+TEST(SimHopperAttnMutant, PingPongWithoutLastTurnIsCaught) {
+    const AttnCase a = pingPong({1, 1, 128, 64, true, 128, 64, 2, 256});
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    int syncs = 0;
+    withoutNth(*l.roles, lib::Fn::NamedSync, 1000, &syncs);
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::NamedSync, syncs), a, reference(a), 0);
+    EXPECT_NE(o.error.find("threads arrived at named barrier 4 and no one to complete it"), std::string::npos) << o.error;
 }
 
 /// No release of K's stages (the consumers' first arrival): the producer waits for ever on K's empty barrier,

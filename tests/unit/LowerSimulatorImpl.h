@@ -168,6 +168,13 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
             return;
         }
+        if (info && info->fn == passes::lib::Fn::NamedArrive) {
+            const int id = (int)eval(passes::lib::arg(*c, info->fn, "id"), first);
+            const int threads = (int)eval(passes::lib::arg(*c, info->fn, "threads"), first);
+            if (id < 1 || id > 15 || threads % 32) throw SimError("a named barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads");
+            if (!agent_) throw SimError("bar.arrive outside warp roles");
+            return groupArrive(id, threads, mask);
+        }
         if (info && c->dtype.kind == DType::Void) return library(*c, *info, mask);
         for (int t = 0; t < T_; ++t)
             if (mask[t]) eval(as<Evaluate>(s)->value, t);
