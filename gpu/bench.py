@@ -15,8 +15,9 @@ Compute benchmarks (Bench.flops: GEMM, attention) are judged against their basel
 torch.matmul, SDPA's flash back end), timed the same way on the same inputs, the two calls interleaved
 (Timer.ms_pair: a b b a ..., so clock drift during the run falls on both alike): TFLOP/s = flops / time, and
 the ratio tilec / baseline = baseline time / tilec time. A benchmark may name further baselines (SDPA's cuDNN
-back end beside its flash one): they are timed in the same interleaved rounds and reported beside. Before timing, the kernel's result is compared with
-the baseline's (relative 2-norm error under REL_LIMIT, a sanity check: the test phase judges every element).
+back end beside its flash one): they are timed in the same interleaved rounds and reported beside. Before
+timing, the kernel's result is compared with the baseline's (relative 2-norm error under REL_LIMIT, a sanity
+check: the test phase judges every element).
 """
 import ctypes
 import re

@@ -13,15 +13,20 @@ using namespace ir;
 
 namespace {
 
-Expr i32(int64_t v) { return intImm(v, DType::Int32); }
-Expr op(BinaryOp o, Expr a, Expr b) { return simplify(binary(o, std::move(a), std::move(b))); }
+Expr i32(int64_t v) {
+    return intImm(v, DType::Int32);
+}
+Expr op(BinaryOp o, Expr a, Expr b) {
+    return simplify(binary(o, std::move(a), std::move(b)));
+}
 
 constexpr int kTurnThreads = 256; ///< both consumer warpgroups take part in each turn's barrier
 
 /// A loop whose body issues wgmmas of both kinds at its top level: attention's QK^T (SS) and P.V (RS).
 bool isAttentionLoop(const For &f) {
     auto q = as<Seq>(f.body);
-    if (!q) return false;
+    if (!q)
+        return false;
     bool ss = false, rs = false;
     for (auto &s : q->stmts) {
         ss |= isCall(s, lib::Fn::WgmmaSS);
@@ -36,11 +41,13 @@ class Turns : public IRMutator {
     using IRMutator::visit;
 
     Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
-        if (op->consumerThreads != kTurnThreads) return op;
+        if (op->consumerThreads != kTurnThreads)
+            return op;
         Stmt c = mutate(op->consumer);
-        if (c == op->consumer) return op;
-        return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, op->producer, c,
-                               op->loc);
+        if (c == op->consumer)
+            return op;
+        return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs,
+                               op->producer, c, op->loc);
     }
 
     Stmt visit(const std::shared_ptr<const Seq> &op) override {
@@ -55,12 +62,16 @@ class Turns : public IRMutator {
                 continue;
             }
             const SourceRange &loc = f->loc;
-            out.push_back(IfThenElse::make(isWarpgroup(1), barrier(lib::Fn::NamedArrive, i32(lib::kPingPongBarrier), loc), nullptr, loc));
+            out.push_back(IfThenElse::make(isWarpgroup(1),
+                                           barrier(lib::Fn::NamedArrive, i32(lib::kPingPongBarrier), loc),
+                                           nullptr, loc));
             out.push_back(withTurns(*f));
-            out.push_back(IfThenElse::make(isWarpgroup(0), barrier(lib::Fn::NamedSync, i32(lib::kPingPongBarrier), loc), nullptr, loc));
+            out.push_back(IfThenElse::make(
+                isWarpgroup(0), barrier(lib::Fn::NamedSync, i32(lib::kPingPongBarrier), loc), nullptr, loc));
             changed = true;
         }
-        if (!changed) return op;
+        if (!changed)
+            return op;
         return Seq::make(std::move(out), op->loc);
     }
 
@@ -68,7 +79,9 @@ class Turns : public IRMutator {
     Expr wg_; ///< the consumer warpgroup, 0 or 1
 
     Expr isWarpgroup(int g) const { return op(BinaryOp::EQ, wg_, i32(g)); }
-    Stmt barrier(lib::Fn f, Expr id, const SourceRange &loc) const { return lib::stmt(f, {std::move(id), i32(kTurnThreads)}, loc); }
+    Stmt barrier(lib::Fn f, Expr id, const SourceRange &loc) const {
+        return lib::stmt(f, {std::move(id), i32(kTurnThreads)}, loc);
+    }
 
     /// Each wgmma of the loop's body between this warpgroup's turn and the hand-over to the other's.
     Stmt withTurns(const For &f) const {
@@ -77,11 +90,14 @@ class Turns : public IRMutator {
         std::vector<Stmt> body;
         for (auto &s : as<Seq>(f.body)->stmts) {
             const bool wgmma = isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS);
-            if (wgmma) body.push_back(barrier(lib::Fn::NamedSync, mine, s->loc));
+            if (wgmma)
+                body.push_back(barrier(lib::Fn::NamedSync, mine, s->loc));
             body.push_back(s);
-            if (wgmma) body.push_back(barrier(lib::Fn::NamedArrive, other, s->loc));
+            if (wgmma)
+                body.push_back(barrier(lib::Fn::NamedArrive, other, s->loc));
         }
-        return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), f.body->loc), f.loc);
+        return For::make(f.var, f.min, f.extent, f.forKind, f.numStages,
+                         Seq::make(std::move(body), f.body->loc), f.loc);
     }
 };
 
@@ -90,9 +106,11 @@ class Turns : public IRMutator {
 Program pingPongConsumers(const Program &p) {
     Program out = p;
     for (auto &k : out.kernels) {
-        if (!k->producerThreads || !k->threadIdx) continue; // no warp roles
+        if (!k->producerThreads || !k->threadIdx)
+            continue; // no warp roles
         Stmt body = Turns(k->threadIdx).mutate(k->body);
-        if (body == k->body) continue;
+        if (body == k->body)
+            continue;
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body;
         k = nk;
