@@ -64,6 +64,8 @@ def run(p, ctx, kernel):
         for name, dtype, dims, role in p["params"]:
             shape = _dims(dims, ns, name)
             given = ns.pop(name, None)
+            if not isinstance(given, t.Tensor):
+                given = None        # a module-level constant of the example that has the parameter's name
             if given is not None and tuple(given.shape) != shape:
                 raise C.Fail("the setup's %s has shape %s, the kernel's %s" % (name, tuple(given.shape), shape))
             if role == "read":
