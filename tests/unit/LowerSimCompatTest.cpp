@@ -188,3 +188,40 @@ TEST(LowerSimCompat, FragmentSlicesAndAccumulatorPart) {
 }
 
 } // namespace
+
+// T.tvm_warp_shuffle as TileLang's Hadamard example uses it: a butterfly over the lanes of each warp (lane
+// tx ^ 2^i, the lower lane keeping the sum, the upper the difference) is the Walsh-Hadamard transform of every
+// 32 consecutive values; with width 16 the lanes 16-31 form their own group, so two rounds stay in a half-warp.
+TEST(LowerSimCompat, WarpShuffleButterfly) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def wht(n, rounds, width):\n"
+          "    @T.prim_func\n"
+          "    def main(A: T.Tensor((n,), \"float32\"), B: T.Tensor((n,), \"float32\")):\n"
+          "        with T.Kernel(n // 64, threads=64) as bx:\n"
+          "            tx = T.get_thread_binding(0)\n"
+          "            local = T.alloc_local((1,), \"float32\")\n"
+          "            other = T.alloc_local((1,), \"float32\")\n"
+          "            local[0] = A[bx * 64 + tx]\n"
+          "            for i in T.serial(rounds):\n"
+          "                other[0] = T.tvm_warp_shuffle(0xFFFFFFFF, local[0], (tx ^ (1 << i)) % width, width, 32)\n"
+          "                local[0] = T.if_then_else(((tx >> i) & 1) == 0, local[0] + other[0], other[0] - local[0])\n"
+          "            B[bx * 64 + tx] = local[0]\n"
+          "    return main\n"
+          "full = wht(128, 5, 32)\n"
+          "half = wht(128, 2, 16)\n",
+          "t.tile", *Target::parse("sm_80"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    for (auto [name, rounds] : {std::pair<const char *, int>{"full", 5}, {"half", 2}}) {
+        auto a = randomData(128, 31);
+        std::vector<double> b(128, std::nan("")), want = a;
+        for (int h = 1; h < (1 << rounds); h *= 2)
+            for (int j = 0; j < 128; ++j)
+                if (!(j & h)) {
+                    double x = want[j], y = want[j + h];
+                    want[j] = x + y, want[j + h] = x - y;
+                }
+        runLaunches(r, name, {{"A", &a}, {"B", &b}}, 1);
+        expectNear(b, want, 1e-5, name); // float32 sums
+    }
+}
