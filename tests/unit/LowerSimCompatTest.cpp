@@ -225,3 +225,61 @@ TEST(LowerSimCompat, WarpShuffleButterfly) {
         expectNear(b, want, 1e-5, name); // float32 sums
     }
 }
+
+// Two reductions of a T.gemm accumulator whose warps split the columns (FullCol), in a kernel whose shared
+// buffers and the reductions' own scratch together pass the target's limit (sm_86: 101376 bytes): they
+// exchange through one scratch buffer, so a barrier must order the row maxima's reads before the row sums'
+// writes (TileLang's MLA decoding fits sm_90a's shared memory only so). The values, and no race.
+TEST(LowerSimCompat, ReductionsShareScratchWhenTight) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def f(big_elems):\n"
+          "    @T.prim_func\n"
+          "    def main(A: T.Tensor((64, 32), \"float16\"), B: T.Tensor((32, 64), \"float16\"),\n"
+          "             Mx: T.Tensor((64,), \"float32\"), Sm: T.Tensor((64,), \"float32\")):\n"
+          "        with T.Kernel(1, threads=128) as bx:\n"
+          "            big = T.alloc_shared((big_elems,), \"float32\")\n"
+          "            A_s = T.alloc_shared((64, 32), \"float16\")\n"
+          "            B_s = T.alloc_shared((32, 64), \"float16\")\n"
+          "            acc = T.alloc_fragment((64, 64), \"float32\")\n"
+          "            mx = T.alloc_fragment((64,), \"float32\")\n"
+          "            sm = T.alloc_fragment((64,), \"float32\")\n"
+          "            for i in T.Parallel(64):\n"
+          "                big[i] = 1.0\n"
+          "            T.copy(A, A_s)\n"
+          "            T.copy(B, B_s)\n"
+          "            T.gemm(A_s, B_s, acc, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)\n"
+          "            T.reduce_max(acc, mx, dim=1)\n"
+          "            T.reduce_sum(acc, sm, dim=1)\n"
+          "            for i in T.Parallel(64):\n"
+          "                Mx[i] = mx[i]\n"
+          "                Sm[i] = sm[i] + big[i]\n"
+          "    return main\n"
+          "k = f(22900)\n",
+          "t.tile", *Target::parse("sm_86"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    int scratches = 0;
+    for (auto &b : r.lowered->kernels[0]->allocs)
+        if (b && b->scope == ir::Scope::Shared && b->name.find("scratch") != std::string::npos) {
+            ++scratches;
+            EXPECT_EQ(b->name, "reduce_scratch_float32");
+        }
+    EXPECT_EQ(scratches, 1);
+    auto a = randomData(64 * 32, 41), b = randomData(32 * 64, 42);
+    // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
+    for (auto *v : {&a, &b})
+        for (auto &x : *v) x = std::round(x * 64) / 64;
+    std::vector<double> mx(64, std::nan("")), sm(64, std::nan("")), wantMx(64), wantSm(64);
+    for (int i = 0; i < 64; ++i) {
+        double m = -INFINITY, s = 0;
+        for (int j = 0; j < 64; ++j) {
+            double c = 0;
+            for (int k = 0; k < 32; ++k) c += a[(size_t)i * 32 + k] * b[(size_t)k * 64 + j];
+            m = std::max(m, c), s += c;
+        }
+        wantMx[i] = m, wantSm[i] = s + 1.0;
+    }
+    runLaunches(r, "k", {{"A", &a}, {"B", &b}, {"Mx", &mx}, {"Sm", &sm}}, 1);
+    expectNear(mx, wantMx, 1e-4, "Mx");
+    expectNear(sm, wantSm, 1e-3, "Sm");
+}
