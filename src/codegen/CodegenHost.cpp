@@ -66,7 +66,7 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
 NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
-    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks"}) names.reserve(r);
+    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet"}) names.reserve(r);
     return names;
 }
 
@@ -222,10 +222,16 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
     s += std::string("    tilec_status status = tilec_device_sm(&sm, ") + (persistent ? "&sms" : "NULL") + ");\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
     ExprPrinter hp(names, true);
+    // Without a last variant free of argument rules (explicit TMA: every variant needs it), arguments that break
+    // every rule on a device the file has code for are reported as misaligned, not as "no device code".
+    const bool lastHasRules = !variants.empty() &&
+                              (!variants.back()->kernel->tensorMaps.empty() || !variants.back()->kernel->assumptions.empty());
+    if (lastHasRules) s += "    int unmet = 0; /* the device has code, but the arguments break its rules */\n";
     for (auto *vp : variants) {
         const KernelInfo &v = *vp;
         const Kernel &k = *v.kernel;
         std::string when = runsOn(v, "sm");
+        const std::string device = when;
         // The conditions on the run-time arguments. TMA's rules: a 16-byte aligned base and strides of
         // multiples of 16 bytes.
         std::vector<MapText> maps;
@@ -244,7 +250,9 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             rule("(uintptr_t)" + sig.names[paramOf(k, a.tensor)] + " % " + bytes + " == 0");
             rule("((int64_t)(" + hp.print(a.extent) + ") * " + std::to_string(a.tensor->dtype.bytes()) + ") % " + bytes + " == 0");
         }
-        for (auto &r : tmaRules) when = "(" + when + ") && " + r;
+        std::string rules;
+        for (auto &r : tmaRules) when = "(" + when + ") && " + r, rules += (rules.empty() ? "" : " && ") + r;
+        if (lastHasRules && !rules.empty()) s += "    if ((" + device + ") && !(" + rules + ")) unmet = 1;\n";
         // A persistent kernel counts its tiles in int.
         if (k.persistent) when = "(" + when + ") && grid_x * grid_y * grid_z <= 2147483647";
         std::string targets;
@@ -328,6 +336,7 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n";
         s += "    }\n";
     }
+    if (lastHasRules) s += "    if (unmet) return TILEC_ERROR_MISALIGNED;\n";
     s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
     return s;
 }

@@ -139,7 +139,11 @@ class Lowerer {
         if (auto m = markerOf(s, lib::Fn::WarpGroup)) {
             if (group >= 0) return (void)fail(s->loc, "a T.ws block inside another T.ws block is not supported");
             auto g = constInt(m->args[0]);
-            TILEC_ASSERT(g && *g >= 0 && *g < 2, "internal error in lowerWarpRoles: a T.ws marker of group " + (g ? std::to_string(*g) : "?"));
+            TILEC_ASSERT(g && *g >= 0, "internal error in lowerWarpRoles: a T.ws marker without its group");
+            if (*g >= 2)
+                return (void)fail(s->loc, "T.ws(" + std::to_string(*g) +
+                                              "): explicit warp roles are supported for two warp groups (0 and 1: one "
+                                              "producer, one consumer over 256 threads)");
             roles_[*g].used = true;
             return check(as<IfThenElse>(s)->then, (int)*g);
         }
