@@ -20,6 +20,7 @@ const std::vector<Info> &table() {
         {Fn::NamedSync, "tilec.named_sync", "tilec::named_barrier_sync", 0, {}, {"id", "threads"}, kBarrier, I::All, "sm_80"},
         {Fn::NamedArrive, "tilec.named_arrive", "tilec::named_barrier_arrive", 0, {}, {"id", "threads"}, kNone, I::All, "sm_80"},
         {Fn::ShflXor, "tilec.shfl_xor", "__shfl_xor_sync", 0, {}, {"value", "mask"}, kPure, I::All, "sm_80"},
+        {Fn::Shfl, "tilec.shfl", "__shfl_sync", 0, {}, {"mask", "value", "lane", "width"}, kPure, I::All, "sm_80"},
         {Fn::Swz, "tilec.swz", "tilec::swz", 2, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure, I::All, "sm_80"},
         {Fn::CopyG2S, "tilec.copy_g2s", "tilec::copy_g2s", 5, {4},
          {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"},

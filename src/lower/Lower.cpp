@@ -62,10 +62,10 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
     p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, t, diag); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
-    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, diag); }, printProgram);
+    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
-    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
+    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts, t); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.

@@ -49,6 +49,12 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
                 if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
                 return eval(arg("value"), other);
             }
+            if (info->fn == Fn::Shfl) { // lane `lane` (mod width) of the caller's group of `width` lanes
+                int width = (int)eval(arg("width"), t);
+                int other = t / width * width + (int)eval(arg("lane"), t) % width;
+                if (other >= T_) throw SimError("shuffle past the block's threads");
+                return eval(arg("value"), other);
+            }
             throw SimError(std::string("no simulation of ") + info->name + " as a value");
         }
         double a = eval(c->args[0], t);

@@ -88,6 +88,19 @@ for v in "${names[@]}"; do
     rm -f "$OUTDIR/$v.manifest-line"
 done
 
+# issue 11: TileLang's own example kernels, when TILELANG_SRC names a TileLang git checkout (tools/compat/run.sh
+# --gpu-build: libraries compat_*.cu/.h and the example files under $OUTDIR/compat/; gpu/tests/tilelang_compat.py)
+if [ -n "${TILELANG_SRC:-}" ]; then
+    mkdir -p "$OUTDIR/compat"
+    if bash tools/compat/run.sh "$TILELANG_SRC" --tilec "$(cd "$(dirname "$TILEC")" && pwd)/$(basename "$TILEC")" --no-nvcc --gpu-build "$OUTDIR" \
+            >"$OUTDIR/compat/prepare.log" 2>&1 || [ -s "$OUTDIR/compat/kernels.tsv" ]; then
+        echo "prepare: TileLang's examples: $(grep -c -v '^#' "$OUTDIR/compat/kernels.tsv") kernels in $OUTDIR/compat/" \
+             "($(grep -E '^v[0-9.]+: ' "$OUTDIR/compat/prepare.log" | tr '\n' ' '))"
+    else
+        echo "prepare: tools/compat/run.sh failed (see $OUTDIR/compat/prepare.log)"
+    fi
+fi
+
 tested=$(python3 -c 'import sys; sys.path.insert(0, "gpu"); import report; print(" ".join(sorted(report.tested_libs())))')
 status=0
 echo "prepare: $OUTDIR/ ($(du -sh "$OUTDIR" | cut -f1)):"

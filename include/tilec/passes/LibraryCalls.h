@@ -24,6 +24,7 @@ enum class Fn {
     NamedSync,     ///< bar.sync id, threads: a barrier of some threads (a role's)
     NamedArrive,   ///< bar.arrive id, threads: an arrival on such a barrier without waiting (ping-pong turns)
     ShflXor,       ///< __shfl_xor_sync over the warp
+    Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
     Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
     CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
     CopyG2SWait,   ///< the same, committed and waited for
