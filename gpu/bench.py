@@ -14,8 +14,10 @@ Bandwidth counts bytes read plus bytes written, each tensor once.
 Compute benchmarks (Bench.flops: GEMM, attention) are judged against their baseline instead (cuBLAS through
 torch.matmul, SDPA's flash back end), timed the same way on the same inputs, the two calls interleaved
 (Timer.ms_pair: a b b a ..., so clock drift during the run falls on both alike): TFLOP/s = flops / time, and
-the ratio tilec / baseline = baseline time / tilec time. Before timing, the kernel's result is compared with
-the baseline's (relative 2-norm error under REL_LIMIT, a sanity check: the test phase judges every element).
+the ratio tilec / baseline = baseline time / tilec time. A benchmark may name further baselines (SDPA's cuDNN
+back end beside its flash one): they are timed in the same interleaved rounds and reported beside. Before
+timing, the kernel's result is compared with the baseline's (relative 2-norm error under REL_LIMIT, a sanity
+check: the test phase judges every element).
 """
 import ctypes
 import re
@@ -45,6 +47,10 @@ class Timer:
         that both see the same clocks and temperature: the GPU's clocks drift over a run by more than the 2%
         a ratio is judged by, and two kernels timed one block after the other carry that drift into it."""
         return tuple(self._medians([fa, fb], budget_s, min_reps, max_reps, est_runs=3))
+
+    def ms_all(self, fns, budget_s=0.8, min_reps=30, max_reps=400):
+        """ms_pair for any number of calls (tilec and several baselines), interleaved the same way."""
+        return self._medians(list(fns), budget_s, min_reps, max_reps, est_runs=3)
 
     def _medians(self, fns, budget_s, min_reps, max_reps, est_runs):
         """Three warm-up rounds of every fn, a round count that fills budget_s (from est_runs timed rounds,
@@ -185,9 +191,25 @@ def relative_error(torch, out, ref):
     return float((o - r).norm() / r.norm().clamp_min(1e-300))
 
 
+def usable_baselines(torch, others):
+    """The further baselines of a compute benchmark ({name: fn}, e.g. SDPA's cuDNN back end) that run here:
+    (usable {name: fn}, {name: why not} for those whose first call raised)."""
+    ok, why = {}, {}
+    for name, fn in (others or {}).items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            ok[name] = fn
+        except Exception as e:  # a back end that does not take this shape or type: reported, not fatal
+            why[name] = "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0][:160])
+    return ok, why
+
+
 def one_compute(b, lib, timer, torch, seed):
     ctx = core.Context(lib, seed, guards=False)
-    args, outputs, base_fn = b.make(ctx, b.kernel)
+    made = b.make(ctx, b.kernel)
+    args, outputs, base_fn = made[:3]
+    others, others_failed = usable_baselines(torch, made[3] if len(made) > 3 else None)
     fn, cargs = ctx._args(b.kernel, args)
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     status = fn(*cargs, stream)
@@ -200,11 +222,13 @@ def one_compute(b, lib, timer, torch, seed):
         raise core.Fail("the result differs from %s's: relative 2-norm error %.3g (limit %g; see the "
                         "correctness tests)" % (b.torch_name or "the baseline", rel, REL_LIMIT))
     del ref
-    ms, base_ms = timer.ms_pair(lambda: fn(*cargs, stream), base_fn)
+    ms, base_ms, *others_ms = timer.ms_all([lambda: fn(*cargs, stream), base_fn] + list(others.values()))
     ratio = base_ms / ms
+    extra = [dict(name=n, ms=m, tflops=b.flops / m / 1e9, ratio=m / ms) for n, m in zip(others, others_ms)]
+    extra += [dict(name=n, error=e) for n, e in others_failed.items()]
     return dict(kind="compute", shape=b.shape, flops=b.flops, ms=ms, tflops=b.flops / ms / 1e9,
                 torch_name=b.torch_name, torch_ms=base_ms, torch_tflops=b.flops / base_ms / 1e9, ratio=ratio,
-                rel_err=rel, bar=b.bar, target=b.target,
+                rel_err=rel, bar=b.bar, target=b.target, others=extra,
                 met=None if b.bar is None else ratio >= b.bar,
                 target_met=None if b.target is None else ratio >= b.target)
 
@@ -216,4 +240,11 @@ def compute_detail(b, r):
         d += "; bar %.2f: %s" % (b.bar, "met" if r["met"] else "MISSED")
     if b.target is not None:
         d += "; target %.2f: %s" % (b.target, "met" if r["target_met"] else "missed")
-    return d
+    return d + "".join("; " + other_text(o) for o in r["others"])
+
+
+def other_text(o):
+    """One further baseline of a compute benchmark: its time and tilec / it, or why it did not run."""
+    if "error" in o:
+        return "%s did not run (%s)" % (o["name"], o["error"])
+    return "%s %.4f ms %.1f TFLOP/s, tilec/%s %.2f" % (o["name"], o["ms"], o["tflops"], o["name"], o["ratio"])

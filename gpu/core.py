@@ -41,6 +41,36 @@ class Skip(Exception):
     """A test's verdict SKIP with a one-line reason (never a PASS)."""
 
 
+def instantiations(example, tile_file, factory):
+    """{NAME: (args, keywords, sm80)} of the kernels `factory(...)` of one example: its .tile file's
+    module-level 'NAME = factory(...)' lines (tile_file from the repository root) and gpu/examples.txt's
+    'EXAMPLE export NAME=CALL' and 'export90' lines (tools/gpu/prepare.sh adds those), arguments as Python
+    literals; sm80: the kernel is in the sm_80-path build too (all but export90). So a test module reads the
+    shapes of the kernels it tests from where they are made instead of repeating them."""
+    import ast
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    calls = {}
+    with open(os.path.join(here, "..", tile_file)) as f:
+        for line in f:
+            m = re.match(r"(\w+)\s*=\s*(%s\(.*\))\s*$" % factory, line)
+            if m:
+                calls[m.group(1)] = (m.group(2), True)
+    with open(os.path.join(here, "examples.txt")) as f:
+        for line in f:
+            w = line.split(None, 2)
+            if len(w) == 3 and w[0] == example and w[1] in ("export", "export90"):
+                name, _, call = w[2].strip().partition("=")
+                calls[name] = (call, w[1] == "export")
+    out = {}
+    for name, (call, sm80) in calls.items():
+        c = ast.parse(call, mode="eval").body
+        if isinstance(c, ast.Call) and getattr(c.func, "id", None) == factory:
+            out[name] = ([ast.literal_eval(a) for a in c.args], {k.arg: ast.literal_eval(k.value) for k in c.keywords},
+                         sm80)
+    return out
+
+
 class Test:
     """One correctness test: fn(ctx, kernel) raises Fail/Skip or returns a short detail string.
     small: runs under compute-sanitizer too. graph: also run once replayed from a captured CUDA graph.
@@ -52,7 +82,8 @@ class Test:
 
 
 class Bench:
-    """One benchmark: make(ctx, kernel) returns (args, outputs, torch_fn) with args in parameter order.
+    """One benchmark: make(ctx, kernel) returns (args, outputs, torch_fn) with args in parameter order, or
+    (args, outputs, torch_fn, {name: fn}) with further baselines timed beside torch_fn (compute benchmarks).
     nbytes: bytes read plus bytes written. bar: the fraction of copy bandwidth the issue asks for, or None.
 
     With flops (a compute benchmark: GEMM, attention), the kernel is judged against torch_fn, the baseline

@@ -95,7 +95,9 @@ def compute_table(compute, lines):
             tmissed += not b["target_met"]
         lines.append("%-36s %-22s %8.4f %7.1f %-12s %8.4f %7.1f %6.2f  %s"
                      % (short(b["id"], 36), short(b.get("shape", ""), 22), b["ms"], b["tflops"],
-                        short(b.get("torch_name", ""), 12), b["torch_ms"], b["torch_tflops"], b["ratio"], bar))
+                        short(b.get("torch_name", ""), 12), b["torch_ms"], b["torch_tflops"], b["ratio"], bar)
+                     + "".join("; %s %s" % (o["name"], "%.2f" % o["ratio"] if "ratio" in o else "n/a")
+                               for o in b.get("others", [])))
     return cmet, cmissed, tmet, tmissed
 
 

@@ -313,6 +313,56 @@ def check_refs_torch():
     print("self-check: attention and GEMM references agree with SDPA (float64) and with loops")
 
 
+def check_tlcompat():
+    """TileLang's example kernels (gpu/tlcompat.py): the header and example readers, reference.tsv's coverage."""
+    import tempfile
+    import tlcompat
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in tlcompat.self_check(tmp):
+            check(False, "tlcompat: " + p)
+        try:
+            import torch
+        except Exception:
+            return
+        # the run half on the CPU, with a stand-in for the kernel call: a right kernel passes, a wrong one fails
+        import importlib.util
+        import core
+        spec = importlib.util.spec_from_file_location("tilec_selfcheck_compat", os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "tests", "tilelang_compat.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        funcs, _ = cinterface.parse_header(tlcompat._SELF_HEADER)
+
+        class Ctx:
+            def __init__(self, wrong):
+                self.wrong = wrong
+
+            def randn(self, shape, dtype):
+                return torch.randn(shape).to(getattr(torch, dtype))
+
+            def output(self, shape, dtype, init=None):
+                return torch.full(shape, float("nan"), dtype=getattr(torch, dtype)) if init is None else init.clone()
+
+            def kernel(self, name):
+                return None, funcs[name]
+
+            def call(self, name, A, mask, C, m):
+                C.copy_(A.float().sum(-1) * (2 ** -3 if not self.wrong else 2 ** -2))
+
+        refs = {("sub/ex.py", "k"): dict(setup="m = 96; mask = torch.ones(4, dtype=torch.bool)",
+                                         reference="ref_program(A, mask)", check="close(1e-2, 1e-2)", line=1)}
+        p = tlcompat.plan(tmp, "lib_k", "t1", "sub/ex.py", "k", refs)
+        try:
+            check("C 0/96" in mod.run(p, Ctx(False), "k"), "tlcompat run: the right stand-in kernel")
+        except core.Fail as e:
+            check(False, "tlcompat run: the right stand-in kernel failed: %s" % e)
+        try:
+            mod.run(p, Ctx(True), "k")
+            check(False, "tlcompat run: a wrong kernel passed")
+        except core.Fail:
+            pass
+
+
 def main(here):
     rng = random.Random(12345)
     check_numerics(rng)
@@ -320,6 +370,7 @@ def main(here):
     check_modules()
     check_report()
     check_issue4(here)
+    check_tlcompat()
     check_torch(rng)
     check_refs_torch()
     for f in failures:

@@ -1,28 +1,53 @@
-"""Benchmark program benchmarks/flash_fwd.tile: FlashAttention forward, float16, B, H, S, D =
-8, 16, 4096, 128, causal and not, against PyTorch SDPA with the flash back end forced (FlashAttention-2,
-an mma.sync kernel): tilec / SDPA >= 0.7 (issue 4). FLOPs 4 B H S^2 D, halved when causal. SDPA gets
-(B, H, S, D) views of the same (B, S, H, D) tensors.
+"""Benchmark program benchmarks/flash_fwd.tile: FlashAttention forward on the Hopper path (issue 10), float16
+and bfloat16, D = 64, 128 and 256, causal and not, grouped-query attention, against a float64 reference; and
+timed at issue 10's shapes against PyTorch SDPA with the flash back end forced (FlashAttention-2, an mma.sync
+kernel; the bar) and with the cuDNN back end (NVIDIA's Hopper kernel; the goal), the three calls interleaved.
+FLOPs 4 B H S^2 D, halved when causal. SDPA gets (B, H, S, D) views of the same (B, S, H, D) tensors.
 
-Correctness first, both instantiations in full, and the odd and small ones of gpu/examples.txt: every
-element within 2e-2 absolute of the float64 attention (CONTRACT.md)."""
+The kernels and their shapes are the file's module-level instantiations and gpu/examples.txt's exports
+(core.instantiations): every one is tested in full against float64 (refs.ATTN_ABS: 2e-2 absolute float16, 3e-2
+bfloat16), the benchmark shapes included. BENCHES (12 entries, about 40 s of device time in all: 0.8 s of
+interleaved timing each, plus inputs, SDPA's check and warm-up) names those that are timed."""
 import core as C
 import refs as R
 
-SHAPES = {"flash_fwd_causal": (8, 16, 4096, 128, True), "flash_fwd_full": (8, 16, 4096, 128, False),
-          "flash_fwd_odd": (1, 4, 1000, 128, False), "flash_fwd_odd_causal": (1, 4, 1000, 128, True),
-          "flash_fwd_small_causal": (1, 2, 256, 128, True)}
+PARAMS = ("batch", "heads", "seq", "dim", "causal")
+# float16 D = 128 at the three shapes; bfloat16 and D = 64 at 8, 16, 4096; the seed's shape as a latency
+BENCHES = ("flash_fwd_causal", "flash_fwd_full", "flash_fwd_bf16_causal", "flash_fwd_bf16_full",
+           "flash_fwd_d64_causal", "flash_fwd_d64_full", "flash_fwd_bf16_d64_causal", "flash_fwd_s16k_causal",
+           "flash_fwd_s16k_full", "flash_fwd_s1k_causal", "flash_fwd_s1k_full", "flash_fwd_seed")
 BAR = 0.7       # a floor against regressions; TARGET: issue 10's required 1.3 x SDPA's flash back end
 TARGET = 1.3
 
 
+def kernels():
+    """{name: (dict(batch, heads, seq, dim, causal, dtype, heads_kv), in the sm_80-path build too)} of every
+    flash_fwd kernel."""
+    out = {}
+    for name, (args, kw, sm80) in C.instantiations("flash_fwd", "benchmarks/flash_fwd.tile", "flash_fwd").items():
+        p = dict(zip(PARAMS, args), dtype="float16", heads_kv=None)
+        p.update((k, v) for k, v in kw.items() if k in ("dtype", "heads_kv"))
+        out[name] = (p, sm80)
+    return out
+
+
+def shape_text(p):
+    return "%d,%d,%d,%d%s%s" % (p["batch"], p["heads"], p["seq"], p["dim"], " causal" if p["causal"] else "",
+                                "" if p["dtype"] == "float16" else " bf16")
+
+
 def tests():
-    for k, (b, h, s, d, causal) in SHAPES.items():
-        yield C.Test("flash_fwd", k, R.attention_test(b, h, s, d, causal), small=k.endswith("_small_causal"))
+    for k, (p, sm80) in kernels().items():
+        yield C.Test("flash_fwd", k, R.attention_test(**p), small=p["seq"] <= 256, variants=sm80)
 
 
 def benches():
-    for k in ("flash_fwd_causal", "flash_fwd_full"):
-        b, h, s, d, causal = SHAPES[k]
-        yield C.Bench("flash_fwd", k, R.attention_bench(b, h, s, d, causal), nbytes=4 * 2 * b * h * s * d,
-                      shape="%d,%d,%d,%d%s" % (b, h, s, d, " causal" if causal else ""), bar=BAR, target=TARGET,
-                      torch_name="SDPA flash", flops=R.attention_flops(b, h, s, d, causal), variants=True)
+    ks = kernels()
+    for k in BENCHES:
+        p = dict(ks[k][0])
+        del p["heads_kv"]
+        b, h, s, d = p["batch"], p["heads"], p["seq"], p["dim"]
+        yield C.Bench("flash_fwd", k, R.attention_bench(**p, others=("SDPA cuDNN",)),
+                      nbytes=4 * 2 * b * h * s * d, shape=shape_text(p), bar=BAR, target=TARGET,
+                      torch_name="SDPA flash", flops=R.attention_flops(b, h, s, d, p["causal"]),
+                      variants=False)

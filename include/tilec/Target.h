@@ -25,6 +25,7 @@ struct Target {
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
     /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
     /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
     /// (--epilogue-buffers).

@@ -330,6 +330,8 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     switch (f.fn) {
     case lib::Fn::AddressOf: return {"(&" + wrap(expr(c.args[0]), 15) + ")", 16};
     case lib::Fn::ShflXor: return {"__shfl_xor_sync(0xffffffffu, " + arg("value") + ", " + arg("mask") + ")", 16};
+    case lib::Fn::Shfl:
+        return {"__shfl_sync((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("lane") + ", " + arg("width") + ")", 16};
     case lib::Fn::Swz: {
         auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
         std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";

@@ -186,6 +186,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
         t.clusters = !opts_.noCluster;
+        t.pingPong = opts_.pingPong;
         t.epilogueBuffers = opts_.epilogueBuffers;
         bool tmaNeeded = false;
         for (bool tma : {true, false}) {

@@ -10,6 +10,10 @@
 
 namespace tilec::eval {
 
+/// A compile-time range() inside T.Kernel longer than this is a serial loop, not unrolled (issue 11: TileLang's
+/// warp-specialized examples loop `for ko in range(256)` around TMA copies and GEMMs).
+constexpr int64_t kUnrolledRangeLimit = 64;
+
 namespace {
 
 /// Binds every name an assignment target would bind to Poison (`poison`, which may carry a message). Never
@@ -257,6 +261,19 @@ InterpImpl::Flow InterpImpl::execFor(const ast::Stmt &s) {
         return execLoopNest(s, f);
     }
     if (it.is(VK::Opaque)) failOpaque(it, s.value->range);
+    if (it.is(VK::Range) && trace() && trace()->inLaunch && it.as<RangeObj>().step == 1 &&
+        it.as<RangeObj>().stop - it.as<RangeObj>().start > kUnrolledRangeLimit) {
+        // TileLang reads range() in a prim_func as T.serial; tilec unrolls short compile-time ranges (their
+        // bodies may index Python lists), a long one inside T.Kernel is the serial loop TileLang makes.
+        auto &rg = it.as<RangeObj>();
+        auto f = std::make_shared<FrameObj>();
+        f->kind = FrameObj::Loop;
+        f->range = s.value->range;
+        f->forKind = ir::ForKind::Serial;
+        f->mins.push_back(ir::intImm(rg.start));
+        f->extents.push_back(ir::intImm(rg.stop - rg.start));
+        return execLoopNest(s, *f);
+    }
     if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
     const ast::Expr &target = *s.targets[0];
     bool broke = false;

@@ -1,12 +1,13 @@
 /// \file
 /// Scalar math of the tile language: float intrinsics (exp, exp2, log, sqrt, rsqrt, ...), abs, max, min,
-/// clamp, if_then_else, infinity / max_value / min_value, cast, and the integer helpers ceildiv, floordiv,
-/// floormod.
+/// clamp, if_then_else, infinity / max_value / min_value, cast, the integer helpers ceildiv, floordiv,
+/// floormod, and TVM's warp shuffle (T.tvm_warp_shuffle, a value of another lane).
 ///
 /// On compile-time values (Python numbers) they fold like Python would (T.ceildiv(1000, 128) is the int
 /// 8, T.exp2(1.0) the float 2.0); on run-time values they build IR expressions. Float intrinsics take
 /// floats: an integer operand is converted to float32 first, as TVM does.
 #include "eval/TileLang.h"
+#include "tilec/passes/LibraryCalls.h"
 
 #include <cmath>
 #include <limits>
@@ -259,6 +260,32 @@ Value intOp(Interp &in, CallArgs &args, IntOp op, const std::string &fname) {
     return Value::ofExpr(ir::simplify(ir::binary(BinaryOp::FloorDiv, num, eb, args.call)));
 }
 
+/// T.tvm_warp_shuffle(mask, value, lane, width, warp_size): `value` as lane `lane` of the caller's group of
+/// `width` lanes holds it (CUDA's __shfl_sync). The lanes of `mask` must all execute it.
+Value warpShuffle(Interp &in, CallArgs &args) {
+    const std::string fname = "T.tvm_warp_shuffle";
+    auto a = bindArgs(in, args, fname, {"mask", "value", "lane", "width", "warp_size"});
+    requireLaunch(in, args, fname);
+    int64_t mask = constIntArg(in, *a[0], fname + " mask");
+    if (mask < 0 || mask > 0xFFFFFFFFll) in.fail(a[0]->range, fname + ": the mask must be a 32-bit lane mask");
+    int64_t width = constIntArg(in, *a[3], fname + " width");
+    int64_t warp = constIntArg(in, *a[4], fname + " warp_size");
+    if (warp != 32) in.fail(a[4]->range, fname + ": warp_size must be 32 on CUDA, got " + std::to_string(warp));
+    if (width < 1 || width > 32 || (width & (width - 1)))
+        in.fail(a[3]->range, fname + ": width must be a power of two from 1 to 32, got " + std::to_string(width));
+    if (!isPy(a[1]->value) && !isScalarOperand(a[1]->value))
+        in.fail(a[1]->range, fname + " shuffles a number, got " + std::string(typeName(a[1]->value.kind)));
+    ir::Expr value = in.toExpr(*a[1], "value");
+    DType t = value->dtype;
+    if (t.isBool() || t.isFloat8() || (t.isInt() && t.bits() < 32))
+        in.fail(a[1]->range, fname + " cannot shuffle a " + std::string(t.name()) +
+                                 " value (32- and 64-bit numbers, float16 and bfloat16 only)");
+    ir::Expr lane = intExprArg(in, *a[2], fname + " lane");
+    return Value::ofExpr(passes::lib::call(passes::lib::Fn::Shfl,
+                                           {ir::intImm(mask, DType::Int64), value, lane, ir::intImm(width)},
+                                           args.call, t));
+}
+
 } // namespace
 
 void addMathPrimitives(Attrs &attrs) {
@@ -282,6 +309,7 @@ void addMathPrimitives(Attrs &attrs) {
     def(attrs, "max_value", [](Interp &in, CallArgs &args) { return limitOf(in, args, 1, "T.max_value"); });
     def(attrs, "min_value", [](Interp &in, CallArgs &args) { return limitOf(in, args, 2, "T.min_value"); });
     def(attrs, "cast", castTo);
+    def(attrs, "tvm_warp_shuffle", warpShuffle);
     def(attrs, "ceildiv",
         [](Interp &in, CallArgs &args) { return intOp(in, args, IntOp::CeilDiv, "T.ceildiv"); });
     def(attrs, "floordiv",

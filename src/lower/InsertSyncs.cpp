@@ -53,8 +53,9 @@ bool blockShared(const Buffer &b) { return b && (b->scope == Scope::Shared || b-
 /// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : IRVisitor {
     using IRVisitor::visit;
-    explicit Accesses(const KernelLayouts &l) : layouts(l) {}
+    Accesses(const KernelLayouts &l, bool sharedScratch) : layouts(l), sharedScratch(sharedScratch) {}
     const KernelLayouts &layouts;
+    bool sharedScratch; ///< the kernel's reductions exchange through one scratch (reductionsShareScratch)
     Pending p;
     void visit(const Load &op) override {
         if (blockShared(op.buffer)) p.reads.insert(op.buffer.get());
@@ -91,9 +92,11 @@ struct Accesses : IRVisitor {
     // A reduction that exchanges partial results through shared scratch of its own: the barrier between its
     // writes and reads is its own (lowerReductions), but running it again must wait for the last readers.
     void visit(const Reduce &op) override {
+        static const char kOneScratch = 0; // stands for the scratch all of a kernel's reductions share
         if (!reductionUsesShared(op, layouts)) return; // shuffles within warps only
-        p.writes.insert(&op);
-        p.reads.insert(&op);
+        const void *scratch = sharedScratch ? static_cast<const void *>(&kOneScratch) : &op;
+        p.writes.insert(scratch);
+        p.reads.insert(scratch);
     }
 };
 
@@ -262,8 +265,8 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
 
 class Syncer {
   public:
-    Syncer(const Kernel &k, const KernelLayouts &layouts, DiagnosticEngine &diag)
-        : uniformity_(k), layouts_(layouts), diag_(diag) {
+    Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
+        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
     }
@@ -281,6 +284,7 @@ class Syncer {
     Uniformity uniformity_;
     const KernelLayouts &layouts_;
     DiagnosticEngine &diag_;
+    bool shareScratch_;
     int depth_ = 0;
     BufferSet tensors_; ///< the kernel's global tensors
 
@@ -327,7 +331,7 @@ class Syncer {
 
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
-        Accesses acc(layouts_);
+        Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
         bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
                       intersects(acc.p.writes, state.reads);
@@ -348,7 +352,7 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc(layouts_);
+        Accesses acc(layouts_, shareScratch_);
         for (auto &e : es) acc.visit(e);
         bool hazard = intersects(acc.p.reads, state.writes);
         if (hazard && divergence_)
@@ -368,7 +372,7 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc(layouts_);
+                Accesses acc(layouts_, shareScratch_);
                 acc.visit(s);
                 state.merge(acc.p);
                 return s;
@@ -424,12 +428,12 @@ class Syncer {
 
 Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
 
-Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts, DiagnosticEngine &diag) {
+Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, DiagnosticEngine &diag) {
     Program out;
     for (size_t i = 0; i < p.kernels.size(); ++i) {
         const KernelP &k = p.kernels[i];
         TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        Syncer s(*k, layouts[i], diag);
+        Syncer s(*k, layouts[i], t, diag);
         Pending state;
         Stmt body = s.run(k->body, state);
         auto nk = std::make_shared<Kernel>(*k);

@@ -13,6 +13,7 @@
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/LowerWarpRoles.h"
+#include "tilec/passes/PingPongConsumers.h"
 #include "tilec/passes/PipelineLoops.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
@@ -32,7 +33,7 @@ const std::vector<std::string> &passNames() {
     static const std::vector<std::string> names = {
         "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
     };
     return names;
@@ -62,10 +63,10 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
     p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, t, diag); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
-    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, diag); }, printProgram);
+    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
-    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts); }, printProgram);
+    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts, t); }, printProgram);
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
@@ -73,6 +74,8 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
     p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
+    // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
+    if (t.pingPong) p = ctx.run("pingPongConsumers", [&] { return passes::pingPongConsumers(p); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
     p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);

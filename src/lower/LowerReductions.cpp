@@ -6,6 +6,7 @@
 #include "tilec/passes/LowerReductions.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/IRVisitor.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/InsertSyncs.h"
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <limits>
 
 namespace tilec::passes {
@@ -231,9 +233,15 @@ class Reducer {
 class LowerReduce : public IRMutator {
   public:
     using IRMutator::visit;
-    LowerReduce(const KernelLayouts &l, const Kernel &k) : layouts_(l), tid_(k.threadIdx), threads_(k.threads) {}
+    /// `scratchSizes`: the elements per dtype of the shared scratch (from a first instance run over the body
+    /// with none, which only records them); ignored where the kernel's reductions do not share it.
+    LowerReduce(const KernelLayouts &l, const Kernel &k, bool shareScratch, const std::map<int, int64_t> *scratchSizes)
+        : layouts_(l), tid_(k.threadIdx), threads_(k.threads), share_(shareScratch), sizing_(share_ && !scratchSizes) {
+        if (scratchSizes) need_ = *scratchSizes;
+    }
 
     std::vector<Buffer> newAllocs;
+    std::map<int, int64_t> need_; ///< dtype kind -> scratch elements (the largest reduction's)
 
     Stmt visit(const std::shared_ptr<const Reduce> &op) override;
 
@@ -241,10 +249,25 @@ class LowerReduce : public IRMutator {
     const KernelLayouts &layouts_;
     Var tid_;
     int threads_;
+    bool share_, sizing_;
+    std::map<int, Buffer> shared_;
 
     Buffer alloc(const std::string &name, Scope s, DType t, int64_t n, const SourceRange &loc) {
         Buffer b = makeBuffer(name, s, t, {i32(n)}, loc);
         newAllocs.push_back(b);
+        return b;
+    }
+    /// The shared scratch through which warps exchange partial results (reductionsShareScratch).
+    Buffer scratch(const std::string &name, DType t, int64_t n, const SourceRange &loc) {
+        if (!share_) return alloc(name, Scope::Shared, t, n, loc);
+        int64_t &need = need_[(int)t.kind];
+        if (sizing_) {
+            need = std::max(need, n);
+            return makeBuffer(name, Scope::Shared, t, {i32(n)}, loc);
+        }
+        TILEC_ASSERT(need >= n, "lowerReductions: the shared scratch was sized for fewer elements than a reduction needs");
+        Buffer &b = shared_[(int)t.kind];
+        if (!b) b = alloc("reduce_scratch_" + std::string(t.name()), Scope::Shared, t, need, loc);
         return b;
     }
     Stmt store(const Buffer &b, Expr idx, Expr v, const SourceRange &loc) { return Store::make(b, {std::move(idx)}, std::move(v), loc); }
@@ -327,7 +350,7 @@ Stmt LowerReduce::mmaSource(const Reduce &op, const Layout &src, const Combiner 
             out.push_back(store(acc, i32(r), cb.combine(load(acc, i32(r)), other), loc));
         }
     if (src.warpsN > 1) {
-        Buffer scratch = alloc(op.dst->name + "_scratch", Scope::Shared, cb.acc, src.warpsN * M, loc);
+        Buffer scratch = this->scratch(op.dst->name + "_scratch", cb.acc, src.warpsN * M, loc);
         Expr wn = binary(BinaryOp::FloorDiv, binary(BinaryOp::FloorDiv, tid_, i32(32)), i32(src.warpsM));
         std::vector<Stmt> publish;
         auto row = [&](int64_t r) { return mmaRow(src, tid_, i32(r / 2), i32(r % 2)); };
@@ -407,7 +430,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     }
     // 3. Warps, through shared memory: every thread reads its partners in the same order.
     if (p.warpBits || p.allWarps) {
-        Buffer scratch = alloc(op.dst->name + "_scratch", Scope::Shared, cb.acc, (int64_t)p.classes * threads_, loc);
+        Buffer scratch = this->scratch(op.dst->name + "_scratch", cb.acc, (int64_t)p.classes * threads_, loc);
         for (int c = 0; c < p.classes; ++c)
             out.push_back(store(scratch, simplify(binary(BinaryOp::Add, i32((int64_t)c * threads_), tid_)), load(acc, i32(c)), loc));
         out.push_back(syncThreads(loc));
@@ -515,12 +538,35 @@ bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
     return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && l.warpsN == 1)); // see mmaSource
 }
 
-Program lowerReductions(const Program &p, const std::vector<KernelLayouts> &layouts) {
+bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const Target &t) {
+    struct Roles : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const WarpRoles &) override { found = true; }
+    } roles;
+    roles.visit(k.body);
+    if (k.producerThreads || roles.found) return false;
+    auto bytes = [](const Buffer &b) {
+        return b && b->scope == Scope::Shared ? std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() : 0;
+    };
+    int64_t total = 0;
+    for (auto &b : k.allocs) total += bytes(b);
+    KernelP kt = withThreadIndex(std::make_shared<Kernel>(k));
+    LowerReduce each(layouts, *kt, false, nullptr); // one scratch per reduction: what they would take
+    each.mutate(kt->body);
+    for (auto &b : each.newAllocs) total += bytes(b);
+    return total > t.maxSharedPerBlock;
+}
+
+Program lowerReductions(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t) {
     Program out;
     for (size_t i = 0; i < p.kernels.size(); ++i) {
         KernelP k = withThreadIndex(p.kernels[i]);
         TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        LowerReduce m(layouts[i], *k);
+        bool share = reductionsShareScratch(*k, layouts[i], t);
+        LowerReduce sizing(layouts[i], *k, share, nullptr);
+        if (share) sizing.mutate(k->body);
+        LowerReduce m(layouts[i], *k, share, &sizing.need_);
         Stmt body = m.mutate(k->body);
         if (m.newAllocs.empty() && body == k->body) {
             out.kernels.push_back(k);

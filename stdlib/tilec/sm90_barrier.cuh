@@ -172,6 +172,18 @@ __device__ __forceinline__ void mbarrier_arrive_ctas(uint64_t *bar, int ctas) {
     for (int r = 0; r < ctas; ++r) mbarrier_arrive_cluster(bar, (unsigned)r);
 }
 
+/// bar.arrive on hardware barrier `id` for `threads` threads: counts the calling warps' arrival without waiting
+/// (the barrier completes when `threads` threads have arrived or synced on it; named_barrier_sync waits for
+/// that). With it one group of warps hands a turn to another (ping-pong consumer warpgroups).
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#else
+    (void)id;
+    (void)threads;
+#endif
+}
+
 /// bar.sync on hardware barrier `id` (1..15; 0 is __syncthreads') for `threads` threads (a multiple of 32):
 /// synchronises a subset of the block, e.g. the consumer warpgroups without the producer.
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {

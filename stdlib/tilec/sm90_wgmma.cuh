@@ -235,7 +235,7 @@ template <int Count, class T> __device__ __forceinline__ void fence_operands(T *
 #pragma unroll
     for (int i = 0; i < Count; ++i) {
         if constexpr (std::is_same_v<T, float>) asm volatile("" : "+f"(acc[i])::"memory");
-        else if constexpr (std::is_same_v<T, __half>) {
+        else if constexpr (sizeof(T) == 2) { // __half or __nv_bfloat16: a pair to a 32-bit register
             if (i % 2 == 0) asm volatile("" : "+r"(*reinterpret_cast<uint32_t *>(&acc[i]))::"memory");
         } else asm volatile("" : "+r"(acc[i])::"memory");
     }

@@ -188,3 +188,98 @@ TEST(LowerSimCompat, FragmentSlicesAndAccumulatorPart) {
 }
 
 } // namespace
+
+// T.tvm_warp_shuffle as TileLang's Hadamard example uses it: a butterfly over the lanes of each warp (lane
+// tx ^ 2^i, the lower lane keeping the sum, the upper the difference) is the Walsh-Hadamard transform of every
+// 32 consecutive values; with width 16 the lanes 16-31 form their own group, so two rounds stay in a half-warp.
+TEST(LowerSimCompat, WarpShuffleButterfly) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def wht(n, rounds, width):\n"
+          "    @T.prim_func\n"
+          "    def main(A: T.Tensor((n,), \"float32\"), B: T.Tensor((n,), \"float32\")):\n"
+          "        with T.Kernel(n // 64, threads=64) as bx:\n"
+          "            tx = T.get_thread_binding(0)\n"
+          "            local = T.alloc_local((1,), \"float32\")\n"
+          "            other = T.alloc_local((1,), \"float32\")\n"
+          "            local[0] = A[bx * 64 + tx]\n"
+          "            for i in T.serial(rounds):\n"
+          "                other[0] = T.tvm_warp_shuffle(0xFFFFFFFF, local[0], (tx ^ (1 << i)) % width, width, 32)\n"
+          "                local[0] = T.if_then_else(((tx >> i) & 1) == 0, local[0] + other[0], other[0] - local[0])\n"
+          "            B[bx * 64 + tx] = local[0]\n"
+          "    return main\n"
+          "full = wht(128, 5, 32)\n"
+          "half = wht(128, 2, 16)\n",
+          "t.tile", *Target::parse("sm_80"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    for (auto [name, rounds] : {std::pair<const char *, int>{"full", 5}, {"half", 2}}) {
+        auto a = randomData(128, 31);
+        std::vector<double> b(128, std::nan("")), want = a;
+        for (int h = 1; h < (1 << rounds); h *= 2)
+            for (int j = 0; j < 128; ++j)
+                if (!(j & h)) {
+                    double x = want[j], y = want[j + h];
+                    want[j] = x + y, want[j + h] = x - y;
+                }
+        runLaunches(r, name, {{"A", &a}, {"B", &b}}, 1);
+        expectNear(b, want, 1e-5, name); // float32 sums
+    }
+}
+
+// Two reductions of a T.gemm accumulator whose warps split the columns (FullCol), in a kernel whose shared
+// buffers and the reductions' own scratch together pass the target's limit (sm_86: 101376 bytes): they
+// exchange through one scratch buffer, so a barrier must order the row maxima's reads before the row sums'
+// writes (TileLang's MLA decoding fits sm_90a's shared memory only so). The values, and no race.
+TEST(LowerSimCompat, ReductionsShareScratchWhenTight) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def f(big_elems):\n"
+          "    @T.prim_func\n"
+          "    def main(A: T.Tensor((64, 32), \"float16\"), B: T.Tensor((32, 64), \"float16\"),\n"
+          "             Mx: T.Tensor((64,), \"float32\"), Sm: T.Tensor((64,), \"float32\")):\n"
+          "        with T.Kernel(1, threads=128) as bx:\n"
+          "            big = T.alloc_shared((big_elems,), \"float32\")\n"
+          "            A_s = T.alloc_shared((64, 32), \"float16\")\n"
+          "            B_s = T.alloc_shared((32, 64), \"float16\")\n"
+          "            acc = T.alloc_fragment((64, 64), \"float32\")\n"
+          "            mx = T.alloc_fragment((64,), \"float32\")\n"
+          "            sm = T.alloc_fragment((64,), \"float32\")\n"
+          "            for i in T.Parallel(64):\n"
+          "                big[i] = 1.0\n"
+          "            T.copy(A, A_s)\n"
+          "            T.copy(B, B_s)\n"
+          "            T.gemm(A_s, B_s, acc, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)\n"
+          "            T.reduce_max(acc, mx, dim=1)\n"
+          "            T.reduce_sum(acc, sm, dim=1)\n"
+          "            for i in T.Parallel(64):\n"
+          "                Mx[i] = mx[i]\n"
+          "                Sm[i] = sm[i] + big[i]\n"
+          "    return main\n"
+          "k = f(22900)\n",
+          "t.tile", *Target::parse("sm_86"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    int scratches = 0;
+    for (auto &b : r.lowered->kernels[0]->allocs)
+        if (b && b->scope == ir::Scope::Shared && b->name.find("scratch") != std::string::npos) {
+            ++scratches;
+            EXPECT_EQ(b->name, "reduce_scratch_float32");
+        }
+    EXPECT_EQ(scratches, 1);
+    auto a = randomData(64 * 32, 41), b = randomData(32 * 64, 42);
+    // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
+    for (auto *v : {&a, &b})
+        for (auto &x : *v) x = std::round(x * 64) / 64;
+    std::vector<double> mx(64, std::nan("")), sm(64, std::nan("")), wantMx(64), wantSm(64);
+    for (int i = 0; i < 64; ++i) {
+        double m = -INFINITY, s = 0;
+        for (int j = 0; j < 64; ++j) {
+            double c = 0;
+            for (int k = 0; k < 32; ++k) c += a[(size_t)i * 32 + k] * b[(size_t)k * 64 + j];
+            m = std::max(m, c), s += c;
+        }
+        wantMx[i] = m, wantSm[i] = s + 1.0;
+    }
+    runLaunches(r, "k", {{"A", &a}, {"B", &b}, {"Mx", &mx}, {"Sm", &sm}}, 1);
+    expectNear(mx, wantMx, 1e-4, "Mx");
+    expectNear(sm, wantSm, 1e-3, "Sm");
+}

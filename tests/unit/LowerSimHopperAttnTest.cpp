@@ -31,6 +31,10 @@ struct AttnCase {
     bool causal;
     int blockM, blockN, stages, threads;
     bool example = false; ///< examples/flash_attn.tile (always causal) instead of the benchmark
+    std::string extra;    ///< further keyword arguments of flash_fwd (", dtype='bfloat16'", ", heads_kv=2")
+    int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
+    bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
+    int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
         if (example)
@@ -40,7 +44,7 @@ struct AttnCase {
         return simtest::withExport("flash_fwd.tile",
                                    "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + n(seq) + ", " + n(dim) + ", " +
                                        (causal ? "True" : "False") + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
-                                       ", " + n(threads) + ")",
+                                       ", " + n(threads) + (headsKV ? ", heads_kv=" + n(headsKV) : "") + extra + ")",
                                    "benchmarks");
     }
 };
@@ -63,7 +67,9 @@ struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
     explicit Lowered(const AttnCase &a) {
-        r.run(a.source(), "flash.tile", *Target::parse("sm_90a"));
+        Target t = *Target::parse("sm_90a");
+        t.pingPong = a.pingPong;
+        r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
                 if (k->producerThreads) roles = k.get();
@@ -75,12 +81,14 @@ struct Data {
 };
 
 /// Inputs in [-1, 1] and the float64 reference: softmax(Q K^T / sqrt(D)) V per (batch, head), keys j <= i
-/// when causal.
+/// when causal; query head h reads key/value head h / (heads / heads_kv).
 Data reference(const AttnCase &a) {
-    const size_t n = (size_t)a.batch * a.seq * a.heads * a.dim;
-    Data d{simtest::randomData(n, 41, -1, 1), simtest::randomData(n, 42, -1, 1), simtest::randomData(n, 43, -1, 1),
+    const size_t n = (size_t)a.batch * a.seq * a.heads * a.dim, nkv = (size_t)a.batch * a.seq * a.kvHeads() * a.dim;
+    Data d{simtest::randomData(n, 41, -1, 1), simtest::randomData(nkv, 42, -1, 1), simtest::randomData(nkv, 43, -1, 1),
            std::vector<double>(n, 0)};
     auto at = [&](int b, int t, int h, int x) { return (((size_t)b * a.seq + t) * a.heads + h) * a.dim + x; };
+    const int group = a.heads / a.kvHeads();
+    auto kv = [&](int b, int t, int h, int x) { return (((size_t)b * a.seq + t) * a.kvHeads() + h / group) * a.dim + x; };
     const double scale = 1.0 / std::sqrt((double)a.dim);
     for (int b = 0; b < a.batch; ++b)
         for (int h = 0; h < a.heads; ++h)
@@ -90,13 +98,13 @@ Data reference(const AttnCase &a) {
                 double mx = -INFINITY, sum = 0;
                 for (int j = 0; j < keys; ++j) {
                     double dot = 0;
-                    for (int x = 0; x < a.dim; ++x) dot += d.q[at(b, i, h, x)] * d.k[at(b, j, h, x)];
+                    for (int x = 0; x < a.dim; ++x) dot += d.q[at(b, i, h, x)] * d.k[kv(b, j, h, x)];
                     mx = std::max(mx, p[(size_t)j] = dot * scale);
                 }
                 for (auto &e : p) sum += e = std::exp(e - mx);
                 for (int x = 0; x < a.dim; ++x) {
                     double o = 0;
-                    for (int j = 0; j < keys; ++j) o += p[(size_t)j] * d.v[at(b, j, h, x)];
+                    for (int j = 0; j < keys; ++j) o += p[(size_t)j] * d.v[kv(b, j, h, x)];
                     d.want[at(b, i, h, x)] = o / sum;
                 }
             }
@@ -163,6 +171,45 @@ TEST(SimHopperAttn, NonCausalTwoWarpgroupsD128) { attnCase({1, 1, 160, 128, fals
 TEST(SimHopperAttn, OneStage) { attnCase({1, 1, 128, 64, true, 64, 64, 1, 128}); }
 // examples/flash_attn.tile as written (64 x 64 tiles, one consumer warpgroup)
 TEST(SimHopperAttn, ExampleCausal) { attnCase({1, 2, 192, 64, true, 64, 64, 2, 128, true}); }
+// issue 10's coverage: bfloat16 (the probabilities packed to bf16 pairs as wgmma RS's A), D = 64 with the
+// benchmark's 128 x 128 tiles over two consumer warpgroups, D = 256 (64-key blocks), grouped-query attention
+TEST(SimHopperAttn, Bfloat16CausalTwoWarpgroups) {
+    attnCase({1, 1, 256, 64, true, 128, 64, 2, 256, false, ", dtype='bfloat16'"}, {0, 3});
+}
+TEST(SimHopperAttn, Bfloat16NonCausalRagged) { attnCase({1, 1, 200, 128, false, 128, 64, 2, 256, false, ", dtype='bfloat16'"}, {0}); }
+TEST(SimHopperAttn, D64BenchmarkTiles) { attnCase({1, 1, 256, 64, true, 128, 128, 2, 256}, {0, 4}); }
+TEST(SimHopperAttn, D256) { attnCase({1, 1, 128, 256, true, 64, 64, 2, 128}, {0}); }
+TEST(SimHopperAttn, GroupedQueryAttention) { attnCase({1, 4, 128, 64, true, 64, 32, 2, 128, false, "", 2}, {0, 1}); }
+// the schedule options' other settings: the mask on every key block, the scale as its own pass
+TEST(SimHopperAttn, CausalMaskOnEveryBlock) {
+    attnCase({1, 1, 256, 64, true, 128, 32, 2, 128, false, ", split_mask=False"}, {0, 2});
+}
+TEST(SimHopperAttn, ScaleNotFolded) { attnCase({1, 1, 200, 64, false, 128, 32, 2, 128, false, ", fold_scale=False"}, {0, 2}); }
+
+// --pingpong: the two consumer warpgroups take turns at their wgmmas (named barriers 4 and 5)
+AttnCase pingPong(AttnCase a) {
+    a.pingPong = true;
+    return a;
+}
+TEST(SimHopperAttn, PingPongCausal) { attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1, 3}); }
+TEST(SimHopperAttn, PingPongNonCausalRaggedD128) { attnCase(pingPong({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2}); }
+TEST(SimHopperAttn, PingPongBfloat16OneStage) {
+    attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 1, 256, false, ", dtype='bfloat16'"}), {0, 5});
+}
+
+/// The turns as lowered: every wgmma between a bar.sync on the warpgroup's own barrier and a bar.arrive on the
+/// other's, warpgroup 1's first hand-over before the loop and warpgroup 0's last turn after it; none without
+/// --pingpong, and none with one consumer warpgroup.
+TEST(SimHopperAttn, PingPongTurnsAsLowered) {
+    Lowered on(pingPong({1, 1, 256, 64, true, 128, 64, 2, 256})), off(AttnCase{1, 1, 256, 64, true, 128, 64, 2, 256}),
+        one(pingPong({1, 1, 256, 64, true, 128, 64, 2, 128}));
+    ASSERT_TRUE(on.roles && off.roles && one.roles) << on.r.diags();
+    auto c = callCounts(*on.roles);
+    EXPECT_EQ(c[lib::Fn::NamedArrive], 3);
+    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.roles)[lib::Fn::NamedSync], 3);
+    EXPECT_EQ(callCounts(*off.roles)[lib::Fn::NamedArrive], 0);
+    EXPECT_EQ(callCounts(*one.roles)[lib::Fn::NamedArrive], 0);
+}
 
 // ---- mutations of the attention schedule that the simulator must catch ----
 
@@ -258,6 +305,26 @@ TEST(SimHopperAttnMutant, NotWaitingForQIsCaught) {
     Lowered l(kMutant);
     ASSERT_TRUE(l.roles) << l.r.diags();
     expectCaught(*withoutNth(*l.roles, lib::Fn::MbarrierWait, 1), {0, 5}, true);
+}
+
+/// The ping-pong turns without warpgroup 1's first hand-over: both warpgroups wait for their turn for ever.
+TEST(SimHopperAttnMutant, PingPongWithoutFirstTurnDeadlocks) {
+    const AttnCase a = pingPong({1, 1, 128, 64, true, 128, 64, 2, 256});
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::NamedArrive, 1), a, reference(a), 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+}
+
+/// ... and without warpgroup 0's last turn: warpgroup 1's last hand-over is left pending on the barrier.
+TEST(SimHopperAttnMutant, PingPongWithoutLastTurnIsCaught) {
+    const AttnCase a = pingPong({1, 1, 128, 64, true, 128, 64, 2, 256});
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    int syncs = 0;
+    withoutNth(*l.roles, lib::Fn::NamedSync, 1000, &syncs);
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::NamedSync, syncs), a, reference(a), 0);
+    EXPECT_NE(o.error.find("threads arrived at named barrier 4 and no one to complete it"), std::string::npos) << o.error;
 }
 
 /// No release of K's stages (the consumers' first arrival): the producer waits for ever on K's empty barrier,

@@ -211,6 +211,8 @@ class Simulator {
     void schedule();
     void stopAgents();
     void groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what);
+    void groupArrive(int64_t key, int threads, const std::vector<char> &mask);
+    int64_t arriveAt(int64_t key, int threads, const std::vector<char> &mask, const char *what);
     void release(Clock &into);
     void acquire(const Clock &from);
 

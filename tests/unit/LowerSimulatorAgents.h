@@ -81,27 +81,38 @@ inline bool Simulator::wholeScope(const std::vector<char> &mask) const {
     return mask == agent_->mask;
 }
 
-/// A barrier of several agents (the role's __syncthreads, a named barrier): `threads` threads must arrive,
-/// each agent with all of its threads.
-inline void Simulator::groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
+/// One agent's arrival, with all of its threads, at a barrier of several agents for `threads` threads: what it
+/// did before is released to the barrier's current generation. Returns that generation, or -1 when this
+/// arrival completed it.
+inline int64_t Simulator::arriveAt(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
     if (!wholeScope(mask)) throw SimError(std::string(what) + " in divergent code (reached by only some threads of " + comps_[(size_t)cur_].name + ")");
     GroupBarrier &g = groupBarriers_[key];
     g.arrived += agent_->count;
     release(g.gathered);
     ++comps_[(size_t)cur_].epoch;
     if (g.arrived > threads) throw SimError(std::string(what) + " for " + std::to_string(threads) + " threads reached by " + std::to_string(g.arrived));
-    if (g.arrived == threads) {
-        g.released = g.gathered;
-        g.gathered = Clock{};
-        g.arrived = 0;
-        ++g.generation;
-    } else {
-        const int64_t gen = g.generation;
+    if (g.arrived < threads) return g.generation;
+    g.released = g.gathered;
+    g.gathered = Clock{};
+    g.arrived = 0;
+    ++g.generation;
+    return -1;
+}
+
+/// A barrier of several agents (the role's __syncthreads, a named barrier's bar.sync): `threads` threads must
+/// arrive, each agent with all of its threads.
+inline void Simulator::groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
+    const int64_t gen = arriveAt(key, threads, mask, what);
+    if (gen >= 0)
         waitUntil([this, key, gen] { return groupBarriers_[key].generation > gen; }, [this, key, threads, what] {
             return std::string(what) + " (" + std::to_string(groupBarriers_[key].arrived) + " of " + std::to_string(threads) + " threads arrived)";
         });
-    }
     acquire(groupBarriers_[key].released);
+}
+
+/// bar.arrive: an arrival that does not wait (it releases, and acquires nothing).
+inline void Simulator::groupArrive(int64_t key, int threads, const std::vector<char> &mask) {
+    arriveAt(key, threads, mask, "bar.arrive");
 }
 
 inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &mask) {
@@ -149,6 +160,9 @@ inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &ma
         throw;
     }
     stopAgents();
+    // bar.arrive without the bar.sync it pairs with: the next use of the barrier id would complete early
+    for (auto &[key, g] : groupBarriers_)
+        if (g.arrived) throw SimError("the warp roles ended with " + std::to_string(g.arrived) + " threads arrived at named barrier " + std::to_string(key) + " and no one to complete it");
     cur_ = 0;
     for (size_t c = 1; c < comps_.size(); ++c) comps_[0].clock.join(comps_[c].clock);
     ++comps_[0].epoch;

@@ -49,6 +49,12 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
                 if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
                 return eval(arg("value"), other);
             }
+            if (info->fn == Fn::Shfl) { // lane `lane` (mod width) of the caller's group of `width` lanes
+                int width = (int)eval(arg("width"), t);
+                int other = t / width * width + (int)eval(arg("lane"), t) % width;
+                if (other >= T_) throw SimError("shuffle past the block's threads");
+                return eval(arg("value"), other);
+            }
             throw SimError(std::string("no simulation of ") + info->name + " as a value");
         }
         double a = eval(c->args[0], t);
@@ -167,6 +173,13 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             ++comps_[0].epoch;
             comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
             return;
+        }
+        if (info && info->fn == passes::lib::Fn::NamedArrive) {
+            const int id = (int)eval(passes::lib::arg(*c, info->fn, "id"), first);
+            const int threads = (int)eval(passes::lib::arg(*c, info->fn, "threads"), first);
+            if (id < 1 || id > 15 || threads % 32) throw SimError("a named barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads");
+            if (!agent_) throw SimError("bar.arrive outside warp roles");
+            return groupArrive(id, threads, mask);
         }
         if (info && c->dtype.kind == DType::Void) return library(*c, *info, mask);
         for (int t = 0; t < T_; ++t)

@@ -3,7 +3,12 @@
 # for each kernel, tilec on the unchanged example file with the manifest's --export call, then nvcc (sm_90a) on the
 # CUDA it wrote. Prints one row per kernel (ok / error: the located diagnostic / crash) and a total per tag.
 #
-#   tools/compat/run.sh TILELANG_CHECKOUT [--tilec PATH] [--tag TAG] [--no-nvcc] [--keep DIR]
+#   tools/compat/run.sh TILELANG_CHECKOUT [--tilec PATH] [--tag TAG] [--no-nvcc] [--keep DIR] [--gpu-build DIR]
+#
+# --gpu-build DIR (the GPU suite's prepare half, tools/gpu/prepare.sh): every kernel tilec compiles also becomes a
+# library DIR/compat_KERNEL.cu + .h (one per tag where the tags' code differs: compat_KERNEL_v0_1_13), its
+# example file is copied to DIR/compat/TAG/FILE, and DIR/compat/kernels.tsv lists them; gpu/tests/tilelang_compat.py
+# runs each there against the example's own reference (tests/tilelang_compat/reference.tsv).
 #
 # TILELANG_CHECKOUT is a git clone (or bare repository) of github.com/tile-ai/tilelang that has the manifest's tags;
 # each tag's examples/ is extracted with `git archive` into a temporary folder, nothing is copied into this project.
@@ -14,7 +19,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MANIFEST=$ROOT/tests/tilelang_compat/manifest.tsv
 TILEC=$ROOT/build/tilec
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-ONLY_TAG="" NO_NVCC=0 KEEP=""
+ONLY_TAG="" NO_NVCC=0 KEEP="" GPU_BUILD=""
 CHECKOUT=${1:-}
 (($#)) && shift
 while (($#)); do
@@ -23,6 +28,7 @@ while (($#)); do
     --tag) ONLY_TAG=$2; shift 2 ;;
     --no-nvcc) NO_NVCC=1; shift ;;
     --keep) KEEP=$2; shift 2 ;;
+    --gpu-build) GPU_BUILD=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
     *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -36,23 +42,52 @@ if ! git -C "$CHECKOUT" rev-parse --git-dir >/dev/null 2>&1; then
 fi
 [[ -x $TILEC ]] || { echo "run.sh: no tilec at '$TILEC' (build first, or --tilec PATH)" >&2; exit 2; }
 WORK=${KEEP:-$(mktemp -d)}
-mkdir -p "$WORK"
+mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 [[ -z $KEEP ]] && trap 'rm -rf "$WORK"' EXIT
+if [[ -n $GPU_BUILD ]]; then
+    mkdir -p "$GPU_BUILD/compat"
+    rm -f "$GPU_BUILD"/compat_*.cu "$GPU_BUILD"/compat_*.h
+    printf '# library\ttag\tfile (under compat/TAG/)\tkernel (tools/compat/run.sh --gpu-build)\n' \
+        >"$GPU_BUILD/compat/kernels.tsv"
+fi
+
+# run_tilec TAG FILE NAME CALL OUT.cu: tilec on the example file, in its folder (its imports are relative to it)
+run_tilec() {
+    local args=(--kernel "$3" -o "$5")
+    [[ $4 != - ]] && args+=(--export "$3=$4")
+    (cd "$(dirname "$WORK/$1/examples/$2")" && timeout 120 "$TILEC" "$(basename "$2")" "${args[@]}")
+}
+
+# same_code A.cu B.cu: the same code but for #line directives (the example's line numbers and the output's path)
+same_code() { cmp -s <(grep -v '^#line ' "$1") <(grep -v '^#line ' "$2"); }
+
+# stage_gpu TAG FILE NAME CALL: the kernel tilec compiled becomes a library of the GPU suite (see --gpu-build)
+stage_gpu() {
+    local tag=$1 file=$2 name=$3 call=$4 out=$WORK/out/$1/$3/compat_$3 lib=compat_$3
+    if [[ -e $GPU_BUILD/$lib.cu ]] && ! { same_code "$out.cu" "$GPU_BUILD/$lib.cu" && cmp -s "$out.h" "$GPU_BUILD/$lib.h"; }
+    then
+        lib=compat_${name}_${tag//./_}     # this tag's code differs: its own library, generated under that name
+        run_tilec "$tag" "$file" "$name" "$call" "$GPU_BUILD/$lib.cu" >/dev/null 2>&1 ||
+            { echo "run.sh: tilec failed on a second run of $tag $name" >&2; return; }
+    else
+        cp "$out.cu" "$GPU_BUILD/$lib.cu" && cp "$out.h" "$GPU_BUILD/$lib.h"
+    fi
+    mkdir -p "$(dirname "$GPU_BUILD/compat/$tag/$file")"
+    cp "$WORK/$tag/examples/$file" "$GPU_BUILD/compat/$tag/$file"
+    printf '%s\t%s\t%s\t%s\n' "$lib" "$tag" "$file" "$name" >>"$GPU_BUILD/compat/kernels.tsv"
+}
 
 # classify TAG FILE NAME CALL -> prints "RESULT<TAB>DETAIL"
 classify() {
-    local tag=$1 file=$2 name=$3 call=$4 dir=$WORK/$1 out=$WORK/out/$1/$3
+    local tag=$1 file=$2 name=$3 call=$4 out=$WORK/out/$1/$3 cu=$WORK/out/$1/$3/compat_$3.cu
     mkdir -p "$out"
-    local args=(--kernel "$name" -o "$out/$name.cu")
-    [[ $call != - ]] && args+=(--export "$name=$call")
-    (cd "$(dirname "$dir/examples/$file")" && timeout 120 "$TILEC" "$(basename "$file")" "${args[@]}") \
-        >"$out/tilec.log" 2>&1
+    run_tilec "$tag" "$file" "$name" "$call" "$cu" >"$out/tilec.log" 2>&1
     local rc=$?
     local first
     first=$(grep -m1 -E '^.+:[0-9]+:[0-9]+: error: ' "$out/tilec.log")
     if ((rc == 0)); then
         if ((NO_NVCC)); then printf 'ok\ttilec only\n'; return; fi
-        if "$NVCC" -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -c "$out/$name.cu" \
+        if "$NVCC" -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -c "$cu" \
             -o "$out/$name.o" >"$out/nvcc.log" 2>&1; then
             printf 'ok\t\n'
         else
@@ -81,6 +116,7 @@ while IFS=$'\t' read -r tag file name call expected; do
     IFS=$'\t' read -r result detail < <(classify "$tag" "$file" "$name" "$call")
     TOTAL[$tag]=$((${TOTAL[$tag]:-0} + 1))
     [[ $result == ok ]] && OK[$tag]=$((${OK[$tag]:-0} + 1))
+    [[ $result == ok && -n $GPU_BUILD ]] && stage_gpu "$tag" "$file" "$name" "$call"
     mark=""
     if [[ $result == crash || ($expected == ok && $result != ok) ]]; then mark=" [REGRESSION: expected $expected]"; FAIL=1; fi
     printf '%-8s %-40s %-28s %-8s %s%s\n' "$tag" "$file" "$name" "$result" "$detail" "$mark"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The one command that runs on the GPU machine (through the device tool, carry: gpu-build):
-#   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]        STEP: selfcheck test bench memcheck racecheck
+#   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test bench tilelang memcheck racecheck
 # 1. compiles every generated gpu-build/*.cu (tools/gpu/prepare.sh made them here) and the hand-written
 #    gpu/handwritten/*.cu with nvcc into one shared library each (sm_90a; NAME.sm80.cu for compute_80 -> sm_90);
 # 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test);
-# 3. the benchmarks against the copy bandwidth and PyTorch, in the same process;
+# 3. the benchmarks against the copy bandwidth and PyTorch, in the same process (and TileLang's own
+#    FlashAttention when the TileLang bundle is there: .tilelang/site.tar.xz);
 # 4. compute-sanitizer memcheck and racecheck over the small tests;
 # 5. prints the table last (gpu/report.py) and exits non-zero when anything FAILed.
 # Every step runs under `timeout`, clipped to what is left of TILEC_GPU_BUDGET_S (default 540 s, inside the
@@ -165,6 +166,25 @@ if [ "${TILEC_GPU_SWEEP:-0}" = 1 ]; then
     fi
 fi
 
+# TileLang's own FlashAttention at the same shapes (tools/gpu/tilelang_attn.py), when the TileLang bundle
+# travelled (carry .tilelang: bash ../shared/tools/tilelang/make-bundle.sh .tilelang): tilec / TileLang per
+# shape from the benchmarks above; its table goes to bench.log and summary.txt, its JSON to $OUT unless the
+# sweep's took the eighth file. TILEC_GPU_TL_S (default 150) is its share of the budget.
+if ! skipped tilelang && [ -f .tilelang/site.tar.xz ]; then
+    t0=$SECONDS
+    t=$(allow "${TILEC_GPU_TL_S:-150}")
+    if (( t < 30 )); then
+        record tilelang skip "no time left (${t} s)"
+    else
+        mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"
+        TL_ATTN_BUDGET_S=$(( t - 20 )) PYTHONPATH="$WORK/tl-site" timeout -k 10 "$t" \
+            python3 tools/gpu/tilelang_attn.py "$WORK/tilelang_attn.json" "$WORK/bench.jsonl" >"$WORK/tilelang.log" 2>&1
+        record tilelang $? $(( SECONDS - t0 ))
+        { echo; echo "== TileLang's FlashAttention (tools/gpu/tilelang_attn.py)"; cat "$WORK/tilelang.log"; } >>"$WORK/bench.log"
+        [ -f "$OUT/sweep.json" ] || cp "$WORK/tilelang_attn.json" "$OUT/tilelang_attn.json" 2>/dev/null
+    fi
+fi
+
 # ------------------------------------------------------------------ 4. compute-sanitizer on the small tests
 if command -v compute-sanitizer >/dev/null; then
     SAN=(compute-sanitizer --print-limit 100)
@@ -188,5 +208,7 @@ done
 python3 gpu/report.py "$WORK" "$OUT"
 rc=$?
 [ -f "$WORK/sweep-out/sweep.txt" ] && { echo; cat "$WORK/sweep-out/sweep.txt"; } >>"$OUT/summary.txt"
+[ -f "$WORK/tilelang.log" ] && { echo; echo "TileLang's FlashAttention (tools/gpu/tilelang_attn.py)";
+                                 grep -E '^TileLang|tilelang_attn' "$WORK/tilelang.log"; } >>"$OUT/summary.txt"
 echo "run.sh: $(( SECONDS - START )) s; logs in \$OUT (build, test, bench, memcheck, racecheck .log; summary.txt; results.json)"
 exit $rc

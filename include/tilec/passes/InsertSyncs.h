@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/Target.h"
 #include "tilec/passes/Layout.h"
 
 #include <vector>
@@ -23,7 +24,8 @@ namespace tilec::passes {
 /// holding any of these) is one statement for its neighbours, so every barrier is reached by all threads of the
 /// block; inside it, a tile statement (which every thread must run) or an exchange through shared memory
 /// (which would need a barrier there) is a located error through `diag`.
-ir::Program insertSyncs(const ir::Program &p, const std::vector<KernelLayouts> &layouts, DiagnosticEngine &diag);
+ir::Program insertSyncs(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t,
+                        DiagnosticEngine &diag);
 
 /// The barrier statement.
 ir::Stmt syncThreads(SourceRange loc = {});

@@ -22,7 +22,9 @@ enum class Fn {
     AddressOf,     ///< &buffer[index]: the one expression form of a buffer argument
     Sync,          ///< __syncthreads(): every thread of the block (of the role, inside WarpRoles)
     NamedSync,     ///< bar.sync id, threads: a barrier of some threads (a role's)
+    NamedArrive,   ///< bar.arrive id, threads: an arrival on such a barrier without waiting (ping-pong turns)
     ShflXor,       ///< __shfl_xor_sync over the warp
+    Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
     Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
     CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
     CopyG2SWait,   ///< the same, committed and waited for
@@ -61,6 +63,9 @@ enum class Fn {
 /// kWarpgroupBarrier + g).
 constexpr int kRoleBarrier = 1;
 constexpr int kWarpgroupBarrier = 2;
+/// The first of the two ping-pong barriers of pingPongConsumers (consumer warpgroup g waits on
+/// kPingPongBarrier + g for its turn at the tensor cores): after the epilogue's (two warpgroups: 2 and 3).
+constexpr int kPingPongBarrier = 4;
 
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {

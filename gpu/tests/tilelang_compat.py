@@ -1,0 +1,123 @@
+"""TileLang's own example kernels (issue 11): one test per kernel of tests/tilelang_compat/manifest.tsv that tilec
+compiled (tools/compat/run.sh --gpu-build, from tools/gpu/prepare.sh with TILELANG_SRC set), judged against the
+example file's own reference with the example's own tolerances (gpu/tlcompat.py, tests/tilelang_compat/reference.tsv).
+Test ids: compat_KERNEL[_TAG]:KERNEL:TAG. No kernels.tsv (prepared without a TileLang checkout): no tests."""
+import os
+
+import core as C
+import tlcompat as TC
+
+GPU_BUILD = os.path.join(TC.ROOT, os.environ.get("GPU_BUILD", "gpu-build"))
+
+
+def close(rtol=None, atol=None, max_mismatched_ratio=0.0):
+    """torch.testing.assert_close's rule |out - ref| <= atol + rtol |ref| per element (torch's default tolerances
+    for the output's dtype when none are given), allowing the fraction of elements outside it that TileLang's own
+    checks allow (torch_assert_close 0.001, profiler.assert_allclose 0.01). NaN never matches."""
+    def judge(name, out, ref):
+        t = C.torch()
+        if rtol is None:
+            try:
+                t.testing.assert_close(out, ref.to(out.dtype))
+            except AssertionError as e:
+                raise C.Fail("%s: %s" % (name, " ".join(str(e).split())[:300]))
+            return "%s within torch's default tolerances" % name
+        if out.dtype.is_floating_point:
+            a, b = out.double(), ref.double()
+        else:
+            a, b = out.long().double(), ref.long().double()
+        bad = ~t.isclose(a, b, rtol=rtol, atol=atol)
+        nbad = int(bad.sum())
+        if nbad > max_mismatched_ratio * out.numel():
+            i = tuple(int(x) for x in t.nonzero(bad)[0])
+            raise C.Fail("%s: %d of %d elements outside rtol %g atol %g (allowed %g of them), first at %s: %r "
+                         "against %r" % (name, nbad, out.numel(), rtol, atol, max_mismatched_ratio, i,
+                                         float(a[i]), float(b[i])))
+        return "%s %d/%d outside rtol %g atol %g" % (name, nbad, out.numel(), rtol, atol)
+    return judge
+
+
+def similar(fn, limit):
+    """fn(out, ref) < limit: the fp8 files' calc_diff (1 - cosine similarity)."""
+    def judge(name, out, ref):
+        d = float(fn(out, ref))
+        if not d < limit:
+            raise C.Fail("%s: %s(out, ref) = %g, the example wants < %g" % (name, fn.__name__, d, limit))
+        return "%s %s %.2g" % (name, fn.__name__, d)
+    return judge
+
+
+def _dims(dims, ns, what):
+    try:
+        return tuple(int(eval(d, {"__builtins__": {}}, ns)) for d in dims)
+    except Exception as e:  # noqa: BLE001
+        raise C.Fail("%s: cannot size [%s] (%s); bind the T.dynamic sizes in the setup" % (what, ", ".join(dims), e))
+
+
+def run(p, ctx, kernel):
+    t = C.torch()
+    ns = dict(p["ns"])
+    ns.setdefault("torch", t)
+    try:
+        exec(p["setup"], ns)
+        tensors = {}
+        for name, dtype, dims, role in p["params"]:
+            shape = _dims(dims, ns, name)
+            given = ns.pop(name, None)
+            if not isinstance(given, t.Tensor):
+                given = None        # a module-level constant of the example that has the parameter's name
+            if given is not None and tuple(given.shape) != shape:
+                raise C.Fail("the setup's %s has shape %s, the kernel's %s" % (name, tuple(given.shape), shape))
+            if role == "read":
+                tensors[name] = given if given is not None else ctx.randn(shape, dtype)
+                ns[name] = tensors[name]
+            else:
+                tensors[name] = ctx.output(shape, dtype, init=given)
+        _, decl = ctx.kernel(kernel)
+        args = []
+        for prm in decl.params[:-1]:
+            if prm.name in tensors:
+                args.append(tensors[prm.name])
+            elif prm.name in ns:
+                args.append(int(ns[prm.name]))
+            else:
+                raise C.Fail("nothing binds parameter '%s' (a T.dynamic size: bind it in the setup)" % prm.name)
+        ctx.call(kernel, *args)
+        ref = eval(p["reference"], ns)
+        judge = eval(p["check"], dict(ns, close=close, similar=similar))
+    except TC.Unavailable as e:
+        raise C.Skip("the example's reference needs what this machine lacks: %s" % e)
+    refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+    outs = p["outputs"]
+    if len(refs) != len(outs):
+        raise C.Fail("the reference gives %d values, the kernel writes %d outputs (%s)"
+                     % (len(refs), len(outs), ", ".join(o[0] for o in outs)))
+    notes = []
+    for (name, *_), r in zip(outs, refs):
+        out = tensors[name]
+        r = r.to(out.device)
+        if tuple(r.shape) != tuple(out.shape):
+            raise C.Fail("%s: the reference's shape is %s, the output's %s" % (name, tuple(r.shape), tuple(out.shape)))
+        notes.append(judge(name, out, r))
+    return "; ".join(notes)
+
+
+def _test(lib, tag, file, kernel, refs):
+    def fn(ctx, k):
+        try:
+            p = TC.plan(GPU_BUILD, lib, tag, file, kernel, refs)
+        except LookupError as e:
+            raise C.Skip(str(e))
+        except (ValueError, OSError, SyntaxError) as e:
+            raise C.Fail("cannot plan the test: %s" % e)
+        return run(p, ctx, k)
+    return C.Test(lib, kernel, fn, variants=False, label=tag)
+
+
+def tests():
+    rows = TC.read_kernels(GPU_BUILD)
+    if not rows:
+        return
+    refs = TC.read_reference()
+    for lib, tag, file, kernel in rows:
+        yield _test(lib, tag, file, kernel, refs)

@@ -1,0 +1,327 @@
+"""TileLang's own example kernels on the GPU (issue 11): each kernel of tests/tilelang_compat/manifest.tsv that
+tilec compiled (tools/compat/run.sh --gpu-build put its library and the example file in gpu-build/) is run on
+fresh random data and judged against the reference the example file itself carries, with the tolerances of the
+example's own check. What to call and how to judge is in tests/tilelang_compat/reference.tsv, one line per
+(file, kernel):
+
+  setup      Python statements (`;` between them) that bind inputs the defaults cannot make (masks, index
+             tensors, T.dynamic sizes, initial values of outputs that the kernel accumulates into), or `-`;
+  reference  a Python expression, usually a call of the example's own function (`ref_program(A, B)`), whose value
+             is the kernel's output, or a tuple of its outputs in parameter order; where the file checks inline
+             (`ref_c = a @ b` in its main), that expression as the file writes it;
+  check      close(rtol, atol[, max_mismatched_ratio=r]) (torch.testing.assert_close; close() for torch's default
+             tolerances) or similar(FUNCTION, LIMIT) (FUNCTION(out, ref) < LIMIT, e.g. the fp8 files' calc_diff).
+
+Every name is evaluated in the example file's namespace: its imports and its module-level functions (nothing else
+of the file runs: no kernel is built by TileLang, no `__main__`). An import that fails (tilelang itself, when it
+is not on PYTHONPATH; a package the GPU machine lacks) binds a stand-in that raises Unavailable when used, so a
+reference that needs it is a SKIP that names it, never a PASS. Inputs the setup leaves unbound are normal random
+data of the header's shape and dtype; outputs are poisoned (core.Context.output) unless the setup binds them.
+
+Needs no torch and no GPU up to the kernel call: plan() reads the header and the example, and check_plans() (the
+self-check and `python3 gpu/tlcompat.py --plan GPU_BUILD`) proves every entry resolvable on a machine without either.
+"""
+import ast
+import builtins
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+REFERENCE_TSV = os.path.join(ROOT, "tests", "tilelang_compat", "reference.tsv")
+MANIFEST_TSV = os.path.join(ROOT, "tests", "tilelang_compat", "manifest.tsv")
+KERNELS_TSV = os.path.join("compat", "kernels.tsv")       # under the GPU build folder (tools/compat/run.sh)
+
+# one parameter line of a generated header's kernel comment: " *   A: float16[1024, m], read, 16-byte aligned"
+_PARAM = re.compile(r"^ \*   ([A-Za-z_]\w*): ([A-Za-z_]\w*)\[([^\]]*)\], (read|written)")
+_SIZE = re.compile(r"^ \*   ([A-Za-z_]\w*): T\.dynamic size")
+
+
+class Unavailable(Exception):
+    """The reference needs something the machine does not have (a failed import)."""
+
+
+class Missing:
+    """What a failed import binds: attribute access gives another stand-in, any use raises Unavailable."""
+
+    def __init__(self, what, why):
+        self._what, self._why = what, why
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Missing("%s.%s" % (self._what, name), self._why)
+
+    def __getitem__(self, key):
+        return Missing("%s[...]" % self._what, self._why)
+
+    def __call__(self, *args, **kwargs):
+        raise Unavailable("%s is not available here (%s)" % (self._what, self._why))
+
+    def __mro_entries__(self, bases):
+        raise Unavailable("%s is not available here (%s)" % (self._what, self._why))
+
+
+def read_reference(path=REFERENCE_TSV):
+    """{(file, kernel): {"setup", "reference", "check"}} of reference.tsv."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) != 5:
+                raise ValueError("%s:%d: %d columns, want 5 (file, kernel, setup, reference, check)"
+                                 % (path, n, len(cols)))
+            f_, k, setup, ref, check = cols
+            if (f_, k) in out:
+                raise ValueError("%s:%d: a second line for %s %s" % (path, n, f_, k))
+            out[(f_, k)] = dict(setup="" if setup == "-" else setup, reference=ref, check=check, line=n)
+    return out
+
+
+def read_kernels(gpu_build):
+    """[(library, tag, file, kernel)] of GPU_BUILD/compat/kernels.tsv, [] when there is none."""
+    path = os.path.join(gpu_build, KERNELS_TSV)
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            rows.append(tuple(line.rstrip("\n").split("\t")))
+    return rows
+
+
+def header_params(text, kernel):
+    """[(name, dtype, [dims as text], role)] and [T.dynamic size names] of KERNEL's comment in a header."""
+    params, sizes, inside = [], [], False
+    for line in text.splitlines():
+        if line.startswith("/* %s: kernel " % kernel):
+            inside = True
+            continue
+        if not inside:
+            continue
+        m = _PARAM.match(line)
+        if m:
+            dims = [d.strip() for d in m.group(3).split(",") if d.strip()]
+            params.append((m.group(1), m.group(2), dims, m.group(4)))
+            continue
+        m = _SIZE.match(line)
+        if m:
+            sizes.append(m.group(1))
+            continue
+        break
+    return params, sizes
+
+
+_KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _is_plain(node):
+    """A module-level value that runs nothing: literals, names, arithmetic, tuples (no call, no subscript)."""
+    return all(not isinstance(n, (ast.Call, ast.Subscript, ast.Lambda, ast.Await, ast.Yield)) for n in ast.walk(node))
+
+
+def load_example(path, torch_module=None):
+    """The example file's namespace: its imports, module-level functions and classes and plain constants, each
+    statement on its own; a failing import binds Missing stand-ins, a failing definition is left out. Nothing
+    else of the file runs. torch_module, when given, is what `import torch` binds (the self-check's mock)."""
+    with open(path, encoding="utf-8") as f:
+        src = f.read()
+    tree = ast.parse(src, path)
+    ns = {"__name__": "tilec_compat_example", "__file__": path}
+    if torch_module is not None:
+        ns["torch"] = torch_module
+    for node in tree.body:
+        plain = isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_plain(node.value)
+        if not isinstance(node, _KEEP) and not plain:
+            continue
+        if torch_module is not None and isinstance(node, ast.Import) and \
+                all(a.name.split(".")[0] == "torch" and a.asname is None for a in node.names):
+            continue
+        code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec")
+        try:
+            exec(code, ns)
+        except Exception as e:  # noqa: BLE001 - whatever an import raises, the stand-in records it
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                why = "import failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                for a in node.names:
+                    bound = a.asname or a.name.split(".")[0]
+                    ns[bound] = Missing(a.name if isinstance(node, ast.Import) else a.name, why)
+            # a definition whose decorator needs TileLang (@tilelang.jit) is a kernel factory: not needed
+    return ns
+
+
+def _called_names(expr):
+    """The free function names an expression calls (ref_program in ref_program(A, B))."""
+    tree = ast.parse(expr, mode="eval")
+    return sorted({n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)})
+
+
+_CHECK_FNS = ("close", "similar")
+
+
+def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
+    """Everything but the GPU: the header's parameters, the example's namespace, the entry of reference.tsv, the
+    compiled setup, reference and check. Returns a dict; raises ValueError for what makes the entry unusable."""
+    entry = refs.get((file, kernel))
+    if entry is None:
+        raise LookupError("%s carries no reference for %s in tests/tilelang_compat/reference.tsv" % (file, kernel))
+    hpath = os.path.join(gpu_build, lib + ".h")
+    with open(hpath, encoding="utf-8", errors="replace") as f:
+        params, sizes = header_params(f.read(), kernel)
+    if not params:
+        raise ValueError("%s declares no parameters for kernel %s" % (hpath, kernel))
+    ns = load_example(os.path.join(gpu_build, "compat", tag, file), torch_module)
+    where = "reference.tsv:%d" % entry["line"]
+    try:
+        setup = compile(entry["setup"].replace("; ", "\n"), where + " setup", "exec")
+        reference = compile(entry["reference"], where + " reference", "eval")
+        check = compile(entry["check"], where + " check", "eval")
+    except SyntaxError as e:
+        raise ValueError("%s: %s" % (where, e))
+    check_fn = ast.parse(entry["check"], mode="eval").body
+    if not (isinstance(check_fn, ast.Call) and isinstance(check_fn.func, ast.Name) and check_fn.func.id in _CHECK_FNS):
+        raise ValueError("%s: the check must be close(...) or similar(...), not %r" % (where, entry["check"]))
+    names = {p[0] for p in params} | set(sizes)
+    used = _called_names(entry["reference"]) + [a.id for a in check_fn.args if isinstance(a, ast.Name)]
+    unknown = [n for n in used if n not in ns and n not in names and not hasattr(builtins, n)]
+    if unknown:
+        raise ValueError("%s: %s, used by the reference or the check, is not defined by %s"
+                         % (where, ", ".join(unknown), file))
+    outputs = [p for p in params if p[3] == "written"]
+    if not outputs:
+        raise ValueError("%s: kernel %s writes no parameter" % (hpath, kernel))
+    return dict(params=params, sizes=sizes, ns=ns, setup=setup, reference=reference, check=check,
+                outputs=outputs, entry=entry)
+
+
+def check_plans(gpu_build, refs=None, torch_module=None):
+    """[(library, problem or "")] for every kernel GPU_BUILD holds (the prepare half's check)."""
+    refs = refs if refs is not None else read_reference()
+    out = []
+    for lib, tag, file, kernel in read_kernels(gpu_build):
+        try:
+            plan(gpu_build, lib, tag, file, kernel, refs, torch_module)
+            out.append((lib, tag, kernel, ""))
+        except (LookupError, ValueError, OSError, SyntaxError) as e:
+            out.append((lib, tag, kernel, str(e)))
+    return out
+
+
+_SELF_HEADER = """/* k: kernel 'k' of ex.py
+ *   A: float16[m, 64], read, 16-byte aligned
+ *   mask: bool[4], read
+ *   C: float32[m], written
+ *   m: T.dynamic size, 1 to 2147483647
+ *   grid ((m + 63) // 64, 1, 1), 128 threads */
+tilec_status k(const void *A, const bool *mask, float *C, int64_t m, cudaStream_t stream);
+"""
+_SELF_EXAMPLE = """import torch
+import tilelang
+import tilelang.language as T
+from tilelang.utils import helper
+import nosuchpackage_tilec_selfcheck as np_
+
+SCALE = 2 ** -3
+EAGER = torch.randn(4)
+
+@tilelang.jit(out_idx=[-1])
+def factory(M):
+    pass
+
+def ref_program(A, mask) -> torch.Tensor:
+    return A.float().sum(-1) * SCALE
+
+def needs_helper(A):
+    return helper(A)
+
+if __name__ == "__main__":
+    raise SystemExit("the example's main must not run")
+"""
+
+
+def self_check(tmp):
+    """Problems of the parts that need neither torch nor a GPU, on a made-up example in the folder tmp and on the
+    project's own reference.tsv against manifest.tsv."""
+    problems = []
+    params, sizes = header_params(_SELF_HEADER, "k")
+    if params != [("A", "float16", ["m", "64"], "read"), ("mask", "bool", ["4"], "read"),
+                  ("C", "float32", ["m"], "written")] or sizes != ["m"]:
+        problems.append("header_params: %r %r" % (params, sizes))
+    os.makedirs(os.path.join(tmp, "compat", "t1", "sub"), exist_ok=True)
+    with open(os.path.join(tmp, "compat", "t1", "sub", "ex.py"), "w") as f:
+        f.write(_SELF_EXAMPLE)
+    with open(os.path.join(tmp, "lib_k.h"), "w") as f:
+        f.write(_SELF_HEADER)
+    with open(os.path.join(tmp, KERNELS_TSV), "w") as f:
+        f.write("# header\nlib_k\tt1\tsub/ex.py\tk\n")
+    mock = Missing("torch", "mock")
+    refs = {("sub/ex.py", "k"): dict(setup="m = 128", reference="ref_program(A, mask)", check="close(1e-2, 1e-2)",
+                                     line=1)}
+    try:
+        p = plan(tmp, "lib_k", "t1", "sub/ex.py", "k", refs, torch_module=mock)
+        ns = p["ns"]
+        if not callable(ns.get("ref_program")) or isinstance(ns.get("ref_program"), Missing):
+            problems.append("load_example: ref_program not defined")
+        if "factory" in ns or "EAGER" in ns or ns.get("SCALE") != 2 ** -3:
+            problems.append("load_example ran or skipped the wrong statements: %r" % sorted(ns))
+        try:
+            ns["needs_helper"](1)
+            problems.append("a failed import's stand-in did not raise when used")
+        except Unavailable as e:
+            if "tilelang.utils" not in str(e) and "helper" not in str(e):
+                problems.append("Unavailable does not name what is missing: %s" % e)
+        if not isinstance(ns.get("np_"), Missing):
+            problems.append("a failing import of a missing package does not bind a stand-in")
+    except Exception as e:  # noqa: BLE001
+        problems.append("plan on the made-up example: %s: %s" % (type(e).__name__, e))
+    for bad, what in ((dict(refs[("sub/ex.py", "k")], reference="no_such_fn(A)"), "an undefined reference"),
+                      (dict(refs[("sub/ex.py", "k")], check="print(1)"), "a check that is not close/similar"),
+                      (dict(refs[("sub/ex.py", "k")], setup="m = = 1"), "a setup that does not parse")):
+        try:
+            plan(tmp, "lib_k", "t1", "sub/ex.py", "k", {("sub/ex.py", "k"): bad}, torch_module=mock)
+            problems.append("plan accepted %s" % what)
+        except ValueError:
+            pass
+    rows = check_plans(tmp, refs, mock)
+    if rows != [("lib_k", "t1", "k", "")]:
+        problems.append("check_plans: %r" % rows)
+    # every manifest kernel that tilec compiles has a reference line, but for those whose file carries none
+    refs = read_reference()
+    with open(MANIFEST_TSV, encoding="utf-8") as f:
+        wanted = {(c[1], c[2]) for c in (line.rstrip("\n").split("\t") for line in f)
+                  if len(c) == 5 and not c[0].startswith("#") and c[4] == "ok"}
+    without = sorted(k for _, k in wanted - set(refs))
+    if without != ["retention_fwd"]:
+        problems.append("manifest kernels without a reference line: %s" % without)
+    stale = sorted(k for _, k in set(refs) - {(f_, k) for f_, k in wanted})
+    if stale:
+        problems.append("reference.tsv lines for kernels the manifest does not expect to compile: %s" % stale)
+    return problems
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] != "--plan":
+        print("usage: tlcompat.py --plan GPU_BUILD", file=sys.stderr)
+        return 2
+    rows = check_plans(argv[2], torch_module=Missing("torch", "not installed on this machine (plan only)"))
+    if not rows:
+        print("tlcompat: %s has no compat/kernels.tsv (tools/compat/run.sh --gpu-build)" % argv[2])
+        return 77
+    bad = 0
+    for lib, tag, kernel, problem in rows:
+        no_ref = "carries no reference" in problem
+        print("%-8s %-36s %s" % (tag, lib, "planned" if not problem else ("NO REFERENCE: " if no_ref else
+                                                                           "PROBLEM: ") + problem))
+        bad += bool(problem) and not no_ref
+    print("tlcompat: %d kernels, %d planned, %d problems" % (len(rows), sum(not r[3] for r in rows), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,121 @@
+/// \file
+/// Ping-pong of the consumer warpgroups (include/tilec/passes/PingPongConsumers.h).
+#include "tilec/passes/PingPongConsumers.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/LibraryCalls.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) {
+    return intImm(v, DType::Int32);
+}
+Expr op(BinaryOp o, Expr a, Expr b) {
+    return simplify(binary(o, std::move(a), std::move(b)));
+}
+
+constexpr int kTurnThreads = 256; ///< both consumer warpgroups take part in each turn's barrier
+
+/// A loop whose body issues wgmmas of both kinds at its top level: attention's QK^T (SS) and P.V (RS).
+bool isAttentionLoop(const For &f) {
+    auto q = as<Seq>(f.body);
+    if (!q)
+        return false;
+    bool ss = false, rs = false;
+    for (auto &s : q->stmts) {
+        ss |= isCall(s, lib::Fn::WgmmaSS);
+        rs |= isCall(s, lib::Fn::WgmmaRS);
+    }
+    return ss && rs;
+}
+
+class Turns : public IRMutator {
+  public:
+    explicit Turns(const Var &tx) : wg_(op(BinaryOp::FloorDiv, tx, i32(128))) {}
+    using IRMutator::visit;
+
+    Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
+        if (op->consumerThreads != kTurnThreads)
+            return op;
+        Stmt c = mutate(op->consumer);
+        if (c == op->consumer)
+            return op;
+        return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs,
+                               op->producer, c, op->loc);
+    }
+
+    Stmt visit(const std::shared_ptr<const Seq> &op) override {
+        std::vector<Stmt> out;
+        bool changed = false;
+        for (auto &s : op->stmts) {
+            auto f = as<For>(s);
+            if (!f || !isAttentionLoop(*f)) {
+                Stmt m = mutate(s);
+                changed |= m != s;
+                out.push_back(m);
+                continue;
+            }
+            const SourceRange &loc = f->loc;
+            out.push_back(IfThenElse::make(isWarpgroup(1),
+                                           barrier(lib::Fn::NamedArrive, i32(lib::kPingPongBarrier), loc),
+                                           nullptr, loc));
+            out.push_back(withTurns(*f));
+            out.push_back(IfThenElse::make(
+                isWarpgroup(0), barrier(lib::Fn::NamedSync, i32(lib::kPingPongBarrier), loc), nullptr, loc));
+            changed = true;
+        }
+        if (!changed)
+            return op;
+        return Seq::make(std::move(out), op->loc);
+    }
+
+  private:
+    Expr wg_; ///< the consumer warpgroup, 0 or 1
+
+    Expr isWarpgroup(int g) const { return op(BinaryOp::EQ, wg_, i32(g)); }
+    Stmt barrier(lib::Fn f, Expr id, const SourceRange &loc) const {
+        return lib::stmt(f, {std::move(id), i32(kTurnThreads)}, loc);
+    }
+
+    /// Each wgmma of the loop's body between this warpgroup's turn and the hand-over to the other's.
+    Stmt withTurns(const For &f) const {
+        const Expr mine = op(BinaryOp::Add, i32(lib::kPingPongBarrier), wg_);
+        const Expr other = op(BinaryOp::Sub, i32(lib::kPingPongBarrier + 1), wg_);
+        std::vector<Stmt> body;
+        for (auto &s : as<Seq>(f.body)->stmts) {
+            const bool wgmma = isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS);
+            if (wgmma)
+                body.push_back(barrier(lib::Fn::NamedSync, mine, s->loc));
+            body.push_back(s);
+            if (wgmma)
+                body.push_back(barrier(lib::Fn::NamedArrive, other, s->loc));
+        }
+        return For::make(f.var, f.min, f.extent, f.forKind, f.numStages,
+                         Seq::make(std::move(body), f.body->loc), f.loc);
+    }
+};
+
+} // namespace
+
+Program pingPongConsumers(const Program &p) {
+    Program out = p;
+    for (auto &k : out.kernels) {
+        if (!k->producerThreads || !k->threadIdx)
+            continue; // no warp roles
+        Stmt body = Turns(k->threadIdx).mutate(k->body);
+        if (body == k->body)
+            continue;
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body;
+        k = nk;
+    }
+    return out;
+}
+
+} // namespace tilec::passes
