@@ -118,6 +118,17 @@ std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<Ker
     return groups;
 }
 
+namespace {
+/// tilec_prepare's last arguments for a variant: its oldest target, and whether it was lowered for
+/// arch-specific targets (sm_90a) alone.
+std::string prepareTargets(const KernelInfo &v) {
+    int minSm = 1000;
+    bool archOnly = !v.targets.empty();
+    for (auto &t : v.targets) minSm = std::min(minSm, t.sm), archOnly &= t.archSpecific;
+    return std::to_string(minSm) + (archOnly ? ", true" : "");
+}
+} // namespace
+
 std::string runsOn(const KernelInfo &v, const std::string &sm) {
     // sm_XYa code runs on X.Y alone; sm_XY code (its cubin, or its PTX through the driver's JIT) on X.Y and
     // later devices.
@@ -260,11 +271,9 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") +
              (k.assumptions.empty() ? "" : ", wide transfers of run-time rows") + " */\n";
         s += "    if (" + when + ") {\n";
-        int minSm = 1000;
-        for (auto &t : v.targets) minSm = std::min(minSm, t.sm);
         if (cxx) {
             s += "        status = tilec_prepare(reinterpret_cast<const void *>(&" + v.symbol + "), " + std::to_string(v.sharedBytes) +
-                 ", tilec_ready_" + v.symbol + ", " + std::to_string(minSm) + ");\n";
+                 ", tilec_ready_" + v.symbol + ", " + prepareTargets(v) + ");\n";
         } else {
             s += "        CUfunction fn;\n";
             s += "        status = tilec_function(" + std::to_string(v.index) + ", &fn);\n";
@@ -413,9 +422,19 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
 // kernel has code for the device, and its shared-memory limit is raised when it needs more than 48 KiB.
 // Racing threads do the same idempotent calls, so no lock is needed.
 // `min_sm`: the oldest target of the kernel's variant; code the runtime loaded from older PTX (the .cu compiled
-// without that target) counts as none, so the launcher tries the next variant.
+// without that target) counts as none, so the launcher tries the next variant. `arch_specific`: the variant was
+// lowered for sm_90a alone; where the runtime loaded another image of this file on the device (a cubin for sm_90,
+// or PTX, in which that variant's body is a trap), the probe below lacks its 4 KiB of shared memory (the image
+// for sm_90a alone has them; 1 KiB may be reserved in both), and that too counts as no code for the device. The
+// probe's attributes come from the same module as the kernels'.
+static __global__ void tilec_probe_arch_specific() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ volatile int marker[1024];
+    marker[threadIdx.x & 1023] = 1;
+#endif
+}
 [[maybe_unused]] static tilec_status tilec_prepare(const void *kernel, size_t shared, std::atomic<unsigned long long> &ready,
-                                                   int min_sm = 0) {
+                                                   int min_sm = 0, bool arch_specific = false) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
@@ -425,6 +444,12 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
     e = cudaFuncGetAttributes(&attr, kernel);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
     if (attr.ptxVersion < min_sm) return TILEC_ERROR_NO_DEVICE_CODE;
+    if (arch_specific) {
+        cudaFuncAttributes probe;
+        e = cudaFuncGetAttributes(&probe, reinterpret_cast<const void *>(&tilec_probe_arch_specific));
+        if (e != cudaSuccess) return tilec_cuda_failure(e);
+        if (probe.sharedSizeBytes < 4096) return TILEC_ERROR_NO_DEVICE_CODE;
+    }
     if (shared > 48 * 1024) {
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
         if (e != cudaSuccess) {
@@ -466,10 +491,8 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
             s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
             s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
             for (auto *v : group) {
-                int minSm = 1000;
-                for (auto &t : v->targets) minSm = std::min(minSm, t.sm);
                 s += "    if (" + runsOn(*v, "sm") + ") {\n        status = tilec_prepare(reinterpret_cast<const void *>(&" + v->symbol +
-                     "), " + std::to_string(v->sharedBytes) + ", tilec_ready_" + v->symbol + ", " + std::to_string(minSm) + ");\n";
+                     "), " + std::to_string(v->sharedBytes) + ", tilec_ready_" + v->symbol + ", " + prepareTargets(*v) + ");\n";
                 s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n    }\n";
             }
             s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
