@@ -22,7 +22,7 @@ enum class NodeKind {
     // expressions
     IntImm, FloatImm, Var, Binary, Unary, Select, Cast, Call, Load,
     // statements
-    Seq, For, Store, IfThenElse, Evaluate, Copy, Fill, Gemm, Reduce, AtomicAdd, WarpRoles,
+    Seq, For, Store, IfThenElse, Evaluate, Copy, Fill, Gemm, Reduce, AtomicAdd, WarpRoles, While,
 };
 
 struct Node {
@@ -193,6 +193,16 @@ struct IfThenElse : StmtNode {
     Stmt then, otherwise; ///< otherwise may be null
     IfThenElse() : StmtNode(kKind) {}
     static Stmt make(Expr cond, Stmt then, Stmt otherwise, SourceRange loc = {});
+};
+
+/// `while (cond) body`: a loop on a run-time condition (TileLang's `while` over kernel values); the condition
+/// is evaluated before every iteration.
+struct While : StmtNode {
+    static constexpr NodeKind kKind = NodeKind::While;
+    Expr cond;
+    Stmt body;
+    While() : StmtNode(kKind) {}
+    static Stmt make(Expr cond, Stmt body, SourceRange loc = {});
 };
 
 struct Evaluate : StmtNode {

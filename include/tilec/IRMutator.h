@@ -52,6 +52,7 @@ class IRMutator {
     virtual Stmt visit(const std::shared_ptr<const For> &op);
     virtual Stmt visit(const std::shared_ptr<const Store> &op);
     virtual Stmt visit(const std::shared_ptr<const IfThenElse> &op);
+    virtual Stmt visit(const std::shared_ptr<const While> &op);
     virtual Stmt visit(const std::shared_ptr<const Evaluate> &op);
     virtual Stmt visit(const std::shared_ptr<const Copy> &op);
     virtual Stmt visit(const std::shared_ptr<const Fill> &op);

@@ -58,6 +58,7 @@ class IRVisitor {
     virtual void visit(const For &op);   ///< min, extent, body (not the loop variable)
     virtual void visit(const Store &op); ///< indices, then value
     virtual void visit(const IfThenElse &op);
+    virtual void visit(const While &op);
     virtual void visit(const Evaluate &op);
     virtual void visit(const Copy &op);  ///< src, then dst
     virtual void visit(const Fill &op);  ///< dst, then value

@@ -263,6 +263,12 @@ class KernelPrinter {
             line(level, "}");
             return;
         }
+        if (auto w = as<While>(s)) {
+            line(level, "while (" + ep_.print(w->cond) + ") {", at);
+            stmt(w->body, level + 1);
+            line(level, "}");
+            return;
+        }
         if (auto st = as<Store>(s)) {
             TILEC_ASSERT(st->indices.size() == 1, "store to '" + st->buffer->name + "' was not flattened");
             line(level, name(st->buffer.get()) + "[" + ep_.print(st->indices[0]) + "] = " + ep_.print(st->value) + ";", at);

@@ -165,4 +165,34 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
     }
 }
 
+void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
+                               std::optional<ast::BinOpKind> augOp) {
+    Value acc = bufferAccess(b, index, at);
+    std::vector<ir::Expr> idx;
+    for (auto &i : acc.as<AccessObj>().indices) {
+        if (i.extent)
+            fail(at, "assigning to a slice of buffer '" + b->name + "' is not supported; use T.copy or T.fill");
+        idx.push_back(i.min);
+    }
+    Value val = augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v;
+    if (val.is(VK::Poison)) throw EvalAbort{};
+    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
+        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
+    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
+    ir::Expr e = runtimeExpr(val, at, like);
+    SourceRange loc = curStmt_ ? curStmt_->range : at;
+    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+}
+
+void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
+    if (v.is(VK::Poison)) throw EvalAbort{};
+    if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
+        fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
+    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
+    ir::Expr e = runtimeExpr(v, at, like);
+    std::vector<ir::Expr> idx(b->shape.size(), ir::intImm(0));
+    SourceRange loc = curStmt_ ? curStmt_->range : at;
+    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+}
+
 } // namespace tilec::eval

@@ -302,6 +302,16 @@ void InterpImpl::materializeLoopCarried(const ast::Body &body, const std::vector
     }
 }
 
+void InterpImpl::checkWhileBindings(const std::map<std::string, Value> &before) {
+    charge((int64_t)env_->vars.size());
+    for (auto &[name, v] : env_->vars) {
+        auto b = before.find(name);
+        if ((b != before.end() && sameBinding(b->second, v)) || !isRuntime(v)) continue;
+        v = poisonWithMessage("'" + name + "' was assigned inside a while loop on a run-time condition; store it in a "
+                              "T.alloc_var to keep it after the loop");
+    }
+}
+
 void InterpImpl::checkLoopBindings(const std::map<std::string, Value> &before, size_t firstLoopVar,
                                    const std::vector<std::string> &loopNames) {
     std::vector<ir::Var> vars(loopVars_.begin() + (long)firstLoopVar, loopVars_.end());

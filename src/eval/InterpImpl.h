@@ -201,6 +201,9 @@ class InterpImpl final : public Interp {
     /// become error values.
     void checkLoopBindings(const std::map<std::string, Value> &before, size_t firstLoopVar,
                            const std::vector<std::string> &loopNames);
+    /// After a run-time while loop: names it rebound to run-time values become error values (the value after
+    /// the loop is the last iteration's, which the traced expressions do not give).
+    void checkWhileBindings(const std::map<std::string, Value> &before);
     /// A kernel variable (scope var) the compiler makes for a name, recorded in materialized_.
     ir::Buffer newKernelVar(const std::string &name, DType t, const SourceRange &at);
     /// Before a run-time loop: names its body assigns that hold a scalar already are moved into kernel
@@ -272,6 +275,8 @@ class InterpImpl final : public Interp {
     Flow execWarpGroup(const ast::Stmt &s, const FrameObj &f);
     Flow execLoopNest(const ast::Stmt &s, const FrameObj &f);
     Flow execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond);
+    /// A `while` whose condition is a run-time value: one ir::While, its body traced once.
+    Flow execRuntimeWhile(const ast::Stmt &s);
     /// The enclosing trace inside `with T.Kernel(...)`; an error naming `what` otherwise.
     TraceState &requireLaunch(const SourceRange &r, const std::string &what);
 

@@ -316,8 +316,7 @@ InterpImpl::Flow InterpImpl::execWhile(const ast::Stmt &s) {
             step(s.range); // `while True:` without a break ends at the evaluation budget, as long for-loops do
             Value c = constantOf(eval(*s.value));
             if (c.is(VK::Poison)) throw EvalAbort{};
-            if (isRuntime(c))
-                fail(s.value->range, "a while loop over run-time values is not supported; use T.serial");
+            if (isRuntime(c)) return execRuntimeWhile(s);
             if (!truthy(c, s.value->range)) break;
             Flow f = execBody(s.body);
             if (f == Flow::Break) return Flow::Normal;

@@ -64,6 +64,7 @@ std::string describe(const ir::Stmt &s) {
     case ir::NodeKind::Store: return "a store to buffer '" + ir::as<ir::Store>(s)->buffer->name + "'";
     case ir::NodeKind::For: return loopName(ir::as<ir::For>(s)->forKind);
     case ir::NodeKind::IfThenElse: return "an 'if' on a run-time condition";
+    case ir::NodeKind::While: return "a 'while' loop on a run-time condition";
     default: return "this statement";
     }
 }
@@ -564,34 +565,31 @@ InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &c
     return Flow::Normal;
 }
 
-void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
-                               std::optional<ast::BinOpKind> augOp) {
-    Value acc = bufferAccess(b, index, at);
-    std::vector<ir::Expr> idx;
-    for (auto &i : acc.as<AccessObj>().indices) {
-        if (i.extent)
-            fail(at, "assigning to a slice of buffer '" + b->name + "' is not supported; use T.copy or T.fill");
-        idx.push_back(i.min);
+InterpImpl::Flow InterpImpl::execRuntimeWhile(const ast::Stmt &s) {
+    TraceState &t = requireLaunch(s.value->range, "a 'while' loop on a run-time condition");
+    if (!s.orelse.empty()) fail(s.range, "'else' after a while loop on a run-time condition is not supported");
+    // Names the body assigns become kernel variables first, so that the condition and the body read what the
+    // previous iteration left; the condition is then traced once, as the loop evaluates it before each iteration.
+    materializeLoopCarried(s.body, {}, s.range);
+    Value c = eval(*s.value);
+    if (c.is(VK::Poison)) throw EvalAbort{};
+    ir::Expr cond = ir::cast(DType::Bool, runtimeExpr(c, s.value->range));
+    std::map<std::string, Value> before = env_->vars;
+    charge((int64_t)before.size());
+    ir::Stmt body;
+    {
+        struct CtlPop {
+            std::vector<char> &ctl;
+            ~CtlPop() { ctl.pop_back(); }
+        } pop{frames_.back().ctl};
+        frames_.back().ctl.push_back('R');
+        Block block(t);
+        execBody(s.body);
+        body = ir::Seq::make(block.take(), s.range);
     }
-    Value val = augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v;
-    if (val.is(VK::Poison)) throw EvalAbort{};
-    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
-        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
-    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
-    ir::Expr e = runtimeExpr(val, at, like);
-    SourceRange loc = curStmt_ ? curStmt_->range : at;
-    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
-}
-
-void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
-    if (v.is(VK::Poison)) throw EvalAbort{};
-    if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
-        fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
-    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
-    ir::Expr e = runtimeExpr(v, at, like);
-    std::vector<ir::Expr> idx(b->shape.size(), ir::intImm(0));
-    SourceRange loc = curStmt_ ? curStmt_->range : at;
-    emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+    checkWhileBindings(before);
+    emit(ir::While::make(cond, body, s.range));
+    return Flow::Normal;
 }
 
 } // namespace tilec::eval

@@ -206,6 +206,14 @@ Stmt IfThenElse::make(Expr cond, Stmt then, Stmt otherwise, SourceRange loc) {
     return n;
 }
 
+Stmt While::make(Expr cond, Stmt body, SourceRange loc) {
+    TILEC_ASSERT(cond && body, "While with a null part");
+    auto n = node<While>(loc);
+    n->cond = std::move(cond);
+    n->body = std::move(body);
+    return n;
+}
+
 Stmt WarpRoles::make(int consumerThreads, int producerThreads, int producerRegs, int consumerRegs, Stmt producer,
                      Stmt consumer, SourceRange loc) {
     TILEC_ASSERT(producer && consumer && consumerThreads > 0 && producerThreads > 0, "WarpRoles with a missing role");

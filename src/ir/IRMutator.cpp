@@ -51,6 +51,7 @@ Stmt IRMutator::mutate(const Stmt &s) {
     case NodeKind::Store: return visit(cast<Store>(s));
     case NodeKind::IfThenElse: return visit(cast<IfThenElse>(s));
     case NodeKind::WarpRoles: return visit(cast<WarpRoles>(s));
+    case NodeKind::While: return visit(cast<While>(s));
     case NodeKind::Evaluate: return visit(cast<Evaluate>(s));
     case NodeKind::Copy: return visit(cast<Copy>(s));
     case NodeKind::Fill: return visit(cast<Fill>(s));
@@ -169,6 +170,13 @@ Stmt IRMutator::visit(const std::shared_ptr<const IfThenElse> &op) {
     Stmt then = mutate(op->then), otherwise = mutate(op->otherwise);
     if (cond == op->cond && then == op->then && otherwise == op->otherwise) return op;
     return IfThenElse::make(std::move(cond), orEmpty(std::move(then)), std::move(otherwise), op->loc);
+}
+
+Stmt IRMutator::visit(const std::shared_ptr<const While> &op) {
+    Expr cond = mutate(op->cond);
+    Stmt body = mutate(op->body);
+    if (cond == op->cond && body == op->body) return op;
+    return While::make(std::move(cond), orEmpty(std::move(body)), op->loc);
 }
 
 Stmt IRMutator::visit(const std::shared_ptr<const WarpRoles> &op) {

@@ -179,6 +179,13 @@ class Printer {
         if (auto f = as<For>(s)) return forLoop(*f, level);
         if (auto i = as<IfThenElse>(s)) return ifThenElse(*i, level, "if ");
         if (auto r = as<WarpRoles>(s)) return roles(*r, level);
+        if (auto w = as<While>(s)) {
+            indent(level);
+            out += "while ";
+            expr(w->cond);
+            out += ":\n";
+            return bodyOf(w->body, level + 1);
+        }
         indent(level);
         if (auto st = as<Store>(s)) {
             out += st->buffer ? st->buffer->name : "<null>";

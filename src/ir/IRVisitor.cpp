@@ -39,6 +39,7 @@ void IRVisitor::visit(const Stmt &s) {
     case NodeKind::Store: return visit(*as<Store>(s));
     case NodeKind::IfThenElse: return visit(*as<IfThenElse>(s));
     case NodeKind::WarpRoles: return visit(*as<WarpRoles>(s));
+    case NodeKind::While: return visit(*as<While>(s));
     case NodeKind::Evaluate: return visit(*as<Evaluate>(s));
     case NodeKind::Copy: return visit(*as<Copy>(s));
     case NodeKind::Fill: return visit(*as<Fill>(s));
@@ -99,6 +100,11 @@ void IRVisitor::visit(const IfThenElse &op) {
     visit(op.cond);
     visit(op.then);
     visit(op.otherwise);
+}
+
+void IRVisitor::visit(const While &op) {
+    visit(op.cond);
+    visit(op.body);
 }
 
 void IRVisitor::visit(const Evaluate &op) { visit(op.value); }

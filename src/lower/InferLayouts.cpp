@@ -390,7 +390,9 @@ void agreeOnSlices(const Collect &c, Groups &groups, GroupOfBuffer groupOf, Grou
     }
 }
 
-KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
+/// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
+/// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate.
+KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
     Collect c(diag);
     c.visit(k.body);
 
@@ -420,7 +422,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
     };
     std::map<int, Group> groups;
     for (auto &u : c.uses)
-        if ((u.reduceDst || (!u.exact && !u.leading)) && fragNode.count(u.buffer))
+        if ((u.reduceDst ? !spreadReductions : !u.exact && !u.leading) && fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
@@ -456,6 +458,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag) {
     for (auto *f : frags) {
         Layout l = layoutOf(groups[uf.find(fragNode[f])]);
         if (l.kind == Layout::Replicated && l.elements() > kMaxReplicatedElements) {
+            if (overflow) *overflow = true;
             // Name the use that needs every element in every thread, and one that spreads the fragment.
             const Use *need = nullptr, *spread = nullptr;
             for (auto &u : c.uses) {
@@ -541,7 +544,25 @@ void nestsInOrder(const Stmt &s, std::vector<const For *> &out) {
 
 std::vector<KernelLayouts> inferLayouts(const Program &p, DiagnosticEngine &diag) {
     std::vector<KernelLayouts> out;
-    for (auto &k : p.kernels) out.push_back(k ? inferKernel(*k, diag) : KernelLayouts{});
+    for (auto &k : p.kernels) {
+        if (!k) {
+            out.push_back({});
+            continue;
+        }
+        // Reduction results are held whole in every thread, unless that leaves a fragment too big to replicate
+        // (a nest over a reduction's result reading slices of a fragment, split-KV decoding's combine): then
+        // they are spread over the threads like the nests that read them.
+        bool overflow = false;
+        diag.hold();
+        KernelLayouts whole = inferKernel(*k, diag, false, &overflow);
+        auto held = diag.endHold();
+        if (overflow) {
+            out.push_back(inferKernel(*k, diag, true, nullptr));
+            continue;
+        }
+        for (auto &d : held) diag.report(d.severity, d.range, d.message);
+        out.push_back(std::move(whole));
+    }
     return out;
 }
 

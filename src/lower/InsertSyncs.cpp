@@ -151,6 +151,12 @@ class Uniformity : IRVisitor {
         visit(i.otherwise);
         divergent_ -= varying;
     }
+    void visit(const While &w) override {
+        bool varying = !uniform(w.cond);
+        divergent_ += varying;
+        visit(w.body);
+        divergent_ -= varying;
+    }
     void visit(const Store &st) override {
         bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var;
         bool varying = divergent_ > 0 || !uniform(st.value);
@@ -304,8 +310,9 @@ class Syncer {
     /// the condition or loop that depends on the thread.
     void divergentError(const SourceRange &loc, const std::string &what) {
         diag_.error(loc, what + ", but it is under a condition that depends on the thread index");
-        diag_.note(divergence_->loc, divergence_->kind == NodeKind::For ? "the loop's bounds depend on the thread index here"
-                                                                        : "the condition depends on the thread index here");
+        diag_.note(divergence_->loc, divergence_->kind == NodeKind::For     ? "the loop's bounds depend on the thread index here"
+                                     : divergence_->kind == NodeKind::While ? "the loop's condition depends on the thread index here"
+                                                                            : "the condition depends on the thread index here");
     }
 
     /// A statement under thread-dependent control flow: its shared-memory exchanges would need barriers that
@@ -320,6 +327,11 @@ class Syncer {
             (void)run(f->body, dry);
             inner.merge(dry);
             (void)run(f->body, inner);
+        } else if (auto w = as<While>(s)) {
+            Pending dry = inner;
+            (void)run(w->body, dry);
+            inner.merge(dry);
+            (void)run(w->body, inner);
         } else if (auto i = as<IfThenElse>(s)) {
             Pending other = inner;
             (void)run(i->then, inner);
@@ -408,6 +420,26 @@ class Syncer {
             Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;
         }
+        if (auto w = as<While>(s); w && uniform(w->cond)) {
+            // The condition is read before the first iteration and after each one: a barrier before the loop
+            // orders it after what is pending, one at the end of the body after what the body left pending.
+            Stmt sync = readsFirst({w->cond}, state, s->loc);
+            Pending dry = state;
+            (void)run(w->body, dry);
+            Pending entry = state;
+            entry.merge(dry);
+            Stmt body = run(w->body, entry);
+            Accesses cond(layouts_, shareScratch_);
+            cond.visit(w->cond);
+            if (intersects(cond.p.reads, entry.writes)) {
+                body = Seq::make({body, syncThreads(s->loc)}, s->loc);
+                entry.clear();
+            }
+            state.merge(entry); // the loop may also run zero times
+            state.merge(cond.p);
+            Stmt loop = While::make(w->cond, body, w->loc);
+            return sync ? Seq::make({sync, loop}, s->loc) : loop;
+        }
         if (auto i = as<IfThenElse>(s); i && uniform(i->cond)) {
             Stmt sync = readsFirst({i->cond}, state, s->loc);
             Pending a = state, b = state;
@@ -418,7 +450,7 @@ class Syncer {
             Stmt branch = IfThenElse::make(i->cond, then, otherwise, i->loc);
             return sync ? Seq::make({sync, branch}, s->loc) : branch;
         }
-        if ((as<For>(s) && !nest) || as<IfThenElse>(s)) return divergent(s, state);
+        if ((as<For>(s) && !nest) || as<IfThenElse>(s) || as<While>(s)) return divergent(s, state);
         if (nest) checkNest(*as<For>(s), diag_);
         return ordered(s, state);
     }

@@ -1,8 +1,6 @@
 /// \file
 /// T.reduce_* to thread-level code (include/tilec/passes/LowerReductions.h). The plan for a distributed
-/// source comes from evaluating the layout numerically for every thread and slot: which result each slot
-/// feeds, which slots of a thread can share one partial, and which bits of the thread index separate the
-/// threads that must be combined.
+/// source comes from evaluating the layout numerically (include/tilec/passes/ReductionPlan.h).
 #include "tilec/passes/LowerReductions.h"
 
 #include "tilec/IRMutator.h"
@@ -11,11 +9,13 @@
 #include "tilec/IROperator.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
+#include "tilec/passes/ReductionPlan.h"
 
 #include <cmath>
 #include <functional>
 #include <map>
 #include <limits>
+#include <optional>
 
 namespace tilec::passes {
 
@@ -70,165 +70,9 @@ DType accumulatorType(DType t) {
     return t;
 }
 
-/// The plan for a distributed source, from evaluating the layout.
-struct Plan {
-    enum Mode { Invariant, Broadcast, Staged } mode = Staged;
-    std::vector<int> slotClass;          ///< per slot (round * V + lane): its partial, -1 never valid
-    std::vector<std::vector<int64_t>> outOf; ///< per class, per thread: the result, -1 none
-    int classes = 0;
-    int64_t laneBits = 0, warpBits = 0; ///< thread-index bits combined by shuffles / through shared memory
-    bool allWarps = false;               ///< non-power-of-two block: every warp is a partner
-    std::vector<int> repSlot;            ///< Broadcast: per class, the slot whose element names its result
-};
-
-class Reducer {
-  public:
-    Reducer(const Layout &src, int dim) : l_(src), dim_(dim) {
-        T_ = l_.threads;
-        V_ = l_.vec;
-        N_ = l_.elements();
-        for (size_t d = 0; d < l_.shape.size(); ++d)
-            if ((int)d != dim_) outShape_.push_back(l_.shape[d]);
-        nOut_ = 1;
-        for (auto e : outShape_) nOut_ *= e;
-    }
-
-    int64_t outIndex(int64_t e) const {
-        int64_t o = 0, stride = 1;
-        for (size_t d = l_.shape.size(); d-- > 0;) {
-            int64_t c = e % l_.shape[d];
-            e /= l_.shape[d];
-            if ((int)d == dim_) continue;
-            o += c * stride;
-            stride *= l_.shape[d];
-        }
-        return o;
-    }
-
-    Plan plan() const {
-        Plan p;
-        const int64_t R = l_.rounds(), S = R * V_, TV = (int64_t)T_ * V_;
-        // Result of each slot in each thread.
-        std::vector<std::vector<int64_t>> out(S, std::vector<int64_t>(T_, -1));
-        for (int64_t r = 0; r < R; ++r)
-            for (int64_t v = 0; v < V_; ++v)
-                for (int64_t t = 0; t < T_; ++t) {
-                    int64_t e = r * TV + t * V_ + v;
-                    if (e < N_) out[r * V_ + v][t] = outIndex(e);
-                }
-        // Slots whose results agree wherever both are valid share a partial.
-        p.slotClass.assign(S, -1);
-        for (int64_t s = 0; s < S; ++s) {
-            bool any = false;
-            for (auto x : out[s]) any |= x >= 0;
-            if (!any) continue;
-            for (int c = 0; c < p.classes && p.slotClass[s] < 0; ++c) {
-                bool ok = true;
-                for (int t = 0; ok && t < T_; ++t)
-                    ok = out[s][t] < 0 || p.outOf[c][t] < 0 || out[s][t] == p.outOf[c][t];
-                if (!ok) continue;
-                p.slotClass[s] = c;
-                for (int t = 0; t < T_; ++t)
-                    if (out[s][t] >= 0) p.outOf[c][t] = out[s][t];
-            }
-            if (p.slotClass[s] < 0) {
-                p.slotClass[s] = p.classes++;
-                p.outOf.push_back(out[s]);
-            }
-        }
-        // One partial per result in each thread.
-        for (int t = 0; t < T_; ++t) {
-            std::vector<char> seen(nOut_, 0);
-            for (int c = 0; c < p.classes; ++c) {
-                int64_t o = p.outOf[c][t];
-                if (o < 0) continue;
-                if (seen[o]) return staged();
-                seen[o] = 1;
-            }
-        }
-        bool invariant = true;
-        for (int c = 0; c < p.classes && invariant; ++c) {
-            int64_t first = -1;
-            for (int t = 0; t < T_ && invariant; ++t) {
-                if (p.outOf[c][t] < 0) continue;
-                if (first < 0) first = p.outOf[c][t];
-                invariant = p.outOf[c][t] == first;
-            }
-        }
-        bool pow2 = (T_ & (T_ - 1)) == 0;
-        if (invariant && !pow2) {
-            p.mode = Plan::Invariant;
-            p.laneBits = 31;
-            p.allWarps = true;
-            return p;
-        }
-        if (!pow2) return staged();
-        // Bits of the thread index that never change a result: the threads to combine differ only there.
-        int64_t bits = 0;
-        for (int b = 0; (1 << b) < T_; ++b) {
-            bool free = true;
-            for (int c = 0; c < p.classes && free; ++c)
-                for (int t = 0; t < T_ && free; ++t) {
-                    int64_t x = p.outOf[c][t], y = p.outOf[c][t ^ (1 << b)];
-                    free = x < 0 || y < 0 || x == y;
-                }
-            if (free) bits |= int64_t(1) << b;
-        }
-        // Every result must come from threads that agree outside those bits.
-        std::vector<int64_t> owner(nOut_, -1);
-        for (int c = 0; c < p.classes; ++c)
-            for (int t = 0; t < T_; ++t) {
-                int64_t o = p.outOf[c][t];
-                if (o < 0) continue;
-                int64_t key = t & ~bits;
-                if (owner[o] >= 0 && owner[o] != key) return staged();
-                owner[o] = key;
-            }
-        p.laneBits = bits & 31;
-        p.warpBits = bits & ~int64_t(31);
-        if (invariant) {
-            p.mode = Plan::Invariant;
-            return p;
-        }
-        // Broadcast: the thread with those bits clear publishes each of its results, exactly once each.
-        p.mode = Plan::Broadcast;
-        std::vector<int> writes(nOut_, 0);
-        for (int c = 0; c < p.classes; ++c) {
-            int rep = -1;
-            for (int64_t s = 0; s < S && rep < 0; ++s) {
-                if (p.slotClass[s] != c) continue;
-                bool ok = true;
-                for (int t = 0; ok && t < T_; ++t)
-                    if ((t & bits) == 0 && p.outOf[c][t] >= 0) ok = out[s][t] == p.outOf[c][t];
-                if (ok) rep = (int)s;
-            }
-            if (rep < 0) return staged();
-            p.repSlot.push_back(rep);
-            for (int t = 0; t < T_; ++t)
-                if ((t & bits) == 0 && p.outOf[c][t] >= 0) ++writes[p.outOf[c][t]];
-        }
-        for (int w : writes)
-            if (w != 1) return staged();
-        return p;
-    }
-
-    const Layout &layout() const { return l_; }
-    int64_t outputs() const { return nOut_; }
-    int dim() const { return dim_; }
-
-  private:
-    Layout l_;
-    int dim_;
-    int T_ = 1, V_ = 1;
-    int64_t N_ = 1, nOut_ = 1;
-    std::vector<int64_t> outShape_;
-
-    static Plan staged() {
-        Plan p;
-        p.mode = Plan::Staged;
-        return p;
-    }
-};
+using reduction::directSlots;
+using reduction::Plan;
+using reduction::Reducer;
 
 class LowerReduce : public IRMutator {
   public:
@@ -251,6 +95,8 @@ class LowerReduce : public IRMutator {
     int threads_;
     bool share_, sizing_;
     std::map<int, Buffer> shared_;
+    const Layout *dst_ = nullptr;                 ///< the destination's layout (of the reduction being lowered)
+    std::function<Stmt(Expr, Expr)> finishSlot_; ///< (slot, value): the result into that register slot
 
     Buffer alloc(const std::string &name, Scope s, DType t, int64_t n, const SourceRange &loc) {
         Buffer b = makeBuffer(name, s, t, {i32(n)}, loc);
@@ -288,8 +134,10 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto dstL = layouts_.fragments.find(op->dst.get());
     TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
     const bool rows = srcL->second.kind == Layout::Mma;
-    TILEC_ASSERT(rows ? dstL->second.kind == Layout::MmaRows && op->dim == 1 : dstL->second.kind == Layout::Replicated,
-                 "reduction into a distributed fragment");
+    const Layout &dstLayout = dstL->second;
+    TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows && op->dim == 1
+                      : dstLayout.kind == Layout::Replicated || dstLayout.kind == Layout::Distributed,
+                 "reduction into a fragment of a tensor-core layout");
     TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
     Combiner cb{op->reduceKind, accumulatorType(op->dst->dtype)};
     auto srcR = layouts_.registers.find(op->src.get()), dstR = layouts_.registers.find(op->dst.get());
@@ -298,10 +146,21 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     DType dstT = op->dst->dtype;
     bool clear = op->clear;
     SourceRange loc = op->loc;
-    // The result for output position `o` enters the destination (combined with its old value).
-    auto finish = [=, this](Expr o, Expr value) {
-        Expr v = clear ? value : cb.combine(cast(cb.acc, Load::make(dstReg, {o})), value);
-        return store(dstReg, o, cast(dstT, v), loc);
+    // The result in register slot `slot` of the destination (combined with its old value).
+    finishSlot_ = [=, this](Expr slot, Expr value) {
+        Expr v = clear ? value : cb.combine(cast(cb.acc, Load::make(dstReg, {slot})), value);
+        return store(dstReg, slot, cast(dstT, v), loc);
+    };
+    dst_ = &dstLayout;
+    // The result for output position `o` enters the destination: every thread's copy of a replicated one, or
+    // the slot of the one thread that owns it in a distributed one.
+    auto finish = [=, this](Expr o, Expr value) -> Stmt {
+        if (dstLayout.kind != Layout::Distributed) return finishSlot_(o, value);
+        const int64_t V = dstLayout.vec, TV = (int64_t)dstLayout.threads * V;
+        Expr slot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(TV)), i32(V)),
+                                    binary(BinaryOp::FloorMod, o, i32(V))));
+        Expr owner = simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, o, i32(V)), i32(dstLayout.threads)));
+        return IfThenElse::make(binary(BinaryOp::EQ, owner, tid_), finishSlot_(slot, value), nullptr, loc);
     };
     if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
     if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
@@ -459,7 +318,12 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
             }
         }
     }
-    // 4. The results into the replicated destination.
+    // 4. The results into the destination: straight from the partials where a distributed destination keeps
+    //    each thread's results in its own slots, one per class.
+    if (auto slots = directSlots(p, *dst_)) {
+        for (int c = 0; c < p.classes; ++c) out.push_back(finishSlot_(i32((*slots)[c]), load(acc, i32(c))));
+        return Seq::make(std::move(out), loc);
+    }
     if (p.mode == Plan::Invariant) {
         for (int c = 0; c < p.classes; ++c) {
             int64_t o = -1;

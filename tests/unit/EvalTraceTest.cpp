@@ -227,8 +227,9 @@ TEST(EvalTrace, Errors) {
               "t.tile:5:9: error: buffer 'A' has 2 dimensions but is indexed with 1 index\n");
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        A[0:4, 0] = 1\n"),
               "t.tile:5:9: error: assigning to a slice of buffer 'A' is not supported; use T.copy or T.fill\n");
-    EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        while bx < 3:\n            pass\n"),
-              "t.tile:5:15: error: a while loop over run-time values is not supported; use T.serial\n");
+    EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        while bx < 3:\n            continue\n"),
+              "t.tile:6:13: error: 'continue' inside a run-time loop (T.Parallel, T.Pipelined, T.serial, ...) is not "
+              "supported\n");
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        for i in T.Parallel(4, 4):\n            pass\n"),
               "t.tile:5:13: error: T.Parallel makes 2 loops but 1 loop variable is named\n");
     EXPECT_EQ(traceErrors("    with T.Kernel(1) as bx:\n        for i in T.serial(4):\n            break\n"),

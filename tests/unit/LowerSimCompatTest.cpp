@@ -187,6 +187,108 @@ TEST(LowerSimCompat, FragmentSlicesAndAccumulatorPart) {
     expectNear(c, wantC, 1e-5, "C");
 }
 
+// Split-KV decoding's combine as TileLang's GQA and MHA decoding examples write it: the log-sum-exps of every
+// split in an (S, 128) fragment, their maximum over the splits by T.reduce_max(dim=0), then nests over the 128
+// heads reading one split at a time (lse[k, j]) next to that maximum. Holding the maximum whole in every thread
+// would make those nests run whole in every thread, and lse with them (too big for registers): the reduction's
+// result is spread over the threads like the nests, each thread folding its own column. `sums`, reduced along
+// the splits from a fragment spread differently (4-wide, two threads per column), reaches its own layout
+// through shared memory.
+TEST(LowerSimCompat, SplitCombineSpreadsReductionResult) {
+    for (int threads : {128, 64}) {
+        LowerRun r;
+        r.run("import tilelang.language as T\n"
+              "def combine(S, threads):\n"
+              "    @T.prim_func\n"
+              "    def main(L: T.Tensor((S, 128), \"float32\"), P: T.Tensor((S, 128), \"float32\"),\n"
+              "             O: T.Tensor((128,), \"float32\"), W: T.Tensor((4, 256), \"float32\"),\n"
+              "             Ws: T.Tensor((256,), \"float32\")):\n"
+              "        with T.Kernel(1, threads=threads) as bx:\n"
+              "            lse = T.alloc_fragment((S, 128), \"float32\")\n"
+              "            mx = T.alloc_fragment((128,), \"float32\")\n"
+              "            logsum = T.alloc_fragment((128,), \"float32\")\n"
+              "            scale = T.alloc_fragment((128,), \"float32\")\n"
+              "            acc = T.alloc_fragment((128,), \"float32\")\n"
+              "            w = T.alloc_fragment((4, 256), \"float32\")\n"
+              "            sums = T.alloc_fragment((256,), \"float32\")\n"
+              "            for k, j in T.Parallel(S, 128):\n"
+              "                lse[k, j] = L[k, j]\n"
+              "            T.reduce_max(lse, mx, dim=0, clear=True)\n"
+              "            T.clear(logsum)\n"
+              "            T.clear(acc)\n"
+              "            for k in T.serial(S):\n"
+              "                for j in T.Parallel(128):\n"
+              "                    logsum[j] += T.exp2(lse[k, j] - mx[j])\n"
+              "            for j in T.Parallel(128):\n"
+              "                logsum[j] = T.log2(logsum[j]) + mx[j]\n"
+              "            for k in T.serial(S):\n"
+              "                for j in T.Parallel(128):\n"
+              "                    scale[j] = T.exp2(lse[k, j] - logsum[j])\n"
+              "                for i in T.Parallel(128):\n"
+              "                    acc[i] += P[k, i] * scale[i]\n"
+              "            T.copy(acc, O)\n"
+              "            T.copy(W, w)\n"
+              "            T.fill(sums, 1.0)\n"
+              "            T.reduce_sum(w, sums, dim=0, clear=False)\n"
+              "            T.copy(sums, Ws)\n"
+              "    return main\n"
+              "k = combine(8, " + std::to_string(threads) + ")\n",
+              "t.tile", *Target::parse("sm_80"));
+        ASSERT_TRUE(r.lowered) << r.diags();
+        const int S = 8;
+        auto l = randomData(S * 128, 51), p = randomData(S * 128, 52), w = randomData(4 * 256, 53);
+        std::vector<double> o(128, std::nan("")), ws(256, std::nan("")), wantO(128, 0.0), wantWs(256, 1.0);
+        for (int j = 0; j < 128; ++j) {
+            double m = -INFINITY, sum = 0;
+            for (int k = 0; k < S; ++k) m = std::max(m, l[k * 128 + j]);
+            for (int k = 0; k < S; ++k) sum += std::exp2(l[k * 128 + j] - m);
+            double ls = std::log2(sum) + m;
+            for (int k = 0; k < S; ++k) wantO[j] += p[k * 128 + j] * std::exp2(l[k * 128 + j] - ls);
+        }
+        for (int j = 0; j < 256; ++j)
+            for (int k = 0; k < 4; ++k) wantWs[j] += w[k * 256 + j];
+        runLaunches(r, "k", {{"L", &l}, {"P", &p}, {"O", &o}, {"W", &w}, {"Ws", &ws}}, 1);
+        expectNear(o, wantO, 1e-5, "O");
+        expectNear(ws, wantWs, 1e-5, "Ws");
+    }
+}
+
+// Stream-K's walk in small: each of 4 blocks takes 40 of the 160 rows, in pieces that end at a tile boundary
+// (tiles of 24 rows) or at its share's end, summing each piece's rows through shared memory and adding the sum
+// to its tile's row of C atomically (tiles shared between blocks get two pieces). The `while` on the run-time
+// condition start < last carries start in a per-thread buffer; the barriers inside it, and the result.
+TEST(LowerSimCompat, WhileLoopWalksRunTimePieces) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def walk(A: T.Tensor((160, 32), \"float32\"), C: T.Tensor((7, 32), \"float32\")):\n"
+          "    with T.Kernel(4, threads=64) as pid:\n"
+          "        s = T.alloc_shared((1, 32), \"float32\")\n"
+          "        acc = T.alloc_fragment((32,), \"float32\")\n"
+          "        start = T.alloc_fragment((1,), T.int32, \"local\")\n"
+          "        end = T.alloc_fragment((1,), T.int32, \"local\")\n"
+          "        start[0] = pid * 40\n"
+          "        last = (pid + 1) * 40\n"
+          "        while start[0] < last:\n"
+          "            end[0] = T.min(start[0] + (24 - start[0] % 24), last)\n"
+          "            tile = start[0] // 24\n"
+          "            T.clear(acc)\n"
+          "            for k in T.serial(end[0] - start[0]):\n"
+          "                T.copy(A[start[0] + k, 0], s)\n"
+          "                for j in T.Parallel(32):\n"
+          "                    acc[j] += s[0, j]\n"
+          "            for j in T.Parallel(32):\n"
+          "                T.atomic_add(C[tile, j], acc[j])\n"
+          "            start[0] = end[0]\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto a = randomData(160 * 32, 61);
+    std::vector<double> c(7 * 32, 0.0), want(7 * 32, 0.0);
+    for (int i = 0; i < 160; ++i)
+        for (int j = 0; j < 32; ++j) want[(i / 24) * 32 + j] += a[i * 32 + j];
+    runLaunches(r, "walk", {{"A", &a}, {"C", &c}}, 1);
+    expectNear(c, want, 1e-5, "C");
+}
+
 } // namespace
 
 // T.tvm_warp_shuffle as TileLang's Hadamard example uses it: a butterfly over the lanes of each warp (lane

@@ -187,6 +187,21 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
         return;
     }
     case NodeKind::WarpRoles: return roles(*as<WarpRoles>(s), mask);
+    case NodeKind::While: {
+        // Each thread iterates while its condition holds; the threads still in the loop run the body together.
+        auto w = as<While>(s);
+        std::vector<char> in = mask;
+        for (int64_t iter = 0;; ++iter) {
+            bool anyIn = false;
+            for (int t = 0; t < T_; ++t) {
+                if (in[t]) in[t] = eval(w->cond, t) != 0;
+                anyIn |= in[t] != 0;
+            }
+            if (!anyIn) return;
+            if (iter >= (int64_t(1) << 20)) throw SimError("a while loop ran more than 2^20 iterations");
+            exec(w->body, in);
+        }
+    }
     default: throw SimError("statement kind not lowered");
     }
 }

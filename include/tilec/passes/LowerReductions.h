@@ -10,9 +10,11 @@
 
 namespace tilec::passes {
 
-/// Rewrites every T.reduce_* (one KernelLayouts per kernel, from inferLayouts). The destination is
-/// replicated: after the statement every thread holds every result (combined with the old value when
-/// clear=False). Sums and extrema of float16/bfloat16/float8 accumulate in float32.
+/// Rewrites every T.reduce_* (one KernelLayouts per kernel, from inferLayouts). A replicated destination:
+/// after the statement every thread holds every result (combined with the old value when clear=False). A
+/// distributed one (inferLayouts spreads reduction results where holding them whole would not fit): each
+/// thread keeps the results its slots hold, straight from its partials where they are its own, else through
+/// shared memory. Sums and extrema of float16/bfloat16/float8 accumulate in float32.
 ///
 /// A replicated source is reduced by each thread alone. For a distributed source the compiler works out,
 /// by evaluating the layout for every thread, which threads share each result:
