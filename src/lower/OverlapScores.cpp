@@ -8,6 +8,7 @@
 #include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/PlaceWgmmaWaits.h"
 
 namespace tilec::passes {
 
@@ -21,9 +22,6 @@ using consumer::op;
 Stmt wait(int pending, const SourceRange &loc) {
     return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc);
 }
-Stmt seq(std::vector<Stmt> s, const SourceRange &loc) {
-    return s.size() == 1 ? s[0] : Seq::make(std::move(s), loc);
-}
 
 /// Whether `s` releases a ring stage: an arrive on its empty barrier, possibly under a lane condition.
 bool isRelease(const Stmt &s) {
@@ -33,15 +31,10 @@ bool isRelease(const Stmt &s) {
     return i && !i->otherwise && isCall(i->then, lib::Fn::MbarrierArrive);
 }
 
-/// What a statement of the loop touches: the stores' buffers and whether it calls the wgmma or mbarrier library.
+/// Whether a statement calls the wgmma or mbarrier library.
 struct Touches : IRVisitor {
     using IRVisitor::visit;
-    std::vector<const BufferNode *> stored;
     bool sync = false;
-    void visit(const Store &s) override {
-        stored.push_back(s.buffer.get());
-        IRVisitor::visit(s);
-    }
     void visit(const Call &c) override {
         for (lib::Fn f : {lib::Fn::WgmmaSS, lib::Fn::WgmmaRS, lib::Fn::WgmmaWait, lib::Fn::WgmmaWaitAcc,
                           lib::Fn::WgmmaFenceOperands, lib::Fn::MbarrierWait, lib::Fn::MbarrierArrive})
@@ -96,18 +89,10 @@ std::optional<Parts> match(const For &f) {
     if (!acc || acc->buffer->scope != Scope::Local || acc->indices.size() != 1 || constInt(acc->indices[0]) != std::optional<int64_t>(0))
         return std::nullopt;
     p.scores = acc->buffer;
-    // Before QK^T: stores into the scores alone (their clear), then the wait for K's stage.
-    if (!isCall(b[p.ss - 1], lib::Fn::MbarrierWait))
+    // Before QK^T: the clear of the scores, then the wait for K's stage.
+    if (p.ss != 2 || !isCall(b[1], lib::Fn::MbarrierWait) ||
+        !clearsAllRegisters(b[0], p.scores.get(), p.scores->constElements()))
         return std::nullopt;
-    for (size_t i = 0; i + 1 < p.ss; ++i) {
-        Touches t;
-        t.visit(b[i]);
-        for (auto *s : t.stored)
-            if (s != p.scores.get())
-                return std::nullopt;
-        if (t.sync)
-            return std::nullopt;
-    }
     // After each wgmma: wgmma_wait(0), the operands pinned, the stage's release; QK^T pins the scores alone.
     auto tail = [&](size_t from, size_t *release) {
         if (!isCall(b[from], lib::Fn::WgmmaWait) || constInt(callOf(b[from])->args[0]) != std::optional<int64_t>(0))
@@ -161,13 +146,21 @@ class Overlap : public ConsumerRewriter {
         added.push_back(next);
         Rename toNext(scores.get(), next);
         const Expr ko = f.var, end = op(BinaryOp::Add, f.min, f.extent);
-        auto at = [&](const Stmt &s, Expr k) { return substitute(s, VarMap{{f.var.get(), std::move(k)}}); };
-        // The clear of the next scores, the wait for K's stage of block k, QK^T of block k into them.
+        auto at = [&](const Stmt &s, Expr k) {
+            return simplifyIndices(substitute(s, VarMap{{f.var.get(), std::move(k)}}));
+        };
+        // `s` under `cond`, unless that always holds.
+        auto when = [&](const Expr &cond, Stmt s) {
+            return constInt(cond) == std::optional<int64_t>(1) ? s : IfThenElse::make(cond, std::move(s), nullptr, loc);
+        };
+        // The clear of the next scores (by the wgmma library, so that ptxas does not see other instructions
+        // define a wgmma's accumulators inside its pipeline, info C7515), the wait for K's stage of block k,
+        // QK^T of block k into them.
+        const Expr count = i32(next->constElements());
         auto issue = [&](Expr k) {
-            std::vector<Stmt> s;
-            for (size_t i = 0; i <= p.ss; ++i)
-                s.push_back(toNext.mutate(at(b[i], k)));
-            return seq(std::move(s), loc);
+            return Seq::make({lib::stmt(lib::Fn::WgmmaClear, {count, addressOf(next, {i32(0)})}, b[0]->loc),
+                              toNext.mutate(at(b[1], k)), toNext.mutate(at(b[2], k))},
+                             loc);
         };
         const Expr notFirst = op(BinaryOp::GT, ko, f.min), hasNext = op(BinaryOp::LT, op(BinaryOp::Add, ko, i32(1)), end);
         const Expr any = op(BinaryOp::GT, f.extent, i32(0));
@@ -178,7 +171,7 @@ class Overlap : public ConsumerRewriter {
         body.push_back(IfThenElse::make(notFirst, wait(1, loc), wait(0, loc), loc));
         body.push_back(toNext.mutate(b[p.ss + 2]));
         Var e = makeVar("e", DType::Int32, loc);
-        body.push_back(For::make(e, i32(0), i32(scores->constElements()), ForKind::Unrolled, 0,
+        body.push_back(For::make(e, i32(0), count, ForKind::Unrolled, 0,
                                  Store::make(scores, {e}, Load::make(next, {e}, loc), loc), loc));
         body.push_back(b[p.rk]); // K's stage of ko
         // QK^T of ko + 1 under this block's softmax; then P.V of ko - 1 retired before the softmax writes the
@@ -192,12 +185,12 @@ class Overlap : public ConsumerRewriter {
             body.push_back(b[i]);
 
         std::vector<Stmt> out;
-        out.push_back(IfThenElse::make(any, issue(f.min), nullptr, loc));
+        out.push_back(when(any, issue(f.min)));
         out.push_back(For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), loc), loc));
         out.push_back(wait(0, loc));
         for (auto &s : pinPV)
             out.push_back(s);
-        out.push_back(IfThenElse::make(any, at(b[p.rv], op(BinaryOp::Sub, end, i32(1))), nullptr, loc));
+        out.push_back(when(any, at(b[p.rv], op(BinaryOp::Sub, end, i32(1)))));
         return out;
     }
 };
