@@ -36,6 +36,7 @@ struct AttnCase {
     int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
     bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
     bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
+    bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -44,7 +45,7 @@ struct AttnCase {
                                                               n(dim) + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
                                                               ", " + n(threads) + ")");
         return simtest::withExport("flash_fwd.tile",
-                                   "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + n(seq) + ", " + n(dim) + ", " +
+                                   "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + (dynamicSeq ? "None" : n(seq)) + ", " + n(dim) + ", " +
                                        (causal ? "True" : "False") + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
                                        ", " + n(threads) + (headsKV ? ", heads_kv=" + n(headsKV) : "") + extra + ")",
                                    "benchmarks");
@@ -128,7 +129,9 @@ Outcome simulate(const ir::Kernel &k, const AttnCase &a, const Data &d, uint64_t
     std::vector<double> out(d.want.size(), std::nan(""));
     Outcome o;
     {
-        Simulator s(k, {{"Q", &in.q}, {"K", &in.k}, {"V", &in.v}, {"Out", &out}}, {}, seed);
+        std::map<std::string, double> sizes;
+        if (a.dynamicSeq) sizes["seq"] = a.seq;
+        Simulator s(k, {{"Q", &in.q}, {"K", &in.k}, {"V", &in.v}, {"Out", &out}}, sizes, seed);
         try {
             s.run();
         } catch (const simtest::SimError &e) {
@@ -151,6 +154,7 @@ void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 
     EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.overlap ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
     EXPECT_EQ(calls[lib::Fn::WgmmaRS], 1);
     EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
+    EXPECT_EQ(l.roles->dynamicSymbols.size(), a.dynamicSeq ? 1u : 0u);
     EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
     const Data d = reference(a);
     for (uint64_t seed : seeds) {
@@ -217,6 +221,17 @@ TEST(SimHopperAttn, OverlapOneStage) { attnCase(overlapped({1, 1, 128, 64, true,
 // one key block (the prologue's QK^T, no next one) and grouped-query heads
 TEST(SimHopperAttn, OverlapOneKeyBlock) { attnCase(overlapped({1, 1, 64, 64, false, 64, 64, 2, 128}), {0, 1}); }
 TEST(SimHopperAttn, OverlapGroupedQuery) { attnCase(overlapped({1, 4, 128, 64, true, 64, 32, 2, 128, false, "", 2}), {0, 1}); }
+
+// seq=None: the sequence length a T.dynamic size (one lowering for every length; keys past the end masked)
+AttnCase dynamicSeq(AttnCase a) {
+    a.dynamicSeq = true;
+    return a;
+}
+TEST(SimHopperAttn, DynamicSeqNonCausalRagged) { attnCase(dynamicSeq({1, 1, 200, 64, false, 128, 64, 2, 256}), {0, 2}); }
+TEST(SimHopperAttn, DynamicSeqCausalRagged) { attnCase(dynamicSeq({1, 1, 200, 64, true, 128, 64, 2, 256}), {0, 1}); }
+TEST(SimHopperAttn, DynamicSeqDivisible) { attnCase(dynamicSeq({1, 2, 128, 64, true, 64, 32, 2, 128}), {0}); }
+TEST(SimHopperAttn, DynamicSeqShort) { attnCase(dynamicSeq({1, 1, 37, 64, false, 64, 32, 2, 128}), {0, 1}); }
+TEST(SimHopperAttn, DynamicSeqOverlapped) { attnCase(overlapped(dynamicSeq({1, 1, 200, 64, true, 128, 64, 2, 256})), {0, 3}); }
 
 /// The rotated loop as lowered: one QK^T in the prologue and one in the loop (under `ko + 1 < end`), both into
 /// scores_next; four waits (two in the loop, each a choice of two, and the epilogue's); none without the flag.
