@@ -26,6 +26,7 @@ struct Target {
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
     bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
+    bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)
     /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
     /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
     /// (--epilogue-buffers).

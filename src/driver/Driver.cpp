@@ -187,6 +187,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.persistent = !opts_.noPersistent;
         t.clusters = !opts_.noCluster;
         t.pingPong = opts_.pingPong;
+        t.intraOverlap = opts_.intraOverlap;
         t.epilogueBuffers = opts_.epilogueBuffers;
         bool tmaNeeded = false;
         for (bool tma : {true, false}) {

@@ -13,6 +13,7 @@
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/LowerWarpRoles.h"
+#include "tilec/passes/OverlapScores.h"
 #include "tilec/passes/PingPongConsumers.h"
 #include "tilec/passes/PipelineLoops.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
@@ -33,7 +34,7 @@ const std::vector<std::string> &passNames() {
     static const std::vector<std::string> names = {
         "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "overlapScores", "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
     };
     return names;
@@ -74,6 +75,8 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
     p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
+    // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
+    if (t.intraOverlap) p = ctx.run("overlapScores", [&] { return passes::overlapScores(p); }, printProgram);
     // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
     if (t.pingPong) p = ctx.run("pingPongConsumers", [&] { return passes::pingPongConsumers(p); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.

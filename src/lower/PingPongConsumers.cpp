@@ -2,7 +2,7 @@
 /// Ping-pong of the consumer warpgroups (include/tilec/passes/PingPongConsumers.h).
 #include "tilec/passes/PingPongConsumers.h"
 
-#include "tilec/IRMutator.h"
+#include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
@@ -13,12 +13,8 @@ using namespace ir;
 
 namespace {
 
-Expr i32(int64_t v) {
-    return intImm(v, DType::Int32);
-}
-Expr op(BinaryOp o, Expr a, Expr b) {
-    return simplify(binary(o, std::move(a), std::move(b)));
-}
+using consumer::i32;
+using consumer::op;
 
 constexpr int kTurnThreads = 256; ///< both consumer warpgroups take part in each turn's barrier
 
@@ -35,44 +31,24 @@ bool isAttentionLoop(const For &f) {
     return ss && rs;
 }
 
-class Turns : public IRMutator {
+class Turns : public ConsumerRewriter {
   public:
     explicit Turns(const Var &tx) : wg_(op(BinaryOp::FloorDiv, tx, i32(128))) {}
-    using IRMutator::visit;
 
-    Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
-        if (op->consumerThreads != kTurnThreads)
-            return op;
-        Stmt c = mutate(op->consumer);
-        if (c == op->consumer)
-            return op;
-        return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs,
-                               op->producer, c, op->loc);
-    }
+  protected:
+    bool takes(const WarpRoles &r) const override { return r.consumerThreads == kTurnThreads; }
 
-    Stmt visit(const std::shared_ptr<const Seq> &op) override {
-        std::vector<Stmt> out;
-        bool changed = false;
-        for (auto &s : op->stmts) {
-            auto f = as<For>(s);
-            if (!f || !isAttentionLoop(*f)) {
-                Stmt m = mutate(s);
-                changed |= m != s;
-                out.push_back(m);
-                continue;
-            }
-            const SourceRange &loc = f->loc;
-            out.push_back(IfThenElse::make(isWarpgroup(1),
-                                           barrier(lib::Fn::NamedArrive, i32(lib::kPingPongBarrier), loc),
-                                           nullptr, loc));
-            out.push_back(withTurns(*f));
-            out.push_back(IfThenElse::make(
-                isWarpgroup(0), barrier(lib::Fn::NamedSync, i32(lib::kPingPongBarrier), loc), nullptr, loc));
-            changed = true;
-        }
-        if (!changed)
-            return op;
-        return Seq::make(std::move(out), op->loc);
+    std::optional<std::vector<Stmt>> rewrite(const Stmt &s) override {
+        auto f = as<For>(s);
+        if (!f || !isAttentionLoop(*f))
+            return std::nullopt;
+        const SourceRange &loc = f->loc;
+        return std::vector<Stmt>{
+            IfThenElse::make(isWarpgroup(1), barrier(lib::Fn::NamedArrive, i32(lib::kPingPongBarrier), loc), nullptr,
+                             loc),
+            withTurns(*f),
+            IfThenElse::make(isWarpgroup(0), barrier(lib::Fn::NamedSync, i32(lib::kPingPongBarrier), loc), nullptr,
+                             loc)};
     }
 
   private:

@@ -73,31 +73,6 @@ std::pair<Expr, int64_t> accumulatorOf(const Call &g) {
     return {lib::arg(g, lib::Fn::WgmmaSS, "c"), (c("M") / c("wgM") / 64) * (c("N") / c("wgN") / 2)};
 }
 
-/// Whether `s` is a nest of unrolled loops storing zero into every one of the `count` registers of `regs`
-/// (a lowered T.clear of the accumulator).
-bool clearsAll(const Stmt &s, const BufferNode *regs, int64_t count) {
-    int64_t trips = 1;
-    Stmt at = s;
-    auto unwrap = [](Stmt x) {
-        while (auto q = as<Seq>(x)) {
-            if (q->stmts.size() != 1) break;
-            x = q->stmts[0];
-        }
-        return x;
-    };
-    at = unwrap(at);
-    for (auto f = as<For>(at); f; f = as<For>(at = unwrap(f->body))) {
-        auto e = constInt(f->extent);
-        if ((f->forKind != ForKind::Unrolled && f->forKind != ForKind::Vectorized) || !e) return false;
-        trips *= *e;
-    }
-    auto st = as<Store>(at);
-    if (!st || st->buffer.get() != regs || trips != count) return false;
-    if (auto fi = as<FloatImm>(st->value)) return fi->value == 0.0;
-    if (auto ii = as<IntImm>(st->value)) return ii->value == 0;
-    return false;
-}
-
 class Placer : public IRMutator {
   public:
     using IRMutator::visit;
@@ -115,7 +90,7 @@ class Placer : public IRMutator {
                     auto [acc, count] = accumulatorOf(*callOf(as<Seq>(f->body)->stmts[1]));
                     const Load *regs = addressedLoad(acc);
                     for (auto &prev : out)
-                        if (regs && clearsAll(prev, regs->buffer.get(), count))
+                        if (regs && clearsAllRegisters(prev, regs->buffer.get(), count))
                             prev = lib::stmt(lib::Fn::WgmmaClear, {i32(count), acc}, prev->loc);
                     out.push_back(overlapped);
                     out.push_back(lib::stmt(lib::Fn::WgmmaWaitAcc, {i32(0), i32(count), acc}, f->loc));
@@ -191,6 +166,29 @@ class Placer : public IRMutator {
 };
 
 } // namespace
+
+bool clearsAllRegisters(const Stmt &s, const BufferNode *regs, int64_t count) {
+    int64_t trips = 1;
+    Stmt at = s;
+    auto unwrap = [](Stmt x) {
+        while (auto q = as<Seq>(x)) {
+            if (q->stmts.size() != 1) break;
+            x = q->stmts[0];
+        }
+        return x;
+    };
+    at = unwrap(at);
+    for (auto f = as<For>(at); f; f = as<For>(at = unwrap(f->body))) {
+        auto e = constInt(f->extent);
+        if ((f->forKind != ForKind::Unrolled && f->forKind != ForKind::Vectorized) || !e) return false;
+        trips *= *e;
+    }
+    auto st = as<Store>(at);
+    if (!st || st->buffer.get() != regs || trips != count) return false;
+    if (auto fi = as<FloatImm>(st->value)) return fi->value == 0.0;
+    if (auto ii = as<IntImm>(st->value)) return ii->value == 0;
+    return false;
+}
 
 Program placeWgmmaWaits(const Program &p) {
     Program out;

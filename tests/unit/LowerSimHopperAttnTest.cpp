@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -34,6 +35,8 @@ struct AttnCase {
     std::string extra;    ///< further keyword arguments of flash_fwd (", dtype='bfloat16'", ", heads_kv=2")
     int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
     bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
+    bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
+    bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -42,7 +45,7 @@ struct AttnCase {
                                                               n(dim) + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
                                                               ", " + n(threads) + ")");
         return simtest::withExport("flash_fwd.tile",
-                                   "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + n(seq) + ", " + n(dim) + ", " +
+                                   "k = flash_fwd(" + n(batch) + ", " + n(heads) + ", " + (dynamicSeq ? "None" : n(seq)) + ", " + n(dim) + ", " +
                                        (causal ? "True" : "False") + ", " + n(blockM) + ", " + n(blockN) + ", " + n(stages) +
                                        ", " + n(threads) + (headsKV ? ", heads_kv=" + n(headsKV) : "") + extra + ")",
                                    "benchmarks");
@@ -69,6 +72,7 @@ struct Lowered {
     explicit Lowered(const AttnCase &a) {
         Target t = *Target::parse("sm_90a");
         t.pingPong = a.pingPong;
+        t.intraOverlap = a.overlap;
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -125,7 +129,9 @@ Outcome simulate(const ir::Kernel &k, const AttnCase &a, const Data &d, uint64_t
     std::vector<double> out(d.want.size(), std::nan(""));
     Outcome o;
     {
-        Simulator s(k, {{"Q", &in.q}, {"K", &in.k}, {"V", &in.v}, {"Out", &out}}, {}, seed);
+        std::map<std::string, double> sizes;
+        if (a.dynamicSeq) sizes["seq"] = a.seq;
+        Simulator s(k, {{"Q", &in.q}, {"K", &in.k}, {"V", &in.v}, {"Out", &out}}, sizes, seed);
         try {
             s.run();
         } catch (const simtest::SimError &e) {
@@ -145,9 +151,10 @@ void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 
     Lowered l(a);
     ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
     auto calls = callCounts(*l.roles);
-    EXPECT_EQ(calls[lib::Fn::WgmmaSS], 1);
+    EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.overlap ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
     EXPECT_EQ(calls[lib::Fn::WgmmaRS], 1);
     EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
+    EXPECT_EQ(l.roles->dynamicSymbols.size(), a.dynamicSeq ? 1u : 0u);
     EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
     const Data d = reference(a);
     for (uint64_t seed : seeds) {
@@ -195,6 +202,51 @@ TEST(SimHopperAttn, PingPongCausal) { attnCase(pingPong({1, 1, 256, 64, true, 12
 TEST(SimHopperAttn, PingPongNonCausalRaggedD128) { attnCase(pingPong({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2}); }
 TEST(SimHopperAttn, PingPongBfloat16OneStage) {
     attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 1, 256, false, ", dtype='bfloat16'"}), {0, 5});
+}
+
+// --intra-overlap: QK^T of the next key block (into scores_next) under this block's softmax
+AttnCase overlapped(AttnCase a) {
+    a.overlap = true;
+    return a;
+}
+TEST(SimHopperAttn, OverlapCausal) { attnCase(overlapped({1, 2, 256, 64, true, 128, 32, 2, 128}), {0, 1, 2}); }
+TEST(SimHopperAttn, OverlapNonCausalRagged) { attnCase(overlapped({1, 1, 200, 64, false, 128, 32, 2, 128}), {0, 3}); }
+TEST(SimHopperAttn, OverlapCausalRagged) { attnCase(overlapped({1, 1, 200, 64, true, 128, 32, 2, 128}), {0, 2}); }
+TEST(SimHopperAttn, OverlapTwoWarpgroupsD128) { attnCase(overlapped({1, 1, 160, 128, false, 128, 128, 3, 256}), {0, 5}); }
+TEST(SimHopperAttn, OverlapBfloat16CausalTwoWarpgroups) {
+    attnCase(overlapped({1, 1, 256, 64, true, 128, 64, 2, 256, false, ", dtype='bfloat16'"}), {0, 3});
+}
+// a ring of one stage: K's stage of ko is released before the wait for K of ko + 1, V's of ko - 1 after it
+TEST(SimHopperAttn, OverlapOneStage) { attnCase(overlapped({1, 1, 128, 64, true, 64, 64, 1, 128}), {0, 1}); }
+// one key block (the prologue's QK^T, no next one) and grouped-query heads
+TEST(SimHopperAttn, OverlapOneKeyBlock) { attnCase(overlapped({1, 1, 64, 64, false, 64, 64, 2, 128}), {0, 1}); }
+TEST(SimHopperAttn, OverlapGroupedQuery) { attnCase(overlapped({1, 4, 128, 64, true, 64, 32, 2, 128, false, "", 2}), {0, 1}); }
+
+// seq=None: the sequence length a T.dynamic size (one lowering for every length; keys past the end masked)
+AttnCase dynamicSeq(AttnCase a) {
+    a.dynamicSeq = true;
+    return a;
+}
+TEST(SimHopperAttn, DynamicSeqNonCausalRagged) { attnCase(dynamicSeq({1, 1, 200, 64, false, 128, 64, 2, 256}), {0, 2}); }
+TEST(SimHopperAttn, DynamicSeqCausalRagged) { attnCase(dynamicSeq({1, 1, 200, 64, true, 128, 64, 2, 256}), {0, 1}); }
+TEST(SimHopperAttn, DynamicSeqDivisible) { attnCase(dynamicSeq({1, 2, 128, 64, true, 64, 32, 2, 128}), {0}); }
+TEST(SimHopperAttn, DynamicSeqShort) { attnCase(dynamicSeq({1, 1, 37, 64, false, 64, 32, 2, 128}), {0, 1}); }
+TEST(SimHopperAttn, DynamicSeqOverlapped) { attnCase(overlapped(dynamicSeq({1, 1, 200, 64, true, 128, 64, 2, 256})), {0, 3}); }
+
+/// The rotated loop as lowered: one QK^T in the prologue and one in the loop (under `ko + 1 < end`), both into
+/// scores_next; four waits (two in the loop, each a choice of two, and the epilogue's); none without the flag.
+TEST(SimHopperAttn, OverlapAsLowered) {
+    const AttnCase a{1, 1, 128, 64, true, 64, 32, 2, 128};
+    Lowered on(overlapped(a)), off(a);
+    ASSERT_TRUE(on.roles && off.roles) << on.r.diags();
+    auto c = callCounts(*on.roles), o = callCounts(*off.roles);
+    EXPECT_EQ(c[lib::Fn::WgmmaSS], 2);
+    EXPECT_EQ(o[lib::Fn::WgmmaSS], 1);
+    EXPECT_EQ(c[lib::Fn::WgmmaWait], 5);
+    EXPECT_EQ(o[lib::Fn::WgmmaWait], 2);
+    bool next = false;
+    for (auto &b : on.roles->allocs) next |= b->name == "scores_next";
+    EXPECT_TRUE(next);
 }
 
 /// The turns as lowered: every wgmma between a bar.sync on the warpgroup's own barrier and a bar.arrive on the
@@ -305,6 +357,97 @@ TEST(SimHopperAttnMutant, NotWaitingForQIsCaught) {
     Lowered l(kMutant);
     ASSERT_TRUE(l.roles) << l.r.diags();
     expectCaught(*withoutNth(*l.roles, lib::Fn::MbarrierWait, 1), {0, 5}, true);
+}
+
+/// --intra-overlap's waits (in the loop: QK^T of ko, wait(1) or wait(0) on the first block; P.V of ko - 1,
+/// wait(1) or wait(0) on the last; the epilogue's wait(0)), each needed: without the first pair the softmax
+/// copies scores a QK^T still writes; without the second it writes P.V's A registers in flight and rescales its
+/// accumulators; a pending count one too high has the same effect.
+struct OverlapMutant {
+    AttnCase a = overlapped(kMutant);
+    Lowered l{a};
+    Data d = reference(a);
+    Outcome run(const ir::Kernel &k, uint64_t seed) { return simulate(k, a, d, seed); }
+    std::shared_ptr<ir::Kernel> without(std::initializer_list<int> nths) {
+        int n = 0;
+        return mutateConsumers(*l.roles, [&](const ir::Evaluate &e, const ir::Call &c) -> ir::Stmt {
+            if (lib::is(c, lib::Fn::WgmmaWait) && std::count(nths.begin(), nths.end(), ++n)) return ir::Stmt();
+            return ir::Evaluate::make(e.value, e.loc);
+        });
+    }
+};
+
+TEST(SimHopperAttnMutant, OverlapUnmutatedRunsClean) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    for (uint64_t seed : {0, 4}) EXPECT_FALSE(anyFailure(m.run(*m.l.roles, seed))) << "seed " << seed;
+}
+
+TEST(SimHopperAttnMutant, OverlapWithoutWaitForScoresIsCaught) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    Outcome o = m.run(*m.without({1, 2}), 0);
+    EXPECT_TRUE(anyFailure(o));
+    EXPECT_GT(o.wrong, 0) << "the copied scores are those of a QK^T in flight";
+}
+
+TEST(SimHopperAttnMutant, OverlapWithoutWaitForPVIsCaught) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    Outcome o = m.run(*m.without({3}), 0);
+    EXPECT_NE(o.error.find("the A registers probs of a wgmma_rs in flight changed"), std::string::npos) << o.error;
+}
+
+TEST(SimHopperAttnMutant, OverlapWithoutEpilogueWaitIsCaught) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    EXPECT_TRUE(anyFailure(m.run(*m.without({5}), 0)));
+}
+
+TEST(SimHopperAttnMutant, OverlapWaitOneTooLaxIsCaught) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    int n = 0;
+    auto k = mutateConsumers(*m.l.roles, [&](const ir::Evaluate &e, const ir::Call &c) -> ir::Stmt {
+        if (lib::is(c, lib::Fn::WgmmaWait) && ++n == 1) // the loop's wait(1) for QK^T of ko: wait(2)
+            return lib::stmt(lib::Fn::WgmmaWait, {ir::intImm(2, DType::Int32)}, e.loc);
+        return ir::Evaluate::make(e.value, e.loc);
+    });
+    EXPECT_TRUE(anyFailure(m.run(*k, 0)));
+}
+
+/// K's stage of ko released at the top of the iteration, before the wait that retires its QK^T: the producer
+/// may refill it (with K of ko + 2) while that QK^T reads it.
+TEST(SimHopperAttnMutant, OverlapReleasingKBeforeItsQKRetiresIsCaught) {
+    OverlapMutant m;
+    ASSERT_TRUE(m.l.roles) << m.l.r.diags();
+    struct Early : ir::IRMutator {
+        using IRMutator::visit;
+        int moved = 0;
+        ir::Stmt visit(const std::shared_ptr<const ir::Seq> &op) override {
+            auto s = op->stmts;
+            auto first = s.empty() ? nullptr : ir::as<ir::IfThenElse>(s[0]);
+            if (s.size() > 4 && first && passes::isCall(first->then, lib::Fn::WgmmaWait) && ir::as<ir::IfThenElse>(s[3]) &&
+                passes::isCall(ir::as<ir::IfThenElse>(s[3])->then, lib::Fn::MbarrierArrive)) {
+                std::rotate(s.begin(), s.begin() + 3, s.begin() + 4);
+                ++moved;
+                return ir::Seq::make(std::move(s), op->loc);
+            }
+            return IRMutator::visit(op);
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
+            return ir::WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, op->producer,
+                                       mutate(op->consumer), op->loc);
+        }
+    } early;
+    auto k = std::make_shared<ir::Kernel>(*m.l.roles);
+    k->body = early.mutate(k->body);
+    ASSERT_EQ(early.moved, 1);
+    for (uint64_t seed : {0, 1, 2, 5}) {
+        Outcome o = m.run(*k, seed);
+        ASSERT_FALSE(o.races.empty()) << "seed " << seed;
+        EXPECT_NE(o.races[0].find("on K_shared["), std::string::npos) << o.races[0];
+    }
 }
 
 /// The ping-pong turns without warpgroup 1's first hand-over: both warpgroups wait for their turn for ever.

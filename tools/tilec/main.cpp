@@ -139,9 +139,13 @@ int main(int argc, char **argv) {
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
     app.add_flag("--no-cluster", o.noCluster,
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
-    app.add_flag("--pingpong", o.pingPong,
+    auto *pingPong = app.add_flag("--pingpong", o.pingPong,
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs");
+    app.add_flag("--intra-overlap", o.intraOverlap,
+                 "Hopper attention: the next key block's QK^T issued (into a second score accumulator) before this "
+                 "block's softmax; not with --pingpong")
+        ->excludes(pingPong);
     app.add_option("--epilogue-buffers", o.epilogueBuffers,
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")
