@@ -30,6 +30,9 @@ struct TmaTile {
 /// The TMA load of a global-to-shared copy into a whole 2-D shared buffer, if TMA can do it (see below).
 std::optional<TmaTile> planTmaTile(const ir::Copy &c);
 
+/// Whether `g` reads operand A from a fragment (registers).
+bool aInRegisters(const ir::Gemm &g);
+
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer
 /// warpgroups splitting the accumulator (SS, or RS with A a 16-bit fragment); `rowsOnly`: every product of
 /// the loop must split by rows (one of them reads A from another's accumulator).

@@ -1,0 +1,129 @@
+/// \file
+/// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
+/// that specializeWarps and lowerWarpRoles share (declared in include/tilec/passes/SpecializeWarps.h).
+#include "tilec/passes/SpecializeWarps.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/Layout.h"
+#include "tilec/passes/Staging.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+std::optional<TmaTile> planTmaTile(const Copy &c) {
+    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+    if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
+    const int eb = src->dtype.bytes();
+    if (eb != 1 && eb != 2 && eb != 4) return {};
+    if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return {};
+    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
+    if (!R || !C) return {};
+    for (size_t d = 0; d < 2; ++d)
+        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
+            return {};
+    const size_t nd = c.src.ranges.size();
+    if (nd < 2 || nd > 5 || src->shape.size() != nd) return {};
+    // Columns: the innermost dimension; rows: exactly one other dimension; every other extent 1.
+    if (constInt(c.src.ranges[nd - 1].extent) != C) return {};
+    int rowDim = -1;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+        auto e = constInt(c.src.ranges[d].extent);
+        if (!e) return {};
+        if (*e == 1 && !(*R == 1 && d + 2 == nd)) continue;
+        if (*e != *R || rowDim >= 0) return {};
+        rowDim = (int)d;
+    }
+    if (rowDim < 0) return {};
+    const int64_t rowBytes = *C * eb;
+    int sw = panelSwizzleBytes(rowBytes);
+    if (!sw) return {};
+    TmaTile t;
+    t.copy = &c;
+    t.rank = (int)nd;
+    t.rowDim = (int)(nd - 1) - rowDim;
+    t.rows = *R;
+    t.cols = *C;
+    t.elemBytes = eb;
+    t.swizzle = sw;
+    t.map.tensor = src;
+    t.map.swizzleBytes = sw;
+    t.map.box.assign(nd, 1);
+    t.map.box[0] = sw / eb;
+    t.map.box[(size_t)t.rowDim] = std::min<int64_t>(*R, 256);
+    for (size_t j = 0; j < nd; ++j) t.coords.push_back(simplify(cast(DType::Int32, c.src.ranges[nd - 1 - j].min)));
+    return t;
+}
+
+namespace {
+
+/// The K of one wgmma for the operand types, 0 when wgmma does not take them; `kMajorOnly` when the shared
+/// operands must be K-major (every type but the 16-bit ones).
+int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
+    kMajorOnly = true;
+    if (a.isFloat8() && b.isFloat8()) return c.kind == DType::Float32 ? 32 : 0;
+    if (a.kind != b.kind) return 0;
+    switch (a.kind) {
+    case DType::Float16: kMajorOnly = false; return c.kind == DType::Float32 || c.kind == DType::Float16 ? 16 : 0;
+    case DType::BFloat16: kMajorOnly = false; return c.kind == DType::Float32 ? 16 : 0;
+    case DType::Float32: return c.kind == DType::Float32 ? 8 : 0;
+    case DType::Int8:
+    case DType::UInt8: return c.kind == DType::Int32 ? 32 : 0;
+    default: return 0;
+    }
+}
+
+} // namespace
+
+bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
+
+/// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
+/// splitting the accumulator: SS with both operands tiles, or RS with A a whole 16-bit (M, K) fragment (its
+/// registers then take wgmma's m64k16 order, which needs the warpgroups to split the rows only). `rowsOnly`:
+/// the loop has an RS product, whose A is computed from another product's accumulator, so every product
+/// splits by rows (the accumulator layouts must agree with the A fragment's).
+bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
+    const bool rs = aInRegisters(g);
+    auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
+    if ((!rs && ta == tiles.end()) || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    if (g.c.buffer->shape.size() != 2) return false;
+    auto M = constInt(g.c.buffer->shape[0]), N = constInt(g.c.buffer->shape[1]);
+    if (!M || !N) return false;
+    const TmaTile &B = *tb->second;
+    int64_t aM = 0, K = 0;
+    if (rs) {
+        const Buffer &a = g.a.buffer;
+        if (g.transA || a->shape.size() != 2 || a->dtype.bytes() != 2) return false;
+        auto am = constInt(a->shape[0]), ak = constInt(a->shape[1]);
+        if (!am || !ak) return false;
+        aM = *am, K = *ak;
+    } else {
+        const TmaTile &A = *ta->second;
+        aM = g.transA ? A.cols : A.rows, K = g.transA ? A.rows : A.cols;
+    }
+    int64_t bK = g.transB ? B.cols : B.rows, bN = g.transB ? B.rows : B.cols;
+    if (aM != *M || bN != *N || bK != K) return false;
+    bool kMajorOnly = false;
+    int kInst = wgmmaK(g.a.buffer->dtype, g.b.buffer->dtype, g.c.buffer->dtype, kMajorOnly);
+    if (!kInst || K % kInst || (kMajorOnly && (g.transA || !g.transB))) return false;
+    int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
+    auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step);
+    if ((rs || rowsOnly) && wgN != 1) return false;
+    return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
+                   (g.policy == GemmPolicy::FullRow && wgN == 1));
+}
+
+/// Whether mma.sync can compute `g` reading its shared operands straight from the TMA tiles among `tiles`
+/// (sm_90: TMA without wgmma): B and a shared A are such tiles (the panel layout, gemm_ss_panels), or A is a
+/// fragment (RS); every tile has whole 8-row swizzle periods, which the panel loaders assume.
+bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
+    auto tileOf = [&](const Buffer &b) -> const TmaTile * {
+        auto it = b ? tiles.find(b.get()) : tiles.end();
+        return it == tiles.end() || it->second->rows % 8 ? nullptr : it->second;
+    };
+    if (!tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a.buffer) != nullptr;
+}
+
+} // namespace tilec::passes
