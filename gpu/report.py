@@ -6,7 +6,7 @@ anything FAILed. Needs only the standard library.
   python3 gpu/report.py WORK_DIR OUT_DIR
 
 WORK_DIR holds manifest.tsv (tools/gpu/prepare.sh), build.tsv (run.sh), test.jsonl, bench.jsonl,
-memcheck.jsonl + memcheck.log, racecheck.jsonl + racecheck.log, and steps.tsv (each step's exit status)."""
+memcheck.jsonl + memcheck.log, racecheck.jsonl + racecheck.log, synccheck.jsonl + synccheck.log, and steps.tsv (each step's exit status)."""
 import json
 import os
 import re
@@ -157,7 +157,7 @@ def main(work, out):
 
     # sanitizers: one row per small test, both tools side by side
     san = {}
-    for tool in ("memcheck", "racecheck"):
+    for tool in ("memcheck", "racecheck", "synccheck"):
         st = steps.get(tool)
         if st is None:
             continue

@@ -46,7 +46,13 @@ mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 [[ -z $KEEP ]] && trap 'rm -rf "$WORK"' EXIT
 if [[ -n $GPU_BUILD ]]; then
     mkdir -p "$GPU_BUILD/compat"
-    rm -f "$GPU_BUILD"/compat_*.cu "$GPU_BUILD"/compat_*.h
+    # remove only the libraries an earlier run staged (its kernels.tsv): tests/gpu/compat_launches.tile's
+    # library shares the compat_ prefix and belongs to tools/gpu/prepare.sh
+    if [[ -f $GPU_BUILD/compat/kernels.tsv ]]; then
+        while IFS=$'\t' read -r lib _; do
+            [[ -n $lib && $lib != \#* ]] && rm -f "$GPU_BUILD/$lib.cu" "$GPU_BUILD/$lib.h"
+        done <"$GPU_BUILD/compat/kernels.tsv"
+    fi
     printf '# library\ttag\tfile (under compat/TAG/)\tkernel (tools/compat/run.sh --gpu-build)\n' \
         >"$GPU_BUILD/compat/kernels.tsv"
 fi

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The one command that runs on the GPU machine (through the device tool, carry: gpu-build):
 #   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test bench tilelang memcheck racecheck
+#                                                          synccheck
 # 1. compiles every generated gpu-build/*.cu (tools/gpu/prepare.sh made them here) and the hand-written
 #    gpu/handwritten/*.cu with nvcc into one shared library each (sm_90a; NAME.sm80.cu for compute_80 -> sm_90);
 # 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test);
 # 3. the benchmarks against the copy bandwidth and PyTorch, in the same process (and TileLang's own
 #    FlashAttention when the TileLang bundle is there: .tilelang/site.tar.xz);
-# 4. compute-sanitizer memcheck and racecheck over the small tests;
+# 4. compute-sanitizer memcheck, racecheck and synccheck over the small tests (synccheck's log is appended to
+#    racecheck.log in $OUT: the device tool brings back 8 files);
 # 5. prints the table last (gpu/report.py) and exits non-zero when anything FAILed.
 # Every step runs under `timeout`, clipped to what is left of TILEC_GPU_BUDGET_S (default 540 s, inside the
 # device tool's 600 s); a hung test is recorded as FAIL by the harness's watchdog and the step resumes after it.
@@ -191,19 +193,20 @@ if command -v compute-sanitizer >/dev/null; then
     compute-sanitizer --help 2>&1 | grep -q -- --report-api-errors && SAN+=(--report-api-errors no)
     # no caching allocator: each tensor is its own cudaMalloc, so memcheck sees every tensor's true end
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
         skipped $tool && continue
         resumable $tool "${TILEC_GPU_SAN_S:-200}" "${SAN[@]}" --tool $tool "${H[@]}" --mode sanitize \
             --results "$WORK/$tool.jsonl" --timeout 150
     done
 else
-    for tool in memcheck racecheck; do record $tool skip "compute-sanitizer is not installed"; done
+    for tool in memcheck racecheck synccheck; do record $tool skip "compute-sanitizer is not installed"; done
 fi
 
 # ------------------------------------------------------------------ 5. the table, last
 for f in build test bench memcheck racecheck; do
     [ -f "$WORK/$f.log" ] && tail -c 15000000 "$WORK/$f.log" >"$OUT/$f.log"
 done
+[ -f "$WORK/synccheck.log" ] && { echo; echo "== synccheck.log"; tail -c 5000000 "$WORK/synccheck.log"; } >>"$OUT/racecheck.log"
 [ -f "$WORK/sweep-out/sweep.txt" ] && cat "$WORK/sweep-out/sweep.txt"
 python3 gpu/report.py "$WORK" "$OUT"
 rc=$?

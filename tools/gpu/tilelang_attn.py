@@ -15,7 +15,9 @@ both GEMMs, fast math), at the configuration issue 10 found best for TileLang on
 not compile at a shape, 128 x 128 / 1 stage / 128 threads (the example's own) is tried. Each result is checked
 against SDPA flash (relative 2-norm error below 1e-2, the harness's sanity check) before it is timed. A total
 time budget (TL_ATTN_BUDGET_S, default 200 s) ends the run early with what it has; the JSON is rewritten
-after each kernel. TL_ATTN_ONLY=REGEX keeps the benches whose name it matches (one kernel for Nsight Compute)."""
+after each kernel. TL_ATTN_ONLY=REGEX keeps the benches whose name it matches (one kernel for Nsight Compute).
+TL_ATTN_SOURCE_DIR=DIR writes the CUDA source TileLang generated for each kernel to DIR/NAME.cu, so that its
+schedule can be read and compiled beside tilec's (ptxas statistics, SASS) on the machine without a GPU."""
 import json
 import os
 import re
@@ -149,6 +151,11 @@ def main():
                 row["not_compiled"] = tried
             if kern is None:
                 raise RuntimeError("no configuration compiled: " + " | ".join(tried))
+            src_dir = os.environ.get("TL_ATTN_SOURCE_DIR")
+            if src_dir:
+                os.makedirs(src_dir, exist_ok=True)
+                with open(os.path.join(src_dir, name + ".cu"), "w") as f:
+                    f.write(kern.get_kernel_source())
             dt = getattr(torch, p["dtype"])
             shape = (p["batch"], p["seq"], p["heads"], p["dim"])
             q, k, v = (torch.randn(shape, device="cuda").to(dt) for _ in range(3))
