@@ -22,6 +22,7 @@ struct CodegenOptions {
     std::string headerName; ///< the header's name as given (its include guard, the .cu's comment)
     std::string prefix;     ///< --prefix: prepended to every C symbol
     std::vector<Target> targets;
+    bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
 };
 
 /// A shared-memory buffer as code generation placed it in the kernel's dynamic shared memory.

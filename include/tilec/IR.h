@@ -398,6 +398,9 @@ struct Kernel {
     /// "tl.disable_warp_specialized"): as --no-tma / --no-warp-specialize for this kernel alone.
     bool noTma = false;
     bool noWarpSpecialize = false;
+    /// "tl.enable_fast_math" (as --use_fast_math for this kernel): float math functions and divisions are
+    /// printed as CUDA's fast intrinsics (src/codegen/CodegenExpr.cpp says which).
+    bool fastMath = false;
     int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
     SourceRange swizzleLoc;
     /// Several `with T.Kernel` launches in one prim_func: this kernel is launch `part` (0-based) of `parts`, which

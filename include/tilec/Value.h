@@ -102,6 +102,7 @@ struct FunctionObj {
     /// `@tilelang.jit(pass_configs={"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True})`:
     /// the kernels it makes get ir::Kernel::noTma / noWarpSpecialize.
     bool noTma = false, noWarpSpecialize = false;
+    bool fastMath = false; ///< "tl.enable_fast_math": the kernels get ir::Kernel::fastMath
 };
 
 /// A call's arguments, each with the source range of its expression.

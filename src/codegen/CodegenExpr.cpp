@@ -64,6 +64,19 @@ const char *floatFn(const std::string &name) {
     return it == fns.end() ? nullptr : it->second;
 }
 
+/// The fast float32 form of a math function under --use_fast_math, as nvcc -use_fast_math maps them (CUDA
+/// Programming Guide, "Intrinsic Functions"); exp2f there is ex2.approx.ftz (-ftz=true), which has no CUDA
+/// intrinsic: tilec::fast_exp2f. Functions not listed keep their precise form.
+const char *fastFloatFn(const std::string &name) {
+    static const std::map<std::string, const char *> fns = {
+        {"exp", "__expf"},     {"exp2", "tilec::fast_exp2f"}, {"exp10", "__exp10f"}, {"log", "__logf"},
+        {"log2", "__log2f"},   {"log10", "__log10f"},         {"sin", "__sinf"},     {"cos", "__cosf"},
+        {"tan", "__tanf"},     {"pow", "__powf"},             {"sigmoid", "tilec::fast_sigmoid"},
+    };
+    auto it = fns.find(name);
+    return it == fns.end() ? nullptr : it->second;
+}
+
 } // namespace
 
 const std::string &NameTable::of(const void *key, const std::string &hint) {
@@ -241,7 +254,11 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
     case BinaryOp::Add: return op2("+", 12);
     case BinaryOp::Sub: return op2("-", 12);
     case BinaryOp::Mul: return op2("*", 13);
-    case BinaryOp::Div: return op2("/", 13);
+    case BinaryOp::Div:
+        // --use_fast_math: float division as nvcc's -prec-div=false makes it
+        if (fastMath && !host_ && (t.kind == DType::Float32 || narrow))
+            return fn2("__fdivide");
+        return op2("/", 13);
     case BinaryOp::FloorDiv:
     case BinaryOp::FloorMod: {
         bool div = b.op == BinaryOp::FloorDiv;
@@ -294,7 +311,10 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
     bool narrow = isNarrowFloat(t);
     for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);
     std::string fn;
-    if (c.name == "abs" && t.isInt()) {
+    const char *fast = fastMath && (t.kind == DType::Float32 || narrow) ? fastFloatFn(c.name) : nullptr;
+    if (fast) {
+        fn = fast;
+    } else if (c.name == "abs" && t.isInt()) {
         if (t.bits() == 64) fn = "llabs";
         else if (t.bits() == 32) fn = "abs";
         else return {"(" + deviceType(t) + ")abs((int)" + wrap(expr(c.args[0]), 15) + ")", 15};

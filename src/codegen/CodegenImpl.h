@@ -73,6 +73,9 @@ class ExprPrinter {
     ExprPrinter(NameTable &names, bool host) : names_(names), host_(host) {}
     /// Variable ranges in scope, for the non-negativity of division operands.
     passes::RangeMap ranges;
+    /// --use_fast_math / "tl.enable_fast_math": float32 math functions and divisions print as CUDA's fast
+    /// intrinsics (what nvcc -use_fast_math would make of the precise ones).
+    bool fastMath = false;
     std::string print(const ir::Expr &e);
 
   private:

@@ -86,6 +86,7 @@ class KernelPrinter {
     KernelPrinter(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag)
         : info_(info), k_(*info.kernel), opts_(o), diag_(diag), ep_(names_, false) {
         ep_.ranges = passes::kernelRanges(k_);
+        ep_.fastMath = o.fastMath || k_.fastMath;
         names_.reserve("tilec_smem");
         names_.reserve("tilec_smem_base");
         for (size_t i = 0; i < k_.tensorMaps.size(); ++i) names_.reserve(tensorMapParam((int)i));

@@ -387,6 +387,7 @@ int Compilation::run() {
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
         if (wantCode) {
             CodegenOptions co;
+            co.fastMath = opts_.fastMath;
             // Paths written into the outputs, as --file-prefix-map says (files are still written where named).
             co.sourceName = opts_.input == "-" ? "<stdin>" : mapPrefix(opts_.filePrefixMaps, opts_.input);
             co.cudaName = mapPrefix(opts_.filePrefixMaps, pathFor(".cu"));

@@ -197,6 +197,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
             l->loc = e.loc;
             l->noTma = k->noTma;
             l->noWarpSpecialize = k->noWarpSpecialize;
+            l->fastMath = k->fastMath;
             p.kernels.push_back(l);
         }
     }

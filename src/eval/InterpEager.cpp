@@ -29,7 +29,7 @@ namespace {
 /// TileLang's pass configuration keys (tilelang/transform/pass_config.py, PassConfigKey). Two are lowering
 /// switches tilec honours per kernel; the others tune TileLang's own passes, which tilec does not have: none
 /// changes what a kernel computes, so they are accepted (a note under -v).
-enum class PassEffect { NoTma, NoWarpSpecialize, None };
+enum class PassEffect { NoTma, NoWarpSpecialize, FastMath, None };
 struct PassConfigKey {
     const char *name; ///< the PassConfigKey member
     const char *key;  ///< its string
@@ -47,7 +47,7 @@ constexpr PassConfigKey kPassConfigKeys[] = {
     {"TL_SIMPLIFY_ENABLE_LET_INLINE", "enable_simplify_let_inline", PassEffect::None},
     {"TL_DISABLE_DATA_RACE_CHECK", "tl.disable_data_race_check", PassEffect::None},
     {"TL_DISABLE_PRELOWER_SEMANTIC_CHECK", "tl.disable_prelower_semantic_check", PassEffect::None},
-    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", PassEffect::None},
+    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math", PassEffect::FastMath},
     {"TL_PTXAS_REGISTER_USAGE_LEVEL", "tl.ptxas_register_usage_level", PassEffect::None},
     {"TL_DEVICE_COMPILE_FLAGS", "tl.device_compile_flags", PassEffect::None},
     {"TL_CONFIG_INDEX_BITWIDTH", "tl.config_index_bitwidth", PassEffect::None},
@@ -114,10 +114,13 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
             continue;
         }
         bool on = in.toBool({v, a.range}, "a pass config's value");
-        (it->effect == PassEffect::NoTma ? f.noTma : f.noWarpSpecialize) |= on;
+        bool &flag = it->effect == PassEffect::NoTma ? f.noTma : it->effect == PassEffect::FastMath ? f.fastMath : f.noWarpSpecialize;
+        flag |= on;
+        const char *as = it->effect == PassEffect::NoTma      ? "as --no-tma for this kernel"
+                         : it->effect == PassEffect::FastMath ? "as --use_fast_math for this kernel"
+                                                              : "as --no-warp-specialize for this kernel";
         spdlog::debug("{}: note: pass config '{}' = {}: {}", locationText(in, a.range), key, on ? "True" : "False",
-                      on ? (it->effect == PassEffect::NoTma ? "as --no-tma for this kernel" : "as --no-warp-specialize for this kernel")
-                         : "no effect");
+                      on ? as : "no effect");
     }
 }
 
@@ -216,10 +219,11 @@ bool isEagerStyle(const ast::Stmt &def) {
 }
 
 Value InterpImpl::withPassConfigs(const FunctionObj &f, Value v) {
-    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize)) return v;
+    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize && !f.fastMath)) return v;
     auto k = std::make_shared<ir::Kernel>(*v.kernel);
     k->noTma |= f.noTma;
     k->noWarpSpecialize |= f.noWarpSpecialize;
+    k->fastMath |= f.fastMath;
     v.kernel = k;
     return v;
 }

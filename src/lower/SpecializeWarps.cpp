@@ -454,10 +454,14 @@ class Specializer {
                 if (groups[(size_t)g].first == j) body.push_back(lib::stmt(lib::Fn::MbarrierWait, {full(g, cs), cphase}, loc));
             body.push_back(stageBuffers(rest[j], ring, cs));
             for (int g = 0; g < G; ++g)
-                if (groups[(size_t)g].last == j && mma)
-                    // mma.sync's ldmatrix reads are each thread's own: every consumer thread releases them.
+                if (groups[(size_t)g].last == j && mma) {
+                    // mma.sync's ldmatrix reads are each thread's own: every consumer thread releases them. They
+                    // read through the generic proxy and the producer's next TMA writes the stage through the
+                    // async proxy: a proxy fence orders the two (without it the arrival's SASS waits for no
+                    // outstanding ldmatrix, and persistent sm_90 GEMMs summed wrong stages on the H200).
+                    body.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
                     body.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {empty(g, cs)}, loc));
-                else if (groups[(size_t)g].last == j)
+                } else if (groups[(size_t)g].last == j)
                     // In a cluster on every block's empty barrier: each block's producer multicasts into both.
                     body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
                                                     CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty(g, cs), i32(CM)}, loc)

@@ -106,6 +106,15 @@ template <class To, class From> __device__ __forceinline__ To cast(From x) {
 
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// --use_fast_math / "tl.enable_fast_math" (src/codegen/CodegenExpr.cpp): exp2f as nvcc -use_fast_math compiles
+// it, one MUFU.EX2 with subnormal results flushed to zero; CUDA has no intrinsic for it (__expf scales its
+// argument first), so the PTX instruction is written here.
+__device__ __forceinline__ float fast_exp2f(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
 
 // Python's floor division and modulo of integers (the operands are not known to be non-negative).
 template <class T> __device__ __forceinline__ T floordiv(T a, T b) {

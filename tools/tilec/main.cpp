@@ -18,7 +18,7 @@ namespace {
 /// Rewrites the single-dash multi-letter options into their long forms; moves the -Xptxas values (each a
 /// comma-separated list, as nvcc takes them) to `ptxas`.
 std::vector<std::string> normalizeArgs(int argc, char **argv, std::vector<std::string> &ptxas, bool &missingValue) {
-    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT", "lineinfo", "ccbin"};
+    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT", "lineinfo", "ccbin", "use_fast_math"};
     std::vector<std::string> args;
     bool afterDashDash = false;
     for (int i = 1; i < argc; ++i) {
@@ -150,6 +150,9 @@ int main(int argc, char **argv) {
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")
         ->check(CLI::Range(0, 2));
+    app.add_flag("--use_fast_math,--use-fast-math", o.fastMath,
+                 "float math as nvcc's -use_fast_math makes it (TileLang's tl.enable_fast_math): exp, exp2, log, "
+                 "sin, pow, ... and float division by CUDA's fast intrinsics, subnormal results flushed to zero");
     app.add_flag("--lineinfo,--generate-line-info", o.lineInfo,
                  "line tables in PTX and cubins, for profilers and compute-sanitizer (they hold absolute paths)");
     app.add_option("--ccbin", o.ccbin, "the C compiler for -o FILE.o (default: $CC, else cc)");
