@@ -42,6 +42,8 @@ struct TraceState {
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
     std::vector<ir::Buffer> outputs;              ///< `C = T.empty(...)` tensors (parameters after the others)
     std::shared_ptr<EagerTrace> eager;            ///< set while an eager kernel is traced
+    /// The open `with T.attr(T.comm_reducer(...), "reduce_scope", ...)` blocks, innermost last.
+    std::vector<std::shared_ptr<const CommReducerObj>> reduceScopes;
 };
 
 class Interp {
@@ -65,6 +67,11 @@ class Interp {
     /// While the right-hand side of `name = ...` (a single plain name) is evaluated: that name, else "".
     /// alloc_* use it to name buffers after the variable they are assigned to.
     virtual std::string assignTargetName() const = 0;
+    /// Calls a compile-time callable (a def, a lambda, a primitive) as Python would: T.comm_reducer's
+    /// combiner. The interpreter overrides it; an interpreter that cannot run Python says so.
+    virtual Value callValue(const Value &callee, CallArgs &args) {
+        fail(args.call, "internal error (Interp::callValue): this interpreter cannot call functions");
+    }
 
     // ---- conversions: each fails with a located message naming `what` ("grid extent", "dtype", ...) ----
     /// Int/Bool/Float/Expr/point Access to an IR expression (Python ints become int32 IntImm, floats

@@ -30,6 +30,7 @@ enum class VK {
     TensorType, ///< T.Tensor(shape, dtype), used as a parameter annotation
     PrimFunc,   ///< a traced @T.prim_func: a kernel waiting for an export name
     Frame,      ///< what `with` / `for` take from T.Kernel, T.Parallel, T.Pipelined, T.serial, ...
+    Reducer,    ///< T.comm_reducer(combiner, identity): what `with T.attr(..., "reduce_scope", ...)` takes
 };
 const char *typeName(VK k); ///< Python-like name for messages: "int", "tuple", "buffer", ...
 
@@ -139,6 +140,14 @@ struct AccessObj {
     bool isPoint() const; ///< no index is a slice
 };
 
+/// T.comm_reducer(lambda x, y: ..., [identity]): TVM's commutative reducer of one value, which
+/// T.tvm_thread_allreduce applies across threads (src/eval/TileLangAllreduce.cpp).
+struct CommReducerObj {
+    Value combiner;  ///< a callable of two values
+    Value identity;  ///< the combiner's neutral element (a number or a run-time scalar)
+    SourceRange range;
+};
+
 struct TensorTypeObj {
     std::vector<ir::Expr> shape;
     DType dtype;
@@ -148,7 +157,7 @@ struct TensorTypeObj {
 /// What T.Kernel / T.Parallel / T.Pipelined / T.serial / T.unroll / T.vectorized return; the interpreter's
 /// `with` and `for` turn it into the kernel launch or a loop nest.
 struct FrameObj {
-    enum Kind { Kernel, Loop, WarpGroup } kind = Loop;
+    enum Kind { Kernel, Loop, WarpGroup, Attr } kind = Loop;
     SourceRange range;
     // Kernel
     std::vector<ir::Expr> grid; ///< 1 to 3 extents
@@ -166,6 +175,8 @@ struct FrameObj {
     std::vector<ir::Expr> coords;
     ir::Expr guard;
     int warpGroup = 0; ///< WarpGroup: `with T.ws(g)`, threads [128 g, 128 g + 128)
+    /// Attr: `with T.attr(reducer, "reduce_scope", ...)`, the scope of a T.tvm_thread_allreduce
+    std::shared_ptr<const CommReducerObj> reducer;
 };
 
 /// A lexical scope: names to values, with the enclosing function's scope as parent.

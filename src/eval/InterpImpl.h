@@ -239,7 +239,7 @@ class InterpImpl final : public Interp {
 
     // ---- calls and attributes (InterpCall.cpp) ----
     Value evalCall(const ast::Expr &e);
-    Value callValue(const Value &callee, CallArgs &args);
+    Value callValue(const Value &callee, CallArgs &args) override;
     Value callFunction(const Value &fn, CallArgs &args);
     Value attribute(const Value &base, const std::string &name, const ast::Expr &e);
     void execDef(const ast::StmtP &s);
@@ -273,6 +273,8 @@ class InterpImpl final : public Interp {
     Flow execWith(const ast::Stmt &s);
     Flow execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
     Flow execWarpGroup(const ast::Stmt &s, const FrameObj &f);
+    /// `with T.attr(reducer, "reduce_scope", ...)`: the body with the reducer open for T.tvm_thread_allreduce.
+    Flow execAttr(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
     Flow execLoopNest(const ast::Stmt &s, const FrameObj &f);
     Flow execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond);
     /// A `while` whose condition is a run-time value: one ir::While, its body traced once.

@@ -251,6 +251,18 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     fail(s.range, "this statement is not supported at compile time");
 }
 
+InterpImpl::Flow InterpImpl::execAttr(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f) {
+    TraceState *t = trace();
+    TILEC_ASSERT(t && t->inLaunch && f.reducer, "a T.attr frame outside T.Kernel");
+    if (item.target) fail(item.target->range, "T.attr binds no name ('with T.attr(...):')");
+    t->reduceScopes.push_back(f.reducer);
+    struct Close {
+        TraceState &t;
+        ~Close() { t.reduceScopes.pop_back(); }
+    } close{*t};
+    return execBody(s.body);
+}
+
 InterpImpl::Flow InterpImpl::execFor(const ast::Stmt &s) {
     Value it = constantOf(eval(*s.value));
     if (it.is(VK::Poison)) throw EvalAbort{};
@@ -258,6 +270,7 @@ InterpImpl::Flow InterpImpl::execFor(const ast::Stmt &s) {
         auto &f = it.as<FrameObj>();
         if (f.kind == FrameObj::Kernel)
             fail(s.value->range, "T.Kernel opens the launch with 'with T.Kernel(...) as ...', not with 'for'");
+        if (f.kind == FrameObj::Attr) fail(s.value->range, "T.attr opens a block with 'with', not with 'for'");
         return execLoopNest(s, f);
     }
     if (it.is(VK::Opaque)) failOpaque(it, s.value->range);

@@ -347,6 +347,7 @@ InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
     if (c.is(VK::Frame)) {
         auto &f = c.as<FrameObj>();
         if (f.kind == FrameObj::Kernel) return execLaunch(s, item, f);
+        if (f.kind == FrameObj::Attr) return execAttr(s, item, f);
         if (f.kind == FrameObj::WarpGroup) {
             if (item.target) fail(item.target->range, "T.ws binds no name ('with T.ws(g):')");
             return execWarpGroup(s, f);

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace tilec::eval {
+bool isNumber(const Value &v); ///< Int, Bool or Float (Value.cpp)
+} // namespace tilec::eval
+
 namespace tilec::eval::tl {
 
 using Attrs = std::map<std::string, Value>;
@@ -30,6 +34,11 @@ void addGemmPrimitives(Attrs &attrs);   // TileLangGemm.cpp: gemm, GemmWarpPolic
 void addReducePrimitives(Attrs &attrs); // TileLangGemm.cpp: reduce_*
 void addMathPrimitives(Attrs &attrs);   // TileLangMath.cpp: exp, max, ceildiv, cast, ...
 void addWarpRolePrimitives(Attrs &attrs); // TileLangWarpRoles.cpp: ws, barrier_wait, barrier_arrive, ...
+void addAllreducePrimitives(Attrs &attrs); // TileLangAllreduce.cpp: attr, comm_reducer, tvm_thread_allreduce, ...
+
+/// The thread's coordinate in dimension d of its block (`threads=(x, y, z)`, x fastest): what
+/// T.get_thread_binding(d) is. TileLangLoops.cpp.
+ir::Expr threadCoordinate(TraceState &t, int64_t d, const SourceRange &at);
 
 /// The address of the one mbarrier an argument names (`bar` of a single T.alloc_barrier, `mbars[i]`), as
 /// library calls take it; a located error for anything else. TileLangWarpRoles.cpp.

@@ -248,15 +248,7 @@ Value threadBinding(Interp &in, CallArgs &args) {
         in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: this thread block has " +
                                  (dims == 1 ? std::string("one dimension (threads=N), so only dim 0 does")
                                             : std::to_string(dims) + " dimensions"));
-    if (!t.kernel->threadIdx)
-        t.kernel->threadIdx = ir::makeVar("tx", DType::Int32, t.kernel->launchLoc);
-    ir::Expr tx = t.kernel->threadIdx;
-    if (dims == 1) return Value::ofExpr(tx);
-    int64_t below = 1;
-    for (int64_t i = 0; i < d; ++i) below *= t.threadDims[(size_t)i];
-    ir::Expr e = below == 1 ? tx : ir::binary(ir::BinaryOp::FloorDiv, tx, constIndex(below), args.call);
-    if ((size_t)d + 1 < dims) e = ir::binary(ir::BinaryOp::FloorMod, e, constIndex(t.threadDims[(size_t)d]), args.call);
-    return Value::ofExpr(e);
+    return Value::ofExpr(threadCoordinate(t, d, args.call));
 }
 
 Value useSwizzle(Interp &in, CallArgs &args) {
@@ -285,6 +277,19 @@ Value useSwizzle(Interp &in, CallArgs &args) {
 }
 
 } // namespace
+
+ir::Expr threadCoordinate(TraceState &t, int64_t d, const SourceRange &at) {
+    if (!t.kernel->threadIdx)
+        t.kernel->threadIdx = ir::makeVar("tx", DType::Int32, t.kernel->launchLoc);
+    ir::Expr tx = t.kernel->threadIdx;
+    size_t dims = std::max<size_t>(t.threadDims.size(), 1);
+    if (dims == 1) return tx;
+    int64_t below = 1;
+    for (int64_t i = 0; i < d; ++i) below *= t.threadDims[(size_t)i];
+    ir::Expr e = below == 1 ? tx : ir::binary(ir::BinaryOp::FloorDiv, tx, constIndex(below), at);
+    if ((size_t)d + 1 < dims) e = ir::binary(ir::BinaryOp::FloorMod, e, constIndex(t.threadDims[(size_t)d]), at);
+    return e;
+}
 
 void addLoopPrimitives(Attrs &attrs) {
     def(attrs, "Kernel", kernelFrame);

@@ -21,6 +21,7 @@ Value makeTileLanguageModule() {
     addGemmPrimitives(m->attrs);
     addReducePrimitives(m->attrs);
     addMathPrimitives(m->attrs);
+    addAllreducePrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
 
@@ -311,14 +312,6 @@ void addTypePrimitives(Attrs &attrs) {
         requireLaunch(in, args, "T.no_set_max_nreg");
         return Value::none();
     });
-    // TVM's cross-thread reduction as TileLang's gemv example spells it (T.attr(T.comm_reducer(...),
-    // "reduce_scope", ...) around T.tvm_thread_allreduce): not supported, said where it starts.
-    for (const char *tvm : {"attr", "comm_reducer", "tvm_thread_allreduce"})
-        def(attrs, tvm, [tvm](Interp &in, CallArgs &args) -> Value {
-            in.fail(args.call, std::string("T.") + tvm + " (TVM's attributes and its cross-thread reduction, "
-                               "T.attr(T.comm_reducer(...), \"reduce_scope\", ...) with T.tvm_thread_allreduce) is not "
-                               "supported; reduce a fragment with T.reduce_sum / T.reduce_max, or use T.alloc_reducer");
-        });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });

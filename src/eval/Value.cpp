@@ -34,6 +34,7 @@ const char *typeName(VK k) {
     case VK::TensorType: return "tensor type";
     case VK::PrimFunc: return "prim_func";
     case VK::Frame: return "frame";
+    case VK::Reducer: return "T.comm_reducer";
     }
     return "value";
 }

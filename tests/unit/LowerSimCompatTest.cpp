@@ -1,7 +1,8 @@
 /// \file
 /// What TileLang's own programs need beyond the core language: prim_funcs of several launches with
 /// T.alloc_global workspaces, views of a tensor's data (T.Tensor(shape, dtype, X.data)), T.im2col, fragments
-/// read by slices (`lse[k, j]` in a nest over j) and copies of a constant part of a T.gemm accumulator;
+/// read by slices (`lse[k, j]` in a nest over j), copies of a constant part of a T.gemm accumulator and TVM's
+/// cross-thread reduction (T.tvm_thread_allreduce);
 /// lowered for sm_80 and run on the CPU simulator
 /// (LowerSimulator.h) launch after launch against float64 references: the numbers the GPU would give, since
 /// these lowerings cannot be checked on a device here.
@@ -384,4 +385,84 @@ TEST(LowerSimCompat, ReductionsShareScratchWhenTight) {
     runLaunches(r, "k", {{"A", &a}, {"B", &b}, {"Mx", &mx}, {"Sm", &sm}}, 1);
     expectNear(mx, wantMx, 1e-4, "Mx");
     expectNear(sm, wantSm, 1e-3, "Sm");
+}
+
+// TVM's cross-thread reduction (T.attr "reduce_scope" around T.tvm_thread_allreduce) as TileLang's split-K
+// GEMV example uses it: threads=(n_per_block, 32), each thread a partial dot product over its k-slices, summed
+// over the 32 threads of coordinate 1 (strided by the block's x extent, across two warps).
+TEST(LowerSimCompat, ThreadAllreduceSumsSplitKPartials) {
+    const int N = 6, K = 512;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def gemv(N, K, rows, lanes, dtype=\"float16\", acc_t=\"float32\"):\n"
+          "    vec = 8\n"
+          "    chunk = lanes * vec\n"
+          "    @T.prim_func\n"
+          "    def main(X: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), Y: T.Tensor((N,), dtype)):\n"
+          "        with T.Kernel(T.ceildiv(N, rows), threads=(rows, lanes)) as bn:\n"
+          "            tn = T.get_thread_binding(0)\n"
+          "            tk = T.get_thread_binding(1)\n"
+          "            xs = T.alloc_local((vec,), dtype)\n"
+          "            ws = T.alloc_local((vec,), dtype)\n"
+          "            part = T.alloc_local((1,), acc_t)\n"
+          "            T.clear(part)\n"
+          "            for c in T.serial(T.ceildiv(K, chunk)):\n"
+          "                for v in T.vectorized(vec):\n"
+          "                    xs[v] = X[c * chunk + tk * vec + v]\n"
+          "                    ws[v] = W[bn * rows + tn, c * chunk + tk * vec + v]\n"
+          "                for v in T.serial(vec):\n"
+          "                    part[0] += xs[v].astype(acc_t) * ws[v].astype(acc_t)\n"
+          "            total = T.alloc_local((1,), acc_t)\n"
+          "            with T.attr(T.comm_reducer(lambda p, q: p + q, [T.cast(0, acc_t)]), \"reduce_scope\",\n"
+          "                        T.reinterpret(T.uint64(0), dtype=\"handle\")):\n"
+          "                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), part[0], True, total[0], tk, dtype=\"handle\"))\n"
+          "            Y[bn * rows + tn] = total[0]\n"
+          "    return main\n"
+          "k = gemv(6, 512, 2, 32)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto x = randomData(K, 51), w = randomData((size_t)N * K, 52);
+    // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
+    for (auto *v : {&x, &w})
+        for (auto &e : *v) e = std::round(e * 64) / 64;
+    std::vector<double> y(N, std::nan("")), want(N, 0.0);
+    for (int n = 0; n < N; ++n)
+        for (int k = 0; k < K; ++k) want[(size_t)n] += x[(size_t)k] * w[(size_t)n * K + k];
+    runLaunches(r, "k", {{"X", &x}, {"W", &w}, {"Y", &y}}, 1);
+    expectNear(y, want, 2e-3, "Y"); // the float16 result
+}
+
+// Another combiner, in a loop (the scratch is written again each row: a barrier must keep the next row's
+// writes after this row's reads), over coordinate 0 of threads=(4, 16) (groups of 4 neighbouring threads),
+// and over both coordinates at once (the whole block) into a T.alloc_var.
+TEST(LowerSimCompat, ThreadAllreduceMaxPerGroupInALoop) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((3, 64), \"float32\"), G: T.Tensor((3, 16), \"float32\"), S: T.Tensor((3,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=(4, 16)) as bx:\n"
+          "        i = T.get_thread_binding(0)\n"
+          "        j = T.get_thread_binding(1)\n"
+          "        m = T.alloc_local((1,), \"float32\")\n"
+          "        s = T.alloc_var(\"float32\")\n"
+          "        for row in T.serial(3):\n"
+          "            with T.attr(T.comm_reducer(lambda a, b: T.max(a, b), [-T.infinity(\"float32\")]), \"reduce_scope\", 0):\n"
+          "                T.tvm_thread_allreduce(T.uint32(1), A[row, j * 4 + i], True, m[0], i)\n"
+          "            with T.attr(T.comm_reducer(lambda a, b: a + b, [0.0]), \"reduce_scope\", 0):\n"
+          "                T.tvm_thread_allreduce(T.uint32(1), m[0], True, s, j, i)\n"
+          "            if i == 3:\n"
+          "                G[row, j] = m[0]\n"
+          "            if i + j == 0:\n"
+          "                S[row] = s\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto a = randomData(3 * 64, 61);
+    std::vector<double> g(3 * 16, std::nan("")), s(3, std::nan("")), wantG(3 * 16), wantS(3, 0.0);
+    for (int row = 0; row < 3; ++row)
+        for (int j = 0; j < 16; ++j) {
+            double m = -INFINITY;
+            for (int i = 0; i < 4; ++i) m = std::max(m, a[(size_t)row * 64 + j * 4 + i]);
+            wantG[(size_t)row * 16 + j] = m, wantS[(size_t)row] += 4 * m;
+        }
+    runLaunches(r, "k", {{"A", &a}, {"G", &g}, {"S", &s}}, 1);
+    expectNear(g, wantG, 0, "G");
+    expectNear(s, wantS, 1e-5, "S");
 }
