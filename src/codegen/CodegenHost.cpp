@@ -252,8 +252,9 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         };
         for (auto &m : k.tensorMaps) {
             maps.push_back(mapText(k, m, hp));
-            rule("(uintptr_t)" + sig.names[maps.back().param] + " % 16 == 0");
-            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ") % 16 == 0");
+            const std::string align = " % " + std::to_string(TensorMap::kAlignment) + " == 0";
+            rule("(uintptr_t)" + sig.names[maps.back().param] + align);
+            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ")" + align);
         }
         // What the lowering assumed for wider tile transfers (Kernel::assumptions), exactly.
         for (auto &a : k.assumptions) {
