@@ -6,14 +6,23 @@
  *    PTX the driver JIT-compiles (a file compiled for sm_80 only), against a float64 reference;
  *  - "no code for this device" from a file whose images fit no device;
  *  - eight threads without a context launching at once into a fresh module (the lazy, locked load);
- *  - unload and reload; a second context of its own.
+ *  - unload and reload; a second context of its own;
+ *  - a clustered persistent GEMM (cluster.tile): the launcher asks cuOccupancyMaxActiveClusters at each launch
+ *    and starts that many clusters (no more than the work's cluster units), the planned SMs / 2 where the query
+ *    fails. check.c defines cuOccupancyMaxActiveClusters and cuLaunchKernelEx itself, so the generated code
+ *    calls these: they forward to the driver's (dlsym, RTLD_NEXT), record the driver's answer and the grid of
+ *    clustered launches, and on request make the query fail or answer 3.
  * Prints one line per check and "binary mode: N checks, M failed"; exit status 1 when one failed. */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include "cluster.h"
+#include "cluster_plan.h"
 #include "gemm.h"
 #include "gemm_jit.h"
 #include "gemm_none.h"
 #include "kernels.h"
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -87,6 +96,28 @@ static int axpbyOnce(int64_t n, float alpha, CUstream stream, const char *what) 
     return s == TILEC_SUCCESS && bad == 0;
 }
 
+/* C = A B in float64 (row-major, A m x k, B k x n), and sum_k |a_ik b_kj| for the bound. */
+static void reference(const uint16_t *a, const uint16_t *b, int m, int n, int k, double *ref, double *mag) {
+    for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) ref[(size_t)i * n + j] = 0, mag[(size_t)i * n + j] = 0;
+        for (int q = 0; q < k; ++q) {
+            double x = fromHalf(a[(size_t)i * k + q]);
+            for (int j = 0; j < n; ++j) {
+                double p = x * fromHalf(b[(size_t)q * n + j]);
+                ref[(size_t)i * n + j] += p, mag[(size_t)i * n + j] += fabs(p);
+            }
+        }
+    }
+}
+
+/* The elements of a float16 C outside CONTRACT.md's GEMM bound (u = 2^-11): |C - R| <= 4 u mag + u |R|. */
+static long outside(const uint16_t *c, const double *ref, const double *mag, size_t n) {
+    const double u = ldexp(1.0, -11);
+    long bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += !(fabs(fromHalf(c[i]) - ref[i]) <= 4 * u * mag[i] + u * fabs(ref[i]));
+    return bad;
+}
+
 /* ---- the GEMM (C = A B, 256 x 256 x 256, float16, float accumulation) ---- */
 enum { GM = 256, GN = 256, GK = 256 };
 typedef tilec_status (*gemm_fn)(const void *, const void *, void *, cudaStream_t);
@@ -107,24 +138,88 @@ static void gemmOnce(gemm_fn fn, const char *what, tilec_status want) {
         checkStatus(s, want, what);
     } else {
         cuMemcpyDtoH(c, dc, sizeof c);
-        int bad = 0;
-        const double u = ldexp(1.0, -11);
-        for (int i = 0; i < GM; ++i)
-            for (int j = 0; j < GN; ++j) {
-                double r = 0, mag = 0;
-                for (int k = 0; k < GK; ++k) {
-                    double p = fromHalf(a[i * GK + k]) * fromHalf(b[k * GN + j]);
-                    r += p, mag += fabs(p);
-                }
-                double got = fromHalf(c[i * GN + j]);
-                bad += !(fabs(got - r) <= 4 * u * mag + u * fabs(r));
-            }
+        static double ref[GM * GN], mag[GM * GN];
+        reference(a, b, GM, GN, GK, ref, mag);
+        int bad = (int)outside(c, ref, mag, GM * GN);
         char d[160];
         snprintf(d, sizeof d, "status %d, %d of %d elements outside the bound, first call %.1f ms", (int)s, bad,
                  GM * GN, ms);
         check(s == TILEC_SUCCESS && bad == 0, what, d);
     }
     cuMemFree(da), cuMemFree(db), cuMemFree(dc);
+}
+
+/* ---- the clustered GEMM: the launch's clusters are the driver's occupancy answer ---- */
+static int occupancyMode;             /* 0: the driver's answer; -1: the query fails; n > 0: answer n */
+static int queries, lastActive;       /* queries made; the driver's last answer (-1: it failed) */
+static unsigned lastGrid, lastCluster; /* the last clustered launch (only the single-threaded part has any) */
+
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config) {
+    CUresult (*real)(int *, CUfunction, const CUlaunchConfig *) = NULL;
+    void *p = dlsym(RTLD_NEXT, "cuOccupancyMaxActiveClusters");
+    memcpy(&real, &p, sizeof p);
+    CUresult r = real ? real(numClusters, func, config) : CUDA_ERROR_NOT_FOUND;
+    ++queries;
+    lastActive = r == CUDA_SUCCESS ? *numClusters : -1;
+    if (occupancyMode < 0) return CUDA_ERROR_NOT_SUPPORTED;
+    if (occupancyMode > 0 && r == CUDA_SUCCESS) *numClusters = occupancyMode;
+    return r;
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra) {
+    CUresult (*real)(const CUlaunchConfig *, CUfunction, void **, void **) = NULL;
+    void *p = dlsym(RTLD_NEXT, "cuLaunchKernelEx");
+    memcpy(&real, &p, sizeof p);
+    for (unsigned i = 0; i < config->numAttrs; ++i)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            lastGrid = config->gridDimX, lastCluster = config->attrs[i].value.clusterDim.x;
+    return real ? real(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
+}
+
+enum { CM = 4096, CN = 2048, CK = 128, CUNITS = (CM / 128) * (CN / 256) / 2 };
+
+static void clusterChecks(int sms) {
+    size_t na = (size_t)CM * CK, nb = (size_t)CK * CN, nc = (size_t)CM * CN;
+    uint16_t *a = malloc(na * 2), *b = malloc(nb * 2), *c = malloc(nc * 2);
+    double *ref = malloc(nc * sizeof(double)), *mag = malloc(nc * sizeof(double));
+    unsigned seed = 11;
+    for (size_t i = 0; i < na; ++i) a[i] = toHalf(uniform(&seed));
+    for (size_t i = 0; i < nb; ++i) b[i] = toHalf(uniform(&seed));
+    reference(a, b, CM, CN, CK, ref, mag);
+    CUdeviceptr da, db, dc;
+    cuMemAlloc(&da, na * 2), cuMemAlloc(&db, nb * 2), cuMemAlloc(&dc, nc * 2);
+    cuMemcpyHtoD(da, a, na * 2), cuMemcpyHtoD(db, b, nb * 2);
+    /* SMs / 2 at the planned blocks per SM, what the launcher falls back to */
+    const int fallback = sms * CLUSTER_BLOCKS_PER_SM / 2;
+    const struct { int mode; const char *what; } runs[] = {
+        {0, "clustered gemm: the driver's cuOccupancyMaxActiveClusters"},
+        {0, "clustered gemm again: asked again (nothing cached)"},
+        {3, "clustered gemm, the query answering 3: 3 clusters walk every unit"},
+        {-1, "clustered gemm, the query failing: SMs / 2 clusters"},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; ++r) {
+        occupancyMode = runs[r].mode;
+        lastGrid = lastCluster = 0, lastActive = -2;
+        int before = queries;
+        cuMemsetD8(dc, 0xff, nc * 2);
+        tilec_status s = cluster_g((const void *)da, (const void *)db, (void *)dc, 0);
+        if (s == TILEC_SUCCESS) cuCtxSynchronize();
+        cuMemcpyDtoH(c, dc, nc * 2);
+        long bad = outside(c, ref, mag, nc);
+        int active = runs[r].mode > 0 ? runs[r].mode : runs[r].mode < 0 ? fallback : lastActive;
+        unsigned want = 2u * (unsigned)(CUNITS < active ? CUNITS : active);
+        char d[240];
+        snprintf(d, sizeof d, "status %d, %ld of %ld elements outside the bound, %d quer%s (driver: %d), grid %u in "
+                 "clusters of %u, want %u (%d units, %d SMs)", (int)s, bad, (long)nc, queries - before,
+                 queries - before == 1 ? "y" : "ies", lastActive, lastGrid, lastCluster, want, CUNITS, sms);
+        /* the driver itself must answer (else the first runs would test the fallback only) */
+        check(s == TILEC_SUCCESS && bad == 0 && queries - before == 1 && lastCluster == 2 && lastGrid == want &&
+                  (runs[r].mode != 0 || lastActive > 0),
+              runs[r].what, d);
+    }
+    occupancyMode = 0;
+    cuMemFree(da), cuMemFree(db), cuMemFree(dc);
+    free(a), free(b), free(c), free(ref), free(mag);
 }
 
 /* ---- threads without a context, launching into a module not loaded yet ---- */
@@ -176,6 +271,10 @@ int main(void) {
     /* sm_90a answers with the TMA variant: 128 threads and a producer warpgroup; 96 KiB of ring, six mbarriers
      * and the slack that lets the kernel align its tiles to 1024 bytes. */
     check(g_shared_bytes(90) == 108416 && g_threads(90) == 256, "gemm queries: the TMA variant (108416 bytes, 256 threads)", "");
+    int sms = 0;
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (major * 10 + minor == 90) clusterChecks(sms);
+    else printf("SKIP clustered gemm: compiled for sm_90a only\n");
 
     /* Unload everything of kernels.c, then eight context-less threads race to load it again. */
     checkStatus(axpby_f32_unload(), TILEC_SUCCESS, "unload");

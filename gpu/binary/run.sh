@@ -10,11 +10,11 @@ LIB=$CUDA/lib64/stubs
 [ -e "$LIB/libcuda.so" ] || LIB=$CUDA/targets/x86_64-linux/lib/stubs
 CC=${CC:-cc}
 cd "$DIR"
-for f in kernels gemm gemm_jit gemm_none; do
+for f in kernels gemm gemm_jit gemm_none cluster; do
     $CC -std=c11 -Wall -Wextra -Werror -O2 -fPIC -I"$CUDA/include" -c $f.c -o $f.o
 done
-$CC -std=c11 -Wall -Werror -O2 -I"$CUDA/include" -I. check.c kernels.o gemm.o gemm_jit.o gemm_none.o \
-    -L"$LIB" -lcuda -pthread -lm -o check
+$CC -std=c11 -Wall -Werror -O2 -I"$CUDA/include" -I. check.c kernels.o gemm.o gemm_jit.o gemm_none.o cluster.o \
+    -L"$LIB" -lcuda -ldl -pthread -lm -o check
 echo "check links: $(ldd ./check | awk '/cuda|cudart/ {print $1}' | tr '\n' ' ')"
 timeout 120 ./check
 if command -v compute-sanitizer >/dev/null; then

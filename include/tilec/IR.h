@@ -327,6 +327,8 @@ struct Param {
 /// the tensor's whole shape as dimensions (innermost first), boxes of `box` elements per dimension (innermost
 /// first), the shared-memory swizzle span in bytes (128, 64 or 32). Lowering plans it; codegen prints it.
 struct TensorMap {
+    /// TMA's rule for the encoded tensor: its base address and byte strides are multiples of this.
+    static constexpr int kAlignment = 16;
     Buffer tensor;             ///< a global tensor parameter
     std::vector<int64_t> box;  ///< innermost first, one entry per tensor dimension
     int swizzleBytes = 128;

@@ -246,29 +246,56 @@ __attribute__((unused)) static tilec_status tilec_device_sm(int *sm, int *sms) {
     return TILEC_SUCCESS;
 }
 
-static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
-                             unsigned cluster, cudaStream_t stream, void **args) {
 #if CUDA_VERSION >= 12000
-    CUlaunchAttribute attr[1];
+/* A launch in clusters of `cluster` consecutive blocks along x (no cluster attribute when it is 1). */
+static void tilec_launch_config(CUlaunchConfig *config, CUlaunchAttribute *attr, int64_t gx, int64_t gy, int64_t gz,
+                                unsigned threads, unsigned shared, unsigned cluster, cudaStream_t stream) {
     attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr[0].value.clusterDim.x = cluster;
     attr[0].value.clusterDim.y = 1;
     attr[0].value.clusterDim.z = 1;
+    config->gridDimX = (unsigned)gx;
+    config->gridDimY = (unsigned)gy;
+    config->gridDimZ = (unsigned)gz;
+    config->blockDimX = threads;
+    config->blockDimY = 1;
+    config->blockDimZ = 1;
+    config->sharedMemBytes = shared;
+    config->hStream = stream;
+    config->attrs = cluster > 1 ? attr : NULL;
+    config->numAttrs = cluster > 1 ? 1 : 0;
+}
+#endif
+
+static CUresult tilec_launch(CUfunction fn, int64_t gx, int64_t gy, int64_t gz, unsigned threads, unsigned shared,
+                             unsigned cluster, cudaStream_t stream, void **args) {
+#if CUDA_VERSION >= 12000
+    CUlaunchAttribute attr[1];
     CUlaunchConfig config;
-    config.gridDimX = (unsigned)gx;
-    config.gridDimY = (unsigned)gy;
-    config.gridDimZ = (unsigned)gz;
-    config.blockDimX = threads;
-    config.blockDimY = 1;
-    config.blockDimZ = 1;
-    config.sharedMemBytes = shared;
-    config.hStream = stream;
-    config.attrs = cluster > 1 ? attr : NULL;
-    config.numAttrs = cluster > 1 ? 1 : 0;
+    tilec_launch_config(&config, attr, gx, gy, gz, threads, shared, cluster, stream);
     return cuLaunchKernelEx(&config, fn, args, NULL);
 #else
     if (cluster > 1) return CUDA_ERROR_NOT_SUPPORTED;
     return cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, threads, 1, 1, shared, stream, args, NULL);
+#endif
+}
+
+/* How many clusters of `cluster` blocks of kernel `fn` the device holds at once (GPCs pack clusters, not SMs),
+ * asked of the driver at each launch: nothing cached, so graph capture, several threads and several contexts
+ * are safe. 0 where the driver cannot say (the query fails, or headers older than CUDA 12 lack it): the
+ * launcher then plans with its own estimate. */
+__attribute__((unused)) static int tilec_active_clusters(CUfunction fn, unsigned threads, unsigned shared,
+                                                         unsigned cluster, cudaStream_t stream) {
+#if CUDA_VERSION >= 12000
+    CUlaunchAttribute attr[1];
+    CUlaunchConfig config;
+    int active = 0;
+    tilec_launch_config(&config, attr, cluster, 1, 1, threads, shared, cluster, stream);
+    if (cuOccupancyMaxActiveClusters(&active, fn, &config) != CUDA_SUCCESS) return 0;
+    return active;
+#else
+    (void)fn, (void)threads, (void)shared, (void)cluster, (void)stream;
+    return 0;
 #endif
 }
 

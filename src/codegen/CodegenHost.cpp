@@ -252,8 +252,9 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         };
         for (auto &m : k.tensorMaps) {
             maps.push_back(mapText(k, m, hp));
-            rule("(uintptr_t)" + sig.names[maps.back().param] + " % 16 == 0");
-            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ") % 16 == 0");
+            const std::string align = " % " + std::to_string(TensorMap::kAlignment) + " == 0";
+            rule("(uintptr_t)" + sig.names[maps.back().param] + align);
+            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ")" + align);
         }
         // What the lowering assumed for wider tile transfers (Kernel::assumptions), exactly.
         for (auto &a : k.assumptions) {
@@ -330,16 +331,20 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             std::string units = k.clusterSize > 1 ? "grid_x * grid_y * grid_z / " + cm : "grid_x * grid_y * grid_z";
             std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
             if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
-            if (clustered) {
-                // How many clusters the device co-schedules is the runtime's to say (GPCs pack them, not SMs);
-                // asked at every launch (nothing cached, so graph capture and several threads are safe), the
-                // planned blocks per SM in pairs where the query fails.
-                s += in + "int active = 0;\n";
-                s += in + "if (cudaOccupancyMaxActiveClusters(&active, reinterpret_cast<const void *>(&" + v.symbol +
-                     "), &config) != cudaSuccess) {\n";
-                s += in + "    (void)cudaGetLastError(); // the query's own error: not the launch's to report\n";
-                s += in + "    active = 0;\n";
-                s += in + "}\n";
+            if (k.clusterSize > 1) {
+                // How many clusters the device co-schedules is the runtime's (binary mode: the driver's) to say:
+                // GPCs pack them, not SMs. Asked at every launch (nothing cached, so graph capture and several
+                // threads are safe); the planned blocks per SM in pairs where the query fails.
+                if (clustered) {
+                    s += in + "int active = 0;\n";
+                    s += in + "if (cudaOccupancyMaxActiveClusters(&active, reinterpret_cast<const void *>(&" + v.symbol +
+                         "), &config) != cudaSuccess) {\n";
+                    s += in + "    (void)cudaGetLastError(); // the query's own error: not the launch's to report\n";
+                    s += in + "    active = 0;\n";
+                    s += in + "}\n";
+                } else {
+                    s += in + "const int active = tilec_active_clusters(fn, " + threads + ", " + shared + ", " + cm + ", stream);\n";
+                }
                 resident = "(active > 0 ? (int64_t)active : " + resident + ")";
             }
             std::string fewer = units + " < " + resident + " ? " + units + " : " + resident;

@@ -56,6 +56,21 @@ std::optional<TmaTile> planTmaTile(const Copy &c) {
     return t;
 }
 
+std::string tmaNeverHolds(const Buffer &tensor) {
+    // Compact row-major: dimension d's stride is the element size times the extents inside it, constant as long
+    // as they are.
+    int64_t stride = tensor->dtype.bytes();
+    for (size_t d = tensor->shape.size(); d-- > 1;) {
+        auto e = constInt(tensor->shape[d]);
+        if (!e || *e <= 0) break;
+        stride *= *e;
+        if (stride % TensorMap::kAlignment)
+            return "'" + tensor->name + "' has a stride of " + std::to_string(stride) + " bytes (dimension " + std::to_string(d - 1) +
+                   "), not a multiple of " + std::to_string(TensorMap::kAlignment) + ": TMA's rules can never hold for it";
+    }
+    return "";
+}
+
 namespace {
 
 /// The K of one wgmma for the operand types, 0 when wgmma does not take them; `kMajorOnly` when the shared

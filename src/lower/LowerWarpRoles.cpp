@@ -256,6 +256,10 @@ class Lowerer {
                         "along one dimension and its columns, a multiple of 32 bytes, along the innermost)");
             return Seq::make({}, c.loc);
         }
+        if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) {
+            fail(c.loc, "T.tma_copy: " + never);
+            return Seq::make({}, c.loc);
+        }
         for (auto &e : t->coords)
             if (!mentionedBuffers(Evaluate::make(e), nullptr).empty()) {
                 fail(c.loc, "T.tma_copy: a tile position that reads a buffer is not supported");

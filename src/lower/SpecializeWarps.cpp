@@ -244,7 +244,7 @@ class Specializer {
             auto c = as<Copy>(top[i]);
             if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
             auto t = planTmaTile(*c);
-            if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsBuffers)) continue;
+            if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsBuffers) || !tmaNeverHolds(t->map.tensor).empty()) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
                 if (j != i && j != at) alone = !mentionedBuffers(top[j], nullptr).count(c->dst.buffer.get());
@@ -268,6 +268,7 @@ class Specializer {
         for (auto *c : split.hoisted) {
             auto t = planTmaTile(*c);
             if (!t) return no("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
+            if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return no(never + " (no TMA variant)");
             for (auto &e : t->coords)
                 if (readsBuffers(e)) return no("a copy's position reads a buffer");
             tiles.push_back(*t);

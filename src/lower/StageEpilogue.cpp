@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/Staging.h"
 
 #include <spdlog/spdlog.h>
@@ -119,6 +120,7 @@ class Stager : public IRMutator {
             return "stmatrix stores 16-bit elements: '" + e.out->name + "' is " + std::string(out.name());
         if (acc.kind != DType::Float32 && !(acc.kind == DType::Float16 && out.kind == DType::Float16))
             return "the accumulators are " + std::string(acc.name()) + " (float32, or float16 into float16, can be staged)";
+        if (auto never = tmaNeverHolds(e.out); !never.empty()) return never;
         if (statementsUsing(e.out, k_.body) != 1) return "'" + e.out->name + "' is accessed by other statements too (a TMA store is not ordered with them)";
         if (l.warpsM % 4 || l.warpsM / 4 * l.warpsN * 128 != roles_.consumerThreads) return "the accumulator's split is not the consumer warpgroups'";
         wgM_ = l.warpsM / 4, wgN_ = l.warpsN;

@@ -52,7 +52,8 @@ generate() {
     local line
     if "$TILEC" "$file" -o "$OUTDIR/$name.cu" "$@" "${extra[@]}" >"$log" 2>&1; then
         line=$(printf '%s\tok\t%s' "$name" "${#extra[@]} extra args")
-    elif [ ${#extra[@]} -gt 0 ] && "$TILEC" "$file" -o "$OUTDIR/$name.cu" "$@" >>"$log" 2>&1; then
+    elif [ ${#extra[@]} -gt 0 ] && "$TILEC" "$file" -o "$OUTDIR/$name.cu" "$@" >"$log.retry" 2>&1; then
+        cat "$log.retry" >>"$log" && rm -f "$log.retry"
         line=$(printf '%s\tok\twithout the extra kernels of gpu/examples.txt (tilec rejected them: see %s)' \
             "$name" "$log")
     elif [ "${TILEC_GPU_FAKE:-0}" = 1 ] && python3 tools/gpu/fake.py "$TILEC" "$file" "$name" "$OUTDIR" "$@" \
@@ -64,6 +65,13 @@ generate() {
         line=$(printf '%s\tfailed\t%s' "$name" "${why:-tilec failed, see $log}")
         rm -f "$OUTDIR/$name.cu" "$OUTDIR/$name.h"
     fi
+    # A run without the extra kernels that failed too reports the first run's diagnostics less the extra
+    # kernels' (tilec reports each once): its log is kept only where it has lines the first run's lacks, so the
+    # log does not show every diagnostic twice.
+    if [ -s "$log.retry" ] && grep -qvxFf "$log" "$log.retry"; then
+        { echo "== again without the extra kernels of gpu/examples.txt:"; cat "$log.retry"; } >>"$log"
+    fi
+    rm -f "$log.retry"
     printf '%s\n' "$line" >"$OUTDIR/$name.manifest-line"
     [ -s "$log" ] || rm -f "$log"
 }

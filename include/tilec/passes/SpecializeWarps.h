@@ -30,6 +30,11 @@ struct TmaTile {
 /// The TMA load of a global-to-shared copy into a whole 2-D shared buffer, if TMA can do it (see below).
 std::optional<TmaTile> planTmaTile(const ir::Copy &c);
 
+/// Why TMA's rules (TensorMap::kAlignment) can hold for no arguments of global tensor `tensor`: a byte stride
+/// that is a compile-time constant not a multiple of it; empty when they may hold. A variant with a tensor map
+/// of it would always be rejected at launch, so the passes do not make one.
+std::string tmaNeverHolds(const ir::Buffer &tensor);
+
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const ir::Gemm &g);
 
