@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/VectorizeAccesses.h"
 
 #include <algorithm>
 
@@ -309,6 +310,7 @@ class KernelPrinter {
     void loop(const For &f, int level) {
         if (f.forKind == ForKind::Persistent) return tileLoop(f, level);
         if (auto t = matchTransfer(f)) return transfer(*t, level, f.loc);
+        if (auto c = passes::matchPairConversion(f)) return pairConversion(*c, f, level);
         auto saved = ep_.ranges;
         passes::addLoopRange(ep_.ranges, f);
         std::string v = name(f.var), type = deviceType(f.var->dtype);
@@ -344,6 +346,23 @@ class KernelPrinter {
             else line(level, fn + "(" + m + ", " + r + ");", at);
         }
         if (!t.load && t.cond) line(level - 1, "}");
+    }
+
+    /// Lanes 2i and 2i + 1 converted by one instruction into one 32-bit register (stdlib/tilec/types.cuh).
+    void pairConversion(const passes::PairConversion &c, const For &f, int level) {
+        std::string regs = name(c.store->buffer.get());
+        auto lane = [&](int64_t v) {
+            passes::VarMap m{{f.var.get(), intImm(v, f.var->dtype)}};
+            Stmt one = passes::simplifyIndices(passes::substitute(f.body, m));
+            auto st = as<Store>(one);
+            TILEC_ASSERT(st && as<Cast>(st->value), "a pair conversion lost its store");
+            return std::make_pair(st->indices[0], ep_.print(as<Cast>(st->value)->value));
+        };
+        for (int64_t v = 0; v < c.lanes; v += 2) {
+            auto [index, lo] = lane(v);
+            std::string hi = lane(v + 1).second;
+            line(level, "tilec::cast_pair(&" + regs + "[" + ep_.print(index) + "], " + lo + ", " + hi + ");", f.loc);
+        }
     }
 
     void atomicAdd(const AtomicAdd &a, int level) {

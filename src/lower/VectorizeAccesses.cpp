@@ -51,6 +51,30 @@ bool mentionsAny(const Expr &e, const std::set<const VarNode *> &vars) {
     return false;
 }
 
+/// The base of `index` as `base + lane` with base aligned to `width`, or null.
+Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
+    auto lin = linearIn(index, lane);
+    if (!lin || lin->second != 1) return nullptr;
+    Expr base = lin->first ? lin->first : intImm(0, index->dtype);
+    return knownMultiple(base) % width == 0 ? base : nullptr;
+}
+
+/// Does the body load `b` anywhere?
+bool loadsOtherwise(const Stmt &body, const BufferNode *b) {
+    struct F : IRVisitor {
+        using IRVisitor::visit;
+        const BufferNode *b;
+        bool found = false;
+        void visit(const Load &op) override {
+            found |= op.buffer.get() == b;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.b = b;
+    f.visit(body);
+    return f.found;
+}
+
 class Vectorizer : public IRMutator {
   public:
     using IRMutator::visit;
@@ -61,21 +85,18 @@ class Vectorizer : public IRMutator {
         auto f = as<For>(s);
         if (!f || f->forKind != ForKind::Vectorized) return s;
         auto width = constInt(f->extent);
-        if (!width || *width < 2) return plain(*f);
-        return vectorize(*f, *width);
+        if (!width || *width < 2) return plain(s, *f);
+        return vectorize(s, *f, *width);
     }
 
   private:
     int counter_ = 0;
 
-    static Stmt plain(const For &f) { return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc); }
-
-    /// The base of `index` as `base + lane` with base aligned to `width`, or null.
-    static Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
-        auto lin = linearIn(index, lane);
-        if (!lin || lin->second != 1) return nullptr;
-        Expr base = lin->first ? lin->first : intImm(0, index->dtype);
-        return knownMultiple(base) % width == 0 ? base : nullptr;
+    /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
+    /// lanes at a time).
+    static Stmt plain(const Stmt &s, const For &f) {
+        if (matchPairConversion(f)) return s;
+        return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc);
     }
 
     struct Hoisted {
@@ -83,7 +104,7 @@ class Vectorizer : public IRMutator {
         Buffer temp;
     };
 
-    Stmt vectorize(const For &f, int64_t width) {
+    Stmt vectorize(const Stmt &loop, const For &f, int64_t width) {
         const VarNode *lane = f.var.get();
         Inside in;
         in.visit(f.body);
@@ -174,31 +195,16 @@ class Vectorizer : public IRMutator {
             sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
             s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
         }
-        if (loads.empty() && sunk.empty()) return plain(f);
+        if (loads.empty() && sunk.empty()) return plain(loop, f);
 
         std::vector<Stmt> out;
         for (auto &h : loads)
             out.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0,
                                     Store::make(h.temp, {Expr(f.var)}, h.original, f.loc), f.loc));
-        out.push_back(For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, Seq::make(stmts, f.loc), f.loc));
+        Stmt rest = For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, Seq::make(stmts, f.loc), f.loc);
+        out.push_back(plain(rest, *as<For>(rest)));
         for (auto &s : sunk) out.push_back(s);
         return Seq::make(std::move(out), f.loc);
-    }
-
-    /// Does the body still load `b` (after the hoisting) anywhere?
-    static bool loadsOtherwise(const Stmt &body, const BufferNode *b) {
-        struct F : IRVisitor {
-            using IRVisitor::visit;
-            const BufferNode *b;
-            bool found = false;
-            void visit(const Load &op) override {
-                found |= op.buffer.get() == b;
-                IRVisitor::visit(op);
-            }
-        } f;
-        f.b = b;
-        f.visit(body);
-        return f.found;
     }
 
   public:
@@ -210,6 +216,23 @@ class Vectorizer : public IRMutator {
 };
 
 } // namespace
+
+std::optional<PairConversion> matchPairConversion(const For &f) {
+    auto lanes = constInt(f.extent);
+    auto st = as<Store>(f.body);
+    if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 2 || *lanes % 2 || !st ||
+        st->buffer->scope != Scope::Local || st->indices.size() != 1)
+        return std::nullopt;
+    const DType t = st->buffer->dtype;
+    auto c = as<Cast>(st->value);
+    if ((t.kind != DType::Float16 && t.kind != DType::BFloat16) || !c || c->dtype != t ||
+        c->value->dtype.kind != DType::Float32)
+        return std::nullopt;
+    Expr base = alignedBase(st->indices[0], f.var.get(), 2);
+    // Both lanes' values are computed before either is stored: e must not read what the loop writes.
+    if (!base || mentions(base, f.var.get()) || loadsOtherwise(f.body, st->buffer.get())) return std::nullopt;
+    return PairConversion{st, base, *lanes};
+}
 
 Program vectorizeAccesses(const Program &p) {
     Program out;

@@ -86,6 +86,18 @@ template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *sm
            ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (layout << 62);
 }
 
+/// A descriptor `units` 16-byte units further into its tile: the sum of the start-address fields, as a 32-bit
+/// add of the low word. The field stays below 2^14 (shared addresses are below 2^18), so nothing carries out
+/// of it and this equals the 64-bit sum; unlike that sum, ptxas keeps it in uniform registers (one UIADD3
+/// per instruction, no R2UR of a vector-register sum), as it does the base.
+__device__ __forceinline__ uint64_t descriptor_plus(uint64_t desc, unsigned units) {
+    return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + units);
+}
+
+/// This thread's warpgroup among the consumers, threadIdx.x / 128, broadcast from lane 0 so that ptxas knows
+/// it is uniform: the descriptors made from it are then computed in uniform registers.
+__device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xffffffffu, threadIdx.x / 128, 0); }
+
 // Placeholder lists "%0, %1, ..." of 2..128 accumulator registers, and the seven operand numbers that follow
 // them: SS: descriptor A, descriptor B, scale-d, trans-a, trans-b (two unused); RS: descriptor B, scale-d,
 // trans-b, the four A registers.
@@ -256,7 +268,7 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
         static_assert(!BNMajor || N0 % Wb == 0 || Width == Nw,
                       "an N-major B is split into instructions at panel boundaries only (N / WgN % W == 0)");
         constexpr unsigned off = BNMajor ? (N0 / Wb) * BPanelBytes : N0 * SwzB;
-        const uint64_t dbi = db + (off >> 4);
+        const uint64_t dbi = descriptor_plus(db, off >> 4);
         auto issue = [&](float *df, uint32_t *du) { mma<Width, K, TnspA, TnspB>(df, du, da, dbi); };
         if constexpr (std::is_same_v<TC, float>) {
             issue(acc + N0 / 2, nullptr);
@@ -349,8 +361,8 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     // Descriptor strides. K-major: SBO = 8 rows of the panel, LBO unused (1). MN-major: SBO = 8 K-rows, LBO =
     // the next panel (the next SwzBytes of M or N).
     constexpr unsigned APanel = (TransA ? K : M) * SwzA, BPanel = (TransB ? N : K) * SwzB;
-    const unsigned wg = threadIdx.x / 128;
-    const unsigned wgm = wg % WgM, wgn = wg / WgM;
+    const unsigned wg = WgM * WgN == 1 ? 0 : warpgroup_index();
+    const unsigned wgm = WgM == 1 ? 0 : wg % WgM, wgn = WgN == 1 ? 0 : wg / WgM;
     const unsigned aOff = TransA ? (wgm * Mw / Wa) * APanel : wgm * Mw * SwzA;
     const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
     const uint64_t da0 = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(a) + aOff, TransA ? APanel : 16,
@@ -370,7 +382,7 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
         for (int mi = 0; mi < MT; ++mi) {
             const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
             mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
-                acc + mi * (Nw / 2), da0 + ((kaOff + maOff) >> 4), db0 + (kbOff >> 4));
+                acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));
         }
     }
     wgmma_commit();
@@ -406,7 +418,7 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
     static_assert(TransB || N % Wb == 0, "an N-major B tile is a whole number of panels");
     static_assert(TransB || WgN == 1 || Nw % Wb == 0, "an N-major B splits between warpgroups at panel bounds");
     constexpr unsigned BPanel = (TransB ? N : K) * SwzB;
-    const unsigned wgn = (threadIdx.x / 128) / WgM;
+    const unsigned wgn = WgN == 1 ? 0 : warpgroup_index() / WgM;
     const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
     const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
                                           8 * SwzB);
@@ -421,7 +433,7 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
         for (int mi = 0; mi < MT; ++mi)
             mma_row<Nw, 0, K_, 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(acc + mi * (Nw / 2),
                                                                            a + (mi * KT + ki) * 4,
-                                                                           db0 + (kbOff >> 4));
+                                                                           descriptor_plus(db0, kbOff >> 4));
     }
     wgmma_commit();
     fence_operands<Count>(acc);

@@ -104,6 +104,15 @@ template <class To, class From> __device__ __forceinline__ To cast(From x) {
     }
 }
 
+// Two floats to two adjacent 16-bit floats at dst (4-byte aligned; lo at dst[0]) by one conversion of the pair
+// (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32: round to nearest even, each element exactly as cast<To> rounds it),
+// which lands in one 32-bit register, already packed the way mma and wgmma read 16-bit operands.
+template <class To> __device__ __forceinline__ void cast_pair(To *dst, float lo, float hi) {
+    static_assert(std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16>, "pairs of float16 or bfloat16");
+    if constexpr (std::is_same_v<To, __half>) *reinterpret_cast<__half2 *>(dst) = __floats2half2_rn(lo, hi);
+    else *reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(lo, hi);
+}
+
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // --use_fast_math / "tl.enable_fast_math" (src/codegen/CodegenExpr.cpp): exp2f as nvcc -use_fast_math compiles

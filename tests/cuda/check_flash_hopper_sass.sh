@@ -5,7 +5,8 @@
 #   ptxas: no C7508 (setmaxnreg ignored), 0 bytes of stack frame and spills (of _v0; the cp.async variant beside
 #   it is the portable path's);
 #   SASS: HGMMA with a register A operand (the RS form: P.V with P in registers) and with both operands from
-#   descriptors (QK^T), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG; no HMMA (mma.sync), no LDL/STL.
+#   descriptors (QK^T), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG; no HMMA (mma.sync), no LDL/STL;
+#   in the key-block loop, the conversions in pairs and the descriptors uniform (see there).
 # Prints ptxas's remarks on wgmma (the FA3 schedule is not done: waits between the GEMMs are expected).
 # Without cuobjdump (find_cuobjdump.sh): exit 77 (ctest's SKIP) after the ptxas checks passed.
 # Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR
@@ -51,6 +52,18 @@ expect "HGMMA SS (A and B descriptors)" '\bHGMMA\.[^ ]+ +R[0-9]+, +gdesc' 1
 expect UTMALDG '\bUTMALDG' 1
 expect SYNCS '\bSYNCS' 1
 expect USETMAXREG '\bUSETMAXREG' 1
+# The key-block loop (sass_loop.py): probabilities converted to the RS operand in pairs, one F2FP per A
+# register (4 per RS HGMMA; one element at a time takes twice as many, F2FP or F2F, and a PRMT per register
+# to pack them -- PRMT is printed, not checked: bfloat16 probabilities widened to float use it too);
+# the wgmma descriptors in uniform registers (one base per operand made once, constant offsets by UIADD3:
+# R2UR only for the warpgroup index, against two per descriptor per HGMMA when they were vector sums).
+loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA F2FP F2F PRMT R2UR IADD3) || { echo "FAIL: $loop"; exit 1; }
+echo "$loop" | tr '\n' ' '; echo
+in_loop() { echo "$loop" | awk -v op="$1" '$1 == op { print $2 }'; }
+rs=$(grep -cE '\bHGMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
+cvt=$(($(in_loop F2FP) + $(in_loop F2F)))   # float16: F2FP (one or two elements), bfloat16 one at a time: F2F
+if [ "$cvt" -gt $((4 * rs)) ]; then echo "FAIL: $cvt conversions in the loop: more than 4 per RS HGMMA ($rs)"; fail=1; fi
+if [ "$(in_loop R2UR)" -gt 2 ]; then echo "FAIL: R2UR in the loop: descriptors computed in vector registers"; fail=1; fi
 for op in HMMA LDL STL; do
     if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi
 done

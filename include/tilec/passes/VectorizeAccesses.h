@@ -4,6 +4,8 @@
 
 #include "tilec/IR.h"
 
+#include <optional>
+
 namespace tilec::passes {
 
 /// In every vectorized loop over lane v (made by lowerParallel), moves each global or shared load whose
@@ -11,11 +13,25 @@ namespace tilec::passes {
 /// into a loop of its own that fills a small register array, and likewise each such store (with its check)
 /// out of the loop through a register array. Those loops are what code generation turns into 16-byte
 /// (or narrower) vector loads and stores; the rest of the body becomes an unrolled loop over registers.
-/// A vectorized loop that keeps no such access becomes a plain unrolled loop, so every vectorized loop
-/// left afterwards is one of the two transfer patterns CodegenCUDA.cpp knows:
+/// A vectorized loop that keeps no such access becomes a plain unrolled loop unless it is a pair
+/// conversion (below), so every vectorized loop left afterwards is one of the three patterns code generation
+/// (src/codegen/CodegenKernel.cpp) knows:
 ///   for v: tmp[v] = B[base + v]              (or select(cond, B[base + v], 0))
 ///   for v: B[base + v] = tmp[v]              (optionally inside `if cond`)
+///   for v: R[base + v] = cast(e(v))          (a pair conversion, matchPairConversion)
 /// A base pointer's alignment is the launcher's to check; shared buffers are 16-byte aligned.
 ir::Program vectorizeAccesses(const ir::Program &p);
+
+/// A vectorized loop over an even number of lanes v whose body is the one store R[base + v] = cast(e(v)):
+/// R a register array of float16 or bfloat16, base a known multiple of 2, e a float32 expression that does
+/// not read R. Code generation converts two lanes at once (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32: the same
+/// round-to-nearest-even per element as one at a time) straight into one 32-bit register, which is also the
+/// packed form wgmma and mma read 16-bit operands in.
+struct PairConversion {
+    const ir::Store *store = nullptr;
+    ir::Expr base;    ///< the index of lane 0
+    int64_t lanes = 0;
+};
+std::optional<PairConversion> matchPairConversion(const ir::For &f);
 
 } // namespace tilec::passes
