@@ -466,3 +466,52 @@ TEST(LowerSimCompat, ThreadAllreduceMaxPerGroupInALoop) {
     expectNear(g, wantG, 0, "G");
     expectNear(s, wantS, 1e-5, "S");
 }
+
+// A fragment read transposed (`xl[j, i]` in a nest over (i, j)) that only copies a shared tile, as TileLang's
+// Mamba chunk-state example writes it: the nest reads the shared tile instead (forwardCopies), the copy and
+// the fragment go; the product is the transposed tile, scaled per row, times B, over a pipelined loop.
+TEST(LowerSimCompat, TransposedReadOfASharedTileCopy) {
+    const int L = 96, M = 64, N = 64;
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        SCOPED_TRACE(arch);
+        LowerRun r;
+        r.run("import tilelang.language as T\n"
+              "def chunk_state(L, M, N, bk=32):\n"
+              "    @T.prim_func\n"
+              "    def main(X: T.Tensor((L, M), \"float16\"), Bm: T.Tensor((L, N), \"float16\"),\n"
+              "             S: T.Tensor((L,), \"float32\"), O: T.Tensor((M, N), \"float32\")):\n"
+              "        with T.Kernel(1, threads=128) as bx:\n"
+              "            xs = T.alloc_shared((bk, M), \"float16\")\n"
+              "            xl = T.alloc_fragment((bk, M), \"float16\")\n"
+              "            xt = T.alloc_fragment((M, bk), \"float16\")\n"
+              "            bs = T.alloc_shared((bk, N), \"float16\")\n"
+              "            sc = T.alloc_fragment((bk,), \"float32\")\n"
+              "            acc = T.alloc_fragment((M, N), \"float32\")\n"
+              "            T.clear(acc)\n"
+              "            for k in T.Pipelined(L // bk, num_stages=2):\n"
+              "                T.copy(X[k * bk, 0], xs)\n"
+              "                T.copy(Bm[k * bk, 0], bs)\n"
+              "                T.copy(S[k * bk], sc)\n"
+              "                T.copy(xs, xl)\n"
+              "                for i, j in T.Parallel(M, bk):\n"
+              "                    xt[i, j] = xl[j, i] * sc[j]\n"
+              "                T.gemm(xt, bs, acc)\n"
+              "            T.copy(acc, O)\n"
+              "    return main\n"
+              "k = chunk_state(96, 64, 64)\n",
+              "t.tile", *Target::parse(arch));
+        ASSERT_TRUE(r.lowered) << r.diags();
+        for (auto &b : r.lowered->kernels[0]->allocs) EXPECT_NE(b->name, "xl");
+        auto x = randomData((size_t)L * M, 71), b = randomData((size_t)L * N, 72);
+        // Multiples of 1/64 below 2 in magnitude are float16 values, and the scales powers of two: xt is exact.
+        for (auto *v : {&x, &b})
+            for (auto &e : *v) e = std::round(e * 64) / 64;
+        std::vector<double> s(L), o((size_t)M * N, std::nan("")), want((size_t)M * N, 0.0);
+        for (int l = 0; l < L; ++l) s[(size_t)l] = std::ldexp(1.0, l % 3 - 1);
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n)
+                for (int l = 0; l < L; ++l) want[(size_t)m * N + n] += x[(size_t)l * M + m] * s[(size_t)l] * b[(size_t)l * N + n];
+        runLaunches(r, "k", {{"X", &x}, {"Bm", &b}, {"S", &s}, {"O", &o}}, 1);
+        expectNear(o, want, 1e-4, "O");
+    }
+}
