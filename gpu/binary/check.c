@@ -176,6 +176,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
     return real ? real(config, f, kernelParams, extra) : CUDA_ERROR_NOT_FOUND;
 }
 
+/* cluster_g's shape and tiles as gpu/binary/cluster.tile makes it: 32 x 8 tiles of 128 x 256, in pairs */
 enum { CM = 4096, CN = 2048, CK = 128, CUNITS = (CM / 128) * (CN / 256) / 2 };
 
 static void clusterChecks(int sms) {

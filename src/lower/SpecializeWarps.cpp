@@ -99,21 +99,33 @@ std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, cons
 /// (the seed's 128x128 tile over one consumer warpgroup: one block's epilogue and barrier waits then overlap
 /// the other block's wgmma), else one. The room is 64 registers: at 40 (the 128x128 tile over two consumer
 /// warpgroups, 64 accumulators in 104 registers) ptxas gives up on the wgmma (C7602, insufficient registers).
+/// The 32-bit registers each consumer thread's fragments take.
+int64_t fragmentWords(const Kernel &k, int consumers) {
+    int64_t bytes = 0;
+    for (auto &b : k.allocs)
+        if (b && b->scope == Scope::Fragment) bytes += std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+    return bytes / 4 / consumers;
+}
+
 int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t) {
-    int64_t shared = 1024, fragmentBytes = 0;
-    for (auto &b : k.allocs) {
-        if (!b) continue;
-        int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
-        if (b->scope == Scope::Shared) shared += (bytes + 1023) / 1024 * 1024;
-        if (b->scope == Scope::Fragment) fragmentBytes += bytes;
-    }
-    const int64_t words = fragmentBytes / 4 / consumers;
+    int64_t shared = 1024;
+    for (auto &b : k.allocs)
+        if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+    const int64_t words = fragmentWords(k, consumers);
     const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
     const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
     // Without setmaxnreg (sm_90) every thread keeps its share of the register file at two blocks.
     const int consumerRegs = t.archSpecific ? roleRegisters(consumers, producers, 2, t).second
                                             : (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 2 / (consumers + producers)) / 8 * 8;
     return sharedFits && threadsFit && consumerRegs >= words + 64 ? 2 : 1;
+}
+
+/// The registers ptxas can give each thread of `threads` at `blocks` blocks per SM without setmaxnreg: the
+/// warps are spread over the SM's four sub-partitions, each with a quarter of the register file, so the
+/// fullest one sets the share (nine warps put three on one: 168 registers, as for twelve).
+int partitionRegisters(int threads, int blocks, const Target &t) {
+    const int64_t warps = (int64_t)blocks * ((threads + 31) / 32), fullest = (warps + 3) / 4;
+    return (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 4 / fullest / 32 / 8 * 8);
 }
 
 /// Whether the consumers' code (the kernel's statements and the pipelined loop's rest, ring buffers aside)
@@ -363,6 +375,16 @@ class Specializer {
         // share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
         // blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01).
         const int blocks = plannedBlocks(*nk, C, P, t_);
+        // sm_90 keeps every thread at the launch bound's share: at one block per SM, a producer warp beside
+        // whole consumer warpgroups puts one warp more on a sub-partition and costs the consumers up to a
+        // third of their registers. Where their fragments and the room plannedBlocks keeps no longer fit, the
+        // cp.async variant is the better one: ptxas -v measured 128x256 tiles over 256 threads spilling there
+        // (float16: 112 bytes at 168 registers, none at 224 with cp.async; float8: 820 against 96 bytes).
+        const int shareWith = partitionRegisters(C + P, blocks, t_), shareWithout = partitionRegisters(C, blocks, t_);
+        if (mma && blocks == 1 && shareWith < shareWithout && fragmentWords(*nk, C) + 64 > shareWith)
+            return no("on sm_90 (no setmaxnreg) a producer warp would leave the consumers " + std::to_string(shareWith) +
+                      " registers per thread instead of " + std::to_string(shareWithout) + ", too few for their " +
+                      std::to_string(fragmentWords(*nk, C)) + " fragment registers and 64 more (register budget)");
         const Expr gridTiles = simplify(binary(BinaryOp::Mul, binary(BinaryOp::Mul, k_.grid[0], k_.grid[1]), k_.grid[2]));
         const auto constTiles = constInt(gridTiles);
         ClusterPlan cluster;
