@@ -5,7 +5,6 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/passes/FlattenBuffers.h"
-#include "tilec/passes/ForwardCopies.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
@@ -33,7 +32,7 @@ namespace tilec {
 const std::vector<std::string> &passNames() {
     // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
     static const std::vector<std::string> names = {
-        "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "forwardCopies", "lowerTileOps",  "specializeWarps",
+        "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
         "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "overlapScores", "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
         "swizzleShared",   "planSharedMemory",
@@ -51,8 +50,6 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
     p = ctx.run("lowerWarpRoles", [&] { return passes::lowerWarpRoles(p, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
-    // Fragments read transposed that only copy a shared tile: the reads read the tile.
-    p = ctx.run("forwardCopies", [&] { return passes::forwardCopies(p); }, printProgram);
     // Tile statements that are element-wise at heart become T.Parallel nests.
     p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;
