@@ -53,28 +53,27 @@ std::string sanitize(const std::string &hint) {
     return s;
 }
 
-const char *floatFn(const std::string &name) {
-    static const std::map<std::string, const char *> fns = {
-        {"exp", "exp"},     {"exp2", "exp2"},   {"exp10", "exp10"}, {"log", "log"},     {"log2", "log2"},
-        {"log10", "log10"}, {"sqrt", "sqrt"},   {"rsqrt", "rsqrt"}, {"sin", "sin"},     {"cos", "cos"},
-        {"tan", "tan"},     {"tanh", "tanh"},   {"erf", "erf"},     {"floor", "floor"}, {"ceil", "ceil"},
-        {"trunc", "trunc"}, {"round", "rint"},  {"pow", "pow"},     {"abs", "fabs"},
-    };
-    auto it = fns.find(name);
-    return it == fns.end() ? nullptr : it->second;
-}
+/// A math function of the language as CUDA spells it: `precise` without the float32 suffix (nullptr: printed
+/// by ExprPrinter::call itself), `fast` the float32 form under --use_fast_math, as nvcc -use_fast_math maps
+/// them (CUDA Programming Guide, "Intrinsic Functions"; exp2f there is ex2.approx.ftz, which has no CUDA
+/// intrinsic: tilec::fast_exp2f), nullptr where fast math keeps the precise form.
+struct MathFn {
+    const char *precise;
+    const char *fast;
+};
 
-/// The fast float32 form of a math function under --use_fast_math, as nvcc -use_fast_math maps them (CUDA
-/// Programming Guide, "Intrinsic Functions"); exp2f there is ex2.approx.ftz (-ftz=true), which has no CUDA
-/// intrinsic: tilec::fast_exp2f. Functions not listed keep their precise form.
-const char *fastFloatFn(const std::string &name) {
-    static const std::map<std::string, const char *> fns = {
-        {"exp", "__expf"},     {"exp2", "tilec::fast_exp2f"}, {"exp10", "__exp10f"}, {"log", "__logf"},
-        {"log2", "__log2f"},   {"log10", "__log10f"},         {"sin", "__sinf"},     {"cos", "__cosf"},
-        {"tan", "__tanf"},     {"pow", "__powf"},             {"sigmoid", "tilec::fast_sigmoid"},
+const MathFn *mathFn(const std::string &name) {
+    static const std::map<std::string, MathFn> fns = {
+        {"exp", {"exp", "__expf"}},      {"exp2", {"exp2", "tilec::fast_exp2f"}}, {"exp10", {"exp10", "__exp10f"}},
+        {"log", {"log", "__logf"}},      {"log2", {"log2", "__log2f"}},           {"log10", {"log10", "__log10f"}},
+        {"sqrt", {"sqrt", nullptr}},     {"rsqrt", {"rsqrt", nullptr}},           {"sin", {"sin", "__sinf"}},
+        {"cos", {"cos", "__cosf"}},      {"tan", {"tan", "__tanf"}},              {"tanh", {"tanh", nullptr}},
+        {"erf", {"erf", nullptr}},       {"floor", {"floor", nullptr}},           {"ceil", {"ceil", nullptr}},
+        {"trunc", {"trunc", nullptr}},   {"round", {"rint", nullptr}},            {"pow", {"pow", "__powf"}},
+        {"abs", {"fabs", nullptr}},      {"sigmoid", {nullptr, "tilec::fast_sigmoid"}},
     };
     auto it = fns.find(name);
-    return it == fns.end() ? nullptr : it->second;
+    return it == fns.end() ? nullptr : &it->second;
 }
 
 } // namespace
@@ -311,18 +310,18 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
     bool narrow = isNarrowFloat(t);
     for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);
     std::string fn;
-    const char *fast = fastMath && (t.kind == DType::Float32 || narrow) ? fastFloatFn(c.name) : nullptr;
-    if (fast) {
-        fn = fast;
+    const MathFn *m = mathFn(c.name);
+    if (m && m->fast && fastMath && (t.kind == DType::Float32 || narrow)) {
+        fn = m->fast;
     } else if (c.name == "abs" && t.isInt()) {
         if (t.bits() == 64) fn = "llabs";
         else if (t.bits() == 32) fn = "abs";
         else return {"(" + deviceType(t) + ")abs((int)" + wrap(expr(c.args[0]), 15) + ")", 15};
     } else if (c.name == "sigmoid") {
         fn = "tilec::sigmoid";
-    } else if (const char *f = floatFn(c.name)) {
+    } else if (m && m->precise) {
         TILEC_ASSERT(t.isFloat(), "math function '" + c.name + "' of a non-float type");
-        fn = std::string(f) + (t.kind == DType::Float64 ? "" : "f");
+        fn = std::string(m->precise) + (t.kind == DType::Float64 ? "" : "f");
     } else {
         TILEC_ASSERT(false, "no CUDA function for T." + c.name);
     }
