@@ -324,6 +324,9 @@ def check_tlcompat():
             import torch
         except Exception:
             return
+        import tlcompat_refs
+        for p in tlcompat_refs.self_check():
+            check(False, "tlcompat_refs: " + p)
         # the run half on the CPU, with a stand-in for the kernel call: a right kernel passes, a wrong one fails
         import importlib.util
         import core

@@ -6,16 +6,16 @@ FLOPs 4 B H S^2 D, halved when causal. SDPA gets (B, H, S, D) views of the same 
 
 The kernels and their shapes are the file's module-level instantiations and gpu/examples.txt's exports
 (core.instantiations): every one is tested in full against float64 (refs.ATTN_ABS: 2e-2 absolute float16, 3e-2
-bfloat16), the benchmark shapes included. BENCHES (12 entries, about 40 s of device time in all: 0.8 s of
+bfloat16), the benchmark shapes included. BENCHES (25 entries, about 80 s of device time in all: 0.8 s of
 interleaved timing each, plus inputs, SDPA's check and warm-up) names those that are timed."""
 import core as C
 import refs as R
 
 PARAMS = ("batch", "heads", "seq", "dim", "causal")
-# float16 D = 128 at the three shapes; bfloat16 and D = 64 at 8, 16, 4096; the seed's shape as a latency
-BENCHES = ("flash_fwd_causal", "flash_fwd_full", "flash_fwd_bf16_causal", "flash_fwd_bf16_full",
-           "flash_fwd_d64_causal", "flash_fwd_d64_full", "flash_fwd_bf16_d64_causal", "flash_fwd_s16k_causal",
-           "flash_fwd_s16k_full", "flash_fwd_s1k_causal", "flash_fwd_s1k_full", "flash_fwd_seed")
+# issue 10's 24 shapes (float16 and bfloat16, D = 64 and 128, causal and not, at 8,16,4096; 2,16,16384;
+# 16,16,1024) and the seed's shape as a latency
+BENCHES = tuple("flash_fwd%s%s%s_%s" % (dt, d, s, m) for dt in ("", "_bf16") for d in ("", "_d64")
+                for s in ("", "_s16k", "_s1k") for m in ("causal", "full")) + ("flash_fwd_seed",)
 BAR = 0.7       # a floor against regressions; TARGET: issue 10's required 1.3 x SDPA's flash back end
 TARGET = 1.3
 

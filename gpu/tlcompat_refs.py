@@ -1,0 +1,123 @@
+"""tilec's own float64 references for TileLang example kernels whose example file carries none (issue 11), used by
+tests/tilelang_compat/reference.tsv as `tilec_refs.NAME(...)` (gpu/tlcompat.py binds the name `tilec_refs` to
+this module in every example's namespace). Each is written from the mathematics the example computes, not from
+the example's kernel: the example's chunked algorithm is what is being checked.
+
+retention_fwd (examples/linear_attention/example_retention_fwd.py): multi-scale retention (RetNet), heads decaying
+at gamma_h = 1 - 2^(-5 - h). For query position t of head h, key/value positions s <= t,
+
+    O[t] = sum_{s <= t} gamma_h^(t - s) * scale * (q_t . k_s) * v_s,          scale = DK^-0.5,
+
+with the key dimension split into NK = DK / 64 slices: the kernel writes one partial output per slice
+(O: [NK, B, S, H, DV]; the example's postprocess sums them), so slice i's partial takes q_t . k_s over that
+slice's 64 dimensions only. The kernel keeps q * scale, the intra-chunk scores and the carried state in 16-bit
+shared memory (its own design), so it is judged by the relative 2-norm error of each (slice, batch, head)
+against float64 (`worst_rel_err`), not element by element: a wrong decay, chunk boundary or slice gives errors
+of order 1 there, 16-bit intermediates of order 1e-3.
+
+Needs torch only when called (the plan half imports this module on machines without torch)."""
+
+RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
+
+
+def retention_fwd(Q, K, V, bk=RETENTION_BK):
+    """The kernel's output [NK, B, S, H, DV] in float64, from Q, K: [B, S, H, DK], V: [B, S, H, DV]."""
+    import torch
+    B, S, H, DK = Q.shape
+    DV = V.shape[-1]
+    nk = DK // bk
+    scale = DK ** -0.5
+    t = torch.arange(S, device=Q.device, dtype=torch.float64)
+    dist = t[:, None] - t[None, :]                                  # t - s
+    causal = dist >= 0
+    heads = torch.arange(H, device=Q.device, dtype=torch.float64)
+    log2_gamma = torch.log2(1 - torch.exp2(-5.0 - heads))          # [H]
+    # [H, S, S]: gamma_h^(t - s) on and below the diagonal, 0 above (exp2 of a finite exponent; the mask
+    # after, so no inf * 0)
+    decay = torch.where(causal, torch.exp2(log2_gamma[:, None, None] * dist.clamp(min=0)), 0.0)
+    out = torch.empty(nk, B, S, H, DV, dtype=torch.float64, device=Q.device)
+    for b in range(B):
+        v = V[b].double().permute(1, 0, 2)                          # [H, S, DV]
+        for i in range(nk):
+            q = Q[b, :, :, i * bk:(i + 1) * bk].double().permute(1, 0, 2)   # [H, S, bk]
+            k = K[b, :, :, i * bk:(i + 1) * bk].double().permute(1, 0, 2)
+            scores = torch.matmul(q, k.transpose(1, 2)) * scale * decay     # [H, S, S]
+            out[i, b] = torch.matmul(scores, v).permute(1, 0, 2)            # [S, H, DV]
+            del scores
+    return out
+
+
+def retention_fwd_chunked(Q, K, V, bk=RETENTION_BK, chunk=64):
+    """The same output by the chunked recurrence (a state carried from chunk to chunk, decayed), in float64:
+    an independent formulation for the self-check of retention_fwd, not a reference for the kernel."""
+    import torch
+    B, S, H, DK = Q.shape
+    DV = V.shape[-1]
+    nk = DK // bk
+    scale = DK ** -0.5
+    out = torch.zeros(nk, B, S, H, DV, dtype=torch.float64, device=Q.device)
+    for h in range(H):
+        g = 1 - 2.0 ** (-5 - h)
+        for b in range(B):
+            for i in range(nk):
+                state = torch.zeros(bk, DV, dtype=torch.float64, device=Q.device)
+                for c0 in range(0, S, chunk):
+                    q = Q[b, c0:c0 + chunk, h, i * bk:(i + 1) * bk].double() * scale
+                    k = K[b, c0:c0 + chunk, h, i * bk:(i + 1) * bk].double()
+                    v = V[b, c0:c0 + chunk, h].double()
+                    n = q.shape[0]
+                    r = torch.arange(n, device=Q.device, dtype=torch.float64)
+                    d = r[:, None] - r[None, :]
+                    intra = torch.where(d >= 0, g ** d.clamp(min=0), 0.0)
+                    o = (q @ k.T * intra) @ v + (g ** (r + 1))[:, None] * (q @ state)
+                    out[i, b, c0:c0 + n, h] = o
+                    state = g ** n * state + k.T @ (v * (g ** (n - 1 - r))[:, None])
+    return out
+
+
+def worst_rel_err(out, ref):
+    """The largest relative 2-norm error ||out - ref|| / ||ref|| over the [NK, B, S, H, D] output's
+    (slice, batch, head) blocks (NaN or inf anywhere: inf)."""
+    import torch
+    o = out.double()
+    if not bool(torch.isfinite(o).all()):
+        return float("inf")
+    r = ref.double().to(o.device)
+    diff = (o - r).permute(0, 1, 3, 2, 4).flatten(3).norm(dim=-1)          # [NK, B, H]
+    norm = r.permute(0, 1, 3, 2, 4).flatten(3).norm(dim=-1)
+    return float((diff / norm.clamp(min=1e-300)).max())
+
+
+def self_check():
+    """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
+    shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
+    import torch
+    problems = []
+    g = torch.Generator().manual_seed(11)
+    Q = torch.randn(2, 150, 3, 128, generator=g).half()
+    K = torch.randn(2, 150, 3, 128, generator=g).half()
+    V = torch.randn(2, 150, 3, 64, generator=g).half()
+    a = retention_fwd(Q, K, V)
+    b = retention_fwd_chunked(Q, K, V)
+    if tuple(a.shape) != (2, 2, 150, 3, 64):
+        problems.append("retention_fwd's shape %s" % (tuple(a.shape),))
+    elif worst_rel_err(a, b) > 1e-12:
+        problems.append("retention_fwd and its chunked recurrence differ: %g" % worst_rel_err(a, b))
+    # one position's output by the defining sum, by loops
+    t, h, bb, i = 97, 2, 1, 1
+    gm = 1 - 2.0 ** (-5 - h)
+    want = torch.zeros(64, dtype=torch.float64)
+    for s in range(t + 1):
+        qk = float((Q[bb, t, h, 64:].double() * K[bb, s, h, 64:].double()).sum()) * 128 ** -0.5
+        want += gm ** (t - s) * qk * V[bb, s, h].double()
+    if float((a[i, bb, t, h] - want).abs().max()) > 1e-9:
+        problems.append("retention_fwd at one position differs from the defining sum")
+    wrong = b.clone()
+    wrong[1, 0, 40:, 2] *= 1.05
+    if not worst_rel_err(wrong, a) > 1e-3:
+        problems.append("worst_rel_err misses a 5% error in one head")
+    nan = a.clone()
+    nan[0, 0, 0, 0, 0] = float("nan")
+    if worst_rel_err(nan, a) != float("inf"):
+        problems.append("worst_rel_err passes a NaN")
+    return problems
