@@ -5,6 +5,9 @@
 # side by side (tensor-pipe utilisation, L2 and DRAM throughput and hit rate, shared-memory bank conflicts,
 # the warp stall reasons).
 #   tools/gpu/anatomy.sh MxNxK DTYPE          e.g. tools/gpu/anatomy.sh 4096x1024x8192 float16
+#   tools/gpu/anatomy.sh FLASH_BENCH           e.g. tools/gpu/anatomy.sh flash_fwd_s1k_causal: one of
+#       gpu/tests/flash_fwd.py's BENCHES against TileLang's FlashAttention at its shape (tools/gpu/tilelang_attn.py
+#       with TL_ATTN_ONLY); the library built by an earlier tools/gpu/run.sh in the same call is reused
 # Run it there after tools/gpu/prepare.sh here (carry gpu-build and .tilelang: the TileLang bundle from
 # `bash ../shared/tools/tilelang/make-bundle.sh .tilelang`). Reports go to $OUT/anatomy-{tilec,tilelang}.txt,
 # the table to stdout and $OUT/anatomy.txt. Clocks are not locked (--clock-control none): the figures are those
@@ -14,9 +17,12 @@ cd "$(dirname "$0")/../.."
 SHAPE=$1 DTYPE=${2:-float16}
 OUT=${OUT:-/tmp/anatomy-out}
 mkdir -p "$OUT" gpu-build/lib
-prefix=$([ "$DTYPE" = bfloat16 ] && echo gemm_bf16 || echo gemm_fp16)
-IFS=x read -r M N K <<<"$SHAPE"
-name=$([ "$M" = "$N" ] && [ "$N" = "$K" ] && echo "${prefix}_$M" || echo "${prefix}_$SHAPE")
+case $SHAPE in
+flash_fwd*) lib=flash_fwd name=$SHAPE ;;
+*)  lib=$([ "$DTYPE" = bfloat16 ] && echo gemm_bf16 || echo gemm_fp16)
+    IFS=x read -r M N K <<<"$SHAPE"
+    name=$([ "$M" = "$N" ] && [ "$N" = "$K" ] && echo "${lib}_$M" || echo "${lib}_$SHAPE") ;;
+esac
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 METRICS=gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,\
 sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,\
@@ -28,15 +34,21 @@ profile() { # KERNEL_REGEX REPORT COMMAND...
     timeout 240 "$NCU" --clock-control none --kernel-name "regex:$kernel" --launch-count 1 \
         --section WarpStateStats --metrics "$METRICS" "$@" >"$report" 2>&1
 }
-nvcc -O3 -std=c++17 -lineinfo -Xcompiler -fPIC -shared -gencode=arch=compute_90a,code=sm_90a \
-    "gpu-build/gemm_fp16.cu" -o gpu-build/lib/gemm_fp16.so || exit 1
-cp gpu-build/gemm_fp16.h gpu-build/lib/
+if [ ! -f "gpu-build/lib/$lib.so" ]; then
+    nvcc -O3 -std=c++17 -lineinfo -Xcompiler -fPIC -shared -gencode=arch=compute_90a,code=sm_90a \
+        "gpu-build/$lib.cu" -o "gpu-build/lib/$lib.so" || exit 1
+fi
+cp "gpu-build/$lib.h" gpu-build/lib/
 profile "tilec_${name}_" "$OUT/anatomy-tilec.txt" \
-    python3 gpu/harness.py --libdir gpu-build/lib --mode bench --only "gemm_fp16:$name\$" --timeout 200
+    python3 gpu/harness.py --libdir gpu-build/lib --mode bench --only "$lib:$name\$" --timeout 200
 if [ -f .tilelang/site.tar.xz ]; then
-    mkdir -p /tmp/tl-site && tar -xJf .tilelang/site.tar.xz -C /tmp/tl-site
-    TL_GEMM_ONLY="^$SHAPE $DTYPE\$" PYTHONPATH=/tmp/tl-site profile "^main" "$OUT/anatomy-tilelang.txt" \
-        python3 tools/gpu/tilelang_gemm.py /tmp/anatomy-tl.json
+    [ -d /tmp/tl-site/tilelang ] || { mkdir -p /tmp/tl-site && tar -xJf .tilelang/site.tar.xz -C /tmp/tl-site; }
+    case $lib in
+    flash_fwd) TL_ATTN_ONLY="^$name\$" PYTHONPATH=/tmp/tl-site profile "^main" "$OUT/anatomy-tilelang.txt" \
+                   python3 tools/gpu/tilelang_attn.py /tmp/anatomy-tl.json ;;
+    *) TL_GEMM_ONLY="^$SHAPE $DTYPE\$" PYTHONPATH=/tmp/tl-site profile "^main" "$OUT/anatomy-tilelang.txt" \
+           python3 tools/gpu/tilelang_gemm.py /tmp/anatomy-tl.json ;;
+    esac
 else
     echo "anatomy: no .tilelang/site.tar.xz: TileLang not profiled" >"$OUT/anatomy-tilelang.txt"
 fi
