@@ -266,6 +266,9 @@ class InterpImpl final : public Interp {
     void finishParams(TraceState &t);
     /// A launch that uses a tensor and a view of it (or two views of one tensor): a located error.
     void checkViews(const ir::Kernel &k);
+    /// A launch of several that uses shared memory, a fragment or a local another launch allocated: a
+    /// located error (InterpLaunches.cpp, with checkViews and shareParams).
+    void checkLaunchLocals(const ir::Kernel &k);
     /// Several launches: each gets the last one's parameters and its part number (views checked first).
     void shareParams(TraceState &t);
     /// For a failed prim_func: reports its held diagnostics and makes `v` Poison; true when it was one.

@@ -28,7 +28,8 @@ METRICS=gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_
 sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,\
 lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum.per_second,\
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,launch__registers_per_thread,launch__grid_size,\
-launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active
+launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,dram__bytes_write.sum,\
+lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,smsp__inst_executed.sum,sm__cycles_active.avg
 profile() { # KERNEL_REGEX REPORT COMMAND...
     local kernel=$1 report=$2; shift 2
     timeout 240 "$NCU" --clock-control none --kernel-name "regex:$kernel" --launch-count 1 \
