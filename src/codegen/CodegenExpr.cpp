@@ -374,7 +374,11 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         std::string s = std::string(f.cxx) + "<";
         for (int i = 0; i < f.templateArgs; ++i) s += (i ? ", " : "") + constArg((size_t)i);
         s += ">(" + arg("src") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map"))));
-        return {s + ", " + arg("c0") + ", " + arg("c1") + ")", 16};
+        // one coordinate per dimension of the map (the function's rank is their count)
+        const int rank = std::stoi(constArg(lib::argIndex(f.fn, "rank")));
+        const char *coords[5] = {"c0", "c1", "c2", "c3", "c4"};
+        for (int d = 0; d < rank && d < 5; ++d) s += ", " + arg(coords[d]);
+        return {s + ")", 16};
     }
     case lib::Fn::WarpGroup:
     case lib::Fn::TmaCopyOn:

@@ -25,10 +25,13 @@ Expr op(BinaryOp o, Expr a, Expr b) { return simplify(binary(o, std::move(a), st
 
 constexpr int kPieceRows = 64; ///< one wgmma m-tile: the rows of a piece and of the TMA store's box
 
-/// What a matched T.copy stores: C[origin + (i, j)] = acc[i, j] for the whole (M, N) accumulator.
+/// What a matched T.copy stores: out[origin + (.., i at rowDim, .., j)] = acc[i, j] for the whole (M, N)
+/// accumulator: its columns along the destination's innermost dimension, its rows along one other, every
+/// other index the same for the whole tile (a 2-D C tile, or attention's O[b, rows, h, :]).
 struct EpilogueCopy {
     Buffer acc, out;
-    Expr origin[2];
+    std::vector<Expr> origin; ///< per destination dimension, outermost first
+    size_t rowDim = 0;        ///< the rows' destination dimension (outermost first)
     int64_t M = 0, N = 0;
 };
 
@@ -55,18 +58,36 @@ std::optional<EpilogueCopy> matchCopy(const For &outer, std::string &why) {
         return std::nullopt;
     }
     e.M = *M, e.N = *N;
-    if (st->indices.size() != 2 || e.out->shape.size() != 2) {
-        why = "the destination is not a 2-D tensor (TMA stores here are 2-D)";
+    const size_t nd = st->indices.size();
+    if (nd < 2 || nd > 5 || e.out->shape.size() != nd) {
+        why = "the destination has " + std::to_string(e.out->shape.size()) + " dimensions (TMA tensors have 2 to 5)";
         return std::nullopt;
     }
-    const Var vars[2] = {outer.var, inner->var};
     VarMap zero{{outer.var.get(), i32(0)}, {inner->var.get(), i32(0)}};
-    for (int d = 0; d < 2; ++d) {
-        e.origin[d] = simplify(substitute(st->indices[(size_t)d], zero));
-        if (!provablyEqual(binary(BinaryOp::Sub, st->indices[(size_t)d], e.origin[d]), vars[d])) {
-            why = "the destination tile is not the fragment's shape at one origin";
+    auto uses = [&](const Expr &x, const Var &var) { return !provablyEqual(substitute(x, {{var.get(), i32(0)}}), x); };
+    bool rowFound = false;
+    for (size_t d = 0; d < nd; ++d) {
+        const Expr &x = st->indices[d];
+        e.origin.push_back(simplify(substitute(x, zero)));
+        const Expr step = binary(BinaryOp::Sub, x, e.origin.back());
+        const bool cols = d + 1 == nd, rows = !cols && uses(x, outer.var);
+        if (rows) {
+            if (rowFound) {
+                why = "the fragment's rows run along more than one dimension of '" + e.out->name + "'";
+                return std::nullopt;
+            }
+            rowFound = true, e.rowDim = d;
+        }
+        const bool ok = cols ? provablyEqual(step, inner->var) : rows ? provablyEqual(step, outer.var) : provablyEqual(step, i32(0));
+        if (!ok) {
+            why = cols ? "the fragment's columns are not the innermost dimension of '" + e.out->name + "' at one origin"
+                       : "the destination tile is not the fragment's shape at one origin";
             return std::nullopt;
         }
+    }
+    if (!rowFound) {
+        why = "the fragment's rows run along no dimension of '" + e.out->name + "'";
+        return std::nullopt;
     }
     return e;
 }
@@ -172,7 +193,10 @@ class Stager : public IRMutator {
             staging_ = makeBuffer("tilec_epi", Scope::Shared, e.out->dtype, {i32(warpgroups * buffers_ * pieceElems)}, loc);
             k_.allocs.push_back(staging_);
         }
-        TensorMap map{e.out, {pieceCols_, kPieceRows}, swizzle};
+        // The box: the piece's columns innermost, its rows along the rows' dimension, 1 along every other.
+        const size_t nd = e.origin.size(), rowAt = nd - 1 - e.rowDim; // map dimensions count innermost first
+        TensorMap map{e.out, std::vector<int64_t>(nd, 1), swizzle};
+        map.box[0] = pieceCols_, map.box[rowAt] = kPieceRows;
         auto it = std::find(k_.tensorMaps.begin(), k_.tensorMaps.end(), map);
         if (it == k_.tensorMaps.end()) it = k_.tensorMaps.insert(k_.tensorMaps.end(), map);
         const Expr mapIndex = i32(it - k_.tensorMaps.begin());
@@ -196,13 +220,15 @@ class Stager : public IRMutator {
                 out.push_back(lib::stmt(lib::Fn::StmatrixTile, {i32(pieceCols_), i32(swizzle), at, addressOf(regs, {slot})}, loc));
                 out.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
                 out.push_back(sync());
-                Expr c0 = op(BinaryOp::Add, cast(DType::Int32, e.origin[1]),
-                             op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, g, i32(wgM_)), i32(cols)), i32(p * pieceCols_)));
-                Expr c1 = op(BinaryOp::Add, cast(DType::Int32, e.origin[0]),
-                             op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, g, i32(wgM_)), i32(rows)), i32(mi * kPieceRows)));
-                out.push_back(IfThenElse::make(
-                    leader, lib::stmt(lib::Fn::TmaStoreTile, {i32(kPieceRows), i32(pieceCols_), i32(eb), i32(swizzle), at, mapIndex, c0, c1}, loc),
-                    nullptr, loc));
+                // The piece's first element, innermost first: this warpgroup's columns and rows of the tile.
+                std::vector<Expr> c;
+                for (size_t d = 0; d < nd; ++d) c.push_back(cast(DType::Int32, e.origin[nd - 1 - d]));
+                c[0] = op(BinaryOp::Add, c[0], op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, g, i32(wgM_)), i32(cols)), i32(p * pieceCols_)));
+                c[rowAt] = op(BinaryOp::Add, c[rowAt],
+                              op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, g, i32(wgM_)), i32(rows)), i32(mi * kPieceRows)));
+                std::vector<Expr> args{i32(kPieceRows), i32(pieceCols_), i32(eb), i32(swizzle), at, mapIndex, i32((int64_t)nd)};
+                for (size_t d = 0; d < 5; ++d) args.push_back(d < nd ? simplify(c[d]) : i32(0));
+                out.push_back(IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreTile, std::move(args), loc), nullptr, loc));
             }
         log(loc, "T.copy of '" + e.acc->name + "' to '" + e.out->name + "' -> stmatrix into shared memory, TMA stores: " +
                      std::to_string(q) + " piece(s) of 64x" + std::to_string(pieceCols_) + " per warpgroup through " +

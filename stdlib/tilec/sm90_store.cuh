@@ -100,23 +100,33 @@ __device__ __forceinline__ void stmatrix_tile(TO *piece, const TC *acc) {
 }
 
 /// Stores the Rows x Cols piece at `piece` (one panel, as above) to the box of `map` whose first element has
-/// coordinates (c0, c1) (innermost first), clipped to the tensor, and commits it as one bulk async-group of
-/// the calling thread. Issued by ONE thread, after the writers' fence_proxy_async_shared and a barrier.
-template <int Rows, int Cols, int ElemBytes, int SwizzleBytes>
-__device__ __forceinline__ void tma_store_tile(const void *piece, const tensor_map *map, int c0, int c1) {
-    static_assert(Cols * ElemBytes == SwizzleBytes, "a piece is one panel (the map's box is {Cols, Rows})");
+/// coordinates `coords` (innermost first, one per dimension of the map: 1 to 5), clipped to the tensor, and
+/// commits it as one bulk async-group of the calling thread. The map's box is {Cols, 1.., Rows, 1..}: Cols in
+/// dim 0, Rows in one other dimension (the rows'), 1 in every other, so the box's elements in order are the
+/// piece's rows. Issued by ONE thread, after the writers' fence_proxy_async_shared and a barrier.
+template <int Rows, int Cols, int ElemBytes, int SwizzleBytes, class... Coords>
+__device__ __forceinline__ void tma_store_tile(const void *piece, const tensor_map *map, Coords... coords) {
+    static_assert(Cols * ElemBytes == SwizzleBytes, "a piece is one panel (the map's box is {Cols, .., Rows, ..})");
     static_assert(Rows >= 8 && Rows <= 256 && Rows % 8 == 0, "a box of 8..256 rows");
+    constexpr int Rank = (int)sizeof...(Coords);
+    static_assert(Rank >= 2 && Rank <= 5, "a TMA store's tensor has 2 to 5 dimensions");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     const unsigned src = (unsigned)__cvta_generic_to_shared(piece);
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
-                 "r"(c0), "r"(c1)
-                 : "memory");
+    const int c[5] = {(int)coords...};
+#define TILEC_TMA_STORE(DIMS, COORDS, ...)                                                                     \
+    asm volatile("cp.async.bulk.tensor." DIMS ".global.shared::cta.bulk_group [%0, {" COORDS "}], [%1];\n" ::"l"(map), \
+                 "r"(src), __VA_ARGS__                                                                         \
+                 : "memory")
+    if constexpr (Rank == 2) TILEC_TMA_STORE("2d", "%2, %3", "r"(c[0]), "r"(c[1]));
+    else if constexpr (Rank == 3) TILEC_TMA_STORE("3d", "%2, %3, %4", "r"(c[0]), "r"(c[1]), "r"(c[2]));
+    else if constexpr (Rank == 4) TILEC_TMA_STORE("4d", "%2, %3, %4, %5", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    else TILEC_TMA_STORE("5d", "%2, %3, %4, %5, %6", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+#undef TILEC_TMA_STORE
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 #else
     (void)piece;
     (void)map;
-    (void)c0;
-    (void)c1;
+    ((void)coords, ...);
 #endif
 }
 

@@ -5,7 +5,8 @@
 #   ptxas: no C7508 (setmaxnreg ignored), 0 bytes of stack frame and spills (of _v0; the cp.async variant beside
 #   it is the portable path's);
 #   SASS: HGMMA with a register A operand (the RS form: P.V with P in registers) and with both operands from
-#   descriptors (QK^T), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG; no HMMA (mma.sync), no LDL/STL;
+#   descriptors (QK^T), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG; the epilogue through shared memory
+#   (STSM: stmatrix) and TMA stores (UTMASTG), no STG (no store of O from registers); no HMMA (mma.sync), no LDL/STL;
 #   in the key-block loop, the conversions in pairs and the descriptors uniform (see there).
 # Prints ptxas's remarks on wgmma (the FA3 schedule is not done: waits between the GEMMs are expected).
 # Without cuobjdump (find_cuobjdump.sh): exit 77 (ctest's SKIP) after the ptxas checks passed.
@@ -52,6 +53,8 @@ expect "HGMMA SS (A and B descriptors)" '\bHGMMA\.[^ ]+ +R[0-9]+, +gdesc' 1
 expect UTMALDG '\bUTMALDG' 1
 expect SYNCS '\bSYNCS' 1
 expect USETMAXREG '\bUSETMAXREG' 1
+expect "STSM (the epilogue's stmatrix)" '\bSTSM' 1
+expect "UTMASTG (the epilogue's TMA stores)" '\bUTMASTG' 1
 # The key-block loop (sass_loop.py): probabilities converted to the RS operand in pairs, one F2FP per A
 # register (4 per RS HGMMA; one element at a time takes twice as many, F2FP or F2F, and a PRMT per register
 # to pack them -- PRMT is printed, not checked: bfloat16 probabilities widened to float use it too);
@@ -64,7 +67,7 @@ rs=$(grep -cE '\bHGMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
 cvt=$(($(in_loop F2FP) + $(in_loop F2F)))   # float16: F2FP (one or two elements), bfloat16 one at a time: F2F
 if [ "$cvt" -gt $((4 * rs)) ]; then echo "FAIL: $cvt conversions in the loop: more than 4 per RS HGMMA ($rs)"; fail=1; fi
 if [ "$(in_loop R2UR)" -gt 2 ]; then echo "FAIL: R2UR in the loop: descriptors computed in vector registers"; fail=1; fi
-for op in HMMA LDL STL; do
+for op in HMMA LDL STL STG; do
     if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi
 done
 exit $fail

@@ -519,6 +519,75 @@ TEST(SimHopperEpilogue, OneBufferAndNone) {
     }
 }
 
+TEST(SimHopperEpilogue, FourDimensionalDestination) {
+    // Out[b, s, h, :] = X[b, s, :] @ W[h] into a (B, S, H, D) tensor (attention's O layout): the TMA stores'
+    // map is 4-D, its box 1 in H and B; S = 100 leaves a partial tile of rows (clipped by the store), and
+    // the 12 tiles are walked by two persistent blocks (each tile's stores waited for before the next one's
+    // stmatrix).
+    const int B = 2, S = 100, H = 3, D = 64, K = 128;
+    const std::string src = R"(import tilelang.language as T
+
+
+def heads_proj(B, S, H, D, K):
+    @T.prim_func
+    def kernel(X: T.Tensor((B, S, K), "float16"), W: T.Tensor((H, K, D), "float16"), Out: T.Tensor((B, S, H, D), "float16")):
+        with T.Kernel(H, T.ceildiv(S, 64), B, threads=128) as (bx, by, bz):
+            X_s = T.alloc_shared((64, 64), "float16")
+            W_s = T.alloc_shared((64, D), "float16")
+            acc = T.alloc_fragment((64, D), "float")
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=2):
+                T.copy(X[bz, by * 64:(by + 1) * 64, ko * 64:(ko + 1) * 64], X_s)
+                T.copy(W[bx, ko * 64:(ko + 1) * 64, :], W_s)
+                T.gemm(X_s, W_s, acc)
+            T.copy(acc, Out[bz, by * 64:(by + 1) * 64, bx, :])
+    return kernel
+
+
+k = heads_proj()" + std::to_string(B) + ", " + std::to_string(S) + ", " + std::to_string(H) + ", " + std::to_string(D) + ", " +
+                            std::to_string(K) + ")\n";
+    Target t = *Target::parse("sm_90a");
+    t.clusters = false; // the simulator runs one block at a time
+    LowerRun r;
+    r.run(src, "proj.tile", t);
+    const ir::Kernel *roles = nullptr;
+    if (r.lowered)
+        for (auto &k : r.lowered->kernels)
+            if (k->producerThreads) roles = k.get();
+    ASSERT_TRUE(roles) << r.diags();
+    EXPECT_TRUE(roles->persistent) << "the blocks (the simulator launches 2) walk the 12 tiles";
+    EXPECT_EQ(epilogueCalls(*roles)[lib::Fn::TmaStoreTile], 1);
+    bool map4 = false;
+    for (auto &m : roles->tensorMaps) map4 |= m.tensor->name == "Out" && m.box == std::vector<int64_t>{64, 1, 64, 1};
+    EXPECT_TRUE(map4) << "no 4-D tensor map of Out with the box {64, 1, 64, 1}";
+    auto x = quarters((size_t)B * S * K, 1), w = quarters((size_t)H * K * D, 2);
+    for (uint64_t seed : {0, 1, 3}) {
+        std::vector<double> out((size_t)B * S * H * D, std::nan(""));
+        Simulator sim(*roles, {{"X", &x}, {"W", &w}, {"Out", &out}}, {}, seed);
+        std::string error;
+        try {
+            sim.run();
+        } catch (const simtest::SimError &e) {
+            error = e.what();
+        }
+        EXPECT_EQ(error, "") << "seed " << seed;
+        for (auto &race : sim.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
+        int wrong = 0;
+        for (int b = 0; b < B; ++b)
+            for (int i = 0; i < S; ++i)
+                for (int h = 0; h < H; ++h)
+                    for (int j = 0; j < D; ++j) {
+                        double acc = 0;
+                        for (int kk = 0; kk < K; ++kk) acc += x[((size_t)b * S + i) * K + kk] * w[((size_t)h * K + kk) * D + j];
+                        const double got = out[(((size_t)b * S + i) * H + h) * D + j];
+                        if (!(got == simtest::roundToDType(DType::Float16, acc)) && wrong++ == 0)
+                            ADD_FAILURE() << "seed " << seed << ": Out[" << b << ", " << i << ", " << h << ", " << j << "] = " << got
+                                          << ", expected " << acc;
+                    }
+        EXPECT_EQ(wrong, 0) << "seed " << seed;
+    }
+}
+
 // ---- TileLang's explicit warp roles (tests/gpu/gemm_warp_roles.tile: T.ws, T.alloc_barrier, T.tma_copy) ----
 
 /// `call` of tests/gpu/gemm_warp_roles.tile lowered for sm_90a, with TMA and as the variant without (explicit

@@ -317,8 +317,9 @@ class Simulator {
     struct TmaStore {
         int comp = 0, thread = 0;         ///< its own clock component; the issuing thread
         const ir::BufferNode *src = nullptr;
-        int64_t srcIndex = 0, map = 0, c0 = 0, c1 = 0;
-        int rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
+        int64_t srcIndex = 0, map = 0;
+        int rank = 0, rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
+        std::array<int64_t, 5> coords{}; ///< the box's first element, innermost first
     };
     std::map<int, std::vector<TmaStore>> stores_; ///< per thread: its committed TMA stores still reading, oldest first
     /// Shared elements written through the generic proxy (stmatrix) that the writer has not yet fenced for

@@ -295,14 +295,22 @@ inline void Simulator::retireStore(const TmaStore &s) {
     auto &to = *tensors_.at(map.tensor->name);
     const auto &from = shared_.at(s.src);
     const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
-    for (int64_t r = 0; r < s.rows; ++r)
-        for (int64_t col = 0; col < s.cols; ++col) {
-            const size_t at = (size_t)((swizzleAddress(base + r * s.swizzle + col * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
-            touchAs(s.comp, s.src, at, s.thread, false);
-            touch(s.src, at, s.thread, false);
-            const int64_t g0 = s.c0 + col, g1 = s.c1 + r;
-            if (g0 >= 0 && g0 < dims[0] && g1 >= 0 && g1 < dims[1]) to[(size_t)(g1 * dims[0] + g0)] = roundTo(map.tensor->dtype, from[at]);
+    // The box's elements in order (innermost first) are the piece's, row by row (its other extents are 1).
+    for (int64_t e = 0; e < (int64_t)s.rows * s.cols; ++e) {
+        const size_t at = (size_t)((swizzleAddress(base + e / s.cols * s.swizzle + e % s.cols * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
+        touchAs(s.comp, s.src, at, s.thread, false);
+        touch(s.src, at, s.thread, false);
+        int64_t rest = e, g = 0, stride = 1;
+        bool inside = true;
+        for (int d = 0; d < s.rank; ++d) {
+            const int64_t x = s.coords[(size_t)d] + rest % map.box[(size_t)d];
+            rest /= map.box[(size_t)d];
+            inside &= x >= 0 && x < dims[(size_t)d];
+            g += x * stride;
+            stride *= dims[(size_t)d];
         }
+        if (inside) to[(size_t)g] = roundTo(map.tensor->dtype, from[at]);
+    }
     acquire(comps_[(size_t)s.comp].clock);
 }
 
@@ -416,10 +424,17 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
                 s.thread = t;
                 s.rows = (int)num("rows", t), s.cols = (int)num("cols", t), s.elemBytes = (int)num("elemBytes", t), s.swizzle = (int)num("swizzle", t);
                 std::tie(s.src, s.srcIndex) = addressOf(passes::lib::arg(c, info.fn, "src"), t);
-                s.map = num("map", t), s.c0 = num("c0", t), s.c1 = num("c1", t);
+                s.map = num("map", t), s.rank = (int)num("rank", t);
+                const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
+                for (int d = 0; d < 5; ++d) s.coords[(size_t)d] = num(coord[d], t);
                 if (s.map < 0 || s.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA store through tensor map " + std::to_string(s.map) + ", which the kernel does not have");
                 const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
-                if (map.box != std::vector<int64_t>{s.cols, s.rows} || map.swizzleBytes != s.swizzle || s.cols * s.elemBytes != s.swizzle ||
+                // the box: the piece's columns innermost, its rows along exactly one other dimension, 1 elsewhere
+                int64_t boxElems = 1, rowDims = 0;
+                for (size_t d = 1; d < map.box.size(); ++d) boxElems *= map.box[d], rowDims += map.box[d] != 1;
+                if (s.rank < 2 || s.rank > 5 || (int)map.box.size() != s.rank || (int)mapDims_[(size_t)s.map].size() != s.rank)
+                    throw SimError("a TMA store of rank " + std::to_string(s.rank) + " through a map of rank " + std::to_string(map.box.size()));
+                if (map.box[0] != s.cols || boxElems != s.rows || rowDims != 1 || map.swizzleBytes != s.swizzle || s.cols * s.elemBytes != s.swizzle ||
                     map.tensor->dtype.bytes() != s.elemBytes || s.src->dtype.bytes() != s.elemBytes)
                     throw SimError("a TMA store whose piece differs from tensor map " + std::to_string(s.map) + "'s box, swizzle or element size");
                 const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
