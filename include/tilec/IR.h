@@ -374,6 +374,13 @@ struct Kernel {
     /// Persistent tile loops (ForKind::Persistent): the launcher starts min(tiles, SMs * minBlocksPerSM)
     /// blocks on a 1-D grid and the blockIdx variables are bound inside those loops only.
     bool persistent = false;
+    /// The grid dimension a persistent walk varies slowest (the others fastest first, x before y before z):
+    /// z unless the work per tile depends on one block index (attention's causal loop on bx), which then
+    /// goes slowest, so that tiles of equal work run side by side and the kernel's own order of that index
+    /// (longest first) holds across the whole grid.
+    int walkSlowest = 2;
+    /// The grid dimensions in the order a persistent walk advances them, fastest first.
+    std::array<int, 3> walkOrder() const { return {walkSlowest == 0 ? 1 : 0, walkSlowest == 2 ? 1 : 2, walkSlowest}; }
     /// Thread-block clusters (persistent warp-role kernels only): clusterSize blocks (1 or 2) that differ
     /// only in T.Kernel grid dimension clusterAxis run as one cluster and share the tiles whose position does
     /// not depend on that dimension (each loads a share and multicasts it to both). The persistent loops

@@ -223,7 +223,8 @@ class KernelPrinter {
     }
 
     /// A persistent tile loop: the block's tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the T.Kernel grid,
-    /// counted by the loop's variable, each bound to the blockIdx variables as a block of its own would be.
+    /// counted by the loop's variable, each bound to the blockIdx variables as a block of its own would be
+    /// (the grid's dimensions advanced in Kernel::walkOrder()).
     /// Clustered: the loop walks cluster units (the grid with the cluster's dimension divided by its size),
     /// unit blockIdx.x / size first, as the launcher's 1-D clusters of consecutive blocks hold them.
     void tileLoop(const For &f, int level) {
@@ -240,8 +241,12 @@ class KernelPrinter {
         const std::string &gx = g[0], &gy = g[1];
         line(level, "for (int " + v + " = 0, tilec_tile = " + first + "; tilec_tile < " + tiles + "; ++" + v +
                         ", tilec_tile += " + step + ") {", f.loc);
-        std::string x = "tilec_tile % " + gx, y = "tilec_tile / " + gx + " % " + gy, z = "tilec_tile / (" + gx + " * " + gy + ")";
-        blockBindings(level + 1, x, y, z, gx, gy, f.loc);
+        const std::array<int, 3> o = k_.walkOrder();
+        std::string at[3];
+        at[o[0]] = "tilec_tile % " + g[o[0]];
+        at[o[1]] = "tilec_tile / " + g[o[0]] + " % " + g[o[1]];
+        at[o[2]] = "tilec_tile / (" + g[o[0]] + " * " + g[o[1]] + ")";
+        blockBindings(level + 1, at[0], at[1], at[2], gx, gy, f.loc);
         stmt(f.body, level + 1);
         line(level, "}");
     }

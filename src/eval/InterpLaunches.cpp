@@ -49,7 +49,9 @@ void InterpImpl::checkLaunchLocals(const ir::Kernel &k) {
     BufferUses u(ir::Scope::Shared);
     u.visit(k.body);
     std::vector<const ir::BufferNode *> reported;
-    for (auto &[b, at] : u.uses) {
+    for (auto &use : u.uses) {
+        const ir::BufferNode *b = use.first;
+        const SourceRange &at = use.second;
         bool mine = std::any_of(k.allocs.begin(), k.allocs.end(), [&](const ir::Buffer &a) { return a.get() == b; });
         if (mine || std::find(reported.begin(), reported.end(), b) != reported.end()) continue;
         reported.push_back(b);

@@ -128,15 +128,19 @@ int partitionRegisters(int threads, int blocks, const Target &t) {
     return (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 4 / fullest / 32 / 8 * 8);
 }
 
-/// Whether the consumers' code (the kernel's statements and the pipelined loop's rest, ring buffers aside)
-/// touches no shared memory: then one output tile's consumers cannot race the next tile's over it, and the
-/// roles may walk several tiles without a barrier between them.
-bool consumersUseNoSharedMemory(const std::vector<Stmt> &top, size_t at,
-                                const std::map<const BufferNode *, const TmaTile *> &ring) {
-    for (size_t i = 0; i < top.size(); ++i)
+/// A shared buffer the consumers' code (the kernel's statements and the pipelined loop's rest) touches other
+/// than the TMA tiles (the ring's, and those loaded once, whose copies at `onceAt` the producer takes over);
+/// null when none: then one output tile's consumers cannot race the next tile's over shared memory, and the
+/// roles may walk several tiles without a barrier between them (the once tiles behind a full/empty barrier
+/// pair of their own).
+const BufferNode *sharedOutsideTiles(const std::vector<Stmt> &top, size_t at, const std::map<const BufferNode *, const TmaTile *> &tiles,
+                                     const std::vector<size_t> &onceAt) {
+    for (size_t i = 0; i < top.size(); ++i) {
+        if (std::find(onceAt.begin(), onceAt.end(), i) != onceAt.end()) continue;
         for (auto *b : mentionedBuffers(top[i], nullptr))
-            if (b->scope == Scope::Shared && !(i == at && ring.count(b))) return false;
-    return true;
+            if (b->scope == Scope::Shared && !(i == at && tiles.count(b))) return b;
+    }
+    return nullptr;
 }
 
 /// A cluster of two blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position does
@@ -217,7 +221,11 @@ class Specializer {
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
                                 (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
                                 (registerA_ ? " (A from registers: RS)" : "") + "; " +
-                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : "") +
+                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                (k->persistent && onceTiles_ ? " (the once tiles reloaded per output tile behind a full/empty barrier pair)" : "") +
+                                (k->walkSlowest != 2 ? " walking grid dimension " + std::to_string(k->walkSlowest) +
+                                                           " slowest (the loop's trip count depends on its block index)"
+                                                     : "") +
                                 (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
                                                           std::to_string(k->clusterAxis) + " sharing " + std::to_string(k->sharedTiles) +
                                                           " tile(s) by TMA multicast"
@@ -236,6 +244,7 @@ class Specializer {
     std::string why_; ///< why the last loop tried was not specialized
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
+    std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
 
     void log(const SourceRange &at, const std::string &what) const {
         std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
@@ -265,6 +274,24 @@ class Specializer {
             where.push_back(i);
         }
         return out;
+    }
+
+    /// A grid dimension whose block index the loop's bounds depend on (attention's causal key blocks on the
+    /// query block), -1 where none; `count` (if given) is set to how many do.
+    int workAxis(const For &loop, int *count) const {
+        int axis = -1, found = 0;
+        for (int d = 0; d < 3; ++d)
+            if (k_.blockIdx[(size_t)d] && (mentions(loop.min, k_.blockIdx[(size_t)d].get()) || mentions(loop.extent, k_.blockIdx[(size_t)d].get())))
+                axis = d, ++found;
+        if (count) *count = found;
+        return axis;
+    }
+
+    /// The dimension a persistent walk takes slowest (Kernel::walkSlowest): the one the trip count depends
+    /// on, where exactly one does; else z.
+    int walkSlowest(const For &loop) const {
+        int found = 0, axis = workAxis(loop, &found);
+        return found == 1 ? axis : 2;
     }
 
     std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
@@ -364,13 +391,17 @@ class Specializer {
         // Rings and barriers.
         std::map<const BufferNode *, Buffer> ring;
         for (auto &t : tiles) ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, S);
-        Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + (once.empty() ? 0 : 1))}, loc);
+        // Persistent: each role walks the block's output tiles; the ring's position runs on across them. Tiles
+        // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
+        // consumers have released the previous tile's (their "once empty" barrier after its last read).
+        const BufferNode *outsideTiles = sharedOutsideTiles(top, at, byBuffer, onceAt);
+        const bool persistent = t_.persistent && !outsideTiles;
+        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles";
+        const int onceBarriers = once.empty() ? 0 : persistent ? 2 : 1;
+        Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + onceBarriers)}, loc);
         for (auto &b : nk->allocs)
             if (b && ring.count(b.get())) b = ring[b.get()];
         nk->allocs.push_back(mbar);
-        // Persistent: each role walks the block's output tiles; the ring's position runs on across them. Not with
-        // tiles loaded once per output tile (their buffer is mentioned outside the loop, so never here).
-        const bool persistent = t_.persistent && consumersUseNoSharedMemory(top, at, byBuffer) && once.empty();
         // Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
         // share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
         // blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01).
@@ -394,7 +425,9 @@ class Specializer {
             if (axis < 0 || cd[0] * cd[1] * cd[2] != 2)
                 clusterWhy = "tilec's clusters are two blocks along one grid dimension: (2, 1, 1), (1, 2, 1) or (1, 1, 2)";
             else if (!persistent)
-                clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, shared memory used outside the ring, or tiles loaded once)";
+                clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, or shared memory used outside the ring)";
+            else if (!once.empty())
+                clusterWhy = "the kernel loads tiles once per output tile (its clusters share ring tiles only)";
             else if (G != 1)
                 clusterWhy = "the loop's tiles are waited for in several barrier groups";
             else if (axis >= k_.gridDims)
@@ -402,7 +435,7 @@ class Specializer {
             else if (t_.clusters && (cluster = planCluster(k_, tiles, loop.var.get(), axis)).axis < 0)
                 clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
                              " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
-        } else if (persistent && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks) {
+        } else if (persistent && once.empty() && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks) {
             cluster = planCluster(k_, tiles, loop.var.get());
         }
         const int CM = cluster.axis >= 0 ? 2 : 1;
@@ -420,15 +453,24 @@ class Specializer {
         auto barrier = [&](const Expr &index) { return addressOf(mbar, {simplify(index)}); };
         auto full = [&](int g, const Expr &stage) { return barrier(binary(BinaryOp::Add, i32(2 * g * S), stage)); };
         auto empty = [&](int g, const Expr &stage) { return barrier(binary(BinaryOp::Add, i32(2 * g * S + S), stage)); };
-        const Expr onceBar = barrier(i32(2 * G * S));
+        const Expr onceBar = barrier(i32(2 * G * S)), onceEmpty = barrier(i32(2 * G * S + 1));
 
         Var tx = k_.threadIdx;
         Expr tileCount = persistent ? simplify(binary(BinaryOp::FloorDiv, gridTiles, i32(CM))) : Expr();
         Var producerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
         Var consumerTile = persistent ? makeVar("tile", DType::Int32, loc) : Var();
+        // The ring's position runs on across a block's tiles: tile * trips + k where every tile runs the same
+        // trips; where they differ (attention's causal loop on the query block) a count of the iterations of
+        // the block's earlier tiles, one per role thread (`ringBase`, advanced after each tile's loop).
+        const bool tripsVary = persistent && workAxis(loop, nullptr) >= 0;
+        Buffer ringBase = tripsVary ? makeBuffer("tilec_ring_base", Scope::Var, DType::Int32, {i32(1)}, loc) : Buffer();
+        if (ringBase) nk->allocs.push_back(ringBase);
+        const Expr baseNow = ringBase ? Load::make(ringBase, {i32(0)}, loc) : Expr();
+        auto resetBase = [&]() { return Store::make(ringBase, {i32(0)}, i32(0), loc); };
+        auto advanceBase = [&]() { return Store::make(ringBase, {i32(0)}, simplify(binary(BinaryOp::Add, baseNow, binary(BinaryOp::Max, loop.extent, i32(0)))), loc); };
         auto stageOf = [&](const Var &ko, const Var &tile) {
             Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop.min));
-            if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop.extent), k0));
+            if (tile) k0 = simplify(binary(BinaryOp::Add, ringBase ? baseNow : binary(BinaryOp::Mul, tile, loop.extent), k0));
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
         };
@@ -456,21 +498,41 @@ class Specializer {
                                         full(g, ps), toProducer, CM > 1 && cluster.shared[i] ? cluster.boxRows[i] : 0));
         }
         Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
-        if (persistent) producerLoop = For::make(producerTile, i32(0), tileCount, ForKind::Persistent, 0, producerLoop, loc);
+        if (ringBase) producerLoop = Seq::make({producerLoop, advanceBase()}, loc);
+        // The once tiles ahead of the loop; persistent, for each output tile once the consumers have released
+        // the previous one's (the first tile's wait, on the parity before the barrier's first phase, passes).
         if (!once.empty()) {
             int64_t onceBytes = 0;
             for (auto &t : once) onceBytes += t.bytes();
-            std::vector<Stmt> first{lib::stmt(lib::Fn::MbarrierArriveExpectTx, {onceBar, i32(onceBytes)}, loc)};
+            std::vector<Stmt> first;
+            if (persistent)
+                first.push_back(lib::stmt(lib::Fn::MbarrierWait, {onceEmpty, simplify(binary(BinaryOp::BitXor, binary(BinaryOp::FloorMod, producerTile, i32(2)), i32(1)))}, loc));
+            first.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {onceBar, i32(onceBytes)}, loc));
             for (size_t i = 0; i < once.size(); ++i)
                 first.push_back(tmaLoad(once[i], onceMap[i], addressOf(once[i].copy->dst.buffer, {i32(0), i32(0)}), onceBar, {}, 0));
             first.push_back(producerLoop);
             producerLoop = Seq::make(std::move(first), loc);
         }
+        if (persistent) producerLoop = For::make(producerTile, i32(0), tileCount, ForKind::Persistent, 0, producerLoop, loc);
+        if (ringBase) producerLoop = Seq::make({resetBase(), producerLoop}, loc);
         Stmt producer = IfThenElse::make(binary(BinaryOp::EQ, tx, i32(C)), producerLoop, nullptr, loc);
 
         // Consumers: the kernel's own code; each group's stage waited for before its first use and released
         // (one arrival per consumer warp: its lane 0) after its last.
         auto [cs, cphase] = stageOf(loop.var, consumerTile);
+        // Persistent with once tiles: their release (one arrival per consumer warp) after the last statement
+        // of the tile's last iteration that reads them (attention's last QK^T, whose wgmma wait precedes the
+        // release), so that the next tile's Q lands under this tile's last P.V and epilogue; after the loop
+        // where it runs no iteration, or where --intra-overlap or --pingpong rewrite the loop's body (they
+        // match its statements).
+        const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
+        const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {onceEmpty}, loc), nullptr, loc);
+        size_t onceLast = rest.size();
+        if (persistent && !once.empty() && !t_.intraOverlap && !t_.pingPong)
+            for (size_t j = 0; j < rest.size(); ++j)
+                for (auto &t : once)
+                    if (mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
+        const Expr lastIter = simplify(binary(BinaryOp::Sub, binary(BinaryOp::Add, loop.min, loop.extent), i32(1)));
         std::vector<Stmt> body;
         for (size_t j = 0; j < rest.size(); ++j) {
             for (int g = 0; g < G; ++g)
@@ -490,17 +552,26 @@ class Specializer {
                                                     CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {empty(g, cs), i32(CM)}, loc)
                                                            : lib::stmt(lib::Fn::MbarrierArrive, {empty(g, cs)}, loc),
                                                     nullptr, loc));
+            if (j == onceLast) body.push_back(IfThenElse::make(binary(BinaryOp::EQ, loop.var, lastIter), onceRelease, nullptr, loc));
         }
         std::vector<Stmt> consumer;
         for (size_t i = 0; i < at; ++i) {
             bool isOnce = std::find(onceAt.begin(), onceAt.end(), i) != onceAt.end();
             if (!isOnce) consumer.push_back(top[i]);
-            else if (i == onceAt.back()) consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {onceBar, i32(0)}, top[i]->loc));
+            else if (i == onceAt.back())
+                consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {onceBar, persistent ? simplify(binary(BinaryOp::FloorMod, consumerTile, i32(2))) : i32(0)},
+                                             top[i]->loc));
         }
         consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        if (persistent && !once.empty())
+            consumer.push_back(onceLast < rest.size()
+                                   ? IfThenElse::make(binary(BinaryOp::LE, loop.extent, i32(0)), onceRelease, nullptr, loc)
+                                   : onceRelease);
+        if (ringBase) consumer.push_back(advanceBase());
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
         Stmt consumerBody = Seq::make(std::move(consumer), loc);
         if (persistent) consumerBody = For::make(consumerTile, i32(0), tileCount, ForKind::Persistent, 0, consumerBody, loc);
+        if (ringBase) consumerBody = Seq::make({resetBase(), consumerBody}, loc);
 
         std::vector<Stmt> init;
         for (int g = 0; g < G; ++g)
@@ -509,6 +580,7 @@ class Specializer {
                 init.push_back(lib::stmt(lib::Fn::MbarrierInit, {empty(g, i32(s)), i32(mma ? C : C / 32 * CM)}, loc));
             }
         if (!once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {onceBar, i32(1)}, loc));
+        if (persistent && !once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {onceEmpty, i32(C / 32)}, loc));
         init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
         auto [pr, cr] = t_.archSpecific ? roleRegisters(C, P, blocks, t_) : std::pair{0, 0};
         // In a cluster the peer's barriers must be initialised before anything arrives on them or lands in
@@ -521,6 +593,7 @@ class Specializer {
         nk->producerThreads = P;
         nk->minBlocksPerSM = blocks;
         nk->persistent = persistent;
+        nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 ? walkSlowest(loop) : 2;
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;

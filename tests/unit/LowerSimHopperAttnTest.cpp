@@ -37,6 +37,7 @@ struct AttnCase {
     bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
     bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
+    bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -73,6 +74,7 @@ struct Lowered {
         Target t = *Target::parse("sm_90a");
         t.pingPong = a.pingPong;
         t.intraOverlap = a.overlap;
+        t.persistent = !a.noPersistent;
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -146,7 +148,8 @@ Outcome simulate(const ir::Kernel &k, const AttnCase &a, const Data &d, uint64_t
 }
 
 /// The Hopper schedule of `a`: warp roles with QK^T on wgmma SS and P.V on wgmma RS, correct and race-free
-/// under the interleavings of `seeds`.
+/// under the interleavings of `seeds`. Persistent unless --no-persistent: the simulator launches two blocks,
+/// so that each walks several output tiles where the grid has more than two.
 void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 2}) {
     Lowered l(a);
     ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
@@ -164,6 +167,7 @@ void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 
     const int pieces = fits ? (a.blockM / 64) / (a.threads / 128) * (a.dim / 64) : 0;
     EXPECT_EQ(calls[lib::Fn::StmatrixTile], pieces);
     EXPECT_EQ(calls[lib::Fn::TmaStoreTile], pieces);
+    EXPECT_EQ(l.roles->persistent, !a.noPersistent);
     const Data d = reference(a);
     for (uint64_t seed : seeds) {
         Outcome o = simulate(*l.roles, a, d, seed);
@@ -240,6 +244,43 @@ TEST(SimHopperAttn, DynamicSeqCausalRagged) { attnCase(dynamicSeq({1, 1, 200, 64
 TEST(SimHopperAttn, DynamicSeqDivisible) { attnCase(dynamicSeq({1, 2, 128, 64, true, 64, 32, 2, 128}), {0}); }
 TEST(SimHopperAttn, DynamicSeqShort) { attnCase(dynamicSeq({1, 1, 37, 64, false, 64, 32, 2, 128}), {0, 1}); }
 TEST(SimHopperAttn, DynamicSeqOverlapped) { attnCase(overlapped(dynamicSeq({1, 1, 200, 64, true, 128, 64, 2, 256})), {0, 3}); }
+
+// Persistent roles walking several output tiles each (two simulated blocks; 4 to 8 tiles): Q reloaded per tile
+// behind its full/empty pair, the ring running on across tiles; causal tiles walked with the query block
+// slowest (longest first, the benchmark's HEAVY_FIRST order across the whole grid)
+TEST(SimHopperAttn, PersistentCausalWalksTiles) { attnCase({1, 2, 256, 64, true, 64, 32, 2, 128}, {0, 1, 2}); }
+TEST(SimHopperAttn, PersistentNonCausalRagged) { attnCase({1, 2, 200, 64, false, 64, 64, 2, 128}, {0, 3}); }
+TEST(SimHopperAttn, PersistentCausalRaggedTwoWarpgroups) { attnCase({1, 2, 300, 64, true, 128, 64, 2, 256}, {0, 1}); }
+TEST(SimHopperAttn, PersistentD128) { attnCase({1, 2, 256, 128, false, 128, 128, 2, 256}, {0, 2}); }
+TEST(SimHopperAttn, PersistentD256) { attnCase({1, 2, 128, 256, true, 64, 64, 2, 128}, {0}); }
+TEST(SimHopperAttn, PersistentGroupedQuery) { attnCase({1, 4, 128, 64, true, 64, 32, 2, 128, false, "", 2}, {0, 1}); }
+TEST(SimHopperAttn, PersistentDynamicSeq) { attnCase(dynamicSeq({1, 2, 200, 64, true, 64, 32, 2, 128}), {0, 2}); }
+TEST(SimHopperAttn, PersistentOneStage) { attnCase({1, 2, 128, 64, true, 64, 64, 1, 128}, {0, 1}); }
+TEST(SimHopperAttn, PersistentOverlapped) { attnCase(overlapped({1, 2, 200, 64, true, 64, 32, 2, 128}), {0, 1}); }
+TEST(SimHopperAttn, PersistentPingPong) { attnCase(pingPong({1, 2, 256, 64, false, 128, 64, 2, 256}), {0, 1}); }
+// --no-persistent: one output tile per block, Q behind one barrier
+AttnCase notPersistent(AttnCase a) {
+    a.noPersistent = true;
+    return a;
+}
+TEST(SimHopperAttn, NotPersistentCausal) { attnCase(notPersistent({1, 2, 256, 64, true, 64, 32, 2, 128}), {0, 1}); }
+TEST(SimHopperAttn, NotPersistentRaggedTwoWarpgroups) { attnCase(notPersistent({1, 1, 200, 64, false, 128, 64, 2, 256}), {0}); }
+
+/// The persistent walk's order: the query block (grid dimension 0) slowest where the causal loop's trip count
+/// depends on it, the usual x-fastest order otherwise; Q's barriers a full/empty pair, one otherwise.
+TEST(SimHopperAttn, PersistentWalkOrderAndQBarriers) {
+    Lowered causal(AttnCase{1, 2, 256, 64, true, 64, 32, 2, 128}), full(AttnCase{1, 2, 256, 64, false, 64, 32, 2, 128}),
+        off(notPersistent({1, 2, 256, 64, true, 64, 32, 2, 128}));
+    ASSERT_TRUE(causal.roles && full.roles && off.roles) << causal.r.diags();
+    EXPECT_EQ(causal.roles->walkSlowest, 0);
+    EXPECT_EQ(causal.roles->walkOrder(), (std::array<int, 3>{1, 2, 0}));
+    EXPECT_EQ(full.roles->walkSlowest, 2);
+    EXPECT_EQ(off.roles->walkSlowest, 2);
+    auto c = callCounts(*causal.roles), o = callCounts(*off.roles);
+    EXPECT_EQ(c[lib::Fn::MbarrierInit] - o[lib::Fn::MbarrierInit], 1) << "Q's empty barrier";
+    EXPECT_EQ(c[lib::Fn::MbarrierWait] - o[lib::Fn::MbarrierWait], 1) << "the producer's wait for Q's release";
+    EXPECT_EQ(c[lib::Fn::MbarrierArrive] - o[lib::Fn::MbarrierArrive], 2) << "Q's release in the last iteration, or after no iteration";
+}
 
 /// The rotated loop as lowered: one QK^T in the prologue and one in the loop (under `ko + 1 < end`), both into
 /// scores_next; four waits (two in the loop, each a choice of two, and the epilogue's); none without the flag.
@@ -478,6 +519,48 @@ TEST(SimHopperAttnMutant, PingPongWithoutLastTurnIsCaught) {
     const int turn = syncs - 2 * callCounts(*l.roles)[lib::Fn::StmatrixTile];
     Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::NamedSync, turn), a, reference(a), 0);
     EXPECT_NE(o.error.find("threads arrived at named barrier 4 and no one to complete it"), std::string::npos) << o.error;
+}
+
+/// Persistent Q: two blocks walking two output tiles each (heavy-first causal, four and two key blocks).
+const AttnCase kPersistentMutant{1, 2, 128, 64, true, 64, 32, 2, 128};
+
+TEST(SimHopperAttnMutant, PersistentUnmutatedRunsClean) { attnCase(kPersistentMutant, {0, 1, 2, 5}); }
+
+/// The producer not waiting for the consumers' release of Q (its first wait): the next tile's Q lands while
+/// this tile's QK^Ts still read Q_shared.
+TEST(SimHopperAttnMutant, PersistentQReloadedBeforeItsReleaseIsCaught) {
+    Lowered l(kPersistentMutant);
+    ASSERT_TRUE(l.roles && l.roles->persistent) << l.r.diags();
+    struct M : ir::IRMutator {
+        using IRMutator::visit;
+        int removed = 0;
+        ir::Stmt visit(const std::shared_ptr<const ir::Evaluate> &op) override {
+            auto c = ir::as<ir::Call>(op->value);
+            if (c && lib::is(*c, lib::Fn::MbarrierWait) && removed++ == 0) return ir::Stmt();
+            return op;
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
+            return ir::WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, mutate(op->producer),
+                                       op->consumer, op->loc);
+        }
+    } m;
+    auto k = std::make_shared<ir::Kernel>(*l.roles);
+    k->body = m.mutate(k->body);
+    ASSERT_GT(m.removed, 1);
+    const Data d = reference(kPersistentMutant);
+    bool any = false;
+    for (uint64_t seed : {0, 1, 2, 5}) any |= anyFailure(simulate(*k, kPersistentMutant, d, seed));
+    EXPECT_TRUE(any);
+}
+
+/// The consumers not releasing Q in the tile's last iteration (their second arrival): the producer waits for
+/// ever on Q's empty barrier (after the ring's four: tilec_mbar[9]).
+TEST(SimHopperAttnMutant, PersistentQNotReleasedDeadlocks) {
+    Lowered l(kPersistentMutant);
+    ASSERT_TRUE(l.roles && l.roles->persistent) << l.r.diags();
+    Outcome o = simulate(*withoutNth(*l.roles, lib::Fn::MbarrierArrive, 2), kPersistentMutant, reference(kPersistentMutant), 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("waits on tilec_mbar[9]"), std::string::npos) << o.error;
 }
 
 /// No release of K's stages (the consumers' first arrival): the producer waits for ever on K's empty barrier,
