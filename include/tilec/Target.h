@@ -24,6 +24,10 @@ struct Target {
     bool tma = true;
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
+    /// Persistent also where the output tiles differ in work (the loop's trip count depends on a block index:
+    /// causal attention): off by default, as the hardware's block scheduler balances such tiles better than a
+    /// static walk (--persistent-uneven; docs/PERFORMANCE.md, session 8)
+    bool persistentUneven = false;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
     bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
     bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)

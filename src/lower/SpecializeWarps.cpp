@@ -395,8 +395,15 @@ class Specializer {
         // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
         const BufferNode *outsideTiles = sharedOutsideTiles(top, at, byBuffer, onceAt);
-        const bool persistent = t_.persistent && !outsideTiles;
-        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles";
+        // Tiles of unequal work (the trip count depends on a block index: causal attention) stay one block per
+        // tile unless asked: on the H200 the static walk lost 5 % to the hardware's dynamic block scheduling at
+        // causal 8,16,4096 (1.62 against 1.70 x SDPA flash, docs/PERFORMANCE.md session 8), even walked
+        // longest-first.
+        int uneven = 0;
+        (void)workAxis(loop, &uneven);
+        const bool unevenTiles = uneven > 0 && !t_.persistentUneven;
+        const bool persistent = t_.persistent && !outsideTiles && !unevenTiles;
+        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles" : "its tiles differ in work (the loop's trip count depends on a block index; --persistent-uneven walks them anyway)";
         const int onceBarriers = once.empty() ? 0 : persistent ? 2 : 1;
         Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + onceBarriers)}, loc);
         for (auto &b : nk->allocs)

@@ -70,11 +70,12 @@ std::map<lib::Fn, int> callCounts(const ir::Kernel &k) {
 struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
-    explicit Lowered(const AttnCase &a) {
+    explicit Lowered(const AttnCase &a, bool uneven = true) {
         Target t = *Target::parse("sm_90a");
         t.pingPong = a.pingPong;
         t.intraOverlap = a.overlap;
         t.persistent = !a.noPersistent;
+        t.persistentUneven = uneven; // causal tiles too (by default one block per tile: DefaultCausalNotPersistent)
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -265,6 +266,22 @@ AttnCase notPersistent(AttnCase a) {
 }
 TEST(SimHopperAttn, NotPersistentCausal) { attnCase(notPersistent({1, 2, 256, 64, true, 64, 32, 2, 128}), {0, 1}); }
 TEST(SimHopperAttn, NotPersistentRaggedTwoWarpgroups) { attnCase(notPersistent({1, 1, 200, 64, false, 128, 64, 2, 256}), {0}); }
+
+/// By default (no --persistent-uneven) causal attention, whose tiles run different numbers of key blocks,
+/// launches one block per tile; non-causal attention, whose tiles are alike, stays persistent; causal run so
+/// against float64 too.
+TEST(SimHopperAttn, DefaultCausalNotPersistent) {
+    const AttnCase causal{1, 2, 256, 64, true, 64, 32, 2, 128}, full{1, 2, 256, 64, false, 64, 32, 2, 128};
+    Lowered c(causal, false), f(full, false);
+    ASSERT_TRUE(c.roles && f.roles) << c.r.diags();
+    EXPECT_FALSE(c.roles->persistent);
+    EXPECT_TRUE(f.roles->persistent);
+    const Data d = reference(causal);
+    Outcome o = simulate(*c.roles, causal, d, 0);
+    EXPECT_EQ(o.error, "");
+    EXPECT_TRUE(o.races.empty());
+    EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+}
 
 /// The persistent walk's order: the query block (grid dimension 0) slowest where the causal loop's trip count
 /// depends on it, the usual x-fastest order otherwise; Q's barriers a full/empty pair, one otherwise.

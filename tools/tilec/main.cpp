@@ -137,6 +137,9 @@ int main(int argc, char **argv) {
                  "No producer/consumer warp specialization (TileLang's tl.disable_warp_specialized)");
     app.add_flag("--no-persistent", o.noPersistent,
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
+    app.add_flag("--persistent-uneven", o.persistentUneven,
+                 "Warp-specialized kernels are persistent also where output tiles differ in work (a loop trip count "
+                 "that depends on a block index, as causal attention's); by default those launch one block per tile");
     app.add_flag("--no-cluster", o.noCluster,
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
     auto *pingPong = app.add_flag("--pingpong", o.pingPong,
