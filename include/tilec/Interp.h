@@ -21,6 +21,10 @@ namespace tilec::eval {
 /// per statement, binds the statement's targets to Poison and goes on, so one run reports several errors.
 struct EvalAbort {};
 
+/// Thrown once evaluation must stop for good, after its error was reported (the step budget spent, a runaway
+/// loop of allocations): not per statement.
+struct BudgetExhausted {};
+
 /// What tracing an eager kernel adds (TileLang 0.1.10's `@tilelang.jit` function whose body is the kernel,
 /// compiled with `f.compile(...)`; InterpEager.cpp).
 struct EagerTrace {

@@ -39,9 +39,6 @@ struct SkippedStatement {
     std::string reason;
 };
 
-/// Thrown once the step budget is spent: evaluation stops for good (not per statement).
-struct BudgetExhausted {};
-
 /// Owns a reference to every tuple, list, dict and scope made while an interpreter runs, so that none is
 /// ever freed by a recursive chain of destructors (`x = [x]` a million times would overflow the stack) and
 /// the reference cycles Python programs make (a closure stored in its own scope, a list that contains
