@@ -381,6 +381,25 @@ struct Kernel {
     int walkSlowest = 2;
     /// The grid dimensions in the order a persistent walk advances them, fastest first.
     std::array<int, 3> walkOrder() const { return {walkSlowest == 0 ? 1 : 0, walkSlowest == 2 ? 1 : 2, walkSlowest}; }
+    /// Where walkSlowest names the dimension the work depends on: it advances in groups of walkGroup consecutive
+    /// values (the last group what is left), the group slowest and the position in the group fastest, so that
+    /// tiles of one (batch, head) with neighbouring query blocks, which read the same keys and values, run side
+    /// by side. 1: that dimension simply slowest; a group as large as the dimension gives the grid's own order.
+    int walkGroup = 1;
+    /// The grid coordinates of persistent tile `tile` (0 <= tile < the product of `grid`) in this walk: what the
+    /// generated tile loop computes (CodegenKernel's tileLoop prints the same arithmetic).
+    std::array<int64_t, 3> walkTile(int64_t tile, const std::array<int64_t, 3> &grid) const {
+        const std::array<int, 3> o = walkOrder();
+        const int64_t other = grid[(size_t)o[0]] * grid[(size_t)o[1]], X = grid[(size_t)o[2]], G = walkGroup;
+        const int64_t span = G * other, full = X / G * span;
+        const bool inFull = tile < full;
+        const int64_t width = inFull ? G : X % G, rest = inFull ? tile % span : tile - full;
+        std::array<int64_t, 3> at{};
+        at[(size_t)o[2]] = (inFull ? tile / span * G : X / G * G) + rest % width;
+        at[(size_t)o[0]] = rest / width % grid[(size_t)o[0]];
+        at[(size_t)o[1]] = rest / width / grid[(size_t)o[0]];
+        return at;
+    }
     /// Thread-block clusters (persistent warp-role kernels only): clusterSize blocks (1 or 2) that differ
     /// only in T.Kernel grid dimension clusterAxis run as one cluster and share the tiles whose position does
     /// not depend on that dimension (each loads a share and multicasts it to both). The persistent loops

@@ -28,6 +28,9 @@ struct Target {
     /// causal attention): off by default, as the hardware's block scheduler balances such tiles better than a
     /// static walk (--persistent-uneven; docs/PERFORMANCE.md, session 8)
     bool persistentUneven = false;
+    /// Such a walk takes the dimension the work depends on in groups of this many consecutive values, the group
+    /// slowest and the position in it fastest (--walk-group; 1: that dimension slowest, Kernel::walkGroup)
+    int walkGroup = 1;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
     bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
     bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)

@@ -243,9 +243,22 @@ class KernelPrinter {
                         ", tilec_tile += " + step + ") {", f.loc);
         const std::array<int, 3> o = k_.walkOrder();
         std::string at[3];
-        at[o[0]] = "tilec_tile % " + g[o[0]];
-        at[o[1]] = "tilec_tile / " + g[o[0]] + " % " + g[o[1]];
-        at[o[2]] = "tilec_tile / (" + g[o[0]] + " * " + g[o[1]] + ")";
+        if (k_.walkGroup > 1) { // Kernel::walkTile's arithmetic
+            const std::string G = std::to_string(k_.walkGroup), X = g[o[2]];
+            line(level + 1, "const int tilec_span = " + G + " * " + g[o[0]] + " * " + g[o[1]] + ", tilec_full = " + X +
+                                " / " + G + " * tilec_span;", f.loc);
+            line(level + 1, "const bool tilec_in_full = tilec_tile < tilec_full;", f.loc);
+            line(level + 1, "const int tilec_width = tilec_in_full ? " + G + " : " + X + " % " + G +
+                                ", tilec_rest = tilec_in_full ? tilec_tile % tilec_span : tilec_tile - tilec_full;", f.loc);
+            at[o[2]] = "(tilec_in_full ? tilec_tile / tilec_span * " + G + " : " + X + " / " + G + " * " + G +
+                       ") + tilec_rest % tilec_width";
+            at[o[0]] = "tilec_rest / tilec_width % " + g[o[0]];
+            at[o[1]] = "tilec_rest / tilec_width / " + g[o[0]];
+        } else {
+            at[o[0]] = "tilec_tile % " + g[o[0]];
+            at[o[1]] = "tilec_tile / " + g[o[0]] + " % " + g[o[1]];
+            at[o[2]] = "tilec_tile / (" + g[o[0]] + " * " + g[o[1]] + ")";
+        }
         blockBindings(level + 1, at[0], at[1], at[2], gx, gy, f.loc);
         stmt(f.body, level + 1);
         line(level, "}");

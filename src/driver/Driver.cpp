@@ -186,6 +186,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
         t.persistentUneven = opts_.persistentUneven;
+        t.walkGroup = opts_.walkGroup;
         t.clusters = !opts_.noCluster;
         t.pingPong = opts_.pingPong;
         t.intraOverlap = opts_.intraOverlap;

@@ -462,7 +462,10 @@ std::string print(const Kernel &k) {
     o += "\n";
     if (k.producerThreads) o += "  producer threads " + std::to_string(k.producerThreads) + "\n";
     if (k.minBlocksPerSM) o += "  blocks per SM " + std::to_string(k.minBlocksPerSM) + "\n";
-    if (k.persistent) o += k.walkSlowest == 2 ? "  persistent\n" : "  persistent, grid dimension " + std::to_string(k.walkSlowest) + " slowest\n";
+    if (k.persistent)
+        o += k.walkSlowest == 2 ? "  persistent\n"
+             : "  persistent, grid dimension " + std::to_string(k.walkSlowest) +
+                   (k.walkGroup > 1 ? " in groups of " + std::to_string(k.walkGroup) : std::string()) + " slowest\n";
     if (k.clusterSize > 1)
         o += "  cluster " + std::to_string(k.clusterSize) + " along grid dimension " + std::to_string(k.clusterAxis) + "\n";
     if (k.swizzlePanel > 0) o += "  use_swizzle(panel_size=" + std::to_string(k.swizzlePanel) + ")\n";

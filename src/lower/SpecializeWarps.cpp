@@ -601,6 +601,7 @@ class Specializer {
         nk->minBlocksPerSM = blocks;
         nk->persistent = persistent;
         nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 ? walkSlowest(loop) : 2;
+        nk->walkGroup = persistent && CM == 1 && k_.swizzlePanel == 0 && uneven == 1 ? t_.walkGroup : 1;
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;

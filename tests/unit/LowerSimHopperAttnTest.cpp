@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 using namespace tilec;
 using tilec::lowertest::LowerRun;
@@ -38,6 +39,7 @@ struct AttnCase {
     bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
+    int walkGroup = 1;         ///< lowered with --walk-group (Target::walkGroup)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -76,6 +78,7 @@ struct Lowered {
         t.intraOverlap = a.overlap;
         t.persistent = !a.noPersistent;
         t.persistentUneven = uneven; // causal tiles too (by default one block per tile: DefaultCausalNotPersistent)
+        t.walkGroup = a.walkGroup;
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -266,6 +269,51 @@ AttnCase notPersistent(AttnCase a) {
 }
 TEST(SimHopperAttn, NotPersistentCausal) { attnCase(notPersistent({1, 2, 256, 64, true, 64, 32, 2, 128}), {0, 1}); }
 TEST(SimHopperAttn, NotPersistentRaggedTwoWarpgroups) { attnCase(notPersistent({1, 1, 200, 64, false, 128, 64, 2, 256}), {0}); }
+
+/// --walk-group: causal tiles walked with the query blocks in groups (5 query blocks in groups of 2: the last
+/// group a single block; 4 in groups of 3), each simulated block walking 5 or 4 tiles of mixed work.
+AttnCase walkGroup(AttnCase a, int g) {
+    a.walkGroup = g;
+    return a;
+}
+/// Kernel::walkTile visits every tile once for any group size; 1 is the query block slowest, a group as large
+/// as the grid dimension the grid's own x-fastest order.
+TEST(SimHopperAttn, WalkTileIsABijection) {
+    for (const std::array<int64_t, 3> grid : {std::array<int64_t, 3>{5, 3, 2}, {8, 16, 1}, {1, 4, 3}, {7, 1, 1}})
+        for (int slowest : {0, 2})
+            for (int g = 1; g <= grid[0] + 2; ++g) {
+                ir::Kernel k;
+                k.walkSlowest = slowest;
+                k.walkGroup = g;
+                const int64_t n = grid[0] * grid[1] * grid[2];
+                std::set<std::array<int64_t, 3>> seen;
+                for (int64_t t = 0; t < n; ++t) {
+                    const auto c = k.walkTile(t, grid);
+                    for (int d = 0; d < 3; ++d) ASSERT_TRUE(c[d] >= 0 && c[d] < grid[d]) << "tile " << t << " group " << g;
+                    seen.insert(c);
+                    const std::array<int, 3> o = k.walkOrder();
+                    if (g == 1) { // the plain walk: fastest, middle, slowest
+                        EXPECT_EQ(c[o[0]], t % grid[o[0]]);
+                        EXPECT_EQ(c[o[2]], t / (grid[o[0]] * grid[o[1]]));
+                    }
+                    if (slowest == 0 && g >= grid[0]) EXPECT_EQ(c[0], t % grid[0]) << "the grid's order";
+                }
+                EXPECT_EQ((int64_t)seen.size(), n) << "group " << g;
+            }
+}
+
+TEST(SimHopperAttn, PersistentCausalWalkGroups) {
+    const AttnCase a = walkGroup({1, 2, 320, 64, true, 64, 32, 2, 128}, 2);
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    EXPECT_EQ(l.roles->walkSlowest, 0);
+    EXPECT_EQ(l.roles->walkGroup, 2);
+    attnCase(a, {0, 1});
+    attnCase(walkGroup({2, 1, 256, 64, true, 64, 64, 2, 128}, 3), {0});
+    Lowered full(walkGroup({1, 2, 256, 64, false, 64, 32, 2, 128}, 2));
+    ASSERT_TRUE(full.roles);
+    EXPECT_EQ(full.roles->walkGroup, 1) << "tiles alike: the grid's order";
+}
 
 /// By default (no --persistent-uneven) causal attention, whose tiles run different numbers of key blocks,
 /// launches one block per tile; non-causal attention, whose tiles are alike, stays persistent; causal run so

@@ -100,11 +100,8 @@ inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             // blockIdx variables (T.use_swizzle's rasterization is a permutation of the tiles: not modelled).
             int64_t tiles = (int64_t)eval(f->extent, first), i = 0;
             for (int64_t tile = physicalBlock_; tile < tiles; tile += physicalBlocks_, ++i) {
-                const std::array<int, 3> o = k_.walkOrder(); // as the generated tile loop advances them
-                int64_t xyz[3];
-                xyz[o[0]] = tile % grid_[o[0]];
-                xyz[o[1]] = tile / grid_[o[0]] % grid_[o[1]];
-                xyz[o[2]] = tile / (grid_[o[0]] * grid_[o[1]]);
+                // as the generated tile loop advances them
+                const std::array<int64_t, 3> xyz = k_.walkTile(tile, {grid_[0], grid_[1], grid_[2]});
                 for (int t = 0; t < T_; ++t) {
                     if (!mask[t]) continue;
                     vars_[t][f->var.get()] = (double)i;
