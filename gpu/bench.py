@@ -4,7 +4,11 @@ Timing: CUDA events around each call, median of many calls after warm-up. Before
 cache is flushed by reading a 256 MiB buffer (four times the H200's L2): the kernel's data is gone from the
 cache, and the lines left behind are clean, so no write-back of someone else's dirty lines is charged to
 the kernel (a write-based flush, as in triton's do_bench, leaves up to a whole L2 of dirty lines behind).
-The host's launch overhead hides behind the flush, which keeps the GPU busy while the call is queued.
+The host's launch overhead hides behind the flush and a spin of about 0.1 ms on the GPU after it
+(torch.cuda._sleep): the host queues calls faster than the GPU runs them, so no event waits for the host.
+Without the spin a call whose host side costs more than the flush (SDPA's Python dispatch at the seed's
+small shape: 0.034 to 0.073 ms measured for one 0.017-ms kernel in two runs of 2026-12-02) was charged its
+host time whenever the GPU had drained the queue.
 
 Baselines timed the same way in the same process: a device-to-device copy (torch copy_) of 2 GiB, the
 ceiling of ANCHORS.md; a copy that moves the same number of bytes as the kernel (read + written), which
@@ -27,6 +31,7 @@ import time
 import core
 
 FLUSH_BYTES = 256 << 20
+SPIN_CYCLES = 200_000               # about 0.1 ms at the H200's 1.98 GHz
 LARGE_COPY_BYTES = 1 << 30          # each way: 2 GiB moved
 
 
@@ -37,6 +42,9 @@ class Timer:
 
     def flush(self):
         self.flush_buf.sum()
+        spin = getattr(self.t.cuda, "_sleep", None)
+        if spin:
+            spin(SPIN_CYCLES)
 
     def ms(self, fn, budget_s=0.4, min_reps=30, max_reps=400):
         """The median of fn's times, each call after a flush."""
@@ -54,7 +62,7 @@ class Timer:
 
     def _medians(self, fns, budget_s, min_reps, max_reps, est_runs):
         """Three warm-up rounds of every fn, a round count that fills budget_s (from est_runs timed rounds,
-        0.1 ms of flush per call), then that many rounds, the order of the fns reversed every other round."""
+        0.2 ms of flush and spin per call), then that many rounds, the order of the fns reversed every other round."""
         t = self.t
         for _ in range(3):
             for fn in fns:
@@ -68,7 +76,7 @@ class Timer:
         e.record()
         t.cuda.synchronize()
         est = max(s.elapsed_time(e) / est_runs, 1e-3)
-        reps = int(min(max(budget_s * 1e3 / (est + 0.1 * len(fns)), min_reps), max_reps))
+        reps = int(min(max(budget_s * 1e3 / (est + 0.2 * len(fns)), min_reps), max_reps))
         ev = [[(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in fns] for _ in range(reps)]
         for i in range(reps):
             order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
