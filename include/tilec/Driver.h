@@ -38,8 +38,7 @@ struct DriverOptions {
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
-    bool persistentUneven = false;         ///< --persistent-uneven: persistent also over tiles of unequal work
-    int walkGroup = 1;                     ///< --walk-group: such a walk's query blocks in groups of this many
+    int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
     bool pingPong = false;                 ///< --pingpong: consumer warpgroups take turns at attention's wgmmas
     bool intraOverlap = false;             ///< --intra-overlap: attention's next QK^T under this block's softmax
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)

@@ -24,13 +24,11 @@ struct Target {
     bool tma = true;
     bool warpSpecialize = true;
     bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
-    /// Persistent also where the output tiles differ in work (the loop's trip count depends on a block index:
-    /// causal attention): off by default, as the hardware's block scheduler balances such tiles better than a
-    /// static walk (--persistent-uneven; docs/PERFORMANCE.md, session 8)
-    bool persistentUneven = false;
-    /// Such a walk takes the dimension the work depends on in groups of this many consecutive values, the group
-    /// slowest and the position in it fastest (--walk-group; 1: that dimension slowest, Kernel::walkGroup)
-    int walkGroup = 1;
+    /// Where the output tiles differ in work (the loop's trip count depends on one block index: causal
+    /// attention), the persistent walk takes that index in groups of this many consecutive values, the group
+    /// slowest, the position in it fastest (Kernel::walkGroup; 1: that index slowest); 0: such tiles one block
+    /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
+    int walkGroup = 7;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
     bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
     bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)

@@ -243,8 +243,15 @@ class KernelPrinter {
                         ", tilec_tile += " + step + ") {", f.loc);
         const std::array<int, 3> o = k_.walkOrder();
         std::string at[3];
-        if (k_.walkGroup > 1) { // Kernel::walkTile's arithmetic
-            const std::string G = std::to_string(k_.walkGroup), X = g[o[2]];
+        // Kernel::walkTile's arithmetic: groups where the dimension has more values than a group
+        const auto X0 = constInt(k_.grid[(size_t)o[2]]);
+        if (k_.walkGroup > 1 && (!X0 || *X0 > k_.walkGroup)) {
+            std::string G = std::to_string(k_.walkGroup);
+            const std::string X = g[o[2]];
+            if (!X0) {
+                line(level + 1, "const int tilec_group = " + X + " > " + G + " ? " + G + " : 1;", f.loc);
+                G = "tilec_group";
+            }
             line(level + 1, "const int tilec_span = " + G + " * " + g[o[0]] + " * " + g[o[1]] + ", tilec_full = " + X +
                                 " / " + G + " * tilec_span;", f.loc);
             line(level + 1, "const bool tilec_in_full = tilec_tile < tilec_full;", f.loc);

@@ -185,7 +185,6 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.tma = !opts_.noTma;
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
-        t.persistentUneven = opts_.persistentUneven;
         t.walkGroup = opts_.walkGroup;
         t.clusters = !opts_.noCluster;
         t.pingPong = opts_.pingPong;

@@ -395,15 +395,15 @@ class Specializer {
         // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
         const BufferNode *outsideTiles = sharedOutsideTiles(top, at, byBuffer, onceAt);
-        // Tiles of unequal work (the trip count depends on a block index: causal attention) stay one block per
-        // tile unless asked: on the H200 the static walk lost 5 % to the hardware's dynamic block scheduling at
-        // causal 8,16,4096 (1.62 against 1.70 x SDPA flash, docs/PERFORMANCE.md session 8), even walked
-        // longest-first.
+        // Tiles of unequal work (the trip count depends on a block index: causal attention) are walked with that
+        // index in groups (Target::walkGroup; walked slowest, they lost 5 % to the hardware's dynamic block
+        // scheduling at causal 8,16,4096, docs/PERFORMANCE.md session 8; in groups of 7 they won 2-13 %,
+        // session 9); where the work depends on two block indices, or with --walk-group=0, one block per tile.
         int uneven = 0;
         (void)workAxis(loop, &uneven);
-        const bool unevenTiles = uneven > 0 && !t_.persistentUneven;
+        const bool unevenTiles = uneven > 1 || (uneven == 1 && t_.walkGroup == 0);
         const bool persistent = t_.persistent && !outsideTiles && !unevenTiles;
-        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles" : "its tiles differ in work (the loop's trip count depends on a block index; --persistent-uneven walks them anyway)";
+        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles" : "its tiles differ in work (the loop's trip count depends on " + std::string(uneven > 1 ? "several block indices)" : "a block index; --walk-group=0)");
         const int onceBarriers = once.empty() ? 0 : persistent ? 2 : 1;
         Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + onceBarriers)}, loc);
         for (auto &b : nk->allocs)
@@ -601,7 +601,7 @@ class Specializer {
         nk->minBlocksPerSM = blocks;
         nk->persistent = persistent;
         nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 ? walkSlowest(loop) : 2;
-        nk->walkGroup = persistent && CM == 1 && k_.swizzlePanel == 0 && uneven == 1 ? t_.walkGroup : 1;
+        nk->walkGroup = nk->walkSlowest != 2 && uneven == 1 ? t_.walkGroup : 1;
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;

@@ -39,7 +39,7 @@ struct AttnCase {
     bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
-    int walkGroup = 1;         ///< lowered with --walk-group (Target::walkGroup)
+    int walkGroup = 7;         ///< lowered with --walk-group (Target::walkGroup, whose default this is)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -77,8 +77,7 @@ struct Lowered {
         t.pingPong = a.pingPong;
         t.intraOverlap = a.overlap;
         t.persistent = !a.noPersistent;
-        t.persistentUneven = uneven; // causal tiles too (by default one block per tile: DefaultCausalNotPersistent)
-        t.walkGroup = a.walkGroup;
+        t.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -276,8 +275,8 @@ AttnCase walkGroup(AttnCase a, int g) {
     a.walkGroup = g;
     return a;
 }
-/// Kernel::walkTile visits every tile once for any group size; 1 is the query block slowest, a group as large
-/// as the grid dimension the grid's own x-fastest order.
+/// Kernel::walkTile visits every tile once for any group size; 1, or a group no smaller than the grid
+/// dimension, is the plain walk with that dimension slowest.
 TEST(SimHopperAttn, WalkTileIsABijection) {
     for (const std::array<int64_t, 3> grid : {std::array<int64_t, 3>{5, 3, 2}, {8, 16, 1}, {1, 4, 3}, {7, 1, 1}})
         for (int slowest : {0, 2})
@@ -292,11 +291,11 @@ TEST(SimHopperAttn, WalkTileIsABijection) {
                     for (int d = 0; d < 3; ++d) ASSERT_TRUE(c[d] >= 0 && c[d] < grid[d]) << "tile " << t << " group " << g;
                     seen.insert(c);
                     const std::array<int, 3> o = k.walkOrder();
-                    if (g == 1) { // the plain walk: fastest, middle, slowest
+                    if (g == 1 || g >= grid[o[2]]) { // the plain walk: fastest, middle, slowest
                         EXPECT_EQ(c[o[0]], t % grid[o[0]]);
                         EXPECT_EQ(c[o[2]], t / (grid[o[0]] * grid[o[1]]));
                     }
-                    if (slowest == 0 && g >= grid[0]) EXPECT_EQ(c[0], t % grid[0]) << "the grid's order";
+                    else if (t < grid[o[0]] * grid[o[1]] * g) EXPECT_EQ(c[o[2]], t % g) << "the first group's positions fastest";
                 }
                 EXPECT_EQ((int64_t)seen.size(), n) << "group " << g;
             }
@@ -315,20 +314,24 @@ TEST(SimHopperAttn, PersistentCausalWalkGroups) {
     EXPECT_EQ(full.roles->walkGroup, 1) << "tiles alike: the grid's order";
 }
 
-/// By default (no --persistent-uneven) causal attention, whose tiles run different numbers of key blocks,
-/// launches one block per tile; non-causal attention, whose tiles are alike, stays persistent; causal run so
-/// against float64 too.
-TEST(SimHopperAttn, DefaultCausalNotPersistent) {
-    const AttnCase causal{1, 2, 256, 64, true, 64, 32, 2, 128}, full{1, 2, 256, 64, false, 64, 32, 2, 128};
-    Lowered c(causal, false), f(full, false);
-    ASSERT_TRUE(c.roles && f.roles) << c.r.diags();
-    EXPECT_FALSE(c.roles->persistent);
-    EXPECT_TRUE(f.roles->persistent);
-    const Data d = reference(causal);
-    Outcome o = simulate(*c.roles, causal, d, 0);
-    EXPECT_EQ(o.error, "");
-    EXPECT_TRUE(o.races.empty());
-    EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+/// By default causal attention, whose tiles run different numbers of key blocks, is persistent with its query
+/// blocks walked in groups of 7 (where there are more than 7: 512 / 64 = 8 here); with --walk-group=0 it
+/// launches one block per tile; both run against float64.
+TEST(SimHopperAttn, DefaultCausalWalkAndWalkGroupZero) {
+    const AttnCase causal{1, 2, 512, 64, true, 64, 64, 2, 128};
+    Lowered d(causal), z(causal, false);
+    ASSERT_TRUE(d.roles && z.roles) << d.r.diags();
+    EXPECT_TRUE(d.roles->persistent);
+    EXPECT_EQ(d.roles->walkSlowest, 0);
+    EXPECT_EQ(d.roles->walkGroup, 7);
+    EXPECT_FALSE(z.roles->persistent);
+    const Data data = reference(causal);
+    for (const Lowered *l : {&d, &z}) {
+        Outcome o = simulate(*l->roles, causal, data, 0);
+        EXPECT_EQ(o.error, "");
+        EXPECT_TRUE(o.races.empty());
+        EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+    }
 }
 
 /// The persistent walk's order: the query block (grid dimension 0) slowest where the causal loop's trip count

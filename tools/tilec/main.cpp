@@ -137,15 +137,13 @@ int main(int argc, char **argv) {
                  "No producer/consumer warp specialization (TileLang's tl.disable_warp_specialized)");
     app.add_flag("--no-persistent", o.noPersistent,
                  "Warp-specialized kernels launch one block per output tile instead of one per SM walking tiles");
-    auto *uneven = app.add_flag("--persistent-uneven", o.persistentUneven,
-                 "Warp-specialized kernels are persistent also where output tiles differ in work (a loop trip count "
-                 "that depends on a block index, as causal attention's); by default those launch one block per tile");
     app.add_option("--walk-group", o.walkGroup,
-                   "With --persistent-uneven: the walk takes the block index the work depends on (causal attention's "
-                   "query block) in groups of G consecutive values, the group slowest, so that neighbouring query "
-                   "blocks of one (batch, head) run side by side (default 1: that index slowest)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->needs(uneven);
+                   "Persistent warp-specialized kernels whose output tiles differ in work (a loop trip count that "
+                   "depends on one block index, as causal attention's) walk that index in groups of G consecutive "
+                   "values, the group slowest (neighbouring query blocks of one batch and head side by side); "
+                   "1: that index slowest; 0: such tiles one block each")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
     app.add_flag("--no-cluster", o.noCluster,
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
     auto *pingPong = app.add_flag("--pingpong", o.pingPong,
