@@ -41,6 +41,7 @@ void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth) {
 }
 
 namespace {
+constexpr size_t kMaxLaunches = 256; ///< T.Kernel launches one prim_func may open
 
 const char *loopName(ir::ForKind k) {
     switch (k) {
@@ -319,7 +320,14 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     if (t->inLaunch) fail(f.range, "T.Kernel cannot be nested inside another T.Kernel");
     if (t->kernel->launchLoc.valid()) {
         // A later launch of the prim_func (split-KV decoding's combine step): a kernel of its own with the same
-        // parameters, run after the earlier ones.
+        // parameters, run after the earlier ones. Far fewer than the cap in any program; it keeps a T.Kernel in
+        // an endless loop from tracing launches until the step budget (the crash fuzzer's 10-s timeouts: each
+        // launch is a kernel's IR kept to the end), so evaluation stops there, as at the step budget.
+        if (t->launches.size() + 1 >= kMaxLaunches) {
+            diag_.error(f.range, "the prim_func opens more than " + std::to_string(kMaxLaunches) +
+                                     " T.Kernel launches (a launch inside a long or endless loop?)");
+            throw BudgetExhausted{};
+        }
         const ir::Kernel &prev = *t->kernel;
         auto next = std::make_shared<ir::Kernel>();
         next->name = prev.name;
