@@ -254,7 +254,6 @@ Value InterpImpl::makeFunction(const ast::StmtP &sp) {
 void InterpImpl::execDef(const ast::StmtP &sp) {
     const ast::Stmt &s = *sp;
     Value v = makeFunction(sp);
-    auto &f = v.as<FunctionObj>();
     std::vector<std::pair<Value, SourceRange>> decorators;
     for (auto &d : s.decorators) {
         // @autotune(configs=...): tilec compiles the configuration an export passes, so the autotuner's
@@ -270,7 +269,9 @@ void InterpImpl::execDef(const ast::StmtP &sp) {
         const Value &dec = it->first;
         if (dec.is(VK::Poison)) throw EvalAbort{};
         if (dec.is(VK::Builtin) && dec.as<BuiltinObj>().name == "T.prim_func" && v.is(VK::Function)) {
-            f.isPrimFunc = true;
+            // v, not the function made above: a decorator below this one may have replaced (and freed) it
+            // (`@T.prim_func` over `@tilelang.jit`: a use after free the crash fuzzer found, session 9)
+            v.as<FunctionObj>().isPrimFunc = true;
             v = tracePrimFunc(v, it->second);
             continue;
         }
