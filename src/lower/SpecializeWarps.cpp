@@ -13,6 +13,7 @@
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/Staging.h"
+#include "tilec/passes/WarpRolePlan.h"
 
 #include <algorithm>
 #include <set>
@@ -83,51 +84,6 @@ struct MarkWgmma : IRMutator {
     }
 };
 
-/// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: the producer gives up all
-/// but a few, the consumers take what each block's allocation at entry (the launch bound's share of the
-/// register file) leaves.
-std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t) {
-    auto down8 = [](int64_t r) { return (int)(r / 8 * 8); };
-    int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / blocks / (consumers + producers)));
-    int producer = consumers >= 384 || blocks > 1 ? 24 : 40;
-    int consumer = down8(std::min<int64_t>(240, ((int64_t)entry * (consumers + producers) - (int64_t)producer * producers) / consumers));
-    return {producer, consumer};
-}
-
-/// Blocks per SM to plan the warp roles for: two where two blocks' shared memory fits an SM and the consumers'
-/// share of the registers at two blocks still holds their fragments with room for addresses and the epilogue
-/// (the seed's 128x128 tile over one consumer warpgroup: one block's epilogue and barrier waits then overlap
-/// the other block's wgmma), else one. The room is 64 registers: at 40 (the 128x128 tile over two consumer
-/// warpgroups, 64 accumulators in 104 registers) ptxas gives up on the wgmma (C7602, insufficient registers).
-/// The 32-bit registers each consumer thread's fragments take.
-int64_t fragmentWords(const Kernel &k, int consumers) {
-    int64_t bytes = 0;
-    for (auto &b : k.allocs)
-        if (b && b->scope == Scope::Fragment) bytes += std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
-    return bytes / 4 / consumers;
-}
-
-int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t) {
-    int64_t shared = 1024;
-    for (auto &b : k.allocs)
-        if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
-    const int64_t words = fragmentWords(k, consumers);
-    const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
-    const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
-    // Without setmaxnreg (sm_90) every thread keeps its share of the register file at two blocks.
-    const int consumerRegs = t.archSpecific ? roleRegisters(consumers, producers, 2, t).second
-                                            : (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 2 / (consumers + producers)) / 8 * 8;
-    return sharedFits && threadsFit && consumerRegs >= words + 64 ? 2 : 1;
-}
-
-/// The registers ptxas can give each thread of `threads` at `blocks` blocks per SM without setmaxnreg: the
-/// warps are spread over the SM's four sub-partitions, each with a quarter of the register file, so the
-/// fullest one sets the share (nine warps put three on one: 168 registers, as for twelve).
-int partitionRegisters(int threads, int blocks, const Target &t) {
-    const int64_t warps = (int64_t)blocks * ((threads + 31) / 32), fullest = (warps + 3) / 4;
-    return (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 4 / fullest / 32 / 8 * 8);
-}
-
 /// A shared buffer the consumers' code (the kernel's statements and the pipelined loop's rest) touches other
 /// than the TMA tiles (the ring's, and those loaded once, whose copies at `onceAt` the producer takes over);
 /// null when none: then one output tile's consumers cannot race the next tile's over shared memory, and the
@@ -141,56 +97,6 @@ const BufferNode *sharedOutsideTiles(const std::vector<Stmt> &top, size_t at, co
             if (b->scope == Scope::Shared && !(i == at && tiles.count(b))) return b;
     }
     return nullptr;
-}
-
-/// A cluster of two blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position does
-/// not depend on that dimension (`shared`) are loaded once between them, each block loading half of the
-/// tile's boxes (of `boxRows` rows) and multicasting them to both.
-struct ClusterPlan {
-    int axis = -1;
-    std::vector<bool> shared;       ///< per tile
-    std::vector<int64_t> boxRows;   ///< per tile: its TMA box's rows
-};
-
-/// The grid dimension (an even constant extent) whose shared tiles are the most bytes, or axis -1 when no
-/// tile can be shared. A tile is shared along d when its position is made of the other block indices, the
-/// loop's variable and the kernel's scalars only, and its boxes split evenly between two blocks.
-ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis = -1) {
-    struct FreeVars : IRVisitor {
-        using IRVisitor::visit;
-        std::set<const VarNode *> vars;
-        void visit(const VarNode &v) override { vars.insert(&v); }
-    };
-    std::set<const VarNode *> uniform{loopVar};
-    for (auto &p : k.params)
-        if (p.kind == Param::Scalar) uniform.insert(p.var.get());
-    for (auto &v : k.dynamicSymbols) uniform.insert(v.get());
-    ClusterPlan best;
-    int64_t bestBytes = 0;
-    for (int d = 0; d < k.gridDims; ++d) {
-        if (onlyAxis >= 0 && d != onlyAxis) continue;
-        auto g = constInt(k.grid[(size_t)d]);
-        if (!g || *g < 2 || *g % 2 || !k.blockIdx[(size_t)d]) continue;
-        std::set<const VarNode *> allowed = uniform;
-        for (int j = 0; j < 3; ++j)
-            if (j != d && k.blockIdx[(size_t)j]) allowed.insert(k.blockIdx[(size_t)j].get());
-        ClusterPlan p;
-        p.axis = d;
-        int64_t bytes = 0;
-        for (auto &t : tiles) {
-            FreeVars fv;
-            for (auto &c : t.coords) fv.visit(c);
-            bool same = std::all_of(fv.vars.begin(), fv.vars.end(), [&](const VarNode *v) { return allowed.count(v) > 0; });
-            int64_t boxRows = std::min<int64_t>(t.rows, 256), panels = t.cols * t.elemBytes / t.swizzle;
-            if (same && panels * (t.rows / boxRows) % 2 && boxRows % 16 == 0) boxRows /= 2;
-            bool ok = same && panels * (t.rows / boxRows) % 2 == 0;
-            p.shared.push_back(ok);
-            p.boxRows.push_back(ok ? boxRows : std::min<int64_t>(t.rows, 256));
-            if (ok) bytes += t.bytes();
-        }
-        if (bytes > bestBytes) best = std::move(p), bestBytes = bytes;
-    }
-    return best;
 }
 
 class Specializer {
@@ -285,13 +191,6 @@ class Specializer {
                 axis = d, ++found;
         if (count) *count = found;
         return axis;
-    }
-
-    /// The dimension a persistent walk takes slowest (Kernel::walkSlowest): the one the trip count depends
-    /// on, where exactly one does; else z.
-    int walkSlowest(const For &loop) const {
-        int found = 0, axis = workAxis(loop, &found);
-        return found == 1 ? axis : 2;
     }
 
     std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
@@ -400,7 +299,7 @@ class Specializer {
         // scheduling at causal 8,16,4096, docs/PERFORMANCE.md session 8; in groups of 7 they won 2-13 %,
         // session 9); where the work depends on two block indices, or with --walk-group=0, one block per tile.
         int uneven = 0;
-        (void)workAxis(loop, &uneven);
+        const int unevenAxis = workAxis(loop, &uneven);
         const bool unevenTiles = uneven > 1 || (uneven == 1 && t_.walkGroup == 0);
         const bool persistent = t_.persistent && !outsideTiles && !unevenTiles;
         notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles" : "its tiles differ in work (the loop's trip count depends on " + std::string(uneven > 1 ? "several block indices)" : "a block index; --walk-group=0)");
@@ -469,7 +368,7 @@ class Specializer {
         // The ring's position runs on across a block's tiles: tile * trips + k where every tile runs the same
         // trips; where they differ (attention's causal loop on the query block) a count of the iterations of
         // the block's earlier tiles, one per role thread (`ringBase`, advanced after each tile's loop).
-        const bool tripsVary = persistent && workAxis(loop, nullptr) >= 0;
+        const bool tripsVary = persistent && unevenAxis >= 0;
         Buffer ringBase = tripsVary ? makeBuffer("tilec_ring_base", Scope::Var, DType::Int32, {i32(1)}, loc) : Buffer();
         if (ringBase) nk->allocs.push_back(ringBase);
         const Expr baseNow = ringBase ? Load::make(ringBase, {i32(0)}, loc) : Expr();
@@ -600,7 +499,9 @@ class Specializer {
         nk->producerThreads = P;
         nk->minBlocksPerSM = blocks;
         nk->persistent = persistent;
-        nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 ? walkSlowest(loop) : 2;
+        // The dimension the walk takes slowest (Kernel::walkSlowest): the one the trip count depends on, where
+        // exactly one does; else z.
+        nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 && uneven == 1 ? unevenAxis : 2;
         nk->walkGroup = nk->walkSlowest != 2 && uneven == 1 ? t_.walkGroup : 1;
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;

@@ -1,0 +1,37 @@
+/// \file
+/// Planning for specializeWarps (src/lower/WarpRolePlan.cpp): blocks per SM, registers per role, clusters.
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/Target.h"
+#include "tilec/passes/SpecializeWarps.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace tilec::passes {
+
+/// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: {producer, consumer}.
+std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t);
+/// The 32-bit registers each consumer thread's fragments take.
+int64_t fragmentWords(const ir::Kernel &k, int consumers);
+/// Blocks per SM to plan the warp roles for: 1 or 2.
+int plannedBlocks(const ir::Kernel &k, int consumers, int producers, const Target &t);
+/// The registers ptxas can give each of `threads` threads at `blocks` blocks per SM without setmaxnreg.
+int partitionRegisters(int threads, int blocks, const Target &t);
+
+/// A cluster of two blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position does
+/// not depend on that dimension (`shared`) are loaded once between them, each block loading half of the
+/// tile's boxes (of `boxRows` rows) and multicasting them to both.
+struct ClusterPlan {
+    int axis = -1;
+    std::vector<bool> shared;       ///< per tile
+    std::vector<int64_t> boxRows;   ///< per tile: its TMA box's rows
+};
+
+/// The grid dimension (an even constant extent; only `onlyAxis` where given) whose shared tiles are the most
+/// bytes, or axis -1 when no tile can be shared.
+ClusterPlan planCluster(const ir::Kernel &k, const std::vector<TmaTile> &tiles, const ir::VarNode *loopVar, int onlyAxis = -1);
+
+} // namespace tilec::passes

@@ -1,0 +1,104 @@
+/// \file
+/// How many blocks per SM a warp-role kernel is planned for, the registers each role gets, and which tiles a
+/// cluster of two blocks shares (include/tilec/passes/WarpRolePlan.h): the planning half of
+/// specializeWarps (src/lower/SpecializeWarps.cpp).
+#include "tilec/passes/WarpRolePlan.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+/// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: the producer gives up all
+/// but a few, the consumers take what each block's allocation at entry (the launch bound's share of the
+/// register file) leaves.
+std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t) {
+    auto down8 = [](int64_t r) { return (int)(r / 8 * 8); };
+    int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / blocks / (consumers + producers)));
+    int producer = consumers >= 384 || blocks > 1 ? 24 : 40;
+    int consumer = down8(std::min<int64_t>(240, ((int64_t)entry * (consumers + producers) - (int64_t)producer * producers) / consumers));
+    return {producer, consumer};
+}
+
+/// The 32-bit registers each consumer thread's fragments take.
+int64_t fragmentWords(const Kernel &k, int consumers) {
+    int64_t bytes = 0;
+    for (auto &b : k.allocs)
+        if (b && b->scope == Scope::Fragment) bytes += std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+    return bytes / 4 / consumers;
+}
+
+/// Blocks per SM to plan the warp roles for: two where two blocks' shared memory fits an SM and the consumers'
+/// share of the registers at two blocks still holds their fragments with room for addresses and the epilogue
+/// (the seed's 128x128 tile over one consumer warpgroup: one block's epilogue and barrier waits then overlap
+/// the other block's wgmma), else one. The room is 64 registers: at 40 (the 128x128 tile over two consumer
+/// warpgroups, 64 accumulators in 104 registers) ptxas gives up on the wgmma (C7602, insufficient registers).
+int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t) {
+    int64_t shared = 1024;
+    for (auto &b : k.allocs)
+        if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+    const int64_t words = fragmentWords(k, consumers);
+    const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
+    const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
+    // Without setmaxnreg (sm_90) every thread keeps its share of the register file at two blocks.
+    const int consumerRegs = t.archSpecific ? roleRegisters(consumers, producers, 2, t).second
+                                            : (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 2 / (consumers + producers)) / 8 * 8;
+    return sharedFits && threadsFit && consumerRegs >= words + 64 ? 2 : 1;
+}
+
+/// The registers ptxas can give each thread of `threads` at `blocks` blocks per SM without setmaxnreg: the
+/// warps are spread over the SM's four sub-partitions, each with a quarter of the register file, so the
+/// fullest one sets the share (nine warps put three on one: 168 registers, as for twelve).
+int partitionRegisters(int threads, int blocks, const Target &t) {
+    const int64_t warps = (int64_t)blocks * ((threads + 31) / 32), fullest = (warps + 3) / 4;
+    return (int)std::min<int64_t>(t.registersPerThread, t.registersPerSM / 4 / fullest / 32 / 8 * 8);
+}
+
+
+/// The grid dimension (an even constant extent) whose shared tiles are the most bytes, or axis -1 when no
+/// tile can be shared. A tile is shared along d when its position is made of the other block indices, the
+/// loop's variable and the kernel's scalars only, and its boxes split evenly between two blocks.
+ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis) {
+    struct FreeVars : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const VarNode *> vars;
+        void visit(const VarNode &v) override { vars.insert(&v); }
+    };
+    std::set<const VarNode *> uniform{loopVar};
+    for (auto &p : k.params)
+        if (p.kind == Param::Scalar) uniform.insert(p.var.get());
+    for (auto &v : k.dynamicSymbols) uniform.insert(v.get());
+    ClusterPlan best;
+    int64_t bestBytes = 0;
+    for (int d = 0; d < k.gridDims; ++d) {
+        if (onlyAxis >= 0 && d != onlyAxis) continue;
+        auto g = constInt(k.grid[(size_t)d]);
+        if (!g || *g < 2 || *g % 2 || !k.blockIdx[(size_t)d]) continue;
+        std::set<const VarNode *> allowed = uniform;
+        for (int j = 0; j < 3; ++j)
+            if (j != d && k.blockIdx[(size_t)j]) allowed.insert(k.blockIdx[(size_t)j].get());
+        ClusterPlan p;
+        p.axis = d;
+        int64_t bytes = 0;
+        for (auto &t : tiles) {
+            FreeVars fv;
+            for (auto &c : t.coords) fv.visit(c);
+            bool same = std::all_of(fv.vars.begin(), fv.vars.end(), [&](const VarNode *v) { return allowed.count(v) > 0; });
+            int64_t boxRows = std::min<int64_t>(t.rows, 256), panels = t.cols * t.elemBytes / t.swizzle;
+            if (same && panels * (t.rows / boxRows) % 2 && boxRows % 16 == 0) boxRows /= 2;
+            bool ok = same && panels * (t.rows / boxRows) % 2 == 0;
+            p.shared.push_back(ok);
+            p.boxRows.push_back(ok ? boxRows : std::min<int64_t>(t.rows, 256));
+            if (ok) bytes += t.bytes();
+        }
+        if (bytes > bestBytes) best = std::move(p), bestBytes = bytes;
+    }
+    return best;
+}
+
+} // namespace tilec::passes
