@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A crash-fuzzer campaign on the GPU machine's CPU cores beside a GPU command, in one device call: the GPU
 # suite leaves most of the 16 cores idle, so the fuzzer's workers (nice 19: they take only what the command
-# leaves) run for SECONDS while COMMAND runs, and the call returns when both are done.
+# leaves) run for SECONDS while COMMAND runs, and the call returns when both are done. SECONDS is the whole
+# campaign, its start-up included; the state archive and summary after it take a few seconds more (4 s for
+# 22,000 corpus files): leave 20 s of the device tool's limit beyond both SECONDS and COMMAND.
 #   tools/fuzz/beside.sh SECONDS COMMAND [ARGS...]      e.g.
 #   OUT=$OUT tools/fuzz/beside.sh 540 bash tools/gpu/run.sh --only flash_fwd
 # Needs fuzz-device/ (tools/fuzz/device-prepare.sh), or fuzz-device.tar.xz holding it (unpacked first: the
