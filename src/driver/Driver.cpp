@@ -186,6 +186,7 @@ ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext 
         t.warpSpecialize = !opts_.noWarpSpecialize;
         t.persistent = !opts_.noPersistent;
         t.walkGroup = opts_.walkGroup;
+        if (opts_.numSms > 0) t.numSms = opts_.numSms; // the lowering's waves (clusters, one-wave causal tiles)
         t.clusters = !opts_.noCluster;
         t.pingPong = opts_.pingPong;
         t.intraOverlap = opts_.intraOverlap;

@@ -78,6 +78,7 @@ struct Lowered {
         t.intraOverlap = a.overlap;
         t.persistent = !a.noPersistent;
         t.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
+        t.numSms = 1; // these grids of a few tiles are not one wave (OneWaveCausalNotPersistent)
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -331,6 +332,23 @@ TEST(SimHopperAttn, DefaultCausalWalkAndWalkGroupZero) {
         EXPECT_EQ(o.error, "");
         EXPECT_TRUE(o.races.empty());
         EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+    }
+}
+
+/// Causal tiles no more than the target's SMs are one wave: one block per tile, whose walk would be one tile.
+TEST(SimHopperAttn, OneWaveCausalNotPersistent) {
+    const AttnCase causal{1, 2, 512, 64, true, 64, 64, 2, 128}; // 8 x 2 tiles
+    for (int sms : {16, 15}) {
+        Target t = *Target::parse("sm_90a");
+        t.numSms = sms;
+        LowerRun r;
+        r.run(causal.source(), "flash.tile", t);
+        ASSERT_TRUE(r.lowered) << r.diags();
+        const ir::Kernel *roles = nullptr;
+        for (auto &k : r.lowered->kernels)
+            if (k->producerThreads) roles = k.get();
+        ASSERT_TRUE(roles) << r.diags();
+        EXPECT_EQ(roles->persistent, sms < 16) << sms << " SMs";
     }
 }
 

@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
     app.add_option("--dump-after", o.dumpAfter, "print the IR after this pass ('all' for every pass)");
     app.add_flag("--time-passes", o.timePasses, "print the time of each pass");
     app.add_flag("-v,--verbose", o.verbose, "log what the compiler does");
-    app.add_option("--num-sms", o.numSms, "the SM count build-time GPU queries answer (default: the target's GPU)");
+    app.add_option("--num-sms", o.numSms, "the SM count build-time GPU queries answer and the Hopper path's wave estimates assume (default: the target's GPU)");
     app.add_option("--error-limit", o.errorLimit, "stop after N errors (0: no limit; default 20)");
     app.add_flag("--Werror", o.werror, "make warnings errors");
     app.add_flag("-w", o.noWarnings, "suppress warnings");
