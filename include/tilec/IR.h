@@ -387,11 +387,13 @@ struct Kernel {
     /// by side, while a group size prime to the number of blocks walking gives each block every position in
     /// turn (tiles of every length). 1, or a dimension of no more than walkGroup values: that one slowest.
     int walkGroup = 1;
+    /// The group size a walk over X values of that dimension uses (1: that dimension simply slowest).
+    int64_t walkGroupFor(int64_t X) const { return X > walkGroup ? walkGroup : 1; }
     /// The grid coordinates of persistent tile `tile` (0 <= tile < the product of `grid`) in this walk: what the
     /// generated tile loop computes (CodegenKernel's tileLoop prints the same arithmetic).
     std::array<int64_t, 3> walkTile(int64_t tile, const std::array<int64_t, 3> &grid) const {
         const std::array<int, 3> o = walkOrder();
-        const int64_t other = grid[(size_t)o[0]] * grid[(size_t)o[1]], X = grid[(size_t)o[2]], G = X > walkGroup ? walkGroup : 1;
+        const int64_t other = grid[(size_t)o[0]] * grid[(size_t)o[1]], X = grid[(size_t)o[2]], G = walkGroupFor(X);
         const int64_t span = G * other, full = X / G * span;
         const bool inFull = tile < full;
         const int64_t width = inFull ? G : X % G, rest = inFull ? tile % span : tile - full;

@@ -245,7 +245,7 @@ class KernelPrinter {
         std::string at[3];
         // Kernel::walkTile's arithmetic: groups where the dimension has more values than a group
         const auto X0 = constInt(k_.grid[(size_t)o[2]]);
-        if (k_.walkGroup > 1 && (!X0 || *X0 > k_.walkGroup)) {
+        if (k_.walkGroup > 1 && (!X0 || k_.walkGroupFor(*X0) > 1)) {
             std::string G = std::to_string(k_.walkGroup);
             const std::string X = g[o[2]];
             if (!X0) {

@@ -508,7 +508,7 @@ class Specializer {
         // The dimension the walk takes slowest (Kernel::walkSlowest): the one the trip count depends on, where
         // exactly one does; else z.
         nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 && uneven == 1 ? unevenAxis : 2;
-        nk->walkGroup = nk->walkSlowest != 2 && uneven == 1 ? t_.walkGroup : 1;
+        nk->walkGroup = nk->walkSlowest != 2 ? t_.walkGroup : 1; // only set where exactly one index sets the work
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;
