@@ -141,11 +141,12 @@ def judge_attention(ctx, o, ref, dtype="float16"):
     return ctx.expect_bound(o, ref, dtype, ulps=0, extra=tol, what="%g absolute" % tol, show_ulp=False)
 
 
-def attention_test(batch, heads, seq, dim, causal, dtype="float16", heads_kv=None):
+def attention_test(batch, heads, seq, dim, causal, dtype="float16", heads_kv=None, scalars=()):
+    """scalars: the launch function's arguments after the tensors (a T.dynamic sequence length)."""
     def fn(ctx, k):
         q, kk, v = attention_inputs(ctx, batch, heads, seq, dim, dtype, heads_kv)
         o = ctx.output((batch, seq, heads, dim), dtype)
-        ctx.call(k, q, kk, v, o)
+        ctx.call(k, q, kk, v, o, *scalars)
         return judge_attention(ctx, o, attention_reference(q, kk, v, causal), dtype) + (
             " (causal)" if causal else "") + (" (%s, D %d%s)" % (dtype, dim, ", GQA %d/%d" % (heads, heads_kv)
                                                                   if heads_kv else ""))

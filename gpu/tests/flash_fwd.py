@@ -6,7 +6,8 @@ FLOPs 4 B H S^2 D, halved when causal. SDPA gets (B, H, S, D) views of the same 
 
 The kernels and their shapes are the file's module-level instantiations and gpu/examples.txt's exports
 (core.instantiations): every one is tested in full against float64 (refs.ATTN_ABS: 2e-2 absolute float16, 3e-2
-bfloat16), the benchmark shapes included. BENCHES (25 entries, about 80 s of device time in all: 0.8 s of
+bfloat16), the benchmark shapes included; those whose sequence length is a T.dynamic size (seq=None) at each
+length of DYN_SEQS and at 0. BENCHES (25 entries, about 80 s of device time in all: 0.8 s of
 interleaved timing each, plus inputs, SDPA's check and warm-up) names those that are timed."""
 import core as C
 import refs as R
@@ -36,9 +37,39 @@ def shape_text(p):
                                 "" if p["dtype"] == "float16" else " bf16")
 
 
+# lengths for the kernels whose sequence length is a T.dynamic size (seq=None): one query block; one block
+# the keys do not fill; 5 query blocks (<= 7: the persistent walk takes the query block slowest, chosen at run
+# time); 8 (groups of 7 and a remainder of 1); 16 (whole groups and a remainder of 2). 0: an empty batch,
+# TILEC_SUCCESS with nothing launched or written (CONTRACT.md).
+DYN_SEQS = (1, 100, 640, 1000, 2048)
+
+
+def empty(p):
+    def fn(ctx, k):
+        t = C.torch()
+        shape = (p["batch"], 8, p["heads"], p["dim"])  # empty views of real memory: non-null pointers
+        kv = (p["batch"], 8, p["heads_kv"] or p["heads"], p["dim"])
+        q, kk, v = ctx.randn(shape, p["dtype"])[:, :0], ctx.randn(kv, p["dtype"])[:, :0], ctx.randn(kv, p["dtype"])[:, :0]
+        o = ctx.randn(shape, p["dtype"])[:, :0]
+        status = ctx.call_status(k, q, kk, v, o, 0)
+        t.cuda.synchronize()
+        ctx._check_guards()
+        if status != 0:
+            raise C.Fail("seq = 0 must return TILEC_SUCCESS, got %d (%s)" % (status, ctx.lib.status_string(status)))
+        return "seq = 0: status %d (%s), nothing written" % (status, ctx.lib.status_string(status))
+    return fn
+
+
 def tests():
     for k, (p, sm80) in kernels().items():
-        yield C.Test("flash_fwd", k, R.attention_test(**p), small=p["seq"] <= 256, variants=sm80)
+        if p["seq"] is None:
+            for s in DYN_SEQS:
+                q = dict(p, seq=s)
+                yield C.Test("flash_fwd", k, R.attention_test(**q, scalars=(s,)), small=s == 100, variants=sm80,
+                             label="seq%d" % s)
+            yield C.Test("flash_fwd", k, empty(p), variants=sm80, label="seq0")
+        else:
+            yield C.Test("flash_fwd", k, R.attention_test(**p), small=p["seq"] <= 256, variants=sm80)
 
 
 def benches():
