@@ -216,6 +216,18 @@ class Context:
         fn, cargs = self._args(name, args)
         return fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
 
+    def expect_empty(self, name, what, *args):
+        """An empty batch (CONTRACT.md): the call returns TILEC_SUCCESS and writes nothing. Outputs made
+        empty by ctx.output have non-null pointers into their guard zones, so a write is seen there; `what`
+        names the size that is 0 ("m = 0")."""
+        status = self.call_status(name, *args)
+        torch().cuda.synchronize()
+        self._check_guards()
+        text = "%d (%s)" % (status, self.lib.status_string(status))
+        if status != 0:
+            raise Fail("%s must return TILEC_SUCCESS, got %s" % (what, text))
+        return "%s: status %s, nothing written" % (what, text)
+
     def _status(self, name, status, what):
         if status != 0:
             err = self.lib.last_cuda_error()

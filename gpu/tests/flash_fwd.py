@@ -46,17 +46,11 @@ DYN_SEQS = (1, 100, 640, 1000, 2048)
 
 def empty(p):
     def fn(ctx, k):
-        t = C.torch()
-        shape = (p["batch"], 8, p["heads"], p["dim"])  # empty views of real memory: non-null pointers
-        kv = (p["batch"], 8, p["heads_kv"] or p["heads"], p["dim"])
-        q, kk, v = ctx.randn(shape, p["dtype"])[:, :0], ctx.randn(kv, p["dtype"])[:, :0], ctx.randn(kv, p["dtype"])[:, :0]
-        o = ctx.randn(shape, p["dtype"])[:, :0]
-        status = ctx.call_status(k, q, kk, v, o, 0)
-        t.cuda.synchronize()
-        ctx._check_guards()
-        if status != 0:
-            raise C.Fail("seq = 0 must return TILEC_SUCCESS, got %d (%s)" % (status, ctx.lib.status_string(status)))
-        return "seq = 0: status %d (%s), nothing written" % (status, ctx.lib.status_string(status))
+        b, h, d, dt = p["batch"], p["heads"], p["dim"], p["dtype"]
+        kv = (b, 8, p["heads_kv"] or h, d)
+        q = ctx.randn((b, 8, h, d), dt)[:, :0]       # empty views of real memory: non-null pointers
+        kk, v = ctx.randn(kv, dt)[:, :0], ctx.randn(kv, dt)[:, :0]
+        return ctx.expect_empty(k, "seq = 0", q, kk, v, ctx.output((b, 0, h, d), dt), 0)
     return fn
 
 
