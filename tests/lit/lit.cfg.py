@@ -10,6 +10,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.tilec), "tests", "lit-out")
 
 config.substitutions.append(("%tilec", config.tilec))
+config.substitutions.append(("%srcroot", config.tilec_src))
 config.substitutions.append(("%examples", os.path.join(config.tilec_src, "examples")))
 config.substitutions.append(("FileCheck", config.filecheck))
 if config.nvcc and os.path.exists(config.nvcc):

@@ -11,8 +11,10 @@
 # .tilelang/). The campaign's state (tools/fuzz/device-campaign.sh's TILEC_FUZZ_STATE: the corpus it grew and
 # its executions so far) is kept in /tmp/fzstate, so a second call on a still-warm machine continues it, and
 # is written to $OUT/fuzz/state.tar.gz: carried back as fuzz-state/state.tar.gz, it continues the campaign on a
-# fresh machine too. The campaign's own outputs (summary.txt with every run of it counted, crashes/,
-# fuzzer.log) go to $OUT/fuzz/. Exit status: COMMAND's, or 3 when COMMAND passed and the fuzzer failed.
+# fresh machine too (carry fuzz-state in every call: the device tool keeps a machine warm only 30 s after a
+# call, and session 10's second command found a fresh one). The campaign's own outputs (summary.txt with every
+# run of it counted, crashes/, fuzzer.log) go to $OUT/fuzz/. Exit status: COMMAND's, or 3 when COMMAND passed
+# and the fuzzer failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: tools/fuzz/beside.sh SECONDS COMMAND [ARGS...]" >&2; exit 2; }

@@ -13,7 +13,8 @@
 # the same DIR continues the campaign (two device commands on a warm machine make one campaign); the summary
 # then counts every run of it. Written to $OUT (default ./fuzz-out):
 #   summary.txt      date, commit, workers, seconds, executions, executions per second, crashes, timeouts,
-#                    out-of-memory inputs, corpus before/after, the PERFORMANCE.md table row
+#                    out-of-memory inputs (the whole campaign's, and this run's), corpus before/after, the
+#                    PERFORMANCE.md table row
 #   crashes/         every failing input (libFuzzer's crash-*, leak-*, timeout-*, oom-*)
 #   fuzzer.log       the last 200 lines of each worker's output (reports are unsymbolized: symbolize them where
 #                    the binary was built, e.g. `tilec_fuzz CRASH_FILE` there, or llvm-symbolizer-14 --obj)
@@ -46,6 +47,9 @@ rm -rf "$LOGS" "$STATE"/shard.*
 mkdir -p "$LOGS"
 # What earlier runs of the campaign found is shared out like the seeds, so no worker re-runs all of it.
 find "$STATE/shared" -maxdepth 1 -type f -exec mv -t "$STATE/found/" {} +
+# libFuzzer names a unit by its SHA-1, so a found file named like a seed is that seed: keep one (two in one cp
+# are refused with a warning, and the corpus count would hold it twice)
+(cd "$D/corpus" && find . -maxdepth 1 -type f -printf '%f\0') | (cd "$STATE/found" && xargs -0 rm -f --)
 seeds=("$D"/corpus/* "$STATE"/found/*)
 for ((w = 0; w < WORKERS; w++)); do mkdir -p "$STATE/shard.$w"; done
 for ((w = 0; w < WORKERS; w++)); do
@@ -81,7 +85,6 @@ for f in "$LOGS"/*.log; do
   [ -n "$n" ] || n=$(sed -nE 's/^#([0-9]+)\t.*/\1/p' "$f" | tail -1)
   execs=$((execs + ${n:-0}))
 done
-printf '%s\t%s\t%s\t%s\n' "$start" "$secs" "$execs" "$before" >>"$STATE/runs.tsv"
 for f in "$LOGS"/*.log; do echo "== $f"; tail -n 200 "$f"; done >"$OUT/fuzzer.log"
 count() { ls "$OUT/crashes" | grep -c "^$1-" || true; }
 crashes=$(($(count crash) + $(count leak)))
@@ -89,9 +92,19 @@ timeouts=$(count timeout)
 ooms=$(count oom)
 files=$(ls "$OUT/crashes" | wc -l)
 restarts=$(($(ls "$LOGS" | wc -l) - WORKERS))
-# The whole campaign: every run of it with this state folder.
-read -r first all_secs all_execs runs first_before < <(awk -F'\t' 'NR == 1 { f = $1; b = $4 } { s += $2; e += $3 } END { print f, s, e, NR, b }' "$STATE/runs.tsv")
+# runs.tsv: start, seconds, executions, corpus before, and since session 10 workers, crashes, timeouts, out of
+# memory
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$start" "$secs" "$execs" "$before" "$WORKERS" "$crashes" "$timeouts" \
+  "$ooms" >>"$STATE/runs.tsv"
+# The whole campaign: every run of it with this state folder. Its runs may have had different numbers of
+# workers (16 on the GPU machine, 2 here): the rate per worker is over worker-seconds; "?" where a run of an
+# older campaign recorded neither its workers nor its failures.
+read -r first all_secs all_execs runs first_before worker_secs all_workers all_crashes all_timeouts all_ooms < <(
+  awk -F'\t' 'NR == 1 { f = $1; b = $4 }
+  { s += $2; e += $3; if (NF >= 8) { ws += $2 * $5; w = w (NR > 1 ? "/" : "") $5; c += $6; t += $7; o += $8 } else { old = 1 } }
+  END { if (old) { ws = 0; w = c = t = o = "?" } print f, s, e, NR, b, ws, w, c, t, o }' "$STATE/runs.tsv")
 rate=$([ "$all_secs" -gt 0 ] && echo $((all_execs / all_secs)) || echo "?")
+per_worker=$([ "$worker_secs" -gt 0 ] && echo $((all_execs / worker_secs)) || echo "?")
 after=$(($(ls "$D/corpus" | wc -l) + $(ls "$STATE/found" | wc -l) + $(ls "$STATE/shared" | wc -l)))
 commit=$(head -1 "$D/COMMIT" 2>/dev/null || echo unknown)
 if [ "$after" -gt "$(ls "$D/corpus" | wc -l)" ]; then
@@ -106,9 +119,10 @@ fi
   echo "workers:     $WORKERS"
   echo "seconds:     $all_secs"
   echo "executions:  $all_execs"
-  echo "exec/s:      $rate ($((rate / WORKERS)) per worker)"
-  echo "crashes:     $crashes (timeouts $timeouts, out of memory $ooms; $files files in crashes/)"
+  echo "exec/s:      $rate ($per_worker per worker; workers per run: $all_workers)"
+  echo "crashes:     $all_crashes (timeouts $all_timeouts, out of memory $all_ooms) in the campaign; in this run" \
+    "$crashes (timeouts $timeouts, out of memory $ooms; $files files in crashes/)"
   echo "corpus:      $first_before -> $after (seeds plus what the campaign found)"
-  echo "table row:   | ${first%%T*} | \`$(cut -c1-7 <<<"$commit")\` | $WORKERS | $all_secs | $all_execs | $rate | $crashes | $timeouts | $ooms | $first_before -> $after |"
+  echo "table row:   | ${first%%T*} | \`$(cut -c1-7 <<<"$commit")\` | $all_workers | $all_secs | $all_execs | $rate | $all_crashes | $all_timeouts | $all_ooms | $first_before -> $after |"
 } | tee "$OUT/summary.txt"
 [ "$files" -eq 0 ] && [ "$all_execs" -gt 0 ]
