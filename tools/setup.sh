@@ -19,14 +19,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
-# cuobjdump, for the tests that read the SASS of the Hopper path (tests/cuda/check_*_sass.sh): this toolkit has
-# none and Debian's cannot read CUDA 13 cubins; NVIDIA's wheel runs without a GPU. Without it (no PyPI) those
-# tests check ptxas's report only and say "SKIP" for the SASS.
-if command -v nvcc >/dev/null && [ -z "$(tests/cuda/find_cuobjdump.sh nvcc)" ]; then
-    echo "setup: installing cuobjdump (pip: nvidia-cuda-cuobjdump)"
-    python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-cuobjdump>=13,<14" 2>&1 | grep -v "WARNING: Running pip as" ||
-        true
-    [ -n "$(tests/cuda/find_cuobjdump.sh nvcc)" ] || echo "setup: no cuobjdump; the SASS tests will be skipped" >&2
+# cuobjdump, for the tests that read the SASS of the Hopper path (tests/cuda/check_*_sass.sh), and nvdisasm,
+# which its -sass runs: this toolkit has neither and Debian's cannot read CUDA 13 cubins; NVIDIA's wheels run
+# without a GPU and install side by side. Without them (no PyPI) those tests check ptxas's report only and say
+# "SKIP" for the SASS.
+sass_tools() { local c; c=$(tests/cuda/find_cuobjdump.sh nvcc); [ -n "$c" ] && { [ -x "$(dirname "$c")/nvdisasm" ] ||
+    command -v nvdisasm >/dev/null; }; }
+if command -v nvcc >/dev/null && ! sass_tools; then
+    echo "setup: installing cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)"
+    python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-cuobjdump>=13,<14" \
+        "nvidia-cuda-nvdisasm>=13,<14" 2>&1 | grep -v "WARNING: Running pip as" || true
+    sass_tools || echo "setup: no cuobjdump or nvdisasm; the SASS tests will be skipped or fail" >&2
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$BUILD_DIR"
