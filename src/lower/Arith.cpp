@@ -19,54 +19,62 @@ using namespace ir;
 
 namespace {
 
-using Opt = std::optional<int64_t>;
+/// Interval arithmetic over the value type V (int64_t for the passes' facts, __int128 for the exact ranges of
+/// index expressions, whose point is to see values past 64 bits); an end that overflows V is unknown.
+template <class V> using OptT = std::optional<V>;
 
-Opt add(Opt a, Opt b) {
-    int64_t r;
+template <class V> OptT<V> add(OptT<V> a, OptT<V> b) {
+    V r;
     if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
     return r;
 }
-Opt sub(Opt a, Opt b) {
-    int64_t r;
+template <class V> OptT<V> sub(OptT<V> a, OptT<V> b) {
+    V r;
     if (!a || !b || __builtin_sub_overflow(*a, *b, &r)) return std::nullopt;
     return r;
 }
-Opt mul(Opt a, Opt b) {
-    int64_t r;
+template <class V> OptT<V> mul(OptT<V> a, OptT<V> b) {
+    V r;
     if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
     return r;
 }
 
 /// Python's floor division and modulo (b != 0).
-int64_t floorDiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
+template <class V> V floorDiv(V a, V b) {
+    V q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
 }
-int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
+template <class V> V floorMod(V a, V b) { return a - floorDiv(a, b) * b; }
 
 /// The product interval of two intervals: the extremes of the four corner products, when all are known.
-Interval mulIntervals(const Interval &a, const Interval &b) {
+template <class IV> IV mulIntervals(const IV &a, const IV &b) {
+    using V = typename IV::value_type;
     if (!a.lo || !a.hi || !b.lo || !b.hi) {
         // One common special case stays precise: a non-negative range times a non-negative constant.
-        if (b.lo && b.hi && *b.lo == *b.hi && *b.lo >= 0 && a.nonNegative()) return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
-        if (a.lo && a.hi && *a.lo == *a.hi && *a.lo >= 0 && b.nonNegative()) return {mul(a.lo, b.lo), mul(a.hi, b.hi)};
-        if (a.nonNegative() && b.nonNegative()) return {mul(a.lo, b.lo), std::nullopt};
+        if (b.lo && b.hi && *b.lo == *b.hi && *b.lo >= 0 && a.nonNegative()) return {mul<V>(a.lo, b.lo), mul<V>(a.hi, b.hi)};
+        if (a.lo && a.hi && *a.lo == *a.hi && *a.lo >= 0 && b.nonNegative()) return {mul<V>(a.lo, b.lo), mul<V>(a.hi, b.hi)};
+        if (a.nonNegative() && b.nonNegative()) return {mul<V>(a.lo, b.lo), std::nullopt};
         return {};
     }
-    Opt c[4] = {mul(a.lo, b.lo), mul(a.lo, b.hi), mul(a.hi, b.lo), mul(a.hi, b.hi)};
+    OptT<V> c[4] = {mul<V>(a.lo, b.lo), mul<V>(a.lo, b.hi), mul<V>(a.hi, b.lo), mul<V>(a.hi, b.hi)};
     for (auto &x : c)
         if (!x) return {};
     return {std::min({*c[0], *c[1], *c[2], *c[3]}), std::max({*c[0], *c[1], *c[2], *c[3]})};
 }
 
-class Bounds {
+using Opt = OptT<int64_t>;
+
+template <class IV> class Bounds {
+    using V = typename IV::value_type;
+    using Opt = OptT<V>;
+
   public:
     explicit Bounds(const RangeMap &r) : ranges_(r) {}
 
-    Interval of(const Expr &e) {
+    IV of(const Expr &e) {
         if (!e || ++depth_ > kMaxIRDepth) return {};
-        Interval r = compute(e);
+        IV r = compute(e);
         --depth_;
         return r;
     }
@@ -75,49 +83,61 @@ class Bounds {
     const RangeMap &ranges_;
     int depth_ = 0;
 
-    Interval typeRange(DType t) {
-        if (t.isBool()) return Interval::of(0, 1);
-        if (!t.isInt() || t.bits() >= 64) return t.isInt() && !t.isSigned() ? Interval{0, std::nullopt} : Interval{};
-        if (t.isSigned()) return Interval::of(-(int64_t(1) << (t.bits() - 1)), (int64_t(1) << (t.bits() - 1)) - 1);
-        return Interval::of(0, (int64_t(1) << t.bits()) - 1);
+    static IV point(V v) { return {v, v}; }
+    static IV range(V lo, V hi) { return {lo, hi}; }
+
+    IV typeRange(DType t) {
+        if (t.isBool()) return range(0, 1);
+        if (!t.isInt() || t.bits() >= 64) return t.isInt() && !t.isSigned() ? IV{V(0), std::nullopt} : IV{};
+        if (t.isSigned()) return range(-(V(1) << (t.bits() - 1)), (V(1) << (t.bits() - 1)) - 1);
+        return range(0, (V(1) << t.bits()) - 1);
     }
 
-    Interval compute(const Expr &e) {
-        if (auto i = as<IntImm>(e)) return Interval::point(i->value);
+    IV compute(const Expr &e) {
+        if (auto i = as<IntImm>(e)) return point(i->value);
         if (auto v = as<VarNode>(e)) {
             auto it = ranges_.find(v);
-            return it != ranges_.end() ? it->second : typeRange(e->dtype);
+            if (it == ranges_.end()) return typeRange(e->dtype);
+            return {it->second.lo ? Opt(*it->second.lo) : std::nullopt, it->second.hi ? Opt(*it->second.hi) : std::nullopt};
         }
         if (auto c = as<Cast>(e)) {
             if (!c->dtype.isInt() || !c->value->dtype.isInt()) return typeRange(c->dtype);
-            Interval in = of(c->value), t = typeRange(c->dtype);
+            IV in = of(c->value), t = typeRange(c->dtype);
             // A widening (or value-preserving) cast keeps the range; anything else may wrap.
             if (in.lo && in.hi && t.lo && t.hi && *in.lo >= *t.lo && *in.hi <= *t.hi) return in;
             if (in.lo && in.hi && c->dtype.bits() >= 64 && c->dtype.isSigned()) return in;
             return t;
         }
         if (auto s = as<Select>(e)) {
-            Interval a = of(s->t), b = of(s->f);
-            Interval r;
+            IV a = of(s->t), b = of(s->f);
+            IV r;
             if (a.lo && b.lo) r.lo = std::min(*a.lo, *b.lo);
             if (a.hi && b.hi) r.hi = std::max(*a.hi, *b.hi);
             return r;
         }
+        if (auto u = as<Unary>(e); u && u->op == UnaryOp::Neg && e->dtype.isInt()) {
+            IV a = of(u->a);
+            return {sub<V>(V(0), a.hi), sub<V>(V(0), a.lo)};
+        }
         auto b = as<Binary>(e);
-        if (!b || !e->dtype.isInt()) return e->dtype.isBool() ? Interval::of(0, 1) : Interval{};
-        Interval x = of(b->a), y = of(b->b);
-        switch (b->op) {
-        case BinaryOp::Add: return {add(x.lo, y.lo), add(x.hi, y.hi)};
-        case BinaryOp::Sub: return {sub(x.lo, y.hi), sub(x.hi, y.lo)};
+        // Anything else (a load, a call) holds some value of its type.
+        if (!b || !e->dtype.isInt()) return e->dtype.isBool() || e->dtype.isInt() ? typeRange(e->dtype) : IV{};
+        return binary(b->op, of(b->a), of(b->b), e->dtype);
+    }
+
+    IV binary(BinaryOp op, const IV &x, const IV &y, DType t) {
+        switch (op) {
+        case BinaryOp::Add: return {add<V>(x.lo, y.lo), add<V>(x.hi, y.hi)};
+        case BinaryOp::Sub: return {sub<V>(x.lo, y.hi), sub<V>(x.hi, y.lo)};
         case BinaryOp::Mul: return mulIntervals(x, y);
         case BinaryOp::Min: {
-            Interval r;
+            IV r;
             if (x.lo && y.lo) r.lo = std::min(*x.lo, *y.lo);
             r.hi = x.hi && y.hi ? std::min(*x.hi, *y.hi) : x.hi ? x.hi : y.hi;
             return r;
         }
         case BinaryOp::Max: {
-            Interval r;
+            IV r;
             if (x.hi && y.hi) r.hi = std::max(*x.hi, *y.hi);
             r.lo = x.lo && y.lo ? std::max(*x.lo, *y.lo) : x.lo ? x.lo : y.lo;
             return r;
@@ -126,33 +146,33 @@ class Bounds {
         case BinaryOp::FloorDiv: {
             // Division by a positive constant is monotone.
             if (!(y.lo && y.hi && *y.lo == *y.hi && *y.lo > 0)) return {};
-            int64_t d = *y.lo;
-            Interval r;
-            bool floor = b->op == BinaryOp::FloorDiv || x.nonNegative();
+            V d = *y.lo;
+            IV r;
+            bool floor = op == BinaryOp::FloorDiv || x.nonNegative();
             if (x.lo) r.lo = floor ? floorDiv(*x.lo, d) : *x.lo / d;
             if (x.hi) r.hi = floor ? floorDiv(*x.hi, d) : *x.hi / d;
             return r;
         }
         case BinaryOp::FloorMod: {
             if (!(y.lo && y.hi && *y.lo == *y.hi && *y.lo > 0)) return {};
-            int64_t d = *y.lo;
+            V d = *y.lo;
             // A range that stays inside one period keeps its shape.
             if (x.lo && x.hi && floorDiv(*x.lo, d) == floorDiv(*x.hi, d))
-                return Interval::of(floorMod(*x.lo, d), floorMod(*x.hi, d));
-            return Interval::of(0, d - 1);
+                return range(floorMod(*x.lo, d), floorMod(*x.hi, d));
+            return range(0, d - 1);
         }
         case BinaryOp::BitAnd:
             if (x.nonNegative() && y.nonNegative()) {
-                Interval r = Interval::of(0, 0);
+                IV r = range(0, 0);
                 r.hi = x.hi && y.hi ? Opt(std::min(*x.hi, *y.hi)) : x.hi ? x.hi : y.hi;
                 return r;
             }
             return {};
         case BinaryOp::Shr:
             if (x.nonNegative() && y.lo && y.hi && *y.lo == *y.hi && *y.lo >= 0 && *y.lo < 63)
-                return {*x.lo >> *y.lo, x.hi ? Opt(*x.hi >> *y.lo) : std::nullopt};
+                return {*x.lo >> (int)*y.lo, x.hi ? Opt(*x.hi >> (int)*y.lo) : std::nullopt};
             return {};
-        default: return typeRange(e->dtype);
+        default: return typeRange(t);
         }
     }
 };
@@ -228,7 +248,7 @@ RangeMap kernelRanges(const Kernel &k) {
     RangeMap r;
     for (auto &s : k.dynamicSymbols)
         if (s) r[s.get()] = Interval::of(1, std::numeric_limits<int32_t>::max());
-    Bounds b(r);
+    Bounds<Interval> b(r);
     for (int d = 0; d < 3; ++d) {
         if (!k.blockIdx[d]) continue;
         Interval g = b.of(k.grid[d]);
@@ -240,7 +260,7 @@ RangeMap kernelRanges(const Kernel &k) {
 
 void addLoopRange(RangeMap &ranges, const For &loop) {
     if (!loop.var) return;
-    Bounds b(ranges);
+    Bounds<Interval> b(ranges);
     Interval m = b.of(loop.min), x = b.of(loop.extent);
     Interval r;
     r.lo = m.lo;
@@ -249,7 +269,12 @@ void addLoopRange(RangeMap &ranges, const For &loop) {
 }
 
 Interval boundsOf(const Expr &e, const RangeMap &ranges) {
-    Bounds b(ranges);
+    Bounds<Interval> b(ranges);
+    return b.of(e);
+}
+
+WideInterval exactBoundsOf(const Expr &e, const RangeMap &ranges) {
+    Bounds<WideInterval> b(ranges);
     return b.of(e);
 }
 

@@ -23,6 +23,7 @@
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/VectorizeAccesses.h"
+#include "tilec/passes/WidenIndices.h"
 
 #include <iomanip>
 #include <ostream>
@@ -34,7 +35,7 @@ const std::vector<std::string> &passNames() {
     static const std::vector<std::string> names = {
         "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
         "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "overlapScores", "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses",
+        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "overlapScores", "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses", "widenIndices",
         "swizzleShared",   "planSharedMemory",
     };
     return names;
@@ -83,6 +84,9 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
     p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);
     p = ctx.run("vectorizeAccesses", [&] { return passes::vectorizeAccesses(p); }, printProgram);
+    // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
+    p = ctx.run("widenIndices", [&] { return passes::widenIndices(p, diag); }, printProgram);
+    if (diag.hasErrors()) return p;
     // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
     p = ctx.run("swizzleShared", [&] { return passes::swizzleShared(p); }, printProgram);
     // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.

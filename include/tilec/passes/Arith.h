@@ -15,10 +15,20 @@ namespace tilec::passes {
 
 /// A closed integer interval; a missing end is unbounded.
 struct Interval {
+    using value_type = int64_t;
     std::optional<int64_t> lo, hi;
     static Interval point(int64_t v) { return {v, v}; }
     static Interval of(int64_t lo, int64_t hi) { return {lo, hi}; }
     bool nonNegative() const { return lo && *lo >= 0; }
+};
+
+/// An interval of exact values past 64 bits: the ranges of index expressions before they are given a width.
+struct WideInterval {
+    using value_type = __int128;
+    std::optional<__int128> lo, hi;
+    bool nonNegative() const { return lo && *lo >= 0; }
+    /// Both ends known and inside [lo, hi].
+    bool within(__int128 min, __int128 max) const { return this->lo && this->hi && *this->lo >= min && *this->hi <= max; }
 };
 
 /// What is known about the variables in scope: loop variables, block and thread indices, dynamic sizes.
@@ -33,6 +43,10 @@ void addLoopRange(RangeMap &ranges, const ir::For &loop);
 
 /// A conservative interval containing every value `e` can take.
 Interval boundsOf(const ir::Expr &e, const RangeMap &ranges);
+
+/// The same for the mathematical value of `e` (no operation wraps: the ranges of index arithmetic before it is
+/// given a width); a bound is unknown only where a leaf is unbounded or a value passes 127 bits.
+WideInterval exactBoundsOf(const ir::Expr &e, const RangeMap &ranges);
 
 /// The largest integer known to divide every value of `e` (1 when nothing is known; 0 for the constant 0).
 int64_t knownMultiple(const ir::Expr &e);
