@@ -4,7 +4,7 @@
 #pragma once
 
 #include "tilec/IR.h"
-#include "tilec/Target.h"
+#include "tilec/LoweringOptions.h"
 
 #include <iosfwd>
 #include <string>
@@ -30,8 +30,18 @@ struct PassContext {
 /// The names --dump-after accepts, in pipeline order (front-end phases first).
 const std::vector<std::string> &passNames();
 
-/// Lowers the checked program for target `t` by running the scheduling passes in order.
-ir::Program lower(ir::Program p, const Target &t, PassContext &ctx);
+/// Lowers the checked program for one variant (a target and its switches) by running the passes in order.
+ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx);
+
+/// Lowers the program once per target of `targets` with `options` (and, where a lowering needs TMA, once
+/// more without it: the variant the launcher runs when run-time pointers or strides break TMA's rules; and
+/// where a lowering assumed run-time row lengths and base pointers suit wide tile transfers, once more without
+/// that: the variant for arguments that break the assumptions), then merges lowerings that came out identical
+/// (src/lower/LowerVariants.cpp). The result holds every kernel's variants next to each other, each naming its
+/// targets (Kernel::targets), in the order the launcher tries them. A diagnostic that several lowerings report
+/// is reported once; the result is empty after an error.
+ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> &targets,
+                          const LoweringOptions &options, PassContext &ctx);
 
 } // namespace tilec
 

@@ -68,7 +68,7 @@ class Compilation {
     ast::ExprP parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
                                 SourceRange &range);
     FrontendOptions frontendOptions();
-    ir::Program lowerPerTarget(const ir::Program &program, PassContext &ctx);
+    LoweringOptions loweringOptions() const;
     void writeText(const std::string &path, const std::string &text);
     void writeDepfile(const std::vector<std::string> &outputs);
     bool emits(const char *kind) const {
@@ -86,8 +86,9 @@ void Compilation::validateOptions() {
     if (opts_.input.empty()) throw UsageError{"no input file"};
     for (auto &a : opts_.archs) {
         auto t = Target::parse(a);
-        if (!t) throw UsageError{"unknown target '" + a + "' in -arch (known: sm_80, sm_86, sm_89, sm_90, sm_90a)"};
-        targets_.push_back(*t);
+        if (!t) throw UsageError{"unknown target '" + a + "' in -arch (known: " + Target::knownNames() + ")"};
+        // --num-sms: the GPU the lowering's waves (clusters, one-wave causal tiles) and GPU queries assume.
+        targets_.push_back(opts_.numSms > 0 ? t->withSmCount(opts_.numSms) : *t);
     }
     if (targets_.empty()) throw UsageError{"-arch needs at least one target"};
     for (auto &k : opts_.emit) {
@@ -156,94 +157,24 @@ ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::str
     return parseExpression(f, diag_);
 }
 
-/// Lowers the program once per -arch target (and, where a lowering needs TMA, once more without it: the
-/// variant the launcher runs when run-time pointers or strides break TMA's rules; and where a lowering assumed
-/// run-time row lengths and base pointers suit wide tile transfers, once more without that: the variant for
-/// arguments that break the assumptions), then merges lowerings that came out identical. The result holds
-/// every exported kernel's variants next to each other, each naming its targets (Kernel::targets), the
-/// preferred one first. A diagnostic that several lowerings report is reported once.
-ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext &ctx) {
-    std::vector<ir::Program> lowerings;
-    std::vector<HeldDiagnostic> reported;
-    auto lowerOnce = [&](const Target &t) {
-        diag_.hold();
-        lowerings.push_back(lower(program, t, ctx));
-        bool dropped = false; // a note goes with the diagnostic before it
-        for (auto &d : diag_.endHold()) {
-            auto same = [&](const HeldDiagnostic &r) {
-                return r.severity == d.severity && r.message == d.message && r.range.file == d.range.file &&
-                       r.range.line == d.range.line && r.range.col == d.range.col;
-            };
-            if (d.severity != Severity::Note) dropped = std::any_of(reported.begin(), reported.end(), same);
-            if (dropped) continue;
-            diag_.report(d.severity, d.range, d.message);
-            if (d.severity != Severity::Note) reported.push_back(d);
-        }
-        return !diag_.hasErrors();
-    };
-    for (Target t : targets_) {
-        t.tma = !opts_.noTma;
-        t.warpSpecialize = !opts_.noWarpSpecialize;
-        t.persistent = !opts_.noPersistent;
-        t.walkGroup = opts_.walkGroup;
-        if (opts_.numSms > 0) t.numSms = opts_.numSms; // the lowering's waves (clusters, one-wave causal tiles)
-        t.clusters = !opts_.noCluster;
-        t.pingPong = opts_.pingPong;
-        t.intraOverlap = opts_.intraOverlap;
-        t.epilogueBuffers = opts_.epilogueBuffers;
-        bool tmaNeeded = false;
-        for (bool tma : {true, false}) {
-            if (!tma && !tmaNeeded) break;
-            bool assumed = false;
-            for (bool wide : {true, false}) {
-                if (!wide && !assumed) break;
-                Target u = t;
-                u.tma = t.tma && tma;
-                u.assumeAlignedRows = wide;
-                if (!lowerOnce(u)) return {};
-                for (auto &k : lowerings.back().kernels) {
-                    tmaNeeded |= k->needsTma;
-                    assumed |= !k->assumptions.empty();
-                }
-            }
-        }
-    }
-    ir::Program out;
-    for (size_t i = 0; i < program.kernels.size(); ++i) {
-        std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (IR text, kernel)
-        for (auto &l : lowerings) {
-            const ir::KernelP &k = l.kernels[i];
-            std::string text = ir::print(*k);
-            auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
-            if (same == variants.end()) {
-                variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
-            } else {
-                auto &ts = same->second->targets;
-                for (auto &t : k->targets)
-                    if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
-            }
-        }
-        // TMA variants first (they need the most of the device and of the arguments), then those assuming
-        // wide rows, each arch-specific one before a portable one (the launcher takes the first that runs on
-        // the device: sm_90a's wgmma before sm_90's mma.sync, which would run there too), then by target.
-        auto specific = [](const ir::Kernel &k) {
-            return std::all_of(k.targets.begin(), k.targets.end(), [](const std::string &n) {
-                auto t = Target::parse(n);
-                return t && t->archSpecific;
-            });
-        };
-        auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
-        std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
-        for (auto &v : variants) out.kernels.push_back(v.second);
-    }
-    return out;
+/// The lowering switches of the command line.
+LoweringOptions Compilation::loweringOptions() const {
+    LoweringOptions o;
+    o.tma = !opts_.noTma;
+    o.warpSpecialize = !opts_.noWarpSpecialize;
+    o.persistent = !opts_.noPersistent;
+    o.walkGroup = opts_.walkGroup;
+    o.clusters = !opts_.noCluster;
+    o.pingPong = opts_.pingPong;
+    o.intraOverlap = opts_.intraOverlap;
+    o.epilogueBuffers = opts_.epilogueBuffers;
+    return o;
 }
 
 FrontendOptions Compilation::frontendOptions() {
     FrontendOptions fo;
     fo.target = *std::min_element(targets_.begin(), targets_.end(),
                                   [](const Target &a, const Target &b) { return a.sm < b.sm; });
-    if (opts_.numSms > 0) fo.target.numSms = opts_.numSms;
     auto split = [](const std::string &s, const char *opt) {
         auto eq = s.find('=');
         if (eq == std::string::npos || eq == 0)
@@ -384,7 +315,7 @@ int Compilation::run() {
                          std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
     if (wantIr || wantCode || dumpsLowering) {
         ctx.diag = &diag_;
-        ir::Program lowered = lowerPerTarget(*program, ctx);
+        ir::Program lowered = lowerVariants(*program, targets_, loweringOptions(), ctx);
         if (diag_.hasErrors()) return ExitInputError;
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
         if (wantCode) {

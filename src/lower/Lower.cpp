@@ -40,7 +40,8 @@ const std::vector<std::string> &passNames() {
     return names;
 }
 
-ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
+ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx) {
+    const Target &t = v.target;
     TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
     DiagnosticEngine &diag = *ctx.diag;
     auto printProgram = [](const ir::Program &q) { return ir::print(q); };
@@ -54,7 +55,7 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
-    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, t, &diag); }, printProgram);
+    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, v, &diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Which thread holds which fragment element and runs which iteration.
     std::vector<passes::KernelLayouts> layouts;
@@ -62,7 +63,7 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
                 [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
     if (diag.hasErrors()) return p;
     // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
-    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, t, diag); }, printProgram);
+    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, v, diag); }, printProgram);
     // Barriers between tile statements that exchange data through shared memory.
     p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
@@ -71,14 +72,14 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
     if (diag.hasErrors()) return p;
     // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
-    p = ctx.run("stageEpilogue", [&] { return passes::stageEpilogue(p, layouts, t, &diag.sources()); }, printProgram);
+    p = ctx.run("stageEpilogue", [&] { return passes::stageEpilogue(p, layouts, v, &diag.sources()); }, printProgram);
     p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
     // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
     p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
     // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
-    if (t.intraOverlap) p = ctx.run("overlapScores", [&] { return passes::overlapScores(p); }, printProgram);
+    if (v.options.intraOverlap) p = ctx.run("overlapScores", [&] { return passes::overlapScores(p); }, printProgram);
     // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
-    if (t.pingPong) p = ctx.run("pingPongConsumers", [&] { return passes::pingPongConsumers(p); }, printProgram);
+    if (v.options.pingPong) p = ctx.run("pingPongConsumers", [&] { return passes::pingPongConsumers(p); }, printProgram);
     // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
     p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
     p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);
@@ -90,7 +91,7 @@ ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
     // Which target this lowering is for (the driver merges identical lowerings of several targets).
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<ir::Kernel>(*k);
-        nk->targets = {t.name};
+        nk->targets = {t};
         k = nk;
     }
     return p;

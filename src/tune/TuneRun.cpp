@@ -52,13 +52,9 @@ std::string sizeLabel(const std::map<std::string, int64_t> &size, const std::str
 
 /// The tilec target for the local GPU: its own compute capability, else the newest below it (PTX JIT).
 std::string localArch(int cc) {
-    const std::pair<int, const char *> known[] = {{90, "sm_90a"}, {89, "sm_89"}, {86, "sm_86"}, {80, "sm_80"}};
-    for (auto &[v, name] : known)
-        if (cc == v) return name;
-    for (auto &[v, name] : known)
-        if (cc > v) return v == 90 ? "sm_90" : name;
+    if (auto t = Target::forDevice(cc)) return t->name;
     throw Usage{"the local GPU (compute capability " + std::to_string(cc / 10) + "." + std::to_string(cc % 10) +
-                ") is older than tilec's lowest target, sm_80"};
+                ") is older than tilec's lowest target, " + Target::known().front().name};
 }
 
 std::string selfExecutable() {

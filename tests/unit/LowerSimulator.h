@@ -101,7 +101,7 @@ class Simulator {
 
     /// Runs every block of the grid.
     void run() {
-        if (k_.clusterSize > 1) throw SimError("thread-block clusters are not simulated (lower with Target::clusters off)");
+        if (k_.clusterSize > 1) throw SimError("thread-block clusters are not simulated (lower with LoweringOptions::clusters off)");
         int64_t g[3];
         for (int d = 0; d < 3; ++d) g[d] = (int64_t)evalUniform(k_.grid[d]);
         mapDims_.clear();
