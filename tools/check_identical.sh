@@ -127,14 +127,15 @@ normalize() {
         -e 's/^ *[0-9]+\.[0-9]{3} ms  /  N ms  /'
 }
 
+# compare A_DIR B_DIR: every file that differs, with the first lines of its diff
 compare() {
-    local what=$1 differ=0 p
+    local a=$1 b=$2 differ=0 p
     while IFS= read -r p; do
         [[ -z $p ]] && continue
         differ=1
-        echo "DIFFERS: $what/$p"
-        diff -u "$WORK/a/$p" "$WORK/b/$p" 2>&1 | sed -n '3,14p' | sed 's/^/    /'
-    done < <(diff -rq "$WORK/a" "$WORK/b" 2>&1 | sed -n "s|^Files $WORK/a/\(.*\) and .* differ$|\1|p; s|^Only in $WORK/\(.*\)|only in \1|p")
+        echo "DIFFERS: $p"
+        diff -u "$a/$p" "$b/$p" 2>&1 | sed -n '3,14p' | sed 's/^/    /'
+    done < <(diff -rq "$a" "$b" 2>&1 | sed -n "s|^Files $a/\(.*\) and .* differ$|\1|p; s|^Only in \(.*\)|only in \1|p")
     return $differ
 }
 
@@ -142,20 +143,22 @@ status=0
 if ((!QUICK)); then
     for side in a b; do
         tilec=$A; [[ $side == b ]] && tilec=$B
-        rm -rf "$WORK/gpu" "$WORK/$side"
+        rm -rf "$WORK/gpu" "$WORK/gpu-$side"
         TILEC=$tilec GPU_BUILD=$WORK/gpu TILEC_GPU_APP=0 TILEC_GPU_JOBS=$JOBS TILELANG_SRC=$TILELANG \
             bash "$ROOT/tools/gpu/prepare.sh" >"$WORK/prepare.$side.log" 2>&1
         sed -i '1d' "$WORK/gpu/manifest.tsv" # names the binary
         rm -f "$WORK/gpu/compat/prepare.log" # names the binary and a temporary folder
-        mv "$WORK/gpu" "$WORK/$side"
+        # tools/compat/run.sh compiles in a fresh temporary folder, which the #line directives name
+        grep -rlE '/tmp/tmp\.[A-Za-z0-9]+/' "$WORK/gpu" | xargs -r sed -i -E 's|/tmp/tmp\.[A-Za-z0-9]+/|/TMP/|g'
+        mv "$WORK/gpu" "$WORK/gpu-$side"
     done
-    echo "prepare.sh: $(find "$WORK/a" -type f | wc -l) files (A), $(find "$WORK/b" -type f | wc -l) (B)"
-    compare gpu-build || status=1
+    echo "prepare.sh: $(find "$WORK/gpu-a" -type f | wc -l) files (A), $(find "$WORK/gpu-b" -type f | wc -l) (B)"
+    compare "$WORK/gpu-a" "$WORK/gpu-b" || status=1
 fi
 rm -rf "$WORK/a" "$WORK/b"
 run_all "$A" && mv "$WORK/cur" "$WORK/a" && normalize "$WORK/a"
 run_all "$B" && mv "$WORK/cur" "$WORK/b" && normalize "$WORK/b"
 echo "ir/dumps/lit: $(find "$WORK/a" -name '*.rc' | wc -l) tilec runs (A: $(cat "$WORK"/a/*.rc | grep -cvx 0) nonzero exits)"
-compare runs || status=1
+compare "$WORK/a" "$WORK/b" || status=1
 ((status)) && echo "check_identical: outputs differ" || echo "check_identical: all outputs identical"
 exit $status
