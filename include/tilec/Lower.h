@@ -27,8 +27,27 @@ struct PassContext {
     bool wantsDump(const char *name) const { return dumpAfter == "all" || dumpAfter == name; }
 };
 
+struct PassState; ///< what the passes of one lowering share (src/lower/Lower.cpp)
+
+/// One row of the pipeline's table (src/lower/Lower.cpp): a front-end phase that the driver runs (no `run`),
+/// or a lowering pass, run by lower() when `enabled` says so for the variant's switches.
+struct Pass {
+    const char *name;                                   ///< what --dump-after and --time-passes call it
+    bool (*enabled)(const LoweringOptions &) = nullptr;
+    ir::Program (*run)(const ir::Program &, PassState &) = nullptr;
+    bool stopsOnError = false; ///< lowering ends after this pass when the program has errors by then
+    /// Lines --dump-after prints before the IR (inferLayouts, which changes no IR: the layouts it found).
+    std::string (*notes)(const ir::Program &, const PassState &) = nullptr;
+};
+
+/// The pipeline, front-end phases first, then the lowering passes in the order they run.
+const std::vector<Pass> &pipeline();
+
 /// The names --dump-after accepts, in pipeline order (front-end phases first).
 const std::vector<std::string> &passNames();
+
+/// Whether `name` is a front-end phase (parse, evaluate, check: run before any lowering).
+bool isFrontEndPhase(const std::string &name);
 
 /// Lowers the checked program for one variant (a target and its switches) by running the passes in order.
 ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx);

@@ -310,9 +310,7 @@ int Compilation::run() {
 
     // Lowering runs only for outputs that need it, so --emit=ast works on kernels code generation
     // cannot handle yet.
-    auto &front = passNames();
-    bool dumpsLowering = !opts_.dumpAfter.empty() &&
-                         std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
+    bool dumpsLowering = !opts_.dumpAfter.empty() && !isFrontEndPhase(opts_.dumpAfter);
     if (wantIr || wantCode || dumpsLowering) {
         ctx.diag = &diag_;
         ir::Program lowered = lowerVariants(*program, targets_, loweringOptions(), ctx);
