@@ -5,6 +5,7 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/SpecializeWarps.h"
@@ -155,13 +156,11 @@ class Stager : public IRMutator {
             return pieceCols == pieceCols_ && staging_->dtype == out ? "" : "the kernel's staging buffer is planned for pieces of another shape";
         pieceCols_ = pieceCols;
         // Buffers: as many as asked for that still fit the blocks per SM the kernel was planned for.
-        int64_t shared = 1024;
-        for (auto &b : k_.allocs)
-            if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+        const int64_t shared = smem::estimatedBytes(k_);
         const int warpgroups = roles_.consumerThreads / 128, blocks = std::max(1, k_.minBlocksPerSM);
         for (buffers_ = o_.epilogueBuffers; buffers_ > 0; --buffers_) {
             const int64_t total = shared + warpgroups * buffers_ * kPieceRows * pieceCols_ * 2;
-            if (total <= t_.maxSharedPerBlock && blocks * (total + 1024) <= t_.sharedPerSM) break;
+            if (smem::fits(t_, total, blocks)) break;
         }
         if (buffers_ == 0) return "no staging buffer fits beside the kernel's other shared memory at " + std::to_string(blocks) + " block(s) per SM";
         return "";
