@@ -1,5 +1,5 @@
 /// \file
-/// `--resource-usage` (CONTRACT.md): per kernel, the threads and grid, the shared memory code generation
+/// `--resource-usage` (docs/INTERFACE.md): per kernel, the threads and grid, the shared memory code generation
 /// allocated (pipeline buffers per stage apart from everything else), and per target ptxas's registers and
 /// spills, the blocks per SM they allow, and the notable instructions in the kernel's PTX.
 ///
