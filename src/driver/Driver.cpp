@@ -69,6 +69,7 @@ class Compilation {
                                 SourceRange &range);
     FrontendOptions frontendOptions();
     LoweringOptions loweringOptions() const;
+    std::optional<ir::Program> frontEnd(int file, PassContext &ctx, tune::TunedPlan &tuned);
     void writeText(const std::string &path, const std::string &text);
     void writeDepfile(const std::vector<std::string> &outputs);
     bool emits(const char *kind) const {
@@ -220,6 +221,57 @@ void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
     writeText(path, driver::depfileText(targets, prerequisites));
 }
 
+/// The front end: parse, --tuned's configurations, evaluate, check. Nothing when the input has errors (reported).
+std::optional<ir::Program> Compilation::frontEnd(int file, PassContext &ctx, tune::TunedPlan &tuned) {
+    FrontendOptions fo = frontendOptions();
+    if (diag_.hasErrors()) return std::nullopt;
+
+    auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
+                          [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
+    if (!module) return std::nullopt;
+    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
+
+    // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
+    if (!opts_.tuned.empty()) {
+        try {
+            tuned = tune::planTunedBuild(opts_.tuned, *module, sm_, sm_.text(file), opts_.archs);
+        } catch (const std::invalid_argument &e) {
+            throw UsageError{e.what()};
+        }
+        for (auto &w : tuned.warnings)
+            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
+        if (opts_.werror && !tuned.warnings.empty()) return std::nullopt;
+        bool filtered = !fo.kernels.empty();
+        for (auto &[name, call] : tuned.exports) {
+            FrontendOptions::Export ex{name, nullptr, {}};
+            ex.call = parseOptionValue(call, "--tuned " + name, false, ex.range);
+            if (!ex.call) return std::nullopt;
+            fo.exports.push_back(std::move(ex));
+            if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for
+        }
+    }
+
+    auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
+                           [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
+    if (!program || diag_.hasErrors()) return std::nullopt;
+    std::erase_if(program->kernels, [&](const ir::KernelP &k) {
+        return std::find(tuned.replaced.begin(), tuned.replaced.end(), k->name) != tuned.replaced.end();
+    });
+
+    // The checks run once, against the most restrictive target of -arch, so that a target-independent
+    // error is not reported once per target.
+    const Target &strictest = *std::min_element(targets_.begin(), targets_.end(), [](auto &a, auto &b) {
+        return a.maxSharedPerBlock < b.maxSharedPerBlock;
+    });
+    bool ok = ctx.run("check", [&] {
+        bool good = true;
+        for (auto &k : program->kernels) good = checkKernel(*k, strictest, diag_) && good;
+        return good;
+    }, [&](bool) { return ir::print(*program); });
+    if (!ok || diag_.hasErrors()) return std::nullopt;
+    return program;
+}
+
 int Compilation::run() {
     validateOptions();
     diag_.setErrorLimit(opts_.errorLimit);
@@ -235,53 +287,9 @@ int Compilation::run() {
     ctx.timePasses = opts_.timePasses;
     ctx.dump = &out_;
 
-    FrontendOptions fo = frontendOptions();
-    if (diag_.hasErrors()) return ExitInputError;
-
-    auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
-                          [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
-    if (!module) return ExitInputError;
-    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
-
-    // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
     tune::TunedPlan tuned;
-    if (!opts_.tuned.empty()) {
-        try {
-            tuned = tune::planTunedBuild(opts_.tuned, *module, sm_, sm_.text(file), opts_.archs);
-        } catch (const std::invalid_argument &e) {
-            throw UsageError{e.what()};
-        }
-        for (auto &w : tuned.warnings)
-            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
-        if (opts_.werror && !tuned.warnings.empty()) return ExitInputError;
-        bool filtered = !fo.kernels.empty();
-        for (auto &[name, call] : tuned.exports) {
-            FrontendOptions::Export ex{name, nullptr, {}};
-            ex.call = parseOptionValue(call, "--tuned " + name, false, ex.range);
-            if (!ex.call) return ExitInputError;
-            fo.exports.push_back(std::move(ex));
-            if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for
-        }
-    }
-
-    auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
-                           [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
-    if (!program || diag_.hasErrors()) return ExitInputError;
-    std::erase_if(program->kernels, [&](const ir::KernelP &k) {
-        return std::find(tuned.replaced.begin(), tuned.replaced.end(), k->name) != tuned.replaced.end();
-    });
-
-    // The checks run once, against the most restrictive target of -arch, so that a target-independent
-    // error is not reported once per target.
-    const Target &strictest = *std::min_element(targets_.begin(), targets_.end(), [](auto &a, auto &b) {
-        return a.maxSharedPerBlock < b.maxSharedPerBlock;
-    });
-    bool ok = ctx.run("check", [&] {
-        bool good = true;
-        for (auto &k : program->kernels) good = checkKernel(*k, strictest, diag_) && good;
-        return good;
-    }, [&](bool) { return ir::print(*program); });
-    if (!ok || diag_.hasErrors()) return ExitInputError;
+    std::optional<ir::Program> program = frontEnd(file, ctx, tuned);
+    if (!program) return ExitInputError;
 
     // What to write: the -o file's kind, every --emit kind, and the header whenever CUDA or C is written or
     // -H names it. Kinds beside -o share its stem; without -o the text kinds go to standard output.
