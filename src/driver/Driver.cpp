@@ -10,6 +10,7 @@
 #include "tilec/Frontend.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
+#include "tilec/OptionValues.h"
 #include "tilec/Parser.h"
 #include "tilec/Tune.h"
 
@@ -29,11 +30,6 @@ namespace tilec {
 namespace {
 
 using driver::UsageError;
-
-bool isIdentifier(const std::string &s) {
-    if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
-}
 
 const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
 
@@ -65,8 +61,6 @@ class Compilation {
   private:
     void validateOptions();
     std::string readInput();
-    ast::ExprP parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
-                                SourceRange &range);
     FrontendOptions frontendOptions();
     LoweringOptions loweringOptions() const;
     std::optional<ir::Program> frontEnd(int file, PassContext &ctx, tune::TunedPlan &tuned);
@@ -144,20 +138,6 @@ std::string Compilation::readInput() {
     return ss.str();
 }
 
-/// Parses the VALUE of `-D NAME=VALUE` or the CALL of `--export NAME=CALL` as a Python expression kept in a
-/// file of its own, so its diagnostics point into the option's text.
-ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
-                                         SourceRange &range) {
-    int f = sm_.add("<" + what + ">", text);
-    range = SourceRange{f, 1, 1, 1, (int)text.size() + 1};
-    if (bareIsString && isIdentifier(text) && text != "True" && text != "False" && text != "None") {
-        auto e = ast::Expr::make(ast::ExprKind::Str, range);
-        e->str = text;
-        return e;
-    }
-    return parseExpression(f, diag_);
-}
-
 /// The lowering switches of the command line.
 LoweringOptions Compilation::loweringOptions() const {
     LoweringOptions o;
@@ -176,25 +156,11 @@ FrontendOptions Compilation::frontendOptions() {
     FrontendOptions fo;
     fo.target = *std::min_element(targets_.begin(), targets_.end(),
                                   [](const Target &a, const Target &b) { return a.sm < b.sm; });
-    auto split = [](const std::string &s, const char *opt) {
-        auto eq = s.find('=');
-        if (eq == std::string::npos || eq == 0)
-            throw UsageError{std::string(opt) + " '" + s + "' must have the form NAME=" + (opt[1] == 'D' ? "VALUE" : "CALL")};
-        std::string name = s.substr(0, eq);
-        if (!isIdentifier(name)) throw UsageError{std::string(opt) + " '" + s + "': '" + name + "' is not a name"};
-        return std::make_pair(name, s.substr(eq + 1));
-    };
-    for (auto &d : opts_.defines) {
-        auto [name, value] = split(d, "-D");
-        FrontendOptions::Define def{name, nullptr, {}};
-        def.value = parseOptionValue(value, "-D " + name, true, def.range);
-        if (def.value) fo.defines.push_back(std::move(def));
-    }
-    for (auto &e : opts_.exports) {
-        auto [name, call] = split(e, "--export");
-        FrontendOptions::Export ex{name, nullptr, {}};
-        ex.call = parseOptionValue(call, "--export " + name, false, ex.range);
-        if (ex.call) fo.exports.push_back(std::move(ex));
+    try {
+        addDefines(fo, opts_.defines, sm_, diag_);
+        addExports(fo, opts_.exports, sm_, diag_);
+    } catch (const std::invalid_argument &e) {
+        throw UsageError{e.what()};
     }
     fo.kernels = opts_.kernels;
     return fo;
@@ -244,7 +210,7 @@ std::optional<ir::Program> Compilation::frontEnd(int file, PassContext &ctx, tun
         bool filtered = !fo.kernels.empty();
         for (auto &[name, call] : tuned.exports) {
             FrontendOptions::Export ex{name, nullptr, {}};
-            ex.call = parseOptionValue(call, "--tuned " + name, false, ex.range);
+            ex.call = parseOptionValue(sm_, diag_, call, "--tuned " + name, false, ex.range);
             if (!ex.call) return std::nullopt;
             fo.exports.push_back(std::move(ex));
             if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for

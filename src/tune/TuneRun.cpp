@@ -9,6 +9,7 @@
 #include "tilec/DeviceCompiler.h"
 #include "tilec/Driver.h"
 #include "tilec/Frontend.h"
+#include "tilec/OptionValues.h"
 #include "tilec/Parser.h"
 
 #include <dlfcn.h>
@@ -166,24 +167,12 @@ void Tuner::frontEnd() {
     auto t = Target::parse(o_.archs.empty() ? "sm_90a" : o_.archs.front());
     if (!t) throw Usage{"unknown target '" + o_.archs.front() + "' in -arch"};
     fo.target = *t;
-    for (auto &d : o_.defines) {
-        auto eq = d.find('=');
-        if (eq == std::string::npos || eq == 0) throw Usage{"-D '" + d + "' must have the form NAME=VALUE"};
-        std::string value = d.substr(eq + 1);
-        int vf = sm_.add("<-D " + d.substr(0, eq) + ">", value);
-        FrontendOptions::Define def{d.substr(0, eq), nullptr, SourceRange{vf, 1, 1, 1, (int)value.size() + 1}};
-        bool bare = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; }) &&
-                    !std::isdigit((unsigned char)value[0]) && value != "True" && value != "False" && value != "None";
-        if (bare) {
-            auto e = ast::Expr::make(ast::ExprKind::Str, def.range);
-            e->str = value;
-            def.value = e;
-        } else {
-            def.value = parseExpression(vf, diag_);
-        }
-        if (!def.value) throw ExitInputError;
-        fo.defines.push_back(std::move(def));
+    try {
+        addDefines(fo, o_.defines, sm_, diag_); // as tilec's -D
+    } catch (const std::invalid_argument &e) {
+        throw Usage{e.what()};
     }
+    if (diag_.hasErrors()) throw ExitInputError;
     auto program = evaluateModule(*module, fo, diag_);
     if (!program || diag_.hasErrors() || program->kernels.empty()) throw ExitInputError;
     const ir::Kernel &k = *program->kernels.front();
