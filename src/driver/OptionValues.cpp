@@ -22,6 +22,18 @@ std::pair<std::string, std::string> split(const std::string &s, const char *opt)
     return {name, s.substr(eq + 1)};
 }
 
+/// Each of `texts` (option `opt`, as written) as an entry of `out` whose expression is `field`.
+template <class Option>
+void addAll(std::vector<Option> &out, ast::ExprP Option::*field, const std::vector<std::string> &texts, const char *opt,
+            bool bareIsString, SourceManager &sm, DiagnosticEngine &diag) {
+    for (auto &t : texts) {
+        auto [name, value] = split(t, opt);
+        Option o{name, nullptr, {}};
+        o.*field = parseOptionValue(sm, diag, value, std::string(opt) + " " + name, bareIsString, o.range);
+        if (o.*field) out.push_back(std::move(o));
+    }
+}
+
 } // namespace
 
 bool isIdentifier(std::string_view s) {
@@ -42,21 +54,11 @@ ast::ExprP parseOptionValue(SourceManager &sm, DiagnosticEngine &diag, const std
 }
 
 void addDefines(FrontendOptions &fo, const std::vector<std::string> &defines, SourceManager &sm, DiagnosticEngine &diag) {
-    for (auto &d : defines) {
-        auto [name, value] = split(d, "-D");
-        FrontendOptions::Define def{name, nullptr, {}};
-        def.value = parseOptionValue(sm, diag, value, "-D " + name, true, def.range);
-        if (def.value) fo.defines.push_back(std::move(def));
-    }
+    addAll(fo.defines, &FrontendOptions::Define::value, defines, "-D", true, sm, diag);
 }
 
 void addExports(FrontendOptions &fo, const std::vector<std::string> &exports, SourceManager &sm, DiagnosticEngine &diag) {
-    for (auto &e : exports) {
-        auto [name, call] = split(e, "--export");
-        FrontendOptions::Export ex{name, nullptr, {}};
-        ex.call = parseOptionValue(sm, diag, call, "--export " + name, false, ex.range);
-        if (ex.call) fo.exports.push_back(std::move(ex));
-    }
+    addAll(fo.exports, &FrontendOptions::Export::call, exports, "--export", false, sm, diag);
 }
 
 } // namespace tilec
