@@ -7,7 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/SharedMemory.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/VectorizeAccesses.h"
 
 #include <algorithm>
