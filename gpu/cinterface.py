@@ -1,6 +1,6 @@
 """Reads the C interface of a generated (or hand-written) library the way an application would: from its
 header. Every `tilec_status NAME(...)` declaration becomes a Function with typed parameters, so the harness
-can call it through ctypes and also check the contract of CONTRACT.md (const pointers for tensors the kernel
+can call it through ctypes and also check the contract of docs/INTERFACE.md (const pointers for tensors the kernel
 only reads, typed pointers where C has the type, the stream last, the per-kernel queries present).
 
 Needs nothing beyond the standard library: the self-check runs it on machines without torch or a GPU.
@@ -79,7 +79,7 @@ def parse_param(text, fname):
 
 def parse_header(text, lifecycle=None):
     """Returns ({name: Function}, {(name, query): return C type}) of a header's text. The per-kernel
-    `tilec_status NAME_load(void)` / `NAME_unload(void)` pair (CONTRACT.md, binary mode; present in .cu mode
+    `tilec_status NAME_load(void)` / `NAME_unload(void)` pair (docs/INTERFACE.md, binary mode; present in .cu mode
     too) is not a kernel: it goes into the dict `lifecycle` ({(NAME, "load" or "unload")}) when one is given."""
     code = _COMMENT.sub(" ", text)
     funcs, noargs = {}, []
@@ -105,7 +105,7 @@ def parse_header(text, lifecycle=None):
 
 
 def contract_problems(funcs, queries, text):
-    """What the header does against CONTRACT.md, independent of any kernel's semantics."""
+    """What the header does against docs/INTERFACE.md, independent of any kernel's semantics."""
     problems = []
     if "TILEC_ABI_VERSION" not in text:
         problems.append("no TILEC_ABI_VERSION")

@@ -4,7 +4,7 @@ poisoned, guarded outputs, calls a kernel through its C interface, and judges th
 torch is imported lazily (core.torch()), so every module imports on a machine without it; only running a
 test needs it.
 
-Rules (CONTRACT.md, "How correctness is judged"):
+Rules (docs/INTERFACE.md, "How correctness is judged"):
 - inputs are fresh random data each run (never zeros); the seed is printed so a failure can be replayed;
 - every output is filled with 0xFF bytes before each call (NaN in every float format, -1 in signed integers)
   and, outside the sanitizer runs, sits between two 4 KiB guard zones of 0xFF that must survive the call;
@@ -170,11 +170,11 @@ class Context:
                 elif p.const and is_out:
                     raise Fail("%s: output '%s' is declared const" % (name, p.name))
                 elif not p.const and not is_out:
-                    raise Fail("%s: '%s' is only read but not declared const (CONTRACT.md)" % (name, p.name))
+                    raise Fail("%s: '%s' is only read but not declared const (docs/INTERFACE.md)" % (name, p.name))
                 dt = str(a.dtype).replace("torch.", "")
                 want = _ctype_of_torch(dt)
                 if want is not None and p.ctype != want:
-                    raise Fail("%s: '%s' holds %s, so CONTRACT.md wants %s*, the header says %s*"
+                    raise Fail("%s: '%s' holds %s, so docs/INTERFACE.md wants %s*, the header says %s*"
                                % (name, p.name, dt, want, p.ctype))
                 out.append(ctypes.c_void_p(a.data_ptr()))
             elif a is None:
@@ -217,7 +217,7 @@ class Context:
         return fn(*cargs, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))
 
     def expect_empty(self, name, what, *args):
-        """An empty batch (CONTRACT.md): the call returns TILEC_SUCCESS and writes nothing. Outputs made
+        """An empty batch (docs/INTERFACE.md): the call returns TILEC_SUCCESS and writes nothing. Outputs made
         empty by ctx.output have non-null pointers into their guard zones, so a write is seen there; `what`
         names the size that is 0 ("m = 0")."""
         status = self.call_status(name, *args)
@@ -268,7 +268,7 @@ class Context:
     def expect_bound(self, out, ref64, dtype, ulps=2, extra=None, what="", show_ulp=True):
         """Reduction rule: |out - R| <= ulps * ulp_out(R) + extra, extra being a tensor (or float) bound on
         the rounding accumulated before the final conversion (documented at each use). The GEMM and
-        attention rules of CONTRACT.md pass ulps=0 and their whole bound as extra (gpu/refs.py), and
+        attention rules of docs/INTERFACE.md pass ulps=0 and their whole bound as extra (gpu/refs.py), and
         show_ulp=False: their results cancel near zero, where an ulp distance means nothing."""
         t = torch()
         ref64 = ref64.to(t.float64)

@@ -151,7 +151,7 @@ def expand(tests, libdir, mode):
 
 
 def contract_test(lib, sm):
-    """The parts of CONTRACT.md that hold for every library whatever its kernels compute. `sm` is the target
+    """The parts of docs/INTERFACE.md that hold for every library whatever its kernels compute. `sm` is the target
     the library was generated for, as the queries take it (90 for sm_90a, 80 for sm_80)."""
     import ctypes
     import torch

@@ -12,7 +12,7 @@ import struct
 
 # mant: stored mantissa bits; ebits: exponent bits; ieee: has infinities (the e4m3 "fn" format has none and
 # only one NaN pattern per sign); torch: the torch dtype name; ctype: the C type the generated header uses for
-# a pointer to this element type (CONTRACT.md: void for types C does not have).
+# a pointer to this element type (docs/INTERFACE.md: void for types C does not have).
 FLOATS = {
     "float16": dict(bits=16, mant=10, ebits=5, ieee=True, torch="float16", ctype="void"),
     "bfloat16": dict(bits=16, mant=7, ebits=8, ieee=True, torch="bfloat16", ctype="void"),

@@ -1,7 +1,7 @@
 """GEMM and attention: float64 references, the bounds they are judged by, and the makers of their tests and
 benchmarks, shared by the test modules of issue 4 (gpu/tests/gemm*.py, flash*.py) and by tools/sweep/.
 
-GEMM rule (CONTRACT.md), R = op(A) @ op(B) in float64 from the inputs as stored:
+GEMM rule (docs/INTERFACE.md), R = op(A) @ op(B) in float64 from the inputs as stored:
   |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|
 u is the unit roundoff of the operands as the tensor cores take them: 2^-11 for float16 and for tf32 (10
 stored mantissa bits, so float32 operands rounded or truncated to tf32 lose up to 2^-10 relative each, and a
@@ -28,7 +28,7 @@ U_IN = {"float16": 2.0 ** -11, "float32": 2.0 ** -11, "bfloat16": 2.0 ** -8,
 # unit roundoff of the output type (the last rounding of the accumulator)
 U_OUT = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24}
 INT_TYPES = ("int8",)
-# attention: absolute error allowed against float64 (CONTRACT.md's 2e-2 for float16). bfloat16 rounds P, V and
+# attention: absolute error allowed against float64 (docs/INTERFACE.md's 2e-2 for float16). bfloat16 rounds P, V and
 # the output with 8 mantissa bits instead of 11: one rounding of an output near |v| ~ 4 alone is 4 * 2^-9 ~ 8e-3,
 # and P's rounding adds as much again, so 3e-2 (a wrong mask or a lost block is off by O(0.1..1) either way)
 ATTN_ABS = {"float16": 2e-2, "bfloat16": 3e-2}

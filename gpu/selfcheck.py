@@ -253,7 +253,7 @@ def check_issue4(here):
     """The GEMM / attention parts (gpu/refs.py, tools/gpu/fake.py, tools/sweep/) that need no torch."""
     import refs
     check(refs.U_IN["float16"] == 2.0 ** -11 and refs.U_IN["float32"] == 2.0 ** -11 and
-          refs.U_IN["bfloat16"] == 2.0 ** -8 and refs.U_IN["float8_e4m3"] == 2.0 ** -4, "CONTRACT.md's u values")
+          refs.U_IN["bfloat16"] == 2.0 ** -8 and refs.U_IN["float8_e4m3"] == 2.0 ** -4, "docs/INTERFACE.md's u values")
     check(refs.U_OUT["float16"] == 2.0 ** -11 and refs.U_OUT["float32"] == 2.0 ** -24, "u_out values")
     check(refs.attention_flops(8, 16, 4096, 128, True) * 2 == refs.attention_flops(8, 16, 4096, 128, False)
           == 4.0 * 8 * 16 * 4096 ** 2 * 128, "attention FLOPs")
@@ -309,7 +309,7 @@ def check_refs_torch():
     check(bad == 0, "gemm_reference with both transposes: %d of 15 elements wrong" % bad)
     bound = refs.gemm_bound(R, S, "float16", "float16")
     check(abs(float(bound[1, 2]) - (4 * 2 ** -11 * float(S[1, 2]) + 2 ** -11 * abs(float(R[1, 2])))) < 1e-15,
-          "gemm_bound is CONTRACT.md's formula")
+          "gemm_bound is docs/INTERFACE.md's formula")
     print("self-check: attention and GEMM references agree with SDPA (float64) and with loops")
 
 

@@ -110,7 +110,7 @@ static void reference(const uint16_t *a, const uint16_t *b, int m, int n, int k,
     }
 }
 
-/* The elements of a float16 C outside CONTRACT.md's GEMM bound (u = 2^-11): |C - R| <= 4 u mag + u |R|. */
+/* The elements of a float16 C outside docs/INTERFACE.md's GEMM bound (u = 2^-11): |C - R| <= 4 u mag + u |R|. */
 static long outside(const uint16_t *c, const double *ref, const double *mag, size_t n) {
     const double u = ldexp(1.0, -11);
     long bad = 0;

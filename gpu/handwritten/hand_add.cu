@@ -1,5 +1,5 @@
 /// \file
-/// A float16 element-wise add written by hand in the C interface of CONTRACT.md (see hand_add.h). The GPU
+/// A float16 element-wise add written by hand in the C interface of docs/INTERFACE.md (see hand_add.h). The GPU
 /// harness tests it first, through the same path as the generated elementwise_add, so a failure there is the
 /// harness's fault, not the compiler's; its benchmark shows what a plain vectorized kernel reaches against the
 /// copy bandwidth on the same machine.

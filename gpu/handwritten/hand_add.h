@@ -1,4 +1,4 @@
-/* hand_add.h: the C interface of gpu/handwritten/hand_add.cu, written by hand in the shape CONTRACT.md gives
+/* hand_add.h: the C interface of gpu/handwritten/hand_add.cu, written by hand in the shape docs/INTERFACE.md gives
  * the headers tilec generates, so the GPU harness can be proven on a known-good kernel before it judges
  * generated ones. Compiles as C11 and as C++; includes only CUDA headers. */
 #ifndef TILEC_HAND_ADD_H

@@ -1,6 +1,6 @@
 /* hopper_gemm.h: the C interface of gpu/handwritten/hopper_gemm.cu, hand-written warp-specialized sm_90a GEMMs
  * (TMA -> mbarrier ring -> wgmma, setmaxnreg) on the device library stdlib/tilec/sm90_*.cuh, in the shape
- * CONTRACT.md gives the headers tilec generates. Compiles as C11 and as C++; includes only CUDA headers.
+ * docs/INTERFACE.md gives the headers tilec generates. Compiles as C11 and as C++; includes only CUDA headers.
  * Run-time sizes m, n, k (int64_t, as for T.dynamic symbols). TMA needs 16-byte aligned tensors and row
  * pitches (k and, for B (k, n), n a multiple of 8 for 16-bit types, 16 for float8) and k > 0: otherwise
  * TILEC_ERROR_UNSUPPORTED (a generated launcher would take its cp.async variant). Hopper (sm 90) only. */

@@ -5,7 +5,7 @@ TileLang's convolution example through T.im2col and views of the filter and outp
 norms_odd: Out[i] = sqrt(sum_j A[i, j]^2), float32. R the float64 value: the float32 sum of n positive terms
 is within gamma_n of the exact one (Higham), the square root halves that, plus 2 ulp of the output:
   |Out - R| <= 2 ulp_f32(R) + gamma_n R.
-conv_*: a GEMM of the im2col matrix and the filter viewed as (KH*KW*C, F), so CONTRACT.md's GEMM rule with
+conv_*: a GEMM of the im2col matrix and the filter viewed as (KH*KW*C, F), so docs/INTERFACE.md's GEMM rule with
 u = 2^-11 (float16 operands and output), the sums of |a b| from the float64 convolution of |data| and |filter|."""
 import core as C
 import numerics as Nm

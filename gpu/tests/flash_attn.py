@@ -2,7 +2,7 @@
 
 Judged against softmax(Q K^T / sqrt(D) + causal mask) V computed in float64 (query i sees keys j <= i, as
 the file's mask `bx * block_M + i >= ko * block_N + j` says): every element within 2e-2 absolute
-(CONTRACT.md). Both instantiations of the file are checked in full (flash_d128's reference is computed 16
+(docs/INTERFACE.md). Both instantiations of the file are checked in full (flash_d128's reference is computed 16
 heads at a time); flash_odd (seq = 1000: the last key block is partly past the end, and the causal mask
 hides those keys) and flash_small (for the sanitizers) come from gpu/examples.txt."""
 import core as C

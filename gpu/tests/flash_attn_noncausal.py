@@ -2,7 +2,7 @@
 (batch, seq, heads, dim); keys past the end of a seq the key blocks do not divide are masked in the kernel.
 
 Judged against softmax(Q K^T / sqrt(D)) V computed in float64: every element within 2e-2 absolute
-(CONTRACT.md)."""
+(docs/INTERFACE.md)."""
 import core as C
 import refs as R
 

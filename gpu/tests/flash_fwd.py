@@ -40,7 +40,7 @@ def shape_text(p):
 # lengths for the kernels whose sequence length is a T.dynamic size (seq=None): one query block; one block
 # the keys do not fill; 5 query blocks (<= 7: the persistent walk takes the query block slowest, chosen at run
 # time); 8 (groups of 7 and a remainder of 1); 16 (whole groups and a remainder of 2). 0: an empty batch,
-# TILEC_SUCCESS with nothing launched or written (CONTRACT.md).
+# TILEC_SUCCESS with nothing launched or written (docs/INTERFACE.md).
 DYN_SEQS = (1, 100, 640, 1000, 2048)
 
 

@@ -1,6 +1,6 @@
 """C = A @ B in float16 with float32 accumulation (examples/gemm.tile: 128 x 128 x 64 tiles, 3 stages).
 
-GEMM rule of CONTRACT.md, every element: |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, u = u_out = 2^-11
+GEMM rule of docs/INTERFACE.md, every element: |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, u = u_out = 2^-11
 (float16 operands and output), R in float64 (gpu/refs.py derives it). gemm_odd (1000^3) and gemm_777
 (777 x 1999 x 515: rows not 16-byte aligned) leave partial tiles in every dimension; gemm_small has fewer
 k-tiles (2) than stages (3), gemm_one_k a single one: the pipeline's prologue and epilogue alone. The extra

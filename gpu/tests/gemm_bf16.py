@@ -1,6 +1,6 @@
 """bfloat16 GEMM, C = A @ B or A @ B^T in bfloat16 with float32 accumulation (tests/gpu/gemm_bf16.tile).
 
-GEMM rule of CONTRACT.md with u = u_out = 2^-8 (bfloat16 operands and output):
+GEMM rule of docs/INTERFACE.md with u = u_out = 2^-8 (bfloat16 operands and output):
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64."""
 import core as C
 import refs as R

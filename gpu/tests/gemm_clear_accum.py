@@ -3,7 +3,7 @@
 clear_tiles*: each k-tile's product goes to a fragment with clear_accum=True and is added to the
 accumulator by hand, so a clear that is lost counts earlier tiles again (an error of the size of R itself);
 float32 output. clear_one*: the whole K in one tile, clear_accum=True and no T.clear; float16 output.
-GEMM rule of CONTRACT.md with u = 2^-11 (float16 operands), u_out of the output:
+GEMM rule of docs/INTERFACE.md with u = 2^-11 (float16 operands), u_out of the output:
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64."""
 import core as C
 import refs as R

@@ -1,7 +1,7 @@
 """C = A @ B in float16 with a reduction length K known only at run time (tests/gpu/gemm_dynamic_k.tile,
 issue 12): the launcher runs the variant with 16-byte transfers of A's rows when K * 2 bytes is a multiple of
 16 and A is 16-byte aligned (on sm_90a the TMA variant, whose rules are the same, comes first), else the
-variant copying A element by element. Both are checked, every element, under CONTRACT.md's GEMM rule:
+variant copying A element by element. Both are checked, every element, under docs/INTERFACE.md's GEMM rule:
 K = 1024 and 1000 (wide), K = 1001, 515 and 7 (narrow: rows not a multiple of 8 halves), and K = 1024 with A
 one element past a 16-byte boundary (narrow, from a misaligned pointer). gemm_dk_small (M = N = 256) is the
 sanitizers' instantiation (gpu/examples.txt)."""

@@ -1,9 +1,9 @@
 """Y = X @ W^T in bfloat16 with float32 accumulation and a row count m known only at run time
 (examples/gemm_dynamic_m.tile; the launcher takes int64_t m after the tensors and sizes the grid from it).
 
-GEMM rule of CONTRACT.md with u = u_out = 2^-8 (bfloat16): |Y - R| <= 4 u sum_k |x_ik w_jk| + u_out |R|.
+GEMM rule of docs/INTERFACE.md with u = u_out = 2^-8 (bfloat16): |Y - R| <= 4 u sum_k |x_ik w_jk| + u_out |R|.
 m runs over 1 (one row in a 128-row tile), 7, 128, 1000, 1001, 4096 and 5000; m = 0 is an empty batch:
-TILEC_SUCCESS, nothing launched, nothing written (CONTRACT.md). linear_small (N = 256, K = 128, for the sanitizers) comes from
+TILEC_SUCCESS, nothing launched, nothing written (docs/INTERFACE.md). linear_small (N = 256, K = 128, for the sanitizers) comes from
 gpu/examples.txt."""
 import core as C
 import refs as R

@@ -5,7 +5,7 @@ output in the input type) at the shapes of the Hopper GEMM issue (4096^3, 8192^3
 
 Bars (issue 9): per shape tilec / cuBLAS >= 0.85 required, 0.95 the target (the geometric mean the issue asks
 for); the decode shapes are reported without a bar. FLOPs 2 M N K. Correctness first, every instantiation in
-full, by the GEMM rule of CONTRACT.md with u = u_out = 2^-11 (float16) or 2^-8 (bfloat16):
+full, by the GEMM rule of docs/INTERFACE.md with u = u_out = 2^-11 (float16) or 2^-8 (bfloat16):
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|; gemm_fp16_odd (1000^3) and gemm_fp16_small come from
 gpu/examples.txt."""
 import core as C

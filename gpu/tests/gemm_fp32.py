@@ -1,7 +1,7 @@
 """C = A @ B with float32 operands and output (examples/gemm_fp32.tile), which the tensor cores compute as
 tf32 (mma.sync m16n8k8): the operands keep 10 of float32's 23 mantissa bits.
 
-GEMM rule of CONTRACT.md with u = 2^-11 (tf32 operands) and u_out = 2^-24 (float32 output):
+GEMM rule of docs/INTERFACE.md with u = 2^-11 (tf32 operands) and u_out = 2^-24 (float32 output):
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|. 4u = 2^-9 also covers a conversion that truncates to tf32
 (2^-10 relative per operand). sgemm_odd (1000^3) and sgemm_small (136 x 200 x 72, for the sanitizers) come
 from gpu/examples.txt."""

@@ -3,7 +3,7 @@ B stored (N, K) in float8 e4m3 (one kernel e5m2), float32 accumulation, bfloat16
 (torch._scaled_mm with unit scales and bfloat16 out: the same product, same process, same timing).
 
 Bars (issue 9): at 4096^3 and 8192^3 tilec / cuBLAS fp8 >= 1.0 required, 1.2 the goal. Correctness first, every
-instantiation in full, by the GEMM rule of CONTRACT.md with u = 2^-4 (float8's unit roundoff does not enter:
+instantiation in full, by the GEMM rule of docs/INTERFACE.md with u = 2^-4 (float8's unit roundoff does not enter:
 the inputs are exact float8 values and the products exact in float32) and u_out = 2^-8 (bfloat16 out):
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|; the odd shapes cover TMA's zero fill (K = 1008) and the cp.async
 path (K = 1000, rows not 16-byte aligned)."""

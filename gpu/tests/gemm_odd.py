@@ -3,7 +3,7 @@
 64 x 64 x 64 tiles; gemm_small_odd (33 x 40 x 48 in 32 x 32 x 32 tiles) has a row tile holding one row and
 fewer k-tiles than stages.
 
-GEMM rule of CONTRACT.md with u = 2^-11 (float16 operands), u_out = 2^-11 (float16 out) or 2^-24 (float32
+GEMM rule of docs/INTERFACE.md with u = 2^-11 (float16 operands), u_out = 2^-11 (float16 out) or 2^-24 (float32
 out): |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64.
 
 gemm_1000 also runs with C one element past a 16-byte boundary: a TMA store cannot take such a C, so the
@@ -20,7 +20,7 @@ def misaligned_c(M, N, K):
     def fn(ctx, k):
         t = C.torch()
         a, b = R.gemm_inputs(ctx, M, N, K, "float16")
-        # Two elements in: 4-byte aligned (what the stores from registers need, CONTRACT.md's header
+        # Two elements in: 4-byte aligned (what the stores from registers need, docs/INTERFACE.md's header
         # comment says so) but not 16 (TMA's rule), so the launcher must take the cp.async variant.
         whole = ctx.output((M * N + 2,), "float16")
         c = whole[2:].view(M, N)

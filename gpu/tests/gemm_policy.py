@@ -1,7 +1,7 @@
 """T.gemm with an explicit warp policy (tests/gpu/gemm_policy.tile): Square, FullRow, FullCol over a
 128 x 128 tile and 8 warps, at 1024^3 and odd sizes.
 
-GEMM rule of CONTRACT.md, u = u_out = 2^-11 (float16): |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|."""
+GEMM rule of docs/INTERFACE.md, u = u_out = 2^-11 (float16): |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|."""
 import core as C
 import refs as R
 

@@ -1,7 +1,7 @@
 """float32 GEMM computed as tf32 by the tensor cores (mma.sync m16n8k8), in the transpose combinations
 (tests/gpu/gemm_tf32.tile): 32-bit operands that are not K-major cannot use ldmatrix.
 
-GEMM rule of CONTRACT.md with u = 2^-11 (tf32 operands) and u_out = 2^-24 (float32 output):
+GEMM rule of docs/INTERFACE.md with u = 2^-11 (tf32 operands) and u_out = 2^-24 (float32 output):
 |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64 from the float32 inputs."""
 import core as C
 import refs as R

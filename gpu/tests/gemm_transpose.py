@@ -1,7 +1,7 @@
 """float16 GEMM in every transpose combination (tests/gpu/gemm_transpose.tile): A stored (M, K) or (K, M),
 B stored (K, N) or (N, K); C = op(A) @ op(B) in float16, float32 accumulation.
 
-GEMM rule of CONTRACT.md, u = u_out = 2^-11: |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64 from
+GEMM rule of docs/INTERFACE.md, u = u_out = 2^-11: |C - R| <= 4 u sum_k |a_ik b_kj| + u_out |R|, R in float64 from
 the operands as stored (transposed there). Each combination runs at 1024 x 768 x 512 and at an odd size
 (777 x 1999 x 515 or 1000^3); the *_small kernels are for the sanitizers."""
 import core as C

@@ -1,7 +1,7 @@
 """The hand-written warp-specialized sm_90a GEMMs of gpu/handwritten/hopper_gemm.cu (TMA -> mbarrier ring ->
 wgmma, setmaxnreg; the device library stdlib/tilec/sm90_*.cuh), called as kernel(A, B, C, m, n, k).
 
-Correctness: the GEMM rule of CONTRACT.md on every element (gpu/refs.py: float64 reference, |C - R| <=
+Correctness: the GEMM rule of docs/INTERFACE.md on every element (gpu/refs.py: float64 reference, |C - R| <=
 4 u sum|ab| + u_out |R|), poisoned outputs, at 1024^3, at shapes no tile divides (1000^3, 333 x 520 x 1000: TMA
 zero fill in m, n and k, masked stores), fewer k-blocks than stages (k = 64) and a single partial k-block
 (k = 8); B stored (k, n) ("N-major": the seed's layout) and (n, k) (the *_nt kernels); float8 e4m3 with

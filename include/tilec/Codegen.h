@@ -1,6 +1,6 @@
 /// \file
 /// Code generation: the lowered program as one CUDA C++ file (device kernels and host launch functions)
-/// and the C header of CONTRACT.md's "generated C interface".
+/// and the C header of docs/INTERFACE.md's "generated C interface".
 ///
 /// The input is what lower() returns: per-thread code where every buffer access has one flat index,
 /// fragments are register arrays (Local buffers), every vectorized loop is one of the transfer patterns of

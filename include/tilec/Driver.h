@@ -8,7 +8,7 @@
 
 namespace tilec {
 
-/// Exit codes of the tilec command (CONTRACT.md).
+/// Exit codes of the tilec command (docs/INTERFACE.md).
 enum ExitCode { ExitOk = 0, ExitInputError = 1, ExitUsage = 2, ExitInternal = 3 };
 
 struct DriverOptions {

@@ -8,6 +8,7 @@
 
 #include "tilec/DType.h"
 #include "tilec/Diagnostics.h"
+#include "tilec/Target.h"
 
 #include <array>
 #include <cstdint>
@@ -348,7 +349,7 @@ struct SharedPlan {
 };
 
 /// What a lowering assumed of the run-time arguments to give a tile transfer a wider access than it can
-/// prove (Target::assumeAlignedRows): `tensor`'s base pointer is aligned to `bytes`, and its run-time row
+/// prove (LoweringOptions::assumeAlignedRows): `tensor`'s base pointer is aligned to `bytes`, and its run-time row
 /// length `extent` (elements) times the element size is a multiple of `bytes`. The launcher runs such a
 /// variant only when every assumption holds for the arguments, else the next one (lowered without).
 struct Assumption {
@@ -416,10 +417,9 @@ struct Kernel {
     SourceRange clusterLoc;
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
-    /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering; names as -arch
-    /// spells them) and whether it needs TMA-compatible run-time pointers and strides (else the launcher
+    /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering) and whether it needs TMA-compatible run-time pointers and strides (else the launcher
     /// runs the variant without). Empty before lowering.
-    std::vector<std::string> targets;
+    std::vector<Target> targets;
     bool needsTma = false;
     std::vector<Assumption> assumptions; ///< run-time alignment this lowering relies on (none: it checks all)
     Var threadIdx;                   ///< T.get_thread_binding(0)

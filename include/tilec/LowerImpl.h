@@ -4,12 +4,17 @@
 
 #include "tilec/Diagnostics.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <ostream>
 
 namespace tilec {
 
 template <class F, class D> auto PassContext::run(const char *name, F &&fn, D &&text) -> decltype(fn()) {
+    // Every name is a row of the pipeline's table, so --dump-after accepts exactly what runs.
+    TILEC_ASSERT(std::find(passNames().begin(), passNames().end(), name) != passNames().end(),
+                 std::string("'") + name + "' is not in the pipeline's table (src/lower/Lower.cpp)");
     setCurrentPhase(name);
     auto t0 = std::chrono::steady_clock::now();
     auto result = fn();

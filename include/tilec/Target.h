@@ -1,15 +1,18 @@
 /// \file
-/// Compilation targets (-arch) and their limits.
+/// Compilation targets (-arch): what each GPU architecture has and its limits. A Target is a row of the
+/// table in src/support/Target.cpp, the one place that lists the architectures tilec knows; how a kernel is
+/// lowered for it (TMA or not, warp specialization, ...) is a LoweringOptions (tilec/LoweringOptions.h).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tilec {
 
 struct Target {
-    std::string name = "sm_90a"; ///< as given: sm_80, sm_86, sm_89, sm_90, sm_90a
+    std::string name = "sm_90a"; ///< as -arch spells it; Target::parse(name) gives this row back
     int sm = 90;                 ///< compute capability times ten
     bool archSpecific = true;    ///< the `a` suffix (wgmma, setmaxnreg)
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
@@ -19,35 +22,33 @@ struct Target {
     /// memory blocks can share (each block also takes 1 KiB the system reserves).
     int threadsPerSM = 2048, blocksPerSM = 32;
     int sharedPerSM = 228 * 1024;
-    /// Lowering switches (command line, or the cp.async variant lowered beside a TMA one): TMA tile loads
-    /// and warp specialization where the target has them.
-    bool tma = true;
-    bool warpSpecialize = true;
-    bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
-    /// Where the output tiles differ in work (the loop's trip count depends on one block index: causal
-    /// attention), the persistent walk takes that index in groups of this many consecutive values, the group
-    /// slowest, the position in it fastest (Kernel::walkGroup; 1: that index slowest); 0: such tiles one block
-    /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
-    int walkGroup = 7;
-    bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
-    bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
-    bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)
-    /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
-    /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
-    /// (--epilogue-buffers).
-    int epilogueBuffers = 2;
-    /// Lowering switch (the driver's wide variant): a tile transfer whose tensor's row length is a run-time
-    /// value gets the access its row length and base pointer would need to be at their widest, recorded in
-    /// Kernel::assumptions for the launcher to check.
-    bool assumeAlignedRows = false;
-    bool hasTma() const { return sm >= 90 && tma; }
-    bool hasWgmma() const { return sm == 90 && archSpecific; }
-    /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers: the SM count of the
-    /// target's usual data-centre GPU (A100 108, A10 72, L40S 142, H100/H200 132); --num-sms overrides it.
+    /// What a build-time GPU query (`get_num_sms()`, `multi_processor_count`) answers and the lowering's wave
+    /// estimates assume: the SM count of the target's usual data-centre GPU (A100 108, A10 72, L40S 142,
+    /// H100/H200 132); --num-sms gives another GPU of the architecture (withSmCount).
     int numSms = 132;
+
+    /// Hardware features.
+    bool hasTmaUnit() const { return sm >= 90; }                 ///< TMA tile transfers, mbarrier transactions
+    bool hasWgmma() const { return sm == 90 && archSpecific; }   ///< wgmma, setmaxnreg, clusters with multicast
+    /// The virtual architecture its PTX is for: sm_90a -> compute_90a.
+    std::string virtualArch() const { return "compute_" + name.substr(name.find('_') + 1); }
+    /// The same architecture on a GPU of `n` SMs (--num-sms).
+    Target withSmCount(int n) const {
+        Target t = *this;
+        t.numSms = n;
+        return t;
+    }
+    bool operator==(const Target &) const = default;
 
     /// Parses one -arch value; nullopt for unknown names.
     static std::optional<Target> parse(std::string_view name);
+    /// Every target tilec knows, oldest first.
+    static const std::vector<Target> &known();
+    /// Their names, for messages and --help: "sm_80, sm_86, sm_89, sm_90, sm_90a".
+    static std::string knownNames();
+    /// The target whose code runs best on a device of compute capability `cc` (times ten): its own (the
+    /// arch-specific one where there is one), else the newest older one's portable PTX; nullopt below all.
+    static std::optional<Target> forDevice(int cc);
 };
 
 } // namespace tilec

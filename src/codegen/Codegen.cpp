@@ -85,8 +85,7 @@ std::vector<KernelInfo> analyzeKernels(const Program &lowered, const CodegenOpti
         if (!k) continue;
         KernelInfo info = analyzeKernel(*k, opts, diag);
         info.index = (int)infos.size();
-        for (auto &name : k->targets)
-            if (auto t = Target::parse(name)) info.targets.push_back(*t);
+        info.targets = k->targets;
         if (info.targets.empty()) info.targets = opts.targets;
         if (!infos.empty() && infos.back().kernel->name == k->name && infos.back().kernel->part == k->part)
             info.variant = infos.back().variant + 1;

@@ -313,7 +313,7 @@ std::string printImages(const std::vector<KernelInfo> &kernels, const std::vecto
     std::string table;
     for (size_t i = 0; i < images.size(); ++i) {
         const DeviceImage &im = images[i];
-        std::string arch = im.ptx ? "compute_" + im.target.name.substr(im.target.name.find('_') + 1) : im.target.name;
+        std::string arch = im.ptx ? im.target.virtualArch() : im.target.name;
         std::string name = std::string(im.ptx ? "tilec_ptx_" : "tilec_cubin_") + arch;
         s += "/* " + std::string(im.ptx ? "PTX for " : "cubin for ") + arch + ", " + std::to_string(im.bytes.size()) +
              " bytes */\n";

@@ -3,7 +3,7 @@
 #include "codegen/CodegenImpl.h"
 
 #include "tilec/IRVisitor.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 #include <algorithm>
 #include <charconv>

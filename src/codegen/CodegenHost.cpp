@@ -1,5 +1,5 @@
 /// \file
-/// The host half of the .cu (CONTRACT.md's generated C interface): the runtime functions, and each
+/// The host half of the .cu (docs/INTERFACE.md's generated C interface): the runtime functions, and each
 /// kernel's launch function (argument checks, one-time device setup, the launch through the CUDA runtime)
 /// and queries. The pieces binary mode shares (src/codegen/CodegenHostParts.h) are here too.
 #include "codegen/CodegenHostParts.h"

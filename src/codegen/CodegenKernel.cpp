@@ -6,7 +6,8 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/SharedMemory.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/VectorizeAccesses.h"
 
 #include <algorithm>
@@ -165,7 +166,7 @@ class KernelPrinter {
 
     void prologue() {
         const SourceRange &at = k_.launchLoc;
-        if (info_.sharedBytes > 0 && k_.shared.alignment <= 128) {
+        if (info_.sharedBytes > 0 && k_.shared.alignment <= smem::kBufferAlignment) {
             line(1, "extern __shared__ __align__(128) unsigned char tilec_smem[];", at);
         } else if (info_.sharedBytes > 0) {
             // A stricter plan (TMA tiles at 1024 bytes) rounds the base up; the launch asked for the slack.

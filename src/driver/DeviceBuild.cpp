@@ -38,9 +38,6 @@ std::string cubinPath(const std::string &stem, const Target &t, size_t targetCou
 
 namespace {
 
-/// compute_90a for sm_90a: the virtual architecture whose PTX the target's cubin is made from.
-std::string virtualArch(const Target &t) { return "compute_" + t.name.substr(t.name.find('_') + 1); }
-
 std::vector<std::string> nvrtcOptions(const std::string &arch, bool cubin, const DriverOptions &opts) {
     // --no-source-include: nothing is read from the working directory.
     std::vector<std::string> o{"--gpu-architecture=" + arch, "-std=c++17", "--no-source-include"};
@@ -84,7 +81,7 @@ DeviceBuild buildDevice(const Nvrtc &nvrtc, const GeneratedCode &code, const std
     spdlog::debug("nvrtc: {}, CUDA headers from{}", nvrtc.description(), dirs);
 
     if (!cubins) {
-        std::string arch = virtualArch(low);
+        std::string arch = low.virtualArch();
         DeviceCompileResult r = nvrtc.compile(code.device, deviceName, nvrtcOptions(arch, false, opts), names);
         if (!r.ok) notCompiled(arch, r, opts);
         b.ptx = DeviceImage{low, true, r.ptx};

@@ -10,6 +10,7 @@
 #include "tilec/Frontend.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
+#include "tilec/OptionValues.h"
 #include "tilec/Parser.h"
 #include "tilec/Tune.h"
 
@@ -29,11 +30,6 @@ namespace tilec {
 namespace {
 
 using driver::UsageError;
-
-bool isIdentifier(const std::string &s) {
-    if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
-}
 
 const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
 
@@ -65,10 +61,9 @@ class Compilation {
   private:
     void validateOptions();
     std::string readInput();
-    ast::ExprP parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
-                                SourceRange &range);
     FrontendOptions frontendOptions();
-    ir::Program lowerPerTarget(const ir::Program &program, PassContext &ctx);
+    LoweringOptions loweringOptions() const;
+    std::optional<ir::Program> frontEnd(int file, PassContext &ctx, tune::TunedPlan &tuned);
     void writeText(const std::string &path, const std::string &text);
     void writeDepfile(const std::vector<std::string> &outputs);
     bool emits(const char *kind) const {
@@ -86,8 +81,9 @@ void Compilation::validateOptions() {
     if (opts_.input.empty()) throw UsageError{"no input file"};
     for (auto &a : opts_.archs) {
         auto t = Target::parse(a);
-        if (!t) throw UsageError{"unknown target '" + a + "' in -arch (known: sm_80, sm_86, sm_89, sm_90, sm_90a)"};
-        targets_.push_back(*t);
+        if (!t) throw UsageError{"unknown target '" + a + "' in -arch (known: " + Target::knownNames() + ")"};
+        // --num-sms: the GPU the lowering's waves (clusters, one-wave causal tiles) and GPU queries assume.
+        targets_.push_back(opts_.numSms > 0 ? t->withSmCount(opts_.numSms) : *t);
     }
     if (targets_.empty()) throw UsageError{"-arch needs at least one target"};
     for (auto &k : opts_.emit) {
@@ -142,127 +138,29 @@ std::string Compilation::readInput() {
     return ss.str();
 }
 
-/// Parses the VALUE of `-D NAME=VALUE` or the CALL of `--export NAME=CALL` as a Python expression kept in a
-/// file of its own, so its diagnostics point into the option's text.
-ast::ExprP Compilation::parseOptionValue(const std::string &text, const std::string &what, bool bareIsString,
-                                         SourceRange &range) {
-    int f = sm_.add("<" + what + ">", text);
-    range = SourceRange{f, 1, 1, 1, (int)text.size() + 1};
-    if (bareIsString && isIdentifier(text) && text != "True" && text != "False" && text != "None") {
-        auto e = ast::Expr::make(ast::ExprKind::Str, range);
-        e->str = text;
-        return e;
-    }
-    return parseExpression(f, diag_);
-}
-
-/// Lowers the program once per -arch target (and, where a lowering needs TMA, once more without it: the
-/// variant the launcher runs when run-time pointers or strides break TMA's rules; and where a lowering assumed
-/// run-time row lengths and base pointers suit wide tile transfers, once more without that: the variant for
-/// arguments that break the assumptions), then merges lowerings that came out identical. The result holds
-/// every exported kernel's variants next to each other, each naming its targets (Kernel::targets), the
-/// preferred one first. A diagnostic that several lowerings report is reported once.
-ir::Program Compilation::lowerPerTarget(const ir::Program &program, PassContext &ctx) {
-    std::vector<ir::Program> lowerings;
-    std::vector<HeldDiagnostic> reported;
-    auto lowerOnce = [&](const Target &t) {
-        diag_.hold();
-        lowerings.push_back(lower(program, t, ctx));
-        bool dropped = false; // a note goes with the diagnostic before it
-        for (auto &d : diag_.endHold()) {
-            auto same = [&](const HeldDiagnostic &r) {
-                return r.severity == d.severity && r.message == d.message && r.range.file == d.range.file &&
-                       r.range.line == d.range.line && r.range.col == d.range.col;
-            };
-            if (d.severity != Severity::Note) dropped = std::any_of(reported.begin(), reported.end(), same);
-            if (dropped) continue;
-            diag_.report(d.severity, d.range, d.message);
-            if (d.severity != Severity::Note) reported.push_back(d);
-        }
-        return !diag_.hasErrors();
-    };
-    for (Target t : targets_) {
-        t.tma = !opts_.noTma;
-        t.warpSpecialize = !opts_.noWarpSpecialize;
-        t.persistent = !opts_.noPersistent;
-        t.walkGroup = opts_.walkGroup;
-        if (opts_.numSms > 0) t.numSms = opts_.numSms; // the lowering's waves (clusters, one-wave causal tiles)
-        t.clusters = !opts_.noCluster;
-        t.pingPong = opts_.pingPong;
-        t.intraOverlap = opts_.intraOverlap;
-        t.epilogueBuffers = opts_.epilogueBuffers;
-        bool tmaNeeded = false;
-        for (bool tma : {true, false}) {
-            if (!tma && !tmaNeeded) break;
-            bool assumed = false;
-            for (bool wide : {true, false}) {
-                if (!wide && !assumed) break;
-                Target u = t;
-                u.tma = t.tma && tma;
-                u.assumeAlignedRows = wide;
-                if (!lowerOnce(u)) return {};
-                for (auto &k : lowerings.back().kernels) {
-                    tmaNeeded |= k->needsTma;
-                    assumed |= !k->assumptions.empty();
-                }
-            }
-        }
-    }
-    ir::Program out;
-    for (size_t i = 0; i < program.kernels.size(); ++i) {
-        std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (IR text, kernel)
-        for (auto &l : lowerings) {
-            const ir::KernelP &k = l.kernels[i];
-            std::string text = ir::print(*k);
-            auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
-            if (same == variants.end()) {
-                variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
-            } else {
-                auto &ts = same->second->targets;
-                for (auto &t : k->targets)
-                    if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
-            }
-        }
-        // TMA variants first (they need the most of the device and of the arguments), then those assuming
-        // wide rows, each arch-specific one before a portable one (the launcher takes the first that runs on
-        // the device: sm_90a's wgmma before sm_90's mma.sync, which would run there too), then by target.
-        auto specific = [](const ir::Kernel &k) {
-            return std::all_of(k.targets.begin(), k.targets.end(), [](const std::string &n) {
-                auto t = Target::parse(n);
-                return t && t->archSpecific;
-            });
-        };
-        auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
-        std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
-        for (auto &v : variants) out.kernels.push_back(v.second);
-    }
-    return out;
+/// The lowering switches of the command line.
+LoweringOptions Compilation::loweringOptions() const {
+    LoweringOptions o;
+    o.tma = !opts_.noTma;
+    o.warpSpecialize = !opts_.noWarpSpecialize;
+    o.persistent = !opts_.noPersistent;
+    o.walkGroup = opts_.walkGroup;
+    o.clusters = !opts_.noCluster;
+    o.pingPong = opts_.pingPong;
+    o.intraOverlap = opts_.intraOverlap;
+    o.epilogueBuffers = opts_.epilogueBuffers;
+    return o;
 }
 
 FrontendOptions Compilation::frontendOptions() {
     FrontendOptions fo;
     fo.target = *std::min_element(targets_.begin(), targets_.end(),
                                   [](const Target &a, const Target &b) { return a.sm < b.sm; });
-    if (opts_.numSms > 0) fo.target.numSms = opts_.numSms;
-    auto split = [](const std::string &s, const char *opt) {
-        auto eq = s.find('=');
-        if (eq == std::string::npos || eq == 0)
-            throw UsageError{std::string(opt) + " '" + s + "' must have the form NAME=" + (opt[1] == 'D' ? "VALUE" : "CALL")};
-        std::string name = s.substr(0, eq);
-        if (!isIdentifier(name)) throw UsageError{std::string(opt) + " '" + s + "': '" + name + "' is not a name"};
-        return std::make_pair(name, s.substr(eq + 1));
-    };
-    for (auto &d : opts_.defines) {
-        auto [name, value] = split(d, "-D");
-        FrontendOptions::Define def{name, nullptr, {}};
-        def.value = parseOptionValue(value, "-D " + name, true, def.range);
-        if (def.value) fo.defines.push_back(std::move(def));
-    }
-    for (auto &e : opts_.exports) {
-        auto [name, call] = split(e, "--export");
-        FrontendOptions::Export ex{name, nullptr, {}};
-        ex.call = parseOptionValue(call, "--export " + name, false, ex.range);
-        if (ex.call) fo.exports.push_back(std::move(ex));
+    try {
+        addDefines(fo, opts_.defines, sm_, diag_);
+        addExports(fo, opts_.exports, sm_, diag_);
+    } catch (const std::invalid_argument &e) {
+        throw UsageError{e.what()};
     }
     fo.kernels = opts_.kernels;
     return fo;
@@ -289,6 +187,57 @@ void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
     writeText(path, driver::depfileText(targets, prerequisites));
 }
 
+/// The front end: parse, --tuned's configurations, evaluate, check. Nothing when the input has errors (reported).
+std::optional<ir::Program> Compilation::frontEnd(int file, PassContext &ctx, tune::TunedPlan &tuned) {
+    FrontendOptions fo = frontendOptions();
+    if (diag_.hasErrors()) return std::nullopt;
+
+    auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
+                          [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
+    if (!module) return std::nullopt;
+    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
+
+    // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
+    if (!opts_.tuned.empty()) {
+        try {
+            tuned = tune::planTunedBuild(opts_.tuned, *module, sm_, sm_.text(file), opts_.archs);
+        } catch (const std::invalid_argument &e) {
+            throw UsageError{e.what()};
+        }
+        for (auto &w : tuned.warnings)
+            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
+        if (opts_.werror && !tuned.warnings.empty()) return std::nullopt;
+        bool filtered = !fo.kernels.empty();
+        for (auto &[name, call] : tuned.exports) {
+            FrontendOptions::Export ex{name, nullptr, {}};
+            ex.call = parseOptionValue(sm_, diag_, call, "--tuned " + name, false, ex.range);
+            if (!ex.call) return std::nullopt;
+            fo.exports.push_back(std::move(ex));
+            if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for
+        }
+    }
+
+    auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
+                           [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
+    if (!program || diag_.hasErrors()) return std::nullopt;
+    std::erase_if(program->kernels, [&](const ir::KernelP &k) {
+        return std::find(tuned.replaced.begin(), tuned.replaced.end(), k->name) != tuned.replaced.end();
+    });
+
+    // The checks run once, against the most restrictive target of -arch, so that a target-independent
+    // error is not reported once per target.
+    const Target &strictest = *std::min_element(targets_.begin(), targets_.end(), [](auto &a, auto &b) {
+        return a.maxSharedPerBlock < b.maxSharedPerBlock;
+    });
+    bool ok = ctx.run("check", [&] {
+        bool good = true;
+        for (auto &k : program->kernels) good = checkKernel(*k, strictest, diag_) && good;
+        return good;
+    }, [&](bool) { return ir::print(*program); });
+    if (!ok || diag_.hasErrors()) return std::nullopt;
+    return program;
+}
+
 int Compilation::run() {
     validateOptions();
     diag_.setErrorLimit(opts_.errorLimit);
@@ -304,53 +253,9 @@ int Compilation::run() {
     ctx.timePasses = opts_.timePasses;
     ctx.dump = &out_;
 
-    FrontendOptions fo = frontendOptions();
-    if (diag_.hasErrors()) return ExitInputError;
-
-    auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
-                          [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
-    if (!module) return ExitInputError;
-    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
-
-    // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
     tune::TunedPlan tuned;
-    if (!opts_.tuned.empty()) {
-        try {
-            tuned = tune::planTunedBuild(opts_.tuned, *module, sm_, sm_.text(file), opts_.archs);
-        } catch (const std::invalid_argument &e) {
-            throw UsageError{e.what()};
-        }
-        for (auto &w : tuned.warnings)
-            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
-        if (opts_.werror && !tuned.warnings.empty()) return ExitInputError;
-        bool filtered = !fo.kernels.empty();
-        for (auto &[name, call] : tuned.exports) {
-            FrontendOptions::Export ex{name, nullptr, {}};
-            ex.call = parseOptionValue(call, "--tuned " + name, false, ex.range);
-            if (!ex.call) return ExitInputError;
-            fo.exports.push_back(std::move(ex));
-            if (filtered) fo.kernels.push_back(name); // NAME__cfgK of a kernel --kernel asks for
-        }
-    }
-
-    auto program = ctx.run("evaluate", [&] { return evaluateModule(*module, fo, diag_); },
-                           [](const std::optional<ir::Program> &p) { return p ? ir::print(*p) : std::string(); });
-    if (!program || diag_.hasErrors()) return ExitInputError;
-    std::erase_if(program->kernels, [&](const ir::KernelP &k) {
-        return std::find(tuned.replaced.begin(), tuned.replaced.end(), k->name) != tuned.replaced.end();
-    });
-
-    // The checks run once, against the most restrictive target of -arch, so that a target-independent
-    // error is not reported once per target.
-    const Target &strictest = *std::min_element(targets_.begin(), targets_.end(), [](auto &a, auto &b) {
-        return a.maxSharedPerBlock < b.maxSharedPerBlock;
-    });
-    bool ok = ctx.run("check", [&] {
-        bool good = true;
-        for (auto &k : program->kernels) good = checkKernel(*k, strictest, diag_) && good;
-        return good;
-    }, [&](bool) { return ir::print(*program); });
-    if (!ok || diag_.hasErrors()) return ExitInputError;
+    std::optional<ir::Program> program = frontEnd(file, ctx, tuned);
+    if (!program) return ExitInputError;
 
     // What to write: the -o file's kind, every --emit kind, and the header whenever CUDA or C is written or
     // -H names it. Kinds beside -o share its stem; without -o the text kinds go to standard output.
@@ -379,12 +284,10 @@ int Compilation::run() {
 
     // Lowering runs only for outputs that need it, so --emit=ast works on kernels code generation
     // cannot handle yet.
-    auto &front = passNames();
-    bool dumpsLowering = !opts_.dumpAfter.empty() &&
-                         std::find(front.begin(), front.begin() + 3, opts_.dumpAfter) == front.begin() + 3;
+    bool dumpsLowering = !opts_.dumpAfter.empty() && !isFrontEndPhase(opts_.dumpAfter);
     if (wantIr || wantCode || dumpsLowering) {
         ctx.diag = &diag_;
-        ir::Program lowered = lowerPerTarget(*program, ctx);
+        ir::Program lowered = lowerVariants(*program, targets_, loweringOptions(), ctx);
         if (diag_.hasErrors()) return ExitInputError;
         if (wantIr) emit(pathFor(".ir"), ir::print(lowered));
         if (wantCode) {

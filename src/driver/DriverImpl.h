@@ -53,7 +53,7 @@ std::string cubinPath(const std::string &stem, const Target &t, size_t targetCou
 void compileC(const std::string &source, const std::string &baseName, const std::string &objPath,
               const std::string &compiler, const std::string &cudaInclude);
 
-/// The --resource-usage report of every kernel (CONTRACT.md). `evaluated` is the program before lowering
+/// The --resource-usage report of every kernel (docs/INTERFACE.md). `evaluated` is the program before lowering
 /// (what the user declared, to tell pipeline copies of a buffer from other shared memory); `device` may be
 /// null when NVRTC is unavailable (no registers or instructions then; `why` says so).
 void printResourceUsage(std::ostream &os, const ir::Program &evaluated, const GeneratedCode &code,

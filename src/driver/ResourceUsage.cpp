@@ -1,5 +1,5 @@
 /// \file
-/// `--resource-usage` (CONTRACT.md): per kernel, the threads and grid, the shared memory code generation
+/// `--resource-usage` (docs/INTERFACE.md): per kernel, the threads and grid, the shared memory code generation
 /// allocated (pipeline buffers per stage apart from everything else), and per target ptxas's registers and
 /// spills, the blocks per SM they allow, and the notable instructions in the kernel's PTX.
 ///
@@ -9,6 +9,7 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedMemory.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -42,8 +43,7 @@ std::pair<int64_t, std::string> blocksPerSm(const Target &t, int threads, int re
         int64_t perWarp = (regs * 32 + 255) / 256 * 256;
         by.push_back({(t.registersPerSM / perWarp) / warps, "registers"});
     }
-    // Each block also takes 1 KiB the system reserves.
-    by.push_back({t.sharedPerSM / (shared + 1024), "shared memory"});
+    by.push_back({smem::blocksPerSm(t, shared), "shared memory"});
     auto m = *std::min_element(by.begin(), by.end(), [](auto &a, auto &b) { return a.first < b.first; });
     return {std::max<int64_t>(0, m.first), m.second};
 }

@@ -1,6 +1,7 @@
 /// \file
-/// The whole pipeline in one screen. Each step is one pass from its own file; PassContext::run names it for
-/// internal errors, times it and dumps the IR after it on request.
+/// The whole pipeline in one table: each row is one pass from its own file, with when it runs and whether
+/// lowering stops after it on a user error. lower() runs the rows in order; --dump-after and --time-passes
+/// name them (PassContext::run), and the driver runs the front-end rows itself.
 #include "tilec/Lower.h"
 
 #include "tilec/IRPrinter.h"
@@ -25,76 +26,114 @@
 #include "tilec/passes/VectorizeAccesses.h"
 #include "tilec/passes/WidenIndices.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 
 namespace tilec {
 
-const std::vector<std::string> &passNames() {
-    // Front-end phases (run by the driver) first, then the passes of lower() in the order they run.
-    static const std::vector<std::string> names = {
-        "parse",           "evaluate",       "check",             "lowerReducers", "lowerWarpRoles", "lowerTileOps",  "specializeWarps",
-        "inferLayouts",    "pipelineLoops",  "insertSyncs",       "lowerReductions", "lowerGemm",
-        "stageEpilogue",   "lowerParallel",   "placeWgmmaWaits",  "overlapScores", "pingPongConsumers", "predicateBounds",   "flattenBuffers", "vectorizeAccesses", "widenIndices",
-        "swizzleShared",   "planSharedMemory",
+/// What the passes of one lowering share: the variant, the user's diagnostics, and the fragment layouts
+/// inferLayouts found (per kernel, read by the passes after it).
+struct PassState {
+    const Variant &variant;
+    DiagnosticEngine &diag;
+    std::vector<passes::KernelLayouts> layouts;
+};
+
+namespace {
+
+using ir::Program;
+bool always(const LoweringOptions &) { return true; }
+
+/// The pipeline, in order. Front-end rows (no `run`) are the driver's phases, listed for --dump-after.
+const std::vector<Pass> &table() {
+    static const std::vector<Pass> rows = {
+        {"parse"}, {"evaluate"}, {"check"},
+        // T.alloc_reducer accumulations in T.Parallel nests become reductions.
+        {"lowerReducers", always, [](const Program &p, PassState &s) { return passes::lowerReducers(p, s.diag); }, false},
+        // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
+        {"lowerWarpRoles", always,
+         [](const Program &p, PassState &s) { return passes::lowerWarpRoles(p, s.variant.target, s.diag); }, true},
+        // Tile statements that are element-wise at heart become T.Parallel nests.
+        {"lowerTileOps", always, [](const Program &p, PassState &s) { return passes::lowerTileOps(p, s.diag); }, true},
+        // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
+        {"specializeWarps", always,
+         [](const Program &p, PassState &s) { return passes::specializeWarps(p, s.variant, &s.diag); }, true},
+        // Which thread holds which fragment element and runs which iteration.
+        {"inferLayouts", always,
+         [](const Program &p, PassState &s) {
+             s.layouts = passes::inferLayouts(p, s.diag);
+             return p;
+         },
+         true, [](const Program &p, const PassState &s) { return passes::describeLayouts(p, s.layouts); }},
+        // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
+        {"pipelineLoops", always, [](const Program &p, PassState &s) { return passes::pipelineLoops(p, s.variant, s.diag); }, false},
+        // Barriers between tile statements that exchange data through shared memory.
+        {"insertSyncs", always,
+         [](const Program &p, PassState &s) { return passes::insertSyncs(p, s.layouts, s.variant.target, s.diag); }, true},
+        // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
+        {"lowerReductions", always,
+         [](const Program &p, PassState &s) { return passes::lowerReductions(p, s.layouts, s.variant.target); }, false},
+        {"lowerGemm", always,
+         [](const Program &p, PassState &s) { return passes::lowerGemm(p, s.layouts, s.variant.target, s.diag); }, true},
+        // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
+        {"stageEpilogue", always,
+         [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.layouts, s.variant, &s.diag.sources()); }, false},
+        {"lowerParallel", always, [](const Program &p, PassState &s) { return passes::lowerParallel(p, s.layouts); }, false},
+        // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
+        {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
+        // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
+        {"overlapScores", [](const LoweringOptions &o) { return o.intraOverlap; },
+         [](const Program &p, PassState &) { return passes::overlapScores(p); }, false},
+        // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
+        {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong; },
+         [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
+        // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
+        {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
+        {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
+        {"vectorizeAccesses", always, [](const Program &p, PassState &) { return passes::vectorizeAccesses(p); }, false},
+        // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
+        {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
+        // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
+        {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false},
+        // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
+        {"planSharedMemory", always,
+         [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false},
     };
+    return rows;
+}
+
+} // namespace
+
+const std::vector<Pass> &pipeline() { return table(); }
+
+const std::vector<std::string> &passNames() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n;
+        for (auto &p : table()) n.push_back(p.name);
+        return n;
+    }();
     return names;
 }
 
-ir::Program lower(ir::Program p, const Target &t, PassContext &ctx) {
-    TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
-    DiagnosticEngine &diag = *ctx.diag;
-    auto printProgram = [](const ir::Program &q) { return ir::print(q); };
+bool isFrontEndPhase(const std::string &name) {
+    return std::any_of(table().begin(), table().end(), [&](const Pass &p) { return !p.run && name == p.name; });
+}
 
-    // T.alloc_reducer accumulations in T.Parallel nests become reductions.
-    p = ctx.run("lowerReducers", [&] { return passes::lowerReducers(p, diag); }, printProgram);
-    // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
-    p = ctx.run("lowerWarpRoles", [&] { return passes::lowerWarpRoles(p, t, diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Tile statements that are element-wise at heart become T.Parallel nests.
-    p = ctx.run("lowerTileOps", [&] { return passes::lowerTileOps(p, diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
-    p = ctx.run("specializeWarps", [&] { return passes::specializeWarps(p, t, &diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Which thread holds which fragment element and runs which iteration.
-    std::vector<passes::KernelLayouts> layouts;
-    p = ctx.run("inferLayouts", [&] { layouts = passes::inferLayouts(p, diag); return p; },
-                [&](const ir::Program &q) { return passes::describeLayouts(q, layouts) + ir::print(q); });
-    if (diag.hasErrors()) return p;
-    // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
-    p = ctx.run("pipelineLoops", [&] { return passes::pipelineLoops(p, t, diag); }, printProgram);
-    // Barriers between tile statements that exchange data through shared memory.
-    p = ctx.run("insertSyncs", [&] { return passes::insertSyncs(p, layouts, t, diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
-    p = ctx.run("lowerReductions", [&] { return passes::lowerReductions(p, layouts, t); }, printProgram);
-    p = ctx.run("lowerGemm", [&] { return passes::lowerGemm(p, layouts, t, diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
-    p = ctx.run("stageEpilogue", [&] { return passes::stageEpilogue(p, layouts, t, &diag.sources()); }, printProgram);
-    p = ctx.run("lowerParallel", [&] { return passes::lowerParallel(p, layouts); }, printProgram);
-    // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
-    p = ctx.run("placeWgmmaWaits", [&] { return passes::placeWgmmaWaits(p); }, printProgram);
-    // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
-    if (t.intraOverlap) p = ctx.run("overlapScores", [&] { return passes::overlapScores(p); }, printProgram);
-    // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
-    if (t.pingPong) p = ctx.run("pingPongConsumers", [&] { return passes::pingPongConsumers(p); }, printProgram);
-    // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
-    p = ctx.run("predicateBounds", [&] { return passes::predicateBounds(p); }, printProgram);
-    p = ctx.run("flattenBuffers", [&] { return passes::flattenBuffers(p); }, printProgram);
-    p = ctx.run("vectorizeAccesses", [&] { return passes::vectorizeAccesses(p); }, printProgram);
-    // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
-    p = ctx.run("widenIndices", [&] { return passes::widenIndices(p, diag); }, printProgram);
-    if (diag.hasErrors()) return p;
-    // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
-    p = ctx.run("swizzleShared", [&] { return passes::swizzleShared(p); }, printProgram);
-    // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
-    p = ctx.run("planSharedMemory", [&] { return passes::planSharedMemory(p, t, diag); }, printProgram);
+ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx) {
+    TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
+    PassState state{v, *ctx.diag, {}};
+    for (const Pass &pass : table()) {
+        if (!pass.run || !pass.enabled(v.options)) continue;
+        p = ctx.run(pass.name, [&] { return pass.run(p, state); }, [&](const Program &q) {
+            return (pass.notes ? pass.notes(q, state) : std::string()) + ir::print(q);
+        });
+        if (pass.stopsOnError && state.diag.hasErrors()) return p;
+    }
     // Which target this lowering is for (the driver merges identical lowerings of several targets).
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<ir::Kernel>(*k);
-        nk->targets = {t.name};
+        nk->targets = {v.target};
         k = nk;
     }
     return p;

@@ -5,6 +5,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/InsertSyncs.h"
@@ -410,15 +411,12 @@ bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const
     } roles;
     roles.visit(k.body);
     if (k.producerThreads || roles.found) return false;
-    auto bytes = [](const Buffer &b) {
-        return b && b->scope == Scope::Shared ? std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() : 0;
-    };
     int64_t total = 0;
-    for (auto &b : k.allocs) total += bytes(b);
+    for (auto &b : k.allocs) total += smem::sharedBytes(b.get());
     KernelP kt = withThreadIndex(std::make_shared<Kernel>(k));
     LowerReduce each(layouts, *kt, false, nullptr); // one scratch per reduction: what they would take
     each.mutate(kt->body);
-    for (auto &b : each.newAllocs) total += bytes(b);
+    for (auto &b : each.newAllocs) total += smem::sharedBytes(b.get());
     return total > t.maxSharedPerBlock;
 }
 

@@ -25,7 +25,7 @@ Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr i64(int64_t v) { return intImm(v, DType::Int64); }
 
 /// Why a transfer cannot use a wider access than one element of `eb` bytes, in words for the warning. A
-/// run-time row length is no reason: the wide variant assumes it suits (Target::assumeAlignedRows).
+/// run-time row length is no reason: the wide variant assumes it suits (LoweringOptions::assumeAlignedRows).
 std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<int64_t> inner) {
     const Buffer &src = c.src.buffer;
     const std::string v = std::to_string(ve);
@@ -183,10 +183,10 @@ class Pipeliner : public IRMutator {
 
 } // namespace
 
-Program pipelineLoops(const Program &p, const Target &t, DiagnosticEngine &diag) {
+Program pipelineLoops(const Program &p, const Variant &v, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        Pipeliner m(*k, t.assumeAlignedRows, diag);
+        Pipeliner m(*k, v.options.assumeAlignedRows, diag);
         Stmt body = m.mutate(k->body);
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body ? body : Seq::make({});

@@ -3,6 +3,7 @@
 #include "tilec/passes/PlanSharedMemory.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
@@ -39,15 +40,15 @@ int64_t place(const std::vector<const BufferNode *> &order, const std::set<const
               MayShare mayShare, SharedPlan &out, std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed) {
     int64_t end = 0;
     for (auto *b : order) {
-        const int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
-        const int64_t align = tmaTiles.count(b) ? 1024 : b->dtype.bytes() == 8 && b->dtype.isInt() ? 8 : 128;
+        const int64_t bytes = smem::sharedBytes(b);
+        const int64_t align = smem::bufferAlignment(*b, tmaTiles.count(b));
         out.alignment = std::max<int>(out.alignment, (int)align);
         int64_t at = 0;
         for (bool moved = true; moved;) {
             moved = false;
             for (auto &[other, range] : placed) {
                 if (at < range.second && range.first < at + bytes && !mayShare(b, other)) {
-                    at = (range.second + align - 1) / align * align;
+                    at = smem::roundUp(range.second, align);
                     moved = true;
                 }
             }
@@ -153,8 +154,7 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
         const BufferNode *largest = nullptr;
         int64_t largestBytes = 0;
         for (auto &b : k->allocs) {
-            if (!b || b->scope != Scope::Shared) continue;
-            int64_t bytes = std::max<int64_t>(0, b->constElements()) * b->dtype.bytes();
+            int64_t bytes = smem::sharedBytes(b.get());
             if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
         }
         diag.error(k->loc, "kernel '" + k->name + "' needs " + std::to_string(nk->shared.bytes) +

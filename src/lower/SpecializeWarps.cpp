@@ -101,7 +101,8 @@ const BufferNode *sharedOutsideTiles(const std::vector<Stmt> &top, size_t at, co
 
 class Specializer {
   public:
-    Specializer(const Kernel &k, const Target &t, const SourceManager *sources) : k_(k), t_(t), sources_(sources) {}
+    Specializer(const Kernel &k, const Variant &v, const SourceManager *sources)
+        : k_(k), t_(v.target), o_(v.options), sources_(sources) {}
 
     std::string clusterWhy; ///< why T.ClusterKernel's clusters were not planned (empty: they were, or none asked)
 
@@ -146,6 +147,7 @@ class Specializer {
   private:
     const Kernel &k_;
     const Target &t_;
+    const LoweringOptions &o_;
     const SourceManager *sources_;
     std::string why_; ///< why the last loop tried was not specialized
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
@@ -295,7 +297,7 @@ class Specializer {
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
         const BufferNode *outsideTiles = sharedOutsideTiles(top, at, byBuffer, onceAt);
         // Tiles of unequal work (the trip count depends on a block index: causal attention) are walked with that
-        // index in groups (Target::walkGroup; walked slowest, they lost 5 % to the hardware's dynamic block
+        // index in groups (LoweringOptions::walkGroup; walked slowest, they lost 5 % to the hardware's dynamic block
         // scheduling at causal 8,16,4096, docs/PERFORMANCE.md session 8; in groups of 7 they won 2-13 %,
         // session 9); where the work depends on two block indices, or with --walk-group=0, one block per tile; also
         // where there are no more tiles than SMs, so that every block would walk one (the seed's 64 causal tiles:
@@ -305,11 +307,11 @@ class Specializer {
         int uneven = 0;
         const int unevenAxis = workAxis(loop, &uneven);
         const bool oneWave = uneven == 1 && constTiles && *constTiles <= t_.numSms;
-        const bool unevenTiles = uneven > 1 || (uneven == 1 && (t_.walkGroup == 0 || oneWave));
-        const bool persistent = t_.persistent && !outsideTiles && !unevenTiles;
-        notPersistent_ = persistent ? "" : !t_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
+        const bool unevenTiles = uneven > 1 || (uneven == 1 && (o_.walkGroup == 0 || oneWave));
+        const bool persistent = o_.persistent && !outsideTiles && !unevenTiles;
+        notPersistent_ = persistent ? "" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
                          : uneven > 1 ? "its tiles differ in work (the loop's trip count depends on several block indices)"
-                         : t_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
+                         : o_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
                                              : "its tiles differ in work and are no more than the " + std::to_string(t_.numSms) + " SMs (--num-sms): one wave, every block one tile";
         const int onceBarriers = once.empty() ? 0 : persistent ? 2 : 1;
         Buffer mbar = makeBuffer("tilec_mbar", Scope::Shared, DType::UInt64, {i32(2 * G * S + onceBarriers)}, loc);
@@ -344,10 +346,10 @@ class Specializer {
                 clusterWhy = "the loop's tiles are waited for in several barrier groups";
             else if (axis >= k_.gridDims)
                 clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
-            else if (t_.clusters && (cluster = planCluster(k_, tiles, loop.var.get(), axis)).axis < 0)
+            else if (o_.clusters && (cluster = planCluster(k_, tiles, loop.var.get(), axis)).axis < 0)
                 clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
                              " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
-        } else if (persistent && once.empty() && G == 1 && t_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks) {
+        } else if (persistent && once.empty() && G == 1 && o_.clusters && t_.archSpecific && constTiles && *constTiles >= 2LL * t_.numSms * blocks) {
             cluster = planCluster(k_, tiles, loop.var.get());
         }
         const int CM = cluster.axis >= 0 ? 2 : 1;
@@ -440,7 +442,7 @@ class Specializer {
         const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
         const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {onceEmpty}, loc), nullptr, loc);
         size_t onceLast = rest.size();
-        if (persistent && !once.empty() && !t_.intraOverlap && !t_.pingPong)
+        if (persistent && !once.empty() && !o_.intraOverlap && !o_.pingPong)
             for (size_t j = 0; j < rest.size(); ++j)
                 for (auto &t : once)
                     if (mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
@@ -508,7 +510,7 @@ class Specializer {
         // The dimension the walk takes slowest (Kernel::walkSlowest): the one the trip count depends on, where
         // exactly one does; else z.
         nk->walkSlowest = persistent && CM == 1 && k_.swizzlePanel == 0 && uneven == 1 ? unevenAxis : 2;
-        nk->walkGroup = nk->walkSlowest != 2 ? t_.walkGroup : 1; // only set where exactly one index sets the work
+        nk->walkGroup = nk->walkSlowest != 2 ? o_.walkGroup : 1; // only set where exactly one index sets the work
         nk->clusterSize = CM;
         nk->clusterAxis = CM > 1 ? cluster.axis : 0;
         nk->sharedTiles = CM > 1 ? (int)std::count(cluster.shared.begin(), cluster.shared.end(), true) : 0;
@@ -523,7 +525,9 @@ class Specializer {
 
 } // namespace
 
-Program specializeWarps(const Program &p, const Target &t, DiagnosticEngine *diag) {
+Program specializeWarps(const Program &p, const Variant &v, DiagnosticEngine *diag) {
+    const Target &t = v.target;
+    const LoweringOptions &o = v.options;
     const SourceManager *sources = diag ? &diag->sources() : nullptr;
     // T.ClusterKernel: clusters multicast tiles by TMA, which tilec plans on sm_90a only.
     auto asked = [](const Kernel &k) { return k.clusterDims[0] * k.clusterDims[1] * k.clusterDims[2] > 1; };
@@ -537,10 +541,10 @@ Program specializeWarps(const Program &p, const Target &t, DiagnosticEngine *dia
     auto dropped = [&](const Kernel &k, const char *why) {
         if (asked(k)) spdlog::debug("{}: kernel '{}' launches without the clusters of T.ClusterKernel ({})", t.name, k.name, why);
     };
-    if (!t.hasTma() || !t.warpSpecialize) {
+    if (!v.hasTma() || !o.warpSpecialize) {
         for (auto &k : p.kernels) dropped(*k, "the variant without TMA, --no-tma or --no-warp-specialize");
         spdlog::debug("{}: no warp specialization ({}): T.gemm keeps mma.sync, tile copies cp.async", t.name,
-                      !t.warpSpecialize ? "--no-warp-specialize"
+                      !o.warpSpecialize ? "--no-warp-specialize"
                       : t.sm < 90       ? "no TMA or wgmma on the target"
                                         : "the variant without TMA, or --no-tma");
         return p;
@@ -549,18 +553,19 @@ Program specializeWarps(const Program &p, const Target &t, DiagnosticEngine *dia
     for (auto &k : p.kernels) {
         // pass_configs={"tl.disable_tma_lower": True} / {"tl.disable_warp_specialized": True} on this kernel.
         // ... and kernels that already have warp roles (the user's own, lowerWarpRoles).
-        if (k->noTma || k->noWarpSpecialize || k->producerThreads) {
+        const LoweringOptions ko = o.forKernel(*k);
+        if (!ko.tma || !ko.warpSpecialize || k->producerThreads) {
             if (k->producerThreads && asked(*k) && t.archSpecific) refuse(*k, "the kernel has explicit warp roles (T.ws)");
             else dropped(*k, "pass_configs turn TMA or warp specialization off");
             out.kernels.push_back(k);
             continue;
         }
-        Specializer s(*k, t, sources);
+        Specializer s(*k, v, sources);
         auto nk = s.run();
         if (asked(*k) && t.archSpecific) {
             if (!nk) refuse(*k, "the kernel keeps the cp.async path (-v says why)");
             else if (!s.clusterWhy.empty()) refuse(*k, s.clusterWhy);
-            else if (!t.clusters) dropped(*k, "--no-cluster");
+            else if (!o.clusters) dropped(*k, "--no-cluster");
         }
         out.kernels.push_back(nk ? nk : k);
     }

@@ -5,6 +5,7 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/SpecializeWarps.h"
@@ -95,8 +96,8 @@ std::optional<EpilogueCopy> matchCopy(const For &outer, std::string &why) {
 class Stager : public IRMutator {
   public:
     using IRMutator::visit;
-    Stager(Kernel &k, const KernelLayouts &layouts, const Target &t, const WarpRoles &roles, const SourceManager *sources)
-        : k_(k), layouts_(layouts), t_(t), roles_(roles), sources_(sources) {}
+    Stager(Kernel &k, const KernelLayouts &layouts, const Variant &v, const WarpRoles &roles, const SourceManager *sources)
+        : k_(k), layouts_(layouts), t_(v.target), o_(v.options), roles_(roles), sources_(sources) {}
 
     bool staged = false; ///< some copy now goes through the staging buffer
 
@@ -117,6 +118,7 @@ class Stager : public IRMutator {
     Kernel &k_;
     const KernelLayouts &layouts_;
     const Target &t_;
+    const LoweringOptions &o_;
     const WarpRoles &roles_;
     const SourceManager *sources_;
     Buffer staging_;                 ///< one per kernel, shared by its staged copies
@@ -149,18 +151,16 @@ class Stager : public IRMutator {
         if (rows % kPieceRows) return "a warpgroup's rows are not whole 64-row tiles";
         const int64_t pieceCols = cols % 64 == 0 ? 64 : cols % 32 == 0 ? 32 : cols % 16 == 0 ? 16 : 0;
         if (!pieceCols) return "a warpgroup's columns are not a multiple of 16";
-        if (t_.epilogueBuffers == 0) return "--epilogue-buffers=0";
+        if (o_.epilogueBuffers == 0) return "--epilogue-buffers=0";
         if (staging_)
             return pieceCols == pieceCols_ && staging_->dtype == out ? "" : "the kernel's staging buffer is planned for pieces of another shape";
         pieceCols_ = pieceCols;
         // Buffers: as many as asked for that still fit the blocks per SM the kernel was planned for.
-        int64_t shared = 1024;
-        for (auto &b : k_.allocs)
-            if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+        const int64_t shared = smem::estimatedBytes(k_);
         const int warpgroups = roles_.consumerThreads / 128, blocks = std::max(1, k_.minBlocksPerSM);
-        for (buffers_ = t_.epilogueBuffers; buffers_ > 0; --buffers_) {
+        for (buffers_ = o_.epilogueBuffers; buffers_ > 0; --buffers_) {
             const int64_t total = shared + warpgroups * buffers_ * kPieceRows * pieceCols_ * 2;
-            if (total <= t_.maxSharedPerBlock && blocks * (total + 1024) <= t_.sharedPerSM) break;
+            if (smem::fits(t_, total, blocks)) break;
         }
         if (buffers_ == 0) return "no staging buffer fits beside the kernel's other shared memory at " + std::to_string(blocks) + " block(s) per SM";
         return "";
@@ -240,20 +240,20 @@ class Stager : public IRMutator {
 
 } // namespace
 
-Program stageEpilogue(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, const SourceManager *sources) {
+Program stageEpilogue(const Program &p, const std::vector<KernelLayouts> &layouts, const Variant &v, const SourceManager *sources) {
     Program out;
     for (size_t i = 0; i < p.kernels.size(); ++i) {
         const KernelP &k = p.kernels[i];
         auto top = as<Seq>(k->body);
         size_t at = 0;
         while (top && at < top->stmts.size() && !as<WarpRoles>(top->stmts[at])) ++at;
-        if (!top || at == top->stmts.size() || !k->threadIdx || !t.hasTma() || i >= layouts.size()) {
+        if (!top || at == top->stmts.size() || !k->threadIdx || !v.hasTma() || i >= layouts.size()) {
             out.kernels.push_back(k);
             continue;
         }
         auto roles = as<WarpRoles>(top->stmts[at]);
         auto nk = std::make_shared<Kernel>(*k);
-        Stager s(*nk, layouts[i], t, *roles, sources);
+        Stager s(*nk, layouts[i], v, *roles, sources);
         Stmt consumer = s.mutate(roles->consumer);
         if (!s.staged) {
             out.kernels.push_back(k);

@@ -6,6 +6,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedMemory.h"
 
 #include <algorithm>
 #include <set>
@@ -39,11 +40,9 @@ int64_t fragmentWords(const Kernel &k, int consumers) {
 /// the other block's wgmma), else one. The room is 64 registers: at 40 (the 128x128 tile over two consumer
 /// warpgroups, 64 accumulators in 104 registers) ptxas gives up on the wgmma (C7602, insufficient registers).
 int plannedBlocks(const Kernel &k, int consumers, int producers, const Target &t) {
-    int64_t shared = 1024;
-    for (auto &b : k.allocs)
-        if (b && b->scope == Scope::Shared) shared += (std::max<int64_t>(0, b->constElements()) * b->dtype.bytes() + 1023) / 1024 * 1024;
+    const int64_t shared = smem::estimatedBytes(k);
     const int64_t words = fragmentWords(k, consumers);
-    const bool sharedFits = 2 * (shared + 1024) <= t.sharedPerSM;
+    const bool sharedFits = smem::fitsSm(t, shared, 2);
     const bool threadsFit = 2 * (consumers + producers) <= t.threadsPerSM;
     // Without setmaxnreg (sm_90) every thread keeps its share of the register file at two blocks.
     const int consumerRegs = t.archSpecific ? roleRegisters(consumers, producers, 2, t).second

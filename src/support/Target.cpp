@@ -1,19 +1,57 @@
 /// \file
-/// The targets tilec knows and their per-block limits.
+/// The targets tilec knows and their per-block limits: the one list of them.
 #include "tilec/Target.h"
 
 namespace tilec {
 
-std::optional<Target> Target::parse(std::string_view name) {
+namespace {
+
+Target row(const char *name, int sm, bool archSpecific, int maxSharedPerBlock, int numSms, int sharedPerSM,
+           int threadsPerSM = 2048, int blocksPerSM = 32) {
     Target t;
-    t.name = std::string(name);
-    if (name == "sm_80") { t.sm = 80; t.archSpecific = false; t.maxSharedPerBlock = 166912; t.numSms = 108; t.sharedPerSM = 164 * 1024; }
-    else if (name == "sm_86") { t.sm = 86; t.archSpecific = false; t.maxSharedPerBlock = 101376; t.numSms = 72; t.threadsPerSM = 1536; t.blocksPerSM = 16; t.sharedPerSM = 100 * 1024; }
-    else if (name == "sm_89") { t.sm = 89; t.archSpecific = false; t.maxSharedPerBlock = 101376; t.numSms = 142; t.threadsPerSM = 1536; t.blocksPerSM = 24; t.sharedPerSM = 100 * 1024; }
-    else if (name == "sm_90") { t.sm = 90; t.archSpecific = false; t.maxSharedPerBlock = 232448; }
-    else if (name == "sm_90a") { t.sm = 90; t.archSpecific = true; t.maxSharedPerBlock = 232448; }
-    else return std::nullopt;
+    t.name = name;
+    t.sm = sm;
+    t.archSpecific = archSpecific;
+    t.maxSharedPerBlock = maxSharedPerBlock;
+    t.numSms = numSms;
+    t.sharedPerSM = sharedPerSM;
+    t.threadsPerSM = threadsPerSM;
+    t.blocksPerSM = blocksPerSM;
     return t;
+}
+
+} // namespace
+
+const std::vector<Target> &Target::known() {
+    static const std::vector<Target> table = {
+        row("sm_80", 80, false, 166912, 108, 164 * 1024),
+        row("sm_86", 86, false, 101376, 72, 100 * 1024, 1536, 16),
+        row("sm_89", 89, false, 101376, 142, 100 * 1024, 1536, 24),
+        row("sm_90", 90, false, 232448, 132, 228 * 1024),
+        row("sm_90a", 90, true, 232448, 132, 228 * 1024),
+    };
+    return table;
+}
+
+std::optional<Target> Target::parse(std::string_view name) {
+    for (auto &t : known())
+        if (t.name == name) return t;
+    return std::nullopt;
+}
+
+std::string Target::knownNames() {
+    std::string s;
+    for (auto &t : known()) s += (s.empty() ? "" : ", ") + t.name;
+    return s;
+}
+
+std::optional<Target> Target::forDevice(int cc) {
+    const auto &ts = known();
+    for (auto t = ts.rbegin(); t != ts.rend(); ++t)
+        if (t->sm == cc) return *t; // newest first: sm_90a before sm_90
+    for (auto t = ts.rbegin(); t != ts.rend(); ++t)
+        if (t->sm < cc && !t->archSpecific) return *t;
+    return std::nullopt;
 }
 
 } // namespace tilec

@@ -9,6 +9,7 @@
 #include "tilec/DeviceCompiler.h"
 #include "tilec/Driver.h"
 #include "tilec/Frontend.h"
+#include "tilec/OptionValues.h"
 #include "tilec/Parser.h"
 
 #include <dlfcn.h>
@@ -52,13 +53,9 @@ std::string sizeLabel(const std::map<std::string, int64_t> &size, const std::str
 
 /// The tilec target for the local GPU: its own compute capability, else the newest below it (PTX JIT).
 std::string localArch(int cc) {
-    const std::pair<int, const char *> known[] = {{90, "sm_90a"}, {89, "sm_89"}, {86, "sm_86"}, {80, "sm_80"}};
-    for (auto &[v, name] : known)
-        if (cc == v) return name;
-    for (auto &[v, name] : known)
-        if (cc > v) return v == 90 ? "sm_90" : name;
+    if (auto t = Target::forDevice(cc)) return t->name;
     throw Usage{"the local GPU (compute capability " + std::to_string(cc / 10) + "." + std::to_string(cc % 10) +
-                ") is older than tilec's lowest target, sm_80"};
+                ") is older than tilec's lowest target, " + Target::known().front().name};
 }
 
 std::string selfExecutable() {
@@ -170,24 +167,12 @@ void Tuner::frontEnd() {
     auto t = Target::parse(o_.archs.empty() ? "sm_90a" : o_.archs.front());
     if (!t) throw Usage{"unknown target '" + o_.archs.front() + "' in -arch"};
     fo.target = *t;
-    for (auto &d : o_.defines) {
-        auto eq = d.find('=');
-        if (eq == std::string::npos || eq == 0) throw Usage{"-D '" + d + "' must have the form NAME=VALUE"};
-        std::string value = d.substr(eq + 1);
-        int vf = sm_.add("<-D " + d.substr(0, eq) + ">", value);
-        FrontendOptions::Define def{d.substr(0, eq), nullptr, SourceRange{vf, 1, 1, 1, (int)value.size() + 1}};
-        bool bare = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; }) &&
-                    !std::isdigit((unsigned char)value[0]) && value != "True" && value != "False" && value != "None";
-        if (bare) {
-            auto e = ast::Expr::make(ast::ExprKind::Str, def.range);
-            e->str = value;
-            def.value = e;
-        } else {
-            def.value = parseExpression(vf, diag_);
-        }
-        if (!def.value) throw ExitInputError;
-        fo.defines.push_back(std::move(def));
+    try {
+        addDefines(fo, o_.defines, sm_, diag_); // as tilec's -D
+    } catch (const std::invalid_argument &e) {
+        throw Usage{e.what()};
     }
+    if (diag_.hasErrors()) throw ExitInputError;
     auto program = evaluateModule(*module, fo, diag_);
     if (!program || diag_.hasErrors() || program->kernels.empty()) throw ExitInputError;
     const ir::Kernel &k = *program->kernels.front();

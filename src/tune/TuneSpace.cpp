@@ -5,6 +5,7 @@
 
 #include "tilec/AST.h"
 #include "tilec/Diagnostics.h"
+#include "tilec/OptionValues.h"
 
 #include <cctype>
 #include <stdexcept>
@@ -16,13 +17,6 @@ namespace {
 std::string trim(const std::string &s) {
     size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
     return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-bool isName(const std::string &s) {
-    if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
-    for (char c : s)
-        if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
-    return true;
 }
 
 /// Splits at `sep` outside brackets and quotes.
@@ -61,7 +55,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> parseAssignments(c
         if (e.empty()) continue;
         auto eq = e.find('=');
         std::string name = eq == std::string::npos ? "" : trim(e.substr(0, eq));
-        if (!isName(name))
+        if (!isIdentifier(name))
             throw std::invalid_argument(std::string(what) + ": '" + e + "' must have the form NAME=V1,V2,...");
         for (auto &d : dims)
             if (d.first == name) throw std::invalid_argument(std::string(what) + ": '" + name + "' is given twice");
@@ -109,7 +103,7 @@ Config dictConfig(const ast::Expr &d, const SourceManager &sm) {
         throw std::invalid_argument("autotune configs: an element is not a dict literal ({'block_M': 128, ...})");
     Config c;
     for (size_t i = 0; i < d.elts.size(); ++i) {
-        if (!d.elts[i] || d.elts[i]->kind != ast::ExprKind::Str || !isName(d.elts[i]->str))
+        if (!d.elts[i] || d.elts[i]->kind != ast::ExprKind::Str || !isIdentifier(d.elts[i]->str))
             throw std::invalid_argument("autotune configs: a key is not a parameter name in quotes");
         c.emplace_back(d.elts[i]->str, exprText(sm, *d.values[i]));
     }

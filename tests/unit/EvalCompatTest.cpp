@@ -109,7 +109,7 @@ TEST(EvalCompat, GpuQueriesAnsweredFromTheTarget) {
     expectPython(src + "assert sm == 90 and driver.get_num_sms() == 132\n");
     expectPython(src + "assert sm == 80 and tilelang.carver.arch.driver.get_num_sms() == 108\n", 80);
     EvalRun r;
-    r.opts.target.numSms = 114; // --num-sms=114
+    r.opts.target = r.opts.target.withSmCount(114); // --num-sms=114
     r.run(src + "assert driver.get_num_sms() == 114\n");
     EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
 }

@@ -138,7 +138,7 @@ void convolutionCase(int S, int D, int P) {
                         }
                 }
     runLaunches(r, "conv", {{"data", &img}, {"kernel", &filt}, {"kernel_flat", &filt}, {"out", &out}, {"out_flat", &out}}, 1);
-    // CONTRACT.md's GEMM rule for float16 operands, the output rounded to float16.
+    // docs/INTERFACE.md's GEMM rule for float16 operands, the output rounded to float16.
     double u = std::ldexp(1.0, -11);
     for (size_t i = 0; i < out.size(); ++i)
         EXPECT_LE(std::fabs(out[i] - want[i]), 4 * u * bound[i] + u * std::fabs(want[i]) + 1e-12)

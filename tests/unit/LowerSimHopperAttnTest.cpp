@@ -35,11 +35,11 @@ struct AttnCase {
     bool example = false; ///< examples/flash_attn.tile (always causal) instead of the benchmark
     std::string extra;    ///< further keyword arguments of flash_fwd (", dtype='bfloat16'", ", heads_kv=2")
     int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
-    bool pingPong = false; ///< lowered with --pingpong (Target::pingPong)
-    bool overlap = false;  ///< lowered with --intra-overlap (Target::intraOverlap)
+    bool pingPong = false; ///< lowered with --pingpong (LoweringOptions::pingPong)
+    bool overlap = false;  ///< lowered with --intra-overlap (LoweringOptions::intraOverlap)
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
-    int walkGroup = 7;         ///< lowered with --walk-group (Target::walkGroup, whose default this is)
+    int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -73,12 +73,12 @@ struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
     explicit Lowered(const AttnCase &a, bool uneven = true) {
-        Target t = *Target::parse("sm_90a");
-        t.pingPong = a.pingPong;
-        t.intraOverlap = a.overlap;
-        t.persistent = !a.noPersistent;
-        t.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
-        t.numSms = 1; // these grids of a few tiles are not one wave (OneWaveCausalNotPersistent)
+        // these grids of a few tiles are not one wave (OneWaveCausalNotPersistent): a GPU of one SM
+        Variant t{Target::parse("sm_90a")->withSmCount(1), {}};
+        t.options.pingPong = a.pingPong;
+        t.options.intraOverlap = a.overlap;
+        t.options.persistent = !a.noPersistent;
+        t.options.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
         r.run(a.source(), "flash.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
@@ -339,8 +339,7 @@ TEST(SimHopperAttn, DefaultCausalWalkAndWalkGroupZero) {
 TEST(SimHopperAttn, OneWaveCausalNotPersistent) {
     const AttnCase causal{1, 2, 512, 64, true, 64, 64, 2, 128}; // 8 x 2 tiles
     for (int sms : {16, 15}) {
-        Target t = *Target::parse("sm_90a");
-        t.numSms = sms;
+        Target t = Target::parse("sm_90a")->withSmCount(sms);
         LowerRun r;
         r.run(causal.source(), "flash.tile", t);
         ASSERT_TRUE(r.lowered) << r.diags();

@@ -71,14 +71,14 @@ struct Lowered {
     LowerRun r, noTma;
     const ir::Kernel *roles = nullptr, *plain = nullptr;
     explicit Lowered(const GemmCase &g, bool both = false, const char *arch = "sm_90a") {
-        Target t = *Target::parse(arch);
-        t.clusters = false; // the simulator runs one block at a time: clusters are not modelled (it refuses them)
+        Variant t{*Target::parse(arch), {}};
+        t.options.clusters = false; // the simulator runs one block at a time: clusters are not modelled (it refuses them)
         r.run(gemmSource(g), "gemm.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
                 if (k->producerThreads) roles = k.get();
         if (!both) return;
-        t.tma = false;
+        t.options.tma = false;
         noTma.run(gemmSource(g), "gemm.tile", t);
         plain = noTma.kernel("k");
     }
@@ -505,8 +505,8 @@ TEST(SimHopperEpilogue, OneBufferAndNone) {
     // --epilogue-buffers=1 (each piece waits for the previous store) and 0 (direct stores from registers).
     const GemmCase g{70, 152, 128, 64, 128, 64, 2, 128};
     for (int buffers : {1, 0}) {
-        Target t = *Target::parse("sm_90a");
-        t.epilogueBuffers = buffers;
+        Variant t{*Target::parse("sm_90a"), {}};
+        t.options.epilogueBuffers = buffers;
         LowerRun r;
         r.run(gemmSource(g), "gemm.tile", t);
         const ir::Kernel *roles = nullptr;
@@ -546,8 +546,8 @@ def heads_proj(B, S, H, D, K):
 
 k = heads_proj()" + std::to_string(B) + ", " + std::to_string(S) + ", " + std::to_string(H) + ", " + std::to_string(D) + ", " +
                             std::to_string(K) + ")\n";
-    Target t = *Target::parse("sm_90a");
-    t.clusters = false; // the simulator runs one block at a time
+    Variant t{*Target::parse("sm_90a"), {}};
+    t.options.clusters = false; // the simulator runs one block at a time
     LowerRun r;
     r.run(src, "proj.tile", t);
     const ir::Kernel *roles = nullptr;
@@ -595,8 +595,8 @@ k = heads_proj()" + std::to_string(B) + ", " + std::to_string(S) + ", " + std::t
 std::vector<LowerRun> explicitRoles(const std::string &call) {
     std::vector<LowerRun> runs(2);
     for (int i = 0; i < 2; ++i) {
-        Target t = *Target::parse("sm_90a");
-        t.tma = i == 0;
+        Variant t{*Target::parse("sm_90a"), {}};
+        t.options.tma = i == 0;
         runs[(size_t)i].run(simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = " + call), "gemm_warp_roles.tile", t);
     }
     return runs;

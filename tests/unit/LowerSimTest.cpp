@@ -473,8 +473,8 @@ std::string runDynamicK(const ir::Kernel &k, int K) {
 /// aligned), records exactly that, and computes the product when it holds; the library's alignment
 /// requirement fails it when K breaks the assumption. The narrow variant assumes nothing and runs any K.
 TEST(LowerSim, DynamicRowLengthWideAndNarrowVariants) {
-    Target t = *Target::parse("sm_80");
-    t.assumeAlignedRows = true;
+    Variant t{*Target::parse("sm_80"), {}};
+    t.options.assumeAlignedRows = true;
     LowerRun wide;
     wide.run(dynamicKGemm, "t.tile", t);
     const ir::Kernel *kw = wide.kernel("k");
@@ -489,7 +489,7 @@ TEST(LowerSim, DynamicRowLengthWideAndNarrowVariants) {
     EXPECT_EQ(runDynamicK(*kw, 40), "");
     EXPECT_NE(runDynamicK(*kw, 100).find("misaligned row of A"), std::string::npos);
 
-    t.assumeAlignedRows = false;
+    t.options.assumeAlignedRows = false;
     LowerRun narrow;
     narrow.run(dynamicKGemm, "t.tile", t);
     const ir::Kernel *kn = narrow.kernel("k");

@@ -14,7 +14,7 @@
 /// watched for races with vector clocks: an access to an element that another thread wrote (or, for writes,
 /// read) is a race unless a barrier or an mbarrier phase orders the two. A barrier reached with some threads
 /// of its scope inactive is reported too. Library calls are recognised through the registry
-/// (tilec/passes/LibraryCalls.h): by lib::Fn, arguments by name.
+/// (tilec/LibraryCalls.h): by lib::Fn, arguments by name.
 ///
 /// Limits. Threads of one agent (a warpgroup) stay in lockstep, so interleavings inside a warpgroup are not
 /// explored, and an arrival by one of its threads releases the accesses of all of them. Global memory is not
@@ -25,7 +25,7 @@
 
 #include "tilec/IR.h"
 #include "tilec/passes/Layout.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 #include "ScalarSemantics.h"
 
@@ -101,7 +101,7 @@ class Simulator {
 
     /// Runs every block of the grid.
     void run() {
-        if (k_.clusterSize > 1) throw SimError("thread-block clusters are not simulated (lower with Target::clusters off)");
+        if (k_.clusterSize > 1) throw SimError("thread-block clusters are not simulated (lower with LoweringOptions::clusters off)");
         int64_t g[3];
         for (int d = 0; d < 3; ++d) g[d] = (int64_t)evalUniform(k_.grid[d]);
         mapDims_.clear();

@@ -20,6 +20,11 @@ struct LowerRun {
     std::string dumpAfter; ///< set before run() to capture --dump-after output in `dump`
 
     LowerRun &run(const std::string &src, const std::string &name = "t.tile", const Target &t = *Target::parse("sm_90a")) {
+        return run(src, name, Variant{t, {}});
+    }
+    /// Lowers for one target with switches other than the defaults (v.options: --no-tma, --pingpong, ...).
+    LowerRun &run(const std::string &src, const std::string &name, const Variant &v) {
+        const Target &t = v.target;
         front.run(src, name);
         if (!front.program || front.diag.hasErrors()) return *this;
         for (auto &k : front.program->kernels)
@@ -28,7 +33,7 @@ struct LowerRun {
         ctx.diag = &front.diag;
         ctx.dump = &dump;
         ctx.dumpAfter = dumpAfter;
-        ir::Program p = lower(*front.program, t, ctx);
+        ir::Program p = lower(*front.program, v, ctx);
         if (!front.diag.hasErrors()) lowered = std::move(p);
         return *this;
     }

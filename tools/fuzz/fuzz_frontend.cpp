@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!diag.hasErrors()) {
             PassContext ctx;
             ctx.diag = &diag;
-            ir::Program lowered = lower(*p, fo.target, ctx);
+            ir::Program lowered = lower(*p, Variant{fo.target, {}}, ctx);
             if (!diag.hasErrors()) {
                 CodegenOptions o;
                 o.sourceName = "fuzz.tile";

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A rehearsal of the GPU harness for programs tilec cannot generate yet: writes NAME.cu and NAME.h in the
-C interface tilec would generate (CONTRACT.md), for the GEMM and attention kernels a .tile file exports, but
+C interface tilec would generate (docs/INTERFACE.md), for the GEMM and attention kernels a .tile file exports, but
 with naive CUDA kernels inside (shared-memory tiled GEMM with float32 / int32 accumulation; one warp per
 query row for attention, with an online softmax). The kernel signatures come from `tilec --emit=ast`, which
 works as soon as the front end does.

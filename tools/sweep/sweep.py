@@ -9,7 +9,7 @@ TFLOP/s with the baseline (cuBLAS / SDPA flash) timed in the same process.
   sweep.py --phase report [--dir ...] [--results FILE] [--out DIR]
 
 Correctness per configuration and shape, on fresh random inputs with the output poisoned (NaN): GEMM by
-CONTRACT.md's bound |C - R| <= 4 u sum|a b| + u_out |R| (u = u_out = 2^-11) against a float64 reference made
+docs/INTERFACE.md's bound |C - R| <= 4 u sum|a b| + u_out |R| (u = u_out = 2^-11) against a float64 reference made
 once per shape; attention within 2e-2 absolute of the float64 attention. A configuration that fails is
 listed, never ranked. Timing: gpu/bench.py's Timer (CUDA events, L2 flushed before each call, median).
 Every result is appended to --results at once; a watchdog ends the process (exit 124) when one kernel runs

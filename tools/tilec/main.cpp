@@ -5,6 +5,7 @@
 /// `-ccbin`) are mapped to CLI11's long options before parsing, because CLI11 only knows one-letter short
 /// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
 #include "tilec/Driver.h"
+#include "tilec/Target.h"
 #include "tilec/Tune.h"
 
 #include <CLI/CLI.hpp>
@@ -118,7 +119,7 @@ int main(int argc, char **argv) {
     app.option_defaults()->always_capture_default(false);
     std::vector<std::string> archs, emit;
     app.add_option("input", o.input, "the .tile file to compile ('-' for standard input)")->required();
-    app.add_option("--arch", archs, "targets, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a)")
+    app.add_option("--arch", archs, "targets, comma-separated: " + tilec::Target::knownNames() + " (default sm_90a)")
         ->delimiter(',');
     app.add_option("-o", o.output, "the primary output; its extension picks the kind");
     app.add_option("-H", o.header, "the header's path (default: the output with .h)");

@@ -16,7 +16,7 @@ namespace tilec::passes {
 /// next QK^T, and waits for P.V of ko - 1 (leaving that QK^T in flight) before the softmax touches the
 /// probabilities and the output accumulator, releasing V's stage of ko - 1 there; the prologue issues QK^T of
 /// the first block, the epilogue retires the last P.V and releases its stage. Runs after placeWgmmaWaits when
-/// the target asks for it (Target::intraOverlap, --intra-overlap); a loop of any other shape, and every other
+/// the options ask for it (LoweringOptions::intraOverlap, --intra-overlap); a loop of any other shape, and every other
 /// kernel, is returned unchanged.
 ir::Program overlapScores(const ir::Program &p);
 

@@ -4,13 +4,13 @@
 #pragma once
 
 #include "tilec/IR.h"
-#include "tilec/Target.h"
+#include "tilec/LoweringOptions.h"
 
 namespace tilec::passes {
 
 /// Rewrites every tile transfer that lowerTileOps kept as a Copy into a call of the device library's
 /// `tilec::copy_g2s` (16-, 8- or 4-byte cp.async per thread, the widest the tensor's row length and the
-/// tile's origin provably allow; zero-filled outside the tensor; with `t.assumeAlignedRows`, the widest a
+/// tile's origin provably allow; zero-filled outside the tensor; with `v.options.assumeAlignedRows`, the widest a
 /// run-time row length could allow, recorded in Kernel::assumptions), and pipelines T.Pipelined loops:
 ///
 /// - the tile transfers at the top level of the loop body whose source regions depend only on the loop
@@ -27,6 +27,6 @@ namespace tilec::passes {
 /// buffers are also used outside it, runs serially. A transfer that can use no cp.async (not even 4 bytes per
 /// thread: 16-bit or 8-bit elements one by one), even where a run-time row length suits, is a warning through
 /// `diag` that says why.
-ir::Program pipelineLoops(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
+ir::Program pipelineLoops(const ir::Program &p, const Variant &v, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

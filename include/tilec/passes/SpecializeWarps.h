@@ -3,7 +3,7 @@
 #pragma once
 
 #include "tilec/IR.h"
-#include "tilec/Target.h"
+#include "tilec/LoweringOptions.h"
 
 #include <map>
 #include <optional>
@@ -90,6 +90,6 @@ bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, cons
 /// without clusters (a -v note).
 /// Under -v (spdlog's debug level) it says, per T.Pipelined loop, which path it took and why, located in
 /// `diag`'s sources when given.
-ir::Program specializeWarps(const ir::Program &p, const Target &t, DiagnosticEngine *diag = nullptr);
+ir::Program specializeWarps(const ir::Program &p, const Variant &v, DiagnosticEngine *diag = nullptr);
 
 } // namespace tilec::passes

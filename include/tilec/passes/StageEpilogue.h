@@ -3,7 +3,7 @@
 #pragma once
 
 #include "tilec/IR.h"
-#include "tilec/Target.h"
+#include "tilec/LoweringOptions.h"
 #include "tilec/passes/Layout.h"
 
 #include <vector>
@@ -20,7 +20,7 @@ namespace tilec::passes {
 /// nothing else (the fragment's columns along its innermost dimension, its rows along one other, every other
 /// index fixed: attention's `T.copy(acc, O[b, rows, h, :])` of a (B, S, H, D) tensor), into
 /// the staged epilogue of stdlib/tilec/sm90_store.cuh: per consumer warpgroup, pieces of 64 rows x 64 (or
-/// 32, 16) columns go through `t.epilogueBuffers` shared staging buffers (`tilec_epi`, planned by
+/// 32, 16) columns go through `v.options.epilogueBuffers` shared staging buffers (`tilec_epi`, planned by
 /// planSharedMemory, 1024-byte aligned) with stmatrix, and the warpgroup's first thread stores each piece
 /// with a TMA store through a tensor map of C (Kernel::tensorMaps, its box {piece columns, 1.., 64 rows,
 /// 1..}; TMA clips partial tiles, rows past a sequence's end included). Before a
@@ -29,7 +29,7 @@ namespace tilec::passes {
 /// Fewer buffers are used when the staging would not fit the blocks per SM the kernel was planned for, and
 /// none (the nest stays: direct stores from registers) when even one does not fit or the copy is not such
 /// a copy. Under -v it says, per such T.copy, which epilogue it took and why.
-ir::Program stageEpilogue(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t,
+ir::Program stageEpilogue(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Variant &v,
                           const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes

@@ -122,8 +122,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     // sm_90a's (TMA producer, wgmma consumers, mbarriers) under an interleaving drawn from the data seed.
     // Clusters are not simulated (one block at a time): the sm_90a lowering here is the unclustered one.
     const Target target = *Target::parse("sm_80");
-    Target hopper = *Target::parse("sm_90a");
-    hopper.clusters = false;
+    Variant hopper{*Target::parse("sm_90a"), {}};
+    hopper.options.clusters = false;
     std::optional<ir::Program> lowered, hopperLowered;
     try {
         for (auto &[n, v] : defines) front.define(n, v);
@@ -134,7 +134,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         if (checked) {
             PassContext ctx;
             ctx.diag = &front.diag;
-            ir::Program p = lower(*front.program, target, ctx);
+            ir::Program p = lower(*front.program, Variant{target, {}}, ctx);
             if (!front.diag.hasErrors()) {
                 CodegenOptions o;
                 o.sourceName = "fuzz.tile";
@@ -144,8 +144,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 (void)generateCode(p, o, front.diag);
                 // The variant assuming wide rows where a tensor's row length is a run-time value: simulated
                 // instead when the launcher would run it (its assumptions hold for this program's sizes).
-                Target wideTarget = target;
-                wideTarget.assumeAlignedRows = true;
+                Variant wideTarget{target, {}};
+                wideTarget.options.assumeAlignedRows = true;
                 PassContext wctx;
                 wctx.diag = &front.diag;
                 ir::Program w = lower(*front.program, wideTarget, wctx);
@@ -157,7 +157,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 hctx.diag = &front.diag;
                 ir::Program h = lower(*front.program, hopper, hctx);
                 if (!front.diag.hasErrors()) {
-                    o.targets = {hopper};
+                    o.targets = {hopper.target};
                     (void)generateCode(h, o, front.diag);
                     hopperLowered = std::move(h);
                 }

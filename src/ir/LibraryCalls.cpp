@@ -1,6 +1,6 @@
 /// \file
-/// The registry of device-library calls (include/tilec/passes/LibraryCalls.h).
-#include "tilec/passes/LibraryCalls.h"
+/// The registry of device-library calls (include/tilec/LibraryCalls.h).
+#include "tilec/LibraryCalls.h"
 
 #include <cstring>
 

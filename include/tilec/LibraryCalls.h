@@ -1,0 +1,132 @@
+/// \file
+/// The registry of the device library (stdlib/tilec) calls that lowering emits as `Call` nodes: for each, its
+/// IR name, the C++ function codegen prints, how many leading arguments are template arguments (and which of
+/// those are booleans), every argument's name, its memory effects and which threads issue it. The passes that
+/// make calls (pipelineLoops, specializeWarps, lowerGemm, ...), the passes and code generation that read them
+/// (insertSyncs, swizzleShared, codegen) and the CPU simulator all consult this one table: an argument is
+/// found by its name, never by a position written down elsewhere.
+///
+/// Buffer arguments are `tilec.address_of(Load(buffer, index))`.
+#pragma once
+
+#include "tilec/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace tilec::passes {
+
+namespace lib {
+
+enum class Fn {
+    AddressOf,     ///< &buffer[index]: the one expression form of a buffer argument
+    Sync,          ///< __syncthreads(): every thread of the block (of the role, inside WarpRoles)
+    NamedSync,     ///< bar.sync id, threads: a barrier of some threads (a role's)
+    NamedArrive,   ///< bar.arrive id, threads: an arrival on such a barrier without waiting (ping-pong turns)
+    ShflXor,       ///< __shfl_xor_sync over the warp
+    Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
+    Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
+    CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
+    CopyG2SWait,   ///< the same, committed and waited for
+    CpAsyncCommit, CpAsyncWait,
+    GemmSS, GemmRS, ///< mma.sync warp-tile GEMMs (mma.cuh)
+    GemmSSPanels, GemmRSPanels, ///< the same over TMA-filled shared tiles in the panel layout (sm_90: TMA, no wgmma)
+    // Hopper (sm90_*.cuh)
+    MbarrierInit, MbarrierInitFence, MbarrierArrive, MbarrierArriveExpectTx, MbarrierWait,
+    TmaLoadTile,   ///< cp.async.bulk.tensor boxes of one tile, completing on an mbarrier
+    WgmmaSS,       ///< a warpgroup GEMM over shared tiles: fence, wgmma.mma_async..., commit
+    WgmmaWait,     ///< wgmma.wait_group
+    FenceProxyAsync,
+    WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
+    WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    // Thread-block clusters (sm90_barrier.cuh, sm90_tma.cuh)
+    TmaLoadTileMulticast, ///< this CTA's share of a tile that the cluster's CTAs load together, multicast to all
+    MbarrierArriveCluster, ///< one arrival on the barrier at this address in each of the cluster's first `ctas` CTAs
+    ClusterSync,   ///< barrier.cluster arrive + wait: every thread of every CTA of the cluster
+    ClusterRank,   ///< this CTA's rank in its cluster (a value)
+    // The Hopper GEMM epilogue (sm90_store.cuh)
+    StmatrixTile,  ///< a warpgroup's accumulators of one 64-row piece into a swizzled shared panel (stmatrix)
+    TmaStoreTile,  ///< cp.async.bulk.tensor of a shared panel to a global box, committed as a bulk group
+    TmaStoreWait,  ///< cp.async.bulk.wait_group.read: the issuing thread's stores no longer read shared memory
+    WgmmaRS,       ///< a warpgroup GEMM with A a 16-bit fragment in registers, B a shared tile (asynchronous)
+    WgmmaFenceOperands, ///< registers a wgmma read or wrote count as used here (nothing touching them moves across)
+    // Explicit warp roles (T.ws, T.alloc_barrier, T.barrier_*, T.tma_copy; lowerWarpRoles)
+    MbarrierExpectTx,   ///< expect_tx without an arrival (T.tma_copy's own announcement of its bytes)
+    MbarrierArriveEach, ///< T.barrier_arrive: one arrival by every thread of the role that reaches it
+    WarpGroup,     ///< front end only: the condition of a `with T.ws(group)` block (lowerWarpRoles removes it)
+    TmaCopyOn,     ///< front end only: the condition over a T.tma_copy's Copy, naming its mbarrier
+    Reducer,       ///< front end only: T.alloc_reducer's buffer and its ReduceKind (lowerReducers removes it)
+};
+
+/// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
+/// barrier, and the first of the per-warpgroup barriers of the epilogue (consumer warpgroup g uses
+/// kWarpgroupBarrier + g).
+constexpr int kRoleBarrier = 1;
+constexpr int kWarpgroupBarrier = 2;
+/// The first of the two ping-pong barriers of pingPongConsumers (consumer warpgroup g waits on
+/// kPingPongBarrier + g for its turn at the tensor cores): after the epilogue's (two warpgroups: 2 and 3).
+constexpr int kPingPongBarrier = 4;
+
+/// What a call does to memory, for barrier placement and the simulator.
+enum Effect : unsigned {
+    kNone = 0,
+    kReadsShared = 1u << 0,
+    kWritesShared = 1u << 1,
+    kAsync = 1u << 2,   ///< completes later (ordered by its own waits, not by program order)
+    kBarrier = 1u << 3, ///< orders the issuing threads' accesses
+    kPure = 1u << 4,    ///< an expression: no effect at all
+};
+
+/// Which threads execute a call: every thread of the role that reaches it, one elected thread, or the
+/// consumer warpgroups together (wgmma).
+enum class Issuers { All, One, Warpgroups };
+
+struct Info {
+    Fn fn;
+    const char *name;           ///< IR name, "tilec.copy_g2s"
+    const char *cxx;            ///< the device function, "tilec::copy_g2s"
+    int templateArgs;           ///< leading arguments printed as template arguments
+    std::vector<int> boolArgs;  ///< template arguments printed as true / false
+    std::vector<const char *> args; ///< every argument's name, template ones first
+    unsigned effects;
+    Issuers issuers;
+    const char *minTarget;      ///< the oldest target whose library has it ("sm_80", "sm_90", "sm_90a")
+};
+
+const Info &info(Fn f);
+/// The entry of an IR name, or null when the call is not a library call (math intrinsics).
+const Info *find(const std::string &irName);
+/// Whether `c` is a call of f.
+bool is(const ir::Call &c, Fn f);
+bool is(const ir::Expr &e, Fn f);
+/// The position of f's argument `name` (an internal error when f has none of that name).
+size_t argIndex(Fn f, const char *name);
+/// c's argument `name`.
+const ir::Expr &arg(const ir::Call &c, Fn f, const char *name);
+/// A call of f with exactly its arguments (checked against the registry); `type` for the calls that are values
+/// (ShflXor, Swz).
+ir::Expr call(Fn f, std::vector<ir::Expr> args, SourceRange loc = {}, DType type = DType::Void);
+/// The same as a statement.
+ir::Stmt stmt(Fn f, std::vector<ir::Expr> args, SourceRange loc = {});
+
+} // namespace lib
+
+/// `tilec.address_of(Load(b, idx))`.
+ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
+
+/// The load an address argument names, or null when `e` is not `tilec.address_of(Load(...))`.
+const ir::Load *addressedLoad(const ir::Expr &e);
+
+/// The call a statement evaluates (`Evaluate(Call)`), or null; whether it is a call of f.
+const ir::Call *callOf(const ir::Stmt &s);
+bool isCall(const ir::Stmt &s, lib::Fn f);
+
+/// Whether a call is a cp.async tile transfer (either form).
+bool isTileTransfer(const ir::Call &c);
+
+/// The shared buffers a library call hands over as swizzled tiles in the mma.sync path's row swizzle
+/// (swizzle.cuh): a transfer's destination, an mma.sync GEMM's shared operands (with the Load of each, for its
+/// index). TMA tiles and wgmma operands are in the panel layout their instructions define, not these.
+std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
+
+} // namespace tilec::passes

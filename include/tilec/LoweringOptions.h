@@ -1,0 +1,53 @@
+/// \file
+/// How a program is lowered, apart from the hardware it is lowered for: the switches of the command line
+/// (--no-tma, --pingpong, ...) with their defaults, the per-kernel view that TileLang's pass_configs narrow,
+/// and a Variant: one target with one set of switches, what one run of the pipeline lowers for.
+#pragma once
+
+#include "tilec/Target.h"
+
+namespace tilec {
+
+namespace ir {
+struct Kernel;
+}
+
+struct LoweringOptions {
+    /// TMA tile loads and warp specialization where the target has them (--no-tma, --no-warp-specialize; the
+    /// driver also lowers a variant without TMA for arguments that break its rules).
+    bool tma = true;
+    bool warpSpecialize = true;
+    bool persistent = true; ///< warp-specialized kernels walk several output tiles per block (--no-persistent)
+    /// Where the output tiles differ in work (the loop's trip count depends on one block index: causal
+    /// attention), the persistent walk takes that index in groups of this many consecutive values, the group
+    /// slowest, the position in it fastest (Kernel::walkGroup; 1: that index slowest); 0: such tiles one block
+    /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
+    int walkGroup = 7;
+    bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
+    bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)
+    /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
+    /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
+    /// (--epilogue-buffers).
+    int epilogueBuffers = 2;
+    /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
+    /// access its row length and base pointer would need to be at their widest, recorded in
+    /// Kernel::assumptions for the launcher to check.
+    bool assumeAlignedRows = false;
+
+    /// These switches as one kernel sees them: its pass_configs ("tl.disable_tma_lower",
+    /// "tl.disable_warp_specialized": Kernel::noTma, noWarpSpecialize) turn TMA or warp specialization off.
+    LoweringOptions forKernel(const ir::Kernel &k) const;
+    bool operator==(const LoweringOptions &) const = default;
+};
+
+/// One lowering of a program: a target and the switches it is lowered with.
+struct Variant {
+    Target target;
+    LoweringOptions options;
+    /// TMA tile transfers: the target has the unit and the variant uses it.
+    bool hasTma() const { return target.hasTmaUnit() && options.tma; }
+    bool operator==(const Variant &) const = default;
+};
+
+} // namespace tilec

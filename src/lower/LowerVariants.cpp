@@ -1,0 +1,104 @@
+/// \file
+/// Which lowerings a program gets and in which order the launcher tries them: one per -arch target, and
+/// beside one that needs TMA or assumes wide rows, the variants that do without (the switches of each are a
+/// Variant); lowerings that came out identical are merged into one kernel naming all their targets.
+#include "tilec/Lower.h"
+
+#include "tilec/IRPrinter.h"
+
+#include <algorithm>
+
+namespace tilec {
+
+LoweringOptions LoweringOptions::forKernel(const ir::Kernel &k) const {
+    LoweringOptions o = *this;
+    o.tma &= !k.noTma;
+    o.warpSpecialize &= !k.noWarpSpecialize;
+    return o;
+}
+
+namespace {
+
+/// Runs lower() for `v` with `ctx`'s diagnostics held, then reports those that no earlier variant reported
+/// (a note goes with the diagnostic before it). False when the lowering had errors.
+bool lowerOnce(const ir::Program &program, const Variant &v, PassContext &ctx, std::vector<ir::Program> &lowerings,
+               std::vector<HeldDiagnostic> &reported) {
+    DiagnosticEngine &diag = *ctx.diag;
+    diag.hold();
+    lowerings.push_back(lower(program, v, ctx));
+    bool dropped = false;
+    for (auto &d : diag.endHold()) {
+        auto same = [&](const HeldDiagnostic &r) {
+            return r.severity == d.severity && r.message == d.message && r.range.file == d.range.file &&
+                   r.range.line == d.range.line && r.range.col == d.range.col;
+        };
+        if (d.severity != Severity::Note) dropped = std::any_of(reported.begin(), reported.end(), same);
+        if (dropped) continue;
+        diag.report(d.severity, d.range, d.message);
+        if (d.severity != Severity::Note) reported.push_back(d);
+    }
+    return !diag.hasErrors();
+}
+
+/// Kernel `i`'s distinct lowerings (compared as printed IR), each naming every target it is for, in the
+/// order the launcher tries them.
+std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings, size_t i) {
+    std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (IR text, kernel)
+    for (auto &l : lowerings) {
+        const ir::KernelP &k = l.kernels[i];
+        std::string text = ir::print(*k);
+        auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
+        if (same == variants.end()) {
+            variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
+        } else {
+            auto &ts = same->second->targets;
+            for (auto &t : k->targets)
+                if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
+        }
+    }
+    // TMA variants first (they need the most of the device and of the arguments), then those assuming
+    // wide rows, each arch-specific one before a portable one (the launcher takes the first that runs on
+    // the device: sm_90a's wgmma before sm_90's mma.sync, which would run there too), then by target.
+    auto specific = [](const ir::Kernel &k) {
+        return std::all_of(k.targets.begin(), k.targets.end(), [](const Target &t) { return t.archSpecific; });
+    };
+    auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
+    std::stable_sort(variants.begin(), variants.end(),
+                     [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
+    std::vector<ir::KernelP> out;
+    for (auto &v : variants) out.push_back(v.second);
+    return out;
+}
+
+} // namespace
+
+ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> &targets,
+                          const LoweringOptions &options, PassContext &ctx) {
+    TILEC_ASSERT(ctx.diag, "lowerVariants() needs a diagnostic engine");
+    std::vector<ir::Program> lowerings;
+    std::vector<HeldDiagnostic> reported;
+    for (const Target &t : targets) {
+        bool tmaNeeded = false;
+        for (bool tma : {true, false}) {
+            if (!tma && !tmaNeeded) break;
+            bool assumed = false;
+            for (bool wide : {true, false}) {
+                if (!wide && !assumed) break;
+                Variant v{t, options};
+                v.options.tma = options.tma && tma;
+                v.options.assumeAlignedRows = wide;
+                if (!lowerOnce(program, v, ctx, lowerings, reported)) return {};
+                for (auto &k : lowerings.back().kernels) {
+                    tmaNeeded |= k->needsTma;
+                    assumed |= !k->assumptions.empty();
+                }
+            }
+        }
+    }
+    ir::Program out;
+    for (size_t i = 0; i < program.kernels.size(); ++i)
+        for (auto &k : mergeVariants(lowerings, i)) out.kernels.push_back(k);
+    return out;
+}
+
+} // namespace tilec
