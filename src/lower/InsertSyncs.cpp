@@ -269,10 +269,58 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
     }
 }
 
+/// The accesses of one global tensor in a loop's body: the indices of its plain loads and stores; any other
+/// use (a tile region, an address handed to the device library) makes them opaque.
+struct TensorAccesses : IRVisitor {
+    using IRVisitor::visit;
+    explicit TensorAccesses(const BufferNode *b) : buffer(b) {}
+    const BufferNode *buffer;
+    std::vector<const std::vector<Expr> *> indices;
+    std::set<const VarNode *> bound; ///< the loop variables of the body (T.Parallel's included)
+    bool opaque = false;
+    void visitRegion(const Region &r) override {
+        opaque |= r.buffer.get() == buffer;
+        IRVisitor::visitRegion(r);
+    }
+    void visit(const Load &op) override {
+        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store &op) override {
+        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
+        IRVisitor::visit(op);
+    }
+    void visit(const For &op) override {
+        bound.insert(op.var.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const Call &op) override {
+        const lib::Info *f = lib::find(op.name);
+        if (f && (f->fn == lib::Fn::AddressOf || f->fn == lib::Fn::CopyG2SWait || (f->effects & lib::kAsync))) {
+            TensorAccesses inner(buffer);
+            inner.IRVisitor::visit(op);
+            opaque |= inner.opaque || !inner.indices.empty();
+            return;
+        }
+        IRVisitor::visit(op);
+    }
+};
+
+bool readsMemory(const Expr &e) {
+    struct Find : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Load &) override { found = true; }
+    } f;
+    f.visit(e);
+    return f.found;
+}
+
 class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
-        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)) {
+        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)),
+          ranges_(kernelRanges(k)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
     }
@@ -293,12 +341,45 @@ class Syncer {
     bool shareScratch_;
     int depth_ = 0;
     BufferSet tensors_; ///< the kernel's global tensors
+    RangeMap ranges_;   ///< block and thread indices, T.dynamic sizes, the loops seen so far
 
-    /// Drops the global tensors from what an iteration leaves pending for the next one: the iterations of a
-    /// persistent tile loop stand for separate blocks, which CUDA does not order either.
-    void dropTensors(Pending &p) const {
+    /// Drops global tensors from what an iteration leaves pending for the next one: all of them for a
+    /// persistent tile loop (its iterations stand for separate blocks, which CUDA does not order either), and
+    /// for any other loop those whose elements no two iterations share (iterationPrivate).
+    void dropTensors(Pending &p, const For &loop) const {
         for (auto *set : {&p.reads, &p.writes})
-            for (auto it = set->begin(); it != set->end();) it = tensors_.count(*it) ? set->erase(it) : std::next(it);
+            for (auto it = set->begin(); it != set->end();) {
+                bool drop = tensors_.count(*it) &&
+                            (loop.forKind == ForKind::Persistent ||
+                             iterationPrivate(static_cast<const BufferNode *>(*it), loop));
+                it = drop ? set->erase(it) : std::next(it);
+            }
+    }
+
+    /// Do the iterations of `loop` touch disjoint elements of the global tensor `b`? So when, in one dimension,
+    /// every access of the body indexes it by one expression `c * v + rest` (v the loop variable, c != 0, rest
+    /// the same in every iteration and every thread: no variable of the body, no load) that stays inside the
+    /// dimension: iteration v touches only slice c * v + rest. Then what one iteration wrote or read needs no
+    /// barrier before the next (a loop that only moves registers to its own slice of a tensor runs without).
+    bool iterationPrivate(const BufferNode *b, const For &loop) const {
+        TensorAccesses acc(b);
+        acc.visit(loop.body);
+        if (acc.opaque || acc.indices.empty()) return false;
+        const std::vector<Expr> &first = *acc.indices.front();
+        for (size_t d = 0; d < first.size() && first.size() == b->shape.size(); ++d) {
+            bool same = true;
+            for (auto *ix : acc.indices) same &= ix->size() == first.size() && provablyEqual((*ix)[d], first[d]);
+            auto lin = same ? linearIn(first[d], loop.var.get()) : std::nullopt;
+            if (!lin || lin->second == 0) continue;
+            if (const Expr &rest = lin->first; rest) {
+                bool invariant = uniform(rest) && !readsMemory(rest);
+                for (auto *v : acc.bound) invariant &= !mentions(rest, v);
+                if (!invariant) continue;
+            }
+            Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);
+            if (r.lo && *r.lo >= 0 && r.hi && extent.lo && *r.hi < *extent.lo) return true;
+        }
+        return false;
     }
     /// The innermost thread-dependent condition or loop around the statement being rewritten, if any:
     /// there no barrier can be placed and no tile statement can run.
@@ -410,9 +491,10 @@ class Syncer {
         if (auto f = as<For>(s); f && !nest && uniform(f->min) && uniform(f->extent)) {
             Stmt sync = readsFirst({f->min, f->extent}, state, s->loc);
             // The state at the end of one iteration is pending at the start of the next one.
+            addLoopRange(ranges_, *f);
             Pending dry = state;
             (void)run(f->body, dry);
-            if (f->forKind == ForKind::Persistent) dropTensors(dry);
+            dropTensors(dry, *f);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);
