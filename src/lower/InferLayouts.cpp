@@ -193,7 +193,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
     }
 }
 
-/// Slice accesses (Use::leading): fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
+/// Slice accesses (Use::leading) and broadcasts (Use::trailing), below.
+/// Slice accesses: fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
 /// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
 /// (or whose nest runs whole in every thread, or in a tensor-core layout) replicates F's group instead.
@@ -217,6 +218,25 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
             } else if (lf.vec != v || ln.vec != v) {
                 fg.vecCap = std::min(fg.vecCap, v);
                 ng.vecCap = std::min(ng.vecCap, v);
+                changed = true;
+            }
+        }
+        // Broadcasts (Use::trailing): the nest's element p = q * S + s (S the trailing iterations) holds F's
+        // element q in the same thread when F's vector width times S is the nest's: each thread's vector of the
+        // nest then covers whole runs of S iterations of its own elements of F.
+        for (auto &u : c.uses) {
+            if (!u.trailing) continue;
+            auto &fg = groups[groupOf(u.buffer)];
+            auto &ng = groups[nestGroup(u.nest)];
+            if (fg.replicated || fg.mma) continue;
+            Layout lf = layoutOf(fg), ln = layoutOf(ng);
+            const int64_t S = u.trailElements;
+            if (lf.kind != Layout::Distributed || ln.kind != Layout::Distributed || lf.threads != ln.threads ||
+                ln.vec % S != 0) {
+                fg.replicated = true;
+                changed = true;
+            } else if (lf.vec * S != ln.vec) {
+                (lf.vec * S > ln.vec ? fg.vecCap : ng.vecCap) = (int)(lf.vec * S > ln.vec ? ln.vec / S : lf.vec * S);
                 changed = true;
             }
         }
@@ -253,8 +273,17 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
     };
     std::map<int, Group> groups;
+    // A reduction's result is spread over the threads where something broadcasts it along a nest's trailing
+    // variables and every other use is one a distributed layout serves (agreeOnSlices decides whether the
+    // layouts can agree), else it is held whole in every thread.
+    std::set<const BufferNode *> spreadable;
     for (auto &u : c.uses)
-        if ((u.reduceDst ? !spreadReductions : !u.exact && !u.leading) && fragNode.count(u.buffer))
+        if (u.trailing) spreadable.insert(u.buffer);
+    for (auto &u : c.uses)
+        if (!u.exact && !u.leading && !u.trailing && !u.reduceDst) spreadable.erase(u.buffer);
+    for (auto &u : c.uses)
+        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.leading && !u.trailing) &&
+            fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];

@@ -131,6 +131,14 @@ class Collect : public IRVisitor {
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
             u.exact = exact;
             u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
+            const size_t r = indices.size();
+            bool prefix = !exact && !write && r == b->shape.size() && r < n.vars.size();
+            for (size_t d = 0; prefix && d < r; ++d)
+                prefix = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
+            if (prefix) {
+                u.trailing = (int)(n.vars.size() - r);
+                u.trailElements = std::accumulate(n.extents.begin() + (long)r, n.extents.end(), int64_t(1), std::multiplies<>());
+            }
             if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
                 size_t lead = indices.size() - n.vars.size();
                 bool slice = true;

@@ -38,6 +38,11 @@ struct Use {
     /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.
     int leading = 0;
     int64_t sliceElements = 0; ///< leading > 0: the elements of one slice (the nest's iterations)
+    /// Read at exactly the nest's first variables over the whole (lower-rank) shape, the nest's `trailing` (> 0)
+    /// last variables not in the index (`row_max[i, j]` in a nest over i, j, k): a value broadcast along them,
+    /// which the nest's layout reaches when each thread's vector holds whole runs of them.
+    int trailing = 0;
+    int64_t trailElements = 0; ///< trailing > 0: the iterations of the trailing variables per element
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
