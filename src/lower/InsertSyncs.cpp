@@ -10,6 +10,7 @@
 #include "tilec/passes/LowerReductions.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <set>
 
 namespace tilec::passes {
@@ -358,9 +359,12 @@ class Syncer {
 
     /// Do the iterations of `loop` touch disjoint elements of the global tensor `b`? So when, in one dimension,
     /// every access of the body indexes it by one expression `c * v + rest` (v the loop variable, c != 0, rest
-    /// the same in every iteration and every thread: no variable of the body, no load) that stays inside the
-    /// dimension: iteration v touches only slice c * v + rest. Then what one iteration wrote or read needs no
-    /// barrier before the next (a loop that only moves registers to its own slice of a tensor runs without).
+    /// the same in every iteration: no variable of the body, no load) that stays inside the dimension, and
+    /// either rest is the same in every thread (iteration v touches only slice c * v + rest) or rest is a
+    /// multiple of c times the trip count (v in [0, n): the threads' runs c * v + rest do not overlap, so an
+    /// element is only ever touched by one thread in one iteration). Then what one iteration wrote or read
+    /// needs no barrier before the next (a loop that only moves registers to its own slice of a tensor, or
+    /// to each thread's own piece of a row, runs without).
     bool iterationPrivate(const BufferNode *b, const For &loop) const {
         TensorAccesses acc(b);
         acc.visit(loop.body);
@@ -372,9 +376,12 @@ class Syncer {
             auto lin = same ? linearIn(first[d], loop.var.get()) : std::nullopt;
             if (!lin || lin->second == 0) continue;
             if (const Expr &rest = lin->first; rest) {
-                bool invariant = uniform(rest) && !readsMemory(rest);
+                bool invariant = !readsMemory(rest);
                 for (auto *v : acc.bound) invariant &= !mentions(rest, v);
-                if (!invariant) continue;
+                auto trips = constInt(loop.extent);
+                bool runs = trips && constInt(loop.min) == std::optional<int64_t>(0) &&
+                            knownMultiple(rest) % (std::abs(lin->second) * *trips) == 0;
+                if (!invariant || !(uniform(rest) || runs)) continue;
             }
             Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);
             if (r.lo && *r.lo >= 0 && r.hi && extent.lo && *r.hi < *extent.lo) return true;

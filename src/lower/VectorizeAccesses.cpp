@@ -6,6 +6,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "ProgramVectorized.h"
 
 #include <functional>
 #include <set>
@@ -162,6 +163,39 @@ struct LaneConditions : IRMutator {
     }
 };
 
+/// A T.vectorized loop of the program (ProgramVectorized.h) over a power-of-two count of lanes whose body is
+/// plain stores that either only load memory into registers, or only store registers to one memory buffer,
+/// each access at most 16 bytes for all lanes: its lanes can be reordered, so its accesses become vector loads
+/// and stores like those of a vectorized loop.
+bool reorderable(const For &f, int64_t width) {
+    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || width < 2 || (width & (width - 1)) ||
+        !isZero(f.min))
+        return false;
+    std::vector<Stmt> stmts;
+    if (auto seq = as<Seq>(f.body)) stmts = seq->stmts;
+    else stmts.push_back(f.body);
+    struct Mem : IRVisitor {
+        using IRVisitor::visit;
+        int64_t width = 0;
+        bool ok = true;
+        std::set<const BufferNode *> loaded;
+        void visit(const Load &op) override {
+            if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), ok &= op.buffer->dtype.bytes() * width <= 16;
+            IRVisitor::visit(op);
+        }
+        void visit(const Call &) override { ok = false; }
+    } m;
+    m.width = width;
+    std::set<const BufferNode *> stored;
+    for (auto &st : stmts) {
+        auto store = as<Store>(st);
+        if (!store) return false;
+        if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.ok &= store->buffer->dtype.bytes() * width <= 16;
+        m.visit(st);
+    }
+    return m.ok && (stored.empty() || (m.loaded.empty() && stored.size() == 1));
+}
+
 class Vectorizer : public IRMutator {
   public:
     using IRMutator::visit;
@@ -182,6 +216,7 @@ class Vectorizer : public IRMutator {
             }
         }
         ranges_ = std::move(saved);
+        if (f && width && reorderable(*f, *width)) return vectorize(s, *f, *width);
         if (!f || f->forKind != ForKind::Vectorized) return s;
         if (!width || *width < 2) return plain(s, *f);
         return vectorize(s, *f, *width);
