@@ -324,6 +324,8 @@ class Syncer {
           ranges_(kernelRanges(k)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
+        for (auto &b : k.allocs)
+            if (b && b->scope == Scope::Shared) shared_.insert(b.get());
     }
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
@@ -342,27 +344,82 @@ class Syncer {
     bool shareScratch_;
     int depth_ = 0;
     BufferSet tensors_; ///< the kernel's global tensors
+    BufferSet shared_;  ///< its shared buffers
     RangeMap ranges_;   ///< block and thread indices, T.dynamic sizes, the loops seen so far
 
-    /// Drops global tensors from what an iteration leaves pending for the next one: all of them for a
+    /// Drops buffers from what an iteration leaves pending for the next one: all global tensors for a
     /// persistent tile loop (its iterations stand for separate blocks, which CUDA does not order either), and
-    /// for any other loop those whose elements no two iterations share (iterationPrivate).
-    void dropTensors(Pending &p, const For &loop) const {
+    /// for any loop the global tensors and shared buffers whose elements no two iterations share
+    /// (iterationPrivate).
+    void dropPrivate(Pending &p, const For &loop) const {
         for (auto *set : {&p.reads, &p.writes})
             for (auto it = set->begin(); it != set->end();) {
-                bool drop = tensors_.count(*it) &&
-                            (loop.forKind == ForKind::Persistent ||
-                             iterationPrivate(static_cast<const BufferNode *>(*it), loop));
+                bool tensor = tensors_.count(*it) > 0, buffer = tensor || shared_.count(*it);
+                bool drop = (tensor && loop.forKind == ForKind::Persistent) ||
+                            (buffer && iterationPrivate(static_cast<const BufferNode *>(*it), loop));
                 it = drop ? set->erase(it) : std::next(it);
             }
+    }
+
+    /// Do the threads' runs `c * v + rest` (v over the loop's trip count n) lie apart? So when the terms of
+    /// rest that differ between threads are multiples of a number no smaller than |c| * n: two threads' values
+    /// of rest then differ by at least the length of a run.
+    bool apartRuns(const Expr &rest, int64_t c, const For &loop) const {
+        auto trips = constInt(loop.extent);
+        if (!trips || constInt(loop.min) != std::optional<int64_t>(0)) return false;
+        std::vector<Expr> terms{rest};
+        int64_t step = 0; // the gcd of the thread-dependent terms
+        while (!terms.empty()) {
+            Expr t = terms.back();
+            terms.pop_back();
+            if (auto b = as<Binary>(t); b && b->op == BinaryOp::Add) {
+                terms.push_back(b->a);
+                terms.push_back(b->b);
+            } else if (!uniform(t)) {
+                step = gcd64(step, knownMultiple(t));
+            }
+        }
+        return step >= std::abs(c) * *trips;
+    }
+
+    static int countSyncs(const Stmt &s) {
+        struct Count : IRVisitor {
+            using IRVisitor::visit;
+            int n = 0;
+            void visit(const Evaluate &op) override {
+                auto c = as<Call>(op.value);
+                n += c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
+            }
+        } c;
+        c.visit(s);
+        return c.n;
+    }
+
+    /// The loop with what was pending before it ordered by one barrier before the loop, when its body then
+    /// needs fewer barriers than with that state carried in (where one at every iteration would only wait for
+    /// what was written before the loop); null otherwise. `body` is the body rewritten the other way.
+    Stmt hoistEntryBarrier(const For &f, const Stmt &body, Pending &state) {
+        if (divergence_ || (state.reads.empty() && state.writes.empty()) || countSyncs(body) == 0) return nullptr;
+        diag_.hold(); // the trial runs repeat what the main run reports
+        Pending carried; // what one iteration, from nothing pending, leaves for the next
+        (void)run(f.body, carried);
+        dropPrivate(carried, f);
+        Pending after = carried;
+        Stmt alone = run(f.body, after);
+        (void)diag_.endHold();
+        if (countSyncs(alone) >= countSyncs(body)) return nullptr;
+        state = after; // the barrier before the loop cleared the rest, even if it runs no iteration
+        state.merge(carried);
+        return Seq::make({syncThreads(f.loc), For::make(f.var, f.min, f.extent, f.forKind, f.numStages, alone, f.loc)},
+                         f.loc);
     }
 
     /// Do the iterations of `loop` touch disjoint elements of the global tensor `b`? So when, in one dimension,
     /// every access of the body indexes it by one expression `c * v + rest` (v the loop variable, c != 0, rest
     /// the same in every iteration: no variable of the body, no load) that stays inside the dimension, and
-    /// either rest is the same in every thread (iteration v touches only slice c * v + rest) or rest is a
-    /// multiple of c times the trip count (v in [0, n): the threads' runs c * v + rest do not overlap, so an
-    /// element is only ever touched by one thread in one iteration). Then what one iteration wrote or read
+    /// either rest is the same in every thread (iteration v touches only slice c * v + rest) or the threads'
+    /// runs c * v + rest lie apart (apartRuns: an element is only ever touched by one thread in one
+    /// iteration). Then what one iteration wrote or read
     /// needs no barrier before the next (a loop that only moves registers to its own slice of a tensor, or
     /// to each thread's own piece of a row, runs without).
     bool iterationPrivate(const BufferNode *b, const For &loop) const {
@@ -378,10 +435,7 @@ class Syncer {
             if (const Expr &rest = lin->first; rest) {
                 bool invariant = !readsMemory(rest);
                 for (auto *v : acc.bound) invariant &= !mentions(rest, v);
-                auto trips = constInt(loop.extent);
-                bool runs = trips && constInt(loop.min) == std::optional<int64_t>(0) &&
-                            knownMultiple(rest) % (std::abs(lin->second) * *trips) == 0;
-                if (!invariant || !(uniform(rest) || runs)) continue;
+                if (!invariant || !(uniform(rest) || apartRuns(rest, lin->second, loop))) continue;
             }
             Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);
             if (r.lo && *r.lo >= 0 && r.hi && extent.lo && *r.hi < *extent.lo) return true;
@@ -501,10 +555,12 @@ class Syncer {
             addLoopRange(ranges_, *f);
             Pending dry = state;
             (void)run(f->body, dry);
-            dropTensors(dry, *f);
+            dropPrivate(dry, *f);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);
+            if (!sync)
+                if (Stmt hoisted = hoistEntryBarrier(*f, body, state)) return hoisted;
             state.merge(entry); // the loop may also run zero times
             Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;
