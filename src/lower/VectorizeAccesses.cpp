@@ -163,37 +163,37 @@ struct LaneConditions : IRMutator {
     }
 };
 
-/// A T.vectorized loop of the program (ProgramVectorized.h) over a power-of-two count of lanes whose body is
-/// plain stores that either only load memory into registers, or only store registers to one memory buffer,
-/// each access at most 16 bytes for all lanes: its lanes can be reordered, so its accesses become vector loads
-/// and stores like those of a vectorized loop.
-bool reorderable(const For &f, int64_t width) {
-    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || width < 2 || (width & (width - 1)) ||
-        !isZero(f.min))
-        return false;
+/// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
+/// is plain stores that either only load memory into registers, or only store registers to one memory
+/// buffer: its lanes can be reordered, so its accesses become vector loads and stores like those of a
+/// vectorized loop, 16 bytes at most each (a longer loop is taken that many lanes at a time). 0 for any other.
+int64_t reorderableLanes(const For &f, int64_t extent) {
+    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || !isZero(f.min)) return 0;
     std::vector<Stmt> stmts;
     if (auto seq = as<Seq>(f.body)) stmts = seq->stmts;
     else stmts.push_back(f.body);
     struct Mem : IRVisitor {
         using IRVisitor::visit;
-        int64_t width = 0;
+        int bytes = 0;
         bool ok = true;
         std::set<const BufferNode *> loaded;
         void visit(const Load &op) override {
-            if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), ok &= op.buffer->dtype.bytes() * width <= 16;
+            if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), bytes = std::max(bytes, op.buffer->dtype.bytes());
             IRVisitor::visit(op);
         }
         void visit(const Call &) override { ok = false; }
     } m;
-    m.width = width;
     std::set<const BufferNode *> stored;
     for (auto &st : stmts) {
         auto store = as<Store>(st);
-        if (!store) return false;
-        if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.ok &= store->buffer->dtype.bytes() * width <= 16;
+        if (!store) return 0;
+        if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.bytes = std::max(m.bytes, store->buffer->dtype.bytes());
         m.visit(st);
     }
-    return m.ok && (stored.empty() || (m.loaded.empty() && stored.size() == 1));
+    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && stored.size() == 1))) return 0;
+    int64_t lanes = std::min<int64_t>(extent, 16 / m.bytes);
+    while (lanes > 1 && (extent % lanes || (lanes & (lanes - 1)))) lanes /= 2;
+    return lanes >= 2 ? lanes : 0;
 }
 
 class Vectorizer : public IRMutator {
@@ -216,7 +216,17 @@ class Vectorizer : public IRMutator {
             }
         }
         ranges_ = std::move(saved);
-        if (f && width && reorderable(*f, *width)) return vectorize(s, *f, *width);
+        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes == width) {
+            return vectorize(s, *f, lanes);
+        } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
+            Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
+            Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, Expr(o), intImm(lanes, f->var->dtype)), Expr(l));
+            Stmt body = simplifyIndices(substitute(f->body, VarMap{{f->var.get(), v}}));
+            Stmt inner = For::make(l, intImm(0, f->var->dtype), intImm(lanes, f->var->dtype), ForKind::Unrolled,
+                                   kProgramVectorized, body, f->loc);
+            return For::make(o, intImm(0, f->var->dtype), intImm(*width / lanes, f->var->dtype), ForKind::Unrolled, 0,
+                             vectorize(inner, *as<For>(inner), lanes), f->loc);
+        }
         if (!f || f->forKind != ForKind::Vectorized) return s;
         if (!width || *width < 2) return plain(s, *f);
         return vectorize(s, *f, *width);

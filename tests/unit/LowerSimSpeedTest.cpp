@@ -141,7 +141,8 @@ TEST(LowerSimSyncs, ExpandIntoSlots) {
     expectNear(o, want, 1e-2, "o");
 }
 
-// Each thread's run of a shared buffer written, then the next thread's read, twice; then stored back.
+// Each thread's run of a shared buffer written, then the next thread's read, twice; then stored back (a
+// T.vectorized loop of 64 bytes: four 16-byte stores).
 TEST(LowerSimSyncs, ExchangeThroughSharedRuns) {
     std::string src = "import tilelang.language as T\n"
                       "@T.prim_func\n"
@@ -159,7 +160,7 @@ TEST(LowerSimSyncs, ExchangeThroughSharedRuns) {
                       "                s[tx, j] = local[j] + r\n"
                       "            for j in T.serial(16):\n"
                       "                local[j] = s[(tx + 1) % 64, j]\n"
-                      "        for i in T.serial(16):\n"
+                      "        for i in T.vectorized(16):\n"
                       "            B[bx, tx * 16 + i] = local[i]\n";
     auto a = randomData(2 * 1024, 22);
     std::vector<double> b(a.size(), std::nan("")), want(a.size());
