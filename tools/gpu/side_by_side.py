@@ -129,7 +129,10 @@ def make_inputs(torch, ctx, row, params, sizes, ns):
 
 def ctx_dtype(torch, dtype):
     import numerics as N
-    return N.torch_dtype(torch, dtype)
+    try:
+        return N.torch_dtype(torch, dtype)
+    except KeyError:        # bool and the like: torch's own name
+        return getattr(torch, dtype)
 
 
 def fresh_like(torch, t, init):
