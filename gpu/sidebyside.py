@@ -10,7 +10,8 @@ same columns for tests/tilekernels/manifest.tsv), `-` meaning the kernel the fil
 kernel listed at several tags the newest is run (TileLang 0.1.15 runs the newest examples).
 
 Inputs: the setup of the suite's reference.tsv where it has a line (index tensors, masks, sizes), else normal
-random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes.
+random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes, with
+DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens).
 
 Class (the issue's list): the first pattern of CLASSES that matches "SUITE/FILE:KERNEL", or the manifest's
 class column. The table gives tilec / TileLang (TileLang's time over tilec's: above 1 tilec is faster) per kernel
@@ -29,6 +30,7 @@ SUITES = {   # suite folder under the GPU build: (manifest, reference.tsv) in th
     "compat": ("tests/tilelang_compat/manifest.tsv", "tests/tilelang_compat/reference.tsv"),
     "tilekernels": ("tests/tilekernels/manifest.tsv", "tests/tilekernels/reference.tsv"),
 }
+DEFAULT_DYNAMIC_SIZE = 4096
 # "SUITE/FILE:KERNEL" -> class; first match wins
 CLASSES = [
     (r"quant|cast\w*fp8|fp8\w*cast|per_token|per_block", "quantization"),

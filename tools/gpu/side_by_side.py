@@ -60,12 +60,15 @@ def tilelang_kernel(tilelang, gpu_build, row):
     if call is None:
         raise RuntimeError("; ".join(problems))
     path = S.example_path(gpu_build, row)
-    sys.path.insert(0, os.path.dirname(path))     # the example's own imports are relative to its folder
+    # the example's own imports are relative to its folder, a package's to the suite's copy of it
+    dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
+    sys.path[:0] = dirs
     try:
         ns = TC.load_example(path)
         obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
     finally:
-        sys.path.remove(os.path.dirname(path))
+        for d in dirs:
+            sys.path.remove(d)
     if hasattr(obj, "get_kernel_source") and callable(obj):
         return obj
     if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
@@ -108,6 +111,9 @@ def make_inputs(torch, ctx, row, params, sizes, ns):
     entry = S.reference_entry(row)
     if entry and entry["setup"]:
         exec(compile(entry["setup"].replace("; ", "\n"), "reference.tsv setup", "exec"), ns)
+    for size in sizes:      # T.dynamic sizes the setup leaves unbound
+        if not isinstance(ns.get(size), int):
+            ns[size] = S.DEFAULT_DYNAMIC_SIZE
     import tilelang_compat as TLC
     tensors, inits = {}, {}
     for name, dtype, dims, role in params:
