@@ -366,6 +366,13 @@ def check_tlcompat():
             pass
 
 
+def check_sidebyside():
+    """The side-by-side benchmark's CPU parts (gpu/sidebyside.py): classes, calls, the table."""
+    import sidebyside
+    for p in sidebyside.self_check():
+        check(False, "sidebyside: " + p)
+
+
 def main(here):
     rng = random.Random(12345)
     check_numerics(rng)
@@ -374,6 +381,7 @@ def main(here):
     check_report()
     check_issue4(here)
     check_tlcompat()
+    check_sidebyside()
     check_torch(rng)
     check_refs_torch()
     for f in failures:

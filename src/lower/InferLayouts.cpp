@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "LayoutUses.h"
 
 #include <algorithm>
 #include <map>
@@ -18,174 +19,6 @@ namespace tilec::passes {
 using namespace ir;
 
 namespace {
-
-struct Nest {
-    Var outer;
-    std::vector<Var> vars;
-    std::vector<int64_t> extents;
-    SourceRange loc;
-    int memBytes = 0; ///< widest element of a global or shared access inside
-    /// Shared and global buffers read (with the first read's place) and stored inside.
-    std::map<const BufferNode *, SourceRange> memReads;
-    std::set<const BufferNode *> memWrites;
-};
-
-/// One access of a fragment.
-struct Use {
-    const BufferNode *buffer = nullptr;
-    SourceRange loc;
-    int nest = -1;          ///< the enclosing nest, -1 outside any
-    bool exact = false;     ///< indexed by exactly the nest's variables over the whole shape
-    bool reduceDst = false; ///< written by a reduction
-    bool write = false;     ///< a store (or atomic update)
-    bool rowOfNest = false; ///< a 1-D fragment indexed by the nest's first variable (a per-row value)
-    /// Indexed by `leading` (> 0) expressions the nest's variables do not appear in, then by exactly the nest's
-    /// variables over the fragment's remaining dimensions (`lse[k, j]` in a nest over j): each leading index
-    /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.
-    int leading = 0;
-    int64_t sliceElements = 0; ///< leading > 0: the elements of one slice (the nest's iterations)
-    const BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
-    int reduceDim = -1;
-    std::string indexText;  ///< `(i, 0)` for messages
-};
-
-/// One T.gemm: which fragments it ties to the mma layouts.
-struct GemmUse {
-    const Gemm *op = nullptr;
-    const BufferNode *c = nullptr, *aFrag = nullptr; ///< aFrag: A when it is a fragment
-    int64_t m = 0, n = 0, k = 0;
-};
-
-class Collect : public IRVisitor {
-  public:
-    using IRVisitor::visit;
-    explicit Collect(DiagnosticEngine &d) : diag_(d) {}
-
-    std::vector<Nest> nests;
-    std::vector<Use> uses;
-    std::vector<GemmUse> gemms;
-
-    void visit(const Gemm &op) override {
-        auto shape = [](const Region &r) {
-            std::vector<int64_t> s;
-            for (auto &x : r.ranges)
-                if (auto e = constInt(x.extent); e && *e != 1) s.push_back(*e);
-            return s;
-        };
-        auto cs = shape(op.c), as = shape(op.a);
-        if (!op.c.buffer || op.c.buffer->scope != Scope::Fragment || cs.size() != 2 || as.size() != 2) return;
-        GemmUse g;
-        g.op = &op;
-        g.c = op.c.buffer.get();
-        g.m = cs[0], g.n = cs[1], g.k = op.transA ? as[0] : as[1];
-        if (op.a.buffer && op.a.buffer->scope == Scope::Fragment) g.aFrag = op.a.buffer.get();
-        gemms.push_back(g);
-    }
-
-    void visit(const For &op) override {
-        if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
-        if (current_ >= 0) {
-            diag_.error(op.loc, "a T.Parallel loop inside the body of another T.Parallel loop is not supported; "
-                                "merge them into one T.Parallel with several extents");
-            return;
-        }
-        Nest n;
-        n.outer = op.var;
-        n.loc = op.loc;
-        const For *f = &op;
-        while (true) {
-            auto e = constInt(f->extent);
-            auto m = constInt(f->min);
-            if (!e || !m || *m != 0) {
-                diag_.error(f->loc, "T.Parallel needs a constant extent starting at 0");
-                return;
-            }
-            n.vars.push_back(f->var);
-            n.extents.push_back(*e);
-            auto inner = as<For>(f->body);
-            if (!inner || inner->forKind != ForKind::Parallel) break;
-            f = inner;
-        }
-        nests.push_back(n);
-        current_ = (int)nests.size() - 1;
-        visit(f->body);
-        current_ = -1;
-    }
-
-    void visit(const Load &op) override {
-        access(op.buffer, op.indices, op.loc, false);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store &op) override {
-        access(op.buffer, op.indices, op.loc, true);
-        IRVisitor::visit(op);
-    }
-    void visit(const AtomicAdd &op) override {
-        std::vector<Expr> idx;
-        for (auto &r : op.dst.ranges) idx.push_back(r.min);
-        access(op.dst.buffer, idx, op.loc, true);
-        IRVisitor::visit(op);
-    }
-    void visit(const Reduce &op) override {
-        if (current_ >= 0) {
-            diag_.error(op.loc, "a reduction cannot be inside a T.Parallel loop: every thread takes part in it");
-            return;
-        }
-        if (op.dst && op.dst->scope == Scope::Fragment) {
-            Use u;
-            u.buffer = op.dst.get();
-            u.loc = op.loc;
-            u.reduceDst = true;
-            u.reduceSrc = op.src.get();
-            u.reduceDim = op.dim;
-            uses.push_back(u);
-        }
-    }
-
-  private:
-    DiagnosticEngine &diag_;
-    int current_ = -1;
-
-    void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
-        if (!b) return;
-        if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
-            nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
-            if (write) nests[current_].memWrites.insert(b.get());
-            else nests[current_].memReads.emplace(b.get(), loc);
-        }
-        if (b->scope != Scope::Fragment) return;
-        Use u;
-        u.buffer = b.get();
-        u.loc = loc;
-        u.nest = current_;
-        u.write = write;
-        u.indexText = "(";
-        for (size_t i = 0; i < indices.size(); ++i) u.indexText += (i ? ", " : "") + print(indices[i]);
-        u.indexText += indices.size() == 1 ? ",)" : ")";
-        if (current_ >= 0) {
-            const Nest &n = nests[current_];
-            bool exact = indices.size() == n.vars.size() && b->shape.size() == n.vars.size();
-            for (size_t d = 0; exact && d < indices.size(); ++d)
-                exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
-            u.exact = exact;
-            u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
-            if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
-                size_t lead = indices.size() - n.vars.size();
-                bool slice = true;
-                for (size_t d = 0; slice && d < n.vars.size(); ++d)
-                    slice = indices[lead + d] == Expr(n.vars[d]) &&
-                            constInt(b->shape[lead + d]) == std::optional<int64_t>(n.extents[d]);
-                for (size_t d = 0; slice && d < lead; ++d)
-                    for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
-                if (slice) {
-                    u.leading = (int)lead;
-                    u.sliceElements = std::accumulate(n.extents.begin(), n.extents.end(), int64_t(1), std::multiplies<>());
-                }
-            }
-        }
-        uses.push_back(u);
-    }
-};
 
 struct UnionFind {
     std::vector<int> parent;
@@ -228,7 +61,7 @@ std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
 /// takes the mma layout of its (M, K); 1-D fragments of per-row values of an mma group (reduction results
 /// along dim 1, `x[i]` in a nest over the group) take the mmaRows layout.
 template <class GroupOfBuffer, class GroupRef, class GroupOfNest>
-void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, GroupRef group, GroupOfNest nestGroup,
+void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupOf, GroupRef group, GroupOfNest nestGroup,
                       DiagnosticEngine &diag) {
     if (c.gemms.empty()) return;
     const int warps = k.threads / 32;
@@ -360,12 +193,13 @@ void assignMmaLayouts(const Kernel &k, const Collect &c, GroupOfBuffer groupOf, 
     }
 }
 
-/// Slice accesses (Use::leading): fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
+/// Slice accesses (Use::leading) and broadcasts (Use::trailing), below.
+/// Slice accesses: fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
 /// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
 /// (or whose nest runs whole in every thread, or in a tensor-core layout) replicates F's group instead.
 template <class Groups, class GroupOfBuffer, class GroupOfNest, class LayoutOf>
-void agreeOnSlices(const Collect &c, Groups &groups, GroupOfBuffer groupOf, GroupOfNest nestGroup, LayoutOf layoutOf) {
+void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, GroupOfNest nestGroup, LayoutOf layoutOf) {
     for (bool changed = true; changed;) {
         changed = false;
         for (auto &u : c.uses) {
@@ -387,14 +221,32 @@ void agreeOnSlices(const Collect &c, Groups &groups, GroupOfBuffer groupOf, Grou
                 changed = true;
             }
         }
+        // Broadcasts (Use::trailing): the nest's element p = q * S + s (S the trailing iterations) holds F's
+        // element q in the same thread when F's vector width times S is the nest's: each thread's vector of the
+        // nest then covers whole runs of S iterations of its own elements of F.
+        for (auto &u : c.uses) {
+            if (!u.trailing) continue;
+            auto &fg = groups[groupOf(u.buffer)];
+            auto &ng = groups[nestGroup(u.nest)];
+            if (fg.replicated || fg.mma) continue;
+            Layout lf = layoutOf(fg), ln = layoutOf(ng);
+            const int64_t S = u.trailElements;
+            if (lf.kind != Layout::Distributed || ln.kind != Layout::Distributed || lf.threads != ln.threads ||
+                ln.vec % S != 0) {
+                fg.replicated = true;
+                changed = true;
+            } else if (lf.vec * S != ln.vec) {
+                (lf.vec * S > ln.vec ? fg.vecCap : ng.vecCap) = (int)(lf.vec * S > ln.vec ? ln.vec / S : lf.vec * S);
+                changed = true;
+            }
+        }
     }
 }
 
 /// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
 /// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate.
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
-    Collect c(diag);
-    c.visit(k.body);
+    LayoutUses c = collectLayoutUses(k.body, diag);
 
     // Nodes: fragments (in allocation order) then nests.
     std::vector<const BufferNode *> frags;
@@ -421,8 +273,17 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
     };
     std::map<int, Group> groups;
+    // A reduction's result is spread over the threads where something broadcasts it along a nest's trailing
+    // variables and every other use is one a distributed layout serves (agreeOnSlices decides whether the
+    // layouts can agree), else it is held whole in every thread.
+    std::set<const BufferNode *> spreadable;
     for (auto &u : c.uses)
-        if ((u.reduceDst ? !spreadReductions : !u.exact && !u.leading) && fragNode.count(u.buffer))
+        if (u.trailing) spreadable.insert(u.buffer);
+    for (auto &u : c.uses)
+        if (!u.exact && !u.leading && !u.trailing && !u.reduceDst) spreadable.erase(u.buffer);
+    for (auto &u : c.uses)
+        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.leading && !u.trailing) &&
+            fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];

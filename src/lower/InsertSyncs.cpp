@@ -8,8 +8,10 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/LowerReductions.h"
+#include "ParallelRaces.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <set>
 
 namespace tilec::passes {
@@ -179,102 +181,62 @@ const char *tileStatement(const Stmt &s) {
     return nullptr;
 }
 
-/// The accesses of a T.Parallel nest to buffers its iterations share (shared, global, fragments), for the
-/// check that the iterations exchange nothing.
-struct NestAccesses : IRVisitor {
+/// The accesses of one buffer in a loop's body: the indices of its plain loads and stores; any other
+/// use (a tile region, an address handed to the device library) makes them opaque.
+struct TensorAccesses : IRVisitor {
     using IRVisitor::visit;
-    struct Access {
-        const BufferNode *buffer;
-        std::vector<Expr> indices;
-        SourceRange loc;
-        bool guarded; ///< under an if inside the nest
-    };
-    std::vector<Access> stores, loads;
-    int ifs = 0;
-    static bool visible(const Buffer &b) { return b && b->scope != Scope::Local && b->scope != Scope::Var; }
-    void visit(const Store &op) override {
-        if (visible(op.buffer)) stores.push_back({op.buffer.get(), op.indices, op.loc, ifs > 0});
-        IRVisitor::visit(op);
+    explicit TensorAccesses(const BufferNode *b) : buffer(b) {}
+    const BufferNode *buffer;
+    std::vector<const std::vector<Expr> *> indices;
+    std::set<const VarNode *> bound; ///< the loop variables of the body (T.Parallel's included)
+    bool opaque = false;
+    void visitRegion(const Region &r) override {
+        opaque |= r.buffer.get() == buffer;
+        IRVisitor::visitRegion(r);
     }
     void visit(const Load &op) override {
-        if (visible(op.buffer)) loads.push_back({op.buffer.get(), op.indices, op.loc, ifs > 0});
+        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
         IRVisitor::visit(op);
     }
-    void visit(const IfThenElse &op) override {
-        visit(op.cond);
-        ++ifs;
-        visit(op.then);
-        visit(op.otherwise);
-        --ifs;
+    void visit(const Store &op) override {
+        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
+        IRVisitor::visit(op);
+    }
+    void visit(const For &op) override {
+        bound.insert(op.var.get());
+        IRVisitor::visit(op);
     }
     void visit(const Call &op) override {
-        if (op.name != "tilec.address_of") IRVisitor::visit(op);
+        const lib::Info *f = lib::find(op.name);
+        if (f && (f->fn == lib::Fn::AddressOf || f->fn == lib::Fn::CopyG2SWait || (f->effects & lib::kAsync))) {
+            TensorAccesses inner(buffer);
+            inner.IRVisitor::visit(op);
+            opaque |= inner.opaque || !inner.indices.empty();
+            return;
+        }
+        IRVisitor::visit(op);
     }
 };
 
-std::string accessText(const NestAccesses::Access &a) {
-    std::string s = a.buffer->name + "[";
-    for (size_t i = 0; i < a.indices.size(); ++i) s += (i ? ", " : "") + ir::print(a.indices[i]);
-    return s + "]";
-}
-
-/// T.Parallel iterations run in no order, spread over the threads, with no barrier between them: a nest
-/// whose iterations store to an element (of shared or global memory, or of a fragment) that other iterations
-/// read or store is reported.
-/// Two accesses provably touch different elements when, in some dimension, neither index depends on the
-/// nest's variables and they differ.
-void checkNest(const For &outer, DiagnosticEngine &diag) {
-    std::vector<const VarNode *> vars;
-    const For *f = &outer;
-    for (;;) {
-        if (constValue(f->extent) != std::optional<int64_t>(1)) vars.push_back(f->var.get());
-        auto inner = as<For>(f->body);
-        if (!inner || inner->forKind != ForKind::Parallel) break;
-        f = inner;
-    }
-    auto varying = [&](const Expr &e) {
-        for (auto *v : vars)
-            if (mentions(e, v)) return true;
-        return false;
-    };
-    NestAccesses acc;
-    acc.visit(f->body);
-    for (auto &st : acc.stores) {
-        if (!st.guarded)
-            for (auto *v : vars) {
-                bool used = false;
-                for (auto &i : st.indices) used |= mentions(i, v);
-                if (!used) {
-                    diag.error(st.loc, "every iteration of '" + v->name + "' of this T.Parallel stores to " + accessText(st) +
-                                           ": the iterations run on different threads in no order, so the element's "
-                                           "final value is unspecified");
-                    return;
-                }
-            }
-        for (auto &ld : acc.loads) {
-            if (ld.buffer != st.buffer || ld.indices.size() != st.indices.size()) continue;
-            bool same = true, disjoint = false;
-            for (size_t d = 0; d < ld.indices.size(); ++d) {
-                bool eq = provablyEqual(ld.indices[d], st.indices[d]);
-                same &= eq;
-                disjoint |= !eq && !varying(ld.indices[d]) && !varying(st.indices[d]);
-            }
-            if (same || disjoint) continue;
-            diag.error(ld.loc, "this T.Parallel reads " + accessText(ld) + ", which other iterations store (" + accessText(st) +
-                                   "): the iterations run on different threads in no order, with no barrier between "
-                                   "them; read from a copy of '" + st.buffer->name + "' instead");
-            diag.note(st.loc, "the store is here");
-            return;
-        }
-    }
+bool readsMemory(const Expr &e) {
+    struct Find : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Load &) override { found = true; }
+    } f;
+    f.visit(e);
+    return f.found;
 }
 
 class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
-        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)) {
+        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)),
+          ranges_(kernelRanges(k)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
+        for (auto &b : k.allocs)
+            if (b && b->scope == Scope::Shared) shared_.insert(b.get());
     }
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
@@ -293,12 +255,103 @@ class Syncer {
     bool shareScratch_;
     int depth_ = 0;
     BufferSet tensors_; ///< the kernel's global tensors
+    BufferSet shared_;  ///< its shared buffers
+    RangeMap ranges_;   ///< block and thread indices, T.dynamic sizes, the loops seen so far
 
-    /// Drops the global tensors from what an iteration leaves pending for the next one: the iterations of a
-    /// persistent tile loop stand for separate blocks, which CUDA does not order either.
-    void dropTensors(Pending &p) const {
+    /// Drops buffers from what an iteration leaves pending for the next one: all global tensors for a
+    /// persistent tile loop (its iterations stand for separate blocks, which CUDA does not order either), and
+    /// for any loop the global tensors and shared buffers whose elements no two iterations share
+    /// (iterationPrivate).
+    void dropPrivate(Pending &p, const For &loop) const {
         for (auto *set : {&p.reads, &p.writes})
-            for (auto it = set->begin(); it != set->end();) it = tensors_.count(*it) ? set->erase(it) : std::next(it);
+            for (auto it = set->begin(); it != set->end();) {
+                bool tensor = tensors_.count(*it) > 0, buffer = tensor || shared_.count(*it);
+                bool drop = (tensor && loop.forKind == ForKind::Persistent) ||
+                            (buffer && iterationPrivate(static_cast<const BufferNode *>(*it), loop));
+                it = drop ? set->erase(it) : std::next(it);
+            }
+    }
+
+    /// Do the threads' runs `c * v + rest` (v over the loop's trip count n) lie apart? So when the terms of
+    /// rest that differ between threads are multiples of a number no smaller than |c| * n: two threads' values
+    /// of rest then differ by at least the length of a run.
+    bool apartRuns(const Expr &rest, int64_t c, const For &loop) const {
+        auto trips = constInt(loop.extent);
+        if (!trips || constInt(loop.min) != std::optional<int64_t>(0)) return false;
+        std::vector<Expr> terms{rest};
+        int64_t step = 0; // the gcd of the thread-dependent terms
+        while (!terms.empty()) {
+            Expr t = terms.back();
+            terms.pop_back();
+            if (auto b = as<Binary>(t); b && b->op == BinaryOp::Add) {
+                terms.push_back(b->a);
+                terms.push_back(b->b);
+            } else if (!uniform(t)) {
+                step = gcd64(step, knownMultiple(t));
+            }
+        }
+        return step >= std::abs(c) * *trips;
+    }
+
+    static int countSyncs(const Stmt &s) {
+        struct Count : IRVisitor {
+            using IRVisitor::visit;
+            int n = 0;
+            void visit(const Evaluate &op) override {
+                auto c = as<Call>(op.value);
+                n += c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
+            }
+        } c;
+        c.visit(s);
+        return c.n;
+    }
+
+    /// The loop with what was pending before it ordered by one barrier before the loop, when its body then
+    /// needs fewer barriers than with that state carried in (where one at every iteration would only wait for
+    /// what was written before the loop); null otherwise. `body` is the body rewritten the other way.
+    Stmt hoistEntryBarrier(const For &f, const Stmt &body, Pending &state) {
+        if (divergence_ || (state.reads.empty() && state.writes.empty()) || countSyncs(body) == 0) return nullptr;
+        diag_.hold(); // the trial runs repeat what the main run reports
+        Pending carried; // what one iteration, from nothing pending, leaves for the next
+        (void)run(f.body, carried);
+        dropPrivate(carried, f);
+        Pending after = carried;
+        Stmt alone = run(f.body, after);
+        (void)diag_.endHold();
+        if (countSyncs(alone) >= countSyncs(body)) return nullptr;
+        state = after; // the barrier before the loop cleared the rest, even if it runs no iteration
+        state.merge(carried);
+        return Seq::make({syncThreads(f.loc), For::make(f.var, f.min, f.extent, f.forKind, f.numStages, alone, f.loc)},
+                         f.loc);
+    }
+
+    /// Do the iterations of `loop` touch disjoint elements of the global tensor `b`? So when, in one dimension,
+    /// every access of the body indexes it by one expression `c * v + rest` (v the loop variable, c != 0, rest
+    /// the same in every iteration: no variable of the body, no load) that stays inside the dimension, and
+    /// either rest is the same in every thread (iteration v touches only slice c * v + rest) or the threads'
+    /// runs c * v + rest lie apart (apartRuns: an element is only ever touched by one thread in one
+    /// iteration). Then what one iteration wrote or read
+    /// needs no barrier before the next (a loop that only moves registers to its own slice of a tensor, or
+    /// to each thread's own piece of a row, runs without).
+    bool iterationPrivate(const BufferNode *b, const For &loop) const {
+        TensorAccesses acc(b);
+        acc.visit(loop.body);
+        if (acc.opaque || acc.indices.empty()) return false;
+        const std::vector<Expr> &first = *acc.indices.front();
+        for (size_t d = 0; d < first.size() && first.size() == b->shape.size(); ++d) {
+            bool same = true;
+            for (auto *ix : acc.indices) same &= ix->size() == first.size() && provablyEqual((*ix)[d], first[d]);
+            auto lin = same ? linearIn(first[d], loop.var.get()) : std::nullopt;
+            if (!lin || lin->second == 0) continue;
+            if (const Expr &rest = lin->first; rest) {
+                bool invariant = !readsMemory(rest);
+                for (auto *v : acc.bound) invariant &= !mentions(rest, v);
+                if (!invariant || !(uniform(rest) || apartRuns(rest, lin->second, loop))) continue;
+            }
+            Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);
+            if (r.lo && *r.lo >= 0 && r.hi && extent.lo && *r.hi < *extent.lo) return true;
+        }
+        return false;
     }
     /// The innermost thread-dependent condition or loop around the statement being rewritten, if any:
     /// there no barrier can be placed and no tile statement can run.
@@ -410,12 +463,15 @@ class Syncer {
         if (auto f = as<For>(s); f && !nest && uniform(f->min) && uniform(f->extent)) {
             Stmt sync = readsFirst({f->min, f->extent}, state, s->loc);
             // The state at the end of one iteration is pending at the start of the next one.
+            addLoopRange(ranges_, *f);
             Pending dry = state;
             (void)run(f->body, dry);
-            if (f->forKind == ForKind::Persistent) dropTensors(dry);
+            dropPrivate(dry, *f);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);
+            if (!sync)
+                if (Stmt hoisted = hoistEntryBarrier(*f, body, state)) return hoisted;
             state.merge(entry); // the loop may also run zero times
             Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;

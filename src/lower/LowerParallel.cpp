@@ -84,6 +84,8 @@ class Lowerer : public IRMutator {
     Expr slot_;                  ///< distributed: the register slot of the current element
     Expr rowSlot_;               ///< mma: the slot of the current element's row in mmaRows fragments
     Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
+    Var round_, lane_;           ///< distributed: the round and lane variables of the nest being lowered
+    int64_t nestVec_ = 0, nestElements_ = 0; ///< distributed: its vector width (0 outside) and iterations
 
     /// The register array and slot of a fragment element.
     std::pair<Buffer, Expr> registerSlot(const Buffer &b, const std::vector<Expr> &idx) {
@@ -110,6 +112,16 @@ class Lowerer : public IRMutator {
                 Expr base = binary(BinaryOp::Mul, flattenCoords(c, cs), i32(p / lay->second.threads));
                 return {reg->second, simplify(binary(BinaryOp::Add, base, slot_))};
             }
+        }
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() < nest_->size() && nestVec_ > 0) {
+            // A broadcast along the nest's trailing variables (inferLayouts' Use::trailing): the nest's element
+            // p = q * S + s, S = V / V_F, holds element q in the same thread, at slot round * V_F + lane / S.
+            bool prefix = true;
+            for (size_t d = 0; prefix && d < idx.size(); ++d) prefix = idx[d] == Expr((*nest_)[d]);
+            const int64_t vf = lay->second.vec, S = nestVec_ / vf;
+            if (prefix && nestVec_ % vf == 0 && lay->second.elements() * S == nestElements_)
+                return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
+                                                     binary(BinaryOp::FloorDiv, lane_, i32(S))))};
         }
         if (kind != Layout::Replicated) {
             TILEC_ASSERT(exact && slot_, "fragment '" + b->name + "' accessed other than by its loop");
@@ -195,7 +207,9 @@ class Lowerer : public IRMutator {
         const int64_t V = l.vec, TV = (int64_t)l.threads * V;
         Var round = makeVar("r", DType::Int32, outer.loc), lane = makeVar("v", DType::Int32, outer.loc);
         slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round, i32(V)), lane));
+        round_ = round, lane_ = lane, nestVec_ = V, nestElements_ = l.elements();
         Stmt inner = mutate(body);
+        nestVec_ = 0;
         if (!inner) inner = Seq::make({});
         bool usesRegisters = touchesScope(inner, Scope::Local);
 

@@ -3,6 +3,8 @@
 /// (include/tilec/passes/LowerTileOps.h).
 #include "tilec/passes/LowerTileOps.h"
 
+#include "ProgramVectorized.h"
+
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -98,11 +100,12 @@ class TileOpsToLoops : public IRMutator {
     Stmt visit(const std::shared_ptr<const For> &op) override {
         Stmt body = mutate(op->body);
         ForKind kind = op->forKind;
-        if (kind == ForKind::Vectorized) kind = ForKind::Unrolled;
-        if (kind == ForKind::Pipelined && !containsGemm(op->body)) kind = ForKind::Serial;
+        int stages = kind == ForKind::Pipelined ? op->numStages : 0;
+        if (kind == ForKind::Vectorized) kind = ForKind::Unrolled, stages = kProgramVectorized;
+        if (kind == ForKind::Pipelined && !containsGemm(op->body)) kind = ForKind::Serial, stages = 0;
         if (body == op->body && kind == op->forKind) return op;
         if (!body) body = Seq::make({});
-        return For::make(op->var, op->min, op->extent, kind, kind == ForKind::Pipelined ? op->numStages : 0, body, op->loc);
+        return For::make(op->var, op->min, op->extent, kind, stages, body, op->loc);
     }
 
     std::vector<Buffer> newAllocs; ///< fragments made for reductions of shared buffers

@@ -6,6 +6,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "ProgramVectorized.h"
 
 #include <functional>
 #include <set>
@@ -75,22 +76,165 @@ bool loadsOtherwise(const Stmt &body, const BufferNode *b) {
     return f.found;
 }
 
+void conjuncts(const Expr &c, std::vector<Expr> &out) {
+    if (auto b = as<Binary>(c); b && b->op == BinaryOp::And) {
+        conjuncts(b->a, out);
+        conjuncts(b->b, out);
+        return;
+    }
+    out.push_back(c);
+}
+
+/// A comparison of `base + lane` with a bound, as the same comparison of `base` alone when both are multiples
+/// of the lane count W: for lane in [0, W), base + lane < b exactly when base < b, and base + lane >= b
+/// exactly when base >= b. So the test holds for every lane of an aligned vector or for none, and is made
+/// once per vector. Null when `c` is not of that form.
+Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
+    auto b = as<Binary>(c);
+    if (!b) return nullptr;
+    Expr x = b->a, y = b->b;
+    BinaryOp op = b->op;
+    if (mentions(y, lane)) { // y > x is x < y; y <= x is x >= y
+        if (op != BinaryOp::GT && op != BinaryOp::LE) return nullptr;
+        std::swap(x, y);
+        op = op == BinaryOp::GT ? BinaryOp::LT : BinaryOp::GE;
+    }
+    if ((op != BinaryOp::LT && op != BinaryOp::GE) || mentions(y, lane) || knownMultiple(y) % width != 0)
+        return nullptr;
+    Expr base = alignedBase(x, lane, width);
+    return base && !mentions(base, lane) ? binary(op, base, y, c->loc) : nullptr;
+}
+
+/// A comparison that holds for every value its operands can take.
+bool provablyTrue(const Expr &c, const RangeMap &ranges) {
+    auto b = as<Binary>(c);
+    if (!b) return false;
+    Interval x = boundsOf(b->a, ranges), y = boundsOf(b->b, ranges);
+    switch (b->op) {
+    case BinaryOp::LT: return x.hi && y.lo && *x.hi < *y.lo;
+    case BinaryOp::LE: return x.hi && y.lo && *x.hi <= *y.lo;
+    case BinaryOp::GT: return x.lo && y.hi && *x.lo > *y.hi;
+    case BinaryOp::GE: return x.lo && y.hi && *x.lo >= *y.hi;
+    default: return false;
+    }
+}
+
+bool sameTest(const Expr &a, const Expr &b) {
+    auto x = as<Binary>(a), y = as<Binary>(b);
+    if (!x || !y) return structurallyEqual(a, b);
+    return x->op == y->op && provablyEqual(x->a, y->a) && provablyEqual(x->b, y->b);
+}
+
+/// The conditions of the ifs in a vectorized loop's body, tested once per vector where they can be
+/// (laneFree), without the tests that always hold (a tile inside the tensor) or that repeat an enclosing one
+/// (the program's own bounds test and predicateBounds'), nested ifs without else merged into one: so a store
+/// under the program's `if i < n and j < h` becomes one vector store under one test.
+struct LaneConditions : IRMutator {
+    using IRMutator::visit;
+    LaneConditions(const VarNode *lane, int64_t width, const RangeMap &ranges) : lane(lane), width(width), ranges(ranges) {}
+    const VarNode *lane;
+    int64_t width;
+    const RangeMap &ranges;
+    std::vector<Expr> outer; ///< the tests of the enclosing ifs (as rewritten)
+
+    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+        if (op->otherwise) return IRMutator::visit(op);
+        std::vector<Expr> parts, kept;
+        conjuncts(op->cond, parts);
+        for (Expr c : parts) {
+            if (Expr f = mentions(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            bool known = provablyTrue(c, ranges);
+            for (auto &o : outer) known |= sameTest(o, c);
+            for (auto &k : kept) known |= sameTest(k, c);
+            if (!known) kept.push_back(c);
+        }
+        size_t depth = outer.size();
+        outer.insert(outer.end(), kept.begin(), kept.end());
+        Stmt then = mutate(op->then);
+        outer.resize(depth);
+        if (kept.empty()) return then;
+        if (auto inner = as<IfThenElse>(then); inner && !inner->otherwise) { // if a { if b { s } }: if a && b { s }
+            kept.push_back(inner->cond);
+            then = inner->then;
+        }
+        Expr cond = kept[0];
+        for (size_t i = 1; i < kept.size(); ++i) cond = binary(BinaryOp::And, cond, kept[i], op->cond->loc);
+        return IfThenElse::make(cond, then, nullptr, op->loc);
+    }
+};
+
+/// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
+/// is plain stores that either only load memory into registers, or only store registers to one memory
+/// buffer: its lanes can be reordered, so its accesses become vector loads and stores like those of a
+/// vectorized loop, 16 bytes at most each (a longer loop is taken that many lanes at a time). 0 for any other.
+int64_t reorderableLanes(const For &f, int64_t extent) {
+    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || !isZero(f.min)) return 0;
+    std::vector<Stmt> stmts;
+    if (auto seq = as<Seq>(f.body)) stmts = seq->stmts;
+    else stmts.push_back(f.body);
+    struct Mem : IRVisitor {
+        using IRVisitor::visit;
+        int bytes = 0;
+        bool ok = true;
+        std::set<const BufferNode *> loaded;
+        void visit(const Load &op) override {
+            if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), bytes = std::max(bytes, op.buffer->dtype.bytes());
+            IRVisitor::visit(op);
+        }
+        void visit(const Call &) override { ok = false; }
+    } m;
+    std::set<const BufferNode *> stored;
+    for (auto &st : stmts) {
+        auto store = as<Store>(st);
+        if (!store) return 0;
+        if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.bytes = std::max(m.bytes, store->buffer->dtype.bytes());
+        m.visit(st);
+    }
+    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && stored.size() == 1))) return 0;
+    int64_t lanes = std::min<int64_t>(extent, 16 / m.bytes);
+    while (lanes > 1 && (extent % lanes || (lanes & (lanes - 1)))) lanes /= 2;
+    return lanes >= 2 ? lanes : 0;
+}
+
 class Vectorizer : public IRMutator {
   public:
     using IRMutator::visit;
     std::vector<Buffer> temps;
+    explicit Vectorizer(const Kernel &k) : ranges_(kernelRanges(k)) {}
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        auto saved = ranges_;
+        addLoopRange(ranges_, *op);
         Stmt s = IRMutator::visit(op);
         auto f = as<For>(s);
+        auto width = f ? constInt(f->extent) : std::nullopt;
+        if (f && f->forKind == ForKind::Vectorized && width && *width >= 2 && isZero(f->min)) {
+            Stmt body = LaneConditions(f->var.get(), *width, ranges_).mutate(f->body);
+            if (body != f->body) {
+                s = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
+                f = as<For>(s);
+            }
+        }
+        ranges_ = std::move(saved);
+        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes == width) {
+            return vectorize(s, *f, lanes);
+        } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
+            Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
+            Expr v = binary(BinaryOp::Add, binary(BinaryOp::Mul, Expr(o), intImm(lanes, f->var->dtype)), Expr(l));
+            Stmt body = simplifyIndices(substitute(f->body, VarMap{{f->var.get(), v}}));
+            Stmt inner = For::make(l, intImm(0, f->var->dtype), intImm(lanes, f->var->dtype), ForKind::Unrolled,
+                                   kProgramVectorized, body, f->loc);
+            return For::make(o, intImm(0, f->var->dtype), intImm(*width / lanes, f->var->dtype), ForKind::Unrolled, 0,
+                             vectorize(inner, *as<For>(inner), lanes), f->loc);
+        }
         if (!f || f->forKind != ForKind::Vectorized) return s;
-        auto width = constInt(f->extent);
         if (!width || *width < 2) return plain(s, *f);
         return vectorize(s, *f, *width);
     }
 
   private:
     int counter_ = 0;
+    RangeMap ranges_; ///< block and thread indices, T.dynamic sizes, the enclosing loops
 
     /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
     /// lanes at a time).
@@ -237,7 +381,7 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
 Program vectorizeAccesses(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
-        Vectorizer v;
+        Vectorizer v(*k);
         Stmt body = v.mutate(k->body);
         if (body == k->body) {
             out.kernels.push_back(k);

@@ -10,6 +10,8 @@
 #                                           another output folder; TILEC_GPU_JOBS=N parallel tilec runs)
 # TILEC_GPU_ARCH=sm_90 (say): the files as written are generated for that -arch instead of tilec's default
 # (sm_90a); their sm80 variants stay sm_80. Pair it with run.sh's TILEC_GPU_GENCODE.
+# TILELANG_SRC=CHECKOUT: TileLang's examples too (tools/compat/run.sh --gpu-build); TILEKERNELS_SRC=DIR:
+# DeepSeek's TileKernels (tools/gpu/stage_suite.py), both for the side-by-side benchmark.
 # TILEC_GPU_FAKE=1: a harness rehearsal; a GEMM or attention file that tilec cannot generate gets naive
 # kernels in its C interface instead (tools/gpu/fake.py), marked FAKE in the manifest and in the table.
 #
@@ -110,6 +112,15 @@ if [ -n "${TILELANG_SRC:-}" ]; then
     else
         echo "prepare: tools/compat/run.sh failed (see $OUTDIR/compat/prepare.log)"
     fi
+fi
+
+# issue 25: DeepSeek's TileKernels, when TILEKERNELS_SRC names the folder its wheel is unpacked in (holding
+# tile_kernels/) and tests/tilekernels/manifest.tsv exists: every kernel tilec compiles becomes a library
+# $OUTDIR/tk_KERNEL.cu, listed in $OUTDIR/tilekernels/kernels.tsv for tools/gpu/side_by_side.py
+if [ -n "${TILEKERNELS_SRC:-}" ] && [ -f tests/tilekernels/manifest.tsv ]; then
+    python3 tools/gpu/stage_suite.py --suite tilekernels --manifest tests/tilekernels/manifest.tsv \
+        --root "$TILEKERNELS_SRC" --tilec "$TILEC" --gpu-build "$OUTDIR" >"$OUTDIR/tilekernels-prepare.log" 2>&1
+    echo "prepare: TileKernels: $(tail -1 "$OUTDIR/tilekernels-prepare.log") (see $OUTDIR/tilekernels-prepare.log)"
 fi
 
 tested=$(python3 -c 'import sys; sys.path.insert(0, "gpu"); import report; print(" ".join(sorted(report.tested_libs())))')

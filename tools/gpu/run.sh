@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs on the GPU machine (through the device tool, carry: gpu-build):
 #   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test bench tilelang memcheck racecheck
-#                                                          synccheck
+#                                                          synccheck (TILEC_GPU_SBS=1 adds the side by side)
 # 1. compiles every generated gpu-build/*.cu (tools/gpu/prepare.sh made them here) and the hand-written
 #    gpu/handwritten/*.cu with nvcc into one shared library each (sm_90a; NAME.sm80.cu for compute_80 -> sm_90);
 # 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test);
@@ -168,6 +168,34 @@ if [ "${TILEC_GPU_SWEEP:-0}" = 1 ]; then
     fi
 fi
 
+# issue 25: every general kernel tilec and TileLang 0.1.15 both compile (TileLang's examples, TileKernels: gpu-build's
+# SUITE/kernels.tsv, prepared with TILELANG_SRC), side by side in one process (tools/gpu/side_by_side.py: outputs
+# compared with each other, CUDA-graph and eager times, a same-bytes copy beside). Opt-in, TILEC_GPU_SBS=1, and
+# it needs the TileLang bundle (.tilelang/site.tar.xz); TILEC_GPU_SBS_S (default 420) is its share of the budget,
+# so skip the other steps to give it the time:
+#   TILEC_GPU_SBS=1 bash tools/gpu/run.sh --skip test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+# Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT.
+tl_site() {    # unpacks the TileLang bundle once; prints the site folder
+    [ -d "$WORK/tl-site/tilelang" ] || { mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"; }
+    echo "$WORK/tl-site"
+}
+if [ "${TILEC_GPU_SBS:-0}" = 1 ]; then
+    t0=$SECONDS
+    t=$(allow "${TILEC_GPU_SBS_S:-420}")
+    if [ ! -f .tilelang/site.tar.xz ]; then
+        record sidebyside skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
+    elif (( t < 60 )); then
+        record sidebyside skip "no time left (${t} s)"
+    else
+        site=$(tl_site)
+        TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$site" GPU_BUILD="$GB" \
+            timeout -k 10 $(( t + 10 )) python3 tools/gpu/side_by_side.py --gpu-build "$GB" --libdir "$LIB" \
+            --work "$WORK/sbs" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" >"$WORK/sidebyside.log" 2>&1
+        record sidebyside $? $(( SECONDS - t0 ))
+        { echo; echo "== side by side with TileLang (tools/gpu/side_by_side.py)"; cat "$WORK/sidebyside.log"; } >>"$WORK/bench.log"
+    fi
+fi
+
 # TileLang's own FlashAttention at the same shapes (tools/gpu/tilelang_attn.py), when the TileLang bundle
 # travelled (carry .tilelang: bash ../shared/tools/tilelang/make-bundle.sh .tilelang): tilec / TileLang per
 # shape from the benchmarks above; its table goes to bench.log and summary.txt, its JSON to $OUT unless the
@@ -178,12 +206,11 @@ if ! skipped tilelang && [ -f .tilelang/site.tar.xz ]; then
     if (( t < 30 )); then
         record tilelang skip "no time left (${t} s)"
     else
-        mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"
-        TL_ATTN_BUDGET_S=$(( t - 20 )) PYTHONPATH="$WORK/tl-site" timeout -k 10 "$t" \
+        TL_ATTN_BUDGET_S=$(( t - 20 )) PYTHONPATH="$(tl_site)" timeout -k 10 "$t" \
             python3 tools/gpu/tilelang_attn.py "$WORK/tilelang_attn.json" "$WORK/bench.jsonl" >"$WORK/tilelang.log" 2>&1
         record tilelang $? $(( SECONDS - t0 ))
         { echo; echo "== TileLang's FlashAttention (tools/gpu/tilelang_attn.py)"; cat "$WORK/tilelang.log"; } >>"$WORK/bench.log"
-        [ -f "$OUT/sweep.json" ] || cp "$WORK/tilelang_attn.json" "$OUT/tilelang_attn.json" 2>/dev/null
+        [ -f "$OUT/sweep.json" ] || [ -f "$OUT/sidebyside.json" ] || cp "$WORK/tilelang_attn.json" "$OUT/tilelang_attn.json" 2>/dev/null
     fi
 fi
 
@@ -211,6 +238,8 @@ done
 python3 gpu/report.py "$WORK" "$OUT"
 rc=$?
 [ -f "$WORK/sweep-out/sweep.txt" ] && { echo; cat "$WORK/sweep-out/sweep.txt"; } >>"$OUT/summary.txt"
+[ -f "$WORK/sbs/sidebyside.txt" ] && { echo; cat "$WORK/sbs/sidebyside.txt"; } >>"$OUT/summary.txt"
+[ -f "$WORK/sbs/sidebyside.txt" ] && { echo; cat "$WORK/sbs/sidebyside.txt"; }
 [ -f "$WORK/tilelang.log" ] && { echo; echo "TileLang's FlashAttention (tools/gpu/tilelang_attn.py)";
                                  grep -E '^TileLang|tilelang_attn' "$WORK/tilelang.log"; } >>"$OUT/summary.txt"
 echo "run.sh: $(( SECONDS - START )) s; logs in \$OUT (build, test, bench, memcheck, racecheck .log; summary.txt; results.json)"

@@ -1,0 +1,243 @@
+"""The side-by-side benchmark of general kernels (issue 25): which kernels, in which class, with which inputs,
+and the table. Needs neither torch nor TileLang nor a GPU; tools/gpu/side_by_side.py runs the kernels there.
+
+A kernel is side by side when tilec compiled it into a library of the GPU build and the same source file can be
+given to TileLang: every suite folder GPU_BUILD/SUITE/kernels.tsv (tools/compat/run.sh --gpu-build writes
+compat/kernels.tsv for TileLang's examples; TileKernels' staging writes tilekernels/kernels.tsv the same way)
+lists `library, tag, file (under SUITE/TAG/), kernel[, call[, class]]`. Where the call column is missing it is
+taken from the suite's manifest (tests/tilelang_compat/manifest.tsv: tag, file, kernel, call, expected; the
+same columns for tests/tilekernels/manifest.tsv), `-` meaning the kernel the file binds at module level. Of a
+kernel listed at several tags the newest is run (TileLang 0.1.15 runs the newest examples).
+
+Inputs: the setup of the suite's reference.tsv where it has a line (index tensors, masks, sizes), else normal
+random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes, with
+DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens).
+
+Class (the issue's list): the first pattern of CLASSES that matches "SUITE/FILE:KERNEL", or the manifest's
+class column. The table gives tilec / TileLang (TileLang's time over tilec's: above 1 tilec is faster) per kernel
+for graph replays and eager launches, the geometric mean per class and over all, and each side's bandwidth
+against a device copy of the same bytes (the yardstick of bandwidth-bound kernels)."""
+import ast
+import math
+import os
+import re
+
+import tlcompat as TC
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SUITES = {   # suite folder under the GPU build: (manifest, reference.tsv) in the repository
+    "compat": ("tests/tilelang_compat/manifest.tsv", "tests/tilelang_compat/reference.tsv"),
+    "tilekernels": ("tests/tilekernels/manifest.tsv", "tests/tilekernels/reference.tsv"),
+}
+DEFAULT_DYNAMIC_SIZE = 4096
+# "SUITE/FILE:KERNEL" -> class; first match wins
+CLASSES = [
+    (r"quant|cast\w*fp8|fp8\w*cast|per_token|per_block", "quantization"),
+    (r"gemv|decode|inference", "GEMV/decode"),
+    (r"linear_attention|retention|linear_attn", "linear attention"),
+    (r"attention|attn|mla|mha|gqa|flash", "attention variants"),
+    (r"gemm|matmul|conv|quickstart|warp_specialize", "GEMM variants"),
+    (r"moe|topk|route|routing|gate|expert", "MoE routing/top-k"),
+    (r"scan|cumsum|chunk_state|prefix", "scans"),
+    (r"norm|softmax", "row reductions/norms"),
+    (r"sinkhorn|reduce|_sum|grad|mix", "multi-dim fragment reductions"),
+    (r"elementwise|expand|copy|transpose|convert|cast", "element-wise/casts"),
+]
+CLASS_ORDER = ["element-wise/casts", "quantization", "row reductions/norms", "multi-dim fragment reductions",
+               "GEMV/decode", "MoE routing/top-k", "scans", "GEMM variants", "attention variants",
+               "linear attention", "other"]
+
+
+def classify(suite, file, kernel, given=""):
+    if given and given != "-":
+        return given
+    key = "%s/%s:%s" % (suite, file, kernel)
+    for pat, cls in CLASSES:
+        if re.search(pat, key, re.I):
+            return cls
+    return "other"
+
+
+def _tag_key(tag):
+    return tuple(int(x) if x.isdigit() else x for x in re.findall(r"\d+|[A-Za-z]+", tag))
+
+
+def read_manifest(path):
+    """{(tag, file, kernel): (call, class)} of a suite's manifest (absent file: {})."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) < 4 or cols[0].startswith("#"):
+                continue
+            out[(cols[0], cols[1], cols[2])] = (cols[3], cols[5] if len(cols) > 5 else "")
+    return out
+
+
+def read_rows(gpu_build):
+    """[{suite, lib, tag, file, kernel, call, cls, id}] side by side, newest tag per kernel, in listing order."""
+    rows = {}
+    for suite, (manifest, _) in SUITES.items():
+        path = os.path.join(gpu_build, suite, "kernels.tsv")
+        if not os.path.exists(path):
+            continue
+        calls = read_manifest(os.path.join(ROOT, manifest))
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                if line.startswith("#") or len(cols) < 4:
+                    continue
+                lib, tag, file, kernel = cols[:4]
+                call, cls = calls.get((tag, file, kernel), (None, ""))
+                if len(cols) > 4 and cols[4]:
+                    call = cols[4]
+                if len(cols) > 5 and cols[5]:
+                    cls = cols[5]
+                row = dict(suite=suite, lib=lib, tag=tag, file=file, kernel=kernel, call=call,
+                           cls=classify(suite, file, kernel, cls), id="%s:%s" % (lib, kernel))
+                old = rows.get((suite, file, kernel))
+                if old is None or _tag_key(tag) > _tag_key(old["tag"]):
+                    rows[(suite, file, kernel)] = row
+    return list(rows.values())
+
+
+def example_path(gpu_build, row):
+    return os.path.join(gpu_build, row["suite"], row["tag"], row["file"])
+
+
+def reference_entry(row):
+    """The suite's reference.tsv line for the row's kernel, or None."""
+    path = os.path.join(ROOT, SUITES[row["suite"]][1])
+    if not os.path.exists(path):
+        return None
+    return TC.read_reference(path).get((row["file"], row["kernel"]))
+
+
+def module_binding(path, name):
+    """The expression of the last module-level `NAME = ...` of a file (the kernel a manifest's `-` names)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found = node.value
+    return ast.unparse(found) if found is not None else None
+
+
+def callee(call):
+    """The function name a manifest call starts with (matmul in matmul(1024, ...), f in f.compile(...))."""
+    node = ast.parse(call, mode="eval").body
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def plan(gpu_build, row):
+    """What TileLang will be asked to compile for a row, checked without TileLang: (call expression, problems)."""
+    problems = []
+    path = example_path(gpu_build, row)
+    if not os.path.exists(path):
+        return None, ["no example file %s" % path]
+    call = row["call"]
+    if call is None:
+        return None, ["no call for %s %s in the suite's manifest" % (row["file"], row["kernel"])]
+    if call == "-":
+        call = module_binding(path, row["kernel"])
+        if call is None:
+            return None, ["%s binds no module-level %s" % (row["file"], row["kernel"])]
+    try:
+        name = callee(call)
+    except SyntaxError as e:
+        return None, ["the call %r does not parse: %s" % (call, e)]
+    with open(path, encoding="utf-8") as f:
+        defined = {n.name for n in ast.parse(f.read(), path).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    if name not in defined:
+        problems.append("the call's function %s is not defined at module level in %s" % (name, row["file"]))
+    hpath = os.path.join(gpu_build, row["lib"] + ".h")
+    if not os.path.exists(hpath):
+        problems.append("no header %s" % hpath)
+    else:
+        with open(hpath, encoding="utf-8", errors="replace") as f:
+            params, _ = TC.header_params(f.read(), row["kernel"])
+        if not params:
+            problems.append("%s declares no parameters for %s" % (hpath, row["kernel"]))
+    return call, problems
+
+
+# ------------------------------------------------------------------ the table
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _f(x, fmt="%.2f", none="-"):
+    return none if x is None else fmt % x
+
+
+def table(results, header=""):
+    """The printed table from the worker's result records (dicts with id, cls, status, and for PASS: ms/graph
+    times of both, same-bytes copy times)."""
+    lines = [header] if header else []
+    lines.append("%-44s %-28s %9s %9s %6s %9s %9s %6s %5s %5s  %s" % (
+        "kernel", "class", "graph tc", "graph TL", "ratio", "eager tc", "eager TL", "ratio", "%cp", "%cpTL",
+        "outputs"))
+    by_cls = {}
+    for r in sorted(results, key=lambda r: (CLASS_ORDER.index(r["cls"]) if r["cls"] in CLASS_ORDER else 99,
+                                            r["id"])):
+        if r.get("status") != "PASS":
+            lines.append("%-44s %-28s %s %s" % (r["id"][:44], r["cls"][:28], r.get("status", "?"),
+                                                r.get("detail", "")[:160]))
+            continue
+        g, e = r.get("graph_ratio"), r.get("eager_ratio")
+        by_cls.setdefault(r["cls"], []).append((g, e))
+        lines.append("%-44s %-28s %9s %9s %6s %9s %9s %6s %5s %5s  %s" % (
+            r["id"][:44], r["cls"][:28], _f(r.get("tc_graph_ms"), "%.4f"), _f(r.get("tl_graph_ms"), "%.4f"),
+            _f(g), _f(r.get("tc_ms"), "%.4f"), _f(r.get("tl_ms"), "%.4f"), _f(e),
+            _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"), r.get("agree", "")[:60]))
+    lines.append("")
+    lines.append("%-44s %-28s %6s %6s  (geometric means of tilec / TileLang, >1: tilec faster)" % (
+        "class", "kernels", "graph", "eager"))
+    for cls in CLASS_ORDER:
+        if cls in by_cls:
+            v = by_cls[cls]
+            lines.append("%-44s %-28d %6s %6s" % (cls, len(v), _f(geomean([g for g, _ in v])),
+                                                  _f(geomean([e for _, e in v]))))
+    allv = [x for v in by_cls.values() for x in v]
+    below = sorted(r["id"] for r in results if r.get("status") == "PASS" and (r.get("graph_ratio") or r.get("eager_ratio") or 0) < 0.8)
+    n_all = len(results)
+    lines.append("%-44s %-28d %6s %6s" % ("ALL", len(allv), _f(geomean([g for g, _ in allv])),
+                                          _f(geomean([e for _, e in allv]))))
+    lines.append("SIDE-BY-SIDE: %d kernels timed of %d listed; geometric mean tilec/TileLang %s (graph), %s (eager); "
+                 "%d below 0.8x (graph): %s" % (len(allv), n_all, _f(geomean([g for g, _ in allv])),
+                                                 _f(geomean([e for _, e in allv])), len(below), " ".join(below)))
+    return "\n".join(lines)
+
+
+def self_check():
+    """Problems of the CPU parts (gpu/selfcheck.py runs it)."""
+    problems = []
+    for key, want in (("compat/gemv/example_gemv.py", "GEMV/decode"), ("compat/norm/rms_norm.py", "row reductions/norms"),
+                      ("compat/cast/example_per_token_cast_to_fp8.py", "quantization"),
+                      ("compat/flash_attention/example_mha_fwd_bshd.py", "attention variants"),
+                      ("compat/linear_attention/example_retention_fwd.py", "linear attention"),
+                      ("compat/gemm/example_gemm.py", "GEMM variants")):
+        suite, file = key.split("/", 1)
+        got = classify(suite, file, "k")
+        if got != want:
+            problems.append("classify(%s) = %s, want %s" % (key, got, want))
+    if callee("matmul.compile(M=M, N=N)") != "matmul" or callee("f(1, 2)") != "f":
+        problems.append("callee() misreads a call")
+    if abs(geomean([1.0, 4.0]) - 2.0) > 1e-12 or geomean([]) is not None:
+        problems.append("geomean")
+    if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
+        problems.append("tag order: v0.1.13 must be newer than v0.1.9")
+    rows = [dict(id="a:k", cls="GEMV/decode", status="PASS", graph_ratio=0.5, eager_ratio=2.0, agree="ok"),
+            dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
+            dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]
+    text = table(rows)
+    if "GEMV/decode" not in text or "1.00" not in text or "1 below 0.8x (graph): a:k" not in text:
+        problems.append("table:\n" + text)
+    return problems

@@ -1,0 +1,168 @@
+/// \file
+/// The fragment uses and T.Parallel nests of a kernel (src/lower/LayoutUses.h): which fragment each nest indexes,
+/// and how (exactly by its variables, a slice, a broadcast along its trailing variables), for layout inference.
+#include "LayoutUses.h"
+
+#include "tilec/IRPrinter.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+class Collect : public IRVisitor {
+  public:
+    using IRVisitor::visit;
+    explicit Collect(DiagnosticEngine &d) : diag_(d) {}
+
+    LayoutUses out;
+    std::vector<Nest> &nests = out.nests;
+    std::vector<Use> &uses = out.uses;
+    std::vector<GemmUse> &gemms = out.gemms;
+
+    void visit(const Gemm &op) override {
+        auto shape = [](const Region &r) {
+            std::vector<int64_t> s;
+            for (auto &x : r.ranges)
+                if (auto e = constInt(x.extent); e && *e != 1) s.push_back(*e);
+            return s;
+        };
+        auto cs = shape(op.c), as = shape(op.a);
+        if (!op.c.buffer || op.c.buffer->scope != Scope::Fragment || cs.size() != 2 || as.size() != 2) return;
+        GemmUse g;
+        g.op = &op;
+        g.c = op.c.buffer.get();
+        g.m = cs[0], g.n = cs[1], g.k = op.transA ? as[0] : as[1];
+        if (op.a.buffer && op.a.buffer->scope == Scope::Fragment) g.aFrag = op.a.buffer.get();
+        gemms.push_back(g);
+    }
+
+    void visit(const For &op) override {
+        if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
+        if (current_ >= 0) {
+            diag_.error(op.loc, "a T.Parallel loop inside the body of another T.Parallel loop is not supported; "
+                                "merge them into one T.Parallel with several extents");
+            return;
+        }
+        Nest n;
+        n.outer = op.var;
+        n.loc = op.loc;
+        const For *f = &op;
+        while (true) {
+            auto e = constInt(f->extent);
+            auto m = constInt(f->min);
+            if (!e || !m || *m != 0) {
+                diag_.error(f->loc, "T.Parallel needs a constant extent starting at 0");
+                return;
+            }
+            n.vars.push_back(f->var);
+            n.extents.push_back(*e);
+            auto inner = as<For>(f->body);
+            if (!inner || inner->forKind != ForKind::Parallel) break;
+            f = inner;
+        }
+        nests.push_back(n);
+        current_ = (int)nests.size() - 1;
+        visit(f->body);
+        current_ = -1;
+    }
+
+    void visit(const Load &op) override {
+        access(op.buffer, op.indices, op.loc, false);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store &op) override {
+        access(op.buffer, op.indices, op.loc, true);
+        IRVisitor::visit(op);
+    }
+    void visit(const AtomicAdd &op) override {
+        std::vector<Expr> idx;
+        for (auto &r : op.dst.ranges) idx.push_back(r.min);
+        access(op.dst.buffer, idx, op.loc, true);
+        IRVisitor::visit(op);
+    }
+    void visit(const Reduce &op) override {
+        if (current_ >= 0) {
+            diag_.error(op.loc, "a reduction cannot be inside a T.Parallel loop: every thread takes part in it");
+            return;
+        }
+        if (op.dst && op.dst->scope == Scope::Fragment) {
+            Use u;
+            u.buffer = op.dst.get();
+            u.loc = op.loc;
+            u.reduceDst = true;
+            u.reduceSrc = op.src.get();
+            u.reduceDim = op.dim;
+            uses.push_back(u);
+        }
+    }
+
+  private:
+    DiagnosticEngine &diag_;
+    int current_ = -1;
+
+    void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
+        if (!b) return;
+        if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
+            nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+            if (write) nests[current_].memWrites.insert(b.get());
+            else nests[current_].memReads.emplace(b.get(), loc);
+        }
+        if (b->scope != Scope::Fragment) return;
+        Use u;
+        u.buffer = b.get();
+        u.loc = loc;
+        u.nest = current_;
+        u.write = write;
+        u.indexText = "(";
+        for (size_t i = 0; i < indices.size(); ++i) u.indexText += (i ? ", " : "") + print(indices[i]);
+        u.indexText += indices.size() == 1 ? ",)" : ")";
+        if (current_ >= 0) {
+            const Nest &n = nests[current_];
+            bool exact = indices.size() == n.vars.size() && b->shape.size() == n.vars.size();
+            for (size_t d = 0; exact && d < indices.size(); ++d)
+                exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
+            u.exact = exact;
+            u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
+            const size_t r = indices.size();
+            bool prefix = !exact && !write && r == b->shape.size() && r < n.vars.size();
+            for (size_t d = 0; prefix && d < r; ++d)
+                prefix = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
+            if (prefix) {
+                u.trailing = (int)(n.vars.size() - r);
+                u.trailElements = std::accumulate(n.extents.begin() + (long)r, n.extents.end(), int64_t(1), std::multiplies<>());
+            }
+            if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
+                size_t lead = indices.size() - n.vars.size();
+                bool slice = true;
+                for (size_t d = 0; slice && d < n.vars.size(); ++d)
+                    slice = indices[lead + d] == Expr(n.vars[d]) &&
+                            constInt(b->shape[lead + d]) == std::optional<int64_t>(n.extents[d]);
+                for (size_t d = 0; slice && d < lead; ++d)
+                    for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
+                if (slice) {
+                    u.leading = (int)lead;
+                    u.sliceElements = std::accumulate(n.extents.begin(), n.extents.end(), int64_t(1), std::multiplies<>());
+                }
+            }
+        }
+        uses.push_back(u);
+    }
+};
+
+} // namespace
+
+LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag) {
+    Collect c(diag);
+    c.visit(body);
+    return std::move(c.out);
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,68 @@
+/// \file
+/// The fragment uses and T.Parallel nests of a kernel, as layout inference (InferLayouts.cpp) links them.
+#pragma once
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IR.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilec::passes {
+
+struct Nest {
+    ir::Var outer;
+    std::vector<ir::Var> vars;
+    std::vector<int64_t> extents;
+    SourceRange loc;
+    int memBytes = 0; ///< widest element of a global or shared access inside
+    /// Shared and global buffers read (with the first read's place) and stored inside.
+    std::map<const ir::BufferNode *, SourceRange> memReads;
+    std::set<const ir::BufferNode *> memWrites;
+};
+
+/// One access of a fragment.
+struct Use {
+    const ir::BufferNode *buffer = nullptr;
+    SourceRange loc;
+    int nest = -1;          ///< the enclosing nest, -1 outside any
+    bool exact = false;     ///< indexed by exactly the nest's variables over the whole shape
+    bool reduceDst = false; ///< written by a reduction
+    bool write = false;     ///< a store (or atomic update)
+    bool rowOfNest = false; ///< a 1-D fragment indexed by the nest's first variable (a per-row value)
+    /// Indexed by `leading` (> 0) expressions the nest's variables do not appear in, then by exactly the nest's
+    /// variables over the fragment's remaining dimensions (`lse[k, j]` in a nest over j): each leading index
+    /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.
+    int leading = 0;
+    int64_t sliceElements = 0; ///< leading > 0: the elements of one slice (the nest's iterations)
+    /// Read at exactly the nest's first variables over the whole (lower-rank) shape, the nest's `trailing` (> 0)
+    /// last variables not in the index (`row_max[i, j]` in a nest over i, j, k): a value broadcast along them,
+    /// which the nest's layout reaches when each thread's vector holds whole runs of them.
+    int trailing = 0;
+    int64_t trailElements = 0; ///< trailing > 0: the iterations of the trailing variables per element
+    const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
+    int reduceDim = -1;
+    std::string indexText;  ///< `(i, 0)` for messages
+};
+
+/// One T.gemm: which fragments it ties to the mma layouts.
+struct GemmUse {
+    const ir::Gemm *op = nullptr;
+    const ir::BufferNode *c = nullptr, *aFrag = nullptr; ///< aFrag: A when it is a fragment
+    int64_t m = 0, n = 0, k = 0;
+};
+
+/// What layout inference needs to know of a kernel's body.
+struct LayoutUses {
+    std::vector<Nest> nests;
+    std::vector<Use> uses;
+    std::vector<GemmUse> gemms;
+};
+
+/// The nests, fragment uses and T.gemm operands of a body; misplaced nests and reductions are errors.
+LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag);
+
+} // namespace tilec::passes

@@ -1,0 +1,13 @@
+/// \file
+/// How a loop the program wrote as T.vectorized reaches vectorizeAccesses. From lowerParallel on, the
+/// vectorized loop kind means the lanes of a T.Parallel round, so lowerTileOps makes the program's own
+/// T.vectorized loops unrolled; it marks them with this stage count (unused by unrolled loops), and
+/// vectorizeAccesses turns their memory accesses into vector ones where reordering the lanes cannot matter.
+/// A pass that rebuilds such a loop without the mark only loses that vectorization.
+#pragma once
+
+namespace tilec::passes {
+
+inline constexpr int kProgramVectorized = -1;
+
+} // namespace tilec::passes

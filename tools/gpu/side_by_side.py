@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), in one process on the GPU machine.
+
+  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --libdir gpu-build/lib --work DIR [--out OUTDIR]
+        [--only REGEX] [--seed N] [--budget S]
+      there, PYTHONPATH holding the TileLang bundle (make-bundle.sh's site.tar.xz unpacked); tools/gpu/run.sh runs
+      it with TILEC_GPU_SBS=1 after building the libraries. Writes DIR/sbs.jsonl (one record per kernel, appended
+      at once), OUTDIR/sidebyside.json and prints the table (gpu/sidebyside.py) last.
+  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --plan
+      here, without torch or TileLang: which kernels would run, their class and call, and what stops the others.
+
+For each kernel of gpu/sidebyside.read_rows (TileLang's examples and TileKernels that tilec compiled): TileLang
+compiles the same call of the same file (its @tilelang.jit factory or the prim_func it returns, with the
+file's own pass configurations; all kernels at once on a thread pool, since nvcc dominates), then, on the same
+inputs (the suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
+the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
+(close/similar of reference.tsv, else close(1e-2, 1e-2)). Then both are timed, with a device copy of the same bytes
+(all tensors, read + written once) beside them:
+  graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), the median
+         over interleaved replays divided by R: launch costs gone, inputs warm in L2 where they fit;
+  eager  gpu/bench.py's timer: one launch at a time, L2 flushed before each, interleaved medians.
+tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster).
+
+The parent process never touches the GPU: it runs the work in a child (--child) and restarts it after a crash
+or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL.
+The whole run keeps within --budget seconds (default 420)."""
+import argparse
+import ctypes
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "gpu"))
+sys.path.insert(0, os.path.join(ROOT, "gpu", "tests"))
+import report  # noqa: E402  read_jsonl
+import sidebyside as S  # noqa: E402
+import tlcompat as TC  # noqa: E402
+
+GRAPH_TARGET_MS = 2.0
+EXIT_TIMEOUT = 124
+
+
+def write(path, rec):
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+# ------------------------------------------------------------------ TileLang's side
+def tilelang_kernel(tilelang, gpu_build, row):
+    """TileLang's JITKernel for a row: the manifest's call evaluated in the example's namespace (TileLang
+    importable, so its @tilelang.jit factories are defined); a prim_func is compiled with tilelang.compile."""
+    call, problems = S.plan(gpu_build, row)
+    if call is None:
+        raise RuntimeError("; ".join(problems))
+    path = S.example_path(gpu_build, row)
+    # the example's own imports are relative to its folder, a package's to the suite's copy of it
+    dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
+    sys.path[:0] = dirs
+    try:
+        ns = TC.load_example(path)
+        obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
+    finally:
+        for d in dirs:
+            sys.path.remove(d)
+    if hasattr(obj, "get_kernel_source") and callable(obj):
+        return obj
+    if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
+        return tilelang.compile(obj, target="cuda")
+    raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)
+
+
+def compile_all(tilelang, gpu_build, rows, deadline, log):
+    """{id: kernel or error text}: every row compiled by TileLang on a thread pool (kernels of one file in one
+    task: a factory's call cache is not meant for threads); rows not done by the deadline are timed out."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+    by_file = {}
+    for r in rows:
+        by_file.setdefault((r["suite"], r["tag"], r["file"]), []).append(r)
+    out = {}
+
+    def task(group):
+        for r in group:
+            t0 = time.time()
+            try:
+                out[r["id"]] = tilelang_kernel(tilelang, gpu_build, r)
+                log("TileLang compiled %s in %.1f s" % (r["id"], time.time() - t0))
+            except BaseException as e:  # noqa: BLE001 - TVM errors of every kind: reported per kernel
+                out[r["id"]] = "TileLang cannot compile it: %s: %s" % (
+                    type(e).__name__, " ".join(str(e).split())[-300:])
+                log("TileLang failed on %s: %s" % (r["id"], out[r["id"]]))
+
+    pool = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 8))
+    futs = [pool.submit(task, g) for g in by_file.values()]
+    wait(futs, timeout=max(1.0, deadline - time.time()))
+    pool.shutdown(wait=False, cancel_futures=True)
+    for r in rows:
+        out.setdefault(r["id"], "TileLang's compile did not finish inside the budget")
+    return out
+
+
+# ------------------------------------------------------------------ inputs and calls
+def make_inputs(torch, ctx, row, params, sizes, ns):
+    """({name: tensor} of tilec's parameters, {name: init or None} of the outputs, scalars {name: int})."""
+    entry = S.reference_entry(row)
+    if entry and entry["setup"]:
+        exec(compile(entry["setup"].replace("; ", "\n"), "reference.tsv setup", "exec"), ns)
+    for size in sizes:      # T.dynamic sizes the setup leaves unbound
+        if not isinstance(ns.get(size), int):
+            ns[size] = S.DEFAULT_DYNAMIC_SIZE
+    import tilelang_compat as TLC
+    tensors, inits = {}, {}
+    for name, dtype, dims, role in params:
+        shape = TLC._dims(dims, ns, name)
+        given = ns.pop(name, None)
+        given = given if isinstance(given, torch.Tensor) and tuple(given.shape) == shape else None
+        if role == "read":
+            if given is None:
+                given = ctx.randn(shape, dtype) if dtype.startswith(("float", "bfloat")) else \
+                    torch.zeros(shape, dtype=ctx_dtype(torch, dtype), device="cuda")
+            tensors[name] = given
+            ns[name] = given
+        else:
+            inits[name] = given
+            tensors[name] = ctx.output(shape, dtype, init=given)
+    scalars = {s: int(ns[s]) for s in sizes if s in ns}
+    return tensors, inits, scalars, entry
+
+
+def ctx_dtype(torch, dtype):
+    import numerics as N
+    try:
+        return N.torch_dtype(torch, dtype)
+    except KeyError:        # bool and the like: torch's own name
+        return getattr(torch, dtype)
+
+
+def fresh_like(torch, t, init):
+    out = torch.full((t.numel() * t.element_size(),), 0xFF, dtype=torch.uint8, device="cuda")
+    out = out.view(t.dtype).view(t.shape)
+    if init is not None:
+        out.copy_(init)
+    return out
+
+
+def tilelang_call(torch, kern, tensors, inits, scalars):
+    """(call(), {output name: tensor that will hold TileLang's result}) for TileLang's kernel on the same
+    inputs: parameters by name (a prim_func's buffer names are tilec's parameter names), its out_idx outputs
+    returned by the call, the others written into fresh tensors."""
+    func = kern.prim_func
+    names = [func.buffer_map[p].name if p in func.buffer_map else p.name for p in func.params]
+    out_idx = list(kern.out_idx or [])
+    args, mine = [], {}
+    for i, n in enumerate(names):
+        if i in out_idx:
+            continue
+        if n in tensors:
+            a = fresh_like(torch, tensors[n], inits.get(n)) if n in inits else tensors[n]
+            if n in inits:
+                mine[n] = a
+            args.append(a)
+        elif n in scalars:
+            args.append(scalars[n])
+        else:
+            raise RuntimeError("TileLang's parameter %s has no counterpart in tilec's header" % n)
+    returned = [names[i] for i in out_idx]
+    holder = {}
+
+    def call():
+        r = kern(*args)
+        if returned:
+            holder["r"] = r if isinstance(r, (list, tuple)) else [r]
+    call()
+    torch.cuda.synchronize()
+    for n, t in zip(returned, holder.get("r", [])):
+        mine[n] = t.clone()
+    return call, mine
+
+
+def judge(entry, ns, name, a, b):
+    """The example's own check of tilec's output a against TileLang's b (close(1e-2, 1e-2) without one)."""
+    import tilelang_compat as TLC
+    check = entry["check"] if entry else "close(1e-2, 1e-2)"
+    fn = eval(check, dict(ns, close=TLC.close, similar=TLC.similar))
+    return fn(name, a, b)
+
+
+# ------------------------------------------------------------------ timing
+def graph_ms(torch, fns, rounds=15):
+    """Per-launch medians of CUDA graphs of back-to-back launches of each fn, replays interleaved."""
+    graphs = []
+    for fn in fns:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()
+        torch.cuda.current_stream().wait_stream(s)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(3):
+            fn()
+        e1.record()
+        torch.cuda.synchronize()
+        reps = int(min(max(GRAPH_TARGET_MS / max(e0.elapsed_time(e1) / 3, 1e-3), 1), 500))
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(reps):
+                fn()
+        g.replay()
+        torch.cuda.synchronize()
+        graphs.append((g, reps))
+    times = [[] for _ in fns]
+    for i in range(rounds):
+        order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))
+        for j in order:
+            g, reps = graphs[j]
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            times[j].append(e0.elapsed_time(e1) / reps)
+    import statistics
+    return [statistics.median(t) for t in times]
+
+
+def one(torch, timer, core, lib, kern, row, gpu_build, seed):
+    params, sizes = TC.header_params(open(os.path.join(gpu_build, row["lib"] + ".h"),
+                                          encoding="utf-8", errors="replace").read(), row["kernel"])
+    ns = TC.load_example(S.example_path(gpu_build, row))
+    ns.setdefault("torch", torch)
+    ctx = core.Context(lib, seed, guards=False)
+    tensors, inits, scalars, entry = make_inputs(torch, ctx, row, params, sizes, ns)
+    _, decl = ctx.kernel(row["kernel"])
+    cargs = [tensors[p.name] if p.name in tensors else scalars[p.name] for p in decl.params[:-1]]
+    fn, cargs = ctx._args(row["kernel"], cargs)
+
+    def tc():
+        st = fn(*cargs, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if st != 0:
+            raise core.Fail("tilec's call returned status %d (%s)" % (st, lib.status_string(st)))
+    tc()
+    torch.cuda.synchronize()
+    tl, tl_out = tilelang_call(torch, kern, tensors, inits, scalars)
+    notes = []
+    for name, *_ in [p for p in params if p[3] == "written"]:
+        notes.append(judge(entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device)))
+    nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
+    n = max(16, nbytes // 2 // 16 * 16)
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+
+    def copy():
+        dst.copy_(src)
+    e_tc, e_tl, e_cp = timer.ms_all([tc, tl, copy], budget_s=0.6)
+    r = dict(status="PASS", agree="; ".join(notes), bytes=nbytes, tc_ms=e_tc, tl_ms=e_tl, copy_ms=e_cp,
+             eager_ratio=e_tl / e_tc, detail="eager %.4f / %.4f ms" % (e_tc, e_tl))
+    try:    # after the eager times: a launch that cannot be captured costs only this half
+        g_tc, g_tl, g_cp = graph_ms(torch, [tc, tl, copy])
+        r.update(tc_graph_ms=g_tc, tl_graph_ms=g_tl, copy_graph_ms=g_cp, graph_ratio=g_tl / g_tc,
+                 tc_copy_pct=100 * g_cp / g_tc, tl_copy_pct=100 * g_cp / g_tl,
+                 detail="graph %.4f / %.4f ms, " % (g_tc, g_tl) + r["detail"])
+    except Exception as e:  # noqa: BLE001
+        r["detail"] += "; no graph times: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
+    return r
+
+
+def child(args):
+    import torch
+    import tilelang
+    import bench
+    import core
+    import harness
+    try:
+        tilelang.set_log_level("WARNING")
+    except Exception:  # noqa: BLE001
+        pass
+    t_end = float(args.deadline)
+    rows = [r for r in S.read_rows(args.gpu_build) if not args.only or __import__("re").search(args.only, r["id"])]
+    done = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "result"}
+    started = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "start"} - done
+    for tid in started:      # a crash or hang of an earlier child: its kernel in flight failed
+        row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
+        write(args.results, dict(event="result", id=tid, cls=row["cls"], status="FAIL",
+                                 detail="the process ended while it ran (a crash or a hang: see the log)"))
+        done.add(tid)
+    rows = [r for r in rows if r["id"] not in done]
+    if not rows:
+        return 0
+
+    def log(msg):
+        print(msg, flush=True)
+    compile_deadline = time.time() + max(30.0, 0.45 * (t_end - time.time()))
+    kernels = compile_all(tilelang, args.gpu_build, rows, compile_deadline, log)
+    dog = core.Watchdog(args.timeout, lambda tid, s: None, EXIT_TIMEOUT)
+    timer = bench.Timer(torch)
+    cache = {}
+    for i, row in enumerate(rows):
+        rec = dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"])
+        if time.time() > t_end - 10:
+            write(args.results, dict(rec, status="SKIP", detail="no time left in the budget"))
+            continue
+        kern = kernels[row["id"]]
+        lib, why = harness.find_library(args.libdir, row["lib"], cache)
+        if isinstance(kern, str) or lib is None:
+            write(args.results, dict(rec, status="SKIP", detail=kern if isinstance(kern, str) else why))
+            continue
+        write(args.results, dict(event="start", id=row["id"]))
+        dog.start(row["id"])
+        t0 = time.time()
+        try:
+            rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + i))
+        except (core.Fail, core.Skip) as e:
+            rec.update(status="FAIL" if isinstance(e, core.Fail) else "SKIP", detail=str(e)[:400])
+        except Exception as e:  # noqa: BLE001
+            rec.update(status="FAIL", detail="%s: %s" % (type(e).__name__, " ".join(str(e).split())[:400]))
+            traceback.print_exc()
+        dog.stop()
+        rec["seconds"] = round(time.time() - t0, 2)
+        write(args.results, rec)
+        log("%-4s %-44s %s" % (rec["status"], row["id"], rec.get("detail", "")))
+        try:
+            torch.cuda.synchronize()
+        except RuntimeError:   # a sticky CUDA error: this process cannot go on, the parent restarts it
+            return 3
+        torch.cuda.empty_cache()
+    return 0
+
+
+def parent(args):
+    start = time.time()
+    deadline = start + args.budget
+    os.makedirs(args.work, exist_ok=True)
+    results = os.path.join(args.work, "sbs.jsonl")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--gpu-build", args.gpu_build, "--libdir",
+           args.libdir, "--results", results, "--seed", str(args.seed), "--deadline", str(deadline - 15),
+           "--timeout", str(args.timeout)] + (["--only", args.only] if args.only else [])
+    for attempt in range(6):
+        left = deadline - time.time()
+        if left < 30:
+            break
+        try:
+            rc = subprocess.run(cmd, timeout=left).returncode
+        except subprocess.TimeoutExpired:
+            rc = EXIT_TIMEOUT
+        if rc == 0:
+            break
+        print("side_by_side: the child ended with %s (attempt %d); resuming after the kernel in flight"
+              % (rc, attempt + 1), flush=True)
+    res = [r for r in report.read_jsonl(results) if r.get("event") == "result"]
+    text = S.table(res, "tilec beside TileLang 0.1.15 (tools/gpu/side_by_side.py), seed %d, %.0f s"
+                   % (args.seed, time.time() - start))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "sidebyside.json"), "w") as f:
+            json.dump(dict(seed=args.seed, results=res), f, indent=1)
+        with open(os.path.join(args.work, "sidebyside.txt"), "w") as f:
+            f.write(text + "\n")
+    print(text, flush=True)
+    return 0
+
+
+def plan_only(args):
+    rows = S.read_rows(args.gpu_build)
+    if not rows:
+        print("side_by_side: %s has no SUITE/kernels.tsv (TILELANG_SRC=... tools/gpu/prepare.sh)" % args.gpu_build)
+        return 77
+    bad = 0
+    for r in rows:
+        call, problems = S.plan(args.gpu_build, r)
+        bad += bool(problems)
+        print("%-44s %-28s %s" % (r["id"], r["cls"], "; ".join(problems) if problems else (call or "")[:100]))
+    print("side_by_side: %d kernels, %d planned, %d with problems" % (len(rows), len(rows) - bad, bad))
+    return 1 if bad else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu-build", default="gpu-build")
+    ap.add_argument("--libdir", default=None)
+    ap.add_argument("--work", default="/tmp/tilec-sbs")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--seed", type=int, default=25)
+    ap.add_argument("--budget", type=float, default=420)
+    ap.add_argument("--timeout", type=float, default=90)
+    ap.add_argument("--plan", action="store_true")
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--results", default=None)
+    ap.add_argument("--deadline", default=None)
+    args = ap.parse_args(argv)
+    args.libdir = args.libdir or os.path.join(args.gpu_build, "lib")
+    if args.plan:
+        return plan_only(args)
+    if args.child:     # os._exit: compiles still running on the pool's threads must not hold the exit
+        rc = child(args)
+        sys.stdout.flush()
+        os._exit(rc)
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
