@@ -71,6 +71,7 @@ const MathFn *mathFn(const std::string &name) {
         {"erf", {"erf", nullptr}},       {"floor", {"floor", nullptr}},           {"ceil", {"ceil", nullptr}},
         {"trunc", {"trunc", nullptr}},   {"round", {"rint", nullptr}},            {"pow", {"pow", "__powf"}},
         {"abs", {"fabs", nullptr}},      {"sigmoid", {nullptr, "tilec::fast_sigmoid"}},
+        {"log1p", {"log1p", nullptr}},   {"copysign", {"copysign", nullptr}},     {"fmod", {"fmod", nullptr}},
     };
     auto it = fns.find(name);
     return it == fns.end() ? nullptr : &it->second;
@@ -306,6 +307,17 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
 ExprPrinter::Text ExprPrinter::call(const Call &c) {
     if (passes::lib::find(c.name)) return libraryCall(c);
     DType t = c.dtype;
+    if (c.name == "reinterpret") // the operand as its own type (C promotes a uint16_t shift to int)
+        return {"tilec::bit_cast<" + deviceType(t) + ">((" + deviceType(c.args[0]->dtype) + ")(" + expr(c.args[0]).s + "))", 16};
+    if (c.name == "isfinite" || c.name == "isnan" || c.name == "isinf") {
+        const Expr &x = c.args[0];
+        return {"(bool)" + c.name + "(" + (isNarrowFloat(x->dtype) ? asFloat(x, 2) : expr(x).s) + ")", 15};
+    }
+    if (c.name == "popcount") {
+        const Expr &x = c.args[0];
+        bool wide = x->dtype.bits() == 64;
+        return {std::string(wide ? "__popcll((unsigned long long)" : "__popc((unsigned)") + wrap(expr(x), 15) + ")", 16};
+    }
     std::string args;
     bool narrow = isNarrowFloat(t);
     for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);

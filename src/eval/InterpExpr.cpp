@@ -468,6 +468,7 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
     case VK::Poison: throw EvalAbort{};
     case VK::Tuple:
     case VK::List: charge((int64_t)v.elements().size()); return v.elements();
+    case VK::DType: return iterate(Value::str(std::string(v.dtype.name())), r); // a dtype is its name, as TileLang's str subclass
     case VK::Str: {
         std::vector<Value> out;
         for (size_t i = 0; i < v.s.size();) {

@@ -21,16 +21,20 @@ namespace {
 /// Shared buffers, and reductions standing for the shared scratch their lowering uses.
 using BufferSet = std::set<const void *>;
 
+/// What is pending since the last barrier. `reads` / `writes`: by tile statements (and shared memory by any
+/// statement); `threadReads` / `threadWrites`: global tensors accessed by per-thread statements (a store
+/// `B[tx * 2 + p] = ...` outside any tile statement), which conflict only with tile statements: as in
+/// TileLang, threads that exchange data through global memory with per-thread code order it themselves
+/// (T.sync_threads), and a thread's own accesses are in program order.
 struct Pending {
-    BufferSet reads, writes;
+    BufferSet reads, writes, threadReads, threadWrites;
     void merge(const Pending &o) {
         reads.insert(o.reads.begin(), o.reads.end());
         writes.insert(o.writes.begin(), o.writes.end());
+        threadReads.insert(o.threadReads.begin(), o.threadReads.end());
+        threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
     }
-    void clear() {
-        reads.clear();
-        writes.clear();
-    }
+    void clear() { *this = Pending{}; }
 };
 
 bool intersects(const BufferSet &a, const BufferSet &b) {
@@ -179,6 +183,22 @@ const char *tileStatement(const Stmt &s) {
     return nullptr;
 }
 
+/// Whether `s` is or contains a tile statement (one every thread of the block takes part in).
+bool containsTileStatement(const Stmt &s) {
+    std::vector<Stmt> todo = {s};
+    while (!todo.empty()) {
+        Stmt t = todo.back();
+        todo.pop_back();
+        if (!t) continue;
+        if (tileStatement(t) || t->kind == NodeKind::Fill || t->kind == NodeKind::WarpRoles) return true;
+        if (auto q = as<Seq>(t)) todo.insert(todo.end(), q->stmts.begin(), q->stmts.end());
+        else if (auto f = as<For>(t)) todo.push_back(f->body);
+        else if (auto i = as<IfThenElse>(t)) todo.push_back(i->then), todo.push_back(i->otherwise);
+        else if (auto w = as<While>(t)) todo.push_back(w->body);
+    }
+    return false;
+}
+
 /// The accesses of a T.Parallel nest to buffers its iterations share (shared, global, fragments), for the
 /// check that the iterations exchange nothing.
 struct NestAccesses : IRVisitor {
@@ -297,7 +317,7 @@ class Syncer {
     /// Drops the global tensors from what an iteration leaves pending for the next one: the iterations of a
     /// persistent tile loop stand for separate blocks, which CUDA does not order either.
     void dropTensors(Pending &p) const {
-        for (auto *set : {&p.reads, &p.writes})
+        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites})
             for (auto it = set->begin(); it != set->end();) it = tensors_.count(*it) ? set->erase(it) : std::next(it);
     }
     /// The innermost thread-dependent condition or loop around the statement being rewritten, if any:
@@ -341,23 +361,42 @@ class Syncer {
         return ordered(s, state);
     }
 
-    /// `s` as one statement: a barrier before it when it conflicts with what is pending.
-    Stmt ordered(const Stmt &s, Pending &state) {
+    /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
+    Pending accessesOf(const Stmt &s) const {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
-        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
-                      intersects(acc.p.writes, state.reads);
-        if (!hazard) {
-            state.merge(acc.p);
+        if (containsTileStatement(s)) return acc.p;
+        Pending p;
+        for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
+        for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
+        return p;
+    }
+
+    /// A read-after-write, write-after-write or write-after-read between `p` and what is pending: tile
+    /// statements' and shared-memory accesses against everything pending, per-thread global accesses against
+    /// tile statements' only.
+    static bool conflicts(const Pending &p, const Pending &st) {
+        auto hits = [](const BufferSet &r, const BufferSet &w, const BufferSet &pr, const BufferSet &pw) {
+            return intersects(r, pw) || intersects(w, pw) || intersects(w, pr);
+        };
+        return hits(p.reads, p.writes, st.reads, st.writes) || hits(p.reads, p.writes, st.threadReads, st.threadWrites) ||
+               hits(p.threadReads, p.threadWrites, st.reads, st.writes);
+    }
+
+    /// `s` as one statement: a barrier before it when it conflicts with what is pending.
+    Stmt ordered(const Stmt &s, Pending &state) {
+        Pending mine = accessesOf(s);
+        if (!conflicts(mine, state)) {
+            state.merge(mine);
             return s;
         }
         if (divergence_) {
             divergentError(s->loc, "this statement exchanges data through shared memory with an earlier one, which needs a "
                                    "barrier between them that every thread of the block reaches");
-            state = acc.p;
+            state = mine;
             return s;
         }
-        state = acc.p;
+        state = mine;
         return Seq::make({syncThreads(s->loc), s}, s->loc);
     }
 
