@@ -7,6 +7,7 @@
 /// layout inference and bounds analysis need affine expressions, not variables.
 #include "eval/InterpImpl.h"
 
+#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 
 #include <algorithm>
@@ -199,7 +200,43 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
     SourceRange loc = curStmt_ ? curStmt_->range : at;
     emit(ir::Store::make(b, {ir::intImm(0)}, e, loc));
     env_->set(name, Value::ofBuffer(b));
+    varDefs_[b] = e;
     return true;
+}
+
+void InterpImpl::forgetVarDef(const ir::Buffer &b) {
+    if (varDefs_.empty()) return;
+    varDefs_.erase(b);
+    for (auto it = varDefs_.begin(); it != varDefs_.end();) {
+        bool reads = anyNode(it->second, [&](const ir::ExprNode &n) {
+            return n.kind == ir::NodeKind::Load && static_cast<const ir::Load &>(n).buffer == b;
+        });
+        it = reads ? varDefs_.erase(it) : std::next(it);
+    }
+}
+
+ir::Expr InterpImpl::sliceExtent(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at) {
+    ir::Expr ext = ir::simplify(ir::binary(ir::BinaryOp::Sub, hi, lo, at));
+    if (ir::constValue(ext) || varDefs_.empty()) return ext;
+    // Each such variable holds its value from its one store on, and a variable made from another was stored
+    // after it: both sides may be replaced (a few levels deep) without changing the difference.
+    struct Defs : ir::IRMutator {
+        using ir::IRMutator::visit;
+        const std::map<ir::Buffer, ir::Expr> *defs;
+        int depth = 0;
+        ir::Expr visit(const std::shared_ptr<const ir::Load> &l) override {
+            auto it = defs->find(l->buffer);
+            if (it == defs->end() || depth > 8) return ir::IRMutator::visit(l);
+            ++depth;
+            ir::Expr r = mutate(it->second);
+            --depth;
+            return r;
+        }
+    } d;
+    d.defs = &varDefs_;
+    ir::Expr resolved = ir::simplify(ir::binary(ir::BinaryOp::Sub, d.mutate(hi), d.mutate(lo), at));
+    if (auto c = ir::constValue(resolved)) return ir::intImm(*c, ext->dtype, at);
+    return ext;
 }
 
 void InterpImpl::mergeIfBindings(const std::map<std::string, Value> &thenVars,
@@ -257,6 +294,7 @@ void InterpImpl::mergeIfBindings(const std::map<std::string, Value> &thenVars,
         };
         fill(tv, thenStmts);
         fill(ev, elseStmts);
+        forgetVarDef(target); // a branch stored into it
         elseVars[name] = Value::ofBuffer(target);
     }
 }

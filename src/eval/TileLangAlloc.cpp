@@ -201,7 +201,9 @@ void addAllocPrimitives(Attrs &attrs) {
     });
     def(attrs, "fill", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.fill", {"buffer", "value"});
-        if (a[1]->value.is(VK::Str) || a[1]->value.is(VK::None) || a[1]->value.is(VK::Buffer))
+        // a T.alloc_var is its value (issue 24: `T.fill(frag, v)` was "got buffer"); other buffers are not one
+        const Value &v = a[1]->value;
+        if (v.is(VK::Str) || v.is(VK::None) || (v.is(VK::Buffer) && v.buffer->scope != ir::Scope::Var))
             in.fail(a[1]->range,
                     "fill value must be a number, got " + std::string(typeName(a[1]->value.kind)));
         return fill(in, args, *a[0], in.toExpr(*a[1], "fill value"), "T.fill");
