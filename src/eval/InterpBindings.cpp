@@ -178,7 +178,14 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
         return false;
     bool copy = v.is(VK::Buffer) && materialized_.count(v.buffer);
     auto it = env_->vars.find(name);
-    if (it != env_->vars.end() && isVarBuffer(it->second) && (!v.is(VK::Buffer) || copy)) {
+    // A variable the compiler made for a plain name in an earlier launch of the prim_func is not this launch's:
+    // assigning the name again here binds it afresh, as a Python name (issue 24: MoE routing reassigns scalars
+    // in a second T.Kernel). A T.alloc_var of another launch stays one, and its use is an error.
+    auto earlierLaunch = [&](const ir::Buffer &b) {
+        auto &allocs = t->kernel->allocs;
+        return materialized_.count(b) && std::find(allocs.begin(), allocs.end(), b) == allocs.end();
+    };
+    if (it != env_->vars.end() && isVarBuffer(it->second) && (!v.is(VK::Buffer) || copy) && !earlierLaunch(it->second.buffer)) {
         // A kernel variable takes the value (T.alloc_var semantics). One the compiler made keeps its type:
         // a run-time value of another type gets a new variable, as a fresh Python binding would.
         const ir::Buffer &cur = it->second.buffer;
