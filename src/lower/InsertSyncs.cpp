@@ -107,10 +107,13 @@ struct Accesses : IRVisitor {
 /// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
 /// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
 /// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
-/// of shared or global memory at a uniform index is uniform.
+/// of shared or global memory at a uniform index is uniform. A replicated fragment (every thread holds all of
+/// it) is like an alloc_local: the nests over it run whole in every thread, so their variables are uniform, and
+/// its elements are uniform until a thread-dependent store (or a reduction) writes it (issue 24: `if
+/// block_mask[k]:` of a bool fragment copied from a tensor, around a T.copy and a T.gemm).
 class Uniformity : IRVisitor {
   public:
-    explicit Uniformity(const Kernel &k) {
+    Uniformity(const Kernel &k, const KernelLayouts &layouts) : layouts_(layouts) {
         if (k.threadIdx) vars_.insert(k.threadIdx.get());
         for (size_t before = SIZE_MAX; before != vars_.size() + buffers_.size();) {
             before = vars_.size() + buffers_.size();
@@ -125,7 +128,8 @@ class Uniformity : IRVisitor {
             bool varying = false;
             void visit(const VarNode &v) override { varying |= u->vars_.count(&v) > 0; }
             void visit(const Load &l) override {
-                varying |= l.buffer->scope == Scope::Fragment || u->buffers_.count(l.buffer.get()) > 0;
+                varying |= (l.buffer->scope == Scope::Fragment && !u->replicated(l.buffer.get())) ||
+                           u->buffers_.count(l.buffer.get()) > 0;
                 IRVisitor::visit(l);
             }
         } f;
@@ -136,17 +140,30 @@ class Uniformity : IRVisitor {
 
   private:
     using IRVisitor::visit;
+    const KernelLayouts &layouts_;
     std::set<const VarNode *> vars_;
     std::set<const BufferNode *> buffers_;
     int divergent_ = 0; ///< inside control flow that depends on the thread
+    int wholeNest_ = 0; ///< inside a T.Parallel nest that runs whole in every thread
 
+    bool replicated(const BufferNode *b) const {
+        auto it = layouts_.fragments.find(b);
+        return it != layouts_.fragments.end() && it->second.kind == Layout::Replicated;
+    }
     void visit(const For &f) override {
-        bool varying = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized || !uniform(f.min) ||
-                       !uniform(f.extent);
+        bool nest = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized;
+        auto l = layouts_.loops.find(f.var.get());
+        bool whole = nest && (wholeNest_ > 0 || (l != layouts_.loops.end() && l->second.kind == Layout::Replicated));
+        bool varying = (nest && !whole) || !uniform(f.min) || !uniform(f.extent);
         if (varying) vars_.insert(f.var.get());
         divergent_ += varying;
+        wholeNest_ += whole;
         visit(f.body);
+        wholeNest_ -= whole;
         divergent_ -= varying;
+    }
+    void visit(const Reduce &r) override {
+        if (r.dst && r.dst->scope == Scope::Fragment) buffers_.insert(r.dst.get());
     }
     void visit(const IfThenElse &i) override {
         bool varying = !uniform(i.cond);
@@ -162,7 +179,7 @@ class Uniformity : IRVisitor {
         divergent_ -= varying;
     }
     void visit(const Store &st) override {
-        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var;
+        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var || replicated(st.buffer.get());
         bool varying = divergent_ > 0 || !uniform(st.value);
         for (auto &i : st.indices) varying |= !uniform(i);
         if (perThread && varying) buffers_.insert(st.buffer.get());
@@ -292,7 +309,7 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
 class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
-        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)) {
+        : uniformity_(k, layouts), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
     }
