@@ -363,6 +363,12 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     case lib::Fn::ShflXor: return {"__shfl_xor_sync(0xffffffffu, " + arg("value") + ", " + arg("mask") + ")", 16};
     case lib::Fn::Shfl:
         return {"__shfl_sync((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("lane") + ", " + arg("width") + ")", 16};
+    case lib::Fn::ShflXorSync:
+    case lib::Fn::ShflDownSync:
+    case lib::Fn::ShflUpSync:
+        return {std::string(f.cxx) + "((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("delta") + ", " + arg("width") + ")", 16};
+    case lib::Fn::SyncWarp: return {"__syncwarp((unsigned)(" + arg("mask") + "))", 16};
+    case lib::Fn::ThreadReturn: return {"return", 16};
     case lib::Fn::Swz: {
         auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
         std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";

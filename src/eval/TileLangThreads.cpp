@@ -1,8 +1,9 @@
 /// \file
-/// TileLang's per-thread API: the launch's coordinates (T.get_block_binding, T.thread_binding), barriers
-/// between the block's threads (T.sync_threads), reinterpreting a value's bits (T.reinterpret), TVM's
-/// T.Cast spelling, T.index_to_coordinates, and the hints that do not change what a kernel computes
-/// (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
+/// TileLang's per-thread and warp-level API: the launch's coordinates (T.get_block_binding, T.thread_binding,
+/// T.get_lane_idx, T.get_warp_idx), barriers (T.sync_threads, T.sync_warp), warp shuffles and reductions
+/// (T.shfl_xor / shfl_down / shfl_up / shfl_sync, T.warp_reduce_*), T.thread_return, reinterpreting a value's
+/// bits (T.reinterpret), TVM's T.Cast spelling, T.index_to_coordinates, and the hints that do not change what a
+/// kernel computes (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
 #include "eval/TileLang.h"
 
 #include "tilec/passes/LibraryCalls.h"
@@ -133,6 +134,86 @@ Value indexToCoordinates(Interp &in, CallArgs &args) {
     return Value::list(std::move(out));
 }
 
+/// The thread's index in the block, all dimensions together (x fastest).
+ir::Expr linearThread(TraceState &t, const SourceRange &at) {
+    (void)threadCoordinate(t, 0, at); // makes the kernel's thread index
+    return t.kernel->threadIdx;
+}
+
+int64_t warpSizeArg(Interp &in, const std::optional<Arg> &a) {
+    if (!a || a->value.is(VK::None)) return 32;
+    int64_t w = constIntArg(in, *a, "warp_size");
+    if (w != 32) in.fail(a->range, "warp_size must be 32 on CUDA, got " + std::to_string(w));
+    return w;
+}
+
+/// T.get_lane_idx() / T.get_warp_idx() (and _sync) / T.get_warp_group_idx(): the lane in the warp, the warp and
+/// the warp group (of `warps_per_group`, 4 by default) of the thread.
+Value warpCoordinate(Interp &in, CallArgs &args, const std::string &fname, int which) {
+    auto a = which == 2 ? bindArgs(in, args, fname, {"warp_size?", "warps_per_group?"}) : bindArgs(in, args, fname, {"warp_size?"});
+    TraceState &t = requireLaunch(in, args, fname);
+    int64_t w = warpSizeArg(in, a[0]);
+    if (which == 2 && a[1] && !a[1]->value.is(VK::None)) w *= std::max<int64_t>(1, constIntArg(in, *a[1], "warps_per_group"));
+    else if (which == 2) w *= 4;
+    ir::Expr tx = linearThread(t, args.call);
+    return Value::ofExpr(ir::binary(which == 0 ? ir::BinaryOp::FloorMod : ir::BinaryOp::FloorDiv, tx, constIndex(w), args.call));
+}
+
+/// A value a warp shuffle can move: 32- and 64-bit numbers, float16 and bfloat16.
+ir::Expr shuffled(Interp &in, const Arg &a, const std::string &fname) {
+    if (!isNumber(a.value) && !isScalarOperand(a.value))
+        in.fail(a.range, fname + " shuffles a number, got " + std::string(typeName(a.value.kind)));
+    ir::Expr v = in.toExpr(a, "value");
+    DType t = v->dtype;
+    if (t.isBool() || t.isFloat8() || (t.isInt() && t.bits() < 32))
+        in.fail(a.range, fname + " cannot shuffle a " + std::string(t.name()) + " value (32- and 64-bit numbers, float16 and bfloat16 only)");
+    return v;
+}
+
+ir::Expr laneMask(Interp &in, const std::optional<Arg> &a) {
+    if (!a || a->value.is(VK::None)) return ir::intImm(0xFFFFFFFFll, DType::Int64);
+    int64_t m = constIntArg(in, *a, "mask");
+    if (m < 0 || m > 0xFFFFFFFFll) in.fail(a->range, "the mask must be a 32-bit lane mask");
+    return ir::intImm(m, DType::Int64);
+}
+
+ir::Expr shuffleWidth(Interp &in, const std::optional<Arg> &a) {
+    if (!a || a->value.is(VK::None)) return ir::intImm(32);
+    int64_t w = constIntArg(in, *a, "width");
+    if (w < 1 || w > 32 || (w & (w - 1))) in.fail(a->range, "width must be a power of two from 1 to 32, got " + std::to_string(w));
+    return ir::intImm(w);
+}
+
+/// T.shfl_xor / shfl_down / shfl_up(value, delta, width=32, mask=all lanes), T.shfl_sync(value, src_lane, ...):
+/// CUDA's __shfl_*_sync; every lane of mask must execute it.
+Value shuffle(Interp &in, CallArgs &args, const std::string &fname, lib::Fn f) {
+    auto a = bindArgs(in, args, fname, {"value", f == lib::Fn::Shfl ? "srcLane" : "delta", "width?", "mask?"});
+    requireLaunch(in, args, fname);
+    ir::Expr v = shuffled(in, *a[0], fname), d = intExprArg(in, *a[1], f == lib::Fn::Shfl ? "source lane" : "delta");
+    ir::Expr width = shuffleWidth(in, a[2]), mask = laneMask(in, a[3]);
+    return Value::ofExpr(lib::call(f, {mask, v, d, width}, args.call, v->dtype));
+}
+
+/// T.warp_reduce_sum / max / min / bitand / bitor(value): the warp's 32 values combined, in every lane (a
+/// butterfly of __shfl_xor_sync into a kernel variable of its own).
+Value warpReduce(Interp &in, CallArgs &args, const std::string &fname, ir::BinaryOp op) {
+    auto a = bindArgs(in, args, fname, {"value"});
+    TraceState &t = requireLaunch(in, args, fname);
+    ir::Expr v = shuffled(in, *a[0], fname);
+    if ((op == ir::BinaryOp::BitAnd || op == ir::BinaryOp::BitOr) && !v->dtype.isInt())
+        in.fail(a[0]->range, fname + " takes an integer, got a " + std::string(v->dtype.name()));
+    ir::Buffer acc = ir::makeBuffer(uniqueBufferName(*t.kernel, "warp_red"), ir::Scope::Var, v->dtype, {ir::intImm(1)}, args.call);
+    t.kernel->allocs.push_back(acc);
+    const SourceRange &at = args.call;
+    auto cur = [&] { return ir::Load::make(acc, {ir::intImm(0)}, at); };
+    in.emit(ir::Store::make(acc, {ir::intImm(0)}, v, at));
+    for (int delta = 16; delta >= 1; delta /= 2) {
+        ir::Expr other = lib::call(lib::Fn::ShflXorSync, {ir::intImm(0xFFFFFFFFll, DType::Int64), cur(), ir::intImm(delta), ir::intImm(32)}, at, v->dtype);
+        in.emit(ir::Store::make(acc, {ir::intImm(0)}, ir::binary(op, cur(), other, at), at));
+    }
+    return Value::ofExpr(cur());
+}
+
 /// T.assume(cond): a fact for TVM's analysis; nothing to run.
 Value assume(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.assume", {"cond?"});
@@ -167,6 +248,36 @@ void addThreadPrimitives(Attrs &attrs) {
     def(attrs, "index_to_coordinates", indexToCoordinates);
     def(attrs, "assume", assume);
     def(attrs, "device_assert", deviceAssert);
+    def(attrs, "get_lane_idx", [](Interp &in, CallArgs &args) { return warpCoordinate(in, args, "T.get_lane_idx", 0); });
+    for (const char *n : {"get_warp_idx", "get_warp_idx_sync"})
+        def(attrs, n, [n](Interp &in, CallArgs &args) { return warpCoordinate(in, args, std::string("T.") + n, 1); });
+    def(attrs, "get_warp_group_idx", [](Interp &in, CallArgs &args) { return warpCoordinate(in, args, "T.get_warp_group_idx", 2); });
+    for (auto [n, f] : {std::pair{"shfl_xor", lib::Fn::ShflXorSync}, std::pair{"shfl_down", lib::Fn::ShflDownSync},
+                        std::pair{"shfl_up", lib::Fn::ShflUpSync}, std::pair{"shfl_sync", lib::Fn::Shfl}}) {
+        std::string full = std::string("T.") + n;
+        lib::Fn fn = f;
+        def(attrs, n, [full, fn](Interp &in, CallArgs &args) { return shuffle(in, args, full, fn); });
+    }
+    for (auto [n, op] : {std::pair{"warp_reduce_sum", ir::BinaryOp::Add}, std::pair{"warp_reduce_max", ir::BinaryOp::Max},
+                         std::pair{"warp_reduce_min", ir::BinaryOp::Min}, std::pair{"warp_reduce_bitand", ir::BinaryOp::BitAnd},
+                         std::pair{"warp_reduce_bitor", ir::BinaryOp::BitOr}}) {
+        std::string full = std::string("T.") + n;
+        ir::BinaryOp o = op;
+        def(attrs, n, [full, o](Interp &in, CallArgs &args) { return warpReduce(in, args, full, o); });
+    }
+    def(attrs, "sync_warp", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.sync_warp", {"mask?"});
+        requireLaunch(in, args, "T.sync_warp");
+        in.emit(lib::stmt(lib::Fn::SyncWarp, {laneMask(in, a[0])}, args.call));
+        return Value::none();
+    });
+    // T.thread_return(): the thread leaves the kernel; barriers after it are not reached by it (as in CUDA).
+    def(attrs, "thread_return", [](Interp &in, CallArgs &args) {
+        bindArgs(in, args, "T.thread_return", {});
+        requireLaunch(in, args, "T.thread_return");
+        in.emit(lib::stmt(lib::Fn::ThreadReturn, {}, args.call));
+        return Value::none();
+    });
     // TileLang's hint against warp-specialized register reallocation (setmaxnreg), which tilec does not do.
     for (const char *n : {"disable_warp_group_reg_alloc", "no_set_max_nreg"})
         def(attrs, n, [n](Interp &in, CallArgs &args) {

@@ -196,7 +196,10 @@ const char *tileStatement(const Stmt &s) {
     if (s->kind == NodeKind::Copy) return "a tile T.copy";
     if (auto e = as<Evaluate>(s))
         if (auto c = as<Call>(e->value))
-            if (const lib::Info *f = lib::find(c->name); f && f->issuers != lib::Issuers::One) return "a tile transfer";
+            if (const lib::Info *f = lib::find(c->name);
+                f && f->issuers != lib::Issuers::One &&
+                (f->effects & (lib::kReadsShared | lib::kWritesShared | lib::kAsync | lib::kBarrier)))
+                return "a tile transfer"; // (per-thread calls such as __syncwarp or T.thread_return are not)
     return nullptr;
 }
 
