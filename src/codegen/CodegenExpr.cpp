@@ -307,6 +307,11 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
 ExprPrinter::Text ExprPrinter::call(const Call &c) {
     if (passes::lib::find(c.name)) return libraryCall(c);
     DType t = c.dtype;
+    if (c.name.rfind("extern:", 0) == 0) { // T.call_extern: the function T.import_source (or the toolkit) defines
+        std::string s = c.name.substr(7) + "(";
+        for (size_t i = 0; i < c.args.size(); ++i) s += (i ? ", " : "") + expr(c.args[i]).s;
+        return {s + ")", 16};
+    }
     if (c.name == "reinterpret") // the operand as its own type (C promotes a uint16_t shift to int)
         return {"tilec::bit_cast<" + deviceType(t) + ">((" + deviceType(c.args[0]->dtype) + ")(" + expr(c.args[0]).s + "))", 16};
     if (c.name == "isfinite" || c.name == "isnan" || c.name == "isinf") {

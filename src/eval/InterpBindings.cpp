@@ -198,8 +198,14 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
     }
     if (!t->inLaunch || t->blocks.empty())
         return false;
-    bool reads =
-        copy || (v.is(VK::Access) && v.as<AccessObj>().isPoint()) || (v.is(VK::Expr) && exprHasLoad(v.expr));
+    // A T.call_extern value is computed once, where it is bound, like a value read from memory.
+    auto callsExtern = [](const ir::Expr &e) {
+        return anyNode(e, [](const ir::ExprNode &n) {
+            return n.kind == ir::NodeKind::Call && static_cast<const ir::Call &>(n).name.rfind("extern:", 0) == 0;
+        });
+    };
+    bool reads = copy || (v.is(VK::Access) && v.as<AccessObj>().isPoint()) ||
+                 (v.is(VK::Expr) && (exprHasLoad(v.expr) || callsExtern(v.expr)));
     if (!reads)
         return false;
     ir::Expr e = runtimeExpr(v, at);

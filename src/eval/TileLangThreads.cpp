@@ -214,6 +214,61 @@ Value warpReduce(Interp &in, CallArgs &args, const std::string &fname, ir::Binar
     return Value::ofExpr(cur());
 }
 
+/// T.import_source(source): C++ source (device functions) the kernel's T.call_extern calls; tilec emits it
+/// verbatim, once, before the kernels. None imports nothing.
+Value importSource(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.import_source", {"source?"});
+    TraceState &t = requireLaunch(in, args, "T.import_source");
+    if (!a[0] || a[0]->value.is(VK::None)) return Value::none();
+    std::string src = in.toStr(*a[0], "source");
+    auto &v = t.kernel->importedSources;
+    if (std::find(v.begin(), v.end(), src) == v.end()) v.push_back(src);
+    return Value::none();
+}
+
+/// T.call_extern(dtype, func_name, *args) (or dtype=... after them): a call of a C++ function, by name, with
+/// run-time arguments (numbers, T.access_ptr pointers); a statement when its value is not used.
+Value callExtern(Interp &in, CallArgs &args) {
+    auto kw = keywords(in, args, "T.call_extern", {"dtype", "span"});
+    requireLaunch(in, args, "T.call_extern");
+    std::vector<Arg> pos = args.pos;
+    std::optional<Arg> dt;
+    if (auto it = kw.find("dtype"); it != kw.end()) dt = it->second;
+    else if (!pos.empty()) dt = pos.front(), pos.erase(pos.begin());
+    if (!dt || pos.empty()) in.fail(args.call, "T.call_extern takes a dtype and a function name, then the arguments");
+    DType type = dt->value.is(VK::Str) && dt->value.s == "handle" ? DType(DType::Void) : dtypeArg(in, *dt);
+    std::string name = in.toStr(pos[0], "function name");
+    bool ident = !name.empty() && !isdigit((unsigned char)name[0]);
+    for (char c : name) ident = ident && (isalnum((unsigned char)c) || c == '_' || c == ':');
+    if (!ident) in.fail(pos[0].range, "T.call_extern needs a C++ function name, not '" + name.substr(0, 40) + "'");
+    std::vector<ir::Expr> xs;
+    for (size_t i = 1; i < pos.size(); ++i) {
+        const Value &v = pos[i].value;
+        if (!isNumber(v) && !isScalarOperand(v))
+            in.fail(pos[i].range, "T.call_extern passes numbers and T.access_ptr pointers, not a " + std::string(typeName(v.kind)));
+        xs.push_back(in.toExpr(pos[i], "argument"));
+    }
+    ir::Expr call = ir::Call::make(type, "extern:" + name, std::move(xs), args.call);
+    if (type == DType::Void) {
+        in.emit(ir::Evaluate::make(call, args.call));
+        return Value::none();
+    }
+    return Value::ofExpr(call); // a statement of its own when discarded (InterpStmt), a variable when bound
+}
+
+/// T.access_ptr(base, access_type="r"): the address of a buffer's first element, or of an element / a region's
+/// first element (for T.call_extern).
+Value accessPtr(Interp &in, CallArgs &args) {
+    auto kw = keywords(in, args, "T.access_ptr", {"offset", "extent", "ignore_last_ndim"});
+    requireLaunch(in, args, "T.access_ptr");
+    if (args.pos.empty()) in.fail(args.call, "T.access_ptr needs a buffer");
+    if (auto it = kw.find("offset"); it != kw.end() && constOf(it->second.value) != std::optional<int64_t>(0))
+        in.fail(it->second.range, "T.access_ptr with an offset is not supported; index the buffer instead (T.access_ptr(B[i]))");
+    Operand op = operandArg(in, args.pos[0], "T.access_ptr base");
+    std::vector<ir::Expr> idx = op.whole ? std::vector<ir::Expr>(op.buffer->shape.size(), ir::intImm(0)) : op.mins;
+    return Value::ofExpr(passes::addressOf(op.buffer, idx));
+}
+
 /// T.assume(cond): a fact for TVM's analysis; nothing to run.
 Value assume(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.assume", {"cond?"});
@@ -248,6 +303,9 @@ void addThreadPrimitives(Attrs &attrs) {
     def(attrs, "index_to_coordinates", indexToCoordinates);
     def(attrs, "assume", assume);
     def(attrs, "device_assert", deviceAssert);
+    def(attrs, "import_source", importSource);
+    def(attrs, "call_extern", callExtern);
+    def(attrs, "access_ptr", accessPtr);
     def(attrs, "get_lane_idx", [](Interp &in, CallArgs &args) { return warpCoordinate(in, args, "T.get_lane_idx", 0); });
     for (const char *n : {"get_warp_idx", "get_warp_idx_sync"})
         def(attrs, n, [n](Interp &in, CallArgs &args) { return warpCoordinate(in, args, std::string("T.") + n, 1); });

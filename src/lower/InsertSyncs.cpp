@@ -91,6 +91,12 @@ struct Accesses : IRVisitor {
             if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
             return;
         }
+        if (op.name.rfind("extern:", 0) == 0) // T.call_extern may read and write the memory it is handed
+            for (auto &a : op.args)
+                if (auto l = addressedLoad(a); l && blockShared(l->buffer)) {
+                    p.reads.insert(l->buffer.get());
+                    p.writes.insert(l->buffer.get());
+                }
         IRVisitor::visit(op);
     }
     // A reduction that exchanges partial results through shared scratch of its own: the barrier between its
