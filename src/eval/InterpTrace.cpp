@@ -110,8 +110,9 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     return traceKernel(fn, at, newEnv(f.closure), nullptr, [&](ir::Kernel &k) {
         for (auto &p : def.params) {
             try {
-                if (p.kind != ast::Param::Normal)
-                    fail(p.range, "prim_func parameters cannot be '*args', '**kwargs' or keyword-only");
+                // keyword-only parameters (after `*`) are parameters like the others, in the def's order
+                if (p.kind == ast::Param::VarArgs || p.kind == ast::Param::VarKw)
+                    fail(p.range, "prim_func parameters cannot be '*args' or '**kwargs'");
                 if (!p.annotation)
                     fail(p.range, "parameter '" + p.name + "' of prim_func '" + def.name +
                                       "' needs an annotation: T.Tensor(shape, dtype) or a scalar dtype such as T.int32");
