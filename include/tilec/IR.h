@@ -425,6 +425,9 @@ struct Kernel {
     Var threadIdx;                   ///< T.get_thread_binding(0)
     SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order
+    /// T.import_source: C++ source the kernel's T.call_extern calls ("extern:NAME" calls), emitted verbatim once
+    /// before the kernels.
+    std::vector<std::string> importedSources;
     /// Per-kernel lowering switches from TileLang's pass_configs ("tl.disable_tma_lower",
     /// "tl.disable_warp_specialized"): as --no-tma / --no-warp-specialize for this kernel alone.
     bool noTma = false;

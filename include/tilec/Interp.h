@@ -105,6 +105,8 @@ std::string uniqueBufferName(const ir::Kernel &k, const std::string &base);
 
 /// The `tilelang.language` module (what `import tilelang.language as T` binds). src/eval/TileLang*.cpp.
 Value makeTileLanguageModule();
+/// TVM's scalar-expression module as `tvm.tir` / `tvm.tirx` (src/eval/TileLangBits.cpp): const, reinterpret, Select, ...
+Value makeTvmTirModule(const std::string &name);
 
 /// Calling a dtype value (`T.float32(x)`, `T.int32(7)`): a cast. src/eval/TileLang*.cpp.
 Value callDType(Interp &in, DType t, CallArgs &args);

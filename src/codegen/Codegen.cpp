@@ -224,6 +224,15 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         if (!d.empty() && d.back() != '\n') d += '\n';
         d += "\n";
     }
+    std::vector<const std::string *> imported; // T.import_source, each distinct text once
+    for (auto &info : infos)
+        for (auto &src : info.kernel->importedSources)
+            if (std::none_of(imported.begin(), imported.end(), [&](const std::string *s) { return *s == src; })) {
+                imported.push_back(&src);
+                d += "// ---- T.import_source of kernel " + info.kernel->name + " ----\n" + src;
+                if (!src.empty() && src.back() != '\n') d += '\n';
+                d += "\n";
+            }
     for (auto &info : infos) {
         d += "// ---- kernel " + info.kernel->name + " ----\n";
         d += printKernel(info, opts, diag);

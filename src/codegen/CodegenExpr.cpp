@@ -71,6 +71,7 @@ const MathFn *mathFn(const std::string &name) {
         {"erf", {"erf", nullptr}},       {"floor", {"floor", nullptr}},           {"ceil", {"ceil", nullptr}},
         {"trunc", {"trunc", nullptr}},   {"round", {"rint", nullptr}},            {"pow", {"pow", "__powf"}},
         {"abs", {"fabs", nullptr}},      {"sigmoid", {nullptr, "tilec::fast_sigmoid"}},
+        {"log1p", {"log1p", nullptr}},   {"copysign", {"copysign", nullptr}},     {"fmod", {"fmod", nullptr}},
     };
     auto it = fns.find(name);
     return it == fns.end() ? nullptr : &it->second;
@@ -306,6 +307,22 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
 ExprPrinter::Text ExprPrinter::call(const Call &c) {
     if (passes::lib::find(c.name)) return libraryCall(c);
     DType t = c.dtype;
+    if (c.name.rfind("extern:", 0) == 0) { // T.call_extern: the function T.import_source (or the toolkit) defines
+        std::string s = c.name.substr(7) + "(";
+        for (size_t i = 0; i < c.args.size(); ++i) s += (i ? ", " : "") + expr(c.args[i]).s;
+        return {s + ")", 16};
+    }
+    if (c.name == "reinterpret") // the operand as its own type (C promotes a uint16_t shift to int)
+        return {"tilec::bit_cast<" + deviceType(t) + ">((" + deviceType(c.args[0]->dtype) + ")(" + expr(c.args[0]).s + "))", 16};
+    if (c.name == "isfinite" || c.name == "isnan" || c.name == "isinf") {
+        const Expr &x = c.args[0];
+        return {"(bool)" + c.name + "(" + (isNarrowFloat(x->dtype) ? asFloat(x, 2) : expr(x).s) + ")", 15};
+    }
+    if (c.name == "popcount") {
+        const Expr &x = c.args[0];
+        bool wide = x->dtype.bits() == 64;
+        return {std::string(wide ? "__popcll((unsigned long long)" : "__popc((unsigned)") + wrap(expr(x), 15) + ")", 16};
+    }
     std::string args;
     bool narrow = isNarrowFloat(t);
     for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);
@@ -351,6 +368,12 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     case lib::Fn::ShflXor: return {"__shfl_xor_sync(0xffffffffu, " + arg("value") + ", " + arg("mask") + ")", 16};
     case lib::Fn::Shfl:
         return {"__shfl_sync((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("lane") + ", " + arg("width") + ")", 16};
+    case lib::Fn::ShflXorSync:
+    case lib::Fn::ShflDownSync:
+    case lib::Fn::ShflUpSync:
+        return {std::string(f.cxx) + "((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("delta") + ", " + arg("width") + ")", 16};
+    case lib::Fn::SyncWarp: return {"__syncwarp((unsigned)(" + arg("mask") + "))", 16};
+    case lib::Fn::ThreadReturn: return {"return", 16};
     case lib::Fn::Swz: {
         auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
         std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";

@@ -437,6 +437,9 @@ struct Uses : IRVisitor {
     const std::vector<TensorMap> *maps = nullptr;
     // A tile transfer's cp.async width is an alignment the tensor must have; a TMA store writes its map's tensor.
     void visit(const Call &op) override {
+        if (op.name.rfind("extern:", 0) == 0) // T.call_extern / atomic_add(return_prev): a pointer it is handed may be written
+            for (auto &a : op.args)
+                if (auto l = passes::addressedLoad(a)) written.insert(l->buffer.get());
         if (passes::lib::is(op, passes::lib::Fn::TmaStoreTile))
             if (auto m = constInt(passes::lib::arg(op, passes::lib::Fn::TmaStoreTile, "map")); m && *m >= 0 && (size_t)*m < maps->size())
                 written.insert((*maps)[(size_t)*m].tensor.get());

@@ -104,6 +104,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
     frames_.emplace_back();
     frames_.back().isModule = true;
     std::vector<Export> exports;
+    std::set<std::string> failedExports; // --export calls that failed with their own error
     try {
         std::set<std::string> assigned;
         collectAssigned(m.body, assigned);
@@ -138,6 +139,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
         for (auto &e : opts_.exports) {
             if (!e.call) continue;
             Value v;
+            failedExports.insert(e.name);
             try {
                 v = eval(*e.call);
             } catch (EvalAbort &) {
@@ -149,6 +151,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
                                          "' is a " + typeName(v.kind) + ", not a prim_func");
                 continue;
             }
+            failedExports.erase(e.name);
             module_->set(e.name, v);
             auto same = std::find_if(exports.begin(), exports.end(), [&](const Export &x) { return x.name == e.name; });
             if (same != exports.end()) *same = {e.name, v.kernel, e.range};
@@ -169,7 +172,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
         std::vector<Export> kept;
         for (auto &want : opts_.kernels) {
             auto it = std::find_if(exports.begin(), exports.end(), [&](const Export &x) { return x.name == want; });
-            if (it == exports.end()) {
+            if (it == exports.end() && !failedExports.count(want)) { // a failed --export has said why already
                 std::string list;
                 for (auto &x : exports) list += (list.empty() ? "" : ", ") + x.name;
                 diag_.error(SourceRange{}, "--kernel " + want + ": the file exports no kernel named '" + want + "'" +

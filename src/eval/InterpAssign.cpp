@@ -168,6 +168,7 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
 void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
                                std::optional<ast::BinOpKind> augOp) {
     Value acc = bufferAccess(b, index, at);
+    forgetVarDef(b);
     std::vector<ir::Expr> idx;
     for (auto &i : acc.as<AccessObj>().indices) {
         if (i.extent)
@@ -186,6 +187,7 @@ void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, cons
 
 void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
     if (v.is(VK::Poison)) throw EvalAbort{};
+    forgetVarDef(b); // stored again: its first value no longer stands for it
     if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
         fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
     ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;

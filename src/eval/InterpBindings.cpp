@@ -7,6 +7,7 @@
 /// layout inference and bounds analysis need affine expressions, not variables.
 #include "eval/InterpImpl.h"
 
+#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 
 #include <algorithm>
@@ -177,7 +178,14 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
         return false;
     bool copy = v.is(VK::Buffer) && materialized_.count(v.buffer);
     auto it = env_->vars.find(name);
-    if (it != env_->vars.end() && isVarBuffer(it->second) && (!v.is(VK::Buffer) || copy)) {
+    // A variable the compiler made for a plain name in an earlier launch of the prim_func is not this launch's:
+    // assigning the name again here binds it afresh, as a Python name (issue 24: MoE routing reassigns scalars
+    // in a second T.Kernel). A T.alloc_var of another launch stays one, and its use is an error.
+    auto earlierLaunch = [&](const ir::Buffer &b) {
+        auto &allocs = t->kernel->allocs;
+        return materialized_.count(b) && std::find(allocs.begin(), allocs.end(), b) == allocs.end();
+    };
+    if (it != env_->vars.end() && isVarBuffer(it->second) && (!v.is(VK::Buffer) || copy) && !earlierLaunch(it->second.buffer)) {
         // A kernel variable takes the value (T.alloc_var semantics). One the compiler made keeps its type:
         // a run-time value of another type gets a new variable, as a fresh Python binding would.
         const ir::Buffer &cur = it->second.buffer;
@@ -190,8 +198,14 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
     }
     if (!t->inLaunch || t->blocks.empty())
         return false;
-    bool reads =
-        copy || (v.is(VK::Access) && v.as<AccessObj>().isPoint()) || (v.is(VK::Expr) && exprHasLoad(v.expr));
+    // A T.call_extern value is computed once, where it is bound, like a value read from memory.
+    auto callsExtern = [](const ir::Expr &e) {
+        return anyNode(e, [](const ir::ExprNode &n) {
+            return n.kind == ir::NodeKind::Call && static_cast<const ir::Call &>(n).name.rfind("extern:", 0) == 0;
+        });
+    };
+    bool reads = copy || (v.is(VK::Access) && v.as<AccessObj>().isPoint()) ||
+                 (v.is(VK::Expr) && (exprHasLoad(v.expr) || callsExtern(v.expr)));
     if (!reads)
         return false;
     ir::Expr e = runtimeExpr(v, at);
@@ -199,7 +213,43 @@ bool InterpImpl::bindRuntime(const std::string &name, const Value &v, const Sour
     SourceRange loc = curStmt_ ? curStmt_->range : at;
     emit(ir::Store::make(b, {ir::intImm(0)}, e, loc));
     env_->set(name, Value::ofBuffer(b));
+    varDefs_[b] = e;
     return true;
+}
+
+void InterpImpl::forgetVarDef(const ir::Buffer &b) {
+    if (varDefs_.empty()) return;
+    varDefs_.erase(b);
+    for (auto it = varDefs_.begin(); it != varDefs_.end();) {
+        bool reads = anyNode(it->second, [&](const ir::ExprNode &n) {
+            return n.kind == ir::NodeKind::Load && static_cast<const ir::Load &>(n).buffer == b;
+        });
+        it = reads ? varDefs_.erase(it) : std::next(it);
+    }
+}
+
+ir::Expr InterpImpl::sliceExtent(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at) {
+    ir::Expr ext = ir::simplify(ir::binary(ir::BinaryOp::Sub, hi, lo, at));
+    if (ir::constValue(ext) || varDefs_.empty()) return ext;
+    // Each such variable holds its value from its one store on, and a variable made from another was stored
+    // after it: both sides may be replaced (a few levels deep) without changing the difference.
+    struct Defs : ir::IRMutator {
+        using ir::IRMutator::visit;
+        const std::map<ir::Buffer, ir::Expr> *defs;
+        int depth = 0;
+        ir::Expr visit(const std::shared_ptr<const ir::Load> &l) override {
+            auto it = defs->find(l->buffer);
+            if (it == defs->end() || depth > 8) return ir::IRMutator::visit(l);
+            ++depth;
+            ir::Expr r = mutate(it->second);
+            --depth;
+            return r;
+        }
+    } d;
+    d.defs = &varDefs_;
+    ir::Expr resolved = ir::simplify(ir::binary(ir::BinaryOp::Sub, d.mutate(hi), d.mutate(lo), at));
+    if (auto c = ir::constValue(resolved)) return ir::intImm(*c, ext->dtype, at);
+    return ext;
 }
 
 void InterpImpl::mergeIfBindings(const std::map<std::string, Value> &thenVars,
@@ -257,6 +307,7 @@ void InterpImpl::mergeIfBindings(const std::map<std::string, Value> &thenVars,
         };
         fill(tv, thenStmts);
         fill(ev, elseStmts);
+        forgetVarDef(target); // a branch stored into it
         elseVars[name] = Value::ofBuffer(target);
     }
 }

@@ -360,9 +360,12 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     case VK::Expr:
         if (name == "dtype") return Value::ofDType(base.expr->dtype);
         break;
+    case VK::Access: // `A[i].dtype`: the element's
+        if (name == "dtype") return Value::ofDType(base.as<AccessObj>().buffer->dtype);
+        break;
     case VK::DType:
         if (name == "bits") return Value::integer(base.dtype.bits());
-        if (name == "bytes") return Value::integer(base.dtype.bytes());
+        if (name == "bytes" || name == "itemsize") return Value::integer(base.dtype.bytes());
         if (name == "as_torch") return makeOpaque("torch." + std::string(base.dtype.name()), "torch");
         break;
     case VK::Int:
@@ -481,6 +484,13 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                 std::string out = s;
                 for (char &c : out) c = name == "upper" ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
                 return Value::str(out);
+            });
+        if (name == "isdigit" || name == "isalpha")
+            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
+                bindArgs(in, a, "str." + name, {});
+                bool ok = !s.empty();
+                for (unsigned char c : s) ok = ok && (name == "isdigit" ? isdigit(c) : isalpha(c));
+                return Value::boolean(ok);
             });
         if (name == "startswith" || name == "endswith")
             return method("str." + name, [s, name](Interp &in, CallArgs &a) {

@@ -309,7 +309,7 @@ Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, cons
             }
             ir::Expr lo = p.a ? intExpr(*p.a) : ir::intImm(0, DType::Int32, p.range);
             ir::Expr hi = p.b ? intExpr(*p.b) : b->shape[d];
-            acc->indices.push_back({lo, ir::simplify(ir::binary(ir::BinaryOp::Sub, hi, lo, p.range)), p.range});
+            acc->indices.push_back({lo, sliceExtent(lo, hi, p.range), p.range});
         } else if (p.kind == ast::ExprKind::Starred) {
             fail(p.range, "a starred expression cannot index a buffer");
         } else {
@@ -468,6 +468,7 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
     case VK::Poison: throw EvalAbort{};
     case VK::Tuple:
     case VK::List: charge((int64_t)v.elements().size()); return v.elements();
+    case VK::DType: return iterate(Value::str(std::string(v.dtype.name())), r); // a dtype is its name, as TileLang's str subclass
     case VK::Str: {
         std::vector<Value> out;
         for (size_t i = 0; i < v.s.size();) {

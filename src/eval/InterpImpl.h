@@ -203,6 +203,11 @@ class InterpImpl final : public Interp {
     void checkWhileBindings(const std::map<std::string, Value> &before);
     /// A kernel variable (scope var) the compiler makes for a name, recorded in materialized_.
     ir::Buffer newKernelVar(const std::string &name, DType t, const SourceRange &at);
+    /// The extent `hi - lo` of a buffer slice; a constant when the kernel variables in it, replaced by the
+    /// values they were made with (varDefs_), make it one.
+    ir::Expr sliceExtent(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at);
+    /// `b` is stored again: its value and those of the variables made from it no longer stand for them.
+    void forgetVarDef(const ir::Buffer &b);
     /// Before a run-time loop: names its body assigns that hold a scalar already are moved into kernel
     /// variables, so that reads in the body see the value the previous iteration left (loop-carried values).
     void materializeLoopCarried(const ast::Body &body, const std::vector<std::string> &loopNames,
@@ -359,6 +364,9 @@ class InterpImpl final : public Interp {
     std::deque<const ir::ExprNode *> heightOrder_;
     /// Kernel variables made for plain names (not T.alloc_var): they copy on `y = x` and keep their type.
     std::set<ir::Buffer> materialized_;
+    /// The value each of those was made with, while it is the only one ever stored into it (storeToVar
+    /// forgets it): `right = left + 64` lets X[left:right] have the extent 64 (sliceExtent).
+    std::map<ir::Buffer, ir::Expr> varDefs_;
     bool kernelErrorHeld_ = false; ///< a failed prim_func's errors were reported (execModuleStmt)
     int64_t abandoned_ = 0;        ///< statements abandoned so far (execBody)
     bool ranFactory_ = false;      ///< a kernel factory was called (execModuleStmt)

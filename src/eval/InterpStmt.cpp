@@ -187,6 +187,9 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
         if (v.is(VK::Opaque) && trace())
             fail(s.value->range, "'" + v.s + "' cannot be compiled into a kernel: it comes from module '" +
                                      opaqueModule(v) + "', which tilec does not evaluate");
+        // T.call_extern(dtype, f, ...) whose value is discarded: the call is the statement
+        if (auto c = v.is(VK::Expr) ? ir::as<ir::Call>(v.expr) : nullptr; c && c->name.rfind("extern:", 0) == 0 && trace())
+            emit(ir::Evaluate::make(v.expr, s.value->range));
         return Flow::Normal;
     }
     case ast::StmtKind::Assign:

@@ -110,8 +110,9 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     return traceKernel(fn, at, newEnv(f.closure), nullptr, [&](ir::Kernel &k) {
         for (auto &p : def.params) {
             try {
-                if (p.kind != ast::Param::Normal)
-                    fail(p.range, "prim_func parameters cannot be '*args', '**kwargs' or keyword-only");
+                // keyword-only parameters (after `*`) are parameters like the others, in the def's order
+                if (p.kind == ast::Param::VarArgs || p.kind == ast::Param::VarKw)
+                    fail(p.range, "prim_func parameters cannot be '*args' or '**kwargs'");
                 if (!p.annotation)
                     fail(p.range, "parameter '" + p.name + "' of prim_func '" + def.name +
                                       "' needs an annotation: T.Tensor(shape, dtype) or a scalar dtype such as T.int32");
@@ -396,7 +397,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
 }
 
 InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f) {
-    std::string what = f.loopVar ? "T.Persistent" : loopName(f.forKind);
+    std::string what = f.loopVar && f.guard ? "T.Persistent" : loopName(f.forKind); // (a stepped T.serial has no guard)
     TraceState &t = requireLaunch(s.value->range, "a " + what + " loop");
     if (s.targets.empty() || !s.targets[0]) fail(s.range, "malformed for statement");
     const ast::Expr &target = *s.targets[0];
@@ -411,7 +412,7 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
     } else {
         fail(target.range, "a loop variable must be a plain name");
     }
-    bool persistent = f.loopVar != nullptr; // T.Persistent: the targets are tile coordinates
+    bool persistent = f.loopVar != nullptr; // T.Persistent (and a stepped T.serial): the targets are coordinates
     size_t n = persistent ? f.coords.size() : f.extents.size();
     if (names.size() != n)
         fail(target.range, what + " makes " + plural((int64_t)n, "loop") + " but " +

@@ -359,6 +359,7 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     if (dotted == "math") v = mathModule();
     else if (dotted == "itertools") v = itertoolsModule();
     else if (dotted == "tvm") v = tvmModule();
+    else if (dotted == "tvm.tir" || dotted == "tvm.tirx") v = makeTvmTirModule(dotted);
     else if (dotted == "torch") v = torchModule(*this);
     else if (dotted == "tilelang.carver.arch.driver") v = carverDriverModule();
     else if (dotted == "tilelang.carver.arch") v = module(dotted, {{"driver", *knownModule(dotted + ".driver")}});

@@ -12,7 +12,8 @@
 /// with the combiner, from the identity, in the order of the coordinates (insertSyncs adds the barrier
 /// before the scratch is written again, in a loop).
 ///
-/// T.attr takes "reduce_scope" only; T.reinterpret only makes the "handle" T.attr ignores; T.evaluate has
+/// T.attr takes "reduce_scope" only; T.reinterpret(..., dtype="handle") (TileLangThreads.cpp) makes the nothing
+/// T.attr ignores; T.evaluate has
 /// nothing left to do (primitives emit their statements when called, and a value alone has no effect).
 #include "eval/TileLang.h"
 
@@ -59,14 +60,6 @@ Value attr(Interp &in, CallArgs &args) {
     f->range = args.call;
     f->reducer = std::static_pointer_cast<const CommReducerObj>(a[0]->value.obj);
     return Value::object(VK::Frame, f);
-}
-
-Value reinterpret(Interp &in, CallArgs &args) {
-    auto a = bindArgs(in, args, "T.reinterpret", {"value", "dtype"});
-    if (!a[1]->value.is(VK::Str) || a[1]->value.s != "handle")
-        in.fail(a[1]->range, "T.reinterpret is supported only to dtype=\"handle\" (the value T.attr's "
-                             "\"reduce_scope\" takes), not to reinterpret a number's bits");
-    return Value::none();
 }
 
 Value evaluate(Interp &in, CallArgs &args) {
@@ -199,7 +192,6 @@ Value threadAllreduce(Interp &in, CallArgs &args) {
 void addAllreducePrimitives(Attrs &attrs) {
     def(attrs, "comm_reducer", commReducer);
     def(attrs, "attr", attr);
-    def(attrs, "reinterpret", reinterpret);
     def(attrs, "evaluate", evaluate);
     def(attrs, "tvm_thread_allreduce", threadAllreduce);
 }

@@ -342,8 +342,7 @@ Value atomicAdd(Interp &in, CallArgs &args) {
     auto a =
         bindArgs(in, args, "T.atomic_add", {"dst", "value", "memory_order?", "return_prev?", "use_tma?"});
     requireLaunch(in, args, "T.atomic_add");
-    if (a[3] && boolArg(in, *a[3], "return_prev"))
-        in.fail(a[3]->range, "T.atomic_add(return_prev=True) is not supported");
+    bool prev = a[3] && boolArg(in, *a[3], "return_prev");
     Operand d = operandArg(in, *a[0], "T.atomic_add destination");
     if (d.buffer->scope != ir::Scope::Global && d.buffer->scope != ir::Scope::Shared)
         in.fail(a[0]->range, "T.atomic_add destination must be in global or shared memory; '" +
@@ -353,6 +352,16 @@ Value atomicAdd(Interp &in, CallArgs &args) {
                                  " (int32, uint32, int64, uint64, float16, bfloat16, float32, float64 do)");
     const Value &v = a[1]->value;
     bool regionValue = v.is(VK::Buffer) || (v.is(VK::Access) && !v.as<AccessObj>().isPoint());
+    if (prev) { // the element's value before the addition: CUDA's atomicAdd, whose result is that value
+        if (regionValue || !d.origin)
+            in.fail(a[3]->range, "T.atomic_add(return_prev=True) adds to one element and returns its previous value; "
+                                 "the destination and the value must be single elements");
+        if (d.buffer->dtype == DType::Int64)
+            in.fail(a[0]->range, "T.atomic_add(return_prev=True) of int64 is not supported (CUDA's atomicAdd has no "
+                                 "signed 64-bit form); use uint64");
+        ir::Expr value = ir::cast(d.buffer->dtype, in.toExpr(*a[1], "value"), args.call);
+        return Value::ofExpr(ir::Call::make(d.buffer->dtype, "extern:atomicAdd", {passes::addressOf(d.buffer, d.mins), value}, args.call));
+    }
     if (regionValue) {
         Operand s = operandArg(in, *a[1], "T.atomic_add value");
         auto [sr, dr] = regionPair(in, args, s, d, "value", "destination", "atomic_add");
@@ -367,6 +376,33 @@ Value atomicAdd(Interp &in, CallArgs &args) {
     ir::Region dr = resolveRegion(in, d, ones, true);
     ir::Expr value = ir::cast(d.buffer->dtype, in.toExpr(*a[1], "value"), args.call);
     in.emit(ir::AtomicAdd::make(dr, std::nullopt, value, args.call));
+    return Value::none();
+}
+
+/// T.atomic_addx2 / T.atomic_addx4(dst, value): `lanes` consecutive elements along the last dimension from the
+/// elements dst and value name (TileLang's vector atomics): each element added atomically.
+Value atomicAddLanes(Interp &in, CallArgs &args, int lanes) {
+    const std::string fname = "T.atomic_addx" + std::to_string(lanes);
+    auto a = bindArgs(in, args, fname, {"dst", "value", "return_prev?"});
+    requireLaunch(in, args, fname);
+    if (a[2] && boolArg(in, *a[2], "return_prev"))
+        in.fail(a[2]->range, fname + "(return_prev=True) is not supported; use T.atomic_add(..., return_prev=True) per element");
+    Operand d = operandArg(in, *a[0], fname + " destination"), s = operandArg(in, *a[1], fname + " value");
+    for (const Operand *op : {&d, &s})
+        if (!op->origin) in.fail(op->range, fname + " takes the first of the elements, like " + op->buffer->name + "[i, j]");
+    if (d.buffer->scope != ir::Scope::Global && d.buffer->scope != ir::Scope::Shared)
+        in.fail(a[0]->range, fname + " destination must be in global or shared memory");
+    if (!atomicDType(d.buffer->dtype))
+        in.fail(a[0]->range, fname + " does not support " + std::string(d.buffer->dtype.name()));
+    for (int k = 0; k < lanes; ++k) {
+        auto di = d.mins, si = s.mins;
+        di.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, di.back(), ir::intImm(k), args.call));
+        si.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, si.back(), ir::intImm(k), args.call));
+        ir::Region dr{d.buffer, {}, args.call};
+        for (auto &i : di) dr.ranges.push_back({i, ir::intImm(1)});
+        ir::Expr value = ir::cast(d.buffer->dtype, ir::Load::make(s.buffer, si, args.call), args.call);
+        in.emit(ir::AtomicAdd::make(dr, std::nullopt, value, args.call));
+    }
     return Value::none();
 }
 
@@ -431,6 +467,8 @@ void addCopyPrimitives(Attrs &attrs) {
     def(attrs, "copy", copy);
     def(attrs, "tma_copy", tmaCopy);
     def(attrs, "atomic_add", atomicAdd);
+    def(attrs, "atomic_addx2", [](Interp &in, CallArgs &args) { return atomicAddLanes(in, args, 2); });
+    def(attrs, "atomic_addx4", [](Interp &in, CallArgs &args) { return atomicAddLanes(in, args, 4); });
     def(attrs, "im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.im2col"); });
     def(attrs, "c2d_im2col", [](Interp &in, CallArgs &args) { return im2col(in, args, "T.c2d_im2col"); });
 }

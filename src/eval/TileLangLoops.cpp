@@ -167,7 +167,8 @@ Value pipelined(Interp &in, CallArgs &args) {
     return Value::object(VK::Frame, f);
 }
 
-/// T.serial / T.unroll: (stop) or (start, stop[, step]); only step 1 can be expressed.
+/// T.serial / T.unroll: (stop) or (start, stop[, step]). A step other than 1 (a compile-time constant, negative
+/// too) counts the iterations, ceil((stop - start) / step), and binds the name to start + i * step.
 Value serialLike(Interp &in, CallArgs &args, const std::string &fname, ir::ForKind k) {
     std::vector<std::string> params = {"start", "stop?", "step?", "annotations?"};
     if (k == ir::ForKind::Unrolled) {
@@ -176,16 +177,28 @@ Value serialLike(Interp &in, CallArgs &args, const std::string &fname, ir::ForKi
     }
     auto a = bindArgs(in, args, fname, params);
     requireLaunch(in, args, fname);
+    int64_t step = 1;
     if (a[2] && !a[2]->value.is(VK::None)) {
-        int64_t step = constIntArg(in, *a[2], fname + " step");
+        step = constIntArg(in, *a[2], fname + " step");
         if (step == 0)
             in.fail(a[2]->range, fname + " step must not be zero");
-        if (step != 1)
-            in.fail(a[2]->range, fname + " with a step other than 1 is not supported; loop over the count "
-                                         "and scale the index instead");
     }
     auto f = loopFrame(args, k);
     bounds(in, a[0], a[1], *f, fname, false);
+    if (step != 1) {
+        using ir::BinaryOp;
+        auto op = [&](BinaryOp o, ir::Expr x, ir::Expr y) { return ir::simplify(ir::binary(o, std::move(x), std::move(y), args.call)); };
+        bool two = a[1] && !a[1]->value.is(VK::None);
+        ir::Expr start = two ? intExprArg(in, *a[0], fname + " start") : ir::intImm(0);
+        ir::Expr stop = intExprArg(in, two ? *a[1] : *a[0], fname + " stop");
+        ir::Expr span = step < 0 ? op(BinaryOp::Sub, start, stop) : op(BinaryOp::Sub, stop, start);
+        int64_t s = step < 0 ? -step : step;
+        ir::Expr count = op(BinaryOp::FloorDiv, op(BinaryOp::Add, span, constIndex(s - 1)), constIndex(s));
+        f->loopVar = ir::makeVar("i", DType::Int32, args.call);
+        f->mins = {ir::intImm(0)};
+        f->extents = {op(BinaryOp::Max, count, ir::intImm(0))};
+        f->coords = {op(BinaryOp::Add, start, op(BinaryOp::Mul, f->loopVar, constIndex(step)))};
+    }
     return Value::object(VK::Frame, f);
 }
 

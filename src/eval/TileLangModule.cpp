@@ -22,6 +22,8 @@ Value makeTileLanguageModule() {
     addReducePrimitives(m->attrs);
     addMathPrimitives(m->attrs);
     addAllreducePrimitives(m->attrs);
+    addThreadPrimitives(m->attrs);
+    addBitPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
 
@@ -155,15 +157,27 @@ Value allocGlobal(Interp &in, CallArgs &args) {
     return Value::ofBuffer(p.buffer);
 }
 
+/// T.dynamic("n") is one symbol; T.dynamic("m, n") (or "m n") a tuple of them, as TileLang splits the names.
 Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
     auto a = bindArgs(in, args, fname, {"name", "dtype?"});
-    std::string name = in.toStr(*a[0], "name");
-    if (!isIdentifier(name))
-        in.fail(a[0]->range, fname + " name '" + name.substr(0, 40) + "' is not a valid identifier");
+    std::string text = in.toStr(*a[0], "name");
     DType t = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Int32);
     if (!t.isInt())
         in.fail(a[1]->range, fname + " symbols are integers; got dtype '" + std::string(t.name()) + "'");
-    return Value::ofExpr(ir::makeVar(name, t, args.call));
+    bool several = text.find_first_of(", \t") != std::string::npos;
+    std::vector<Value> vars;
+    std::string cur;
+    for (char c : text + ",") {
+        if (c != ',' && c != ' ' && c != '\t') { cur += c; continue; }
+        if (cur.empty()) continue;
+        if (!isIdentifier(cur))
+            in.fail(a[0]->range, fname + " name '" + cur.substr(0, 40) + "' is not a valid identifier");
+        vars.push_back(Value::ofExpr(ir::makeVar(cur, t, args.call)));
+        cur.clear();
+    }
+    if (vars.empty() || (!several && text.empty()))
+        in.fail(a[0]->range, fname + " name '" + text.substr(0, 40) + "' is not a valid identifier");
+    return several ? Value::tuple(std::move(vars)) : vars[0];
 }
 
 /// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})` (or make_mma_swizzle_layout):
@@ -306,12 +320,6 @@ void addTypePrimitives(Attrs &attrs) {
     def(attrs, "annotate_layout", annotateLayout);
     def(attrs, "const", constSizes);
     def(attrs, "empty", emptyOutput);
-    // A hint for TileLang's warp-specialized register reallocation (setmaxnreg), which tilec does not do.
-    def(attrs, "no_set_max_nreg", [](Interp &in, CallArgs &args) {
-        bindArgs(in, args, "T.no_set_max_nreg", {});
-        requireLaunch(in, args, "T.no_set_max_nreg");
-        return Value::none();
-    });
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });

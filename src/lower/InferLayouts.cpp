@@ -42,6 +42,17 @@ std::vector<int64_t> constShape(const BufferNode &b) {
     return s;
 }
 
+/// FullRow (`rows`) / FullCol: as many warps as possible along the rows (columns), the rest along the other
+/// dimension, as TileLang's policy does when all of them do not fit (64 rows over 8 warps: 4x2), or {0, 0}.
+std::pair<int, int> fullSplit(int warps, int64_t m, int64_t n, bool rows) {
+    for (int w = warps; w >= 1; --w) {
+        if (warps % w) continue;
+        int wm = rows ? w : warps / w, wn = warps / wm;
+        if (m % (16 * wm) == 0 && n % (8 * wn) == 0) return {wm, wn};
+    }
+    return {0, 0};
+}
+
 /// (M, N) split over warpsM x warpsN warps with square-most warp tiles, or {0, 0} when no split fits.
 std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
     std::pair<int, int> best{0, 0};
@@ -100,8 +111,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
             auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1);
             split = {4 * wg.first, wg.second};
         } else switch (g.op->policy) {
-        case GemmPolicy::FullRow: split = {warps, 1}; break;
-        case GemmPolicy::FullCol: split = {1, warps}; break;
+        case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
+        case GemmPolicy::FullCol: split = fullSplit(warps, g.m, g.n, false); break;
         case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
         case GemmPolicy::Auto: split = needRows ? std::pair{warps, 1} : balancedSplit(warps, g.m, g.n); break;
         }

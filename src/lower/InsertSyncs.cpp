@@ -23,16 +23,20 @@ namespace {
 /// Shared buffers, and reductions standing for the shared scratch their lowering uses.
 using BufferSet = std::set<const void *>;
 
+/// What is pending since the last barrier. `reads` / `writes`: by tile statements (and shared memory by any
+/// statement); `threadReads` / `threadWrites`: global tensors accessed by per-thread statements (a store
+/// `B[tx * 2 + p] = ...` outside any tile statement), which conflict only with tile statements: as in
+/// TileLang, threads that exchange data through global memory with per-thread code order it themselves
+/// (T.sync_threads), and a thread's own accesses are in program order.
 struct Pending {
-    BufferSet reads, writes;
+    BufferSet reads, writes, threadReads, threadWrites;
     void merge(const Pending &o) {
         reads.insert(o.reads.begin(), o.reads.end());
         writes.insert(o.writes.begin(), o.writes.end());
+        threadReads.insert(o.threadReads.begin(), o.threadReads.end());
+        threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
     }
-    void clear() {
-        reads.clear();
-        writes.clear();
-    }
+    void clear() { *this = Pending{}; }
 };
 
 bool intersects(const BufferSet &a, const BufferSet &b) {
@@ -89,6 +93,12 @@ struct Accesses : IRVisitor {
             if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
             return;
         }
+        if (op.name.rfind("extern:", 0) == 0) // T.call_extern may read and write the memory it is handed
+            for (auto &a : op.args)
+                if (auto l = addressedLoad(a); l && blockShared(l->buffer)) {
+                    p.reads.insert(l->buffer.get());
+                    p.writes.insert(l->buffer.get());
+                }
         IRVisitor::visit(op);
     }
     // A reduction that exchanges partial results through shared scratch of its own: the barrier between its
@@ -105,10 +115,13 @@ struct Accesses : IRVisitor {
 /// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
 /// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
 /// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
-/// of shared or global memory at a uniform index is uniform.
+/// of shared or global memory at a uniform index is uniform. A replicated fragment (every thread holds all of
+/// it) is like an alloc_local: the nests over it run whole in every thread, so their variables are uniform, and
+/// its elements are uniform until a thread-dependent store (or a reduction) writes it (issue 24: `if
+/// block_mask[k]:` of a bool fragment copied from a tensor, around a T.copy and a T.gemm).
 class Uniformity : IRVisitor {
   public:
-    explicit Uniformity(const Kernel &k) {
+    Uniformity(const Kernel &k, const KernelLayouts &layouts) : layouts_(layouts) {
         if (k.threadIdx) vars_.insert(k.threadIdx.get());
         for (size_t before = SIZE_MAX; before != vars_.size() + buffers_.size();) {
             before = vars_.size() + buffers_.size();
@@ -123,7 +136,8 @@ class Uniformity : IRVisitor {
             bool varying = false;
             void visit(const VarNode &v) override { varying |= u->vars_.count(&v) > 0; }
             void visit(const Load &l) override {
-                varying |= l.buffer->scope == Scope::Fragment || u->buffers_.count(l.buffer.get()) > 0;
+                varying |= (l.buffer->scope == Scope::Fragment && !u->replicated(l.buffer.get())) ||
+                           u->buffers_.count(l.buffer.get()) > 0;
                 IRVisitor::visit(l);
             }
         } f;
@@ -134,17 +148,30 @@ class Uniformity : IRVisitor {
 
   private:
     using IRVisitor::visit;
+    const KernelLayouts &layouts_;
     std::set<const VarNode *> vars_;
     std::set<const BufferNode *> buffers_;
     int divergent_ = 0; ///< inside control flow that depends on the thread
+    int wholeNest_ = 0; ///< inside a T.Parallel nest that runs whole in every thread
 
+    bool replicated(const BufferNode *b) const {
+        auto it = layouts_.fragments.find(b);
+        return it != layouts_.fragments.end() && it->second.kind == Layout::Replicated;
+    }
     void visit(const For &f) override {
-        bool varying = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized || !uniform(f.min) ||
-                       !uniform(f.extent);
+        bool nest = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized;
+        auto l = layouts_.loops.find(f.var.get());
+        bool whole = nest && (wholeNest_ > 0 || (l != layouts_.loops.end() && l->second.kind == Layout::Replicated));
+        bool varying = (nest && !whole) || !uniform(f.min) || !uniform(f.extent);
         if (varying) vars_.insert(f.var.get());
         divergent_ += varying;
+        wholeNest_ += whole;
         visit(f.body);
+        wholeNest_ -= whole;
         divergent_ -= varying;
+    }
+    void visit(const Reduce &r) override {
+        if (r.dst && r.dst->scope == Scope::Fragment) buffers_.insert(r.dst.get());
     }
     void visit(const IfThenElse &i) override {
         bool varying = !uniform(i.cond);
@@ -160,7 +187,7 @@ class Uniformity : IRVisitor {
         divergent_ -= varying;
     }
     void visit(const Store &st) override {
-        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var;
+        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var || replicated(st.buffer.get());
         bool varying = divergent_ > 0 || !uniform(st.value);
         for (auto &i : st.indices) varying |= !uniform(i);
         if (perThread && varying) buffers_.insert(st.buffer.get());
@@ -177,8 +204,27 @@ const char *tileStatement(const Stmt &s) {
     if (s->kind == NodeKind::Copy) return "a tile T.copy";
     if (auto e = as<Evaluate>(s))
         if (auto c = as<Call>(e->value))
-            if (const lib::Info *f = lib::find(c->name); f && f->issuers != lib::Issuers::One) return "a tile transfer";
+            if (const lib::Info *f = lib::find(c->name);
+                f && f->issuers != lib::Issuers::One &&
+                (f->effects & (lib::kReadsShared | lib::kWritesShared | lib::kAsync | lib::kBarrier)))
+                return "a tile transfer"; // (per-thread calls such as __syncwarp or T.thread_return are not)
     return nullptr;
+}
+
+/// Whether `s` is or contains a tile statement (one every thread of the block takes part in).
+bool containsTileStatement(const Stmt &s) {
+    std::vector<Stmt> todo = {s};
+    while (!todo.empty()) {
+        Stmt t = todo.back();
+        todo.pop_back();
+        if (!t) continue;
+        if (tileStatement(t) || t->kind == NodeKind::Fill || t->kind == NodeKind::WarpRoles) return true;
+        if (auto q = as<Seq>(t)) todo.insert(todo.end(), q->stmts.begin(), q->stmts.end());
+        else if (auto f = as<For>(t)) todo.push_back(f->body);
+        else if (auto i = as<IfThenElse>(t)) todo.push_back(i->then), todo.push_back(i->otherwise);
+        else if (auto w = as<While>(t)) todo.push_back(w->body);
+    }
+    return false;
 }
 
 /// The accesses of one buffer in a loop's body: the indices of its plain loads and stores; any other
@@ -231,7 +277,7 @@ bool readsMemory(const Expr &e) {
 class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
-        : uniformity_(k), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)),
+        : uniformity_(k, layouts), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)),
           ranges_(kernelRanges(k)) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
@@ -263,7 +309,7 @@ class Syncer {
     /// for any loop the global tensors and shared buffers whose elements no two iterations share
     /// (iterationPrivate).
     void dropPrivate(Pending &p, const For &loop) const {
-        for (auto *set : {&p.reads, &p.writes})
+        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites})
             for (auto it = set->begin(); it != set->end();) {
                 bool tensor = tensors_.count(*it) > 0, buffer = tensor || shared_.count(*it);
                 bool drop = (tensor && loop.forKind == ForKind::Persistent) ||
@@ -394,23 +440,42 @@ class Syncer {
         return ordered(s, state);
     }
 
-    /// `s` as one statement: a barrier before it when it conflicts with what is pending.
-    Stmt ordered(const Stmt &s, Pending &state) {
+    /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
+    Pending accessesOf(const Stmt &s) const {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
-        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.writes, state.writes) ||
-                      intersects(acc.p.writes, state.reads);
-        if (!hazard) {
-            state.merge(acc.p);
+        if (containsTileStatement(s)) return acc.p;
+        Pending p;
+        for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
+        for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
+        return p;
+    }
+
+    /// A read-after-write, write-after-write or write-after-read between `p` and what is pending: tile
+    /// statements' and shared-memory accesses against everything pending, per-thread global accesses against
+    /// tile statements' only.
+    static bool conflicts(const Pending &p, const Pending &st) {
+        auto hits = [](const BufferSet &r, const BufferSet &w, const BufferSet &pr, const BufferSet &pw) {
+            return intersects(r, pw) || intersects(w, pw) || intersects(w, pr);
+        };
+        return hits(p.reads, p.writes, st.reads, st.writes) || hits(p.reads, p.writes, st.threadReads, st.threadWrites) ||
+               hits(p.threadReads, p.threadWrites, st.reads, st.writes);
+    }
+
+    /// `s` as one statement: a barrier before it when it conflicts with what is pending.
+    Stmt ordered(const Stmt &s, Pending &state) {
+        Pending mine = accessesOf(s);
+        if (!conflicts(mine, state)) {
+            state.merge(mine);
             return s;
         }
         if (divergence_) {
             divergentError(s->loc, "this statement exchanges data through shared memory with an earlier one, which needs a "
                                    "barrier between them that every thread of the block reaches");
-            state = acc.p;
+            state = mine;
             return s;
         }
-        state = acc.p;
+        state = mine;
         return Seq::make({syncThreads(s->loc), s}, s->loc);
     }
 

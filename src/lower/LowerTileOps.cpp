@@ -249,11 +249,13 @@ class TileOpsToLoops : public IRMutator {
     }
 
     /// A global-to-shared copy of a 2-D tile into a whole shared T.gemm operand, rows along one dimension of
-    /// the tensor and columns along its last (contiguous) one: a tile transfer (cp.async) rather than a nest.
+    /// the tensor and columns along its last (contiguous) one, of the same dtype (cp.async copies bytes; a
+    /// converting copy, bfloat16 into float32, is a nest): a tile transfer rather than a nest.
     bool tileTransfer(const Copy &c) const {
         const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
         if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || !operands.count(dst.get()))
             return false;
+        if (src->dtype != dst->dtype) return false;
         if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return false;
         for (size_t d = 0; d < 2; ++d)
             if (constValue(c.dst.ranges[d].min) != std::optional<int64_t>(0) ||

@@ -113,6 +113,15 @@ template <class To> __device__ __forceinline__ void cast_pair(To *dst, float lo,
     else *reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(lo, hi);
 }
 
+// T.reinterpret(x, dtype): the same bits as another type of the same width (a byte copy is how C++ spells it;
+// nvcc compiles it to a register move; the builtin needs no header, which NVRTC lacks).
+template <class To, class From> __device__ __forceinline__ To bit_cast(From x) {
+    static_assert(sizeof(To) == sizeof(From), "T.reinterpret keeps the width");
+    To r;
+    __builtin_memcpy(&r, &x, sizeof(To));
+    return r;
+}
+
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // --use_fast_math / "tl.enable_fast_math" (src/codegen/CodegenExpr.cpp): exp2f as nvcc -use_fast_math compiles

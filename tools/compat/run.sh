@@ -41,6 +41,7 @@ if ! git -C "$CHECKOUT" rev-parse --git-dir >/dev/null 2>&1; then
     exit 2
 fi
 [[ -x $TILEC ]] || { echo "run.sh: no tilec at '$TILEC' (build first, or --tilec PATH)" >&2; exit 2; }
+TILEC=$(cd "$(dirname "$TILEC")" && pwd)/$(basename "$TILEC")   # run_tilec runs it from the example's folder
 WORK=${KEEP:-$(mktemp -d)}
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
 [[ -z $KEEP ]] && trap 'rm -rf "$WORK"' EXIT
