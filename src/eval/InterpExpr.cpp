@@ -195,6 +195,7 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
         }
         return *v;
     }
+    if (auto v = opaqueStarName(e.str)) return *v; // a name `from OPAQUE import *` may have bound
     std::string msg = "undefined name '" + e.str + "'";
     if (reported_.count({e.range.file, e.range.line, e.range.col, msg})) throw EvalAbort{};
     std::vector<std::string> names;
@@ -382,6 +383,20 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
     Value key = constantOf(key0);
     if (key.is(VK::Poison) || base.is(VK::Poison)) return Value::poison();
     if (base.is(VK::Opaque)) return base;
+    if (base.is(VK::Class) && base.as<ClassObj>().isEnum()) { // Color['RED']
+        for (auto &m : base.as<ClassObj>().members)
+            if (key.is(VK::Str) && m.as<InstanceObj>().attrs->vars["_name_"].s == key.s) return m;
+        if (key.is(VK::Str))
+            for (auto &kv : base.as<ClassObj>().ns->vars)
+                if (kv.first == key.s && kv.second.is(VK::Instance) && kv.second.as<InstanceObj>().cls.get() == &base.as<ClassObj>())
+                    return kv.second;
+        fail(at, "enum '" + base.as<ClassObj>().name + "' has no member " + repr(key));
+    }
+    // `tuple[int, int]`, `list[str]`: a type annotation, which tilec does not evaluate.
+    if (base.is(VK::Class) || (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "tuple" || base.as<BuiltinObj>().name == "list" ||
+                                                        base.as<BuiltinObj>().name == "dict" || base.as<BuiltinObj>().name == "set" ||
+                                                        base.as<BuiltinObj>().name == "type")))
+        return makeOpaque(str(base) + "[...]", "typing");
     bool sequence = base.is(VK::Tuple) || base.is(VK::List) || base.is(VK::Str) || base.is(VK::Range);
     if (sequence) {
         if (isRuntime(key))
@@ -489,6 +504,10 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
         charge((int64_t)out.size());
         return out;
     }
+    case VK::Class:
+        if (!v.as<ClassObj>().isEnum()) break;
+        charge((int64_t)v.as<ClassObj>().members.size());
+        return v.as<ClassObj>().members;
     case VK::Range: {
         auto &rg = v.as<RangeObj>();
         std::vector<Value> out;

@@ -57,7 +57,7 @@ struct CtlScope {
 
 InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
     for (auto &s : body) {
-        if (frames_.back().isModule && traces_.empty() && !diag_.holding()) {
+        if (frames_.back().moduleBody == &body && traces_.empty()) {
             execModuleStmt(s);
             continue;
         }
@@ -136,6 +136,7 @@ void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
     case ast::StmtKind::AnnAssign:
     case ast::StmtKind::AugAssign:
     case ast::StmtKind::For:
+    case ast::StmtKind::ClassDef:
     case ast::StmtKind::Unsupported:
         for (auto &t : s.targets)
             if (t) poisonTarget(*this, *t, poison);
@@ -206,6 +207,20 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     case ast::StmtKind::While: return execWhile(s);
     case ast::StmtKind::With: return execWith(s);
     case ast::StmtKind::FunctionDef: execDef(sp); return Flow::Normal;
+    case ast::StmtKind::ClassDef: execClass(sp); return Flow::Normal;
+    case ast::StmtKind::Global:
+    case ast::StmtKind::Nonlocal:
+        for (auto &n : s.names) {
+            if (s.kind == ast::StmtKind::Global) {
+                env_->globals.insert(n.name);
+                continue;
+            }
+            bool found = false;
+            for (Env *e = env_->parent.get(); e && e != &moduleScope() && !found; e = e->parent.get()) found = e->vars.count(n.name);
+            if (!found) fail(n.range, "no binding for nonlocal '" + n.name + "' found");
+            env_->nonlocals.insert(n.name);
+        }
+        return Flow::Normal;
     case ast::StmtKind::Return: {
         CallFrame &fr = frames_.back();
         if (fr.isModule) fail(s.range, "'return' outside a function");

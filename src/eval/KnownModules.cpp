@@ -298,6 +298,15 @@ Value torchModule(InterpImpl &in) {
 
 } // namespace
 
+Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn) {
+    auto b = std::make_shared<BuiltinObj>();
+    b->name = name;
+    b->fn = [fn = std::move(fn)](Interp &in, CallArgs &a) { return fn(static_cast<InterpImpl &>(in), a); };
+    return Value::object(VK::Builtin, b);
+}
+
+Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs) { return module(name, std::move(attrs)); }
+
 Value torchTensor(std::string what, std::vector<int64_t> shape, bool callKeepsShape) {
     Value v = makeOpaque(std::move(what), "torch");
     v.as<OpaqueObj>().shape = std::move(shape);
@@ -313,7 +322,7 @@ const std::vector<int64_t> *torchShape(const Value &v) {
 Value opaqueAttribute(const Value &base, const std::string &name) {
     std::string what = base.s + "." + name;
     const std::vector<int64_t> *shape = torchShape(base);
-    if (!shape) return makeOpaque(what, opaqueModule(base));
+    if (!shape) return deriveOpaque(base, what);
     std::vector<Value> dims;
     for (int64_t d : *shape) dims.push_back(Value::integer(d));
     if (name == "shape") return Value::tuple(dims);
@@ -347,7 +356,7 @@ Value opaqueOperation(const Value &a, const Value &b, bool elementwise) {
     const Value &o = a.is(VK::Opaque) ? a : b;
     const Value &other = a.is(VK::Opaque) ? b : a;
     const std::vector<int64_t> *shape = torchShape(o);
-    if (!shape) return o.obj ? makeOpaque(o.s, opaqueModule(o)) : o;
+    if (!shape) return o.obj ? deriveOpaque(o, o.s) : o;
     const std::vector<int64_t> *otherShape = torchShape(other);
     bool keeps = elementwise && (isNumber(other) || (otherShape && *otherShape == *shape));
     return keeps ? torchTensor(o.s, *shape) : makeOpaque(o.s, "torch");
@@ -360,6 +369,8 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "itertools") v = itertoolsModule();
     else if (dotted == "tvm") v = tvmModule();
     else if (dotted == "torch") v = torchModule(*this);
+    else if (dotted == "dataclasses") v = *dataclassesModule(*this);
+    else if (dotted == "enum") v = *enumModule(*this);
     else if (dotted == "tilelang.carver.arch.driver") v = carverDriverModule();
     else if (dotted == "tilelang.carver.arch") v = module(dotted, {{"driver", *knownModule(dotted + ".driver")}});
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});

@@ -256,6 +256,7 @@ bool isRuntime(const Value &v) {
 }
 
 Value constantOf(const Value &v) {
+    if (v.is(VK::Instance)) return plainValue(v);
     if (!v.is(VK::Expr)) return v;
     if (auto i = ir::as<ir::IntImm>(v.expr)) return v.expr->dtype.isBool() ? Value::boolean(i->value != 0) : Value::integer(i->value);
     if (auto f = ir::as<ir::FloatImm>(v.expr)) return Value::real(f->value);
@@ -264,6 +265,8 @@ Value constantOf(const Value &v) {
 
 Value binaryOp(InterpImpl &in, BinOpKind op, const Value &a, const Value &b, const SourceRange &r) {
     if (a.is(VK::Poison) || b.is(VK::Poison)) return Value::poison();
+    if (plainValue(a).kind != a.kind || plainValue(b).kind != b.kind) // IntEnum members are their values
+        return binaryOp(in, op, plainValue(a), plainValue(b), r);
     if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != BinOpKind::MatMul);
     if (isIR(a) || isIR(b)) return runtimeBinary(in, op, a, b, r);
     const char *sym = ast::toString(op);
@@ -310,6 +313,8 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
     case CmpOpKind::IsNot: return Value::boolean(!pyIs(a, b));
     default: break;
     }
+    if (plainValue(a).kind != a.kind || plainValue(b).kind != b.kind)
+        return compareOp(in, op, plainValue(a), plainValue(b), r);
     if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != CmpOpKind::In && op != CmpOpKind::NotIn);
     if (op == CmpOpKind::In || op == CmpOpKind::NotIn) {
         if (isRuntime(b)) in.fail(r, "'in' needs a compile-time container, not a run-time value");
@@ -349,6 +354,7 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
 
 Value unaryOp(InterpImpl &in, UnaryOpKind op, const Value &a, const SourceRange &r) {
     if (a.is(VK::Poison)) return a;
+    if (plainValue(a).kind != a.kind) return unaryOp(in, op, plainValue(a), r);
     if (a.is(VK::Opaque)) return a;
     if (isIR(a)) {
         ir::Expr e = in.runtimeExpr(a, r);

@@ -188,6 +188,7 @@ class Dumper {
         if (s.value) {
             const char *label = s.kind == StmtKind::If || s.kind == StmtKind::While || s.kind == StmtKind::Assert ? "test"
                                 : s.kind == StmtKind::For                                                        ? "iter"
+                                : s.kind == StmtKind::ClassDef                                                   ? "bases"
                                                                                                                  : "value";
             expr(s.value.get(), d, label);
         }
@@ -258,6 +259,7 @@ class Dumper {
         case StmtKind::While: return "While";
         case StmtKind::With: return "With";
         case StmtKind::FunctionDef: return "FunctionDef " + s.name;
+        case StmtKind::ClassDef: return "ClassDef " + s.name;
         case StmtKind::Return: return "Return";
         case StmtKind::Pass: return "Pass";
         case StmtKind::Break: return "Break";
@@ -265,6 +267,8 @@ class Dumper {
         case StmtKind::Import: return "Import";
         case StmtKind::ImportFrom: return "ImportFrom " + s.name;
         case StmtKind::Assert: return "Assert";
+        case StmtKind::Global: return "Global";
+        case StmtKind::Nonlocal: return "Nonlocal";
         case StmtKind::Unsupported: return "Unsupported '" + s.name + "'";
         }
         return "?";

@@ -36,8 +36,8 @@ TEST(EvalErrors, UndefinedNameWithSuggestion) {
 
 TEST(EvalErrors, NoCascadeAfterAnError) {
     // `x` becomes Poison: the two statements that use it stay silent.
-    EXPECT_EQ(errorsOf("x = nope\ny = x + 1\nz = y * 2\nw = 'a' + 1\n"),
-              "t.tile:1:5: error: undefined name 'nope'\n"
+    EXPECT_EQ(errorsOf("x = nothere\ny = x + 1\nz = y * 2\nw = 'a' + 1\n"),
+              "t.tile:1:5: error: undefined name 'nothere'\n"
               "t.tile:4:5: error: unsupported operand types for +: 'str' and 'int'\n");
 }
 
