@@ -86,7 +86,8 @@ struct Expr {
 
 enum class StmtKind {
     Expr, Assign, AugAssign, AnnAssign, If, For, While, With, FunctionDef, ClassDef, Return,
-    Pass, Break, Continue, Import, ImportFrom, Assert, Global, Nonlocal,
+    Pass, Break, Continue, Import, ImportFrom, Assert, Global, Nonlocal, Try, Raise,
+    ExceptHandler, ///< one `except TYPE as NAME:` of a Try: value is TYPE (may be null), name NAME
     Unsupported,
 };
 
@@ -113,7 +114,8 @@ struct Stmt {
     StmtKind kind;
     SourceRange range;
     ExprP value;                  ///< Expr/Assign/AugAssign/AnnAssign/Return (may be null): the value;
-                                  ///< If/While/Assert: the condition; For: the iterable; ClassDef: a Call
+                                  ///< If/While/Assert: the condition; For: the iterable; Raise: the exception
+                                  ///< (null for a bare `raise`); ClassDef: a Call
                                   ///< of the class name whose arguments are the bases and keywords
     std::vector<ExprP> targets;   ///< Assign: `a = b = value` has two targets; AugAssign/AnnAssign/For: one;
                                   ///< ClassDef: the class name (a Name)
@@ -128,6 +130,8 @@ struct Stmt {
     std::vector<Param> params;    ///< FunctionDef
     std::vector<ExprP> decorators;///< FunctionDef, ClassDef
     ExprP returns;                ///< FunctionDef return annotation (may be null)
+    std::vector<std::shared_ptr<Stmt>> handlers; ///< Try: its except clauses (ExceptHandler), in order
+    Body finalbody;               ///< Try: the finally block
     std::vector<Alias> names;     ///< Import / ImportFrom (name "*" for `from x import *`); Global /
                                   ///< Nonlocal: the names
 

@@ -162,7 +162,7 @@ struct ClassObj : std::enable_shared_from_this<ClassObj> {
     std::vector<std::string> order; ///< names the body bound, in order (enum members)
     std::vector<std::pair<std::string, SourceRange>> annotated; ///< `name: type` in the body, in order (fields)
     /// Python's own classes the interpreter gives meaning to; None for a user's class.
-    enum class Builtin { None, Object, Property, StaticMethod, ClassMethod, Super, Enum, Auto, Field } builtin = Builtin::None;
+    enum class Builtin { None, Object, Property, StaticMethod, ClassMethod, Super, Enum, Auto, Field, BaseException } builtin = Builtin::None;
     std::string mixin; ///< "int", "str" or "float" when a base is that builtin type (IntEnum: "int")
     bool dataclass = false, frozen = false, dataEq = true;
     std::vector<DataField> fields; ///< a dataclass's fields, inherited ones first

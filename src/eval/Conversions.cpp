@@ -52,6 +52,7 @@ std::string plural(int64_t n, const std::string &word, const std::string &plural
 // Errors
 
 void Interp::fail(const SourceRange &r, const std::string &msg) {
+    if (auto *impl = dynamic_cast<InterpImpl *>(this)) impl->pyErrorType_.clear();
     if (auto *impl = dynamic_cast<InterpImpl *>(this); impl && impl->alreadyReported(r, msg)) throw EvalAbort{};
     diag().error(r, msg);
     throw EvalAbort{};
@@ -63,6 +64,7 @@ bool InterpImpl::alreadyReported(const SourceRange &r, const std::string &msg) {
 
 void InterpImpl::failWithNote(const SourceRange &r, const std::string &msg, const SourceRange &noteAt,
                               const std::string &note) {
+    pyErrorType_.clear();
     if (alreadyReported(r, msg)) throw EvalAbort{};
     diag().error(r, msg);
     diag().note(noteAt, note);

@@ -84,7 +84,7 @@ Value plainValue(const Value &v) {
 std::shared_ptr<ClassObj> InterpImpl::builtinClass(ClassObj::Builtin which) {
     auto &c = builtinClasses_[(int)which];
     if (c) return c;
-    static const char *names[] = {"", "object", "property", "staticmethod", "classmethod", "super", "Enum", "auto", "Field"};
+    static const char *names[] = {"", "object", "property", "staticmethod", "classmethod", "super", "Enum", "auto", "Field", "BaseException"};
     c = std::make_shared<ClassObj>();
     c->name = names[(int)which];
     c->builtin = which;
@@ -103,6 +103,15 @@ std::shared_ptr<ClassObj> InterpImpl::builtinClass(ClassObj::Builtin which) {
             return Value::none();
         }));
         c->mro = {c};
+    } else if (which == CB::BaseException) {
+        c->ns->set("__init__", builtinFn("BaseException.__init__", [](InterpImpl &in, CallArgs &a) {
+            std::vector<Value> args;
+            for (size_t i = 1; i < a.pos.size(); ++i) args.push_back(a.pos[i].value);
+            a.pos[0].value.as<InstanceObj>().attrs->set("args", Value::tuple(std::move(args)));
+            return Value::none();
+        }));
+        c->bases = {builtinClass(CB::Object)};
+        c->mro = {c, c->bases[0]};
     } else {
         c->bases = {builtinClass(CB::Object)};
         c->mro = {c, c->bases[0]};
@@ -246,7 +255,7 @@ Value InterpImpl::callClass(const Value &clsv, CallArgs &args) {
         const Arg &v = first(c.name.c_str());
         for (auto &m : c.members)
             if (pyIs(m, v.value) || equal(m.as<InstanceObj>().attrs->vars["_value_"], v.value)) return m;
-        fail(v.range, repr(v.value) + " is not a valid " + c.name);
+        failPython("ValueError", v.range, repr(v.value) + " is not a valid " + c.name);
     }
     Value self = newInstance(c.shared());
     const Value *init = findInMro(c, "__init__");
@@ -308,7 +317,7 @@ Value InterpImpl::classAttribute(const Value &base, const std::string &name, con
         std::string msg = "type object '" + c->name + "' has no attribute '" + name + "'";
         std::string close = closestName(name, names);
         if (!close.empty()) failWithNote(at, msg, at, "did you mean '" + close + "'?");
-        fail(at, msg);
+        failPython("AttributeError", at, msg);
     }
     auto &o = base.as<InstanceObj>();
     if (o.cls->builtin == CB::Super) {
@@ -319,7 +328,7 @@ Value InterpImpl::classAttribute(const Value &base, const std::string &name, con
         if (pos == cls->mro.end()) fail(at, "super(type, obj): obj must be an instance or subtype of type");
         if (const Value *v = findInMro(*cls, name, (size_t)(pos - cls->mro.begin()) + 1))
             return bindAttribute(*this, *v, self.is(VK::Class) ? Value::none() : self, cls, name, at);
-        fail(at, "'super' object has no attribute '" + name + "'");
+        failPython("AttributeError", at, "'super' object has no attribute '" + name + "'");
     }
     if (o.cls->builtin == CB::Property && (name == "setter" || name == "getter")) {
         Value prop = base;
@@ -343,7 +352,7 @@ Value InterpImpl::classAttribute(const Value &base, const std::string &name, con
     std::string msg = "'" + o.cls->name + "' object has no attribute '" + name + "'";
     std::string close = closestName(name, names);
     if (!close.empty()) failWithNote(at, msg, at, "did you mean '" + close + "'?");
-    fail(at, msg);
+    failPython("AttributeError", at, msg);
 }
 
 void InterpImpl::setAttribute(const Value &base, const std::string &name, const Value &v, const SourceRange &at) {
@@ -377,6 +386,32 @@ void InterpImpl::setAttribute(const Value &base, const std::string &name, const 
     o.attrs->set(name, v);
 }
 
+namespace {
+
+/// `base.name`, or `otherwise` when it raises AttributeError (any other error is the program's, reported).
+Value attributeOr(InterpImpl &in, const Value &base, const std::string &name, const SourceRange &at, const Value &otherwise) {
+    in.diag_.hold();
+    Value v;
+    bool missing = false;
+    try {
+        v = in.attributeOf(base, name, at);
+    } catch (EvalAbort &) {
+        missing = in.pyErrorType_ == "AttributeError";
+        if (!missing) {
+            for (auto &d : in.diag_.endHold()) in.diag_.report(d.severity, d.range, d.message);
+            throw;
+        }
+    }
+    for (auto &d : in.diag_.endHold()) {
+        if (missing && d.severity != Severity::Warning) in.reported_.erase({d.range.file, d.range.line, d.range.col, d.message});
+        else in.diag_.report(d.severity, d.range, d.message);
+    }
+    in.pyErrorType_.clear();
+    return missing ? otherwise : v;
+}
+
+} // namespace
+
 void addClassBuiltins(InterpImpl &in, Env &env) {
     for (CB b : {CB::Object, CB::Property, CB::StaticMethod, CB::ClassMethod, CB::Super})
         env.set(in.builtinClass(b)->name, Value::object(VK::Class, in.builtinClass(b)));
@@ -384,35 +419,12 @@ void addClassBuiltins(InterpImpl &in, Env &env) {
         auto x = bindArgs(in, a, "getattr", {"object", "name", "default?"});
         std::string name = in.toStr(*x[1], "attribute name");
         if (!x[2]) return in.attributeOf(x[0]->value, name, a.call);
-        int errors = in.diag_.errorCount();
-        in.diag_.hold();
-        Value v;
-        try {
-            v = in.attributeOf(x[0]->value, name, a.call);
-        } catch (EvalAbort &) {
-            v = Value::poison();
-        }
-        auto held = in.diag_.endHold();
-        (void)errors;
-        // An error other than the missing attribute itself is the program's: reported as usual.
-        bool missing = held.size() <= 2 && !held.empty() && held[0].message.find("has no attribute") != std::string::npos;
-        if (v.is(VK::Poison) && missing) return x[2]->value;
-        for (auto &d : held) in.diag_.report(d.severity, d.range, d.message);
-        if (v.is(VK::Poison)) throw EvalAbort{};
-        return v;
+        return attributeOr(in, x[0]->value, name, a.call, x[2]->value);
     }));
     env.set("hasattr", builtinFn("hasattr", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "hasattr", {"object", "name"});
         std::string name = in.toStr(*x[1], "attribute name");
-        in.diag_.hold();
-        bool ok = true;
-        try {
-            in.attributeOf(x[0]->value, name, a.call);
-        } catch (EvalAbort &) {
-            ok = false;
-        }
-        in.diag_.endHold();
-        return Value::boolean(ok);
+        return Value::boolean(!attributeOr(in, x[0]->value, name, a.call, Value::poison()).is(VK::Poison));
     }));
     env.set("repr", builtinFn("repr", [](InterpImpl &in, CallArgs &a) {
         return Value::str(repr(bindArgs(in, a, "repr", {"object"})[0]->value));

@@ -203,7 +203,7 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
         for (auto &kv : s->vars) names.push_back(kv.first);
     std::string close = closestName(e.str, names);
     if (!close.empty()) failWithNote(e.range, msg, e.range, "did you mean '" + close + "'?");
-    fail(e.range, msg);
+    failPython("NameError", e.range, msg);
 }
 
 int InterpImpl::heightOf(const ir::Expr &e, int depth) {
@@ -390,7 +390,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
             for (auto &kv : base.as<ClassObj>().ns->vars)
                 if (kv.first == key.s && kv.second.is(VK::Instance) && kv.second.as<InstanceObj>().cls.get() == &base.as<ClassObj>())
                     return kv.second;
-        fail(at, "enum '" + base.as<ClassObj>().name + "' has no member " + repr(key));
+        failPython("KeyError", at, "enum '" + base.as<ClassObj>().name + "' has no member " + repr(key));
     }
     // `tuple[int, int]`, `list[str]`: a type annotation, which tilec does not evaluate.
     if (base.is(VK::Class) || (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "tuple" || base.as<BuiltinObj>().name == "list" ||
@@ -409,7 +409,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
         else n = (int64_t)base.elements().size();
         int64_t i = intOf(key);
         if (i < 0) i += n;
-        if (i < 0 || i >= n) fail(at, std::string(typeName(base.kind)) + " index out of range");
+        if (i < 0 || i >= n) failPython("IndexError", at, std::string(typeName(base.kind)) + " index out of range");
         if (base.is(VK::Str)) return Value::str(std::string(1, base.s[(size_t)i]));
         if (base.is(VK::Range))
             return Value::integer((int64_t)(base.as<RangeObj>().start + (__int128)i * base.as<RangeObj>().step));
@@ -418,7 +418,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
     if (base.is(VK::Dict)) {
         for (auto &kv : base.as<DictObj>().items)
             if (equal(kv.first, key)) return kv.second;
-        fail(at, "key " + repr(key) + " is not in the dict");
+        failPython("KeyError", at, "key " + repr(key) + " is not in the dict");
     }
     fail(at, std::string("'") + typeName(base.kind) + "' object is not subscriptable");
 }

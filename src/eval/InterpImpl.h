@@ -140,6 +140,8 @@ bool isAutotuneDecorator(const Value &v);
 // ---- builtins (PyBuiltins.cpp; object, property, super, getattr, ... in InterpClass.cpp) ----
 void addPyBuiltins(Env &env);
 void addClassBuiltins(InterpImpl &in, Env &env);
+/// Python's exception classes (BaseException, Exception, ValueError, KeyError, ...; InterpExceptions.cpp).
+void addExceptionClasses(InterpImpl &in, Env &env);
 /// A builtin function (KnownModules.cpp).
 Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn);
 /// A module tilec knows some attributes of; the others are opaque (KnownModules.cpp).
@@ -348,6 +350,20 @@ class InterpImpl final : public Interp {
     /// The global scope of the module whose code runs now, and one of its string globals ("" if none).
     Env &moduleScope();
     std::string moduleVar(const char *name);
+
+    // ---- exceptions (InterpExceptions.cpp) ----
+    /// try / except / else / finally: an exception raised in the body (a `raise`, or an error Python raises
+    /// too: a missing key, attribute or name, a bad index or value) is caught by a matching handler, its
+    /// diagnostics dropped; tilec's own limits are never caught (they are not exceptions in Python).
+    Flow execTry(const ast::Stmt &s);
+    void execRaise(const ast::Stmt &s);
+    /// Reports an error that is Python exception `type` (KeyError, AttributeError, ...) and abandons the
+    /// statement: an enclosing try may catch it. `exc`: the exception object (None: made from the message).
+    [[noreturn]] void failPython(const char *type, const SourceRange &r, const std::string &msg, const Value &exc = Value::none());
+    std::string pyErrorType_; ///< the Python exception of the error being reported ("": not one)
+    Value pyErrorValue_;
+    Value handling_;          ///< the exception an except clause handles (a bare `raise` re-raises it)
+    int tryDepth_ = 0;
 
     // ---- classes (InterpClass.cpp, Dataclasses.cpp) ----
     void execClass(const ast::StmtP &s);

@@ -36,6 +36,7 @@ InterpImpl::InterpImpl(const FrontendOptions &opts, DiagnosticEngine &diag) : op
     builtins_ = newEnv(nullptr);
     addPyBuiltins(*builtins_);
     addClassBuiltins(*this, *builtins_);
+    addExceptionClasses(*this, *builtins_);
     module_ = newEnv(builtins_);
     module_->set("__name__", Value::str("__tilec__"));
     env_ = module_;
@@ -212,7 +213,7 @@ std::optional<Value> InterpImpl::userModuleName(const Value &mod, const std::str
         throw EvalAbort{};
     }
     if (!close.empty()) failWithNote(at, msg, at, "did you mean '" + close + "'?");
-    fail(at, msg);
+    failPython(fromImport ? "ImportError" : "AttributeError", at, msg);
 }
 
 Value InterpImpl::importModule(const std::string &dotted, const SourceRange &at, bool runPackage) {

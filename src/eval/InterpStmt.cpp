@@ -65,6 +65,7 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
         try {
             f = exec(s);
         } catch (EvalAbort &) {
+            if (tryDepth_ > 0 && !pyErrorType_.empty()) throw; // a Python exception: an enclosing try may catch it
             ++abandoned_;
             bindPoison(*s);
             // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
@@ -208,6 +209,9 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     case ast::StmtKind::With: return execWith(s);
     case ast::StmtKind::FunctionDef: execDef(sp); return Flow::Normal;
     case ast::StmtKind::ClassDef: execClass(sp); return Flow::Normal;
+    case ast::StmtKind::Try: return execTry(s);
+    case ast::StmtKind::Raise: execRaise(s); return Flow::Normal;
+    case ast::StmtKind::ExceptHandler: break;
     case ast::StmtKind::Global:
     case ast::StmtKind::Nonlocal:
         for (auto &n : s.names) {
@@ -257,7 +261,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
                 if (text.size() > 300) text = text.substr(0, 300) + "...";
                 msg += ": " + text;
             }
-            fail(s.range, msg);
+            failPython("AssertionError", s.range, msg);
         }
         return Flow::Normal;
     }

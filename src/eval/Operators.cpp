@@ -46,11 +46,11 @@ Value intArith(InterpImpl &in, BinOpKind op, int64_t a, int64_t b, const SourceR
     case BinOpKind::Sub: if (__builtin_sub_overflow(a, b, &out)) overflow(in, r); return Value::integer(out);
     case BinOpKind::Mul: if (__builtin_mul_overflow(a, b, &out)) overflow(in, r); return Value::integer(out);
     case BinOpKind::Div:
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         return Value::real((double)a / (double)b);
     case BinOpKind::FloorDiv:
     case BinOpKind::Mod: {
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         if (a == INT64_MIN && b == -1) {
             if (op == BinOpKind::Mod) return Value::integer(0);
             overflow(in, r);
@@ -64,7 +64,7 @@ Value intArith(InterpImpl &in, BinOpKind op, int64_t a, int64_t b, const SourceR
     }
     case BinOpKind::Pow: {
         if (b < 0) {
-            if (a == 0) in.fail(r, "division by zero (0 cannot be raised to a negative power)");
+            if (a == 0) in.failPython("ZeroDivisionError", r, "division by zero (0 cannot be raised to a negative power)");
             return Value::real(std::pow((double)a, (double)b));
         }
         int64_t acc = 1, base = a;
@@ -98,11 +98,11 @@ Value floatArith(InterpImpl &in, BinOpKind op, const Value &va, const Value &vb,
     case BinOpKind::Sub: return Value::real(a - b);
     case BinOpKind::Mul: return Value::real(a * b);
     case BinOpKind::Div:
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         return Value::real(a / b);
     case BinOpKind::FloorDiv:
     case BinOpKind::Mod: {
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         // CPython's float_divmod: exact remainder first, the quotient from it.
         double m = std::fmod(a, b), div = (a - m) / b;
         if (m != 0 && ((m < 0) != (b < 0))) {
@@ -118,7 +118,7 @@ Value floatArith(InterpImpl &in, BinOpKind op, const Value &va, const Value &vb,
         return Value::real(q);
     }
     case BinOpKind::Pow:
-        if (a == 0 && b < 0) in.fail(r, "division by zero (0.0 cannot be raised to a negative power)");
+        if (a == 0 && b < 0) in.failPython("ZeroDivisionError", r, "division by zero (0.0 cannot be raised to a negative power)");
         if (a < 0 && b != std::floor(b))
             in.fail(r, "a negative number raised to a fractional power is complex, which is not supported");
         return Value::real(std::pow(a, b));

@@ -383,6 +383,11 @@ std::string repr(const Value &v) {
 
 std::string str(const Value &v) {
     if (v.is(VK::Str)) return v.s;
+    if (v.is(VK::Instance) && v.as<InstanceObj>().attrs->vars.count("args")) { // an exception: its message
+        const Value &args = v.as<InstanceObj>().attrs->vars.at("args");
+        if (args.is(VK::Tuple) && args.elements().size() <= 1) return args.elements().empty() ? "" : str(args.elements()[0]);
+        return repr(args);
+    }
     if (v.is(VK::Instance) && v.as<InstanceObj>().cls->isEnum()) {
         auto &attrs = v.as<InstanceObj>().attrs->vars;
         if (plainValue(v).kind != VK::Instance) return str(plainValue(v)); // IntEnum / StrEnum: the value's text

@@ -194,7 +194,9 @@ class Dumper {
         }
         if (s.message) expr(s.message.get(), d, "msg");
         body("body", s.body, d);
+        for (const StmtP &h : s.handlers) stmt(*h, d);
         body("orelse", s.orelse, d);
+        body("finalbody", s.finalbody, d);
     }
 
   private:
@@ -267,6 +269,9 @@ class Dumper {
         case StmtKind::Import: return "Import";
         case StmtKind::ImportFrom: return "ImportFrom " + s.name;
         case StmtKind::Assert: return "Assert";
+        case StmtKind::Try: return "Try";
+        case StmtKind::Raise: return "Raise";
+        case StmtKind::ExceptHandler: return "ExceptHandler" + (s.name.empty() ? "" : " as " + s.name);
         case StmtKind::Global: return "Global";
         case StmtKind::Nonlocal: return "Nonlocal";
         case StmtKind::Unsupported: return "Unsupported '" + s.name + "'";

@@ -172,7 +172,13 @@ void Builder::simpleStmt(TP::Simple_stmtContext *c, ast::Body &out) {
         out.push_back(unsupportedStmt(c, "del"));
         return;
     }
-    case TP::RuleRaise_stmt: out.push_back(unsupportedStmt(c, "raise")); return;
+    case TP::RuleRaise_stmt: {
+        auto s = ast::Stmt::make(StmtKind::Raise, r);
+        auto tests = c->raise_stmt()->test();
+        if (!tests.empty()) s->value = test(tests[0]); // `from CAUSE` is not kept: the cause changes no value
+        out.push_back(s);
+        return;
+    }
     case TP::RuleGlobal_stmt:
     case TP::RuleNonlocal_stmt: {
         bool global = rule->getRuleIndex() == TP::RuleGlobal_stmt;
@@ -261,9 +267,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     case TP::RuleFor_stmt: return forStmt(c->for_stmt());
     case TP::RuleWith_stmt: return withStmt(c->with_stmt());
     case TP::RuleFuncdef: return funcDef(c->funcdef(), std::move(decorators));
-    case TP::RuleTry_stmt:
-        ignoredBlocks(inner);
-        return unsupportedStmt(inner, "try");
+    case TP::RuleTry_stmt: return tryStmt(c->try_stmt());
     case TP::RuleClassdef: return classStmt(c->classdef(), {});
     case TP::RuleDecorated: {
         auto *d = c->decorated();
@@ -303,6 +307,22 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     }
     TILEC_ASSERT(false, "unexpected compound statement in the parse tree");
     return nullptr;
+}
+
+/// try / except TYPE as NAME / else / finally.
+MStmt Builder::tryStmt(TP::Try_stmtContext *c) {
+    auto s = ast::Stmt::make(StmtKind::Try, range(c));
+    block(c->block(), s->body);
+    for (auto *h : c->except_clause()) {
+        auto e = ast::Stmt::make(StmtKind::ExceptHandler, range(h));
+        if (h->test()) e->value = test(h->test());
+        if (h->NAME()) e->name = std::string(text(h->NAME()));
+        block(h->block(), e->body);
+        s->handlers.push_back(e);
+    }
+    if (auto *e = c->else_clause()) block(e->block(), s->orelse);
+    if (auto *f = c->finally_clause()) block(f->block(), s->finalbody);
+    return s;
 }
 
 MStmt Builder::ifStmt(TP::If_stmtContext *c) {
