@@ -209,8 +209,9 @@ void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, cons
             fail(at, "assigning to a slice of buffer '" + b->name + "' is not supported; use T.copy or T.fill");
         idx.push_back(i.min);
     }
-    Value val = augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v;
+    Value val = plainValue(augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v);
     if (val.is(VK::Poison)) throw EvalAbort{};
+    if (val.is(VK::Opaque)) failOpaque(val, at);
     if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
         fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
     ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
@@ -219,8 +220,10 @@ void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, cons
     emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
 }
 
-void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
+void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v0, const SourceRange &at) {
+    Value v = plainValue(v0); // an IntEnum member stores its value
     if (v.is(VK::Poison)) throw EvalAbort{};
+    if (v.is(VK::Opaque)) failOpaque(v, at);
     if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
         fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
     ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;

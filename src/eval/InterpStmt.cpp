@@ -121,6 +121,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
         *cause = *lastPoisonCause_;
     } else {
         diag_.warning(firstError->range, firstError->message + " (the module-level statement is skipped)");
+        for (auto n = firstError + 1; n != held.end() && n->severity == Severity::Note; ++n) diag_.note(n->range, n->message);
         cause->line = s->range.line;
         cause->reason = firstError->message;
     }

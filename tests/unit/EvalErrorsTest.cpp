@@ -102,7 +102,8 @@ TEST(EvalErrors, AssertShowsItsMessage) {
 TEST(EvalErrors, OpaqueModuleValues) {
     EXPECT_EQ(errorsOf("import numpy\ndef f():\n    for i in range(numpy.size(3)):\n        pass\nassert f() is None\n"),
               "t.tile:3:20: warning: 'numpy.size(...)' comes from module 'numpy', which tilec does not evaluate (the "
-              "module-level statement is skipped)\nt.tile:1:1: warning: file exports no kernel\n");
+              "module-level statement is skipped)\nt.tile:1:8: note: module 'numpy' is imported here\n"
+              "t.tile:1:1: warning: file exports no kernel\n");
 }
 
 TEST(EvalErrors, DefineForAnUndefinedName) {
