@@ -89,6 +89,7 @@ InterpImpl::Flow InterpImpl::execTry(const ast::Stmt &s) {
     bool raised = false;
     std::string type;
     Value exc;
+    pyErrorType_.clear(); // only what the body raises
     diag_.hold();
     try {
         struct Depth {

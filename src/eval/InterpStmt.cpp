@@ -66,6 +66,7 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
             f = exec(s);
         } catch (EvalAbort &) {
             if (tryDepth_ > 0 && !pyErrorType_.empty()) throw; // a Python exception: an enclosing try may catch it
+            pyErrorType_.clear(); // reported: no try catches it later
             ++abandoned_;
             bindPoison(*s);
             // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
