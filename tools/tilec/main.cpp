@@ -82,6 +82,7 @@ int tuneMain(int argc, char **argv) {
     app.add_option("--arch", archs, "targets to build for (default: the local GPU's)")->delimiter(',');
     app.add_option("-o", o.output, "the table to write (NAME.tune.json)")->required();
     app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE");
+    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
     app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
     app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
     app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
