@@ -144,6 +144,8 @@ void InterpImpl::execClass(const ast::StmtP &sp) {
                 c->mixin = v.as<BuiltinObj>().name;
                 continue;
             }
+            if (v.is(VK::Builtin)) // `class M(type)`, `class D(dict)`: builtin types tilec has no classes for
+                failUnevaluable(b->range, "deriving from '" + v.as<BuiltinObj>().name + "' is not supported at compile time");
             if (!v.is(VK::Class)) fail(b->range, "a base class must be a class, not a " + typeNameOf(v));
             if (std::find(c->bases.begin(), c->bases.end(), v.as<ClassObj>().shared()) != c->bases.end())
                 fail(b->range, "duplicate base class " + v.as<ClassObj>().name);

@@ -67,7 +67,7 @@ void InterpImpl::failPython(const char *type, const SourceRange &r, const std::s
 void InterpImpl::execRaise(const ast::Stmt &s) {
     Value v;
     if (!s.value) {
-        if (handling_.is(VK::None)) fail(s.range, "no active exception to re-raise");
+        if (handling_.is(VK::None)) failPython("RuntimeError", s.range, "RuntimeError: no active exception to re-raise");
         v = handling_;
     } else {
         v = eval(*s.value);
@@ -89,6 +89,9 @@ InterpImpl::Flow InterpImpl::execTry(const ast::Stmt &s) {
     bool raised = false;
     std::string type;
     Value exc;
+    // Inside a launch the body may emit kernel statements, which a handler could not take back.
+    auto emitted = [&] { return trace() && trace()->inLaunch && !trace()->blocks.empty() ? trace()->blocks.back().size() : 0; };
+    size_t before = emitted();
     pyErrorType_.clear(); // only what the body raises
     diag_.hold();
     try {
@@ -111,6 +114,11 @@ InterpImpl::Flow InterpImpl::execTry(const ast::Stmt &s) {
         throw;
     }
     auto held = diag_.endHold();
+    if (raised && emitted() != before) {
+        for (auto &d : held) diag_.report(d.severity, d.range, d.message);
+        failUnevaluable(s.range, "this 'try' raised after its body emitted kernel statements, which a handler cannot "
+                                 "take back; raise before the kernel's statements, or in the factory");
+    }
     auto reportHeld = [&](bool errors) {
         bool dropping = false; // a note goes with the diagnostic before it
         for (auto &d : held) {
