@@ -85,8 +85,9 @@ struct Expr {
 };
 
 enum class StmtKind {
-    Expr, Assign, AugAssign, AnnAssign, If, For, While, With, FunctionDef, Return,
-    Pass, Break, Continue, Import, ImportFrom, Assert,
+    Expr, Assign, AugAssign, AnnAssign, If, For, While, With, FunctionDef, ClassDef, Return,
+    Pass, Break, Continue, Import, ImportFrom, Assert, Global, Nonlocal, Try, Raise,
+    ExceptHandler, ///< one `except TYPE as NAME:` of a Try: value is TYPE (may be null), name NAME
     Unsupported,
 };
 
@@ -113,21 +114,26 @@ struct Stmt {
     StmtKind kind;
     SourceRange range;
     ExprP value;                  ///< Expr/Assign/AugAssign/AnnAssign/Return (may be null): the value;
-                                  ///< If/While/Assert: the condition; For: the iterable
+                                  ///< If/While/Assert: the condition; For: the iterable; Raise: the exception
+                                  ///< (null for a bare `raise`); ClassDef: a Call
+                                  ///< of the class name whose arguments are the bases and keywords
     std::vector<ExprP> targets;   ///< Assign: `a = b = value` has two targets; AugAssign/AnnAssign/For: one;
-                                  ///< Unsupported "class": the class name
+                                  ///< ClassDef: the class name (a Name)
     ExprP annotation;             ///< AnnAssign
     ExprP message;                ///< Assert: optional message
     BinOpKind augOp = BinOpKind::Add;
-    Body body, orelse;            ///< If/For/While/With/FunctionDef bodies; If/For/While else branch
+    Body body, orelse;            ///< If/For/While/With/FunctionDef/ClassDef bodies; If/For/While else branch
                                   ///< (an `elif` is an If alone in orelse)
     std::vector<WithItem> items;  ///< With
-    std::string name;             ///< FunctionDef name; ImportFrom module (dotted, with leading dots);
-                                  ///< Unsupported: what it is ("class", "try", "raise", "global", ...)
+    std::string name;             ///< FunctionDef/ClassDef name; ImportFrom module (dotted, with leading
+                                  ///< dots); Unsupported: what it is ("try", "raise", "del", ...)
     std::vector<Param> params;    ///< FunctionDef
-    std::vector<ExprP> decorators;///< FunctionDef
+    std::vector<ExprP> decorators;///< FunctionDef, ClassDef
     ExprP returns;                ///< FunctionDef return annotation (may be null)
-    std::vector<Alias> names;     ///< Import / ImportFrom (name "*" for `from x import *`)
+    std::vector<std::shared_ptr<Stmt>> handlers; ///< Try: its except clauses (ExceptHandler), in order
+    Body finalbody;               ///< Try: the finally block
+    std::vector<Alias> names;     ///< Import / ImportFrom (name "*" for `from x import *`); Global /
+                                  ///< Nonlocal: the names
 
     static std::shared_ptr<Stmt> make(StmtKind k, SourceRange r) {
         auto s = std::make_shared<Stmt>();

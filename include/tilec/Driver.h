@@ -18,6 +18,7 @@ struct DriverOptions {
     std::string header;                    ///< -H
     std::vector<std::string> emit;         ///< --emit kinds
     std::vector<std::string> defines;      ///< -D NAME=VALUE, as written
+    std::vector<std::string> importDirs;   ///< -I DIR: where imports look after the input's folder (then TILEC_PATH)
     std::vector<std::string> exports;      ///< --export NAME=CALL, as written
     std::vector<std::string> kernels;      ///< --kernel
     std::string prefix;                    ///< --prefix

@@ -33,6 +33,14 @@ struct FrontendOptions {
     Target target;                    ///< the lowest target of -arch: limits for the checks
     int64_t stepBudget = 20'000'000;  ///< evaluation steps before "exceeds its step budget"
     int recursionLimit = 200;         ///< nested calls
+    /// The user's modules: the main file's path ("" for standard input; its folder, or its package's root,
+    /// is where imports look first), then `-I` folders and TILEC_PATH entries in order. Imported files are
+    /// added to `sources` (the diagnostic engine's; null: no module of the user's is loaded, imports of
+    /// them are opaque) and their paths appended to `importedFiles` (for -MD) when it is set.
+    std::string mainPath;
+    std::vector<std::string> importDirs;
+    SourceManager *sources = nullptr;
+    std::vector<std::string> *importedFiles = nullptr;
 };
 
 /// Evaluates the module (src/eval/) and returns every exported kernel in export order. Reports user errors

@@ -187,6 +187,7 @@ struct Options {
     std::vector<std::string> archs; ///< -arch (default: the local GPU's)
     std::string output;            ///< -o
     std::vector<std::string> defines, exports; ///< -D, --export as for a build
+    std::vector<std::string> importDirs;       ///< -I as for a build
     int warmup = 3, reps = 25;
     int jobs = 0;                  ///< parallel compilations (0: the machine's cores)
     double budget = 0;             ///< --budget: seconds after which configurations not yet run are "not_run" (0: none)

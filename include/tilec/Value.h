@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ enum class VK {
     PrimFunc,   ///< a traced @T.prim_func: a kernel waiting for an export name
     Frame,      ///< what `with` / `for` take from T.Kernel, T.Parallel, T.Pipelined, T.serial, ...
     Reducer,    ///< T.comm_reducer(combiner, identity): what `with T.attr(..., "reduce_scope", ...)` takes
+    Class,      ///< a class (ClassObj): made by a `class` statement, or one of Python's (object, Enum, property)
+    Instance,   ///< an instance of a class (InstanceObj); enum members, properties and super() objects too
 };
 const char *typeName(VK k); ///< Python-like name for messages: "int", "tuple", "buffer", ...
 
@@ -50,6 +53,8 @@ struct ModuleObj;
 struct AccessObj;
 struct TensorTypeObj;
 struct FrameObj;
+struct ClassObj;
+struct InstanceObj;
 
 /// A Python value. Cheap to copy (scalars inline, everything else shared).
 struct Value {
@@ -104,6 +109,8 @@ struct FunctionObj {
     /// the kernels it makes get ir::Kernel::noTma / noWarpSpecialize.
     bool noTma = false, noWarpSpecialize = false;
     bool fastMath = false; ///< "tl.enable_fast_math": the kernels get ir::Kernel::fastMath
+    /// The class whose body defined the function (a method): what a zero-argument super() starts after.
+    std::shared_ptr<ClassObj> ownerClass;
 };
 
 /// A call's arguments, each with the source range of its expression.
@@ -124,12 +131,54 @@ struct BuiltinObj {
     std::function<Value(Interp &, CallArgs &)> fn;
 };
 
-/// A module: `tilelang.language` and friends have attributes; anything else imported is opaque
-/// (every attribute and call of it is again opaque, and using one where a real value is needed is an error).
+/// A module: `tilelang.language` and friends have attributes; a module of the user's (a file tilec found,
+/// src/eval/ModuleLoader.cpp) has its global scope `env`; anything else imported is opaque (every attribute
+/// and call of it is again opaque, and using one where a real value is needed is an error).
 struct ModuleObj {
     std::string name;
     std::map<std::string, Value> attrs;
     bool opaque = false;
+    std::shared_ptr<Env> env; ///< a user module's globals (null for the others)
+    std::string path;         ///< a user module's file (a package's __init__.py, or its folder when it has none)
+    bool package = false;     ///< a user package: its submodules are files in the folder of `path`
+    SourceRange importedAt;   ///< an opaque module: the import that bound it (for messages)
+    std::string dir() const;  ///< a user package's folder (InterpModule.cpp)
+};
+
+/// A field of a @dataclass, in the order of __init__'s parameters.
+struct DataField {
+    std::string name;
+    Value defaultValue;  ///< `= value` or field(default=value)
+    Value factory;       ///< field(default_factory=f): called for each instance
+    bool hasDefault = false, hasFactory = false, init = true, kwOnly = false;
+    SourceRange range;
+};
+
+/// A class. Its namespace `ns` holds what its body bound; attribute lookup follows `mro` (the class first).
+struct ClassObj : std::enable_shared_from_this<ClassObj> {
+    std::string name;
+    std::vector<std::shared_ptr<ClassObj>> bases, mro;
+    std::shared_ptr<Env> ns;
+    std::vector<std::string> order; ///< names the body bound, in order (enum members)
+    std::vector<std::pair<std::string, SourceRange>> annotated; ///< `name: type` in the body, in order (fields)
+    /// Python's own classes the interpreter gives meaning to; None for a user's class.
+    enum class Builtin { None, Object, Property, StaticMethod, ClassMethod, Super, Enum, Auto, Field, BaseException } builtin = Builtin::None;
+    std::string mixin; ///< "int", "str" or "float" when a base is that builtin type (IntEnum: "int")
+    bool dataclass = false, frozen = false, dataEq = true;
+    std::vector<DataField> fields; ///< a dataclass's fields, inherited ones first
+    std::vector<Value> members;    ///< an enum's members, in definition order
+    SourceRange range;
+    bool isEnum() const; ///< derives from enum.Enum (src/eval/InterpClass.cpp)
+    std::shared_ptr<ClassObj> shared() { return shared_from_this(); }
+};
+
+/// An instance. `attrs` is its __dict__. A super() object (builtin Super) also has the class it starts
+/// after and the object it binds.
+struct InstanceObj {
+    std::shared_ptr<ClassObj> cls;
+    std::shared_ptr<Env> attrs;
+    std::shared_ptr<ClassObj> superAfter;
+    Value superSelf;
 };
 
 /// `buf[...]` before it is known whether it is a load (arithmetic) or a region (tile primitives).
@@ -183,6 +232,7 @@ struct FrameObj {
 struct Env {
     std::shared_ptr<Env> parent;
     std::map<std::string, Value> vars;
+    std::set<std::string> globals, nonlocals; ///< a function's `global` / `nonlocal` names
     Value *lookup(const std::string &name);
     void set(const std::string &name, Value v) { vars[name] = std::move(v); }
 };

@@ -4,6 +4,7 @@
 #include "tilec/Driver.h"
 
 #include "driver/DriverImpl.h"
+#include "eval/ModuleLoader.h"
 
 #include "tilec/Check.h"
 #include "tilec/Codegen.h"
@@ -75,6 +76,7 @@ class Compilation {
     SourceManager sm_;
     DiagnosticEngine diag_;
     std::vector<Target> targets_;
+    std::vector<std::string> imported_; ///< the files the input imports (for -MD)
 };
 
 void Compilation::validateOptions() {
@@ -163,6 +165,13 @@ FrontendOptions Compilation::frontendOptions() {
         throw UsageError{e.what()};
     }
     fo.kernels = opts_.kernels;
+    // The user's modules: next to the input (or in its package), on -I, on TILEC_PATH.
+    fo.mainPath = opts_.input == "-" ? "" : opts_.input;
+    fo.importDirs = opts_.importDirs;
+    if (const char *path = std::getenv("TILEC_PATH"))
+        for (auto &d : eval::splitSearchPath(path)) fo.importDirs.push_back(d);
+    fo.sources = &sm_;
+    fo.importedFiles = &imported_;
     return fo;
 }
 
@@ -179,9 +188,11 @@ void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
     auto primary = std::find(targets.begin(), targets.end(), opts_.output);
     if (primary != targets.end()) std::rotate(targets.begin(), primary, primary + 1);
     if (!opts_.depTarget.empty()) targets = {opts_.depTarget};
-    // The device runtime is embedded in tilec, so the input is the one file the outputs depend on.
+    // The device runtime is embedded in tilec: the outputs depend on the input and the modules it imports.
     std::vector<std::string> prerequisites;
     if (opts_.input != "-") prerequisites.push_back(opts_.input);
+    for (auto &f : imported_)
+        if (std::find(prerequisites.begin(), prerequisites.end(), f) == prerequisites.end()) prerequisites.push_back(f);
     std::string path = opts_.depfilePath;
     if (path.empty()) path = opts_.output.substr(0, opts_.output.size() - extensionOf(opts_.output).size()) + ".d";
     writeText(path, driver::depfileText(targets, prerequisites));

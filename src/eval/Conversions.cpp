@@ -52,6 +52,7 @@ std::string plural(int64_t n, const std::string &word, const std::string &plural
 // Errors
 
 void Interp::fail(const SourceRange &r, const std::string &msg) {
+    if (auto *impl = dynamic_cast<InterpImpl *>(this)) impl->pyErrorType_.clear();
     if (auto *impl = dynamic_cast<InterpImpl *>(this); impl && impl->alreadyReported(r, msg)) throw EvalAbort{};
     diag().error(r, msg);
     throw EvalAbort{};
@@ -63,6 +64,7 @@ bool InterpImpl::alreadyReported(const SourceRange &r, const std::string &msg) {
 
 void InterpImpl::failWithNote(const SourceRange &r, const std::string &msg, const SourceRange &noteAt,
                               const std::string &note) {
+    pyErrorType_.clear();
     if (alreadyReported(r, msg)) throw EvalAbort{};
     diag().error(r, msg);
     diag().note(noteAt, note);
@@ -79,8 +81,17 @@ namespace {
 }
 [[noreturn]] void failOpaqueValue(Interp &in, const Value &v, const SourceRange &r) {
     std::string msg = "'" + v.s + "' comes from module '" + opaqueModule(v) + "', which tilec does not evaluate";
-    if (auto *impl = dynamic_cast<InterpImpl *>(&in)) impl->failUnevaluable(r, msg);
-    in.fail(r, msg);
+    auto *impl = dynamic_cast<InterpImpl *>(&in);
+    if (!impl) in.fail(r, msg);
+    // Where the name it derives from was imported: the line that says which module the user meant.
+    const OpaqueObj *o = v.obj ? &v.as<OpaqueObj>() : nullptr;
+    if (o && o->importedAt.valid()) {
+        impl->unevaluable_.insert({r.file, r.line, r.col, msg});
+        impl->failWithNote(r, msg, o->importedAt,
+                           o->importedName.empty() ? "module '" + opaqueModule(v) + "' is imported here"
+                                                   : "'" + o->importedName + "' is imported here");
+    }
+    impl->failUnevaluable(r, msg);
 }
 
 ir::Expr bufferValueExpr(Interp &in, const Value &v, const SourceRange &r) {
@@ -110,6 +121,7 @@ void InterpImpl::failRuntime(const SourceRange &r, const std::string &what) { fa
 
 
 ir::Expr Interp::toExpr(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toExpr({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     switch (v.kind) {
     case VK::Poison: silentAbort();
@@ -126,6 +138,7 @@ ir::Expr Interp::toExpr(const Arg &a, const char *what) {
 }
 
 int64_t Interp::toInt(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toInt({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     switch (v.kind) {
     case VK::Poison: silentAbort();
@@ -147,6 +160,7 @@ int64_t Interp::toInt(const Arg &a, const char *what) {
 }
 
 double Interp::toFloat(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toFloat({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     switch (v.kind) {
     case VK::Poison: silentAbort();
@@ -168,6 +182,7 @@ double Interp::toFloat(const Arg &a, const char *what) {
 }
 
 bool Interp::toBool(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toBool({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::Expr)) {
@@ -186,6 +201,7 @@ bool Interp::toBool(const Arg &a, const char *what) {
 }
 
 std::string Interp::toStr(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toStr({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::Str)) return v.s;
@@ -194,6 +210,7 @@ std::string Interp::toStr(const Arg &a, const char *what) {
 }
 
 DType Interp::toDType(const Arg &a, const char *what) {
+    if (a.value.is(VK::Instance) && plainValue(a.value).kind != VK::Instance) return toDType({plainValue(a.value), a.range}, what);
     const Value &v = a.value;
     if (v.is(VK::Poison)) silentAbort();
     if (v.is(VK::DType)) return v.dtype;

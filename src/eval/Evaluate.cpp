@@ -103,6 +103,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
     int errors0 = diag_.errorCount();
     frames_.emplace_back();
     frames_.back().isModule = true;
+    frames_.back().moduleBody = &m.body;
     std::vector<Export> exports;
     std::set<std::string> failedExports; // --export calls that failed with their own error
     try {

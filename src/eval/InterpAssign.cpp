@@ -6,6 +6,8 @@
 
 #include "tilec/IROperator.h"
 
+#include <algorithm>
+
 namespace tilec::eval {
 
 namespace {
@@ -23,6 +25,25 @@ void InterpImpl::bindName(const std::string &name, const Value &v0, const Source
     // A name bound to an alloc_var buffer is a kernel variable: `x = 5` stores into it, as in TileLang; a
     // value that reads a buffer is kept in a new one (InterpBindings.cpp).
     if (trace() && bindRuntime(name, v, at)) return;
+    // `global x` / `nonlocal x` in the function: the name lives in the module's / an enclosing scope.
+    if (!env_->globals.empty() && env_->globals.count(name)) {
+        Env &g = moduleScope();
+        if (&g == module_.get()) { // the main module keeps its order of names (exports)
+            Restore<std::shared_ptr<Env>> scope(env_, module_);
+            bindName(name, v, at, false);
+        } else {
+            g.set(name, std::move(v));
+        }
+        return;
+    }
+    if (!env_->nonlocals.empty() && env_->nonlocals.count(name)) {
+        for (Env *e = env_->parent.get(); e; e = e->parent.get())
+            if (e->vars.count(name)) {
+                e->set(name, std::move(v));
+                return;
+            }
+    }
+    if (classBuild_ && env_ == classBuild_->ns && !env_->vars.count(name)) classBuild_->order.push_back(name);
     env_->set(name, std::move(v));
     if (module) {
         if (!moduleAssignLoc_.count(name)) moduleOrder_.push_back(name);
@@ -40,6 +61,16 @@ void InterpImpl::execAssign(const ast::Stmt &s) {
             for (auto &t : s.targets) bindName(t->str, defines_[t->str], t->range, true);
             return;
         }
+    }
+    // `name: type` in a class body: a field of a dataclass, in order (ClassVar annotations are not fields).
+    if (s.annotation && classBuild_ && env_ == classBuild_->ns && !s.targets.empty() && s.targets[0] &&
+        s.targets[0]->kind == ast::ExprKind::Name) {
+        const ast::Expr *a = s.annotation.get();
+        if (a->kind == ast::ExprKind::Subscript && a->a) a = a->a.get();
+        bool classVar = (a->kind == ast::ExprKind::Name || a->kind == ast::ExprKind::Attribute) && a->str == "ClassVar";
+        auto &ann = classBuild_->annotated;
+        bool seen = std::any_of(ann.begin(), ann.end(), [&](auto &x) { return x.first == s.targets[0]->str; });
+        if (!classVar && !seen) ann.push_back({s.targets[0]->str, s.targets[0]->range});
     }
     if (!s.value) { // `x: int` declares nothing at compile time; `A: T.Tensor(...)` an eager kernel's parameter
         if (s.annotation && !s.targets.empty() && s.targets[0] && trace() && trace()->eager) declareEagerParam(s);
@@ -111,7 +142,8 @@ void InterpImpl::assign(const ast::Expr &t, const Value &v, bool assignStmt) {
     case ast::ExprKind::Attribute: {
         Value base = eval(*t.a);
         if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
-        fail(t.range, "assigning to an attribute is not supported at compile time");
+        setAttribute(base, t.str, v, t.range);
+        return;
     }
     case ast::ExprKind::Starred: fail(t.range, "a starred assignment target must be in a tuple or list");
     default: fail(t.range, "cannot assign to this expression");
@@ -159,7 +191,10 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
     case ast::ExprKind::Attribute: {
         Value base = eval(*t.a);
         if (base.is(VK::Poison) || base.is(VK::Opaque)) return;
-        fail(t.range, "assigning to an attribute is not supported at compile time");
+        Value cur = attribute(base, t.str, t);
+        Value rhs = eval(*s.value);
+        setAttribute(base, t.str, binaryOp(*this, s.augOp, cur, rhs, s.range), t.range);
+        return;
     }
     default: fail(t.range, "cannot assign to this expression");
     }
@@ -175,8 +210,9 @@ void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, cons
             fail(at, "assigning to a slice of buffer '" + b->name + "' is not supported; use T.copy or T.fill");
         idx.push_back(i.min);
     }
-    Value val = augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v;
+    Value val = plainValue(augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v);
     if (val.is(VK::Poison)) throw EvalAbort{};
+    if (val.is(VK::Opaque)) failOpaque(val, at);
     if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
         fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
     ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
@@ -185,9 +221,11 @@ void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, cons
     emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
 }
 
-void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at) {
+void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v0, const SourceRange &at) {
+    Value v = plainValue(v0); // an IntEnum member stores its value
     if (v.is(VK::Poison)) throw EvalAbort{};
     forgetVarDef(b); // stored again: its first value no longer stands for it
+    if (v.is(VK::Opaque)) failOpaque(v, at);
     if (!isNumber(v) && !v.is(VK::Expr) && !v.is(VK::Access) && !v.is(VK::Buffer))
         fail(at, std::string("cannot store a ") + typeName(v.kind) + " into kernel variable '" + b->name + "'");
     ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;

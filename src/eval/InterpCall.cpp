@@ -76,9 +76,24 @@ Value InterpImpl::callValue(const Value &callee, CallArgs &args) {
     case VK::Opaque:
         if (callee.obj && callee.as<OpaqueObj>().callKeepsShape && callee.as<OpaqueObj>().shape)
             return torchTensor(callee.s + "(...)", *callee.as<OpaqueObj>().shape);
-        return makeOpaque(callee.s + "(...)", opaqueModule(callee));
+        return deriveOpaque(callee, callee.s + "(...)");
     case VK::Module:
-        if (auto &m = callee.as<ModuleObj>(); m.opaque) return makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
+        if (auto &m = callee.as<ModuleObj>(); m.opaque) {
+            Value o = makeOpaque(m.name + "(...)", m.name.substr(0, m.name.find('.')));
+            o.as<OpaqueObj>().importedAt = m.importedAt;
+            return o;
+        }
+        break;
+    case VK::Class:
+        for (auto &a : args.pos)
+            if (a.value.is(VK::Poison)) return a.value;
+        for (auto &a : args.kw)
+            if (a.second.value.is(VK::Poison)) return a.second.value;
+        return callClass(callee, args);
+    case VK::Instance:
+        if (auto &o = callee.as<InstanceObj>(); o.cls->builtin == ClassObj::Builtin::None)
+            for (auto &k : o.cls->mro)
+                if (k->ns->vars.count("__call__")) return callValue(classAttribute(callee, "__call__", args.callee), args);
         break;
     case VK::PrimFunc: failUnevaluable(args.callee, "a prim_func cannot be called at compile time; export it instead");
     default: break;
@@ -191,10 +206,15 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
                                        f.def->name + ".compile(...)' with its sizes as keywords (M=1024, ...)");
     auto env = bindParams(f, args);
     if (f.isFactory) ranFactory_ = true;
+    Value self;
+    if (f.ownerClass && !f.def->params.empty())
+        if (Value *p = env->lookup(f.def->params[0].name)) self = *p;
     int errors = diag_.errorCount();
     Restore<std::shared_ptr<Env>> scope(env_, env);
     Restore<const ast::Stmt *> loop(curLoop_, nullptr);
     frames_.emplace_back();
+    frames_.back().methodClass = f.ownerClass;
+    frames_.back().methodSelf = self;
     struct Pop {
         std::deque<CallFrame> &f;
         ~Pop() { f.pop_back(); }
@@ -237,6 +257,11 @@ Value InterpImpl::makeFunction(const ast::StmtP &sp) {
     f->isFactory = makesKernels(s);
     f->def = sp;
     f->closure = env_;
+    // A method does not see its class's namespace (Python's rule); it knows its class for super().
+    if (classBuild_ && env_ == classBuild_->ns) {
+        f->closure = env_->parent;
+        f->ownerClass = classBuild_;
+    }
     for (auto &p : s.params) {
         if (p.defaultValue) {
             Value d = eval(*p.defaultValue);
@@ -275,16 +300,21 @@ void InterpImpl::execDef(const ast::StmtP &sp) {
             v = tracePrimFunc(v, it->second);
             continue;
         }
-        // Decorators of modules tilec does not evaluate (functools.lru_cache, torch.no_grad, ...) do not
-        // change what the function computes at compile time.
-        if (dec.is(VK::Opaque) || (dec.is(VK::Module) && dec.as<ModuleObj>().opaque)) continue;
-        CallArgs args;
-        args.call = it->second;
-        args.callee = it->second;
-        args.pos.push_back({v, s.range});
-        v = callValue(dec, args);
+        v = applyDecorator(dec, it->second, v, s.range);
     }
     bindName(s.name, v, s.range, false);
+}
+
+Value InterpImpl::applyDecorator(const Value &dec, const SourceRange &decAt, const Value &v, const SourceRange &at) {
+    if (dec.is(VK::Poison)) throw EvalAbort{};
+    // Decorators of modules tilec does not evaluate (functools.lru_cache, torch.no_grad, ...) do not change
+    // what the function computes at compile time.
+    if (dec.is(VK::Opaque) || (dec.is(VK::Module) && dec.as<ModuleObj>().opaque)) return v;
+    CallArgs args;
+    args.call = decAt;
+    args.callee = decAt;
+    args.pos.push_back({v, at});
+    return callValue(dec, args);
 }
 
 Value InterpImpl::attribute(const Value &base, const std::string &name, const ast::Expr &e) {
@@ -323,14 +353,24 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     case VK::PrimFunc:
         // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.
         return makeOpaque("kernel." + name, "tilelang");
+    case VK::Class:
+    case VK::Instance: return classAttribute(base, name, r);
     case VK::Module: {
         auto &m = base.as<ModuleObj>();
+        if (m.env) {
+            if (auto v = userModuleName(base, name, r)) return *v;
+            failMissingName(m, name, r, false);
+        }
         if (auto it = m.attrs.find(name); it != m.attrs.end()) return it->second;
         std::string full = m.name + "." + name;
         if (auto sub = knownModule(full)) return *sub;
         if (m.opaque || m.name != "tilelang.language") {
             std::string root = m.name.substr(0, m.name.find('.'));
-            if (m.opaque || root == "tilelang") return makeOpaque(full, root);
+            if (m.opaque || root == "tilelang") {
+                Value o = makeOpaque(full, root);
+                o.as<OpaqueObj>().importedAt = m.importedAt;
+                return o;
+            }
         }
         std::string shown = (e.a && e.a->kind == ast::ExprKind::Name ? e.a->str : m.name) + "." + name;
         std::vector<std::string> names;
@@ -517,6 +557,14 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     default: break;
     }
     fail(r, std::string("'") + typeName(base.kind) + "' object has no attribute '" + name + "'");
+}
+
+Value InterpImpl::attributeOf(const Value &base, const std::string &name, const SourceRange &at) {
+    ast::Expr e;
+    e.kind = ast::ExprKind::Attribute;
+    e.range = at;
+    e.str = name;
+    return attribute(base, name, e);
 }
 
 } // namespace tilec::eval

@@ -195,6 +195,7 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
         }
         return *v;
     }
+    if (auto v = opaqueStarName(e.str)) return *v; // a name `from OPAQUE import *` may have bound
     std::string msg = "undefined name '" + e.str + "'";
     if (reported_.count({e.range.file, e.range.line, e.range.col, msg})) throw EvalAbort{};
     std::vector<std::string> names;
@@ -202,7 +203,7 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
         for (auto &kv : s->vars) names.push_back(kv.first);
     std::string close = closestName(e.str, names);
     if (!close.empty()) failWithNote(e.range, msg, e.range, "did you mean '" + close + "'?");
-    fail(e.range, msg);
+    failPython("NameError", e.range, msg);
 }
 
 int InterpImpl::heightOf(const ir::Expr &e, int depth) {
@@ -382,6 +383,20 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
     Value key = constantOf(key0);
     if (key.is(VK::Poison) || base.is(VK::Poison)) return Value::poison();
     if (base.is(VK::Opaque)) return base;
+    if (base.is(VK::Class) && base.as<ClassObj>().isEnum()) { // Color['RED']
+        for (auto &m : base.as<ClassObj>().members)
+            if (key.is(VK::Str) && m.as<InstanceObj>().attrs->vars["_name_"].s == key.s) return m;
+        if (key.is(VK::Str))
+            for (auto &kv : base.as<ClassObj>().ns->vars)
+                if (kv.first == key.s && kv.second.is(VK::Instance) && kv.second.as<InstanceObj>().cls.get() == &base.as<ClassObj>())
+                    return kv.second;
+        failPython("KeyError", at, "enum '" + base.as<ClassObj>().name + "' has no member " + repr(key));
+    }
+    // `tuple[int, int]`, `list[str]`: a type annotation, which tilec does not evaluate.
+    if (base.is(VK::Class) || (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "tuple" || base.as<BuiltinObj>().name == "list" ||
+                                                        base.as<BuiltinObj>().name == "dict" || base.as<BuiltinObj>().name == "set" ||
+                                                        base.as<BuiltinObj>().name == "type")))
+        return makeOpaque(str(base) + "[...]", "typing");
     bool sequence = base.is(VK::Tuple) || base.is(VK::List) || base.is(VK::Str) || base.is(VK::Range);
     if (sequence) {
         if (isRuntime(key))
@@ -394,7 +409,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
         else n = (int64_t)base.elements().size();
         int64_t i = intOf(key);
         if (i < 0) i += n;
-        if (i < 0 || i >= n) fail(at, std::string(typeName(base.kind)) + " index out of range");
+        if (i < 0 || i >= n) failPython("IndexError", at, std::string(typeName(base.kind)) + " index out of range");
         if (base.is(VK::Str)) return Value::str(std::string(1, base.s[(size_t)i]));
         if (base.is(VK::Range))
             return Value::integer((int64_t)(base.as<RangeObj>().start + (__int128)i * base.as<RangeObj>().step));
@@ -403,7 +418,7 @@ Value InterpImpl::getItem(const Value &base, const Value &key0, const SourceRang
     if (base.is(VK::Dict)) {
         for (auto &kv : base.as<DictObj>().items)
             if (equal(kv.first, key)) return kv.second;
-        fail(at, "key " + repr(key) + " is not in the dict");
+        failPython("KeyError", at, "key " + repr(key) + " is not in the dict");
     }
     fail(at, std::string("'") + typeName(base.kind) + "' object is not subscriptable");
 }
@@ -490,6 +505,10 @@ std::vector<Value> InterpImpl::iterate(const Value &v0, const SourceRange &r) {
         charge((int64_t)out.size());
         return out;
     }
+    case VK::Class:
+        if (!v.as<ClassObj>().isEnum()) break;
+        charge((int64_t)v.as<ClassObj>().members.size());
+        return v.as<ClassObj>().members;
     case VK::Range: {
         auto &rg = v.as<RangeObj>();
         std::vector<Value> out;

@@ -6,6 +6,7 @@
 /// -D, exports, --export, --kernel); Python operators are in Operators.cpp and builtins in PyBuiltins.cpp.
 #pragma once
 
+#include "eval/ModuleLoader.h"
 #include "tilec/Frontend.h"
 #include "tilec/Interp.h"
 
@@ -27,6 +28,9 @@ namespace tilec::eval {
 /// evaluate" messages. Stored in Value::obj of VK::Opaque values the interpreter makes.
 struct OpaqueObj {
     std::string module;
+    /// Where the name it derives from was bound by an import (`from torch import nn`), for messages.
+    SourceRange importedAt;
+    std::string importedName;
     /// A torch tensor whose shape is known (`torch.randn(m, k, ...)`, and what elementwise arithmetic with
     /// numbers, `.cuda()`, `.half()`, ... make of it): `.shape` answers.
     std::optional<std::vector<int64_t>> shape;
@@ -100,6 +104,13 @@ std::string plural(int64_t n, const std::string &word, const std::string &plural
 
 class InterpImpl;
 
+/// A module of the user's, by file (InterpImpl::userModules_): made when first imported, run once.
+struct LoadedModule {
+    Value module;
+    enum State { Created, Running, Done } state = Created;
+    SourceRange importedAt; ///< the import that ran it
+};
+
 // ---- operators (Operators.cpp) ----
 /// A value that only exists at run time: an Expr that is not a constant, a point Access (a load), a
 /// buffer of scope var (its element).
@@ -126,8 +137,24 @@ void collectVars(const ir::Expr &e, std::vector<ir::Var> &out, int depth = 0);
 /// `@autotune(...)` / `@tilelang.autotune(...)`: its arguments are not evaluated (see execDef).
 bool isAutotuneDecorator(const Value &v);
 
-// ---- builtins (PyBuiltins.cpp) ----
+// ---- builtins (PyBuiltins.cpp; object, property, super, getattr, ... in InterpClass.cpp) ----
 void addPyBuiltins(Env &env);
+void addClassBuiltins(InterpImpl &in, Env &env);
+/// Python's exception classes (BaseException, Exception, ValueError, KeyError, ...; InterpExceptions.cpp).
+void addExceptionClasses(InterpImpl &in, Env &env);
+/// A builtin function (KnownModules.cpp).
+Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn);
+/// A module tilec knows some attributes of; the others are opaque (KnownModules.cpp).
+Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs);
+/// The stand-ins for the dataclasses and enum modules (Dataclasses.cpp).
+std::optional<Value> dataclassesModule(InterpImpl &in);
+std::optional<Value> enumModule(InterpImpl &in);
+/// An IntEnum member (or a member of an enum mixed with int, str or float) as its value; v otherwise.
+Value plainValue(const Value &v);
+/// The name of a value's type for messages: the class of an instance, else typeName.
+std::string typeNameOf(const Value &v);
+/// An opaque value derived from another (an attribute, a call): the same module and import.
+Value deriveOpaque(const Value &from, std::string what);
 
 class InterpImpl final : public Interp {
   public:
@@ -245,6 +272,9 @@ class InterpImpl final : public Interp {
     Value callFunction(const Value &fn, CallArgs &args);
     Value attribute(const Value &base, const std::string &name, const ast::Expr &e);
     void execDef(const ast::StmtP &s);
+    /// `@dec` applied to `v` (a def's function or a class): the call's result; a decorator of a module tilec
+    /// does not evaluate leaves `v` as it is.
+    Value applyDecorator(const Value &dec, const SourceRange &decAt, const Value &v, const SourceRange &at);
     /// The function a def or lambda makes: its defaults evaluated now, its closure the current scope.
     Value makeFunction(const ast::StmtP &def);
     /// Binds a call's arguments to a user function's parameters in a new scope.
@@ -300,10 +330,65 @@ class InterpImpl final : public Interp {
 
     // ---- scopes and imports (InterpModule.cpp) ----
     void execImport(const ast::Stmt &s);
-    Value importModule(const std::string &dotted);
-    /// The stand-ins for math, itertools, tilelang's helpers, tvm and torch (KnownModules.cpp); nullopt for
-    /// a module tilec knows nothing of.
+    /// A module by its absolute dotted name: tilec's stand-in, else the user's file (a package's __init__.py
+    /// runs now only when `runPackage`), else an opaque module.
+    Value importModule(const std::string &dotted, const SourceRange &at = {}, bool runPackage = true);
+    /// The stand-ins for math, itertools, tilelang's helpers, tvm, torch, dataclasses and enum
+    /// (KnownModules.cpp); nullopt for a module tilec knows nothing of.
     std::optional<Value> knownModule(const std::string &dotted);
+    /// The user's module `dotted` found on the search roots (its packages made on the way), or nullopt.
+    std::optional<Value> userModule(const std::string &dotted, const SourceRange &at, bool runPackage);
+    /// The module of file `mf`, made once per file and run when first needed.
+    Value loadModule(const std::string &name, const ModuleFile &mf, const SourceRange &at, bool runPackage);
+    void runModule(LoadedModule &lm, const SourceRange &at);
+    /// Runs a package's __init__.py if it has not run yet.
+    void runPackage(const Value &pkg, const SourceRange &at);
+    bool isRunning(const ModuleObj &m);
+    /// `name` of a user module: its global, else (a package) its submodule; nullopt when neither.
+    std::optional<Value> userModuleName(const Value &mod, const std::string &name, const SourceRange &at);
+    /// "cannot import name ..." / "module ... has no attribute ...", the import cycle noted when there is one.
+    [[noreturn]] void failMissingName(const ModuleObj &m, const std::string &name, const SourceRange &at,
+                                      bool fromImport);
+    void importStar(const Value &m, const SourceRange &at);
+    /// An undefined name in a module that did `from OPAQUE import *`: an opaque value of that module.
+    std::optional<Value> opaqueStarName(const std::string &name);
+    /// The global scope of the module whose code runs now, and one of its string globals ("" if none).
+    Env &moduleScope();
+    std::string moduleVar(const char *name);
+
+    // ---- exceptions (InterpExceptions.cpp) ----
+    /// try / except / else / finally: an exception raised in the body (a `raise`, or an error Python raises
+    /// too: a missing key, attribute or name, a bad index or value) is caught by a matching handler, its
+    /// diagnostics dropped; tilec's own limits are never caught (they are not exceptions in Python).
+    Flow execTry(const ast::Stmt &s);
+    void execRaise(const ast::Stmt &s);
+    /// Reports an error that is Python exception `type` (KeyError, AttributeError, ...) and abandons the
+    /// statement: an enclosing try may catch it. `exc`: the exception object (None: made from the message).
+    [[noreturn]] void failPython(const char *type, const SourceRange &r, const std::string &msg, const Value &exc = Value::none());
+    std::string pyErrorType_; ///< the Python exception of the error being reported ("": not one)
+    Value pyErrorValue_;
+    Value handling_;          ///< the exception an except clause handles (a bare `raise` re-raises it)
+    int tryDepth_ = 0;
+
+    // ---- classes (InterpClass.cpp, Dataclasses.cpp) ----
+    void execClass(const ast::StmtP &s);
+    /// Calling a class: an instance (its __init__ run), or an enum's member by value.
+    Value callClass(const Value &cls, CallArgs &args);
+    /// Attribute of a class or instance (bound methods, properties, class and static methods).
+    Value classAttribute(const Value &base, const std::string &name, const SourceRange &at);
+    /// `obj.name = v` on an instance or a class (a frozen dataclass refuses).
+    void setAttribute(const Value &base, const std::string &name, const Value &v, const SourceRange &at);
+    /// `@dataclass` / `@dataclass(frozen=True, ...)` applied to a class.
+    Value makeDataclass(const Value &cls, CallArgs &options, const SourceRange &at);
+    /// After an enum class's body: its members.
+    void makeEnumMembers(ClassObj &c, const SourceRange &at);
+    /// The class being built by the innermost `class` statement (its body binds into its namespace).
+    std::shared_ptr<ClassObj> classBuild_;
+    /// Python's own classes (object, property, staticmethod, classmethod, super, Enum, auto, Field), made once.
+    std::shared_ptr<ClassObj> builtinClass(ClassObj::Builtin which);
+    std::map<int, std::shared_ptr<ClassObj>> builtinClasses_;
+    /// attribute() where no expression names the base (getattr, hasattr).
+    Value attributeOf(const Value &base, const std::string &name, const SourceRange &at);
 
     /// The expression, or an error when it nests deeper than later passes may recurse.
     const ir::Expr &checkedHeight(const ir::Expr &e, const SourceRange &r);
@@ -336,6 +421,10 @@ class InterpImpl final : public Interp {
         Value ret;
         SourceRange retAt; ///< the `return` statement that set ret
         bool isModule = false;
+        const ast::Body *moduleBody = nullptr; ///< a module's frame: its top-level statements
+        /// A method's call: the class that defined it and its first argument (for a zero-argument super()).
+        std::shared_ptr<ClassObj> methodClass;
+        Value methodSelf;
     };
 
     const FrontendOptions &opts_;
@@ -353,6 +442,11 @@ class InterpImpl final : public Interp {
     size_t stackLimit_ = 0;
     Value tlModule_;
     std::map<std::string, Value> knownModules_; ///< by dotted name, made on first import
+    std::map<std::string, LoadedModule> userModules_; ///< by canonical path of the file (or namespace folder)
+    std::vector<std::pair<std::string, SourceRange>> importChain_; ///< modules running, with the import that ran each
+    std::vector<std::string> roots_; ///< where absolute imports look: the main file's root, -I, TILEC_PATH
+    std::vector<std::shared_ptr<ast::Module>> moduleAsts_;
+    std::map<const Env *, std::vector<std::pair<std::string, SourceRange>>> opaqueStars_; ///< `from OPAQUE import *`
     std::map<std::string, Value> defines_; ///< -D values by name
     /// Module-level names in order of first assignment, with the range of their latest assignment.
     std::vector<std::string> moduleOrder_;

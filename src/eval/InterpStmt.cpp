@@ -57,7 +57,7 @@ struct CtlScope {
 
 InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
     for (auto &s : body) {
-        if (frames_.back().isModule && traces_.empty() && !diag_.holding()) {
+        if (frames_.back().moduleBody == &body && traces_.empty()) {
             execModuleStmt(s);
             continue;
         }
@@ -65,6 +65,8 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
         try {
             f = exec(s);
         } catch (EvalAbort &) {
+            if (tryDepth_ > 0 && !pyErrorType_.empty()) throw; // a Python exception: an enclosing try may catch it
+            pyErrorType_.clear(); // reported: no try catches it later
             ++abandoned_;
             bindPoison(*s);
             // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
@@ -120,6 +122,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
         *cause = *lastPoisonCause_;
     } else {
         diag_.warning(firstError->range, firstError->message + " (the module-level statement is skipped)");
+        for (auto n = firstError + 1; n != held.end() && n->severity == Severity::Note; ++n) diag_.note(n->range, n->message);
         cause->line = s->range.line;
         cause->reason = firstError->message;
     }
@@ -136,6 +139,7 @@ void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
     case ast::StmtKind::AnnAssign:
     case ast::StmtKind::AugAssign:
     case ast::StmtKind::For:
+    case ast::StmtKind::ClassDef:
     case ast::StmtKind::Unsupported:
         for (auto &t : s.targets)
             if (t) poisonTarget(*this, *t, poison);
@@ -209,6 +213,23 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     case ast::StmtKind::While: return execWhile(s);
     case ast::StmtKind::With: return execWith(s);
     case ast::StmtKind::FunctionDef: execDef(sp); return Flow::Normal;
+    case ast::StmtKind::ClassDef: execClass(sp); return Flow::Normal;
+    case ast::StmtKind::Try: return execTry(s);
+    case ast::StmtKind::Raise: execRaise(s); return Flow::Normal;
+    case ast::StmtKind::ExceptHandler: break;
+    case ast::StmtKind::Global:
+    case ast::StmtKind::Nonlocal:
+        for (auto &n : s.names) {
+            if (s.kind == ast::StmtKind::Global) {
+                env_->globals.insert(n.name);
+                continue;
+            }
+            bool found = false;
+            for (Env *e = env_->parent.get(); e && e != &moduleScope() && !found; e = e->parent.get()) found = e->vars.count(n.name);
+            if (!found) fail(n.range, "no binding for nonlocal '" + n.name + "' found");
+            env_->nonlocals.insert(n.name);
+        }
+        return Flow::Normal;
     case ast::StmtKind::Return: {
         CallFrame &fr = frames_.back();
         if (fr.isModule) fail(s.range, "'return' outside a function");
@@ -245,7 +266,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
                 if (text.size() > 300) text = text.substr(0, 300) + "...";
                 msg += ": " + text;
             }
-            fail(s.range, msg);
+            failPython("AssertionError", s.range, msg);
         }
         return Flow::Normal;
     }

@@ -1,7 +1,8 @@
 /// \file
 /// Compile-time stand-ins for the Python modules TileLang programs import besides `tilelang.language`:
 /// `math`, `itertools`, the `tilelang` package's helpers (`cdiv`, `next_power_of_2`, `autotune`, `jit`, the
-/// carver's SM count), tvm's `DataType`, torch's dtypes and `torch.cuda`'s device queries. Build-time GPU
+/// carver's SM count, `tilelang.contrib.nvcc`'s and `tilelang.utils.target`'s target queries), tvm's `DataType`,
+/// torch's dtypes and `torch.cuda`'s device queries. Build-time GPU
 /// queries are answered from the target (-arch, --num-sms), as if the program ran on that GPU.
 ///
 /// Each of these modules knows some attributes; every other attribute is opaque, as for a module tilec
@@ -237,6 +238,44 @@ Value carverDriverModule() {
     return module("tilelang.carver.arch.driver", std::move(m));
 }
 
+/// `tilelang.contrib.nvcc`'s queries of the compilation target (the lowest -arch) and
+/// `tilelang.utils.target.determine_target`: what TileLang answers when it compiles for that GPU.
+Value nvccModule() {
+    Attrs m;
+    const std::string N = "tilelang.contrib.nvcc";
+    def(m, N, "get_target_compute_version", [](InterpImpl &in, CallArgs &a) {
+        bindArgs(in, a, "get_target_compute_version", {"target?"});
+        return Value::str(std::to_string(in.opts_.target.sm / 10) + "." + std::to_string(in.opts_.target.sm % 10));
+    });
+    def(m, N, "parse_compute_version", [](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, "parse_compute_version", {"compute_version"});
+        std::string v = in.toStr(*x[0], "compute version");
+        auto dot = v.find('.');
+        bool ok = dot != std::string::npos && dot > 0 && dot + 1 < v.size() && v.size() < 12 &&
+                  v.find_first_not_of("0123456789.") == std::string::npos && v.find('.', dot + 1) == std::string::npos;
+        if (!ok) in.fail(x[0]->range, "compute version " + repr(x[0]->value) + " is not MAJOR.MINOR");
+        return Value::tuple({Value::integer(std::stoll(v.substr(0, dot))), Value::integer(std::stoll(v.substr(dot + 1)))});
+    });
+    def(m, N, "get_target_arch", [](InterpImpl &in, CallArgs &a) {
+        bindArgs(in, a, "get_target_arch", {"compute_version"});
+        int sm = in.opts_.target.sm;
+        return Value::str(std::to_string(sm) + (sm >= 90 ? "a" : ""));
+    });
+    return module(N, std::move(m));
+}
+
+Value targetModule() {
+    Attrs m;
+    def(m, "tilelang.utils.target", "determine_target", [](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, "determine_target", {"target?", "return_object?"});
+        if (!x[1] || !in.toBool(*x[1], "return_object")) return Value::str("cuda");
+        int sm = in.opts_.target.sm;
+        return module("tvm.target.Target", {{"kind", Value::str("cuda")},
+                                            {"arch", Value::str("sm_" + std::to_string(sm) + (sm >= 90 ? "a" : ""))}});
+    });
+    return module("tilelang.utils.target", std::move(m));
+}
+
 Value tvmModule() {
     Attrs m;
     def(m, "tvm", "DataType", [](InterpImpl &in, CallArgs &a) {
@@ -275,6 +314,8 @@ Value torchModule(InterpImpl &in) {
         p["major"] = Value::integer(t.sm / 10);
         p["minor"] = Value::integer(t.sm % 10);
         p["multi_processor_count"] = Value::integer(t.numSms);
+        p["shared_memory_per_multiprocessor"] = Value::integer(t.sharedPerSM);
+        p["shared_memory_per_block_optin"] = Value::integer(t.maxSharedPerBlock);
         return module("torch.cuda.get_device_properties(...)", std::move(p));
     });
     m["cuda"] = module("torch.cuda", std::move(cuda));
@@ -298,6 +339,15 @@ Value torchModule(InterpImpl &in) {
 
 } // namespace
 
+Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn) {
+    auto b = std::make_shared<BuiltinObj>();
+    b->name = name;
+    b->fn = [fn = std::move(fn)](Interp &in, CallArgs &a) { return fn(static_cast<InterpImpl &>(in), a); };
+    return Value::object(VK::Builtin, b);
+}
+
+Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs) { return module(name, std::move(attrs)); }
+
 Value torchTensor(std::string what, std::vector<int64_t> shape, bool callKeepsShape) {
     Value v = makeOpaque(std::move(what), "torch");
     v.as<OpaqueObj>().shape = std::move(shape);
@@ -313,7 +363,7 @@ const std::vector<int64_t> *torchShape(const Value &v) {
 Value opaqueAttribute(const Value &base, const std::string &name) {
     std::string what = base.s + "." + name;
     const std::vector<int64_t> *shape = torchShape(base);
-    if (!shape) return makeOpaque(what, opaqueModule(base));
+    if (!shape) return deriveOpaque(base, what);
     std::vector<Value> dims;
     for (int64_t d : *shape) dims.push_back(Value::integer(d));
     if (name == "shape") return Value::tuple(dims);
@@ -347,7 +397,7 @@ Value opaqueOperation(const Value &a, const Value &b, bool elementwise) {
     const Value &o = a.is(VK::Opaque) ? a : b;
     const Value &other = a.is(VK::Opaque) ? b : a;
     const std::vector<int64_t> *shape = torchShape(o);
-    if (!shape) return o.obj ? makeOpaque(o.s, opaqueModule(o)) : o;
+    if (!shape) return o.obj ? deriveOpaque(o, o.s) : o;
     const std::vector<int64_t> *otherShape = torchShape(other);
     bool keeps = elementwise && (isNumber(other) || (otherShape && *otherShape == *shape));
     return keeps ? torchTensor(o.s, *shape) : makeOpaque(o.s, "torch");
@@ -361,7 +411,13 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "tvm") v = tvmModule();
     else if (dotted == "tvm.tir" || dotted == "tvm.tirx") v = makeTvmTirModule(dotted);
     else if (dotted == "torch") v = torchModule(*this);
+    else if (dotted == "dataclasses") v = *dataclassesModule(*this);
+    else if (dotted == "enum") v = *enumModule(*this);
     else if (dotted == "tilelang.carver.arch.driver") v = carverDriverModule();
+    else if (dotted == "tilelang.contrib.nvcc") v = nvccModule();
+    else if (dotted == "tilelang.contrib") v = module(dotted, {{"nvcc", *knownModule(dotted + ".nvcc")}});
+    else if (dotted == "tilelang.utils.target") v = targetModule();
+    else if (dotted == "tilelang.utils") v = module(dotted, {{"target", *knownModule(dotted + ".target")}});
     else if (dotted == "tilelang.carver.arch") v = module(dotted, {{"driver", *knownModule(dotted + ".driver")}});
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});
     else if (dotted == "tilelang.autotuner") {
@@ -380,7 +436,8 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
         m["jit"] = jitDecorator();
         m["compile"] = tilelangCompile();
         m["PassConfigKey"] = passConfigKeyEnum();
-        for (const char *sub : {"autotuner", "carver", "math", "transform"}) m[sub] = *knownModule("tilelang." + std::string(sub));
+        for (const char *sub : {"autotuner", "carver", "contrib", "math", "transform", "utils"})
+            m[sub] = *knownModule("tilelang." + std::string(sub));
         v = module(dotted, std::move(m));
     } else {
         return std::nullopt;

@@ -46,11 +46,11 @@ Value intArith(InterpImpl &in, BinOpKind op, int64_t a, int64_t b, const SourceR
     case BinOpKind::Sub: if (__builtin_sub_overflow(a, b, &out)) overflow(in, r); return Value::integer(out);
     case BinOpKind::Mul: if (__builtin_mul_overflow(a, b, &out)) overflow(in, r); return Value::integer(out);
     case BinOpKind::Div:
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         return Value::real((double)a / (double)b);
     case BinOpKind::FloorDiv:
     case BinOpKind::Mod: {
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         if (a == INT64_MIN && b == -1) {
             if (op == BinOpKind::Mod) return Value::integer(0);
             overflow(in, r);
@@ -64,7 +64,7 @@ Value intArith(InterpImpl &in, BinOpKind op, int64_t a, int64_t b, const SourceR
     }
     case BinOpKind::Pow: {
         if (b < 0) {
-            if (a == 0) in.fail(r, "division by zero (0 cannot be raised to a negative power)");
+            if (a == 0) in.failPython("ZeroDivisionError", r, "division by zero (0 cannot be raised to a negative power)");
             return Value::real(std::pow((double)a, (double)b));
         }
         int64_t acc = 1, base = a;
@@ -98,11 +98,11 @@ Value floatArith(InterpImpl &in, BinOpKind op, const Value &va, const Value &vb,
     case BinOpKind::Sub: return Value::real(a - b);
     case BinOpKind::Mul: return Value::real(a * b);
     case BinOpKind::Div:
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         return Value::real(a / b);
     case BinOpKind::FloorDiv:
     case BinOpKind::Mod: {
-        if (b == 0) in.fail(r, "division by zero");
+        if (b == 0) in.failPython("ZeroDivisionError", r, "division by zero");
         // CPython's float_divmod: exact remainder first, the quotient from it.
         double m = std::fmod(a, b), div = (a - m) / b;
         if (m != 0 && ((m < 0) != (b < 0))) {
@@ -118,7 +118,7 @@ Value floatArith(InterpImpl &in, BinOpKind op, const Value &va, const Value &vb,
         return Value::real(q);
     }
     case BinOpKind::Pow:
-        if (a == 0 && b < 0) in.fail(r, "division by zero (0.0 cannot be raised to a negative power)");
+        if (a == 0 && b < 0) in.failPython("ZeroDivisionError", r, "division by zero (0.0 cannot be raised to a negative power)");
         if (a < 0 && b != std::floor(b))
             in.fail(r, "a negative number raised to a fractional power is complex, which is not supported");
         return Value::real(std::pow(a, b));
@@ -256,6 +256,7 @@ bool isRuntime(const Value &v) {
 }
 
 Value constantOf(const Value &v) {
+    if (v.is(VK::Instance)) return plainValue(v);
     if (!v.is(VK::Expr)) return v;
     if (auto i = ir::as<ir::IntImm>(v.expr)) return v.expr->dtype.isBool() ? Value::boolean(i->value != 0) : Value::integer(i->value);
     if (auto f = ir::as<ir::FloatImm>(v.expr)) return Value::real(f->value);
@@ -264,6 +265,8 @@ Value constantOf(const Value &v) {
 
 Value binaryOp(InterpImpl &in, BinOpKind op, const Value &a, const Value &b, const SourceRange &r) {
     if (a.is(VK::Poison) || b.is(VK::Poison)) return Value::poison();
+    if (plainValue(a).kind != a.kind || plainValue(b).kind != b.kind) // IntEnum members are their values
+        return binaryOp(in, op, plainValue(a), plainValue(b), r);
     if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != BinOpKind::MatMul);
     if (isIR(a) || isIR(b)) return runtimeBinary(in, op, a, b, r);
     const char *sym = ast::toString(op);
@@ -310,6 +313,8 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
     case CmpOpKind::IsNot: return Value::boolean(!pyIs(a, b));
     default: break;
     }
+    if (plainValue(a).kind != a.kind || plainValue(b).kind != b.kind)
+        return compareOp(in, op, plainValue(a), plainValue(b), r);
     if (a.is(VK::Opaque) || b.is(VK::Opaque)) return opaqueOperation(a, b, op != CmpOpKind::In && op != CmpOpKind::NotIn);
     if (op == CmpOpKind::In || op == CmpOpKind::NotIn) {
         if (isRuntime(b)) in.fail(r, "'in' needs a compile-time container, not a run-time value");
@@ -349,6 +354,7 @@ Value compareOp(InterpImpl &in, CmpOpKind op, const Value &a, const Value &b, co
 
 Value unaryOp(InterpImpl &in, UnaryOpKind op, const Value &a, const SourceRange &r) {
     if (a.is(VK::Poison)) return a;
+    if (plainValue(a).kind != a.kind) return unaryOp(in, op, plainValue(a), r);
     if (a.is(VK::Opaque)) return a;
     if (isIR(a)) {
         ir::Expr e = in.runtimeExpr(a, r);

@@ -131,6 +131,13 @@ bool isInstance(InterpImpl &in, const Value &v, const Arg &cls) {
         return false;
     }
     if (c.is(VK::Opaque)) in.failOpaque(c, cls.range);
+    if (c.is(VK::Class)) {
+        if (!v.is(VK::Instance)) return c.as<ClassObj>().builtin == ClassObj::Builtin::Object;
+        auto &mro = v.as<InstanceObj>().cls->mro;
+        return std::find(mro.begin(), mro.end(), c.as<ClassObj>().shared()) != mro.end();
+    }
+    if (v.is(VK::Instance) && c.is(VK::Builtin) && plainValue(v).kind != VK::Instance)
+        return isInstance(in, plainValue(v), cls); // isinstance(an IntEnum member, int)
     if (!c.is(VK::Builtin)) in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str");
     const std::string &n = c.as<BuiltinObj>().name;
     if (n == "int") return v.is(VK::Int) || v.is(VK::Bool);
@@ -196,6 +203,9 @@ void addPyBuiltins(Env &env) {
         case VK::Tuple:
         case VK::List: return Value::integer((int64_t)v.elements().size());
         case VK::Dict: return Value::integer((int64_t)v.as<DictObj>().items.size());
+        case VK::Class:
+            if (!v.as<ClassObj>().isEnum()) break;
+            return Value::integer((int64_t)v.as<ClassObj>().members.size());
         case VK::Range: {
             uint64_t n = iterateLength(v.as<RangeObj>());
             if (n > (uint64_t)INT64_MAX) in.fail(a.call, "integer overflow in compile-time arithmetic");

@@ -97,6 +97,7 @@ int64_t constIntArg(Interp &in, const Arg &a, const std::string &what) {
     if (a.value.is(VK::Access))
         in.fail(a.range,
                 what + " must be a compile-time constant; a buffer element is only known at run time");
+    if (a.value.is(VK::Opaque)) in.toInt(a, what.c_str()); // says which module (and import) it comes from
     in.fail(a.range, what + " must be an integer, got " + typeName(a.value.kind));
 }
 
@@ -128,6 +129,7 @@ ir::Expr intExprArg(Interp &in, const Arg &a, const std::string &what) {
             in.fail(a.range, what + " must be an integer, got a " + std::string(e->dtype.name()) + " value");
         return e;
     }
+    if (a.value.is(VK::Opaque)) in.toInt(a, what.c_str()); // says which module (and import) it comes from
     in.fail(a.range, what + " must be an integer, got " + typeName(a.value.kind));
 }
 

@@ -58,6 +58,7 @@ bool isIdentifier(const std::string &s) {
 ir::Expr shapeDim(Interp &in, const Arg &a, size_t index) {
     const Value &v = a.value;
     std::string what = "dimension " + std::to_string(index) + " of the shape";
+    if (v.is(VK::Opaque)) in.toInt(a, what.c_str()); // says which module (and import) it comes from
     if (!(v.is(VK::Int) || v.is(VK::Expr)))
         in.fail(a.range, what + " must be an integer, got " + typeName(v.kind));
     ir::Expr e = intExprArg(in, a, what);

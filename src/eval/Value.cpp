@@ -35,6 +35,8 @@ const char *typeName(VK k) {
     case VK::PrimFunc: return "prim_func";
     case VK::Frame: return "frame";
     case VK::Reducer: return "T.comm_reducer";
+    case VK::Class: return "type";
+    case VK::Instance: return "object";
     }
     return "value";
 }
@@ -180,6 +182,15 @@ Value makeOpaque(std::string what, std::string module) {
     return v;
 }
 
+Value deriveOpaque(const Value &from, std::string what) {
+    Value v = makeOpaque(std::move(what), opaqueModule(from));
+    if (from.obj) {
+        v.as<OpaqueObj>().importedAt = from.as<OpaqueObj>().importedAt;
+        v.as<OpaqueObj>().importedName = from.as<OpaqueObj>().importedName;
+    }
+    return v;
+}
+
 bool isNumber(const Value &v) { return v.is(VK::Int) || v.is(VK::Bool) || v.is(VK::Float); }
 
 double numberAsDouble(const Value &v) {
@@ -203,6 +214,19 @@ std::optional<bool> pyEquals(const Value &a, const Value &b, int depth, int64_t 
         return t && *t == a.dtype;
     }
     if (a.is(VK::Str) && b.is(VK::DType)) return pyEquals(b, a, depth, work);
+    // An IntEnum member is its value; a dataclass instance equals one of its class with equal fields.
+    if (plainValue(a).kind != a.kind || plainValue(b).kind != b.kind) return pyEquals(plainValue(a), plainValue(b), depth + 1, work);
+    if (a.is(VK::Instance) && b.is(VK::Instance) && a.obj != b.obj) {
+        auto &x = a.as<InstanceObj>(), &y = b.as<InstanceObj>();
+        if (x.cls != y.cls || !x.cls->dataclass || !x.cls->dataEq) return false;
+        for (auto &f : x.cls->fields) {
+            auto i = x.attrs->vars.find(f.name), j = y.attrs->vars.find(f.name);
+            if (i == x.attrs->vars.end() || j == y.attrs->vars.end()) return i == j;
+            auto e = pyEquals(i->second, j->second, depth + 1, work);
+            if (!e || !*e) return e;
+        }
+        return true;
+    }
     if (a.kind != b.kind) return false; // (1,) != [1], as in Python
     switch (a.kind) {
     case VK::None: return true;
@@ -333,6 +357,20 @@ std::string reprImpl(const Value &v, int depth, int &budget) {
     case VK::DType: return "T." + std::string(v.dtype.name());
     case VK::Buffer: return v.buffer->name;
     case VK::PrimFunc: return "<prim_func>";
+    case VK::Class: return "<class '" + v.as<ClassObj>().name + "'>";
+    case VK::Instance: {
+        auto &o = v.as<InstanceObj>();
+        auto &attrs = o.attrs->vars;
+        if (o.cls->isEnum() && attrs.count("_name_"))
+            return "<" + o.cls->name + "." + attrs["_name_"].s + ": " + reprImpl(attrs["_value_"], depth + 1, budget) + ">";
+        if (!o.cls->dataclass) return "<" + o.cls->name + " object>";
+        std::string s = o.cls->name + "(";
+        for (size_t i = 0; i < o.cls->fields.size(); ++i) {
+            auto &f = o.cls->fields[i];
+            s += (i ? ", " : "") + f.name + "=" + (attrs.count(f.name) ? reprImpl(attrs[f.name], depth + 1, budget) : "?");
+        }
+        return s + ")";
+    }
     default: return std::string("<") + typeName(v.kind) + ">";
     }
 }
@@ -345,6 +383,16 @@ std::string repr(const Value &v) {
 
 std::string str(const Value &v) {
     if (v.is(VK::Str)) return v.s;
+    if (v.is(VK::Instance) && v.as<InstanceObj>().attrs->vars.count("args")) { // an exception: its message
+        const Value &args = v.as<InstanceObj>().attrs->vars.at("args");
+        if (args.is(VK::Tuple) && args.elements().size() <= 1) return args.elements().empty() ? "" : str(args.elements()[0]);
+        return repr(args);
+    }
+    if (v.is(VK::Instance) && v.as<InstanceObj>().cls->isEnum()) {
+        auto &attrs = v.as<InstanceObj>().attrs->vars;
+        if (plainValue(v).kind != VK::Instance) return str(plainValue(v)); // IntEnum / StrEnum: the value's text
+        if (attrs.count("_name_")) return v.as<InstanceObj>().cls->name + "." + attrs["_name_"].s;
+    }
     if (v.is(VK::DType)) return std::string(v.dtype.name());
     return repr(v);
 }

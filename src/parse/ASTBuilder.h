@@ -143,7 +143,8 @@ class Builder {
     MStmt funcDef(TP::FuncdefContext *c, std::vector<ast::ExprP> decorators);
     MStmt importFrom(TP::Import_fromContext *c);
     MStmt unsupportedStmt(antlr4::ParserRuleContext *c, const char *what);
-    MStmt classStmt(TP::ClassdefContext *c);
+    MStmt classStmt(TP::ClassdefContext *c, std::vector<ast::ExprP> decorators);
+    MStmt tryStmt(TP::Try_stmtContext *c);
     void params(TP::ParametersContext *c, std::vector<ast::Param> &out);
     void loopBody(TP::BlockContext *c, ast::Body &out);
     void functionBody(TP::BlockContext *c, ast::Body &out);

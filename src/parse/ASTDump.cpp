@@ -188,12 +188,15 @@ class Dumper {
         if (s.value) {
             const char *label = s.kind == StmtKind::If || s.kind == StmtKind::While || s.kind == StmtKind::Assert ? "test"
                                 : s.kind == StmtKind::For                                                        ? "iter"
+                                : s.kind == StmtKind::ClassDef                                                   ? "bases"
                                                                                                                  : "value";
             expr(s.value.get(), d, label);
         }
         if (s.message) expr(s.message.get(), d, "msg");
         body("body", s.body, d);
+        for (const StmtP &h : s.handlers) stmt(*h, d);
         body("orelse", s.orelse, d);
+        body("finalbody", s.finalbody, d);
     }
 
   private:
@@ -258,6 +261,7 @@ class Dumper {
         case StmtKind::While: return "While";
         case StmtKind::With: return "With";
         case StmtKind::FunctionDef: return "FunctionDef " + s.name;
+        case StmtKind::ClassDef: return "ClassDef " + s.name;
         case StmtKind::Return: return "Return";
         case StmtKind::Pass: return "Pass";
         case StmtKind::Break: return "Break";
@@ -265,6 +269,11 @@ class Dumper {
         case StmtKind::Import: return "Import";
         case StmtKind::ImportFrom: return "ImportFrom " + s.name;
         case StmtKind::Assert: return "Assert";
+        case StmtKind::Try: return "Try";
+        case StmtKind::Raise: return "Raise";
+        case StmtKind::ExceptHandler: return "ExceptHandler" + (s.name.empty() ? "" : " as " + s.name);
+        case StmtKind::Global: return "Global";
+        case StmtKind::Nonlocal: return "Nonlocal";
         case StmtKind::Unsupported: return "Unsupported '" + s.name + "'";
         }
         return "?";

@@ -1,6 +1,6 @@
 /// \file
 /// Statements of the parse tree to ast::Stmt, and the builder's entry points. Statements evaluation does
-/// not support (class, try, raise, del, global, async ...) become `Unsupported` statements; their bodies are
+/// not support (try, raise, del, async ...) become `Unsupported` statements; their bodies are
 /// still walked so the errors Python reports before running anything (invalid targets, `return` outside a
 /// function) are reported wherever they are.
 #include "parse/ASTBuilder.h"
@@ -100,12 +100,19 @@ MStmt Builder::unsupportedStmt(ParserRuleContext *c, const char *what) {
     return s;
 }
 
-/// A class is not evaluated; the name it would bind is its target (bound to an error value when skipped).
-MStmt Builder::classStmt(TP::ClassdefContext *c) {
-    MStmt s = unsupportedStmt(c, "class");
+/// A class: its bases and keywords are the arguments of a call of its name (`value`); the name is also its
+/// target (bound to an error value when the statement is skipped). Its body is not a function's: `return`
+/// is an error there and loops outside do not reach in.
+MStmt Builder::classStmt(TP::ClassdefContext *c, std::vector<ast::ExprP> decorators) {
+    auto s = ast::Stmt::make(StmtKind::ClassDef, range(c));
+    s->name = std::string(text(c->NAME()));
+    s->decorators = std::move(decorators);
     auto name = ast::Expr::make(ExprKind::Name, range(c->NAME()));
-    name->str = std::string(text(c->NAME()));
+    name->str = s->name;
     s->targets.push_back(name);
+    s->value = arguments(name, c->arglist(), range(c->NAME()));
+    Scope scope(*this, 0, 0);
+    block(c->block(), s->body);
     return s;
 }
 
@@ -165,12 +172,24 @@ void Builder::simpleStmt(TP::Simple_stmtContext *c, ast::Body &out) {
         out.push_back(unsupportedStmt(c, "del"));
         return;
     }
-    case TP::RuleRaise_stmt: out.push_back(unsupportedStmt(c, "raise")); return;
-    case TP::RuleGlobal_stmt: out.push_back(unsupportedStmt(c, "global")); return;
-    case TP::RuleNonlocal_stmt:
-        if (funcDepth == 0) error(r, "nonlocal declaration not allowed at module level");
-        out.push_back(unsupportedStmt(c, "nonlocal"));
+    case TP::RuleRaise_stmt: {
+        auto s = ast::Stmt::make(StmtKind::Raise, r);
+        auto tests = c->raise_stmt()->test();
+        if (!tests.empty()) s->value = test(tests[0]); // `from CAUSE` is not kept: the cause changes no value
+        out.push_back(s);
         return;
+    }
+    case TP::RuleGlobal_stmt:
+    case TP::RuleNonlocal_stmt: {
+        bool global = rule->getRuleIndex() == TP::RuleGlobal_stmt;
+        if (!global && funcDepth == 0) error(r, "nonlocal declaration not allowed at module level");
+        auto s = ast::Stmt::make(global ? StmtKind::Global : StmtKind::Nonlocal, r);
+        for (ParseTree *ch : rule->children)
+            if (auto *t = dynamic_cast<antlr4::tree::TerminalNode *>(ch); t && t->getSymbol()->getType() == TP::NAME)
+                s->names.push_back({std::string(text(t)), "", range(t)});
+        out.push_back(s);
+        return;
+    }
     default: break;
     }
     TILEC_ASSERT(false, "unexpected simple statement in the parse tree");
@@ -248,14 +267,8 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     case TP::RuleFor_stmt: return forStmt(c->for_stmt());
     case TP::RuleWith_stmt: return withStmt(c->with_stmt());
     case TP::RuleFuncdef: return funcDef(c->funcdef(), std::move(decorators));
-    case TP::RuleTry_stmt:
-        ignoredBlocks(inner);
-        return unsupportedStmt(inner, "try");
-    case TP::RuleClassdef: {
-        Scope scope(*this, 0, 0);
-        ignoredBlocks(inner);
-        return classStmt(c->classdef());
-    }
+    case TP::RuleTry_stmt: return tryStmt(c->try_stmt());
+    case TP::RuleClassdef: return classStmt(c->classdef(), {});
     case TP::RuleDecorated: {
         auto *d = c->decorated();
         std::vector<ast::ExprP> decos;
@@ -264,9 +277,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
         if (auto *f = d->funcdef(); f && !d->ASYNC()) {
             s = funcDef(f, std::move(decos));
         } else if (auto *k = d->classdef()) {
-            Scope scope(*this, 0, 0);
-            ignoredBlocks(k);
-            s = classStmt(k);
+            s = classStmt(k, std::move(decos));
         } else {
             Scope scope(*this, funcDepth + 1, 0);
             ignoredBlocks(d->funcdef());
@@ -296,6 +307,22 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     }
     TILEC_ASSERT(false, "unexpected compound statement in the parse tree");
     return nullptr;
+}
+
+/// try / except TYPE as NAME / else / finally.
+MStmt Builder::tryStmt(TP::Try_stmtContext *c) {
+    auto s = ast::Stmt::make(StmtKind::Try, range(c));
+    block(c->block(), s->body);
+    for (auto *h : c->except_clause()) {
+        auto e = ast::Stmt::make(StmtKind::ExceptHandler, range(h));
+        if (h->test()) e->value = test(h->test());
+        if (h->NAME()) e->name = std::string(text(h->NAME()));
+        block(h->block(), e->body);
+        s->handlers.push_back(e);
+    }
+    if (auto *e = c->else_clause()) block(e->block(), s->orelse);
+    if (auto *f = c->finally_clause()) block(f->block(), s->finalbody);
+    return s;
 }
 
 MStmt Builder::ifStmt(TP::If_stmtContext *c) {

@@ -91,6 +91,7 @@ Built buildConfig(const BuildSetup &s, size_t index, const std::string &call) {
     for (auto &a : s.archs) archs += (archs.empty() ? "" : ",") + a;
     std::vector<std::string> argv{s.tilec, s.input, "--arch=" + archs};
     for (auto &d : s.defines) argv.insert(argv.end(), {"-D", d});
+    for (auto &d : s.importDirs) argv.insert(argv.end(), {"-I", d});
     argv.insert(argv.end(), {"--export", s.kernel + "=" + call, "--kernel", s.kernel, "-o", stem + ".c"});
     int rc = runProcess(argv, stem + ".tilec.log");
     auto finish = [&] {

@@ -21,6 +21,7 @@ struct BuildSetup {
     std::string kernel;
     std::vector<std::string> archs;
     std::vector<std::string> defines;
+    std::vector<std::string> importDirs; ///< -I
     std::string dir;                 ///< private working directory
     std::string cc;                  ///< the C compiler command ($CC, else cc)
     std::string cudaInclude;         ///< the folder of cuda.h

@@ -5,6 +5,7 @@
 #include "tilec/Tune.h"
 
 #include "tune/TuneImpl.h"
+#include "eval/ModuleLoader.h"
 
 #include "tilec/DeviceCompiler.h"
 #include "tilec/Driver.h"
@@ -164,6 +165,12 @@ void Tuner::frontEnd() {
     // The kernel's parameters, from the default instantiation evaluated here.
     FrontendOptions fo;
     fo.kernels = {o_.kernel};
+    // The user's modules, found as a build finds them (Driver.cpp).
+    fo.mainPath = o_.input;
+    fo.importDirs = o_.importDirs;
+    if (const char *path = std::getenv("TILEC_PATH"))
+        for (auto &d : eval::splitSearchPath(path)) fo.importDirs.push_back(d);
+    fo.sources = &sm_;
     auto t = Target::parse(o_.archs.empty() ? "sm_90a" : o_.archs.front());
     if (!t) throw Usage{"unknown target '" + o_.archs.front() + "' in -arch"};
     fo.target = *t;
@@ -354,6 +361,7 @@ int Tuner::run() {
     setup_.kernel = o_.kernel;
     setup_.archs = o_.archs.empty() ? std::vector<std::string>{localArch(bench_->computeCapability())} : o_.archs;
     setup_.defines = o_.defines;
+    setup_.importDirs = o_.importDirs;
     const char *cc = std::getenv("CC");
     setup_.cc = cc && *cc ? cc : "cc";
     std::string searched;

@@ -36,8 +36,8 @@ TEST(EvalErrors, UndefinedNameWithSuggestion) {
 
 TEST(EvalErrors, NoCascadeAfterAnError) {
     // `x` becomes Poison: the two statements that use it stay silent.
-    EXPECT_EQ(errorsOf("x = nope\ny = x + 1\nz = y * 2\nw = 'a' + 1\n"),
-              "t.tile:1:5: error: undefined name 'nope'\n"
+    EXPECT_EQ(errorsOf("x = nothere\ny = x + 1\nz = y * 2\nw = 'a' + 1\n"),
+              "t.tile:1:5: error: undefined name 'nothere'\n"
               "t.tile:4:5: error: unsupported operand types for +: 'str' and 'int'\n");
 }
 
@@ -102,7 +102,8 @@ TEST(EvalErrors, AssertShowsItsMessage) {
 TEST(EvalErrors, OpaqueModuleValues) {
     EXPECT_EQ(errorsOf("import numpy\ndef f():\n    for i in range(numpy.size(3)):\n        pass\nassert f() is None\n"),
               "t.tile:3:20: warning: 'numpy.size(...)' comes from module 'numpy', which tilec does not evaluate (the "
-              "module-level statement is skipped)\nt.tile:1:1: warning: file exports no kernel\n");
+              "module-level statement is skipped)\nt.tile:1:8: note: module 'numpy' is imported here\n"
+              "t.tile:1:1: warning: file exports no kernel\n");
 }
 
 TEST(EvalErrors, DefineForAnUndefinedName) {

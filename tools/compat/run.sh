@@ -16,6 +16,7 @@
 # that is not ok, or any crash, fails), 1 otherwise, 2 for a bad command line, 77 when there is no checkout.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tools/compat/classify.sh"
 MANIFEST=$ROOT/tests/tilelang_compat/manifest.tsv
 TILEC=$ROOT/build/tilec
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
@@ -89,22 +90,7 @@ classify() {
     local tag=$1 file=$2 name=$3 call=$4 out=$WORK/out/$1/$3 cu=$WORK/out/$1/$3/compat_$3.cu
     mkdir -p "$out"
     run_tilec "$tag" "$file" "$name" "$call" "$cu" >"$out/tilec.log" 2>&1
-    local rc=$?
-    local first
-    first=$(grep -m1 -E '^.+:[0-9]+:[0-9]+: error: ' "$out/tilec.log")
-    if ((rc == 0)); then
-        if ((NO_NVCC)); then printf 'ok\ttilec only\n'; return; fi
-        if "$NVCC" -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$ROOT/include" -c "$cu" \
-            -o "$out/$name.o" >"$out/nvcc.log" 2>&1; then
-            printf 'ok\t\n'
-        else
-            printf 'crash\tnvcc rejects the CUDA: %s\n' "$(grep -m1 -i error "$out/nvcc.log" | cut -c1-150)"
-        fi
-    elif ((rc == 1)) && [[ -n $first ]]; then
-        printf 'error\t%s\n' "$(echo "$first" | cut -c1-200)"
-    else
-        printf 'crash\texit %d: %s\n' "$rc" "$(head -c 150 "$out/tilec.log" | tr '\n' ' ')"
-    fi
+    classify_run $? "$out" "$cu"
 }
 
 declare -A TOTAL OK

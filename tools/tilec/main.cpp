@@ -83,6 +83,7 @@ int tuneMain(int argc, char **argv) {
     app.add_option("--arch", archs, "targets to build for (default: the local GPU's)")->delimiter(',');
     app.add_option("-o", o.output, "the table to write (NAME.tune.json)")->required();
     app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE");
+    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
     app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
     app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
     app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
@@ -125,6 +126,7 @@ int main(int argc, char **argv) {
     app.add_option("-H", o.header, "the header's path (default: the output with .h)");
     app.add_option("--emit", emit, "extra outputs: cuda, ptx, cubin, header, ast, ir")->delimiter(',');
     app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE (a Python literal)");
+    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable; after the input's folder)");
     app.add_option("--export", o.exports, "add an exported kernel: NAME=CALL, e.g. 'g=matmul(4096, 4096, 4096)'");
     app.add_option("--kernel", o.kernels, "compile only these exported kernels (repeatable)");
     app.add_option("--prefix", o.prefix, "prefix for every C symbol");

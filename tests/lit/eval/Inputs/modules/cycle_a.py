@@ -1,0 +1,5 @@
+from cycle_b import g
+
+
+def f():
+    return 1

@@ -1,0 +1,5 @@
+from neighbour import FACTOR
+
+
+def scaled(x):
+    return x * FACTOR

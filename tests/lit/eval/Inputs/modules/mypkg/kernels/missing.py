@@ -1,0 +1,2 @@
+from ..consts import alig
+from .nothere import f
