@@ -5,6 +5,7 @@
 #include "eval/InterpImpl.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <set>
 
@@ -35,6 +36,35 @@ const std::set<std::string> &cxxKeywords() {
     return k;
 }
 
+/// Names of the C and C++ standard libraries and of the CUDA runtime that a program including the generated
+/// header (or the .cu itself) already has: a kernel's C function of that name would clash with them.
+const std::set<std::string> &libraryNames() {
+    static const std::set<std::string> k = {
+        // <stdlib.h>, <stdio.h>, <string.h>, <assert.h>, <setjmp.h>, <signal.h>, <time.h>, <ctype.h>
+        "main", "exit", "_Exit", "abort", "atexit", "at_quick_exit", "quick_exit", "malloc", "calloc", "realloc",
+        "free", "aligned_alloc", "system", "getenv", "atoi", "atol", "atoll", "atof", "strtol", "strtoll",
+        "strtoul", "strtoull", "strtod", "strtof", "strtold", "rand", "srand", "qsort", "bsearch", "abs", "labs",
+        "llabs", "div", "ldiv", "lldiv", "printf", "fprintf", "sprintf", "snprintf", "vprintf", "vfprintf",
+        "vsprintf", "vsnprintf", "scanf", "fscanf", "sscanf", "puts", "fputs", "gets", "fgets", "putchar", "getchar",
+        "putc", "getc", "fputc", "fgetc", "ungetc", "fopen", "fclose", "fread", "fwrite", "fflush", "fseek", "ftell",
+        "rewind", "feof", "ferror", "perror", "remove", "rename", "tmpfile", "tmpnam", "setbuf", "setvbuf",
+        "stdin", "stdout", "stderr", "memcpy", "memmove", "memset", "memcmp", "memchr", "strcpy", "strncpy",
+        "strcat", "strncat", "strcmp", "strncmp", "strlen", "strchr", "strrchr", "strstr", "strtok", "strerror",
+        "strdup", "assert", "setjmp", "longjmp", "signal", "raise", "time", "clock", "difftime", "mktime",
+        "isalpha", "isdigit", "isspace", "toupper", "tolower", "errno", "offsetof", "NULL",
+        // <math.h> (also CUDA device functions)
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sqrt", "cbrt", "rsqrt", "hypot", "sin",
+        "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
+        "erfc", "tgamma", "lgamma", "ceil", "floor", "trunc", "round", "lround", "llround", "rint", "nearbyint",
+        "fmod", "remainder", "fabs", "fmin", "fmax", "fma", "fdim", "frexp", "ldexp", "modf", "copysign", "nan",
+        "isnan", "isinf", "isfinite", "signbit", "expf", "logf", "sqrtf", "powf", "fabsf", "fminf", "fmaxf",
+        "min", "max",
+        // CUDA built-ins and runtime names the generated code uses
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "nv_bfloat16", "cudaStream_t",
+        "cudaError_t", "CUstream", "CUtensorMap"};
+    return k;
+}
+
 /// Why `name` cannot be a kernel's C name, or "" when it can.
 std::string kernelNameProblem(const std::string &name) {
     bool ok = !name.empty() && name.size() <= 200;
@@ -48,6 +78,12 @@ std::string kernelNameProblem(const std::string &name) {
     if (cKeywords().count(name)) return "kernel name '" + name + "' is not a valid C identifier (it is a C keyword)";
     if (cxxKeywords().count(name))
         return "kernel name '" + name + "' is not a valid C identifier (it is a C++ keyword)";
+    if (libraryNames().count(name))
+        return "kernel name '" + name + "' would clash with '" + name +
+               "' of the C library or CUDA in any program that includes the header; bind the kernel to another name";
+    if (name.rfind("tilec_", 0) == 0 || name.rfind("__", 0) == 0 || (name.size() > 1 && name[0] == '_' && std::isupper((unsigned char)name[1])))
+        return "kernel name '" + name + "' is reserved (names beginning with 'tilec_', '__' or '_' and a capital "
+               "letter belong to the implementation)";
     return "";
 }
 
