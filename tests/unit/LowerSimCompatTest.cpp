@@ -312,10 +312,10 @@ TEST(LowerSimCompat, WarpShuffleButterfly) {
           "            B[bx * 64 + tx] = local[0]\n"
           "    return main\n"
           "full = wht(128, 5, 32)\n"
-          "half = wht(128, 2, 16)\n",
+          "halves = wht(128, 2, 16)\n",
           "t.tile", *Target::parse("sm_80"));
     ASSERT_TRUE(r.lowered) << r.diags();
-    for (auto [name, rounds] : {std::pair<const char *, int>{"full", 5}, {"half", 2}}) {
+    for (auto [name, rounds] : {std::pair<const char *, int>{"full", 5}, {"halves", 2}}) {
         auto a = randomData(128, 31);
         std::vector<double> b(128, std::nan("")), want = a;
         for (int h = 1; h < (1 << rounds); h *= 2)
