@@ -62,6 +62,25 @@ class BodyScan : public IRVisitor {
         if (pipelined) enclosingStages_.pop_back();
     }
 
+    /// An element access at a constant index outside its buffer's constant extent (issue 23: `L[4] = S[64]` on
+    /// a (4,) local and a (64,) shared buffer compiled).
+    struct OutOfBounds {
+        SourceRange loc;
+        const BufferNode *buffer;
+        size_t dim;
+        int64_t index, extent;
+    };
+    std::vector<OutOfBounds> outOfBounds;
+
+    void visit(const Load &op) override {
+        access(op.buffer, op.indices, op.loc);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store &op) override {
+        access(op.buffer, op.indices, op.loc);
+        IRVisitor::visit(op);
+    }
+
     void visit(const Copy &op) override {
         // The innermost pipelined loop decides how many copies of the destination are in flight; only loads
         // from global memory are asynchronous (a copy from registers is done when it is done).
@@ -75,6 +94,16 @@ class BodyScan : public IRVisitor {
 
   private:
     std::vector<int> enclosingStages_;
+
+    void access(const Buffer &b, const std::vector<Expr> &idx, const SourceRange &loc) {
+        if (!b || idx.size() != b->shape.size()) return;
+        for (size_t d = 0; d < idx.size(); ++d) {
+            auto i = as<IntImm>(idx[d]);
+            auto e = as<IntImm>(b->shape[d]);
+            if (i && e && (i->value < 0 || i->value >= e->value))
+                outOfBounds.push_back({idx[d]->loc.valid() ? idx[d]->loc : loc, b.get(), d, i->value, e->value});
+        }
+    }
 };
 
 /// The top-level statements (of the body's sequence) from the first to the last that mention each buffer.
@@ -219,6 +248,12 @@ bool checkKernel(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
         if (loop->loc.valid() && std::any_of(reported.begin(), reported.end(), same)) continue;
         reported.push_back(loop->loc);
         diag.error(loop->loc, "T.Parallel extent must be a compile-time constant");
+    }
+    for (auto &o : scan.outOfBounds) {
+        ok = false;
+        std::string dim = o.buffer->shape.size() > 1 ? " in dimension " + std::to_string(o.dim) : "";
+        diag.error(o.loc, "index " + std::to_string(o.index) + " is out of bounds for '" + o.buffer->name + "' " +
+                              typeText(*o.buffer) + dim + " (valid: 0 to " + std::to_string(o.extent - 1) + ")");
     }
     ok &= checkSharedMemory(k, t, scan, diag);
     ok &= checkRegisters(k, t, diag);

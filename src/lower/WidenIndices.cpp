@@ -61,7 +61,8 @@ std::string decimal(__int128 v) {
 class Widen : public IRMutator {
   public:
     using IRMutator::visit;
-    Widen(const Kernel &k, DiagnosticEngine &diag) : ranges_(kernelRanges(k)), diag_(diag) {}
+    Widen(const Kernel &k, DiagnosticEngine &diag)
+        : ranges_(kernelRanges(k)), diag_(diag), staticSizes_(k.dynamicSymbols.empty()) {}
 
     Expr visit(const std::shared_ptr<const Binary> &op) override {
         Expr a = mutate(op->a), b = mutate(op->b);
@@ -71,13 +72,14 @@ class Widen : public IRMutator {
             Expr same = a == op->a && b == op->b ? Expr(op) : Binary::make(op->op, a, b, op->loc);
             WideInterval r = exactBoundsOf(same, ranges_);
             if (!r.within(kMin32, kMax32)) {
-                check(r, op->loc);
+                check(r, op->loc, same);
                 return binary(op->op, cast(DType::Int64, a), cast(DType::Int64, b), op->loc);
             }
         }
-        if (t.isInt() && t.isSigned() && t.bits() == 64 && mayOverflow(op->op) && (index_ || !readsMemory(op)))
-            check(exactBoundsOf(a == op->a && b == op->b ? Expr(op) : Binary::make(op->op, a, b, op->loc), ranges_),
-                  op->loc);
+        if (t.isInt() && t.isSigned() && t.bits() == 64 && mayOverflow(op->op) && (index_ || !readsMemory(op))) {
+            Expr same = a == op->a && b == op->b ? Expr(op) : Binary::make(op->op, a, b, op->loc);
+            check(exactBoundsOf(same, ranges_), op->loc, same);
+        }
         if (a == op->a && b == op->b) return op;
         if (a->dtype == op->a->dtype && b->dtype == op->b->dtype) return Binary::make(op->op, a, b, op->loc);
         return binary(op->op, a, b, op->loc);
@@ -132,6 +134,9 @@ class Widen : public IRMutator {
     RangeMap ranges_;
     DiagnosticEngine &diag_;
     bool index_ = false;
+    /// Past 2^63 is an error only where every size is known here: with a T.dynamic size (or an index read from
+    /// memory) the bound is what the types allow, not what a tensor that exists can hold (its bytes fit 64 bits).
+    bool staticSizes_;
     std::set<std::tuple<int, int, int>> reported_;
     SourceRange site_; ///< the access being widened: where an error points when the operation has no range
 
@@ -150,8 +155,8 @@ class Widen : public IRMutator {
     }
 
     /// An index value past 64 bits cannot be computed: the tensor or the loop is too large for any width C has.
-    void check(const WideInterval &r, const SourceRange &loc) {
-        if (!r.lo || !r.hi || r.within(kMin64, kMax64)) return;
+    void check(const WideInterval &r, const SourceRange &loc, const Expr &e) {
+        if (!staticSizes_ || !r.lo || !r.hi || r.within(kMin64, kMax64) || readsMemory(e)) return;
         __int128 worst = *r.hi > kMax64 ? *r.hi : *r.lo;
         const SourceRange &at = loc.valid() ? loc : site_;
         if (!reported_.insert({at.file, at.line, at.col}).second) return; // once per access
@@ -170,7 +175,7 @@ Stmt Widen::visit(const std::shared_ptr<const For> &op) {
         // The loop runs to min + extent: that value must fit the variable's type too.
         WideInterval end = exactBoundsOf(binary(BinaryOp::Add, cast(DType::Int64, min), cast(DType::Int64, extent)), ranges_);
         if (!end.within(kMin32, kMax32)) {
-            check(end, op->loc);
+            check(end, op->loc, op->extent);
             var = makeVar(op->var->name, DType::Int64, op->var->loc);
             min = cast(DType::Int64, min);
             extent = cast(DType::Int64, extent);
