@@ -233,6 +233,16 @@ Stmt simplifyIndices(const Stmt &s) {
     return m.mutate(s);
 }
 
+bool readsMemory(const Expr &e) {
+    struct Find : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Load &) override { found = true; }
+    } f;
+    if (e) f.visit(e);
+    return f.found;
+}
+
 int64_t gcd64(int64_t a, int64_t b) {
     a = a < 0 ? -a : a;
     b = b < 0 ? -b : b;

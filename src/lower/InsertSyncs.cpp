@@ -264,16 +264,6 @@ struct TensorAccesses : IRVisitor {
     }
 };
 
-bool readsMemory(const Expr &e) {
-    struct Find : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Load &) override { found = true; }
-    } f;
-    f.visit(e);
-    return f.found;
-}
-
 class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)

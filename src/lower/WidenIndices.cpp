@@ -23,19 +23,6 @@ namespace {
 constexpr __int128 kMin32 = std::numeric_limits<int32_t>::min(), kMax32 = std::numeric_limits<int32_t>::max();
 constexpr __int128 kMin64 = std::numeric_limits<int64_t>::min(), kMax64 = std::numeric_limits<int64_t>::max();
 
-class ReadsMemory : public IRVisitor {
-  public:
-    using IRVisitor::visit;
-    bool found = false;
-    void visit(const Load &) override { found = true; }
-};
-
-bool readsMemory(const Expr &e) {
-    ReadsMemory v;
-    if (e) v.visit(e);
-    return v.found;
-}
-
 /// The integer operations whose value can pass their type's range.
 bool mayOverflow(BinaryOp op) {
     switch (op) {

@@ -55,6 +55,9 @@ int64_t knownMultiple(const ir::Expr &e);
 /// constants and widening casts of such); nullopt otherwise. rest is null when it is 0.
 std::optional<std::pair<ir::Expr, int64_t>> linearIn(const ir::Expr &e, const ir::VarNode *v);
 
+/// Does `e` read memory (any load)?
+bool readsMemory(const ir::Expr &e);
+
 /// Does `e` (or `s`) read the variable `v`?
 bool mentions(const ir::Expr &e, const ir::VarNode *v);
 bool mentions(const ir::Stmt &s, const ir::VarNode *v);
