@@ -119,7 +119,7 @@ fi
 # $OUTDIR/tk_KERNEL.cu, listed in $OUTDIR/tilekernels/kernels.tsv for tools/gpu/side_by_side.py
 if [ -n "${TILEKERNELS_SRC:-}" ] && [ -f tests/tilekernels/manifest.tsv ]; then
     python3 tools/gpu/stage_suite.py --suite tilekernels --manifest tests/tilekernels/manifest.tsv \
-        --root "$TILEKERNELS_SRC" --tilec "$TILEC" --gpu-build "$OUTDIR" >"$OUTDIR/tilekernels-prepare.log" 2>&1
+        --root "$TILEKERNELS_SRC" --under tile_kernels --tilec "$TILEC" --gpu-build "$OUTDIR" >"$OUTDIR/tilekernels-prepare.log" 2>&1
     echo "prepare: TileKernels: $(tail -1 "$OUTDIR/tilekernels-prepare.log") (see $OUTDIR/tilekernels-prepare.log)"
 fi
 

@@ -76,7 +76,18 @@ def tilelang_kernel(tilelang, gpu_build, row):
     raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)
 
 
-def compile_all(tilelang, gpu_build, rows, deadline, log):
+def save_source(sources, kid, kern):
+    """TileLang's generated CUDA of one kernel as SOURCES/<id>.cu, for reading beside tilec's (anatomy)."""
+    try:
+        text = kern.get_kernel_source()
+    except Exception as e:  # noqa: BLE001 - a missing source is a note, never a failed kernel
+        text = "// no source: %s\n" % e
+    os.makedirs(sources, exist_ok=True)
+    with open(os.path.join(sources, kid.replace("/", "_") + ".cu"), "w") as f:
+        f.write(text)
+
+
+def compile_all(tilelang, gpu_build, rows, deadline, log, sources=None):
     """{id: kernel or error text}: every row compiled by TileLang on a thread pool (kernels of one file in one
     task: a factory's call cache is not meant for threads); rows not done by the deadline are timed out."""
     from concurrent.futures import ThreadPoolExecutor, wait
@@ -91,6 +102,8 @@ def compile_all(tilelang, gpu_build, rows, deadline, log):
             try:
                 out[r["id"]] = tilelang_kernel(tilelang, gpu_build, r)
                 log("TileLang compiled %s in %.1f s" % (r["id"], time.time() - t0))
+                if sources:
+                    save_source(sources, r["id"], out[r["id"]])
             except BaseException as e:  # noqa: BLE001 - TVM errors of every kind: reported per kernel
                 out[r["id"]] = "TileLang cannot compile it: %s: %s" % (
                     type(e).__name__, " ".join(str(e).split())[-300:])
@@ -297,7 +310,8 @@ def child(args):
     def log(msg):
         print(msg, flush=True)
     compile_deadline = time.time() + max(30.0, 0.45 * (t_end - time.time()))
-    kernels = compile_all(tilelang, args.gpu_build, rows, compile_deadline, log)
+    kernels = compile_all(tilelang, args.gpu_build, rows, compile_deadline, log,
+                          os.path.join(args.work, "tilelang-src"))
     dog = core.Watchdog(args.timeout, lambda tid, s: None, EXIT_TIMEOUT)
     timer = bench.Timer(torch)
     cache = {}
@@ -339,7 +353,7 @@ def parent(args):
     os.makedirs(args.work, exist_ok=True)
     results = os.path.join(args.work, "sbs.jsonl")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--gpu-build", args.gpu_build, "--libdir",
-           args.libdir, "--results", results, "--seed", str(args.seed), "--deadline", str(deadline - 15),
+           args.libdir, "--results", results, "--work", args.work, "--seed", str(args.seed), "--deadline", str(deadline - 15),
            "--timeout", str(args.timeout)] + (["--only", args.only] if args.only else [])
     for attempt in range(6):
         left = deadline - time.time()
@@ -362,6 +376,9 @@ def parent(args):
             json.dump(dict(seed=args.seed, results=res), f, indent=1)
         with open(os.path.join(args.work, "sidebyside.txt"), "w") as f:
             f.write(text + "\n")
+        src = os.path.join(args.work, "tilelang-src")
+        if os.path.isdir(src):     # one file: the device tool brings back only a few
+            subprocess.run(["tar", "-cJf", os.path.join(args.out, "tilelang-sources.tar.xz"), "-C", src, "."])
     print(text, flush=True)
     return 0
 

@@ -2,12 +2,13 @@
 """Stages a suite of TileLang kernels from a Python package (DeepSeek's TileKernels) for the GPU suite's
 side-by-side benchmark (issue 25), the way tools/compat/run.sh --gpu-build stages TileLang's examples.
 
-  tools/gpu/stage_suite.py --suite tilekernels --manifest tests/tilekernels/manifest.tsv --root DIR
+  tools/gpu/stage_suite.py --suite tilekernels --manifest tests/tilekernels/manifest.tsv --root DIR --under tile_kernels
         [--tilec build/tilec] [--gpu-build gpu-build]
 
 DIR holds the package as unpacked from its wheel (DIR/tile_kernels/...). The manifest has the columns of
-tests/tilelang_compat/manifest.tsv (tag, file under DIR, kernel, --export call or `-`, expected: ok or error)
-and optionally a sixth, the kernel's class in the side-by-side table. For each row tilec compiles the file, run
+tests/tilelang_compat/manifest.tsv (tag, file under DIR, kernel, --export call or `-`, expected: ok or error),
+or those of tests/tilekernels/manifest.tsv (the same without the tag, which --tag gives; files under
+DIR/--under), and optionally a sixth, the kernel's class in the side-by-side table. For each row tilec compiles the file, run
 in DIR so that the package's own imports resolve, into GPU_BUILD/tk_KERNEL.cu + .h (tk_FILE_KERNEL when two files
 name a kernel alike); the package's Python files are copied once to GPU_BUILD/SUITE/TAG/ (not into the
 repository) and GPU_BUILD/SUITE/kernels.tsv lists library, tag, file, kernel, call and class, which
@@ -20,16 +21,20 @@ import subprocess
 import sys
 
 
-def rows(manifest):
+def rows(manifest, tag, under):
+    """The manifest's rows: tag, file, kernel, call, expected[, class], or (TileKernels' manifest, one package
+    version) file, kernel, call, expected with TAG given on the command line; files are under UNDER of the root."""
     with open(manifest, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             cols = line.rstrip("\n").split("\t")
             if not line.strip() or line.startswith("#"):
                 continue
+            if len(cols) == 4:
+                cols = [tag] + cols
             if len(cols) < 5:
-                raise SystemExit("%s:%d: %d columns, want tag, file, kernel, call, expected[, class]"
+                raise SystemExit("%s:%d: %d columns, want [tag,] file, kernel, call, expected[, class]"
                                  % (manifest, n, len(cols)))
-            yield dict(tag=cols[0], file=cols[1], kernel=cols[2], call=cols[3], expected=cols[4],
+            yield dict(tag=cols[0], file=os.path.join(under, cols[1]) if under else cols[1], kernel=cols[2], call=cols[3], expected=cols[4],
                        cls=cols[5] if len(cols) > 5 else "")
 
 
@@ -60,13 +65,15 @@ def main(argv):
     ap.add_argument("--root", required=True)
     ap.add_argument("--tilec", default="build/tilec")
     ap.add_argument("--gpu-build", default="gpu-build")
+    ap.add_argument("--tag", default="1.0.0", help="the tag of manifest rows that have no tag column")
+    ap.add_argument("--under", default="", help="the folder of --root that the manifest's files are under")
     a = ap.parse_args(argv)
     tilec, root, gb = (os.path.abspath(p) for p in (a.tilec, a.root, a.gpu_build))
     suite_dir = os.path.join(gb, a.suite)
     os.makedirs(suite_dir, exist_ok=True)
     listing = os.path.join(suite_dir, "kernels.tsv")
     taken, lines, failed, ok = set(), [], 0, 0
-    for r in rows(a.manifest):
+    for r in rows(a.manifest, a.tag, a.under):
         lib = library_name(r, taken)
         cmd = [tilec, r["file"], "--kernel", r["kernel"], "-o", os.path.join(gb, lib + ".cu")]
         if r["call"] != "-":
