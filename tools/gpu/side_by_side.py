@@ -184,6 +184,7 @@ def tilelang_call(torch, kern, tensors, inits, scalars):
             raise RuntimeError("TileLang's parameter %s has no counterpart in tilec's header" % n)
     returned = [names[i] for i in out_idx]
     holder = {}
+    poison_next_allocations(torch, [tensors[n] for n in returned if n in tensors])
 
     def call():
         r = kern(*args)
@@ -194,6 +195,53 @@ def tilelang_call(torch, kern, tensors, inits, scalars):
     for n, t in zip(returned, holder.get("r", [])):
         mine[n] = t.clone()
     return call, mine
+
+
+def poison_next_allocations(torch, likes):
+    """Fills with 0xFF bytes blocks of the caching allocator that the next allocations of these sizes take, so
+    that the elements of a TileLang out_idx output (torch.empty) that its kernel leaves unwritten read as the
+    same poison as tilec's outputs (an unwritten element is then recognisable on both sides)."""
+    blocks = [torch.full((t.numel() * t.element_size(),), 0xFF, dtype=torch.uint8, device="cuda") for t in likes]
+    torch.cuda.synchronize()
+    del blocks
+
+
+def poisoned(torch, t, byte):
+    """Mask of the elements of t whose every byte is `byte`."""
+    b = t.contiguous().view(torch.uint8).view(t.numel(), t.element_size())
+    return (b == byte).all(dim=1).view(t.shape)
+
+
+def unwritten_masks(torch, tc, tensors, inits, names):
+    """{name: mask of the elements tilec's kernel leaves unwritten} (varlen kernels on empty sequences write
+    nothing): the outputs are poisoned with 0x00 bytes and the kernel run again; an element that held 0xFF bytes
+    after the first run and 0x00 bytes after the second was written by neither. Only where no output starts from
+    a given value (a second run would add to it again)."""
+    if any(inits.get(n) is not None for n in names):
+        return {}
+    first = {n: poisoned(torch, tensors[n], 0xFF) for n in names}
+    for n in names:
+        tensors[n].view(torch.uint8).fill_(0)
+    tc()
+    torch.cuda.synchronize()
+    return {n: first[n] & poisoned(torch, tensors[n], 0x00) for n in names}
+
+
+def judge_written(torch, entry, ns, name, a, b, mask):
+    """judge() on the elements tilec wrote; an element tilec left unwritten must be unwritten by TileLang too
+    (poisoned alike), else tilec lost a write: a failure."""
+    if mask is None or not bool(mask.any()):
+        return judge(entry, ns, name, a, b)
+    lost = mask & ~poisoned(torch, b, 0xFF)
+    if bool(lost.any()):
+        import core
+        i = tuple(int(x) for x in torch.nonzero(lost)[0])
+        raise core.Fail("%s: tilec left %d elements unwritten that TileLang's kernel wrote, first at %s (%r)"
+                        % (name, int(lost.sum()), i, float(b[i].double())))
+    a, b = a.clone(), b.clone()
+    a[mask] = 0
+    b[mask] = 0
+    return judge(entry, ns, name, a, b) + " (%d unwritten by both)" % int(mask.sum())
 
 
 def judge(entry, ns, name, a, b):
@@ -251,6 +299,10 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed):
     ctx = core.Context(lib, seed, guards=False)
     tensors, inits, scalars, entry = make_inputs(torch, ctx, row, params, sizes, ns)
     _, decl = ctx.kernel(row["kernel"])
+    for p in decl.params[:-1]:      # scalar parameters (max_seqlen_q): the setup's value, else the default size
+        if p.name not in tensors and p.name not in scalars:
+            v = ns.get(p.name)
+            scalars[p.name] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else S.DEFAULT_DYNAMIC_SIZE
     cargs = [tensors[p.name] if p.name in tensors else scalars[p.name] for p in decl.params[:-1]]
     fn, cargs = ctx._args(row["kernel"], cargs)
 
@@ -260,10 +312,13 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed):
             raise core.Fail("tilec's call returned status %d (%s)" % (st, lib.status_string(st)))
     tc()
     torch.cuda.synchronize()
+    written = [p[0] for p in params if p[3] == "written"]
+    masks = unwritten_masks(torch, tc, tensors, inits, written)
     tl, tl_out = tilelang_call(torch, kern, tensors, inits, scalars)
     notes = []
-    for name, *_ in [p for p in params if p[3] == "written"]:
-        notes.append(judge(entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device)))
+    for name in written:
+        notes.append(judge_written(torch, entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device),
+                                   masks.get(name)))
     nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     n = max(16, nbytes // 2 // 16 * 16)
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
