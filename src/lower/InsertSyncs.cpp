@@ -9,6 +9,7 @@
 #include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/LowerReductions.h"
 #include "ParallelRaces.h"
+#include "ThreadOwners.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -30,13 +31,34 @@ using BufferSet = std::set<const void *>;
 /// (T.sync_threads), and a thread's own accesses are in program order.
 struct Pending {
     BufferSet reads, writes, threadReads, threadWrites;
+    /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
+    /// to it is known (ThreadOwners); a buffer without an entry was touched in unknown ways.
+    OwnerMap readOwners, writeOwners;
     void merge(const Pending &o) {
+        mergeOwners(reads, readOwners, o.reads, o.readOwners);
+        mergeOwners(writes, writeOwners, o.writes, o.writeOwners);
         reads.insert(o.reads.begin(), o.reads.end());
         writes.insert(o.writes.begin(), o.writes.end());
         threadReads.insert(o.threadReads.begin(), o.threadReads.end());
         threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
     }
     void clear() { *this = Pending{}; }
+    void erase(const void *b) {
+        for (auto *set : {&reads, &writes, &threadReads, &threadWrites}) set->erase(b);
+        readOwners.erase(b);
+        writeOwners.erase(b);
+    }
+
+  private:
+    static void mergeOwners(const BufferSet &mine, OwnerMap &owners, const BufferSet &theirs, const OwnerMap &o) {
+        for (auto *b : theirs) {
+            auto ot = o.find(b);
+            auto mt = owners.find(b);
+            if (ot == o.end()) owners.erase(b);
+            else if (!mine.count(b)) owners[b] = ot->second;
+            else if (mt != owners.end()) mt->second = combineOwners(mt->second, ot->second);
+        }
+    }
 };
 
 bool intersects(const BufferSet &a, const BufferSet &b) {
@@ -299,13 +321,14 @@ class Syncer {
     /// for any loop the global tensors and shared buffers whose elements no two iterations share
     /// (iterationPrivate).
     void dropPrivate(Pending &p, const For &loop) const {
-        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites})
-            for (auto it = set->begin(); it != set->end();) {
-                bool tensor = tensors_.count(*it) > 0, buffer = tensor || shared_.count(*it);
-                bool drop = (tensor && loop.forKind == ForKind::Persistent) ||
-                            (buffer && iterationPrivate(static_cast<const BufferNode *>(*it), loop));
-                it = drop ? set->erase(it) : std::next(it);
-            }
+        BufferSet all;
+        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites}) all.insert(set->begin(), set->end());
+        for (auto *b : all) {
+            bool tensor = tensors_.count(b) > 0, buffer = tensor || shared_.count(b);
+            if ((tensor && loop.forKind == ForKind::Persistent) ||
+                (buffer && iterationPrivate(static_cast<const BufferNode *>(b), loop)))
+                p.erase(b);
+        }
     }
 
     /// Do the threads' runs `c * v + rest` (v over the loop's trip count n) lie apart? So when the terms of
@@ -434,6 +457,8 @@ class Syncer {
     Pending accessesOf(const Stmt &s) const {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
+        if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
+            nestOwners(*f, layouts_, acc.p.readOwners, acc.p.writeOwners);
         if (containsTileStatement(s)) return acc.p;
         Pending p;
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
@@ -444,12 +469,23 @@ class Syncer {
     /// A read-after-write, write-after-write or write-after-read between `p` and what is pending: tile
     /// statements' and shared-memory accesses against everything pending, per-thread global accesses against
     /// tile statements' only.
+    /// A shared buffer whose every element both sides touch is touched by one thread, the same on both sides
+    /// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier.
     static bool conflicts(const Pending &p, const Pending &st) {
-        auto hits = [](const BufferSet &r, const BufferSet &w, const BufferSet &pr, const BufferSet &pw) {
-            return intersects(r, pw) || intersects(w, pw) || intersects(w, pr);
+        auto clash = [](const BufferSet &a, const OwnerMap &ao, const BufferSet &b, const OwnerMap &bo) {
+            for (auto *x : a) {
+                if (!b.count(x)) continue;
+                auto i = ao.find(x), j = bo.find(x);
+                if (i == ao.end() || j == bo.end() || !samePrivateOwners(i->second, j->second)) return true;
+            }
+            return false;
         };
-        return hits(p.reads, p.writes, st.reads, st.writes) || hits(p.reads, p.writes, st.threadReads, st.threadWrites) ||
-               hits(p.threadReads, p.threadWrites, st.reads, st.writes);
+        return clash(p.reads, p.readOwners, st.writes, st.writeOwners) ||
+               clash(p.writes, p.writeOwners, st.writes, st.writeOwners) ||
+               clash(p.writes, p.writeOwners, st.reads, st.readOwners) || intersects(p.reads, st.threadWrites) ||
+               intersects(p.writes, st.threadWrites) || intersects(p.writes, st.threadReads) ||
+               intersects(p.threadReads, st.writes) || intersects(p.threadWrites, st.writes) ||
+               intersects(p.threadWrites, st.reads);
     }
 
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.

@@ -1,0 +1,33 @@
+/// \file
+/// Which thread touches each element of a shared buffer in a T.Parallel nest, so that insertSyncs can leave
+/// out a barrier between two nests whose every common element is touched by one and the same thread (a
+/// tile staged through shared memory and read back in the layout it was written in).
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/passes/Layout.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace tilec::passes {
+
+/// Per element of a buffer (row-major): the thread that touches it, kUntouched, or kSeveral.
+using Owners = std::shared_ptr<const std::vector<int32_t>>;
+constexpr int32_t kUntouched = -1, kSeveral = -2;
+using OwnerMap = std::map<const void *, Owners>;
+
+/// The owners of the shared buffers that the T.Parallel nest `outer` (laid out by `layouts`) loads and stores,
+/// for each buffer where every access is known: constant shape, indices that depend only on the nest's
+/// variables, a distributed or mma layout. A buffer missing from the maps is touched in ways not known.
+void nestOwners(const ir::For &outer, const KernelLayouts &layouts, OwnerMap &loads, OwnerMap &stores);
+
+/// The owners of two sets of accesses together.
+Owners combineOwners(const Owners &a, const Owners &b);
+
+/// Whether every element both touch is touched by one thread, the same on both sides.
+bool samePrivateOwners(const Owners &a, const Owners &b);
+
+} // namespace tilec::passes
