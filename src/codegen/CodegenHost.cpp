@@ -66,16 +66,32 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
 NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
-    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active", "config", "cluster"}) names.reserve(r);
+    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active",
+                          "config", "cluster", "zero", "empty"})
+        names.reserve(r);
     return names;
 }
 
-std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent) {
+std::string noElements(const BufferNode &tensor, ExprPrinter &hp) {
+    std::string c;
+    for (auto &d : tensor.shape) {
+        auto v = constInt(d);
+        if (!v || *v == 0) c += std::string(c.empty() ? "" : " || ") + "(" + hp.print(d) + ") == 0";
+    }
+    return c;
+}
+
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, NameTable &names, const std::string &indent) {
+    // A tensor of no elements is never accessed: any pointer will do, as for the null check.
+    ExprPrinter hp(names, true);
     std::string s;
     for (size_t i = 0; i < info.kernel->params.size(); ++i)
-        if (info.alignment[i] > 1)
-            s += indent + "if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) +
-                 " != 0) return tilec_argument_error(TILEC_ERROR_MISALIGNED, " + std::to_string(i) + ");\n";
+        if (info.alignment[i] > 1) {
+            std::string empty = noElements(*info.kernel->params[i].buffer, hp);
+            s += indent + "if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) + " != 0" +
+                 (empty.empty() ? "" : " && !(" + empty + ")") + ") return tilec_argument_error(TILEC_ERROR_MISALIGNED, " +
+                 std::to_string(i) + ");\n";
+        }
     return s;
 }
 
@@ -87,13 +103,11 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
     ExprPrinter np(names, true);
     for (size_t i = 0; i < k.params.size(); ++i) {
         if (k.params[i].kind != Param::Tensor) continue;
-        std::string empty;
-        for (auto &d : k.params[i].buffer->shape)
-            if (!constInt(d)) empty += std::string(empty.empty() ? "" : " || ") + "(" + np.print(d) + ") == 0";
+        std::string empty = noElements(*k.params[i].buffer, np);
         s += "    if (" + sig.names[i] + " == NULL" + (empty.empty() ? "" : " && !(" + empty + ")") +
              ") return tilec_argument_error(TILEC_ERROR_NULL_POINTER, " + std::to_string(i) + ");\n";
     }
-    if (checkAlignment) s += printAlignmentChecks(info, sig, "    ");
+    if (checkAlignment) s += printAlignmentChecks(info, sig, names, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[k.params.size() + i];
         s += "    if (" + n + " < 0 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
@@ -174,6 +188,8 @@ struct MapText {
     size_t param = 0;
     int64_t elemBytes = 1;
     std::vector<std::string> dims;
+    /// When the map is encoded over the zero tile: its tensor has no elements (noElements); "" for never.
+    std::string empty;
     /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
     std::vector<std::string> strides(const std::string &type) const {
         std::vector<std::string> out;
@@ -250,11 +266,26 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         auto rule = [&](const std::string &r) {
             if (std::find(tmaRules.begin(), tmaRules.end(), r) == tmaRules.end()) tmaRules.push_back(r);
         };
-        for (auto &m : k.tensorMaps) {
-            maps.push_back(mapText(k, m, hp));
+        for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
+            maps.push_back(mapText(k, k.tensorMaps[mi], hp));
+            MapText &t = maps.back();
             const std::string align = " % " + std::to_string(TensorMap::kAlignment) + " == 0";
-            rule("(uintptr_t)" + sig.names[maps.back().param] + align);
-            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ")" + align);
+            std::vector<std::string> tma{"(uintptr_t)" + sig.names[t.param] + align};
+            for (auto &st : t.strides("int64_t")) tma.push_back("(" + st + ")" + align);
+            // A tensor of no elements (cuTensorMapEncodeTiled refuses a dimension of 0): every element a
+            // transfer names is out of bounds. A map only read through is encoded over the zero tile, whose
+            // loads give what loads of the empty tensor give, zeros (its pointer and strides do not matter
+            // then); a TMA store through it would write the zero tile, so such a variant gives way to the next.
+            const std::string empty = noElements(*k.tensorMaps[mi].tensor, hp);
+            if (empty.empty() || v.storedMaps[mi]) {
+                for (auto &r : tma) rule(r);
+                if (!empty.empty()) rule("!(" + empty + ")");
+            } else {
+                t.empty = empty;
+                std::string all;
+                for (auto &r : tma) all += (all.empty() ? "" : " && ") + r;
+                rule("((" + empty + ") || (" + all + "))");
+            }
         }
         // What the lowering assumed for wider tile transfers (Kernel::assumptions), exactly.
         for (auto &a : k.assumptions) {
@@ -281,25 +312,39 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         }
         s += "        if (status == TILEC_SUCCESS) {\n";
         const std::string in = "            ";
-        s += printAlignmentChecks(v, sig, in);
+        s += printAlignmentChecks(v, sig, names, in);
+        std::string anyEmpty;
+        for (auto &t : maps)
+            if (!t.empty.empty() && anyEmpty.find("(" + t.empty + ")") == std::string::npos)
+                anyEmpty += (anyEmpty.empty() ? "(" : " || (") + t.empty + ")";
+        if (!anyEmpty.empty()) {
+            s += in + "const void *zero = " + (cxx ? "nullptr" : "NULL") + "; /* the zero tile: maps of tensors of no elements */\n";
+            s += in + "if (" + anyEmpty + ") {\n";
+            s += in + "    status = tilec_zero_tile_address(" + (cxx ? "" : "fn, ") + "&zero);\n";
+            s += in + "    if (status != TILEC_SUCCESS) return status;\n" + in + "}\n";
+        }
         for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
             const TensorMap &m = k.tensorMaps[mi];
             const MapText &t = maps[mi];
             const size_t p = t.param, nd = m.tensor->shape.size();
             std::string mn = "m" + std::to_string(mi), dims, strides, box;
+            // Over the zero tile: every dimension 1 (strides of 16 bytes, TMA's least), so a load reads its one
+            // element, 0, and fills the rest of its box with zeros as out of bounds.
+            const std::string dim1 = t.empty.empty() ? "" : "empty ? 1 : ", stride16 = t.empty.empty() ? "" : "empty ? 16 : ";
             for (size_t j = 0; j < nd; ++j) {
-                dims += (j ? ", " : "") + std::string("(cuuint64_t)(") + t.dims[j] + ")";
+                dims += (j ? ", " : "") + dim1 + "(cuuint64_t)(" + t.dims[j] + ")";
                 box += (j ? ", " : "") + std::to_string(m.box[j]);
             }
             auto st = t.strides("cuuint64_t");
-            for (size_t j = 0; j < st.size(); ++j) strides += (j ? ", " : "") + st[j];
+            for (size_t j = 0; j < st.size(); ++j) strides += (j ? ", " : "") + stride16 + st[j];
             s += in + "CUtensorMap " + mn + ";\n";
             s += in + "{\n";
+            if (!t.empty.empty()) s += in + "    const bool empty = " + t.empty + ";\n";
             s += in + "    const cuuint64_t dims[] = {" + dims + "};\n";
             s += in + "    const cuuint64_t strides[] = {" + strides + "};\n";
             s += in + "    const cuuint32_t box[] = {" + box + "};\n";
             s += in + "    status = tilec_encode_tiled(&" + mn + ", " + tensorMapType(m.tensor->dtype) + ", " + std::to_string(nd) +
-                 ", " + sig.names[p] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" + std::to_string(m.swizzleBytes) + "B);\n";
+                 ", " + (t.empty.empty() ? "" : "empty ? zero : ") + sig.names[p] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" + std::to_string(m.swizzleBytes) + "B);\n";
             s += in + "    if (status != TILEC_SUCCESS) return status;\n";
             s += in + "}\n";
         }
@@ -407,6 +452,24 @@ std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx) {
     } else {
         s += "    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n}\n\n";
     }
+    // The device code defines the zero tile (Codegen.cpp, kZeroTile): in the .cu, a file-local symbol; in
+    // binary mode's module, an extern "C" one found by name.
+    s += "/* The zero tile's device address: maps of tensors of no elements read it (nothing writes it). */\n";
+    if (cxx) {
+        s += "[[maybe_unused]] static tilec_status tilec_zero_tile_address(const void **zero) {\n";
+        s += "    void *p = nullptr;\n";
+        s += "    cudaError_t e = cudaGetSymbolAddress(&p, tilec_zero_tile);\n";
+        s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+        s += "    *zero = p;\n";
+    } else {
+        s += "__attribute__((unused)) static tilec_status tilec_zero_tile_address(CUfunction fn, const void **zero) {\n";
+        s += "    CUmodule module;\n    CUdeviceptr p = 0;\n    size_t bytes = 0;\n";
+        s += "    CUresult r = cuFuncGetModule(&module, fn);\n";
+        s += "    if (r == CUDA_SUCCESS) r = cuModuleGetGlobal(&p, &bytes, module, \"tilec_zero_tile\");\n";
+        s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
+        s += "    *zero = (const void *)(uintptr_t)p;\n";
+    }
+    s += "    return TILEC_SUCCESS;\n}\n\n";
     return s;
 }
 

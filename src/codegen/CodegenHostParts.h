@@ -43,8 +43,12 @@ NameTable launcherNames();
 /// in parameter order, and the grid (`grid_x`, `grid_y`, `grid_z`, checked against CUDA's limits).
 std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx,
                                 bool checkAlignment = true);
-/// The alignment checks of one variant's tensors.
-std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent);
+/// The alignment checks of one variant's tensors (none for a tensor of no elements, which is never accessed).
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, NameTable &names, const std::string &indent);
+/// A C condition that holds when `tensor` has no elements (a dimension of 0, e.g. a T.dynamic size of 0); ""
+/// where every dimension is a constant above 0. A tensor of no elements is never accessed: its pointer may be
+/// NULL or unaligned, and a tensor map of it reads the zero tile (printTensorMapEncoder).
+std::string noElements(const ir::BufferNode &tensor, ExprPrinter &hp);
 
 /// `NAME_threads(int sm)` and `NAME_shared_bytes(int sm)` of a kernel's variants: the preferred variant
 /// that runs on `sm`, 0 when none does.
