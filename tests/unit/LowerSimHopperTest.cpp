@@ -92,12 +92,12 @@ struct Outcome {
     int64_t switches = 0;            ///< agent resumptions
 };
 
-Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed) {
+Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed, const std::map<std::string, double> &sizes = {}) {
     auto a = quarters((size_t)g.M * g.K, 1), b = quarters((size_t)g.K * g.N, 2);
     std::vector<double> c((size_t)g.M * g.N, std::nan(""));
     Outcome o;
     {
-        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &c}}, {}, seed);
+        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &c}}, sizes, seed);
         try {
             s.run();
         } catch (const simtest::SimError &e) {
@@ -118,9 +118,10 @@ Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed) {
     return o;
 }
 
-void expectCorrect(const ir::Kernel &k, const GemmCase &g, std::initializer_list<uint64_t> seeds) {
+void expectCorrect(const ir::Kernel &k, const GemmCase &g, std::initializer_list<uint64_t> seeds,
+                   const std::map<std::string, double> &sizes = {}) {
     for (uint64_t seed : seeds) {
-        Outcome o = simulate(k, g, seed);
+        Outcome o = simulate(k, g, seed, sizes);
         EXPECT_EQ(o.error, "") << "seed " << seed;
         for (auto &r : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << r;
         EXPECT_EQ(o.wrong, 0) << "seed " << seed << ": " << o.firstWrong;
@@ -181,6 +182,31 @@ const GemmCase kMutant{100, 72, 320, 64, 64, 64, 2, 128}; // five k-blocks throu
 
 // sm_90 (no `a`): the same roles and rings, one producer warp, mma.sync reading TMA's panel layout (B's
 // 256-byte rows are two 128-byte panels; 64-wide fp16 tiles are one); tf32 takes the plain-load path.
+/// Issue 23: K a T.dynamic size, 0 among its values. No trips of the producer's or the consumers' loops, the
+/// barriers' phases still in step across the tiles a block walks, the accumulator cleared and stored as 0; A's
+/// and B's maps (of tensors with no elements) read the zero tile, as the launcher encodes them. The variant
+/// without TMA, beside it, as well.
+TEST(SimHopper, DynamicKOfZero) {
+    for (const char *arch : {"sm_90a", "sm_90"}) {
+        std::string src = gemmSource({128, 128, 64, 64, 64, 64, 2, 128});
+        replace(src, "k = matmul(128, 128, 64,", "k = matmul(128, 128, T.dynamic(\"K\"),");
+        Variant t{*Target::parse(arch), {}};
+        t.options.clusters = false;
+        for (bool tma : {true, false}) {
+            t.options.tma = tma;
+            LowerRun r;
+            r.run(src, "gemm.tile", t);
+            const ir::Kernel *k = r.kernel("k");
+            ASSERT_TRUE(k) << r.diags();
+            EXPECT_EQ(!k->tensorMaps.empty(), tma) << arch;
+            for (int K : {0, 72}) {
+                SCOPED_TRACE(std::string(arch) + (tma ? ", TMA" : ", no TMA") + ", K = " + std::to_string(K));
+                expectCorrect(*k, {128, 128, K, 64, 64, 64, 2, 128}, {0, 1}, {{"K", (double)K}});
+            }
+        }
+    }
+}
+
 TEST(SimSm90, SeedGemmConfiguration) { hopperCase({130, 136, 320, 128, 128, 64, 3, 128}, "sm_90"); }
 TEST(SimSm90, TwoStagesOddShape) { hopperCase({100, 72, 200, 64, 64, 64, 2, 128}, "sm_90"); }
 TEST(SimSm90, OneStage) { hopperCase({100, 72, 200, 64, 64, 64, 1, 128}, "sm_90"); }
