@@ -618,12 +618,12 @@ k = heads_proj()" + std::to_string(B) + ", " + std::to_string(S) + ", " + std::t
 
 /// `call` of tests/gpu/gemm_warp_roles.tile lowered for sm_90a, with TMA and as the variant without (explicit
 /// TMA is honoured in both; they differ only in the epilogue, which stores through TMA in the first).
-std::vector<LowerRun> explicitRoles(const std::string &call) {
+std::vector<LowerRun> explicitRoles(const std::string &call, const std::string &file = "gemm_warp_roles.tile") {
     std::vector<LowerRun> runs(2);
     for (int i = 0; i < 2; ++i) {
         Variant t{*Target::parse("sm_90a"), {}};
         t.options.tma = i == 0;
-        runs[(size_t)i].run(simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = " + call), "gemm_warp_roles.tile", t);
+        runs[(size_t)i].run(simtest::withExport("../tests/gpu/" + file, "k = " + call), file, t);
     }
     return runs;
 }
@@ -649,6 +649,21 @@ TEST(SimExplicitRoles, OneTileProducerZero) {
 TEST(SimExplicitRoles, OneTile128) { explicitRolesCase({128, 128, 192, 128, 128, 64, 0, 0}, "ws_gemm(128, 128, 192)"); }
 // barrierpipe_stage2: a ring of two stages, full and empty mbarriers per stage, five k-blocks.
 TEST(SimExplicitRoles, TwoStageRing) { explicitRolesCase({100, 72, 320, 64, 64, 64, 0, 0}, "ws_ring_gemm(100, 72, 320, 64, 64, 64)"); }
+
+// Issue 23: tests/gpu/zero_dims.tile's ws_gemm with a run-time K, 0 among its values: neither role's loop has a
+// trip, C = 0; the producer's maps of A and B (tensors with no elements) read the zero tile, as the launcher
+// encodes them (the only variants there are need TMA).
+TEST(SimExplicitRoles, DynamicKOfZero) {
+    auto runs = explicitRoles("ws_gemm_dk(128, 128, 64, 64, 64)", "zero_dims.tile");
+    for (auto &r : runs) {
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k && k->needsTma && !k->tensorMaps.empty()) << r.diags();
+        for (int K : {0, 72}) {
+            SCOPED_TRACE("K = " + std::to_string(K));
+            expectCorrect(*k, {128, 128, K, 64, 64, 64, 0, 0}, {0, 1}, {{"k", (double)K}});
+        }
+    }
+}
 
 /// The kernel with every call of f removed.
 std::shared_ptr<ir::Kernel> without(const ir::Kernel &k, lib::Fn f, bool consumerOnly) {
