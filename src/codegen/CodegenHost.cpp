@@ -66,16 +66,32 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
 NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
-    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active", "config", "cluster"}) names.reserve(r);
+    for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active",
+                          "config", "cluster", "zero", "empty"})
+        names.reserve(r);
     return names;
 }
 
-std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent) {
+std::string noElements(const BufferNode &tensor, ExprPrinter &hp) {
+    std::string c;
+    for (auto &d : tensor.shape) {
+        auto v = constInt(d);
+        if (!v || *v == 0) c += std::string(c.empty() ? "" : " || ") + "(" + hp.print(d) + ") == 0";
+    }
+    return c;
+}
+
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, NameTable &names, const std::string &indent) {
+    // A tensor of no elements is never accessed: any pointer will do, as for the null check.
+    ExprPrinter hp(names, true);
     std::string s;
     for (size_t i = 0; i < info.kernel->params.size(); ++i)
-        if (info.alignment[i] > 1)
-            s += indent + "if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) +
-                 " != 0) return tilec_argument_error(TILEC_ERROR_MISALIGNED, " + std::to_string(i) + ");\n";
+        if (info.alignment[i] > 1) {
+            std::string empty = noElements(*info.kernel->params[i].buffer, hp);
+            s += indent + "if ((uintptr_t)" + sig.names[i] + " % " + std::to_string(info.alignment[i]) + " != 0" +
+                 (empty.empty() ? "" : " && !(" + empty + ")") + ") return tilec_argument_error(TILEC_ERROR_MISALIGNED, " +
+                 std::to_string(i) + ");\n";
+        }
     return s;
 }
 
@@ -87,13 +103,11 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
     ExprPrinter np(names, true);
     for (size_t i = 0; i < k.params.size(); ++i) {
         if (k.params[i].kind != Param::Tensor) continue;
-        std::string empty;
-        for (auto &d : k.params[i].buffer->shape)
-            if (!constInt(d)) empty += std::string(empty.empty() ? "" : " || ") + "(" + np.print(d) + ") == 0";
+        std::string empty = noElements(*k.params[i].buffer, np);
         s += "    if (" + sig.names[i] + " == NULL" + (empty.empty() ? "" : " && !(" + empty + ")") +
              ") return tilec_argument_error(TILEC_ERROR_NULL_POINTER, " + std::to_string(i) + ");\n";
     }
-    if (checkAlignment) s += printAlignmentChecks(info, sig, "    ");
+    if (checkAlignment) s += printAlignmentChecks(info, sig, names, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[k.params.size() + i];
         s += "    if (" + n + " < 0 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
@@ -157,47 +171,6 @@ std::string printQueries(const std::vector<const KernelInfo *> &variants, bool c
 
 namespace {
 
-/// The driver's name of a tensor map's element type.
-const char *tensorMapType(DType t) {
-    switch (t.kind) {
-    case DType::Float16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
-    case DType::BFloat16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
-    case DType::Float32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-    case DType::Int32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
-    default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // the 1-byte types
-    }
-}
-
-/// A tensor map as the launcher sees it: its tensor's parameter and element size, and its dimensions
-/// (innermost first, as C expressions) from which the encoding and TMA's rules take the byte strides.
-struct MapText {
-    size_t param = 0;
-    int64_t elemBytes = 1;
-    std::vector<std::string> dims;
-    /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
-    std::vector<std::string> strides(const std::string &type) const {
-        std::vector<std::string> out;
-        std::string stride = std::to_string(elemBytes);
-        for (size_t j = 0; j + 1 < dims.size(); ++j) out.push_back(stride = "(" + type + ")(" + dims[j] + ") * " + stride);
-        return out;
-    }
-};
-/// The position of a global tensor among the kernel's parameters.
-size_t paramOf(const Kernel &k, const Buffer &tensor) {
-    size_t p = 0;
-    while (p < k.params.size() && !(k.params[p].kind == Param::Tensor && k.params[p].buffer == tensor)) ++p;
-    TILEC_ASSERT(p < k.params.size(), "a tensor map or assumption of a tensor that is no parameter");
-    return p;
-}
-
-MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
-    MapText t;
-    t.param = paramOf(k, m.tensor);
-    t.elemBytes = m.tensor->dtype.bytes();
-    for (size_t j = m.tensor->shape.size(); j-- > 0;) t.dims.push_back(hp.print(m.tensor->shape[j]));
-    return t;
-}
-
 /// The arguments of one variant's launch: their declarations and the `args` array.
 std::string launchArguments(const KernelInfo &v, const Signature &sig, bool cxx, const std::string &in) {
     const Kernel &k = *v.kernel;
@@ -243,19 +216,12 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         const Kernel &k = *v.kernel;
         std::string when = runsOn(v, "sm");
         const std::string device = when;
-        // The conditions on the run-time arguments. TMA's rules: a 16-byte aligned base and strides of
-        // multiples of 16 bytes.
-        std::vector<MapText> maps;
+        // The conditions on the run-time arguments: TMA's (CodegenTensorMaps.cpp), then the assumptions'.
         std::vector<std::string> tmaRules;
         auto rule = [&](const std::string &r) {
             if (std::find(tmaRules.begin(), tmaRules.end(), r) == tmaRules.end()) tmaRules.push_back(r);
         };
-        for (auto &m : k.tensorMaps) {
-            maps.push_back(mapText(k, m, hp));
-            const std::string align = " % " + std::to_string(TensorMap::kAlignment) + " == 0";
-            rule("(uintptr_t)" + sig.names[maps.back().param] + align);
-            for (auto &st : maps.back().strides("int64_t")) rule("(" + st + ")" + align);
-        }
+        for (auto &r : tensorMapRules(v, sig, names)) rule(r);
         // What the lowering assumed for wider tile transfers (Kernel::assumptions), exactly.
         for (auto &a : k.assumptions) {
             const std::string bytes = std::to_string(a.bytes);
@@ -281,28 +247,8 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         }
         s += "        if (status == TILEC_SUCCESS) {\n";
         const std::string in = "            ";
-        s += printAlignmentChecks(v, sig, in);
-        for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
-            const TensorMap &m = k.tensorMaps[mi];
-            const MapText &t = maps[mi];
-            const size_t p = t.param, nd = m.tensor->shape.size();
-            std::string mn = "m" + std::to_string(mi), dims, strides, box;
-            for (size_t j = 0; j < nd; ++j) {
-                dims += (j ? ", " : "") + std::string("(cuuint64_t)(") + t.dims[j] + ")";
-                box += (j ? ", " : "") + std::to_string(m.box[j]);
-            }
-            auto st = t.strides("cuuint64_t");
-            for (size_t j = 0; j < st.size(); ++j) strides += (j ? ", " : "") + st[j];
-            s += in + "CUtensorMap " + mn + ";\n";
-            s += in + "{\n";
-            s += in + "    const cuuint64_t dims[] = {" + dims + "};\n";
-            s += in + "    const cuuint64_t strides[] = {" + strides + "};\n";
-            s += in + "    const cuuint32_t box[] = {" + box + "};\n";
-            s += in + "    status = tilec_encode_tiled(&" + mn + ", " + tensorMapType(m.tensor->dtype) + ", " + std::to_string(nd) +
-                 ", " + sig.names[p] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" + std::to_string(m.swizzleBytes) + "B);\n";
-            s += in + "    if (status != TILEC_SUCCESS) return status;\n";
-            s += in + "}\n";
-        }
+        s += printAlignmentChecks(v, sig, names, in);
+        s += printTensorMaps(v, sig, names, cxx, in);
         s += launchArguments(v, sig, cxx, in);
         std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
         std::string grid = "grid_x, grid_y, grid_z";
@@ -370,43 +316,6 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
     }
     if (lastHasRules) s += "    if (unmet) return TILEC_ERROR_MISALIGNED;\n";
     s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
-    return s;
-}
-
-std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx) {
-    std::string s = "/* A tensor map on the caller's stack (TMA): 16-byte aligned base, strides in bytes, boxes innermost first. */\n";
-    s += std::string(cxx ? "[[maybe_unused]] " : "__attribute__((unused)) ") +
-         "static tilec_status tilec_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, const void *base,\n"
-         "                                       const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,\n"
-         "                                       CUtensorMapSwizzle swizzle) {\n";
-    s += "    const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n";
-    if (cxx) {
-        // The driver's function through the runtime, so the application need not link libcuda; the pointer is
-        // looked up once (racing threads store the same value).
-        s += "    static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> encode{nullptr};\n";
-        s += "    PFN_cuTensorMapEncodeTiled_v12000 fn = encode.load(std::memory_order_acquire);\n";
-        s += "    if (!fn) {\n";
-        s += "        void *p = nullptr;\n";
-        s += "        cudaDriverEntryPointQueryResult q;\n";
-        s += "        cudaError_t e = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &p, 12000, cudaEnableDefault, &q);\n";
-        s += "        if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
-        s += "        if (q != cudaDriverEntryPointSuccess || !p) return TILEC_ERROR_NO_DEVICE;\n";
-        s += "        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);\n";
-        s += "        encode.store(fn, std::memory_order_release);\n";
-        s += "    }\n";
-        s += "    CUresult r = fn(map, type, rank, const_cast<void *>(base), dims, strides, box, element_strides,\n";
-    } else {
-        s += "    CUresult r = cuTensorMapEncodeTiled(map, type, rank, (void *)base, dims, strides, box, element_strides,\n";
-    }
-    s += "                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,\n";
-    s += "                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n";
-    if (cxx) {
-        s += "    if (r != CUDA_SUCCESS) {\n";
-        s += "        " + rt(o, "last_cuda_error_state") + " = cudaErrorInvalidValue;\n";
-        s += "        return TILEC_ERROR_CUDA;\n    }\n    return TILEC_SUCCESS;\n}\n\n";
-    } else {
-        s += "    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n}\n\n";
-    }
     return s;
 }
 

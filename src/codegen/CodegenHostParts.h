@@ -43,8 +43,12 @@ NameTable launcherNames();
 /// in parameter order, and the grid (`grid_x`, `grid_y`, `grid_z`, checked against CUDA's limits).
 std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx,
                                 bool checkAlignment = true);
-/// The alignment checks of one variant's tensors.
-std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, const std::string &indent);
+/// The alignment checks of one variant's tensors (none for a tensor of no elements, which is never accessed).
+std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, NameTable &names, const std::string &indent);
+/// A C condition that holds when `tensor` has no elements (a dimension of 0, e.g. a T.dynamic size of 0); ""
+/// where every dimension is a constant above 0. A tensor of no elements is never accessed: its pointer may be
+/// NULL or unaligned, and a tensor map of it reads the zero tile (CodegenTensorMaps.cpp).
+std::string noElements(const ir::BufferNode &tensor, ExprPrinter &hp);
 
 /// `NAME_threads(int sm)` and `NAME_shared_bytes(int sm)` of a kernel's variants: the preferred variant
 /// that runs on `sm`, 0 when none does.
@@ -58,8 +62,20 @@ std::string printQueries(const std::vector<const KernelInfo *> &variants, bool c
 std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,
                                  bool cxx);
 
+/// The position of a global tensor among the kernel's parameters.
+size_t paramOf(const ir::Kernel &k, const ir::Buffer &tensor);
+
+/// The conditions on the run-time arguments under which variant `v`'s tensor maps can be encoded (TMA's
+/// rules: 16-byte aligned base and strides; a tensor with no elements only where it gets the zero tile).
+std::vector<std::string> tensorMapRules(const KernelInfo &v, const Signature &sig, NameTable &names);
+/// Variant `v`'s tensor maps `m0`, `m1`, ... encoded on the launcher's stack (`status` and, in binary mode,
+/// `fn` in scope), each statement indented by `in`.
+std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable &names, bool cxx, const std::string &in);
+
 /// `tilec_encode_tiled`: a tensor map on the caller's stack through cuTensorMapEncodeTiled (the .cu: the
-/// driver's entry point found through the runtime; C: the driver API it links).
+/// driver's entry point found through the runtime; C: the driver API it links); and `tilec_zero_tile_address`,
+/// the device address of the zero tile the device code defines (Codegen.cpp), which maps of tensors with no
+/// elements read.
 std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx);
 
 

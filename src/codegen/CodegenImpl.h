@@ -49,6 +49,7 @@ struct KernelInfo {
     std::string symbol; ///< the __global__ function
     std::vector<bool> written;   ///< per parameter: a tensor the kernel stores to
     std::vector<int> alignment;  ///< per parameter: bytes a tensor's base pointer must be aligned to (0: none)
+    std::vector<bool> storedMaps; ///< per tensor map: a TMA store writes through it (else it is only read)
     std::map<const ir::BufferNode *, int64_t> sharedOffset;
     int64_t sharedBytes = 0;
     bool usesFp8 = false;

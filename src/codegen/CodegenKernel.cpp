@@ -11,6 +11,7 @@
 #include "tilec/passes/VectorizeAccesses.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::codegen {
 
@@ -435,14 +436,17 @@ struct Uses : IRVisitor {
         IRVisitor::visit(op);
     }
     const std::vector<TensorMap> *maps = nullptr;
+    std::set<int64_t> storedMaps;
     // A tile transfer's cp.async width is an alignment the tensor must have; a TMA store writes its map's tensor.
     void visit(const Call &op) override {
         if (op.name.rfind("extern:", 0) == 0) // T.call_extern / atomic_add(return_prev): a pointer it is handed may be written
             for (auto &a : op.args)
                 if (auto l = passes::addressedLoad(a)) written.insert(l->buffer.get());
         if (passes::lib::is(op, passes::lib::Fn::TmaStoreTile))
-            if (auto m = constInt(passes::lib::arg(op, passes::lib::Fn::TmaStoreTile, "map")); m && *m >= 0 && (size_t)*m < maps->size())
+            if (auto m = constInt(passes::lib::arg(op, passes::lib::Fn::TmaStoreTile, "map")); m && *m >= 0 && (size_t)*m < maps->size()) {
                 written.insert((*maps)[(size_t)*m].tensor.get());
+                storedMaps.insert(*m);
+            }
         if (passes::isTileTransfer(op)) {
             passes::lib::Fn f = passes::lib::find(op.name)->fn;
             auto l = passes::addressedLoad(passes::lib::arg(op, f, "src"));
@@ -477,6 +481,7 @@ KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEng
     u.maps = &k.tensorMaps;
     u.visit(k.body);
     info.usesFp8 = u.fp8;
+    for (size_t m = 0; m < k.tensorMaps.size(); ++m) info.storedMaps.push_back(u.storedMaps.count((int64_t)m) > 0);
     for (auto &p : k.params) {
         bool tensor = p.kind == Param::Tensor;
         info.written.push_back(tensor && u.written.count(p.buffer.get()));

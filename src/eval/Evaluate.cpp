@@ -125,6 +125,23 @@ std::string sourceText(const SourceManager &sm, const SourceRange &r) {
     return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
+/// The name of the first @T.prim_func a def's body defines (in nested blocks too), "" if none.
+std::string primFuncDefinedIn(const ast::Body &body) {
+    for (auto &st : body) {
+        if (!st) continue;
+        if (st->kind == ast::StmtKind::FunctionDef)
+            for (auto &d : st->decorators) {
+                const ast::Expr *e = d && d->kind == ast::ExprKind::Call && d->a ? d->a.get() : d.get();
+                if (e && (e->kind == ast::ExprKind::Name || e->kind == ast::ExprKind::Attribute) && e->str == "prim_func")
+                    return st->name;
+            }
+        std::string inner = primFuncDefinedIn(st->body);
+        if (inner.empty()) inner = primFuncDefinedIn(st->orelse);
+        if (!inner.empty()) return inner;
+    }
+    return "";
+}
+
 struct Export {
     std::string name;
     ir::KernelP kernel;
@@ -204,6 +221,14 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
     }
     if (exports.empty() && diag_.errorCount() == errors0) {
         diag_.warning(SourceRange{m.file, 1, 1, 1, 1}, "file exports no kernel");
+        // The usual cause: a factory that builds its prim_func and forgets to return it.
+        for (const ast::Stmt *def : factoriesReturningNone_) {
+            const std::string inner = primFuncDefinedIn(def->body);
+            SourceRange at{def->range.file, def->range.line, def->range.col, def->range.line, def->range.col + 4 + (int)def->name.size()};
+            diag_.note(at, "'" + def->name + "' returned None" +
+                               (inner.empty() ? ": it has no 'return' of the prim_func it makes"
+                                              : ": it defines the prim_func '" + inner + "' but has no 'return " + inner + "'"));
+        }
     }
     if (!opts_.kernels.empty()) {
         std::vector<Export> kept;

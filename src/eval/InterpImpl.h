@@ -464,6 +464,9 @@ class InterpImpl final : public Interp {
     bool kernelErrorHeld_ = false; ///< a failed prim_func's errors were reported (execModuleStmt)
     int64_t abandoned_ = 0;        ///< statements abandoned so far (execBody)
     bool ranFactory_ = false;      ///< a kernel factory was called (execModuleStmt)
+    /// The defs of kernel factories (FunctionObj::isFactory) a call of which returned None, in call order: the
+    /// notes of "file exports no kernel" (Evaluate.cpp).
+    std::vector<const ast::Stmt *> factoriesReturningNone_;
     /// The last use of a name bound by a skipped module-level statement: where, and that statement.
     std::shared_ptr<SkippedStatement> lastPoisonCause_;
     SourceRange lastPoisonUse_;

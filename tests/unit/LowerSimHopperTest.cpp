@@ -92,12 +92,12 @@ struct Outcome {
     int64_t switches = 0;            ///< agent resumptions
 };
 
-Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed) {
+Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed, const std::map<std::string, double> &sizes = {}) {
     auto a = quarters((size_t)g.M * g.K, 1), b = quarters((size_t)g.K * g.N, 2);
     std::vector<double> c((size_t)g.M * g.N, std::nan(""));
     Outcome o;
     {
-        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &c}}, {}, seed);
+        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &c}}, sizes, seed);
         try {
             s.run();
         } catch (const simtest::SimError &e) {
@@ -118,9 +118,10 @@ Outcome simulate(const ir::Kernel &k, const GemmCase &g, uint64_t seed) {
     return o;
 }
 
-void expectCorrect(const ir::Kernel &k, const GemmCase &g, std::initializer_list<uint64_t> seeds) {
+void expectCorrect(const ir::Kernel &k, const GemmCase &g, std::initializer_list<uint64_t> seeds,
+                   const std::map<std::string, double> &sizes = {}) {
     for (uint64_t seed : seeds) {
-        Outcome o = simulate(k, g, seed);
+        Outcome o = simulate(k, g, seed, sizes);
         EXPECT_EQ(o.error, "") << "seed " << seed;
         for (auto &r : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << r;
         EXPECT_EQ(o.wrong, 0) << "seed " << seed << ": " << o.firstWrong;
@@ -181,6 +182,31 @@ const GemmCase kMutant{100, 72, 320, 64, 64, 64, 2, 128}; // five k-blocks throu
 
 // sm_90 (no `a`): the same roles and rings, one producer warp, mma.sync reading TMA's panel layout (B's
 // 256-byte rows are two 128-byte panels; 64-wide fp16 tiles are one); tf32 takes the plain-load path.
+/// Issue 23: K a T.dynamic size, 0 among its values. No trips of the producer's or the consumers' loops, the
+/// barriers' phases still in step across the tiles a block walks, the accumulator cleared and stored as 0; A's
+/// and B's maps (of tensors with no elements) read the zero tile, as the launcher encodes them. The variant
+/// without TMA, beside it, as well.
+TEST(SimHopper, DynamicKOfZero) {
+    for (const char *arch : {"sm_90a", "sm_90"}) {
+        std::string src = gemmSource({128, 128, 64, 64, 64, 64, 2, 128});
+        replace(src, "k = matmul(128, 128, 64,", "k = matmul(128, 128, T.dynamic(\"K\"),");
+        Variant t{*Target::parse(arch), {}};
+        t.options.clusters = false;
+        for (bool tma : {true, false}) {
+            t.options.tma = tma;
+            LowerRun r;
+            r.run(src, "gemm.tile", t);
+            const ir::Kernel *k = r.kernel("k");
+            ASSERT_TRUE(k) << r.diags();
+            EXPECT_EQ(!k->tensorMaps.empty(), tma) << arch;
+            for (int K : {0, 72}) {
+                SCOPED_TRACE(std::string(arch) + (tma ? ", TMA" : ", no TMA") + ", K = " + std::to_string(K));
+                expectCorrect(*k, {128, 128, K, 64, 64, 64, 2, 128}, {0, 1}, {{"K", (double)K}});
+            }
+        }
+    }
+}
+
 TEST(SimSm90, SeedGemmConfiguration) { hopperCase({130, 136, 320, 128, 128, 64, 3, 128}, "sm_90"); }
 TEST(SimSm90, TwoStagesOddShape) { hopperCase({100, 72, 200, 64, 64, 64, 2, 128}, "sm_90"); }
 TEST(SimSm90, OneStage) { hopperCase({100, 72, 200, 64, 64, 64, 1, 128}, "sm_90"); }
@@ -592,12 +618,12 @@ k = heads_proj()" + std::to_string(B) + ", " + std::to_string(S) + ", " + std::t
 
 /// `call` of tests/gpu/gemm_warp_roles.tile lowered for sm_90a, with TMA and as the variant without (explicit
 /// TMA is honoured in both; they differ only in the epilogue, which stores through TMA in the first).
-std::vector<LowerRun> explicitRoles(const std::string &call) {
+std::vector<LowerRun> explicitRoles(const std::string &call, const std::string &file = "gemm_warp_roles.tile") {
     std::vector<LowerRun> runs(2);
     for (int i = 0; i < 2; ++i) {
         Variant t{*Target::parse("sm_90a"), {}};
         t.options.tma = i == 0;
-        runs[(size_t)i].run(simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = " + call), "gemm_warp_roles.tile", t);
+        runs[(size_t)i].run(simtest::withExport("../tests/gpu/" + file, "k = " + call), file, t);
     }
     return runs;
 }
@@ -623,6 +649,21 @@ TEST(SimExplicitRoles, OneTileProducerZero) {
 TEST(SimExplicitRoles, OneTile128) { explicitRolesCase({128, 128, 192, 128, 128, 64, 0, 0}, "ws_gemm(128, 128, 192)"); }
 // barrierpipe_stage2: a ring of two stages, full and empty mbarriers per stage, five k-blocks.
 TEST(SimExplicitRoles, TwoStageRing) { explicitRolesCase({100, 72, 320, 64, 64, 64, 0, 0}, "ws_ring_gemm(100, 72, 320, 64, 64, 64)"); }
+
+// Issue 23: tests/gpu/zero_dims.tile's ws_gemm with a run-time K, 0 among its values: neither role's loop has a
+// trip, C = 0; the producer's maps of A and B (tensors with no elements) read the zero tile, as the launcher
+// encodes them (the only variants there are need TMA).
+TEST(SimExplicitRoles, DynamicKOfZero) {
+    auto runs = explicitRoles("ws_gemm_dk(128, 128, 64, 64, 64)", "zero_dims.tile");
+    for (auto &r : runs) {
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k && k->needsTma && !k->tensorMaps.empty()) << r.diags();
+        for (int K : {0, 72}) {
+            SCOPED_TRACE("K = " + std::to_string(K));
+            expectCorrect(*k, {128, 128, K, 64, 64, 64, 0, 0}, {0, 1}, {{"k", (double)K}});
+        }
+    }
+}
 
 /// The kernel with every call of f removed.
 std::shared_ptr<ir::Kernel> without(const ir::Kernel &k, lib::Fn f, bool consumerOnly) {

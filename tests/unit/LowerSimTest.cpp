@@ -53,6 +53,23 @@ TEST(LowerSim, ElementwiseAddOddShape) {
     expectNear(c, want, 0, "C");
 }
 
+/// Issue 23: a row reduction over a run-time number of columns, 0 among them (tests/gpu/zero_dims.tile): no
+/// trips of its pipelined loop, each row's sum 0 and max -inf (the identities T.fill gave them).
+TEST(LowerSim, RowReductionOverZeroColumns) {
+    const int M = 8;
+    Sim s(withExport("zero_dims.tile", "k = row_reduce(8)", "tests/gpu"), "k");
+    for (int n : {0, 256}) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        auto a = randomData((size_t)M * n, 8);
+        std::vector<double> sum(M, std::nan("")), mx(M, std::nan("")), wantSum(M, 0), wantMax(M, -INFINITY);
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < n; ++j) wantSum[i] += a[(size_t)i * n + j], wantMax[i] = std::max(wantMax[i], a[(size_t)i * n + j]);
+        s.run({{"A", &a}, {"S", &sum}, {"X", &mx}}, {{"n", (double)n}});
+        expectNear(sum, wantSum, 1e-5, "S");
+        EXPECT_EQ(mx, wantMax);
+    }
+}
+
 TEST(LowerSim, RmsNorm) {
     const int M = 6, N = 512;
     Sim s(withExport("rms_norm.tile", "k = rms_norm(6, 512, dtype=\"float32\")"), "k");
@@ -487,6 +504,7 @@ TEST(LowerSim, DynamicRowLengthWideAndNarrowVariants) {
     EXPECT_EQ(transferWidths(*kw), (std::map<std::string, int64_t>{{"A", 8}, {"B", 8}}));
     EXPECT_EQ(runDynamicK(*kw, 96), "");
     EXPECT_EQ(runDynamicK(*kw, 40), "");
+    EXPECT_EQ(runDynamicK(*kw, 0), ""); // issue 23: no trips, C = 0 (its rows of 0 bytes meet any alignment)
     EXPECT_NE(runDynamicK(*kw, 100).find("misaligned row of A"), std::string::npos);
 
     t.options.assumeAlignedRows = false;
@@ -497,5 +515,5 @@ TEST(LowerSim, DynamicRowLengthWideAndNarrowVariants) {
     EXPECT_EQ(narrow.diags(), ""); // the wide variant covers aligned arguments: no warning
     EXPECT_TRUE(kn->assumptions.empty());
     EXPECT_EQ(transferWidths(*kn), (std::map<std::string, int64_t>{{"A", 1}, {"B", 8}}));
-    for (int K : {96, 100, 33, 7}) EXPECT_EQ(runDynamicK(*kn, K), "") << K;
+    for (int K : {96, 100, 33, 7, 0}) EXPECT_EQ(runDynamicK(*kn, K), "") << K;
 }

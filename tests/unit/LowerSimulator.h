@@ -29,6 +29,7 @@
 
 #include "ScalarSemantics.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <condition_variable>
@@ -105,9 +106,15 @@ class Simulator {
         int64_t g[3];
         for (int d = 0; d < 3; ++d) g[d] = (int64_t)evalUniform(k_.grid[d]);
         mapDims_.clear();
+        zeroTile_.clear();
         for (auto &m : k_.tensorMaps) {
             std::vector<int64_t> dims; // innermost first
             for (size_t d = m.tensor->shape.size(); d-- > 0;) dims.push_back((int64_t)evalUniform(m.tensor->shape[d]));
+            // As the launcher encodes it (src/codegen/CodegenHost.cpp): a map of a tensor with no elements over
+            // the zero tile, every dimension 1 (the driver refuses a dimension of 0).
+            const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+            if (empty) dims.assign(dims.size(), 1);
+            zeroTile_.push_back(empty);
             mapDims_.push_back(std::move(dims));
         }
         for (int d = 0; d < 3; ++d) grid_[d] = g[d];
@@ -136,6 +143,7 @@ class Simulator {
     uint64_t seed_;
     std::mt19937_64 rng_;
     std::vector<std::vector<int64_t>> mapDims_; ///< each tensor map's tensor dimensions, innermost first
+    std::vector<bool> zeroTile_;                ///< per tensor map: encoded over the zero tile (no elements)
     int64_t grid_[3] = {1, 1, 1};               ///< the T.Kernel grid (tiles, for a persistent kernel)
     int64_t physicalBlocks_ = 0, physicalBlock_ = 0; ///< a persistent kernel's launch and this block in it
     int T_ = 0;

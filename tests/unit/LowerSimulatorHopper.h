@@ -116,7 +116,7 @@ inline void Simulator::land(TmaLoad &l) {
                 const int64_t addr = swizzleAddress(boxBase + e * eb, map.swizzleBytes) - bufBase;
                 if (addr < 0 || addr / eb >= (int64_t)to.size()) throw SimError("a TMA box lands outside " + l.dst->name);
                 double v = 0;
-                if (inside) {
+                if (inside && !zeroTile_[(size_t)l.map]) {
                     if (at >= (int64_t)from.size()) throw SimError("a TMA box reads outside the data of " + map.tensor->name);
                     v = from[(size_t)at];
                 }
@@ -291,6 +291,9 @@ inline void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask
 
 inline void Simulator::retireStore(const TmaStore &s) {
     const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
+    if (zeroTile_[(size_t)s.map])
+        throw SimError("a TMA store through the map of " + map.tensor->name + ", which has no elements (the launcher runs "
+                       "the variant without TMA instead: a store would write the zero tile)");
     const std::vector<int64_t> &dims = mapDims_[(size_t)s.map];
     auto &to = *tensors_.at(map.tensor->name);
     const auto &from = shared_.at(s.src);

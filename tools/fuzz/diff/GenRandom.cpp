@@ -296,6 +296,9 @@ struct Generator {
         p.wn = r.in(1, p.gx * p.gy * p.threads);
         if (r.coin(0.25)) {
             p.dynamic = true;
+            // Sizes of 0 too (issue 23): every tile of the tensors then lies outside them.
+            if (r.coin(0.15)) p.ra = 0;
+            if (r.coin(0.15)) p.gk = 0;
             p.rb = p.ry = p.ra;
         }
         if (r.coin(0.2)) p.tileType = "float16";

@@ -1,0 +1,194 @@
+/// \file
+/// TMA's tensor maps in the launchers of both modes: the rules a variant's run-time arguments must meet for
+/// them, their encoding on the launcher's stack, and the file-local helpers that encoding calls
+/// (tilec_encode_tiled, tilec_zero_tile_address). A tensor with no elements (a T.dynamic size of 0) cannot
+/// have a map of its own (cuTensorMapEncodeTiled refuses a dimension of 0): its maps read the zero tile.
+#include "codegen/CodegenHostParts.h"
+
+#include <algorithm>
+
+namespace tilec::codegen {
+
+using namespace ir;
+
+/// The position of a global tensor among the kernel's parameters.
+size_t paramOf(const Kernel &k, const Buffer &tensor) {
+    size_t p = 0;
+    while (p < k.params.size() && !(k.params[p].kind == Param::Tensor && k.params[p].buffer == tensor)) ++p;
+    TILEC_ASSERT(p < k.params.size(), "a tensor map or assumption of a tensor that is no parameter");
+    return p;
+}
+
+
+namespace {
+
+/// The driver's name of a tensor map's element type.
+const char *tensorMapType(DType t) {
+    switch (t.kind) {
+    case DType::Float16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+    case DType::BFloat16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+    case DType::Float32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    case DType::Int32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+    default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // the 1-byte types
+    }
+}
+
+/// A tensor map as the launcher sees it: its tensor's parameter and element size, and its dimensions
+/// (innermost first, as C expressions) from which the encoding and TMA's rules take the byte strides.
+struct MapText {
+    size_t param = 0;
+    int64_t elemBytes = 1;
+    std::vector<std::string> dims;
+    /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
+    std::vector<std::string> strides(const std::string &type) const {
+        std::vector<std::string> out;
+        std::string stride = std::to_string(elemBytes);
+        for (size_t j = 0; j + 1 < dims.size(); ++j) out.push_back(stride = "(" + type + ")(" + dims[j] + ") * " + stride);
+        return out;
+    }
+};
+MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
+    MapText t;
+    t.param = paramOf(k, m.tensor);
+    t.elemBytes = m.tensor->dtype.bytes();
+    for (size_t j = m.tensor->shape.size(); j-- > 0;) t.dims.push_back(hp.print(m.tensor->shape[j]));
+    return t;
+}
+
+/// The condition under which map `mi` of variant `v` is encoded over the zero tile: its tensor has no
+/// elements and no TMA store writes through the map ("" for never). Every element a transfer through it names
+/// is then out of bounds, so its loads give zeros, which the zero tile gives too, whatever the tensor's pointer
+/// and strides; a store would write the zero tile, so a map stored through keeps its tensor (and its variant
+/// gives way to the next when the tensor is empty: tensorMapRules).
+std::string zeroTileCondition(const KernelInfo &v, size_t mi, ExprPrinter &hp) {
+    return v.storedMaps[mi] ? "" : noElements(*v.kernel->tensorMaps[mi].tensor, hp);
+}
+
+} // namespace
+
+std::vector<std::string> tensorMapRules(const KernelInfo &v, const Signature &sig, NameTable &names) {
+    const Kernel &k = *v.kernel;
+    ExprPrinter hp(names, true);
+    std::vector<std::string> rules;
+    auto rule = [&](const std::string &r) {
+        if (std::find(rules.begin(), rules.end(), r) == rules.end()) rules.push_back(r);
+    };
+    const std::string align = " % " + std::to_string(TensorMap::kAlignment) + " == 0";
+    for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
+        MapText t = mapText(k, k.tensorMaps[mi], hp);
+        std::vector<std::string> tma{"(uintptr_t)" + sig.names[t.param] + align};
+        for (auto &st : t.strides("int64_t")) tma.push_back("(" + st + ")" + align);
+        const std::string zero = zeroTileCondition(v, mi, hp), empty = noElements(*k.tensorMaps[mi].tensor, hp);
+        if (zero.empty()) {
+            for (auto &r : tma) rule(r);
+            if (!empty.empty()) rule("!(" + empty + ")"); // stored through: no zero tile
+        } else {
+            std::string all;
+            for (auto &r : tma) all += (all.empty() ? "" : " && ") + r;
+            rule("((" + zero + ") || (" + all + "))");
+        }
+    }
+    return rules;
+}
+
+std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable &names, bool cxx, const std::string &in) {
+    const Kernel &k = *v.kernel;
+    ExprPrinter hp(names, true);
+    std::string s, anyZero;
+    for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
+        const std::string zero = zeroTileCondition(v, mi, hp);
+        if (!zero.empty() && anyZero.find("(" + zero + ")") == std::string::npos)
+            anyZero += (anyZero.empty() ? "(" : " || (") + zero + ")";
+    }
+    if (!anyZero.empty()) {
+        s += in + "const void *zero = " + (cxx ? "nullptr" : "NULL") + "; /* the zero tile: maps of tensors of no elements */\n";
+        s += in + "if (" + anyZero + ") {\n";
+        s += in + "    status = tilec_zero_tile_address(" + (cxx ? "" : "fn, ") + "&zero);\n";
+        s += in + "    if (status != TILEC_SUCCESS) return status;\n" + in + "}\n";
+    }
+    for (size_t mi = 0; mi < k.tensorMaps.size(); ++mi) {
+        const TensorMap &m = k.tensorMaps[mi];
+        const MapText t = mapText(k, m, hp);
+        const std::string zero = zeroTileCondition(v, mi, hp);
+        const size_t nd = m.tensor->shape.size();
+        std::string mn = "m" + std::to_string(mi), dims, strides, box;
+        // Over the zero tile: every dimension 1 (strides of 16 bytes, TMA's least), so a load reads its one
+        // element, 0, and fills the rest of its box with zeros as out of bounds.
+        const std::string dim1 = zero.empty() ? "" : "empty ? 1 : ", stride16 = zero.empty() ? "" : "empty ? 16 : ";
+        for (size_t j = 0; j < nd; ++j) {
+            dims += (j ? ", " : "") + dim1 + "(cuuint64_t)(" + t.dims[j] + ")";
+            box += (j ? ", " : "") + std::to_string(m.box[j]);
+        }
+        auto st = t.strides("cuuint64_t");
+        for (size_t j = 0; j < st.size(); ++j) strides += (j ? ", " : "") + stride16 + st[j];
+        s += in + "CUtensorMap " + mn + ";\n";
+        s += in + "{\n";
+        if (!zero.empty()) s += in + "    const bool empty = " + zero + ";\n";
+        s += in + "    const cuuint64_t dims[] = {" + dims + "};\n";
+        s += in + "    const cuuint64_t strides[] = {" + strides + "};\n";
+        s += in + "    const cuuint32_t box[] = {" + box + "};\n";
+        s += in + "    status = tilec_encode_tiled(&" + mn + ", " + tensorMapType(m.tensor->dtype) + ", " + std::to_string(nd) +
+             ", " + (zero.empty() ? "" : "empty ? zero : ") + sig.names[t.param] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" +
+             std::to_string(m.swizzleBytes) + "B);\n";
+        s += in + "    if (status != TILEC_SUCCESS) return status;\n";
+        s += in + "}\n";
+    }
+    return s;
+}
+
+std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx) {
+    std::string s = "/* A tensor map on the caller's stack (TMA): 16-byte aligned base, strides in bytes, boxes innermost first. */\n";
+    s += std::string(cxx ? "[[maybe_unused]] " : "__attribute__((unused)) ") +
+         "static tilec_status tilec_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, const void *base,\n"
+         "                                       const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,\n"
+         "                                       CUtensorMapSwizzle swizzle) {\n";
+    s += "    const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n";
+    if (cxx) {
+        // The driver's function through the runtime, so the application need not link libcuda; the pointer is
+        // looked up once (racing threads store the same value).
+        s += "    static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> encode{nullptr};\n";
+        s += "    PFN_cuTensorMapEncodeTiled_v12000 fn = encode.load(std::memory_order_acquire);\n";
+        s += "    if (!fn) {\n";
+        s += "        void *p = nullptr;\n";
+        s += "        cudaDriverEntryPointQueryResult q;\n";
+        s += "        cudaError_t e = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &p, 12000, cudaEnableDefault, &q);\n";
+        s += "        if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+        s += "        if (q != cudaDriverEntryPointSuccess || !p) return TILEC_ERROR_NO_DEVICE;\n";
+        s += "        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);\n";
+        s += "        encode.store(fn, std::memory_order_release);\n";
+        s += "    }\n";
+        s += "    CUresult r = fn(map, type, rank, const_cast<void *>(base), dims, strides, box, element_strides,\n";
+    } else {
+        s += "    CUresult r = cuTensorMapEncodeTiled(map, type, rank, (void *)base, dims, strides, box, element_strides,\n";
+    }
+    s += "                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,\n";
+    s += "                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n";
+    if (cxx) {
+        s += "    if (r != CUDA_SUCCESS) {\n";
+        s += "        " + rt(o, "last_cuda_error_state") + " = cudaErrorInvalidValue;\n";
+        s += "        return TILEC_ERROR_CUDA;\n    }\n    return TILEC_SUCCESS;\n}\n\n";
+    } else {
+        s += "    return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n}\n\n";
+    }
+    // The device code defines the zero tile (Codegen.cpp, kZeroTile): in the .cu, a file-local symbol; in
+    // binary mode's module, an extern "C" one found by name.
+    s += "/* The zero tile's device address: maps of tensors of no elements read it (nothing writes it). */\n";
+    if (cxx) {
+        s += "[[maybe_unused]] static tilec_status tilec_zero_tile_address(const void **zero) {\n";
+        s += "    void *p = nullptr;\n";
+        s += "    cudaError_t e = cudaGetSymbolAddress(&p, tilec_zero_tile);\n";
+        s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+        s += "    *zero = p;\n";
+    } else {
+        s += "__attribute__((unused)) static tilec_status tilec_zero_tile_address(CUfunction fn, const void **zero) {\n";
+        s += "    CUmodule module;\n    CUdeviceptr p = 0;\n    size_t bytes = 0;\n";
+        s += "    CUresult r = cuFuncGetModule(&module, fn);\n";
+        s += "    if (r == CUDA_SUCCESS) r = cuModuleGetGlobal(&p, &bytes, module, \"tilec_zero_tile\");\n";
+        s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
+        s += "    *zero = (const void *)(uintptr_t)p;\n";
+    }
+    s += "    return TILEC_SUCCESS;\n}\n\n";
+    return s;
+}
+
+} // namespace tilec::codegen
