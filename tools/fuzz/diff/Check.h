@@ -23,10 +23,30 @@ struct Outcome {
     std::string category; ///< Failure: "internal error", "simulator", "race", "mismatch", "accepted"; else a reason
     std::string detail;
     bool warpRoles = false; ///< Ok: the sm_90a lowering had warp roles and was simulated too
+    std::map<std::string, std::string> cuda; ///< Ok: the generated .cu per target ("sm_80", "sm_90a")
+    int64_t accesses = 0;   ///< checkBig: global accesses the index-width oracle checked
 };
+
+inline Outcome outcome(Outcome::Kind k, std::string category, std::string detail = "") {
+    Outcome o;
+    o.kind = k, o.category = std::move(category), o.detail = std::move(detail);
+    return o;
+}
+
+/// The first diagnostic's message without its location and numbers (a reason to count rejections by).
+std::string reasonOf(const std::string &diags);
 
 /// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs are random values that
 /// sums and products keep exact (multiples of 1/4 in [-2, 2]), drawn from `dataSeed`.
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed);
+
+/// A program over tensors past 2^31 elements (Gen.h: BigProgram), compiled for sm_80 and sm_90a and checked
+/// by the index-width oracle (IndexOracle.h) instead of run; `pastInt64` programs must be refused with
+/// "index arithmetic overflows 64 bits", and no other program may be.
+Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &dyn, bool pastInt64, uint64_t seed);
+
+/// nvcc on generated CUDA (`cuda` per target, as Outcome::cuda): "" when every target compiles, else the
+/// first error. `dir` holds the files.
+std::string compileWithNvcc(const std::map<std::string, std::string> &cuda, const std::string &dir);
 
 } // namespace tilec::difffuzz

@@ -83,6 +83,19 @@ struct GProgram {
     bool usesThreadIndex() const;
 };
 
+/// A program over tensors past 2^31 elements (GenBig.cpp): not simulated, its lowered kernels are checked by
+/// the index-width oracle (IndexOracle.h).
+struct BigProgram {
+    uint64_t seed = 0;
+    std::string name;                    ///< the kernel's name
+    std::string kind;                    ///< "elementwise 1-D", "row-wise", "gather", ...
+    std::string text;                    ///< the .tile file (a `# dynamic:` line gives the T.dynamic values)
+    std::map<std::string, int64_t> dyn;  ///< T.dynamic symbols and their values
+    int64_t reach = 0;                   ///< the largest element offset the kernel's grid reaches (+1)
+    bool pastInt64 = false;              ///< static sizes whose offsets pass 2^63: must be a located error
+};
+BigProgram generateBig(uint64_t seed);
+
 /// A random program from `seed`.
 GProgram generate(uint64_t seed);
 
