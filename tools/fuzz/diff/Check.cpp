@@ -195,6 +195,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         divergent = true;
         divergentWhat = e.what();
     } catch (const RefError &e) {
+        if (!lowered) return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
         return outcome(Outcome::Skipped, std::string("reference: ") + e.what());
     }
     if (!lowered) {

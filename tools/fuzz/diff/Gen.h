@@ -28,6 +28,7 @@ struct GExpr {
     std::vector<std::shared_ptr<GExpr>> kids;
     std::set<std::string> reads;         ///< tile buffers a leaf reads
     bool isBool = false;
+    bool pastBound = false;              ///< a constant index past its buffer's extent (a located error)
     std::string print() const;
     void collect(std::set<std::string> &out) const;
 };
@@ -75,8 +76,14 @@ struct GProgram {
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
     std::vector<GOp> ops;
+    /// The module-level name the kernel is bound to (its C name): sometimes a C/C++ keyword or C library name.
+    std::string kernelName = "kernel";
 
-    std::string print() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
+    std::string print() const;
+    /// Whether tilec must refuse the kernel's name (the fuzzer's own list, not tilec's).
+    bool reservedName() const;
+    /// Whether some constant index passes its buffer's extent.
+    bool pastBoundIndex() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
     /// The T.dynamic symbols and their values (also in a `# dynamic: m=37 kk=20` line of print()).
     std::map<std::string, int64_t> dynamicValues() const;
     std::set<std::string> buffersUsed() const;
@@ -95,6 +102,9 @@ struct BigProgram {
     bool pastInt64 = false;              ///< static sizes whose offsets pass 2^63: must be a located error
 };
 BigProgram generateBig(uint64_t seed);
+
+/// Kernel names tilec must refuse: C/C++ keywords Python can bind, C library and CUDA names, reserved prefixes.
+const std::vector<std::string> &reservedKernelNames();
 
 /// A random program from `seed`.
 GProgram generate(uint64_t seed);

@@ -33,7 +33,21 @@ std::map<std::string, std::string> definesOf(const GProgram &p) {
     return {{"BM", std::to_string(p.bm)}, {"BN", std::to_string(p.bn)}};
 }
 
-Outcome check(const GProgram &p) { return checkProgram(p.print(), definesOf(p), p.seed); }
+/// The program run, and what its decorations demand (GenRandom.cpp: decorate): a reserved kernel name and a
+/// constant index past a buffer's extent are located errors; other names are never refused as names.
+Outcome check(const GProgram &p) {
+    Outcome o = checkProgram(p.print(), definesOf(p), p.seed);
+    const bool refused = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
+    const bool nameError = o.detail.find("kernel name '" + p.kernelName + "'") != std::string::npos;
+    if (p.reservedName() && !refused)
+        return outcome(Outcome::Failure, "reserved name", "kernel bound to '" + p.kernelName + "' accepted");
+    if (!p.reservedName() && nameError)
+        return outcome(Outcome::Failure, "name refused", "kernel bound to '" + p.kernelName + "' refused: " + o.detail);
+    if (p.pastBoundIndex() && !refused)
+        return outcome(Outcome::Failure, "constant index", "a constant index past a buffer's extent accepted");
+    if (p.reservedName() && refused) return outcome(Outcome::RejectedAsExpected, "reserved kernel name");
+    return o;
+}
 
 /// Greedy: the first smaller variant that fails the same way replaces the program, until none does.
 GProgram shrink(GProgram p, const std::string &category, bool verbose) {
