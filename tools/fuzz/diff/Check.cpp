@@ -199,7 +199,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         return outcome(Outcome::Skipped, std::string("reference: ") + e.what());
     }
     if (!lowered) {
-        if (divergent) return outcome(Outcome::RejectedAsExpected, reasonOf(front.diags()));
+        if (divergent) return outcome(Outcome::RejectedAsExpected, reasonOf(front.diags()), front.diags());
         return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
     }
     if (divergent) return outcome(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);

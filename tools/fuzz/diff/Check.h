@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tilec/IR.h"
+
 namespace tilec::difffuzz {
 
 struct Outcome {
@@ -40,10 +42,18 @@ std::string reasonOf(const std::string &diags);
 /// sums and products keep exact (multiples of 1/4 in [-2, 2]), drawn from `dataSeed`.
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed);
 
+/// Every kernel of `text` through the front end, the checks, the lowerings for sm_80 (also assuming aligned
+/// rows) and sm_90a, and code generation: Ok with `cuda` per target, Rejected with the diagnostics in
+/// `detail`, or a Failure (an internal error). `lowered` receives each lowering, named.
+Outcome compileText(const std::string &text, std::vector<std::pair<std::string, ir::Program>> *lowered = nullptr);
+
 /// A program over tensors past 2^31 elements (Gen.h: BigProgram), compiled for sm_80 and sm_90a and checked
 /// by the index-width oracle (IndexOracle.h) instead of run; `pastInt64` programs must be refused with
 /// "index arithmetic overflows 64 bits", and no other program may be.
 Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &dyn, bool pastInt64, uint64_t seed);
+
+/// Whether nvcc is here (/usr/local/cuda/bin or the PATH).
+bool nvccFound();
 
 /// nvcc on generated CUDA (`cuda` per target, as Outcome::cuda): "" when every target compiles, else the
 /// first error. `dir` holds the files.

@@ -16,7 +16,7 @@
 
 namespace tilec::difffuzz {
 
-Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &dyn, bool pastInt64, uint64_t seed) {
+Outcome compileText(const std::string &text, std::vector<std::pair<std::string, ir::Program>> *lowered) {
     evaltest::EvalRun front;
     Outcome out;
     // sm_80 (cp.async, element-wise global accesses), sm_80 assuming aligned rows where a row length is a
@@ -25,38 +25,47 @@ Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &
     wide.options.assumeAlignedRows = true;
     const std::vector<std::pair<std::string, Variant>> variants{
         {"sm_80", Variant{*Target::parse("sm_80"), {}}}, {"sm_80 wide rows", wide}, {"sm_90a", Variant{*Target::parse("sm_90a"), {}}}};
-    std::vector<std::pair<std::string, ir::Program>> lowered;
     try {
         front.run(text, "fuzz.tile");
-        if (front.program && !front.diag.hasErrors() && checkKernel(*front.program->kernels[0], variants[0].second.target, front.diag))
-            for (auto &[name, v] : variants) {
-                PassContext ctx;
-                ctx.diag = &front.diag;
-                ir::Program p = lower(*front.program, v, ctx);
-                if (front.diag.hasErrors()) break;
-                CodegenOptions o;
-                o.sourceName = "fuzz.tile", o.cudaName = "fuzz.cu", o.headerName = "fuzz.h", o.targets = {v.target};
-                std::string cu = generateCode(p, o, front.diag).cuda;
-                if (front.diag.hasErrors()) break;
-                if (name != "sm_80 wide rows") out.cuda[v.target.name] = std::move(cu);
-                lowered.emplace_back(name, std::move(p));
-            }
+        bool checked = front.program && !front.diag.hasErrors();
+        for (size_t i = 0; checked && i < front.program->kernels.size(); ++i)
+            checked = checkKernel(*front.program->kernels[i], variants[0].second.target, front.diag);
+        for (auto &[name, v] : variants) {
+            if (!checked) break;
+            PassContext ctx;
+            ctx.diag = &front.diag;
+            ir::Program p = lower(*front.program, v, ctx);
+            if (front.diag.hasErrors()) break;
+            CodegenOptions o;
+            o.sourceName = "fuzz.tile", o.cudaName = "fuzz.cu", o.headerName = "fuzz.h", o.targets = {v.target};
+            std::string cu = generateCode(p, o, front.diag).cuda;
+            if (front.diag.hasErrors()) break;
+            if (name != "sm_80 wide rows") out.cuda[v.target.name] = std::move(cu);
+            if (lowered) lowered->emplace_back(name, std::move(p));
+        }
     } catch (const InternalError &e) {
         return outcome(Outcome::Failure, "internal error", e.what());
     } catch (const TooManyErrors &) {
     } catch (const std::exception &e) {
         return outcome(Outcome::Failure, "exception", e.what());
     }
-    const std::string diags = front.diags();
-    const bool refused = !front.program || front.diag.hasErrors();
-    const bool overflow = diags.find("index arithmetic overflows 64 bits") != std::string::npos;
+    if (!front.program || front.diag.hasErrors()) return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+    return out;
+}
+
+Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &dyn, bool pastInt64, uint64_t seed) {
+    std::vector<std::pair<std::string, ir::Program>> lowered;
+    Outcome out = compileText(text, &lowered);
+    if (out.kind == Outcome::Failure) return out;
+    const bool refused = out.kind == Outcome::Rejected;
+    const bool overflow = out.detail.find("index arithmetic overflows 64 bits") != std::string::npos;
     if (pastInt64) {
         if (refused && overflow) return outcome(Outcome::RejectedAsExpected, "offsets past 2^63");
-        return outcome(Outcome::Failure, "past 2^63", refused ? "refused for another reason: " + diags
-                                                             : "static offsets past 2^63 compiled without an error");
+        return outcome(Outcome::Failure, "past 2^63", refused ? "refused for another reason: " + out.detail
+                                                              : "static offsets past 2^63 compiled without an error");
     }
-    if (refused && overflow) return outcome(Outcome::Failure, "refused", "offsets below 2^63 refused: " + diags);
-    if (refused) return outcome(Outcome::Rejected, "big: " + reasonOf(diags), diags);
+    if (refused && overflow) return outcome(Outcome::Failure, "refused", "offsets below 2^63 refused: " + out.detail);
+    if (refused) return outcome(Outcome::Rejected, "big: " + out.category, out.detail);
     for (auto &[name, p] : lowered)
         for (auto &k : p.kernels) {
             IndexVerdict v = checkIndexWidth(*k, dyn, seed);
@@ -66,11 +75,25 @@ Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &
     return out;
 }
 
+namespace {
+std::string nvccPath() {
+    namespace fs = std::filesystem;
+    if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+    return std::system("command -v nvcc > /dev/null 2>&1") == 0 ? "nvcc" : "";
+}
+} // namespace
+
+bool nvccFound() {
+    static const bool found = !nvccPath().empty();
+    return found;
+}
+
 std::string compileWithNvcc(const std::map<std::string, std::string> &cuda, const std::string &dir) {
     namespace fs = std::filesystem;
     static const std::map<std::string, std::string> arch{{"sm_80", "-arch=sm_80"},
                                                          {"sm_90a", "-gencode=arch=compute_90a,code=sm_90a"}};
-    static const std::string nvcc = fs::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "nvcc";
+    static const std::string nvcc = nvccPath();
+    if (nvcc.empty()) return "nvcc not found";
     for (auto &[target, text] : cuda) {
         const fs::path cu = fs::path(dir) / ("nvcc-" + target + ".cu"), log = fs::path(dir) / ("nvcc-" + target + ".log");
         std::ofstream(cu) << text;

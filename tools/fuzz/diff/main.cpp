@@ -8,12 +8,15 @@
 ///                          checked by the index-width oracle instead of simulated (default 10; 0: none)
 ///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
+///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
+///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
 ///       (agree with the reference, or be rejected where the reference gives it no meaning; a file saying
 ///       `# expect: rejected` must be rejected)
 ///
 /// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
 #include "Check.h"
+#include "CopyPairs.h"
 #include "Gen.h"
 
 #include <algorithm>
@@ -109,7 +112,7 @@ int replay(const std::vector<std::string> &args) {
         Outcome o = big ? checkBig(text, bigDynamic(text), text.find("# expect: past 2^63") != std::string::npos, 1)
                         : checkProgram(text, {}, 1);
         // `# expect: nvcc`: an accepted program's CUDA must compile (a kept nvcc failure, or a dtype-pair test).
-        if (o.kind == Outcome::Ok && text.find("# expect: nvcc") != std::string::npos) {
+        if (o.kind == Outcome::Ok && text.find("# expect: nvcc") != std::string::npos && nvccFound()) {
             fs::path dir = fs::temp_directory_path() / ("difffuzz-replay-" + std::to_string(::getpid()));
             fs::create_directories(dir);
             if (std::string e = compileWithNvcc(o.cuda, dir.string()); !e.empty()) o = outcome(Outcome::Failure, "nvcc", e);
@@ -119,6 +122,14 @@ int replay(const std::vector<std::string> &args) {
         bool rejectable = text.find("# expect: rejected") != std::string::npos;
         bool pass = o.kind == Outcome::Ok || o.kind == Outcome::RejectedAsExpected;
         if (rejectable) pass = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
+        // `# expect: error: TEXT`: the rejection's diagnostics say TEXT (the error the file is kept for).
+        if (auto at = text.find("# expect: error: "); at != std::string::npos) {
+            std::string want = text.substr(at + 17, text.find('\n', at) - at - 17);
+            if (pass && o.detail.find(want) == std::string::npos) {
+                pass = false;
+                o.category = "another error", o.detail = "expected '" + want + "': " + o.detail;
+            }
+        }
         std::cout << (pass ? "PASS " : "FAIL ") << f.filename().string();
         if (pass && o.kind != Outcome::Ok) std::cout << " (rejected: " << o.category << ")";
         if (!pass) std::cout << ": " << o.category << ": " << o.detail;
@@ -138,6 +149,7 @@ int main(int argc, char **argv) {
     bool verbose = false;
     uint64_t bigEvery = 10, nvccEvery = 0;
     std::string summaryFile;
+    bool copyPairsMode = false, nvccToo = false;
     std::vector<std::string> replayArgs;
     bool replaying = false;
     for (int i = 1; i < argc; ++i) {
@@ -157,6 +169,8 @@ int main(int argc, char **argv) {
         else if (a == "--big-every") bigEvery = std::stoull(next());
         else if (a == "--nvcc-every") nvccEvery = std::stoull(next());
         else if (a == "--summary") summaryFile = next();
+        else if (a == "--copy-pairs") copyPairsMode = true;
+        else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
@@ -169,6 +183,7 @@ int main(int argc, char **argv) {
         }
     }
     if (replaying) return replay(replayArgs);
+    if (copyPairsMode) return copyPairs(out, nvccToo);
     if (count == UINT64_MAX && seconds == 0) count = 1000;
 
     auto start = std::chrono::steady_clock::now();
@@ -177,6 +192,11 @@ int main(int argc, char **argv) {
     std::map<std::string, uint64_t> reasons;
     uint64_t n = 0, roles = 0, bigs = 0, accesses = 0, accepted = 0, compiled = 0;
     const std::string nvccDir = (fs::path(out) / ("difffuzz-nvcc-" + std::to_string(seed))).string();
+    if (nvccEvery && !nvccFound()) {
+        std::cerr << "tilec-difffuzz: --nvcc-every: nvcc not found (neither /usr/local/cuda/bin/nvcc nor on the PATH): "
+                     "no program is compiled\n";
+        nvccEvery = 0;
+    }
     if (nvccEvery) fs::create_directories(nvccDir);
     for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
         const bool isBig = bigEvery && s % bigEvery == 0;
