@@ -229,8 +229,8 @@ std::string GProgram::print() const {
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     if (gemm)
         params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
-                  ", \"float16\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
-                  ", \"float16\")";
+                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
+                  ", \"" + gemmGlobalType + "\")";
     o += "    def k(" + params + "):\n";
     o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
     auto used = buffersUsed();
@@ -244,8 +244,9 @@ std::string GProgram::print() const {
     alloc("rm", "T.alloc_fragment((BM,), \"float32\")");
     alloc("rn", "T.alloc_fragment((BN,), \"float32\")");
     alloc("acc", "T.alloc_fragment((BM, BN), \"float32\")");
-    alloc("ga_s", ta ? "T.alloc_shared((BK, BM), \"float16\")" : "T.alloc_shared((BM, BK), \"float16\")");
-    alloc("gb_s", tb ? "T.alloc_shared((BN, BK), \"float16\")" : "T.alloc_shared((BK, BN), \"float16\")");
+    const std::string gs = ", \"" + gemmSharedType + "\")";
+    alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
+    alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
     if (usesThreadIndex()) pr.line(3, "tx = T.get_thread_binding()");
     pr.ops(3, ops);

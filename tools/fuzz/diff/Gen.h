@@ -75,6 +75,8 @@ struct GProgram {
     bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
+    /// dtypes of the T.gemm operands GA/GB and of their shared tiles ga_s/gb_s (a converting operand copy)
+    std::string gemmGlobalType = "float16", gemmSharedType = "float16";
     std::vector<GOp> ops;
     /// The module-level name the kernel is bound to (its C name): sometimes a C/C++ keyword or C library name.
     std::string kernelName = "kernel";

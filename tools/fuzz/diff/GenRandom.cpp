@@ -345,6 +345,10 @@ void decorate(GProgram &p) {
         static const std::vector<std::string> types{"bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int32", "uint8", "float16", "float64"};
         (r.coin(0.5) ? p.tileType : p.tileType1) = r.pick(types);
     }
+    if (p.gemm && r.coin(0.3)) { // issue 23 item 5: bfloat16 global operands copied into float32 shared tiles
+        static const std::vector<std::string> g{"float16", "bfloat16"}, sh{"float16", "bfloat16", "float32"};
+        p.gemmGlobalType = r.pick(g), p.gemmSharedType = r.pick(sh);
+    }
     if (r.coin(0.08)) {
         // v = s[i, j] with one index at or past the extent: past it is a located error, at it is fine
         static const std::vector<std::pair<std::string, bool>> at{{"[BM - 1, BN - 1]", false}, {"[0, BN - 1]", false},

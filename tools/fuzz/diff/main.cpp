@@ -223,6 +223,7 @@ int main(int argc, char **argv) {
         if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + o.category];
         if (o.kind != Outcome::Failure) continue;
         std::cerr << "seed " << s << ": " << o.category << ": " << o.detail << "\n";
+        std::replace(o.detail.begin(), o.detail.end(), '\n', ' '); // the file's header is one comment line
         fs::path f = fs::path(out) / ("difffuzz-" + std::to_string(s) + ".tile");
         std::ofstream file(f);
         if (isBig) {
