@@ -40,6 +40,7 @@ struct BigGen {
     /// Past 2^31 elements: mostly just past, sometimes 4 G elements; cols from small to huge.
     std::pair<int64_t, int64_t> shape2D() {
         static const std::vector<int64_t> cols{1, 3, 64, 1000, 2048, 4096, 65536, 1 << 20};
+        if (coin(0.25)) return {((int64_t)1 << 31) + in(-1000, (int64_t)1 << 30), in(1, 4)}; // a row index past 2^31
         int64_t c = pick(cols);
         int64_t total = coin(0.5) ? ((int64_t)1 << 31) + in(-4096, 1 << 20) : in((int64_t)1 << 31, (int64_t)1 << 33);
         int64_t r = std::max<int64_t>(1, total / c + (coin(0.5) ? 0 : in(0, 7)));
