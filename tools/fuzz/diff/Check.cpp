@@ -41,18 +41,6 @@ std::string compare(const std::string &name, const std::vector<double> &got, con
     return "";
 }
 
-/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
-std::map<std::string, double> dynamicValues(const std::string &text) {
-    std::map<std::string, double> v;
-    auto at = text.find("# dynamic:");
-    if (at == std::string::npos) return v;
-    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
-    std::string item;
-    while (line >> item)
-        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
-    return v;
-}
-
 /// Elements of a tensor whose shape holds constants and T.dynamic symbols; -1 otherwise.
 int64_t elementsOf(const ir::BufferNode &b, const std::map<std::string, double> &dyn) {
     int64_t n = 1;
@@ -100,6 +88,17 @@ bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &d
 }
 
 } // namespace
+
+std::map<std::string, double> dynamicValues(const std::string &text) {
+    std::map<std::string, double> v;
+    auto at = text.find("# dynamic:");
+    if (at == std::string::npos) return v;
+    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
+    std::string item;
+    while (line >> item)
+        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
+    return v;
+}
 
 std::string reasonOf(const std::string &diags) {
     auto at = diags.find("error: ");

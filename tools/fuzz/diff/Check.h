@@ -35,6 +35,9 @@ inline Outcome outcome(Outcome::Kind k, std::string category, std::string detail
     return o;
 }
 
+/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
+std::map<std::string, double> dynamicValues(const std::string &text);
+
 /// The first diagnostic's message without its location and numbers (a reason to count rejections by).
 std::string reasonOf(const std::string &diags);
 

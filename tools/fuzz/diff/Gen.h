@@ -21,6 +21,14 @@
 
 namespace tilec::difffuzz {
 
+/// The generators' random source: integers in [lo, hi], coins, picks.
+struct Rng {
+    std::mt19937_64 g;
+    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
+    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
+    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
+};
+
 /// An expression of the model: a leaf (text, with the buffers it reads) or an operator over children.
 struct GExpr {
     std::string op;                      ///< "" for a leaf; "+", "-", "*", "max", "min", "ite", "abs", "<", ...

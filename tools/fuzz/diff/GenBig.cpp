@@ -9,11 +9,7 @@ namespace tilec::difffuzz {
 
 namespace {
 
-struct BigGen {
-    std::mt19937_64 g;
-    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
-    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
-    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
+struct BigGen : Rng {
 
     BigProgram p;
     std::string dt;
@@ -137,7 +133,8 @@ struct BigGen {
 } // namespace
 
 BigProgram generateBig(uint64_t seed) {
-    BigGen b{std::mt19937_64(seed ^ 0xb16b16b16ull), {}, {}, false};
+    BigGen b;
+    b.g.seed(seed ^ 0xb16b16b16ull);
     b.p.seed = seed;
     b.dt = b.pick(std::vector<std::string>{"int8", "int8", "float16", "float16", "bfloat16", "float32"});
     b.dyn = b.coin(0.3);

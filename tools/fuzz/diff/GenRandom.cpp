@@ -6,13 +6,6 @@ namespace tilec::difffuzz {
 
 namespace {
 
-struct Rng {
-    std::mt19937_64 g;
-    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
-    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
-    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
-};
-
 GExprP leaf(std::string text, std::set<std::string> reads = {}, bool isBool = false) {
     auto e = std::make_shared<GExpr>();
     e->leaf = std::move(text);

@@ -77,15 +77,10 @@ std::string readFile(const fs::path &f) {
     return ss.str();
 }
 
-/// The `# dynamic: n=5 m=7` line of a big program.
+/// The `# dynamic:` line of a big program, as integers.
 std::map<std::string, int64_t> bigDynamic(const std::string &text) {
     std::map<std::string, int64_t> v;
-    auto at = text.find("# dynamic:");
-    if (at == std::string::npos) return v;
-    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
-    std::string item;
-    while (line >> item)
-        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    for (auto &[n, x] : dynamicValues(text)) v[n] = (int64_t)x;
     return v;
 }
 
