@@ -11,7 +11,8 @@
 #                 reason the counts summed over the workers
 #   worker-N.txt  each worker's own summary; worker-N.log its failures (seed, category, detail)
 #   failures/     every failing program (shrunk .tile files; nvcc failures whole, with `# expect: nvcc`)
-# Exit status 0 when no program failed, 1 otherwise.
+# On the GPU machine (16 cores, nvcc, no ANTLR): tools/fuzz/diff-prepare.sh here first, carry difffuzz-device/ and
+# run with TILEC_DIFFFUZZ=difffuzz-device/tilec_difffuzz. Exit status 0 when no program failed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PROGRAMS=${1:-1000000}
