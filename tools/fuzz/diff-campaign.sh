@@ -37,7 +37,7 @@ END=$(date +%s)
 rm -rf "$OUT"/failures/difffuzz-nvcc-*
 secs=$(( END - START > 0 ? END - START : 1 ))
 {
-    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(head -c 12 "$(dirname "$BIN")/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
     echo "workers: $WORKERS, seeds $FIRST..$((FIRST + WORKERS * SHARE - 1)), nvcc every $NVCC_EVERY accepted programs"
     # Each worker's first line: "N programs from seed S in T s (R/s): A agree (...), J rejected, E rejected as
     # expected, K skipped, F failed; B past 2^31 elements (G global accesses ...), C compiled by nvcc ..."
