@@ -256,6 +256,7 @@ int64_t gcd64(int64_t a, int64_t b) {
 
 RangeMap kernelRanges(const Kernel &k) {
     RangeMap r;
+    // A T.dynamic size may be 0 (an empty tensor): no access is provably inside it.
     for (auto &s : k.dynamicSymbols)
         if (s) r[s.get()] = Interval::of(0, std::numeric_limits<int32_t>::max());
     Bounds<Interval> b(r);

@@ -18,21 +18,6 @@ namespace tilec::difffuzz {
 
 namespace {
 
-Outcome make(Outcome::Kind k, std::string category, std::string detail = "") {
-    return Outcome{k, std::move(category), std::move(detail)};
-}
-
-/// The first diagnostic's message without its location and numbers (a reason to count rejections by).
-std::string reasonOf(const std::string &diags) {
-    auto at = diags.find("error: ");
-    if (at == std::string::npos) at = 0;
-    else at += 7;
-    std::string first = diags.substr(at, diags.find('\n', at) - at);
-    std::string r;
-    for (char c : first) r += std::isdigit((unsigned char)c) ? '#' : c;
-    return r.substr(0, 120);
-}
-
 std::vector<double> inputData(size_t n, uint64_t seed) {
     std::mt19937_64 g(seed);
     std::vector<double> v(n);
@@ -54,18 +39,6 @@ std::string compare(const std::string &name, const std::vector<double> &got, con
             return name + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", reference " + std::to_string(w);
     }
     return "";
-}
-
-/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
-std::map<std::string, double> dynamicValues(const std::string &text) {
-    std::map<std::string, double> v;
-    auto at = text.find("# dynamic:");
-    if (at == std::string::npos) return v;
-    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
-    std::string item;
-    while (line >> item)
-        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
-    return v;
 }
 
 /// Elements of a tensor whose shape holds constants and T.dynamic symbols; -1 otherwise.
@@ -94,12 +67,12 @@ Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>>
     try {
         s.run();
     } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
-        return make(Outcome::Failure, "simulator" + path, e.what());
+        return outcome(Outcome::Failure, "simulator" + path, e.what());
     }
-    if (!s.races.empty()) return make(Outcome::Failure, "race" + path, s.races[0]);
+    if (!s.races.empty()) return outcome(Outcome::Failure, "race" + path, s.races[0]);
     for (auto &n : outputs)
-        if (auto d = compare(n, sim[n], ref.at(n)); !d.empty()) return make(Outcome::Failure, "mismatch" + path, d);
-    return make(Outcome::Ok, "");
+        if (auto d = compare(n, sim[n], ref.at(n)); !d.empty()) return outcome(Outcome::Failure, "mismatch" + path, d);
+    return outcome(Outcome::Ok, "");
 }
 
 /// Whether the launcher would run a variant with these assumptions for these T.dynamic sizes (tensors are
@@ -116,7 +89,29 @@ bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &d
 
 } // namespace
 
+std::map<std::string, double> dynamicValues(const std::string &text) {
+    std::map<std::string, double> v;
+    auto at = text.find("# dynamic:");
+    if (at == std::string::npos) return v;
+    std::istringstream line(text.substr(at + 10, text.find('\n', at) - at - 10));
+    std::string item;
+    while (line >> item)
+        if (auto eq = item.find('='); eq != std::string::npos) v[item.substr(0, eq)] = std::stod(item.substr(eq + 1));
+    return v;
+}
+
+std::string reasonOf(const std::string &diags) {
+    auto at = diags.find("error: ");
+    if (at == std::string::npos) at = 0;
+    else at += 7;
+    std::string first = diags.substr(at, diags.find('\n', at) - at);
+    std::string r;
+    for (char c : first) r += std::isdigit((unsigned char)c) ? '#' : c;
+    return r.substr(0, 120);
+}
+
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed) {
+    Outcome out;
     evaltest::EvalRun front;
     // Both lowerings are simulated: sm_80's (cp.async, mma.sync) and, where the program gets warp roles there,
     // sm_90a's (TMA producer, wgmma consumers, mbarriers) under an interleaving drawn from the data seed.
@@ -128,8 +123,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     try {
         for (auto &[n, v] : defines) front.define(n, v);
         front.run(text, "fuzz.tile");
-        if (!front.program || front.diag.hasErrors()) return make(Outcome::Rejected, "front end: " + reasonOf(front.diags()), front.diags());
-        if (front.program->kernels.size() != 1) return make(Outcome::Skipped, "not one kernel");
+        if (!front.program || front.diag.hasErrors()) return outcome(Outcome::Rejected, "front end: " + reasonOf(front.diags()), front.diags());
+        if (front.program->kernels.size() != 1) return outcome(Outcome::Skipped, "not one kernel");
         bool checked = checkKernel(*front.program->kernels[0], target, front.diag);
         if (checked) {
             PassContext ctx;
@@ -141,7 +136,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 o.cudaName = "fuzz.cu";
                 o.headerName = "fuzz.h";
                 o.targets = {target};
-                (void)generateCode(p, o, front.diag);
+                out.cuda["sm_80"] = generateCode(p, o, front.diag).cuda;
                 // The variant assuming wide rows where a tensor's row length is a run-time value: simulated
                 // instead when the launcher would run it (its assumptions hold for this program's sizes).
                 Variant wideTarget{target, {}};
@@ -158,30 +153,30 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                 ir::Program h = lower(*front.program, hopper, hctx);
                 if (!front.diag.hasErrors()) {
                     o.targets = {hopper.target};
-                    (void)generateCode(h, o, front.diag);
+                    out.cuda["sm_90a"] = generateCode(h, o, front.diag).cuda;
                     hopperLowered = std::move(h);
                 }
             }
             if (!front.diag.hasErrors()) lowered = std::move(p);
         }
     } catch (const InternalError &e) {
-        return make(Outcome::Failure, "internal error", e.what());
+        return outcome(Outcome::Failure, "internal error", e.what());
     } catch (const TooManyErrors &) {
     } catch (const std::exception &e) {
-        return make(Outcome::Failure, "exception", e.what());
+        return outcome(Outcome::Failure, "exception", e.what());
     }
     const ir::Kernel &typed = *front.program->kernels[0];
     const std::map<std::string, double> dyn = dynamicValues(text);
     for (auto &d : typed.dynamicSymbols)
-        if (!dyn.count(d->name)) return make(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
+        if (!dyn.count(d->name)) return outcome(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
 
     // The tensors: inputs random, outputs poisoned with NaN (Z, the target of atomics, zero).
     std::map<std::string, std::vector<double>> ref, sim;
     std::vector<std::string> outputs;
     for (auto &p : typed.params) {
-        if (p.kind != ir::Param::Tensor) return make(Outcome::Skipped, "scalar parameter");
+        if (p.kind != ir::Param::Tensor) return outcome(Outcome::Skipped, "scalar parameter");
         int64_t n = elementsOf(*p.buffer, dyn);
-        if (n < 0) return make(Outcome::Skipped, "a shape the fuzzer cannot size");
+        if (n < 0) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
         const std::string &name = p.buffer->name;
         bool input = name == "A" || name == "B" || name == "GA" || name == "GB";
         uint64_t h = dataSeed;
@@ -199,13 +194,14 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         divergent = true;
         divergentWhat = e.what();
     } catch (const RefError &e) {
-        return make(Outcome::Skipped, std::string("reference: ") + e.what());
+        if (!lowered) return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+        return outcome(Outcome::Skipped, std::string("reference: ") + e.what());
     }
     if (!lowered) {
-        if (divergent) return make(Outcome::RejectedAsExpected, reasonOf(front.diags()));
-        return make(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+        if (divergent) return outcome(Outcome::RejectedAsExpected, reasonOf(front.diags()), front.diags());
+        return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
     }
-    if (divergent) return make(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
+    if (divergent) return outcome(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
 
     if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, dyn, 0, ""); f.kind == Outcome::Failure) return f;
     bool roles = false;
@@ -216,9 +212,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
             sim = initial;
             if (auto f = simulate(*k, sim, ref, outputs, dyn, dataSeed, " (sm_90a warp roles)"); f.kind == Outcome::Failure) return f;
         }
-    Outcome ok = make(Outcome::Ok, "");
-    ok.warpRoles = roles;
-    return ok;
+    out.warpRoles = roles;
+    return out;
 }
 
 } // namespace tilec::difffuzz

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tilec/IR.h"
+
 namespace tilec::difffuzz {
 
 struct Outcome {
@@ -23,10 +25,41 @@ struct Outcome {
     std::string category; ///< Failure: "internal error", "simulator", "race", "mismatch", "accepted"; else a reason
     std::string detail;
     bool warpRoles = false; ///< Ok: the sm_90a lowering had warp roles and was simulated too
+    std::map<std::string, std::string> cuda; ///< Ok: the generated .cu per target ("sm_80", "sm_90a")
+    int64_t accesses = 0;   ///< checkBig: global accesses the index-width oracle checked
 };
+
+inline Outcome outcome(Outcome::Kind k, std::string category, std::string detail = "") {
+    Outcome o;
+    o.kind = k, o.category = std::move(category), o.detail = std::move(detail);
+    return o;
+}
+
+/// The `# dynamic: m=37 kk=20` line of a program: the values its T.dynamic symbols take.
+std::map<std::string, double> dynamicValues(const std::string &text);
+
+/// The first diagnostic's message without its location and numbers (a reason to count rejections by).
+std::string reasonOf(const std::string &diags);
 
 /// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs are random values that
 /// sums and products keep exact (multiples of 1/4 in [-2, 2]), drawn from `dataSeed`.
 Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed);
+
+/// Every kernel of `text` through the front end, the checks, the lowerings for sm_80 (also assuming aligned
+/// rows) and sm_90a, and code generation: Ok with `cuda` per target, Rejected with the diagnostics in
+/// `detail`, or a Failure (an internal error). `lowered` receives each lowering, named.
+Outcome compileText(const std::string &text, std::vector<std::pair<std::string, ir::Program>> *lowered = nullptr);
+
+/// A program over tensors past 2^31 elements (Gen.h: BigProgram), compiled for sm_80 and sm_90a and checked
+/// by the index-width oracle (IndexOracle.h) instead of run; `pastInt64` programs must be refused with
+/// "index arithmetic overflows 64 bits", and no other program may be.
+Outcome checkBig(const std::string &text, const std::map<std::string, int64_t> &dyn, bool pastInt64, uint64_t seed);
+
+/// Whether nvcc is here (/usr/local/cuda/bin or the PATH).
+bool nvccFound();
+
+/// nvcc on generated CUDA (`cuda` per target, as Outcome::cuda): "" when every target compiles, else the
+/// first error. `dir` holds the files.
+std::string compileWithNvcc(const std::map<std::string, std::string> &cuda, const std::string &dir);
 
 } // namespace tilec::difffuzz

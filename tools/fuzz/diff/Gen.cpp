@@ -155,6 +155,42 @@ std::set<std::string> GProgram::buffersUsed() const {
 
 bool GProgram::usesThreadIndex() const { return threadIn(ops); }
 
+namespace {
+bool pastIn(const GExprP &e) {
+    if (!e) return false;
+    if (e->pastBound) return true;
+    for (auto &k : e->kids)
+        if (pastIn(k)) return true;
+    return false;
+}
+bool pastIn(const std::vector<GOp> &ops) {
+    for (auto &o : ops)
+        if (pastIn(o.value) || pastIn(o.cond) || pastIn(o.kids) || pastIn(o.elseKids)) return true;
+    return false;
+}
+} // namespace
+
+bool GProgram::pastBoundIndex() const { return pastIn(ops); }
+
+const std::vector<std::string> &reservedKernelNames() {
+    // C/C++ keywords Python lets one bind, the C library's global names, CUDA's built-ins and types.
+    static const std::vector<std::string> v{
+        "main", "exit", "abort", "malloc", "free", "calloc", "realloc", "printf", "puts", "memcpy", "memset",
+        "strlen", "exp", "exp2", "log", "sqrt", "sin", "pow", "abs", "fabs", "floor", "min", "max", "half",
+        "int", "float", "double", "char", "long", "short", "unsigned", "signed", "void", "auto", "struct",
+        "union", "enum", "typedef", "static", "extern", "const", "volatile", "register", "switch", "case",
+        "default", "goto", "sizeof", "template", "typename", "namespace", "new", "delete", "this", "operator",
+        "private", "public", "protected", "virtual", "friend", "inline", "explicit", "mutable", "bool",
+        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "nv_bfloat16", "tilec_run",
+        "__kernel", "_Kernel", "time", "signal", "rand", "system", "stdout", "errno", "assert"};
+    return v;
+}
+
+bool GProgram::reservedName() const {
+    auto &r = reservedKernelNames();
+    return std::find(r.begin(), r.end(), kernelName) != r.end();
+}
+
 std::map<std::string, int64_t> GProgram::dynamicValues() const {
     if (!dynamic) return {};
     std::map<std::string, int64_t> v{{"m", ra}};
@@ -193,8 +229,8 @@ std::string GProgram::print() const {
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     if (gemm)
         params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
-                  ", \"float16\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
-                  ", \"float16\")";
+                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
+                  ", \"" + gemmGlobalType + "\")";
     o += "    def k(" + params + "):\n";
     o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
     auto used = buffersUsed();
@@ -208,12 +244,13 @@ std::string GProgram::print() const {
     alloc("rm", "T.alloc_fragment((BM,), \"float32\")");
     alloc("rn", "T.alloc_fragment((BN,), \"float32\")");
     alloc("acc", "T.alloc_fragment((BM, BN), \"float32\")");
-    alloc("ga_s", ta ? "T.alloc_shared((BK, BM), \"float16\")" : "T.alloc_shared((BM, BK), \"float16\")");
-    alloc("gb_s", tb ? "T.alloc_shared((BN, BK), \"float16\")" : "T.alloc_shared((BK, BN), \"float16\")");
+    const std::string gs = ", \"" + gemmSharedType + "\")";
+    alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
+    alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
     if (usesThreadIndex()) pr.line(3, "tx = T.get_thread_binding()");
     pr.ops(3, ops);
-    o += "    return k\n\n\nkernel = make(BM, BN)\n";
+    o += "    return k\n\n\n" + kernelName + " = make(BM, BN)\n";
     return o;
 }
 

@@ -21,6 +21,14 @@
 
 namespace tilec::difffuzz {
 
+/// The generators' random source: integers in [lo, hi], coins, picks.
+struct Rng {
+    std::mt19937_64 g;
+    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
+    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
+    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
+};
+
 /// An expression of the model: a leaf (text, with the buffers it reads) or an operator over children.
 struct GExpr {
     std::string op;                      ///< "" for a leaf; "+", "-", "*", "max", "min", "ite", "abs", "<", ...
@@ -28,6 +36,7 @@ struct GExpr {
     std::vector<std::shared_ptr<GExpr>> kids;
     std::set<std::string> reads;         ///< tile buffers a leaf reads
     bool isBool = false;
+    bool pastBound = false;              ///< a constant index past its buffer's extent (a located error)
     std::string print() const;
     void collect(std::set<std::string> &out) const;
 };
@@ -74,14 +83,38 @@ struct GProgram {
     bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
+    /// dtypes of the T.gemm operands GA/GB and of their shared tiles ga_s/gb_s (a converting operand copy)
+    std::string gemmGlobalType = "float16", gemmSharedType = "float16";
     std::vector<GOp> ops;
+    /// The module-level name the kernel is bound to (its C name): sometimes a C/C++ keyword or C library name.
+    std::string kernelName = "kernel";
 
-    std::string print() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
+    std::string print() const;
+    /// Whether tilec must refuse the kernel's name (the fuzzer's own list, not tilec's).
+    bool reservedName() const;
+    /// Whether some constant index passes its buffer's extent.
+    bool pastBoundIndex() const; ///< the .tile text (BM and BN carry bmText/bnText; the -D values win)
     /// The T.dynamic symbols and their values (also in a `# dynamic: m=37 kk=20` line of print()).
     std::map<std::string, int64_t> dynamicValues() const;
     std::set<std::string> buffersUsed() const;
     bool usesThreadIndex() const;
 };
+
+/// A program over tensors past 2^31 elements (GenBig.cpp): not simulated, its lowered kernels are checked by
+/// the index-width oracle (IndexOracle.h).
+struct BigProgram {
+    uint64_t seed = 0;
+    std::string name;                    ///< the kernel's name
+    std::string kind;                    ///< "elementwise 1-D", "row-wise", "gather", ...
+    std::string text;                    ///< the .tile file (a `# dynamic:` line gives the T.dynamic values)
+    std::map<std::string, int64_t> dyn;  ///< T.dynamic symbols and their values
+    int64_t reach = 0;                   ///< the largest element offset the kernel's grid reaches (+1)
+    bool pastInt64 = false;              ///< static sizes whose offsets pass 2^63: must be a located error
+};
+BigProgram generateBig(uint64_t seed);
+
+/// Kernel names tilec must refuse: C/C++ keywords Python can bind, C library and CUDA names, reserved prefixes.
+const std::vector<std::string> &reservedKernelNames();
 
 /// A random program from `seed`.
 GProgram generate(uint64_t seed);

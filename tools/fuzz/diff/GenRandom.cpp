@@ -6,13 +6,6 @@ namespace tilec::difffuzz {
 
 namespace {
 
-struct Rng {
-    std::mt19937_64 g;
-    int64_t in(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); }
-    bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
-    template <class T> const T &pick(const std::vector<T> &v) { return v[(size_t)in(0, (int64_t)v.size() - 1)]; }
-};
-
 GExprP leaf(std::string text, std::set<std::string> reads = {}, bool isBool = false) {
     auto e = std::make_shared<GExpr>();
     e->leaf = std::move(text);
@@ -331,12 +324,49 @@ struct Generator {
     }
 };
 
+/// The classes of issue 23 drawn on top of a program from a second stream (so the base programs of a seed stay
+/// what they were): kernel names from C/C++ keyword and C library lists, zero-size T.dynamic dimensions,
+/// constant indices at and past a buffer's extent, and tile dtypes of every kind a copy converts between.
+void decorate(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 23)};
+    if (r.coin(0.06)) p.kernelName = r.pick(reservedKernelNames());
+    else if (r.coin(0.04)) {
+        static const std::vector<std::string> fine{"main_kernel", "exit_", "Malloc", "halfway", "int8_add", "kmain",
+                                                   "expf2", "_kernel", "class_", "printf_like", "Free", "tilec"};
+        p.kernelName = r.pick(fine);
+    }
+    if (p.dynamic && r.coin(0.2)) p.ra = p.rb = p.ry = 0;
+    if (p.dynamic && p.gemm && r.coin(0.2)) p.gk = 0;
+    if (r.coin(0.15)) {
+        static const std::vector<std::string> types{"bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int32", "uint8", "float16", "float64"};
+        (r.coin(0.5) ? p.tileType : p.tileType1) = r.pick(types);
+    }
+    if (p.gemm && r.coin(0.3)) { // issue 23 item 5: bfloat16 global operands copied into float32 shared tiles
+        static const std::vector<std::string> g{"float16", "bfloat16"}, sh{"float16", "bfloat16", "float32"};
+        p.gemmGlobalType = r.pick(g), p.gemmSharedType = r.pick(sh);
+    }
+    if (r.coin(0.08)) {
+        // v = s[i, j] with one index at or past the extent: past it is a located error, at it is fine
+        static const std::vector<std::pair<std::string, bool>> at{{"[BM - 1, BN - 1]", false}, {"[0, BN - 1]", false},
+            {"[BM, 0]", true}, {"[0, BN]", true}, {"[BM - 1, BN + 2]", true}, {"[BM + 7, BN - 1]", true}};
+        auto [ix, past] = r.pick(at);
+        std::string b = r.coin(0.5) ? "s0" : "s1";
+        GOp o;
+        o.kind = GOp::SetVar;
+        o.dst = "v";
+        o.value = leaf(b + ix, {b});
+        o.value->pastBound = past;
+        p.ops.insert(p.ops.end() - 1, o);
+    }
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed) {
     Generator g{Rng{std::mt19937_64(seed)}, {}};
     g.p.seed = seed;
     g.run();
+    decorate(g.p);
     return g.p;
 }
 

@@ -4,12 +4,19 @@
 /// reference and the simulator (Check.h), shrinks every failure to a minimal .tile file and writes it.
 ///
 ///   tilec-difffuzz [--seed S] [--count N] [--seconds T] [--out DIR] [-v]   a campaign from seed S
+///       [--big-every B]    every seed divisible by B is a program over tensors past 2^31 elements (GenBig.cpp),
+///                          checked by the index-width oracle instead of simulated (default 10; 0: none)
+///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
+///       [--summary FILE]   the closing line (counts and rate) also written to FILE
+///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
+///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
 ///       (agree with the reference, or be rejected where the reference gives it no meaning; a file saying
 ///       `# expect: rejected` must be rejected)
 ///
 /// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
 #include "Check.h"
+#include "CopyPairs.h"
 #include "Gen.h"
 
 #include <algorithm>
@@ -18,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 using namespace tilec::difffuzz;
 namespace fs = std::filesystem;
@@ -28,7 +36,21 @@ std::map<std::string, std::string> definesOf(const GProgram &p) {
     return {{"BM", std::to_string(p.bm)}, {"BN", std::to_string(p.bn)}};
 }
 
-Outcome check(const GProgram &p) { return checkProgram(p.print(), definesOf(p), p.seed); }
+/// The program run, and what its decorations demand (GenRandom.cpp: decorate): a reserved kernel name and a
+/// constant index past a buffer's extent are located errors; other names are never refused as names.
+Outcome check(const GProgram &p) {
+    Outcome o = checkProgram(p.print(), definesOf(p), p.seed);
+    const bool refused = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
+    const bool nameError = o.detail.find("kernel name '" + p.kernelName + "'") != std::string::npos;
+    if (p.reservedName() && !refused)
+        return outcome(Outcome::Failure, "reserved name", "kernel bound to '" + p.kernelName + "' accepted");
+    if (!p.reservedName() && nameError)
+        return outcome(Outcome::Failure, "name refused", "kernel bound to '" + p.kernelName + "' refused: " + o.detail);
+    if (p.pastBoundIndex() && !refused)
+        return outcome(Outcome::Failure, "constant index", "a constant index past a buffer's extent accepted");
+    if (p.reservedName() && refused) return outcome(Outcome::RejectedAsExpected, "reserved kernel name");
+    return o;
+}
 
 /// Greedy: the first smaller variant that fails the same way replaces the program, until none does.
 GProgram shrink(GProgram p, const std::string &category, bool verbose) {
@@ -55,6 +77,18 @@ std::string readFile(const fs::path &f) {
     return ss.str();
 }
 
+/// The `# dynamic:` line of a big program, as integers.
+std::map<std::string, int64_t> bigDynamic(const std::string &text) {
+    std::map<std::string, int64_t> v;
+    for (auto &[n, x] : dynamicValues(text)) v[n] = (int64_t)x;
+    return v;
+}
+
+/// A big program's text as a regression file stands alone: `# big` marks it, `# expect: past 2^63` its verdict.
+std::string bigFile(const BigProgram &b) {
+    return "# big\n" + std::string(b.pastInt64 ? "# expect: past 2^63\n" : "") + b.text;
+}
+
 int replay(const std::vector<std::string> &args) {
     std::vector<fs::path> files;
     for (auto &a : args) {
@@ -69,11 +103,28 @@ int replay(const std::vector<std::string> &args) {
     int bad = 0;
     for (auto &f : files) {
         std::string text = readFile(f);
-        Outcome o = checkProgram(text, {}, 1);
+        const bool big = text.rfind("# big\n", 0) == 0;
+        Outcome o = big ? checkBig(text, bigDynamic(text), text.find("# expect: past 2^63") != std::string::npos, 1)
+                        : checkProgram(text, {}, 1);
+        // `# expect: nvcc`: an accepted program's CUDA must compile (a kept nvcc failure, or a dtype-pair test).
+        if (o.kind == Outcome::Ok && text.find("# expect: nvcc") != std::string::npos && nvccFound()) {
+            fs::path dir = fs::temp_directory_path() / ("difffuzz-replay-" + std::to_string(::getpid()));
+            fs::create_directories(dir);
+            if (std::string e = compileWithNvcc(o.cuda, dir.string()); !e.empty()) o = outcome(Outcome::Failure, "nvcc", e);
+            fs::remove_all(dir);
+        }
         // `# expect: rejected`: a program the compiler cannot honour (a located error) though it has a meaning.
         bool rejectable = text.find("# expect: rejected") != std::string::npos;
         bool pass = o.kind == Outcome::Ok || o.kind == Outcome::RejectedAsExpected;
         if (rejectable) pass = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
+        // `# expect: error: TEXT`: the rejection's diagnostics say TEXT (the error the file is kept for).
+        if (auto at = text.find("# expect: error: "); at != std::string::npos) {
+            std::string want = text.substr(at + 17, text.find('\n', at) - at - 17);
+            if (pass && o.detail.find(want) == std::string::npos) {
+                pass = false;
+                o.category = "another error", o.detail = "expected '" + want + "': " + o.detail;
+            }
+        }
         std::cout << (pass ? "PASS " : "FAIL ") << f.filename().string();
         if (pass && o.kind != Outcome::Ok) std::cout << " (rejected: " << o.category << ")";
         if (!pass) std::cout << ": " << o.category << ": " << o.detail;
@@ -91,6 +142,9 @@ int main(int argc, char **argv) {
     double seconds = 0;
     std::string out = ".";
     bool verbose = false;
+    uint64_t bigEvery = 10, nvccEvery = 0;
+    std::string summaryFile;
+    bool copyPairsMode = false, nvccToo = false;
     std::vector<std::string> replayArgs;
     bool replaying = false;
     for (int i = 1; i < argc; ++i) {
@@ -107,10 +161,16 @@ int main(int argc, char **argv) {
         else if (a == "--seconds") seconds = std::stod(next());
         else if (a == "--out") out = next();
         else if (a == "-v") verbose = true;
+        else if (a == "--big-every") bigEvery = std::stoull(next());
+        else if (a == "--nvcc-every") nvccEvery = std::stoull(next());
+        else if (a == "--summary") summaryFile = next();
+        else if (a == "--copy-pairs") copyPairsMode = true;
+        else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
-            std::cout << generate(std::stoull(next())).print();
+            uint64_t ps = std::stoull(next());
+            std::cout << (bigEvery && ps % bigEvery == 0 ? bigFile(generateBig(ps)) : generate(ps).print());
             return 0;
         } else {
             std::cerr << "tilec-difffuzz: unknown argument '" << a << "'\n";
@@ -118,16 +178,38 @@ int main(int argc, char **argv) {
         }
     }
     if (replaying) return replay(replayArgs);
+    if (copyPairsMode) return copyPairs(out, nvccToo);
     if (count == UINT64_MAX && seconds == 0) count = 1000;
 
     auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::map<Outcome::Kind, uint64_t> kinds;
     std::map<std::string, uint64_t> reasons;
-    uint64_t n = 0, roles = 0;
+    uint64_t n = 0, roles = 0, bigs = 0, accesses = 0, accepted = 0, compiled = 0;
+    const std::string nvccDir = (fs::path(out) / ("difffuzz-nvcc-" + std::to_string(seed))).string();
+    if (nvccEvery && !nvccFound()) {
+        std::cerr << "tilec-difffuzz: --nvcc-every: nvcc not found (neither /usr/local/cuda/bin/nvcc nor on the PATH): "
+                     "no program is compiled\n";
+        nvccEvery = 0;
+    }
+    if (nvccEvery) fs::create_directories(nvccDir);
     for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
-        GProgram p = generate(s);
-        Outcome o = check(p);
+        const bool isBig = bigEvery && s % bigEvery == 0;
+        GProgram p;
+        BigProgram b;
+        Outcome o;
+        if (isBig) {
+            b = generateBig(s);
+            o = checkBig(b.text, b.dyn, b.pastInt64, s);
+            ++bigs, accesses += (uint64_t)o.accesses;
+        } else {
+            p = generate(s);
+            o = check(p);
+        }
+        if (o.kind == Outcome::Ok && nvccEvery && !o.cuda.empty() && ++accepted % nvccEvery == 0) {
+            ++compiled;
+            if (std::string e = compileWithNvcc(o.cuda, nvccDir); !e.empty()) o = outcome(Outcome::Failure, "nvcc", e);
+        }
         ++kinds[o.kind];
         roles += o.warpRoles;
         if (verbose && (n + 1) % 5000 == 0)
@@ -136,21 +218,33 @@ int main(int argc, char **argv) {
         if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + o.category];
         if (o.kind != Outcome::Failure) continue;
         std::cerr << "seed " << s << ": " << o.category << ": " << o.detail << "\n";
-        GProgram small = shrink(p, o.category, verbose);
-        small.bmText = small.bm, small.bnText = small.bn; // the file stands alone, without -D
-        Outcome again = checkProgram(small.print(), {}, 1);
+        std::replace(o.detail.begin(), o.detail.end(), '\n', ' '); // the file's header is one comment line
         fs::path f = fs::path(out) / ("difffuzz-" + std::to_string(s) + ".tile");
-        std::ofstream(f) << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
-                         << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
-                         << small.print();
+        std::ofstream file(f);
+        if (isBig) {
+            file << bigFile(b) << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n";
+        } else {
+            // nvcc failures are kept whole (shrinking would run nvcc for every candidate).
+            GProgram small = o.category == "nvcc" ? p : shrink(p, o.category, verbose);
+            small.bmText = small.bm, small.bnText = small.bn; // the file stands alone, without -D
+            Outcome again = checkProgram(small.print(), {}, 1);
+            file << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
+                 << (o.category == "nvcc" ? "# expect: nvcc\n" : "")
+                 << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
+                 << small.print();
+        }
         std::cerr << "  written " << f.string() << "\n";
     }
     double t = elapsed();
-    std::cout << n << " programs from seed " << seed << " in " << t << " s (" << (t > 0 ? n / t : 0) << "/s): "
+    std::ostringstream summary;
+    summary << n << " programs from seed " << seed << " in " << t << " s (" << (t > 0 ? n / t : 0) << "/s): "
               << kinds[Outcome::Ok] << " agree (" << roles << " of them with warp roles on sm_90a too), " << kinds[Outcome::Rejected] << " rejected, "
               << kinds[Outcome::RejectedAsExpected] << " rejected as expected, " << kinds[Outcome::Skipped]
-              << " skipped, " << kinds[Outcome::Failure] << " failed\n";
-    if (verbose)
-        for (auto &[r, c] : reasons) std::cout << "  " << c << "  " << r << "\n";
+              << " skipped, " << kinds[Outcome::Failure] << " failed; " << bigs << " past 2^31 elements (" << accesses
+              << " global accesses checked for index width), " << compiled << " compiled by nvcc (sm_80, sm_90a)\n";
+    for (auto &[r, c] : reasons)
+        if (verbose || !summaryFile.empty()) summary << "  " << c << "  " << r << "\n";
+    std::cout << summary.str();
+    if (!summaryFile.empty()) std::ofstream(summaryFile) << summary.str();
     return kinds[Outcome::Failure] ? 1 : 0;
 }

@@ -1,0 +1,156 @@
+/// \file
+/// Programs over tensors past 2^31 elements (Gen.h: BigProgram): element-wise kernels (1-D and 2-D grids),
+/// row-wise ones (a row block through shared memory, a row reduction) and gathers (rows chosen by an int32
+/// index tensor), over int8, float16 and float32 tensors of static or T.dynamic sizes, with and without
+/// tails. A few have static sizes whose offsets pass 2^63: those must be refused.
+#include "Gen.h"
+
+namespace tilec::difffuzz {
+
+namespace {
+
+struct BigGen : Rng {
+
+    BigProgram p;
+    std::string dt;
+    bool dyn = false;
+
+    static std::string num(int64_t v) { return std::to_string(v); }
+    /// A size: its text (a T.dynamic symbol or the constant) and its value.
+    std::string size(const std::string &sym, int64_t &v) {
+        if (!dyn) return num(v);
+        v = std::min<int64_t>(v, INT32_MAX - in(0, 100)); // a T.dynamic size is an int32
+        p.dyn[sym] = v;
+        return sym;
+    }
+    std::string header() const {
+        std::string h = "import tilelang.language as T\n\n";
+        for (auto &[n, v] : p.dyn) h += n + " = T.dynamic(\"" + n + "\")\n";
+        if (!p.dyn.empty()) {
+            h += "# dynamic:";
+            for (auto &[n, v] : p.dyn) h += " " + n + "=" + num(v);
+            h += "\n";
+        }
+        return h + "\n\n@T.prim_func\n";
+    }
+    /// Past 2^31 elements: mostly just past, sometimes 4 G elements; cols from small to huge.
+    std::pair<int64_t, int64_t> shape2D() {
+        static const std::vector<int64_t> cols{1, 3, 64, 1000, 2048, 4096, 65536, 1 << 20};
+        if (coin(0.25)) return {((int64_t)1 << 31) + in(-1000, (int64_t)1 << 30), in(1, 4)}; // a row index past 2^31
+        int64_t c = pick(cols);
+        int64_t total = coin(0.5) ? ((int64_t)1 << 31) + in(-4096, 1 << 20) : in((int64_t)1 << 31, (int64_t)1 << 33);
+        int64_t r = std::max<int64_t>(1, total / c + (coin(0.5) ? 0 : in(0, 7)));
+        return {r, c};
+    }
+
+    void elementwise1D() {
+        p.kind = "elementwise 1-D";
+        int64_t n = ((int64_t)1 << 31) + (coin(0.3) ? 0 : in(-100000, (int64_t)1 << 31));
+        static const std::vector<int64_t> blks{128, 256, 1024, 2048};
+        int64_t blk = pick(blks), th = pick(std::vector<int64_t>{64, 128, 256});
+        std::string N = size("n", n);
+        bool guard = dyn || n % blk || coin(0.3);
+        p.text = header() + "def " + p.name + "(A: T.Tensor((" + N + ",), \"" + dt + "\"), B: T.Tensor((" + N + ",), \"" + dt +
+                 "\")):\n    with T.Kernel(T.ceildiv(" + N + ", " + num(blk) + "), threads=" + num(th) + ") as bx:\n" +
+                 "        for i in T.Parallel(" + num(blk) + "):\n" +
+                 (guard ? "            if bx * " + num(blk) + " + i < " + N + ":\n    " : "") +
+                 "            B[bx * " + num(blk) + " + i] = A[bx * " + num(blk) + " + i] + A[bx * " + num(blk) + " + i]\n";
+        p.reach = (n + blk - 1) / blk * blk;
+    }
+
+    /// Rows on blockIdx.x (2^31 - 1 blocks), columns on blockIdx.y (65535).
+    void elementwise2D(bool past63) {
+        p.kind = past63 ? "elementwise 2-D past 2^63" : "elementwise 2-D";
+        auto [r, c] = shape2D();
+        int64_t bm = pick(std::vector<int64_t>{1, 2, 4, 8}), bn = pick(std::vector<int64_t>{32, 64, 256});
+        bn = std::min(bn, std::max<int64_t>(1, c));
+        if (past63) r = ((int64_t)1 << 33) + in(0, 1000), c = ((int64_t)1 << 30) + in(0, 1 << 20), bm = 4, bn = 256;
+        int64_t gx = (r + bm - 1) / bm, gy = std::min<int64_t>((c + bn - 1) / bn, past63 ? 1024 : 65535);
+        if (gx > 2147483647) bm = 8, gx = (r + bm - 1) / bm;
+        std::string R = size("m", r), C = size("c", c);
+        std::string row = "bx * " + num(bm) + " + i", col = "by * " + num(bn) + " + j";
+        bool guard = dyn || r % bm || c % bn || gy * bn < c;
+        std::string grid = past63 ? num(gx) + ", " + num(gy)
+                                  : "T.ceildiv(" + R + ", " + num(bm) + "), T.ceildiv(" + C + ", " + num(bn) + ")";
+        p.text = header() + "def " + p.name + "(A: T.Tensor((" + R + ", " + C + "), \"" + dt + "\"), B: T.Tensor((" + R +
+                 ", " + C + "), \"" + dt + "\")):\n    with T.Kernel(" + grid + ", threads=128) as (bx, by):\n" +
+                 "        for i, j in T.Parallel(" + num(bm) + ", " + num(bn) + "):\n" +
+                 (guard && !past63 ? "            if " + row + " < " + R + " and " + col + " < " + C + ":\n    " : "") +
+                 "            B[" + row + ", " + col + "] = A[" + row + ", " + col + "] + A[" + row + ", " + col + "]\n";
+        p.reach = (past63 ? (gx * bm - 1) * c + gy * bn - 1 : r * c);
+        p.pastInt64 = past63 && !dyn;
+    }
+
+    /// A block of rows through shared memory (a cp.async tile transfer), or a row reduction.
+    void rowwise() {
+        p.kind = "row-wise";
+        static const std::vector<int64_t> cols{256, 1000, 2048, 4096};
+        int64_t c = pick(cols), bm = pick(std::vector<int64_t>{1, 2, 4});
+        if (c * bm * 4 > 32768) bm = 1;
+        int64_t r = (((int64_t)1 << 31) + in(0, (int64_t)1 << 31)) / c + in(0, 3);
+        std::string R = size("m", r), C = num(c), BM = num(bm);
+        std::string head = header() + "def " + p.name + "(A: T.Tensor((" + R + ", " + C + "), \"" + dt + "\"), ";
+        std::string launch = "    with T.Kernel(T.ceildiv(" + R + ", " + BM + "), threads=128) as bx:\n";
+        if (coin(0.5)) {
+            p.text = head + "B: T.Tensor((" + R + ", " + C + "), \"" + dt + "\")):\n" + launch +
+                     "        s = T.alloc_shared((" + BM + ", " + C + "), \"" + dt + "\")\n" +
+                     "        T.copy(A[bx * " + BM + ", 0], s)\n" +
+                     "        for i, j in T.Parallel(" + BM + ", " + C + "):\n" +
+                     "            s[i, j] = s[i, j] + s[i, j]\n" +
+                     "        T.copy(s, B[bx * " + BM + ", 0])\n";
+        } else {
+            p.kind = "row reduction";
+            p.text = head + "S: T.Tensor((" + R + ",), \"float32\")):\n" + launch +
+                     "        f = T.alloc_fragment((" + BM + ", " + C + "), \"float32\")\n" +
+                     "        r = T.alloc_fragment((" + BM + ",), \"float32\")\n" +
+                     "        T.copy(A[bx * " + BM + ", 0], f)\n" +
+                     "        T.reduce_sum(f, r, dim=1)\n" +
+                     "        T.copy(r, S[bx * " + BM + "])\n";
+        }
+        p.reach = r * c;
+    }
+
+    /// B[row] = A[Idx[row]]: the index read from memory.
+    void gather() {
+        p.kind = "gather";
+        auto [r, c] = shape2D();
+        c = std::min<int64_t>(c, 4096);
+        r = (((int64_t)1 << 31) + in(0, 1 << 30)) / c + 1;
+        int64_t n = coin(0.5) ? in(1, 1 << 16) : r, bm = pick(std::vector<int64_t>{1, 2, 4});
+        int64_t bn = std::min<int64_t>(c, 256);
+        std::string R = size("m", r), N = size("n", n), C = num(c);
+        std::string row = "bx * " + num(bm) + " + i", col = "by * " + num(bn) + " + j";
+        p.text = header() + "def " + p.name + "(A: T.Tensor((" + R + ", " + C + "), \"" + dt + "\"), Idx: T.Tensor((" + N +
+                 ",), \"int32\"), B: T.Tensor((" + N + ", " + C + "), \"" + dt + "\")):\n" +
+                 "    with T.Kernel(T.ceildiv(" + N + ", " + num(bm) + "), T.ceildiv(" + C + ", " + num(bn) + "), threads=128) as (bx, by):\n" +
+                 "        for i, j in T.Parallel(" + num(bm) + ", " + num(bn) + "):\n" +
+                 "            if " + row + " < " + N + " and " + col + " < " + C + ":\n" +
+                 "                B[" + row + ", " + col + "] = A[Idx[" + row + "], " + col + "]\n";
+        p.reach = r * c;
+    }
+};
+
+} // namespace
+
+BigProgram generateBig(uint64_t seed) {
+    BigGen b;
+    b.g.seed(seed ^ 0xb16b16b16ull);
+    b.p.seed = seed;
+    b.dt = b.pick(std::vector<std::string>{"int8", "int8", "float16", "float16", "bfloat16", "float32"});
+    b.dyn = b.coin(0.3);
+    b.p.name = "big";
+    switch (b.in(0, 9)) {
+    case 0:
+    case 1: b.elementwise1D(); break;
+    case 2:
+    case 3:
+    case 4: b.elementwise2D(false); break;
+    case 5: b.dyn = false, b.elementwise2D(true); break;
+    case 6:
+    case 7: b.rowwise(); break;
+    default: b.gather(); break;
+    }
+    return b.p;
+}
+
+} // namespace tilec::difffuzz
