@@ -540,6 +540,15 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
                           (name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0);
                 return Value::boolean(ok);
             });
+        if (name == "strip" || name == "lstrip" || name == "rstrip")
+            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
+                auto x = bindArgs(in, a, "str." + name, {"chars?"});
+                std::string chars = x[0] && !x[0]->value.is(VK::None) ? in.toStr(*x[0], "chars") : " \t\n\r\f\v";
+                size_t b = name == "rstrip" ? 0 : s.find_first_not_of(chars), e = name == "lstrip" ? s.size() : s.find_last_not_of(chars) + 1;
+                return Value::str(b == std::string::npos || e <= b ? "" : s.substr(b, e - b));
+            });
+        if (name == "format")
+            return method("str.format", [s](Interp &in, CallArgs &a) { return static_cast<InterpImpl &>(in).strFormat(s, a); });
         if (name == "join")
             return method("str.join", [s](Interp &in, CallArgs &a) {
                 auto x = bindArgs(in, a, "str.join", {"iterable"});

@@ -5,7 +5,7 @@
 /// Brackets are matched here rather than left to the parser so that an unclosed bracket is reported where
 /// it was opened ("'(' was never closed") instead of at the end of the file, and so that nesting deeper than
 /// kMaxBracketDepth is refused before the recursive parser sees it.
-#include "parse/ParseInternal.h"
+#include "parse/ASTBuilder.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -147,6 +147,26 @@ bool IndentLexer::brackets(Token &t) {
     return true;
 }
 
+/// An f-string whose replacement fields hold strings in its own quotes (`f"{d["k"]}"`, Python 3.12) lexes
+/// as a shorter string: the token is made to cover the whole f-string, and lexing goes on after it.
+void IndentLexer::wholeFString(Token &t) {
+    std::string_view bytes(src_.bytes());
+    size_t begin = src_.tokenBegin(&t), end = src_.tokenEnd(&t);
+    size_t whole = stringEnd(bytes.substr(0, src_.byteOf(_input->size())), begin);
+    auto *ct = dynamic_cast<antlr4::CommonToken *>(&t);
+    if (whole == std::string_view::npos || whole <= end || !ct) return;
+    size_t cp = t.getStopIndex() + 1, line = getLine(), col = getCharPositionInLine();
+    for (size_t i = end; i < whole; ++i) {
+        if (((unsigned char)bytes[i] & 0xC0) == 0x80) continue;
+        ++cp, ++col;
+        if (bytes[i] == '\n') ++line, col = 0;
+    }
+    ct->setStopIndex(cp - 1);
+    _input->seek(cp);
+    setLine(line);
+    setCharPositionInLine(col);
+}
+
 /// The end of input: an unclosed bracket, the last logical line, the open indentation levels.
 void IndentLexer::finish() {
     if (finished_) return;
@@ -167,7 +187,7 @@ void IndentLexer::finish() {
             if (!indents_[i].phantom) pending_.push_back(synth(TileParser::DEDENT, lastEnd_, line, 0));
         indents_.resize(1);
     }
-    pending_.push_back(synth(Token::EOF, src_.codePoints().size(), line, 0));
+    pending_.push_back(synth(Token::EOF, _input->size(), line, 0));
 }
 
 std::unique_ptr<Token> IndentLexer::nextToken() {
@@ -177,7 +197,7 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             pending_.pop_front();
             return t;
         }
-        if (finished_) return synth(Token::EOF, src_.codePoints().size(), getLine(), 0);
+        if (finished_) return synth(Token::EOF, _input->size(), getLine(), 0);
 
         std::unique_ptr<Token> t = TileLexer::nextToken();
         size_t type = t->getType();
@@ -212,13 +232,15 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             size_t q = text.find_first_of("'\"");
             size_t next = t->getStopIndex() + 1;
             const std::u32string &cps = src_.codePoints();
-            if (q != std::string_view::npos && text.size() - q == 2 && text[q] == text[q + 1] && next < cps.size() &&
+            if (q != std::string_view::npos && text.size() - q == 2 && text[q] == text[q + 1] && next < _input->size() &&
                 cps[next] == (char32_t)text[q]) {
                 lexError(SyntaxError::Fatal, begin, begin + q + 3, "unterminated triple-quoted string literal");
                 lastEnd_ = t->getStartIndex();
                 finish();
                 continue;
             }
+            if (q != std::string_view::npos && text.substr(0, q).find_first_of("fF") != std::string_view::npos)
+                wholeFString(*t);
         }
         if (atLineStart_ && !exprMode_) {
             indentation(*t);
