@@ -280,6 +280,13 @@ Value InterpImpl::callUserMethod(const Value &v, const std::string &name, std::v
 /// repr() of a list, tuple or dict whose elements' repr may be a class's own __repr__.
 Value InterpImpl::containerRepr(const Value &v, const SourceRange &at) {
     bool tuple = v.is(VK::Tuple), dict = v.is(VK::Dict);
+    if (std::find(reprShown_.begin(), reprShown_.end(), v.obj.get()) != reprShown_.end())
+        return Value::str(dict ? "{...}" : tuple ? "(...)" : "[...]"); // a cycle, shown as Python does
+    struct Showing {
+        std::vector<const void *> &shown;
+        ~Showing() { shown.pop_back(); }
+    } showing{reprShown_};
+    reprShown_.push_back(v.obj.get());
     std::string out = dict ? "{" : tuple ? "(" : "[";
     auto add = [&](const Value &x) {
         Value r = strOf(x, 'r', at);

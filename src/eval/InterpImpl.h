@@ -145,6 +145,8 @@ void addClassBuiltins(InterpImpl &in, Env &env);
 void addExceptionClasses(InterpImpl &in, Env &env);
 /// A builtin function (KnownModules.cpp).
 Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn);
+/// The bound method `name` of the str `s` (StrMethods.cpp); nullopt when str has no such method.
+std::optional<Value> strMethod(const std::string &s, const std::string &name);
 /// A module tilec knows some attributes of; the others are opaque (KnownModules.cpp).
 Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs);
 /// The stand-ins for the dataclasses and enum modules (Dataclasses.cpp).
@@ -274,6 +276,7 @@ class InterpImpl final : public Interp {
     /// `fmt.format(*args, **kwargs)`: fields by position, number or name, with .attr and [key].
     Value strFormat(const std::string &fmt, CallArgs &a);
     Value containerRepr(const Value &v, const SourceRange &at);
+    std::vector<const void *> reprShown_; ///< the containers containerRepr is showing (a cycle shows as [...])
     Value callUserMethod(const Value &v, const std::string &name, std::vector<Value> args, const SourceRange &at);
     /// A set: the distinct elements in order of first appearance, as a tuple (sets are not a value kind).
     Value makeSet(std::vector<Value> elts, const SourceRange &r);

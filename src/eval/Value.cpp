@@ -339,8 +339,22 @@ std::string quoteStr(const std::string &s) {
 
 /// `budget` bounds the elements shown over the whole value: nested containers cannot make it explode.
 /// `exact`: Python's repr in full (the budget is then kMaxElements, past which "..." still shows).
-std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact) {
+/// `up`: the containers being shown around this value; one of them again is a cycle, shown as Python does.
+struct Shown {
+    const void *obj;
+    const Shown *up;
+    static bool has(const Shown *s, const void *o) {
+        for (; s; s = s->up)
+            if (s->obj == o) return true;
+        return false;
+    }
+};
+
+std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact, const Shown *up = nullptr) {
     if (depth > 20 || --budget < 0) return "...";
+    bool container = v.is(VK::List) || v.is(VK::Tuple) || v.is(VK::Dict);
+    if (container && Shown::has(up, v.obj.get())) return v.is(VK::Dict) ? "{...}" : v.is(VK::List) ? "[...]" : "(...)";
+    Shown here{v.obj.get(), up};
     switch (v.kind) {
     case VK::None: return "None";
     case VK::Bool: return v.b ? "True" : "False";
@@ -360,7 +374,7 @@ std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact) {
                 s += ", ...";
                 break;
             }
-            s += (i ? ", " : "") + reprImpl(e[i], depth + 1, budget, exact);
+            s += (i ? ", " : "") + reprImpl(e[i], depth + 1, budget, exact, &here);
         }
         if (v.is(VK::Tuple) && e.size() == 1) s += ",";
         return s + (v.is(VK::Tuple) ? ")" : "]");
@@ -370,8 +384,8 @@ std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact) {
         std::string s = "{";
         for (auto &kv : v.as<DictObj>().items) {
             if (budget <= 0) return s + "...}";
-            s += (s.size() > 1 ? ", " : "") + reprImpl(kv.first, depth + 1, budget, exact) + ": " +
-                 reprImpl(kv.second, depth + 1, budget, exact);
+            s += (s.size() > 1 ? ", " : "") + reprImpl(kv.first, depth + 1, budget, exact, &here) + ": " +
+                 reprImpl(kv.second, depth + 1, budget, exact, &here);
         }
         return s + "}";
     }
@@ -392,12 +406,12 @@ std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact) {
         auto &o = v.as<InstanceObj>();
         auto &attrs = o.attrs->vars;
         if (o.cls->isEnum() && attrs.count("_name_"))
-            return "<" + o.cls->name + "." + attrs["_name_"].s + ": " + reprImpl(attrs["_value_"], depth + 1, budget, exact) + ">";
+            return "<" + o.cls->name + "." + attrs["_name_"].s + ": " + reprImpl(attrs["_value_"], depth + 1, budget, exact, &here) + ">";
         if (!o.cls->dataclass) return "<" + o.cls->name + " object>";
         std::string s = o.cls->name + "(";
         for (size_t i = 0; i < o.cls->fields.size(); ++i) {
             auto &f = o.cls->fields[i];
-            s += (i ? ", " : "") + f.name + "=" + (attrs.count(f.name) ? reprImpl(attrs[f.name], depth + 1, budget, exact) : "?");
+            s += (i ? ", " : "") + f.name + "=" + (attrs.count(f.name) ? reprImpl(attrs[f.name], depth + 1, budget, exact, &here) : "?");
         }
         return s + ")";
     }

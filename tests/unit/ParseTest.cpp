@@ -249,7 +249,7 @@ TEST(Parse, Strings) {
     EXPECT_EQ(f->elts[1]->kind, ast::ExprKind::FormattedValue);
     EXPECT_EQ(f->elts[1]->str, "r");
     EXPECT_EQ(f->elts[1]->a->str, "x");
-    EXPECT_EQ(f->elts[1]->a->range.col, 8); // the field's expression at its place in the file
+    EXPECT_EQ(f->elts[1]->a->range.col, 12); // the field's expression at its place in the file (after "x = ")
     ASSERT_TRUE(f->elts[1]->b);
     EXPECT_EQ(f->elts[1]->b->elts[0]->str, ">");
     EXPECT_EQ(f->elts[1]->b->elts[1]->a->str, "w");
