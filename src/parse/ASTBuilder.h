@@ -204,7 +204,8 @@ bool decodeBody(std::string_view token, size_t b, size_t e, bool raw, StringPiec
 
 /// Where the string literal that starts at text[at] (its prefix letters or its quote) ends: the offset just
 /// past its closing quotes, or npos when it is not closed. An f-string's replacement fields may hold any
-/// string, the same quotes included (Python 3.12); a short string ends at the line's end.
-size_t stringEnd(std::string_view text, size_t at);
+/// string, the same quotes included (Python 3.12); a short string ends at the line's end. When it is not
+/// closed because its fields nest too deeply, `tooDeep` (if given) gets the message.
+size_t stringEnd(std::string_view text, size_t at, std::string *tooDeep = nullptr);
 
 } // namespace tilec::parse

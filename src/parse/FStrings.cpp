@@ -21,6 +21,7 @@ constexpr size_t npos = std::string_view::npos;
 /// Deepest nesting of strings and replacement fields the scan follows, and of f-strings in the fields of
 /// f-strings (each level is a parse of its own). CPython's tokenizer stops at 150 levels.
 constexpr int kMaxFStringDepth = 64;
+constexpr const char *kTooDeep = "f-string: expressions nested too deeply";
 
 bool isIdent(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (unsigned char)c >= 0x80; }
 bool isPrefix(std::string_view p) {
@@ -47,7 +48,7 @@ struct Scanner {
     /// The string starting at `at` (prefix or quote): the offset past its closing quotes, or npos.
     size_t string(size_t at) {
         if (depth >= kMaxFStringDepth) {
-            fail(at, "f-string: expressions nested too deeply");
+            fail(at, kTooDeep);
             return npos;
         }
         ++depth;
@@ -58,7 +59,7 @@ struct Scanner {
 
     /// The field whose '{' is at `open`, inside a string quoted by `n` times `quote` (0: not known).
     bool field(size_t open, FStringField &f, char quote, size_t n) {
-        if (depth >= kMaxFStringDepth) return fail(open, "f-string: expressions nested too deeply");
+        if (depth >= kMaxFStringDepth) return fail(open, kTooDeep);
         ++depth;
         bool ok = fieldBody(open, f, quote, n);
         --depth;
@@ -168,9 +169,11 @@ bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n\f") == npos
 
 } // namespace
 
-size_t stringEnd(std::string_view text, size_t at) {
+size_t stringEnd(std::string_view text, size_t at, std::string *tooDeep) {
     Scanner s(text, text.size());
-    return s.string(at);
+    size_t end = s.string(at);
+    if (tooDeep && end == npos && s.err == kTooDeep) *tooDeep = s.err;
+    return end;
 }
 
 /// The parts of one f-string token (or of a format spec inside it: tok[b, e)) appended to `parts`; literal
@@ -242,7 +245,7 @@ MExpr Builder::field(Token *t, const FStringField &f, bool raw) {
         return v;
     }
     if (fstringDepth >= kMaxFStringDepth) {
-        error(v->range, "f-string: expressions nested too deeply");
+        error(v->range, kTooDeep);
         return v;
     }
     size_t cp = t->getStartIndex();

@@ -148,13 +148,21 @@ bool IndentLexer::brackets(Token &t) {
 }
 
 /// An f-string whose replacement fields hold strings in its own quotes (`f"{d["k"]}"`, Python 3.12) lexes
-/// as a shorter string: the token is made to cover the whole f-string, and lexing goes on after it.
-void IndentLexer::wholeFString(Token &t) {
+/// as a shorter string: the token is made to cover the whole f-string, and lexing goes on after it. False
+/// when its fields nest too deeply to be read (an error; the input ends there).
+bool IndentLexer::wholeFString(Token &t) {
     std::string_view bytes(src_.bytes());
     size_t begin = src_.tokenBegin(&t), end = src_.tokenEnd(&t);
-    size_t whole = stringEnd(bytes.substr(0, src_.byteOf(_input->size())), begin);
+    std::string tooDeep;
+    size_t whole = stringEnd(bytes.substr(0, src_.byteOf(_input->size())), begin, &tooDeep);
+    if (!tooDeep.empty()) { // the rest would only make follow-on errors
+        lexError(SyntaxError::Fatal, begin, end, tooDeep);
+        lastEnd_ = t.getStartIndex();
+        finish();
+        return false;
+    }
     auto *ct = dynamic_cast<antlr4::CommonToken *>(&t);
-    if (whole == std::string_view::npos || whole <= end || !ct) return;
+    if (whole == std::string_view::npos || whole <= end || !ct) return true;
     size_t cp = t.getStopIndex() + 1, line = getLine(), col = getCharPositionInLine();
     for (size_t i = end; i < whole; ++i) {
         if (((unsigned char)bytes[i] & 0xC0) == 0x80) continue;
@@ -165,6 +173,7 @@ void IndentLexer::wholeFString(Token &t) {
     _input->seek(cp);
     setLine(line);
     setCharPositionInLine(col);
+    return true;
 }
 
 /// The end of input: an unclosed bracket, the last logical line, the open indentation levels.
@@ -239,8 +248,9 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
                 finish();
                 continue;
             }
-            if (q != std::string_view::npos && text.substr(0, q).find_first_of("fF") != std::string_view::npos)
-                wholeFString(*t);
+            if (q != std::string_view::npos && text.substr(0, q).find_first_of("fF") != std::string_view::npos &&
+                !wholeFString(*t))
+                continue;
         }
         if (atLineStart_ && !exprMode_) {
             indentation(*t);
