@@ -27,6 +27,12 @@ const char *openerText(size_t open) {
     return open == TileLexer::OPEN_PAREN ? "(" : open == TileLexer::OPEN_BRACK ? "[" : "{";
 }
 
+/// Whether a string token's prefix makes it an f-string.
+bool isFString(std::string_view token) {
+    size_t q = token.find_first_of("'\"");
+    return q != std::string_view::npos && token.substr(0, q).find_first_of("fF") != std::string_view::npos;
+}
+
 /// "invalid character '$'", or with the code point for what a terminal may not show.
 std::string invalidCharacter(char32_t cp, std::string_view text) {
     char buf[96];
@@ -147,10 +153,11 @@ bool IndentLexer::brackets(Token &t) {
     return true;
 }
 
-/// An f-string whose replacement fields hold strings in its own quotes (`f"{d["k"]}"`, Python 3.12) lexes
-/// as a shorter string: the token is made to cover the whole f-string, and lexing goes on after it. False
-/// when its fields nest too deeply to be read (an error; the input ends there).
-bool IndentLexer::wholeFString(Token &t) {
+/// An f-string whose replacement fields hold strings in its own quotes (`f"{d["k"]}"`) or go on over several
+/// lines (Python 3.12) lexes as a shorter (or unterminated) string: the token is made to cover the whole
+/// f-string, and lexing goes on after it. TooDeep: its fields nest too deeply to be read (an error; the
+/// input ends there).
+IndentLexer::Widened IndentLexer::wholeFString(Token &t) {
     std::string_view bytes(src_.bytes());
     size_t begin = src_.tokenBegin(&t), end = src_.tokenEnd(&t);
     std::string tooDeep;
@@ -159,10 +166,10 @@ bool IndentLexer::wholeFString(Token &t) {
         lexError(SyntaxError::Fatal, begin, end, tooDeep);
         lastEnd_ = t.getStartIndex();
         finish();
-        return false;
+        return Widened::TooDeep;
     }
     auto *ct = dynamic_cast<antlr4::CommonToken *>(&t);
-    if (whole == std::string_view::npos || whole <= end || !ct) return true;
+    if (whole == std::string_view::npos || whole <= end || !ct) return Widened::No;
     size_t cp = t.getStopIndex() + 1, line = getLine(), col = getCharPositionInLine();
     for (size_t i = end; i < whole; ++i) {
         if (((unsigned char)bytes[i] & 0xC0) == 0x80) continue;
@@ -173,7 +180,7 @@ bool IndentLexer::wholeFString(Token &t) {
     _input->seek(cp);
     setLine(line);
     setCharPositionInLine(col);
-    return true;
+    return Widened::Yes;
 }
 
 /// The end of input: an unclosed bracket, the last logical line, the open indentation levels.
@@ -232,7 +239,10 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             continue;
         }
         if (type == TileLexer::UNTERMINATED_STRING) {
-            lexError(SyntaxError::Lexical, begin, end, "unterminated string literal");
+            // An f-string whose field goes on to the next line (Python 3.12) is not unterminated.
+            Widened w = isFString(src_.tokenText(t.get())) ? wholeFString(*t) : Widened::No;
+            if (w == Widened::TooDeep) continue;
+            if (w == Widened::No) lexError(SyntaxError::Lexical, begin, end, "unterminated string literal");
             if (auto *ct = dynamic_cast<antlr4::CommonToken *>(t.get())) ct->setType(TileLexer::STRING);
         } else if (type == TileLexer::STRING) {
             // `'''abc` with no closing quotes lexes as the empty string `''` followed by more: the rest of
@@ -248,9 +258,7 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
                 finish();
                 continue;
             }
-            if (q != std::string_view::npos && text.substr(0, q).find_first_of("fF") != std::string_view::npos &&
-                !wholeFString(*t))
-                continue;
+            if (isFString(text) && wholeFString(*t) == Widened::TooDeep) continue;
         }
         if (atLineStart_ && !exprMode_) {
             indentation(*t);

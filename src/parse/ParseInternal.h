@@ -158,7 +158,8 @@ class IndentLexer : public grammar::TileLexer {
     std::unique_ptr<antlr4::Token> synth(size_t type, size_t cpIndex, size_t line, size_t col);
     void indentation(const antlr4::Token &first);
     bool brackets(antlr4::Token &t);
-    bool wholeFString(antlr4::Token &t);
+    enum class Widened { No, Yes, TooDeep };
+    Widened wholeFString(antlr4::Token &t);
     void finish();
     void lexError(SyntaxError::Kind k, size_t begin, size_t end, std::string msg);
 
