@@ -2,7 +2,7 @@
 /// The syntax tree of a .tile file: Python 3 syntax, as the parser builds it.
 ///
 /// Every node keeps its source range. Constructs that parse but that compile-time evaluation does not
-/// support (f-strings, class, try, ...) become `Unsupported` nodes naming the construct: they are only an
+/// support (bytes, del, async, ...) become `Unsupported` nodes naming the construct: they are only an
 /// error when evaluation reaches them.
 #pragma once
 
@@ -28,6 +28,9 @@ enum class ExprKind {
     BinOp, UnaryOp, BoolOp, Compare, IfExp,
     ListComp, SetComp, DictComp, GeneratorExp, ///< `a` the element (DictComp: key, `b` value); `generators`
     Lambda,                                    ///< `lambda`: `def` is a synthesized FunctionDef
+    JoinedStr,      ///< an f-string (with the strings next to it): `elts` are Str and FormattedValue parts
+    FormattedValue, ///< `{a!conv:spec}` of an f-string: `a` the value, `str` the conversion ("", "s", "r" or
+                    ///< "a"), `b` the format spec (a JoinedStr; null when there is none)
     Unsupported,
 };
 
@@ -57,7 +60,7 @@ struct Expr {
     ExprKind kind;
     SourceRange range;
     std::string str;          ///< Name: identifier; Str: decoded value; Attribute: attribute name;
-                              ///< Unsupported: what it is ("lambda", "list comprehension", "f-string", ...)
+                              ///< Unsupported: what it is ("bytes literal", "walrus", "await", ...)
     int64_t intValue = 0;     ///< Int (a literal that does not fit in int64 is a parse error)
     double floatValue = 0;    ///< Float
     bool boolValue = false;   ///< Bool

@@ -26,6 +26,8 @@ struct Target {
     /// estimates assume: the SM count of the target's usual data-centre GPU (A100 108, A10 72, L40S 142,
     /// H100/H200 132); --num-sms gives another GPU of the architecture (withSmCount).
     int numSms = 132;
+    /// That GPU's name, as `torch.cuda.get_device_name()` reports it (a build-time query answers it).
+    std::string gpuName = "NVIDIA H100 80GB HBM3";
 
     /// Hardware features.
     bool hasTmaUnit() const { return sm >= 90; }                 ///< TMA tile transfers, mbarrier transactions

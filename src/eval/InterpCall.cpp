@@ -520,45 +520,9 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
             });
         break;
     }
-    case VK::Str: {
-        std::string s = base.s;
-        if (name == "upper" || name == "lower")
-            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
-                bindArgs(in, a, "str." + name, {});
-                static_cast<InterpImpl &>(in).charge((int64_t)s.size());
-                std::string out = s;
-                for (char &c : out) c = name == "upper" ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
-                return Value::str(out);
-            });
-        if (name == "isdigit" || name == "isalpha")
-            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
-                bindArgs(in, a, "str." + name, {});
-                bool ok = !s.empty();
-                for (unsigned char c : s) ok = ok && (name == "isdigit" ? isdigit(c) : isalpha(c));
-                return Value::boolean(ok);
-            });
-        if (name == "startswith" || name == "endswith")
-            return method("str." + name, [s, name](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "str." + name, {"prefix"});
-                std::string p = in.toStr(*x[0], "prefix");
-                bool ok = p.size() <= s.size() &&
-                          (name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0);
-                return Value::boolean(ok);
-            });
-        if (name == "join")
-            return method("str.join", [s](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "str.join", {"iterable"});
-                std::string out;
-                auto parts = static_cast<InterpImpl &>(in).iterate(x[0]->value, x[0]->range);
-                for (size_t i = 0; i < parts.size(); ++i) {
-                    out += (i ? s : "") + in.toStr({parts[i], x[0]->range}, "joined item");
-                    if (out.size() > (size_t(1) << 20)) in.fail(a.call, "this string is too large for compile-time evaluation");
-                }
-                static_cast<InterpImpl &>(in).charge((int64_t)out.size());
-                return Value::str(out);
-            });
+    case VK::Str:
+        if (auto m = strMethod(base.s, name)) return *m;
         break;
-    }
     default: break;
     }
     fail(r, std::string("'") + typeName(base.kind) + "' object has no attribute '" + name + "'");

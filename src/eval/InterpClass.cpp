@@ -429,7 +429,8 @@ void addClassBuiltins(InterpImpl &in, Env &env) {
         return Value::boolean(!attributeOr(in, x[0]->value, name, a.call, Value::poison()).is(VK::Poison));
     }));
     env.set("repr", builtinFn("repr", [](InterpImpl &in, CallArgs &a) {
-        return Value::str(repr(bindArgs(in, a, "repr", {"object"})[0]->value));
+        auto x = bindArgs(in, a, "repr", {"object"});
+        return in.strOf(x[0]->value, 'r', x[0]->range);
     }));
     env.set("setattr", builtinFn("setattr", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "setattr", {"object", "name", "value"});

@@ -63,6 +63,8 @@ Value InterpImpl::eval(const ast::Expr &e) {
     case ast::ExprKind::Int: return Value::integer(e.intValue);
     case ast::ExprKind::Float: return Value::real(e.floatValue);
     case ast::ExprKind::Str: return Value::str(e.str);
+    case ast::ExprKind::JoinedStr: return evalJoinedStr(e);
+    case ast::ExprKind::FormattedValue: fail(e.range, "internal error: a replacement field outside its f-string");
     case ast::ExprKind::Bool: return Value::boolean(e.boolValue);
     case ast::ExprKind::None: return Value::none();
     case ast::ExprKind::Ellipsis: fail(e.range, "'...' is not supported at compile time");

@@ -90,6 +90,7 @@ std::optional<bool> pyEquals(const Value &a, const Value &b, int depth = 0, int6
 bool pyIs(const Value &a, const Value &b);
 std::string floatRepr(double d); ///< Python's repr of a float
 std::string repr(const Value &v); ///< Python's repr, abbreviated for messages
+std::string exactRepr(const Value &v); ///< Python's repr in full (repr(), f-strings), within a list's largest size
 std::string str(const Value &v); ///< Python's str()
 uint64_t iterateLength(const RangeObj &r); ///< len(range(...)) (InterpExpr.cpp)
 /// A new dict / scope, known to the running interpreter's ObjectRegistry.
@@ -144,6 +145,8 @@ void addClassBuiltins(InterpImpl &in, Env &env);
 void addExceptionClasses(InterpImpl &in, Env &env);
 /// A builtin function (KnownModules.cpp).
 Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &, CallArgs &)> fn);
+/// The bound method `name` of the str `s` (StrMethods.cpp); nullopt when str has no such method.
+std::optional<Value> strMethod(const std::string &s, const std::string &name);
 /// A module tilec knows some attributes of; the others are opaque (KnownModules.cpp).
 Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs);
 /// The stand-ins for the dataclasses and enum modules (Dataclasses.cpp).
@@ -263,6 +266,18 @@ class InterpImpl final : public Interp {
     // ---- comprehensions, sets and lambdas (InterpComprehension.cpp) ----
     /// A ListComp/SetComp/DictComp/GeneratorExp, evaluated eagerly in a scope of its own.
     Value evalComprehension(const ast::Expr &e);
+
+    // ---- f-strings and format() (Format.cpp) ----
+    Value evalJoinedStr(const ast::Expr &e);
+    /// format(v, spec): Python's format mini-language for str/int/bool/float, a class's __format__.
+    Value format(const Value &v, const std::string &spec, const SourceRange &at);
+    /// str(v) ('s'), repr(v) ('r') or ascii(v) ('a'), with a class's own __str__ / __repr__.
+    Value strOf(const Value &v, char conversion, const SourceRange &at);
+    /// `fmt.format(*args, **kwargs)`: fields by position, number or name, with .attr and [key].
+    Value strFormat(const std::string &fmt, CallArgs &a);
+    Value containerRepr(const Value &v, const SourceRange &at);
+    std::vector<const void *> reprShown_; ///< the containers containerRepr is showing (a cycle shows as [...])
+    Value callUserMethod(const Value &v, const std::string &name, std::vector<Value> args, const SourceRange &at);
     /// A set: the distinct elements in order of first appearance, as a tuple (sets are not a value kind).
     Value makeSet(std::vector<Value> elts, const SourceRange &r);
 

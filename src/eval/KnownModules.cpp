@@ -307,10 +307,15 @@ Value torchModule(InterpImpl &in) {
         int sm = in.opts_.target.sm;
         return Value::tuple({Value::integer(sm / 10), Value::integer(sm % 10)});
     });
+    def(cuda, C, "get_device_name", [](InterpImpl &in, CallArgs &a) {
+        bindArgs(in, a, "torch.cuda.get_device_name", {"device?"});
+        return Value::str(in.opts_.target.gpuName);
+    });
     def(cuda, C, "get_device_properties", [](InterpImpl &in, CallArgs &a) {
         bindArgs(in, a, "torch.cuda.get_device_properties", {"device?"});
         const Target &t = in.opts_.target;
         Attrs p;
+        p["name"] = Value::str(t.gpuName);
         p["major"] = Value::integer(t.sm / 10);
         p["minor"] = Value::integer(t.sm % 10);
         p["multi_processor_count"] = Value::integer(t.numSms);

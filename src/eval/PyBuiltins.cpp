@@ -249,9 +249,18 @@ void addPyBuiltins(Env &env) {
         auto x = bindArgs(in, a, "str", {"object?"});
         if (x[0] && x[0]->value.is(VK::Opaque)) return x[0]->value;
         if (x[0] && isRuntime(x[0]->value)) in.failRuntime(x[0]->range, "the argument of str()");
-        std::string s = x[0] ? str(x[0]->value) : "";
-        in.charge((int64_t)s.size());
-        return Value::str(std::move(s));
+        Value s = x[0] ? in.strOf(x[0]->value, 's', x[0]->range) : Value::str("");
+        in.charge((int64_t)s.s.size());
+        return s;
+    });
+    def(env, "format", [](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, "format", {"value", "format_spec?"});
+        if (x[1] && x[1]->value.is(VK::Opaque)) return x[1]->value;
+        return in.format(x[0]->value, x[1] ? in.toStr(*x[1], "format_spec") : "", a.call);
+    });
+    def(env, "ascii", [](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, "ascii", {"object"});
+        return in.strOf(x[0]->value, 'a', x[0]->range);
     });
     def(env, "bool", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "bool", {"x?"});

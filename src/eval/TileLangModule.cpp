@@ -298,7 +298,7 @@ void addTypePrimitives(Attrs &attrs) {
     static const std::pair<const char *, DType::Kind> aliases[] = {
         {"float", DType::Float32},  {"half", DType::Float16},  {"double", DType::Float64},
         {"int", DType::Int32},      {"short", DType::Int16},   {"long", DType::Int64},
-        {"uint", DType::UInt32},    {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e4m3fnuz", DType::Float8E4M3},
+        {"uint", DType::UInt32},    {"ulong", DType::UInt64},  {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e4m3fnuz", DType::Float8E4M3},
         {"float8_e5m2fnuz", DType::Float8E5M2},
     };
     for (auto &[name, k] : aliases) attrs[name] = Value::ofDType(k);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace tilec::eval {
 
@@ -317,34 +318,77 @@ std::string floatRepr(double d) {
 }
 
 namespace {
+/// Python's quoting of a str: single quotes unless the text has some and no double quotes.
+std::string quoteStr(const std::string &s) {
+    char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+    std::string out(1, q);
+    for (char c : s) {
+        unsigned char u = (unsigned char)c;
+        if (c == q || c == '\\') out += '\\', out += c;
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else if (u < 0x20 || u == 0x7F) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else out += c;
+    }
+    return out + q;
+}
+
 /// `budget` bounds the elements shown over the whole value: nested containers cannot make it explode.
-std::string reprImpl(const Value &v, int depth, int &budget) {
+/// `exact`: Python's repr in full (the budget is then kMaxElements, past which "..." still shows).
+/// `up`: the containers being shown around this value; one of them again is a cycle, shown as Python does.
+struct Shown {
+    const void *obj;
+    const Shown *up;
+    static bool has(const Shown *s, const void *o) {
+        for (; s; s = s->up)
+            if (s->obj == o) return true;
+        return false;
+    }
+};
+
+std::string reprImpl(const Value &v, int depth, int64_t &budget, bool exact, const Shown *up = nullptr) {
     if (depth > 20 || --budget < 0) return "...";
+    bool container = v.is(VK::List) || v.is(VK::Tuple) || v.is(VK::Dict);
+    if (container && Shown::has(up, v.obj.get())) return v.is(VK::Dict) ? "{...}" : v.is(VK::List) ? "[...]" : "(...)";
+    Shown here{v.obj.get(), up};
     switch (v.kind) {
     case VK::None: return "None";
     case VK::Bool: return v.b ? "True" : "False";
     case VK::Int: return std::to_string(v.i);
     case VK::Float: return floatRepr(v.f);
     case VK::Str: {
-        std::string s = "'";
-        for (char c : v.s.substr(0, 200)) s += c == '\'' ? std::string("\\'") : std::string(1, c);
-        return s + (v.s.size() > 200 ? "...'" : "'");
+        if (exact || v.s.size() <= 200) return quoteStr(v.s);
+        std::string s = quoteStr(v.s.substr(0, 200));
+        return s.insert(s.size() - 1, "...");
     }
     case VK::Tuple:
     case VK::List: {
         std::string s = v.is(VK::Tuple) ? "(" : "[";
         auto &e = v.elements();
         for (size_t i = 0; i < e.size(); ++i) {
-            if (i == 16 || budget <= 0) {
+            if ((i == 16 && !exact) || budget <= 0) {
                 s += ", ...";
                 break;
             }
-            s += (i ? ", " : "") + reprImpl(e[i], depth + 1, budget);
+            s += (i ? ", " : "") + reprImpl(e[i], depth + 1, budget, exact, &here);
         }
         if (v.is(VK::Tuple) && e.size() == 1) s += ",";
         return s + (v.is(VK::Tuple) ? ")" : "]");
     }
-    case VK::Dict: return "{...}";
+    case VK::Dict: {
+        if (!exact) return "{...}";
+        std::string s = "{";
+        for (auto &kv : v.as<DictObj>().items) {
+            if (budget <= 0) return s + "...}";
+            s += (s.size() > 1 ? ", " : "") + reprImpl(kv.first, depth + 1, budget, exact, &here) + ": " +
+                 reprImpl(kv.second, depth + 1, budget, exact, &here);
+        }
+        return s + "}";
+    }
     case VK::Range: {
         auto &r = v.as<RangeObj>();
         return "range(" + std::to_string(r.start) + ", " + std::to_string(r.stop) +
@@ -362,12 +406,12 @@ std::string reprImpl(const Value &v, int depth, int &budget) {
         auto &o = v.as<InstanceObj>();
         auto &attrs = o.attrs->vars;
         if (o.cls->isEnum() && attrs.count("_name_"))
-            return "<" + o.cls->name + "." + attrs["_name_"].s + ": " + reprImpl(attrs["_value_"], depth + 1, budget) + ">";
+            return "<" + o.cls->name + "." + attrs["_name_"].s + ": " + reprImpl(attrs["_value_"], depth + 1, budget, exact, &here) + ">";
         if (!o.cls->dataclass) return "<" + o.cls->name + " object>";
         std::string s = o.cls->name + "(";
         for (size_t i = 0; i < o.cls->fields.size(); ++i) {
             auto &f = o.cls->fields[i];
-            s += (i ? ", " : "") + f.name + "=" + (attrs.count(f.name) ? reprImpl(attrs[f.name], depth + 1, budget) : "?");
+            s += (i ? ", " : "") + f.name + "=" + (attrs.count(f.name) ? reprImpl(attrs[f.name], depth + 1, budget, exact, &here) : "?");
         }
         return s + ")";
     }
@@ -377,8 +421,13 @@ std::string reprImpl(const Value &v, int depth, int &budget) {
 } // namespace
 
 std::string repr(const Value &v) {
-    int budget = 64;
-    return reprImpl(v, 0, budget);
+    int64_t budget = 64;
+    return reprImpl(v, 0, budget, false);
+}
+
+std::string exactRepr(const Value &v) {
+    int64_t budget = int64_t(1) << 20; // as many elements as a list may have
+    return reprImpl(v, 0, budget, true);
 }
 
 std::string str(const Value &v) {
@@ -394,7 +443,7 @@ std::string str(const Value &v) {
         if (attrs.count("_name_")) return v.as<InstanceObj>().cls->name + "." + attrs["_name_"].s;
     }
     if (v.is(VK::DType)) return std::string(v.dtype.name());
-    return repr(v);
+    return exactRepr(v);
 }
 
 } // namespace tilec::eval

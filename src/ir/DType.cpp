@@ -28,7 +28,9 @@ std::optional<DType> DType::parse(std::string_view s) {
         if (s == kInfo[i].name) return DType((Kind)i);
     static const std::pair<const char *, Kind> aliases[] = {
         {"float", Float32},        {"half", Float16},          {"double", Float64},
-        {"int", Int32},            {"float8_e4m3fn", Float8E4M3}, {"float8_e4m3fnuz", Float8E4M3},
+        {"int", Int32},            {"short", Int16},           {"long", Int64},
+        {"uint", UInt32},          {"ulong", UInt64},          // TileLang's C spellings (language/dtypes.py)
+        {"float8_e4m3fn", Float8E4M3}, {"float8_e4m3fnuz", Float8E4M3},
         {"float8_e5m2fnuz", Float8E5M2}, {"e4m3_float8", Float8E4M3}, {"e5m2_float8", Float8E5M2},
     };
     for (auto &[a, k] : aliases)

@@ -57,10 +57,21 @@ struct TooDeep {
     const char *message = "expression is too deeply nested";
 };
 
+/// One replacement field of an f-string, as byte offsets in its token (FStrings.cpp).
+struct FStringField {
+    size_t open = 0;                             ///< the '{'
+    size_t exprEnd = 0;                          ///< the expression is (open, exprEnd)
+    size_t debugEnd = std::string_view::npos;    ///< `{x = }`: the text shown before the value is (open, debugEnd)
+    size_t bang = std::string_view::npos;        ///< the '!' of a conversion
+    size_t colon = std::string_view::npos;       ///< the ':' of a format spec
+    size_t close = 0;                            ///< the matching '}'
+};
+
 class Builder {
   public:
-    Builder(antlr4::TokenStream &tokens, const SourceText &src, SyntaxErrors &errs)
-        : tokens_(tokens), src_(src), errs_(errs), stackBase_(stackPosition()) {}
+    /// `stackBase`: where the stack budget is counted from (an f-string's expressions share their file's).
+    Builder(antlr4::TokenStream &tokens, const SourceText &src, SyntaxErrors &errs, uintptr_t stackBase = 0)
+        : tokens_(tokens), src_(src), errs_(errs), stackBase_(stackBase ? stackBase : stackPosition()) {}
 
     // ---- statements (BuildStmt.cpp)
     void stmt(TP::StmtContext *c, ast::Body &out);
@@ -117,6 +128,7 @@ class Builder {
         Builder &b_;
     };
 
+    int fstringDepth = 0; ///< f-strings around the expression being built
     int funcDepth = 0; ///< enclosing `def`s (0 at module level and directly in a class body)
     int loopDepth = 0; ///< enclosing loops of the innermost function
 
@@ -126,6 +138,9 @@ class Builder {
     MExpr comparison(TP::Or_testContext *c);
     MExpr boolOp(TP::Or_testContext *c, size_t op);
     MExpr strings(TP::ExprContext *c);
+    void fstringParts(antlr4::Token *t, size_t b, size_t e, bool raw, std::vector<ast::ExprP> &parts,
+                      std::string &pending);
+    MExpr field(antlr4::Token *t, const FStringField &f, bool raw);
     MExpr number(antlr4::Token *t);
     MExpr bracketed(TP::ExprContext *c, ast::ExprKind kind);
     MExpr braces(TP::ExprContext *c);
@@ -171,8 +186,26 @@ struct StringPiece {
     bool namedEscape = false; ///< has a \N{...} escape (its value needs Unicode's name table: not decoded)
     std::string value; ///< decoded (raw strings: the text as written, with "\r\n" made "\n")
 };
-/// Decodes a STRING token. On an invalid escape returns false with `err` and `errPos` (byte offset of
-/// the escape within the token).
+/// A STRING token's prefix and where its body (between the quotes) lies, as byte offsets in the token.
+struct StringToken {
+    bool raw = false, bytes = false, format = false;
+    size_t quotes = 1; ///< 1 or 3
+    size_t bodyBegin = 0, bodyEnd = 0;
+};
+StringToken splitString(std::string_view token);
+/// Decodes a STRING token that is not an f-string. On an invalid escape returns false with `err` and
+/// `errPos` (byte offset of the escape within the token).
 bool decodeString(std::string_view token, StringPiece &out, std::string &err, size_t &errPos);
+/// Decodes token[b, e) (its escapes unless `raw`) and appends it to out.value; errors as decodeString.
+bool decodeBody(std::string_view token, size_t b, size_t e, bool raw, StringPiece &out, std::string &err,
+                size_t &errPos);
+
+// ---- f-strings (FStrings.cpp)
+
+/// Where the string literal that starts at text[at] (its prefix letters or its quote) ends: the offset just
+/// past its closing quotes, or npos when it is not closed. An f-string's replacement fields may hold any
+/// string, the same quotes included (Python 3.12); a short string ends at the line's end. When it is not
+/// closed because its fields nest too deeply, `tooDeep` (if given) gets the message.
+size_t stringEnd(std::string_view text, size_t at, std::string *tooDeep = nullptr);
 
 } // namespace tilec::parse

@@ -154,6 +154,13 @@ class Dumper {
             }
             break;
         case ExprKind::Lambda: stmt(*e->def, d); break;
+        case ExprKind::JoinedStr:
+            for (const ExprP &x : e->elts) expr(x.get(), d);
+            break;
+        case ExprKind::FormattedValue:
+            expr(e->a.get(), d, "value");
+            if (e->b) expr(e->b.get(), d, "format_spec");
+            break;
         default: break;
         }
     }
@@ -245,6 +252,8 @@ class Dumper {
         case ExprKind::DictComp: return "DictComp";
         case ExprKind::GeneratorExp: return "GeneratorExp";
         case ExprKind::Lambda: return "Lambda";
+        case ExprKind::JoinedStr: return "JoinedStr";
+        case ExprKind::FormattedValue: return e.str.empty() ? "FormattedValue" : "FormattedValue !" + e.str;
         case ExprKind::Unsupported: return "Unsupported '" + e.str + "'";
         }
         return "?";

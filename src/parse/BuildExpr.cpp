@@ -263,31 +263,47 @@ MExpr Builder::number(Token *t) {
     return e;
 }
 
-/// Adjacent string literals concatenate; f-strings and bytes are not evaluated.
+/// Adjacent string literals concatenate; with an f-string among them they make one JoinedStr (FStrings.cpp).
+/// Bytes are not evaluated.
 MExpr Builder::strings(TP::ExprContext *c) {
     SourceRange r = range(c);
     std::string value;
+    std::vector<ast::ExprP> parts;
     bool anyFormat = false, anyBytes = false, anyText = false, anyNamed = false;
     for (ParseTree *p : c->children) {
+        Token *t = terminal(p);
+        StringToken st = splitString(text(t));
+        (st.bytes ? anyBytes : anyText) = true;
+        if (st.format) {
+            anyFormat = true;
+            fstringParts(t, st.bodyBegin, st.bodyEnd, st.raw, parts, value);
+            continue;
+        }
         StringPiece piece;
         std::string err;
         size_t pos = 0;
-        Token *t = terminal(p);
         if (!decodeString(text(t), piece, err, pos)) {
             size_t at = src_.tokenBegin(t) + pos;
             error(src_.range(at, at + 2), err);
         }
-        anyFormat |= piece.isFormat;
         anyNamed |= piece.namedEscape;
-        (piece.isBytes ? anyBytes : anyText) = true;
         value += piece.value;
     }
     if (anyBytes && anyText) error(r, "cannot mix bytes and nonbytes literals");
-    if (anyFormat) return unsupported(r, "f-string");
     if (anyBytes) return unsupported(r, "bytes literal");
     if (anyNamed) return unsupported(r, "\\N{...} escape");
-    auto e = ast::Expr::make(ExprKind::Str, r);
-    e->str = std::move(value);
+    if (!anyFormat) {
+        auto e = ast::Expr::make(ExprKind::Str, r);
+        e->str = std::move(value);
+        return e;
+    }
+    auto e = ast::Expr::make(ExprKind::JoinedStr, r);
+    e->elts = std::move(parts);
+    if (!value.empty()) {
+        auto s = ast::Expr::make(ExprKind::Str, r);
+        s->str = std::move(value);
+        e->elts.push_back(s);
+    }
     return e;
 }
 

@@ -471,8 +471,9 @@ ast::Module buildModule(TP::File_inputContext *ctx, antlr4::TokenStream &tokens,
 }
 
 ast::ExprP buildExpression(TP::Eval_inputContext *ctx, antlr4::TokenStream &tokens, const SourceText &src,
-                           SyntaxErrors &errs) {
-    Builder b(tokens, src, errs);
+                           SyntaxErrors &errs, int fstringDepth, uintptr_t stackBase) {
+    Builder b(tokens, src, errs, stackBase);
+    b.fstringDepth = fstringDepth;
     return guarded(errs, [&]() -> ast::ExprP {
         MExpr e = b.commaList(ctx->testlist_star_expr());
         if (e->kind == ExprKind::Starred) b.error(e->range, "cannot use starred expression here");

@@ -5,7 +5,7 @@
 /// Brackets are matched here rather than left to the parser so that an unclosed bracket is reported where
 /// it was opened ("'(' was never closed") instead of at the end of the file, and so that nesting deeper than
 /// kMaxBracketDepth is refused before the recursive parser sees it.
-#include "parse/ParseInternal.h"
+#include "parse/ASTBuilder.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +25,12 @@ size_t closerType(size_t open) {
 }
 const char *openerText(size_t open) {
     return open == TileLexer::OPEN_PAREN ? "(" : open == TileLexer::OPEN_BRACK ? "[" : "{";
+}
+
+/// Whether a string token's prefix makes it an f-string.
+bool isFString(std::string_view token) {
+    size_t q = token.find_first_of("'\"");
+    return q != std::string_view::npos && token.substr(0, q).find_first_of("fF") != std::string_view::npos;
 }
 
 /// "invalid character '$'", or with the code point for what a terminal may not show.
@@ -147,6 +153,36 @@ bool IndentLexer::brackets(Token &t) {
     return true;
 }
 
+/// An f-string whose replacement fields hold strings in its own quotes (`f"{d["k"]}"`) or go on over several
+/// lines (Python 3.12) lexes as a shorter (or unterminated) string: the token is made to cover the whole
+/// f-string, and lexing goes on after it. TooDeep: its fields nest too deeply to be read (an error; the
+/// input ends there).
+IndentLexer::Widened IndentLexer::wholeFString(Token &t) {
+    std::string_view bytes(src_.bytes());
+    size_t begin = src_.tokenBegin(&t), end = src_.tokenEnd(&t);
+    std::string tooDeep;
+    size_t whole = stringEnd(bytes.substr(0, src_.byteOf(_input->size())), begin, &tooDeep);
+    if (!tooDeep.empty()) { // the rest would only make follow-on errors
+        lexError(SyntaxError::Fatal, begin, end, tooDeep);
+        lastEnd_ = t.getStartIndex();
+        finish();
+        return Widened::TooDeep;
+    }
+    auto *ct = dynamic_cast<antlr4::CommonToken *>(&t);
+    if (whole == std::string_view::npos || whole <= end || !ct) return Widened::No;
+    size_t cp = t.getStopIndex() + 1, line = getLine(), col = getCharPositionInLine();
+    for (size_t i = end; i < whole; ++i) {
+        if (((unsigned char)bytes[i] & 0xC0) == 0x80) continue;
+        ++cp, ++col;
+        if (bytes[i] == '\n') ++line, col = 0;
+    }
+    ct->setStopIndex(cp - 1);
+    _input->seek(cp);
+    setLine(line);
+    setCharPositionInLine(col);
+    return Widened::Yes;
+}
+
 /// The end of input: an unclosed bracket, the last logical line, the open indentation levels.
 void IndentLexer::finish() {
     if (finished_) return;
@@ -167,7 +203,7 @@ void IndentLexer::finish() {
             if (!indents_[i].phantom) pending_.push_back(synth(TileParser::DEDENT, lastEnd_, line, 0));
         indents_.resize(1);
     }
-    pending_.push_back(synth(Token::EOF, src_.codePoints().size(), line, 0));
+    pending_.push_back(synth(Token::EOF, _input->size(), line, 0));
 }
 
 std::unique_ptr<Token> IndentLexer::nextToken() {
@@ -177,7 +213,7 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             pending_.pop_front();
             return t;
         }
-        if (finished_) return synth(Token::EOF, src_.codePoints().size(), getLine(), 0);
+        if (finished_) return synth(Token::EOF, _input->size(), getLine(), 0);
 
         std::unique_ptr<Token> t = TileLexer::nextToken();
         size_t type = t->getType();
@@ -203,7 +239,10 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             continue;
         }
         if (type == TileLexer::UNTERMINATED_STRING) {
-            lexError(SyntaxError::Lexical, begin, end, "unterminated string literal");
+            // An f-string whose field goes on to the next line (Python 3.12) is not unterminated.
+            Widened w = isFString(src_.tokenText(t.get())) ? wholeFString(*t) : Widened::No;
+            if (w == Widened::TooDeep) continue;
+            if (w == Widened::No) lexError(SyntaxError::Lexical, begin, end, "unterminated string literal");
             if (auto *ct = dynamic_cast<antlr4::CommonToken *>(t.get())) ct->setType(TileLexer::STRING);
         } else if (type == TileLexer::STRING) {
             // `'''abc` with no closing quotes lexes as the empty string `''` followed by more: the rest of
@@ -212,13 +251,14 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             size_t q = text.find_first_of("'\"");
             size_t next = t->getStopIndex() + 1;
             const std::u32string &cps = src_.codePoints();
-            if (q != std::string_view::npos && text.size() - q == 2 && text[q] == text[q + 1] && next < cps.size() &&
+            if (q != std::string_view::npos && text.size() - q == 2 && text[q] == text[q + 1] && next < _input->size() &&
                 cps[next] == (char32_t)text[q]) {
                 lexError(SyntaxError::Fatal, begin, begin + q + 3, "unterminated triple-quoted string literal");
                 lastEnd_ = t->getStartIndex();
                 finish();
                 continue;
             }
+            if (isFString(text) && wholeFString(*t) == Widened::TooDeep) continue;
         }
         if (atLineStart_ && !exprMode_) {
             indentation(*t);

@@ -3,6 +3,7 @@
 /// the locale, and Python's string escapes.
 #include "parse/ASTBuilder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -87,20 +88,31 @@ int hexValue(char c) {
 
 } // namespace
 
-bool decodeString(std::string_view tok, StringPiece &out, std::string &err, size_t &errPos) {
-    bool raw = false;
+StringToken splitString(std::string_view tok) {
+    StringToken st;
     size_t i = 0;
     for (; i < tok.size() && tok[i] != '\'' && tok[i] != '"'; ++i) {
         char c = char(tok[i] | 0x20);
-        if (c == 'r') raw = true;
-        if (c == 'b') out.isBytes = true;
-        if (c == 'f') out.isFormat = true;
+        if (c == 'r') st.raw = true;
+        if (c == 'b') st.bytes = true;
+        if (c == 'f') st.format = true;
     }
-    size_t q = (tok.size() - i >= 6 && tok[i + 1] == tok[i] && tok[i + 2] == tok[i]) ? 3 : 1;
-    size_t b = i + q, e = tok.size() >= q ? tok.size() - q : b;
-    if (e < b) e = b;
+    st.quotes = (tok.size() - i >= 6 && tok[i + 1] == tok[i] && tok[i + 2] == tok[i]) ? 3 : 1;
+    st.bodyBegin = std::min(i + st.quotes, tok.size());
+    st.bodyEnd = std::max(st.bodyBegin, tok.size() >= st.quotes ? tok.size() - st.quotes : st.bodyBegin);
+    return st;
+}
+
+bool decodeString(std::string_view tok, StringPiece &out, std::string &err, size_t &errPos) {
+    StringToken st = splitString(tok);
+    out.isBytes = st.bytes;
+    out.isFormat = st.format;
+    return decodeBody(tok, st.bodyBegin, st.bodyEnd, st.raw, out, err, errPos);
+}
+
+bool decodeBody(std::string_view tok, size_t b, size_t e, bool raw, StringPiece &out, std::string &err, size_t &errPos) {
     std::string &v = out.value;
-    v.reserve(e - b);
+    v.reserve(v.size() + (e - b));
     for (size_t k = b; k < e;) {
         char c = tok[k];
         if (c == '\r' && k + 1 < e && tok[k + 1] == '\n') { // source newlines are "\n" whatever the file uses
@@ -112,8 +124,7 @@ bool decodeString(std::string_view tok, StringPiece &out, std::string &err, size
             errPos = k;
             return false;
         }
-        if (c != '\\' || raw || out.isFormat) {
-            // f-strings are not decoded: evaluation rejects them, and their braces need a parser of their own.
+        if (c != '\\' || raw) {
             v += c;
             ++k;
             if (c == '\\' && k < e) v += tok[k++]; // a raw backslash still keeps the next quote in the string

@@ -12,6 +12,7 @@
 #include "TileLexer.h"
 #include "TileParser.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -60,6 +61,11 @@ class SyntaxErrors {
     bool anyIn(size_t from, size_t to) const;
     /// Reports the kept errors through `diag` (which may throw TooManyErrors).
     void flush(DiagnosticEngine &diag);
+    /// The errors from index `from` on were found at the end of an f-string's field, not of the file: they
+    /// are no follow-on errors.
+    void notAtEof(size_t from) {
+        for (size_t i = from; i < errors_.size(); ++i) errors_[i].atEof = false;
+    }
 
   private:
     std::vector<SyntaxError> errors_;
@@ -109,6 +115,27 @@ class DecodedStream : public antlr4::ANTLRInputStream {
     }
 };
 
+/// Code points [begin, end) of a file, at their positions in the file (no copy): what an f-string's
+/// replacement field is lexed from, so that its tokens carry the file's offsets.
+class WindowStream : public antlr4::CharStream {
+  public:
+    WindowStream(const std::u32string &cps, size_t begin, size_t end) : cps_(cps), begin_(begin), end_(end), p_(begin) {}
+    void consume() override;
+    size_t LA(ssize_t i) override;
+    ssize_t mark() override { return -1; }
+    void release(ssize_t) override {}
+    size_t index() override { return p_; }
+    void seek(size_t index) override { p_ = std::max(begin_, std::min(index, end_)); }
+    size_t size() override { return end_; } ///< the end, as an offset in the file
+    std::string getText(const antlr4::misc::Interval &interval) override;
+    std::string getSourceName() const override { return "<f-string>"; }
+    std::string toString() const override { return "<f-string>"; }
+
+  private:
+    const std::u32string &cps_;
+    size_t begin_, end_, p_;
+};
+
 /// The generated lexer plus Python's line structure: NEWLINE only at the end of a logical line,
 /// INDENT/DEDENT from the indentation stack, bracket matching, and lexical error reporting.
 /// In expression mode (parseExpression) there are no NEWLINE/INDENT/DEDENT tokens at all.
@@ -131,6 +158,8 @@ class IndentLexer : public grammar::TileLexer {
     std::unique_ptr<antlr4::Token> synth(size_t type, size_t cpIndex, size_t line, size_t col);
     void indentation(const antlr4::Token &first);
     bool brackets(antlr4::Token &t);
+    enum class Widened { No, Yes, TooDeep };
+    Widened wholeFString(antlr4::Token &t);
     void finish();
     void lexError(SyntaxError::Kind k, size_t begin, size_t end, std::string msg);
 
@@ -181,7 +210,7 @@ struct NestingTooDeep {
 /// The generated parser with a stack guard on rule entry.
 class GuardedParser : public grammar::TileParser {
   public:
-    explicit GuardedParser(antlr4::TokenStream *in);
+    explicit GuardedParser(antlr4::TokenStream *in, uintptr_t stackBase = 0);
     void enterRule(antlr4::ParserRuleContext *ctx, size_t state, size_t rule) override;
     void enterRecursionRule(antlr4::ParserRuleContext *ctx, size_t state, size_t rule, int prec) override;
 
@@ -199,7 +228,13 @@ inline uintptr_t stackPosition() { return reinterpret_cast<uintptr_t>(__builtin_
 ast::Module buildModule(grammar::TileParser::File_inputContext *ctx, antlr4::TokenStream &tokens,
                         const SourceText &src, SyntaxErrors &errs);
 ast::ExprP buildExpression(grammar::TileParser::Eval_inputContext *ctx, antlr4::TokenStream &tokens,
-                           const SourceText &src, SyntaxErrors &errs);
+                           const SourceText &src, SyntaxErrors &errs, int fstringDepth = 0, uintptr_t stackBase = 0);
+
+/// Lexes, parses and builds code points [begin, end) of `src` as an expression list: an f-string's
+/// replacement field (FStrings.cpp), `fstringDepth` f-strings deep. Errors go into `errs` at the file's
+/// positions; returns null when there were some.
+ast::ExprP parseFieldExpression(const SourceText &src, SyntaxErrors &errs, size_t begin, size_t end,
+                                int fstringDepth, uintptr_t stackBase);
 
 /// Quoted description of a token for messages: "'foo'", "end of line", "end of file", "indent".
 std::string describeToken(const antlr4::Token *t, const SourceText &src);

@@ -86,6 +86,43 @@ template <class F> auto shielded(F &&f) -> decltype(f()) {
 
 } // namespace
 
+namespace parse {
+
+void WindowStream::consume() {
+    if (p_ >= end_) throw antlr4::IllegalStateException("cannot consume EOF");
+    ++p_;
+}
+
+size_t WindowStream::LA(ssize_t i) {
+    if (i == 0) return 0;
+    ssize_t at = i > 0 ? ssize_t(p_) + i - 1 : ssize_t(p_) + i;
+    if (at < ssize_t(begin_) || at >= ssize_t(end_)) return antlr4::IntStream::EOF;
+    return cps_[size_t(at)];
+}
+
+std::string WindowStream::getText(const antlr4::misc::Interval &interval) {
+    size_t a = std::max(begin_, size_t(interval.a)), b = std::min(end_, size_t(interval.b) + 1);
+    std::u32string part = a < b ? cps_.substr(a, b - a) : std::u32string();
+    return antlrcpp::utf32_to_utf8(part);
+}
+
+ast::ExprP parseFieldExpression(const SourceText &src, SyntaxErrors &errs, size_t begin, size_t end, int fstringDepth,
+                                uintptr_t stackBase) {
+    WindowStream input(src.codePoints(), begin, end);
+    IndentLexer lexer(&input, src, errs, true);
+    antlr4::CommonTokenStream tokens(&lexer);
+    tokens.fill();
+    GuardedParser parser(&tokens, stackBase);
+    size_t before = errs.size();
+    auto *tree = runParser(parser, tokens, src, errs, &grammar::TileParser::eval_input);
+    errs.notAtEof(before);
+    if (!tree || errs.size() != before) return nullptr;
+    ast::ExprP e = buildExpression(tree, tokens, src, errs, fstringDepth, stackBase);
+    return errs.size() == before ? e : nullptr;
+}
+
+} // namespace parse
+
 std::optional<ast::Module> parseModule(int file, DiagnosticEngine &diag) {
     setCurrentPhase("parse");
     return shielded([&]() -> std::optional<ast::Module> {

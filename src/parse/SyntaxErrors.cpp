@@ -367,7 +367,8 @@ void SyntaxErrorStrategy::report(Parser *p, Token *off, const IntervalSet &expec
 
 // ---------------------------------------------------------------- the stack guard
 
-GuardedParser::GuardedParser(antlr4::TokenStream *in) : TileParser(in), base_(stackPosition()) {}
+GuardedParser::GuardedParser(antlr4::TokenStream *in, uintptr_t stackBase)
+    : TileParser(in), base_(stackBase ? stackBase : stackPosition()) {}
 
 void GuardedParser::check() {
     if (stackExhausted(base_)) throw NestingTooDeep{getCurrentToken()->getTokenIndex()};

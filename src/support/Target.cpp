@@ -6,10 +6,11 @@ namespace tilec {
 
 namespace {
 
-Target row(const char *name, int sm, bool archSpecific, int maxSharedPerBlock, int numSms, int sharedPerSM,
-           int threadsPerSM = 2048, int blocksPerSM = 32) {
+Target row(const char *name, const char *gpu, int sm, bool archSpecific, int maxSharedPerBlock, int numSms,
+           int sharedPerSM, int threadsPerSM = 2048, int blocksPerSM = 32) {
     Target t;
     t.name = name;
+    t.gpuName = gpu;
     t.sm = sm;
     t.archSpecific = archSpecific;
     t.maxSharedPerBlock = maxSharedPerBlock;
@@ -24,11 +25,12 @@ Target row(const char *name, int sm, bool archSpecific, int maxSharedPerBlock, i
 
 const std::vector<Target> &Target::known() {
     static const std::vector<Target> table = {
-        row("sm_80", 80, false, 166912, 108, 164 * 1024),
-        row("sm_86", 86, false, 101376, 72, 100 * 1024, 1536, 16),
-        row("sm_89", 89, false, 101376, 142, 100 * 1024, 1536, 24),
-        row("sm_90", 90, false, 232448, 132, 228 * 1024),
-        row("sm_90a", 90, true, 232448, 132, 228 * 1024),
+        // The device names are what torch.cuda.get_device_name() reports on those GPUs.
+        row("sm_80", "NVIDIA A100-SXM4-80GB", 80, false, 166912, 108, 164 * 1024),
+        row("sm_86", "NVIDIA A10", 86, false, 101376, 72, 100 * 1024, 1536, 16),
+        row("sm_89", "NVIDIA L40S", 89, false, 101376, 142, 100 * 1024, 1536, 24),
+        row("sm_90", "NVIDIA H100 80GB HBM3", 90, false, 232448, 132, 228 * 1024),
+        row("sm_90a", "NVIDIA H100 80GB HBM3", 90, true, 232448, 132, 228 * 1024),
     };
     return table;
 }

@@ -105,9 +105,12 @@ TEST(EvalCompat, GpuQueriesAnsweredFromTheTarget) {
                             "sm = major * 10 + minor\n"
                             "props = torch.cuda.get_device_properties(0)\n"
                             "assert (props.major, props.minor) == (major, minor)\n"
-                            "assert props.multi_processor_count == driver.get_num_sms()\n";
-    expectPython(src + "assert sm == 90 and driver.get_num_sms() == 132\n");
-    expectPython(src + "assert sm == 80 and tilelang.carver.arch.driver.get_num_sms() == 108\n", 80);
+                            "assert props.multi_processor_count == driver.get_num_sms()\n"
+                            "assert props.name == torch.cuda.get_device_name(0) == torch.cuda.get_device_name()\n";
+    expectPython(src + "assert sm == 90 and driver.get_num_sms() == 132\n"
+                       "assert torch.cuda.get_device_name() == 'NVIDIA H100 80GB HBM3'\n");
+    expectPython(src + "assert sm == 80 and tilelang.carver.arch.driver.get_num_sms() == 108\n"
+                       "assert torch.cuda.get_device_name() == 'NVIDIA A100-SXM4-80GB'\n", 80);
     EvalRun r;
     r.opts.target = r.opts.target.withSmCount(114); // --num-sms=114
     r.run(src + "assert driver.get_num_sms() == 114\n");

@@ -88,10 +88,10 @@ TEST(EvalErrors, TypeErrors) {
 TEST(EvalErrors, UnsupportedConstructsOnlyWhenReached) {
     // Reached from a module-level statement, which is then skipped (in a kernel factory it is an error:
     // EvalCompatTest.cpp).
-    EXPECT_EQ(errorsOf("def f():\n    return f'{1}'\nassert f()\n"),
-              "t.tile:2:12: warning: f-string is not supported at compile time (the module-level statement is "
+    EXPECT_EQ(errorsOf("def f():\n    return b'1'\nassert f()\n"),
+              "t.tile:2:12: warning: bytes literal is not supported at compile time (the module-level statement is "
               "skipped)\nt.tile:1:1: warning: file exports no kernel\n");
-    EXPECT_EQ(errorsOf("if False:\n    x = f'{1}'\n"), "t.tile:1:1: warning: file exports no kernel\n");
+    EXPECT_EQ(errorsOf("if False:\n    x = b'1'\n"), "t.tile:1:1: warning: file exports no kernel\n");
 }
 
 TEST(EvalErrors, AssertShowsItsMessage) {

@@ -242,11 +242,24 @@ TEST(Parse, Strings) {
     EXPECT_EQ(value("'''line1\nline2'''")->str, "line1\nline2");
     EXPECT_EQ(value("'a\\\nb'")->str, "ab");
     EXPECT_EQ(value(R"("unknown \q escape")")->str, "unknown \\q escape");
-    ast::ExprP f = value(R"(f"{x}" 'y')");
-    EXPECT_EQ(f->kind, ast::ExprKind::Unsupported);
-    EXPECT_EQ(f->str, "f-string");
+    ast::ExprP f = value(R"('a' f"{x!r:>{w}}" 'y')");
+    ASSERT_EQ(f->kind, ast::ExprKind::JoinedStr);
+    ASSERT_EQ(f->elts.size(), 3u);
+    EXPECT_EQ(f->elts[0]->str, "a");
+    EXPECT_EQ(f->elts[1]->kind, ast::ExprKind::FormattedValue);
+    EXPECT_EQ(f->elts[1]->str, "r");
+    EXPECT_EQ(f->elts[1]->a->str, "x");
+    EXPECT_EQ(f->elts[1]->a->range.col, 12); // the field's expression at its place in the file (after "x = ")
+    ASSERT_TRUE(f->elts[1]->b);
+    EXPECT_EQ(f->elts[1]->b->elts[0]->str, ">");
+    EXPECT_EQ(f->elts[1]->b->elts[1]->a->str, "w");
+    EXPECT_EQ(f->elts[2]->str, "y");
     EXPECT_EQ(value("rb'x' b'y'")->str, "bytes literal");
-    EXPECT_EQ(value("Rf'{x}'")->str, "f-string");
+    EXPECT_EQ(value("Rf'{x}'")->kind, ast::ExprKind::JoinedStr);
+    // Python 3.12: the f-string's own quotes inside a field.
+    ast::ExprP q = value(R"(f"{d["k"]}")");
+    ASSERT_EQ(q->kind, ast::ExprKind::JoinedStr);
+    EXPECT_EQ(q->elts[0]->a->b->str, "k");
     EXPECT_EQ(value(R"("\N{EM DASH}")")->str, "\\N{...} escape");
 }
 
@@ -275,7 +288,7 @@ TEST(Parse, UnsupportedConstructs) {
     EXPECT_EQ(kindOf("x = lambda a: a\n"), "supported");
     EXPECT_EQ(kindOf("x = [i for i in y]\n"), "supported");
     EXPECT_EQ(kindOf("x = {i: 1 async for i in y}\n"), "asynchronous comprehension");
-    EXPECT_EQ(kindOf("x = f'{y}'\n"), "f-string");
+    EXPECT_EQ(kindOf("x = f'{y}'\n"), "supported");
     EXPECT_EQ(kindOf("class A:\n    pass\n"), "supported");
     EXPECT_EQ(kindOf("try:\n    pass\nexcept E as e:\n    pass\n"), "supported");
     EXPECT_EQ(kindOf("raise E from e\n"), "supported");
