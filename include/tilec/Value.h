@@ -34,6 +34,7 @@ enum class VK {
     Reducer,    ///< T.comm_reducer(combiner, identity): what `with T.attr(..., "reduce_scope", ...)` takes
     Class,      ///< a class (ClassObj): made by a `class` statement, or one of Python's (object, Enum, property)
     Instance,   ///< an instance of a class (InstanceObj); enum members, properties and super() objects too
+    Layout,     ///< T.Layout(shape, forward_fn): an index map (LayoutObj)
 };
 const char *typeName(VK k); ///< Python-like name for messages: "int", "tuple", "buffer", ...
 
@@ -195,6 +196,15 @@ struct CommReducerObj {
     Value combiner;  ///< a callable of two values
     Value identity;  ///< the combiner's neutral element (a number or a run-time scalar)
     SourceRange range;
+};
+
+/// T.Layout(shape, lambda i, j, ...: [e0, e1, ...]): where element (i, j, ...) of a buffer of `shape` lives,
+/// traced once with fresh variables (what T.annotate_layout applies, src/eval/TileLangLayout.cpp).
+struct LayoutObj {
+    std::vector<ir::Expr> shape;    ///< the input shape
+    std::vector<ir::Var> vars;      ///< one per input dimension
+    std::vector<ir::Expr> forward;  ///< the output indices, integer expressions of `vars`
+    SourceRange range;              ///< the T.Layout call
 };
 
 struct TensorTypeObj {

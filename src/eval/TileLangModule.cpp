@@ -24,6 +24,7 @@ Value makeTileLanguageModule() {
     addAllreducePrimitives(m->attrs);
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
+    addLayoutPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
 
@@ -181,33 +182,6 @@ Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
     return several ? Value::tuple(std::move(vars)) : vars[0];
 }
 
-/// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})` (or make_mma_swizzle_layout):
-/// how a shared buffer is laid
-/// out changes where its elements live, never what the kernel computes, and tilec picks its own swizzle for
-/// the buffers tensor cores read (SwizzleShared.cpp): the request is accepted as a hint. Any other layout
-/// (fragment layouts, hand-written index maps) is an error.
-Value annotateLayout(Interp &in, CallArgs &args) {
-    auto a = bindArgs(in, args, "T.annotate_layout", {"layout_map"});
-    requireLaunch(in, args, "T.annotate_layout");
-    const Value &m = a[0]->value;
-    if (!m.is(VK::Dict)) in.fail(a[0]->range, "T.annotate_layout takes a dict {buffer: layout}");
-    // tilelang.layout.make_swizzled_layout and tilelang.intrinsics.make_mma_swizzle_layout: both permute where
-    // a shared buffer's elements live (a swizzle), nothing else.
-    auto swizzle = [](const Value &v) {
-        for (std::string tail : {"make_swizzled_layout(...)", "make_mma_swizzle_layout(...)"})
-            if (v.is(VK::Opaque) && v.s.size() >= tail.size() && v.s.compare(v.s.size() - tail.size(), tail.size(), tail) == 0)
-                return true;
-        return false;
-    };
-    for (auto &[k, v] : m.as<DictObj>().items) {
-        if (!k.is(VK::Buffer) || k.buffer->scope != ir::Scope::Shared || !swizzle(v))
-            in.fail(a[0]->range, "T.annotate_layout: only tilelang.layout.make_swizzled_layout(buffer) and "
-                                 "tilelang.intrinsics.make_mma_swizzle_layout(buffer) of a shared buffer are supported "
-                                 "(tilec swizzles shared memory itself); other layouts are not");
-    }
-    return Value::none();
-}
-
 /// `M, N = T.const("M, N")` in an eager kernel: the values .compile(M=..., N=...) gives, or run-time sizes
 /// (int32 unless `dtype=` says otherwise) for the names it leaves out.
 Value constSizes(Interp &in, CallArgs &args) {
@@ -318,7 +292,6 @@ void addTypePrimitives(Attrs &attrs) {
         auto a = bindArgs(in, args, "T.macro", {"func"});
         return a[0]->value;
     });
-    def(attrs, "annotate_layout", annotateLayout);
     def(attrs, "const", constSizes);
     def(attrs, "empty", emptyOutput);
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });

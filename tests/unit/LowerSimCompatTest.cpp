@@ -466,3 +466,43 @@ TEST(LowerSimCompat, ThreadAllreduceMaxPerGroupInALoop) {
     expectNear(g, wantG, 0, "G");
     expectNear(s, wantS, 1e-5, "S");
 }
+
+// FlashAttention's backward dQ in small: a T.Layout on a global tensor places element (b, l, h, d) at the
+// row-major offset of the layout's indices in its output shape. The first kernel adds into dQ element by
+// element (as the backward kernel's atomics do), the second copies it out by tiles; both see dQ by its own
+// shape, the memory holds it in the layout's order.
+TEST(LowerSimCompat, GlobalTensorLayoutPlacesElements) {
+    const int L = 16, H = 2, D = 16, N = L * H * D;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "def dq_layout(dQ):\n"
+          "    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, (d % 2), 4 * (l % 8) + (d % 8) // 2])\n"
+          "shape = (1, 16, 2, 16)\n"
+          "@T.prim_func\n"
+          "def scatter(X: T.Tensor(shape, \"float32\"), dQ: T.Tensor(shape, \"float32\")):\n"
+          "    with T.Kernel(2, threads=128) as by:\n"
+          "        T.annotate_layout({dQ: dq_layout(dQ)})\n"
+          "        for i, j in T.Parallel(16, 16):\n"
+          "            T.atomic_add(dQ[0, i, by, j], X[0, i, by, j])\n"
+          "@T.prim_func\n"
+          "def post(dQ: T.Tensor(shape, \"float32\"), Out: T.Tensor(shape, \"float16\")):\n"
+          "    with T.Kernel(2, threads=64) as by:\n"
+          "        T.annotate_layout({dQ: dq_layout(dQ)})\n"
+          "        T.copy(dQ[0, 0:16, by, :], Out[0, 0:16, by, :])\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto x = randomData(N, 21);
+    std::vector<double> dq(N, 0.0), out(N, std::nan("")), placed(N, std::nan(""));
+    runLaunches(r, "scatter", {{"X", &x}, {"dQ", &dq}}, 1);
+    for (int l = 0; l < L; ++l)
+        for (int h = 0; h < H; ++h)
+            for (int d = 0; d < D; ++d) {
+                // (1, 2, 2, 2, 2, 32): strides 256, 128, 64, 32, 1 for l // 8, h, d // 8, d % 2, the last index
+                int at = l / 8 * 256 + h * 128 + d / 8 * 64 + d % 2 * 32 + 4 * (l % 8) + d % 8 / 2;
+                placed[(size_t)at] = x[(size_t)((l * H + h) * D + d)];
+            }
+    expectNear(dq, placed, 0, "dQ");
+    runLaunches(r, "post", {{"dQ", &dq}, {"Out", &out}}, 1);
+    std::vector<double> want(N);
+    for (int i = 0; i < N; ++i) want[(size_t)i] = (double)(float)x[(size_t)i];
+    expectNear(out, want, 2e-3, "Out"); // float16
+}
