@@ -199,8 +199,10 @@ struct CommReducerObj {
 };
 
 /// T.Layout(shape, lambda i, j, ...: [e0, e1, ...]): where element (i, j, ...) of a buffer of `shape` lives,
-/// traced once with fresh variables (what T.annotate_layout applies, src/eval/TileLangLayout.cpp).
+/// traced once with fresh variables (what T.annotate_layout applies, src/eval/TileLangLayout.cpp). T.Fragment
+/// (shape, forward_fn=...): which thread holds which element of a fragment, kept as its shape only (a hint).
 struct LayoutObj {
+    bool fragment = false;          ///< a T.Fragment (vars and forward are empty)
     std::vector<ir::Expr> shape;    ///< the input shape
     std::vector<ir::Var> vars;      ///< one per input dimension
     std::vector<ir::Expr> forward;  ///< the output indices, integer expressions of `vars`
@@ -209,6 +211,7 @@ struct LayoutObj {
 
 struct TensorTypeObj {
     std::vector<ir::Expr> shape;
+    std::vector<ir::Expr> strides; ///< T.StridedTensor's, in elements (empty: row-major)
     DType dtype;
     SourceRange range;
 };

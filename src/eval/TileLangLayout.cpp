@@ -1,7 +1,7 @@
 /// \file
-/// `T.Layout(shape, forward_fn)` and `T.annotate_layout({buffer: layout, ...})`: index maps a kernel gives its
-/// buffers. A layout on a global tensor moves where its elements live (ir::TensorLayout, applied by
-/// flattenBuffers); on a shared buffer only the swizzles tilec makes itself are accepted, as hints.
+/// `T.Layout(shape, forward_fn)`, `T.Fragment(shape, forward_fn=...)` and `T.annotate_layout({buffer: layout})`:
+/// index maps a kernel gives its buffers. A layout on a global tensor moves where its elements live
+/// (ir::TensorLayout, applied by flattenBuffers); on shared buffers and fragments layouts are hints.
 #include "eval/TileLang.h"
 
 #include "tilec/IRVisitor.h"
@@ -55,6 +55,31 @@ Value makeLayout(Interp &in, CallArgs &args) {
     return Value::object(VK::Layout, obj);
 }
 
+/// `T.Fragment(shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None)`: which
+/// thread holds which element of a fragment. tilec lays fragments out itself from their uses, and a fragment's
+/// layout never changes what the kernel computes, so only the shape is kept (T.annotate_layout checks it).
+Value makeFragment(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.Fragment", {"shape", "forward_fn?", "forward_thread_fn?", "replicate?", "forward_index_fn?"});
+    if (!a[1] && !a[2])
+        in.fail(args.call, "T.Fragment needs forward_fn (or forward_thread_fn): which thread holds each element");
+    if (a[3]) constIntArg(in, *a[3], "T.Fragment's replicate");
+    auto obj = std::make_shared<LayoutObj>();
+    obj->fragment = true;
+    obj->range = args.call;
+    std::vector<Arg> dims = in.toSequence(*a[0], "T.Fragment's shape");
+    if (dims.empty()) in.fail(a[0]->range, "T.Fragment needs a shape of at least one dimension");
+    for (size_t d = 0; d < dims.size(); ++d)
+        obj->shape.push_back(intExprArg(in, dims[d], "dimension " + std::to_string(d) + " of T.Fragment's shape"));
+    return Value::object(VK::Layout, obj);
+}
+
+/// A layout given for buffer `b` must be for its shape.
+void checkShape(Interp &in, const ir::Buffer &b, const LayoutObj &l, const SourceRange &at) {
+    if (l.shape.size() != b->shape.size() || !ir::provablyEqual(l.shape, b->shape))
+        in.fail(at, "T.annotate_layout: the " + std::string(l.fragment ? "T.Fragment" : "T.Layout") + " is for shape " +
+                        tupleText(l.shape) + " but '" + b->name + "' has shape " + tupleText(b->shape));
+}
+
 /// The extent of one output dimension of `l` laid over `tensor`: the input's extent where the output is one
 /// input variable, else one past the largest value over constant input extents (TileLang's output shape).
 ir::Expr outputExtent(Interp &in, const LayoutObj &l, const ir::Buffer &tensor, size_t d) {
@@ -91,10 +116,7 @@ bool permutesDimensions(const LayoutObj &l) {
 /// A T.Layout on global tensor `b`: recorded on the kernel (a second one for the same tensor replaces the first,
 /// as in TileLang); its output must stay inside the tensor's memory.
 void annotateTensor(Interp &in, TraceState &t, const ir::Buffer &b, const LayoutObj &l, const SourceRange &at) {
-    if (l.shape.size() != b->shape.size() || !ir::provablyEqual(l.shape, b->shape)) {
-        in.fail(at, "T.annotate_layout: the T.Layout is for shape " + tupleText(l.shape) + " but '" + b->name +
-                        "' has shape " + tupleText(b->shape));
-    }
+    checkShape(in, b, l, at);
     ir::TensorLayout tl{b, l.vars, l.forward, {}, l.range};
     for (size_t d = 0; d < l.forward.size(); ++d) tl.shape.push_back(outputExtent(in, l, b, d));
     if (!permutesDimensions(l)) {
@@ -123,25 +145,32 @@ bool isSwizzle(const Value &v) {
     return false;
 }
 
-/// `T.annotate_layout({buf: layout, ...})`. A T.Layout on a global tensor places its elements (above). On a
-/// shared buffer, tilelang.layout.make_swizzled_layout and tilelang.intrinsics.make_mma_swizzle_layout are
-/// accepted as hints: a shared buffer's layout changes where its elements live, never what the kernel
-/// computes, and tilec picks its own swizzle for the buffers tensor cores read (SwizzleShared.cpp). Any other
-/// layout is an error.
+/// `T.annotate_layout({buf: layout, ...})`. A T.Layout on a global tensor places its elements (above): the
+/// tensor's memory is the kernel's interface. Inside the block a layout changes where elements live, never what
+/// the kernel computes, and every access goes through tilec's own placement, so the others are hints: a
+/// T.Layout or a swizzle (tilelang.layout.make_swizzled_layout, tilelang.intrinsics.make_mma_swizzle_layout) of a
+/// shared buffer (tilec picks its own swizzle, SwizzleShared.cpp), a T.Fragment or T.Layout of a fragment (tilec
+/// lays fragments out from their uses, InferLayouts.cpp). Anything else is an error.
 Value annotateLayout(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.annotate_layout", {"layout_map"});
     TraceState &t = requireLaunch(in, args, "T.annotate_layout");
     const Value &m = a[0]->value;
     if (!m.is(VK::Dict)) in.fail(a[0]->range, "T.annotate_layout takes a dict {buffer: layout}");
     for (auto &[k, v] : m.as<DictObj>().items) {
-        if (k.is(VK::Buffer) && k.buffer->scope == ir::Scope::Global && v.is(VK::Layout)) {
-            annotateTensor(in, t, k.buffer, v.as<LayoutObj>(), a[0]->range);
+        const ir::Scope scope = k.is(VK::Buffer) ? k.buffer->scope : ir::Scope::Var;
+        const LayoutObj *l = v.is(VK::Layout) ? &v.as<LayoutObj>() : nullptr;
+        if (scope == ir::Scope::Global && l && !l->fragment) {
+            annotateTensor(in, t, k.buffer, *l, a[0]->range);
             continue;
         }
-        if (k.is(VK::Buffer) && k.buffer->scope == ir::Scope::Shared && isSwizzle(v)) continue;
-        in.fail(a[0]->range, "T.annotate_layout: only a T.Layout of a global tensor, and "
-                             "tilelang.layout.make_swizzled_layout(buffer) or tilelang.intrinsics.make_mma_swizzle_layout(buffer) "
-                             "of a shared buffer, are supported (tilec swizzles shared memory and lays out fragments itself)");
+        if ((scope == ir::Scope::Shared && l && !l->fragment) || (scope == ir::Scope::Fragment && l)) {
+            checkShape(in, k.buffer, *l, a[0]->range);
+            continue;
+        }
+        if (scope == ir::Scope::Shared && isSwizzle(v)) continue;
+        in.fail(a[0]->range, "T.annotate_layout: only a T.Layout of a global tensor or shared buffer, a T.Fragment or "
+                             "T.Layout of a fragment, and tilelang.layout.make_swizzled_layout(buffer) or "
+                             "tilelang.intrinsics.make_mma_swizzle_layout(buffer) of a shared buffer are supported");
     }
     return Value::none();
 }
@@ -149,6 +178,7 @@ Value annotateLayout(Interp &in, CallArgs &args) {
 } // namespace
 
 void addLayoutPrimitives(Attrs &attrs) {
+    def(attrs, "Fragment", makeFragment);
     def(attrs, "Layout", makeLayout);
     def(attrs, "annotate_layout", annotateLayout);
 }

@@ -130,6 +130,27 @@ Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
     return Value::object(VK::TensorType, ty);
 }
 
+/// `T.StridedTensor(shape, strides, dtype)` (also `T.StridedTensor[shape, strides, dtype]`): a tensor parameter
+/// whose element idx lives at offset sum(idx[d] * strides[d]) elements from its pointer (a torch tensor's
+/// strides; a T.dynamic stride is a run-time size of the C function). InterpTrace's declareParam records the
+/// placement (ir::TensorLayout).
+Value stridedTensorType(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.StridedTensor", {"shape", "strides", "dtype?"});
+    auto ty = std::make_shared<TensorTypeObj>();
+    ty->range = args.call;
+    ty->dtype = a[2] ? dtypeArg(in, *a[2]) : DType(DType::Float32);
+    if (ty->dtype == DType::Void) in.fail(a[2]->range, "a tensor cannot have element type void");
+    auto dims = in.toSequence(*a[0], "shape");
+    if (dims.empty()) in.fail(a[0]->range, "a tensor needs at least one dimension");
+    for (size_t i = 0; i < dims.size(); ++i) ty->shape.push_back(shapeDim(in, dims[i], i));
+    auto strides = in.toSequence(*a[1], "strides");
+    if (strides.size() != dims.size())
+        in.fail(a[1]->range, "T.StridedTensor has " + std::to_string(dims.size()) + " dimensions but " +
+                                 std::to_string(strides.size()) + " strides");
+    for (size_t i = 0; i < strides.size(); ++i) ty->strides.push_back(shapeDim(in, strides[i], i));
+    return Value::object(VK::TensorType, ty);
+}
+
 /// T.alloc_global(shape, dtype): a workspace in global memory for the prim_func's launches (split-KV decoding's
 /// partial results, which a second T.Kernel combines). It is made before the launches; the launch function
 /// allocates it, so it is a parameter of every launch but not of the C function (ir::Param::workspace).
@@ -297,6 +318,7 @@ void addTypePrimitives(Attrs &attrs) {
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });
+    def(attrs, "StridedTensor", stridedTensorType);
     def(attrs, "dynamic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.dynamic"); });
     def(attrs, "symbolic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.symbolic"); });
 }

@@ -506,3 +506,36 @@ TEST(LowerSimCompat, GlobalTensorLayoutPlacesElements) {
     for (int i = 0; i < N; ++i) want[(size_t)i] = (double)(float)x[(size_t)i];
     expectNear(out, want, 2e-3, "Out"); // float16
 }
+
+// TileKernels' row-strided inputs in small: T.StridedTensor[(M, 64), (stride, 1), ...] with a run-time stride
+// reads row i at i * stride, whatever lies between the rows (NaN here) untouched; the output is dense.
+TEST(LowerSimCompat, StridedTensorReadsRowsAtTheStride) {
+    const int M = 5, N = 64, S = 80;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "M = T.dynamic('M')\n"
+          "stride = T.dynamic('stride')\n"
+          "@T.prim_func\n"
+          "def rows(x: T.StridedTensor[(M, 64), (stride, 1), T.float32], y: T.Tensor[(M, 64), T.float32]):\n"
+          "    with T.Kernel(T.ceildiv(M, 4), threads=64) as bx:\n"
+          "        for i, j in T.Parallel(4, 64):\n"
+          "            y[bx * 4 + i, j] = x[bx * 4 + i, j] * 2.0\n",
+          "t.tile", *Target::parse("sm_80"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    auto x = randomData((size_t)(M - 1) * S + N, 31);
+    for (int i = 0; i + 1 < M; ++i)
+        for (int j = N; j < S; ++j) x[(size_t)(i * S + j)] = std::nan(""); // between the rows: never read
+    std::vector<double> y((size_t)M * N, std::nan("")), want((size_t)M * N);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) want[(size_t)(i * N + j)] = (double)(float)(x[(size_t)(i * S + j)] * 2.0);
+    for (auto &k : r.lowered->kernels) {
+        if (k->name != "rows") continue;
+        simtest::Simulator s(*k, {{"x", &x}, {"y", &y}}, {{"M", M}, {"stride", S}});
+        try {
+            s.run();
+        } catch (const simtest::SimError &e) {
+            FAIL() << e.what();
+        }
+    }
+    expectNear(y, want, 0, "y");
+}
