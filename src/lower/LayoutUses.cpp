@@ -139,18 +139,20 @@ class Collect : public IRVisitor {
                 u.trailing = (int)(n.vars.size() - r);
                 u.trailElements = std::accumulate(n.extents.begin() + (long)r, n.extents.end(), int64_t(1), std::multiplies<>());
             }
-            if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
-                size_t lead = indices.size() - n.vars.size();
-                bool slice = true;
-                for (size_t d = 0; slice && d < n.vars.size(); ++d)
-                    slice = indices[lead + d] == Expr(n.vars[d]) &&
-                            constInt(b->shape[lead + d]) == std::optional<int64_t>(n.extents[d]);
-                for (size_t d = 0; slice && d < lead; ++d)
-                    for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
-                if (slice) {
-                    u.leading = (int)lead;
-                    u.sliceElements = std::accumulate(n.extents.begin(), n.extents.end(), int64_t(1), std::multiplies<>());
-                }
+            // A slice: indices free of the nest's variables, then exactly its last k variables over the fragment's
+            // remaining dimensions (`lse[c, j]` in a nest over j). A read may leave out the nest's first variables
+            // (`b[m, h]` or `d[h]` in a nest over (o, h)): every value of them reads the same slice.
+            const size_t nv = n.vars.size();
+            size_t k = 0;
+            while (!exact && k < nv && k < r && r == b->shape.size() && indices[r - 1 - k] == Expr(n.vars[nv - 1 - k]) &&
+                   constInt(b->shape[r - 1 - k]) == std::optional<int64_t>(n.extents[nv - 1 - k]))
+                ++k;
+            bool slice = k > 0 && (k < r || k < nv) && (k == nv || !write);
+            for (size_t d = 0; slice && d < r - k; ++d)
+                for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
+            if (slice) {
+                u.leading = (int)(r - k);
+                u.sliceElements = std::accumulate(n.extents.end() - (long)k, n.extents.end(), int64_t(1), std::multiplies<>());
             }
         }
         uses.push_back(u);

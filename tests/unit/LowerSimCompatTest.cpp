@@ -530,3 +530,48 @@ TEST(LowerSimCompat, StridedTensorReadsRowsAtTheStride) {
     runLaunches(r, "rows", {{"x", &x}, {"y", &y}}, 1, {{"M", M}, {"stride", S}});
     expectNear(y, want, 0, "y");
 }
+
+// mHC's post-mix in small (TileKernels' mhc_post, TileLang's example_mhc_post): a nest over (o, h) reads b[m, h]
+// and d[h], slices that leave out the nest's first variable: every thread holds the columns h its iterations
+// have, for every m, and reads them for each o.
+TEST(LowerSimCompat, NestReadsSlicesWithoutItsFirstVariable) {
+    const int R = 4, H = 256;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def post(a: T.Tensor((4, 4), 'float32'), b: T.Tensor((4, 256), 'float32'), c: T.Tensor((4,), 'float32'),\n"
+          "         d: T.Tensor((256,), 'float32'), x: T.Tensor((4, 256), 'float32')):\n"
+          "    with T.Kernel(1, threads=64) as bx:\n"
+          "        a_l = T.alloc_fragment((4, 4), 'float32')\n"
+          "        b_l = T.alloc_fragment((4, 256), 'float32')\n"
+          "        c_l = T.alloc_fragment((4,), 'float32')\n"
+          "        d_l = T.alloc_fragment((256,), 'float32')\n"
+          "        x_l = T.alloc_fragment((4, 256), 'float32')\n"
+          "        T.copy(a, a_l)\n"
+          "        T.copy(b, b_l)\n"
+          "        T.copy(c, c_l)\n"
+          "        T.copy(d, d_l)\n"
+          "        for o, h in T.Parallel(4, 256):\n"
+          "            x_l[o, h] = c_l[o] * d_l[h]\n"
+          "            for m in T.serial(4):\n"
+          "                x_l[o, h] += a_l[m, o] * b_l[m, h]\n"
+          "        T.copy(x_l, x)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto a = randomData(R * R, 41), b = randomData(R * H, 42), c = randomData(R, 43), d = randomData(H, 44);
+    std::vector<double> x(R * H, std::nan("")), want(R * H);
+    for (int o = 0; o < R; ++o)
+        for (int h = 0; h < H; ++h) {
+            float v = (float)c[(size_t)o] * (float)d[(size_t)h];
+            for (int m = 0; m < R; ++m) v += (float)a[(size_t)(m * R + o)] * (float)b[(size_t)(m * H + h)];
+            want[(size_t)(o * H + h)] = v;
+        }
+    runLaunches(r, "post", {{"a", &a}, {"b", &b}, {"c", &c}, {"d", &d}, {"x", &x}}, 1);
+    expectNear(x, want, 1e-5, "x");
+    // b_l and d_l are spread over the threads (not held whole in every thread): 4 * 256 / 64 and 256 / 64 each.
+    ASSERT_TRUE(r.lowered);
+    for (auto &k : r.lowered->kernels)
+        for (auto &buf : k->allocs) {
+            if (buf->name == "b_l") EXPECT_EQ(buf->constElements(), 16);
+            if (buf->name == "d_l") EXPECT_EQ(buf->constElements(), 4);
+        }
+}
