@@ -42,6 +42,7 @@ struct Use {
     /// Read at exactly the nest's first variables over the whole (lower-rank) shape, the nest's `trailing` (> 0)
     /// last variables not in the index (`row_max[i, j]` in a nest over i, j, k): a value broadcast along them,
     /// which the nest's layout reaches when each thread's vector holds whole runs of them.
+    /// Also (trailing 1) a read by the nest's variables with the last divided by trailElements (`B[i, j // 2]`).
     int trailing = 0;
     int64_t trailElements = 0; ///< trailing > 0: the iterations of the trailing variables per element
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension

@@ -117,12 +117,19 @@ class Lowerer : public IRMutator {
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, at, i32(perThread)), slot_))};
             }
         }
-        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() < nest_->size() && nestVec_ > 0) {
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() <= nest_->size() && nestVec_ > 0) {
             // A broadcast along the nest's trailing variables (inferLayouts' Use::trailing): the nest's element
             // p = q * S + s, S = V / V_F, holds element q in the same thread, at slot round * V_F + lane / S.
-            bool prefix = true;
-            for (size_t d = 0; prefix && d < idx.size(); ++d) prefix = idx[d] == Expr((*nest_)[d]);
+            // So does a read of the nest's variables with the last divided by S (`B[i, j // S]`).
             const int64_t vf = lay->second.vec, S = nestVec_ / vf;
+            bool prefix = true;
+            for (size_t d = 0; prefix && d < idx.size(); ++d) {
+                prefix = idx[d] == Expr((*nest_)[d]);
+                if (!prefix && d + 1 == nest_->size()) {
+                    auto q = as<Binary>(idx[d]);
+                    prefix = q && q->op == BinaryOp::FloorDiv && q->a == Expr((*nest_)[d]) && constInt(q->b) == std::optional<int64_t>(S);
+                }
+            }
             if (prefix && nestVec_ % vf == 0 && lay->second.elements() * S == nestElements_)
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::FloorDiv, lane_, i32(S))))};

@@ -575,3 +575,31 @@ TEST(LowerSimCompat, NestReadsSlicesWithoutItsFirstVariable) {
             if (buf->name == "d_l") EXPECT_EQ(buf->constElements(), 4);
         }
 }
+
+// A dequantizing GEMM's unpacking in small (TileLang's example_dequant_gemm_fp4_hopper): a nest over (i, j) reads
+// the packed fragment B[i, j // 2]. Both iterations of a pair sit in one thread's vector, which holds the pair's
+// element of B, so B stays spread over the threads.
+TEST(LowerSimCompat, NestReadsPackedFragmentByHalfItsColumn) {
+    const int N = 64, K = 64;
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def unpack(B: T.Tensor((64, 32), 'float32'), C: T.Tensor((64, 64), 'float32')):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        B_l = T.alloc_fragment((64, 32), 'float32')\n"
+          "        C_l = T.alloc_fragment((64, 64), 'float32')\n"
+          "        T.copy(B, B_l)\n"
+          "        for i, j in T.Parallel(64, 64):\n"
+          "            C_l[i, j] = B_l[i, j // 2] * (j % 2 + 1)\n"
+          "        T.copy(C_l, C)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto b = randomData(N * K / 2, 51);
+    std::vector<double> c(N * K, std::nan("")), want(N * K);
+    for (int i = 0; i < N; ++i)
+        for (int j = 0; j < K; ++j) want[(size_t)(i * K + j)] = (float)b[(size_t)(i * K / 2 + j / 2)] * (float)(j % 2 + 1);
+    runLaunches(r, "unpack", {{"B", &b}, {"C", &c}}, 1);
+    expectNear(c, want, 0, "C");
+    ASSERT_TRUE(r.lowered);
+    for (auto &buf : r.lowered->kernels[0]->allocs)
+        if (buf->name == "B_l") EXPECT_EQ(buf->constElements(), 16); // 64 * 32 / 128 per thread, not all 2048
+}
