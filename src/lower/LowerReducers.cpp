@@ -85,26 +85,27 @@ class Rewriter : public IRMutator {
                 at = q->stmts[0];
             }
         }
+        // `if cond: r[...] = op(r[...], e)`: an iteration whose condition fails contributes nothing.
+        Expr cond;
+        if (auto i = as<IfThenElse>(at); i && !i->otherwise) {
+            cond = i->cond;
+            at = i->then;
+            while (auto q = as<Seq>(at)) {
+                if (q->stmts.size() != 1) return nullptr;
+                at = q->stmts[0];
+            }
+        }
         auto st = as<Store>(at);
         if (!st || !reducers_.count(st->buffer.get())) return nullptr;
         const ReduceKind kind = reducers_[st->buffer.get()];
         auto old = Load::make(st->buffer, st->indices);
         Expr e = contribution(st->value, *as<Load>(old), kind);
-        if (!e || mentionedBuffersIn(e, st->buffer.get())) return nullptr;
-        // r's indices: the nest's variables in order, all but one.
-        size_t next = 0;
-        int missing = -1;
-        for (size_t l = 0; l < loops.size(); ++l) {
-            if (next < st->indices.size() && st->indices[next].get() == loops[l]->var.get()) {
-                if (constInt(st->buffer->shape[next]) != constInt(loops[l]->extent)) return nullptr;
-                ++next;
-            } else if (missing < 0) {
-                missing = (int)l;
-            } else {
-                return nullptr;
-            }
-        }
-        if (next != st->indices.size() || missing < 0) return nullptr;
+        if (!e || mentionedBuffersIn(e, st->buffer.get()) || (cond && mentionedBuffersIn(cond, st->buffer.get())))
+            return nullptr;
+        int missing = missingVariable(loops, *st);
+        if (missing < 0) return nullptr;
+        // Nothing: 0 for a sum; for max and min the reducer's own value (combining it again changes nothing).
+        if (cond) e = select(cond, e, kind == ReduceKind::Sum ? cast(st->buffer->dtype, intImm(0), st->loc) : old, st->loc);
         std::vector<Expr> shape, idx;
         for (auto *l : loops) shape.push_back(l->extent), idx.push_back(l->var);
         Buffer part = makeBuffer(st->buffer->name + "_part", Scope::Fragment, st->buffer->dtype, shape, st->loc);
@@ -113,6 +114,27 @@ class Rewriter : public IRMutator {
         for (size_t l = loops.size(); l-- > 0;)
             body = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, body, loops[l]->loc);
         return Seq::make({body, Reduce::make(kind, part, st->buffer, missing, false, st->loc)}, top->loc);
+    }
+
+    /// The nest variable the store to reducer r sums over, -1 when r is not indexed by the nest's other variables
+    /// in their order; a one-element r (`r[0]`) in a one-variable nest sums over that variable.
+    static int missingVariable(const std::vector<const For *> &loops, const Store &st) {
+        if (loops.size() == 1 && st.indices.size() == 1 && constInt(st.indices[0]) == std::optional<int64_t>(0) &&
+            constInt(st.buffer->shape[0]) == std::optional<int64_t>(1))
+            return 0;
+        size_t next = 0;
+        int missing = -1;
+        for (size_t l = 0; l < loops.size(); ++l) {
+            if (next < st.indices.size() && st.indices[next].get() == loops[l]->var.get()) {
+                if (constInt(st.buffer->shape[next]) != constInt(loops[l]->extent)) return -1;
+                ++next;
+            } else if (missing < 0) {
+                missing = (int)l;
+            } else {
+                return -1;
+            }
+        }
+        return next == st.indices.size() ? missing : -1;
     }
 
     static bool mentionedBuffersIn(const Expr &e, const BufferNode *b) {

@@ -603,3 +603,43 @@ TEST(LowerSimCompat, NestReadsPackedFragmentByHalfItsColumn) {
     for (auto &buf : r.lowered->kernels[0]->allocs)
         if (buf->name == "B_l") EXPECT_EQ(buf->constElements(), 16); // 64 * 32 / 128 per thread, not all 2048
 }
+
+
+// TileKernels' top-k gate in small: one-element reducers (`idx[0]`, `tot[0]`) fed by a one-variable nest under an
+// `if` (the first index whose score passes, and the sum of those scores): an iteration whose condition fails
+// contributes the reducer's own value (min) or 0 (sum).
+TEST(LowerSimCompat, ConditionalOneElementReducers) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def pick(S: T.Tensor((256,), 'float32'), O: T.Tensor((2,), 'float32')):\n"
+          "    with T.Kernel(1, threads=64) as bx:\n"
+          "        s = T.alloc_fragment((256,), 'float32')\n"
+          "        idx = T.alloc_reducer((1,), 'int32', 'min', replication='all')\n"
+          "        tot = T.alloc_reducer((1,), 'float32', 'sum', replication='all')\n"
+          "        T.copy(S, s)\n"
+          "        T.fill(idx, 1000)\n"
+          "        T.clear(tot)\n"
+          "        for i in T.Parallel(256):\n"
+          "            if s[i] > 0.5:\n"
+          "                idx[0] = T.min(idx[0], i)\n"
+          "        for i in T.Parallel(256):\n"
+          "            if s[i] > 0.5:\n"
+          "                tot[0] += s[i]\n"
+          "        T.finalize_reducer(idx)\n"
+          "        T.finalize_reducer(tot)\n"
+          "        for i in T.Parallel(1):\n"
+          "            O[0] = T.Cast('float32', idx[0])\n"
+          "            O[1] = tot[0]\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto s = randomData(256, 61);
+    for (auto &x : s) x = std::fabs(x); // some above 0.5, some below
+    std::vector<double> o(2, std::nan("")), want(2);
+    double first = 1000, total = 0;
+    for (int i = 0; i < 256; ++i)
+        if ((float)s[(size_t)i] > 0.5f) first = std::min(first, (double)i), total += (float)s[(size_t)i];
+    want[0] = first, want[1] = total;
+    runLaunches(r, "pick", {{"S", &s}, {"O", &o}}, 1);
+    expectNear(o, want, 1e-4, "O");
+    EXPECT_LT(first, 1000); // the data has a score above 0.5
+}
