@@ -81,21 +81,23 @@ class Rewriter : public IRMutator {
             loops.push_back(f);
             at = f->body;
             while (auto q = as<Seq>(at)) {
-                if (q->stmts.size() != 1) return nullptr;
+                if (q->stmts.size() != 1) break; // several statements: amongOthers below
                 at = q->stmts[0];
             }
         }
         // `if cond: r[...] = op(r[...], e)`: an iteration whose condition fails contributes nothing.
+        const Stmt whole = at;
         Expr cond;
         if (auto i = as<IfThenElse>(at); i && !i->otherwise) {
             cond = i->cond;
             at = i->then;
             while (auto q = as<Seq>(at)) {
-                if (q->stmts.size() != 1) return nullptr;
+                if (q->stmts.size() != 1) break;
                 at = q->stmts[0];
             }
         }
         auto st = as<Store>(at);
+        if (!st) return amongOthers(top, loops, whole);
         if (!st || !reducers_.count(st->buffer.get())) return nullptr;
         const ReduceKind kind = reducers_[st->buffer.get()];
         auto old = Load::make(st->buffer, st->indices);
@@ -114,6 +116,76 @@ class Rewriter : public IRMutator {
         for (size_t l = loops.size(); l-- > 0;)
             body = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, body, loops[l]->loc);
         return Seq::make({body, Reduce::make(kind, part, st->buffer, missing, false, st->loc)}, top->loc);
+    }
+
+    /// A nest whose body updates one reducer once among other statements (`out[j] = x[j] * s; r[0] += x[j] * y[j]`,
+    /// possibly under an `if`): the nest stores the update's contribution into a fragment of its shape instead, which
+    /// a nest before it fills with what leaves r unchanged, and a reduction into r follows. Null when the body is
+    /// not that (r read elsewhere, updated twice or inside a loop of the body).
+    Stmt amongOthers(const std::shared_ptr<const For> &top, const std::vector<const For *> &loops, const Stmt &body) {
+        struct Find : IRVisitor {
+            using IRVisitor::visit;
+            const std::map<const BufferNode *, ReduceKind> *reducers = nullptr;
+            const Store *st = nullptr;
+            int stores = 0, loads = 0, depth = 0, conds = 0;
+            bool inLoop = false, conditional = false;
+            void visit(const Store &op) override {
+                if (reducers->count(op.buffer.get())) ++stores, st = &op, inLoop |= depth > 0, conditional = conds > 0;
+                IRVisitor::visit(op);
+            }
+            void visit(const IfThenElse &op) override {
+                ++conds;
+                IRVisitor::visit(op);
+                --conds;
+            }
+            void visit(const Load &op) override {
+                loads += reducers->count(op.buffer.get()) ? 1 : 0;
+                IRVisitor::visit(op);
+            }
+            void visit(const For &op) override {
+                ++depth;
+                IRVisitor::visit(op);
+                --depth;
+            }
+        } f;
+        f.reducers = &reducers_;
+        f.visit(body);
+        if (f.stores != 1 || f.loads != 1 || f.inLoop) return nullptr;
+        const Store &st = *f.st;
+        const ReduceKind kind = reducers_[st.buffer.get()];
+        auto old = Load::make(st.buffer, st.indices);
+        Expr e = contribution(st.value, *as<Load>(old), kind);
+        int missing = missingVariable(loops, st);
+        if (!e || missing < 0) return nullptr;
+        std::vector<Expr> shape, idx, freshIdx;
+        std::vector<Var> fresh; // the filling nest's own variables
+        VarMap rename;
+        for (auto *l : loops) {
+            shape.push_back(l->extent), idx.push_back(l->var);
+            fresh.push_back(makeVar(l->var->name, l->var->dtype, l->loc));
+            freshIdx.push_back(fresh.back());
+            rename[l->var.get()] = fresh.back();
+        }
+        Buffer part = makeBuffer(st.buffer->name + "_part", Scope::Fragment, st.buffer->dtype, shape, st.loc);
+        k_.allocs.push_back(part);
+        Expr none = kind == ReduceKind::Sum ? cast(st.buffer->dtype, intImm(0), st.loc) : substitute(old, rename);
+        Stmt fill = Store::make(part, freshIdx, none, st.loc);
+        struct Replace : IRMutator {
+            using IRMutator::visit;
+            const Store *target = nullptr;
+            Stmt with;
+            Stmt visit(const std::shared_ptr<const Store> &op) override { return op.get() == target ? with : Stmt(op); }
+        } r;
+        r.target = f.st;
+        r.with = Store::make(part, idx, e, st.loc);
+        Stmt inner = r.mutate(body);
+        for (size_t l = loops.size(); l-- > 0;) {
+            fill = For::make(fresh[l], loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, fill, loops[l]->loc);
+            inner = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, inner, loops[l]->loc);
+        }
+        Stmt reduce = Reduce::make(kind, part, st.buffer, missing, false, st.loc);
+        // Every iteration stores its contribution unless the update is under an `if`: only then is the fill needed.
+        return f.conditional ? Seq::make({fill, inner, reduce}, top->loc) : Seq::make({inner, reduce}, top->loc);
     }
 
     /// The nest variable the store to reducer r sums over, -1 when r is not indexed by the nest's other variables

@@ -643,3 +643,49 @@ TEST(LowerSimCompat, ConditionalOneElementReducers) {
     expectNear(o, want, 1e-4, "O");
     EXPECT_LT(first, 1000); // the data has a score above 0.5
 }
+
+// TileKernels' mHC backward norm in small: a reducer updated once among the nest's other statements, directly and
+// under an `if` with another store (the contributions of the iterations whose condition fails are filled with
+// what leaves the reducer unchanged).
+TEST(LowerSimCompat, ReducerUpdatedAmongOtherStatements) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((256,), 'float32'), O: T.Tensor((256,), 'float32'), Y: T.Tensor((256,), 'float32'),\n"
+          "      R: T.Tensor((2,), 'float32')):\n"
+          "    with T.Kernel(1, threads=64) as bx:\n"
+          "        x = T.alloc_fragment((256,), 'float32')\n"
+          "        s = T.alloc_reducer((1,), 'float32', 'sum', replication='all')\n"
+          "        m = T.alloc_reducer((1,), 'float32', 'max', replication='all')\n"
+          "        T.copy(X, x)\n"
+          "        T.clear(s)\n"
+          "        T.fill(m, -100.0)\n"
+          "        for i in T.Parallel(256):\n"
+          "            O[i] = x[i] * 2.0\n"
+          "            s[0] += x[i]\n"
+          "        for i in T.Parallel(256):\n"
+          "            if x[i] < 0.5:\n"
+          "                Y[i] = x[i]\n"
+          "                m[0] = T.max(m[0], x[i])\n"
+          "        T.finalize_reducer(m)\n"
+          "        T.finalize_reducer(s)\n"
+          "        R_l = T.alloc_fragment((2,), 'float32')\n"
+          "        for i in T.Parallel(2):\n"
+          "            R_l[i] = T.if_then_else(i == 0, s[0], m[0])\n"
+          "        T.copy(R_l, R)\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto x = randomData(256, 71);
+    std::vector<double> o(256, std::nan("")), y(256, 0.0), res(2, std::nan("")), wantO(256), wantY(256, 0.0), wantR(2);
+    double sum = 0, mx = -100;
+    for (int i = 0; i < 256; ++i) {
+        float v = (float)x[(size_t)i];
+        wantO[(size_t)i] = v * 2.0f, sum += v;
+        if (v < 0.5f) wantY[(size_t)i] = v, mx = std::max(mx, (double)v);
+    }
+    wantR[0] = sum, wantR[1] = mx;
+    runLaunches(r, "k", {{"X", &x}, {"O", &o}, {"Y", &y}, {"R", &res}}, 1);
+    expectNear(o, wantO, 0, "O");
+    expectNear(y, wantY, 0, "Y");
+    expectNear(res, wantR, 1e-4, "R");
+    EXPECT_GT(mx, -100); // some x is below 0.5
+}
