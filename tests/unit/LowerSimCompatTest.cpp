@@ -689,3 +689,37 @@ TEST(LowerSimCompat, ReducerUpdatedAmongOtherStatements) {
     expectNear(res, wantR, 1e-4, "R");
     EXPECT_GT(mx, -100); // some x is below 0.5
 }
+
+// TileKernels' mHC head-mix backward in small: two reducers updated in one 2-D nest under a bounds check, one per
+// column (`base[j]`, over the rows) and one of a single element (`scale[0]`, over both variables: a reduction
+// along the columns, then along the rows).
+TEST(LowerSimCompat, TwoReducersInOneNestOneOverBothVariables) {
+    const int Rows = 20, Cols = 4; // 20 of the nest's 32 rows are inside the tensor
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def mix(G: T.Tensor((20, 4), 'float32'), P: T.Tensor((5,), 'float32')):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        scale = T.alloc_reducer((1,), 'float32', 'sum', replication='all')\n"
+          "        base = T.alloc_reducer((4,), 'float32', 'sum', replication='all')\n"
+          "        T.clear(scale)\n"
+          "        T.clear(base)\n"
+          "        for i, j in T.Parallel(32, 4):\n"
+          "            if i < 20:\n"
+          "                scale[0] += G[i, j] * 2.0\n"
+          "                base[j] += G[i, j]\n"
+          "        T.finalize_reducer(scale)\n"
+          "        T.finalize_reducer(base)\n"
+          "        T.copy(scale, P[0:1])\n"
+          "        T.copy(base, P[1:5])\n",
+          "t.tile", *Target::parse("sm_80"));
+    auto g = randomData(Rows * Cols, 81);
+    std::vector<double> p(5, std::nan("")), want(5, 0.0);
+    for (int i = 0; i < Rows; ++i)
+        for (int j = 0; j < Cols; ++j) {
+            want[0] += (float)g[(size_t)(i * Cols + j)] * 2.0f;
+            want[(size_t)(1 + j)] += (float)g[(size_t)(i * Cols + j)];
+        }
+    runLaunches(r, "mix", {{"G", &g}, {"P", &p}}, 1);
+    expectNear(p, want, 1e-4, "P");
+}
