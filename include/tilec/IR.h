@@ -348,6 +348,20 @@ struct SharedPlan {
     }
 };
 
+/// `T.annotate_layout({X: T.Layout(X.shape, lambda i, j, ...: [e0, e1, ...])})` on a global tensor X: the
+/// kernel keeps indexing X by its own shape, but element (i, j, ...) lives at the row-major offset of
+/// (e0, e1, ...) in a tensor of shape `shape` (the layout's output shape) on X's memory, as TileLang places it
+/// (FlashAttention's backward kernels lay out dQ so that one thread's atomic adds are neighbours).
+/// flattenBuffers applies it; tile transfers (TMA, cp.async) skip such a tensor, and bounds checks stay on X's
+/// own shape.
+struct TensorLayout {
+    Buffer tensor;            ///< a global tensor parameter
+    std::vector<Var> vars;    ///< the layout's inputs, one per dimension of `tensor`
+    std::vector<Expr> forward;///< the output indices, expressions of `vars`
+    std::vector<Expr> shape;  ///< the output shape (its element count does not exceed the tensor's)
+    SourceRange loc;          ///< the T.Layout call
+};
+
 /// What a lowering assumed of the run-time arguments to give a tile transfer a wider access than it can
 /// prove (LoweringOptions::assumeAlignedRows): `tensor`'s base pointer is aligned to `bytes`, and its run-time row
 /// length `extent` (elements) times the element size is a multiple of `bytes`. The launcher runs such a
@@ -417,6 +431,13 @@ struct Kernel {
     SourceRange clusterLoc;
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
+    std::vector<TensorLayout> tensorLayouts; ///< T.annotate_layout of global tensors, one per tensor
+    /// The layout T.annotate_layout gave global tensor `b` in this kernel, or null.
+    const TensorLayout *layoutOf(const BufferNode *b) const {
+        for (auto &l : tensorLayouts)
+            if (l.tensor.get() == b) return &l;
+        return nullptr;
+    }
     /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering) and whether it needs TMA-compatible run-time pointers and strides (else the launcher
     /// runs the variant without). Empty before lowering.
     std::vector<Target> targets;

@@ -45,6 +45,8 @@ struct TraceState {
     std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
     std::vector<ir::Buffer> outputs;              ///< `C = T.empty(...)` tensors (parameters after the others)
+    /// The element placement of T.StridedTensor parameters: every launch of the prim_func has them.
+    std::vector<ir::TensorLayout> paramLayouts;
     std::shared_ptr<EagerTrace> eager;            ///< set while an eager kernel is traced
     /// The open `with T.attr(T.comm_reducer(...), "reduce_scope", ...)` blocks, innermost last.
     std::vector<std::shared_ptr<const CommReducerObj>> reduceScopes;

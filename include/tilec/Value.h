@@ -34,6 +34,7 @@ enum class VK {
     Reducer,    ///< T.comm_reducer(combiner, identity): what `with T.attr(..., "reduce_scope", ...)` takes
     Class,      ///< a class (ClassObj): made by a `class` statement, or one of Python's (object, Enum, property)
     Instance,   ///< an instance of a class (InstanceObj); enum members, properties and super() objects too
+    Layout,     ///< T.Layout(shape, forward_fn): an index map (LayoutObj)
 };
 const char *typeName(VK k); ///< Python-like name for messages: "int", "tuple", "buffer", ...
 
@@ -197,8 +198,20 @@ struct CommReducerObj {
     SourceRange range;
 };
 
+/// T.Layout(shape, lambda i, j, ...: [e0, e1, ...]): where element (i, j, ...) of a buffer of `shape` lives,
+/// traced once with fresh variables (what T.annotate_layout applies, src/eval/TileLangLayout.cpp). T.Fragment
+/// (shape, forward_fn=...): which thread holds which element of a fragment, kept as its shape only (a hint).
+struct LayoutObj {
+    bool fragment = false;          ///< a T.Fragment (vars and forward are empty)
+    std::vector<ir::Expr> shape;    ///< the input shape
+    std::vector<ir::Var> vars;      ///< one per input dimension
+    std::vector<ir::Expr> forward;  ///< the output indices, integer expressions of `vars`
+    SourceRange range;              ///< the T.Layout call
+};
+
 struct TensorTypeObj {
     std::vector<ir::Expr> shape;
+    std::vector<ir::Expr> strides; ///< T.StridedTensor's, in elements (empty: row-major)
     DType dtype;
     SourceRange range;
 };

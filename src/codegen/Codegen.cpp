@@ -68,6 +68,15 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         if (p.kind == Param::Tensor) {
             c += shapeText(*p.buffer) + ", " + (info.written[i] ? "written" : "read");
             if (info.alignment[i]) c += ", " + std::to_string(info.alignment[i]) + "-byte aligned";
+            if (const TensorLayout *l = k.layoutOf(p.buffer.get())) { // T.StridedTensor, T.Layout: not row-major
+                auto list = [](const std::vector<Expr> &v) {
+                    std::string t;
+                    for (size_t d = 0; d < v.size(); ++d) t += (d ? ", " : "") + print(v[d]);
+                    return t;
+                };
+                std::vector<Expr> vars(l->vars.begin(), l->vars.end());
+                c += ", element [" + list(vars) + "] at [" + list(l->forward) + "] of a row-major [" + list(l->shape) + "]";
+            }
         } else {
             c += std::string(p.var->dtype.name()) + " scalar";
         }

@@ -327,8 +327,9 @@ Value InterpImpl::subscript(const Value &base, const ast::Expr &e) {
     if (base.is(VK::Buffer)) return bufferAccess(base.buffer, *e.b, e.range);
     if (base.is(VK::Opaque)) return base;
     const ast::Expr &ix = *e.b;
-    // `T.Tensor[(M, K), dtype]` / `T.Buffer[...]`: the annotation T.Tensor((M, K), dtype) spelled as a subscript.
-    if (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "T.Tensor" || base.as<BuiltinObj>().name == "T.Buffer")) {
+    // `T.Tensor[(M, K), dtype]` / `T.Buffer[...]` / `T.StridedTensor[shape, strides, dtype]`: the annotation T.Tensor((M, K), dtype) spelled as a subscript.
+    if (base.is(VK::Builtin) && (base.as<BuiltinObj>().name == "T.Tensor" || base.as<BuiltinObj>().name == "T.Buffer" ||
+                                 base.as<BuiltinObj>().name == "T.StridedTensor")) {
         CallArgs args;
         args.call = e.range;
         args.callee = e.a->range;

@@ -124,6 +124,31 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
     });
 }
 
+/// T.StridedTensor's placement: element idx at sum(idx[d] * strides[d]), one output index over one past the
+/// largest offset; none where the strides are the row-major ones.
+static std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std::vector<ir::Expr> &strides, const SourceRange &at) {
+    if (strides.empty()) return std::nullopt;
+    ir::Expr rowMajor = ir::intImm(1);
+    bool dense = true;
+    for (size_t d = strides.size(); d-- > 0;) {
+        dense = dense && ir::provablyEqual(strides[d], rowMajor);
+        rowMajor = ir::simplify(ir::binary(ir::BinaryOp::Mul, rowMajor, b->shape[d]));
+    }
+    if (dense) return std::nullopt;
+    ir::TensorLayout l{b, {}, {}, {}, at};
+    ir::Expr offset, last = ir::intImm(1);
+    for (size_t d = 0; d < strides.size(); ++d) {
+        l.vars.push_back(ir::makeVar("i" + std::to_string(d), DType::Int32, at));
+        ir::Expr term = ir::binary(ir::BinaryOp::Mul, l.vars.back(), strides[d]);
+        offset = offset ? ir::binary(ir::BinaryOp::Add, offset, term) : term;
+        ir::Expr span = ir::binary(ir::BinaryOp::Mul, ir::binary(ir::BinaryOp::Sub, b->shape[d], ir::intImm(1)), strides[d]);
+        last = ir::binary(ir::BinaryOp::Add, last, span);
+    }
+    l.forward = {ir::simplify(offset)};
+    l.shape = {ir::simplify(last)};
+    return l;
+}
+
 void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, const Value &a, const SourceRange &at,
                               const SourceRange &annotationAt) {
     if (a.is(VK::Poison)) throw EvalAbort{};
@@ -134,6 +159,10 @@ void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, 
         param.kind = ir::Param::Tensor;
         param.buffer = ir::makeBuffer(name, ir::Scope::Global, a.as<TensorTypeObj>().dtype, a.as<TensorTypeObj>().shape, at);
         env.set(name, Value::ofBuffer(param.buffer));
+        if (auto l = stridedPlacement(param.buffer, a.as<TensorTypeObj>().strides, annotationAt)) {
+            k.tensorLayouts.push_back(*l);
+            if (TraceState *t = trace()) t->paramLayouts.push_back(*l);
+        }
     } else if (a.is(VK::DType) && a.dtype != DType::Void) {
         param.kind = ir::Param::Scalar;
         param.var = ir::makeVar(name, a.dtype, at);
@@ -224,8 +253,11 @@ void InterpImpl::finishParams(TraceState &t) {
     // shape is that parameter). A workspace's shape can only use sizes the arguments give.
     k.dynamicSymbols.clear();
     for (auto &p : k.params)
-        if (p.kind == ir::Param::Tensor && p.argument())
+        if (p.kind == ir::Param::Tensor && p.argument()) {
             for (auto &d : p.buffer->shape) collectVars(d, k.dynamicSymbols);
+            for (auto &l : t.paramLayouts) // a T.StridedTensor's run-time strides
+                if (l.tensor == p.buffer) collectVars(l.shape[0], k.dynamicSymbols);
+        }
     auto isScalar = [&](const ir::Var &v) {
         for (auto &p : k.params)
             if (p.kind == ir::Param::Scalar && p.var == v) return true;
@@ -335,6 +367,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
         next->loc = prev.loc;
         next->funcLoc = prev.funcLoc;
         next->params = prev.params;
+        next->tensorLayouts = t->paramLayouts;
         next->threadIdx = ir::makeVar("tx", DType::Int32, f.range);
         t->launches.push_back(t->kernel);
         t->kernel = next;

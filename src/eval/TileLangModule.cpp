@@ -24,6 +24,7 @@ Value makeTileLanguageModule() {
     addAllreducePrimitives(m->attrs);
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
+    addLayoutPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
 
@@ -129,6 +130,27 @@ Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
     return Value::object(VK::TensorType, ty);
 }
 
+/// `T.StridedTensor(shape, strides, dtype)` (also `T.StridedTensor[shape, strides, dtype]`): a tensor parameter
+/// whose element idx lives at offset sum(idx[d] * strides[d]) elements from its pointer (a torch tensor's
+/// strides; a T.dynamic stride is a run-time size of the C function). InterpTrace's declareParam records the
+/// placement (ir::TensorLayout).
+Value stridedTensorType(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.StridedTensor", {"shape", "strides", "dtype?"});
+    auto ty = std::make_shared<TensorTypeObj>();
+    ty->range = args.call;
+    ty->dtype = a[2] ? dtypeArg(in, *a[2]) : DType(DType::Float32);
+    if (ty->dtype == DType::Void) in.fail(a[2]->range, "a tensor cannot have element type void");
+    auto dims = in.toSequence(*a[0], "shape");
+    if (dims.empty()) in.fail(a[0]->range, "a tensor needs at least one dimension");
+    for (size_t i = 0; i < dims.size(); ++i) ty->shape.push_back(shapeDim(in, dims[i], i));
+    auto strides = in.toSequence(*a[1], "strides");
+    if (strides.size() != dims.size())
+        in.fail(a[1]->range, "T.StridedTensor has " + std::to_string(dims.size()) + " dimensions but " +
+                                 std::to_string(strides.size()) + " strides");
+    for (size_t i = 0; i < strides.size(); ++i) ty->strides.push_back(shapeDim(in, strides[i], i));
+    return Value::object(VK::TensorType, ty);
+}
+
 /// T.alloc_global(shape, dtype): a workspace in global memory for the prim_func's launches (split-KV decoding's
 /// partial results, which a second T.Kernel combines). It is made before the launches; the launch function
 /// allocates it, so it is a parameter of every launch but not of the C function (ir::Param::workspace).
@@ -179,33 +201,6 @@ Value dynamic(Interp &in, CallArgs &args, const std::string &fname) {
     if (vars.empty() || (!several && text.empty()))
         in.fail(a[0]->range, fname + " name '" + text.substr(0, 40) + "' is not a valid identifier");
     return several ? Value::tuple(std::move(vars)) : vars[0];
-}
-
-/// `T.annotate_layout({buf: tilelang.layout.make_swizzled_layout(buf), ...})` (or make_mma_swizzle_layout):
-/// how a shared buffer is laid
-/// out changes where its elements live, never what the kernel computes, and tilec picks its own swizzle for
-/// the buffers tensor cores read (SwizzleShared.cpp): the request is accepted as a hint. Any other layout
-/// (fragment layouts, hand-written index maps) is an error.
-Value annotateLayout(Interp &in, CallArgs &args) {
-    auto a = bindArgs(in, args, "T.annotate_layout", {"layout_map"});
-    requireLaunch(in, args, "T.annotate_layout");
-    const Value &m = a[0]->value;
-    if (!m.is(VK::Dict)) in.fail(a[0]->range, "T.annotate_layout takes a dict {buffer: layout}");
-    // tilelang.layout.make_swizzled_layout and tilelang.intrinsics.make_mma_swizzle_layout: both permute where
-    // a shared buffer's elements live (a swizzle), nothing else.
-    auto swizzle = [](const Value &v) {
-        for (std::string tail : {"make_swizzled_layout(...)", "make_mma_swizzle_layout(...)"})
-            if (v.is(VK::Opaque) && v.s.size() >= tail.size() && v.s.compare(v.s.size() - tail.size(), tail.size(), tail) == 0)
-                return true;
-        return false;
-    };
-    for (auto &[k, v] : m.as<DictObj>().items) {
-        if (!k.is(VK::Buffer) || k.buffer->scope != ir::Scope::Shared || !swizzle(v))
-            in.fail(a[0]->range, "T.annotate_layout: only tilelang.layout.make_swizzled_layout(buffer) and "
-                                 "tilelang.intrinsics.make_mma_swizzle_layout(buffer) of a shared buffer are supported "
-                                 "(tilec swizzles shared memory itself); other layouts are not");
-    }
-    return Value::none();
 }
 
 /// `M, N = T.const("M, N")` in an eager kernel: the values .compile(M=..., N=...) gives, or run-time sizes
@@ -318,12 +313,12 @@ void addTypePrimitives(Attrs &attrs) {
         auto a = bindArgs(in, args, "T.macro", {"func"});
         return a[0]->value;
     });
-    def(attrs, "annotate_layout", annotateLayout);
     def(attrs, "const", constSizes);
     def(attrs, "empty", emptyOutput);
     def(attrs, "Tensor", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Tensor"); });
     def(attrs, "alloc_global", allocGlobal);
     def(attrs, "Buffer", [](Interp &in, CallArgs &args) { return tensorType(in, args, "T.Buffer"); });
+    def(attrs, "StridedTensor", stridedTensorType);
     def(attrs, "dynamic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.dynamic"); });
     def(attrs, "symbolic", [](Interp &in, CallArgs &args) { return dynamic(in, args, "T.symbolic"); });
 }

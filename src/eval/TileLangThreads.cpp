@@ -336,8 +336,11 @@ void addThreadPrimitives(Attrs &attrs) {
         in.emit(lib::stmt(lib::Fn::ThreadReturn, {}, args.call));
         return Value::none();
     });
-    // TileLang's hint against warp-specialized register reallocation (setmaxnreg), which tilec does not do.
-    for (const char *n : {"disable_warp_group_reg_alloc", "no_set_max_nreg"})
+    // TileLang's hint against warp-specialized register reallocation (setmaxnreg), which tilec does not do; and
+    // programmatic dependent launch (griddepcontrol): T.pdl_sync waits for the grids this one depends on, and
+    // T.pdl_trigger lets the next one start early. tilec's launchers never let a launch overlap the one before it
+    // on the stream, so the wait has always happened and there is nothing to trigger.
+    for (const char *n : {"disable_warp_group_reg_alloc", "no_set_max_nreg", "pdl_sync", "pdl_trigger"})
         def(attrs, n, [n](Interp &in, CallArgs &args) {
             bindArgs(in, args, std::string("T.") + n, {});
             requireLaunch(in, args, std::string("T.") + n);

@@ -36,6 +36,7 @@ const char *typeName(VK k) {
     case VK::PrimFunc: return "prim_func";
     case VK::Frame: return "frame";
     case VK::Reducer: return "T.comm_reducer";
+    case VK::Layout: return "T.Layout";
     case VK::Class: return "type";
     case VK::Instance: return "object";
     }

@@ -469,6 +469,15 @@ std::string print(const Kernel &k) {
     if (k.clusterSize > 1)
         o += "  cluster " + std::to_string(k.clusterSize) + " along grid dimension " + std::to_string(k.clusterAxis) + "\n";
     if (k.swizzlePanel > 0) o += "  use_swizzle(panel_size=" + std::to_string(k.swizzlePanel) + ")\n";
+    for (auto &l : k.tensorLayouts) {
+        o += "  layout " + (l.tensor ? l.tensor->name : "<null>") + "[";
+        for (size_t d = 0; d < l.vars.size(); ++d) o += (d ? ", " : "") + l.vars[d]->name;
+        o += "] at (";
+        for (size_t d = 0; d < l.forward.size(); ++d) o += (d ? ", " : "") + print(l.forward[d]);
+        o += ") of shape (";
+        for (size_t d = 0; d < l.shape.size(); ++d) o += (d ? ", " : "") + print(l.shape[d]);
+        o += ")\n";
+    }
     for (size_t i = 0; i < k.tensorMaps.size(); ++i) {
         auto &m = k.tensorMaps[i];
         o += "  tensor map " + std::to_string(i) + ": " + (m.tensor ? m.tensor->name : "<null>") + ", box (";

@@ -17,7 +17,7 @@ namespace {
 class Flatten : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Flatten(const Kernel &k) : ranges_(kernelRanges(k)) {}
+    explicit Flatten(const Kernel &k) : kernel_(k), ranges_(kernelRanges(k)) {}
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         auto saved = ranges_;
@@ -48,11 +48,25 @@ class Flatten : public IRMutator {
     }
 
   private:
+    const Kernel &kernel_;
     RangeMap ranges_;
 
+    /// The row-major offset of element `idx` of `b`; for a global tensor with a T.Layout, of the layout's
+    /// output indices in its output shape.
     Expr offset(const Buffer &b, const std::vector<Expr> &idx) {
         TILEC_ASSERT(b && idx.size() == b->shape.size(), "access of '" + (b ? b->name : std::string("?")) +
                                                              "' with the wrong number of indices");
+        if (const TensorLayout *l = kernel_.layoutOf(b.get())) {
+            VarMap at;
+            for (size_t d = 0; d < idx.size(); ++d) at[l->vars[d].get()] = idx[d];
+            std::vector<Expr> out;
+            for (auto &e : l->forward) out.push_back(simplify(substitute(e, at)));
+            return rowMajor(l->shape, out);
+        }
+        return rowMajor(b->shape, idx);
+    }
+
+    Expr rowMajor(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
         if (idx.empty()) return intImm(0);
         if (idx.size() == 1) return idx[0];
         auto build = [&](DType t) {
@@ -61,7 +75,7 @@ class Flatten : public IRMutator {
                 Expr i = cast(t, idx[d]);
                 Expr term = stride ? binary(BinaryOp::Mul, i, stride) : i;
                 flat = flat ? binary(BinaryOp::Add, term, flat) : term;
-                Expr ext = cast(t, b->shape[d]);
+                Expr ext = cast(t, shape[d]);
                 stride = stride ? binary(BinaryOp::Mul, ext, stride) : ext;
             }
             return simplify(flat);
@@ -72,7 +86,7 @@ class Flatten : public IRMutator {
                     *iv.hi <= std::numeric_limits<int32_t>::max();
         // The extents' product must fit as well, since the strides are computed too.
         int64_t total = 1;
-        for (auto &e : b->shape) {
+        for (auto &e : shape) {
             Interval ev = boundsOf(e, ranges_);
             if (!ev.hi || __builtin_mul_overflow(total, *ev.hi, &total)) total = std::numeric_limits<int64_t>::max();
         }

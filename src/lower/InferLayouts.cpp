@@ -204,7 +204,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
     }
 }
 
-/// Slice accesses (Use::leading) and broadcasts (Use::trailing), below.
+/// Slice accesses (Use::sliceElements) and broadcasts (Use::trailing), below.
 /// Slice accesses: fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
 /// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
@@ -214,7 +214,7 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
     for (bool changed = true; changed;) {
         changed = false;
         for (auto &u : c.uses) {
-            if (!u.leading) continue;
+            if (!u.sliceElements) continue;
             auto &fg = groups[groupOf(u.buffer)];
             auto &ng = groups[nestGroup(u.nest)];
             if (fg.replicated || fg.mma) continue;
@@ -291,9 +291,9 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     for (auto &u : c.uses)
         if (u.trailing) spreadable.insert(u.buffer);
     for (auto &u : c.uses)
-        if (!u.exact && !u.leading && !u.trailing && !u.reduceDst) spreadable.erase(u.buffer);
+        if (!u.exact && !u.sliceElements && !u.trailing && !u.reduceDst) spreadable.erase(u.buffer);
     for (auto &u : c.uses)
-        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.leading && !u.trailing) &&
+        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing) &&
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     for (auto *f : frags) {

@@ -17,6 +17,21 @@ using namespace ir;
 
 namespace {
 
+/// S > 1 when a read indexes a fragment by the nest's variables but the last, divided by S (`B[i, j // 2]` in a
+/// nest over (i, j): a dequantizing GEMM's packed bytes) over a shape whose last extent is the nest's / S; else 0.
+/// Nest iteration p then reads the fragment's element p // S (row-major), as a broadcast of S iterations does.
+int64_t packedReadFactor(const std::vector<Expr> &indices, const Nest &n, const BufferNode &b) {
+    const size_t r = indices.size();
+    if (r == 0 || r != n.vars.size() || r != b.shape.size()) return 0;
+    for (size_t d = 0; d + 1 < r; ++d)
+        if (indices[d] != Expr(n.vars[d]) || constInt(b.shape[d]) != std::optional<int64_t>(n.extents[d])) return 0;
+    auto q = as<Binary>(indices[r - 1]);
+    auto S = q && q->op == BinaryOp::FloorDiv && q->a == Expr(n.vars[r - 1]) ? constInt(q->b) : std::nullopt;
+    if (!S || *S < 2 || n.extents[r - 1] % *S || constInt(b.shape[r - 1]) != std::optional<int64_t>(n.extents[r - 1] / *S))
+        return 0;
+    return *S;
+}
+
 class Collect : public IRVisitor {
   public:
     using IRVisitor::visit;
@@ -138,19 +153,24 @@ class Collect : public IRVisitor {
             if (prefix) {
                 u.trailing = (int)(n.vars.size() - r);
                 u.trailElements = std::accumulate(n.extents.begin() + (long)r, n.extents.end(), int64_t(1), std::multiplies<>());
+            } else if (int64_t S = !exact && !write ? packedReadFactor(indices, n, *b) : 0) {
+                u.trailing = 1; // `B[i, j // S]`: S consecutive iterations read one element, as a broadcast does
+                u.trailElements = S;
             }
-            if (!exact && indices.size() == b->shape.size() && indices.size() > n.vars.size()) {
-                size_t lead = indices.size() - n.vars.size();
-                bool slice = true;
-                for (size_t d = 0; slice && d < n.vars.size(); ++d)
-                    slice = indices[lead + d] == Expr(n.vars[d]) &&
-                            constInt(b->shape[lead + d]) == std::optional<int64_t>(n.extents[d]);
-                for (size_t d = 0; slice && d < lead; ++d)
-                    for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
-                if (slice) {
-                    u.leading = (int)lead;
-                    u.sliceElements = std::accumulate(n.extents.begin(), n.extents.end(), int64_t(1), std::multiplies<>());
-                }
+            // A slice: indices free of the nest's variables, then exactly its last k variables over the fragment's
+            // remaining dimensions (`lse[c, j]` in a nest over j). A read may leave out the nest's first variables
+            // (`b[m, h]` or `d[h]` in a nest over (o, h)): every value of them reads the same slice.
+            const size_t nv = n.vars.size();
+            size_t k = 0;
+            while (!exact && k < nv && k < r && r == b->shape.size() && indices[r - 1 - k] == Expr(n.vars[nv - 1 - k]) &&
+                   constInt(b->shape[r - 1 - k]) == std::optional<int64_t>(n.extents[nv - 1 - k]))
+                ++k;
+            bool slice = k > 0 && (k < r || k < nv) && (k == nv || !write);
+            for (size_t d = 0; slice && d < r - k; ++d)
+                for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
+            if (slice) {
+                u.leading = (int)(r - k);
+                u.sliceElements = std::accumulate(n.extents.end() - (long)k, n.extents.end(), int64_t(1), std::multiplies<>());
             }
         }
         uses.push_back(u);

@@ -36,11 +36,13 @@ struct Use {
     /// Indexed by `leading` (> 0) expressions the nest's variables do not appear in, then by exactly the nest's
     /// variables over the fragment's remaining dimensions (`lse[k, j]` in a nest over j): each leading index
     /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.
+    /// A read may leave out the nest's first variables (`b[m, h]`, or `d[h]` with leading 0, in a nest over (o, h)).
     int leading = 0;
-    int64_t sliceElements = 0; ///< leading > 0: the elements of one slice (the nest's iterations)
+    int64_t sliceElements = 0; ///< a slice access (> 0): the elements of one slice (the iterations of its variables)
     /// Read at exactly the nest's first variables over the whole (lower-rank) shape, the nest's `trailing` (> 0)
     /// last variables not in the index (`row_max[i, j]` in a nest over i, j, k): a value broadcast along them,
     /// which the nest's layout reaches when each thread's vector holds whole runs of them.
+    /// Also (trailing 1) a read by the nest's variables with the last divided by trailElements (`B[i, j // 2]`).
     int trailing = 0;
     int64_t trailElements = 0; ///< trailing > 0: the iterations of the trailing variables per element
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension

@@ -86,6 +86,7 @@ class Lowerer : public IRMutator {
     Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
     Var round_, lane_;           ///< distributed: the round and lane variables of the nest being lowered
     int64_t nestVec_ = 0, nestElements_ = 0; ///< distributed: its vector width (0 outside) and iterations
+    const std::vector<int64_t> *nestShape_ = nullptr; ///< distributed: the nest's extents
 
     /// The register array and slot of a fragment element.
     std::pair<Buffer, Expr> registerSlot(const Buffer &b, const std::vector<Expr> &idx) {
@@ -97,28 +98,38 @@ class Lowerer : public IRMutator {
         const Layout::Kind kind = lay->second.kind;
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
-        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() > nest_->size()) {
-            // A slice access (inferLayouts' Use::leading): element (c, p) sits in slot c * P / T + the
-            // iteration's slot, P the slice's elements (whole rounds of the layout).
-            const size_t lead = idx.size() - nest_->size();
-            bool slice = true;
-            for (size_t d = 0; slice && d < nest_->size(); ++d) slice = idx[lead + d] == Expr((*nest_)[d]);
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && nestShape_) {
+            // A slice access (inferLayouts' Use::sliceElements): element (c, p) sits in slot c * P / T + p's slot, P the
+            // slice's elements (whole rounds of the layout). Over a nest (o, p) whose first variables o the
+            // index leaves out, iteration (o, p) has slot o * P / T + p's slot.
+            const size_t r = idx.size(), nv = nest_->size();
+            size_t k = 0;
+            while (k < nv && k < r && idx[r - 1 - k] == Expr((*nest_)[nv - 1 - k])) ++k;
             const std::vector<int64_t> &shape = lay->second.shape;
             int64_t p = 1;
-            for (size_t d = lead; d < shape.size(); ++d) p *= shape[d];
-            if (slice && p % ((int64_t)lay->second.threads * lay->second.vec) == 0) {
-                std::vector<Expr> c(idx.begin(), idx.begin() + (long)lead);
-                std::vector<int64_t> cs(shape.begin(), shape.begin() + (long)lead);
-                Expr base = binary(BinaryOp::Mul, flattenCoords(c, cs), i32(p / lay->second.threads));
-                return {reg->second, simplify(binary(BinaryOp::Add, base, slot_))};
+            for (size_t d = r - k; d < shape.size(); ++d) p *= shape[d];
+            if (k > 0 && (k < r || k < nv) && p % ((int64_t)lay->second.threads * lay->second.vec) == 0) {
+                const int64_t perThread = p / lay->second.threads;
+                std::vector<Expr> c(idx.begin(), idx.end() - (long)k), o(nest_->begin(), nest_->end() - (long)k);
+                std::vector<int64_t> cs(shape.begin(), shape.end() - (long)k), os(nestShape_->begin(), nestShape_->end() - (long)k);
+                Expr at = c.empty() ? i32(0) : flattenCoords(c, cs);
+                if (!o.empty()) at = binary(BinaryOp::Sub, at, flattenCoords(o, os));
+                return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, at, i32(perThread)), slot_))};
             }
         }
-        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() < nest_->size() && nestVec_ > 0) {
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() <= nest_->size() && nestVec_ > 0) {
             // A broadcast along the nest's trailing variables (inferLayouts' Use::trailing): the nest's element
             // p = q * S + s, S = V / V_F, holds element q in the same thread, at slot round * V_F + lane / S.
-            bool prefix = true;
-            for (size_t d = 0; prefix && d < idx.size(); ++d) prefix = idx[d] == Expr((*nest_)[d]);
+            // So does a read of the nest's variables with the last divided by S (`B[i, j // S]`).
             const int64_t vf = lay->second.vec, S = nestVec_ / vf;
+            bool prefix = true;
+            for (size_t d = 0; prefix && d < idx.size(); ++d) {
+                prefix = idx[d] == Expr((*nest_)[d]);
+                if (!prefix && d + 1 == nest_->size()) {
+                    auto q = as<Binary>(idx[d]);
+                    prefix = q && q->op == BinaryOp::FloorDiv && q->a == Expr((*nest_)[d]) && constInt(q->b) == std::optional<int64_t>(S);
+                }
+            }
             if (prefix && nestVec_ % vf == 0 && lay->second.elements() * S == nestElements_)
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::FloorDiv, lane_, i32(S))))};
@@ -207,9 +218,9 @@ class Lowerer : public IRMutator {
         const int64_t V = l.vec, TV = (int64_t)l.threads * V;
         Var round = makeVar("r", DType::Int32, outer.loc), lane = makeVar("v", DType::Int32, outer.loc);
         slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round, i32(V)), lane));
-        round_ = round, lane_ = lane, nestVec_ = V, nestElements_ = l.elements();
+        round_ = round, lane_ = lane, nestVec_ = V, nestElements_ = l.elements(), nestShape_ = &l.shape;
         Stmt inner = mutate(body);
-        nestVec_ = 0;
+        nestVec_ = 0, nestShape_ = nullptr;
         if (!inner) inner = Seq::make({});
         bool usesRegisters = touchesScope(inner, Scope::Local);
 

@@ -30,7 +30,7 @@ bool containsGemm(const Stmt &s) {
 class TileOpsToLoops : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit TileOpsToLoops(DiagnosticEngine &d) : diag_(d) {}
+    TileOpsToLoops(const Kernel &k, DiagnosticEngine &d) : kernel_(k), diag_(d) {}
 
     Stmt visit(const std::shared_ptr<const Copy> &op) override {
         if (tileTransfer(*op)) return op; // pipelineLoops turns it into asynchronous copies
@@ -111,6 +111,7 @@ class TileOpsToLoops : public IRMutator {
     std::vector<Buffer> newAllocs; ///< fragments made for reductions of shared buffers
 
   private:
+    const Kernel &kernel_;
     DiagnosticEngine &diag_;
     int counter_ = 0;
     const Region *primary_ = nullptr; ///< the whole-fragment region of the tile statement being lowered
@@ -255,7 +256,7 @@ class TileOpsToLoops : public IRMutator {
         const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
         if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || !operands.count(dst.get()))
             return false;
-        if (src->dtype != dst->dtype) return false;
+        if (src->dtype != dst->dtype || kernel_.layoutOf(src.get())) return false; // a T.Layout: element by element
         if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return false;
         for (size_t d = 0; d < 2; ++d)
             if (constValue(c.dst.ranges[d].min) != std::optional<int64_t>(0) ||
@@ -298,7 +299,7 @@ class TileOpsToLoops : public IRMutator {
 Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        TileOpsToLoops m(diag);
+        TileOpsToLoops m(*k, diag);
         struct Operands : IRVisitor {
             using IRVisitor::visit;
             std::set<const BufferNode *> *out;

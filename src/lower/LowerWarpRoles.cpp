@@ -250,7 +250,7 @@ class Lowerer {
             return Seq::make({}, c.loc);
         }
         proxies_.push_back(Copy::make(plan.src, plan.dst, c.loc));
-        auto t = planTmaTile(*as<Copy>(proxies_.back()));
+        auto t = planTmaTile(*as<Copy>(proxies_.back()), k_);
         if (!t) {
             fail(c.loc, "T.tma_copy: TMA cannot load this tile (it takes a box of a global tensor with the tile's rows "
                         "along one dimension and its columns, a multiple of 32 bytes, along the innermost)");

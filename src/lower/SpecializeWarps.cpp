@@ -172,7 +172,7 @@ class Specializer {
         for (size_t i = 0; i < at; ++i) {
             auto c = as<Copy>(top[i]);
             if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
-            auto t = planTmaTile(*c);
+            auto t = planTmaTile(*c, k_);
             if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsBuffers) || !tmaNeverHolds(t->map.tensor).empty()) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
@@ -206,7 +206,7 @@ class Specializer {
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         std::vector<TmaTile> tiles;
         for (auto *c : split.hoisted) {
-            auto t = planTmaTile(*c);
+            auto t = planTmaTile(*c, k_);
             if (!t) return no("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return no(never + " (no TMA variant)");
             for (auto &e : t->coords)

@@ -27,8 +27,9 @@ struct TmaTile {
     int64_t bytes() const { return rows * cols * elemBytes; }
 };
 
-/// The TMA load of a global-to-shared copy into a whole 2-D shared buffer, if TMA can do it (see below).
-std::optional<TmaTile> planTmaTile(const ir::Copy &c);
+/// The TMA load of a global-to-shared copy into a whole 2-D shared buffer of kernel `k`, if TMA can do it (see
+/// below; never from a tensor that has a T.Layout in `k`).
+std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
 
 /// Why TMA's rules (TensorMap::kAlignment) can hold for no arguments of global tensor `tensor`: a byte stride
 /// that is a compile-time constant not a multiple of it; empty when they may hold. A variant with a tensor map
