@@ -299,10 +299,12 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed):
     ctx = core.Context(lib, seed, guards=False)
     tensors, inits, scalars, entry = make_inputs(torch, ctx, row, params, sizes, ns)
     _, decl = ctx.kernel(row["kernel"])
-    for p in decl.params[:-1]:      # scalar parameters (max_seqlen_q): the setup's value, else the default size
-        if p.name not in tensors and p.name not in scalars:
+    for p in decl.params[:-1]:      # scalar parameters (max_seqlen_q, a T.StridedTensor's stride): the setup's
+        if p.name not in tensors and p.name not in scalars:     # value, or the kernel is not run (no guessing)
             v = ns.get(p.name)
-            scalars[p.name] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else S.DEFAULT_DYNAMIC_SIZE
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise core.Skip("the scalar parameter %s has no value: bind it in the reference.tsv setup" % p.name)
+            scalars[p.name] = v
     cargs = [tensors[p.name] if p.name in tensors else scalars[p.name] for p in decl.params[:-1]]
     fn, cargs = ctx._args(row["kernel"], cargs)
 
