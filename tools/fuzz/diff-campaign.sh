@@ -11,6 +11,8 @@
 #                 reason the counts summed over the workers
 #   worker-N.txt  each worker's own summary; worker-N.log its failures (seed, category, detail)
 #   failures/     every failing program (shrunk .tile files; nvcc failures whole, with `# expect: nvcc`)
+# DIFF_SECONDS=S ends every worker after S seconds with what it did (a segment of a campaign that must fit a
+# time limit, such as the device tool's 600 s per call; the next segment takes FIRST_SEED past this one's seeds).
 # On the GPU machine (16 cores, nvcc, no ANTLR): tools/fuzz/diff-prepare.sh here first, carry difffuzz-device/ and
 # run with TILEC_DIFFFUZZ=difffuzz-device/tilec_difffuzz. Exit status 0 when no program failed, 1 otherwise.
 set -uo pipefail
@@ -27,7 +29,7 @@ SHARE=$(( (PROGRAMS + WORKERS - 1) / WORKERS ))
 START=$(date +%s)
 pids=()
 for ((w = 0; w < WORKERS; ++w)); do
-    "$BIN" --seed $((FIRST + w * SHARE)) --count "$SHARE" --nvcc-every "$NVCC_EVERY" --out "$OUT/failures" \
+    "$BIN" --seed $((FIRST + w * SHARE)) --count "$SHARE" ${DIFF_SECONDS:+--seconds "$DIFF_SECONDS"} --nvcc-every "$NVCC_EVERY" --out "$OUT/failures" \
         --summary "$OUT/worker-$w.txt" > /dev/null 2> "$OUT/worker-$w.log" &
     pids+=($!)
 done
