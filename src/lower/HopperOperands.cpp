@@ -126,6 +126,9 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
     auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step);
     if ((rs || rowsOnly) && wgN != 1) return false;
+    // An N-major B is read in panels of swizzle-width columns: warpgroups splitting N must split at panel bounds
+    // (the device library's static_assert; the fuzzer's nvcc samples found a 64x32 tile over 2 warpgroups).
+    if (wgN > 1 && !g.transB && B.swizzle && (*N / wgN) % (B.swizzle / B.elemBytes)) return false;
     return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
                    (g.policy == GemmPolicy::FullRow && wgN == 1));
 }
