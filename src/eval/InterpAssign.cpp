@@ -83,6 +83,16 @@ void InterpImpl::execAssign(const ast::Stmt &s) {
         Restore<std::string> name(assignName_, target);
         v = eval(*s.value);
     }
+    // `a = b` of two T.alloc_var variables copies b's value into a, as in TileLang, where Python would make `a`
+    // another name for b (TileKernels' top-2 selection: `top2 = top1; top1 = x` read as an alias gave wrong
+    // results). A T.alloc_var call on the right is a new variable bound to the name.
+    if (!target.empty() && s.targets.size() == 1 && trace() && s.value->kind != ast::ExprKind::Call &&
+        isVarBuffer(v))
+        if (auto it = env_->vars.find(target);
+            it != env_->vars.end() && isVarBuffer(it->second) && it->second.buffer != v.buffer) {
+            storeToVar(it->second.buffer, v, s.targets[0]->range);
+            return;
+        }
     for (auto &t : s.targets)
         if (t) assign(*t, v, true);
 }
