@@ -163,6 +163,56 @@ struct LaneConditions : IRMutator {
     }
 };
 
+/// The lanes of a vector taken as one where they provably are (TileLang's im2col gathers 8 channels of one
+/// pixel): with n = R + lane, R a known multiple of the lane count W and d a constant multiple of W, every lane
+/// of an aligned vector lies in one period of d, so n // d is R // d and n % d is R % d + lane (Python's floor
+/// division, any sign of R). Nested zero-selects become one (`c1 ? (c2 ? x : 0) : 0` is `c1 && c2 ? x : 0`:
+/// a load hoisted out of it keeps every test that guards it), and a select's comparisons of `base + lane` become
+/// tests of the vector (laneFree), repeated ones dropped: so a guarded gather becomes one predicated vector load.
+struct LaneSplit : IRMutator {
+    using IRMutator::visit;
+    LaneSplit(const Var &laneVar, int64_t width) : laneVar(laneVar), lane(laneVar.get()), width(width) {}
+    Var laneVar;
+    const VarNode *lane;
+    int64_t width;
+
+    Expr visit(const std::shared_ptr<const Binary> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto b = as<Binary>(e);
+        if (!b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) || !mentions(b->a, lane)) return e;
+        auto d = constValue(b->b);
+        auto lin = linearIn(b->a, lane);
+        if (!d || *d <= 0 || *d % width || !lin || lin->second != 1) return e;
+        Expr rest = lin->first ? lin->first : intImm(0, b->a->dtype);
+        if (knownMultiple(rest) % width) return e;
+        Expr q = binary(b->op, rest, b->b, b->loc);
+        return b->op == BinaryOp::FloorDiv ? q : binary(BinaryOp::Add, q, cast(q->dtype, Expr(laneVar)), b->loc);
+    }
+
+    Expr visit(const std::shared_ptr<const Select> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto s = as<Select>(e);
+        if (!s || !isZero(s->f)) return e;
+        std::vector<Expr> parts, kept;
+        conjuncts(s->cond, parts);
+        Expr value = s->t;
+        while (auto inner = as<Select>(value)) { // c1 ? (c2 ? x : 0) : 0
+            if (!isZero(inner->f)) break;
+            conjuncts(inner->cond, parts);
+            value = inner->t;
+        }
+        for (Expr c : parts) {
+            if (Expr f = mentions(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            bool known = false;
+            for (auto &k : kept) known |= sameTest(k, c);
+            if (!known) kept.push_back(c);
+        }
+        Expr cond = kept[0];
+        for (size_t i = 1; i < kept.size(); ++i) cond = binary(BinaryOp::And, cond, kept[i], s->cond->loc);
+        return Select::make(cond, value, s->f, s->loc);
+    }
+};
+
 /// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
 /// is plain stores that either only load memory into registers, or only store registers to one memory
 /// buffer: its lanes can be reordered, so its accesses become vector loads and stores like those of a
@@ -209,7 +259,8 @@ class Vectorizer : public IRMutator {
         auto f = as<For>(s);
         auto width = f ? constInt(f->extent) : std::nullopt;
         if (f && f->forKind == ForKind::Vectorized && width && *width >= 2 && isZero(f->min)) {
-            Stmt body = LaneConditions(f->var.get(), *width, ranges_).mutate(f->body);
+            Stmt body = LaneSplit(f->var, *width).mutate(f->body);
+            body = LaneConditions(f->var.get(), *width, ranges_).mutate(body);
             if (body != f->body) {
                 s = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
                 f = as<For>(s);

@@ -88,8 +88,8 @@ TEST(LowerSimCompat, SplitThenCombineThroughWorkspace) {
 // TileLang's convolution example in small (N, H, W, C) = (2, 5, 6, 8), a 3x3 filter with padding 1 and
 // stride 1, and with stride 2 and dilation 2: T.im2col tiles times the filter viewed as a matrix, the output
 // written through a view. The last column tile runs past KH * KW * C and the last pixel tile past N * OH * OW.
-void convolutionCase(int S, int D, int P) {
-    const int N = 2, H = 5, W = 6, C = 8, F = 16, K = 3;
+void convolutionCase(int S, int D, int P, int C = 8) {
+    const int N = 2, H = 5, W = 6, F = 16, K = 3;
     const int OH = (H + 2 * P - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P - D * (K - 1) - 1) / S + 1;
     std::string args = std::to_string(S) + ", " + std::to_string(D) + ", " + std::to_string(P);
     LowerRun r;
@@ -114,7 +114,7 @@ void convolutionCase(int S, int D, int P) {
           "                T.gemm(data_shared, kernel_shared, out_local)\n"
           "            T.copy(out_local, out_flat[by * block_M, bx * block_N])\n"
           "    return main\n"
-          "conv = convolution(2, 8, 5, 6, 16, 3, " + args + ", 32, 16, 32)\n",
+          "conv = convolution(2, " + std::to_string(C) + ", 5, 6, 16, 3, " + args + ", 32, 16, 32)\n",
           "t.tile", *Target::parse("sm_80"));
     auto img = randomData((size_t)N * H * W * C, 21), filt = randomData((size_t)K * K * C * F, 22);
     // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
@@ -147,6 +147,13 @@ void convolutionCase(int S, int D, int P) {
 
 TEST(LowerSimCompat, ConvolutionThroughIm2colAndViews) { convolutionCase(1, 1, 1); }
 TEST(LowerSimCompat, ConvolutionStrideAndDilation) { convolutionCase(2, 2, 2); }
+// 8 channels a pixel are one 16-byte vector of the gather (one test of the padding per vector, VectorizeAccesses'
+// LaneSplit); 4 are not (a vector spans two pixels: element by element), nor 12 (vectors cross pixels).
+TEST(LowerSimCompat, ConvolutionChannelsAcrossVectors) {
+    convolutionCase(1, 1, 1, 4);
+    convolutionCase(2, 1, 1, 12);
+    convolutionCase(1, 1, 1, 16);
+}
 
 // Split-KV decoding's combine step: an (8, 128) fragment of per-split values read a split at a time inside a
 // serial loop (lse[k, j] in a T.Parallel over j), each thread holding whole columns; and the first rows of a
