@@ -275,7 +275,13 @@ class KernelPrinter {
     void stmt(const Stmt &s, int level) {
         if (!s) return;
         if (auto q = as<Seq>(s)) {
-            for (auto &c : q->stmts) stmt(c, level);
+            // A synchronous tile transfer right before another leaves its wait to that one (cp.async.wait_group
+            // 0 waits for every group): the tiles are in flight together, nothing runs between them.
+            for (size_t i = 0; i < q->stmts.size(); ++i) {
+                chainWait_ = i + 1 < q->stmts.size() && syncTransfer(q->stmts[i]) && syncTransfer(q->stmts[i + 1]);
+                stmt(q->stmts[i], level);
+            }
+            chainWait_ = false;
             return;
         }
         const SourceRange &at = s->loc;
@@ -307,13 +313,20 @@ class KernelPrinter {
             if (c && passes::lib::is(*c, passes::lib::Fn::Sync) && roleThreads_)
                 line(level, "tilec::named_barrier_sync(" + std::to_string(passes::lib::kRoleBarrier) + ", " + std::to_string(roleThreads_) + ");", at);
             else if (c && passes::lib::is(*c, passes::lib::Fn::CopyG2SWait))
-                line(level, ep_.print(e->value) + "; tilec::cp_async_commit(); tilec::cp_async_wait<0>();", at);
+                line(level, ep_.print(e->value) + "; tilec::cp_async_commit();" + (chainWait_ ? "" : " tilec::cp_async_wait<0>();"), at);
             else if (c && c->dtype.kind == DType::Void) line(level, ep_.print(e->value) + ";", at);
             else line(level, "(void)(" + ep_.print(e->value) + ");", at);
             return;
         }
         if (auto a = as<AtomicAdd>(s)) return atomicAdd(*a, level);
         TILEC_ASSERT(false, "a tile statement reached code generation unlowered");
+    }
+
+    bool chainWait_ = false; ///< the statement being printed is a synchronous tile transfer whose wait the next one does
+    static bool syncTransfer(const Stmt &s) {
+        auto e = as<Evaluate>(s);
+        auto c = e ? as<Call>(e->value) : nullptr;
+        return c && passes::lib::is(*c, passes::lib::Fn::CopyG2SWait);
     }
 
     /// Inside the consumer role, a block barrier is a named barrier over the consumers (the producer never
@@ -337,6 +350,7 @@ class KernelPrinter {
         if (f.forKind == ForKind::Persistent) return tileLoop(f, level);
         if (auto t = matchTransfer(f)) return transfer(*t, level, f.loc);
         if (auto c = passes::matchPairConversion(f)) return pairConversion(*c, f, level);
+        if (auto a = passes::matchAtomicVector(f)) return atomicVector(*a, level, f.loc);
         auto saved = ep_.ranges;
         passes::addLoopRange(ep_.ranges, f);
         std::string v = name(f.var), type = deviceType(f.var->dtype);
@@ -389,6 +403,15 @@ class KernelPrinter {
             std::string hi = lane(v + 1).second;
             line(level, "tilec::cast_pair(&" + regs + "[" + ep_.print(index) + "], " + lo + ", " + hi + ");", f.loc);
         }
+    }
+
+    void atomicVector(const passes::AtomicVector &a, int level, const SourceRange &at) {
+        std::string call = "tilec::atomic_add_vector<" + std::to_string(a.lanes) + ">(&" + name(a.add->dst.buffer.get()) + "[" +
+                           ep_.print(a.base) + "], &" + name(a.regs) + "[" + ep_.print(a.regBase) + "]);";
+        if (!a.cond) return line(level, call, at);
+        line(level, "if (" + ep_.print(a.cond) + ") {", at);
+        line(level + 1, call, at);
+        line(level, "}");
     }
 
     void atomicAdd(const AtomicAdd &a, int level) {
@@ -453,6 +476,10 @@ struct Uses : IRVisitor {
     }
     void visit(const For &op) override {
         if (auto t = matchTransfer(op)) align[t->memory] = std::max(align[t->memory], t->chunkBytes());
+        if (auto a = passes::matchAtomicVector(op)) {
+            const BufferNode *d = a->add->dst.buffer.get();
+            align[d] = std::max(align[d], (int)a->lanes * 4);
+        }
         IRVisitor::visit(op);
     }
 };

@@ -279,6 +279,7 @@ class Vectorizer : public IRMutator {
                              vectorize(inner, *as<For>(inner), lanes), f->loc);
         }
         if (!f || f->forKind != ForKind::Vectorized) return s;
+        if (matchAtomicVector(*f)) return s; // code generation adds its lanes at once
         if (!width || *width < 2) return plain(s, *f);
         return vectorize(s, *f, *width);
     }
@@ -444,6 +445,29 @@ Program vectorizeAccesses(const Program &p) {
         out.kernels.push_back(nk);
     }
     return out;
+}
+
+std::optional<AtomicVector> matchAtomicVector(const For &f) {
+    auto lanes = constInt(f.extent);
+    if (f.forKind != ForKind::Vectorized || !isZero(f.min) || !lanes || (*lanes != 2 && *lanes != 4)) return std::nullopt;
+    const VarNode *lane = f.var.get();
+    AtomicVector a;
+    a.lanes = *lanes;
+    Stmt body = f.body;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise && !mentions(i->cond, lane)) a.cond = i->cond, body = i->then;
+    a.add = as<AtomicAdd>(body);
+    if (!a.add || a.add->src || !a.add->value || a.add->dst.ranges.size() != 1) return std::nullopt;
+    const Buffer &dst = a.add->dst.buffer;
+    if (!dst || dst->scope != Scope::Global || dst->dtype != DType::Float32) return std::nullopt;
+    auto reg = as<Load>(a.add->value);
+    if (!reg || reg->buffer->scope != Scope::Local || reg->buffer->dtype != DType::Float32 || reg->indices.size() != 1)
+        return std::nullopt;
+    a.base = alignedBase(a.add->dst.ranges[0].min, lane, a.lanes);
+    auto r = linearIn(reg->indices[0], lane);
+    if (!a.base || mentions(a.base, lane) || !r || r->second != 1) return std::nullopt;
+    a.regBase = r->first ? r->first : intImm(0, reg->indices[0]->dtype);
+    a.regs = reg->buffer.get();
+    return a;
 }
 
 } // namespace tilec::passes

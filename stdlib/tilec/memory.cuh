@@ -25,6 +25,21 @@ template <int Bytes, class T> __device__ __forceinline__ void copy_vector_or_zer
     *reinterpret_cast<V *>(dst) = v;
 }
 
+// Adds N consecutive floats of global memory atomically: one vector atomic on sm_90 and later (the address
+// aligned to its size), N scalar ones before.
+template <int N> __device__ __forceinline__ void atomic_add_vector(float *dst, const float *src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (N == 4) {
+        atomicAdd(reinterpret_cast<float4 *>(dst), make_float4(src[0], src[1], src[2], src[3]));
+        return;
+    } else if constexpr (N == 2) {
+        atomicAdd(reinterpret_cast<float2 *>(dst), make_float2(src[0], src[1]));
+        return;
+    }
+#endif
+    for (int i = 0; i < N; ++i) atomicAdd(dst + i, src[i]);
+}
+
 } // namespace tilec
 
 #endif // TILEC_STDLIB_MEMORY_CUH

@@ -254,6 +254,34 @@ TEST(LowerSim, ReducerFinalizedInALoopStartsAgain) {
     expectNear(z, wz, 1e-6, "Z");
 }
 
+// TileLang's split-K GEMM (num_stages=0): two synchronous tile transfers per iteration sharing one wait, and
+// the accumulator's column pairs added into C by vector atomics (code generation: float2 on sm_90); the
+// splits of K all land in C.
+TEST(LowerSim, SplitKAtomicPairs) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((64, 128), \"float32\"), B: T.Tensor((128, 64), \"float32\"), C: T.Tensor((64, 64), \"float32\")):\n"
+          "    with T.Kernel(2, 2, 2, threads=128) as (bx, by, bz):\n"
+          "        As = T.alloc_shared((32, 32), \"float32\")\n"
+          "        Bs = T.alloc_shared((32, 32), \"float32\")\n"
+          "        acc = T.alloc_fragment((32, 32), \"float32\")\n"
+          "        T.clear(acc)\n"
+          "        for ko in T.Pipelined(2, num_stages=0):\n"
+          "            T.copy(A[by * 32, bz * 64 + ko * 32], As)\n"
+          "            T.copy(B[bz * 64 + ko * 32, bx * 32], Bs)\n"
+          "            T.gemm(As, Bs, acc)\n"
+          "        for i, j in T.Parallel(32, 32):\n"
+          "            T.atomic_add(C[by * 32 + i, bx * 32 + j], acc[i, j])\n",
+          "k");
+    auto a = randomData(64 * 128, 17), b = randomData(128 * 64, 18);
+    std::vector<double> c(64 * 64, 0.0), want(64 * 64, 0.0);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j)
+            for (int k = 0; k < 128; ++k) want[i * 64 + j] += a[i * 128 + k] * b[k * 64 + j];
+    s.run({{"A", &a}, {"B", &b}, {"C", &c}});
+    expectNear(c, want, 1e-3, "C");
+}
+
 TEST(LowerSim, ColumnSumExampleAccumulatesOverRowTiles) {
     const int M = 70, N = 300;
     Sim s(withExport("col_sum.tile", "k = col_sum(70, 300, dtype=\"float32\")"), "k");
