@@ -106,7 +106,10 @@ class TileOpsToLoops : public IRMutator {
         bool staged = false; // a T.Pipelined loop moving whole tiles into shared memory has something to overlap
         if (op->forKind == ForKind::Pipelined)
             for (auto &s : topLevel(op->body))
-                if (auto c = as<Copy>(s); c && alignedTile(*c)) staged = true, pipelined.insert(c->dst.buffer.get());
+                if (auto c = as<Copy>(s); c && alignedTile(*c)) {
+                    pipelined.insert(c->dst.buffer.get());
+                    staged |= tileTransfer(*c);
+                }
         Stmt body = mutate(op->body);
         ForKind kind = op->forKind;
         int stages = kind == ForKind::Pipelined ? op->numStages : 0;
