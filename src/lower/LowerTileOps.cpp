@@ -9,6 +9,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/Staging.h"
 
 #include <optional>
 #include <set>
@@ -104,12 +105,16 @@ class TileOpsToLoops : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         bool staged = false; // a T.Pipelined loop moving whole tiles into shared memory has something to overlap
-        if (op->forKind == ForKind::Pipelined)
-            for (auto &s : topLevel(op->body))
-                if (auto c = as<Copy>(s); c && alignedTile(*c)) {
+        if (op->forKind == ForKind::Pipelined) {
+            std::set<const BufferNode *> before; // issued ahead, a copy must be the first to touch its tile
+            for (auto &s : topLevel(op->body)) {
+                if (auto c = as<Copy>(s); c && alignedTile(*c) && !before.count(c->dst.buffer.get())) {
                     pipelined.insert(c->dst.buffer.get());
                     staged |= tileTransfer(*c);
                 }
+                for (auto *b : mentionedBuffers(s, nullptr)) before.insert(b);
+            }
+        }
         Stmt body = mutate(op->body);
         ForKind kind = op->forKind;
         int stages = kind == ForKind::Pipelined ? op->numStages : 0;
