@@ -169,11 +169,13 @@ class Lowerer : public IRMutator {
     /// fragment: 16-byte loads, not one element at a time).
     Stmt replicated(const std::vector<const For *> &loops, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
         std::vector<Expr> coords(vars.begin(), vars.end());
-        replicatedOwner_ = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, flattenCoords(coords, l.shape), i32(threads_)), tid_);
+        const int64_t inner = l.shape.back(), V = memoryLanes(body, inner);
+        // One thread stores each element: whole vectors to one thread, so that its stores are vector stores.
+        Expr vec = binary(BinaryOp::FloorDiv, flattenCoords(coords, l.shape), i32(V));
+        replicatedOwner_ = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, V > 1 ? vec : flattenCoords(coords, l.shape), i32(threads_)), tid_);
         Stmt s = mutate(body);
         if (!s) s = Seq::make({});
         size_t d = vars.size();
-        const int64_t inner = l.shape.back(), V = memoryLanes(body, inner);
         if (V > 1) {
             const SourceRange &loc = loops.back()->loc;
             Var o = makeVar(vars.back()->name + "_v", DType::Int32, loc), lane = makeVar("v", DType::Int32, loc);
