@@ -36,5 +36,8 @@ bool provablyEqual(const Expr &a, const Expr &b);
 bool provablyEqual(const std::vector<Expr> &a, const std::vector<Expr> &b);
 /// simplify(e) as a constant, if it is one.
 std::optional<int64_t> constValue(const Expr &e);
+/// The value a reduction of `kind` starts from in type `t`: 0 for sums and absolute ones, the lowest value for
+/// maxima (-inf for floats), the highest for minima.
+Expr reduceIdentity(ReduceKind kind, DType t);
 
 } // namespace tilec::ir

@@ -56,6 +56,7 @@ enum class Fn {
     WarpGroup,     ///< front end only: the condition of a `with T.ws(group)` block (lowerWarpRoles removes it)
     TmaCopyOn,     ///< front end only: the condition over a T.tma_copy's Copy, naming its mbarrier
     Reducer,       ///< front end only: T.alloc_reducer's buffer and its ReduceKind (lowerReducers removes it)
+    FinalizeReducer, ///< front end only: T.finalize_reducer's buffer (lowerReducers combines the threads' parts there)
     // TileLang's warp-level API (T.shfl_xor, T.shfl_down, T.shfl_up, T.sync_warp, T.thread_return)
     ShflXorSync,   ///< __shfl_xor_sync(mask, value, delta, width)
     ShflDownSync,  ///< __shfl_down_sync(mask, value, delta, width)

@@ -405,7 +405,8 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     }
     case lib::Fn::WarpGroup:
     case lib::Fn::TmaCopyOn:
-    case lib::Fn::Reducer: TILEC_ASSERT(false, c.name + " reached code generation (lowerWarpRoles / lowerReducers remove it)"); break;
+    case lib::Fn::Reducer:
+    case lib::Fn::FinalizeReducer: TILEC_ASSERT(false, c.name + " reached code generation (lowerWarpRoles / lowerReducers remove it)"); break;
     default: break;
     }
     // Everything else: template arguments, then the rest, as the registry describes.

@@ -254,12 +254,15 @@ void addAllocPrimitives(Attrs &attrs) {
     def(attrs, "alloc_var", allocVar);
     def(attrs, "alloc_barrier", allocBarrier);
     def(attrs, "alloc_reducer", allocReducer);
-    // Every thread holding an element of a reducer already holds its total (lowerReducers): nothing to do.
+    // The marker where lowerReducers combines what the threads accumulated (or nothing, where it reduced each nest).
     def(attrs, "finalize_reducer", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.finalize_reducer", {"reducer"});
         requireLaunch(in, args, "T.finalize_reducer");
         if (!a[0]->value.is(VK::Buffer) || a[0]->value.buffer->scope != ir::Scope::Fragment)
             in.fail(a[0]->range, "T.finalize_reducer takes the buffer T.alloc_reducer made");
+        const ir::Buffer &b = a[0]->value.buffer;
+        std::vector<ir::Expr> origin(b->shape.size(), ir::intImm(0));
+        in.emit(passes::lib::stmt(passes::lib::Fn::FinalizeReducer, {passes::addressOf(b, origin)}, args.call));
         return Value::none();
     });
     def(attrs, "cumsum", cumsum);

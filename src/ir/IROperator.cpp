@@ -285,4 +285,21 @@ Expr select(Expr cond, Expr t, Expr f, SourceRange loc) {
     return Select::make(cond, t, f, loc);
 }
 
+Expr reduceIdentity(ReduceKind kind, DType t) {
+    bool isMax = kind == ReduceKind::Max; // absolute values start from 0
+    bool isMin = kind == ReduceKind::Min;
+    if (t.isFloat()) {
+        double inf = std::numeric_limits<double>::infinity();
+        return floatImm(isMax ? -inf : isMin ? inf : 0.0, t);
+    }
+    if (isMax || isMin) {
+        int bits = t.bits();
+        int64_t hi = t.isSigned() ? (bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1)
+                                  : (bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1);
+        int64_t lo = t.isSigned() ? (bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1))) : 0;
+        return intImm(isMax ? lo : hi, t);
+    }
+    return intImm(0, t);
+}
+
 } // namespace tilec::ir

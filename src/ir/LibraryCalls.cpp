@@ -81,6 +81,7 @@ const std::vector<Info> &table() {
         {Fn::WarpGroup, "tilec.warp_group", "", 0, {}, {"group"}, kPure, I::All, "sm_90"},
         {Fn::TmaCopyOn, "tilec.tma_copy_on", "", 0, {}, {"bar"}, kPure, I::One, "sm_90"},
         {Fn::Reducer, "tilec.reducer", "", 0, {}, {"buffer", "op"}, kNone, I::All, "sm_80"},
+        {Fn::FinalizeReducer, "tilec.finalize_reducer", "", 0, {}, {"buffer"}, kNone, I::All, "sm_80"},
         {Fn::ShflXorSync, "tilec.shfl_xor_sync", "__shfl_xor_sync", 0, {}, {"mask", "value", "delta", "width"}, kPure, I::All, "sm_80"},
         {Fn::ShflDownSync, "tilec.shfl_down_sync", "__shfl_down_sync", 0, {}, {"mask", "value", "delta", "width"}, kPure, I::All, "sm_80"},
         {Fn::ShflUpSync, "tilec.shfl_up_sync", "__shfl_up_sync", 0, {}, {"mask", "value", "delta", "width"}, kPure, I::All, "sm_80"},

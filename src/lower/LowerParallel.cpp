@@ -175,14 +175,49 @@ class Lowerer : public IRMutator {
         return out;
     }
 
+    /// Every thread runs every iteration; the innermost loop goes in vectors of up to 16 bytes of the widest
+    /// element the nest moves through memory (a copy of a vector from global memory into a replicated
+    /// fragment: 16-byte loads, not one element at a time).
     Stmt replicated(const std::vector<const For *> &loops, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
         std::vector<Expr> coords(vars.begin(), vars.end());
-        replicatedOwner_ = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, flattenCoords(coords, l.shape), i32(threads_)), tid_);
+        const int64_t inner = l.shape.back(), V = memoryLanes(body, inner);
+        // One thread stores each element: whole vectors to one thread, so that its stores are vector stores.
+        Expr vec = binary(BinaryOp::FloorDiv, flattenCoords(coords, l.shape), i32(V));
+        replicatedOwner_ = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, V > 1 ? vec : flattenCoords(coords, l.shape), i32(threads_)), tid_);
         Stmt s = mutate(body);
         if (!s) s = Seq::make({});
-        for (size_t d = vars.size(); d-- > 0;)
-            s = For::make(vars[d], i32(0), i32(l.shape[d]), ForKind::Unrolled, 0, s, loops[d]->loc);
+        size_t d = vars.size();
+        if (V > 1) {
+            const SourceRange &loc = loops.back()->loc;
+            Var o = makeVar(vars.back()->name + "_v", DType::Int32, loc), lane = makeVar("v", DType::Int32, loc);
+            VarMap m;
+            m[vars.back().get()] = inner == V ? Expr(lane) : binary(BinaryOp::Add, binary(BinaryOp::Mul, o, i32(V)), lane);
+            s = simplifyIndices(substitute(s, m));
+            s = For::make(lane, i32(0), i32(V), ForKind::Vectorized, 0, s, loc);
+            if (inner > V) s = For::make(o, i32(0), i32(inner / V), ForKind::Unrolled, 0, s, loc);
+            --d;
+        }
+        while (d-- > 0) s = For::make(vars[d], i32(0), i32(l.shape[d]), ForKind::Unrolled, 0, s, loops[d]->loc);
         return s;
+    }
+
+    /// The lanes of 16 bytes of the widest global or shared element `body` reads or writes, halved until they
+    /// divide `inner`; 1 when it touches no such memory.
+    static int64_t memoryLanes(const Stmt &body, int64_t inner) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            int64_t widest = 0;
+            void see(const Buffer &b) {
+                if (b->scope == Scope::Global || b->scope == Scope::Shared) widest = std::max<int64_t>(widest, b->dtype.bytes());
+            }
+            void visit(const Load &op) override { see(op.buffer), IRVisitor::visit(op); }
+            void visit(const Store &op) override { see(op.buffer), IRVisitor::visit(op); }
+        } v;
+        v.visit(body);
+        if (v.widest <= 0 || 16 % v.widest) return 1;
+        int64_t lanes = 16 / v.widest;
+        while (lanes > 1 && inner % lanes) lanes /= 2;
+        return lanes;
     }
 
     /// An mma nest: the thread's 16x8 tiles (mi, ni), their two row halves h and two columns c (a vector

@@ -10,8 +10,11 @@
 #include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <utility>
 
 namespace tilec::passes {
 
@@ -52,6 +55,127 @@ Expr contribution(const Expr &value, const Load &old, ReduceKind k) {
     return nullptr;
 }
 
+constexpr int kNone = -1, kAll = -2;
+
+/// A nest of T.Parallel loops whose one statement accumulates into a reducer: `r[...] = r[...] (op) e` with r
+/// indexed by the nest's variables in order, all but one (`missing`), over their whole extents; or a one-element
+/// r[0] reduced over every variable (`missing` kAll, 0 in a one-variable nest); possibly under an `if` (`cond`).
+struct Nest {
+    std::vector<const For *> loops;
+    const Store *st = nullptr;
+    Expr e;           ///< the contribution
+    Expr cond;        ///< the `if` the update is under, or null
+    bool oneElement = false;
+    int missing = kNone; ///< the loop whose variable does not index r
+    /// The form whose accumulation in registers is proven (Deferral): unconditional, r indexed by the variables.
+    bool plain() const { return !cond && !oneElement; }
+    std::vector<int64_t> extents() const {
+        std::vector<int64_t> x;
+        for (auto *l : loops) x.push_back(*constInt(l->extent));
+        return x;
+    }
+};
+
+/// Finds any read or write of one buffer (elements, regions, reductions).
+struct Touch : IRVisitor {
+    using IRVisitor::visit;
+    explicit Touch(const BufferNode *b) : b(b) {}
+    const BufferNode *b;
+    bool any = false;
+    void visit(const Load &l) override {
+        any |= l.buffer.get() == b;
+        IRVisitor::visit(l);
+    }
+    void visit(const Store &st) override {
+        any |= st.buffer.get() == b;
+        IRVisitor::visit(st);
+    }
+    void visit(const Reduce &r) override { any |= r.src.get() == b || r.dst.get() == b; }
+    void visitRegion(const Region &r) override {
+        any |= r.buffer.get() == b;
+        IRVisitor::visitRegion(r);
+    }
+};
+
+bool mentionsBuffer(const Expr &e, const BufferNode *b) {
+    Touch v(b);
+    v.visit(e);
+    return v.any;
+}
+
+bool touches(const Stmt &s, const BufferNode *b) {
+    Touch v(b);
+    v.visit(s);
+    return v.any;
+}
+
+Stmt single(Stmt at) {
+    while (auto q = as<Seq>(at)) {
+        if (q->stmts.size() != 1) break;
+        at = q->stmts[0];
+    }
+    return at;
+}
+
+/// The loops of a nest of T.Parallel loops from 0 with constant extents and the body below them (single
+/// statements out of their Seq); false when a loop of the nest is not that.
+bool nestLoops(const For &top, std::vector<const For *> &loops, Stmt &body) {
+    Stmt at;
+    for (const For *f = &top; f; f = as<For>(at)) {
+        if (f->forKind != ForKind::Parallel || constInt(f->min) != std::optional<int64_t>(0) || !constInt(f->extent))
+            return false;
+        loops.push_back(f);
+        at = single(f->body);
+    }
+    body = at;
+    return true;
+}
+
+/// The body of a nest with its `if` (no else) taken off: the update and the condition (null when none).
+std::pair<Stmt, Expr> underIf(const Stmt &body) {
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise) return {single(i->then), i->cond};
+    return {body, nullptr};
+}
+
+/// The nest variable the store to reducer r reduces over, kNone when r is not indexed by the nest's other
+/// variables in their order; a one-element r (`r[0]`) over every variable (kAll; 0 in a one-variable nest).
+int missingVariable(const std::vector<const For *> &loops, const Store &st) {
+    if (st.indices.size() == 1 && constInt(st.indices[0]) == std::optional<int64_t>(0) &&
+        constInt(st.buffer->shape[0]) == std::optional<int64_t>(1) && !loops.empty())
+        return loops.size() == 1 ? 0 : kAll;
+    size_t next = 0;
+    int missing = kNone;
+    for (size_t l = 0; l < loops.size(); ++l) {
+        if (next < st.indices.size() && st.indices[next].get() == loops[l]->var.get()) {
+            if (constInt(st.buffer->shape[next]) != constInt(loops[l]->extent)) return kNone;
+            ++next;
+        } else if (missing == kNone) {
+            missing = (int)l;
+        } else {
+            return kNone;
+        }
+    }
+    return next == st.indices.size() ? missing : kNone;
+}
+
+std::optional<Nest> matchNest(const For &top, const std::map<const BufferNode *, ReduceKind> &reducers) {
+    Nest n;
+    Stmt body;
+    if (!nestLoops(top, n.loops, body)) return std::nullopt;
+    auto [at, cond] = underIf(body);
+    auto st = as<Store>(at);
+    if (!st || !reducers.count(st->buffer.get())) return std::nullopt;
+    auto old = Load::make(st->buffer, st->indices);
+    n.st = st, n.cond = cond;
+    n.e = contribution(st->value, *as<Load>(old), reducers.at(st->buffer.get()));
+    if (!n.e || mentionsBuffer(n.e, st->buffer.get()) || (cond && mentionsBuffer(cond, st->buffer.get())))
+        return std::nullopt;
+    n.missing = missingVariable(n.loops, *st);
+    n.oneElement = st->indices.size() == 1 && constInt(st->indices[0]).has_value();
+    if (n.missing == kNone) return std::nullopt;
+    return n;
+}
+
 /// The stores to reducers in a nest's body, the loads of reducers there, and whether a store is inside a loop of
 /// the body or under an `if`.
 struct ReducerUpdates : IRVisitor {
@@ -81,92 +205,196 @@ struct ReducerUpdates : IRVisitor {
     }
 };
 
+/// The reducer a marker statement (T.alloc_reducer's or T.finalize_reducer's) names, or null.
+Buffer markerOf(const Stmt &s, lib::Fn f) {
+    auto ev = as<Evaluate>(s);
+    auto c = ev ? as<Call>(ev->value) : nullptr;
+    if (!c || !lib::is(*c, f)) return nullptr;
+    auto l = addressedLoad(lib::arg(*c, f, "buffer"));
+    return l ? l->buffer : nullptr;
+}
+
+/// Which reducers can accumulate in each thread's own registers across their nests and combine the threads
+/// once, at T.finalize_reducer: walking the kernel in program order (loop bodies twice, for the way back,
+/// branches from one state), every nest of one reducer has the same extents and missing variable, its marker
+/// comes first, a T.finalize_reducer follows the last nest, nothing else touches it between a nest and the
+/// next T.finalize_reducer, and the accumulator (the nest's shape) fits in `maxSlots` registers per thread.
+class Deferral {
+  public:
+    Deferral(const std::map<const BufferNode *, ReduceKind> &reducers, int threads) : reducers_(reducers), threads_(threads) {}
+
+    std::map<const BufferNode *, Nest> decide(const Stmt &body) {
+        walk(body);
+        std::map<const BufferNode *, Nest> out;
+        for (auto &[b, s] : state_) {
+            if (s.bad || s.pending || !s.finalized || !s.shape) continue;
+            int64_t n = 1;
+            for (auto e : s.shape->extents()) n *= e;
+            if ((n + threads_ - 1) / threads_ <= kMaxSlots) out.emplace(b, *s.shape);
+        }
+        return out;
+    }
+
+  private:
+    static constexpr int64_t kMaxSlots = 128;
+    struct State {
+        bool declared = false, pending = false, finalized = false, bad = false;
+        std::optional<Nest> shape;
+    };
+    const std::map<const BufferNode *, ReduceKind> &reducers_;
+    int threads_;
+    std::map<const BufferNode *, State> state_;
+
+    void update(const Nest &n) {
+        State &s = state_[n.st->buffer.get()];
+        if (!s.declared || !n.plain()) s.bad = true; // the other forms keep their reduction per nest
+        if (s.shape && (s.shape->extents() != n.extents() || s.shape->missing != n.missing)) s.bad = true;
+        if (!s.shape) s.shape = n;
+        s.pending = true;
+    }
+    void walk(const Stmt &s) {
+        if (auto q = as<Seq>(s)) {
+            for (auto &x : q->stmts) walk(x);
+        } else if (auto f = as<For>(s); f && f->forKind != ForKind::Parallel) {
+            walk(f->body), walk(f->body);
+        } else if (auto w = as<While>(s)) {
+            walk(w->body), walk(w->body);
+        } else if (auto i = as<IfThenElse>(s)) {
+            auto before = state_;
+            walk(i->then);
+            auto after = std::exchange(state_, before);
+            if (i->otherwise) walk(i->otherwise);
+            for (auto &[b, st] : after) {
+                State &m = state_[b];
+                m.pending |= st.pending, m.bad |= st.bad, m.finalized |= st.finalized, m.declared &= st.declared;
+                if (!m.shape) m.shape = st.shape;
+            }
+        } else if (auto b = markerOf(s, lib::Fn::Reducer)) {
+            state_[b.get()].declared = true;
+        } else if (auto b = markerOf(s, lib::Fn::FinalizeReducer)) {
+            state_[b.get()].pending = false, state_[b.get()].finalized = true;
+        } else {
+            leaf(s);
+        }
+    }
+    void leaf(const Stmt &s) {
+        auto f = as<For>(s);
+        std::optional<Nest> n = f ? matchNest(*f, reducers_) : std::nullopt;
+        if (n) return update(*n);
+        for (auto &[b, kind] : reducers_)
+            if (touches(s, b) && (f || state_[b].pending)) state_[b].bad = true; // another nest, or between
+    }
+};
+
 class Rewriter : public IRMutator {
   public:
     using IRMutator::visit;
-    Rewriter(std::map<const BufferNode *, ReduceKind> reducers, Kernel &k) : reducers_(std::move(reducers)), k_(k) {}
+    Rewriter(std::map<const BufferNode *, ReduceKind> reducers, Kernel &k) : reducers_(std::move(reducers)), k_(k) {
+        auto deferred = Deferral(reducers_, k.threads).decide(k.body);
+        const std::vector<Buffer> allocs = k.allocs; // their order, not the pointers', names the accumulators
+        for (auto &b : allocs) {
+            if (!deferred.count(b.get())) continue;
+            const Nest &n = deferred.at(b.get());
+            std::vector<Expr> shape;
+            for (auto *l : n.loops) shape.push_back(l->extent);
+            Buffer acc = makeBuffer(b->name + "_acc", Scope::Fragment, b->dtype, shape, n.st->loc);
+            k_.allocs.push_back(acc);
+            deferred_.emplace(b.get(), Deferred{acc, n.missing});
+        }
+    }
 
     Stmt visit(const std::shared_ptr<const Evaluate> &op) override {
-        auto c = as<Call>(op->value);
-        return c && lib::is(*c, lib::Fn::Reducer) ? Seq::make({}, op->loc) : Stmt(op);
+        if (auto b = markerOf(op, lib::Fn::Reducer))
+            return deferred_.count(b.get()) ? reset(b.get(), op->loc) : Seq::make({}, op->loc);
+        if (auto b = markerOf(op, lib::Fn::FinalizeReducer)) {
+            if (!deferred_.count(b.get())) return Seq::make({}, op->loc);
+            const Deferred &d = deferred_.at(b.get());
+            Stmt combine = Reduce::make(reducers_.at(b.get()), d.acc, b, d.missing, false, op->loc);
+            return Seq::make({combine, reset(b.get(), op->loc)}, op->loc);
+        }
+        return op;
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
-        if (Stmt s = nest(op)) return s;
+        if (auto n = matchNest(*op, reducers_))
+            return deferred_.count(n->st->buffer.get()) && n->plain() ? accumulate(*n) : reduceEach(*n, op->loc);
+        if (Stmt s = amongOthers(op)) return s;
         return IRMutator::visit(op);
     }
 
   private:
+    struct Deferred {
+        Buffer acc;
+        int missing;
+    };
     std::map<const BufferNode *, ReduceKind> reducers_;
+    std::map<const BufferNode *, Deferred> deferred_;
     Kernel &k_;
 
-    /// The rewritten nest, or null when `top` is not a reducer's nest.
-    Stmt nest(const std::shared_ptr<const For> &top) {
-        std::vector<const For *> loops;
-        Stmt at = top;
-        while (auto f = as<For>(at)) {
-            if (f->forKind != ForKind::Parallel || constInt(f->min) != std::optional<int64_t>(0) || !constInt(f->extent))
-                return nullptr;
-            loops.push_back(f);
-            at = f->body;
-            while (auto q = as<Seq>(at)) {
-                if (q->stmts.size() != 1) break; // several statements: amongOthers below
-                at = q->stmts[0];
-            }
-        }
-        // `if cond: r[...] = op(r[...], e)`: an iteration whose condition fails contributes nothing.
-        const Stmt whole = at;
-        Expr cond;
-        if (auto i = as<IfThenElse>(at); i && !i->otherwise) {
-            cond = i->cond;
-            at = i->then;
-            while (auto q = as<Seq>(at)) {
-                if (q->stmts.size() != 1) break;
-                at = q->stmts[0];
-            }
-        }
-        auto st = as<Store>(at);
-        if (!st) return amongOthers(top, loops, whole);
-        if (!st || !reducers_.count(st->buffer.get())) return nullptr;
-        const ReduceKind kind = reducers_[st->buffer.get()];
-        auto old = Load::make(st->buffer, st->indices);
-        Expr e = contribution(st->value, *as<Load>(old), kind);
-        if (!e || mentionedBuffersIn(e, st->buffer.get()) || (cond && mentionedBuffersIn(cond, st->buffer.get())))
-            return nullptr;
-        int missing = missingVariable(loops, *st);
-        if (missing == kNone) return nullptr;
-        // Nothing: 0 for a sum; for max and min the reducer's own value (combining it again changes nothing).
-        if (cond) e = select(cond, e, kind == ReduceKind::Sum ? cast(st->buffer->dtype, intImm(0), st->loc) : old, st->loc);
+    static Stmt nestOf(const std::vector<Expr> &shape, const std::function<Stmt(const std::vector<Expr> &)> &body,
+                       const SourceRange &loc) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < shape.size(); ++d) idx.push_back(makeVar("ra" + std::to_string(d), DType::Int32, loc));
+        Stmt s = body(idx);
+        for (size_t d = shape.size(); d-- > 0;)
+            s = For::make(std::static_pointer_cast<const VarNode>(idx[d]), intImm(0), shape[d], ForKind::Parallel, 0, s, loc);
+        return s;
+    }
+    /// The accumulator set to the reduction's identity (where T.alloc_reducer is, and after each combine).
+    Stmt reset(const BufferNode *b, const SourceRange &loc) const {
+        const Buffer &acc = deferred_.at(b).acc;
+        Expr id = reduceIdentity(reducers_.at(b), acc->dtype);
+        return nestOf(acc->shape, [&](const std::vector<Expr> &i) { return Store::make(acc, i, id, loc); }, loc);
+    }
+    /// Each iteration adds its contribution to its own element of the accumulator (no thread meets another's).
+    Stmt accumulate(const Nest &n) {
+        const Deferred &d = deferred_.at(n.st->buffer.get());
+        std::vector<Expr> idx;
+        for (auto *l : n.loops) idx.push_back(l->var);
+        ReduceKind k = reducers_.at(n.st->buffer.get());
+        BinaryOp op = k == ReduceKind::Sum ? BinaryOp::Add : k == ReduceKind::Max ? BinaryOp::Max : BinaryOp::Min;
+        Stmt body = Store::make(d.acc, idx, binary(op, Load::make(d.acc, idx), cast(d.acc->dtype, n.e), n.st->loc), n.st->loc);
+        return wrap(n, body);
+    }
+    /// The nest storing its contributions into a fragment of its shape, reduced into r at once. Under an `if`, a
+    /// failing iteration contributes 0 for a sum; for max and min the reducer's own value (combining it again
+    /// changes nothing).
+    Stmt reduceEach(const Nest &n, const SourceRange &loc) {
+        const Store &st = *n.st;
+        const ReduceKind kind = reducers_.at(st.buffer.get());
+        Expr e = n.e;
+        if (n.cond)
+            e = select(n.cond, e, kind == ReduceKind::Sum ? cast(st.buffer->dtype, intImm(0), st.loc) : Load::make(st.buffer, st.indices),
+                       st.loc);
         std::vector<Expr> shape, idx;
-        for (auto *l : loops) shape.push_back(l->extent), idx.push_back(l->var);
-        Buffer part = makeBuffer(st->buffer->name + "_part", Scope::Fragment, st->buffer->dtype, shape, st->loc);
+        for (auto *l : n.loops) shape.push_back(l->extent), idx.push_back(l->var);
+        Buffer part = makeBuffer(st.buffer->name + "_part", Scope::Fragment, st.buffer->dtype, shape, st.loc);
         k_.allocs.push_back(part);
-        Stmt body = Store::make(part, idx, e, st->loc);
-        for (size_t l = loops.size(); l-- > 0;)
-            body = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, body, loops[l]->loc);
-        return Seq::make({body, reduceInto(kind, part, st->buffer, missing, st->loc)}, top->loc);
+        Stmt body = wrap(n, Store::make(part, idx, e, st.loc));
+        return Seq::make({body, reduceInto(kind, part, st.buffer, n.missing, st.loc)}, loc);
     }
 
     /// A nest whose body updates reducers among other statements, each once (`out[j] = x[j] * s; r[0] += x[j] *
     /// y[j]`, possibly under an `if`): the nest stores each update's contribution into a fragment of its shape
     /// instead, which a nest before it fills with what leaves the reducer unchanged where an update is under an `if`,
     /// and reductions into the reducers follow. Null when the body is not that (a reducer read elsewhere, updated
-    /// twice or inside a loop of the body).
-    Stmt amongOthers(const std::shared_ptr<const For> &top, const std::vector<const For *> &loops, const Stmt &body) {
+    /// twice or inside a loop of the body). These reducers never accumulate in registers (Deferral).
+    Stmt amongOthers(const std::shared_ptr<const For> &top) {
+        std::vector<const For *> loops;
+        Stmt body;
+        if (!nestLoops(*top, loops, body) || as<Store>(underIf(body).first)) return nullptr;
         ReducerUpdates f(reducers_);
         f.visit(body);
         std::set<const BufferNode *> updated;
         for (auto *st : f.stores) updated.insert(st->buffer.get());
         if (f.stores.empty() || updated.size() != f.stores.size() || f.loads != (int)f.stores.size() || f.inLoop) return nullptr;
         std::vector<Expr> shape, idx, freshIdx;
-        std::vector<Var> fresh; // the filling nest's own variables
-        VarMap rename;
+        VarMap rename; // the filling nest's own variables
         for (auto *l : loops) {
             shape.push_back(l->extent), idx.push_back(l->var);
-            fresh.push_back(makeVar(l->var->name, l->var->dtype, l->loc));
-            freshIdx.push_back(fresh.back());
-            rename[l->var.get()] = fresh.back();
+            freshIdx.push_back(makeVar(l->var->name, l->var->dtype, l->loc));
+            rename[l->var.get()] = freshIdx.back();
         }
         std::vector<Stmt> fills, reduces;
         std::map<const Store *, Stmt> with;
@@ -183,9 +411,17 @@ class Rewriter : public IRMutator {
             with[st] = Store::make(part, idx, e, st->loc);
             reduces.push_back(reduceInto(kind, part, st->buffer, missing, st->loc));
         }
+        return withParts(top, loops, freshIdx, body, with, fills, reduces, f.conditional);
+    }
+
+    /// amongOthers' result: the fill (only when an update is under an `if`), the nest with its updates replaced,
+    /// the reductions.
+    static Stmt withParts(const std::shared_ptr<const For> &top, const std::vector<const For *> &loops,
+                          const std::vector<Expr> &fresh, const Stmt &body, const std::map<const Store *, Stmt> &with,
+                          const std::vector<Stmt> &fills, const std::vector<Stmt> &reduces, bool conditional) {
         struct Replace : IRMutator {
             using IRMutator::visit;
-            std::map<const Store *, Stmt> *with = nullptr;
+            const std::map<const Store *, Stmt> *with = nullptr;
             Stmt visit(const std::shared_ptr<const Store> &op) override {
                 auto it = with->find(op.get());
                 return it != with->end() ? it->second : Stmt(op);
@@ -194,12 +430,12 @@ class Rewriter : public IRMutator {
         r.with = &with;
         Stmt inner = r.mutate(body), fill = Seq::make(fills, top->loc);
         for (size_t l = loops.size(); l-- > 0;) {
-            fill = For::make(fresh[l], loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, fill, loops[l]->loc);
+            auto v = std::static_pointer_cast<const VarNode>(fresh[l]);
+            fill = For::make(v, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, fill, loops[l]->loc);
             inner = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, inner, loops[l]->loc);
         }
-        // Every iteration stores its contributions unless an update is under an `if`: only then is the fill needed.
         std::vector<Stmt> out;
-        if (f.conditional) out.push_back(fill);
+        if (conditional) out.push_back(fill);
         out.push_back(inner);
         out.insert(out.end(), reduces.begin(), reduces.end());
         return Seq::make(std::move(out), top->loc);
@@ -222,41 +458,10 @@ class Rewriter : public IRMutator {
         return Seq::make(std::move(steps), loc);
     }
 
-    static constexpr int kNone = -1, kAll = -2;
-    /// The nest variable the store to reducer r sums over, kNone when r is not indexed by the nest's other
-    /// variables in their order; a one-element r (`r[0]`) sums over every variable (kAll; 0 in a one-variable nest).
-    static int missingVariable(const std::vector<const For *> &loops, const Store &st) {
-        if (st.indices.size() == 1 && constInt(st.indices[0]) == std::optional<int64_t>(0) &&
-            constInt(st.buffer->shape[0]) == std::optional<int64_t>(1) && !loops.empty())
-            return loops.size() == 1 ? 0 : kAll;
-        size_t next = 0;
-        int missing = -1;
-        for (size_t l = 0; l < loops.size(); ++l) {
-            if (next < st.indices.size() && st.indices[next].get() == loops[l]->var.get()) {
-                if (constInt(st.buffer->shape[next]) != constInt(loops[l]->extent)) return -1;
-                ++next;
-            } else if (missing < 0) {
-                missing = (int)l;
-            } else {
-                return -1;
-            }
-        }
-        return next == st.indices.size() ? missing : -1;
-    }
-
-    static bool mentionedBuffersIn(const Expr &e, const BufferNode *b) {
-        struct V : IRVisitor {
-            using IRVisitor::visit;
-            const BufferNode *b = nullptr;
-            bool any = false;
-            void visit(const Load &l) override {
-                any |= l.buffer.get() == b;
-                IRVisitor::visit(l);
-            }
-        } v;
-        v.b = b;
-        v.visit(e);
-        return v.any;
+    static Stmt wrap(const Nest &n, Stmt body) {
+        for (size_t l = n.loops.size(); l-- > 0;)
+            body = For::make(n.loops[l]->var, n.loops[l]->min, n.loops[l]->extent, ForKind::Parallel, 0, body, n.loops[l]->loc);
+        return body;
     }
 };
 
@@ -265,13 +470,12 @@ class Rewriter : public IRMutator {
 Program lowerReducers(const Program &p, DiagnosticEngine &) {
     Program out;
     for (auto &k : p.kernels) {
-        auto reducers = k->body ? reducersOf(k->body) : std::map<const BufferNode *, ReduceKind>{};
-        if (reducers.empty()) {
+        if (!k->body) {
             out.kernels.push_back(k);
             continue;
         }
         auto nk = std::make_shared<Kernel>(*k);
-        Rewriter r(std::move(reducers), *nk);
+        Rewriter r(reducersOf(k->body), *nk);
         nk->body = r.mutate(k->body);
         out.kernels.push_back(nk);
     }

@@ -31,22 +31,7 @@ struct Combiner {
     ReduceKind kind;
     DType acc;
 
-    Expr identity() const {
-        bool isMax = kind == ReduceKind::Max;
-        bool isMin = kind == ReduceKind::Min;
-        if (acc.isFloat()) {
-            double inf = std::numeric_limits<double>::infinity();
-            return floatImm(isMax ? -inf : isMin ? inf : 0.0, acc);
-        }
-        if (isMax || isMin) {
-            int bits = acc.bits();
-            int64_t hi = acc.isSigned() ? (bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1)
-                                        : (bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1);
-            int64_t lo = acc.isSigned() ? (bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1))) : 0;
-            return intImm(isMax ? lo : hi, acc);
-        }
-        return intImm(0, acc);
-    }
+    Expr identity() const { return reduceIdentity(kind, acc); }
     /// A source element as it enters the fold.
     Expr pre(const Expr &x) const {
         Expr v = cast(acc, x);

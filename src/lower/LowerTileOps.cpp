@@ -8,8 +8,12 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/Staging.h"
 
+#include <optional>
 #include <set>
+#include <vector>
 
 namespace tilec::passes {
 
@@ -96,13 +100,26 @@ class TileOpsToLoops : public IRMutator {
     }
 
     std::set<const BufferNode *> operands; ///< shared buffers T.gemm reads
+    /// shared buffers that a T.Pipelined loop fills with whole aligned tiles (alignedTile), at its top level
+    std::set<const BufferNode *> pipelined;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        bool staged = false; // a T.Pipelined loop moving whole tiles into shared memory has something to overlap
+        if (op->forKind == ForKind::Pipelined) {
+            std::set<const BufferNode *> before; // issued ahead, a copy must be the first to touch its tile
+            for (auto &s : topLevel(op->body)) {
+                if (auto c = as<Copy>(s); c && alignedTile(*c) && !before.count(c->dst.buffer.get())) {
+                    pipelined.insert(c->dst.buffer.get());
+                    staged |= tileTransfer(*c);
+                }
+                for (auto *b : mentionedBuffers(s, nullptr)) before.insert(b);
+            }
+        }
         Stmt body = mutate(op->body);
         ForKind kind = op->forKind;
         int stages = kind == ForKind::Pipelined ? op->numStages : 0;
         if (kind == ForKind::Vectorized) kind = ForKind::Unrolled, stages = kProgramVectorized;
-        if (kind == ForKind::Pipelined && !containsGemm(op->body)) kind = ForKind::Serial, stages = 0;
+        if (kind == ForKind::Pipelined && !containsGemm(op->body) && !staged) kind = ForKind::Serial, stages = 0;
         if (body == op->body && kind == op->forKind) return op;
         if (!body) body = Seq::make({});
         return For::make(op->var, op->min, op->extent, kind, stages, body, op->loc);
@@ -254,7 +271,8 @@ class TileOpsToLoops : public IRMutator {
     /// converting copy, bfloat16 into float32, is a nest): a tile transfer rather than a nest.
     bool tileTransfer(const Copy &c) const {
         const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
-        if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || !operands.count(dst.get()))
+        if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared ||
+            !(operands.count(dst.get()) || pipelined.count(dst.get())))
             return false;
         if (src->dtype != dst->dtype || kernel_.layoutOf(src.get())) return false; // a T.Layout: element by element
         if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return false;
@@ -271,6 +289,29 @@ class TileOpsToLoops : public IRMutator {
         return dims.size() == 2 && dims[1] + 1 == c.src.ranges.size() &&
                provablyEqual(c.src.ranges[dims[0]].extent, dst->shape[0]) &&
                provablyEqual(c.src.ranges[dims[1]].extent, dst->shape[1]);
+    }
+
+    /// A global-to-shared copy whose rows are whole 16-byte pieces from a tensor of constant row length and a
+    /// column origin that keeps them aligned: one cp.async of 16 bytes per piece, whatever reads the tile.
+    bool alignedTile(const Copy &c) const {
+        const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+        if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype)
+            return false;
+        const int64_t eb = src->dtype.bytes();
+        auto inner = constValue(src->shape.back()), cols = dst->shape.size() == 2 ? constValue(dst->shape[1]) : std::nullopt;
+        if (!inner || !cols || eb <= 0 || 16 % eb || (*inner * eb) % 16 || (*cols * eb) % 16) return false;
+        return knownMultiple(c.src.ranges.back().min) % (16 / eb) == 0;
+    }
+
+    /// The statements of a loop body outside any nested construct (through sequences only).
+    static std::vector<Stmt> topLevel(const Stmt &s) {
+        if (auto q = as<Seq>(s)) {
+            std::vector<Stmt> out;
+            for (auto &x : q->stmts)
+                for (auto &y : topLevel(x)) out.push_back(y);
+            return out;
+        }
+        return {s};
     }
 
     /// A copy or fill involving a thread's own buffer (alloc_local, alloc_var) is done by each thread for

@@ -235,6 +235,42 @@ TEST(LowerSim, ReducerAccumulatesOverTiles) {
     expectNear(z, wz, 0, "Z");
 }
 
+// A reducer finalized inside an outer loop: each thread's accumulator starts again from the identity after
+// every T.finalize_reducer (two row blocks per block; the second's sum must not include the first's), and a
+// max reducer whose values are all negative (the identity is -inf, not 0).
+TEST(LowerSim, ReducerFinalizedInALoopStartsAgain) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((128, 96), \"float32\"), Y: T.Tensor((128,), \"float32\"), Z: T.Tensor((128,), \"float32\")):\n"
+          "    with T.Kernel(2, threads=128) as bm:\n"
+          "        y = T.alloc_reducer(32, \"float\", replication=\"all\")\n"
+          "        z = T.alloc_reducer(32, \"float\", op=\"max\")\n"
+          "        for rb in T.serial(2):\n"
+          "            T.clear(y)\n"
+          "            T.fill(z, -1e30)\n"
+          "            for bn in T.Pipelined(3, num_stages=2):\n"
+          "                a = T.alloc_shared((32, 32), \"float32\")\n"
+          "                T.copy(A[bm * 64 + rb * 32, bn * 32], a)\n"
+          "                af = T.alloc_fragment((32, 32), \"float32\")\n"
+          "                T.copy(a, af)\n"
+          "                for i, j in T.Parallel(32, 32):\n"
+          "                    y[i] += af[i, j]\n"
+          "                for i, j in T.Parallel(32, 32):\n"
+          "                    z[i] = T.max(z[i], af[i, j] - 10.0)\n"
+          "            T.finalize_reducer(y)\n"
+          "            T.finalize_reducer(z)\n"
+          "            T.copy(y, Y[bm * 64 + rb * 32])\n"
+          "            T.copy(z, Z[bm * 64 + rb * 32])\n",
+          "k");
+    auto a = randomData(128 * 96, 13);
+    std::vector<double> y(128, std::nan("")), z(128, std::nan("")), wy(128, 0), wz(128, -1e30);
+    for (int i = 0; i < 128; ++i)
+        for (int j = 0; j < 96; ++j) wy[i] += a[i * 96 + j], wz[i] = std::max(wz[i], a[i * 96 + j] - 10.0);
+    s.run({{"A", &a}, {"Y", &y}, {"Z", &z}});
+    expectNear(y, wy, 1e-5, "Y");
+    expectNear(z, wz, 1e-6, "Z");
+}
+
 // TileLang's split-K GEMM (num_stages=0): two synchronous tile transfers per iteration sharing one wait, and
 // the accumulator's column pairs added into C by vector atomics (code generation: float2 on sm_90); the
 // splits of K all land in C.
