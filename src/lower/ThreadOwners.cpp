@@ -3,6 +3,7 @@
 #include "ThreadOwners.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 #include <set>
@@ -55,7 +56,7 @@ struct SharedAccesses : IRVisitor {
             }
         } a;
         a.out = &unknown;
-        if (op.name != "tilec.address_of" && op.name.rfind("extern:", 0) != 0) return IRVisitor::visit(op);
+        if (!lib::is(op, lib::Fn::AddressOf) && op.name.rfind("extern:", 0) != 0) return IRVisitor::visit(op);
         a.IRVisitor::visit(op);
     }
 };
