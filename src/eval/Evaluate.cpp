@@ -65,6 +65,42 @@ const std::set<std::string> &libraryNames() {
     return k;
 }
 
+/// The family of names CUDA's headers declare at global scope that `name` belongs to, or "" (the headers the
+/// generated code includes: the runtime's cuda*, the driver's cu*/CU*, cudaTypedefs.h's PFN_*, the vector types
+/// and their make_ functions, the fp16/bf16/fp8 types, <stdint.h>'s integer types). By naming convention, not by
+/// a list: a new CUDA version's names of the same kind are covered too.
+std::string cudaNameFamily(const std::string &name) {
+    auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+    auto upperAt = [&](size_t i) { return name.size() > i && (std::isupper((unsigned char)name[i]) || name[i] == '_'); };
+    if (starts("cuda") && upperAt(4)) return "runtime API (cuda...)";
+    if (starts("cu") && name.size() > 2 && std::isupper((unsigned char)name[2])) return "driver API (cu...)";
+    if (starts("CU") && name.size() > 2 && (std::islower((unsigned char)name[2]) || name[2] == '_'))
+        return "driver API types and constants (CU...)";
+    if (starts("CUDA") || starts("PFN_")) return "driver API types and constants (CUDA..., PFN_...)";
+    if (starts("nv_") || starts("NV_")) return "half- and bfloat16 types (nv_...)";
+    std::string base = starts("make_") ? name.substr(5) : name;
+    static const char *vec[] = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                                "ulonglong", "float", "double", "half"};
+    for (const char *v : vec) {
+        std::string t = v;
+        if (base.size() == t.size() + 1 && base.rfind(t, 0) == 0 && base.back() >= '1' && base.back() <= '4')
+            return "vector types (" + t + "1..4 and make_" + t + "1..4)";
+    }
+    if (name == "half" || name == "dim3" || name == "size_t" || name == "ptrdiff_t" ||
+        name == "intptr_t" || name == "uintptr_t" || name == "intmax_t" || name == "uintmax_t")
+        return "built-in types";
+    bool macroCase = std::all_of(name.begin(), name.end(), [](char c) { return std::isupper((unsigned char)c) || std::isdigit((unsigned char)c) || c == '_'; });
+    for (const char *p : {"INT", "UINT", "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "SIG_ATOMIC_"})
+        if (macroCase && starts(p)) return "macros of <stdint.h> (INT..., UINT..., SIZE_MAX, ...)";
+    for (const char *p : {"int", "uint"})
+        for (int bits : {8, 16, 32, 64})
+            for (const char *suf : {"_t", "_least", "_fast"}) {
+                std::string t = std::string(p) + (std::string(suf) == "_t" ? "" : suf) + std::to_string(bits) + "_t";
+                if (name == t) return "integer types of <stdint.h>";
+            }
+    return "";
+}
+
 /// Why `name` cannot be a kernel's C name, or "" when it can.
 std::string kernelNameProblem(const std::string &name) {
     bool ok = !name.empty() && name.size() <= 200;
@@ -81,9 +117,13 @@ std::string kernelNameProblem(const std::string &name) {
     if (libraryNames().count(name))
         return "kernel name '" + name + "' would clash with '" + name +
                "' of the C library or CUDA in any program that includes the header; bind the kernel to another name";
-    if (name.rfind("tilec_", 0) == 0 || name.rfind("__", 0) == 0 || (name.size() > 1 && name[0] == '_' && std::isupper((unsigned char)name[1])))
-        return "kernel name '" + name + "' is reserved (names beginning with 'tilec_', '__' or '_' and a capital "
-               "letter belong to the implementation)";
+    if (name == "tilec" || name == "std" || name.rfind("tilec_", 0) == 0 || name.rfind("__", 0) == 0 ||
+        (name.size() > 1 && name[0] == '_' && std::isupper((unsigned char)name[1])))
+        return "kernel name '" + name + "' is reserved (the namespaces 'tilec' and 'std', and names beginning with "
+               "'tilec_', '__' or '_' and a capital letter, belong to the implementation)";
+    if (std::string family = cudaNameFamily(name); !family.empty())
+        return "kernel name '" + name + "' is in CUDA's " + family + ", which the generated code includes; bind "
+               "the kernel to another name";
     return "";
 }
 

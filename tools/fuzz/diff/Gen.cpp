@@ -182,7 +182,10 @@ const std::vector<std::string> &reservedKernelNames() {
         "default", "goto", "sizeof", "template", "typename", "namespace", "new", "delete", "this", "operator",
         "private", "public", "protected", "virtual", "friend", "inline", "explicit", "mutable", "bool",
         "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "nv_bfloat16", "tilec_run",
-        "__kernel", "_Kernel", "time", "signal", "rand", "system", "stdout", "errno", "assert"};
+        "__kernel", "_Kernel", "time", "signal", "rand", "system", "stdout", "errno", "assert",
+        // the implementation's namespaces and CUDA's name families (found by an nvcc sample: `tilec`)
+        "tilec", "std", "cudaMalloc", "cuInit", "CUresult", "PFN_cuGetProcAddress", "make_float2", "float4", "half2",
+        "int4", "uint8_t", "int_fast32_t", "INT8_MAX", "SIZE_MAX"};
     return v;
 }
 

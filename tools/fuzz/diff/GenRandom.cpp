@@ -332,7 +332,8 @@ void decorate(GProgram &p) {
     if (r.coin(0.06)) p.kernelName = r.pick(reservedKernelNames());
     else if (r.coin(0.04)) {
         static const std::vector<std::string> fine{"main_kernel", "exit_", "Malloc", "halfway", "int8_add", "kmain",
-                                                   "expf2", "_kernel", "class_", "printf_like", "Free", "tilec"};
+                                                   "expf2", "_kernel", "class_", "printf_like", "Free", "tilecs", "custom", "cute",
+                                                   "float5", "make_it", "Int32", "cudnn_like", "std_"};
         p.kernelName = r.pick(fine);
     }
     if (p.dynamic && r.coin(0.2)) p.ra = p.rb = p.ry = 0;
