@@ -71,8 +71,7 @@ const std::set<std::string> &libraryNames() {
 /// a list: a new CUDA version's names of the same kind are covered too.
 std::string cudaNameFamily(const std::string &name) {
     auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
-    auto upperAt = [&](size_t i) { return name.size() > i && (std::isupper((unsigned char)name[i]) || name[i] == '_'); };
-    if (starts("cuda") && upperAt(4)) return "runtime API (cuda...)";
+    if (starts("cuda") && name.size() > 4 && std::isupper((unsigned char)name[4])) return "runtime API (cuda...)";
     if (starts("cu") && name.size() > 2 && std::isupper((unsigned char)name[2])) return "driver API (cu...)";
     if (starts("CU") && name.size() > 2 && (std::islower((unsigned char)name[2]) || name[2] == '_'))
         return "driver API types and constants (CU...)";
