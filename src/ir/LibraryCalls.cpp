@@ -166,6 +166,8 @@ std::vector<const Load *> swizzledOperands(const Call &c) {
     lib::Fn f = lib::Fn::AddressOf;
     if (lib::is(c, lib::Fn::GemmSS)) at = {"a", "b"}, f = lib::Fn::GemmSS;
     else if (lib::is(c, lib::Fn::GemmRS)) at = {"b"}, f = lib::Fn::GemmRS;
+    else if (lib::is(c, lib::Fn::WgmmaSS)) at = {"a", "b"}, f = lib::Fn::WgmmaSS; // TMA tiles have no other
+    else if (lib::is(c, lib::Fn::WgmmaRS)) at = {"b"}, f = lib::Fn::WgmmaRS;      // accesses to swizzle
     else if (isTileTransfer(c)) at = {"dst"}, f = lib::find(c.name)->fn;
     std::vector<const Load *> out;
     for (const char *name : at) {

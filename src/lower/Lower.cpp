@@ -19,6 +19,7 @@
 #include "tilec/passes/PipelineLoops.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
+#include "tilec/passes/CpAsyncWgmma.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
@@ -59,6 +60,8 @@ const std::vector<Pass> &table() {
         // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.
         {"specializeWarps", always,
          [](const Program &p, PassState &s) { return passes::specializeWarps(p, s.variant, &s.diag); }, true},
+        // sm_90a kernels left on the cp.async path run their T.gemms on wgmma where every one can.
+        {"cpAsyncWgmma", always, [](const Program &p, PassState &s) { return passes::cpAsyncWgmma(p, s.variant); }, true},
         // Which thread holds which fragment element and runs which iteration.
         {"inferLayouts", always,
          [](const Program &p, PassState &s) {

@@ -4,8 +4,11 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LibraryCalls.h"
+
+#include <set>
 
 namespace tilec::passes {
 
@@ -73,9 +76,48 @@ std::pair<Expr, int64_t> accumulatorOf(const Call &g) {
     return {lib::arg(g, lib::Fn::WgmmaSS, "c"), (c("M") / c("wgM") / 64) * (c("N") / c("wgN") / 2)};
 }
 
+/// The shared buffers threads may write through the generic proxy: stored to, or handed by address to a library
+/// call other than a TMA load or a wgmma (cp.async tile transfers, vector copies, ...).
+struct GenericWrites : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> found;
+    void visit(const Store &op) override {
+        if (op.buffer && op.buffer->scope == Scope::Shared) found.insert(op.buffer.get());
+        IRVisitor::visit(op);
+    }
+    void visit(const Call &op) override {
+        bool async = false;
+        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast, lib::Fn::WgmmaSS, lib::Fn::WgmmaRS})
+            async |= lib::is(op, f);
+        if (!async && !lib::is(op, lib::Fn::AddressOf))
+            for (auto &a : op.args)
+                if (const Load *l = addressedLoad(a); l && l->buffer && l->buffer->scope == Scope::Shared)
+                    found.insert(l->buffer.get());
+        IRVisitor::visit(op);
+    }
+};
+
+/// Whether a wgmma of stmts[from, to) reads a shared operand in `generic`.
+bool readsGenericWrites(const std::vector<Stmt> &stmts, size_t from, size_t to, const std::set<const BufferNode *> &generic) {
+    for (size_t i = from; i < to; ++i) {
+        const Call &g = *callOf(stmts[i]);
+        const lib::Fn f = lib::is(g, lib::Fn::WgmmaRS) ? lib::Fn::WgmmaRS : lib::Fn::WgmmaSS;
+        for (const char *n : {"a", "b"}) {
+            if (f == lib::Fn::WgmmaRS && n[0] == 'a') continue;
+            if (const Load *l = addressedLoad(lib::arg(g, f, n)); l && generic.count(l->buffer.get())) return true;
+        }
+    }
+    return false;
+}
+
+Stmt proxyFence(const SourceRange &loc) { return lib::stmt(lib::Fn::FenceProxyAsync, {}, loc); }
+
 class Placer : public IRMutator {
   public:
     using IRMutator::visit;
+    /// Shared buffers written through the generic proxy: a wgmma reading one is preceded by a proxy fence
+    /// (wgmma reads shared memory through the async proxy; the barrier before it orders the writes).
+    std::set<const BufferNode *> generic;
 
     Stmt visit(const std::shared_ptr<const Seq> &op) override {
         std::vector<Stmt> out;
@@ -101,8 +143,13 @@ class Placer : public IRMutator {
             }
             Stmt m = isWgmma(s) ? s : mutate(s); // a run's waits follow it (below), not each call
             changed |= m != s;
+            if (isWgmma(s) && (i == 0 || !isWgmma(op->stmts[i - 1]))) {
+                runStart = i;
+                size_t end = i;
+                while (end < op->stmts.size() && isWgmma(op->stmts[end])) ++end;
+                if (readsGenericWrites(op->stmts, i, end, generic)) out.push_back(proxyFence(s->loc)), changed = true;
+            }
             out.push_back(m);
-            if (isWgmma(s) && (i == 0 || !isWgmma(op->stmts[i - 1]))) runStart = i;
             bool endsRun = isWgmma(s) && (i + 1 == op->stmts.size() || !isWgmma(op->stmts[i + 1]));
             if (endsRun) {
                 for (auto &w : waitsAfter(op->stmts, runStart, i + 1, s->loc)) out.push_back(w);
@@ -116,8 +163,10 @@ class Placer : public IRMutator {
     // A lone wgmma as the whole body of a loop or branch.
     Stmt visit(const std::shared_ptr<const Evaluate> &op) override {
         if (!isWgmma(op)) return op;
-        std::vector<Stmt> out{op};
-        for (auto &w : waitsAfter(out, 0, 1, op->loc)) out.push_back(w);
+        std::vector<Stmt> out;
+        if (readsGenericWrites({op}, 0, 1, generic)) out.push_back(proxyFence(op->loc));
+        out.push_back(op);
+        for (auto &w : waitsAfter({op}, 0, 1, op->loc)) out.push_back(w);
         return Seq::make(std::move(out), op->loc);
     }
 
@@ -194,6 +243,9 @@ Program placeWgmmaWaits(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
         Placer pl;
+        GenericWrites gw;
+        gw.visit(k->body);
+        pl.generic = std::move(gw.found);
         Stmt body = pl.mutate(k->body);
         if (body == k->body) {
             out.kernels.push_back(k);

@@ -543,7 +543,7 @@ Program specializeWarps(const Program &p, const Variant &v, DiagnosticEngine *di
     };
     if (!v.hasTma() || !o.warpSpecialize) {
         for (auto &k : p.kernels) dropped(*k, "the variant without TMA, --no-tma or --no-warp-specialize");
-        spdlog::debug("{}: no warp specialization ({}): T.gemm keeps mma.sync, tile copies cp.async", t.name,
+        spdlog::debug("{}: no warp specialization ({}): tile copies cp.async (T.gemm on wgmma where cpAsyncWgmma can)", t.name,
                       !o.warpSpecialize ? "--no-warp-specialize"
                       : t.sm < 90       ? "no TMA or wgmma on the target"
                                         : "the variant without TMA, or --no-tma");

@@ -342,6 +342,7 @@ class Simulator {
     std::string describe(std::pair<const ir::BufferNode *, int64_t> at);
     int64_t sharedByte(const ir::BufferNode *b, int64_t index);
     void wgmmaIssue(const ir::Call &c, const std::vector<char> &mask);
+    void wgmmaIssueGroup(const ir::Call &c, int first, int wg); ///< one warpgroup's, threads first..first+127
     void wgmmaRetire(int64_t keep);
 };
 

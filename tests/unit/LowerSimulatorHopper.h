@@ -132,9 +132,17 @@ inline void Simulator::land(TmaLoad &l) {
 }
 
 inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
+    // In a warp role, its warpgroup issues; outside roles (the cp.async path) every warpgroup of the block does.
+    if (agent_) {
+        if (!wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
+        return wgmmaIssueGroup(c, agent_->first, (agent_->first - roleFirst_[agent_->role]) / 128);
+    }
+    if (!wholeScope(mask) || T_ % 128) throw SimError("a wgmma issued by only some threads, or not by whole warpgroups");
+    for (int first = 0; first < T_; first += 128) wgmmaIssueGroup(c, first, first / 128);
+}
+
+inline void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     using passes::lib::Fn;
-    if (!agent_ || !wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
-    const int first = agent_->first;
     const Fn fn = passes::lib::is(c, Fn::WgmmaRS) ? Fn::WgmmaRS : Fn::WgmmaSS;
     auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, fn, n), first); };
     auto g = std::make_shared<WgmmaGroup>();
@@ -144,7 +152,7 @@ inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &ma
     if (!g->rs) g->transA = num("transA") != 0, g->swzA = num("swzA");
     std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
     std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
-    g->wg = (first - roleFirst_[agent_->role]) / 128;
+    g->wg = wg;
     g->first = first;
     if (g->wgM <= 0 || g->wgN <= 0 || g->wg >= g->wgM * g->wgN) throw SimError("wgmma warpgroup " + std::to_string(g->wg) + " beyond its " + std::to_string(g->wgM) + " x " + std::to_string(g->wgN));
     const int64_t Mw = g->M / g->wgM, Nw = g->N / g->wgN;
@@ -177,7 +185,7 @@ inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &ma
         g->acc0.push_back(a0);
     }
     for (auto &o : flight)
-        if (o->acc == g->acc && o->acc0 == g->acc0) g->shadow = o->shadow;
+        if (o->acc == g->acc && o->acc0 == g->acc0 && o->first == g->first) g->shadow = o->shadow;
     if (!g->shadow) {
         g->shadow = std::make_shared<std::vector<std::vector<double>>>();
         for (int t = first; t < first + 128; ++t) {
@@ -403,7 +411,7 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
         return maybeSwitch();
     case Fn::WgmmaWait:
     case Fn::WgmmaWaitAcc:
-        if (!agent_ || !wholeScope(mask)) throw SimError("a wgmma wait outside a whole warpgroup of a warp role");
+        if (!wholeScope(mask)) throw SimError("a wgmma wait outside a whole warpgroup of a warp role, or by only some threads");
         maybeSwitch();
         wgmmaRetire(num("pending", first));
         return;

@@ -1,0 +1,21 @@
+/// \file
+/// wgmma for the T.gemms of kernels that keep the cp.async path on sm_90a.
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/LoweringOptions.h"
+
+namespace tilec::passes {
+
+/// On a target with wgmma (sm_90a), a kernel that specializeWarps left without warp roles (pass_configs
+/// disabling warp specialization, --no-warp-specialize, the variant without TMA, loops TMA cannot feed) still
+/// runs its T.gemms on wgmma when every one of them can: shared operands whose rows are 32, 64 or 128 bytes in
+/// whole 8-row periods (the cp.async tiles' XOR swizzle is then exactly wgmma's 32/64/128-byte swizzle mode),
+/// read whole; A possibly a 16-bit fragment (RS); types and majors wgmma takes; the accumulators split over
+/// the kernel's warpgroups (wgmmaCan). All or none: an accumulator or an A fragment shared by two products
+/// keeps one layout. The wgmmas are then issued and waited for at once (placeWgmmaWaits), their operand tiles
+/// placed at 1024-byte boundaries (planSharedMemory) behind a proxy fence where threads wrote them.
+/// `-v` says per kernel which it chose and why not.
+ir::Program cpAsyncWgmma(const ir::Program &p, const Variant &v);
+
+} // namespace tilec::passes
