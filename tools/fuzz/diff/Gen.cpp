@@ -2,6 +2,8 @@
 /// Random tile programs and their .tile text (Gen.h).
 #include "Gen.h"
 
+#include "Check.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -227,6 +229,8 @@ std::string GProgram::print() const {
                          num(cb) + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + num(cy) +
                          "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
+    const ScalarContext sc = scalarContext(1);
+    if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
         params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
                   ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
@@ -248,10 +252,25 @@ std::string GProgram::print() const {
     alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
     alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
-    if (usesThreadIndex()) pr.line(3, "tx = T.get_thread_binding()");
+    if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
+    std::string defs;
+    if (scalars) printScalars(*scalars, sc, 3, defs, o);
     pr.ops(3, ops);
     o += "    return k\n\n\n" + kernelName + " = make(BM, BN)\n";
+    if (!defs.empty()) o.insert(o.find("def make("), defs);
     return o;
+}
+
+ScalarContext GProgram::scalarContext(uint64_t dataSeed) const {
+    ScalarContext c;
+    c.gx = gx, c.gy = gy, c.threads = threads, c.rowsA = ra, c.colsA = ca;
+    auto data = std::make_shared<std::vector<double>>(inputTensor("A", (size_t)(ra * ca), dataSeed));
+    c.a = [data](int64_t i) { return data->at((size_t)i); };
+    return c;
+}
+
+std::vector<double> GProgram::expectedS(uint64_t dataSeed) const {
+    return scalars ? runScalars(*scalars, scalarContext(dataSeed)) : std::vector<double>{};
 }
 
 } // namespace tilec::difffuzz

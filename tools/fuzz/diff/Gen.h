@@ -11,6 +11,8 @@
 /// while the buffer is used), so every value a program computes is defined.
 #pragma once
 
+#include "Scalar.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -88,6 +90,13 @@ struct GProgram {
     std::vector<GOp> ops;
     /// The module-level name the kernel is bound to (its C name): sometimes a C/C++ keyword or C library name.
     std::string kernelName = "kernel";
+    /// The front-end oracle's scalar block (Scalar.h), written to the output S; null: none.
+    std::shared_ptr<ScalarBlock> scalars;
+
+    /// What the scalar block sees of this program; A's elements those of data seed `dataSeed` (Check.h).
+    ScalarContext scalarContext(uint64_t dataSeed) const;
+    /// S as the generator's own model computes it for data seed `dataSeed` (empty without a scalar block).
+    std::vector<double> expectedS(uint64_t dataSeed) const;
 
     std::string print() const;
     /// Whether tilec must refuse the kernel's name (the fuzzer's own list, not tilec's).

@@ -76,6 +76,17 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             qc[c]->erase(qc[c]->begin() + (long)i);
             out.push_back(std::move(q));
         }
+    // The front-end oracle's scalar block: gone, or a statement less.
+    if (p.scalars) {
+        GProgram q = p;
+        q.scalars = nullptr;
+        out.push_back(std::move(q));
+        for (auto &b : shrinkScalars(*p.scalars)) {
+            GProgram r = p;
+            r.scalars = std::make_shared<ScalarBlock>(std::move(b));
+            out.push_back(std::move(r));
+        }
+    }
     // Replace a loop or an if by its body.
     for (size_t c = 0; c < cs.size(); ++c)
         for (size_t i = 0; i < cs[c]->size(); ++i) {
