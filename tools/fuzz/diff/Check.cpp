@@ -236,6 +236,9 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         divergentWhat = e.what();
     } catch (const RefError &e) {
         if (!lowered) return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+        // A variable used outside its binding: the front end's program is ill-scoped (a loop variable read
+        // before its loop), whatever the reference models.
+        if (std::string(e.what()).rfind("unbound variable", 0) == 0) return outcome(Outcome::Failure, "front end", e.what());
         return outcome(Outcome::Skipped, std::string("reference: ") + e.what());
     }
     if (!lowered) {
