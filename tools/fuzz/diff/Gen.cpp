@@ -197,6 +197,8 @@ std::map<std::string, int64_t> GProgram::dynamicValues() const {
     if (!dynamic) return {};
     std::map<std::string, int64_t> v{{"m", ra}};
     if (gemm) v["kk"] = gk;
+    if (dynamicCols) v["n"] = ca;
+    if (gemm && dynamicMN) v["gm"] = gm, v["gn"] = gn;
     return v;
 }
 
@@ -216,6 +218,8 @@ std::string GProgram::print() const {
     if (dynamic) {
         o += "m = T.dynamic(\"m\")\n";
         if (gemm) o += "kk = T.dynamic(\"kk\")\n";
+        if (dynamicCols) o += "n = T.dynamic(\"n\")\n";
+        if (gemm && dynamicMN) o += "gm = T.dynamic(\"gm\")\ngn = T.dynamic(\"gn\")\n";
         o += "# dynamic:";
         for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
         o += "\n";
@@ -223,17 +227,19 @@ std::string GProgram::print() const {
     o += "\n\n";
     const std::string rowsA = dynamic ? "m" : num(ra), rowsB = dynamic ? "m" : num(rb), rowsY = dynamic ? "m" : num(ry);
     const std::string K = dynamic && gemm ? "kk" : num(gk);
+    const std::string colsA = dynamicCols ? "n" : num(ca), colsB = dynamicCols ? "n" : num(cb), colsY = dynamicCols ? "n" : num(cy);
+    const std::string M = gemm && dynamicMN ? "gm" : num(gm), N = gemm && dynamicMN ? "gn" : num(gn);
     o += "def make(BM, BN, BK=" + num(bk) + "):\n";
     o += "    @T.prim_func\n";
-    std::string params = "A: T.Tensor((" + rowsA + ", " + num(ca) + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
-                         num(cb) + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + num(cy) +
+    std::string params = "A: T.Tensor((" + rowsA + ", " + colsA + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
+                         colsB + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + colsY +
                          "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     const ScalarContext sc = scalarContext(1);
     if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
-        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
-                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
+        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + M + ")" : "(" + M + ", " + K + ")") +
+                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + N + ", " + K + ")" : "(" + K + ", " + N + ")") +
                   ", \"" + gemmGlobalType + "\")";
     o += "    def k(" + params + "):\n";
     o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";

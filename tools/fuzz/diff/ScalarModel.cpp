@@ -3,6 +3,7 @@
 /// run of it, with Python's meaning (Scalar.h).
 #include "Scalar.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -60,7 +61,7 @@ struct Printer {
         case SExpr::Var: return var(e.id, e.form);
         case SExpr::Temp: return "t" + std::to_string(e.id);
         case SExpr::Index: return index(e.id);
-        case SExpr::Input: return "A[by, (" + k(0) + " + " + std::to_string((int64_t)e.c) + ") % " + std::to_string(c.colsA) + "]";
+        case SExpr::Input: return "A[by, (" + k(0) + " + " + std::to_string((int64_t)e.c) + ") % " + std::to_string(std::max<int64_t>(c.colsA, 1)) + "]";
         case SExpr::Cast: return "T.cast(" + k(0) + ", \"float32\")";
         case SExpr::Abs: return "T.abs(" + k(0) + ")";
         case SExpr::Select:
@@ -169,9 +170,10 @@ struct Machine {
             if ((size_t)e.id >= loops.size()) return exact = false, 0;
             return loops[(size_t)e.id];
         case SExpr::Input: {
-            int64_t col = ((int64_t)k(0) + (int64_t)e.c) % c.colsA;
-            if (col < 0) col += c.colsA;
-            return by < c.rowsA ? c.a(by * c.colsA + col) : 0.0;
+            const int64_t m = std::max<int64_t>(c.colsA, 1); // the modulus the text has (A may have no columns)
+            int64_t col = ((int64_t)k(0) + (int64_t)e.c) % m;
+            if (col < 0) col += m;
+            return by < c.rowsA && col < c.colsA ? c.a(by * c.colsA + col) : 0.0; // outside A: 0
         }
         case SExpr::Cast: return check(false, k(0));
         case SExpr::Abs: return std::fabs(k(0));

@@ -144,8 +144,11 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
         if (p.*m > 1) variant([&](GProgram &q) {
             q.*m = (q.*m + 1) / 2;
             if (q.dynamic) q.rb = q.ry = q.ra;
+            if (q.dynamicCols) q.cb = q.cy = q.ca;
         });
-    if (p.dynamic) variant([](GProgram &q) { q.dynamic = false; });
+    if (p.dynamic) variant([](GProgram &q) { q.dynamic = q.dynamicCols = q.dynamicMN = false; });
+    if (p.dynamicCols) variant([](GProgram &q) { q.dynamicCols = false; });
+    if (p.dynamicMN) variant([](GProgram &q) { q.dynamicMN = false; });
     if (p.tileType != "float32") variant([](GProgram &q) { q.tileType = "float32"; });
     if (p.tileType1 != "float32") variant([](GProgram &q) { q.tileType1 = "float32"; });
     for (size_t c = 0; c < cs.size(); ++c)
