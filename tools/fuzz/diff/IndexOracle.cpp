@@ -456,7 +456,7 @@ class Oracle {
         std::vector<I128> idx;
         for (size_t i = 0; i < s.indices.size(); ++i) {
             Val v = ev_.eval(s.indices[i]);
-            if (!same(s, v, "the index")) return;
+            if (!same(s, v, s.tma ? "the TMA coordinate" : "the index")) return;
             fromLoad |= v.fromLoad;
             idx.push_back(v.exact);
         }

@@ -10,6 +10,8 @@
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
+///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
+///       class it must flag and its correct twin (OracleSelfTest.cpp)
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
 ///       (agree with the reference, or be rejected where the reference gives it no meaning; a file saying
 ///       `# expect: rejected` must be rejected; `# expect S: v0 v1 ...` gives the front-end oracle's values
@@ -23,6 +25,7 @@
 #include "Check.h"
 #include "CopyPairs.h"
 #include "Gen.h"
+#include "OracleSelfTest.h"
 
 #include <algorithm>
 #include <chrono>
@@ -178,6 +181,7 @@ int main(int argc, char **argv) {
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
+        else if (a == "--self-test") return oracleSelfTest();
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
             uint64_t ps = std::stoull(next());
