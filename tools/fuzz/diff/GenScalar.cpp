@@ -78,6 +78,17 @@ struct ScalarGen {
     SExprP cond(int depth) {
         if (depth > 0 && r.coin(0.25)) return bin(r.coin(0.5) ? "and" : "or", cond(depth - 1), cond(depth - 1));
         static const std::vector<std::string> cmp{"<", "<=", ">", ">=", "==", "!="};
+        if (depth > 0 && r.coin(0.1)) {
+            auto e = mk(SExpr::Not, false, {cond(depth - 1)});
+            e->isBool = true;
+            return e;
+        }
+        if (r.coin(0.15)) { // a < b <= c: Python's chained comparison, b evaluated once
+            bool isInt = r.coin(0.5);
+            auto e = mk(SExpr::Chain, false, {expr(isInt, 1), expr(isInt, 1), expr(isInt, 1)});
+            e->op = r.pick(cmp) + " " + r.pick(cmp), e->isBool = true;
+            return e;
+        }
         bool isInt = r.coin(0.5);
         return bin(r.pick(cmp), expr(isInt, 1), r.coin(0.5) ? constant(isInt) : expr(isInt, 1));
     }
@@ -99,9 +110,11 @@ struct ScalarGen {
         }
         case 5:
             if (isInt) {
+                static const std::vector<std::string> ops{"//", "%", "//", "%", "&", "|", "^", "<<", ">>"};
+                const std::string &op = r.pick(ops);
                 auto k = mk(SExpr::Const, true);
-                k->c = (double)r.in(2, 5);
-                return bin(r.coin(0.5) ? "//" : "%", expr(true, depth - 1), k);
+                k->c = op == "<<" || op == ">>" ? (double)r.in(0, 3) : op.size() == 1 && op != "%" ? (double)r.in(-8, 15) : (double)r.in(2, 5);
+                return bin(op, expr(true, depth - 1), k);
             }
             return mk(SExpr::Abs, false, {expr(false, depth - 1)});
         case 6: return isInt ? expr(true, depth - 1) : mk(SExpr::Cast, false, {expr(true, depth - 1)});
@@ -157,7 +170,16 @@ struct ScalarGen {
     SStmt stmt(int depth) {
         int64_t k = r.in(0, 99);
         SStmt s;
-        if (k < 45 || depth >= 2) return k < 70 ? assign() : let();
+        if (k < 12 && !inHelper) { // two names swapped as one tuple
+            std::vector<std::pair<int, bool>> v = temps;
+            for (size_t i = 0; i < v.size(); ++i)
+                for (size_t j = i + 1; j < v.size(); ++j)
+                    if (v[i].second == v[j].second) {
+                        s.kind = SStmt::Swap, s.id = v[i].first, s.id2 = v[j].first;
+                        return s;
+                    }
+        }
+        if (k < 45 || depth >= 2) return r.coin(0.6) ? assign() : let();
         if (k < 65) {
             s.kind = SStmt::If;
             s.form = r.coin(0.2); // 1: a condition over Python constants, decided while tracing
@@ -171,6 +193,8 @@ struct ScalarGen {
             s.kind = SStmt::Loop;
             s.n = r.in(0, 3);
             s.form = (int)r.in(0, 2);
+            s.start = r.coin(0.3) ? r.in(1, 3) : 0;
+            s.reverse = s.form != 2 && r.coin(0.25);
             s.id = loops++;
             s.body = scoped(depth + 1, r.in(1, 3));
             --loops;

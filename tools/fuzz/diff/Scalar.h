@@ -8,10 +8,11 @@
 /// same wrong program; this model does not share it.
 ///
 /// The block: kernel variables x0..x3 (float32 or int32; T.alloc_var, T.alloc_var(init=), T.alloc_local((1,))),
-/// plain Python names t0.. (values taken at assignment, as Python has them), statements assigning them from
-/// expressions over constants, bx, by, the thread index, loop variables and elements of A, run-time and
-/// compile-time ifs, loops (T.serial, T.unroll, Python range unrolled while tracing) and bodies moved into a
-/// @T.macro or a plain helper function. Each thread then writes its variables to S. Every surface form is
+/// plain Python names t0.. (values taken at assignment, as Python has them; swapped as a tuple), statements
+/// assigning them from expressions over constants, bx, by, the thread index, loop variables and elements of A
+/// (floor division and modulo, bitwise operators and shifts, chained comparisons, `not`), run-time and
+/// compile-time ifs, loops (T.serial, T.unroll, Python range unrolled while tracing; with a start, or stepping
+/// down) and bodies moved into a @T.macro or a plain helper function. Each thread then writes its variables to S. Every surface form is
 /// chosen per node by a `form` the generator draws, so a shrunk program keeps its forms.
 #pragma once
 
@@ -28,21 +29,24 @@ using SExprP = std::shared_ptr<SExpr>;
 
 /// An expression of the scalar block; `isInt` says int32 (else float32; comparisons are bool and isInt false).
 struct SExpr {
-    enum Kind { Const, Var, Temp, Index, Input, Bin, Cast, Select, Abs } kind = Const;
+    enum Kind { Const, Var, Temp, Index, Input, Bin, Cast, Select, Abs, Not, Chain } kind = Const;
     bool isInt = false, isBool = false;
     double c = 0;          ///< Const: the value; Input: the column offset
     int id = 0;            ///< Var / Temp: which; Index: -1 bx, -2 by, -3 tx, d >= 0 the loop variable of depth d
-    std::string op;        ///< Bin: + - * // % max min < <= > >= == != and or
+    std::string op;        ///< Bin: + - * // % & | ^ << >> max min < <= > >= == != and or; Chain: "op1 op2"
     std::vector<SExprP> kids;
     int form = 0;          ///< which surface form print() uses
 };
 
 struct SStmt {
-    enum Kind { Assign, Let, If, Loop, Call } kind = Assign;
-    int id = 0;              ///< Assign: the variable; Let: the name t<id>; Call: the helper h<id>
+    enum Kind { Assign, Let, If, Loop, Call, Swap } kind = Assign;
+    int id = 0;              ///< Assign: the variable; Let: the name t<id>; Call: the helper h<id>; Swap: t<id>, t<id2>
+    int id2 = 0;
     SExprP e;                ///< Assign / Let: the value; If: the condition
     std::vector<SStmt> body, orelse;
     int64_t n = 0;           ///< Loop: trip count
+    int64_t start = 0;       ///< Loop: the first value (the last one when `reverse`: a step of -1)
+    bool reverse = false;
     int form = 0;            ///< Assign: x = e / x[0] = e / x += ...; Loop: T.serial / range / T.unroll; Call: macro or def
 };
 

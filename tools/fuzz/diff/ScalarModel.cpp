@@ -64,6 +64,11 @@ struct Printer {
         case SExpr::Input: return "A[by, (" + k(0) + " + " + std::to_string((int64_t)e.c) + ") % " + std::to_string(std::max<int64_t>(c.colsA, 1)) + "]";
         case SExpr::Cast: return "T.cast(" + k(0) + ", \"float32\")";
         case SExpr::Abs: return "T.abs(" + k(0) + ")";
+        case SExpr::Not: return "(not " + k(0) + ")";
+        case SExpr::Chain: {
+            auto sp = e.op.find(' ');
+            return "(" + k(0) + " " + e.op.substr(0, sp) + " " + k(1) + " " + e.op.substr(sp + 1) + " " + k(2) + ")";
+        }
         case SExpr::Select:
             if (e.form == 1) return "T.if_then_else(" + k(0) + ", " + k(1) + ", " + k(2) + ")";
             return "(" + k(1) + " if " + k(0) + " else " + k(2) + ")";
@@ -75,6 +80,16 @@ struct Printer {
             return "(" + k(0) + " " + e.op + " " + k(1) + ")";
         }
         return "0";
+    }
+    /// A value bound to a plain name: never a bare kernel variable (`t = x` makes t another name for x, as
+    /// TileLang has it; the model's names hold values), so variables read there as x[0].
+    std::string value(const SExpr &e) {
+        if (e.kind == SExpr::Var) return var(e.id, 1);
+        if (e.kind == SExpr::Select && e.form == 0)
+            return "(" + value(*e.kids[1]) + " if " + expr(*e.kids[0]) + " else " + value(*e.kids[2]) + ")";
+        if (e.kind == SExpr::Select)
+            return "T.if_then_else(" + expr(*e.kids[0]) + ", " + value(*e.kids[1]) + ", " + value(*e.kids[2]) + ")";
+        return expr(e);
     }
     static bool reads(const SExpr &e, SExpr::Kind kind, int id) {
         if (e.kind == kind && e.id == id) return true;
@@ -91,8 +106,8 @@ struct Printer {
             // Two names assigned as one tuple, where the second value does not read the first name.
             if (s.kind == SStmt::Let && s.form == 1 && i + 1 < v.size() && v[i + 1].kind == SStmt::Let &&
                 v[i + 1].id != s.id && !reads(*v[i + 1].e, SExpr::Temp, s.id)) {
-                line(out, ind, "t" + std::to_string(s.id) + ", t" + std::to_string(v[i + 1].id) + " = " + expr(*s.e) +
-                                   ", " + expr(*v[i + 1].e));
+                line(out, ind, "t" + std::to_string(s.id) + ", t" + std::to_string(v[i + 1].id) + " = " + value(*s.e) +
+                                   ", " + value(*v[i + 1].e));
                 ++i;
                 continue;
             }
@@ -110,7 +125,11 @@ struct Printer {
                 return line(out, ind, target + " " + e.op + "= " + expr(*e.kids[1]));
             return line(out, ind, var(s.id, bare ? 0 : 1) + " = " + expr(e));
         }
-        case SStmt::Let: return line(out, ind, "t" + std::to_string(s.id) + " = " + expr(*s.e));
+        case SStmt::Let: return line(out, ind, "t" + std::to_string(s.id) + " = " + value(*s.e));
+        case SStmt::Swap: {
+            std::string a = "t" + std::to_string(s.id), b = "t" + std::to_string(s.id2);
+            return line(out, ind, a + ", " + b + " = " + b + ", " + a);
+        }
         case SStmt::If:
             line(out, ind, "if " + expr(*s.e) + ":");
             stmts(out, ind + 1, s.body);
@@ -118,7 +137,10 @@ struct Printer {
             return;
         case SStmt::Loop: {
             static const char *kinds[] = {"T.serial", "range", "T.unroll"};
-            line(out, ind, "for q" + std::to_string(s.id) + " in " + kinds[s.form] + "(" + std::to_string(s.n) + "):");
+            std::string bounds = std::to_string(s.n);
+            if (s.reverse) bounds = std::to_string(s.start + s.n - 1) + ", " + std::to_string(s.start - 1) + ", -1";
+            else if (s.start) bounds = std::to_string(s.start) + ", " + std::to_string(s.start + s.n);
+            line(out, ind, "for q" + std::to_string(s.id) + " in " + kinds[s.form] + "(" + bounds + "):");
             return stmts(out, ind + 1, s.body);
         }
         case SStmt::Call: {
@@ -155,6 +177,14 @@ struct Machine {
         if (isInt ? std::fabs(v) >= 2147483648.0 : (double)(float)v != v) exact = false;
         return v;
     }
+    static bool compare(const std::string &op, double x, double y) {
+        if (op == "<") return x < y;
+        if (op == "<=") return x <= y;
+        if (op == ">") return x > y;
+        if (op == ">=") return x >= y;
+        if (op == "==") return x == y;
+        return x != y;
+    }
     double eval(const SExpr &e) {
         auto k = [&](size_t i) { return eval(*e.kids[i]); };
         switch (e.kind) {
@@ -177,6 +207,12 @@ struct Machine {
         }
         case SExpr::Cast: return check(false, k(0));
         case SExpr::Abs: return std::fabs(k(0));
+        case SExpr::Not: return k(0) == 0;
+        case SExpr::Chain: {
+            auto sp = e.op.find(' ');
+            double a = k(0), b = k(1), c2 = k(2);
+            return compare(e.op.substr(0, sp), a, b) && compare(e.op.substr(sp + 1), b, c2);
+        }
         case SExpr::Select: {
             double cond = k(0), t = k(1), f = k(2);
             return cond != 0 ? t : f;
@@ -186,12 +222,13 @@ struct Machine {
             const std::string &op = e.op;
             if (op == "and") return x != 0 && y != 0;
             if (op == "or") return x != 0 || y != 0;
-            if (op == "<") return x < y;
-            if (op == "<=") return x <= y;
-            if (op == ">") return x > y;
-            if (op == ">=") return x >= y;
-            if (op == "==") return x == y;
-            if (op == "!=") return x != y;
+            if (e.isBool) return compare(op, x, y);
+            const auto ix = (int64_t)x, iy = (int64_t)y;
+            if (op == "&") return (double)(ix & iy);
+            if (op == "|") return (double)(ix | iy);
+            if (op == "^") return (double)(ix ^ iy);
+            if (op == "<<") return check(true, x * std::ldexp(1.0, (int)iy));
+            if (op == ">>") return std::floor(x / std::ldexp(1.0, (int)iy)); // arithmetic: Python's, int32's
             if (op == "max") return std::fmax(x, y);
             if (op == "min") return std::fmin(x, y);
             if (op == "//") return std::floor(x / y);            // Python's floor division
@@ -211,8 +248,9 @@ struct Machine {
         case SStmt::If: return run(eval(*s.e) != 0 ? s.body : s.orelse);
         case SStmt::Loop:
             if (loops.size() <= (size_t)s.id) loops.resize((size_t)s.id + 1);
-            for (int64_t i = 0; i < s.n; ++i) loops[(size_t)s.id] = (double)i, run(s.body);
+            for (int64_t i = 0; i < s.n; ++i) loops[(size_t)s.id] = (double)(s.reverse ? s.start + s.n - 1 - i : s.start + i), run(s.body);
             return;
+        case SStmt::Swap: std::swap(temps[s.id], temps[s.id2]); return;
         case SStmt::Call: { // a Python function: its own names, the outer ones unseen
             auto saved = std::move(temps);
             temps.clear();
