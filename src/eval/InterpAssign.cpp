@@ -124,6 +124,7 @@ void InterpImpl::assign(const ast::Expr &t, const Value &v, bool assignStmt) {
         if (star >= 0 && items.size() < n - 1)
             fail(t.range, "not enough values to unpack (expected at least " + std::to_string(n - 1) + ", got " +
                               std::to_string(items.size()) + ")");
+        if (trace() && star < 0 && n > 1) takeUnpackedValues(t, items, t.range);
         size_t rest = items.size() - (n - 1); // elements the starred target takes
         size_t k = 0;
         for (size_t i = 0; i < n; ++i) {

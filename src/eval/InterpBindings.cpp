@@ -11,6 +11,7 @@
 #include "tilec/IROperator.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::eval {
 
@@ -332,6 +333,27 @@ void assignedNames(const ast::Body &body, std::vector<std::string> &out) {
     }
 }
 } // namespace
+
+void InterpImpl::takeUnpackedValues(const ast::Expr &t, std::vector<Value> &items, const SourceRange &at) {
+    std::set<const ir::BufferNode *> stored; // kernel variables the targets store into
+    for (auto &e : t.elts)
+        if (e && e->kind == ast::ExprKind::Name)
+            if (auto it = env_->vars.find(e->str); it != env_->vars.end() && isVarBuffer(it->second))
+                stored.insert(it->second.buffer.get());
+    if (stored.empty()) return;
+    auto readsStored = [&](const ir::ExprNode &n) {
+        return n.kind == ir::NodeKind::Load && stored.count(static_cast<const ir::Load &>(n).buffer.get()) > 0;
+    };
+    for (auto &v : items) {
+        const bool reads = isVarBuffer(v) ? stored.count(v.buffer.get()) > 0 : v.is(VK::Expr) && anyNode(v.expr, readsStored);
+        if (!reads) continue;
+        // A plain store, not storeToVar: the new variable must not stand for the expression it copies.
+        ir::Expr e = isVarBuffer(v) ? ir::Load::make(v.buffer, {ir::intImm(0)}, at) : v.expr;
+        ir::Buffer b = newKernelVar("tilec_unpacked", e->dtype, at);
+        emit(ir::Store::make(b, {ir::intImm(0)}, e, at));
+        v = Value::ofExpr(ir::Load::make(b, {ir::intImm(0)}, at));
+    }
+}
 
 void InterpImpl::materializeLoopCarried(const ast::Body &body, const std::vector<std::string> &loopNames,
                                         const SourceRange &at) {

@@ -238,6 +238,9 @@ class InterpImpl final : public Interp {
     ir::Expr sliceExtent(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at);
     /// `b` is stored again: its value and those of the variables made from it no longer stand for them.
     void forgetVarDef(const ir::Buffer &b);
+    /// Unpacking `a, b = b, a + b`: Python evaluates the whole right side before binding a target, so an item
+    /// that reads a kernel variable one of the targets `t` stores into is taken into a new one first.
+    void takeUnpackedValues(const ast::Expr &t, std::vector<Value> &items, const SourceRange &at);
     /// Before a run-time loop: names its body assigns that hold a scalar already are moved into kernel
     /// variables, so that reads in the body see the value the previous iteration left (loop-carried values).
     void materializeLoopCarried(const ast::Body &body, const std::vector<std::string> &loopNames,

@@ -481,7 +481,14 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
             loopVars_.push_back(vars.back());
         }
         loopNames.push_back(e->str);
-        bindName(e->str, Value::ofExpr(persistent ? f.coords[i] : vars.back()), e->range, false);
+        // A run-time loop's variable is a new binding of its name, never a store into the kernel variable the
+        // name held (a value an enclosing loop carries, or a T.alloc_var): that store would sit before the
+        // loop, outside its variable's scope, and the body would read the kernel variable instead.
+        Value lv = Value::ofExpr(persistent ? f.coords[i] : vars.back());
+        if (auto it = env_->vars.find(e->str); it != env_->vars.end() && it->second.is(VK::Buffer) &&
+            it->second.buffer->scope == ir::Scope::Var)
+            env_->set(e->str, lv);
+        else bindName(e->str, lv, e->range, false);
     }
     ir::Stmt body;
     {

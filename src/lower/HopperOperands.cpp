@@ -58,6 +58,12 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
 }
 
 std::string tmaNeverHolds(const Buffer &tensor) {
+    // cp.async.bulk.tensor takes 32-bit signed coordinates (PTX ISA): a box starting past 2^31 - 1 along a
+    // dimension cannot be named, and the coordinate would wrap to another row.
+    for (size_t d = 0; d < tensor->shape.size(); ++d)
+        if (auto e = constInt(tensor->shape[d]); e && *e > INT32_MAX)
+            return "'" + tensor->name + "' has " + std::to_string(*e) + " elements along dimension " + std::to_string(d) +
+                   ", past 2^31 - 1: TMA's 32-bit coordinates cannot reach them";
     // Compact row-major: dimension d's stride is the element size times the extents inside it, constant as long
     // as they are.
     int64_t stride = tensor->dtype.bytes();

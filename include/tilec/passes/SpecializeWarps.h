@@ -32,7 +32,8 @@ struct TmaTile {
 std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
 
 /// Why TMA's rules (TensorMap::kAlignment) can hold for no arguments of global tensor `tensor`: a byte stride
-/// that is a compile-time constant not a multiple of it; empty when they may hold. A variant with a tensor map
+/// that is a compile-time constant not a multiple of it, or a constant dimension past 2^31 - 1 (TMA's 32-bit
+/// coordinates cannot reach its far elements); empty when they may hold. A variant with a tensor map
 /// of it would always be rejected at launch, so the passes do not make one.
 std::string tmaNeverHolds(const ir::Buffer &tensor);
 

@@ -25,6 +25,21 @@ std::vector<double> inputData(size_t n, uint64_t seed) {
     return v;
 }
 
+/// Where the reference's outputs differ from the front-end oracle's model at all; empty when they agree.
+std::string compareExact(const std::map<std::string, std::vector<double>> &ref, const Expected &expected) {
+    for (auto &[name, want] : expected) {
+        auto it = ref.find(name);
+        if (it == ref.end()) return "no output " + name;
+        if (it->second.size() != want.size())
+            return name + " has " + std::to_string(it->second.size()) + " elements, the model " + std::to_string(want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+            if (!std::isnan(want[i]) && it->second[i] != want[i])
+                return name + "[" + std::to_string(i) + "] = " + std::to_string(it->second[i]) +
+                       " in the front end's program, " + std::to_string(want[i]) + " by the generator's own model";
+    }
+    return "";
+}
+
 /// Where outputs differ beyond float32 rounding of the intermediate values; empty when they agree.
 std::string compare(const std::string &name, const std::vector<double> &got, const std::vector<double> &want) {
     double scale = 1;
@@ -89,6 +104,33 @@ bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &d
 
 } // namespace
 
+std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t dataSeed) {
+    uint64_t h = dataSeed;
+    for (char c : name) h = h * 131 + (unsigned char)c;
+    return inputData(n, h);
+}
+
+Expected expectedOf(const std::string &text) {
+    Expected e;
+    for (size_t at = text.find("# expect "); at != std::string::npos; at = text.find("# expect ", at + 1)) {
+        auto colon = text.find(':', at), end = text.find('\n', at);
+        std::string name = text.substr(at + 9, colon - at - 9);
+        if ((at > 0 && text[at - 1] != '\n') || colon > end || name.empty() || name.find(' ') != std::string::npos || !std::isupper((unsigned char)name[0])) continue;
+        std::istringstream line(text.substr(colon + 1, end - colon - 1));
+        std::string v;
+        while (line >> v) e[name].push_back(v == "nan" ? std::nan("") : std::stod(v));
+    }
+    return e;
+}
+
+std::string expectLine(const std::string &tensor, const std::vector<double> &values) {
+    std::ostringstream s;
+    s.precision(17);
+    s << "# expect " << tensor << ":";
+    for (double v : values) std::isnan(v) ? s << " nan" : s << " " << v;
+    return s.str() + "\n";
+}
+
 std::map<std::string, double> dynamicValues(const std::string &text) {
     std::map<std::string, double> v;
     auto at = text.find("# dynamic:");
@@ -110,7 +152,8 @@ std::string reasonOf(const std::string &diags) {
     return r.substr(0, 120);
 }
 
-Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed) {
+Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed,
+                     const Expected &expected) {
     Outcome out;
     evaltest::EvalRun front;
     // Both lowerings are simulated: sm_80's (cp.async, mma.sync) and, where the program gets warp roles there,
@@ -179,9 +222,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         if (n < 0) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
         const std::string &name = p.buffer->name;
         bool input = name == "A" || name == "B" || name == "GA" || name == "GB";
-        uint64_t h = dataSeed;
-        for (char c : name) h = h * 131 + (unsigned char)c;
-        ref[name] = input ? inputData((size_t)n, h) : std::vector<double>((size_t)n, name == "Z" ? 0.0 : std::nan(""));
+        ref[name] = input ? inputTensor(name, (size_t)n, dataSeed) : std::vector<double>((size_t)n, name == "Z" ? 0.0 : std::nan(""));
         if (!input) outputs.push_back(name);
     }
     sim = ref;
@@ -195,6 +236,9 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         divergentWhat = e.what();
     } catch (const RefError &e) {
         if (!lowered) return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
+        // A variable used outside its binding: the front end's program is ill-scoped (a loop variable read
+        // before its loop), whatever the reference models.
+        if (std::string(e.what()).rfind("unbound variable", 0) == 0) return outcome(Outcome::Failure, "front end", e.what());
         return outcome(Outcome::Skipped, std::string("reference: ") + e.what());
     }
     if (!lowered) {
@@ -202,6 +246,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         return outcome(Outcome::Rejected, reasonOf(front.diags()), front.diags());
     }
     if (divergent) return outcome(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
+    if (auto d = compareExact(ref, expected); !d.empty()) return outcome(Outcome::Failure, "front end", d);
 
     if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, dyn, 0, ""); f.kind == Outcome::Failure) return f;
     bool roles = false;

@@ -41,9 +41,24 @@ std::map<std::string, double> dynamicValues(const std::string &text);
 /// The first diagnostic's message without its location and numbers (a reason to count rejections by).
 std::string reasonOf(const std::string &diags);
 
-/// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs are random values that
-/// sums and products keep exact (multiples of 1/4 in [-2, 2]), drawn from `dataSeed`.
-Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed);
+/// An input tensor's `n` elements for data seed `dataSeed`: random values that sums and products keep exact
+/// (multiples of 1/4 in [-2, 2]).
+std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t dataSeed);
+
+/// Outputs as a model independent of tilec's front end computes them (Scalar.h), per tensor; NaN elements are
+/// not compared.
+using Expected = std::map<std::string, std::vector<double>>;
+
+/// The `# expect S: ...` lines of a regression file (what the front-end oracle's model computed for data
+/// seed 1), and the line of one tensor's values.
+Expected expectedOf(const std::string &text);
+std::string expectLine(const std::string &tensor, const std::vector<double> &values);
+
+/// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs from inputTensor with
+/// `dataSeed`. The reference's outputs must equal `expected` exactly (the front-end oracle: category
+/// "front end"), and the simulator's the reference's.
+Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed,
+                     const Expected &expected = {});
 
 /// Every kernel of `text` through the front end, the checks, the lowerings for sm_80 (also assuming aligned
 /// rows) and sm_90a, and code generation: Ok with `cuda` per target, Rejected with the diagnostics in

@@ -2,6 +2,8 @@
 /// Random tile programs and their .tile text (Gen.h).
 #include "Gen.h"
 
+#include "Check.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -198,6 +200,8 @@ std::map<std::string, int64_t> GProgram::dynamicValues() const {
     if (!dynamic) return {};
     std::map<std::string, int64_t> v{{"m", ra}};
     if (gemm) v["kk"] = gk;
+    if (dynamicCols) v["n"] = ca;
+    if (gemm && dynamicMN) v["gm"] = gm, v["gn"] = gn;
     return v;
 }
 
@@ -217,6 +221,8 @@ std::string GProgram::print() const {
     if (dynamic) {
         o += "m = T.dynamic(\"m\")\n";
         if (gemm) o += "kk = T.dynamic(\"kk\")\n";
+        if (dynamicCols) o += "n = T.dynamic(\"n\")\n";
+        if (gemm && dynamicMN) o += "gm = T.dynamic(\"gm\")\ngn = T.dynamic(\"gn\")\n";
         o += "# dynamic:";
         for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
         o += "\n";
@@ -224,15 +230,19 @@ std::string GProgram::print() const {
     o += "\n\n";
     const std::string rowsA = dynamic ? "m" : num(ra), rowsB = dynamic ? "m" : num(rb), rowsY = dynamic ? "m" : num(ry);
     const std::string K = dynamic && gemm ? "kk" : num(gk);
+    const std::string colsA = dynamicCols ? "n" : num(ca), colsB = dynamicCols ? "n" : num(cb), colsY = dynamicCols ? "n" : num(cy);
+    const std::string M = gemm && dynamicMN ? "gm" : num(gm), N = gemm && dynamicMN ? "gn" : num(gn);
     o += "def make(BM, BN, BK=" + num(bk) + "):\n";
     o += "    @T.prim_func\n";
-    std::string params = "A: T.Tensor((" + rowsA + ", " + num(ca) + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
-                         num(cb) + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + num(cy) +
+    std::string params = "A: T.Tensor((" + rowsA + ", " + colsA + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
+                         colsB + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + colsY +
                          "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
+    const ScalarContext sc = scalarContext(1);
+    if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
-        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + num(gm) + ")" : "(" + num(gm) + ", " + K + ")") +
-                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + num(gn) + ", " + K + ")" : "(" + K + ", " + num(gn) + ")") +
+        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + M + ")" : "(" + M + ", " + K + ")") +
+                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + N + ", " + K + ")" : "(" + K + ", " + N + ")") +
                   ", \"" + gemmGlobalType + "\")";
     o += "    def k(" + params + "):\n";
     o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
@@ -251,10 +261,25 @@ std::string GProgram::print() const {
     alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
     alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
-    if (usesThreadIndex()) pr.line(3, "tx = T.get_thread_binding()");
+    if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
+    std::string defs;
+    if (scalars) printScalars(*scalars, sc, 3, defs, o);
     pr.ops(3, ops);
     o += "    return k\n\n\n" + kernelName + " = make(BM, BN)\n";
+    if (!defs.empty()) o.insert(o.find("def make("), defs);
     return o;
+}
+
+ScalarContext GProgram::scalarContext(uint64_t dataSeed) const {
+    ScalarContext c;
+    c.gx = gx, c.gy = gy, c.threads = threads, c.rowsA = ra, c.colsA = ca;
+    auto data = std::make_shared<std::vector<double>>(inputTensor("A", (size_t)(ra * ca), dataSeed));
+    c.a = [data](int64_t i) { return data->at((size_t)i); };
+    return c;
+}
+
+std::vector<double> GProgram::expectedS(uint64_t dataSeed) const {
+    return scalars ? runScalars(*scalars, scalarContext(dataSeed)) : std::vector<double>{};
 }
 
 } // namespace tilec::difffuzz

@@ -11,6 +11,8 @@
 /// while the buffer is used), so every value a program computes is defined.
 #pragma once
 
+#include "Scalar.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,6 +83,8 @@ struct GProgram {
     int64_t ra = 40, ca = 40, rb = 40, cb = 40, ry = 40, cy = 40, rn = 64, zn = 64, wn = 128;
     bool gemm = false;
     bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
+    bool dynamicCols = false; ///< (with dynamic) the columns of A, B and Y too: T.dynamic("n") (= ca = cb = cy)
+    bool dynamicMN = false;   ///< (with dynamic and gemm) GEMM's M and N: T.dynamic("gm"), T.dynamic("gn")
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
     /// dtypes of the T.gemm operands GA/GB and of their shared tiles ga_s/gb_s (a converting operand copy)
@@ -88,6 +92,13 @@ struct GProgram {
     std::vector<GOp> ops;
     /// The module-level name the kernel is bound to (its C name): sometimes a C/C++ keyword or C library name.
     std::string kernelName = "kernel";
+    /// The front-end oracle's scalar block (Scalar.h), written to the output S; null: none.
+    std::shared_ptr<ScalarBlock> scalars;
+
+    /// What the scalar block sees of this program; A's elements those of data seed `dataSeed` (Check.h).
+    ScalarContext scalarContext(uint64_t dataSeed) const;
+    /// S as the generator's own model computes it for data seed `dataSeed` (empty without a scalar block).
+    std::vector<double> expectedS(uint64_t dataSeed) const;
 
     std::string print() const;
     /// Whether tilec must refuse the kernel's name (the fuzzer's own list, not tilec's).

@@ -2,7 +2,8 @@
 /// Programs over tensors past 2^31 elements (Gen.h: BigProgram): element-wise kernels (1-D and 2-D grids),
 /// row-wise ones (a row block through shared memory, a row reduction) and gathers (rows chosen by an int32
 /// index tensor), over int8, float16 and float32 tensors of static or T.dynamic sizes, with and without
-/// tails. A few have static sizes whose offsets pass 2^63: those must be refused.
+/// tails, and GEMMs whose operands sm_90a loads with TMA (the oracle checks their tensor maps and coordinates).
+/// A few have static sizes whose offsets pass 2^63: those must be refused.
 #include "Gen.h"
 
 namespace tilec::difffuzz {
@@ -110,6 +111,36 @@ struct BigGen : Rng {
         p.reach = r * c;
     }
 
+    /// A GEMM over 16-bit operands past 2^31 elements, for the TMA tile loads (and TMA stores) of sm_90a: rows of
+    /// A past 2^31 (a 32-bit TMA coordinate cannot reach them) or A, B, C past 2^31 elements with rows below it;
+    /// M on blockIdx.x (2^31 - 1 blocks), N on blockIdx.y.
+    void gemm() {
+        p.kind = "gemm";
+        dt = coin(0.5) ? "float16" : "bfloat16";
+        int64_t bm = pick(std::vector<int64_t>{64, 128}), bn = pick(std::vector<int64_t>{64, 128}), bk = pick(std::vector<int64_t>{32, 64});
+        int64_t m, k, n;
+        if (coin(0.4)) m = ((int64_t)1 << 31) + in(-(int64_t)bm, 1 << 20), k = pick(std::vector<int64_t>{32, 64}), n = bn;
+        else m = (((int64_t)1 << 31) + in(0, (int64_t)1 << 30)) / 4096 + in(0, 300), k = 4096, n = pick(std::vector<int64_t>{128, 4096, 65536 + 64});
+        const bool transB = coin(0.3);
+        std::string M = size("m", m), K = size("k", k), N = size("n", n);
+        std::string Bshape = transB ? "(" + N + ", " + K + ")" : "(" + K + ", " + N + ")";
+        std::string Bs = transB ? "(" + num(bn) + ", " + num(bk) + ")" : "(" + num(bk) + ", " + num(bn) + ")";
+        std::string Bat = transB ? "B[by * " + num(bn) + ", ko * " + num(bk) + "]" : "B[ko * " + num(bk) + ", by * " + num(bn) + "]";
+        p.text = header() + "def " + p.name + "(A: T.Tensor((" + M + ", " + K + "), \"" + dt + "\"), B: T.Tensor(" + Bshape +
+                 ", \"" + dt + "\"), C: T.Tensor((" + M + ", " + N + "), \"" + dt + "\")):\n" +
+                 "    with T.Kernel(T.ceildiv(" + M + ", " + num(bm) + "), T.ceildiv(" + N + ", " + num(bn) + "), threads=128) as (bx, by):\n" +
+                 "        A_s = T.alloc_shared((" + num(bm) + ", " + num(bk) + "), \"" + dt + "\")\n" +
+                 "        B_s = T.alloc_shared(" + Bs + ", \"" + dt + "\")\n" +
+                 "        C_f = T.alloc_fragment((" + num(bm) + ", " + num(bn) + "), \"float32\")\n" +
+                 "        T.clear(C_f)\n" +
+                 "        for ko in T.Pipelined(T.ceildiv(" + K + ", " + num(bk) + "), num_stages=" + num(in(2, 3)) + "):\n" +
+                 "            T.copy(A[bx * " + num(bm) + ", ko * " + num(bk) + "], A_s)\n" +
+                 "            T.copy(" + Bat + ", B_s)\n" +
+                 "            T.gemm(A_s, B_s, C_f" + (transB ? ", transpose_B=True" : "") + ")\n" +
+                 "        T.copy(C_f, C[bx * " + num(bm) + ", by * " + num(bn) + "])\n";
+        p.reach = std::max(m * k, m * n);
+    }
+
     /// B[row] = A[Idx[row]]: the index read from memory.
     void gather() {
         p.kind = "gather";
@@ -149,6 +180,11 @@ BigProgram generateBig(uint64_t seed) {
     case 6:
     case 7: b.rowwise(); break;
     default: b.gather(); break;
+    }
+    // TMA programs (issue 23): a GEMM past 2^31 elements, from a stream of its own (the draws above unchanged).
+    if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x7a)}.coin(0.25)) {
+        b.p.dyn.clear(), b.p.pastInt64 = false;
+        b.gemm();
     }
     return b.p;
 }

@@ -100,7 +100,7 @@ struct Generator {
             switch (r.in(0, 4)) {
             case 0: return leaf(constant());
             case 1: return leaf("T.cast(tx, \"float32\")");
-            case 2: return leaf("A[tx % " + std::to_string(p.ra) + ", bx]");
+            case 2: return leaf("A[tx % " + std::to_string(std::max<int64_t>(p.ra, 1)) + ", bx]");
             case 3: return leaf("v[0]", {"v"});
             default: {
                 std::string b = r.coin(0.5) ? "s0" : "s1";
@@ -359,6 +359,17 @@ void decorate(GProgram &p) {
         o.value->pastBound = past;
         p.ops.insert(p.ops.end() - 1, o);
     }
+    // Sizes of 0 in every dynamic dimension, not only rows and K: the columns of A, B and Y, and GEMM's M and
+    // N (nothing is written where an output is empty, and an empty GEMM operand gives exact zeros).
+    if (p.dynamic && r.coin(0.3)) {
+        p.dynamicCols = true;
+        p.cb = p.cy = p.ca = r.coin(0.3) ? 0 : p.ca;
+    }
+    if (p.dynamic && p.gemm && r.coin(0.3)) {
+        p.dynamicMN = true;
+        if (r.coin(0.3)) p.gm = 0;
+        if (r.coin(0.3)) p.gn = 0;
+    }
 }
 
 } // namespace
@@ -368,6 +379,9 @@ GProgram generate(uint64_t seed) {
     g.p.seed = seed;
     g.run();
     decorate(g.p);
+    // The front-end oracle's scalar block, from its own stream (Scalar.h).
+    if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5))
+        g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
     return g.p;
 }
 

@@ -5,6 +5,7 @@
 #include "tilec/LibraryCalls.h"
 
 #include <limits>
+#include <optional>
 #include <random>
 
 namespace tilec::difffuzz {
@@ -56,11 +57,21 @@ struct Site {
     std::vector<Frame> frames;
     SourceRange loc;
     const Call *transfer = nullptr; ///< a cp.async tile transfer reading from `buffer` at `indices[0]`
+    const Call *tma = nullptr;      ///< a TMA tile transfer of `buffer`'s tensor map: `indices` its coordinates
 };
+
+/// The TMA tile transfer a call is (load, multicast load, store), if it is one.
+std::optional<passes::lib::Fn> tmaFn(const Call &c) {
+    using passes::lib::Fn;
+    for (Fn f : {Fn::TmaLoadTile, Fn::TmaLoadTileMulticast, Fn::TmaStoreTile})
+        if (passes::lib::is(c, f)) return f;
+    return std::nullopt;
+}
 
 class Collector {
   public:
     std::vector<Site> sites;
+    const std::vector<TensorMap> *maps = nullptr; ///< the kernel's tensor maps (TMA transfers name them)
     void stmt(const Stmt &s) {
         if (!s) return;
         switch (s->kind) {
@@ -120,6 +131,18 @@ class Collector {
 
     void evaluate(const Evaluate &e) {
         auto *c = as<Call>(e.value);
+        // A TMA transfer: its coordinates (one per dimension of its map, innermost first) are the site's indices.
+        if (auto f = c ? tmaFn(*c) : std::nullopt) {
+            auto rank = constInt(passes::lib::arg(*c, *f, "rank")), map = constInt(passes::lib::arg(*c, *f, "map"));
+            if (rank && map && *map >= 0 && (size_t)*map < maps->size() && *rank <= 5) {
+                static const char *coords[] = {"c0", "c1", "c2", "c3", "c4"};
+                std::vector<Expr> cs;
+                for (int64_t d = 0; d < *rank; ++d) cs.push_back(passes::lib::arg(*c, *f, coords[d]));
+                for (auto &a : c->args) expr(a);
+                sites.push_back({(*maps)[(size_t)*map].tensor, cs, frames_, e.loc, nullptr, c});
+                return;
+            }
+        }
         if (c && passes::isTileTransfer(*c)) {
             const passes::lib::Fn fn = passes::lib::is(*c, passes::lib::Fn::CopyG2S) ? passes::lib::Fn::CopyG2S
                                                                                      : passes::lib::Fn::CopyG2SWait;
@@ -302,7 +325,9 @@ class Oracle {
             if (dyn.count(d->name)) fixed_[d.get()] = dyn.at(d->name);
     }
     IndexVerdict run() {
+        tensorMaps();
         Collector c;
+        c.maps = &k_.tensorMaps;
         c.stmt(k_.body);
         for (auto &s : c.sites) {
             ++v_.accesses;
@@ -431,16 +456,58 @@ class Oracle {
         std::vector<I128> idx;
         for (size_t i = 0; i < s.indices.size(); ++i) {
             Val v = ev_.eval(s.indices[i]);
-            if (!same(s, v, "the index")) return;
+            if (!same(s, v, s.tma ? "the TMA coordinate" : "the index")) return;
             fromLoad |= v.fromLoad;
             idx.push_back(v.exact);
         }
         if (r < 0 || fromLoad) return; // may not run, or an index the data chooses
         if (s.transfer) return transfer(s, idx[0]);
+        if (s.tma) return tmaCoordinates(s, idx);
         for (size_t i = 0; i < idx.size(); ++i) {
             I128 n = elements(s.buffer, i, flat);
             if (n >= 0 && (idx[i] < 0 || idx[i] >= n))
                 return fail("index out of bounds: " + where(s) + " index " + str(idx[i]) + " of " + str(n));
+        }
+    }
+
+    /// A TMA transfer's coordinates: cp.async.bulk.tensor takes them as 32-bit signed integers (PTX ISA), so
+    /// each must fit one exactly (a box partly or wholly outside the tensor is legal: loads fill it with zeros,
+    /// stores leave those elements alone).
+    void tmaCoordinates(const Site &s, const std::vector<I128> &c) {
+        for (size_t d = 0; d < c.size(); ++d)
+            if (c[d] < std::numeric_limits<int32_t>::min() || c[d] > std::numeric_limits<int32_t>::max())
+                return fail("TMA coordinate: c" + std::to_string(d) + " of a tensor-map transfer of " + where(s) + " is " +
+                            str(c[d]) + ", which no 32-bit signed coordinate holds");
+    }
+
+    /// The tensor maps the launcher encodes (cuTensorMapEncodeTiled's rules): at most 5 dimensions, each of
+    /// 1..2^32 elements (0: an empty tensor, encoded otherwise), byte strides below 2^40 and, where the shape is
+    /// static, multiples of 16 (a run-time stride the launcher checks, falling back without TMA), boxes of
+    /// 1..256 elements per dimension.
+    void tensorMaps() {
+        ev_.vars = fixed_;
+        for (size_t m = 0; m < k_.tensorMaps.size() && v_.ok; ++m) {
+            const TensorMap &tm = k_.tensorMaps[m];
+            const Buffer &b = tm.tensor;
+            const std::string what = "tensor map " + std::to_string(m) + " of " + b->name;
+            if (b->shape.size() > 5 || tm.box.size() != b->shape.size())
+                return fail(what + ": " + std::to_string(b->shape.size()) + " dimensions, a box of " + std::to_string(tm.box.size()));
+            I128 stride = b->dtype.bytes();
+            bool isStatic = true;
+            for (size_t i = b->shape.size(); i-- > 0;) {
+                const size_t d = b->shape.size() - 1 - i; // the map's dimension, innermost first
+                Val n = ev_.eval(b->shape[i]);
+                if (!n.known) return;
+                if (n.exact == 0) return; // an empty tensor
+                if (n.exact < 0 || n.exact > ((I128)1 << 32))
+                    return fail(what + ": dimension " + std::to_string(d) + " of " + str(n.exact) + " elements (at most 2^32)");
+                if (tm.box[d] < 1 || tm.box[d] > 256)
+                    return fail(what + ": a box of " + std::to_string(tm.box[d]) + " in dimension " + std::to_string(d));
+                if (d > 0 && (stride >= ((I128)1 << 40) || (isStatic && stride % TensorMap::kAlignment)))
+                    return fail(what + ": the stride of dimension " + std::to_string(d) + " is " + str(stride) + " bytes");
+                stride *= n.exact;
+                isStatic &= constInt(b->shape[i]).has_value(); // the next dimension's stride is static so far
+            }
         }
     }
 

@@ -76,6 +76,17 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             qc[c]->erase(qc[c]->begin() + (long)i);
             out.push_back(std::move(q));
         }
+    // The front-end oracle's scalar block: gone, or a statement less.
+    if (p.scalars) {
+        GProgram q = p;
+        q.scalars = nullptr;
+        out.push_back(std::move(q));
+        for (auto &b : shrinkScalars(*p.scalars)) {
+            GProgram r = p;
+            r.scalars = std::make_shared<ScalarBlock>(std::move(b));
+            out.push_back(std::move(r));
+        }
+    }
     // Replace a loop or an if by its body.
     for (size_t c = 0; c < cs.size(); ++c)
         for (size_t i = 0; i < cs[c]->size(); ++i) {
@@ -133,8 +144,11 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
         if (p.*m > 1) variant([&](GProgram &q) {
             q.*m = (q.*m + 1) / 2;
             if (q.dynamic) q.rb = q.ry = q.ra;
+            if (q.dynamicCols) q.cb = q.cy = q.ca;
         });
-    if (p.dynamic) variant([](GProgram &q) { q.dynamic = false; });
+    if (p.dynamic) variant([](GProgram &q) { q.dynamic = q.dynamicCols = q.dynamicMN = false; });
+    if (p.dynamicCols) variant([](GProgram &q) { q.dynamicCols = false; });
+    if (p.dynamicMN) variant([](GProgram &q) { q.dynamicMN = false; });
     if (p.tileType != "float32") variant([](GProgram &q) { q.tileType = "float32"; });
     if (p.tileType1 != "float32") variant([](GProgram &q) { q.tileType1 = "float32"; });
     for (size_t c = 0; c < cs.size(); ++c)

@@ -10,14 +10,22 @@
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
+///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
+///       class it must flag and its correct twin (OracleSelfTest.cpp)
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
 ///       (agree with the reference, or be rejected where the reference gives it no meaning; a file saying
-///       `# expect: rejected` must be rejected)
+///       `# expect: rejected` must be rejected; `# expect S: v0 v1 ...` gives the front-end oracle's values
+///       of S for data seed 1, which the reference must reproduce exactly)
+///
+/// The front-end oracle (Scalar.h): many programs carry a block of scalar code in varied surface forms whose
+/// results the generator computes on its own model; the reference of tilec's front-end output must agree
+/// exactly ("front end" failures), so front-end miscompiles are seen although both executions share it.
 ///
 /// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
 #include "Check.h"
 #include "CopyPairs.h"
 #include "Gen.h"
+#include "OracleSelfTest.h"
 
 #include <algorithm>
 #include <chrono>
@@ -38,8 +46,14 @@ std::map<std::string, std::string> definesOf(const GProgram &p) {
 
 /// The program run, and what its decorations demand (GenRandom.cpp: decorate): a reserved kernel name and a
 /// constant index past a buffer's extent are located errors; other names are never refused as names.
+/// What the front-end oracle's own model computes for data seed `dataSeed` (Scalar.h).
+Expected expectedFor(const GProgram &p, uint64_t dataSeed) {
+    if (!p.scalars) return {};
+    return {{"S", p.expectedS(dataSeed)}};
+}
+
 Outcome check(const GProgram &p) {
-    Outcome o = checkProgram(p.print(), definesOf(p), p.seed);
+    Outcome o = checkProgram(p.print(), definesOf(p), p.seed, expectedFor(p, p.seed));
     const bool refused = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
     const bool nameError = o.detail.find("kernel name '" + p.kernelName + "'") != std::string::npos;
     if (p.reservedName() && !refused)
@@ -105,7 +119,7 @@ int replay(const std::vector<std::string> &args) {
         std::string text = readFile(f);
         const bool big = text.rfind("# big\n", 0) == 0;
         Outcome o = big ? checkBig(text, bigDynamic(text), text.find("# expect: past 2^63") != std::string::npos, 1)
-                        : checkProgram(text, {}, 1);
+                        : checkProgram(text, {}, 1, expectedOf(text));
         // `# expect: nvcc`: an accepted program's CUDA must compile (a kept nvcc failure, or a dtype-pair test).
         if (o.kind == Outcome::Ok && text.find("# expect: nvcc") != std::string::npos && nvccFound()) {
             fs::path dir = fs::temp_directory_path() / ("difffuzz-replay-" + std::to_string(::getpid()));
@@ -167,6 +181,7 @@ int main(int argc, char **argv) {
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
+        else if (a == "--self-test") return oracleSelfTest();
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
             uint64_t ps = std::stoull(next());
@@ -227,11 +242,11 @@ int main(int argc, char **argv) {
             // nvcc failures are kept whole (shrinking would run nvcc for every candidate).
             GProgram small = o.category == "nvcc" ? p : shrink(p, o.category, verbose);
             small.bmText = small.bm, small.bnText = small.bn; // the file stands alone, without -D
-            Outcome again = checkProgram(small.print(), {}, 1);
+            Outcome again = checkProgram(small.print(), {}, 1, expectedFor(small, 1));
             file << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
                  << (o.category == "nvcc" ? "# expect: nvcc\n" : "")
                  << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
-                 << small.print();
+                 << (small.scalars ? expectLine("S", small.expectedS(1)) : "") << small.print();
         }
         std::cerr << "  written " << f.string() << "\n";
     }
