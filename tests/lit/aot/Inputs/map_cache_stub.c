@@ -14,6 +14,7 @@
 static int encodes;                   /* cuTensorMapEncodeTiled calls, all threads (pthread_join orders them) */
 static CUtensorMap launched[3];       /* the maps of the last launch of the TMA variant */
 static int tma_launches;
+static int attribute_queries;         /* cuDeviceGetAttribute calls */
 static const char *names[8];
 static int functions;
 #define ZERO_TILE ((CUdeviceptr)0x7770)
@@ -28,6 +29,7 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal) { *dev = ordinal; return CUDA_S
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) { (void)dev; return cuCtxGetCurrent(ctx); }
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice dev) {
     (void)dev;
+    ++attribute_queries;
     *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 0;
     return CUDA_SUCCESS;
 }
@@ -124,5 +126,6 @@ int main(void) {
     call("A refused again", BAD_POINTER, P(0x20000), P(0x31000), 64, 128);
     call("A as before the failure", P(0x11000), P(0x20000), P(0x31000), 64, 128);
     call("same", P(0x11000), P(0x20000), P(0x31000), 64, 128);
+    printf("device attribute queries: %d\n", attribute_queries);
     return 0;
 }
