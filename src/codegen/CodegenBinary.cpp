@@ -229,20 +229,31 @@ static tilec_status tilec_unload(void) {
     return TILEC_SUCCESS;
 }
 
-/* The current context's device's compute capability times ten (for kernels with variants per target). */
+/* The current context's device's compute capability times ten (for kernels with variants per target), and its
+ * SM count where asked: asked of the driver once per context and thread (context IDs are never reused), so a
+ * launch asks only which context is current. */
 __attribute__((unused)) static tilec_status tilec_device_sm(int *sm, int *sms) {
+    static TILEC_THREAD_LOCAL unsigned long long known_key;
+    static TILEC_THREAD_LOCAL int known_sm, known_sms;
     CUcontext ctx;
     CUdevice dev;
     unsigned long long key;
-    int major = 0, minor = 0;
+    int major = 0, minor = 0, count = 0;
     CUresult r = tilec_context(&ctx, &key);
-    if (r == CUDA_SUCCESS) r = cuCtxGetDevice(&dev);
-    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-    if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-    /* the SM count where asked: persistent kernels start as many blocks as fit the device at once */
-    if (r == CUDA_SUCCESS && sms) r = cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
-    *sm = major * 10 + minor;
+    if (!known_sm || known_key != key) {
+        r = cuCtxGetDevice(&dev);
+        if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+        if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+        /* persistent kernels start as many blocks as fit the device at once */
+        if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+        if (r != CUDA_SUCCESS) return tilec_driver_failure(r);
+        known_key = key;
+        known_sms = count;
+        known_sm = major * 10 + minor;
+    }
+    *sm = known_sm;
+    if (sms) *sms = known_sms;
     return TILEC_SUCCESS;
 }
 

@@ -67,7 +67,7 @@ NameTable launcherNames() {
     NameTable names;
     names.reserve("stream");
     for (const char *r : {"grid_x", "grid_y", "grid_z", "ready", "args", "status", "e", "r", "fn", "sms", "blocks", "unmet", "active",
-                          "config", "cluster", "zero", "empty"})
+                          "config", "cluster", "zero", "empty", "maps", "known_clusters"})
         names.reserve(r);
     return names;
 }
@@ -279,15 +279,12 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
             if (k.clusterSize > 1) {
                 // How many clusters the device co-schedules is the runtime's (binary mode: the driver's) to say:
-                // GPCs pack them, not SMs. Asked at every launch (nothing cached, so graph capture and several
-                // threads are safe); the planned blocks per SM in pairs where the query fails.
+                // GPCs pack them, not SMs. The .cu asks once per device and thread (tilec_active_clusters),
+                // binary mode at every launch; the planned blocks per SM in pairs where the query fails.
                 if (clustered) {
-                    s += in + "int active = 0;\n";
-                    s += in + "if (cudaOccupancyMaxActiveClusters(&active, reinterpret_cast<const void *>(&" + v.symbol +
-                         "), &config) != cudaSuccess) {\n";
-                    s += in + "    (void)cudaGetLastError(); // the query's own error: not the launch's to report\n";
-                    s += in + "    active = 0;\n";
-                    s += in + "}\n";
+                    s += in + "static thread_local int known_clusters[64]; /* per device, this thread's answers */\n";
+                    s += in + "const int active = tilec_active_clusters(reinterpret_cast<const void *>(&" + v.symbol +
+                         "), &config, known_clusters);\n";
                 } else {
                     s += in + "const int active = tilec_active_clusters(fn, " + threads + ", " + shared + ", " + cm + ", stream);\n";
                 }
@@ -375,17 +372,52 @@ static __global__ void tilec_probe_arch_specific() {
     return TILEC_SUCCESS;
 }
 
-// The current device's compute capability times ten.
+// The current device's compute capability times ten, and its SM count where asked. Looked up once per device
+// and thread (devices 0 to 63; others at every launch): the answers never change, so a launch asks the
+// runtime only which device is current.
 [[maybe_unused]] static tilec_status tilec_device_sm(int *sm, int *sms) {
-    int dev = 0, major = 0, minor = 0;
+    static thread_local int known_sm[64], known_sms[64];
+    int dev = 0, major = 0, minor = 0, count = 0;
     cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    /* the SM count where asked: persistent kernels start as many blocks as fit the device at once */
-    if (e == cudaSuccess && sms) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return tilec_cuda_failure(e);
-    *sm = major * 10 + minor;
+    const bool slot = dev >= 0 && dev < 64;
+    if (!slot || !known_sm[dev]) {
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+        /* persistent kernels start as many blocks as fit the device at once */
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
+        if (e != cudaSuccess) return tilec_cuda_failure(e);
+        if (!slot) {
+            *sm = major * 10 + minor;
+            if (sms) *sms = count;
+            return TILEC_SUCCESS;
+        }
+        known_sms[dev] = count;
+        known_sm[dev] = major * 10 + minor;
+    }
+    *sm = known_sm[dev];
+    if (sms) *sms = known_sms[dev];
     return TILEC_SUCCESS;
+}
+
+// How many clusters of a clustered kernel the current device holds at once (GPCs pack clusters, not SMs):
+// asked of the runtime once per device and thread and kept in the launcher's `known` (a pure function of the
+// kernel, its launch shape and the device, so graph capture and several threads are safe); 0 where the
+// runtime cannot say (the launcher then plans with its own estimate).
+[[maybe_unused]] static int tilec_active_clusters(const void *kernel, const cudaLaunchConfig_t *config, int *known) {
+    int dev = 0, active = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const bool slot = dev >= 0 && dev < 64;
+    if (slot && known[dev] > 0) return known[dev];
+    if (cudaOccupancyMaxActiveClusters(&active, kernel, config) != cudaSuccess) {
+        (void)cudaGetLastError(); // the query's own error: not the launch's to report
+        return 0;
+    }
+    if (slot && active > 0) known[dev] = active;
+    return active;
 }
 
 )tl";

@@ -68,14 +68,16 @@ size_t paramOf(const ir::Kernel &k, const ir::Buffer &tensor);
 /// The conditions on the run-time arguments under which variant `v`'s tensor maps can be encoded (TMA's
 /// rules: 16-byte aligned base and strides; a tensor with no elements only where it gets the zero tile).
 std::vector<std::string> tensorMapRules(const KernelInfo &v, const Signature &sig, NameTable &names);
-/// Variant `v`'s tensor maps `m0`, `m1`, ... encoded on the launcher's stack (`status` and, in binary mode,
-/// `fn` in scope), each statement indented by `in`.
+/// Variant `v`'s tensor maps `m0`, `m1`, ... on the launcher's stack (`status` and, in binary mode, `fn` in
+/// scope), each encoded only where its inputs differ from this thread's last call of the variant (a
+/// thread-local `maps` array per variant), each statement indented by `in`.
 std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable &names, bool cxx, const std::string &in);
 
-/// `tilec_encode_tiled`: a tensor map on the caller's stack through cuTensorMapEncodeTiled (the .cu: the
-/// driver's entry point found through the runtime; C: the driver API it links); and `tilec_zero_tile_address`,
-/// the device address of the zero tile the device code defines (Codegen.cpp), which maps of tensors with no
-/// elements read.
+/// `tilec_encode_tiled`: a tensor map through cuTensorMapEncodeTiled (the .cu: the driver's entry point found
+/// through the runtime; C: the driver API it links), copied instead from the caller's `tilec_map_cache` entry
+/// (this thread's last encoding of that map) when the inputs are that encoding's; and
+/// `tilec_zero_tile_address`, the device address of the zero tile the device code defines (Codegen.cpp), which
+/// maps of tensors with no elements read.
 std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx);
 
 

@@ -23,6 +23,7 @@
 using namespace tilec;
 using tilec::lowertest::LowerRun;
 using tilec::simtest::Simulator;
+using tilec::simtest::quarters;
 namespace lib = tilec::passes::lib;
 
 namespace {
@@ -54,15 +55,6 @@ std::string gemmSource(const GemmCase &g) {
     const std::string from = "\"float16\"", to = std::string("\"") + g.dtype + "\"";
     for (auto at = src.find(from); at != std::string::npos; at = src.find(from, at + to.size())) src.replace(at, from.size(), to);
     return src;
-}
-
-/// Quarters in [-2, 2]: every product and partial sum is exact in float32, so the result rounded to the
-/// output type is exactly the float64 reference rounded to it.
-std::vector<double> quarters(size_t n, uint64_t seed) {
-    std::mt19937_64 g(seed);
-    std::vector<double> v(n);
-    for (auto &x : v) x = (double)((int64_t)(g() % 17) - 8) / 4;
-    return v;
 }
 
 /// The sm_90a (or `arch`'s) lowerings: with TMA (warp roles) and without (the variant the launcher runs when

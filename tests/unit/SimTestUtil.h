@@ -23,6 +23,15 @@ inline std::vector<double> randomData(size_t n, unsigned seed, double lo = -2, d
     return v;
 }
 
+/// Quarters in [-2, 2]: every product and partial sum of a GEMM of modest K is exact in float32, whatever
+/// the order of the sum, so the result rounded to the output type is exactly the float64 reference rounded.
+inline std::vector<double> quarters(size_t n, uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::vector<double> v(n);
+    for (auto &x : v) x = (double)((int64_t)(g() % 17) - 8) / 4;
+    return v;
+}
+
 /// A file of the project's examples/ (or of another of its folders: "benchmarks").
 inline std::string example(const std::string &name, const std::string &dir = "examples") {
     return evaltest::readFile(std::string(TILEC_SOURCE_DIR) + "/" + dir + "/" + name);
