@@ -49,6 +49,19 @@ bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const Tm
 /// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods).
 bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
 
+/// Whether any T.gemm in `stmts` reads A from a fragment.
+bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
+
+/// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
+/// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute.
+bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
+                        int warpgroups, bool rowsOnly, bool mma);
+
+/// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
+/// the panel layout where `mma`); `registerAOnMma` is set where one with A from registers stays on mma.sync.
+ir::Stmt markWgmma(const ir::Stmt &s, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
+                   bool rowsOnly, bool mma, bool &registerAOnMma);
+
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
 /// tile loads feeding T.gemm into warp-specialized code:
 ///
