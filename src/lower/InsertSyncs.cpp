@@ -2,14 +2,14 @@
 /// Barriers between shared-memory producers and consumers (include/tilec/passes/InsertSyncs.h).
 #include "tilec/passes/InsertSyncs.h"
 
+#include "ParallelRaces.h"
+#include "ThreadOwners.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/LowerReductions.h"
-#include "ParallelRaces.h"
-#include "ThreadOwners.h"
 
 #include <cstdint>
 #include <cstdlib>

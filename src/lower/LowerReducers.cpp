@@ -4,10 +4,10 @@
 
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
-#include "tilec/IRVisitor.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 #include <functional>

@@ -5,9 +5,9 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/passes/ConsumerRewriter.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 
 namespace tilec::passes {

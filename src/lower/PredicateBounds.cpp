@@ -3,8 +3,8 @@
 #include "tilec/passes/PredicateBounds.h"
 
 #include "tilec/IRMutator.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 namespace tilec::passes {

@@ -5,9 +5,9 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/Staging.h"
 
