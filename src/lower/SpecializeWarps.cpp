@@ -3,6 +3,7 @@
 #include "tilec/passes/SpecializeWarps.h"
 
 #include "tilec/Diagnostics.h"
+#include "tilec/IRUses.h"
 
 #include <spdlog/spdlog.h>
 
@@ -114,7 +115,7 @@ class Specializer {
     int workAxis(const For &loop, int *count) const {
         int axis = -1, found = 0;
         for (int d = 0; d < 3; ++d)
-            if (k_.blockIdx[(size_t)d] && (mentions(loop.min, k_.blockIdx[(size_t)d].get()) || mentions(loop.extent, k_.blockIdx[(size_t)d].get())))
+            if (k_.blockIdx[(size_t)d] && (uses(loop.min, k_.blockIdx[(size_t)d].get()) || uses(loop.extent, k_.blockIdx[(size_t)d].get())))
                 axis = d, ++found;
         if (count) *count = found;
         return axis;
