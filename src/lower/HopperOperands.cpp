@@ -1,6 +1,7 @@
 /// \file
 /// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
-/// that specializeWarps and lowerWarpRoles share (declared in include/tilec/passes/SpecializeWarps.h).
+/// that specializeWarps and lowerWarpRoles share, and the one interning of tensor maps (they and stageEpilogue
+/// add maps) (declared in include/tilec/passes/SpecializeWarps.h).
 #include "tilec/passes/SpecializeWarps.h"
 
 #include "tilec/IRMutator.h"
@@ -9,6 +10,8 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
+
+#include <algorithm>
 
 namespace tilec::passes {
 
@@ -93,6 +96,12 @@ int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
 }
 
 } // namespace
+
+int internTensorMap(Kernel &k, const TensorMap &m) {
+    auto it = std::find(k.tensorMaps.begin(), k.tensorMaps.end(), m);
+    if (it == k.tensorMaps.end()) it = k.tensorMaps.insert(k.tensorMaps.end(), m);
+    return (int)(it - k.tensorMaps.begin());
+}
 
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 

@@ -260,9 +260,7 @@ class Lowerer {
             tiles_.push_back(*t);
             byBuffer_[dst.get()] = &tiles_.back();
         }
-        auto it = std::find(nk.tensorMaps.begin(), nk.tensorMaps.end(), t->map);
-        if (it == nk.tensorMaps.end()) it = nk.tensorMaps.insert(nk.tensorMaps.end(), t->map);
-        const int map = (int)(it - nk.tensorMaps.begin());
+        const int map = internTensorMap(nk, t->map);
         std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
                                addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
         for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));

@@ -391,9 +391,7 @@ class Specializer {
         auto mapOf = [&](const TmaTile &t, int64_t boxRows) {
             TensorMap m = t.map;
             if (boxRows) m.box[(size_t)t.rowDim] = boxRows;
-            auto it = std::find(nk.tensorMaps.begin(), nk.tensorMaps.end(), m);
-            if (it == nk.tensorMaps.end()) it = nk.tensorMaps.insert(nk.tensorMaps.end(), m);
-            return (int)(it - nk.tensorMaps.begin());
+            return internTensorMap(nk, m);
         };
         for (size_t i = 0; i < p.tiles.size(); ++i) p.ringMap.push_back(mapOf(p.tiles[i], p.CM > 1 ? p.cluster.boxRows[i] : 0));
         for (auto &t : p.once) p.onceMap.push_back(mapOf(t, 0));

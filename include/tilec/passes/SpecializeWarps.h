@@ -36,6 +36,10 @@ std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
 /// of it would always be rejected at launch, so the passes do not make one.
 std::string tmaNeverHolds(const ir::Buffer &tensor);
 
+/// The index of `m` in `k`'s tensor maps, added at the end where no equal map is there yet: one map per distinct
+/// (tensor, box, swizzle), in the order the passes first need them.
+int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
+
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const ir::Gemm &g);
 
