@@ -5,9 +5,10 @@
 #include "codegen/CodegenImpl.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/SharedMemory.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/VectorizeAccesses.h"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ std::optional<Transfer> matchTransfer(const For &f) {
     } else {
         return std::nullopt;
     }
-    if (!t.base || passes::mentions(t.base, v) || (t.cond && passes::mentions(t.cond, v))) return std::nullopt;
+    if (!t.base || uses(t.base, v) || (t.cond && uses(t.cond, v))) return std::nullopt;
     return t;
 }
 
@@ -176,7 +177,7 @@ class KernelPrinter {
             line(1, "unsigned char *const tilec_smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(tilec_smem_base) + " +
                         std::to_string(k_.shared.alignment - 1) + ") & ~uintptr_t(" + std::to_string(k_.shared.alignment - 1) + "));", at);
         }
-        if (k_.threadIdx && passes::mentions(k_.body, k_.threadIdx.get()))
+        if (k_.threadIdx && uses(k_.body, k_.threadIdx.get()))
             line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
         // A persistent kernel binds the blockIdx variables in its tile loops (tileLoop).
         if (!k_.persistent) blockBindings(1, "blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", at);
@@ -220,7 +221,7 @@ class KernelPrinter {
                 passes::lib::info(passes::lib::Fn::ClusterRank).cxx + "()";
         }
         for (int d = 0; d < 3; ++d)
-            if (k_.blockIdx[d] && passes::mentions(k_.body, k_.blockIdx[d].get()))
+            if (k_.blockIdx[d] && uses(k_.body, k_.blockIdx[d].get()))
                 line(level, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
     }
 

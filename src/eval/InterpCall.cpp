@@ -26,6 +26,108 @@ std::string quoteList(const std::vector<std::string> &names) {
     return s;
 }
 
+/// The methods of a list (those it shares with a tuple are sequenceMethod's); none where `name` is not one.
+std::optional<Value> listMethod(const Value &base, const std::string &name) {
+    auto obj = std::static_pointer_cast<ListObj>(base.obj);
+    if (name == "append")
+        return method("list.append", [obj](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "list.append", {"object"});
+            if (obj->elts.size() >= (size_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
+            obj->elts.push_back(x[0]->value);
+            return Value::none();
+        });
+    if (name == "extend")
+        return method("list.extend", [obj](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "list.extend", {"iterable"});
+            auto more = static_cast<InterpImpl &>(in).iterate(x[0]->value, x[0]->range);
+            if (obj->elts.size() + more.size() > (size_t(1) << 20))
+                in.fail(a.call, "this list is too large for compile-time evaluation");
+            obj->elts.insert(obj->elts.end(), more.begin(), more.end());
+            return Value::none();
+        });
+    if (name == "pop")
+        return method("list.pop", [obj](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "list.pop", {"index?"});
+            int64_t n = (int64_t)obj->elts.size(), i = x[0] ? in.toInt(*x[0], "index") : -1;
+            if (n == 0) in.fail(a.call, "pop from an empty list");
+            if (i < 0) i += n;
+            if (i < 0 || i >= n) in.fail(a.call, "pop index out of range");
+            static_cast<InterpImpl &>(in).charge(n - i);
+            Value v = obj->elts[(size_t)i];
+            obj->elts.erase(obj->elts.begin() + i);
+            return v;
+        });
+    if (name == "insert")
+        return method("list.insert", [obj](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "list.insert", {"index", "object"});
+            int64_t n = (int64_t)obj->elts.size(), i = in.toInt(*x[0], "index");
+            if (i < 0) i = std::max<int64_t>(0, i + n);
+            if (n >= (int64_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
+            static_cast<InterpImpl &>(in).charge(n);
+            obj->elts.insert(obj->elts.begin() + std::min(i, n), x[1]->value);
+            return Value::none();
+        });
+    if (name == "reverse")
+        return method("list.reverse", [obj](Interp &in, CallArgs &a) {
+            bindArgs(in, a, "list.reverse", {});
+            static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
+            std::reverse(obj->elts.begin(), obj->elts.end());
+            return Value::none();
+        });
+    if (name == "copy")
+        return method("list.copy", [obj](Interp &in, CallArgs &a) {
+            bindArgs(in, a, "list.copy", {});
+            static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
+            return Value::list(obj->elts);
+        });
+    return std::nullopt;
+}
+
+/// The methods of a tuple or list that read it (index, count); none where `name` is not one.
+std::optional<Value> sequenceMethod(const Value &base, const std::string &name) {
+    Value seq = base;
+    const char *tn = typeName(base.kind);
+    if (name == "index" || name == "count")
+        return method(std::string(tn) + "." + name, [seq, name, tn](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, std::string(tn) + "." + name, {"value"});
+            int64_t count = 0;
+            auto &elts = seq.elements();
+            for (size_t i = 0; i < elts.size(); ++i) {
+                if (static_cast<InterpImpl &>(in).equal(elts[i], x[0]->value)) {
+                    if (name == "index") return Value::integer((int64_t)i);
+                    ++count;
+                }
+            }
+            if (name == "index") in.fail(a.call, repr(x[0]->value) + " is not in the " + tn);
+            return Value::integer(count);
+        });
+    return std::nullopt;
+}
+
+/// The methods of a dict; none where `name` is not one.
+std::optional<Value> dictMethod(const Value &base, const std::string &name) {
+    auto obj = std::static_pointer_cast<DictObj>(base.obj);
+    if (name == "get")
+        return method("dict.get", [obj](Interp &in, CallArgs &a) {
+            auto x = bindArgs(in, a, "dict.get", {"key", "default?"});
+            for (auto &kv : obj->items)
+                if (static_cast<InterpImpl &>(in).equal(kv.first, x[0]->value)) return kv.second;
+            return x[1] ? x[1]->value : Value::none();
+        });
+    if (name == "keys" || name == "values" || name == "items")
+        return method("dict." + name, [obj, name](Interp &in, CallArgs &a) {
+            bindArgs(in, a, "dict." + name, {});
+            static_cast<InterpImpl &>(in).charge((int64_t)obj->items.size());
+            std::vector<Value> out;
+            for (auto &kv : obj->items)
+                out.push_back(name == "keys"     ? kv.first
+                              : name == "values" ? kv.second
+                                                 : Value::tuple({kv.first, kv.second}));
+            return Value::list(std::move(out));
+        });
+    return std::nullopt;
+}
+
 } // namespace
 
 Value InterpImpl::evalCall(const ast::Expr &e) {
@@ -424,102 +526,15 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
             });
         }
         break;
-    case VK::List: {
-        auto obj = std::static_pointer_cast<ListObj>(base.obj);
-        if (name == "append")
-            return method("list.append", [obj](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "list.append", {"object"});
-                if (obj->elts.size() >= (size_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
-                obj->elts.push_back(x[0]->value);
-                return Value::none();
-            });
-        if (name == "extend")
-            return method("list.extend", [obj](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "list.extend", {"iterable"});
-                auto more = static_cast<InterpImpl &>(in).iterate(x[0]->value, x[0]->range);
-                if (obj->elts.size() + more.size() > (size_t(1) << 20))
-                    in.fail(a.call, "this list is too large for compile-time evaluation");
-                obj->elts.insert(obj->elts.end(), more.begin(), more.end());
-                return Value::none();
-            });
-        if (name == "pop")
-            return method("list.pop", [obj](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "list.pop", {"index?"});
-                int64_t n = (int64_t)obj->elts.size(), i = x[0] ? in.toInt(*x[0], "index") : -1;
-                if (n == 0) in.fail(a.call, "pop from an empty list");
-                if (i < 0) i += n;
-                if (i < 0 || i >= n) in.fail(a.call, "pop index out of range");
-                static_cast<InterpImpl &>(in).charge(n - i);
-                Value v = obj->elts[(size_t)i];
-                obj->elts.erase(obj->elts.begin() + i);
-                return v;
-            });
-        if (name == "insert")
-            return method("list.insert", [obj](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "list.insert", {"index", "object"});
-                int64_t n = (int64_t)obj->elts.size(), i = in.toInt(*x[0], "index");
-                if (i < 0) i = std::max<int64_t>(0, i + n);
-                if (n >= (int64_t(1) << 20)) in.fail(a.call, "this list is too large for compile-time evaluation");
-                static_cast<InterpImpl &>(in).charge(n);
-                obj->elts.insert(obj->elts.begin() + std::min(i, n), x[1]->value);
-                return Value::none();
-            });
-        if (name == "reverse")
-            return method("list.reverse", [obj](Interp &in, CallArgs &a) {
-                bindArgs(in, a, "list.reverse", {});
-                static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
-                std::reverse(obj->elts.begin(), obj->elts.end());
-                return Value::none();
-            });
-        if (name == "copy")
-            return method("list.copy", [obj](Interp &in, CallArgs &a) {
-                bindArgs(in, a, "list.copy", {});
-                static_cast<InterpImpl &>(in).charge((int64_t)obj->elts.size());
-                return Value::list(obj->elts);
-            });
+    case VK::List:
+        if (auto m = listMethod(base, name)) return *m;
         [[fallthrough]];
-    }
-    case VK::Tuple: {
-        Value seq = base;
-        const char *tn = typeName(base.kind);
-        if (name == "index" || name == "count")
-            return method(std::string(tn) + "." + name, [seq, name, tn](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, std::string(tn) + "." + name, {"value"});
-                int64_t count = 0;
-                auto &elts = seq.elements();
-                for (size_t i = 0; i < elts.size(); ++i) {
-                    if (static_cast<InterpImpl &>(in).equal(elts[i], x[0]->value)) {
-                        if (name == "index") return Value::integer((int64_t)i);
-                        ++count;
-                    }
-                }
-                if (name == "index") in.fail(a.call, repr(x[0]->value) + " is not in the " + tn);
-                return Value::integer(count);
-            });
+    case VK::Tuple:
+        if (auto m = sequenceMethod(base, name)) return *m;
         break;
-    }
-    case VK::Dict: {
-        auto obj = std::static_pointer_cast<DictObj>(base.obj);
-        if (name == "get")
-            return method("dict.get", [obj](Interp &in, CallArgs &a) {
-                auto x = bindArgs(in, a, "dict.get", {"key", "default?"});
-                for (auto &kv : obj->items)
-                    if (static_cast<InterpImpl &>(in).equal(kv.first, x[0]->value)) return kv.second;
-                return x[1] ? x[1]->value : Value::none();
-            });
-        if (name == "keys" || name == "values" || name == "items")
-            return method("dict." + name, [obj, name](Interp &in, CallArgs &a) {
-                bindArgs(in, a, "dict." + name, {});
-                static_cast<InterpImpl &>(in).charge((int64_t)obj->items.size());
-                std::vector<Value> out;
-                for (auto &kv : obj->items)
-                    out.push_back(name == "keys"     ? kv.first
-                                  : name == "values" ? kv.second
-                                                     : Value::tuple({kv.first, kv.second}));
-                return Value::list(std::move(out));
-            });
+    case VK::Dict:
+        if (auto m = dictMethod(base, name)) return *m;
         break;
-    }
     case VK::Str:
         if (auto m = strMethod(base.s, name)) return *m;
         break;

@@ -6,7 +6,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 #include <algorithm>
 

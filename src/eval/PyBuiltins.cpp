@@ -151,9 +151,8 @@ bool isInstance(InterpImpl &in, const Value &v, const Arg &cls) {
     in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str, not '" + n + "'");
 }
 
-} // namespace
-
-void addPyBuiltins(Env &env) {
+/// range, len, min, max, abs.
+void addCounting(Env &env) {
     def(env, "range", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "range", {"start", "stop?", "step?"});
         std::vector<Arg> given;
@@ -237,6 +236,10 @@ void addPyBuiltins(Env &env) {
         if (v.is(VK::Opaque)) return v;
         in.fail(x[0]->range, std::string("bad operand type for abs(): '") + typeName(v.kind) + "'");
     });
+}
+
+/// The conversions: int, float, str, format, ascii, bool, tuple, list, dict.
+void addConversions(Env &env) {
     def(env, "int", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "int", {"x?"});
         return x[0] ? toIntValue(in, *x[0]) : Value::integer(0);
@@ -300,6 +303,10 @@ void addPyBuiltins(Env &env) {
         for (auto &[k, v] : a.kw) put(Value::str(k), v.value);
         return Value::object(VK::Dict, d);
     });
+}
+
+/// What walks an iterable: enumerate, zip, sum, any, all.
+void addIteration(Env &env) {
     def(env, "enumerate", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "enumerate", {"iterable", "start?"});
         int64_t i = x[1] ? in.toInt(*x[1], "enumerate() start") : 0;
@@ -342,6 +349,10 @@ void addPyBuiltins(Env &env) {
             if (!in.truthy(v, x[0]->range, "element of all()")) return Value::boolean(false);
         return Value::boolean(true);
     });
+}
+
+/// The numeric helpers: pow, divmod, round.
+void addNumeric(Env &env) {
     def(env, "pow", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "pow", {"base", "exp", "mod?"});
         if (!x[2]) return binaryOp(in, ast::BinOpKind::Pow, x[0]->value, x[1]->value, a.call);
@@ -376,6 +387,10 @@ void addPyBuiltins(Env &env) {
         double r = std::nearbyint(d * p) / p;
         return Value::real(std::isfinite(r) ? r : d);
     });
+}
+
+/// sorted, reversed, isinstance, print, set.
+void addOthers(Env &env) {
     def(env, "sorted", [](InterpImpl &in, CallArgs &a) {
         auto x = bindArgs(in, a, "sorted", {"iterable", "reverse?"});
         auto v = in.iterate(x[0]->value, x[0]->range);
@@ -401,6 +416,16 @@ void addPyBuiltins(Env &env) {
         auto x = bindArgs(in, a, "set", {"iterable?"});
         return in.makeSet(x[0] ? in.iterate(x[0]->value, x[0]->range) : std::vector<Value>{}, a.call);
     });
+}
+
+} // namespace
+
+void addPyBuiltins(Env &env) {
+    addCounting(env);
+    addConversions(env);
+    addIteration(env);
+    addNumeric(env);
+    addOthers(env);
 }
 
 } // namespace tilec::eval

@@ -3,7 +3,7 @@
 /// primitives that initialise them (T.fill, T.clear) or scan them (T.cumsum).
 #include "eval/TileLang.h"
 
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 #include <vector>
 

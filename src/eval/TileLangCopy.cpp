@@ -9,7 +9,7 @@
 /// both with the slice form that says what is meant.
 #include "eval/TileLang.h"
 
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
 

@@ -7,7 +7,7 @@
 /// 8, T.exp2(1.0) the float 2.0); on run-time values they build IR expressions. Float intrinsics take
 /// floats: an integer operand is converted to float32 first, as TVM does.
 #include "eval/TileLang.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 #include <cmath>
 #include <limits>

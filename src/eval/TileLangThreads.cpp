@@ -6,7 +6,7 @@
 /// kernel computes (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
 #include "eval/TileLang.h"
 
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
 

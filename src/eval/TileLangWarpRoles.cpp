@@ -5,7 +5,7 @@
 /// of all of them is lowerWarpRoles (include/tilec/passes/LowerWarpRoles.h).
 #include "eval/TileLang.h"
 
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
 

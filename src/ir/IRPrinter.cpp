@@ -17,6 +17,7 @@
 ///         STATEMENTS, two spaces per level
 #include "tilec/IRPrinter.h"
 
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 
 #include <charconv>
@@ -101,19 +102,6 @@ std::string floatImmText(const FloatImm &f) {
     std::string s = pythonRepr(f.value, single);
     if (f.dtype.kind == DType::Float32) return s;
     return std::string(f.dtype.name()) + "(" + s + ")";
-}
-
-/// Does `body` read the variable `v`? (Decides whether the thread index is worth naming.)
-bool mentions(const Stmt &body, const Var &v) {
-    struct Finder : IRVisitor {
-        using IRVisitor::visit;
-        const VarNode *target;
-        bool found = false;
-        void visit(const VarNode &n) override { found |= &n == target; }
-    } f;
-    f.target = v.get();
-    f.visit(body);
-    return f.found;
 }
 
 class Printer {
@@ -458,7 +446,7 @@ std::string print(const Kernel &k) {
     }
     o += ")\n";
     o += "  threads " + std::to_string(k.threads);
-    if (k.threadIdx && k.body && mentions(k.body, k.threadIdx)) o += " as " + k.threadIdx->name;
+    if (k.threadIdx && k.body && uses(k.body, k.threadIdx.get())) o += " as " + k.threadIdx->name;
     o += "\n";
     if (k.producerThreads) o += "  producer threads " + std::to_string(k.producerThreads) + "\n";
     if (k.minBlocksPerSM) o += "  blocks per SM " + std::to_string(k.minBlocksPerSM) + "\n";

@@ -7,6 +7,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 
 #include <algorithm>
@@ -177,15 +178,6 @@ template <class IV> class Bounds {
     }
 };
 
-class Mentions : public IRVisitor {
-  public:
-    using IRVisitor::visit;
-    const VarNode *target = nullptr;
-    bool found = false;
-    void visit(const VarNode &n) override { found |= &n == target; }
-    void visit(const Reduce &) override {}
-};
-
 class Substitute : public IRMutator {
   public:
     using IRMutator::visit;
@@ -231,16 +223,6 @@ class SimplifyIndices : public IRMutator {
 Stmt simplifyIndices(const Stmt &s) {
     SimplifyIndices m;
     return m.mutate(s);
-}
-
-bool readsMemory(const Expr &e) {
-    struct Find : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Load &) override { found = true; }
-    } f;
-    if (e) f.visit(e);
-    return f.found;
 }
 
 int64_t gcd64(int64_t a, int64_t b) {
@@ -360,7 +342,7 @@ std::optional<std::pair<Expr, int64_t>> linearIn(const Expr &e, const VarNode *v
             return r;
         }
         R compute(const Expr &e) {
-            if (!mentions(e, v)) return std::make_pair(e, int64_t(0));
+            if (!uses(e, v)) return std::make_pair(e, int64_t(0));
             if (e.get() == v) return std::make_pair(Expr(), int64_t(1));
             if (auto c = as<Cast>(e)) {
                 if (!c->dtype.isInt() || !c->value->dtype.isInt() || c->dtype.bits() < c->value->dtype.bits())
@@ -390,20 +372,6 @@ std::optional<std::pair<Expr, int64_t>> linearIn(const Expr &e, const VarNode *v
         }
     } l{v};
     return l.of(e);
-}
-
-bool mentions(const Expr &e, const VarNode *v) {
-    Mentions m;
-    m.target = v;
-    m.visit(e);
-    return m.found;
-}
-
-bool mentions(const Stmt &s, const VarNode *v) {
-    Mentions m;
-    m.target = v;
-    m.visit(s);
-    return m.found;
 }
 
 Expr substitute(const Expr &e, const VarMap &m) {

@@ -1,12 +1,17 @@
 /// \file
 /// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
-/// that specializeWarps and lowerWarpRoles share (declared in include/tilec/passes/SpecializeWarps.h).
+/// that specializeWarps and lowerWarpRoles share, and the one interning of tensor maps (they and stageEpilogue
+/// add maps) (declared in include/tilec/passes/SpecializeWarps.h).
 #include "tilec/passes/SpecializeWarps.h"
 
+#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
+
+#include <algorithm>
 
 namespace tilec::passes {
 
@@ -98,6 +103,12 @@ int wgmmaK(DType a, DType b, DType c, bool &kMajorOnly) {
 
 } // namespace
 
+int internTensorMap(Kernel &k, const TensorMap &m) {
+    auto it = std::find(k.tensorMaps.begin(), k.tensorMaps.end(), m);
+    if (it == k.tensorMaps.end()) it = k.tensorMaps.insert(k.tensorMaps.end(), m);
+    return (int)(it - k.tensorMaps.begin());
+}
+
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
@@ -149,6 +160,82 @@ bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTil
     };
     if (!tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
     return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a.buffer) != nullptr;
+}
+
+
+/// Whether any T.gemm in `stmts` reads A from a fragment.
+bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Gemm &g) override { found |= aInRegisters(g); }
+    } v;
+    for (auto &s : stmts) v.visit(s);
+    return v.found;
+}
+
+namespace {
+
+/// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm.
+struct OtherUses : IRVisitor {
+    using IRVisitor::visit;
+    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+    int warpgroups = 1;
+    bool rowsOnly = false;
+    bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
+    bool found = false;
+    void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
+    void visit(const Load &op) override { use(op.buffer), IRVisitor::visit(op); }
+    void visit(const Store &op) override { use(op.buffer), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { use(op.src.buffer), use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Fill &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { use(op.src), use(op.dst); }
+    void visit(const AtomicAdd &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Gemm &op) override {
+        use(op.c.buffer);
+        if (!(mma ? mmaPanelsCan(op, *tiles) : wgmmaCan(op, *tiles, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
+    }
+};
+
+/// Marks the T.gemms of the loop body that run on wgmma.
+struct MarkWgmma : IRMutator {
+    using IRMutator::visit;
+    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+    int warpgroups = 1;
+    bool rowsOnly = false;
+    bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
+    bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
+        if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
+        registerAOnMma |= aInRegisters(*op);
+        return op;
+    }
+};
+
+} // namespace
+
+bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
+                        bool rowsOnly, bool mma) {
+    OtherUses other;
+    other.tiles = &tiles;
+    other.warpgroups = warpgroups;
+    other.rowsOnly = rowsOnly;
+    other.mma = mma;
+    for (auto &s : stmts) other.visit(s);
+    return other.found;
+}
+
+Stmt markWgmma(const Stmt &s, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly, bool mma,
+               bool &registerAOnMma) {
+    MarkWgmma mark;
+    mark.tiles = &tiles;
+    mark.warpgroups = warpgroups;
+    mark.rowsOnly = rowsOnly;
+    mark.mma = mma;
+    Stmt out = mark.mutate(s);
+    registerAOnMma |= mark.registerAOnMma;
+    return out;
 }
 
 } // namespace tilec::passes

@@ -2,14 +2,15 @@
 /// Barriers between shared-memory producers and consumers (include/tilec/passes/InsertSyncs.h).
 #include "tilec/passes/InsertSyncs.h"
 
-#include "tilec/IROperator.h"
-#include "tilec/IRPrinter.h"
-#include "tilec/IRVisitor.h"
-#include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
-#include "tilec/passes/LowerReductions.h"
 #include "ParallelRaces.h"
 #include "ThreadOwners.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRPrinter.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/LowerReductions.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -404,7 +405,7 @@ class Syncer {
             if (!lin || lin->second == 0) continue;
             if (const Expr &rest = lin->first; rest) {
                 bool invariant = !readsMemory(rest);
-                for (auto *v : acc.bound) invariant &= !mentions(rest, v);
+                for (auto *v : acc.bound) invariant &= !uses(rest, v);
                 if (!invariant || !(uniform(rest) || apartRuns(rest, lin->second, loop))) continue;
             }
             Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);

@@ -4,6 +4,7 @@
 #include "LayoutUses.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 
@@ -167,7 +168,7 @@ class Collect : public IRVisitor {
                 ++k;
             bool slice = k > 0 && (k < r || k < nv) && (k == nv || !write);
             for (size_t d = 0; slice && d < r - k; ++d)
-                for (auto &v : n.vars) slice = slice && !mentions(indices[d], v.get());
+                for (auto &v : n.vars) slice = slice && !ir::uses(indices[d], v.get());
             if (slice) {
                 u.leading = (int)(r - k);
                 u.sliceElements = std::accumulate(n.extents.end() - (long)k, n.extents.end(), int64_t(1), std::multiplies<>());

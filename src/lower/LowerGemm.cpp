@@ -4,7 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Staging.h"
 
 namespace tilec::passes {

@@ -4,10 +4,11 @@
 
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
-#include "tilec/IRVisitor.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 #include <functional>
@@ -76,39 +77,6 @@ struct Nest {
     }
 };
 
-/// Finds any read or write of one buffer (elements, regions, reductions).
-struct Touch : IRVisitor {
-    using IRVisitor::visit;
-    explicit Touch(const BufferNode *b) : b(b) {}
-    const BufferNode *b;
-    bool any = false;
-    void visit(const Load &l) override {
-        any |= l.buffer.get() == b;
-        IRVisitor::visit(l);
-    }
-    void visit(const Store &st) override {
-        any |= st.buffer.get() == b;
-        IRVisitor::visit(st);
-    }
-    void visit(const Reduce &r) override { any |= r.src.get() == b || r.dst.get() == b; }
-    void visitRegion(const Region &r) override {
-        any |= r.buffer.get() == b;
-        IRVisitor::visitRegion(r);
-    }
-};
-
-bool mentionsBuffer(const Expr &e, const BufferNode *b) {
-    Touch v(b);
-    v.visit(e);
-    return v.any;
-}
-
-bool touches(const Stmt &s, const BufferNode *b) {
-    Touch v(b);
-    v.visit(s);
-    return v.any;
-}
-
 Stmt single(Stmt at) {
     while (auto q = as<Seq>(at)) {
         if (q->stmts.size() != 1) break;
@@ -168,7 +136,7 @@ std::optional<Nest> matchNest(const For &top, const std::map<const BufferNode *,
     auto old = Load::make(st->buffer, st->indices);
     n.st = st, n.cond = cond;
     n.e = contribution(st->value, *as<Load>(old), reducers.at(st->buffer.get()));
-    if (!n.e || mentionsBuffer(n.e, st->buffer.get()) || (cond && mentionsBuffer(cond, st->buffer.get())))
+    if (!n.e || uses(n.e, st->buffer.get()) || (cond && uses(cond, st->buffer.get())))
         return std::nullopt;
     n.missing = missingVariable(n.loops, *st);
     n.oneElement = st->indices.size() == 1 && constInt(st->indices[0]).has_value();
@@ -282,7 +250,7 @@ class Deferral {
         std::optional<Nest> n = f ? matchNest(*f, reducers_) : std::nullopt;
         if (n) return update(*n);
         for (auto &[b, kind] : reducers_)
-            if (touches(s, b) && (f || state_[b].pending)) state_[b].bad = true; // another nest, or between
+            if (uses(s, b) && (f || state_[b].pending)) state_[b].bad = true; // another nest, or between
     }
 };
 

@@ -4,10 +4,10 @@
 #include "tilec/passes/LowerReductions.h"
 
 #include "tilec/IRMutator.h"
-#include "tilec/IRVisitor.h"
-#include "tilec/SharedMemory.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/ReductionPlan.h"

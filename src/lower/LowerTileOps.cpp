@@ -7,6 +7,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Staging.h"
@@ -20,16 +21,6 @@ namespace tilec::passes {
 using namespace ir;
 
 namespace {
-
-bool containsGemm(const Stmt &s) {
-    struct Finder : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Gemm &) override { found = true; }
-    } f;
-    f.visit(s);
-    return f.found;
-}
 
 class TileOpsToLoops : public IRMutator {
   public:
@@ -119,7 +110,7 @@ class TileOpsToLoops : public IRMutator {
         ForKind kind = op->forKind;
         int stages = kind == ForKind::Pipelined ? op->numStages : 0;
         if (kind == ForKind::Vectorized) kind = ForKind::Unrolled, stages = kProgramVectorized;
-        if (kind == ForKind::Pipelined && !containsGemm(op->body) && !staged) kind = ForKind::Serial, stages = 0;
+        if (kind == ForKind::Pipelined && !hasGemm(op->body) && !staged) kind = ForKind::Serial, stages = 0;
         if (body == op->body && kind == op->forKind) return op;
         if (!body) body = Seq::make({});
         return For::make(op->var, op->min, op->extent, kind, stages, body, op->loc);

@@ -5,9 +5,10 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/Staging.h"
 
@@ -33,18 +34,8 @@ bool isBarrierOp(const Stmt &s) { return isCall(s, lib::Fn::MbarrierWait) || isC
 
 /// Whether the kernel uses any of the explicit constructs.
 bool usesExplicitRoles(const Stmt &body) {
-    struct V : IRVisitor {
-        using IRVisitor::visit;
-        bool any = false;
-        void visit(const Call &c) override {
-            for (lib::Fn f : {lib::Fn::WarpGroup, lib::Fn::TmaCopyOn, lib::Fn::MbarrierInit, lib::Fn::MbarrierWait,
-                              lib::Fn::MbarrierArriveEach})
-                any |= lib::is(c, f);
-            IRVisitor::visit(c);
-        }
-    } v;
-    v.visit(body);
-    return v.any;
+    return callsAny(body, {lib::Fn::WarpGroup, lib::Fn::TmaCopyOn, lib::Fn::MbarrierInit, lib::Fn::MbarrierWait,
+                           lib::Fn::MbarrierArriveEach});
 }
 
 /// What one warp group's blocks hold.
@@ -63,7 +54,7 @@ class Lowerer {
         if (!t_.hasWgmma())
             return fail(at, "explicit warp roles (T.ws, T.alloc_barrier, T.tma_copy) need TMA and wgmma, a Hopper target "
                             "(sm_90a); they are not supported for " + t_.name);
-        if (mentions(k_.body, k_.threadIdx.get()))
+        if (uses(k_.body, k_.threadIdx.get()))
             return fail(at, "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
                             "threads itself)");
         std::vector<Stmt> top;
@@ -269,9 +260,7 @@ class Lowerer {
             tiles_.push_back(*t);
             byBuffer_[dst.get()] = &tiles_.back();
         }
-        auto it = std::find(nk.tensorMaps.begin(), nk.tensorMaps.end(), t->map);
-        if (it == nk.tensorMaps.end()) it = nk.tensorMaps.insert(nk.tensorMaps.end(), t->map);
-        const int map = (int)(it - nk.tensorMaps.begin());
+        const int map = internTensorMap(nk, t->map);
         std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
                                addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
         for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));

@@ -4,10 +4,11 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/passes/ConsumerRewriter.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 
 namespace tilec::passes {
@@ -30,18 +31,6 @@ bool isRelease(const Stmt &s) {
     auto i = as<IfThenElse>(s);
     return i && !i->otherwise && isCall(i->then, lib::Fn::MbarrierArrive);
 }
-
-/// Whether a statement calls the wgmma or mbarrier library.
-struct Touches : IRVisitor {
-    using IRVisitor::visit;
-    bool sync = false;
-    void visit(const Call &c) override {
-        for (lib::Fn f : {lib::Fn::WgmmaSS, lib::Fn::WgmmaRS, lib::Fn::WgmmaWait, lib::Fn::WgmmaWaitAcc,
-                          lib::Fn::WgmmaFenceOperands, lib::Fn::MbarrierWait, lib::Fn::MbarrierArrive})
-            sync |= lib::is(c, f);
-        IRVisitor::visit(c);
-    }
-};
 
 /// The statement with every access to register array `from` made to `to`.
 class Rename : public IRMutator {
@@ -115,9 +104,9 @@ std::optional<Parts> match(const For &f) {
     if (!isCall(b[p.rs - 1], lib::Fn::MbarrierWait) || p.rs - 1 <= p.rk + 1)
         return std::nullopt;
     for (size_t i = p.rk + 1; i + 1 < p.rs; ++i) {
-        Touches t;
-        t.visit(b[i]);
-        if (t.sync)
+        // no wgmma or mbarrier library call
+        if (callsAny(b[i], {lib::Fn::WgmmaSS, lib::Fn::WgmmaRS, lib::Fn::WgmmaWait, lib::Fn::WgmmaWaitAcc,
+                            lib::Fn::WgmmaFenceOperands, lib::Fn::MbarrierWait, lib::Fn::MbarrierArrive}))
             return std::nullopt;
     }
     return p;

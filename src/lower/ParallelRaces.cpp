@@ -4,6 +4,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRPrinter.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 
@@ -68,7 +69,7 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
     }
     auto varying = [&](const Expr &e) {
         for (auto *v : vars)
-            if (mentions(e, v)) return true;
+            if (uses(e, v)) return true;
         return false;
     };
     NestAccesses acc;
@@ -77,7 +78,7 @@ void checkNest(const For &outer, DiagnosticEngine &diag) {
         if (!st.guarded)
             for (auto *v : vars) {
                 bool used = false;
-                for (auto &i : st.indices) used |= mentions(i, v);
+                for (auto &i : st.indices) used |= uses(i, v);
                 if (!used) {
                     diag.error(st.loc, "every iteration of '" + v->name + "' of this T.Parallel stores to " + accessText(st) +
                                            ": the iterations run on different threads in no order, so the element's "

@@ -2,10 +2,10 @@
 /// Ping-pong of the consumer warpgroups (include/tilec/passes/PingPongConsumers.h).
 #include "tilec/passes/PingPongConsumers.h"
 
-#include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
+#include "tilec/passes/ConsumerRewriter.h"
 
 namespace tilec::passes {
 

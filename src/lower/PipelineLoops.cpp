@@ -5,9 +5,9 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InsertSyncs.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>

@@ -3,8 +3,8 @@
 #include "tilec/passes/PlanSharedMemory.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
-#include "tilec/passes/LibraryCalls.h"
 
 #include <algorithm>
 #include <map>

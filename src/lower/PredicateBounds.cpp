@@ -3,8 +3,9 @@
 #include "tilec/passes/PredicateBounds.h"
 
 #include "tilec/IRMutator.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 namespace tilec::passes {
@@ -82,7 +83,7 @@ class Predicate : public IRMutator {
             Expr idx = indices[d];
             const Expr &extent = b->shape[d];
             // A vector lane checked once for the whole vector (see the header).
-            if (lane_ && laneWidth_ > 1 && mentions(idx, lane_)) {
+            if (lane_ && laneWidth_ > 1 && uses(idx, lane_)) {
                 auto lin = linearIn(idx, lane_);
                 auto ext = constInt(extent);
                 if (lin && lin->second == 1 && ext && *ext % laneWidth_ == 0) {

@@ -5,9 +5,9 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/Staging.h"
 
@@ -198,9 +198,7 @@ class Stager : public IRMutator {
         const size_t nd = e.origin.size(), rowAt = nd - 1 - e.rowDim; // map dimensions count innermost first
         TensorMap map{e.out, std::vector<int64_t>(nd, 1), swizzle};
         map.box[0] = pieceCols_, map.box[rowAt] = kPieceRows;
-        auto it = std::find(k_.tensorMaps.begin(), k_.tensorMaps.end(), map);
-        if (it == k_.tensorMaps.end()) it = k_.tensorMaps.insert(k_.tensorMaps.end(), map);
-        const Expr mapIndex = i32(it - k_.tensorMaps.begin());
+        const Expr mapIndex = i32(internTensorMap(k_, map));
 
         const Var &tx = k_.threadIdx;
         const Expr g = warpgroups == 1 ? i32(0) : op(BinaryOp::FloorDiv, tx, i32(128)); // the warpgroup

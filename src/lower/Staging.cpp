@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 
@@ -74,18 +75,10 @@ class Stage : public IRMutator {
 
 
 bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
-    struct Reads : IRVisitor {
-        using IRVisitor::visit;
-        bool loads = false;
-        void visit(const Load &) override { loads = true; }
-    };
     for (auto &r : c.src.ranges) {
-        Reads rd;
-        rd.visit(r.min);
-        rd.visit(r.extent);
-        if (rd.loads) return false;
+        if (readsMemory(r.min) || readsMemory(r.extent)) return false;
         for (auto *v : boundInside)
-            if (mentions(r.min, v) || mentions(r.extent, v)) return false;
+            if (uses(r.min, v) || uses(r.extent, v)) return false;
     }
     return true;
 }

@@ -5,8 +5,8 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LibraryCalls.h"
 
 #include <map>
 

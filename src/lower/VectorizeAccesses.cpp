@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "ProgramVectorized.h"
@@ -48,7 +49,7 @@ struct Inside : IRVisitor {
 
 bool mentionsAny(const Expr &e, const std::set<const VarNode *> &vars) {
     for (auto *v : vars)
-        if (mentions(e, v)) return true;
+        if (uses(e, v)) return true;
     return false;
 }
 
@@ -58,22 +59,6 @@ Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
     if (!lin || lin->second != 1) return nullptr;
     Expr base = lin->first ? lin->first : intImm(0, index->dtype);
     return knownMultiple(base) % width == 0 ? base : nullptr;
-}
-
-/// Does the body load `b` anywhere?
-bool loadsOtherwise(const Stmt &body, const BufferNode *b) {
-    struct F : IRVisitor {
-        using IRVisitor::visit;
-        const BufferNode *b;
-        bool found = false;
-        void visit(const Load &op) override {
-            found |= op.buffer.get() == b;
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.b = b;
-    f.visit(body);
-    return f.found;
 }
 
 void conjuncts(const Expr &c, std::vector<Expr> &out) {
@@ -94,15 +79,15 @@ Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
     if (!b) return nullptr;
     Expr x = b->a, y = b->b;
     BinaryOp op = b->op;
-    if (mentions(y, lane)) { // y > x is x < y; y <= x is x >= y
+    if (uses(y, lane)) { // y > x is x < y; y <= x is x >= y
         if (op != BinaryOp::GT && op != BinaryOp::LE) return nullptr;
         std::swap(x, y);
         op = op == BinaryOp::GT ? BinaryOp::LT : BinaryOp::GE;
     }
-    if ((op != BinaryOp::LT && op != BinaryOp::GE) || mentions(y, lane) || knownMultiple(y) % width != 0)
+    if ((op != BinaryOp::LT && op != BinaryOp::GE) || uses(y, lane) || knownMultiple(y) % width != 0)
         return nullptr;
     Expr base = alignedBase(x, lane, width);
-    return base && !mentions(base, lane) ? binary(op, base, y, c->loc) : nullptr;
+    return base && !uses(base, lane) ? binary(op, base, y, c->loc) : nullptr;
 }
 
 /// A comparison that holds for every value its operands can take.
@@ -142,7 +127,7 @@ struct LaneConditions : IRMutator {
         std::vector<Expr> parts, kept;
         conjuncts(op->cond, parts);
         for (Expr c : parts) {
-            if (Expr f = mentions(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
             bool known = provablyTrue(c, ranges);
             for (auto &o : outer) known |= sameTest(o, c);
             for (auto &k : kept) known |= sameTest(k, c);
@@ -179,7 +164,7 @@ struct LaneSplit : IRMutator {
     Expr visit(const std::shared_ptr<const Binary> &op) override {
         Expr e = IRMutator::visit(op);
         auto b = as<Binary>(e);
-        if (!b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) || !mentions(b->a, lane)) return e;
+        if (!b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) || !uses(b->a, lane)) return e;
         auto d = constValue(b->b);
         auto lin = linearIn(b->a, lane);
         if (!d || *d <= 0 || *d % width || !lin || lin->second != 1) return e;
@@ -202,7 +187,7 @@ struct LaneSplit : IRMutator {
             value = inner->t;
         }
         for (Expr c : parts) {
-            if (Expr f = mentions(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
             bool known = false;
             for (auto &k : kept) known |= sameTest(k, c);
             if (!known) kept.push_back(c);
@@ -317,9 +302,9 @@ class Vectorizer : public IRMutator {
                 cond = s->cond;
             }
             if (!l || !isMemory(l->buffer) || l->indices.size() != 1 || in.stored.count(l->buffer.get())) return false;
-            if (cond && (mentions(cond, lane) || mentionsAny(cond, in.bound))) return false;
+            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) return false;
             Expr base = alignedBase(l->indices[0], lane, width);
-            return base && !mentionsAny(base, in.bound) && !mentions(base, lane);
+            return base && !mentionsAny(base, in.bound) && !uses(base, lane);
         };
         struct Replace : IRMutator {
             using IRMutator::visit;
@@ -381,10 +366,10 @@ class Vectorizer : public IRMutator {
                 cond = i->cond;
             }
             if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
-            if (cond && (mentions(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
             Expr base = alignedBase(st->indices[0], lane, width);
             if (!base || mentionsAny(base, in.bound)) continue;
-            if (loadsOtherwise(body, st->buffer.get())) continue;
+            if (ir::loads(body, st->buffer.get())) continue;
             Buffer t = temp(st->value->dtype, f.extent, st->loc);
             Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
             if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
@@ -426,7 +411,7 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
         return std::nullopt;
     Expr base = alignedBase(st->indices[0], f.var.get(), 2);
     // Both lanes' values are computed before either is stored: e must not read what the loop writes.
-    if (!base || mentions(base, f.var.get()) || loadsOtherwise(f.body, st->buffer.get())) return std::nullopt;
+    if (!base || uses(base, f.var.get()) || loads(f.body, st->buffer.get())) return std::nullopt;
     return PairConversion{st, base, *lanes};
 }
 
@@ -454,7 +439,7 @@ std::optional<AtomicVector> matchAtomicVector(const For &f) {
     AtomicVector a;
     a.lanes = *lanes;
     Stmt body = f.body;
-    if (auto i = as<IfThenElse>(body); i && !i->otherwise && !mentions(i->cond, lane)) a.cond = i->cond, body = i->then;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise && !uses(i->cond, lane)) a.cond = i->cond, body = i->then;
     a.add = as<AtomicAdd>(body);
     if (!a.add || a.add->src || !a.add->value || a.add->dst.ranges.size() != 1) return std::nullopt;
     const Buffer &dst = a.add->dst.buffer;
@@ -464,7 +449,7 @@ std::optional<AtomicVector> matchAtomicVector(const For &f) {
         return std::nullopt;
     a.base = alignedBase(a.add->dst.ranges[0].min, lane, a.lanes);
     auto r = linearIn(reg->indices[0], lane);
-    if (!a.base || mentions(a.base, lane) || !r || r->second != 1) return std::nullopt;
+    if (!a.base || uses(a.base, lane) || !r || r->second != 1) return std::nullopt;
     a.regBase = r->first ? r->first : intImm(0, reg->indices[0]->dtype);
     a.regs = reg->buffer.get();
     return a;

@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/SharedMemory.h"
+#include "tilec/passes/Staging.h"
 
 #include <algorithm>
 #include <set>
@@ -98,6 +99,16 @@ ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, cons
         if (bytes > bestBytes) best = std::move(p), bestBytes = bytes;
     }
     return best;
+}
+
+const BufferNode *sharedOutsideTiles(const std::vector<Stmt> &top, size_t at, const std::map<const BufferNode *, const TmaTile *> &tiles,
+                                     const std::vector<size_t> &onceAt) {
+    for (size_t i = 0; i < top.size(); ++i) {
+        if (std::find(onceAt.begin(), onceAt.end(), i) != onceAt.end()) continue;
+        for (auto *b : mentionedBuffers(top[i], nullptr))
+            if (b->scope == Scope::Shared && !(i == at && tiles.count(b))) return b;
+    }
+    return nullptr;
 }
 
 } // namespace tilec::passes

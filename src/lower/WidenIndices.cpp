@@ -7,6 +7,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 

@@ -5,6 +5,7 @@
 #include "LowerTestUtil.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/LowerTileOps.h"
@@ -259,7 +260,7 @@ TEST(LowerLayout, CoordinatesOfRowsThatFillRoundsDependOnTheRoundAlone) {
     auto r = ir::makeVar("r", DType::Int32), t = ir::makeVar("t", DType::Int32), v = ir::makeVar("v", DType::Int32);
     auto coords = elementCoords(l, r, t, v);
     // Row index: a constant once the round loop is unrolled, so per-row registers stay registers.
-    EXPECT_FALSE(mentions(coords[0], t.get())) << ir::print(coords[0]);
+    EXPECT_FALSE(ir::uses(coords[0], t.get())) << ir::print(coords[0]);
     EXPECT_EQ(knownMultiple(simplify(ir::binary(ir::BinaryOp::Sub, coords[1], v))) % 8, 0) << ir::print(coords[1]);
 }
 

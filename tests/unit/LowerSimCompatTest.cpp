@@ -4,9 +4,9 @@
 /// read by slices (`lse[k, j]` in a nest over j), copies of a constant part of a T.gemm accumulator and TVM's
 /// cross-thread reduction (T.tvm_thread_allreduce);
 /// lowered for sm_80 and run on the CPU simulator
-/// (LowerSimulator.h) launch after launch against float64 references: the numbers the GPU would give, since
+/// (src/sim/Simulator.h) launch after launch against float64 references: the numbers the GPU would give, since
 /// these lowerings cannot be checked on a device here.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 

@@ -1,11 +1,11 @@
 /// \file
-/// FlashAttention on the Hopper schedule, checked on the CPU simulator (LowerSimulator.h):
+/// FlashAttention on the Hopper schedule, checked on the CPU simulator (src/sim/Simulator.h):
 /// benchmarks/flash_fwd.tile and examples/flash_attn.tile lowered for sm_90a into warp roles (Q loaded once by
 /// TMA, K and V through a TMA ring behind separate full/empty barriers, QK^T as wgmma SS, the softmax in
 /// registers, P.V as wgmma RS with P in registers) and run under several interleavings against float64,
 /// causal and not, with key lengths the tiles do not divide; and mutations of that schedule which the
 /// simulator must report (a race, a deadlock, registers of an in-flight wgmma overwritten).
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 

@@ -1,12 +1,12 @@
 /// \file
-/// The Hopper schedule checked for numbers and for synchronisation on the CPU simulator (LowerSimulator.h):
+/// The Hopper schedule checked for numbers and for synchronisation on the CPU simulator (src/sim/Simulator.h):
 /// examples/gemm.tile (and variants: stages, shapes the tiles do not divide, one and two consumer
 /// warpgroups, bfloat16, transposed B) lowered for sm_90a into warp roles (TMA producer, wgmma consumers,
 /// full/empty mbarriers) and run under several seeded interleavings against a float64 reference, and
 /// mutations of the lowered IR that a GPU would hang on or compute wrongly with, which the simulator must
 /// report (a deadlock naming who waits on what, a race, a poisoned result). TileLang's explicit warp roles
 /// (tests/gpu/gemm_warp_roles.tile: T.ws, T.alloc_barrier, T.tma_copy) run the same way, with mutations.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 

@@ -7,7 +7,7 @@
 /// its trailing variables (`x[i, j, k] - row_max[i, j]`), spread over the threads like the nest so that they
 /// stay in registers; the ones that cannot be spread (a broadcast along a middle variable, a run of trailing
 /// iterations wider than a thread's vector) are kept whole in every thread.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 

@@ -1,8 +1,8 @@
 /// \file
 /// The lowering passes checked for numbers: small instances of the example kernels (and of reductions
-/// along every dimension, with odd extents) lowered and run on the CPU simulator (LowerSimulator.h)
+/// along every dimension, with odd extents) lowered and run on the CPU simulator (src/sim/Simulator.h)
 /// against references computed here, with shared-memory races reported.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 

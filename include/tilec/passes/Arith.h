@@ -55,13 +55,6 @@ int64_t knownMultiple(const ir::Expr &e);
 /// constants and widening casts of such); nullopt otherwise. rest is null when it is 0.
 std::optional<std::pair<ir::Expr, int64_t>> linearIn(const ir::Expr &e, const ir::VarNode *v);
 
-/// Does `e` read memory (any load)?
-bool readsMemory(const ir::Expr &e);
-
-/// Does `e` (or `s`) read the variable `v`?
-bool mentions(const ir::Expr &e, const ir::VarNode *v);
-bool mentions(const ir::Stmt &s, const ir::VarNode *v);
-
 using VarMap = std::map<const ir::VarNode *, ir::Expr>;
 /// Replaces variables by expressions (loop variables stay bound by their loops).
 ir::Expr substitute(const ir::Expr &e, const VarMap &m);

@@ -37,6 +37,10 @@ std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
 /// of it would always be rejected at launch, so the passes do not make one.
 std::string tmaNeverHolds(const ir::Buffer &tensor);
 
+/// The index of `m` in `k`'s tensor maps, added at the end where no equal map is there yet: one map per distinct
+/// (tensor, box, swizzle), in the order the passes first need them.
+int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
+
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const ir::Gemm &g);
 
@@ -49,6 +53,19 @@ bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const Tm
 /// Whether mma.sync can compute `g` reading its shared operands in TMA's panel layout straight from `tiles`
 /// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods).
 bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
+
+/// Whether any T.gemm in `stmts` reads A from a fragment.
+bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
+
+/// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
+/// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute.
+bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
+                        int warpgroups, bool rowsOnly, bool mma);
+
+/// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
+/// the panel layout where `mma`); `registerAOnMma` is set where one with A from registers stays on mma.sync.
+ir::Stmt markWgmma(const ir::Stmt &s, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
+                   bool rowsOnly, bool mma, bool &registerAOnMma);
 
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
 /// tile loads feeding T.gemm into warp-specialized code:

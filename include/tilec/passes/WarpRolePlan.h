@@ -1,5 +1,6 @@
 /// \file
-/// Planning for specializeWarps (src/lower/WarpRolePlan.cpp): blocks per SM, registers per role, clusters.
+/// Planning for specializeWarps (src/lower/WarpRolePlan.cpp): blocks per SM, registers per role, clusters, whether
+/// the roles may walk several output tiles.
 #pragma once
 
 #include "tilec/IR.h"
@@ -7,6 +8,7 @@
 #include "tilec/passes/SpecializeWarps.h"
 
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -33,5 +35,14 @@ struct ClusterPlan {
 /// The grid dimension (an even constant extent; only `onlyAxis` where given) whose shared tiles are the most
 /// bytes, or axis -1 when no tile can be shared.
 ClusterPlan planCluster(const ir::Kernel &k, const std::vector<TmaTile> &tiles, const ir::VarNode *loopVar, int onlyAxis = -1);
+
+/// A shared buffer the consumers' code (the kernel's statements and the pipelined loop's rest) touches other
+/// than the TMA tiles (the ring's, and those loaded once, whose copies at `onceAt` the producer takes over);
+/// null when none: then one output tile's consumers cannot race the next tile's over shared memory, and the
+/// roles may walk several tiles without a barrier between them (the once tiles behind a full/empty barrier
+/// pair of their own).
+const ir::BufferNode *sharedOutsideTiles(const std::vector<ir::Stmt> &top, size_t at,
+                                         const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
+                                         const std::vector<size_t> &onceAt);
 
 } // namespace tilec::passes

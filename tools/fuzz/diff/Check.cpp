@@ -3,7 +3,7 @@
 #include "Check.h"
 
 #include "EvalTestUtil.h"
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "Reference.h"
 
 #include "tilec/Check.h"

@@ -1,7 +1,7 @@
 /// \file
 /// One program through the whole compiler and both executions: the front end, checks, every lowering pass
 /// and code generation; the reference (Reference.h) on the typed program; the simulator
-/// (tests/unit/LowerSimulator.h) on the lowered kernel, with its race and barrier checks, for sm_80 and,
+/// (src/sim/Simulator.h) on the lowered kernel, with its race and barrier checks, for sm_80 and,
 /// where the program gets warp roles (TMA, mbarriers, wgmma), for sm_90a; then the outputs compared.
 #pragma once
 

@@ -2,7 +2,7 @@
 /// The reference interpreter of tile programs (Reference.h).
 #include "Reference.h"
 
-#include "ScalarSemantics.h"
+#include "sim/ScalarSemantics.h"
 
 #include <algorithm>
 #include <cmath>

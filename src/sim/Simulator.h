@@ -4,11 +4,11 @@
 ///
 /// Outside warp roles the block's threads run in lockstep, statement by statement (warp shuffles read the
 /// partner's value as of the same statement). Inside ir::WarpRoles every warpgroup of each role is an agent
-/// of its own (LowerSimulatorAgents.h): its threads run in lockstep, agents do not; a scheduler seeded by
+/// of its own (SimulatorAgents.cpp): its threads run in lockstep, agents do not; a scheduler seeded by
 /// `seed` interleaves them at their synchronisation points (mbarriers, named barriers, TMA, wgmma), lands
 /// TMA loads at arbitrary later points, and reports a deadlock (every live agent waiting) naming who waits
 /// on what. The Hopper library calls (mbarriers with PTX's phase parity and transaction counts, TMA boxes
-/// with zero fill and swizzle, wgmma with results undefined until their wait) are in LowerSimulatorHopper.h.
+/// with zero fill and swizzle, wgmma with results undefined until their wait) are in SimulatorHopper.cpp.
 ///
 /// Values are doubles (integers exact below 2^53); stores round to the buffer's type. Shared memory is
 /// watched for races with vector clocks: an access to an element that another thread wrote (or, for writes,
@@ -27,7 +27,7 @@
 #include "tilec/passes/Layout.h"
 #include "tilec/LibraryCalls.h"
 
-#include "ScalarSemantics.h"
+#include "sim/ScalarSemantics.h"
 
 #include <algorithm>
 #include <array>
@@ -151,13 +151,13 @@ class Simulator {
     std::vector<std::map<const ir::BufferNode *, std::vector<double>>> locals_; ///< per thread
     std::map<const ir::BufferNode *, std::vector<double>> shared_;
 
-    // ---- happens-before (LowerSimulatorAgents.h) ----
+    // ---- happens-before (SimulatorAgents.cpp) ----
     struct Landing {
         const ir::BufferNode *buffer;
         size_t index;
         double value;
     };
-    struct WgmmaGroup; // LowerSimulatorHopper.h
+    struct WgmmaGroup; // SimulatorHopper.cpp
     /// One component of the vector clocks: the block outside roles (0), a warp-role agent, a TMA load.
     struct Comp {
         std::string name;
@@ -185,7 +185,7 @@ class Simulator {
     void touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows = nullptr);
     std::string who(int comp, int t) const;
 
-    // ---- agents (LowerSimulatorAgents.h) ----
+    // ---- agents (SimulatorAgents.cpp) ----
     struct Agent {
         int comp = 0, role = 0, first = 0, count = 0;
         std::vector<char> mask;
@@ -303,9 +303,11 @@ class Simulator {
     // ---- device library calls ----
     std::pair<const ir::BufferNode *, int64_t> addressOf(const ir::Expr &e, int t);
     void library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask); // sm_80 ones
+    void tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, int t);
+    void tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask);  // sm_90 ones
 
-    // ---- Hopper state (LowerSimulatorHopper.h) ----
+    // ---- Hopper state (SimulatorHopper.cpp) ----
     struct Mbarrier {
         bool initialised = false;
         int64_t expected = 0, pending = 0, tx = 0, phases = 0; ///< phases: completed so far
@@ -347,8 +349,3 @@ class Simulator {
 };
 
 } // namespace tilec::simtest
-
-#include "LowerSimulatorAgents.h"
-#include "LowerSimulatorHopper.h"
-#include "LowerSimulatorImpl.h"
-#include "LowerSimulatorLibrary.h"

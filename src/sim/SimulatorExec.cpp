@@ -1,6 +1,6 @@
 /// \file
-/// Expression evaluation and statement execution of the simulator (LowerSimulator.h).
-#pragma once
+/// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
+#include "sim/Simulator.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 
 namespace tilec::simtest {
 
-inline double Simulator::eval(const ir::Expr &e, int t) {
+double Simulator::eval(const ir::Expr &e, int t) {
     using namespace ir;
     switch (e->kind) {
     case NodeKind::IntImm: return (double)as<IntImm>(e)->value;
@@ -83,7 +83,7 @@ inline double Simulator::eval(const ir::Expr &e, int t) {
     throw SimError("cannot evaluate a statement");
 }
 
-inline void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
+void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
     using namespace ir;
     if (!s) return;
     bool any = std::any_of(mask.begin(), mask.end(), [](char c) { return c; });

@@ -1,21 +1,21 @@
 /// \file
 /// The simulator's model of the portable device library calls lowered kernels make (stdlib/tilec): tile
 /// transfers (cp.async with commit groups and waits), the mma.sync GEMMs and the shared-tile swizzle; the
-/// Hopper ones are in LowerSimulatorHopper.h. The model is deliberately pessimistic about asynchrony: a
+/// Hopper ones are in SimulatorHopper.cpp. The model is deliberately pessimistic about asynchrony: a
 /// transfer's destination is claimed (written, for the race check) and poisoned with NaN when it is issued,
 /// and receives its values only when a wait completes its group, so a read that is not ordered after the
 /// wait and a barrier shows up as a race or a NaN. Commit groups are per component (the block, or an agent).
-#pragma once
+#include "sim/Simulator.h"
 
 namespace tilec::simtest {
 
-inline std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &e, int t) {
+std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &e, int t) {
     const ir::Load *l = passes::addressedLoad(e);
     if (!l || l->indices.size() != 1) throw SimError("library call without an address");
     return {l->buffer.get(), (int64_t)eval(l->indices[0], t)};
 }
 
-inline void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
+void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
     using passes::lib::Fn;
     const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
     auto arg = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), first); };

@@ -1,5 +1,5 @@
 /// \file
-/// The simulator's model of the Hopper library calls (stdlib/tilec/sm90_*.cuh; LowerSimulator.h).
+/// The simulator's model of the Hopper library calls (stdlib/tilec/sm90_*.cuh; Simulator.h).
 ///
 /// mbarriers as PTX defines them: init sets the expected arrival count of each phase; an arrival decrements
 /// the pending count, expect_tx raises the transaction count, a TMA load's complete_tx lowers it (it may go
@@ -32,7 +32,7 @@
 /// wgmma_rs reads its A from the issuing threads' registers (the m64k16 fragment order of sm90_wgmma.cuh,
 /// independent of the compiler's layouts) when the wait retires its group; registers changed between the issue
 /// and that wait are an error (the hardware reads them asynchronously).
-#pragma once
+#include "sim/Simulator.h"
 
 namespace tilec::simtest {
 
@@ -51,20 +51,20 @@ struct Simulator::WgmmaGroup {
     Clock issued; ///< what the issuing warpgroup knew at the issue (the earliest its reads can happen)
 };
 
-inline Simulator::Mbarrier &Simulator::mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use) {
+Simulator::Mbarrier &Simulator::mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use) {
     Mbarrier &b = bars_[at];
     if (!b.initialised) throw SimError(std::string(use) + " " + at.first->name + "[" + std::to_string(at.second) + "], an mbarrier never initialised");
     return b;
 }
 
-inline std::string Simulator::describe(std::pair<const ir::BufferNode *, int64_t> at) {
+std::string Simulator::describe(std::pair<const ir::BufferNode *, int64_t> at) {
     const Mbarrier &b = bars_[at];
     return at.first->name + "[" + std::to_string(at.second) + "] (" + std::to_string(b.phases) + " phases completed; " +
            std::to_string(b.pending) + " of " + std::to_string(b.expected) + " arrivals and " + std::to_string(b.tx) +
            " transaction bytes pending)";
 }
 
-inline void Simulator::complete(Mbarrier &b) {
+void Simulator::complete(Mbarrier &b) {
     if (b.pending != 0 || b.tx != 0) return;
     ++b.phases;
     b.pending = b.expected;
@@ -72,13 +72,13 @@ inline void Simulator::complete(Mbarrier &b) {
     b.gathered = Clock{};
 }
 
-inline int64_t Simulator::sharedByte(const ir::BufferNode *b, int64_t index) {
+int64_t Simulator::sharedByte(const ir::BufferNode *b, int64_t index) {
     auto off = k_.shared.offsetOf(b);
     if (!off) throw SimError("internal error in the simulator: no shared-memory offset planned for " + b->name);
     return *off + index * b->dtype.bytes();
 }
 
-inline void Simulator::land(TmaLoad &l) {
+void Simulator::land(TmaLoad &l) {
     if (l.landed) return;
     l.landed = true;
     if (l.map < 0 || l.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA load of tensor map " + std::to_string(l.map) + ", which the kernel does not have");
@@ -131,7 +131,7 @@ inline void Simulator::land(TmaLoad &l) {
     complete(b);
 }
 
-inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
+void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
     // In a warp role, its warpgroup issues; outside roles (the cp.async path) every warpgroup of the block does.
     if (agent_) {
         if (!wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
@@ -141,7 +141,7 @@ inline void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &ma
     for (int first = 0; first < T_; first += 128) wgmmaIssueGroup(c, first, first / 128);
 }
 
-inline void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
+void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     using passes::lib::Fn;
     const Fn fn = passes::lib::is(c, Fn::WgmmaRS) ? Fn::WgmmaRS : Fn::WgmmaSS;
     auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, fn, n), first); };
@@ -203,7 +203,7 @@ inline void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     flight.push_back(std::move(g));
 }
 
-inline void Simulator::wgmmaRetire(int64_t keep) {
+void Simulator::wgmmaRetire(int64_t keep) {
     auto &flight = comps_[(size_t)cur_].wgmma;
     while ((int64_t)flight.size() > keep) {
         std::shared_ptr<WgmmaGroup> g = flight.front();
@@ -267,7 +267,7 @@ inline void Simulator::wgmmaRetire(int64_t keep) {
     }
 }
 
-inline void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask) {
+void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask) {
     using passes::lib::Fn;
     if (!agent_ || !wholeScope(mask)) throw SimError("stmatrix outside a whole warpgroup of a warp role");
     const int64_t cols = (int64_t)eval(passes::lib::arg(c, Fn::StmatrixTile, "cols"), agent_->first);
@@ -297,7 +297,7 @@ inline void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask
     }
 }
 
-inline void Simulator::retireStore(const TmaStore &s) {
+void Simulator::retireStore(const TmaStore &s) {
     const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
     if (zeroTile_[(size_t)s.map])
         throw SimError("a TMA store through the map of " + map.tensor->name + ", which has no elements (the launcher runs "
@@ -325,7 +325,72 @@ inline void Simulator::retireStore(const TmaStore &s) {
     acquire(comps_[(size_t)s.comp].clock);
 }
 
-inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
+/// A TMA tile load issued by thread `t`: its destination reads as NaN until the load lands, which it does as
+/// a component of its own (the issuer's knowledge at the issue).
+void Simulator::tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, int t) {
+    auto bar = [&]() { return addressOf(passes::lib::arg(c, info.fn, "bar"), t); };
+    auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), t); };
+    TmaLoad l;
+    l.rank = (int)num("rank"), l.rowDim = (int)num("rowDim"), l.rows = (int)num("rows");
+    l.cols = (int)num("cols"), l.elemBytes = (int)num("elemBytes"), l.swizzle = (int)num("swizzle");
+    std::tie(l.dst, l.dstIndex) = addressOf(passes::lib::arg(c, info.fn, "dst"), t);
+    l.map = num("map");
+    l.bar = bar();
+    const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
+    for (int d = 0; d < 5; ++d) l.coords[(size_t)d] = num(coord[d]);
+    if (l.rank < 1 || l.rank > 5 || l.rowDim < 1 || l.rowDim >= l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
+    auto &to = shared_.at(l.dst);
+    if (l.dstIndex < 0 || l.dstIndex + (int64_t)l.rows * l.cols > (int64_t)to.size()) throw SimError("a TMA tile outside " + l.dst->name);
+    std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));
+    l.comp = (int)comps_.size();
+    Comp tc;
+    tc.name = "the TMA load #" + std::to_string(tma_.size()) + " into " + l.dst->name + " issued by " + who(cur_, t);
+    tc.clock = comps_[(size_t)cur_].clock;
+    tc.clock.set((size_t)l.comp, 0);
+    comps_.push_back(std::move(tc));
+    tma_.push_back(l);
+}
+
+/// A TMA store issued by thread `t`, checked against its tensor map and for unfenced elements; it reads its
+/// piece when a wait retires it (retireStore).
+void Simulator::tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t) {
+    auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), t); };
+    TmaStore s;
+    s.thread = t;
+    s.rows = (int)num("rows"), s.cols = (int)num("cols"), s.elemBytes = (int)num("elemBytes"), s.swizzle = (int)num("swizzle");
+    std::tie(s.src, s.srcIndex) = addressOf(passes::lib::arg(c, info.fn, "src"), t);
+    s.map = num("map"), s.rank = (int)num("rank");
+    const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
+    for (int d = 0; d < 5; ++d) s.coords[(size_t)d] = num(coord[d]);
+    if (s.map < 0 || s.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA store through tensor map " + std::to_string(s.map) + ", which the kernel does not have");
+    const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
+    // the box: the piece's columns innermost, its rows along exactly one other dimension, 1 elsewhere
+    int64_t boxElems = 1, rowDims = 0;
+    for (size_t d = 1; d < map.box.size(); ++d) boxElems *= map.box[d], rowDims += map.box[d] != 1;
+    if (s.rank < 2 || s.rank > 5 || (int)map.box.size() != s.rank || (int)mapDims_[(size_t)s.map].size() != s.rank)
+        throw SimError("a TMA store of rank " + std::to_string(s.rank) + " through a map of rank " + std::to_string(map.box.size()));
+    if (map.box[0] != s.cols || boxElems != s.rows || rowDims != 1 || map.swizzleBytes != s.swizzle || s.cols * s.elemBytes != s.swizzle ||
+        map.tensor->dtype.bytes() != s.elemBytes || s.src->dtype.bytes() != s.elemBytes)
+        throw SimError("a TMA store whose piece differs from tensor map " + std::to_string(s.map) + "'s box, swizzle or element size");
+    const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
+    if (base % 1024 || k_.shared.alignment < 1024) throw SimError("a TMA store from " + s.src->name + " not 1024-byte aligned");
+    for (int64_t r = 0; r < s.rows; ++r)
+        for (int64_t col = 0; col < s.cols; ++col) {
+            const size_t at = (size_t)((swizzleAddress(base + r * s.swizzle + col * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
+            if (at >= shared_.at(s.src).size()) throw SimError("a TMA store reads outside " + s.src->name);
+            if (auto it = unfenced_.find({s.src, at}); it != unfenced_.end())
+                throw SimError("a TMA store by thread " + std::to_string(t) + " reads " + s.src->name + "[" + std::to_string(at) + "], which thread " + std::to_string(it->second) + " wrote without a fence.proxy.async after it");
+        }
+    s.comp = (int)comps_.size();
+    Comp sc;
+    sc.name = "the TMA store from " + s.src->name + " issued by " + who(cur_, t);
+    sc.clock = comps_[(size_t)cur_].clock;
+    sc.clock.set((size_t)s.comp, 0);
+    comps_.push_back(std::move(sc));
+    stores_[t].push_back(s);
+}
+
+void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
     using passes::lib::Fn;
     const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
     auto bar = [&](int t) { return addressOf(passes::lib::arg(c, info.fn, "bar"), t); };
@@ -383,27 +448,7 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
     }
     case Fn::TmaLoadTile:
         for (int t = 0; t < T_; ++t)
-            if (mask[t]) {
-                TmaLoad l;
-                l.rank = (int)num("rank", t), l.rowDim = (int)num("rowDim", t), l.rows = (int)num("rows", t);
-                l.cols = (int)num("cols", t), l.elemBytes = (int)num("elemBytes", t), l.swizzle = (int)num("swizzle", t);
-                std::tie(l.dst, l.dstIndex) = addressOf(passes::lib::arg(c, info.fn, "dst"), t);
-                l.map = num("map", t);
-                l.bar = bar(t);
-                const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
-                for (int d = 0; d < 5; ++d) l.coords[(size_t)d] = num(coord[d], t);
-                if (l.rank < 1 || l.rank > 5 || l.rowDim < 1 || l.rowDim >= l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
-                auto &to = shared_.at(l.dst);
-                if (l.dstIndex < 0 || l.dstIndex + (int64_t)l.rows * l.cols > (int64_t)to.size()) throw SimError("a TMA tile outside " + l.dst->name);
-                std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));
-                l.comp = (int)comps_.size();
-                Comp tc;
-                tc.name = "the TMA load #" + std::to_string(tma_.size()) + " into " + l.dst->name + " issued by " + who(cur_, t);
-                tc.clock = comps_[(size_t)cur_].clock;
-                tc.clock.set((size_t)l.comp, 0);
-                comps_.push_back(std::move(tc));
-                tma_.push_back(l);
-            }
+            if (mask[t]) tmaLoadIssue(c, info, t);
         return maybeSwitch();
     case Fn::WgmmaSS:
     case Fn::WgmmaRS:
@@ -430,41 +475,7 @@ inline void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, 
     case Fn::StmatrixTile: return stmatrix(c, mask);
     case Fn::TmaStoreTile:
         for (int t = 0; t < T_; ++t)
-            if (mask[t]) {
-                TmaStore s;
-                s.thread = t;
-                s.rows = (int)num("rows", t), s.cols = (int)num("cols", t), s.elemBytes = (int)num("elemBytes", t), s.swizzle = (int)num("swizzle", t);
-                std::tie(s.src, s.srcIndex) = addressOf(passes::lib::arg(c, info.fn, "src"), t);
-                s.map = num("map", t), s.rank = (int)num("rank", t);
-                const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
-                for (int d = 0; d < 5; ++d) s.coords[(size_t)d] = num(coord[d], t);
-                if (s.map < 0 || s.map >= (int64_t)k_.tensorMaps.size()) throw SimError("a TMA store through tensor map " + std::to_string(s.map) + ", which the kernel does not have");
-                const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
-                // the box: the piece's columns innermost, its rows along exactly one other dimension, 1 elsewhere
-                int64_t boxElems = 1, rowDims = 0;
-                for (size_t d = 1; d < map.box.size(); ++d) boxElems *= map.box[d], rowDims += map.box[d] != 1;
-                if (s.rank < 2 || s.rank > 5 || (int)map.box.size() != s.rank || (int)mapDims_[(size_t)s.map].size() != s.rank)
-                    throw SimError("a TMA store of rank " + std::to_string(s.rank) + " through a map of rank " + std::to_string(map.box.size()));
-                if (map.box[0] != s.cols || boxElems != s.rows || rowDims != 1 || map.swizzleBytes != s.swizzle || s.cols * s.elemBytes != s.swizzle ||
-                    map.tensor->dtype.bytes() != s.elemBytes || s.src->dtype.bytes() != s.elemBytes)
-                    throw SimError("a TMA store whose piece differs from tensor map " + std::to_string(s.map) + "'s box, swizzle or element size");
-                const int64_t base = sharedByte(s.src, s.srcIndex), bufBase = sharedByte(s.src, 0);
-                if (base % 1024 || k_.shared.alignment < 1024) throw SimError("a TMA store from " + s.src->name + " not 1024-byte aligned");
-                for (int64_t r = 0; r < s.rows; ++r)
-                    for (int64_t col = 0; col < s.cols; ++col) {
-                        const size_t at = (size_t)((swizzleAddress(base + r * s.swizzle + col * s.elemBytes, s.swizzle) - bufBase) / s.elemBytes);
-                        if (at >= shared_.at(s.src).size()) throw SimError("a TMA store reads outside " + s.src->name);
-                        if (auto it = unfenced_.find({s.src, at}); it != unfenced_.end())
-                            throw SimError("a TMA store by thread " + std::to_string(t) + " reads " + s.src->name + "[" + std::to_string(at) + "], which thread " + std::to_string(it->second) + " wrote without a fence.proxy.async after it");
-                    }
-                s.comp = (int)comps_.size();
-                Comp sc;
-                sc.name = "the TMA store from " + s.src->name + " issued by " + who(cur_, t);
-                sc.clock = comps_[(size_t)cur_].clock;
-                sc.clock.set((size_t)s.comp, 0);
-                comps_.push_back(std::move(sc));
-                stores_[t].push_back(s);
-            }
+            if (mask[t]) tmaStoreIssue(c, info, t);
         return maybeSwitch();
     case Fn::TmaStoreWait:
         for (int t = 0; t < T_; ++t)

@@ -1,5 +1,5 @@
 /// \file
-/// The simulator's warp-role agents and its happens-before model (LowerSimulator.h).
+/// The simulator's warp-role agents and its happens-before model (src/sim/Simulator.h).
 ///
 /// Agents. ir::WarpRoles runs each warpgroup of each role as an agent: a host thread of its own that holds a
 /// baton, so exactly one agent (or the scheduler) runs at a time and the simulation stays deterministic for a
@@ -14,28 +14,28 @@
 /// was released. Every shared element remembers its last write and each component's last read; an access is
 /// a race unless the earlier one is known to the accessing component (or, among the threads of one
 /// component, unless a barrier of that component separates them).
-#pragma once
+#include "sim/Simulator.h"
 
 #include <algorithm>
 
 namespace tilec::simtest {
 
-inline std::string Simulator::who(int comp, int t) const {
+std::string Simulator::who(int comp, int t) const {
     std::string s = comps_.at((size_t)comp).name;
     if (t >= 0) s += ", thread " + std::to_string(t);
     return s;
 }
 
-inline bool Simulator::ordered(const Access &a, int t, const Clock *knows) const {
+bool Simulator::ordered(const Access &a, int t, const Clock *knows) const {
     if (a.comp < 0) return true;
     const Comp &c = comps_[(size_t)cur_];
     if (a.comp == cur_) return a.epoch != c.epoch || a.thread == t;
     return a.clock <= (knows ? *knows : c.clock).at((size_t)a.comp);
 }
 
-inline void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { touchAs(cur_, b, i, t, write); }
+void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { touchAs(cur_, b, i, t, write); }
 
-inline void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
+void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
     if (b->scope != ir::Scope::Shared) return;
     const int saved = cur_;
     cur_ = comp;
@@ -68,15 +68,15 @@ inline void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int 
     cur_ = saved;
 }
 
-inline void Simulator::release(Clock &into) {
+void Simulator::release(Clock &into) {
     Comp &c = comps_[(size_t)cur_];
     into.join(c.clock);
     c.clock.set((size_t)cur_, c.clock.at((size_t)cur_) + 1);
 }
 
-inline void Simulator::acquire(const Clock &from) { comps_[(size_t)cur_].clock.join(from); }
+void Simulator::acquire(const Clock &from) { comps_[(size_t)cur_].clock.join(from); }
 
-inline bool Simulator::wholeScope(const std::vector<char> &mask) const {
+bool Simulator::wholeScope(const std::vector<char> &mask) const {
     if (!agent_) return std::count(mask.begin(), mask.end(), 1) == T_;
     return mask == agent_->mask;
 }
@@ -84,7 +84,7 @@ inline bool Simulator::wholeScope(const std::vector<char> &mask) const {
 /// One agent's arrival, with all of its threads, at a barrier of several agents for `threads` threads: what it
 /// did before is released to the barrier's current generation. Returns that generation, or -1 when this
 /// arrival completed it.
-inline int64_t Simulator::arriveAt(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
+int64_t Simulator::arriveAt(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
     if (!wholeScope(mask)) throw SimError(std::string(what) + " in divergent code (reached by only some threads of " + comps_[(size_t)cur_].name + ")");
     GroupBarrier &g = groupBarriers_[key];
     g.arrived += agent_->count;
@@ -101,7 +101,7 @@ inline int64_t Simulator::arriveAt(int64_t key, int threads, const std::vector<c
 
 /// A barrier of several agents (the role's __syncthreads, a named barrier's bar.sync): `threads` threads must
 /// arrive, each agent with all of its threads.
-inline void Simulator::groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
+void Simulator::groupBarrier(int64_t key, int threads, const std::vector<char> &mask, const char *what) {
     const int64_t gen = arriveAt(key, threads, mask, what);
     if (gen >= 0)
         waitUntil([this, key, gen] { return groupBarriers_[key].generation > gen; }, [this, key, threads, what] {
@@ -111,11 +111,11 @@ inline void Simulator::groupBarrier(int64_t key, int threads, const std::vector<
 }
 
 /// bar.arrive: an arrival that does not wait (it releases, and acquires nothing).
-inline void Simulator::groupArrive(int64_t key, int threads, const std::vector<char> &mask) {
+void Simulator::groupArrive(int64_t key, int threads, const std::vector<char> &mask) {
     arriveAt(key, threads, mask, "bar.arrive");
 }
 
-inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &mask) {
+void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &mask) {
     if (agent_) throw SimError("warp roles inside warp roles");
     if (std::count(mask.begin(), mask.end(), 1) != T_) throw SimError("warp roles reached by only some threads");
     if (r.consumerThreads + r.producerThreads != T_) throw SimError("the roles' threads differ from the launched threads");
@@ -169,7 +169,7 @@ inline void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &ma
     comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
 }
 
-inline void Simulator::agentMain(Agent &a, int index) {
+void Simulator::agentMain(Agent &a, int index) {
     {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return running_ == index || abort_; });
@@ -186,7 +186,7 @@ inline void Simulator::agentMain(Agent &a, int index) {
     cv_.notify_all();
 }
 
-inline void Simulator::resume(int index) {
+void Simulator::resume(int index) {
     Agent &a = *agents_[(size_t)index];
     agent_ = &a;
     cur_ = a.comp;
@@ -199,7 +199,7 @@ inline void Simulator::resume(int index) {
     cur_ = 0;
 }
 
-inline void Simulator::yieldToScheduler() {
+void Simulator::yieldToScheduler() {
     const int self = (int)(std::find_if(agents_.begin(), agents_.end(), [&](auto &a) { return a.get() == agent_; }) - agents_.begin());
     Agent *me = agent_;
     std::unique_lock<std::mutex> l(mu_);
@@ -211,7 +211,7 @@ inline void Simulator::yieldToScheduler() {
     cur_ = me->comp;
 }
 
-inline void Simulator::waitUntil(std::function<bool()> ready, std::function<std::string()> what) {
+void Simulator::waitUntil(std::function<bool()> ready, std::function<std::string()> what) {
     if (!agent_) {
         if (!ready()) throw SimError("deadlock: the block waits on " + what() + " outside warp roles");
         return;
@@ -226,11 +226,11 @@ inline void Simulator::waitUntil(std::function<bool()> ready, std::function<std:
 }
 
 /// A point where another agent may run first (never with seed 0).
-inline void Simulator::maybeSwitch() {
+void Simulator::maybeSwitch() {
     if (agent_ && seed_ && rng_() % 3 == 0) yieldToScheduler();
 }
 
-inline void Simulator::schedule() {
+void Simulator::schedule() {
     for (;;) {
         std::vector<int> ready;
         bool live = false;
@@ -262,7 +262,7 @@ inline void Simulator::schedule() {
     }
 }
 
-inline void Simulator::stopAgents() {
+void Simulator::stopAgents() {
     {
         std::unique_lock<std::mutex> l(mu_);
         abort_ = true;

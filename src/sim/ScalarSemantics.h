@@ -1,6 +1,6 @@
 /// \file
 /// The tile language's scalar semantics on doubles, shared by the CPU simulator of lowered kernels
-/// (LowerSimulator.h) and the differential fuzzer's reference of tile programs (tools/fuzz/diff): what a
+/// (src/sim/Simulator.h) and the differential fuzzer's reference of tile programs (tools/fuzz/diff): what a
 /// buffer of a dtype holds, and each binary operator (C's truncating `/` and Python's floor `//` and `%` on
 /// integers, CUDA's fmin/fmax on floats).
 #pragma once
