@@ -39,7 +39,7 @@ constexpr size_t kMaxMessage = 256u << 20;
 struct Document {
     std::string uri, path, text;
     Value version;                ///< as the client numbered it (published with the diagnostics)
-    uint64_t generation = 0;      ///< bumped by every change: an analysis of an older one is stale
+    uint64_t generation = 0;      ///< new at every change: an analysis of an older text is stale
     bool dirty = false;           ///< an analysis is due
     Clock::time_point due;
     std::shared_ptr<const Analysis> parsed;    ///< the last analysis whose text parsed (go to definition)
@@ -112,6 +112,7 @@ class Server {
     std::condition_variable wake_;
     Settings settings_;
     std::map<std::string, Document> docs_;
+    uint64_t generations_ = 0;
     bool initialized_ = false, shutdown_ = false, stop_ = false;
 };
 
@@ -313,7 +314,7 @@ void Server::configure(const Value &options) {
 }
 
 void Server::schedule(Document &d, Clock::time_point due) {
-    ++d.generation;
+    d.generation = ++generations_; // server-wide: a document closed and opened again never repeats one
     d.dirty = true;
     d.due = due;
     wake_.notify_all();
@@ -329,7 +330,8 @@ void Server::notification(const std::string &method, const Value &params) {
         d.text = td.at("text").asString("text");
         if (const Value *v = td.find("version")) d.version = *v;
         std::lock_guard<std::mutex> lock(mu_);
-        Document &doc = docs_[d.uri] = std::move(d);
+        std::string key = d.uri;
+        Document &doc = docs_[key] = std::move(d);
         schedule(doc, Clock::now());
     } else if (method == "textDocument/didChange") {
         const Value &td = params.at("textDocument");
@@ -458,7 +460,7 @@ void Server::publish(Document &d, const Analysis &a) {
                       .set("source", Value::string("tilec"))
                       .set("message", Value::string(message));
         if (!related.items.empty()) j.set("relatedInformation", std::move(related));
-        byUri[uriOf(diag.range.file)].items.push_back(std::move(j));
+        byUri.emplace(uriOf(diag.range.file), Value::array()).first->second.items.push_back(std::move(j));
     }
     // An imported file's diagnostics go to that file, unless it is open (its own analysis speaks for it); a
     // file that had some last time and has none now is cleared.

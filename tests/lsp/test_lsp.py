@@ -118,6 +118,10 @@ class Client:
         return self.wait(lambda m: m.get('id') == self.next_id and 'method' not in m)
 
     def wait(self, predicate, what='a message'):
+        for m in self.unclaimed:
+            if predicate(m):
+                self.unclaimed.remove(m)
+                return m
         while True:
             try:
                 m = self.messages.get(timeout=TIMEOUT)
@@ -266,6 +270,19 @@ def main():
                                     'message': "elsewhere 'f' is spread over the threads, as here"}]}],
             'the lowering error')
 
+        # An error in the imported module: published for that file too; cleared once it is fixed and saved.
+        with open(helpers, 'w') as f:
+            f.write(HELPERS.replace('return 128, 128, 64', 'return 128, 128, 64 +'))
+        c.notify('textDocument/didChange', {'textDocument': {'uri': uri, 'version': 6},
+                                            'contentChanges': [{'text': KERNEL}]})
+        check(c.diagnostics(helpers_uri), HELPERS_ERRORS, 'the diagnostics of the broken module')
+        check(c.diagnostics(uri, 6), KERNEL_ERRORS, 'the diagnostics of the file importing it')
+        with open(helpers, 'w') as f:
+            f.write(HELPERS)
+        c.notify('textDocument/didSave', {'textDocument': {'uri': uri}})
+        check(c.diagnostics(helpers_uri), [], 'the diagnostics of the module once fixed')
+        check(c.diagnostics(uri, 6), [], 'the diagnostics of the importing file once the module is fixed')
+
         # Close: the diagnostics are cleared. Then shutdown and exit: exit code 0.
         c.notify('textDocument/didClose', {'textDocument': {'uri': uri}})
         check(c.diagnostics(uri), [], 'the diagnostics after close')
@@ -293,6 +310,9 @@ HOVER_A_SHARED = ('**A_shared**: `float16[128, 64]`, shared (kernel `gemm`)\n'
 HOVER_C_LOCAL = ('**C_local**: `float32[128, 128]`, fragment (kernel `gemm`)\n'
                  '- layout: mma accumulator over 4x1 warps (wgmma rows), 128 slots per thread')
 HOVER_A = '**A**: `float16[1024, 1024]`, global (kernel `gemm`)'
+# At the end of `    return 128, 128, 64 +` (an empty range: there is no character there).
+HELPERS_ERRORS = [{'range': rng(3, 25, 3, 25), 'severity': 1, 'source': 'tilec', 'message': 'expected an expression'}]
+KERNEL_ERRORS = [{'range': rng(5, 32, 5, 43), 'severity': 1, 'source': 'tilec', 'message': "undefined name 'block_sizes'"}]
 SYNTAX_MESSAGE = "unmatched ')'"
 
 if __name__ == '__main__':
