@@ -296,6 +296,18 @@ def main():
                  and m['params'].get('version') == 3]
         check(stray, [], 'diagnostics of the version a newer change replaced')
 
+        # The target from initializationOptions: sm_80 lowers to cp.async pipelines (98304 bytes, as
+        # `tilec -arch=sm_80 --resource-usage` reports), with B_shared placed after A_shared.
+        c = Client(tilec, tmp)
+        c.request('initialize', {'capabilities': {}, 'initializationOptions': {'arch': 'sm_80'}})
+        c.notify('textDocument/didOpen', {'textDocument': {'uri': uri, 'version': 1, 'text': KERNEL}})
+        check(c.diagnostics(uri, 1), [], 'the diagnostics on sm_80')
+        r = c.request('textDocument/hover', pos(uri, 18, 34))  # B_shared
+        check(r['result']['contents']['value'], HOVER_B_SHARED_SM80, 'hover on B_shared for sm_80')
+        c.request('shutdown', None)
+        c.notify('exit', None)
+        check(c.proc.wait(timeout=TIMEOUT), 0, 'the exit code of the sm_80 server')
+
     if failures:
         print('FAIL: %d checks' % len(failures))
         for f in failures:
@@ -309,6 +321,8 @@ HOVER_A_SHARED = ('**A_shared**: `float16[128, 64]`, shared (kernel `gemm`)\n'
                   '- shared memory: 49152 bytes (3 pipeline stages of 16384) at offset 0 of the block\'s 108416 on sm_90a')
 HOVER_C_LOCAL = ('**C_local**: `float32[128, 128]`, fragment (kernel `gemm`)\n'
                  '- layout: mma accumulator over 4x1 warps (wgmma rows), 128 slots per thread')
+HOVER_B_SHARED_SM80 = ('**B_shared**: `float16[64, 128]`, shared (kernel `gemm`)\n'
+                       '- shared memory: 49152 bytes (3 pipeline stages of 16384) at offset 49152 of the block\'s 98304 on sm_80')
 HOVER_A = '**A**: `float16[1024, 1024]`, global (kernel `gemm`)'
 # At the end of `    return 128, 128, 64 +` (an empty range: there is no character there).
 HELPERS_ERRORS = [{'range': rng(3, 25, 3, 25), 'severity': 1, 'source': 'tilec', 'message': 'expected an expression'}]
