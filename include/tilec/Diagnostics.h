@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -67,6 +68,10 @@ class DiagnosticEngine {
     void setWarningsAsErrors(bool b) { werror_ = b; }  ///< -Werror
     void setSuppressWarnings(bool b) { noWarn_ = b; }  ///< -w
     void setColor(bool b) { color_ = b; }
+    /// Receives each diagnostic instead of the stream (the language server): after -w and -Werror (the
+    /// message then ends in " [-Werror]"), without the notes of suppressed warnings. Null: print them.
+    using Consumer = std::function<void(Severity, const SourceRange &, const std::string &)>;
+    void setConsumer(Consumer c) { consumer_ = std::move(c); }
 
     void error(const SourceRange &r, const std::string &msg) { report(Severity::Error, r, msg); }
     void warning(const SourceRange &r, const std::string &msg) { report(Severity::Warning, r, msg); }
@@ -86,9 +91,12 @@ class DiagnosticEngine {
     const SourceManager &sources() const { return sm_; }
 
   private:
+    void print(Severity s, const SourceRange &r, const std::string &msg, bool promoted);
+
     const SourceManager &sm_;
     std::ostream &out_;
     int errorLimit_ = 20;
+    Consumer consumer_;
     bool werror_ = false, noWarn_ = false, color_ = false;
     bool lastSuppressed_ = false;
     std::vector<size_t> holdMarks_; ///< per open hold: where its diagnostics start in held_

@@ -131,6 +131,7 @@ ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx) {
         p = ctx.run(pass.name, [&] { return pass.run(p, state); }, [&](const Program &q) {
             return (pass.notes ? pass.notes(q, state) : std::string()) + ir::print(q);
         });
+        if (ctx.observe) ctx.observe(pass.name, p, state.layouts);
         if (pass.stopsOnError && state.diag.hasErrors()) return p;
     }
     // Which target this lowering is for (the driver merges identical lowerings of several targets).

@@ -81,7 +81,13 @@ void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::strin
     }
     if (s != Severity::Note) lastSuppressed_ = false;
     if (s == Severity::Error && errorLimit_ > 0 && errors_ >= errorLimit_) throw TooManyErrors{};
+    if (consumer_) consumer_(s, r, promoted ? msg + " [-Werror]" : msg);
+    else print(s, r, msg, promoted);
+    if (s == Severity::Error) ++errors_;
+    if (s == Severity::Warning) ++warnings_;
+}
 
+void DiagnosticEngine::print(Severity s, const SourceRange &r, const std::string &msg, bool promoted) {
     const char *label = s == Severity::Error ? "error" : s == Severity::Warning ? "warning" : "note";
     const char *colorOn = !color_ ? "" : s == Severity::Error ? "\033[1;31m" : s == Severity::Warning ? "\033[1;35m" : "\033[1;36m";
     const char *bold = color_ ? "\033[1m" : "", *reset = color_ ? "\033[0m" : "";
@@ -108,8 +114,6 @@ void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::strin
             out_ << (color_ ? "\033[1;32m" : "") << ul << reset << "\n";
         }
     }
-    if (s == Severity::Error) ++errors_;
-    if (s == Severity::Warning) ++warnings_;
 }
 
 namespace {

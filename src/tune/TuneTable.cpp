@@ -3,7 +3,7 @@
 /// differences from the build at hand.
 #include "tilec/Tune.h"
 
-#include "tune/Json.h"
+#include "support/Json.h"
 
 #include <algorithm>
 #include <cctype>

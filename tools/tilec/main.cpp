@@ -5,6 +5,7 @@
 /// `-ccbin`) are mapped to CLI11's long options before parsing, because CLI11 only knows one-letter short
 /// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
 #include "tilec/Driver.h"
+#include "tilec/Lsp.h"
 #include "tilec/Target.h"
 #include "tilec/Tune.h"
 
@@ -68,6 +69,26 @@ std::vector<std::string> splitCommas(const std::vector<std::string> &v) {
     return out;
 }
 
+/// Parses the arguments after `tilec SUBCOMMAND` (`-arch` spelled as nvcc spells it). -1 when they parsed, else
+/// the exit code (after --help, or a usage error).
+int parseSubcommand(CLI::App &app, int argc, char **argv) {
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 2; --i) {
+        std::string a = argv[i];
+        if (a.rfind("-arch", 0) == 0) a = "-" + a;
+        args.push_back(a);
+    }
+    try {
+        app.parse(args);
+    } catch (const CLI::Success &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        std::cerr << app.get_name() << ": error: " << e.what() << "\n";
+        return tilec::ExitUsage;
+    }
+    return -1;
+}
+
 /// `tilec tune FILE.tile --kernel NAME ...` (include/tilec/Tune.h).
 int tuneMain(int argc, char **argv) {
     tilec::tune::Options o;
@@ -93,28 +114,37 @@ int tuneMain(int argc, char **argv) {
                                                "output type's roundoff)");
     app.add_option("--tilec", o.tilec, "the tilec that compiles the configurations (default: this one)");
     app.add_flag("-v,--verbose", o.verbose, "keep the working files and say where");
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 2; --i) {
-        std::string a = argv[i];
-        if (a.rfind("-arch", 0) == 0) a = "-" + a;
-        args.push_back(a);
-    }
-    try {
-        app.parse(args);
-    } catch (const CLI::Success &e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError &e) {
-        std::cerr << "tilec tune: error: " << e.what() << "\n";
-        return tilec::ExitUsage;
-    }
+    if (int rc = parseSubcommand(app, argc, argv); rc >= 0) return rc;
     o.archs = splitCommas(archs);
     return tilec::tune::run(o, std::cout, std::cerr);
+}
+
+/// `tilec lsp [-arch=LIST] [-I DIR]...`: the language server on standard input and output (include/tilec/Lsp.h).
+int lspMain(int argc, char **argv) {
+    tilec::LspOptions o;
+    CLI::App app{"tilec lsp: a Language Server Protocol server on standard input and output", "tilec lsp"};
+    app.option_defaults()->always_capture_default(false);
+    std::vector<std::string> archs;
+    app.add_option("--arch", archs, "targets whose lowering checks run (default sm_90a)")->delimiter(',');
+    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
+    app.add_option("--debounce-ms", o.debounceMs, "milliseconds after the last change before a document is analysed (default 200)");
+    bool stdio = false;
+    app.add_flag("--stdio", stdio, "speak on standard input and output (the only transport; editors pass it)");
+    if (int rc = parseSubcommand(app, argc, argv); rc >= 0) return rc;
+    if (!archs.empty()) o.archs = splitCommas(archs);
+    for (auto &a : o.archs)
+        if (!tilec::Target::parse(a)) {
+            std::cerr << "tilec lsp: error: unknown target '" << a << "' in -arch (known: " << tilec::Target::knownNames() << ")\n";
+            return tilec::ExitUsage;
+        }
+    return tilec::runLanguageServer(o, std::cin, std::cout, std::cerr);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
     if (argc > 1 && std::string(argv[1]) == "tune") return tuneMain(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "lsp") return lspMain(argc, argv);
     tilec::DriverOptions o;
     CLI::App app{"tilec: ahead-of-time compiler for the tile language", "tilec"};
     app.option_defaults()->always_capture_default(false);

@@ -1,6 +1,6 @@
 /// \file
-/// Private to src/tune/: the little JSON the tuning table needs (objects keep their key order, numbers are
-/// doubles, strings are UTF-8 with the standard escapes).
+/// The little JSON tilec reads and writes (the tuning table, the language server's messages): objects keep
+/// their key order, numbers are doubles, strings are UTF-8 with the standard escapes.
 #pragma once
 
 #include <memory>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace tilec::tune::json {
+namespace tilec::json {
 
 struct Value {
     enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
@@ -47,7 +47,9 @@ struct Value {
 
 /// Two-space indented, one member per line; arrays of scalars on one line.
 std::string write(const Value &v);
+/// On one line, no spaces, no newline at the end (a JSON-RPC message).
+std::string writeCompact(const Value &v);
 /// Throws std::invalid_argument with the offset of the problem.
 Value parse(const std::string &text);
 
-} // namespace tilec::tune::json
+} // namespace tilec::json

@@ -1,12 +1,13 @@
 /// \file
-/// The tuning table's JSON (src/tune/Json.h): a writer with a stable layout and a strict recursive-descent reader.
-#include "tune/Json.h"
+/// tilec's JSON (src/support/Json.h): a writer with a stable layout, a compact one, and a strict recursive-descent
+/// reader.
+#include "support/Json.h"
 
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-namespace tilec::tune::json {
+namespace tilec::json {
 
 Value::Value() = default;
 Value::Value(const Value &) = default;
@@ -76,9 +77,33 @@ const std::vector<Value> &Value::asArray(const char *what) const {
 
 namespace {
 
+/// The length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when it is not one.
+size_t utf8Length(const std::string &s, size_t i) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    unsigned cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (size_t k = 1; k < n; ++k) {
+        unsigned char d = s[i + k];
+        if ((d >> 6) != 2) return 0;
+        cp = cp << 6 | (d & 0x3F);
+    }
+    static const unsigned kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return 0;
+    return n;
+}
+
+/// JSON text is UTF-8: bytes that are not (a diagnostic quoting a file with invalid UTF-8) become U+FFFD.
 void quote(std::string &out, const std::string &s) {
     out += '"';
-    for (unsigned char c : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        unsigned char c = s[i];
+        if (c >= 0x80) {
+            size_t n = utf8Length(s, i);
+            if (n == 0) out += "\xEF\xBF\xBD";
+            else out.append(s, i, n), i += n - 1;
+            continue;
+        }
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -108,8 +133,12 @@ std::string numberText(double d) {
 
 bool scalar(const Value &v) { return v.kind != Value::Array && v.kind != Value::Object; }
 
+/// `indent` < 0: compact (one line, no spaces).
 void writeTo(std::string &out, const Value &v, int indent) {
-    std::string pad(indent + 2, ' ');
+    const bool compact = indent < 0;
+    std::string pad(compact ? 0 : indent + 2, ' ');
+    const char *space = compact ? "" : " ", *colon = compact ? ":" : ": ";
+    const int inner = compact ? indent : indent + 2;
     switch (v.kind) {
     case Value::Null: out += "null"; break;
     case Value::Bool: out += v.b ? "true" : "false"; break;
@@ -117,12 +146,12 @@ void writeTo(std::string &out, const Value &v, int indent) {
     case Value::String: quote(out, v.str); break;
     case Value::Array: {
         bool flat = true;
-        for (auto &i : v.items) flat = flat && scalar(i);
+        for (auto &i : v.items) flat = flat && (compact || scalar(i));
         out += '[';
         for (size_t i = 0; i < v.items.size(); ++i) {
             out += i ? "," : "";
-            out += flat ? (i ? " " : "") : "\n" + pad;
-            writeTo(out, v.items[i], indent + 2);
+            out += flat ? (i ? space : "") : "\n" + pad;
+            writeTo(out, v.items[i], inner);
         }
         if (!flat && !v.items.empty()) out += "\n" + std::string(indent, ' ');
         out += ']';
@@ -137,15 +166,15 @@ void writeTo(std::string &out, const Value &v, int indent) {
                 shallow = true;
                 for (auto &n : m.second.members) shallow = shallow && scalar(n.second);
             }
-            flat = flat && shallow;
+            flat = flat && (compact || shallow);
         }
         out += '{';
         for (size_t i = 0; i < v.members.size(); ++i) {
             out += i ? "," : "";
-            out += flat ? (i ? " " : "") : "\n" + pad;
+            out += flat ? (i ? space : "") : "\n" + pad;
             quote(out, v.members[i].first);
-            out += ": ";
-            writeTo(out, v.members[i].second, indent + 2);
+            out += colon;
+            writeTo(out, v.members[i].second, inner);
         }
         if (!flat && !v.members.empty()) out += "\n" + std::string(indent, ' ');
         out += '}';
@@ -240,13 +269,17 @@ class Reader {
             case 'b': s += '\b'; break;
             case 'f': s += '\f'; break;
             case 'u': {
-                if (i_ + 4 > t_.size()) fail("short \\u escape");
-                unsigned cp = (unsigned)std::stoul(t_.substr(i_, 4), nullptr, 16);
-                i_ += 4;
-                // The writer only escapes control characters; the rest as UTF-8 (no surrogate pairs).
-                if (cp < 0x80) s += (char)cp;
-                else if (cp < 0x800) s += (char)(0xC0 | (cp >> 6)), s += (char)(0x80 | (cp & 0x3F));
-                else s += (char)(0xE0 | (cp >> 12)), s += (char)(0x80 | ((cp >> 6) & 0x3F)), s += (char)(0x80 | (cp & 0x3F));
+                unsigned cp = hex4();
+                // A surrogate pair is one code point; a lone surrogate becomes U+FFFD (UTF-8 cannot hold it).
+                if (cp >= 0xD800 && cp < 0xDC00 && t_.compare(i_, 2, "\\u") == 0) {
+                    size_t at = i_;
+                    i_ += 2;
+                    unsigned lo = hex4();
+                    if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    else i_ = at;
+                }
+                if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;
+                utf8(s, cp);
                 break;
             }
             default: fail("unknown escape");
@@ -255,6 +288,29 @@ class Reader {
         if (i_ >= t_.size()) fail("unterminated string");
         ++i_;
         return s;
+    }
+    unsigned hex4() {
+        if (i_ + 4 > t_.size()) fail("short \\u escape");
+        unsigned cp = 0;
+        for (int k = 0; k < 4; ++k) {
+            char h = t_[i_++];
+            int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            if (d < 0) fail("bad \\u escape");
+            cp = cp * 16 + (unsigned)d;
+        }
+        return cp;
+    }
+    static void utf8(std::string &s, unsigned cp) {
+        if (cp < 0x80) {
+            s += (char)cp;
+        } else if (cp < 0x800) {
+            s += (char)(0xC0 | (cp >> 6)), s += (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            s += (char)(0xE0 | (cp >> 12)), s += (char)(0x80 | ((cp >> 6) & 0x3F)), s += (char)(0x80 | (cp & 0x3F));
+        } else {
+            s += (char)(0xF0 | (cp >> 18)), s += (char)(0x80 | ((cp >> 12) & 0x3F));
+            s += (char)(0x80 | ((cp >> 6) & 0x3F)), s += (char)(0x80 | (cp & 0x3F));
+        }
     }
     double number() {
         size_t start = i_;
@@ -286,6 +342,12 @@ std::string write(const Value &v) {
     return out + "\n";
 }
 
+std::string writeCompact(const Value &v) {
+    std::string out;
+    writeTo(out, v, -1);
+    return out;
+}
+
 Value parse(const std::string &text) { return Reader(text).document(); }
 
-} // namespace tilec::tune::json
+} // namespace tilec::json
