@@ -82,25 +82,30 @@ const Store *topStore(const Stmt &s) {
     return as<Store>(s);
 }
 
-/// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
-/// no call) split into `if c s1; if c s2; ...`: the stores under a program's own bounds test then sink one by one.
-Stmt splitGuards(const Stmt &body) {
-    auto seq = as<Seq>(body);
-    std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{body};
+/// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
+/// statements, gives the same answer.
+bool pureIndexTest(const Expr &c) {
     struct Impure : IRVisitor {
         using IRVisitor::visit;
         bool found = false;
         void visit(const Load &) override { found = true; }
         void visit(const Call &) override { found = true; }
-    };
+    } imp;
+    imp.visit(c);
+    return !imp.found;
+}
+
+/// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
+/// no call) split into `if c s1; if c s2; ...`: the stores under a program's own bounds test then sink one by one.
+Stmt splitGuards(const Stmt &body) {
+    auto seq = as<Seq>(body);
+    std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{body};
     std::vector<Stmt> out;
     bool changed = false;
     for (auto &st : stmts) {
         auto i = as<IfThenElse>(st);
         auto inner = i && !i->otherwise ? as<Seq>(i->then) : nullptr;
-        Impure imp;
-        if (inner) imp.visit(i->cond);
-        if (!inner || imp.found) {
+        if (!inner || !pureIndexTest(i->cond)) {
             out.push_back(st);
             continue;
         }
@@ -312,8 +317,9 @@ int64_t reorderableLanes(const For &f, int64_t extent) {
     } m;
     std::set<const BufferNode *> stored;
     for (auto &st : stmts) {
-        auto store = as<Store>(st);
-        if (!store) return 0;
+        auto store = topStore(st); // a store under the program's or predicateBounds' own test of the row
+        auto guard = as<IfThenElse>(st);
+        if (!store || (guard && !pureIndexTest(guard->cond))) return 0;
         if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.bytes = std::max(m.bytes, store->buffer->dtype.bytes());
         m.visit(st);
     }
