@@ -155,8 +155,12 @@ class KernelPrinter {
         std::vector<std::string> params;
         for (size_t i = 0; i < k_.params.size(); ++i) {
             auto &p = k_.params[i];
+            // __restrict__: tensors of different parameters do not overlap (docs/INTERFACE.md), so the compiler may
+            // issue a round's loads ahead of the previous round's stores, and read-only tensors go through the
+            // non-coherent cache (LDG.CONSTANT), as TileLang's kernels do.
             if (p.kind == Param::Tensor)
-                params.push_back((info_.written[i] ? "" : "const ") + deviceType(p.buffer->dtype) + " *" + name(p.buffer.get()));
+                params.push_back((info_.written[i] ? "" : "const ") + deviceType(p.buffer->dtype) + " *__restrict__ " +
+                                 name(p.buffer.get()));
             else params.push_back(deviceType(p.var->dtype) + " " + name(p.var));
         }
         for (auto &s : k_.dynamicSymbols) params.push_back("int " + name(s));

@@ -15,8 +15,11 @@ using namespace ir;
 
 namespace {
 
-/// Longest distributed round loop that stays unrolled when it touches no register array.
-constexpr int64_t kMaxUnrolledRounds = 8;
+/// Longest distributed round loop that stays unrolled when it touches no register array. Unrolled, a copy-like
+/// nest (load, convert, store per round) issues every round's loads before the first store waits on one, one
+/// memory round trip instead of one per round (the tensors' pointers are __restrict__); TileLang unrolls these
+/// loops whole.
+constexpr int64_t kMaxUnrolledRounds = 32;
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 

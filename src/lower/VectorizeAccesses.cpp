@@ -61,6 +61,88 @@ Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
     return knownMultiple(base) % width == 0 ? base : nullptr;
 }
 
+/// The top-level store of a vectorized loop's body (a statement of its Seq, optionally under an if without else).
+const Store *topStore(const Stmt &s) {
+    if (auto i = as<IfThenElse>(s); i && !i->otherwise) return as<Store>(i->then);
+    return as<Store>(s);
+}
+
+/// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
+/// statements, gives the same answer.
+bool pureIndexTest(const Expr &c) {
+    struct Impure : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Load &) override { found = true; }
+        void visit(const Call &) override { found = true; }
+    } imp;
+    imp.visit(c);
+    return !imp.found;
+}
+
+/// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
+/// no call) split into `if c s1; if c s2; ...`: the stores under a program's own bounds test then sink one by one.
+Stmt splitGuards(const Stmt &body) {
+    auto seq = as<Seq>(body);
+    std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{body};
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (auto &st : stmts) {
+        auto i = as<IfThenElse>(st);
+        auto inner = i && !i->otherwise ? as<Seq>(i->then) : nullptr;
+        if (!inner || !pureIndexTest(i->cond)) {
+            out.push_back(st);
+            continue;
+        }
+        for (auto &t : inner->stmts) out.push_back(IfThenElse::make(i->cond, t, nullptr, i->loc));
+        changed = true;
+    }
+    return changed ? Seq::make(std::move(out), body->loc) : body;
+}
+
+/// Whether memory buffer `b` is only read-modified-written in `body` (`b[i] = f(b[i], ...)`, `+=` on a tensor): one
+/// top-level store to it, and every load of it inside that store's value at the store's own index. Each lane then
+/// reads and writes its own element alone, so all lanes' loads may run before the body and all stores after it.
+bool readModifyWriteOnly(const Stmt &body, const BufferNode *b) {
+    std::vector<Stmt> stmts;
+    if (auto seq = as<Seq>(body)) stmts = seq->stmts;
+    else stmts.push_back(body);
+    const Store *store = nullptr;
+    for (auto &s : stmts) {
+        const Store *st = topStore(s);
+        if (st && st->buffer.get() == b) {
+            if (store) return false;
+            store = st;
+        }
+    }
+    if (!store || store->indices.size() != 1) return false;
+    struct Accesses : IRVisitor {
+        using IRVisitor::visit;
+        const BufferNode *b;
+        std::vector<const Load *> loads;
+        int stores = 0;
+        void visit(const Load &op) override {
+            if (op.buffer.get() == b) loads.push_back(&op);
+            IRVisitor::visit(op);
+        }
+        void visit(const Store &op) override {
+            stores += op.buffer.get() == b;
+            IRVisitor::visit(op);
+        }
+        void visit(const AtomicAdd &op) override {
+            stores += op.dst.buffer.get() == b;
+            IRVisitor::visit(op);
+        }
+    } all, inValue;
+    all.b = inValue.b = b;
+    all.visit(body);
+    inValue.visit(store->value);
+    if (all.stores != 1 || all.loads.size() != inValue.loads.size()) return false;
+    for (auto *l : inValue.loads)
+        if (l->indices.size() != 1 || !structurallyEqual(l->indices[0], store->indices[0])) return false;
+    return true;
+}
+
 void conjuncts(const Expr &c, std::vector<Expr> &out) {
     if (auto b = as<Binary>(c); b && b->op == BinaryOp::And) {
         conjuncts(b->a, out);
@@ -220,8 +302,9 @@ int64_t reorderableLanes(const For &f, int64_t extent) {
     } m;
     std::set<const BufferNode *> stored;
     for (auto &st : stmts) {
-        auto store = as<Store>(st);
-        if (!store) return 0;
+        auto store = topStore(st); // a store under the program's or predicateBounds' own test of the row
+        auto guard = as<IfThenElse>(st);
+        if (!store || (guard && !pureIndexTest(guard->cond))) return 0;
         if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.bytes = std::max(m.bytes, store->buffer->dtype.bytes());
         m.visit(st);
     }
@@ -286,6 +369,10 @@ class Vectorizer : public IRMutator {
     };
 
     Stmt vectorize(const Stmt &loop, const For &f, int64_t width) {
+        if (Stmt split = splitGuards(f.body); split != f.body) {
+            Stmt s = For::make(f.var, f.min, f.extent, f.forKind, f.numStages, split, f.loc);
+            return vectorize(s, *as<For>(s), width);
+        }
         const VarNode *lane = f.var.get();
         Inside in;
         in.visit(f.body);
@@ -301,7 +388,8 @@ class Vectorizer : public IRMutator {
                 l = as<Load>(s->t);
                 cond = s->cond;
             }
-            if (!l || !isMemory(l->buffer) || l->indices.size() != 1 || in.stored.count(l->buffer.get())) return false;
+            if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
+            if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(f.body, l->buffer.get())) return false;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) return false;
             Expr base = alignedBase(l->indices[0], lane, width);
             return base && !mentionsAny(base, in.bound) && !uses(base, lane);
@@ -360,11 +448,8 @@ class Vectorizer : public IRMutator {
         std::vector<Stmt> sunk;
         for (auto &s : stmts) {
             Expr cond;
-            const Store *st = as<Store>(s);
-            if (auto i = as<IfThenElse>(s); i && !i->otherwise) {
-                st = as<Store>(i->then);
-                cond = i->cond;
-            }
+            const Store *st = topStore(s);
+            if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
             if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
             Expr base = alignedBase(st->indices[0], lane, width);

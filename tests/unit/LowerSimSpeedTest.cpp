@@ -180,3 +180,114 @@ TEST(LowerSimBroadcast, ShortRowsInNarrowVectors) {
 }
 // 4 x 8 x 8 over 32 threads: rows of 8 wider than a 4-wide vector: several threads need each row result, which stays whole in every one.
 TEST(LowerSimBroadcast, RowsWiderThanAVectorStayReplicated) { sinkhornCase(4, 8, 32, "fragment mx: replicated"); }
+
+namespace {
+
+/// Whether the kernel stores to global tensor `name` from a vectorized loop (one vector store per thread's run).
+bool vectorStoreTo(const ir::Stmt &s, const std::string &name) {
+    struct Find : ir::IRVisitor {
+        using IRVisitor::visit;
+        const std::string *name;
+        int vectorized = 0;
+        bool found = false;
+        void visit(const ir::For &op) override {
+            vectorized += op.forKind == ir::ForKind::Vectorized;
+            IRVisitor::visit(op);
+            vectorized -= op.forKind == ir::ForKind::Vectorized;
+        }
+        void visit(const ir::Store &op) override {
+            found |= vectorized > 0 && op.buffer->scope == ir::Scope::Global && op.buffer->name == *name;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.name = &name;
+    f.visit(s);
+    return f.found;
+}
+
+/// Lowers `src` (kernel k, sm_80), expects a vector store to each of `stores`, and runs it on the simulator.
+void simulateVectorStores(const std::string &src, const std::vector<std::string> &stores,
+                          std::map<std::string, std::vector<double> *> tensors, std::map<std::string, double> scalars = {}) {
+    LowerRun r;
+    r.run(src, "t.tile", *Target::parse("sm_80"));
+    const ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k) << r.diags();
+    for (auto &name : stores) EXPECT_TRUE(vectorStoreTo(k->body, name)) << name;
+    runSim(*k, std::move(tensors), std::move(scalars));
+}
+
+} // namespace
+
+// `+=` on global tensors under the program's own bounds test (TileKernels' fn_normw_merge_bwd): each lane reads and
+// writes its own element, so the loads become one vector load before the lanes and the stores one vector store
+// after them; n = 520 leaves the last block partial.
+TEST(LowerSimVector, ReadModifyWriteOfTensors) {
+    const int m = 3, n = 520;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(fn: T.Tensor((3, 520), 'float32'), nw: T.Tensor((520,), 'float32'),\n"
+                      "      g: T.Tensor((3, 520), 'float32'), fg: T.Tensor((3, 520), 'float32'),\n"
+                      "      nwg: T.Tensor((520,), 'float32')):\n"
+                      "    with T.Kernel(T.ceildiv(520, 256), threads=128) as p:\n"
+                      "        nf = T.alloc_fragment(256, 'float32')\n"
+                      "        T.copy(nw[p * 256], nf)\n"
+                      "        ng = T.alloc_fragment(256, 'float32')\n"
+                      "        T.clear(ng)\n"
+                      "        for im in T.serial(3):\n"
+                      "            for i in T.Parallel(256):\n"
+                      "                if p * 256 + i < 520:\n"
+                      "                    fg[im, p * 256 + i] += g[im, p * 256 + i] * nf[i]\n"
+                      "                    ng[i] += g[im, p * 256 + i] * fn[im, p * 256 + i]\n"
+                      "        for i in T.Parallel(256):\n"
+                      "            nwg[p * 256 + i] += ng[i]\n";
+    auto fn = randomData((size_t)m * n, 31), nw = randomData(n, 32), g = randomData((size_t)m * n, 33);
+    auto fg = randomData((size_t)m * n, 34), nwg = randomData(n, 35);
+    std::vector<double> wantFg = fg, wantNwg = nwg;
+    for (int j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int i = 0; i < m; ++i) {
+            wantFg[(size_t)i * n + j] += g[(size_t)i * n + j] * nw[j];
+            acc += g[(size_t)i * n + j] * fn[(size_t)i * n + j];
+        }
+        wantNwg[j] += acc;
+    }
+    simulateVectorStores(src, {"fg", "nwg"}, {{"fn", &fn}, {"nw", &nw}, {"g", &g}, {"fg", &fg}, {"nwg", &nwg}});
+    expectNear(fg, wantFg, 1e-5, "fg");
+    expectNear(nwg, wantNwg, 1e-5, "nwg");
+}
+
+// A T.vectorized loop of stores under the program's test of its row (TileKernels' normalize_weight): the lanes'
+// stores are still independent of each other, so the 8 floats of a row go out as two 16-byte stores; n = 150
+// leaves the second block partial.
+TEST(LowerSimVector, GuardedProgramVectorizedStores) {
+    const int n = 150, topk = 8;
+    std::string src = "import tilelang.language as T\n"
+                      "n = T.dynamic('n')\n"
+                      "@T.prim_func\n"
+                      "def k(w: T.Tensor((n, 8), 'float32'), d: T.Tensor((n,), 'float32'), o: T.Tensor((n, 8), 'float32')):\n"
+                      "    with T.Kernel(T.ceildiv(n, 128), threads=128) as (pid, ):\n"
+                      "        tid = T.get_thread_binding()\n"
+                      "        wl = T.alloc_local((8,), 'float32')\n"
+                      "        row = pid * 128 + tid\n"
+                      "        if row < n:\n"
+                      "            s = T.alloc_var('float32', init=1e-20)\n"
+                      "            for i in T.vectorized(8):\n"
+                      "                wl[i] = w[row, i]\n"
+                      "            for i in T.unroll(8):\n"
+                      "                s += wl[i]\n"
+                      "            d[row] = s\n"
+                      "            for i in T.vectorized(8):\n"
+                      "                o[row, i] = wl[i] / s\n";
+    auto w = randomData((size_t)n * topk, 41);
+    for (auto &v : w) v = std::fabs(v) + 0.1;
+    std::vector<double> d(n, std::nan("")), o((size_t)n * topk, std::nan("")), wantD(n), wantO(o.size());
+    for (int i = 0; i < n; ++i) {
+        float s = 1e-20f;
+        for (int j = 0; j < topk; ++j) s += (float)w[(size_t)i * topk + j];
+        wantD[i] = s;
+        for (int j = 0; j < topk; ++j) wantO[(size_t)i * topk + j] = (float)w[(size_t)i * topk + j] / s;
+    }
+    simulateVectorStores(src, {"o"}, {{"w", &w}, {"d", &d}, {"o", &o}}, {{"n", n}});
+    expectNear(d, wantD, 1e-5, "d");
+    expectNear(o, wantO, 1e-5, "o");
+}
