@@ -5,7 +5,7 @@
 /// in split order and rounds once. Checked against float64 references, with shapes whose tiles and K blocks
 /// do not divide them, splits chosen by the file (one wave of blocks) and given, and bit-identical results
 /// under different interleavings of the roles.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
