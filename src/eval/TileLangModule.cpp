@@ -24,6 +24,7 @@ Value makeTileLanguageModule() {
     addAllreducePrimitives(m->attrs);
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
+    addViewPrimitives(m->attrs);
     addLayoutPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
