@@ -295,7 +295,7 @@ void addTypePrimitives(Attrs &attrs) {
         {"float", DType::Float32},  {"half", DType::Float16},  {"double", DType::Float64},
         {"int", DType::Int32},      {"short", DType::Int16},   {"long", DType::Int64},
         {"uint", DType::UInt32},    {"ulong", DType::UInt64},  {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e4m3fnuz", DType::Float8E4M3},
-        {"float8_e5m2fnuz", DType::Float8E5M2},
+        {"float8_e5m2fnuz", DType::Float8E5M2}, {"tfloat32", DType::Float32},
     };
     for (auto &[name, k] : aliases) attrs[name] = Value::ofDType(k);
     // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes).
