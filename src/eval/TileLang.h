@@ -70,6 +70,9 @@ TraceState &requireLaunch(Interp &in, const CallArgs &args, const std::string &f
 /// A dtype argument: DType values and strings naming one; an unknown name is "unknown dtype 'x'" at the
 /// argument with a note listing the valid names.
 DType dtypeArg(Interp &in, const Arg &a);
+/// TileLang's packed sub-byte dtypes (float4_e2m1fn, int4, uint4): T.<name> is the name as a string, which
+/// compares and hashes like one (`dtype == T.float4_e2m1fn`); as a buffer's dtype it is a located error.
+bool isPackedDTypeName(const std::string &s);
 
 /// The compile-time integer value of Int/Bool values and of IR expressions that fold to a constant.
 std::optional<int64_t> constOf(const Value &v);

@@ -298,9 +298,11 @@ void addTypePrimitives(Attrs &attrs) {
         {"float8_e5m2fnuz", DType::Float8E5M2}, {"tfloat32", DType::Float32},
     };
     for (auto &[name, k] : aliases) attrs[name] = Value::ofDType(k);
-    // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes).
+    for (const char *name : {"float4_e2m1fn", "int4", "uint4"}) attrs[name] = Value::str(name);
+    // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes); a packed name stays itself.
     def(attrs, "dtype", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.dtype", {"value"});
+        if (a[0]->value.is(VK::Str) && isPackedDTypeName(a[0]->value.s)) return a[0]->value;
         return Value::ofDType(dtypeArg(in, *a[0]));
     });
 
