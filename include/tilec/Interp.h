@@ -50,6 +50,8 @@ struct TraceState {
     std::shared_ptr<EagerTrace> eager;            ///< set while an eager kernel is traced
     /// The open `with T.attr(T.comm_reducer(...), "reduce_scope", ...)` blocks, innermost last.
     std::vector<std::shared_ptr<const CommReducerObj>> reduceScopes;
+    /// T.reshape / T.view buffers (never allocated) -> the buffer whose memory they index (src/eval/TileLangViews.cpp).
+    std::map<const ir::BufferNode *, ir::Buffer> views;
 };
 
 class Interp {

@@ -187,6 +187,7 @@ struct AccessObj {
     ir::Buffer buffer;
     std::vector<AccessIndex> indices;
     SourceRange range;
+    ir::Buffer view; ///< the T.reshape / T.view the access was written through (`indices` are already `buffer`'s)
     bool isPoint() const; ///< no index is a slice
 };
 

@@ -134,8 +134,8 @@ std::map<const BufferNode *, std::pair<size_t, size_t>> topLevelLiveness(const K
     return live;
 }
 
-/// Shared memory: the alloc_shareds live at once (a buffer no top-level statement mentions always is),
-/// each rounded up to 16 bytes (the alignment the planner gives each buffer), times the pipeline depth when a
+/// Shared memory: the alloc_shareds live at once (a buffer no statement mentions takes none: the planner drops
+/// it), each rounded up to 16 bytes (the alignment the planner gives each buffer), times the pipeline depth when a
 /// T.copy inside a T.Pipelined loop writes it, at the top-level statement where that is most. Buffers whose
 /// uses are apart may share memory (planSharedMemory reuses it), so only the largest such sum has to fit.
 bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, DiagnosticEngine &diag) {
@@ -143,7 +143,7 @@ bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, D
         const BufferNode *buf;
         int64_t bytes;
         int stages;
-        std::optional<std::pair<size_t, size_t>> live;
+        std::pair<size_t, size_t> live;
     };
     auto live = topLevelLiveness(k);
     std::vector<Use> uses;
@@ -155,10 +155,11 @@ bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, D
         auto it = scan.stages.find(b.get());
         int stages = it == scan.stages.end() ? 1 : it->second;
         auto l = live.find(b.get());
-        uses.push_back({b.get(), bytes, stages, l == live.end() ? std::nullopt : std::optional{l->second}});
-        if (l != live.end()) points.push_back(l->second.first);
+        if (l == live.end()) continue;
+        uses.push_back({b.get(), bytes, stages, l->second});
+        points.push_back(l->second.first);
     }
-    auto liveAt = [](const Use &u, size_t i) { return !u.live || (u.live->first <= i && i <= u.live->second); };
+    auto liveAt = [](const Use &u, size_t i) { return u.live.first <= i && i <= u.live.second; };
     int64_t total = 0;
     size_t peak = 0;
     for (size_t i : points) {

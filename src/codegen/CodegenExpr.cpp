@@ -282,6 +282,8 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
         if (host_) return {std::string("(") + wrap(expr(b.a), 10) + (b.op == BinaryOp::Min ? " < " : " > ") +
                                wrap(expr(b.b), 10) + " ? " + wrap(expr(b.a), 4) + " : " + wrap(expr(b.b), 3) + ")", 16};
         if (t.bits() < 32) return {"(" + ty + ")" + std::string(m) + "((int)" + wrap(expr(b.a), 15) + ", (int)" + wrap(expr(b.b), 15) + ")", 15};
+        // int64_t is long, a literal long long: CUDA's min(long, long long) would be ambiguous.
+        if (t.bits() == 64) return {std::string(m) + "((" + ty + ")" + wrap(expr(b.a), 15) + ", (" + ty + ")" + wrap(expr(b.b), 15) + ")", 16};
         return {std::string(m) + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
     }
     case BinaryOp::Pow:

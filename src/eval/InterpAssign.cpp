@@ -211,9 +211,10 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
     }
 }
 
-void InterpImpl::storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
+void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index, const Value &v, const SourceRange &at,
                                std::optional<ast::BinOpKind> augOp) {
-    Value acc = bufferAccess(b, index, at);
+    Value acc = bufferAccess(written, index, at);
+    const ir::Buffer b = acc.as<AccessObj>().buffer; // the buffer a T.reshape / T.view `written` indexes
     forgetVarDef(b);
     std::vector<ir::Expr> idx;
     for (auto &i : acc.as<AccessObj>().indices) {

@@ -456,6 +456,10 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         if (name == "par_compile" && base.as<FunctionObj>().isJit)
             fail(r, "par_compile compiles a list of configurations at once; export each one with '" +
                         base.as<FunctionObj>().def->name + ".compile(...)' instead");
+        // A @tilelang.jit function's other methods (get_kernel_source, get_tir, ...) run TileLang itself: opaque,
+        // so a module-level statement using one is skipped with a warning, as a PrimFunc's are.
+        if (base.as<FunctionObj>().isJit && name.rfind("__", 0) != 0)
+            return makeOpaque(base.as<FunctionObj>().def->name + "." + name, "tilelang");
         break;
     case VK::PrimFunc:
         // The JIT kernel's methods (get_profiler, get_kernel_source, ...) run TileLang itself: opaque.

@@ -3,6 +3,7 @@
 /// boolean operators, comparison chains and conditional expressions (which become IR when a run-time
 /// value decides them), truthiness and iteration.
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
 
@@ -319,6 +320,8 @@ Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, cons
             acc->indices.push_back({intExpr(p), nullptr, p.range});
         }
     }
+    if (TraceState *t = trace())
+        if (auto v = t->views.find(b.get()); v != t->views.end()) return tl::viewAccess(*this, v->second, *acc);
     return Value::object(VK::Access, acc);
 }
 

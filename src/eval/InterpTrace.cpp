@@ -3,6 +3,7 @@
 /// (`with T.Kernel(...) as (bx, by)`), loop nests from loop frames, `if` on run-time conditions, and buffer
 /// stores. Python-level code in the body still runs at compile time (unrolled loops, folded arithmetic).
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -93,6 +94,7 @@ void InterpImpl::emit(ir::Stmt s) {
     TraceState *t = trace();
     if (!t) fail(s->loc, describe(s) + " can only be used inside a @T.prim_func");
     if (!t->inLaunch || t->blocks.empty()) fail(s->loc, describe(s) + " must be inside 'with T.Kernel(...)'");
+    tl::checkNoViews(*this, *t, s);
     t->blocks.back().push_back(std::move(s));
 }
 

@@ -294,6 +294,8 @@ Value torchModule(InterpImpl &in) {
         {"double", DType::Float64},   {"int8", DType::Int8},      {"int16", DType::Int16},
         {"int32", DType::Int32},      {"int", DType::Int32},      {"int64", DType::Int64},
         {"long", DType::Int64},       {"uint8", DType::UInt8},    {"bool", DType::Bool},
+        {"short", DType::Int16},      {"uint16", DType::UInt16},  {"uint32", DType::UInt32},
+        {"uint64", DType::UInt64}, // torch 2.3 on (TileKernels' e5m6 cast packs into torch.uint32)
         {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e5m2", DType::Float8E5M2},
     };
     for (auto &[n, k] : dtypes) m[n] = Value::ofDType(k);

@@ -38,6 +38,13 @@ void addAllreducePrimitives(Attrs &attrs); // TileLangAllreduce.cpp: attr, comm_
 void addThreadPrimitives(Attrs &attrs);  // TileLangThreads.cpp: get_block_binding, sync_threads, reinterpret, ...
 void addLayoutPrimitives(Attrs &attrs);  // TileLangLayout.cpp: Layout, annotate_layout
 void addBitPrimitives(Attrs &attrs);     // TileLangBits.cpp: shift_left, bitwise_*, Select, truncmod, popcount, ...
+void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
+
+/// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
+/// AccessObj::view set; a slice is a located error. TileLangViews.cpp.
+Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc);
+/// Fails at the first use of a view in `s` other than an element access (a tile primitive's operand).
+void checkNoViews(Interp &in, const TraceState &t, const ir::Stmt &s);
 
 /// T.reinterpret(value, dtype): the value's bits as another dtype of the same width. TileLangThreads.cpp.
 Value reinterpretBits(Interp &in, CallArgs &args);
@@ -63,6 +70,9 @@ TraceState &requireLaunch(Interp &in, const CallArgs &args, const std::string &f
 /// A dtype argument: DType values and strings naming one; an unknown name is "unknown dtype 'x'" at the
 /// argument with a note listing the valid names.
 DType dtypeArg(Interp &in, const Arg &a);
+/// TileLang's packed sub-byte dtypes (float4_e2m1fn, int4, uint4): T.<name> is the name as a string, which
+/// compares and hashes like one (`dtype == T.float4_e2m1fn`); as a buffer's dtype it is a located error.
+bool isPackedDTypeName(const std::string &s);
 
 /// The compile-time integer value of Int/Bool values and of IR expressions that fold to a constant.
 std::optional<int64_t> constOf(const Value &v);

@@ -61,12 +61,19 @@ std::string validDTypeNames() {
     return s;
 }
 
+bool isPackedDTypeName(const std::string &s) {
+    return s == "float4_e2m1fn" || s == "int4" || s == "uint4";
+}
+
 DType dtypeArg(Interp &in, const Arg &a) {
     if (a.value.is(VK::DType))
         return a.value.dtype;
     if (a.value.is(VK::Str)) {
         if (auto t = DType::parse(a.value.s))
             return *t;
+        if (isPackedDTypeName(a.value.s))
+            in.fail(a.range, "dtype '" + a.value.s + "' packs two elements in a byte; tilec has no packed sub-byte "
+                                 "buffers (hold the bytes as uint8 or int8 and unpack them with shifts and masks)");
         // Keep the name short in the message: a user who passed a long string sees its start.
         std::string shown = a.value.s.size() > 40 ? a.value.s.substr(0, 40) + "..." : a.value.s;
         in.diag().error(a.range, "unknown dtype '" + shown + "'");

@@ -32,6 +32,9 @@ Operand operandArg(Interp &in, const Arg &a, const std::string &what) {
     if (!a.value.is(VK::Access))
         in.fail(a.range, what + " must be a buffer or a buffer region, got " + typeName(a.value.kind));
     const AccessObj &acc = a.value.as<AccessObj>();
+    if (acc.view) // its indices are the buffer's element, not the corner of a region of it
+        in.fail(acc.range, "'" + acc.view->name + "' is a T.reshape / T.view of '" + acc.buffer->name +
+                               "': tile primitives take '" + acc.buffer->name + "' itself, not an element of a view");
     op.buffer = acc.buffer;
     op.range = acc.range.valid() ? acc.range : a.range;
     size_t ndim = op.buffer->shape.size();

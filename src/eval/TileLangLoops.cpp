@@ -147,6 +147,24 @@ Value parallel(Interp &in, CallArgs &args) {
     return Value::object(VK::Frame, f);
 }
 
+/// T.parallel(stop) / T.parallel(0, stop): TVM's parallel loop of one variable, the loop kind T.Parallel makes,
+/// so nested T.parallel loops form one T.Parallel nest. A start other than 0 is a located error.
+Value parallelTir(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.parallel", {"start", "stop?", "annotations?"});
+    requireLaunch(in, args, "T.parallel");
+    if (a[1] && !a[1]->value.is(VK::None)) {
+        if (int64_t start = constIntArg(in, *a[0], "T.parallel start"); start != 0)
+            in.fail(a[0]->range, "T.parallel starting at " + std::to_string(start) +
+                                     " is not supported; start at 0 and add the offset to the index");
+    }
+    const Arg &stop = a[1] && !a[1]->value.is(VK::None) ? *a[1] : *a[0];
+    CallArgs extent;
+    extent.call = args.call;
+    extent.callee = args.callee;
+    extent.pos.push_back(stop);
+    return parallel(in, extent);
+}
+
 Value pipelined(Interp &in, CallArgs &args) {
     auto a =
         bindArgs(in, args, "T.Pipelined",
@@ -308,6 +326,7 @@ void addLoopPrimitives(Attrs &attrs) {
     def(attrs, "Kernel", kernelFrame);
     def(attrs, "ClusterKernel", clusterKernelFrame);
     def(attrs, "Parallel", parallel);
+    def(attrs, "parallel", parallelTir);
     def(attrs, "Pipelined", pipelined);
     def(attrs, "Persistent", persistent);
     for (const char *n : {"serial", "Serial"})

@@ -24,6 +24,7 @@ Value makeTileLanguageModule() {
     addAllreducePrimitives(m->attrs);
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
+    addViewPrimitives(m->attrs);
     addLayoutPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
@@ -294,12 +295,14 @@ void addTypePrimitives(Attrs &attrs) {
         {"float", DType::Float32},  {"half", DType::Float16},  {"double", DType::Float64},
         {"int", DType::Int32},      {"short", DType::Int16},   {"long", DType::Int64},
         {"uint", DType::UInt32},    {"ulong", DType::UInt64},  {"float8_e4m3fn", DType::Float8E4M3}, {"float8_e4m3fnuz", DType::Float8E4M3},
-        {"float8_e5m2fnuz", DType::Float8E5M2},
+        {"float8_e5m2fnuz", DType::Float8E5M2}, {"tfloat32", DType::Float32},
     };
     for (auto &[name, k] : aliases) attrs[name] = Value::ofDType(k);
-    // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes).
+    for (const char *name : {"float4_e2m1fn", "int4", "uint4"}) attrs[name] = Value::str(name);
+    // T.dtype("float16") / T.dtype(T.float16): the dtype object (its .bits, .bytes); a packed name stays itself.
     def(attrs, "dtype", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.dtype", {"value"});
+        if (a[0]->value.is(VK::Str) && isPackedDTypeName(a[0]->value.s)) return a[0]->value;
         return Value::ofDType(dtypeArg(in, *a[0]));
     });
 

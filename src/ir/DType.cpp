@@ -32,6 +32,7 @@ std::optional<DType> DType::parse(std::string_view s) {
         {"uint", UInt32},          {"ulong", UInt64},          // TileLang's C spellings (language/dtypes.py)
         {"float8_e4m3fn", Float8E4M3}, {"float8_e4m3fnuz", Float8E4M3},
         {"float8_e5m2fnuz", Float8E5M2}, {"e4m3_float8", Float8E4M3}, {"e5m2_float8", Float8E5M2},
+        {"tfloat32", Float32}, // TensorFloat32: float32 storage; tensor cores take float32 as tf32
     };
     for (auto &[a, k] : aliases)
         if (s == a) return DType(k);

@@ -32,6 +32,8 @@ using BufferSet = std::set<const void *>;
 /// (T.sync_threads), and a thread's own accesses are in program order.
 struct Pending {
     BufferSet reads, writes, threadReads, threadWrites;
+    /// Shared buffers atomically updated: atomics commute with each other, not with plain reads and writes.
+    BufferSet atomics;
     /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
     /// to it is known (ThreadOwners); a buffer without an entry was touched in unknown ways.
     OwnerMap readOwners, writeOwners;
@@ -42,10 +44,11 @@ struct Pending {
         writes.insert(o.writes.begin(), o.writes.end());
         threadReads.insert(o.threadReads.begin(), o.threadReads.end());
         threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
+        atomics.insert(o.atomics.begin(), o.atomics.end());
     }
     void clear() { *this = Pending{}; }
     void erase(const void *b) {
-        for (auto *set : {&reads, &writes, &threadReads, &threadWrites}) set->erase(b);
+        for (auto *set : {&reads, &writes, &threadReads, &threadWrites, &atomics}) set->erase(b);
         readOwners.erase(b);
         writeOwners.erase(b);
     }
@@ -95,10 +98,7 @@ struct Accesses : IRVisitor {
         IRVisitor::visit(op);
     }
     void visit(const AtomicAdd &op) override {
-        if (op.dst.buffer && op.dst.buffer->scope == Scope::Shared) {
-            p.writes.insert(op.dst.buffer.get());
-            p.reads.insert(op.dst.buffer.get());
-        }
+        if (op.dst.buffer && op.dst.buffer->scope == Scope::Shared) p.atomics.insert(op.dst.buffer.get());
         IRVisitor::visit(op);
     }
     // T.gemm reads its shared operands.
@@ -323,7 +323,7 @@ class Syncer {
     /// (iterationPrivate).
     void dropPrivate(Pending &p, const For &loop) const {
         BufferSet all;
-        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites}) all.insert(set->begin(), set->end());
+        for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites, &p.atomics}) all.insert(set->begin(), set->end());
         for (auto *b : all) {
             bool tensor = tensors_.count(b) > 0, buffer = tensor || shared_.count(b);
             if ((tensor && loop.forKind == ForKind::Persistent) ||
@@ -370,7 +370,8 @@ class Syncer {
     /// needs fewer barriers than with that state carried in (where one at every iteration would only wait for
     /// what was written before the loop); null otherwise. `body` is the body rewritten the other way.
     Stmt hoistEntryBarrier(const For &f, const Stmt &body, Pending &state) {
-        if (divergence_ || (state.reads.empty() && state.writes.empty()) || countSyncs(body) == 0) return nullptr;
+        if (divergence_ || (state.reads.empty() && state.writes.empty() && state.atomics.empty()) || countSyncs(body) == 0)
+            return nullptr;
         diag_.hold(); // the trial runs repeat what the main run reports
         Pending carried; // what one iteration, from nothing pending, leaves for the next
         (void)run(f.body, carried);
@@ -464,6 +465,7 @@ class Syncer {
         Pending p;
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
+        p.atomics = acc.p.atomics;
         return p;
     }
 
@@ -471,7 +473,8 @@ class Syncer {
     /// statements' and shared-memory accesses against everything pending, per-thread global accesses against
     /// tile statements' only.
     /// A shared buffer whose every element both sides touch is touched by one thread, the same on both sides
-    /// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier.
+    /// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier; nor do
+    /// atomic updates of a shared buffer between themselves (they commute: TileKernels' expert histograms).
     static bool conflicts(const Pending &p, const Pending &st) {
         auto clash = [](const BufferSet &a, const OwnerMap &ao, const BufferSet &b, const OwnerMap &bo) {
             for (auto *x : a) {
@@ -486,7 +489,8 @@ class Syncer {
                clash(p.writes, p.writeOwners, st.reads, st.readOwners) || intersects(p.reads, st.threadWrites) ||
                intersects(p.writes, st.threadWrites) || intersects(p.writes, st.threadReads) ||
                intersects(p.threadReads, st.writes) || intersects(p.threadWrites, st.writes) ||
-               intersects(p.threadWrites, st.reads);
+               intersects(p.threadWrites, st.reads) || intersects(p.atomics, st.reads) ||
+               intersects(p.atomics, st.writes) || intersects(p.reads, st.atomics) || intersects(p.writes, st.atomics);
     }
 
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
@@ -511,7 +515,7 @@ class Syncer {
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
         Accesses acc(layouts_, shareScratch_);
         for (auto &e : es) acc.visit(e);
-        bool hazard = intersects(acc.p.reads, state.writes);
+        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.reads, state.atomics);
         if (hazard && divergence_)
             divergentError(loc, "this reads shared memory written before it, which needs a barrier that every thread of "
                                 "the block reaches");
@@ -579,7 +583,7 @@ class Syncer {
             Stmt body = run(w->body, entry);
             Accesses cond(layouts_, shareScratch_);
             cond.visit(w->cond);
-            if (intersects(cond.p.reads, entry.writes)) {
+            if (intersects(cond.p.reads, entry.writes) || intersects(cond.p.reads, entry.atomics)) {
                 body = Seq::make({body, syncThreads(s->loc)}, s->loc);
                 entry.clear();
             }

@@ -21,8 +21,10 @@ struct Mentions : IRVisitor {
     using IRVisitor::visit;
     std::set<const BufferNode *> found;
     std::set<const BufferNode *> *tmaTiles = nullptr;
+    void visitRegion(const Region &r) override { found.insert(r.buffer.get()), IRVisitor::visitRegion(r); }
     void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
     void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { found.insert(op.src.get()), found.insert(op.dst.get()); }
     void visit(const Call &op) override {
         for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
             if (lib::is(op, f))
@@ -123,6 +125,16 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
     return out;
 }
 
+/// A shared buffer the body never mentions (allocated on a path the factory did not take, as
+/// `Bias_shared` without a bias) takes no memory: it leaves the kernel's allocations, as TileLang drops it.
+void dropUnusedShared(Kernel &k) {
+    Mentions m;
+    std::set<const BufferNode *> tmaTiles;
+    m.tmaTiles = &tmaTiles;
+    m.visit(k.body);
+    std::erase_if(k.allocs, [&](const Buffer &b) { return b && b->scope == Scope::Shared && !m.found.count(b.get()); });
+}
+
 /// The body with a barrier before each of the top-level statements at `positions`.
 Stmt withBarriersBefore(const Stmt &body, const std::set<int> &positions) {
     if (positions.empty()) return body;
@@ -143,13 +155,14 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
     Program out;
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<Kernel>(*k);
-        nk->shared = plan(*k);
+        dropUnusedShared(*nk);
+        nk->shared = plan(*nk);
         if (nk->shared.bytes > t.maxSharedPerBlock && !nk->producerThreads) {
             // Too much: let buffers whose uses are apart share memory, with a barrier between them (TileLang
             // reuses the shared memory of buffers no longer live). Not with warp roles, whose threads do not
             // all reach the top-level statements together.
             std::set<int> barriers;
-            SharedPlan reused = plan(*k, &barriers);
+            SharedPlan reused = plan(*nk, &barriers);
             if (reused.bytes < nk->shared.bytes) {
                 nk->shared = reused;
                 nk->body = withBarriersBefore(nk->body, barriers);
@@ -159,7 +172,7 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
         if (nk->shared.bytes <= t.maxSharedPerBlock) continue;
         const BufferNode *largest = nullptr;
         int64_t largestBytes = 0;
-        for (auto &b : k->allocs) {
+        for (auto &b : nk->allocs) {
             int64_t bytes = smem::sharedBytes(b.get());
             if (bytes > largestBytes) largestBytes = bytes, largest = b.get();
         }

@@ -1,0 +1,162 @@
+/// \file
+/// `T.reshape(buf, shape)` and `T.view(buf, shape, dtype)`: a buffer's elements under another shape, in
+/// row-major order, sharing its memory. A view is indexed element by element: `v[i, j]` is the element of the
+/// buffer at the same row-major position, so each access becomes an access of the viewed buffer (its indices
+/// split and merged between the dimensions the two shapes group alike). Tile primitives on a view (a region,
+/// the whole view) are located errors: a region of a view need not be a region of the buffer.
+#include "eval/TileLang.h"
+
+#include "tilec/IRVisitor.h"
+
+namespace tilec::eval::tl {
+
+namespace {
+
+ir::Expr product(const std::vector<ir::Expr> &dims, size_t from, size_t to) {
+    ir::Expr p = ir::intImm(1);
+    for (size_t d = from; d < to; ++d) p = ir::simplify(ir::binary(ir::BinaryOp::Mul, p, dims[d]));
+    return p;
+}
+
+/// Consecutive dimensions of the view ([v0, v1)) and of the buffer ([b0, b1)) that hold the same elements.
+struct Group {
+    size_t v0, v1, b0, b1;
+};
+
+/// The finest grouping of the two shapes into runs of equal element counts, scanning from the innermost
+/// dimension; one group of everything when the runs cannot be proven equal (symbolic sizes).
+std::vector<Group> groupDims(const std::vector<ir::Expr> &view, const std::vector<ir::Expr> &base) {
+    std::vector<Group> out;
+    size_t v = view.size(), b = base.size(), vEnd = v, bEnd = b;
+    while (v > 0 || b > 0) {
+        ir::Expr pv = product(view, v, vEnd), pb = product(base, b, bEnd);
+        if ((v < vEnd || b < bEnd) && ir::provablyEqual(pv, pb)) {
+            out.push_back({v, vEnd, b, bEnd});
+            vEnd = v, bEnd = b;
+            continue;
+        }
+        auto cv = ir::constValue(pv), cb = ir::constValue(pb);
+        bool takeView = b == 0 || (v > 0 && (cv && cb ? *cv <= *cb : vEnd - v <= bEnd - b));
+        if (takeView) --v;
+        else --b;
+    }
+    if (vEnd != 0 || bEnd != 0) return {{0, view.size(), 0, base.size()}};
+    return out;
+}
+
+/// The buffer's indices of view element `idx` (one per view dimension).
+std::vector<ir::Expr> baseIndices(const std::vector<ir::Expr> &view, const std::vector<ir::Expr> &base,
+                                  const std::vector<ir::Expr> &idx) {
+    std::vector<ir::Expr> out(base.size());
+    for (auto &g : groupDims(view, base)) {
+        ir::Expr flat = ir::intImm(0);
+        for (size_t d = g.v0; d < g.v1; ++d)
+            flat = ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, flat, view[d]), idx[d]);
+        for (size_t d = g.b0; d < g.b1; ++d) {
+            ir::Expr e = flat;
+            if (d + 1 < g.b1) e = ir::binary(ir::BinaryOp::FloorDiv, e, product(base, d + 1, g.b1));
+            if (d > g.b0) e = ir::binary(ir::BinaryOp::FloorMod, e, base[d]);
+            out[d] = ir::simplify(e);
+        }
+    }
+    return out;
+}
+
+std::string shapeText(const std::vector<ir::Expr> &s) { return tupleText(s); }
+
+Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::optional<Arg> &src,
+               const std::optional<Arg> &shapeArg, const std::optional<Arg> &dtypeArgument) {
+    TraceState &t = requireLaunch(in, args, fname);
+    if (!src->value.is(VK::Buffer))
+        in.fail(src->range, fname + " takes a buffer, got " + std::string(typeName(src->value.kind)));
+    ir::Buffer base = src->value.buffer;
+    if (auto it = t.views.find(base.get()); it != t.views.end()) base = it->second; // a view of a view
+    if (base->scope == ir::Scope::Var)
+        in.fail(src->range, fname + " of '" + base->name + "', a T.alloc_var: it holds one value, with no shape to change");
+    DType dt = base->dtype;
+    if (dtypeArgument && !dtypeArgument->value.is(VK::None)) dt = dtypeArg(in, *dtypeArgument);
+    if (dt != base->dtype)
+        in.fail(args.call, fname + " of '" + base->name + "' (" + std::string(base->dtype.name()) + ") as " +
+                               std::string(dt.name()) + ": reinterpreting a buffer's memory as another dtype is not supported");
+    std::vector<ir::Expr> shape = src->value.buffer->shape;
+    if (shapeArg && !shapeArg->value.is(VK::None)) {
+        shape.clear();
+        auto dims = in.toSequence(*shapeArg, "shape");
+        if (dims.empty()) in.fail(shapeArg->range, fname + " needs at least one dimension");
+        for (size_t i = 0; i < dims.size(); ++i) {
+            ir::Expr e = intExprArg(in, dims[i], "dimension " + std::to_string(i) + " of the shape");
+            if (auto c = ir::constValue(e); c && *c <= 0)
+                in.fail(dims[i].range, "dimension " + std::to_string(i) + " of the shape is " + std::to_string(*c) +
+                                           "; dimensions must be positive");
+            shape.push_back(ir::simplify(e));
+        }
+    }
+    ir::Expr n = product(shape, 0, shape.size()), m = product(base->shape, 0, base->shape.size());
+    if (!ir::provablyEqual(n, m))
+        in.fail(args.call, fname + ": the shape " + shapeText(shape) + " has " + exprText(n) + " elements but '" +
+                               base->name + "' " + shapeText(base->shape) + " has " + exprText(m));
+    std::string name = in.assignTargetName();
+    auto view = ir::makeBuffer(uniqueBufferName(*t.kernel, name.empty() ? base->name + "_view" : name), base->scope,
+                               dt, std::move(shape), args.call);
+    t.views[view.get()] = base;
+    return Value::ofBuffer(view);
+}
+
+/// The first view a statement mentions, with where.
+struct ViewUse : ir::IRVisitor {
+    using ir::IRVisitor::visit;
+    const std::map<const ir::BufferNode *, ir::Buffer> *views = nullptr;
+    const ir::BufferNode *found = nullptr;
+    SourceRange at;
+    void note(const ir::Buffer &b, const SourceRange &r) {
+        if (!found && b && views->count(b.get())) found = b.get(), at = r;
+    }
+    void visitRegion(const ir::Region &r) override { note(r.buffer, r.loc), ir::IRVisitor::visitRegion(r); }
+    void visit(const ir::Load &op) override { note(op.buffer, op.loc), ir::IRVisitor::visit(op); }
+    void visit(const ir::Store &op) override { note(op.buffer, op.loc), ir::IRVisitor::visit(op); }
+    void visit(const ir::Reduce &op) override { note(op.src, op.loc), note(op.dst, op.loc), ir::IRVisitor::visit(op); }
+};
+
+} // namespace
+
+Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
+    auto out = std::make_shared<AccessObj>(acc);
+    out->buffer = base;
+    out->view = acc.buffer;
+    if (!acc.isPoint()) {
+        in.fail(acc.range, "'" + acc.buffer->name + "' is a T.reshape / T.view of '" + base->name +
+                               "': index it element by element (a slice of it need not be a region of '" + base->name + "')");
+    }
+    std::vector<ir::Expr> idx;
+    for (auto &i : acc.indices) idx.push_back(i.min);
+    auto mapped = baseIndices(acc.buffer->shape, base->shape, idx);
+    out->indices.clear();
+    for (auto &e : mapped) out->indices.push_back({e, nullptr, acc.range});
+    return Value::object(VK::Access, out);
+}
+
+void checkNoViews(Interp &in, const TraceState &t, const ir::Stmt &s) {
+    if (t.views.empty()) return;
+    ViewUse u;
+    u.views = &t.views;
+    u.visit(s);
+    if (!u.found) return;
+    const ir::Buffer &base = t.views.at(u.found);
+    in.fail(u.at.valid() ? u.at : s->loc,
+            "'" + u.found->name + "' is a T.reshape / T.view of '" + base->name +
+                "', which only element accesses (" + u.found->name + "[i, ...]) can use; tile primitives take '" +
+                base->name + "' itself");
+}
+
+void addViewPrimitives(Attrs &attrs) {
+    def(attrs, "reshape", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.reshape", {"src", "shape"});
+        return makeView(in, args, "T.reshape", a[0], a[1], std::nullopt);
+    });
+    def(attrs, "view", [](Interp &in, CallArgs &args) {
+        auto a = bindArgs(in, args, "T.view", {"src", "shape?", "dtype?"});
+        return makeView(in, args, "T.view", a[0], a[1], a[2]);
+    });
+}
+
+} // namespace tilec::eval::tl
