@@ -260,7 +260,13 @@ function(_tilec_add_library target)
     # The operators' registrations run when the library loads: a shared library, so no linker drops them.
     add_library(${target}_torch SHARED ${torch_sources})
     set_source_files_properties(${torch_sources} PROPERTIES LANGUAGE CXX)
-    set_target_properties(${target}_torch PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    # PyTorch's headers ask for C++17, C++20 from 2.10 on; the generated code is both.
+    if(DEFINED Torch_VERSION AND Torch_VERSION VERSION_LESS 2.10)
+      set(torch_std 17)
+    else()
+      set(torch_std 20)
+    endif()
+    set_target_properties(${target}_torch PROPERTIES CXX_STANDARD ${torch_std} CXX_STANDARD_REQUIRED ON)
     target_include_directories(${target}_torch PRIVATE "${dir}/include")
     if(NOT TORCH_LIBRARIES)
       set(TORCH_LIBRARIES torch)   # the project found Torch in another scope: its imported target

@@ -25,6 +25,9 @@ struct CodegenOptions {
     bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
     bool torch = false;         ///< --emit=torch: GeneratedCode::torch too
     std::string torchNamespace; ///< the operators' namespace (default "tilec")
+    /// --tuned: per dispatcher, its name and the kernels it chooses among (without the prefix): the operator
+    /// NAME calls the dispatcher; its kernels get none of their own.
+    std::vector<std::pair<std::string, std::vector<std::string>>> torchDispatchers;
 };
 
 /// A shared-memory buffer as code generation placed it in the kernel's dynamic shared memory.

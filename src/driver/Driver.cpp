@@ -321,6 +321,7 @@ int Compilation::run() {
             co.targets = targets_;
             co.torch = wantTorch;
             co.torchNamespace = opts_.prefix.substr(0, opts_.prefix.find_last_not_of('_') + 1); // "" when none: tilec
+            for (auto &d : tuned.dispatches) co.torchDispatchers.push_back({d.cName, d.cfgNames});
             setCurrentPhase("codegen");
             auto t0 = std::chrono::steady_clock::now();
             GeneratedCode code = generateCode(lowered, co, diag_);

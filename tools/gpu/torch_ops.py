@@ -83,19 +83,26 @@ def build(gen, sm):
     gencode = f"-gencode=arch=compute_{sm},code=sm_{sm}"
     run([nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-c", os.path.join(gen, STEM + ".cu"),
          "-o", os.path.join(gen, STEM + ".o")])
-    flags = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", gen,
+    std = "c++17" if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 10) else "c++20"  # the headers' ask
+    flags = ["-O2", f"-std={std}", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", gen,
              "-I", os.path.join(cuda, "include")] + [f for d in inc for f in ("-isystem", d)]
     run([cxx] + flags + ["-c", os.path.join(gen, STEM + ".torch.cpp"), "-o", os.path.join(gen, STEM + ".torch.o")])
-    libflags = [f"-L{d}" for d in libs] + [f"-Wl,-rpath,{d}" for d in libs] + \
-        ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", f"-L{cuda}/lib64", "-lcudart"]
-    run([cxx, "-shared", "-o", so, os.path.join(gen, STEM + ".o"), os.path.join(gen, STEM + ".torch.o")] + libflags)
+    torchlibs = [f"-L{d}" for d in libs] + ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch"]
+    # Linked by nvcc, with its static CUDA runtime, as tools/gpu/run.sh builds the suite's libraries.
+    run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-o", so, os.path.join(gen, STEM + ".o"), os.path.join(gen, STEM + ".torch.o")]
+        + torchlibs + [f for d in libs for f in ("-Xlinker", f"-rpath={d}")])
+    libflags = torchlibs + [f"-Wl,-rpath,{d}" for d in libs]
     # A LibTorch program (no Python) that calls an operator through the dispatcher.
     main = os.path.join(gen, "libtorch_main.cpp")
     with open(main, "w") as f:
         f.write(LIBTORCH_MAIN)
     exe = os.path.join(gen, "libtorch_main")
-    run([cxx] + flags + [main, "-o", exe, f"-L{gen}", f"-Wl,-rpath,{os.path.abspath(gen)}", "-Wl,--no-as-needed",
-                         "-l" + STEM] + libflags)
+    try:
+        run([cxx] + flags + [main, "-o", exe, f"-L{gen}", f"-Wl,-rpath,{os.path.abspath(gen)}", "-Wl,--no-as-needed",
+                             "-l" + STEM] + libflags)
+    except subprocess.CalledProcessError as e:
+        report("FAIL", "LibTorch program builds", str(e))
+        exe = None
     return so, exe
 
 
@@ -172,7 +179,11 @@ def expect_error(fn, *words):
 
 def main_run(gen, sm):
     import torch
-    so, exe = build(gen, sm)
+    try:
+        so, exe = build(gen, sm)
+    except subprocess.CalledProcessError as e:
+        report("FAIL", "the operator library builds", str(e))
+        return
     torch.ops.load_library(so)
     lib = ctypes.CDLL(so)
     ops = torch.ops.tilec
@@ -326,6 +337,7 @@ def main_run(gen, sm):
     check("CUDA graph capture", graphs)
 
     def libtorch():
+        assert exe, "not built"
         r = subprocess.run([exe], capture_output=True, text=True)
         assert r.returncode == 0, (r.stdout + r.stderr).strip()[-300:]
     check("LibTorch program calls the operators through the dispatcher", libtorch)
