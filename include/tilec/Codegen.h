@@ -24,6 +24,7 @@ struct CodegenOptions {
     std::vector<Target> targets;
     bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
     bool torch = false;         ///< --emit=torch: GeneratedCode::torch too
+    bool xlaFfi = false;        ///< --emit=xla-ffi: GeneratedCode::xlaFfi too
     std::string torchNamespace; ///< the operators' namespace (default "tilec")
     /// --tuned: per dispatcher, its name and the kernels it chooses among (without the prefix): the operator
     /// NAME calls the dispatcher; its kernels get none of their own.
@@ -61,6 +62,7 @@ struct GeneratedCode {
     /// --emit=torch: C++ registering each exported kernel as a PyTorch operator (src/codegen/CodegenTorch.cpp);
     /// it includes the header by its file name.
     std::string torch;
+    std::string xlaFfi; ///< --emit=xla-ffi: an XLA FFI handler per exported kernel; includes the header too
 };
 
 /// Generates both files. Reports user errors that only show now (shared memory beyond a target's limit,

@@ -127,6 +127,9 @@ std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptio
 /// an operator cannot express.
 std::string printTorch(const std::vector<KernelInfo> &kernels, const CodegenOptions &o, DiagnosticEngine &diag);
 
+/// --emit=xla-ffi: an XLA FFI handler per exported kernel (CodegenTorch.cpp).
+std::string printXlaFfi(const std::vector<KernelInfo> &kernels, const CodegenOptions &o, DiagnosticEngine &diag);
+
 /// The variants of each exported kernel, in order (KernelInfo::variant 0 starts a group).
 std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<KernelInfo> &kernels);
 
