@@ -4,7 +4,7 @@
 Two steps, which may run on two machines:
   generate (needs tilec, no torch, no GPU):
       python3 tools/gpu/torch_ops.py --generate gpu-build/torch [--tilec build/tilec]
-    runs tilec on tests/lit/torch/Inputs/kernels.tile: torch_ops.cu, torch_ops.h, torch_ops.torch.cpp.
+    runs tilec on tests/lit/torch/Inputs/kernels.tile: torch_ops.cu, .h, .torch.cpp and .xla.cpp.
   run (needs torch with CUDA, nvcc, a GPU; no tilec):
       python3 tools/gpu/torch_ops.py --run gpu-build/torch
     builds libtorch_ops.so from those files with nvcc and the C++ compiler against the installed torch's
@@ -12,8 +12,9 @@ Two steps, which may run on two machines:
     loads it with torch.ops.load_library, and checks every operator against the C launch function called
     directly (ctypes) and against a float64 torch reference: in eager mode, under torch.compile(fullgraph=True),
     inside a CUDA graph capture, through the Meta implementation, its argument checks, and from a C++
-    (LibTorch) program that calls the operators through the dispatcher. Prints PASS/FAIL/SKIP lines; exits 1
-    when anything FAILed.
+    (LibTorch) program that calls the operators through the dispatcher; then, where JAX with a GPU is there,
+    the --emit=xla-ffi handlers through jax.ffi.ffi_call. Prints PASS/FAIL/SKIP lines; exits 1 when anything
+    FAILed.
 Without options both steps run (tilec: --tilec, else build/tilec) into a temporary folder.
 """
 import argparse
@@ -43,7 +44,7 @@ def run(cmd, **kw):
 
 def generate(out, tilec, arch):
     os.makedirs(out, exist_ok=True)
-    run([tilec, KERNELS, f"-arch={arch}", "-o", os.path.join(out, STEM + ".cu"), "--emit=torch"])
+    run([tilec, KERNELS, f"-arch={arch}", "-o", os.path.join(out, STEM + ".cu"), "--emit=torch,xla-ffi"])
 
 
 # ---- build (on the GPU machine) ----
@@ -341,6 +342,74 @@ def main_run(gen, sm):
         r = subprocess.run([exe], capture_output=True, text=True)
         assert r.returncode == 0, (r.stdout + r.stderr).strip()[-300:]
     check("LibTorch program calls the operators through the dispatcher", libtorch)
+    jax_checks(gen, sm)
+
+
+def jax_checks(gen, sm):
+    """--emit=xla-ffi: the handlers registered with JAX and called through jax.ffi.ffi_call (eager and jit)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch holds memory in this process too
+    try:
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        jax.devices("gpu")
+        if not hasattr(jax, "ffi"):  # JAX before 0.4.38: the same module under jax.extend
+            import jax.extend
+            jax.ffi = jax.extend.ffi
+    except Exception as e:
+        report("SKIP", "XLA FFI handlers under JAX", f"no JAX with a GPU: {type(e).__name__}")
+        return
+    cuda = find_nvcc()
+    nvcc = os.path.join(cuda, "bin", "nvcc")
+    xla_so = os.path.join(gen, "lib" + STEM + "_xla.so")
+    try:
+        run([os.environ.get("CXX", "c++"), "-O2", "-std=c++17", "-fPIC", "-I", gen, "-I", os.path.join(cuda, "include"),
+             "-isystem", jax.ffi.include_dir(), "-c", os.path.join(gen, STEM + ".xla.cpp"), "-o", os.path.join(gen, STEM + ".xla.o")])
+        run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-o", xla_so, os.path.join(gen, STEM + ".o"), os.path.join(gen, STEM + ".xla.o")])
+    except subprocess.CalledProcessError as e:
+        report("FAIL", "the XLA FFI library builds", str(e))
+        return
+    lib = ctypes.cdll.LoadLibrary(xla_so)
+    for name in ("gemm_dyn", "scale", "add_rows"):
+        jax.ffi.register_ffi_target("tilec_" + name, jax.ffi.pycapsule(getattr(lib, "tilec_xla_" + name)), platform="CUDA")
+    key = jax.random.PRNGKey(7)
+
+    def add_rows():
+        for rows in (77, 1):
+            A = jax.random.normal(key, (rows, 256), jnp.bfloat16)
+            B = jax.random.normal(jax.random.fold_in(key, 1), (rows, 256), jnp.bfloat16)
+            call = lambda a, b: jax.ffi.ffi_call("tilec_add_rows", jax.ShapeDtypeStruct(a.shape, a.dtype))(a, b)
+            for f in (call, jax.jit(call)):
+                C = np.asarray(f(A, B).astype(jnp.float32), dtype=np.float64)
+                R = np.asarray(A.astype(jnp.float32), dtype=np.float64) + np.asarray(B.astype(jnp.float32), dtype=np.float64)
+                assert (np.abs(C - R) <= 2 * 2.0 ** -8 * np.abs(R) + 1e-30).all(), f"rows={rows}"
+        return "out_idx result; eager and jit"
+    check("XLA FFI add_rows (jax.ffi.ffi_call)", add_rows)
+
+    def gemm_dyn():
+        m, k = 200, 80
+        A = jax.random.normal(key, (m, k), jnp.float16)
+        B = jax.random.normal(jax.random.fold_in(key, 2), (k, 128), jnp.float16)
+        C0 = jnp.full((m, 128), jnp.nan, jnp.float16)
+        f = jax.jit(lambda a, b, c: jax.ffi.ffi_call("tilec_gemm_dyn", jax.ShapeDtypeStruct(c.shape, c.dtype),
+                                                     input_output_aliases={2: 0})(a, b, c))
+        C = np.asarray(f(A, B, C0), dtype=np.float64)
+        a, b = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+        R = a @ b
+        bound = 4 * 2.0 ** -11 * (np.abs(a) @ np.abs(b)) + 2.0 ** -11 * np.abs(R)
+        assert not np.isnan(C).any() and (np.abs(C - R) <= bound).all(), "beyond the GEMM bound"
+        return "written in place through input_output_aliases"
+    check("XLA FFI gemm_dyn (dynamic m, k)", gemm_dyn)
+
+    def scale():
+        X = jax.random.normal(key, (1000,), jnp.float32)
+        f = jax.jit(lambda x: jax.ffi.ffi_call("tilec_scale", jax.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0})(
+            x, alpha=np.float32(1.5), offset=np.int32(3)))
+        Y = np.asarray(f(X), dtype=np.float64)
+        R = np.asarray(X, dtype=np.float64) * 1.5 + 3
+        assert (np.abs(Y - R) <= 2 * 2.0 ** -24 * np.abs(R) + 1e-30).all()
+        return "scalars as attributes"
+    check("XLA FFI scale (attributes)", scale)
 
 
 def main():
