@@ -9,7 +9,8 @@
 #       [MODE cuda|binary]                   default cuda
 #       [TUNED k.tune.json ...]              tables of `tilec tune`: --tuned for the source the table was
 #                                            tuned on (the table's "file", matched by file name)
-#       [OPTIONS --prefix=p -Werror ...])    any other tilec options, as written
+#       [OPTIONS --prefix=p -Werror ...]     any other tilec options, as written
+#       [TORCH])                             PyTorch operators too (below)
 #
 # Each a.tile becomes a.cu (MODE cuda) or a.c (MODE binary) and a.h, written into
 # ${CMAKE_CURRENT_BINARY_DIR}/<target>.tilec/ by add_custom_command with tilec's depfile, so a change to a .tile
@@ -28,6 +29,11 @@
 # Paths in the generated files are relative: the source folder reads as `.`, the build folder as `build`
 # (tilec's --file-prefix-map), so the bytes do not depend on where the trees lie. <target>_generate builds the
 # generated files alone.
+#   TORCH        tilec also writes a.torch.cpp (--emit=torch: each kernel a PyTorch operator, namespace tilec or
+#                the --prefix), compiled against LibTorch (find_package(Torch), called here when the project has
+#                not) into a SHARED library <target>_torch that links <target>: load it from Python with
+#                torch.ops.load_library, or link it into a LibTorch program (with --no-as-needed: nothing calls
+#                it by name, its registrations run when it loads).
 # The generated header is the same in both modes, so switching MODE changes no application code.
 # The target's property TILEC_HEADERS lists the generated headers. The first call also defines
 # tilec::cuda_driver (libcuda and the CUDA include folder), for applications that call the driver API.
@@ -41,7 +47,14 @@ cmake_policy(SET CMP0116 NEW)
 
 # A macro so that enable_language(), which CMake allows only outside functions, runs in the caller's scope.
 macro(tilec_add_library _tilec_target)
-  cmake_parse_arguments(_tilec_peek "" "MODE" "" ${ARGN})
+  cmake_parse_arguments(_tilec_peek "TORCH" "MODE" "" ${ARGN})
+  get_property(_tilec_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(_tilec_peek_TORCH AND NOT "CXX" IN_LIST _tilec_languages)
+    enable_language(CXX)
+  endif()
+  if(_tilec_peek_TORCH AND NOT TARGET torch)
+    find_package(Torch REQUIRED)
+  endif()
   if(NOT DEFINED _tilec_peek_MODE)
     set(_tilec_peek_MODE cuda)
   endif()
@@ -57,6 +70,7 @@ macro(tilec_add_library _tilec_target)
   _tilec_find_cuda_driver()
   unset(_tilec_languages)
   unset(_tilec_peek_MODE)
+  unset(_tilec_peek_TORCH)
   unset(_tilec_peek_UNPARSED_ARGUMENTS)
   unset(_tilec_peek_KEYWORDS_MISSING_VALUES)
   _tilec_add_library(${_tilec_target} ${ARGN})
@@ -109,7 +123,7 @@ function(_tilec_cuda_architectures out)
 endfunction()
 
 function(_tilec_add_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODE" "SOURCES;ARCH;DEFINES;EXPORTS;OPTIONS;TUNED")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "TORCH" "MODE" "SOURCES;ARCH;DEFINES;EXPORTS;OPTIONS;TUNED")
   set(fn "tilec_add_library(${target})")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
@@ -183,6 +197,7 @@ function(_tilec_add_library target)
   set(names)
   set(outputs)
   set(headers)
+  set(torch_sources)
   foreach(s IN LISTS arg_SOURCES)
     get_filename_component(src "${s}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(name "${src}" NAME_WLE)
@@ -203,9 +218,17 @@ function(_tilec_add_library target)
       endif()
       math(EXPR i "${i} + 1")
     endforeach()
+    set(torch_output)
+    set(torch_option)
+    if(arg_TORCH)
+      set(torch_output "${dir}/${name}.torch.cpp")
+      set(torch_option --emit=torch)
+      list(APPEND torch_sources "${torch_output}")
+    endif()
     add_custom_command(
-      OUTPUT "${out}" "${hdr}"
-      COMMAND "${TILEC_EXECUTABLE}" "${src}" ${common} ${tuned} -o "${out}" -H "${hdr}" -MD -MF "${dep}" -MT "${out}"
+      OUTPUT "${out}" "${hdr}" ${torch_output}
+      COMMAND "${TILEC_EXECUTABLE}" "${src}" ${common} ${tuned} ${torch_option} -o "${out}" -H "${hdr}" -MD -MF "${dep}"
+              -MT "${out}"
       DEPENDS "${src}" "${TILEC_EXECUTABLE}" ${tables}
       DEPFILE "${dep}"
       COMMENT "tilec ${s} -> ${name}.${ext}, ${name}.h"
@@ -215,7 +238,7 @@ function(_tilec_add_library target)
   endforeach()
 
   add_library(${target} STATIC ${outputs} ${headers})
-  add_custom_target(${target}_generate DEPENDS ${outputs} ${headers})   # the generated files alone
+  add_custom_target(${target}_generate DEPENDS ${outputs} ${headers} ${torch_sources})   # the generated files alone
   target_include_directories(${target} PUBLIC "${dir}/include")
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON TILEC_HEADERS "${headers}")
   if(arg_MODE STREQUAL "cuda")
@@ -232,5 +255,26 @@ function(_tilec_add_library target)
   else()
     set_source_files_properties(${outputs} PROPERTIES LANGUAGE C)
     target_link_libraries(${target} PUBLIC tilec::cuda_driver)
+  endif()
+  if(arg_TORCH)
+    # The operators' registrations run when the library loads: a shared library, so no linker drops them.
+    add_library(${target}_torch SHARED ${torch_sources})
+    set_source_files_properties(${torch_sources} PROPERTIES LANGUAGE CXX)
+    # PyTorch's headers ask for C++17, C++20 from 2.10 on; the generated code is both.
+    if(DEFINED Torch_VERSION AND Torch_VERSION VERSION_LESS 2.10)
+      set(torch_std 17)
+    else()
+      set(torch_std 20)
+    endif()
+    set_target_properties(${target}_torch PROPERTIES CXX_STANDARD ${torch_std} CXX_STANDARD_REQUIRED ON)
+    target_include_directories(${target}_torch PRIVATE "${dir}/include")
+    if(NOT TORCH_LIBRARIES)
+      set(TORCH_LIBRARIES torch)   # the project found Torch in another scope: its imported target
+    endif()
+    target_link_libraries(${target}_torch PRIVATE ${target} tilec::cuda_driver ${TORCH_LIBRARIES})
+    if(TORCH_CXX_FLAGS)
+      separate_arguments(torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+      target_compile_options(${target}_torch PRIVATE ${torch_flags})
+    endif()
   endif()
 endfunction()

@@ -23,6 +23,12 @@ struct CodegenOptions {
     std::string prefix;     ///< --prefix: prepended to every C symbol
     std::vector<Target> targets;
     bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
+    bool torch = false;         ///< --emit=torch: GeneratedCode::torch too
+    bool xlaFfi = false;        ///< --emit=xla-ffi: GeneratedCode::xlaFfi too
+    std::string torchNamespace; ///< the operators' namespace (default "tilec")
+    /// --tuned: per dispatcher, its name and the kernels it chooses among (without the prefix): the operator
+    /// NAME calls the dispatcher; its kernels get none of their own.
+    std::vector<std::pair<std::string, std::vector<std::string>>> torchDispatchers;
 };
 
 /// A shared-memory buffer as code generation placed it in the kernel's dynamic shared memory.
@@ -53,6 +59,10 @@ struct GeneratedCode {
     std::string header; ///< C11 and C++; includes only CUDA and standard C headers
     std::string device; ///< the .cu's device part alone (device runtime and kernels), for NVRTC
     std::vector<KernelLayout> kernels; ///< in the order of the program's kernels
+    /// --emit=torch: C++ registering each exported kernel as a PyTorch operator (src/codegen/CodegenTorch.cpp);
+    /// it includes the header by its file name.
+    std::string torch;
+    std::string xlaFfi; ///< --emit=xla-ffi: an XLA FFI handler per exported kernel; includes the header too
 };
 
 /// Generates both files. Reports user errors that only show now (shared memory beyond a target's limit,

@@ -456,6 +456,11 @@ struct Kernel {
     /// "tl.enable_fast_math" (as --use_fast_math for this kernel): float math functions and divisions are
     /// printed as CUDA's fast intrinsics (src/codegen/CodegenExpr.cpp says which).
     bool fastMath = false;
+    /// TileLang's `out_idx` (`@tilelang.jit(out_idx=...)`, `tilelang.compile(..., out_idx=...)`, an eager kernel's
+    /// T.empty tensors): the positions in `params`, ascending, of the tensors TileLang's wrapper allocates and
+    /// returns rather than takes. The C function takes them like any tensor; the PyTorch operators of
+    /// --emit=torch allocate and return them.
+    std::vector<size_t> outputs;
     int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
     SourceRange swizzleLoc;
     /// Several `with T.Kernel` launches in one prim_func: this kernel is launch `part` (0-based) of `parts`, which

@@ -110,6 +110,11 @@ struct FunctionObj {
     /// the kernels it makes get ir::Kernel::noTma / noWarpSpecialize.
     bool noTma = false, noWarpSpecialize = false;
     bool fastMath = false; ///< "tl.enable_fast_math": the kernels get ir::Kernel::fastMath
+    /// `@tilelang.jit(out_idx=...)`: the parameter positions (negative: from the end) the kernels it makes return
+    /// (ir::Kernel::outputs); `hasOutIdx` false when not given. `outIdxLoc` is the argument.
+    std::vector<int64_t> outIdx;
+    bool hasOutIdx = false;
+    SourceRange outIdxLoc;
     /// The class whose body defined the function (a method): what a zero-argument super() starts after.
     std::shared_ptr<ClassObj> ownerClass;
 };

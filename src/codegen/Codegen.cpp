@@ -238,6 +238,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
 
     GeneratedCode out;
     out.header = printHeader(firsts, opts);
+    if (opts.torch) out.torch = printTorch(firsts, opts, diag);
+    if (opts.xlaFfi) out.xlaFfi = printXlaFfi(firsts, opts, diag);
     // The device part, which NVRTC compiles alone in binary mode: the device runtime, embedded so the file
     // compiles without tilec's installation, and the kernels.
     std::string &d = out.device;

@@ -49,6 +49,11 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
     s += unused + "static tilec_status tilec_argument_error(tilec_status status, int argument) {\n";
     s += "    " + rt(o, "last_error_argument_state") + " = argument;\n";
     s += "    return status;\n}\n";
+    return s + printFloorDivision(unused) + "\n";
+}
+
+std::string printFloorDivision(const std::string &unused) {
+    std::string s;
     s += unused + R"tl(static int64_t tilec_floordiv64(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -58,7 +63,6 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-
 )tl";
     return s;
 }

@@ -36,6 +36,10 @@ std::string printRuntimeFunctions(const CodegenOptions &o, bool cxx);
 /// launchers' grid formulas may use, as file-local functions.
 std::string printLauncherHelpers(const CodegenOptions &o, bool cxx);
 
+/// `tilec_floordiv64` and `tilec_floormod64`, the floor division and modulo of host-mode ExprPrinter's
+/// expressions, as file-local functions (each declaration starting with `unused`).
+std::string printFloorDivision(const std::string &unused);
+
 /// A launcher's name table: the names its body uses are reserved so no parameter takes them.
 NameTable launcherNames();
 

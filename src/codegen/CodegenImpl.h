@@ -123,6 +123,13 @@ std::string printHeader(const std::vector<KernelInfo> &kernels, const CodegenOpt
 /// The host side of the .cu: the runtime functions and every kernel's launch function and queries.
 std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptions &o);
 
+/// --emit=torch: the PyTorch operators of the exported kernels (CodegenTorch.cpp); reports through `diag` what
+/// an operator cannot express.
+std::string printTorch(const std::vector<KernelInfo> &kernels, const CodegenOptions &o, DiagnosticEngine &diag);
+
+/// --emit=xla-ffi: an XLA FFI handler per exported kernel (CodegenTorch.cpp).
+std::string printXlaFfi(const std::vector<KernelInfo> &kernels, const CodegenOptions &o, DiagnosticEngine &diag);
+
 /// The variants of each exported kernel, in order (KernelInfo::variant 0 starts a group).
 std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<KernelInfo> &kernels);
 

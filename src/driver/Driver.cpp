@@ -35,7 +35,7 @@ namespace {
 
 using driver::UsageError;
 
-const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx"};
+const std::vector<std::string> kEmitKinds = {"ast", "cubin", "cuda", "header", "ir", "ptx", "torch", "xla-ffi"};
 
 /// `path` as --file-prefix-map rewrites it for the outputs: the last OLD=NEW whose OLD starts it (as gcc's
 /// -ffile-prefix-map: a plain string prefix) replaces that start with NEW.
@@ -93,7 +93,7 @@ void Compilation::validateOptions() {
     if (targets_.empty()) throw UsageError{"-arch needs at least one target"};
     for (auto &k : opts_.emit) {
         if (std::find(kEmitKinds.begin(), kEmitKinds.end(), k) == kEmitKinds.end())
-            throw UsageError{"unknown --emit kind '" + k + "' (known: ast, cubin, cuda, header, ir, ptx)"};
+            throw UsageError{"unknown --emit kind '" + k + "' (known: ast, cubin, cuda, header, ir, ptx, torch, xla-ffi)"};
     }
     std::string ext = extensionOf(opts_.output);
     if (!opts_.output.empty()) {
@@ -286,7 +286,9 @@ int Compilation::run() {
     bool wantPtx = ext == ".ptx" || emits("ptx"), wantCubin = ext == ".cubin" || emits("cubin");
     bool wantHeader = ext == ".cu" || wantC || wantObject || emits("header") || !opts_.header.empty();
     bool wantDevice = wantC || wantObject || wantPtx || wantCubin;
-    bool wantCode = wantCuda || wantHeader || wantDevice || opts_.resourceUsage;
+    bool wantTorch = emits("torch"); // STEM.torch.cpp: PyTorch operators over the header's functions
+    bool wantXla = emits("xla-ffi"); // STEM.xla.cpp: XLA FFI handlers (JAX)
+    bool wantCode = wantCuda || wantHeader || wantDevice || wantTorch || wantXla || opts_.resourceUsage;
     auto pathFor = [&](const std::string &e) { return opts_.output.empty() ? std::string() : ext == e ? opts_.output : stem + e; };
     std::string headerPath = !opts_.header.empty() ? opts_.header : pathFor(".h");
 
@@ -318,6 +320,10 @@ int Compilation::run() {
             co.headerName = mapPrefix(opts_.filePrefixMaps, headerPath);
             co.prefix = opts_.prefix;
             co.targets = targets_;
+            co.torch = wantTorch;
+            co.xlaFfi = wantXla;
+            co.torchNamespace = opts_.prefix.substr(0, opts_.prefix.find_last_not_of('_') + 1); // "" when none: tilec
+            for (auto &d : tuned.dispatches) co.torchDispatchers.push_back({d.cName, d.cfgNames});
             setCurrentPhase("codegen");
             auto t0 = std::chrono::steady_clock::now();
             GeneratedCode code = generateCode(lowered, co, diag_);
@@ -327,6 +333,8 @@ int Compilation::run() {
             tune::addDispatchers(tuned, opts_.prefix, &code.cuda, code.header);
             if (wantCuda) emit(pathFor(".cu"), code.cuda);
             if (wantHeader) emit(headerPath, code.header);
+            if (wantTorch) emit(pathFor(".torch.cpp"), code.torch);
+            if (wantXla) emit(pathFor(".xla.cpp"), code.xlaFfi);
 
             // Device code: cubins whenever something embeds or reports them, else only PTX. --resource-usage
             // alone uses NVRTC when it is there and reports without registers when it is not.

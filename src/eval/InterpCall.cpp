@@ -324,7 +324,7 @@ Value InterpImpl::callFunction(const Value &fn, CallArgs &args) {
     Flow flow = execBody(f.def->body);
     // A statement of the body failed: like a Python exception, the call has no meaningful result.
     if (diag_.errorCount() > errors) return Value::poison();
-    Value result = flow == Flow::Return ? withPassConfigs(f, frames_.back().ret) : Value::none();
+    Value result = flow == Flow::Return ? withPassConfigs(*this, f, frames_.back().ret) : Value::none();
     // A kernel factory that forgot `return kernel`: said at its def when the file then exports nothing.
     if (f.isFactory && !f.isPrimFunc && result.is(VK::None) &&
         std::find(factoriesReturningNone_.begin(), factoriesReturningNone_.end(), f.def.get()) == factoriesReturningNone_.end())

@@ -124,15 +124,34 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
     }
 }
 
+/// Reads `out_idx=` (an int, a list or tuple of ints, or None) into the function's outIdx.
+void readOutIdx(Interp &in, const Arg &a, FunctionObj &f) {
+    f.outIdx.clear();
+    f.hasOutIdx = !a.value.is(VK::None);
+    f.outIdxLoc = a.range;
+    if (!f.hasOutIdx) return;
+    if (a.value.is(VK::List) || a.value.is(VK::Tuple)) {
+        for (auto &e : in.toSequence(a, "out_idx")) f.outIdx.push_back(in.toInt(e, "an out_idx entry"));
+    } else {
+        f.outIdx.push_back(in.toInt(a, "out_idx"));
+    }
+}
+
+/// Reads the jit options tilec honours: pass_configs and out_idx.
+void readJitOptions(Interp &in, const CallArgs &options, FunctionObj &f) {
+    for (auto &[name, arg] : options.kw) {
+        if (name == "pass_configs") readPassConfigs(in, arg, f);
+        if (name == "out_idx") readOutIdx(in, arg, f);
+    }
+}
+
 /// The jit function with its switches (a copy: the undecorated def stays as it was).
 Value markJit(Interp &in, const Value &fn, const CallArgs *options) {
     if (!fn.is(VK::Function)) return fn;
     auto g = std::make_shared<FunctionObj>(fn.as<FunctionObj>());
     g->isJit = true;
     g->isEager = isEagerStyle(*g->def);
-    if (options)
-        for (auto &[name, arg] : options->kw)
-            if (name == "pass_configs") readPassConfigs(in, arg, *g);
+    if (options) readJitOptions(in, *options, *g);
     return Value::object(VK::Function, g);
 }
 
@@ -186,9 +205,8 @@ Value tilelangCompile() {
         if (!a.pos[0].value.is(VK::PrimFunc))
             in.fail(a.pos[0].range, std::string("tilelang.compile takes a prim_func, not a ") + typeName(a.pos[0].value.kind));
         FunctionObj switches;
-        for (auto &[name, arg] : a.kw)
-            if (name == "pass_configs") readPassConfigs(in, arg, switches);
-        return InterpImpl::withPassConfigs(switches, a.pos[0].value);
+        readJitOptions(in, a, switches);
+        return InterpImpl::withPassConfigs(in, switches, a.pos[0].value);
     };
     return Value::object(VK::Builtin, b);
 }
@@ -218,12 +236,29 @@ bool isEagerStyle(const ast::Stmt &def) {
     return launch && !primFunc;
 }
 
-Value InterpImpl::withPassConfigs(const FunctionObj &f, Value v) {
-    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize && !f.fastMath)) return v;
+Value InterpImpl::withPassConfigs(Interp &in, const FunctionObj &f, Value v) {
+    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize && !f.fastMath && !f.hasOutIdx)) return v;
     auto k = std::make_shared<ir::Kernel>(*v.kernel);
     k->noTma |= f.noTma;
     k->noWarpSpecialize |= f.noWarpSpecialize;
     k->fastMath |= f.fastMath;
+    if (f.hasOutIdx) {
+        // TileLang's rule: positions among the prim_func's parameters, negative ones from the end.
+        const int64_t n = std::count_if(k->params.begin(), k->params.end(), [](auto &p) { return p.argument(); });
+        std::vector<size_t> outputs;
+        for (int64_t i : f.outIdx) {
+            const int64_t at = i < 0 ? i + n : i;
+            if (at < 0 || at >= n)
+                in.fail(f.outIdxLoc, "out_idx " + std::to_string(i) + " is out of range: prim_func '" + k->name + "' has " +
+                                         std::to_string(n) + " parameters");
+            if (k->params[(size_t)at].kind != ir::Param::Tensor)
+                in.fail(f.outIdxLoc, "out_idx " + std::to_string(i) + " names scalar parameter '" + k->params[(size_t)at].name() +
+                                         "' of prim_func '" + k->name + "': only a tensor can be an output");
+            if (std::find(outputs.begin(), outputs.end(), (size_t)at) == outputs.end()) outputs.push_back((size_t)at);
+        }
+        std::sort(outputs.begin(), outputs.end());
+        k->outputs = std::move(outputs);
+    }
     v.kernel = k;
     return v;
 }
@@ -292,7 +327,7 @@ Value InterpImpl::compileJit(const Value &fn, CallArgs &args) {
             }
         }
     });
-    return withPassConfigs(f, v);
+    return withPassConfigs(*this, f, v);
 }
 
 void InterpImpl::declareEagerParam(const ast::Stmt &s) {

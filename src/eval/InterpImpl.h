@@ -343,8 +343,9 @@ class InterpImpl final : public Interp {
     void declareEagerParam(const ast::Stmt &s);
     /// After an eager kernel's body: T.const values checked, the parameters put in the def's order.
     void finishEager(ir::Kernel &k, const TraceState &t);
-    /// A kernel `f` made (a prim_func), with the per-kernel switches of f's pass_configs.
-    static Value withPassConfigs(const FunctionObj &f, Value v);
+    /// A kernel `f` made (a prim_func), with the per-kernel switches of f's pass_configs and its out_idx
+    /// (ir::Kernel::outputs; an index out of range is an error at the out_idx argument).
+    static Value withPassConfigs(Interp &in, const FunctionObj &f, Value v);
 
     // ---- scopes and imports (InterpModule.cpp) ----
     void execImport(const ast::Stmt &s);

@@ -101,6 +101,7 @@ void InterpImpl::shareParams(TraceState &t) {
         ir::Kernel &l = *t.launches[i];
         l.params = t.kernel->params;
         l.dynamicSymbols = t.kernel->dynamicSymbols;
+        l.outputs = t.kernel->outputs;
         l.part = (int)i;
         l.parts = (int)n;
     }

@@ -225,6 +225,9 @@ Value InterpImpl::traceKernel(const Value &fn, const SourceRange &at, std::share
     checkReturnedOutputs(t, eager != nullptr);
     finishParams(t);
     if (eager) finishEager(*t.kernel, t);
+    for (size_t i = 0; i < t.kernel->params.size(); ++i) // the T.empty tensors: what TileLang's wrapper returns
+        if (std::find(t.outputs.begin(), t.outputs.end(), t.kernel->params[i].buffer) != t.outputs.end())
+            t.kernel->outputs.push_back(i);
     shareParams(t);
     // A statement abandoned without a new error used a value an earlier error made: the kernel is
     // incomplete, but saying it has no launch would be a misleading follow-on error.

@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
         ->delimiter(',');
     app.add_option("-o", o.output, "the primary output; its extension picks the kind");
     app.add_option("-H", o.header, "the header's path (default: the output with .h)");
-    app.add_option("--emit", emit, "extra outputs: cuda, ptx, cubin, header, ast, ir")->delimiter(',');
+    app.add_option("--emit", emit, "extra outputs: cuda, ptx, cubin, header, ast, ir, torch (PyTorch operators, STEM.torch.cpp), xla-ffi (STEM.xla.cpp)")->delimiter(',');
     app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE (a Python literal)");
     app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable; after the input's folder)");
     app.add_option("--export", o.exports, "add an exported kernel: NAME=CALL, e.g. 'g=matmul(4096, 4096, 4096)'");
