@@ -104,6 +104,13 @@ json::Value describeKernel(const KernelInfo &info, const std::string &entry) {
     v.set("block", triple(k.launchedThreads(), 1, 1));
     v.set("dynamic_shared_memory", num(info.sharedBytes));
     v.set("tensor_maps", std::move(maps));
+    // When the launchers take this variant: TMA's rules on the arguments (else the next variant runs).
+    if (!k.tensorMaps.empty()) {
+        Signature sig = signature(info, names);
+        json::Value rules = json::Value::array();
+        for (auto &r : tensorMapRules(info, sig, names)) rules.items.push_back(str(r));
+        v.set("requires", std::move(rules));
+    }
     return v;
 }
 
