@@ -17,7 +17,8 @@ std::vector<const CLI::Option *> visible(const CLI::App &app) {
     return out;
 }
 
-bool takesValue(const CLI::Option &o) { return o.get_type_size_max() > 0; }
+/// Flags have no type name (CLI11 prints one only for options that take a value).
+bool takesValue(const CLI::Option &o) { return !o.get_type_name().empty(); }
 
 /// roff text: backslashes, hyphens and a leading dot or quote escaped.
 std::string roff(const std::string &s) {
