@@ -6,6 +6,7 @@
 /// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
 #include "CliDocs.h"
 
+#include "tilec/DiagnosticsFormat.h"
 #include "tilec/Driver.h"
 #include "tilec/Target.h"
 #include "tilec/Tune.h"
@@ -104,6 +105,28 @@ void addTuneOptions(CLI::App &app, tilec::tune::Options &o, std::vector<std::str
 
 const char *const kTuneDescription =
     "tilec tune: searches tile configurations on the local GPU and writes the table --tuned reads";
+
+/// A mistake on the command line, found before the compilation starts, in the -fdiagnostics-format the
+/// arguments ask for (text when they name none, or an unknown one).
+void usageError(int argc, char **argv, const std::string &msg) {
+    std::string format = "text";
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        for (std::string opt : {"-fdiagnostics-format", "--fdiagnostics-format"}) {
+            if (a.rfind(opt + "=", 0) == 0) format = a.substr(opt.size() + 1);
+            else if (a == opt && i + 1 < argc) format = argv[i + 1];
+        }
+    }
+    auto f = tilec::parseDiagnosticsFormat(format);
+    if (!f || *f == tilec::DiagnosticsFormat::Text) {
+        std::cerr << "tilec: error: " << msg << "\n";
+        return;
+    }
+    tilec::SourceManager none;
+    tilec::DiagnosticLog log(*f);
+    log.add(tilec::EmittedDiagnostic{tilec::Severity::Error, tilec::SourceRange{}, msg, false, "command-line"});
+    std::cerr << log.render(none, TILEC_VERSION_STRING);
+}
 
 /// `tilec tune FILE.tile --kernel NAME ...` (include/tilec/Tune.h).
 int tuneMain(int argc, char **argv) {
@@ -238,11 +261,11 @@ int main(int argc, char **argv) {
     } catch (const CLI::Success &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
-        std::cerr << "tilec: error: " << e.what() << "\n";
+        usageError(argc, argv, e.what());
         return tilec::ExitUsage;
     }
     if (ptxasMissing) {
-        std::cerr << "tilec: error: -Xptxas needs a value, e.g. -Xptxas -v\n";
+        usageError(argc, argv, "-Xptxas needs a value, e.g. -Xptxas -v");
         return tilec::ExitUsage;
     }
     o.ptxasOptions = splitCommas(ptxas);
