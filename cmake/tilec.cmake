@@ -14,7 +14,9 @@
 #
 # Each a.tile becomes a.cu (MODE cuda) or a.c (MODE binary) and a.h, written into
 # ${CMAKE_CURRENT_BINARY_DIR}/<target>.tilec/ by add_custom_command with tilec's depfile, so a change to a .tile
-# file (or to the tilec command) regenerates exactly what depends on it. <target> is a STATIC library whose
+# file (or to the tilec command) regenerates exactly what depends on it. tilec rewrites an output only when its bytes
+# change, and the Ninja generator gives custom commands `restat`, so a comment-only edit reruns tilec and compiles
+# nothing after it (with the Makefile generators, make itself sees the unchanged mtime). <target> is a STATIC library whose
 # PUBLIC include path holds the headers: `target_link_libraries(app PRIVATE <target>)` then `#include "a.h"`.
 #
 #   MODE cuda    the .cu files are compiled by CMake's CUDA language (enabled here when the project has not

@@ -100,7 +100,8 @@ fi
 PREFIX=$WORK/prefix
 step install cmake --install "$BUILD_DIR" --prefix "$PREFIX" || exit 1
 for f in bin/tilec include/tilec/types.cuh lib/cmake/tilec/tilecConfig.cmake \
-         lib/cmake/tilec/tilecConfigVersion.cmake lib/cmake/tilec/tilec.cmake; do
+         lib/cmake/tilec/tilecConfigVersion.cmake lib/cmake/tilec/tilec.cmake share/man/man1/tilec.1 \
+         share/bash-completion/completions/tilec share/zsh/site-functions/_tilec; do
     [ -e "$PREFIX/$f" ] || { say "FAILED  the install lacks $f"; failed=1; }
 done
 TILEC=$PREFIX/bin/tilec

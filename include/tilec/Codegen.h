@@ -83,4 +83,11 @@ std::string generateBinarySource(const ir::Program &lowered, const CodegenOption
                                  const std::vector<DeviceImage> &images, const std::vector<std::string> &loweredNames,
                                  DiagnosticEngine &diag);
 
+/// The JSON that goes beside a .ptx or .cubin output (`image`): per kernel the entry's mangled name
+/// (`loweredNames`, in the order of GeneratedCode::kernels), its parameters in order with their types, the grid
+/// formula, the block, the dynamic shared memory and the tensor maps to encode: what a program that loads the
+/// image with its own runtime needs to launch it (docs/INTERFACE.md).
+std::string generateSidecar(const ir::Program &lowered, const CodegenOptions &opts, const DeviceImage &image,
+                            const std::vector<std::string> &loweredNames, DiagnosticEngine &diag);
+
 } // namespace tilec

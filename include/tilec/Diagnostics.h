@@ -56,6 +56,16 @@ struct HeldDiagnostic {
     std::string message;
 };
 
+/// A diagnostic as the engine emits it, after -w, -Werror and the error limit: what a machine-readable format
+/// (-fdiagnostics-format=json|sarif) writes. `phase` is the pass or phase that reported it (currentPhase()).
+struct EmittedDiagnostic {
+    Severity severity;
+    SourceRange range;
+    std::string message;
+    bool promoted = false; ///< a warning made an error by -Werror
+    std::string phase;
+};
+
 /// Thrown when --error-limit is reached; the driver catches it and stops.
 struct TooManyErrors {};
 
@@ -72,6 +82,8 @@ class DiagnosticEngine {
     /// message then ends in " [-Werror]"), without the notes of suppressed warnings. Null: print them.
     using Consumer = std::function<void(Severity, const SourceRange &, const std::string &)>;
     void setConsumer(Consumer c) { consumer_ = std::move(c); }
+    /// Hands every diagnostic it would print to `sink` instead of printing it (-fdiagnostics-format=json|sarif).
+    void setSink(std::function<void(const EmittedDiagnostic &)> sink) { sink_ = std::move(sink); }
 
     void error(const SourceRange &r, const std::string &msg) { report(Severity::Error, r, msg); }
     void warning(const SourceRange &r, const std::string &msg) { report(Severity::Warning, r, msg); }
@@ -101,6 +113,7 @@ class DiagnosticEngine {
     bool lastSuppressed_ = false;
     std::vector<size_t> holdMarks_; ///< per open hold: where its diagnostics start in held_
     std::vector<HeldDiagnostic> held_;
+    std::function<void(const EmittedDiagnostic &)> sink_;
     int errors_ = 0, warnings_ = 0;
 };
 
@@ -112,6 +125,12 @@ struct InternalError : std::runtime_error {
 /// Name of the pass or phase now running ("parse", "evaluate", a pass name...), for internal-error messages.
 void setCurrentPhase(const char *name);
 const char *currentPhase();
+
+/// A remark of -v (which path the lowering took, and why): `file:line:col: remark: msg` as clang prints them,
+/// `tilec: remark: msg` where `at` is no location (or `sources` is null); nothing without -v.
+void remark(const SourceManager *sources, const SourceRange &at, const std::string &msg);
+/// Turns -v's remarks on (printed to standard error as they come) or off.
+void setRemarks(bool on);
 
 [[noreturn]] void internalError(const char *file, int line, const std::string &msg);
 

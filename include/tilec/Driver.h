@@ -24,6 +24,7 @@ struct DriverOptions {
     std::string prefix;                    ///< --prefix
     bool depfile = false;                  ///< -MD
     std::string depfilePath, depTarget;    ///< -MF, -MT
+    bool depPhony = false;                 ///< -MP: an empty rule per prerequisite in the depfile
     std::string dumpAfter;                 ///< --dump-after=PASS ("all" for every pass)
     bool timePasses = false;
     bool verbose = false;
@@ -31,6 +32,7 @@ struct DriverOptions {
     int numSms = 0;                        ///< --num-sms: what build-time SM-count queries answer (0: the target's)
     bool werror = false, noWarnings = false;
     std::string color = "auto";            ///< --color=auto|always|never
+    std::string diagnosticsFormat = "text"; ///< -fdiagnostics-format=text|json|sarif
     bool resourceUsage = false;
     std::vector<std::string> ptxasOptions; ///< -Xptxas OPTS, one option per entry (passed to ptxas through NVRTC)
     bool lineInfo = false;                 ///< -lineinfo: line tables in PTX and cubins (they then hold absolute paths)
@@ -52,5 +54,9 @@ struct DriverOptions {
 /// receives outputs that go to standard output (--emit=ast without -o, dumps), `err` diagnostics.
 /// Never throws; returns an ExitCode.
 int runCompiler(const DriverOptions &opts, std::ostream &out, std::ostream &err);
+
+/// `tilec --version`'s text: `tilec VERSION (REVISION)` (no parentheses when `revision` is empty), then the
+/// NVRTC, CUDA headers and CUDA driver found at run time, each with its version, or where it was looked for.
+std::string versionReport(const std::string &version, const std::string &revision);
 
 } // namespace tilec

@@ -77,6 +77,25 @@ std::vector<std::string> tensorMapRules(const KernelInfo &v, const Signature &si
 /// thread-local `maps` array per variant), each statement indented by `in`.
 std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable &names, bool cxx, const std::string &in);
 
+/// The driver's name of a tensor map's element type (CU_TENSOR_MAP_DATA_TYPE_...).
+const char *tensorMapType(DType t);
+
+/// A tensor map as the launcher sees it: its tensor's parameter and element size, and its dimensions
+/// (innermost first, as C expressions) from which the encoding and TMA's rules take the byte strides.
+struct MapText {
+    size_t param = 0;
+    int64_t elemBytes = 1;
+    std::vector<std::string> dims;
+    /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
+    std::vector<std::string> strides(const std::string &type) const {
+        std::vector<std::string> out;
+        std::string stride = std::to_string(elemBytes);
+        for (size_t j = 0; j + 1 < dims.size(); ++j) out.push_back(stride = "(" + type + ")(" + dims[j] + ") * " + stride);
+        return out;
+    }
+};
+MapText mapText(const ir::Kernel &k, const ir::TensorMap &m, ExprPrinter &hp);
+
 /// `tilec_encode_tiled`: a tensor map through cuTensorMapEncodeTiled (the .cu: the driver's entry point found
 /// through the runtime; C: the driver API it links), copied instead from the caller's `tilec_map_cache` entry
 /// (this thread's last encoding of that map) when the inputs are that encoding's; and

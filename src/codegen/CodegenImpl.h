@@ -114,6 +114,17 @@ Signature signature(const KernelInfo &info, NameTable &names, bool exported = fa
 /// workspaces the function allocates.
 std::string describeLaunches(const KernelInfo &part);
 
+/// One parameter of a kernel's __global__ function, in order: Kernel::params (tensors, scalars), the T.dynamic
+/// sizes, the tensor maps. The device signature prints these; a .ptx/.cubin's sidecar lists them.
+struct DeviceParam {
+    enum Kind { Tensor, Scalar, DynamicSize, TensorMap } kind = Tensor;
+    std::string type;  ///< as the signature spells it, without the name
+    const void *key = nullptr; ///< the BufferNode or VarNode (its name in a NameTable); null for a tensor map
+    std::string name;  ///< the IR's name (a tensor map: its parameter name)
+    int map = -1;      ///< TensorMap: index into Kernel::tensorMaps
+};
+std::vector<DeviceParam> deviceParams(const KernelInfo &info);
+
 /// The device function of one kernel.
 std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag);
 

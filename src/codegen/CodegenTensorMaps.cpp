@@ -21,8 +21,6 @@ size_t paramOf(const Kernel &k, const Buffer &tensor) {
 }
 
 
-namespace {
-
 /// The driver's name of a tensor map's element type.
 const char *tensorMapType(DType t) {
     switch (t.kind) {
@@ -34,20 +32,6 @@ const char *tensorMapType(DType t) {
     }
 }
 
-/// A tensor map as the launcher sees it: its tensor's parameter and element size, and its dimensions
-/// (innermost first, as C expressions) from which the encoding and TMA's rules take the byte strides.
-struct MapText {
-    size_t param = 0;
-    int64_t elemBytes = 1;
-    std::vector<std::string> dims;
-    /// The byte stride of every dimension but the innermost, each dimension cast to `type`.
-    std::vector<std::string> strides(const std::string &type) const {
-        std::vector<std::string> out;
-        std::string stride = std::to_string(elemBytes);
-        for (size_t j = 0; j + 1 < dims.size(); ++j) out.push_back(stride = "(" + type + ")(" + dims[j] + ") * " + stride);
-        return out;
-    }
-};
 MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
     MapText t;
     t.param = paramOf(k, m.tensor);
@@ -55,6 +39,8 @@ MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {
     for (size_t j = m.tensor->shape.size(); j-- > 0;) t.dims.push_back(hp.print(m.tensor->shape[j]));
     return t;
 }
+
+namespace {
 
 /// The condition under which map `mi` of variant `v` is encoded over the zero tile: its tensor has no
 /// elements and no TMA store writes through the map ("" for never). Every element a transfer through it names

@@ -43,20 +43,15 @@ void compileC(const std::string &source, const std::string &baseName, const std:
               const std::string &compiler, const std::string &cudaInclude) {
     std::vector<std::string> argv = splitSpaces(compiler);
     if (argv.empty()) throw UsageError{"no C compiler to build '" + objPath + "' (set CC or --ccbin)"};
-    std::string absObj = objPath;
-    if (absObj.empty() || absObj[0] != '/') {
-        char cwd[4096];
-        if (!::getcwd(cwd, sizeof cwd)) throw UsageError{"cannot determine the working directory"};
-        absObj = std::string(cwd) + "/" + objPath;
-    }
 
     const char *tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tilec-XXXXXX";
     TempDir dir;
     if (!::mkdtemp(pattern.data())) throw UsageError{"cannot create a temporary directory in " + pattern.substr(0, pattern.size() - 13)};
     dir.path = pattern;
-    std::string cName = baseName + ".c", logName = "cc.log";
-    dir.files = {cName, logName};
+    // The object is made in the temporary folder too, then copied to objPath only when its bytes differ.
+    std::string cName = baseName + ".c", oName = baseName + ".o", logName = "cc.log";
+    dir.files = {cName, oName, logName};
     {
         std::ofstream f(dir.path + "/" + cName, std::ios::binary);
         f << source;
@@ -66,7 +61,7 @@ void compileC(const std::string &source, const std::string &baseName, const std:
     if (!cudaInclude.empty()) argv.push_back("-I" + cudaInclude);
     argv.push_back(cName);
     argv.push_back("-o");
-    argv.push_back(absObj);
+    argv.push_back(oName);
 
     std::vector<char *> cargv;
     for (auto &a : argv) cargv.push_back(a.data());
@@ -99,7 +94,10 @@ void compileC(const std::string &source, const std::string &baseName, const std:
     if (execFailed)
         throw UsageError{"cannot run the C compiler '" + argv[0] + "' (" + std::strerror(execErr) +
                          "); set CC or --ccbin to one"};
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        writeIfChanged(objPath, readFile(dir.path + "/" + oName));
+        return;
+    }
     std::ifstream logFile(logPath);
     std::ostringstream log;
     log << logFile.rdbuf();

@@ -5,8 +5,6 @@
 
 #include "tilec/Diagnostics.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -46,7 +44,7 @@ std::vector<std::string> nvrtcOptions(const std::string &arch, bool cubin, const
     if (opts.lineInfo) o.push_back("--generate-line-info");
     std::string all;
     for (auto &x : o) all += " " + x;
-    spdlog::debug("nvrtc:{}", all);
+    remark(nullptr, {}, "nvrtc:" + all);
     return o;
 }
 
@@ -78,7 +76,7 @@ DeviceBuild buildDevice(const Nvrtc &nvrtc, const GeneratedCode &code, const std
     setCurrentPhase("nvrtc");
     std::string dirs;
     for (auto &d : nvrtc.includeDirs()) dirs += " " + d;
-    spdlog::debug("nvrtc: {}, CUDA headers from{}", nvrtc.description(), dirs);
+    remark(nullptr, {}, "nvrtc: " + nvrtc.description() + ", CUDA headers from" + dirs);
 
     if (!cubins) {
         std::string arch = low.virtualArch();
@@ -113,7 +111,8 @@ DeviceBuild buildDevice(const Nvrtc &nvrtc, const GeneratedCode &code, const std
     return b;
 }
 
-std::string depfileText(const std::vector<std::string> &targets, const std::vector<std::string> &prerequisites) {
+std::string depfileText(const std::vector<std::string> &targets, const std::vector<std::string> &prerequisites,
+                        size_t phonyFrom) {
     // What both make and ninja read: `\ ` for a space, `\#` for '#', `$$` for '$'.
     auto escape = [](const std::string &s) {
         std::string r;
@@ -128,7 +127,9 @@ std::string depfileText(const std::vector<std::string> &targets, const std::vect
     for (auto &t : targets) text += (text.empty() ? "" : " ") + escape(t);
     text += ":";
     for (auto &p : prerequisites) text += " " + escape(p);
-    return text + "\n";
+    text += "\n";
+    for (size_t i = phonyFrom; i < prerequisites.size(); ++i) text += "\n" + escape(prerequisites[i]) + ":\n";
+    return text;
 }
 
 } // namespace tilec::driver

@@ -8,14 +8,13 @@
 
 #include "tilec/Check.h"
 #include "tilec/Codegen.h"
+#include "tilec/DiagnosticsFormat.h"
 #include "tilec/Frontend.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/Lower.h"
 #include "tilec/OptionValues.h"
 #include "tilec/Parser.h"
 #include "tilec/Tune.h"
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +60,11 @@ class Compilation {
         : opts_(o), out_(out), err_(err), diag_(sm_, err) {}
 
     int run();
+    /// An error outside the engine (the command line's, an internal one): printed as `text`, or, with
+    /// -fdiagnostics-format=json|sarif, kept as `message` of `phase` for the document finish() writes.
+    void driverError(const std::string &text, const std::string &message, const char *phase);
+    /// With -fdiagnostics-format=json|sarif: writes the document of every diagnostic.
+    void finish();
 
   private:
     void validateOptions();
@@ -80,9 +84,28 @@ class Compilation {
     DiagnosticEngine diag_;
     std::vector<Target> targets_;
     std::vector<std::string> imported_; ///< the files the input imports (for -MD)
+    std::optional<DiagnosticLog> log_;  ///< -fdiagnostics-format=json|sarif
 };
 
+void Compilation::driverError(const std::string &text, const std::string &message, const char *phase) {
+    if (!log_) {
+        err_ << text << "\n";
+        return;
+    }
+    log_->add(EmittedDiagnostic{Severity::Error, SourceRange{}, message, false, phase});
+}
+
+void Compilation::finish() {
+    if (log_) err_ << log_->render(sm_, TILEC_VERSION_STRING);
+}
+
 void Compilation::validateOptions() {
+    auto format = parseDiagnosticsFormat(opts_.diagnosticsFormat);
+    if (!format) throw UsageError{"unknown -fdiagnostics-format '" + opts_.diagnosticsFormat + "' (known: text, json, sarif)"};
+    if (*format != DiagnosticsFormat::Text) {
+        log_.emplace(*format);
+        diag_.setSink([this](const EmittedDiagnostic &d) { log_->add(d); });
+    }
     if (opts_.input.empty()) throw UsageError{"no input file"};
     for (auto &a : opts_.archs) {
         auto t = Target::parse(a);
@@ -122,6 +145,7 @@ void Compilation::validateOptions() {
     if (opts_.errorLimit < 0) throw UsageError{"--error-limit must be 0 (no limit) or positive"};
     if (opts_.numSms < 0) throw UsageError{"--num-sms must be positive"};
     if (!opts_.depfilePath.empty() && !opts_.depfile) throw UsageError{"-MF needs -MD"};
+    if (opts_.depPhony && !opts_.depfile) throw UsageError{"-MP needs -MD"};
     if (opts_.depfile && opts_.depfilePath.empty() && opts_.output.empty())
         throw UsageError{"-MD needs -MF PATH or -o PATH to name the depfile"};
     for (auto &m : opts_.filePrefixMaps)
@@ -182,12 +206,7 @@ FrontendOptions Compilation::frontendOptions() {
     return fo;
 }
 
-void Compilation::writeText(const std::string &path, const std::string &text) {
-    errno = 0;
-    std::ofstream f(path, std::ios::binary);
-    f << text;
-    if (!f) throw UsageError{"cannot write '" + path + "'" + (errno ? std::string(": ") + std::strerror(errno) : "")};
-}
+void Compilation::writeText(const std::string &path, const std::string &text) { driver::writeIfChanged(path, text); }
 
 /// Make syntax: every output is a target; the prerequisites are the files the outputs were made from.
 void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
@@ -196,14 +215,17 @@ void Compilation::writeDepfile(const std::vector<std::string> &outputs) {
     auto primary = std::find(targets.begin(), targets.end(), opts_.output);
     if (primary != targets.end()) std::rotate(targets.begin(), primary, primary + 1);
     if (!opts_.depTarget.empty()) targets = {opts_.depTarget};
-    // The device runtime is embedded in tilec: the outputs depend on the input and the modules it imports.
+    // The device runtime is embedded in tilec: the outputs depend on the input, the modules it imports (beside it,
+    // on -I, on TILEC_PATH) and the --tuned tables.
     std::vector<std::string> prerequisites;
     if (opts_.input != "-") prerequisites.push_back(opts_.input);
-    for (auto &f : imported_)
-        if (std::find(prerequisites.begin(), prerequisites.end(), f) == prerequisites.end()) prerequisites.push_back(f);
+    for (auto *files : std::initializer_list<const std::vector<std::string> *>{&imported_, &opts_.tuned})
+        for (auto &f : *files)
+            if (std::find(prerequisites.begin(), prerequisites.end(), f) == prerequisites.end()) prerequisites.push_back(f);
     std::string path = opts_.depfilePath;
     if (path.empty()) path = opts_.output.substr(0, opts_.output.size() - extensionOf(opts_.output).size()) + ".d";
-    writeText(path, driver::depfileText(targets, prerequisites));
+    size_t phonyFrom = !opts_.depPhony ? SIZE_MAX : opts_.input != "-" ? 1 : 0;
+    writeText(path, driver::depfileText(targets, prerequisites, phonyFrom));
 }
 
 /// The front end: parse, --tuned's configurations, evaluate, check. Nothing when the input has errors (reported).
@@ -214,7 +236,7 @@ std::optional<ir::Program> Compilation::frontEnd(int file, PassContext &ctx, tun
     auto module = ctx.run("parse", [&] { return parseModule(file, diag_); },
                           [](const std::optional<ast::Module> &m) { return m ? ast::dump(*m) : std::string(); });
     if (!module) return std::nullopt;
-    spdlog::debug("parsed {}: {} top-level statements", opts_.input, module->body.size());
+    remark(nullptr, {}, "parsed " + opts_.input + ": " + std::to_string(module->body.size()) + " top-level statements");
 
     // --tuned: the tables' configurations as exports; dispatchers replace kernels tuned at several sizes.
     if (!opts_.tuned.empty()) {
@@ -223,8 +245,7 @@ std::optional<ir::Program> Compilation::frontEnd(int file, PassContext &ctx, tun
         } catch (const std::invalid_argument &e) {
             throw UsageError{e.what()};
         }
-        for (auto &w : tuned.warnings)
-            if (!opts_.noWarnings) err_ << "tilec: " << (opts_.werror ? "error: " : "warning: ") << w << "\n";
+        for (auto &w : tuned.warnings) diag_.warning(SourceRange{}, w);
         if (opts_.werror && !tuned.warnings.empty()) return std::nullopt;
         bool filtered = !fo.kernels.empty();
         for (auto &[name, call] : tuned.exports) {
@@ -263,7 +284,7 @@ int Compilation::run() {
     diag_.setWarningsAsErrors(opts_.werror);
     diag_.setSuppressWarnings(opts_.noWarnings);
     diag_.setColor(opts_.color == "always" || (opts_.color == "auto" && &err_ == &std::cerr && isatty(2)));
-    if (opts_.verbose) spdlog::set_level(spdlog::level::debug);
+    if (opts_.verbose) setRemarks(true);
 
     std::string text = readInput();
     int file = sm_.add(opts_.input == "-" ? "<stdin>" : opts_.input, std::move(text));
@@ -293,13 +314,15 @@ int Compilation::run() {
     std::string headerPath = !opts_.header.empty() ? opts_.header : pathFor(".h");
 
     std::vector<std::string> outputs;
-    auto emit = [&](const std::string &path, const std::string &text) {
+    // `target`: a target of the depfile (the sidecars are not: a ninja rule declaring its outputs without them
+    // would reject a depfile naming them).
+    auto emit = [&](const std::string &path, const std::string &text, bool target = true) {
         if (path.empty()) {
             out_ << text;
             return;
         }
         writeText(path, text);
-        outputs.push_back(path);
+        if (target) outputs.push_back(path);
     };
     if (wantAst) emit(pathFor(".ast"), ir::print(*program));
 
@@ -355,9 +378,14 @@ int Compilation::run() {
                         break;
                     }
                 std::vector<DeviceImage> images;
+                // Each PTX or cubin file with its sidecar (PATH.json): entry names, parameters, launch shape.
+                auto emitImage = [&](const std::string &path, const DeviceImage &im) {
+                    emit(path, im.bytes);
+                    if (!path.empty()) emit(path + ".json", generateSidecar(lowered, co, im, device->loweredNames, diag_), false);
+                };
                 if (wantCubin)
-                    for (auto &c : device->cubins) emit(driver::cubinPath(stem, c.target, device->cubins.size()), c.bytes);
-                if (wantPtx) emit(pathFor(".ptx"), device->ptx.bytes);
+                    for (auto &c : device->cubins) emitImage(driver::cubinPath(stem, c.target, device->cubins.size()), c);
+                if (wantPtx) emitImage(pathFor(".ptx"), device->ptx);
                 if (wantC || wantObject) {
                     images = device->cubins;
                     images.push_back(device->ptx);
@@ -396,25 +424,30 @@ int Compilation::run() {
 
 int runCompiler(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
     Compilation c(opts, out, err);
+    int rc = ExitOk;
     try {
-        return c.run();
+        rc = c.run();
     } catch (const UsageError &e) {
-        err << "tilec: error: " << e.msg << "\n";
-        return ExitUsage;
+        c.driverError("tilec: error: " + e.msg, e.msg, "command-line");
+        rc = ExitUsage;
     } catch (const TooManyErrors &) {
-        err << "tilec: fatal error: too many errors emitted, stopping now [--error-limit=" << opts.errorLimit
-            << "]\n";
-        return ExitInputError;
+        std::string msg = "too many errors emitted, stopping now [--error-limit=" + std::to_string(opts.errorLimit) + "]";
+        c.driverError("tilec: fatal error: " + msg, msg, currentPhase());
+        rc = ExitInputError;
     } catch (const InternalError &e) {
-        err << e.what() << "\n";
-        return ExitInternal;
+        c.driverError(e.what(), e.what(), "internal-error");
+        rc = ExitInternal;
     } catch (const std::bad_alloc &) {
-        err << "internal error: in " << currentPhase() << ": out of memory\n";
-        return ExitInternal;
+        std::string msg = std::string("internal error: in ") + currentPhase() + ": out of memory";
+        c.driverError(msg, msg, "internal-error");
+        rc = ExitInternal;
     } catch (const std::exception &e) {
-        err << "internal error: in " << currentPhase() << ": unexpected exception: " << e.what() << "\n";
-        return ExitInternal;
+        std::string msg = std::string("internal error: in ") + currentPhase() + ": unexpected exception: " + e.what();
+        c.driverError(msg, msg, "internal-error");
+        rc = ExitInternal;
     }
+    c.finish();
+    return rc;
 }
 
 } // namespace tilec

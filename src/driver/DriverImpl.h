@@ -8,9 +8,11 @@
 #include "tilec/Driver.h"
 #include "tilec/IR.h"
 
+#include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tilec::driver {
@@ -30,7 +32,7 @@ struct DeviceBuild {
     std::vector<std::string> ptxPerTarget;    ///< per target: the PTX its cubin came from
     std::vector<std::vector<PtxasFunctionInfo>> ptxas; ///< per target: ptxas's figures per kernel
     std::string log;                          ///< NVRTC's messages of every compilation, in target order
-    DeviceImage ptx;                          ///< the lowest target's PTX, for JIT on newer devices
+    DeviceImage ptx;                          ///< the lowest target's PTX (newer devices JIT it unless arch-specific)
     std::vector<std::string> loweredNames;    ///< per kernel of GeneratedCode::kernels
     double milliseconds = 0;                  ///< wall time in NVRTC
 };
@@ -47,7 +49,7 @@ const Target &lowestTarget(const std::vector<Target> &targets);
 std::string cubinPath(const std::string &stem, const Target &t, size_t targetCount);
 
 /// Compiles C source to an object file with `compiler` (a command, split at spaces, e.g. "ccache gcc") as
-/// `compiler -c -fPIC -O2 -I<cudaInclude> NAME.c -o objPath`, run in a private temporary directory so that
+/// `compiler -c -fPIC -O2 -I<cudaInclude> NAME.c -o NAME.o`, run in a private temporary directory so that
 /// the object names the source `baseName.c` whatever the machine. Throws UsageError when the compiler
 /// cannot be run, InternalError when it rejects the code.
 void compileC(const std::string &source, const std::string &baseName, const std::string &objPath,
@@ -59,7 +61,18 @@ void compileC(const std::string &source, const std::string &baseName, const std:
 void printResourceUsage(std::ostream &os, const ir::Program &evaluated, const GeneratedCode &code,
                         const std::vector<Target> &targets, const DeviceBuild *device, const std::string &why);
 
-/// Writes a make/ninja depfile: `targets: prerequisites`, with spaces, `#` and `$` escaped.
-std::string depfileText(const std::vector<std::string> &targets, const std::vector<std::string> &prerequisites);
+/// A make/ninja depfile: `targets: prerequisites`, with spaces, `#` and `$` escaped; then (-MP) an empty
+/// rule `prerequisite:` for each prerequisite from index `phonyFrom` on (the input's own is left out, as gcc
+/// does), so that a module deleted or renamed does not stop make with "No rule to make target".
+std::string depfileText(const std::vector<std::string> &targets, const std::vector<std::string> &prerequisites,
+                        size_t phonyFrom = SIZE_MAX);
+
+/// Writes `bytes` to `path` unless the file already holds exactly them, in which case it is not touched (its
+/// mtime kept, so make and ninja's restat rebuild nothing that depends on it). Written through a temporary file
+/// in the same folder renamed over `path`. Returns whether it wrote; a UsageError when it cannot.
+bool writeIfChanged(const std::string &path, std::string_view bytes);
+
+/// The bytes of the file at `path`; a UsageError when it cannot be read.
+std::string readFile(const std::string &path);
 
 } // namespace tilec::driver

@@ -17,7 +17,6 @@
 /// parameters in the def's order, then the T.empty outputs in the order they are made.
 #include "eval/InterpImpl.h"
 
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <functional>
@@ -89,12 +88,6 @@ constexpr PassConfigKey kPassConfigKeys[] = {
     {"CUDA_KERNELS_OUTPUT_DIR", "cuda.kernels_output_dir", PassEffect::None},
 };
 
-std::string locationText(Interp &in, const SourceRange &r) {
-    const SourceManager &sm = in.diag().sources();
-    if (!r.valid() || r.file >= sm.fileCount()) return "tilec";
-    return sm.name(r.file) + ":" + std::to_string(r.line) + ":" + std::to_string(r.col);
-}
-
 /// Reads `pass_configs={...}` into the function's switches; unknown keys are a warning at the dict.
 void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
     if (a.value.is(VK::None)) return;
@@ -108,9 +101,8 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
             continue;
         }
         if (it->effect == PassEffect::None) {
-            spdlog::debug("{}: note: pass config '{}' tunes a TileLang pass tilec does not have; ignored (it does not "
-                          "change what the kernel computes)",
-                          locationText(in, a.range), key);
+            remark(&in.diag().sources(), a.range, "pass config '" + key + "' tunes a TileLang pass tilec does not have; "
+                                                              "ignored (it does not change what the kernel computes)");
             continue;
         }
         bool on = in.toBool({v, a.range}, "a pass config's value");
@@ -119,8 +111,8 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
         const char *as = it->effect == PassEffect::NoTma      ? "as --no-tma for this kernel"
                          : it->effect == PassEffect::FastMath ? "as --use_fast_math for this kernel"
                                                               : "as --no-warp-specialize for this kernel";
-        spdlog::debug("{}: note: pass config '{}' = {}: {}", locationText(in, a.range), key, on ? "True" : "False",
-                      on ? as : "no effect");
+        remark(&in.diag().sources(), a.range,
+               "pass config '" + key + "' = " + (on ? "True" : "False") + ": " + (on ? as : "no effect"));
     }
 }
 

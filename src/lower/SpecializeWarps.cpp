@@ -5,8 +5,7 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IRUses.h"
 
-#include <spdlog/spdlog.h>
-
+#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
@@ -81,8 +80,7 @@ class Specializer {
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
 
     void log(const SourceRange &at, const std::string &what) const {
-        std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
-        spdlog::debug("{}:{}:{}: kernel '{}' ({}): {}", file, at.line, at.col, k_.name, t_.name, what);
+        remark(sources_, at, "kernel '" + k_.name + "' (" + t_.name + "): " + what);
     }
     std::nullptr_t no(std::string why) {
         why_ = std::move(why);
@@ -557,14 +555,15 @@ Program specializeWarps(const Program &p, const Variant &v, DiagnosticEngine *di
         if (asked(*k) && !(t.sm == 90 && t.archSpecific))
             refuse(*k, "tilec's clusters share tiles by TMA multicast, which it uses on sm_90a only");
     auto dropped = [&](const Kernel &k, const char *why) {
-        if (asked(k)) spdlog::debug("{}: kernel '{}' launches without the clusters of T.ClusterKernel ({})", t.name, k.name, why);
+        if (asked(k)) remark(nullptr, {}, t.name + ": kernel '" + k.name + "' launches without the clusters of T.ClusterKernel (" + why + ")");
     };
     if (!v.hasTma() || !o.warpSpecialize) {
         for (auto &k : p.kernels) dropped(*k, "the variant without TMA, --no-tma or --no-warp-specialize");
-        spdlog::debug("{}: no warp specialization ({}): tile copies cp.async (T.gemm on wgmma where cpAsyncWgmma can)", t.name,
-                      !o.warpSpecialize ? "--no-warp-specialize"
-                      : t.sm < 90       ? "no TMA or wgmma on the target"
-                                        : "the variant without TMA, or --no-tma");
+        remark(nullptr, {}, t.name + ": no warp specialization (" +
+                                std::string(!o.warpSpecialize ? "--no-warp-specialize"
+                                            : t.sm < 90       ? "no TMA or wgmma on the target"
+                                                              : "the variant without TMA, or --no-tma") +
+                                "): tile copies cp.async (T.gemm on wgmma where cpAsyncWgmma can)");
         return p;
     }
     Program out;

@@ -11,8 +11,6 @@
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/Staging.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 namespace tilec::passes {
@@ -128,8 +126,7 @@ class Stager : public IRMutator {
     int wgM_ = 0, wgN_ = 0;
 
     void log(const SourceRange &at, const std::string &what) const {
-        std::string file = sources_ && at.valid() && at.file < sources_->fileCount() ? sources_->name(at.file) : "tilec";
-        spdlog::debug("{}:{}:{}: kernel '{}' ({}): {}", file, at.line, at.col, k_.name, t_.name, what);
+        remark(sources_, at, "kernel '" + k_.name + "' (" + t_.name + "): " + what);
     }
 
     /// Why `e` cannot take the staged epilogue ("" when it can); chooses the pieces and buffers.

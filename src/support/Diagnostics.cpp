@@ -2,6 +2,8 @@
 /// Diagnostic printing in clang's format, and internal errors.
 #include "tilec/Diagnostics.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -81,6 +83,12 @@ void DiagnosticEngine::report(Severity s, const SourceRange &r, const std::strin
     }
     if (s != Severity::Note) lastSuppressed_ = false;
     if (s == Severity::Error && errorLimit_ > 0 && errors_ >= errorLimit_) throw TooManyErrors{};
+    if (sink_) {
+        sink_(EmittedDiagnostic{s, r, msg, promoted, currentPhase()});
+        if (s == Severity::Error) ++errors_;
+        if (s == Severity::Warning) ++warnings_;
+        return;
+    }
     if (consumer_) consumer_(s, r, promoted ? msg + " [-Werror]" : msg);
     else print(s, r, msg, promoted);
     if (s == Severity::Error) ++errors_;
@@ -121,6 +129,19 @@ thread_local const char *g_phase = "driver";
 }
 void setCurrentPhase(const char *name) { g_phase = name; }
 const char *currentPhase() { return g_phase; }
+
+void setRemarks(bool on) {
+    spdlog::set_pattern("%v"); // the remark's own text, no timestamp or level
+    spdlog::set_level(on ? spdlog::level::debug : spdlog::level::info);
+}
+
+void remark(const SourceManager *sources, const SourceRange &at, const std::string &msg) {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    if (sources && at.valid() && at.file < sources->fileCount())
+        spdlog::debug("{}:{}:{}: remark: {}", sources->name(at.file), at.line, at.col, msg);
+    else
+        spdlog::debug("tilec: remark: {}", msg);
+}
 
 void internalError(const char *file, int line, const std::string &msg) {
     std::string f = file;

@@ -4,6 +4,9 @@
 /// nvcc-style spellings (`-arch=sm_90a`, `-Werror`, `-MD -MF f.d`, `-o`, `-H`, `-DNAME=VALUE`, `-lineinfo`,
 /// `-ccbin`) are mapped to CLI11's long options before parsing, because CLI11 only knows one-letter short
 /// options. `-Xptxas OPTS` (and `--ptxas-options`) are taken out beforehand: their values start with '-'.
+#include "CliDocs.h"
+
+#include "tilec/DiagnosticsFormat.h"
 #include "tilec/Driver.h"
 #include "tilec/Lsp.h"
 #include "tilec/Target.h"
@@ -11,16 +14,26 @@
 
 #include <CLI/CLI.hpp>
 
+#ifndef TILEC_VERSION_STRING
+#define TILEC_VERSION_STRING "unknown"
+#endif
+#ifndef TILEC_REVISION
+#define TILEC_REVISION ""
+#endif
+
 #include <iostream>
 #include <string>
 #include <vector>
 
 namespace {
 
+/// The options written with one dash though they are long (nvcc's and gcc's spellings).
+const std::vector<std::string> kLong = {"arch", "Werror", "MD", "MF", "MT", "MP", "lineinfo", "ccbin", "use_fast_math",
+                                        "fdiagnostics-format"};
+
 /// Rewrites the single-dash multi-letter options into their long forms; moves the -Xptxas values (each a
 /// comma-separated list, as nvcc takes them) to `ptxas`.
 std::vector<std::string> normalizeArgs(int argc, char **argv, std::vector<std::string> &ptxas, bool &missingValue) {
-    static const char *const kLong[] = {"arch", "Werror", "MD", "MF", "MT", "lineinfo", "ccbin", "use_fast_math"};
     std::vector<std::string> args;
     bool afterDashDash = false;
     for (int i = 1; i < argc; ++i) {
@@ -41,8 +54,7 @@ std::vector<std::string> normalizeArgs(int argc, char **argv, std::vector<std::s
             if (taken) continue;
         }
         if (!afterDashDash && a.size() > 2 && a[0] == '-' && a[1] != '-') {
-            for (const char *l : kLong) {
-                std::string name = l;
+            for (const std::string &name : kLong) {
                 if (a.compare(1, name.size(), name) == 0 && (a.size() == name.size() + 1 || a[name.size() + 1] == '=')) {
                     a = "-" + a;
                     break;
@@ -69,6 +81,54 @@ std::vector<std::string> splitCommas(const std::vector<std::string> &v) {
     return out;
 }
 
+/// The options of `tilec tune` (its own command line, the man page and the completions).
+void addTuneOptions(CLI::App &app, tilec::tune::Options &o, std::vector<std::string> &archs) {
+    app.option_defaults()->always_capture_default(false);
+    app.add_option("input", o.input, "the .tile file")->required();
+    app.add_option("--kernel", o.kernel, "the module-level kernel to tune")->required();
+    app.add_option("--space", o.space, "the search space: 'block_M=64,128;num_stages=2,3' (default: the factory's "
+                                       "@autotune(configs=...))");
+    app.add_option("--sizes", o.sizes, "values of the T.dynamic sizes to tune at: 'm=1,16,128,1024,8192'");
+    app.add_option("--arch", archs, "targets to build for (default: the local GPU's)")->delimiter(',');
+    app.add_option("-o", o.output, "the table to write (NAME.tune.json)")->required();
+    app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE");
+    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
+    app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
+    app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
+    app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
+    app.add_option("--budget", o.budget, "seconds after which the configurations not yet run are recorded as not_run "
+                                         "and the table is written (default: no limit)");
+    app.add_option("--tolerance", o.tolerance, "relative tolerance of the output check (default: 8 units of the "
+                                               "output type's roundoff)");
+    app.add_option("--tilec", o.tilec, "the tilec that compiles the configurations (default: this one)");
+    app.add_flag("-v,--verbose", o.verbose, "keep the working files and say where");
+}
+
+const char *const kTuneDescription =
+    "tilec tune: searches tile configurations on the local GPU and writes the table --tuned reads";
+
+/// A mistake on the command line, found before the compilation starts, in the -fdiagnostics-format the
+/// arguments ask for (text when they name none, or an unknown one).
+void usageError(int argc, char **argv, const std::string &msg) {
+    std::string format = "text";
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        for (std::string opt : {"-fdiagnostics-format", "--fdiagnostics-format"}) {
+            if (a.rfind(opt + "=", 0) == 0) format = a.substr(opt.size() + 1);
+            else if (a == opt && i + 1 < argc) format = argv[i + 1];
+        }
+    }
+    auto f = tilec::parseDiagnosticsFormat(format);
+    if (!f || *f == tilec::DiagnosticsFormat::Text) {
+        std::cerr << "tilec: error: " << msg << "\n";
+        return;
+    }
+    tilec::SourceManager none;
+    tilec::DiagnosticLog log(*f);
+    log.add(tilec::EmittedDiagnostic{tilec::Severity::Error, tilec::SourceRange{}, msg, false, "command-line"});
+    std::cerr << log.render(none, TILEC_VERSION_STRING);
+}
+
 /// Parses the arguments after `tilec SUBCOMMAND` (`-arch` spelled as nvcc spells it). -1 when they parsed, else
 /// the exit code (after --help, or a usage error).
 int parseSubcommand(CLI::App &app, int argc, char **argv) {
@@ -92,28 +152,9 @@ int parseSubcommand(CLI::App &app, int argc, char **argv) {
 /// `tilec tune FILE.tile --kernel NAME ...` (include/tilec/Tune.h).
 int tuneMain(int argc, char **argv) {
     tilec::tune::Options o;
-    CLI::App app{"tilec tune: searches tile configurations on the local GPU and writes the table --tuned reads",
-                 "tilec tune"};
-    app.option_defaults()->always_capture_default(false);
+    CLI::App app{kTuneDescription, "tilec tune"};
     std::vector<std::string> archs;
-    app.add_option("input", o.input, "the .tile file")->required();
-    app.add_option("--kernel", o.kernel, "the module-level kernel to tune")->required();
-    app.add_option("--space", o.space, "the search space: 'block_M=64,128;num_stages=2,3' (default: the factory's "
-                                       "@autotune(configs=...))");
-    app.add_option("--sizes", o.sizes, "values of the T.dynamic sizes to tune at: 'm=1,16,128,1024,8192'");
-    app.add_option("--arch", archs, "targets to build for (default: the local GPU's)")->delimiter(',');
-    app.add_option("-o", o.output, "the table to write (NAME.tune.json)")->required();
-    app.add_option("-D", o.defines, "override a module-level constant: NAME=VALUE");
-    app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
-    app.add_option("--warmup", o.warmup, "untimed runs per configuration and size (default 3)");
-    app.add_option("--reps", o.reps, "timed runs per configuration and size; the median counts (default 25)");
-    app.add_option("-j,--jobs", o.jobs, "configurations compiled at once (default: the machine's cores)");
-    app.add_option("--budget", o.budget, "seconds after which the configurations not yet run are recorded as not_run "
-                                         "and the table is written (default: no limit)");
-    app.add_option("--tolerance", o.tolerance, "relative tolerance of the output check (default: 8 units of the "
-                                               "output type's roundoff)");
-    app.add_option("--tilec", o.tilec, "the tilec that compiles the configurations (default: this one)");
-    app.add_flag("-v,--verbose", o.verbose, "keep the working files and say where");
+    addTuneOptions(app, o, archs);
     if (int rc = parseSubcommand(app, argc, argv); rc >= 0) return rc;
     o.archs = splitCommas(archs);
     return tilec::tune::run(o, std::cout, std::cerr);
@@ -163,6 +204,7 @@ int main(int argc, char **argv) {
     app.add_flag("--MD", o.depfile, "write a make/ninja depfile");
     app.add_option("--MF", o.depfilePath, "the depfile's path");
     app.add_option("--MT", o.depTarget, "the depfile's target");
+    app.add_flag("--MP", o.depPhony, "add an empty rule per dependency to the depfile (as gcc -MP)");
     app.add_flag("--resource-usage", o.resourceUsage, "print each kernel's resources (to standard error)");
     app.add_flag("--no-tma", o.noTma,
                  "No TMA tile loads on any target (TileLang's tl.disable_tma_lower): cp.async pipelines and mma.sync");
@@ -209,9 +251,38 @@ int main(int argc, char **argv) {
     app.add_option("--error-limit", o.errorLimit, "stop after N errors (0: no limit; default 20)");
     app.add_flag("--Werror", o.werror, "make warnings errors");
     app.add_flag("-w", o.noWarnings, "suppress warnings");
+    app.add_option("--fdiagnostics-format", o.diagnosticsFormat,
+                   "diagnostics as text (default), json (gcc's layout) or sarif (SARIF 2.1.0), on standard error")
+        ->check(CLI::IsMember({"text", "json", "sarif"}));
     app.add_option("--color", o.color, "colour diagnostics: auto, always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
-    app.set_version_flag("--version", "tilec 0.1.0");
+    app.set_version_flag("--version", [] {
+        std::string r = tilec::versionReport(TILEC_VERSION_STRING, TILEC_REVISION);
+        return r.substr(0, r.size() - 1); // CLI11 ends the line
+    }, "print the version, the revision and the NVRTC, CUDA headers and driver found, then exit");
+    app.footer("Subcommand:\n  tilec tune FILE.tile --kernel NAME -o TABLE [OPTIONS]\n"
+               "                              search tile configurations on the local GPU for --tuned "
+               "(tilec tune --help)");
+    // The man page and completions, made from the options above (and tune's): they list every one.
+    tilec::tune::Options tuneOptions;
+    std::vector<std::string> tuneArchs;
+    CLI::App tuneApp{kTuneDescription, "tilec tune"};
+    addTuneOptions(tuneApp, tuneOptions, tuneArchs);
+    tilec::cli::DocOptions docs{TILEC_VERSION_STRING, kLong, {}};
+    docs.values["--color"] = {"auto", "always", "never"};
+    docs.values["--fdiagnostics-format"] = {"text", "json", "sarif"};
+    docs.values["--emit"] = {"cuda", "ptx", "cubin", "header", "ast", "ir", "torch", "xla-ffi"};
+    for (auto &t : splitCommas({tilec::Target::knownNames()})) docs.values["--arch"].push_back(t.substr(t.find_first_not_of(' ')));
+    app.add_flag_callback("--help-man", [&] {
+        std::cout << tilec::cli::manPage(app, tuneApp, docs);
+        throw CLI::Success();
+    }, "print the man page (roff) and exit: tilec --help-man > tilec.1");
+    app.add_option_function<std::string>("--completion", [&](const std::string &shell) {
+        std::string script = tilec::cli::completion(shell, app, tuneApp, docs);
+        if (script.empty()) throw CLI::ValidationError("--completion", "the shell must be bash or zsh");
+        std::cout << script;
+        throw CLI::Success();
+    }, "print the completion script of SHELL (bash or zsh) and exit");
 
     std::vector<std::string> ptxas;
     bool ptxasMissing = false;
@@ -220,11 +291,11 @@ int main(int argc, char **argv) {
     } catch (const CLI::Success &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
-        std::cerr << "tilec: error: " << e.what() << "\n";
+        usageError(argc, argv, e.what());
         return tilec::ExitUsage;
     }
     if (ptxasMissing) {
-        std::cerr << "tilec: error: -Xptxas needs a value, e.g. -Xptxas -v\n";
+        usageError(argc, argv, "-Xptxas needs a value, e.g. -Xptxas -v");
         return tilec::ExitUsage;
     }
     o.ptxasOptions = splitCommas(ptxas);
