@@ -5,13 +5,13 @@
 /// expressions, the kernel's threads and dynamic shared memory, and the tensor maps' dimensions (mapText).
 #include "codegen/CodegenHostParts.h"
 
-#include "tune/Json.h"
+#include "support/Json.h"
 
 namespace tilec {
 
 using namespace codegen;
 using namespace ir;
-namespace json = tune::json;
+// json: tilec::json (src/support/Json.h)
 
 namespace {
 

@@ -2,13 +2,13 @@
 /// -fdiagnostics-format=json|sarif (include/tilec/DiagnosticsFormat.h).
 #include "tilec/DiagnosticsFormat.h"
 
-#include "tune/Json.h"
+#include "support/Json.h"
 
 #include <algorithm>
 
 namespace tilec {
 
-namespace json = tune::json;
+// json: tilec::json (src/support/Json.h)
 
 namespace {
 

@@ -2,7 +2,7 @@
 /// T.reshape / T.view (src/eval/TileLangViews.cpp) run on the CPU simulator: element accesses through views of a
 /// global tensor, a shared buffer (written through a view by each thread, read back in the buffer's own shape by
 /// another thread) and a local array land on the same elements as row-major indexing of the buffer would.
-#include "LowerSimulator.h"
+#include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
