@@ -138,8 +138,14 @@ Value clamp(Interp &in, CallArgs &args) {
 
 Value ifThenElse(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.if_then_else", {"cond", "t", "f"});
-    if (auto c = constOf(a[0]->value); c && !a[0]->value.is(VK::Expr))
-        return *c ? a[1]->value : a[2]->value;
+    if (auto c = constOf(a[0]->value); c && !a[0]->value.is(VK::Expr)) {
+        // The chosen operand's value: a constant stays one (folded while tracing); anything else (a T.alloc_var
+        // name, a buffer element) is read here, so that `x = T.if_then_else(True, y, z)` stores y's value into
+        // x rather than making x another name of y (the differential fuzzer's front-end oracle found it).
+        const auto &chosen = *c ? a[1] : a[2];
+        if (constOf(chosen->value) && !chosen->value.is(VK::Expr)) return chosen->value;
+        return Value::ofExpr(in.toExpr(*chosen, "value"));
+    }
     ir::Expr cond = in.toExpr(*a[0], "condition");
     if (!cond->dtype.isBool()) {
         if (cond->dtype.isFloat())

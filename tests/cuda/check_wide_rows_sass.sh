@@ -19,11 +19,12 @@ grep -E "entry function|registers" "$log"
 CUOBJDUMP=$("$(dirname "$0")/find_cuobjdump.sh" "$NVCC" | head -1)
 [ -n "$CUOBJDUMP" ] || { echo "SKIP: no cuobjdump (pip install nvidia-cuda-cuobjdump): the SASS was not checked"; exit 77; }
 "$CUOBJDUMP" -sass "$cubin" >"$sass" 2>&1 || { cat "$sass"; echo "FAIL: $CUOBJDUMP could not read $cubin"; exit 1; }
-# count VARIANT OPCODE: the instructions of that exact opcode in the variant's function
+# count VARIANT OPCODE: the instructions of that opcode in the variant's function, with or without further
+# modifiers (LDG.E.U16 counts LDG.E.U16.CONSTANT: read-only __restrict__ tensors load through that cache)
 count() {
     awk -v v="_$1" -v op="$2" '
         /Function :/ { inside = index($0, v "P") > 0 }
-        inside { for (i = 1; i <= NF; ++i) { t = $i; sub(/;$/, "", t); if (t == op) n++ } }
+        inside { for (i = 1; i <= NF; ++i) { t = $i; sub(/;$/, "", t); if (t == op || index(t, op ".") == 1) n++ } }
         END { print n + 0 }' "$sass"
 }
 fail=0

@@ -126,7 +126,8 @@ TEST(EvalTrace, ExampleDetails) {
     EXPECT_EQ(ir::constInt(k->grid[2]), 8);
     EXPECT_EQ(k->blockIdx[2]->name, "bz");
     EXPECT_EQ(k->allocs.size(), 10u);
-    EXPECT_NE(fa.diags().find("warning"), std::string::npos); // the region placement warning
+    EXPECT_EQ(fa.diags().find("warning"), std::string::npos); // the example writes its regions out: no warning (its
+    // point-indexed seed form, tests/lit/sema/Inputs/flash_attn_point_indexed.tile, keeps the warning)
 }
 
 TEST(EvalTrace, DefinesChangeTheKernel) {

@@ -87,7 +87,9 @@ struct Printer {
             line(ind + 1, "T.atomic_add(Z[(i * " + num(o.dr) + " + j + bx) % " + num(p.zn) + "], " + o.src + "[i, j])");
             return;
         case GOp::Gemm: {
-            if (!o.clearAccum) line(ind, "T.clear(acc)");
+            // clear_accum clears only in a trip of the loop: with a dynamic K of 0 there is none, and reading acc
+            // after it would read registers nothing wrote (undefined, not a miscompile: seeds 12696812, 12942427).
+            if (!o.clearAccum || p.dynamic) line(ind, "T.clear(acc)");
             const std::string K = p.dynamic ? "kk" : num(p.gk);
             std::string loop = o.stages > 0 ? "T.Pipelined(T.ceildiv(" + K + ", BK), num_stages=" + num(o.stages) + ")"
                                             : "T.serial(T.ceildiv(" + K + ", BK))";
