@@ -2,12 +2,11 @@
 /// wgmma on the cp.async path (include/tilec/passes/CpAsyncWgmma.h).
 #include "tilec/passes/CpAsyncWgmma.h"
 
+#include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/SpecializeWarps.h"
-
-#include <spdlog/spdlog.h>
 
 #include <map>
 #include <memory>
@@ -77,7 +76,7 @@ std::string whyNot(const Kernel &k, const std::vector<const Gemm *> &gemms) {
 
 } // namespace
 
-Program cpAsyncWgmma(const Program &p, const Variant &v) {
+Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *sources) {
     if (!v.target.hasWgmma()) return p;
     Program out;
     bool changed = false;
@@ -89,11 +88,11 @@ Program cpAsyncWgmma(const Program &p, const Variant &v) {
             continue;
         }
         if (std::string why = whyNot(*k, g.found); !why.empty()) {
-            spdlog::debug("{}: kernel '{}' keeps mma.sync for its T.gemms on the cp.async path: {}", v.target.name, k->name, why);
+            remark(sources, k->launchLoc, "kernel '" + k->name + "' (" + v.target.name + ") keeps mma.sync for its T.gemms on the cp.async path: " + why);
             out.kernels.push_back(k);
             continue;
         }
-        spdlog::debug("{}: kernel '{}' runs its {} T.gemm(s) on wgmma over cp.async tiles", v.target.name, k->name, g.found.size());
+        remark(sources, k->launchLoc, "kernel '" + k->name + "' (" + v.target.name + ") runs its " + std::to_string(g.found.size()) + " T.gemm(s) on wgmma over cp.async tiles");
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = MarkAll().mutate(k->body);
         out.kernels.push_back(nk);

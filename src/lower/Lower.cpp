@@ -61,7 +61,7 @@ const std::vector<Pass> &table() {
         {"specializeWarps", always,
          [](const Program &p, PassState &s) { return passes::specializeWarps(p, s.variant, &s.diag); }, true},
         // sm_90a kernels left on the cp.async path run their T.gemms on wgmma where every one can.
-        {"cpAsyncWgmma", always, [](const Program &p, PassState &s) { return passes::cpAsyncWgmma(p, s.variant); }, true},
+        {"cpAsyncWgmma", always, [](const Program &p, PassState &s) { return passes::cpAsyncWgmma(p, s.variant, &s.diag.sources()); }, true},
         // Which thread holds which fragment element and runs which iteration.
         {"inferLayouts", always,
          [](const Program &p, PassState &s) {

@@ -2,6 +2,7 @@
 /// wgmma for the T.gemms of kernels that keep the cp.async path on sm_90a.
 #pragma once
 
+#include "tilec/Diagnostics.h"
 #include "tilec/IR.h"
 #include "tilec/LoweringOptions.h"
 
@@ -16,6 +17,6 @@ namespace tilec::passes {
 /// keeps one layout. The wgmmas are then issued and waited for at once (placeWgmmaWaits), their operand tiles
 /// placed at 1024-byte boundaries (planSharedMemory) behind a proxy fence where threads wrote them.
 /// `-v` says per kernel which it chose and why not.
-ir::Program cpAsyncWgmma(const ir::Program &p, const Variant &v);
+ir::Program cpAsyncWgmma(const ir::Program &p, const Variant &v, const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes
