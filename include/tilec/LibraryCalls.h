@@ -131,9 +131,13 @@ bool isCall(const ir::Stmt &s, lib::Fn f);
 /// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);
 
-/// The shared buffers a library call hands over as swizzled tiles in the mma.sync path's row swizzle
-/// (swizzle.cuh): a transfer's destination, an mma.sync GEMM's shared operands (with the Load of each, for its
-/// index). TMA tiles and wgmma operands are in the panel layout their instructions define, not these.
+/// The shared buffers a library call hands over as swizzled tiles in the row swizzle of swizzle.cuh: a
+/// transfer's destination, a GEMM's shared operands (with the Load of each, for its index). For wgmma operands
+/// that swizzle is wgmma's own mode (rows of 32, 64 or 128 bytes: cpAsyncWgmma); TMA tiles read by wgmma have
+/// no other accesses.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
+
+/// The shared operands of a wgmma call (tilec.wgmma_ss: A and B; tilec.wgmma_rs: B); empty for other calls.
+std::vector<const ir::Load *> wgmmaSharedOperands(const ir::Call &c);
 
 } // namespace tilec::passes

@@ -161,21 +161,32 @@ bool isCall(const Stmt &s, lib::Fn f) {
 
 bool isTileTransfer(const Call &c) { return lib::is(c, lib::Fn::CopyG2S) || lib::is(c, lib::Fn::CopyG2SWait); }
 
-std::vector<const Load *> swizzledOperands(const Call &c) {
-    std::vector<const char *> at;
-    lib::Fn f = lib::Fn::AddressOf;
-    if (lib::is(c, lib::Fn::GemmSS)) at = {"a", "b"}, f = lib::Fn::GemmSS;
-    else if (lib::is(c, lib::Fn::GemmRS)) at = {"b"}, f = lib::Fn::GemmRS;
-    else if (lib::is(c, lib::Fn::WgmmaSS)) at = {"a", "b"}, f = lib::Fn::WgmmaSS; // TMA tiles have no other
-    else if (lib::is(c, lib::Fn::WgmmaRS)) at = {"b"}, f = lib::Fn::WgmmaRS;      // accesses to swizzle
-    else if (isTileTransfer(c)) at = {"dst"}, f = lib::find(c.name)->fn;
+namespace {
+
+/// The shared-memory Loads behind the address arguments `names` of call `c` to `f`.
+std::vector<const Load *> sharedArgs(const Call &c, lib::Fn f, std::initializer_list<const char *> names) {
     std::vector<const Load *> out;
-    for (const char *name : at) {
+    for (const char *name : names) {
         size_t i = lib::argIndex(f, name);
         const Load *l = i < c.args.size() ? addressedLoad(c.args[i]) : nullptr;
         if (l && l->buffer && l->buffer->scope == Scope::Shared) out.push_back(l);
     }
     return out;
+}
+
+} // namespace
+
+std::vector<const Load *> wgmmaSharedOperands(const Call &c) {
+    if (lib::is(c, lib::Fn::WgmmaSS)) return sharedArgs(c, lib::Fn::WgmmaSS, {"a", "b"});
+    if (lib::is(c, lib::Fn::WgmmaRS)) return sharedArgs(c, lib::Fn::WgmmaRS, {"b"});
+    return {};
+}
+
+std::vector<const Load *> swizzledOperands(const Call &c) {
+    if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
+    if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
+    if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
+    return wgmmaSharedOperands(c); // TMA tiles have no other accesses to swizzle
 }
 
 } // namespace tilec::passes

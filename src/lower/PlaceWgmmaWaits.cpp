@@ -99,14 +99,9 @@ struct GenericWrites : IRVisitor {
 
 /// Whether a wgmma of stmts[from, to) reads a shared operand in `generic`.
 bool readsGenericWrites(const std::vector<Stmt> &stmts, size_t from, size_t to, const std::set<const BufferNode *> &generic) {
-    for (size_t i = from; i < to; ++i) {
-        const Call &g = *callOf(stmts[i]);
-        const lib::Fn f = lib::is(g, lib::Fn::WgmmaRS) ? lib::Fn::WgmmaRS : lib::Fn::WgmmaSS;
-        for (const char *n : {"a", "b"}) {
-            if (f == lib::Fn::WgmmaRS && n[0] == 'a') continue;
-            if (const Load *l = addressedLoad(lib::arg(g, f, n)); l && generic.count(l->buffer.get())) return true;
-        }
-    }
+    for (size_t i = from; i < to; ++i)
+        for (const Load *l : wgmmaSharedOperands(*callOf(stmts[i])))
+            if (generic.count(l->buffer.get())) return true;
     return false;
 }
 

@@ -32,11 +32,7 @@ struct Mentions : IRVisitor {
         if (lib::is(op, lib::Fn::TmaStoreTile))
             if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaStoreTile, "src"))) tmaTiles->insert(l->buffer.get());
         // wgmma's swizzle modes follow address bits: its operand tiles (cp.async ones too) sit at TMA's alignment.
-        for (lib::Fn f : {lib::Fn::WgmmaSS, lib::Fn::WgmmaRS})
-            if (lib::is(op, f))
-                for (const char *n : {"a", "b"})
-                    if (f == lib::Fn::WgmmaSS || n[0] == 'b')
-                        if (auto l = addressedLoad(lib::arg(op, f, n))) tmaTiles->insert(l->buffer.get());
+        for (const Load *l : wgmmaSharedOperands(op)) tmaTiles->insert(l->buffer.get());
         IRVisitor::visit(op);
     }
 };
