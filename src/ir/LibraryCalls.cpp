@@ -3,6 +3,7 @@
 #include "tilec/LibraryCalls.h"
 
 #include <cstring>
+#include <initializer_list>
 
 namespace tilec::passes {
 
