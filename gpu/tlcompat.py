@@ -40,6 +40,8 @@ KERNELS_TSV = os.path.join("compat", "kernels.tsv")       # under the GPU build 
 # one parameter line of a generated header's kernel comment: " *   A: float16[1024, m], read, 16-byte aligned"
 _PARAM = re.compile(r"^ \*   ([A-Za-z_]\w*): ([A-Za-z_]\w*)\[([^\]]*)\], (read|written)")
 _SIZE = re.compile(r"^ \*   ([A-Za-z_]\w*): T\.dynamic size")
+# a scalar parameter's line (" *   max_seqlen_q: int32 scalar"): its value comes from the setup, by name
+_SCALAR = re.compile(r"^ \*   ([A-Za-z_]\w*): [A-Za-z_]\w* scalar")
 
 
 class Unavailable(Exception):
@@ -117,6 +119,8 @@ def header_params(text, kernel):
         m = _SIZE.match(line)
         if m:
             sizes.append(m.group(1))
+            continue
+        if _SCALAR.match(line):
             continue
         break
     return params, sizes

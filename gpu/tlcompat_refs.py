@@ -17,6 +17,8 @@ of order 1 there, 16-bit intermediates of order 1e-3.
 
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
+import math
+
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
 
@@ -88,6 +90,65 @@ def worst_rel_err(out, ref):
     return float((diff / norm.clamp(min=1e-300)).max())
 
 
+def varlen_offsets(batch, total_q, total_k, seed=5):
+    """(cu_seqlens_q, cu_seqlens_k): int32 [batch + 1] on the GPU, offsets that split total_q query and total_k
+    key tokens over `batch` sequences of random lengths that fill the tensors exactly (every output row is
+    written), sequence 1 empty on both sides (the kernels' empty-sequence path; a query with no keys has no
+    defined output, so an empty sequence is empty in both). Random lengths, not equal ones: a kernel that
+    mixes up two sequences' offsets or bounds gives wrong rows."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+
+    def offsets(total):
+        if batch < 3:       # no room for an empty sequence: random cuts only
+            cuts = sorted(torch.randint(0, total + 1, (batch - 1,), generator=g).tolist())
+            return torch.tensor([0] + cuts + [total], dtype=torch.int32, device="cuda")
+        cuts = sorted(torch.randint(1, total, (batch - 2,), generator=g).tolist())
+        cu = [0, cuts[0]] + cuts + [total]              # sequence 1 runs from cuts[0] to cuts[0]: empty
+        return torch.tensor(cu, dtype=torch.int32, device="cuda")
+    return offsets(total_q), offsets(total_k)
+
+
+def longest(cu_seqlens):
+    """The longest sequence of an offsets tensor (the kernels' max_seqlen_q), an int."""
+    return int((cu_seqlens[1:] - cu_seqlens[:-1]).max())
+
+
+def varlen_attention(Q, K, V, cu_q, cu_k, causal=False, sinks=None):
+    """Attention over packed variable-length sequences in float64: Q [UQ, H, D], K and V [UK, HK, D] with H a
+    multiple of HK (query head h reads key/value head h // (H / HK)), sequence b the rows cu[b] .. cu[b + 1].
+    softmax(q k^T / sqrt(D)) v per sequence and head; causal aligned at the end (query i of Lq sees key j of Lk
+    when j <= i + Lk - Lq); `sinks` [H]: an attention sink per head, a logit with no value that joins the
+    softmax's normalizer (exp(sink - m) added to the sum). Returns [UQ, H, D] float64; rows of no sequence 0."""
+    import torch
+    UQ, H, D = Q.shape
+    HK = K.shape[1]
+    out = torch.zeros(UQ, H, D, dtype=torch.float64, device=Q.device)
+    cq, ck = cu_q.tolist(), cu_k.tolist()
+    heads = torch.arange(H, device=Q.device) // (H // HK)
+    for b in range(len(cq) - 1):
+        q = Q[cq[b]:cq[b + 1]].double().permute(1, 0, 2)              # [H, Lq, D]
+        k = K[ck[b]:ck[b + 1]].double()[:, heads].permute(1, 0, 2)    # [H, Lk, D]
+        v = V[ck[b]:ck[b + 1]].double()[:, heads].permute(1, 0, 2)
+        lq, lk = q.shape[1], k.shape[1]
+        if lq == 0 or lk == 0:
+            continue
+        s = torch.matmul(q, k.transpose(1, 2)) * D ** -0.5            # [H, Lq, Lk]
+        if causal:
+            i = torch.arange(lq, device=Q.device)[:, None]
+            j = torch.arange(lk, device=Q.device)[None, :]
+            s = s.masked_fill(j > i + (lk - lq), float("-inf"))
+        m = s.max(dim=-1, keepdim=True).values
+        if sinks is not None:
+            m = torch.maximum(m, sinks.double().view(H, 1, 1))
+        p = torch.exp(s - m)
+        den = p.sum(dim=-1, keepdim=True)
+        if sinks is not None:
+            den = den + torch.exp(sinks.double().view(H, 1, 1) - m)
+        out[cq[b]:cq[b + 1]] = torch.matmul(p / den, v).permute(1, 0, 2)
+    return out
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
@@ -120,4 +181,40 @@ def self_check():
     nan[0, 0, 0, 0, 0] = float("nan")
     if worst_rel_err(nan, a) != float("inf"):
         problems.append("worst_rel_err passes a NaN")
+    problems += _varlen_self_check(torch)
+    return problems
+
+
+def _varlen_self_check(torch):
+    """varlen_attention against the defining sums at single positions (GQA, a causal offset, a sink, an empty
+    sequence), and varlen_offsets' shape."""
+    problems = []
+    g = torch.Generator().manual_seed(12)
+    cu_q, cu_k = varlen_offsets(4, 37, 45)
+    if cu_q.tolist()[:3] != [0, cu_q.tolist()[1], cu_q.tolist()[1]] or cu_q.tolist()[-1] != 37 or \
+            len(cu_k.tolist()) != 5 or cu_k.tolist()[-1] != 45 or cu_k[1] != cu_k[2]:
+        problems.append("varlen_offsets: %s %s" % (cu_q.tolist(), cu_k.tolist()))
+    Q = torch.randn(37, 4, 8, generator=g).half()
+    K = torch.randn(45, 2, 8, generator=g).half()
+    V = torch.randn(45, 2, 8, generator=g).half()
+    sinks = torch.randn(4, generator=g).half()
+    cq, ck = cu_q.cpu(), cu_k.cpu()
+    for causal in (False, True):
+        out = varlen_attention(Q, K, V, cq, ck, causal=causal, sinks=sinks)
+        b = 3
+        lq, lk = int(cq[b + 1] - cq[b]), int(ck[b + 1] - ck[b])
+        i, h = lq - 1 if lq else 0, 3
+        if lq == 0:
+            continue
+        logits = []
+        for j in range(lk):
+            if causal and j > i + lk - lq:
+                continue
+            qk = float((Q[int(cq[b]) + i, h].double() * K[int(ck[b]) + j, h // 2].double()).sum()) * 8 ** -0.5
+            logits.append((qk, V[int(ck[b]) + j, h // 2].double()))
+        m = max([x for x, _ in logits] + [float(sinks[h])])
+        den = sum(math.exp(x - m) for x, _ in logits) + math.exp(float(sinks[h]) - m)
+        want = sum((math.exp(x - m) / den) * v for x, v in logits)
+        if float((out[int(cq[b]) + i, h] - want).abs().max()) > 1e-9:
+            problems.append("varlen_attention (causal=%s) differs from the defining sum" % causal)
     return problems
