@@ -144,6 +144,24 @@ def load_example(path, torch_module=None):
     ns = {"__name__": "tilec_compat_example", "__file__": path, "tilec_refs": tlcompat_refs}
     if torch_module is not None:
         ns["torch"] = torch_module
+    # modules of the example's own folder (varlen_utils) import as the example does; they leave sys.modules
+    # afterwards, since another example's folder may have a module of the same name
+    here = os.path.dirname(os.path.abspath(path))
+    before = set(sys.modules)
+    sys.path.insert(0, here)
+    try:
+        _load_into(ns, tree, path, torch_module)
+    finally:
+        sys.path.remove(here)
+        for name in set(sys.modules) - before:
+            f = getattr(sys.modules[name], "__file__", None) or ""
+            if os.path.dirname(os.path.abspath(f)) == here:
+                del sys.modules[name]
+    return ns
+
+
+def _load_into(ns, tree, path, torch_module):
+    """load_example's statements, one at a time, into ns."""
     for node in tree.body:
         plain = isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_plain(node.value)
         if not isinstance(node, _KEEP) and not plain:
@@ -161,7 +179,6 @@ def load_example(path, torch_module=None):
                     bound = a.asname or a.name.split(".")[0]
                     ns[bound] = Missing(a.name if isinstance(node, ast.Import) else a.name, why)
             # a definition whose decorator needs TileLang (@tilelang.jit) is a kernel factory: not needed
-    return ns
 
 
 def _tilec_refs_used(text):
