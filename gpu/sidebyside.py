@@ -167,6 +167,42 @@ def plan(gpu_build, row):
     return call, problems
 
 
+# ------------------------------------------------------------------ shards and their merge
+def parse_shard(spec):
+    """(i, n) of a shard "I/N" (1 <= I <= N); ValueError for anything else."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError("a shard is I/N with 1 <= I <= N, not %r" % spec)
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_rows(rows, spec):
+    """The rows of shard "I/N": every N-th row from the I-th, so that each shard gets its share of every class
+    (read_rows lists a file's kernels together, and the costly attention files cluster). The N shards together
+    hold every row exactly once. spec None or "": all rows."""
+    if not spec:
+        return list(rows)
+    i, n = parse_shard(spec)
+    return [r for k, r in enumerate(rows) if k % n == i - 1]
+
+
+RANK = {"PASS": 3, "FAIL": 2, "SKIP": 1}
+
+
+def merge_results(runs):
+    """One result list from several runs' lists (shards, or a run and its repeat): per kernel id the record of
+    the most telling status (PASS over FAIL over SKIP; of equals the later run's), in first-seen order."""
+    best, order = {}, []
+    for res in runs:
+        for r in res:
+            old = best.get(r["id"])
+            if old is None:
+                order.append(r["id"])
+            if old is None or RANK.get(r.get("status"), 0) >= RANK.get(old.get("status"), 0):
+                best[r["id"]] = r
+    return [best[i] for i in order]
+
+
 # ------------------------------------------------------------------ the table
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
@@ -216,6 +252,29 @@ def table(results, header=""):
     return "\n".join(lines)
 
 
+def _check_shards():
+    problems = []
+    rows = [dict(id="k%d" % i) for i in range(11)]
+    parts = [shard_rows(rows, "%d/3" % i) for i in (1, 2, 3)]
+    if sorted(r["id"] for p in parts for r in p) != sorted(r["id"] for r in rows) or \
+            max(map(len, parts)) - min(map(len, parts)) > 1:
+        problems.append("shard_rows: shards 1/3 2/3 3/3 do not split 11 rows evenly and exactly once")
+    if shard_rows(rows, None) != rows or shard_rows(rows, "1/1") != rows:
+        problems.append("shard_rows: no shard or 1/1 must be every row")
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        try:
+            parse_shard(bad)
+            problems.append("parse_shard accepts %r" % bad)
+        except ValueError:
+            pass
+    a = [dict(id="x", status="SKIP"), dict(id="y", status="PASS", v=1)]
+    b = [dict(id="x", status="PASS", v=2), dict(id="y", status="SKIP"), dict(id="z", status="FAIL")]
+    m = merge_results([a, b])
+    if [(r["id"], r["status"]) for r in m] != [("x", "PASS"), ("y", "PASS"), ("z", "FAIL")] or m[1]["v"] != 1:
+        problems.append("merge_results: %r" % m)
+    return problems
+
+
 def self_check():
     """Problems of the CPU parts (gpu/selfcheck.py runs it)."""
     problems = []
@@ -234,6 +293,7 @@ def self_check():
         problems.append("geomean")
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
+    problems += _check_shards()
     rows = [dict(id="a:k", cls="GEMV/decode", status="PASS", graph_ratio=0.5, eager_ratio=2.0, agree="ok"),
             dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
             dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]
