@@ -56,9 +56,17 @@ def no_autotune(tilelang):
     return replaced
 
 
+# environment variables an example file may set for itself that must keep the run's value while its kernel
+# compiles: TileLang's disk cache is how the timing process gets the workers' kernels back (example_gemm_autotune_
+# early_stop.py sets TILELANG_DISABLE_CACHE=1 at module level, which turned the cache off for every later kernel)
+RUN_ENV = ("TILELANG_DISABLE_CACHE", "TILELANG_CACHE_DIR")
+
+
 def tilelang_kernel(tilelang, gpu_build, row):
     """TileLang's JITKernel for a row: the manifest's call evaluated in the example's namespace (TileLang
-    importable, so its @tilelang.jit factories are defined); a prim_func is compiled with tilelang.compile."""
+    importable, so its @tilelang.jit factories are defined); a prim_func is compiled with tilelang.compile.
+    What the example's module level does to os.environ holds while its kernel compiles (RUN_ENV excepted), and
+    is undone after."""
     call, problems = S.plan(gpu_build, row)
     if call is None:
         raise RuntimeError("; ".join(problems))
@@ -66,16 +74,24 @@ def tilelang_kernel(tilelang, gpu_build, row):
     # the example's own imports are relative to its folder, a package's to the suite's copy of it
     dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
     sys.path[:0] = dirs
+    saved = dict(os.environ)
     try:
         ns = TC.load_example(path)
+        for k in RUN_ENV:
+            if k in saved:
+                os.environ[k] = saved[k]
+            else:
+                os.environ.pop(k, None)
         obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
+        if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
+            obj = tilelang.compile(obj, target="cuda")
     finally:
         for d in dirs:
             sys.path.remove(d)
+        os.environ.clear()
+        os.environ.update(saved)
     if hasattr(obj, "get_kernel_source") and callable(obj):
         return obj
-    if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
-        return tilelang.compile(obj, target="cuda")
     raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)
 
 
