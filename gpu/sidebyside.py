@@ -18,6 +18,7 @@ class column. The table gives tilec / TileLang (TileLang's time over tilec's: ab
 for graph replays and eager launches, the geometric mean per class and over all, and each side's bandwidth
 against a device copy of the same bytes (the yardstick of bandwidth-bound kernels)."""
 import ast
+import contextlib
 import math
 import os
 import re
@@ -167,6 +168,57 @@ def plan(gpu_build, row):
     return call, problems
 
 
+# ------------------------------------------------------------------ TileLang run as tilec reads the file
+AUTOTUNE_MODULES = ("tilelang", "tilelang.autotuner", "tilelang.autotuner.tuner")
+
+
+def no_autotune(modules):
+    """Makes every spelling of TileLang's autotune decorator (tilelang.autotune, tilelang.autotuner.autotune and
+    its tuner module's) return the function unchanged, as tilec does with it (docs/LANGUAGE.md), so that TileLang
+    compiles the configuration tilec compiled (the call's arguments, else the function's defaults) and never
+    benchmarks configurations on the GPU. modules: sys.modules (TileLang imported); returns how many it
+    replaced. Must run before an example file is loaded (its `from tilelang.autotuner import *` copies the
+    name then)."""
+    def autotune(*args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:     # bare @autotune
+            return args[0]
+        return lambda fn: fn
+    replaced = 0
+    for name in AUTOTUNE_MODULES:
+        mod = modules.get(name)
+        if mod is not None and hasattr(mod, "autotune"):
+            mod.autotune = autotune
+            replaced += 1
+    return replaced
+
+
+# environment variables an example file may set for itself that keep the run's value while its kernel compiles:
+# TileLang's disk cache is how the timing process gets the compile workers' kernels back, and
+# example_gemm_autotune_early_stop.py sets TILELANG_DISABLE_CACHE=1 at module level, which turned the cache off
+# for every later kernel of the process
+RUN_ENV = ("TILELANG_DISABLE_CACHE", "TILELANG_CACHE_DIR")
+
+
+@contextlib.contextmanager
+def example_env(environ=None, keep=RUN_ENV):
+    """Inside: the example's own os.environ settings hold; the function it yields puts back the run's values of
+    `keep` (call it after loading the file). After: the run's environment, whatever the example set."""
+    environ = os.environ if environ is None else environ
+    saved = dict(environ)
+
+    def keep_run_env():
+        for k in keep:
+            if k in saved:
+                environ[k] = saved[k]
+            else:
+                environ.pop(k, None)
+    try:
+        yield keep_run_env
+    finally:
+        environ.clear()
+        environ.update(saved)
+
+
 # ------------------------------------------------------------------ shards and their merge
 def parse_shard(spec):
     """(i, n) of a shard "I/N" (1 <= I <= N); ValueError for anything else."""
@@ -232,7 +284,8 @@ def table(results, header=""):
         lines.append("%-44s %-28s %9s %9s %6s %9s %9s %6s %5s %5s  %s" % (
             r["id"][:44], r["cls"][:28], _f(r.get("tc_graph_ms"), "%.4f"), _f(r.get("tl_graph_ms"), "%.4f"),
             _f(g), _f(r.get("tc_ms"), "%.4f"), _f(r.get("tl_ms"), "%.4f"), _f(e),
-            _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"), r.get("agree", "")[:60]))
+            _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"),
+            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") + r.get("agree", "")[:60]))
     lines.append("")
     lines.append("%-44s %-28s %6s %6s  (geometric means of tilec / TileLang, >1: tilec faster)" % (
         "class", "kernels", "graph", "eager"))
@@ -246,10 +299,37 @@ def table(results, header=""):
     n_all = len(results)
     lines.append("%-44s %-28d %6s %6s" % ("ALL", len(allv), _f(geomean([g for g, _ in allv])),
                                           _f(geomean([e for _, e in allv]))))
+    suspect = sum(1 for r in results if r.get("status") == "PASS" and r.get("suspect"))
     lines.append("SIDE-BY-SIDE: %d kernels timed of %d listed; geometric mean tilec/TileLang %s (graph), %s (eager); "
                  "%d below 0.8x (graph): %s" % (len(allv), n_all, _f(geomean([g for g, _ in allv])),
                                                  _f(geomean([e for _, e in allv])), len(below), " ".join(below)))
+    if suspect:
+        lines.append("SUSPECT: %d timed while the GPU was not the run's alone (their same-bytes copy far too slow, "
+                     "twice): see their detail" % suspect)
     return "\n".join(lines)
+
+
+def _check_tilelang_as_tilec():
+    import types
+    problems = []
+    mods = {n: types.SimpleNamespace(autotune=None) for n in AUTOTUNE_MODULES[:2]}
+    if no_autotune(mods) != 2:
+        problems.append("no_autotune: replaced %d of 2" % no_autotune(mods))
+
+    def f(M, block_M=128):
+        return M, block_M
+    tune = mods["tilelang.autotuner"].autotune
+    if tune(configs=[{"block_M": 64}], warmup=5)(f) is not f or tune(f) is not f:
+        problems.append("no_autotune: @autotune(...) and bare @autotune must return the function unchanged")
+    env = {"TILELANG_CACHE_DIR": "/c", "HOME": "/h"}
+    with example_env(env) as keep_run_env:
+        env.update(TILELANG_DISABLE_CACHE="1", TILELANG_CACHE_DIR="/x", EXAMPLE="1")     # the file's module level
+        keep_run_env()
+        during = dict(env)
+    if during != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h", "EXAMPLE": "1"} or \
+            env != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h"}:
+        problems.append("example_env: during %r, after %r" % (during, env))
+    return problems
 
 
 def _check_shards():
@@ -293,7 +373,7 @@ def self_check():
         problems.append("geomean")
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
-    problems += _check_shards()
+    problems += _check_shards() + _check_tilelang_as_tilec()
     rows = [dict(id="a:k", cls="GEMV/decode", status="PASS", graph_ratio=0.5, eager_ratio=2.0, agree="ok"),
             dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
             dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]

@@ -15,10 +15,10 @@ then benchmarked on the GPU). The autotuners were still compiling and benchmarki
 kernels were timed: a same-bytes device copy of 6 MiB took 0.21 ms instead of 3 us, and 155 of 210 kernels
 were never timed.
 
-So here: TileLang's autotuner is switched off (no_autotune: `autotune` returns the function unchanged, which is
-what tilec does with it, docs/LANGUAGE.md), so TileLang compiles the very configuration tilec compiled (the
-call's arguments, else the function's defaults); every compile runs in a worker process; and the workers have
-ended before the first kernel is timed (side_by_side.py waits for them or ends them at the compile deadline)."""
+So here: TileLang's autotuner is switched off (gpu/sidebyside.no_autotune: `autotune` returns the function
+unchanged, which is what tilec does with it, docs/LANGUAGE.md), so TileLang compiles the very configuration
+tilec compiled (the call's arguments, else the function's defaults); every compile runs in a worker process; and
+the workers have ended before the first kernel is timed (side_by_side.py waits for them or ends them at the compile deadline)."""
 import argparse
 import json
 import os
@@ -34,38 +34,10 @@ import sidebyside as S  # noqa: E402
 import tlcompat as TC  # noqa: E402
 
 
-def no_autotune(tilelang):
-    """Makes every spelling of TileLang's autotune decorator (tilelang.autotune, tilelang.autotuner.autotune and
-    its tuner module's) return the function unchanged; returns how many it replaced. Must run before an example
-    file is loaded (its `from tilelang.autotuner import *` copies the name then)."""
-    def autotune(*args, **kwargs):
-        if len(args) == 1 and callable(args[0]) and not kwargs:     # bare @autotune
-            return args[0]
-        return lambda fn: fn
-    replaced = 0
-    for modname in ("tilelang", "tilelang.autotuner", "tilelang.autotuner.tuner"):
-        mod = sys.modules.get(modname)
-        if mod is None:
-            try:
-                mod = __import__(modname, fromlist=["_"])
-            except ImportError:
-                continue
-        if hasattr(mod, "autotune"):
-            mod.autotune = autotune
-            replaced += 1
-    return replaced
-
-
-# environment variables an example file may set for itself that must keep the run's value while its kernel
-# compiles: TileLang's disk cache is how the timing process gets the workers' kernels back (example_gemm_autotune_
-# early_stop.py sets TILELANG_DISABLE_CACHE=1 at module level, which turned the cache off for every later kernel)
-RUN_ENV = ("TILELANG_DISABLE_CACHE", "TILELANG_CACHE_DIR")
-
-
 def tilelang_kernel(tilelang, gpu_build, row):
     """TileLang's JITKernel for a row: the manifest's call evaluated in the example's namespace (TileLang
     importable, so its @tilelang.jit factories are defined); a prim_func is compiled with tilelang.compile.
-    What the example's module level does to os.environ holds while its kernel compiles (RUN_ENV excepted), and
+    What the example's module level does to os.environ holds while its kernel compiles (S.RUN_ENV excepted), and
     is undone after."""
     call, problems = S.plan(gpu_build, row)
     if call is None:
@@ -74,22 +46,16 @@ def tilelang_kernel(tilelang, gpu_build, row):
     # the example's own imports are relative to its folder, a package's to the suite's copy of it
     dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
     sys.path[:0] = dirs
-    saved = dict(os.environ)
     try:
-        ns = TC.load_example(path)
-        for k in RUN_ENV:
-            if k in saved:
-                os.environ[k] = saved[k]
-            else:
-                os.environ.pop(k, None)
-        obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
-        if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
-            obj = tilelang.compile(obj, target="cuda")
+        with S.example_env() as keep_run_env:
+            ns = TC.load_example(path)
+            keep_run_env()
+            obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
+            if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
+                obj = tilelang.compile(obj, target="cuda")
     finally:
         for d in dirs:
             sys.path.remove(d)
-        os.environ.clear()
-        os.environ.update(saved)
     if hasattr(obj, "get_kernel_source") and callable(obj):
         return obj
     raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)
@@ -149,7 +115,11 @@ def worker(args):
         tilelang.set_log_level("WARNING")
     except Exception:  # noqa: BLE001
         pass
-    no_autotune(tilelang)
+    try:
+        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
+    except ImportError:
+        pass
+    S.no_autotune(sys.modules)
     claims = os.path.join(args.work, "claims")
     os.makedirs(claims, exist_ok=True)
     done = read_compiled(args.work)

@@ -1,25 +1,44 @@
 #!/usr/bin/env python3
-"""tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), in one process on the GPU machine.
+"""tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), on the GPU machine.
+
+The whole set (210 kernels) in two device commands, each one half of the list (--shard), then merged here:
+  here, once:  TILELANG_SRC=... TILEKERNELS_SRC=... bash tools/gpu/prepare.sh      (gpu-build, as for any run)
+               bash ../shared/tools/tilelang/make-bundle.sh .tilelang              (if .tilelang/site.tar.xz is absent)
+  there (device tool, carry ["gpu-build", ".tilelang"], kind nvidia-h200, timeout_s 600), twice, I = 1 then 2:
+    TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=I/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+  here, after: python3 tools/gpu/side_by_side.py --merge RUN1/sidebyside.json RUN2/sidebyside.json \
+                   --gpu-build gpu-build --out /tmp/sbs-merged       (the table, and which kernel has no record)
+On a warm machine the second command rebuilds nothing (run.sh's nvcc cache) and TileLang's kernels of the first
+stay in its cache (TILELANG_CACHE_DIR=/tmp/tilec-tl-cache). Budget of one shard (105 kernels), estimated from
+session 13: the libraries' nvcc about 60 s cold, TileLang's compiles about 60 s on 16 processes, the timing
+about 1 s a kernel.
 
   python3 tools/gpu/side_by_side.py --gpu-build gpu-build --libdir gpu-build/lib --work DIR [--out OUTDIR]
-        [--only REGEX] [--seed N] [--budget S]
+        [--only REGEX] [--shard I/N] [--seed N] [--budget S] [--workers N] [--compile-share F]
       there, PYTHONPATH holding the TileLang bundle (make-bundle.sh's site.tar.xz unpacked); tools/gpu/run.sh runs
       it with TILEC_GPU_SBS=1 after building the libraries. Writes DIR/sbs.jsonl (one record per kernel, appended
       at once), OUTDIR/sidebyside.json and prints the table (gpu/sidebyside.py) last.
-  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --plan
-      here, without torch or TileLang: which kernels would run, their class and call, and what stops the others.
+  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --plan [--only REGEX] [--shard I/N]
+      here, without torch or TileLang: which kernels a run (or a shard) covers, their class and call, and what
+      stops the others.
+  python3 tools/gpu/side_by_side.py --merge A.json B.json ... [--gpu-build gpu-build] [--out DIR]
+      here: one table from the shards' sidebyside.json; exit 1 when a listed kernel has no record.
 
 For each kernel of gpu/sidebyside.read_rows (TileLang's examples and TileKernels that tilec compiled): TileLang
 compiles the same call of the same file (its @tilelang.jit factory or the prim_func it returns, with the
-file's own pass configurations; all kernels at once on a thread pool, since nvcc dominates), then, on the same
-inputs (the suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
+file's own pass configurations, TileLang's autotuner off: tools/gpu/sbs_compile.py) in worker processes, one per
+core, which all end before the first kernel is timed (--compile-share of the budget at most); then, kernel by
+kernel, the timing process gets TileLang's kernel back from TileLang's disk cache and, on the same inputs (the
+suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
 the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
 (close/similar of reference.tsv, else close(1e-2, 1e-2)). Then both are timed, with a device copy of the same bytes
 (all tensors, read + written once) beside them:
-  graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), the median
-         over interleaved replays divided by R: launch costs gone, inputs warm in L2 where they fit;
+  graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), each replay
+         queued behind a GPU spin of about 1 ms so that host time is never charged, the median over interleaved
+         replays divided by R: launch costs gone, inputs warm in L2 where they fit;
   eager  gpu/bench.py's timer: one launch at a time, L2 flushed before each, interleaved medians.
-tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster).
+tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster). A kernel whose same-bytes copy ran far
+slower than the run's 2 GiB copy says the GPU was shared (copy_suspect): it is timed again, then marked SUSPECT.
 
 The parent process never touches the GPU: it runs the work in a child (--child) and restarts it after a crash
 or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL.
@@ -334,7 +353,11 @@ def child(args):
         tilelang.set_log_level("WARNING")
     except Exception:  # noqa: BLE001
         pass
-    SC.no_autotune(tilelang)     # the configuration tilec compiled, as the compile workers had it
+    try:
+        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
+    except ImportError:
+        pass
+    S.no_autotune(sys.modules)     # the configuration tilec compiled, as the compile workers had it
     t_end = float(args.deadline)
     everything = S.read_rows(args.gpu_build)
     position = {r["id"]: k for k, r in enumerate(everything)}     # a kernel's seed: the same in every shard
@@ -431,6 +454,11 @@ def parent(args):
         print("side_by_side: the child ended with %s (attempt %d); resuming after the kernel in flight"
               % (rc, attempt + 1), flush=True)
     res = [r for r in report.read_jsonl(results) if r.get("event") == "result"]
+    have = {r["id"] for r in res}
+    for row in SC.selected_rows(args.gpu_build, args.only, args.shard):     # never reached: said so, per kernel
+        if row["id"] not in have:
+            res.append(dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"],
+                            status="SKIP", detail="never reached: the timing process ended early (see the log)"))
     for r in res:       # the compile's seconds beside the run's, for the next budget
         r.setdefault("tl_compile_seconds", compiled.get(r["id"], {}).get("seconds"))
     run = dict(seed=args.seed, shard=args.shard, only=args.only, listed=listed, results=res,
