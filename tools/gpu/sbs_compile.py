@@ -123,7 +123,11 @@ def worker(args):
     claims = os.path.join(args.work, "claims")
     os.makedirs(claims, exist_ok=True)
     done = read_compiled(args.work)
+    parent = os.getppid()
     for row in selected_rows(args.gpu_build, args.only, args.shard):
+        # past the compile deadline, or orphaned (its side_by_side.py killed by run.sh's timeout): no new kernel
+        if time.time() > args.deadline or os.getppid() != parent:
+            break
         if row["id"] in done or not claim(claims, row["id"]):
             continue
         t0 = time.time()
@@ -146,7 +150,8 @@ def run_workers(argv_common, work, deadline, n, log):
     import signal
     import subprocess
     os.makedirs(work, exist_ok=True)
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--work", work] + argv_common
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--work", work, "--deadline", str(deadline)] + \
+        argv_common
     procs = [subprocess.Popen(cmd, start_new_session=True) for _ in range(n)]
     while time.time() < deadline and any(p.poll() is None for p in procs):
         time.sleep(0.5)
@@ -169,6 +174,7 @@ def main(argv):
     ap.add_argument("--work", required=True)
     ap.add_argument("--only", default=None)
     ap.add_argument("--shard", default=None)
+    ap.add_argument("--deadline", type=float, default=float("inf"), help="epoch seconds: no kernel taken after")
     args = ap.parse_args(argv)
     if not args.worker:
         ap.error("only --worker is run directly (tools/gpu/side_by_side.py starts the workers)")

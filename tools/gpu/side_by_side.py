@@ -46,11 +46,9 @@ The whole run keeps within --budget seconds (default 420)."""
 import argparse
 import ctypes
 import json
-import math
 import os
 import subprocess
 import sys
-import threading
 import time
 import traceback
 
@@ -409,7 +407,8 @@ def child(args):
         dog.stop()
         rec["seconds"] = round(time.time() - t0, 2)
         write(args.results, rec)
-        log("%-4s %-44s %s" % (rec["status"], row["id"], rec.get("detail", "")))
+        log("%-4s %-44s %s (%.1f s, TileLang's kernel from its cache in %s s)" % (
+            rec["status"], row["id"], rec.get("detail", ""), rec["seconds"], rec.get("load_seconds", "-")))
         try:
             torch.cuda.synchronize()
         except RuntimeError:   # a sticky CUDA error: this process cannot go on, the parent restarts it
