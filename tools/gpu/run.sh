@@ -176,8 +176,8 @@ fi
 # it needs the TileLang bundle (.tilelang/site.tar.xz); TILEC_GPU_SBS_S (default 420) is its share of the budget,
 # so skip the other steps to give it the time, build only its libraries, and split the list over two commands
 # (TILEC_GPU_SBS_SHARD=1/2, then 2/2; tools/gpu/side_by_side.py's header has the exact command lines):
-#   TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=1/2 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' bash tools/gpu/run.sh \
-#       --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+#   TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=1/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' \
+#       bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
 # Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT; merge the shards' JSON
 # here with tools/gpu/side_by_side.py --merge.
 tl_site() {    # unpacks the TileLang bundle once; prints the site folder

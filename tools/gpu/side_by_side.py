@@ -2,16 +2,19 @@
 """tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), on the GPU machine.
 
 The whole set (210 kernels) in two device commands, each one half of the list (--shard), then merged here:
-  here, once:  TILELANG_SRC=... TILEKERNELS_SRC=... bash tools/gpu/prepare.sh      (gpu-build, as for any run)
-               bash ../shared/tools/tilelang/make-bundle.sh .tilelang              (if .tilelang/site.tar.xz is absent)
-  there (device tool, carry ["gpu-build", ".tilelang"], kind nvidia-h200, timeout_s 600), twice, I = 1 then 2:
-    TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=I/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
-  here, after: python3 tools/gpu/side_by_side.py --merge RUN1/sidebyside.json RUN2/sidebyside.json \
-                   --gpu-build gpu-build --out /tmp/sbs-merged       (the table, and which kernel has no record)
-On a warm machine the second command rebuilds nothing (run.sh's nvcc cache) and TileLang's kernels of the first
-stay in its cache (TILELANG_CACHE_DIR=/tmp/tilec-tl-cache). Budget of one shard (105 kernels), estimated from
-session 13: the libraries' nvcc about 60 s cold, TileLang's compiles about 60 s on 16 processes, the timing
-about 1 s a kernel.
+  here, once (gpu-build and the TileLang bundle together pass the device tool's 64 MiB: gpu-build travels as xz):
+    TILELANG_SRC=/work/.mirror/tile-ai+tilelang/repo TILEKERNELS_SRC=/work/ext/tile_kernels TILEC_GPU_APP=0 \
+        tools/gpu/prepare.sh build
+    mkdir -p .carry && tar -cf - gpu-build | xz -T2 > .carry/gpu-build.tar.xz
+    [ -f .tilelang/site.tar.xz ] || bash ../shared/tools/tilelang/make-bundle.sh .tilelang
+  there (device tool: carry [".carry", ".tilelang"], timeout_s 600), twice, SHARD=1/2 then SHARD=2/2:
+    tar -xJf .carry/gpu-build.tar.xz && TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=1/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+  here, after (each command's files_at folder holds its sidebyside.json):
+    python3 tools/gpu/side_by_side.py --merge RUN1/sidebyside.json RUN2/sidebyside.json --gpu-build gpu-build \
+        --out /tmp/sbs-merged          (the one table; exit 1 and the names when a kernel has no record)
+On a warm machine the second command rebuilds nothing (run.sh's nvcc cache) and TileLang's kernels stay in its
+cache (TILELANG_CACHE_DIR=/tmp/tilec-tl-cache). One shard (105 kernels), estimated from session 13: nvcc of the
+libraries about 60 s cold, TileLang's compiles 60-100 s on 16 processes, the timing about 1 s a kernel.
 
   python3 tools/gpu/side_by_side.py --gpu-build gpu-build --libdir gpu-build/lib --work DIR [--out OUTDIR]
         [--only REGEX] [--shard I/N] [--seed N] [--budget S] [--workers N] [--compile-share F]
