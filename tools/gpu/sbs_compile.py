@@ -144,17 +144,42 @@ def worker(args):
     return 0
 
 
-def run_workers(argv_common, work, deadline, n, log):
+KERNEL_LIMIT_S = 150     # one kernel's compile past this is taken as hung (session 13's slowest: 47 s, 16 at once)
+
+
+def stuck(work, ids, limit):
+    """The ids that have no compile record although every id without one is claimed, each claim older than
+    limit seconds: the kernels whose compile hangs once nothing else is left to compile ([] otherwise)."""
+    done = read_compiled(work)
+    pending = [i for i in ids if i not in done]
+    now = time.time()
+    ages = []
+    for i in pending:
+        try:
+            ages.append(now - os.path.getmtime(os.path.join(work, "claims", claim_name(i))))
+        except OSError:
+            return []       # a kernel not taken yet: workers still have work
+    return pending if ages and min(ages) > limit else []
+
+
+def run_workers(argv_common, work, deadline, n, log, ids=(), kernel_limit=KERNEL_LIMIT_S):
     """Starts n workers (sbs_compile.py --worker ARGV_COMMON), each in its own process group; returns when all
-    have ended or at the deadline, when each group still running (the worker and its nvcc) is killed."""
+    have ended, at the deadline, or when the only kernels left (of ids) have each compiled for kernel_limit
+    seconds (they get a failed record); each group still running then (a worker and its nvcc) is killed."""
     import signal
     import subprocess
-    os.makedirs(work, exist_ok=True)
+    os.makedirs(os.path.join(work, "claims"), exist_ok=True)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--work", work, "--deadline", str(deadline)] + \
         argv_common
     procs = [subprocess.Popen(cmd, start_new_session=True) for _ in range(n)]
+    hung, polls = [], 0
     while time.time() < deadline and any(p.poll() is None for p in procs):
         time.sleep(0.5)
+        polls += 1
+        if ids and polls % 4 == 0:
+            hung = stuck(work, ids, kernel_limit)
+            if hung:
+                break
     late = [p for p in procs if p.poll() is None]
     for p in late:
         try:
@@ -162,8 +187,13 @@ def run_workers(argv_common, work, deadline, n, log):
         except ProcessLookupError:
             pass
         p.wait()
+    for i in hung:
+        append(os.path.join(work, "compile.jsonl"), dict(
+            id=i, ok=False, seconds=kernel_limit, error="TileLang's compile ran past %d s: ended" % kernel_limit))
     if late:
-        log("sbs_compile: %d of %d workers still compiling at the compile deadline: ended" % (len(late), n))
+        log("sbs_compile: %d of %d workers still compiling %s: ended" % (
+            len(late), n, "only kernels past %d s (%s)" % (kernel_limit, " ".join(hung)) if hung
+            else "at the compile deadline"))
     return len(late)
 
 

@@ -434,7 +434,7 @@ def parent(args):
           % (len(listed), " (shard %s)" % args.shard if args.shard else "", workers, compile_deadline - start),
           flush=True)
     SC.run_workers(["--gpu-build", args.gpu_build] + select, args.work, compile_deadline, workers,
-                   lambda m: print(m, flush=True))
+                   lambda m: print(m, flush=True), ids=listed)
     compiled = SC.read_compiled(args.work)
     print("side_by_side: TileLang's compiles took %.0f s: %d compiled, %d failed, %d unfinished" % (
         time.time() - start, sum(1 for i in listed if compiled.get(i, {}).get("ok")),
