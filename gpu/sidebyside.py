@@ -13,6 +13,11 @@ Inputs: the setup of the suite's reference.tsv where it has a line (index tensor
 random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes, with
 DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens).
 
+TileLang is run as tilec reads the file: its autotuner off (no_autotune), the example's own os.environ settings
+never turning TileLang's disk cache off (example_env). A run may take one shard of the list (shard_rows:
+every N-th kernel from the I-th) and the shards' results merge into one table (merge_results). A same-bytes copy
+far slower than the run's 2 GiB copy marks a kernel timed on a shared GPU (copy_suspect).
+
 Class (the issue's list): the first pattern of CLASSES that matches "SUITE/FILE:KERNEL", or the manifest's
 class column. The table gives tilec / TileLang (TileLang's time over tilec's: above 1 tilec is faster) per kernel
 for graph replays and eager launches, the geometric mean per class and over all, and each side's bandwidth
@@ -219,6 +224,20 @@ def example_env(environ=None, keep=RUN_ENV):
         environ.update(saved)
 
 
+def copy_suspect(copy_ms, nbytes, copy_tbps):
+    """Why a same-bytes copy's time says the GPU was not the run's alone (another process's kernels, a clock
+    drop), or None: a copy of NBYTES each way slower than 5 times what the run's own 2 GiB copy's bandwidth
+    gives, past 0.02 ms (below that a copy's time is launch and tail, not bandwidth). Session 13's 6 MiB copy
+    at 0.21 ms beside a kernel timed while TileLang's autotuners ran is the case it catches."""
+    if not copy_tbps or copy_ms is None:
+        return None
+    expect = 2 * nbytes / (copy_tbps * 1e9)
+    if copy_ms > max(0.02, 5 * expect):
+        return "the same-bytes copy took %.4f ms, %.0fx the %.4f ms the 2 GiB copy's %.2f TB/s gives" % (
+            copy_ms, copy_ms / expect, expect, copy_tbps)
+    return None
+
+
 # ------------------------------------------------------------------ shards and their merge
 def parse_shard(spec):
     """(i, n) of a shard "I/N" (1 <= I <= N); ValueError for anything else."""
@@ -374,6 +393,10 @@ def self_check():
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
     problems += _check_shards() + _check_tilelang_as_tilec()
+    if copy_suspect(0.21, 3 << 20, 4.0) is None or copy_suspect(0.0021, 3 << 20, 4.0) is not None or \
+            copy_suspect(0.015, 1 << 10, 4.0) is not None:
+        problems.append("copy_suspect: session 13's 6 MiB copy at 0.21 ms is suspect, one at 2.1 us or a 1 KiB "
+                        "copy at 15 us (launch and tail) is not")
     rows = [dict(id="a:k", cls="GEMV/decode", status="PASS", graph_ratio=0.5, eager_ratio=2.0, agree="ok"),
             dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
             dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]

@@ -41,7 +41,8 @@ the same poisoned or initial outputs and the outputs are compared with each othe
          replays divided by R: launch costs gone, inputs warm in L2 where they fit;
   eager  gpu/bench.py's timer: one launch at a time, L2 flushed before each, interleaved medians.
 tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster). A kernel whose same-bytes copy ran far
-slower than the run's 2 GiB copy says the GPU was shared (copy_suspect): it is timed again, then marked SUSPECT.
+slower than the run's 2 GiB copy says the GPU was shared (gpu/sidebyside.copy_suspect): it is timed again, then
+marked SUSPECT.
 
 The parent process never touches the GPU: it runs the work in a child (--child) and restarts it after a crash
 or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL.
@@ -264,20 +265,6 @@ def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
     return [statistics.median(t) for t in times]
 
 
-def copy_suspect(copy_ms, nbytes, copy_tbps):
-    """Why a same-bytes copy's time says the GPU was not the run's alone (another process's kernels, a clock
-    drop), or None: a copy of NBYTES each way slower than 5 times what the run's own 2 GiB copy's bandwidth
-    gives, past 0.02 ms (below that a copy's time is launch and tail, not bandwidth). Session 13's 6 MiB copy
-    at 0.21 ms beside a kernel timed while TileLang's autotuners ran is the case it catches."""
-    if not copy_tbps or copy_ms is None:
-        return None
-    expect = 2 * nbytes / (copy_tbps * 1e9)
-    if copy_ms > max(0.02, 5 * expect):
-        return "the same-bytes copy took %.4f ms, %.0fx the %.4f ms the 2 GiB copy's %.2f TB/s gives" % (
-            copy_ms, copy_ms / expect, expect, copy_tbps)
-    return None
-
-
 def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
     params, sizes = TC.header_params(open(os.path.join(gpu_build, row["lib"] + ".h"),
                                           encoding="utf-8", errors="replace").read(), row["kernel"])
@@ -338,7 +325,7 @@ def timed(torch, timer, tc, tl, copy, nbytes, copy_tbps):
                  detail="graph %.4f / %.4f ms, " % (g_tc, g_tl) + r["detail"])
     except Exception as e:  # noqa: BLE001
         r["detail"] += "; no graph times: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
-    why = copy_suspect(e_cp, nbytes // 2, copy_tbps)
+    why = S.copy_suspect(e_cp, nbytes // 2, copy_tbps)
     if why:
         r.update(suspect=why, detail=r["detail"] + "; SUSPECT: " + why)
     return r
