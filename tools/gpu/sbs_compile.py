@@ -18,7 +18,8 @@ were never timed.
 So here: TileLang's autotuner is switched off (gpu/sidebyside.no_autotune: `autotune` returns the function
 unchanged, which is what tilec does with it, docs/LANGUAGE.md), so TileLang compiles the very configuration
 tilec compiled (the call's arguments, else the function's defaults); every compile runs in a worker process; and
-the workers have ended before the first kernel is timed (side_by_side.py waits for them or ends them at the compile deadline)."""
+the workers have ended before the first kernel is timed (side_by_side.py waits for them, or ends them at the
+compile deadline or once the only kernels left have compiled for KERNEL_LIMIT_S)."""
 import argparse
 import json
 import os
