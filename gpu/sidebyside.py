@@ -13,11 +13,17 @@ Inputs: the setup of the suite's reference.tsv where it has a line (index tensor
 random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes, with
 DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens).
 
+TileLang is run as tilec reads the file: its autotuner off (no_autotune), the example's own os.environ settings
+never turning TileLang's disk cache off (example_env). A run may take one shard of the list (shard_rows:
+every N-th kernel from the I-th) and the shards' results merge into one table (merge_results). A same-bytes copy
+far slower than the run's 2 GiB copy marks a kernel timed on a shared GPU (copy_suspect).
+
 Class (the issue's list): the first pattern of CLASSES that matches "SUITE/FILE:KERNEL", or the manifest's
 class column. The table gives tilec / TileLang (TileLang's time over tilec's: above 1 tilec is faster) per kernel
 for graph replays and eager launches, the geometric mean per class and over all, and each side's bandwidth
 against a device copy of the same bytes (the yardstick of bandwidth-bound kernels)."""
 import ast
+import contextlib
 import math
 import os
 import re
@@ -167,6 +173,107 @@ def plan(gpu_build, row):
     return call, problems
 
 
+# ------------------------------------------------------------------ TileLang run as tilec reads the file
+AUTOTUNE_MODULES = ("tilelang", "tilelang.autotuner", "tilelang.autotuner.tuner")
+
+
+def no_autotune(modules):
+    """Makes every spelling of TileLang's autotune decorator (tilelang.autotune, tilelang.autotuner.autotune and
+    its tuner module's) return the function unchanged, as tilec does with it (docs/LANGUAGE.md), so that TileLang
+    compiles the configuration tilec compiled (the call's arguments, else the function's defaults) and never
+    benchmarks configurations on the GPU. modules: sys.modules (TileLang imported); returns how many it
+    replaced. Must run before an example file is loaded (its `from tilelang.autotuner import *` copies the
+    name then)."""
+    def autotune(*args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:     # bare @autotune
+            return args[0]
+        return lambda fn: fn
+    replaced = 0
+    for name in AUTOTUNE_MODULES:
+        mod = modules.get(name)
+        if mod is not None and hasattr(mod, "autotune"):
+            mod.autotune = autotune
+            replaced += 1
+    return replaced
+
+
+# environment variables an example file may set for itself that keep the run's value while its kernel compiles:
+# TileLang's disk cache is how the timing process gets the compile workers' kernels back, and
+# example_gemm_autotune_early_stop.py sets TILELANG_DISABLE_CACHE=1 at module level, which turned the cache off
+# for every later kernel of the process
+RUN_ENV = ("TILELANG_DISABLE_CACHE", "TILELANG_CACHE_DIR")
+
+
+@contextlib.contextmanager
+def example_env(environ=None, keep=RUN_ENV):
+    """Inside: the example's own os.environ settings hold; the function it yields puts back the run's values of
+    `keep` (call it after loading the file). After: the run's environment, whatever the example set."""
+    environ = os.environ if environ is None else environ
+    saved = dict(environ)
+
+    def keep_run_env():
+        for k in keep:
+            if k in saved:
+                environ[k] = saved[k]
+            else:
+                environ.pop(k, None)
+    try:
+        yield keep_run_env
+    finally:
+        environ.clear()
+        environ.update(saved)
+
+
+def copy_suspect(copy_ms, nbytes, copy_tbps):
+    """Why a same-bytes copy's time says the GPU was not the run's alone (another process's kernels, a clock
+    drop), or None: a copy of NBYTES each way slower than 5 times what the run's own 2 GiB copy's bandwidth
+    gives, past 0.02 ms (below that a copy's time is launch and tail, not bandwidth). Session 13's 6 MiB copy
+    at 0.21 ms beside a kernel timed while TileLang's autotuners ran is the case it catches."""
+    if not copy_tbps or copy_ms is None:
+        return None
+    expect = 2 * nbytes / (copy_tbps * 1e9)
+    if copy_ms > max(0.02, 5 * expect):
+        return "the same-bytes copy took %.4f ms, %.0fx the %.4f ms the 2 GiB copy's %.2f TB/s gives" % (
+            copy_ms, copy_ms / expect, expect, copy_tbps)
+    return None
+
+
+# ------------------------------------------------------------------ shards and their merge
+def parse_shard(spec):
+    """(i, n) of a shard "I/N" (1 <= I <= N); ValueError for anything else."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError("a shard is I/N with 1 <= I <= N, not %r" % spec)
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_rows(rows, spec):
+    """The rows of shard "I/N": every N-th row from the I-th, so that each shard gets its share of every class
+    (read_rows lists a file's kernels together, and the costly attention files cluster). The N shards together
+    hold every row exactly once. spec None or "": all rows."""
+    if not spec:
+        return list(rows)
+    i, n = parse_shard(spec)
+    return [r for k, r in enumerate(rows) if k % n == i - 1]
+
+
+RANK = {"PASS": 3, "FAIL": 2, "SKIP": 1}
+
+
+def merge_results(runs):
+    """One result list from several runs' lists (shards, or a run and its repeat): per kernel id the record of
+    the most telling status (PASS over FAIL over SKIP; of equals the later run's), in first-seen order."""
+    best, order = {}, []
+    for res in runs:
+        for r in res:
+            old = best.get(r["id"])
+            if old is None:
+                order.append(r["id"])
+            if old is None or RANK.get(r.get("status"), 0) >= RANK.get(old.get("status"), 0):
+                best[r["id"]] = r
+    return [best[i] for i in order]
+
+
 # ------------------------------------------------------------------ the table
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
@@ -196,7 +303,8 @@ def table(results, header=""):
         lines.append("%-44s %-28s %9s %9s %6s %9s %9s %6s %5s %5s  %s" % (
             r["id"][:44], r["cls"][:28], _f(r.get("tc_graph_ms"), "%.4f"), _f(r.get("tl_graph_ms"), "%.4f"),
             _f(g), _f(r.get("tc_ms"), "%.4f"), _f(r.get("tl_ms"), "%.4f"), _f(e),
-            _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"), r.get("agree", "")[:60]))
+            _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"),
+            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") + r.get("agree", "")[:60]))
     lines.append("")
     lines.append("%-44s %-28s %6s %6s  (geometric means of tilec / TileLang, >1: tilec faster)" % (
         "class", "kernels", "graph", "eager"))
@@ -210,10 +318,60 @@ def table(results, header=""):
     n_all = len(results)
     lines.append("%-44s %-28d %6s %6s" % ("ALL", len(allv), _f(geomean([g for g, _ in allv])),
                                           _f(geomean([e for _, e in allv]))))
+    suspect = sum(1 for r in results if r.get("status") == "PASS" and r.get("suspect"))
     lines.append("SIDE-BY-SIDE: %d kernels timed of %d listed; geometric mean tilec/TileLang %s (graph), %s (eager); "
                  "%d below 0.8x (graph): %s" % (len(allv), n_all, _f(geomean([g for g, _ in allv])),
                                                  _f(geomean([e for _, e in allv])), len(below), " ".join(below)))
+    if suspect:
+        lines.append("SUSPECT: %d timed while the GPU was not the run's alone (their same-bytes copy far too slow, "
+                     "twice): see their detail" % suspect)
     return "\n".join(lines)
+
+
+def _check_tilelang_as_tilec():
+    import types
+    problems = []
+    mods = {n: types.SimpleNamespace(autotune=None) for n in AUTOTUNE_MODULES[:2]}
+    if no_autotune(mods) != 2:
+        problems.append("no_autotune: replaced %d of 2" % no_autotune(mods))
+
+    def f(M, block_M=128):
+        return M, block_M
+    tune = mods["tilelang.autotuner"].autotune
+    if tune(configs=[{"block_M": 64}], warmup=5)(f) is not f or tune(f) is not f:
+        problems.append("no_autotune: @autotune(...) and bare @autotune must return the function unchanged")
+    env = {"TILELANG_CACHE_DIR": "/c", "HOME": "/h"}
+    with example_env(env) as keep_run_env:
+        env.update(TILELANG_DISABLE_CACHE="1", TILELANG_CACHE_DIR="/x", EXAMPLE="1")     # the file's module level
+        keep_run_env()
+        during = dict(env)
+    if during != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h", "EXAMPLE": "1"} or \
+            env != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h"}:
+        problems.append("example_env: during %r, after %r" % (during, env))
+    return problems
+
+
+def _check_shards():
+    problems = []
+    rows = [dict(id="k%d" % i) for i in range(11)]
+    parts = [shard_rows(rows, "%d/3" % i) for i in (1, 2, 3)]
+    if sorted(r["id"] for p in parts for r in p) != sorted(r["id"] for r in rows) or \
+            max(map(len, parts)) - min(map(len, parts)) > 1:
+        problems.append("shard_rows: shards 1/3 2/3 3/3 do not split 11 rows evenly and exactly once")
+    if shard_rows(rows, None) != rows or shard_rows(rows, "1/1") != rows:
+        problems.append("shard_rows: no shard or 1/1 must be every row")
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        try:
+            parse_shard(bad)
+            problems.append("parse_shard accepts %r" % bad)
+        except ValueError:
+            pass
+    a = [dict(id="x", status="SKIP"), dict(id="y", status="PASS", v=1)]
+    b = [dict(id="x", status="PASS", v=2), dict(id="y", status="SKIP"), dict(id="z", status="FAIL")]
+    m = merge_results([a, b])
+    if [(r["id"], r["status"]) for r in m] != [("x", "PASS"), ("y", "PASS"), ("z", "FAIL")] or m[1]["v"] != 1:
+        problems.append("merge_results: %r" % m)
+    return problems
 
 
 def self_check():
@@ -234,6 +392,11 @@ def self_check():
         problems.append("geomean")
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
+    problems += _check_shards() + _check_tilelang_as_tilec()
+    if copy_suspect(0.21, 3 << 20, 4.0) is None or copy_suspect(0.0021, 3 << 20, 4.0) is not None or \
+            copy_suspect(0.015, 1 << 10, 4.0) is not None:
+        problems.append("copy_suspect: session 13's 6 MiB copy at 0.21 ms is suspect, one at 2.1 us or a 1 KiB "
+                        "copy at 15 us (launch and tail) is not")
     rows = [dict(id="a:k", cls="GEMV/decode", status="PASS", graph_ratio=0.5, eager_ratio=2.0, agree="ok"),
             dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
             dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]

@@ -121,6 +121,8 @@ jobs_max=$(nproc 2>/dev/null || echo 8)
 for src in gpu/handwritten/*.cu "$GB"/*.cu; do
     [ -e "$src" ] || continue
     [ -e "${src%.cu}.h" ] || continue       # a library has its header; other .cu (stand-alone tests) are not built here
+    # TILEC_GPU_BUILD_ONLY=REGEX: only the libraries whose name matches (the side by side alone: 'compat_|tk_')
+    [[ -z ${TILEC_GPU_BUILD_ONLY:-} || $(basename "$src" .cu) =~ ${TILEC_GPU_BUILD_ONLY:-} ]] || continue
     while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n; done
     build_one "$src" "$(basename "$src" .cu)" &
 done
@@ -172,9 +174,12 @@ fi
 # SUITE/kernels.tsv, prepared with TILELANG_SRC), side by side in one process (tools/gpu/side_by_side.py: outputs
 # compared with each other, CUDA-graph and eager times, a same-bytes copy beside). Opt-in, TILEC_GPU_SBS=1, and
 # it needs the TileLang bundle (.tilelang/site.tar.xz); TILEC_GPU_SBS_S (default 420) is its share of the budget,
-# so skip the other steps to give it the time:
-#   TILEC_GPU_SBS=1 bash tools/gpu/run.sh --skip test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
-# Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT.
+# so skip the other steps to give it the time, build only its libraries, and split the list over two commands
+# (TILEC_GPU_SBS_SHARD=1/2, then 2/2; tools/gpu/side_by_side.py's header has the exact command lines):
+#   TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=1/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' \
+#       bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+# Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT; merge the shards' JSON
+# here with tools/gpu/side_by_side.py --merge.
 tl_site() {    # unpacks the TileLang bundle once; prints the site folder
     [ -d "$WORK/tl-site/tilelang" ] || { mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"; }
     echo "$WORK/tl-site"
@@ -190,7 +195,8 @@ if [ "${TILEC_GPU_SBS:-0}" = 1 ]; then
         site=$(tl_site)
         TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$site" GPU_BUILD="$GB" \
             timeout -k 10 $(( t + 10 )) python3 tools/gpu/side_by_side.py --gpu-build "$GB" --libdir "$LIB" \
-            --work "$WORK/sbs" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" >"$WORK/sidebyside.log" 2>&1
+            --work "$WORK/sbs" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" \
+            ${TILEC_GPU_SBS_SHARD:+--shard "$TILEC_GPU_SBS_SHARD"} >"$WORK/sidebyside.log" 2>&1
         record sidebyside $? $(( SECONDS - t0 ))
         { echo; echo "== side by side with TileLang (tools/gpu/side_by_side.py)"; cat "$WORK/sidebyside.log"; } >>"$WORK/bench.log"
     fi

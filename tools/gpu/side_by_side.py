@@ -1,25 +1,48 @@
 #!/usr/bin/env python3
-"""tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), in one process on the GPU machine.
+"""tilec beside TileLang 0.1.15 on every kernel both compile (issue 25), on the GPU machine.
+
+The whole set (210 kernels) in two device commands, each one half of the list (--shard), then merged here:
+  here, once (gpu-build and the TileLang bundle together pass the device tool's 64 MiB: gpu-build travels as xz):
+    TILELANG_SRC=/work/.mirror/tile-ai+tilelang/repo TILEKERNELS_SRC=/work/ext/tile_kernels TILEC_GPU_APP=0 \
+        tools/gpu/prepare.sh build
+    mkdir -p .carry && tar -cf - gpu-build | xz -T2 > .carry/gpu-build.tar.xz
+    [ -f .tilelang/site.tar.xz ] || bash ../shared/tools/tilelang/make-bundle.sh .tilelang
+  there (device tool: carry [".carry", ".tilelang"], timeout_s 600), twice, SHARD=1/2 then SHARD=2/2:
+    tar -xJf .carry/gpu-build.tar.xz && TILEC_GPU_SBS=1 TILEC_GPU_SBS_SHARD=1/2 TILEC_GPU_SBS_S=500 TILEC_GPU_BUILD_ONLY='^(compat_|tk_)' bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
+  here, after (each command's files_at folder holds its sidebyside.json):
+    python3 tools/gpu/side_by_side.py --merge RUN1/sidebyside.json RUN2/sidebyside.json --gpu-build gpu-build \
+        --out /tmp/sbs-merged          (the one table; exit 1 and the names when a kernel has no record)
+On a warm machine the second command rebuilds nothing (run.sh's nvcc cache) and TileLang's kernels stay in its
+cache (TILELANG_CACHE_DIR=/tmp/tilec-tl-cache). One shard (105 kernels), estimated from session 13: nvcc of the
+libraries about 60 s cold, TileLang's compiles 60-100 s on 16 processes, the timing about 1 s a kernel.
 
   python3 tools/gpu/side_by_side.py --gpu-build gpu-build --libdir gpu-build/lib --work DIR [--out OUTDIR]
-        [--only REGEX] [--seed N] [--budget S]
+        [--only REGEX] [--shard I/N] [--seed N] [--budget S] [--workers N] [--compile-share F]
       there, PYTHONPATH holding the TileLang bundle (make-bundle.sh's site.tar.xz unpacked); tools/gpu/run.sh runs
       it with TILEC_GPU_SBS=1 after building the libraries. Writes DIR/sbs.jsonl (one record per kernel, appended
       at once), OUTDIR/sidebyside.json and prints the table (gpu/sidebyside.py) last.
-  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --plan
-      here, without torch or TileLang: which kernels would run, their class and call, and what stops the others.
+  python3 tools/gpu/side_by_side.py --gpu-build gpu-build --plan [--only REGEX] [--shard I/N]
+      here, without torch or TileLang: which kernels a run (or a shard) covers, their class and call, and what
+      stops the others.
+  python3 tools/gpu/side_by_side.py --merge A.json B.json ... [--gpu-build gpu-build] [--out DIR]
+      here: one table from the shards' sidebyside.json; exit 1 when a listed kernel has no record.
 
 For each kernel of gpu/sidebyside.read_rows (TileLang's examples and TileKernels that tilec compiled): TileLang
 compiles the same call of the same file (its @tilelang.jit factory or the prim_func it returns, with the
-file's own pass configurations; all kernels at once on a thread pool, since nvcc dominates), then, on the same
-inputs (the suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
+file's own pass configurations, TileLang's autotuner off: tools/gpu/sbs_compile.py) in worker processes, one per
+core, which all end before the first kernel is timed (--compile-share of the budget at most); then, kernel by
+kernel, the timing process gets TileLang's kernel back from TileLang's disk cache and, on the same inputs (the
+suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
 the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
 (close/similar of reference.tsv, else close(1e-2, 1e-2)). Then both are timed, with a device copy of the same bytes
 (all tensors, read + written once) beside them:
-  graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), the median
-         over interleaved replays divided by R: launch costs gone, inputs warm in L2 where they fit;
+  graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), each replay
+         queued behind a GPU spin of about 1 ms so that host time is never charged, the median over interleaved
+         replays divided by R: launch costs gone, inputs warm in L2 where they fit;
   eager  gpu/bench.py's timer: one launch at a time, L2 flushed before each, interleaved medians.
-tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster).
+tilec / TileLang = TileLang's time / tilec's time (above 1: tilec faster). A kernel whose same-bytes copy ran far
+slower than the run's 2 GiB copy says the GPU was shared (gpu/sidebyside.copy_suspect): it is timed again, then
+marked SUSPECT.
 
 The parent process never touches the GPU: it runs the work in a child (--child) and restarts it after a crash
 or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL.
@@ -27,11 +50,9 @@ The whole run keeps within --budget seconds (default 420)."""
 import argparse
 import ctypes
 import json
-import math
 import os
 import subprocess
 import sys
-import threading
 import time
 import traceback
 
@@ -42,80 +63,19 @@ sys.path.insert(0, os.path.join(ROOT, "gpu", "tests"))
 import report  # noqa: E402  read_jsonl
 import sidebyside as S  # noqa: E402
 import tlcompat as TC  # noqa: E402
+sys.path.insert(0, HERE)
+import sbs_compile as SC  # noqa: E402
 
 GRAPH_TARGET_MS = 2.0
+GRAPH_ROUNDS = 10               # interleaved replays of each graph; the median of their per-launch times
+GRAPH_SPIN_CYCLES = 2_000_000   # about 1 ms at the H200's clocks: the host has queued the replay before it ends
+EAGER_BUDGET_S = 0.25           # gpu/bench.py's timer: rounds of the three calls that fill this, 10 to 200 of them
 EXIT_TIMEOUT = 124
 
 
 def write(path, rec):
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")
-
-
-# ------------------------------------------------------------------ TileLang's side
-def tilelang_kernel(tilelang, gpu_build, row):
-    """TileLang's JITKernel for a row: the manifest's call evaluated in the example's namespace (TileLang
-    importable, so its @tilelang.jit factories are defined); a prim_func is compiled with tilelang.compile."""
-    call, problems = S.plan(gpu_build, row)
-    if call is None:
-        raise RuntimeError("; ".join(problems))
-    path = S.example_path(gpu_build, row)
-    # the example's own imports are relative to its folder, a package's to the suite's copy of it
-    dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
-    sys.path[:0] = dirs
-    try:
-        ns = TC.load_example(path)
-        obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
-    finally:
-        for d in dirs:
-            sys.path.remove(d)
-    if hasattr(obj, "get_kernel_source") and callable(obj):
-        return obj
-    if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
-        return tilelang.compile(obj, target="cuda")
-    raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)
-
-
-def save_source(sources, kid, kern):
-    """TileLang's generated CUDA of one kernel as SOURCES/<id>.cu, for reading beside tilec's (anatomy)."""
-    try:
-        text = kern.get_kernel_source()
-    except Exception as e:  # noqa: BLE001 - a missing source is a note, never a failed kernel
-        text = "// no source: %s\n" % e
-    os.makedirs(sources, exist_ok=True)
-    with open(os.path.join(sources, kid.replace("/", "_") + ".cu"), "w") as f:
-        f.write(text)
-
-
-def compile_all(tilelang, gpu_build, rows, deadline, log, sources=None):
-    """{id: kernel or error text}: every row compiled by TileLang on a thread pool (kernels of one file in one
-    task: a factory's call cache is not meant for threads); rows not done by the deadline are timed out."""
-    from concurrent.futures import ThreadPoolExecutor, wait
-    by_file = {}
-    for r in rows:
-        by_file.setdefault((r["suite"], r["tag"], r["file"]), []).append(r)
-    out = {}
-
-    def task(group):
-        for r in group:
-            t0 = time.time()
-            try:
-                out[r["id"]] = tilelang_kernel(tilelang, gpu_build, r)
-                log("TileLang compiled %s in %.1f s" % (r["id"], time.time() - t0))
-                if sources:
-                    save_source(sources, r["id"], out[r["id"]])
-            except BaseException as e:  # noqa: BLE001 - TVM errors of every kind: reported per kernel
-                out[r["id"]] = "TileLang cannot compile it: %s: %s" % (
-                    type(e).__name__, " ".join(str(e).split())[-300:])
-                log("TileLang failed on %s: %s" % (r["id"], out[r["id"]]))
-
-    pool = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 8))
-    futs = [pool.submit(task, g) for g in by_file.values()]
-    wait(futs, timeout=max(1.0, deadline - time.time()))
-    pool.shutdown(wait=False, cancel_futures=True)
-    for r in rows:
-        out.setdefault(r["id"], "TileLang's compile did not finish inside the budget")
-    return out
 
 
 # ------------------------------------------------------------------ inputs and calls
@@ -261,8 +221,12 @@ def judge(entry, ns, name, a, b):
 
 
 # ------------------------------------------------------------------ timing
-def graph_ms(torch, fns, rounds=15):
-    """Per-launch medians of CUDA graphs of back-to-back launches of each fn, replays interleaved."""
+def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
+    """Per-launch medians of CUDA graphs of back-to-back launches of each fn, replays interleaved. Each replay
+    is queued behind a GPU spin of about 1 ms (torch.cuda._sleep), so that its start event waits for the spin
+    and not for the host: the host's cudaGraphLaunch of up to 500 nodes, or the host held up by another thread
+    (session 13's compile threads), is never charged to the kernels."""
+    spin = getattr(torch.cuda, "_sleep", None)
     graphs = []
     for fn in fns:
         s = torch.cuda.Stream()
@@ -290,6 +254,8 @@ def graph_ms(torch, fns, rounds=15):
         for j in order:
             g, reps = graphs[j]
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if spin:
+                spin(GRAPH_SPIN_CYCLES)
             e0.record()
             g.replay()
             e1.record()
@@ -299,7 +265,7 @@ def graph_ms(torch, fns, rounds=15):
     return [statistics.median(t) for t in times]
 
 
-def one(torch, timer, core, lib, kern, row, gpu_build, seed):
+def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
     params, sizes = TC.header_params(open(os.path.join(gpu_build, row["lib"] + ".h"),
                                           encoding="utf-8", errors="replace").read(), row["kernel"])
     ns = TC.load_example(S.example_path(gpu_build, row))
@@ -339,9 +305,19 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed):
 
     def copy():
         dst.copy_(src)
-    e_tc, e_tl, e_cp = timer.ms_all([tc, tl, copy], budget_s=0.6)
-    r = dict(status="PASS", agree="; ".join(notes), bytes=nbytes, tc_ms=e_tc, tl_ms=e_tl, copy_ms=e_cp,
-             eager_ratio=e_tl / e_tc, detail="eager %.4f / %.4f ms" % (e_tc, e_tl))
+    for attempt in (1, 2):     # a copy that says the GPU was shared: timed once more, then reported as suspect
+        r = timed(torch, timer, tc, tl, copy, nbytes, copy_tbps)
+        r.update(status="PASS", agree="; ".join(notes), bytes=nbytes)
+        if not r.get("suspect"):
+            break
+    return r
+
+
+def timed(torch, timer, tc, tl, copy, nbytes, copy_tbps):
+    """Eager and graph times of tilec's call, TileLang's and the same-bytes copy, with the copy's check."""
+    e_tc, e_tl, e_cp = timer.ms_all([tc, tl, copy], budget_s=EAGER_BUDGET_S, min_reps=10, max_reps=200)
+    r = dict(tc_ms=e_tc, tl_ms=e_tl, copy_ms=e_cp, eager_ratio=e_tl / e_tc,
+             detail="eager %.4f / %.4f ms" % (e_tc, e_tl))
     try:    # after the eager times: a launch that cannot be captured costs only this half
         g_tc, g_tl, g_cp = graph_ms(torch, [tc, tl, copy])
         r.update(tc_graph_ms=g_tc, tl_graph_ms=g_tl, copy_graph_ms=g_cp, graph_ratio=g_tl / g_tc,
@@ -349,6 +325,9 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed):
                  detail="graph %.4f / %.4f ms, " % (g_tc, g_tl) + r["detail"])
     except Exception as e:  # noqa: BLE001
         r["detail"] += "; no graph times: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
+    why = S.copy_suspect(e_cp, nbytes // 2, copy_tbps)
+    if why:
+        r.update(suspect=why, detail=r["detail"] + "; SUSPECT: " + why)
     return r
 
 
@@ -362,8 +341,15 @@ def child(args):
         tilelang.set_log_level("WARNING")
     except Exception:  # noqa: BLE001
         pass
+    try:
+        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
+    except ImportError:
+        pass
+    S.no_autotune(sys.modules)     # the configuration tilec compiled, as the compile workers had it
     t_end = float(args.deadline)
-    rows = [r for r in S.read_rows(args.gpu_build) if not args.only or __import__("re").search(args.only, r["id"])]
+    everything = S.read_rows(args.gpu_build)
+    position = {r["id"]: k for k, r in enumerate(everything)}     # a kernel's seed: the same in every shard
+    rows = SC.selected_rows(args.gpu_build, args.only, args.shard)
     done = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "result"}
     started = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "start"} - done
     for tid in started:      # a crash or hang of an earlier child: its kernel in flight failed
@@ -377,27 +363,32 @@ def child(args):
 
     def log(msg):
         print(msg, flush=True)
-    compile_deadline = time.time() + max(30.0, 0.45 * (t_end - time.time()))
-    kernels = compile_all(tilelang, args.gpu_build, rows, compile_deadline, log,
-                          os.path.join(args.work, "tilelang-src"))
+    compiled = SC.read_compiled(args.work)
     dog = core.Watchdog(args.timeout, lambda tid, s: None, EXIT_TIMEOUT)
     timer = bench.Timer(torch)
+    copy_tbps, _ = bench.copy_tbps(timer, torch, bench.LARGE_COPY_BYTES)
+    log("side_by_side: 2 GiB device copy at %.2f TB/s (the yardstick of copy_suspect)" % copy_tbps)
     cache = {}
-    for i, row in enumerate(rows):
+    for row in rows:
         rec = dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"])
         if time.time() > t_end - 10:
             write(args.results, dict(rec, status="SKIP", detail="no time left in the budget"))
             continue
-        kern = kernels[row["id"]]
+        got = compiled.get(row["id"])
         lib, why = harness.find_library(args.libdir, row["lib"], cache)
-        if isinstance(kern, str) or lib is None:
-            write(args.results, dict(rec, status="SKIP", detail=kern if isinstance(kern, str) else why))
+        if got is None or not got.get("ok") or lib is None:
+            why = why if lib is None else got["error"] if got else \
+                "TileLang's compile did not finish inside its share of the budget"
+            write(args.results, dict(rec, status="SKIP", detail=why))
             continue
         write(args.results, dict(event="start", id=row["id"]))
         dog.start(row["id"])
         t0 = time.time()
         try:
-            rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + i))
+            kern = SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache: the worker's compile
+            rec["load_seconds"] = round(time.time() - t0, 2)
+            rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
+                           copy_tbps))
         except (core.Fail, core.Skip) as e:
             rec.update(status="FAIL" if isinstance(e, core.Fail) else "SKIP", detail=str(e)[:400])
         except Exception as e:  # noqa: BLE001
@@ -406,7 +397,8 @@ def child(args):
         dog.stop()
         rec["seconds"] = round(time.time() - t0, 2)
         write(args.results, rec)
-        log("%-4s %-44s %s" % (rec["status"], row["id"], rec.get("detail", "")))
+        log("%-4s %-44s %s (%.1f s, TileLang's kernel from its cache in %s s)" % (
+            rec["status"], row["id"], rec.get("detail", ""), rec["seconds"], rec.get("load_seconds", "-")))
         try:
             torch.cuda.synchronize()
         except RuntimeError:   # a sticky CUDA error: this process cannot go on, the parent restarts it
@@ -420,9 +412,24 @@ def parent(args):
     deadline = start + args.budget
     os.makedirs(args.work, exist_ok=True)
     results = os.path.join(args.work, "sbs.jsonl")
+    select = (["--only", args.only] if args.only else []) + (["--shard", args.shard] if args.shard else [])
+    listed = [r["id"] for r in SC.selected_rows(args.gpu_build, args.only, args.shard)]
+    # TileLang's compiles first, in worker processes, all ended before the first kernel is timed
+    workers = args.workers or min(os.cpu_count() or 8, max(1, len(listed)))
+    compile_deadline = start + args.compile_share * args.budget
+    print("side_by_side: %d kernels%s; TileLang compiles them on %d worker processes until %.0f s"
+          % (len(listed), " (shard %s)" % args.shard if args.shard else "", workers, compile_deadline - start),
+          flush=True)
+    SC.run_workers(["--gpu-build", args.gpu_build] + select, args.work, compile_deadline, workers,
+                   lambda m: print(m, flush=True), ids=listed)
+    compiled = SC.read_compiled(args.work)
+    print("side_by_side: TileLang's compiles took %.0f s: %d compiled, %d failed, %d unfinished" % (
+        time.time() - start, sum(1 for i in listed if compiled.get(i, {}).get("ok")),
+        sum(1 for i in listed if i in compiled and not compiled[i].get("ok")),
+        sum(1 for i in listed if i not in compiled)), flush=True)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--gpu-build", args.gpu_build, "--libdir",
-           args.libdir, "--results", results, "--work", args.work, "--seed", str(args.seed), "--deadline", str(deadline - 15),
-           "--timeout", str(args.timeout)] + (["--only", args.only] if args.only else [])
+           args.libdir, "--results", results, "--work", args.work, "--seed", str(args.seed), "--deadline",
+           str(deadline - 15), "--timeout", str(args.timeout)] + select
     for attempt in range(6):
         left = deadline - time.time()
         if left < 30:
@@ -436,12 +443,21 @@ def parent(args):
         print("side_by_side: the child ended with %s (attempt %d); resuming after the kernel in flight"
               % (rc, attempt + 1), flush=True)
     res = [r for r in report.read_jsonl(results) if r.get("event") == "result"]
-    text = S.table(res, "tilec beside TileLang 0.1.15 (tools/gpu/side_by_side.py), seed %d, %.0f s"
-                   % (args.seed, time.time() - start))
+    have = {r["id"] for r in res}
+    for row in SC.selected_rows(args.gpu_build, args.only, args.shard):     # never reached: said so, per kernel
+        if row["id"] not in have:
+            res.append(dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"],
+                            status="SKIP", detail="never reached: the timing process ended early (see the log)"))
+    for r in res:       # the compile's seconds beside the run's, for the next budget
+        r.setdefault("tl_compile_seconds", compiled.get(r["id"], {}).get("seconds"))
+    run = dict(seed=args.seed, shard=args.shard, only=args.only, listed=listed, results=res,
+               seconds=round(time.time() - start, 1))
+    text = S.table(res, "tilec beside TileLang 0.1.15 (tools/gpu/side_by_side.py), seed %d%s, %.0f s"
+                   % (args.seed, ", shard " + args.shard if args.shard else "", time.time() - start))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "sidebyside.json"), "w") as f:
-            json.dump(dict(seed=args.seed, results=res), f, indent=1)
+            json.dump(run, f, indent=1)
         with open(os.path.join(args.work, "sidebyside.txt"), "w") as f:
             f.write(text + "\n")
         src = os.path.join(args.work, "tilelang-src")
@@ -451,9 +467,39 @@ def parent(args):
     return 0
 
 
+def merge(args):
+    """Here, after the GPU runs: one table and one sidebyside.json from the shards' sidebyside.json files; every
+    kernel a shard listed and none timed is named (and, with --gpu-build, every kernel no shard listed)."""
+    runs = []
+    for path in args.merge:
+        with open(path) as f:
+            runs.append(json.load(f))
+    res = S.merge_results([r["results"] for r in runs])
+    listed = [i for r in runs for i in r.get("listed", [r2["id"] for r2 in r["results"]])]
+    if os.path.exists(os.path.join(args.gpu_build, "compat", "kernels.tsv")):
+        listed += [r["id"] for r in SC.selected_rows(args.gpu_build, args.only)]
+    have = {r["id"] for r in res}
+    missing = sorted(set(listed) - have)
+    untimed = sorted(r["id"] for r in res if r.get("status") != "PASS")
+    text = S.table(res, "tilec beside TileLang 0.1.15 (tools/gpu/side_by_side.py), %d runs merged: seeds %s, "
+                        "shards %s" % (len(runs), " ".join(str(r.get("seed")) for r in runs),
+                                       " ".join(str(r.get("shard")) for r in runs)))
+    text += "\nMERGED: %d kernels listed, %d with a record, %d without one%s; %d not PASS" % (
+        len(set(listed)), len(have), len(missing), (": " + " ".join(missing)) if missing else "", len(untimed))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "sidebyside.json"), "w") as f:
+            json.dump(dict(merged=args.merge, seeds=[r.get("seed") for r in runs], listed=sorted(set(listed)),
+                           results=res), f, indent=1)
+        with open(os.path.join(args.out, "sidebyside.txt"), "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 1 if missing else 0
+
+
 def plan_only(args):
-    rows = S.read_rows(args.gpu_build)
-    if not rows:
+    rows = SC.selected_rows(args.gpu_build, args.only, args.shard)
+    if not S.read_rows(args.gpu_build):
         print("side_by_side: %s has no SUITE/kernels.tsv (TILELANG_SRC=... tools/gpu/prepare.sh)" % args.gpu_build)
         return 77
     bad = 0
@@ -475,15 +521,25 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=25)
     ap.add_argument("--budget", type=float, default=420)
     ap.add_argument("--timeout", type=float, default=90)
+    ap.add_argument("--shard", default=None, help="I/N: every N-th kernel from the I-th (gpu/sidebyside.shard_rows)")
+    ap.add_argument("--workers", type=int, default=0, help="TileLang compile processes (default: one per core)")
+    ap.add_argument("--compile-share", type=float, default=0.5,
+                    help="the part of --budget TileLang's compiles may take before timing starts")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="here: merge the shards' sidebyside.json into one table (and --out DIR/sidebyside.json)")
     ap.add_argument("--plan", action="store_true")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--results", default=None)
     ap.add_argument("--deadline", default=None)
     args = ap.parse_args(argv)
     args.libdir = args.libdir or os.path.join(args.gpu_build, "lib")
+    if args.shard:
+        S.parse_shard(args.shard)
+    if args.merge:
+        return merge(args)
     if args.plan:
         return plan_only(args)
-    if args.child:     # os._exit: compiles still running on the pool's threads must not hold the exit
+    if args.child:     # os._exit: no thread TileLang may have left (its loggers, caches) holds the exit
         rc = child(args)
         sys.stdout.flush()
         os._exit(rc)
