@@ -149,6 +149,45 @@ def varlen_attention(Q, K, V, cu_q, cu_k, causal=False, sinks=None):
     return out
 
 
+def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
+    """The gradients a FlashAttention backward kernel over packed variable-length sequences computes from the
+    forward's log-sum-exp and Delta (given, not recomputed: the kernel's own inputs), in float64:
+    P[i, j] = exp2(k_i . q_j * sm_scale * log2(e) - lse[b, h, j]) (j a query's position in its sequence, lse
+    in log2 units), 0 where key i is masked (causal at the end: i <= j + Lk - Lq); dS = P * (v_i . dO_j -
+    Delta[b, h, j]) * sm_scale; dV_i = sum_j P dO_j and dK_i = sum_j dS q_j, summed over the query heads that
+    share key/value head h // (H / HK); dQ_j = sum_i dS k_i. Q, dO [UQ, H, D]; K, V [UK, HK, D]; lse, Delta
+    [B, H, N]. Returns (dQ [UQ, H, D], dK, dV [UK, HK, D])."""
+    import torch
+    UQ, H, D = Q.shape
+    HK = K.shape[1]
+    groups = H // HK
+    sm_scale = D ** -0.5
+    dQ = torch.zeros(UQ, H, D, dtype=torch.float64, device=Q.device)
+    dK = torch.zeros(K.shape, dtype=torch.float64, device=Q.device)
+    dV = torch.zeros(K.shape, dtype=torch.float64, device=Q.device)
+    cq, ck = cu_q.tolist(), cu_k.tolist()
+    for b in range(len(cq) - 1):
+        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        if lq == 0 or lk == 0:
+            continue
+        i = torch.arange(lk, device=Q.device)[:, None]
+        j = torch.arange(lq, device=Q.device)[None, :]
+        keep = (i <= j + (lk - lq)) if causal else torch.ones(lk, lq, dtype=torch.bool, device=Q.device)
+        for h in range(H):
+            q = Q[cq[b]:cq[b + 1], h].double()
+            do = dO[cq[b]:cq[b + 1], h].double()
+            k = K[ck[b]:ck[b + 1], h // groups].double()
+            v = V[ck[b]:ck[b + 1], h // groups].double()
+            s = k @ q.T                                                   # [Lk, Lq]
+            p = torch.exp2(s * sm_scale * math.log2(math.e) - lse[b, h, :lq].double()[None, :])
+            p = torch.where(keep, p, 0.0)
+            ds = p * (v @ do.T - Delta[b, h, :lq].double()[None, :]) * sm_scale
+            dV[ck[b]:ck[b + 1], h // groups] += p @ do
+            dK[ck[b]:ck[b + 1], h // groups] += ds @ q
+            dQ[cq[b]:cq[b + 1], h] = ds.T @ k
+    return dQ, dK, dV
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
