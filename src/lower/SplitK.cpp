@@ -69,10 +69,10 @@ bool loopBodyFits(const Stmt &body, const Buffer &acc) {
 
 GemmShape match(const Kernel &k) {
     GemmShape m;
-    if (k.parts != 1 || k.wrapped()) return {0, nullptr, nullptr, "it has several launches or workspaces"};
-    if (k.gridDims > 2) return {0, nullptr, nullptr, "its grid has a third dimension"};
-    if (k.clusterDims != std::array<int, 3>{1, 1, 1} || !k.tensorLayouts.empty() || k.swizzlePanel)
-        return {0, nullptr, nullptr, "it asks for clusters, tensor layouts or a rasterization"};
+    if (k.wrapped()) return {0, nullptr, nullptr, "it has workspaces or views"};
+    // (T.use_swizzle's rasterization permutes grid x and y only: the splits along z keep it.)
+    if (k.clusterDims != std::array<int, 3>{1, 1, 1} || !k.tensorLayouts.empty())
+        return {0, nullptr, nullptr, "it asks for clusters or tensor layouts"};
     auto seq = as<Seq>(k.body);
     if (!seq || seq->stmts.size() < 3) return {0, nullptr, nullptr, "it is not a clear, a K loop and a copy out"};
     const auto &st = seq->stmts;
@@ -234,6 +234,29 @@ KernelP reductionKernel(const Kernel &k, const Kernel &part0, int64_t splits, co
     return r;
 }
 
+/// The splits for kernel `k` on a GPU of `sms` SMs (1: none); `why` says why none where its GEMM leaves the GPU
+/// idle (empty where the kernel is no such GEMM).
+int64_t decide(const Kernel &k, const GemmShape &m, int64_t sms, std::string &why) {
+    auto gx = constInt(k.grid[0]), gy = constInt(k.grid[1]);
+    if (k.parts != 1 || k.gridDims > 2) return 1; // launches or a grid z of the author's own (a split by hand)
+    if (!gx || !gy || *gx * *gy * 2 > sms || !hasGemm(k.body)) return 1; // the tiles fill the GPU, or are unknown
+    const std::string idle = "kernel '" + k.name + "' keeps one block per output tile although its " +
+                             std::to_string(*gx * *gy) + " tiles fill at most half of the " + std::to_string(sms) + " SMs: ";
+    if (!m.why.empty()) {
+        why = idle + m.why;
+        return 1;
+    }
+    const auto kBlocks = constValue(m.loop->extent);
+    const int64_t worth = splitsWorthTheirTraffic(*m.loop, m.store->dst.buffer);
+    const int64_t splits = chooseSplits(*gx * *gy, sms, kBlocks, worth);
+    if (splits < 2 && worth < 2)
+        why = idle + "float32 partials of its output would cost more than half the bytes of its operands";
+    else if (splits < 2)
+        why = idle + "its " + std::to_string(kBlocks.value_or(0)) + " K blocks are too few to split (" +
+              std::to_string(kMinKBlocks) + " or more per split)";
+    return splits;
+}
+
 } // namespace
 
 Program splitK(const Program &p, const std::vector<Target> &targets, const LoweringOptions &o,
@@ -243,26 +266,11 @@ Program splitK(const Program &p, const std::vector<Target> &targets, const Lower
     for (auto &t : targets) sms = std::max<int64_t>(sms, t.numSms);
     Program out;
     for (const KernelP &k : p.kernels) {
-        auto gx = constInt(k->grid[0]), gy = constInt(k->grid[1]);
         GemmShape m = match(*k);
-        if (!m.why.empty() || !gx || !gy || !hasGemm(k->body)) {
-            out.kernels.push_back(k);
-            continue;
-        }
-        const int64_t tiles = *gx * *gy;
-        const auto kBlocks = constValue(m.loop->extent);
-        const int64_t worth = splitsWorthTheirTraffic(*m.loop, m.store->dst.buffer);
-        const int64_t splits = chooseSplits(tiles, sms, kBlocks, worth);
+        std::string why;
+        const int64_t splits = decide(*k, m, sms, why);
         if (splits < 2) {
-            if (tiles * 2 <= sms && worth < 2)
-                remark(sources, k->launchLoc, "kernel '" + k->name + "' keeps one block per output tile although its " +
-                                                  std::to_string(tiles) + " tiles fill at most half of the " + std::to_string(sms) +
-                                                  " SMs: float32 partials of its output would cost more than half the bytes of its operands");
-            else if (tiles * 2 <= sms && kBlocks)
-                remark(sources, k->launchLoc, "kernel '" + k->name + "' keeps one block per output tile although its " +
-                                                  std::to_string(tiles) + " tiles fill at most half of the " + std::to_string(sms) +
-                                                  " SMs: its " + std::to_string(*kBlocks) + " K blocks are too few to split (" +
-                                                  std::to_string(kMinKBlocks) + " or more per split)");
+            if (!why.empty()) remark(sources, k->launchLoc, why);
             out.kernels.push_back(k);
             continue;
         }
@@ -278,9 +286,9 @@ Program splitK(const Program &p, const std::vector<Target> &targets, const Lower
         out.kernels.push_back(part0);
         out.kernels.push_back(reductionKernel(*k, *part0, splits, ws.buffer, C));
         remark(sources, k->launchLoc,
-               "kernel '" + k->name + "' splits K " + std::to_string(splits) + " ways: its " + std::to_string(tiles) +
-                   " output tiles fill at most half of the " + std::to_string(sms) +
-                   " SMs (--num-sms); float32 partials in a workspace of " + std::to_string(splits) +
+               "kernel '" + k->name + "' splits K " + std::to_string(splits) + " ways: its " +
+                   std::to_string(*constInt(k->grid[0]) * *constInt(k->grid[1])) + " output tiles fill at most half of the " +
+                   std::to_string(sms) + " SMs (--num-sms); float32 partials in a workspace of " + std::to_string(splits) +
                    " x C, summed in split order by a second launch (bit-reproducible; --no-split-k turns it off)");
     }
     return out;
