@@ -20,8 +20,6 @@ namespace {
 
 /// Fewer K blocks per split than this would leave a split too short to fill a software pipeline.
 constexpr int64_t kMinKBlocks = 4;
-/// The most splits of a loop whose trip count is a run-time value (each adds a partial tile to every sum).
-constexpr int64_t kMaxSplits = 16;
 /// The reduction launch's tile (rows x columns of C per block) and threads: 4 elements per thread, a row's
 /// 256 columns read and written contiguously.
 constexpr int64_t kReduceRows = 4, kReduceCols = 256;
@@ -101,25 +99,24 @@ GemmShape match(const Kernel &k) {
     return m;
 }
 
-/// The number of splits, at most `most`, for `tiles` output tiles on `sms` SMs and a K loop of `kBlocks` trips
-/// (nullopt: a run-time count): the fewest that make at least one wave among the divisors of a constant trip count that
-/// leave kMinKBlocks per split (else the most such); where no divisor does, as many as make a wave with
-/// kMinKBlocks or more per split, the last split shorter. 1 for no split.
-int64_t chooseSplits(int64_t tiles, int64_t sms, std::optional<int64_t> kBlocks, int64_t most) {
+/// The number of splits, at most `most`, for `tiles` output tiles on `sms` SMs and a K loop of `kBlocks` trips:
+/// the fewest that make at least one wave among the divisors of kBlocks that leave kMinKBlocks per split (else
+/// the most such); where no divisor does, as many as make a wave with kMinKBlocks or more per split, the last
+/// split shorter. 1 for no split.
+int64_t chooseSplits(int64_t tiles, int64_t sms, int64_t kBlocks, int64_t most) {
     if (tiles * 2 > sms) return 1;
     const int64_t wave = std::min((sms + tiles - 1) / tiles, most);
-    if (!kBlocks) return std::min(wave, kMaxSplits);
     int64_t best = 1;
-    for (int64_t s = 2; s <= most && s * kMinKBlocks <= *kBlocks; ++s) {
-        if (*kBlocks % s) continue;
+    for (int64_t s = 2; s <= most && s * kMinKBlocks <= kBlocks; ++s) {
+        if (kBlocks % s) continue;
         best = s;
         if (s >= wave) break;
     }
     if (best > 1) return best;
-    const int64_t s = std::min(wave, *kBlocks / kMinKBlocks);
+    const int64_t s = std::min(wave, kBlocks / kMinKBlocks);
     if (s < 2) return 1;
-    const int64_t per = (*kBlocks + s - 1) / s;
-    return (*kBlocks + per - 1) / per; // no split left without K blocks
+    const int64_t per = (kBlocks + s - 1) / s;
+    return (kBlocks + per - 1) / per; // no split left without K blocks
 }
 
 std::string uniqueName(const Kernel &k, const std::string &base) {
@@ -133,8 +130,8 @@ std::string uniqueName(const Kernel &k, const std::string &base) {
 }
 
 /// The most splits whose partials' round trip through the workspace (8 bytes per element of C and split:
-/// written, then read as float32) costs at most half the bytes of the operands the K loop reads; kMaxSplits
-/// where a size is a run-time value (a T.dynamic K: the split assumes a long K loop).
+/// written, then read as float32) costs at most half the bytes of the operands the K loop reads (constant
+/// shapes: the caller checked the trip count).
 int64_t splitsWorthTheirTraffic(const For &loop, const Buffer &C) {
     struct Sources : IRVisitor {
         using IRVisitor::visit;
@@ -148,10 +145,10 @@ int64_t splitsWorthTheirTraffic(const For &loop, const Buffer &C) {
     sources.visit(loop.body);
     int64_t operandBytes = 0;
     for (const BufferNode *b : sources.found) {
-        if (b->constElements() < 0) return kMaxSplits;
+        if (b->constElements() < 0) return 0;
         operandBytes += b->constElements() * b->dtype.bytes();
     }
-    if (C->constElements() <= 0) return kMaxSplits;
+    if (C->constElements() <= 0) return 0;
     return operandBytes / (2 * 8 * C->constElements());
 }
 
@@ -246,13 +243,19 @@ int64_t decide(const Kernel &k, const GemmShape &m, int64_t sms, std::string &wh
         why = idle + m.why;
         return 1;
     }
+    // A run-time K: the partials' traffic cannot be weighed against the operands' (a short K would pay for a
+    // second launch and the workspace for nothing), and the decision is made here, not in the launcher.
     const auto kBlocks = constValue(m.loop->extent);
+    if (!kBlocks) {
+        why = idle + "its K loop's trip count is a run-time value (split-K is decided from constant shapes only)";
+        return 1;
+    }
     const int64_t worth = splitsWorthTheirTraffic(*m.loop, m.store->dst.buffer);
-    const int64_t splits = chooseSplits(*gx * *gy, sms, kBlocks, worth);
+    const int64_t splits = chooseSplits(*gx * *gy, sms, *kBlocks, worth);
     if (splits < 2 && worth < 2)
         why = idle + "float32 partials of its output would cost more than half the bytes of its operands";
     else if (splits < 2)
-        why = idle + "its " + std::to_string(kBlocks.value_or(0)) + " K blocks are too few to split (" +
+        why = idle + "its " + std::to_string(*kBlocks) + " K blocks are too few to split (" +
               std::to_string(kMinKBlocks) + " or more per split)";
     return splits;
 }

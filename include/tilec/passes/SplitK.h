@@ -16,13 +16,14 @@ namespace tilec::passes {
 /// GPU among `targets` (Target::numSms), becomes a prim_func of two launches:
 ///  1. the same kernel over grid z = S splits, split z running K blocks [z * per, min((z + 1) * per, E)) of the
 ///     loop's E, its float32 partial tile written to a workspace P[S, C's shape] (T.alloc_global's workspaces:
-///     the launch function allocates it stream-ordered); a split with no K blocks writes zeros;
+///     the launch function allocates it stream-ordered); a split with no K blocks would write zeros;
 ///  2. a reduction that sums each element's S partials in split order 0, 1, ..., S - 1 and rounds once to C's
 ///     type. The order never depends on timing: the result is bit-reproducible from run to run.
-/// S is chosen from the constant tile count and the loop's trip count when it is constant (the fewest divisors of
-/// it that make one wave, at least kMinKBlocks K blocks per split), else from the tile count alone (the launcher
-/// then computes each split's range from the run-time K; K = 0 gives C = 0). A kernel whose tile count is not a
-/// constant (T.dynamic M or N) is left alone. Runs once per program, before the per-target lowerings
+/// S is chosen from the constant tile count and the loop's constant trip count E (the fewest divisors of E that
+/// make one wave with at least kMinKBlocks K blocks per split, else as many as make a wave, the last split
+/// shorter), and no larger than keeps the partials' round trip under half the operands' bytes. The decision is
+/// made at compile time from constant shapes only: a kernel whose tile count or K is a run-time value
+/// (T.dynamic M, N or K) is left alone (`-v` says so for K). Runs once per program, before the per-target lowerings
 /// (lowerVariants), so every target gets the same launches; --no-split-k turns it off; `-v` says what it chose.
 ir::Program splitK(const ir::Program &p, const std::vector<Target> &targets, const LoweringOptions &o,
                    const SourceManager *sources = nullptr);
