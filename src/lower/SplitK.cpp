@@ -152,9 +152,11 @@ int64_t splitsWorthTheirTraffic(const For &loop, const Buffer &C) {
     return operandBytes / (2 * 8 * C->constElements());
 }
 
-/// Launch 1: the GEMM over grid z = splits, each split's K range, its partial tile into `partials`.
-KernelP partialsKernel(const Kernel &k, const GemmShape &m, int64_t splits, const Buffer &partials) {
+/// Launch 1: the GEMM over grid z = splits, each split's K range, its partial tile into workspace `ws`.
+KernelP partialsKernel(const Kernel &k, const GemmShape &m, int64_t splits, const Param &ws) {
+    const Buffer &partials = ws.buffer;
     auto nk = std::make_shared<Kernel>(k);
+    nk->params.push_back(ws); // workspaces follow the other parameters
     const Var bz = k.blockIdx[2];
     const For &loop = *m.loop;
     const Expr E = loop.extent;
@@ -284,8 +286,7 @@ Program splitK(const Program &p, const std::vector<Target> &targets, const Lower
         ws.buffer = makeBuffer(uniqueName(*k, "splitk_partials"), Scope::Global, DType::Float32, shape, k->launchLoc);
         ws.loc = k->launchLoc;
         ws.workspace = true;
-        KernelP part0 = partialsKernel(*k, m, splits, ws.buffer);
-        std::const_pointer_cast<Kernel>(part0)->params.push_back(ws);
+        KernelP part0 = partialsKernel(*k, m, splits, ws);
         out.kernels.push_back(part0);
         out.kernels.push_back(reductionKernel(*k, *part0, splits, ws.buffer, C));
         remark(sources, k->launchLoc,
