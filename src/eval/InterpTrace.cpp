@@ -269,6 +269,13 @@ void InterpImpl::finishParams(TraceState &t) {
         return false;
     };
     std::erase_if(k.dynamicSymbols, isScalar);
+    // an eager kernel's T.const that .compile(...) leaves out has its own error where it is declared
+    auto isRuntimeConst = [&](const ir::Var &v) {
+        if (!t.eager) return false;
+        for (auto &c : t.eager->runtimeConsts)
+            if (c.first == v) return true;
+        return false;
+    };
     // A grid extent reads only what the launch function has: the tensors' sizes and scalar parameters (a
     // T.dynamic used nowhere else has no value at run time; TileLang refuses it as an unbound variable).
     std::vector<ir::Kernel *> launches{&k};
@@ -277,7 +284,8 @@ void InterpImpl::finishParams(TraceState &t) {
         std::vector<ir::Var> used;
         for (auto &g : l->grid) collectVars(g, used);
         for (auto &v : used)
-            if (!isScalar(v) && std::find(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), v) == k.dynamicSymbols.end()) {
+            if (!isScalar(v) && !isRuntimeConst(v) &&
+                std::find(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), v) == k.dynamicSymbols.end()) {
                 diag_.error(l->launchLoc, "the grid of T.Kernel uses '" + v->name + "', which is not a size of the prim_func's "
                                           "tensors or a scalar parameter, so the launch function has no value for it");
                 break;
