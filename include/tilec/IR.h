@@ -11,6 +11,7 @@
 #include "tilec/Target.h"
 
 #include <array>
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -446,6 +447,10 @@ struct Kernel {
     Var threadIdx;                   ///< T.get_thread_binding(0)
     SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order
+    /// T.reshape / T.view of a fragment that tile statements take whole (a reduction of `x.reshape(m, g, c)`):
+    /// (view, base). The view is no alloc of its own: it names the base's elements in row-major order, and
+    /// inferLayouts gives it the base's layout over its own shape (the same thread and slot per element).
+    std::vector<std::pair<Buffer, Buffer>> fragmentViews;
     /// T.import_source: C++ source the kernel's T.call_extern calls ("extern:NAME" calls), emitted verbatim once
     /// before the kernels.
     std::vector<std::string> importedSources;

@@ -94,7 +94,7 @@ void InterpImpl::emit(ir::Stmt s) {
     TraceState *t = trace();
     if (!t) fail(s->loc, describe(s) + " can only be used inside a @T.prim_func");
     if (!t->inLaunch || t->blocks.empty()) fail(s->loc, describe(s) + " must be inside 'with T.Kernel(...)'");
-    tl::checkNoViews(*this, *t, s);
+    tl::noteViews(*this, *t, s);
     t->blocks.back().push_back(std::move(s));
 }
 

@@ -43,8 +43,9 @@ void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
 /// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
 /// AccessObj::view set; a slice is a located error. TileLangViews.cpp.
 Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc);
-/// Fails at the first use of a view in `s` other than an element access (a tile primitive's operand).
-void checkNoViews(Interp &in, const TraceState &t, const ir::Stmt &s);
+/// A tile primitive's operand in `s` that is a view: of a fragment, recorded in Kernel::fragmentViews; of
+/// anything else, a located error. TileLangViews.cpp.
+void noteViews(Interp &in, TraceState &t, const ir::Stmt &s);
 
 /// T.reinterpret(value, dtype): the value's bits as another dtype of the same width. TileLangThreads.cpp.
 Value reinterpretBits(Interp &in, CallArgs &args);

@@ -2,11 +2,15 @@
 /// `T.reshape(buf, shape)` and `T.view(buf, shape, dtype)`: a buffer's elements under another shape, in
 /// row-major order, sharing its memory. A view is indexed element by element: `v[i, j]` is the element of the
 /// buffer at the same row-major position, so each access becomes an access of the viewed buffer (its indices
-/// split and merged between the dimensions the two shapes group alike). Tile primitives on a view (a region,
-/// the whole view) are located errors: a region of a view need not be a region of the buffer.
+/// split and merged between the dimensions the two shapes group alike). Tile primitives take a whole view of a
+/// fragment (recorded in Kernel::fragmentViews: its layout is the fragment's over the view's shape); on a view of
+/// shared or global memory, or on a region of a view, they are located errors: a region of a view need not be a
+/// region of the buffer.
 #include "eval/TileLang.h"
 
 #include "tilec/IRVisitor.h"
+
+#include <algorithm>
 
 namespace tilec::eval::tl {
 
@@ -102,14 +106,16 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
     return Value::ofBuffer(view);
 }
 
-/// The first view a statement mentions, with where.
+/// The views a statement mentions, each with the first place.
 struct ViewUse : ir::IRVisitor {
     using ir::IRVisitor::visit;
     const std::map<const ir::BufferNode *, ir::Buffer> *views = nullptr;
-    const ir::BufferNode *found = nullptr;
-    SourceRange at;
+    std::vector<std::pair<ir::Buffer, SourceRange>> found;
     void note(const ir::Buffer &b, const SourceRange &r) {
-        if (!found && b && views->count(b.get())) found = b.get(), at = r;
+        if (!b || !views->count(b.get())) return;
+        for (auto &f : found)
+            if (f.first == b) return;
+        found.push_back({b, r});
     }
     void visitRegion(const ir::Region &r) override { note(r.buffer, r.loc), ir::IRVisitor::visitRegion(r); }
     void visit(const ir::Load &op) override { note(op.buffer, op.loc), ir::IRVisitor::visit(op); }
@@ -135,17 +141,22 @@ Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
     return Value::object(VK::Access, out);
 }
 
-void checkNoViews(Interp &in, const TraceState &t, const ir::Stmt &s) {
+void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
     if (t.views.empty()) return;
     ViewUse u;
     u.views = &t.views;
     u.visit(s);
-    if (!u.found) return;
-    const ir::Buffer &base = t.views.at(u.found);
-    in.fail(u.at.valid() ? u.at : s->loc,
-            "'" + u.found->name + "' is a T.reshape / T.view of '" + base->name +
-                "', which only element accesses (" + u.found->name + "[i, ...]) can use; tile primitives take '" +
-                base->name + "' itself");
+    for (auto &[view, at] : u.found) {
+        const ir::Buffer &base = t.views.at(view.get());
+        if (base->scope == ir::Scope::Fragment) { // same elements in the same threads: inferLayouts
+            auto &fv = t.kernel->fragmentViews;
+            if (std::none_of(fv.begin(), fv.end(), [&](auto &p) { return p.first == view; })) fv.push_back({view, base});
+            continue;
+        }
+        in.fail(at.valid() ? at : s->loc,
+                "'" + view->name + "' is a T.reshape / T.view of '" + base->name + "', which only element accesses (" +
+                    view->name + "[i, ...]) can use; tile primitives take '" + base->name + "' itself");
+    }
 }
 
 void addViewPrimitives(Attrs &attrs) {

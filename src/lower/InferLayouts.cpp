@@ -42,6 +42,17 @@ std::vector<int64_t> constShape(const BufferNode &b) {
     return s;
 }
 
+/// `l` over `shape` (as many elements): the same thread and slot for each row-major element. Distributed and
+/// replicated layouts place elements by their row-major position alone; a tensor-core layout keeps its shape.
+std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shape) {
+    if (shape == l.shape) return l;
+    if (std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()) != l.elements()) return std::nullopt;
+    if (l.kind == Layout::Replicated) return Layout::replicated(shape);
+    if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
+        return Layout::distributed(shape, l.threads, l.vec);
+    return std::nullopt;
+}
+
 /// FullRow (`rows`) / FullCol: as many warps as possible along the rows (columns), the rest along the other
 /// dimension, as TileLang's policy does when all of them do not fit (64 rows over 8 warps: 4x2), or {0, 0}.
 std::pair<int, int> fullSplit(int warps, int64_t m, int64_t n, bool rows) {
@@ -268,6 +279,14 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
             fragNode[b.get()] = uf.add();
             frags.push_back(b.get());
         }
+    // A view of a fragment (Kernel::fragmentViews) is its base's node: the same elements, another shape.
+    std::map<const BufferNode *, const BufferNode *> baseOf;
+    for (auto &[view, base] : k.fragmentViews)
+        if (fragNode.count(base.get())) fragNode[view.get()] = fragNode[base.get()], baseOf[view.get()] = base.get();
+    auto isOf = [&](const BufferNode *use, const BufferNode *f) {
+        auto b = baseOf.find(use);
+        return use == f || (b != baseOf.end() && b->second == f);
+    };
     std::vector<int> nestNode;
     for (size_t i = 0; i < c.nests.size(); ++i) nestNode.push_back(uf.add());
     for (auto &u : c.uses)
@@ -306,6 +325,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         g.memBytes = std::max(g.memBytes, c.nests[i].memBytes);
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }
+    // A view's layout is its base's over the view's shape: the vector width must divide its innermost extent too.
+    for (auto &[view, base] : k.fragmentViews) {
+        if (!baseOf.count(view.get())) continue;
+        Group &g = groups[uf.find(fragNode[view.get()])];
+        int64_t inner = constInt(view->shape.back()).value_or(1);
+        while (g.vecCap > 1 && inner % g.vecCap != 0) g.vecCap /= 2;
+    }
 
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                      [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
@@ -334,7 +360,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
             // Name the use that needs every element in every thread, and one that spreads the fragment.
             const Use *need = nullptr, *spread = nullptr;
             for (auto &u : c.uses) {
-                if (u.buffer != f) continue;
+                if (!isOf(u.buffer, f)) continue;
                 if (!need && (u.reduceDst || !u.exact)) need = &u;
                 if (!spread && u.exact) spread = &u;
             }
@@ -356,7 +382,23 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         std::vector<Expr> shape{IntImm::make(DType::Int32, l.slotsPerThread())};
         out.registers[f] = makeBuffer(f->name, Scope::Local, f->dtype, shape, f->loc);
     }
-    for (size_t i = 0; i < c.nests.size(); ++i) out.loops[c.nests[i].outer.get()] = layoutOf(groups[uf.find(nestNode[i])]);
+    for (auto &[view, base] : k.fragmentViews) {
+        if (!baseOf.count(view.get())) continue;
+        const Layout &bl = out.fragments.at(base.get());
+        auto l = reshaped(bl, constShape(*view));
+        if (!l) {
+            diag.error(view->loc, "'" + view->name + "' is a T.reshape / T.view of '" + base->name + "', which is " +
+                                      (bl.isMma() ? "in the tensor-core layout of a T.gemm" : bl.describe()) +
+                                      ": tile primitives can only take a view of a fragment spread in row-major order");
+            l = Layout::replicated(constShape(*view)); // keep going with something consistent
+        }
+        out.fragments[view.get()] = *l;
+        out.registers[view.get()] = out.registers.at(base.get());
+    }
+    for (size_t i = 0; i < c.nests.size(); ++i) {
+        Layout l = layoutOf(groups[uf.find(nestNode[i])]);
+        out.loops[c.nests[i].outer.get()] = reshaped(l, c.nests[i].extents).value_or(l); // a nest over a view's shape
+    }
 
     // A nest that every thread runs whole (or several threads, for copies of rows) stores each element of
     // shared or global memory from one thread only; the other threads' reads of what it stores would race.
@@ -447,6 +489,11 @@ std::string describeLayouts(const Program &p, const std::vector<KernelLayouts> &
         for (auto &b : k->allocs) {
             auto it = layouts[i].fragments.find(b.get());
             if (it != layouts[i].fragments.end()) s += "#   fragment " + b->name + ": " + it->second.describe() + "\n";
+        }
+        for (auto &[view, base] : k->fragmentViews) {
+            auto it = layouts[i].fragments.find(view.get());
+            if (it != layouts[i].fragments.end())
+                s += "#   view " + view->name + " of " + base->name + ": " + it->second.describe() + "\n";
         }
         std::vector<const For *> nests;
         nestsInOrder(k->body, nests);
