@@ -73,6 +73,9 @@ constexpr int kWarpgroupBarrier = 2;
 /// The first of the two ping-pong barriers of pingPongConsumers (consumer warpgroup g waits on
 /// kPingPongBarrier + g for its turn at the tensor cores): after the epilogue's (two warpgroups: 2 and 3).
 constexpr int kPingPongBarrier = 4;
+/// The first of the barriers insertSyncs gives the branches of `if`s on the thread index that hold for whole warps
+/// (one id per branch, up to 15: bar.sync id, count among that branch's threads).
+constexpr int kFirstPartialBarrier = 6;
 
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {

@@ -149,6 +149,9 @@ Value builtinFunction(const std::string &name, std::function<Value(InterpImpl &,
 std::optional<Value> strMethod(const std::string &s, const std::string &name);
 /// A module tilec knows some attributes of; the others are opaque (KnownModules.cpp).
 Value partlyKnownModule(const std::string &name, std::map<std::string, Value> attrs);
+/// TileLang's pure helper modules (tilelang.language.fp8, tilelang.cuda.intrinsics.sparse_layout and the
+/// packages above them; TileLangHelpers.cpp); nullopt for any other name.
+std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dotted);
 /// The stand-ins for the dataclasses and enum modules (Dataclasses.cpp).
 std::optional<Value> dataclassesModule(InterpImpl &in);
 std::optional<Value> enumModule(InterpImpl &in);

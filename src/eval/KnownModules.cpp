@@ -446,6 +446,8 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
         for (const char *sub : {"autotuner", "carver", "contrib", "math", "transform", "utils"})
             m[sub] = *knownModule("tilelang." + std::string(sub));
         v = module(dotted, std::move(m));
+    } else if (auto helpers = tileLangHelperModule(*this, dotted)) {
+        v = *helpers;
     } else {
         return std::nullopt;
     }

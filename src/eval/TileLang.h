@@ -39,6 +39,7 @@ void addThreadPrimitives(Attrs &attrs);  // TileLangThreads.cpp: get_block_bindi
 void addLayoutPrimitives(Attrs &attrs);  // TileLangLayout.cpp: Layout, annotate_layout
 void addBitPrimitives(Attrs &attrs);     // TileLangBits.cpp: shift_left, bitwise_*, Select, truncmod, popcount, ...
 void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
+void addIntrinsicPrimitives(Attrs &attrs); // TileLangIntrinsics.cpp: dp4a, set_max_nreg
 
 /// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
 /// AccessObj::view set; a slice is a located error. TileLangViews.cpp.

@@ -288,20 +288,58 @@ std::pair<ir::Region, ir::Region> regionPair(Interp &in, const CallArgs &args, c
     return {sr, dr};
 }
 
+/// A copy of two single elements, which TileLang lowers to a plain store: emits it and says so.
+bool elementCopy(Interp &in, CallArgs &args, const Operand &s, const Operand &d) {
+    if (!s.origin || !d.origin) return false;
+    ir::Expr v = ir::Load::make(s.buffer, s.mins, s.range);
+    in.emit(ir::Store::make(d.buffer, d.mins, ir::cast(d.buffer->dtype, v, args.call), args.call));
+    return true;
+}
+
 Value copy(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.copy",
                       {"src", "dst", "coalesced_width?", "disable_tma?", "eviction_policy?", "annotations?",
                        "loop_layout?"});
     requireLaunch(in, args, "T.copy");
     Operand s = operandArg(in, *a[0], "T.copy source"), d = operandArg(in, *a[1], "T.copy destination");
-    if (s.origin && d.origin) {
-        // Two single elements: TileLang lowers this to a plain store.
-        ir::Expr v = ir::Load::make(s.buffer, s.mins, s.range);
-        in.emit(ir::Store::make(d.buffer, d.mins, ir::cast(d.buffer->dtype, v, args.call), args.call));
-        return Value::none();
-    }
+    if (elementCopy(in, args, s, d)) return Value::none();
     auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "copy");
     in.emit(ir::Copy::make(sr, dr, args.call));
+    return Value::none();
+}
+
+/// T.async_copy(src, dst): TileLang's explicitly asynchronous global-to-shared copy, which it issues as cp.async
+/// copies closed into one group and never waits for by itself (the program waits with T.ptx_wait_group). tilec
+/// lowers it as T.copy, which has completed when the next statement starts: the schedule of the asynchronous copy
+/// in which every group finished at once. A program correct under TileLang's semantics (it reads the destination
+/// only after a wait that covers the copy) reads the same values; the copy does not overlap what follows it.
+Value asyncCopy(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.async_copy", {"src", "dst", "coalesced_width?", "annotations?", "loop_layout?"});
+    requireLaunch(in, args, "T.async_copy");
+    Operand s = operandArg(in, *a[0], "T.async_copy source"), d = operandArg(in, *a[1], "T.async_copy destination");
+    if (elementCopy(in, args, s, d)) return Value::none();
+    if (s.buffer->scope != ir::Scope::Global || d.buffer->scope != ir::Scope::Shared)
+        in.fail(args.call, "T.async_copy copies from global to shared memory (cp.async); this one copies " +
+                               std::string(ir::toString(s.buffer->scope)) + " to " + ir::toString(d.buffer->scope));
+    auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "async_copy");
+    in.emit(ir::Copy::make(sr, dr, args.call));
+    return Value::none();
+}
+
+/// T.ptx_commit_group() / T.ptx_wait_group(n): close and wait for groups of T.async_copy. Those copies are
+/// complete when issued (asyncCopy), so there is never a group to wait for; the calls check their arguments
+/// and emit nothing (tilec's own pipelined cp.async groups are counted by the waits it places itself).
+Value ptxCommitGroup(Interp &in, CallArgs &args) {
+    bindArgs(in, args, "T.ptx_commit_group", {});
+    requireLaunch(in, args, "T.ptx_commit_group");
+    return Value::none();
+}
+
+Value ptxWaitGroup(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.ptx_wait_group", {"num"});
+    requireLaunch(in, args, "T.ptx_wait_group");
+    int64_t n = constIntArg(in, *a[0], "num");
+    if (n < 0) in.fail(a[0]->range, "T.ptx_wait_group takes the number of groups left in flight, 0 or more; got " + std::to_string(n));
     return Value::none();
 }
 
@@ -469,6 +507,9 @@ Value im2col(Interp &in, CallArgs &args, const std::string &fname) {
 void addCopyPrimitives(Attrs &attrs) {
     def(attrs, "copy", copy);
     def(attrs, "tma_copy", tmaCopy);
+    def(attrs, "async_copy", asyncCopy);
+    def(attrs, "ptx_commit_group", ptxCommitGroup);
+    def(attrs, "ptx_wait_group", ptxWaitGroup);
     def(attrs, "atomic_add", atomicAdd);
     def(attrs, "atomic_addx2", [](Interp &in, CallArgs &args) { return atomicAddLanes(in, args, 2); });
     def(attrs, "atomic_addx4", [](Interp &in, CallArgs &args) { return atomicAddLanes(in, args, 4); });

@@ -26,6 +26,7 @@ Value makeTileLanguageModule() {
     addBitPrimitives(m->attrs);
     addViewPrimitives(m->attrs);
     addLayoutPrimitives(m->attrs);
+    addIntrinsicPrimitives(m->attrs);
     return Value::object(VK::Module, m);
 }
 

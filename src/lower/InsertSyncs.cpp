@@ -291,11 +291,21 @@ class Syncer {
   public:
     Syncer(const Kernel &k, const KernelLayouts &layouts, const Target &t, DiagnosticEngine &diag)
         : uniformity_(k, layouts), layouts_(layouts), diag_(diag), shareScratch_(reductionsShareScratch(k, layouts, t)),
-          ranges_(kernelRanges(k)) {
+          ranges_(kernelRanges(k)), kernel_(k) {
         for (auto &p : k.params)
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
         for (auto &b : k.allocs)
             if (b && b->scope == Scope::Shared) shared_.insert(b.get());
+        struct Ids : IRVisitor {
+            using IRVisitor::visit;
+            std::set<int64_t> *ids;
+            void visit(const Evaluate &op) override {
+                if (auto c = as<Call>(op.value); c && lib::is(*c, lib::Fn::NamedSync))
+                    if (auto id = constInt(lib::arg(*c, lib::Fn::NamedSync, "id"))) ids->insert(*id);
+            }
+        } ids;
+        ids.ids = &userIds_;
+        ids.visit(k.body);
     }
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
@@ -316,6 +326,28 @@ class Syncer {
     BufferSet tensors_; ///< the kernel's global tensors
     BufferSet shared_;  ///< its shared buffers
     RangeMap ranges_;   ///< block and thread indices, T.dynamic sizes, the loops seen so far
+    const Kernel &kernel_;
+    /// Inside a branch of an `if` on the thread index that holds for whole warps only (`if tx < 128:` of 256
+    /// threads), the barriers the branch needs among its own threads are a named barrier of those threads
+    /// (bar.sync id, count), as TileLang makes them (ThreadPartialSyncRewriter): everything pending there was
+    /// touched by those threads, since a full barrier before the `if` orders it after what came before.
+    int64_t partialThreads_ = 0; ///< the branch's threads (0: barriers there are impossible)
+    int partialId_ = 0;          ///< its barrier, once one is needed
+    int nextPartialId_ = lib::kFirstPartialBarrier;
+    std::set<int64_t> userIds_; ///< the named barriers the kernel uses already (T.sync_threads(id, count))
+
+    /// Whether a barrier is impossible where the statement being rewritten is.
+    bool blocked() const { return divergence_ && !partialThreads_; }
+    /// A barrier here: __syncthreads, or the branch's named barrier (null when the 16 are used up).
+    Stmt barrier(const SourceRange &loc) {
+        if (!divergence_) return syncThreads(loc);
+        if (!partialId_) {
+            while (nextPartialId_ <= 15 && userIds_.count(nextPartialId_)) ++nextPartialId_;
+            if (nextPartialId_ > 15) return nullptr;
+            partialId_ = nextPartialId_++;
+        }
+        return lib::stmt(lib::Fn::NamedSync, {intImm(partialId_, DType::Int32), intImm(partialThreads_, DType::Int32)}, loc);
+    }
 
     /// Drops buffers from what an iteration leaves pending for the next one: all global tensors for a
     /// persistent tile loop (its iterations stand for separate blocks, which CUDA does not order either), and
@@ -435,6 +467,9 @@ class Syncer {
     Stmt divergent(const Stmt &s, Pending &state) {
         const StmtNode *saved = divergence_;
         divergence_ = s.get();
+        int64_t outerThreads = partialThreads_;
+        partialThreads_ = 0; // a nested thread-dependent statement: no barrier of its own threads (branch() below)
+        struct Back { int64_t &t; int64_t v; ~Back() { t = v; } } back{partialThreads_, outerThreads};
         Pending inner; // a barrier before the whole statement orders it after what is pending (ordered())
         if (auto f = as<For>(s)) {
             Pending dry = inner;
@@ -448,8 +483,22 @@ class Syncer {
             (void)run(w->body, inner);
         } else if (auto i = as<IfThenElse>(s)) {
             Pending other = inner;
-            (void)run(i->then, inner);
-            if (i->otherwise) (void)run(i->otherwise, other);
+            bool partial = false;
+            auto branch = [&](const Stmt &b, bool negate, Pending &p) {
+                if (!b) return b;
+                int64_t saveThreads = partialThreads_;
+                int saveId = partialId_;
+                partialThreads_ = saved || kernel_.producerThreads ? 0
+                                                                   : wholeWarpsSatisfying(i->cond, negate, kernel_.threadIdx.get(), kernel_.threads);
+                partialId_ = 0;
+                Stmt r = run(b, p);
+                partial |= partialId_ != 0;
+                partialThreads_ = saveThreads, partialId_ = saveId;
+                return r;
+            };
+            Stmt then = branch(i->then, false, inner), otherwise = branch(i->otherwise, true, other);
+            divergence_ = saved;
+            return ordered(partial ? IfThenElse::make(i->cond, then, otherwise, i->loc) : s, state);
         }
         divergence_ = saved;
         return ordered(s, state);
@@ -500,14 +549,15 @@ class Syncer {
             state.merge(mine);
             return s;
         }
-        if (divergence_) {
+        Stmt sync = blocked() ? nullptr : barrier(s->loc);
+        if (!sync) {
             divergentError(s->loc, "this statement exchanges data through shared memory with an earlier one, which needs a "
                                    "barrier between them that every thread of the block reaches");
             state = mine;
             return s;
         }
         state = mine;
-        return Seq::make({syncThreads(s->loc), s}, s->loc);
+        return Seq::make({sync, s}, s->loc);
     }
 
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
@@ -516,12 +566,13 @@ class Syncer {
         Accesses acc(layouts_, shareScratch_);
         for (auto &e : es) acc.visit(e);
         bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.reads, state.atomics);
-        if (hazard && divergence_)
+        Stmt sync = hazard && !blocked() ? barrier(loc) : nullptr;
+        if (hazard && !sync)
             divergentError(loc, "this reads shared memory written before it, which needs a barrier that every thread of "
                                 "the block reaches");
         if (hazard) state.clear();
         state.merge(acc.p);
-        return hazard && !divergence_ ? syncThreads(loc) : nullptr;
+        return sync;
     }
 
     Stmt step(const Stmt &s, Pending &state) {
@@ -584,7 +635,10 @@ class Syncer {
             Accesses cond(layouts_, shareScratch_);
             cond.visit(w->cond);
             if (intersects(cond.p.reads, entry.writes) || intersects(cond.p.reads, entry.atomics)) {
-                body = Seq::make({body, syncThreads(s->loc)}, s->loc);
+                Stmt sync = blocked() ? nullptr : barrier(s->loc);
+                if (!sync) divergentError(s->loc, "this loop's condition reads shared memory its body writes, which needs a "
+                                                  "barrier that every thread of the block reaches");
+                body = sync ? Seq::make({body, sync}, s->loc) : body;
                 entry.clear();
             }
             state.merge(entry); // the loop may also run zero times

@@ -2,6 +2,7 @@
 /// Which thread touches each element of a shared buffer in a T.Parallel nest (src/lower/ThreadOwners.h).
 #include "ThreadOwners.h"
 
+#include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
@@ -163,6 +164,22 @@ bool samePrivateOwners(const Owners &a, const Owners &b) {
         if (x != y || x == kSeveral) return false;
     }
     return true;
+}
+
+int64_t wholeWarpsSatisfying(const ir::Expr &cond, bool negate, const ir::VarNode *tx, int64_t threads) {
+    if (!tx || threads % 32 || threads > 1024) return 0;
+    int64_t count = 0;
+    for (int64_t w = 0; w < threads; w += 32) {
+        int64_t inWarp = 0;
+        for (int64_t t = w; t < w + 32; ++t) {
+            auto c = ir::constInt(ir::simplify(substitute(cond, VarMap{{tx, ir::intImm(t, tx->dtype)}})));
+            if (!c) return 0;
+            inWarp += (*c != 0) != negate;
+        }
+        if (inWarp != 0 && inWarp != 32) return 0;
+        count += inWarp;
+    }
+    return count > 0 && count < threads ? count : 0;
 }
 
 } // namespace tilec::passes

@@ -30,4 +30,9 @@ Owners combineOwners(const Owners &a, const Owners &b);
 /// Whether every element both touch is touched by one thread, the same on both sides.
 bool samePrivateOwners(const Owners &a, const Owners &b);
 
+/// How many of the block's `threads` threads satisfy `cond` (or !cond when `negate`), when it depends on the
+/// thread index `tx` and constants only and they make whole warps of 32; 0 otherwise (none or every thread, a
+/// part of a warp, or a condition on anything else).
+int64_t wholeWarpsSatisfying(const ir::Expr &cond, bool negate, const ir::VarNode *tx, int64_t threads);
+
 } // namespace tilec::passes

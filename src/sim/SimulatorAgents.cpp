@@ -31,8 +31,15 @@ std::string Simulator::who(int comp, int t) const {
 bool Simulator::ordered(const Access &a, int t, const Clock *knows) const {
     if (a.comp < 0) return true;
     const Comp &c = comps_[(size_t)cur_];
-    if (a.comp == cur_) return a.epoch != c.epoch || a.thread == t;
+    if (a.comp == cur_) return a.epoch != c.epoch || a.thread == t || partiallyOrdered(a, t);
     return a.clock <= (knows ? *knows : c.clock).at((size_t)a.comp);
+}
+
+bool Simulator::partiallyOrdered(const Access &a, int t) const {
+    if (a.thread < 0 || a.comp != 0) return false; // several threads read it: not known to be ordered
+    for (size_t p = (size_t)a.partial; p < partials_.size(); ++p)
+        if (partials_[p][(size_t)a.thread] && partials_[p][(size_t)t]) return true;
+    return false;
 }
 
 void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { touchAs(cur_, b, i, t, write); }
@@ -94,7 +101,7 @@ void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, boo
         return;
     }
     const Comp &c = comps_[(size_t)comp];
-    const Access now{comp, t, c.epoch, c.clock.at((size_t)comp)};
+    const Access now{comp, t, c.epoch, c.clock.at((size_t)comp), (int64_t)partials_.size()};
     if (write) {
         x.w = now;
         x.r.clear();

@@ -170,7 +170,16 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             const int threads = (int)eval(passes::lib::arg(*c, info->fn, "threads"), first);
             if (id < 1 || id > 15 || threads % 32) throw SimError("a named barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads");
             if (agent_) return groupBarrier(id, threads, mask, "a named barrier");
-            if (!wholeScope(mask) || threads != T_) throw SimError("a named barrier of some threads outside warp roles");
+            if (!wholeScope(mask) || threads != T_) {
+                // Some whole warps of the block (a branch insertSyncs orders): exactly they must reach it.
+                int reached = 0;
+                for (int t = 0; t < T_; ++t) reached += mask[t] != 0;
+                if (reached != threads)
+                    throw SimError("a named barrier " + std::to_string(id) + " for " + std::to_string(threads) + " threads reached by " +
+                                   std::to_string(reached));
+                partials_.push_back(mask);
+                return;
+            }
             ++comps_[0].epoch;
             comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
             return;

@@ -1,0 +1,73 @@
+/// \file
+/// Pure helpers of TileLang's own modules that example programs call while building a kernel, evaluated by
+/// tilec with the semantics written here (from TileLang 0.1.13's definitions, for a CUDA target):
+///   - `tilelang.language.fp8.determine_fp8_type(fmt="e4m3")`: the FP8 dtype of the platform; on CUDA
+///     float8_e4m3fn for "e4m3" and float8_e5m2 for "e5m2" (the FNUZ variants are ROCm's); any other format is
+///     an error, as TileLang's ValueError.
+///   - `tilelang.cuda.intrinsics.sparse_layout.get_e_factor(a_dtype, meta_dtype)`: how many a_dtype elements one
+///     metadata element of 2:4 sparsity indexes, (bits(meta_dtype) // 4) * group, group 2 for float32 and 4 for
+///     16- and 8-bit types (other dtypes have no 2:4 layout: an error, TileLang's KeyError);
+///     `get_e_replicate_factor(a_dtype)`: 1 for types of 8 bits or fewer, 2 otherwise.
+/// The modules' other attributes stay opaque.
+#include "eval/InterpImpl.h"
+
+namespace tilec::eval {
+
+namespace {
+
+Value fp8Module() {
+    const std::string N = "tilelang.language.fp8";
+    return partlyKnownModule(N, {{"determine_fp8_type", builtinFunction(N + ".determine_fp8_type", [N](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, N + ".determine_fp8_type", {"fp8_format?"});
+        std::string f = x[0] ? in.toStr(*x[0], "fp8_format") : "e4m3";
+        if (f != "e4m3" && f != "e5m2")
+            in.fail(x[0]->range, "unsupported FP8 format '" + f + "': determine_fp8_type takes \"e4m3\" or \"e5m2\"");
+        return Value::ofDType(f == "e4m3" ? DType::Float8E4M3 : DType::Float8E5M2);
+    })}});
+}
+
+/// The elements of a_dtype in one group of 2:4 sparsity's metadata (TileLang's GROUP_CONFIG).
+int sparseGroup(InterpImpl &in, const Arg &a, const std::string &fname) {
+    DType t = in.toDType(a, "a_dtype");
+    switch (t.kind) {
+    case DType::Float32: return 2;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Float8E4M3:
+    case DType::Float8E5M2: return 4;
+    default:
+        in.fail(a.range, fname + ": " + std::string(t.name()) + " has no 2:4 sparse layout (float32, float16, bfloat16, "
+                                                               "int8, uint8 and the float8 types do)");
+    }
+}
+
+Value sparseLayoutModule() {
+    const std::string N = "tilelang.cuda.intrinsics.sparse_layout";
+    std::map<std::string, Value> m;
+    m["get_e_factor"] = builtinFunction(N + ".get_e_factor", [N](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, N + ".get_e_factor", {"a_dtype", "meta_dtype"});
+        int group = sparseGroup(in, *x[0], "get_e_factor");
+        return Value::integer((int64_t)(in.toDType(*x[1], "meta_dtype").bits() / 4) * group);
+    });
+    m["get_e_replicate_factor"] = builtinFunction(N + ".get_e_replicate_factor", [N](InterpImpl &in, CallArgs &a) {
+        auto x = bindArgs(in, a, N + ".get_e_replicate_factor", {"a_dtype"});
+        return Value::integer(in.toDType(*x[0], "a_dtype").bits() <= 8 ? 1 : 2);
+    });
+    return partlyKnownModule(N, std::move(m));
+}
+
+} // namespace
+
+std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dotted) {
+    if (dotted == "tilelang.language.fp8") return fp8Module();
+    if (dotted == "tilelang.cuda.intrinsics.sparse_layout") return sparseLayoutModule();
+    // The packages above them, so that attribute chains (tilelang.cuda.intrinsics.sparse_layout) reach them.
+    if (dotted == "tilelang.cuda.intrinsics")
+        return partlyKnownModule(dotted, {{"sparse_layout", *in.knownModule(dotted + ".sparse_layout")}});
+    if (dotted == "tilelang.cuda") return partlyKnownModule(dotted, {{"intrinsics", *in.knownModule(dotted + ".intrinsics")}});
+    return std::nullopt;
+}
+
+} // namespace tilec::eval
