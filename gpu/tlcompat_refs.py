@@ -188,6 +188,28 @@ def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
     return dQ, dK, dV
 
 
+def attention_lse(Q, K, causal=False, sinks=None):
+    """The log-sum-exp a FlashAttention forward kernel stores for its backward, in log2 units and float64:
+    lse[b, h, i] = log2(sum_j exp(q_i . k_j / sqrt(D)) [+ exp(sinks[h])]) over the keys j query i sees (causal
+    aligned at the end: j <= i + Sk - Sq). Q [B, Sq, H, D], K [B, Sk, HK, D] with H a multiple of HK (query head
+    h reads key head h // (H / HK)); `sinks` [H]: a logit per head, in natural units, that joins the sum.
+    Returns [B, H, Sq]."""
+    import torch
+    B, SQ, H, D = Q.shape
+    SK, HK = K.shape[1], K.shape[2]
+    q = Q.double().permute(0, 2, 1, 3)                                      # [B, H, Sq, D]
+    k = K.double()[:, :, torch.arange(H, device=K.device) // (H // HK)].permute(0, 2, 1, 3)
+    s = torch.matmul(q, k.transpose(-1, -2)) * D ** -0.5                   # [B, H, Sq, Sk]
+    if causal:
+        i = torch.arange(SQ, device=Q.device)[:, None]
+        j = torch.arange(SK, device=Q.device)[None, :]
+        s = s.masked_fill(j > i + (SK - SQ), float("-inf"))
+    if sinks is not None:
+        sink = sinks.double().view(1, H, 1, 1).expand(B, H, SQ, 1)
+        s = torch.cat([s, sink], dim=-1)
+    return torch.logsumexp(s, dim=-1) / math.log(2)
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
@@ -221,6 +243,7 @@ def self_check():
     if worst_rel_err(nan, a) != float("inf"):
         problems.append("worst_rel_err passes a NaN")
     problems += _varlen_self_check(torch)
+    problems += _lse_self_check(torch)
     return problems
 
 
@@ -256,4 +279,31 @@ def _varlen_self_check(torch):
         want = sum((math.exp(x - m) / den) * v for x, v in logits)
         if float((out[int(cq[b]) + i, h] - want).abs().max()) > 1e-9:
             problems.append("varlen_attention (causal=%s) differs from the defining sum" % causal)
+    return problems
+
+
+def _lse_self_check(torch):
+    """attention_lse against the defining sum at single positions (GQA, causal with Sk > Sq, a sink)."""
+    problems = []
+    g = torch.Generator().manual_seed(13)
+    Q = torch.randn(2, 5, 4, 8, generator=g).half()
+    K = torch.randn(2, 7, 2, 8, generator=g).half()
+    sinks = torch.randn(4, generator=g).half()
+    for causal in (False, True):
+        for sk in (None, sinks):
+            lse = attention_lse(Q, K, causal=causal, sinks=sk)
+            if tuple(lse.shape) != (2, 4, 5):
+                problems.append("attention_lse's shape %s" % (tuple(lse.shape),))
+                continue
+            b, h, i = 1, 3, 1
+            total = 0.0
+            for j in range(7):
+                if causal and j > i + 2:
+                    continue
+                total += math.exp(float((Q[b, i, h].double() * K[b, j, h // 2].double()).sum()) * 8 ** -0.5)
+            if sk is not None:
+                total += math.exp(float(sk[h]))
+            if abs(float(lse[b, h, i]) - math.log2(total)) > 1e-9:
+                problems.append("attention_lse (causal=%s, sinks=%s) differs from the defining sum"
+                                % (causal, sk is not None))
     return problems
