@@ -210,6 +210,19 @@ def attention_lse(Q, K, causal=False, sinks=None):
     return torch.logsumexp(s, dim=-1) / math.log(2)
 
 
+def block_fp8_quant(X, group=128, round_scale=False):
+    """Block-wise float8_e4m3 quantization of X [M, N] (N a multiple of `group`) in float64: per row and group of
+    `group` columns, scale s = max(amax, 1e-4) / 448 (rounded up to a power of 2 when round_scale), values
+    clamp(x / s, -448, 448) in float8_e4m3fn. Returns (values [M, N] float8_e4m3fn, scales [M, N / group])."""
+    import torch
+    M, N = X.shape
+    x = X.double().reshape(M, N // group, group)
+    amax = x.abs().amax(dim=-1).clamp(min=1e-4)
+    s = torch.exp2(torch.ceil(torch.log2(amax / 448.0))) if round_scale else amax / 448.0
+    y = (x / s.unsqueeze(-1)).clamp(-448.0, 448.0).reshape(M, N)
+    return y.to(torch.float8_e4m3fn), s
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
@@ -244,6 +257,7 @@ def self_check():
         problems.append("worst_rel_err passes a NaN")
     problems += _varlen_self_check(torch)
     problems += _lse_self_check(torch)
+    problems += _quant_self_check(torch)
     return problems
 
 
@@ -306,4 +320,23 @@ def _lse_self_check(torch):
             if abs(float(lse[b, h, i]) - math.log2(total)) > 1e-9:
                 problems.append("attention_lse (causal=%s, sinks=%s) differs from the defining sum"
                                 % (causal, sk is not None))
+    return problems
+
+
+def _quant_self_check(torch):
+    """block_fp8_quant on values worked by hand: one group of amax 3 (scale 3/448, or 2^-7 rounded up), one group
+    of zeros (scale 1e-4/448, or its power of 2 above)."""
+    problems = []
+    X = torch.zeros(2, 256, dtype=torch.bfloat16)
+    X[0, 5], X[0, 6] = 3.0, -1.75
+    zero_scale = 1e-4 / 448
+    for round_scale, s0, s1, y0 in ((False, 3.0 / 448, zero_scale, [448.0, -256.0]),
+                                    (True, 2.0 ** -7, 2.0 ** math.ceil(math.log2(zero_scale)), [384.0, -224.0])):
+        y, s = block_fp8_quant(X, round_scale=round_scale)
+        if tuple(y.shape) != (2, 256) or tuple(s.shape) != (2, 2) or y.dtype != torch.float8_e4m3fn:
+            problems.append("block_fp8_quant's shapes %s %s" % (tuple(y.shape), tuple(s.shape)))
+            continue
+        if abs(float(s[0, 0]) - s0) > 1e-12 or abs(float(s[0, 1]) - s1) > 1e-15 or \
+                y[0, 5:7].float().tolist() != y0 or float(y.float().abs().sum()) != sum(abs(v) for v in y0):
+            problems.append("block_fp8_quant (round_scale=%s) differs from the worked values" % round_scale)
     return problems
