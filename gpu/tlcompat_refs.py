@@ -15,6 +15,11 @@ shared memory (its own design), so it is judged by the relative 2-norm error of 
 against float64 (`worst_rel_err`), not element by element: a wrong decay, chunk boundary or slice gives errors
 of order 1 there, 16-bit intermediates of order 1e-3.
 
+The attention helpers (varlen_attention, attention_lse, varlen_attention_bwd / attention_bwd, fragment_dq) give
+forward outputs, the log2-sum-exp a forward stores, and the gradients a backward computes from a given lse and
+Delta, in float64; block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent
+computation (defining sums, autograd, worked values) in self_check().
+
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
 import math
@@ -155,8 +160,8 @@ def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
     P[i, j] = exp2(k_i . q_j * sm_scale * log2(e) - lse[b, h, j]) (j a query's position in its sequence, lse
     in log2 units), 0 where key i is masked (causal at the end: i <= j + Lk - Lq); dS = P * (v_i . dO_j -
     Delta[b, h, j]) * sm_scale; dV_i = sum_j P dO_j and dK_i = sum_j dS q_j, summed over the query heads that
-    share key/value head h // (H / HK); dQ_j = sum_i dS k_i. Q, dO [UQ, H, D]; K, V [UK, HK, D]; lse, Delta
-    [B, H, N]. Returns (dQ [UQ, H, D], dK, dV [UK, HK, D])."""
+    share key/value head h // (H / HK); dQ_j = sum_i dS k_i. Q [UQ, H, D], dO [UQ, H, DV]; K [UK, HK, D], V
+    [UK, HK, DV]; lse, Delta [B, H, N]. Returns (dQ [UQ, H, D], dK [UK, HK, D], dV [UK, HK, DV])."""
     import torch
     UQ, H, D = Q.shape
     HK = K.shape[1]
@@ -164,7 +169,7 @@ def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
     sm_scale = D ** -0.5
     dQ = torch.zeros(UQ, H, D, dtype=torch.float64, device=Q.device)
     dK = torch.zeros(K.shape, dtype=torch.float64, device=Q.device)
-    dV = torch.zeros(K.shape, dtype=torch.float64, device=Q.device)
+    dV = torch.zeros(V.shape, dtype=torch.float64, device=Q.device)
     cq, ck = cu_q.tolist(), cu_k.tolist()
     for b in range(len(cq) - 1):
         lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
@@ -223,6 +228,45 @@ def block_fp8_quant(X, group=128, round_scale=False):
     return y.to(torch.float8_e4m3fn), s
 
 
+def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False):
+    """varlen_attention_bwd for dense batches, every batch one full sequence: Q [B, S, H, D], K [B, SK, HK, D], V
+    [B, SK, HK, DV], dO [B, S, H, DV] ([B, H, S, D] and so on with bhsd); lse, Delta [B, H, S]. Returns (dQ, dK,
+    dV) in float64 in the inputs' layout; with `split`, dK and dV per query head instead of summed over the
+    heads that share a key/value head: [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk]."""
+    import torch
+    if bhsd:
+        Q, K, V, dO = (x.transpose(1, 2) for x in (Q, K, V, dO))
+    B, S, H = Q.shape[:3]
+    SK, HK = K.shape[1], K.shape[2]
+    groups = H // HK
+    if split:
+        K, V = K.repeat_interleave(groups, dim=2), V.repeat_interleave(groups, dim=2)
+    cu_q = torch.arange(B + 1) * S
+    cu_k = torch.arange(B + 1) * SK
+    flat = (lambda x: x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]))
+    g = varlen_attention_bwd(flat(Q), flat(K), flat(V), flat(dO), lse, Delta, cu_q, cu_k, causal=causal)
+    dQ, dK, dV = g[0].reshape(Q.shape), g[1].reshape(K.shape), g[2].reshape(V.shape)
+    if split:
+        dK, dV = (x.reshape(B, SK, HK, groups, x.shape[-1]).permute(3, 0, 1, 2, 4) for x in (dK, dV))
+    elif bhsd:
+        dK, dV = dK.transpose(1, 2), dV.transpose(1, 2)
+    if bhsd:
+        dQ = dQ.transpose(1, 2)
+    return dQ, dK, dV
+
+
+def fragment_dq(dQ, bhsd=False):
+    """dQ [B, S, H, D] ([B, H, S, D] with bhsd) in the order TileLang's attention-backward examples store it for
+    their atomic adds (make_dq_layout: the 8x8 MMA fragment's): element [b, s, h, d] at [b, s // 8, h, d // 8,
+    d % 2, s % 8 * 4 + d % 8 // 2] of a row-major [B, S / 8, H, D / 8, 2, 32] ([b, h, s // 8, ...] with bhsd).
+    Returned contiguous, with dQ's shape, as the kernel's buffer reads."""
+    if bhsd:
+        B, H, S, D = dQ.shape
+        return dQ.reshape(B, H, S // 8, 8, D // 8, 4, 2).permute(0, 1, 2, 4, 6, 3, 5).reshape(dQ.shape)
+    B, S, H, D = dQ.shape
+    return dQ.reshape(B, S // 8, 8, H, D // 8, 4, 2).permute(0, 1, 3, 4, 6, 2, 5).reshape(dQ.shape)
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
@@ -258,6 +302,7 @@ def self_check():
     problems += _varlen_self_check(torch)
     problems += _lse_self_check(torch)
     problems += _quant_self_check(torch)
+    problems += _bwd_self_check(torch)
     return problems
 
 
@@ -339,4 +384,53 @@ def _quant_self_check(torch):
         if abs(float(s[0, 0]) - s0) > 1e-12 or abs(float(s[0, 1]) - s1) > 1e-15 or \
                 y[0, 5:7].float().tolist() != y0 or float(y.float().abs().sum()) != sum(abs(v) for v in y0):
             problems.append("block_fp8_quant (round_scale=%s) differs from the worked values" % round_scale)
+    return problems
+
+
+def _bwd_self_check(torch):
+    """attention_bwd against autograd of float64 attention (GQA, DV != D, causal, both layouts, split), given the
+    true lse (attention_lse) and Delta = rowsum(O * dO), where the two must agree; fragment_dq's positions
+    against its formula."""
+    problems = []
+    g = torch.Generator().manual_seed(14)
+    B, S, H, HK, D, DV = 2, 16, 4, 2, 8, 16
+    for causal in (False, True):
+        Q = torch.randn(B, S, H, D, generator=g, dtype=torch.float64, requires_grad=True)
+        K = torch.randn(B, S, HK, D, generator=g, dtype=torch.float64, requires_grad=True)
+        V = torch.randn(B, S, HK, DV, generator=g, dtype=torch.float64, requires_grad=True)
+        dO = torch.randn(B, S, H, DV, generator=g, dtype=torch.float64)
+        k, v = K.repeat_interleave(H // HK, dim=2), V.repeat_interleave(H // HK, dim=2)
+        s = torch.einsum("bqhd,bkhd->bhqk", Q, k) * D ** -0.5
+        if causal:
+            s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+        O = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, dim=-1), v)
+        want = torch.autograd.grad(O, (Q, K, V), dO)
+        lse = attention_lse(Q.detach(), K.detach(), causal=causal)
+        Delta = (O.detach() * dO).sum(-1).transpose(1, 2)
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal)
+        for name, a, b in zip(("dQ", "dK", "dV"), got, want):
+            if tuple(a.shape) != tuple(b.shape) or float((a - b).abs().max()) > 1e-9:
+                problems.append("attention_bwd's %s (causal=%s) differs from autograd" % (name, causal))
+        t = (lambda x: x.detach().transpose(1, 2))
+        got = attention_bwd(t(Q), t(K), t(V), dO.transpose(1, 2), lse, Delta, causal=causal, bhsd=True)
+        for name, a, b in zip(("dQ", "dK", "dV"), got, want):
+            if tuple(a.shape) != tuple(t(b).shape) or float((a - t(b)).abs().max()) > 1e-9:
+                problems.append("attention_bwd's bhsd %s (causal=%s) differs from autograd" % (name, causal))
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, split=True)
+        if tuple(got[1].shape) != (H // HK, B, S, HK, D) or \
+                float((got[1].sum(0) - want[1]).abs().max()) > 1e-9 or \
+                float((got[2].sum(0) - want[2]).abs().max()) > 1e-9:
+            problems.append("attention_bwd's split dK, dV (causal=%s) do not sum to autograd's" % causal)
+    L = torch.arange(2 * 16 * 3 * 24, dtype=torch.float64).reshape(2, 16, 3, 24)
+    P = fragment_dq(L).reshape(-1)
+    for (b, s_, h, d) in ((0, 0, 0, 0), (1, 13, 2, 21), (0, 9, 1, 6), (1, 15, 2, 23)):
+        at = ((((b * 2 + s_ // 8) * 3 + h) * 3 + d // 8) * 2 + d % 2) * 32 + s_ % 8 * 4 + d % 8 // 2
+        if float(P[at]) != float(L[b, s_, h, d]):
+            problems.append("fragment_dq puts [%d, %d, %d, %d] elsewhere" % (b, s_, h, d))
+    L = torch.arange(2 * 3 * 16 * 24, dtype=torch.float64).reshape(2, 3, 16, 24)
+    P = fragment_dq(L, bhsd=True).reshape(-1)
+    for (b, h, s_, d) in ((0, 0, 0, 0), (1, 2, 13, 21), (0, 1, 9, 6), (1, 2, 15, 23)):
+        at = ((((b * 3 + h) * 2 + s_ // 8) * 3 + d // 8) * 2 + d % 2) * 32 + s_ % 8 * 4 + d % 8 // 2
+        if float(P[at]) != float(L[b, h, s_, d]):
+            problems.append("fragment_dq (bhsd) puts [%d, %d, %d, %d] elsewhere" % (b, h, s_, d))
     return problems
