@@ -154,14 +154,15 @@ def varlen_attention(Q, K, V, cu_q, cu_k, causal=False, sinks=None):
     return out
 
 
-def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
+def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False, allowed=None):
     """The gradients a FlashAttention backward kernel over packed variable-length sequences computes from the
     forward's log-sum-exp and Delta (given, not recomputed: the kernel's own inputs), in float64:
     P[i, j] = exp2(k_i . q_j * sm_scale * log2(e) - lse[b, h, j]) (j a query's position in its sequence, lse
     in log2 units), 0 where key i is masked (causal at the end: i <= j + Lk - Lq); dS = P * (v_i . dO_j -
     Delta[b, h, j]) * sm_scale; dV_i = sum_j P dO_j and dK_i = sum_j dS q_j, summed over the query heads that
     share key/value head h // (H / HK); dQ_j = sum_i dS k_i. Q [UQ, H, D], dO [UQ, H, DV]; K [UK, HK, D], V
-    [UK, HK, DV]; lse, Delta [B, H, N]. Returns (dQ [UQ, H, D], dK [UK, HK, D], dV [UK, HK, DV])."""
+    [UK, HK, DV]; lse, Delta [B, H, N]; `allowed` [Lq, Lk] bool: a mask of its own, the same for every sequence.
+    Returns (dQ [UQ, H, D], dK [UK, HK, D], dV [UK, HK, DV])."""
     import torch
     UQ, H, D = Q.shape
     HK = K.shape[1]
@@ -178,6 +179,8 @@ def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
         i = torch.arange(lk, device=Q.device)[:, None]
         j = torch.arange(lq, device=Q.device)[None, :]
         keep = (i <= j + (lk - lq)) if causal else torch.ones(lk, lq, dtype=torch.bool, device=Q.device)
+        if allowed is not None:
+            keep = keep & allowed.to(Q.device).T
         for h in range(H):
             q = Q[cq[b]:cq[b + 1], h].double()
             do = dO[cq[b]:cq[b + 1], h].double()
@@ -193,12 +196,12 @@ def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False):
     return dQ, dK, dV
 
 
-def attention_lse(Q, K, causal=False, sinks=None):
+def attention_lse(Q, K, causal=False, sinks=None, allowed=None):
     """The log-sum-exp a FlashAttention forward kernel stores for its backward, in log2 units and float64:
     lse[b, h, i] = log2(sum_j exp(q_i . k_j / sqrt(D)) [+ exp(sinks[h])]) over the keys j query i sees (causal
     aligned at the end: j <= i + Sk - Sq). Q [B, Sq, H, D], K [B, Sk, HK, D] with H a multiple of HK (query head
-    h reads key head h // (H / HK)); `sinks` [H]: a logit per head, in natural units, that joins the sum.
-    Returns [B, H, Sq]."""
+    h reads key head h // (H / HK)); `sinks` [H]: a logit per head, in natural units, that joins the sum;
+    `allowed` [Sq, Sk] bool: a mask of its own (the pairs it keeps). Returns [B, H, Sq]."""
     import torch
     B, SQ, H, D = Q.shape
     SK, HK = K.shape[1], K.shape[2]
@@ -209,6 +212,8 @@ def attention_lse(Q, K, causal=False, sinks=None):
         i = torch.arange(SQ, device=Q.device)[:, None]
         j = torch.arange(SK, device=Q.device)[None, :]
         s = s.masked_fill(j > i + (SK - SQ), float("-inf"))
+    if allowed is not None:
+        s = s.masked_fill(~allowed.to(s.device), float("-inf"))
     if sinks is not None:
         sink = sinks.double().view(1, H, 1, 1).expand(B, H, SQ, 1)
         s = torch.cat([s, sink], dim=-1)
@@ -228,11 +233,12 @@ def block_fp8_quant(X, group=128, round_scale=False):
     return y.to(torch.float8_e4m3fn), s
 
 
-def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False):
+def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False, allowed=None):
     """varlen_attention_bwd for dense batches, every batch one full sequence: Q [B, S, H, D], K [B, SK, HK, D], V
     [B, SK, HK, DV], dO [B, S, H, DV] ([B, H, S, D] and so on with bhsd); lse, Delta [B, H, S]. Returns (dQ, dK,
     dV) in float64 in the inputs' layout; with `split`, dK and dV per query head instead of summed over the
-    heads that share a key/value head: [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk]."""
+    heads that share a key/value head: [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk];
+    `allowed` [S, SK] bool: a mask of its own (the pairs it keeps)."""
     import torch
     if bhsd:
         Q, K, V, dO = (x.transpose(1, 2) for x in (Q, K, V, dO))
@@ -244,7 +250,8 @@ def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False
     cu_q = torch.arange(B + 1) * S
     cu_k = torch.arange(B + 1) * SK
     flat = (lambda x: x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]))
-    g = varlen_attention_bwd(flat(Q), flat(K), flat(V), flat(dO), lse, Delta, cu_q, cu_k, causal=causal)
+    g = varlen_attention_bwd(flat(Q), flat(K), flat(V), flat(dO), lse, Delta, cu_q, cu_k, causal=causal,
+                             allowed=allowed)
     dQ, dK, dV = g[0].reshape(Q.shape), g[1].reshape(K.shape), g[2].reshape(V.shape)
     if split:
         dK, dV = (x.reshape(B, SK, HK, groups, x.shape[-1]).permute(3, 0, 1, 2, 4) for x in (dK, dV))
@@ -394,7 +401,9 @@ def _bwd_self_check(torch):
     problems = []
     g = torch.Generator().manual_seed(14)
     B, S, H, HK, D, DV = 2, 16, 4, 2, 8, 16
-    for causal in (False, True):
+    own = torch.rand(S, S, generator=g) < 0.5
+    own |= torch.eye(S, dtype=torch.bool)
+    for causal, allowed in ((False, None), (True, None), (False, own)):
         Q = torch.randn(B, S, H, D, generator=g, dtype=torch.float64, requires_grad=True)
         K = torch.randn(B, S, HK, D, generator=g, dtype=torch.float64, requires_grad=True)
         V = torch.randn(B, S, HK, DV, generator=g, dtype=torch.float64, requires_grad=True)
@@ -403,20 +412,26 @@ def _bwd_self_check(torch):
         s = torch.einsum("bqhd,bkhd->bhqk", Q, k) * D ** -0.5
         if causal:
             s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+        if allowed is not None:
+            s = s.masked_fill(~allowed, float("-inf"))
         O = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, dim=-1), v)
         want = torch.autograd.grad(O, (Q, K, V), dO)
-        lse = attention_lse(Q.detach(), K.detach(), causal=causal)
+        lse = attention_lse(Q.detach(), K.detach(), causal=causal, allowed=allowed)
+        if float((lse - torch.logsumexp(s.detach(), dim=-1) / math.log(2)).abs().max()) > 1e-9:
+            problems.append("attention_lse (causal=%s, own mask=%s) differs" % (causal, allowed is not None))
         Delta = (O.detach() * dO).sum(-1).transpose(1, 2)
-        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal)
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, allowed=allowed)
         for name, a, b in zip(("dQ", "dK", "dV"), got, want):
             if tuple(a.shape) != tuple(b.shape) or float((a - b).abs().max()) > 1e-9:
                 problems.append("attention_bwd's %s (causal=%s) differs from autograd" % (name, causal))
         t = (lambda x: x.detach().transpose(1, 2))
-        got = attention_bwd(t(Q), t(K), t(V), dO.transpose(1, 2), lse, Delta, causal=causal, bhsd=True)
+        got = attention_bwd(t(Q), t(K), t(V), dO.transpose(1, 2), lse, Delta, causal=causal, bhsd=True,
+                            allowed=allowed)
         for name, a, b in zip(("dQ", "dK", "dV"), got, want):
             if tuple(a.shape) != tuple(t(b).shape) or float((a - t(b)).abs().max()) > 1e-9:
                 problems.append("attention_bwd's bhsd %s (causal=%s) differs from autograd" % (name, causal))
-        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, split=True)
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, split=True,
+                            allowed=allowed)
         if tuple(got[1].shape) != (H // HK, B, S, HK, D) or \
                 float((got[1].sum(0) - want[1]).abs().max()) > 1e-9 or \
                 float((got[2].sum(0) - want[2]).abs().max()) > 1e-9:
