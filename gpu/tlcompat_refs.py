@@ -15,10 +15,10 @@ shared memory (its own design), so it is judged by the relative 2-norm error of 
 against float64 (`worst_rel_err`), not element by element: a wrong decay, chunk boundary or slice gives errors
 of order 1 there, 16-bit intermediates of order 1e-3.
 
-The attention helpers (varlen_attention, attention_lse, varlen_attention_bwd / attention_bwd, fragment_dq) give
-forward outputs, the log2-sum-exp a forward stores, and the gradients a backward computes from a given lse and
-Delta, in float64; block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent
-computation (defining sums, autograd, worked values) in self_check().
+The attention helpers (varlen_attention, attention_lse, attention_bwd, fragment_dq) give forward outputs, the
+log2-sum-exp a forward stores, and the gradients a backward computes from a given lse and Delta, in float64;
+block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent computation
+(defining sums, autograd, worked values) in self_check().
 
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
@@ -154,45 +154,79 @@ def varlen_attention(Q, K, V, cu_q, cu_k, causal=False, sinks=None):
     return out
 
 
-def varlen_attention_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, causal=False, allowed=None):
-    """The gradients a FlashAttention backward kernel over packed variable-length sequences computes from the
-    forward's log-sum-exp and Delta (given, not recomputed: the kernel's own inputs), in float64:
-    P[i, j] = exp2(k_i . q_j * sm_scale * log2(e) - lse[b, h, j]) (j a query's position in its sequence, lse
-    in log2 units), 0 where key i is masked (causal at the end: i <= j + Lk - Lq); dS = P * (v_i . dO_j -
-    Delta[b, h, j]) * sm_scale; dV_i = sum_j P dO_j and dK_i = sum_j dS q_j, summed over the query heads that
-    share key/value head h // (H / HK); dQ_j = sum_i dS k_i. Q [UQ, H, D], dO [UQ, H, DV]; K [UK, HK, D], V
-    [UK, HK, DV]; lse, Delta [B, H, N]; `allowed` [Lq, Lk] bool: a mask of its own, the same for every sequence.
-    Returns (dQ [UQ, H, D], dK [UK, HK, D], dV [UK, HK, DV])."""
+def varlen_attn_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, groups, causal=True, dq_heads_first=True):
+    """The gradients a varlen attention backward kernel adds (attention_sink/example_gqa_sink_bwd_varlen.py's
+    flashattn_bwd), in float64, as (dQ, dK, dV) from zeros. Sequence b holds queries cu_q[b]:cu_q[b+1] and
+    keys cu_k[b]:cu_k[b+1] of Q, dO: [UQ, H, D] and K, V: [UKV, H / groups, D]; query head h reads key head
+    h // groups. With the kernel's lse and Delta ([B, H, N_CTX], by position in the sequence) as given, for key i
+    and query j of a sequence (causal: i <= j + keys - queries),
+
+        P = 2^(K_i.Q_j * s * log2(e) - lse_j),   dS = P * (V_i.dO_j - Delta_j) * s,     s = D^-0.5,
+        dV_i += f16(P) dO_j,   dK_i += f16(dS) Q_j,   dQ_j += f16(dS) K_i
+
+    (the kernel rounds P and dS to float16 before its GEMMs). Empty sequences add nothing. dQ is returned in the
+    kernel's layout (T.annotate_layout: element [l, h, d] at [h, l, d] of a row-major [H, UQ, D]) when
+    dq_heads_first."""
     import torch
     UQ, H, D = Q.shape
-    HK = K.shape[1]
-    groups = H // HK
-    sm_scale = D ** -0.5
-    dQ = torch.zeros(UQ, H, D, dtype=torch.float64, device=Q.device)
-    dK = torch.zeros(K.shape, dtype=torch.float64, device=Q.device)
-    dV = torch.zeros(V.shape, dtype=torch.float64, device=Q.device)
-    cq, ck = cu_q.tolist(), cu_k.tolist()
+    UKV, HK = K.shape[0], K.shape[1]
+    dev = Q.device
+    sm = D ** -0.5
+    scale = sm * 1.44269504
+    dQ = torch.zeros(UQ, H, D, dtype=torch.float64, device=dev)
+    dK = torch.zeros(UKV, HK, D, dtype=torch.float64, device=dev)
+    dV = torch.zeros(UKV, HK, D, dtype=torch.float64, device=dev)
+    cq, ck = [int(x) for x in cu_q.tolist()], [int(x) for x in cu_k.tolist()]
+    kv_of = torch.arange(H, device=dev) // groups
     for b in range(len(cq) - 1):
-        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
-        if lq == 0 or lk == 0:
+        q0, q1, k0, k1 = cq[b], cq[b + 1], ck[b], ck[b + 1]
+        nq, nk = q1 - q0, k1 - k0
+        if nq <= 0 or nk <= 0:
             continue
-        i = torch.arange(lk, device=Q.device)[:, None]
-        j = torch.arange(lq, device=Q.device)[None, :]
-        keep = (i <= j + (lk - lq)) if causal else torch.ones(lk, lq, dtype=torch.bool, device=Q.device)
-        if allowed is not None:
-            keep = keep & allowed.to(Q.device).T
+        q = Q[q0:q1].double().permute(1, 0, 2)                     # [H, nq, D]
+        do = dO[q0:q1].double().permute(1, 0, 2)
+        k = K[k0:k1].double().permute(1, 0, 2)[kv_of]              # [H, nk, D]
+        v = V[k0:k1].double().permute(1, 0, 2)[kv_of]
+        p = torch.exp2(torch.einsum("hid,hjd->hij", k, q) * scale - lse[b, :, :nq].double().to(dev)[:, None, :])
+        if causal:
+            i = torch.arange(nk, device=dev)[:, None]
+            j = torch.arange(nq, device=dev)[None, :]
+            p = torch.where(i <= j + (nk - nq), p, torch.zeros((), dtype=p.dtype, device=dev))
+        ds = p * (torch.einsum("hid,hjd->hij", v, do) - Delta[b, :, :nq].double().to(dev)[:, None, :]) * sm
+        p16, ds16 = p.half().double(), ds.half().double()
+        dv = torch.zeros(HK, nk, D, dtype=torch.float64, device=dev).index_add_(0, kv_of, torch.einsum("hij,hjd->hid", p16, do))
+        dk = torch.zeros(HK, nk, D, dtype=torch.float64, device=dev).index_add_(0, kv_of, torch.einsum("hij,hjd->hid", ds16, q))
+        dV[k0:k1] += dv.permute(1, 0, 2)
+        dK[k0:k1] += dk.permute(1, 0, 2)
+        dQ[q0:q1] += torch.einsum("hij,hid->hjd", ds16, k).permute(1, 0, 2)
+    if dq_heads_first:
+        dQ = dQ.permute(1, 0, 2).contiguous().view(UQ, H, D)
+    return dQ, dK, dV
+
+
+def _varlen_attn_bwd_by_loops(Q, K, V, dO, lse, Delta, cu_q, cu_k, groups, causal):
+    """varlen_attn_bwd's definition element by element (dQ in the logical layout), for self_check."""
+    import torch
+    UQ, H, D = Q.shape
+    sm = D ** -0.5
+    dQ = torch.zeros(UQ, H, D, dtype=torch.float64)
+    dK = torch.zeros(K.shape, dtype=torch.float64)
+    dV = torch.zeros(K.shape, dtype=torch.float64)
+    for b in range(len(cu_q) - 1):
+        q0, q1, k0, k1 = int(cu_q[b]), int(cu_q[b + 1]), int(cu_k[b]), int(cu_k[b + 1])
         for h in range(H):
-            q = Q[cq[b]:cq[b + 1], h].double()
-            do = dO[cq[b]:cq[b + 1], h].double()
-            k = K[ck[b]:ck[b + 1], h // groups].double()
-            v = V[ck[b]:ck[b + 1], h // groups].double()
-            s = k @ q.T                                                   # [Lk, Lq]
-            p = torch.exp2(s * sm_scale * math.log2(math.e) - lse[b, h, :lq].double()[None, :])
-            p = torch.where(keep, p, 0.0)
-            ds = p * (v @ do.T - Delta[b, h, :lq].double()[None, :]) * sm_scale
-            dV[ck[b]:ck[b + 1], h // groups] += p @ do
-            dK[ck[b]:ck[b + 1], h // groups] += ds @ q
-            dQ[cq[b]:cq[b + 1], h] = ds.T @ k
+            hk = h // groups
+            for i in range(k1 - k0):
+                for j in range(q1 - q0):
+                    if causal and i > j + (k1 - k0) - (q1 - q0):
+                        continue
+                    kk, qq = K[k0 + i, hk].double(), Q[q0 + j, h].double()
+                    p = 2.0 ** (float(kk @ qq) * sm * 1.44269504 - float(lse[b, h, j]))
+                    ds = p * (float(V[k0 + i, hk].double() @ dO[q0 + j, h].double()) - float(Delta[b, h, j])) * sm
+                    p16, ds16 = float(torch.tensor(p).half()), float(torch.tensor(ds).half())
+                    dV[k0 + i, hk] += p16 * dO[q0 + j, h].double()
+                    dK[k0 + i, hk] += ds16 * qq
+                    dQ[q0 + j, h] += ds16 * kk
     return dQ, dK, dV
 
 
@@ -234,29 +268,46 @@ def block_fp8_quant(X, group=128, round_scale=False):
 
 
 def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False, allowed=None):
-    """varlen_attention_bwd for dense batches, every batch one full sequence: Q [B, S, H, D], K [B, SK, HK, D], V
-    [B, SK, HK, DV], dO [B, S, H, DV] ([B, H, S, D] and so on with bhsd); lse, Delta [B, H, S]. Returns (dQ, dK,
-    dV) in float64 in the inputs' layout; with `split`, dK and dV per query head instead of summed over the
-    heads that share a key/value head: [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk];
-    `allowed` [S, SK] bool: a mask of its own (the pairs it keeps)."""
+    """The gradients a FlashAttention backward kernel computes from the forward's log-sum-exp and Delta (given,
+    not recomputed: the kernel's own inputs), in float64, for dense batches: Q [B, S, H, D], K [B, SK, HK, D], V
+    [B, SK, HK, DV], dO [B, S, H, DV] ([B, H, S, D] and so on with bhsd), query head h reading key/value head
+    h // (H / HK); lse, Delta [B, H, S]. For query i and key j that i sees (causal at the end: j <= i + SK - S;
+    `allowed` [S, SK] bool: a mask of its own, the pairs it keeps),
+
+        P = 2^(q_i.k_j * s * log2(e) - lse_i),   dS = P * (dO_i.v_j - Delta_i) * s,     s = D^-0.5,
+        dQ_i = sum_j dS k_j,   dK_j = sum_i dS q_i,   dV_j = sum_i P dO_i,
+
+    dK and dV summed over the query heads that share a key/value head; with `split`, per query head instead:
+    [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk]. Returns (dQ, dK, dV) in the inputs'
+    layout."""
     import torch
     if bhsd:
         Q, K, V, dO = (x.transpose(1, 2) for x in (Q, K, V, dO))
-    B, S, H = Q.shape[:3]
+    B, S, H, D = Q.shape
     SK, HK = K.shape[1], K.shape[2]
     groups = H // HK
+    dev = Q.device
+    heads = torch.arange(H, device=dev) // groups
+    q, do = (x.double().permute(0, 2, 1, 3) for x in (Q, dO))                       # [B, H, S, *]
+    k, v = (x.double()[:, :, heads].permute(0, 2, 1, 3) for x in (K, V))          # [B, H, SK, *]
+    sm = D ** -0.5
+    p = torch.exp2(q @ k.transpose(-1, -2) * (sm * math.log2(math.e)) - lse.double().to(dev)[..., None])
+    keep = torch.ones(S, SK, dtype=torch.bool, device=dev)
+    if causal:
+        keep &= torch.arange(SK, device=dev)[None, :] <= torch.arange(S, device=dev)[:, None] + (SK - S)
+    if allowed is not None:
+        keep &= allowed.to(dev)
+    p = torch.where(keep, p, torch.zeros((), dtype=p.dtype, device=dev))
+    ds = p * (do @ v.transpose(-1, -2) - Delta.double().to(dev)[..., None]) * sm
+    dQ = (ds @ k).permute(0, 2, 1, 3)
+    dk, dv = ds.transpose(-1, -2) @ q, p.transpose(-1, -2) @ do                   # [B, H, SK, *] per query head
+    per_head = (lambda x: x.reshape(B, HK, groups, SK, x.shape[-1]))
     if split:
-        K, V = K.repeat_interleave(groups, dim=2), V.repeat_interleave(groups, dim=2)
-    cu_q = torch.arange(B + 1) * S
-    cu_k = torch.arange(B + 1) * SK
-    flat = (lambda x: x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]))
-    g = varlen_attention_bwd(flat(Q), flat(K), flat(V), flat(dO), lse, Delta, cu_q, cu_k, causal=causal,
-                             allowed=allowed)
-    dQ, dK, dV = g[0].reshape(Q.shape), g[1].reshape(K.shape), g[2].reshape(V.shape)
-    if split:
-        dK, dV = (x.reshape(B, SK, HK, groups, x.shape[-1]).permute(3, 0, 1, 2, 4) for x in (dK, dV))
-    elif bhsd:
-        dK, dV = dK.transpose(1, 2), dV.transpose(1, 2)
+        dK, dV = (per_head(x).permute(2, 0, 3, 1, 4) for x in (dk, dv))
+    else:
+        dK, dV = (per_head(x).sum(2).permute(0, 2, 1, 3) for x in (dk, dv))
+        if bhsd:
+            dK, dV = dK.transpose(1, 2), dV.transpose(1, 2)
     if bhsd:
         dQ = dQ.transpose(1, 2)
     return dQ, dK, dV
@@ -276,7 +327,8 @@ def fragment_dq(dQ, bhsd=False):
 
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
-    shapes whose chunks do not divide evenly into the decay's range, and worst_rel_err's sense."""
+    shapes whose chunks do not divide evenly into the decay's range, worst_rel_err's sense, and varlen_attn_bwd
+    against its definition by loops."""
     import torch
     problems = []
     g = torch.Generator().manual_seed(11)
@@ -306,6 +358,22 @@ def self_check():
     nan[0, 0, 0, 0, 0] = float("nan")
     if worst_rel_err(nan, a) != float("inf"):
         problems.append("worst_rel_err passes a NaN")
+    # varlen_attn_bwd against its definition by loops: an empty query sequence, an empty key sequence, more
+    # keys than queries, GQA groups of 2
+    cu_q, cu_k = torch.tensor([0, 0, 3, 8], dtype=torch.int32), torch.tensor([0, 4, 4, 11], dtype=torch.int32)
+    Q, dO = torch.randn(9, 4, 8, generator=g).half(), torch.randn(9, 4, 8, generator=g).half()
+    K, V = torch.randn(12, 2, 8, generator=g).half(), torch.randn(12, 2, 8, generator=g).half()
+    lse, Delta = torch.rand(3, 4, 16, generator=g) + 1, torch.randn(3, 4, 16, generator=g)
+    for causal in (True, False):
+        got = varlen_attn_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, 2, causal, dq_heads_first=False)
+        want = _varlen_attn_bwd_by_loops(Q, K, V, dO, lse, Delta, cu_q, cu_k, 2, causal)
+        for name, x, y in zip(("dQ", "dK", "dV"), got, want):
+            if float((x - y).abs().max()) > 1e-9:
+                problems.append("varlen_attn_bwd's %s differs from its definition (causal=%s)" % (name, causal))
+    logical = varlen_attn_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, 2, True, dq_heads_first=False)[0]
+    heads_first = varlen_attn_bwd(Q, K, V, dO, lse, Delta, cu_q, cu_k, 2, True)[0]
+    if not torch.equal(heads_first.view(4, 9, 8).permute(1, 0, 2), logical):
+        problems.append("varlen_attn_bwd's dQ in the kernel's layout is not the logical dQ permuted")
     problems += _varlen_self_check(torch)
     problems += _lse_self_check(torch)
     problems += _quant_self_check(torch)

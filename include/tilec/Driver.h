@@ -45,6 +45,7 @@ struct DriverOptions {
     bool pingPong = false;                 ///< --pingpong: consumer warpgroups take turns at attention's wgmmas
     bool intraOverlap = false;             ///< --intra-overlap: attention's next QK^T under this block's softmax
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
+    bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose
     std::vector<std::string> filePrefixMaps; ///< --file-prefix-map OLD=NEW, as written (the last match wins)

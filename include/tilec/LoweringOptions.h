@@ -24,6 +24,9 @@ struct LoweringOptions {
     /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
     int walkGroup = 7;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
+    /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
+    bool splitK = true;
     bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
     bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)
     /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece

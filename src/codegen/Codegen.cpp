@@ -189,7 +189,8 @@ typedef enum tilec_status {
     TILEC_ERROR_NO_DEVICE = 5,      /* no usable CUDA device or driver */
     TILEC_ERROR_NO_DEVICE_CODE = 6, /* the kernel was not compiled for the current device */
     TILEC_ERROR_SHARED_MEMORY = 7,  /* the device cannot give the kernel the shared memory it needs */
-    TILEC_ERROR_CUDA = 8            /* another CUDA error */
+    TILEC_ERROR_CUDA = 8,           /* another CUDA error */
+    TILEC_ERROR_OVERLAP = 9         /* two tensor arguments overlap and the kernel writes one of them */
 } tilec_status;
 #endif /* TILEC_COMMON_DECLS */
 

@@ -33,6 +33,7 @@ std::string printRuntimeFunctions(const CodegenOptions &o, bool cxx) {
     case TILEC_ERROR_NO_DEVICE_CODE: return "the kernel was not compiled for this device";
     case TILEC_ERROR_SHARED_MEMORY: return "the device cannot provide the kernel's shared memory";
     case TILEC_ERROR_CUDA: return "CUDA error";
+    case TILEC_ERROR_OVERLAP: return "two tensor arguments overlap in memory and the kernel writes one of them";
     }
     return "unknown tilec_status";
 }
@@ -49,6 +50,11 @@ std::string printLauncherHelpers(const CodegenOptions &o, bool cxx) {
     s += unused + "static tilec_status tilec_argument_error(tilec_status status, int argument) {\n";
     s += "    " + rt(o, "last_error_argument_state") + " = argument;\n";
     s += "    return status;\n}\n";
+    // Whether byte ranges [a, a + na) and [b, b + nb) share a byte (an empty range shares none).
+    s += unused + R"tl(static int tilec_overlap(const void *a, int64_t na, const void *b, int64_t nb) {
+    return na > 0 && nb > 0 && (uintptr_t)a < (uintptr_t)b + (uint64_t)nb && (uintptr_t)b < (uintptr_t)a + (uint64_t)na;
+}
+)tl";
     return s + printFloorDivision(unused) + "\n";
 }
 
@@ -99,6 +105,36 @@ std::string printAlignmentChecks(const KernelInfo &info, const Signature &sig, N
     return s;
 }
 
+std::string printOverlapChecks(const KernelInfo &info, const Signature &sig, NameTable &names) {
+    // The device code declares tensor pointers __restrict__ (docs/INTERFACE.md): a tensor the kernel writes
+    // must share no byte with another argument. Two tensors it only reads may overlap; an empty one overlaps
+    // nothing. The status names the later parameter of the pair.
+    const Kernel &k = *info.kernel;
+    ExprPrinter hp(names, true);
+    std::vector<size_t> tensors;
+    for (size_t i = 0; i < k.params.size(); ++i)
+        if (k.params[i].kind == Param::Tensor && k.params[i].argument()) tensors.push_back(i);
+    auto bytes = [&](size_t i) {
+        const BufferNode &b = *k.params[i].buffer;
+        int64_t known = std::max<int64_t>(1, b.dtype.bits() / 8);
+        std::string s;
+        for (auto &d : b.shape) {
+            if (auto v = constInt(d)) known *= *v;
+            else s += " * (int64_t)(" + hp.print(d) + ")";
+        }
+        return std::to_string(known) + "LL" + s;
+    };
+    std::string s;
+    for (size_t x = 0; x < tensors.size(); ++x)
+        for (size_t y = x + 1; y < tensors.size(); ++y) {
+            const size_t i = tensors[x], j = tensors[y];
+            if (!info.written[i] && !info.written[j]) continue;
+            s += "    if (tilec_overlap(" + sig.names[i] + ", " + bytes(i) + ", " + sig.names[j] + ", " + bytes(j) +
+                 ")) return tilec_argument_error(TILEC_ERROR_OVERLAP, " + std::to_string(j) + ");\n";
+        }
+    return s;
+}
+
 std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, NameTable &names, bool cxx, bool checkAlignment) {
     const Kernel &k = *info.kernel;
     std::string s = launcherLinkage(info, cxx) + sig.text + " {\n";
@@ -117,6 +153,7 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
         s += "    if (" + n + " < 0 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
              std::to_string(k.params.size() + i) + ");\n";
     }
+    s += printOverlapChecks(info, sig, names);
     ExprPrinter hp(names, true);
     static const char *axis[] = {"x", "y", "z"};
     for (int d = 0; d < 3; ++d) s += "    const int64_t grid_" + std::string(axis[d]) + " = " + hp.print(k.grid[d]) + ";\n";

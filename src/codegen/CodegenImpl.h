@@ -78,6 +78,9 @@ class ExprPrinter {
     /// intrinsics (what nvcc -use_fast_math would make of the precise ones).
     bool fastMath = false;
     std::string print(const ir::Expr &e);
+    /// The expression as an operand of an operator of C precedence `need` (16 primary ... 3 conditional): in
+    /// parentheses where it binds less tightly (a conditional extent after `i < ` must not become `(i < c) ? ...`).
+    std::string print(const ir::Expr &e, int need) { return wrap(expr(e), need); }
 
   private:
     NameTable &names_;

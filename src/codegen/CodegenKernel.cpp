@@ -225,7 +225,7 @@ class KernelPrinter {
     /// Clustered: the loop walks cluster units (the grid with the cluster's dimension divided by its size),
     /// unit blockIdx.x / size first, as the launcher's 1-D clusters of consecutive blocks hold them.
     void tileLoop(const For &f, int level) {
-        std::string v = name(f.var), tiles = ep_.print(f.extent);
+        std::string v = name(f.var), tiles = ep_.print(f.extent, 11);
         std::string g[3];
         for (int d = 0; d < 3; ++d) g[d] = "(" + ep_.print(k_.grid[(size_t)d]) + ")";
         std::string first = "blockIdx.x", step = "gridDim.x";
@@ -352,7 +352,7 @@ class KernelPrinter {
         std::string v = name(f.var), type = deviceType(f.var->dtype);
         std::string lo = ep_.print(f.min);
         auto m = constInt(f.min);
-        std::string hi = m && *m == 0 ? ep_.print(f.extent) : ep_.print(simplifyEnd(f));
+        std::string hi = m && *m == 0 ? ep_.print(f.extent, 11) : ep_.print(simplifyEnd(f), 11); // after `v < `
         std::string header = "for (" + type + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {";
         // _Pragma keeps the loop header on one line, so it counts as the statement's line.
         if (f.forKind == ForKind::Unrolled || f.forKind == ForKind::Vectorized) header = "_Pragma(\"unroll\") " + header;

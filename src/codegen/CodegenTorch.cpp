@@ -319,7 +319,7 @@ std::string printChecks(const TorchOp &t, NameTable &names, const SizeStyle &st)
                 binds |= !t.dynamicArg[j] && t.dynamicFrom[j] == std::make_pair(i, r);
             if (binds)
                 continue;
-            std::string want = st.value(hp.print(b.shape[r]));
+            std::string want = st.value(hp.print(b.shape[r], 10)); // after ` == `
             s += "    TORCH_CHECK(" + st.size(x, r) + " == " + want + ", " + op + ", \"argument '" + x +
                  "' has shape \", " + st.sizes(x) + ", \" but the kernel takes " + shapeText(b) +
                  ": dimension " + std::to_string(r) + " must be \", " + want + ");\n";
@@ -426,7 +426,8 @@ const char *const kPreamble = R"tl(namespace {
 template <int N>
 std::string tilec_torch_failure(tilec_status status, const char *const (&names)[N], int argument, cudaError_t cuda) {
     std::string s = tilec_status_string(status);
-    if (argument >= 0 && argument < N && (status == TILEC_ERROR_NULL_POINTER || status == TILEC_ERROR_MISALIGNED || status == TILEC_ERROR_BAD_SIZE))
+    if (argument >= 0 && argument < N && (status == TILEC_ERROR_NULL_POINTER || status == TILEC_ERROR_MISALIGNED || status == TILEC_ERROR_BAD_SIZE ||
+                                              status == TILEC_ERROR_OVERLAP))
         s += std::string(" (argument '") + names[argument] + "')";
     if (status == TILEC_ERROR_CUDA) s += std::string(": ") + cudaGetErrorString(cuda);
     return s;
@@ -508,7 +509,7 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
                             return true;
                     return false;
                 }()))
-                body += fail(x + "dimensions()[" + std::to_string(r) + "] != " + hp.print(b.shape[r]),
+                body += fail(x + "dimensions()[" + std::to_string(r) + "] != " + hp.print(b.shape[r], 10),
                              "std::string(" +
                                  quoted(op + "'" + t.sig.names[i] + "' must have shape " + shapeText(b) +
                                         ": dimension " + std::to_string(r) + " must be ") +

@@ -179,6 +179,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.persistent = !opts_.noPersistent;
     o.walkGroup = opts_.walkGroup;
     o.clusters = !opts_.noCluster;
+    o.splitK = !opts_.noSplitK;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

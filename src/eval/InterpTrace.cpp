@@ -269,6 +269,20 @@ void InterpImpl::finishParams(TraceState &t) {
         return false;
     };
     std::erase_if(k.dynamicSymbols, isScalar);
+    // A grid extent reads only what the launch function has: the tensors' sizes and scalar parameters (a
+    // T.dynamic used nowhere else has no value at run time; TileLang refuses it as an unbound variable).
+    std::vector<ir::Kernel *> launches{&k};
+    for (auto &l : t.launches) launches.push_back(l.get());
+    for (ir::Kernel *l : launches) {
+        std::vector<ir::Var> used;
+        for (auto &g : l->grid) collectVars(g, used);
+        for (auto &v : used)
+            if (!isScalar(v) && std::find(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), v) == k.dynamicSymbols.end()) {
+                diag_.error(l->launchLoc, "the grid of T.Kernel uses '" + v->name + "', which is not a size of the prim_func's "
+                                          "tensors or a scalar parameter, so the launch function has no value for it");
+                break;
+            }
+    }
     for (auto &p : k.params) {
         if (!p.workspace) continue;
         std::vector<ir::Var> used;

@@ -5,6 +5,7 @@
 #include "tilec/Lower.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/passes/SplitK.h"
 
 #include <algorithm>
 
@@ -75,6 +76,9 @@ std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings
 ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> &targets,
                           const LoweringOptions &options, PassContext &ctx) {
     TILEC_ASSERT(ctx.diag, "lowerVariants() needs a diagnostic engine");
+    // Split-K changes the program's launches, so it is decided once for every target.
+    const ir::Program split = ctx.run("splitK", [&] { return passes::splitK(program, targets, options, &ctx.diag->sources()); },
+                                      [](const ir::Program &p) { return ir::print(p); });
     std::vector<ir::Program> lowerings;
     std::vector<HeldDiagnostic> reported;
     for (const Target &t : targets) {
@@ -87,7 +91,7 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
                 Variant v{t, options};
                 v.options.tma = options.tma && tma;
                 v.options.assumeAlignedRows = wide;
-                if (!lowerOnce(program, v, ctx, lowerings, reported)) return {};
+                if (!lowerOnce(split, v, ctx, lowerings, reported)) return {};
                 for (auto &k : lowerings.back().kernels) {
                     tmaNeeded |= k->needsTma;
                     assumed |= !k->assumptions.empty();
@@ -96,7 +100,7 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
         }
     }
     ir::Program out;
-    for (size_t i = 0; i < program.kernels.size(); ++i)
+    for (size_t i = 0; i < split.kernels.size(); ++i)
         for (auto &k : mergeVariants(lowerings, i)) out.kernels.push_back(k);
     return out;
 }

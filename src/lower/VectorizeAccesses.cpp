@@ -80,6 +80,25 @@ bool pureIndexTest(const Expr &c) {
     return !imp.found;
 }
 
+/// Whether a condition may be evaluated before a vectorized loop's body: it calls nothing and reads only
+/// registers (local buffers) that the body does not write, so it gives the same answer there, and reading it
+/// touches no memory (a conjunct that loads global memory may be guarded by the conjuncts before it).
+bool registerTest(const Expr &c, const std::set<const BufferNode *> &stored) {
+    struct Impure : IRVisitor {
+        using IRVisitor::visit;
+        const std::set<const BufferNode *> *stored;
+        bool found = false;
+        void visit(const Load &op) override {
+            found |= isMemory(op.buffer) || stored->count(op.buffer.get());
+            IRVisitor::visit(op);
+        }
+        void visit(const Call &) override { found = true; }
+    } imp;
+    imp.stored = &stored;
+    imp.visit(c);
+    return !imp.found;
+}
+
 /// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
 /// no call) split into `if c s1; if c s2; ...`: the stores under a program's own bounds test then sink one by one.
 Stmt splitGuards(const Stmt &body) {
@@ -190,6 +209,24 @@ bool sameTest(const Expr &a, const Expr &b) {
     auto x = as<Binary>(a), y = as<Binary>(b);
     if (!x || !y) return structurallyEqual(a, b);
     return x->op == y->op && provablyEqual(x->a, y->a) && provablyEqual(x->b, y->b);
+}
+
+/// A hoisted load `e` (a load, or `c ? load : 0`) read only where `guards` hold as well, zero elsewhere; the
+/// guards that repeat a test of its own are left out.
+Expr underGuards(Expr e, const std::vector<Expr> &guards) {
+    std::vector<Expr> own, extra;
+    if (auto s = as<Select>(e)) conjuncts(s->cond, own);
+    for (auto &g : guards) {
+        bool known = false;
+        for (auto &o : own) known |= sameTest(o, g);
+        if (!known) extra.push_back(g);
+    }
+    if (extra.empty()) return e;
+    Expr g = extra[0];
+    for (size_t i = 1; i < extra.size(); ++i) g = binary(BinaryOp::And, g, extra[i], e->loc);
+    if (auto s = as<Select>(e)) return Select::make(binary(BinaryOp::And, g, s->cond, e->loc), s->t, s->f, s->loc);
+    Expr zero = e->dtype.isFloat() ? floatImm(0.0, e->dtype) : IntImm::make(e->dtype, 0);
+    return Select::make(g, e, zero, e->loc);
 }
 
 /// The conditions of the ifs in a vectorized loop's body, tested once per vector where they can be
@@ -400,7 +437,13 @@ class Vectorizer : public IRMutator {
             std::vector<Hoisted> *loads;
             std::function<bool(const Expr &)> candidate;
             const For *loop;
-            Expr hoist(const Expr &e) {
+            /// The tests of the enclosing ifs' then-branches that hold for every lane or none (see thenTests):
+            /// a load there is needed only where they hold, so its vector is read only then (zeros otherwise,
+            /// which no lane uses). TileLang's varlen kernels read rows below a sequence's length this way.
+            std::vector<Expr> guards;
+            std::function<void(const Expr &, std::vector<Expr> &)> thenTests;
+            Expr hoist(Expr e) {
+                e = underGuards(e, guards);
                 for (auto &h : *loads)
                     if (structurallyEqual(h.original, e)) return Load::make(h.temp, {Expr(loop->var)});
                 Buffer t = self->temp(e->dtype, loop->extent, e->loc);
@@ -430,15 +473,32 @@ class Vectorizer : public IRMutator {
             int conditions = 0;
             Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
                 ++conditions;
-                Stmt s = IRMutator::visit(op);
+                Expr cond = mutate(op->cond);
+                size_t depth = guards.size();
+                thenTests(op->cond, guards);
+                Stmt then = mutate(op->then);
+                guards.resize(depth);
+                Stmt otherwise = op->otherwise ? mutate(op->otherwise) : nullptr;
                 --conditions;
-                return s;
+                if (cond == op->cond && then == op->then && otherwise == op->otherwise) return op;
+                return IfThenElse::make(cond, then, otherwise, op->loc);
             }
         } rep;
         rep.self = this;
         rep.loads = &loads;
         rep.candidate = candidate;
         rep.loop = &f;
+        // The conjuncts of an if's test that are the same for all lanes (lane-free ones, or `base + lane < b` made
+        // once per vector by laneFree), read only registers the body leaves alone, and do not always hold.
+        rep.thenTests = [&](const Expr &cond, std::vector<Expr> &out) {
+            std::vector<Expr> parts;
+            conjuncts(cond, parts);
+            for (Expr c : parts) {
+                if (uses(c, lane)) c = laneFree(c, lane, width);
+                if (c && !mentionsAny(c, in.bound) && registerTest(c, in.stored) && !provablyTrue(c, ranges_))
+                    out.push_back(c);
+            }
+        };
         Stmt body = rep.mutate(f.body);
 
         // Stores to sink: top-level statements of the body, optionally under a lane-free check.

@@ -30,6 +30,19 @@ inline double roundToDType(DType t, double v) {
     return t.kind == DType::Float64 ? v : (double)(float)v;
 }
 
+/// v, a value of dtype `from`, converted to dtype t as the generated code converts it (tilec::cast in
+/// stdlib/tilec/types.cuh; docs/LANGUAGE.md): a float becomes an integer by truncation toward zero, saturated
+/// to the integer's range, NaN to 0; every other conversion is roundToDType's.
+inline double convertToDType(DType t, DType from, double v) {
+    if (!(from.isFloat() && t.isInt())) return roundToDType(t, v);
+    if (std::isnan(v)) return 0;
+    const int bits = t.bits();
+    const double lo = t.isSigned() ? -std::ldexp(1.0, bits - 1) : 0.0;
+    const double hi = bits >= 64 ? std::nextafter(std::ldexp(1.0, t.isSigned() ? 63 : 64), 0.0)
+                                 : std::ldexp(1.0, t.isSigned() ? bits - 1 : bits) - 1;
+    return roundToDType(t, std::fmin(std::fmax(std::trunc(v), lo), hi));
+}
+
 /// x op y for operands of type `operand`, before the result's rounding; nullopt for an integer division or
 /// modulo by zero.
 inline std::optional<double> binaryOp(ir::BinaryOp op, double x, double y, DType operand) {

@@ -12,7 +12,9 @@
 ///
 /// Values are doubles (integers exact below 2^53); stores round to the buffer's type. Shared memory is
 /// watched for races with vector clocks: an access to an element that another thread wrote (or, for writes,
-/// read) is a race unless a barrier or an mbarrier phase orders the two. A barrier reached with some threads
+/// read) is a race unless a barrier or an mbarrier phase orders the two. Buffers the shared-memory plan puts
+/// over the same bytes are one memory for that check, and a write poisons the other's elements with NaN; a
+/// block that exits with a cp.async transfer or a TMA load not awaited is an error. A barrier reached with some threads
 /// of its scope inactive is reported too. Library calls are recognised through the registry
 /// (tilec/LibraryCalls.h): by lib::Fn, arguments by name.
 ///
@@ -118,6 +120,7 @@ class Simulator {
             mapDims_.push_back(std::move(dims));
         }
         for (int d = 0; d < 3; ++d) grid_[d] = g[d];
+        planAliases();
         if (k_.persistent) {
             // As the launcher does with a device of persistentBlocks SMs' worth of blocks: fewer blocks than
             // tiles, so that blocks walk several tiles (the ring running on across them).
@@ -180,6 +183,14 @@ class Simulator {
     std::map<const ir::BufferNode *, std::vector<Touch>> touches_;
     bool ordered(const Access &a, int t, const Clock *knows = nullptr) const;
     void touch(const ir::BufferNode *b, size_t i, int t, bool write);
+    /// Shared buffers the plan (Kernel::shared) puts over some of the same bytes: an access to one is also an
+    /// access to the other's overlapping elements (for the race check), and a write poisons them with NaN, so a
+    /// plan that lets two live buffers share memory, or a transfer that lands after the memory was reused,
+    /// shows as a race or a NaN as it would on the GPU.
+    std::map<const ir::BufferNode *, std::vector<const ir::BufferNode *>> aliases_;
+    void planAliases();
+    void forAliased(const ir::BufferNode *b, size_t i, const std::function<void(const ir::BufferNode *, size_t)> &f);
+    void touchOne(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows, const ir::BufferNode *via);
     /// An access by `comp`; `knows`: what it knew when the access could first happen (an asynchronous read
     /// between its issue and its wait), when that is less than its clock now.
     void touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows = nullptr);
@@ -258,8 +269,13 @@ class Simulator {
                 touches_[b.get()].assign((size_t)b->constElements(), Touch{});
             }
         exec(k_.body, std::vector<char>(T_, 1));
-        for (auto &c : comps_)
+        for (auto &c : comps_) {
             if (!c.wgmma.empty()) throw SimError(c.name + " exits with wgmma groups in flight (no wgmma_wait retired them)");
+            // on the GPU such a transfer lands whenever it lands: over memory the plan gave another buffer
+            for (auto *g : {&c.open, c.pending.empty() ? nullptr : &c.pending.front()})
+                if (g && !g->empty())
+                    throw SimError(c.name + " exits with a cp.async transfer into " + (*g)[0].buffer->name + " not awaited (no cp_async_wait covers it)");
+        }
         for (auto &tl : tma_)
             if (!tl.landed) throw SimError("the block exits with a TMA load into " + tl.dst->name + " not awaited");
         for (auto &[t, list] : stores_)

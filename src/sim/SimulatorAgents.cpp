@@ -16,6 +16,8 @@
 /// component, unless a barrier of that component separates them).
 #include "sim/Simulator.h"
 
+#include "tilec/SharedMemory.h"
+
 #include <algorithm>
 
 namespace tilec::simtest {
@@ -37,23 +39,63 @@ void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { to
 
 void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
     if (b->scope != ir::Scope::Shared) return;
+    touchOne(comp, b, i, t, write, knows, nullptr);
+    // An access to b is also one to the bytes of every buffer planned over them: it must be ordered after their
+    // accesses as after b's own (each buffer records only its own, so that one buffer's element covering two of
+    // the other's is not two writes).
+    forAliased(b, i, [&](const ir::BufferNode *o, size_t j) {
+        touchOne(comp, o, j, t, write, knows, b);
+        if (write) shared_.at(o)[j] = std::nan(""); // the bytes now hold b's element, not o's
+    });
+}
+
+void Simulator::planAliases() {
+    aliases_.clear();
+    std::vector<std::pair<const ir::BufferNode *, int64_t>> placed;
+    for (auto &b : k_.allocs)
+        if (b->scope == ir::Scope::Shared)
+            if (auto off = k_.shared.offsetOf(b.get())) placed.push_back({b.get(), *off});
+    for (auto &[a, ao] : placed)
+        for (auto &[b, bo] : placed)
+            if (a != b && ao < bo + smem::sharedBytes(b) && bo < ao + smem::sharedBytes(a)) aliases_[a].push_back(b);
+}
+
+void Simulator::forAliased(const ir::BufferNode *b, size_t i, const std::function<void(const ir::BufferNode *, size_t)> &f) {
+    auto it = aliases_.find(b);
+    if (it == aliases_.end()) return;
+    const int64_t lo = sharedByte(b, (int64_t)i), hi = lo + b->dtype.bytes();
+    for (const ir::BufferNode *o : it->second) {
+        const int64_t base = sharedByte(o, 0), eb = o->dtype.bytes(), n = (int64_t)shared_.at(o).size();
+        for (int64_t j = std::max<int64_t>(0, (lo - base) / eb); j < n && base + j * eb < hi; ++j)
+            if (base + (j + 1) * eb > lo) f(o, (size_t)j);
+    }
+}
+
+void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows,
+                         const ir::BufferNode *via) {
     const int saved = cur_;
     cur_ = comp;
     Touch &x = touches_.at(b)[i];
     auto report = [&](const char *what, const Access &other) {
         if (races.size() < 5)
-            races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "] by " + who(comp, t) +
-                            " after " + who(other.comp, other.thread));
+            races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "]" +
+                            (via ? " (through " + via->name + ", planned over the same shared bytes)" : "") + " by " +
+                            who(comp, t) + " after " + who(other.comp, other.thread));
     };
     if (!ordered(x.w, t, knows)) report(write ? "write-after-write" : "read-after-write", x.w);
-    const Comp &c = comps_[(size_t)comp];
-    const Access now{comp, t, c.epoch, c.clock.at((size_t)comp)};
-    if (write) {
+    if (write)
         for (auto &r : x.r)
             if (!ordered(r, t)) {
                 report("write-after-read", r);
                 break;
             }
+    if (via) { // checked against the other buffer's own accesses only (they may cover part of its element)
+        cur_ = saved;
+        return;
+    }
+    const Comp &c = comps_[(size_t)comp];
+    const Access now{comp, t, c.epoch, c.clock.at((size_t)comp)};
+    if (write) {
         x.w = now;
         x.r.clear();
     } else {

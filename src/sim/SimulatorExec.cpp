@@ -18,7 +18,7 @@ double Simulator::eval(const ir::Expr &e, int t) {
         if (it == vars_[t].end()) throw SimError("unbound variable " + as<VarNode>(e)->name);
         return it->second;
     }
-    case NodeKind::Cast: return roundTo(e->dtype, eval(as<Cast>(e)->value, t));
+    case NodeKind::Cast: return convertToDType(e->dtype, as<Cast>(e)->value->dtype, eval(as<Cast>(e)->value, t));
     case NodeKind::Select: {
         auto s = as<Select>(e);
         return eval(s->cond, t) != 0 ? eval(s->t, t) : eval(s->f, t);
@@ -137,7 +137,7 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
         // Lockstep: every active thread computes before any stores.
         std::vector<std::pair<size_t, double>> w(T_);
         for (int t = 0; t < T_; ++t)
-            if (mask[t]) w[t] = {index(st->buffer.get(), st->indices, t), roundTo(st->buffer->dtype, eval(st->value, t))};
+            if (mask[t]) w[t] = {index(st->buffer.get(), st->indices, t), convertToDType(st->buffer->dtype, st->value->dtype, eval(st->value, t))};
         for (int t = 0; t < T_; ++t)
             if (mask[t]) {
                 touch(st->buffer.get(), w[t].first, t, true);

@@ -23,7 +23,10 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
     // the threads of the scope (the block, or the role of the running agent)
     const int scopeFirst = agent_ ? roleFirst_[agent_->role] : 0, scopeThreads = agent_ ? roleCount_[agent_->role] : T_;
     auto land = [&](std::vector<Landing> &group) {
-        for (auto &w : group) shared_.at(w.buffer)[w.index] = w.value;
+        for (auto &w : group) {
+            shared_.at(w.buffer)[w.index] = w.value;
+            forAliased(w.buffer, w.index, [&](const ir::BufferNode *o, size_t j) { shared_.at(o)[j] = std::nan(""); });
+        }
     };
     switch (info.fn) {
     case Fn::CpAsyncCommit:

@@ -89,10 +89,12 @@ struct Printer {
         case GOp::Gemm: {
             // clear_accum clears only in a trip of the loop: with a dynamic K of 0 there is none, and reading acc
             // after it would read registers nothing wrote (undefined, not a miscompile: seeds 12696812, 12942427).
-            if (!o.clearAccum || p.dynamic) line(ind, "T.clear(acc)");
+            // So with a run-time start, which can lie at or past the end in some blocks.
+            if (!o.clearAccum || p.dynamic || !o.start.empty()) line(ind, "T.clear(acc)");
             const std::string K = p.dynamic ? "kk" : num(p.gk);
-            std::string loop = o.stages > 0 ? "T.Pipelined(T.ceildiv(" + K + ", BK), num_stages=" + num(o.stages) + ")"
-                                            : "T.serial(T.ceildiv(" + K + ", BK))";
+            const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + "T.ceildiv(" + K + ", BK)";
+            std::string loop = o.stages > 0 ? "T.Pipelined(" + bounds + ", num_stages=" + num(o.stages) + ")"
+                                            : "T.serial(" + bounds + ")";
             line(ind, "for k in " + loop + ":");
             line(ind + 1, o.transA ? "T.copy(GA[k * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, k * BK], ga_s)");
             line(ind + 1, o.transB ? "T.copy(GB[bx * BN, k * BK], gb_s)" : "T.copy(GB[k * BK, bx * BN], gb_s)");
@@ -101,7 +103,7 @@ struct Printer {
             return;
         }
         case GOp::Serial:
-            line(ind, "for it" + num(serialDepth) + " in T.serial(" + num(o.n) + "):");
+            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") + num(o.n) + "):");
             ++serialDepth;
             ops(ind + 1, o.kids);
             --serialDepth;
@@ -204,6 +206,7 @@ std::map<std::string, int64_t> GProgram::dynamicValues() const {
     if (gemm) v["kk"] = gk;
     if (dynamicCols) v["n"] = ca;
     if (gemm && dynamicMN) v["gm"] = gm, v["gn"] = gn;
+    if (batch >= 0) v["nb"] = batch;
     return v;
 }
 
@@ -225,6 +228,7 @@ std::string GProgram::print() const {
         if (gemm) o += "kk = T.dynamic(\"kk\")\n";
         if (dynamicCols) o += "n = T.dynamic(\"n\")\n";
         if (gemm && dynamicMN) o += "gm = T.dynamic(\"gm\")\ngn = T.dynamic(\"gn\")\n";
+        if (batch >= 0) o += "nb = T.dynamic(\"nb\")\n";
         o += "# dynamic:";
         for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
         o += "\n";
@@ -241,13 +245,15 @@ std::string GProgram::print() const {
                          "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     const ScalarContext sc = scalarContext(1);
+    if (batch >= 0) params += ", NB: T.Tensor((nb,), \"float32\")"; // gives the launch function nb
     if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
         params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + M + ")" : "(" + M + ", " + K + ")") +
                   ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + N + ", " + K + ")" : "(" + K + ", " + N + ")") +
                   ", \"" + gemmGlobalType + "\")";
     o += "    def k(" + params + "):\n";
-    o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
+    if (batch >= 0) o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", nb, threads=" + num(threads) + ") as (bx, by, bz):\n";
+    else o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
     auto used = buffersUsed();
     auto alloc = [&](const std::string &name, const std::string &text) {
         if (used.count(name)) pr.line(3, name + " = " + text);

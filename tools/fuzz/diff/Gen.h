@@ -72,6 +72,9 @@ struct GOp {
     bool clear = true, transA = false, transB = false, clearAccum = false, loopVarBound = false;
     int stages = 0;
     int64_t n = 0;                ///< Serial trip count; IfThread bound
+    /// Serial and Gemm: the loop's first value, a block-dependent expression ("" for 0), so that a loop runs
+    /// 0 times or starts past its end in some blocks (`T.Pipelined(loop_st, loop_ed)` of varlen attention).
+    std::string start;
     bool alias = false;           ///< IfThread: through `tv = tx`
     std::vector<GOp> kids, elseKids;
 };
@@ -85,6 +88,10 @@ struct GProgram {
     bool dynamic = false; ///< the rows of A, B and Y are T.dynamic("m") (= ra), GEMM's K T.dynamic("kk") (= gk)
     bool dynamicCols = false; ///< (with dynamic) the columns of A, B and Y too: T.dynamic("n") (= ca = cb = cy)
     bool dynamicMN = false;   ///< (with dynamic and gemm) GEMM's M and N: T.dynamic("gm"), T.dynamic("gn")
+    /// A third grid dimension of T.dynamic("nb") blocks (a batch; -1: none), the size of an input NB that
+    /// nothing reads: 0 launches nothing, every output keeps its initial value; 2 runs every block twice (the
+    /// atomics add twice).
+    int64_t batch = -1;
     int64_t gm = 32, gn = 32, gk = 32, bk = 16; ///< GEMM sizes (gm, gn are also bm, bn)
     std::string tileType = "float32", tileType1 = "float32"; ///< dtypes of s0/f0 and s1/f1
     /// dtypes of the T.gemm operands GA/GB and of their shared tiles ga_s/gb_s (a converting operand copy)

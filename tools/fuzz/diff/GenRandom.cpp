@@ -2,6 +2,8 @@
 /// Drawing random programs of the model (Gen.h): shapes, dtypes, operations and their expressions.
 #include "Gen.h"
 
+#include <functional>
+
 namespace tilec::difffuzz {
 
 namespace {
@@ -372,6 +374,25 @@ void decorate(GProgram &p) {
     }
 }
 
+/// Loops whose trip count is 0, or whose start lies past their end, in some blocks and not others (the varlen
+/// attention backward of TileLang's attention-sink example: shared tiles loaded before such a loop, atomics after
+/// it), and an empty grid: a third grid dimension T.dynamic("nb") of 0, 1 or 2 blocks. From a stream of its own.
+void decorateTrips(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x7219)};
+    static const std::vector<std::string> starts{"bx", "by", "bx % 2", "(bx + by) % 3", "by * 2"};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if ((o.kind == GOp::Serial || o.kind == GOp::Gemm) && r.coin(0.35)) {
+                o.start = r.pick(starts);
+                if (o.kind == GOp::Serial) o.n = r.in(0, 2);
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+    if (p.dynamic && r.coin(0.25)) p.batch = r.in(0, 2);
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed) {
@@ -379,8 +400,9 @@ GProgram generate(uint64_t seed) {
     g.p.seed = seed;
     g.run();
     decorate(g.p);
-    // The front-end oracle's scalar block, from its own stream (Scalar.h).
-    if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5))
+    decorateTrips(g.p);
+    // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
+    if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
     return g.p;
 }

@@ -116,7 +116,7 @@ double Reference::eval(const Expr &e, int lane) {
         if (it == env.end()) throw RefError("unbound variable " + as<VarNode>(e)->name);
         return it->second;
     }
-    case NodeKind::Cast: return roundTo(e->dtype, eval(as<Cast>(e)->value, lane));
+    case NodeKind::Cast: return simtest::convertToDType(e->dtype, as<Cast>(e)->value->dtype, eval(as<Cast>(e)->value, lane));
     case NodeKind::Select: {
         auto s = as<Select>(e);
         return eval(s->cond, lane) != 0 ? eval(s->t, lane) : eval(s->f, lane);
@@ -214,7 +214,7 @@ void Reference::exec(const Stmt &s, const Mask &m) {
         for (int t : m) {
             W x;
             for (auto &i : st->indices) x.idx.push_back((int64_t)eval(i, t));
-            x.v = eval(st->value, t);
+            x.v = simtest::convertToDType(st->buffer->dtype, st->value->dtype, eval(st->value, t));
             w.push_back(std::move(x));
         }
         for (size_t n = 0; n < w.size(); ++n) store(*st->buffer, w[n].idx, w[n].v, m[n]);

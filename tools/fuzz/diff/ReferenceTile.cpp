@@ -2,6 +2,8 @@
 /// The reference's tile operations on regions: T.copy / region T.atomic_add, T.gemm, T.reduce_* (Reference.h).
 #include "Reference.h"
 
+#include "sim/ScalarSemantics.h"
+
 #include <cmath>
 
 namespace tilec::difffuzz {
@@ -50,7 +52,7 @@ void Reference::copyRegions(const Region &src, const Region &dst, bool add) {
     for (size_t k = 0; k < s.dims.size(); ++k)
         if (s.ext[s.dims[k]] != d.ext[d.dims[k]]) throw RefError("regions of different extents");
     for (int64_t p = 0, n = d.count(); p < n; ++p) {
-        double v = roundTo(dst.buffer->dtype, load(*src.buffer, s.at(p), 0));
+        double v = simtest::convertToDType(dst.buffer->dtype, src.buffer->dtype, load(*src.buffer, s.at(p), 0));
         store(*dst.buffer, d.at(p), v, 0, add);
     }
 }

@@ -146,7 +146,8 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             if (q.dynamic) q.rb = q.ry = q.ra;
             if (q.dynamicCols) q.cb = q.cy = q.ca;
         });
-    if (p.dynamic) variant([](GProgram &q) { q.dynamic = q.dynamicCols = q.dynamicMN = false; });
+    if (p.dynamic) variant([](GProgram &q) { q.dynamic = q.dynamicCols = q.dynamicMN = false, q.batch = -1; });
+    if (p.batch >= 0) variant([](GProgram &q) { q.batch = -1; });
     if (p.dynamicCols) variant([](GProgram &q) { q.dynamicCols = false; });
     if (p.dynamicMN) variant([](GProgram &q) { q.dynamicMN = false; });
     if (p.tileType != "float32") variant([](GProgram &q) { q.tileType = "float32"; });
@@ -165,6 +166,7 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             if (o.dr || o.dc) opVariant([](GOp &x) { x.dr = x.dc = 0; });
             if (o.slice) opVariant([](GOp &x) { x.slice = false; });
             if (o.kind == GOp::Serial && o.n > 1) opVariant([](GOp &x) { x.n = 1; });
+            if (!o.start.empty()) opVariant([](GOp &x) { x.start.clear(); });
             if (o.kind == GOp::TileCopy && o.h >= 0) opVariant([](GOp &x) { x.h = -1; });
         }
     return out;

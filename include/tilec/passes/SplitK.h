@@ -1,0 +1,31 @@
+/// \file
+/// Split-K for GEMMs whose output tiles leave most of the GPU idle (skinny and decode shapes).
+#pragma once
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IR.h"
+#include "tilec/LoweringOptions.h"
+
+#include <vector>
+
+namespace tilec::passes {
+
+/// A GEMM kernel written the usual way (T.Kernel over at most two grid dimensions of output tiles, T.clear of
+/// a float32 fragment accumulator, one K loop of tile copies into shared memory and T.gemms into it, then one
+/// T.copy of the accumulator to a global tile) whose tiles, a constant count, fill at most half of the largest
+/// GPU among `targets` (Target::numSms), becomes a prim_func of two launches:
+///  1. the same kernel over grid z = S splits, split z running K blocks [z * per, min((z + 1) * per, E)) of the
+///     loop's E, its float32 partial tile written to a workspace P[S, C's shape] (T.alloc_global's workspaces:
+///     the launch function allocates it stream-ordered); a split with no K blocks would write zeros;
+///  2. a reduction that sums each element's S partials in split order 0, 1, ..., S - 1 and rounds once to C's
+///     type. The order never depends on timing: the result is bit-reproducible from run to run.
+/// S is chosen from the constant tile count and the loop's constant trip count E (the fewest divisors of E that
+/// make one wave with at least kMinKBlocks K blocks per split, else as many as make a wave, the last split
+/// shorter), and no larger than keeps the partials' round trip under half the operands' bytes. The decision is
+/// made at compile time from constant shapes only: a kernel whose tile count or K is a run-time value
+/// (T.dynamic M, N or K) is left alone (`-v` says so for K). Runs once per program, before the per-target lowerings
+/// (lowerVariants), so every target gets the same launches; --no-split-k turns it off; `-v` says what it chose.
+ir::Program splitK(const ir::Program &p, const std::vector<Target> &targets, const LoweringOptions &o,
+                   const SourceManager *sources = nullptr);
+
+} // namespace tilec::passes
