@@ -325,6 +325,21 @@ def fragment_dq(dQ, bhsd=False):
     return dQ.reshape(B, S // 8, 8, H, D // 8, 4, 2).permute(0, 1, 3, 4, 6, 2, 5).reshape(dQ.shape)
 
 
+def dllm_mask(L, block, device=None):
+    """The block-causal mask of a diffusion-LM sequence (block_causal_attention's examples), [L, L] bool, True
+    where query i sees key j: the first L / 2 tokens are the noisy copy, the last L / 2 the clean one, and a
+    token's block is its position within its half // block. A noisy query sees the noisy keys of its own block
+    and the clean keys of earlier blocks; a clean query sees the clean keys of its own and earlier blocks."""
+    import torch
+    n = L // 2
+    pos = torch.arange(L, device=device)
+    clean = pos >= n
+    blk = (pos % n) // block
+    qc, kc = clean[:, None], clean[None, :]
+    qb, kb = blk[:, None], blk[None, :]
+    return (~qc & ~kc & (qb == kb)) | (~qc & kc & (kb < qb)) | (qc & kc & (kb <= qb))
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, worst_rel_err's sense, and varlen_attn_bwd
@@ -378,6 +393,7 @@ def self_check():
     problems += _lse_self_check(torch)
     problems += _quant_self_check(torch)
     problems += _bwd_self_check(torch)
+    problems += _dllm_self_check(torch)
     return problems
 
 
@@ -517,3 +533,13 @@ def _bwd_self_check(torch):
         if float(P[at]) != float(L[b, h, s_, d]):
             problems.append("fragment_dq (bhsd) puts [%d, %d, %d, %d] elsewhere" % (b, h, s_, d))
     return problems
+
+
+def _dllm_self_check(torch):
+    """dllm_mask's rows worked by hand for 8 tokens in blocks of 2 (noisy 0..3, clean 4..7)."""
+    m = dllm_mask(8, 2)
+    want = {0: [0, 1], 2: [2, 3, 4, 5], 3: [2, 3, 4, 5], 4: [4, 5], 6: [4, 5, 6, 7], 7: [4, 5, 6, 7]}
+    for row, keys in want.items():
+        if torch.nonzero(m[row]).flatten().tolist() != keys:
+            return ["dllm_mask's row %d is %s, not %s" % (row, torch.nonzero(m[row]).flatten().tolist(), keys)]
+    return []
