@@ -15,6 +15,11 @@ shared memory (its own design), so it is judged by the relative 2-norm error of 
 against float64 (`worst_rel_err`), not element by element: a wrong decay, chunk boundary or slice gives errors
 of order 1 there, 16-bit intermediates of order 1e-3.
 
+The attention helpers (varlen_attention, attention_lse, attention_bwd, fragment_dq) give forward outputs, the
+log2-sum-exp a forward stores, and the gradients a backward computes from a given lse and Delta, in float64;
+block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent computation
+(defining sums, autograd, worked values) in self_check().
+
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
 import math
@@ -225,6 +230,116 @@ def _varlen_attn_bwd_by_loops(Q, K, V, dO, lse, Delta, cu_q, cu_k, groups, causa
     return dQ, dK, dV
 
 
+def attention_lse(Q, K, causal=False, sinks=None, allowed=None):
+    """The log-sum-exp a FlashAttention forward kernel stores for its backward, in log2 units and float64:
+    lse[b, h, i] = log2(sum_j exp(q_i . k_j / sqrt(D)) [+ exp(sinks[h])]) over the keys j query i sees (causal
+    aligned at the end: j <= i + Sk - Sq). Q [B, Sq, H, D], K [B, Sk, HK, D] with H a multiple of HK (query head
+    h reads key head h // (H / HK)); `sinks` [H]: a logit per head, in natural units, that joins the sum;
+    `allowed` [Sq, Sk] bool: a mask of its own (the pairs it keeps). Returns [B, H, Sq]."""
+    import torch
+    B, SQ, H, D = Q.shape
+    SK, HK = K.shape[1], K.shape[2]
+    q = Q.double().permute(0, 2, 1, 3)                                      # [B, H, Sq, D]
+    k = K.double()[:, :, torch.arange(H, device=K.device) // (H // HK)].permute(0, 2, 1, 3)
+    s = torch.matmul(q, k.transpose(-1, -2)) * D ** -0.5                   # [B, H, Sq, Sk]
+    if causal:
+        i = torch.arange(SQ, device=Q.device)[:, None]
+        j = torch.arange(SK, device=Q.device)[None, :]
+        s = s.masked_fill(j > i + (SK - SQ), float("-inf"))
+    if allowed is not None:
+        s = s.masked_fill(~allowed.to(s.device), float("-inf"))
+    if sinks is not None:
+        sink = sinks.double().view(1, H, 1, 1).expand(B, H, SQ, 1)
+        s = torch.cat([s, sink], dim=-1)
+    return torch.logsumexp(s, dim=-1) / math.log(2)
+
+
+def block_fp8_quant(X, group=128, round_scale=False):
+    """Block-wise float8_e4m3 quantization of X [M, N] (N a multiple of `group`) in float64: per row and group of
+    `group` columns, scale s = max(amax, 1e-4) / 448 (rounded up to a power of 2 when round_scale), values
+    clamp(x / s, -448, 448) in float8_e4m3fn. Returns (values [M, N] float8_e4m3fn, scales [M, N / group])."""
+    import torch
+    M, N = X.shape
+    x = X.double().reshape(M, N // group, group)
+    amax = x.abs().amax(dim=-1).clamp(min=1e-4)
+    s = torch.exp2(torch.ceil(torch.log2(amax / 448.0))) if round_scale else amax / 448.0
+    y = (x / s.unsqueeze(-1)).clamp(-448.0, 448.0).reshape(M, N)
+    return y.to(torch.float8_e4m3fn), s
+
+
+def attention_bwd(Q, K, V, dO, lse, Delta, causal=False, bhsd=False, split=False, allowed=None):
+    """The gradients a FlashAttention backward kernel computes from the forward's log-sum-exp and Delta (given,
+    not recomputed: the kernel's own inputs), in float64, for dense batches: Q [B, S, H, D], K [B, SK, HK, D], V
+    [B, SK, HK, DV], dO [B, S, H, DV] ([B, H, S, D] and so on with bhsd), query head h reading key/value head
+    h // (H / HK); lse, Delta [B, H, S]. For query i and key j that i sees (causal at the end: j <= i + SK - S;
+    `allowed` [S, SK] bool: a mask of its own, the pairs it keeps),
+
+        P = 2^(q_i.k_j * s * log2(e) - lse_i),   dS = P * (dO_i.v_j - Delta_i) * s,     s = D^-0.5,
+        dQ_i = sum_j dS k_j,   dK_j = sum_i dS q_i,   dV_j = sum_i P dO_i,
+
+    dK and dV summed over the query heads that share a key/value head; with `split`, per query head instead:
+    [groups, B, SK, HK, D], query head hk * groups + g at [g, :, :, hk]. Returns (dQ, dK, dV) in the inputs'
+    layout."""
+    import torch
+    if bhsd:
+        Q, K, V, dO = (x.transpose(1, 2) for x in (Q, K, V, dO))
+    B, S, H, D = Q.shape
+    SK, HK = K.shape[1], K.shape[2]
+    groups = H // HK
+    dev = Q.device
+    heads = torch.arange(H, device=dev) // groups
+    q, do = (x.double().permute(0, 2, 1, 3) for x in (Q, dO))                       # [B, H, S, *]
+    k, v = (x.double()[:, :, heads].permute(0, 2, 1, 3) for x in (K, V))          # [B, H, SK, *]
+    sm = D ** -0.5
+    p = torch.exp2(q @ k.transpose(-1, -2) * (sm * math.log2(math.e)) - lse.double().to(dev)[..., None])
+    keep = torch.ones(S, SK, dtype=torch.bool, device=dev)
+    if causal:
+        keep &= torch.arange(SK, device=dev)[None, :] <= torch.arange(S, device=dev)[:, None] + (SK - S)
+    if allowed is not None:
+        keep &= allowed.to(dev)
+    p = torch.where(keep, p, torch.zeros((), dtype=p.dtype, device=dev))
+    ds = p * (do @ v.transpose(-1, -2) - Delta.double().to(dev)[..., None]) * sm
+    dQ = (ds @ k).permute(0, 2, 1, 3)
+    dk, dv = ds.transpose(-1, -2) @ q, p.transpose(-1, -2) @ do                   # [B, H, SK, *] per query head
+    per_head = (lambda x: x.reshape(B, HK, groups, SK, x.shape[-1]))
+    if split:
+        dK, dV = (per_head(x).permute(2, 0, 3, 1, 4) for x in (dk, dv))
+    else:
+        dK, dV = (per_head(x).sum(2).permute(0, 2, 1, 3) for x in (dk, dv))
+        if bhsd:
+            dK, dV = dK.transpose(1, 2), dV.transpose(1, 2)
+    if bhsd:
+        dQ = dQ.transpose(1, 2)
+    return dQ, dK, dV
+
+
+def fragment_dq(dQ, bhsd=False):
+    """dQ [B, S, H, D] ([B, H, S, D] with bhsd) in the order TileLang's attention-backward examples store it for
+    their atomic adds (make_dq_layout: the 8x8 MMA fragment's): element [b, s, h, d] at [b, s // 8, h, d // 8,
+    d % 2, s % 8 * 4 + d % 8 // 2] of a row-major [B, S / 8, H, D / 8, 2, 32] ([b, h, s // 8, ...] with bhsd).
+    Returned contiguous, with dQ's shape, as the kernel's buffer reads."""
+    if bhsd:
+        B, H, S, D = dQ.shape
+        return dQ.reshape(B, H, S // 8, 8, D // 8, 4, 2).permute(0, 1, 2, 4, 6, 3, 5).reshape(dQ.shape)
+    B, S, H, D = dQ.shape
+    return dQ.reshape(B, S // 8, 8, H, D // 8, 4, 2).permute(0, 1, 3, 4, 6, 2, 5).reshape(dQ.shape)
+
+
+def dllm_mask(L, block, device=None):
+    """The block-causal mask of a diffusion-LM sequence (block_causal_attention's examples), [L, L] bool, True
+    where query i sees key j: the first L / 2 tokens are the noisy copy, the last L / 2 the clean one, and a
+    token's block is its position within its half // block. A noisy query sees the noisy keys of its own block
+    and the clean keys of earlier blocks; a clean query sees the clean keys of its own and earlier blocks."""
+    import torch
+    n = L // 2
+    pos = torch.arange(L, device=device)
+    clean = pos >= n
+    blk = (pos % n) // block
+    qc, kc = clean[:, None], clean[None, :]
+    qb, kb = blk[:, None], blk[None, :]
+    return (~qc & ~kc & (qb == kb)) | (~qc & kc & (kb < qb)) | (qc & kc & (kb <= qb))
+
+
 def self_check():
     """Problems of the references above (needs torch): retention_fwd against its chunked recurrence on small
     shapes whose chunks do not divide evenly into the decay's range, worst_rel_err's sense, and varlen_attn_bwd
@@ -275,6 +390,10 @@ def self_check():
     if not torch.equal(heads_first.view(4, 9, 8).permute(1, 0, 2), logical):
         problems.append("varlen_attn_bwd's dQ in the kernel's layout is not the logical dQ permuted")
     problems += _varlen_self_check(torch)
+    problems += _lse_self_check(torch)
+    problems += _quant_self_check(torch)
+    problems += _bwd_self_check(torch)
+    problems += _dllm_self_check(torch)
     return problems
 
 
@@ -311,3 +430,116 @@ def _varlen_self_check(torch):
         if float((out[int(cq[b]) + i, h] - want).abs().max()) > 1e-9:
             problems.append("varlen_attention (causal=%s) differs from the defining sum" % causal)
     return problems
+
+
+def _lse_self_check(torch):
+    """attention_lse against the defining sum at single positions (GQA, causal with Sk > Sq, a sink)."""
+    problems = []
+    g = torch.Generator().manual_seed(13)
+    Q = torch.randn(2, 5, 4, 8, generator=g).half()
+    K = torch.randn(2, 7, 2, 8, generator=g).half()
+    sinks = torch.randn(4, generator=g).half()
+    for causal in (False, True):
+        for sk in (None, sinks):
+            lse = attention_lse(Q, K, causal=causal, sinks=sk)
+            if tuple(lse.shape) != (2, 4, 5):
+                problems.append("attention_lse's shape %s" % (tuple(lse.shape),))
+                continue
+            b, h, i = 1, 3, 1
+            total = 0.0
+            for j in range(7):
+                if causal and j > i + 2:
+                    continue
+                total += math.exp(float((Q[b, i, h].double() * K[b, j, h // 2].double()).sum()) * 8 ** -0.5)
+            if sk is not None:
+                total += math.exp(float(sk[h]))
+            if abs(float(lse[b, h, i]) - math.log2(total)) > 1e-9:
+                problems.append("attention_lse (causal=%s, sinks=%s) differs from the defining sum"
+                                % (causal, sk is not None))
+    return problems
+
+
+def _quant_self_check(torch):
+    """block_fp8_quant on values worked by hand: one group of amax 3 (scale 3/448, or 2^-7 rounded up), one group
+    of zeros (scale 1e-4/448, or its power of 2 above)."""
+    problems = []
+    X = torch.zeros(2, 256, dtype=torch.bfloat16)
+    X[0, 5], X[0, 6] = 3.0, -1.75
+    zero_scale = 1e-4 / 448
+    for round_scale, s0, s1, y0 in ((False, 3.0 / 448, zero_scale, [448.0, -256.0]),
+                                    (True, 2.0 ** -7, 2.0 ** math.ceil(math.log2(zero_scale)), [384.0, -224.0])):
+        y, s = block_fp8_quant(X, round_scale=round_scale)
+        if tuple(y.shape) != (2, 256) or tuple(s.shape) != (2, 2) or y.dtype != torch.float8_e4m3fn:
+            problems.append("block_fp8_quant's shapes %s %s" % (tuple(y.shape), tuple(s.shape)))
+            continue
+        if abs(float(s[0, 0]) - s0) > 1e-12 or abs(float(s[0, 1]) - s1) > 1e-15 or \
+                y[0, 5:7].float().tolist() != y0 or float(y.float().abs().sum()) != sum(abs(v) for v in y0):
+            problems.append("block_fp8_quant (round_scale=%s) differs from the worked values" % round_scale)
+    return problems
+
+
+def _bwd_self_check(torch):
+    """attention_bwd against autograd of float64 attention (GQA, DV != D, causal, both layouts, split), given the
+    true lse (attention_lse) and Delta = rowsum(O * dO), where the two must agree; fragment_dq's positions
+    against its formula."""
+    problems = []
+    g = torch.Generator().manual_seed(14)
+    B, S, H, HK, D, DV = 2, 16, 4, 2, 8, 16
+    own = torch.rand(S, S, generator=g) < 0.5
+    own |= torch.eye(S, dtype=torch.bool)
+    for causal, allowed in ((False, None), (True, None), (False, own)):
+        Q = torch.randn(B, S, H, D, generator=g, dtype=torch.float64, requires_grad=True)
+        K = torch.randn(B, S, HK, D, generator=g, dtype=torch.float64, requires_grad=True)
+        V = torch.randn(B, S, HK, DV, generator=g, dtype=torch.float64, requires_grad=True)
+        dO = torch.randn(B, S, H, DV, generator=g, dtype=torch.float64)
+        k, v = K.repeat_interleave(H // HK, dim=2), V.repeat_interleave(H // HK, dim=2)
+        s = torch.einsum("bqhd,bkhd->bhqk", Q, k) * D ** -0.5
+        if causal:
+            s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+        if allowed is not None:
+            s = s.masked_fill(~allowed, float("-inf"))
+        O = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, dim=-1), v)
+        want = torch.autograd.grad(O, (Q, K, V), dO)
+        lse = attention_lse(Q.detach(), K.detach(), causal=causal, allowed=allowed)
+        if float((lse - torch.logsumexp(s.detach(), dim=-1) / math.log(2)).abs().max()) > 1e-9:
+            problems.append("attention_lse (causal=%s, own mask=%s) differs" % (causal, allowed is not None))
+        Delta = (O.detach() * dO).sum(-1).transpose(1, 2)
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, allowed=allowed)
+        for name, a, b in zip(("dQ", "dK", "dV"), got, want):
+            if tuple(a.shape) != tuple(b.shape) or float((a - b).abs().max()) > 1e-9:
+                problems.append("attention_bwd's %s (causal=%s) differs from autograd" % (name, causal))
+        t = (lambda x: x.detach().transpose(1, 2))
+        got = attention_bwd(t(Q), t(K), t(V), dO.transpose(1, 2), lse, Delta, causal=causal, bhsd=True,
+                            allowed=allowed)
+        for name, a, b in zip(("dQ", "dK", "dV"), got, want):
+            if tuple(a.shape) != tuple(t(b).shape) or float((a - t(b)).abs().max()) > 1e-9:
+                problems.append("attention_bwd's bhsd %s (causal=%s) differs from autograd" % (name, causal))
+        got = attention_bwd(Q.detach(), K.detach(), V.detach(), dO, lse, Delta, causal=causal, split=True,
+                            allowed=allowed)
+        if tuple(got[1].shape) != (H // HK, B, S, HK, D) or \
+                float((got[1].sum(0) - want[1]).abs().max()) > 1e-9 or \
+                float((got[2].sum(0) - want[2]).abs().max()) > 1e-9:
+            problems.append("attention_bwd's split dK, dV (causal=%s) do not sum to autograd's" % causal)
+    L = torch.arange(2 * 16 * 3 * 24, dtype=torch.float64).reshape(2, 16, 3, 24)
+    P = fragment_dq(L).reshape(-1)
+    for (b, s_, h, d) in ((0, 0, 0, 0), (1, 13, 2, 21), (0, 9, 1, 6), (1, 15, 2, 23)):
+        at = ((((b * 2 + s_ // 8) * 3 + h) * 3 + d // 8) * 2 + d % 2) * 32 + s_ % 8 * 4 + d % 8 // 2
+        if float(P[at]) != float(L[b, s_, h, d]):
+            problems.append("fragment_dq puts [%d, %d, %d, %d] elsewhere" % (b, s_, h, d))
+    L = torch.arange(2 * 3 * 16 * 24, dtype=torch.float64).reshape(2, 3, 16, 24)
+    P = fragment_dq(L, bhsd=True).reshape(-1)
+    for (b, h, s_, d) in ((0, 0, 0, 0), (1, 2, 13, 21), (0, 1, 9, 6), (1, 2, 15, 23)):
+        at = ((((b * 3 + h) * 2 + s_ // 8) * 3 + d // 8) * 2 + d % 2) * 32 + s_ % 8 * 4 + d % 8 // 2
+        if float(P[at]) != float(L[b, h, s_, d]):
+            problems.append("fragment_dq (bhsd) puts [%d, %d, %d, %d] elsewhere" % (b, h, s_, d))
+    return problems
+
+
+def _dllm_self_check(torch):
+    """dllm_mask's rows worked by hand for 8 tokens in blocks of 2 (noisy 0..3, clean 4..7)."""
+    m = dllm_mask(8, 2)
+    want = {0: [0, 1], 2: [2, 3, 4, 5], 3: [2, 3, 4, 5], 4: [4, 5], 6: [4, 5, 6, 7], 7: [4, 5, 6, 7]}
+    for row, keys in want.items():
+        if torch.nonzero(m[row]).flatten().tolist() != keys:
+            return ["dllm_mask's row %d is %s, not %s" % (row, torch.nonzero(m[row]).flatten().tolist(), keys)]
+    return []
