@@ -54,7 +54,8 @@ TorchOp makeOp(const KernelInfo &info, const std::string &name, const CodegenOpt
     t.op = (o.torchNamespace.empty() ? "tilec" : o.torchNamespace) + "::" + name;
     t.cFunction = o.prefix + name;
     t.sig = signature(info, names, true);
-    t.workspace = hasWorkspaces(k);
+    // A --tuned dispatcher has no _with_workspace (its kernels' workspaces may differ): it allocates its own.
+    t.workspace = hasWorkspaces(k) && name == k.name;
     for (size_t i = 0; i < k.params.size(); ++i) {
         const Param &p = k.params[i];
         if (!p.argument())

@@ -25,7 +25,8 @@ struct TorchOp {
     std::vector<std::pair<size_t, size_t>> dynamicFrom;
     std::vector<bool> dynamicArg;
     /// Whether the C function needs T.alloc_global workspaces: the operator then takes them from the
-    /// framework's allocator and calls `cFunction`_with_workspace (CodegenLaunches.cpp).
+    /// framework's allocator and calls `cFunction`_with_workspace (CodegenLaunches.cpp); not for a --tuned
+    /// dispatcher, which allocates them itself.
     bool workspace = false;
 };
 
