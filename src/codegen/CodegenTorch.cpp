@@ -1,11 +1,11 @@
 /// \file
 /// `--emit=torch`: a C++ file that registers each exported kernel as a PyTorch operator (docs/INTERFACE.md,
-/// "PyTorch operators"). The operator's CUDA implementation checks every tensor against what the header declares (device,
-/// dtype, rank, the constant sizes and the agreement of the T.dynamic ones, contiguity), allocates the
-/// outputs TileLang's `out_idx` names (ir::Kernel::outputs), calls the C launch function on the current CUDA
-/// stream and turns a failed status into a c10::Error; its Meta implementation makes the same shape checks
-/// and returns the outputs' shapes, so that torch.compile traces it. `--emit=xla-ffi` (CodegenXlaFfi.cpp) sorts
-/// the parameters the same way (TorchOp.h).
+/// "PyTorch operators"). The operator's CUDA implementation checks every tensor against what the header
+/// declares (device, dtype, rank, the constant sizes and the agreement of the T.dynamic ones, contiguity),
+/// allocates the outputs TileLang's `out_idx` names (ir::Kernel::outputs), calls the C launch function on the
+/// current CUDA stream and turns a failed status into a c10::Error; its Meta implementation makes the same
+/// shape checks and returns the outputs' shapes, so that torch.compile traces it. `--emit=xla-ffi`
+/// (CodegenXlaFfi.cpp) sorts the parameters the same way (TorchOp.h).
 ///
 /// The C function's parameters are read from signature() (CodegenImpl.h), the one list the header and the
 /// launchers print, so the operator passes its arguments in the order the C function takes them.
@@ -268,17 +268,19 @@ std::string printCArguments(const TorchOp &t, bool tensors = true) {
         if (p && p->kind == Param::Tensor && !tensors)
             continue;
         if (p && p->kind == Param::Tensor)
-            s += "static_cast<" + std::string(t.info->written[i] ? "" : "const ") + headerType(p->buffer->dtype) +
-                 " *>(" + t.sig.names[i] + ".data_ptr())";
+            s += "static_cast<" + std::string(t.info->written[i] ? "" : "const ") +
+                 headerType(p->buffer->dtype) + " *>(" + t.sig.names[i] + ".data_ptr())";
         else
-            s += p ? "static_cast<" + headerType(p->var->dtype) + ">(" + t.sig.names[i] + ")" : t.sig.names[i];
+            s +=
+                p ? "static_cast<" + headerType(p->var->dtype) + ">(" + t.sig.names[i] + ")" : t.sig.names[i];
         s += ", ";
     }
     return s;
 }
 
-/// The T.alloc_global workspaces as one byte tensor from PyTorch's allocator on the current stream (the caching
-/// allocator, whose blocks a CUDA graph's capture takes from the graph's pool), for `cFunction`_with_workspace.
+/// The T.alloc_global workspaces as one byte tensor from PyTorch's allocator on the current stream (the
+/// caching allocator, whose blocks a CUDA graph's capture takes from the graph's pool), for
+/// `cFunction`_with_workspace.
 std::string printWorkspace(const TorchOp &t) {
     std::string sizes = printCArguments(t, false);
     sizes = sizes.substr(0, sizes.size() >= 2 ? sizes.size() - 2 : 0);

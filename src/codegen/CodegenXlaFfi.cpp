@@ -144,7 +144,8 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
                 sizes += (sizes.empty() ? "" : ", ") + t.sig.names[i];
         s += "    const size_t tilec_workspace_bytes = " + t.cFunction + "_workspace_bytes(" + sizes + ");\n";
         s += "    void *tilec_workspace = nullptr;\n    if (tilec_workspace_bytes > 0) {\n";
-        s += "        std::optional<void *> tilec_scratch = tilec_allocator.Allocate(tilec_workspace_bytes, 256);\n";
+        s += "        std::optional<void *> tilec_scratch = tilec_allocator.Allocate(tilec_workspace_bytes, "
+             "256);\n";
         s += "        if (!tilec_scratch) return xla::ffi::Error(xla::ffi::ErrorCode::kResourceExhausted, " +
              quoted(op + "no scratch memory for the workspace") + ");\n";
         s += "        tilec_workspace = *tilec_scratch;\n    }\n";
@@ -153,8 +154,8 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
     for (size_t i = 0; i < t.sig.names.size(); ++i) {
         const Param *p = cParam(t, i);
         if (p && p->kind == Param::Tensor)
-            s += "static_cast<" + std::string(t.info->written[i] ? "" : "const ") + headerType(p->buffer->dtype) +
-                 " *>(" + pointer[i] + ")";
+            s += "static_cast<" + std::string(t.info->written[i] ? "" : "const ") +
+                 headerType(p->buffer->dtype) + " *>(" + pointer[i] + ")";
         else
             s += t.sig.names[i];
         s += ", ";
@@ -180,7 +181,8 @@ std::string printXlaFfi(const std::vector<KernelInfo> &kernels, const CodegenOpt
     s += "// jax.ffi.pycapsule(lib.tilec_xla_NAME), platform=\"CUDA\")): compile as C++17 with XLA's FFI "
          "headers\n";
     s += "// (jax.ffi.include_dir()) and link with the kernels' .cu (or .o).\n";
-    s += "#include " + quoted(header) + "\n\n#include \"xla/ffi/api/ffi.h\"\n\n#include <optional>\n#include <string>\n\n";
+    s += "#include " + quoted(header) +
+         "\n\n#include \"xla/ffi/api/ffi.h\"\n\n#include <optional>\n#include <string>\n\n";
     s += printFailurePreamble(o, "tilec_xla_failure");
     std::string symbols;
     for (auto &[info, name] : exportedOps(kernels, o)) {

@@ -120,9 +120,8 @@ std::vector<std::pair<const KernelInfo *, std::string>> exportedOps(const std::v
 
 NameTable opNames() {
     NameTable names = launcherNames();
-    for (const char *r :
-         {"at", "c10", "std", "torch", "xla", "tilec_device", "tilec_guard", "tilec_result", "tilec_stream",
-          "tilec_scratch", "tilec_workspace", "tilec_workspace_bytes"})
+    for (const char *r : {"at", "c10", "std", "torch", "xla", "tilec_device", "tilec_guard", "tilec_result",
+                          "tilec_stream", "tilec_scratch", "tilec_workspace", "tilec_workspace_bytes"})
         names.reserve(r);
     return names;
 }

@@ -34,14 +34,18 @@ struct TorchOp {
 TorchOp makeOp(const KernelInfo &info, const std::string &name, const CodegenOptions &o, NameTable &names,
                DiagnosticEngine &diag);
 
-inline const ir::Param &paramAt(const TorchOp &t, size_t i) { return t.info->kernel->params[i]; }
+inline const ir::Param &paramAt(const TorchOp &t, size_t i) {
+    return t.info->kernel->params[i];
+}
 /// The kernel parameter of C parameter `i`, null for a T.dynamic size (which follows the arguments, while the
 /// kernel's workspaces and views follow them in Kernel::params).
 const ir::Param *cParam(const TorchOp &t, size_t i);
 /// Whether C parameter `i` is one of the outputs TileLang's out_idx names.
 bool isOutput(const ir::Kernel &k, size_t i);
 /// The C parameter position of T.dynamic symbol j.
-inline size_t dynamicPos(const TorchOp &t, size_t j) { return t.sig.names.size() - t.dynamicArg.size() + j; }
+inline size_t dynamicPos(const TorchOp &t, size_t j) {
+    return t.sig.names.size() - t.dynamicArg.size() + j;
+}
 /// Whether dimension `r` of tensor argument `i` is where a T.dynamic size is read (so it needs no check).
 bool bindsDynamic(const TorchOp &t, size_t i, size_t r);
 /// `float16[m, 128]`: a tensor's dtype and shape, for messages.
