@@ -80,7 +80,8 @@ def parse_param(text, fname):
 def parse_header(text, lifecycle=None):
     """Returns ({name: Function}, {(name, query): return C type}) of a header's text. The per-kernel
     `tilec_status NAME_load(void)` / `NAME_unload(void)` pair (docs/INTERFACE.md, binary mode; present in .cu mode
-    too) is not a kernel: it goes into the dict `lifecycle` ({(NAME, "load" or "unload")}) when one is given."""
+    too) and NAME_with_workspace are not kernels: they go into the dict `lifecycle` ({(NAME, "load", "unload" or
+    "with_workspace")}) when one is given."""
     code = _COMMENT.sub(" ", text)
     funcs, noargs = {}, []
     for m in _DECL.finditer(code):
@@ -92,6 +93,12 @@ def parse_header(text, lifecycle=None):
         if params[-1].kind != "stream" or any(p.kind == "stream" for p in params[:-1]):
             raise HeaderError("%s: the cudaStream_t must be the last parameter and the only one" % name)
         funcs[name] = Function(name, params)
+    # NAME_with_workspace (a prim_func with T.alloc_global workspaces: NAME in the caller's memory) is not a kernel
+    # of its own: it goes into `lifecycle` as (NAME, "with_workspace").
+    for name in [n for n in funcs if n.endswith("_with_workspace") and n[: -len("_with_workspace")] in funcs]:
+        del funcs[name]
+        if lifecycle is not None:
+            lifecycle[(name[: -len("_with_workspace")], "with_workspace")] = name
     for name in noargs:
         stem, _, which = name.rpartition("_")
         if which not in ("load", "unload") or stem not in funcs:

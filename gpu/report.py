@@ -155,6 +155,19 @@ def main(work, out):
         else:
             row("test", part, "PASS" if st[0] == "0" else "FAIL", what + ("" if st[0] == "0" else " (exit %s): see test.log" % st[0]))
 
+    # issue 29: the PyTorch operators (tools/gpu/torch_ops.py), one row per check
+    st = steps.get("torch")
+    if st is not None and st[0] == "skip":
+        row("test", "torch", "SKIP", st[1] if len(st) > 1 else "")
+    elif st is not None:
+        checks = [rec for rec in read_jsonl(os.path.join(work, "torch.jsonl")) if "status" in rec]
+        for rec in checks:
+            row("test", "torch: " + rec["name"], rec["status"], rec.get("detail", ""))
+        if st[0] != "0" and not any(rec["status"] == "FAIL" for rec in checks):
+            row("test", "torch", "FAIL", "tools/gpu/torch_ops.py exit %s after %d checks: see test.log" % (st[0], len(checks)))
+        elif not checks:
+            row("test", "torch", "FAIL", "no check recorded: see test.log")
+
     # sanitizers: one row per small test, both tools side by side
     san = {}
     for tool in ("memcheck", "racecheck", "synccheck"):

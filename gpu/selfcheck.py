@@ -186,6 +186,16 @@ def check_headers(here):
             check(False, "parse_header accepted %r" % bad)
         except cinterface.HeaderError:
             pass
+    # A prim_func with workspaces: NAME_with_workspace is no kernel (it has no queries of its own).
+    ws_header = ('tilec_status norms(const float *A, float *Out, int64_t n, cudaStream_t stream);\n'
+                 'size_t norms_workspace_bytes(int64_t n);\n'
+                 'tilec_status norms_with_workspace(const float *A, float *Out, int64_t n, void *workspace, '
+                 'size_t workspace_bytes, cudaStream_t stream);\n'
+                 'int norms_threads(int sm);\nsize_t norms_shared_bytes(int sm);\n')
+    life = {}
+    funcs, queries = cinterface.parse_header(ws_header, life)
+    check(sorted(funcs) == ["norms"] and life.get(("norms", "with_workspace")) == "norms_with_workspace",
+          "a header with NAME_with_workspace: functions %r, lifecycle %r" % (sorted(funcs), life))
     path = os.path.join(here, "handwritten", "hand_add.h")
     with open(path) as f:
         text = f.read()

@@ -209,9 +209,19 @@ typedef enum tilec_status {
         if (info.kernel->part != 0) continue; // one declaration for the launches of a prim_func
         NameTable names;
         names.reserve("stream");
+        if (hasWorkspaces(*info.kernel)) // the parameters NAME_with_workspace adds
+            for (const char *r : {"workspace", "workspace_bytes"}) names.reserve(r);
         Signature sig = signature(info, names, true);
         h += describe(info, sig, o);
         h += sig.text + ";\n";
+        if (hasWorkspaces(*info.kernel)) {
+            WorkspaceSignatures w = workspaceSignatures(info, sig);
+            h += "/* The bytes of the workspace " + info.exportName + "_with_workspace needs for these sizes (0 when a size is out\n";
+            h += " * of range: the launch then returns TILEC_ERROR_BAD_SIZE). */\n" + w.bytes + ";\n";
+            h += "/* As " + info.exportName + ", in the caller's workspace (256-byte aligned, at least the bytes above, used until\n";
+            h += " * the launches on `stream` finish): allocates nothing, so it suits the application's own allocator. */\n";
+            h += w.withWorkspace + ";\n";
+        }
         h += "/* Threads per block and dynamic shared memory in bytes on compute capability `sm` (e.g. 90); 0 when\n";
         h += " * the kernel was not generated for it. */\n";
         h += "int " + info.exportName + "_threads(int sm);\n";

@@ -113,6 +113,18 @@ struct Signature {
 /// `exported`: the exported function's parameters (a part's workspaces left out) and name, else the launcher's.
 Signature signature(const KernelInfo &info, NameTable &names, bool exported = false);
 
+/// A prim_func with T.alloc_global workspaces: the C functions that let a caller supply them (CodegenLaunches.cpp).
+struct WorkspaceSignatures {
+    std::string bytes;         ///< `size_t NAME_workspace_bytes(<NAME's scalars>, <T.dynamic sizes>)`
+    std::string sizeArgs;      ///< its parameters' names, comma-separated: its arguments in NAME's scope
+    std::string withWorkspace; ///< `tilec_status NAME_with_workspace(<NAME's parameters>, void *workspace,
+                               ///< size_t workspace_bytes, cudaStream_t stream)`
+};
+/// `sig`: NAME's exported signature, from a NameTable where `workspace` and `workspace_bytes` are reserved.
+WorkspaceSignatures workspaceSignatures(const KernelInfo &info, const Signature &sig);
+/// Whether the exported function of `k` allocates T.alloc_global workspaces.
+bool hasWorkspaces(const ir::Kernel &k);
+
 /// The header comment's lines on a prim_func of several launches (`part` 0 of them): the launches and the
 /// workspaces the function allocates.
 std::string describeLaunches(const KernelInfo &part);

@@ -137,6 +137,15 @@ done <"$manifest"
 ls "$OUTDIR" | tr '\n' ' '
 echo
 
+# issue 29: the PyTorch operators and XLA FFI handlers of tests/lit/torch/Inputs/kernels.tile (torch_ops.cu, .h,
+# .torch.cpp, .xla.cpp in $OUTDIR/torch/), which run.sh's torch step builds against the GPU machine's torch
+if python3 tools/gpu/torch_ops.py --generate "$OUTDIR/torch" --tilec "$TILEC" \
+        ${TILEC_GPU_ARCH:+--arch=$TILEC_GPU_ARCH} >"$OUTDIR/torch-prepare.log" 2>&1; then
+    echo "prepare: PyTorch operators in $OUTDIR/torch/"
+else
+    echo "prepare: tools/gpu/torch_ops.py --generate failed (see $OUTDIR/torch-prepare.log)"; status=1
+fi
+
 # Issue 5's parts, run there by run.sh: binary mode's checks (gpu/binary/) and the example application built
 # from the installed CMake package and with the Makefile, in both modes (TILEC_GPU_APP=0 leaves them out).
 if [ "${TILEC_GPU_APP:-1}" = 1 ]; then

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The one command that runs on the GPU machine (through the device tool, carry: gpu-build):
-#   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test bench tilelang memcheck racecheck
-#                                                          synccheck (TILEC_GPU_SBS=1 adds the side by side)
+#   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test binary app torch bench tilelang
+#                                                          memcheck racecheck synccheck (TILEC_GPU_SBS=1 adds
+#                                                          the side by side)
 # 1. compiles every generated gpu-build/*.cu (tools/gpu/prepare.sh made them here) and the hand-written
 #    gpu/handwritten/*.cu with nvcc into one shared library each (sm_90a; NAME.sm80.cu for compute_80 -> sm_90);
-# 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test);
+# 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test), binary mode's
+#    checks, the example application and the PyTorch operators (tools/gpu/torch_ops.py);
 # 3. the benchmarks against the copy bandwidth and PyTorch, in the same process (and TileLang's own
 #    FlashAttention when the TileLang bundle is there: .tilelang/site.tar.xz);
 # 4. compute-sanitizer memcheck, racecheck and synccheck over the small tests (synccheck's log is appended to
@@ -15,8 +17,8 @@
 # TILEC_GPU_GENCODE: nvcc's -gencode for the generated libraries other than NAME.sm80 (default
 # -gencode=arch=compute_90a,code=sm_90a; "-gencode=arch=compute_90,code=sm_90" for files prepared with
 # TILEC_GPU_ARCH=sm_90).
-# Each step's share of the budget: TILEC_GPU_TEST_S (default 180), TILEC_GPU_BENCH_S (180), TILEC_GPU_SAN_S
-# (200 per sanitizer tool).
+# Each step's share of the budget: TILEC_GPU_TEST_S (default 180), TILEC_GPU_TORCH_S (150), TILEC_GPU_BENCH_S
+# (180), TILEC_GPU_SAN_S (200 per sanitizer tool).
 # nvcc results are cached by the hash of the source, its header, the flags and nvcc's version in
 # TILEC_GPU_CACHE (default /tmp/tilec-gpu-cache), so a second call on a warm machine rebuilds only what changed.
 # TILEC_GPU_SWEEP=1 adds the tile-configuration sweep of tools/sweep/ (gpu-build/sweep/, made here by
@@ -150,6 +152,28 @@ for part in binary app; do
     { echo "== $part: ${cmd[*]}"; GPU_BUILD="$GB" timeout -k 5 "$(allow 120)" "${cmd[@]}"; } >>"$WORK/test.log" 2>&1
     record $part $? $(( SECONDS - t0 ))
 done
+
+# issue 29: the PyTorch operators tilec built (tools/gpu/torch_ops.py on $GB/torch, which prepare.sh generated):
+# each against the C entry's result and a float64 reference in eager mode, under torch.compile(fullgraph=True),
+# in a CUDA graph and from a LibTorch program; then the XLA FFI handlers under JAX where JAX has a GPU. Each
+# check is a row of the table (torch.jsonl); TILEC_GPU_TORCH_S (default 150) is its share of the budget.
+if ! skipped torch; then
+    t0=$SECONDS
+    t=$(allow "${TILEC_GPU_TORCH_S:-150}")
+    if ! python3 -c 'import torch' >/dev/null 2>&1; then
+        record torch skip "PyTorch is not installed"
+    elif [ ! -f "$GB/torch/torch_ops.torch.cpp" ]; then
+        record torch skip "not prepared ($GB/torch: tools/gpu/prepare.sh)"
+    elif (( t < 30 )); then
+        record torch skip "no time left (${t} s)"
+    else
+        cp -r "$GB/torch" "$WORK/torch"       # the libraries it builds stay out of gpu-build
+        { echo "== torch: tools/gpu/torch_ops.py --run $WORK/torch"
+          timeout -k 10 "$t" python3 tools/gpu/torch_ops.py --run "$WORK/torch" --results "$WORK/torch.jsonl"; } \
+            >>"$WORK/test.log" 2>&1
+        record torch $? $(( SECONDS - t0 ))
+    fi
+fi
 
 # ------------------------------------------------------------------ 3. benchmarks (and the sweep, on request)
 skipped bench || resumable bench "${TILEC_GPU_BENCH_S:-180}" "${H[@]}" --mode bench --results "$WORK/bench.jsonl" \

@@ -14,11 +14,12 @@ Two steps, which may run on two machines:
     inside a CUDA graph capture, through the Meta implementation, its argument checks, and from a C++
     (LibTorch) program that calls the operators through the dispatcher; then, where JAX with a GPU is there,
     the --emit=xla-ffi handlers through jax.ffi.ffi_call. Prints PASS/FAIL/SKIP lines; exits 1 when anything
-    FAILed.
+    FAILed; with --results FILE also a JSON line per check (tools/gpu/run.sh's torch step).
 Without options both steps run (tilec: --tilec, else build/tilec) into a temporary folder.
 """
 import argparse
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -32,9 +33,15 @@ STEM = "torch_ops"
 results = []
 
 
+RESULTS = None  # --results: a JSON line per check, written as it ends (a timeout keeps what was checked)
+
+
 def report(status, name, detail=""):
     results.append(status)
     print(f"{status}: {name}" + (f" ({detail})" if detail else ""), flush=True)
+    if RESULTS:
+        with open(RESULTS, "a") as f:
+            f.write(json.dumps({"name": name, "status": status, "detail": detail}) + "\n")
 
 
 def run(cmd, **kw):
@@ -182,8 +189,8 @@ def main_run(gen, sm):
     import torch
     try:
         so, exe = build(gen, sm)
-    except subprocess.CalledProcessError as e:
-        report("FAIL", "the operator library builds", str(e))
+    except (subprocess.CalledProcessError, ImportError, OSError) as e:  # a compiler's error, or torch without cpp_extension
+        report("FAIL", "the operator library builds", f"{type(e).__name__}: {e}")
         return
     torch.ops.load_library(so)
     lib = ctypes.CDLL(so)
@@ -247,6 +254,34 @@ def main_run(gen, sm):
         return "rows 77, 1, 0, 4096; out_idx output allocated"
     check("add_rows eager (out_idx)", add_eager)
 
+    # norms: two launches sharing a T.alloc_global workspace, which the operator takes from PyTorch's caching
+    # allocator (NAME_with_workspace) while the C entry allocates its own (cudaMallocAsync): the same bits.
+    lib.norms_workspace_bytes.restype = ctypes.c_size_t
+
+    def norms_reference(A):
+        return A.double().square().sum(dim=(1, 2)).sqrt()
+
+    def norms_eager():
+        for n in (100, 1, 0, 1000):
+            A = torch.randn(n, 3, 32, device=dev)
+            want = lib.norms_workspace_bytes(ctypes.c_int64(n))
+            assert want == (n * 3 * 4 + 255) // 256 * 256, f"n={n}: norms_workspace_bytes = {want}"
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            Out = ops.norms(A)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - before
+            assert peak >= want + 4 * n, f"n={n}: the workspace ({want} bytes) is not from PyTorch's allocator (peak {peak})"
+            Out2 = torch.full((n,), float("nan"), device=dev)
+            assert lib.norms(ptr(A), ptr(Out2), ctypes.c_int64(n), stream()) == 0
+            torch.cuda.synchronize()
+            assert Out.shape == (n,) and Out.dtype == torch.float32
+            expect_ulp(Out, norms_reference(A), 100 * 2.0 ** -24)
+            assert torch.equal(Out, Out2), f"n={n}: differs from the C entry's result"
+        return "n 100, 1, 0, 1000; workspace from the caching allocator"
+    check("norms eager (T.alloc_global workspace from PyTorch's allocator)", norms_eager)
+
     # Argument checks: each a c10::Error (RuntimeError) naming the argument.
     def errors():
         A = torch.randn(64, 256, dtype=bf16, device=dev)
@@ -274,25 +309,28 @@ def main_run(gen, sm):
     def compiled():
         torch._dynamo.reset()
 
-        def f(A, B, X, Y):
+        def f(A, B, X, Y, Q):
             C = torch.empty(A.shape[0], B.shape[1], dtype=A.dtype, device=A.device)
             ops.gemm_dyn(A, B, C)
             D = ops.add_rows(X, Y) * 2
             Z = X.new_zeros(1000).float() + 1
             ops.scale(Z, 2.0, 1)
-            return C, D, Z
+            N = ops.norms(Q * 2) + 1
+            return C, D, Z, N
         cf = torch.compile(f, fullgraph=True)
         for m, rows in ((128, 64), (200, 300)):
             A = torch.randn(m, 64, dtype=half, device=dev)
             B = torch.randn(64, 128, dtype=half, device=dev)
             X = torch.randn(rows, 256, dtype=bf16, device=dev)
             Y = torch.randn(rows, 256, dtype=bf16, device=dev)
-            C, D, Z = cf(A, B, X, Y)
+            Q = torch.randn(rows + 7, 3, 32, device=dev)
+            C, D, Z, N = cf(A, B, X, Y, Q)
             torch.cuda.synchronize()
             expect_gemm(C, A, B)
             expect_ulp(D, 2 * (X.double() + Y.double()), 2.0 ** -8)
             assert torch.equal(Z, torch.full_like(Z, 3.0)), "scale under torch.compile"
-        return "two shape sets"
+            expect_ulp(N, norms_reference(Q * 2) + 1, 100 * 2.0 ** -24)
+        return "two shape sets; norms' workspace"
     check("torch.compile(fullgraph=True)", compiled)
 
     def compiled_dynamic():
@@ -316,25 +354,31 @@ def main_run(gen, sm):
         Y = torch.randn(300, 256, dtype=bf16, device=dev)
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
+        Q = torch.randn(1000, 3, 32, device=dev)
         with torch.cuda.stream(s):  # warm-up on a side stream, as torch.cuda.graphs asks
             ops.gemm(A, B, C)
             ops.add_rows(X, Y)
+            ops.norms(Q)
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        with torch.cuda.graph(g):  # norms' workspace comes from the graph's memory pool
             ops.gemm(A, B, C)
             D = ops.add_rows(X, Y)
+            N = ops.norms(Q)
         for _ in range(2):
             A.copy_(torch.randn_like(A))
             B.copy_(torch.randn_like(B))
             X.copy_(torch.randn_like(X))
+            Q.copy_(torch.randn_like(Q))
             C.fill_(float("nan"))
             D.fill_(float("nan"))
+            N.fill_(float("nan"))
             g.replay()
             torch.cuda.synchronize()
             expect_gemm(C, A, B)
             expect_ulp(D, X.double() + Y.double(), 2.0 ** -8)
-        return "captured, replayed twice on fresh inputs"
+            expect_ulp(N, norms_reference(Q), 100 * 2.0 ** -24)
+        return "captured (norms' workspace included), replayed twice on fresh inputs"
     check("CUDA graph capture", graphs)
 
     def libtorch():
@@ -370,7 +414,7 @@ def jax_checks(gen, sm):
         report("FAIL", "the XLA FFI library builds", str(e))
         return
     lib = ctypes.cdll.LoadLibrary(xla_so)
-    for name in ("gemm_dyn", "scale", "add_rows"):
+    for name in ("gemm_dyn", "scale", "add_rows", "norms"):
         jax.ffi.register_ffi_target("tilec_" + name, jax.ffi.pycapsule(getattr(lib, "tilec_xla_" + name)), platform="CUDA")
     key = jax.random.PRNGKey(7)
 
@@ -411,6 +455,17 @@ def jax_checks(gen, sm):
         return "scalars as attributes"
     check("XLA FFI scale (attributes)", scale)
 
+    def norms():
+        for n in (100, 1000):
+            A = jax.random.normal(key, (n, 3, 32), jnp.float32)
+            call = lambda a: jax.ffi.ffi_call("tilec_norms", jax.ShapeDtypeStruct((a.shape[0],), a.dtype))(a)
+            for f in (call, jax.jit(call)):
+                Y = np.asarray(f(A), dtype=np.float64)
+                R = np.sqrt(np.square(np.asarray(A, dtype=np.float64)).sum(axis=(1, 2)))
+                assert (np.abs(Y - R) <= 200 * 2.0 ** -24 * np.abs(R) + 1e-30).all(), f"n={n}"
+        return "n 100, 1000; eager and jit"
+    check("XLA FFI norms (workspace from XLA's scratch allocator)", norms)
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -419,7 +474,10 @@ def main():
     p.add_argument("--tilec", default=os.path.join(ROOT, "build", "tilec"))
     p.add_argument("--arch", default="sm_90a", help="tilec's -arch (generate)")
     p.add_argument("--sm", default=None, help="nvcc's target (run; default: the arch's number, e.g. 90a)")
+    p.add_argument("--results", metavar="FILE", help="also write each check as a JSON line to FILE (run)")
     a = p.parse_args()
+    global RESULTS
+    RESULTS = a.results
     sm = a.sm or a.arch.replace("sm_", "")
     if a.generate:
         generate(a.generate, a.tilec, a.arch)
