@@ -265,15 +265,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         d += "// ---- kernel " + info.kernel->name + " ----\n";
         d += printKernel(info, opts, diag);
         d += "\n";
-        KernelLayout l{info.kernel->name, info.cName, info.symbol, info.kernel->launchedThreads(), info.sharedBytes, {}};
+        KernelLayout l{info.kernel->name, info.cName, info.symbol, *info.kernel, info.sharedBytes, {}, (int)info.kernel->tensorMaps.size(), {}};
         for (auto &t : info.targets) l.targets.push_back(t.name);
-        l.producerThreads = info.kernel->producerThreads;
-        l.persistent = info.kernel->persistent;
-        l.minBlocksPerSM = info.kernel->minBlocksPerSM;
-        l.clusterSize = info.kernel->clusterSize;
-        l.clusterAxis = info.kernel->clusterAxis;
-        l.sharedTiles = info.kernel->sharedTiles;
-        l.tensorMaps = (int)info.kernel->tensorMaps.size();
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();
             if (at == info.sharedOffset.end()) continue;
