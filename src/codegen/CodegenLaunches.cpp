@@ -35,7 +35,7 @@ std::string printOne(const std::vector<std::vector<const KernelInfo *>> &parts, 
     for (const char *r : {"ws", "ws_total", "ws_bytes", "most", "v", "ctx", "key"}) names.reserve(r);
     for (size_t j = 0; j < k.params.size(); ++j) names.reserve("ws_at" + std::to_string(j));
     Signature sig = signature(first, names, true);
-    const size_t dynamicBase = sig.names.size() - k.dynamicSymbols.size();
+    const size_t dynamicBase = sig.dynamicBase;
     std::string s = cLinkage(cxx) + sig.text + " {\n";
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
         const std::string &n = sig.names[dynamicBase + i];

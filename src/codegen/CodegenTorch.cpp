@@ -186,7 +186,7 @@ TorchOp makeOp(const KernelInfo &info, const std::string &name, const CodegenOpt
 
 /// The C parameter position of T.dynamic symbol j.
 size_t dynamicPos(const TorchOp &t, size_t j) {
-    return t.sig.names.size() - t.dynamicArg.size() + j;
+    return t.sig.dynamicBase + j;
 }
 
 /// The operator's arguments in order, each as the schema writes it and as the C++ implementation takes it:
