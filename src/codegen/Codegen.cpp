@@ -214,8 +214,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
     // The device part, which NVRTC compiles alone in binary mode: the device runtime, embedded so the file
     // compiles without tilec's installation, and the kernels.
     std::string &d = out.device;
-    for (auto &f : stdlibFiles()) {
-        d += "// ---- embedded from stdlib/" + std::string(f.name) + " ----\n";
+    for (auto &f : embeddedStdlib()) {
+        d += "// ---- embedded from stdlib/" + f.name + " ----\n";
         d += f.text;
         if (!d.empty() && d.back() != '\n') d += '\n';
         d += "\n";
