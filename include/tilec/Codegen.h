@@ -43,13 +43,9 @@ struct KernelLayout {
     std::string name;    ///< the exported kernel
     std::string cName;   ///< its launch function (with the prefix)
     std::string symbol;  ///< the __global__ function in `device`
-    int threads = 0;         ///< launched per block (a producer warpgroup included)
+    ir::LaunchConfig launch; ///< as lowered: launched threads (launchedThreads()), persistence, clusters
     int64_t sharedBytes = 0; ///< dynamic shared memory per block
     std::vector<std::string> targets; ///< the targets this variant of the kernel was lowered for
-    int producerThreads = 0; ///< warp specialization: the producer role's threads (in `threads`)
-    bool persistent = false; ///< blocks walk the grid's tiles: at most SMs x minBlocksPerSM blocks run
-    int minBlocksPerSM = 0;
-    int clusterSize = 1, clusterAxis = 0, sharedTiles = 0; ///< thread-block clusters (ir::Kernel's fields)
     int tensorMaps = 0;      ///< TMA tensor maps the launcher encodes
     std::vector<SharedBufferLayout> shared;
 };

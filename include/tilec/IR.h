@@ -374,12 +374,46 @@ struct Assumption {
     bool operator==(const Assumption &o) const { return tensor == o.tensor && extent == o.extent && bytes == o.bytes; }
 };
 
-struct Kernel {
+/// A kernel is three records and its code, so that a printer or pass can take the part it reads:
+///  - KernelSignature: what the exported C function looks like (name, parameters, T.dynamic sizes, outputs,
+///    launches of one prim_func), set by the front end;
+///  - LaunchConfig: how it is launched (grid, threads, warp roles' producer threads, persistent walk, clusters),
+///    set by the front end and changed by lowering (warp roles, persistence);
+///  - LoweringResult: what lowering planned for the launcher and code generation (targets, tensor maps,
+///    shared-memory plan, run-time assumptions); empty before lowering;
+/// and the kernel's own fields (its code, buffers and per-kernel switches). Kernel derives from the three so
+/// that fields keep their names (`k.grid`, `k.tensorMaps`) while a function may take `const LaunchConfig &`.
+
+/// What a kernel is to its callers: the exported C function's name and parameters and where the author wrote
+/// it. The launch parameters every printer reads are ordered from it (src/codegen/CodegenParams.cpp).
+struct KernelSignature {
     std::string name;           ///< the exported C name
     SourceRange loc;            ///< the export (module-level assignment or prim_func def)
     SourceRange funcLoc;        ///< the @T.prim_func def
     std::vector<Param> params;
     std::vector<Var> dynamicSymbols; ///< T.dynamic symbols, in order of first appearance in the parameters
+    /// TileLang's `out_idx` (`@tilelang.jit(out_idx=...)`, `tilelang.compile(..., out_idx=...)`, an eager kernel's
+    /// T.empty tensors): the positions in `params`, ascending, of the tensors TileLang's wrapper allocates and
+    /// returns rather than takes. The C function takes them like any tensor; the PyTorch operators of
+    /// --emit=torch allocate and return them.
+    std::vector<size_t> outputs;
+    /// Several `with T.Kernel` launches in one prim_func: this kernel is launch `part` (0-based) of `parts`, which
+    /// the exported function runs in order on one stream. Every part has the same parameters (workspaces
+    /// included) and dynamic symbols; a program holds the parts of one export consecutively.
+    int part = 0, parts = 1;
+    /// Whether the exported C function wraps file-local launchers (src/codegen/CodegenLaunches.cpp): for several
+    /// launches, or for parameters that are no arguments (workspaces, views).
+    bool wrapped() const {
+        if (parts > 1) return true;
+        for (auto &p : params)
+            if (!p.argument()) return true;
+        return false;
+    }
+};
+
+/// How a kernel is launched: its grid, block and the index variables the body reads, the persistent walk of
+/// its tiles and its thread-block clusters.
+struct LaunchConfig {
     int gridDims = 1;                ///< how many extents T.Kernel was given (1..3)
     std::array<Expr, 3> grid;        ///< extents; unused ones are IntImm 1
     std::array<Var, 3> blockIdx;     ///< the `as (bx, by, bz)` variables; unused ones are still set
@@ -430,8 +464,26 @@ struct Kernel {
     /// T.Kernel), which specializeWarps honours through clusterSize / clusterAxis or reports at clusterLoc.
     std::array<int, 3> clusterDims{1, 1, 1};
     SourceRange clusterLoc;
+    Var threadIdx;                   ///< T.get_thread_binding(0)
+    SourceRange launchLoc;           ///< the `with T.Kernel(...)`
+    int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
+    SourceRange swizzleLoc;
+};
+
+/// What lowering decided for the launcher and code generation: the targets the lowering is for, the TMA tensor
+/// maps the launcher encodes, the shared-memory plan, the run-time assumptions it checks.
+struct LoweringResult {
     std::vector<TensorMap> tensorMaps; ///< referenced by index from TMA library calls
     SharedPlan shared;               ///< set by planSharedMemory at the end of lowering
+    /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering) and whether it
+    /// needs TMA-compatible run-time pointers and strides (else the launcher runs the variant without). Empty
+    /// before lowering.
+    std::vector<Target> targets;
+    bool needsTma = false;
+    std::vector<Assumption> assumptions; ///< run-time alignment this lowering relies on (none: it checks all)
+};
+
+struct Kernel : KernelSignature, LaunchConfig, LoweringResult {
     std::vector<TensorLayout> tensorLayouts; ///< T.annotate_layout of global tensors, one per tensor
     /// The layout T.annotate_layout gave global tensor `b` in this kernel, or null.
     const TensorLayout *layoutOf(const BufferNode *b) const {
@@ -439,13 +491,6 @@ struct Kernel {
             if (l.tensor.get() == b) return &l;
         return nullptr;
     }
-    /// The targets this lowering is for (per-target lowering: one Kernel per distinct lowering) and whether it needs TMA-compatible run-time pointers and strides (else the launcher
-    /// runs the variant without). Empty before lowering.
-    std::vector<Target> targets;
-    bool needsTma = false;
-    std::vector<Assumption> assumptions; ///< run-time alignment this lowering relies on (none: it checks all)
-    Var threadIdx;                   ///< T.get_thread_binding(0)
-    SourceRange launchLoc;           ///< the `with T.Kernel(...)`
     std::vector<Buffer> allocs;      ///< alloc_shared/fragment/local/var, in program order
     /// T.reshape / T.view of a fragment that tile statements take whole (a reduction of `x.reshape(m, g, c)`):
     /// (view, base). The view is no alloc of its own: it names the base's elements in row-major order, and
@@ -461,25 +506,6 @@ struct Kernel {
     /// "tl.enable_fast_math" (as --use_fast_math for this kernel): float math functions and divisions are
     /// printed as CUDA's fast intrinsics (src/codegen/CodegenExpr.cpp says which).
     bool fastMath = false;
-    /// TileLang's `out_idx` (`@tilelang.jit(out_idx=...)`, `tilelang.compile(..., out_idx=...)`, an eager kernel's
-    /// T.empty tensors): the positions in `params`, ascending, of the tensors TileLang's wrapper allocates and
-    /// returns rather than takes. The C function takes them like any tensor; the PyTorch operators of
-    /// --emit=torch allocate and return them.
-    std::vector<size_t> outputs;
-    int swizzlePanel = 0;            ///< T.use_swizzle(panel_size); 0 = off
-    SourceRange swizzleLoc;
-    /// Several `with T.Kernel` launches in one prim_func: this kernel is launch `part` (0-based) of `parts`, which
-    /// the exported function runs in order on one stream. Every part has the same parameters (workspaces
-    /// included) and dynamic symbols; a program holds the parts of one export consecutively.
-    int part = 0, parts = 1;
-    /// Whether the exported C function wraps file-local launchers (src/codegen/CodegenLaunches.cpp): for several
-    /// launches, or for parameters that are no arguments (workspaces, views).
-    bool wrapped() const {
-        if (parts > 1) return true;
-        for (auto &p : params)
-            if (!p.argument()) return true;
-        return false;
-    }
     /// Front end only: the prim_func's later launches, which the program lists after this one as its parts.
     std::vector<std::shared_ptr<const Kernel>> laterLaunches;
     Stmt body;

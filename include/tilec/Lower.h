@@ -44,7 +44,8 @@ struct Pass {
     bool (*enabled)(const LoweringOptions &) = nullptr;
     ir::Program (*run)(const ir::Program &, PassState &) = nullptr;
     bool stopsOnError = false; ///< lowering ends after this pass when the program has errors by then
-    /// Lines --dump-after prints before the IR (inferLayouts, which changes no IR: the layouts it found).
+    /// Lines --dump-after prints before the IR: what a pass decided that the IR does not show (inferLayouts: the
+    /// layouts it found; planSharedMemory: the buffers' offsets).
     std::string (*notes)(const ir::Program &, const PassState &) = nullptr;
 };
 

@@ -60,11 +60,14 @@ std::string shapeText(const BufferNode &b) {
 std::string describe(const KernelInfo &info, const Signature &sig, const CodegenOptions &o) {
     const Kernel &k = *info.kernel;
     std::string c = "/* " + info.exportName + ": kernel '" + k.name + "' of " + o.sourceName + "\n";
-    const size_t dynamicBase = sig.names.size() - k.dynamicSymbols.size();
-    for (size_t i = 0; i < k.params.size(); ++i) {
+    for (size_t j = 0; j < sig.params.size(); ++j) { // the exported function's: no workspaces, views or maps
+        c += " *   " + sig.names[j] + ": ";
+        const size_t i = sig.params[j].index;
+        if (sig.params[j].kind == LaunchParam::DynamicSize) {
+            c += "T.dynamic size, 1 to 2147483647\n";
+            continue;
+        }
         auto &p = k.params[i];
-        if (!p.argument()) continue; // workspaces and views follow the arguments
-        c += " *   " + sig.names[i] + ": ";
         if (p.kind == Param::Tensor) {
             c += shapeText(*p.buffer) + ", " + (info.written[i] ? "written" : "read");
             if (info.alignment[i]) c += ", " + std::to_string(info.alignment[i]) + "-byte aligned";
@@ -82,8 +85,6 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         }
         c += "\n";
     }
-    for (size_t i = 0; i < k.dynamicSymbols.size(); ++i)
-        c += " *   " + sig.names[dynamicBase + i] + ": T.dynamic size, 1 to 2147483647\n";
     if (k.wrapped()) c += describeLaunches(info);
     if (k.parts > 1) return c + " */\n";
     c += " *   grid (";
@@ -132,36 +133,6 @@ std::vector<KernelInfo> analyzeKernels(const Program &lowered, const CodegenOpti
     }
     return infos;
 }
-
-Signature signature(const KernelInfo &info, NameTable &names, bool exported) {
-    const Kernel &k = *info.kernel;
-    Signature s;
-    std::vector<std::string> params;
-    for (size_t i = 0; i < k.params.size(); ++i) {
-        auto &p = k.params[i];
-        if (exported && !p.argument()) continue;
-        if (p.kind == Param::Tensor) {
-            std::string n = names.of(p.buffer.get(), p.buffer->name);
-            params.push_back((info.written[i] ? "" : "const ") + headerType(p.buffer->dtype) + " *" + n);
-            s.names.push_back(n);
-        } else {
-            std::string n = names.of(p.var.get(), p.var->name);
-            params.push_back(headerType(p.var->dtype) + " " + n);
-            s.names.push_back(n);
-        }
-    }
-    for (auto &d : k.dynamicSymbols) {
-        std::string n = names.of(d.get(), d->name);
-        params.push_back("int64_t " + n);
-        s.names.push_back(n);
-    }
-    params.push_back("cudaStream_t stream");
-    s.text = "tilec_status " + (exported ? info.exportName : info.cName) + "(";
-    for (size_t i = 0; i < params.size(); ++i) s.text += (i ? ", " : "") + params[i];
-    s.text += ")";
-    return s;
-}
-
 
 std::string printHeader(const std::vector<KernelInfo> &kernels, const CodegenOptions &o) {
     std::string base = o.headerName.empty() ? o.sourceName : o.headerName;
@@ -254,8 +225,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
     // The device part, which NVRTC compiles alone in binary mode: the device runtime, embedded so the file
     // compiles without tilec's installation, and the kernels.
     std::string &d = out.device;
-    for (auto &f : stdlibFiles()) {
-        d += "// ---- embedded from stdlib/" + std::string(f.name) + " ----\n";
+    for (auto &f : embeddedStdlib()) {
+        d += "// ---- embedded from stdlib/" + f.name + " ----\n";
         d += f.text;
         if (!d.empty() && d.back() != '\n') d += '\n';
         d += "\n";
@@ -276,15 +247,8 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         d += "// ---- kernel " + info.kernel->name + " ----\n";
         d += printKernel(info, opts, diag);
         d += "\n";
-        KernelLayout l{info.kernel->name, info.cName, info.symbol, info.kernel->launchedThreads(), info.sharedBytes, {}};
+        KernelLayout l{info.kernel->name, info.cName, info.symbol, *info.kernel, info.sharedBytes, {}, (int)info.kernel->tensorMaps.size(), {}};
         for (auto &t : info.targets) l.targets.push_back(t.name);
-        l.producerThreads = info.kernel->producerThreads;
-        l.persistent = info.kernel->persistent;
-        l.minBlocksPerSM = info.kernel->minBlocksPerSM;
-        l.clusterSize = info.kernel->clusterSize;
-        l.clusterAxis = info.kernel->clusterAxis;
-        l.sharedTiles = info.kernel->sharedTiles;
-        l.tensorMaps = (int)info.kernel->tensorMaps.size();
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();
             if (at == info.sharedOffset.end()) continue;

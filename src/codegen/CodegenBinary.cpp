@@ -391,20 +391,7 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
     // C90-style declarations first would be nicer, but C11 and C++ both take them mixed with statements.
     s += "    tilec_status status = tilec_function(" + std::to_string(index) + ", &fn);\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
-    std::string args;
-    for (size_t i = 0; i < k.params.size(); ++i) {
-        auto &p = k.params[i];
-        std::string a = "a" + std::to_string(i);
-        if (p.kind == Param::Tensor) s += std::string("    ") + (info.written[i] ? "" : "const ") + "void *" + a + " = " + sig.names[i] + ";\n";
-        else s += "    " + headerType(p.var->dtype) + " " + a + " = " + sig.names[i] + ";\n";
-        args += (args.empty() ? "" : ", ") + std::string("(void *)&") + a;
-    }
-    for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
-        std::string a = "d" + std::to_string(i);
-        s += "    int " + a + " = (int)" + sig.names[k.params.size() + i] + ";\n";
-        args += (args.empty() ? "" : ", ") + std::string("(void *)&") + a;
-    }
-    s += "    void *args[] = {" + (args.empty() ? std::string("NULL") : args) + "};\n";
+    s += printLaunchArguments(info, sig, false, "    ");
     s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
          std::to_string(info.sharedBytes) + ", 1, stream, args);\n";
     s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";

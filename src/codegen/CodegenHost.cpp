@@ -149,9 +149,9 @@ std::string printLaunchPrologue(const KernelInfo &info, const Signature &sig, Na
     }
     if (checkAlignment) s += printAlignmentChecks(info, sig, names, "    ");
     for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
-        const std::string &n = sig.names[k.params.size() + i];
+        const std::string &n = sig.names[sig.dynamicBase + i];
         s += "    if (" + n + " < 0 || " + n + " > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, " +
-             std::to_string(k.params.size() + i) + ");\n";
+             std::to_string(sig.dynamicBase + i) + ");\n";
     }
     s += printOverlapChecks(info, sig, names);
     ExprPrinter hp(names, true);
@@ -210,35 +210,6 @@ std::string printQueries(const std::vector<const KernelInfo *> &variants, bool c
            query("size_t", "_shared_bytes", [](const KernelInfo &v) { return std::to_string(v.sharedBytes); });
 }
 
-namespace {
-
-/// The arguments of one variant's launch: their declarations and the `args` array.
-std::string launchArguments(const KernelInfo &v, const Signature &sig, bool cxx, const std::string &in) {
-    const Kernel &k = *v.kernel;
-    std::string s, args;
-    for (size_t i = 0; i < k.params.size(); ++i) {
-        auto &p = k.params[i];
-        std::string a = "a" + std::to_string(i);
-        if (p.kind == Param::Tensor) {
-            std::string t = (v.written[i] ? "" : "const ") + (cxx ? deviceType(p.buffer->dtype) + " *" : std::string("void *"));
-            s += in + t + a + " = " + (cxx ? "static_cast<" + t + ">(" + sig.names[i] + ")" : sig.names[i]) + ";\n";
-        } else {
-            s += in + (cxx ? deviceType(p.var->dtype) : headerType(p.var->dtype)) + " " + a + " = " + sig.names[i] + ";\n";
-        }
-        args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + a;
-    }
-    for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
-        std::string a = "d" + std::to_string(i);
-        s += in + "int " + a + " = (int)" + sig.names[k.params.size() + i] + ";\n";
-        args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + a;
-    }
-    for (size_t m = 0; m < k.tensorMaps.size(); ++m) args += (args.empty() ? "" : ", ") + std::string(cxx ? "&" : "(void *)&") + "m" + std::to_string(m);
-    s += in + "void *args[] = {" + (args.empty() ? std::string(cxx ? "nullptr" : "NULL") : args) + "};\n";
-    return s;
-}
-
-} // namespace
-
 std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants, const Signature &sig, NameTable &names,
                                  bool cxx) {
     // The device is looked up once: its compute capability, and its SM count where a variant is persistent.
@@ -290,7 +261,7 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         const std::string in = "            ";
         s += printAlignmentChecks(v, sig, names, in);
         s += printTensorMaps(v, sig, names, cxx, in);
-        s += launchArguments(v, sig, cxx, in);
+        s += printLaunchArguments(v, sig, cxx, in);
         std::string threads = std::to_string(k.launchedThreads()), shared = std::to_string(v.sharedBytes);
         std::string grid = "grid_x, grid_y, grid_z";
         const std::string cm = std::to_string(k.clusterSize);
@@ -498,24 +469,7 @@ static __global__ void tilec_probe_arch_specific() {
         s += printLaunchPrologue(info, sig, names, true);
         s += "    tilec_status status = " + prepare + ";\n";
         s += "    if (status != TILEC_SUCCESS) return status;\n";
-        std::string args;
-        for (size_t i = 0; i < k.params.size(); ++i) {
-            auto &p = k.params[i];
-            std::string a = "a" + std::to_string(i);
-            if (p.kind == Param::Tensor) {
-                std::string t = (info.written[i] ? "" : "const ") + deviceType(p.buffer->dtype) + " *";
-                s += "    " + t + a + " = static_cast<" + t + ">(" + sig.names[i] + ");\n";
-            } else {
-                s += "    " + deviceType(p.var->dtype) + " " + a + " = " + sig.names[i] + ";\n";
-            }
-            args += (args.empty() ? "" : ", ") + std::string("&") + a;
-        }
-        for (size_t i = 0; i < k.dynamicSymbols.size(); ++i) {
-            std::string a = "d" + std::to_string(i);
-            s += "    int " + a + " = (int)" + sig.names[k.params.size() + i] + ";\n";
-            args += (args.empty() ? "" : ", ") + std::string("&") + a;
-        }
-        s += "    void *args[] = {" + (args.empty() ? std::string("nullptr") : args) + "};\n";
+        s += printLaunchArguments(info, sig, true, "    ");
         s += "    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + info.symbol +
              "), dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) +
              "), args, " + std::to_string(info.sharedBytes) + ", stream);\n";

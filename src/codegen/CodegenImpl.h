@@ -105,10 +105,31 @@ class ExprPrinter {
 /// The name of tensor map `index` as a kernel parameter (and in the launcher).
 std::string tensorMapParam(int index);
 
-/// The launch function's C parameters (shared by the header's declaration and the .cu's definition).
+/// One parameter of a kernel's launch. launchParams() orders them once for every printer: Kernel::params
+/// (tensors and scalars in declaration order; workspaces and views, which follow the arguments, among them),
+/// then the T.dynamic sizes, then the tensor maps. The __global__ function takes all of them in that order
+/// (CodegenKernel), the launchers pass them in that order (printLaunchArguments), the C function takes those
+/// its caller gives (signature(): no tensor maps; exported, no workspaces or views), the .ptx/.cubin sidecars
+/// list them, and --emit=torch / xla-ffi read them through signature().
+struct LaunchParam {
+    enum Kind { Tensor, Scalar, DynamicSize, TensorMap } kind = Tensor;
+    size_t index = 0;    ///< into Kernel::params (Tensor, Scalar), Kernel::dynamicSymbols or Kernel::tensorMaps
+    size_t position = 0; ///< among the __global__ function's parameters
+    std::string type;    ///< as the __global__ signature spells it, without the name
+    const void *key = nullptr; ///< the BufferNode or VarNode (its name in a NameTable); null for a tensor map
+    std::string name;    ///< the IR's name (a tensor map: its parameter name, tensorMapParam)
+    /// Whether the exported C function takes it (a tensor or scalar that is Param::argument(), a dynamic size).
+    bool argument = true;
+};
+std::vector<LaunchParam> launchParams(const KernelInfo &info);
+
+/// The launch function's C parameters (shared by the header's declaration and the .cu's definition): the
+/// launch parameters without the tensor maps (exported: without workspaces and views either), then `stream`.
 struct Signature {
-    std::vector<std::string> names; ///< C parameter names, in order (tensors, scalars, dynamic sizes)
-    std::string text;               ///< `tilec_status NAME(...)`
+    std::vector<LaunchParam> params; ///< in order (tensors, scalars, dynamic sizes)
+    std::vector<std::string> names;  ///< their C names, one per entry of `params`
+    std::string text;                ///< `tilec_status NAME(...)`
+    size_t dynamicBase = 0;          ///< the position of Kernel::dynamicSymbols[0] among them
 };
 /// `exported`: the exported function's parameters (a part's workspaces left out) and name, else the launcher's.
 Signature signature(const KernelInfo &info, NameTable &names, bool exported = false);
@@ -125,20 +146,15 @@ WorkspaceSignatures workspaceSignatures(const KernelInfo &info, const Signature 
 /// Whether the exported function of `k` allocates T.alloc_global workspaces.
 bool hasWorkspaces(const ir::Kernel &k);
 
+/// A launcher's arguments for variant `v` (whose C parameters are `sig`, a launcher's, not exported): one
+/// variable per launch parameter (`aN` for Kernel::params[N], `dN` for a dynamic size, the tensor maps' `mN`
+/// already declared), each line indented by `in`, then the `args` array cudaLaunchKernel / cuLaunchKernelEx
+/// take. `cxx`: the .cu (device types, static_cast), else C (void pointers, header types).
+std::string printLaunchArguments(const KernelInfo &v, const Signature &sig, bool cxx, const std::string &in);
+
 /// The header comment's lines on a prim_func of several launches (`part` 0 of them): the launches and the
 /// workspaces the function allocates.
 std::string describeLaunches(const KernelInfo &part);
-
-/// One parameter of a kernel's __global__ function, in order: Kernel::params (tensors, scalars), the T.dynamic
-/// sizes, the tensor maps. The device signature prints these; a .ptx/.cubin's sidecar lists them.
-struct DeviceParam {
-    enum Kind { Tensor, Scalar, DynamicSize, TensorMap } kind = Tensor;
-    std::string type;  ///< as the signature spells it, without the name
-    const void *key = nullptr; ///< the BufferNode or VarNode (its name in a NameTable); null for a tensor map
-    std::string name;  ///< the IR's name (a tensor map: its parameter name)
-    int map = -1;      ///< TensorMap: index into Kernel::tensorMaps
-};
-std::vector<DeviceParam> deviceParams(const KernelInfo &info);
 
 /// The device function of one kernel.
 std::string printKernel(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag);

@@ -152,7 +152,7 @@ class KernelPrinter {
         std::string bounds = std::to_string(k_.launchedThreads());
         if (k_.minBlocksPerSM) bounds += ", " + std::to_string(k_.minBlocksPerSM);
         std::string sig = "static __global__ void __launch_bounds__(" + bounds + ") " + info_.symbol + "(";
-        std::vector<DeviceParam> params = deviceParams(info_);
+        std::vector<LaunchParam> params = launchParams(info_);
         for (size_t i = 0; i < params.size(); ++i) {
             auto &p = params[i];
             sig += (i ? ", " : "") + p.type + (p.type.back() == '*' ? "" : " ") + (p.key ? names_.of(p.key, p.name) : p.name);
@@ -484,25 +484,6 @@ struct Uses : IRVisitor {
 };
 
 } // namespace
-
-std::vector<DeviceParam> deviceParams(const KernelInfo &info) {
-    const Kernel &k = *info.kernel;
-    std::vector<DeviceParam> out;
-    for (size_t i = 0; i < k.params.size(); ++i) {
-        auto &p = k.params[i];
-        // __restrict__: tensors of different parameters do not overlap (docs/INTERFACE.md), so the compiler may
-        // issue a round's loads ahead of the previous round's stores, and read-only tensors go through the
-        // non-coherent cache (LDG.CONSTANT), as TileLang's kernels do.
-        if (p.kind == Param::Tensor)
-            out.push_back({DeviceParam::Tensor, (info.written[i] ? "" : "const ") + deviceType(p.buffer->dtype) + " *__restrict__",
-                           p.buffer.get(), p.buffer->name});
-        else out.push_back({DeviceParam::Scalar, deviceType(p.var->dtype), p.var.get(), p.var->name});
-    }
-    for (auto &s : k.dynamicSymbols) out.push_back({DeviceParam::DynamicSize, "int", s.get(), s->name});
-    for (size_t i = 0; i < k.tensorMaps.size(); ++i)
-        out.push_back({DeviceParam::TensorMap, "const __grid_constant__ tilec::tensor_map", nullptr, tensorMapParam((int)i), (int)i});
-    return out;
-}
 
 KernelInfo analyzeKernel(const Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag) {
     KernelInfo info;

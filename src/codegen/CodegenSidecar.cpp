@@ -1,7 +1,7 @@
 /// \file
 /// The JSON beside a .ptx or .cubin output (include/tilec/Codegen.h, generateSidecar): what a program that loads
 /// the image with its own runtime must know to launch each kernel. Every fact is read from what the printers of
-/// the .cu and the binary-mode C use: the device signature's parameter list (deviceParams), the launcher's grid
+/// the .cu and the binary-mode C use: the device signature's parameter list (launchParams), the launcher's grid
 /// expressions, the kernel's threads and dynamic shared memory, and the tensor maps' dimensions (mapText).
 #include "codegen/CodegenHostParts.h"
 
@@ -23,12 +23,12 @@ json::Value triple(int64_t a, int64_t b, int64_t c) {
     return v;
 }
 
-const char *kindName(DeviceParam::Kind k) {
+const char *kindName(LaunchParam::Kind k) {
     switch (k) {
-    case DeviceParam::Tensor: return "tensor";
-    case DeviceParam::Scalar: return "scalar";
-    case DeviceParam::DynamicSize: return "dynamic_size";
-    case DeviceParam::TensorMap: return "tensor_map";
+    case LaunchParam::Tensor: return "tensor";
+    case LaunchParam::Scalar: return "scalar";
+    case LaunchParam::DynamicSize: return "dynamic_size";
+    case LaunchParam::TensorMap: return "tensor_map";
     }
     return "";
 }
@@ -36,27 +36,26 @@ const char *kindName(DeviceParam::Kind k) {
 json::Value describeKernel(const KernelInfo &info, const std::string &entry) {
     const Kernel &k = *info.kernel;
     NameTable names = launcherNames();
-    std::vector<DeviceParam> params = deviceParams(info);
+    std::vector<LaunchParam> params = launchParams(info);
     json::Value ps = json::Value::array();
-    std::vector<int> paramIndexOfTensor(k.params.size(), -1);
     for (size_t i = 0; i < params.size(); ++i) {
         auto &p = params[i];
         json::Value v = json::Value::object();
         v.set("name", str(p.key ? names.of(p.key, p.name) : p.name)).set("kind", str(kindName(p.kind)));
-        v.set("type", str(p.kind == DeviceParam::TensorMap ? "CUtensorMap (128 bytes, passed by value)" : p.type));
-        if (p.kind == DeviceParam::Tensor || p.kind == DeviceParam::Scalar) {
-            const Param &ip = k.params[i];
-            if (p.kind == DeviceParam::Tensor) {
+        v.set("type", str(p.kind == LaunchParam::TensorMap ? "CUtensorMap (128 bytes, passed by value)" : p.type));
+        if (p.kind == LaunchParam::Tensor || p.kind == LaunchParam::Scalar) {
+            const Param &ip = k.params[p.index];
+            if (p.kind == LaunchParam::Tensor) {
                 v.set("dtype", str(std::string(ip.buffer->dtype.name())));
                 ExprPrinter hp(names, true);
                 json::Value shape = json::Value::array();
                 for (auto &d : ip.buffer->shape) shape.items.push_back(str(hp.print(d)));
-                v.set("shape", std::move(shape)).set("written", json::Value::boolean(info.written[i]));
-                if (info.alignment[i] > 0) v.set("alignment", num(info.alignment[i]));
+                v.set("shape", std::move(shape)).set("written", json::Value::boolean(info.written[p.index]));
+                if (info.alignment[p.index] > 0) v.set("alignment", num(info.alignment[p.index]));
             }
             if (!ip.argument()) v.set("workspace", json::Value::boolean(true));
         }
-        if (p.kind == DeviceParam::TensorMap) v.set("tensor_map", num(p.map));
+        if (p.kind == LaunchParam::TensorMap) v.set("tensor_map", num((int64_t)p.index));
         ps.items.push_back(std::move(v));
     }
     ExprPrinter hp(names, true);
@@ -67,7 +66,7 @@ json::Value describeKernel(const KernelInfo &info, const std::string &entry) {
         const TensorMap &m = k.tensorMaps[mi];
         MapText t = mapText(k, m, hp);
         json::Value v = json::Value::object();
-        v.set("param", num((int64_t)(k.params.size() + k.dynamicSymbols.size() + mi)));
+        v.set("param", num((int64_t)params[params.size() - k.tensorMaps.size() + mi].position));
         v.set("tensor_param", num((int64_t)t.param)).set("data_type", str(tensorMapType(m.tensor->dtype)));
         v.set("rank", num((int64_t)m.tensor->shape.size()));
         json::Value dims = json::Value::array(), strides = json::Value::array(), box = json::Value::array();

@@ -126,7 +126,7 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
         const std::string x = isOutput(k, i) ? t.sig.names[i] + "_result->" : t.sig.names[i] + ".";
         for (size_t r = 0; r < b.shape.size(); ++r)
             if (isOutput(k, i) || !bindsDynamic(t, i, r))
-                body += fail(x + "dimensions()[" + std::to_string(r) + "] != " + hp.print(b.shape[r]),
+                body += fail(x + "dimensions()[" + std::to_string(r) + "] != " + hp.print(b.shape[r], 10),
                              "std::string(" +
                                  quoted(op + "'" + t.sig.names[i] + "' must have shape " + shapeText(b) +
                                         ": dimension " + std::to_string(r) + " must be ") +

@@ -19,7 +19,8 @@ const char *const kPreamble = R"tl(namespace {
 template <int N>
 std::string tilec_failure(tilec_status status, const char *const (&names)[N], int argument, cudaError_t cuda) {
     std::string s = tilec_status_string(status);
-    if (argument >= 0 && argument < N && (status == TILEC_ERROR_NULL_POINTER || status == TILEC_ERROR_MISALIGNED || status == TILEC_ERROR_BAD_SIZE))
+    if (argument >= 0 && argument < N && (status == TILEC_ERROR_NULL_POINTER || status == TILEC_ERROR_MISALIGNED || status == TILEC_ERROR_BAD_SIZE ||
+                                              status == TILEC_ERROR_OVERLAP))
         s += std::string(" (argument '") + names[argument] + "')";
     if (status == TILEC_ERROR_CUDA) s += std::string(": ") + cudaGetErrorString(cuda);
     return s;

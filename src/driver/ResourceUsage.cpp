@@ -95,9 +95,10 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
         for (auto &e : evaluated.kernels)
             if (e && e->name == k.name) src = e.get();
         os << "kernel '" << k.name << "' (launch function " << k.cName << "):\n";
-        os << "  threads: " << k.threads << " per block";
-        if (k.producerThreads)
-            os << " (" << k.threads - k.producerThreads << " consumers, " << k.producerThreads << " producer: warp roles)";
+        const LaunchConfig &launch = k.launch;
+        os << "  threads: " << launch.launchedThreads() << " per block";
+        if (launch.producerThreads)
+            os << " (" << launch.threads << " consumers, " << launch.producerThreads << " producer: warp roles)";
         os << "\n";
         if (k.tensorMaps) {
             os << "  lowered for:";
@@ -107,10 +108,10 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
             os << "\n";
         }
         if (src) os << "  grid: (" << print(src->grid[0]) << ", " << print(src->grid[1]) << ", " << print(src->grid[2]) << ")";
-        if (src && k.persistent)
-            os << " tiles; persistent: min(tiles, SMs x " << std::max(1, k.minBlocksPerSM) << ") blocks walk them";
-        if (src && k.clusterSize > 1)
-            os << " in clusters of " << k.clusterSize << " along grid dimension " << k.clusterAxis << " (" << k.sharedTiles
+        if (src && launch.persistent)
+            os << " tiles; persistent: min(tiles, SMs x " << std::max(1, launch.minBlocksPerSM) << ") blocks walk them";
+        if (src && launch.clusterSize > 1)
+            os << " in clusters of " << launch.clusterSize << " along grid dimension " << launch.clusterAxis << " (" << launch.sharedTiles
                << " tile(s) per stage loaded once per cluster by TMA multicast)";
         if (src) os << "\n";
 
@@ -165,12 +166,12 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
                 for (auto &p : device->ptxas[ti])
                     if (p.function == device->loweredNames[ki]) f = &p;
             if (!f) {
-                auto [blocks, limit] = blocksPerSm(t, k.threads, 0, k.sharedBytes);
+                auto [blocks, limit] = blocksPerSm(t, launch.launchedThreads(), 0, k.sharedBytes);
                 os << "registers unknown (" << (device ? "no ptxas report" : why) << "), at most " << blocks
                    << " blocks per SM (limited by " << limit << ")\n";
                 continue;
             }
-            auto [blocks, limit] = blocksPerSm(t, k.threads, f->registers, k.sharedBytes + f->staticShared);
+            auto [blocks, limit] = blocksPerSm(t, launch.launchedThreads(), f->registers, k.sharedBytes + f->staticShared);
             os << f->registers << " registers, " << f->spillStores + f->spillLoads << " bytes spilled (" << f->spillStores
                << " stored, " << f->spillLoads << " loaded), " << f->stackFrame << " bytes stack";
             if (f->staticShared) os << ", " << f->staticShared << " bytes static shared";

@@ -103,7 +103,8 @@ const std::vector<Pass> &table() {
         {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
-         [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false},
+         [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,
+         [](const Program &p, const PassState &) { return passes::describeSharedPlans(p); }},
     };
     return rows;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 
 namespace tilec::passes {
 
@@ -178,6 +179,19 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
         if (largest) diag.note(largest->loc, "the largest buffer, '" + largest->name + "', takes " + std::to_string(largestBytes) + " bytes");
     }
     return out;
+}
+
+std::string describeSharedPlans(const Program &p) {
+    std::string s;
+    for (auto &k : p.kernels) {
+        if (!k) continue;
+        s += "# shared memory of " + k->name + ": " + std::to_string(k->shared.bytes) + " bytes, base aligned to " +
+             std::to_string(k->shared.alignment) + "\n";
+        for (auto &b : k->allocs)
+            if (auto at = b ? k->shared.offsetOf(b.get()) : std::nullopt)
+                s += "#   " + b->name + " at " + std::to_string(*at) + "\n";
+    }
+    return s;
 }
 
 } // namespace tilec::passes

@@ -6,11 +6,9 @@
 #include <stdint.h>
 #include <type_traits>
 
-namespace tilec {
+#include "tilec/swizzle.cuh"
 
-// Defined in swizzle.cuh, which the embedding pastes after this file (files go in name order).
-template <int Cols, int ElemBytes> __host__ __device__ constexpr bool swz_active();
-template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz_row_xor(int row);
+namespace tilec {
 
 /// Starts copying Bytes (4, 8 or 16) from global `gmem` to shared `smem`, both aligned to Bytes. When
 /// `valid` is false nothing is read (the source size is 0) and the destination is zero-filled; `gmem` is then

@@ -7,8 +7,7 @@
 //     C[((mi * nT + ni) * 2 + h) * 2 + c]  is element  (wm * WTM + mi * 16 + h * 8 + lane / 4,
 //                                                       wn * WTN + ni * 8 + (lane % 4) * 2 + c).
 // Shared operands are stored row-major and swizzled with swz<inner extent, element size> (swizzle.cuh).
-// The fragment loaders (ldmatrix and shared loads) and the mma.sync instructions are in mma_frag.cuh, which
-// the embedding pastes after this file (name order), so this file only declares the templates it uses.
+// The fragment loaders (ldmatrix and shared loads) and the mma.sync instructions are in mma_frag.cuh.
 #ifndef TILEC_STDLIB_MMA_CUH
 #define TILEC_STDLIB_MMA_CUH
 
@@ -17,14 +16,11 @@
 #include <stdint.h>
 #include <type_traits>
 
+#include "tilec/mma_frag.cuh"
+
 namespace tilec {
 
 namespace mma_detail {
-
-// Defined in mma_frag.cuh (see above).
-template <class TA, class TB, class TC> struct mma_op;
-template <int M, int K, bool Trans, class T, int MT, int Panel> struct a_smem_loader;
-template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_smem_loader;
 
 // The mT x nT instruction tiles of one k-step. Odd rows of tiles walk the columns backwards, so that
 // consecutive mma instructions share an operand register.

@@ -18,10 +18,9 @@
 #include <stdint.h>
 #include <type_traits>
 
-namespace tilec {
+#include "tilec/swizzle.cuh"
 
-// Defined in swizzle.cuh, which the embedding pastes after this file (files go in name order).
-template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr int swz_row_xor(int row);
+namespace tilec {
 
 namespace mma_detail {
 

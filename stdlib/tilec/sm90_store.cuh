@@ -38,9 +38,9 @@
 #include <stdint.h>
 #include <type_traits>
 
-namespace tilec {
+#include "tilec/tensor_map.cuh"
 
-struct tensor_map; // tensor_map.cuh (pasted after this file: files go in name order)
+namespace tilec {
 
 namespace store_detail {
 

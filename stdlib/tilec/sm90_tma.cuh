@@ -26,9 +26,9 @@
 
 #include <stdint.h>
 
-namespace tilec {
+#include "tilec/tensor_map.cuh"
 
-struct tensor_map; // tensor_map.cuh (pasted after this file: files go in name order)
+namespace tilec {
 
 namespace tma_detail {
 

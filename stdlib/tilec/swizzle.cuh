@@ -10,9 +10,6 @@
 // Rows of 128 bytes or a multiple of it XOR the chunk with row % 8; rows of 64 bytes (two rows per 128-byte
 // bank cycle) with (row / 2) % 4; rows of 32 bytes (four per cycle) with (row / 4) % 2. Other row sizes,
 // and rows that are not a whole number of chunks, are not swizzled.
-//
-// cp_async.cuh and mma.cuh use swz_active and swz_row_xor through forward declarations: the stdlib files
-// are pasted into generated code in name order, which puts this file after them.
 #ifndef TILEC_STDLIB_SWIZZLE_CUH
 #define TILEC_STDLIB_SWIZZLE_CUH
 

@@ -15,4 +15,8 @@ namespace tilec::passes {
 /// no thread can still touch the old one. Reports a kernel that needs more than `t` gives a block.
 ir::Program planSharedMemory(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
 
+/// The plans of the kernels of `p` (Kernel::shared), as --dump-after=planSharedMemory prints them before the IR:
+/// per kernel its dynamic shared memory, the base alignment and each buffer's offset, in Kernel::allocs order.
+std::string describeSharedPlans(const ir::Program &p);
+
 } // namespace tilec::passes

@@ -1,0 +1,26 @@
+// tilec device runtime: the whole library, each file after the files it uses. Generated code embeds the
+// files in this order (src/codegen/Stdlib.cpp follows these includes, each file once, its own includes of
+// tilec/ files dropped), so it compiles on its own (nvcc or NVRTC); code outside tilec may include this file
+// or any one file of tilec/, which includes what it uses.
+#ifndef TILEC_STDLIB_TILEC_CUH
+#define TILEC_STDLIB_TILEC_CUH
+
+// Element types, conversions, narrow-float arithmetic; vector loads and stores.
+#include "tilec/types.cuh"
+#include "tilec/memory.cuh"
+
+// sm_80 and later: swizzled shared tiles, cp.async tile copies, mma.sync GEMMs, block rasterization.
+#include "tilec/swizzle.cuh"
+#include "tilec/cp_async.cuh"
+#include "tilec/mma_frag.cuh"
+#include "tilec/mma.cuh"
+#include "tilec/raster.cuh"
+
+// sm_90: tensor maps, mbarriers and fences, TMA loads, the TMA-store epilogue, wgmma.
+#include "tilec/tensor_map.cuh"
+#include "tilec/sm90_barrier.cuh"
+#include "tilec/sm90_tma.cuh"
+#include "tilec/sm90_store.cuh"
+#include "tilec/sm90_wgmma.cuh"
+
+#endif // TILEC_STDLIB_TILEC_CUH
