@@ -5,6 +5,7 @@
 #include "tilec/Lower.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/SplitK.h"
 
 #include <algorithm>
@@ -41,13 +42,25 @@ bool lowerOnce(const ir::Program &program, const Variant &v, PassContext &ctx, s
     return !diag.hasErrors();
 }
 
-/// Kernel `i`'s distinct lowerings (compared as printed IR), each naming every target it is for, in the
+/// What makes two lowerings of a kernel the same kernel: its printed IR (code, launch, tensor maps,
+/// allocations; variables by name, since each lowering makes its own) and what the printer leaves out, the
+/// shared-memory plan, whether it needs TMA and the run-time alignment it assumes.
+std::string variantKey(const ir::KernelP &k) {
+    ir::Program one;
+    one.kernels.push_back(k);
+    std::string key = ir::print(*k) + passes::describeSharedPlans(one) + (k->needsTma ? "needs TMA\n" : "");
+    for (auto &a : k->assumptions)
+        key += "assumes " + a.tensor->name + " rows of " + ir::print(a.extent) + " elements in " + std::to_string(a.bytes) + "-byte units\n";
+    return key;
+}
+
+/// Kernel `i`'s distinct lowerings (compared by variantKey), each naming every target it is for, in the
 /// order the launcher tries them.
 std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings, size_t i) {
-    std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (IR text, kernel)
+    std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (key, kernel)
     for (auto &l : lowerings) {
         const ir::KernelP &k = l.kernels[i];
-        std::string text = ir::print(*k);
+        std::string text = variantKey(k);
         auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
         if (same == variants.end()) {
             variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
