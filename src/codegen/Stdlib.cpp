@@ -14,13 +14,16 @@ namespace {
 
 constexpr const char *kUmbrella = "tilec/tilec.cuh";
 
-/// The stdlib file a line includes (`#include "tilec/NAME.cuh"`), or "".
+/// The stdlib file a line includes, as "tilec/NAME.cuh", or "". The files include their siblings by file name
+/// (`#include "NAME.cuh"`, found beside the including file whatever the include path), "tilec/NAME.cuh" too.
 std::string includedStdlibFile(const std::string &line) {
     const std::string open = "#include \"";
     if (line.compare(0, open.size(), open) != 0) return "";
     size_t close = line.find('"', open.size());
     std::string name = close == std::string::npos ? "" : line.substr(open.size(), close - open.size());
-    return name.compare(0, 6, "tilec/") == 0 ? name : "";
+    if (name.compare(0, 6, "tilec/") == 0) return name;
+    const bool sibling = name.size() > 4 && name.find('/') == std::string::npos && name.compare(name.size() - 4, 4, ".cuh") == 0;
+    return sibling ? "tilec/" + name : "";
 }
 
 const StdlibFile &fileNamed(const std::string &name) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "tilec/mma_frag.cuh"
+#include "mma_frag.cuh"
 
 namespace tilec {
 

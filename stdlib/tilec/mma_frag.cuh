@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "tilec/swizzle.cuh"
+#include "swizzle.cuh"
 
 namespace tilec {
 

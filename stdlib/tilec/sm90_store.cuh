@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "tilec/tensor_map.cuh"
+#include "tensor_map.cuh"
 
 namespace tilec {
 

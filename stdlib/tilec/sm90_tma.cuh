@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "tilec/tensor_map.cuh"
+#include "tensor_map.cuh"
 
 namespace tilec {
 

@@ -6,21 +6,21 @@
 #define TILEC_STDLIB_TILEC_CUH
 
 // Element types, conversions, narrow-float arithmetic; vector loads and stores.
-#include "tilec/types.cuh"
-#include "tilec/memory.cuh"
+#include "types.cuh"
+#include "memory.cuh"
 
 // sm_80 and later: swizzled shared tiles, cp.async tile copies, mma.sync GEMMs, block rasterization.
-#include "tilec/swizzle.cuh"
-#include "tilec/cp_async.cuh"
-#include "tilec/mma_frag.cuh"
-#include "tilec/mma.cuh"
-#include "tilec/raster.cuh"
+#include "swizzle.cuh"
+#include "cp_async.cuh"
+#include "mma_frag.cuh"
+#include "mma.cuh"
+#include "raster.cuh"
 
 // sm_90: tensor maps, mbarriers and fences, TMA loads, the TMA-store epilogue, wgmma.
-#include "tilec/tensor_map.cuh"
-#include "tilec/sm90_barrier.cuh"
-#include "tilec/sm90_tma.cuh"
-#include "tilec/sm90_store.cuh"
-#include "tilec/sm90_wgmma.cuh"
+#include "tensor_map.cuh"
+#include "sm90_barrier.cuh"
+#include "sm90_tma.cuh"
+#include "sm90_store.cuh"
+#include "sm90_wgmma.cuh"
 
 #endif // TILEC_STDLIB_TILEC_CUH
