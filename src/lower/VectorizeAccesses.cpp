@@ -177,7 +177,7 @@ void conjuncts(const Expr &c, std::vector<Expr> &out) {
 /// once per vector. Null when `c` is not of that form.
 Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
     auto b = as<Binary>(c);
-    if (!b) return nullptr;
+    if (!b || width < 1) return nullptr; // no lanes to be uniform over (and no division by 0 below)
     Expr x = b->a, y = b->b;
     BinaryOp op = b->op;
     if (uses(y, lane)) { // y > x is x < y; y <= x is x >= y
