@@ -177,6 +177,22 @@ def plan(gpu_build, row):
 AUTOTUNE_MODULES = ("tilelang", "tilelang.autotuner", "tilelang.autotuner.tuner")
 
 
+def quiet_tilelang(tilelang):
+    """TileLang as both halves of the side by side use it (the compile workers, the timing process): warnings
+    only in its log, and autotune switched off (no_autotune), its autotuner module imported first where there is
+    one so that no_autotune reaches it."""
+    import sys
+    try:
+        tilelang.set_log_level("WARNING")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
+    except ImportError:
+        pass
+    no_autotune(sys.modules)
+
+
 def no_autotune(modules):
     """Makes every spelling of TileLang's autotune decorator (tilelang.autotune, tilelang.autotuner.autotune and
     its tuner module's) return the function unchanged, as tilec does with it (docs/LANGUAGE.md), so that TileLang

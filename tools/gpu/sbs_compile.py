@@ -112,15 +112,7 @@ def selected_rows(gpu_build, only=None, shard=None):
 
 def worker(args):
     import tilelang
-    try:
-        tilelang.set_log_level("WARNING")
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
-    except ImportError:
-        pass
-    S.no_autotune(sys.modules)
+    S.quiet_tilelang(tilelang)
     claims = os.path.join(args.work, "claims")
     os.makedirs(claims, exist_ok=True)
     done = read_compiled(args.work)

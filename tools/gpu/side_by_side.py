@@ -337,15 +337,7 @@ def child(args):
     import bench
     import core
     import harness
-    try:
-        tilelang.set_log_level("WARNING")
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
-    except ImportError:
-        pass
-    S.no_autotune(sys.modules)     # the configuration tilec compiled, as the compile workers had it
+    S.quiet_tilelang(tilelang)     # the configuration tilec compiled, as the compile workers had it
     t_end = float(args.deadline)
     everything = S.read_rows(args.gpu_build)
     position = {r["id"]: k for k, r in enumerate(everything)}     # a kernel's seed: the same in every shard
