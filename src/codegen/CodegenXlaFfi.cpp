@@ -1,7 +1,10 @@
 /// \file
 /// `--emit=xla-ffi`: a C++ file with an XLA FFI handler per exported kernel, for JAX (docs/INTERFACE.md,
 /// "PyTorch operators"). Each handler binds the kernel's operands, results and attributes as `--emit=torch`
-/// sorts them (TorchOp.h), checks their dtypes and shapes, and calls the C launch function on XLA's stream.
+/// sorts them (TorchOp.h), checks their dtypes and shapes, and calls the C launch function on XLA's stream; a
+/// T.alloc_global workspace is one more result, last, which XLA allocates with the others (never XLA's
+/// ScratchAllocator, which XLA's GPU runtime does not back for custom calls), so every handler can be declared
+/// command-buffer compatible.
 #include "codegen/TorchOp.h"
 
 #include "tilec/IRPrinter.h"

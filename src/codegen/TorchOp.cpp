@@ -131,7 +131,7 @@ std::vector<ExportedOp> exportedOps(const std::vector<KernelInfo> &kernels, cons
 NameTable opNames() {
     NameTable names = launcherNames();
     for (const char *r : {"at", "c10", "std", "torch", "xla", "tilec_device", "tilec_guard", "tilec_result",
-                          "tilec_stream", "tilec_scratch", "tilec_workspace", "tilec_workspace_bytes"})
+                          "tilec_stream", "tilec_workspace", "tilec_workspace_bytes", "tilec_workspace_result"})
         names.reserve(r);
     return names;
 }
