@@ -109,7 +109,9 @@ void Reference::store(const BufferNode &b, const std::vector<int64_t> &idx, doub
 double Reference::eval(const Expr &e, int lane) {
     switch (e->kind) {
     case NodeKind::IntImm: return (double)as<IntImm>(e)->value;
-    case NodeKind::FloatImm: return as<FloatImm>(e)->value;
+    // a float32 constant is the float32 the generated code spells (`1 / 448.0` in a float32 product is
+    // 0.002232143f, not the double), so products with it round as on the GPU
+    case NodeKind::FloatImm: return roundTo(e->dtype, as<FloatImm>(e)->value);
     case NodeKind::Var: {
         auto &env = env_.at(tile_ ? 0 : lane);
         auto it = env.find(as<VarNode>(e));
