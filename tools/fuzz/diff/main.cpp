@@ -8,6 +8,7 @@
 ///                          checked by the index-width oracle instead of simulated (default 10; 0: none)
 ///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
+///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
@@ -21,14 +22,17 @@
 /// results the generator computes on its own model; the reference of tilec's front-end output must agree
 /// exactly ("front end" failures), so front-end miscompiles are seen although both executions share it.
 ///
-/// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
+/// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line. A fatal signal (a compiler
+/// crash) first writes `seed S: crash: signal NAME` to stderr (Crash.h).
 #include "Check.h"
 #include "CopyPairs.h"
+#include "Crash.h"
 #include "Gen.h"
 #include "OracleSelfTest.h"
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -156,7 +160,7 @@ int main(int argc, char **argv) {
     double seconds = 0;
     std::string out = ".";
     bool verbose = false;
-    uint64_t bigEvery = 10, nvccEvery = 0;
+    uint64_t bigEvery = 10, nvccEvery = 0, crashAt = UINT64_MAX;
     std::string summaryFile;
     bool copyPairsMode = false, nvccToo = false;
     std::vector<std::string> replayArgs;
@@ -178,6 +182,7 @@ int main(int argc, char **argv) {
         else if (a == "--big-every") bigEvery = std::stoull(next());
         else if (a == "--nvcc-every") nvccEvery = std::stoull(next());
         else if (a == "--summary") summaryFile = next();
+        else if (a == "--crash-seed") crashAt = std::stoull(next());
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
@@ -208,7 +213,10 @@ int main(int argc, char **argv) {
         nvccEvery = 0;
     }
     if (nvccEvery) fs::create_directories(nvccDir);
+    reportCrashes();
     for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
+        crashSeed(s);
+        if (s == crashAt) std::raise(SIGFPE);
         const bool isBig = bigEvery && s % bigEvery == 0;
         GProgram p;
         BigProgram b;
