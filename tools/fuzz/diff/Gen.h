@@ -75,6 +75,11 @@ struct GOp {
     /// Serial and Gemm: the loop's first value, a block-dependent expression ("" for 0), so that a loop runs
     /// 0 times or starts past its end in some blocks (`T.Pipelined(loop_st, loop_ed)` of varlen attention).
     std::string start;
+    /// Serial and Gemm: the loop's end as an expression ("" for `n` / `T.ceildiv(K, BK)`): a run-time or
+    /// trace-time conditional (`T.if_then_else(bx < 2, bx + 2, bx - 1)`, `3 if bx == 0 else 1`) that code
+    /// generation splices into the loop header (GenExtents.cpp). Parallel: its extents ("" for the buffer's
+    /// shape), trace-time conditionals.
+    std::string end;
     bool alias = false;           ///< IfThread: through `tv = tx`
     std::vector<GOp> kids, elseKids;
 };
@@ -136,6 +141,9 @@ const std::vector<std::string> &reservedKernelNames();
 
 /// A random program from `seed`.
 GProgram generate(uint64_t seed);
+
+/// Conditional loop extents drawn on top of a program from a stream of its own (GenExtents.cpp).
+void decorateExtents(GProgram &p);
 
 /// Smaller variants of `p`, most promising first (for greedy shrinking).
 std::vector<GProgram> shrinkCandidates(const GProgram &p);

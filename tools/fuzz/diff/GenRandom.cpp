@@ -401,6 +401,7 @@ GProgram generate(uint64_t seed) {
     g.run();
     decorate(g.p);
     decorateTrips(g.p);
+    decorateExtents(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
