@@ -34,7 +34,7 @@ chmod +x "$T/dead"
 OUT=$T/c DIFF_SECONDS=3 TILEC_DIFFFUZZ=$T/dead bash "$SCRIPT" 8 2 0 1 > "$T/c.out" 2>&1
 rc=$?
 check "a binary that runs nothing fails with 3 (got $rc)" '[ $rc -eq 3 ]'
-check "and says so" 'grep -q "worker 0 died unexplained\|worker 0 ran no program" "$T/c.out" && grep -q "no program ran" "$T/c.out"'
+check "and says so" 'grep -q "worker 0 died without naming its seed" "$T/c.out" && grep -q "no program ran" "$T/c.out"'
 printf '#!/bin/sh\necho "libfoo.so: cannot open shared object file" >&2; exit 127\n' > "$T/nolib"
 chmod +x "$T/nolib"
 OUT=$T/d TILEC_DIFFFUZZ=$T/nolib bash "$SCRIPT" 8 2 0 1 > "$T/d.out" 2>&1

@@ -30,6 +30,15 @@ mkdir -p "$OUT/failures"
 rm -f "$OUT"/worker-*.txt "$OUT"/worker-*.log "$OUT/crashes.txt"
 SHARE=$(( (PROGRAMS + WORKERS - 1) / WORKERS ))
 START=$(date +%s)
+# The last `seed S: crash: signal NAME` line of a worker's log, as "S NAME" (bash alone: the GPU machine has
+# bash, coreutils, awk and python3, nothing more can be assumed there).
+lastCrash() {
+    local line c=""
+    while IFS= read -r line; do
+        [[ $line =~ ^seed\ ([0-9]+):\ crash:\ signal\ ([A-Z]+) ]] && c="${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+    done < "$1"
+    echo "$c"
+}
 # One worker: its share of the seeds in segments. A segment that dies of a signal (a compiler crash) has named
 # its seed in the log (`seed S: crash: signal NAME`, Crash.h): the program is kept as a failure, a line
 # "SEED SIGNAL UNCOUNTED" goes to crashes.txt (UNCOUNTED: the segment's programs before it, whose outcomes died
@@ -48,10 +57,9 @@ worker() {
             --summary "$OUT/worker-$w.$seg.txt" > /dev/null 2>> "$OUT/worker-$w.log"
         rc=$?
         [ "$rc" -gt 128 ] || return $(( rc || crashed ))
-        local c
-        c=$(grep -o '^seed [0-9]*: crash: signal [A-Z]*' "$OUT/worker-$w.log" | tail -n1)
-        local cs=${c#seed }
-        cs=${cs%%:*}
+        local c cs
+        c=$(lastCrash "$OUT/worker-$w.log")
+        cs=${c% *}
         if [ -z "$c" ] || [ "$cs" -lt "$s" ]; then
             echo "worker $w: tilec_difffuzz died of signal $(( rc - 128 )) from seed $s without naming the seed it died on" >> "$OUT/worker-$w.log"
             return 3
@@ -78,10 +86,10 @@ for ((w = 0; w < WORKERS; ++w)); do
     [ "$rc" -eq 0 ] || [ "$fail" -gt 1 ] || fail=1
     ran=0
     compgen -G "$OUT/worker-$w.*.txt" > /dev/null && ran=1
-    grep -q '^seed [0-9]*: crash' "$OUT/worker-$w.log" 2>/dev/null && ran=1
+    [ -n "$(lastCrash "$OUT/worker-$w.log")" ] && ran=1
     if [ "$rc" -gt 1 ] || [ "$ran" -eq 0 ]; then
         what="ran no program"
-        [ "$ran" -eq 1 ] && what="died unexplained"
+        [ "$rc" -eq 3 ] && what="died without naming its seed (its counts lost)"
         echo "diff-campaign.sh: worker $w $what (exit $rc); the end of $OUT/worker-$w.log:" >&2
         tail -n5 "$OUT/worker-$w.log" >&2
         fail=3
@@ -121,7 +129,8 @@ touch "$OUT/crashes.txt"
 cat "$OUT/summary.txt"
 # A campaign that ran nothing must never look like a clean one (session 14's H200 segment: 0 programs, exit
 # status only).
-if ! grep -q '^programs: [1-9]' "$OUT/summary.txt"; then
+nl=$'\n'
+if [[ ! $nl$(< "$OUT/summary.txt") =~ ${nl}programs:\ [1-9] ]]; then
     echo "diff-campaign.sh: FAILED: no program ran (see $OUT/worker-*.log)" >&2
     exit 3
 fi
