@@ -129,6 +129,13 @@ struct Printer {
             return;
         }
         case GOp::SetVar: line(ind, "v = " + o.value->print()); return;
+        case GOp::IfThreadScalar:
+            line(ind, "if tx < " + num(o.n) + ":");
+            ops(ind + 1, o.kids);
+            line(ind, "else:");
+            ops(ind + 1, o.elseKids);
+            return;
+        case GOp::SharedStore: line(ind, o.dst + "[" + o.tensor + "] = " + o.value->print()); return;
         }
     }
 };
@@ -148,7 +155,9 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
 
 bool threadIn(const std::vector<GOp> &ops) {
     for (auto &o : ops)
-        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || threadIn(o.kids) || threadIn(o.elseKids)) return true;
+        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || o.kind == GOp::IfThreadScalar ||
+            o.kind == GOp::SharedStore || threadIn(o.kids) || threadIn(o.elseKids))
+            return true;
     return false;
 }
 

@@ -60,6 +60,10 @@ struct GOp {
         IfThread,     ///< if <thread-dependent condition>: kids (tile statements there must be rejected)
         ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if
         SetVar,       ///< v = uniform expr
+        /// if tx < n: kids else: elseKids, both thread-level statements (ScalarThread with n = 0, SharedStore):
+        /// threads exchange data through shared memory in the branches (generate's threadShared)
+        IfThreadScalar,
+        SharedStore,  ///< dst[tensor] = expr, one thread's store into a shared tile (`tensor` holds the index)
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
     std::string dst, src, tensor; ///< buffer names
@@ -139,8 +143,9 @@ BigProgram generateBig(uint64_t seed);
 /// Kernel names tilec must refuse: C/C++ keywords Python can bind, C library and CUDA names, reserved prefixes.
 const std::vector<std::string> &reservedKernelNames();
 
-/// A random program from `seed`.
-GProgram generate(uint64_t seed);
+/// A random program from `seed`; with `threadShared`, some also get thread-dependent if/else branches that read
+/// and write shared tiles per thread (GenRandom.cpp: decorateThreadShared; off by default: see main.cpp).
+GProgram generate(uint64_t seed, bool threadShared = false);
 
 /// Conditional loop extents drawn on top of a program from a stream of its own (GenExtents.cpp).
 void decorateExtents(GProgram &p);
