@@ -68,7 +68,7 @@ struct Printer {
             return;
         case GOp::Parallel: {
             std::string idx = o.dst == "rm" ? "i" : o.dst == "rn" ? "j" : "i, j";
-            std::string ext = o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
+            std::string ext = !o.end.empty() ? o.end : o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
             line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
             int in = ind + 1;
             if (o.cond) line(in++, "if " + o.cond->print() + ":");
@@ -89,10 +89,10 @@ struct Printer {
         case GOp::Gemm: {
             // clear_accum clears only in a trip of the loop: with a dynamic K of 0 there is none, and reading acc
             // after it would read registers nothing wrote (undefined, not a miscompile: seeds 12696812, 12942427).
-            // So with a run-time start, which can lie at or past the end in some blocks.
-            if (!o.clearAccum || p.dynamic || !o.start.empty()) line(ind, "T.clear(acc)");
+            // So with a run-time start, which can lie at or past the end in some blocks, or a conditional end.
+            if (!o.clearAccum || p.dynamic || !o.start.empty() || !o.end.empty()) line(ind, "T.clear(acc)");
             const std::string K = p.dynamic ? "kk" : num(p.gk);
-            const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + "T.ceildiv(" + K + ", BK)";
+            const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + (o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end);
             std::string loop = o.stages > 0 ? "T.Pipelined(" + bounds + ", num_stages=" + num(o.stages) + ")"
                                             : "T.serial(" + bounds + ")";
             line(ind, "for k in " + loop + ":");
@@ -103,7 +103,8 @@ struct Printer {
             return;
         }
         case GOp::Serial:
-            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") + num(o.n) + "):");
+            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") +
+                          (o.end.empty() ? num(o.n) : o.end) + "):");
             ++serialDepth;
             ops(ind + 1, o.kids);
             --serialDepth;
@@ -138,6 +139,13 @@ struct Printer {
             return;
         }
         case GOp::SetVar: line(ind, "v = " + o.value->print()); return;
+        case GOp::IfThreadScalar:
+            line(ind, "if tx < " + num(o.n) + ":");
+            ops(ind + 1, o.kids);
+            line(ind, "else:");
+            ops(ind + 1, o.elseKids);
+            return;
+        case GOp::SharedStore: line(ind, o.dst + "[" + o.tensor + "] = " + o.value->print()); return;
         }
     }
 };
@@ -158,7 +166,9 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
 
 bool threadIn(const std::vector<GOp> &ops) {
     for (auto &o : ops)
-        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || threadIn(o.kids) || threadIn(o.elseKids)) return true;
+        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || o.kind == GOp::IfThreadScalar ||
+            o.kind == GOp::SharedStore || threadIn(o.kids) || threadIn(o.elseKids))
+            return true;
     return false;
 }
 

@@ -412,15 +412,48 @@ void decorateRegisters(GProgram &p) {
     walk(p.ops);
 }
 
+/// Threads exchanging data through shared tiles under a thread-dependent if/else: the else branch reads a
+/// shared element and then stores one, per thread, at indices that are a thread's own, another's, or shared by
+/// several (the reference runs threads one after another; on the GPU they race unless every exchange has a
+/// barrier between, which tilec cannot place inside the branch: it must refuse what it cannot order). From a
+/// stream of its own; only with --thread-shared.
+void decorateThreadShared(GProgram &p) {
+    Generator g{Rng{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x5a7ed)}, p};
+    if (!g.r.coin(0.3)) return;
+    static const std::vector<std::string> at{"(tx // BN) % BM, tx % BN", "tx % BM, 0", "(tx + 1) % BM, tx % BN",
+                                             "(tx + by) % BM, (tx // BM) % BN", "BM - 1 - tx % BM, 0"};
+    auto store = [&]() {
+        GOp o = opOf(GOp::SharedStore);
+        o.dst = g.r.coin(0.5) ? "s0" : "s1";
+        o.tensor = g.r.pick(at);
+        o.value = g.value(Ctx::Thread, 2);
+        return o;
+    };
+    auto scalar = [&](bool readShared) {
+        GOp o = opOf(GOp::ScalarThread);
+        std::string b = g.r.coin(0.5) ? "s0" : "s1";
+        o.value = readShared ? node("+", {leaf(b + "[" + g.r.pick(at) + "]", {b}), g.value(Ctx::Thread, 1)}) : g.value(Ctx::Thread, 2);
+        return o;
+    };
+    GOp o = opOf(GOp::IfThreadScalar);
+    o.n = g.r.in(1, p.threads - 1);
+    for (int64_t i = g.r.in(0, 2); i > 0; --i) o.kids.push_back(g.r.coin(0.5) ? store() : scalar(false));
+    if (o.kids.empty()) o.kids.push_back(scalar(false));
+    o.elseKids = {scalar(true), store()};
+    p.ops.insert(p.ops.end() - 1, o);
+}
+
 } // namespace
 
-GProgram generate(uint64_t seed) {
+GProgram generate(uint64_t seed, bool threadShared) {
     Generator g{Rng{std::mt19937_64(seed)}, {}};
     g.p.seed = seed;
     g.run();
     decorate(g.p);
     decorateTrips(g.p);
     decorateRegisters(g.p);
+    decorateExtents(g.p);
+    if (threadShared) decorateThreadShared(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
