@@ -9,6 +9,7 @@
 #include "tilec/passes/Arith.h"
 #include "ProgramVectorized.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -67,36 +68,76 @@ const Store *topStore(const Stmt &s) {
     return as<Store>(s);
 }
 
+/// Whether `e` loads an element of a buffer `reads` picks, or (with `calls`) calls anything.
+bool readsAny(const Expr &e, const std::function<bool(const BufferNode *)> &reads, bool calls) {
+    struct Reads : IRVisitor {
+        using IRVisitor::visit;
+        const std::function<bool(const BufferNode *)> *reads;
+        bool calls, found = false;
+        void visit(const Load &op) override {
+            found |= (*reads)(op.buffer.get());
+            IRVisitor::visit(op);
+        }
+        void visit(const Call &op) override {
+            found |= calls;
+            IRVisitor::visit(op);
+        }
+    } r;
+    r.reads = &reads;
+    r.calls = calls;
+    r.visit(e);
+    return r.found;
+}
+
 /// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
 /// statements, gives the same answer.
 bool pureIndexTest(const Expr &c) {
-    struct Impure : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Load &) override { found = true; }
-        void visit(const Call &) override { found = true; }
-    } imp;
-    imp.visit(c);
-    return !imp.found;
+    return !readsAny(c, [](const BufferNode *) { return true; }, true);
 }
 
 /// Whether a condition may be evaluated before a vectorized loop's body: it calls nothing and reads only
 /// registers (local buffers) that the body does not write, so it gives the same answer there, and reading it
 /// touches no memory (a conjunct that loads global memory may be guarded by the conjuncts before it).
 bool registerTest(const Expr &c, const std::set<const BufferNode *> &stored) {
-    struct Impure : IRVisitor {
-        using IRVisitor::visit;
-        const std::set<const BufferNode *> *stored;
-        bool found = false;
-        void visit(const Load &op) override {
-            found |= isMemory(op.buffer) || stored->count(op.buffer.get());
-            IRVisitor::visit(op);
+    auto memoryOrStored = [&](const BufferNode *b) {
+        return b->scope == Scope::Global || b->scope == Scope::Shared || stored.count(b) > 0;
+    };
+    return !readsAny(c, memoryOrStored, true);
+}
+
+/// Whether `e` loads an element of one of `bufs`.
+bool loadsAny(const Expr &e, const std::set<const BufferNode *> &bufs) {
+    return readsAny(e, [&](const BufferNode *b) { return bufs.count(b) > 0; }, false);
+}
+
+/// The statements at the head of a vectorized loop's body that set a register to the same value in every lane
+/// (a Python name bound in a T.Parallel body, `idx = Indices[i]`, is a one-element register the body stores
+/// first and its gather's index reads): the value and the index use neither the lane nor a variable bound in
+/// the body and load nothing the body stores (the register included), the register is stored nowhere else in
+/// the body and read by no statement before. Each lane would store the same value again, so the statement
+/// runs once before the loop instead, and the loads whose address reads the register may become vector loads.
+size_t invariantRegisterDefs(const std::vector<Stmt> &stmts, const VarNode *lane,
+                             const std::set<const VarNode *> &bound,
+                             const std::set<const BufferNode *> &stored) {
+    auto laneInvariant = [&](const Expr &e) {
+        return !uses(e, lane) && !mentionsAny(e, bound) && !loadsAny(e, stored);
+    };
+    size_t n = 0;
+    for (; n < stmts.size(); ++n) {
+        auto st = as<Store>(stmts[n]);
+        if (!st || isMemory(st->buffer) || !laneInvariant(st->value)) break;
+        if (!std::all_of(st->indices.begin(), st->indices.end(), laneInvariant)) break;
+        int storesHere = 0;
+        for (auto &s : stmts) {
+            Inside in;
+            in.visit(s);
+            storesHere += in.stored.count(st->buffer.get()) > 0;
         }
-        void visit(const Call &) override { found = true; }
-    } imp;
-    imp.stored = &stored;
-    imp.visit(c);
-    return !imp.found;
+        bool readBefore = false;
+        for (size_t i = 0; i < n; ++i) readBefore |= loads(stmts[i], st->buffer.get());
+        if (storesHere != 1 || readBefore) break;
+    }
+    return n;
 }
 
 /// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
@@ -414,6 +455,19 @@ class Vectorizer : public IRMutator {
         Inside in;
         in.visit(f.body);
         in.bound.erase(lane);
+        {
+            auto seq = as<Seq>(f.body);
+            std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{f.body};
+            size_t defs = invariantRegisterDefs(stmts, lane, in.bound, in.stored);
+            if (defs > 0 && defs < stmts.size()) {
+                std::vector<Stmt> out(stmts.begin(), stmts.begin() + (ptrdiff_t)defs);
+                std::vector<Stmt> rest(stmts.begin() + (ptrdiff_t)defs, stmts.end());
+                Stmt restBody = rest.size() == 1 ? rest[0] : Seq::make(std::move(rest), f.body->loc);
+                Stmt s = For::make(f.var, f.min, f.extent, f.forKind, f.numStages, restBody, f.loc);
+                out.push_back(vectorize(s, *as<For>(s), width));
+                return Seq::make(std::move(out), f.loc);
+            }
+        }
 
         // Loads to hoist: memory, aligned, checked independently of the lane, not stored to in the body.
         std::vector<Hoisted> loads;
@@ -428,6 +482,9 @@ class Vectorizer : public IRMutator {
             if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
             if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(f.body, l->buffer.get())) return false;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) return false;
+            // Run before the body, the load would read the registers and memory its address and test read as
+            // they were before any lane stored them (a gather's index register set by the body itself).
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(l->indices[0], in.stored)) return false;
             Expr base = alignedBase(l->indices[0], lane, width);
             return base && !mentionsAny(base, in.bound) && !uses(base, lane);
         };
@@ -512,6 +569,8 @@ class Vectorizer : public IRMutator {
             if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
             if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            // Run after the body, the store's address and test would read what the last lane left there.
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
             Expr base = alignedBase(st->indices[0], lane, width);
             if (!base || mentionsAny(base, in.bound)) continue;
             if (ir::loads(body, st->buffer.get())) continue;
