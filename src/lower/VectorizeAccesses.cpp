@@ -413,7 +413,8 @@ class Vectorizer : public IRMutator {
             }
         }
         ranges_ = std::move(saved);
-        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes == width) {
+        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
+        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes > 0 && lanes == width) {
             return vectorize(s, *f, lanes);
         } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
             Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
@@ -459,7 +460,7 @@ class Vectorizer : public IRMutator {
             auto seq = as<Seq>(f.body);
             std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{f.body};
             size_t defs = invariantRegisterDefs(stmts, lane, in.bound, in.stored);
-            if (defs > 0 && defs < stmts.size()) {
+            if (width > 0 && defs > 0 && defs < stmts.size()) { // the loop runs, so the statements run once
                 std::vector<Stmt> out(stmts.begin(), stmts.begin() + (ptrdiff_t)defs);
                 std::vector<Stmt> rest(stmts.begin() + (ptrdiff_t)defs, stmts.end());
                 Stmt restBody = rest.size() == 1 ? rest[0] : Seq::make(std::move(rest), f.body->loc);

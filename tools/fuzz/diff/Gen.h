@@ -76,6 +76,9 @@ struct GOp {
     /// 0 times or starts past its end in some blocks (`T.Pipelined(loop_st, loop_ed)` of varlen attention).
     std::string start;
     bool alias = false;           ///< IfThread: through `tv = tx`
+    /// Parallel over a 2-D tile: the body first binds `row` to an int32 row of A read from A (TileLang's sparse
+    /// attention binds `idx = Indices[...]`), and the value gathers `A[row, ...]` through it.
+    bool gather = false;
     std::vector<GOp> kids, elseKids;
 };
 
