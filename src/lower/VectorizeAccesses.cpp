@@ -68,31 +68,35 @@ const Store *topStore(const Stmt &s) {
     return as<Store>(s);
 }
 
-/// Whether `e` loads an element of a buffer `reads` picks, or (with `calls`) calls anything.
-bool readsAny(const Expr &e, const std::function<bool(const BufferNode *)> &reads, bool calls) {
+/// Whether `e` loads an element of a buffer `reads` picks, or makes a call `calls` picks (none when null).
+bool readsAny(const Expr &e, const std::function<bool(const BufferNode *)> &reads,
+              const std::function<bool(const Call &)> &calls) {
     struct Reads : IRVisitor {
         using IRVisitor::visit;
         const std::function<bool(const BufferNode *)> *reads;
-        bool calls, found = false;
+        const std::function<bool(const Call &)> *calls;
+        bool found = false;
         void visit(const Load &op) override {
             found |= (*reads)(op.buffer.get());
             IRVisitor::visit(op);
         }
         void visit(const Call &op) override {
-            found |= calls;
+            found |= *calls && (*calls)(op);
             IRVisitor::visit(op);
         }
     } r;
     r.reads = &reads;
-    r.calls = calls;
+    r.calls = &calls;
     r.visit(e);
     return r.found;
 }
 
 /// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
 /// statements, gives the same answer.
+bool anyCall(const Call &) { return true; }
+
 bool pureIndexTest(const Expr &c) {
-    return !readsAny(c, [](const BufferNode *) { return true; }, true);
+    return !readsAny(c, [](const BufferNode *) { return true; }, anyCall);
 }
 
 /// Whether a condition may be evaluated before a vectorized loop's body: it calls nothing and reads only
@@ -102,25 +106,36 @@ bool registerTest(const Expr &c, const std::set<const BufferNode *> &stored) {
     auto memoryOrStored = [&](const BufferNode *b) {
         return b->scope == Scope::Global || b->scope == Scope::Shared || stored.count(b) > 0;
     };
-    return !readsAny(c, memoryOrStored, true);
+    return !readsAny(c, memoryOrStored, anyCall);
 }
 
 /// Whether `e` loads an element of one of `bufs`.
 bool loadsAny(const Expr &e, const std::set<const BufferNode *> &bufs) {
-    return readsAny(e, [&](const BufferNode *b) { return bufs.count(b) > 0; }, false);
+    return readsAny(e, [&](const BufferNode *b) { return bufs.count(b) > 0; }, nullptr);
+}
+
+/// Whether `e` makes a call with an effect (T.call_extern's functions, library calls that are not pure
+/// expressions): running it once instead of once per lane would change what it does.
+bool callsWithEffect(const Expr &e) {
+    auto effect = [](const Call &c) {
+        const lib::Info *info = lib::find(c.name);
+        return c.name.rfind("extern:", 0) == 0 || (info && !(info->effects & lib::kPure));
+    };
+    return readsAny(e, [](const BufferNode *) { return false; }, effect);
 }
 
 /// The statements at the head of a vectorized loop's body that set a register to the same value in every lane
 /// (a Python name bound in a T.Parallel body, `idx = Indices[i]`, is a one-element register the body stores
 /// first and its gather's index reads): the value and the index use neither the lane nor a variable bound in
-/// the body and load nothing the body stores (the register included), the register is stored nowhere else in
-/// the body and read by no statement before. Each lane would store the same value again, so the statement
-/// runs once before the loop instead, and the loads whose address reads the register may become vector loads.
+/// the body, load nothing the body stores (the register included) and call nothing with an effect (an extern
+/// atomic); the register is stored nowhere else in the body and read by no statement before. Each lane would
+/// store the same value again, so the statement runs once before the loop instead, and the loads whose
+/// address reads the register may become vector loads.
 size_t invariantRegisterDefs(const std::vector<Stmt> &stmts, const VarNode *lane,
                              const std::set<const VarNode *> &bound,
                              const std::set<const BufferNode *> &stored) {
     auto laneInvariant = [&](const Expr &e) {
-        return !uses(e, lane) && !mentionsAny(e, bound) && !loadsAny(e, stored);
+        return !uses(e, lane) && !mentionsAny(e, bound) && !loadsAny(e, stored) && !callsWithEffect(e);
     };
     size_t n = 0;
     for (; n < stmts.size(); ++n) {
