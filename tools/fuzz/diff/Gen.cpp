@@ -71,6 +71,7 @@ struct Printer {
             std::string ext = !o.end.empty() ? o.end : o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
             line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
             int in = ind + 1;
+            if (o.gather) line(in, "row = T.cast(T.abs(A[by * BM + i, 0]) * 7.0, \"int32\") % " + num(p.ra));
             if (o.cond) line(in++, "if " + o.cond->print() + ":");
             line(in, o.dst + "[" + idx + "] = " + o.value->print());
             return;

@@ -90,6 +90,9 @@ struct GOp {
     /// updates them), and W gets register `lane`.
     int64_t lanes = 0, lane = 0;
     bool twice = false;
+    /// Parallel over a 2-D tile: the body first binds `row` to an int32 row of A read from A (TileLang's sparse
+    /// attention binds `idx = Indices[...]`), and the value gathers `A[row, ...]` through it.
+    bool gather = false;
     std::vector<GOp> kids, elseKids;
 };
 

@@ -443,6 +443,26 @@ void decorateThreadShared(GProgram &p) {
     p.ops.insert(p.ops.end() - 1, o);
 }
 
+/// Gathers through a name the T.Parallel body binds (`row = ...; tile[i, j] = A[row, ...]`): the vectorized
+/// loads of the gather must follow the statement that sets the name (issue 23: TileLang's sparse attention
+/// read each key row by the previous row's index). From a stream of its own; static rows of A only (a dynamic
+/// m may be 0, and the row is taken modulo it).
+void decorateGathers(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x6a7e)};
+    if (p.dynamic || p.ra < 1) return;
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && r.coin(0.3)) {
+                o.gather = true;
+                GExprP g = leaf("A[row, bx * BN + j]");
+                o.value = r.coin(0.5) ? g : node("+", {g, o.value});
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed, bool threadShared) {
@@ -452,6 +472,7 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorate(g.p);
     decorateTrips(g.p);
     decorateRegisters(g.p);
+    decorateGathers(g.p);
     decorateExtents(g.p);
     if (threadShared) decorateThreadShared(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
