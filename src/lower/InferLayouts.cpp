@@ -179,10 +179,10 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
             auto &sg = group(groupOf(u.reduceSrc));
             if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
                 cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
-            else if (sg.mma) {
+            else if (sg.mma && !(sg.mma->kind == Layout::Mma && u.reduceDim == 0 && u.reduceSrc->shape.size() == 2)) {
                 diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
-                                      std::to_string(u.reduceDim) + " is not supported; only per-row reductions (dim=1) "
-                                      "of a T.gemm result are");
+                                      std::to_string(u.reduceDim) + " is not supported; only per-row (dim=1) and per-column "
+                                      "(dim=0) reductions of a T.gemm result are");
                 continue;
             }
         }
