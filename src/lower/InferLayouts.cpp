@@ -315,6 +315,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing) &&
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
+    // A nest that indexes no fragment exactly but stores to one otherwise (`sinks[i] = Sinks[h]` into a copy in
+    // every thread) runs whole in every thread, each filling its own copy.
+    std::set<int> exactNests;
+    for (auto &u : c.uses)
+        if (u.exact && u.nest >= 0) exactNests.insert(u.nest);
+    for (auto &u : c.uses)
+        if (u.write && !u.exact && u.nest >= 0 && !exactNests.count(u.nest)) groups[uf.find(nestNode[u.nest])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());

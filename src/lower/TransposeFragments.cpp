@@ -1,0 +1,211 @@
+/// \file
+/// Fragments reached through a permutation of a T.Parallel nest's variables (include/tilec/passes/TransposeFragments.h).
+#include "tilec/passes/TransposeFragments.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/InferLayouts.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// One fragment access in a nest's body.
+struct Access {
+    Buffer buffer;
+    std::vector<Expr> indices;
+    bool store = false;
+};
+
+std::vector<Access> fragmentAccesses(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::vector<Access> out;
+        void visit(const Load &op) override {
+            if (op.buffer && op.buffer->scope == Scope::Fragment) out.push_back({op.buffer, op.indices, false});
+            IRVisitor::visit(op);
+        }
+        void visit(const Store &op) override {
+            if (op.buffer && op.buffer->scope == Scope::Fragment) out.push_back({op.buffer, op.indices, true});
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.visit(body);
+    return v.out;
+}
+
+/// p with indices[d] == vars[p[d]] for every d, each variable once, over the fragment's whole shape; else none.
+std::optional<std::vector<size_t>> permutationOf(const Access &a, const std::vector<Var> &vars,
+                                                 const std::vector<int64_t> &extents) {
+    if (a.indices.size() != vars.size() || a.buffer->shape.size() != vars.size()) return std::nullopt;
+    std::vector<size_t> p;
+    std::set<size_t> seen;
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+        size_t j = 0;
+        while (j < vars.size() && a.indices[d] != Expr(vars[j])) ++j;
+        if (j == vars.size() || !seen.insert(j).second ||
+            constInt(a.buffer->shape[d]) != std::optional<int64_t>(extents[j]))
+            return std::nullopt;
+        p.push_back(j);
+    }
+    return p;
+}
+
+bool identity(const std::vector<size_t> &p) {
+    for (size_t d = 0; d < p.size(); ++d)
+        if (p[d] != d) return false;
+    return true;
+}
+
+int64_t elements(const BufferNode &b) {
+    int64_t n = 1;
+    for (auto &e : b.shape) n *= constInt(e).value_or(kMaxReplicatedElements + 1);
+    return n;
+}
+
+class Transposer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Transposer(const Kernel &k) {
+        struct G : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> *out;
+            void visit(const Gemm &op) override {
+                for (auto *r : {&op.a, &op.c})
+                    if (r->buffer && r->buffer->scope == Scope::Fragment) out->insert(r->buffer.get());
+            }
+        } g;
+        g.out = &gemmFragments_;
+        g.visit(k.body);
+    }
+
+    std::vector<Buffer> newAllocs;
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
+        std::vector<const For *> loops{op.get()};
+        while (auto inner = as<For>(loops.back()->body)) {
+            if (inner->forKind != ForKind::Parallel) break;
+            loops.push_back(inner);
+        }
+        std::vector<Var> vars;
+        std::vector<int64_t> extents;
+        for (auto *f : loops) {
+            auto e = constInt(f->extent), m = constInt(f->min);
+            if (!e || !m || *m != 0) return op; // collectLayoutUses reports it
+            vars.push_back(f->var);
+            extents.push_back(*e);
+        }
+        const Stmt &body = loops.back()->body;
+        auto accesses = fragmentAccesses(body);
+        // 1. No fragment exact: the loops in the order of the first permuted store (else load).
+        std::optional<std::vector<size_t>> order;
+        bool anyExact = false;
+        for (bool stores : {true, false})
+            for (auto &a : accesses) {
+                auto p = permutationOf(a, vars, extents);
+                anyExact |= p && identity(*p);
+                if (p && !identity(*p) && a.store == stores && !order) order = p;
+            }
+        std::vector<const For *> ordered = loops;
+        if (order && !anyExact) {
+            for (size_t d = 0; d < loops.size(); ++d) ordered[d] = loops[(*order)[d]];
+            vars.clear(), extents.clear();
+            for (auto *f : ordered) vars.push_back(f->var), extents.push_back(*constInt(f->extent));
+        }
+        // 2. Fragments reached through a permutation that cannot be held whole by every thread: every access of
+        //    the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
+        //    writes every element) and copied back after it where the nest stores to it.
+        std::map<const BufferNode *, Buffer> staged;
+        std::vector<Stmt> before, after;
+        for (auto &a : accesses) {
+            auto p = permutationOf(a, vars, extents);
+            if (!p || identity(*p) || staged.count(a.buffer.get())) continue;
+            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
+            Buffer s = makeBuffer(a.buffer->name + "_transposed", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
+            newAllocs.push_back(s);
+            staged[a.buffer.get()] = s;
+            bool stored = false, read = false;
+            for (auto &b : accesses)
+                if (b.buffer == a.buffer) (b.store ? stored : read) = true;
+            if (read || !storesWhole(body, a.buffer)) before.push_back(copyNest(a.buffer, s, op->loc));
+            if (stored) after.push_back(copyNest(s, a.buffer, op->loc));
+        }
+        Stmt inner = body;
+        if (!staged.empty()) inner = ToShared(staged).mutate(body);
+        if (ordered == loops && inner == body) return op;
+        for (size_t d = ordered.size(); d-- > 0;) {
+            const For *f = ordered[d];
+            inner = For::make(f->var, f->min, f->extent, ForKind::Parallel, f->numStages, inner, f->loc);
+        }
+        if (before.empty() && after.empty()) return inner;
+        before.push_back(inner);
+        before.insert(before.end(), after.begin(), after.end());
+        return Seq::make(std::move(before), op->loc);
+    }
+
+  private:
+    std::set<const BufferNode *> gemmFragments_;
+
+    /// `for i... in T.Parallel(shape): dst[i...] = src[i...]`.
+    static Stmt copyNest(const Buffer &src, const Buffer &dst, const SourceRange &loc) {
+        std::vector<Var> vs;
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < src->shape.size(); ++d) {
+            vs.push_back(makeVar("t" + std::to_string(d), DType::Int32, loc));
+            idx.push_back(vs.back());
+        }
+        Stmt s = Store::make(dst, idx, Load::make(src, idx, loc), loc);
+        for (size_t d = vs.size(); d-- > 0;)
+            s = For::make(vs[d], intImm(0, DType::Int32), src->shape[d], ForKind::Parallel, 0, s, loc);
+        return s;
+    }
+
+    /// Whether `body` stores to `b` unconditionally (a store reached through sequences only): each iteration
+    /// writes its element.
+    static bool storesWhole(const Stmt &body, const Buffer &b) {
+        if (auto st = as<Store>(body)) return st->buffer == b;
+        if (auto seq = as<Seq>(body))
+            for (auto &s : seq->stmts)
+                if (storesWhole(s, b)) return true;
+        return false;
+    }
+
+    /// Every access of a staged fragment goes to its shared copy.
+    struct ToShared : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, Buffer> &staged;
+        explicit ToShared(const std::map<const BufferNode *, Buffer> &s) : staged(s) {}
+        Buffer mutateBuffer(const Buffer &b) override {
+            auto it = b ? staged.find(b.get()) : staged.end();
+            return it == staged.end() ? b : it->second;
+        }
+    };
+};
+
+} // namespace
+
+Program transposeFragments(const Program &p) {
+    Program out = p;
+    for (auto &k : out.kernels) {
+        if (!k) continue;
+        Transposer t(*k);
+        Stmt body = t.mutate(k->body);
+        if (body == k->body) continue;
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body;
+        for (auto &b : t.newAllocs) nk->allocs.push_back(b);
+        k = nk;
+    }
+    return out;
+}
+
+} // namespace tilec::passes

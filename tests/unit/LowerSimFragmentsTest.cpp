@@ -1,0 +1,114 @@
+/// \file
+/// Fragment constructs of TileLang's examples run on the CPU simulator against references computed here:
+/// column reductions (dim=0) of a T.gemm accumulator in its tensor-core layout (src/lower/ReduceMmaColumns.cpp),
+/// and T.Parallel nests reaching fragments through a permutation of their variables
+/// (src/lower/TransposeFragments.cpp): a nest over (j, i) updating an accumulator as acc[i, j], and a transpose
+/// `t[j, i] = acc[i, j]` of an accumulator into another fragment.
+#include "sim/Simulator.h"
+#include "LowerTestUtil.h"
+#include "SimTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+namespace sim = tilec::simtest;
+
+/// Runs kernel `k` of `src` lowered for sm_80 on the simulator; no races.
+void runSim(const std::string &src, std::map<std::string, std::vector<double> *> tensors) {
+    tilec::lowertest::LowerRun r;
+    r.run(src, "t.tile", *tilec::Target::parse("sm_80"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    ASSERT_EQ(r.lowered->kernels.size(), 1u) << r.diags();
+    for (auto &k : r.lowered->kernels) {
+        sim::Simulator s(*k, tensors);
+        try {
+            s.run();
+        } catch (const sim::SimError &e) {
+            FAIL() << e.what();
+        }
+        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+    }
+}
+
+/// C = A B^T (64 x 64, K = 32), then its column sums and, over a fill of 0.5, its column maxima.
+void columnReductions(const std::string &policy, int threads) {
+    const int M = 64, N = 64, K = 32;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(A: T.Tensor((64, 32), \"float16\"), B: T.Tensor((64, 32), \"float16\"),\n"
+                      "      S: T.Tensor((64,), \"float32\"), X: T.Tensor((64,), \"float32\")):\n"
+                      "    with T.Kernel(1, threads=" + std::to_string(threads) + ") as bx:\n"
+                      "        a = T.alloc_shared((64, 32), \"float16\")\n"
+                      "        b = T.alloc_shared((64, 32), \"float16\")\n"
+                      "        acc = T.alloc_fragment((64, 64), \"float32\")\n"
+                      "        cs = T.alloc_fragment((64,), \"float32\")\n"
+                      "        cm = T.alloc_fragment((64,), \"float32\")\n"
+                      "        T.copy(A, a)\n"
+                      "        T.copy(B, b)\n"
+                      "        T.clear(acc)\n"
+                      "        T.gemm(a, b, acc, transpose_B=True, policy=T.GemmWarpPolicy." + policy + ")\n"
+                      "        T.reduce_sum(acc, cs, dim=0)\n"
+                      "        T.fill(cm, 0.5)\n"
+                      "        T.reduce_max(acc, cm, dim=0, clear=False)\n"
+                      "        T.copy(cs, S)\n"
+                      "        T.copy(cm, X)\n";
+    auto a = sim::randomData(M * K, 41, -1, 1), b = sim::randomData(N * K, 42, -1, 1);
+    std::vector<double> s(N, std::nan("")), x(N, std::nan("")), ws(N, 0), wx(N, 0.5);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double c = 0;
+            for (int q = 0; q < K; ++q) c += a[i * K + q] * b[j * K + q];
+            ws[j] += c;
+            wx[j] = std::max(wx[j], c);
+        }
+    runSim(src, {{"A", &a}, {"B", &b}, {"S", &s}, {"X", &x}});
+    sim::expectNear(s, ws, 1e-4, "S");
+    sim::expectNear(x, wx, 1e-4, "X");
+}
+
+TEST(LowerSimFragments, ColumnReductionsOver2x2Warps) { columnReductions("Square", 128); }
+TEST(LowerSimFragments, ColumnReductionsOver4x1Warps) { columnReductions("FullRow", 128); }
+TEST(LowerSimFragments, ColumnReductionsOver1x4Warps) { columnReductions("FullCol", 128); }
+TEST(LowerSimFragments, ColumnReductionsOneWarp) { columnReductions("Square", 32); }
+
+/// acc = A B^T scaled per column by a nest over (j, i), then transposed into t by `t[j, i] = acc[i, j]`.
+TEST(LowerSimFragments, PermutedNestsAndTransposedAccumulator) {
+    const int M = 64, N = 32, K = 32;
+    const char *src = R"(import tilelang.language as T
+@T.prim_func
+def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 32), "float16"), W: T.Tensor((32,), "float32"),
+      O: T.Tensor((32, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        a = T.alloc_shared((64, 32), "float16")
+        b = T.alloc_shared((32, 32), "float16")
+        acc = T.alloc_fragment((64, 32), "float32")
+        w = T.alloc_fragment((32,), "float32")
+        t = T.alloc_fragment((32, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.copy(W, w)
+        T.clear(acc)
+        T.gemm(a, b, acc, transpose_B=True)
+        for j, i in T.Parallel(32, 64):
+            acc[i, j] = acc[i, j] * w[j]
+        for i, j in T.Parallel(64, 32):
+            t[j, i] = acc[i, j] + 1
+        T.copy(t, O)
+)";
+    auto a = sim::randomData(M * K, 43, -1, 1), b = sim::randomData(N * K, 44, -1, 1), w = sim::randomData(N, 45, -1, 1);
+    std::vector<double> o(N * M, std::nan("")), want(N * M);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double c = 0;
+            for (int q = 0; q < K; ++q) c += a[i * K + q] * b[j * K + q];
+            want[j * M + i] = c * w[j] + 1;
+        }
+    runSim(src, {{"A", &a}, {"B", &b}, {"W", &w}, {"O", &o}});
+    sim::expectNear(o, want, 1e-4, "O");
+}
+
+} // namespace
