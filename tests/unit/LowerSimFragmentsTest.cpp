@@ -111,4 +111,30 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 32), "float16"), W: T.T
     sim::expectNear(o, want, 1e-4, "O");
 }
 
+/// `xt[i, j] = x[j, i] * sinks[j]`: x (4096 elements, too many to hold whole in every thread) read through a
+/// shared copy; `sinks`, a (128,) copy in every thread, filled by a nest over 64 that indexes no fragment exactly.
+TEST(LowerSimFragments, TransposedReadAndPerThreadCopies) {
+    const int N = 64;
+    const char *src = R"(import tilelang.language as T
+@T.prim_func
+def k(X: T.Tensor((64, 64), "float32"), S: T.Tensor((2,), "float32"), Y: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        x = T.alloc_fragment((64, 64), "float32")
+        xt = T.alloc_fragment((64, 64), "float32")
+        sinks = T.alloc_fragment((128,), "float32")
+        for i in T.Parallel(64):
+            sinks[i] = S[0] + S[1] * i
+        T.copy(X, x)
+        for i, j in T.Parallel(64, 64):
+            xt[i, j] = x[j, i] * sinks[j]
+        T.copy(xt, Y)
+)";
+    auto x = sim::randomData(N * N, 46, -1, 1), sc = sim::randomData(2, 47, -1, 1);
+    std::vector<double> y(N * N, std::nan("")), want(N * N);
+    for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j) want[i * N + j] = x[j * N + i] * (sc[0] + sc[1] * j);
+    runSim(src, {{"X", &x}, {"S", &sc}, {"Y", &y}});
+    sim::expectNear(y, want, 1e-5, "Y");
+}
+
 } // namespace
