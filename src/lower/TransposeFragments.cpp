@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InferLayouts.h"
@@ -65,6 +66,36 @@ bool identity(const std::vector<size_t> &p) {
     return true;
 }
 
+/// Whether a load of a fragment in a nest over `vars` reads an element that the nest's layout cannot place in the
+/// reading thread, so that layout inference would have to hold the fragment whole in every thread: any index but
+/// the forms it spreads (LayoutUses.h: exact, a per-row value, a broadcast along trailing variables, a packed
+/// `j // S`, and slices of whole rounds of `threads`).
+bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents, int threads) {
+    const auto &idx = a.indices;
+    const size_t r = idx.size(), nv = vars.size();
+    if (r != a.buffer->shape.size()) return true;
+    auto is = [&](size_t d, size_t v) {
+        return idx[d] == Expr(vars[v]) && constInt(a.buffer->shape[d]) == std::optional<int64_t>(extents[v]);
+    };
+    size_t prefix = 0;
+    while (prefix < r && prefix < nv && is(prefix, prefix)) ++prefix;
+    if (prefix == r) return false;                           // exact, per-row, broadcast
+    if (r == 1 && idx[0] == Expr(vars[0])) return false;     // per-row value
+    if (r == nv && prefix + 1 == r) {                        // packed `B[i, j // S]`
+        auto q = as<Binary>(idx[r - 1]);
+        if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(vars[nv - 1]) && constInt(q->b)) return false;
+    }
+    size_t k = 0;                                            // a slice: free leading indices, trailing variables
+    while (k < nv && k < r && is(r - 1 - k, nv - 1 - k)) ++k;
+    if (k == 0) return true;
+    for (size_t d = 0; d < r - k; ++d)
+        for (auto &v : vars)
+            if (ir::uses(idx[d], v.get())) return true;
+    int64_t p = 1;
+    for (size_t v = nv - k; v < nv; ++v) p *= extents[v];
+    return p % threads != 0;
+}
+
 int64_t elements(const BufferNode &b) {
     int64_t n = 1;
     for (auto &e : b.shape) n *= constInt(e).value_or(kMaxReplicatedElements + 1);
@@ -74,7 +105,7 @@ int64_t elements(const BufferNode &b) {
 class Transposer : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Transposer(const Kernel &k) {
+    explicit Transposer(const Kernel &k) : threads_(k.threads) {
         struct G : IRVisitor {
             using IRVisitor::visit;
             std::set<const BufferNode *> *out;
@@ -128,9 +159,10 @@ class Transposer : public IRMutator {
         std::vector<Stmt> before, after;
         for (auto &a : accesses) {
             auto p = permutationOf(a, vars, extents);
-            if (!p || identity(*p) || staged.count(a.buffer.get())) continue;
+            bool permuted = p && !identity(*p);
+            if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_))) || staged.count(a.buffer.get())) continue;
             if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
-            Buffer s = makeBuffer(a.buffer->name + "_transposed", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
+            Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
             newAllocs.push_back(s);
             staged[a.buffer.get()] = s;
             bool stored = false, read = false;
@@ -153,6 +185,7 @@ class Transposer : public IRMutator {
     }
 
   private:
+    int threads_;
     std::set<const BufferNode *> gemmFragments_;
 
     /// `for i... in T.Parallel(shape): dst[i...] = src[i...]`.

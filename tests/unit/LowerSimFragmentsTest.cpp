@@ -2,8 +2,8 @@
 /// Fragment constructs of TileLang's examples run on the CPU simulator against references computed here:
 /// column reductions (dim=0) of a T.gemm accumulator in its tensor-core layout (src/lower/ReduceMmaColumns.cpp),
 /// and T.Parallel nests reaching fragments through a permutation of their variables
-/// (src/lower/TransposeFragments.cpp): a nest over (j, i) updating an accumulator as acc[i, j], and a transpose
-/// `t[j, i] = acc[i, j]` of an accumulator into another fragment.
+/// (src/lower/TransposeFragments.cpp): a nest over (j, i) updating an accumulator as acc[i, j], a transpose
+/// `t[j, i] = acc[i, j]` of an accumulator into another fragment, reads across threads through shared copies.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -75,13 +75,14 @@ TEST(LowerSimFragments, ColumnReductionsOver4x1Warps) { columnReductions("FullRo
 TEST(LowerSimFragments, ColumnReductionsOver1x4Warps) { columnReductions("FullCol", 128); }
 TEST(LowerSimFragments, ColumnReductionsOneWarp) { columnReductions("Square", 32); }
 
-/// acc = A B^T scaled per column by a nest over (j, i), then transposed into t by `t[j, i] = acc[i, j]`.
+/// acc = A B^T scaled per column by a nest over (j, i), then transposed into t by `t[j, i] = acc[i, j]`; a diagonal
+/// of its lower half read across threads (`acc[i + 32, i]`).
 TEST(LowerSimFragments, PermutedNestsAndTransposedAccumulator) {
     const int M = 64, N = 32, K = 32;
     const char *src = R"(import tilelang.language as T
 @T.prim_func
 def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 32), "float16"), W: T.Tensor((32,), "float32"),
-      O: T.Tensor((32, 64), "float32")):
+      O: T.Tensor((32, 64), "float32"), R: T.Tensor((32,), "float32")):
     with T.Kernel(1, threads=128) as bx:
         a = T.alloc_shared((64, 32), "float16")
         b = T.alloc_shared((32, 32), "float16")
@@ -98,17 +99,21 @@ def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 32), "float16"), W: T.T
         for i, j in T.Parallel(64, 32):
             t[j, i] = acc[i, j] + 1
         T.copy(t, O)
+        for i in T.Parallel(32):
+            R[i] = acc[i + 32, i]
 )";
     auto a = sim::randomData(M * K, 43, -1, 1), b = sim::randomData(N * K, 44, -1, 1), w = sim::randomData(N, 45, -1, 1);
-    std::vector<double> o(N * M, std::nan("")), want(N * M);
+    std::vector<double> o(N * M, std::nan("")), want(N * M), r(N, std::nan("")), wantR(N);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
             double c = 0;
             for (int q = 0; q < K; ++q) c += a[i * K + q] * b[j * K + q];
             want[j * M + i] = c * w[j] + 1;
+            if (i == j + 32) wantR[j] = c * w[j];
         }
-    runSim(src, {{"A", &a}, {"B", &b}, {"W", &w}, {"O", &o}});
+    runSim(src, {{"A", &a}, {"B", &b}, {"W", &w}, {"O", &o}, {"R", &r}});
     sim::expectNear(o, want, 1e-4, "O");
+    sim::expectNear(r, wantR, 1e-4, "R");
 }
 
 /// `xt[i, j] = x[j, i] * sinks[j]`: x (4096 elements, too many to hold whole in every thread) read through a
