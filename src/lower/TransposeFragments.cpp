@@ -8,6 +8,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/InferLayouts.h"
+#include "FlatIndexViews.h"
 
 #include <map>
 #include <optional>
@@ -119,6 +120,7 @@ class Transposer : public IRMutator {
     }
 
     std::vector<Buffer> newAllocs;
+    std::vector<std::pair<Buffer, Buffer>> newViews; ///< (view, fragment): Kernel::fragmentViews
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
@@ -135,7 +137,7 @@ class Transposer : public IRMutator {
             vars.push_back(f->var);
             extents.push_back(*e);
         }
-        const Stmt &body = loops.back()->body;
+        Stmt body = FlatViews(*this, vars, extents).mutate(loops.back()->body);
         auto accesses = fragmentAccesses(body);
         // 1. No fragment exact: the loops in the order of the first permuted store (else load).
         std::optional<std::vector<size_t>> order;
@@ -173,7 +175,7 @@ class Transposer : public IRMutator {
         }
         Stmt inner = body;
         if (!staged.empty()) inner = ToShared(staged).mutate(body);
-        if (ordered == loops && inner == body) return op;
+        if (ordered == loops && inner == loops.back()->body) return op;
         for (size_t d = ordered.size(); d-- > 0;) {
             const For *f = ordered[d];
             inner = For::make(f->var, f->min, f->extent, ForKind::Parallel, f->numStages, inner, f->loc);
@@ -212,6 +214,50 @@ class Transposer : public IRMutator {
         return false;
     }
 
+    /// A view of `f` in the shape `extents` (one per fragment and shape).
+    Buffer viewOf(const Buffer &f, const std::vector<int64_t> &extents) {
+        for (auto &[v, base] : newViews) {
+            bool same = base == f && v->shape.size() == extents.size();
+            for (size_t d = 0; same && d < extents.size(); ++d) same = constInt(v->shape[d]) == std::optional<int64_t>(extents[d]);
+            if (same) return v;
+        }
+        std::vector<Expr> shape;
+        for (auto e : extents) shape.push_back(intImm(e, DType::Int32));
+        Buffer v = makeBuffer(f->name + "_flat", Scope::Fragment, f->dtype, shape, f->loc);
+        newViews.push_back({v, f});
+        return v;
+    }
+
+    /// Accesses of a fragment at the element the iteration addresses row-major (FlatIndexViews.h) become exact
+    /// accesses of a view of it in the nest's shape: the same elements, in the same threads (inferLayouts).
+    struct FlatViews : IRMutator {
+        using IRMutator::visit;
+        Transposer &t;
+        const std::vector<Var> &vars;
+        const std::vector<int64_t> &extents;
+        FlatViews(Transposer &t, const std::vector<Var> &v, const std::vector<int64_t> &e) : t(t), vars(v), extents(e) {}
+        std::optional<Buffer> view(const Buffer &b, const std::vector<Expr> &idx) {
+            if (!b || b->scope != Scope::Fragment) return std::nullopt;
+            std::vector<int64_t> shape;
+            for (auto &e : b->shape) {
+                auto c = constInt(e);
+                if (!c) return std::nullopt;
+                shape.push_back(*c);
+            }
+            if (!flatEquivalent(idx, shape, vars, extents)) return std::nullopt;
+            return t.viewOf(b, extents);
+        }
+        std::vector<Expr> nestIndex() const { return std::vector<Expr>(vars.begin(), vars.end()); }
+        Expr visit(const std::shared_ptr<const Load> &op) override {
+            if (auto v = view(op->buffer, op->indices)) return Load::make(*v, nestIndex(), op->loc);
+            return IRMutator::visit(op);
+        }
+        Stmt visit(const std::shared_ptr<const Store> &op) override {
+            if (auto v = view(op->buffer, op->indices)) return Store::make(*v, nestIndex(), mutate(op->value), op->loc);
+            return IRMutator::visit(op);
+        }
+    };
+
     /// Every access of a staged fragment goes to its shared copy.
     struct ToShared : IRMutator {
         using IRMutator::visit;
@@ -236,6 +282,7 @@ Program transposeFragments(const Program &p) {
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body;
         for (auto &b : t.newAllocs) nk->allocs.push_back(b);
+        for (auto &v : t.newViews) nk->fragmentViews.push_back(v);
         k = nk;
     }
     return out;

@@ -142,4 +142,34 @@ def k(X: T.Tensor((64, 64), "float32"), S: T.Tensor((2,), "float32"), Y: T.Tenso
     sim::expectNear(y, want, 1e-5, "Y");
 }
 
+/// Accesses at the nest iteration's row-major element (src/lower/FlatIndexViews.cpp): `g[j] += x[i, j] * 2` in a
+/// nest over (1, 512) (the layernorm backward's dgamma) and `f[i, j * 8 + k]` in a nest over (16, 4, 8).
+TEST(LowerSimFragments, FlatIndexViews) {
+    const char *src = R"(import tilelang.language as T
+@T.prim_func
+def k(X: T.Tensor((1, 512), "float32"), G: T.Tensor((512,), "float32"), F: T.Tensor((16, 32), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        x = T.alloc_fragment((1, 512), "float32")
+        g = T.alloc_fragment((512,), "float32")
+        f = T.alloc_fragment((16, 32), "float32")
+        T.copy(X, x)
+        T.copy(G, g)
+        for i, j in T.Parallel(1, 512):
+            g[j] += x[i, j] * 2
+        T.copy(g, G)
+        for i, j, k in T.Parallel(16, 4, 8):
+            f[i, j * 8 + k] = i * 100 + j * 10 + k + x[0, i * 32 + j * 8 + k]
+        T.copy(f, F)
+)";
+    auto x = sim::randomData(512, 48, -1, 1), g = sim::randomData(512, 49, -1, 1);
+    std::vector<double> wantG(512), f(512, std::nan("")), wantF(512);
+    for (int j = 0; j < 512; ++j) wantG[j] = g[j] + x[j] * 2;
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 8; ++k) wantF[i * 32 + j * 8 + k] = i * 100 + j * 10 + k + x[i * 32 + j * 8 + k];
+    runSim(src, {{"X", &x}, {"G", &g}, {"F", &f}});
+    sim::expectNear(g, wantG, 1e-6, "G");
+    sim::expectNear(f, wantF, 1e-6, "F");
+}
+
 } // namespace
