@@ -172,4 +172,62 @@ def k(X: T.Tensor((1, 512), "float32"), G: T.Tensor((512,), "float32"), F: T.Ten
     sim::expectNear(f, wantF, 1e-6, "F");
 }
 
+/// On sm_90a's warp roles (a TMA producer, wgmma consumers): the column sums of the accumulator and its transpose
+/// after the pipelined loop, in consumer code (named barriers of the consumers), under several interleavings.
+TEST(LowerSimFragments, ColumnSumsAndTransposeInConsumerWarpgroups) {
+    const int M = 128, N = 128, K = 256;
+    const char *src = R"(import tilelang.language as T
+@T.prim_func
+def k(A: T.Tensor((128, 256), "float16"), B: T.Tensor((128, 256), "float16"), O: T.Tensor((128, 128), "float32"),
+      S: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=256) as bx:
+        a = T.alloc_shared((128, 64), "float16")
+        b = T.alloc_shared((128, 64), "float16")
+        acc = T.alloc_fragment((128, 128), "float32")
+        t = T.alloc_fragment((128, 128), "float32")
+        cs = T.alloc_fragment((128,), "float32")
+        T.clear(acc)
+        for ko in T.Pipelined(4, num_stages=2):
+            T.copy(A[0, ko * 64], a)
+            T.copy(B[0, ko * 64], b)
+            T.gemm(a, b, acc, transpose_B=True)
+        T.reduce_sum(acc, cs, dim=0)
+        for i, j in T.Parallel(128, 128):
+            t[j, i] = acc[i, j]
+        T.copy(t, O)
+        T.copy(cs, S)
+)";
+    tilec::Variant v{*tilec::Target::parse("sm_90a"), {}};
+    v.options.clusters = false;
+    tilec::lowertest::LowerRun r;
+    r.run(src, "t.tile", v);
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const tilec::ir::Kernel *k = nullptr;
+    for (auto &kk : r.lowered->kernels)
+        if (kk->producerThreads) k = kk.get();
+    ASSERT_TRUE(k) << "no warp roles";
+    auto a = sim::quarters((size_t)M * K, 3), b = sim::quarters((size_t)N * K, 4);
+    std::vector<double> wantO(M * N), wantS(N, 0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double c = 0;
+            for (int q = 0; q < K; ++q) c += a[i * K + q] * b[j * K + q];
+            wantO[j * M + i] = c;
+            wantS[j] += c;
+        }
+    for (uint64_t seed : {0, 1, 2}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        std::vector<double> o(M * N, std::nan("")), cs(N, std::nan(""));
+        sim::Simulator s(*k, {{"A", &a}, {"B", &b}, {"O", &o}, {"S", &cs}}, {}, seed);
+        try {
+            s.run();
+        } catch (const sim::SimError &e) {
+            FAIL() << e.what();
+        }
+        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+        sim::expectNear(o, wantO, 1e-9, "O");
+        sim::expectNear(cs, wantS, 1e-9, "S");
+    }
+}
+
 } // namespace
