@@ -329,6 +329,9 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     }
     for (size_t i = 0; i < c.nests.size(); ++i) {
         Group &g = groups[uf.find(nestNode[i])];
+        // A nest of a thread's own registers (it stores only into T.alloc_local buffers and touches no
+        // fragment: `for v in T.Parallel(8): w_local[v] *= s`) is the thread's own loop: every thread runs it whole.
+        if (!c.nests[i].fragmentAccess && !c.nests[i].nonLocalStore) g.replicated = true;
         g.memBytes = std::max(g.memBytes, c.nests[i].memBytes);
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }

@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 #include <algorithm>
@@ -104,6 +105,13 @@ class Collect : public IRVisitor {
         access(op.dst.buffer, idx, op.loc, true);
         IRVisitor::visit(op);
     }
+    /// A T.access_ptr handed to a call (T.call_extern) may be written through: a store into its buffer.
+    void visit(const Call &op) override {
+        if (current_ >= 0 && lib::is(op, lib::Fn::AddressOf) && op.args.size() == 1)
+            if (auto l = as<Load>(op.args[0]); l && l->buffer && l->buffer->scope != Scope::Local)
+                nests[current_].nonLocalStore = true;
+        IRVisitor::visit(op);
+    }
     void visit(const Reduce &op) override {
         if (current_ >= 0) {
             diag_.error(op.loc, "a reduction cannot be inside a T.Parallel loop: every thread takes part in it");
@@ -141,6 +149,10 @@ class Collect : public IRVisitor {
 
     void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
         if (!b) return;
+        if (current_ >= 0) {
+            nests[current_].fragmentAccess |= b->scope == Scope::Fragment;
+            nests[current_].nonLocalStore |= write && b->scope != Scope::Local;
+        }
         if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
             nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
             if (write) nests[current_].memWrites.insert(b.get());

@@ -22,6 +22,12 @@ struct Nest {
     /// Shared and global buffers read (with the first read's place) and stored inside.
     std::map<const ir::BufferNode *, SourceRange> memReads;
     std::set<const ir::BufferNode *> memWrites;
+    /// Whether it touches a fragment, and whether it may store into anything but a thread's own T.alloc_local
+    /// buffers (a store, an atomic update, or an address handed to a call). A nest that does neither is run
+    /// whole by every thread, as TileLang lowers it (LowerTileOp: no thread partition of a loop whose stores all
+    /// target "local" buffers and that touches no fragment).
+    bool fragmentAccess = false;
+    bool nonLocalStore = false;
 };
 
 /// One access of a fragment.

@@ -124,7 +124,17 @@ struct Printer {
         case GOp::ScalarThread: {
             int in = ind;
             if (o.n > 0) line(in++, "if tx < " + num(o.n) + ":");
-            line(in, "W[(by * " + num(p.gx) + " + bx) * " + num(p.threads) + " + tx] = " + o.value->print());
+            std::string value = o.value->print();
+            if (o.lanes > 0) { // the thread's own registers, in T.Parallel nests every thread runs whole
+                line(in, "for q in T.Parallel(" + num(o.lanes) + "):");
+                line(in + 1, "lr[q] = " + value + " + T.cast(q, \"float32\")");
+                if (o.twice) {
+                    line(in, "for q in T.Parallel(" + num(o.lanes) + "):");
+                    line(in + 1, "lr[q] = lr[q] * 2.0 - 1.0");
+                }
+                value = "lr[" + num(o.lane) + "]";
+            }
+            line(in, "W[(by * " + num(p.gx) + " + bx) * " + num(p.threads) + " + tx] = " + value);
             return;
         }
         case GOp::SetVar: line(ind, "v = " + o.value->print()); return;
@@ -140,6 +150,7 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
         if (o.value) o.value->collect(out);
         if (o.cond) o.cond->collect(out);
         if (o.kind == GOp::Gemm) out.insert({"acc", "ga_s", "gb_s"});
+        if (o.kind == GOp::ScalarThread && o.lanes > 0) out.insert("lr");
         usedIn(o.kids, out, skip);
         usedIn(o.elseKids, out, skip);
     }
@@ -269,6 +280,7 @@ std::string GProgram::print() const {
     alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
     alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
+    alloc("lr", "T.alloc_local((8,), \"float32\")");
     if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
     std::string defs;
     if (scalars) printScalars(*scalars, sc, 3, defs, o);

@@ -6,7 +6,7 @@
 /// T.gemm operands), outputs Y (2-D), R (1-D, one row of tiles per block), W (one value per thread) and Z
 /// (1-D, atomics, zero-initialized); tile buffers s0, s1 (shared), f0, f1 (fragments), all (BM, BN), the
 /// per-row and per-column fragments rm (BM,) and rn (BN,), the T.gemm accumulator acc and its shared
-/// operands, and a scalar v (T.alloc_var). BM and BN are module-level constants set through -D.
+/// operands, a scalar v (T.alloc_var) and a thread's own registers lr (T.alloc_local, 8). BM and BN are module-level constants set through -D.
 /// Every buffer an operation reads is initialized first (the `init` operations, which shrinking keeps
 /// while the buffer is used), so every value a program computes is defined.
 #pragma once
@@ -58,7 +58,7 @@ struct GOp {
         Serial,       ///< for s in T.serial(n): kids
         IfUniform,    ///< if <block-uniform condition>: kids else: elseKids
         IfThread,     ///< if <thread-dependent condition>: kids (tile statements there must be rejected)
-        ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if
+        ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if (or through lr)
         SetVar,       ///< v = uniform expr
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
@@ -76,6 +76,11 @@ struct GOp {
     /// 0 times or starts past its end in some blocks (`T.Pipelined(loop_st, loop_ed)` of varlen attention).
     std::string start;
     bool alias = false;           ///< IfThread: through `tv = tx`
+    /// ScalarThread (unconditional): > 0, the value goes through `lanes` registers of the T.alloc_local buffer lr,
+    /// filled by a T.Parallel that every thread runs whole (it stores only into lr; `twice`: a second such nest
+    /// updates them), and W gets register `lane`.
+    int64_t lanes = 0, lane = 0;
+    bool twice = false;
     std::vector<GOp> kids, elseKids;
 };
 

@@ -393,6 +393,25 @@ void decorateTrips(GProgram &p) {
     if (p.dynamic && r.coin(0.25)) p.batch = r.in(0, 2);
 }
 
+/// Per-thread values that go through a thread's own registers (issue 23): an unconditional W[thread] = expr
+/// becomes T.Parallel nests over a T.alloc_local buffer, which every thread runs whole (TileLang does not spread
+/// a loop that stores only into "local" buffers and touches no fragment; tilec spread it, and thread t filled
+/// only its register t). From a stream of its own.
+void decorateRegisters(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x10ca1)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::ScalarThread && o.n == 0 && r.coin(0.5)) {
+                o.lanes = r.in(1, 8);
+                o.lane = r.in(0, o.lanes - 1);
+                o.twice = r.coin(0.4);
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed) {
@@ -401,6 +420,7 @@ GProgram generate(uint64_t seed) {
     g.run();
     decorate(g.p);
     decorateTrips(g.p);
+    decorateRegisters(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
