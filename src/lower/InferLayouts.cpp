@@ -179,10 +179,10 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
             auto &sg = group(groupOf(u.reduceSrc));
             if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
                 cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
-            else if (sg.mma) {
+            else if (sg.mma && !(sg.mma->kind == Layout::Mma && u.reduceDim == 0 && u.reduceSrc->shape.size() == 2)) {
                 diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
-                                      std::to_string(u.reduceDim) + " is not supported; only per-row reductions (dim=1) "
-                                      "of a T.gemm result are");
+                                      std::to_string(u.reduceDim) + " is not supported; only per-row (dim=1) and per-column "
+                                      "(dim=0) reductions of a T.gemm result are");
                 continue;
             }
         }
@@ -315,6 +315,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing) &&
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
+    // A nest that indexes no fragment exactly but stores to one otherwise (`sinks[i] = Sinks[h]` into a copy in
+    // every thread) runs whole in every thread, each filling its own copy.
+    std::set<int> exactNests;
+    for (auto &u : c.uses)
+        if (u.exact && u.nest >= 0) exactNests.insert(u.nest);
+    for (auto &u : c.uses)
+        if (u.write && !u.exact && u.nest >= 0 && !exactNests.count(u.nest)) groups[uf.find(nestNode[u.nest])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());

@@ -132,6 +132,21 @@ class Collect : public IRVisitor {
     DiagnosticEngine &diag_;
     int current_ = -1;
 
+    /// A fragment indexed by a nest variable whose extent passes the fragment's dimension (`sinks[i]` over a
+    /// `(heads,)` fragment inside `for i in T.Parallel(block_M)`): its registers hold no such element.
+    bool outOfBounds(const BufferNode &b, const std::vector<Expr> &indices, const Nest &n, const SourceRange &loc) {
+        for (size_t d = 0; d < indices.size() && d < b.shape.size(); ++d)
+            for (size_t v = 0; v < n.vars.size(); ++v) {
+                auto extent = constInt(b.shape[d]);
+                if (indices[d] != Expr(n.vars[v]) || !extent || *extent >= n.extents[v]) continue;
+                diag_.error(loc, "fragment '" + b.name + "' has " + std::to_string(*extent) + " elements along dimension " +
+                                     std::to_string(d) + ", but this T.Parallel indexes it by '" + n.vars[v]->name +
+                                     "' up to " + std::to_string(n.extents[v] - 1));
+                return true;
+            }
+        return false;
+    }
+
     void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
         if (!b) return;
         if (current_ >= 0) {
@@ -154,6 +169,7 @@ class Collect : public IRVisitor {
         u.indexText += indices.size() == 1 ? ",)" : ")";
         if (current_ >= 0) {
             const Nest &n = nests[current_];
+            if (outOfBounds(*b, indices, n, loc)) return;
             bool exact = indices.size() == n.vars.size() && b->shape.size() == n.vars.size();
             for (size_t d = 0; exact && d < indices.size(); ++d)
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);

@@ -11,6 +11,7 @@
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/ReductionPlan.h"
+#include "ReduceMmaColumns.h"
 
 #include <cmath>
 #include <functional>
@@ -119,9 +120,9 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto srcL = layouts_.fragments.find(op->src.get());
     auto dstL = layouts_.fragments.find(op->dst.get());
     TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
-    const bool rows = srcL->second.kind == Layout::Mma;
+    const bool rows = srcL->second.kind == Layout::Mma && op->dim == 1;
     const Layout &dstLayout = dstL->second;
-    TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows && op->dim == 1
+    TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows
                       : dstLayout.kind == Layout::Replicated || dstLayout.kind == Layout::Distributed,
                  "reduction into a fragment of a tensor-core layout");
     TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
@@ -149,6 +150,13 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
         return IfThenElse::make(binary(BinaryOp::EQ, owner, tid_), finishSlot_(slot, value), nullptr, loc);
     };
     if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
+    if (srcL->second.kind == Layout::Mma) { // columns (dim 0): src/lower/ReduceMmaColumns.cpp
+        ColumnFold f{cb.acc, [cb] { return cb.identity(); }, [cb](const Expr &x) { return cb.pre(x); },
+                     [cb](const Expr &a, const Expr &b) { return cb.combine(a, b); },
+                     [&](const std::string &n, int64_t e) { return alloc(n, Scope::Local, cb.acc, e, loc); },
+                     [&](const std::string &n, int64_t e) { return scratch(n, cb.acc, e, loc); }};
+        return reduceMmaColumns(*op, srcL->second, srcReg, tid_, f, finish);
+    }
     if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
     return distributedSource(*op, srcL->second, cb, srcReg, finish);
 }
@@ -385,7 +393,7 @@ bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
     auto src = layouts.fragments.find(r.src.get());
     if (src == layouts.fragments.end()) return true;
     const Layout &l = src->second;
-    return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && l.warpsN == 1)); // see mmaSource
+    return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && r.dim == 1 && l.warpsN == 1)); // see mmaSource
 }
 
 bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const Target &t) {
