@@ -152,6 +152,7 @@ class Collect : public IRVisitor {
         u.indexText = "(";
         for (size_t i = 0; i < indices.size(); ++i) u.indexText += (i ? ", " : "") + print(indices[i]);
         u.indexText += indices.size() == 1 ? ",)" : ")";
+        u.indices = indices;
         if (current_ >= 0) {
             const Nest &n = nests[current_];
             bool exact = indices.size() == n.vars.size() && b->shape.size() == n.vars.size();

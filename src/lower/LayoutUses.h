@@ -54,6 +54,7 @@ struct Use {
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
+    std::vector<ir::Expr> indices; ///< the index, over the nest's variables
 };
 
 /// One T.gemm: which fragments it ties to the mma layouts.
