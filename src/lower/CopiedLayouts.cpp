@@ -21,17 +21,21 @@ constexpr int64_t kMaxEvaluated = int64_t(1) << 22;
 
 bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/// Calls f(t, slot, values) for every element a thread meets in a nest of layout `l`, with the nest's
-/// variables set to its coordinates.
-template <class F> void forEachIteration(const Layout &l, const std::vector<Var> &vars, F f) {
+/// Calls f(t, slot, values) for every element a thread meets in a nest of layout `l` over `extents` (as many
+/// iterations, row-major), with the nest's variables set to its coordinates; false when the sizes differ.
+template <class F> bool forEachIteration(const Layout &l, const std::vector<Var> &vars, const std::vector<int64_t> &extents, F f) {
+    int64_t n = 1;
+    for (int64_t e : extents) n *= e;
+    if (vars.size() != extents.size() || n != l.elements()) return false;
     std::map<const VarNode *, int64_t> values;
     for (int64_t t = 0; t < l.threads; ++t)
         for (int64_t s = 0; s < l.slotsPerThread(); ++s) {
             int64_t e = elementOf(l, t, s);
             if (e < 0) continue;
-            for (size_t d = vars.size(); d-- > 0; e /= l.shape[d]) values[vars[d].get()] = e % l.shape[d];
+            for (size_t d = vars.size(); d-- > 0; e /= extents[d]) values[vars[d].get()] = e % extents[d];
             f(t, s, values);
         }
+    return true;
 }
 
 /// The distributed layout with copies over `shape` in which every thread holds the elements `need` lists for
@@ -145,7 +149,7 @@ class Chooser {
             if (u.write || nl.kind != Layout::Distributed || nl.elements() * threads_ > kMaxEvaluated) return false;
             const std::vector<int64_t> &fs = layout_[id].shape;
             bool ok = true;
-            forEachIteration(nl, c_.nests[u.nest].vars, [&](int64_t t, int64_t, const auto &values) {
+            ok &= forEachIteration(nl, c_.nests[u.nest].vars, c_.nests[u.nest].extents, [&](int64_t t, int64_t, const auto &values) {
                 int64_t q = elementAt(u.indices, fs, values);
                 if (q < 0) ok = false;
                 else need[t].insert(q);
@@ -183,7 +187,7 @@ std::optional<std::vector<int64_t>> projectedSlots(const Layout &frag, const Lay
     if (nest.kind != Layout::Distributed || nest.elements() * nest.threads > kMaxEvaluated) return std::nullopt;
     std::vector<int64_t> table(nest.slotsPerThread(), -1);
     bool ok = true;
-    forEachIteration(nest, vars, [&](int64_t t, int64_t s, const auto &values) {
+    ok &= forEachIteration(nest, vars, nest.shape, [&](int64_t t, int64_t s, const auto &values) {
         int64_t slot = ok ? slotOf(frag, t, elementAt(indices, frag.shape, values)) : -1;
         if (slot < 0 || (table[s] >= 0 && table[s] != slot)) ok = false;
         else table[s] = slot;

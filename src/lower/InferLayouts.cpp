@@ -50,7 +50,7 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     if (std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()) != l.elements()) return std::nullopt;
     if (l.kind == Layout::Replicated) return Layout::replicated(shape);
     if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
-        return Layout::distributed(shape, l.threads, l.vec);
+        return Layout::distributed(shape, l.threads, l.vec, l.copies);
     return std::nullopt;
 }
 
