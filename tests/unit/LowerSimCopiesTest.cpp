@@ -175,3 +175,29 @@ TEST(LowerSimCopies, ResultThroughSharedMemoryAndItsOwnNest) {
     s.run({{"X", &x}, {"Y", &y}});
     expectNear(y, w, 1e-5, "Y");
 }
+
+// A column fragment (64, 1) loaded from a tensor's column and read as c[i, 0] in a nest over (64, 32): each row's
+// value is held by the 8 threads of its row (copy bits 7), loaded by every copy; the nest over the copy runs over
+// its own extents, which are not the fragment's shape.
+TEST(LowerSimCopies, ColumnFragmentReadByRows) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((64, 32), \"float32\"), S: T.Tensor((64, 4), \"float32\"), Y: T.Tensor((64, 32), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        f = T.alloc_fragment((64, 32), \"float32\")\n"
+          "        c = T.alloc_fragment((64, 1), \"float32\")\n"
+          "        T.copy(X, f)\n"
+          "        T.copy(S[0, 1], c)\n"
+          "        for i, j in T.Parallel(64, 32):\n"
+          "            f[i, j] += 2 * c[i, 0]\n"
+          "        T.copy(f, Y)\n");
+    EXPECT_NE(s.layouts().find("fragment c: distributed over 16 threads, 1-wide, each held by 8 threads (copy bits 7)"),
+              std::string::npos)
+        << s.layouts();
+    auto x = randomData(64 * 32, 14), sv = randomData(64 * 4, 15);
+    std::vector<double> y(64 * 32, std::nan("")), w(64 * 32);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 32; ++j) w[i * 32 + j] = x[i * 32 + j] + 2 * sv[i * 4 + 1];
+    s.run({{"X", &x}, {"S", &sv}, {"Y", &y}});
+    expectNear(y, w, 1e-6, "Y");
+}
