@@ -92,6 +92,12 @@ class Chooser {
     const std::function<int(int)> &nestGroup_;
     std::map<int, Layout> layout_, chosen_;
 
+    /// The layout so far of group `id` (a fragment's or a nest's), or null.
+    const Layout *layoutOf(int id) const {
+        auto it = layout_.find(id);
+        return it == layout_.end() ? nullptr : &it->second;
+    }
+
     /// Whether the nests of group `id` may run each iteration in several threads: none reads shared or global
     /// memory it also stores (a copy's read would race with the first holder's store).
     bool nestsAllowCopies(int id) const {
@@ -112,7 +118,8 @@ class Chooser {
         for (auto &u : c_.uses) {
             bool mine = groupOf_(u.buffer) == id, inMine = u.nest >= 0 && nestGroup_(u.nest) == id;
             if (mine && !u.exact && !u.reduceDst) return; // read elsewhere by another index
-            if (inMine && !mine && !u.exact && layout_[groupOf_(u.buffer)].kind != Layout::Replicated) return;
+            const Layout *other = layoutOf(groupOf_(u.buffer));
+            if (inMine && !mine && !u.exact && (!other || other->kind != Layout::Replicated)) return;
             reduced |= (mine && u.reduceDst) || (u.reduceDst && groupOf_(u.reduceSrc) == id);
         }
         if (!reduced) return;
@@ -128,10 +135,10 @@ class Chooser {
         for (auto &u : c_.uses) {
             if (groupOf_(u.buffer) != id) continue;
             if (u.reduceDst) {
-                auto src = u.reduceSrc ? layout_.find(groupOf_(u.reduceSrc)) : layout_.end();
-                if (src == layout_.end() || src->second.kind == Layout::Replicated) continue; // any layout serves
-                if (src->second.kind != Layout::Distributed) return false;
-                const Layout &sl = src->second;
+                const Layout *src = u.reduceSrc ? layoutOf(groupOf_(u.reduceSrc)) : nullptr;
+                if (src && src->kind == Layout::Replicated) continue; // computed whole in every thread: any layout serves
+                if (!src || src->kind != Layout::Distributed) return false;
+                const Layout &sl = *src;
                 if (sl.elements() * threads_ > kMaxEvaluated) return false;
                 reduction::Reducer red(sl, u.reduceDim);
                 for (int64_t t = 0; t < threads_; ++t)
@@ -145,8 +152,9 @@ class Chooser {
                 if (!u.exact) return false;
                 continue;
             }
-            const Layout &nl = layout_[nestGroup_(u.nest)];
-            if (u.write || nl.kind != Layout::Distributed || nl.elements() * threads_ > kMaxEvaluated) return false;
+            const Layout *nlp = layoutOf(nestGroup_(u.nest));
+            if (u.write || !nlp || nlp->kind != Layout::Distributed || nlp->elements() * threads_ > kMaxEvaluated) return false;
+            const Layout &nl = *nlp;
             const std::vector<int64_t> &fs = layout_[id].shape;
             bool ok = true;
             ok &= forEachIteration(nl, c_.nests[u.nest].vars, c_.nests[u.nest].extents, [&](int64_t t, int64_t, const auto &values) {

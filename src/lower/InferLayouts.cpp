@@ -364,8 +364,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
                   [&](int nest) { return uf.find(nestNode[nest]); }, layoutOf);
     // Groups that would be held whole by every thread, or by a few threads, held in copies instead.
     std::map<int, CopyGroup> copyGroups;
-    for (auto &[id, g] : groups)
-        if (!g.mma) copyGroups[id] = CopyGroup{layoutOf(g), g.view, maxVec(g)};
+    for (auto &[id, g] : groups) copyGroups[id] = CopyGroup{layoutOf(g), g.view || g.mma, maxVec(g)};
     for (auto &[id, l] : chooseCopiedLayouts(c, k.threads, copyGroups,
                                              [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
                                              [&](int nest) { return uf.find(nestNode[nest]); }))

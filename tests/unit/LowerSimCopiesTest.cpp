@@ -201,3 +201,46 @@ TEST(LowerSimCopies, ColumnFragmentReadByRows) {
     s.run({{"X", &x}, {"S", &sv}, {"Y", &y}});
     expectNear(y, w, 1e-6, "Y");
 }
+
+// Top-k by repeated row maxima (TileLang's topk example's pattern): the row results of a (64, 32) fragment over 128
+// threads are held by the 8 lanes of each row; the index of the maximum is a second reduction over a nest that
+// reads the first result; both are stored by the first lane of each row.
+TEST(LowerSimCopies, TopKByRepeatedRowMaxima) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((64, 32), \"float32\"), G: T.Tensor((64, 3), \"float32\"), I: T.Tensor((64, 3), \"int32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        f = T.alloc_fragment((64, 32), \"float32\")\n"
+          "        at = T.alloc_fragment((64, 32), \"int32\")\n"
+          "        mx = T.alloc_fragment((64,), \"float32\")\n"
+          "        ix = T.alloc_fragment((64,), \"int32\")\n"
+          "        T.copy(X, f)\n"
+          "        for t in T.serial(3):\n"
+          "            T.reduce_max(f, mx, dim=1)\n"
+          "            for i, j in T.Parallel(64, 32):\n"
+          "                at[i, j] = T.if_then_else(f[i, j] == mx[i], j, -1)\n"
+          "            T.reduce_max(at, ix, dim=1)\n"
+          "            for i, j in T.Parallel(64, 32):\n"
+          "                f[i, j] = T.if_then_else(j == ix[i], -1000.0, f[i, j])\n"
+          "            for i in T.Parallel(64):\n"
+          "                G[i, t] = mx[i]\n"
+          "                I[i, t] = ix[i]\n");
+    EXPECT_NE(s.layouts().find("fragment mx: distributed over 16 threads, 1-wide, each held by 8 threads (copy bits 7)"),
+              std::string::npos)
+        << s.layouts();
+    auto x = randomData(64 * 32, 16);
+    std::vector<double> g(64 * 3, std::nan("")), ix(64 * 3, std::nan("")), wg(64 * 3), wi(64 * 3);
+    for (int i = 0; i < 64; ++i) {
+        std::vector<double> row(x.begin() + i * 32, x.begin() + i * 32 + 32);
+        for (int t = 0; t < 3; ++t) {
+            int best = 0;
+            for (int j = 1; j < 32; ++j)
+                if (row[j] >= row[best]) best = j;
+            wg[i * 3 + t] = row[best], wi[i * 3 + t] = best;
+            row[best] = -1000.0;
+        }
+    }
+    s.run({{"X", &x}, {"G", &g}, {"I", &ix}});
+    expectNear(g, wg, 0, "G");
+    expectNear(ix, wi, 0, "I");
+}
