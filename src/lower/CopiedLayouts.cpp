@@ -168,7 +168,27 @@ class Chooser {
         if (!any || !nestsAllowCopies(id)) return false;
         auto l = fit(layout_[id].shape, threads_, maxVec, need);
         if (!l) return false;
+        if (!readsServed(id, *l)) return false;
         layout_[id] = chosen_[id] = *l;
+        return true;
+    }
+
+    /// Whether, with group `id` in layout `l`, every thread of its nests holds what they read of fragments of
+    /// other distributed groups by an index other than the nest's own.
+    bool readsServed(int id, const Layout &l) const {
+        for (auto &u : c_.uses) {
+            if (u.nest < 0 || nestGroup_(u.nest) != id || u.exact || u.reduceDst) continue;
+            const Layout *f = layoutOf(groupOf_(u.buffer));
+            if (!f || f->kind == Layout::Replicated) continue;
+            const Nest &n = c_.nests[u.nest];
+            Layout nl = Layout::distributed(n.extents, l.threads, l.vec, l.copies);
+            Layout fl = *f;
+            fl.shape.clear();
+            for (auto &e : u.buffer->shape) fl.shape.push_back(constInt(e).value_or(0));
+            if (fl.elements() != f->elements() || nl.elements() != l.elements() || n.extents.back() % l.vec ||
+                !projectedSlots(fl, nl, u.indices, n.vars))
+                return false;
+        }
         return true;
     }
 };
