@@ -99,10 +99,12 @@ class Chooser {
     }
 
     /// Whether the nests of group `id` may run each iteration in several threads: none reads shared or global
-    /// memory it also stores (a copy's read would race with the first holder's store).
+    /// memory it also stores (a copy's read would race with the first holder's store) or hands an address of
+    /// it to a call (which every copy would make).
     bool nestsAllowCopies(int id) const {
         for (size_t n = 0; n < c_.nests.size(); ++n) {
             if (nestGroup_((int)n) != id) continue;
+            if (c_.nests[n].passesAddress) return false;
             for (auto &[b, loc] : c_.nests[n].memReads)
                 if (c_.nests[n].memWrites.count(b)) return false;
         }

@@ -109,7 +109,7 @@ class Collect : public IRVisitor {
     void visit(const Call &op) override {
         if (current_ >= 0 && lib::is(op, lib::Fn::AddressOf) && op.args.size() == 1)
             if (auto l = as<Load>(op.args[0]); l && l->buffer && l->buffer->scope != Scope::Local)
-                nests[current_].nonLocalStore = true;
+                nests[current_].nonLocalStore = nests[current_].passesAddress = true;
         IRVisitor::visit(op);
     }
     void visit(const Reduce &op) override {

@@ -28,6 +28,7 @@ struct Nest {
     /// target "local" buffers and that touches no fragment).
     bool fragmentAccess = false;
     bool nonLocalStore = false;
+    bool passesAddress = false; ///< hands an address of shared or global memory to a call
 };
 
 /// One access of a fragment.
