@@ -8,6 +8,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ReductionPlan.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tilec::passes {
@@ -219,8 +220,9 @@ std::optional<std::vector<int64_t>> projectedSlots(const Layout &frag, const Lay
     bool ok = true;
     ok &= forEachIteration(nest, vars, nest.shape, [&](int64_t t, int64_t s, const auto &values) {
         int64_t slot = ok ? slotOf(frag, t, elementAt(indices, frag.shape, values)) : -1;
-        if (slot < 0 || (table[s] >= 0 && table[s] != slot)) ok = false;
-        else table[s] = slot;
+        if (slot < 0) ok = false;
+        else if (table[s] == -1) table[s] = slot;
+        else if (table[s] != slot) table[s] = -2; // threads differ
     });
     if (!ok) return std::nullopt;
     return table;
@@ -232,9 +234,9 @@ std::optional<Expr> copiedSlot(const Layout &frag, const Layout &nest, const std
     if (!table) return std::nullopt;
     const int64_t V = nest.vec, S = (int64_t)table->size();
     auto at = [&](int64_t s) { return s < S && (*table)[s] >= 0 ? (*table)[s] : -1; };
-    // slot = a*round + b*lane + c wherever the nest meets an element.
+    // slot = a*round + b*lane + c wherever the nest meets an element (the same in every thread).
     int64_t c = at(0), b = V > 1 && at(1) >= 0 ? at(1) - c : 0, a = S > V && at(V) >= 0 ? at(V) - c : 0;
-    bool affine = c >= 0;
+    bool affine = c >= 0 && std::find(table->begin(), table->end(), -2) == table->end();
     for (int64_t s = 0; s < S && affine; ++s) affine = at(s) < 0 || at(s) == a * (s / V) + b * (s % V) + c;
     auto i32 = [](int64_t v) { return intImm(v, DType::Int32); };
     if (affine) {

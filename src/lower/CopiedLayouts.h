@@ -38,8 +38,8 @@ std::map<int, Layout> chooseCopiedLayouts(const LayoutUses &c, int threads, cons
 int64_t slotOf(const Layout &l, int64_t t, int64_t q);
 
 /// For each slot of a nest of layout `nest` (round * V + lane), the slot of fragment layout `frag` holding the
-/// element `indices` (over the nest's variables `vars`) names, the same in every thread that meets that slot;
-/// nullopt when some thread does not hold what it reads, or threads disagree.
+/// element `indices` (over the nest's variables `vars`) names in every thread that meets that slot (-1: none
+/// does; -2: threads differ); nullopt when some thread does not hold what it reads.
 std::optional<std::vector<int64_t>> projectedSlots(const Layout &frag, const Layout &nest, const std::vector<ir::Expr> &indices,
                                                    const std::vector<ir::Var> &vars);
 

@@ -145,6 +145,8 @@ class Lowerer : public IRMutator {
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::FloorDiv, lane_, i32(S))))};
         }
+        if (kind == Layout::Distributed && !exact && nestLayout_) // a layout inferLayouts fitted to this read
+            if (auto slot = copiedSlot(lay->second, *nestLayout_, idx, *nest_, round_, lane_)) return {reg->second, *slot};
         if (kind != Layout::Replicated) {
             TILEC_ASSERT(exact && slot_, "fragment '" + b->name + "' accessed other than by its loop");
             return {reg->second, slot_};

@@ -244,3 +244,32 @@ TEST(LowerSimCopies, TopKByRepeatedRowMaxima) {
     expectNear(g, wg, 0, "G");
     expectNear(ix, wi, 0, "I");
 }
+
+// A row vector r (N,) read as r[j] in a nest over (M, N): the layout fitted to the reads. Rows of 24 over 32
+// threads 4-wide: a thread meets different elements of r in different rounds (its slots differ between
+// threads, so the slot is computed from the index); rows of 2 over 32 threads: no copies, 2 threads hold r.
+void rowVectorRead(int M, int N) {
+    std::string m = std::to_string(M), n = std::to_string(N);
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((" + m + ", " + n + "), \"float32\"), A: T.Tensor((" + n + ",), \"float32\"), Y: T.Tensor((" + m +
+          ", " + n + "), \"float32\")):\n"
+          "    with T.Kernel(1, threads=32) as bx:\n"
+          "        f = T.alloc_fragment((" + m + ", " + n + "), \"float32\")\n"
+          "        r = T.alloc_fragment((" + n + ",), \"float32\")\n"
+          "        T.copy(X, f)\n"
+          "        T.copy(A, r)\n"
+          "        for i, j in T.Parallel(" + m + ", " + n + "):\n"
+          "            f[i, j] = f[i, j] * 2 + r[j]\n"
+          "        T.copy(f, Y)\n");
+    EXPECT_EQ(s.layouts().find("fragment r: replicated"), std::string::npos) << s.layouts();
+    auto x = randomData(M * N, 17), a = randomData(N, 18);
+    std::vector<double> y(M * N, std::nan("")), w(M * N);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) w[i * N + j] = x[i * N + j] * 2 + a[j];
+    s.run({{"X", &x}, {"A", &a}, {"Y", &y}});
+    expectNear(y, w, 1e-6, "Y");
+}
+
+TEST(LowerSimCopies, RowVectorWhoseSlotsDifferBetweenThreads) { rowVectorRead(16, 24); }
+TEST(LowerSimCopies, RowVectorHeldByTwoThreads) { rowVectorRead(1, 2); }
