@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "CopiedLayouts.h"
 #include "LayoutUses.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     if (std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()) != l.elements()) return std::nullopt;
     if (l.kind == Layout::Replicated) return Layout::replicated(shape);
     if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
-        return Layout::distributed(shape, l.threads, l.vec);
+        return Layout::distributed(shape, l.threads, l.vec, l.copies);
     return std::nullopt;
 }
 
@@ -301,6 +302,8 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         std::optional<Layout> mma; ///< an mma or mmaRows layout the group must take
         const GemmUse *mmaBy = nullptr;
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
+        std::optional<Layout> copied; ///< a layout with copies (CopiedLayouts.h)
+        bool view = false;         ///< a view of one of its fragments exists
     };
     std::map<int, Group> groups;
     // A reduction's result is spread over the threads where something broadcasts it along a nest's trailing
@@ -339,6 +342,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     for (auto &[view, base] : k.fragmentViews) {
         if (!baseOf.count(view.get())) continue;
         Group &g = groups[uf.find(fragNode[view.get()])];
+        g.view = true;
         int64_t inner = constInt(view->shape.back()).value_or(1);
         while (g.vecCap > 1 && inner % g.vecCap != 0) g.vecCap /= 2;
     }
@@ -346,11 +350,15 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                      [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
 
+    auto maxVec = [&](const Group &g) {
+        int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
+        return std::min(g.vecCap, std::max(1, 16 / bytes));
+    };
     auto layoutOf = [&](const Group &g) {
         if (g.mma) return *g.mma;
+        if (g.copied) return *g.copied;
         if (g.replicated) return Layout::replicated(g.shape);
-        int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
-        int v = std::min(g.vecCap, std::max(1, 16 / bytes));
+        int v = maxVec(g);
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
         while (v > 1 && inner % v != 0) v /= 2;
@@ -361,6 +369,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
 
     agreeOnSlices(c, groups, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                   [&](int nest) { return uf.find(nestNode[nest]); }, layoutOf);
+    // Groups that would be held whole by every thread, or by a few threads, held in copies instead.
+    std::map<int, CopyGroup> copyGroups;
+    for (auto &[id, g] : groups) copyGroups[id] = CopyGroup{layoutOf(g), g.view || g.mma, maxVec(g)};
+    for (auto &[id, l] : chooseCopiedLayouts(c, k.threads, copyGroups,
+                                             [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
+                                             [&](int nest) { return uf.find(nestNode[nest]); }))
+        groups[id].copied = l;
 
     KernelLayouts out;
     for (auto *f : frags) {

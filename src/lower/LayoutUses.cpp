@@ -109,7 +109,7 @@ class Collect : public IRVisitor {
     void visit(const Call &op) override {
         if (current_ >= 0 && lib::is(op, lib::Fn::AddressOf) && op.args.size() == 1)
             if (auto l = as<Load>(op.args[0]); l && l->buffer && l->buffer->scope != Scope::Local)
-                nests[current_].nonLocalStore = true;
+                nests[current_].nonLocalStore = nests[current_].passesAddress = true;
         IRVisitor::visit(op);
     }
     void visit(const Reduce &op) override {
@@ -167,6 +167,7 @@ class Collect : public IRVisitor {
         u.indexText = "(";
         for (size_t i = 0; i < indices.size(); ++i) u.indexText += (i ? ", " : "") + print(indices[i]);
         u.indexText += indices.size() == 1 ? ",)" : ")";
+        u.indices = indices;
         if (current_ >= 0) {
             const Nest &n = nests[current_];
             if (outOfBounds(*b, indices, n, loc)) return;

@@ -28,6 +28,7 @@ struct Nest {
     /// target "local" buffers and that touches no fragment).
     bool fragmentAccess = false;
     bool nonLocalStore = false;
+    bool passesAddress = false; ///< hands an address of shared or global memory to a call
 };
 
 /// One access of a fragment.
@@ -54,6 +55,7 @@ struct Use {
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
+    std::vector<ir::Expr> indices; ///< the index, over the nest's variables
 };
 
 /// One T.gemm: which fragments it ties to the mma layouts.
