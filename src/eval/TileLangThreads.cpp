@@ -329,6 +329,19 @@ void addThreadPrimitives(Attrs &attrs) {
         in.emit(lib::stmt(lib::Fn::SyncWarp, {laneMask(in, a[0])}, args.call));
         return Value::none();
     });
+    // T.sync_grid(): every thread of every block waits for all the others (their memory operations before it are
+    // visible after it). The launcher starts such a kernel cooperatively (all blocks resident at once, else the
+    // launch fails with TILEC_ERROR_GRID_TOO_LARGE), so it must be reached by every thread: only at the top
+    // level of the T.Kernel body, outside any loop or run-time if.
+    def(attrs, "sync_grid", [](Interp &in, CallArgs &args) {
+        bindArgs(in, args, "T.sync_grid", {});
+        TraceState &t = requireLaunch(in, args, "T.sync_grid");
+        if (t.blocks.size() != 1 || !t.loops.empty())
+            in.fail(args.call, "T.sync_grid must be reached by every thread of every block: write it at the top level of "
+                               "the T.Kernel body, outside loops and 'if's on run-time values");
+        in.emit(lib::stmt(lib::Fn::GridSync, {}, args.call));
+        return Value::none();
+    });
     // T.thread_return(): the thread leaves the kernel; barriers after it are not reached by it (as in CUDA).
     def(attrs, "thread_return", [](Interp &in, CallArgs &args) {
         bindArgs(in, args, "T.thread_return", {});

@@ -74,7 +74,8 @@ bool intersects(const BufferSet &a, const BufferSet &b) {
 bool isSync(const Stmt &s) {
     auto e = as<Evaluate>(s);
     auto c = e ? as<Call>(e->value) : nullptr;
-    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
+    // T.sync_grid waits for the whole grid, so for the block too.
+    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync) || lib::is(*c, lib::Fn::GridSync));
 }
 
 /// Memory the block's threads share: shared buffers, and global tensors (two tile statements writing one

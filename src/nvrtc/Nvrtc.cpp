@@ -142,6 +142,9 @@ const Nvrtc *Nvrtc::get(std::string *searched) {
                 n->includeDirs_.push_back(dir);
                 // CUDA 13 keeps CCCL (cuda/std/...) in include/cccl; CUDA 12 in include itself.
                 if (exists(dir + "/cccl/cuda/std/type_traits")) n->includeDirs_.push_back(dir + "/cccl");
+                // T.sync_grid's cooperative_groups.h: its details/ headers include their siblings by bare name,
+                // which NVRTC does not look for beside the including header.
+                if (exists(dir + "/cooperative_groups/details/info.h")) n->includeDirs_.push_back(dir + "/cooperative_groups/details");
                 break;
             }
             instance = std::move(n);
