@@ -88,9 +88,10 @@ InterpImpl::Flow InterpImpl::execGuardedRest(const ast::Body &body, size_t from,
     std::map<std::string, Value> restVars = std::move(env_->vars);
     env_->vars = std::move(before);
     mergeIfBindings(restVars, stmts, none, guard, restAt);
+    // Located at the statement that may leave the loop: where a thread-dependent exit makes the rest divergent.
     if (!stmts.empty() || !none.empty())
         emit(ir::IfThenElse::make(guard, ir::Seq::make(std::move(stmts), restAt),
-                                  none.empty() ? nullptr : ir::Seq::make(std::move(none), restAt), restAt));
+                                  none.empty() ? nullptr : ir::Seq::make(std::move(none), restAt), at));
     return Flow::Exit;
 }
 

@@ -19,7 +19,7 @@ TEST(LowerSimLoopExit, BreakAndContinueUnderRunTimeIfs) {
     tilec::lowertest::LowerRun r;
     r.run("import tilelang.language as T\n"
           "@T.prim_func\n"
-          "def main(A: T.Tensor((128, 16), \"float32\"), N: T.Tensor((128,), \"int32\"),\n"
+          "def exits(A: T.Tensor((128, 16), \"float32\"), N: T.Tensor((128,), \"int32\"),\n"
           "         S: T.Tensor((128,), \"float32\")):\n"
           "    with T.Kernel(1, threads=128) as bx:\n"
           "        tx = T.get_thread_binding()\n"
