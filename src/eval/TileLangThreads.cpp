@@ -6,6 +6,7 @@
 /// kernel computes (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
 #include "eval/TileLang.h"
 
+#include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
@@ -339,6 +340,10 @@ void addThreadPrimitives(Attrs &attrs) {
         if (t.blocks.size() != 1 || !t.loops.empty())
             in.fail(args.call, "T.sync_grid must be reached by every thread of every block: write it at the top level of "
                                "the T.Kernel body, outside loops and 'if's on run-time values");
+        for (const ir::Stmt &before : t.blocks.front())
+            if (ir::callsAny(before, {lib::Fn::ThreadReturn}))
+                in.fail(args.call, "T.sync_grid after a T.thread_return: the threads that returned never reach the grid "
+                                   "barrier, and the grid would wait for them forever");
         in.emit(lib::stmt(lib::Fn::GridSync, {}, args.call));
         return Value::none();
     });
