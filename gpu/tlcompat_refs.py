@@ -255,14 +255,26 @@ def attention_lse(Q, K, causal=False, sinks=None, allowed=None):
 
 
 def block_fp8_quant(X, group=128, round_scale=False):
-    """Block-wise float8_e4m3 quantization of X [M, N] (N a multiple of `group`) in float64: per row and group of
-    `group` columns, scale s = max(amax, 1e-4) / 448 (rounded up to a power of 2 when round_scale), values
-    clamp(x / s, -448, 448) in float8_e4m3fn. Returns (values [M, N] float8_e4m3fn, scales [M, N / group])."""
+    """Block-wise float8_e4m3 quantization of X [M, N] (N a multiple of `group`) in the float32 arithmetic the
+    kernel is written in (deepseek_v32's act_quant_kernel, scale_dtype float32): per row and group of `group`
+    columns, amax = max(max |x|, 1e-4), s = amax * (1 / 448) with the constant and the product in float32
+    (rounded up to a power of 2 when round_scale, as fast_round_scale's exponent bits give), values
+    clamp(x / s, -448, 448) divided in float32, then float8_e4m3fn (to nearest, ties to even).
+
+    Not float64: x is bfloat16, so x * 448 / amax lands exactly on the midpoint of two fp8 values for about 0.1 %
+    of normal random inputs; there float64 rounds the tie to even, while the kernel's float32 scale (the float32
+    1 / 448 is 4.5e-8 above it) puts the quotient just below the midpoint, one fp8 step lower (88 where float64
+    has the midpoint 92 and gives 96). Returns (values [M, N] float8_e4m3fn, scales [M, N / group] float32)."""
     import torch
     M, N = X.shape
-    x = X.double().reshape(M, N // group, group)
+    x = X.float().reshape(M, N // group, group)
     amax = x.abs().amax(dim=-1).clamp(min=1e-4)
-    s = torch.exp2(torch.ceil(torch.log2(amax / 448.0))) if round_scale else amax / 448.0
+    s = amax * torch.tensor(1 / 448.0, dtype=torch.float32, device=x.device)
+    if round_scale:
+        # 2^ceil(log2 s), exactly: s = m * 2^e with 0.5 <= m < 1, so the exponent is e - 1 for m = 0.5, else e
+        m, e = torch.frexp(s)
+        k = torch.where(m == 0.5, e - 1, e).to(torch.int32)
+        s = ((k + 127) << 23).view(torch.float32)
     y = (x / s.unsqueeze(-1)).clamp(-448.0, 448.0).reshape(M, N)
     return y.to(torch.float8_e4m3fn), s
 
@@ -460,21 +472,42 @@ def _lse_self_check(torch):
 
 
 def _quant_self_check(torch):
-    """block_fp8_quant on values worked by hand: one group of amax 3 (scale 3/448, or 2^-7 rounded up), one group
-    of zeros (scale 1e-4/448, or its power of 2 above)."""
+    """block_fp8_quant on values worked by hand in float32 (f32 below): a group of amax 3 (scale 3 * f32(1/448)
+    rounded, or 2^-7 rounded up), a group of zeros (scale f32(1e-4) * f32(1/448), or the power of 2 above), and a
+    group of amax 5.25 holding 69/64, whose x * 448 / amax is the fp8 midpoint 92: the float32 scale is one ulp
+    above 3/256, so 88 (float64 would give the midpoint's even neighbour 96); rounded to 2^-6 the values are 336, a
+    midpoint (to even: 320), and 69 (72)."""
+    import struct
+
+    def f32(v):
+        return struct.unpack("f", struct.pack("f", v))[0]
+
+    def pow2_above(v):
+        m, e = math.frexp(v)
+        return 2.0 ** (e - 1 if m == 0.5 else e)
+
     problems = []
     X = torch.zeros(2, 256, dtype=torch.bfloat16)
     X[0, 5], X[0, 6] = 3.0, -1.75
-    zero_scale = 1e-4 / 448
-    for round_scale, s0, s1, y0 in ((False, 3.0 / 448, zero_scale, [448.0, -256.0]),
-                                    (True, 2.0 ** -7, 2.0 ** math.ceil(math.log2(zero_scale)), [384.0, -224.0])):
+    X[1, 0], X[1, 1] = 5.25, 69.0 / 64
+    inv = f32(1 / 448.0)
+    s3, s0, s525 = f32(3.0 * inv), f32(f32(1e-4) * inv), f32(5.25 * inv)
+    if s525 != 3.0 / 256 + 2.0 ** -30:
+        problems.append("block_fp8_quant's worked float32 scale of amax 5.25 is not one ulp above 3/256")
+    for round_scale, scales, values in (
+            (False, (s3, s0, s525, s0), {(0, 5): 448.0, (0, 6): -256.0, (1, 0): 448.0, (1, 1): 88.0}),
+            (True, (2.0 ** -7, pow2_above(s0), 2.0 ** -6, pow2_above(s0)),
+             {(0, 5): 384.0, (0, 6): -224.0, (1, 0): 320.0, (1, 1): 72.0})):
         y, s = block_fp8_quant(X, round_scale=round_scale)
-        if tuple(y.shape) != (2, 256) or tuple(s.shape) != (2, 2) or y.dtype != torch.float8_e4m3fn:
+        if tuple(y.shape) != (2, 256) or tuple(s.shape) != (2, 2) or y.dtype != torch.float8_e4m3fn or \
+                s.dtype != torch.float32:
             problems.append("block_fp8_quant's shapes %s %s" % (tuple(y.shape), tuple(s.shape)))
             continue
-        if abs(float(s[0, 0]) - s0) > 1e-12 or abs(float(s[0, 1]) - s1) > 1e-15 or \
-                y[0, 5:7].float().tolist() != y0 or float(y.float().abs().sum()) != sum(abs(v) for v in y0):
-            problems.append("block_fp8_quant (round_scale=%s) differs from the worked values" % round_scale)
+        got_values = {ij: float(y[ij].float()) for ij in values}
+        if s.flatten().tolist() != list(scales) or got_values != values or \
+                float(y.float().abs().sum()) != sum(abs(v) for v in values.values()):
+            problems.append("block_fp8_quant (round_scale=%s) differs from the worked values: scales %s, values %s"
+                            % (round_scale, s.flatten().tolist(), got_values))
     return problems
 
 

@@ -141,6 +141,10 @@ struct CParam {
 };
 /// The parameters of `cName`'s declaration in a generated header. Throws std::invalid_argument when absent.
 std::vector<CParam> launchParameters(const std::string &header, const std::string &cName);
+/// The parameters of the header's declaration `RET NAME(...)` at the start of a line (none for `(void)`);
+/// nullopt when it has no such declaration.
+std::optional<std::vector<CParam>> declaredParameters(const std::string &header, const std::string &ret,
+                                                      const std::string &name);
 
 /// The dispatcher of a tuned dynamic-size kernel: `cName` (with the prefix) calls `cfgNames[i]` for sizes up
 /// to `upTo[i]` (the last without bound), and the queries/load/unload forward to all of them.
@@ -150,7 +154,8 @@ struct Dispatch {
     std::vector<std::string> cfgNames;  ///< launch functions (with the prefix), one per bucket, may repeat
     std::vector<std::optional<int64_t>> upTo;
 };
-/// The header's declarations of the dispatcher (same parameters as cfgNames[0]).
+/// The header's declarations of the dispatcher (same parameters as cfgNames[0]); where its configurations have
+/// T.alloc_global workspaces, NAME_workspace_bytes and NAME_with_workspace too, which forward like NAME.
 std::string dispatchDeclarations(const Dispatch &d, const std::string &header);
 /// Its definitions: C when `cxx` is false (binary mode), else C++ with extern "C" linkage (the .cu).
 std::string dispatchDefinitions(const Dispatch &d, const std::string &header, bool cxx);

@@ -4,7 +4,7 @@
 /// caller's stream (cudaMallocAsync / cuMemAllocAsync: no synchronization, capturable in a CUDA graph), calls
 /// the parts' launchers in order, and frees the allocation stream-ordered after the last launch. Where there are
 /// workspaces, NAME_workspace_bytes and NAME_with_workspace let an application with its own allocator (PyTorch's
-/// caching allocator, XLA's scratch allocator: --emit=torch, --emit=xla-ffi) supply them instead. Its queries
+/// caching allocator, a buffer XLA allocates: --emit=torch, --emit=xla-ffi) supply them instead. Its queries
 /// answer for all parts; the parts' launchers are the ordinary ones, file-local (CodegenHost.cpp,
 /// CodegenBinary.cpp).
 #include "codegen/CodegenHostParts.h"

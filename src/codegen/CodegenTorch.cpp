@@ -338,10 +338,10 @@ std::string printTorch(const std::vector<KernelInfo> &kernels, const CodegenOpti
     std::vector<TorchOp> ops;
     std::vector<NameTable> tables;
     tables.reserve(kernels.size());
-    for (auto &[info, name] : exportedOps(kernels, o)) {
+    for (auto &e : exportedOps(kernels, o)) {
         tables.push_back(opNames());
         NameTable &names = tables.back();
-        ops.push_back(makeOp(*info, name, o, names, diag));
+        ops.push_back(makeOp(e, o, names, diag));
         const TorchOp &t = ops.back();
         s += "// ---- " + t.op + ": " + schema(t) + " ----\n";
         s += printNames(t, "tilec_torch_" + t.name + "_names") + "\n";

@@ -1,7 +1,10 @@
 /// \file
 /// `--emit=xla-ffi`: a C++ file with an XLA FFI handler per exported kernel, for JAX (docs/INTERFACE.md,
 /// "PyTorch operators"). Each handler binds the kernel's operands, results and attributes as `--emit=torch`
-/// sorts them (TorchOp.h), checks their dtypes and shapes, and calls the C launch function on XLA's stream.
+/// sorts them (TorchOp.h), checks their dtypes and shapes, and calls the C launch function on XLA's stream; a
+/// T.alloc_global workspace is one more result, last, which XLA allocates with the others (never XLA's
+/// ScratchAllocator, which XLA's GPU runtime does not back for custom calls), so every handler can be declared
+/// command-buffer compatible.
 #include "codegen/TorchOp.h"
 
 #include "tilec/IRPrinter.h"
@@ -54,6 +57,43 @@ std::string xlaType(DType t) {
     return "INVALID";
 }
 
+/// The arguments (or, with `types`, the parameters) of the C function's NAME_workspace_bytes: its scalars and
+/// T.dynamic sizes.
+std::string workspaceSizes(const TorchOp &t, bool types) {
+    std::string s;
+    for (size_t i = 0; i < t.sig.names.size(); ++i)
+        if (const Param *p = cParam(t, i); !p || p->kind == Param::Scalar)
+            s += (s.empty() ? "" : ", ") + (types ? (p ? headerType(p->var->dtype) : "int64_t") + " " : "") +
+                 t.sig.names[i];
+    return s.empty() && types ? "void" : s;
+}
+
+/// The workspace in the handler: the last result, a buffer XLA allocates with the others (so it is valid under
+/// jit and in a command buffer, and no allocation happens while the handler runs), of the bytes
+/// tilec_xla_NAME_workspace_bytes names: NAME_workspace_bytes and 255 more, since XLA aligns a buffer to less
+/// than the 256 bytes NAME_with_workspace needs, so the handler aligns its start up.
+std::string printWorkspace(const TorchOp &t, const std::string &op) {
+    std::string s = "    const size_t tilec_workspace_bytes = " + t.cFunction + "_workspace_bytes(" +
+                    workspaceSizes(t, false) + ");\n";
+    s += "    if (tilec_workspace_bytes > 0 && tilec_workspace_result->size_bytes() < tilec_workspace_bytes + 255)\n";
+    s += "        return xla::ffi::Error::InvalidArgument(std::string(" +
+         quoted(op + "the workspace result (the last) must have at least ") + ") + std::to_string(tilec_workspace_bytes + 255) + " +
+         quoted(" bytes (tilec_xla_" + t.name + "_workspace_bytes)") + ");\n";
+    s += "    void *const tilec_workspace = tilec_workspace_bytes == 0 ? nullptr : reinterpret_cast<void *>(\n";
+    s += "        (reinterpret_cast<uintptr_t>(tilec_workspace_result->untyped_data()) + 255) & ~static_cast<uintptr_t>(255));\n";
+    return s;
+}
+
+/// `tilec_xla_NAME_workspace_bytes`: the bytes of the workspace result the caller asks for (JAX: a uint8 array
+/// of that length, the last of ffi_call's result_shape_dtypes), from the same sizes and scalars.
+std::string printWorkspaceQuery(const TorchOp &t) {
+    return "// The bytes of tilec_xla_" + t.name + "'s last result, its workspace (a uint8 array the caller drops):\n"
+           "// those of " + t.cFunction + "_workspace_bytes and 255 more, which the handler aligns to 256 bytes.\n"
+           "extern \"C\" size_t tilec_xla_" + t.name + "_workspace_bytes(" + workspaceSizes(t, true) + ") {\n"
+           "    const size_t tilec_workspace_bytes = " + t.cFunction + "_workspace_bytes(" + workspaceSizes(t, false) +
+           ");\n    return tilec_workspace_bytes == 0 ? 0 : tilec_workspace_bytes + 255;\n}\n";
+}
+
 /// One XLA FFI handler: the kernel's tensors the kernel only reads are operands (Arg), its out_idx outputs
 /// are results (Ret), and a tensor it writes that is no output is both, the result aliasing the operand (JAX:
 /// input_output_aliases), which the handler checks, since the kernel may read what it writes; scalars and the
@@ -63,9 +103,6 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
     const std::string op = t.op + ": ";
     std::vector<std::string> params{"cudaStream_t tilec_stream"},
         binds{".Ctx<xla::ffi::PlatformStream<cudaStream_t>>()"};
-    if (t.workspace)
-        params.push_back("xla::ffi::ScratchAllocator tilec_allocator"),
-            binds.push_back(".Ctx<xla::ffi::ScratchAllocator>()");
     std::string body, rets;
     std::map<size_t, std::string> pointer; // C parameter -> the buffer the C function gets
     for (size_t i : t.tensors) {
@@ -101,6 +138,9 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
                     ");\n";
         pointer[i] = r + "->untyped_data()";
     }
+    if (t.workspace) // the last result: the workspace, which the caller asks for and drops (printWorkspace)
+        params.push_back("xla::ffi::Result<xla::ffi::AnyBuffer> tilec_workspace_result"),
+            binds.push_back(".Ret<xla::ffi::AnyBuffer>()");
     auto fail = [&](const std::string &cond, const std::string &msg) {
         return "    if (" + cond + ") return xla::ffi::Error::InvalidArgument(" + msg + ");\n";
     };
@@ -137,19 +177,8 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
     for (size_t p = 0; p < params.size(); ++p)
         s += (p ? ", " : "") + params[p];
     s += ") {\n" + rets + body;
-    if (t.workspace) { // XLA's scratch allocator: device memory on XLA's stream until the handler returns
-        std::string sizes;
-        for (size_t i = 0; i < t.sig.names.size(); ++i)
-            if (const Param *p = cParam(t, i); !p || p->kind == Param::Scalar)
-                sizes += (sizes.empty() ? "" : ", ") + t.sig.names[i];
-        s += "    const size_t tilec_workspace_bytes = " + t.cFunction + "_workspace_bytes(" + sizes + ");\n";
-        s += "    void *tilec_workspace = nullptr;\n    if (tilec_workspace_bytes > 0) {\n";
-        s += "        std::optional<void *> tilec_scratch = tilec_allocator.Allocate(tilec_workspace_bytes, "
-             "256);\n";
-        s += "        if (!tilec_scratch) return xla::ffi::Error(xla::ffi::ErrorCode::kResourceExhausted, " +
-             quoted(op + "no scratch memory for the workspace") + ");\n";
-        s += "        tilec_workspace = *tilec_scratch;\n    }\n";
-    }
+    if (t.workspace)
+        s += printWorkspace(t, op);
     s += "    const tilec_status tilec_result = " + t.cFunction + (t.workspace ? "_with_workspace(" : "(");
     for (size_t i = 0; i < t.sig.names.size(); ++i) {
         const Param *p = cParam(t, i);
@@ -164,10 +193,13 @@ std::string printXlaHandler(const TorchOp &t, NameTable &names, const CodegenOpt
     s += "    if (tilec_result != TILEC_SUCCESS) return xla::ffi::Error::Internal(" + quoted(op) +
          " + tilec_xla_failure(tilec_result, " + fn + "_names, " + rt(o, "last_error_argument") + "(), " +
          rt(o, "last_cuda_error") + "()));\n    return xla::ffi::Error::Success();\n}\n";
+    // Command-buffer compatible (XLA may capture it into a CUDA graph): it only launches kernels on XLA's
+    // stream, in buffers XLA passes (the workspace too), and never waits on the stream.
     s += "XLA_FFI_DEFINE_HANDLER_SYMBOL(" + fn + ", " + fn + "_impl, xla::ffi::Ffi::Bind()";
     for (auto &b : binds)
         s += "\n                                  " + b;
-    return s + ");\n";
+    s += ",\n                              {xla::ffi::Traits::kCmdBufferCompatible});\n";
+    return t.workspace ? s + printWorkspaceQuery(t) : s;
 }
 
 } // namespace
@@ -180,14 +212,16 @@ std::string printXlaFfi(const std::vector<KernelInfo> &kernels, const CodegenOpt
          " (JAX: jax.ffi.register_ffi_target(\"NAME\",\n";
     s += "// jax.ffi.pycapsule(lib.tilec_xla_NAME), platform=\"CUDA\")): compile as C++17 with XLA's FFI "
          "headers\n";
-    s += "// (jax.ffi.include_dir()) and link with the kernels' .cu (or .o).\n";
+    s += "// (jax.ffi.include_dir()) and link with the kernels' .cu (or .o). A kernel with a T.alloc_global "
+         "workspace has\n// one more result, the last: a uint8 array of tilec_xla_NAME_workspace_bytes(...) "
+         "elements, which the\n// caller drops (docs/INTERFACE.md).\n";
     s += "#include " + quoted(header) +
-         "\n\n#include \"xla/ffi/api/ffi.h\"\n\n#include <optional>\n#include <string>\n\n";
+         "\n\n#include \"xla/ffi/api/ffi.h\"\n\n#include <cstdint>\n#include <string>\n\n";
     s += printFailurePreamble(o, "tilec_xla_failure");
     std::string symbols;
-    for (auto &[info, name] : exportedOps(kernels, o)) {
+    for (auto &e : exportedOps(kernels, o)) {
         NameTable names = opNames();
-        TorchOp t = makeOp(*info, name, o, names, diag);
+        TorchOp t = makeOp(e, o, names, diag);
         std::string h = printXlaHandler(t, names, o);
         size_t at = h.find("XLA_FFI_DEFINE_HANDLER_SYMBOL(");
         s += "// ---- " + t.op + " ----\n" + h.substr(0, at) + "\n";

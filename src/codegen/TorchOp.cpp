@@ -46,17 +46,16 @@ bool bindsDynamic(const TorchOp &t, size_t i, size_t r) {
     return false;
 }
 
-TorchOp makeOp(const KernelInfo &info, const std::string &name, const CodegenOptions &o, NameTable &names,
-               DiagnosticEngine &diag) {
+TorchOp makeOp(const ExportedOp &e, const CodegenOptions &o, NameTable &names, DiagnosticEngine &diag) {
+    const KernelInfo &info = *e.info;
     const Kernel &k = *info.kernel;
     TorchOp t;
     t.info = &info;
-    t.name = name;
-    t.op = (o.torchNamespace.empty() ? "tilec" : o.torchNamespace) + "::" + name;
-    t.cFunction = o.prefix + name;
+    t.name = e.name;
+    t.op = (o.torchNamespace.empty() ? "tilec" : o.torchNamespace) + "::" + e.name;
+    t.cFunction = o.prefix + e.name;
     t.sig = signature(info, names, true);
-    // A --tuned dispatcher has no _with_workspace (its kernels' workspaces may differ): it allocates its own.
-    t.workspace = hasWorkspaces(k) && name == k.name;
+    t.workspace = e.workspace;
     for (size_t i = 0; i < k.params.size(); ++i) {
         const Param &p = k.params[i];
         if (!p.argument())
@@ -101,20 +100,30 @@ std::string shapeText(const BufferNode &b) {
     return s + "]";
 }
 
-std::vector<std::pair<const KernelInfo *, std::string>> exportedOps(const std::vector<KernelInfo> &kernels,
-                                                                    const CodegenOptions &o) {
-    std::vector<std::pair<const KernelInfo *, std::string>> exported;
+std::vector<ExportedOp> exportedOps(const std::vector<KernelInfo> &kernels, const CodegenOptions &o) {
+    auto workspaceOf = [&](const std::string &kernel) {
+        for (auto &info : kernels)
+            if (info.kernel->part == 0 && info.kernel->name == kernel && hasWorkspaces(*info.kernel))
+                return true;
+        return false;
+    };
+    std::vector<ExportedOp> exported;
     for (auto &info : kernels) {
         if (info.kernel->part != 0 || info.variant != 0)
             continue;
         bool chosen = false;
         for (auto &[dispatcher, cfgs] : o.torchDispatchers) {
             chosen |= std::find(cfgs.begin(), cfgs.end(), info.kernel->name) != cfgs.end();
-            if (!cfgs.empty() && cfgs.front() == info.kernel->name)
-                exported.push_back({&info, dispatcher});
+            if (cfgs.empty() || cfgs.front() != info.kernel->name)
+                continue;
+            // The dispatcher has NAME_with_workspace where any of its kernels has a workspace.
+            bool workspace = false;
+            for (auto &c : cfgs)
+                workspace |= workspaceOf(c);
+            exported.push_back({&info, dispatcher, workspace});
         }
         if (!chosen)
-            exported.push_back({&info, info.kernel->name});
+            exported.push_back({&info, info.kernel->name, hasWorkspaces(*info.kernel)});
     }
     return exported;
 }
@@ -122,7 +131,7 @@ std::vector<std::pair<const KernelInfo *, std::string>> exportedOps(const std::v
 NameTable opNames() {
     NameTable names = launcherNames();
     for (const char *r : {"at", "c10", "std", "torch", "xla", "tilec_device", "tilec_guard", "tilec_result",
-                          "tilec_stream", "tilec_scratch", "tilec_workspace", "tilec_workspace_bytes"})
+                          "tilec_stream", "tilec_workspace", "tilec_workspace_bytes", "tilec_workspace_result"})
         names.reserve(r);
     return names;
 }

@@ -25,14 +25,21 @@ struct TorchOp {
     std::vector<std::pair<size_t, size_t>> dynamicFrom;
     std::vector<bool> dynamicArg;
     /// Whether the C function needs T.alloc_global workspaces: the operator then takes them from the
-    /// framework's allocator and calls `cFunction`_with_workspace (CodegenLaunches.cpp); not for a --tuned
-    /// dispatcher, which allocates them itself.
+    /// framework's allocator and calls `cFunction`_with_workspace (CodegenLaunches.cpp; a --tuned dispatcher's
+    /// forwards to its configuration's, tune/TuneDispatch.cpp).
+    bool workspace = false;
+};
+
+/// An exported function an operator calls: its first kernel (a --tuned dispatcher's first configuration), the
+/// operator's name, and whether the function has T.alloc_global workspaces (any of a dispatcher's kernels).
+struct ExportedOp {
+    const KernelInfo *info = nullptr;
+    std::string name;
     bool workspace = false;
 };
 
 /// Sorts the C parameters; reports what an operator cannot express (an error at the parameter).
-TorchOp makeOp(const KernelInfo &info, const std::string &name, const CodegenOptions &o, NameTable &names,
-               DiagnosticEngine &diag);
+TorchOp makeOp(const ExportedOp &e, const CodegenOptions &o, NameTable &names, DiagnosticEngine &diag);
 
 inline const ir::Param &paramAt(const TorchOp &t, size_t i) {
     return t.info->kernel->params[i];
@@ -51,10 +58,9 @@ bool bindsDynamic(const TorchOp &t, size_t i, size_t r);
 /// `float16[m, 128]`: a tensor's dtype and shape, for messages.
 std::string shapeText(const ir::BufferNode &b);
 
-/// One operator per exported function, with its name: a --tuned dispatcher's takes the parameters of its
-/// first kernel, and the kernels it chooses among get none.
-std::vector<std::pair<const KernelInfo *, std::string>> exportedOps(const std::vector<KernelInfo> &kernels,
-                                                                    const CodegenOptions &o);
+/// One operator per exported function: a --tuned dispatcher's takes the parameters of its first kernel, and
+/// the kernels it chooses among get none.
+std::vector<ExportedOp> exportedOps(const std::vector<KernelInfo> &kernels, const CodegenOptions &o);
 /// `const char *const VAR[] = {...};`: the names of the C function's parameters, by the position
 /// tilec_last_error_argument() reports (NAME_with_workspace's two more where the operator calls it).
 std::string printNames(const TorchOp &t, const std::string &var);

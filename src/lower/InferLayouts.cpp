@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "CopiedLayouts.h"
 #include "LayoutUses.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     if (std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()) != l.elements()) return std::nullopt;
     if (l.kind == Layout::Replicated) return Layout::replicated(shape);
     if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
-        return Layout::distributed(shape, l.threads, l.vec);
+        return Layout::distributed(shape, l.threads, l.vec, l.copies);
     return std::nullopt;
 }
 
@@ -179,10 +180,10 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
             auto &sg = group(groupOf(u.reduceSrc));
             if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
                 cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
-            else if (sg.mma) {
+            else if (sg.mma && !(sg.mma->kind == Layout::Mma && u.reduceDim == 0 && u.reduceSrc->shape.size() == 2)) {
                 diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
-                                      std::to_string(u.reduceDim) + " is not supported; only per-row reductions (dim=1) "
-                                      "of a T.gemm result are");
+                                      std::to_string(u.reduceDim) + " is not supported; only per-row (dim=1) and per-column "
+                                      "(dim=0) reductions of a T.gemm result are");
                 continue;
             }
         }
@@ -301,6 +302,8 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         std::optional<Layout> mma; ///< an mma or mmaRows layout the group must take
         const GemmUse *mmaBy = nullptr;
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
+        std::optional<Layout> copied; ///< a layout with copies (CopiedLayouts.h)
+        bool view = false;         ///< a view of one of its fragments exists
     };
     std::map<int, Group> groups;
     // A reduction's result is spread over the threads where something broadcasts it along a nest's trailing
@@ -315,6 +318,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing) &&
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
+    // A nest that indexes no fragment exactly but stores to one otherwise (`sinks[i] = Sinks[h]` into a copy in
+    // every thread) runs whole in every thread, each filling its own copy.
+    std::set<int> exactNests;
+    for (auto &u : c.uses)
+        if (u.exact && u.nest >= 0) exactNests.insert(u.nest);
+    for (auto &u : c.uses)
+        if (u.write && !u.exact && u.nest >= 0 && !exactNests.count(u.nest)) groups[uf.find(nestNode[u.nest])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());
@@ -322,6 +332,9 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     }
     for (size_t i = 0; i < c.nests.size(); ++i) {
         Group &g = groups[uf.find(nestNode[i])];
+        // A nest of a thread's own registers (it stores only into T.alloc_local buffers and touches no
+        // fragment: `for v in T.Parallel(8): w_local[v] *= s`) is the thread's own loop: every thread runs it whole.
+        if (!c.nests[i].fragmentAccess && !c.nests[i].nonLocalStore) g.replicated = true;
         g.memBytes = std::max(g.memBytes, c.nests[i].memBytes);
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }
@@ -329,6 +342,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     for (auto &[view, base] : k.fragmentViews) {
         if (!baseOf.count(view.get())) continue;
         Group &g = groups[uf.find(fragNode[view.get()])];
+        g.view = true;
         int64_t inner = constInt(view->shape.back()).value_or(1);
         while (g.vecCap > 1 && inner % g.vecCap != 0) g.vecCap /= 2;
     }
@@ -336,11 +350,15 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                      [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
 
+    auto maxVec = [&](const Group &g) {
+        int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
+        return std::min(g.vecCap, std::max(1, 16 / bytes));
+    };
     auto layoutOf = [&](const Group &g) {
         if (g.mma) return *g.mma;
+        if (g.copied) return *g.copied;
         if (g.replicated) return Layout::replicated(g.shape);
-        int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;
-        int v = std::min(g.vecCap, std::max(1, 16 / bytes));
+        int v = maxVec(g);
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
         while (v > 1 && inner % v != 0) v /= 2;
@@ -351,6 +369,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
 
     agreeOnSlices(c, groups, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                   [&](int nest) { return uf.find(nestNode[nest]); }, layoutOf);
+    // Groups that would be held whole by every thread, or by a few threads, held in copies instead.
+    std::map<int, CopyGroup> copyGroups;
+    for (auto &[id, g] : groups) copyGroups[id] = CopyGroup{layoutOf(g), g.view || g.mma, maxVec(g)};
+    for (auto &[id, l] : chooseCopiedLayouts(c, k.threads, copyGroups,
+                                             [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
+                                             [&](int nest) { return uf.find(nestNode[nest]); }))
+        groups[id].copied = l;
 
     KernelLayouts out;
     for (auto *f : frags) {

@@ -9,8 +9,11 @@ namespace tilec::passes {
 
 using namespace ir;
 
-Layout Layout::distributed(std::vector<int64_t> shape, int threads, int vec) {
+Layout Layout::distributed(std::vector<int64_t> shape, int threads, int vec, int64_t copies) {
+    TILEC_ASSERT(copies == 0 || ((threads & (threads - 1)) == 0 && (copies & ~int64_t(threads - 1)) == 0 && copies > 0),
+                 "copies of a distributed layout must be bits of a power-of-two thread count");
     Layout l;
+    l.copies = copies;
     l.kind = Distributed;
     l.shape = std::move(shape);
     l.threads = threads;
@@ -60,15 +63,17 @@ int64_t Layout::elements() const {
     return n;
 }
 
+int Layout::vthreads() const { return threads >> __builtin_popcountll((unsigned long long)copies); }
+
 int64_t Layout::rounds() const {
     if (kind != Distributed) return 1;
-    int64_t tv = (int64_t)threads * vec;
+    int64_t tv = (int64_t)vthreads() * vec;
     return (elements() + tv - 1) / tv;
 }
 
 int64_t Layout::fullRounds() const {
     if (kind != Distributed) return 1;
-    return elements() / ((int64_t)threads * vec);
+    return elements() / ((int64_t)vthreads() * vec);
 }
 
 int64_t Layout::slotsPerThread() const {
@@ -91,7 +96,8 @@ std::string Layout::describe() const {
     } else if (kind == Replicated) {
         s = "replicated";
     } else {
-        s = "distributed over " + std::to_string(threads) + " threads, " + std::to_string(vec) + "-wide";
+        s = "distributed over " + std::to_string(vthreads()) + " threads, " + std::to_string(vec) + "-wide";
+        if (copies) s += ", each held by " + std::to_string(threads / vthreads()) + " threads (copy bits " + std::to_string(copies) + ")";
         if (fullRounds() != rounds()) s += ", last round partial";
     }
     return s + ", " + std::to_string(slotsPerThread()) + " slots per thread";
@@ -105,9 +111,44 @@ Expr div(Expr a, int64_t c) { return c == 1 ? a : binary(BinaryOp::FloorDiv, std
 Expr mod(Expr a, int64_t c) { return binary(BinaryOp::FloorMod, std::move(a), i32(c)); }
 } // namespace
 
+Expr virtualThread(const Layout &l, const Expr &tid) {
+    if (l.kind != Layout::Distributed || !l.copies) return tid;
+    // The bits of tid outside `copies`, packed: one term per run of such bits.
+    Expr u;
+    int64_t packed = 0;
+    for (int b = 0; (int64_t(1) << b) < l.threads;) {
+        if (l.copies >> b & 1) {
+            ++b;
+            continue;
+        }
+        int e = b;
+        while ((int64_t(1) << e) < l.threads && !(l.copies >> e & 1)) ++e;
+        Expr run = div(tid, int64_t(1) << b);
+        if ((int64_t(1) << e) < l.threads) run = mod(run, int64_t(1) << (e - b));
+        run = mul(run, int64_t(1) << packed);
+        u = u ? add(u, run) : run;
+        packed += e - b;
+        b = e;
+    }
+    return u ? simplify(u) : i32(0);
+}
+
+int64_t virtualThreadOf(const Layout &l, int64_t t) {
+    if (l.kind != Layout::Distributed || !l.copies) return t;
+    int64_t u = 0, packed = 0;
+    for (int b = 0; (int64_t(1) << b) < l.threads; ++b)
+        if (!(l.copies >> b & 1)) u |= ((t >> b) & 1) << packed++;
+    return u;
+}
+
+Expr firstHolder(const Layout &l, const Expr &tid) {
+    if (l.kind != Layout::Distributed || !l.copies) return nullptr;
+    return binary(BinaryOp::EQ, binary(BinaryOp::BitAnd, tid, i32(l.copies)), i32(0));
+}
+
 std::vector<Expr> elementCoords(const Layout &l, const Expr &round, const Expr &tid, const Expr &lane) {
     TILEC_ASSERT(l.kind == Layout::Distributed, "elementCoords of a replicated layout");
-    const int64_t V = l.vec, TV = (int64_t)l.threads * l.vec;
+    const int64_t V = l.vec, TV = (int64_t)l.vthreads() * l.vec;
     const size_t k = l.shape.size();
     std::vector<Expr> coords(k);
     int64_t stride = 1;
@@ -177,7 +218,7 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     switch (l.kind) {
     case Layout::Replicated: return slot;
     case Layout::Distributed: {
-        int64_t e = (slot / l.vec) * l.threads * l.vec + t * l.vec + slot % l.vec;
+        int64_t e = (slot / l.vec) * l.vthreads() * l.vec + virtualThreadOf(l, t) * l.vec + slot % l.vec;
         return e < l.elements() ? e : -1;
     }
     default: break;

@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 #include <algorithm>
@@ -104,6 +105,13 @@ class Collect : public IRVisitor {
         access(op.dst.buffer, idx, op.loc, true);
         IRVisitor::visit(op);
     }
+    /// A T.access_ptr handed to a call (T.call_extern) may be written through: a store into its buffer.
+    void visit(const Call &op) override {
+        if (current_ >= 0 && lib::is(op, lib::Fn::AddressOf) && op.args.size() == 1)
+            if (auto l = as<Load>(op.args[0]); l && l->buffer && l->buffer->scope != Scope::Local)
+                nests[current_].nonLocalStore = nests[current_].passesAddress = true;
+        IRVisitor::visit(op);
+    }
     void visit(const Reduce &op) override {
         if (current_ >= 0) {
             diag_.error(op.loc, "a reduction cannot be inside a T.Parallel loop: every thread takes part in it");
@@ -124,8 +132,27 @@ class Collect : public IRVisitor {
     DiagnosticEngine &diag_;
     int current_ = -1;
 
+    /// A fragment indexed by a nest variable whose extent passes the fragment's dimension (`sinks[i]` over a
+    /// `(heads,)` fragment inside `for i in T.Parallel(block_M)`): its registers hold no such element.
+    bool outOfBounds(const BufferNode &b, const std::vector<Expr> &indices, const Nest &n, const SourceRange &loc) {
+        for (size_t d = 0; d < indices.size() && d < b.shape.size(); ++d)
+            for (size_t v = 0; v < n.vars.size(); ++v) {
+                auto extent = constInt(b.shape[d]);
+                if (indices[d] != Expr(n.vars[v]) || !extent || *extent >= n.extents[v]) continue;
+                diag_.error(loc, "fragment '" + b.name + "' has " + std::to_string(*extent) + " elements along dimension " +
+                                     std::to_string(d) + ", but this T.Parallel indexes it by '" + n.vars[v]->name +
+                                     "' up to " + std::to_string(n.extents[v] - 1));
+                return true;
+            }
+        return false;
+    }
+
     void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
         if (!b) return;
+        if (current_ >= 0) {
+            nests[current_].fragmentAccess |= b->scope == Scope::Fragment;
+            nests[current_].nonLocalStore |= write && b->scope != Scope::Local;
+        }
         if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
             nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
             if (write) nests[current_].memWrites.insert(b.get());
@@ -140,8 +167,10 @@ class Collect : public IRVisitor {
         u.indexText = "(";
         for (size_t i = 0; i < indices.size(); ++i) u.indexText += (i ? ", " : "") + print(indices[i]);
         u.indexText += indices.size() == 1 ? ",)" : ")";
+        u.indices = indices;
         if (current_ >= 0) {
             const Nest &n = nests[current_];
+            if (outOfBounds(*b, indices, n, loc)) return;
             bool exact = indices.size() == n.vars.size() && b->shape.size() == n.vars.size();
             for (size_t d = 0; exact && d < indices.size(); ++d)
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);

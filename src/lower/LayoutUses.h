@@ -22,6 +22,13 @@ struct Nest {
     /// Shared and global buffers read (with the first read's place) and stored inside.
     std::map<const ir::BufferNode *, SourceRange> memReads;
     std::set<const ir::BufferNode *> memWrites;
+    /// Whether it touches a fragment, and whether it may store into anything but a thread's own T.alloc_local
+    /// buffers (a store, an atomic update, or an address handed to a call). A nest that does neither is run
+    /// whole by every thread, as TileLang lowers it (LowerTileOp: no thread partition of a loop whose stores all
+    /// target "local" buffers and that touches no fragment).
+    bool fragmentAccess = false;
+    bool nonLocalStore = false;
+    bool passesAddress = false; ///< hands an address of shared or global memory to a call
 };
 
 /// One access of a fragment.
@@ -48,6 +55,7 @@ struct Use {
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
+    std::vector<ir::Expr> indices; ///< the index, over the nest's variables
 };
 
 /// One T.gemm: which fragments it ties to the mma layouts.

@@ -24,6 +24,7 @@
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SwizzleShared.h"
+#include "tilec/passes/TransposeFragments.h"
 #include "tilec/passes/VectorizeAccesses.h"
 #include "tilec/passes/WidenIndices.h"
 
@@ -64,6 +65,9 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::specializeWarps(p, s.variant, &s.diag); }, true},
         // sm_90a kernels left on the cp.async path run their T.gemms on wgmma where every one can.
         {"cpAsyncWgmma", always, [](const Program &p, PassState &s) { return passes::cpAsyncWgmma(p, s.variant, &s.diag.sources()); }, true},
+        // T.Parallel nests reaching a fragment through a permutation of their variables: loops reordered, or
+        // the fragment read from a shared copy.
+        {"transposeFragments", always, [](const Program &p, PassState &) { return passes::transposeFragments(p); }, false},
         // Which thread holds which fragment element and runs which iteration.
         {"inferLayouts", always,
          [](const Program &p, PassState &s) {

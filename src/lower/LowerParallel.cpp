@@ -8,6 +8,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
+#include "CopiedLayouts.h"
 
 namespace tilec::passes {
 
@@ -90,6 +91,7 @@ class Lowerer : public IRMutator {
     Var round_, lane_;           ///< distributed: the round and lane variables of the nest being lowered
     int64_t nestVec_ = 0, nestElements_ = 0; ///< distributed: its vector width (0 outside) and iterations
     const std::vector<int64_t> *nestShape_ = nullptr; ///< distributed: the nest's extents
+    const Layout *nestLayout_ = nullptr;              ///< distributed: the nest's layout
 
     /// The register array and slot of a fragment element.
     std::pair<Buffer, Expr> registerSlot(const Buffer &b, const std::vector<Expr> &idx) {
@@ -99,6 +101,12 @@ class Lowerer : public IRMutator {
         bool exact = nest_ && idx.size() == nest_->size();
         for (size_t d = 0; exact && d < idx.size(); ++d) exact = idx[d] == Expr((*nest_)[d]);
         const Layout::Kind kind = lay->second.kind;
+        if (kind == Layout::Distributed && !exact && nestLayout_ && (lay->second.copies || nestLayout_->copies)) {
+            // Layouts with copies: where the nest's thread meets the element, numerically (CopiedLayouts.h).
+            auto slot = copiedSlot(lay->second, *nestLayout_, idx, *nest_, round_, lane_);
+            TILEC_ASSERT(slot, "fragment '" + b->name + "' read where a thread does not hold the element");
+            return {reg->second, *slot};
+        }
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
         if (kind == Layout::Distributed && !exact && slot_ && nest_ && nestShape_) {
@@ -137,6 +145,8 @@ class Lowerer : public IRMutator {
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::FloorDiv, lane_, i32(S))))};
         }
+        if (kind == Layout::Distributed && !exact && nestLayout_) // a layout inferLayouts fitted to this read
+            if (auto slot = copiedSlot(lay->second, *nestLayout_, idx, *nest_, round_, lane_)) return {reg->second, *slot};
         if (kind != Layout::Replicated) {
             TILEC_ASSERT(exact && slot_, "fragment '" + b->name + "' accessed other than by its loop");
             return {reg->second, slot_};
@@ -253,19 +263,21 @@ class Lowerer : public IRMutator {
     }
 
     Stmt distributed(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
-        const int64_t V = l.vec, TV = (int64_t)l.threads * V;
+        const int64_t V = l.vec, TV = (int64_t)l.vthreads() * V;
+        const Expr vtid = virtualThread(l, tid_);
         Var round = makeVar("r", DType::Int32, outer.loc), lane = makeVar("v", DType::Int32, outer.loc);
         slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round, i32(V)), lane));
-        round_ = round, lane_ = lane, nestVec_ = V, nestElements_ = l.elements(), nestShape_ = &l.shape;
+        round_ = round, lane_ = lane, nestVec_ = V, nestElements_ = l.elements(), nestShape_ = &l.shape, nestLayout_ = &l;
+        replicatedOwner_ = firstHolder(l, tid_); // copies: the first holder stores what other threads see
         Stmt inner = mutate(body);
-        nestVec_ = 0, nestShape_ = nullptr;
+        nestVec_ = 0, nestShape_ = nullptr, nestLayout_ = nullptr;
         if (!inner) inner = Seq::make({});
         bool usesRegisters = touchesScope(inner, Scope::Local);
 
         // One round: the element coordinates in place of the nest's variables, V lanes.
         auto roundBody = [&](const Expr &r) {
             VarMap m;
-            auto coords = elementCoords(l, r, tid_, V > 1 ? Expr(lane) : i32(0));
+            auto coords = elementCoords(l, r, vtid, V > 1 ? Expr(lane) : i32(0));
             for (size_t d = 0; d < vars.size(); ++d) m[vars[d].get()] = coords[d];
             m[round.get()] = r;
             if (V == 1) m[lane.get()] = i32(0);
@@ -283,7 +295,7 @@ class Lowerer : public IRMutator {
             parts.push_back(For::make(round, i32(0), i32(full), k, 0, roundBody(round), outer.loc));
         }
         if (rest > 0) {
-            Expr active = binary(BinaryOp::LT, binary(BinaryOp::Mul, tid_, i32(V)), i32(rest));
+            Expr active = binary(BinaryOp::LT, binary(BinaryOp::Mul, vtid, i32(V)), i32(rest));
             parts.push_back(IfThenElse::make(active, roundBody(i32(full)), nullptr, outer.loc));
         }
         return Seq::make(std::move(parts), outer.loc);

@@ -11,6 +11,7 @@
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/ReductionPlan.h"
+#include "ReduceMmaColumns.h"
 
 #include <cmath>
 #include <functional>
@@ -119,9 +120,9 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto srcL = layouts_.fragments.find(op->src.get());
     auto dstL = layouts_.fragments.find(op->dst.get());
     TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
-    const bool rows = srcL->second.kind == Layout::Mma;
+    const bool rows = srcL->second.kind == Layout::Mma && op->dim == 1;
     const Layout &dstLayout = dstL->second;
-    TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows && op->dim == 1
+    TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows
                       : dstLayout.kind == Layout::Replicated || dstLayout.kind == Layout::Distributed,
                  "reduction into a fragment of a tensor-core layout");
     TILEC_ASSERT(op->dim >= 0 && op->dim < (int)srcL->second.shape.size(), "reduction dimension out of range");
@@ -142,13 +143,20 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     // the slot of the one thread that owns it in a distributed one.
     auto finish = [=, this](Expr o, Expr value) -> Stmt {
         if (dstLayout.kind != Layout::Distributed) return finishSlot_(o, value);
-        const int64_t V = dstLayout.vec, TV = (int64_t)dstLayout.threads * V;
+        const int64_t V = dstLayout.vec, TV = (int64_t)dstLayout.vthreads() * V;
         Expr slot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(TV)), i32(V)),
                                     binary(BinaryOp::FloorMod, o, i32(V))));
-        Expr owner = simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, o, i32(V)), i32(dstLayout.threads)));
-        return IfThenElse::make(binary(BinaryOp::EQ, owner, tid_), finishSlot_(slot, value), nullptr, loc);
+        Expr owner = simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, o, i32(V)), i32(dstLayout.vthreads())));
+        return IfThenElse::make(binary(BinaryOp::EQ, owner, virtualThread(dstLayout, tid_)), finishSlot_(slot, value), nullptr, loc);
     };
     if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
+    if (srcL->second.kind == Layout::Mma) { // columns (dim 0): src/lower/ReduceMmaColumns.cpp
+        ColumnFold f{cb.acc, [cb] { return cb.identity(); }, [cb](const Expr &x) { return cb.pre(x); },
+                     [cb](const Expr &a, const Expr &b) { return cb.combine(a, b); },
+                     [&](const std::string &n, int64_t e) { return alloc(n, Scope::Local, cb.acc, e, loc); },
+                     [&](const std::string &n, int64_t e) { return scratch(n, cb.acc, e, loc); }};
+        return reduceMmaColumns(*op, srcL->second, srcReg, tid_, f, finish);
+    }
     if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
     return distributedSource(*op, srcL->second, cb, srcReg, finish);
 }
@@ -220,8 +228,9 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     Reducer red(src, op.dim);
     Plan p = red.plan();
     if (p.mode == Plan::Staged) return staged(op, red, cb, srcReg, finish);
-    const int64_t V = src.vec, TV = (int64_t)src.threads * V, full = src.fullRounds(), N = src.elements();
+    const int64_t V = src.vec, TV = (int64_t)src.vthreads() * V, full = src.fullRounds(), N = src.elements();
     const SourceRange &loc = op.loc;
+    const Expr vtid = virtualThread(src, tid_);
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, p.classes, loc);
     std::vector<Stmt> out;
     for (int c = 0; c < p.classes; ++c) out.push_back(store(acc, i32(c), cb.identity(), loc));
@@ -232,7 +241,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     auto fold = [&](int c, int64_t r, const Expr &lane) {
         Expr x = cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, i32(r * V), lane))));
         if (r >= full) {
-            Expr inside = binary(BinaryOp::LT, binary(BinaryOp::Add, binary(BinaryOp::Mul, tid_, i32(V)), lane), i32(N - r * TV));
+            Expr inside = binary(BinaryOp::LT, binary(BinaryOp::Add, binary(BinaryOp::Mul, vtid, i32(V)), lane), i32(N - r * TV));
             x = select(inside, x, cb.identity());
         }
         return store(acc, i32(c), cb.combine(load(acc, i32(c)), x), loc);
@@ -320,18 +329,18 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
         return Seq::make(std::move(out), loc);
     }
     Buffer bcast = alloc(op.dst->name + "_bcast", Scope::Shared, cb.acc, red.outputs(), loc);
-    int64_t bits = p.laneBits | p.warpBits;
+    int64_t bits = p.laneBits | p.warpBits | src.copies; // one thread of each result's holders publishes it
     for (int c = 0; c < p.classes; ++c) {
         int s = p.repSlot[c];
         int64_t r = s / V, v = s % V;
-        auto coords = elementCoords(src, i32(r), tid_, i32(v));
+        auto coords = elementCoords(src, i32(r), vtid, i32(v));
         coords.erase(coords.begin() + op.dim);
         std::vector<int64_t> outShape = src.shape;
         outShape.erase(outShape.begin() + op.dim);
         Expr o = flattenCoords(coords, outShape);
         Expr cond = binary(BinaryOp::EQ, binary(BinaryOp::BitAnd, tid_, i32(bits)), i32(0));
         if (r >= full)
-            cond = binary(BinaryOp::And, cond, binary(BinaryOp::LT, binary(BinaryOp::Mul, tid_, i32(V)), i32(N - r * TV)));
+            cond = binary(BinaryOp::And, cond, binary(BinaryOp::LT, binary(BinaryOp::Mul, vtid, i32(V)), i32(N - r * TV)));
         out.push_back(IfThenElse::make(cond, store(bcast, o, load(acc, i32(c)), loc), nullptr, loc));
     }
     out.push_back(syncThreads(loc));
@@ -343,8 +352,9 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
 Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &cb, const Buffer &srcReg,
                          const std::function<Stmt(Expr, Expr)> &finish) {
     const Layout &src = red.layout();
-    const int64_t V = src.vec, TV = (int64_t)src.threads * V, N = src.elements(), full = src.fullRounds();
+    const int64_t V = src.vec, TV = (int64_t)src.vthreads() * V, N = src.elements(), full = src.fullRounds();
     const SourceRange &loc = op.loc;
+    const Expr vtid = virtualThread(src, tid_), holder = firstHolder(src, tid_);
     Buffer stage = alloc(op.dst->name + "_stage", Scope::Shared, cb.acc, N, loc);
     Buffer bcast = alloc(op.dst->name + "_bcast", Scope::Shared, cb.acc, red.outputs(), loc);
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, loc);
@@ -352,9 +362,10 @@ Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &c
     // Every element into shared memory at its row-major position.
     for (int64_t r = 0; r < src.rounds(); ++r) {
         Var v = makeVar("v", DType::Int32, loc);
-        Expr e = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, tid_, i32(V))), v));
+        Expr e = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, vtid, i32(V))), v));
         Stmt s = store(stage, e, cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, i32(r * V), v)))), loc);
         if (r >= full) s = IfThenElse::make(binary(BinaryOp::LT, e, i32(N)), s, nullptr, loc);
+        if (holder) s = IfThenElse::make(holder, s, nullptr, loc);
         out.push_back(For::make(v, i32(0), i32(V), ForKind::Unrolled, 0, s, loc));
     }
     out.push_back(syncThreads(loc));
@@ -385,7 +396,13 @@ bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
     auto src = layouts.fragments.find(r.src.get());
     if (src == layouts.fragments.end()) return true;
     const Layout &l = src->second;
-    return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && l.warpsN == 1)); // see mmaSource
+    if (l.kind == Layout::Distributed) { // see distributedSource: scratch across warps, staging, broadcasts
+        Plan p = Reducer(l, r.dim).plan();
+        if (p.mode == Plan::Staged || p.warpBits || p.allWarps) return true;
+        auto dst = layouts.fragments.find(r.dst.get());
+        return p.mode != Plan::Invariant && !(dst != layouts.fragments.end() && directSlots(p, dst->second));
+    }
+    return !(l.kind == Layout::Replicated || (l.kind == Layout::Mma && r.dim == 1 && l.warpsN == 1)); // see mmaSource
 }
 
 bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const Target &t) {

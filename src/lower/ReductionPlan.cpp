@@ -6,15 +6,12 @@ namespace tilec::passes::reduction {
 
 Plan Reducer::plan() const {
     Plan p;
-    const int64_t R = l_.rounds(), S = R * V_, TV = (int64_t)T_ * V_;
-    // Result of each slot in each thread.
+    const int64_t S = l_.rounds() * V_;
+    // Result of each slot in each thread (copies of an element in several threads, Layout::copies, alike).
     std::vector<std::vector<int64_t>> out(S, std::vector<int64_t>(T_, -1));
-    for (int64_t r = 0; r < R; ++r)
-        for (int64_t v = 0; v < V_; ++v)
-            for (int64_t t = 0; t < T_; ++t) {
-                int64_t e = r * TV + t * V_ + v;
-                if (e < N_) out[r * V_ + v][t] = outIndex(e);
-            }
+    for (int64_t s = 0; s < S; ++s)
+        for (int64_t t = 0; t < T_; ++t)
+            if (int64_t e = elementOf(l_, t, s); e >= 0) out[s][t] = outIndex(e);
     // Slots whose results agree wherever both are valid share a partial.
     p.slotClass.assign(S, -1);
     for (int64_t s = 0; s < S; ++s) {
@@ -62,10 +59,12 @@ Plan Reducer::plan() const {
         return p;
     }
     if (!pow2) return staged();
-    // Bits of the thread index that never change a result: the threads to combine differ only there.
+    // Bits of the thread index that never change a result: the threads to combine differ only there. Threads
+    // holding copies of the same elements are not combined (each copy would count again).
     int64_t bits = 0;
+    const int64_t copies = l_.copies;
     for (int b = 0; (1 << b) < T_; ++b) {
-        bool free = true;
+        bool free = !(copies >> b & 1);
         for (int c = 0; c < p.classes && free; ++c)
             for (int t = 0; t < T_ && free; ++t) {
                 int64_t x = p.outOf[c][t], y = p.outOf[c][t ^ (1 << b)];
@@ -79,7 +78,7 @@ Plan Reducer::plan() const {
         for (int t = 0; t < T_; ++t) {
             int64_t o = p.outOf[c][t];
             if (o < 0) continue;
-            int64_t key = t & ~bits;
+            int64_t key = t & ~(bits | copies);
             if (owner[o] >= 0 && owner[o] != key) return staged();
             owner[o] = key;
         }
@@ -98,13 +97,13 @@ Plan Reducer::plan() const {
             if (p.slotClass[s] != c) continue;
             bool ok = true;
             for (int t = 0; ok && t < T_; ++t)
-                if ((t & bits) == 0 && p.outOf[c][t] >= 0) ok = out[s][t] == p.outOf[c][t];
+                if ((t & (bits | copies)) == 0 && p.outOf[c][t] >= 0) ok = out[s][t] == p.outOf[c][t];
             if (ok) rep = (int)s;
         }
         if (rep < 0) return staged();
         p.repSlot.push_back(rep);
         for (int t = 0; t < T_; ++t)
-            if ((t & bits) == 0 && p.outOf[c][t] >= 0) ++writes[p.outOf[c][t]];
+            if ((t & (bits | copies)) == 0 && p.outOf[c][t] >= 0) ++writes[p.outOf[c][t]];
     }
     for (int w : writes)
         if (w != 1) return staged();

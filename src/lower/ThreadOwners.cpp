@@ -73,7 +73,8 @@ std::optional<std::vector<int64_t>> constShape(const BufferNode &b) {
     return s;
 }
 
-/// The row-major element of `indices` at the iteration `values`, or -1 outside the buffer or unknown.
+} // namespace
+
 int64_t elementAt(const std::vector<Expr> &indices, const std::vector<int64_t> &shape,
                   const std::map<const VarNode *, int64_t> &values) {
     if (indices.size() != shape.size()) return -1;
@@ -85,8 +86,6 @@ int64_t elementAt(const std::vector<Expr> &indices, const std::vector<int64_t> &
     }
     return e;
 }
-
-} // namespace
 
 void nestOwners(const For &outer, const KernelLayouts &layouts, OwnerMap &loads, OwnerMap &stores) {
     auto lit = layouts.loops.find(outer.var.get());
@@ -122,7 +121,7 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, OwnerMap &loads,
             if (e < 0) continue;
             for (size_t d = vars.size(); d-- > 0; e /= l.shape[d]) values[vars[d]] = e % l.shape[d];
             for (auto &a : acc.accesses) {
-                if (unknown.count(a.buffer)) continue;
+                if (unknown.count(a.buffer) || (a.store && (t & l.copies))) continue; // copies: the first holder stores
                 const std::vector<int64_t> &shape = shapes[a.buffer];
                 int64_t el = elementAt(*a.indices, shape, values);
                 if (el < 0) {

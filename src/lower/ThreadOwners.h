@@ -24,6 +24,10 @@ using OwnerMap = std::map<const void *, Owners>;
 /// variables, a distributed or mma layout. A buffer missing from the maps is touched in ways not known.
 void nestOwners(const ir::For &outer, const KernelLayouts &layouts, OwnerMap &loads, OwnerMap &stores);
 
+/// The row-major element of `indices` at the iteration `values`, or -1 outside the buffer or unknown.
+int64_t elementAt(const std::vector<ir::Expr> &indices, const std::vector<int64_t> &shape,
+                  const std::map<const ir::VarNode *, int64_t> &values);
+
 /// The owners of two sets of accesses together.
 Owners combineOwners(const Owners &a, const Owners &b);
 

@@ -9,6 +9,7 @@
 #include "tilec/passes/Arith.h"
 #include "ProgramVectorized.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -67,36 +68,91 @@ const Store *topStore(const Stmt &s) {
     return as<Store>(s);
 }
 
+/// Whether `e` loads an element of a buffer `reads` picks, or makes a call `calls` picks (none when null).
+bool readsAny(const Expr &e, const std::function<bool(const BufferNode *)> &reads,
+              const std::function<bool(const Call &)> &calls) {
+    struct Reads : IRVisitor {
+        using IRVisitor::visit;
+        const std::function<bool(const BufferNode *)> *reads;
+        const std::function<bool(const Call &)> *calls;
+        bool found = false;
+        void visit(const Load &op) override {
+            found |= (*reads)(op.buffer.get());
+            IRVisitor::visit(op);
+        }
+        void visit(const Call &op) override {
+            found |= *calls && (*calls)(op);
+            IRVisitor::visit(op);
+        }
+    } r;
+    r.reads = &reads;
+    r.calls = &calls;
+    r.visit(e);
+    return r.found;
+}
+
 /// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
 /// statements, gives the same answer.
+bool anyCall(const Call &) { return true; }
+
 bool pureIndexTest(const Expr &c) {
-    struct Impure : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Load &) override { found = true; }
-        void visit(const Call &) override { found = true; }
-    } imp;
-    imp.visit(c);
-    return !imp.found;
+    return !readsAny(c, [](const BufferNode *) { return true; }, anyCall);
 }
 
 /// Whether a condition may be evaluated before a vectorized loop's body: it calls nothing and reads only
 /// registers (local buffers) that the body does not write, so it gives the same answer there, and reading it
 /// touches no memory (a conjunct that loads global memory may be guarded by the conjuncts before it).
 bool registerTest(const Expr &c, const std::set<const BufferNode *> &stored) {
-    struct Impure : IRVisitor {
-        using IRVisitor::visit;
-        const std::set<const BufferNode *> *stored;
-        bool found = false;
-        void visit(const Load &op) override {
-            found |= isMemory(op.buffer) || stored->count(op.buffer.get());
-            IRVisitor::visit(op);
+    auto memoryOrStored = [&](const BufferNode *b) {
+        return b->scope == Scope::Global || b->scope == Scope::Shared || stored.count(b) > 0;
+    };
+    return !readsAny(c, memoryOrStored, anyCall);
+}
+
+/// Whether `e` loads an element of one of `bufs`.
+bool loadsAny(const Expr &e, const std::set<const BufferNode *> &bufs) {
+    return readsAny(e, [&](const BufferNode *b) { return bufs.count(b) > 0; }, nullptr);
+}
+
+/// Whether `e` makes a call with an effect (T.call_extern's functions, library calls that are not pure
+/// expressions): running it once instead of once per lane would change what it does.
+bool callsWithEffect(const Expr &e) {
+    auto effect = [](const Call &c) {
+        const lib::Info *info = lib::find(c.name);
+        return c.name.rfind("extern:", 0) == 0 || (info && !(info->effects & lib::kPure));
+    };
+    return readsAny(e, [](const BufferNode *) { return false; }, effect);
+}
+
+/// The statements at the head of a vectorized loop's body that set a register to the same value in every lane
+/// (a Python name bound in a T.Parallel body, `idx = Indices[i]`, is a one-element register the body stores
+/// first and its gather's index reads): the value and the index use neither the lane nor a variable bound in
+/// the body, load nothing the body stores (the register included) and call nothing with an effect (an extern
+/// atomic); the register is stored nowhere else in the body and read by no statement before. Each lane would
+/// store the same value again, so the statement runs once before the loop instead, and the loads whose
+/// address reads the register may become vector loads.
+size_t invariantRegisterDefs(const std::vector<Stmt> &stmts, const VarNode *lane,
+                             const std::set<const VarNode *> &bound,
+                             const std::set<const BufferNode *> &stored) {
+    auto laneInvariant = [&](const Expr &e) {
+        return !uses(e, lane) && !mentionsAny(e, bound) && !loadsAny(e, stored) && !callsWithEffect(e);
+    };
+    size_t n = 0;
+    for (; n < stmts.size(); ++n) {
+        auto st = as<Store>(stmts[n]);
+        if (!st || isMemory(st->buffer) || !laneInvariant(st->value)) break;
+        if (!std::all_of(st->indices.begin(), st->indices.end(), laneInvariant)) break;
+        int storesHere = 0;
+        for (auto &s : stmts) {
+            Inside in;
+            in.visit(s);
+            storesHere += in.stored.count(st->buffer.get()) > 0;
         }
-        void visit(const Call &) override { found = true; }
-    } imp;
-    imp.stored = &stored;
-    imp.visit(c);
-    return !imp.found;
+        bool readBefore = false;
+        for (size_t i = 0; i < n; ++i) readBefore |= loads(stmts[i], st->buffer.get());
+        if (storesHere != 1 || readBefore) break;
+    }
+    return n;
 }
 
 /// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
@@ -372,7 +428,8 @@ class Vectorizer : public IRMutator {
             }
         }
         ranges_ = std::move(saved);
-        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes == width) {
+        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
+        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes > 0 && lanes == width) {
             return vectorize(s, *f, lanes);
         } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
             Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
@@ -414,6 +471,19 @@ class Vectorizer : public IRMutator {
         Inside in;
         in.visit(f.body);
         in.bound.erase(lane);
+        {
+            auto seq = as<Seq>(f.body);
+            std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{f.body};
+            size_t defs = invariantRegisterDefs(stmts, lane, in.bound, in.stored);
+            if (width > 0 && defs > 0 && defs < stmts.size()) { // the loop runs, so the statements run once
+                std::vector<Stmt> out(stmts.begin(), stmts.begin() + (ptrdiff_t)defs);
+                std::vector<Stmt> rest(stmts.begin() + (ptrdiff_t)defs, stmts.end());
+                Stmt restBody = rest.size() == 1 ? rest[0] : Seq::make(std::move(rest), f.body->loc);
+                Stmt s = For::make(f.var, f.min, f.extent, f.forKind, f.numStages, restBody, f.loc);
+                out.push_back(vectorize(s, *as<For>(s), width));
+                return Seq::make(std::move(out), f.loc);
+            }
+        }
 
         // Loads to hoist: memory, aligned, checked independently of the lane, not stored to in the body.
         std::vector<Hoisted> loads;
@@ -428,6 +498,9 @@ class Vectorizer : public IRMutator {
             if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
             if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(f.body, l->buffer.get())) return false;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) return false;
+            // Run before the body, the load would read the registers and memory its address and test read as
+            // they were before any lane stored them (a gather's index register set by the body itself).
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(l->indices[0], in.stored)) return false;
             Expr base = alignedBase(l->indices[0], lane, width);
             return base && !mentionsAny(base, in.bound) && !uses(base, lane);
         };
@@ -512,6 +585,8 @@ class Vectorizer : public IRMutator {
             if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
             if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            // Run after the body, the store's address and test would read what the last lane left there.
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
             Expr base = alignedBase(st->indices[0], lane, width);
             if (!base || mentionsAny(base, in.bound)) continue;
             if (ir::loads(body, st->buffer.get())) continue;

@@ -12,7 +12,9 @@ double Simulator::eval(const ir::Expr &e, int t) {
     using namespace ir;
     switch (e->kind) {
     case NodeKind::IntImm: return (double)as<IntImm>(e)->value;
-    case NodeKind::FloatImm: return as<FloatImm>(e)->value;
+    // a float32 constant is the float32 the generated code spells (`1 / 448.0` in a float32 product is
+    // 0.002232143f, not the double), so products with it round as on the GPU
+    case NodeKind::FloatImm: return roundTo(e->dtype, as<FloatImm>(e)->value);
     case NodeKind::Var: {
         auto it = vars_[t].find(as<VarNode>(e));
         if (it == vars_[t].end()) throw SimError("unbound variable " + as<VarNode>(e)->name);

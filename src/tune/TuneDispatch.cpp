@@ -6,6 +6,8 @@
 #include "tilec/Tune.h"
 
 #include <cctype>
+#include <functional>
+#include <map>
 #include <stdexcept>
 
 namespace tilec::tune {
@@ -29,7 +31,7 @@ std::vector<std::string> distinct(const std::vector<std::string> &names) {
 }
 
 std::string signature(const std::string &ret, const std::string &name, const std::vector<CParam> &params) {
-    std::string s = ret + " " + name + "(";
+    std::string s = ret + " " + name + "(" + (params.empty() ? "void" : "");
     for (size_t i = 0; i < params.size(); ++i) {
         const std::string &t = params[i].type;
         s += (i ? ", " : "") + t + (t.empty() || t.back() == '*' ? "" : " ") + params[i].name;
@@ -55,24 +57,64 @@ std::vector<std::pair<std::string, std::optional<int64_t>>> mergedBuckets(const 
     return out;
 }
 
+
+/// `if (SYMBOL <= UP) return CALL;` per bucket, the last without a bound; `call` writes a configuration's call.
+std::string forwardByBucket(const Dispatch &d, const std::function<std::string(const std::string &)> &call) {
+    std::string s;
+    for (auto &[name, upTo] : mergedBuckets(d))
+        s += upTo ? "    if (" + d.symbol + " <= " + std::to_string(*upTo) + ") return " + call(name) + ";\n"
+                  : "    return " + call(name) + ";\n";
+    return s;
+}
+
+/// The workspace forms of a dispatcher whose configurations have T.alloc_global workspaces: the parameters of
+/// NAME_workspace_bytes and NAME_with_workspace (those of the first configuration that declares them: every
+/// configuration has the kernel's scalars and sizes), and per configuration whether it has them (one without
+/// needs no workspace: 0 bytes, and its own launch function). None when no configuration has a workspace.
+struct WorkspaceForms {
+    std::vector<CParam> bytes, with;
+    std::map<std::string, bool> has;
+};
+
+std::optional<WorkspaceForms> workspaceForms(const Dispatch &d, const std::string &header) {
+    WorkspaceForms w;
+    bool any = false;
+    for (auto &c : distinct(d.cfgNames)) {
+        auto bytes = declaredParameters(header, "size_t", c + "_workspace_bytes");
+        auto with = declaredParameters(header, "tilec_status", c + "_with_workspace");
+        if (bytes.has_value() != with.has_value())
+            throw std::invalid_argument("internal error: in tune: '" + c + "' has one of its two workspace functions");
+        w.has[c] = bytes.has_value();
+        if (bytes && !any) w.bytes = *bytes, w.with = *with, any = true;
+    }
+    if (!any) return std::nullopt;
+    bool hasSymbol = false;
+    for (auto &p : w.bytes) hasSymbol = hasSymbol || p.name == d.symbol;
+    if (!hasSymbol || w.with.size() < 3)
+        throw std::invalid_argument("internal error: in tune: the workspace functions of '" + d.cfgNames[0] +
+                                    "' are not of the form the dispatcher forwards");
+    return w;
+}
+
 } // namespace
 
 std::string configKernelName(const std::string &kernel, size_t k) { return kernel + "__cfg" + std::to_string(k); }
 
-std::vector<CParam> launchParameters(const std::string &header, const std::string &cName) {
-    std::string key = "tilec_status " + cName + "(";
+std::optional<std::vector<CParam>> declaredParameters(const std::string &header, const std::string &ret,
+                                                      const std::string &name) {
+    std::string key = ret + " " + name + "(";
     size_t at = 0;
     for (;;) {
         at = header.find(key, at);
-        if (at == std::string::npos)
-            throw std::invalid_argument("internal error: in tune: the header declares no '" + cName + "'");
+        if (at == std::string::npos) return std::nullopt;
         if (at == 0 || header[at - 1] == '\n') break;
         at += key.size();
     }
     size_t open = at + key.size(), close = header.find(')', open);
-    if (close == std::string::npos) throw std::invalid_argument("internal error: in tune: '" + cName + "' is cut off");
+    if (close == std::string::npos) throw std::invalid_argument("internal error: in tune: '" + name + "' is cut off");
     std::vector<CParam> params;
     std::string list = header.substr(open, close - open);
+    if (trim(list) == "void") return params;
     size_t b = 0;
     while (b <= list.size()) {
         size_t e = list.find(',', b);
@@ -81,11 +123,17 @@ std::vector<CParam> launchParameters(const std::string &header, const std::strin
         size_t n = p.size();
         while (n > 0 && (std::isalnum((unsigned char)p[n - 1]) || p[n - 1] == '_')) --n;
         if (n == 0 || n == p.size())
-            throw std::invalid_argument("internal error: in tune: cannot read parameter '" + p + "' of " + cName);
+            throw std::invalid_argument("internal error: in tune: cannot read parameter '" + p + "' of " + name);
         params.push_back(CParam{trim(p.substr(0, n)), p.substr(n)});
         b = e + 1;
     }
     return params;
+}
+
+std::vector<CParam> launchParameters(const std::string &header, const std::string &cName) {
+    auto params = declaredParameters(header, "tilec_status", cName);
+    if (!params) throw std::invalid_argument("internal error: in tune: the header declares no '" + cName + "'");
+    return *params;
 }
 
 std::string dispatchDeclarations(const Dispatch &d, const std::string &header) {
@@ -98,13 +146,20 @@ std::string dispatchDeclarations(const Dispatch &d, const std::string &header) {
                                 : std::string(i ? " above" : " for every size"));
     s += ".\n * Its queries give the largest figure of those kernels (0 when one of them has no code). */\n";
     s += signature("tilec_status", d.cName, params) + ";\n";
+    if (auto w = workspaceForms(d, header)) {
+        s += "/* The bytes of the workspace " + d.cName + "_with_workspace needs for these sizes: those of the configuration\n";
+        s += " * it dispatches to (0 when a size is out of range: the launch then returns TILEC_ERROR_BAD_SIZE). */\n";
+        s += signature("size_t", d.cName + "_workspace_bytes", w->bytes) + ";\n";
+        s += "/* As " + d.cName + ", in the caller's workspace (256-byte aligned, at least the bytes above, used until\n";
+        s += " * the launches on `stream` finish): allocates nothing, so it suits the application's own allocator. */\n";
+        s += signature("tilec_status", d.cName + "_with_workspace", w->with) + ";\n";
+    }
     s += "int " + d.cName + "_threads(int sm);\nsize_t " + d.cName + "_shared_bytes(int sm);\n";
     s += "tilec_status " + d.cName + "_load(void);\ntilec_status " + d.cName + "_unload(void);\n";
     return s;
 }
 
 std::string dispatchDefinitions(const Dispatch &d, const std::string &header, bool cxx) {
-    auto buckets = mergedBuckets(d);
     auto params = launchParameters(header, d.cfgNames[0]);
     bool hasSymbol = false;
     for (auto &p : params) hasSymbol = hasSymbol || p.name == d.symbol;
@@ -114,11 +169,19 @@ std::string dispatchDefinitions(const Dispatch &d, const std::string &header, bo
     std::string s = "\n/* " + d.cName + ": the tuned configuration of the size's bucket (tilec tune). */\n";
     if (!cxx) s += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
     s += link + signature("tilec_status", d.cName, params) + " {\n";
-    std::string args = arguments(params);
-    for (auto &[name, upTo] : buckets)
-        s += upTo ? "    if (" + d.symbol + " <= " + std::to_string(*upTo) + ") return " + name + "(" + args + ");\n"
-                  : "    return " + name + "(" + args + ");\n";
-    s += "}\n";
+    s += forwardByBucket(d, [&](const std::string &c) { return c + "(" + arguments(params) + ")"; }) + "}\n";
+    if (auto w = workspaceForms(d, header)) {
+        std::vector<CParam> plain = w->with; // less `void *workspace, size_t workspace_bytes` before the stream
+        plain.erase(plain.end() - 3, plain.end() - 1);
+        s += link + signature("size_t", d.cName + "_workspace_bytes", w->bytes) + " {\n";
+        s += forwardByBucket(d, [&](const std::string &c) {
+            return w->has[c] ? c + "_workspace_bytes(" + arguments(w->bytes) + ")" : std::string("0");
+        }) + "}\n";
+        s += link + signature("tilec_status", d.cName + "_with_workspace", w->with) + " {\n";
+        s += forwardByBucket(d, [&](const std::string &c) {
+            return w->has[c] ? c + "_with_workspace(" + arguments(w->with) + ")" : c + "(" + arguments(plain) + ")";
+        }) + "}\n";
+    }
     auto all = distinct(d.cfgNames);
     for (const char *q : {"threads", "shared_bytes"}) {
         std::string type = std::string(q) == "threads" ? "int" : "size_t";

@@ -65,9 +65,9 @@ import tilelang.language as T
 def transpose(X: T.Tensor((64, 64), "float"), Y: T.Tensor((64, 64), "float")):
     with T.Kernel(1, threads=128) as bx:
         f = T.alloc_fragment((64, 64), "float")
-        T.copy(X, f)
         for i, j in T.Parallel(64, 64):
-            Y[i, j] = f[j, i]
+            f[63 - i, j] = X[i, j]
+        T.copy(f, Y)
 '''
 
 # A syntax error after non-ASCII text: 'é' is 2 bytes and 1 UTF-16 unit, '😀' 4 bytes and 2 units.
@@ -263,10 +263,10 @@ def main():
         c.notify('textDocument/didChange', {'textDocument': {'uri': uri, 'version': 5},
                                             'contentChanges': [{'text': LOWERING_ERROR}]})
         check(c.diagnostics(uri, 5), [{
-            'range': rng(9, 22, 9, 29), 'severity': 1, 'source': 'tilec',
-            'message': "fragment 'f' is indexed here by (j, i), not by the variables of a T.Parallel over its whole "
+            'range': rng(8, 12, 8, 34), 'severity': 1, 'source': 'tilec',
+            'message': "fragment 'f' is indexed here by (63 - i, j), not by the variables of a T.Parallel over its whole "
                        "shape, so every thread would need all 4096 of its elements; at most 256 fit in registers",
-            'relatedInformation': [{'location': {'uri': uri, 'range': rng(7, 8, 7, 20)},
+            'relatedInformation': [{'location': {'uri': uri, 'range': rng(9, 8, 9, 20)},
                                     'message': "elsewhere 'f' is spread over the threads, as here"}]}],
             'the lowering error')
 

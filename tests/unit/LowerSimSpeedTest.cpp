@@ -178,8 +178,11 @@ TEST(LowerSimBroadcast, RowResultsInTheNestsThreads) { sinkhornCase(32, 4, 128, 
 TEST(LowerSimBroadcast, ShortRowsInNarrowVectors) {
     sinkhornCase(16, 2, 32, "fragment mx: distributed over 32 threads, 1-wide");
 }
-// 4 x 8 x 8 over 32 threads: rows of 8 wider than a 4-wide vector: several threads need each row result, which stays whole in every one.
-TEST(LowerSimBroadcast, RowsWiderThanAVectorStayReplicated) { sinkhornCase(4, 8, 32, "fragment mx: replicated"); }
+// 4 x 8 x 8 over 32 threads: rows of 8 wider than a 4-wide vector: the two threads of a row each hold a copy of
+// its result (CopiedLayouts.h), not every thread all of them.
+TEST(LowerSimBroadcast, RowsWiderThanAVectorHeldByTheirThreads) {
+    sinkhornCase(4, 8, 32, "fragment mx: distributed over 16 threads, 1-wide, each held by 2 threads (copy bits 1)");
+}
 
 namespace {
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include "EvalTestUtil.h"
+#include "sim/Simulator.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -60,6 +62,18 @@ inline void expectNear(const std::vector<double> &got, const std::vector<double>
             ++bad;
         }
     }
+}
+
+/// Runs one lowered kernel on the simulator over `tensors`; a simulator error or a race is a test failure.
+inline void simulate(const ir::Kernel &k, std::map<std::string, std::vector<double> *> tensors,
+                     std::map<std::string, double> scalars = {}) {
+    Simulator s(k, std::move(tensors), std::move(scalars));
+    try {
+        s.run();
+    } catch (const SimError &e) {
+        FAIL() << e.what();
+    }
+    for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
 }
 
 } // namespace tilec::simtest

@@ -273,6 +273,35 @@ TEST(TuneDispatch, BucketsMergeAndQueriesCoverEveryConfiguration) {
     EXPECT_THROW(dispatchDefinitions(bad, kHeader, true), std::invalid_argument); // no parameter n
 }
 
+// One configuration with a T.alloc_global workspace (g__cfg1), one without (g__cfg0): the dispatcher still has
+// both forms; the configuration without one needs 0 bytes and is called through its own launch function.
+TEST(TuneDispatch, WorkspaceFormsForwardLikeTheLaunch) {
+    const std::string header =
+        std::string(kHeader).insert(std::string(kHeader).find("#ifdef __cplusplus\n}"),
+                                    "size_t g__cfg1_workspace_bytes(float alpha, int64_t m);\n"
+                                    "tilec_status g__cfg1_with_workspace(const void *X, float *Y, float alpha, int64_t m, "
+                                    "void *workspace, size_t workspace_bytes, cudaStream_t stream);\n"
+                                    "size_t none_workspace_bytes(void);\n");
+    auto none = declaredParameters(header, "size_t", "none_workspace_bytes");
+    ASSERT_TRUE(none.has_value());
+    EXPECT_TRUE(none->empty());
+    EXPECT_FALSE(declaredParameters(header, "size_t", "g__cfg0_workspace_bytes").has_value());
+    Dispatch d{"g", "m", {"g__cfg0", "g__cfg1"}, {16, std::nullopt}};
+    std::string cu = dispatchDefinitions(d, header, true);
+    EXPECT_NE(cu.find("extern \"C\" size_t g_workspace_bytes(float alpha, int64_t m) {\n"
+                      "    if (m <= 16) return 0;\n    return g__cfg1_workspace_bytes(alpha, m);\n}"),
+              std::string::npos) << cu;
+    EXPECT_NE(cu.find("extern \"C\" tilec_status g_with_workspace(const void *X, float *Y, float alpha, int64_t m, void "
+                      "*workspace, size_t workspace_bytes, cudaStream_t stream) {\n"
+                      "    if (m <= 16) return g__cfg0(X, Y, alpha, m, stream);\n"
+                      "    return g__cfg1_with_workspace(X, Y, alpha, m, workspace, workspace_bytes, stream);\n}"),
+              std::string::npos) << cu;
+    std::string h = dispatchDeclarations(d, header);
+    EXPECT_NE(h.find("\nsize_t g_workspace_bytes(float alpha, int64_t m);\n"), std::string::npos) << h;
+    // Without workspaces: neither form.
+    EXPECT_EQ(dispatchDefinitions(d, kHeader, true).find("_workspace"), std::string::npos);
+}
+
 TEST(TunedBuild, PlanFromTables) {
     Parsed p("g = linear(4096, 4096)\ns = linear(64, 64, block_M=32)\n");
     ASSERT_TRUE(p.module);

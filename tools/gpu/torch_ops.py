@@ -13,7 +13,8 @@ Two steps, which may run on two machines:
     directly (ctypes) and against a float64 torch reference: in eager mode, under torch.compile(fullgraph=True),
     inside a CUDA graph capture, through the Meta implementation, its argument checks, and from a C++
     (LibTorch) program that calls the operators through the dispatcher; then, where JAX with a GPU is there,
-    the --emit=xla-ffi handlers through jax.ffi.ffi_call. Prints PASS/FAIL/SKIP lines; exits 1 when anything
+    the --emit=xla-ffi handlers through jax.ffi.ffi_call (eager, jit, and norms' in an XLA command buffer:
+    tools/gpu/xla_command_buffer.py). Prints PASS/FAIL/SKIP lines; exits 1 when anything
     FAILed; with --results FILE also a JSON line per check (tools/gpu/run.sh's torch step).
 Without options both steps run (tilec: --tilec, else build/tilec) into a temporary folder.
 """
@@ -455,16 +456,42 @@ def jax_checks(gen, sm):
         return "scalars as attributes"
     check("XLA FFI scale (attributes)", scale)
 
+    ws_bytes = lib.tilec_xla_norms_workspace_bytes
+    ws_bytes.restype, ws_bytes.argtypes = ctypes.c_size_t, [ctypes.c_int64]
+
+    def norms_call(a, workspace=None):  # the workspace: the last result, sized by the query, dropped
+        ws = ws_bytes(a.shape[0]) if workspace is None else workspace
+        out, _ = jax.ffi.ffi_call("tilec_norms", (jax.ShapeDtypeStruct((a.shape[0],), a.dtype),
+                                                  jax.ShapeDtypeStruct((ws,), jnp.uint8)))(a)
+        return out
+
     def norms():
         for n in (100, 1000):
             A = jax.random.normal(key, (n, 3, 32), jnp.float32)
-            call = lambda a: jax.ffi.ffi_call("tilec_norms", jax.ShapeDtypeStruct((a.shape[0],), a.dtype))(a)
-            for f in (call, jax.jit(call)):
+            for f in (norms_call, jax.jit(norms_call)):
                 Y = np.asarray(f(A), dtype=np.float64)
                 R = np.sqrt(np.square(np.asarray(A, dtype=np.float64)).sum(axis=(1, 2)))
                 assert (np.abs(Y - R) <= 200 * 2.0 ** -24 * np.abs(R) + 1e-30).all(), f"n={n}"
-        return "n 100, 1000; eager and jit"
-    check("XLA FFI norms (workspace from XLA's scratch allocator)", norms)
+        return f"n 100, 1000; eager and jit; {ws_bytes(1000)} workspace bytes at n=1000"
+    check("XLA FFI norms (workspace as the last result)", norms)
+
+    def norms_small_workspace():
+        A = jax.random.normal(key, (100, 3, 32), jnp.float32)
+        try:
+            norms_call(A, workspace=1).block_until_ready()
+        except Exception as e:  # JaxRuntimeError: INVALID_ARGUMENT naming the workspace result
+            assert "workspace result" in str(e), str(e).splitlines()[0]
+            return "refused with INVALID_ARGUMENT"
+        raise AssertionError("a 1-byte workspace result was accepted")
+    check("XLA FFI norms refuses a workspace result too small", norms_small_workspace)
+
+    def command_buffer():  # a process of its own: XLA reads its flags once per process
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "xla_command_buffer.py")
+        r = subprocess.run([sys.executable, script, xla_so], capture_output=True, text=True, timeout=120)
+        last = (r.stdout.strip().splitlines() or [""])[-1]
+        assert r.returncode == 0 and last.startswith("PASS: "), last or r.stderr.strip()[-300:]
+        return last[len("PASS: "):]
+    check("XLA FFI norms in an XLA command buffer (CUDA graph)", command_buffer)
 
 
 def main():

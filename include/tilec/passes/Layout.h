@@ -8,6 +8,13 @@
 ///   slots; when T*V does not divide the element count the last round is partial (predicated).
 /// - replicated: every thread holds every element, slot = e (reduction results, small per-row values).
 ///
+/// A distributed layout may also hold each element in several threads (`copies`, a mask of thread-index bits
+/// that do not choose the element): the T threads act as T' = T >> popcount(copies) virtual threads, thread t
+/// being virtual thread u = the bits of t outside `copies` (virtualThread), and the layout is distributed over
+/// the T' virtual threads; the R = T / T' threads of one virtual thread hold copies of its elements (reduction
+/// results along a dimension spread over threads of a warp, fragments smaller than the block). Threads with
+/// `t & copies` == 0 are the first holders: they store the elements to memory (CopiedLayouts.h).
+///
 /// Two more come from tensor cores (mma.sync m16n8), for an (M, N) fragment split over warpsM x warpsN warps
 /// (warp w: wm = w % warpsM, wn = w / warpsM; each warp owns an (M/warpsM) x (N/warpsN) tile of 16x8 tiles):
 /// - mma: slot ((mi*nT + ni)*2 + h)*2 + c of lane l holds row wm*WTM + mi*16 + h*8 + l/4, column
@@ -35,10 +42,11 @@ struct Layout {
     std::vector<int64_t> shape;
     int threads = 1; ///< distributed: T
     int vec = 1;     ///< distributed: V; divides the innermost extent
+    int64_t copies = 0; ///< distributed: thread-index bits whose threads hold copies (0: one thread per element)
     int warpsM = 1, warpsN = 1; ///< mma, mmaRows
     bool wgmma = false;         ///< mma, mmaRows: wgmma's row order (above)
 
-    static Layout distributed(std::vector<int64_t> shape, int threads, int vec);
+    static Layout distributed(std::vector<int64_t> shape, int threads, int vec, int64_t copies = 0);
     static Layout replicated(std::vector<int64_t> shape);
     /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
     static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma = false);
@@ -47,6 +55,8 @@ struct Layout {
     int64_t tileRow(int64_t wm, int64_t mi) const;
 
     bool isMma() const { return kind == Mma || kind == MmaRows; }
+    /// Distributed: the virtual threads T' the elements are spread over (T when `copies` is 0).
+    int vthreads() const;
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
     int64_t tilesN() const { ///< mma: 8-column tiles per warp
         TILEC_ASSERT(kind == Mma && shape.size() == 2, "column tiles of a layout that is not mma");
@@ -86,8 +96,15 @@ struct KernelLayouts {
 /// or {0, 0} when M and N do not divide (N/wgN must also be a multiple of `nStep`, at most 256).
 std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep = 8);
 
-/// The coordinates (one int32 expression per dimension) of the element a thread meets in round `round`
-/// at vector lane `lane` of a distributed layout: element `round*T*V + tid*V + lane`. Each coordinate is
+/// The virtual thread (above) of thread `tid` in a distributed layout: `tid` itself when it has no copies.
+ir::Expr virtualThread(const Layout &l, const ir::Expr &tid);
+/// Thread `tid`'s virtual thread number, numerically.
+int64_t virtualThreadOf(const Layout &l, int64_t t);
+/// Whether thread `tid` is the first holder of its elements (`tid & copies` == 0); null without copies.
+ir::Expr firstHolder(const Layout &l, const ir::Expr &tid);
+
+/// The coordinates (one int32 expression per dimension) of the element a (virtual) thread meets in round
+/// `round` at vector lane `lane` of a distributed layout: element `round*T'*V + tid*V + lane`. Each coordinate is
 /// simplified with what is known about the layout, so that a coordinate which does not depend on the
 /// thread comes out as a function of `round` alone (a constant once the round loop is unrolled), and the
 /// innermost one is `base + lane` with base a multiple of V.

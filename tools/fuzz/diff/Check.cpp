@@ -2,6 +2,8 @@
 /// One program through the compiler, the reference and the simulator (Check.h).
 #include "Check.h"
 
+#include "LoopHeaders.h"
+
 #include "EvalTestUtil.h"
 #include "sim/Simulator.h"
 #include "Reference.h"
@@ -208,6 +210,9 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     } catch (const std::exception &e) {
         return outcome(Outcome::Failure, "exception", e.what());
     }
+    // Loop headers re-parsed with C's precedence (LoopHeaders.h): splices the simulator cannot see.
+    for (auto &[target, cuda] : out.cuda)
+        if (std::string e = checkLoopHeaders(cuda); !e.empty()) return outcome(Outcome::Failure, "loop header", target + ": " + e);
     const ir::Kernel &typed = *front.program->kernels[0];
     const std::map<std::string, double> dyn = dynamicValues(text);
     for (auto &d : typed.dynamicSymbols)

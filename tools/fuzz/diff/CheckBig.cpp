@@ -4,6 +4,7 @@
 
 #include "EvalTestUtil.h"
 #include "IndexOracle.h"
+#include "LoopHeaders.h"
 
 #include "tilec/Check.h"
 #include "tilec/Codegen.h"
@@ -40,6 +41,7 @@ Outcome compileText(const std::string &text, std::vector<std::pair<std::string, 
             o.sourceName = "fuzz.tile", o.cudaName = "fuzz.cu", o.headerName = "fuzz.h", o.targets = {v.target};
             std::string cu = generateCode(p, o, front.diag).cuda;
             if (front.diag.hasErrors()) break;
+            if (std::string e = checkLoopHeaders(cu); !e.empty()) return outcome(Outcome::Failure, "loop header", name + ": " + e);
             if (name != "sm_80 wide rows") out.cuda[v.target.name] = std::move(cu);
             if (lowered) lowered->emplace_back(name, std::move(p));
         }

@@ -68,9 +68,10 @@ struct Printer {
             return;
         case GOp::Parallel: {
             std::string idx = o.dst == "rm" ? "i" : o.dst == "rn" ? "j" : "i, j";
-            std::string ext = o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
+            std::string ext = !o.end.empty() ? o.end : o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
             line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
             int in = ind + 1;
+            if (o.gather) line(in, "row = T.cast(T.abs(A[by * BM + i, 0]) * 7.0, \"int32\") % " + num(p.ra));
             if (o.cond) line(in++, "if " + o.cond->print() + ":");
             line(in, o.dst + "[" + idx + "] = " + o.value->print());
             return;
@@ -89,10 +90,10 @@ struct Printer {
         case GOp::Gemm: {
             // clear_accum clears only in a trip of the loop: with a dynamic K of 0 there is none, and reading acc
             // after it would read registers nothing wrote (undefined, not a miscompile: seeds 12696812, 12942427).
-            // So with a run-time start, which can lie at or past the end in some blocks.
-            if (!o.clearAccum || p.dynamic || !o.start.empty()) line(ind, "T.clear(acc)");
+            // So with a run-time start, which can lie at or past the end in some blocks, or a conditional end.
+            if (!o.clearAccum || p.dynamic || !o.start.empty() || !o.end.empty()) line(ind, "T.clear(acc)");
             const std::string K = p.dynamic ? "kk" : num(p.gk);
-            const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + "T.ceildiv(" + K + ", BK)";
+            const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + (o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end);
             std::string loop = o.stages > 0 ? "T.Pipelined(" + bounds + ", num_stages=" + num(o.stages) + ")"
                                             : "T.serial(" + bounds + ")";
             line(ind, "for k in " + loop + ":");
@@ -103,7 +104,8 @@ struct Printer {
             return;
         }
         case GOp::Serial:
-            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") + num(o.n) + "):");
+            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") +
+                          (o.end.empty() ? num(o.n) : o.end) + "):");
             ++serialDepth;
             ops(ind + 1, o.kids);
             --serialDepth;
@@ -124,10 +126,27 @@ struct Printer {
         case GOp::ScalarThread: {
             int in = ind;
             if (o.n > 0) line(in++, "if tx < " + num(o.n) + ":");
-            line(in, "W[(by * " + num(p.gx) + " + bx) * " + num(p.threads) + " + tx] = " + o.value->print());
+            std::string value = o.value->print();
+            if (o.lanes > 0) { // the thread's own registers, in T.Parallel nests every thread runs whole
+                line(in, "for q in T.Parallel(" + num(o.lanes) + "):");
+                line(in + 1, "lr[q] = " + value + " + T.cast(q, \"float32\")");
+                if (o.twice) {
+                    line(in, "for q in T.Parallel(" + num(o.lanes) + "):");
+                    line(in + 1, "lr[q] = lr[q] * 2.0 - 1.0");
+                }
+                value = "lr[" + num(o.lane) + "]";
+            }
+            line(in, "W[(by * " + num(p.gx) + " + bx) * " + num(p.threads) + " + tx] = " + value);
             return;
         }
         case GOp::SetVar: line(ind, "v = " + o.value->print()); return;
+        case GOp::IfThreadScalar:
+            line(ind, "if tx < " + num(o.n) + ":");
+            ops(ind + 1, o.kids);
+            line(ind, "else:");
+            ops(ind + 1, o.elseKids);
+            return;
+        case GOp::SharedStore: line(ind, o.dst + "[" + o.tensor + "] = " + o.value->print()); return;
         }
     }
 };
@@ -140,6 +159,7 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
         if (o.value) o.value->collect(out);
         if (o.cond) o.cond->collect(out);
         if (o.kind == GOp::Gemm) out.insert({"acc", "ga_s", "gb_s"});
+        if (o.kind == GOp::ScalarThread && o.lanes > 0) out.insert("lr");
         usedIn(o.kids, out, skip);
         usedIn(o.elseKids, out, skip);
     }
@@ -147,7 +167,9 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
 
 bool threadIn(const std::vector<GOp> &ops) {
     for (auto &o : ops)
-        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || threadIn(o.kids) || threadIn(o.elseKids)) return true;
+        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || o.kind == GOp::IfThreadScalar ||
+            o.kind == GOp::SharedStore || threadIn(o.kids) || threadIn(o.elseKids))
+            return true;
     return false;
 }
 
@@ -269,6 +291,7 @@ std::string GProgram::print() const {
     alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
     alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
+    alloc("lr", "T.alloc_local((8,), \"float32\")");
     if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
     std::string defs;
     if (scalars) printScalars(*scalars, sc, 3, defs, o);

@@ -6,7 +6,7 @@
 /// T.gemm operands), outputs Y (2-D), R (1-D, one row of tiles per block), W (one value per thread) and Z
 /// (1-D, atomics, zero-initialized); tile buffers s0, s1 (shared), f0, f1 (fragments), all (BM, BN), the
 /// per-row and per-column fragments rm (BM,) and rn (BN,), the T.gemm accumulator acc and its shared
-/// operands, and a scalar v (T.alloc_var). BM and BN are module-level constants set through -D.
+/// operands, a scalar v (T.alloc_var) and a thread's own registers lr (T.alloc_local, 8). BM and BN are module-level constants set through -D.
 /// Every buffer an operation reads is initialized first (the `init` operations, which shrinking keeps
 /// while the buffer is used), so every value a program computes is defined.
 #pragma once
@@ -58,8 +58,12 @@ struct GOp {
         Serial,       ///< for s in T.serial(n): kids
         IfUniform,    ///< if <block-uniform condition>: kids else: elseKids
         IfThread,     ///< if <thread-dependent condition>: kids (tile statements there must be rejected)
-        ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if
+        ScalarThread, ///< W[thread] = expr, per thread, optionally under a thread-dependent if (or through lr)
         SetVar,       ///< v = uniform expr
+        /// if tx < n: kids else: elseKids, both thread-level statements (ScalarThread with n = 0, SharedStore):
+        /// threads exchange data through shared memory in the branches (generate's threadShared)
+        IfThreadScalar,
+        SharedStore,  ///< dst[tensor] = expr, one thread's store into a shared tile (`tensor` holds the index)
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
     std::string dst, src, tensor; ///< buffer names
@@ -75,7 +79,20 @@ struct GOp {
     /// Serial and Gemm: the loop's first value, a block-dependent expression ("" for 0), so that a loop runs
     /// 0 times or starts past its end in some blocks (`T.Pipelined(loop_st, loop_ed)` of varlen attention).
     std::string start;
+    /// Serial and Gemm: the loop's end as an expression ("" for `n` / `T.ceildiv(K, BK)`): a run-time or
+    /// trace-time conditional (`T.if_then_else(bx < 2, bx + 2, bx - 1)`, `3 if bx == 0 else 1`) that code
+    /// generation splices into the loop header (GenExtents.cpp). Parallel: its extents ("" for the buffer's
+    /// shape), trace-time conditionals.
+    std::string end;
     bool alias = false;           ///< IfThread: through `tv = tx`
+    /// ScalarThread (unconditional): > 0, the value goes through `lanes` registers of the T.alloc_local buffer lr,
+    /// filled by a T.Parallel that every thread runs whole (it stores only into lr; `twice`: a second such nest
+    /// updates them), and W gets register `lane`.
+    int64_t lanes = 0, lane = 0;
+    bool twice = false;
+    /// Parallel over a 2-D tile: the body first binds `row` to an int32 row of A read from A (TileLang's sparse
+    /// attention binds `idx = Indices[...]`), and the value gathers `A[row, ...]` through it.
+    bool gather = false;
     std::vector<GOp> kids, elseKids;
 };
 
@@ -134,8 +151,12 @@ BigProgram generateBig(uint64_t seed);
 /// Kernel names tilec must refuse: C/C++ keywords Python can bind, C library and CUDA names, reserved prefixes.
 const std::vector<std::string> &reservedKernelNames();
 
-/// A random program from `seed`.
-GProgram generate(uint64_t seed);
+/// A random program from `seed`; with `threadShared`, some also get thread-dependent if/else branches that read
+/// and write shared tiles per thread (GenRandom.cpp: decorateThreadShared; off by default: see main.cpp).
+GProgram generate(uint64_t seed, bool threadShared = false);
+
+/// Conditional loop extents drawn on top of a program from a stream of its own (GenExtents.cpp).
+void decorateExtents(GProgram &p);
 
 /// Smaller variants of `p`, most promising first (for greedy shrinking).
 std::vector<GProgram> shrinkCandidates(const GProgram &p);

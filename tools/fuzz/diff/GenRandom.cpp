@@ -393,14 +393,88 @@ void decorateTrips(GProgram &p) {
     if (p.dynamic && r.coin(0.25)) p.batch = r.in(0, 2);
 }
 
+/// Per-thread values that go through a thread's own registers (issue 23): an unconditional W[thread] = expr
+/// becomes T.Parallel nests over a T.alloc_local buffer, which every thread runs whole (TileLang does not spread
+/// a loop that stores only into "local" buffers and touches no fragment; tilec spread it, and thread t filled
+/// only its register t). From a stream of its own.
+void decorateRegisters(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x10ca1)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::ScalarThread && o.n == 0 && r.coin(0.5)) {
+                o.lanes = r.in(1, 8);
+                o.lane = r.in(0, o.lanes - 1);
+                o.twice = r.coin(0.4);
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
+/// Threads exchanging data through shared tiles under a thread-dependent if/else: the else branch reads a
+/// shared element and then stores one, per thread, at indices that are a thread's own, another's, or shared by
+/// several (the reference runs threads one after another; on the GPU they race unless every exchange has a
+/// barrier between, which tilec cannot place inside the branch: it must refuse what it cannot order). From a
+/// stream of its own; only with --thread-shared.
+void decorateThreadShared(GProgram &p) {
+    Generator g{Rng{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x5a7ed)}, p};
+    if (!g.r.coin(0.3)) return;
+    static const std::vector<std::string> at{"(tx // BN) % BM, tx % BN", "tx % BM, 0", "(tx + 1) % BM, tx % BN",
+                                             "(tx + by) % BM, (tx // BM) % BN", "BM - 1 - tx % BM, 0"};
+    auto store = [&]() {
+        GOp o = opOf(GOp::SharedStore);
+        o.dst = g.r.coin(0.5) ? "s0" : "s1";
+        o.tensor = g.r.pick(at);
+        o.value = g.value(Ctx::Thread, 2);
+        return o;
+    };
+    auto scalar = [&](bool readShared) {
+        GOp o = opOf(GOp::ScalarThread);
+        std::string b = g.r.coin(0.5) ? "s0" : "s1";
+        o.value = readShared ? node("+", {leaf(b + "[" + g.r.pick(at) + "]", {b}), g.value(Ctx::Thread, 1)}) : g.value(Ctx::Thread, 2);
+        return o;
+    };
+    GOp o = opOf(GOp::IfThreadScalar);
+    o.n = g.r.in(1, p.threads - 1);
+    for (int64_t i = g.r.in(0, 2); i > 0; --i) o.kids.push_back(g.r.coin(0.5) ? store() : scalar(false));
+    if (o.kids.empty()) o.kids.push_back(scalar(false));
+    o.elseKids = {scalar(true), store()};
+    p.ops.insert(p.ops.end() - 1, o);
+}
+
+/// Gathers through a name the T.Parallel body binds (`row = ...; tile[i, j] = A[row, ...]`): the vectorized
+/// loads of the gather must follow the statement that sets the name (issue 23: TileLang's sparse attention
+/// read each key row by the previous row's index). From a stream of its own; static rows of A only (a dynamic
+/// m may be 0, and the row is taken modulo it).
+void decorateGathers(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x6a7e)};
+    if (p.dynamic || p.ra < 1) return;
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && r.coin(0.3)) {
+                o.gather = true;
+                GExprP g = leaf("A[row, bx * BN + j]");
+                o.value = r.coin(0.5) ? g : node("+", {g, o.value});
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 } // namespace
 
-GProgram generate(uint64_t seed) {
+GProgram generate(uint64_t seed, bool threadShared) {
     Generator g{Rng{std::mt19937_64(seed)}, {}};
     g.p.seed = seed;
     g.run();
     decorate(g.p);
     decorateTrips(g.p);
+    decorateRegisters(g.p);
+    decorateGathers(g.p);
+    decorateExtents(g.p);
+    if (threadShared) decorateThreadShared(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));

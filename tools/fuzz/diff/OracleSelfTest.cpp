@@ -6,6 +6,7 @@
 #include "Check.h"
 #include "Gen.h"
 #include "IndexOracle.h"
+#include "LoopHeaders.h"
 
 #include <iostream>
 
@@ -97,14 +98,38 @@ def big(A: T.Tensor((m, 64), "float16"), B: T.Tensor((64, 128), "float16"), C: T
             return bad;
         }
     }
-    report(false, "the sm_90a lowering of the GEMM has tensor maps", o);
+    report(false, "the sm_90a lowering of the GEMM has tensor maps: " + o.detail, o);
     return 1;
+}
+
+/// The spliced-expression oracle: session 14's hang (a conditional extent spliced bare after `s < `) and its
+/// parenthesized twin, C's precedence on a few expressions, and the generated CUDA of a conditional extent.
+int loopHeaders() {
+    const std::string hang = "for (int32_t s = 0; s < bx < 2 ? bx + 2 : bx - 1; ++s) {}";
+    const std::string right = "_Pragma(\"unroll\") for (int32_t s = 0; s < (bx < 2 ? bx + 2 : bx - 1); ++s) {}";
+    std::string e = checkLoopHeaders(hang);
+    int bad = !report(e.find("((s < bx) < 2) ? (bx + 2) : (bx - 1)") != std::string::npos,
+                      "loop-header oracle flags an extent spliced without parentheses", outcome(Outcome::Ok, e));
+    e = checkLoopHeaders(right);
+    bad += !report(e.empty(), "loop-header oracle passes its parenthesized twin", outcome(Outcome::Ok, e));
+    const std::pair<const char *, const char *> parses[] = {
+        {"a - b - c * d", "((a - b) - (c * d))"},
+        {"c ? x : y ? z : w", "(c ? x : (y ? z : w))"},
+        {"(int64_t)a + b << 2 & 3", "(((((int64_t)a) + b) << 2) & 3)"},
+        {"tilec::floormod<int32_t>(n > 3 ? n : 3, 8) - -1", "(tilec::floormod<int32_t>(((n > 3) ? n : 3), 8) - (-1))"},
+        {"a || b && !c == d", "(a || (b && ((!c) == d)))"},
+        {"x = y += 1.5e-3f", "(x = (y += 1.5e-3f))"}};
+    for (auto &[in, want] : parses) {
+        std::string got = parenthesizeC(in);
+        bad += !report(got == want, std::string("C precedence of '") + in + "'", outcome(Outcome::Ok, got));
+    }
+    return bad;
 }
 
 } // namespace
 
 int oracleSelfTest() {
-    int bad = frontEnd() + tmaCoordinates();
+    int bad = frontEnd() + tmaCoordinates() + loopHeaders();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

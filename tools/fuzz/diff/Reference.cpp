@@ -3,6 +3,8 @@
 #include "Reference.h"
 
 #include "sim/ScalarSemantics.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 
 #include <algorithm>
 #include <cmath>
@@ -109,7 +111,9 @@ void Reference::store(const BufferNode &b, const std::vector<int64_t> &idx, doub
 double Reference::eval(const Expr &e, int lane) {
     switch (e->kind) {
     case NodeKind::IntImm: return (double)as<IntImm>(e)->value;
-    case NodeKind::FloatImm: return as<FloatImm>(e)->value;
+    // a float32 constant is the float32 the generated code spells (`1 / 448.0` in a float32 product is
+    // 0.002232143f, not the double), so products with it round as on the GPU
+    case NodeKind::FloatImm: return roundTo(e->dtype, as<FloatImm>(e)->value);
     case NodeKind::Var: {
         auto &env = env_.at(tile_ ? 0 : lane);
         auto it = env.find(as<VarNode>(e));
@@ -167,8 +171,31 @@ double Reference::eval(const Expr &e, int lane) {
 
 namespace {
 
+/// A T.Parallel nest of a thread's own registers: it stores only into T.alloc_local buffers (atomic updates and
+/// addresses handed to calls count as stores) and touches no fragment. TileLang gives each thread the whole loop, so it is
+/// per-thread code, not a tile statement.
+bool ownRegisters(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        bool own = true;
+        void see(const Buffer &b, bool store) {
+            if (b && (b->scope == Scope::Fragment || (store && b->scope != Scope::Local))) own = false;
+        }
+        void visit(const Load &op) override { see(op.buffer, false), IRVisitor::visit(op); }
+        void visit(const Store &op) override { see(op.buffer, true), IRVisitor::visit(op); }
+        void visit(const AtomicAdd &op) override { see(op.dst.buffer, true), IRVisitor::visit(op); }
+        void visit(const Call &op) override { // an address handed to a call may be stored through
+            if (passes::lib::is(op, passes::lib::Fn::AddressOf) && !op.args.empty())
+                if (auto l = as<Load>(op.args[0])) see(l->buffer, true);
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.visit(body);
+    return v.own;
+}
+
 bool isTileStatement(const Stmt &s) {
-    if (auto f = as<For>(s)) return f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized;
+    if (auto f = as<For>(s)) return f->forKind == ForKind::Vectorized || (f->forKind == ForKind::Parallel && !ownRegisters(s));
     if (auto a = as<AtomicAdd>(s)) return a->src.has_value();
     return s->kind == NodeKind::Copy || s->kind == NodeKind::Fill || s->kind == NodeKind::Gemm ||
            s->kind == NodeKind::Reduce;

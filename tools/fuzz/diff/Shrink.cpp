@@ -167,6 +167,7 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             if (o.slice) opVariant([](GOp &x) { x.slice = false; });
             if (o.kind == GOp::Serial && o.n > 1) opVariant([](GOp &x) { x.n = 1; });
             if (!o.start.empty()) opVariant([](GOp &x) { x.start.clear(); });
+            if (!o.end.empty()) opVariant([](GOp &x) { x.end.clear(); });
             if (o.kind == GOp::TileCopy && o.h >= 0) opVariant([](GOp &x) { x.h = -1; });
         }
     return out;

@@ -8,6 +8,10 @@
 ///                          checked by the index-width oracle instead of simulated (default 10; 0: none)
 ///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
+///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
+///       [--thread-shared]  some programs also get threads exchanging data through shared tiles in the branches
+///                          of a thread-dependent if/else (GenRandom.cpp: decorateThreadShared); off by default
+///                          while tilec accepts some of those races (the campaign would fail on them)
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
@@ -21,14 +25,17 @@
 /// results the generator computes on its own model; the reference of tilec's front-end output must agree
 /// exactly ("front end" failures), so front-end miscompiles are seen although both executions share it.
 ///
-/// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line.
+/// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line. A fatal signal (a compiler
+/// crash) first writes `seed S: crash: signal NAME` to stderr (Crash.h).
 #include "Check.h"
 #include "CopyPairs.h"
+#include "Crash.h"
 #include "Gen.h"
 #include "OracleSelfTest.h"
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -156,9 +163,9 @@ int main(int argc, char **argv) {
     double seconds = 0;
     std::string out = ".";
     bool verbose = false;
-    uint64_t bigEvery = 10, nvccEvery = 0;
+    uint64_t bigEvery = 10, nvccEvery = 0, crashAt = UINT64_MAX;
     std::string summaryFile;
-    bool copyPairsMode = false, nvccToo = false;
+    bool copyPairsMode = false, nvccToo = false, threadShared = false;
     std::vector<std::string> replayArgs;
     bool replaying = false;
     for (int i = 1; i < argc; ++i) {
@@ -178,6 +185,8 @@ int main(int argc, char **argv) {
         else if (a == "--big-every") bigEvery = std::stoull(next());
         else if (a == "--nvcc-every") nvccEvery = std::stoull(next());
         else if (a == "--summary") summaryFile = next();
+        else if (a == "--crash-seed") crashAt = std::stoull(next());
+        else if (a == "--thread-shared") threadShared = true;
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
@@ -185,7 +194,7 @@ int main(int argc, char **argv) {
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
             uint64_t ps = std::stoull(next());
-            std::cout << (bigEvery && ps % bigEvery == 0 ? bigFile(generateBig(ps)) : generate(ps).print());
+            std::cout << (bigEvery && ps % bigEvery == 0 ? bigFile(generateBig(ps)) : generate(ps, threadShared).print());
             return 0;
         } else {
             std::cerr << "tilec-difffuzz: unknown argument '" << a << "'\n";
@@ -207,8 +216,12 @@ int main(int argc, char **argv) {
                      "no program is compiled\n";
         nvccEvery = 0;
     }
+    fs::create_directories(out); // a failure's file must not vanish into a folder that is not there
     if (nvccEvery) fs::create_directories(nvccDir);
+    reportCrashes();
     for (uint64_t s = seed; n < count && (seconds == 0 || elapsed() < seconds); ++s, ++n) {
+        crashSeed(s);
+        if (s == crashAt) std::raise(SIGFPE);
         const bool isBig = bigEvery && s % bigEvery == 0;
         GProgram p;
         BigProgram b;
@@ -218,7 +231,7 @@ int main(int argc, char **argv) {
             o = checkBig(b.text, b.dyn, b.pastInt64, s);
             ++bigs, accesses += (uint64_t)o.accesses;
         } else {
-            p = generate(s);
+            p = generate(s, threadShared);
             o = check(p);
         }
         if (o.kind == Outcome::Ok && nvccEvery && !o.cuda.empty() && ++accepted % nvccEvery == 0) {

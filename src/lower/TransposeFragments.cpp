@@ -1,0 +1,291 @@
+/// \file
+/// Fragments reached through a permutation of a T.Parallel nest's variables (include/tilec/passes/TransposeFragments.h).
+#include "tilec/passes/TransposeFragments.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/InferLayouts.h"
+#include "FlatIndexViews.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// One fragment access in a nest's body.
+struct Access {
+    Buffer buffer;
+    std::vector<Expr> indices;
+    bool store = false;
+};
+
+std::vector<Access> fragmentAccesses(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::vector<Access> out;
+        void visit(const Load &op) override {
+            if (op.buffer && op.buffer->scope == Scope::Fragment) out.push_back({op.buffer, op.indices, false});
+            IRVisitor::visit(op);
+        }
+        void visit(const Store &op) override {
+            if (op.buffer && op.buffer->scope == Scope::Fragment) out.push_back({op.buffer, op.indices, true});
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.visit(body);
+    return v.out;
+}
+
+/// p with indices[d] == vars[p[d]] for every d, each variable once, over the fragment's whole shape; else none.
+std::optional<std::vector<size_t>> permutationOf(const Access &a, const std::vector<Var> &vars,
+                                                 const std::vector<int64_t> &extents) {
+    if (a.indices.size() != vars.size() || a.buffer->shape.size() != vars.size()) return std::nullopt;
+    std::vector<size_t> p;
+    std::set<size_t> seen;
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+        size_t j = 0;
+        while (j < vars.size() && a.indices[d] != Expr(vars[j])) ++j;
+        if (j == vars.size() || !seen.insert(j).second ||
+            constInt(a.buffer->shape[d]) != std::optional<int64_t>(extents[j]))
+            return std::nullopt;
+        p.push_back(j);
+    }
+    return p;
+}
+
+bool identity(const std::vector<size_t> &p) {
+    for (size_t d = 0; d < p.size(); ++d)
+        if (p[d] != d) return false;
+    return true;
+}
+
+/// Whether a load of a fragment in a nest over `vars` reads an element that the nest's layout cannot place in the
+/// reading thread, so that layout inference would have to hold the fragment whole in every thread: any index but
+/// the forms it spreads (LayoutUses.h: exact, a per-row value, a broadcast along trailing variables, a packed
+/// `j // S`, and slices of whole rounds of `threads`).
+bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents, int threads) {
+    const auto &idx = a.indices;
+    const size_t r = idx.size(), nv = vars.size();
+    if (r != a.buffer->shape.size()) return true;
+    auto is = [&](size_t d, size_t v) {
+        return idx[d] == Expr(vars[v]) && constInt(a.buffer->shape[d]) == std::optional<int64_t>(extents[v]);
+    };
+    size_t prefix = 0;
+    while (prefix < r && prefix < nv && is(prefix, prefix)) ++prefix;
+    if (prefix == r) return false;                           // exact, per-row, broadcast
+    if (r == 1 && idx[0] == Expr(vars[0])) return false;     // per-row value
+    if (r == nv && prefix + 1 == r) {                        // packed `B[i, j // S]`
+        auto q = as<Binary>(idx[r - 1]);
+        if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(vars[nv - 1]) && constInt(q->b)) return false;
+    }
+    size_t k = 0;                                            // a slice: free leading indices, trailing variables
+    while (k < nv && k < r && is(r - 1 - k, nv - 1 - k)) ++k;
+    if (k == 0) return true;
+    for (size_t d = 0; d < r - k; ++d)
+        for (auto &v : vars)
+            if (ir::uses(idx[d], v.get())) return true;
+    int64_t p = 1;
+    for (size_t v = nv - k; v < nv; ++v) p *= extents[v];
+    return p % threads != 0;
+}
+
+int64_t elements(const BufferNode &b) {
+    int64_t n = 1;
+    for (auto &e : b.shape) n *= constInt(e).value_or(kMaxReplicatedElements + 1);
+    return n;
+}
+
+class Transposer : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Transposer(const Kernel &k) : threads_(k.threads) {
+        struct G : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> *out;
+            void visit(const Gemm &op) override {
+                for (auto *r : {&op.a, &op.c})
+                    if (r->buffer && r->buffer->scope == Scope::Fragment) out->insert(r->buffer.get());
+            }
+        } g;
+        g.out = &gemmFragments_;
+        g.visit(k.body);
+    }
+
+    std::vector<Buffer> newAllocs;
+    std::vector<std::pair<Buffer, Buffer>> newViews; ///< (view, fragment): Kernel::fragmentViews
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
+        std::vector<const For *> loops{op.get()};
+        while (auto inner = as<For>(loops.back()->body)) {
+            if (inner->forKind != ForKind::Parallel) break;
+            loops.push_back(inner);
+        }
+        std::vector<Var> vars;
+        std::vector<int64_t> extents;
+        for (auto *f : loops) {
+            auto e = constInt(f->extent), m = constInt(f->min);
+            if (!e || !m || *m != 0) return op; // collectLayoutUses reports it
+            vars.push_back(f->var);
+            extents.push_back(*e);
+        }
+        Stmt body = FlatViews(*this, vars, extents).mutate(loops.back()->body);
+        auto accesses = fragmentAccesses(body);
+        // 1. No fragment exact: the loops in the order of the first permuted store (else load).
+        std::optional<std::vector<size_t>> order;
+        bool anyExact = false;
+        for (bool stores : {true, false})
+            for (auto &a : accesses) {
+                auto p = permutationOf(a, vars, extents);
+                anyExact |= p && identity(*p);
+                if (p && !identity(*p) && a.store == stores && !order) order = p;
+            }
+        std::vector<const For *> ordered = loops;
+        if (order && !anyExact) {
+            for (size_t d = 0; d < loops.size(); ++d) ordered[d] = loops[(*order)[d]];
+            vars.clear(), extents.clear();
+            for (auto *f : ordered) vars.push_back(f->var), extents.push_back(*constInt(f->extent));
+        }
+        // 2. Fragments reached through a permutation that cannot be held whole by every thread: every access of
+        //    the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
+        //    writes every element) and copied back after it where the nest stores to it.
+        std::map<const BufferNode *, Buffer> staged;
+        std::vector<Stmt> before, after;
+        for (auto &a : accesses) {
+            auto p = permutationOf(a, vars, extents);
+            bool permuted = p && !identity(*p);
+            if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_))) || staged.count(a.buffer.get())) continue;
+            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
+            Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
+            newAllocs.push_back(s);
+            staged[a.buffer.get()] = s;
+            bool stored = false, read = false;
+            for (auto &b : accesses)
+                if (b.buffer == a.buffer) (b.store ? stored : read) = true;
+            if (read || !storesWhole(body, a.buffer)) before.push_back(copyNest(a.buffer, s, op->loc));
+            if (stored) after.push_back(copyNest(s, a.buffer, op->loc));
+        }
+        Stmt inner = body;
+        if (!staged.empty()) inner = ToShared(staged).mutate(body);
+        if (ordered == loops && inner == loops.back()->body) return op;
+        for (size_t d = ordered.size(); d-- > 0;) {
+            const For *f = ordered[d];
+            inner = For::make(f->var, f->min, f->extent, ForKind::Parallel, f->numStages, inner, f->loc);
+        }
+        if (before.empty() && after.empty()) return inner;
+        before.push_back(inner);
+        before.insert(before.end(), after.begin(), after.end());
+        return Seq::make(std::move(before), op->loc);
+    }
+
+  private:
+    int threads_;
+    std::set<const BufferNode *> gemmFragments_;
+
+    /// `for i... in T.Parallel(shape): dst[i...] = src[i...]`.
+    static Stmt copyNest(const Buffer &src, const Buffer &dst, const SourceRange &loc) {
+        std::vector<Var> vs;
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < src->shape.size(); ++d) {
+            vs.push_back(makeVar("t" + std::to_string(d), DType::Int32, loc));
+            idx.push_back(vs.back());
+        }
+        Stmt s = Store::make(dst, idx, Load::make(src, idx, loc), loc);
+        for (size_t d = vs.size(); d-- > 0;)
+            s = For::make(vs[d], intImm(0, DType::Int32), src->shape[d], ForKind::Parallel, 0, s, loc);
+        return s;
+    }
+
+    /// Whether `body` stores to `b` unconditionally (a store reached through sequences only): each iteration
+    /// writes its element.
+    static bool storesWhole(const Stmt &body, const Buffer &b) {
+        if (auto st = as<Store>(body)) return st->buffer == b;
+        if (auto seq = as<Seq>(body))
+            for (auto &s : seq->stmts)
+                if (storesWhole(s, b)) return true;
+        return false;
+    }
+
+    /// A view of `f` in the shape `extents` (one per fragment and shape).
+    Buffer viewOf(const Buffer &f, const std::vector<int64_t> &extents) {
+        for (auto &[v, base] : newViews) {
+            bool same = base == f && v->shape.size() == extents.size();
+            for (size_t d = 0; same && d < extents.size(); ++d) same = constInt(v->shape[d]) == std::optional<int64_t>(extents[d]);
+            if (same) return v;
+        }
+        std::vector<Expr> shape;
+        for (auto e : extents) shape.push_back(intImm(e, DType::Int32));
+        Buffer v = makeBuffer(f->name + "_flat", Scope::Fragment, f->dtype, shape, f->loc);
+        newViews.push_back({v, f});
+        return v;
+    }
+
+    /// Accesses of a fragment at the element the iteration addresses row-major (FlatIndexViews.h) become exact
+    /// accesses of a view of it in the nest's shape: the same elements, in the same threads (inferLayouts).
+    struct FlatViews : IRMutator {
+        using IRMutator::visit;
+        Transposer &t;
+        const std::vector<Var> &vars;
+        const std::vector<int64_t> &extents;
+        FlatViews(Transposer &t, const std::vector<Var> &v, const std::vector<int64_t> &e) : t(t), vars(v), extents(e) {}
+        std::optional<Buffer> view(const Buffer &b, const std::vector<Expr> &idx) {
+            if (!b || b->scope != Scope::Fragment) return std::nullopt;
+            std::vector<int64_t> shape;
+            for (auto &e : b->shape) {
+                auto c = constInt(e);
+                if (!c) return std::nullopt;
+                shape.push_back(*c);
+            }
+            if (!flatEquivalent(idx, shape, vars, extents)) return std::nullopt;
+            return t.viewOf(b, extents);
+        }
+        std::vector<Expr> nestIndex() const { return std::vector<Expr>(vars.begin(), vars.end()); }
+        Expr visit(const std::shared_ptr<const Load> &op) override {
+            if (auto v = view(op->buffer, op->indices)) return Load::make(*v, nestIndex(), op->loc);
+            return IRMutator::visit(op);
+        }
+        Stmt visit(const std::shared_ptr<const Store> &op) override {
+            if (auto v = view(op->buffer, op->indices)) return Store::make(*v, nestIndex(), mutate(op->value), op->loc);
+            return IRMutator::visit(op);
+        }
+    };
+
+    /// Every access of a staged fragment goes to its shared copy.
+    struct ToShared : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, Buffer> &staged;
+        explicit ToShared(const std::map<const BufferNode *, Buffer> &s) : staged(s) {}
+        Buffer mutateBuffer(const Buffer &b) override {
+            auto it = b ? staged.find(b.get()) : staged.end();
+            return it == staged.end() ? b : it->second;
+        }
+    };
+};
+
+} // namespace
+
+Program transposeFragments(const Program &p) {
+    Program out = p;
+    for (auto &k : out.kernels) {
+        if (!k) continue;
+        Transposer t(*k);
+        Stmt body = t.mutate(k->body);
+        if (body == k->body) continue;
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->body = body;
+        for (auto &b : t.newAllocs) nk->allocs.push_back(b);
+        for (auto &v : t.newViews) nk->fragmentViews.push_back(v);
+        k = nk;
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,22 @@
+/// \file
+/// The spliced-expression oracle: code generation builds a loop header by splicing printed expressions into
+/// `for (T v = INIT; v < END; ++v)`, and a splice without the parentheses C's precedence needs is wrong code
+/// the simulator cannot see (it runs the lowered IR, not the text): session 14's hang, an extent
+/// `bx < 2 ? bx + 2 : bx - 1` printed bare, made `s < bx < 2 ? ...` mean `((s < bx) < 2) ? ...`, true forever.
+/// Every `for` header of the generated CUDA is re-parsed here with C's own precedence (a parser of its own,
+/// not the printer's table): INIT must be one expression, the condition a comparison whose left operand is the
+/// loop variable itself, the step an update of that variable.
+#pragma once
+
+#include <string>
+
+namespace tilec::difffuzz {
+
+/// "" when every `for` header of `cuda` parses as its splices mean; else the first header that does not, and why.
+std::string checkLoopHeaders(const std::string &cuda);
+
+/// C's parse of one expression, as a fully parenthesized string (`a < b ? c : d` gives `((a < b) ? c : d)`);
+/// "" when it is not one expression. For the self-test.
+std::string parenthesizeC(const std::string &expr);
+
+} // namespace tilec::difffuzz
