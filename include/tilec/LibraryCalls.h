@@ -63,6 +63,7 @@ enum class Fn {
     ShflUpSync,    ///< __shfl_up_sync(mask, value, delta, width)
     SyncWarp,      ///< __syncwarp(mask): the lanes of mask wait for each other
     ThreadReturn,  ///< `return`: the thread leaves the kernel (T.thread_return)
+    GridSync,      ///< T.sync_grid: every thread of every block of the grid (a cooperative launch)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -3,6 +3,7 @@
 /// the header, whose declarations both files share (include/tilec/Codegen.h).
 #include "tilec/Codegen.h"
 
+#include "codegen/CodegenHostParts.h"
 #include "codegen/CodegenImpl.h"
 #include "codegen/Stdlib.h"
 
@@ -243,6 +244,7 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
     bool maps = false;
     for (auto &i : infos) maps |= !i.kernel->tensorMaps.empty();
     if (maps) d += kZeroTile;
+    if (std::any_of(infos.begin(), infos.end(), [](const KernelInfo &i) { return syncsGrid(*i.kernel); })) d += gridSyncDevice();
     for (auto &info : infos) {
         d += "// ---- kernel " + info.kernel->name + " ----\n";
         d += printKernel(info, opts, diag);

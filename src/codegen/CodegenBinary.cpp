@@ -392,10 +392,15 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
     s += "    tilec_status status = tilec_function(" + std::to_string(index) + ", &fn);\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
     s += printLaunchArguments(info, sig, false, "    ");
-    s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
-         std::to_string(info.sharedBytes) + ", 1, stream, args);\n";
-    s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
-    s += "    return TILEC_SUCCESS;\n}\n";
+    if (syncsGrid(k)) {
+        s += "    return tilec_launch_cooperative(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
+             std::to_string(info.sharedBytes) + ", stream, args);\n}\n";
+    } else {
+        s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
+             std::to_string(info.sharedBytes) + ", 1, stream, args);\n";
+        s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
+        s += "    return TILEC_SUCCESS;\n}\n";
+    }
     s += printQueries({&info}, false);
     s += launcherLinkage(info, false) + "tilec_status " + info.cName + "_load(void) {\n    CUfunction fn;\n    return tilec_function(" +
          std::to_string(index) + ", &fn);\n}\n";
@@ -440,6 +445,8 @@ std::string generateBinarySource(const ir::Program &lowered, const CodegenOption
     c += replaceAll(kModuleTable, "@ERR@", rt(opts, "last_cuda_error_state"));
     c += "/* ---- launchers ---- */\n";
     if (maps) c += printTensorMapEncoder(opts, false);
+    if (std::any_of(infos.begin(), infos.end(), [](const KernelInfo &i) { return syncsGrid(*i.kernel); }))
+        c += printCooperativeLaunch(false);
     for (auto &group : variantGroups(infos)) {
         if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) c += printVariantLauncher(group);
         else c += printLauncher(*group[0], (size_t)group[0]->index, opts);

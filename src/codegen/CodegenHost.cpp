@@ -310,11 +310,19 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
             s += in + "config.gridDim = dim3((unsigned)blocks);\n";
             s += in + "cudaError_t e = cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(&" + v.symbol + "), args);\n";
             s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
+        } else if (cxx && syncsGrid(k)) {
+            TILEC_ASSERT(!k.persistent, "a persistent kernel with T.sync_grid");
+            s += in + "return tilec_launch_cooperative(reinterpret_cast<const void *>(&" + v.symbol +
+                 "), dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + threads + "), args, " + shared +
+                 ", stream);\n";
         } else if (cxx) {
             std::string dims = k.persistent ? "dim3((unsigned)blocks)" : "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z)";
             s += in + "cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + v.symbol +
                  "), " + dims + ", dim3(" + threads + "), args, " + shared + ", stream);\n";
             s += in + "return e == cudaSuccess ? TILEC_SUCCESS : tilec_cuda_failure(e);\n";
+        } else if (syncsGrid(k)) {
+            TILEC_ASSERT(!k.persistent, "a persistent kernel with T.sync_grid");
+            s += in + "return tilec_launch_cooperative(fn, " + grid + ", " + threads + ", " + shared + ", stream, args);\n";
         } else {
             s += in + "CUresult r = tilec_launch(fn, " + grid + ", " + threads + ", " + shared + ", " + cm + ", stream, args);\n";
             s += in + "return r == CUDA_SUCCESS ? TILEC_SUCCESS : tilec_driver_failure(r);\n";
@@ -433,9 +441,10 @@ static __global__ void tilec_probe_arch_specific() {
 }
 
 )tl";
-    bool maps = false;
-    for (auto &k : kernels) maps |= !k.kernel->tensorMaps.empty();
+    bool maps = false, cooperative = false;
+    for (auto &k : kernels) maps |= !k.kernel->tensorMaps.empty(), cooperative |= syncsGrid(*k.kernel);
     if (maps) s += printTensorMapEncoder(o, true);
+    if (cooperative) s += printCooperativeLaunch(true);
     for (auto &group : variantGroups(kernels)) {
         if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) {
             const KernelInfo &first = *group[0];
@@ -470,11 +479,16 @@ static __global__ void tilec_probe_arch_specific() {
         s += "    tilec_status status = " + prepare + ";\n";
         s += "    if (status != TILEC_SUCCESS) return status;\n";
         s += printLaunchArguments(info, sig, true, "    ");
-        s += "    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + info.symbol +
-             "), dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) +
-             "), args, " + std::to_string(info.sharedBytes) + ", stream);\n";
-        s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
-        s += "    return TILEC_SUCCESS;\n}\n";
+        const std::string dims = "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) + ")";
+        if (syncsGrid(k)) {
+            s += "    return tilec_launch_cooperative(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
+                 ", args, " + std::to_string(info.sharedBytes) + ", stream);\n}\n";
+        } else {
+            s += "    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
+                 ", args, " + std::to_string(info.sharedBytes) + ", stream);\n";
+            s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+            s += "    return TILEC_SUCCESS;\n}\n";
+        }
         s += printQueries(group, true);
         // The CUDA runtime owns the module: loading prepares the kernel for the current device, unloading
         // has nothing to do.

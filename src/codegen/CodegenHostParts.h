@@ -103,5 +103,11 @@ MapText mapText(const ir::Kernel &k, const ir::TensorMap &m, ExprPrinter &hp);
 /// maps of tensors with no elements read.
 std::string printTensorMapEncoder(const CodegenOptions &o, bool cxx);
 
+/// T.sync_grid (CodegenGridSync.cpp): whether kernel k calls it; the device function it prints as (once per
+/// file, before the kernels); `tilec_launch_cooperative`, the launch such a kernel needs (the .cu or C).
+bool syncsGrid(const ir::Kernel &k);
+std::string gridSyncDevice();
+std::string printCooperativeLaunch(bool cxx);
+
 
 } // namespace tilec::codegen

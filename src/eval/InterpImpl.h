@@ -103,6 +103,22 @@ std::string closestName(const std::string &name, const std::vector<std::string> 
 /// "1 dimension" / "3 dimensions".
 std::string plural(int64_t n, const std::string &word, const std::string &pluralWord = "");
 
+/// Opens a statement list of a trace for the duration of a scope; take() closes it into one statement.
+struct Block {
+    TraceState &t;
+    bool open = true;
+    explicit Block(TraceState &t) : t(t) { t.blocks.emplace_back(); }
+    std::vector<ir::Stmt> take() {
+        std::vector<ir::Stmt> s = std::move(t.blocks.back());
+        t.blocks.pop_back();
+        open = false;
+        return s;
+    }
+    ~Block() {
+        if (open) t.blocks.pop_back();
+    }
+};
+
 class InterpImpl;
 
 /// A module of the user's, by file (InterpImpl::userModules_): made when first imported, run once.
@@ -194,7 +210,9 @@ class InterpImpl final : public Interp {
     [[noreturn]] void failRuntime(const SourceRange &r, const std::string &what);
 
     // ---- statements (InterpStmt.cpp) ----
-    enum class Flow { Normal, Break, Continue, Return };
+    /// Exit: a run-time `break` / `continue` may have happened (its loop's flag is set): what follows in the
+    /// loop's body runs only while the flags are clear (InterpLoopExit.cpp).
+    enum class Flow { Normal, Break, Continue, Return, Exit };
     Flow execBody(const ast::Body &body);
     Flow exec(const ast::StmtP &sp);
     /// After a statement was abandoned: its assignment targets become `poison` (plain Poison by default; a
@@ -205,6 +223,27 @@ class InterpImpl final : public Interp {
     void execModuleStmt(const ast::StmtP &s);
     Flow execFor(const ast::Stmt &s);
     Flow execWhile(const ast::Stmt &s);
+
+    // ---- break and continue of run-time loops (InterpLoopExit.cpp) ----
+    /// `break` / `continue`: of a Python loop, or of a run-time T.serial / T.unroll / while loop, where it sets
+    /// the loop's flag (a kernel variable) and the rest of the body runs only while the flags are clear.
+    Flow execLoopExit(const ast::Stmt &s);
+    /// The statements of `body` from `from` on, after one that may have left the loop: under the guard.
+    Flow execGuardedRest(const ast::Body &body, size_t from, const SourceRange &at);
+    /// A run-time loop's body with its flags applied: skipped once `break` ran, `continue`'s flag cleared
+    /// first; `init` receives the statement that clears the break flag before the loop (or stays null).
+    ir::Stmt applyLoopExits(ir::Stmt body, ir::Stmt &init, const SourceRange &at);
+    /// Whether `break` / `continue` may leave the innermost run-time loop, and its flags once they do.
+    struct LoopExit {
+        std::string loop; ///< "T.Parallel", ... for the message; empty: it may be left
+        ir::Buffer brk, cont;
+    };
+    /// Pushes a run-time loop's LoopExit on the current frame for the duration of a scope.
+    struct LoopExitScope {
+        InterpImpl &in;
+        LoopExitScope(InterpImpl &in, std::string refusal);
+        ~LoopExitScope();
+    };
 
     // ---- assignment (InterpAssign.cpp) ----
     /// Binds `v` to an assignment target. `assignStmt`: from `NAME = ...` (where -D overrides apply).
@@ -440,6 +479,7 @@ class InterpImpl final : public Interp {
     /// run-time ifs ('I'), innermost last, to reject break/continue/return that cannot be traced.
     struct CallFrame {
         std::vector<char> ctl;
+        std::vector<LoopExit> exits; ///< one per 'R' in ctl, in the same order
         Value ret;
         SourceRange retAt; ///< the `return` statement that set ret
         bool isModule = false;

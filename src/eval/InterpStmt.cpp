@@ -75,6 +75,7 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
             step(s->range);
             continue;
         }
+        if (f == Flow::Exit) return execGuardedRest(body, (size_t)(&s - body.data()) + 1, s->range);
         if (f != Flow::Normal) return f;
     }
     return Flow::Normal;
@@ -242,15 +243,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     }
     case ast::StmtKind::Pass: return Flow::Normal;
     case ast::StmtKind::Break:
-    case ast::StmtKind::Continue: {
-        const char *what = s.kind == ast::StmtKind::Break ? "'break'" : "'continue'";
-        auto &ctl = frames_.back().ctl;
-        for (auto it = ctl.rbegin(); it != ctl.rend(); ++it) {
-            if (*it == 'L') return s.kind == ast::StmtKind::Break ? Flow::Break : Flow::Continue;
-            fail(s.range, std::string(what) + " " + runtimeMessage(*it));
-        }
-        fail(s.range, std::string(what) + " outside a loop");
-    }
+    case ast::StmtKind::Continue: return execLoopExit(s);
     case ast::StmtKind::Import:
     case ast::StmtKind::ImportFrom: execImport(s); return Flow::Normal;
     case ast::StmtKind::Assert: {

@@ -71,22 +71,6 @@ std::string describe(const ir::Stmt &s) {
     }
 }
 
-/// Opens a statement list for the duration of a scope; take() closes it into one statement.
-struct Block {
-    TraceState &t;
-    bool open = true;
-    explicit Block(TraceState &t) : t(t) { t.blocks.emplace_back(); }
-    std::vector<ir::Stmt> take() {
-        std::vector<ir::Stmt> s = std::move(t.blocks.back());
-        t.blocks.pop_back();
-        open = false;
-        return s;
-    }
-    ~Block() {
-        if (open) t.blocks.pop_back();
-    }
-};
-
 } // namespace
 
 void InterpImpl::emit(ir::Stmt s) {
@@ -517,7 +501,11 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
             env_->set(e->str, lv);
         else bindName(e->str, lv, e->range, false);
     }
-    ir::Stmt body;
+    ir::Stmt body, init;
+    // Only a sequential loop can be left early (a T.Parallel's iterations are threads, a T.Pipelined's stages
+    // overlap, a persistent walk's tiles are the grid's).
+    const bool exitable = !persistent && (f.forKind == ir::ForKind::Serial || f.forKind == ir::ForKind::Unrolled);
+    LoopExitScope exitScope(*this, exitable ? "" : what);
     {
         struct CtlPop {
             std::vector<char> &ctl;
@@ -532,7 +520,7 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
         t.loops.insert(t.loops.end(), vars.size(), f.forKind);
         Block block(t);
         execBody(s.body);
-        body = ir::Seq::make(block.take(), s.range);
+        body = applyLoopExits(ir::Seq::make(block.take(), s.range), init, s.range);
     }
     checkLoopBindings(before, firstLoopVar, loopNames);
     if (f.guard) body = ir::IfThenElse::make(f.guard, body, nullptr, s.range);
@@ -540,6 +528,7 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
         ir::Expr min = i < f.mins.size() && f.mins[i] ? f.mins[i] : ir::intImm(0);
         body = ir::For::make(vars[i], min, f.extents[i], f.forKind, f.numStages, body, s.range);
     }
+    if (init) emit(init);
     emit(body);
     return Flow::Normal;
 }
@@ -547,6 +536,7 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
 InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &cond) {
     TraceState &t = requireLaunch(s.value->range, "an 'if' on a run-time condition");
     std::vector<ir::Stmt> thenStmts, elseStmts;
+    bool exits = false; // a branch may leave the enclosing run-time loop (InterpLoopExit.cpp)
     {
         struct CtlPop {
             std::vector<char> &ctl;
@@ -558,14 +548,14 @@ InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &c
         charge((int64_t)before.size());
         {
             Block block(t);
-            execBody(s.body);
+            exits = execBody(s.body) == Flow::Exit;
             thenStmts = block.take();
         }
         std::map<std::string, Value> thenVars = std::move(env_->vars);
         env_->vars = std::move(before);
         {
             Block block(t);
-            execBody(s.orelse);
+            exits |= execBody(s.orelse) == Flow::Exit;
             elseStmts = block.take();
         }
         mergeIfBindings(thenVars, thenStmts, elseStmts, cond, s.range);
@@ -574,7 +564,7 @@ InterpImpl::Flow InterpImpl::execRuntimeIf(const ast::Stmt &s, const ir::Expr &c
     if (!elseStmts.empty())
         otherwise = ir::Seq::make(std::move(elseStmts), s.orelse.empty() ? s.range : s.orelse.front()->range);
     emit(ir::IfThenElse::make(ir::cast(DType::Bool, cond), then, otherwise, s.range));
-    return Flow::Normal;
+    return exits ? Flow::Exit : Flow::Normal;
 }
 
 InterpImpl::Flow InterpImpl::execRuntimeWhile(const ast::Stmt &s) {
@@ -588,7 +578,8 @@ InterpImpl::Flow InterpImpl::execRuntimeWhile(const ast::Stmt &s) {
     ir::Expr cond = ir::cast(DType::Bool, runtimeExpr(c, s.value->range));
     std::map<std::string, Value> before = env_->vars;
     charge((int64_t)before.size());
-    ir::Stmt body;
+    ir::Stmt body, init;
+    LoopExitScope exitScope(*this, "");
     {
         struct CtlPop {
             std::vector<char> &ctl;
@@ -597,9 +588,15 @@ InterpImpl::Flow InterpImpl::execRuntimeWhile(const ast::Stmt &s) {
         frames_.back().ctl.push_back('R');
         Block block(t);
         execBody(s.body);
-        body = ir::Seq::make(block.take(), s.range);
+        body = applyLoopExits(ir::Seq::make(block.take(), s.range), init, s.range);
     }
     checkWhileBindings(before);
+    if (init) {
+        // A break also ends the loop: its condition is tested only while the flag is clear.
+        auto brk = frames_.back().exits.back().brk;
+        cond = ir::binary(ir::BinaryOp::And, ir::binary(ir::BinaryOp::EQ, ir::Load::make(brk, {ir::intImm(0)}, s.range), ir::intImm(0), s.range), cond, s.range);
+        emit(init);
+    }
     emit(ir::While::make(cond, body, s.range));
     return Flow::Normal;
 }

@@ -6,6 +6,7 @@
 /// kernel computes (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
 #include "eval/TileLang.h"
 
+#include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
@@ -327,6 +328,23 @@ void addThreadPrimitives(Attrs &attrs) {
         auto a = bindArgs(in, args, "T.sync_warp", {"mask?"});
         requireLaunch(in, args, "T.sync_warp");
         in.emit(lib::stmt(lib::Fn::SyncWarp, {laneMask(in, a[0])}, args.call));
+        return Value::none();
+    });
+    // T.sync_grid(): every thread of every block waits for all the others (their memory operations before it are
+    // visible after it). The launcher starts such a kernel cooperatively (all blocks resident at once, else the
+    // launch fails with TILEC_ERROR_GRID_TOO_LARGE), so it must be reached by every thread: only at the top
+    // level of the T.Kernel body, outside any loop or run-time if.
+    def(attrs, "sync_grid", [](Interp &in, CallArgs &args) {
+        bindArgs(in, args, "T.sync_grid", {});
+        TraceState &t = requireLaunch(in, args, "T.sync_grid");
+        if (t.blocks.size() != 1 || !t.loops.empty())
+            in.fail(args.call, "T.sync_grid must be reached by every thread of every block: write it at the top level of "
+                               "the T.Kernel body, outside loops and 'if's on run-time values");
+        for (const ir::Stmt &before : t.blocks.front())
+            if (ir::callsAny(before, {lib::Fn::ThreadReturn}))
+                in.fail(args.call, "T.sync_grid after a T.thread_return: the threads that returned never reach the grid "
+                                   "barrier, and the grid would wait for them forever");
+        in.emit(lib::stmt(lib::Fn::GridSync, {}, args.call));
         return Value::none();
     });
     // T.thread_return(): the thread leaves the kernel; barriers after it are not reached by it (as in CUDA).

@@ -88,6 +88,7 @@ const std::vector<Info> &table() {
         {Fn::ShflUpSync, "tilec.shfl_up_sync", "__shfl_up_sync", 0, {}, {"mask", "value", "delta", "width"}, kPure, I::All, "sm_80"},
         {Fn::SyncWarp, "tilec.sync_warp", "__syncwarp", 0, {}, {"mask"}, kNone, I::All, "sm_80"},
         {Fn::ThreadReturn, "tilec.thread_return", "return", 0, {}, {}, kNone, I::All, "sm_80"},
+        {Fn::GridSync, "tilec.grid_sync", "tilec::grid_sync", 0, {}, {}, kBarrier, I::All, "sm_80"},
     };
     return t;
 }

@@ -74,7 +74,8 @@ bool intersects(const BufferSet &a, const BufferSet &b) {
 bool isSync(const Stmt &s) {
     auto e = as<Evaluate>(s);
     auto c = e ? as<Call>(e->value) : nullptr;
-    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync));
+    // T.sync_grid waits for the whole grid, so for the block too.
+    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync) || lib::is(*c, lib::Fn::GridSync));
 }
 
 /// Memory the block's threads share: shared buffers, and global tensors (two tile statements writing one
@@ -336,6 +337,17 @@ class Syncer {
     int nextPartialId_ = lib::kFirstPartialBarrier;
     std::set<int64_t> userIds_; ///< the named barriers the kernel uses already (T.sync_threads(id, count))
 
+    /// Whether `s` is the author's named barrier of exactly the threads of the whole-warp branch being rewritten
+    /// (`if tx < 256: ... T.sync_threads(3, 256)`, DeepSeek's top-k selector): as CUDA's bar.sync, it orders
+    /// what those threads did in the branch (a full barrier before the branch orders what came before).
+    bool branchBarrier(const Stmt &s) const {
+        auto e = as<Evaluate>(s);
+        auto c = e ? as<Call>(e->value) : nullptr;
+        if (!c || !lib::is(*c, lib::Fn::NamedSync) || !partialThreads_) return false;
+        auto threads = constInt(lib::arg(*c, lib::Fn::NamedSync, "threads"));
+        return threads && *threads == partialThreads_;
+    }
+
     /// Whether a barrier is impossible where the statement being rewritten is.
     bool blocked() const { return divergence_ && !partialThreads_; }
     /// A barrier here: __syncthreads, or the branch's named barrier (null when the 16 are used up).
@@ -577,7 +589,7 @@ class Syncer {
 
     Stmt step(const Stmt &s, Pending &state) {
         if (isSync(s)) {
-            if (divergence_) divergentError(s->loc, "a barrier must be reached by every thread of the block");
+            if (divergence_ && !branchBarrier(s)) divergentError(s->loc, "a barrier must be reached by every thread of the block");
             state.clear();
             return s;
         }

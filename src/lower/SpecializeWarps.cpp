@@ -192,6 +192,8 @@ class Specializer {
         // one producer warp, so that the registers every thread keeps are wasted on 32 threads, not 128.
         p.mma = !t_.hasWgmma();
         p.S = p.loop->numStages, p.C = k_.threads, p.P = p.mma ? 32 : 128;
+        // Roles would put the grid barrier in one role's code, a persistent walk in a loop of tiles.
+        if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
         if (readsMemory(p.loop->min) || readsMemory(p.loop->extent)) return no("its bounds read a buffer");
         LoopSplit split = splitPipelinedBody(*p.loop);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");

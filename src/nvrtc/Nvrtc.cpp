@@ -175,6 +175,11 @@ DeviceCompileResult Nvrtc::compile(const std::string &source, const std::string 
         if (nvrtcResult e = a.addNameExpression(prog, ne.c_str())) return fail("nvrtcAddNameExpression", e);
     std::vector<std::string> all = options;
     for (auto &d : includeDirs_) all.push_back("--include-path=" + d);
+    // T.sync_grid's cooperative_groups.h (only there: its folder has memory.h, functional.h, ...): its details/
+    // headers include their siblings by bare name, which NVRTC does not look for beside the including header.
+    if (source.find("#include <cooperative_groups.h>") != std::string::npos)
+        for (auto &d : includeDirs_)
+            if (exists(d + "/cooperative_groups/details/info.h")) all.push_back("--include-path=" + d + "/cooperative_groups/details");
     std::vector<const char *> argv;
     for (auto &o : all) argv.push_back(o.c_str());
     nvrtcResult compiled = a.compileProgram(prog, (int)argv.size(), argv.data());

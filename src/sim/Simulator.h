@@ -128,6 +128,8 @@ class Simulator {
             for (int64_t b = 0; b < physicalBlocks_; ++b) block({b, 0, 0});
             return;
         }
+        std::vector<ir::Stmt> phases = gridPhases();
+        if (phases.size() > 1) return runPhases(phases, g);
         for (int64_t z = 0; z < g[2]; ++z)
             for (int64_t y = 0; y < g[1]; ++y)
                 for (int64_t x = 0; x < g[0]; ++x) block({x, y, z});
@@ -242,6 +244,19 @@ class Simulator {
     void acquire(const Clock &from);
 
     void block(std::array<int64_t, 3> idx) {
+        enterBlock(idx);
+        exec(k_.body, std::vector<char>(T_, 1));
+        exitBlock();
+    }
+
+    // ---- T.sync_grid (SimulatorGrid.cpp) ----
+    /// The kernel's body cut at the grid barriers of its top level (one phase when it has none).
+    std::vector<ir::Stmt> gridPhases() const;
+    /// Every block runs each phase before any block runs the next, each keeping its own state (BlockState)
+    /// from one phase to the next, as the cooperative launch's grid barrier orders them.
+    void runPhases(const std::vector<ir::Stmt> &phases, const int64_t g[3]);
+
+    void enterBlock(std::array<int64_t, 3> idx) {
         physicalBlock_ = idx[0];
         T_ = k_.launchedThreads();
         vars_.assign(T_, {});
@@ -274,18 +289,21 @@ class Simulator {
                 shared_[b.get()].assign((size_t)b->constElements(), std::nan(""));
                 touches_[b.get()].assign((size_t)b->constElements(), Touch{});
             }
-        exec(k_.body, std::vector<char>(T_, 1));
+    }
+
+    /// What must be complete where the block's threads stop (`where`: "exits", or "reaches the grid barrier").
+    void exitBlock(const std::string &where = "exits") {
         for (auto &c : comps_) {
-            if (!c.wgmma.empty()) throw SimError(c.name + " exits with wgmma groups in flight (no wgmma_wait retired them)");
+            if (!c.wgmma.empty()) throw SimError(c.name + " " + where + " with wgmma groups in flight (no wgmma_wait retired them)");
             // on the GPU such a transfer lands whenever it lands: over memory the plan gave another buffer
             for (auto *g : {&c.open, c.pending.empty() ? nullptr : &c.pending.front()})
                 if (g && !g->empty())
-                    throw SimError(c.name + " exits with a cp.async transfer into " + (*g)[0].buffer->name + " not awaited (no cp_async_wait covers it)");
+                    throw SimError(c.name + " " + where + " with a cp.async transfer into " + (*g)[0].buffer->name + " not awaited (no cp_async_wait covers it)");
         }
         for (auto &tl : tma_)
-            if (!tl.landed) throw SimError("the block exits with a TMA load into " + tl.dst->name + " not awaited");
+            if (!tl.landed) throw SimError("the block " + where + " with a TMA load into " + tl.dst->name + " not awaited");
         for (auto &[t, list] : stores_)
-            if (!list.empty()) throw SimError("the block exits while a TMA store from " + list[0].src->name + " issued by thread " + std::to_string(t) + " may still read it (no tma_store_wait)");
+            if (!list.empty()) throw SimError("the block " + where + " while a TMA store from " + list[0].src->name + " issued by thread " + std::to_string(t) + " may still read it (no tma_store_wait)");
     }
 
     double evalUniform(const ir::Expr &e) {
@@ -368,6 +386,25 @@ class Simulator {
     void wgmmaIssue(const ir::Call &c, const std::vector<char> &mask);
     void wgmmaIssueGroup(const ir::Call &c, int first, int wg); ///< one warpgroup's, threads first..first+127
     void wgmmaRetire(int64_t keep);
+
+    /// A block's own state between the phases of a grid barrier (runPhases): swapped in and out of the
+    /// simulator's members.
+    struct BlockState {
+        int64_t physicalBlock = 0;
+        decltype(vars_) vars;
+        decltype(locals_) locals;
+        decltype(shared_) shared;
+        decltype(comps_) comps;
+        decltype(partials_) partials;
+        decltype(touches_) touches;
+        decltype(groupBarriers_) groupBarriers;
+        decltype(bars_) bars;
+        decltype(tma_) tma;
+        decltype(stores_) stores;
+        decltype(unfenced_) unfenced;
+        decltype(unfencedBy_) unfencedBy;
+    };
+    void swapBlock(BlockState &b);
 };
 
 } // namespace tilec::simtest
