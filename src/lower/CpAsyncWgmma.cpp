@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/Staging.h"
 
 #include <map>
 #include <memory>
@@ -29,8 +30,8 @@ struct MarkAll : IRMutator {
     Stmt visit(const std::shared_ptr<const Gemm> &op) override { return op->withInstr(GemmInstr::Wgmma); }
 };
 
-/// The tile a shared operand is, when the cp.async swizzle of its rows is one of wgmma's modes and the product
-/// reads it whole; why not otherwise.
+/// The tile a shared operand is, when its rows can be stored in the panel layout (wgmma's swizzle modes: rows
+/// of a multiple of 32 bytes, in whole 8-row periods) and the product reads it whole; why not otherwise.
 std::string operandTile(const Region &r, TmaTile &out) {
     const Buffer &b = r.buffer;
     if (!b || b->scope != Scope::Shared) return "an operand is not in shared memory";
@@ -42,10 +43,11 @@ std::string operandTile(const Region &r, TmaTile &out) {
         if (!lo || !n || *lo != 0 || *n != (d == 0 ? *rows : *cols)) return "a product reads part of '" + b->name + "'";
     }
     const int64_t rowBytes = *cols * b->dtype.bytes();
-    if (*rows % 8 || (rowBytes != 32 && rowBytes != 64 && rowBytes != 128))
-        return "'" + b->name + "' has rows of " + std::to_string(rowBytes) +
-               " bytes (wgmma reads cp.async tiles whose rows are 32, 64 or 128 bytes, in whole 8-row periods)";
-    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = (int)rowBytes;
+    const int span = panelSwizzleBytes(rowBytes);
+    if (*rows % 8 || !span)
+        return "'" + b->name + "' has " + std::to_string(*rows) + " rows of " + std::to_string(rowBytes) +
+               " bytes (wgmma reads cp.async tiles whose rows are a multiple of 32 bytes, in whole 8-row periods)";
+    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = span;
     return "";
 }
 

@@ -10,9 +10,11 @@ namespace tilec::passes {
 
 /// On a target with wgmma (sm_90a), a kernel that specializeWarps left without warp roles (pass_configs
 /// disabling warp specialization, --no-warp-specialize, the variant without TMA, loops TMA cannot feed) still
-/// runs its T.gemms on wgmma when every one of them can: shared operands whose rows are 32, 64 or 128 bytes in
-/// whole 8-row periods (the cp.async tiles' XOR swizzle is then exactly wgmma's 32/64/128-byte swizzle mode),
-/// read whole; A possibly a 16-bit fragment (RS); types and majors wgmma takes; the accumulators split over
+/// runs its T.gemms on wgmma when every one of them can: shared operands whose rows are a multiple of 32 bytes
+/// in whole 8-row periods, read whole, which swizzleShared then stores in the panel layout that wgmma's
+/// descriptors walk (TMA's: column panels of the widest 128, 64 or 32 bytes dividing a row, each its rows one
+/// after another with the 16-byte chunks XOR-swizzled; rows of 32, 64 or 128 bytes are one panel, the row
+/// swizzle of every cp.async tile), the cp.async transfers writing that layout; A possibly a 16-bit fragment (RS); types and majors wgmma takes; the accumulators split over
 /// the kernel's warpgroups (wgmmaCan). All or none: an accumulator or an A fragment shared by two products
 /// keeps one layout. The wgmmas are then issued and waited for at once (placeWgmmaWaits), their operand tiles
 /// placed at 1024-byte boundaries (planSharedMemory) behind a proxy fence where threads wrote them.
