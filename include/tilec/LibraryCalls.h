@@ -141,11 +141,15 @@ bool isTileTransfer(const ir::Call &c);
 
 /// The shared buffers a library call hands over as swizzled tiles (with the Load of each, for its index): a
 /// transfer's destination, a GEMM's shared operands. The mma.sync GEMMs and the transfers use the row swizzle
-/// of swizzle.cuh (a transfer may be told the panel layout instead); wgmma operands are in the panel layout
-/// (wgmmaSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
+/// of swizzle.cuh (a transfer may be told the panel layout instead); wgmma and gemm_*_panels operands are in
+/// the panel layout (panelSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
 
 /// The shared operands of a wgmma call (tilec.wgmma_ss: A and B; tilec.wgmma_rs: B); empty for other calls.
 std::vector<const ir::Load *> wgmmaSharedOperands(const ir::Call &c);
+
+/// The shared operands a call reads in the panel layout (sm90_tma.cuh, swizzle.cuh's swz_panels): a wgmma's,
+/// and those of the mma.sync GEMMs over panels (tilec.gemm_ss_panels: A and B; tilec.gemm_rs_panels: B).
+std::vector<const ir::Load *> panelSharedOperands(const ir::Call &c);
 
 } // namespace tilec::passes

@@ -185,11 +185,17 @@ std::vector<const Load *> wgmmaSharedOperands(const Call &c) {
     return {};
 }
 
+std::vector<const Load *> panelSharedOperands(const Call &c) {
+    if (lib::is(c, lib::Fn::GemmSSPanels)) return sharedArgs(c, lib::Fn::GemmSSPanels, {"a", "b"});
+    if (lib::is(c, lib::Fn::GemmRSPanels)) return sharedArgs(c, lib::Fn::GemmRSPanels, {"b"});
+    return wgmmaSharedOperands(c);
+}
+
 std::vector<const Load *> swizzledOperands(const Call &c) {
     if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
     if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
     if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
-    return wgmmaSharedOperands(c); // TMA tiles have no other accesses to swizzle
+    return panelSharedOperands(c); // TMA tiles have no other accesses to swizzle
 }
 
 } // namespace tilec::passes

@@ -34,16 +34,16 @@ bool panelsDiffer(int64_t cols, int eb) {
     return rowBytes != 32 && rowBytes != 64 && rowBytes != 128;
 }
 
-/// The buffers the library is handed as swizzled tiles. A wgmma operand is read in the panel layout, so every
-/// access of it (the cp.async transfers that fill it among them) takes that layout; an mma.sync operand or a
-/// transfer's destination takes the row swizzle. Where both read one tile, the two layouts must be the same
-/// (cpAsyncWgmma moves all of a kernel's products to wgmma or none; a TMA tile has no other reader).
+/// The buffers the library is handed as swizzled tiles. A wgmma operand (or a gemm_*_panels one) is read in
+/// the panel layout, so every access of it (the cp.async transfers that fill it among them) takes that layout;
+/// an mma.sync operand or a transfer's destination takes the row swizzle. Where both read one tile, the two
+/// layouts must be the same (cpAsyncWgmma reads such tiles as panels everywhere; a TMA tile has no other reader).
 struct Find : IRVisitor {
     using IRVisitor::visit;
     std::map<const BufferNode *, Swizzle> found;
     std::set<const BufferNode *> panelReaders, rowReaders; ///< read by a wgmma in panels, by an mma.sync in rows
     void visit(const Call &op) override {
-        auto wgmma = wgmmaSharedOperands(op);
+        auto panelled = panelSharedOperands(op);
         for (const Load *l : swizzledOperands(op)) {
             if (l->buffer->shape.size() < 2) continue;
             auto &shape = l->buffer->shape;
@@ -51,7 +51,7 @@ struct Find : IRVisitor {
             if (!rows || !cols) continue;
             Swizzle &sw = found[l->buffer.get()];
             sw.cols = *cols, sw.tileElems = *rows * *cols;
-            if (std::find(wgmma.begin(), wgmma.end(), l) != wgmma.end()) {
+            if (std::find(panelled.begin(), panelled.end(), l) != panelled.end()) {
                 sw.panels = panelsDiffer(*cols, l->buffer->dtype.bytes());
                 if (sw.panels) panelReaders.insert(l->buffer.get());
             } else if (!isTileTransfer(op)) {
