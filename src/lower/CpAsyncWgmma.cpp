@@ -77,7 +77,11 @@ struct FragmentGroups : IRVisitor {
     void visit(const Load &op) override { add(op.buffer), IRVisitor::visit(op); }
     void visit(const Copy &op) override { inUnit(true, [&] { add(op.src.buffer), add(op.dst.buffer), IRVisitor::visit(op); }); }
     void visit(const AtomicAdd &op) override {
-        inUnit(true, [&] { add(op.dst.buffer), IRVisitor::visit(op); });
+        inUnit(true, [&] {
+            add(op.dst.buffer);
+            if (op.src) add(op.src->buffer);
+            IRVisitor::visit(op);
+        });
     }
     void visit(const Reduce &op) override { inUnit(true, [&] { add(op.src), add(op.dst); }); }
     void visit(const Gemm &op) override { IRVisitor::visit(op); } // a product's own operands: tied by the plan
@@ -105,6 +109,30 @@ struct Plan {
 
 /// Whether rows of `t` are other than one panel (the cp.async row swizzle and the panel layout then differ).
 bool multiPanel(const TmaTile &t) { return t.cols * t.elemBytes != t.swizzle; }
+
+/// Tiles in the panel layout (those the products `wgmma` marks read, with rows wider than one panel) are read as
+/// panels by every reader: an mma.sync product reading one reads both its tiles as panels (`instr` becomes
+/// MmaPanels; mmaPanelsCan), which may put further tiles in that layout. False where one cannot.
+bool readPanelsAsPanels(const std::vector<const Gemm *> &gemms, const std::vector<bool> &wgmma, const std::vector<std::string> &tileWhy,
+                        std::map<const BufferNode *, const TmaTile *> &view, std::vector<GemmInstr> &instr) {
+    std::set<const BufferNode *> panels;
+    for (size_t i = 0; i < gemms.size(); ++i)
+        for (const Region *r : {&gemms[i]->a, &gemms[i]->b})
+            if (wgmma[i] && view.count(r->buffer.get()) && multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < gemms.size(); ++i) {
+            const Gemm *g = gemms[i];
+            if (wgmma[i] || instr[i] == GemmInstr::MmaPanels || !(panels.count(g->a.buffer.get()) || panels.count(g->b.buffer.get())))
+                continue;
+            if (!tileWhy[i].empty() || !mmaPanelsCan(*g, view)) return false;
+            instr[i] = GemmInstr::MmaPanels, changed = true;
+            for (const Region *r : {&g->a, &g->b})
+                if (multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
+        }
+    }
+    return true;
+}
 
 /// Products tied by an accumulator, an A fragment or element-wise work between their fragments take one
 /// instruction; a kernel whose products cannot all run on wgmma runs those of whole groups that can on it, the
@@ -159,26 +187,8 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
     for (size_t i = 0; i < gemms.size(); ++i)
         if (!wgmma[i] && aInRegisters(*gemms[i]))
             return p.why += "; and a product left on mma.sync reads A from registers", p;
-    // Tiles in the panel layout (wgmma's, with rows wider than one panel) are read as panels by every reader:
-    // an mma.sync product reading one reads both its tiles as panels (mmaPanelsCan), which may put further tiles
-    // in that layout.
-    std::set<const BufferNode *> panels;
-    for (size_t i = 0; i < gemms.size(); ++i)
-        for (const Region *r : {&gemms[i]->a, &gemms[i]->b})
-            if (wgmma[i] && view.count(r->buffer.get()) && multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t i = 0; i < gemms.size(); ++i) {
-            const Gemm *g = gemms[i];
-            if (wgmma[i] || p.instr[i] == GemmInstr::MmaPanels || !(panels.count(g->a.buffer.get()) || panels.count(g->b.buffer.get())))
-                continue;
-            if (!tileWhy[i].empty() || !mmaPanelsCan(*g, view))
-                return p.why += "; and a product left on mma.sync cannot read the panel layout of a tile a wgmma reads", p;
-            p.instr[i] = GemmInstr::MmaPanels, changed = true;
-            for (const Region *r : {&g->a, &g->b})
-                if (multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
-        }
-    }
+    if (!readPanelsAsPanels(gemms, wgmma, tileWhy, view, p.instr))
+        return p.why += "; and a product left on mma.sync cannot read the panel layout of a tile a wgmma reads", p;
     for (size_t i = 0; i < gemms.size(); ++i)
         if (wgmma[i]) p.instr[i] = GemmInstr::Wgmma;
     if (all) p.why.clear();
