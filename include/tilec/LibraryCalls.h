@@ -26,6 +26,7 @@ enum class Fn {
     ShflXor,       ///< __shfl_xor_sync over the warp
     Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
     Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
+    SwzPanels,     ///< the element offset of a shared tile in the panel layout (swizzle.cuh: swz_panels)
     CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
     CopyG2SWait,   ///< the same, committed and waited for
     CpAsyncCommit, CpAsyncWait,
@@ -120,6 +121,10 @@ ir::Expr call(Fn f, std::vector<ir::Expr> args, SourceRange loc = {}, DType type
 /// The same as a statement.
 ir::Stmt stmt(Fn f, std::vector<ir::Expr> args, SourceRange loc = {});
 
+/// The `swizzle` argument of a tile transfer (cp_async.cuh's g2s_plain, g2s_swizzled, g2s_panels): how it
+/// stores the tile, row-major, in the row swizzle (swz), or in the panel layout (swz_panels).
+enum TransferLayout : int { kTransferPlain = 0, kTransferSwizzled = 1, kTransferPanels = 2 };
+
 } // namespace lib
 
 /// `tilec.address_of(Load(b, idx))`.
@@ -135,13 +140,17 @@ bool isCall(const ir::Stmt &s, lib::Fn f);
 /// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);
 
-/// The shared buffers a library call hands over as swizzled tiles in the row swizzle of swizzle.cuh: a
-/// transfer's destination, a GEMM's shared operands (with the Load of each, for its index). For wgmma operands
-/// that swizzle is wgmma's own mode (rows of 32, 64 or 128 bytes: cpAsyncWgmma); TMA tiles read by wgmma have
-/// no other accesses.
+/// The shared buffers a library call hands over as swizzled tiles (with the Load of each, for its index): a
+/// transfer's destination, a GEMM's shared operands. The mma.sync GEMMs and the transfers use the row swizzle
+/// of swizzle.cuh (a transfer may be told the panel layout instead); wgmma and gemm_*_panels operands are in
+/// the panel layout (panelSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
 
 /// The shared operands of a wgmma call (tilec.wgmma_ss: A and B; tilec.wgmma_rs: B); empty for other calls.
 std::vector<const ir::Load *> wgmmaSharedOperands(const ir::Call &c);
+
+/// The shared operands a call reads in the panel layout (sm90_tma.cuh, swizzle.cuh's swz_panels): a wgmma's,
+/// and those of the mma.sync GEMMs over panels (tilec.gemm_ss_panels: A and B; tilec.gemm_rs_panels: B).
+std::vector<const ir::Load *> panelSharedOperands(const ir::Call &c);
 
 } // namespace tilec::passes

@@ -23,10 +23,12 @@ const std::vector<Info> &table() {
         {Fn::ShflXor, "tilec.shfl_xor", "__shfl_xor_sync", 0, {}, {"value", "mask"}, kPure, I::All, "sm_80"},
         {Fn::Shfl, "tilec.shfl", "__shfl_sync", 0, {}, {"mask", "value", "lane", "width"}, kPure, I::All, "sm_80"},
         {Fn::Swz, "tilec.swz", "tilec::swz", 2, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure, I::All, "sm_80"},
-        {Fn::CopyG2S, "tilec.copy_g2s", "tilec::copy_g2s", 5, {4},
+        {Fn::SwzPanels, "tilec.swz_panels", "tilec::swz_panels", 3, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure,
+         I::All, "sm_80"},
+        {Fn::CopyG2S, "tilec.copy_g2s", "tilec::copy_g2s", 5, {},
          {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"},
          kWritesShared | kAsync, I::All, "sm_80"},
-        {Fn::CopyG2SWait, "tilec.copy_g2s_wait", "tilec::copy_g2s", 5, {4},
+        {Fn::CopyG2SWait, "tilec.copy_g2s_wait", "tilec::copy_g2s", 5, {},
          {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"}, kWritesShared,
          I::All, "sm_80"},
         {Fn::CpAsyncCommit, "tilec.cp_async_commit", "tilec::cp_async_commit", 0, {}, {}, kNone, I::All, "sm_80"},
@@ -184,11 +186,17 @@ std::vector<const Load *> wgmmaSharedOperands(const Call &c) {
     return {};
 }
 
+std::vector<const Load *> panelSharedOperands(const Call &c) {
+    if (lib::is(c, lib::Fn::GemmSSPanels)) return sharedArgs(c, lib::Fn::GemmSSPanels, {"a", "b"});
+    if (lib::is(c, lib::Fn::GemmRSPanels)) return sharedArgs(c, lib::Fn::GemmRSPanels, {"b"});
+    return wgmmaSharedOperands(c);
+}
+
 std::vector<const Load *> swizzledOperands(const Call &c) {
     if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
     if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
     if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
-    return wgmmaSharedOperands(c); // TMA tiles have no other accesses to swizzle
+    return panelSharedOperands(c); // TMA tiles have no other accesses to swizzle
 }
 
 } // namespace tilec::passes

@@ -7,9 +7,12 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/Staging.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace tilec::passes {
@@ -24,13 +27,20 @@ struct Gemms : IRVisitor {
     void visit(const Gemm &g) override { found.push_back(&g); }
 };
 
-struct MarkAll : IRMutator {
+/// Gives each product the instruction the plan chose (the products in the order Gemms visits them).
+struct Mark : IRMutator {
     using IRMutator::visit;
-    Stmt visit(const std::shared_ptr<const Gemm> &op) override { return op->withInstr(GemmInstr::Wgmma); }
+    const std::vector<const Gemm *> *gemms = nullptr;
+    const std::vector<GemmInstr> *instr = nullptr;
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        for (size_t i = 0; i < gemms->size(); ++i)
+            if ((*gemms)[i] == op.get()) return (*instr)[i] == GemmInstr::Auto ? Stmt(op) : op->withInstr((*instr)[i]);
+        return op;
+    }
 };
 
-/// The tile a shared operand is, when the cp.async swizzle of its rows is one of wgmma's modes and the product
-/// reads it whole; why not otherwise.
+/// The tile a shared operand is, when its rows can be stored in the panel layout (wgmma's swizzle modes: rows
+/// of a multiple of 32 bytes, in whole 8-row periods) and the product reads it whole; why not otherwise.
 std::string operandTile(const Region &r, TmaTile &out) {
     const Buffer &b = r.buffer;
     if (!b || b->scope != Scope::Shared) return "an operand is not in shared memory";
@@ -42,36 +52,147 @@ std::string operandTile(const Region &r, TmaTile &out) {
         if (!lo || !n || *lo != 0 || *n != (d == 0 ? *rows : *cols)) return "a product reads part of '" + b->name + "'";
     }
     const int64_t rowBytes = *cols * b->dtype.bytes();
-    if (*rows % 8 || (rowBytes != 32 && rowBytes != 64 && rowBytes != 128))
-        return "'" + b->name + "' has rows of " + std::to_string(rowBytes) +
-               " bytes (wgmma reads cp.async tiles whose rows are 32, 64 or 128 bytes, in whole 8-row periods)";
-    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = (int)rowBytes;
+    const int span = panelSwizzleBytes(rowBytes);
+    if (*rows % 8 || !span)
+        return "'" + b->name + "' has " + std::to_string(*rows) + " rows of " + std::to_string(rowBytes) +
+               " bytes (wgmma reads cp.async tiles whose rows are a multiple of 32 bytes, in whole 8-row periods)";
+    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = span;
     return "";
 }
 
-/// Why the kernel's products cannot all run on wgmma; empty when they can.
-std::string whyNot(const Kernel &k, const std::vector<const Gemm *> &gemms) {
-    if (k.threads % 128) return "its threads are not whole warpgroups";
-    if (k.producerThreads) return "it has warp roles";
+/// Which fragments must take layouts of one family: those one statement of element-wise or reduction work
+/// touches together (a T.Parallel nest, a T.reduce, a copy, an atomic add, a store), through which
+/// inferLayouts carries a layout from one to the other. A union-find over the fragments.
+struct FragmentGroups : IRVisitor {
+    using IRVisitor::visit;
+    std::map<const BufferNode *, const BufferNode *> parent;
+    const BufferNode *find(const BufferNode *b) {
+        auto it = parent.emplace(b, b).first;
+        return it->second == b ? b : it->second = find(it->second);
+    }
+    void unite(const BufferNode *a, const BufferNode *b) { parent[find(a)] = find(b); }
+
+    void visit(const For &op) override { inUnit(op.forKind == ForKind::Parallel, [&] { IRVisitor::visit(op); }); }
+    void visit(const Store &op) override { inUnit(true, [&] { add(op.buffer), IRVisitor::visit(op); }); }
+    void visit(const Load &op) override { add(op.buffer), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { inUnit(true, [&] { add(op.src.buffer), add(op.dst.buffer), IRVisitor::visit(op); }); }
+    void visit(const AtomicAdd &op) override {
+        inUnit(true, [&] {
+            add(op.dst.buffer);
+            if (op.src) add(op.src->buffer);
+            IRVisitor::visit(op);
+        });
+    }
+    void visit(const Reduce &op) override { inUnit(true, [&] { add(op.src), add(op.dst); }); }
+    void visit(const Gemm &op) override { IRVisitor::visit(op); } // a product's own operands: tied by the plan
+
+  private:
+    std::vector<const BufferNode *> *unit_ = nullptr; ///< the fragments of the statement being walked
+    void add(const Buffer &b) {
+        if (unit_ && b && b->scope == Scope::Fragment) unit_->push_back(b.get());
+    }
+    template <class F> void inUnit(bool opens, F walk) {
+        if (!opens || unit_) return walk();
+        std::vector<const BufferNode *> unit;
+        unit_ = &unit;
+        walk();
+        unit_ = nullptr;
+        for (size_t i = 1; i < unit.size(); ++i) unite(unit[0], unit[i]);
+    }
+};
+
+/// The instruction of each product of kernel `k` (Auto: mma.sync), or why none runs on wgmma.
+struct Plan {
+    std::vector<GemmInstr> instr;
+    std::string why; ///< why no product, or why not every product, runs on wgmma
+};
+
+/// Whether rows of `t` are other than one panel (the cp.async row swizzle and the panel layout then differ).
+bool multiPanel(const TmaTile &t) { return t.cols * t.elemBytes != t.swizzle; }
+
+/// Tiles in the panel layout (those the products `wgmma` marks read, with rows wider than one panel) are read as
+/// panels by every reader: an mma.sync product reading one reads both its tiles as panels (`instr` becomes
+/// MmaPanels; mmaPanelsCan), which may put further tiles in that layout. False where one cannot.
+bool readPanelsAsPanels(const std::vector<const Gemm *> &gemms, const std::vector<bool> &wgmma, const std::vector<std::string> &tileWhy,
+                        std::map<const BufferNode *, const TmaTile *> &view, std::vector<GemmInstr> &instr) {
+    std::set<const BufferNode *> panels;
+    for (size_t i = 0; i < gemms.size(); ++i)
+        for (const Region *r : {&gemms[i]->a, &gemms[i]->b})
+            if (wgmma[i] && view.count(r->buffer.get()) && multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < gemms.size(); ++i) {
+            const Gemm *g = gemms[i];
+            if (wgmma[i] || instr[i] == GemmInstr::MmaPanels || !(panels.count(g->a.buffer.get()) || panels.count(g->b.buffer.get())))
+                continue;
+            if (!tileWhy[i].empty() || !mmaPanelsCan(*g, view)) return false;
+            instr[i] = GemmInstr::MmaPanels, changed = true;
+            for (const Region *r : {&g->a, &g->b})
+                if (multiPanel(*view[r->buffer.get()])) panels.insert(r->buffer.get());
+        }
+    }
+    return true;
+}
+
+/// Products tied by an accumulator, an A fragment or element-wise work between their fragments take one
+/// instruction; a kernel whose products cannot all run on wgmma runs those of whole groups that can on it, the
+/// rest on mma.sync, when the rest read A from shared memory (no fragment meets both layouts) and every tile in
+/// the panel layout is read as panels by all its readers (gemm_ss_panels, where mma.sync reads one).
+Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
+    Plan p;
+    if (k.threads % 128) return p.why = "its threads are not whole warpgroups", p;
+    if (k.producerThreads) return p.why = "it has warp roles", p;
     std::map<const BufferNode *, TmaTile> tiles;
+    std::vector<std::string> tileWhy(gemms.size());
     bool rs = false;
-    for (const Gemm *g : gemms) {
-        if (g->instr != GemmInstr::Auto) return "its products are already planned";
-        rs |= aInRegisters(*g);
+    for (size_t i = 0; i < gemms.size(); ++i) {
+        const Gemm *g = gemms[i];
+        if (g->instr != GemmInstr::Auto) return p.why = "its products are already planned", p;
         for (const Region *r : {&g->a, &g->b}) {
             if (r == &g->a && aInRegisters(*g)) continue;
             TmaTile t;
-            if (std::string why = operandTile(*r, t); !why.empty()) return why;
-            tiles[r->buffer.get()] = t;
+            if (std::string why = operandTile(*r, t); !why.empty()) tileWhy[i] = why;
+            else tiles[r->buffer.get()] = t;
         }
+        rs |= tileWhy[i].empty() && aInRegisters(*g);
     }
     std::map<const BufferNode *, const TmaTile *> view;
     for (auto &[b, t] : tiles) view[b] = &t;
+    const int wgs = k.threads / 128;
+    std::vector<bool> ok(gemms.size());
+    for (size_t i = 0; i < gemms.size(); ++i) {
+        ok[i] = tileWhy[i].empty() && wgmmaCan(*gemms[i], view, wgs, rs);
+        if (!ok[i] && p.why.empty())
+            p.why = !tileWhy[i].empty() ? tileWhy[i]
+                                        : "a product's shapes, types, majors or split over " + std::to_string(wgs) + " warpgroups are not wgmma's";
+    }
+    p.instr.assign(gemms.size(), GemmInstr::Auto);
+    // Groups: a product's accumulator with its A fragment and the fragments element-wise work ties to them.
+    FragmentGroups groups;
+    groups.visit(k.body);
     for (const Gemm *g : gemms)
-        if (!wgmmaCan(*g, view, k.threads / 128, rs))
-            return "a product's shapes, types, majors or split over " + std::to_string(k.threads / 128) +
-                   " warpgroups are not wgmma's";
-    return "";
+        if (aInRegisters(*g)) groups.unite(g->a.buffer.get(), g->c.buffer.get());
+    std::map<const BufferNode *, bool> groupOk;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+        auto [it, fresh] = groupOk.emplace(groups.find(gemms[i]->c.buffer.get()), ok[i]);
+        if (!fresh) it->second = it->second && ok[i];
+    }
+    std::vector<bool> wgmma(gemms.size());
+    bool any = false, all = true;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+        wgmma[i] = groupOk[groups.find(gemms[i]->c.buffer.get())];
+        any |= wgmma[i], all &= wgmma[i];
+    }
+    if (!any) return p;
+    for (size_t i = 0; i < gemms.size(); ++i)
+        if (!wgmma[i] && aInRegisters(*gemms[i]))
+            return p.why += "; and a product left on mma.sync reads A from registers", p;
+    if (!readPanelsAsPanels(gemms, wgmma, tileWhy, view, p.instr))
+        return p.why += "; and a product left on mma.sync cannot read the panel layout of a tile a wgmma reads", p;
+    for (size_t i = 0; i < gemms.size(); ++i)
+        if (wgmma[i]) p.instr[i] = GemmInstr::Wgmma;
+    if (all) p.why.clear();
+    return p;
 }
 
 } // namespace
@@ -87,14 +208,23 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
             out.kernels.push_back(k);
             continue;
         }
-        if (std::string why = whyNot(*k, g.found); !why.empty()) {
-            remark(sources, k->launchLoc, "kernel '" + k->name + "' (" + v.target.name + ") keeps mma.sync for its T.gemms on the cp.async path: " + why);
+        Plan pl = plan(*k, g.found);
+        const auto wg = std::count(pl.instr.begin(), pl.instr.end(), GemmInstr::Wgmma);
+        const std::string name = "kernel '" + k->name + "' (" + v.target.name + ")";
+        if (!wg) {
+            remark(sources, k->launchLoc, name + " keeps mma.sync for its T.gemms on the cp.async path: " + pl.why);
             out.kernels.push_back(k);
             continue;
         }
-        remark(sources, k->launchLoc, "kernel '" + k->name + "' (" + v.target.name + ") runs its " + std::to_string(g.found.size()) + " T.gemm(s) on wgmma over cp.async tiles");
+        if (pl.why.empty())
+            remark(sources, k->launchLoc, name + " runs its " + std::to_string(g.found.size()) + " T.gemm(s) on wgmma over cp.async tiles");
+        else
+            remark(sources, k->launchLoc, name + " runs " + std::to_string(wg) + " of its " + std::to_string(g.found.size()) +
+                                              " T.gemm(s) on wgmma over cp.async tiles, the rest on mma.sync: " + pl.why);
         auto nk = std::make_shared<Kernel>(*k);
-        nk->body = MarkAll().mutate(k->body);
+        Mark mark;
+        mark.gemms = &g.found, mark.instr = &pl.instr;
+        nk->body = mark.mutate(k->body);
         out.kernels.push_back(nk);
         changed = true;
     }

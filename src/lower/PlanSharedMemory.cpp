@@ -32,8 +32,9 @@ struct Mentions : IRVisitor {
                 if (auto l = addressedLoad(lib::arg(op, f, "dst"))) tmaTiles->insert(l->buffer.get());
         if (lib::is(op, lib::Fn::TmaStoreTile))
             if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaStoreTile, "src"))) tmaTiles->insert(l->buffer.get());
-        // wgmma's swizzle modes follow address bits: its operand tiles (cp.async ones too) sit at TMA's alignment.
-        for (const Load *l : wgmmaSharedOperands(op)) tmaTiles->insert(l->buffer.get());
+        // wgmma's swizzle modes follow address bits: its operand tiles (cp.async ones too), and every tile read
+        // in that panel layout, sit at TMA's alignment.
+        for (const Load *l : panelSharedOperands(op)) tmaTiles->insert(l->buffer.get());
         IRVisitor::visit(op);
     }
 };

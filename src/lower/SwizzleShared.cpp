@@ -8,7 +8,9 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 namespace tilec::passes {
 
@@ -18,21 +20,43 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-/// How one buffer is swizzled: its row length and the elements of one tile (one pipeline stage).
+/// How one buffer is swizzled: its row length, the elements of one tile (one pipeline stage), and whether in
+/// the panel layout (swz_panels) rather than the row swizzle (swz).
 struct Swizzle {
     int64_t cols = 0, tileElems = 0;
+    bool panels = false;
 };
 
-/// The buffers the library is handed as swizzled tiles.
+/// Whether the panel layout of a tile with rows of `cols` `eb`-byte elements differs from its row swizzle:
+/// rows wider than one panel (rows of 32, 64 or 128 bytes are one panel, the row swizzle's own pattern).
+bool panelsDiffer(int64_t cols, int eb) {
+    const int64_t rowBytes = cols * eb;
+    return rowBytes != 32 && rowBytes != 64 && rowBytes != 128;
+}
+
+/// The buffers the library is handed as swizzled tiles. A wgmma operand (or a gemm_*_panels one) is read in
+/// the panel layout, so every access of it (the cp.async transfers that fill it among them) takes that layout;
+/// an mma.sync operand or a transfer's destination takes the row swizzle. Where both read one tile, the two
+/// layouts must be the same (cpAsyncWgmma reads such tiles as panels everywhere; a TMA tile has no other reader).
 struct Find : IRVisitor {
     using IRVisitor::visit;
     std::map<const BufferNode *, Swizzle> found;
+    std::set<const BufferNode *> panelReaders, rowReaders; ///< read by a wgmma in panels, by an mma.sync in rows
     void visit(const Call &op) override {
+        auto panelled = panelSharedOperands(op);
         for (const Load *l : swizzledOperands(op)) {
             if (l->buffer->shape.size() < 2) continue;
             auto &shape = l->buffer->shape;
             auto rows = constValue(shape[shape.size() - 2]), cols = constValue(shape.back());
-            if (rows && cols) found[l->buffer.get()] = {*cols, *rows * *cols};
+            if (!rows || !cols) continue;
+            Swizzle &sw = found[l->buffer.get()];
+            sw.cols = *cols, sw.tileElems = *rows * *cols;
+            if (std::find(panelled.begin(), panelled.end(), l) != panelled.end()) {
+                sw.panels = panelsDiffer(*cols, l->buffer->dtype.bytes());
+                if (sw.panels) panelReaders.insert(l->buffer.get());
+            } else if (!isTileTransfer(op)) {
+                rowReaders.insert(l->buffer.get());
+            }
         }
         IRVisitor::visit(op);
     }
@@ -45,6 +69,7 @@ class Apply : public IRMutator {
 
     Expr visit(const std::shared_ptr<const Call> &op) override {
         if (lib::is(*op, lib::Fn::AddressOf)) return op; // the library swizzles its own accesses
+        if (isTileTransfer(*op)) return transferInto(op);
         return IRMutator::visit(op);
     }
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -73,10 +98,26 @@ class Apply : public IRMutator {
     const std::map<const BufferNode *, Swizzle> &swizzled_;
     const For *lanes_ = nullptr; ///< the innermost vectorized loop
 
+    /// A tile transfer into a buffer in the panel layout is told to store it so (its tile is the buffer's
+    /// whole tile: pipelineLoops copies whole 2-D buffers).
+    Expr transferInto(const std::shared_ptr<const Call> &op) {
+        const lib::Fn f = lib::find(op->name)->fn;
+        const Load *dst = addressedLoad(lib::arg(*op, f, "dst"));
+        auto it = dst ? swizzled_.find(dst->buffer.get()) : swizzled_.end();
+        if (it == swizzled_.end() || !it->second.panels) return op;
+        auto rows = constValue(lib::arg(*op, f, "rows")), cols = constValue(lib::arg(*op, f, "cols"));
+        TILEC_ASSERT(rows && cols && *cols == it->second.cols && *rows * *cols == it->second.tileElems,
+                     "a tile transfer into part of '" + dst->buffer->name + "', which is in the panel layout");
+        std::vector<Expr> args = op->args;
+        args[lib::argIndex(f, "swizzle")] = i32(lib::kTransferPanels);
+        return Call::make(op->dtype, op->name, std::move(args), op->loc);
+    }
+
     Expr map(const Buffer &b, const Swizzle &sw, const Expr &offset) {
         const int eb = b->dtype.bytes();
         auto swz = [&](Expr off) {
-            return lib::call(lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)}, {}, DType::Int32);
+            return lib::call(sw.panels ? lib::Fn::SwzPanels : lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)},
+                             {}, DType::Int32);
         };
         if (lanes_) {
             auto width = constValue(lanes_->extent);
@@ -96,6 +137,8 @@ Program swizzleShared(const Program &p) {
     for (auto &k : p.kernels) {
         Find f;
         f.visit(k->body);
+        for (auto *b : f.panelReaders)
+            TILEC_ASSERT(!f.rowReaders.count(b), "shared tile '" + b->name + "' is read both in wgmma's panel layout and in mma.sync's row swizzle");
         if (f.found.empty()) {
             out.kernels.push_back(k);
             continue;

@@ -64,6 +64,17 @@ inline int64_t swizzled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off
     return base + row * cols + (col ^ (f * per));
 }
 
+/// tilec::swz_panels<Cols, ElemBytes, TileElems> of stdlib/tilec/swizzle.cuh: the panel layout of tiles of
+/// `tileElems` elements (column panels of the widest of 128, 64, 32 bytes dividing a row, rows one after
+/// another in a panel, 16-byte chunks XORed as swz does for rows of one panel).
+inline int64_t panelled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off) {
+    const int64_t rowBytes = cols * eb, span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : rowBytes % 32 == 0 ? 32 : 0;
+    if (!span || tileElems % cols) throw SimError("the panel layout of rows of " + std::to_string(rowBytes) + " bytes");
+    const int64_t W = span / eb, rows = tileElems / cols, base = off / tileElems * tileElems, o = off % tileElems;
+    const int64_t row = o / cols, col = o % cols;
+    return base + col / W * rows * W + swizzled(W, eb, rows * W, row * W + col % W);
+}
+
 /// The shared-memory byte address the TMA unit and wgmma's descriptors use for logical byte address `a` of a
 /// buffer swizzled with span `span` (128, 64, 32; 0: none): address bits 4.. XOR bits 7.. (PTX's swizzle
 /// modes, on absolute addresses).

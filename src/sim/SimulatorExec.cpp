@@ -43,9 +43,9 @@ double Simulator::eval(const ir::Expr &e, int t) {
         using passes::lib::Fn;
         if (const passes::lib::Info *info = passes::lib::find(c->name)) {
             auto arg = [&](const char *n) { return passes::lib::arg(*c, info->fn, n); };
-            if (info->fn == Fn::Swz)
-                return (double)swizzled((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
-                                        (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            if (info->fn == Fn::Swz || info->fn == Fn::SwzPanels)
+                return (double)(info->fn == Fn::Swz ? swizzled : panelled)((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
+                                                                           (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
             if (info->fn == Fn::ShflXor) {
                 int other = t ^ (int)eval(arg("mask"), t);
                 if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");

@@ -62,7 +62,8 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
                 int64_t chunk = (r * C + col) / vec;
                 int writer = scopeFirst + (int)(chunk % threads);
                 if (writer >= T_ || !mask[(size_t)writer]) continue; // another agent's share
-                int64_t at = d0 + (swz ? swizzled(C, eb, tile, r * C + col) : r * C + col);
+                const int64_t o = r * C + col;
+                int64_t at = d0 + (swz == passes::lib::kTransferPanels ? panelled(C, eb, tile, o) : swz ? swizzled(C, eb, tile, o) : o);
                 if (at < 0 || at >= (int64_t)to.size()) throw SimError("tile transfer out of " + dst->name);
                 double v = 0;
                 if (r < vr && col < vc) {

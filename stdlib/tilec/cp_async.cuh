@@ -39,16 +39,22 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/// How copy_g2s stores a tile: row-major; row-major with swz<Cols, sizeof(T)>; the panel layout of
+/// swz_panels<Cols, sizeof(T), Rows * Cols> (what wgmma reads when the rows are wider than one swizzle span).
+enum : int { g2s_plain = 0, g2s_swizzled = 1, g2s_panels = 2 };
+
 namespace g2s_detail {
 
 // One Vec-element chunk: tile element (r, c) to shared memory, or zeros when (r, c) is outside the valid
-// region (cp.async then reads nothing; the synchronous path does not load).
-template <int Cols, int Vec, bool Swizzle, typename T>
+// region (cp.async then reads nothing; the synchronous path does not load). Layout as copy_g2s's.
+template <int Rows, int Cols, int Vec, int Layout, typename T>
 __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg, int r, int c, bool valid) {
     constexpr int Bytes = Vec * (int)sizeof(T);
     int dst = r * Cols + c;
-    if constexpr (Swizzle)
+    if constexpr (Layout == g2s_swizzled)
         dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
+    else if constexpr (Layout == g2s_panels)
+        dst = panel_offset<Rows, Cols, (int)sizeof(T)>(r, c);
     if constexpr (Bytes >= 4) {
         // The address is formed even for an invalid chunk: cp.async with a source size of 0 reads nothing,
         // and selecting a 64-bit fallback per chunk doubled the instructions of a tile transfer.
@@ -66,19 +72,21 @@ __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg
 } // namespace g2s_detail
 
 /// The block's first Threads threads copy the Rows x Cols tile whose element (r, c) is gmem[r * ldg + c]
-/// into `smem` at logical offset r * Cols + c (swizzled by swz<Cols, sizeof(T)> when Swizzle); elements
+/// into `smem` at logical offset r * Cols + c, stored as Layout says (g2s_plain, g2s_swizzled: swizzled by
+/// swz<Cols, sizeof(T)>, g2s_panels: the panel layout; a bool converts to the first two); elements
 /// with r >= validRows or c >= validCols become zero. Vec elements move per access, consecutive threads
 /// taking consecutive chunks of a row. Accesses of 4 to 16 bytes are cp.async (issued, not committed);
 /// narrower ones are synchronous. The caller guarantees Cols % Vec == 0, that validCols % Vec == 0 or
 /// validCols >= Cols, and that gmem and ldg are aligned for Vec elements.
-template <int Rows, int Cols, int Vec, int Threads, bool Swizzle, typename T>
+template <int Rows, int Cols, int Vec, int Threads, int Layout, typename T>
 __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, int validRows,
                                          int validCols) {
     constexpr int Bytes = Vec * (int)sizeof(T);
     static_assert(Bytes == 1 || Bytes == 2 || Bytes == 4 || Bytes == 8 || Bytes == 16,
                   "a tile copy moves 1, 2, 4, 8 or 16 bytes per access");
     static_assert(Rows > 0 && Cols > 0 && Threads > 0 && Cols % Vec == 0, "bad tile copy shape");
-    constexpr bool Swz = Swizzle && swz_active<Cols, (int)sizeof(T)>();
+    static_assert(Layout == g2s_plain || Layout == g2s_swizzled || Layout == g2s_panels, "an unknown tile layout");
+    constexpr int Lay = Layout == g2s_swizzled && !swz_active<Cols, (int)sizeof(T)>() ? g2s_plain : Layout;
     constexpr int ChunksPerRow = Cols / Vec;
     constexpr int Chunks = Rows * ChunksPerRow;
     // Loops of at most this many iterations are unrolled completely; longer ones by a few.
@@ -101,12 +109,12 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
             for (int it = 0; it < Iters; ++it) {
                 const int r = r0 + it * RowStep;
                 if (Rows % RowStep == 0 || r < Rows)
-                    g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, colValid && r < validRows);
+                    g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c, colValid && r < validRows);
             }
         } else {
 #pragma unroll 4
             for (int r = r0; r < Rows; r += RowStep)
-                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, colValid && r < validRows);
+                g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c, colValid && r < validRows);
         }
     } else if constexpr (ChunksPerRow % Threads == 0) {
         // Several iterations per row: the row of every iteration is a compile-time constant.
@@ -117,14 +125,14 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
             for (int it = 0; it < Iters; ++it) {
                 const int r = it / PerRow;
                 const int c = ((it % PerRow) * Threads + tid) * Vec;
-                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+                g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
             }
         } else {
 #pragma unroll 4
             for (int it = 0; it < Iters; ++it) {
                 const int r = it / PerRow;
                 const int c = ((it % PerRow) * Threads + tid) * Vec;
-                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+                g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
             }
         }
     } else {
@@ -136,7 +144,7 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
                 const int r = i / ChunksPerRow;
                 const int c = (i % ChunksPerRow) * Vec;
                 if (Chunks % Threads == 0 || i < Chunks)
-                    g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c,
+                    g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c,
                                                            r < validRows && c < validCols);
             }
         } else {
@@ -144,7 +152,7 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
             for (int i = tid; i < Chunks; i += Threads) {
                 const int r = i / ChunksPerRow;
                 const int c = (i % ChunksPerRow) * Vec;
-                g2s_detail::copy_chunk<Cols, Vec, Swz>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
+                g2s_detail::copy_chunk<Rows, Cols, Vec, Lay>(smem, gmem, ldg, r, c, r < validRows && c < validCols);
             }
         }
     }

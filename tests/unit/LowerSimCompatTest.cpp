@@ -10,6 +10,9 @@
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -88,7 +91,9 @@ TEST(LowerSimCompat, SplitThenCombineThroughWorkspace) {
 // TileLang's convolution example in small (N, H, W, C) = (2, 5, 6, 8), a 3x3 filter with padding 1 and
 // stride 1, and with stride 2 and dilation 2: T.im2col tiles times the filter viewed as a matrix, the output
 // written through a view. The last column tile runs past KH * KW * C and the last pixel tile past N * OH * OW.
-void convolutionCase(int S, int D, int P, int C = 8) {
+/// `arch`, `tile` (block_M, block_N, block_K): the target and the tiles. Returns how often the kernel calls
+/// each device-library function.
+std::map<std::string, int> convolutionCase(int S, int D, int P, int C = 8, const char *arch = "sm_80", const std::string &tile = "32, 16, 32") {
     const int N = 2, H = 5, W = 6, F = 16, K = 3;
     const int OH = (H + 2 * P - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P - D * (K - 1) - 1) / S + 1;
     std::string args = std::to_string(S) + ", " + std::to_string(D) + ", " + std::to_string(P);
@@ -114,8 +119,8 @@ void convolutionCase(int S, int D, int P, int C = 8) {
           "                T.gemm(data_shared, kernel_shared, out_local)\n"
           "            T.copy(out_local, out_flat[by * block_M, bx * block_N])\n"
           "    return main\n"
-          "conv = convolution(2, " + std::to_string(C) + ", 5, 6, 16, 3, " + args + ", 32, 16, 32)\n",
-          "t.tile", *Target::parse("sm_80"));
+          "conv = convolution(2, " + std::to_string(C) + ", 5, 6, 16, 3, " + args + ", " + tile + ")\n",
+          "t.tile", *Target::parse(arch));
     auto img = randomData((size_t)N * H * W * C, 21), filt = randomData((size_t)K * K * C * F, 22);
     // Multiples of 1/64 below 2 in magnitude are float16 values: the products are exact, only sums round.
     for (auto &x : img) x = std::round(x * 64) / 64;
@@ -143,6 +148,13 @@ void convolutionCase(int S, int D, int P, int C = 8) {
     for (size_t i = 0; i < out.size(); ++i)
         EXPECT_LE(std::fabs(out[i] - want[i]), 4 * u * bound[i] + u * std::fabs(want[i]) + 1e-12)
             << "out[" << i << "] = " << out[i] << ", want " << want[i];
+    struct Calls : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::map<std::string, int> n;
+        void visit(const ir::Call &c) override { ++n[c.name], IRVisitor::visit(c); }
+    } calls;
+    if (const ir::Kernel *k = r.kernel("conv")) calls.visit(k->body);
+    return calls.n;
 }
 
 TEST(LowerSimCompat, ConvolutionThroughIm2colAndViews) { convolutionCase(1, 1, 1); }
@@ -153,6 +165,19 @@ TEST(LowerSimCompat, ConvolutionChannelsAcrossVectors) {
     convolutionCase(1, 1, 1, 4);
     convolutionCase(2, 1, 1, 12);
     convolutionCase(1, 1, 1, 16);
+}
+// sm_90a: the cp.async path's products on wgmma, the tiles whose rows are wider than 128 bytes in the panel
+// layout (64-column panels): the filter tile's 256-byte rows filled by the transfers, and with block_K = 128 the
+// im2col tile's too, filled by the threads' own (vector) stores through tilec.swz_panels.
+TEST(LowerSimCompat, ConvolutionOnWgmmaOverPanels) {
+    for (std::string tile : {"64, 128, 64", "64, 128, 128", "64, 64, 192"}) {
+        SCOPED_TRACE(tile);
+        for (auto calls : {convolutionCase(1, 1, 1, 16, "sm_90a", tile), convolutionCase(2, 2, 2, 24, "sm_90a", tile)}) {
+            EXPECT_EQ(calls["tilec.wgmma_ss"], 1);
+            EXPECT_EQ(calls["tilec.gemm_ss"], 0);
+            EXPECT_EQ(calls["tilec.swz_panels"] > 0, tile != "64, 128, 64") << "the im2col tile's stores";
+        }
+    }
 }
 
 // Split-KV decoding's combine step: an (8, 128) fragment of per-split values read a split at a time inside a

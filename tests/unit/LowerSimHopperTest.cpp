@@ -13,6 +13,7 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
 
@@ -139,6 +140,60 @@ TEST(SimHopper, TwoConsumerWarpgroups) { hopperCase({200, 72, 136, 128, 64, 64, 
 TEST(SimHopper, BFloat16) { hopperCase({72, 104, 160, 64, 64, 64, 2, 128, "bfloat16"}); }
 TEST(SimHopper, TransposedB) { hopperCase({100, 72, 200, 64, 64, 64, 3, 128, "float16", true}); }
 TEST(SimHopper, TransposedBTwoConsumerWarpgroupsBFloat16) { hopperCase({136, 64, 104, 128, 64, 32, 2, 256, "bfloat16", true}); }
+
+/// The cp.async variant's products and transfers: how many T.gemms run on wgmma and on mma.sync, and the
+/// layout (copy_g2s's `swizzle`) each transfer stores its tile in, by destination buffer.
+struct PlainCalls {
+    int wgmma = 0, mma = 0;
+    std::map<std::string, int64_t> layout;
+    explicit PlainCalls(const ir::Kernel &k) {
+        struct V : ir::IRVisitor {
+            using IRVisitor::visit;
+            PlainCalls *out = nullptr;
+            void visit(const ir::Call &c) override {
+                const lib::Info *f = lib::find(c.name);
+                if (f && (f->fn == lib::Fn::WgmmaSS || f->fn == lib::Fn::WgmmaRS)) ++out->wgmma;
+                if (f && (f->fn == lib::Fn::GemmSS || f->fn == lib::Fn::GemmRS)) ++out->mma;
+                if (passes::isTileTransfer(c))
+                    out->layout[passes::addressedLoad(lib::arg(c, f->fn, "dst"))->buffer->name] = *ir::constInt(lib::arg(c, f->fn, "swizzle"));
+                IRVisitor::visit(c);
+            }
+        } v;
+        v.out = this;
+        v.visit(k.body);
+    }
+};
+
+/// sm_90a without TMA: wgmma over cp.async tiles whose rows are wider than 128 bytes, stored by the transfers
+/// in the panel layout (layout 2) that wgmma's descriptors walk: N-major and K-major, A M-major, float16,
+/// bfloat16, tf32 and float8 (K-major only), one and two warpgroups; the simulator's wgmma reads the tiles by
+/// absolute swizzled addresses, as the hardware does.
+TEST(SimHopper, CpAsyncWgmmaOverPanels) {
+    struct Case {
+        GemmCase g;
+        std::map<std::string, int64_t> layout;
+    };
+    const Case cases[] = {
+        {{130, 136, 320, 128, 128, 64, 3, 128}, {{"A_shared", 1}, {"B_shared", 2}}},                      // B's rows: 256 bytes
+        {{100, 72, 320, 64, 64, 128, 2, 128}, {{"A_shared", 2}, {"B_shared", 1}}},                         // A's: 256 bytes
+        {{100, 72, 200, 64, 64, 128, 2, 128, "float16", true}, {{"A_shared", 2}, {"B_shared", 2}}},        // K-major B
+        {{72, 264, 160, 64, 256, 32, 2, 256, "bfloat16"}, {{"A_shared", 1}, {"B_shared", 2}}},             // 4 panels, 2 warpgroups
+        {{200, 72, 136, 128, 64, 192, 2, 256, "float16", true}, {{"A_shared", 2}, {"B_shared", 2}}},       // 384-byte rows
+        {{64, 72, 200, 64, 64, 64, 2, 128, "float32", true}, {{"A_shared", 2}, {"B_shared", 2}}},          // tf32
+        {{64, 64, 512, 64, 64, 256, 2, 128, "float8_e4m3", true}, {{"A_shared", 2}, {"B_shared", 2}}},     // float8
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(c.g.dtype) + " " + std::to_string(c.g.bm) + "x" + std::to_string(c.g.bn) + "x" +
+                     std::to_string(c.g.bk) + (c.g.transB ? " transB" : ""));
+        Lowered l(c.g, true);
+        ASSERT_TRUE(l.plain && !l.plain->producerThreads) << l.noTma.diags();
+        PlainCalls calls(*l.plain);
+        EXPECT_EQ(calls.wgmma, 1);
+        EXPECT_EQ(calls.mma, 0);
+        EXPECT_EQ(calls.layout, c.layout);
+        expectCorrect(*l.plain, c.g, {0});
+    }
+}
 
 // ---- mutations of the lowered IR that the simulator must catch ----
 

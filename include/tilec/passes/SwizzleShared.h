@@ -12,6 +12,11 @@ namespace tilec::passes {
 /// them itself; every other access (a T.Parallel over such a buffer, a copy out of it) gets its flat
 /// offset mapped the same way. A vector access `base + lane` keeps its lanes together, since the map only
 /// moves whole 16-byte chunks: it becomes `swz(base) + lane`.
+/// The one exception is the layout decision for wgmma's operands: a shared tile a wgmma reads whose rows are
+/// not 32, 64 or 128 bytes (cpAsyncWgmma's wider cp.async tiles) is stored in the panel layout wgmma's
+/// descriptors walk (tilec::swz_panels: 128-, 64- or 32-byte column panels one after another), recorded on
+/// the IR by telling its tile transfers so (their `swizzle` argument becomes lib::kTransferPanels) and
+/// mapping its other accesses with tilec.swz_panels. One tile read in both layouts is an internal error.
 ir::Program swizzleShared(const ir::Program &p);
 
 } // namespace tilec::passes
