@@ -143,6 +143,23 @@ def unpack_int2_by_decode(packed):
     return rows
 
 
+def compress_2to4(dense):
+    """(values [M, K / 2], metadata int16 [M, K / 16]) of a 2:4 semi-sparse 16-bit matrix (two nonzeros in each
+    group of 4), as examples/gemm_sp/sparse_utils.py's torch_compress gives them: each group's nonzeros in order,
+    and a 4-bit code p0 | p1 << 2 of their positions, four codes to an int16, the first in the low bits."""
+    import torch
+    m, k = dense.shape
+    groups = dense.reshape(m, k // 4, 4)
+    pos = torch.arange(4, device=dense.device).expand_as(groups)
+    nz = groups != 0
+    p0 = torch.where(nz, pos, 4).amin(-1, keepdim=True)
+    p1 = torch.where(nz, pos, -1).amax(-1, keepdim=True)
+    values = torch.cat([groups.gather(-1, p0), groups.gather(-1, p1)], -1).reshape(m, k // 2)
+    codes = (p0 | (p1 << 2)).reshape(m, k // 16, 4)
+    word = sum(codes[..., i] << (4 * i) for i in range(4))                     # 0 .. 65535
+    return values, (word - ((word >> 15) << 16)).to(torch.int16)
+
+
 def _mla_logits(Q, KV, bos, eos, scale):
     """scale q . k over one sequence, float64, -inf above the diagonal: [s, H, t]."""
     import torch
@@ -232,7 +249,21 @@ def self_check(torch):
     elif unpack_int2_by_decode(packed) != Bw.tolist():
         problems.append("pack_int2_interleaved does not decode back to its input")
     problems += _mla_self_check(torch, g)
+    problems += _compress_self_check(torch)
     return problems
+
+
+def _compress_self_check(torch):
+    """compress_2to4 on a worked row: groups with nonzeros at (0, 1), (1, 3), (2, 3), (0, 3), four to an int16."""
+    row = [5, 6, 0, 0, 0, 7, 0, 8, 0, 0, 9, 1, 2, 0, 0, 3] * 2
+    values, meta = compress_2to4(torch.tensor([row], dtype=torch.float16))
+    codes = [0 | 1 << 2, 1 | 3 << 2, 2 | 3 << 2, 0 | 3 << 2]
+    word = sum(c << (4 * i) for i, c in enumerate(codes))
+    want_meta = word - 65536 if word >= 32768 else word
+    if values.tolist() != [[5, 6, 7, 8, 9, 1, 2, 3] * 2] or meta.dtype != torch.int16 or \
+            meta.tolist() != [[want_meta] * 2]:
+        return ["compress_2to4 on a worked row: %r %r, want metadata %d" % (values.tolist(), meta.tolist(), want_meta)]
+    return []
 
 
 def _kda_self_check(torch, g, Bn, S, H, D, C):
