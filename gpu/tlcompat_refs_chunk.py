@@ -160,6 +160,24 @@ def compress_2to4(dense):
     return values, (word - ((word >> 15) << 16)).to(torch.int16)
 
 
+def moe_routed(X, Wg, Wu, Wd, weights, sizes):
+    """(up_logits, output) of examples/fusedmoe/example_fusedmoe_tilelang.py's routed kernel, float64: the rows of X
+    grouped by expert (sizes, in order), up = silu(x Wg[e]^T) * (x Wu[e]^T), output = (up Wd[e]^T) * weight; the
+    second GEMM takes up as the kernel stores it (X's dtype), as the file's torch reference does."""
+    import torch
+    up = torch.empty(X.shape[0], Wg.shape[1], dtype=torch.float64, device=X.device)
+    out = torch.empty(X.shape, dtype=torch.float64, device=X.device)
+    start = 0
+    for e, n in enumerate(int(v) for v in sizes):
+        x = X[start:start + n].double()
+        gate, lin = x @ Wg[e].double().T, x @ Wu[e].double().T
+        up[start:start + n] = gate * torch.sigmoid(gate) * lin
+        down = up[start:start + n].to(X.dtype).double() @ Wd[e].double().T
+        out[start:start + n] = down * weights[start:start + n].double()[:, None]
+        start += n
+    return up, out
+
+
 def _mla_logits(Q, KV, bos, eos, scale):
     """scale q . k over one sequence, float64, -inf above the diagonal: [s, H, t]."""
     import torch
@@ -250,7 +268,24 @@ def self_check(torch):
         problems.append("pack_int2_interleaved does not decode back to its input")
     problems += _mla_self_check(torch, g)
     problems += _compress_self_check(torch)
+    problems += _moe_self_check(torch, g)
     return problems
+
+
+def _moe_self_check(torch, g):
+    """moe_routed at one row of the second of two groups, by its defining sums."""
+    X, w = torch.randn(5, 6, generator=g).half(), torch.rand(5, generator=g).half()
+    Wg, Wu, Wd = (torch.randn(2, 3, 6, generator=g).half(), torch.randn(2, 3, 6, generator=g).half(),
+                  torch.randn(2, 6, 3, generator=g).half())
+    up, out = moe_routed(X, Wg, Wu, Wd, w, [2, 3])
+    r, e = 3, 1
+    gate = [sum(float(X[r, k]) * float(Wg[e, j, k]) for k in range(6)) for j in range(3)]
+    lin = [sum(float(X[r, k]) * float(Wu[e, j, k]) for k in range(6)) for j in range(3)]
+    u = [gv / (1 + math.exp(-gv)) * lv for gv, lv in zip(gate, lin)]
+    o = [sum(float(torch.tensor(u[j], dtype=torch.float64).half()) * float(Wd[e, c, j]) for j in range(3)) * float(w[r]) for c in range(6)]
+    if max(abs(float(up[r, j]) - u[j]) for j in range(3)) > 1e-9 or max(abs(float(out[r, c]) - o[c]) for c in range(6)) > 1e-9:
+        return ["moe_routed at row %d: %r %r, want %r %r" % (r, up[r].tolist(), out[r].tolist(), u, o)]
+    return []
 
 
 def _compress_self_check(torch):
