@@ -178,6 +178,34 @@ def moe_routed(X, Wg, Wu, Wd, weights, sizes):
     return up, out
 
 
+def sparse_decode_splits(Q, K, V, block_indices, cache_seqlens, num_split, block_N):
+    """(glse [B, H, num_split], Output_partial [B, H, num_split, DV]), float64, of the split-KV GQA decode of
+    examples/blocksparse_attention/example_tilelang_sparse_gqa_decode_varlen_indice.py: split s of a (batch, kv head)
+    takes its share of the selected blocks (the first `rem` splits one more), attends over their positions before
+    cache_seqlens[b] and keeps its own softmax: the normalized partial output and the log2-sum-exp of the logits
+    (scale DK^-0.5). A split without a valid block (-1 everywhere) leaves 0 in both, as the kernel does."""
+    import torch
+    B, H, D = Q.shape
+    HKV, G, nsel = K.shape[2], H // K.shape[2], block_indices.shape[-1]
+    per, rem = divmod(nsel, num_split)
+    glse = torch.zeros(B, H, num_split, dtype=torch.float64, device=Q.device)
+    part = torch.zeros(B, H, num_split, V.shape[-1], dtype=torch.float64, device=Q.device)
+    for b in range(B):
+        length = int(cache_seqlens[b])
+        for hk in range(HKV):
+            idx, q = block_indices[b, hk].tolist(), Q[b, hk * G:(hk + 1) * G].double()
+            for s in range(num_split):
+                start = per * s + min(s, rem)
+                blocks = [i for i in idx[start:start + per + (s < rem)] if i >= 0]
+                if not blocks:
+                    continue
+                pos = torch.cat([torch.arange(i * block_N, min((i + 1) * block_N, length)) for i in blocks]).to(Q.device)
+                logits = q @ K[b, pos, hk].double().T * D ** -0.5
+                glse[b, hk * G:(hk + 1) * G, s] = torch.logsumexp(logits, -1) / math.log(2)
+                part[b, hk * G:(hk + 1) * G, s] = torch.softmax(logits, -1) @ V[b, pos, hk].double()
+    return glse, part
+
+
 def _mla_logits(Q, KV, bos, eos, scale):
     """scale q . k over one sequence, float64, -inf above the diagonal: [s, H, t]."""
     import torch
@@ -269,6 +297,29 @@ def self_check(torch):
     problems += _mla_self_check(torch, g)
     problems += _compress_self_check(torch)
     problems += _moe_self_check(torch, g)
+    problems += _decode_self_check(torch, g)
+    return problems
+
+
+def _decode_self_check(torch, g):
+    """sparse_decode_splits: 5 selected blocks (one -1) in 3 splits of 2, 2, 1; the split of blocks (3, 1) with the
+    sequence ending inside block 3, and the last split's lone -1 left at 0."""
+    Q, K, V = (torch.randn(1, 2, 4, generator=g).half(), torch.randn(1, 16, 1, 4, generator=g).half(),
+               torch.randn(1, 16, 1, 3, generator=g).half())
+    idx = torch.tensor([[[3, 1, 2, 0, -1]]], dtype=torch.int32)
+    glse, part = sparse_decode_splits(Q, K, V, idx, torch.tensor([14], dtype=torch.int32), 3, 4)
+    pos = [12, 13, 4, 5, 6, 7]
+    problems = []
+    for h in range(2):
+        logits = [float((Q[0, h].double() * K[0, p, 0].double()).sum()) / 2 for p in pos]
+        total = sum(math.exp(x) for x in logits)
+        want = [sum(math.exp(x) / total * float(V[0, p, 0, d]) for x, p in zip(logits, pos)) for d in range(3)]
+        if abs(float(glse[0, h, 0]) - math.log2(total)) > 1e-9 or \
+                max(abs(float(part[0, h, 0, d]) - want[d]) for d in range(3)) > 1e-9:
+            problems.append("sparse_decode_splits' first split, head %d: %r %r, want %r %r"
+                            % (h, float(glse[0, h, 0]), part[0, h, 0].tolist(), math.log2(total), want))
+    if glse[0, :, 2].abs().sum() != 0 or part[0, :, 2].abs().sum() != 0 or not bool((glse[0, :, 1] != 0).all()):
+        problems.append("sparse_decode_splits: an empty split is not 0 or a full one is: %r" % glse[0].tolist())
     return problems
 
 
