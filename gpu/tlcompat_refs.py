@@ -20,6 +20,9 @@ log2-sum-exp a forward stores, and the gradients a backward computes from a give
 block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent computation
 (defining sums, autograd, worked values) in self_check().
 
+The chunked linear-attention blocks (gdn, kda), bitnet's int2 packing, the sparse MLA and split-KV decode helpers,
+2:4 compression and the routed MoE experts (issue 24) live in gpu/tlcompat_refs_chunk.py and are re-exported here.
+
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
 import math
