@@ -20,9 +20,19 @@ log2-sum-exp a forward stores, and the gradients a backward computes from a give
 block_fp8_quant the block-scaled fp8 quantization. Each has a self-check against an independent computation
 (defining sums, autograd, worked values) in self_check().
 
+The chunked linear-attention blocks (gdn, kda), bitnet's int2 packing, the sparse MLA and split-KV decode helpers,
+2:4 compression and the routed MoE experts (issue 24) live in gpu/tlcompat_refs_chunk.py and are re-exported here.
+
 Needs torch only when called (the plan half imports this module on machines without torch)."""
 
 import math
+
+# the gdn/kda chunk building blocks and bitnet's int2 packing (issue 24), in their own file
+from tlcompat_refs_chunk import (chunk_bwd_dv_local, chunk_gla_bwd_dA, chunk_scaled_dot_kkt, kda_chunk_o,  # noqa: F401
+                                 kda_recompute_w_u, mla_causal_lse, mla_topk_prob_sum,
+                                 pack_int2_interleaved, recompute_w_u, compress_2to4, moe_routed,
+                                 sparse_decode_splits)
+import tlcompat_refs_chunk
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -406,6 +416,7 @@ def self_check():
     problems += _quant_self_check(torch)
     problems += _bwd_self_check(torch)
     problems += _dllm_self_check(torch)
+    problems += tlcompat_refs_chunk.self_check(torch)
     return problems
 
 
