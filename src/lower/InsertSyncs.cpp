@@ -509,9 +509,10 @@ class Syncer {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
-            nestOwners(*f, layouts_, acc.p.readOwners, acc.p.writeOwners);
+            nestOwners(*f, layouts_, ranges_, acc.p.readOwners, acc.p.writeOwners);
         if (containsTileStatement(s)) return acc.p;
         Pending p;
+        threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, p.readOwners, p.writeOwners);
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
         p.atomics = acc.p.atomics;
