@@ -125,6 +125,14 @@ std::vector<Values> assignments(const std::set<const VarNode *> &free, const Ran
     return out;
 }
 
+/// The cache's key for statement `s` whose indices use the variables `free`.
+OwnerCache::Key cacheKey(const void *s, const std::set<const VarNode *> &free, const RangeMap &ranges) {
+    OwnerCache::Key k{s, {}};
+    for (auto *v : free)
+        if (auto r = ranges.find(v); r != ranges.end()) k.second.emplace_back(v, r->second);
+    return k;
+}
+
 /// Owners of the shared buffers that a set of accesses touches, recorded thread by thread.
 struct OwnerRecorder {
     const SharedAccesses &acc;
@@ -168,7 +176,17 @@ struct OwnerRecorder {
 
 } // namespace
 
-void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &ranges, OwnerMap &loads, OwnerMap &stores) {
+bool OwnerCache::Less::operator()(const Key &a, const Key &b) const {
+    auto flat = [](const Key &k) {
+        std::vector<std::tuple<const VarNode *, bool, int64_t, bool, int64_t>> f;
+        for (auto &[v, r] : k.second) f.emplace_back(v, r.lo.has_value(), r.lo.value_or(0), r.hi.has_value(), r.hi.value_or(0));
+        return f;
+    };
+    return a.first != b.first ? std::less<const void *>()(a.first, b.first) : flat(a) < flat(b);
+}
+
+void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &ranges, OwnerCache &cache,
+                OwnerMap &loads, OwnerMap &stores) {
     auto lit = layouts.loops.find(outer.var.get());
     if (lit == layouts.loops.end()) return;
     const Layout &l = lit->second;
@@ -190,6 +208,11 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &
     // The loops around the nest (a T.copy into slice `step` of a shared buffer): all their iterations at once.
     std::set<const VarNode *> free = indexVars(acc.accesses);
     for (auto *v : vars) free.erase(v);
+    OwnerCache::Key key = cacheKey(&outer, free, ranges);
+    if (auto hit = cache.entries.find(key); hit != cache.entries.end()) {
+        loads = hit->second.first, stores = hit->second.second;
+        return;
+    }
     OwnerRecorder rec(acc);
     for (const Values &outerValues : assignments(free, ranges, std::max<int64_t>(1, kMaxIterations / l.elements()))) {
         Values values = outerValues;
@@ -202,10 +225,11 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &
             }
     }
     rec.finish(loads, stores);
+    cache.entries[key] = {loads, stores};
 }
 
-void threadOwners(const Stmt &s, const VarNode *tx, int64_t threads, const RangeMap &ranges, OwnerMap &loads,
-                  OwnerMap &stores) {
+void threadOwners(const Stmt &s, const VarNode *tx, int64_t threads, const RangeMap &ranges, OwnerCache &cache,
+                  OwnerMap &loads, OwnerMap &stores) {
     if (!tx || threads <= 0 || threads > 1024) return;
     struct Loops : SharedAccesses {
         using SharedAccesses::visit;
@@ -219,6 +243,11 @@ void threadOwners(const Stmt &s, const VarNode *tx, int64_t threads, const Range
     acc.visit(s);
     std::set<const VarNode *> free = indexVars(acc.accesses);
     free.erase(tx);
+    OwnerCache::Key key = cacheKey(s.get(), free, acc.ranges);
+    if (auto hit = cache.entries.find(key); hit != cache.entries.end()) {
+        loads = hit->second.first, stores = hit->second.second;
+        return;
+    }
     OwnerRecorder rec(acc);
     for (const Values &outerValues : assignments(free, acc.ranges, std::max<int64_t>(1, kMaxIterations / threads))) {
         Values values = outerValues;
@@ -228,6 +257,7 @@ void threadOwners(const Stmt &s, const VarNode *tx, int64_t threads, const Range
         }
     }
     rec.finish(loads, stores);
+    cache.entries[key] = {loads, stores};
 }
 
 Owners combineOwners(const Owners &a, const Owners &b) {
