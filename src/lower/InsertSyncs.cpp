@@ -327,6 +327,8 @@ class Syncer {
     BufferSet tensors_; ///< the kernel's global tensors
     BufferSet shared_;  ///< its shared buffers
     RangeMap ranges_;   ///< block and thread indices, T.dynamic sizes, the loops seen so far
+    mutable OwnerCache ownerCache_;
+    mutable std::set<Stmt> ownersOf_; ///< the statements in ownerCache_, kept alive so that no other takes their address
     const Kernel &kernel_;
     /// Inside a branch of an `if` on the thread index that holds for whole warps only (`if tx < 128:` of 256
     /// threads), the barriers the branch needs among its own threads are a named barrier of those threads
@@ -520,10 +522,12 @@ class Syncer {
     Pending accessesOf(const Stmt &s) const {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
+        ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
-            nestOwners(*f, layouts_, acc.p.readOwners, acc.p.writeOwners);
+            nestOwners(*f, layouts_, ranges_, ownerCache_, acc.p.readOwners, acc.p.writeOwners);
         if (containsTileStatement(s)) return acc.p;
         Pending p;
+        threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, ownerCache_, p.readOwners, p.writeOwners);
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
         p.atomics = acc.p.atomics;

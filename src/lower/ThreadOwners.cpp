@@ -87,7 +87,106 @@ int64_t elementAt(const std::vector<Expr> &indices, const std::vector<int64_t> &
     return e;
 }
 
-void nestOwners(const For &outer, const KernelLayouts &layouts, OwnerMap &loads, OwnerMap &stores) {
+namespace {
+
+using Values = std::map<const VarNode *, int64_t>;
+
+/// The variables the accesses' indices use.
+std::set<const VarNode *> indexVars(const std::vector<SharedAccesses::Access> &accesses) {
+    struct Vars : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const VarNode *> vars;
+        void visit(const VarNode &v) override { vars.insert(&v); }
+    } v;
+    for (auto &a : accesses)
+        for (auto &i : *a.indices) v.visit(i);
+    return v.vars;
+}
+
+/// Every assignment of the variables in `free` that `ranges` bounds (small ranges only, at most `limit`
+/// assignments in all): the values the accesses may see in any iteration of the loops around them. A
+/// variable left out stays unassigned (the buffers it indexes are then unknown); at least one (empty)
+/// assignment is returned.
+std::vector<Values> assignments(const std::set<const VarNode *> &free, const RangeMap &ranges, int64_t limit) {
+    std::vector<Values> out{Values{}};
+    for (auto *v : free) {
+        auto r = ranges.find(v);
+        if (r == ranges.end() || !r->second.lo || !r->second.hi || *r->second.hi < *r->second.lo) continue;
+        int64_t n = *r->second.hi - *r->second.lo + 1;
+        if (n > limit || static_cast<int64_t>(out.size()) * n > limit) continue;
+        std::vector<Values> next;
+        for (auto &a : out)
+            for (int64_t x = *r->second.lo; x <= *r->second.hi; ++x) {
+                next.push_back(a);
+                next.back()[v] = x;
+            }
+        out = std::move(next);
+    }
+    return out;
+}
+
+/// The cache's key for statement `s` whose indices use the variables `free`.
+OwnerCache::Key cacheKey(const void *s, const std::set<const VarNode *> &free, const RangeMap &ranges) {
+    OwnerCache::Key k{s, {}};
+    for (auto *v : free)
+        if (auto r = ranges.find(v); r != ranges.end()) k.second.emplace_back(v, r->second);
+    return k;
+}
+
+/// Owners of the shared buffers that a set of accesses touches, recorded thread by thread.
+struct OwnerRecorder {
+    const SharedAccesses &acc;
+    std::map<const BufferNode *, std::vector<int32_t>> owners[2]; // loads, stores
+    std::set<const BufferNode *> unknown = acc.unknown;
+    std::map<const BufferNode *, std::vector<int64_t>> shapes;
+
+    explicit OwnerRecorder(const SharedAccesses &a) : acc(a) {
+        for (auto &x : acc.accesses)
+            if (!shapes.count(x.buffer)) {
+                if (auto s = constShape(*x.buffer)) shapes[x.buffer] = *s;
+                else unknown.insert(x.buffer);
+            }
+    }
+    /// The accesses thread `t` makes with `values`; `loadsOnly`: its stores are another thread's (copies).
+    void touch(int64_t t, const Values &values, bool loadsOnly) {
+        for (auto &a : acc.accesses) {
+            if (unknown.count(a.buffer) || (a.store && loadsOnly)) continue;
+            const std::vector<int64_t> &shape = shapes[a.buffer];
+            int64_t el = elementAt(*a.indices, shape, values);
+            if (el < 0) {
+                unknown.insert(a.buffer);
+                continue;
+            }
+            auto &v = owners[a.store][a.buffer];
+            if (v.empty()) {
+                int64_t n = 1;
+                for (int64_t d : shape) n *= d;
+                v.assign(static_cast<size_t>(n), kUntouched);
+            }
+            int32_t &o = v[static_cast<size_t>(el)];
+            o = o == kUntouched || o == t ? static_cast<int32_t>(t) : kSeveral;
+        }
+    }
+    void finish(OwnerMap &loads, OwnerMap &stores) {
+        for (int s = 0; s < 2; ++s)
+            for (auto &[b, v] : owners[s])
+                if (!unknown.count(b)) (s ? stores : loads)[b] = std::make_shared<const std::vector<int32_t>>(std::move(v));
+    }
+};
+
+} // namespace
+
+bool OwnerCache::Less::operator()(const Key &a, const Key &b) const {
+    auto flat = [](const Key &k) {
+        std::vector<std::tuple<const VarNode *, bool, int64_t, bool, int64_t>> f;
+        for (auto &[v, r] : k.second) f.emplace_back(v, r.lo.has_value(), r.lo.value_or(0), r.hi.has_value(), r.hi.value_or(0));
+        return f;
+    };
+    return a.first != b.first ? std::less<const void *>()(a.first, b.first) : flat(a) < flat(b);
+}
+
+void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &ranges, OwnerCache &cache,
+                OwnerMap &loads, OwnerMap &stores) {
     auto lit = layouts.loops.find(outer.var.get());
     if (lit == layouts.loops.end()) return;
     const Layout &l = lit->second;
@@ -106,41 +205,59 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, OwnerMap &loads,
     SharedAccesses acc;
     acc.visit(f->body);
     if (acc.innerLoop) return;
-    std::map<const BufferNode *, std::vector<int32_t>> owners[2]; // loads, stores
-    std::set<const BufferNode *> unknown = acc.unknown;
-    std::map<const BufferNode *, std::vector<int64_t>> shapes;
-    for (auto &a : acc.accesses)
-        if (!shapes.count(a.buffer)) {
-            if (auto s = constShape(*a.buffer)) shapes[a.buffer] = *s;
-            else unknown.insert(a.buffer);
-        }
-    std::map<const VarNode *, int64_t> values;
-    for (int64_t t = 0; t < l.threads; ++t)
-        for (int64_t slot = 0; slot < l.slotsPerThread(); ++slot) {
-            int64_t e = elementOf(l, t, slot);
-            if (e < 0) continue;
-            for (size_t d = vars.size(); d-- > 0; e /= l.shape[d]) values[vars[d]] = e % l.shape[d];
-            for (auto &a : acc.accesses) {
-                if (unknown.count(a.buffer) || (a.store && (t & l.copies))) continue; // copies: the first holder stores
-                const std::vector<int64_t> &shape = shapes[a.buffer];
-                int64_t el = elementAt(*a.indices, shape, values);
-                if (el < 0) {
-                    unknown.insert(a.buffer);
-                    continue;
-                }
-                auto &v = owners[a.store][a.buffer];
-                if (v.empty()) {
-                    int64_t n = 1;
-                    for (int64_t d : shape) n *= d;
-                    v.assign(static_cast<size_t>(n), kUntouched);
-                }
-                int32_t &o = v[static_cast<size_t>(el)];
-                o = o == kUntouched || o == t ? static_cast<int32_t>(t) : kSeveral;
+    // The loops around the nest (a T.copy into slice `step` of a shared buffer): all their iterations at once.
+    std::set<const VarNode *> free = indexVars(acc.accesses);
+    for (auto *v : vars) free.erase(v);
+    OwnerCache::Key key = cacheKey(&outer, free, ranges);
+    if (auto hit = cache.entries.find(key); hit != cache.entries.end()) {
+        loads = hit->second.first, stores = hit->second.second;
+        return;
+    }
+    OwnerRecorder rec(acc);
+    for (const Values &outerValues : assignments(free, ranges, std::max<int64_t>(1, kMaxIterations / l.elements()))) {
+        Values values = outerValues;
+        for (int64_t t = 0; t < l.threads; ++t)
+            for (int64_t slot = 0; slot < l.slotsPerThread(); ++slot) {
+                int64_t e = elementOf(l, t, slot);
+                if (e < 0) continue;
+                for (size_t d = vars.size(); d-- > 0; e /= l.shape[d]) values[vars[d]] = e % l.shape[d];
+                rec.touch(t, values, (t & l.copies) != 0); // copies: the first holder stores
             }
+    }
+    rec.finish(loads, stores);
+    cache.entries[key] = {loads, stores};
+}
+
+void threadOwners(const Stmt &s, const VarNode *tx, int64_t threads, const RangeMap &ranges, OwnerCache &cache,
+                  OwnerMap &loads, OwnerMap &stores) {
+    if (!tx || threads <= 0 || threads > 1024) return;
+    struct Loops : SharedAccesses {
+        using SharedAccesses::visit;
+        RangeMap ranges;
+        void visit(const For &op) override {
+            addLoopRange(ranges, op); // its bounds see the loops around it
+            SharedAccesses::visit(op);
         }
-    for (int s = 0; s < 2; ++s)
-        for (auto &[b, v] : owners[s])
-            if (!unknown.count(b)) (s ? stores : loads)[b] = std::make_shared<const std::vector<int32_t>>(std::move(v));
+    } acc;
+    acc.ranges = ranges;
+    acc.visit(s);
+    std::set<const VarNode *> free = indexVars(acc.accesses);
+    free.erase(tx);
+    OwnerCache::Key key = cacheKey(s.get(), free, acc.ranges);
+    if (auto hit = cache.entries.find(key); hit != cache.entries.end()) {
+        loads = hit->second.first, stores = hit->second.second;
+        return;
+    }
+    OwnerRecorder rec(acc);
+    for (const Values &outerValues : assignments(free, acc.ranges, std::max<int64_t>(1, kMaxIterations / threads))) {
+        Values values = outerValues;
+        for (int64_t t = 0; t < threads; ++t) {
+            values[tx] = t;
+            rec.touch(t, values, false);
+        }
+    }
+    rec.finish(loads, stores);
+    cache.entries[key] = {loads, stores};
 }
 
 Owners combineOwners(const Owners &a, const Owners &b) {

@@ -335,3 +335,76 @@ TEST(LowerSimVector, LoadsUnderRowTests) {
         else EXPECT_NEAR(o[i], want[i], 1e-4) << "o[" << i << "]";
     }
 }
+
+// Barriers only for real shared-memory hazards across loop iterations: every element of a shared buffer
+// touched by one thread over all the iterations (copies into slice `step`, per-thread stores to each
+// thread's own piece of a tile) needs no barrier between those statements; reads in other threads' layout
+// still wait for them.
+// Sinkhorn backward's shape: intermediates saved slice by slice, read back transposed in reverse order.
+TEST(LowerSimSyncs, SlicesSavedThenReadTransposed) {
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(X: T.Tensor((8, 4, 4), 'float32'), Y: T.Tensor((8, 4, 4), 'float32')):\n"
+                      "    with T.Kernel(1, threads=32) as bx:\n"
+                      "        f = T.alloc_fragment((8, 4, 4), 'float32')\n"
+                      "        g = T.alloc_fragment((8, 4, 4), 'float32')\n"
+                      "        rs = T.alloc_fragment((8, 4), 'float32')\n"
+                      "        xs = T.alloc_shared((3, 8, 4, 4), 'float32')\n"
+                      "        sums = T.alloc_shared((3, 8, 4), 'float32')\n"
+                      "        T.copy(X, f)\n"
+                      "        T.clear(g)\n"
+                      "        for s in T.serial(3):\n"
+                      "            T.reduce_sum(f, rs, dim=2)\n"
+                      "            T.copy(rs, sums[s, 0, 0])\n"
+                      "            T.copy(f, xs[s, 0, 0, 0])\n"
+                      "            for i, j, k in T.Parallel(8, 4, 4):\n"
+                      "                f[i, j, k] = f[i, j, k] * 0.5 + rs[i, j]\n"
+                      "        for b in T.serial(3):\n"
+                      "            for i, j, k in T.Parallel(8, 4, 4):\n"
+                      "                g[i, j, k] = g[i, j, k] + xs[2 - b, i, k, j] * sums[2 - b, i, k]\n"
+                      "        T.copy(g, Y)\n";
+    auto x = randomData(8 * 16, 7);
+    std::vector<double> y(x.size()), want(x.size(), 0), f = x, xs(3 * 128), sums(3 * 32);
+    simulate(src, {{"X", &x}, {"Y", &y}}, {}, 1); // one barrier: before the loop that reads
+    for (int s = 0; s < 3; ++s) {
+        for (int i = 0; i < 8; ++i)
+            for (int j = 0; j < 4; ++j) {
+                double r = 0;
+                for (int k = 0; k < 4; ++k) r += f[i * 16 + j * 4 + k];
+                sums[s * 32 + i * 4 + j] = r;
+                for (int k = 0; k < 4; ++k) xs[s * 128 + i * 16 + j * 4 + k] = f[i * 16 + j * 4 + k];
+            }
+        for (int i = 0; i < 8; ++i)
+            for (int j = 0; j < 4; ++j)
+                for (int k = 0; k < 4; ++k) f[i * 16 + j * 4 + k] = f[i * 16 + j * 4 + k] * 0.5 + sums[s * 32 + i * 4 + j];
+    }
+    for (int b = 0; b < 3; ++b)
+        for (int i = 0; i < 8; ++i)
+            for (int j = 0; j < 4; ++j)
+                for (int k = 0; k < 4; ++k)
+                    want[i * 16 + j * 4 + k] += xs[(2 - b) * 128 + i * 16 + k * 4 + j] * sums[(2 - b) * 32 + i * 4 + k];
+    expectNear(y, want, 1e-5, "Y");
+}
+
+// The mxfp4 dequantizing GEMM's shape: each thread stores its registers to its own run of a shared tile in a
+// per-thread loop; the tile is then read reversed (by other threads).
+TEST(LowerSimSyncs, PerThreadPiecesThenReversedRead) {
+    const int rows = 32, cols = 64;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(A: T.Tensor((2048,), 'float32'), B: T.Tensor((32, 64), 'float32')):\n"
+                      "    with T.Kernel(1, threads=64) as bx:\n"
+                      "        s = T.alloc_shared((32, 64), 'float32')\n"
+                      "        for i in T.serial(4):\n"
+                      "            for v in T.vectorized(8):\n"
+                      "                idx = i * 512 + T.get_thread_binding() * 8 + v\n"
+                      "                s[idx // 64, idx % 64] = A[idx] * 2\n"
+                      "        for i, j in T.Parallel(32, 64):\n"
+                      "            B[i, j] = s[31 - i, 63 - j]\n";
+    auto a = randomData(2048, 9);
+    std::vector<double> b(2048), want(2048);
+    simulate(src, {{"A", &a}, {"B", &b}}, {}, 1); // one barrier: between the stores and the read
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) want[i * cols + j] = a[(rows - 1 - i) * cols + cols - 1 - j] * 2;
+    expectNear(b, want, 1e-6, "B");
+}
