@@ -4,6 +4,7 @@
 
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 #include <map>
@@ -121,6 +122,22 @@ std::string elementName(const BufferNode &b, int64_t e) {
     std::string s = "'" + b.name + "[";
     for (size_t d = 0; d < ix.size(); ++d) s += (d ? ", " : "") + std::to_string(ix[d]);
     return s + "]'";
+}
+
+/// Whether `s` holds a barrier or a wait (a named barrier that threads of both branches arrive at orders them).
+bool hasBarrier(const IfThenElse &s) {
+    struct Find : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Call &op) override {
+            const lib::Info *f = lib::find(op.name);
+            found |= (f && (f->effects & lib::kBarrier)) || op.name.rfind("extern:", 0) == 0;
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.visit(s.then);
+    f.visit(s.otherwise);
+    return f.found;
 }
 
 /// Which thread touches an element, and where.
@@ -306,7 +323,7 @@ class Checker {
     /// Threads in one branch of the thread-dependent `i` storing an element that threads in the other branch
     /// read or store: the branches run at once, and no barrier can order them.
     void checkBranches(const IfThenElse &i, const Context &outer) {
-        if (!k_.threadIdx || !i.otherwise) return;
+        if (!k_.threadIdx || !i.otherwise || hasBarrier(i)) return;
         std::vector<Access> sides[2];
         for (int s = 0; s < 2; ++s) {
             Context ctx{{{i.cond, s == 1, true}}, {}};
