@@ -4,6 +4,7 @@
 
 #include "ParallelRaces.h"
 #include "ThreadOwners.h"
+#include "ThreadRaces.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/IRUses.h"
@@ -307,6 +308,11 @@ class Syncer {
         } ids;
         ids.ids = &userIds_;
         ids.visit(k.body);
+    }
+
+    /// Per-thread races that no barrier can order (ThreadRaces.h): located errors.
+    void checkRaces() {
+        checkThreadRaces(kernel_, [this](const Expr &e) { return uniform(e); }, diag_);
     }
 
     /// Rewrites `s` given what is pending before it; updates `state` to what is pending after it.
@@ -688,6 +694,7 @@ Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts,
         const KernelP &k = p.kernels[i];
         TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
         Syncer s(*k, layouts[i], t, diag);
+        s.checkRaces();
         Pending state;
         Stmt body = s.run(k->body, state);
         auto nk = std::make_shared<Kernel>(*k);

@@ -202,6 +202,10 @@ class Simulator {
     std::map<const ir::BufferNode *, std::vector<Touch>> touches_;
     bool ordered(const Access &a, int t, const Clock *knows = nullptr) const;
     void touch(const ir::BufferNode *b, size_t i, int t, bool write);
+    /// The write being touched stores the value its element holds already: unordered with the last write, it
+    /// changes nothing either way (threads storing one value to one element: TileKernels' topk_gate), so no
+    /// write-after-write (reads racing with it are still reported).
+    bool sameValueWrite_ = false;
     /// Shared buffers the plan (Kernel::shared) puts over some of the same bytes: an access to one is also an
     /// access to the other's overlapping elements (for the race check), and a write poisons them with NaN, so a
     /// plan that lets two live buffers share memory, or a transfer that lands after the memory was reused,

@@ -89,7 +89,8 @@ void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, boo
                             (via ? " (through " + via->name + ", planned over the same shared bytes)" : "") + " by " +
                             who(comp, t) + " after " + who(other.comp, other.thread));
     };
-    if (!ordered(x.w, t, knows)) report(write ? "write-after-write" : "read-after-write", x.w);
+    if (!ordered(x.w, t, knows) && !(write && sameValueWrite_ && !via))
+        report(write ? "write-after-write" : "read-after-write", x.w);
     if (write)
         for (auto &r : x.r)
             if (!ordered(r, t)) {

@@ -142,8 +142,11 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             if (mask[t]) w[t] = {index(st->buffer.get(), st->indices, t), convertToDType(st->buffer->dtype, st->value->dtype, eval(st->value, t))};
         for (int t = 0; t < T_; ++t)
             if (mask[t]) {
+                double &e = storage(st->buffer.get(), t)[w[t].first];
+                sameValueWrite_ = e == w[t].second;
                 touch(st->buffer.get(), w[t].first, t, true);
-                storage(st->buffer.get(), t)[w[t].first] = w[t].second;
+                sameValueWrite_ = false;
+                e = w[t].second;
             }
         return;
     }

@@ -152,7 +152,8 @@ BigProgram generateBig(uint64_t seed);
 const std::vector<std::string> &reservedKernelNames();
 
 /// A random program from `seed`; with `threadShared`, some also get thread-dependent if/else branches that read
-/// and write shared tiles per thread (GenRandom.cpp: decorateThreadShared; off by default: see main.cpp).
+/// and write shared tiles per thread (GenRandom.cpp: decorateThreadShared; tilec-difffuzz turns it on unless
+/// --no-thread-shared).
 GProgram generate(uint64_t seed, bool threadShared = false);
 
 /// Conditional loop extents drawn on top of a program from a stream of its own (GenExtents.cpp).

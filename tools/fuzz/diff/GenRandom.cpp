@@ -416,7 +416,7 @@ void decorateRegisters(GProgram &p) {
 /// shared element and then stores one, per thread, at indices that are a thread's own, another's, or shared by
 /// several (the reference runs threads one after another; on the GPU they race unless every exchange has a
 /// barrier between, which tilec cannot place inside the branch: it must refuse what it cannot order). From a
-/// stream of its own; only with --thread-shared.
+/// stream of its own; on unless --no-thread-shared.
 void decorateThreadShared(GProgram &p) {
     Generator g{Rng{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x5a7ed)}, p};
     if (!g.r.coin(0.3)) return;

@@ -9,9 +9,9 @@
 ///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
-///       [--thread-shared]  some programs also get threads exchanging data through shared tiles in the branches
-///                          of a thread-dependent if/else (GenRandom.cpp: decorateThreadShared); off by default
-///                          while tilec accepts some of those races (the campaign would fail on them)
+///       [--no-thread-shared]  no program gets threads exchanging data through shared tiles in the branches of
+///                          a thread-dependent if/else (GenRandom.cpp: decorateThreadShared; on by default since
+///                          tilec refuses those races, src/lower/ThreadRaces.cpp; --thread-shared is accepted)
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
     bool verbose = false;
     uint64_t bigEvery = 10, nvccEvery = 0, crashAt = UINT64_MAX;
     std::string summaryFile;
-    bool copyPairsMode = false, nvccToo = false, threadShared = false;
+    bool copyPairsMode = false, nvccToo = false, threadShared = true;
     std::vector<std::string> replayArgs;
     bool replaying = false;
     for (int i = 1; i < argc; ++i) {
@@ -187,6 +187,7 @@ int main(int argc, char **argv) {
         else if (a == "--summary") summaryFile = next();
         else if (a == "--crash-seed") crashAt = std::stoull(next());
         else if (a == "--thread-shared") threadShared = true;
+        else if (a == "--no-thread-shared") threadShared = false;
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
