@@ -2,6 +2,8 @@
 /// Warp specialization with TMA rings and mbarriers (include/tilec/passes/SpecializeWarps.h).
 #include "tilec/passes/SpecializeWarps.h"
 
+#include "tilec/passes/LoopInvariants.h"
+
 #include "tilec/Diagnostics.h"
 #include "tilec/IRUses.h"
 
@@ -75,6 +77,7 @@ class Specializer {
     const LoweringOptions &o_;
     const SourceManager *sources_;
     std::string why_; ///< why the last loop tried was not specialized
+    std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
@@ -97,7 +100,10 @@ class Specializer {
             auto c = as<Copy>(top[i]);
             if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
             auto t = planTmaTile(*c, k_);
-            if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsMemory) || !tmaNeverHolds(t->map.tensor).empty()) continue;
+            if (!t || !tmaNeverHolds(t->map.tensor).empty()) continue;
+            bool uniform = true;
+            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e)) != nullptr;
+            if (!uniform) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
                 if (j != i && j != at) alone = !mentionedBuffers(top[j], nullptr).count(c->dst.buffer.get());
@@ -183,7 +189,17 @@ class Specializer {
         return false;
     }
 
-    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
+    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &kernelTop, size_t at) {
+        // The producer runs none of the consumers' code: what the loop's bounds and the tiles' positions read of
+        // the scalars the kernel sets before the loop (variable-length attention's cu_seqlens[bz]) it computes
+        // from their definitions (scalars_).
+        scalars_.emplace(kernelTop, at, k_.body, k_.threadIdx);
+        auto f = as<For>(kernelTop[at]);
+        Expr lo = scalars_->uniform(f->min), n = scalars_->uniform(f->extent);
+        if (!lo || !n) return no("its bounds read what the producer cannot (shared memory, a tensor the kernel writes, "
+                                 "or a scalar set by the thread or more than once)");
+        std::vector<Stmt> top = kernelTop;
+        if (lo != f->min || n != f->extent) top[at] = For::make(f->var, lo, n, f->forKind, f->numStages, f->body, f->loc);
         Plan p;
         p.loop = as<For>(top[at]);
         p.at = at;
@@ -194,8 +210,7 @@ class Specializer {
         p.S = p.loop->numStages, p.C = k_.threads, p.P = p.mma ? 32 : 128;
         // Roles would put the grid barrier in one role's code, a persistent walk in a loop of tiles.
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
-        if (readsMemory(p.loop->min) || readsMemory(p.loop->extent)) return no("its bounds read a buffer");
-        LoopSplit split = splitPipelinedBody(*p.loop);
+        LoopSplit split = splitPipelinedBody(*p.loop, k_.body);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p) || !groupBarriers(p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);
@@ -240,7 +255,7 @@ class Specializer {
             if (!t) return fail("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return fail(never + " (no TMA variant)");
             for (auto &e : t->coords)
-                if (readsMemory(e)) return fail("a copy's position reads a buffer");
+                if (!(e = scalars_->uniform(e))) return fail("a copy's position reads what the producer cannot");
             p.tiles.push_back(*t);
         }
         p.once = onceTiles(top, p.at, p.onceAt);
@@ -250,7 +265,7 @@ class Specializer {
                 p.byBuffer[t.copy->dst.buffer.get()] = &t;
             }
         // The ring buffers live only in this loop, only as wgmma operands, and every tile feeds one.
-        std::set<const BufferNode *> outside = mentionedBuffers(k_.body, top[p.at].get());
+        std::set<const BufferNode *> outside = mentionedBuffers(Seq::make(top, k_.body->loc), top[p.at].get());
         for (auto &t : p.tiles)
             if (outside.count(t.copy->dst.buffer.get())) return fail("a staged buffer is used outside the loop");
         for (auto *b : copyTargets(split.rest))
