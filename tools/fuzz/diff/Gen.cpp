@@ -96,9 +96,23 @@ struct Printer {
             const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + (o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end);
             std::string loop = o.stages > 0 ? "T.Pipelined(" + bounds + ", num_stages=" + num(o.stages) + ")"
                                             : "T.serial(" + bounds + ")";
+            std::string kk = "k";
+            if (o.scalarBounds > 0) { // the bounds and offsets through scalars set before the loop
+                const std::string lo = o.start.empty() ? "0" : o.start;
+                line(ind, "klo = " + (o.scalarBounds == 2 ? "(" + lo + ") + 1" : lo));
+                line(ind, std::string("kz = ") + (o.scalarBounds == 2 ? "3" : "0"));
+                if (o.scalarBounds == 2) {
+                    line(ind, "if bx + by >= 0:");
+                    line(ind + 1, "klo = klo - 1");
+                    line(ind + 1, "kz = kz - 3");
+                }
+                const std::string end = o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end;
+                loop = o.stages > 0 ? "T.Pipelined(klo, " + end + ", num_stages=" + num(o.stages) + ")" : "T.serial(klo, " + end + ")";
+                kk = "(k + kz)";
+            }
             line(ind, "for k in " + loop + ":");
-            line(ind + 1, o.transA ? "T.copy(GA[k * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, k * BK], ga_s)");
-            line(ind + 1, o.transB ? "T.copy(GB[bx * BN, k * BK], gb_s)" : "T.copy(GB[k * BK, bx * BN], gb_s)");
+            line(ind + 1, o.transA ? "T.copy(GA[" + kk + " * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, " + kk + " * BK], ga_s)");
+            line(ind + 1, o.transB ? "T.copy(GB[bx * BN, " + kk + " * BK], gb_s)" : "T.copy(GB[" + kk + " * BK, bx * BN], gb_s)");
             line(ind + 1, std::string("T.gemm(ga_s, gb_s, acc") + (o.transA ? ", transpose_A=True" : "") +
                               (o.transB ? ", transpose_B=True" : "") + (o.clearAccum ? ", clear_accum=True" : "") + ")");
             return;
@@ -159,6 +173,7 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
         if (o.value) o.value->collect(out);
         if (o.cond) o.cond->collect(out);
         if (o.kind == GOp::Gemm) out.insert({"acc", "ga_s", "gb_s"});
+        if (o.kind == GOp::Gemm && o.scalarBounds > 0) out.insert({"klo", "kz"});
         if (o.kind == GOp::ScalarThread && o.lanes > 0) out.insert("lr");
         usedIn(o.kids, out, skip);
         usedIn(o.elseKids, out, skip);
@@ -291,6 +306,8 @@ std::string GProgram::print() const {
     alloc("ga_s", std::string("T.alloc_shared(") + (ta ? "(BK, BM)" : "(BM, BK)") + gs);
     alloc("gb_s", std::string("T.alloc_shared(") + (tb ? "(BN, BK)" : "(BK, BN)") + gs);
     alloc("v", "T.alloc_var(\"float32\")");
+    alloc("klo", "T.alloc_var(\"int32\")");
+    alloc("kz", "T.alloc_var(\"int32\")");
     alloc("lr", "T.alloc_local((8,), \"float32\")");
     if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
     std::string defs;

@@ -93,6 +93,11 @@ struct GOp {
     /// Parallel over a 2-D tile: the body first binds `row` to an int32 row of A read from A (TileLang's sparse
     /// attention binds `idx = Indices[...]`), and the value gathers `A[row, ...]` through it.
     bool gather = false;
+    /// Gemm: > 0, the loop's start and the copies' K offset go through int32 T.alloc_var scalars (`klo`, `kz`)
+    /// set before the loop (variable-length attention's `kv_start = cu_seqlens_k[bz]`); 2: each set to a wrong
+    /// value and corrected under a block-uniform condition that always holds, so that taking the first store
+    /// for the scalar's value (when pipelining the loop or giving its producer the bounds) reads wrongly.
+    int scalarBounds = 0;
     std::vector<GOp> kids, elseKids;
 };
 

@@ -463,6 +463,20 @@ void decorateGathers(GProgram &p) {
     walk(p.ops);
 }
 
+/// T.Pipelined GEMM loops whose start and copy offsets go through scalars set before the loop, once or
+/// corrected under an always-true condition (issue 25's LoopInvariants: such loops are now pipelined, and on
+/// sm_90a their TMA producer computes the bounds from the scalars' definitions). From a stream of its own.
+void decorateScalarBounds(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x5ca1b)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::Gemm && r.coin(0.4)) o.scalarBounds = r.coin(0.5) ? 1 : 2;
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed, bool threadShared) {
@@ -473,6 +487,7 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateTrips(g.p);
     decorateRegisters(g.p);
     decorateGathers(g.p);
+    decorateScalarBounds(g.p);
     decorateExtents(g.p);
     if (threadShared) decorateThreadShared(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
