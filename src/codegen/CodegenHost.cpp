@@ -336,8 +336,12 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
     return s;
 }
 
-std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptions &o) {
-    std::string s = "// ---- host side: runtime functions and launchers ----\n";
+namespace {
+
+/// The host side's fixed part: the runtime functions, the launchers' helpers, and the per-device preparation
+/// and queries every launcher calls.
+std::string printHostHelpers(const CodegenOptions &o) {
+    std::string s;
     s += printRuntimeFunctions(o, true);
     s += printLauncherHelpers(o, true);
     s += R"tl([[maybe_unused]] static tilec_status tilec_cuda_failure(cudaError_t e) {
@@ -441,60 +445,78 @@ static __global__ void tilec_probe_arch_specific() {
 }
 
 )tl";
+    return s;
+}
+
+/// The launcher, queries and load/unload of a group of variants of one kernel (or of a kernel with tensor maps):
+/// each variant prepared on the devices it runs on.
+std::string printVariantGroupHost(const std::vector<const KernelInfo *> &group) {
+    std::string s;
+    const KernelInfo &first = *group[0];
+    NameTable names = launcherNames();
+    names.reserve("sm");
+    Signature sig = signature(first, names);
+    for (auto *v : group) s += "static std::atomic<unsigned long long> tilec_ready_" + v->symbol + "{0};\n";
+    s += printLaunchPrologue(first, sig, names, true, false);
+    s += printVariantLaunches(group, sig, names, true);
+    s += printQueries(group, true);
+    s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
+    s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
+    for (auto *v : group) {
+        s += "    if (" + runsOn(*v, "sm") + ") {\n        status = tilec_prepare(reinterpret_cast<const void *>(&" + v->symbol +
+             "), " + std::to_string(v->sharedBytes) + ", tilec_ready_" + v->symbol + ", " + prepareTargets(*v) + ");\n";
+        s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n    }\n";
+    }
+    s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
+    s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
+    return s;
+}
+
+/// The launcher, queries and load/unload of a kernel of one variant (`group`) without tensor maps.
+std::string printSingleHost(const std::vector<const KernelInfo *> &group) {
+    std::string s;
+    const size_t ki = (size_t)group[0]->index;
+    const KernelInfo &info = *group[0];
+    const Kernel &k = *info.kernel;
+    NameTable names = launcherNames();
+    Signature sig = signature(info, names);
+    std::string ready = "tilec_ready_" + std::to_string(ki);
+    std::string prepare = "tilec_prepare(reinterpret_cast<const void *>(&" + info.symbol + "), " +
+                          std::to_string(info.sharedBytes) + ", " + ready + ")";
+    s += "static std::atomic<unsigned long long> " + ready + "{0};\n";
+    s += printLaunchPrologue(info, sig, names, true);
+    s += "    tilec_status status = " + prepare + ";\n";
+    s += "    if (status != TILEC_SUCCESS) return status;\n";
+    s += printLaunchArguments(info, sig, true, "    ");
+    const std::string dims = "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) + ")";
+    if (syncsGrid(k)) {
+        s += "    return tilec_launch_cooperative(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
+             ", args, " + std::to_string(info.sharedBytes) + ", stream);\n}\n";
+    } else {
+        s += "    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
+             ", args, " + std::to_string(info.sharedBytes) + ", stream);\n";
+        s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
+        s += "    return TILEC_SUCCESS;\n}\n";
+    }
+    s += printQueries(group, true);
+    // The CUDA runtime owns the module: loading prepares the kernel for the current device, unloading
+    // has nothing to do.
+    s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_load(void) { return " + prepare + "; }\n";
+    s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
+    return s;
+}
+
+} // namespace
+
+std::string printHost(const std::vector<KernelInfo> &kernels, const CodegenOptions &o) {
+    std::string s = "// ---- host side: runtime functions and launchers ----\n";
+    s += printHostHelpers(o);
     bool maps = false, cooperative = false;
     for (auto &k : kernels) maps |= !k.kernel->tensorMaps.empty(), cooperative |= syncsGrid(*k.kernel);
     if (maps) s += printTensorMapEncoder(o, true);
     if (cooperative) s += printCooperativeLaunch(true);
-    for (auto &group : variantGroups(kernels)) {
-        if (group.size() > 1 || !group[0]->kernel->tensorMaps.empty()) {
-            const KernelInfo &first = *group[0];
-            NameTable names = launcherNames();
-            names.reserve("sm");
-            Signature sig = signature(first, names);
-            for (auto *v : group) s += "static std::atomic<unsigned long long> tilec_ready_" + v->symbol + "{0};\n";
-            s += printLaunchPrologue(first, sig, names, true, false);
-            s += printVariantLaunches(group, sig, names, true);
-            s += printQueries(group, true);
-            s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_load(void) {\n    int sm = 0;\n";
-            s += "    tilec_status status = tilec_device_sm(&sm, NULL);\n    if (status != TILEC_SUCCESS) return status;\n";
-            for (auto *v : group) {
-                s += "    if (" + runsOn(*v, "sm") + ") {\n        status = tilec_prepare(reinterpret_cast<const void *>(&" + v->symbol +
-                     "), " + std::to_string(v->sharedBytes) + ", tilec_ready_" + v->symbol + ", " + prepareTargets(*v) + ");\n";
-                s += "        if (status != TILEC_ERROR_NO_DEVICE_CODE) return status;\n    }\n";
-            }
-            s += "    return TILEC_ERROR_NO_DEVICE_CODE;\n}\n";
-            s += launcherLinkage(first, true) + "tilec_status " + first.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
-            continue;
-        }
-        const size_t ki = (size_t)group[0]->index;
-        const KernelInfo &info = *group[0];
-        const Kernel &k = *info.kernel;
-        NameTable names = launcherNames();
-        Signature sig = signature(info, names);
-        std::string ready = "tilec_ready_" + std::to_string(ki);
-        std::string prepare = "tilec_prepare(reinterpret_cast<const void *>(&" + info.symbol + "), " +
-                              std::to_string(info.sharedBytes) + ", " + ready + ")";
-        s += "static std::atomic<unsigned long long> " + ready + "{0};\n";
-        s += printLaunchPrologue(info, sig, names, true);
-        s += "    tilec_status status = " + prepare + ";\n";
-        s += "    if (status != TILEC_SUCCESS) return status;\n";
-        s += printLaunchArguments(info, sig, true, "    ");
-        const std::string dims = "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) + ")";
-        if (syncsGrid(k)) {
-            s += "    return tilec_launch_cooperative(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
-                 ", args, " + std::to_string(info.sharedBytes) + ", stream);\n}\n";
-        } else {
-            s += "    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
-                 ", args, " + std::to_string(info.sharedBytes) + ", stream);\n";
-            s += "    if (e != cudaSuccess) return tilec_cuda_failure(e);\n";
-            s += "    return TILEC_SUCCESS;\n}\n";
-        }
-        s += printQueries(group, true);
-        // The CUDA runtime owns the module: loading prepares the kernel for the current device, unloading
-        // has nothing to do.
-        s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_load(void) { return " + prepare + "; }\n";
-        s += launcherLinkage(info, true) + "tilec_status " + info.cName + "_unload(void) { return TILEC_SUCCESS; }\n\n";
-    }
+    for (auto &group : variantGroups(kernels))
+        s += group.size() > 1 || !group[0]->kernel->tensorMaps.empty() ? printVariantGroupHost(group) : printSingleHost(group);
     return s + printMultiLaunches(kernels, o, true);
 }
 

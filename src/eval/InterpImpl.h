@@ -2,7 +2,7 @@
 /// Private to src/eval/: the concrete interpreter. Its methods are spread over topic files:
 /// InterpStmt.cpp (statements), InterpAssign.cpp (assignment and unpacking), InterpExpr.cpp (expressions),
 /// InterpCall.cpp (calls, argument binding, attributes and methods), InterpTrace.cpp (@T.prim_func
-/// tracing: launch, loops, run-time if, stores), InterpModule.cpp (scopes, imports), Evaluate.cpp (the run:
+/// tracing: parameters, outputs), InterpTraceFrames.cpp (launch, loops, run-time if), InterpModule.cpp (scopes, imports), Evaluate.cpp (the run:
 /// -D, exports, --export, --kernel); Python operators are in Operators.cpp and builtins in PyBuiltins.cpp.
 #pragma once
 
@@ -251,7 +251,7 @@ class InterpImpl final : public Interp {
     void bindName(const std::string &name, const Value &v, const SourceRange &at, bool assignStmt);
     void execAssign(const ast::Stmt &s);
     void execAugAssign(const ast::Stmt &s);
-    /// `buf[...] = v` / `buf[...] op= v`: a Store (InterpTrace.cpp).
+    /// `buf[...] = v` / `buf[...] op= v`: a Store (InterpAssign.cpp).
     void storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
                        std::optional<ast::BinOpKind> augOp);
     /// Store into element 0 of a buffer of scope var.
@@ -365,6 +365,7 @@ class InterpImpl final : public Interp {
     void shareParams(TraceState &t);
     /// For a failed prim_func: reports its held diagnostics and makes `v` Poison; true when it was one.
     bool reportIfFailed(Value &v);
+    // the statements of a trace (InterpTraceFrames.cpp; execAttr in InterpStmt.cpp)
     Flow execWith(const ast::Stmt &s);
     Flow execLaunch(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f);
     Flow execWarpGroup(const ast::Stmt &s, const FrameObj &f);

@@ -266,6 +266,68 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
     }
 }
 
+/// Fragment `f`, whose layout `l` would hold more elements in every thread than registers can: an error at the
+/// use that needs every element in every thread, and a note at one that spreads the fragment (uses of its views
+/// (`baseOf`: view to base) count as its own).
+void reportTooBigToReplicate(const LayoutUses &c, const BufferNode *f, const Layout &l,
+                             const std::map<const BufferNode *, const BufferNode *> &baseOf, DiagnosticEngine &diag) {
+    auto isOf = [&](const BufferNode *use) {
+        auto b = baseOf.find(use);
+        return use == f || (b != baseOf.end() && b->second == f);
+    };
+    const Use *need = nullptr, *spread = nullptr;
+    for (auto &u : c.uses) {
+        if (!isOf(u.buffer)) continue;
+        if (!need && (u.reduceDst || !u.exact)) need = &u;
+        if (!spread && u.exact) spread = &u;
+    }
+    std::string n = std::to_string(l.elements());
+    std::string lim = std::to_string(kMaxReplicatedElements);
+    if (need && need->reduceDst) {
+        diag.error(need->loc, "fragment '" + f->name + "' receives a reduction here, so every thread would "
+                              "hold all " + n + " of its elements; at most " + lim + " fit in registers");
+    } else if (need) {
+        diag.error(need->loc, "fragment '" + f->name + "' is indexed here by " + need->indexText +
+                              ", not by the variables of a T.Parallel over its whole shape, so every thread "
+                              "would need all " + n + " of its elements; at most " + lim + " fit in registers");
+    }
+    if (need && spread)
+        diag.note(spread->loc, "elsewhere '" + f->name + "' is spread over the threads, as here");
+}
+
+/// The races and lost updates of nests that run whole in every thread (or in several), and of copies in every
+/// thread updated by nests spread over the threads, once `out` holds every layout: located errors.
+void checkWholeNests(const LayoutUses &c, KernelLayouts &out, DiagnosticEngine &diag) {
+    // A nest that every thread runs whole (or several threads, for copies of rows) stores each element of
+    // shared or global memory from one thread only; the other threads' reads of what it stores would race.
+    for (auto &n : c.nests) {
+        auto kind = out.loops[n.outer.get()].kind;
+        if (kind != Layout::Replicated && kind != Layout::MmaRows) continue;
+        for (auto &[b, loc] : n.memReads) {
+            if (!n.memWrites.count(b)) continue;
+            diag.error(loc, "this T.Parallel runs whole in every thread (a fragment it uses is held whole by every "
+                            "thread, or its rows by several), and one thread stores each element of '" +
+                                b->name + "', so the other threads' reads of '" + b->name + "' race with its stores");
+            diag.note(n.loc, "read '" + b->name + "' in a T.Parallel of its own before this one, or give this loop a "
+                             "fragment spread over the threads");
+            break;
+        }
+    }
+    // A copy in every thread cannot be updated by a loop whose iterations are spread over the threads.
+    for (auto &u : c.uses) {
+        if (!u.write || u.exact || u.nest < 0) continue;
+        auto it = out.fragments.find(u.buffer);
+        if (it == out.fragments.end() || (it->second.kind != Layout::Replicated && it->second.kind != Layout::MmaRows)) continue;
+        auto nestKind = out.loops[c.nests[u.nest].outer.get()].kind;
+        if (nestKind != Layout::Distributed && nestKind != Layout::Mma) continue;
+        diag.error(u.loc, "fragment '" + u.buffer->name + "' has a copy in every thread, but this store indexes it by " +
+                              u.indexText + " inside a T.Parallel loop whose iterations are spread over the "
+                              "threads, so each copy would get only some of the values");
+        diag.note(c.nests[u.nest].loc, "this loop is spread over the threads; write '" + u.buffer->name +
+                                           "' in a T.Parallel over its own shape, or reduce into it");
+    }
+}
+
 /// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
 /// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate.
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
@@ -284,10 +346,6 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     std::map<const BufferNode *, const BufferNode *> baseOf;
     for (auto &[view, base] : k.fragmentViews)
         if (fragNode.count(base.get())) fragNode[view.get()] = fragNode[base.get()], baseOf[view.get()] = base.get();
-    auto isOf = [&](const BufferNode *use, const BufferNode *f) {
-        auto b = baseOf.find(use);
-        return use == f || (b != baseOf.end() && b->second == f);
-    };
     std::vector<int> nestNode;
     for (size_t i = 0; i < c.nests.size(); ++i) nestNode.push_back(uf.add());
     for (auto &u : c.uses)
@@ -382,25 +440,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         Layout l = layoutOf(groups[uf.find(fragNode[f])]);
         if (l.kind == Layout::Replicated && l.elements() > kMaxReplicatedElements) {
             if (overflow) *overflow = true;
-            // Name the use that needs every element in every thread, and one that spreads the fragment.
-            const Use *need = nullptr, *spread = nullptr;
-            for (auto &u : c.uses) {
-                if (!isOf(u.buffer, f)) continue;
-                if (!need && (u.reduceDst || !u.exact)) need = &u;
-                if (!spread && u.exact) spread = &u;
-            }
-            std::string n = std::to_string(l.elements());
-            std::string lim = std::to_string(kMaxReplicatedElements);
-            if (need && need->reduceDst) {
-                diag.error(need->loc, "fragment '" + f->name + "' receives a reduction here, so every thread would "
-                                      "hold all " + n + " of its elements; at most " + lim + " fit in registers");
-            } else if (need) {
-                diag.error(need->loc, "fragment '" + f->name + "' is indexed here by " + need->indexText +
-                                      ", not by the variables of a T.Parallel over its whole shape, so every thread "
-                                      "would need all " + n + " of its elements; at most " + lim + " fit in registers");
-            }
-            if (need && spread)
-                diag.note(spread->loc, "elsewhere '" + f->name + "' is spread over the threads, as here");
+            reportTooBigToReplicate(c, f, l, baseOf, diag);
             l = Layout::distributed(l.shape, k.threads, 1); // keep going with something consistent
         }
         out.fragments[f] = l;
@@ -425,35 +465,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         out.loops[c.nests[i].outer.get()] = reshaped(l, c.nests[i].extents).value_or(l); // a nest over a view's shape
     }
 
-    // A nest that every thread runs whole (or several threads, for copies of rows) stores each element of
-    // shared or global memory from one thread only; the other threads' reads of what it stores would race.
-    for (auto &n : c.nests) {
-        auto kind = out.loops[n.outer.get()].kind;
-        if (kind != Layout::Replicated && kind != Layout::MmaRows) continue;
-        for (auto &[b, loc] : n.memReads) {
-            if (!n.memWrites.count(b)) continue;
-            diag.error(loc, "this T.Parallel runs whole in every thread (a fragment it uses is held whole by every "
-                            "thread, or its rows by several), and one thread stores each element of '" +
-                                b->name + "', so the other threads' reads of '" + b->name + "' race with its stores");
-            diag.note(n.loc, "read '" + b->name + "' in a T.Parallel of its own before this one, or give this loop a "
-                             "fragment spread over the threads");
-            break;
-        }
-    }
-
-    // A copy in every thread cannot be updated by a loop whose iterations are spread over the threads.
-    for (auto &u : c.uses) {
-        if (!u.write || u.exact || u.nest < 0) continue;
-        auto it = out.fragments.find(u.buffer);
-        if (it == out.fragments.end() || (it->second.kind != Layout::Replicated && it->second.kind != Layout::MmaRows)) continue;
-        auto nestKind = out.loops[c.nests[u.nest].outer.get()].kind;
-        if (nestKind != Layout::Distributed && nestKind != Layout::Mma) continue;
-        diag.error(u.loc, "fragment '" + u.buffer->name + "' has a copy in every thread, but this store indexes it by " +
-                              u.indexText + " inside a T.Parallel loop whose iterations are spread over the "
-                              "threads, so each copy would get only some of the values");
-        diag.note(c.nests[u.nest].loc, "this loop is spread over the threads; write '" + u.buffer->name +
-                                           "' in a T.Parallel over its own shape, or reduce into it");
-    }
+    checkWholeNests(c, out, diag);
     return out;
 }
 

@@ -4,9 +4,7 @@
 /// and T.Parallel nests reaching fragments through a permutation of their variables
 /// (src/lower/TransposeFragments.cpp): a nest over (j, i) updating an accumulator as acc[i, j], a transpose
 /// `t[j, i] = acc[i, j]` of an accumulator into another fragment, reads across threads through shared copies.
-#include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -20,18 +18,10 @@ namespace sim = tilec::simtest;
 /// Runs kernel `k` of `src` lowered for sm_80 on the simulator; no races.
 void runSim(const std::string &src, std::map<std::string, std::vector<double> *> tensors) {
     tilec::lowertest::LowerRun r;
-    r.run(src, "t.tile", *tilec::Target::parse("sm_80"));
+    sim::lowerFor(r, src);
     ASSERT_TRUE(r.lowered) << r.diags();
     ASSERT_EQ(r.lowered->kernels.size(), 1u) << r.diags();
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, tensors);
-        try {
-            s.run();
-        } catch (const sim::SimError &e) {
-            FAIL() << e.what();
-        }
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, tensors);
 }
 
 /// C = A B^T (64 x 64, K = 32), then its column sums and, over a fill of 0.5, its column maxima.

@@ -4,9 +4,7 @@
 /// so vectorizeAccesses may turn the gather into vector loads only once the register holds the row (issue 23:
 /// TileLang's deepseek_v4 sparse attention read every key row by the index of the previous row). Lowered for
 /// sm_80 and sm_90a and run on the CPU simulator (src/sim/Simulator.h) against float64 references.
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
-#include "sim/Simulator.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +16,6 @@
 using namespace tilec;
 using tilec::lowertest::LowerRun;
 using tilec::simtest::randomData;
-using tilec::simtest::Simulator;
 
 namespace {
 
@@ -45,14 +42,7 @@ void simulate(const LowerRun &r, const std::string &name,
     ASSERT_TRUE(r.lowered) << r.diags();
     const ir::Kernel *k = r.kernel(name);
     ASSERT_NE(k, nullptr);
-    Simulator s(*k, std::move(tensors));
-    try {
-        s.run();
-    } catch (const simtest::SimError &e) {
-        FAIL() << e.what();
-    }
-    for (auto &race : s.races)
-        ADD_FAILURE() << "race: " << race;
+    simtest::simulate(*k, std::move(tensors));
 }
 
 /// Elements of `got` farther than atol + rtol * |want| from `want` (the first few reported).

@@ -3,9 +3,7 @@
 /// finishes the phase before the grid barrier before any block goes on), so that block 0 sums what every block
 /// wrote before it; and the author's named barrier of exactly the threads of a whole-warp branch on the thread
 /// index (insertSyncs accepts it there), ordering those threads' exchanges through shared memory.
-#include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -51,11 +49,7 @@ TEST(LowerSimGridSync, BlockZeroReadsWhatEveryBlockWroteBeforeTheGridBarrier) {
     }
     // every block sees every block's partial sum, and its own shared memory survives the barrier
     for (int b = 0; b < B; ++b) wantOut[b] = total + a[b * W + W - 1];
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, {{"A", &a}, {"P", &p}, {"Out", &out}});
-        s.run();
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, {{"A", &a}, {"P", &p}, {"Out", &out}});
     sim::expectNear(p, wantP, 1e-5, "P");
     sim::expectNear(out, wantOut, 1e-5, "Out");
 }
@@ -84,11 +78,7 @@ TEST(LowerSimGridSync, NamedBarrierOfAWholeWarpBranchOrdersItsExchanges) {
     for (int i = 0; i < 256; ++i) a[i] = (i * 7) % 13 - 6;
     // three mirrorings: s[j] = A[127 - j] + 0, then A[j] + 0 + 1, then A[127 - j] + 1 + 2
     for (int j = 0; j < N; ++j) want[j] = a[127 - j] + 3;
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, {{"A", &a}, {"B", &b}});
-        s.run();
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, {{"A", &a}, {"B", &b}});
     sim::expectNear(b, want, 0, "B");
 }
 

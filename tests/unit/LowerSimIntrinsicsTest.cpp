@@ -2,9 +2,7 @@
 /// TileLang's explicit asynchronous copies (T.async_copy with T.ptx_wait_group) and T.dp4a
 /// (src/eval/TileLangCopy.cpp, src/eval/TileLangIntrinsics.cpp) lowered for sm_80 and run on the CPU simulator
 /// against references computed here; and the named barrier insertSyncs gives a branch of whole warps.
-#include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +12,7 @@ namespace {
 
 namespace sim = tilec::simtest;
 
-void runAll(const tilec::lowertest::LowerRun &r, std::map<std::string, std::vector<double> *> tensors) {
-    ASSERT_TRUE(r.lowered) << r.diags();
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, tensors);
-        s.run();
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
-}
+using sim::runAll;
 
 // TileKernels' engram gate in small: rows of X stream through a double buffer of shared memory by T.async_copy,
 // the next row's copy issued before the current one is read, T.ptx_wait_group(1) / (0) before each read; every

@@ -2,9 +2,7 @@
 /// `break` and `continue` of run-time loops (src/eval/InterpLoopExit.cpp) run on the CPU simulator: each thread
 /// leaves its T.serial loop at its own first negative element, and a while loop skips negative elements and
 /// stops once its sum passes a bound; both compute what Python's loops compute.
-#include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -68,11 +66,7 @@ TEST(LowerSimLoopExit, BreakAndContinueUnderRunTimeIfs) {
     for (int t = 0; t < T; ++t) stopped += wantN[t] < W;
     ASSERT_GT(stopped, 0) << "the data leave no loop early";
     ASSERT_LT(stopped, T) << "the data leave every loop early";
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator sm(*k, {{"A", &a}, {"N", &n}, {"S", &s}});
-        sm.run();
-        for (auto &race : sm.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, {{"A", &a}, {"N", &n}, {"S", &s}});
     sim::expectNear(a, want, 1e-6, "A");
     sim::expectNear(n, wantN, 0, "N");
     sim::expectNear(s, wantS, 1e-5, "S");

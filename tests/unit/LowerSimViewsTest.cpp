@@ -4,9 +4,7 @@
 /// another thread) and a local array land on the same elements as row-major indexing of the buffer would; tile
 /// primitives on a whole view of a fragment (a reduction of `x.reshape(m, groups, per_group)`, a fill and a copy
 /// of a view, a view of a replicated reduction result) use the fragment's own registers in its own layout.
-#include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -50,11 +48,7 @@ TEST(LowerSimViews, ReshapedGlobalSharedAndLocal) {
         int mirror = i / 128 * 128 + 127 - i % 128;
         want[i] = (mirror < total ? x[mirror] : 0.0) * 2 + 7;
     }
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, {{"X", &x}, {"Y", &y}});
-        s.run();
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, {{"X", &x}, {"Y", &y}});
     sim::expectNear(y, want, 1e-6, "Y");
 }
 
@@ -100,11 +94,7 @@ TEST(LowerSimViews, TilePrimitivesOnFragmentViews) {
         for (int g = 0; g < G; ++g) wantB[i * Q + g / (G / Q)] = std::max(wantB[i * Q + g / (G / Q)], wantA[i * G + g]);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < K; ++j) wantY[i * K + j] = 1 + x[i * K + j] / wantA[i * G + j / C];
-    for (auto &k : r.lowered->kernels) {
-        sim::Simulator s(*k, {{"X", &x}, {"A", &a}, {"B", &b}, {"Y", &y}});
-        s.run();
-        for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
-    }
+    sim::runAll(r, {{"X", &x}, {"A", &a}, {"B", &b}, {"Y", &y}});
     sim::expectNear(a, wantA, 1e-6, "A");
     sim::expectNear(b, wantB, 1e-6, "B");
     sim::expectNear(y, wantY, 1e-6, "Y");

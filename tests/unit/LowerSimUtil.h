@@ -1,0 +1,142 @@
+/// \file
+/// Shared by the LowerSim*Test.cpp files: a .tile source lowered for a target (LowerTestUtil.h's LowerRun), its
+/// kernels run on the CPU simulator (src/sim/Simulator.h) over tensors whose float64 references the tests compute
+/// (compared by SimTestUtil.h's expectNear), either as a clean run (a simulator error or a race is a test failure)
+/// or caught (what the run reported, for the mutations the simulator must report); and what the tests ask of
+/// lowered kernels: the warp-specialized kernel, its library calls, its call statements rewritten by role.
+#pragma once
+
+#include "LowerTestUtil.h"
+#include "SimTestUtil.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilec::simtest {
+
+using Tensors = std::map<std::string, std::vector<double> *>;
+using Scalars = std::map<std::string, double>;
+
+/// `src` (as "t.tile") lowered for `arch`.
+inline lowertest::LowerRun &lowerFor(lowertest::LowerRun &r, const std::string &src, const char *arch = "sm_80") {
+    return r.run(src, "t.tile", *Target::parse(arch));
+}
+
+/// Every kernel of a lowering run in order on the same tensors, each a clean run (simulate()).
+inline void runAll(const lowertest::LowerRun &r, const Tensors &tensors, const Scalars &scalars = {}) {
+    ASSERT_TRUE(r.lowered) << r.diags();
+    for (auto &k : r.lowered->kernels) simulate(*k, tensors, scalars);
+}
+
+/// Runs every launch of exported kernel `name`, in order, on the same memory (workspaces included): each a
+/// clean run, its part number its place, `expectedLaunches` of them.
+inline void runLaunches(const lowertest::LowerRun &r, const std::string &name, const Tensors &tensors, int expectedLaunches,
+                        const Scalars &scalars = {}) {
+    ASSERT_TRUE(r.lowered) << r.diags();
+    int launches = 0;
+    for (auto &k : r.lowered->kernels) {
+        if (k->name != name) continue;
+        EXPECT_EQ(k->part, launches);
+        ++launches;
+        SCOPED_TRACE("launch " + std::to_string(launches));
+        simulate(*k, tensors, scalars);
+    }
+    EXPECT_EQ(launches, expectedLaunches);
+}
+
+/// What one run reported, and how its output compared with the reference (filled by the caller).
+struct Outcome {
+    std::string error;               ///< a SimError (a deadlock, a misuse), empty when it ran through
+    std::vector<std::string> races;
+    int64_t switches = 0;            ///< agent resumptions
+    int wrong = 0;                   ///< output elements differing from the reference
+    std::string firstWrong;
+    /// Counts element `what` wrong unless `ok`, keeping the first one's description.
+    void check(bool ok, const std::function<std::string()> &what) {
+        if (!ok && wrong++ == 0) firstWrong = what();
+    }
+};
+
+/// Any failure: an error, a race or a wrong element.
+inline bool anyFailure(const Outcome &o) { return !o.error.empty() || !o.races.empty() || o.wrong; }
+
+/// Runs one kernel under the interleaving of `seed`, keeping what it reports instead of failing the test.
+inline Outcome runCaught(const ir::Kernel &k, const Tensors &tensors, const Scalars &scalars = {}, uint64_t seed = 0) {
+    Outcome o;
+    Simulator s(k, tensors, scalars, seed);
+    try {
+        s.run();
+    } catch (const SimError &e) {
+        o.error = e.what();
+    }
+    o.races = s.races;
+    o.switches = s.agentSwitches;
+    return o;
+}
+
+/// The warp-specialized kernel of a lowering (the one with producer threads); null when there is none.
+inline const ir::Kernel *warpRoles(const lowertest::LowerRun &r) {
+    const ir::Kernel *roles = nullptr;
+    if (r.lowered)
+        for (auto &k : r.lowered->kernels)
+            if (k->producerThreads) roles = k.get();
+    return roles;
+}
+
+/// The library calls of a kernel, by function.
+inline std::map<passes::lib::Fn, int> callCounts(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        std::map<passes::lib::Fn, int> n;
+        void visit(const ir::Call &c) override {
+            if (auto *i = passes::lib::find(c.name)) ++n[i->fn];
+            ir::IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k.body);
+    return v.n;
+}
+
+/// Where a statement stands in a kernel of warp roles.
+enum class Role { Outside, Producer, Consumer };
+using CallRewrite = std::function<ir::Stmt(const ir::Evaluate &, const ir::Call &, Role)>;
+
+/// The kernel with each library-call statement passed through `f` with its role, in program order (the producer
+/// before the consumers); `f` returns the replacement (null: removed).
+inline std::shared_ptr<ir::Kernel> rewriteCalls(const ir::Kernel &k, CallRewrite f) {
+    struct M : ir::IRMutator {
+        using IRMutator::visit;
+        CallRewrite f;
+        Role role = Role::Outside;
+        ir::Stmt visit(const std::shared_ptr<const ir::Evaluate> &op) override {
+            auto c = ir::as<ir::Call>(op->value);
+            return c ? f(*op, *c, role) : ir::Stmt(op);
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
+            role = Role::Producer;
+            ir::Stmt p = mutate(op->producer);
+            role = Role::Consumer;
+            ir::Stmt c = mutate(op->consumer);
+            role = Role::Outside;
+            return ir::WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, p, c, op->loc);
+        }
+    } m;
+    m.f = std::move(f);
+    auto out = std::make_shared<ir::Kernel>(k);
+    out->body = m.mutate(k.body);
+    return out;
+}
+
+/// The statement `e` unchanged (a rewrite's answer for the calls it keeps).
+inline ir::Stmt same(const ir::Evaluate &e) { return ir::Evaluate::make(e.value, e.loc); }
+
+} // namespace tilec::simtest
