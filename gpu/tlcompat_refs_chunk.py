@@ -103,6 +103,25 @@ def kda_chunk_o(Q, V, GK, A, HIDDEN, scale, chunk=64):
     return (inter + intra).reshape(B, S, H, V.shape[-1])
 
 
+def kda_chunk_delta_h(K, W, U, GK, h0, chunk=64):
+    """(h, final_state, V_new) of examples/kda/chunk_delta_h_fwd.py (use_gk, an initial state, the final state and
+    the new values stored), float64 but for the kernel's 16-bit stores. The state S [B, H, DK, DV] starts at h0; per
+    chunk c: h[c] = S as the 16-bit shared tile holds it (S16), V_new = U_c - W_c S16 (stored in 16 bits, and that
+    copy is what the update multiplies), S <- exp2(gk[last token of c]) (per key row) * S + K_c^T V_new16."""
+    import torch
+    Bn, S, H, _ = K.shape
+    state, hs, vs = h0.double(), [], []
+    for c in range(S // chunk):
+        part = slice(c * chunk, (c + 1) * chunk)
+        s16 = _rounded(state, K.dtype)
+        v16 = _rounded(U[:, part].double() - torch.einsum("bthk,bhkv->bthv", W[:, part].double(), s16), K.dtype)
+        hs.append(s16)
+        vs.append(v16)
+        decay = torch.exp2(GK[:, (c + 1) * chunk - 1].double())[..., None]     # [B, H, DK, 1]
+        state = state * decay + torch.einsum("bthk,bthv->bhkv", K[:, part].double(), v16)
+    return torch.stack(hs, 1), state, torch.cat(vs, 1)
+
+
 def chunk_bwd_dv_local(DO, A, chunk=64):
     """dv of examples/kda/chunk_bwd_dv.py, float64: per chunk, dv_j = sum_{i >= j} A_ij do_i."""
     import torch
@@ -298,7 +317,29 @@ def self_check(torch):
     problems += _compress_self_check(torch)
     problems += _moe_self_check(torch, g)
     problems += _decode_self_check(torch, g)
+    problems += _delta_h_self_check(torch, g)
     return problems
+
+
+def _delta_h_self_check(torch, g):
+    """kda_chunk_delta_h over two chunks of 2 tokens against the recurrence written out by loops."""
+    K, W, U = (torch.randn(1, 4, 1, 3, generator=g).half() for _ in range(3))
+    GK, h0 = -torch.rand(1, 4, 1, 3, generator=g), torch.randn(1, 1, 3, 3, generator=g).half()
+    h, final, vnew = kda_chunk_delta_h(K, W, U, GK, h0, 2)
+    st = [[float(h0[0, 0, k, v]) for v in range(3)] for k in range(3)]
+    for c in range(2):
+        s16 = [[float(torch.tensor(x, dtype=torch.float64).half()) for x in row] for row in st]
+        if any(abs(float(h[0, c, 0, k, v]) - s16[k][v]) > 1e-12 for k in range(3) for v in range(3)):
+            return ["kda_chunk_delta_h's h[%d] is not the 16-bit state" % c]
+        vn = [[float(torch.tensor(float(U[0, t, 0, v]) - sum(float(W[0, t, 0, k]) * s16[k][v] for k in range(3)), dtype=torch.float64).half())
+               for v in range(3)] for t in range(2 * c, 2 * c + 2)]
+        if any(abs(float(vnew[0, 2 * c + i, 0, v]) - vn[i][v]) > 1e-12 for i in range(2) for v in range(3)):
+            return ["kda_chunk_delta_h's V_new in chunk %d" % c]
+        st = [[st[k][v] * 2.0 ** float(GK[0, 2 * c + 1, 0, k]) +
+               sum(float(K[0, 2 * c + i, 0, k]) * vn[i][v] for i in range(2)) for v in range(3)] for k in range(3)]
+    if any(abs(float(final[0, 0, k, v]) - st[k][v]) > 1e-9 for k in range(3) for v in range(3)):
+        return ["kda_chunk_delta_h's final state: %r, want %r" % (final[0, 0].tolist(), st)]
+    return []
 
 
 def _decode_self_check(torch, g):
