@@ -122,6 +122,31 @@ def kda_chunk_delta_h(K, W, U, GK, h0, chunk=64):
     return torch.stack(hs, 1), state, torch.cat(vs, 1)
 
 
+def kda_intra_token_parallel(Q, K, GK, Beta, chunk=64, sub=16):
+    """(Aqk [B, S, H, chunk], Akk [B, S, H, sub]) of examples/kda/chunk_intra_token_parallel.py, float64: token i
+    and each token j of its sub-chunk up to it, with d_ij = exp2(gk_i - gk_j) per key dim:
+    Aqk[i, j mod chunk] = sum_k q_ik k_jk d_ijk (j <= i), Akk[i, j - start] = sum_k (beta_i k_ik) k_jk d_ijk (j < i),
+    beta_i k_i rounded to the input dtype as the kernel's fragment holds it; every other entry 0. The exp2 is
+    split into exp2(gk_i) exp2(-gk_j), exact enough in float64 for the gates' range."""
+    import torch
+    Bn, S, H, D = Q.shape
+    n = S // sub
+
+    def subs(x):
+        return x.reshape(Bn, n, sub, H, D)
+    g = subs(GK.double())
+    kj = subs(K.double()) * torch.exp2(-g)
+    qi = subs(Q.double()) * torch.exp2(g)
+    bi = subs(_rounded(K.float() * Beta.float()[..., None], K.dtype)) * torch.exp2(g)
+    idx = torch.arange(sub, device=Q.device)
+    aqk = torch.einsum("bnihd,bnjhd->bnihj", qi, kj) * (idx[:, None] >= idx[None, :])[None, None, :, None, :]
+    akk = torch.einsum("bnihd,bnjhd->bnihj", bi, kj) * (idx[:, None] > idx[None, :])[None, None, :, None, :]
+    Aqk = torch.zeros(Bn, n, sub, H, chunk, dtype=torch.float64, device=Q.device)
+    for s in range(chunk // sub):                      # sub-chunk s of each chunk: columns s*sub .. s*sub + sub - 1
+        Aqk[:, s::chunk // sub, :, :, s * sub:(s + 1) * sub] = aqk[:, s::chunk // sub]
+    return Aqk.reshape(Bn, S, H, chunk), akk.reshape(Bn, S, H, sub)
+
+
 def chunk_bwd_dv_local(DO, A, chunk=64):
     """dv of examples/kda/chunk_bwd_dv.py, float64: per chunk, dv_j = sum_{i >= j} A_ij do_i."""
     import torch
@@ -318,7 +343,31 @@ def self_check(torch):
     problems += _moe_self_check(torch, g)
     problems += _decode_self_check(torch, g)
     problems += _delta_h_self_check(torch, g)
+    problems += _intra_token_self_check(torch, g)
     return problems
+
+
+def _intra_token_self_check(torch, g):
+    """kda_intra_token_parallel (chunks of 4 tokens, sub-chunks of 2) against its sums at every entry of two tokens."""
+    Q, K = torch.randn(1, 8, 1, 3, generator=g).bfloat16(), torch.randn(1, 8, 1, 3, generator=g).bfloat16()
+    GK, Beta = -torch.rand(1, 8, 1, 3, generator=g) * 4, torch.randn(1, 8, 1, generator=g).bfloat16()
+    Aqk, Akk = kda_intra_token_parallel(Q, K, GK, Beta, 4, 2)
+    for i in (5, 7):                                   # the second sub-chunk of the second chunk: tokens 6, 7
+        start = i - i % 2
+        for c in range(4):
+            j = i - i % 4 + c
+            want = sum(float(Q[0, i, 0, k]) * float(K[0, j, 0, k]) * 2.0 ** (float(GK[0, i, 0, k]) - float(GK[0, j, 0, k]))
+                       for k in range(3)) if start <= j <= i else 0.0
+            if abs(float(Aqk[0, i, 0, c]) - want) > 1e-9:
+                return ["kda_intra_token_parallel's Aqk[%d, %d]: %r, want %r" % (i, c, float(Aqk[0, i, 0, c]), want)]
+        for d in range(2):
+            j = start + d
+            kb = [float((K[0, i, 0, k].float() * Beta[0, i, 0].float()).bfloat16()) for k in range(3)]
+            want = sum(kb[k] * float(K[0, j, 0, k]) * 2.0 ** (float(GK[0, i, 0, k]) - float(GK[0, j, 0, k]))
+                       for k in range(3)) if j < i else 0.0
+            if abs(float(Akk[0, i, 0, d]) - want) > 1e-9:
+                return ["kda_intra_token_parallel's Akk[%d, %d]: %r, want %r" % (i, d, float(Akk[0, i, 0, d]), want)]
+    return []
 
 
 def _delta_h_self_check(torch, g):
