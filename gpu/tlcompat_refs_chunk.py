@@ -103,6 +103,70 @@ def kda_chunk_o(Q, V, GK, A, HIDDEN, scale, chunk=64):
     return (inter + intra).reshape(B, S, H, V.shape[-1])
 
 
+def kda_chunk_delta_h(K, W, U, GK, h0, chunk=64):
+    """(h, final_state, V_new) of examples/kda/chunk_delta_h_fwd.py (use_gk, an initial state, the final state and
+    the new values stored), float64 but for the kernel's 16-bit stores. The state S [B, H, DK, DV] starts at h0; per
+    chunk c: h[c] = S as the 16-bit shared tile holds it (S16), V_new = U_c - W_c S16 (stored in 16 bits, and that
+    copy is what the update multiplies), S <- exp2(gk[last token of c]) (per key row) * S + K_c^T V_new16."""
+    import torch
+    Bn, S, H, _ = K.shape
+    state, hs, vs = h0.double(), [], []
+    for c in range(S // chunk):
+        part = slice(c * chunk, (c + 1) * chunk)
+        s16 = _rounded(state, K.dtype)
+        v16 = _rounded(U[:, part].double() - torch.einsum("bthk,bhkv->bthv", W[:, part].double(), s16), K.dtype)
+        hs.append(s16)
+        vs.append(v16)
+        decay = torch.exp2(GK[:, (c + 1) * chunk - 1].double())[..., None]     # [B, H, DK, 1]
+        state = state * decay + torch.einsum("bthk,bthv->bhkv", K[:, part].double(), v16)
+    return torch.stack(hs, 1), state, torch.cat(vs, 1)
+
+
+def kda_chunk_delta_bwd_dhu(Q, K, W, GK, dht, dO, dv, scale, chunk=64):
+    """(dh, dh0, dv2) of examples/kda/chunk_delta_bwd.py (use_gk, an initial state, a final-state gradient), float64
+    but for the kernel's 16-bit stores. The gradient D [B, H, DK, DV] starts at dht and runs over the chunks
+    backwards: dh[c] = D as its 16-bit shared tile holds it (D16), dv2_c = K_c D16 + dv_c (stored in 16 bits, the
+    copy the update multiplies), D <- exp2(gk[last token of c]) (per key row) * D + scale Q_c^T dO_c - W_c^T dv2_c16;
+    dh0 the last D."""
+    import torch
+    Bn, S, H, _ = K.shape
+    grad, dhs, dvs = dht.double(), [None] * (S // chunk), [None] * (S // chunk)
+    for c in reversed(range(S // chunk)):
+        part = slice(c * chunk, (c + 1) * chunk)
+        d16 = _rounded(grad, K.dtype)
+        v16 = _rounded(torch.einsum("bthk,bhkv->bthv", K[:, part].double(), d16) + dv[:, part].double(), K.dtype)
+        dhs[c], dvs[c] = d16, v16
+        decay = torch.exp2(GK[:, (c + 1) * chunk - 1].double())[..., None]
+        grad = (grad * decay + scale * torch.einsum("bthk,bthv->bhkv", Q[:, part].double(), dO[:, part].double())
+                - torch.einsum("bthk,bthv->bhkv", W[:, part].double(), v16))
+    return torch.stack(dhs, 1), grad, torch.cat(dvs, 1)
+
+
+def kda_intra_token_parallel(Q, K, GK, Beta, chunk=64, sub=16):
+    """(Aqk [B, S, H, chunk], Akk [B, S, H, sub]) of examples/kda/chunk_intra_token_parallel.py, float64: token i
+    and each token j of its sub-chunk up to it, with d_ij = exp2(gk_i - gk_j) per key dim:
+    Aqk[i, j mod chunk] = sum_k q_ik k_jk d_ijk (j <= i), Akk[i, j - start] = sum_k (beta_i k_ik) k_jk d_ijk (j < i),
+    beta_i k_i rounded to the input dtype as the kernel's fragment holds it; every other entry 0. The exp2 is
+    split into exp2(gk_i) exp2(-gk_j), exact enough in float64 for the gates' range."""
+    import torch
+    Bn, S, H, D = Q.shape
+    n = S // sub
+
+    def subs(x):
+        return x.reshape(Bn, n, sub, H, D)
+    g = subs(GK.double())
+    kj = subs(K.double()) * torch.exp2(-g)
+    qi = subs(Q.double()) * torch.exp2(g)
+    bi = subs(_rounded(K.float() * Beta.float()[..., None], K.dtype)) * torch.exp2(g)
+    idx = torch.arange(sub, device=Q.device)
+    aqk = torch.einsum("bnihd,bnjhd->bnihj", qi, kj) * (idx[:, None] >= idx[None, :])[None, None, :, None, :]
+    akk = torch.einsum("bnihd,bnjhd->bnihj", bi, kj) * (idx[:, None] > idx[None, :])[None, None, :, None, :]
+    Aqk = torch.zeros(Bn, n, sub, H, chunk, dtype=torch.float64, device=Q.device)
+    for s in range(chunk // sub):                      # sub-chunk s of each chunk: columns s*sub .. s*sub + sub - 1
+        Aqk[:, s::chunk // sub, :, :, s * sub:(s + 1) * sub] = aqk[:, s::chunk // sub]
+    return Aqk.reshape(Bn, S, H, chunk), akk.reshape(Bn, S, H, sub)
+
+
 def chunk_bwd_dv_local(DO, A, chunk=64):
     """dv of examples/kda/chunk_bwd_dv.py, float64: per chunk, dv_j = sum_{i >= j} A_ij do_i."""
     import torch
@@ -298,7 +362,79 @@ def self_check(torch):
     problems += _compress_self_check(torch)
     problems += _moe_self_check(torch, g)
     problems += _decode_self_check(torch, g)
+    problems += _delta_h_self_check(torch, g)
+    problems += _intra_token_self_check(torch, g)
+    problems += _delta_bwd_self_check(torch, g)
     return problems
+
+
+def _delta_bwd_self_check(torch, g):
+    """kda_chunk_delta_bwd_dhu over two chunks of 2 tokens against the backward recurrence written out by loops."""
+    Q, K, W, dO, dv = (torch.randn(1, 4, 1, 3, generator=g).bfloat16() for _ in range(5))
+    GK, dht = -torch.rand(1, 4, 1, 3, generator=g), torch.randn(1, 1, 3, 3, generator=g).bfloat16()
+    dh, dh0, dv2 = kda_chunk_delta_bwd_dhu(Q, K, W, GK, dht, dO, dv, 0.5, 2)
+
+    def b16(x):
+        return float(torch.tensor(x, dtype=torch.float64).bfloat16())
+    d = [[float(dht[0, 0, k, v]) for v in range(3)] for k in range(3)]
+    for c in (1, 0):
+        d16 = [[b16(x) for x in row] for row in d]
+        v16 = [[b16(sum(float(K[0, t, 0, k]) * d16[k][v] for k in range(3)) + float(dv[0, t, 0, v])) for v in range(3)]
+               for t in (2 * c, 2 * c + 1)]
+        if any(abs(float(dh[0, c, 0, k, v]) - d16[k][v]) > 1e-12 for k in range(3) for v in range(3)) or \
+                any(abs(float(dv2[0, 2 * c + i, 0, v]) - v16[i][v]) > 1e-12 for i in range(2) for v in range(3)):
+            return ["kda_chunk_delta_bwd_dhu's dh or dv2 in chunk %d" % c]
+        d = [[d[k][v] * 2.0 ** float(GK[0, 2 * c + 1, 0, k]) +
+              sum(0.5 * float(Q[0, 2 * c + i, 0, k]) * float(dO[0, 2 * c + i, 0, v]) -
+                  float(W[0, 2 * c + i, 0, k]) * v16[i][v] for i in range(2)) for v in range(3)] for k in range(3)]
+    if any(abs(float(dh0[0, 0, k, v]) - d[k][v]) > 1e-9 for k in range(3) for v in range(3)):
+        return ["kda_chunk_delta_bwd_dhu's dh0: %r, want %r" % (dh0[0, 0].tolist(), d)]
+    return []
+
+
+def _intra_token_self_check(torch, g):
+    """kda_intra_token_parallel (chunks of 4 tokens, sub-chunks of 2) against its sums at every entry of two tokens."""
+    Q, K = torch.randn(1, 8, 1, 3, generator=g).bfloat16(), torch.randn(1, 8, 1, 3, generator=g).bfloat16()
+    GK, Beta = -torch.rand(1, 8, 1, 3, generator=g) * 4, torch.randn(1, 8, 1, generator=g).bfloat16()
+    Aqk, Akk = kda_intra_token_parallel(Q, K, GK, Beta, 4, 2)
+    for i in (5, 7):                                   # the second sub-chunk of the second chunk: tokens 6, 7
+        start = i - i % 2
+        for c in range(4):
+            j = i - i % 4 + c
+            want = 0.0 if not start <= j <= i else sum(
+                float(Q[0, i, 0, k]) * float(K[0, j, 0, k]) * 2.0 ** (float(GK[0, i, 0, k]) - float(GK[0, j, 0, k]))
+                for k in range(3))
+            if abs(float(Aqk[0, i, 0, c]) - want) > 1e-9:
+                return ["kda_intra_token_parallel's Aqk[%d, %d]: %r, want %r" % (i, c, float(Aqk[0, i, 0, c]), want)]
+        for d in range(2):
+            j = start + d
+            kb = [float((K[0, i, 0, k].float() * Beta[0, i, 0].float()).bfloat16()) for k in range(3)]
+            want = sum(kb[k] * float(K[0, j, 0, k]) * 2.0 ** (float(GK[0, i, 0, k]) - float(GK[0, j, 0, k]))
+                       for k in range(3)) if j < i else 0.0
+            if abs(float(Akk[0, i, 0, d]) - want) > 1e-9:
+                return ["kda_intra_token_parallel's Akk[%d, %d]: %r, want %r" % (i, d, float(Akk[0, i, 0, d]), want)]
+    return []
+
+
+def _delta_h_self_check(torch, g):
+    """kda_chunk_delta_h over two chunks of 2 tokens against the recurrence written out by loops."""
+    K, W, U = (torch.randn(1, 4, 1, 3, generator=g).half() for _ in range(3))
+    GK, h0 = -torch.rand(1, 4, 1, 3, generator=g), torch.randn(1, 1, 3, 3, generator=g).half()
+    h, final, vnew = kda_chunk_delta_h(K, W, U, GK, h0, 2)
+    st = [[float(h0[0, 0, k, v]) for v in range(3)] for k in range(3)]
+    for c in range(2):
+        s16 = [[float(torch.tensor(x, dtype=torch.float64).half()) for x in row] for row in st]
+        if any(abs(float(h[0, c, 0, k, v]) - s16[k][v]) > 1e-12 for k in range(3) for v in range(3)):
+            return ["kda_chunk_delta_h's h[%d] is not the 16-bit state" % c]
+        vn = [[float(torch.tensor(float(U[0, t, 0, v]) - sum(float(W[0, t, 0, k]) * s16[k][v] for k in range(3)),
+                                  dtype=torch.float64).half()) for v in range(3)] for t in range(2 * c, 2 * c + 2)]
+        if any(abs(float(vnew[0, 2 * c + i, 0, v]) - vn[i][v]) > 1e-12 for i in range(2) for v in range(3)):
+            return ["kda_chunk_delta_h's V_new in chunk %d" % c]
+        st = [[st[k][v] * 2.0 ** float(GK[0, 2 * c + 1, 0, k]) +
+               sum(float(K[0, 2 * c + i, 0, k]) * vn[i][v] for i in range(2)) for v in range(3)] for k in range(3)]
+    if any(abs(float(final[0, 0, k, v]) - st[k][v]) > 1e-9 for k in range(3) for v in range(3)):
+        return ["kda_chunk_delta_h's final state: %r, want %r" % (final[0, 0].tolist(), st)]
+    return []
 
 
 def _decode_self_check(torch, g):

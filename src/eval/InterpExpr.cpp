@@ -176,8 +176,8 @@ Value InterpImpl::eval(const ast::Expr &e) {
             if (t.is(VK::Poison) || f.is(VK::Poison)) return Value::poison();
             ir::Expr et = (isRuntime(t) || t.is(VK::Expr)) ? runtimeExpr(t, e.a->range) : nullptr;
             ir::Expr ef = (isRuntime(f) || f.is(VK::Expr)) ? runtimeExpr(f, e.c->range) : nullptr;
-            if (!et) et = runtimeExpr(t, e.a->range, ef);
-            if (!ef) ef = runtimeExpr(f, e.c->range, et);
+            if (!et) et = operandExpr(t, e.a->range, ef);
+            if (!ef) ef = operandExpr(f, e.c->range, et);
             return Value::ofExpr(ir::select(runtimeExpr(c, e.b->range), et, ef, e.range));
         }
         return truthy(c, e.b->range) ? eval(*e.a) : eval(*e.c);
@@ -279,6 +279,11 @@ ir::Expr InterpImpl::runtimeExpr(const Value &v, const SourceRange &r, const ir:
     default: break;
     }
     fail(r, std::string("a ") + typeName(v.kind) + " cannot be used as a run-time value");
+}
+
+ir::Expr InterpImpl::operandExpr(const Value &v, const SourceRange &r, const ir::Expr &other) {
+    bool narrow = other && other->dtype.isFloat() && other->dtype.bits() < 32;
+    return runtimeExpr(v, r, v.is(VK::Float) && narrow ? nullptr : other);
 }
 
 Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at) {

@@ -307,6 +307,10 @@ class InterpImpl final : public Interp {
     /// A run-time value as an IR expression (Expr, point Access, var buffer); Python numbers adopt
     /// `like`'s float type when they are floats.
     ir::Expr runtimeExpr(const Value &v, const SourceRange &r, const ir::Expr &like = nullptr);
+    /// An operand of a run-time arithmetic operation or select whose other operand is `other`, as TVM types
+    /// it: a Python float is a float32 constant (float64 next to a float64), so a 16- or 8-bit float operand
+    /// widens to float32 (`Q_bf16 * 0.0884` is float32 math, its constant not rounded to bfloat16).
+    ir::Expr operandExpr(const Value &v, const SourceRange &r, const ir::Expr &other);
 
     // ---- comprehensions, sets and lambdas (InterpComprehension.cpp) ----
     /// A ListComp/SetComp/DictComp/GeneratorExp, evaluated eagerly in a scope of its own.

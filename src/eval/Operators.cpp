@@ -170,11 +170,11 @@ bool irOperandOk(const Value &v) { return isNumber(v) || isIR(v); }
 Value runtimeBinary(InterpImpl &in, BinOpKind op, const Value &a, const Value &b, const SourceRange &r) {
     const char *sym = ast::toString(op);
     if (op == BinOpKind::MatMul || !irOperandOk(a) || !irOperandOk(b)) typeError(in, sym, a, b, r);
-    // Each side first on its own, so a Python float can adopt the other side's float type.
+    // Each side first on its own, so a Python number is typed next to the other side (operandExpr: TVM's rules).
     ir::Expr ea = isIR(a) ? in.runtimeExpr(a, r) : nullptr;
     ir::Expr eb = isIR(b) ? in.runtimeExpr(b, r) : nullptr;
-    if (!ea) ea = in.runtimeExpr(a, r, eb);
-    if (!eb) eb = in.runtimeExpr(b, r, ea);
+    if (!ea) ea = in.operandExpr(a, r, eb);
+    if (!eb) eb = in.operandExpr(b, r, ea);
     bool bitwise = op == BinOpKind::LShift || op == BinOpKind::RShift || op == BinOpKind::BitAnd ||
                    op == BinOpKind::BitOr || op == BinOpKind::BitXor;
     if (bitwise && (ea->dtype.isFloat() || eb->dtype.isFloat())) typeError(in, sym, a, b, r);

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,12 @@ namespace {
 
 /// Bound of the enumeration of one access (threads times loop iterations): past it, not provably racing.
 constexpr int64_t kMaxPoints = 1 << 21;
-/// How many values of each block index the enumeration tries.
-constexpr int64_t kMaxBlocks = 8;
+/// Grids of at most this many blocks are enumerated whole.
+constexpr int64_t kAllBlocks = 64;
+/// Past it, each block index tries its first and last kEdgeBlocks values (the first blocks meet small moduli
+/// like (tx + by) % 16 at every residue; the last ones hold partial tiles and indices that reach the end) and
+/// the values around each constant that a condition around the access compares with.
+constexpr int64_t kEdgeBlocks = 8;
 
 using Values = std::map<const VarNode *, int64_t>;
 
@@ -58,10 +63,11 @@ struct SharedLoads : IRVisitor {
     }
 };
 
-/// A variable and the values it takes: lo, lo + 1, ..., lo + n - 1.
+/// A variable and the values it takes: lo, lo + 1, ..., lo + n - 1, or those of `list` when it has any.
 struct Range {
     const VarNode *var;
     int64_t lo, n;
+    std::vector<int64_t> list = {};
 };
 
 /// Runs `fn` at every assignment of the ranges' variables and then of the loops' (set in `vals`); false when a
@@ -74,8 +80,9 @@ bool eachPoint(std::vector<Range> ranges, const std::vector<const For *> &loops,
     }
     std::function<bool(size_t)> from = [&](size_t i) {
         if (i == ranges.size()) return fn();
-        for (int64_t v = ranges[i].lo; v < ranges[i].lo + ranges[i].n; ++v) {
-            vals[ranges[i].var] = v;
+        const Range &g = ranges[i];
+        for (int64_t k = 0; k < (g.list.empty() ? g.n : (int64_t)g.list.size()); ++k) {
+            vals[g.var] = g.list.empty() ? g.lo + k : g.list[(size_t)k];
             if (!from(i + 1)) return false;
         }
         vals.erase(ranges[i].var);
@@ -150,14 +157,7 @@ using ElementKey = std::pair<const BufferNode *, int64_t>;
 class Checker {
   public:
     Checker(const Kernel &k, const std::function<bool(const Expr &)> &uniform, DiagnosticEngine &diag)
-        : k_(k), uniform_(uniform), diag_(diag) {
-        // The blocks: the first kMaxBlocks of each grid dimension (an index like (tx + by) % 16 collides in some).
-        for (size_t d = 0; d < k.blockIdx.size(); ++d)
-            if (k.blockIdx[d]) {
-                auto n = constInt(k.grid[d]);
-                blocks_.push_back({k.blockIdx[d].get(), 0, std::min<int64_t>(n && *n > 0 ? *n : 1, kMaxBlocks)});
-            }
-    }
+        : k_(k), uniform_(uniform), diag_(diag) {}
 
     void walk(const Stmt &s, Context &ctx) {
         if (!s) return;
@@ -190,7 +190,40 @@ class Checker {
     const Kernel &k_;
     const std::function<bool(const Expr &)> &uniform_;
     DiagnosticEngine &diag_;
-    std::vector<Range> blocks_;
+
+    /// The block indices' values to enumerate for an access under `guards` (a race may show in some blocks
+    /// only): every block of a grid of at most kAllBlocks; else per index its first and last kEdgeBlocks values
+    /// and c - 1, c, c + 1 for each integer constant c of the guards (`if by == 37:`). A dimension whose
+    /// extent is not a constant tries its first kEdgeBlocks.
+    std::vector<Range> blocks(const std::vector<Guard> &guards) const {
+        std::vector<Range> out;
+        int64_t total = 1;
+        for (size_t d = 0; d < k_.blockIdx.size(); ++d)
+            if (k_.blockIdx[d]) {
+                auto n = constInt(k_.grid[d]);
+                out.push_back({k_.blockIdx[d].get(), 0, n && *n > 0 ? *n : 1});
+                total = n ? total * std::max<int64_t>(*n, 1) : kAllBlocks + 1;
+                if (!n) out.back().n = kEdgeBlocks;
+                total = std::min(total, kAllBlocks + 1);
+            }
+        if (total <= kAllBlocks) return out;
+        struct Constants : IRVisitor {
+            using IRVisitor::visit;
+            std::set<int64_t> c;
+            void visit(const IntImm &op) override { c.insert(op.value); }
+        } consts;
+        for (const Guard &g : guards) consts.visit(g.cond);
+        for (Range &r : out) {
+            if (r.n <= 2 * kEdgeBlocks) continue;
+            std::set<int64_t> v;
+            for (int64_t i = 0; i < kEdgeBlocks; ++i) v.insert(i), v.insert(r.n - 1 - i);
+            for (int64_t c : consts.c)
+                for (int64_t x : {c - 1, c, c + 1})
+                    if (x >= 0 && x < r.n) v.insert(x);
+            r.list.assign(v.begin(), v.end());
+        }
+        return out;
+    }
 
     /// Whether `value` differs between threads `a` and `b` at `vals`: it is not the same expression in both once
     /// the thread index and the loops' and blocks' values are put in (threads storing one value to one element,
@@ -228,7 +261,7 @@ class Checker {
         SharedLoads reads;
         for (auto &i : st.indices) reads.visit(i);
         reads.visit(st.value);
-        (void)eachPoint(blocks_, ctx.loops, vals, [&] {
+        (void)eachPoint(blocks(ctx.guards), ctx.loops, vals, [&] {
             std::map<int64_t, std::pair<int64_t, int64_t>> storers; // element -> two of the threads storing it
             bool known = eachThread(ctx.guards, vals, budget, [&](int64_t t) {
                 auto e = element(*st.buffer, st.indices, vals);
@@ -331,7 +364,10 @@ class Checker {
         }
         Values vals;
         int64_t budget = kMaxPoints;
-        (void)eachPoint(blocks_, outer.loops, vals, [&] {
+        std::vector<Guard> guards = outer.guards;
+        for (int s = 0; s < 2; ++s)
+            for (const Access &a : sides[s]) guards.insert(guards.end(), a.ctx.guards.begin(), a.ctx.guards.end());
+        (void)eachPoint(blocks(guards), outer.loops, vals, [&] {
             std::map<ElementKey, Hit> stores[2], reads[2];
             for (int s = 0; s < 2; ++s)
                 if (!touched(sides[s], outer, vals, budget, stores[s], reads[s])) return false;

@@ -19,7 +19,9 @@ namespace tilec::passes {
 ///  - one branch of a condition on the thread index stores it, the other branch reads or stores it.
 /// Accesses whose indices, or thread-dependent conditions whose values, depend on anything but the thread index,
 /// the block indices and constant-bound loops are not provably racing and are left alone. `uniform` says which
-/// values are the same in every thread (insertSyncs' Uniformity).
+/// values are the same in every thread (insertSyncs' Uniformity). The block indices take every value in grids of
+/// at most 64 blocks; in larger ones their first and last values and those around the constants that the
+/// conditions of the access compare with (a race may show in some blocks only).
 void checkThreadRaces(const ir::Kernel &k, const std::function<bool(const ir::Expr &)> &uniform, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

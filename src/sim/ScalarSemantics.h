@@ -8,15 +8,49 @@
 #include "tilec/DType.h"
 #include "tilec/IR.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 
 namespace tilec::simtest {
 
+/// Whether float16 and bfloat16 values round to their own precision, as the GPU rounds them. Off by default
+/// (the simulator's tests and the fuzzer's tile comparisons work at float32 precision); on inside a
+/// NarrowRounding scope, for questions of 16-bit rounding (which type a Python float operand makes an
+/// operation compute in, issue 23). float8 values still round to float32.
+inline bool &narrowFloatRounding() {
+    static thread_local bool on = false;
+    return on;
+}
+
+/// Turns narrowFloatRounding on (or off) for its lifetime.
+struct NarrowRounding {
+    bool was;
+    explicit NarrowRounding(bool on = true) : was(narrowFloatRounding()) { narrowFloatRounding() = on; }
+    ~NarrowRounding() { narrowFloatRounding() = was; }
+    NarrowRounding(const NarrowRounding &) = delete;
+    NarrowRounding &operator=(const NarrowRounding &) = delete;
+};
+
+/// v rounded to nearest even with `frac` fraction bits, exponents down to minExp (subnormals below), and
+/// values past `maxFinite` after rounding infinite.
+inline double roundToFormat(double v, int frac, int minExp, double maxFinite) {
+    if (!std::isfinite(v) || v == 0) return v;
+    int e = 0;
+    std::frexp(v, &e);
+    double quantum = std::ldexp(1.0, std::max(e - 1, minExp) - frac);
+    double r = std::nearbyint(v / quantum) * quantum;
+    return std::fabs(r) > maxFinite ? std::copysign(INFINITY, v) : r;
+}
+
 /// v as a buffer (or an expression) of dtype t holds it: integers wrap, float32 and narrower floats round to
-/// float32 (the simulator does not model float16's own rounding).
+/// float32, and float16 / bfloat16 to their own precision under NarrowRounding (from the float32 value, as the
+/// generated code converts).
 inline double roundToDType(DType t, double v) {
+    if (narrowFloatRounding() && t.kind == DType::Float16) return roundToFormat((double)(float)v, 10, -14, 65504.0);
+    if (narrowFloatRounding() && t.kind == DType::BFloat16)
+        return roundToFormat((double)(float)v, 7, -126, 3.3895313892515355e38);
     if (t.isBool()) return v != 0;
     if (t.isInt()) {
         if (std::isnan(v)) return 0;

@@ -215,6 +215,8 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         if (std::string e = checkLoopHeaders(cuda); !e.empty()) return outcome(Outcome::Failure, "loop header", target + ": " + e);
     const ir::Kernel &typed = *front.program->kernels[0];
     const std::map<std::string, double> dyn = dynamicValues(text);
+    // 16-bit rounding in the reference and the simulator where the program asks for it (Gen.h: narrowRounding).
+    simtest::NarrowRounding narrow(text.find("\n# narrow rounding\n") != std::string::npos);
     for (auto &d : typed.dynamicSymbols)
         if (!dyn.count(d->name)) return outcome(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
 

@@ -260,6 +260,7 @@ std::string GProgram::print() const {
     find(ops);
 
     o += "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
+    if (narrowRounding) o += "# narrow rounding\n";
     if (dynamic) {
         o += "m = T.dynamic(\"m\")\n";
         if (gemm) o += "kk = T.dynamic(\"kk\")\n";

@@ -123,6 +123,9 @@ struct GProgram {
     std::string kernelName = "kernel";
     /// The front-end oracle's scalar block (Scalar.h), written to the output S; null: none.
     std::shared_ptr<ScalarBlock> scalars;
+    /// The scalar block has 16-bit casts with Python float operands (decorateNarrow): the reference and the
+    /// simulator round float16 and bfloat16 to their precision (a `# narrow rounding` line), its tiles float32.
+    bool narrowRounding = false;
 
     /// What the scalar block sees of this program; A's elements those of data seed `dataSeed` (Check.h).
     ScalarContext scalarContext(uint64_t dataSeed) const;

@@ -493,6 +493,12 @@ GProgram generate(uint64_t seed, bool threadShared) {
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
+    // 16-bit casts with Python float operands in it (issue 23), judged with 16-bit rounding; float32 tiles, so
+    // that the tile outputs' comparison (at float32 precision) is not also at 16-bit rounding.
+    if (g.p.scalars && decorateNarrow(*g.p.scalars, seed)) {
+        g.p.narrowRounding = true;
+        g.p.tileType = g.p.tileType1 = "float32";
+    }
     return g.p;
 }
 

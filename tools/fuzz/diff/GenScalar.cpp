@@ -3,6 +3,8 @@
 #include "Gen.h"
 #include "Scalar.h"
 
+#include <functional>
+
 namespace tilec::difffuzz {
 
 namespace {
@@ -256,6 +258,28 @@ std::vector<ScalarBlock> shrinkScalars(const ScalarBlock &b) {
         out.push_back(std::move(s));
     });
     return out;
+}
+
+bool decorateNarrow(ScalarBlock &b, uint64_t seed) {
+    Rng r{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x16b1f)};
+    if (!r.coin(0.3)) return false;
+    // Python floats that neither float16 nor bfloat16 holds: the scales of attention and chunked kernels.
+    static const std::vector<double> cs{0.1, 0.3, 1.0 / 3, 0.08838834764831845, 1.4426950408889634, 0.7071067811865476};
+    static const std::vector<std::string> ops{"*", "*", "+", "-"};
+    bool any = false;
+    std::function<void(std::vector<SStmt> &)> walk = [&](std::vector<SStmt> &v) {
+        for (auto &s : v) {
+            if (s.kind == SStmt::Assign && !b.varInt[(size_t)s.id] && r.coin(0.5)) {
+                auto e = mk(SExpr::Narrow, false, {s.e});
+                e->c = r.pick(cs), e->op = r.pick(ops), e->id = (int)r.in(0, 1), e->form = (int)r.in(0, 1);
+                s.e = e;
+                any = true;
+            }
+            walk(s.body), walk(s.orelse);
+        }
+    };
+    walk(b.stmts);
+    return any;
 }
 
 } // namespace tilec::difffuzz

@@ -59,6 +59,33 @@ int frontEnd() {
     return bad;
 }
 
+/// The front-end oracle on a Python float next to a bfloat16 value (the H200 triage of kda/chunk_o.py): the
+/// model computes `T.cast(x0, "bfloat16") * 0.0884` as TVM types it (float32 math, a float32 constant), with 16-bit
+/// rounding in the reference; the twin spells out what tilec's front end made of it before (the constant rounded
+/// to bfloat16, the product in bfloat16).
+int narrowOperand() {
+    GProgram p;
+    p.seed = 1, p.threads = 32, p.narrowRounding = true;
+    auto b = std::make_shared<ScalarBlock>();
+    b->varInt = {false}, b->varAlloc = {0}, b->init = {0.7};
+    auto x0 = std::make_shared<SExpr>(), scaled = std::make_shared<SExpr>();
+    x0->kind = SExpr::Var;
+    scaled->kind = SExpr::Narrow, scaled->c = 0.08838834764831845, scaled->op = "*", scaled->kids = {x0};
+    b->stmts = {assign(0, scaled)};
+    p.scalars = b;
+    const Expected want{{"S", p.expectedS(1)}};
+    const std::string text = p.print(), literal = "0.088388347648318447";
+    Outcome right = checkProgram(text, {}, 1, want);
+    std::string narrowed = text;
+    if (auto at = narrowed.find(literal); at != std::string::npos)
+        narrowed.replace(at, literal.size(), "T.bfloat16(" + literal + ")");
+    Outcome wrong = checkProgram(narrowed, {}, 1, want);
+    int bad = !report(right.kind == Outcome::Ok, "front-end oracle passes a bfloat16 value times a Python float", right);
+    bad += !report(wrong.kind == Outcome::Failure && wrong.category == "front end",
+                   "front-end oracle flags the Python float rounded to bfloat16", wrong);
+    return bad;
+}
+
 /// The TMA coordinate check: a GEMM whose rows are a T.dynamic size gets tensor maps on sm_90a (a T.dynamic
 /// size is an int32, so its coordinates fit); evaluated with a row count past 2^31 that no int32 holds, its
 /// coordinates pass 32 bits, and the oracle must say so of a TMA transfer.
@@ -129,7 +156,7 @@ int loopHeaders() {
 } // namespace
 
 int oracleSelfTest() {
-    int bad = frontEnd() + tmaCoordinates() + loopHeaders();
+    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

@@ -29,7 +29,9 @@ using SExprP = std::shared_ptr<SExpr>;
 
 /// An expression of the scalar block; `isInt` says int32 (else float32; comparisons are bool and isInt false).
 struct SExpr {
-    enum Kind { Const, Var, Temp, Index, Input, Bin, Cast, Select, Abs, Not, Chain } kind = Const;
+    /// Narrow: `T.cast(kids[0], "bfloat16") op c` (id 1: "float16"; form 1: `c op T.cast(...)`), op + - *, with
+    /// a Python float c that 16 bits do not hold: TVM computes it in float32 with a float32 constant (issue 23).
+    enum Kind { Const, Var, Temp, Index, Input, Bin, Cast, Select, Abs, Not, Chain, Narrow } kind = Const;
     bool isInt = false, isBool = false;
     double c = 0;          ///< Const: the value; Input: the column offset
     int id = 0;            ///< Var / Temp: which; Index: -1 bx, -2 by, -3 tx, d >= 0 the loop variable of depth d
@@ -81,5 +83,10 @@ std::vector<double> runScalars(const ScalarBlock &b, const ScalarContext &c);
 
 /// Smaller variants of the block (each statement dropped, each body flattened), for shrinking.
 std::vector<ScalarBlock> shrinkScalars(const ScalarBlock &b);
+
+/// Wraps values assigned to float variables in Narrow expressions (16-bit casts with a Python float operand),
+/// from a stream of its own; true when it wrapped any (the program then needs 16-bit rounding: GProgram's
+/// narrowRounding).
+bool decorateNarrow(ScalarBlock &b, uint64_t seed);
 
 } // namespace tilec::difffuzz

@@ -69,6 +69,10 @@ struct Printer {
             auto sp = e.op.find(' ');
             return "(" + k(0) + " " + e.op.substr(0, sp) + " " + k(1) + " " + e.op.substr(sp + 1) + " " + k(2) + ")";
         }
+        case SExpr::Narrow: {
+            std::string n = "T.cast(" + k(0) + (e.id ? ", \"float16\")" : ", \"bfloat16\")");
+            return e.form ? "(" + flt(e.c) + " " + e.op + " " + n + ")" : "(" + n + " " + e.op + " " + flt(e.c) + ")";
+        }
         case SExpr::Select:
             if (e.form == 1) return "T.if_then_else(" + k(0) + ", " + k(1) + ", " + k(2) + ")";
             return "(" + k(1) + " if " + k(0) + " else " + k(2) + ")";
@@ -162,6 +166,15 @@ struct Printer {
     }
 };
 
+/// x (a float32 value) to the nearest value of `frac` fraction bits, ties to even; the smallest normal
+/// exponent minExp and the largest finite value maxv as float16's or bfloat16's (past it: infinity).
+double toNarrow(double x, int frac, int minExp, double maxv) {
+    if (x == 0 || std::isnan(x) || std::isinf(x)) return x;
+    const double step = std::ldexp(1.0, std::max(std::ilogb(x), minExp) - frac);
+    const double r = std::nearbyint(x / step) * step;
+    return std::fabs(r) > maxv ? std::copysign(INFINITY, x) : r;
+}
+
 /// The generator's own run of the block for one thread: Python's meaning, values exact (in double), with a
 /// flag for a value float32 or int32 would not hold exactly.
 struct Machine {
@@ -212,6 +225,12 @@ struct Machine {
             auto sp = e.op.find(' ');
             double a = k(0), b = k(1), c2 = k(2);
             return compare(e.op.substr(0, sp), a, b) && compare(e.op.substr(sp + 1), b, c2);
+        }
+        case SExpr::Narrow: { // TVM's typing: the 16-bit value widened, a float32 constant, float32 math
+            double x = (double)(float)k(0);
+            double n = e.id ? toNarrow(x, 10, -14, 65504.0) : toNarrow(x, 7, -126, 3.3895313892515355e38);
+            double c32 = (double)(float)e.c, a = e.form ? c32 : n, b2 = e.form ? n : c32;
+            return (double)(float)(e.op == "+" ? a + b2 : e.op == "-" ? a - b2 : a * b2);
         }
         case SExpr::Select: {
             double cond = k(0), t = k(1), f = k(2);
