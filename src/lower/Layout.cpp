@@ -91,7 +91,7 @@ std::string Layout::describe() const {
     if (wgmma) warps += " (wgmma rows)";
     if (kind == Mma) {
         s = "mma accumulator over " + warps;
-        if (warpCopies() > 1) s += ", held by " + std::to_string(warpCopies()) + " copies of them";
+        if (warpCopies() > 1) s += " in " + std::to_string(warpCopies()) + " copies (each warpgroup column holds one)";
     } else if (kind == MmaRows) {
         s = "rows of an mma accumulator over " + warps;
     } else if (kind == Replicated) {
