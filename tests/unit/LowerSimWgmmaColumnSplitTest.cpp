@@ -103,6 +103,8 @@ void mlaCase(const MlaCase &c) {
 TEST(SimWgmmaColumnSplit, RegisterPWarpRoles) { mlaCase({1, 64, 192, 128, 32, 64, 64, true}); }
 TEST(SimWgmmaColumnSplit, SharedPCpAsync) { mlaCase({1, 64, 192, 128, 32, 64, 64, false, false}); }
 TEST(SimWgmmaColumnSplit, RegisterPCpAsync) { mlaCase({2, 128, 128, 128, 32, 64, 64, true, false}); }
+// 128 heads per block: FullCol still splits the columns (TileLang's rule), two 64-row tiles per warpgroup
+TEST(SimWgmmaColumnSplit, RegisterPTwoRowTiles) { mlaCase({1, 128, 128, 128, 32, 64, 128, true}); }
 
 // The layout of such an A fragment: each element in one thread of each warpgroup column, first copies first.
 TEST(SimWgmmaColumnSplit, WarpCopiesLayout) {
