@@ -159,9 +159,10 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
     std::map<const BufferNode *, const TmaTile *> view;
     for (auto &[b, t] : tiles) view[b] = &t;
     const int wgs = k.threads / 128;
+    const bool rowsOnly = rs && registerOperandTied(k.body);
     std::vector<bool> ok(gemms.size());
     for (size_t i = 0; i < gemms.size(); ++i) {
-        ok[i] = tileWhy[i].empty() && wgmmaCan(*gemms[i], view, wgs, rs);
+        ok[i] = tileWhy[i].empty() && wgmmaCan(*gemms[i], view, wgs, rowsOnly);
         if (!ok[i] && p.why.empty())
             p.why = !tileWhy[i].empty() ? tileWhy[i]
                                         : "a product's shapes, types, majors or split over " + std::to_string(wgs) + " warpgroups are not wgmma's";
@@ -196,6 +197,18 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
 }
 
 } // namespace
+
+bool registerOperandTied(const Stmt &s) {
+    FragmentGroups groups;
+    groups.visit(s);
+    Gemms gemms;
+    gemms.visit(s);
+    std::set<const BufferNode *> accumulators;
+    for (const Gemm *g : gemms.found) accumulators.insert(groups.find(g->c.buffer.get()));
+    for (const Gemm *g : gemms.found)
+        if (aInRegisters(*g) && accumulators.count(groups.find(g->a.buffer.get()))) return true;
+    return false;
+}
 
 Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *sources) {
     if (!v.target.hasWgmma()) return p;

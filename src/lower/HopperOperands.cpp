@@ -112,10 +112,10 @@ int internTensorMap(Kernel &k, const TensorMap &m) {
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
-/// splitting the accumulator: SS with both operands tiles, or RS with A a whole 16-bit (M, K) fragment (its
-/// registers then take wgmma's m64k16 order, which needs the warpgroups to split the rows only). `rowsOnly`:
-/// the loop has an RS product, whose A is computed from another product's accumulator, so every product
-/// splits by rows (the accumulator layouts must agree with the A fragment's).
+/// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit (M, K)
+/// fragment (its registers then take wgmma's m64k16 order; warpgroups splitting the columns each hold a copy of
+/// their rows). `rowsOnly`: an RS product's A is tied to another product's accumulator (registerOperandTied), so
+/// every product splits by rows (the accumulator layouts must agree with the A fragment's element for element).
 bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
     const bool rs = aInRegisters(g);
     auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
@@ -141,13 +141,12 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     int kInst = wgmmaK(g.a.buffer->dtype, g.b.buffer->dtype, g.c.buffer->dtype, kMajorOnly);
     if (!kInst || K % kInst || (kMajorOnly && (g.transA || !g.transB))) return false;
     int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
-    auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step);
-    if ((rs || rowsOnly) && wgN != 1) return false;
+    auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step, g.policy);
+    if (rowsOnly && wgN != 1) return false;
     // An N-major B is read in panels of swizzle-width columns: warpgroups splitting N must split at panel bounds
     // (the device library's static_assert; the fuzzer's nvcc samples found a 64x32 tile over 2 warpgroups).
     if (wgN > 1 && !g.transB && B.swizzle && (*N / wgN) % (B.swizzle / B.elemBytes)) return false;
-    return wgM && (g.policy == GemmPolicy::Auto || g.policy == GemmPolicy::Square ||
-                   (g.policy == GemmPolicy::FullRow && wgN == 1));
+    return wgM > 0; // every policy: wgmmaWarpgroups splits as it asks (FullRow rows first, FullCol columns first)
 }
 
 /// Whether mma.sync can compute `g` reading its shared operands straight from the TMA tiles among `tiles`

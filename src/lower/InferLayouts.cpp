@@ -116,11 +116,13 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         }
         int cg = groupOf(g.c);
         auto reader = operandOf.find(cg);
-        const GemmUse *needRows = g.aFrag ? &g : reader != operandOf.end() ? reader->second : nullptr;
-        std::pair<int, int> split;
         const bool wgmma = g.op->instr == GemmInstr::Wgmma;
+        // mma.sync reads A in its warps' rows (gemm_rs); wgmma RS gives every warpgroup column a copy of its A
+        // rows, so only an accumulator that is itself read as A needs whole rows per warp.
+        const GemmUse *needRows = g.aFrag && !wgmma ? &g : reader != operandOf.end() ? reader->second : nullptr;
+        std::pair<int, int> split;
         if (wgmma) { // specializeWarps checked that the warpgroups split it
-            auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1);
+            auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
             split = {4 * wg.first, wg.second};
         } else switch (g.op->policy) {
         case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
@@ -151,7 +153,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
                            "K a multiple of 16");
                 continue;
             }
-            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh)
+            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh); where
+            // the warpgroups also split the columns, each warpgroup column holds a copy (Layout::warpCopies)
             assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma), g,
                    "operand A '" + g.aFrag->name + "'");
         }

@@ -30,7 +30,7 @@ Layout Layout::replicated(std::vector<int64_t> shape) {
 
 Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma) {
     TILEC_ASSERT(shape.size() == 2 && shape[0] % (16 * warpsM) == 0 && shape[1] % (8 * warpsN) == 0 &&
-                     warpsM * warpsN * 32 == threads && (!wgmma || (warpsM % 4 == 0 && shape[0] % (16 * warpsM) == 0)),
+                     threads % (warpsM * warpsN * 32) == 0 && (!wgmma || (warpsM % 4 == 0 && shape[0] % (16 * warpsM) == 0)),
                  "mma layout that does not tile its fragment");
     Layout l;
     l.kind = Mma;
@@ -91,6 +91,7 @@ std::string Layout::describe() const {
     if (wgmma) warps += " (wgmma rows)";
     if (kind == Mma) {
         s = "mma accumulator over " + warps;
+        if (warpCopies() > 1) s += " in " + std::to_string(warpCopies()) + " copies (each warpgroup column holds one)";
     } else if (kind == MmaRows) {
         s = "rows of an mma accumulator over " + warps;
     } else if (kind == Replicated) {
@@ -204,12 +205,13 @@ Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
     TILEC_ASSERT(l.kind == Layout::Mma, "mmaCol of a layout that is not mma");
     const int64_t wtn = l.shape[1] / l.warpsN;
     Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
+    if (l.warpsN > 1 && l.warpCopies() > 1) wn = mod(wn, l.warpsN);
     return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
 }
 
 Expr mmaRowsOwner(const Layout &l, const Expr &tid) {
     Expr first = binary(BinaryOp::EQ, mod(tid, 4), i32(0));
-    if (l.warpsN == 1) return first;
+    if (l.threads == 32 * l.warpsM) return first; // one warp column and no copies
     return binary(BinaryOp::And, first, binary(BinaryOp::LT, tid, i32(32 * l.warpsM)));
 }
 
@@ -223,7 +225,7 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     }
     default: break;
     }
-    const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM;
+    const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM % l.warpsN;
     if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
     const int64_t nT = l.tilesN(), wtn = l.shape[1] / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
@@ -231,14 +233,23 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     return row * l.shape[1] + col;
 }
 
-std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep) {
+std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep, ir::GemmPolicy policy) {
     if (warpgroups < 1) return {0, 0};
+    auto fits = [&](int wgM, int wgN) {
+        return m % (64 * wgM) == 0 && n % wgN == 0 && (n / wgN) % nStep == 0 && n / wgN <= 256;
+    };
+    // FullCol: the most warpgroups along the columns that divide (TileLang's ComputeWgmmaWarpPartition).
+    if (policy == ir::GemmPolicy::FullCol) {
+        for (int wgN = warpgroups; wgN >= 1; --wgN)
+            if (warpgroups % wgN == 0 && fits(warpgroups / wgN, wgN)) return {warpgroups / wgN, wgN};
+        return {0, 0};
+    }
     int wgM = 0;
     for (int d = warpgroups; d >= 1 && !wgM; --d)
         if (warpgroups % d == 0 && m % (64 * d) == 0) wgM = d;
     if (!wgM) return {0, 0};
     int wgN = warpgroups / wgM;
-    if (n % wgN || (n / wgN) % nStep || n / wgN > 256) return {0, 0};
+    if (!fits(wgM, wgN)) return {0, 0};
     return {wgM, wgN};
 }
 

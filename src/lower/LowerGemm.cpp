@@ -78,12 +78,13 @@ class GemmLowerer : public IRMutator {
         Expr c = addressOf(cr->second, {i32(0)});
         if (op->instr == GemmInstr::Wgmma && A->scope == Scope::Fragment) {
             // RS: A's registers in wgmma's m64k16 order, which is the wgmma accumulator layout of (M, K) split by
-            // rows like C (specializeWarps checked the split, inferLayouts gave A that layout).
+            // rows like C, a copy in each warpgroup column where the warpgroups split C's columns too
+            // (specializeWarps / cpAsyncWgmma checked the split, inferLayouts gave A that layout).
             auto ar = layouts_.registers.find(A.get());
             auto al = layouts_.fragments.find(A.get());
             int swB = panelSwizzleBytes(bTile->second * B->dtype.bytes());
             const bool matches = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.wgmma &&
-                                 al->second.warpsN == 1 && al->second.warpsM == L.warpsM && L.warpsN == 1 && L.wgmma &&
+                                 al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.threads == L.threads && L.wgmma &&
                                  al->second.shape == std::vector<int64_t>{M, K} && A->dtype.bytes() == 2 && swB;
             TILEC_ASSERT(matches,
                          "a wgmma T.gemm with A in registers whose layouts do not match wgmma's");

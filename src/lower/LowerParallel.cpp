@@ -249,6 +249,8 @@ class Lowerer : public IRMutator {
             Expr tile = binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(nT)), ni);
             slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, i32(2)), h), i32(2)), c));
             rowSlot_ = rowSlot;
+            if (l.warpCopies() > 1) // copies in several warp columns (a wgmma RS operand): the first one stores
+                replicatedOwner_ = binary(BinaryOp::LT, tid_, i32(32 * l.warpsM * l.warpsN));
         }
         Stmt inner = mutate(body);
         if (!inner) inner = Seq::make({});

@@ -243,7 +243,7 @@ class Specializer {
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
         onceTiles_ = (int)p.once.size();
-        registerA_ = p.rowsOnly;
+        registerA_ = anyRegisterOperand(p.rest);
         return nk;
     }
 
@@ -276,7 +276,7 @@ class Specializer {
     /// The loop's other statements with each T.gemm that reads the tiles marked for wgmma (p.rest); false where
     /// a staged buffer has another use or no T.gemm can take the tiles.
     bool markGemms(const LoopSplit &split, Plan &p) {
-        p.rowsOnly = anyRegisterOperand(split.rest);
+        p.rowsOnly = registerOperandTied(k_.body);
         const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma);
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");

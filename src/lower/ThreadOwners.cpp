@@ -190,7 +190,7 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &
     auto lit = layouts.loops.find(outer.var.get());
     if (lit == layouts.loops.end()) return;
     const Layout &l = lit->second;
-    if (l.kind != Layout::Distributed && l.kind != Layout::Mma) return; // copies in several threads
+    if ((l.kind != Layout::Distributed && l.kind != Layout::Mma) || l.warpCopies() > 1) return; // copies in several threads
     if (l.elements() > kMaxIterations) return;
     std::vector<const VarNode *> vars;
     const For *f = &outer;

@@ -163,7 +163,8 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     for (auto [op, at, span] : shared)
         if (op->scope != ir::Scope::Shared) throw SimError("a wgmma shared operand outside shared memory");
     if (g->rs) {
-        if (g->a->dtype.bytes() != 2 || g->K % 16 || g->wgN != 1) throw SimError("a wgmma_rs the library cannot do");
+        // each warpgroup reads its own A registers: with wgN > 1 every warpgroup column holds a copy of its rows
+        if (g->a->dtype.bytes() != 2 || g->K % 16) throw SimError("a wgmma_rs the library cannot do");
         const int64_t n = Mw / 64 * (g->K / 16) * 8;
         for (int t = first; t < first + 128; ++t) {
             auto [regs, r0] = addressOf(passes::lib::arg(c, fn, "a"), t);

@@ -24,6 +24,9 @@
 ///   M/(warpsM/4) rows) the rows of tile mi are g*WGM + mi*64 + (wm%4)*16 + h*8 + l/4 with g = wm/4: a warp's
 ///   16-row tiles are 64 rows apart, wgmma's m64 D order (stdlib/tilec/sm90_wgmma.cuh). It is the plain mma
 ///   order when every warpgroup owns exactly 64 rows.
+///   A block of more warps than warpsM x warpsN (threads a multiple of 32 * warpsM * warpsN) holds copies: warp w
+///   holds what warp w % (warpsM * warpsN) does (warpCopies() of each element; a wgmma RS operand A whose rows
+///   several warpgroups splitting the columns of the product all read, FullCol's MLA P.V). The first copy stores.
 /// - mmaRows: a 1-D fragment of M per-row values of an mma fragment (FlashAttention's row_max): slot mi*2 + h
 ///   holds row wm*WTM + mi*16 + h*8 + l/4 in every thread of that row (4 lanes, warpsN warps hold copies).
 #pragma once
@@ -55,6 +58,8 @@ struct Layout {
     int64_t tileRow(int64_t wm, int64_t mi) const;
 
     bool isMma() const { return kind == Mma || kind == MmaRows; }
+    /// mma: how many warps hold each element (1 unless the block has more warps than warpsM x warpsN).
+    int warpCopies() const { return kind == Mma ? threads / (32 * warpsM * warpsN) : 1; }
     /// Distributed: the virtual threads T' the elements are spread over (T when `copies` is 0).
     int vthreads() const;
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
@@ -92,9 +97,11 @@ struct KernelLayouts {
     std::map<const ir::BufferNode *, ir::Buffer> registers;
 };
 
-/// How `warpgroups` warpgroups split an (M, N) wgmma accumulator: (wgM, wgN), rows in 64-row slices first,
-/// or {0, 0} when M and N do not divide (N/wgN must also be a multiple of `nStep`, at most 256).
-std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep = 8);
+/// How `warpgroups` warpgroups split an (M, N) wgmma accumulator: (wgM, wgN), rows in 64-row slices first
+/// (FullCol: columns first, TileLang's rule for wgmma), or {0, 0} when M and N do not divide (N/wgN must also be
+/// a multiple of `nStep`, at most 256).
+std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep = 8,
+                                    ir::GemmPolicy policy = ir::GemmPolicy::Auto);
 
 /// The virtual thread (above) of thread `tid` in a distributed layout: `tid` itself when it has no copies.
 ir::Expr virtualThread(const Layout &l, const ir::Expr &tid);

@@ -56,6 +56,12 @@ bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, cons
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.
 bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
+/// Whether a T.gemm in `s` reads A from a fragment that element-wise work, a reduction or a copy between
+/// fragments ties to a T.gemm's accumulator (FlashAttention's P cast from its scores; A being an accumulator
+/// itself): that fragment and the accumulator then share one layout, so the products must split the rows only.
+/// An A fragment filled otherwise (from shared memory: MLA decoding's split P) takes wgmma's A layout alone, a
+/// copy in each warpgroup column. (CpAsyncWgmma.cpp)
+bool registerOperandTied(const ir::Stmt &s);
 
 /// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
 /// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute.
