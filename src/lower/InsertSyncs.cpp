@@ -44,6 +44,9 @@ class Syncer {
         } ids;
         ids.ids = &userIds_;
         ids.visit(k.body);
+        elements_.tx = k.threadIdx.get();
+        elements_.ranges = &ranges_;
+        elements_.uniformVar = [this](const VarNode *v) { return uniformity_.uniformVar(v); };
     }
 
     /// Per-thread races that no barrier can order (ThreadRaces.h): located errors.
@@ -72,6 +75,7 @@ class Syncer {
     mutable OwnerCache ownerCache_;
     mutable std::set<Stmt> ownersOf_; ///< the statements in ownerCache_, kept alive so that no other takes their address
     const Kernel &kernel_;
+    ElementContext elements_; ///< what sitesThreadPrivate compares per-thread accesses with
     /// Inside a branch of an `if` on the thread index that holds for whole warps only (`if tx < 128:` of 256
     /// threads), the barriers the branch needs among its own threads are a named barrier of those threads
     /// (bar.sync id, count), as TileLang makes them (ThreadPartialSyncRewriter): everything pending there was
@@ -164,12 +168,16 @@ class Syncer {
         Pending carried; // what one iteration, from nothing pending, leaves for the next
         (void)run(f.body, carried);
         dropPrivate(carried, f);
+        std::set<const VarNode *> vars = loopVars(f.body);
+        vars.insert(f.var.get());
+        carried.forget(vars);
         Pending after = carried;
         Stmt alone = run(f.body, after);
         (void)diag_.endHold();
         if (countSyncs(alone) >= countSyncs(body)) return nullptr;
         state = after; // the barrier before the loop cleared the rest, even if it runs no iteration
         state.merge(carried);
+        state.forget(vars);
         return Seq::make({syncThreads(f.loc), For::make(f.var, f.min, f.extent, f.forKind, f.numStages, alone, f.loc)},
                          f.loc);
     }
@@ -230,11 +238,13 @@ class Syncer {
         if (auto f = as<For>(s)) {
             Pending dry = inner;
             (void)run(f->body, dry);
+            dry.forget(loopVars(s));
             inner.merge(dry);
             (void)run(f->body, inner);
         } else if (auto w = as<While>(s)) {
             Pending dry = inner;
             (void)run(w->body, dry);
+            dry.forget(loopVars(w->body));
             inner.merge(dry);
             (void)run(w->body, inner);
         } else if (auto i = as<IfThenElse>(s)) {
@@ -270,6 +280,7 @@ class Syncer {
         if (containsTileStatement(s)) return acc.p;
         Pending p;
         threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, ownerCache_, p.readOwners, p.writeOwners);
+        recordSites(s, ranges_, p.readSites, p.writeSites);
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
         p.atomics = acc.p.atomics;
@@ -279,7 +290,7 @@ class Syncer {
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
         Pending mine = accessesOf(s);
-        if (!conflicts(mine, state)) {
+        if (!conflicts(mine, state, elements_)) {
             state.merge(mine);
             return s;
         }
@@ -348,12 +359,15 @@ class Syncer {
             Pending dry = state;
             (void)run(f->body, dry);
             dropPrivate(dry, *f);
+            std::set<const VarNode *> vars = loopVars(s); // the next iteration's values differ
+            dry.forget(vars);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);
             if (!sync)
                 if (Stmt hoisted = hoistEntryBarrier(*f, body, state)) return hoisted;
             state.merge(entry); // the loop may also run zero times
+            state.forget(vars);
             Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;
         }
@@ -363,6 +377,8 @@ class Syncer {
             Stmt sync = readsFirst({w->cond}, state, s->loc);
             Pending dry = state;
             (void)run(w->body, dry);
+            std::set<const VarNode *> vars = loopVars(w->body);
+            dry.forget(vars);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(w->body, entry);
@@ -376,6 +392,7 @@ class Syncer {
                 entry.clear();
             }
             state.merge(entry); // the loop may also run zero times
+            state.forget(vars);
             state.merge(cond.p);
             Stmt loop = While::make(w->cond, body, w->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;

@@ -30,6 +30,8 @@ void mergeOwners(const BufferSet &mine, OwnerMap &owners, const BufferSet &their
 void Pending::merge(const Pending &o) {
     mergeOwners(reads, readOwners, o.reads, o.readOwners);
     mergeOwners(writes, writeOwners, o.writes, o.writeOwners);
+    for (auto *b : o.reads) mergeSites(reads.count(b) > 0, readSites, b, o.readSites);
+    for (auto *b : o.writes) mergeSites(writes.count(b) > 0, writeSites, b, o.writeSites);
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     threadReads.insert(o.threadReads.begin(), o.threadReads.end());
@@ -41,6 +43,13 @@ void Pending::erase(const void *b) {
     for (auto *set : {&reads, &writes, &threadReads, &threadWrites, &atomics}) set->erase(b);
     readOwners.erase(b);
     writeOwners.erase(b);
+    readSites.erase(b);
+    writeSites.erase(b);
+}
+
+void Pending::forget(const std::set<const VarNode *> &vars) {
+    forgetVars(readSites, vars);
+    forgetVars(writeSites, vars);
 }
 
 bool intersects(const BufferSet &a, const BufferSet &b) {
@@ -49,18 +58,22 @@ bool intersects(const BufferSet &a, const BufferSet &b) {
     return false;
 }
 
-bool conflicts(const Pending &p, const Pending &st) {
-    auto clash = [](const BufferSet &a, const OwnerMap &ao, const BufferSet &b, const OwnerMap &bo) {
+bool conflicts(const Pending &p, const Pending &st, const ElementContext &cx) {
+    auto clash = [&cx](const BufferSet &a, const OwnerMap &ao, const SiteMap &as, const BufferSet &b, const OwnerMap &bo,
+                       const SiteMap &bs) {
         for (auto *x : a) {
             if (!b.count(x)) continue;
             auto i = ao.find(x), j = bo.find(x);
-            if (i == ao.end() || j == bo.end() || !samePrivateOwners(i->second, j->second)) return true;
+            if (i != ao.end() && j != bo.end() && samePrivateOwners(i->second, j->second)) continue;
+            auto si = as.find(x), sj = bs.find(x);
+            if (si == as.end() || sj == bs.end() || !sitesThreadPrivate(sj->second, si->second, cx)) return true;
         }
         return false;
     };
-    return clash(p.reads, p.readOwners, st.writes, st.writeOwners) ||
-           clash(p.writes, p.writeOwners, st.writes, st.writeOwners) ||
-           clash(p.writes, p.writeOwners, st.reads, st.readOwners) || intersects(p.reads, st.threadWrites) ||
+    return clash(p.reads, p.readOwners, p.readSites, st.writes, st.writeOwners, st.writeSites) ||
+           clash(p.writes, p.writeOwners, p.writeSites, st.writes, st.writeOwners, st.writeSites) ||
+           clash(p.writes, p.writeOwners, p.writeSites, st.reads, st.readOwners, st.readSites) ||
+           intersects(p.reads, st.threadWrites) ||
            intersects(p.writes, st.threadWrites) || intersects(p.writes, st.threadReads) ||
            intersects(p.threadReads, st.writes) || intersects(p.threadWrites, st.writes) ||
            intersects(p.threadWrites, st.reads) || intersects(p.atomics, st.reads) ||
@@ -108,9 +121,16 @@ void Accesses::visit(const Call &op) {
         if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
         return;
     }
-    if (op.name.rfind("extern:", 0) == 0) // T.call_extern may read and write the memory it is handed
-        for (auto &a : op.args)
-            if (auto l = addressedLoad(a); l && blockShared(l->buffer)) {
+    // T.call_extern may read and write the memory it is handed. CUDA's atomicAdd / atomicSub (T.atomic_add(...,
+    // return_prev=True)) update it atomically: like T.atomic_add, they commute with each other.
+    bool atomic = op.name == "extern:atomicAdd" || op.name == "extern:atomicSub";
+    if (op.name.rfind("extern:", 0) == 0)
+        for (size_t i = 0; i < op.args.size(); ++i)
+            if (auto l = addressedLoad(op.args[i]); l && blockShared(l->buffer)) {
+                if (atomic && i == 0) {
+                    if (l->buffer->scope == Scope::Shared) p.atomics.insert(l->buffer.get());
+                    continue;
+                }
                 p.reads.insert(l->buffer.get());
                 p.writes.insert(l->buffer.get());
             }

@@ -5,6 +5,7 @@
 /// pending since the last barrier conflicts with it.
 #pragma once
 
+#include "SyncElements.h"
 #include "ThreadOwners.h"
 #include "tilec/IR.h"
 #include "tilec/IRVisitor.h"
@@ -30,9 +31,14 @@ struct Pending {
     /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
     /// to it is known (ThreadOwners); a buffer without an entry was touched in unknown ways.
     OwnerMap readOwners, writeOwners;
+    /// The index expressions of the per-thread statements' loads and stores of a shared buffer in `reads` /
+    /// `writes`, where every pending access to it is one of those (SyncElements.h); none for tile statements.
+    SiteMap readSites, writeSites;
     void merge(const Pending &o);
     void clear() { *this = Pending{}; }
     void erase(const void *b);
+    /// The variables `vars` may hold other values from now on (a loop's next iteration, or its exit).
+    void forget(const std::set<const ir::VarNode *> &vars);
 };
 
 bool intersects(const BufferSet &a, const BufferSet &b);
@@ -42,8 +48,10 @@ bool intersects(const BufferSet &a, const BufferSet &b);
 /// tile statements' only.
 /// A shared buffer whose every element both sides touch is touched by one thread, the same on both sides
 /// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier; nor do
-/// atomic updates of a shared buffer between themselves (they commute: TileKernels' expert histograms).
-bool conflicts(const Pending &p, const Pending &st);
+/// atomic updates of a shared buffer between themselves (they commute: TileKernels' expert histograms); nor
+/// does one whose per-thread accesses on both sides provably touch no element from two different threads
+/// (sitesThreadPrivate: each thread's own elements, or disjoint ones).
+bool conflicts(const Pending &p, const Pending &st, const ElementContext &cx);
 
 /// A block barrier: T.sync_threads (named or not) or T.sync_grid.
 bool isSync(const ir::Stmt &s);
@@ -74,6 +82,7 @@ class Uniformity : ir::IRVisitor {
   public:
     Uniformity(const ir::Kernel &k, const KernelLayouts &layouts);
     bool uniform(const ir::Expr &e) const;
+    bool uniformVar(const ir::VarNode *v) const { return !vars_.count(v); }
 
   private:
     using IRVisitor::visit;
