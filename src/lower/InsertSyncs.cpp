@@ -272,7 +272,7 @@ class Syncer {
 
     /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
     Pending accessesOf(const Stmt &s) const {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
@@ -308,7 +308,7 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
         for (auto &e : es) acc.visit(e);
         bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.reads, state.atomics);
         Stmt sync = hazard && !blocked() ? barrier(loc) : nullptr;
@@ -329,7 +329,7 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc(layouts_, shareScratch_);
+                Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
                 acc.visit(s);
                 state.merge(acc.p);
                 return s;
@@ -382,7 +382,7 @@ class Syncer {
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(w->body, entry);
-            Accesses cond(layouts_, shareScratch_);
+            Accesses cond(layouts_, shareScratch_, kernel_.noThreadSync);
             cond.visit(w->cond);
             if (intersects(cond.p.reads, entry.writes) || intersects(cond.p.reads, entry.atomics)) {
                 Stmt sync = blocked() ? nullptr : barrier(s->loc);

@@ -95,21 +95,21 @@ bool blockShared(const Buffer &b) { return b && (b->scope == Scope::Shared || b-
 } // namespace
 
 void Accesses::visit(const Load &op) {
-    if (blockShared(op.buffer)) p.reads.insert(op.buffer.get());
+    if (blockShared(op.buffer)) note(p.reads, op.buffer.get());
     IRVisitor::visit(op);
 }
 void Accesses::visit(const Store &op) {
-    if (blockShared(op.buffer)) p.writes.insert(op.buffer.get());
+    if (blockShared(op.buffer)) note(p.writes, op.buffer.get());
     IRVisitor::visit(op);
 }
 void Accesses::visit(const AtomicAdd &op) {
-    if (op.dst.buffer && op.dst.buffer->scope == Scope::Shared) p.atomics.insert(op.dst.buffer.get());
+    if (op.dst.buffer && op.dst.buffer->scope == Scope::Shared) note(p.atomics, op.dst.buffer.get());
     IRVisitor::visit(op);
 }
 // T.gemm reads its shared operands.
 void Accesses::visit(const Gemm &op) {
     for (auto *r : {&op.a, &op.b})
-        if (r->buffer && r->buffer->scope == Scope::Shared) p.reads.insert(r->buffer.get());
+        if (r->buffer && r->buffer->scope == Scope::Shared) note(p.reads, r->buffer.get());
 }
 // An address handed to the device library is not an access by itself; a tile transfer that waits for
 // itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
@@ -118,7 +118,7 @@ void Accesses::visit(const Call &op) {
     if (f && (f->effects & lib::kAsync)) return;
     if (f && f->fn == lib::Fn::AddressOf) return;
     if (f && f->fn == lib::Fn::CopyG2SWait) {
-        if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
+        if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) note(p.writes, l->buffer.get());
         return;
     }
     // T.call_extern may read and write the memory it is handed. CUDA's atomicAdd / atomicSub (T.atomic_add(...,
@@ -128,11 +128,11 @@ void Accesses::visit(const Call &op) {
         for (size_t i = 0; i < op.args.size(); ++i)
             if (auto l = addressedLoad(op.args[i]); l && blockShared(l->buffer)) {
                 if (atomic && i == 0) {
-                    if (l->buffer->scope == Scope::Shared) p.atomics.insert(l->buffer.get());
+                    if (l->buffer->scope == Scope::Shared) note(p.atomics, l->buffer.get());
                     continue;
                 }
-                p.reads.insert(l->buffer.get());
-                p.writes.insert(l->buffer.get());
+                note(p.reads, l->buffer.get());
+                note(p.writes, l->buffer.get());
             }
     IRVisitor::visit(op);
 }
