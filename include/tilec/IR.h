@@ -506,6 +506,9 @@ struct Kernel : KernelSignature, LaunchConfig, LoweringResult {
     /// "tl.enable_fast_math" (as --use_fast_math for this kernel): float math functions and divisions are
     /// printed as CUDA's fast intrinsics (src/codegen/CodegenExpr.cpp says which).
     bool fastMath = false;
+    /// "tl.disable_thread_storage_sync": insertSyncs places no barrier for the author's own shared-memory and
+    /// tensor accesses (the author orders them with T.sync_threads); those of tilec's reduction scratch stay.
+    bool noThreadSync = false;
     /// Front end only: the prim_func's later launches, which the program lists after this one as its parts.
     std::vector<std::shared_ptr<const Kernel>> laterLaunches;
     Stmt body;

@@ -110,6 +110,7 @@ struct FunctionObj {
     /// the kernels it makes get ir::Kernel::noTma / noWarpSpecialize.
     bool noTma = false, noWarpSpecialize = false;
     bool fastMath = false; ///< "tl.enable_fast_math": the kernels get ir::Kernel::fastMath
+    bool noThreadSync = false; ///< "tl.disable_thread_storage_sync": the kernels get ir::Kernel::noThreadSync
     /// `@tilelang.jit(out_idx=...)`: the parameter positions (negative: from the end) the kernels it makes return
     /// (ir::Kernel::outputs); `hasOutIdx` false when not given. `outIdxLoc` is the argument.
     std::vector<int64_t> outIdx;

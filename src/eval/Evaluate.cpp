@@ -302,6 +302,7 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
             l->noTma = k->noTma;
             l->noWarpSpecialize = k->noWarpSpecialize;
             l->fastMath = k->fastMath;
+            l->noThreadSync = k->noThreadSync;
             p.kernels.push_back(l);
         }
     }

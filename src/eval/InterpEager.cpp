@@ -25,10 +25,10 @@ namespace tilec::eval {
 
 namespace {
 
-/// TileLang's pass configuration keys (tilelang/transform/pass_config.py, PassConfigKey). Two are lowering
+/// TileLang's pass configuration keys (tilelang/transform/pass_config.py, PassConfigKey). Four are lowering
 /// switches tilec honours per kernel; the others tune TileLang's own passes, which tilec does not have: none
 /// changes what a kernel computes, so they are accepted (a note under -v).
-enum class PassEffect { NoTma, NoWarpSpecialize, FastMath, None };
+enum class PassEffect { NoTma, NoWarpSpecialize, FastMath, NoThreadSync, None };
 struct PassConfigKey {
     const char *name; ///< the PassConfigKey member
     const char *key;  ///< its string
@@ -64,7 +64,7 @@ constexpr PassConfigKey kPassConfigKeys[] = {
     {"TL_DISABLE_LOOP_UNSWITCHING", "tl.disable_loop_unswitching", PassEffect::None},
     {"TL_LOOP_UNSWITCHING_ALLOW_NON_TRIVIAL_ELSE", "tl.loop_unswitching_allow_non_trivial_else", PassEffect::None},
     {"TL_IF_STMT_BINDING_INLINE_REPLAYABLE_BINDS", "tl.if_stmt_binding_inline_replayable_binds", PassEffect::None},
-    {"TL_DISABLE_THREAD_STORAGE_SYNC", "tl.disable_thread_storage_sync", PassEffect::None},
+    {"TL_DISABLE_THREAD_STORAGE_SYNC", "tl.disable_thread_storage_sync", PassEffect::NoThreadSync},
     {"TL_FORCE_LET_INLINE", "tl.force_let_inline", PassEffect::None},
     {"TL_AST_PRINT_ENABLE", "tl.ast_print_enable", PassEffect::None},
     {"TL_LAYOUT_VISUALIZATION_ENABLE", "tl.layout_visualization_enable", PassEffect::None},
@@ -106,11 +106,15 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
             continue;
         }
         bool on = in.toBool({v, a.range}, "a pass config's value");
-        bool &flag = it->effect == PassEffect::NoTma ? f.noTma : it->effect == PassEffect::FastMath ? f.fastMath : f.noWarpSpecialize;
+        bool &flag = it->effect == PassEffect::NoTma          ? f.noTma
+                     : it->effect == PassEffect::FastMath     ? f.fastMath
+                     : it->effect == PassEffect::NoThreadSync ? f.noThreadSync
+                                                              : f.noWarpSpecialize;
         flag |= on;
-        const char *as = it->effect == PassEffect::NoTma      ? "as --no-tma for this kernel"
-                         : it->effect == PassEffect::FastMath ? "as --use_fast_math for this kernel"
-                                                              : "as --no-warp-specialize for this kernel";
+        const char *as = it->effect == PassEffect::NoTma          ? "as --no-tma for this kernel"
+                         : it->effect == PassEffect::FastMath     ? "as --use_fast_math for this kernel"
+                         : it->effect == PassEffect::NoThreadSync ? "no automatic barriers in this kernel"
+                                                                  : "as --no-warp-specialize for this kernel";
         remark(&in.diag().sources(), a.range,
                "pass config '" + key + "' = " + (on ? "True" : "False") + ": " + (on ? as : "no effect"));
     }
@@ -229,11 +233,13 @@ bool isEagerStyle(const ast::Stmt &def) {
 }
 
 Value InterpImpl::withPassConfigs(Interp &in, const FunctionObj &f, Value v) {
-    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize && !f.fastMath && !f.hasOutIdx)) return v;
+    if (!v.is(VK::PrimFunc) || !v.kernel || (!f.noTma && !f.noWarpSpecialize && !f.fastMath && !f.noThreadSync && !f.hasOutIdx))
+        return v;
     auto k = std::make_shared<ir::Kernel>(*v.kernel);
     k->noTma |= f.noTma;
     k->noWarpSpecialize |= f.noWarpSpecialize;
     k->fastMath |= f.fastMath;
+    k->noThreadSync |= f.noThreadSync;
     if (f.hasOutIdx) {
         // TileLang's rule: positions among the prim_func's parameters, negative ones from the end.
         const int64_t n = std::count_if(k->params.begin(), k->params.end(), [](auto &p) { return p.argument(); });

@@ -3,6 +3,7 @@
 #include "tilec/passes/InsertSyncs.h"
 
 #include "ParallelRaces.h"
+#include "SyncHazards.h"
 #include "ThreadOwners.h"
 #include "ThreadRaces.h"
 #include "tilec/IROperator.h"
@@ -20,274 +21,9 @@
 namespace tilec::passes {
 
 using namespace ir;
+using namespace syncs;
 
 namespace {
-
-/// Shared buffers, and reductions standing for the shared scratch their lowering uses.
-using BufferSet = std::set<const void *>;
-
-/// What is pending since the last barrier. `reads` / `writes`: by tile statements (and shared memory by any
-/// statement); `threadReads` / `threadWrites`: global tensors accessed by per-thread statements (a store
-/// `B[tx * 2 + p] = ...` outside any tile statement), which conflict only with tile statements: as in
-/// TileLang, threads that exchange data through global memory with per-thread code order it themselves
-/// (T.sync_threads), and a thread's own accesses are in program order.
-struct Pending {
-    BufferSet reads, writes, threadReads, threadWrites;
-    /// Shared buffers atomically updated: atomics commute with each other, not with plain reads and writes.
-    BufferSet atomics;
-    /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
-    /// to it is known (ThreadOwners); a buffer without an entry was touched in unknown ways.
-    OwnerMap readOwners, writeOwners;
-    void merge(const Pending &o) {
-        mergeOwners(reads, readOwners, o.reads, o.readOwners);
-        mergeOwners(writes, writeOwners, o.writes, o.writeOwners);
-        reads.insert(o.reads.begin(), o.reads.end());
-        writes.insert(o.writes.begin(), o.writes.end());
-        threadReads.insert(o.threadReads.begin(), o.threadReads.end());
-        threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
-        atomics.insert(o.atomics.begin(), o.atomics.end());
-    }
-    void clear() { *this = Pending{}; }
-    void erase(const void *b) {
-        for (auto *set : {&reads, &writes, &threadReads, &threadWrites, &atomics}) set->erase(b);
-        readOwners.erase(b);
-        writeOwners.erase(b);
-    }
-
-  private:
-    static void mergeOwners(const BufferSet &mine, OwnerMap &owners, const BufferSet &theirs, const OwnerMap &o) {
-        for (auto *b : theirs) {
-            auto ot = o.find(b);
-            auto mt = owners.find(b);
-            if (ot == o.end()) owners.erase(b);
-            else if (!mine.count(b)) owners[b] = ot->second;
-            else if (mt != owners.end()) mt->second = combineOwners(mt->second, ot->second);
-        }
-    }
-};
-
-bool intersects(const BufferSet &a, const BufferSet &b) {
-    for (auto *x : a)
-        if (b.count(x)) return true;
-    return false;
-}
-
-bool isSync(const Stmt &s) {
-    auto e = as<Evaluate>(s);
-    auto c = e ? as<Call>(e->value) : nullptr;
-    // T.sync_grid waits for the whole grid, so for the block too.
-    return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync) || lib::is(*c, lib::Fn::GridSync));
-}
-
-/// Memory the block's threads share: shared buffers, and global tensors (two tile statements writing one
-/// region of a tensor from fragments of different layouts, or one writing what the next reads, are ordered
-/// by a barrier like shared memory: a block barrier orders global accesses within the block too).
-bool blockShared(const Buffer &b) { return b && (b->scope == Scope::Shared || b->scope == Scope::Global); }
-
-/// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
-struct Accesses : IRVisitor {
-    using IRVisitor::visit;
-    Accesses(const KernelLayouts &l, bool sharedScratch) : layouts(l), sharedScratch(sharedScratch) {}
-    const KernelLayouts &layouts;
-    bool sharedScratch; ///< the kernel's reductions exchange through one scratch (reductionsShareScratch)
-    Pending p;
-    void visit(const Load &op) override {
-        if (blockShared(op.buffer)) p.reads.insert(op.buffer.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const Store &op) override {
-        if (blockShared(op.buffer)) p.writes.insert(op.buffer.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const AtomicAdd &op) override {
-        if (op.dst.buffer && op.dst.buffer->scope == Scope::Shared) p.atomics.insert(op.dst.buffer.get());
-        IRVisitor::visit(op);
-    }
-    // T.gemm reads its shared operands.
-    void visit(const Gemm &op) override {
-        for (auto *r : {&op.a, &op.b})
-            if (r->buffer && r->buffer->scope == Scope::Shared) p.reads.insert(r->buffer.get());
-    }
-    // An address handed to the device library is not an access by itself; a tile transfer that waits for
-    // itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
-    void visit(const Call &op) override {
-        const lib::Info *f = lib::find(op.name);
-        if (f && (f->effects & lib::kAsync)) return;
-        if (f && f->fn == lib::Fn::AddressOf) return;
-        if (f && f->fn == lib::Fn::CopyG2SWait) {
-            if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) p.writes.insert(l->buffer.get());
-            return;
-        }
-        if (op.name.rfind("extern:", 0) == 0) // T.call_extern may read and write the memory it is handed
-            for (auto &a : op.args)
-                if (auto l = addressedLoad(a); l && blockShared(l->buffer)) {
-                    p.reads.insert(l->buffer.get());
-                    p.writes.insert(l->buffer.get());
-                }
-        IRVisitor::visit(op);
-    }
-    // A reduction that exchanges partial results through shared scratch of its own: the barrier between its
-    // writes and reads is its own (lowerReductions), but running it again must wait for the last readers.
-    void visit(const Reduce &op) override {
-        static const char kOneScratch = 0; // stands for the scratch all of a kernel's reductions share
-        if (!reductionUsesShared(op, layouts)) return; // shuffles within warps only
-        const void *scratch = sharedScratch ? static_cast<const void *>(&kOneScratch) : &op;
-        p.writes.insert(scratch);
-        p.reads.insert(scratch);
-    }
-};
-
-/// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
-/// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
-/// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
-/// of shared or global memory at a uniform index is uniform. A replicated fragment (every thread holds all of
-/// it) is like an alloc_local: the nests over it run whole in every thread, so their variables are uniform, and
-/// its elements are uniform until a thread-dependent store (or a reduction) writes it (issue 24: `if
-/// block_mask[k]:` of a bool fragment copied from a tensor, around a T.copy and a T.gemm).
-class Uniformity : IRVisitor {
-  public:
-    Uniformity(const Kernel &k, const KernelLayouts &layouts) : layouts_(layouts) {
-        if (k.threadIdx) vars_.insert(k.threadIdx.get());
-        for (size_t before = SIZE_MAX; before != vars_.size() + buffers_.size();) {
-            before = vars_.size() + buffers_.size();
-            divergent_ = 0;
-            visit(k.body);
-        }
-    }
-    bool uniform(const Expr &e) const {
-        struct Find : IRVisitor {
-            using IRVisitor::visit;
-            const Uniformity *u;
-            bool varying = false;
-            void visit(const VarNode &v) override { varying |= u->vars_.count(&v) > 0; }
-            void visit(const Load &l) override {
-                varying |= (l.buffer->scope == Scope::Fragment && !u->replicated(l.buffer.get())) ||
-                           u->buffers_.count(l.buffer.get()) > 0;
-                IRVisitor::visit(l);
-            }
-        } f;
-        f.u = this;
-        f.visit(e);
-        return !f.varying;
-    }
-
-  private:
-    using IRVisitor::visit;
-    const KernelLayouts &layouts_;
-    std::set<const VarNode *> vars_;
-    std::set<const BufferNode *> buffers_;
-    int divergent_ = 0; ///< inside control flow that depends on the thread
-    int wholeNest_ = 0; ///< inside a T.Parallel nest that runs whole in every thread
-
-    bool replicated(const BufferNode *b) const {
-        auto it = layouts_.fragments.find(b);
-        return it != layouts_.fragments.end() && it->second.kind == Layout::Replicated;
-    }
-    void visit(const For &f) override {
-        bool nest = f.forKind == ForKind::Parallel || f.forKind == ForKind::Vectorized;
-        auto l = layouts_.loops.find(f.var.get());
-        bool whole = nest && (wholeNest_ > 0 || (l != layouts_.loops.end() && l->second.kind == Layout::Replicated));
-        bool varying = (nest && !whole) || !uniform(f.min) || !uniform(f.extent);
-        if (varying) vars_.insert(f.var.get());
-        divergent_ += varying;
-        wholeNest_ += whole;
-        visit(f.body);
-        wholeNest_ -= whole;
-        divergent_ -= varying;
-    }
-    void visit(const Reduce &r) override {
-        if (r.dst && r.dst->scope == Scope::Fragment) buffers_.insert(r.dst.get());
-    }
-    void visit(const IfThenElse &i) override {
-        bool varying = !uniform(i.cond);
-        divergent_ += varying;
-        visit(i.then);
-        visit(i.otherwise);
-        divergent_ -= varying;
-    }
-    void visit(const While &w) override {
-        bool varying = !uniform(w.cond);
-        divergent_ += varying;
-        visit(w.body);
-        divergent_ -= varying;
-    }
-    void visit(const Store &st) override {
-        bool perThread = st.buffer->scope == Scope::Local || st.buffer->scope == Scope::Var || replicated(st.buffer.get());
-        bool varying = divergent_ > 0 || !uniform(st.value);
-        for (auto &i : st.indices) varying |= !uniform(i);
-        if (perThread && varying) buffers_.insert(st.buffer.get());
-    }
-};
-
-/// The statements that every thread of the block takes part in: T.Parallel nests (their iterations are
-/// spread over the threads), reductions, T.gemm, tile transfers and barriers.
-const char *tileStatement(const Stmt &s) {
-    if (auto f = as<For>(s); f && (f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized))
-        return "a T.Parallel loop (or the T.copy / T.fill it came from)";
-    if (s->kind == NodeKind::Reduce) return "a reduction";
-    if (s->kind == NodeKind::Gemm) return "T.gemm";
-    if (s->kind == NodeKind::Copy) return "a tile T.copy";
-    if (auto e = as<Evaluate>(s))
-        if (auto c = as<Call>(e->value))
-            if (const lib::Info *f = lib::find(c->name);
-                f && f->issuers != lib::Issuers::One &&
-                (f->effects & (lib::kReadsShared | lib::kWritesShared | lib::kAsync | lib::kBarrier)))
-                return "a tile transfer"; // (per-thread calls such as __syncwarp or T.thread_return are not)
-    return nullptr;
-}
-
-/// Whether `s` is or contains a tile statement (one every thread of the block takes part in).
-bool containsTileStatement(const Stmt &s) {
-    std::vector<Stmt> todo = {s};
-    while (!todo.empty()) {
-        Stmt t = todo.back();
-        todo.pop_back();
-        if (!t) continue;
-        if (tileStatement(t) || t->kind == NodeKind::Fill || t->kind == NodeKind::WarpRoles) return true;
-        if (auto q = as<Seq>(t)) todo.insert(todo.end(), q->stmts.begin(), q->stmts.end());
-        else if (auto f = as<For>(t)) todo.push_back(f->body);
-        else if (auto i = as<IfThenElse>(t)) todo.push_back(i->then), todo.push_back(i->otherwise);
-        else if (auto w = as<While>(t)) todo.push_back(w->body);
-    }
-    return false;
-}
-
-/// The accesses of one buffer in a loop's body: the indices of its plain loads and stores; any other
-/// use (a tile region, an address handed to the device library) makes them opaque.
-struct TensorAccesses : IRVisitor {
-    using IRVisitor::visit;
-    explicit TensorAccesses(const BufferNode *b) : buffer(b) {}
-    const BufferNode *buffer;
-    std::vector<const std::vector<Expr> *> indices;
-    std::set<const VarNode *> bound; ///< the loop variables of the body (T.Parallel's included)
-    bool opaque = false;
-    void visitRegion(const Region &r) override {
-        opaque |= r.buffer.get() == buffer;
-        IRVisitor::visitRegion(r);
-    }
-    void visit(const Load &op) override {
-        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store &op) override {
-        if (op.buffer.get() == buffer) indices.push_back(&op.indices);
-        IRVisitor::visit(op);
-    }
-    void visit(const For &op) override {
-        bound.insert(op.var.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const Call &op) override {
-        const lib::Info *f = lib::find(op.name);
-        if (f && (f->fn == lib::Fn::AddressOf || f->fn == lib::Fn::CopyG2SWait || (f->effects & lib::kAsync))) {
-            TensorAccesses inner(buffer);
-            inner.IRVisitor::visit(op);
-            opaque |= inner.opaque || !inner.indices.empty();
-            return;
-        }
-        IRVisitor::visit(op);
-    }
-};
 
 class Syncer {
   public:
@@ -308,6 +44,9 @@ class Syncer {
         } ids;
         ids.ids = &userIds_;
         ids.visit(k.body);
+        elements_.tx = k.threadIdx.get();
+        elements_.ranges = &ranges_;
+        elements_.uniformVar = [this](const VarNode *v) { return uniformity_.uniformVar(v); };
     }
 
     /// Per-thread races that no barrier can order (ThreadRaces.h): located errors.
@@ -336,6 +75,7 @@ class Syncer {
     mutable OwnerCache ownerCache_;
     mutable std::set<Stmt> ownersOf_; ///< the statements in ownerCache_, kept alive so that no other takes their address
     const Kernel &kernel_;
+    ElementContext elements_; ///< what sitesThreadPrivate compares per-thread accesses with
     /// Inside a branch of an `if` on the thread index that holds for whole warps only (`if tx < 128:` of 256
     /// threads), the barriers the branch needs among its own threads are a named barrier of those threads
     /// (bar.sync id, count), as TileLang makes them (ThreadPartialSyncRewriter): everything pending there was
@@ -428,12 +168,16 @@ class Syncer {
         Pending carried; // what one iteration, from nothing pending, leaves for the next
         (void)run(f.body, carried);
         dropPrivate(carried, f);
+        std::set<const VarNode *> vars = loopVars(f.body);
+        vars.insert(f.var.get());
+        carried.forget(vars);
         Pending after = carried;
         Stmt alone = run(f.body, after);
         (void)diag_.endHold();
         if (countSyncs(alone) >= countSyncs(body)) return nullptr;
         state = after; // the barrier before the loop cleared the rest, even if it runs no iteration
         state.merge(carried);
+        state.forget(vars);
         return Seq::make({syncThreads(f.loc), For::make(f.var, f.min, f.extent, f.forKind, f.numStages, alone, f.loc)},
                          f.loc);
     }
@@ -494,11 +238,13 @@ class Syncer {
         if (auto f = as<For>(s)) {
             Pending dry = inner;
             (void)run(f->body, dry);
+            dry.forget(loopVars(s));
             inner.merge(dry);
             (void)run(f->body, inner);
         } else if (auto w = as<While>(s)) {
             Pending dry = inner;
             (void)run(w->body, dry);
+            dry.forget(loopVars(w->body));
             inner.merge(dry);
             (void)run(w->body, inner);
         } else if (auto i = as<IfThenElse>(s)) {
@@ -526,7 +272,7 @@ class Syncer {
 
     /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
     Pending accessesOf(const Stmt &s) const {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
@@ -534,40 +280,17 @@ class Syncer {
         if (containsTileStatement(s)) return acc.p;
         Pending p;
         threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, ownerCache_, p.readOwners, p.writeOwners);
+        recordSites(s, ranges_, p.readSites, p.writeSites);
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
         p.atomics = acc.p.atomics;
         return p;
     }
 
-    /// A read-after-write, write-after-write or write-after-read between `p` and what is pending: tile
-    /// statements' and shared-memory accesses against everything pending, per-thread global accesses against
-    /// tile statements' only.
-    /// A shared buffer whose every element both sides touch is touched by one thread, the same on both sides
-    /// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier; nor do
-    /// atomic updates of a shared buffer between themselves (they commute: TileKernels' expert histograms).
-    static bool conflicts(const Pending &p, const Pending &st) {
-        auto clash = [](const BufferSet &a, const OwnerMap &ao, const BufferSet &b, const OwnerMap &bo) {
-            for (auto *x : a) {
-                if (!b.count(x)) continue;
-                auto i = ao.find(x), j = bo.find(x);
-                if (i == ao.end() || j == bo.end() || !samePrivateOwners(i->second, j->second)) return true;
-            }
-            return false;
-        };
-        return clash(p.reads, p.readOwners, st.writes, st.writeOwners) ||
-               clash(p.writes, p.writeOwners, st.writes, st.writeOwners) ||
-               clash(p.writes, p.writeOwners, st.reads, st.readOwners) || intersects(p.reads, st.threadWrites) ||
-               intersects(p.writes, st.threadWrites) || intersects(p.writes, st.threadReads) ||
-               intersects(p.threadReads, st.writes) || intersects(p.threadWrites, st.writes) ||
-               intersects(p.threadWrites, st.reads) || intersects(p.atomics, st.reads) ||
-               intersects(p.atomics, st.writes) || intersects(p.reads, st.atomics) || intersects(p.writes, st.atomics);
-    }
-
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
         Pending mine = accessesOf(s);
-        if (!conflicts(mine, state)) {
+        if (!conflicts(mine, state, elements_)) {
             state.merge(mine);
             return s;
         }
@@ -585,7 +308,7 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
         for (auto &e : es) acc.visit(e);
         bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.reads, state.atomics);
         Stmt sync = hazard && !blocked() ? barrier(loc) : nullptr;
@@ -606,7 +329,7 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc(layouts_, shareScratch_);
+                Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
                 acc.visit(s);
                 state.merge(acc.p);
                 return s;
@@ -636,12 +359,15 @@ class Syncer {
             Pending dry = state;
             (void)run(f->body, dry);
             dropPrivate(dry, *f);
+            std::set<const VarNode *> vars = loopVars(s); // the next iteration's values differ
+            dry.forget(vars);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(f->body, entry);
             if (!sync)
                 if (Stmt hoisted = hoistEntryBarrier(*f, body, state)) return hoisted;
             state.merge(entry); // the loop may also run zero times
+            state.forget(vars);
             Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;
         }
@@ -651,10 +377,12 @@ class Syncer {
             Stmt sync = readsFirst({w->cond}, state, s->loc);
             Pending dry = state;
             (void)run(w->body, dry);
+            std::set<const VarNode *> vars = loopVars(w->body);
+            dry.forget(vars);
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(w->body, entry);
-            Accesses cond(layouts_, shareScratch_);
+            Accesses cond(layouts_, shareScratch_, kernel_.noThreadSync);
             cond.visit(w->cond);
             if (intersects(cond.p.reads, entry.writes) || intersects(cond.p.reads, entry.atomics)) {
                 Stmt sync = blocked() ? nullptr : barrier(s->loc);
@@ -664,6 +392,7 @@ class Syncer {
                 entry.clear();
             }
             state.merge(entry); // the loop may also run zero times
+            state.forget(vars);
             state.merge(cond.p);
             Stmt loop = While::make(w->cond, body, w->loc);
             return sync ? Seq::make({sync, loop}, s->loc) : loop;

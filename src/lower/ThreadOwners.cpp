@@ -48,17 +48,7 @@ struct SharedAccesses : IRVisitor {
         IRVisitor::visit(op);
     }
     void visit(const Call &op) override {
-        struct Addressed : IRVisitor {
-            using IRVisitor::visit;
-            std::set<const BufferNode *> *out;
-            void visit(const Load &l) override {
-                if (shared(l.buffer)) out->insert(l.buffer.get());
-                IRVisitor::visit(l);
-            }
-        } a;
-        a.out = &unknown;
-        if (!lib::is(op, lib::Fn::AddressOf) && op.name.rfind("extern:", 0) != 0) return IRVisitor::visit(op);
-        a.IRVisitor::visit(op);
+        if (!addressesShared(op, unknown)) IRVisitor::visit(op);
     }
 };
 
@@ -74,6 +64,21 @@ std::optional<std::vector<int64_t>> constShape(const BufferNode &b) {
 }
 
 } // namespace
+
+bool addressesShared(const Call &op, std::set<const BufferNode *> &out) {
+    if (!lib::is(op, lib::Fn::AddressOf) && op.name.rfind("extern:", 0) != 0) return false;
+    struct Addressed : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const BufferNode *> *out;
+        void visit(const Load &l) override {
+            if (l.buffer && l.buffer->scope == Scope::Shared) out->insert(l.buffer.get());
+            IRVisitor::visit(l);
+        }
+    } a;
+    a.out = &out;
+    a.IRVisitor::visit(op);
+    return true;
+}
 
 int64_t elementAt(const std::vector<Expr> &indices, const std::vector<int64_t> &shape,
                   const std::map<const VarNode *, int64_t> &values) {

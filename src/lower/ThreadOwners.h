@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace tilec::passes {
@@ -43,6 +44,10 @@ void nestOwners(const ir::For &outer, const KernelLayouts &layouts, const RangeM
 /// (each thread's stores of its own registers to its own piece of a shared tile).
 void threadOwners(const ir::Stmt &s, const ir::VarNode *tx, int64_t threads, const RangeMap &ranges,
                   OwnerCache &cache, OwnerMap &loads, OwnerMap &stores);
+
+/// Whether `op` hands addresses over (tilec.address_of, a T.call_extern); then the shared buffers whose
+/// elements it addresses are added to `out` (their accesses are not known).
+bool addressesShared(const ir::Call &op, std::set<const ir::BufferNode *> &out);
 
 /// The row-major element of `indices` at the iteration `values`, or -1 outside the buffer or unknown.
 int64_t elementAt(const std::vector<ir::Expr> &indices, const std::vector<int64_t> &shape,

@@ -11,10 +11,12 @@
 namespace tilec::passes {
 
 /// Inserts a block barrier (`tilec.sync`) before each statement that reads shared memory (or a global tensor)
-/// written since the last barrier, or writes shared memory (a global tensor) read or written since then (by
-/// any thread: the analysis does not try to prove that the same thread wrote the data); global atomics
-/// commute and are not counted, nor is a global tensor across the iterations of a persistent tile loop
-/// (they stand for separate blocks). Runs on tile statements (after layout inference,
+/// written since the last barrier, or writes shared memory (a global tensor) read or written since then, unless
+/// no element can be touched by two different threads (ThreadOwners enumerates the threads of constant-bound
+/// code; SyncElements compares the indices of per-thread code symbolically); global atomics commute and are not
+/// counted, nor is a global tensor across the iterations of a persistent tile loop (they stand for separate
+/// blocks). A kernel with TileLang's "tl.disable_thread_storage_sync" (Kernel::noThreadSync) gets barriers only
+/// for the shared scratch of its reductions: its author orders the rest with T.sync_threads. Runs on tile statements (after layout inference,
 /// before lowering to threads): a T.Parallel nest, whose iterations never exchange data, is one statement;
 /// a reduction counts as writing and reading scratch of its own where its lowering exchanges values through
 /// shared memory (reductionUsesShared, from the kernel's `layouts`). Serial loops and ifs whose bounds and

@@ -1,0 +1,136 @@
+/// \file
+/// What insertSyncs (src/lower/InsertSyncs.cpp) knows about a statement before it places barriers: the shared
+/// buffers and global tensors it reads and writes (and which thread touches which element), whether it is a
+/// tile statement every thread takes part in, which values are the same in every thread, and whether what is
+/// pending since the last barrier conflicts with it.
+#pragma once
+
+#include "SyncElements.h"
+#include "ThreadOwners.h"
+#include "tilec/IR.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/passes/Layout.h"
+
+#include <set>
+#include <vector>
+
+namespace tilec::passes::syncs {
+
+/// Shared buffers, and reductions standing for the shared scratch their lowering uses.
+using BufferSet = std::set<const void *>;
+
+/// What is pending since the last barrier. `reads` / `writes`: by tile statements (and shared memory by any
+/// statement); `threadReads` / `threadWrites`: global tensors accessed by per-thread statements (a store
+/// `B[tx * 2 + p] = ...` outside any tile statement), which conflict only with tile statements: as in
+/// TileLang, threads that exchange data through global memory with per-thread code order it themselves
+/// (T.sync_threads), and a thread's own accesses are in program order.
+struct Pending {
+    BufferSet reads, writes, threadReads, threadWrites;
+    /// Shared buffers atomically updated: atomics commute with each other, not with plain reads and writes.
+    BufferSet atomics;
+    /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
+    /// to it is known (ThreadOwners); a buffer without an entry was touched in unknown ways.
+    OwnerMap readOwners, writeOwners;
+    /// The index expressions of the per-thread statements' loads and stores of a shared buffer in `reads` /
+    /// `writes`, where every pending access to it is one of those (SyncElements.h); none for tile statements.
+    SiteMap readSites, writeSites;
+    void merge(const Pending &o);
+    void clear() { *this = Pending{}; }
+    void erase(const void *b);
+    /// The variables `vars` may hold other values from now on (a loop's next iteration, or its exit).
+    void forget(const std::set<const ir::VarNode *> &vars);
+};
+
+bool intersects(const BufferSet &a, const BufferSet &b);
+
+/// A read-after-write, write-after-write or write-after-read between `p` and what is pending: tile
+/// statements' and shared-memory accesses against everything pending, per-thread global accesses against
+/// tile statements' only.
+/// A shared buffer whose every element both sides touch is touched by one thread, the same on both sides
+/// (ThreadOwners: a tile staged in shared memory and read back in its own layout), needs no barrier; nor do
+/// atomic updates of a shared buffer between themselves (they commute: TileKernels' expert histograms); nor
+/// does one whose per-thread accesses on both sides provably touch no element from two different threads
+/// (sitesThreadPrivate: each thread's own elements, or disjoint ones).
+bool conflicts(const Pending &p, const Pending &st, const ElementContext &cx);
+
+/// A block barrier: T.sync_threads (named or not) or T.sync_grid.
+bool isSync(const ir::Stmt &s);
+
+/// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
+struct Accesses : ir::IRVisitor {
+    using IRVisitor::visit;
+    Accesses(const KernelLayouts &l, bool sharedScratch, bool authorSyncs)
+        : layouts(l), sharedScratch(sharedScratch), authorSyncs(authorSyncs) {}
+    const KernelLayouts &layouts;
+    bool sharedScratch; ///< the kernel's reductions exchange through one scratch (reductionsShareScratch)
+    /// "tl.disable_thread_storage_sync" (ir::Kernel::noThreadSync): the author orders the kernel's own accesses
+    /// with T.sync_threads, so only the reductions' scratch is counted.
+    bool authorSyncs;
+    Pending p;
+    void visit(const ir::Load &op) override;
+    void visit(const ir::Store &op) override;
+    void visit(const ir::AtomicAdd &op) override;
+    void visit(const ir::Gemm &op) override;
+    void visit(const ir::Call &op) override;
+    void visit(const ir::Reduce &op) override;
+
+  private:
+    void note(BufferSet &set, const void *b) {
+        if (!authorSyncs) set.insert(b);
+    }
+};
+
+/// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
+/// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
+/// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
+/// of shared or global memory at a uniform index is uniform. A replicated fragment (every thread holds all of
+/// it) is like an alloc_local: the nests over it run whole in every thread, so their variables are uniform, and
+/// its elements are uniform until a thread-dependent store (or a reduction) writes it (issue 24: `if
+/// block_mask[k]:` of a bool fragment copied from a tensor, around a T.copy and a T.gemm).
+class Uniformity : ir::IRVisitor {
+  public:
+    Uniformity(const ir::Kernel &k, const KernelLayouts &layouts);
+    bool uniform(const ir::Expr &e) const;
+    bool uniformVar(const ir::VarNode *v) const { return !vars_.count(v); }
+
+  private:
+    using IRVisitor::visit;
+    const KernelLayouts &layouts_;
+    std::set<const ir::VarNode *> vars_;
+    std::set<const ir::BufferNode *> buffers_;
+    int divergent_ = 0; ///< inside control flow that depends on the thread
+    int wholeNest_ = 0; ///< inside a T.Parallel nest that runs whole in every thread
+
+    bool replicated(const ir::BufferNode *b) const;
+    void visit(const ir::For &f) override;
+    void visit(const ir::Reduce &r) override;
+    void visit(const ir::IfThenElse &i) override;
+    void visit(const ir::While &w) override;
+    void visit(const ir::Store &st) override;
+};
+
+/// The statements that every thread of the block takes part in: T.Parallel nests (their iterations are
+/// spread over the threads), reductions, T.gemm, tile transfers and barriers. What it is, for a diagnostic;
+/// null for another statement.
+const char *tileStatement(const ir::Stmt &s);
+
+/// Whether `s` is or contains a tile statement (one every thread of the block takes part in).
+bool containsTileStatement(const ir::Stmt &s);
+
+/// The accesses of one buffer in a loop's body: the indices of its plain loads and stores; any other
+/// use (a tile region, an address handed to the device library) makes them opaque.
+struct TensorAccesses : ir::IRVisitor {
+    using IRVisitor::visit;
+    explicit TensorAccesses(const ir::BufferNode *b) : buffer(b) {}
+    const ir::BufferNode *buffer;
+    std::vector<const std::vector<ir::Expr> *> indices;
+    std::set<const ir::VarNode *> bound; ///< the loop variables of the body (T.Parallel's included)
+    bool opaque = false;
+    void visitRegion(const ir::Region &r) override;
+    void visit(const ir::Load &op) override;
+    void visit(const ir::Store &op) override;
+    void visit(const ir::For &op) override;
+    void visit(const ir::Call &op) override;
+};
+
+} // namespace tilec::passes::syncs
