@@ -322,6 +322,59 @@ struct LaneConditions : IRMutator {
     }
 };
 
+/// `x // c * c + x % c` as x (Python's floor division and remainder: the identity holds for every x and every
+/// c != 0), the flattened index of `B[x // c, x % c]` over a buffer of rows of c (a thread's run of a flattened
+/// tile, TileLang's dequantization kernels): the lanes of `x = base + lane` are then consecutive elements of B,
+/// whether or not the run crosses a row.
+struct FoldDivMod : IRMutator {
+    using IRMutator::visit;
+    static bool remainderOf(const Expr &e, const Expr &x, const Expr &c) {
+        auto m = as<Binary>(e);
+        return m && m->op == BinaryOp::FloorMod && structurallyEqual(m->a, x) && structurallyEqual(m->b, c);
+    }
+    /// x when `e` is `x // c * c` (or `c * (x // c)`) and `rest` is `x % c`; null otherwise.
+    static Expr whole(const Expr &e, const Expr &rest) {
+        auto mul = as<Binary>(e);
+        if (!mul || mul->op != BinaryOp::Mul) return nullptr;
+        for (auto [q, c] : {std::pair{mul->a, mul->b}, std::pair{mul->b, mul->a}}) {
+            auto d = as<Binary>(q);
+            auto cv = constValue(c);
+            if (d && d->op == BinaryOp::FloorDiv && cv && *cv != 0 && structurallyEqual(d->b, c) &&
+                remainderOf(rest, d->a, c))
+                return d->a;
+        }
+        return nullptr;
+    }
+    static void terms(const Expr &e, std::vector<Expr> &out) {
+        if (auto b = as<Binary>(e); b && b->op == BinaryOp::Add) {
+            terms(b->a, out);
+            terms(b->b, out);
+        } else {
+            out.push_back(e);
+        }
+    }
+    /// The terms of a sum (`base + x // c * c + x % c`, in any order and grouping), each pair folded.
+    Expr visit(const std::shared_ptr<const Binary> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto b = as<Binary>(e);
+        if (!b || b->op != BinaryOp::Add) return e;
+        std::vector<Expr> ts;
+        terms(e, ts);
+        bool folded = false;
+        for (size_t i = 0; i < ts.size(); ++i)
+            for (size_t j = 0; ts[i] && j < ts.size(); ++j)
+                if (Expr x = i != j && ts[j] ? whole(ts[i], ts[j]) : nullptr) {
+                    ts[i] = x, ts[j] = nullptr, folded = true;
+                    break;
+                }
+        if (!folded) return e;
+        Expr sum;
+        for (auto &t : ts)
+            if (t) sum = sum ? binary(BinaryOp::Add, sum, t, e->loc) : t;
+        return sum;
+    }
+};
+
 /// The lanes of a vector taken as one where they provably are (TileLang's im2col gathers 8 channels of one
 /// pixel): with n = R + lane, R a known multiple of the lane count W and d a constant multiple of W, every lane
 /// of an aligned vector lies in one period of d, so n // d is R // d and n % d is R % d + lane (Python's floor
@@ -378,6 +431,8 @@ Stmt laneConditions(const Stmt &body, const VarNode *lane, int64_t width, const 
     return LaneConditions(lane, width, ranges).mutate(body);
 }
 
-Stmt splitLanes(const Stmt &body, const Var &lane, int64_t width) { return LaneSplit(lane, width).mutate(body); }
+Stmt splitLanes(const Stmt &body, const Var &lane, int64_t width) {
+    return LaneSplit(lane, width).mutate(FoldDivMod().mutate(body));
+}
 
 } // namespace tilec::passes::lanes

@@ -79,7 +79,8 @@ ir::Expr underGuards(ir::Expr e, const std::vector<ir::Expr> &guards);
 /// A vectorized loop's body with its ifs' tests made once per vector where they can be (LaneConditions).
 ir::Stmt laneConditions(const ir::Stmt &body, const ir::VarNode *lane, int64_t width, const RangeMap &ranges);
 
-/// A vectorized loop's body with the lanes of a vector taken as one where they provably are (LaneSplit).
+/// A vectorized loop's body with the lanes of a vector taken as one where they provably are: flattened
+/// `x // c * c + x % c` folded to x (FoldDivMod), then `(base + lane) // d` and `% d` split (LaneSplit).
 ir::Stmt splitLanes(const ir::Stmt &body, const ir::Var &lane, int64_t width);
 
 } // namespace tilec::passes::lanes

@@ -67,17 +67,14 @@ class Vectorizer : public IRMutator {
         Stmt s = IRMutator::visit(op);
         auto f = as<For>(s);
         auto width = f ? constInt(f->extent) : std::nullopt;
-        if (f && f->forKind == ForKind::Vectorized && width && *width >= 2 && isZero(f->min)) {
-            Stmt body = splitLanes(f->body, f->var, *width);
-            body = laneConditions(body, f->var.get(), *width, ranges_);
-            if (body != f->body) {
-                s = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
-                f = as<For>(s);
-            }
+        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
+        const int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0;
+        if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
+            s = asVectors(s, *width);
+            f = as<For>(s);
         }
         ranges_ = std::move(saved);
-        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
-        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes > 0 && lanes == width) {
+        if (lanes > 0 && lanes == width) {
             return vectorize(s, *f, lanes);
         } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
             Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
@@ -85,6 +82,7 @@ class Vectorizer : public IRMutator {
             Stmt body = simplifyIndices(substitute(f->body, VarMap{{f->var.get(), v}}));
             Stmt inner = For::make(l, intImm(0, f->var->dtype), intImm(lanes, f->var->dtype), ForKind::Unrolled,
                                    kProgramVectorized, body, f->loc);
+            inner = asVectors(inner, lanes);
             return For::make(o, intImm(0, f->var->dtype), intImm(*width / lanes, f->var->dtype), ForKind::Unrolled, 0,
                              vectorize(inner, *as<For>(inner), lanes), f->loc);
         }
@@ -98,6 +96,15 @@ class Vectorizer : public IRMutator {
     int counter_ = 0;
     RangeMap ranges_; ///< block and thread indices, T.dynamic sizes, the enclosing loops
 
+    /// Loop f over `width` lanes with its lanes taken as one vector where they provably are (splitLanes: the
+    /// floor division and remainder of `base + lane` by a multiple of the width, as a flattened index of a 2-D
+    /// buffer has them) and its tests made once per vector (laneConditions). Exact for lanes in [0, width):
+    /// a lane-parallel loop and a program's T.vectorized loop alike.
+    Stmt asVectors(const Stmt &loop, int64_t width) const {
+        const For &f = *as<For>(loop);
+        Stmt body = laneConditions(splitLanes(f.body, f.var, width), f.var.get(), width, ranges_);
+        return body == f.body ? loop : For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
+    }
 
     /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
     /// lanes at a time).
