@@ -1,8 +1,9 @@
 /// \file
 /// Vector widths of issue 25's side by side, checked for numbers on the CPU simulator: a thread's run of a
 /// flattened tile (`B[x // K, x % K]` in a program's T.vectorized loop, TileLang's mxfp4 dequantization) moves in
-/// vectors whether or not the run stays inside one row. Lowered for sm_80 and run against references computed
-/// here.
+/// vectors whether or not the run stays inside one row, and a gather whose row comes from an index tensor
+/// (`tile[i, d] = KV[Idx[i], d]`, sparse attention) reads 16-byte vectors: the 4-byte index, the same for all
+/// lanes, does not narrow them. Lowered for sm_80 and run against references computed here.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -91,3 +92,31 @@ TEST(LowerSimVectorWidth, FlattenedRunsInsideRows) { flattenedRuns(64, 128, 128,
 TEST(LowerSimVectorWidth, FlattenedRunsAcrossRows) { flattenedRuns(64, 6, 32, 4); }
 // Runs of 16 taken 8 lanes at a time.
 TEST(LowerSimVectorWidth, FlattenedRunsLongerThanAVector) { flattenedRuns(64, 128, 128, 16); }
+
+// A gather of rows by an int32 index tensor into shared memory, then copied out: the float16 row pieces move in
+// 16-byte vectors (8 lanes), not the 4-byte index's 8-byte ones; rows past the index's bound read as zeros.
+TEST(LowerSimVectorWidth, GatherRowsInWideVectors) {
+    const int n = 40, rows = 16, width = 128;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(Idx: T.Tensor((16,), 'int32'), KV: T.Tensor((40, 128), 'float16'),\n"
+                      "      Out: T.Tensor((16, 128), 'float16')):\n"
+                      "    with T.Kernel(1, threads=128) as bx:\n"
+                      "        tile = T.alloc_shared((16, 128), 'float16')\n"
+                      "        for i, d in T.Parallel(16, 128):\n"
+                      "            tile[i, d] = KV[Idx[i], d]\n"
+                      "        T.copy(tile, Out)\n";
+    LowerRun r;
+    const ir::Kernel *k = lowered(r, src);
+    if (!k) return;
+    EXPECT_EQ(vectorLanes(k->body, "KV"), 8);
+    std::vector<double> idx(rows);
+    for (int i = 0; i < rows; ++i) idx[i] = (i * 7 + 3) % n;
+    idx[5] = n + 2; // past the tensor: the gather's bounds test reads zeros
+    auto kv = quarters((size_t)n * width, 11);
+    std::vector<double> out((size_t)rows * width, std::nan("")), want(out.size());
+    for (int i = 0; i < rows; ++i)
+        for (int d = 0; d < width; ++d) want[(size_t)i * width + d] = idx[i] < n ? kv[(size_t)idx[i] * width + d] : 0;
+    simtest::simulate(*k, {{"Idx", &idx}, {"KV", &kv}, {"Out", &out}});
+    expectNear(out, want, 0, "Out");
+}
