@@ -154,7 +154,13 @@ class Collect : public IRVisitor {
             nests[current_].nonLocalStore |= write && b->scope != Scope::Local;
         }
         if (current_ >= 0 && (b->scope == Scope::Global || b->scope == Scope::Shared)) {
-            nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+            // A load whose index leaves out the nest's last variable (the vector lanes run along it) reads one
+            // element for all lanes of a vector, not a vector (the row of a gather, `KV[Idx[i], d]`'s `Idx[i]`,
+            // a per-row scale): its width does not narrow the nest's vectors, as in TileLang's vectorizer.
+            const ir::VarNode *lane = nests[current_].vars.back().get();
+            bool laneInvariantLoad = !write && std::none_of(indices.begin(), indices.end(),
+                                                            [&](const Expr &i) { return ir::uses(i, lane); });
+            if (!laneInvariantLoad) nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
             if (write) nests[current_].memWrites.insert(b.get());
             else nests[current_].memReads.emplace(b.get(), loc);
         }

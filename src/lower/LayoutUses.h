@@ -18,7 +18,7 @@ struct Nest {
     std::vector<ir::Var> vars;
     std::vector<int64_t> extents;
     SourceRange loc;
-    int memBytes = 0; ///< widest element of a global or shared access inside
+    int memBytes = 0; ///< widest element of a global or shared access inside, lane-invariant loads left out
     /// Shared and global buffers read (with the first read's place) and stored inside.
     std::map<const ir::BufferNode *, SourceRange> memReads;
     std::set<const ir::BufferNode *> memWrites;

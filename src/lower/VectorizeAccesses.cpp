@@ -8,6 +8,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "ProgramVectorized.h"
+#include "VectorLanes.h"
 
 #include <algorithm>
 #include <functional>
@@ -16,362 +17,9 @@
 namespace tilec::passes {
 
 using namespace ir;
+using namespace lanes;
 
 namespace {
-
-/// Structural equality with variables and buffers by identity.
-
-bool isZero(const Expr &e) {
-    if (auto f = as<FloatImm>(e)) return f->value == 0.0;
-    if (auto i = as<IntImm>(e)) return i->value == 0;
-    return false;
-}
-
-bool isMemory(const Buffer &b) { return b && (b->scope == Scope::Global || b->scope == Scope::Shared); }
-
-/// Variables bound inside a statement, and buffers it stores to.
-struct Inside : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const VarNode *> bound;
-    std::set<const BufferNode *> stored;
-    void visit(const For &op) override {
-        bound.insert(op.var.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const Store &op) override {
-        stored.insert(op.buffer.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const AtomicAdd &op) override {
-        stored.insert(op.dst.buffer.get());
-        IRVisitor::visit(op);
-    }
-};
-
-bool mentionsAny(const Expr &e, const std::set<const VarNode *> &vars) {
-    for (auto *v : vars)
-        if (uses(e, v)) return true;
-    return false;
-}
-
-/// The base of `index` as `base + lane` with base aligned to `width`, or null.
-Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
-    auto lin = linearIn(index, lane);
-    if (!lin || lin->second != 1) return nullptr;
-    Expr base = lin->first ? lin->first : intImm(0, index->dtype);
-    return knownMultiple(base) % width == 0 ? base : nullptr;
-}
-
-/// The top-level store of a vectorized loop's body (a statement of its Seq, optionally under an if without else).
-const Store *topStore(const Stmt &s) {
-    if (auto i = as<IfThenElse>(s); i && !i->otherwise) return as<Store>(i->then);
-    return as<Store>(s);
-}
-
-/// Whether `e` loads an element of a buffer `reads` picks, or makes a call `calls` picks (none when null).
-bool readsAny(const Expr &e, const std::function<bool(const BufferNode *)> &reads,
-              const std::function<bool(const Call &)> &calls) {
-    struct Reads : IRVisitor {
-        using IRVisitor::visit;
-        const std::function<bool(const BufferNode *)> *reads;
-        const std::function<bool(const Call &)> *calls;
-        bool found = false;
-        void visit(const Load &op) override {
-            found |= (*reads)(op.buffer.get());
-            IRVisitor::visit(op);
-        }
-        void visit(const Call &op) override {
-            found |= *calls && (*calls)(op);
-            IRVisitor::visit(op);
-        }
-    } r;
-    r.reads = &reads;
-    r.calls = &calls;
-    r.visit(e);
-    return r.found;
-}
-
-/// Whether a condition reads nothing (no load, no call): evaluating it again, or once for several lanes or
-/// statements, gives the same answer.
-bool anyCall(const Call &) { return true; }
-
-bool pureIndexTest(const Expr &c) {
-    return !readsAny(c, [](const BufferNode *) { return true; }, anyCall);
-}
-
-/// Whether a condition may be evaluated before a vectorized loop's body: it calls nothing and reads only
-/// registers (local buffers) that the body does not write, so it gives the same answer there, and reading it
-/// touches no memory (a conjunct that loads global memory may be guarded by the conjuncts before it).
-bool registerTest(const Expr &c, const std::set<const BufferNode *> &stored) {
-    auto memoryOrStored = [&](const BufferNode *b) {
-        return b->scope == Scope::Global || b->scope == Scope::Shared || stored.count(b) > 0;
-    };
-    return !readsAny(c, memoryOrStored, anyCall);
-}
-
-/// Whether `e` loads an element of one of `bufs`.
-bool loadsAny(const Expr &e, const std::set<const BufferNode *> &bufs) {
-    return readsAny(e, [&](const BufferNode *b) { return bufs.count(b) > 0; }, nullptr);
-}
-
-/// Whether `e` makes a call with an effect (T.call_extern's functions, library calls that are not pure
-/// expressions): running it once instead of once per lane would change what it does.
-bool callsWithEffect(const Expr &e) {
-    auto effect = [](const Call &c) {
-        const lib::Info *info = lib::find(c.name);
-        return c.name.rfind("extern:", 0) == 0 || (info && !(info->effects & lib::kPure));
-    };
-    return readsAny(e, [](const BufferNode *) { return false; }, effect);
-}
-
-/// The statements at the head of a vectorized loop's body that set a register to the same value in every lane
-/// (a Python name bound in a T.Parallel body, `idx = Indices[i]`, is a one-element register the body stores
-/// first and its gather's index reads): the value and the index use neither the lane nor a variable bound in
-/// the body, load nothing the body stores (the register included) and call nothing with an effect (an extern
-/// atomic); the register is stored nowhere else in the body and read by no statement before. Each lane would
-/// store the same value again, so the statement runs once before the loop instead, and the loads whose
-/// address reads the register may become vector loads.
-size_t invariantRegisterDefs(const std::vector<Stmt> &stmts, const VarNode *lane,
-                             const std::set<const VarNode *> &bound,
-                             const std::set<const BufferNode *> &stored) {
-    auto laneInvariant = [&](const Expr &e) {
-        return !uses(e, lane) && !mentionsAny(e, bound) && !loadsAny(e, stored) && !callsWithEffect(e);
-    };
-    size_t n = 0;
-    for (; n < stmts.size(); ++n) {
-        auto st = as<Store>(stmts[n]);
-        if (!st || isMemory(st->buffer) || !laneInvariant(st->value)) break;
-        if (!std::all_of(st->indices.begin(), st->indices.end(), laneInvariant)) break;
-        int storesHere = 0;
-        for (auto &s : stmts) {
-            Inside in;
-            in.visit(s);
-            storesHere += in.stored.count(st->buffer.get()) > 0;
-        }
-        bool readBefore = false;
-        for (size_t i = 0; i < n; ++i) readBefore |= loads(stmts[i], st->buffer.get());
-        if (storesHere != 1 || readBefore) break;
-    }
-    return n;
-}
-
-/// A vectorized loop's body with each top-level `if c { s1; s2; ... }` (no else, c a pure index test: no load,
-/// no call) split into `if c s1; if c s2; ...`: the stores under a program's own bounds test then sink one by one.
-Stmt splitGuards(const Stmt &body) {
-    auto seq = as<Seq>(body);
-    std::vector<Stmt> stmts = seq ? seq->stmts : std::vector<Stmt>{body};
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (auto &st : stmts) {
-        auto i = as<IfThenElse>(st);
-        auto inner = i && !i->otherwise ? as<Seq>(i->then) : nullptr;
-        if (!inner || !pureIndexTest(i->cond)) {
-            out.push_back(st);
-            continue;
-        }
-        for (auto &t : inner->stmts) out.push_back(IfThenElse::make(i->cond, t, nullptr, i->loc));
-        changed = true;
-    }
-    return changed ? Seq::make(std::move(out), body->loc) : body;
-}
-
-/// Whether memory buffer `b` is only read-modified-written in `body` (`b[i] = f(b[i], ...)`, `+=` on a tensor): one
-/// top-level store to it, and every load of it inside that store's value at the store's own index. Each lane then
-/// reads and writes its own element alone, so all lanes' loads may run before the body and all stores after it.
-bool readModifyWriteOnly(const Stmt &body, const BufferNode *b) {
-    std::vector<Stmt> stmts;
-    if (auto seq = as<Seq>(body)) stmts = seq->stmts;
-    else stmts.push_back(body);
-    const Store *store = nullptr;
-    for (auto &s : stmts) {
-        const Store *st = topStore(s);
-        if (st && st->buffer.get() == b) {
-            if (store) return false;
-            store = st;
-        }
-    }
-    if (!store || store->indices.size() != 1) return false;
-    struct Accesses : IRVisitor {
-        using IRVisitor::visit;
-        const BufferNode *b;
-        std::vector<const Load *> loads;
-        int stores = 0;
-        void visit(const Load &op) override {
-            if (op.buffer.get() == b) loads.push_back(&op);
-            IRVisitor::visit(op);
-        }
-        void visit(const Store &op) override {
-            stores += op.buffer.get() == b;
-            IRVisitor::visit(op);
-        }
-        void visit(const AtomicAdd &op) override {
-            stores += op.dst.buffer.get() == b;
-            IRVisitor::visit(op);
-        }
-    } all, inValue;
-    all.b = inValue.b = b;
-    all.visit(body);
-    inValue.visit(store->value);
-    if (all.stores != 1 || all.loads.size() != inValue.loads.size()) return false;
-    for (auto *l : inValue.loads)
-        if (l->indices.size() != 1 || !structurallyEqual(l->indices[0], store->indices[0])) return false;
-    return true;
-}
-
-void conjuncts(const Expr &c, std::vector<Expr> &out) {
-    if (auto b = as<Binary>(c); b && b->op == BinaryOp::And) {
-        conjuncts(b->a, out);
-        conjuncts(b->b, out);
-        return;
-    }
-    out.push_back(c);
-}
-
-/// A comparison of `base + lane` with a bound, as the same comparison of `base` alone when both are multiples
-/// of the lane count W: for lane in [0, W), base + lane < b exactly when base < b, and base + lane >= b
-/// exactly when base >= b. So the test holds for every lane of an aligned vector or for none, and is made
-/// once per vector. Null when `c` is not of that form.
-Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
-    auto b = as<Binary>(c);
-    if (!b || width < 1) return nullptr; // no lanes to be uniform over (and no division by 0 below)
-    Expr x = b->a, y = b->b;
-    BinaryOp op = b->op;
-    if (uses(y, lane)) { // y > x is x < y; y <= x is x >= y
-        if (op != BinaryOp::GT && op != BinaryOp::LE) return nullptr;
-        std::swap(x, y);
-        op = op == BinaryOp::GT ? BinaryOp::LT : BinaryOp::GE;
-    }
-    if ((op != BinaryOp::LT && op != BinaryOp::GE) || uses(y, lane) || knownMultiple(y) % width != 0)
-        return nullptr;
-    Expr base = alignedBase(x, lane, width);
-    return base && !uses(base, lane) ? binary(op, base, y, c->loc) : nullptr;
-}
-
-/// A comparison that holds for every value its operands can take.
-bool provablyTrue(const Expr &c, const RangeMap &ranges) {
-    auto b = as<Binary>(c);
-    if (!b) return false;
-    Interval x = boundsOf(b->a, ranges), y = boundsOf(b->b, ranges);
-    switch (b->op) {
-    case BinaryOp::LT: return x.hi && y.lo && *x.hi < *y.lo;
-    case BinaryOp::LE: return x.hi && y.lo && *x.hi <= *y.lo;
-    case BinaryOp::GT: return x.lo && y.hi && *x.lo > *y.hi;
-    case BinaryOp::GE: return x.lo && y.hi && *x.lo >= *y.hi;
-    default: return false;
-    }
-}
-
-bool sameTest(const Expr &a, const Expr &b) {
-    auto x = as<Binary>(a), y = as<Binary>(b);
-    if (!x || !y) return structurallyEqual(a, b);
-    return x->op == y->op && provablyEqual(x->a, y->a) && provablyEqual(x->b, y->b);
-}
-
-/// A hoisted load `e` (a load, or `c ? load : 0`) read only where `guards` hold as well, zero elsewhere; the
-/// guards that repeat a test of its own are left out.
-Expr underGuards(Expr e, const std::vector<Expr> &guards) {
-    std::vector<Expr> own, extra;
-    if (auto s = as<Select>(e)) conjuncts(s->cond, own);
-    for (auto &g : guards) {
-        bool known = false;
-        for (auto &o : own) known |= sameTest(o, g);
-        if (!known) extra.push_back(g);
-    }
-    if (extra.empty()) return e;
-    Expr g = extra[0];
-    for (size_t i = 1; i < extra.size(); ++i) g = binary(BinaryOp::And, g, extra[i], e->loc);
-    if (auto s = as<Select>(e)) return Select::make(binary(BinaryOp::And, g, s->cond, e->loc), s->t, s->f, s->loc);
-    Expr zero = e->dtype.isFloat() ? floatImm(0.0, e->dtype) : IntImm::make(e->dtype, 0);
-    return Select::make(g, e, zero, e->loc);
-}
-
-/// The conditions of the ifs in a vectorized loop's body, tested once per vector where they can be
-/// (laneFree), without the tests that always hold (a tile inside the tensor) or that repeat an enclosing one
-/// (the program's own bounds test and predicateBounds'), nested ifs without else merged into one: so a store
-/// under the program's `if i < n and j < h` becomes one vector store under one test.
-struct LaneConditions : IRMutator {
-    using IRMutator::visit;
-    LaneConditions(const VarNode *lane, int64_t width, const RangeMap &ranges) : lane(lane), width(width), ranges(ranges) {}
-    const VarNode *lane;
-    int64_t width;
-    const RangeMap &ranges;
-    std::vector<Expr> outer; ///< the tests of the enclosing ifs (as rewritten)
-
-    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
-        if (op->otherwise) return IRMutator::visit(op);
-        std::vector<Expr> parts, kept;
-        conjuncts(op->cond, parts);
-        for (Expr c : parts) {
-            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
-            bool known = provablyTrue(c, ranges);
-            for (auto &o : outer) known |= sameTest(o, c);
-            for (auto &k : kept) known |= sameTest(k, c);
-            if (!known) kept.push_back(c);
-        }
-        size_t depth = outer.size();
-        outer.insert(outer.end(), kept.begin(), kept.end());
-        Stmt then = mutate(op->then);
-        outer.resize(depth);
-        if (kept.empty()) return then;
-        if (auto inner = as<IfThenElse>(then); inner && !inner->otherwise) { // if a { if b { s } }: if a && b { s }
-            kept.push_back(inner->cond);
-            then = inner->then;
-        }
-        Expr cond = kept[0];
-        for (size_t i = 1; i < kept.size(); ++i) cond = binary(BinaryOp::And, cond, kept[i], op->cond->loc);
-        return IfThenElse::make(cond, then, nullptr, op->loc);
-    }
-};
-
-/// The lanes of a vector taken as one where they provably are (TileLang's im2col gathers 8 channels of one
-/// pixel): with n = R + lane, R a known multiple of the lane count W and d a constant multiple of W, every lane
-/// of an aligned vector lies in one period of d, so n // d is R // d and n % d is R % d + lane (Python's floor
-/// division, any sign of R). Nested zero-selects become one (`c1 ? (c2 ? x : 0) : 0` is `c1 && c2 ? x : 0`:
-/// a load hoisted out of it keeps every test that guards it), and a select's comparisons of `base + lane` become
-/// tests of the vector (laneFree), repeated ones dropped: so a guarded gather becomes one predicated vector load.
-struct LaneSplit : IRMutator {
-    using IRMutator::visit;
-    LaneSplit(const Var &laneVar, int64_t width) : laneVar(laneVar), lane(laneVar.get()), width(width) {}
-    Var laneVar;
-    const VarNode *lane;
-    int64_t width;
-
-    Expr visit(const std::shared_ptr<const Binary> &op) override {
-        Expr e = IRMutator::visit(op);
-        auto b = as<Binary>(e);
-        if (!b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) || !uses(b->a, lane)) return e;
-        auto d = constValue(b->b);
-        auto lin = linearIn(b->a, lane);
-        if (!d || *d <= 0 || *d % width || !lin || lin->second != 1) return e;
-        Expr rest = lin->first ? lin->first : intImm(0, b->a->dtype);
-        if (knownMultiple(rest) % width) return e;
-        Expr q = binary(b->op, rest, b->b, b->loc);
-        return b->op == BinaryOp::FloorDiv ? q : binary(BinaryOp::Add, q, cast(q->dtype, Expr(laneVar)), b->loc);
-    }
-
-    Expr visit(const std::shared_ptr<const Select> &op) override {
-        Expr e = IRMutator::visit(op);
-        auto s = as<Select>(e);
-        if (!s || !isZero(s->f)) return e;
-        std::vector<Expr> parts, kept;
-        conjuncts(s->cond, parts);
-        Expr value = s->t;
-        while (auto inner = as<Select>(value)) { // c1 ? (c2 ? x : 0) : 0
-            if (!isZero(inner->f)) break;
-            conjuncts(inner->cond, parts);
-            value = inner->t;
-        }
-        for (Expr c : parts) {
-            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
-            bool known = false;
-            for (auto &k : kept) known |= sameTest(k, c);
-            if (!known) kept.push_back(c);
-        }
-        Expr cond = kept[0];
-        for (size_t i = 1; i < kept.size(); ++i) cond = binary(BinaryOp::And, cond, kept[i], s->cond->loc);
-        return Select::make(cond, value, s->f, s->loc);
-    }
-};
 
 /// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
 /// is plain stores that either only load memory into registers, or only store registers to one memory
@@ -419,17 +67,14 @@ class Vectorizer : public IRMutator {
         Stmt s = IRMutator::visit(op);
         auto f = as<For>(s);
         auto width = f ? constInt(f->extent) : std::nullopt;
-        if (f && f->forKind == ForKind::Vectorized && width && *width >= 2 && isZero(f->min)) {
-            Stmt body = LaneSplit(f->var, *width).mutate(f->body);
-            body = LaneConditions(f->var.get(), *width, ranges_).mutate(body);
-            if (body != f->body) {
-                s = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, body, f->loc);
-                f = as<For>(s);
-            }
+        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
+        const int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0;
+        if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
+            s = asVectors(s, *width);
+            f = as<For>(s);
         }
         ranges_ = std::move(saved);
-        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
-        if (int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0; lanes > 0 && lanes == width) {
+        if (lanes > 0 && lanes == width) {
             return vectorize(s, *f, lanes);
         } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
             Var o = makeVar(f->var->name + "_o", f->var->dtype, f->loc), l = makeVar(f->var->name, f->var->dtype, f->loc);
@@ -437,6 +82,7 @@ class Vectorizer : public IRMutator {
             Stmt body = simplifyIndices(substitute(f->body, VarMap{{f->var.get(), v}}));
             Stmt inner = For::make(l, intImm(0, f->var->dtype), intImm(lanes, f->var->dtype), ForKind::Unrolled,
                                    kProgramVectorized, body, f->loc);
+            inner = asVectors(inner, lanes);
             return For::make(o, intImm(0, f->var->dtype), intImm(*width / lanes, f->var->dtype), ForKind::Unrolled, 0,
                              vectorize(inner, *as<For>(inner), lanes), f->loc);
         }
@@ -449,6 +95,16 @@ class Vectorizer : public IRMutator {
   private:
     int counter_ = 0;
     RangeMap ranges_; ///< block and thread indices, T.dynamic sizes, the enclosing loops
+
+    /// Loop f over `width` lanes with its lanes taken as one vector where they provably are (splitLanes: the
+    /// floor division and remainder of `base + lane` by a multiple of the width, as a flattened index of a 2-D
+    /// buffer has them) and its tests made once per vector (laneConditions). Exact for lanes in [0, width):
+    /// a lane-parallel loop and a program's T.vectorized loop alike.
+    Stmt asVectors(const Stmt &loop, int64_t width) const {
+        const For &f = *as<For>(loop);
+        Stmt body = laneConditions(splitLanes(f.body, f.var, width), f.var.get(), width, ranges_);
+        return body == f.body ? loop : For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
+    }
 
     /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
     /// lanes at a time).
