@@ -99,14 +99,22 @@ Value makeTensor(Interp &in, CallArgs &args) {
     ir::Expr addr = in.toExpr(ptr, "pointer");
     if (ir::Param *p = pointerParam(*t, addr)) { // TileLang's match_buffer: the parameter is that tensor
         if (p->var->dtype != DType::Int64 && p->var->dtype != DType::UInt64)
-            in.fail(ptr.range, "T.make_tensor of parameter '" + p->var->name + "', a " + std::string(p->var->dtype.name()) +
-                                   " scalar: a pointer parameter is annotated T.ptr");
+            in.fail(ptr.range, "T.make_tensor of parameter '" + p->var->name + "', a scalar of type " +
+                                   std::string(p->var->dtype.name()) + ": a pointer parameter is annotated T.ptr");
         p->kind = ir::Param::Tensor;
         p->buffer = ir::makeBuffer(p->var->name, ir::Scope::Global, dt, s.shape, args.call);
         p->var = nullptr;
         recordStrides(*t, p->buffer, s.strides, args.call, true);
         return Value::ofBuffer(p->buffer);
     }
+    if (auto var = std::dynamic_pointer_cast<const ir::VarNode>(addr); var && var->dtype == DType::Int64) // a T.ptr parameter made a tensor already
+        for (auto &q : t->kernel->params)
+            if (q.kind == ir::Param::Tensor && q.buffer->name == var->name && q.buffer->loc.valid()) {
+                in.diag().error(ptr.range, "T.make_tensor: pointer parameter '" + var->name +
+                                               "' is already a tensor; tilec makes one tensor of a pointer parameter");
+                in.note(q.buffer->loc, "made a tensor here");
+                throw EvalAbort{};
+            }
     if (!t->inLaunch)
         in.fail(args.call, "T.make_tensor of a run-time address must be inside 'with T.Kernel(...)' (before it, only a "
                            "T.ptr parameter can be made a tensor)");
