@@ -496,6 +496,20 @@ struct Kernel : KernelSignature, LaunchConfig, LoweringResult {
     /// (view, base). The view is no alloc of its own: it names the base's elements in row-major order, and
     /// inferLayouts gives it the base's layout over its own shape (the same thread and slot per element).
     std::vector<std::pair<Buffer, Buffer>> fragmentViews;
+    /// T.make_tensor(address, shape, dtype) inside a launch: global tensor `tensor`, no parameter, whose element 0
+    /// is at the run-time address the body stores in `address` (an int64 T.alloc_var) before it uses the tensor
+    /// (a pointer table's entry). Code generation reads and writes it through that address; tile transfers the
+    /// host must describe (TMA tensor maps) skip it.
+    struct AddressedTensor {
+        Buffer tensor, address;
+    };
+    std::vector<AddressedTensor> addressedTensors;
+    /// The address variable of a T.make_tensor tensor, or null.
+    Buffer addressOf(const BufferNode *b) const {
+        for (auto &a : addressedTensors)
+            if (a.tensor.get() == b) return a.address;
+        return nullptr;
+    }
     /// T.import_source: C++ source the kernel's T.call_extern calls ("extern:NAME" calls), emitted verbatim once
     /// before the kernels.
     std::vector<std::string> importedSources;

@@ -21,6 +21,8 @@ class NameTable {
     /// Reserves a name (the launcher's `stream`, runtime identifiers) so no IR name takes it.
     void reserve(const std::string &name) { used_.insert(name); }
     const std::string &of(const void *key, const std::string &hint);
+    /// Makes `key` print as `text`, an expression rather than a name (a T.make_tensor tensor's typed address).
+    void alias(const void *key, std::string text) { names_[key] = std::move(text); }
 
   private:
     std::map<const void *, std::string> names_;

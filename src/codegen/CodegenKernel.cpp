@@ -190,6 +190,9 @@ class KernelPrinter {
                 TILEC_ASSERT(false, "buffer '" + b->name + "' of scope " + toString(b->scope) + " reached code generation");
             }
         }
+        // T.make_tensor: the tensor is its address variable's value as a typed pointer, at every use.
+        for (auto &a : k_.addressedTensors)
+            names_.alias(a.tensor.get(), "reinterpret_cast<" + deviceType(a.tensor->dtype) + " *>(" + name(a.address.get()) + "[0])");
     }
 
     /// `const int bx = ...;` for each blockIdx variable the body mentions, from the block coordinates x, y, z

@@ -16,6 +16,7 @@
 /// The body is traced like a @T.prim_func's (traceKernel); the parameters are the def's tensor and scalar
 /// parameters in the def's order, then the T.empty outputs in the order they are made.
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 
 #include <algorithm>
@@ -303,7 +304,7 @@ Value InterpImpl::compileJit(const Value &fn, CallArgs &args) {
         if (!annotated.count(p.name) && p.annotation) {
             Restore<std::shared_ptr<Env>> scope(env_, f.closure);
             Value a = eval(*p.annotation);
-            if (!a.is(VK::TensorType) && !(a.is(VK::DType) && a.dtype != DType::Void)) continue;
+            if (!a.is(VK::TensorType) && !isPointerAnnotation(a) && !(a.is(VK::DType) && a.dtype != DType::Void)) continue;
             signature.push_back({&p, a});
         } else if (!annotated.count(p.name)) {
             continue; // a missing argument: bindParams says so
@@ -333,7 +334,7 @@ void InterpImpl::declareEagerParam(const ast::Stmt &s) {
     const ast::Expr &target = *s.targets[0];
     Value a = eval(*s.annotation);
     if (a.is(VK::Poison)) throw EvalAbort{};
-    bool declares = a.is(VK::TensorType) || (a.is(VK::DType) && a.dtype != DType::Void);
+    bool declares = a.is(VK::TensorType) || isPointerAnnotation(a) || (a.is(VK::DType) && a.dtype != DType::Void);
     if (!declares) return; // `x: int`: a Python type hint, nothing at compile time
     const std::string fname = t.kernel->name;
     if (target.kind != ast::ExprKind::Name || !t.eager->tensorParams.count(target.str)) {

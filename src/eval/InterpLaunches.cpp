@@ -62,6 +62,17 @@ void InterpImpl::checkLaunchLocals(const ir::Kernel &k) {
                             "T.alloc_global workspace)");
         diag_.note(b->loc, "'" + b->name + "' is allocated here, in another launch");
     }
+    // A T.make_tensor tensor of a run-time address is read through a variable of the launch that made it.
+    BufferUses g(ir::Scope::Global);
+    g.visit(k.body);
+    for (auto &[b, at] : g.uses) {
+        bool param = std::any_of(k.params.begin(), k.params.end(), [&](const ir::Param &p) { return p.buffer.get() == b; });
+        if (param || k.addressOf(b) || std::find(reported.begin(), reported.end(), b) != reported.end()) continue;
+        reported.push_back(b);
+        diag_.error(at, "'" + b->name + "' (T.make_tensor of a run-time address) is used in a 'with T.Kernel' launch "
+                            "that did not make it: its address is a variable of the launch that did (make it again here)");
+        diag_.note(b->loc, "'" + b->name + "' is made here, in another launch");
+    }
 }
 
 void InterpImpl::checkViews(const ir::Kernel &k) {

@@ -63,7 +63,7 @@ Value InterpImpl::tracePrimFunc(const Value &fn, const SourceRange &at) {
 
 /// T.StridedTensor's placement: element idx at sum(idx[d] * strides[d]), one output index over one past the
 /// largest offset; none where the strides are the row-major ones.
-static std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std::vector<ir::Expr> &strides, const SourceRange &at) {
+std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std::vector<ir::Expr> &strides, const SourceRange &at) {
     if (strides.empty()) return std::nullopt;
     ir::Expr rowMajor = ir::intImm(1);
     bool dense = true;
@@ -100,6 +100,10 @@ void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, 
             k.tensorLayouts.push_back(*l);
             if (TraceState *t = trace()) t->paramLayouts.push_back(*l);
         }
+    } else if (isPointerAnnotation(a)) { // an address until T.make_tensor gives it a shape (TileLangPointers.cpp)
+        param.kind = ir::Param::Scalar;
+        param.var = ir::makeVar(name, DType::Int64, at);
+        env.set(name, Value::ofExpr(param.var));
     } else if (a.is(VK::DType) && a.dtype != DType::Void) {
         param.kind = ir::Param::Scalar;
         param.var = ir::makeVar(name, a.dtype, at);

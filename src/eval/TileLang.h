@@ -14,6 +14,11 @@
 
 namespace tilec::eval {
 bool isNumber(const Value &v); ///< Int, Bool or Float (Value.cpp)
+/// `T.ptr` (or what `T.ptr(...)` returns): a pointer parameter's annotation. TileLangPointers.cpp.
+bool isPointerAnnotation(const Value &v);
+/// T.StridedTensor's placement of tensor `b`: element idx at sum(idx[d] * strides[d]); none where the strides
+/// are the row-major ones. InterpTrace.cpp.
+std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std::vector<ir::Expr> &strides, const SourceRange &at);
 } // namespace tilec::eval
 
 namespace tilec::eval::tl {
@@ -40,6 +45,7 @@ void addLayoutPrimitives(Attrs &attrs);  // TileLangLayout.cpp: Layout, annotate
 void addBitPrimitives(Attrs &attrs);     // TileLangBits.cpp: shift_left, bitwise_*, Select, truncmod, popcount, ...
 void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
 void addIntrinsicPrimitives(Attrs &attrs); // TileLangIntrinsics.cpp: dp4a, set_max_nreg
+void addPointerPrimitives(Attrs &attrs);   // TileLangPointers.cpp: ptr, make_tensor
 
 /// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
 /// AccessObj::view set; a slice is a located error. TileLangViews.cpp.

@@ -68,6 +68,8 @@ bool isPackedDTypeName(const std::string &s) {
 DType dtypeArg(Interp &in, const Arg &a) {
     if (a.value.is(VK::DType))
         return a.value.dtype;
+    if (isPointerAnnotation(a.value)) // T.Tensor(shape, T.ptr): a table of addresses, held as int64
+        return DType::Int64;
     if (a.value.is(VK::Str)) {
         if (auto t = DType::parse(a.value.s))
             return *t;

@@ -25,6 +25,7 @@ Value makeTileLanguageModule() {
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
     addViewPrimitives(m->attrs);
+    addPointerPrimitives(m->attrs);
     addLayoutPrimitives(m->attrs);
     addIntrinsicPrimitives(m->attrs);
     return Value::object(VK::Module, m);

@@ -21,6 +21,7 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
     const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
     if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
     if (k.layoutOf(src.get())) return {}; // a T.Layout places its elements where no box of the tensor is
+    if (k.addressOf(src.get())) return {}; // T.make_tensor: an address the host never sees, so no tensor map
     const int eb = src->dtype.bytes();
     if (eb != 1 && eb != 2 && eb != 4) return {};
     if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return {};

@@ -132,6 +132,7 @@ class Stager : public IRMutator {
     /// Why `e` cannot take the staged epilogue ("" when it can); chooses the pieces and buffers.
     std::string refuse(const EpilogueCopy &e) {
         if (k_.layoutOf(e.out.get())) return "'" + e.out->name + "' has a T.Layout (its tiles are no TMA boxes)";
+        if (k_.addressOf(e.out.get())) return "'" + e.out->name + "' is a T.make_tensor (no tensor map for its address)";
         auto lay = layouts_.fragments.find(e.acc.get());
         if (lay == layouts_.fragments.end() || lay->second.kind != Layout::Mma || !lay->second.wgmma || !layouts_.registers.count(e.acc.get()))
             return "'" + e.acc->name + "' is not a wgmma accumulator";

@@ -149,6 +149,10 @@ class Simulator {
     /// Blocks a persistent kernel is launched with (the launcher's min(tiles, SMs x blocks per SM)).
     int64_t persistentBlocks = 2;
 
+    /// T.make_tensor tensors (ir::Kernel::addressedTensors): the data at each run-time address a test hands the
+    /// kernel (the entries of its pointer tables); the other tensors are found by name.
+    std::map<int64_t, std::vector<double> *> addresses;
+
     std::vector<std::string> races; ///< one line per detected race (the first few)
     int64_t agentSwitches = 0;      ///< how often the scheduler resumed an agent (all blocks)
 
@@ -332,6 +336,12 @@ class Simulator {
 
     std::vector<double> &storage(const ir::BufferNode *b, int t) {
         if (b->scope == ir::Scope::Global) {
+            if (ir::Buffer a = k_.addressOf(b)) { // the thread's own copy of the address it was made at
+                const int64_t at = (int64_t)locals_[t].at(a.get()).at(0);
+                auto it = addresses.find(at);
+                if (it == addresses.end()) throw SimError("T.make_tensor tensor " + b->name + " at address " + std::to_string(at) + ", where no tensor is");
+                return *it->second;
+            }
             auto it = tensors_.find(b->name);
             if (it == tensors_.end()) throw SimError("no data for tensor " + b->name);
             return *it->second;
