@@ -5,6 +5,7 @@
 /// arithmetic); the statements the body traces (the launch, loop nests, run-time `if` and `while`) are in
 /// InterpTraceFrames.cpp.
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
 
