@@ -11,6 +11,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
+#include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRolePlan.h"
 
 #include <algorithm>
@@ -42,10 +43,14 @@ class Specializer {
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
         for (size_t i = 0; i < top.size(); ++i) {
-            auto f = as<For>(top[i]);
+            // The loop at the top level, or inside the kernel's own walk over output tiles (T.Persistent).
+            std::string walkWhy;
+            std::optional<TileWalk> walk = findTileWalk(top[i], k_.threadIdx, walkWhy);
+            auto f = walk ? as<For>(walk->inner[walk->loopAt]) : as<For>(top[i]);
+            if (!walk && !walkWhy.empty()) log(top[i]->loc, "a T.Pipelined loop keeps the cp.async path: " + walkWhy);
             if (!f || f->forKind != ForKind::Pipelined || f->numStages < 1) continue;
             why_.clear();
-            if (auto k = specialize(top, i)) {
+            if (auto k = walk ? specialize(walk->inner, walk->loopAt, &*walk, top, i) : specialize(top, i)) {
                 log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
                                 (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
@@ -53,7 +58,9 @@ class Specializer {
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
                                 (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
                                 (registerA_ ? " (A from registers: RS)" : "") + "; " +
-                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" +
+                                (walk ? ", walking the kernel's own tiles (" + std::to_string(walk->loops) + " serial loop(s) around it; the ring's stages run on across tiles)"
+                                      : k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
                                 (k->persistent && onceTiles_ ? " (the once tiles reloaded per output tile behind a full/empty barrier pair)" : "") +
                                 (k->walkSlowest != 2 ? " walking grid dimension " + std::to_string(k->walkSlowest) +
                                                            " slowest (the loop's trip count depends on its block index)"
@@ -161,6 +168,9 @@ class Specializer {
         Buffer ringBase; ///< where the trip count varies by tile: the iterations of the block's earlier tiles
         Expr baseNow;
         Expr onceBar, onceEmpty; ///< the once tiles' full barrier, and (persistent) their empty one
+        const TileWalk *walk = nullptr;     ///< the kernel's own walk over output tiles around the loop, if any
+        const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
+        size_t walkAt = 0;                  ///< ... and the walk's position among them
 
         Expr barrier(const Expr &index) const { return addressOf(mbar, {simplify(index)}); }
         Expr full(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, i32(2 * g * S), stage)); }
@@ -172,7 +182,8 @@ class Specializer {
         /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent).
         std::pair<Expr, Expr> stageOf(const Var &ko, const Var &tile) const {
             Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop->min));
-            if (tile) k0 = simplify(binary(BinaryOp::Add, ringBase ? baseNow : binary(BinaryOp::Mul, tile, loop->extent), k0));
+            if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
+            else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
         }
@@ -183,10 +194,14 @@ class Specializer {
         return false;
     }
 
-    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at) {
+    /// The loop top[at] as warp roles; `walk` (at `walkAt` among the kernel's top-level statements `outer`): the
+    /// kernel's own walk over output tiles around it, whose innermost list `top` is.
+    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at, const TileWalk *walk = nullptr,
+                                       const std::vector<Stmt> &outer = {}, size_t walkAt = 0) {
         Plan p;
         p.loop = as<For>(top[at]);
         p.at = at;
+        p.walk = walk, p.outer = &outer, p.walkAt = walkAt;
         p.loc = p.loop->loc;
         // sm_90a: a producer warpgroup, whose registers setmaxnreg hands to the consumers. sm_90 (no setmaxnreg):
         // one producer warp, so that the registers every thread keeps are wasted on 32 threads, not 128.
@@ -243,7 +258,9 @@ class Specializer {
                 if (readsMemory(e)) return fail("a copy's position reads a buffer");
             p.tiles.push_back(*t);
         }
-        p.once = onceTiles(top, p.at, p.onceAt);
+        // In a walk of the kernel's own, copies ahead of the loop stay the consumers' (their barriers' phases
+        // would follow the walk's guards).
+        if (!p.walk) p.once = onceTiles(top, p.at, p.onceAt);
         for (auto *list : {&p.tiles, &p.once})
             for (auto &t : *list) {
                 if (p.byBuffer.count(t.copy->dst.buffer.get())) return fail("two copies load one shared buffer");
@@ -328,8 +345,8 @@ class Specializer {
         const int uneven = p.uneven;
         const bool oneWave = uneven == 1 && p.constTiles && *p.constTiles <= t_.numSms;
         const bool unevenTiles = uneven > 1 || (uneven == 1 && (o_.walkGroup == 0 || oneWave));
-        p.persistent = o_.persistent && !outsideTiles && !unevenTiles;
-        notPersistent_ = p.persistent ? "" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
+        p.persistent = o_.persistent && !outsideTiles && !unevenTiles && !p.walk;
+        notPersistent_ = p.persistent ? "" : p.walk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
                          : uneven > 1 ? "its tiles differ in work (the loop's trip count depends on several block indices)"
                          : o_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
                                              : "its tiles differ in work and are no more than the " + std::to_string(t_.numSms) + " SMs (--num-sms): one wave, every block one tile";
@@ -406,7 +423,8 @@ class Specializer {
         // The ring's position runs on across a block's tiles: tile * trips + k where every tile runs the same
         // trips; where they differ (attention's causal loop on the query block) a count of the iterations of
         // the block's earlier tiles, one per role thread (`ringBase`, advanced after each tile's loop).
-        const bool tripsVary = p.persistent && p.unevenAxis >= 0;
+        // In a walk of the kernel's own, always: its guards may skip tiles.
+        const bool tripsVary = (p.persistent && p.unevenAxis >= 0) || p.walk;
         p.ringBase = tripsVary ? makeBuffer("tilec_ring_base", Scope::Var, DType::Int32, {i32(1)}, p.loc) : Buffer();
         if (p.ringBase) nk.allocs.push_back(p.ringBase);
         p.baseNow = p.ringBase ? Load::make(p.ringBase, {i32(0)}, p.loc) : Expr();
@@ -457,6 +475,10 @@ class Specializer {
             producerLoop = Seq::make(std::move(first), loc);
         }
         if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
+        if (p.walk) { // the consumers' walk, in the producer's own variables
+            VarMap vars = freshWalkVars(*p.walk);
+            producerLoop = rewrapTileWalk(*p.walk, substitute(producerLoop, vars), vars, true);
+        }
         if (p.ringBase) producerLoop = Seq::make({p.resetBase(), producerLoop}, loc);
         return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(p.C)), producerLoop, nullptr, loc);
     }
@@ -520,6 +542,11 @@ class Specializer {
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
         Stmt consumerBody = Seq::make(std::move(consumer), loc);
         if (p.persistent) consumerBody = For::make(p.consumerTile, i32(0), p.tileCount, ForKind::Persistent, 0, consumerBody, loc);
+        if (p.walk) { // the kernel's statements, the walk's innermost list replaced
+            std::vector<Stmt> outer = *p.outer;
+            outer[p.walkAt] = rewrapTileWalk(*p.walk, consumerBody, {}, false);
+            consumerBody = Seq::make(std::move(outer), loc);
+        }
         if (p.ringBase) consumerBody = Seq::make({p.resetBase(), consumerBody}, loc);
         return consumerBody;
     }

@@ -1,0 +1,244 @@
+/// \file
+/// Kernels that walk their own output tiles (T.Persistent's wave loop and tile guard, or an author's serial
+/// loop with an `if` on the tile) around a T.Pipelined GEMM, lowered for sm_90a into warp roles (src/lower/
+/// TileWalks.cpp, specializeWarps): the producer walks the same tiles as the consumers and the ring's stages and
+/// phases run on across tiles. Run on the CPU simulator under several interleavings against a float64
+/// reference, at shapes the tiles do not divide and tile counts that are not a multiple of the blocks; and
+/// mutations the simulator must catch (the producer walking one tile fewer, the ring restarting per tile).
+#include "sim/Simulator.h"
+#include "LowerTestUtil.h"
+#include "SimTestUtil.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::quarters;
+using tilec::simtest::Simulator;
+namespace lib = tilec::passes::lib;
+
+namespace {
+
+/// A GEMM whose `blocks` blocks walk the (ceil(M / bm), ceil(N / bn)) output tiles: "primitive", T.Persistent;
+/// "serial", the author's own wave loop with a guard on both tile coordinates; `staged`: the epilogue through a
+/// shared tile (as TileLang's example_gemm_persistent.py), else straight from the accumulator.
+const char *kSource = R"(import tilelang.language as T
+
+
+def walk_gemm(M, N, K, bm, bn, bk, stages, threads, blocks, primitive, staged):
+    m_blocks = T.ceildiv(M, bm)
+    n_blocks = T.ceildiv(N, bn)
+    waves = T.ceildiv(m_blocks * n_blocks, blocks)
+
+    @T.macro
+    def one_tile(A, B, C, A_s, B_s, C_l, C_s, bx, by):
+        T.clear(C_l)
+        for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+            T.copy(A[bx * bm, k * bk], A_s)
+            T.copy(B[k * bk, by * bn], B_s)
+            T.gemm(A_s, B_s, C_l)
+        if staged:
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[bx * bm, by * bn])
+        else:
+            T.copy(C_l, C[bx * bm, by * bn])
+
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(blocks, threads=threads) as (block_id):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float")
+            C_s = T.alloc_shared((bm, bn), "float16")
+            if primitive:
+                for bx, by in T.Persistent([m_blocks, n_blocks], blocks, block_id):
+                    one_tile(A, B, C, A_s, B_s, C_l, C_s, bx, by)
+            else:
+                for w in T.serial(waves):
+                    tile = w * blocks + block_id
+                    bx = tile // n_blocks
+                    by = tile % n_blocks
+                    if bx < m_blocks:
+                        one_tile(A, B, C, A_s, B_s, C_l, C_s, bx, by)
+    return kernel
+)";
+
+struct WalkCase {
+    int M, N, K, bm, bn, bk, stages, threads, blocks;
+    bool primitive = true, staged = true;
+};
+
+std::string source(const WalkCase &c) {
+    auto b = [](bool x) { return std::string(x ? "True" : "False"); };
+    return std::string(kSource) + "\n\nk = walk_gemm(" + std::to_string(c.M) + ", " + std::to_string(c.N) + ", " + std::to_string(c.K) +
+           ", " + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " + std::to_string(c.stages) +
+           ", " + std::to_string(c.threads) + ", " + std::to_string(c.blocks) + ", " + b(c.primitive) + ", " + b(c.staged) + ")\n";
+}
+
+struct Lowered {
+    LowerRun r;
+    const ir::Kernel *roles = nullptr;
+    explicit Lowered(const WalkCase &c, const char *arch = "sm_90a") {
+        Variant t{*Target::parse(arch), {}};
+        t.options.clusters = false; // the simulator runs one block at a time
+        r.run(source(c), "walk.tile", t);
+        if (r.lowered)
+            for (auto &k : r.lowered->kernels)
+                if (k->producerThreads) roles = k.get();
+    }
+};
+
+/// The simulator's error (a deadlock, a misuse; empty when it ran through), races, and wrong elements of C.
+struct Outcome {
+    std::string error;
+    std::vector<std::string> races;
+    int wrong = 0;
+    std::string firstWrong;
+};
+
+Outcome simulate(const ir::Kernel &k, const WalkCase &c, uint64_t seed) {
+    auto a = quarters((size_t)c.M * c.K, 1), b = quarters((size_t)c.K * c.N, 2);
+    std::vector<double> out((size_t)c.M * c.N, std::nan(""));
+    Outcome o;
+    {
+        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &out}}, {}, seed);
+        try {
+            s.run();
+        } catch (const simtest::SimError &e) {
+            o.error = e.what();
+        }
+        o.races = s.races;
+    }
+    for (int i = 0; i < c.M; ++i)
+        for (int j = 0; j < c.N; ++j) {
+            double acc = 0;
+            for (int kk = 0; kk < c.K; ++kk) acc += a[(size_t)i * c.K + kk] * b[(size_t)kk * c.N + j];
+            double want = simtest::roundToDType(DType::Float16, acc), got = out[(size_t)i * c.N + j];
+            if (!(got == want) && o.wrong++ == 0)
+                o.firstWrong = "C[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + std::to_string(got) + ", expected " + std::to_string(want);
+        }
+    return o;
+}
+
+void expectCorrect(const ir::Kernel &k, const WalkCase &c, std::initializer_list<uint64_t> seeds) {
+    for (uint64_t seed : seeds) {
+        Outcome o = simulate(k, c, seed);
+        EXPECT_EQ(o.error, "") << "seed " << seed;
+        for (auto &r : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << r;
+        EXPECT_EQ(o.wrong, 0) << "seed " << seed << ": " << o.firstWrong;
+    }
+}
+
+void walkCase(const WalkCase &c, const char *arch = "sm_90a") {
+    Lowered l(c, arch);
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel\n" << l.r.diags();
+    EXPECT_FALSE(l.roles->persistent) << "the kernel walks its own tiles; tilec adds no walk of its own";
+    expectCorrect(*l.roles, c, {0, 1, 2});
+}
+
+// 4 x 3 tiles (200 = 3 x 64 + 8 rows, 136 = 2 x 64 + 8 columns), K = 200 (a partial last k-block) over 5 blocks:
+// 3 waves of 15 slots, 3 of them past the last tile (T.Persistent's guard), blocks walking 2 or 3 tiles.
+TEST(SimTileWalk, PersistentPrimitiveOddShapes) { walkCase({200, 136, 200, 64, 64, 64, 3, 128, 5}); }
+TEST(SimTileWalk, PersistentPrimitiveTwoStages) { walkCase({136, 200, 136, 64, 64, 32, 2, 128, 4}); }
+// More stages than k-blocks: the ring's phase still runs on across tiles.
+TEST(SimTileWalk, MoreStagesThanKBlocks) { walkCase({130, 72, 64, 64, 64, 32, 4, 128, 3}); }
+TEST(SimTileWalk, TwoConsumerWarpgroups) { walkCase({200, 136, 160, 128, 64, 64, 3, 256, 3}); }
+TEST(SimTileWalk, OneBlockWalksEveryTile) { walkCase({136, 136, 96, 64, 64, 32, 2, 128, 1}); }
+TEST(SimTileWalk, EpilogueFromTheAccumulator) { walkCase({200, 136, 200, 64, 64, 64, 3, 128, 5, true, false}); }
+TEST(SimTileWalk, AuthorsOwnWaveLoop) { walkCase({200, 136, 200, 64, 64, 64, 3, 128, 5, false, true}); }
+TEST(SimTileWalk, AuthorsOwnWaveLoopAccumulatorEpilogue) { walkCase({136, 200, 96, 64, 64, 32, 2, 128, 4, false, false}); }
+// sm_90 (no wgmma): one producer warp, mma.sync consumers releasing each stage thread by thread.
+TEST(SimTileWalk, Sm90ProducerWarp) { walkCase({200, 136, 200, 64, 64, 64, 3, 128, 5}, "sm_90"); }
+TEST(SimTileWalk, Sm90AuthorsOwnWaveLoop) { walkCase({136, 200, 96, 64, 64, 32, 2, 128, 4, false, false}, "sm_90"); }
+
+/// The producer's walk: its outermost serial loop (the wave loop).
+struct FirstSerialLoop : ir::IRVisitor {
+    using IRVisitor::visit;
+    const ir::For *found = nullptr;
+    void visit(const ir::For &f) override {
+        if (!found && f.forKind == ir::ForKind::Serial) found = &f;
+        if (!found) IRVisitor::visit(f);
+    }
+};
+
+const ir::WarpRoles *rolesOf(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using IRVisitor::visit;
+        const ir::WarpRoles *w = nullptr;
+        void visit(const ir::WarpRoles &op) override { w = &op; }
+    } v;
+    v.visit(k.body);
+    return v.w;
+}
+
+/// The kernel with the producer's wave loop running `drop` waves fewer.
+std::shared_ptr<ir::Kernel> producerWalksFewer(const ir::Kernel &k, int drop) {
+    const ir::WarpRoles *wr = rolesOf(k);
+    FirstSerialLoop f;
+    f.visit(wr->producer);
+    struct Cut : ir::IRMutator {
+        using IRMutator::visit;
+        const ir::For *target;
+        int drop;
+        ir::Stmt visit(const std::shared_ptr<const ir::For> &op) override {
+            if (op.get() != target) return IRMutator::visit(op);
+            return ir::For::make(op->var, op->min, ir::binary(ir::BinaryOp::Sub, op->extent, ir::intImm(drop, DType::Int32)),
+                                 op->forKind, op->numStages, op->body, op->loc);
+        }
+    } cut;
+    cut.target = f.found, cut.drop = drop;
+    auto nk = std::make_shared<ir::Kernel>(k);
+    nk->body = cut.mutate(k.body);
+    return nk;
+}
+
+TEST(SimTileWalkMutant, UnmutatedRunsClean) {
+    WalkCase c{200, 136, 200, 64, 64, 64, 3, 128, 5};
+    Lowered l(c);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    Outcome o = simulate(*l.roles, c, 0);
+    EXPECT_EQ(o.error, "");
+    EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+}
+
+TEST(SimTileWalkMutant, ProducerWalkingOneWaveFewerDeadlocks) {
+    WalkCase c{200, 136, 200, 64, 64, 64, 3, 128, 5};
+    Lowered l(c);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    FirstSerialLoop f;
+    f.visit(rolesOf(*l.roles)->producer);
+    ASSERT_TRUE(f.found) << "the producer has no wave loop of its own";
+    Outcome o = simulate(*producerWalksFewer(*l.roles, 1), c, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << "the consumers of the last wave wait for tiles never loaded: " << o.error;
+}
+
+/// Every use of the ring's running position (the count of the block's earlier iterations) replaced by 0: each
+/// tile restarts the ring at stage 0, phase 0, while the barriers' phases have run on.
+TEST(SimTileWalkMutant, RingRestartingPerTileIsCaught) {
+    WalkCase c{200, 136, 200, 64, 64, 64, 3, 128, 5};
+    Lowered l(c);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    struct Zero : ir::IRMutator {
+        using IRMutator::visit;
+        int replaced = 0;
+        ir::Expr visit(const std::shared_ptr<const ir::Load> &op) override {
+            if (op->buffer->name != "tilec_ring_base") return IRMutator::visit(op);
+            ++replaced;
+            return ir::intImm(0, DType::Int32);
+        }
+    } zero;
+    auto nk = std::make_shared<ir::Kernel>(*l.roles);
+    nk->body = zero.mutate(l.roles->body);
+    ASSERT_GT(zero.replaced, 0) << "no running ring position in the roles";
+    Outcome o = simulate(*nk, c, 0);
+    EXPECT_TRUE(!o.error.empty() || o.wrong > 0 || !o.races.empty()) << "a ring restarting per tile ran clean";
+}
+
+} // namespace
