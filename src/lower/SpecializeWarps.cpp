@@ -57,7 +57,8 @@ class Specializer {
                                 (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
                                 (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
-                                (registerA_ ? " (A from registers: RS)" : "") + "; " +
+                                (registerA_ ? " (A from registers: RS)" : "") +
+                                (guarded_ ? ", each iteration under its body's condition (the ring moving on by the iterations that run)" : "") + "; " +
                                 std::to_string(k->minBlocksPerSM) + " block(s) per SM" +
                                 (walk ? ", walking the kernel's own tiles (" + std::to_string(walk->loops) + " serial loop(s) around it; the ring's stages run on across tiles)"
                                       : k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
@@ -84,6 +85,7 @@ class Specializer {
     std::string why_; ///< why the last loop tried was not specialized
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
+    bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
 
     void log(const SourceRange &at, const std::string &what) const {
@@ -171,18 +173,30 @@ class Specializer {
         const TileWalk *walk = nullptr;     ///< the kernel's own walk over output tiles around the loop, if any
         const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
         size_t walkAt = 0;                  ///< ... and the walk's position among them
+        Expr guard;      ///< the condition each iteration's body runs under (block-sparse `if mask[...]:`), if any
+        Stmt unguarded;  ///< ... and the loop with the guarded body as its body (`loop` points to it)
 
         Expr barrier(const Expr &index) const { return addressOf(mbar, {simplify(index)}); }
         Expr full(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, i32(2 * g * S), stage)); }
         Expr empty(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, i32(2 * g * S + S), stage)); }
         Stmt resetBase() const { return Store::make(ringBase, {i32(0)}, i32(0), loc); }
         Stmt advanceBase() const {
+            if (guard) return Seq::make({}, loc); // advanced by each iteration that runs (advanceOne)
             return Store::make(ringBase, {i32(0)}, simplify(binary(BinaryOp::Add, baseNow, binary(BinaryOp::Max, loop->extent, i32(0)))), loc);
         }
-        /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent).
+        Stmt advanceOne() const { return Store::make(ringBase, {i32(0)}, simplify(binary(BinaryOp::Add, baseNow, i32(1))), loc); }
+        /// The body of one iteration, under the guard where there is one (then the ring moves on one stage).
+        Stmt iteration(std::vector<Stmt> body, const VarMap &vars) const {
+            if (!guard) return Seq::make(std::move(body), loc);
+            body.push_back(advanceOne());
+            return IfThenElse::make(substitute(guard, vars), Seq::make(std::move(body), loc), nullptr, loc);
+        }
+        /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent); with a guard,
+        /// of the next iteration that runs.
         std::pair<Expr, Expr> stageOf(const Var &ko, const Var &tile) const {
             Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop->min));
-            if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
+            if (guard) k0 = baseNow;
+            else if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
             else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
@@ -192,6 +206,27 @@ class Specializer {
     bool fail(std::string why) {
         why_ = std::move(why);
         return false;
+    }
+
+    /// A loop body that is one condition without an else (block-sparse GEMM's `if mask[by, bx, k]:` around its
+    /// copies and T.gemm): both roles evaluate it per iteration, the producer loading and the consumers
+    /// computing only where it holds, and the ring moves on by the iterations that run. It may read global
+    /// tensors the kernel does not write, and not depend on the thread; false (why_) where it does.
+    bool unguard(Plan &p) {
+        Stmt body = p.loop->body;
+        if (auto q = as<Seq>(body); q && q->stmts.size() == 1) body = q->stmts[0];
+        auto c = as<IfThenElse>(body);
+        if (!c || c->otherwise) return true;
+        if (uses(c->cond, k_.threadIdx.get())) return fail("the condition around its body depends on the thread");
+        std::set<const BufferNode *> read = mentionedBuffers(Evaluate::make(c->cond, c->loc), nullptr), written = writtenBuffers(k_.body);
+        for (auto *b : read)
+            if (b->scope != Scope::Global || written.count(b))
+                return fail("the condition around its body reads '" + b->name + "', which the kernel " +
+                            (b->scope != Scope::Global ? "keeps on chip" : "writes"));
+        p.guard = c->cond;
+        p.unguarded = For::make(p.loop->var, p.loop->min, p.loop->extent, p.loop->forKind, p.loop->numStages, c->then, p.loop->loc);
+        p.loop = as<For>(p.unguarded);
+        return true;
     }
 
     /// The loop top[at] as warp roles; `walk` (at `walkAt` among the kernel's top-level statements `outer`): the
@@ -210,6 +245,7 @@ class Specializer {
         // Roles would put the grid barrier in one role's code, a persistent walk in a loop of tiles.
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
         if (readsMemory(p.loop->min) || readsMemory(p.loop->extent)) return no("its bounds read a buffer");
+        if (!unguard(p)) return nullptr;
         LoopSplit split = splitPipelinedBody(*p.loop);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p) || !groupBarriers(p)) return nullptr;
@@ -244,6 +280,7 @@ class Specializer {
         ringTiles_ = (int)p.tiles.size();
         onceTiles_ = (int)p.once.size();
         registerA_ = p.rowsOnly;
+        guarded_ = p.guard != nullptr;
         return nk;
     }
 
@@ -424,7 +461,7 @@ class Specializer {
         // trips; where they differ (attention's causal loop on the query block) a count of the iterations of
         // the block's earlier tiles, one per role thread (`ringBase`, advanced after each tile's loop).
         // In a walk of the kernel's own, always: its guards may skip tiles.
-        const bool tripsVary = (p.persistent && p.unevenAxis >= 0) || p.walk;
+        const bool tripsVary = (p.persistent && p.unevenAxis >= 0) || p.walk || p.guard;
         p.ringBase = tripsVary ? makeBuffer("tilec_ring_base", Scope::Var, DType::Int32, {i32(1)}, p.loc) : Buffer();
         if (p.ringBase) nk.allocs.push_back(p.ringBase);
         p.baseNow = p.ringBase ? Load::make(p.ringBase, {i32(0)}, p.loc) : Expr();
@@ -458,7 +495,7 @@ class Specializer {
                 issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], addressOf(p.ring.at(p.tiles[i].copy->dst.buffer.get()), {ps, i32(0), i32(0)}),
                                         p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0));
         }
-        Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
+        Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
         if (p.ringBase) producerLoop = Seq::make({producerLoop, p.advanceBase()}, loc);
         // The once tiles ahead of the loop; persistent, for each output tile once the consumers have released
         // the previous one's (the first tile's wait, on the parity before the barrier's first phase, passes).
@@ -533,7 +570,7 @@ class Specializer {
                 consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.onceBar, p.persistent ? simplify(binary(BinaryOp::FloorMod, p.consumerTile, i32(2))) : i32(0)},
                                              top[i]->loc));
         }
-        consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(body), {}), loc));
         if (p.persistent && !p.once.empty())
             consumer.push_back(onceLast < p.rest.size()
                                    ? IfThenElse::make(binary(BinaryOp::LE, loop.extent, i32(0)), onceRelease, nullptr, loc)

@@ -5,6 +5,8 @@
 /// phases run on across tiles. Run on the CPU simulator under several interleavings against a float64
 /// reference, at shapes the tiles do not divide and tile counts that are not a multiple of the blocks; and
 /// mutations the simulator must catch (the producer walking one tile fewer, the ring restarting per tile).
+/// Also a T.Pipelined loop whose body runs under a condition (block-sparse GEMM): both roles evaluate it, the
+/// ring moving on by the iterations that run; a producer ignoring the mask must be caught.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -85,10 +87,11 @@ std::string source(const WalkCase &c) {
 struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
-    explicit Lowered(const WalkCase &c, const char *arch = "sm_90a") {
+    explicit Lowered(const WalkCase &c, const char *arch = "sm_90a") : Lowered(source(c), arch) {}
+    Lowered(const std::string &src, const char *arch) {
         Variant t{*Target::parse(arch), {}};
         t.options.clusters = false; // the simulator runs one block at a time
-        r.run(source(c), "walk.tile", t);
+        r.run(src, "walk.tile", t);
         if (r.lowered)
             for (auto &k : r.lowered->kernels)
                 if (k->producerThreads) roles = k.get();
@@ -157,6 +160,115 @@ TEST(SimTileWalk, AuthorsOwnWaveLoopAccumulatorEpilogue) { walkCase({136, 200, 9
 // sm_90 (no wgmma): one producer warp, mma.sync consumers releasing each stage thread by thread.
 TEST(SimTileWalk, Sm90ProducerWarp) { walkCase({200, 136, 200, 64, 64, 64, 3, 128, 5}, "sm_90"); }
 TEST(SimTileWalk, Sm90AuthorsOwnWaveLoop) { walkCase({136, 200, 96, 64, 64, 32, 2, 128, 4, false, false}, "sm_90"); }
+
+/// A block-sparse GEMM (TileLang's examples/blocksparse_gemm): each k-block's copies and T.gemm under
+/// `if Mask[by, bx, k]:`. Both roles evaluate the mask per iteration; the ring moves on by the iterations that
+/// run. `staged`: the epilogue through a shared tile (the roles then take one tile per block), else straight
+/// from the accumulator (tilec's persistent walk: the count of iterations run goes on across tiles).
+const char *kSparse = R"(import tilelang.language as T
+
+
+def sparse_gemm(M, N, K, bm, bn, bk, stages, threads, staged):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+               Mask: T.Tensor((T.ceildiv(M, bm), T.ceildiv(N, bn), T.ceildiv(K, bk)), "bool"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float")
+            C_s = T.alloc_shared((bm, bn), "float16")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                if Mask[by, bx, k]:
+                    T.copy(A[by * bm, k * bk], A_s)
+                    T.copy(B[k * bk, bx * bn], B_s)
+                    T.gemm(A_s, B_s, C_l)
+            if staged:
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[by * bm, bx * bn])
+            else:
+                T.copy(C_l, C[by * bm, bx * bn])
+    return kernel
+)";
+
+/// The producer loading every k-block, the mask ignored (its guard's condition made true).
+std::shared_ptr<ir::Kernel> producerIgnoringTheMask(const ir::Kernel &k);
+
+void sparseCase(const WalkCase &c, bool staged, const char *arch = "sm_90a", bool mutate = false) {
+    const std::string src = std::string(kSparse) + "\n\nk = sparse_gemm(" + std::to_string(c.M) + ", " + std::to_string(c.N) + ", " +
+                            std::to_string(c.K) + ", " + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
+                            std::to_string(c.bk) + ", " + std::to_string(c.stages) + ", " + std::to_string(c.threads) + ", " +
+                            (staged ? "True" : "False") + ")\n";
+    Lowered l(src, arch);
+    const ir::Kernel *roles = l.roles;
+    ASSERT_TRUE(roles) << "no warp-specialized kernel\n" << l.r.diags();
+    EXPECT_EQ(roles->persistent, !staged);
+    std::shared_ptr<ir::Kernel> mutant = mutate ? producerIgnoringTheMask(*roles) : nullptr;
+    if (mutant) roles = mutant.get();
+    int failures = 0;
+    const int mb = (c.M + c.bm - 1) / c.bm, nb = (c.N + c.bn - 1) / c.bn, kb = (c.K + c.bk - 1) / c.bk;
+    auto a = quarters((size_t)c.M * c.K, 1), b = quarters((size_t)c.K * c.N, 2), mask = quarters((size_t)mb * nb * kb, 3);
+    for (auto &m : mask) m = m > 0; // about half the k-blocks; some tiles none, some all
+    mask[0] = 0, mask[1] = 0;
+    for (uint64_t seed : {0, 1, 2}) {
+        std::vector<double> out((size_t)c.M * c.N, std::nan(""));
+        Simulator sim(*roles, {{"A", &a}, {"B", &b}, {"Mask", &mask}, {"C", &out}}, {}, seed);
+        try {
+            sim.run();
+        } catch (const simtest::SimError &e) {
+            if (!mutate) ADD_FAILURE() << "seed " << seed << ": " << e.what();
+            ++failures;
+            continue;
+        }
+        failures += (int)sim.races.size();
+        if (!mutate)
+            for (auto &race : sim.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
+        int wrong = 0;
+        for (int i = 0; i < c.M && wrong < 3; ++i)
+            for (int j = 0; j < c.N && wrong < 3; ++j) {
+                double acc = 0;
+                for (int kk = 0; kk < c.K; ++kk)
+                    if (mask[((size_t)(i / c.bm) * nb + j / c.bn) * kb + kk / c.bk] != 0) acc += a[(size_t)i * c.K + kk] * b[(size_t)kk * c.N + j];
+                double want = simtest::roundToDType(DType::Float16, acc), got = out[(size_t)i * c.N + j];
+                if (!(got == want) && wrong++ < 3 && !mutate)
+                    ADD_FAILURE() << "seed " << seed << ": C[" << i << ", " << j << "] = " << got << ", expected " << want;
+            }
+        failures += wrong;
+    }
+    if (mutate) EXPECT_GT(failures, 0) << "a producer loading the k-blocks the mask skips ran clean";
+}
+
+std::shared_ptr<ir::Kernel> producerIgnoringTheMask(const ir::Kernel &k) {
+    struct Unguard : ir::IRMutator {
+        using IRMutator::visit;
+        bool inProducer = false;
+        ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
+            inProducer = true;
+            ir::Stmt producer = mutate(op->producer);
+            inProducer = false;
+            return ir::WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, producer,
+                                       op->consumer, op->loc);
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::IfThenElse> &op) override {
+            struct ReadsMask : ir::IRVisitor {
+                using IRVisitor::visit;
+                bool found = false;
+                void visit(const ir::Load &l) override { found |= l.buffer->name == "Mask"; }
+            } r;
+            r.visit(op->cond);
+            return inProducer && r.found && !op->otherwise ? mutate(op->then) : IRMutator::visit(op);
+        }
+    } u;
+    auto nk = std::make_shared<ir::Kernel>(k);
+    nk->body = u.mutate(k.body);
+    return nk;
+}
+
+TEST(SimGuardedIterations, BlockSparseStagedEpilogue) { sparseCase({200, 136, 456, 64, 64, 32, 3, 128, 0}, true); }
+TEST(SimGuardedIterations, BlockSparsePersistentWalk) { sparseCase({200, 136, 456, 64, 64, 32, 2, 128, 0}, false); }
+TEST(SimGuardedIterations, BlockSparseTwoConsumerWarpgroups) { sparseCase({136, 200, 200, 128, 64, 64, 2, 256, 0}, false); }
+TEST(SimGuardedIterations, BlockSparseSm90) { sparseCase({200, 136, 456, 64, 64, 32, 3, 128, 0}, true, "sm_90"); }
+TEST(SimGuardedIterationsMutant, ProducerIgnoringTheMaskIsCaught) { sparseCase({200, 136, 456, 64, 64, 32, 3, 128, 0}, true, "sm_90a", true); }
 
 /// The producer's walk: its outermost serial loop (the wave loop).
 struct FirstSerialLoop : ir::IRVisitor {
