@@ -60,8 +60,9 @@ class Specializer {
                                 (registerA_ ? " (A from registers: RS)" : "") +
                                 (guarded_ ? ", each iteration under its body's condition (the ring moving on by the iterations that run)" : "") + "; " +
                                 std::to_string(k->minBlocksPerSM) + " block(s) per SM" +
-                                (walk ? ", walking the kernel's own tiles (" + std::to_string(walk->loops) + " serial loop(s) around it; the ring's stages run on across tiles)"
-                                      : k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                (walk && walk->loops ? ", walking the kernel's own tiles (" + std::to_string(walk->loops) + " serial loop(s) around it; the ring's stages run on across tiles)"
+                                 : k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                (walk && !walk->loops ? " (both roles under the kernel's conditions around the loop)" : "") +
                                 (k->persistent && onceTiles_ ? " (the once tiles reloaded per output tile behind a full/empty barrier pair)" : "") +
                                 (k->walkSlowest != 2 ? " walking grid dimension " + std::to_string(k->walkSlowest) +
                                                            " slowest (the loop's trip count depends on its block index)"
@@ -370,6 +371,7 @@ class Specializer {
         // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
         const BufferNode *outsideTiles = sharedOutsideTiles(top, p.at, p.byBuffer, p.onceAt);
+        if (!outsideTiles && p.walk) outsideTiles = sharedOutsideTiles(*p.outer, p.walkAt, p.byBuffer, {});
         // Tiles of unequal work (the trip count depends on a block index: causal attention) are walked with that
         // index in groups (LoweringOptions::walkGroup; walked slowest, they lost 5 % to the hardware's dynamic block
         // scheduling at causal 8,16,4096, docs/PERFORMANCE.md session 8; in groups of 7 they won 2-13 %,
@@ -382,8 +384,10 @@ class Specializer {
         const int uneven = p.uneven;
         const bool oneWave = uneven == 1 && p.constTiles && *p.constTiles <= t_.numSms;
         const bool unevenTiles = uneven > 1 || (uneven == 1 && (o_.walkGroup == 0 || oneWave));
-        p.persistent = o_.persistent && !outsideTiles && !unevenTiles && !p.walk;
-        notPersistent_ = p.persistent ? "" : p.walk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
+        // A walk of the kernel's own is not walked again; conditions alone (`if bx * block_M < M:`) are.
+        const bool ownWalk = p.walk && p.walk->loops > 0;
+        p.persistent = o_.persistent && !outsideTiles && !unevenTiles && !ownWalk;
+        notPersistent_ = p.persistent ? "" : ownWalk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
                          : uneven > 1 ? "its tiles differ in work (the loop's trip count depends on several block indices)"
                          : o_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
                                              : "its tiles differ in work and are no more than the " + std::to_string(t_.numSms) + " SMs (--num-sms): one wave, every block one tile";
@@ -437,7 +441,26 @@ class Specializer {
                    *p.constTiles >= 2LL * t_.numSms * p.blocks) {
             cluster = planCluster(k_, p.tiles, p.loop->var.get());
         }
+        // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
+        if (cluster.axis >= 0 && conditionsUse(p, cluster.axis)) {
+            if (cd[0] * cd[1] * cd[2] > 1)
+                clusterWhy = "the conditions the loop's iterations run under depend on the block index along grid dimension " +
+                             std::to_string(cluster.axis);
+            cluster = ClusterPlan();
+        }
         p.CM = cluster.axis >= 0 ? 2 : 1;
+    }
+
+    /// Whether the conditions around the loop (a walk's) or its iterations' guard use the block index along `axis`.
+    bool conditionsUse(const Plan &p, int axis) const {
+        const VarNode *b = k_.blockIdx[(size_t)axis].get();
+        if (!b) return false;
+        if (p.guard && uses(p.guard, b)) return true;
+        if (p.walk)
+            for (auto &s : p.walk->path)
+                if (auto c = as<IfThenElse>(s); c && uses(c->cond, b)) return true;
+                else if (auto f = as<For>(s); f && (uses(f->min, b) || uses(f->extent, b))) return true;
+        return false;
     }
 
     /// Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
@@ -511,11 +534,11 @@ class Specializer {
             first.push_back(producerLoop);
             producerLoop = Seq::make(std::move(first), loc);
         }
-        if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
         if (p.walk) { // the consumers' walk, in the producer's own variables
             VarMap vars = freshWalkVars(*p.walk);
             producerLoop = rewrapTileWalk(*p.walk, substitute(producerLoop, vars), vars, true);
         }
+        if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
         if (p.ringBase) producerLoop = Seq::make({p.resetBase(), producerLoop}, loc);
         return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(p.C)), producerLoop, nullptr, loc);
     }
@@ -536,7 +559,8 @@ class Specializer {
         const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
         const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
         size_t onceLast = p.rest.size();
-        if (p.persistent && !p.once.empty() && !o_.intraOverlap && !o_.pingPong)
+        // ... and after the loop where the iterations run under a condition (the last one may not run).
+        if (p.persistent && !p.once.empty() && !o_.intraOverlap && !o_.pingPong && !p.guard)
             for (size_t j = 0; j < p.rest.size(); ++j)
                 for (auto &t : p.once)
                     if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
@@ -578,12 +602,12 @@ class Specializer {
         if (p.ringBase) consumer.push_back(p.advanceBase());
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
         Stmt consumerBody = Seq::make(std::move(consumer), loc);
-        if (p.persistent) consumerBody = For::make(p.consumerTile, i32(0), p.tileCount, ForKind::Persistent, 0, consumerBody, loc);
         if (p.walk) { // the kernel's statements, the walk's innermost list replaced
             std::vector<Stmt> outer = *p.outer;
             outer[p.walkAt] = rewrapTileWalk(*p.walk, consumerBody, {}, false);
             consumerBody = Seq::make(std::move(outer), loc);
         }
+        if (p.persistent) consumerBody = For::make(p.consumerTile, i32(0), p.tileCount, ForKind::Persistent, 0, consumerBody, loc);
         if (p.ringBase) consumerBody = Seq::make({p.resetBase(), consumerBody}, loc);
         return consumerBody;
     }

@@ -63,21 +63,23 @@ std::set<const BufferNode *> writtenBuffers(const Stmt &s) {
 std::optional<TileWalk> findTileWalk(const Stmt &s, const Var &threadIdx, std::string &why) {
     why.clear();
     auto top = as<For>(s);
-    if (!top || top->forKind != ForKind::Serial || pipelinedLoops(s) == 0) return std::nullopt;
+    auto cond = as<IfThenElse>(s);
+    if (!(top && top->forKind == ForKind::Serial) && !(cond && !cond->otherwise)) return std::nullopt;
+    if (pipelinedLoops(s) == 0) return std::nullopt;
     if (pipelinedLoops(s) > 1) {
-        why = "the serial loop around it holds more than one T.Pipelined loop";
+        why = "the loops and conditions around it hold more than one T.Pipelined loop";
         return std::nullopt;
     }
     // Both roles evaluate each bound and condition of the path: the same values in every thread.
     auto shared = [&](const Expr &e, const char *what) {
-        if (readsMemory(e)) why = std::string("the ") + what + " of the serial loop around it reads a buffer";
-        else if (threadIdx && uses(e, threadIdx.get())) why = std::string("the ") + what + " of the serial loop around it depends on the thread";
+        if (readsMemory(e)) why = std::string("the ") + what + " around it reads a buffer";
+        else if (threadIdx && uses(e, threadIdx.get())) why = std::string("the ") + what + " around it depends on the thread";
         return why.empty();
     };
     TileWalk w;
     for (Stmt at = s;;) {
         if (auto f = as<For>(at); f && f->forKind == ForKind::Serial) {
-            if (!shared(f->min, "bounds") || !shared(f->extent, "bounds")) return std::nullopt;
+            if (!shared(f->min, "bounds of a serial loop") || !shared(f->extent, "bounds of a serial loop")) return std::nullopt;
             w.path.push_back(at), w.child.push_back(0), ++w.loops;
             at = f->body;
         } else if (auto c = as<IfThenElse>(at); c && !c->otherwise) {
@@ -101,8 +103,7 @@ std::optional<TileWalk> findTileWalk(const Stmt &s, const Var &threadIdx, std::s
             break;
         }
     }
-    why = "the serial loop around it reaches it through a statement other than serial loops, conditions without "
-          "an else and statement lists";
+    why = "it stands inside a statement other than serial loops, conditions without an else and statement lists";
     return std::nullopt;
 }
 

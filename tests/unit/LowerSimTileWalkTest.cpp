@@ -106,19 +106,23 @@ struct Outcome {
     std::string firstWrong;
 };
 
+/// `k` run under interleaving `seed`: the simulator's error and races (wrong elements left to the caller).
+Outcome run(const ir::Kernel &k, std::map<std::string, std::vector<double> *> tensors, uint64_t seed) {
+    Outcome o;
+    Simulator s(k, std::move(tensors), {}, seed);
+    try {
+        s.run();
+    } catch (const simtest::SimError &e) {
+        o.error = e.what();
+    }
+    o.races = s.races;
+    return o;
+}
+
 Outcome simulate(const ir::Kernel &k, const WalkCase &c, uint64_t seed) {
     auto a = quarters((size_t)c.M * c.K, 1), b = quarters((size_t)c.K * c.N, 2);
     std::vector<double> out((size_t)c.M * c.N, std::nan(""));
-    Outcome o;
-    {
-        Simulator s(k, {{"A", &a}, {"B", &b}, {"C", &out}}, {}, seed);
-        try {
-            s.run();
-        } catch (const simtest::SimError &e) {
-            o.error = e.what();
-        }
-        o.races = s.races;
-    }
+    Outcome o = run(k, {{"A", &a}, {"B", &b}, {"C", &out}}, seed);
     for (int i = 0; i < c.M; ++i)
         for (int j = 0; j < c.N; ++j) {
             double acc = 0;
@@ -212,17 +216,13 @@ void sparseCase(const WalkCase &c, bool staged, const char *arch = "sm_90a", boo
     mask[0] = 0, mask[1] = 0;
     for (uint64_t seed : {0, 1, 2}) {
         std::vector<double> out((size_t)c.M * c.N, std::nan(""));
-        Simulator sim(*roles, {{"A", &a}, {"B", &b}, {"Mask", &mask}, {"C", &out}}, {}, seed);
-        try {
-            sim.run();
-        } catch (const simtest::SimError &e) {
-            if (!mutate) ADD_FAILURE() << "seed " << seed << ": " << e.what();
-            ++failures;
-            continue;
+        Outcome o = run(*roles, {{"A", &a}, {"B", &b}, {"Mask", &mask}, {"C", &out}}, seed);
+        failures += !o.error.empty() + (int)o.races.size();
+        if (!mutate) {
+            EXPECT_EQ(o.error, "") << "seed " << seed;
+            for (auto &race : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
         }
-        failures += (int)sim.races.size();
-        if (!mutate)
-            for (auto &race : sim.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
+        if (!o.error.empty()) continue;
         int wrong = 0;
         for (int i = 0; i < c.M && wrong < 3; ++i)
             for (int j = 0; j < c.N && wrong < 3; ++j) {
@@ -269,6 +269,101 @@ TEST(SimGuardedIterations, BlockSparsePersistentWalk) { sparseCase({200, 136, 45
 TEST(SimGuardedIterations, BlockSparseTwoConsumerWarpgroups) { sparseCase({136, 200, 200, 128, 64, 64, 2, 256, 0}, false); }
 TEST(SimGuardedIterations, BlockSparseSm90) { sparseCase({200, 136, 456, 64, 64, 32, 3, 128, 0}, true, "sm_90"); }
 TEST(SimGuardedIterationsMutant, ProducerIgnoringTheMaskIsCaught) { sparseCase({200, 136, 456, 64, 64, 32, 3, 128, 0}, true, "sm_90a", true); }
+
+/// Attention-shaped (TileLang's sparse GQA decoding with a block mask): Q loaded once per output tile, K and V
+/// in two barrier groups, both products under `if Mask[bx, k]:`; the blocks walk the tiles (tilec's persistent
+/// walk), so Q's once barrier must be released after the loop however many of its iterations ran.
+const char *kMaskedAttn = R"(import tilelang.language as T
+
+
+def masked_attn(M, N, D, bm, bn, stages):
+    @T.prim_func
+    def kernel(Q: T.Tensor((M, D), "float16"), K: T.Tensor((N, D), "float16"), V: T.Tensor((N, D), "float16"),
+               Mask: T.Tensor((T.ceildiv(M, bm), T.ceildiv(N, bn)), "bool"), O: T.Tensor((M, D), "float")):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as (bx):
+            Q_s = T.alloc_shared((bm, D), "float16")
+            K_s = T.alloc_shared((bn, D), "float16")
+            V_s = T.alloc_shared((bn, D), "float16")
+            acc_s = T.alloc_fragment((bm, bn), "float")
+            acc_c = T.alloc_fragment((bm, bn), "float16")
+            acc_o = T.alloc_fragment((bm, D), "float")
+            T.copy(Q[bx * bm, 0], Q_s)
+            T.clear(acc_o)
+            for k in T.Pipelined(T.ceildiv(N, bn), num_stages=stages):
+                if Mask[bx, k]:
+                    T.copy(K[k * bn, 0], K_s)
+                    T.clear(acc_s)
+                    T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(acc_s, acc_c)
+                    T.copy(V[k * bn, 0], V_s)
+                    T.gemm(acc_c, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(acc_o, O[bx * bm, 0])
+    return kernel
+)";
+
+TEST(SimGuardedIterations, MaskedAttentionOnceTilesPersistent) {
+    const int M = 320, N = 200, D = 64, bm = 64, bn = 64, mb = 5, nb = 4;
+    Lowered l(std::string(kMaskedAttn) + "\n\nk = masked_attn(" + std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(D) +
+                  ", " + std::to_string(bm) + ", " + std::to_string(bn) + ", 2)\n",
+              "sm_90a");
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel\n" << l.r.diags();
+    EXPECT_TRUE(l.roles->persistent) << "the blocks (the simulator launches 2) walk the 5 tiles";
+    auto q = quarters((size_t)M * D, 1), k = quarters((size_t)N * D, 2), v = quarters((size_t)N * D, 3), mask = quarters((size_t)mb * nb, 4);
+    for (auto &m : mask) m = m > 0;
+    for (int kb = 0; kb < nb; ++kb) mask[(size_t)kb] = kb == 0, mask[(size_t)nb + kb] = kb != nb - 1; // the last iteration skipped, or only the first run
+    mask[(size_t)2 * nb] = mask[(size_t)2 * nb + 1] = mask[(size_t)2 * nb + 2] = mask[(size_t)2 * nb + 3] = 0; // a tile of none
+    std::vector<double> want((size_t)M * D, 0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            if (mask[(size_t)(i / bm) * nb + j / bn] == 0) continue;
+            double sum = 0;
+            for (int d = 0; d < D; ++d) sum += q[(size_t)i * D + d] * k[(size_t)j * D + d];
+            const double s16 = simtest::roundToDType(DType::Float16, sum);
+            for (int d = 0; d < D; ++d) want[(size_t)i * D + d] += s16 * v[(size_t)j * D + d];
+        }
+    for (uint64_t seed : {0, 1, 2}) {
+        std::vector<double> out((size_t)M * D, std::nan(""));
+        Outcome o = run(*l.roles, {{"Q", &q}, {"K", &k}, {"V", &v}, {"Mask", &mask}, {"O", &out}}, seed);
+        EXPECT_EQ(o.error, "") << "seed " << seed;
+        for (auto &race : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
+        if (o.error.empty()) simtest::expectNear(out, want, 1e-6, "O");
+    }
+}
+
+/// A grid one row of tiles larger than the output, its extra blocks skipped by `if by < m_blocks:` around the
+/// whole tile: a walk of a condition alone. tilec's persistent walk still walks the grid (the condition
+/// re-evaluated per tile in both roles; the ring runs on across the tiles that run).
+TEST(SimTileWalk, ConditionAroundTheTilePersistent) {
+    const WalkCase c{200, 136, 200, 64, 64, 64, 3, 128, 0};
+    const std::string src = R"(import tilelang.language as T
+
+
+def guarded_gemm(M, N, K, bm, bn, bk):
+    m_blocks = T.ceildiv(M, bm)
+
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), m_blocks + 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float")
+            if by < m_blocks:
+                T.clear(C_l)
+                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                    T.copy(A[by * bm, k * bk], A_s)
+                    T.copy(B[k * bk, bx * bn], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C[by * bm, bx * bn])
+    return kernel
+
+
+k = guarded_gemm(200, 136, 200, 64, 64, 64)
+)";
+    Lowered l(src, "sm_90a");
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel\n" << l.r.diags();
+    EXPECT_TRUE(l.roles->persistent);
+    expectCorrect(*l.roles, c, {0, 1, 2});
+}
 
 /// The producer's walk: its outermost serial loop (the wave loop).
 struct FirstSerialLoop : ir::IRVisitor {

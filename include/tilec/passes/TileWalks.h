@@ -14,7 +14,8 @@
 namespace tilec::passes {
 
 /// The path from one top-level statement down to the statement list that holds a T.Pipelined loop: serial
-/// loops, conditions without an else, and statement lists whose other statements stay the consumers' own.
+/// loops, conditions without an else (a walk of conditions alone: a tile guard, `if bx * block_M < M:`), and
+/// statement lists whose other statements stay the consumers' own.
 struct TileWalk {
     std::vector<ir::Stmt> path;  ///< the wrappers, the top-level statement first: For (serial), IfThenElse, Seq
     std::vector<size_t> child;   ///< per wrapper: for a Seq, the statement the path continues into
