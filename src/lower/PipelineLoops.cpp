@@ -122,7 +122,7 @@ class Pipeliner : public IRMutator {
         if (S < 2) return serial();
 
         // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
-        LoopSplit split = splitPipelinedBody(*op);
+        LoopSplit split = splitPipelinedBody(*op, kernel_.body);
         const std::vector<const Copy *> &hoisted = split.hoisted;
         const std::vector<Stmt> &rest = split.rest;
         if (hoisted.empty()) return serial();

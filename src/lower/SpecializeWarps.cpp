@@ -2,6 +2,8 @@
 /// Warp specialization with TMA rings and mbarriers (include/tilec/passes/SpecializeWarps.h).
 #include "tilec/passes/SpecializeWarps.h"
 
+#include "tilec/passes/LoopInvariants.h"
+
 #include "tilec/Diagnostics.h"
 #include "tilec/IRUses.h"
 
@@ -84,6 +86,7 @@ class Specializer {
     const LoweringOptions &o_;
     const SourceManager *sources_;
     std::string why_; ///< why the last loop tried was not specialized
+    std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
@@ -107,7 +110,10 @@ class Specializer {
             auto c = as<Copy>(top[i]);
             if (!c || !c->dst.buffer || !inLoop.count(c->dst.buffer.get())) continue;
             auto t = planTmaTile(*c, k_);
-            if (!t || std::any_of(t->coords.begin(), t->coords.end(), readsMemory) || !tmaNeverHolds(t->map.tensor).empty()) continue;
+            if (!t || !tmaNeverHolds(t->map.tensor).empty()) continue;
+            bool uniform = true;
+            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e)) != nullptr;
+            if (!uniform) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
                 if (j != i && j != at) alone = !mentionedBuffers(top[j], nullptr).count(c->dst.buffer.get());
@@ -211,29 +217,36 @@ class Specializer {
 
     /// A loop body that is one condition without an else (block-sparse GEMM's `if mask[by, bx, k]:` around its
     /// copies and T.gemm): both roles evaluate it per iteration, the producer loading and the consumers
-    /// computing only where it holds, and the ring moves on by the iterations that run. It may read global
-    /// tensors the kernel does not write, and not depend on the thread; false (why_) where it does.
+    /// computing only where it holds, and the ring moves on by the iterations that run. It may read what every
+    /// thread computes alike (global tensors the kernel does not write, scalars set once before the loop:
+    /// scalars_); false (why_) where it reads anything else.
     bool unguard(Plan &p) {
         Stmt body = p.loop->body;
         if (auto q = as<Seq>(body); q && q->stmts.size() == 1) body = q->stmts[0];
         auto c = as<IfThenElse>(body);
         if (!c || c->otherwise) return true;
-        if (uses(c->cond, k_.threadIdx.get())) return fail("the condition around its body depends on the thread");
-        std::set<const BufferNode *> read = mentionedBuffers(Evaluate::make(c->cond, c->loc), nullptr), written = writtenBuffers(k_.body);
-        for (auto *b : read)
-            if (b->scope != Scope::Global || written.count(b))
-                return fail("the condition around its body reads '" + b->name + "', which the kernel " +
-                            (b->scope != Scope::Global ? "keeps on chip" : "writes"));
-        p.guard = c->cond;
+        p.guard = scalars_->uniform(c->cond);
+        if (!p.guard) return fail("the condition around its body reads what the producer cannot (shared memory, a tensor the kernel "
+                                  "writes, or a scalar set by the thread or more than once)");
         p.unguarded = For::make(p.loop->var, p.loop->min, p.loop->extent, p.loop->forKind, p.loop->numStages, c->then, p.loop->loc);
         p.loop = as<For>(p.unguarded);
         return true;
     }
 
-    /// The loop top[at] as warp roles; `walk` (at `walkAt` among the kernel's top-level statements `outer`): the
-    /// kernel's own walk over output tiles around it, whose innermost list `top` is.
-    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &top, size_t at, const TileWalk *walk = nullptr,
+    /// The loop kernelTop[at] as warp roles; `walk` (at `walkAt` among the kernel's top-level statements `outer`):
+    /// the kernel's own walk over output tiles around it, whose innermost list `kernelTop` is.
+    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &kernelTop, size_t at, const TileWalk *walk = nullptr,
                                        const std::vector<Stmt> &outer = {}, size_t walkAt = 0) {
+        // The producer runs none of the consumers' code: what the loop's bounds and the tiles' positions read of
+        // the scalars the kernel sets before the loop (variable-length attention's cu_seqlens[bz]) it computes
+        // from their definitions (scalars_); inside a walk, those set before the walk.
+        scalars_.emplace(walk ? outer : kernelTop, walk ? walkAt : at, k_.body, k_.threadIdx);
+        auto f = as<For>(kernelTop[at]);
+        Expr lo = scalars_->uniform(f->min), n = scalars_->uniform(f->extent);
+        if (!lo || !n) return no("its bounds read what the producer cannot (shared memory, a tensor the kernel writes, "
+                                 "or a scalar set by the thread or more than once)");
+        std::vector<Stmt> top = kernelTop;
+        if (lo != f->min || n != f->extent) top[at] = For::make(f->var, lo, n, f->forKind, f->numStages, f->body, f->loc);
         Plan p;
         p.loop = as<For>(top[at]);
         p.at = at;
@@ -245,9 +258,8 @@ class Specializer {
         p.S = p.loop->numStages, p.C = k_.threads, p.P = p.mma ? 32 : 128;
         // Roles would put the grid barrier in one role's code, a persistent walk in a loop of tiles.
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
-        if (readsMemory(p.loop->min) || readsMemory(p.loop->extent)) return no("its bounds read a buffer");
         if (!unguard(p)) return nullptr;
-        LoopSplit split = splitPipelinedBody(*p.loop);
+        LoopSplit split = splitPipelinedBody(*p.loop, k_.body);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p) || !groupBarriers(p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);
@@ -293,7 +305,7 @@ class Specializer {
             if (!t) return fail("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return fail(never + " (no TMA variant)");
             for (auto &e : t->coords)
-                if (readsMemory(e)) return fail("a copy's position reads a buffer");
+                if (!(e = scalars_->uniform(e))) return fail("a copy's position reads what the producer cannot");
             p.tiles.push_back(*t);
         }
         // In a walk of the kernel's own, copies ahead of the loop stay the consumers' (their barriers' phases
@@ -305,7 +317,7 @@ class Specializer {
                 p.byBuffer[t.copy->dst.buffer.get()] = &t;
             }
         // The ring buffers live only in this loop, only as wgmma operands, and every tile feeds one.
-        std::set<const BufferNode *> outside = mentionedBuffers(k_.body, top[p.at].get());
+        std::set<const BufferNode *> outside = mentionedBuffers(Seq::make(top, k_.body->loc), top[p.at].get());
         for (auto &t : p.tiles)
             if (outside.count(t.copy->dst.buffer.get())) return fail("a staged buffer is used outside the loop");
         for (auto *b : copyTargets(split.rest))

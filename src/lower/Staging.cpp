@@ -7,6 +7,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/LoopInvariants.h"
 
 namespace tilec::passes {
 
@@ -74,9 +75,9 @@ class Stage : public IRMutator {
 };
 
 
-bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
+bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside, const std::set<const BufferNode *> &invariant) {
     for (auto &r : c.src.ranges) {
-        if (readsMemory(r.min) || readsMemory(r.extent)) return false;
+        if (!readsOnly(r.min, invariant) || !readsOnly(r.extent, invariant)) return false;
         for (auto *v : boundInside)
             if (uses(r.min, v) || uses(r.extent, v)) return false;
     }
@@ -85,7 +86,8 @@ bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside) {
 
 } // namespace
 
-LoopSplit splitPipelinedBody(const For &loop) {
+LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
+    const std::set<const BufferNode *> invariant = loopInvariantBuffers(loop, kernelBody);
     LoopSplit out;
     if (auto q = as<Seq>(loop.body)) out.top = q->stmts;
     else out.top = {loop.body};
@@ -97,7 +99,7 @@ LoopSplit splitPipelinedBody(const For &loop) {
     bound.visit(loop.body);
     for (auto &s : out.top) {
         auto c = as<Copy>(s);
-        if (c && hoistable(*c, bound.vars)) out.hoisted.push_back(c);
+        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c);
         else out.rest.push_back(s);
     }
     return out;

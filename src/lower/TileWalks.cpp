@@ -4,7 +4,6 @@
 
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
-#include "tilec/LibraryCalls.h"
 
 namespace tilec::passes {
 
@@ -32,33 +31,7 @@ bool pipelined(const Stmt &s) {
     return f && f->forKind == ForKind::Pipelined;
 }
 
-struct Written : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const BufferNode *> found;
-    void add(const Buffer &b) {
-        if (b) found.insert(b.get());
-    }
-    void visit(const Store &op) override { add(op.buffer), IRVisitor::visit(op); }
-    void visit(const Copy &op) override { add(op.dst.buffer), IRVisitor::visit(op); }
-    void visit(const Fill &op) override { add(op.dst.buffer), IRVisitor::visit(op); }
-    void visit(const Gemm &op) override { add(op.c.buffer), IRVisitor::visit(op); }
-    void visit(const Reduce &op) override { add(op.dst); }
-    void visit(const AtomicAdd &op) override { add(op.dst.buffer), IRVisitor::visit(op); }
-    void visit(const Call &op) override {
-        if (lib::is(op, lib::Fn::AddressOf))
-            for (auto &x : op.args)
-                if (auto l = as<Load>(x)) add(l->buffer);
-        IRVisitor::visit(op);
-    }
-};
-
 } // namespace
-
-std::set<const BufferNode *> writtenBuffers(const Stmt &s) {
-    Written w;
-    w.visit(s);
-    return w.found;
-}
 
 std::optional<TileWalk> findTileWalk(const Stmt &s, const Var &threadIdx, std::string &why) {
     why.clear();

@@ -13,13 +13,14 @@
 namespace tilec::passes {
 
 /// A T.Pipelined loop's body split into the transfers that can be issued ahead (top-level Copies whose
-/// regions read no buffer and depend on no variable bound inside the body) and the rest, in order.
+/// regions read only what the loop does not change, loopInvariantBuffers, and depend on no variable bound
+/// inside the body) and the rest, in order.
 struct LoopSplit {
     std::vector<const ir::Copy *> hoisted;
     std::vector<ir::Stmt> rest;
     std::vector<ir::Stmt> top; ///< keeps the hoisted statements alive
 };
-LoopSplit splitPipelinedBody(const ir::For &loop);
+LoopSplit splitPipelinedBody(const ir::For &loop, const ir::Stmt &kernelBody);
 
 /// Buffers `s` mentions (accesses and tile-statement regions), not counting the loop `skip` (may be null).
 std::set<const ir::BufferNode *> mentionedBuffers(const ir::Stmt &s, const ir::StmtNode *skip);

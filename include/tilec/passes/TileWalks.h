@@ -7,7 +7,6 @@
 #include "tilec/IR.h"
 #include "tilec/passes/Arith.h"
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,9 +35,5 @@ VarMap freshWalkVars(const TileWalk &w);
 /// The walk around `body` in place of its innermost list, the walk's variables renamed by `vars`;
 /// `pathOnly`: its lists' other statements left out (the producer's walk).
 ir::Stmt rewrapTileWalk(const TileWalk &w, ir::Stmt body, const VarMap &vars, bool pathOnly);
-
-/// The buffers `s` may write: stores, the destinations of tile statements, and buffers whose address a call
-/// takes (a library or external function may write through it).
-std::set<const ir::BufferNode *> writtenBuffers(const ir::Stmt &s);
 
 } // namespace tilec::passes

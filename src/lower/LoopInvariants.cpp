@@ -1,0 +1,160 @@
+/// \file
+/// What a T.Pipelined loop reads the same at every iteration (include/tilec/passes/LoopInvariants.h).
+#include "tilec/passes/LoopInvariants.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// The buffers a statement may write: stores, tile-statement destinations, atomics, and anything whose
+/// address a call is handed (T.call_extern, atomics returning the old value).
+struct Writes : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> buffers;
+    void visit(const Store &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { buffers.insert(op.dst.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Fill &op) override { buffers.insert(op.dst.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Gemm &op) override { buffers.insert(op.c.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { buffers.insert(op.dst.get()), IRVisitor::visit(op); }
+    void visit(const AtomicAdd &op) override { buffers.insert(op.dst.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Call &op) override {
+        for (auto &a : op.args)
+            if (auto l = addressedLoad(a)) buffers.insert(l->buffer.get());
+        IRVisitor::visit(op);
+    }
+};
+
+std::set<const BufferNode *> written(const Stmt &s) {
+    Writes w;
+    if (s) w.visit(s);
+    return w.buffers;
+}
+
+/// The buffers an expression loads from, and whether it calls anything.
+struct Reads : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> buffers;
+    bool calls = false;
+    void visit(const Load &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Call &op) override { calls = true, IRVisitor::visit(op); }
+};
+
+Reads reads(const Expr &e) {
+    Reads r;
+    if (e) r.visit(e);
+    return r;
+}
+
+bool isScalar(const BufferNode &b) { return (b.scope == Scope::Local || b.scope == Scope::Var) && b.constElements() == 1; }
+
+/// Loads of the buffers of `defs` replaced by their definitions.
+struct ReplaceLoads : IRMutator {
+    using IRMutator::visit;
+    const std::map<const BufferNode *, Expr> *defs = nullptr;
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        auto it = defs->find(op->buffer.get());
+        return it == defs->end() ? IRMutator::visit(op) : it->second;
+    }
+};
+
+/// The buffers a statement mentions otherwise than by loading an element: stores, tile-statement regions,
+/// reductions, addresses handed to calls.
+struct NotLoads : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const BufferNode *> buffers;
+    void visitRegion(const Region &r) override { buffers.insert(r.buffer.get()), IRVisitor::visitRegion(r); }
+    void visit(const Store &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { buffers.insert(op.src.get()), buffers.insert(op.dst.get()); }
+    void visit(const Call &op) override {
+        for (auto &a : op.args)
+            if (auto l = addressedLoad(a)) buffers.insert(l->buffer.get());
+        IRVisitor::visit(op);
+    }
+};
+
+} // namespace
+
+std::set<const BufferNode *> loopInvariantBuffers(const For &loop, const Stmt &kernelBody) {
+    std::set<const BufferNode *> out;
+    std::set<const BufferNode *> inLoop = written(loop.body), inKernel = written(kernelBody);
+    struct All : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const BufferNode *> buffers;
+        void visit(const Load &op) override { buffers.insert(op.buffer.get()), IRVisitor::visit(op); }
+    } all;
+    all.visit(loop.body);
+    for (auto *b : all.buffers) {
+        const bool local = b->scope == Scope::Local || b->scope == Scope::Var;
+        if ((local && !inLoop.count(b)) || (b->scope == Scope::Global && !inKernel.count(b))) out.insert(b);
+    }
+    return out;
+}
+
+bool readsOnly(const Expr &e, const std::set<const BufferNode *> &buffers) {
+    for (auto *b : reads(e).buffers)
+        if (!buffers.count(b)) return false;
+    return true;
+}
+
+KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt &kernelBody, const Var &threadIdx)
+    : threadIdx_(threadIdx) {
+    std::set<const BufferNode *> writes = written(kernelBody);
+    Reads everything;
+    everything.visit(kernelBody);
+    for (auto *b : everything.buffers)
+        if (b->scope == Scope::Global && !writes.count(b)) inputs_.insert(b);
+    // Candidates: scalars stored to by one top-level statement ahead of `at`, in order, each definition made
+    // uniform with the earlier ones; deps: the scalars each definition read, directly or through another.
+    std::map<const BufferNode *, size_t> definedAt;
+    std::map<const BufferNode *, std::set<const BufferNode *>> deps;
+    for (size_t i = 0; i < at && i < top.size(); ++i) {
+        auto st = as<Store>(top[i]);
+        if (!st || !isScalar(*st->buffer) || definedAt.count(st->buffer.get())) continue;
+        bool constIndex = true;
+        for (auto &x : st->indices) constIndex &= constInt(x).has_value();
+        Expr v = constIndex ? uniform(st->value) : Expr();
+        if (!v) continue;
+        defs_[st->buffer.get()] = v, definedAt[st->buffer.get()] = i;
+        for (auto *b : reads(st->value).buffers)
+            if (defs_.count(b)) deps[st->buffer.get()].insert(b), deps[st->buffer.get()].insert(deps[b].begin(), deps[b].end());
+    }
+    // Keep those that no other statement mentions except by loading an element, and whose definitions read
+    // only such scalars.
+    std::set<const BufferNode *> elsewhere;
+    for (size_t i = 0; i < top.size(); ++i) {
+        NotLoads m;
+        m.visit(top[i]);
+        for (auto &[b, where] : definedAt)
+            if (where != i && m.buffers.count(b)) elsewhere.insert(b);
+    }
+    for (auto it = defs_.begin(); it != defs_.end();) {
+        bool bad = elsewhere.count(it->first) > 0;
+        for (auto *d : deps[it->first]) bad |= elsewhere.count(d) > 0;
+        it = bad ? defs_.erase(it) : std::next(it);
+    }
+}
+
+Expr KernelScalars::substitute(const Expr &e) const {
+    ReplaceLoads r;
+    r.defs = &defs_;
+    return r.mutate(e);
+}
+
+Expr KernelScalars::uniform(const Expr &e) const {
+    if (!e) return e;
+    Expr out = substitute(e);
+    Reads r = reads(out);
+    if (r.calls || (threadIdx_ && uses(out, threadIdx_.get()))) return nullptr;
+    for (auto *b : r.buffers)
+        if (!inputs_.count(b)) return nullptr;
+    return out;
+}
+
+} // namespace tilec::passes
