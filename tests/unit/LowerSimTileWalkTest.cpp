@@ -330,6 +330,59 @@ TEST(SimGuardedIterations, MaskedAttentionOnceTilesPersistent) {
     }
 }
 
+/// Two serial loops of the author's (rows of tiles, then the tiles of a row, over 2 blocks), and a trip count
+/// that differs by tile (odd tile columns skip the last k-block): the ring's count runs on by each tile's trips.
+TEST(SimTileWalk, NestedWalkTripsVaryByTile) {
+    const int M = 200, N = 200, K = 200, bn = 64, bk = 64, kb = 4;
+    const std::string src = R"(import tilelang.language as T
+
+
+def nested(M, N, K, bm, bn, bk):
+    m_blocks = T.ceildiv(M, bm)
+    n_blocks = T.ceildiv(N, bn)
+
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(2, threads=128) as (block_id):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float")
+            for bx in T.serial(m_blocks):
+                for w in T.serial(T.ceildiv(n_blocks, 2)):
+                    by = w * 2 + block_id
+                    if by < n_blocks:
+                        T.clear(C_l)
+                        for k in T.Pipelined(T.ceildiv(K, bk) - by % 2, num_stages=2):
+                            T.copy(A[bx * bm, k * bk], A_s)
+                            T.copy(B[k * bk, by * bn], B_s)
+                            T.gemm(A_s, B_s, C_l)
+                        T.copy(C_l, C[bx * bm, by * bn])
+    return kernel
+
+
+k = nested(200, 200, 200, 64, 64, 64)
+)";
+    Lowered l(src, "sm_90a");
+    ASSERT_TRUE(l.roles) << "no warp-specialized kernel\n" << l.r.diags();
+    EXPECT_FALSE(l.roles->persistent);
+    auto a = quarters((size_t)M * K, 1), b = quarters((size_t)K * N, 2);
+    for (uint64_t seed : {0, 1, 2}) {
+        std::vector<double> out((size_t)M * N, std::nan(""));
+        Outcome o = run(*l.roles, {{"A", &a}, {"B", &b}, {"C", &out}}, seed);
+        EXPECT_EQ(o.error, "") << "seed " << seed;
+        for (auto &race : o.races) ADD_FAILURE() << "seed " << seed << ": race: " << race;
+        std::vector<double> want((size_t)M * N);
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                const int kEnd = std::min(K, (kb - (j / bn) % 2) * bk);
+                double acc = 0;
+                for (int kk = 0; kk < kEnd; ++kk) acc += a[(size_t)i * K + kk] * b[(size_t)kk * N + j];
+                want[(size_t)i * N + j] = simtest::roundToDType(DType::Float16, acc);
+            }
+        if (o.error.empty()) simtest::expectNear(out, want, 0, "C");
+    }
+}
+
 /// A grid one row of tiles larger than the output, its extra blocks skipped by `if by < m_blocks:` around the
 /// whole tile: a walk of a condition alone. tilec's persistent walk still walks the grid (the condition
 /// re-evaluated per tile in both roles; the ring runs on across the tiles that run).
