@@ -13,6 +13,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
+#include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRolePlan.h"
 
 #include <algorithm>
@@ -44,18 +45,26 @@ class Specializer {
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
         for (size_t i = 0; i < top.size(); ++i) {
-            auto f = as<For>(top[i]);
+            // The loop at the top level, or inside the kernel's own walk over output tiles (T.Persistent).
+            std::string walkWhy;
+            std::optional<TileWalk> walk = findTileWalk(top[i], k_.threadIdx, walkWhy);
+            auto f = walk ? as<For>(walk->inner[walk->loopAt]) : as<For>(top[i]);
+            if (!walk && !walkWhy.empty()) log(top[i]->loc, "a T.Pipelined loop keeps the cp.async path: " + walkWhy);
             if (!f || f->forKind != ForKind::Pipelined || f->numStages < 1) continue;
             why_.clear();
-            if (auto k = specialize(top, i)) {
+            if (auto k = walk ? specialize(walk->inner, walk->loopAt, &*walk, top, i) : specialize(top, i)) {
                 log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
                                 (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
                                 (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
                                 (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
-                                (registerA_ ? " (A from registers: RS)" : "") + "; " +
-                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" + (k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                (registerA_ ? " (A from registers: RS)" : "") +
+                                (guarded_ ? ", each iteration under its body's condition (the ring moving on by the iterations that run)" : "") + "; " +
+                                std::to_string(k->minBlocksPerSM) + " block(s) per SM" +
+                                (walk && walk->loops ? ", walking the kernel's own tiles (" + std::to_string(walk->loops) + " serial loop(s) around it; the ring's stages run on across tiles)"
+                                 : k->persistent ? ", persistent" : ", not persistent: " + notPersistent_) +
+                                (walk && !walk->loops ? " (both roles under the kernel's conditions around the loop)" : "") +
                                 (k->persistent && onceTiles_ ? " (the once tiles reloaded per output tile behind a full/empty barrier pair)" : "") +
                                 (k->walkSlowest != 2 ? " walking grid dimension " + std::to_string(k->walkSlowest) +
                                                            " slowest (the loop's trip count depends on its block index)"
@@ -80,6 +89,7 @@ class Specializer {
     std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
+    bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
 
     void log(const SourceRange &at, const std::string &what) const {
@@ -167,18 +177,34 @@ class Specializer {
         Buffer ringBase; ///< where the trip count varies by tile: the iterations of the block's earlier tiles
         Expr baseNow;
         Expr onceBar, onceEmpty; ///< the once tiles' full barrier, and (persistent) their empty one
+        const TileWalk *walk = nullptr;     ///< the kernel's own walk over output tiles around the loop, if any
+        const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
+        size_t walkAt = 0;                  ///< ... and the walk's position among them
+        Expr guard;      ///< the condition each iteration's body runs under (block-sparse `if mask[...]:`), if any
+        Stmt unguarded;  ///< ... and the loop with the guarded body as its body (`loop` points to it)
 
         Expr barrier(const Expr &index) const { return addressOf(mbar, {simplify(index)}); }
         Expr full(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, i32(2 * g * S), stage)); }
         Expr empty(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, i32(2 * g * S + S), stage)); }
         Stmt resetBase() const { return Store::make(ringBase, {i32(0)}, i32(0), loc); }
         Stmt advanceBase() const {
+            if (guard) return Seq::make({}, loc); // advanced by each iteration that runs (advanceOne)
             return Store::make(ringBase, {i32(0)}, simplify(binary(BinaryOp::Add, baseNow, binary(BinaryOp::Max, loop->extent, i32(0)))), loc);
         }
-        /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent).
+        Stmt advanceOne() const { return Store::make(ringBase, {i32(0)}, simplify(binary(BinaryOp::Add, baseNow, i32(1))), loc); }
+        /// The body of one iteration, under the guard where there is one (then the ring moves on one stage).
+        Stmt iteration(std::vector<Stmt> body, const VarMap &vars) const {
+            if (!guard) return Seq::make(std::move(body), loc);
+            body.push_back(advanceOne());
+            return IfThenElse::make(substitute(guard, vars), Seq::make(std::move(body), loc), nullptr, loc);
+        }
+        /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent); with a guard,
+        /// of the next iteration that runs.
         std::pair<Expr, Expr> stageOf(const Var &ko, const Var &tile) const {
             Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop->min));
-            if (tile) k0 = simplify(binary(BinaryOp::Add, ringBase ? baseNow : binary(BinaryOp::Mul, tile, loop->extent), k0));
+            if (guard) k0 = baseNow;
+            else if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
+            else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
             return std::pair{simplify(binary(BinaryOp::FloorMod, k0, i32(S))),
                              simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, i32(S)), i32(2)))};
         }
@@ -189,11 +215,32 @@ class Specializer {
         return false;
     }
 
-    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &kernelTop, size_t at) {
+    /// A loop body that is one condition without an else (block-sparse GEMM's `if mask[by, bx, k]:` around its
+    /// copies and T.gemm): both roles evaluate it per iteration, the producer loading and the consumers
+    /// computing only where it holds, and the ring moves on by the iterations that run. It may read what every
+    /// thread computes alike (global tensors the kernel does not write, scalars set once before the loop:
+    /// scalars_); false (why_) where it reads anything else.
+    bool unguard(Plan &p) {
+        Stmt body = p.loop->body;
+        if (auto q = as<Seq>(body); q && q->stmts.size() == 1) body = q->stmts[0];
+        auto c = as<IfThenElse>(body);
+        if (!c || c->otherwise) return true;
+        p.guard = scalars_->uniform(c->cond);
+        if (!p.guard) return fail("the condition around its body reads what the producer cannot (shared memory, a tensor the kernel "
+                                  "writes, or a scalar set by the thread or more than once)");
+        p.unguarded = For::make(p.loop->var, p.loop->min, p.loop->extent, p.loop->forKind, p.loop->numStages, c->then, p.loop->loc);
+        p.loop = as<For>(p.unguarded);
+        return true;
+    }
+
+    /// The loop kernelTop[at] as warp roles; `walk` (at `walkAt` among the kernel's top-level statements `outer`):
+    /// the kernel's own walk over output tiles around it, whose innermost list `kernelTop` is.
+    std::shared_ptr<Kernel> specialize(const std::vector<Stmt> &kernelTop, size_t at, const TileWalk *walk = nullptr,
+                                       const std::vector<Stmt> &outer = {}, size_t walkAt = 0) {
         // The producer runs none of the consumers' code: what the loop's bounds and the tiles' positions read of
         // the scalars the kernel sets before the loop (variable-length attention's cu_seqlens[bz]) it computes
-        // from their definitions (scalars_).
-        scalars_.emplace(kernelTop, at, k_.body, k_.threadIdx);
+        // from their definitions (scalars_); inside a walk, those set before the walk.
+        scalars_.emplace(walk ? outer : kernelTop, walk ? walkAt : at, k_.body, k_.threadIdx);
         auto f = as<For>(kernelTop[at]);
         Expr lo = scalars_->uniform(f->min), n = scalars_->uniform(f->extent);
         if (!lo || !n) return no("its bounds read what the producer cannot (shared memory, a tensor the kernel writes, "
@@ -203,6 +250,7 @@ class Specializer {
         Plan p;
         p.loop = as<For>(top[at]);
         p.at = at;
+        p.walk = walk, p.outer = &outer, p.walkAt = walkAt;
         p.loc = p.loop->loc;
         // sm_90a: a producer warpgroup, whose registers setmaxnreg hands to the consumers. sm_90 (no setmaxnreg):
         // one producer warp, so that the registers every thread keeps are wasted on 32 threads, not 128.
@@ -210,6 +258,7 @@ class Specializer {
         p.S = p.loop->numStages, p.C = k_.threads, p.P = p.mma ? 32 : 128;
         // Roles would put the grid barrier in one role's code, a persistent walk in a loop of tiles.
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
+        if (!unguard(p)) return nullptr;
         LoopSplit split = splitPipelinedBody(*p.loop, k_.body);
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p) || !groupBarriers(p)) return nullptr;
@@ -244,6 +293,7 @@ class Specializer {
         ringTiles_ = (int)p.tiles.size();
         onceTiles_ = (int)p.once.size();
         registerA_ = anyRegisterOperand(p.rest);
+        guarded_ = p.guard != nullptr;
         return nk;
     }
 
@@ -258,7 +308,9 @@ class Specializer {
                 if (!(e = scalars_->uniform(e))) return fail("a copy's position reads what the producer cannot");
             p.tiles.push_back(*t);
         }
-        p.once = onceTiles(top, p.at, p.onceAt);
+        // In a walk of the kernel's own, copies ahead of the loop stay the consumers' (their barriers' phases
+        // would follow the walk's guards).
+        if (!p.walk) p.once = onceTiles(top, p.at, p.onceAt);
         for (auto *list : {&p.tiles, &p.once})
             for (auto &t : *list) {
                 if (p.byBuffer.count(t.copy->dst.buffer.get())) return fail("two copies load one shared buffer");
@@ -331,6 +383,7 @@ class Specializer {
         // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
         const BufferNode *outsideTiles = sharedOutsideTiles(top, p.at, p.byBuffer, p.onceAt);
+        if (!outsideTiles && p.walk) outsideTiles = sharedOutsideTiles(*p.outer, p.walkAt, p.byBuffer, {});
         // Tiles of unequal work (the trip count depends on a block index: causal attention) are walked with that
         // index in groups (LoweringOptions::walkGroup; walked slowest, they lost 5 % to the hardware's dynamic block
         // scheduling at causal 8,16,4096, docs/PERFORMANCE.md session 8; in groups of 7 they won 2-13 %,
@@ -343,8 +396,10 @@ class Specializer {
         const int uneven = p.uneven;
         const bool oneWave = uneven == 1 && p.constTiles && *p.constTiles <= t_.numSms;
         const bool unevenTiles = uneven > 1 || (uneven == 1 && (o_.walkGroup == 0 || oneWave));
-        p.persistent = o_.persistent && !outsideTiles && !unevenTiles;
-        notPersistent_ = p.persistent ? "" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
+        // A walk of the kernel's own is not walked again; conditions alone (`if bx * block_M < M:`) are.
+        const bool ownWalk = p.walk && p.walk->loops > 0;
+        p.persistent = o_.persistent && !outsideTiles && !unevenTiles && !ownWalk;
+        notPersistent_ = p.persistent ? "" : ownWalk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
                          : uneven > 1 ? "its tiles differ in work (the loop's trip count depends on several block indices)"
                          : o_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
                                              : "its tiles differ in work and are no more than the " + std::to_string(t_.numSms) + " SMs (--num-sms): one wave, every block one tile";
@@ -398,7 +453,26 @@ class Specializer {
                    *p.constTiles >= 2LL * t_.numSms * p.blocks) {
             cluster = planCluster(k_, p.tiles, p.loop->var.get());
         }
+        // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
+        if (cluster.axis >= 0 && conditionsUse(p, cluster.axis)) {
+            if (cd[0] * cd[1] * cd[2] > 1)
+                clusterWhy = "the conditions the loop's iterations run under depend on the block index along grid dimension " +
+                             std::to_string(cluster.axis);
+            cluster = ClusterPlan();
+        }
         p.CM = cluster.axis >= 0 ? 2 : 1;
+    }
+
+    /// Whether the conditions around the loop (a walk's) or its iterations' guard use the block index along `axis`.
+    bool conditionsUse(const Plan &p, int axis) const {
+        const VarNode *b = k_.blockIdx[(size_t)axis].get();
+        if (!b) return false;
+        if (p.guard && uses(p.guard, b)) return true;
+        if (p.walk)
+            for (auto &s : p.walk->path)
+                if (auto c = as<IfThenElse>(s); c && uses(c->cond, b)) return true;
+                else if (auto f = as<For>(s); f && (uses(f->min, b) || uses(f->extent, b))) return true;
+        return false;
     }
 
     /// Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
@@ -421,7 +495,8 @@ class Specializer {
         // The ring's position runs on across a block's tiles: tile * trips + k where every tile runs the same
         // trips; where they differ (attention's causal loop on the query block) a count of the iterations of
         // the block's earlier tiles, one per role thread (`ringBase`, advanced after each tile's loop).
-        const bool tripsVary = p.persistent && p.unevenAxis >= 0;
+        // In a walk of the kernel's own, always: its guards may skip tiles.
+        const bool tripsVary = (p.persistent && p.unevenAxis >= 0) || p.walk || p.guard;
         p.ringBase = tripsVary ? makeBuffer("tilec_ring_base", Scope::Var, DType::Int32, {i32(1)}, p.loc) : Buffer();
         if (p.ringBase) nk.allocs.push_back(p.ringBase);
         p.baseNow = p.ringBase ? Load::make(p.ringBase, {i32(0)}, p.loc) : Expr();
@@ -455,7 +530,7 @@ class Specializer {
                 issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], addressOf(p.ring.at(p.tiles[i].copy->dst.buffer.get()), {ps, i32(0), i32(0)}),
                                         p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0));
         }
-        Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(issue), loc), loc);
+        Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
         if (p.ringBase) producerLoop = Seq::make({producerLoop, p.advanceBase()}, loc);
         // The once tiles ahead of the loop; persistent, for each output tile once the consumers have released
         // the previous one's (the first tile's wait, on the parity before the barrier's first phase, passes).
@@ -470,6 +545,10 @@ class Specializer {
                 first.push_back(tmaLoad(p, p.once[i], p.onceMap[i], addressOf(p.once[i].copy->dst.buffer, {i32(0), i32(0)}), p.onceBar, {}, 0));
             first.push_back(producerLoop);
             producerLoop = Seq::make(std::move(first), loc);
+        }
+        if (p.walk) { // the consumers' walk, in the producer's own variables
+            VarMap vars = freshWalkVars(*p.walk);
+            producerLoop = rewrapTileWalk(*p.walk, substitute(producerLoop, vars), vars, true);
         }
         if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
         if (p.ringBase) producerLoop = Seq::make({p.resetBase(), producerLoop}, loc);
@@ -492,7 +571,8 @@ class Specializer {
         const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
         const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
         size_t onceLast = p.rest.size();
-        if (p.persistent && !p.once.empty() && !o_.intraOverlap && !o_.pingPong)
+        // ... and after the loop where the iterations run under a condition (the last one may not run).
+        if (p.persistent && !p.once.empty() && !o_.intraOverlap && !o_.pingPong && !p.guard)
             for (size_t j = 0; j < p.rest.size(); ++j)
                 for (auto &t : p.once)
                     if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
@@ -526,7 +606,7 @@ class Specializer {
                 consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.onceBar, p.persistent ? simplify(binary(BinaryOp::FloorMod, p.consumerTile, i32(2))) : i32(0)},
                                              top[i]->loc));
         }
-        consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(body), {}), loc));
         if (p.persistent && !p.once.empty())
             consumer.push_back(onceLast < p.rest.size()
                                    ? IfThenElse::make(binary(BinaryOp::LE, loop.extent, i32(0)), onceRelease, nullptr, loc)
@@ -534,6 +614,11 @@ class Specializer {
         if (p.ringBase) consumer.push_back(p.advanceBase());
         consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
         Stmt consumerBody = Seq::make(std::move(consumer), loc);
+        if (p.walk) { // the kernel's statements, the walk's innermost list replaced
+            std::vector<Stmt> outer = *p.outer;
+            outer[p.walkAt] = rewrapTileWalk(*p.walk, consumerBody, {}, false);
+            consumerBody = Seq::make(std::move(outer), loc);
+        }
         if (p.persistent) consumerBody = For::make(p.consumerTile, i32(0), p.tileCount, ForKind::Persistent, 0, consumerBody, loc);
         if (p.ringBase) consumerBody = Seq::make({p.resetBase(), consumerBody}, loc);
         return consumerBody;
