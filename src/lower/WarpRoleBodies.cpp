@@ -1,0 +1,155 @@
+/// \file
+/// The code of specializeWarps' two roles from its plan (WarpRoleBodies.h).
+#include "WarpRoleBodies.h"
+
+#include "tilec/passes/Staging.h"
+
+#include <algorithm>
+
+namespace tilec::passes::warproles {
+
+namespace {
+
+Expr i32(int64_t v) { return intImm32(v); }
+
+} // namespace
+
+/// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast
+/// to every block of it.
+Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows) {
+    const int CM = p.CM;
+    std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle)};
+    if (boxRows) args.insert(args.end(), {i32(boxRows), i32(CM)});
+    args.insert(args.end(), {dst, i32(map), bar});
+    if (boxRows) args.insert(args.end(), {i32((1 << CM) - 1), lib::call(lib::Fn::ClusterRank, {}, p.loc, DType::Int32)});
+    for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], vars)) : i32(0));
+    return lib::stmt(boxRows ? lib::Fn::TmaLoadTileMulticast : lib::Fn::TmaLoadTile, std::move(args), t.copy->loc);
+}
+
+/// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage
+/// once its consumers have released it.
+Stmt producerRole(const Plan &p, const Kernel &k) {
+    const For &loop = *p.loop;
+    const SourceRange &loc = p.loc;
+    Var pk = makeVar(loop.var->name, loop.var->dtype, loop.var->loc);
+    auto [ps, pphase] = p.stageOf(pk, p.producerTile);
+    std::vector<Stmt> issue;
+    VarMap toProducer{{loop.var.get(), pk}};
+    for (int g = 0; g < p.G; ++g) {
+        issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
+        issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), i32(p.groups[(size_t)g].bytes)}, loc));
+        for (size_t i : p.groups[(size_t)g].tiles)
+            issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], addressOf(p.ring.at(p.tiles[i].copy->dst.buffer.get()), {ps, i32(0), i32(0)}),
+                                    p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0));
+    }
+    Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
+    if (p.ringBase) producerLoop = Seq::make({producerLoop, p.advanceBase()}, loc);
+    // The once tiles ahead of the loop; persistent, for each output tile once the consumers have released
+    // the previous one's (the first tile's wait, on the parity before the barrier's first phase, passes).
+    if (!p.once.empty()) {
+        int64_t onceBytes = 0;
+        for (auto &t : p.once) onceBytes += t.bytes();
+        std::vector<Stmt> first;
+        if (p.persistent)
+            first.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.onceEmpty, simplify(binary(BinaryOp::BitXor, binary(BinaryOp::FloorMod, p.producerTile, i32(2)), i32(1)))}, loc));
+        first.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.onceBar, i32(onceBytes)}, loc));
+        for (size_t i = 0; i < p.once.size(); ++i)
+            first.push_back(tmaLoad(p, p.once[i], p.onceMap[i], addressOf(p.once[i].copy->dst.buffer, {i32(0), i32(0)}), p.onceBar, {}, 0));
+        first.push_back(producerLoop);
+        producerLoop = Seq::make(std::move(first), loc);
+    }
+    if (p.walk) { // the consumers' walk, in the producer's own variables
+        VarMap vars = freshWalkVars(*p.walk);
+        producerLoop = rewrapTileWalk(*p.walk, substitute(producerLoop, vars), vars, true);
+    }
+    if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
+    if (p.ringBase) producerLoop = Seq::make({p.resetBase(), producerLoop}, loc);
+    return IfThenElse::make(binary(BinaryOp::EQ, k.threadIdx, i32(p.C)), producerLoop, nullptr, loc);
+}
+
+/// Consumers: the kernel's own code; each group's stage waited for before its first use and released
+/// (one arrival per consumer warp: its lane 0) after its last.
+Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, const LoweringOptions &o) {
+    const For &loop = *p.loop;
+    const SourceRange &loc = p.loc;
+    const size_t at = p.at;
+    const Var tx = k.threadIdx;
+    auto [cs, cphase] = p.stageOf(loop.var, p.consumerTile);
+    // Persistent with once tiles: their release (one arrival per consumer warp) after the last statement
+    // of the tile's last iteration that reads them (attention's last QK^T, whose wgmma wait precedes the
+    // release), so that the next tile's Q lands under this tile's last P.V and epilogue; after the loop
+    // where it runs no iteration, or where --intra-overlap or --pingpong rewrite the loop's body (they
+    // match its statements).
+    const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
+    const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
+    size_t onceLast = p.rest.size();
+    // ... and after the loop where the iterations run under a condition (the last one may not run).
+    if (p.persistent && !p.once.empty() && !o.intraOverlap && !o.pingPong && !p.guard)
+        for (size_t j = 0; j < p.rest.size(); ++j)
+            for (auto &t : p.once)
+                if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
+    const Expr lastIter = simplify(binary(BinaryOp::Sub, binary(BinaryOp::Add, loop.min, loop.extent), i32(1)));
+    std::vector<Stmt> body;
+    for (size_t j = 0; j < p.rest.size(); ++j) {
+        for (int g = 0; g < p.G; ++g)
+            if (p.groups[(size_t)g].first == j) body.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.full(g, cs), cphase}, loc));
+        body.push_back(stageBuffers(p.rest[j], p.ring, cs));
+        for (int g = 0; g < p.G; ++g)
+            if (p.groups[(size_t)g].last == j && p.mma) {
+                // mma.sync's ldmatrix reads are each thread's own: every consumer thread releases them. They
+                // read through the generic proxy and the producer's next TMA writes the stage through the
+                // async proxy: a proxy fence orders the two (without it the arrival's SASS waits for no
+                // outstanding ldmatrix, and persistent sm_90 GEMMs summed wrong stages on the H200).
+                body.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
+                body.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {p.empty(g, cs)}, loc));
+            } else if (p.groups[(size_t)g].last == j)
+                // In a cluster on every block's empty barrier: each block's producer multicasts into both.
+                body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
+                                                p.CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {p.empty(g, cs), i32(p.CM)}, loc)
+                                                         : lib::stmt(lib::Fn::MbarrierArrive, {p.empty(g, cs)}, loc),
+                                                nullptr, loc));
+        if (j == onceLast) body.push_back(IfThenElse::make(binary(BinaryOp::EQ, loop.var, lastIter), onceRelease, nullptr, loc));
+    }
+    std::vector<Stmt> consumer;
+    for (size_t i = 0; i < at; ++i) {
+        bool isOnce = std::find(p.onceAt.begin(), p.onceAt.end(), i) != p.onceAt.end();
+        if (!isOnce) consumer.push_back(top[i]);
+        else if (i == p.onceAt.back())
+            consumer.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.onceBar, p.persistent ? simplify(binary(BinaryOp::FloorMod, p.consumerTile, i32(2))) : i32(0)},
+                                         top[i]->loc));
+    }
+    consumer.push_back(For::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(body), {}), loc));
+    if (p.persistent && !p.once.empty())
+        consumer.push_back(onceLast < p.rest.size()
+                               ? IfThenElse::make(binary(BinaryOp::LE, loop.extent, i32(0)), onceRelease, nullptr, loc)
+                               : onceRelease);
+    if (p.ringBase) consumer.push_back(p.advanceBase());
+    consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
+    Stmt consumerBody = Seq::make(std::move(consumer), loc);
+    if (p.walk) { // the kernel's statements, the walk's innermost list replaced
+        std::vector<Stmt> outer = *p.outer;
+        outer[p.walkAt] = rewrapTileWalk(*p.walk, consumerBody, {}, false);
+        consumerBody = Seq::make(std::move(outer), loc);
+    }
+    if (p.persistent) consumerBody = For::make(p.consumerTile, i32(0), p.tileCount, ForKind::Persistent, 0, consumerBody, loc);
+    if (p.ringBase) consumerBody = Seq::make({p.resetBase(), consumerBody}, loc);
+    return consumerBody;
+}
+
+/// Thread 0 initialises every barrier: full (one arrival: the producer's) and empty (the consumers').
+Stmt initBarriers(const Plan &p, const Kernel &k) {
+    const SourceRange &loc = p.loc;
+    const int C = p.C;
+    std::vector<Stmt> init;
+    for (int g = 0; g < p.G; ++g)
+        for (int s = 0; s < p.S; ++s) {
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.full(g, i32(s)), i32(1)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.empty(g, i32(s)), i32(p.mma ? C : C / 32 * p.CM)}, loc));
+        }
+    if (!p.once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.onceBar, i32(1)}, loc));
+    if (p.persistent && !p.once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.onceEmpty, i32(C / 32)}, loc));
+    init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
+    return IfThenElse::make(binary(BinaryOp::EQ, k.threadIdx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc);
+}
+
+} // namespace tilec::passes::warproles

@@ -1,0 +1,117 @@
+/// \file
+/// What specializeWarps decides about one T.Pipelined loop (its Plan), and the code of the two roles it
+/// builds from it: the producer's TMA loads, the consumers' waits and releases around the kernel's own code,
+/// and the barriers' initialisation (WarpRoleBodies.cpp). Private to src/lower/SpecializeWarps.cpp.
+#pragma once
+
+#include "tilec/IR.h"
+#include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/LoweringOptions.h"
+#include "tilec/passes/Arith.h"
+#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/TileWalks.h"
+#include "tilec/passes/WarpRolePlan.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace tilec::passes::warproles {
+
+using namespace ir;
+
+inline Expr intImm32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// The barrier groups: the ring's tiles first used by the same statement of the loop's body.
+struct Group {
+    size_t first = 0, last = 0;
+    std::vector<size_t> tiles;
+    int64_t bytes = 0;
+};
+
+/// What specialize() has decided about one T.Pipelined loop so far, filled step by step. Its byBuffer
+/// points into tiles and once: a plan is neither copied nor moved.
+struct Plan {
+    Plan() = default;
+    Plan(const Plan &) = delete;
+    Plan &operator=(const Plan &) = delete;
+
+    const For *loop = nullptr;
+    size_t at = 0;                    ///< the loop's position among the kernel's top-level statements
+    SourceRange loc;                  ///< the loop's
+    bool mma = false;                 ///< sm_90 (no wgmma): mma.sync consumers and one producer warp
+    int S = 0, C = 0, P = 0;          ///< stages, consumer threads, producer threads
+    std::vector<TmaTile> tiles, once; ///< the ring's tiles and those loaded once before the loop
+    std::vector<size_t> onceAt;       ///< where the once tiles' copies stand among the top-level statements
+    std::map<const BufferNode *, const TmaTile *> byBuffer;
+    bool rowsOnly = false;                              ///< a T.gemm reads A from registers
+    std::vector<Stmt> rest;                             ///< the body without the hoisted copies, T.gemm marked for wgmma
+    std::vector<std::set<const BufferNode *>> mentions; ///< the buffers each statement of rest mentions
+    std::vector<Group> groups;
+    int G = 0;
+    std::map<const BufferNode *, Buffer> ring; ///< each staged buffer's ring of S stages
+    Expr gridTiles;                            ///< the grid's tile count
+    std::optional<int64_t> constTiles;
+    int uneven = 0, unevenAxis = -1; ///< how many grid dimensions the loop's work depends on; the one, if one
+    bool persistent = false;
+    Buffer mbar;
+    int blocks = 0; ///< planned blocks per SM
+    ClusterPlan cluster;
+    int CM = 1; ///< blocks per cluster
+    std::vector<int> ringMap, onceMap; ///< each tile's tensor map
+    Expr tileCount;                    ///< persistent: the tiles the roles walk
+    Var producerTile, consumerTile;
+    Buffer ringBase; ///< where the trip count varies by tile: the iterations of the block's earlier tiles
+    Expr baseNow;
+    Expr onceBar, onceEmpty; ///< the once tiles' full barrier, and (persistent) their empty one
+    const TileWalk *walk = nullptr;     ///< the kernel's own walk over output tiles around the loop, if any
+    const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
+    size_t walkAt = 0;                  ///< ... and the walk's position among them
+    Expr guard;      ///< the condition each iteration's body runs under (block-sparse `if mask[...]:`), if any
+    Stmt unguarded;  ///< ... and the loop with the guarded body as its body (`loop` points to it)
+
+    Expr barrier(const Expr &index) const { return addressOf(mbar, {simplify(index)}); }
+    Expr full(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, intImm32(2 * g * S), stage)); }
+    Expr empty(int g, const Expr &stage) const { return barrier(binary(BinaryOp::Add, intImm32(2 * g * S + S), stage)); }
+    Stmt resetBase() const { return Store::make(ringBase, {intImm32(0)}, intImm32(0), loc); }
+    Stmt advanceBase() const {
+        if (guard) return Seq::make({}, loc); // advanced by each iteration that runs (advanceOne)
+        return Store::make(ringBase, {intImm32(0)}, simplify(binary(BinaryOp::Add, baseNow, binary(BinaryOp::Max, loop->extent, intImm32(0)))), loc);
+    }
+    Stmt advanceOne() const { return Store::make(ringBase, {intImm32(0)}, simplify(binary(BinaryOp::Add, baseNow, intImm32(1))), loc); }
+    /// The body of one iteration, under the guard where there is one (then the ring moves on one stage).
+    Stmt iteration(std::vector<Stmt> body, const VarMap &vars) const {
+        if (!guard) return Seq::make(std::move(body), loc);
+        body.push_back(advanceOne());
+        return IfThenElse::make(substitute(guard, vars), Seq::make(std::move(body), loc), nullptr, loc);
+    }
+    /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent); with a guard,
+    /// of the next iteration that runs.
+    std::pair<Expr, Expr> stageOf(const Var &ko, const Var &tile) const {
+        Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop->min));
+        if (guard) k0 = baseNow;
+        else if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
+        else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
+        return std::pair{simplify(binary(BinaryOp::FloorMod, k0, intImm32(S))),
+                         simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, intImm32(S)), intImm32(2)))};
+    }
+};
+
+/// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast to
+/// every block of it.
+Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows);
+
+/// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage once
+/// its consumers have released it.
+Stmt producerRole(const Plan &p, const Kernel &k);
+
+/// Consumers: the kernel's own code (its top-level statements `top`); each group's stage waited for before its
+/// first use and released after its last.
+Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, const LoweringOptions &o);
+
+/// Thread 0 initialises every barrier: full (one arrival: the producer's) and empty (the consumers').
+Stmt initBarriers(const Plan &p, const Kernel &k);
+
+} // namespace tilec::passes::warproles
