@@ -3,7 +3,8 @@
 /// lightning indexer: `s_reshaped = T.reshape(s, (block_N, block_Q, heads))`) keeps its tensor-core layout
 /// (Layout::columns): a T.Parallel nest over the view scales it in place, and reductions along the view's last
 /// and middle dimensions (and its rows) run on the CPU simulator from the plan of the accumulator's slots
-/// (lanes by shuffles, warps through shared memory), against a float64 reference, for each warp split.
+/// (lanes by shuffles, warps through shared memory), against a float64 reference, for each warp split (and
+/// Hopper's warpgroup row order).
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -20,7 +21,7 @@ namespace sim = tilec::simtest;
 
 /// C = A B^T (64 x 64, K = 32) viewed as (64, G, 64 / G): C * w[g, h] summed over h (dim 2) and maximised over g
 /// (dim 1), and the column sums of the view (dim 0).
-void viewReductions(const std::string &policy, int threads, int G) {
+void viewReductions(const std::string &policy, int threads, int G, const char *target = "sm_80") {
     const int M = 64, N = 64, K = 32, H = N / G;
     std::string g = std::to_string(G), h = std::to_string(H);
     std::string src = "import tilelang.language as T\n"
@@ -50,7 +51,7 @@ void viewReductions(const std::string &policy, int threads, int G) {
                       "        T.copy(x, X)\n"
                       "        T.copy(c, C)\n";
     tilec::lowertest::LowerRun r;
-    r.run(src, "t.tile", *tilec::Target::parse("sm_80"));
+    r.run(src, "t.tile", *tilec::Target::parse(target));
     ASSERT_TRUE(r.lowered) << r.diags();
     auto a = sim::randomData(M * K, 51, -1, 1), b = sim::randomData(N * K, 52, -1, 1), w = sim::randomData(N, 53, -1, 1);
     std::vector<double> s(M * G, std::nan("")), x(M * H, std::nan("")), c(N, std::nan(""));
@@ -76,5 +77,6 @@ TEST(LowerSimAccumulatorViews, GroupsAcrossWarps) { viewReductions("FullCol", 12
 TEST(LowerSimAccumulatorViews, RowsOverWarps) { viewReductions("FullRow", 128, 8); }
 TEST(LowerSimAccumulatorViews, SquareSplit) { viewReductions("Square", 128, 4); }
 TEST(LowerSimAccumulatorViews, OneWarp) { viewReductions("Square", 32, 16); }
+TEST(LowerSimAccumulatorViews, HopperWarpgroupRows) { viewReductions("FullCol", 128, 2, "sm_90a"); }
 
 } // namespace
