@@ -5,6 +5,7 @@
 #include "ThreadOwners.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ReductionPlan.h"
 
@@ -24,6 +25,21 @@ bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /// Calls f(t, slot, values) for every element a thread meets in a nest of layout `l` over `extents` (as many
 /// iterations, row-major), with the nest's variables set to its coordinates; false when the sizes differ.
+/// How many of `indices`' first entries use none of `vars` (a slice's leading index, `lse[k, i]` in a nest over i).
+size_t leadingFree(const std::vector<Expr> &indices, const std::vector<Var> &vars) {
+    size_t L = 0;
+    for (; L < indices.size(); ++L)
+        for (auto &v : vars)
+            if (ir::uses(indices[L], v.get())) return L;
+    return L;
+}
+
+/// `indices` with its first entries the coordinates of `flat` (row-major over `shape`'s first dimensions).
+std::vector<Expr> withLeading(std::vector<Expr> indices, size_t L, const std::vector<int64_t> &shape, int64_t flat) {
+    for (size_t d = L; d-- > 0; flat /= shape[d]) indices[d] = intImm(flat % shape[d], DType::Int32);
+    return indices;
+}
+
 template <class F> bool forEachIteration(const Layout &l, const std::vector<Var> &vars, const std::vector<int64_t> &extents, F f) {
     int64_t n = 1;
     for (int64_t e : extents) n *= e;
@@ -159,12 +175,20 @@ class Chooser {
             if (u.write || !nlp || nlp->kind != Layout::Distributed || nlp->elements() * threads_ > kMaxEvaluated) return false;
             const Layout &nl = *nlp;
             const std::vector<int64_t> &fs = layout_[id].shape;
+            // A slice's leading index is known only at run time: the nest reads every slice there.
+            const size_t L = u.sliceElements ? std::min(leadingFree(u.indices, c_.nests[u.nest].vars), fs.size()) : 0;
+            int64_t slices = 1;
+            for (size_t d = 0; d < L; ++d) slices *= fs[d];
+            if (slices * nl.elements() * threads_ > kMaxEvaluated) return false;
             bool ok = true;
-            ok &= forEachIteration(nl, c_.nests[u.nest].vars, c_.nests[u.nest].extents, [&](int64_t t, int64_t, const auto &values) {
-                int64_t q = elementAt(u.indices, fs, values);
-                if (q < 0) ok = false;
-                else need[t].insert(q);
-            });
+            for (int64_t k = 0; k < slices && ok; ++k) {
+                auto idx = withLeading(u.indices, L, fs, k);
+                ok &= forEachIteration(nl, c_.nests[u.nest].vars, c_.nests[u.nest].extents, [&](int64_t t, int64_t, const auto &values) {
+                    int64_t q = elementAt(idx, fs, values);
+                    if (q < 0) ok = false;
+                    else need[t].insert(q);
+                });
+            }
             if (!ok) return false;
             any = true;
         }
@@ -230,6 +254,23 @@ std::optional<std::vector<int64_t>> projectedSlots(const Layout &frag, const Lay
 
 std::optional<Expr> copiedSlot(const Layout &frag, const Layout &nest, const std::vector<Expr> &indices,
                                const std::vector<Var> &vars, const Var &round, const Var &lane) {
+    // A slice at a run-time leading index (`lse[k, i]`): slices of whole rounds of the fragment's layout sit
+    // P / T' slots apart in every thread (P a slice's elements), so the slot is slice 0's plus k * P / T'.
+    if (size_t L = std::min(leadingFree(indices, vars), frag.shape.size()); L > 0 && L < indices.size() &&
+                                                                           frag.kind == Layout::Distributed) {
+        bool constant = true;
+        for (size_t d = 0; d < L; ++d) constant &= constInt(indices[d]).has_value();
+        int64_t P = 1;
+        for (size_t d = L; d < frag.shape.size(); ++d) P *= frag.shape[d];
+        if (!constant && P % ((int64_t)frag.vec * frag.vthreads()) == 0) {
+            auto base = copiedSlot(frag, nest, withLeading(indices, L, frag.shape, 0), vars, round, lane);
+            if (!base) return std::nullopt;
+            std::vector<Expr> lead(indices.begin(), indices.begin() + (long)L);
+            std::vector<int64_t> leadShape(frag.shape.begin(), frag.shape.begin() + (long)L);
+            Expr step = binary(BinaryOp::Mul, flattenCoords(lead, leadShape), intImm(P / frag.vthreads(), DType::Int32));
+            return simplify(binary(BinaryOp::Add, *base, step));
+        }
+    }
     auto table = projectedSlots(frag, nest, indices, vars);
     if (!table) return std::nullopt;
     const int64_t V = nest.vec, S = (int64_t)table->size();

@@ -25,7 +25,37 @@ struct Affine {
     }
 };
 
-std::optional<Affine> affine(const Expr &e) {
+using Extents = std::map<const VarNode *, int64_t>;
+
+std::optional<Affine> affine(const Expr &e, const Extents &extentOf);
+
+/// x // c or x % c (c > 0) of an affine x over variables in [0, extent): q + r with q the terms (and the part of
+/// the constant) that are multiples of c and r in [0, c) for every iteration, so that x // c = q / c and x % c = r
+/// (`(i * 64 + g * 8 + h) // 64` is i over g < 8, h < 8: a T.reshape view's element of its base); none otherwise.
+std::optional<Affine> divMod(const Affine &x, int64_t c, bool div, const Extents &extentOf) {
+    if (c <= 0) return std::nullopt;
+    Affine q, r;
+    r.c0 = ((x.c0 % c) + c) % c;
+    q.c0 = x.c0 - r.c0;
+    int64_t lo = r.c0, hi = r.c0;
+    for (auto &[v, k] : x.coef) {
+        if (k % c == 0) {
+            q.coef[v] = k;
+            continue;
+        }
+        auto ext = extentOf.find(v);
+        if (ext == extentOf.end()) return std::nullopt;
+        r.coef[v] = k;
+        (k > 0 ? hi : lo) += k * (ext->second - 1);
+    }
+    if (lo < 0 || hi >= c) return std::nullopt;
+    if (!div) return r;
+    q.c0 /= c;
+    for (auto &[v, k] : q.coef) k /= c;
+    return q;
+}
+
+std::optional<Affine> affine(const Expr &e, const Extents &extentOf) {
     Affine out;
     if (auto i = as<IntImm>(e)) {
         out.c0 = i->value;
@@ -37,7 +67,7 @@ std::optional<Affine> affine(const Expr &e) {
     }
     auto b = as<Binary>(e);
     if (!b) return std::nullopt;
-    auto x = affine(b->a), y = affine(b->b);
+    auto x = affine(b->a, extentOf), y = affine(b->b, extentOf);
     if (!x || !y) return std::nullopt;
     switch (b->op) {
     case BinaryOp::Add: return x->add(*y, 1);
@@ -46,6 +76,10 @@ std::optional<Affine> affine(const Expr &e) {
         if (y->coef.empty()) return Affine{}.add(*x, y->c0);
         if (x->coef.empty()) return Affine{}.add(*y, x->c0);
         return std::nullopt;
+    case BinaryOp::FloorDiv:
+    case BinaryOp::FloorMod:
+        if (!y->coef.empty()) return std::nullopt;
+        return divMod(*x, y->c0, b->op == BinaryOp::FloorDiv, extentOf);
     default: return std::nullopt;
     }
 }
@@ -58,12 +92,12 @@ bool flatEquivalent(const std::vector<Expr> &indices, const std::vector<int64_t>
     bool same = indices.size() == vars.size();
     for (size_t d = 0; same && d < indices.size(); ++d) same = indices[d] == Expr(vars[d]) && shape[d] == extents[d];
     if (same) return false;
-    std::map<const VarNode *, int64_t> extentOf;
+    Extents extentOf;
     for (size_t v = 0; v < vars.size(); ++v) extentOf[vars[v].get()] = extents[v];
     Affine flat, iter;
     int64_t stride = 1;
     for (size_t d = indices.size(); d-- > 0;) {
-        auto a = affine(indices[d]);
+        auto a = affine(indices[d], extentOf);
         if (!a) return false;
         // Inside its dimension for every iteration.
         int64_t lo = a->c0, hi = a->c0;

@@ -44,13 +44,19 @@ std::vector<int64_t> constShape(const BufferNode &b) {
 }
 
 /// `l` over `shape` (as many elements): the same thread and slot for each row-major element. Distributed and
-/// replicated layouts place elements by their row-major position alone; a tensor-core layout keeps its shape.
+/// replicated layouts place elements by their row-major position alone; a tensor-core layout keeps its rows and
+/// may split its columns into several dimensions.
 std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shape) {
     if (shape == l.shape) return l;
     if (std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>()) != l.elements()) return std::nullopt;
     if (l.kind == Layout::Replicated) return Layout::replicated(shape);
     if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
         return Layout::distributed(shape, l.threads, l.vec, l.copies);
+    if (l.kind == Layout::Mma && shape.size() >= 2 && shape[0] == l.shape[0] && shape.back() % l.vec == 0) { // the columns split (Layout::columns)
+        Layout v = l;
+        v.shape = shape;
+        return v;
+    }
     return std::nullopt;
 }
 
@@ -181,9 +187,9 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
                 cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN, ng.mma->wgmma);
         } else if (u.reduceDst && u.reduceSrc) {
             auto &sg = group(groupOf(u.reduceSrc));
-            if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1)
+            if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1 && u.reduceSrc->shape.size() == 2)
                 cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
-            else if (sg.mma && !(sg.mma->kind == Layout::Mma && u.reduceDim == 0 && u.reduceSrc->shape.size() == 2)) {
+            else if (sg.mma && !(sg.mma->kind == Layout::Mma && (u.reduceDim == 0 || u.reduceSrc->shape.size() > 2))) {
                 diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
                                       std::to_string(u.reduceDim) + " is not supported; only per-row (dim=1) and per-column "
                                       "(dim=0) reductions of a T.gemm result are");

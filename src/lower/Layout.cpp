@@ -63,6 +63,12 @@ int64_t Layout::elements() const {
     return n;
 }
 
+int64_t Layout::columns() const {
+    int64_t n = 1;
+    for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+    return n;
+}
+
 int Layout::vthreads() const { return threads >> __builtin_popcountll((unsigned long long)copies); }
 
 int64_t Layout::rounds() const {
@@ -203,10 +209,24 @@ Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
 
 Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
     TILEC_ASSERT(l.kind == Layout::Mma, "mmaCol of a layout that is not mma");
-    const int64_t wtn = l.shape[1] / l.warpsN;
+    const int64_t wtn = l.columns() / l.warpsN;
     Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
     if (l.warpsN > 1 && l.warpCopies() > 1) wn = mod(wn, l.warpsN);
     return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
+}
+
+std::vector<Expr> mmaViewCoords(const Layout &l, const Expr &row, const Expr &col) {
+    TILEC_ASSERT(l.kind == Layout::Mma, "mmaViewCoords of a layout that is not mma");
+    std::vector<Expr> coords(l.shape.size());
+    coords[0] = row;
+    int64_t stride = 1;
+    for (size_t d = l.shape.size(); d-- > 1;) {
+        Expr c = div(col, stride);
+        if (d > 1) c = mod(c, l.shape[d]);
+        coords[d] = simplify(c);
+        stride *= l.shape[d];
+    }
+    return coords;
 }
 
 Expr mmaRowsOwner(const Layout &l, const Expr &tid) {
@@ -227,10 +247,10 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     }
     const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM % l.warpsN;
     if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
-    const int64_t nT = l.tilesN(), wtn = l.shape[1] / l.warpsN;
+    const int64_t nT = l.tilesN(), wtn = l.columns() / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
     int64_t row = l.tileRow(wm, mi) + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;
-    return row * l.shape[1] + col;
+    return row * l.columns() + col;
 }
 
 std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep, ir::GemmPolicy policy) {

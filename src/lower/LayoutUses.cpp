@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <sstream>
 
 namespace tilec::passes {
 
@@ -219,6 +220,25 @@ LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag) {
     Collect c(diag);
     c.visit(body);
     return std::move(c.out);
+}
+
+bool ownRegisterNest(const Stmt &s) {
+    auto f = as<For>(s);
+    if (!f || f->forKind != ForKind::Parallel) return false;
+    SourceManager sm;
+    std::ostringstream quiet; // a misplaced nest or reduction inside is reported where layouts are inferred
+    DiagnosticEngine diag(sm, quiet);
+    LayoutUses u = collectLayoutUses(s, diag);
+    struct TileOps : IRVisitor { // a tile statement inside takes every thread of the block
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Copy &) override { found = true; }
+        void visit(const Fill &) override { found = true; }
+        void visit(const Gemm &) override { found = true; }
+    } tile;
+    tile.visit(s);
+    return diag.errorCount() == 0 && !tile.found && u.nests.size() == 1 && !u.nests[0].fragmentAccess &&
+           !u.nests[0].nonLocalStore;
 }
 
 } // namespace tilec::passes

@@ -75,4 +75,8 @@ struct LayoutUses {
 /// The nests, fragment uses and T.gemm operands of a body; misplaced nests and reductions are errors.
 LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag);
 
+/// Whether `s` is a T.Parallel nest of a thread's own registers (Nest::fragmentAccess and nonLocalStore both
+/// false): every thread runs it whole, so it needs no other thread and may run under a thread-dependent `if`.
+bool ownRegisterNest(const ir::Stmt &s);
+
 } // namespace tilec::passes

@@ -256,7 +256,10 @@ class Lowerer : public IRMutator {
         if (!inner) inner = Seq::make({});
         VarMap m;
         m[vars[0].get()] = mmaRow(l, tid_, mi, h);
-        if (!rows) m[vars[1].get()] = mmaCol(l, tid_, ni, c);
+        if (!rows) { // a view's columns split over several variables (Layout::columns)
+            auto coords = mmaViewCoords(l, m[vars[0].get()], mmaCol(l, tid_, ni, c));
+            for (size_t d = 1; d < vars.size(); ++d) m[vars[d].get()] = coords[d];
+        }
         Stmt s = simplifyIndices(substitute(inner, m));
         if (!rows) s = For::make(c, i32(0), i32(2), ForKind::Vectorized, 0, s, loc);
         s = For::make(h, i32(0), i32(2), ForKind::Unrolled, 0, s, loc);

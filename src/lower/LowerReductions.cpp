@@ -57,6 +57,16 @@ DType accumulatorType(DType t) {
     return t;
 }
 
+/// Whether `l` is an mma accumulator seen through a view that splits its columns (Layout::columns): reduced
+/// along any dimension from the plan of its slots (distributedSource), not by mmaSource / reduceMmaColumns.
+bool mmaView(const Layout &l) { return l.kind == Layout::Mma && l.shape.size() > 2; }
+
+/// The coordinates (in the layout's shape) of register slot `slot` of thread `tid` of an mma layout.
+std::vector<Expr> mmaSlotCoords(const Layout &l, const Expr &tid, int64_t slot) {
+    const int64_t c = slot % 2, h = slot / 2 % 2, tile = slot / 4, nT = l.tilesN();
+    return mmaViewCoords(l, mmaRow(l, tid, i32(tile / nT), i32(h)), mmaCol(l, tid, i32(tile % nT), i32(c)));
+}
+
 using reduction::directSlots;
 using reduction::Plan;
 using reduction::Reducer;
@@ -120,7 +130,7 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto srcL = layouts_.fragments.find(op->src.get());
     auto dstL = layouts_.fragments.find(op->dst.get());
     TILEC_ASSERT(srcL != layouts_.fragments.end() && dstL != layouts_.fragments.end(), "reduction of a non-fragment");
-    const bool rows = srcL->second.kind == Layout::Mma && op->dim == 1;
+    const bool rows = srcL->second.kind == Layout::Mma && op->dim == 1 && !mmaView(srcL->second);
     const Layout &dstLayout = dstL->second;
     TILEC_ASSERT(rows ? dstLayout.kind == Layout::MmaRows
                       : dstLayout.kind == Layout::Replicated || dstLayout.kind == Layout::Distributed,
@@ -150,7 +160,7 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
         return IfThenElse::make(binary(BinaryOp::EQ, owner, virtualThread(dstLayout, tid_)), finishSlot_(slot, value), nullptr, loc);
     };
     if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
-    if (srcL->second.kind == Layout::Mma) { // columns (dim 0): src/lower/ReduceMmaColumns.cpp
+    if (srcL->second.kind == Layout::Mma && !mmaView(srcL->second)) { // columns (dim 0): src/lower/ReduceMmaColumns.cpp
         ColumnFold f{cb.acc, [cb] { return cb.identity(); }, [cb](const Expr &x) { return cb.pre(x); },
                      [cb](const Expr &a, const Expr &b) { return cb.combine(a, b); },
                      [&](const std::string &n, int64_t e) { return alloc(n, Scope::Local, cb.acc, e, loc); },
@@ -249,7 +259,12 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     // Every full round feeding one partial (rows), or lane v of every round feeding partial c0 + v
     // (columns), is two loops.
     const int64_t slots = (int64_t)p.slotClass.size();
-    bool single = full > 0, byLane = V > 1 && full > 0;
+    if (src.kind == Layout::Mma) // every slot holds an element (the layout tiles its fragment)
+        for (int64_t s = 0; s < slots; ++s) {
+            Expr c = i32(p.slotClass[s]);
+            out.push_back(store(acc, c, cb.combine(load(acc, c), cb.pre(load(srcReg, i32(s)))), loc));
+        }
+    bool single = full > 0 && src.kind != Layout::Mma, byLane = V > 1 && single;
     for (int64_t s = 0; s < full * V; ++s) single &= p.slotClass[s] == p.slotClass[0];
     for (int64_t s = 0; s < full * V && byLane; ++s) byLane = p.slotClass[s] == p.slotClass[0] + s % V;
     if (single && full > 1) byLane = false;
@@ -262,7 +277,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
         body = For::make(lane, i32(0), i32(V), ForKind::Unrolled, 0, body, loc);
         out.push_back(For::make(round, i32(0), i32(full), ForKind::Unrolled, 0, body, loc));
     }
-    for (int64_t r = single || byLane ? full : 0; r * V < slots; ++r) {
+    for (int64_t r = single || byLane ? full : 0; src.kind != Layout::Mma && r * V < slots; ++r) {
         int c0 = p.slotClass[r * V];
         bool uniform = V > 1;
         for (int64_t v = 1; v < V; ++v) uniform &= p.slotClass[r * V + v] == c0;
@@ -333,13 +348,13 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
     for (int c = 0; c < p.classes; ++c) {
         int s = p.repSlot[c];
         int64_t r = s / V, v = s % V;
-        auto coords = elementCoords(src, i32(r), vtid, i32(v));
+        auto coords = src.kind == Layout::Mma ? mmaSlotCoords(src, tid_, s) : elementCoords(src, i32(r), vtid, i32(v));
         coords.erase(coords.begin() + op.dim);
         std::vector<int64_t> outShape = src.shape;
         outShape.erase(outShape.begin() + op.dim);
         Expr o = flattenCoords(coords, outShape);
         Expr cond = binary(BinaryOp::EQ, binary(BinaryOp::BitAnd, tid_, i32(bits)), i32(0));
-        if (r >= full)
+        if (r >= full && src.kind != Layout::Mma)
             cond = binary(BinaryOp::And, cond, binary(BinaryOp::LT, binary(BinaryOp::Mul, vtid, i32(V)), i32(N - r * TV)));
         out.push_back(IfThenElse::make(cond, store(bcast, o, load(acc, i32(c)), loc), nullptr, loc));
     }
@@ -360,7 +375,9 @@ Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &c
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, loc);
     std::vector<Stmt> out;
     // Every element into shared memory at its row-major position.
-    for (int64_t r = 0; r < src.rounds(); ++r) {
+    for (int64_t s = 0; src.kind == Layout::Mma && s < src.slotsPerThread(); ++s)
+        out.push_back(store(stage, flattenCoords(mmaSlotCoords(src, tid_, s), src.shape), cb.pre(load(srcReg, i32(s))), loc));
+    for (int64_t r = 0; src.kind != Layout::Mma && r < src.rounds(); ++r) {
         Var v = makeVar("v", DType::Int32, loc);
         Expr e = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, vtid, i32(V))), v));
         Stmt s = store(stage, e, cb.pre(load(srcReg, simplify(binary(BinaryOp::Add, i32(r * V), v)))), loc);
@@ -396,7 +413,7 @@ bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
     auto src = layouts.fragments.find(r.src.get());
     if (src == layouts.fragments.end()) return true;
     const Layout &l = src->second;
-    if (l.kind == Layout::Distributed) { // see distributedSource: scratch across warps, staging, broadcasts
+    if (l.kind == Layout::Distributed || mmaView(l)) { // see distributedSource: scratch across warps, staging, broadcasts
         Plan p = Reducer(l, r.dim).plan();
         if (p.mode == Plan::Staged || p.warpBits || p.allWarps) return true;
         auto dst = layouts.fragments.find(r.dst.get());

@@ -6,7 +6,7 @@ namespace tilec::passes::reduction {
 
 Plan Reducer::plan() const {
     Plan p;
-    const int64_t S = l_.rounds() * V_;
+    const int64_t S = l_.slotsPerThread(); // rounds() * V_ when distributed
     // Result of each slot in each thread (copies of an element in several threads, Layout::copies, alike).
     std::vector<std::vector<int64_t>> out(S, std::vector<int64_t>(T_, -1));
     for (int64_t s = 0; s < S; ++s)

@@ -2,6 +2,8 @@
 /// What insertSyncs knows about a statement before it places barriers (src/lower/SyncHazards.h).
 #include "SyncHazards.h"
 
+#include "LayoutUses.h"
+
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
@@ -213,7 +215,7 @@ void Uniformity::visit(const Store &st) {
 
 const char *tileStatement(const Stmt &s) {
     if (auto f = as<For>(s); f && (f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized))
-        return "a T.Parallel loop (or the T.copy / T.fill it came from)";
+        return ownRegisterNest(s) ? nullptr : "a T.Parallel loop (or the T.copy / T.fill it came from)";
     if (s->kind == NodeKind::Reduce) return "a reduction";
     if (s->kind == NodeKind::Gemm) return "T.gemm";
     if (s->kind == NodeKind::Copy) return "a tile T.copy";

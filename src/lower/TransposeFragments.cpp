@@ -122,6 +122,28 @@ class Transposer : public IRMutator {
     std::vector<Buffer> newAllocs;
     std::vector<std::pair<Buffer, Buffer>> newViews; ///< (view, fragment): Kernel::fragmentViews
 
+    /// `T.gemm(a, b, c, transpose_A=True)` with `a` a whole (K, M) fragment: tensor cores read A's registers as
+    /// (M, K) rows, so the product reads a fragment `a_t[m, k] = a[k, m]` that a nest fills first (a permuted read
+    /// of `a`, staged through shared memory below when `a` cannot be held whole by every thread).
+    Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        const Buffer &a = op->a.buffer;
+        if (!op->transA || !a || a->scope != Scope::Fragment || a->shape.size() != 2) return op;
+        for (size_t d = 0; d < 2; ++d)
+            if (constInt(op->a.ranges[d].min) != std::optional<int64_t>(0) || !constInt(a->shape[d]) ||
+                constInt(op->a.ranges[d].extent) != constInt(a->shape[d]))
+                return op; // inferLayouts reports a part of a fragment as operand A
+        const SourceRange &loc = op->a.loc.valid() ? op->a.loc : op->loc;
+        Buffer t = makeBuffer(a->name + "_t", Scope::Fragment, a->dtype, {a->shape[1], a->shape[0]}, loc);
+        newAllocs.push_back(t);
+        Var m = makeVar("m", DType::Int32, loc), k = makeVar("k", DType::Int32, loc);
+        Stmt fill = Store::make(t, {m, k}, Load::make(a, {k, m}, loc), loc);
+        fill = For::make(k, intImm(0, DType::Int32), a->shape[0], ForKind::Parallel, 0, fill, loc);
+        fill = For::make(m, intImm(0, DType::Int32), a->shape[1], ForKind::Parallel, 0, fill, loc);
+        Stmt product = Gemm::make(Region::whole(t, op->a.loc), op->b, op->c, false, op->transB, op->clearAccum, op->policy,
+                                  op->loc, op->instr);
+        return Seq::make({mutate(fill), product}, op->loc);
+    }
+
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
         std::vector<const For *> loops{op.get()};

@@ -64,9 +64,13 @@ struct Layout {
     int vthreads() const;
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
     int64_t tilesN() const { ///< mma: 8-column tiles per warp
-        TILEC_ASSERT(kind == Mma && shape.size() == 2, "column tiles of a layout that is not mma");
-        return shape[1] / warpsN / 8;
+        TILEC_ASSERT(kind == Mma && shape.size() >= 2, "column tiles of a layout that is not mma");
+        return columns() / warpsN / 8;
     }
+    /// mma: N, the accumulator's columns. A T.reshape / T.view of an (M, N) accumulator as (M, c1, ..., ck) with
+    /// c1*...*ck = N keeps its mma layout over that shape: element (r, c1, ..., ck) is accumulator element (r, c),
+    /// c the row-major flattening of (c1, ..., ck) (mmaViewCoords).
+    int64_t columns() const;
 
     int64_t elements() const;
     /// Distributed: rounds of T*V elements, the last one possibly partial. Replicated: 1.
@@ -121,6 +125,8 @@ std::vector<ir::Expr> elementCoords(const Layout &l, const ir::Expr &round, cons
 ir::Expr mmaRow(const Layout &l, const ir::Expr &tid, const ir::Expr &mi, const ir::Expr &h);
 /// The column of slot (ni, c) of thread `tid` in an mma layout.
 ir::Expr mmaCol(const Layout &l, const ir::Expr &tid, const ir::Expr &ni, const ir::Expr &c);
+/// The coordinates in an mma layout's shape (a view's too: Layout::columns) of accumulator element (row, col).
+std::vector<ir::Expr> mmaViewCoords(const Layout &l, const ir::Expr &row, const ir::Expr &col);
 /// Whether thread `tid` holds the first of the copies of its rows in an mmaRows layout (lane % 4 == 0 and
 /// the first warp column): the one that writes them to memory.
 ir::Expr mmaRowsOwner(const Layout &l, const ir::Expr &tid);
