@@ -275,6 +275,8 @@ class InterpImpl final : public Interp {
     void checkWhileBindings(const std::map<std::string, Value> &before);
     /// A kernel variable (scope var) the compiler makes for a name, recorded in materialized_.
     ir::Buffer newKernelVar(const std::string &name, DType t, const SourceRange &at);
+    /// `e` with each load that does not depend on `loopVar` kept in a new kernel variable set here (before the loop).
+    ir::Expr keepLoads(const ir::Expr &e, const ir::VarNode *loopVar, const SourceRange &at);
     /// The extent `hi - lo` of a buffer slice; a constant when the kernel variables in it, replaced by the
     /// values they were made with (varDefs_), make it one.
     ir::Expr sliceExtent(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at);

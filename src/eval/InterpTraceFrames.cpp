@@ -6,7 +6,9 @@
 #include "eval/InterpImpl.h"
 #include "eval/TileLang.h"
 
+#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 
 namespace tilec::eval {
@@ -180,6 +182,23 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     return flow;
 }
 
+ir::Expr InterpImpl::keepLoads(const ir::Expr &e, const ir::VarNode *loopVar, const SourceRange &at) {
+    struct Keep : ir::IRMutator {
+        using ir::IRMutator::visit;
+        InterpImpl *in = nullptr;
+        const ir::VarNode *loopVar = nullptr;
+        SourceRange at;
+        ir::Expr visit(const std::shared_ptr<const ir::Load> &op) override {
+            if (ir::uses(ir::Expr(op), loopVar)) return ir::IRMutator::visit(op);
+            ir::Buffer b = in->newKernelVar("start", op->dtype, at);
+            in->emit(ir::Store::make(b, {ir::intImm(0)}, op, at));
+            return ir::Load::make(b, {ir::intImm(0)}, op->loc);
+        }
+    } keep;
+    keep.in = this, keep.loopVar = loopVar, keep.at = at;
+    return keep.mutate(e);
+}
+
 InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f) {
     std::string what = f.loopVar && f.guard ? "T.Persistent" : loopName(f.forKind); // (a stepped T.serial has no guard)
     TraceState &t = requireLaunch(s.value->range, "a " + what + " loop");
@@ -232,6 +251,14 @@ InterpImpl::Flow InterpImpl::execLoopNest(const ast::Stmt &s, const FrameObj &f)
             loopVars_.push_back(vars.back());
         }
         loopNames.push_back(e->str);
+        // A stepped T.serial binds its name to start + i * step, start evaluated once before the loop: what
+        // start reads (an alloc_var, a tensor element) is kept now, so the name stays an expression of the
+        // loop variable (taken as a value read from memory, it was kept in a variable set once before the
+        // loop, outside its variable's scope: TileKernels' MoE routing, `T.serial(start + lane, end, 32)`).
+        if (persistent && !f.guard) {
+            env_->set(e->str, Value::ofExpr(keepLoads(f.coords[i], f.loopVar.get(), e->range)));
+            continue;
+        }
         // A run-time loop's variable is a new binding of its name, never a store into the kernel variable the
         // name held (a value an enclosing loop carries, or a T.alloc_var): that store would sit before the
         // loop, outside its variable's scope, and the body would read the kernel variable instead.
