@@ -283,7 +283,10 @@ ir::Expr InterpImpl::runtimeExpr(const Value &v, const SourceRange &r, const ir:
 
 ir::Expr InterpImpl::operandExpr(const Value &v, const SourceRange &r, const ir::Expr &other) {
     bool narrow = other && other->dtype.isFloat() && other->dtype.bits() < 32;
-    return runtimeExpr(v, r, v.is(VK::Float) && narrow ? nullptr : other);
+    // Next to a 16- or 8-bit float a Python float is a float32 constant: its value is the float32 one, so that
+    // folding it at trace time gives what the kernel computes (the generator's model: difffuzz seed 512).
+    if (v.is(VK::Float) && narrow) return ir::floatImm((double)(float)v.f, DType(DType::Float32), r);
+    return runtimeExpr(v, r, other);
 }
 
 Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at) {
