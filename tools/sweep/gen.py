@@ -51,6 +51,15 @@ PRESETS = {
         grid=dict(block_M=[128], block_N=[128, 256], block_K=[64, 128, 256], num_stages=[2, 3, 4, 5], threads=[256]),
         defines=dict(block_M="BLOCK_M", block_N="BLOCK_N", block_K="BLOCK_K", num_stages="STAGES",
                      threads="THREADS", panel="PANEL")),
+    # issue 27's decode shapes: the hand-written split-K GEMM (two launches, float32 partials) over its tiles,
+    # stages and split counts, to learn what the automatic split (passes::splitK) should choose.
+    "splitk": dict(
+        kind="gemm", file="benchmarks/gemm_splitk.tile", factory="matmul_splitk", dtype="float16",
+        shape_keys=["M", "N", "K"],
+        shapes=[dict(M=16, N=8192, K=8192), dict(M=128, N=8192, K=8192)],
+        grid=dict(block_M=[64, 128], block_N=[64, 128, 256], num_stages=[3, 4, 6], splits=[2, 4, 8, 16],
+                  threads=[128]),
+        defines=dict()),
     "flash": dict(
         kind="attention", file="benchmarks/flash_fwd.tile", factory="flash_fwd", dtype="float16",
         shape_keys=["batch", "heads", "seq", "dim", "causal"],
@@ -65,8 +74,8 @@ def plausible(preset, p, arch):
     """Rough filters that save nvcc time; tilec has the last word. Returns None or why the point is left out."""
     smem = SMEM.get(arch, 101376)
     thr = p.get("threads", 128)
-    if preset in ("gemm", "gemm_fp8"):
-        bm, bn, bk, st = p["block_M"], p["block_N"], p["block_K"], p["num_stages"]
+    if preset in ("gemm", "gemm_fp8", "splitk"):
+        bm, bn, bk, st = p["block_M"], p["block_N"], p.get("block_K", 64), p["num_stages"]
         acc = bm * bn // thr           # float32 accumulators per thread
         if not 32 <= acc <= 128:
             return "%d accumulators per thread (want 32..128)" % acc
