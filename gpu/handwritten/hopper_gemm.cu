@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
                     load_a_fragments<BM, BK, Mw>(sA + s * (BM * BK), wgm, warp, lane, a);
                     tilec::wgmma_gemm_rs<BM, BN, BK, Cfg::WgM, 1, Cfg::TransB, kSwizzle, In>(a, sB + s * (BK * BN), acc);
                 } else {
-                    tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle>(
+                    tilec::wgmma_gemm_ss<BM, BN, BK, Cfg::WgM, 1, false, Cfg::TransB, kSwizzle, kSwizzle, BM>(
                         sA + s * (BM * BK), sB + s * (BK * BN), acc);
                 }
                 if constexpr (Cfg::RS) {

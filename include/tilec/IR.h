@@ -257,12 +257,17 @@ struct Gemm : StmtNode {
     bool transA = false, transB = false, clearAccum = false;
     GemmPolicy policy = GemmPolicy::Auto; ///< Auto: chosen later by layout inference
     GemmInstr instr = GemmInstr::Auto;
+    /// 0, or a row count R of C past which no row can be observed (boundGemmRows): every row of A past R is
+    /// out of its tensor's bounds (T.copy pads it with zeros) and every row of C past R is stored only out of
+    /// bounds; the tensor-core instructions of whole 64-row panels past R need not be issued.
+    int64_t liveRows = 0;
     Gemm() : StmtNode(kKind) {}
     static Stmt make(Region a, Region b, Region c, bool transA, bool transB, bool clearAccum, GemmPolicy p,
                      SourceRange loc = {}, GemmInstr instr = GemmInstr::Auto);
     /// The same product with other operand regions / another instruction (everything else kept).
     Stmt withRegions(Region a, Region b, Region c) const;
     Stmt withInstr(GemmInstr i) const;
+    Stmt withLiveRows(int64_t rows) const;
 };
 
 enum class ReduceKind { Max, Min, Sum, AbsSum, AbsMax };

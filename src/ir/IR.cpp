@@ -278,10 +278,24 @@ Stmt Gemm::make(Region a, Region b, Region c, bool transA, bool transB, bool cle
 }
 
 Stmt Gemm::withRegions(Region a2, Region b2, Region c2) const {
-    return make(std::move(a2), std::move(b2), std::move(c2), transA, transB, clearAccum, policy, loc, instr);
+    auto n = std::make_shared<Gemm>(*this);
+    n->a = std::move(a2);
+    n->b = std::move(b2);
+    n->c = std::move(c2);
+    return n;
 }
 
-Stmt Gemm::withInstr(GemmInstr i) const { return make(a, b, c, transA, transB, clearAccum, policy, loc, i); }
+Stmt Gemm::withInstr(GemmInstr i) const {
+    auto n = std::make_shared<Gemm>(*this);
+    n->instr = i;
+    return n;
+}
+
+Stmt Gemm::withLiveRows(int64_t rows) const {
+    auto n = std::make_shared<Gemm>(*this);
+    n->liveRows = rows;
+    return n;
+}
 
 const char *toString(ReduceKind k) {
     switch (k) {

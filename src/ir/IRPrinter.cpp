@@ -367,6 +367,7 @@ class Printer {
         if (g.policy != GemmPolicy::Auto) out += std::string(", policy=") + toString(g.policy);
         if (g.instr == GemmInstr::Wgmma) out += ", wgmma";
         if (g.instr == GemmInstr::MmaPanels) out += ", mma panels";
+        if (g.liveRows) out += ", live rows " + std::to_string(g.liveRows);
         out += ")";
     }
 

@@ -5,6 +5,7 @@
 #include "tilec/Lower.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/passes/BoundGemmRows.h"
 #include "tilec/passes/FlattenBuffers.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
@@ -53,6 +54,8 @@ const std::vector<Pass> &table() {
         {"parse"}, {"evaluate"}, {"check"},
         // GEMMs whose tiles leave the GPU idle split K over two launches (once for all targets: lowerVariants).
         {"splitK"},
+        // Rows of a T.gemm accumulator that no one observes (a skinny A in a tall tile) are marked as such.
+        {"boundGemmRows", always, [](const Program &p, PassState &) { return passes::boundGemmRows(p); }, false},
         // T.alloc_reducer accumulations in T.Parallel nests become reductions.
         {"lowerReducers", always, [](const Program &p, PassState &s) { return passes::lowerReducers(p, s.diag); }, false},
         // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.

@@ -86,7 +86,8 @@ class TileOpsToLoops : public IRMutator {
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         if (!op->clearAccum) return op;
         Stmt fill = mutate(Fill::make(Region::whole(op->c.buffer, op->loc), intImm(0), op->loc));
-        Stmt gemm = Gemm::make(op->a, op->b, op->c, op->transA, op->transB, false, op->policy, op->loc, op->instr);
+        auto gemm = std::make_shared<Gemm>(*op);
+        gemm->clearAccum = false;
         return Seq::make({fill, gemm}, op->loc);
     }
 

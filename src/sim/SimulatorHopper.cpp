@@ -38,6 +38,7 @@ namespace tilec::simtest {
 
 struct Simulator::WgmmaGroup {
     int64_t M = 0, N = 0, K = 0, wgM = 1, wgN = 1, swzA = 0, swzB = 0;
+    int64_t rows = 0; ///< SS: the tile's rows whose 64-row panels are issued (Gemm::liveRows; M for all)
     bool transA = false, transB = false;
     bool rs = false;                   ///< wgmma_rs: A in the registers of `a` from each thread's aRegs0
     const ir::BufferNode *a = nullptr, *b = nullptr, *acc = nullptr;
@@ -150,6 +151,7 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     g->M = num("M"), g->N = num("N"), g->K = num("K"), g->wgM = num("wgM"), g->wgN = num("wgN");
     g->transB = num("transB") != 0, g->swzB = num("swzB");
     if (!g->rs) g->transA = num("transA") != 0, g->swzA = num("swzA");
+    g->rows = g->rs ? g->M : num("rows");
     std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
     std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
     g->wg = wg;
@@ -253,6 +255,7 @@ void Simulator::wgmmaRetire(int64_t keep) {
             auto &acc = (*g->shadow)[(size_t)lt];
             for (int64_t slot = 0; slot < g->count; ++slot) {
                 const int64_t cc = slot % 2, h = slot / 2 % 2, ni = slot / 4 % nT, mi = slot / 4 / nT;
+                if (wgm * Mw + mi * 64 >= g->rows) continue; // a panel not issued: its accumulators stay
                 const int64_t i = mi * 64 + warp * 16 + h * 8 + lane / 4, j = ni * 8 + lane % 4 * 2 + cc;
                 double sum = acc[(size_t)slot];
                 for (int64_t k = 0; k < K; ++k) sum += A[(size_t)(i * K + k)] * B[(size_t)(k * Nw + j)];

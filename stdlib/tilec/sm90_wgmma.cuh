@@ -334,9 +334,10 @@ template <int M, int N, int WgM, int WgN> __host__ __device__ constexpr int wgmm
 }
 
 /// C(M x N) += op(A) op(B) over shared tiles by the consumer warpgroups (see the file's comment): fence,
-/// every instruction, commit; no wait.
-template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, class TA, class TB,
-          class TC>
+/// every instruction, commit; no wait. Rows < M (one warpgroup only): the 64-row panels of C from row Rows on
+/// are not issued and keep their values (rows the compiler proved no one observes: a skinny A in a tall tile).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
 __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc) {
     using namespace wgmma_detail;
     constexpr Kind K_ = kind<TA, TB, TC>();
@@ -351,6 +352,8 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
     static_assert(K % KInst == 0, "K is a whole number of instructions (16 for 16-bit types, 8 tf32, 32 8-bit)");
+    static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
+    constexpr int LiveMT = (Rows + 63) / 64; // the panels issued
     constexpr int Wa = SwzA / ES, Wb = SwzB / ES;
     // K-major operands: the tile's columns are K, whole panels; MN-major: the tile's rows are K.
     static_assert(TransA || K % Wa == 0, "a K-major A tile is a whole number of panels (K * sizeof % SwzA == 0)");
@@ -379,7 +382,7 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
         const unsigned kaOff = TransA ? kA * SwzA : (kA / Wa) * APanel + (kA % Wa) * ES;
         const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
 #pragma unroll
-        for (int mi = 0; mi < MT; ++mi) {
+        for (int mi = 0; mi < (WgM == 1 ? LiveMT : MT); ++mi) {
             const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
             mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
                 acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));

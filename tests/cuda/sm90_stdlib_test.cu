@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_probe(TC *out, int kB
     alignas(4) TC acc[C]; // __half accumulators are read in 32-bit pairs
     tilec::wgmma_clear<C>(acc);
     for (int k = 0; k < kBlocks; ++k) {
-        tilec::wgmma_gemm_ss<M, N, K, WgM, WgN, TA_, TB_, SA, SB>(reinterpret_cast<const TA *>(smem),
+        tilec::wgmma_gemm_ss<M, N, K, WgM, WgN, TA_, TB_, SA, SB, M>(reinterpret_cast<const TA *>(smem),
                                                                   reinterpret_cast<const TB *>(smem + 65536), acc);
         tilec::wgmma_wait<1>();
     }
