@@ -34,6 +34,9 @@ from tlcompat_refs_chunk import (chunk_bwd_dv_local, chunk_gla_bwd_dA, chunk_sca
                                  pack_int2_interleaved, recompute_w_u, compress_2to4, moe_routed,
                                  sparse_decode_splits)
 import tlcompat_refs_chunk
+# the backward of kda's WY representation (issue 23), in its own file
+from tlcompat_refs_wy import kda_wy_fast_bwd, rel_l2_err  # noqa: F401
+import tlcompat_refs_wy
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -418,6 +421,7 @@ def self_check():
     problems += _bwd_self_check(torch)
     problems += _dllm_self_check(torch)
     problems += tlcompat_refs_chunk.self_check(torch)
+    problems += tlcompat_refs_wy.self_check(torch)
     return problems
 
 
