@@ -35,7 +35,7 @@ from tlcompat_refs_chunk import (chunk_bwd_dv_local, chunk_gla_bwd_dA, chunk_sca
                                  sparse_decode_splits)
 import tlcompat_refs_chunk
 # the backward of kda's WY representation (issue 23), in its own file
-from tlcompat_refs_wy import kda_wy_fast_bwd, rel_l2_err  # noqa: F401
+from tlcompat_refs_wy import gdn_wy_fast_bwd, kda_wy_fast_bwd, rel_l2_err  # noqa: F401
 import tlcompat_refs_wy
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output

@@ -1,4 +1,4 @@
-"""tilec's float64 reference for the backward of the WY representation of examples/kda/wy_fast_bwd.py (issue 23),
+"""tilec's float64 references for the backward of the WY representation of examples/kda/wy_fast_bwd.py (issue 23),
 re-exported by gpu/tlcompat_refs.py (`tilec_refs.NAME` in tests/tilelang_compat/reference.tsv). The file compares
 with flash-linear-attention's prepare_wy_repr_bwd, which the GPU machine does not have.
 
@@ -38,6 +38,38 @@ def kda_wy_fast_bwd(K, V, Beta, GK, A, dw, du, dk, dg, chunk=64):
     dg2 = dkb * kbg + c(dg)
     dbeta = (dkb * g * k).sum(-1) + (dvb * v).sum(-1)
     return back(dA), back(dk2), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg2)
+
+
+def gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, chunk=64):
+    """(dA, dk, dv, dbeta, dg), float64 but for the kernel's 16-bit operands, of tilelang_wy_fast_bwd in
+    examples/gdn/example_wy_fast_bwd_split.py: the gdn form of the backward above, one gate g_i = e^G_i per token and
+    no incoming dk, dg, dA left as the chunk's dw (beta g k)^T + du (beta v)^T (the split kernel finishes it):
+
+      dk = (A^T dw) * beta * g      dv = (A^T du) * beta      dg = sum_k (A^T dw) * beta g k
+      dbeta = sum_k (A^T dw) * g k + sum_v (A^T du) * v
+
+    beta g k and beta v are formed in float32 and rounded to the input dtype, as the kernel's shared tiles hold them
+    for its GEMMs."""
+    import torch
+    Bn, S, H, DK = K.shape
+    lo = K.dtype
+
+    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64
+        x = x.reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
+        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
+
+    def back(x):
+        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
+        return x.reshape(Bn, S, H, *x.shape[4:])
+    g = torch.exp(G.float())[..., None]
+    kbg = c((K.float() * Beta.float()[..., None] * g).to(lo))
+    vb = c((V.float() * Beta.float()[..., None]).to(lo))
+    k, v, g, beta, at = c(K), c(V), c(g), c(Beta)[..., None], c(A).transpose(-1, -2)
+    dkb, dvb = at @ c(dw), at @ c(du)
+    dA = c(dw) @ kbg.transpose(-1, -2) + c(du) @ vb.transpose(-1, -2)
+    dbeta = (dkb * g * k).sum(-1) + (dvb * v).sum(-1)
+    dg = (dkb * g * k * beta).sum(-1)
+    return back(dA), back(dkb * beta * g), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg[..., None])[..., 0]
 
 
 def rel_l2_err(out, ref):
@@ -80,4 +112,35 @@ def self_check(torch):
             want = -sum(f(A, m, i) * t1[m][j] for m in range(C)) if i > j else 0.0
             if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
                 problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
+    return problems + _gdn_self_check(torch, g)
+
+
+def _gdn_self_check(torch, g):
+    """gdn_wy_fast_bwd at the tokens of the second of 2 chunks of 3 against its formulas written out by loops."""
+    Bn, S, H, D, C = 1, 6, 2, 2, 3
+    K, V, dw, du = (torch.randn(Bn, S, H, D, generator=g).bfloat16() for _ in range(4))
+    Beta, G, A = torch.randn(Bn, S, H, generator=g).bfloat16(), torch.randn(Bn, S, H, generator=g), \
+        torch.randn(Bn, S, H, C, generator=g).bfloat16()
+    dA, dk, dv, dbeta, dg = gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, C)
+    problems = []
+    b, h, base = 0, 0, 3
+    f = lambda t, *i: float(t[(b, base + i[0], h) + tuple(i[1:])])      # noqa: E731
+    gate = lambda i: float(torch.exp(torch.tensor(f(G, i), dtype=torch.float32)))     # noqa: E731 - float32, as the kernel
+    b16 = lambda x: float(torch.tensor(x, dtype=torch.float32).bfloat16())     # noqa: E731
+    kbg = [[b16(f(K, i, d) * f(Beta, i) * gate(i)) for d in range(D)]
+           for i in range(C)]
+    atdw = [[sum(f(A, s, j) * f(dw, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    atdu = [[sum(f(A, s, j) * f(du, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    for i in range(C):
+        for j in range(C):
+            want = sum(f(dw, i, d) * kbg[j][d] + f(du, i, d) * b16(f(V, j, d) * f(Beta, j)) for d in range(D))
+            if abs(float(dA[b, base + i, h, j]) - want) > 1e-6:
+                problems.append("gdn_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
+        want = (sum(atdw[i][d] * gate(i) * f(K, i, d) + atdu[i][d] * f(V, i, d) for d in range(D)),
+                sum(atdw[i][d] * gate(i) * f(K, i, d) * f(Beta, i) for d in range(D)),
+                atdw[i][1] * f(Beta, i) * gate(i), atdu[i][1] * f(Beta, i))
+        got = (float(dbeta[b, base + i, h]), float(dg[b, base + i, h]), float(dk[b, base + i, h, 1]),
+               float(dv[b, base + i, h, 1]))
+        if max(abs(x - y) for x, y in zip(got, want)) > 1e-6:
+            problems.append("gdn_wy_fast_bwd's dbeta, dg, dk, dv at token %d: %r, want %r" % (i, got, want))
     return problems
