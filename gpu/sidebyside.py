@@ -390,9 +390,38 @@ def _check_shards():
     return problems
 
 
+def _check_suite_references():
+    """Every line of a suite's reference.tsv names a kernel of its manifest (TileKernels': its files under the
+    package folder the staging gives them) and its setup and check parse: a stale or broken line would leave the
+    kernel on random inputs or fail only on the GPU."""
+    problems = []
+    for suite, (manifest, reference) in SUITES.items():
+        path = os.path.join(ROOT, reference)
+        if not os.path.exists(path):
+            continue
+        listed = {(f, k) for (_, f, k) in read_manifest(os.path.join(ROOT, manifest))}
+        listed |= {(os.path.join("tile_kernels", f), k) for f, k in _untagged_rows(os.path.join(ROOT, manifest))}
+        for (f, k), e in TC.read_reference(path).items():
+            if (f, k) not in listed:
+                problems.append("%s:%d: %s %s is not a kernel of %s" % (reference, e["line"], f, k, manifest))
+            try:
+                compile(e["setup"].replace("; ", "\n"), reference, "exec")
+                compile(e["check"], reference, "eval")
+            except SyntaxError as err:
+                problems.append("%s:%d: %s" % (reference, e["line"], err))
+    return problems
+
+
+def _untagged_rows(path):
+    """(file, kernel) of a manifest without the tag column (TileKernels': file, kernel, call, expected)."""
+    with open(path, encoding="utf-8") as f:
+        return [tuple(c[:2]) for c in (line.rstrip("\n").split("\t") for line in f)
+                if len(c) == 4 and not c[0].startswith("#")]
+
+
 def self_check():
     """Problems of the CPU parts (gpu/selfcheck.py runs it)."""
-    problems = []
+    problems = _check_suite_references()
     for key, want in (("compat/gemv/example_gemv.py", "GEMV/decode"), ("compat/norm/rms_norm.py", "row reductions/norms"),
                       ("compat/cast/example_per_token_cast_to_fp8.py", "quantization"),
                       ("compat/flash_attention/example_mha_fwd_bshd.py", "attention variants"),

@@ -5,7 +5,10 @@ example's own check. What to call and how to judge is in tests/tilelang_compat/r
 (file, kernel):
 
   setup      Python statements (`;` between them) that bind inputs the defaults cannot make (masks, index
-             tensors, T.dynamic sizes, initial values of outputs that the kernel accumulates into), or `-`;
+             tensors, T.dynamic sizes, initial values of outputs that the kernel accumulates into), or `-`; a
+             kernel that writes through pointer tables (T.make_tensor of a T.ptr table's entry) gets valid tables
+             from it, and `written_through = {"C_ptrs": c_list}` names the tensors each table's entries point to
+             that the kernel writes: they are outputs too, after the parameters, as "C_ptrs[0]", "C_ptrs[1]", ...;
   reference  a Python expression, usually a call of the example's own function (`ref_program(A, B)`), whose value
              is the kernel's output, or a tuple of its outputs in parameter order; where the file checks inline
              (`ref_c = a @ b` in its main), that expression as the file writes it;
@@ -226,8 +229,8 @@ def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
         raise ValueError("%s: %s, used by the reference or the check, is not defined by %s"
                          % (where, ", ".join(unknown), file))
     outputs = [p for p in params if p[3] == "written"]
-    if not outputs:
-        raise ValueError("%s: kernel %s writes no parameter" % (hpath, kernel))
+    if not outputs and "written_through" not in entry["setup"]:
+        raise ValueError("%s: kernel %s writes no parameter (and the setup binds no written_through)" % (hpath, kernel))
     return dict(params=params, sizes=sizes, ns=ns, setup=setup, reference=reference, check=check,
                 outputs=outputs, entry=entry)
 
@@ -325,6 +328,18 @@ def self_check(tmp):
     rows = check_plans(tmp, refs, mock)
     if rows != [("lib_k", "t1", "k", "")]:
         problems.append("check_plans: %r" % rows)
+    # a kernel that writes only through pointer tables: planned when the setup names what it writes
+    with open(os.path.join(tmp, "lib_k.h"), "w") as f:
+        f.write(_SELF_HEADER.replace("], written", "], read"))
+    for setup, accepted in (("m = 128", False), ("m = 128; written_through = dict(C_ptrs=[])", True)):
+        try:
+            plan(tmp, "lib_k", "t1", "sub/ex.py", "k", {("sub/ex.py", "k"): dict(refs[("sub/ex.py", "k")], setup=setup)},
+                 torch_module=mock)
+            if not accepted:
+                problems.append("plan accepted a kernel that writes nothing, without written_through")
+        except ValueError as e:
+            if accepted:
+                problems.append("plan refused a kernel writing through pointer tables: %s" % e)
     # every manifest kernel that tilec compiles has a reference line, but for those whose file carries none
     refs = read_reference()
     with open(MANIFEST_TSV, encoding="utf-8") as f:

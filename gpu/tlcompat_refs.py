@@ -30,10 +30,13 @@ import math
 # the gdn/kda chunk building blocks and bitnet's int2 packing (issue 24), in their own file
 from tlcompat_refs_chunk import (chunk_bwd_dv_local, chunk_gla_bwd_dA, chunk_scaled_dot_kkt, kda_chunk_o,  # noqa: F401
                                  kda_chunk_delta_bwd_dhu, kda_chunk_delta_h, kda_intra_token_parallel,
-                                 kda_recompute_w_u, mla_causal_lse, mla_topk_prob_sum,
+                                 kda_recompute_w_u, mla_causal_lse, mla_decode_splits, mla_topk_prob_sum,
                                  pack_int2_interleaved, recompute_w_u, compress_2to4, moe_routed,
                                  sparse_decode_splits)
 import tlcompat_refs_chunk
+# the backward of kda's WY representation (issue 23), in its own file
+from tlcompat_refs_wy import gdn_wy_fast_bwd, kda_wy_fast_bwd, rel_l2_err  # noqa: F401
+import tlcompat_refs_wy
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -418,6 +421,7 @@ def self_check():
     problems += _bwd_self_check(torch)
     problems += _dllm_self_check(torch)
     problems += tlcompat_refs_chunk.self_check(torch)
+    problems += tlcompat_refs_wy.self_check(torch)
     return problems
 
 

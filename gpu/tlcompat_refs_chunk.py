@@ -270,6 +270,31 @@ def sparse_decode_splits(Q, K, V, block_indices, cache_seqlens, num_split, block
     return glse, part
 
 
+def mla_decode_splits(Q, Q_pe, KV, K_pe, num_split):
+    """(glse [B, H, num_split], Output_partial [B, H, num_split, D], Output [B, H, D]), float64, of the split MLA
+    decode of examples/deepseek_mla/example_mla_decode_persistent.py (one kv head, KV both keys and values): split s
+    attends over the kv positions [s L, (s + 1) L), L = seqlen // num_split, with the logits
+    (q . kv + q_pe . k_pe) / sqrt(D + D_pe); glse is the split's log2-sum-exp of them, Output_partial its softmax
+    times KV, and Output the splits combined by their glse (attention over those positions, as the file's
+    ref_program over a sequence that the splits cover)."""
+    import torch
+    B, H, D = Q.shape
+    L = KV.shape[1] // num_split
+    scale = (D + Q_pe.shape[-1]) ** -0.5
+    f64 = dict(dtype=torch.float64, device=Q.device)
+    glse, part, out = torch.empty(B, H, num_split, **f64), torch.empty(B, H, num_split, D, **f64), \
+        torch.empty(B, H, D, **f64)
+    for b in range(B):
+        kv, kpe = KV[b, :L * num_split, 0].double(), K_pe[b, :L * num_split, 0].double()
+        logits = (Q[b].double() @ kv.T + Q_pe[b].double() @ kpe.T) * scale            # [H, L * num_split]
+        out[b] = torch.softmax(logits, -1) @ kv
+        for s in range(num_split):
+            piece = logits[:, s * L:(s + 1) * L]
+            glse[b, :, s] = torch.logsumexp(piece, -1) / math.log(2)
+            part[b, :, s] = torch.softmax(piece, -1) @ kv[s * L:(s + 1) * L]
+    return glse, part, out
+
+
 def _mla_logits(Q, KV, bos, eos, scale):
     """scale q . k over one sequence, float64, -inf above the diagonal: [s, H, t]."""
     import torch
@@ -362,6 +387,7 @@ def self_check(torch):
     problems += _compress_self_check(torch)
     problems += _moe_self_check(torch, g)
     problems += _decode_self_check(torch, g)
+    problems += _mla_decode_self_check(torch, g)
     problems += _delta_h_self_check(torch, g)
     problems += _intra_token_self_check(torch, g)
     problems += _delta_bwd_self_check(torch, g)
@@ -456,6 +482,25 @@ def _decode_self_check(torch, g):
                             % (h, float(glse[0, h, 0]), part[0, h, 0].tolist(), math.log2(total), want))
     if glse[0, :, 2].abs().sum() != 0 or part[0, :, 2].abs().sum() != 0 or not bool((glse[0, :, 1] != 0).all()):
         problems.append("sparse_decode_splits: an empty split is not 0 or a full one is: %r" % glse[0].tolist())
+    return problems
+
+
+def _mla_decode_self_check(torch, g):
+    """mla_decode_splits on 2 heads over 6 positions in 2 splits against the sums written out."""
+    Q, Q_pe = torch.randn(1, 2, 3, generator=g).half(), torch.randn(1, 2, 2, generator=g).half()
+    KV, K_pe = torch.randn(1, 6, 1, 3, generator=g).half(), torch.randn(1, 6, 1, 2, generator=g).half()
+    glse, part, out = mla_decode_splits(Q, Q_pe, KV, K_pe, 2)
+    problems = []
+    for h in range(2):
+        logit = [(sum(float(Q[0, h, d]) * float(KV[0, p, 0, d]) for d in range(3)) +
+                  sum(float(Q_pe[0, h, d]) * float(K_pe[0, p, 0, d]) for d in range(2))) / math.sqrt(5) for p in range(6)]
+        for s, ps in ((0, range(3)), (1, range(3, 6)), (None, range(6))):
+            total = sum(math.exp(logit[p]) for p in ps)
+            want = [sum(math.exp(logit[p]) / total * float(KV[0, p, 0, d]) for p in ps) for d in range(3)]
+            got = out[0, h] if s is None else part[0, h, s]
+            if max(abs(float(got[d]) - want[d]) for d in range(3)) > 1e-9 or \
+                    (s is not None and abs(float(glse[0, h, s]) - math.log2(total)) > 1e-9):
+                problems.append("mla_decode_splits, head %d, split %s: %r, want %r" % (h, s, got.tolist(), want))
     return problems
 
 

@@ -88,13 +88,14 @@ def run(p, ctx, kernel):
     except TC.Unavailable as e:
         raise C.Skip("the example's reference needs what this machine lacks: %s" % e)
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
-    outs = p["outputs"]
+    outs = [(o[0], tensors[o[0]]) for o in p["outputs"]]
+    outs += [("%s[%d]" % (table, i), x) for table, lst in (ns.get("written_through") or {}).items()
+             for i, x in enumerate(lst)]        # tensors written through pointer tables (gpu/tlcompat.py)
     if len(refs) != len(outs):
         raise C.Fail("the reference gives %d values, the kernel writes %d outputs (%s)"
                      % (len(refs), len(outs), ", ".join(o[0] for o in outs)))
     notes = []
-    for (name, *_), r in zip(outs, refs):
-        out = tensors[name]
+    for (name, out), r in zip(outs, refs):
         r = r.to(out.device)
         if tuple(r.shape) != tuple(out.shape):
             raise C.Fail("%s: the reference's shape is %s, the output's %s" % (name, tuple(r.shape), tuple(out.shape)))

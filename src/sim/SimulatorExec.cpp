@@ -114,14 +114,20 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             }
             return;
         }
-        double lo = eval(f->min, first), n = eval(f->extent, first);
+        // Bounds may differ between threads (T.serial(lane, n, 32)): iteration i runs the threads whose own trip
+        // count passes i, in lockstep, each binding its own start + i (a barrier inside that only some reach is an
+        // error of the barrier's).
+        std::vector<double> lo(T_, 0), n(T_, 0);
+        int64_t most = 0;
         for (int t = 0; t < T_; ++t)
-            if (mask[t] && (eval(f->min, t) != lo || eval(f->extent, t) != n))
-                throw SimError("loop bounds differ between threads (" + f->var->name + ")");
-        for (int64_t i = 0; i < (int64_t)n; ++i) {
-            for (int t = 0; t < T_; ++t)
-                if (mask[t]) vars_[t][f->var.get()] = lo + (double)i;
-            exec(f->body, mask);
+            if (mask[t]) lo[t] = eval(f->min, t), n[t] = eval(f->extent, t), most = std::max(most, (int64_t)n[t]);
+        std::vector<char> in(T_, 0);
+        for (int64_t i = 0; i < most; ++i) {
+            for (int t = 0; t < T_; ++t) {
+                in[t] = mask[t] && (double)i < n[t];
+                if (in[t]) vars_[t][f->var.get()] = lo[t] + (double)i;
+            }
+            exec(f->body, in);
         }
         return;
     }

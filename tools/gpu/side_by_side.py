@@ -159,6 +159,17 @@ def tilelang_call(torch, kern, tensors, inits, scalars):
     return call, mine
 
 
+def tables_written_through(torch, ns):
+    """The tensors a kernel writes through pointer tables (the setup's `written_through`: {table parameter: [the
+    tensors its entries point to]}, gpu/tlcompat.py), before tilec's run: ({table: tilec's tensors}, {table:
+    TileLang's copies of them, same starting values}, {table: a table of pointers to TileLang's copies}), so that
+    each side writes its own memory and the two can be compared tensor by tensor."""
+    through = ns.get("written_through") or {}
+    copies = {t: [x.clone() for x in lst] for t, lst in through.items()}
+    tables = {t: torch.tensor([x.data_ptr() for x in lst], dtype=torch.int64, device="cuda") for t, lst in copies.items()}
+    return through, copies, tables
+
+
 def poison_next_allocations(torch, likes):
     """Fills with 0xFF bytes blocks of the caching allocator that the next allocations of these sizes take, so
     that the elements of a TileLang out_idx output (torch.empty) that its kernel leaves unwritten read as the
@@ -289,15 +300,19 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
         st = fn(*cargs, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if st != 0:
             raise core.Fail("tilec's call returned status %d (%s)" % (st, lib.status_string(st)))
+    through, tl_through, tl_tables = tables_written_through(torch, ns)
     tc()
     torch.cuda.synchronize()
     written = [p[0] for p in params if p[3] == "written"]
     masks = unwritten_masks(torch, tc, tensors, inits, written)
-    tl, tl_out = tilelang_call(torch, kern, tensors, inits, scalars)
+    tl, tl_out = tilelang_call(torch, kern, dict(tensors, **tl_tables), inits, scalars)
     notes = []
     for name in written:
         notes.append(judge_written(torch, entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device),
                                    masks.get(name)))
+    for table, mine in through.items():
+        for i, (a, b) in enumerate(zip(mine, tl_through[table])):
+            notes.append(judge_written(torch, entry, ns, "%s[%d]" % (table, i), a, b, None))
     nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     n = max(16, nbytes // 2 // 16 * 16)
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)

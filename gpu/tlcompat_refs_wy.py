@@ -1,0 +1,146 @@
+"""tilec's float64 references for the backward of the WY representation of examples/kda/wy_fast_bwd.py (issue 23),
+re-exported by gpu/tlcompat_refs.py (`tilec_refs.NAME` in tests/tilelang_compat/reference.tsv). The file compares
+with flash-linear-attention's prepare_wy_repr_bwd, which the GPU machine does not have.
+
+Per chunk of `chunk` tokens, batch b and head h (k_i, v_i the rows of token i, beta_i its scalar, g_i = 2^gk_i its
+gate per key dimension, A the chunk's [chunk, chunk] matrix with rows by token), from the forward W = A (beta g k)
+and U = A (beta v) and the incoming gradients dw, du, dk, dg:
+
+  dk2   = (A^T dw) * beta * g + dk              dv    = (A^T du) * beta
+  dg2   = (A^T dw) * (beta g k) + dg            dbeta = sum_k (A^T dw) * g k + sum_v (A^T du) * v
+  dA    = -tril((A^T tril(dw (beta g k)^T + du (beta v)^T) A^T), -1)      (tril(., -1): strictly lower)
+
+The kernel takes float32 inputs through tensor-core GEMMs, which compute in tf32 (10-bit mantissas); its dA chains
+three of them, so it is judged by rel_l2_err, the relative 2-norm error of each output (a tf32 GEMM chain: about
+1e-3), not element by element (a numpy emulation of tf32 puts 1.5% of dA outside close(1e-2, 1e-2) of float64,
+as tilec and TileLang, each in tf32, are apart). Needs torch only when called."""
+
+
+def kda_wy_fast_bwd(K, V, Beta, GK, A, dw, du, dk, dg, chunk=64):
+    """(dA, dk2, dv, dbeta, dg2), float64, in the kernel's output order."""
+    import torch
+    Bn, S, H, DK = K.shape
+
+    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...]
+        x = x.double().reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
+        return x.permute(0, 3, 1, 2, *range(4, x.dim()))
+
+    def back(x):    # the inverse of c
+        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
+        return x.reshape(Bn, S, H, *x.shape[4:])
+    k, v, beta, g, a, dwc, duc = c(K), c(V), c(Beta)[..., None], torch.exp2(c(GK)), c(A), c(dw), c(du)
+    at = a.transpose(-1, -2)
+    dkb, dvb = at @ dwc, at @ duc
+    kbg = k * beta * g
+    dacc = torch.tril(dwc @ kbg.transpose(-1, -2) + duc @ (v * beta).transpose(-1, -2), -1)
+    dA = -torch.tril(at @ (dacc @ at), -1)
+    dk2 = dkb * beta * g + c(dk)
+    dg2 = dkb * kbg + c(dg)
+    dbeta = (dkb * g * k).sum(-1) + (dvb * v).sum(-1)
+    return back(dA), back(dk2), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg2)
+
+
+def gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, chunk=64):
+    """(dA, dk, dv, dbeta, dg), float64 but for the kernel's 16-bit operands, of tilelang_wy_fast_bwd in
+    examples/gdn/example_wy_fast_bwd_split.py: the gdn form of the backward above, one gate g_i = e^G_i per token and
+    no incoming dk, dg, dA left as the chunk's dw (beta g k)^T + du (beta v)^T (the split kernel finishes it):
+
+      dk = (A^T dw) * beta * g      dv = (A^T du) * beta      dg = sum_k (A^T dw) * beta g k
+      dbeta = sum_k (A^T dw) * g k + sum_v (A^T du) * v
+
+    beta g k and beta v are formed in float32 and rounded to the input dtype, as the kernel's shared tiles hold them
+    for its GEMMs."""
+    import torch
+    Bn, S, H, DK = K.shape
+    lo = K.dtype
+
+    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64
+        x = x.reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
+        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
+
+    def back(x):
+        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
+        return x.reshape(Bn, S, H, *x.shape[4:])
+    g = torch.exp(G.float())[..., None]
+    kbg = c((K.float() * Beta.float()[..., None] * g).to(lo))
+    vb = c((V.float() * Beta.float()[..., None]).to(lo))
+    k, v, g, beta, at = c(K), c(V), c(g), c(Beta)[..., None], c(A).transpose(-1, -2)
+    dkb, dvb = at @ c(dw), at @ c(du)
+    dA = c(dw) @ kbg.transpose(-1, -2) + c(du) @ vb.transpose(-1, -2)
+    dbeta = (dkb * g * k).sum(-1) + (dvb * v).sum(-1)
+    dg = (dkb * g * k * beta).sum(-1)
+    return back(dA), back(dkb * beta * g), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg[..., None])[..., 0]
+
+
+def rel_l2_err(out, ref):
+    """||out - ref|| / ||ref|| over the whole tensor (NaN or inf anywhere: inf)."""
+    import torch
+    o = out.double()
+    if not bool(torch.isfinite(o).all()):
+        return float("inf")
+    r = ref.double().to(o.device)
+    return float((o - r).norm() / r.norm().clamp(min=1e-300))
+
+
+def self_check(torch):
+    """kda_wy_fast_bwd at single positions against the formulas written out by loops, on 2 chunks of 3 tokens."""
+    g = torch.Generator().manual_seed(23)
+    Bn, S, H, D, C = 1, 6, 2, 2, 3
+    K, V, GK, dw, du, dk, dg = (torch.randn(Bn, S, H, D, generator=g) for _ in range(7))
+    Beta, A = torch.randn(Bn, S, H, generator=g), torch.randn(Bn, S, H, C, generator=g)
+    dA, dk2, dv, dbeta, dg2 = kda_wy_fast_bwd(K, V, Beta, GK, A, dw, du, dk, dg, C)
+    problems = []
+    b, h, base = 0, 1, 3
+    f = lambda t, *i: float(t[(b, base + i[0], h) + tuple(i[1:])])      # noqa: E731 - token i of the chunk
+    gate = lambda i, d: 2.0 ** f(GK, i, d)                               # noqa: E731
+    atdw = [[sum(f(A, s, j) * f(dw, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    atdu = [[sum(f(A, s, j) * f(du, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    acc = [[sum(f(dw, i, d) * f(K, j, d) * f(Beta, j) * gate(j, d) + f(du, i, d) * f(V, j, d) * f(Beta, j)
+                for d in range(D)) if i > j else 0.0 for j in range(C)] for i in range(C)]
+    t1 = [[sum(acc[i][m] * f(A, j, m) for m in range(C)) for j in range(C)] for i in range(C)]
+    for j in range(C):
+        want_beta = sum(atdw[j][d] * gate(j, d) * f(K, j, d) + atdu[j][d] * f(V, j, d) for d in range(D))
+        if abs(float(dbeta[b, base + j, h]) - want_beta) > 1e-9:
+            problems.append("kda_wy_fast_bwd's dbeta at token %d: %r, want %r" % (j, float(dbeta[b, base + j, h]), want_beta))
+        for d in range(D):
+            want = (atdw[j][d] * f(Beta, j) * gate(j, d) + f(dk, j, d), atdu[j][d] * f(Beta, j),
+                    atdw[j][d] * f(K, j, d) * f(Beta, j) * gate(j, d) + f(dg, j, d))
+            got = (float(dk2[b, base + j, h, d]), float(dv[b, base + j, h, d]), float(dg2[b, base + j, h, d]))
+            if max(abs(x - y) for x, y in zip(got, want)) > 1e-9:
+                problems.append("kda_wy_fast_bwd's dk2, dv, dg2 at (%d, %d): %r, want %r" % (j, d, got, want))
+        for i in range(C):
+            want = -sum(f(A, m, i) * t1[m][j] for m in range(C)) if i > j else 0.0
+            if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
+                problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
+    return problems + _gdn_self_check(torch, g)
+
+
+def _gdn_self_check(torch, g):
+    """gdn_wy_fast_bwd at the tokens of the second of 2 chunks of 3 against its formulas written out by loops."""
+    Bn, S, H, D, C = 1, 6, 2, 2, 3
+    K, V, dw, du = (torch.randn(Bn, S, H, D, generator=g).bfloat16() for _ in range(4))
+    Beta, G, A = torch.randn(Bn, S, H, generator=g).bfloat16(), torch.randn(Bn, S, H, generator=g), \
+        torch.randn(Bn, S, H, C, generator=g).bfloat16()
+    dA, dk, dv, dbeta, dg = gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, C)
+    problems = []
+    b, h, base = 0, 0, 3
+    f = lambda t, *i: float(t[(b, base + i[0], h) + tuple(i[1:])])      # noqa: E731
+    gate = lambda i: float(torch.exp(torch.tensor(f(G, i), dtype=torch.float32)))     # noqa: E731 - float32, as the kernel
+    b16 = lambda x: float(torch.tensor(x, dtype=torch.float32).bfloat16())     # noqa: E731
+    kbg = [[b16(f(K, i, d) * f(Beta, i) * gate(i)) for d in range(D)]
+           for i in range(C)]
+    atdw = [[sum(f(A, s, j) * f(dw, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    atdu = [[sum(f(A, s, j) * f(du, s, d) for s in range(C)) for d in range(D)] for j in range(C)]
+    for i in range(C):
+        for j in range(C):
+            want = sum(f(dw, i, d) * kbg[j][d] + f(du, i, d) * b16(f(V, j, d) * f(Beta, j)) for d in range(D))
+            if abs(float(dA[b, base + i, h, j]) - want) > 1e-6:
+                problems.append("gdn_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
+        want = (sum(atdw[i][d] * gate(i) * f(K, i, d) + atdu[i][d] * f(V, i, d) for d in range(D)),
+                sum(atdw[i][d] * gate(i) * f(K, i, d) * f(Beta, i) for d in range(D)),
+                atdw[i][1] * f(Beta, i) * gate(i), atdu[i][1] * f(Beta, i))
+        got = (float(dbeta[b, base + i, h]), float(dg[b, base + i, h]), float(dk[b, base + i, h, 1]),
+               float(dv[b, base + i, h, 1]))
+        if max(abs(x - y) for x, y in zip(got, want)) > 1e-6:
+            problems.append("gdn_wy_fast_bwd's dbeta, dg, dk, dv at token %d: %r, want %r" % (i, got, want))
+    return problems
