@@ -114,14 +114,17 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             }
             return;
         }
-        double lo = eval(f->min, first), n = eval(f->extent, first);
+        // Bounds of each thread's own (a stepped loop from `st + lane`): trip i runs the threads that have it,
+        // as a warp runs them, so a barrier in a trip some threads lack is one reached by only some threads.
+        std::vector<double> lo(T_, 0), n(T_, 0);
+        double most = 0;
         for (int t = 0; t < T_; ++t)
-            if (mask[t] && (eval(f->min, t) != lo || eval(f->extent, t) != n))
-                throw SimError("loop bounds differ between threads (" + f->var->name + ")");
-        for (int64_t i = 0; i < (int64_t)n; ++i) {
+            if (mask[t]) lo[t] = eval(f->min, t), n[t] = eval(f->extent, t), most = std::max(most, n[t]);
+        for (int64_t i = 0; i < (int64_t)most; ++i) {
+            std::vector<char> in(T_, 0);
             for (int t = 0; t < T_; ++t)
-                if (mask[t]) vars_[t][f->var.get()] = lo + (double)i;
-            exec(f->body, mask);
+                if (mask[t] && i < (int64_t)n[t]) in[t] = 1, vars_[t][f->var.get()] = lo[t] + (double)i;
+            exec(f->body, in);
         }
         return;
     }
