@@ -141,6 +141,11 @@ int loopHeaders() {
                       "loop-header oracle flags an extent spliced without parentheses", outcome(Outcome::Ok, e));
     e = checkLoopHeaders(right);
     bad += !report(e.empty(), "loop-header oracle passes its parenthesized twin", outcome(Outcome::Ok, e));
+    e = checkLoopHeaders("for (int32_t q = 0; q < st[0] + 2; ++q) { V[q] = 1.0f; st[0] = st[0] - 1; }");
+    bad += !report(e.find("reads st, which the loop's body stores into") != std::string::npos,
+                   "loop-header oracle flags a bound the body changes", outcome(Outcome::Ok, e));
+    e = checkLoopHeaders("{ const int32_t tilec_end_q = st[0] + 2; for (int32_t q = 0; q < tilec_end_q; ++q) { st[0] = st[0] - 1; } }");
+    bad += !report(e.empty(), "loop-header oracle passes the bound read once", outcome(Outcome::Ok, e));
     const std::pair<const char *, const char *> parses[] = {
         {"a - b - c * d", "((a - b) - (c * d))"},
         {"c ? x : y ? z : w", "(c ? x : (y ? z : w))"},
