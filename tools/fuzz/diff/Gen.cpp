@@ -181,6 +181,13 @@ struct Printer {
             if (p.xrank == 4) line(in++, "for hi in T.serial(xh):");
             const std::string at = std::string(p.xrank == 4 ? "xi, hi, " : "xi, ") +
                                    "by * BM:by * BM + BM, bx * BN:bx * BN + BN]";
+            if (o.slice) { // X and Q indexed in the T.Parallel, under a guard for the ragged tiles
+                line(in, "for i, j in T.Parallel(BM, BN):");
+                line(in + 1, "if by * BM + i < " + num(p.xr) + " and bx * BN + j < " + num(p.xc) + ":");
+                line(in + 2, "Q[" + std::string(p.xrank == 4 ? "xi, hi, " : "xi, ") + "by * BM + i, bx * BN + j] = " +
+                                 o.value->print());
+                return;
+            }
             line(in, "T.copy(X[" + at + ", " + o.dst + ")");
             line(in, "for i, j in T.Parallel(BM, BN):");
             line(in + 1, o.dst + "[i, j] = " + o.value->print());

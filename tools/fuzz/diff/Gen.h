@@ -68,7 +68,8 @@ struct GOp {
         /// step)` storing into V[block's chunk + q + w] (GenShapes.cpp: decorateStepped); h > 0: under `if tx < h`
         Stepped,
         /// a tile through the batched tensors: X[b, (h,) rows, cols] copied into dst, changed by `value`, copied
-        /// to Q, for every b and h of their leading T.dynamic dimensions (GenShapes.cpp: decorateBatched)
+        /// to Q, for every b and h of their leading T.dynamic dimensions (GenShapes.cpp: decorateBatched); slice:
+        /// X read and Q stored element by element in the T.Parallel, under a bounds guard
         Batched,
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)

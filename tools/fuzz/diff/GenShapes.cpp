@@ -131,7 +131,10 @@ void decorateBatched(GProgram &p) {
         o.kind = GOp::Batched;
         o.dst = r.pick(tiles);
         o.scale = r.pick(std::vector<double>{0.5, 2.0, -1.0, 0.25});
-        GExprP self = text(o.dst + "[i, j]", {o.dst});
+        // direct (slice): X's elements read in the T.Parallel itself, Q's stored there, under a bounds guard
+        o.slice = r.coin(0.3);
+        const std::string at = std::string(p.xrank == 4 ? "xi, hi, " : "xi, ") + "by * BM + i, bx * BN + j";
+        GExprP self = o.slice ? text("X[" + at + "]") : text(o.dst + "[i, j]", {o.dst});
         auto times = std::make_shared<GExpr>();
         std::ostringstream c;
         c << o.scale;
@@ -182,7 +185,8 @@ std::vector<double> batchedQ(const GProgram &p, uint64_t dataSeed) {
     if (!last) return q;
     const bool first = last->dst == "s0" || last->dst == "f0";
     const std::string text = last->value->print();
-    if ((first ? p.tileType : p.tileType1) != "float32" || text.find("rm[") != std::string::npos || text.find("rn[") != std::string::npos)
+    if ((!last->slice && (first ? p.tileType : p.tileType1) != "float32") || text.find("rm[") != std::string::npos ||
+        text.find("rn[") != std::string::npos)
         return q;
     const int64_t rows = std::min(p.xr, p.gy * p.bm), cols = std::min(p.xc, p.gx * p.bn);
     for (int64_t b = 0; b < lead; ++b)
