@@ -124,6 +124,7 @@ struct Printer {
                           (o.end.empty() ? num(o.n) : o.end) + (o.step > 0 ? ", " + num(o.step) : "") + "):");
             ++serialDepth;
             ops(ind + 1, o.kids);
+            if (!o.startInit.empty() && o.twice) line(ind + 1, o.dst + " = " + o.dst + " + 1");
             --serialDepth;
             return;
         case GOp::IfUniform:

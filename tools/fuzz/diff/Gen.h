@@ -106,7 +106,8 @@ struct GOp {
     /// for the scalar's value (when pipelining the loop or giving its producer the bounds) reads wrongly.
     int scalarBounds = 0;
     /// Serial and Stepped: > 0, the loop's step (a stepped T.serial); with startInit, `dst = startInit` before
-    /// the loop, dst an int32 T.alloc_var read from memory that the start reads (GenShapes.cpp)
+    /// the loop, dst an int32 T.alloc_var read from memory that the start reads, and (twice) `dst = dst + 1`
+    /// at the end of the body (GenShapes.cpp)
     int64_t step = 0;
     std::string startInit;
     /// Stepped: the loop as the generator's own model computes it (GenShapes.cpp: expectedShapes). P indices

@@ -103,6 +103,7 @@ void decorateStepped(GProgram &p) {
                 o.startInit = "T.cast(P[" + std::to_string(r.in(0, 3)) + "] * 2.0, \"int32\")"; // -4 .. 4
                 o.start = o.dst + (o.start.empty() ? "" : " + " + o.start);
                 o.step = r.in(1, 3);
+                o.twice = r.coin(0.3); // `sbN = sbN + 1` at the end of the body: the bounds stay as read
             }
             walk(o.kids, depth + (o.kind == GOp::Serial)), walk(o.elseKids, depth);
         }
