@@ -356,13 +356,56 @@ class KernelPrinter {
         std::string lo = ep_.print(f.min);
         auto m = constInt(f.min);
         std::string hi = m && *m == 0 ? ep_.print(f.extent, 11) : ep_.print(simplifyEnd(f), 11); // after `v < `
+        // C evaluates `v < END` again every trip, a loop's bounds are read once where it starts: an end that
+        // loads what the body stores (`for q in T.serial(st, n)` whose body changes the T.alloc_var st) is read
+        // into a constant before the loop.
+        const bool once = boundsTouched(f);
+        if (once) {
+            line(level, "{");
+            line(level, "const " + type + " tilec_end_" + v + " = " + hi + ";");
+            hi = "tilec_end_" + v;
+        }
         std::string header = "for (" + type + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {";
         // _Pragma keeps the loop header on one line, so it counts as the statement's line.
         if (f.forKind == ForKind::Unrolled || f.forKind == ForKind::Vectorized) header = "_Pragma(\"unroll\") " + header;
         line(level, header, f.loc);
         stmt(f.body, level + 1);
         line(level, "}");
+        if (once) line(level, "}");
         ep_.ranges = std::move(saved);
+    }
+
+    /// Whether the loop's bounds load an element of a buffer its body stores into.
+    static bool boundsTouched(const For &f) {
+        if (!readsMemory(f.min) && !readsMemory(f.extent)) return false;
+        struct Buffers : IRVisitor {
+            using IRVisitor::visit;
+            std::set<const BufferNode *> loaded, stored;
+            void visit(const Load &op) override {
+                loaded.insert(op.buffer.get());
+                IRVisitor::visit(op);
+            }
+            void visit(const Store &op) override {
+                stored.insert(op.buffer.get());
+                IRVisitor::visit(op);
+            }
+            void visit(const AtomicAdd &op) override {
+                stored.insert(op.dst.buffer.get());
+                IRVisitor::visit(op);
+            }
+            void visit(const Copy &op) override {
+                stored.insert(op.dst.buffer.get());
+                IRVisitor::visit(op);
+            }
+            void visit(const Fill &op) override {
+                stored.insert(op.dst.buffer.get());
+                IRVisitor::visit(op);
+            }
+        } bounds, body;
+        bounds.visit(f.min), bounds.visit(f.extent), body.visit(f.body);
+        for (auto *b : bounds.loaded)
+            if (body.stored.count(b)) return true;
+        return false;
     }
 
     static Expr simplifyEnd(const For &f) { return Binary::make(BinaryOp::Add, f.min, f.extent); }

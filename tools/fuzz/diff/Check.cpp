@@ -228,7 +228,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         int64_t n = elementsOf(*p.buffer, dyn);
         if (n < 0) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
         const std::string &name = p.buffer->name;
-        bool input = name == "A" || name == "B" || name == "GA" || name == "GB" || name == "NB";
+        bool input = name == "A" || name == "B" || name == "GA" || name == "GB" || name == "NB" || name == "P" || name == "X";
         ref[name] = input ? inputTensor(name, (size_t)n, dataSeed) : std::vector<double>((size_t)n, name == "Z" ? 0.0 : std::nan(""));
         if (!input) outputs.push_back(name);
     }

@@ -118,10 +118,13 @@ struct Printer {
             return;
         }
         case GOp::Serial:
-            line(ind, "for it" + num(serialDepth) + " in T.serial(" + (o.start.empty() ? "" : o.start + ", ") +
-                          (o.end.empty() ? num(o.n) : o.end) + "):");
+            if (!o.startInit.empty()) line(ind, o.dst + " = " + o.startInit);
+            line(ind, "for it" + num(serialDepth) + " in T.serial(" +
+                          (o.start.empty() ? (o.step > 0 ? "0, " : "") : o.start + ", ") +
+                          (o.end.empty() ? num(o.n) : o.end) + (o.step > 0 ? ", " + num(o.step) : "") + "):");
             ++serialDepth;
             ops(ind + 1, o.kids);
+            if (!o.startInit.empty() && o.twice) line(ind + 1, o.dst + " = " + o.dst + " + 1");
             --serialDepth;
             return;
         case GOp::IfUniform:
@@ -161,6 +164,37 @@ struct Printer {
             ops(ind + 1, o.elseKids);
             return;
         case GOp::SharedStore: line(ind, o.dst + "[" + o.tensor + "] = " + o.value->print()); return;
+        case GOp::Stepped: {
+            line(ind, o.dst + " = " + o.startInit);
+            int in = ind;
+            if (o.h > 0) line(in++, "if tx < " + num(o.h) + ":");
+            line(in, "for q in T.serial(" + o.start + ", " + o.end + ", " + num(o.step) + "):");
+            line(in + 1, "V[(by * " + num(p.gx) + " + bx) * " + num(p.vb) + " + q + " + num(o.r0 + o.w) +
+                             "] = T.cast(q, \"float32\") + P[(q + " + num(o.w) + ") % 4]" +
+                             (o.value ? " + " + o.value->print() : ""));
+            if (o.twice) line(in + 1, o.dst + " = " + o.dst + " + 1");
+            return;
+        }
+        case GOp::Batched: {
+            int in = ind + 1;
+            if (p.batch >= 0) line(ind, "xi = bz"), in = ind;
+            else line(ind, "for xi in T.serial(xb):");
+            if (p.xrank == 4) line(in++, "for hi in T.serial(xh):");
+            const std::string at = std::string(p.xrank == 4 ? "xi, hi, " : "xi, ") +
+                                   "by * BM:by * BM + BM, bx * BN:bx * BN + BN]";
+            if (o.slice) { // X and Q indexed in the T.Parallel, under a guard for the ragged tiles
+                line(in, "for i, j in T.Parallel(BM, BN):");
+                line(in + 1, "if by * BM + i < " + num(p.xr) + " and bx * BN + j < " + num(p.xc) + ":");
+                line(in + 2, "Q[" + std::string(p.xrank == 4 ? "xi, hi, " : "xi, ") + "by * BM + i, bx * BN + j] = " +
+                                 o.value->print());
+                return;
+            }
+            line(in, "T.copy(X[" + at + ", " + o.dst + ")");
+            line(in, "for i, j in T.Parallel(BM, BN):");
+            line(in + 1, o.dst + "[i, j] = " + o.value->print());
+            line(in, "T.copy(" + o.dst + ", Q[" + at + ")");
+            return;
+        }
         }
     }
 };
@@ -182,7 +216,7 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
 
 bool threadIn(const std::vector<GOp> &ops) {
     for (auto &o : ops)
-        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || o.kind == GOp::IfThreadScalar ||
+        if (o.kind == GOp::IfThread || o.kind == GOp::ScalarThread || o.kind == GOp::IfThreadScalar || o.kind == GOp::Stepped ||
             o.kind == GOp::SharedStore || threadIn(o.kids) || threadIn(o.elseKids))
             return true;
     return false;
@@ -238,12 +272,16 @@ bool GProgram::reservedName() const {
 }
 
 std::map<std::string, int64_t> GProgram::dynamicValues() const {
-    if (!dynamic) return {};
-    std::map<std::string, int64_t> v{{"m", ra}};
-    if (gemm) v["kk"] = gk;
-    if (dynamicCols) v["n"] = ca;
-    if (gemm && dynamicMN) v["gm"] = gm, v["gn"] = gn;
-    if (batch >= 0) v["nb"] = batch;
+    std::map<std::string, int64_t> v;
+    if (dynamic) {
+        v["m"] = ra;
+        if (gemm) v["kk"] = gk;
+        if (dynamicCols) v["n"] = ca;
+        if (gemm && dynamicMN) v["gm"] = gm, v["gn"] = gn;
+        if (batch >= 0) v["nb"] = batch;
+    }
+    if (xrank > 0 && batch < 0) v["xb"] = xb;
+    if (xrank == 4) v["xh"] = xh;
     return v;
 }
 
@@ -267,8 +305,12 @@ std::string GProgram::print() const {
         if (dynamicCols) o += "n = T.dynamic(\"n\")\n";
         if (gemm && dynamicMN) o += "gm = T.dynamic(\"gm\")\ngn = T.dynamic(\"gn\")\n";
         if (batch >= 0) o += "nb = T.dynamic(\"nb\")\n";
+    }
+    if (xrank > 0 && batch < 0) o += "xb = T.dynamic(\"xb\")\n";
+    if (xrank == 4) o += "xh = T.dynamic(\"xh\")\n";
+    if (auto dv = dynamicValues(); !dv.empty()) {
         o += "# dynamic:";
-        for (auto &[n, v] : dynamicValues()) o += " " + n + "=" + num(v);
+        for (auto &[n, v] : dv) o += " " + n + "=" + num(v);
         o += "\n";
     }
     o += "\n\n";
@@ -284,6 +326,12 @@ std::string GProgram::print() const {
                          ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
     const ScalarContext sc = scalarContext(1);
     if (batch >= 0) params += ", NB: T.Tensor((nb,), \"float32\")"; // gives the launch function nb
+    if (vn > 0) params += ", V: T.Tensor((" + num(vn) + ",), \"float32\"), P: T.Tensor((4,), \"float32\")";
+    if (xrank > 0) {
+        const std::string shape = "(" + std::string(batch >= 0 ? "nb" : "xb") + (xrank == 4 ? ", xh" : "") + ", " +
+                                  num(xr) + ", " + num(xc) + "), ";
+        params += ", X: T.Tensor(" + shape + "\"" + xType + "\"), Q: T.Tensor(" + shape + "\"float32\")";
+    }
     if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
         params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + M + ")" : "(" + M + ", " + K + ")") +
@@ -310,6 +358,7 @@ std::string GProgram::print() const {
     alloc("klo", "T.alloc_var(\"int32\")");
     alloc("kz", "T.alloc_var(\"int32\")");
     alloc("lr", "T.alloc_local((8,), \"float32\")");
+    for (const char *b : {"st", "sb0", "sb1"}) alloc(b, "T.alloc_var(\"int32\")");
     if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");
     std::string defs;
     if (scalars) printScalars(*scalars, sc, 3, defs, o);

@@ -64,6 +64,13 @@ struct GOp {
         /// threads exchange data through shared memory in the branches (generate's threadShared)
         IfThreadScalar,
         SharedStore,  ///< dst[tensor] = expr, one thread's store into a shared tile (`tensor` holds the index)
+        /// dst = startInit (an int32 T.alloc_var read from P), then per thread `for q in T.serial(start, end,
+        /// step)` storing into V[block's chunk + q + w] (GenShapes.cpp: decorateStepped); h > 0: under `if tx < h`
+        Stepped,
+        /// a tile through the batched tensors: X[b, (h,) rows, cols] copied into dst, changed by `value`, copied
+        /// to Q, for every b and h of their leading T.dynamic dimensions (GenShapes.cpp: decorateBatched); slice:
+        /// X read and Q stored element by element in the T.Parallel, under a bounds guard
+        Batched,
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
     std::string dst, src, tensor; ///< buffer names
@@ -98,6 +105,18 @@ struct GOp {
     /// value and corrected under a block-uniform condition that always holds, so that taking the first store
     /// for the scalar's value (when pipelining the loop or giving its producer the bounds) reads wrongly.
     int scalarBounds = 0;
+    /// Serial and Stepped: > 0, the loop's step (a stepped T.serial); with startInit, `dst = startInit` before
+    /// the loop, dst an int32 T.alloc_var read from memory that the start reads, and (twice) `dst = dst + 1`
+    /// at the end of the body (GenShapes.cpp)
+    int64_t step = 0;
+    std::string startInit;
+    /// Stepped: the loop as the generator's own model computes it (GenShapes.cpp: expectedShapes). P indices
+    /// are -1 for `bx % 4`; st = int(P[pIndex] * 4) + off; the start st + tx (mode 0), st + tx % 32 (1), st + plus
+    /// (2); the end endK (endKind 0), st + endK (1), int(P[endPIndex] * 4) + endK (2).
+    struct StepSpec {
+        int64_t pIndex = -1, off = 0, mode = 0, plus = 0, endKind = 0, endK = 0, endPIndex = -1;
+    } spec;
+    double scale = 0; ///< Batched: the factor `value` multiplies the tile by
     std::vector<GOp> kids, elseKids;
 };
 
@@ -126,6 +145,15 @@ struct GProgram {
     /// The scalar block has 16-bit casts with Python float operands (decorateNarrow): the reference and the
     /// simulator round float16 and bfloat16 to their precision (a `# narrow rounding` line), its tiles float32.
     bool narrowRounding = false;
+    /// Stepped loops (GenShapes.cpp): > 0, elements of the output V they store into (vb per block), and the
+    /// input P (4 floats) their starts are read from.
+    int64_t vn = 0, vb = 0;
+    /// Batched tensors (GenShapes.cpp): rank 3 or 4 (0: none) of the input X and the output Q, shaped
+    /// (lead, [heads,] xr, xc): lead is T.dynamic("nb") (the grid's batch, indexed by bz) where batch >= 0, else
+    /// T.dynamic("xb") (a T.serial loop), heads T.dynamic("xh"); each may be 0.
+    int xrank = 0;
+    int64_t xb = 0, xh = 0, xr = 0, xc = 0;
+    std::string xType = "float32";
 
     /// What the scalar block sees of this program; A's elements those of data seed `dataSeed` (Check.h).
     ScalarContext scalarContext(uint64_t dataSeed) const;
@@ -166,6 +194,14 @@ GProgram generate(uint64_t seed, bool threadShared = false);
 
 /// Conditional loop extents drawn on top of a program from a stream of its own (GenExtents.cpp).
 void decorateExtents(GProgram &p);
+
+/// Stepped T.serial loops whose start is read at run time, and batched 3-D / 4-D tensors whose leading
+/// dimensions are T.dynamic sizes that can be 0 (GenShapes.cpp); each from a stream of its own.
+void decorateStepped(GProgram &p);
+void decorateBatched(GProgram &p);
+/// What the generator's own model gives V (stepped loops) and Q (batched tensors) for data seed `dataSeed`
+/// (NaN where it does not model an element; no entry where the program has neither).
+std::map<std::string, std::vector<double>> expectedShapes(const GProgram &p, uint64_t dataSeed);
 
 /// Smaller variants of `p`, most promising first (for greedy shrinking).
 std::vector<GProgram> shrinkCandidates(const GProgram &p);

@@ -489,6 +489,8 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateGathers(g.p);
     decorateScalarBounds(g.p);
     decorateExtents(g.p);
+    decorateStepped(g.p);
+    decorateBatched(g.p);
     if (threadShared) decorateThreadShared(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)

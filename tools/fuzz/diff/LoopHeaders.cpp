@@ -315,6 +315,30 @@ std::string parenthesizeC(const std::string &expr) {
     return Parser(tokens(expr)).whole(n, true) ? n.text() : "";
 }
 
+/// An array the condition `cond` reads that the loop body opening at t[open] (`{`) stores an element of
+/// (`NAME [ ... ] =` or a compound assignment); "" when none. C evaluates the condition again every trip, so
+/// such a loop's bounds change as its body runs; a T.serial's bounds are read once, where it starts.
+static std::string rereadBound(const std::vector<std::string> &t, size_t open, const std::vector<std::string> &cond) {
+    if (open >= t.size() || t[open] != "{") return "";
+    static const std::set<std::string> assign{"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="};
+    std::set<std::string> stored;
+    int braces = 0;
+    for (size_t i = open; i < t.size(); ++i) {
+        braces += (t[i] == "{") - (t[i] == "}");
+        if (braces == 0) break;
+        if (i + 1 >= t.size() || t[i + 1] != "[" || !(std::isalpha((unsigned char)t[i][0]) || t[i][0] == '_')) continue;
+        size_t j = i + 1;
+        for (int d = 0; j < t.size(); ++j) {
+            d += (t[j] == "[") - (t[j] == "]");
+            if (d == 0) break;
+        }
+        if (j + 1 < t.size() && assign.count(t[j + 1])) stored.insert(t[i]);
+    }
+    for (size_t i = 0; i + 1 < cond.size(); ++i)
+        if (cond[i + 1] == "[" && stored.count(cond[i])) return cond[i];
+    return "";
+}
+
 std::string checkLoopHeaders(const std::string &cuda) {
     const std::vector<std::string> t = tokens(withoutComments(cuda));
     for (size_t i = 0; i + 1 < t.size(); ++i) {
@@ -324,6 +348,9 @@ std::string checkLoopHeaders(const std::string &cuda) {
         if (c.size() != 3) continue;
         if (std::string why = checkHeader(c); !why.empty())
             return "'for (" + join(c[0]) + "; " + join(c[1]) + "; " + join(c[2]) + ")': " + why;
+        if (std::string a = rereadBound(t, close + 1, c[1]); !a.empty())
+            return "'for (" + join(c[0]) + "; " + join(c[1]) + "; " + join(c[2]) + ")': its condition reads " + a +
+                   ", which the loop's body stores into: the bounds change as the body runs (they are read once)";
         i = close;
     }
     return "";

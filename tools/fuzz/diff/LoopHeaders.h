@@ -5,7 +5,9 @@
 /// `bx < 2 ? bx + 2 : bx - 1` printed bare, made `s < bx < 2 ? ...` mean `((s < bx) < 2) ? ...`, true forever.
 /// Every `for` header of the generated CUDA is re-parsed here with C's own precedence (a parser of its own,
 /// not the printer's table): INIT must be one expression, the condition a comparison whose left operand is the
-/// loop variable itself, the step an update of that variable.
+/// loop variable itself, the step an update of that variable. And a condition must not read an array that the
+/// loop's body stores into: C evaluates it again every trip, while a loop's bounds are read once where it starts
+/// (`q < st[0]` over a body that changes st ran fewer trips than the simulator's loop).
 #pragma once
 
 #include <string>

@@ -8,6 +8,8 @@
 #include "IndexOracle.h"
 #include "LoopHeaders.h"
 
+#include <cmath>
+#include <functional>
 #include <iostream>
 
 namespace tilec::difffuzz {
@@ -139,6 +141,11 @@ int loopHeaders() {
                       "loop-header oracle flags an extent spliced without parentheses", outcome(Outcome::Ok, e));
     e = checkLoopHeaders(right);
     bad += !report(e.empty(), "loop-header oracle passes its parenthesized twin", outcome(Outcome::Ok, e));
+    e = checkLoopHeaders("for (int32_t q = 0; q < st[0] + 2; ++q) { V[q] = 1.0f; st[0] = st[0] - 1; }");
+    bad += !report(e.find("reads st, which the loop's body stores into") != std::string::npos,
+                   "loop-header oracle flags a bound the body changes", outcome(Outcome::Ok, e));
+    e = checkLoopHeaders("{ const int32_t tilec_end_q = st[0] + 2; for (int32_t q = 0; q < tilec_end_q; ++q) { st[0] = st[0] - 1; } }");
+    bad += !report(e.empty(), "loop-header oracle passes the bound read once", outcome(Outcome::Ok, e));
     const std::pair<const char *, const char *> parses[] = {
         {"a - b - c * d", "((a - b) - (c * d))"},
         {"c ? x : y ? z : w", "(c ? x : (y ? z : w))"},
@@ -153,10 +160,73 @@ int loopHeaders() {
     return bad;
 }
 
+/// The first generated program (from `seed` on) whose statements of `kind` (only those kept) the generator's
+/// model gives values that `usable` accepts, as a file with its own tile sizes; "" when none in 3000 seeds.
+std::string shapedProgram(GOp::Kind kind, uint64_t seed, const std::function<bool(const GProgram &, const Expected &)> &usable,
+                          Expected &want) {
+    for (uint64_t s = seed; s < seed + 3000; ++s) {
+        GProgram p = generate(s);
+        std::vector<GOp> kept;
+        for (auto &o : p.ops)
+            if (o.kind == kind && (kind != GOp::Stepped || !o.value)) kept.push_back(o); // a modelled loop
+        if (kept.empty()) continue;
+        p.ops = kept, p.scalars = nullptr, p.narrowRounding = false;
+        p.bmText = p.bm, p.bnText = p.bn;
+        want = expectedShapes(p, 1);
+        if (usable(p, want)) return p.print();
+    }
+    return "";
+}
+
+bool modelled(const std::vector<double> &v) {
+    for (double x : v)
+        if (!std::isnan(x)) return true;
+    return false;
+}
+
+/// The model of stepped loops whose start is read at run time (GenShapes.cpp): their V as computed; a twin whose
+/// loops start one later (a front end that reads the start after the body changed it) must be flagged.
+int steppedStart() {
+    Expected want;
+    std::string text = shapedProgram(GOp::Stepped, 1, [](const GProgram &p, const Expected &e) {
+        return p.ops[0].spec.mode == 1 && p.ops[0].twice && modelled(e.at("V"));
+    }, want);
+    Outcome right = checkProgram(text, {}, 1, want);
+    std::string shifted = text;
+    if (auto at = shifted.find("T.serial(st"); at != std::string::npos) shifted.replace(at, 11, "T.serial(1 + st");
+    Outcome wrong = checkProgram(shifted, {}, 1, want);
+    int bad = !report(right.kind == Outcome::Ok, "stepped-loop model passes a lane's loop from a run-time start", right);
+    bad += !report(wrong.kind == Outcome::Failure && wrong.category == "front end",
+                   "stepped-loop model flags the loop started one later", wrong);
+    return bad;
+}
+
+/// The model of batched tensors: every batch and head (and none, where a leading size is 0, or an empty grid)
+/// as computed; a twin that reads batch 0 for every batch must be flagged.
+int batchedTensors() {
+    Expected want;
+    int bad = 0;
+    for (bool empty : {true, false}) {
+        std::string text = shapedProgram(GOp::Batched, 1, [&](const GProgram &p, const Expected &e) {
+            const int64_t lead = p.batch >= 0 ? p.batch : p.xb;
+            return empty ? lead * (p.xrank == 4 ? p.xh : 1) == 0 : lead >= 2 && modelled(e.at("Q"));
+        }, want);
+        Outcome right = checkProgram(text, {}, 1, want);
+        bad += !report(right.kind == Outcome::Ok, empty ? "batched tensors of a 0-size leading dimension" : "batched-tensor model passes its tensors", right);
+        if (empty) continue;
+        std::string first = text;
+        for (auto at = first.find("X[xi, "); at != std::string::npos; at = first.find("X[xi, ")) first.replace(at, 6, "X[0, ");
+        Outcome wrong = checkProgram(first, {}, 1, want);
+        bad += !report(wrong.kind == Outcome::Failure && wrong.category == "front end",
+                       "batched-tensor model flags batch 0 read for every batch", wrong);
+    }
+    return bad;
+}
+
 } // namespace
 
 int oracleSelfTest() {
-    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders();
+    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

@@ -54,9 +54,11 @@ std::map<std::string, std::string> definesOf(const GProgram &p) {
 /// The program run, and what its decorations demand (GenRandom.cpp: decorate): a reserved kernel name and a
 /// constant index past a buffer's extent are located errors; other names are never refused as names.
 /// What the front-end oracle's own model computes for data seed `dataSeed` (Scalar.h).
+/// and of its stepped loops and batched tensors (GenShapes.cpp).
 Expected expectedFor(const GProgram &p, uint64_t dataSeed) {
-    if (!p.scalars) return {};
-    return {{"S", p.expectedS(dataSeed)}};
+    Expected e = expectedShapes(p, dataSeed);
+    if (p.scalars) e["S"] = p.expectedS(dataSeed);
+    return e;
 }
 
 Outcome check(const GProgram &p) {
@@ -260,7 +262,9 @@ int main(int argc, char **argv) {
             file << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
                  << (o.category == "nvcc" ? "# expect: nvcc\n" : "")
                  << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
-                 << (small.scalars ? expectLine("S", small.expectedS(1)) : "") << small.print();
+                 ;
+            for (auto &[tensor, values] : expectedFor(small, 1)) file << expectLine(tensor, values);
+            file << small.print();
         }
         std::cerr << "  written " << f.string() << "\n";
     }
