@@ -127,6 +127,9 @@ enum TransferLayout : int { kTransferPlain = 0, kTransferSwizzled = 1, kTransfer
 
 } // namespace lib
 
+/// The block barrier (`tilec.sync`, __syncthreads) as a statement.
+ir::Stmt syncThreads(SourceRange loc = {});
+
 /// `tilec.address_of(Load(b, idx))`.
 ir::Expr addressOf(const ir::Buffer &b, std::vector<ir::Expr> idx);
 

@@ -8,6 +8,7 @@
 #include "codegen/Stdlib.h"
 
 #include "tilec/IRPrinter.h"
+#include "tilec/SharedMemory.h"
 
 #include <algorithm>
 
@@ -254,7 +255,7 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();
             if (at == info.sharedOffset.end()) continue;
-            l.shared.push_back({b->name, b->loc, at->second, std::max<int64_t>(0, b->constElements()) * b->dtype.bytes()});
+            l.shared.push_back({b->name, b->loc, at->second, smem::sharedBytes(b.get())});
         }
         out.kernels.push_back(std::move(l));
     }

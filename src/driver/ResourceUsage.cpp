@@ -126,7 +126,7 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
             if (src)
                 for (auto &a : src->allocs)
                     if (a && a->scope == Scope::Shared && a->name == b.name && sameLoc(a->loc, b.loc))
-                        declared = std::max<int64_t>(0, a->constElements()) * a->dtype.bytes();
+                        declared = smem::sharedBytes(a.get());
             if (declared > 0 && b.bytes > declared && b.bytes % declared == 0) pipeline.push_back({b.name, declared, b.bytes / declared});
             else other.push_back({b.name, b.bytes, 1});
         }

@@ -17,7 +17,7 @@
 /// nothing left to do (primitives emit their statements when called, and a value alone has no effect).
 #include "eval/TileLang.h"
 
-#include "tilec/passes/InsertSyncs.h"
+#include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
 

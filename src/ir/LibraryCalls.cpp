@@ -145,6 +145,8 @@ Stmt stmt(Fn f, std::vector<Expr> args, SourceRange loc) { return Evaluate::make
 
 } // namespace lib
 
+Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
+
 Expr addressOf(const Buffer &b, std::vector<Expr> idx) { return lib::call(lib::Fn::AddressOf, {Load::make(b, std::move(idx))}); }
 
 const Load *addressedLoad(const Expr &e) {

@@ -6,7 +6,7 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 /// \file
 /// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
 /// that specializeWarps and lowerWarpRoles share, and the one interning of tensor maps (they and stageEpilogue
-/// add maps) (declared in include/tilec/passes/SpecializeWarps.h).
-#include "tilec/passes/SpecializeWarps.h"
+/// add maps) (include/tilec/passes/HopperOperands.h).
+#include "tilec/passes/HopperOperands.h"
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"

@@ -415,8 +415,6 @@ class Syncer {
 
 } // namespace
 
-Stmt syncThreads(SourceRange loc) { return lib::stmt(lib::Fn::Sync, {}, loc); }
-
 Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, DiagnosticEngine &diag) {
     Program out;
     for (size_t i = 0; i < p.kernels.size(); ++i) {

@@ -8,7 +8,6 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
-#include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/ReductionPlan.h"
 #include "ReduceMmaColumns.h"

@@ -9,7 +9,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>

@@ -7,7 +7,6 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>

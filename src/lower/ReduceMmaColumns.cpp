@@ -8,7 +8,6 @@
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/InsertSyncs.h"
 
 #include <vector>
 

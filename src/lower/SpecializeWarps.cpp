@@ -11,6 +11,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
 #include "tilec/passes/TileWalks.h"

@@ -8,7 +8,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>

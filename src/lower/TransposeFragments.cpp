@@ -7,7 +7,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/InferLayouts.h"
+#include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
 
 #include <map>

@@ -9,7 +9,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/LoweringOptions.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRolePlan.h"
 

@@ -86,7 +86,7 @@ std::string describe(const ir::Kernel &k, const ir::BufferNode &b, const ir::Ker
     std::string s = "**" + b.name + "**: `" + shapeText(b) + "`, " + toString(b.scope) + " (kernel `" + k.name + "`)";
     if (b.scope == ir::Scope::Shared) {
         if (const ir::BufferNode *lb = loweredBuffer(lowered, b)) {
-            int64_t bytes = smem::sharedBytes(lb), one = b.constElements() * b.dtype.bytes();
+            int64_t bytes = smem::sharedBytes(lb), one = smem::sharedBytes(&b);
             s += "\n- shared memory: " + std::to_string(bytes) + " bytes";
             if (one > 0 && bytes > one && bytes % one == 0)
                 s += " (" + std::to_string(bytes / one) + " pipeline stages of " + std::to_string(one) + ")";

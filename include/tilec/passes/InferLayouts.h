@@ -28,7 +28,4 @@ std::vector<KernelLayouts> inferLayouts(const ir::Program &p, DiagnosticEngine &
 /// The layouts as comment lines, in allocation and program order (for --dump-after=inferLayouts).
 std::string describeLayouts(const ir::Program &p, const std::vector<KernelLayouts> &layouts);
 
-/// A replicated fragment larger than this many elements is an error.
-constexpr int64_t kMaxReplicatedElements = 256;
-
 } // namespace tilec::passes

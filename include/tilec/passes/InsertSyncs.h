@@ -29,7 +29,4 @@ namespace tilec::passes {
 ir::Program insertSyncs(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t,
                         DiagnosticEngine &diag);
 
-/// The barrier statement.
-ir::Stmt syncThreads(SourceRange loc = {});
-
 } // namespace tilec::passes

@@ -40,6 +40,9 @@
 
 namespace tilec::passes {
 
+/// A replicated fragment (every thread holds all of it) larger than this many elements is an error (inferLayouts).
+constexpr int64_t kMaxReplicatedElements = 256;
+
 struct Layout {
     enum Kind { Distributed, Replicated, Mma, MmaRows } kind = Distributed;
     std::vector<int64_t> shape;

@@ -5,73 +5,11 @@
 #include "tilec/IR.h"
 #include "tilec/LoweringOptions.h"
 
-#include <map>
-#include <optional>
-
 namespace tilec {
 class DiagnosticEngine;
 }
 
 namespace tilec::passes {
-
-/// One tile load TMA can do: a box of the source tensor whose innermost dimension is the tile's columns and
-/// one other dimension its rows.
-struct TmaTile {
-    const ir::Copy *copy = nullptr;
-    int rank = 0;
-    int rowDim = 0;             ///< the rows' dimension in the map's order (innermost first)
-    int64_t rows = 0, cols = 0;
-    int elemBytes = 0, swizzle = 0;
-    ir::TensorMap map;
-    std::vector<ir::Expr> coords; ///< the tile's origin, innermost first
-    int64_t bytes() const { return rows * cols * elemBytes; }
-};
-
-/// The TMA load of a global-to-shared copy into a whole 2-D shared buffer of kernel `k`, if TMA can do it (see
-/// below; never from a tensor that has a T.Layout in `k`).
-std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
-
-/// Why TMA's rules (TensorMap::kAlignment) can hold for no arguments of global tensor `tensor`: a byte stride
-/// that is a compile-time constant not a multiple of it, or a constant dimension past 2^31 - 1 (TMA's 32-bit
-/// coordinates cannot reach its far elements); empty when they may hold. A variant with a tensor map
-/// of it would always be rejected at launch, so the passes do not make one.
-std::string tmaNeverHolds(const ir::Buffer &tensor);
-
-/// The index of `m` in `k`'s tensor maps, added at the end where no equal map is there yet: one map per distinct
-/// (tensor, box, swizzle), in the order the passes first need them.
-int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
-
-/// Whether `g` reads operand A from a fragment (registers).
-bool aInRegisters(const ir::Gemm &g);
-
-/// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer
-/// warpgroups splitting the accumulator (SS, or RS with A a 16-bit fragment); `rowsOnly`: every product of
-/// the loop must split by rows (one of them reads A from another's accumulator).
-bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
-              bool rowsOnly = false);
-
-/// Whether mma.sync can compute `g` reading its shared operands in TMA's panel layout straight from `tiles`
-/// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods).
-bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
-
-/// Whether any T.gemm in `stmts` reads A from a fragment.
-bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
-/// Whether a T.gemm in `s` reads A from a fragment that element-wise work, a reduction or a copy between
-/// fragments ties to a T.gemm's accumulator (FlashAttention's P cast from its scores; A being an accumulator
-/// itself): that fragment and the accumulator then share one layout, so the products must split the rows only.
-/// An A fragment filled otherwise (from shared memory: MLA decoding's split P) takes wgmma's A layout alone, a
-/// copy in each warpgroup column. (CpAsyncWgmma.cpp)
-bool registerOperandTied(const ir::Stmt &s);
-
-/// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
-/// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute.
-bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
-                        int warpgroups, bool rowsOnly, bool mma);
-
-/// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
-/// the panel layout where `mma`); `registerAOnMma` is set where one with A from registers stays on mma.sync.
-ir::Stmt markWgmma(const ir::Stmt &s, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
-                   bool rowsOnly, bool mma, bool &registerAOnMma);
 
 /// On targets with TMA and wgmma (sm_90a), rewrites a kernel whose top level holds a T.Pipelined loop of
 /// tile loads feeding T.gemm into warp-specialized code:

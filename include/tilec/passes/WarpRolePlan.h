@@ -5,7 +5,7 @@
 
 #include "tilec/IR.h"
 #include "tilec/Target.h"
-#include "tilec/passes/SpecializeWarps.h"
+#include "tilec/passes/HopperOperands.h"
 
 #include <cstdint>
 #include <map>
