@@ -5,7 +5,9 @@
 /// split and merged between the dimensions the two shapes group alike). Tile primitives take a whole view of a
 /// fragment (recorded in Kernel::fragmentViews: its layout is the fragment's over the view's shape); on a view of
 /// shared or global memory, or on a region of a view, they are located errors: a region of a view need not be a
-/// region of the buffer.
+/// region of the buffer. A view to another dtype (of as many bits) reads the buffer's bytes: each of its elements
+/// is a value joined from (or sliced out of) the buffer's elements at its row-major byte position, and a store
+/// writes those elements; a narrower store, whose neighbours other threads may write, is a located error.
 #include "eval/TileLang.h"
 
 #include "tilec/IRVisitor.h"
