@@ -213,6 +213,21 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
     }
 }
 
+namespace {
+
+/// The run-time value `val` that a store into `b` writes (a Python float as b's float type), or a located error
+/// for what is no number.
+ir::Expr storedValue(InterpImpl &in, const Value &val, const ir::BufferNode &b, const SourceRange &at) {
+    if (val.is(VK::Poison)) throw EvalAbort{};
+    if (val.is(VK::Opaque)) in.failOpaque(val, at);
+    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
+        in.fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b.name + "'");
+    ir::Expr like = b.dtype.isFloat() ? ir::floatImm(0, b.dtype) : nullptr;
+    return in.runtimeExpr(val, at, like);
+}
+
+} // namespace
+
 void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index, const Value &v, const SourceRange &at,
                                std::optional<ast::BinOpKind> augOp) {
     if (TraceState *t = trace())
@@ -227,12 +242,7 @@ void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index
         idx.push_back(i.min);
     }
     Value val = plainValue(augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v);
-    if (val.is(VK::Poison)) throw EvalAbort{};
-    if (val.is(VK::Opaque)) failOpaque(val, at);
-    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
-        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
-    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
-    ir::Expr e = runtimeExpr(val, at, like);
+    ir::Expr e = storedValue(*this, val, *b, at);
     SourceRange loc = curStmt_ ? curStmt_->range : at;
     emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
 }
@@ -250,12 +260,7 @@ void InterpImpl::storeReinterpreted(const ir::Buffer &base, const ir::Buffer &vi
     SourceRange loc = curStmt_ ? curStmt_->range : at;
     Value cur = augOp ? bufferAccess(view, index, at) : Value();
     Value val = plainValue(augOp ? binaryOp(*this, *augOp, cur, v, loc) : v);
-    if (val.is(VK::Poison)) throw EvalAbort{};
-    if (val.is(VK::Opaque)) failOpaque(val, at);
-    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
-        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + view->name + "'");
-    ir::Expr like = view->dtype.isFloat() ? ir::floatImm(0, view->dtype) : nullptr;
-    ir::Expr e = ir::cast(view->dtype, runtimeExpr(val, at, like), at);
+    ir::Expr e = ir::cast(view->dtype, storedValue(*this, val, *view, at), at);
     if (ir::uses(e, base.get())) {
         ir::Buffer tmp = newKernelVar("tilec_view_value", view->dtype, at);
         emit(ir::Store::make(tmp, {ir::intImm(0)}, e, loc));
