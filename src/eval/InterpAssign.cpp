@@ -3,8 +3,10 @@
 /// unpacking with a starred target, item assignment to lists and dicts, buffer stores, and augmented
 /// assignment.
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 
 #include <algorithm>
 
@@ -211,8 +213,25 @@ void InterpImpl::execAugAssign(const ast::Stmt &s) {
     }
 }
 
+namespace {
+
+/// The run-time value `val` that a store into `b` writes (a Python float as b's float type), or a located error
+/// for what is no number.
+ir::Expr storedValue(InterpImpl &in, const Value &val, const ir::BufferNode &b, const SourceRange &at) {
+    if (val.is(VK::Poison)) throw EvalAbort{};
+    if (val.is(VK::Opaque)) in.failOpaque(val, at);
+    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
+        in.fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b.name + "'");
+    ir::Expr like = b.dtype.isFloat() ? ir::floatImm(0, b.dtype) : nullptr;
+    return in.runtimeExpr(val, at, like);
+}
+
+} // namespace
+
 void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index, const Value &v, const SourceRange &at,
                                std::optional<ast::BinOpKind> augOp) {
+    if (TraceState *t = trace())
+        if (ir::Buffer base = tl::reinterpretedBase(*t, written)) return storeReinterpreted(base, written, index, v, at, augOp);
     Value acc = bufferAccess(written, index, at);
     const ir::Buffer b = acc.as<AccessObj>().buffer; // the buffer a T.reshape / T.view `written` indexes
     forgetVarDef(b);
@@ -223,14 +242,32 @@ void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index
         idx.push_back(i.min);
     }
     Value val = plainValue(augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v);
-    if (val.is(VK::Poison)) throw EvalAbort{};
-    if (val.is(VK::Opaque)) failOpaque(val, at);
-    if (!isNumber(val) && !val.is(VK::Expr) && !val.is(VK::Access) && !val.is(VK::Buffer))
-        fail(at, std::string("cannot store a ") + typeName(val.kind) + " into buffer '" + b->name + "'");
-    ir::Expr like = b->dtype.isFloat() ? ir::floatImm(0, b->dtype) : nullptr;
-    ir::Expr e = runtimeExpr(val, at, like);
+    ir::Expr e = storedValue(*this, val, *b, at);
     SourceRange loc = curStmt_ ? curStmt_->range : at;
     emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
+}
+
+/// `view[i] = v` (or `view[i] op= v`) through a T.view of `base` to another dtype: the value, computed once (a
+/// kernel variable when it reads `base`, whose elements the stores rewrite one by one), stored as its bits.
+void InterpImpl::storeReinterpreted(const ir::Buffer &base, const ir::Buffer &view, const ast::Expr &index, const Value &v,
+                                    const SourceRange &at, std::optional<ast::BinOpKind> augOp) {
+    Value acc = bufferAccess(view, index, at, /*throughViews=*/false);
+    std::vector<ir::Expr> idx;
+    for (auto &i : acc.as<AccessObj>().indices) {
+        if (i.extent) fail(at, "assigning to a slice of buffer '" + view->name + "' is not supported; use T.copy or T.fill");
+        idx.push_back(i.min);
+    }
+    SourceRange loc = curStmt_ ? curStmt_->range : at;
+    Value cur = augOp ? bufferAccess(view, index, at) : Value();
+    Value val = plainValue(augOp ? binaryOp(*this, *augOp, cur, v, loc) : v);
+    ir::Expr e = ir::cast(view->dtype, storedValue(*this, val, *view, at), at);
+    if (ir::uses(e, base.get())) {
+        ir::Buffer tmp = newKernelVar("tilec_view_value", view->dtype, at);
+        emit(ir::Store::make(tmp, {ir::intImm(0)}, e, loc));
+        e = ir::Load::make(tmp, {ir::intImm(0)}, at);
+    }
+    forgetVarDef(base);
+    emit(tl::reinterpretedStore(*this, base, view, idx, e, loc));
 }
 
 void InterpImpl::storeToVar(const ir::Buffer &b, const Value &v0, const SourceRange &at) {

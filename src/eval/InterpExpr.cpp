@@ -289,7 +289,7 @@ ir::Expr InterpImpl::operandExpr(const Value &v, const SourceRange &r, const ir:
     return runtimeExpr(v, r, other);
 }
 
-Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at) {
+Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at, bool throughViews) {
     std::vector<const ast::Expr *> parts;
     if (index.kind == ast::ExprKind::Tuple)
         for (auto &x : index.elts) parts.push_back(x.get());
@@ -328,7 +328,7 @@ Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, cons
             acc->indices.push_back({intExpr(p), nullptr, p.range});
         }
     }
-    if (TraceState *t = trace())
+    if (TraceState *t = trace(); t && throughViews)
         if (auto v = t->views.find(b.get()); v != t->views.end()) return tl::viewAccess(*this, v->second, *acc);
     return Value::object(VK::Access, acc);
 }

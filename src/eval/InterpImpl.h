@@ -254,6 +254,8 @@ class InterpImpl final : public Interp {
     /// `buf[...] = v` / `buf[...] op= v`: a Store (InterpAssign.cpp).
     void storeToBuffer(const ir::Buffer &b, const ast::Expr &index, const Value &v, const SourceRange &at,
                        std::optional<ast::BinOpKind> augOp);
+    void storeReinterpreted(const ir::Buffer &base, const ir::Buffer &view, const ast::Expr &index, const Value &v,
+                            const SourceRange &at, std::optional<ast::BinOpKind> augOp);
     /// Store into element 0 of a buffer of scope var.
     void storeToVar(const ir::Buffer &b, const Value &v, const SourceRange &at);
 
@@ -296,7 +298,7 @@ class InterpImpl final : public Interp {
     Value eval(const ast::Expr &e);
     Value lookupName(const ast::Expr &e);
     /// `buf[...]`: an Access; checks the number of indices.
-    Value bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at);
+    Value bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at, bool throughViews = true);
     Value subscript(const Value &base, const ast::Expr &e);
     /// `base[key]` for a computed key (sequences, dicts); `at` locates errors.
     Value getItem(const Value &base, const Value &key, const SourceRange &at);

@@ -48,11 +48,19 @@ void addIntrinsicPrimitives(Attrs &attrs); // TileLangIntrinsics.cpp: dp4a, set_
 void addPointerPrimitives(Attrs &attrs);   // TileLangPointers.cpp: ptr, make_tensor
 
 /// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
-/// AccessObj::view set; a slice is a located error. TileLangViews.cpp.
+/// AccessObj::view set (through a view to another dtype, the element's value); a slice is a located error.
+/// TileLangViews.cpp.
 Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc);
 /// A tile primitive's operand in `s` that is a view: of a fragment, recorded in Kernel::fragmentViews; of
 /// anything else, a located error. TileLangViews.cpp.
 void noteViews(Interp &in, TraceState &t, const ir::Stmt &s);
+/// The buffer `view` reads as another dtype (a T.view that changes the dtype), or null. TileLangViews.cpp.
+ir::Buffer reinterpretedBase(const TraceState &t, const ir::Buffer &view);
+/// `view[idx] = value` through a T.view of `base` to a wider dtype: the value's bits into the elements of `base`
+/// that hold them, lowest first; into a narrower one, a located error. `value` is read once per element of
+/// `base`, so the caller passes one that does not read `base`. TileLangViews.cpp.
+ir::Stmt reinterpretedStore(Interp &in, const ir::Buffer &base, const ir::Buffer &view, const std::vector<ir::Expr> &idx,
+                            const ir::Expr &value, const SourceRange &at);
 
 /// T.reinterpret(value, dtype): the value's bits as another dtype of the same width. TileLangThreads.cpp.
 Value reinterpretBits(Interp &in, CallArgs &args);

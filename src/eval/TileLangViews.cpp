@@ -5,7 +5,9 @@
 /// split and merged between the dimensions the two shapes group alike). Tile primitives take a whole view of a
 /// fragment (recorded in Kernel::fragmentViews: its layout is the fragment's over the view's shape); on a view of
 /// shared or global memory, or on a region of a view, they are located errors: a region of a view need not be a
-/// region of the buffer.
+/// region of the buffer. A view to another dtype (of as many bits) reads the buffer's bytes: each of its elements
+/// is a value joined from (or sliced out of) the buffer's elements at its row-major byte position, and a store
+/// writes those elements; a narrower store, whose neighbours other threads may write, is a located error.
 #include "eval/TileLang.h"
 
 #include "tilec/IRVisitor.h"
@@ -32,14 +34,16 @@ struct Group {
 std::vector<Group> groupDims(const std::vector<ir::Expr> &view, const std::vector<ir::Expr> &base) {
     std::vector<Group> out;
     size_t v = view.size(), b = base.size(), vEnd = v, bEnd = b;
-    while (v > 0 || b > 0) {
+    while (vEnd > 0 || bEnd > 0) { // the outermost group closes once both scans reach 0
         ir::Expr pv = product(view, v, vEnd), pb = product(base, b, bEnd);
-        if ((v < vEnd || b < bEnd) && ir::provablyEqual(pv, pb)) {
+        auto cv = ir::constValue(pv), cb = ir::constValue(pb);
+        bool same = cv && cb ? *cv == *cb : ir::provablyEqual(pv, pb); // constants of any integer type
+        if ((v < vEnd || b < bEnd) && same) {
             out.push_back({v, vEnd, b, bEnd});
             vEnd = v, bEnd = b;
             continue;
         }
-        auto cv = ir::constValue(pv), cb = ir::constValue(pb);
+        if (v == 0 && b == 0) break;
         bool takeView = b == 0 || (v > 0 && (cv && cb ? *cv <= *cb : vEnd - v <= bEnd - b));
         if (takeView) --v;
         else --b;
@@ -68,6 +72,98 @@ std::vector<ir::Expr> baseIndices(const std::vector<ir::Expr> &view, const std::
 
 std::string shapeText(const std::vector<ir::Expr> &s) { return tupleText(s); }
 
+// ---- T.view to another dtype: the view's elements are the buffer's bytes, in the buffer's row-major order ----
+
+/// The bits of a view of `dt` over `shape` equal the buffer's, or a located error that says how many elements
+/// the view needs (or that the buffer's bits are no whole number of them).
+void checkReinterpretedSize(Interp &in, const SourceRange &at, const std::string &fname, const ir::Buffer &base, DType dt,
+                            const std::vector<ir::Expr> &shape) {
+    ir::Expr n = product(shape, 0, shape.size()), m = product(base->shape, 0, base->shape.size());
+    ir::Expr bits = ir::simplify(ir::binary(ir::BinaryOp::Mul, n, ir::intImm(dt.bits())));
+    ir::Expr baseBits = ir::simplify(ir::binary(ir::BinaryOp::Mul, m, ir::intImm(base->dtype.bits())));
+    if (ir::provablyEqual(bits, baseBits)) return;
+    std::string what = fname + " of '" + base->name + "' " + shapeText(base->shape) + " " + std::string(base->dtype.name()) +
+                       " as " + std::string(dt.name()) + ": a view to another dtype keeps the buffer's " + exprText(baseBits) + " bits, ";
+    auto cb = ir::constValue(baseBits);
+    if (cb && *cb % dt.bits() != 0)
+        in.fail(at, what + "which are no whole number of " + std::string(dt.name()) + " elements");
+    ir::Expr want = ir::simplify(ir::binary(ir::BinaryOp::FloorDiv, baseBits, ir::intImm(dt.bits())));
+    in.fail(at, what + "so its shape must hold " + exprText(want) + " elements; " + shapeText(shape) + " holds " + exprText(n));
+}
+
+/// Piece `part` (0 .. r-1) of element `idx` of a view r times wider than `base`: the view's innermost dimension
+/// counted in `base`'s elements, then mapped as a same-dtype view (so a view that keeps the rows keeps their
+/// indices).
+std::vector<ir::Expr> widePiece(const ir::Buffer &base, const ir::Buffer &view, const std::vector<ir::Expr> &idx, int r, int part) {
+    std::vector<ir::Expr> shape = view->shape, at = idx;
+    shape.back() = ir::simplify(ir::binary(ir::BinaryOp::Mul, shape.back(), ir::intImm(r)));
+    at.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, at.back(), ir::intImm(r)), ir::intImm(part)));
+    return baseIndices(shape, base->shape, at);
+}
+
+/// The element of `base` that holds element `idx` of a view r times narrower, and the view element's slice of it
+/// (0 .. r-1, lowest bits first).
+std::pair<std::vector<ir::Expr>, ir::Expr> narrowHolder(const ir::Buffer &base, const ir::Buffer &view,
+                                                        const std::vector<ir::Expr> &idx, int r) {
+    std::vector<ir::Expr> shape = view->shape, at = idx;
+    ir::Expr last = idx.back();
+    auto inner = ir::constValue(shape.back());
+    if (!inner || *inner % r != 0) { // the view's rows split the holders: count in the flattened view
+        ir::Expr flat = ir::intImm(0);
+        for (size_t d = 0; d < shape.size(); ++d)
+            flat = ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, flat, shape[d]), idx[d]);
+        shape = {product(view->shape, 0, view->shape.size())};
+        last = ir::simplify(flat);
+        at = {last};
+    }
+    shape.back() = ir::simplify(ir::binary(ir::BinaryOp::FloorDiv, shape.back(), ir::intImm(r)));
+    at.back() = ir::simplify(ir::binary(ir::BinaryOp::FloorDiv, last, ir::intImm(r)));
+    return {baseIndices(shape, base->shape, at), ir::simplify(ir::binary(ir::BinaryOp::FloorMod, last, ir::intImm(r)))};
+}
+
+DType bitsType(int bits) {
+    switch (bits) {
+    case 8: return DType::UInt8;
+    case 16: return DType::UInt16;
+    case 32: return DType::UInt32;
+    default: return DType::UInt64;
+    }
+}
+
+/// `x`'s bits as the unsigned integer of its width.
+ir::Expr asBits(const ir::Expr &x) {
+    DType u = bitsType(x->dtype.bits());
+    return x->dtype == u ? x : ir::Call::make(u, "reinterpret", {x}, x->loc);
+}
+
+/// Unsigned bits `u` read as `t` (of the same width).
+ir::Expr fromBits(DType t, const ir::Expr &u) { return t == u->dtype ? u : ir::Call::make(t, "reinterpret", {u}, u->loc); }
+
+ir::Expr typed(int64_t v, DType t, const SourceRange &at) { return ir::intImm(v, t, at); }
+
+/// Element `idx` of `view`, a T.view of `base` to a dtype of another width (or kind): a wider element joins
+/// the bits of consecutive elements of `base` (the first the lowest, as in memory on the GPU); a narrower one
+/// is its slice of the element of `base` that holds it.
+ir::Expr reinterpretedLoad(const ir::Buffer &base, const ir::Buffer &view, const std::vector<ir::Expr> &idx,
+                           const SourceRange &at) {
+    const int vb = view->dtype.bits(), bb = base->dtype.bits();
+    const DType uv = bitsType(vb), ub = bitsType(bb);
+    if (vb == bb) return ir::Call::make(view->dtype, "reinterpret", {ir::Load::make(base, widePiece(base, view, idx, 1, 0), at)}, at);
+    if (vb > bb) {
+        ir::Expr word;
+        for (int j = 0; j < vb / bb; ++j) {
+            ir::Expr part = ir::cast(uv, asBits(ir::Load::make(base, widePiece(base, view, idx, vb / bb, j), at)), at);
+            if (j > 0) part = ir::binary(ir::BinaryOp::Shl, part, typed(j * bb, uv, at), at);
+            word = word ? ir::binary(ir::BinaryOp::BitOr, word, part, at) : part;
+        }
+        return fromBits(view->dtype, word);
+    }
+    auto [holder, slice] = narrowHolder(base, view, idx, bb / vb);
+    ir::Expr bits = asBits(ir::Load::make(base, holder, at));
+    ir::Expr shift = ir::binary(ir::BinaryOp::Mul, ir::cast(ub, slice, at), typed(vb, ub, at), at);
+    return fromBits(view->dtype, ir::cast(uv, ir::binary(ir::BinaryOp::Shr, bits, shift, at), at));
+}
+
 Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::optional<Arg> &src,
                const std::optional<Arg> &shapeArg, const std::optional<Arg> &dtypeArgument) {
     TraceState &t = requireLaunch(in, args, fname);
@@ -77,11 +173,11 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
     if (auto it = t.views.find(base.get()); it != t.views.end()) base = it->second; // a view of a view
     if (base->scope == ir::Scope::Var)
         in.fail(src->range, fname + " of '" + base->name + "', a T.alloc_var: it holds one value, with no shape to change");
-    DType dt = base->dtype;
+    DType dt = src->value.buffer->dtype;
     if (dtypeArgument && !dtypeArgument->value.is(VK::None)) dt = dtypeArg(in, *dtypeArgument);
-    if (dt != base->dtype)
+    if (dt != base->dtype && (dt.isBool() || base->dtype.isBool()))
         in.fail(args.call, fname + " of '" + base->name + "' (" + std::string(base->dtype.name()) + ") as " +
-                               std::string(dt.name()) + ": reinterpreting a buffer's memory as another dtype is not supported");
+                               std::string(dt.name()) + ": a bool has no bit pattern to reinterpret");
     std::vector<ir::Expr> shape = src->value.buffer->shape;
     if (shapeArg && !shapeArg->value.is(VK::None)) {
         shape.clear();
@@ -96,9 +192,12 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
         }
     }
     ir::Expr n = product(shape, 0, shape.size()), m = product(base->shape, 0, base->shape.size());
-    if (!ir::provablyEqual(n, m))
+    if (dt != base->dtype) {
+        checkReinterpretedSize(in, args.call, fname, base, dt, shape);
+    } else if (!ir::provablyEqual(n, m)) {
         in.fail(args.call, fname + ": the shape " + shapeText(shape) + " has " + exprText(n) + " elements but '" +
                                base->name + "' " + shapeText(base->shape) + " has " + exprText(m));
+    }
     std::string name = in.assignTargetName();
     auto view = ir::makeBuffer(uniqueBufferName(*t.kernel, name.empty() ? base->name + "_view" : name), base->scope,
                                dt, std::move(shape), args.call);
@@ -135,10 +234,35 @@ Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
     }
     std::vector<ir::Expr> idx;
     for (auto &i : acc.indices) idx.push_back(i.min);
+    if (acc.buffer->dtype != base->dtype) // a value, not an element: nothing can write or take a region of it
+        return Value::ofExpr(reinterpretedLoad(base, acc.buffer, idx, acc.range));
     auto mapped = baseIndices(acc.buffer->shape, base->shape, idx);
     out->indices.clear();
     for (auto &e : mapped) out->indices.push_back({e, nullptr, acc.range});
     return Value::object(VK::Access, out);
+}
+
+ir::Buffer reinterpretedBase(const TraceState &t, const ir::Buffer &view) {
+    auto it = t.views.find(view.get());
+    return it != t.views.end() && it->second->dtype != view->dtype ? it->second : nullptr;
+}
+
+ir::Stmt reinterpretedStore(Interp &in, const ir::Buffer &base, const ir::Buffer &view, const std::vector<ir::Expr> &idx,
+                            const ir::Expr &value, const SourceRange &at) {
+    const int vb = view->dtype.bits(), bb = base->dtype.bits();
+    if (vb < bb)
+        in.fail(at, "storing into '" + view->name + "', a T.view of '" + base->name + "' (" + std::string(base->dtype.name()) +
+                        ") as the narrower " + std::string(view->dtype.name()) + ", is not supported: it would rewrite part of a " +
+                        std::string(base->dtype.name()) + " that other threads may be writing; store whole " +
+                        std::string(base->dtype.name()) + " elements of '" + base->name + "' instead");
+    const DType ub = bitsType(bb);
+    ir::Expr bits = asBits(ir::cast(view->dtype, value, at));
+    std::vector<ir::Stmt> stores;
+    for (int j = 0; j < vb / bb; ++j) {
+        ir::Expr part = j > 0 ? ir::binary(ir::BinaryOp::Shr, bits, typed(j * bb, bits->dtype, at), at) : bits;
+        stores.push_back(ir::Store::make(base, widePiece(base, view, idx, vb / bb, j), fromBits(base->dtype, ir::cast(ub, part, at)), at));
+    }
+    return ir::Seq::make(std::move(stores), at);
 }
 
 void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
@@ -148,7 +272,7 @@ void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
     u.visit(s);
     for (auto &[view, at] : u.found) {
         const ir::Buffer &base = t.views.at(view.get());
-        if (base->scope == ir::Scope::Fragment) { // same elements in the same threads: inferLayouts
+        if (base->scope == ir::Scope::Fragment && base->dtype == view->dtype) { // same elements in the same threads: inferLayouts
             auto &fv = t.kernel->fragmentViews;
             if (std::none_of(fv.begin(), fv.end(), [&](auto &p) { return p.first == view; })) fv.push_back({view, base});
             continue;

@@ -5,8 +5,45 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 namespace tilec::simtest {
+
+namespace {
+
+/// T.reinterpret / a T.view to another dtype: value v of dtype `from` read as `to`, of the same width. The
+/// simulator holds values, not bits, so only integers, float32 and float64 (whose values are their bits) take
+/// part; a narrower float is a SimError.
+double reinterpretValue(DType to, DType from, double v) {
+    auto exact = [](DType t) { return t.isInt() || t.kind == DType::Float32 || t.kind == DType::Float64; };
+    if (!exact(to) || !exact(from) || to.bits() != from.bits())
+        throw SimError("no simulation of reinterpreting " + std::string(from.name()) + " as " + std::string(to.name()));
+    uint64_t bits = 0;
+    if (from.kind == DType::Float32) {
+        float f = (float)v;
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        bits = u;
+    } else if (from.kind == DType::Float64) {
+        std::memcpy(&bits, &v, 8);
+    } else {
+        bits = (uint64_t)(int64_t)v;
+    }
+    if (to.kind == DType::Float32) {
+        uint32_t u = (uint32_t)bits;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+    }
+    if (to.kind == DType::Float64) {
+        double d;
+        std::memcpy(&d, &bits, 8);
+        return d;
+    }
+    return roundToDType(to, (double)(int64_t)bits); // wraps to the integer's width and sign
+}
+
+} // namespace
 
 double Simulator::eval(const ir::Expr &e, int t) {
     using namespace ir;
@@ -61,6 +98,7 @@ double Simulator::eval(const ir::Expr &e, int t) {
         }
         double a = eval(c->args[0], t);
         const std::string &n = c->name;
+        if (n == "reinterpret") return reinterpretValue(e->dtype, c->args[0]->dtype, a);
         double r;
         if (n == "exp") r = std::exp(a);
         else if (n == "exp2") r = std::exp2(a);
