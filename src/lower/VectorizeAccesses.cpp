@@ -107,9 +107,10 @@ class Vectorizer : public IRMutator {
     }
 
     /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
-    /// lanes at a time).
+    /// lanes at a time) or an atomic add of registers (one vector atomic: what is left of a region T.atomic_add
+    /// once its source's vector load is hoisted).
     static Stmt plain(const Stmt &s, const For &f) {
-        if (matchPairConversion(f)) return s;
+        if (matchPairConversion(f) || matchAtomicVector(f)) return s;
         return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc);
     }
 
