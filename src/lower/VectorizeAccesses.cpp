@@ -332,6 +332,10 @@ std::optional<AtomicVector> matchAtomicVector(const For &f) {
     auto r = linearIn(reg->indices[0], lane);
     if (!a.base || uses(a.base, lane) || !r || r->second != 1) return std::nullopt;
     a.regBase = r->first ? r->first : intImm(0, reg->indices[0]->dtype);
+    if (reg->buffer->scope == Scope::Shared) { // read as one vector: its start aligned like the lanes
+        a.regBase = alignedBase(reg->indices[0], lane, a.lanes);
+        if (!a.regBase || uses(a.regBase, lane)) return std::nullopt;
+    }
     a.regs = reg->buffer.get();
     return a;
 }
