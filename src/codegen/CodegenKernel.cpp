@@ -448,7 +448,8 @@ class KernelPrinter {
     }
 
     void atomicVector(const passes::AtomicVector &a, int level, const SourceRange &at) {
-        std::string call = "tilec::atomic_add_vector<" + std::to_string(a.lanes) + ">(&" + name(a.add->dst.buffer.get()) + "[" +
+        std::string fn = a.regs->scope == Scope::Shared ? "tilec::atomic_add_vector_shared<" : "tilec::atomic_add_vector<";
+        std::string call = fn + std::to_string(a.lanes) + ">(&" + name(a.add->dst.buffer.get()) + "[" +
                            ep_.print(a.base) + "], &" + name(a.regs) + "[" + ep_.print(a.regBase) + "]);";
         if (!a.cond) return line(level, call, at);
         line(level, "if (" + ep_.print(a.cond) + ") {", at);

@@ -123,7 +123,39 @@ class LowerReduce : public IRMutator {
                    const std::function<Stmt(Expr, Expr)> &finish);
     Stmt staged(const Reduce &op, const Reducer &red, const Combiner &cb, const Buffer &srcReg,
                 const std::function<Stmt(Expr, Expr)> &finish);
+    Stmt resultLoop(int64_t outputs, const ResultBody &body, const std::function<Stmt(Expr, Expr)> &finish,
+                    const SourceRange &loc, bool vectorLanes = false);
 };
+
+/// body(o, put) for each result o the destination keeps in this thread (ReduceMmaColumns.h): a replicated
+/// destination keeps every one (a loop over them, put = finish); a distributed one only its own slots, round r
+/// and lane v of virtual thread u holding result r*T'*V + u*V + v (Layout.h), so each thread computes or reads
+/// rounds()*V results rather than all `outputs` of them each behind a test of its owner (the unrolled scan
+/// over every result that gave a 1024-result reduction a thousand predicated shared loads per thread).
+/// `vectorLanes`: body reads the results from memory, one vector per full round (vectorizeAccesses).
+Stmt LowerReduce::resultLoop(int64_t outputs, const ResultBody &body, const std::function<Stmt(Expr, Expr)> &finish,
+                             const SourceRange &loc, bool vectorLanes) {
+    const Layout &d = *dst_;
+    if (d.kind != Layout::Distributed || d.elements() != outputs) {
+        Var o = makeVar("o", DType::Int32, loc);
+        return For::make(o, i32(0), i32(outputs), ForKind::Unrolled, 0,
+                         body(o, [&](Expr value) { return finish(o, std::move(value)); }), loc);
+    }
+    const int64_t V = d.vec, TV = (int64_t)d.vthreads() * V;
+    const Expr vtid = virtualThread(d, tid_);
+    std::vector<Stmt> out;
+    for (int64_t r = 0; r < d.rounds(); ++r) {
+        Var v = makeVar("v", DType::Int32, loc);
+        Expr o = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, vtid, i32(V))), v));
+        Expr slot = simplify(binary(BinaryOp::Add, i32(r * V), v));
+        Stmt s = body(o, [&](Expr value) { return finishSlot_(slot, std::move(value)); });
+        const bool partial = r >= d.fullRounds();
+        if (partial) s = IfThenElse::make(binary(BinaryOp::LT, o, i32(outputs)), s, nullptr, loc);
+        ForKind kind = vectorLanes && !partial && V > 1 ? ForKind::Vectorized : ForKind::Unrolled;
+        out.push_back(For::make(v, i32(0), i32(V), kind, 0, s, loc));
+    }
+    return out.size() == 1 ? out[0] : Seq::make(std::move(out), loc);
+}
 
 Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
     auto srcL = layouts_.fragments.find(op->src.get());
@@ -164,7 +196,8 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
                      [cb](const Expr &a, const Expr &b) { return cb.combine(a, b); },
                      [&](const std::string &n, int64_t e) { return alloc(n, Scope::Local, cb.acc, e, loc); },
                      [&](const std::string &n, int64_t e) { return scratch(n, cb.acc, e, loc); }};
-        return reduceMmaColumns(*op, srcL->second, srcReg, tid_, f, finish);
+        return reduceMmaColumns(*op, srcL->second, srcReg, tid_, f,
+                                [&](int64_t n, const ResultBody &body) { return resultLoop(n, body, finish, loc); });
     }
     if (srcL->second.kind == Layout::Replicated) return replicatedSource(*op, srcL->second, cb, srcReg, finish);
     return distributedSource(*op, srcL->second, cb, srcReg, finish);
@@ -176,15 +209,16 @@ Stmt LowerReduce::replicatedSource(const Reduce &op, const Layout &src, const Co
     for (size_t d = op.dim + 1; d < src.shape.size(); ++d) inner *= src.shape[d];
     int64_t outputs = src.elements() / extent;
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, op.loc);
-    Var o = makeVar("o", DType::Int32, op.loc), j = makeVar("j", DType::Int32, op.loc);
-    Expr e = binary(BinaryOp::Add,
-                    binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(inner)), i32(extent * inner)),
-                           binary(BinaryOp::Mul, j, i32(inner))),
-                    binary(BinaryOp::FloorMod, o, i32(inner)));
-    Stmt fold = For::make(j, i32(0), i32(extent), ForKind::Unrolled, 0,
-                          store(acc, i32(0), cb.combine(load(acc, i32(0)), cb.pre(load(srcReg, simplify(e)))), op.loc), op.loc);
-    Stmt body = Seq::make({store(acc, i32(0), cb.identity(), op.loc), fold, finish(o, load(acc, i32(0)))}, op.loc);
-    return For::make(o, i32(0), i32(outputs), ForKind::Unrolled, 0, body, op.loc);
+    return resultLoop(outputs, [&](const Expr &o, const auto &put) {
+        Var j = makeVar("j", DType::Int32, op.loc);
+        Expr e = binary(BinaryOp::Add,
+                        binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::FloorDiv, o, i32(inner)), i32(extent * inner)),
+                               binary(BinaryOp::Mul, j, i32(inner))),
+                        binary(BinaryOp::FloorMod, o, i32(inner)));
+        Stmt fold = For::make(j, i32(0), i32(extent), ForKind::Unrolled, 0,
+                              store(acc, i32(0), cb.combine(load(acc, i32(0)), cb.pre(load(srcReg, simplify(e)))), op.loc), op.loc);
+        return Seq::make({store(acc, i32(0), cb.identity(), op.loc), fold, put(load(acc, i32(0)))}, op.loc);
+    }, finish, op.loc);
 }
 
 /// Rows of an mma accumulator into their mmaRows fragment: each thread folds the columns it holds of each of
@@ -358,8 +392,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
         out.push_back(IfThenElse::make(cond, store(bcast, o, load(acc, i32(c)), loc), nullptr, loc));
     }
     out.push_back(syncThreads(loc));
-    Var o = makeVar("o", DType::Int32, loc);
-    out.push_back(For::make(o, i32(0), i32(red.outputs()), ForKind::Unrolled, 0, finish(o, load(bcast, o)), loc));
+    out.push_back(resultLoop(red.outputs(), [&](const Expr &o, const auto &put) { return put(load(bcast, o)); }, finish, loc, true));
     return Seq::make(std::move(out), loc);
 }
 
@@ -401,8 +434,7 @@ Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &c
     out.push_back(For::make(k, i32(0), i32(perThread), ForKind::Serial, 0,
                             IfThenElse::make(binary(BinaryOp::LT, o, i32(red.outputs())), one, nullptr, loc), loc));
     out.push_back(syncThreads(loc));
-    Var oo = makeVar("o", DType::Int32, loc);
-    out.push_back(For::make(oo, i32(0), i32(red.outputs()), ForKind::Unrolled, 0, finish(oo, load(bcast, oo)), loc));
+    out.push_back(resultLoop(red.outputs(), [&](const Expr &o, const auto &put) { return put(load(bcast, o)); }, finish, loc, true));
     return Seq::make(std::move(out), loc);
 }
 

@@ -32,8 +32,9 @@ class TileOpsToLoops : public IRMutator {
         auto loops = loopsFor({&op->src, &op->dst}, op->loc, "T.copy");
         if (!loops) return nullptr;
         Expr value = cast(op->dst.buffer->dtype, Load::make(op->src.buffer, indicesOf(op->src, *loops), op->loc), op->loc);
-        return nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc,
-                    perThread({&op->src, &op->dst}));
+        const bool own = perThread({&op->src, &op->dst});
+        Stmt s = nest(*loops, Store::make(op->dst.buffer, indicesOf(op->dst, *loops), value, op->loc), op->loc, own);
+        return own && op->src.buffer != op->dst.buffer ? asProgramVectorized(s) : s;
     }
 
     Stmt visit(const std::shared_ptr<const Fill> &op) override {
@@ -312,6 +313,20 @@ class TileOpsToLoops : public IRMutator {
         for (auto *r : regions)
             if (r->buffer && (r->buffer->scope == Scope::Local || r->buffer->scope == Scope::Var)) return true;
         return false;
+    }
+
+    /// A thread's own copy between its registers and memory moves independent elements, like a program's
+    /// T.vectorized loop: its innermost loop is marked so (ProgramVectorized.h), and vectorizeAccesses makes
+    /// its accesses vector ones where it proves them aligned (TileLang's sparse compressor: 32 float16 of a row
+    /// into registers, as 2-byte loads before).
+    static Stmt asProgramVectorized(const Stmt &s) {
+        auto f = as<For>(s);
+        if (!f) return s;
+        if (as<For>(f->body)) {
+            Stmt inner = asProgramVectorized(f->body);
+            return For::make(f->var, f->min, f->extent, f->forKind, f->numStages, inner, f->loc);
+        }
+        return For::make(f->var, f->min, f->extent, f->forKind, kProgramVectorized, f->body, f->loc);
     }
 
     /// The loops around `body`. A tile statement of one element is still a T.Parallel nest (of one iteration),

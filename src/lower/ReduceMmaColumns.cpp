@@ -22,7 +22,7 @@ Expr mul(Expr a, int64_t c) { return binary(BinaryOp::Mul, std::move(a), i32(c))
 } // namespace
 
 Stmt reduceMmaColumns(const Reduce &op, const Layout &src, const Buffer &srcReg, const Var &tid, const ColumnFold &fold,
-                      const std::function<Stmt(Expr, Expr)> &finish) {
+                      const EachResult &each) {
     TILEC_ASSERT(src.kind == Layout::Mma && op.dim == 0, "reduceMmaColumns of a layout that is not mma, or of rows");
     const SourceRange &loc = op.loc;
     const int64_t mT = src.tilesM(), nT = src.tilesN(), C = nT * 2, N = src.shape[1];
@@ -62,12 +62,13 @@ Stmt reduceMmaColumns(const Reduce &op, const Layout &src, const Buffer &srcReg,
     out.push_back(IfThenElse::make(first, Seq::make(std::move(publish), loc), nullptr, loc));
     out.push_back(syncThreads(loc));
     Buffer res = fold.local(op.dst->name + "_column", 1);
-    Var o = makeVar("o", DType::Int32, loc);
-    std::vector<Stmt> one{store(res, i32(0), fold.identity())};
-    for (int64_t w = 0; w < src.warpsM; ++w)
-        one.push_back(store(res, i32(0), fold.combine(load(res, i32(0)), load(scratch, simplify(add(o, i32(w * N)))))));
-    one.push_back(finish(o, load(res, i32(0))));
-    out.push_back(For::make(o, i32(0), i32(N), ForKind::Unrolled, 0, Seq::make(std::move(one), loc), loc));
+    out.push_back(each(N, [&](const Expr &o, const std::function<Stmt(Expr)> &put) {
+        std::vector<Stmt> one{store(res, i32(0), fold.identity())};
+        for (int64_t w = 0; w < src.warpsM; ++w)
+            one.push_back(store(res, i32(0), fold.combine(load(res, i32(0)), load(scratch, simplify(add(o, i32(w * N)))))));
+        one.push_back(put(load(res, i32(0))));
+        return Seq::make(std::move(one), loc);
+    }));
     return Seq::make(std::move(out), loc);
 }
 

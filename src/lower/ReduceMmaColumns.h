@@ -21,11 +21,17 @@ struct ColumnFold {
     std::function<ir::Buffer(const std::string &, int64_t)> scratch; ///< shared memory of n elements
 };
 
+/// `body(o, put)` for every result o (of `outputs`, row-major) the thread keeps in its destination, put(value)
+/// storing result o there: every result for a replicated destination, only the thread's own slots for a
+/// distributed one (lowerReductions' resultLoop).
+using ResultBody = std::function<ir::Stmt(const ir::Expr &o, const std::function<ir::Stmt(ir::Expr)> &put)>;
+using EachResult = std::function<ir::Stmt(int64_t outputs, const ResultBody &body)>;
+
 /// Each thread folds the rows it holds of each of its columns, the eight lanes sharing those columns combine
-/// by shuffles, and the warps (warpsM of them per column) through shared memory, from which every thread
-/// reads every column's result in the same order (bit-identical copies): `finish(o, value)` then stores
-/// column o's result, as lowerReductions does for any destination layout. `src` is an Mma layout.
+/// by shuffles, and the warps (warpsM of them per column) through shared memory, from which each thread
+/// reads the columns its destination keeps (`each`), every copy in the same order (bit-identical copies).
+/// `src` is an Mma layout.
 ir::Stmt reduceMmaColumns(const ir::Reduce &op, const Layout &src, const ir::Buffer &srcReg, const ir::Var &tid,
-                          const ColumnFold &fold, const std::function<ir::Stmt(ir::Expr, ir::Expr)> &finish);
+                          const ColumnFold &fold, const EachResult &each);
 
 } // namespace tilec::passes

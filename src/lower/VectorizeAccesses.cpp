@@ -87,7 +87,8 @@ class Vectorizer : public IRMutator {
                              vectorize(inner, *as<For>(inner), lanes), f->loc);
         }
         if (!f || f->forKind != ForKind::Vectorized) return s;
-        if (matchAtomicVector(*f)) return s; // code generation adds its lanes at once
+        // Code generation adds the lanes at once; a shared source is first read as one vector where it can be.
+        if (auto a = matchAtomicVector(*f); a && a->regs->scope == Scope::Local) return s;
         if (!width || *width < 2) return plain(s, *f);
         return vectorize(s, *f, *width);
     }
@@ -107,9 +108,10 @@ class Vectorizer : public IRMutator {
     }
 
     /// The vectorized loop s (= f) unrolled, unless it is a pair conversion (code generation converts those two
-    /// lanes at a time).
+    /// lanes at a time) or an atomic add of registers (one vector atomic: what is left of a region T.atomic_add
+    /// once its source's vector load is hoisted).
     static Stmt plain(const Stmt &s, const For &f) {
-        if (matchPairConversion(f)) return s;
+        if (matchPairConversion(f) || matchAtomicVector(f)) return s;
         return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc);
     }
 
@@ -320,13 +322,20 @@ std::optional<AtomicVector> matchAtomicVector(const For &f) {
     if (!a.add || a.add->src || !a.add->value || a.add->dst.ranges.size() != 1) return std::nullopt;
     const Buffer &dst = a.add->dst.buffer;
     if (!dst || dst->scope != Scope::Global || dst->dtype != DType::Float32) return std::nullopt;
+    // The lanes' values: registers, or consecutive elements of shared memory (read as they were, under the
+    // same test: a region T.atomic_add from a shared tile whose rows are tested against the tensor's length).
     auto reg = as<Load>(a.add->value);
-    if (!reg || reg->buffer->scope != Scope::Local || reg->buffer->dtype != DType::Float32 || reg->indices.size() != 1)
+    if (!reg || (reg->buffer->scope != Scope::Local && reg->buffer->scope != Scope::Shared) ||
+        reg->buffer->dtype != DType::Float32 || reg->indices.size() != 1)
         return std::nullopt;
     a.base = alignedBase(a.add->dst.ranges[0].min, lane, a.lanes);
     auto r = linearIn(reg->indices[0], lane);
     if (!a.base || uses(a.base, lane) || !r || r->second != 1) return std::nullopt;
     a.regBase = r->first ? r->first : intImm(0, reg->indices[0]->dtype);
+    if (reg->buffer->scope == Scope::Shared) { // read as one vector: its start aligned like the lanes
+        a.regBase = alignedBase(reg->indices[0], lane, a.lanes);
+        if (!a.regBase || uses(a.regBase, lane)) return std::nullopt;
+    }
     a.regs = reg->buffer.get();
     return a;
 }

@@ -40,6 +40,13 @@ template <int N> __device__ __forceinline__ void atomic_add_vector(float *dst, c
     for (int i = 0; i < N; ++i) atomicAdd(dst + i, src[i]);
 }
 
+// The same with the N floats in shared memory (aligned to their size), read as one vector first.
+template <int N> __device__ __forceinline__ void atomic_add_vector_shared(float *dst, const float *src) {
+    alignas(16) float v[N];
+    copy_vector<N * 4>(v, src);
+    atomic_add_vector<N>(dst, v);
+}
+
 } // namespace tilec
 
 #endif // TILEC_STDLIB_MEMORY_CUH

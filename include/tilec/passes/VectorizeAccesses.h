@@ -36,7 +36,8 @@ std::optional<PairConversion> matchPairConversion(const ir::For &f);
 
 /// A vectorized loop over 2 or 4 lanes v whose body is the one atomic addition `T.atomic_add(D[base + v],
 /// R[rbase + v])` (optionally under a test free of v): D a float32 tensor, base a known multiple of the lane
-/// count, R a register array. Code generation adds the lanes with one vector atomic (float2 / float4 on sm_90
+/// count, R a register array or a shared buffer (rbase then a known multiple of the lane count too: read as one
+/// vector, atomic_add_vector_shared). Code generation adds the lanes with one vector atomic (float2 / float4 on sm_90
 /// and later; one by one before), split-K's write of a T.gemm accumulator's column pairs.
 struct AtomicVector {
     const ir::AtomicAdd *add = nullptr;
