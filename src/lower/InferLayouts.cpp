@@ -123,9 +123,10 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         int cg = groupOf(g.c);
         auto reader = operandOf.find(cg);
         const bool wgmma = g.op->instr == GemmInstr::Wgmma;
-        // mma.sync reads A in its warps' rows (gemm_rs); wgmma RS gives every warpgroup column a copy of its A
-        // rows, so only an accumulator that is itself read as A needs whole rows per warp.
-        const GemmUse *needRows = g.aFrag && !wgmma ? &g : reader != operandOf.end() ? reader->second : nullptr;
+        // A fragment read as A is held in its warps' rows, a copy in each warp column where the warps split the
+        // columns too (mma.sync's gemm_rs and wgmma RS alike), so only an accumulator that is itself read as A
+        // needs whole rows per warp: its own layout is the operand's.
+        const GemmUse *needRows = reader != operandOf.end() ? reader->second : nullptr;
         std::pair<int, int> split;
         if (wgmma) { // specializeWarps checked that the warpgroups split it
             auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
@@ -134,7 +135,9 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
         case GemmPolicy::FullCol: split = fullSplit(warps, g.m, g.n, false); break;
         case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
-        case GemmPolicy::Auto: split = needRows ? std::pair{warps, 1} : balancedSplit(warps, g.m, g.n); break;
+        case GemmPolicy::Auto: // whole rows per warp where A is read from registers (no copies of A) if they fit
+            split = needRows ? std::pair{warps, 1} : g.aFrag ? fullSplit(warps, g.m, g.n, true) : balancedSplit(warps, g.m, g.n);
+            break;
         }
         if (needRows && split.second != 1) {
             diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
