@@ -304,6 +304,73 @@ template <class T, class TC> void check_rs_type(Summary &sum, Rng &rng) {
     check_gemm_rs<T, TC, 32, 48, 16, 24, 2, false, true>(sum, rng);
 }
 
+/// C = A * B by gemm_rs with A read straight from global memory into the registers of its M x K fragment
+/// (accumulator order, WM warp rows, a copy in each of the WN warp columns), the warps splitting C WM x WN:
+/// 32 rows over 4 warps (2x2) as TileLang's examples have them, and 32-bit (tf32) and 8-bit A, whose
+/// instruction fragments are not the accumulator order (rs_a_fragment and b_rs_loader reorder K).
+template <int M, int N, int K, int WM, int WN, bool TrB, class TA, class TB, class TC>
+__global__ void gemm_rs_split_kernel(const TA *gA, long long ldA, const TB *gB, long long ldB, TC *out) {
+    constexpr int Threads = 32 * WM * WN, BR = TrB ? N : K, BC = TrB ? K : N;
+    extern __shared__ __align__(128) unsigned char smem[];
+    TB *Bs = reinterpret_cast<TB *>(smem);
+    copy_g2s<BR, BC, 16 / (int)sizeof(TB), Threads, true>(Bs, gB, ldB, BR, BC);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    constexpr int ARegs = M / WM / 16 * (K / 8) * 4, ORegs = M / WM / 16 * (N / WN / 8) * 4;
+    TA a[ARegs];
+    TC o[ORegs];
+    const int warp = (int)threadIdx.x / 32 % WM, lane = (int)threadIdx.x % 32; // the warp row's copy
+#pragma unroll
+    for (int i = 0; i < ARegs; ++i) {
+        const int c = i % 2, h = (i / 2) % 2, tile = i / 4, mi = tile / (K / 8), ki = tile % (K / 8);
+        a[i] = gA[(warp * (M / WM) + mi * 16 + h * 8 + lane / 4) * ldA + ki * 8 + (lane % 4) * 2 + c];
+    }
+#pragma unroll
+    for (int i = 0; i < ORegs; ++i)
+        o[i] = TC(0);
+    gemm_rs<M, N, K, WM, WN, TrB>(a, Bs, o);
+    const AccMap<M, N, WM, WN> map;
+#pragma unroll
+    for (int i = 0; i < ORegs; ++i)
+        out[map.index(i)] = o[i];
+}
+
+template <class TA, class TB, class TC, int M, int N, int K, int WM, int WN, bool TrB>
+void check_gemm_rs_split(Summary &sum, Rng &rng) {
+    const Operand<TA> a(rng, M, K, 8, false);
+    const Operand<TB> b(rng, TrB ? N : K, TrB ? K : N, 8, false);
+    DevBuf<TA> da(a.data);
+    DevBuf<TB> db(b.data);
+    DevBuf<TC> dout(M * N);
+    auto kern = gemm_rs_split_kernel<M, N, K, WM, WN, TrB, TA, TB, TC>;
+    const int shared = N * K * (int)sizeof(TB);
+    cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+    kern<<<1, 32 * WM * WN, shared>>>(da.p, a.ld, db.p, b.ld, dout.p);
+    const std::vector<TC> out = dout.get();
+    Checker chk(tolerance<TA, TC>());
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; ++k) {
+                const double v = a.at(m, k) * (TrB ? b.at(n, k) : b.at(k, n));
+                ref += v;
+                mag += std::fabs(v);
+            }
+            chk.check(m, n, to_double(out[m * N + n]), ref, mag);
+        }
+    sum.report(chk.ok() && last_error_ok(), "gemm_rs %s*%s->%s (%dx%d)*(%dx%d)%c warps=%dx%d, A in registers: %s",
+               type_name<TA>(), type_name<TB>(), type_name<TC>(), M, K, K, N, TrB ? 'T' : 'N', WM, WN,
+               chk.text().c_str());
+}
+
+template <class TA, class TB, class TC> void check_rs_split_type(Summary &sum, Rng &rng) {
+    check_gemm_rs_split<TA, TB, TC, 32, 32, 64, 2, 2, false>(sum, rng);
+    check_gemm_rs_split<TA, TB, TC, 32, 128, 64, 2, 2, true>(sum, rng);
+    check_gemm_rs_split<TA, TB, TC, 64, 64, 128, 4, 1, true>(sum, rng);
+    check_gemm_rs_split<TA, TB, TC, 16, 64, 32, 1, 4, false>(sum, rng);
+}
+
 int run_bench(const Summary &sum);
 
 int main(int argc, char **argv) {
@@ -355,6 +422,11 @@ int main(int argc, char **argv) {
     check_rs_type<__half, float>(sum, rng);
     check_rs_type<__half, __half>(sum, rng);
     check_rs_type<__nv_bfloat16, float>(sum, rng);
+    check_rs_split_type<__nv_bfloat16, __nv_bfloat16, float>(sum, rng);
+    check_rs_split_type<__half, __half, __half>(sum, rng);
+    check_rs_split_type<float, float, float>(sum, rng);
+    check_rs_split_type<int8_t, int8_t, int32_t>(sum, rng);
+    check_rs_split_type<uint8_t, int8_t, int32_t>(sum, rng);
 
     return sum.finish();
 }

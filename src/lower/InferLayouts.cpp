@@ -85,6 +85,19 @@ std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
     return best;
 }
 
+/// The split of `existing`, the layout another T.gemm gave accumulator group of mma.sync product `g` (policy
+/// Square or none, its accumulator not read as A), when g can write that layout: every product into one
+/// accumulator shares its layout (a wgmma product in a pipelined loop, one on mma.sync after it). wgmma's row
+/// order is mma.sync's where each warp owns one 16-row tile (Layout::tileRow).
+std::optional<std::pair<int, int>> adoptable(const std::optional<Layout> &existing, const GemmUse &g, int warps) {
+    if (!existing || existing->kind != Layout::Mma || g.op->instr == GemmInstr::Wgmma) return std::nullopt;
+    if (g.op->policy != GemmPolicy::Auto && g.op->policy != GemmPolicy::Square) return std::nullopt;
+    const Layout &l = *existing;
+    if (l.shape != std::vector<int64_t>{g.m, g.n} || l.warpsM * l.warpsN != warps || l.warpCopies() != 1) return std::nullopt;
+    if (l.wgmma && g.m != 16 * l.warpsM) return std::nullopt;
+    return std::pair{l.warpsM, l.warpsN};
+}
+
 /// Tensor cores: each T.gemm's accumulator group takes an mma layout (its warp split from the policy, or
 /// chosen so that a fragment later read as operand A holds whole rows per warp); an operand-A fragment
 /// takes the mma layout of its (M, K); 1-D fragments of per-row values of an mma group (reduction results
@@ -114,7 +127,17 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         grp.mma = l;
         grp.mmaBy = &g;
     };
-    for (auto &g : c.gemms) {
+    // Products whose split is fixed (wgmma, an explicit FullRow / FullCol, an accumulator read as A) first: an
+    // mma.sync product with policy Square or none into the same accumulator then takes theirs (adoptable).
+    std::vector<const GemmUse *> order;
+    for (int fixedFirst = 1; fixedFirst >= 0; --fixedFirst)
+        for (auto &g : c.gemms) {
+            const bool flexible = g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
+                                  (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
+            if (flexible != (fixedFirst == 1)) order.push_back(&g);
+        }
+    for (const GemmUse *gp : order) {
+        const GemmUse &g = *gp;
         const std::string cName = "'" + g.c->name + "'";
         if (g.c->shape.size() != 2) {
             diag.error(g.op->c.loc.valid() ? g.op->c.loc : g.op->loc, "the accumulator of T.gemm must be a 2-D fragment");
@@ -123,18 +146,24 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         int cg = groupOf(g.c);
         auto reader = operandOf.find(cg);
         const bool wgmma = g.op->instr == GemmInstr::Wgmma;
-        // mma.sync reads A in its warps' rows (gemm_rs); wgmma RS gives every warpgroup column a copy of its A
-        // rows, so only an accumulator that is itself read as A needs whole rows per warp.
-        const GemmUse *needRows = g.aFrag && !wgmma ? &g : reader != operandOf.end() ? reader->second : nullptr;
+        // A fragment read as A is held in its warps' rows, a copy in each warp column where the warps split the
+        // columns too (mma.sync's gemm_rs and wgmma RS alike), so only an accumulator that is itself read as A
+        // needs whole rows per warp: its own layout is the operand's.
+        const GemmUse *needRows = reader != operandOf.end() ? reader->second : nullptr;
         std::pair<int, int> split;
-        if (wgmma) { // specializeWarps checked that the warpgroups split it
+        const auto adopted = needRows ? std::nullopt : adoptable(group(cg).mma, g, warps);
+        if (adopted) {
+            split = *adopted;
+        } else if (wgmma) { // specializeWarps checked that the warpgroups split it
             auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
             split = {4 * wg.first, wg.second};
         } else switch (g.op->policy) {
         case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
         case GemmPolicy::FullCol: split = fullSplit(warps, g.m, g.n, false); break;
         case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
-        case GemmPolicy::Auto: split = needRows ? std::pair{warps, 1} : balancedSplit(warps, g.m, g.n); break;
+        case GemmPolicy::Auto: // whole rows per warp where A is read from registers (no copies of A) if they fit
+            split = needRows ? std::pair{warps, 1} : g.aFrag ? fullSplit(warps, g.m, g.n, true) : balancedSplit(warps, g.m, g.n);
+            break;
         }
         if (needRows && split.second != 1) {
             diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
@@ -151,7 +180,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
                                       " warps");
             continue;
         }
-        assign(cg, Layout::mma({g.m, g.n}, k.threads, split.first, split.second, wgmma), g, "the accumulator " + cName);
+        assign(cg, adopted ? *group(cg).mma : Layout::mma({g.m, g.n}, k.threads, split.first, split.second, wgmma), g,
+               "the accumulator " + cName);
         if (g.aFrag) {
             if (g.aFrag->shape.size() != 2 || g.op->transA || g.m % (16 * split.first) || g.k % 16) {
                 diag.error(g.op->a.loc.valid() ? g.op->a.loc : g.op->loc,

@@ -97,7 +97,8 @@ std::string Layout::describe() const {
     if (wgmma) warps += " (wgmma rows)";
     if (kind == Mma) {
         s = "mma accumulator over " + warps;
-        if (warpCopies() > 1) s += " in " + std::to_string(warpCopies()) + " copies (each warpgroup column holds one)";
+        if (warpCopies() > 1)
+            s += " in " + std::to_string(warpCopies()) + " copies (each " + (wgmma ? "warpgroup" : "warp") + std::string(" column holds one)");
     } else if (kind == MmaRows) {
         s = "rows of an mma accumulator over " + warps;
     } else if (kind == Replicated) {

@@ -116,10 +116,10 @@ class GemmLowerer : public IRMutator {
             auto al = layouts_.fragments.find(A.get());
             bool ok = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.kind == Layout::Mma &&
                       al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.shape[0] == M &&
-                      al->second.shape[1] == K && A->dtype.bytes() == 2;
+                      al->second.shape[1] == K;
             if (!ok) {
                 diag_.error(op->a.loc.valid() ? op->a.loc : loc,
-                            "operand A of T.gemm from a fragment must be a 16-bit " + std::to_string(M) + "x" +
+                            "operand A of T.gemm from a fragment must be a " + std::to_string(M) + "x" +
                                 std::to_string(K) + " fragment laid out like the accumulator's rows");
                 return nullptr;
             }

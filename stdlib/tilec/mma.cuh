@@ -65,11 +65,91 @@ __device__ __forceinline__ uint32_t pack16(unsigned short lo, unsigned short hi)
     return (uint32_t)lo | ((uint32_t)hi << 16);
 }
 
-// A from registers in the accumulator order of an M x K fragment (WarpsN = 1, K / 8 column tiles). The
-// m16n8k16 A fragment of k-step kk, tile mi, is exactly the 8 elements of accumulator tiles (mi, 2kk) and
-// (mi, 2kk + 1) in order: {a0,a1} = (row g, k 2t..), {a2,a3} = (row g+8, k 2t..),
-// {a4,a5} = (row g, k 8+2t..), {a6,a7} = (row g+8, k 8+2t..), the C fragment's (h, c) order of both tiles.
-template <class Op, int MT, int NT, int KS, class TA, class LB, class Acc>
+__device__ __forceinline__ uint32_t bits8(int8_t x) {
+    return (uint8_t)x;
+}
+__device__ __forceinline__ uint32_t bits8(uint8_t x) {
+    return x;
+}
+__device__ __forceinline__ uint32_t bits8(__nv_fp8_e4m3 x) {
+    return x.__x;
+}
+__device__ __forceinline__ uint32_t bits8(__nv_fp8_e5m2 x) {
+    return x.__x;
+}
+
+// The A fragment of k-step kk, m-tile mi, from registers in the accumulator order of an M x K fragment (K / 8
+// column tiles of 4 values per thread: (h, c) = (row g + 8h, k 2t + c), g = lane / 4, t = lane % 4).
+// 16-bit: the m16n8k16 fragment is exactly tiles (mi, 2kk) and (mi, 2kk + 1) in that order. 32-bit (tf32) and
+// 8-bit elements are not: their fragments hold k (t, t + 4) and (4t..4t+3, 16+4t..) where a thread's registers
+// have k (2t, 2t + 1) of each 8-column tile. The product does not depend on the order of k, so these take the
+// thread's own values and let the instruction's k stand for the columns they are (rs_k): tf32 k t and t + 4
+// are columns 2t and 2t + 1 of tile kk; 8-bit k 4t + j and 16 + 4t + j are columns (j / 2) * 8 + 2t + j % 2
+// of tiles 4kk and 4kk + 2. B is read with the same order (b_rs_loader).
+template <int KT, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
+    constexpr int EB = (int)sizeof(TA);
+    const TA *src = Areg + (mi * KT + kk * (4 / EB)) * 4; // the first of the k-step's 8-column tiles
+    if constexpr (EB == 2) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            a[r] = pack16(bits16(src[2 * r]), bits16(src[2 * r + 1]));
+    } else if constexpr (EB == 4) {
+        static_assert(std::is_same<TA, float>::value, "32-bit A in registers is float (tf32)");
+#pragma unroll
+        for (int r = 0; r < 4; ++r) // a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+1), a3 (g+8, 2t+1): slots 0, 2, 1, 3
+            a[r] = to_tf32(__float_as_uint(src[(r & 1) * 2 + (r >> 1)]));
+    } else {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) { // tiles 2 * (r / 2) and the next, row half r % 2: slots (h, 0), (h, 1)
+            const TA *t0 = src + (r >> 1) * 8 + (r & 1) * 2, *t1 = t0 + 4;
+            a[r] = bits8(t0[0]) | (bits8(t0[1]) << 8) | (bits8(t1[0]) << 16) | (bits8(t1[1]) << 24);
+        }
+    }
+}
+
+// The B fragments of one k-step for the NT n-tiles of a warp whose columns start at n0, with k in the order
+// rs_a_fragment gives A's for 32-bit and 8-bit elements: the column k of (K, N) B, or of (N, K) when Trans,
+// read element by element from the swizzled tile (row layout, or TMA's panels of Panel bytes).
+template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_rs_loader {
+    static constexpr int EB = (int)sizeof(T);
+    static constexpr int Inner = Trans ? K : N, Rows = Trans ? N : K;
+    static constexpr int RB = row_bytes<Panel, Inner, EB>(), SC = swz_cols<Panel, Inner, EB>();
+    static_assert(EB == 1 || EB == 4, "b_rs_loader is for 8-bit and 32-bit operands");
+    uint32_t base;
+    int n, t;
+
+    __device__ __forceinline__ b_rs_loader(const T *s, int n0, int lane) : base(smem_addr(s)), n(n0 + lane / 4), t(lane % 4) {}
+
+    // The shared address of B element (k, n).
+    __device__ __forceinline__ uint32_t at(int k, int col) const {
+        const int r = Trans ? col : k, c = Trans ? k : col;
+        return base + (uint32_t)(r * RB) + col_bytes<Panel, EB, Rows>(c ^ swz_row_xor<SC, EB>(r));
+    }
+
+    __device__ __forceinline__ void load(uint32_t (*b)[2], int kk) const {
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+            const int col = n + ni * 8;
+            if constexpr (EB == 4) {
+                const int k = kk * 8 + 2 * t;
+                b[ni][0] = to_tf32(lds32(at(k, col)));
+                b[ni][1] = to_tf32(lds32(at(k + 1, col)));
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    uint32_t v = 0;
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        v |= lds8(at(kk * 32 + r * 16 + (j >> 1) * 8 + 2 * t + (j & 1), col)) << (8 * j);
+                    b[ni][r] = v;
+                }
+            }
+        }
+    }
+};
+
+// A from registers (rs_a_fragment), B from shared memory through lb.
+template <class Op, int MT, int NT, int KS, int KT, class TA, class LB, class Acc>
 __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *acc) {
     uint32_t b[2][NT][2];
     lb.load(b[0], 0);
@@ -79,12 +159,8 @@ __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *
             lb.load(b[(kk + 1) & 1], kk + 1);
         uint32_t a[MT][4];
 #pragma unroll
-        for (int mi = 0; mi < MT; ++mi) {
-            const TA *src = Areg + (mi * (2 * KS) + 2 * kk) * 4;
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-                a[mi][r] = pack16(bits16(src[2 * r]), bits16(src[2 * r + 1]));
-        }
+        for (int mi = 0; mi < MT; ++mi)
+            rs_a_fragment<KT>(Areg, mi, kk, a[mi]);
         mma_tiles<Op, MT, NT>(acc, a, b[kk & 1]);
     }
 }
@@ -158,28 +234,30 @@ template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, 
 __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC *C) {
     using Op = mma_detail::mma_op<TA, TB, TC>;
     static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
-    static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "gemm with A in registers takes 16-bit operands");
-    static_assert(WarpsN == 1, "gemm with A in registers needs the warps to split the rows only");
-    static_assert(WarpsM > 0 && M % (16 * WarpsM) == 0 && N % 8 == 0,
+    static_assert(WarpsM > 0 && WarpsN > 0 && M % (16 * WarpsM) == 0 && N % (8 * WarpsN) == 0,
                   "the warp tiles must be whole multiples of 16 x 8");
     static_assert(K > 0 && K % Op::kK == 0, "K must be a multiple of the mma instruction's K");
     static_assert(PanelB == 0 || PanelB == 32 || PanelB == 64 || PanelB == 128, "panels of 128, 64 or 32 bytes");
-    constexpr int MT = M / WarpsM / 16, NT = N / 8, KS = K / Op::kK;
-    const int lane = (int)threadIdx.x % 32;
-    const mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB> lb(Bs, 0, lane);
+    constexpr int MT = M / WarpsM / 16, WTN = N / WarpsN, NT = WTN / 8, KS = K / Op::kK, KT = K / 8;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    using LB = std::conditional_t<sizeof(TB) == 2, mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB>,
+                                  mma_detail::b_rs_loader<N, K, TransB, TB, NT, PanelB>>;
+    const LB lb(Bs, warp / WarpsM * WTN, lane);
     if constexpr (std::is_same<TC, __half>::value) {
         uint32_t acc[MT * NT * 2];
         mma_detail::pack_acc<MT * NT * 4>(C, acc);
-        mma_detail::gemm_rs_core<Op, MT, NT, KS>(Areg, lb, acc);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT>(Areg, lb, acc);
         mma_detail::unpack_acc<MT * NT * 4>(acc, C);
     } else {
-        mma_detail::gemm_rs_core<Op, MT, NT, KS>(Areg, lb, C);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT>(Areg, lb, C);
     }
 }
 
 /// C += A * B with A in registers: Areg is the thread's M x K fragment in the accumulator order above, laid
-/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has. B is in
-/// shared memory as for gemm_ss. 16-bit A and B only; the warps must split the rows only (WarpsN == 1).
+/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has; where the
+/// warps also split the columns (WarpsN > 1), warp w holds the rows of warp w % WarpsM (a copy per warp column)
+/// and computes columns (w / WarpsM) * N / WarpsN onwards. B is in shared memory as for gemm_ss. The type
+/// combinations of gemm_ss (float A is rounded to tf32 as it is read).
 template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, typename TA, typename TB, typename TC>
 __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
     gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0>(Areg, Bs, C);

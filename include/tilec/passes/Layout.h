@@ -18,8 +18,9 @@
 /// Two more come from tensor cores (mma.sync m16n8), for an (M, N) fragment split over warpsM x warpsN warps
 /// (warp w: wm = w % warpsM, wn = w / warpsM; each warp owns an (M/warpsM) x (N/warpsN) tile of 16x8 tiles):
 /// - mma: slot ((mi*nT + ni)*2 + h)*2 + c of lane l holds row wm*WTM + mi*16 + h*8 + l/4, column
-///   wn*WTN + ni*8 + (l%4)*2 + c: the accumulator order of mma.sync, and, for 16-bit types with warpsN = 1,
-///   the A-operand order too (stdlib/tilec/mma.cuh relies on it).
+///   wn*WTN + ni*8 + (l%4)*2 + c: the accumulator order of mma.sync, and, with warpsN = 1, the A-operand
+///   order of gemm_rs too (stdlib/tilec/mma.cuh: for 16-bit types the instruction's; for 32- and 8-bit ones
+///   gemm_rs reads B in that order of K).
 ///   With `wgmma` (Hopper's warpgroup accumulators: warpsM a multiple of 4, each warpgroup of 4 warps owning
 ///   M/(warpsM/4) rows) the rows of tile mi are g*WGM + mi*64 + (wm%4)*16 + h*8 + l/4 with g = wm/4: a warp's
 ///   16-row tiles are 64 rows apart, wgmma's m64 D order (stdlib/tilec/sm90_wgmma.cuh). It is the plain mma
