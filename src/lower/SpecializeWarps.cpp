@@ -187,7 +187,8 @@ class Specializer {
                                  "or a scalar set by the thread or more than once)");
         std::vector<Stmt> top = kernelTop;
         // 1-D rows the producer can load by TMA (the T.copy lowerTileOps turned into element stores).
-        Stmt body = t_.hasWgmma() ? rowCopies(f->body) : f->body;
+        std::map<const StmtNode *, Stmt> rowLoops;
+        Stmt body = t_.hasWgmma() ? rowCopies(f->body, rowLoops) : f->body;
         if (lo != f->min || n != f->extent || body != f->body) top[at] = For::make(f->var, lo, n, f->forKind, f->numStages, body, f->loc);
         Plan p;
         p.loop = as<For>(top[at]);
@@ -202,6 +203,8 @@ class Specializer {
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
         if (!unguard(p)) return nullptr;
         LoopSplit split = splitPipelinedBody(*p.loop, k_.body);
+        for (auto &s : split.rest) // a row the producer cannot load ahead stays the consumers' element stores
+            if (auto it = rowLoops.find(s.get()); it != rowLoops.end()) s = it->second;
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p, top) || !groupBarriers(p) || !markOutsideGemms(top, p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);

@@ -44,9 +44,9 @@ Stmt rowCopy(const Stmt &s) {
 
 } // namespace
 
-Stmt rowCopies(const Stmt &body) {
+Stmt rowCopies(const Stmt &body, std::map<const StmtNode *, Stmt> &originals) {
     if (auto c = as<IfThenElse>(body); c && !c->otherwise) {
-        Stmt then = rowCopies(c->then);
+        Stmt then = rowCopies(c->then, originals);
         return then == c->then ? body : IfThenElse::make(c->cond, then, nullptr, c->loc);
     }
     auto q = as<Seq>(body);
@@ -56,6 +56,7 @@ Stmt rowCopies(const Stmt &body) {
     for (auto &s : q->stmts) {
         Stmt c = rowCopy(s);
         changed |= c != nullptr;
+        if (c) originals[c.get()] = s;
         out.push_back(c ? c : s);
     }
     return changed ? Seq::make(std::move(out), q->loc) : body;

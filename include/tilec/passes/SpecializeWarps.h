@@ -77,8 +77,9 @@ bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const
 /// A T.Pipelined loop's body (its top-level statements, or those of a condition around them) with each
 /// T.Parallel loop that fills a whole 1-D shared buffer from a run of a global tensor's innermost dimension
 /// (what lowerTileOps makes of such a T.copy) as that Copy again, for planTmaTile; `body` itself when none
-/// is (SpecializeWarpsRows.cpp).
-ir::Stmt rowCopies(const ir::Stmt &body);
+/// is (SpecializeWarpsRows.cpp). `originals` maps each such Copy to the loop it stands for (what the consumers
+/// run where the producer cannot hoist it).
+ir::Stmt rowCopies(const ir::Stmt &body, std::map<const ir::StmtNode *, ir::Stmt> &originals);
 
 /// The tile a shared operand `r` of a product is when wgmma can read it from a buffer the threads fill
 /// themselves (stored in the panel layout: rows of a multiple of 32 bytes, in whole 8-row periods, read whole);
