@@ -161,6 +161,34 @@ void expectClean(const Case &c) {
 }
 
 TEST(LowerSimHopperRows, ChunkStateTwoStagesFourTrips) { expectClean({}); }
+
+/// A row whose position the loop computes (a local set in each iteration) cannot be loaded ahead: it stays the
+/// consumers' element stores (a barrier among them before the reads), the other row, x and B still TMA tiles.
+TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
+    const Case c;
+    std::string src = source(c);
+    auto replace = [&](const std::string &from, const std::string &to) {
+        auto at = src.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        src.replace(at, from.size(), to);
+    };
+    replace("            for k in T.Pipelined(T.ceildiv(chunk, BK), num_stages=stages):\n",
+            "            off = T.alloc_local((1,), \"int32\")\n            for k in T.Pipelined(T.ceildiv(chunk, BK), num_stages=stages):\n"
+            "                off[0] = k * BK\n");
+    replace("T.copy(dt[b, bh, c, k * BK : (k + 1) * BK], dt_s)", "T.copy(dt[b, bh, c, off[0] : off[0] + BK], dt_s)");
+    LowerRun r;
+    Variant v{*Target::parse("sm_90a"), {}};
+    v.options.clusters = false;
+    r.run(src, "chunk_state.tile", v);
+    const ir::Kernel *k = simtest::warpRoles(r);
+    ASSERT_TRUE(k) << "no warp roles: " << r.diags();
+    EXPECT_EQ(tmaLoadsBySwizzle(*k), (std::map<int64_t, int>{{0, 1}, {128, 2}}));
+    Inputs in(c);
+    for (uint64_t seed : {0, 1}) {
+        Outcome o = in.run(*k, seed);
+        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+}
 TEST(LowerSimHopperRows, ChunkStateOneStage) { expectClean({1, 256, 128, 2, 64, 64, 64, 1}); }
 TEST(LowerSimHopperRows, ChunkStateRowsOfTwoPanels) { expectClean({1, 128, 128, 1, 128, 64, 128, 3}); }
 
