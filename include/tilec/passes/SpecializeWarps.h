@@ -77,7 +77,7 @@ bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const
 /// A T.Pipelined loop's body (its top-level statements, or those of a condition around them) with each
 /// T.Parallel loop that fills a whole 1-D shared buffer from a run of a global tensor's innermost dimension
 /// (what lowerTileOps makes of such a T.copy) as that Copy again, for planTmaTile; `body` itself when none
-/// is (SpecializeWarpsRows.cpp). `originals` maps each such Copy to the loop it stands for (what the consumers
+/// is (HopperOperands.cpp). `originals` maps each such Copy to the loop it stands for (what the consumers
 /// run where the producer cannot hoist it).
 ir::Stmt rowCopies(const ir::Stmt &body, std::map<const ir::StmtNode *, ir::Stmt> &originals);
 
