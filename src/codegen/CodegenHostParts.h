@@ -77,6 +77,11 @@ std::vector<std::string> tensorMapRules(const KernelInfo &v, const Signature &si
 /// thread-local `maps` array per variant), each statement indented by `in`.
 std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable &names, bool cxx, const std::string &in);
 
+/// The driver API's name of a tensor map's swizzle mode (TensorMap::swizzleBytes: 128, 64, 32, or 0 for none).
+inline std::string swizzleEnum(int bytes) {
+    return bytes ? "CU_TENSOR_MAP_SWIZZLE_" + std::to_string(bytes) + "B" : "CU_TENSOR_MAP_SWIZZLE_NONE";
+}
+
 /// The driver's name of a tensor map's element type (CU_TENSOR_MAP_DATA_TYPE_...).
 const char *tensorMapType(DType t);
 

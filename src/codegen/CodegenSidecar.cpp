@@ -74,7 +74,7 @@ json::Value describeKernel(const KernelInfo &info, const std::string &entry) {
         for (auto &s : t.strides("uint64_t")) strides.items.push_back(str(s));
         for (auto b : m.box) box.items.push_back(num(b));
         v.set("global_dims", std::move(dims)).set("global_strides_bytes", std::move(strides)).set("box", std::move(box));
-        v.set("swizzle", str("CU_TENSOR_MAP_SWIZZLE_" + std::to_string(m.swizzleBytes) + "B"));
+        v.set("swizzle", str(swizzleEnum(m.swizzleBytes)));
         v.set("interleave", str("CU_TENSOR_MAP_INTERLEAVE_NONE")).set("l2_promotion", str("CU_TENSOR_MAP_L2_PROMOTION_L2_256B"));
         v.set("oob_fill", str("CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"));
         v.set("stored", json::Value::boolean(info.storedMaps[mi]));

@@ -122,8 +122,8 @@ std::string printTensorMaps(const KernelInfo &v, const Signature &sig, NameTable
         s += in + "    const cuuint64_t strides[] = {" + strides + "};\n";
         s += in + "    const cuuint32_t box[] = {" + box + "};\n";
         s += in + "    status = tilec_encode_tiled(&maps[" + std::to_string(mi) + "], &" + mn + ", " + tensorMapType(m.tensor->dtype) + ", " + std::to_string(nd) +
-             ", " + (zero.empty() ? "" : "empty ? zero : ") + sig.names[t.param] + ", dims, strides, box, CU_TENSOR_MAP_SWIZZLE_" +
-             std::to_string(m.swizzleBytes) + "B);\n";
+             ", " + (zero.empty() ? "" : "empty ? zero : ") + sig.names[t.param] + ", dims, strides, box, " +
+             swizzleEnum(m.swizzleBytes) + ");\n";
         s += in + "    if (status != TILEC_SUCCESS) return status;\n";
         s += in + "}\n";
     }

@@ -19,6 +19,26 @@ namespace tilec::passes {
 
 using namespace ir;
 
+/// (include/tilec/passes/SpecializeWarps.h)
+std::string operandTile(const Region &r, TmaTile &out) {
+    const Buffer &b = r.buffer;
+    if (!b || b->scope != Scope::Shared) return "an operand is not in shared memory";
+    if (b->shape.size() != 2) return "'" + b->name + "' is not a 2-D tile";
+    auto rows = constInt(b->shape[0]), cols = constInt(b->shape[1]);
+    if (!rows || !cols) return "'" + b->name + "' has a shape that is not constant";
+    for (size_t d = 0; d < r.ranges.size() && d < 2; ++d) {
+        auto lo = constInt(r.ranges[d].min), n = constInt(r.ranges[d].extent);
+        if (!lo || !n || *lo != 0 || *n != (d == 0 ? *rows : *cols)) return "a product reads part of '" + b->name + "'";
+    }
+    const int64_t rowBytes = *cols * b->dtype.bytes();
+    const int span = panelSwizzleBytes(rowBytes);
+    if (*rows % 8 || !span)
+        return "'" + b->name + "' has " + std::to_string(*rows) + " rows of " + std::to_string(rowBytes) +
+               " bytes (wgmma reads cp.async tiles whose rows are a multiple of 32 bytes, in whole 8-row periods)";
+    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = span;
+    return "";
+}
+
 namespace {
 
 struct Gemms : IRVisitor {
@@ -38,27 +58,6 @@ struct Mark : IRMutator {
         return op;
     }
 };
-
-/// The tile a shared operand is, when its rows can be stored in the panel layout (wgmma's swizzle modes: rows
-/// of a multiple of 32 bytes, in whole 8-row periods) and the product reads it whole; why not otherwise.
-std::string operandTile(const Region &r, TmaTile &out) {
-    const Buffer &b = r.buffer;
-    if (!b || b->scope != Scope::Shared) return "an operand is not in shared memory";
-    if (b->shape.size() != 2) return "'" + b->name + "' is not a 2-D tile";
-    auto rows = constInt(b->shape[0]), cols = constInt(b->shape[1]);
-    if (!rows || !cols) return "'" + b->name + "' has a shape that is not constant";
-    for (size_t d = 0; d < r.ranges.size() && d < 2; ++d) {
-        auto lo = constInt(r.ranges[d].min), n = constInt(r.ranges[d].extent);
-        if (!lo || !n || *lo != 0 || *n != (d == 0 ? *rows : *cols)) return "a product reads part of '" + b->name + "'";
-    }
-    const int64_t rowBytes = *cols * b->dtype.bytes();
-    const int span = panelSwizzleBytes(rowBytes);
-    if (*rows % 8 || !span)
-        return "'" + b->name + "' has " + std::to_string(*rows) + " rows of " + std::to_string(rowBytes) +
-               " bytes (wgmma reads cp.async tiles whose rows are a multiple of 32 bytes, in whole 8-row periods)";
-    out.rows = *rows, out.cols = *cols, out.elemBytes = b->dtype.bytes(), out.swizzle = span;
-    return "";
-}
 
 /// Which fragments must take layouts of one family: those one statement of element-wise or reduction work
 /// touches together (a T.Parallel nest, a T.reduce, a copy, an atomic add, a store), through which

@@ -1,10 +1,11 @@
 /// \file
 /// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
 /// that specializeWarps and lowerWarpRoles share, and the one interning of tensor maps (they and stageEpilogue
-/// add maps) (include/tilec/passes/HopperOperands.h).
+/// add maps), and a loop's 1-D rows as copies again (rowCopies) (include/tilec/passes/HopperOperands.h).
 #include "tilec/passes/HopperOperands.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
@@ -12,10 +13,47 @@
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::passes {
 
 using namespace ir;
+
+namespace {
+
+/// The TMA load of a copy into a whole 1-D shared buffer: one run of `cols` elements along the source's
+/// innermost dimension (every other extent 1), stored densely (no swizzle: elementwise readers index it as it
+/// is), in boxes of at most 256 elements. Each ring stage must start at TMA's 128-byte alignment (the ring's
+/// base is 1024-aligned), so the run is a multiple of 128 bytes.
+std::optional<TmaTile> planTmaRow(const Copy &c) {
+    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+    const int eb = src->dtype.bytes();
+    auto C = constInt(dst->shape[0]);
+    if (!C || c.dst.ranges.size() != 1 || constInt(c.dst.ranges[0].min) != std::optional<int64_t>(0) ||
+        constInt(c.dst.ranges[0].extent) != C)
+        return {};
+    const size_t nd = c.src.ranges.size();
+    if (nd < 1 || nd > 5 || src->shape.size() != nd || constInt(c.src.ranges[nd - 1].extent) != C) return {};
+    for (size_t d = 0; d + 1 < nd; ++d)
+        if (constInt(c.src.ranges[d].extent) != std::optional<int64_t>(1)) return {};
+    if (*C * eb % 128 || (*C > 256 && *C % 256)) return {};
+    TmaTile t;
+    t.copy = &c;
+    t.rank = (int)nd;
+    t.rowDim = 0;
+    t.rows = 1;
+    t.cols = *C;
+    t.elemBytes = eb;
+    t.swizzle = 0;
+    t.map.tensor = src;
+    t.map.swizzleBytes = 0;
+    t.map.box.assign(nd, 1);
+    t.map.box[0] = std::min<int64_t>(*C, 256);
+    for (size_t j = 0; j < nd; ++j) t.coords.push_back(simplify(cast(DType::Int32, c.src.ranges[nd - 1 - j].min)));
+    return t;
+}
+
+} // namespace
 
 std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
     const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
@@ -24,6 +62,7 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
     if (k.addressOf(src.get())) return {}; // T.make_tensor: an address the host never sees, so no tensor map
     const int eb = src->dtype.bytes();
     if (eb != 1 && eb != 2 && eb != 4) return {};
+    if (dst->shape.size() == 1) return planTmaRow(c);
     if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return {};
     auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
     if (!R || !C) return {};
@@ -176,24 +215,35 @@ bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
 
 namespace {
 
-/// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm.
+/// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm (whose operands may be any of
+/// `operands`). Where `reads` is given, reads (loads, a copy's or a reduction's source) are collected there
+/// instead of counting as other uses: the consumers read those tiles through the generic proxy.
 struct OtherUses : IRVisitor {
     using IRVisitor::visit;
-    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+    const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr, *operands = nullptr;
+    std::set<const BufferNode *> *reads = nullptr;
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
-    void visit(const Load &op) override { use(op.buffer), IRVisitor::visit(op); }
+    void read(const Buffer &b) {
+        if (!reads) return use(b);
+        if (b && tiles->count(b.get())) reads->insert(b.get());
+    }
+    void visit(const Load &op) override { read(op.buffer), IRVisitor::visit(op); }
     void visit(const Store &op) override { use(op.buffer), IRVisitor::visit(op); }
-    void visit(const Copy &op) override { use(op.src.buffer), use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Copy &op) override { read(op.src.buffer), use(op.dst.buffer), IRVisitor::visit(op); }
     void visit(const Fill &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
-    void visit(const Reduce &op) override { use(op.src), use(op.dst); }
-    void visit(const AtomicAdd &op) override { use(op.dst.buffer), IRVisitor::visit(op); }
+    void visit(const Reduce &op) override { read(op.src), use(op.dst); }
+    void visit(const AtomicAdd &op) override {
+        use(op.dst.buffer);
+        if (op.src) read(op.src->buffer);
+        IRVisitor::visit(op);
+    }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
-        if (!(mma ? mmaPanelsCan(op, *tiles) : wgmmaCan(op, *tiles, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
+        if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
     }
 };
 
@@ -216,9 +266,12 @@ struct MarkWgmma : IRMutator {
 } // namespace
 
 bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
-                        bool rowsOnly, bool mma) {
+                        bool rowsOnly, bool mma, const std::map<const BufferNode *, const TmaTile *> *operands,
+                        std::set<const BufferNode *> *reads) {
     OtherUses other;
     other.tiles = &tiles;
+    other.operands = operands ? operands : &tiles;
+    other.reads = reads;
     other.warpgroups = warpgroups;
     other.rowsOnly = rowsOnly;
     other.mma = mma;
@@ -236,6 +289,56 @@ Stmt markWgmma(const Stmt &s, const std::map<const BufferNode *, const TmaTile *
     Stmt out = mark.mutate(s);
     registerAOnMma |= mark.registerAOnMma;
     return out;
+}
+
+/// The global-to-shared row copies of a T.Pipelined loop, given back their copy form for specializeWarps' TMA
+/// planning: lowerTileOps turns a T.copy into a 1-D shared buffer into a T.Parallel loop of element stores (the
+/// cp.async path moves such rows thread by thread); a TMA producer moves the whole row in one box instead.
+namespace {
+
+/// `s` as a Copy when it is `for i in parallel(C): dst[i] = src[e0, ..., base + i]`: a whole 1-D shared buffer
+/// filled with a run of one global tensor's innermost dimension (same type, no conversion), every other index
+/// free of i; null otherwise.
+Stmt rowCopy(const Stmt &s) {
+    auto f = as<For>(s);
+    if (!f || f->forKind != ForKind::Parallel || constInt(f->min) != std::optional<int64_t>(0)) return nullptr;
+    auto n = constInt(f->extent);
+    auto st = as<Store>(f->body);
+    if (!n || !st || st->buffer->scope != Scope::Shared || st->buffer->shape.size() != 1 || st->indices.size() != 1) return nullptr;
+    if (constInt(st->buffer->shape[0]) != n) return nullptr;
+    auto at = as<VarNode>(st->indices[0]);
+    auto ld = as<Load>(st->value);
+    if (!at || at != f->var.get() || !ld || ld->buffer->scope != Scope::Global || ld->buffer->dtype != st->buffer->dtype) return nullptr;
+    if (ld->indices.size() != ld->buffer->shape.size() || ld->indices.empty()) return nullptr;
+    Region src{ld->buffer, {}, s->loc};
+    for (size_t d = 0; d + 1 < ld->indices.size(); ++d) {
+        if (uses(ld->indices[d], f->var.get())) return nullptr;
+        src.ranges.push_back({ld->indices[d], intImm(1, DType::Int32)});
+    }
+    auto lin = linearIn(ld->indices.back(), f->var.get());
+    if (!lin || lin->second != 1) return nullptr;
+    src.ranges.push_back({lin->first ? lin->first : intImm(0, DType::Int32), intImm(*n, DType::Int32)});
+    return Copy::make(src, Region::whole(st->buffer, s->loc), s->loc);
+}
+
+} // namespace
+
+Stmt rowCopies(const Stmt &body, std::map<const StmtNode *, Stmt> &originals) {
+    if (auto c = as<IfThenElse>(body); c && !c->otherwise) {
+        Stmt then = rowCopies(c->then, originals);
+        return then == c->then ? body : IfThenElse::make(c->cond, then, nullptr, c->loc);
+    }
+    auto q = as<Seq>(body);
+    if (!q) return body;
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (auto &s : q->stmts) {
+        Stmt c = rowCopy(s);
+        changed |= c != nullptr;
+        if (c) originals[c.get()] = s;
+        out.push_back(c ? c : s);
+    }
+    return changed ? Seq::make(std::move(out), q->loc) : body;
 }
 
 } // namespace tilec::passes

@@ -8,6 +8,7 @@
 #include "tilec/IRUses.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/IRVisitor.h"
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
@@ -64,6 +65,10 @@ class Specializer {
             if (auto k = walk ? specialize(walk->inner, walk->loopAt, &*walk, top, i) : specialize(top, i)) {
                 log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
+                                (rowTiles_ ? " (" + std::to_string(rowTiles_) + " of them 1-D, unswizzled)" : "") +
+                                (genericTiles_ ? ", " + std::to_string(genericTiles_) + " tile(s) also read by the consumers' own loads "
+                                                 "(their stages released by every consumer thread after a proxy fence)" : "") +
+                                (viewCount_ ? ", " + std::to_string(viewCount_) + " product operand(s) the consumers fill in shared memory" : "") +
                                 (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
                                 (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
@@ -97,6 +102,7 @@ class Specializer {
     std::string why_; ///< why the last loop tried was not specialized
     std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
+    int rowTiles_ = 0, genericTiles_ = 0, viewCount_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
@@ -181,7 +187,10 @@ class Specializer {
         if (!lo || !n) return no("its bounds read what the producer cannot (shared memory, a tensor the kernel writes, "
                                  "or a scalar set by the thread or more than once)");
         std::vector<Stmt> top = kernelTop;
-        if (lo != f->min || n != f->extent) top[at] = For::make(f->var, lo, n, f->forKind, f->numStages, f->body, f->loc);
+        // 1-D rows the producer can load by TMA (the T.copy lowerTileOps turned into element stores).
+        std::map<const StmtNode *, Stmt> rowLoops;
+        Stmt body = t_.hasWgmma() ? rowCopies(f->body, rowLoops) : f->body;
+        if (lo != f->min || n != f->extent || body != f->body) top[at] = For::make(f->var, lo, n, f->forKind, f->numStages, body, f->loc);
         Plan p;
         p.loop = as<For>(top[at]);
         p.at = at;
@@ -195,8 +204,10 @@ class Specializer {
         if (callsAny(k_.body, {lib::Fn::GridSync})) return no("T.sync_grid: every thread of every block must reach its grid barrier once");
         if (!unguard(p)) return nullptr;
         LoopSplit split = splitPipelinedBody(*p.loop, k_.body);
+        for (auto &s : split.rest) // a row the producer cannot load ahead stays the consumers' element stores
+            if (auto it = rowLoops.find(s.get()); it != rowLoops.end()) s = it->second;
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
-        if (!planTiles(top, split, p) || !markGemms(split, p) || !groupBarriers(p)) return nullptr;
+        if (!planTiles(top, split, p) || !markGemms(split, p, top) || !groupBarriers(p) || !markOutsideGemms(top, p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);
         planRingsAndWalk(top, p, *nk);
         if (!planBlocks(p, *nk)) return nullptr;
@@ -226,6 +237,9 @@ class Specializer {
         nk->needsTma = true;
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
+        rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
+        genericTiles_ = (int)p.genericReads.size();
+        viewCount_ = (int)p.views.size();
         onceTiles_ = (int)p.once.size();
         registerA_ = anyRegisterOperand(p.rest);
         guarded_ = p.guard != nullptr;
@@ -262,9 +276,15 @@ class Specializer {
 
     /// The loop's other statements with each T.gemm that reads the tiles marked for wgmma (p.rest); false where
     /// a staged buffer has another use or no T.gemm can take the tiles.
-    bool markGemms(const LoopSplit &split, Plan &p) {
+    bool markGemms(const LoopSplit &split, Plan &p, const std::vector<Stmt> &top) {
         p.rowsOnly = registerOperandTied(k_.body);
-        const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma);
+        // wgmma consumers may also read the tiles through the generic proxy (element-wise, copies into
+        // fragments: released by every thread, WarpRoleBodies) and run products on shared operands they fill
+        // themselves (views); mma.sync ones keep to GEMM loops.
+        if (!p.mma) planViews(split, top, p);
+        else p.operands = p.byBuffer;
+        const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, &p.operands,
+                                              p.mma ? nullptr : &p.genericReads);
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
@@ -272,13 +292,62 @@ class Specializer {
                                      "fragment and the consumer warpgroups splitting the rows only)");
         bool anyWgmma = false, registerAOnMma = false;
         for (auto &s : split.rest) {
-            p.rest.push_back(markWgmma(s, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, registerAOnMma));
+            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma));
             anyWgmma |= p.rest.back() != s;
         }
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
         // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
         if (registerAOnMma) return fail("a T.gemm with A from registers cannot use wgmma (B not a TMA tile, or the "
                                              "consumer warpgroups cannot split its rows)");
+        return true;
+    }
+
+    /// The shared operands of the loop's products that are not TMA tiles (filled by the consumers: attention
+    /// backward's dS, chunked recurrences' state) as wgmma reads them (operandTile), beside the tiles (p.operands).
+    void planViews(const LoopSplit &split, const std::vector<Stmt> &top, Plan &p) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            std::vector<const Region *> shared;
+            void visit(const Gemm &g) override {
+                for (const Region *r : {&g.a, &g.b})
+                    if (r->buffer && r->buffer->scope == Scope::Shared) shared.push_back(r);
+            }
+        } v;
+        for (auto &s : split.rest) v.visit(s);
+        for (size_t i = 0; i < top.size(); ++i)
+            if (i != p.at) v.visit(top[i]);
+        std::set<const BufferNode *> seen;
+        for (const Region *r : v.shared) {
+            TmaTile t;
+            if (p.byBuffer.count(r->buffer.get()) || !seen.insert(r->buffer.get()).second || !operandTile(*r, t).empty()) continue;
+            p.views.push_back(t);
+            p.viewOf.push_back(r->buffer.get());
+        }
+        p.operands = p.byBuffer;
+        for (size_t i = 0; i < p.views.size(); ++i) p.operands[p.viewOf[i]] = &p.views[i];
+    }
+
+    /// Where the consumers read tiles through the generic proxy, fill product operands themselves or load rows
+    /// (what the loop needed to take warp roles at all), the products outside the loop run on wgmma as well
+    /// wherever wgmma can take them (views of their shared operands): an accumulator or a per-row fragment they
+    /// share with the loop's products then has one layout. False (why_) where one cannot. Loops that took
+    /// warp roles without these keep their products outside the loop as they were.
+    bool markOutsideGemms(std::vector<Stmt> &top, Plan &p) {
+        const bool rows = std::any_of(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
+        if (p.mma || (p.genericReads.empty() && p.views.empty() && !rows)) return true;
+        struct Left : IRVisitor {
+            using IRVisitor::visit;
+            int n = 0;
+            void visit(const Gemm &g) override { n += g.instr == GemmInstr::Auto; }
+        };
+        bool registerAOnMma = false;
+        for (size_t i = 0; i < top.size(); ++i) {
+            if (i == p.at) continue;
+            top[i] = markWgmma(top[i], p.operands, p.C / 128, p.rowsOnly, false, registerAOnMma);
+            Left left;
+            left.visit(top[i]);
+            if (left.n) return fail("a T.gemm outside the loop cannot run on wgmma beside the loop's (its operands or shapes)");
+        }
         return true;
     }
 
@@ -301,7 +370,9 @@ class Specializer {
             g->last = std::max(g->last, last);
             g->tiles.push_back(i);
             g->bytes += p.tiles[i].bytes();
+            g->generic |= p.genericReads.count(b) > 0;
         }
+        for (auto &t : p.once) p.onceGeneric |= p.genericReads.count(t.copy->dst.buffer.get()) > 0;
         p.G = (int)p.groups.size();
         // sm_90's mma.sync consumers are checked (simulator, SASS) for GEMM loops; attention-shaped ones keep
         // cp.async there.
@@ -379,12 +450,14 @@ class Specializer {
                 clusterWhy = "the kernel loads tiles once per output tile (its clusters share ring tiles only)";
             else if (p.G != 1)
                 clusterWhy = "the loop's tiles are waited for in several barrier groups";
+            else if (!p.genericReads.empty())
+                clusterWhy = "the consumers read the loop's tiles through the generic proxy (each thread releases them)";
             else if (axis >= k_.gridDims)
                 clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
             else if (o_.clusters && (cluster = planCluster(k_, p.tiles, p.loop->var.get(), axis)).axis < 0)
                 clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
                              " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
-        } else if (p.persistent && p.once.empty() && p.G == 1 && o_.clusters && t_.archSpecific && p.constTiles &&
+        } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o_.clusters && t_.archSpecific && p.constTiles &&
                    *p.constTiles >= 2LL * t_.numSms * p.blocks) {
             cluster = planCluster(k_, p.tiles, p.loop->var.get());
         }

@@ -44,7 +44,13 @@ struct Find : IRVisitor {
     std::set<const BufferNode *> panelReaders, rowReaders; ///< read by a wgmma in panels, by an mma.sync in rows
     void visit(const Call &op) override {
         auto panelled = panelSharedOperands(op);
-        for (const Load *l : swizzledOperands(op)) {
+        auto operands = swizzledOperands(op);
+        // A TMA tile is stored in the panel layout whoever reads it: the consumers' own loads of it (element-wise
+        // work, copies into fragments) take that layout too. An unswizzled one (swizzle 0, a dense row) none.
+        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
+            if (lib::is(op, f) && constValue(lib::arg(op, f, "swizzle")).value_or(0) > 0)
+                if (const Load *dst = addressedLoad(lib::arg(op, f, "dst"))) panelled.push_back(dst), operands.push_back(dst);
+        for (const Load *l : operands) {
             if (l->buffer->shape.size() < 2) continue;
             auto &shape = l->buffer->shape;
             auto rows = constValue(shape[shape.size() - 2]), cols = constValue(shape.back());

@@ -12,6 +12,21 @@ namespace {
 
 Expr i32(int64_t v) { return intImm32(v); }
 
+/// The address of buffer `b`'s first element, of stage `stage` of a ring where given (tiles of 1 or 2 dimensions).
+Expr origin(const Buffer &b, const Expr &stage) {
+    std::vector<Expr> at(b->shape.size(), i32(0));
+    if (stage) at[0] = stage;
+    return addressOf(b, std::move(at));
+}
+
+/// The release of a stage the consumers read through the generic proxy (mma.sync's ldmatrix, their own loads
+/// and copies out of it): each thread's reads are its own, so every consumer thread arrives. The producer's next
+/// TMA writes the stage through the async proxy: a proxy fence orders the two (without it the arrival's SASS
+/// waits for no outstanding ldmatrix, and persistent sm_90 GEMMs summed wrong stages on the H200).
+Stmt genericRelease(const Expr &bar, const SourceRange &loc) {
+    return Seq::make({lib::stmt(lib::Fn::FenceProxyAsync, {}, loc), lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, loc)}, loc);
+}
+
 } // namespace
 
 /// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast
@@ -39,7 +54,7 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
         issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
         issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), i32(p.groups[(size_t)g].bytes)}, loc));
         for (size_t i : p.groups[(size_t)g].tiles)
-            issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], addressOf(p.ring.at(p.tiles[i].copy->dst.buffer.get()), {ps, i32(0), i32(0)}),
+            issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], origin(p.ring.at(p.tiles[i].copy->dst.buffer.get()), ps),
                                     p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0));
     }
     Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
@@ -54,7 +69,7 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
             first.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.onceEmpty, simplify(binary(BinaryOp::BitXor, binary(BinaryOp::FloorMod, p.producerTile, i32(2)), i32(1)))}, loc));
         first.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.onceBar, i32(onceBytes)}, loc));
         for (size_t i = 0; i < p.once.size(); ++i)
-            first.push_back(tmaLoad(p, p.once[i], p.onceMap[i], addressOf(p.once[i].copy->dst.buffer, {i32(0), i32(0)}), p.onceBar, {}, 0));
+            first.push_back(tmaLoad(p, p.once[i], p.onceMap[i], origin(p.once[i].copy->dst.buffer, nullptr), p.onceBar, {}, 0));
         first.push_back(producerLoop);
         producerLoop = Seq::make(std::move(first), loc);
     }
@@ -81,7 +96,8 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
     // where it runs no iteration, or where --intra-overlap or --pingpong rewrite the loop's body (they
     // match its statements).
     const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
-    const Stmt onceRelease = IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
+    const Stmt onceRelease = p.onceGeneric ? genericRelease(p.onceEmpty, loc)
+                                           : IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
     size_t onceLast = p.rest.size();
     // ... and after the loop where the iterations run under a condition (the last one may not run).
     if (p.persistent && !p.once.empty() && !o.intraOverlap && !o.pingPong && !p.guard)
@@ -95,14 +111,9 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
             if (p.groups[(size_t)g].first == j) body.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.full(g, cs), cphase}, loc));
         body.push_back(stageBuffers(p.rest[j], p.ring, cs));
         for (int g = 0; g < p.G; ++g)
-            if (p.groups[(size_t)g].last == j && p.mma) {
-                // mma.sync's ldmatrix reads are each thread's own: every consumer thread releases them. They
-                // read through the generic proxy and the producer's next TMA writes the stage through the
-                // async proxy: a proxy fence orders the two (without it the arrival's SASS waits for no
-                // outstanding ldmatrix, and persistent sm_90 GEMMs summed wrong stages on the H200).
-                body.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
-                body.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {p.empty(g, cs)}, loc));
-            } else if (p.groups[(size_t)g].last == j)
+            if (p.groups[(size_t)g].last == j && (p.mma || p.groups[(size_t)g].generic))
+                body.push_back(genericRelease(p.empty(g, cs), loc));
+            else if (p.groups[(size_t)g].last == j)
                 // In a cluster on every block's empty barrier: each block's producer multicasts into both.
                 body.push_back(IfThenElse::make(binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0)),
                                                 p.CM > 1 ? lib::stmt(lib::Fn::MbarrierArriveCluster, {p.empty(g, cs), i32(p.CM)}, loc)
@@ -144,10 +155,12 @@ Stmt initBarriers(const Plan &p, const Kernel &k) {
     for (int g = 0; g < p.G; ++g)
         for (int s = 0; s < p.S; ++s) {
             init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.full(g, i32(s)), i32(1)}, loc));
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.empty(g, i32(s)), i32(p.mma ? C : C / 32 * p.CM)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit,
+                                     {p.empty(g, i32(s)), i32(p.mma || p.groups[(size_t)g].generic ? C : C / 32 * p.CM)}, loc));
         }
     if (!p.once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.onceBar, i32(1)}, loc));
-    if (p.persistent && !p.once.empty()) init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.onceEmpty, i32(C / 32)}, loc));
+    if (p.persistent && !p.once.empty())
+        init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.onceEmpty, i32(p.onceGeneric ? C : C / 32)}, loc));
     init.push_back(lib::stmt(lib::Fn::MbarrierInitFence, {}, loc));
     return IfThenElse::make(binary(BinaryOp::EQ, k.threadIdx, i32(0)), Seq::make(std::move(init), loc), nullptr, loc);
 }

@@ -29,6 +29,7 @@ struct Group {
     size_t first = 0, last = 0;
     std::vector<size_t> tiles;
     int64_t bytes = 0;
+    bool generic = false; ///< the consumers read a tile of it through the generic proxy (loads, not only wgmma)
 };
 
 /// What specialize() has decided about one T.Pipelined loop so far, filled step by step. Its byBuffer
@@ -46,6 +47,11 @@ struct Plan {
     std::vector<TmaTile> tiles, once; ///< the ring's tiles and those loaded once before the loop
     std::vector<size_t> onceAt;       ///< where the once tiles' copies stand among the top-level statements
     std::map<const BufferNode *, const TmaTile *> byBuffer;
+    std::vector<TmaTile> views;                           ///< shared operands the consumers fill themselves, as wgmma reads them
+    std::vector<const BufferNode *> viewOf;               ///< ... and their buffers
+    std::map<const BufferNode *, const TmaTile *> operands; ///< what a wgmma may read: byBuffer and views
+    std::set<const BufferNode *> genericReads;            ///< TMA tiles the consumers also read through the generic proxy
+    bool onceGeneric = false;                             ///< ... a tile loaded once among them
     bool rowsOnly = false;                              ///< a T.gemm reads A from registers
     std::vector<Stmt> rest;                             ///< the body without the hoisted copies, T.gemm marked for wgmma
     std::vector<std::set<const BufferNode *>> mentions; ///< the buffers each statement of rest mentions

@@ -88,8 +88,12 @@ void Simulator::land(TmaLoad &l) {
     const int eb = l.elemBytes;
     if ((int)map.box.size() != l.rank || (int)dims.size() != l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + " through a map of rank " + std::to_string(map.box.size()));
     if (map.tensor->dtype.bytes() != eb || l.dst->dtype.bytes() != eb) throw SimError("a TMA load whose element size differs from its tensor's or its destination's");
-    if (map.box[0] * eb > map.swizzleBytes) throw SimError("tensor map " + std::to_string(l.map) + "'s inner box is wider than its swizzle span");
-    const int W = l.swizzle / eb, boxRows = std::min(l.rows, 256);
+    // An unswizzled load (swizzle 0) is one dense row in boxes of the map's width, placed one after another.
+    if (map.swizzleBytes != l.swizzle) throw SimError("a TMA load whose swizzle differs from its tensor map's");
+    if (l.swizzle && map.box[0] * eb > map.swizzleBytes) throw SimError("tensor map " + std::to_string(l.map) + "'s inner box is wider than its swizzle span");
+    if (!l.swizzle && (l.rows != 1 || map.box[0] * eb % 16)) throw SimError("an unswizzled TMA load of more than one row, or of boxes not a multiple of 16 bytes");
+    const int W = l.swizzle ? l.swizzle / eb : (int)map.box[0], boxRows = std::min(l.rows, 256);
+    const int64_t panelBytes = l.swizzle ? l.swizzle : (int64_t)W * eb;
     if (W <= 0 || l.cols % W || l.rows % boxRows) throw SimError("a TMA tile that is not whole panels and boxes");
     const int64_t base = sharedByte(l.dst, l.dstIndex), bufBase = sharedByte(l.dst, 0);
     if (base % 128 || k_.shared.alignment < 128) throw SimError("a TMA tile in " + l.dst->name + " not 128-byte aligned");
@@ -103,7 +107,7 @@ void Simulator::land(TmaLoad &l) {
             std::array<int64_t, 5> c = l.coords;
             c[0] += p * W;
             c[(size_t)l.rowDim] += q * boxRows;
-            const int64_t boxBase = base + ((int64_t)p * l.rows + (int64_t)q * boxRows) * l.swizzle;
+            const int64_t boxBase = base + ((int64_t)p * l.rows + (int64_t)q * boxRows) * panelBytes;
             for (int64_t e = 0; e < boxElems; ++e) {
                 int64_t rest = e, at = 0, stride = 1;
                 bool inside = true;
@@ -342,7 +346,8 @@ void Simulator::tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, i
     l.bar = bar();
     const char *coord[5] = {"c0", "c1", "c2", "c3", "c4"};
     for (int d = 0; d < 5; ++d) l.coords[(size_t)d] = num(coord[d]);
-    if (l.rank < 1 || l.rank > 5 || l.rowDim < 1 || l.rowDim >= l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
+    const bool row = l.swizzle == 0 && l.rows == 1 && l.rowDim == 0; // an unswizzled 1-D load
+    if (l.rank < 1 || l.rank > 5 || (!row && (l.rowDim < 1 || l.rowDim >= l.rank))) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
     auto &to = shared_.at(l.dst);
     if (l.dstIndex < 0 || l.dstIndex + (int64_t)l.rows * l.cols > (int64_t)to.size()) throw SimError("a TMA tile outside " + l.dst->name);
     std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));

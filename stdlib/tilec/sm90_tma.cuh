@@ -82,42 +82,57 @@ __device__ __forceinline__ void box(unsigned char *base, const tensor_map *map, 
 /// Issued by ONE thread. Completes on `bar`, on which the caller (or another thread, before or after) did
 /// mbarrier_arrive_expect_tx with the bytes of every tile of the stage; each tile adds Rows * Cols * ElemBytes.
 /// The tile's column dimension is dim 0 of the map, its row dimension dim RowDim.
+//
+// SwizzleBytes == 0: a row (Rows == 1, RowDim 0) of Cols elements along dim 0, stored densely (no swizzle), in
+// boxes of min(Cols, 256) elements (the map's box {min(Cols, 256), 1, ...}, CU_TENSOR_MAP_SWIZZLE_NONE); each
+// box a multiple of 16 bytes, the destination 128-byte aligned.
 template <int Rank, int RowDim, int Rows, int Cols, int ElemBytes, int SwizzleBytes>
 __device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map, uint64_t *bar, int c0, int c1,
                                               int c2 = 0, int c3 = 0, int c4 = 0) {
-    static_assert(Rank >= 1 && Rank <= 5, "a TMA tensor has 1 to 5 dimensions");
-    static_assert(RowDim >= 1 && RowDim < Rank, "the row dimension is one of dims 1..Rank-1");
-    static_assert(SwizzleBytes == 128 || SwizzleBytes == 64 || SwizzleBytes == 32,
-                  "the panel layout swizzles 128, 64 or 32 bytes");
-    static_assert(ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4, "elements of 1, 2 or 4 bytes");
-    constexpr int W = SwizzleBytes / ElemBytes;
-    static_assert(Cols % W == 0, "a tile is a whole number of panels (Cols * ElemBytes % SwizzleBytes == 0)");
-    static_assert(Rows % 8 == 0, "a tile has a multiple of 8 rows (one swizzle period)");
-    static_assert(Rows <= 256 || Rows % 256 == 0, "a tile of more than 256 rows is loaded in boxes of 256 rows");
-    constexpr int P = Cols / W;
-    constexpr int BoxRows = Rows < 256 ? Rows : 256;
-    constexpr int Q = Rows / BoxRows;
+    if constexpr (SwizzleBytes == 0) {
+        static_assert(Rank >= 1 && Rank <= 5 && Rows == 1 && RowDim == 0, "an unswizzled TMA load is one row along dim 0");
+        constexpr int W = Cols < 256 ? Cols : 256;
+        static_assert(Cols % W == 0 && W * ElemBytes % 16 == 0, "rows of whole boxes of a multiple of 16 bytes");
+        unsigned char *base = static_cast<unsigned char *>(smem); // box() compiles to nothing before sm_90
+        const int given[5] = {c0, c1, c2, c3, c4};
+#pragma unroll
+        for (int p = 0; p < Cols / W; ++p)
+            tma_detail::box<Rank, 0, 1, W, 1, W * ElemBytes, false>(base, map, bar, given, p, 0, 0);
+    } else {
+        static_assert(Rank >= 1 && Rank <= 5, "a TMA tensor has 1 to 5 dimensions");
+        static_assert(RowDim >= 1 && RowDim < Rank, "the row dimension is one of dims 1..Rank-1");
+        static_assert(SwizzleBytes == 128 || SwizzleBytes == 64 || SwizzleBytes == 32,
+                      "the panel layout swizzles 128, 64 or 32 bytes");
+        static_assert(ElemBytes == 1 || ElemBytes == 2 || ElemBytes == 4, "elements of 1, 2 or 4 bytes");
+        constexpr int W = SwizzleBytes / ElemBytes;
+        static_assert(Cols % W == 0, "a tile is a whole number of panels (Cols * ElemBytes % SwizzleBytes == 0)");
+        static_assert(Rows % 8 == 0, "a tile has a multiple of 8 rows (one swizzle period)");
+        static_assert(Rows <= 256 || Rows % 256 == 0, "a tile of more than 256 rows is loaded in boxes of 256 rows");
+        constexpr int P = Cols / W;
+        constexpr int BoxRows = Rows < 256 ? Rows : 256;
+        constexpr int Q = Rows / BoxRows;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    unsigned char *base = static_cast<unsigned char *>(smem);
-    const int given[5] = {c0, c1, c2, c3, c4};
+        unsigned char *base = static_cast<unsigned char *>(smem);
+        const int given[5] = {c0, c1, c2, c3, c4};
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
+        for (int p = 0; p < P; ++p) {
 #pragma unroll
-        for (int q = 0; q < Q; ++q)
-            tma_detail::box<Rank, RowDim, Rows, W, BoxRows, SwizzleBytes, false>(base, map, bar, given, p, q, 0);
-    }
+            for (int q = 0; q < Q; ++q)
+                tma_detail::box<Rank, RowDim, Rows, W, BoxRows, SwizzleBytes, false>(base, map, bar, given, p, q, 0);
+        }
 #else
-    (void)smem;
-    (void)map;
-    (void)bar;
-    (void)c0;
-    (void)c1;
-    (void)c2;
-    (void)c3;
-    (void)c4;
-    (void)P;
-    (void)Q;
+        (void)smem;
+        (void)map;
+        (void)bar;
+        (void)c0;
+        (void)c1;
+        (void)c2;
+        (void)c3;
+        (void)c4;
+        (void)P;
+        (void)Q;
 #endif
+    }
 }
 
 /// The share `part` (0..Parts-1) of a tile that Parts CTAs of a cluster load together, each multicasting its

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,25 @@ bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
 bool registerOperandTied(const ir::Stmt &s);
 
 /// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
-/// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute.
+/// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute from
+/// `operands` (default: `tiles`). Where `reads` is given, the tiles read otherwise (element-wise loads, a copy's
+/// or a reduction's source) are collected there and do not count: only writes and other products do.
 bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
-                        int warpgroups, bool rowsOnly, bool mma);
+                        int warpgroups, bool rowsOnly, bool mma,
+                        const std::map<const ir::BufferNode *, const TmaTile *> *operands = nullptr,
+                        std::set<const ir::BufferNode *> *reads = nullptr);
+
+/// A T.Pipelined loop's body (its top-level statements, or those of a condition around them) with each
+/// T.Parallel loop that fills a whole 1-D shared buffer from a run of a global tensor's innermost dimension
+/// (what lowerTileOps makes of such a T.copy) as that Copy again, for planTmaTile; `body` itself when none
+/// is (HopperOperands.cpp). `originals` maps each such Copy to the loop it stands for (what the consumers
+/// run where the producer cannot hoist it).
+ir::Stmt rowCopies(const ir::Stmt &body, std::map<const ir::StmtNode *, ir::Stmt> &originals);
+
+/// The tile a shared operand `r` of a product is when wgmma can read it from a buffer the threads fill
+/// themselves (stored in the panel layout: rows of a multiple of 32 bytes, in whole 8-row periods, read whole);
+/// why not otherwise (CpAsyncWgmma.cpp).
+std::string operandTile(const ir::Region &r, TmaTile &out);
 
 /// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
 /// the panel layout where `mma`); `registerAOnMma` is set where one with A from registers stays on mma.sync.

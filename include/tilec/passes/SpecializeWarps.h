@@ -25,9 +25,15 @@ namespace tilec::passes {
 /// - every T.gemm of the loop whose shared operands are both such tiles (SS), or whose A is a 16-bit
 ///   fragment and B such a tile (RS: attention's P.V, the consumer warpgroups then splitting the rows of every
 ///   product of the loop), is marked wgmma (its accumulator, and an RS product's A, then take wgmma's layout,
-///   inferLayouts); when a loop has a tile TMA cannot move, a ring buffer used by anything other than such a
-///   T.gemm, or a T.gemm that wgmma cannot take, nothing changes and the loop keeps the cp.async pipeline of
-///   pipelineLoops;
+///   inferLayouts); when a loop has a tile TMA cannot move, a ring buffer written in the loop or read by a
+///   T.gemm wgmma cannot take, nothing changes and the loop keeps the cp.async pipeline of pipelineLoops;
+/// - on sm_90a (issue 25) the consumers may also read ring tiles with their own loads (element-wise work,
+///   copies into fragments: those loads take TMA's panel layout, swizzleShared), a group of tiles so read being
+///   released by every consumer thread after a proxy fence (its empty barrier counts the consumer threads);
+///   a copy into a whole 1-D shared buffer (a row of the source's innermost dimension, a multiple of 128 bytes,
+///   rowCopies) is an unswizzled TMA box; a product may read a shared operand the consumers fill themselves
+///   (operandTile), and where the loop needed any of these, the products outside it run on wgmma too, or the
+///   loop keeps cp.async;
 /// - a producer warpgroup (128 threads) is added after the kernel's own threads (Kernel::producerThreads);
 ///   in WarpRoles, its first thread walks the loop issuing each stage's loads after waiting for the stage's
 ///   `empty` mbarrier and announcing the bytes on its `full` mbarrier (expect_tx covers every tile of the
