@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
 packages=(antlr4 libantlr4-runtime-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-          cmake ninja-build llvm-14-tools clang-14 libclang-rt-14-dev uuid-dev python3 g++)
+          cmake ninja-build llvm-14-tools clang-14 libclang-rt-14-dev uuid-dev python3 g++ dpkg-dev zsh)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
