@@ -102,6 +102,22 @@ std::optional<std::pair<int, int>> adoptable(const std::optional<Layout> &existi
 /// chosen so that a fragment later read as operand A holds whole rows per warp); an operand-A fragment
 /// takes the mma layout of its (M, K); 1-D fragments of per-row values of an mma group (reduction results
 /// along dim 1, `x[i]` in a nest over the group) take the mmaRows layout.
+/// The products in the order their splits are decided: those whose split is fixed (wgmma, an explicit FullRow /
+/// FullCol, an accumulator read as A; `operandOf`: group -> a product reading it as A) first, so that an mma.sync
+/// product with policy Square or none into the same accumulator then takes theirs (adoptable).
+template <class GroupOfBuffer>
+std::vector<const GemmUse *> fixedSplitsFirst(const LayoutUses &c, const std::map<int, const GemmUse *> &operandOf,
+                                              GroupOfBuffer groupOf) {
+    std::vector<const GemmUse *> order;
+    for (int fixedFirst = 1; fixedFirst >= 0; --fixedFirst)
+        for (auto &g : c.gemms) {
+            const bool flexible = g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
+                                  (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
+            if (flexible != (fixedFirst == 1)) order.push_back(&g);
+        }
+    return order;
+}
+
 template <class GroupOfBuffer, class GroupRef, class GroupOfNest>
 void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupOf, GroupRef group, GroupOfNest nestGroup,
                       DiagnosticEngine &diag) {
@@ -127,16 +143,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
         grp.mma = l;
         grp.mmaBy = &g;
     };
-    // Products whose split is fixed (wgmma, an explicit FullRow / FullCol, an accumulator read as A) first: an
-    // mma.sync product with policy Square or none into the same accumulator then takes theirs (adoptable).
-    std::vector<const GemmUse *> order;
-    for (int fixedFirst = 1; fixedFirst >= 0; --fixedFirst)
-        for (auto &g : c.gemms) {
-            const bool flexible = g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
-                                  (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
-            if (flexible != (fixedFirst == 1)) order.push_back(&g);
-        }
-    for (const GemmUse *gp : order) {
+    for (const GemmUse *gp : fixedSplitsFirst(c, operandOf, groupOf)) {
         const GemmUse &g = *gp;
         const std::string cName = "'" + g.c->name + "'";
         if (g.c->shape.size() != 2) {
