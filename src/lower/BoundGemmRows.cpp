@@ -195,14 +195,7 @@ Program boundGemmRows(const Program &p) {
             if (!cRows) continue;
             if (int64_t rows = liveRowsOf(f, c, *cRows, writers)) mark.live[c] = rows;
         }
-        Stmt body = mark.live.empty() ? k->body : mark.mutate(k->body);
-        if (body == k->body) {
-            out.kernels.push_back(k);
-            continue;
-        }
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
-        out.kernels.push_back(nk);
+        out.kernels.push_back(mark.live.empty() ? k : mark.mutate(k));
     }
     return out;
 }
