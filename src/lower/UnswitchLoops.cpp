@@ -50,14 +50,7 @@ Program unswitchLoops(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
         Unswitch u(k->body);
-        Stmt body = u.mutate(k->body);
-        if (body == k->body) {
-            out.kernels.push_back(k);
-            continue;
-        }
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
-        out.kernels.push_back(nk);
+        out.kernels.push_back(u.mutate(k));
     }
     return out;
 }
