@@ -338,6 +338,11 @@ def table(results, header=""):
     lines.append("SIDE-BY-SIDE: %d kernels timed of %d listed; geometric mean tilec/TileLang %s (graph), %s (eager); "
                  "%d below 0.8x (graph): %s" % (len(allv), n_all, _f(geomean([g for g, _ in allv])),
                                                  _f(geomean([e for _, e in allv])), len(below), " ".join(below)))
+    tl_wrong = sorted(r["id"] for r in results if r.get("status") == "PASS"
+                      and r.get("agree", "").startswith("TileLang's output is wrong"))
+    if tl_wrong:
+        lines.append("TILELANG-WRONG: %d kernels whose TileLang output disagrees with the reference that tilec's "
+                     "meets (timed): %s" % (len(tl_wrong), " ".join(tl_wrong)))
     if suspect:
         lines.append("SUSPECT: %d timed while the GPU was not the run's alone (their same-bytes copy far too slow, "
                      "twice): see their detail" % suspect)
@@ -419,6 +424,60 @@ def _untagged_rows(path):
                 if len(c) == 4 and not c[0].startswith("#")]
 
 
+def arbitrate(Fail, judge, entry, ns, pairs, disagreement):
+    """tilec's and TileLang's outputs disagree (pairs: (name, tilec's, TileLang's, mask)): each judged by
+    judge(name, out, ref) against the example's reference (reference.tsv, evaluated on the same inputs in ns).
+    tilec wrong, or no reference to say: Fail. tilec right and TileLang wrong: a note, and the kernel is timed
+    (TileLang's output is what differs)."""
+    if not entry or not entry.get("reference"):
+        raise Fail(disagreement + " (no reference line says which side is right)")
+    try:
+        ref = eval(entry["reference"], ns)
+    except Exception as e:  # noqa: BLE001
+        raise Fail("%s (the reference could not be evaluated: %s)" % (disagreement, e))
+    refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+    if len(refs) != len(pairs):
+        raise Fail("%s (the reference gives %d values for %d outputs)" % (disagreement, len(refs), len(pairs)))
+    tl_wrong = []
+    for (name, a, b, _), r in zip(pairs, refs):
+        r = r.to(a.device) if hasattr(r, "to") else r
+        try:
+            judge(name, a, r)
+        except Fail as e:
+            raise Fail("%s; tilec against the reference: %s" % (disagreement, e))
+        try:
+            judge(name, b, r)
+        except Fail as e:
+            tl_wrong.append(str(e))
+    if not tl_wrong:        # both within the reference's tolerance though not within each other's: both right
+        return "both agree with the reference, not with each other: " + disagreement
+    return "TileLang's output is wrong (tilec agrees with the reference): " + "; ".join(tl_wrong)
+
+
+def _check_arbitrate():
+    class Fail(Exception):
+        pass
+
+    def judge(name, a, b):
+        if abs(a - b) > 0.1:
+            raise Fail("%s: %g against %g" % (name, a, b))
+        return name
+    e, ns, out = {"reference": "(1.0, 5.0)"}, {}, []
+    got = arbitrate(Fail, judge, e, ns, [("x", 1.0, 2.0, None), ("y", 5.0, 5.0, None)], "x differs")
+    if not got.startswith("TileLang's output is wrong") or "x: 2 against 1" not in got:
+        out.append("arbitrate: TileLang wrong, tilec right: %r" % got)
+    for pairs, e2, want in (([("x", 2.0, 1.0, None), ("y", 5.0, 5.0, None)], e, "tilec against the reference"),
+                            ([("x", 1.0, 2.0, None)], {}, "no reference line"),
+                            ([("x", 1.0, 2.0, None)], e, "gives 2 values for 1 outputs")):
+        try:
+            got = arbitrate(Fail, judge, e2, ns, pairs, "d")
+            out.append("arbitrate: %s expected, got %r" % (want, got))
+        except Fail as x:
+            if want not in str(x):
+                out.append("arbitrate: %s expected, got %s" % (want, x))
+    return out
+
+
 def self_check():
     """Problems of the CPU parts (gpu/selfcheck.py runs it)."""
     problems = _check_suite_references()
@@ -437,7 +496,7 @@ def self_check():
         problems.append("geomean")
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
-    problems += _check_shards() + _check_tilelang_as_tilec()
+    problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate()
     if copy_suspect(0.21, 3 << 20, 4.0) is None or copy_suspect(0.0021, 3 << 20, 4.0) is not None or \
             copy_suspect(0.015, 1 << 10, 4.0) is not None:
         problems.append("copy_suspect: session 13's 6 MiB copy at 0.21 ms is suspect, one at 2.1 us or a 1 KiB "
@@ -446,6 +505,10 @@ def self_check():
             dict(id="b:k", cls="GEMV/decode", status="PASS", graph_ratio=2.0, eager_ratio=2.0, agree="ok"),
             dict(id="c:k", cls="scans", status="FAIL", detail="TileLang: compile failed")]
     text = table(rows)
-    if "GEMV/decode" not in text or "1.00" not in text or "1 below 0.8x (graph): a:k" not in text:
+    rows.append(dict(id="d:k", cls="scans", status="PASS", graph_ratio=1.0, eager_ratio=1.0,
+                     agree="TileLang's output is wrong (tilec agrees with the reference): o"))
+    text = table(rows)
+    if "GEMV/decode" not in text or "1.00" not in text or "1 below 0.8x (graph): a:k" not in text or \
+            "TILELANG-WRONG: 1 kernels" not in text:
         problems.append("table:\n" + text)
     return problems
