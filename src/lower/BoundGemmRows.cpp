@@ -23,23 +23,6 @@ namespace {
 /// The rows of a tensor-core instruction: panels past the live rows are what the bound saves.
 constexpr int64_t kPanelRows = 64;
 
-/// The dimensions of `r` whose extent is not the constant 1, in order: those a tile's dimensions map to.
-std::vector<size_t> tileDims(const Region &r) {
-    std::vector<size_t> out;
-    for (size_t d = 0; d < r.ranges.size(); ++d)
-        if (constValue(r.ranges[d].extent) != std::optional<int64_t>(1)) out.push_back(d);
-    return out;
-}
-
-/// Whether `r` is its whole buffer (every range from 0 to the buffer's constant extent).
-bool wholeTile(const Region &r) {
-    if (!r.buffer || r.ranges.size() != r.buffer->shape.size()) return false;
-    for (size_t d = 0; d < r.ranges.size(); ++d)
-        if (constValue(r.ranges[d].min) != std::optional<int64_t>(0) || !provablyEqual(r.ranges[d].extent, r.buffer->shape[d]))
-            return false;
-    return true;
-}
-
 /// What the kernel does with each shared A tile and fragment accumulator of its T.gemms.
 struct Facts : IRVisitor {
     using IRVisitor::visit;
@@ -181,20 +164,41 @@ struct Mark : IRMutator {
 
 } // namespace
 
+std::vector<size_t> tileDims(const Region &r) {
+    std::vector<size_t> out;
+    for (size_t d = 0; d < r.ranges.size(); ++d)
+        if (constValue(r.ranges[d].extent) != std::optional<int64_t>(1)) out.push_back(d);
+    return out;
+}
+
+bool wholeTile(const Region &r) {
+    if (!r.buffer || r.ranges.size() != r.buffer->shape.size()) return false;
+    for (size_t d = 0; d < r.ranges.size(); ++d)
+        if (constValue(r.ranges[d].min) != std::optional<int64_t>(0) || !provablyEqual(r.ranges[d].extent, r.buffer->shape[d]))
+            return false;
+    return true;
+}
+
+std::map<const BufferNode *, int64_t> liveAccumulatorRows(const Kernel &k) {
+    Facts f(k);
+    f.visit(k.body);
+    Collect col;
+    col.visit(k.body);
+    std::map<const BufferNode *, int64_t> live;
+    for (auto &[c, writers] : col.byC) {
+        if (!c || c->scope != Scope::Fragment || c->shape.size() != 2) continue;
+        auto cRows = constValue(c->shape[0]);
+        if (!cRows) continue;
+        if (int64_t rows = liveRowsOf(f, c, *cRows, writers)) live[c] = rows;
+    }
+    return live;
+}
+
 Program boundGemmRows(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
-        Facts f(*k);
-        f.visit(k->body);
-        Collect col;
-        col.visit(k->body);
         Mark mark;
-        for (auto &[c, writers] : col.byC) {
-            if (!c || c->scope != Scope::Fragment || c->shape.size() != 2) continue;
-            auto cRows = constValue(c->shape[0]);
-            if (!cRows) continue;
-            if (int64_t rows = liveRowsOf(f, c, *cRows, writers)) mark.live[c] = rows;
-        }
+        mark.live = liveAccumulatorRows(*k);
         out.kernels.push_back(mark.live.empty() ? k : mark.mutate(k));
     }
     return out;

@@ -53,8 +53,9 @@ bool always(const LoweringOptions &) { return true; }
 const std::vector<Pass> &table() {
     static const std::vector<Pass> rows = {
         {"parse"}, {"evaluate"}, {"check"},
-        // GEMMs whose tiles leave the GPU idle split K over two launches (once for all targets: lowerVariants).
-        {"splitK"},
+        // GEMM tiles taller than the rows anyone observes are computed at those rows (once for all targets:
+        // lowerVariants), then GEMMs whose tiles leave the GPU idle split K over two launches (likewise).
+        {"shrinkGemmTiles"}, {"splitK"},
         // Rows of a T.gemm accumulator that no one observes (a skinny A in a tall tile) are marked as such.
         {"boundGemmRows", always, [](const Program &p, PassState &) { return passes::boundGemmRows(p); }, false},
         // T.alloc_reducer accumulations in T.Parallel nests become reductions.
@@ -133,8 +134,9 @@ const std::vector<std::string> &passNames() {
 }
 
 bool isFrontEndPhase(const std::string &name) {
-    // splitK has no per-variant `run` either, but lowerVariants runs it: it dumps only when lowering runs.
-    return name != "splitK" &&
+    // shrinkGemmTiles and splitK have no per-variant `run` either, but lowerVariants runs them: they dump only
+    // when lowering runs.
+    return name != "splitK" && name != "shrinkGemmTiles" &&
            std::any_of(table().begin(), table().end(), [&](const Pass &p) { return !p.run && name == p.name; });
 }
 

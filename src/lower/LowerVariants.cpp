@@ -6,6 +6,7 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/passes/PlanSharedMemory.h"
+#include "tilec/passes/ShrinkGemmTiles.h"
 #include "tilec/passes/SplitK.h"
 
 #include <algorithm>
@@ -89,8 +90,11 @@ std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings
 ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> &targets,
                           const LoweringOptions &options, PassContext &ctx) {
     TILEC_ASSERT(ctx.diag, "lowerVariants() needs a diagnostic engine");
-    // Split-K changes the program's launches, so it is decided once for every target.
-    const ir::Program split = ctx.run("splitK", [&] { return passes::splitK(program, targets, options, &ctx.diag->sources()); },
+    // GEMM tiles taller than their observed rows shrink first (splitK then weighs the tile that runs); split-K
+    // changes the program's launches: both are decided once for every target.
+    const ir::Program shrunk = ctx.run("shrinkGemmTiles", [&] { return passes::shrinkGemmTiles(program, &ctx.diag->sources()); },
+                                       [](const ir::Program &p) { return ir::print(p); });
+    const ir::Program split = ctx.run("splitK", [&] { return passes::splitK(shrunk, targets, options, &ctx.diag->sources()); },
                                       [](const ir::Program &p) { return ir::print(p); });
     std::vector<ir::Program> lowerings;
     std::vector<HeldDiagnostic> reported;

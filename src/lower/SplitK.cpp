@@ -5,9 +5,11 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,24 +101,77 @@ GemmShape match(const Kernel &k) {
     return m;
 }
 
-/// The number of splits, at most `most`, for `tiles` output tiles on `sms` SMs and a K loop of `kBlocks` trips:
-/// the fewest that make at least one wave among the divisors of kBlocks that leave kMinKBlocks per split (else
-/// the most such); where no divisor does, as many as make a wave with kMinKBlocks or more per split, the last
-/// split shorter. 1 for no split.
-int64_t chooseSplits(int64_t tiles, int64_t sms, int64_t kBlocks, int64_t most) {
-    if (tiles * 2 > sms) return 1;
-    const int64_t wave = std::min((sms + tiles - 1) / tiles, most);
-    int64_t best = 1;
-    for (int64_t s = 2; s <= most && s * kMinKBlocks <= kBlocks; ++s) {
-        if (kBlocks % s) continue;
-        best = s;
-        if (s >= wave) break;
-    }
-    if (best > 1) return best;
-    const int64_t s = std::min(wave, kBlocks / kMinKBlocks);
-    if (s < 2) return 1;
+/// The bytes each SM keeps in flight to draw its share of the GPU's DRAM bandwidth (Little's law: the H200's
+/// 4.27 TB/s over 132 SMs, 32 GB/s each, times a loaded latency near 2 us). Calibrated on the session-17
+/// sweep (docs/PERFORMANCE.md): 16x8192x8192 wants 4 splits of its 64 tiles over 2, 128x8192x8192 2 over 4.
+constexpr int64_t kInFlightPerSm = 64 * 1024;
+
+/// What the split model knows of a GEMM kernel (constant shapes).
+struct Workload {
+    int64_t tiles = 0, kBlocks = 0, sms = 0;
+    int64_t perSm = 1;        ///< resident blocks per SM: 2 where two blocks' rings fit its shared memory (as the warp roles plan)
+    int64_t stageBytes = 0;   ///< operand bytes one K block reads from memory (tile rows past a tensor's end not counted)
+    int64_t stages = 1;       ///< the loop's stages
+    int64_t operandBytes = 0; ///< the operand tensors' bytes
+    int64_t cElems = 0, cBytes = 0;
+};
+
+/// The splits a request for `s` makes (each split ceil(kBlocks / s) K blocks; none left empty).
+int64_t effectiveSplits(int64_t kBlocks, int64_t s) {
     const int64_t per = (kBlocks + s - 1) / s;
-    return (kBlocks + per - 1) / per; // no split left without K blocks
+    return (kBlocks + per - 1) / per;
+}
+
+/// Bytes in flight per block for `s` splits: the stages the producer runs ahead (all but the one consumed),
+/// at most a split's K blocks.
+int64_t inFlight(const Workload &w, int64_t s) {
+    return std::min(std::max<int64_t>(1, w.stages - 1), (w.kBlocks + s - 1) / s) * w.stageBytes;
+}
+
+/// The model's time (in units of bytes moved at the full rate) of `s` splits: the operands plus the float32
+/// partials' round trip (written and read, 8 bytes per element of C per split) and C, moved wave by wave of
+/// resident blocks (perSm per SM); a wave of b blocks runs at the full rate only when its bytes in flight reach
+/// sms * kInFlightPerSm, so it takes max(b, need / in flight per block) block-times.
+double modelTime(const Workload &w, int64_t s) {
+    s = effectiveSplits(w.kBlocks, s);
+    const int64_t blocks = w.tiles * s, slots = w.sms * w.perSm;
+    const double bytes = (double)w.operandBytes + (s > 1 ? 8.0 * (double)w.cElems * (double)s : 0.0) + (double)w.cBytes;
+    const double fewest = (double)(w.sms * kInFlightPerSm) / (double)std::max<int64_t>(1, inFlight(w, s));
+    double blockTimes = 0;
+    for (int64_t left = blocks; left > 0; left -= slots) blockTimes += std::max((double)std::min(left, slots), fewest);
+    return blockTimes * bytes / (double)blocks;
+}
+
+/// The splits (2 .. `most`) the model finds fastest: among the divisors of the K blocks that leave kMinKBlocks
+/// per split where there is one, else among uneven splits (the last shorter) that leave as many; 1 where none.
+int64_t chooseSplits(const Workload &w, int64_t most) {
+    std::vector<int64_t> even, uneven;
+    for (int64_t s = 2; s <= most && s * kMinKBlocks <= w.kBlocks; ++s)
+        (w.kBlocks % s ? uneven : even).push_back(s);
+    const std::vector<int64_t> &tried = even.empty() ? uneven : even;
+    int64_t best = 1;
+    for (int64_t s : tried)
+        if (best == 1 || modelTime(w, s) < modelTime(w, best)) best = effectiveSplits(w.kBlocks, s);
+    return best;
+}
+
+/// The model's account of `splits` for -v: the blocks and waves, the bytes in flight, and the other counts'
+/// modelled times against it.
+std::string describeModel(const Workload &w, int64_t splits, int64_t most) {
+    const int64_t blocks = w.tiles * splits, slots = w.sms * w.perSm;
+    std::string s = "; the model of bytes in flight chose " + std::to_string(splits) + ": " + std::to_string(blocks) + " blocks, " +
+                    std::to_string(w.perSm) + " per SM, " + std::to_string((blocks + slots - 1) / slots) + " wave(s), " +
+                    std::to_string(inFlight(w, splits) / 1024) + " KiB of operands in flight per block (" +
+                    std::to_string(kInFlightPerSm / 1024) + " KiB per SM keep memory busy)";
+    std::string others;
+    const double t = modelTime(w, splits);
+    for (int64_t o : {splits / 2, splits * 2})
+        if (o >= 2 && o <= most && o * kMinKBlocks <= w.kBlocks) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.2f", modelTime(w, o) / t);
+            others += std::string(others.empty() ? "" : ", ") + std::to_string(o) + " ways " + buf;
+        }
+    return s + (others.empty() ? "" : "; modelled time against it: " + others);
 }
 
 std::string uniqueName(const Kernel &k, const std::string &base) {
@@ -129,27 +184,52 @@ std::string uniqueName(const Kernel &k, const std::string &base) {
     return n;
 }
 
-/// The most splits whose partials' round trip through the workspace (8 bytes per element of C and split:
-/// written, then read as float32) costs at most half the bytes of the operands the K loop reads (constant
-/// shapes: the caller checked the trip count).
-int64_t splitsWorthTheirTraffic(const For &loop, const Buffer &C) {
-    struct Sources : IRVisitor {
+/// The workload of kernel `k`'s GEMM `m` (constant shapes: the caller checked the trip count) on target `t`.
+Workload workloadOf(const Kernel &k, const GemmShape &m, const Target &t) {
+    struct Tiles : IRVisitor {
         using IRVisitor::visit;
-        std::vector<const BufferNode *> found;
+        std::vector<const BufferNode *> sources, tiles;
+        int64_t stageBytes = 0;
         void visit(const Copy &c) override {
-            if (c.src.buffer && c.src.buffer->scope == Scope::Global &&
-                std::find(found.begin(), found.end(), c.src.buffer.get()) == found.end())
-                found.push_back(c.src.buffer.get());
+            if (!c.src.buffer || c.src.buffer->scope != Scope::Global || !c.dst.buffer || c.dst.buffer->scope != Scope::Shared) return;
+            if (std::find(sources.begin(), sources.end(), c.src.buffer.get()) == sources.end()) sources.push_back(c.src.buffer.get());
+            if (std::find(tiles.begin(), tiles.end(), c.dst.buffer.get()) == tiles.end()) tiles.push_back(c.dst.buffer.get());
+            int64_t bytes = c.src.buffer->dtype.bytes();
+            for (size_t d = 0; d < c.src.ranges.size(); ++d) {
+                auto e = constValue(c.src.ranges[d].extent);
+                auto n = d < c.src.buffer->shape.size() ? constValue(c.src.buffer->shape[d]) : std::nullopt;
+                bytes *= std::max<int64_t>(1, n && e ? std::min(*e, *n) : e ? *e : 1);
+            }
+            stageBytes += bytes;
         }
-    } sources;
-    sources.visit(loop.body);
-    int64_t operandBytes = 0;
-    for (const BufferNode *b : sources.found) {
-        if (b->constElements() < 0) return 0;
-        operandBytes += b->constElements() * b->dtype.bytes();
+    } v;
+    v.visit(m.loop->body);
+    Workload w;
+    w.tiles = *constInt(k.grid[0]) * *constInt(k.grid[1]);
+    w.kBlocks = *constValue(m.loop->extent);
+    w.sms = t.numSms;
+    w.stageBytes = v.stageBytes;
+    w.stages = m.loop->forKind == ForKind::Pipelined ? std::max(1, m.loop->numStages) : 1;
+    for (const BufferNode *b : v.sources) // a run-time extent: -1, no split worth its traffic can be known
+        w.operandBytes = w.operandBytes < 0 || b->constElements() < 0 ? -1 : w.operandBytes + b->constElements() * b->dtype.bytes();
+    const Buffer &C = m.store->dst.buffer;
+    w.cElems = std::max<int64_t>(0, C->constElements());
+    w.cBytes = w.cElems * C->dtype.bytes();
+    int64_t shared = 0;
+    for (auto &b : k.allocs) {
+        const bool ring = std::find(v.tiles.begin(), v.tiles.end(), b.get()) != v.tiles.end();
+        shared += smem::sharedBytes(b.get()) * (ring ? w.stages : 1);
     }
-    if (C->constElements() <= 0) return 0;
-    return operandBytes / (2 * 8 * C->constElements());
+    w.perSm = smem::fitsSm(t, shared, 2) ? 2 : 1;
+    return w;
+}
+
+/// The most splits whose partials' round trip through the workspace (8 bytes per element of C and split:
+/// written, then read as float32) costs at most half the bytes of the operands the K loop reads.
+int64_t splitsWorthTheirTraffic(const Workload &w) {
+    for (const int64_t n : {w.operandBytes, w.cElems})
+        if (n <= 0) return 0;
+    return w.operandBytes / (2 * 8 * w.cElems);
 }
 
 /// Launch 1: the GEMM over grid z = splits, each split's K range, its partial tile into workspace `ws`.
@@ -235,7 +315,8 @@ KernelP reductionKernel(const Kernel &k, const Kernel &part0, int64_t splits, co
 
 /// The splits for kernel `k` on a GPU of `sms` SMs (1: none); `why` says why none where its GEMM leaves the GPU
 /// idle (empty where the kernel is no such GEMM).
-int64_t decide(const Kernel &k, const GemmShape &m, int64_t sms, std::string &why) {
+int64_t decide(const Kernel &k, const GemmShape &m, const Target &t, std::string &why, std::string &model) {
+    const int64_t sms = t.numSms;
     auto gx = constInt(k.grid[0]), gy = constInt(k.grid[1]);
     if (k.parts != 1 || k.gridDims > 2) return 1; // launches or a grid z of the author's own (a split by hand)
     if (!gx || !gy || *gx * *gy * 2 > sms || !hasGemm(k.body)) return 1; // the tiles fill the GPU, or are unknown
@@ -252,13 +333,16 @@ int64_t decide(const Kernel &k, const GemmShape &m, int64_t sms, std::string &wh
         why = idle + "its K loop's trip count is a run-time value (split-K is decided from constant shapes only)";
         return 1;
     }
-    const int64_t worth = splitsWorthTheirTraffic(*m.loop, m.store->dst.buffer);
-    const int64_t splits = chooseSplits(*gx * *gy, sms, *kBlocks, worth);
+    const Workload w = workloadOf(k, m, t);
+    const int64_t worth = splitsWorthTheirTraffic(w);
+    const int64_t splits = chooseSplits(w, worth);
     if (splits < 2 && worth < 2)
         why = idle + "float32 partials of its output would cost more than half the bytes of its operands";
     else if (splits < 2)
         why = idle + "its " + std::to_string(*kBlocks) + " K blocks are too few to split (" +
               std::to_string(kMinKBlocks) + " or more per split)";
+    else
+        model = describeModel(w, splits, worth);
     return splits;
 }
 
@@ -267,13 +351,15 @@ int64_t decide(const Kernel &k, const GemmShape &m, int64_t sms, std::string &wh
 Program splitK(const Program &p, const std::vector<Target> &targets, const LoweringOptions &o,
                const SourceManager *sources) {
     if (!o.splitK || targets.empty()) return p;
-    int64_t sms = 0;
-    for (auto &t : targets) sms = std::max<int64_t>(sms, t.numSms);
+    // The largest GPU among the targets decides (its SMs, and the shared memory its blocks share).
+    const Target &t = *std::max_element(targets.begin(), targets.end(),
+                                        [](const Target &a, const Target &b) { return a.numSms < b.numSms; });
+    const int64_t sms = t.numSms;
     Program out;
     for (const KernelP &k : p.kernels) {
         GemmShape m = match(*k);
-        std::string why;
-        const int64_t splits = decide(*k, m, sms, why);
+        std::string why, model;
+        const int64_t splits = decide(*k, m, t, why, model);
         if (splits < 2) {
             if (!why.empty()) remark(sources, k->launchLoc, why);
             out.kernels.push_back(k);
@@ -293,7 +379,7 @@ Program splitK(const Program &p, const std::vector<Target> &targets, const Lower
                "kernel '" + k->name + "' splits K " + std::to_string(splits) + " ways: its " +
                    std::to_string(*constInt(k->grid[0]) * *constInt(k->grid[1])) + " output tiles fill at most half of the " +
                    std::to_string(sms) + " SMs (--num-sms); float32 partials in a workspace of " + std::to_string(splits) +
-                   " x C, summed in split order by a second launch (bit-reproducible; --no-split-k turns it off)");
+                   " x C, summed in split order by a second launch (bit-reproducible; --no-split-k turns it off)" + model);
     }
     return out;
 }

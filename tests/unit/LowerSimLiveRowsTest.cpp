@@ -8,6 +8,7 @@
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
+#include "SkinnyGemmSource.h"
 
 #include "tilec/LibraryCalls.h"
 #include "tilec/IRVisitor.h"
@@ -24,23 +25,8 @@ namespace {
 
 /// A GEMM over 128 x 64 x 64 tiles of M x N x K, with `epilogue` after the K loop (acc -> C by default);
 /// transA: A stored (K, M).
-std::string source(int M, int N, int K, const std::string &epilogue = "        T.copy(acc, C[by * 128, bx * 64])\n",
-                   bool transA = false) {
-    const std::string aShape = transA ? "(K, M)" : "(M, K)", aTile = transA ? "(64, 128)" : "(128, 64)";
-    const std::string aCopy = transA ? "T.copy(A[ko * 64, by * 128], A_s)" : "T.copy(A[by * 128, ko * 64], A_s)";
-    return "import tilelang.language as T\n"
-           "M = " + std::to_string(M) + "\nN = " + std::to_string(N) + "\nK = " + std::to_string(K) + "\n"
-           "@T.prim_func\n"
-           "def g(A: T.Tensor(" + aShape + ", \"float16\"), B: T.Tensor((K, N), \"float16\"), C: T.Tensor((M, N), \"float32\")):\n"
-           "    with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 128), threads=128) as (bx, by):\n"
-           "        A_s = T.alloc_shared(" + aTile + ", \"float16\")\n"
-           "        B_s = T.alloc_shared((64, 64), \"float16\")\n"
-           "        acc = T.alloc_fragment((128, 64), \"float\")\n"
-           "        T.clear(acc)\n"
-           "        for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=2):\n"
-           "            " + aCopy + "\n"
-           "            T.copy(B[ko * 64, bx * 64], B_s)\n"
-           "            T.gemm(A_s, B_s, acc" + std::string(transA ? ", transpose_A=True" : "") + ")\n" + epilogue;
+std::string source(int M, int N, int K, const std::string &epilogue = "", bool transA = false) {
+    return simtest::skinnyGemmSource(M, N, K, epilogue, transA);
 }
 
 struct Lowered {
@@ -84,11 +70,10 @@ void expectRight(const ir::Program &p, int M, int N, int K, bool transA = false)
     }
     for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
     int wrong = 0;
+    const std::vector<double> ref = simtest::skinnyGemmReference(M, N, K, a, b, transA);
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
-            double want = 0;
-            for (int k = 0; k < K; ++k) want += (transA ? a[(size_t)k * M + i] : a[(size_t)i * K + k]) * b[(size_t)k * N + j];
-            const double got = c[(size_t)i * N + j];
+            const double want = ref[(size_t)i * N + j], got = c[(size_t)i * N + j];
             const bool same = got == want || (std::isnan(got) && std::isnan(want));
             if (!same && wrong++ < 5) ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got << ", expected " << want;
         }
@@ -110,7 +95,7 @@ TEST(SimLiveRows, SkinnyAInTallTileIssuesLivePanelsOnly) {
 
 // A transposed A tile ((K, M) in memory): its rows are the tile's second dimension.
 TEST(SimLiveRows, TransposedA) {
-    Lowered run(source(16, 64, 128, "        T.copy(acc, C[by * 128, bx * 64])\n", true));
+    Lowered run(source(16, 64, 128, "", true));
     ASSERT_TRUE(run.r.lowered) << run.r.diags();
     EXPECT_EQ(wgmmaRows(*run.r.lowered), std::vector<int64_t>{16});
     expectRight(*run.r.lowered, 16, 64, 128, true);

@@ -60,6 +60,23 @@ PRESETS = {
         grid=dict(block_M=[64, 128], block_N=[64, 128, 256], num_stages=[3, 4, 6], splits=[2, 4, 8, 16],
                   threads=[128]),
         defines=dict()),
+    # issue 27's decode shapes as the seed's file writes them (benchmarks/gemm_decode.tile: 128x128x64 tiles, 3
+    # stages, 128 threads; decode_default is the file as written): what tilec chooses on its own (shrinkGemmTiles,
+    # splitK's model; `tilec -v`) beside other stage and thread counts. A before/after: generate it twice, with the
+    # old and the new tilec (--tilec, --out), and time both directories (tools/sweep/run.sh --dir).
+    "decode": dict(
+        kind="gemm", file="benchmarks/gemm_decode.tile", factory="matmul", dtype="float16",
+        shape_keys=["M", "N", "K"],
+        shapes=[dict(M=16, N=8192, K=8192), dict(M=128, N=8192, K=8192)],
+        grid=dict(num_stages=[3, 4, 6], threads=[128, 256]),
+        defines=dict()),
+    "decode_bf16": dict(
+        kind="gemm", file="benchmarks/gemm_decode.tile", factory="matmul", dtype="bfloat16", out_dtype="bfloat16",
+        shape_keys=["M", "N", "K"],
+        shapes=[dict(M=16, N=8192, K=8192), dict(M=128, N=8192, K=8192)],
+        base=dict(dtype="bfloat16"),  # factory arguments every configuration (the default too) takes
+        grid=dict(num_stages=[4, 6]),
+        defines=dict()),
     "flash": dict(
         kind="attention", file="benchmarks/flash_fwd.tile", factory="flash_fwd", dtype="float16",
         shape_keys=["batch", "heads", "seq", "dim", "causal"],
@@ -74,8 +91,8 @@ def plausible(preset, p, arch):
     """Rough filters that save nvcc time; tilec has the last word. Returns None or why the point is left out."""
     smem = SMEM.get(arch, 101376)
     thr = p.get("threads", 128)
-    if preset in ("gemm", "gemm_fp8", "splitk"):
-        bm, bn, bk, st = p["block_M"], p["block_N"], p.get("block_K", 64), p["num_stages"]
+    if preset in ("gemm", "gemm_fp8", "splitk", "decode", "decode_bf16"):
+        bm, bn, bk, st = p.get("block_M", 128), p.get("block_N", 128), p.get("block_K", 64), p.get("num_stages", 3)
         acc = bm * bn // thr           # float32 accumulators per thread
         if not 32 <= acc <= 128:
             return "%d accumulators per thread (want 32..128)" % acc
@@ -154,8 +171,9 @@ def configs_of(name, preset, arch, filt, max_configs):
     points.sort(key=lambda x: priority(name, x[0]))
     if max_configs:
         points = points[:max_configs]
-    out = [dict(id="%s_default" % name, params={})]
-    out += [dict(id="%s_c%03d" % (name, i), params=p) for i, (p, _) in enumerate(points)]
+    base = preset.get("base", {})
+    out = [dict(id="%s_default" % name, params=dict(base))]
+    out += [dict(id="%s_c%03d" % (name, i), params=dict(base, **p)) for i, (p, _) in enumerate(points)]
     return out, dropped
 
 
