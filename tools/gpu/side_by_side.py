@@ -84,9 +84,7 @@ def make_inputs(torch, ctx, row, params, sizes, ns):
     entry = S.reference_entry(row)
     if entry and entry["setup"]:
         exec(compile(entry["setup"].replace("; ", "\n"), "reference.tsv setup", "exec"), ns)
-    for size in sizes:      # T.dynamic sizes the setup leaves unbound
-        if not isinstance(ns.get(size), int):
-            ns[size] = S.DEFAULT_DYNAMIC_SIZE
+    S.bind_default_sizes(params, sizes, ns)     # T.dynamic sizes the setup leaves unbound, capped by bytes
     import tilelang_compat as TLC
     tensors, inits = {}, {}
     for name, dtype, dims, role in params:
