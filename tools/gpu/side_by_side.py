@@ -34,7 +34,9 @@ core, which all end before the first kernel is timed (--compile-share of the bud
 kernel, the timing process gets TileLang's kernel back from TileLang's disk cache and, on the same inputs (the
 suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
 the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
-(close/similar of reference.tsv, else close(1e-2, 1e-2)). Then both are timed, with a device copy of the same bytes
+(close/similar of reference.tsv, else close(1e-2, 1e-2)); where the line has a reference (tilec's float64 one),
+each side is also judged against it with the same check (reference_verdicts: which side a disagreement is on).
+Then both are timed, with a device copy of the same bytes
 (all tensors, read + written once) beside them:
   graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), each replay
          queued behind a GPU spin of about 1 ms so that host time is never charged, the median over interleaved
@@ -229,6 +231,30 @@ def judge(entry, ns, name, a, b):
     return fn(name, a, b)
 
 
+def reference_verdicts(entry, ns, written, tensors, tl_out):
+    """Where reference.tsv's line has a reference (tilec's float64 one, tilec_refs.NAME), each side's outputs judged
+    against it with the line's check, so that a disagreement between the sides says which one is right: "reference:
+    tilec ok, TileLang FAIL (...)"; "" without a reference."""
+    if not entry or entry.get("reference", "-") in ("", "-"):
+        return ""
+    import core
+    try:
+        ref = eval(entry["reference"], ns)
+    except Exception as e:  # noqa: BLE001
+        return "reference: not evaluated (%s: %s)" % (type(e).__name__, " ".join(str(e).split())[:120])
+    ref = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+    verdict = []
+    for side, outs in (("tilec", tensors), ("TileLang", tl_out)):
+        bad = []
+        for name, r in zip(written, ref):
+            try:
+                judge(entry, ns, name, outs[name], r.to(outs[name].device))
+            except core.Fail as e:
+                bad.append(" ".join(str(e).split())[:160])
+        verdict.append("%s %s" % (side, "FAIL (%s)" % "; ".join(bad) if bad else "ok"))
+    return "reference: " + ", ".join(verdict)
+
+
 # ------------------------------------------------------------------ timing
 def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
     """Per-launch medians of CUDA graphs of back-to-back launches of each fn, replays interleaved. Each replay
@@ -304,10 +330,14 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
     written = [p[0] for p in params if p[3] == "written"]
     masks = unwritten_masks(torch, tc, tensors, inits, written)
     tl, tl_out = tilelang_call(torch, kern, dict(tensors, **tl_tables), inits, scalars)
-    notes = []
+    verdict = reference_verdicts(entry, ns, written, tensors, tl_out)
+    notes = [verdict] if verdict else []
     for name in written:
-        notes.append(judge_written(torch, entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device),
-                                   masks.get(name)))
+        try:
+            notes.append(judge_written(torch, entry, ns, name, tensors[name], tl_out[name].to(tensors[name].device),
+                                       masks.get(name)))
+        except core.Fail as e:      # the sides disagree: which of them the float64 reference agrees with
+            raise core.Fail("%s%s" % (e, "; " + verdict if verdict else ""))
     for table, mine in through.items():
         for i, (a, b) in enumerate(zip(mine, tl_through[table])):
             notes.append(judge_written(torch, entry, ns, "%s[%d]" % (table, i), a, b, None))
