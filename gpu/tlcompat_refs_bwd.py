@@ -10,6 +10,8 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   gdn_chunk_delta_bwd_dhu  (examples/gdn/example_chunk_delta_bwd.py) the backward state recurrence, one gate per
                        token (kda_chunk_delta_bwd_dhu's gdn form)
   pre_norm_fn_bwd_mul  (TileKernels mhc/norm_fn_kernel.py) x_grad += G fn + 2 x sqrsum_grad, fn_grad = G^T x
+  gdn_wy_fast_bwd_split  (examples/gdn/example_wy_fast_bwd_split.py, tilelang_wy_fast_bwd_split) the second kernel of
+                       the WY backward: dA through A's inverse, dk, dbeta's key part, the gate terms dA * (beta k) k^T
 
 Needs torch only when called."""
 
@@ -112,6 +114,36 @@ def pre_norm_fn_bwd_mul(out_mul_grad, sqrsum_grad, x, fn, x_grad0):
     return _b16(xg, x.dtype), G.T @ xd
 
 
+def gdn_wy_fast_bwd_split(K, Beta, G, A, dA, dk0, chunk=64):
+    """(dk, dbeta_k, dg_A_positive, dg_A_negative) of tilelang_wy_fast_bwd_split, float64 but for the kernel's 16-bit
+    shared copies. Per chunk (A, dA its [chunk, chunk] blocks, L = strictly lower, gates g per token, kb = bf16(beta k)):
+      X = bf16(L(dA) A^T),  D = -L(A^T X) * e^(g_i - g_j) where g_i - g_j <= 0 (else 0),  D16 = bf16(D)
+      dk = bf16(dk0 + D16^T kb + bf16((D16 k) * beta)),  dbeta_k = bf16(sum_k (D16 k) * k)
+      dg_A_positive[i, j] = D[i, j] (kb k^T)[i, j],  dg_A_negative[j, i] = the same (the kernel's float32 D, not D16)."""
+    import torch
+    Bn, S, H, DK = K.shape
+    lo = K.dtype
+
+    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64
+        x = x.reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
+        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
+
+    def back(x):
+        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
+        return x.reshape(Bn, S, H, *x.shape[4:])
+    k, beta, g, a = c(K), c(Beta)[..., None], c(G), c(A)
+    low = torch.tril(torch.ones(chunk, chunk, dtype=torch.float64, device=K.device), -1)
+    x16 = _b16((c(dA) * low) @ a.transpose(-1, -2), lo)
+    diff = g[..., :, None] - g[..., None, :]
+    d = torch.where(diff <= 0, -(a.transpose(-1, -2) @ x16) * low * torch.exp(torch.clamp(diff, max=0)), torch.zeros_like(diff))
+    d16 = _b16(d, lo)
+    kb = c((K.float() * Beta.float()[..., None]).to(lo))
+    dkb = d16 @ k
+    dk = _b16(c(dk0) + d16.transpose(-1, -2) @ kb + _b16(dkb * beta, lo), lo)
+    dga = d * (kb @ k.transpose(-1, -2))
+    return back(dk), _b16(back((dkb * k).sum(-1)[..., None])[..., 0], lo), back(dga), back(dga.transpose(-1, -2))
+
+
 def self_check(torch):
     """Each reference against its definition written out by loops at single positions, on small shapes."""
     problems = []
@@ -130,7 +162,7 @@ def self_check(torch):
     if float(xg[3, 6]) != float(torch.tensor(want).float().bfloat16()) or \
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
-    return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g)
+    return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g)
 
 
 def _indexer_self_check(torch, g):
@@ -199,3 +231,38 @@ def _delta_bwd_self_check(torch, g):
     if any(abs(float(dh0[0, 0, k, v]) - d[k][v]) > 1e-9 for k in range(3) for v in range(3)):
         return ["gdn_chunk_delta_bwd_dhu's dh0: %r, want %r" % (dh0[0, 0].tolist(), d)]
     return []
+
+
+def _split_self_check(torch, g):
+    """gdn_wy_fast_bwd_split in the second of 2 chunks of 3 tokens against its formulas written out by loops."""
+    import math
+    Bn, S, H, D, C = 1, 6, 1, 2, 3
+    K, dA, dk0 = (torch.randn(Bn, S, H, n, generator=g).bfloat16() for n in (D, C, D))
+    Beta, G, A = torch.randn(Bn, S, H, generator=g).bfloat16(), torch.randn(Bn, S, H, generator=g), \
+        torch.randn(Bn, S, H, C, generator=g).bfloat16()
+    dk, dbeta, dgp, dgn = gdn_wy_fast_bwd_split(K, Beta, G, A, dA, dk0, C)
+    b16 = lambda v: float(torch.tensor(v, dtype=torch.float64).float().bfloat16())     # noqa: E731
+    f = lambda t, *i: float(t[(0, 3 + i[0], 0) + tuple(i[1:])])      # noqa: E731 - token i of the second chunk
+    x = [[b16(sum(f(dA, i, m) * f(A, j, m) for m in range(C) if i > m)) for j in range(C)] for i in range(C)]
+    d = [[0.0] * C for _ in range(C)]
+    for i in range(C):
+        for j in range(C):
+            e = f(G, i) - f(G, j)
+            if i > j and e <= 0:
+                d[i][j] = -sum(f(A, m, i) * x[m][j] for m in range(C)) * math.exp(e)
+    d16 = [[b16(v) for v in row] for row in d]
+    kb = [[b16(float(torch.tensor(f(K, i, e)).float() * torch.tensor(f(Beta, i)).float())) for e in range(D)] for i in range(C)]
+    problems = []
+    for i in range(C):
+        dkb = [sum(d16[i][m] * f(K, m, e) for m in range(C)) for e in range(D)]
+        for e in range(D):
+            want = b16(f(dk0, i, e) + sum(d16[m][i] * kb[m][e] for m in range(C)) + b16(dkb[e] * f(Beta, i)))
+            if float(dk[0, 3 + i, 0, e]) != want:
+                problems.append("gdn_wy_fast_bwd_split's dk at (%d, %d): %r, want %r" % (i, e, float(dk[0, 3 + i, 0, e]), want))
+        if float(dbeta[0, 3 + i, 0]) != b16(sum(dkb[e] * f(K, i, e) for e in range(D))):
+            problems.append("gdn_wy_fast_bwd_split's dbeta_k at token %d" % i)
+        for j in range(C):
+            want = d[i][j] * sum(kb[i][e] * f(K, j, e) for e in range(D))
+            if abs(float(dgp[0, 3 + i, 0, j]) - want) > 1e-9 or abs(float(dgn[0, 3 + j, 0, i]) - want) > 1e-9:
+                problems.append("gdn_wy_fast_bwd_split's dg_A at (%d, %d)" % (i, j))
+    return problems
