@@ -121,16 +121,9 @@ def gdn_wy_fast_bwd_split(K, Beta, G, A, dA, dk0, chunk=64):
       dk = bf16(dk0 + D16^T kb + bf16((D16 k) * beta)),  dbeta_k = bf16(sum_k (D16 k) * k)
       dg_A_positive[i, j] = D[i, j] (kb k^T)[i, j],  dg_A_negative[j, i] = the same (the kernel's float32 D, not D16)."""
     import torch
-    Bn, S, H, DK = K.shape
+    from tlcompat_refs_wy import chunked, unchunked
     lo = K.dtype
-
-    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64
-        x = x.reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
-        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
-
-    def back(x):
-        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
-        return x.reshape(Bn, S, H, *x.shape[4:])
+    c, back = chunked(chunk), unchunked
     k, beta, g, a = c(K), c(Beta)[..., None], c(G), c(A)
     low = torch.tril(torch.ones(chunk, chunk, dtype=torch.float64, device=K.device), -1)
     x16 = _b16((c(dA) * low) @ a.transpose(-1, -2), lo)
