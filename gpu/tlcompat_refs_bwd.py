@@ -12,6 +12,8 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   pre_norm_fn_bwd_mul  (TileKernels mhc/norm_fn_kernel.py) x_grad += G fn + 2 x sqrsum_grad, fn_grad = G^T x
   gdn_wy_fast_bwd_split  (examples/gdn/example_wy_fast_bwd_split.py, tilelang_wy_fast_bwd_split) the second kernel of
                        the WY backward: dA through A's inverse, dk, dbeta's key part, the gate terms dA * (beta k) k^T
+  gdn_chunk_o_bwd_dqkwg  (examples/gdn/example_chunk_o_bwd.py, use_g and use_dw) dq, dk, dw and the gate gradient per
+                       key slice, as that kernel computes them (its quirks included: see the function)
 
 Needs torch only when called."""
 
@@ -137,6 +139,40 @@ def gdn_wy_fast_bwd_split(K, Beta, G, A, dA, dk0, chunk=64):
     return back(dk), _b16(back((dkb * k).sum(-1)[..., None])[..., 0], lo), back(dga), back(dga.transpose(-1, -2))
 
 
+def gdn_chunk_o_bwd_dqkwg(Q, K, V, h, G, dO, dh, dv, scale, chunk=64, block_DK=64):
+    """(dq, dk, dw, dg) of tilelang_chunk_o_bwd_dqkwg (use_g, use_dw), float64 but for its bf16 outputs and its bf16
+    copy of ds, as the kernel computes them per chunk and key slice of block_DK (g the chunk's gates, q k the slice):
+      ds = dO V^T,  dq0 = (dO h^T) e^g scale,  dk0 = (V dh^T) e^(-g) where -g <= 0 (else 0: the kernel's
+      G_last_local is a cleared alloc_var never set),  dw = bf16(-(dv h^T))
+      D = ds e^(g_i - g_j) scale where g_i - g_j <= 0 (else 0),  P = D * (q k^T),  D16 = bf16(D)
+      dq = bf16(dq0 + D16 k),  dk = bf16(dk0 + D16^T q)
+      dg[slice, token i] = sum_k dq0 q - sum_k dk0 k + sum_j P[i, j] - sum_j P[j, i] + g_last e^g_last + sum dk0 k
+    (the kernel sets dg_last_local_0 to g_last e^g_last over its sum of h dh; dg is split by key slice: [NK, B, S, H])."""
+    import torch
+    from tlcompat_refs_wy import chunked, unchunked
+    c = chunked(chunk)
+    lo, DK = Q.dtype, Q.shape[-1]
+    nk = DK // block_DK
+    q, k, v, do, g = c(Q), c(K), c(V), c(dO), c(G)
+    hh, dhh = h.double().permute(0, 2, 1, 3, 4), dh.double().permute(0, 2, 1, 3, 4)   # [B, H, N, DK, DV]
+    dq0 = (do @ hh.transpose(-1, -2)) * torch.exp(g)[..., None] * scale
+    dk0 = torch.where(-g[..., None] <= 0, (v @ dhh.transpose(-1, -2)) * torch.exp(-g)[..., None], torch.zeros_like(q))
+    dw = -(c(dv) @ hh.transpose(-1, -2))
+    diff = g[..., :, None] - g[..., None, :]
+    d = torch.where(diff <= 0, (do @ v.transpose(-1, -2)) * torch.exp(torch.clamp(diff, max=0)) * scale, torch.zeros_like(diff))
+    d16 = _b16(d, lo)
+
+    def sl(x):      # [..., S, DK] -> [..., NK, S, block_DK]
+        return x.reshape(*x.shape[:-1], nk, block_DK).transpose(-2, -3)
+    p = d[..., None, :, :] * (sl(q) @ sl(k).transpose(-1, -2))                      # [B, H, N, NK, S, S]
+    last = g[..., -1]
+    dg = ((sl(dq0) * sl(q)).sum(-1) - (sl(dk0) * sl(k)).sum(-1) + p.sum(-1) - p.sum(-2)
+          + (last * torch.exp(last))[..., None, None] + (sl(dk0) * sl(k)).sum((-1, -2))[..., None])
+    dq, dk = _b16(dq0 + d16 @ k, lo), _b16(dk0 + d16.transpose(-1, -2) @ q, lo)
+    dg = dg.permute(3, 0, 2, 4, 1)                                                   # [NK, B, N, S, H]
+    return unchunked(dq), unchunked(dk), _b16(unchunked(dw), lo), dg.reshape(nk, dg.shape[1], -1, dg.shape[-1])
+
+
 def self_check(torch):
     """Each reference against its definition written out by loops at single positions, on small shapes."""
     problems = []
@@ -155,7 +191,8 @@ def self_check(torch):
     if float(xg[3, 6]) != float(torch.tensor(want).float().bfloat16()) or \
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
-    return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g)
+    return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
+        _chunk_o_self_check(torch, g)
 
 
 def _indexer_self_check(torch, g):
@@ -258,4 +295,38 @@ def _split_self_check(torch, g):
             want = d[i][j] * sum(kb[i][e] * f(K, j, e) for e in range(D))
             if abs(float(dgp[0, 3 + i, 0, j]) - want) > 1e-9 or abs(float(dgn[0, 3 + j, 0, i]) - want) > 1e-9:
                 problems.append("gdn_wy_fast_bwd_split's dg_A at (%d, %d)" % (i, j))
+    return problems
+
+
+def _chunk_o_self_check(torch, g):
+    """gdn_chunk_o_bwd_dqkwg in the second of 2 chunks of 3 tokens (key slices of 1 of 2 dims) against its formulas
+    by loops."""
+    import math
+    Bn, S, H, D, DV, C = 1, 6, 1, 2, 2, 3
+    Q, K, V, dO, dv = (torch.randn(Bn, S, H, n, generator=g).bfloat16() for n in (D, D, DV, DV, DV))
+    h, dh = (torch.randn(Bn, 2, H, D, DV, generator=g).bfloat16() for _ in range(2))
+    G = torch.randn(Bn, S, H, generator=g)
+    dq, dk, dw, dg = gdn_chunk_o_bwd_dqkwg(Q, K, V, h, G, dO, dh, dv, 0.5, C, 1)
+    b16 = lambda x: float(torch.tensor(x, dtype=torch.float64).float().bfloat16())     # noqa: E731
+    f = lambda t, *i: float(t[(0, 3 + i[0], 0) + tuple(i[1:])])      # noqa: E731 - token i of the second chunk
+    hf = lambda t, a, b: float(t[0, 1, 0, a, b])      # noqa: E731
+    gt = [f(G, i) for i in range(C)]
+    dq0 = [[sum(f(dO, i, w) * hf(h, e, w) for w in range(DV)) * math.exp(gt[i]) * 0.5 for e in range(D)] for i in range(C)]
+    dk0 = [[sum(f(V, i, w) * hf(dh, e, w) for w in range(DV)) * math.exp(-gt[i]) if gt[i] >= 0 else 0.0 for e in range(D)]
+           for i in range(C)]
+    d = [[sum(f(dO, i, w) * f(V, j, w) for w in range(DV)) * math.exp(gt[i] - gt[j]) * 0.5 if gt[i] <= gt[j] else 0.0
+          for j in range(C)] for i in range(C)]
+    problems = []
+    for e in range(D):      # key slice e (block_DK = 1)
+        p = [[d[i][j] * f(Q, i, e) * f(K, j, e) for j in range(C)] for i in range(C)]
+        const = gt[-1] * math.exp(gt[-1]) + sum(dk0[i][e] * f(K, i, e) for i in range(C))
+        for i in range(C):
+            want = (dq0[i][e] * f(Q, i, e) - dk0[i][e] * f(K, i, e) + sum(p[i]) - sum(p[j][i] for j in range(C)) + const)
+            if abs(float(dg[e, 0, 3 + i, 0]) - want) > 1e-9 * max(1.0, abs(want)):
+                problems.append("gdn_chunk_o_bwd_dqkwg's dg at (slice %d, token %d): %r, want %r" % (e, i, float(dg[e, 0, 3 + i, 0]), want))
+            wq = b16(dq0[i][e] + sum(b16(d[i][j]) * f(K, j, e) for j in range(C)))
+            wk = b16(dk0[i][e] + sum(b16(d[j][i]) * f(Q, j, e) for j in range(C)))
+            ww = b16(-sum(f(dv, i, w) * hf(h, e, w) for w in range(DV)))
+            if (float(dq[0, 3 + i, 0, e]), float(dk[0, 3 + i, 0, e]), float(dw[0, 3 + i, 0, e])) != (wq, wk, ww):
+                problems.append("gdn_chunk_o_bwd_dqkwg's dq, dk, dw at (%d, %d)" % (i, e))
     return problems
