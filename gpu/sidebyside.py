@@ -11,7 +11,8 @@ kernel listed at several tags the newest is run (TileLang 0.1.15 runs the newest
 
 Inputs: the setup of the suite's reference.tsv where it has a line (index tensors, masks, sizes), else normal
 random floats and zero integers (an index of 0 is in bounds of every tensor) of the header's shapes, with
-DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens).
+DEFAULT_DYNAMIC_SIZE for every T.dynamic size the setup leaves unbound (TileKernels' num_tokens), halved while the
+parameters would take more than MAX_DEFAULT_BYTES (bind_default_sizes: batched_transpose's three sizes asked 256 GiB).
 
 TileLang is run as tilec reads the file: its autotuner off (no_autotune), the example's own os.environ settings
 never turning TileLang's disk cache off (example_env). A run may take one shard of the list (shard_rows:
@@ -37,6 +38,8 @@ SUITES = {   # suite folder under the GPU build: (manifest, reference.tsv) in th
     "tilekernels": ("tests/tilekernels/manifest.tsv", "tests/tilekernels/reference.tsv"),
 }
 DEFAULT_DYNAMIC_SIZE = 4096
+MAX_DEFAULT_BYTES = 8 << 30     # the parameters of a kernel whose sizes the harness chooses fit this (H200: 141 GB)
+MIN_DEFAULT_SIZE = 128          # a chosen size is halved no further (a multiple of every tile the kernels take)
 # "SUITE/FILE:KERNEL" -> class; first match wins
 CLASSES = [
     (r"quant|cast\w*fp8|fp8\w*cast|per_token|per_block", "quantization"),
@@ -112,6 +115,33 @@ def read_rows(gpu_build):
 
 def example_path(gpu_build, row):
     return os.path.join(gpu_build, row["suite"], row["tag"], row["file"])
+
+
+def dtype_bytes(dtype):
+    """Bytes of one element of a header's dtype name (float8_e4m3: 1, bfloat16: 2, bool: 1; 4 when unknown)."""
+    m = re.search(r"(\d+)(_e\d+m\d+\w*)?$", dtype)
+    return 1 if dtype == "bool" else max(1, int(m.group(1)) // 8) if m else 4
+
+
+def bind_default_sizes(params, sizes, ns, cap=MAX_DEFAULT_BYTES):
+    """Binds in ns every T.dynamic size of `sizes` that the setup left unbound to DEFAULT_DYNAMIC_SIZE, then halves
+    all of those together (a stride stays equal to the size it strides) while the parameters (name, dtype, dims as
+    text, role) would take more than `cap` bytes, none below MIN_DEFAULT_SIZE. Returns the sizes chosen."""
+    chosen = {s: DEFAULT_DYNAMIC_SIZE for s in sizes if not isinstance(ns.get(s), int)}
+    ns.update(chosen)
+
+    def total():
+        n = 0
+        for _, dtype, dims, _ in params:
+            try:
+                n += math.prod(int(eval(d, {"__builtins__": {}}, ns)) for d in dims) * dtype_bytes(dtype)
+            except Exception:  # noqa: BLE001  a shape the setup sizes otherwise: not counted
+                pass
+        return n
+    while chosen and total() > cap and min(chosen.values()) // 2 >= MIN_DEFAULT_SIZE:
+        chosen = {s: v // 2 for s, v in chosen.items()}
+        ns.update(chosen)
+    return chosen
 
 
 def reference_entry(row):
@@ -497,6 +527,16 @@ def self_check():
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
     problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate()
+    params = [("x", "bfloat16", ["num_batches", "shape_x", "shape_y"], "read"),
+              ("out", "bfloat16", ["num_batches", "shape_y", "shape_x"], "written"), ("n", "int32", ["rows"], "read")]
+    ns = {"rows": 5}
+    got = bind_default_sizes(params, ["num_batches", "shape_x", "shape_y", "stride_x", "rows"], ns)
+    if got != {"num_batches": 1024, "shape_x": 1024, "shape_y": 1024, "stride_x": 1024} or ns["rows"] != 5 or \
+            bind_default_sizes(params[:1], ["num_batches", "shape_x", "shape_y"], {}, cap=1) != \
+            {"num_batches": 128, "shape_x": 128, "shape_y": 128} or \
+            [dtype_bytes(t) for t in ("float8_e4m3", "bfloat16", "int64", "bool", "float32", "uint8")] != [1, 2, 8, 1, 4, 1]:
+        problems.append("bind_default_sizes: batched_transpose's three 4096s (256 GiB) must halve to 1024s (4 GiB), "
+                        "a size the setup binds stays, none below MIN_DEFAULT_SIZE: %r" % got)
     if copy_suspect(0.21, 3 << 20, 4.0) is None or copy_suspect(0.0021, 3 << 20, 4.0) is not None or \
             copy_suspect(0.015, 1 << 10, 4.0) is not None:
         problems.append("copy_suspect: session 13's 6 MiB copy at 0.21 ms is suspect, one at 2.1 us or a 1 KiB "

@@ -37,6 +37,10 @@ import tlcompat_refs_chunk
 # the backward of kda's WY representation (issue 23), in its own file
 from tlcompat_refs_wy import gdn_wy_fast_bwd, kda_wy_fast_bwd, rel_l2_err  # noqa: F401
 import tlcompat_refs_wy
+# kernels that disagreed with TileLang without a reference (issue 23), in their own file
+from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o_bwd_dqkwg, gdn_wy_fast_bwd_split,  # noqa: F401
+                               indexer_bwd, indexer_topk, mhc_pre_gemm_sqrsum, pre_norm_fn_bwd_mul, tf32)
+import tlcompat_refs_bwd
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -422,6 +426,7 @@ def self_check():
     problems += _dllm_self_check(torch)
     problems += tlcompat_refs_chunk.self_check(torch)
     problems += tlcompat_refs_wy.self_check(torch)
+    problems += tlcompat_refs_bwd.self_check(torch)
     return problems
 
 

@@ -19,15 +19,7 @@ as tilec and TileLang, each in tf32, are apart). Needs torch only when called.""
 def kda_wy_fast_bwd(K, V, Beta, GK, A, dw, du, dk, dg, chunk=64):
     """(dA, dk2, dv, dbeta, dg2), float64, in the kernel's output order."""
     import torch
-    Bn, S, H, DK = K.shape
-
-    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...]
-        x = x.double().reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
-        return x.permute(0, 3, 1, 2, *range(4, x.dim()))
-
-    def back(x):    # the inverse of c
-        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
-        return x.reshape(Bn, S, H, *x.shape[4:])
+    c, back = chunked(chunk), unchunked
     k, v, beta, g, a, dwc, duc = c(K), c(V), c(Beta)[..., None], torch.exp2(c(GK)), c(A), c(dw), c(du)
     at = a.transpose(-1, -2)
     dkb, dvb = at @ dwc, at @ duc
@@ -51,16 +43,8 @@ def gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, chunk=64):
     beta g k and beta v are formed in float32 and rounded to the input dtype, as the kernel's shared tiles hold them
     for its GEMMs."""
     import torch
-    Bn, S, H, DK = K.shape
     lo = K.dtype
-
-    def c(x):       # [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64
-        x = x.reshape(Bn, S // chunk, chunk, H, *x.shape[3:])
-        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
-
-    def back(x):
-        x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
-        return x.reshape(Bn, S, H, *x.shape[4:])
+    c, back = chunked(chunk), unchunked
     g = torch.exp(G.float())[..., None]
     kbg = c((K.float() * Beta.float()[..., None] * g).to(lo))
     vb = c((V.float() * Beta.float()[..., None]).to(lo))
@@ -70,6 +54,20 @@ def gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, chunk=64):
     dbeta = (dkb * g * k).sum(-1) + (dvb * v).sum(-1)
     dg = (dkb * g * k * beta).sum(-1)
     return back(dA), back(dkb * beta * g), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg[..., None])[..., 0]
+
+
+def chunked(chunk):
+    """x [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64, as a function."""
+    def c(x):
+        x = x.reshape(x.shape[0], x.shape[1] // chunk, chunk, *x.shape[2:])
+        return x.permute(0, 3, 1, 2, *range(4, x.dim())).double()
+    return c
+
+
+def unchunked(x):
+    """The inverse of chunked(chunk)(x): [B, H, N, chunk, ...] -> [B, N * chunk, H, ...]."""
+    x = x.permute(0, 2, 3, 1, *range(4, x.dim()))
+    return x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3], *x.shape[4:])
 
 
 def rel_l2_err(out, ref):

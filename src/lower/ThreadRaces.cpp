@@ -7,6 +7,9 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -30,10 +33,11 @@ constexpr int64_t kEdgeBlocks = 8;
 
 using Values = std::map<const VarNode *, int64_t>;
 
-/// A condition around an access (false in an else branch); `thread`: it depends on the thread index.
+/// A condition around an access (false in an else branch); `thread`: it depends on the thread index; `soft`: a
+/// condition inside the access's expression (Select, a global store's bounds), taken where it is not known.
 struct Guard {
     Expr cond;
-    bool negate, thread;
+    bool negate, thread, soft = false;
 };
 
 /// The control around an access: its conditions and its loops (a uniform loop's iterations are in order).
@@ -53,15 +57,50 @@ struct Access {
 
 bool shared(const Buffer &b) { return b && b->scope == Scope::Shared; }
 
-/// The loads of shared buffers in an expression.
+/// A load of a shared buffer and the conditions in its expression under which it runs: `c ? t : f`
+/// (T.if_then_else) reads only the arm it takes, so a thread that does not take an arm does not read there.
+struct LoadSite {
+    const Load *load;
+    std::vector<Guard> guards;
+};
+
+/// The loads of shared buffers in an expression; `uniform` tells which of their conditions do not depend on the
+/// thread.
 struct SharedLoads : IRVisitor {
     using IRVisitor::visit;
-    std::vector<const Load *> loads;
+    explicit SharedLoads(const std::function<bool(const Expr &)> &u) : uniform(u) {}
+    const std::function<bool(const Expr &)> &uniform;
+    std::vector<LoadSite> loads;
+    std::vector<Guard> guards;
     void visit(const Load &op) override {
-        if (shared(op.buffer)) loads.push_back(&op);
+        if (shared(op.buffer)) loads.push_back({&op, guards});
         IRVisitor::visit(op);
     }
+    void visit(const Select &op) override {
+        visit(op.cond);
+        for (bool negate : {false, true}) {
+            guards.push_back({op.cond, negate, !uniform(op.cond), true});
+            visit(negate ? op.f : op.t);
+            guards.pop_back();
+        }
+    }
 };
+
+/// The conditions under which a store to a global tensor runs at all: each index inside its extent (the
+/// contract's guard drops a store outside the tensor, and with it the loads of its value). None for a dimension
+/// whose extent is not a constant.
+std::vector<Guard> inBounds(const Store &st, const std::function<bool(const Expr &)> &uniform) {
+    std::vector<Guard> out;
+    if (st.buffer->scope != Scope::Global || st.indices.size() != st.buffer->shape.size()) return out;
+    for (size_t d = 0; d < st.indices.size(); ++d) {
+        const Expr &x = st.indices[d];
+        if (!constInt(st.buffer->shape[d]) || !x->dtype.isInt()) continue;
+        Expr inside = binary(BinaryOp::And, binary(BinaryOp::GE, x, intImm(0, x->dtype)),
+                             binary(BinaryOp::LT, x, cast(x->dtype, st.buffer->shape[d])));
+        out.push_back({inside, false, !uniform(x), true});
+    }
+    return out;
+}
 
 /// A variable and the values it takes: lo, lo + 1, ..., lo + n - 1, or those of `list` when it has any.
 struct Range {
@@ -93,12 +132,56 @@ bool eachPoint(std::vector<Range> ranges, const std::vector<const For *> &loops,
 
 enum class Taken { Yes, No, Unknown };
 
+/// A condition over float values at `vals` (`-1.0 + T.cast(tx, "float32") <= 0.0` of a T.if_then_else), in double:
+/// nullopt where it reads memory or a comparison lies too close to call for float32 arithmetic.
+std::optional<int64_t> evalFloatCond(const Expr &e, const Values &vals) {
+    std::function<std::optional<double>(const Expr &, int)> num = [&](const Expr &x, int depth) -> std::optional<double> {
+        if (!x || depth > 64) return std::nullopt;
+        if (x->dtype.isInt() || x->dtype.isBool())
+            if (auto i = evalInt(x, vals)) return (double)*i;
+        if (auto f = as<FloatImm>(x)) return f->value;
+        if (auto c = as<Cast>(x)) return num(c->value, depth + 1);
+        if (auto u = as<Unary>(x); u && u->op != UnaryOp::BitNot) {
+            auto a = num(u->a, depth + 1);
+            if (!a) return std::nullopt;
+            return u->op == UnaryOp::Not ? double(*a == 0) : -*a;
+        }
+        auto b = as<Binary>(x);
+        if (!b) return std::nullopt;
+        auto p = num(b->a, depth + 1), q = num(b->b, depth + 1);
+        if (!p || !q) return std::nullopt;
+        double u = *p, v = *q;
+        if (isComparison(b->op) && u != v && std::fabs(u - v) <= 1e-5 * std::max({1.0, std::fabs(u), std::fabs(v)}))
+            return std::nullopt; // float32 rounding could decide it either way
+        switch (b->op) {
+        case BinaryOp::Add: return u + v;
+        case BinaryOp::Sub: return u - v;
+        case BinaryOp::Mul: return u * v;
+        case BinaryOp::Min: return std::min(u, v);
+        case BinaryOp::Max: return std::max(u, v);
+        case BinaryOp::And: return double(u != 0 && v != 0);
+        case BinaryOp::Or: return double(u != 0 || v != 0);
+        case BinaryOp::EQ: return double(u == v);
+        case BinaryOp::NE: return double(u != v);
+        case BinaryOp::LT: return double(u < v);
+        case BinaryOp::LE: return double(u <= v);
+        case BinaryOp::GT: return double(u > v);
+        case BinaryOp::GE: return double(u >= v);
+        default: return std::nullopt;
+        }
+    };
+    auto r = num(e, 0);
+    return r ? std::optional<int64_t>(*r != 0) : std::nullopt;
+}
+
 /// Whether the conditions hold at `vals`. A uniform condition not known (it reads memory) counts as taken:
-/// all threads take it together, and the race is there whenever they do.
+/// all threads take it together, and the race is there whenever they do; so does a soft one (the access may
+/// run).
 Taken taken(const std::vector<Guard> &guards, const Values &vals) {
     for (auto &g : guards) {
         auto c = evalInt(g.cond, vals);
-        if (!c && g.thread) return Taken::Unknown;
+        if (!c && g.soft) c = evalFloatCond(g.cond, vals);
+        if (!c && g.thread && !g.soft) return Taken::Unknown;
         if (c && (*c != 0) == g.negate) return Taken::No;
     }
     return Taken::Yes;
@@ -258,7 +341,7 @@ class Checker {
         if (!k_.threadIdx) return;
         Values vals;
         int64_t budget = kMaxPoints;
-        SharedLoads reads;
+        SharedLoads reads(uniform_);
         for (auto &i : st.indices) reads.visit(i);
         reads.visit(st.value);
         (void)eachPoint(blocks(ctx.guards), ctx.loops, vals, [&] {
@@ -272,10 +355,12 @@ class Checker {
                 return e.has_value();
             });
             if (!known) return false;
-            for (const Load *l : reads.loads) {
+            for (const LoadSite &site : reads.loads) {
+                const Load *l = site.load;
                 if (l->buffer != st.buffer) continue;
                 bool raced = false;
                 known = eachThread(ctx.guards, vals, budget, [&](int64_t t) {
+                    if (taken(site.guards, vals) != Taken::Yes) return true; // this thread does not read there
                     auto e = element(*st.buffer, l->indices, vals);
                     auto it = e ? storers.find(*e) : storers.end();
                     int64_t other = it == storers.end() ? -1 : it->second.first != t ? it->second.first : it->second.second;
@@ -308,10 +393,15 @@ class Checker {
     /// The plain shared-memory accesses in `s` (with the control around them inside `s`).
     void collect(const Stmt &s, Context &ctx, std::vector<Access> &out) {
         if (!s) return;
-        auto loads = [&](const Expr &e) {
-            SharedLoads l;
+        auto loads = [&](const Expr &e, const std::vector<Guard> &outer = {}) {
+            SharedLoads l(uniform_);
+            l.guards = outer;
             l.visit(e);
-            for (const Load *x : l.loads) out.push_back({x->buffer.get(), &x->indices, false, x->loc, ctx});
+            for (const LoadSite &x : l.loads) {
+                Context c = ctx;
+                c.guards.insert(c.guards.end(), x.guards.begin(), x.guards.end());
+                out.push_back({x.load->buffer.get(), &x.load->indices, false, x.load->loc, c});
+            }
         };
         if (auto q = as<Seq>(s)) {
             for (auto &c : q->stmts) collect(c, ctx, out);
@@ -328,7 +418,7 @@ class Checker {
             }
         } else if (auto st = as<Store>(s)) {
             for (auto &x : st->indices) loads(x);
-            loads(st->value);
+            loads(st->value, inBounds(*st, uniform_));
             if (shared(st->buffer)) out.push_back({st->buffer.get(), &st->indices, true, st->loc, ctx});
         } else if (auto e = as<Evaluate>(s)) {
             loads(e->value);

@@ -17,6 +17,9 @@ namespace tilec::passes {
 ///    simulator calls that a race as well);
 ///  - one statement reads in one thread an element it stores in another (`s[tx % 16] = s[tx % 16] + 1`);
 ///  - one branch of a condition on the thread index stores it, the other branch reads or stores it.
+/// A read counts only for the threads that run it: not in an arm of T.if_then_else that the thread does not take,
+/// not in the value of a global store outside the tensor (the contract's guard drops the store and its value);
+/// where such a condition cannot be evaluated, the read counts.
 /// Accesses whose indices, or thread-dependent conditions whose values, depend on anything but the thread index,
 /// the block indices and constant-bound loops are not provably racing and are left alone. `uniform` says which
 /// values are the same in every thread (insertSyncs' Uniformity). The block indices take every value in grids of

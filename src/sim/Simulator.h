@@ -193,10 +193,12 @@ class Simulator {
         int comp = -1, thread = -1, epoch = 0; ///< thread -2: several threads of comp
         int64_t clock = 0;
         int64_t partial = 0; ///< the named barriers of some of the block's threads passed before it (partials_)
+        int lo = -1, hi = -1; ///< thread -2: the lowest and the highest of those threads
     };
     /// Named barriers of some of the block's threads outside warp roles (insertSyncs' barriers in a branch of
     /// whole warps), in order: which threads each ordered. Two accesses of one epoch by different threads are
-    /// ordered when a later one of these had both threads.
+    /// ordered when a later one of these had both threads (reads by several threads: a later one had every
+    /// thread from the lowest to the highest reader, and the accessing thread).
     std::vector<std::vector<char>> partials_;
     bool partiallyOrdered(const Access &a, int t) const;
     struct Touch {

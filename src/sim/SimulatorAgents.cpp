@@ -36,9 +36,15 @@ bool Simulator::ordered(const Access &a, int t, const Clock *knows) const {
 }
 
 bool Simulator::partiallyOrdered(const Access &a, int t) const {
-    if (a.thread < 0 || a.comp != 0) return false; // several threads read it: not known to be ordered
-    for (size_t p = (size_t)a.partial; p < partials_.size(); ++p)
-        if (partials_[p][(size_t)a.thread] && partials_[p][(size_t)t]) return true;
+    if (a.comp != 0 || t < 0) return false;
+    // Several threads read it (thread -2): each of lo..hi must have passed a barrier that t passed after it
+    // (the latest of those reads is `partial`'s).
+    const int lo = a.thread == -2 ? a.lo : a.thread, hi = a.thread == -2 ? a.hi : a.thread;
+    if (lo < 0 || hi < lo) return false;
+    for (size_t p = (size_t)a.partial; p < partials_.size(); ++p) {
+        const std::vector<char> &m = partials_[p];
+        if (m[(size_t)t] && std::all_of(m.begin() + lo, m.begin() + hi + 1, [](char c) { return c != 0; })) return true;
+    }
     return false;
 }
 
@@ -87,7 +93,8 @@ void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, boo
         if (races.size() < 5)
             races.push_back(std::string(what) + " on " + b->name + "[" + std::to_string(i) + "]" +
                             (via ? " (through " + via->name + ", planned over the same shared bytes)" : "") + " by " +
-                            who(comp, t) + " after " + who(other.comp, other.thread));
+                            who(comp, t) + " after " + who(other.comp, other.thread) +
+                            (other.thread == -2 ? ", threads " + std::to_string(other.lo) + ".." + std::to_string(other.hi) : ""));
     };
     if (!ordered(x.w, t, knows) && !(write && sameValueWrite_ && !via))
         report(write ? "write-after-write" : "read-after-write", x.w);
@@ -111,8 +118,12 @@ void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, boo
         if (it == x.r.end()) x.r.push_back(now);
         else {
             bool several = it->epoch == now.epoch && it->clock == now.clock && it->thread != t;
+            const int lo = it->thread == -2 ? it->lo : it->thread, hi = it->thread == -2 ? it->hi : it->thread;
             *it = now;
-            if (several) it->thread = -2;
+            if (several) {
+                it->thread = -2;
+                it->lo = std::min(lo, t), it->hi = std::max(hi, t);
+            }
         }
     }
     cur_ = saved;

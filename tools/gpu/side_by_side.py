@@ -34,7 +34,9 @@ core, which all end before the first kernel is timed (--compile-share of the bud
 kernel, the timing process gets TileLang's kernel back from TileLang's disk cache and, on the same inputs (the
 suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
 the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
-(close/similar of reference.tsv, else close(1e-2, 1e-2)). Then both are timed, with a device copy of the same bytes
+(close/similar of reference.tsv, else close(1e-2, 1e-2)); where they disagree and the line has a reference
+(tilec's float64 one), each side is judged against it with the same check (gpu/sidebyside.arbitrate): tilec wrong
+or no reference, a FAIL; TileLang wrong, noted and timed. Then both are timed, with a device copy of the same bytes
 (all tensors, read + written once) beside them:
   graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), each replay
          queued behind a GPU spin of about 1 ms so that host time is never charged, the median over interleaved
@@ -84,9 +86,7 @@ def make_inputs(torch, ctx, row, params, sizes, ns):
     entry = S.reference_entry(row)
     if entry and entry["setup"]:
         exec(compile(entry["setup"].replace("; ", "\n"), "reference.tsv setup", "exec"), ns)
-    for size in sizes:      # T.dynamic sizes the setup leaves unbound
-        if not isinstance(ns.get(size), int):
-            ns[size] = S.DEFAULT_DYNAMIC_SIZE
+    S.bind_default_sizes(params, sizes, ns)     # T.dynamic sizes the setup leaves unbound, capped by bytes
     import tilelang_compat as TLC
     tensors, inits = {}, {}
     for name, dtype, dims, role in params:
