@@ -16,7 +16,9 @@
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
 #include "tilec/passes/TileWalks.h"
+#include "tilec/passes/WarpRoleCost.h"
 #include "tilec/passes/WarpRolePlan.h"
+#include "tilec/SharedMemory.h"
 
 #include "WarpRoleBodies.h"
 
@@ -86,7 +88,8 @@ class Specializer {
                                 (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
                                                           std::to_string(k->clusterAxis) + " sharing " + std::to_string(k->sharedTiles) +
                                                           " tile(s) by TMA multicast"
-                                                    : ""));
+                                                    : "") +
+                                (weighed_.empty() ? "" : "; chosen over the cp.async pipeline: " + weighed_));
                 return k;
             }
             log(f->loc, "T.Pipelined loop keeps the cp.async path: " + (why_.empty() ? std::string("no T.gemm can use wgmma") : why_));
@@ -106,6 +109,7 @@ class Specializer {
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
+    std::string weighed_;                   ///< ... and the cost test's figures (WarpRoleCost.h)
 
     void log(const SourceRange &at, const std::string &what) const {
         remark(sources_, at, "kernel '" + k_.name + "' (" + t_.name + "): " + what);
@@ -210,7 +214,7 @@ class Specializer {
         if (!planTiles(top, split, p) || !markGemms(split, p, top) || !groupBarriers(p) || !markOutsideGemms(top, p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);
         planRingsAndWalk(top, p, *nk);
-        if (!planBlocks(p, *nk)) return nullptr;
+        if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p);
         internTensorMaps(p, *nk);
         planWalkVariables(p, *nk);
@@ -431,6 +435,29 @@ class Specializer {
                         " registers per thread instead of " + std::to_string(shareWithout) + ", too few for their " +
                         std::to_string(fragmentWords(nk, C)) + " fragment registers and 64 more (register budget)");
         return true;
+    }
+
+    /// The cost test (WarpRoleCost.h) where the consumers do more than issue wgmma: false (why_) where the
+    /// cp.async pipeline keeps more loads in flight per SM. `top`: the kernel's top-level statements. Not where
+    /// T.ClusterKernel asks for clusters, which only warp roles give.
+    bool weighPaths(const std::vector<Stmt> &top, const Plan &p, const Kernel &nk) {
+        weighed_.clear();
+        if (k_.clusterDims[0] * k_.clusterDims[1] * k_.clusterDims[2] > 1) return true;
+        PipelineFacts f;
+        f.stages = p.S;
+        f.trips = constInt(p.loop->extent);
+        f.consumers = p.C;
+        f.warpRoleBlocks = p.blocks;
+        f.groups = p.G;
+        // The cp.async path stages the same buffers as many times, without the mbarriers.
+        f.sharedBytes = smem::estimatedBytes(nk) - smem::roundUp(smem::sharedBytes(p.mbar.get()), smem::kTmaTileAlignment);
+        f.registerWords = peakRegisterWords(top, k_.allocs, p.C);
+        f.consumerWork = !p.genericReads.empty() || !p.views.empty() ||
+                         std::any_of(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
+        const PipelineWeights w = weighPipelines(f, t_);
+        weighed_ = f.consumerWork ? w.why : "";
+        if (w.warpRoles) return true;
+        return fail("the cp.async pipeline keeps more loads in flight: " + w.why);
     }
 
     /// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that

@@ -189,8 +189,16 @@ TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
         EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
     }
 }
-TEST(LowerSimHopperRows, ChunkStateOneStage) { expectClean({1, 256, 128, 2, 64, 64, 64, 1}); }
-TEST(LowerSimHopperRows, ChunkStateRowsOfTwoPanels) { expectClean({1, 128, 128, 1, 128, 64, 128, 3}); }
+/// One stage: the producer cannot load ahead of its consumers, so warp roles keep no more loads in flight per SM
+/// than the cp.async pipeline, whose blocks are more (WarpRoleCost.h): the loop keeps cp.async.
+TEST(LowerSimHopperRows, ChunkStateOneStageKeepsCpAsync) {
+    LowerRun r;
+    EXPECT_FALSE(rolesOf(r, {1, 256, 128, 2, 64, 64, 64, 1})) << r.diags();
+    LowerRun two;
+    EXPECT_TRUE(rolesOf(two, {1, 256, 128, 2, 64, 64, 64, 2})) << two.diags();
+}
+/// Four stages of rows two panels wide (three measured fewer loads in flight than three cp.async blocks).
+TEST(LowerSimHopperRows, ChunkStateRowsOfTwoPanels) { expectClean({1, 128, 128, 1, 128, 64, 128, 4}); }
 
 /// Without the consumers' wait for a row, or without their release of it, the simulator reports the run
 /// (a read of a stage the TMA has not filled, or a producer that waits forever).
@@ -235,13 +243,15 @@ def filled(M, N, K, BM=64, BN=64, BK=64, stages=2, threads=128):
 /// A product operand the consumers fill themselves in every iteration (a convolution's im2col, attention
 /// backward's dS): the loop still takes warp roles, B a TMA tile, A read by the wgmma from the consumers' own
 /// shared buffer (a barrier among them before each refill, a proxy fence before the product); the product of
-/// 2 A and B, K not a multiple of the tile.
+/// 2 A and B, K not a multiple of the tile. 128-deep tiles in four stages: shared memory holds two blocks either
+/// way, and the producer's ring keeps more loads in flight than the cp.async pipeline (WarpRoleCost.h).
 TEST(LowerSimHopperRows, OperandFilledByTheConsumers) {
-    const int M = 72, N = 64, K = 200;
+    const int M = 72, N = 64, K = 520;
     LowerRun r;
     Variant v{*Target::parse("sm_90a"), {}};
     v.options.clusters = false;
-    r.run(std::string(kFilledOperand) + "k = filled(" + std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(K) + ")\n",
+    r.run(std::string(kFilledOperand) + "k = filled(" + std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(K) +
+              ", BK=128, stages=4)\n",
           "filled.tile", v);
     const ir::Kernel *k = simtest::warpRoles(r);
     ASSERT_TRUE(k) << "no warp roles: " << r.diags();

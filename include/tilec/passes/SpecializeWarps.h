@@ -33,7 +33,9 @@ namespace tilec::passes {
 ///   a copy into a whole 1-D shared buffer (a row of the source's innermost dimension, a multiple of 128 bytes,
 ///   rowCopies) is an unswizzled TMA box; a product may read a shared operand the consumers fill themselves
 ///   (operandTile), and where the loop needed any of these, the products outside it run on wgmma too, or the
-///   loop keeps cp.async;
+///   loop keeps cp.async; and a loop that needed any of these takes warp roles only where its cost test
+///   (WarpRoleCost.h: the stage loads each path keeps in flight per SM, from blocks per SM, stages, trips and
+///   barrier groups) finds them ahead of the cp.async pipeline;
 /// - a producer warpgroup (128 threads) is added after the kernel's own threads (Kernel::producerThreads);
 ///   in WarpRoles, its first thread walks the loop issuing each stage's loads after waiting for the stage's
 ///   `empty` mbarrier and announcing the bytes on its `full` mbarrier (expect_tx covers every tile of the
