@@ -181,12 +181,17 @@ bool checkSharedMemory(const Kernel &k, const Target &t, const BodyScan &scan, D
     return false;
 }
 
+/// How many times the per-thread register maximum one buffer may need: past it a buffer is an error, below it
+/// a warning (ptxas keeps what does not fit in local memory, as TileLang lets it: sparse MLA backward's
+/// float32[64, 512] wgmma accumulator over one warpgroup needs 256 registers).
+constexpr int64_t kSpillFactor = 4;
+
 /// Registers, per thread: a fragment is spread over the block's threads, so each holds
 /// ceil(elements / threads) elements; a local (and a var) is private to each thread, so each holds all of
-/// it. A buffer takes ceil(bytes / 4) 32-bit registers. The kernel fails when one buffer alone needs more
-/// than the target's per-thread maximum. All of them together needing more is only a warning: ptxas keeps
-/// what does not fit in local memory (spills), and TileLang compiles such kernels too (the estimate cannot
-/// know which buffers are live at the same time). Nothing is reserved for addresses and temporaries; the
+/// it. A buffer takes ceil(bytes / 4) 32-bit registers. One buffer needing more than the target's per-thread
+/// maximum is a warning up to kSpillFactor times it, an error beyond. All of them together needing more is
+/// only a warning: ptxas keeps what does not fit in local memory (spills), and TileLang compiles such kernels
+/// too (the estimate cannot know which buffers are live at the same time). Nothing is reserved for addresses and temporaries; the
 /// exact figure comes from ptxas later (--resource-usage).
 bool checkRegisters(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
     struct Use {
@@ -197,7 +202,7 @@ bool checkRegisters(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
     int64_t threads = std::max(k.threads, 1);
     int64_t limit = t.registersPerThread;
     int64_t total = 0;
-    bool ok = true;
+    bool ok = true, spilled = false;
     for (auto &b : k.allocs) {
         if (!b || (b->scope != Scope::Fragment && b->scope != Scope::Local && b->scope != Scope::Var)) continue;
         int64_t elems = b->constElements();
@@ -210,12 +215,20 @@ bool checkRegisters(const Kernel &k, const Target &t, DiagnosticEngine &diag) {
         if (regs <= limit) continue;
         std::string what = std::string(spread ? "fragment" : b->scope == Scope::Local ? "local buffer" : "variable");
         std::string shape = typeText(*b) + (spread ? " over " + std::to_string(threads) + " threads" : "");
-        diag.error(b->loc, what + " '" + b->name + "' needs " + std::to_string(regs) + " registers per thread (" +
-                               shape + "), more than the " + std::to_string(limit) + " a thread can have");
+        std::string needs = what + " '" + b->name + "' needs " + std::to_string(regs) + " registers per thread (" +
+                            shape + "), more than the " + std::to_string(limit) + " a thread can have";
+        spilled = true;
+        if (regs <= kSpillFactor * limit) {
+            diag.warning(b->loc, needs + ": ptxas keeps what does not fit in local memory (spills, slower; see "
+                                         "--resource-usage)");
+            continue;
+        }
+        diag.error(b->loc, needs + ", and more than the " + std::to_string(kSpillFactor * limit) +
+                               " tilec lets spill to local memory");
         ok = false;
     }
-    // The sum only matters when no single buffer already explains the failure.
-    if (!ok || total <= limit) return ok;
+    // The sum only matters when no single buffer already explains the spills.
+    if (spilled || total <= limit) return ok;
     diag.warning(k.launchLoc, "the fragments and locals of kernel '" + k.name + "' need " + std::to_string(total) +
                                   " registers per thread together, more than the " + std::to_string(limit) +
                                   " a thread can have: ptxas will keep some in local memory (spills; see "

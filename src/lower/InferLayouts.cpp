@@ -262,7 +262,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupO
     }
 }
 
-/// Slice accesses (Use::sliceElements) and broadcasts (Use::trailing), below.
+/// Slice accesses (Use::sliceElements), broadcasts (Use::trailing) and expansions (Use::expand), below.
 /// Slice accesses: fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
 /// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
@@ -292,20 +292,23 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
         }
         // Broadcasts (Use::trailing): the nest's element p = q * S + s (S the trailing iterations) holds F's
         // element q in the same thread when F's vector width times S is the nest's: each thread's vector of the
-        // nest then covers whole runs of S iterations of its own elements of F.
+        // nest then covers whole runs of S iterations of its own elements of F. Expansions (Use::expand): iteration
+        // p's S elements p * S + w are F's slots lane * S + w of the iteration's round in its thread when F's
+        // vector width is S times the nest's. Both: F's width times fMul is the nest's times nMul.
         for (auto &u : c.uses) {
-            if (!u.trailing) continue;
+            if (!u.trailing && !u.expand) continue;
             auto &fg = groups[groupOf(u.buffer)];
             auto &ng = groups[nestGroup(u.nest)];
             if (fg.replicated || fg.mma) continue;
             Layout lf = layoutOf(fg), ln = layoutOf(ng);
-            const int64_t S = u.trailElements;
+            const int64_t fMul = u.trailing ? u.trailElements : 1, nMul = u.trailing ? 1 : u.expand;
             if (lf.kind != Layout::Distributed || ln.kind != Layout::Distributed || lf.threads != ln.threads ||
-                ln.vec % S != 0) {
+                (u.trailing ? ln.vec % fMul : lf.vec % nMul) != 0 || (u.expand && (lf.copies || ln.copies))) {
                 fg.replicated = true;
                 changed = true;
-            } else if (lf.vec * S != ln.vec) {
-                (lf.vec * S > ln.vec ? fg.vecCap : ng.vecCap) = (int)(lf.vec * S > ln.vec ? ln.vec / S : lf.vec * S);
+            } else if (lf.vec * fMul != ln.vec * nMul) {
+                const bool fWider = lf.vec * fMul > ln.vec * nMul;
+                (fWider ? fg.vecCap : ng.vecCap) = (int)(fWider ? ln.vec * nMul / fMul : lf.vec * fMul / nMul);
                 changed = true;
             }
         }
@@ -417,18 +420,19 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     for (auto &u : c.uses)
         if (u.trailing) spreadable.insert(u.buffer);
     for (auto &u : c.uses)
-        if (!u.exact && !u.sliceElements && !u.trailing && !u.reduceDst) spreadable.erase(u.buffer);
+        if (!u.exact && !u.sliceElements && !u.trailing && !u.expand && !u.reduceDst) spreadable.erase(u.buffer);
     for (auto &u : c.uses)
-        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing) &&
+        if ((u.reduceDst ? !spreadReductions && !spreadable.count(u.buffer) : !u.exact && !u.sliceElements && !u.trailing && !u.expand) &&
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     // A nest that indexes no fragment exactly but stores to one otherwise (`sinks[i] = Sinks[h]` into a copy in
-    // every thread) runs whole in every thread, each filling its own copy.
+    // every thread) runs whole in every thread, each filling its own copy; an expansion's stores stay spread.
     std::set<int> exactNests;
     for (auto &u : c.uses)
         if (u.exact && u.nest >= 0) exactNests.insert(u.nest);
     for (auto &u : c.uses)
-        if (u.write && !u.exact && u.nest >= 0 && !exactNests.count(u.nest)) groups[uf.find(nestNode[u.nest])].replicated = true;
+        if (u.write && !u.exact && !u.expand && u.nest >= 0 && !exactNests.count(u.nest))
+            groups[uf.find(nestNode[u.nest])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());

@@ -35,6 +35,28 @@ int64_t packedReadFactor(const std::vector<Expr> &indices, const Nest &n, const 
     return *S;
 }
 
+/// S where `indices` are the nest's variables, the last times S plus the variable of a loop inside the nest over
+/// [0, S) (`innerExtents`), over `b`'s whole shape (Use::expand); else 0.
+int64_t expandFactor(const std::vector<Expr> &indices, const Nest &n, const BufferNode &b,
+                     const std::map<const VarNode *, int64_t> &innerExtents) {
+    const size_t r = indices.size();
+    if (r == 0 || r != n.vars.size() || r != b.shape.size()) return 0;
+    for (size_t d = 0; d + 1 < r; ++d)
+        if (indices[d] != Expr(n.vars[d]) || constInt(b.shape[d]) != std::optional<int64_t>(n.extents[d])) return 0;
+    auto sum = as<Binary>(indices[r - 1]);
+    if (!sum || sum->op != BinaryOp::Add) return 0;
+    for (auto [scaled, inner] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
+        auto m = as<Binary>(scaled);
+        auto w = as<VarNode>(inner);
+        auto it = w ? innerExtents.find(w) : innerExtents.end();
+        if (!m || m->op != BinaryOp::Mul || it == innerExtents.end()) continue;
+        auto S = m->a == Expr(n.vars[r - 1]) ? constInt(m->b) : m->b == Expr(n.vars[r - 1]) ? constInt(m->a) : std::nullopt;
+        if (S && *S == it->second && *S > 1 && constInt(b.shape[r - 1]) == std::optional<int64_t>(n.extents[r - 1] * *S))
+            return *S;
+    }
+    return 0;
+}
+
 class Collect : public IRVisitor {
   public:
     using IRVisitor::visit;
@@ -63,7 +85,11 @@ class Collect : public IRVisitor {
     }
 
     void visit(const For &op) override {
-        if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
+        if (op.forKind != ForKind::Parallel) {
+            auto e = constInt(op.extent);
+            if (current_ >= 0 && e && constInt(op.min) == std::optional<int64_t>(0)) innerExtents_[op.var.get()] = *e;
+            return IRVisitor::visit(op);
+        }
         if (current_ >= 0) {
             diag_.error(op.loc, "a T.Parallel loop inside the body of another T.Parallel loop is not supported; "
                                 "merge them into one T.Parallel with several extents");
@@ -90,6 +116,7 @@ class Collect : public IRVisitor {
         current_ = (int)nests.size() - 1;
         visit(f->body);
         current_ = -1;
+        innerExtents_.clear();
     }
 
     void visit(const Load &op) override {
@@ -132,6 +159,7 @@ class Collect : public IRVisitor {
   private:
     DiagnosticEngine &diag_;
     int current_ = -1;
+    std::map<const VarNode *, int64_t> innerExtents_; ///< loops over [0, n) inside the current nest
 
     /// A fragment indexed by a nest variable whose extent passes the fragment's dimension (`sinks[i]` over a
     /// `(heads,)` fragment inside `for i in T.Parallel(block_M)`): its registers hold no such element.
@@ -193,6 +221,8 @@ class Collect : public IRVisitor {
             } else if (int64_t S = !exact && !write ? packedReadFactor(indices, n, *b) : 0) {
                 u.trailing = 1; // `B[i, j // S]`: S consecutive iterations read one element, as a broadcast does
                 u.trailElements = S;
+            } else if (!exact) {
+                u.expand = expandFactor(indices, n, *b, innerExtents_);
             }
             // A slice: indices free of the nest's variables, then exactly its last k variables over the fragment's
             // remaining dimensions (`lse[c, j]` in a nest over j). A read may leave out the nest's first variables

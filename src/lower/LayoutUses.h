@@ -52,6 +52,11 @@ struct Use {
     /// Also (trailing 1) a read by the nest's variables with the last divided by trailElements (`B[i, j // 2]`).
     int trailing = 0;
     int64_t trailElements = 0; ///< trailing > 0: the iterations of the trailing variables per element
+    /// Indexed by the nest's variables with the last times `expand` (> 1) plus the variable of a loop over
+    /// [0, expand) inside the nest (`out[i, j * 8 + k]` under `for k in T.vectorized(8)`): iteration p's elements
+    /// are p * expand ... p * expand + expand - 1, which a distributed layout of expand times the nest's vector
+    /// width keeps in the iteration's thread.
+    int64_t expand = 0;
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages

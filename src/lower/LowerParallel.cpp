@@ -24,6 +24,20 @@ constexpr int64_t kMaxUnrolledRounds = 32;
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
+/// w where `last` is `v * S + w` (in either order), else null: an expansion's offset (LayoutUses.h, Use::expand).
+Expr expansionOffset(const Expr &last, const Var &v, int64_t S) {
+    auto sum = as<Binary>(last);
+    if (!sum || sum->op != BinaryOp::Add) return nullptr;
+    for (auto [scaled, w] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
+        auto m = as<Binary>(scaled);
+        if (!m || m->op != BinaryOp::Mul) continue;
+        if ((m->a == Expr(v) && constInt(m->b) == std::optional<int64_t>(S)) ||
+            (m->b == Expr(v) && constInt(m->a) == std::optional<int64_t>(S)))
+            return w;
+    }
+    return nullptr;
+}
+
 bool touchesScope(const Stmt &s, Scope scope) {
     struct F : IRVisitor {
         using IRVisitor::visit;
@@ -144,6 +158,17 @@ class Lowerer : public IRMutator {
             if (prefix && nestVec_ % vf == 0 && lay->second.elements() * S == nestElements_)
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::FloorDiv, lane_, i32(S))))};
+        }
+        if (kind == Layout::Distributed && !exact && slot_ && nest_ && idx.size() == nest_->size() && nestVec_ > 0 &&
+            lay->second.vec % nestVec_ == 0 && lay->second.elements() == nestElements_ * (lay->second.vec / nestVec_)) {
+            // An expansion (inferLayouts' Use::expand): the nest's element p holds F's elements p * S + w, S = V_F / V,
+            // in the same thread, at slot round * V_F + lane * S + w.
+            const int64_t vf = lay->second.vec, S = vf / nestVec_;
+            bool prefix = S > 1;
+            for (size_t d = 0; prefix && d + 1 < idx.size(); ++d) prefix = idx[d] == Expr((*nest_)[d]);
+            if (Expr w = prefix ? expansionOffset(idx.back(), nest_->back(), S) : nullptr)
+                return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
+                                                     binary(BinaryOp::Add, binary(BinaryOp::Mul, lane_, i32(S)), w)))};
         }
         if (kind == Layout::Distributed && !exact && nestLayout_) // a layout inferLayouts fitted to this read
             if (auto slot = copiedSlot(lay->second, *nestLayout_, idx, *nest_, round_, lane_)) return {reg->second, *slot};

@@ -11,6 +11,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Layout.h"
@@ -214,6 +215,12 @@ class Specializer {
         if (!planTiles(top, split, p) || !markGemms(split, p, top) || !groupBarriers(p) || !markOutsideGemms(top, p)) return nullptr;
         auto nk = std::make_shared<Kernel>(k_);
         planRingsAndWalk(top, p, *nk);
+        // Warp roles keep every buffer apart (planSharedMemory lets buffers whose uses are apart share memory
+        // only without them): rings that do not fit beside the rest leave the kernel to the path that can.
+        if (int64_t bytes = smem::estimatedBytes(*nk); bytes > t_.maxSharedPerBlock)
+            return no("its rings of " + std::to_string(p.S) + " stages beside its other shared buffers take about " +
+                      std::to_string(bytes) + " bytes, more than the " + std::to_string(t_.maxSharedPerBlock) +
+                      " a block can have");
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p);
         internTensorMaps(p, *nk);

@@ -10,6 +10,7 @@
 #include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -70,8 +71,9 @@ bool identity(const std::vector<size_t> &p) {
 /// Whether a load of a fragment in a nest over `vars` reads an element that the nest's layout cannot place in the
 /// reading thread, so that layout inference would have to hold the fragment whole in every thread: any index but
 /// the forms it spreads (LayoutUses.h: exact, a per-row value, a broadcast along trailing variables, a packed
-/// `j // S`, and slices of whole rounds of `threads`).
-bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents, int threads) {
+/// `j // S` unless the nest takes a tensor-core layout (`tensorCores`), and slices of whole rounds of `threads`).
+bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents, int threads,
+                    bool tensorCores) {
     const auto &idx = a.indices;
     const size_t r = idx.size(), nv = vars.size();
     if (r != a.buffer->shape.size()) return true;
@@ -82,7 +84,7 @@ bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::ve
     while (prefix < r && prefix < nv && is(prefix, prefix)) ++prefix;
     if (prefix == r) return false;                           // exact, per-row, broadcast
     if (r == 1 && idx[0] == Expr(vars[0])) return false;     // per-row value
-    if (r == nv && prefix + 1 == r) {                        // packed `B[i, j // S]`
+    if (r == nv && prefix + 1 == r && !tensorCores) {        // packed `B[i, j // S]`
         auto q = as<Binary>(idx[r - 1]);
         if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(vars[nv - 1]) && constInt(q->b)) return false;
     }
@@ -117,6 +119,7 @@ class Transposer : public IRMutator {
         } g;
         g.out = &gemmFragments_;
         g.visit(k.body);
+        tieToGemms(k.body);
     }
 
     std::vector<Buffer> newAllocs;
@@ -176,6 +179,11 @@ class Transposer : public IRMutator {
             vars.clear(), extents.clear();
             for (auto *f : ordered) vars.push_back(f->var), extents.push_back(*constInt(f->extent));
         }
+        // A nest indexing exactly a fragment tied to a T.gemm operand takes a tensor-core layout (inferLayouts).
+        const bool tensorCores = std::any_of(accesses.begin(), accesses.end(), [&](const Access &a) {
+            auto p = permutationOf(a, vars, extents);
+            return p && identity(*p) && mmaTied_.count(a.buffer.get());
+        });
         // 2. Fragments reached through a permutation that cannot be held whole by every thread: every access of
         //    the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
         //    writes every element) and copied back after it where the nest stores to it.
@@ -184,7 +192,7 @@ class Transposer : public IRMutator {
         for (auto &a : accesses) {
             auto p = permutationOf(a, vars, extents);
             bool permuted = p && !identity(*p);
-            if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_))) || staged.count(a.buffer.get())) continue;
+            if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores))) || staged.count(a.buffer.get())) continue;
             if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
             Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
             newAllocs.push_back(s);
@@ -211,6 +219,40 @@ class Transposer : public IRMutator {
   private:
     int threads_;
     std::set<const BufferNode *> gemmFragments_;
+    /// The fragments inferLayouts gives a tensor-core layout: T.gemm's A and C fragments and those linked to one
+    /// through nests that index both exactly (an operand filled by a copy of a dequantized fragment).
+    std::set<const BufferNode *> mmaTied_;
+
+    /// Fills mmaTied_ from the nests of `body` (each one's fragments indexed exactly by its variables).
+    void tieToGemms(const Stmt &body) {
+        struct Nests : IRVisitor {
+            using IRVisitor::visit;
+            std::vector<std::set<const BufferNode *>> exact;
+            void visit(const For &op) override {
+                if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
+                std::vector<Var> vars{op.var};
+                std::vector<int64_t> extents{constInt(op.extent).value_or(-1)};
+                const For *last = &op;
+                while (auto inner = as<For>(last->body)) {
+                    if (inner->forKind != ForKind::Parallel) break;
+                    last = inner;
+                    vars.push_back(last->var), extents.push_back(constInt(last->extent).value_or(-1));
+                }
+                std::set<const BufferNode *> bufs;
+                for (auto &a : fragmentAccesses(last->body))
+                    if (auto p = permutationOf(a, vars, extents); p && identity(*p)) bufs.insert(a.buffer.get());
+                exact.push_back(std::move(bufs));
+            }
+        } n;
+        n.visit(body);
+        mmaTied_ = gemmFragments_;
+        for (bool grew = true; grew;) {
+            grew = false;
+            for (auto &bufs : n.exact)
+                if (std::any_of(bufs.begin(), bufs.end(), [&](const BufferNode *b) { return mmaTied_.count(b) > 0; }))
+                    for (auto *b : bufs) grew |= mmaTied_.insert(b).second;
+        }
+    }
 
     /// `for i... in T.Parallel(shape): dst[i...] = src[i...]`.
     static Stmt copyNest(const Buffer &src, const Buffer &dst, const SourceRange &loc) {

@@ -221,3 +221,40 @@ def k(A: T.Tensor((128, 256), "float16"), B: T.Tensor((128, 256), "float16"), O:
 }
 
 } // namespace
+
+namespace {
+
+/// A fragment written and read at (i, j * 8 + k) by a nest over (i, j) with a loop over k in [0, 8) inside
+/// (TileKernels' cast_back_e5m6: eight values unpacked per iteration, stored under T.vectorized(8)): iteration
+/// p's elements p * 8 ... p * 8 + 7 stay in its thread (inferLayouts' Use::expand), instead of the fragment
+/// being held whole in every thread (an error for 7168 elements). `rows` x 64 float16 elements over 32 threads: the
+/// fragment's vector of 8 (its copy to Z in 16-byte vectors) is 16 bytes; a float32 one would be 32, wider than
+/// a vector access: replicated.
+void expansionCase(int rows, const char *inner) {
+    const std::string n = std::to_string(rows);
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(X: T.Tensor((" + n + ", 64), 'float32'), Y: T.Tensor((" + n + ", 64), 'float32'),\n"
+                      "      Z: T.Tensor((" + n + ", 64), 'float16')):\n"
+                      "    with T.Kernel(1, threads=32) as bx:\n"
+                      "        f = T.alloc_fragment((" + n + ", 64), 'float16')\n"
+                      "        for i, j in T.Parallel(" + n + ", 8):\n"
+                      "            for k in T." + inner + "(8):\n"
+                      "                f[i, j * 8 + k] = X[i, j * 8 + k] * 2 + k\n"
+                      "        for i, j in T.Parallel(" + n + ", 8):\n"
+                      "            for k in T.serial(8):\n"
+                      "                Y[i, j * 8 + k] = f[i, 8 * j + k] - 1\n"
+                      "        T.copy(f, Z)\n";
+    const size_t count = (size_t)rows * 64;
+    std::vector<double> x(count), y(count, std::nan("")), z(count, std::nan("")), wantZ(count), wantY(count);
+    for (size_t e = 0; e < count; ++e) x[e] = (double)((int)((e * 7919) % 33) - 16) / 4; // quarters: exact in float16
+    for (size_t e = 0; e < count; ++e) wantZ[e] = x[e] * 2 + (double)(e % 8), wantY[e] = wantZ[e] - 1;
+    runSim(src, {{"X", &x}, {"Y", &y}, {"Z", &z}});
+    sim::expectNear(z, wantZ, 0, "Z");
+    sim::expectNear(y, wantY, 0, "Y");
+}
+
+} // namespace
+
+TEST(SimFragments, ExpansionByAVectorizedLoopStaysInItsThread) { expansionCase(4, "vectorized"); }
+TEST(SimFragments, ExpansionBySerialLoopOverManyRounds) { expansionCase(16, "serial"); }

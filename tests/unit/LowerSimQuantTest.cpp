@@ -2,7 +2,8 @@
 /// Quantization kernels in the shape of TileLang's own (issue 23), lowered for sm_80 and run on the CPU
 /// simulator (src/sim/Simulator.h) against references of what each statement computes: a dequantizing loop
 /// over a thread's own registers (example_dequant_gemm_bf16_mxfp4_hopper.py's fast path) and block-scaled fp8
-/// quantization's scale arithmetic in float32 (deepseek_v32's act_quant_kernel).
+/// quantization's scale arithmetic in float32 (deepseek_v32's act_quant_kernel), and packed 4-bit weights read at
+/// (i, j // 2) while filling a T.gemm operand (example_dequant_gemm_w4a8.py).
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 #include "sim/Simulator.h"
@@ -140,3 +141,57 @@ TEST(LowerSimQuant, Fp8ScaleIsFloat32ArithmeticOfTheKernel) {
     EXPECT_EQ(y[1], (double)std::nextafter(92.0f, 0.0f))
         << "x / s just below the fp8 tie 92 (so 88 in float8_e4m3)";
 }
+
+// TileLang's w4a8 / int4 dequantizing GEMMs (example_dequant_gemm_w4a8.py): a fragment of packed bytes B_local,
+// filled from shared memory, read at (i, j // 2) in a nest that fills the T.gemm operand A (through a copy). That
+// nest takes the tensor-core layout, whose threads do not hold the bytes they read, so B_local goes through a
+// shared copy (transposeFragments) instead of being held whole in every thread (an error before: 2048 elements).
+// Every lowering for sm_80 (mma.sync) and sm_90a (wgmma where it applies) against the products in float64.
+namespace {
+
+void packedOperandCase(const char *arch) {
+    const std::string src = "import tilelang.language as T\n"
+                            "@T.prim_func\n"
+                            "def w4(A: T.Tensor((32, 64), 'float16'), B: T.Tensor((64, 32), 'uint8'),\n"
+                            "       Ct: T.Tensor((64, 32), 'float32')):\n"
+                            "    with T.Kernel(1, threads=128) as bx:\n"
+                            "        A_shared = T.alloc_shared((32, 64), 'float16')\n"
+                            "        B_shared = T.alloc_shared((64, 32), 'uint8')\n"
+                            "        B_local = T.alloc_fragment((64, 32), 'uint8')\n"
+                            "        W = T.alloc_fragment((64, 64), 'float16')\n"
+                            "        W_prev = T.alloc_fragment((64, 64), 'float16')\n"
+                            "        C = T.alloc_fragment((64, 32), 'float32')\n"
+                            "        T.clear(C)\n"
+                            "        T.copy(A, A_shared)\n"
+                            "        T.copy(B, B_shared)\n"
+                            "        T.copy(B_shared, B_local)\n"
+                            "        for i, j in T.Parallel(64, 64):\n"
+                            "            W[i, j] = T.cast((B_local[i, j // 2] >> T.cast(j % 2 * 4, 'uint8')) & T.uint8(15), "
+                            "'float16') - T.float16(8)\n"
+                            "        T.copy(W, W_prev)\n"
+                            "        T.gemm(W_prev, A_shared, C, transpose_B=True)\n"
+                            "        T.copy(C, Ct)\n";
+    LowerRun r;
+    r.run(src, "t.tile", *Target::parse(arch));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    std::mt19937 g(24);
+    std::vector<double> a(32 * 64), b(64 * 32), want(64 * 32, 0.0);
+    for (auto &x : a) x = (double)((int)(g() % 17) - 8) / 4; // exact in float16
+    for (auto &x : b) x = (double)(g() % 256);
+    for (int n = 0; n < 64; ++n)
+        for (int m = 0; m < 32; ++m)
+            for (int k = 0; k < 64; ++k) {
+                int nibble = ((int)b[(size_t)(n * 32 + k / 2)] >> (4 * (k % 2))) & 15;
+                want[(size_t)(n * 32 + m)] += (nibble - 8) * a[(size_t)(m * 64 + k)];
+            }
+    for (auto &k : r.lowered->kernels) {
+        std::vector<double> c(64 * 32, std::nan(""));
+        simtest::simulate(*k, {{"A", &a}, {"B", &b}, {"Ct", &c}});
+        expectNear(c, want, 0, "Ct");
+    }
+}
+
+} // namespace
+
+TEST(LowerSimQuant, PackedReadInATensorCoreNestGoesThroughSharedSm80) { packedOperandCase("sm_80"); }
+TEST(LowerSimQuant, PackedReadInATensorCoreNestGoesThroughSharedSm90a) { packedOperandCase("sm_90a"); }
