@@ -18,7 +18,9 @@ import refs as R
 
 LIB = "flash_fwd_fp8"
 PARAMS = ("batch", "heads", "seq", "dim", "causal", "block_M", "block_N", "num_stages", "threads")
-BENCHES = (("flash_fwd_fp8_causal", "flash_fwd_fp8_f16_causal"), ("flash_fwd_fp8_full", "flash_fwd_fp8_f16_full"))
+# (e4m3 kernel, its float16 counterpart timed beside it): the file's 128 x 128 and 128 x 256 tiles
+BENCHES = (("flash_fwd_fp8_causal", "flash_fwd_fp8_f16_causal"), ("flash_fwd_fp8_full", "flash_fwd_fp8_f16_full"),
+           ("flash_fwd_fp8_causal_n256", "flash_fwd_fp8_f16_causal"), ("flash_fwd_fp8_full_n256", "flash_fwd_fp8_f16_full"))
 # float16's rule (refs.ATTN_ABS) widened for P in e4m3 (relative 2^-4 on each probability: a few 1e-3 on an
 # output of |v| ~ 1 spread over many keys; a wrong block or scale is off by O(0.1) or more)
 ATTN_ABS = {"float8_e4m3": 3e-2, "float16": 2e-2}

@@ -162,6 +162,8 @@ TEST(SimHopperAttnFp8, CausalOneWarpgroup) { fp8Case({1, 2, 192, 64, true, 64, 6
 // the benchmark's 128 x 128 tiles over two consumer warpgroups, D = 128, keys the tiles do not divide (V^T's
 // rows of 208 bytes, TMA's multiple of 16)
 TEST(SimHopperAttnFp8, NonCausalRaggedTwoWarpgroupsD128) { fp8Case({1, 1, 208, 128, false, 128, 128, 2, 256}, {0}); }
+// the benchmark's 128 x 256 variant: n256 QK^T, eight k32 steps of P.V
+TEST(SimHopperAttnFp8, KeyBlocksOf256) { fp8Case({1, 1, 512, 64, false, 128, 256, 2, 256}, {0}); }
 // 200 keys: V^T's rows of 200 bytes are no TMA box's, so the loop keeps cp.async (wgmma on its tiles)
 TEST(SimHopperAttnFp8, RowsTmaCannotLoad) { fp8Case({1, 1, 200, 64, false, 64, 64, 2, 128}, {0}, false); }
 // per-block scales of Q and K (the scores scaled before the row maxima), grouped-query heads
