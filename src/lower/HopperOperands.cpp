@@ -152,7 +152,7 @@ int internTensorMap(Kernel &k, const TensorMap &m) {
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
-/// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit (M, K)
+/// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit or float8 (M, K)
 /// fragment (its registers then take wgmma's m64k16 order; warpgroups splitting the columns each hold a copy of
 /// their rows). `rowsOnly`: an RS product's A is tied to another product's accumulator (registerOperandTied), so
 /// every product splits by rows (the accumulator layouts must agree with the A fragment's element for element).
@@ -167,7 +167,8 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     int64_t aM = 0, K = 0;
     if (rs) {
         const Buffer &a = g.a.buffer;
-        if (g.transA || a->shape.size() != 2 || a->dtype.bytes() != 2) return false;
+        // 16-bit, or float8 (its m64k32 registers are a shuffle of the accumulator order: sm90_wgmma.cuh)
+        if (g.transA || a->shape.size() != 2 || (a->dtype.bytes() != 2 && !a->dtype.isFloat8())) return false;
         auto am = constInt(a->shape[0]), ak = constInt(a->shape[1]);
         if (!am || !ak) return false;
         aM = *am, K = *ak;

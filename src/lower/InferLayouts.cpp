@@ -485,6 +485,11 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
                                              [&](int nest) { return uf.find(nestNode[nest]); }))
         groups[id].copied = l;
 
+    // A float8 A of wgmma RS is held in the accumulator order, which is not wgmma's 8-bit A order: its register
+    // array has room for the m64k32 image the device library issues from (sm90_wgmma.cuh, float8_a_image).
+    std::set<const BufferNode *> withImage;
+    for (auto &g : c.gemms)
+        if (g.aFrag && g.op->instr == GemmInstr::Wgmma && g.aFrag->dtype.isFloat8()) withImage.insert(g.aFrag);
     KernelLayouts out;
     for (auto *f : frags) {
         Layout l = layoutOf(groups[uf.find(fragNode[f])]);
@@ -494,7 +499,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
             l = Layout::distributed(l.shape, k.threads, 1); // keep going with something consistent
         }
         out.fragments[f] = l;
-        std::vector<Expr> shape{IntImm::make(DType::Int32, l.slotsPerThread())};
+        std::vector<Expr> shape{IntImm::make(DType::Int32, l.slotsPerThread() * (withImage.count(f) ? 2 : 1))};
         out.registers[f] = makeBuffer(f->name, Scope::Local, f->dtype, shape, f->loc);
     }
     for (auto &[view, base] : k.fragmentViews) {

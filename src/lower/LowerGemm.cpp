@@ -85,9 +85,17 @@ class GemmLowerer : public IRMutator {
             int swB = panelSwizzleBytes(bTile->second * B->dtype.bytes());
             const bool matches = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.wgmma &&
                                  al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.threads == L.threads && L.wgmma &&
-                                 al->second.shape == std::vector<int64_t>{M, K} && A->dtype.bytes() == 2 && swB;
+                                 al->second.shape == std::vector<int64_t>{M, K} && (A->dtype.bytes() == 2 || A->dtype.isFloat8()) && swB;
             TILEC_ASSERT(matches,
                          "a wgmma T.gemm with A in registers whose layouts do not match wgmma's");
+            // float8: the registers after the fragment's take its m64k32 image (inferLayouts made room, except
+            // for a T.view of another fragment, whose registers are its base's)
+            if (A->dtype.isFloat8() && constInt(ar->second->shape[0]) != std::optional<int64_t>(2 * al->second.slotsPerThread())) {
+                diag_.error(op->a.loc.valid() ? op->a.loc : loc,
+                            "operand A of a float8 T.gemm on wgmma cannot be a view of another fragment; copy it into "
+                            "a fragment of its own");
+                return nullptr;
+            }
             return lib::stmt(lib::Fn::WgmmaRS,
                              {i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op->transB), i32(swB),
                               addressOf(ar->second, {i32(0)}), b, c},

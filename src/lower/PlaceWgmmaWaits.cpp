@@ -21,6 +21,15 @@ Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
 bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS); }
 
+/// The elements of its A register array a wgmma_rs call reads asynchronously: the fragment's, and for float8
+/// as many again, its m64k32 image (sm90_wgmma.cuh).
+int64_t rsRegisterElements(const Call &g) {
+    auto c = [&](const char *n) { return *constInt(lib::arg(g, lib::Fn::WgmmaRS, n)); };
+    const Load *a = addressedLoad(lib::arg(g, lib::Fn::WgmmaRS, "a"));
+    TILEC_ASSERT(a, "placeWgmmaWaits: a wgmma_rs whose A is not a register array");
+    return c("M") / c("wgM") / 64 * (c("K") / 16) * 8 * (a->buffer->dtype.isFloat8() ? 2 : 1);
+}
+
 /// The wait after a run of wgmma calls stmts[from, to): wgmma_wait<0>, then every register array the run's
 /// calls wrote (accumulators) or read asynchronously (an RS call's A) pinned there: no read of the results
 /// moves above the wait, and the A registers live, unchanged, until the group reading them has retired.
@@ -38,7 +47,7 @@ std::vector<Stmt> waitsAfter(const std::vector<Stmt> &stmts, size_t from, size_t
         const lib::Fn f = lib::is(g, lib::Fn::WgmmaRS) ? lib::Fn::WgmmaRS : lib::Fn::WgmmaSS;
         auto c = [&](const char *n) { return *constInt(lib::arg(g, f, n)); };
         pin(lib::arg(g, f, "c"), c("M") / c("wgM") / 64 * (c("N") / c("wgN") / 2));
-        if (f == lib::Fn::WgmmaRS) pin(lib::arg(g, f, "a"), c("M") / c("wgM") / 64 * (c("K") / 16) * 8);
+        if (f == lib::Fn::WgmmaRS) pin(lib::arg(g, f, "a"), rsRegisterElements(g));
     }
     return out;
 }

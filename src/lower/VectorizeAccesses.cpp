@@ -284,7 +284,7 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
         return std::nullopt;
     const DType t = st->buffer->dtype;
     auto c = as<Cast>(st->value);
-    if ((t.kind != DType::Float16 && t.kind != DType::BFloat16) || !c || c->dtype != t ||
+    if ((t.kind != DType::Float16 && t.kind != DType::BFloat16 && !t.isFloat8()) || !c || c->dtype != t ||
         c->value->dtype.kind != DType::Float32)
         return std::nullopt;
     Expr base = alignedBase(st->indices[0], f.var.get(), 2);

@@ -170,7 +170,9 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
         if (op->scope != ir::Scope::Shared) throw SimError("a wgmma shared operand outside shared memory");
     if (g->rs) {
         // each warpgroup reads its own A registers: with wgN > 1 every warpgroup column holds a copy of its rows
-        if (g->a->dtype.bytes() != 2 || g->K % 16) throw SimError("a wgmma_rs the library cannot do");
+        // float8: the same accumulator-order fragment (the library shuffles it into wgmma's m64k32 registers)
+        if (g->a->dtype.isFloat8() ? g->K % 32 || !g->transB : g->a->dtype.bytes() != 2 || g->K % 16)
+            throw SimError("a wgmma_rs the library cannot do");
         const int64_t n = Mw / 64 * (g->K / 16) * 8;
         for (int t = first; t < first + 128; ++t) {
             auto [regs, r0] = addressOf(passes::lib::arg(c, fn, "a"), t);

@@ -34,8 +34,9 @@
 // before the wait (use it before the epilogue). Shared memory a group reads may be overwritten (the stage
 // released) once a wait has retired that group.
 //
-// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there), 16-bit types only;
-// wgmma_gemm_rs_fragment takes those registers as the 16-bit array of a fragment.
+// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there; float8: m64k32, B K-major);
+// wgmma_gemm_rs_fragment takes those registers as the array of a 16-bit fragment, or of a float8 fragment in
+// the accumulator order followed by room for its m64k32 image (float8_a_image: two shuffles per 32 columns).
 //
 // wgmma is inline PTX: <cuda/ptx> does not cover it. On targets other than sm_90a everything here compiles
 // to nothing; generated code calls it only on the Hopper path.
@@ -73,6 +74,7 @@ template <class TA, class TB, class TC> __host__ __device__ constexpr Kind kind(
 }
 
 __host__ __device__ constexpr bool sixteen_bit(Kind k) { return k == Kind::F16F32 || k == Kind::BF16F32 || k == Kind::F16F16; }
+__host__ __device__ constexpr bool float8(Kind k) { return k == Kind::E4E4 || k == Kind::E4E5 || k == Kind::E5E4 || k == Kind::E5E5; }
 
 /// The shared-memory matrix descriptor of wgmma: start address >> 4 (bits 0-13), leading-dimension byte
 /// offset >> 4 (16-29), stride-dimension byte offset >> 4 (32-45), base offset 0 (tiles are 1024-byte
@@ -154,11 +156,21 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
                  ", p, 1, 1, %" #TB ";\n}\n"                                                                   \
                  : __VA_ARGS__                                                                                 \
                  : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
+// RS with float8 A (k32): no transpose immediate (8-bit B is K-major only); the "n" operand is left unused.
+#define TILEC_WG_TRS8(LIST, DB, SC, TB, A0, A1, A2, A3, INST, ...)                                             \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB            \
+                 ", p, 1, 1;\n}\n"                                                                               \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
 #define TILEC_WG_WIDTH_RS(N, RF, RH)                                                                           \
     if constexpr (Width == N) {                                                                                \
         if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::BF16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.bf16.bf16"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::F16F16) TILEC_WG_AT##RH(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f16.f16.f16"), TILEC_WG_R##RH(du, 0)); \
+        else if constexpr (K == Kind::E4E4) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e4m3.e4m3"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E4E5) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e4m3.e5m2"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E5E4) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e5m2.e4m3"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::E5E5) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e5m2.e5m2"), TILEC_WG_F##RF(df, 0)); \
     }
 
 // Every type of one instruction width N: RF registers of float or int32 accumulators (N / 2), RH of packed
@@ -206,6 +218,7 @@ __device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db)
 #undef TILEC_WG_WIDTHS
 #undef TILEC_WG_WIDTH_RS
 #undef TILEC_WG_TRS
+#undef TILEC_WG_TRS8
 #undef TILEC_WG_WIDTH
 #undef TILEC_WG_OP
 #undef TILEC_WG_TI
@@ -249,6 +262,8 @@ template <int Count, class T> __device__ __forceinline__ void fence_operands(T *
         if constexpr (std::is_same_v<T, float>) asm volatile("" : "+f"(acc[i])::"memory");
         else if constexpr (sizeof(T) == 2) { // __half or __nv_bfloat16: a pair to a 32-bit register
             if (i % 2 == 0) asm volatile("" : "+r"(*reinterpret_cast<uint32_t *>(&acc[i]))::"memory");
+        } else if constexpr (sizeof(T) == 1) { // float8: four to a 32-bit register (Count a multiple of 4)
+            if (i % 4 == 0) asm volatile("" : "+r"(*reinterpret_cast<uint32_t *>(&acc[i]))::"memory");
         } else asm volatile("" : "+r"(acc[i])::"memory");
     }
 }
@@ -280,6 +295,38 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
         }
         mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
     }
+}
+
+/// The wgmma m64k32 A registers (4 per m-tile and 32 columns: rows g, g + 8 of columns 4t..4t+3, then of
+/// 16 + 4t..16 + 4t + 3, g = lane / 4, t = lane % 4) of an MT x K float8 fragment held in the wgmma accumulator
+/// order (each thread columns 2t, 2t + 1 of every 8: what T.copy of an accumulator gives). Per 32 columns and
+/// row, lane t holds the column pairs H_b = (8b + 2t, +1), b = 0..3, and needs pairs t / 2 (its first word) and
+/// 2 + t / 2 (its second) of lanes 2(t % 2) and 2(t % 2) + 1: two shuffles of the words X = (H_0, H_2) and
+/// Y = (H_1, H_3), even lanes sending X in the first and Y in the second, odd lanes the other way round.
+template <int MT, int K, class TA> __device__ __forceinline__ void float8_a_image(const TA *a, uint32_t *image) {
+    const unsigned lane = threadIdx.x % 32, t = lane % 4;
+    const bool even = (t & 1) == 0, low = t < 2; // low: lanes 0, 1 take the X words, 2, 3 the Y words
+    const int srcA = (int)((lane & ~3u) | ((t & 1) << 1) | (t >> 1)), srcB = srcA ^ 1;
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int kc = 0; kc < K / 32; ++kc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                uint32_t H[4];
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    // a pair, as cast_pair writes it (2-byte aligned: even element indices)
+                    H[b] = *reinterpret_cast<const uint16_t *>(a + ((mi * (K / 8) + kc * 4 + b) * 2 + h) * 2);
+                }
+                const uint32_t X = H[0] | (H[2] << 16), Y = H[1] | (H[3] << 16);
+                const uint32_t rA = __shfl_sync(0xffffffffu, even ? X : Y, srcA);
+                const uint32_t rB = __shfl_sync(0xffffffffu, even ? Y : X, srcB);
+                const uint32_t first = low ? rA : rB, second = low ? rB : rA; // lanes 2(t%2), 2(t%2) + 1
+                uint32_t *r = image + (mi * (K / 32) + kc) * 4;
+                r[h] = __byte_perm(first, second, 0x5410);     // columns 4t..4t+3
+                r[2 + h] = __byte_perm(first, second, 0x7632); // columns 16 + 4t..
+            }
 }
 
 } // namespace wgmma_detail
@@ -409,13 +456,14 @@ template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA
 __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC *acc) {
     using namespace wgmma_detail;
     constexpr Kind K_ = kind<TA, TB, TC>();
-    static_assert(sixteen_bit(K_), "wgmma with A in registers: f16/bf16 -> f32, f16 -> f16");
-    constexpr int ES = 2, KInst = 16;
+    static_assert(sixteen_bit(K_) || float8(K_), "wgmma with A in registers: f16/bf16 -> f32, f16 -> f16, fp8 -> f32");
+    static_assert(sixteen_bit(K_) || TransB, "float8 wgmma reads a K-major B only (TransB true)");
+    constexpr int ES = (int)sizeof(TB), KInst = 32 / ES;
     constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64, KT = K / KInst;
     static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
     static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
-    static_assert(K % KInst == 0, "K is a whole number of k16 steps");
+    static_assert(K % KInst == 0, "K is a whole number of instructions (k16 16-bit, k32 float8)");
     constexpr int Wb = SwzB / ES;
     static_assert(!TransB || K % Wb == 0, "a K-major B tile is a whole number of panels (K * sizeof % SwzB == 0)");
     static_assert(TransB || N % Wb == 0, "an N-major B tile is a whole number of panels");
@@ -447,10 +495,22 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
 /// the accumulator order of wgmma_gemm_ss for (M, K) (see wgmma_gemm_rs). The array must be 4-byte aligned
 /// (tilec declares register arrays alignas(16)). Its registers are read asynchronously: keep them alive and
 /// unchanged until the wait that retires the group, e.g. with wgmma_wait<0, Count>(a), which also pins them.
+/// A float8 fragment (A in the accumulator order, which is not wgmma's 8-bit A order) is followed in its array
+/// by as many bytes again, where the call writes the m64k32 registers it issues from (float8_a_image): pin all
+/// 2 x Count bytes after the wait.
 template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA, class TB, class TC>
 __device__ __forceinline__ void wgmma_gemm_rs_fragment(const TA *a, const TB *b, TC *acc) {
-    static_assert(sizeof(TA) == 2, "wgmma with A in registers takes a 16-bit fragment");
-    wgmma_gemm_rs<M, N, K, WgM, WgN, TransB, SwzB, TA>(reinterpret_cast<const uint32_t *>(a), b, acc);
+    static_assert(sizeof(TA) == 2 || sizeof(TA) == 1, "wgmma with A in registers takes a 16-bit or float8 fragment");
+    if constexpr (sizeof(TA) == 2) {
+        wgmma_gemm_rs<M, N, K, WgM, WgN, TransB, SwzB, TA>(reinterpret_cast<const uint32_t *>(a), b, acc);
+    } else {
+        // The m64k32 image follows the fragment in the same array (tilec allocates a float8 A of wgmma twice
+        // its elements): its registers are read asynchronously and so must live as long as the fragment's.
+        constexpr int Elems = (M / WgM / 64) * K / 2;
+        uint32_t *image = reinterpret_cast<uint32_t *>(const_cast<TA *>(a) + Elems);
+        wgmma_detail::float8_a_image<M / WgM / 64, K>(a, image);
+        wgmma_gemm_rs<M, N, K, WgM, WgN, TransB, SwzB, TA>(image, b, acc);
+    }
 }
 
 } // namespace tilec

@@ -106,11 +106,16 @@ template <class To, class From> __device__ __forceinline__ To cast(From x) {
 
 // Two floats to two adjacent 16-bit floats at dst (4-byte aligned; lo at dst[0]) by one conversion of the pair
 // (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32: round to nearest even, each element exactly as cast<To> rounds it),
-// which lands in one 32-bit register, already packed the way mma and wgmma read 16-bit operands.
+// which lands in one 32-bit register, already packed the way mma and wgmma read 16-bit operands. Float8: two
+// bytes (2-byte aligned) by one cvt.rn.satfinite.e4m3x2 / e5m2x2.f32, saturating like cast<To>.
 template <class To> __device__ __forceinline__ void cast_pair(To *dst, float lo, float hi) {
-    static_assert(std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16>, "pairs of float16 or bfloat16");
+    static_assert(std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16> || is_fp8<To>::value,
+                  "pairs of float16, bfloat16 or float8");
     if constexpr (std::is_same_v<To, __half>) *reinterpret_cast<__half2 *>(dst) = __floats2half2_rn(lo, hi);
-    else *reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(lo, hi);
+    else if constexpr (std::is_same_v<To, __nv_bfloat16>) *reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(lo, hi);
+    else
+        *reinterpret_cast<__nv_fp8x2_storage_t *>(dst) = __nv_cvt_float2_to_fp8x2(
+            make_float2(lo, hi), __NV_SATFINITE, std::is_same_v<To, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2);
 }
 
 // T.reinterpret(x, dtype): the same bits as another type of the same width (a byte copy is how C++ spells it;

@@ -10,9 +10,11 @@
 #   in the key-block loop, the conversions in pairs and the descriptors uniform (see there).
 # Prints ptxas's remarks on wgmma (the FA3 schedule is not done: waits between the GEMMs are expected).
 # Without cuobjdump (find_cuobjdump.sh): exit 77 (ctest's SKIP) after the ptxas checks passed.
-# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR
+# float8 (benchmarks/flash_fwd_fp8.tile): QGMMA for HGMMA, and CVT_PER_RS 8 (P's 32 e4m3 bytes per RS
+# instruction in pairs: cvt.rn.satfinite.e4m3x2.f32), against 4 for 16-bit P.
+# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS]
 set -uo pipefail
-TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5
+TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4}
 mkdir -p "$WORK"
 cu=$WORK/flash_hopper.cu cubin=$WORK/flash_hopper.sm_90a.cubin log=$WORK/flash_hopper.ptxas.log sass=$WORK/flash_hopper.sass
 "$TILEC" "$SRC" --export "$EXPORT" --kernel k -arch=sm_90a -o "$cu" || { echo "FAIL: tilec"; exit 1; }
@@ -48,8 +50,8 @@ expect() { # NAME REGEX least
     echo "SASS: $1 x$n"
     if [ "$n" -lt "$3" ]; then echo "FAIL: $1: $n, expected at least $3"; fail=1; fi
 }
-expect "HGMMA RS (A in registers)" '\bHGMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' 1
-expect "HGMMA SS (A and B descriptors)" '\bHGMMA\.[^ ]+ +R[0-9]+, +gdesc' 1
+expect "HGMMA RS (A in registers)" '\b[HQ]GMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' 1
+expect "HGMMA SS (A and B descriptors)" '\b[HQ]GMMA\.[^ ]+ +R[0-9]+, +gdesc' 1
 expect UTMALDG '\bUTMALDG' 1
 expect SYNCS '\bSYNCS' 1
 expect USETMAXREG '\bUSETMAXREG' 1
@@ -60,12 +62,12 @@ expect "UTMASTG (the epilogue's TMA stores)" '\bUTMASTG' 1
 # to pack them -- PRMT is printed, not checked: bfloat16 probabilities widened to float use it too);
 # the wgmma descriptors in uniform registers (one base per operand made once, constant offsets by UIADD3:
 # R2UR only for the warpgroup index, against two per descriptor per HGMMA when they were vector sums).
-loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA F2FP F2F PRMT R2UR IADD3) || { echo "FAIL: $loop"; exit 1; }
+loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA QGMMA F2FP F2F PRMT R2UR IADD3) || { echo "FAIL: $loop"; exit 1; }
 echo "$loop" | tr '\n' ' '; echo
 in_loop() { echo "$loop" | awk -v op="$1" '$1 == op { print $2 }'; }
-rs=$(grep -cE '\bHGMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
+rs=$(grep -cE '\b[HQ]GMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
 cvt=$(($(in_loop F2FP) + $(in_loop F2F)))   # float16: F2FP (one or two elements), bfloat16 one at a time: F2F
-if [ "$cvt" -gt $((4 * rs)) ]; then echo "FAIL: $cvt conversions in the loop: more than 4 per RS HGMMA ($rs)"; fail=1; fi
+if [ "$cvt" -gt $((CVT_PER_RS * rs)) ]; then echo "FAIL: $cvt conversions in the loop: more than $CVT_PER_RS per RS HGMMA ($rs)"; fail=1; fi
 if [ "$(in_loop R2UR)" -gt 2 ]; then echo "FAIL: R2UR in the loop: descriptors computed in vector registers"; fail=1; fi
 for op in HMMA LDL STL STG; do
     if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi

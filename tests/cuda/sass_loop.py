@@ -2,7 +2,7 @@
 """The instructions of a kernel's main loop in a cuobjdump -sass listing, by opcode.
 
 Usage: sass_loop.py SASS FUNCTION_SUBSTRING [OPCODE...]
-The loop is the range of a backward branch that holds the most HGMMA (then HMMA) instructions, the shortest
+The loop is the range of a backward branch that holds the most HGMMA or QGMMA (float8; then HMMA) instructions, the shortest
 of those: the k-loop of a GEMM, the key-block loop of attention (the mbarrier retry loops hold none).
 Prints `loop LO-HI N instructions` and then `OPCODE COUNT` for each OPCODE asked for (all, most frequent
 first, when none is), the opcode being the mnemonic before its first dot (HGMMA, F2FP, R2UR, ...).
@@ -41,7 +41,7 @@ def main():
             continue
         lo = int(target.group(1), 16)
         body = [o for a, o, _ in insns if lo <= a <= addr]
-        key = (body.count("HGMMA"), body.count("HMMA"), -(addr - lo))
+        key = (body.count("HGMMA") + body.count("QGMMA"), body.count("HMMA"), -(addr - lo))
         if key[0] + key[1] > 0 and (best is None or key > best[0]):
             best = (key, lo, addr, collections.Counter(body))
     if best is None:

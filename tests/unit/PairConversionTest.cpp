@@ -1,6 +1,6 @@
 /// \file
 /// VectorizeAccesses.h's pair conversions: which vectorized loops convert two float lanes to float16 /
-/// bfloat16 at once (and stay vectorized for code generation), and which stay element by element.
+/// bfloat16 / float8 at once (and stay vectorized for code generation), and which stay element by element.
 #include "tilec/IROperator.h"
 #include "tilec/passes/VectorizeAccesses.h"
 
@@ -31,8 +31,8 @@ struct Loop {
 
 std::optional<passes::PairConversion> match(const Stmt &s) { return passes::matchPairConversion(*as<For>(s)); }
 
-TEST(PairConversion, FloatLanesIntoHalfOrBfloat16Registers) {
-    for (DType t : {DType(DType::Float16), DType(DType::BFloat16)}) {
+TEST(PairConversion, FloatLanesIntoHalfBfloat16OrFloat8Registers) {
+    for (DType t : {DType(DType::Float16), DType(DType::BFloat16), DType(DType::Float8E4M3), DType(DType::Float8E5M2)}) {
         Loop l(t);
         auto m = match(l.loop(l.exp2Of(l.src)));
         ASSERT_TRUE(m) << t.name();
@@ -57,8 +57,8 @@ TEST(PairConversion, EverythingElseStaysElementByElement) {
     Loop d;
     Expr dbl = cast(DType::Float64, Load::make(d.src, {d.at(d.base())}));
     EXPECT_FALSE(match(d.loop(dbl))) << "a float64 value rounds differently through float";
-    Loop f8(DType::Float8E4M3);
-    EXPECT_FALSE(match(f8.loop(v))) << "float8";
+    Loop i8(DType::Int8);
+    EXPECT_FALSE(match(i8.loop(v))) << "int8 (a saturating integer conversion)";
     Loop g(DType::Float16, Scope::Global);
     EXPECT_FALSE(match(g.loop(v))) << "memory stores are vector transfers, not conversions";
     Stmt unrolled = For::make(l.lane, i32(0), i32(2), ForKind::Unrolled, 0, as<For>(l.loop(v))->body);

@@ -45,7 +45,7 @@ int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
 bool aInRegisters(const ir::Gemm &g);
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer
-/// warpgroups splitting the accumulator (SS, or RS with A a 16-bit fragment); `rowsOnly`: every product of
+/// warpgroups splitting the accumulator (SS, or RS with A a 16-bit or float8 fragment; float8 with B K-major); `rowsOnly`: every product of
 /// the loop must split by rows (one of them reads A from another's accumulator).
 bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
               bool rowsOnly = false);

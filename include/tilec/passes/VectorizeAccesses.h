@@ -23,10 +23,10 @@ namespace tilec::passes {
 ir::Program vectorizeAccesses(const ir::Program &p);
 
 /// A vectorized loop over an even number of lanes v whose body is the one store R[base + v] = cast(e(v)):
-/// R a register array of float16 or bfloat16, base a known multiple of 2, e a float32 expression that does
-/// not read R. Code generation converts two lanes at once (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32: the same
-/// round-to-nearest-even per element as one at a time) straight into one 32-bit register, which is also the
-/// packed form wgmma and mma read 16-bit operands in.
+/// R a register array of float16, bfloat16 or float8, base a known multiple of 2, e a float32 expression that
+/// does not read R. Code generation converts two lanes at once (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 /
+/// cvt.rn.satfinite.e4m3x2.f32: the same rounding per element as one at a time) straight into one register,
+/// which for 16-bit types is also the packed form wgmma and mma read their operands in.
 struct PairConversion {
     const ir::Store *store = nullptr;
     ir::Expr base;    ///< the index of lane 0
