@@ -243,6 +243,7 @@ Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
 }
 
 ir::Buffer reinterpretedBase(const TraceState &t, const ir::Buffer &view) {
+    if (t.subByte.count(view.get())) return nullptr; // its elements are not bytes: TileLangSubByte.cpp
     auto it = t.views.find(view.get());
     return it != t.views.end() && it->second->dtype != view->dtype ? it->second : nullptr;
 }
@@ -272,6 +273,9 @@ void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
     u.visit(s);
     for (auto &[view, at] : u.found) {
         const ir::Buffer &base = t.views.at(view.get());
+        if (auto k = t.subByte.find(view.get()); k != t.subByte.end())
+            in.fail(at.valid() ? at : s->loc, "'" + view->name + "' holds " + subByteName(k->second) +
+                                                  " elements (a sub-byte type): only its element accesses and T.copy take it");
         if (base->scope == ir::Scope::Fragment && base->dtype == view->dtype) { // same elements in the same threads: inferLayouts
             auto &fv = t.kernel->fragmentViews;
             if (std::none_of(fv.begin(), fv.end(), [&](auto &p) { return p.first == view; })) fv.push_back({view, base});
