@@ -54,8 +54,8 @@ SubByte subByteArg(const Arg &a);
 const char *subByteName(SubByte k);
 /// The byte type that holds a sub-byte type's elements: int8 (int4, float4_e2m1fn, as torch passes them) or uint8.
 DType subByteStorage(SubByte k);
-/// The shape of the bytes that hold a `scope` buffer of `shape` sub-byte elements: in global and shared memory two
-/// to a byte (the last dimension halved: it must be provably even, else a located error at `at`); in registers one.
+/// The shape of the bytes that hold a `scope` buffer of `shape` sub-byte elements: in global memory two to a byte
+/// (the last dimension halved: it must be provably even, else a located error at `at`); on chip one.
 std::vector<ir::Expr> subByteStorageShape(Interp &in, ir::Scope scope, const std::vector<ir::Expr> &shape,
                                           const std::string &name, SubByte k, const SourceRange &at);
 /// The buffer a program indexes for `storage`, the bytes of `shape` elements of type `k`: a view of them
@@ -63,8 +63,8 @@ std::vector<ir::Expr> subByteStorageShape(Interp &in, ir::Scope scope, const std
 ir::Buffer subByteView(TraceState &t, const ir::Buffer &storage, SubByte k, std::vector<ir::Expr> shape);
 /// The value of element `idx` of sub-byte view `view`: int8 (int4), uint8 (uint4) or float32 (float4_e2m1fn).
 ir::Expr subByteLoad(TraceState &t, const ir::Buffer &view, const std::vector<ir::Expr> &idx, const SourceRange &at);
-/// `view[idx] = value`: into registers, the element's byte; into packed (shared or global) memory a located
-/// error, since the other element of its byte may be another thread's (T.copy from a fragment packs pairs).
+/// `view[idx] = value`: on chip, the element's byte; into a packed (global) tensor a located error, since the
+/// other element of its byte may be another thread's (T.copy packs pairs).
 ir::Stmt subByteStore(Interp &in, TraceState &t, const ir::Buffer &view, const std::vector<ir::Expr> &idx,
                       const ir::Expr &value, const SourceRange &at);
 /// T.copy between regions of which one (or both) hold sub-byte elements: the bytes where both sides are packed
