@@ -546,6 +546,10 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         break;
     case VK::Str:
         if (auto m = strMethod(base.s, name)) return *m;
+        if (tl::subByteArg(Arg{base, r}) != SubByte::None) { // T.float4_e2m1fn.bits: 4; a byte holds two
+            if (name == "bits") return Value::integer(4);
+            if (name == "bytes" || name == "itemsize") return Value::integer(1);
+        }
         break;
     default: break;
     }

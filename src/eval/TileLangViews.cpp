@@ -170,6 +170,9 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
     if (!src->value.is(VK::Buffer))
         in.fail(src->range, fname + " takes a buffer, got " + std::string(typeName(src->value.kind)));
     ir::Buffer base = src->value.buffer;
+    if (auto k = t.subByte.find(base.get()); k != t.subByte.end())
+        in.fail(src->range, fname + " of '" + base->name + "', whose " + subByteName(k->second) +
+                                " elements are no whole bytes, is not supported");
     if (auto it = t.views.find(base.get()); it != t.views.end()) base = it->second; // a view of a view
     if (base->scope == ir::Scope::Var)
         in.fail(src->range, fname + " of '" + base->name + "', a T.alloc_var: it holds one value, with no shape to change");
