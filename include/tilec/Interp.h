@@ -52,6 +52,9 @@ struct TraceState {
     std::vector<std::shared_ptr<const CommReducerObj>> reduceScopes;
     /// T.reshape / T.view buffers (never allocated) -> the buffer whose memory they index (src/eval/TileLangViews.cpp).
     std::map<const ir::BufferNode *, ir::Buffer> views;
+    /// Buffers of sub-byte elements (views of the bytes that hold them, in `views`) -> the element type
+    /// (src/eval/TileLangSubByte.cpp).
+    std::map<const ir::BufferNode *, SubByte> subByte;
 };
 
 class Interp {

@@ -216,10 +216,15 @@ struct LayoutObj {
     SourceRange range;              ///< the T.Layout call
 };
 
+/// TileLang's sub-byte element types, two to a byte (src/eval/TileLangSubByte.cpp): a buffer of one is a view of
+/// its bytes (TraceState::subByte), whose element accesses unpack or pack a nibble.
+enum class SubByte : unsigned char { None, Int4, UInt4, Float4E2M1 };
+
 struct TensorTypeObj {
     std::vector<ir::Expr> shape;
     std::vector<ir::Expr> strides; ///< T.StridedTensor's, in elements (empty: row-major)
-    DType dtype;
+    DType dtype;                   ///< with `sub`: the byte that holds two elements (int8, uint8)
+    SubByte sub = SubByte::None;   ///< T.int4 / T.uint4 / T.float4_e2m1fn elements
     SourceRange range;
 };
 

@@ -244,6 +244,7 @@ void InterpImpl::storeToBuffer(const ir::Buffer &written, const ast::Expr &index
     Value val = plainValue(augOp ? binaryOp(*this, *augOp, acc, v, curStmt_ ? curStmt_->range : at) : v);
     ir::Expr e = storedValue(*this, val, *b, at);
     SourceRange loc = curStmt_ ? curStmt_->range : at;
+    if (TraceState *t = trace(); t && t->subByte.count(b.get())) return emit(tl::subByteStore(*this, *t, b, idx, e, loc));
     emit(ir::Store::make(b, std::move(idx), ir::cast(b->dtype, e, e->loc), loc));
 }
 

@@ -2,6 +2,7 @@
 /// Calls (user functions with Python's argument binding, builtins, dtype casts, opaque values), `def`
 /// with its decorators, and attribute lookup including the methods of lists, dicts and strings.
 #include "eval/InterpImpl.h"
+#include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
 
@@ -494,7 +495,11 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     }
     case VK::Buffer: {
         const ir::Buffer &b = base.buffer;
-        if (name == "dtype") return Value::ofDType(b->dtype);
+        if (name == "dtype") {
+            if (TraceState *t = trace(); t && t->subByte.count(b.get())) // T.float4_e2m1fn is its name
+                return Value::str(tl::subByteName(t->subByte.at(b.get())));
+            return Value::ofDType(b->dtype);
+        }
         if (name == "name") return Value::str(b->name);
         if (name == "ndim") return Value::integer((int64_t)b->shape.size());
         if (name == "shape") {
@@ -541,6 +546,10 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         break;
     case VK::Str:
         if (auto m = strMethod(base.s, name)) return *m;
+        if (tl::subByteArg(Arg{base, r}) != SubByte::None) { // T.float4_e2m1fn.bits: 4; a byte holds two
+            if (name == "bits") return Value::integer(4);
+            if (name == "bytes" || name == "itemsize") return Value::integer(1);
+        }
         break;
     default: break;
     }

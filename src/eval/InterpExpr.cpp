@@ -266,6 +266,7 @@ ir::Expr InterpImpl::runtimeExpr(const Value &v, const SourceRange &r, const ir:
                                   "' names a region, not a value; index it with plain indices to read one element");
             idx.push_back(i.min);
         }
+        if (TraceState *t = trace(); t && t->subByte.count(a.buffer.get())) return tl::subByteLoad(*t, a.buffer, idx, a.range);
         return ir::Load::make(a.buffer, std::move(idx), a.range);
     }
     case VK::Buffer:
@@ -328,7 +329,7 @@ Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, cons
             acc->indices.push_back({intExpr(p), nullptr, p.range});
         }
     }
-    if (TraceState *t = trace(); t && throughViews)
+    if (TraceState *t = trace(); t && throughViews && !t->subByte.count(b.get())) // sub-byte: subByteLoad, subByteCopy
         if (auto v = t->views.find(b.get()); v != t->views.end()) return tl::viewAccess(*this, v->second, *acc);
     return Value::object(VK::Access, acc);
 }

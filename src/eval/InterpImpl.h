@@ -357,6 +357,8 @@ class InterpImpl final : public Interp {
     Value traceKernel(const Value &fn, const SourceRange &at, std::shared_ptr<Env> env,
                       std::shared_ptr<EagerTrace> eager, const std::function<void(ir::Kernel &)> &params);
     /// A parameter of kernel `k` from its annotation (T.Tensor(...) or a scalar dtype), bound in `env`.
+    void declareSubByteParam(ir::Kernel &k, Env &env, const std::string &name, const TensorTypeObj &ty,
+                             const SourceRange &at, const SourceRange &annotationAt);
     void declareParam(ir::Kernel &k, Env &env, const std::string &name, const Value &annotation,
                       const SourceRange &at, const SourceRange &annotationAt);
     /// After a kernel's body: what it returns must be exactly its T.empty outputs (an eager kernel may

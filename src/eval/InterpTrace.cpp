@@ -87,6 +87,37 @@ std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std:
     return l;
 }
 
+/// A tensor parameter of sub-byte elements: the C function takes their bytes (tl::subByteStorageShape; a
+/// T.StridedTensor's strides, in elements, halved but the innermost, which must be 1); the body indexes the view.
+void InterpImpl::declareSubByteParam(ir::Kernel &k, Env &env, const std::string &name, const TensorTypeObj &ty,
+                                     const SourceRange &at, const SourceRange &annotationAt) {
+    TraceState *t = trace();
+    if (!t) fail(annotationAt, std::string("a tensor of ") + tl::subByteName(ty.sub) + " elements can only be a prim_func's parameter");
+    ir::Param param;
+    param.loc = at;
+    param.kind = ir::Param::Tensor;
+    auto shape = tl::subByteStorageShape(*this, ir::Scope::Global, ty.shape, name, ty.sub, annotationAt);
+    param.buffer = ir::makeBuffer(name, ir::Scope::Global, ty.dtype, shape, at);
+    env.set(name, Value::ofBuffer(tl::subByteView(*t, param.buffer, ty.sub, ty.shape)));
+    std::vector<ir::Expr> strides = ty.strides;
+    for (size_t d = 0; d < strides.size(); ++d) {
+        bool last = d + 1 == strides.size();
+        ir::Expr two = ir::intImm(2, strides[d]->dtype);
+        ir::Expr halved = ir::simplify(ir::binary(ir::BinaryOp::FloorDiv, strides[d], two));
+        if (last ? ir::constValue(strides[d]) != std::optional<int64_t>(1)
+                 : !ir::provablyEqual(ir::simplify(ir::binary(ir::BinaryOp::Mul, halved, two)), strides[d]))
+            fail(annotationAt, "'" + name + "' holds " + tl::subByteName(ty.sub) + " elements two to a byte: " +
+                                   (last ? "its innermost stride must be 1" : "its strides must be even") + ", not '" +
+                                   tl::exprText(strides[d]) + "'");
+        if (!last) strides[d] = halved;
+    }
+    if (auto l = stridedPlacement(param.buffer, strides, annotationAt)) {
+        k.tensorLayouts.push_back(*l);
+        t->paramLayouts.push_back(*l);
+    }
+    k.params.push_back(param);
+}
+
 void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, const Value &a, const SourceRange &at,
                               const SourceRange &annotationAt) {
     if (a.is(VK::Poison)) throw EvalAbort{};
@@ -94,10 +125,12 @@ void InterpImpl::declareParam(ir::Kernel &k, Env &env, const std::string &name, 
     ir::Param param;
     param.loc = at;
     if (a.is(VK::TensorType)) {
+        const TensorTypeObj &ty = a.as<TensorTypeObj>();
         param.kind = ir::Param::Tensor;
-        param.buffer = ir::makeBuffer(name, ir::Scope::Global, a.as<TensorTypeObj>().dtype, a.as<TensorTypeObj>().shape, at);
+        if (ty.sub != SubByte::None) return declareSubByteParam(k, env, name, ty, at, annotationAt);
+        param.buffer = ir::makeBuffer(name, ir::Scope::Global, ty.dtype, ty.shape, at);
         env.set(name, Value::ofBuffer(param.buffer));
-        if (auto l = stridedPlacement(param.buffer, a.as<TensorTypeObj>().strides, annotationAt)) {
+        if (auto l = stridedPlacement(param.buffer, ty.strides, annotationAt)) {
             k.tensorLayouts.push_back(*l);
             if (TraceState *t = trace()) t->paramLayouts.push_back(*l);
         }
@@ -250,8 +283,9 @@ void InterpImpl::checkReturnedOutputs(const TraceState &t, bool eager) {
     if (fr.ret.is(VK::Tuple)) returned = fr.ret.elements();
     else if (!fr.ret.is(VK::None)) returned.push_back(fr.ret);
     std::vector<ir::Buffer> seen;
-    for (auto &v : returned) {
+    for (auto v : returned) {
         if (v.is(VK::Poison)) return;
+        if (v.is(VK::Buffer) && t.subByte.count(v.buffer.get())) v.buffer = t.views.at(v.buffer.get()); // its bytes
         if (!v.is(VK::Buffer) || std::find(t.outputs.begin(), t.outputs.end(), v.buffer) == t.outputs.end()) {
             diag_.error(at, "a kernel returns only the tensors it makes with T.empty, not a " +
                                 std::string(v.is(VK::Buffer) ? "buffer '" + v.buffer->name + "'" : typeName(v.kind)));

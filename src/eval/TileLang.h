@@ -47,6 +47,30 @@ void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
 void addIntrinsicPrimitives(Attrs &attrs); // TileLangIntrinsics.cpp: dp4a, set_max_nreg
 void addPointerPrimitives(Attrs &attrs);   // TileLangPointers.cpp: ptr, make_tensor
 
+// ---- sub-byte elements (int4, uint4, float4_e2m1fn), two to a byte: TileLangSubByte.cpp ----
+/// The sub-byte type a dtype argument names (T.int4, "uint4", T.float4_e2m1fn), or SubByte::None.
+SubByte subByteArg(const Arg &a);
+/// TileLang's name of a sub-byte type ("int4", "uint4", "float4_e2m1fn").
+const char *subByteName(SubByte k);
+/// The byte type that holds a sub-byte type's elements: int8 (int4, float4_e2m1fn, as torch passes them) or uint8.
+DType subByteStorage(SubByte k);
+/// The shape of the bytes that hold a `scope` buffer of `shape` sub-byte elements: in global memory two to a byte
+/// (the last dimension halved: it must be provably even, else a located error at `at`); on chip one.
+std::vector<ir::Expr> subByteStorageShape(Interp &in, ir::Scope scope, const std::vector<ir::Expr> &shape,
+                                          const std::string &name, SubByte k, const SourceRange &at);
+/// The buffer a program indexes for `storage`, the bytes of `shape` elements of type `k`: a view of them
+/// (TraceState::views and ::subByte), which no IR statement may name (noteViews).
+ir::Buffer subByteView(TraceState &t, const ir::Buffer &storage, SubByte k, std::vector<ir::Expr> shape);
+/// The value of element `idx` of sub-byte view `view`: int8 (int4), uint8 (uint4) or float32 (float4_e2m1fn).
+ir::Expr subByteLoad(TraceState &t, const ir::Buffer &view, const std::vector<ir::Expr> &idx, const SourceRange &at);
+/// `view[idx] = value`: on chip, the element's byte; into a packed (global) tensor a located error, since the
+/// other element of its byte may be another thread's (T.copy packs pairs).
+ir::Stmt subByteStore(Interp &in, TraceState &t, const ir::Buffer &view, const std::vector<ir::Expr> &idx,
+                      const ir::Expr &value, const SourceRange &at);
+/// T.copy between regions of which one (or both) hold sub-byte elements: the bytes where both sides are packed
+/// alike, else an element-wise T.Parallel nest (pairs of elements into packed memory). Emits it.
+void subByteCopy(Interp &in, TraceState &t, const ir::Region &src, const ir::Region &dst, const SourceRange &at);
+
 /// `v[i, ...]` of a T.reshape / T.view `v` (acc.buffer) of `base`: the same element as an access of `base`, with
 /// AccessObj::view set (through a view to another dtype, the element's value); a slice is a located error.
 /// TileLangViews.cpp.
@@ -87,7 +111,8 @@ TraceState &requireLaunch(Interp &in, const CallArgs &args, const std::string &f
 /// argument with a note listing the valid names.
 DType dtypeArg(Interp &in, const Arg &a);
 /// TileLang's packed sub-byte dtypes (float4_e2m1fn, int4, uint4): T.<name> is the name as a string, which
-/// compares and hashes like one (`dtype == T.float4_e2m1fn`); as a buffer's dtype it is a located error.
+/// compares and hashes like one (`dtype == T.float4_e2m1fn`); buffers of them are views of their bytes
+/// (subByteView), and elsewhere (a scalar's dtype, a cast) they are a located error.
 bool isPackedDTypeName(const std::string &s);
 
 /// The compile-time integer value of Int/Bool values and of IR expressions that fold to a constant.

@@ -78,13 +78,23 @@ void checkScope(Interp &in, const std::optional<Arg> &a, const std::string &fnam
     in.fail(a->range, "scope '" + s.substr(0, 40) + "' is not valid for " + fname + " (use " + list + ")");
 }
 
+/// An on-chip buffer of `dtype`, or (T.int4, T.uint4, T.float4_e2m1fn) the view of the bytes that hold its
+/// sub-byte elements (TileLangSubByte.cpp).
+Value allocBuffer(Interp &in, const CallArgs &args, const std::string &fname, ir::Scope scope, std::vector<ir::Expr> shape,
+                  const Arg &dtype) {
+    SubByte k = subByteArg(dtype);
+    if (k == SubByte::None) return Value::ofBuffer(allocate(in, args, fname, scope, std::move(shape), bufferDType(in, dtype)));
+    TraceState &t = requireLaunch(in, args, fname);
+    auto bytes = subByteStorageShape(in, scope, shape, in.assignTargetName(), k, args.call);
+    return Value::ofBuffer(subByteView(t, allocate(in, args, fname, scope, std::move(bytes), subByteStorage(k)), k, std::move(shape)));
+}
+
 Value allocShared(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.alloc_shared", {"shape", "dtype", "scope?"});
     requireLaunch(in, args, "T.alloc_shared");
     checkScope(in, a[2], "T.alloc_shared", {"shared.dyn", "shared"});
     auto shape = constShape(in, *a[0], "T.alloc_shared");
-    return Value::ofBuffer(
-        allocate(in, args, "T.alloc_shared", ir::Scope::Shared, shape, bufferDType(in, *a[1])));
+    return allocBuffer(in, args, "T.alloc_shared", ir::Scope::Shared, shape, *a[1]);
 }
 
 Value allocFragment(Interp &in, CallArgs &args) {
@@ -94,8 +104,7 @@ Value allocFragment(Interp &in, CallArgs &args) {
     // TileLang's alloc_fragment allocates in the scope it is given: "local" is T.alloc_local's per-thread buffer.
     bool local = a[2] && in.toStr(*a[2], "scope") == "local";
     auto shape = constShape(in, *a[0], "T.alloc_fragment");
-    return Value::ofBuffer(allocate(in, args, "T.alloc_fragment", local ? ir::Scope::Local : ir::Scope::Fragment, shape,
-                                    bufferDType(in, *a[1])));
+    return allocBuffer(in, args, "T.alloc_fragment", local ? ir::Scope::Local : ir::Scope::Fragment, shape, *a[1]);
 }
 
 Value allocLocal(Interp &in, CallArgs &args) {
@@ -103,8 +112,7 @@ Value allocLocal(Interp &in, CallArgs &args) {
     requireLaunch(in, args, "T.alloc_local");
     checkScope(in, a[2], "T.alloc_local", {"local"});
     auto shape = constShape(in, *a[0], "T.alloc_local");
-    return Value::ofBuffer(
-        allocate(in, args, "T.alloc_local", ir::Scope::Local, shape, bufferDType(in, *a[1])));
+    return allocBuffer(in, args, "T.alloc_local", ir::Scope::Local, shape, *a[1]);
 }
 
 Value allocVar(Interp &in, CallArgs &args) {

@@ -74,8 +74,8 @@ DType dtypeArg(Interp &in, const Arg &a) {
         if (auto t = DType::parse(a.value.s))
             return *t;
         if (isPackedDTypeName(a.value.s))
-            in.fail(a.range, "dtype '" + a.value.s + "' packs two elements in a byte; tilec has no packed sub-byte "
-                                 "buffers (hold the bytes as uint8 or int8 and unpack them with shifts and masks)");
+            in.fail(a.range, "dtype '" + a.value.s + "' packs two elements in a byte: tilec takes it as the element type of "
+                                 "a tensor or buffer (T.Tensor, T.empty, T.alloc_shared, T.alloc_fragment), not here");
         // Keep the name short in the message: a user who passed a long string sees its start.
         std::string shown = a.value.s.size() > 40 ? a.value.s.substr(0, 40) + "..." : a.value.s;
         in.diag().error(a.range, "unknown dtype '" + shown + "'");

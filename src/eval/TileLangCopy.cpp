@@ -304,7 +304,9 @@ Value copy(Interp &in, CallArgs &args) {
     Operand s = operandArg(in, *a[0], "T.copy source"), d = operandArg(in, *a[1], "T.copy destination");
     if (elementCopy(in, args, s, d)) return Value::none();
     auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "copy");
-    in.emit(ir::Copy::make(sr, dr, args.call));
+    TraceState &t = *in.trace();
+    if (t.subByte.count(sr.buffer.get()) || t.subByte.count(dr.buffer.get())) subByteCopy(in, t, sr, dr, args.call);
+    else in.emit(ir::Copy::make(sr, dr, args.call));
     return Value::none();
 }
 

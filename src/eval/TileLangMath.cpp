@@ -158,6 +158,11 @@ Value ifThenElse(Interp &in, CallArgs &args) {
 /// T.infinity / T.max_value / T.min_value of a dtype.
 Value limitOf(Interp &in, CallArgs &args, int which, const std::string &fname) {
     auto a = bindArgs(in, args, fname, {"dtype"});
+    if (SubByte k = subByteArg(*a[0]); k != SubByte::None && which != 0) { // int4: -8 .. 7, uint4: 0 .. 15, fp4: +-6
+        bool max = which == 1;
+        if (k == SubByte::Float4E2M1) return Value::ofExpr(ir::floatImm(max ? 6.0 : -6.0, DType::Float32, args.call));
+        return Value::ofExpr(ir::intImm(k == SubByte::Int4 ? (max ? 7 : -8) : (max ? 15 : 0), DType::Int32, args.call));
+    }
     DType t = dtypeArg(in, *a[0]);
     if (which == 0) {
         if (!t.isFloat() || t.isFloat8())

@@ -121,9 +121,12 @@ Value tensorType(Interp &in, CallArgs &args, const std::string &fname) {
     auto a = bindArgs(in, args, fname, {"shape", "dtype?", "data?"});
     auto ty = std::make_shared<TensorTypeObj>();
     ty->range = args.call;
-    ty->dtype = a[1] ? dtypeArg(in, *a[1]) : DType(DType::Float32);
+    ty->sub = a[1] ? subByteArg(*a[1]) : SubByte::None;
+    ty->dtype = ty->sub != SubByte::None ? subByteStorage(ty->sub) : a[1] ? dtypeArg(in, *a[1]) : DType(DType::Float32);
     if (ty->dtype == DType::Void)
         in.fail(a[1]->range, "a tensor cannot have element type void");
+    if (ty->sub != SubByte::None && a[2] && !a[2]->value.is(VK::None))
+        in.fail(a[1]->range, std::string("a view of a tensor's data as ") + subByteName(ty->sub) + " elements is not supported");
     auto dims = in.toSequence(*a[0], "shape");
     if (dims.empty())
         in.fail(a[0]->range, "a tensor needs at least one dimension");
@@ -141,7 +144,8 @@ Value stridedTensorType(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.StridedTensor", {"shape", "strides", "dtype?"});
     auto ty = std::make_shared<TensorTypeObj>();
     ty->range = args.call;
-    ty->dtype = a[2] ? dtypeArg(in, *a[2]) : DType(DType::Float32);
+    ty->sub = a[2] ? subByteArg(*a[2]) : SubByte::None;
+    ty->dtype = ty->sub != SubByte::None ? subByteStorage(ty->sub) : a[2] ? dtypeArg(in, *a[2]) : DType(DType::Float32);
     if (ty->dtype == DType::Void) in.fail(a[2]->range, "a tensor cannot have element type void");
     auto dims = in.toSequence(*a[0], "shape");
     if (dims.empty()) in.fail(a[0]->range, "a tensor needs at least one dimension");
@@ -269,7 +273,8 @@ Value emptyOutput(Interp &in, CallArgs &args) {
         dims = args.pos;
     }
     if (dims.empty()) in.fail(args.call, "T.empty needs a shape");
-    DType dt = kw.count("dtype") ? dtypeArg(in, kw["dtype"]) : DType(DType::Float32);
+    SubByte sub = kw.count("dtype") ? subByteArg(kw["dtype"]) : SubByte::None;
+    DType dt = sub != SubByte::None ? subByteStorage(sub) : kw.count("dtype") ? dtypeArg(in, kw["dtype"]) : DType(DType::Float32);
     if (dt == DType::Void) in.fail(kw["dtype"].range, "a tensor cannot have element type void");
     std::vector<ir::Expr> shape;
     for (size_t i = 0; i < dims.size(); ++i) shape.push_back(shapeDim(in, dims[i], i));
@@ -279,9 +284,11 @@ Value emptyOutput(Interp &in, CallArgs &args) {
     ir::Param param;
     param.kind = ir::Param::Tensor;
     param.loc = args.call;
-    param.buffer = ir::makeBuffer(name, ir::Scope::Global, dt, std::move(shape), args.call);
+    std::vector<ir::Expr> bytes = sub != SubByte::None ? subByteStorageShape(in, ir::Scope::Global, shape, name, sub, args.call) : shape;
+    param.buffer = ir::makeBuffer(name, ir::Scope::Global, dt, std::move(bytes), args.call);
     k.params.push_back(param);
     t->outputs.push_back(param.buffer);
+    if (sub != SubByte::None) return Value::ofBuffer(subByteView(*t, param.buffer, sub, std::move(shape)));
     return Value::ofBuffer(param.buffer);
 }
 

@@ -170,6 +170,9 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
     if (!src->value.is(VK::Buffer))
         in.fail(src->range, fname + " takes a buffer, got " + std::string(typeName(src->value.kind)));
     ir::Buffer base = src->value.buffer;
+    if (auto k = t.subByte.find(base.get()); k != t.subByte.end())
+        in.fail(src->range, fname + " of '" + base->name + "', whose " + subByteName(k->second) +
+                                " elements are no whole bytes, is not supported");
     if (auto it = t.views.find(base.get()); it != t.views.end()) base = it->second; // a view of a view
     if (base->scope == ir::Scope::Var)
         in.fail(src->range, fname + " of '" + base->name + "', a T.alloc_var: it holds one value, with no shape to change");
@@ -243,6 +246,7 @@ Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
 }
 
 ir::Buffer reinterpretedBase(const TraceState &t, const ir::Buffer &view) {
+    if (t.subByte.count(view.get())) return nullptr; // its elements are not bytes: TileLangSubByte.cpp
     auto it = t.views.find(view.get());
     return it != t.views.end() && it->second->dtype != view->dtype ? it->second : nullptr;
 }
@@ -272,6 +276,9 @@ void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
     u.visit(s);
     for (auto &[view, at] : u.found) {
         const ir::Buffer &base = t.views.at(view.get());
+        if (auto k = t.subByte.find(view.get()); k != t.subByte.end())
+            in.fail(at.valid() ? at : s->loc, "'" + view->name + "' holds " + subByteName(k->second) +
+                                                  " elements (a sub-byte type): only its element accesses and T.copy take it");
         if (base->scope == ir::Scope::Fragment && base->dtype == view->dtype) { // same elements in the same threads: inferLayouts
             auto &fv = t.kernel->fragmentViews;
             if (std::none_of(fv.begin(), fv.end(), [&](auto &p) { return p.first == view; })) fv.push_back({view, base});
