@@ -26,6 +26,7 @@
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/TransposeFragments.h"
+#include "tilec/passes/UnrollSerialLoops.h"
 #include "tilec/passes/UnswitchLoops.h"
 #include "tilec/passes/VectorizeAccesses.h"
 #include "tilec/passes/WidenIndices.h"
@@ -108,6 +109,8 @@ const std::vector<Pass> &table() {
         {"vectorizeAccesses", always, [](const Program &p, PassState &) { return passes::vectorizeAccesses(p); }, false},
         // Tests around a loop's whole body that the loop cannot change, made once before it.
         {"unswitchLoops", always, [](const Program &p, PassState &) { return passes::unswitchLoops(p); }, false},
+        // Short serial loops of independent memory rounds unrolled: their rounds' global loads in flight together.
+        {"unrollSerialLoops", always, [](const Program &p, PassState &) { return passes::unrollSerialLoops(p); }, false},
         // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).

@@ -1,0 +1,19 @@
+/// \file
+/// Short serial loops of independent memory rounds unrolled, so that every round's global loads are in flight
+/// together.
+#pragma once
+
+#include "tilec/IR.h"
+
+namespace tilec::passes {
+
+/// A `T.serial` loop with a constant trip count of at most 32 whose body reads global memory, holds no barrier,
+/// no asynchronous transfer and no loop that is not itself unrolled, and stays small once unrolled (at most 512
+/// statements and 128 global loads in all), becomes an unrolled loop (`_Pragma("unroll")`): TileKernels'
+/// `for i_m in T.serial(m)` over the rows of a gradient accumulation issued its 24 rounds' loads four at a
+/// time where nvcc unrolled it by 4 on its own, each group a memory round trip; unrolled, the rounds' loads
+/// all leave before the first store waits (the tensors are `__restrict__`). Innermost loops first, so an outer
+/// loop qualifies with its unrolled inner loops counted at their full size.
+ir::Program unrollSerialLoops(const ir::Program &p);
+
+} // namespace tilec::passes
