@@ -93,8 +93,9 @@ class Bench:
     kernel (e.g. one per run-time size)."""
 
     def __init__(self, lib, kernel, make, nbytes, shape, bar=None, torch_name="", flops=None, target=None,
-                 variants=False, label=""):
+                 variants=False, label="", rel_limit=None):
         self.lib, self.kernel, self.make, self.nbytes = lib, kernel, make, nbytes
+        self.rel_limit = rel_limit      # the sanity check against the baseline (gpu/bench.py REL_LIMIT by default)
         self.shape, self.bar, self.torch_name = shape, bar, torch_name
         self.flops, self.target, self.variants, self.label = flops, target, variants, label
 

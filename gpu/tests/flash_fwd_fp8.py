@@ -11,6 +11,7 @@ in the same rounds, tilec's float16 instantiation of the same file. FLOPs 4 B H 
 Issue 28's bar: e4m3 >= 1.6 x tilec's own float16 forward at D = 128 (FlashAttention-3's ratio): read the
 "tilec float16" ratio of the bench line (docs/GPU_TESTING.md), or divide by flash_fwd.py's flash_fwd_causal /
 flash_fwd_full of the same run."""
+import math
 import ctypes
 
 import core as C
@@ -23,7 +24,7 @@ BENCHES = (("flash_fwd_fp8_causal", "flash_fwd_fp8_f16_causal"), ("flash_fwd_fp8
            ("flash_fwd_fp8_causal_n256", "flash_fwd_fp8_f16_causal"), ("flash_fwd_fp8_full_n256", "flash_fwd_fp8_f16_full"))
 # float16's rule (refs.ATTN_ABS) widened for P in e4m3 (relative 2^-4 on each probability: a few 1e-3 on an
 # output of |v| ~ 1 spread over many keys; a wrong block or scale is off by O(0.1) or more)
-ATTN_ABS = {"float8_e4m3": 3e-2, "float16": 2e-2}
+ATTN_ABS = {"float8_e4m3": 2e-2, "float16": 2e-2}     # against a reference that rounds P as the kernel does
 SCALES = (0.75, 1.25, 0.5)   # q_scale, k_scale, v_scale
 
 
@@ -61,12 +62,46 @@ def inputs(ctx, p):
     return (q, k, vt, qs, ks), (qd, kd, vd)
 
 
+def rounded_p_reference(qd, kd, vd, causal, block_n):
+    """The float64 forward with the kernel's own rounding of P: key blocks of block_n in order, a running row
+    maximum, each block's probabilities exp(s - m) rounded to e4m3 (round to nearest even) for P.V while the row
+    sum takes them unrounded (the float32 scores' reduction), as the online softmax of benchmarks/flash_fwd_fp8.tile
+    does. (B, S, H, D) tensors; K and V may have fewer heads (grouped-query)."""
+    t = C.torch()
+    Bt, S, H, D = qd.shape
+    group = H // kd.shape[2]
+    q = qd.permute(0, 2, 1, 3)                                  # (B, H, S, D)
+    k = kd.repeat_interleave(group, dim=2).permute(0, 2, 1, 3)
+    v = vd.repeat_interleave(group, dim=2).permute(0, 2, 1, 3)
+    scale = 1.0 / math.sqrt(D)
+    m = t.full((Bt, H, S, 1), -math.inf, dtype=t.float64, device=qd.device)
+    l = t.zeros((Bt, H, S, 1), dtype=t.float64, device=qd.device)
+    acc = t.zeros((Bt, H, S, D), dtype=t.float64, device=qd.device)
+    rows = t.arange(S, device=qd.device)[:, None]
+    for j0 in range(0, S, block_n):
+        j1 = min(S, j0 + block_n)
+        s = t.matmul(q, k[:, :, j0:j1].transpose(2, 3)) * scale
+        if causal:
+            s.masked_fill_(t.arange(j0, j1, device=qd.device)[None, :] > rows, -math.inf)
+        m_new = t.maximum(m, s.amax(dim=-1, keepdim=True))
+        keep = t.where(t.isinf(m_new), t.zeros_like(m), t.exp(m - m_new))
+        p = t.exp(s - m_new).nan_to_num(0.0)
+        acc = acc * keep + t.matmul(p.float().to(t.float8_e4m3fn).double(), v[:, :, j0:j1])
+        l = l * keep + p.sum(dim=-1, keepdim=True)
+        m = m_new
+        del s, p
+    return (acc / l).permute(0, 2, 1, 3)
+
+
 def test(p):
     def fn(ctx, name):
         (q, k, vt, qs, ks), (qd, kd, vd) = inputs(ctx, p)
         o = ctx.output((p["batch"], p["seq"], p["heads"], p["dim"]), p["out_dtype"])
         ctx.call(name, q, k, vt, qs, ks, o, *SCALES)
-        ref = R.attention_reference(qd, kd, vd, p["causal"])
+        if p["dtype"] == "float8_e4m3":
+            ref = rounded_p_reference(qd, kd, vd, p["causal"], p["block_N"])
+        else:
+            ref = R.attention_reference(qd, kd, vd, p["causal"])
         tol = ATTN_ABS[p["dtype"]]
         return ctx.expect_bound(o, ref, p["out_dtype"], ulps=0, extra=tol, what="%g absolute" % tol,
                                 show_ulp=False) + " (%s%s%s)" % (p["dtype"], ", causal" if p["causal"] else "",
@@ -105,4 +140,5 @@ def benches():
         b, h, s, d = p["batch"], p["heads"], p["seq"], p["dim"]
         yield C.Bench(LIB, name, bench(p, f16), nbytes=4 * b * h * s * d, flops=R.attention_flops(b, h, s, d, p["causal"]),
                       shape="%d,%d,%d,%d%s e4m3" % (b, h, s, d, " causal" if p["causal"] else ""), bar=1.0,
-                      target=1.3, torch_name="SDPA cuDNN (float16)", variants=False)
+                      target=1.3, torch_name="SDPA cuDNN (float16)", variants=False,
+                      rel_limit=4e-2)     # P in e4m3 (2^-4 relative each): 0.021-0.026 measured on the H200
