@@ -133,8 +133,20 @@ _KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.
 
 
 def _is_plain(node):
-    """A module-level value that runs nothing: literals, names, arithmetic, tuples (no call, no subscript)."""
-    return all(not isinstance(n, (ast.Call, ast.Subscript, ast.Lambda, ast.Await, ast.Yield)) for n in ast.walk(node))
+    """A module-level value that runs nothing of the example: literals, names, arithmetic, tuples, and calls of
+    torch's constructors on such values (`_FP4_VALS = torch.tensor([0.0, 0.5, ...], dtype=torch.float32)`, which
+    deepseek_v4/act_quant.py's reference reads); no other call, no subscript."""
+    if isinstance(node, ast.Call):
+        f = node.func
+        return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "torch" and \
+            f.attr in _TORCH_CONSTRUCTORS and all(_is_plain(a) for a in node.args) and \
+            all(_is_plain(k.value) for k in node.keywords)
+    if isinstance(node, (ast.Subscript, ast.Lambda, ast.Await, ast.Yield)):
+        return False
+    return all(_is_plain(c) for c in ast.iter_child_nodes(node))
+
+
+_TORCH_CONSTRUCTORS = {"tensor", "arange", "zeros", "ones", "full", "linspace", "empty"}
 
 
 def load_example(path, torch_module=None):
@@ -315,6 +327,11 @@ def self_check(tmp):
             problems.append("a failing import of a missing package does not bind a stand-in")
     except Exception as e:  # noqa: BLE001
         problems.append("plan on the made-up example: %s: %s" % (type(e).__name__, e))
+    for src, want in (("torch.tensor([0.0, 0.5], dtype=torch.float32)", True), ("torch.randn(4)", False),
+                      ("torch.tensor(table[0])", False), ("helper(1)", False), ("(1, 2 ** -3)", True)):
+        if _is_plain(ast.parse(src, mode="eval").body) != want:
+            problems.append("_is_plain(%s) should be %s (a module constant %s)" % (src, want, "loaded" if want else
+                                                                                  "left out"))
     for bad, what in ((dict(refs[("sub/ex.py", "k")], reference="no_such_fn(A)"), "an undefined reference"),
                       (dict(refs[("sub/ex.py", "k")], check="print(1)"), "a check that is not close/similar"),
                       (dict(refs[("sub/ex.py", "k")], setup="m = = 1"), "a setup that does not parse"),

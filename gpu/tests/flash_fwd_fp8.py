@@ -74,6 +74,7 @@ def rounded_p_reference(qd, kd, vd, causal, block_n):
     k = kd.repeat_interleave(group, dim=2).permute(0, 2, 1, 3)
     v = vd.repeat_interleave(group, dim=2).permute(0, 2, 1, 3)
     scale = 1.0 / math.sqrt(D)
+    pm = t.zeros((Bt, H, S, 1), dtype=t.float64, device=qd.device)       # the row's largest probability
     m = t.full((Bt, H, S, 1), -math.inf, dtype=t.float64, device=qd.device)
     l = t.zeros((Bt, H, S, 1), dtype=t.float64, device=qd.device)
     acc = t.zeros((Bt, H, S, D), dtype=t.float64, device=qd.device)
@@ -88,9 +89,11 @@ def rounded_p_reference(qd, kd, vd, causal, block_n):
         p = t.exp(s - m_new).nan_to_num(0.0)
         acc = acc * keep + t.matmul(p.float().to(t.float8_e4m3fn).double(), v[:, :, j0:j1])
         l = l * keep + p.sum(dim=-1, keepdim=True)
+        pm = t.maximum(pm * keep, p.amax(dim=-1, keepdim=True))
         m = m_new
         del s, p
-    return (acc / l).permute(0, 2, 1, 3)
+    vmax = v.abs().amax(dim=2, keepdim=True)                                # (B, H, 1, D)
+    return (acc / l).permute(0, 2, 1, 3), (pm / l * vmax).permute(0, 2, 1, 3)
 
 
 def test(p):
@@ -98,12 +101,16 @@ def test(p):
         (q, k, vt, qs, ks), (qd, kd, vd) = inputs(ctx, p)
         o = ctx.output((p["batch"], p["seq"], p["heads"], p["dim"]), p["out_dtype"])
         ctx.call(name, q, k, vt, qs, ks, o, *SCALES)
+        tol = ATTN_ABS[p["dtype"]]
         if p["dtype"] == "float8_e4m3":
-            ref = rounded_p_reference(qd, kd, vd, p["causal"], p["block_N"])
+            # the kernel's float32 exp2 and the reference's float64 exp can round a probability to neighbouring
+            # e4m3 values (2^-3 apart, relative): a row's largest contributions may differ by that, once or twice
+            ref, top = rounded_p_reference(qd, kd, vd, p["causal"], p["block_N"])
+            tol = tol + 2.0 ** -2 * top
         else:
             ref = R.attention_reference(qd, kd, vd, p["causal"])
-        tol = ATTN_ABS[p["dtype"]]
-        return ctx.expect_bound(o, ref, p["out_dtype"], ulps=0, extra=tol, what="%g absolute" % tol,
+        return ctx.expect_bound(o, ref, p["out_dtype"], ulps=0, extra=tol, what="%g absolute%s" % (
+                                    ATTN_ABS[p["dtype"]], " + e4m3 flips" if p["dtype"] == "float8_e4m3" else ""),
                                 show_ulp=False) + " (%s%s%s)" % (p["dtype"], ", causal" if p["causal"] else "",
                                                                   ", block scales" if p["block_scales"] else "")
     return fn
