@@ -56,6 +56,45 @@ def gdn_wy_fast_bwd(K, V, Beta, G, A, dw, du, chunk=64):
     return back(dA), back(dkb * beta * g), back(dvb * beta), back(dbeta[..., None])[..., 0], back(dg[..., None])[..., 0]
 
 
+def kda_inter_solve_fused(Q, K, GK, Beta, Akk_diag, scale, chunk=64, sub=16):
+    """(Aqk, Akk) of examples/kda/chunk_inter_solve_fused.py, float64. Per chunk, for sub-chunks s > t (rows i of s,
+    columns j of t): Aqk[i, j] = scale sum_k q_ik k_jk 2^(gk_ik - gk_jk), the off-diagonal blocks of the chunk's
+    strictly lower A[i, j] = beta_i sum_k k_ik k_jk 2^(gk_ik - gk_jk), A's diagonal blocks the strictly lower part of
+    Akk_diag's sub-chunk rows; Akk = (I + A)^-1. Aqk's diagonal and upper blocks and Akk's upper blocks are not
+    written by the kernel: zeros here (the reference line's setup zero-fills the outputs)."""
+    import torch
+    c, back = chunked(chunk), unchunked
+    A = inter_solve_matrix(Q, K, GK, Beta, Akk_diag, chunk, sub)
+    q, k, g = c(Q), c(K), c(GK)
+    aqk = torch.zeros_like(A)
+    for s in range(1, chunk // sub):
+        rows = slice(s * sub, (s + 1) * sub)
+        gn = g[..., s * sub:s * sub + 1, :]                     # the decays split at sub-chunk s's first token
+        qs = q[..., rows, :] * torch.exp2(g[..., rows, :] - gn)
+        kt = k[..., :s * sub, :] * torch.exp2(gn - g[..., :s * sub, :])
+        aqk[..., rows, :s * sub] = scale * (qs @ kt.transpose(-1, -2))
+    eye = torch.eye(chunk, dtype=A.dtype, device=A.device).expand_as(A)
+    Akk = torch.linalg.solve_triangular(eye + A, eye, upper=False, unitriangular=True)
+    return back(aqk), back(Akk)
+
+
+def inter_solve_matrix(Q, K, GK, Beta, Akk_diag, chunk, sub):
+    """The strictly lower [B, H, N, chunk, chunk] matrix A that kda_inter_solve_fused inverts (I + A), float64."""
+    import torch
+    c = chunked(chunk)
+    k, g, beta, diag = c(K), c(GK), c(Beta)[..., None], c(Akk_diag)
+    A = torch.zeros(*k.shape[:-1], chunk, dtype=torch.float64, device=K.device)
+    for s in range(chunk // sub):
+        rows = slice(s * sub, (s + 1) * sub)
+        A[..., rows, rows] = torch.tril(diag[..., rows, :], -1)
+        if s:
+            gn = g[..., s * sub:s * sub + 1, :]
+            ks = k[..., rows, :] * torch.exp2(g[..., rows, :] - gn) * beta[..., rows, :]
+            kt = k[..., :s * sub, :] * torch.exp2(gn - g[..., :s * sub, :])
+            A[..., rows, :s * sub] = ks @ kt.transpose(-1, -2)
+    return A
+
+
 def chunked(chunk):
     """x [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64, as a function."""
     def c(x):
@@ -110,7 +149,7 @@ def self_check(torch):
             want = -sum(f(A, m, i) * t1[m][j] for m in range(C)) if i > j else 0.0
             if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
                 problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
-    return problems + _gdn_self_check(torch, g)
+    return problems + _gdn_self_check(torch, g) + _inter_solve_self_check(torch, g)
 
 
 def _gdn_self_check(torch, g):
@@ -141,4 +180,34 @@ def _gdn_self_check(torch, g):
                float(dv[b, base + i, h, 1]))
         if max(abs(x - y) for x, y in zip(got, want)) > 1e-6:
             problems.append("gdn_wy_fast_bwd's dbeta, dg, dk, dv at token %d: %r, want %r" % (i, got, want))
+    return problems
+
+
+def _inter_solve_self_check(torch, g):
+    """kda_inter_solve_fused on 2 chunks of 4 tokens in sub-chunks of 2: Aqk and A entry by entry against their sums
+    written out by loops, Akk (I + A) = I, and Akk lower triangular with a unit diagonal."""
+    Bn, S, H, D, C, sub = 1, 8, 2, 3, 4, 2
+    Q, K = torch.randn(Bn, S, H, D, generator=g).bfloat16(), torch.randn(Bn, S, H, D, generator=g).bfloat16()
+    GK, Beta = -torch.rand(Bn, S, H, D, generator=g) * 3, torch.rand(Bn, S, H, generator=g).bfloat16()
+    diag = torch.randn(Bn, S, H, sub, generator=g)
+    Aqk, Akk = kda_inter_solve_fused(Q, K, GK, Beta, diag, 0.5, C, sub)
+    A = unchunked(inter_solve_matrix(Q, K, GK, Beta, diag, C, sub))
+    h, problems = 1, []
+    for t in range(4, 8):                                  # the second chunk
+        for col in range(C):
+            j = 4 + col
+            dot = lambda X: sum(float(X[0, t, h, d]) * float(K[0, j, h, d]) *            # noqa: E731
+                                2.0 ** (float(GK[0, t, h, d]) - float(GK[0, j, h, d])) for d in range(D))
+            off = col // sub < (t - 4) // sub
+            want_q = 0.5 * dot(Q) if off else 0.0
+            want_a = float(Beta[0, t, h]) * dot(K) if off else \
+                (float(diag[0, t, h, col % sub]) if col // sub == (t - 4) // sub and col < t - 4 else 0.0)
+            if abs(float(Aqk[0, t, h, col]) - want_q) > 1e-9 or abs(float(A[0, t, h, col]) - want_a) > 1e-9:
+                problems.append("kda_inter_solve_fused's Aqk or A at (%d, %d): %r, %r, want %r, %r" % (
+                    t, col, float(Aqk[0, t, h, col]), float(A[0, t, h, col]), want_q, want_a))
+    X = Akk[0, 4:8, h].double()
+    M = torch.eye(C, dtype=torch.float64) + A[0, 4:8, h].double()
+    if float((X @ M - torch.eye(C, dtype=torch.float64)).abs().max()) > 1e-9 or \
+            float(torch.triu(X, 1).abs().max()) != 0.0 or float((X.diagonal() - 1).abs().max()) > 1e-12:
+        problems.append("kda_inter_solve_fused's Akk is not (I + A)^-1: %r" % X.tolist())
     return problems
