@@ -14,6 +14,7 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
                        the WY backward: dA through A's inverse, dk, dbeta's key part, the gate terms dA * (beta k) k^T
   gdn_chunk_o_bwd_dqkwg  (examples/gdn/example_chunk_o_bwd.py, use_g and use_dw) dq, dk, dw and the gate gradient per
                        key slice, as that kernel computes them (its quirks included: see the function)
+  gdn_chunk_o          (examples/gdn/example_chunk_o.py, use_g) the forward output, inter- plus intra-chunk
 
 Needs torch only when called."""
 
@@ -173,6 +174,28 @@ def gdn_chunk_o_bwd_dqkwg(Q, K, V, h, G, dO, dh, dv, scale, chunk=64, block_DK=6
     return unchunked(dq), unchunked(dk), _b16(unchunked(dw), lo), dg.reshape(nk, dg.shape[1], -1, dg.shape[-1])
 
 
+def gdn_chunk_o(Q, K, V, HIDDEN, G, scale, chunk=64):
+    """O of tilelang_chunk_fwd_o (use_g), float64 but for its bf16 A tile: per chunk c and token i,
+    O_i = scale (e^g_i q_i HIDDEN[c] + sum_j A16_ij v_j), A_ij = (q_i . k_j) e^(g_i - g_j) where j <= i and
+    g_i <= g_j, else 0 (the kernel tests the gate difference itself: G is a gate per token, not a cumulative sum),
+    A16 that float32 value rounded to Q's dtype, as the kernel's shared tile holds it for its GEMM with V."""
+    import torch
+    B, S, H, _ = Q.shape
+    n = S // chunk
+
+    def c(x):
+        return x.reshape(B, n, chunk, H, *x.shape[3:]).double()
+    q, k, v, g = c(Q), c(K), c(V), c(G)                        # g [B, n, chunk, H]
+    diff = g[:, :, :, None, :] - g[:, :, None, :, :]          # [B, n, i, j, H]
+    idx = torch.arange(chunk, device=Q.device)
+    keep = (diff <= 0) & (idx[:, None] >= idx[None, :])[None, None, :, :, None]
+    a = torch.einsum("bnihd,bnjhd->bnijh", q, k)
+    a16 = _b16(torch.where(keep, a * torch.exp(diff.clamp(max=0)), torch.zeros_like(a)), Q.dtype)
+    inter = torch.einsum("bnihk,bnhkv->bnihv", q, HIDDEN.double()) * torch.exp(g)[..., None]
+    intra = torch.einsum("bnijh,bnjhv->bnihv", a16, v)
+    return ((inter + intra) * scale).reshape(B, S, H, V.shape[-1])
+
+
 def self_check(torch):
     """Each reference against its definition written out by loops at single positions, on small shapes."""
     problems = []
@@ -192,7 +215,7 @@ def self_check(torch):
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
-        _chunk_o_self_check(torch, g)
+        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g)
 
 
 def _indexer_self_check(torch, g):
@@ -329,4 +352,25 @@ def _chunk_o_self_check(torch, g):
             ww = b16(-sum(f(dv, i, w) * hf(h, e, w) for w in range(DV)))
             if (float(dq[0, 3 + i, 0, e]), float(dk[0, 3 + i, 0, e]), float(dw[0, 3 + i, 0, e])) != (wq, wk, ww):
                 problems.append("gdn_chunk_o_bwd_dqkwg's dq, dk, dw at (%d, %d)" % (i, e))
+    return problems
+
+
+def _chunk_o_fwd_self_check(torch, g):
+    """gdn_chunk_o on 2 chunks of 3 tokens against its sums written out by loops at every token of the second."""
+    import math
+    Bn, S, H, D, DV, C = 1, 6, 1, 2, 2, 3
+    Q, K, V = (torch.randn(Bn, S, H, n, generator=g).bfloat16() for n in (D, D, DV))
+    Hd, G = torch.randn(Bn, 2, H, D, DV, generator=g).bfloat16(), torch.randn(Bn, S, H, generator=g)
+    O = gdn_chunk_o(Q, K, V, Hd, G, 0.5, C)
+    b16 = lambda x: float(torch.tensor(x, dtype=torch.float64).float().bfloat16())     # noqa: E731
+    f = lambda t, *i: float(t[(0, 3 + i[0], 0) + tuple(i[1:])])      # noqa: E731 - token i of the second chunk
+    problems = []
+    for i in range(C):
+        for w in range(DV):
+            inter = math.exp(f(G, i)) * sum(f(Q, i, e) * float(Hd[0, 1, 0, e, w]) for e in range(D))
+            intra = sum(b16(sum(f(Q, i, e) * f(K, j, e) for e in range(D)) * math.exp(f(G, i) - f(G, j))) * f(V, j, w)
+                        for j in range(i + 1) if f(G, i) <= f(G, j))
+            want = 0.5 * (inter + intra)
+            if abs(float(O[0, 3 + i, 0, w]) - want) > 1e-9 * max(1.0, abs(want)):
+                problems.append("gdn_chunk_o's O at (%d, %d): %r, want %r" % (i, w, float(O[0, 3 + i, 0, w]), want))
     return problems
