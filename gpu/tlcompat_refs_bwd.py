@@ -15,6 +15,8 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   gdn_chunk_o_bwd_dqkwg  (examples/gdn/example_chunk_o_bwd.py, use_g and use_dw) dq, dk, dw and the gate gradient per
                        key slice, as that kernel computes them (its quirks included: see the function)
   gdn_chunk_o          (examples/gdn/example_chunk_o.py, use_g) the forward output, inter- plus intra-chunk
+  mqa_logits           (deepseek_v32/fp8_lighting_indexer.py, dsa_hisa/pool_mqa_fp8.py) the fp8 indexer's logits
+                       where each query's key range defines them, judged by masked_mismatch there only
 
 Needs torch only when called."""
 
@@ -196,6 +198,35 @@ def gdn_chunk_o(Q, K, V, HIDDEN, G, scale, chunk=64):
     return ((inter + intra) * scale).reshape(B, S, H, V.shape[-1])
 
 
+def mqa_logits(IndexQ, IndexK, IndexKScale, Weights, KS, KE):
+    """Logits [S, N] of the fp8 MQA indexers (mqa_attn_return_logits, pool_mqa_attn_return_logits_fp8), float64:
+    logits[m, n] = sum_h relu(q_mh . k_n kscale_n) w_mh for KS[m] <= n < KE[m], NaN elsewhere. The kernels write
+    the union of their query tile's ranges (unmasked values) and leave the rest unwritten, so only the defined
+    entries are judged (masked_mismatch)."""
+    import torch
+    S, H = Weights.shape
+    q = IndexQ.double().reshape(S, H, -1)
+    k = IndexK.double() * IndexKScale.double()[:, None]
+    logits = (torch.einsum("mhd,nd->mnh", q, k).clamp(min=0) * Weights.double()[:, None, :]).sum(-1)
+    n = torch.arange(k.shape[0], device=k.device)
+    defined = (n[None, :] >= KS.long()[:, None]) & (n[None, :] < KE.long()[:, None])
+    return torch.where(defined, logits, torch.full_like(logits, float("nan")))
+
+
+def masked_mismatch(rtol, atol):
+    """A judge for similar(): the fraction of the entries where the reference is defined (not NaN) whose output lies
+    outside |out - ref| <= atol + rtol |ref| (an output NaN there counts as outside)."""
+    def masked_mismatch(out, ref):
+        import torch
+        r = ref.double().to(out.device)
+        keep = ~torch.isnan(r)
+        total = int(keep.sum())
+        if total == 0:
+            return float("inf")
+        return int((~torch.isclose(out.double()[keep], r[keep], rtol=rtol, atol=atol)).sum()) / total
+    return masked_mismatch
+
+
 def self_check(torch):
     """Each reference against its definition written out by loops at single positions, on small shapes."""
     problems = []
@@ -215,7 +246,7 @@ def self_check(torch):
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
-        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g)
+        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g)
 
 
 def _indexer_self_check(torch, g):
@@ -373,4 +404,28 @@ def _chunk_o_fwd_self_check(torch, g):
             want = 0.5 * (inter + intra)
             if abs(float(O[0, 3 + i, 0, w]) - want) > 1e-9 * max(1.0, abs(want)):
                 problems.append("gdn_chunk_o's O at (%d, %d): %r, want %r" % (i, w, float(O[0, 3 + i, 0, w]), want))
+    return problems
+
+
+def _mqa_self_check(torch, g):
+    """mqa_logits at every entry of 3 queries of 2 heads over 5 keys against the sum by loops (NaN outside each
+    query's range), and masked_mismatch counting only the defined entries."""
+    S, H, D, N = 3, 2, 4, 5
+    q = torch.randn(S * H, D, generator=g).to(torch.float8_e4m3fn)
+    k, ks = torch.randn(N, D, generator=g).to(torch.float8_e4m3fn), torch.rand(N, generator=g) + 0.5
+    w, lo, hi = torch.randn(S, H, generator=g), torch.tensor([0, 1, 4]), torch.tensor([2, 5, 5])
+    got = mqa_logits(q, k, ks, w, lo, hi)
+    problems = []
+    for m in range(S):
+        for n in range(N):
+            want = sum(max(0.0, sum(float(q[m * H + h, d]) * float(k[n, d]) for d in range(D)) * float(ks[n])) *
+                       float(w[m, h]) for h in range(H))
+            defined = int(lo[m]) <= n < int(hi[m])
+            v = float(got[m, n])
+            if (defined and abs(v - want) > 1e-9) or (not defined and v == v):
+                problems.append("mqa_logits at (%d, %d): %r, want %r" % (m, n, v, want if defined else "NaN"))
+    out = torch.where(torch.isnan(got), torch.zeros_like(got), got)
+    out[2, 4] += 1.0
+    if masked_mismatch(1e-2, 1e-2)(out, got) != 1 / int((~torch.isnan(got)).sum()):
+        problems.append("masked_mismatch does not count exactly the one defined entry that is off")
     return problems
