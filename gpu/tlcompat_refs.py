@@ -39,8 +39,8 @@ from tlcompat_refs_wy import gdn_wy_fast_bwd, kda_inter_solve_fused, kda_wy_fast
 import tlcompat_refs_wy
 # kernels that disagreed with TileLang without a reference (issue 23), in their own file
 from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o, gdn_chunk_o_bwd_dqkwg, gdn_wy_fast_bwd_split,  # noqa: F401
-                               indexer_bwd, indexer_topk, masked_mismatch, mhc_pre_gemm_sqrsum, mqa_logits,
-                               pre_norm_fn_bwd_mul, tf32)
+                               index_set_mismatch, indexer_bwd, indexer_topk, masked_mismatch,
+                               mhc_pre_gemm_sqrsum, mqa_logits, pre_norm_fn_bwd_mul, tf32)
 import tlcompat_refs_bwd
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output

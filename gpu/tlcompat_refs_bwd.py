@@ -15,6 +15,7 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   gdn_chunk_o_bwd_dqkwg  (examples/gdn/example_chunk_o_bwd.py, use_g and use_dw) dq, dk, dw and the gate gradient per
                        key slice, as that kernel computes them (its quirks included: see the function)
   gdn_chunk_o          (examples/gdn/example_chunk_o.py, use_g) the forward output, inter- plus intra-chunk
+  index_set_mismatch   a judge of top-k index sets (deepseek_v32/topk_selector.py)
   mqa_logits           (deepseek_v32/fp8_lighting_indexer.py, dsa_hisa/pool_mqa_fp8.py) the fp8 indexer's logits
                        where each query's key range defines them, judged by masked_mismatch there only
 
@@ -227,6 +228,14 @@ def masked_mismatch(rtol, atol):
     return masked_mismatch
 
 
+def index_set_mismatch(out, ref):
+    """A judge for similar() of top-k selectors, whose rows list a set in no set order: the fraction of entries at
+    which each row sorted differs from the reference row sorted."""
+    import torch
+    o, r = out.long().sort(-1)[0], ref.long().to(out.device).sort(-1)[0]
+    return float((o != r).double().mean()) if o.shape == r.shape else float("inf")
+
+
 def self_check(torch):
     """Each reference against its definition written out by loops at single positions, on small shapes."""
     problems = []
@@ -428,4 +437,7 @@ def _mqa_self_check(torch, g):
     out[2, 4] += 1.0
     if masked_mismatch(1e-2, 1e-2)(out, got) != 1 / int((~torch.isnan(got)).sum()):
         problems.append("masked_mismatch does not count exactly the one defined entry that is off")
+    a, b = torch.tensor([[5, 1, 3], [0, 2, 4]]), torch.tensor([[1, 3, 5], [4, 2, 0]])
+    if index_set_mismatch(a, b) != 0.0 or index_set_mismatch(a, torch.tensor([[1, 3, 6], [4, 2, 0]])) != 1 / 6:
+        problems.append("index_set_mismatch: sets in another order are not equal, or one differing index is not 1/6")
     return problems
