@@ -95,6 +95,34 @@ def inter_solve_matrix(Q, K, GK, Beta, Akk_diag, chunk, sub):
     return A
 
 
+def mamba_chunk_scan(cb, x, dt, dA_cumsum, C, prev_states, D):
+    """Output of examples/linear_attention/example_mamba_chunk_scan.py, float64 but for the kernel's two float16
+    roundings of the intra-chunk factor (its cb fragment is float16): per batch b, chunk c, head h and positions
+    l, s of the chunk, A[l, s] = r16(r16(cb[l, s] e^(dA_l - dA_s)) dt_s) for s <= l, else 0, and
+    out[l] = sum_s A[l, s] x[s] + e^(dA_l) C[l] . prev_states[c] + D[h] x[l]. The file's ref_program rounds
+    differently (its decay in float16 arithmetic, products through float16 einsums), so at its tolerances 1.3 %
+    of the outputs of a correct kernel lie outside (H200, session 19)."""
+    import torch
+    Bn, L, H, P = x.shape
+    nc, cs, G = cb.shape[1], cb.shape[3], cb.shape[2]
+    r16 = lambda t: t.float().half().double()                   # noqa: E731
+    out = torch.empty(Bn, L, H, P, dtype=torch.float64, device=x.device)
+    causal = torch.tril(torch.ones(cs, cs, dtype=torch.bool, device=x.device))
+    heads = torch.arange(H, device=x.device) // (H // G)
+    for b in range(Bn):
+        da, d_t = dA_cumsum[b].double(), dt[b].double()                     # [H, nc, cs]
+        cbh = cb[b].double()[:, heads]                                       # [nc, H, cs, cs]
+        decay = torch.exp(da[:, :, :, None] - da[:, :, None, :]).transpose(0, 1)      # [nc, H, l, s]
+        A = r16(r16(cbh * decay) * d_t.transpose(0, 1)[:, :, None, :])
+        A = torch.where(causal, A, torch.zeros_like(A))
+        xc = x[b].double().reshape(nc, cs, H, P).transpose(1, 2)             # [nc, H, cs, P]
+        Cc = C[b].double().reshape(nc, cs, G, -1)[:, :, heads].transpose(1, 2)   # [nc, H, cs, N]
+        inter = (Cc @ prev_states[b].double().transpose(-1, -2)) * torch.exp(da.transpose(0, 1))[..., None]
+        o = A @ xc + inter + D.double()[None, :, None, None] * xc
+        out[b] = o.transpose(1, 2).reshape(L, H, P)
+    return out
+
+
 def chunked(chunk):
     """x [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64, as a function."""
     def c(x):
@@ -149,7 +177,8 @@ def self_check(torch):
             want = -sum(f(A, m, i) * t1[m][j] for m in range(C)) if i > j else 0.0
             if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
                 problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
-    return problems + _gdn_self_check(torch, g) + _inter_solve_self_check(torch, g)
+    return problems + _gdn_self_check(torch, g) + _inter_solve_self_check(torch, g) + \
+        _chunk_scan_self_check(torch, g)
 
 
 def _gdn_self_check(torch, g):
@@ -210,4 +239,30 @@ def _inter_solve_self_check(torch, g):
     if float((X @ M - torch.eye(C, dtype=torch.float64)).abs().max()) > 1e-9 or \
             float(torch.triu(X, 1).abs().max()) != 0.0 or float((X.diagonal() - 1).abs().max()) > 1e-12:
         problems.append("kda_inter_solve_fused's Akk is not (I + A)^-1: %r" % X.tolist())
+    return problems
+
+
+def _chunk_scan_self_check(torch, g):
+    """mamba_chunk_scan on 2 chunks of 3 positions, 2 heads of one group, against its sums written out by loops."""
+    import math
+    Bn, nc, cs, H, P, N = 1, 2, 3, 2, 2, 2
+    cb = torch.randn(Bn, nc, 1, cs, cs, generator=g).half()
+    x, dt = torch.randn(Bn, nc * cs, H, P, generator=g).half(), torch.rand(Bn, H, nc, cs, generator=g).half()
+    dA, C = torch.randn(Bn, H, nc, cs, generator=g).half(), torch.randn(Bn, nc * cs, 1, N, generator=g).half()
+    prev, D = torch.randn(Bn, nc, H, P, N, generator=g).half(), torch.randn(H, generator=g).half()
+    out = mamba_chunk_scan(cb, x, dt, dA, C, prev, D)
+    r16 = lambda v: float(torch.tensor(v, dtype=torch.float64).float().half())     # noqa: E731
+    f = float
+    problems = []
+    for c in range(nc):
+        for h in range(H):
+            for l in range(cs):
+                for p in range(P):
+                    t = c * cs + l
+                    want = sum(r16(r16(f(cb[0, c, 0, l, s]) * math.exp(f(dA[0, h, c, l]) - f(dA[0, h, c, s]))) *
+                                   f(dt[0, h, c, s])) * f(x[0, c * cs + s, h, p]) for s in range(l + 1))
+                    want += math.exp(f(dA[0, h, c, l])) * sum(f(C[0, t, 0, n]) * f(prev[0, c, h, p, n]) for n in range(N))
+                    want += f(D[h]) * f(x[0, t, h, p])
+                    if abs(float(out[0, t, h, p]) - want) > 1e-9 * max(1.0, abs(want)):
+                        problems.append("mamba_chunk_scan at (%d, %d, %d): %r, want %r" % (t, h, p, float(out[0, t, h, p]), want))
     return problems
