@@ -275,6 +275,10 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
             if (!u.sliceElements) continue;
             auto &fg = groups[groupOf(u.buffer)];
             auto &ng = groups[nestGroup(u.nest)];
+            if (u.write && fg.replicated && !ng.replicated && !ng.mma) { // a store into a copy in every thread: each
+                ng.replicated = changed = true;                          // thread runs the nest whole
+                continue;
+            }
             if (fg.replicated || fg.mma) continue;
             Layout lf = layoutOf(fg), ln = layoutOf(ng);
             int v = std::min(lf.vec, ln.vec);

@@ -121,4 +121,28 @@ TEST(LowerSimReducerElements, ReducedAtEachNestWhenReadBefore) {
     sim::expectNear(y, wy, 1e-4, "Y");
 }
 
+// The accumulator's store (`acc[s, h]` in a nest over h) is a slice store, which keeps its nest spread over the
+// threads; a slice store into a fragment that every thread holds whole (read below by a subset of a nest's
+// variables) makes its nest run whole in every thread instead, each filling its own copy.
+TEST(LowerSimReducerElements, SliceStoreIntoACopyInEveryThread) {
+    tilec::lowertest::LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((4, 8), \"float32\"), Z: T.Tensor((4,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=32) as bx:\n"
+          "        f = T.alloc_fragment((4, 8), \"float32\")\n"
+          "        for s in T.serial(4):\n"
+          "            for j in T.Parallel(8):\n"
+          "                f[s, j] = A[s, j] * 2.0\n"
+          "        for i in T.Parallel(4):\n"
+          "            Z[i] = f[i, 0] + f[i, 7]\n",
+          "t.tile", *tilec::Target::parse("sm_80"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    auto a = sim::randomData(32, 9);
+    std::vector<double> z(4, std::nan("")), wz(4);
+    for (int i = 0; i < 4; ++i) wz[i] = (double)((float)a[i * 8] * 2.0f + (float)a[i * 8 + 7] * 2.0f);
+    sim::simulate(*r.lowered->kernels[0], {{"A", &a}, {"Z", &z}});
+    sim::expectNear(z, wz, 1e-6, "Z");
+}
+
 } // namespace
