@@ -275,6 +275,10 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
             if (!u.sliceElements) continue;
             auto &fg = groups[groupOf(u.buffer)];
             auto &ng = groups[nestGroup(u.nest)];
+            if (u.write && fg.replicated && !ng.replicated && !ng.mma) { // a store into a copy in every thread: each
+                ng.replicated = changed = true;                          // thread runs the nest whole
+                continue;
+            }
             if (fg.replicated || fg.mma) continue;
             Layout lf = layoutOf(fg), ln = layoutOf(ng);
             int v = std::min(lf.vec, ln.vec);
@@ -426,12 +430,13 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
             fragNode.count(u.buffer))
             groups[uf.find(fragNode[u.buffer])].replicated = true;
     // A nest that indexes no fragment exactly but stores to one otherwise (`sinks[i] = Sinks[h]` into a copy in
-    // every thread) runs whole in every thread, each filling its own copy; an expansion's stores stay spread.
+    // every thread) runs whole in every thread, each filling its own copy; an expansion's stores stay spread, and so
+    // do a slice's (`acc[s, h] += x[h]` in a nest over h: the slice is the nest's shape, agreeOnSlices places it).
     std::set<int> exactNests;
     for (auto &u : c.uses)
         if (u.exact && u.nest >= 0) exactNests.insert(u.nest);
     for (auto &u : c.uses)
-        if (u.write && !u.exact && !u.expand && u.nest >= 0 && !exactNests.count(u.nest))
+        if (u.write && !u.exact && !u.expand && !u.sliceElements && u.nest >= 0 && !exactNests.count(u.nest))
             groups[uf.find(nestNode[u.nest])].replicated = true;
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];

@@ -56,11 +56,13 @@ Expr contribution(const Expr &value, const Load &old, ReduceKind k) {
     return nullptr;
 }
 
-constexpr int kNone = -1, kAll = -2;
+constexpr int kNone = -1, kAll = -2, kUniform = -3;
 
 /// A nest of T.Parallel loops whose one statement accumulates into a reducer: `r[...] = r[...] (op) e` with r
 /// indexed by the nest's variables in order, all but one (`missing`), over their whole extents; or a one-element
-/// r[0] reduced over every variable (`missing` kAll, 0 in a one-variable nest); possibly under an `if` (`cond`).
+/// r[0] reduced over every variable (`missing` kAll, 0 in a one-variable nest); or r indexed by expressions none
+/// of the nest's variables appear in (`da[i, o]` in a nest over h inside T.serial loops over i and o: `missing`
+/// kUniform), each iteration adding to the one element they pick; possibly under an `if` (`cond`).
 struct Nest {
     std::vector<const For *> loops;
     const Store *st = nullptr;
@@ -111,6 +113,12 @@ int missingVariable(const std::vector<const For *> &loops, const Store &st) {
     if (st.indices.size() == 1 && constInt(st.indices[0]) == std::optional<int64_t>(0) &&
         constInt(st.buffer->shape[0]) == std::optional<int64_t>(1) && !loops.empty())
         return loops.size() == 1 ? 0 : kAll;
+    bool uniform = !loops.empty() && st.indices.size() == st.buffer->shape.size();
+    for (size_t d = 0; uniform && d < st.indices.size(); ++d) {
+        uniform = constInt(st.buffer->shape[d]).has_value();
+        for (auto *l : loops) uniform = uniform && !uses(st.indices[d], l->var.get());
+    }
+    if (uniform) return kUniform;
     size_t next = 0;
     int missing = kNone;
     for (size_t l = 0; l < loops.size(); ++l) {
@@ -139,7 +147,7 @@ std::optional<Nest> matchNest(const For &top, const std::map<const BufferNode *,
     if (!n.e || uses(n.e, st->buffer.get()) || (cond && uses(cond, st->buffer.get())))
         return std::nullopt;
     n.missing = missingVariable(n.loops, *st);
-    n.oneElement = st->indices.size() == 1 && constInt(st->indices[0]).has_value();
+    n.oneElement = n.missing != kUniform && st->indices.size() == 1 && constInt(st->indices[0]).has_value();
     if (n.missing == kNone) return std::nullopt;
     return n;
 }
@@ -173,6 +181,35 @@ struct ReducerUpdates : IRVisitor {
     }
 };
 
+/// The updates of a nest whose body updates reducers among other statements (`out[j] = x[j] * s; r[0] += x[j] *
+/// y[j]`, possibly under an `if`): each reducer updated once, outside any loop of the body, read only by its own
+/// update, in a form missingVariable knows (Nest::cond stays null; `conditional` says whether one is under an `if`).
+/// Nullopt when the body is not that.
+std::optional<std::vector<Nest>> updatesAmongOthers(const For &top, const std::map<const BufferNode *, ReduceKind> &reducers,
+                                                    bool &conditional) {
+    Nest base;
+    Stmt body;
+    if (!nestLoops(top, base.loops, body) || as<Store>(underIf(body).first)) return std::nullopt;
+    ReducerUpdates f(reducers);
+    f.visit(body);
+    std::set<const BufferNode *> updated;
+    for (auto *st : f.stores) updated.insert(st->buffer.get());
+    if (f.stores.empty() || updated.size() != f.stores.size() || f.loads != (int)f.stores.size() || f.inLoop)
+        return std::nullopt;
+    std::vector<Nest> out;
+    for (auto *st : f.stores) {
+        Nest n = base;
+        n.st = st;
+        auto old = Load::make(st->buffer, st->indices);
+        n.e = contribution(st->value, *as<Load>(old), reducers.at(st->buffer.get()));
+        n.missing = missingVariable(n.loops, *st);
+        if (!n.e || n.missing == kNone) return std::nullopt;
+        out.push_back(n);
+    }
+    conditional = f.conditional;
+    return out;
+}
+
 /// The reducer a marker statement (T.alloc_reducer's or T.finalize_reducer's) names, or null.
 Buffer markerOf(const Stmt &s, lib::Fn f) {
     auto ev = as<Evaluate>(s);
@@ -186,7 +223,9 @@ Buffer markerOf(const Stmt &s, lib::Fn f) {
 /// once, at T.finalize_reducer: walking the kernel in program order (loop bodies twice, for the way back,
 /// branches from one state), every nest of one reducer has the same extents and missing variable, its marker
 /// comes first, a T.finalize_reducer follows the last nest, nothing else touches it between a nest and the
-/// next T.finalize_reducer, and the accumulator (the nest's shape) fits in `maxSlots` registers per thread.
+/// next T.finalize_reducer, and the accumulator (the nest's shape; for kUniform the reducer's shape, then the
+/// nest's) fits in `maxSlots` registers per thread. A kUniform update may stand among other statements of its nest
+/// (updatesAmongOthers), under an `if` there too: each iteration updates its own element of the accumulator.
 class Deferral {
   public:
     Deferral(const std::map<const BufferNode *, ReduceKind> &reducers, int threads) : reducers_(reducers), threads_(threads) {}
@@ -198,6 +237,8 @@ class Deferral {
             if (s.bad || s.pending || !s.finalized || !s.shape) continue;
             int64_t n = 1;
             for (auto e : s.shape->extents()) n *= e;
+            if (s.shape->missing == kUniform)
+                for (auto &e : b->shape) n *= *constInt(e);
             if ((n + threads_ - 1) / threads_ <= kMaxSlots) out.emplace(b, *s.shape);
         }
         return out;
@@ -213,9 +254,9 @@ class Deferral {
     int threads_;
     std::map<const BufferNode *, State> state_;
 
-    void update(const Nest &n) {
+    void update(const Nest &n, bool amongOthers = false) {
         State &s = state_[n.st->buffer.get()];
-        if (!s.declared || !n.plain()) s.bad = true; // the other forms keep their reduction per nest
+        if (!s.declared || !n.plain() || (amongOthers && n.missing != kUniform)) s.bad = true; // the other forms keep their reduction per nest
         if (s.shape && (s.shape->extents() != n.extents() || s.shape->missing != n.missing)) s.bad = true;
         if (!s.shape) s.shape = n;
         s.pending = true;
@@ -249,6 +290,11 @@ class Deferral {
         auto f = as<For>(s);
         std::optional<Nest> n = f ? matchNest(*f, reducers_) : std::nullopt;
         if (n) return update(*n);
+        bool conditional = false;
+        if (auto us = f && f->forKind == ForKind::Parallel ? updatesAmongOthers(*f, reducers_, conditional) : std::nullopt) {
+            for (auto &u : *us) update(u, true);
+            return;
+        }
         for (auto &[b, kind] : reducers_)
             if (uses(s, b) && (f || state_[b].pending)) state_[b].bad = true; // another nest, or between
     }
@@ -264,6 +310,7 @@ class Rewriter : public IRMutator {
             if (!deferred.count(b.get())) continue;
             const Nest &n = deferred.at(b.get());
             std::vector<Expr> shape;
+            if (n.missing == kUniform) shape = b->shape;
             for (auto *l : n.loops) shape.push_back(l->extent);
             Buffer acc = makeBuffer(b->name + "_acc", Scope::Fragment, b->dtype, shape, n.st->loc);
             k_.allocs.push_back(acc);
@@ -277,7 +324,8 @@ class Rewriter : public IRMutator {
         if (auto b = markerOf(op, lib::Fn::FinalizeReducer)) {
             if (!deferred_.count(b.get())) return Seq::make({}, op->loc);
             const Deferred &d = deferred_.at(b.get());
-            Stmt combine = Reduce::make(reducers_.at(b.get()), d.acc, b, d.missing, false, op->loc);
+            Stmt combine = d.missing == kUniform ? reduceTrailing(reducers_.at(b.get()), d.acc, b, op->loc)
+                                                 : Reduce::make(reducers_.at(b.get()), d.acc, b, d.missing, false, op->loc);
             return Seq::make({combine, reset(b.get(), op->loc)}, op->loc);
         }
         return op;
@@ -288,7 +336,7 @@ class Rewriter : public IRMutator {
         if (auto n = matchNest(*op, reducers_))
             return deferred_.count(n->st->buffer.get()) && n->plain() ? accumulate(*n) : reduceEach(*n, op->loc);
         if (Stmt s = amongOthers(op)) return s;
-        return IRMutator::visit(op);
+        return op; // its inner loops are the nest's own: never a nest of their own (r[i] in a nest over i, j, k)
     }
 
   private:
@@ -315,15 +363,44 @@ class Rewriter : public IRMutator {
         Expr id = reduceIdentity(reducers_.at(b), acc->dtype);
         return nestOf(acc->shape, [&](const std::vector<Expr> &i) { return Store::make(acc, i, id, loc); }, loc);
     }
-    /// Each iteration adds its contribution to its own element of the accumulator (no thread meets another's).
-    Stmt accumulate(const Nest &n) {
+    static BinaryOp opOf(ReduceKind k) {
+        return k == ReduceKind::Sum ? BinaryOp::Add : k == ReduceKind::Max ? BinaryOp::Max : BinaryOp::Min;
+    }
+    /// Each iteration adds its contribution to its own element of the accumulator (no thread meets another's):
+    /// the element of the nest's variables (after the reducer's own indices for kUniform).
+    Stmt accStore(const Nest &n) const {
         const Deferred &d = deferred_.at(n.st->buffer.get());
         std::vector<Expr> idx;
+        if (n.missing == kUniform) idx = n.st->indices;
         for (auto *l : n.loops) idx.push_back(l->var);
-        ReduceKind k = reducers_.at(n.st->buffer.get());
-        BinaryOp op = k == ReduceKind::Sum ? BinaryOp::Add : k == ReduceKind::Max ? BinaryOp::Max : BinaryOp::Min;
-        Stmt body = Store::make(d.acc, idx, binary(op, Load::make(d.acc, idx), cast(d.acc->dtype, n.e), n.st->loc), n.st->loc);
-        return wrap(n, body);
+        BinaryOp op = opOf(reducers_.at(n.st->buffer.get()));
+        return Store::make(d.acc, idx, binary(op, Load::make(d.acc, idx), cast(d.acc->dtype, n.e), n.st->loc), n.st->loc);
+    }
+    Stmt accumulate(const Nest &n) const { return wrap(n, accStore(n)); }
+    /// A kUniform accumulator (r's shape, then the nest's) reduced along its trailing dimensions into r, the last first.
+    Stmt reduceTrailing(ReduceKind kind, const Buffer &acc, const Buffer &r, const SourceRange &loc) {
+        std::vector<Stmt> steps;
+        Buffer cur = acc;
+        const size_t keep = r->shape.size();
+        for (size_t d = acc->shape.size(); d-- > keep + 1;) {
+            std::vector<Expr> shape(acc->shape.begin(), acc->shape.begin() + (long)d);
+            Buffer next = makeBuffer(acc->name + std::to_string(d), Scope::Fragment, acc->dtype, shape, loc);
+            k_.allocs.push_back(next);
+            steps.push_back(Reduce::make(kind, cur, next, (int)d, true, loc));
+            cur = next;
+        }
+        steps.push_back(Reduce::make(kind, cur, r, (int)keep, false, loc));
+        return Seq::make(std::move(steps), loc);
+    }
+    /// The nest's contributions in `part` combined into the update's reducer: reduced along `missing` (reduceInto),
+    /// or for kUniform reduced whole into one element that the element r[...] of the update then takes in.
+    Stmt combine(ReduceKind kind, const Buffer &part, const Store &st, int missing) {
+        if (missing != kUniform) return reduceInto(kind, part, st.buffer, missing, st.loc);
+        Buffer one = makeBuffer(st.buffer->name + "_all", Scope::Fragment, st.buffer->dtype, {intImm(1)}, st.loc);
+        k_.allocs.push_back(one);
+        Stmt all = reduceInto(kind, part, one, kAll, st.loc, true);
+        Expr v = binary(opOf(kind), Load::make(st.buffer, st.indices), Load::make(one, {intImm(0)}), st.loc);
+        return Seq::make({all, Store::make(st.buffer, st.indices, v, st.loc)}, st.loc);
     }
     /// The nest storing its contributions into a fragment of its shape, reduced into r at once. Under an `if`, a
     /// failing iteration contributes 0 for a sum; for max and min the reducer's own value (combining it again
@@ -340,23 +417,21 @@ class Rewriter : public IRMutator {
         Buffer part = makeBuffer(st.buffer->name + "_part", Scope::Fragment, st.buffer->dtype, shape, st.loc);
         k_.allocs.push_back(part);
         Stmt body = wrap(n, Store::make(part, idx, e, st.loc));
-        return Seq::make({body, reduceInto(kind, part, st.buffer, n.missing, st.loc)}, loc);
+        return Seq::make({body, combine(kind, part, st, n.missing)}, loc);
     }
 
     /// A nest whose body updates reducers among other statements, each once (`out[j] = x[j] * s; r[0] += x[j] *
     /// y[j]`, possibly under an `if`): the nest stores each update's contribution into a fragment of its shape
     /// instead, which a nest before it fills with what leaves the reducer unchanged where an update is under an `if`,
     /// and reductions into the reducers follow. Null when the body is not that (a reducer read elsewhere, updated
-    /// twice or inside a loop of the body). These reducers never accumulate in registers (Deferral).
+    /// twice or inside a loop of the body). A deferred (kUniform) reducer's update adds to its accumulator in place.
     Stmt amongOthers(const std::shared_ptr<const For> &top) {
+        bool conditional = false;
+        auto updates = updatesAmongOthers(*top, reducers_, conditional);
+        if (!updates) return nullptr;
         std::vector<const For *> loops;
         Stmt body;
-        if (!nestLoops(*top, loops, body) || as<Store>(underIf(body).first)) return nullptr;
-        ReducerUpdates f(reducers_);
-        f.visit(body);
-        std::set<const BufferNode *> updated;
-        for (auto *st : f.stores) updated.insert(st->buffer.get());
-        if (f.stores.empty() || updated.size() != f.stores.size() || f.loads != (int)f.stores.size() || f.inLoop) return nullptr;
+        nestLoops(*top, loops, body);
         std::vector<Expr> shape, idx, freshIdx;
         VarMap rename; // the filling nest's own variables
         for (auto *l : loops) {
@@ -366,20 +441,22 @@ class Rewriter : public IRMutator {
         }
         std::vector<Stmt> fills, reduces;
         std::map<const Store *, Stmt> with;
-        for (auto *st : f.stores) {
+        for (auto &n : *updates) {
+            const Store *st = n.st;
+            if (deferred_.count(st->buffer.get())) {
+                with[st] = accStore(n);
+                continue;
+            }
             const ReduceKind kind = reducers_[st->buffer.get()];
             auto old = Load::make(st->buffer, st->indices);
-            Expr e = contribution(st->value, *as<Load>(old), kind);
-            int missing = missingVariable(loops, *st);
-            if (!e || missing == kNone) return nullptr;
             Buffer part = makeBuffer(st->buffer->name + "_part", Scope::Fragment, st->buffer->dtype, shape, st->loc);
             k_.allocs.push_back(part);
             Expr none = kind == ReduceKind::Sum ? cast(st->buffer->dtype, intImm(0), st->loc) : substitute(old, rename);
             fills.push_back(Store::make(part, freshIdx, none, st->loc));
-            with[st] = Store::make(part, idx, e, st->loc);
-            reduces.push_back(reduceInto(kind, part, st->buffer, missing, st->loc));
+            with[st] = Store::make(part, idx, n.e, st->loc);
+            reduces.push_back(combine(kind, part, *st, n.missing));
         }
-        return withParts(top, loops, freshIdx, body, with, fills, reduces, f.conditional);
+        return withParts(top, loops, freshIdx, body, with, fills, reduces, conditional && !fills.empty());
     }
 
     /// amongOthers' result: the fill (only when an update is under an `if`), the nest with its updates replaced,
@@ -410,9 +487,10 @@ class Rewriter : public IRMutator {
     }
 
     /// The reduction of `part` (the nest's shape) into reducer r along nest variable `missing`, combined with r's
-    /// value; for kAll (a one-element r), along every variable, the last first.
-    Stmt reduceInto(ReduceKind kind, const Buffer &part, const Buffer &r, int missing, const SourceRange &loc) {
-        if (missing != kAll) return Reduce::make(kind, part, r, missing, false, loc);
+    /// value (or not: `clear`); for kAll (a one-element r), along every variable, the last first.
+    Stmt reduceInto(ReduceKind kind, const Buffer &part, const Buffer &r, int missing, const SourceRange &loc,
+                    bool clear = false) {
+        if (missing != kAll) return Reduce::make(kind, part, r, missing, clear, loc);
         std::vector<Stmt> steps;
         Buffer cur = part;
         for (size_t d = part->shape.size(); d-- > 1;) {
@@ -422,7 +500,7 @@ class Rewriter : public IRMutator {
             steps.push_back(Reduce::make(kind, cur, next, (int)d, true, loc));
             cur = next;
         }
-        steps.push_back(Reduce::make(kind, cur, r, 0, false, loc));
+        steps.push_back(Reduce::make(kind, cur, r, 0, clear, loc));
         return Seq::make(std::move(steps), loc);
     }
 

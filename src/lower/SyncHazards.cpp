@@ -229,12 +229,18 @@ const char *tileStatement(const Stmt &s) {
 }
 
 bool containsTileStatement(const Stmt &s) {
+    return containsStatement(s, [](const Stmt &t) {
+        return tileStatement(t) || t->kind == NodeKind::Fill || t->kind == NodeKind::WarpRoles;
+    });
+}
+
+bool containsStatement(const Stmt &s, const std::function<bool(const Stmt &)> &pred) {
     std::vector<Stmt> todo = {s};
     while (!todo.empty()) {
         Stmt t = todo.back();
         todo.pop_back();
         if (!t) continue;
-        if (tileStatement(t) || t->kind == NodeKind::Fill || t->kind == NodeKind::WarpRoles) return true;
+        if (pred(t)) return true;
         if (auto q = as<Seq>(t)) todo.insert(todo.end(), q->stmts.begin(), q->stmts.end());
         else if (auto f = as<For>(t)) todo.push_back(f->body);
         else if (auto i = as<IfThenElse>(t)) todo.push_back(i->then), todo.push_back(i->otherwise);

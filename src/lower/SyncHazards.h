@@ -11,6 +11,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Layout.h"
 
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -116,6 +117,8 @@ const char *tileStatement(const ir::Stmt &s);
 
 /// Whether `s` is or contains a tile statement (one every thread of the block takes part in).
 bool containsTileStatement(const ir::Stmt &s);
+/// Whether `s` or a statement inside it (through sequences, loops, branches) satisfies `pred`.
+bool containsStatement(const ir::Stmt &s, const std::function<bool(const ir::Stmt &)> &pred);
 
 /// The accesses of one buffer in a loop's body: the indices of its plain loads and stores; any other
 /// use (a tile region, an address handed to the device library) makes them opaque.

@@ -16,7 +16,11 @@ namespace tilec::passes {
 /// (along the last variable, then the next); an update under an `if` (a failing iteration contributes 0 for a
 /// sum, r's own value for max/min); and reducers each updated once among a nest's other statements (the nest
 /// stores each contribution into a "_part" fragment, reduced into the reducers after it). These three forms
-/// always take the reduction per nest below, never the registers.
+/// always take the reduction per nest below, never the registers. Also: r indexed by expressions none of the
+/// nest's variables appear in (`da[i, o] += b[i, h] * dx[o, h]` in a nest over h inside T.serial loops over i and
+/// o, TileKernels' mhc_post_bwd), the nest reduced whole into the element they pick, alone in its nest or among
+/// other statements; this form does take the registers below, its accumulator of r's shape then the nest's
+/// (r_acc[i, o, h]), combined at T.finalize_reducer along those trailing dimensions.
 ///
 /// Where T.finalize_reducer combines it (TileLang's design: each thread accumulates on its own, the threads are
 /// combined once), the iterations accumulate into a fragment of the nest's shape (r's name + "_acc", set to the

@@ -1,0 +1,277 @@
+/// \file
+/// Thread-range regions run by the whole block (include/tilec/passes/ThreadRangeRegions.h).
+#include "tilec/passes/ThreadRangeRegions.h"
+
+#include "tilec/Diagnostics.h"
+#include "tilec/IRMutator.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/passes/Arith.h"
+#include "SyncHazards.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+/// Threads [lo, hi) of the block.
+struct ThreadRange {
+    int64_t lo = 0, hi = 0;
+    bool operator<(const ThreadRange &o) const { return lo != o.lo ? lo < o.lo : hi < o.hi; }
+    bool operator==(const ThreadRange &o) const { return lo == o.lo && hi == o.hi; }
+    std::string text() const { return "threads " + std::to_string(lo) + " to " + std::to_string(hi - 1); }
+};
+
+/// The range a conjunction of comparisons of the thread index with constants (`tx < 32`, `64 <= tx`, `tx >= 32
+/// and tx < 96`) bounds the thread index to, or nullopt (another condition, or no thread at all).
+std::optional<ThreadRange> rangeOf(const Expr &cond, const VarNode *tx, int64_t threads) {
+    ThreadRange r{0, threads};
+    std::vector<Expr> todo{cond};
+    while (!todo.empty()) {
+        Expr e = todo.back();
+        todo.pop_back();
+        auto b = as<Binary>(e);
+        if (!b) return std::nullopt;
+        if (b->op == BinaryOp::And) {
+            todo.push_back(b->a), todo.push_back(b->b);
+            continue;
+        }
+        auto av = as<VarNode>(b->a), bv = as<VarNode>(b->b);
+        bool txLeft = av == tx, txRight = bv == tx;
+        auto c = constInt(txLeft ? b->b : b->a);
+        if (txLeft == txRight || !c) return std::nullopt;
+        BinaryOp op = b->op; // as `tx op c`
+        if (txRight)
+            op = op == BinaryOp::LT ? BinaryOp::GT : op == BinaryOp::GT ? BinaryOp::LT : op == BinaryOp::LE ? BinaryOp::GE
+                 : op == BinaryOp::GE                                    ? BinaryOp::LE
+                                                                          : op;
+        switch (op) {
+        case BinaryOp::LT: r.hi = std::min(r.hi, *c); break;
+        case BinaryOp::LE: r.hi = std::min(r.hi, *c + 1); break;
+        case BinaryOp::GT: r.lo = std::max(r.lo, *c + 1); break;
+        case BinaryOp::GE: r.lo = std::max(r.lo, *c); break;
+        default: return std::nullopt;
+        }
+    }
+    if (r.lo >= r.hi) return std::nullopt;
+    return r;
+}
+
+/// The threads outside `r` when they are a range.
+std::optional<ThreadRange> complementOf(const ThreadRange &r, int64_t threads) {
+    if (r.lo == 0 && r.hi < threads) return ThreadRange{r.hi, threads};
+    if (r.hi == threads && r.lo > 0) return ThreadRange{0, r.lo};
+    return std::nullopt;
+}
+
+/// Calls whose meaning depends on which threads run them (warp shuffles, mbarrier counts, named barriers, leaving
+/// the kernel).
+bool threadCountedCall(const Call &c) {
+    using lib::Fn;
+    for (Fn f : {Fn::NamedSync, Fn::NamedArrive, Fn::ShflXor, Fn::Shfl, Fn::MbarrierInit, Fn::MbarrierArrive,
+                 Fn::MbarrierArriveExpectTx, Fn::MbarrierWait, Fn::MbarrierArriveCluster, Fn::ClusterSync,
+                 Fn::MbarrierExpectTx, Fn::MbarrierArriveEach, Fn::WarpGroup, Fn::TmaCopyOn, Fn::ShflXorSync,
+                 Fn::ShflDownSync, Fn::ShflUpSync, Fn::SyncWarp, Fn::ThreadReturn, Fn::GridSync})
+        if (lib::is(c, f)) return true;
+    return false;
+}
+
+/// Whether `s` holds a statement of tile work: a T.Parallel nest (not of a thread's own registers), a T.copy, fill,
+/// reduction or T.gemm. Barriers and per-thread code alone (an author's named barrier in `if tx < 128:`) are not.
+bool holdsTileWork(const Stmt &s) {
+    return syncs::containsStatement(s, [](const Stmt &t) {
+        return (syncs::tileStatement(t) && t->kind != NodeKind::Evaluate) || t->kind == NodeKind::Fill;
+    });
+}
+
+/// Where a branch cannot run on more threads than its range: the first such statement and why, or nothing.
+struct BranchCheck : IRVisitor {
+    using IRVisitor::visit;
+    const VarNode *tx;
+    SourceRange at;
+    std::string why;
+    int nests = 0;
+    SourceRange stmtLoc;
+    explicit BranchCheck(const VarNode *t) : tx(t) {}
+    void fail(const SourceRange &loc, const std::string &w) {
+        if (why.empty()) at = loc, why = w;
+    }
+    void visit(const VarNode &v) override {
+        if (&v == tx) fail(stmtLoc, "reads the thread index");
+    }
+    void visit(const Call &c) override {
+        if (threadCountedCall(c)) fail(stmtLoc, "calls " + c.name + ", whose meaning depends on the threads that run it");
+        IRVisitor::visit(c);
+    }
+    void visit(const For &f) override {
+        stmtLoc = f.loc;
+        nests += f.forKind == ForKind::Parallel;
+        IRVisitor::visit(f);
+        nests -= f.forKind == ForKind::Parallel;
+    }
+    void visit(const While &w) override {
+        fail(w.loc, "is a `while` loop (a wait for other threads would never end once the branches run in turn)");
+        IRVisitor::visit(w);
+    }
+    void visit(const AtomicAdd &a) override {
+        if (!nests) fail(a.loc, "is an atomic update outside a T.Parallel nest, which every thread of the range does");
+        stmtLoc = a.loc;
+        IRVisitor::visit(a);
+    }
+    void visit(const Store &s) override { stmtLoc = s.loc, IRVisitor::visit(s); }
+    void visit(const Evaluate &e) override { stmtLoc = e.loc, IRVisitor::visit(e); }
+    void visit(const IfThenElse &i) override { stmtLoc = i.loc, IRVisitor::visit(i); }
+    void visit(const Copy &c) override { stmtLoc = c.loc, IRVisitor::visit(c); }
+    void visit(const Fill &f) override { stmtLoc = f.loc, IRVisitor::visit(f); }
+};
+
+/// The `if`s this pass turns into their branches: the range of each branch.
+struct Branches {
+    ThreadRange then;
+    std::optional<ThreadRange> otherwise;
+};
+
+/// Each register buffer (fragment, T.alloc_var, T.alloc_local) by the ranges it is touched in (nullopt: outside
+/// every region), with the first place for each.
+struct Touches : IRVisitor {
+    using IRVisitor::visit;
+    const std::map<const IfThenElse *, Branches> &regions;
+    std::map<const BufferNode *, std::map<std::optional<ThreadRange>, SourceRange>> seen;
+    std::optional<ThreadRange> current;
+    SourceRange stmtLoc;
+    explicit Touches(const std::map<const IfThenElse *, Branches> &r) : regions(r) {}
+    void touch(const BufferNode *b) {
+        if (b->scope == Scope::Fragment || b->scope == Scope::Local || b->scope == Scope::Var)
+            seen[b].emplace(current, stmtLoc);
+    }
+    void visit(const Load &l) override { touch(l.buffer.get()), IRVisitor::visit(l); }
+    void visitRegion(const ir::Region &r) override { touch(r.buffer.get()), IRVisitor::visitRegion(r); }
+    void visit(const Store &s) override { stmtLoc = s.loc, touch(s.buffer.get()), IRVisitor::visit(s); }
+    void visit(const Reduce &r) override { stmtLoc = r.loc, touch(r.src.get()), touch(r.dst.get()); }
+    void visit(const Evaluate &e) override { stmtLoc = e.loc, IRVisitor::visit(e); }
+    void visit(const Copy &c) override { stmtLoc = c.loc, IRVisitor::visit(c); }
+    void visit(const Fill &f) override { stmtLoc = f.loc, IRVisitor::visit(f); }
+    void visit(const Gemm &g) override { stmtLoc = g.loc, IRVisitor::visit(g); }
+    void visit(const AtomicAdd &a) override { stmtLoc = a.loc, IRVisitor::visit(a); }
+    void visit(const For &f) override { stmtLoc = f.loc, IRVisitor::visit(f); }
+    void visit(const IfThenElse &i) override {
+        auto r = regions.find(&i);
+        if (r == regions.end()) return IRVisitor::visit(i);
+        auto saved = current;
+        current = r->second.then;
+        visit(i.then);
+        current = r->second.otherwise;
+        if (i.otherwise) visit(i.otherwise);
+        current = saved;
+    }
+};
+
+class Regions {
+  public:
+    Regions(const Kernel &k, DiagnosticEngine &diag) : k_(k), diag_(diag) {}
+
+    /// Finds the regions (errors where a branch cannot be run whole), then checks the register buffers.
+    bool find(const Stmt &s) {
+        walk(s);
+        if (failed_) return false;
+        Touches t(regions_);
+        t.visit(k_.body);
+        for (auto &[b, where] : t.seen) {
+            if (where.size() < 2) continue;
+            for (auto &[range, loc] : where) {
+                if (!range) continue;
+                auto other = where.begin()->first == range ? std::next(where.begin()) : where.begin();
+                diag_.error(loc, "'" + b->name + "' is used here, in a branch of " + range->text() +
+                                     " whose tile statements tilec runs with the whole block, and also " +
+                                     (other->first ? "in a branch of " + other->first->text() : std::string("outside it")) +
+                                     ": not supported (keep each fragment and T.alloc_var within the branches of one range)");
+                diag_.note(other->second, "'" + b->name + "' is used here");
+                failed_ = true;
+                break;
+            }
+        }
+        return !failed_;
+    }
+    const std::map<const IfThenElse *, Branches> &regions() const { return regions_; }
+
+  private:
+    const Kernel &k_;
+    DiagnosticEngine &diag_;
+    std::map<const IfThenElse *, Branches> regions_;
+    bool failed_ = false;
+
+    void walk(const Stmt &s) {
+        if (!s) return;
+        if (auto q = as<Seq>(s)) {
+            for (auto &x : q->stmts) walk(x);
+        } else if (auto f = as<For>(s)) {
+            if (f->forKind != ForKind::Parallel) walk(f->body);
+        } else if (auto w = as<While>(s)) {
+            walk(w->body);
+        } else if (auto i = as<IfThenElse>(s)) {
+            if (!region(*i)) walk(i->then), walk(i->otherwise);
+        }
+    }
+
+    /// Whether `i` is a region (recorded); a located error when it is one whose branches cannot run whole.
+    bool region(const IfThenElse &i) {
+        if (!holdsTileWork(i.then) && !(i.otherwise && holdsTileWork(i.otherwise))) return false;
+        auto then = rangeOf(i.cond, k_.threadIdx.get(), k_.threads);
+        if (!then) return false;
+        auto other = complementOf(*then, k_.threads);
+        if (i.otherwise && !other) return false;
+        for (auto &[branch, range] : {std::pair{i.then, *then}, std::pair{i.otherwise, other.value_or(ThreadRange{})}}) {
+            if (!branch) continue;
+            BranchCheck c(k_.threadIdx.get());
+            c.visit(branch);
+            if (c.why.empty()) continue;
+            diag_.error(c.at.valid() ? c.at : i.loc,
+                        "this statement " + c.why + ", inside a branch of " + range.text() +
+                            " whose tile statements tilec runs with the whole block (as TileLang's results do not "
+                            "depend on which threads run them): not supported there");
+            diag_.note(i.loc, "the condition that gives the branch its threads");
+            failed_ = true;
+        }
+        regions_[&i] = Branches{*then, other};
+        return true;
+    }
+};
+
+/// Each region's `if` as its branches, one after the other.
+struct Flatten : IRMutator {
+    using IRMutator::visit;
+    const std::map<const IfThenElse *, Branches> &regions;
+    explicit Flatten(const std::map<const IfThenElse *, Branches> &r) : regions(r) {}
+    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+        if (!regions.count(op.get())) return IRMutator::visit(op);
+        std::vector<Stmt> both{mutate(op->then)};
+        if (op->otherwise) both.push_back(mutate(op->otherwise));
+        return Seq::make(std::move(both), op->loc);
+    }
+};
+
+} // namespace
+
+Program threadRangeRegions(const Program &p, DiagnosticEngine &diag) {
+    Program out;
+    for (auto &k : p.kernels) {
+        Regions r(*k, diag);
+        if (!k->body || !k->threadIdx || !r.find(k->body) || r.regions().empty()) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto nk = std::make_shared<Kernel>(*k);
+        Flatten f(r.regions());
+        nk->body = f.mutate(k->body);
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes
