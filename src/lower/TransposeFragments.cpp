@@ -7,6 +7,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/HoistStagedCopies.h"
 #include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
 
@@ -124,6 +125,7 @@ class Transposer : public IRMutator {
 
     std::vector<Buffer> newAllocs;
     std::vector<std::pair<Buffer, Buffer>> newViews; ///< (view, fragment): Kernel::fragmentViews
+    std::vector<StagedCopy> stagedCopies;             ///< the copies into shared buffers made before nests
 
     /// `T.gemm(a, b, c, transpose_A=True)` with `a` a whole (K, M) fragment: tensor cores read A's registers as
     /// (M, K) rows, so the product reads a fragment `a_t[m, k] = a[k, m]` that a nest fills first (a permuted read
@@ -194,14 +196,17 @@ class Transposer : public IRMutator {
             bool permuted = p && !identity(*p);
             if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores))) || staged.count(a.buffer.get())) continue;
             if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
-            Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, a.buffer->shape, a.buffer->loc);
+            Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, paddedRows(*a.buffer), a.buffer->loc);
             newAllocs.push_back(s);
             staged[a.buffer.get()] = s;
             bool stored = false, read = false;
             for (auto &b : accesses)
                 if (b.buffer == a.buffer) (b.store ? stored : read) = true;
-            if (read || !storesWhole(body, a.buffer)) before.push_back(copyNest(a.buffer, s, op->loc));
-            if (stored) after.push_back(copyNest(s, a.buffer, op->loc));
+            if (read || !storesWhole(body, a.buffer)) {
+                before.push_back(copyNest(a.buffer, s, a.buffer->shape, op->loc));
+                stagedCopies.push_back({before.back(), a.buffer, s});
+            }
+            if (stored) after.push_back(copyNest(s, a.buffer, a.buffer->shape, op->loc));
         }
         Stmt inner = body;
         if (!staged.empty()) inner = ToShared(staged).mutate(body);
@@ -254,17 +259,30 @@ class Transposer : public IRMutator {
         }
     }
 
+    /// The shape of a fragment's shared copy: rows (the last dimension) a multiple of 128 bytes long get 16 bytes
+    /// more, so that a column of a row per thread (the nests this pass stages for read across the rows:
+    /// `x[i, jj * 4 + j]`, `x[j, i]`) falls in different banks, and 16-byte vectors stay aligned. The padding is
+    /// never addressed: the copies and the nest index the fragment's own extents.
+    static std::vector<Expr> paddedRows(const BufferNode &f) {
+        std::vector<Expr> shape = f.shape;
+        const int64_t bytes = f.dtype.bits() % 8 == 0 ? f.dtype.bytes() : 0;
+        auto last = shape.empty() ? std::nullopt : constInt(shape.back());
+        if (shape.size() >= 2 && bytes > 0 && 16 % bytes == 0 && last && *last * bytes % 128 == 0)
+            shape.back() = intImm(*last + 16 / bytes, DType::Int32);
+        return shape;
+    }
+
     /// `for i... in T.Parallel(shape): dst[i...] = src[i...]`.
-    static Stmt copyNest(const Buffer &src, const Buffer &dst, const SourceRange &loc) {
+    static Stmt copyNest(const Buffer &src, const Buffer &dst, const std::vector<Expr> &shape, const SourceRange &loc) {
         std::vector<Var> vs;
         std::vector<Expr> idx;
-        for (size_t d = 0; d < src->shape.size(); ++d) {
+        for (size_t d = 0; d < shape.size(); ++d) {
             vs.push_back(makeVar("t" + std::to_string(d), DType::Int32, loc));
             idx.push_back(vs.back());
         }
         Stmt s = Store::make(dst, idx, Load::make(src, idx, loc), loc);
         for (size_t d = vs.size(); d-- > 0;)
-            s = For::make(vs[d], intImm(0, DType::Int32), src->shape[d], ForKind::Parallel, 0, s, loc);
+            s = For::make(vs[d], intImm(0, DType::Int32), shape[d], ForKind::Parallel, 0, s, loc);
         return s;
     }
 
@@ -344,9 +362,10 @@ Program transposeFragments(const Program &p) {
         Stmt body = t.mutate(k->body);
         if (body == k->body) continue;
         auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
         for (auto &b : t.newAllocs) nk->allocs.push_back(b);
         for (auto &v : t.newViews) nk->fragmentViews.push_back(v);
+        // A copy in made at every iteration of a loop that does not change its source is made once before it.
+        nk->body = hoistStagedCopies(body, t.stagedCopies, nk->fragmentViews);
         k = nk;
     }
     return out;

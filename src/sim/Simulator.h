@@ -155,8 +155,17 @@ class Simulator {
 
     std::vector<std::string> races; ///< one line per detected race (the first few)
     int64_t agentSwitches = 0;      ///< how often the scheduler resumed an agent (all blocks)
+    int64_t blockBarriers = 0;      ///< __syncthreads() passed by whole blocks outside warp roles (all blocks)
+    /// Elements stored to the shared buffer named `name` (all threads, all blocks): how often a copy ran.
+    int64_t sharedStores(const std::string &name) const {
+        int64_t n = 0;
+        for (auto &[b, c] : sharedStores_)
+            if (b->name == name) n += c;
+        return n;
+    }
 
   private:
+    std::map<const ir::BufferNode *, int64_t> sharedStores_;
     const ir::Kernel &k_;
     std::map<std::string, std::vector<double> *> tensors_;
     std::map<std::string, double> scalars_;

@@ -52,6 +52,7 @@ void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { to
 
 void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
     if (b->scope != ir::Scope::Shared) return;
+    if (write) ++sharedStores_[b];
     touchOne(comp, b, i, t, write, knows, nullptr);
     // An access to b is also one to the bytes of every buffer planned over them: it must be ordered after their
     // accesses as after b's own (each buffer records only its own, so that one buffer's element covering two of

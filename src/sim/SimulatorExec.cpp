@@ -210,6 +210,7 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
         if (info && info->fn == passes::lib::Fn::Sync) {
             if (agent_) return groupBarrier(-1 - agent_->role, roleCount_[agent_->role], mask, "a barrier");
             if (!wholeScope(mask)) throw SimError("a barrier reached by only some threads");
+            ++blockBarriers;
             ++comps_[0].epoch;
             comps_[0].clock.set(0, comps_[0].clock.at(0) + 1);
             return;

@@ -18,7 +18,9 @@ namespace tilec::passes {
 ///   operand or accumulator) is accessed by the nest in a shared buffer of its shape (`NAME_staged`), copied
 ///   from it by a nest over its own shape before (unless the nest stores every element) and back after it
 ///   (where the nest stores to it): shared memory is where threads exchange elements (insertSyncs places the
-///   barriers).
+///   barriers). A copy in made inside loops that change neither the fragment nor the copy is made once, before
+///   the outermost of them (hoistStagedCopies: a nest reading x[i, jj * 4 + j] in `for jj in T.serial(64)`
+///   stages x once, not 64 times).
 ir::Program transposeFragments(const ir::Program &p);
 
 } // namespace tilec::passes
