@@ -27,6 +27,16 @@ GemmOperand gemmOperand(Interp &in, const Arg &a, const char *which) {
     g.region = explicitRegion(g.op);
     g.name = g.op.whole ? g.op.buffer->name : regionText(g.region);
     ir::Scope s = g.op.buffer->scope;
+    if (TraceState *t = in.trace(); t && t->subByte.count(g.op.buffer.get())) {
+        // On chip an int4 element is a byte holding its value, sign-extended (TileLangSubByte.cpp): the product of
+        // int4 tiles is the int8 product of those bytes. uint4 and fp4 bytes hold codes, no operand type.
+        SubByte k = t->subByte.at(g.op.buffer.get());
+        const ir::Buffer &bytes = t->views.at(g.op.buffer.get());
+        if (k != SubByte::Int4 || bytes->scope == ir::Scope::Global)
+            in.fail(a.range, what + " '" + g.op.buffer->name + "' holds " + subByteName(k) +
+                                 " elements: of the sub-byte types only int4 tiles on chip multiply (as int8)");
+        g.region = ir::Region{bytes, g.region.ranges, g.region.loc};
+    }
     bool isC = which[0] == 'C';
     if (isC && s != ir::Scope::Fragment)
         in.fail(a.range, "T.gemm accumulator C must be a fragment (T.alloc_fragment), but '" +

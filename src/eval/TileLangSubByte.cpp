@@ -3,8 +3,8 @@
 /// one mantissa bit). A buffer of them is a view (TraceState::views, ::subByte) of the bytes that hold them, the
 /// only buffer the IR sees: in global memory (the tensors callers pass) two elements to a byte (element 2k in the
 /// low nibble, 2k + 1 in the high one, as torch packs them: the last dimension is halved); on chip (shared memory,
-/// registers), which the kernel alone sees, one to a byte (the 4-bit code in the low bits), so that any thread may
-/// store any element there. The C function takes the bytes (int8 for int4 and fp4, as torch passes them; uint8 for
+/// registers), which the kernel alone sees, one to a byte (the 4-bit code in the low bits; int4 sign-extended, so
+/// that a T.gemm of int4 tiles is the int8 T.gemm of their bytes), so that any thread may store any element there. The C function takes the bytes (int8 for int4 and fp4, as torch passes them; uint8 for
 /// uint4). An element read is a shift and a mask (int4 sign-extended, fp4 decoded to float32); an element store on
 /// chip encodes the value (int4: its low four bits; fp4: rounded to nearest, ties to even, saturating at +-6, the
 /// sign of a negative value kept); T.copy copies bytes where both sides are stored alike, else it is an
@@ -95,8 +95,10 @@ ir::Expr encode(SubByte k, const ir::Expr &v, const SourceRange &at) {
     return bin(BinaryOp::Add, mag, ir::select(neg, i32(8, at), i32(0, at), at), at);
 }
 
-/// The storage byte of code `c` (int32, 0 .. 15), or of a `pair` of codes (0 .. 255: an int8 wraps).
-ir::Expr asByte(DType storage, const ir::Expr &c, const SourceRange &at, bool pair = false) {
+/// The storage byte of code `c` (int32, 0 .. 15), or of a `pair` of codes (0 .. 255: an int8 wraps). A lone int4
+/// element (on chip) is its value sign-extended, -8 .. 7, so that a T.gemm reads the bytes as int8 operands.
+ir::Expr asByte(DType storage, const ir::Expr &c, const SourceRange &at, bool pair = false, SubByte k = SubByte::None) {
+    if (k == SubByte::Int4 && !pair) return decode(k, c, at);
     if (storage == DType::UInt8 || !pair) return ir::cast(storage, c, at);
     return ir::cast(DType::Int8, bin(BinaryOp::Sub, bin(BinaryOp::BitXor, c, i32(128, at), at), i32(128, at), at), at);
 }
@@ -173,7 +175,7 @@ void storeNest(Interp &in, const Side &D, const ir::Region &dst, const std::vect
     emitNest(in, extents, [&](const std::vector<ir::Expr> &pos) {
         if (!D.packed) {
             ir::Expr v = read(pos);
-            ir::Expr stored = D.k == SubByte::None ? ir::cast(D.buffer->dtype, v, at) : asByte(D.buffer->dtype, v, at);
+            ir::Expr stored = D.k == SubByte::None ? ir::cast(D.buffer->dtype, v, at) : asByte(D.buffer->dtype, v, at, false, D.k);
             return ir::Store::make(D.buffer, indexAt(dst, dd, pos, at), stored, at);
         }
         std::vector<ir::Expr> lo = pos, hi = pos;
@@ -277,7 +279,7 @@ ir::Stmt subByteStore(Interp &in, TraceState &t, const ir::Buffer &view, const s
         in.fail(at, "storing one element of " + what(view, s) + " is not supported: the other element of its byte may be "
                         "another thread's. Compute the elements into a T.alloc_fragment (or T.alloc_shared) of " + subByteName(s.k) +
                         " and T.copy it here (a copy writes whole bytes)");
-    return ir::Store::make(s.buffer, idx, asByte(s.buffer->dtype, encode(s.k, value, at), at), at);
+    return ir::Store::make(s.buffer, idx, asByte(s.buffer->dtype, encode(s.k, value, at), at, false, s.k), at);
 }
 
 void subByteCopy(Interp &in, TraceState &t, const ir::Region &src, const ir::Region &dst, const SourceRange &at) {

@@ -22,6 +22,7 @@
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/CpAsyncWgmma.h"
+#include "tilec/passes/ShiftFragmentOffsets.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
@@ -74,6 +75,9 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::specializeWarps(p, s.variant, &s.diag); }, true},
         // sm_90a kernels left on the cp.async path run their T.gemms on wgmma where every one can.
         {"cpAsyncWgmma", always, [](const Program &p, PassState &s) { return passes::cpAsyncWgmma(p, s.variant, &s.diag.sources()); }, true},
+        // T.Parallel nests reading a fragment at a constant offset from a guarded variable (`acc[i + 16, d]` under
+        // `if i < 16`) re-indexed over the shifted variable, so that they index it exactly.
+        {"shiftFragmentOffsets", always, [](const Program &p, PassState &) { return passes::shiftFragmentOffsets(p); }, false},
         // T.Parallel nests reaching a fragment through a permutation of their variables: loops reordered, or
         // the fragment read from a shared copy.
         {"transposeFragments", always, [](const Program &p, PassState &) { return passes::transposeFragments(p); }, false},

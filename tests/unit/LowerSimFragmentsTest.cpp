@@ -3,7 +3,8 @@
 /// column reductions (dim=0) of a T.gemm accumulator in its tensor-core layout (src/lower/ReduceMmaColumns.cpp),
 /// and T.Parallel nests reaching fragments through a permutation of their variables
 /// (src/lower/TransposeFragments.cpp): a nest over (j, i) updating an accumulator as acc[i, j], a transpose
-/// `t[j, i] = acc[i, j]` of an accumulator into another fragment, reads across threads through shared copies.
+/// `t[j, i] = acc[i, j]` of an accumulator into another fragment, reads across threads through shared copies;
+/// accumulator rows read at an offset from a guarded nest variable (src/lower/ShiftFragmentOffsets.cpp).
 #include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
@@ -258,3 +259,43 @@ void expansionCase(int rows, const char *inner) {
 
 TEST(SimFragments, ExpansionByAVectorizedLoopStaysInItsThread) { expansionCase(4, "vectorized"); }
 TEST(SimFragments, ExpansionBySerialLoopOverManyRounds) { expansionCase(16, "serial"); }
+
+/// A T.gemm accumulator stored in halves through one shared buffer, as sparse MLA's backward stores acc_dkv:
+/// `half[i, d] = acc[i + s * 16, d]` under `if i < 16`, and a last quarter under `if i <= 7` at offset 24; the
+/// shifted nests (src/lower/ShiftFragmentOffsets.cpp) read each thread's own registers, with no races.
+TEST(LowerSimFragments, AccumulatorRowsAtAnOffset) {
+    const int M = 32, N = 64, K = 32;
+    const char *src = R"(import tilelang.language as T
+@T.prim_func
+def k(A: T.Tensor((32, 32), "float16"), B: T.Tensor((64, 32), "float16"), O: T.Tensor((2, 16, 64), "float32"),
+      Q: T.Tensor((8, 64), "float32")):
+    with T.Kernel(1, threads=128) as bx:
+        a = T.alloc_shared((32, 32), "float16")
+        b = T.alloc_shared((64, 32), "float16")
+        acc = T.alloc_fragment((32, 64), "float32")
+        half = T.alloc_shared((16, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, b, acc, transpose_B=True, clear_accum=True)
+        for s in range(2):
+            for i, d in T.Parallel(32, 64):
+                if i < 16:
+                    half[i, d] = acc[i + s * 16, d] * 2
+            T.copy(half, O[s, :, :])
+        for i, d in T.Parallel(32, 64):
+            if i <= 7:
+                Q[i, d] = acc[i + 24, d] - 1
+)";
+    auto a = sim::randomData(M * K, 48, -1, 1), b = sim::randomData(N * K, 49, -1, 1);
+    std::vector<double> o(M * N, std::nan("")), want(M * N), q(8 * N, std::nan("")), wantQ(8 * N);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double c = 0;
+            for (int x = 0; x < K; ++x) c += a[i * K + x] * b[j * K + x];
+            want[i * N + j] = c * 2; // O[s, r, j] is row s * 16 + r
+            if (i >= 24) wantQ[(i - 24) * N + j] = c - 1;
+        }
+    runSim(src, {{"A", &a}, {"B", &b}, {"O", &o}, {"Q", &q}});
+    sim::expectNear(o, want, 1e-4, "O");
+    sim::expectNear(q, wantQ, 1e-4, "Q");
+}

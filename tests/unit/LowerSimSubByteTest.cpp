@@ -3,7 +3,7 @@
 /// against references written here from the formats' definitions: every byte value read back as its two elements
 /// (int4 sign-extended, fp4 decoded), copies between global, shared and fragment buffers of them (bytes, unpacked,
 /// packed again in pairs, converted to float16), and values stored as them (fp4 rounded to nearest, ties to even,
-/// saturating; integers keeping their low four bits), the packed bytes compared exactly.
+/// saturating; integers keeping their low four bits), the packed bytes compared exactly; a T.gemm of int4 tiles.
 #include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
@@ -169,6 +169,38 @@ TEST(LowerSimSubByte, SharedElementStoresAndStridedTensors) {
     sim::runAll(r, {{"X", &x}, {"Q", &q}, {"S", &st}, {"O", &o}});
     sim::expectNear(q, wq, 0, "Q");
     sim::expectNear(o, wo, 0, "O");
+}
+
+/// T.gemm of int4 tiles (the int8 product of their sign-extended bytes on chip), pipelined over K, and an element
+/// stored into a shared int4 tile read back: exact int32 results for every pair of codes.
+TEST(LowerSimSubByte, GemmOfInt4TilesIsExact) {
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, "import tilelang.language as T\n"
+                     "@T.prim_func\n"
+                     "def g(A: T.Tensor((64, 128), T.int4), B: T.Tensor((32, 128), T.int4), C: T.Tensor((64, 32), \"int32\")):\n"
+                     "    with T.Kernel(1, threads=128) as bx:\n"
+                     "        As = T.alloc_shared((64, 64), T.int4)\n"
+                     "        Bs = T.alloc_shared((32, 64), T.int4)\n"
+                     "        Cf = T.alloc_fragment((64, 32), \"int32\")\n"
+                     "        T.clear(Cf)\n"
+                     "        for ko in T.Pipelined(2, num_stages=2):\n"
+                     "            T.copy(A[0, ko * 64], As)\n"
+                     "            T.copy(B[0, ko * 64], Bs)\n"
+                     "            T.gemm(As, Bs, Cf, transpose_B=True)\n"
+                     "        T.copy(Cf, C)\n");
+    std::vector<double> a(64 * 64), b(32 * 64), c(64 * 32, -99999);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = (double)(int8_t)(uint8_t)(i * 37 + 11);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = (double)(int8_t)(uint8_t)(i * 53 + 7);
+    auto elem = [](const std::vector<double> &t, int row, int col) { // element (row, col) of a (., 128) int4 tensor
+        double byte = t[row * 64 + col / 2];
+        return int4Value(col % 2 ? highCode(byte) : lowCode(byte));
+    };
+    std::vector<double> want(64 * 32, 0);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 32; ++j)
+            for (int k = 0; k < 128; ++k) want[i * 32 + j] += elem(a, i, k) * elem(b, j, k);
+    sim::runAll(r, {{"A", &a}, {"B", &b}, {"C", &c}});
+    sim::expectNear(c, want, 0, "C");
 }
 
 } // namespace

@@ -82,11 +82,13 @@ stage_gpu() {
     fi
     mkdir -p "$(dirname "$GPU_BUILD/compat/$tag/$file")"
     cp "$WORK/$tag/examples/$file" "$GPU_BUILD/compat/$tag/$file"
-    # the modules of its own folder that it imports (varlen_utils, dequantize_utils): its references use them
+    # the modules and packages of its own folder that it imports (varlen_utils, dequantize_utils, the quantize
+    # package): its references use them
     local dir mod
     dir=$(dirname "$file")
     for mod in $(sed -nE 's/^(from|import) +([A-Za-z_][A-Za-z0-9_]*).*/\2/p' "$WORK/$tag/examples/$file" | sort -u); do
         [[ -f $WORK/$tag/examples/$dir/$mod.py ]] && cp "$WORK/$tag/examples/$dir/$mod.py" "$GPU_BUILD/compat/$tag/$dir/"
+        [[ -f $WORK/$tag/examples/$dir/$mod/__init__.py ]] && cp -r "$WORK/$tag/examples/$dir/$mod" "$GPU_BUILD/compat/$tag/$dir/"
     done
     printf '%s\t%s\t%s\t%s\n' "$lib" "$tag" "$file" "$name" >>"$GPU_BUILD/compat/kernels.tsv"
 }
