@@ -106,9 +106,9 @@ const std::vector<Pass> &table() {
         {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
         // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
         {"overlapScores", [](const LoweringOptions &o) { return o.intraOverlap; },
-         [](const Program &p, PassState &) { return passes::overlapScores(p); }, false},
+         [](const Program &p, PassState &s) { return passes::overlapScores(p, s.variant.options.pingPong, &s.diag.sources()); }, false},
         // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
-        {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong; },
+        {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong && !o.intraOverlap; },
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},

@@ -1,7 +1,8 @@
 /// \file
-/// Intra-warpgroup overlap of attention's QK^T and softmax (include/tilec/passes/OverlapScores.h).
+/// Intra-warpgroup overlap of attention's softmax with its GEMMs (include/tilec/passes/OverlapScores.h).
 #include "tilec/passes/OverlapScores.h"
 
+#include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
@@ -9,7 +10,11 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ConsumerRewriter.h"
+#include "tilec/passes/PingPongConsumers.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
+
+#include <algorithm>
+#include <set>
 
 namespace tilec::passes {
 
@@ -32,35 +37,87 @@ bool isRelease(const Stmt &s) {
     return i && !i->otherwise && isCall(i->then, lib::Fn::MbarrierArrive);
 }
 
-/// The statement with every access to register array `from` made to `to`.
-class Rename : public IRMutator {
-  public:
-    Rename(const BufferNode *from, Buffer to) : from_(from), to_(std::move(to)) {}
-    using IRMutator::visit;
-    Expr visit(const std::shared_ptr<const Load> &op) override {
-        Expr e = IRMutator::visit(op);
-        auto l = as<Load>(e);
-        return l && l->buffer.get() == from_ ? Load::make(to_, l->indices, l->loc) : e;
+/// The buffers a statement reads and writes (an address passed to a call counts as both).
+struct Access : IRVisitor {
+    std::set<const BufferNode *> reads, writes;
+    using IRVisitor::visit;
+    void visit(const Load &op) override {
+        reads.insert(op.buffer.get());
+        IRVisitor::visit(op);
     }
-    Stmt visit(const std::shared_ptr<const Store> &op) override {
-        Stmt s = IRMutator::visit(op);
-        auto st = as<Store>(s);
-        return st && st->buffer.get() == from_ ? Store::make(to_, st->indices, st->value, st->loc) : s;
+    void visit(const Store &op) override {
+        writes.insert(op.buffer.get());
+        IRVisitor::visit(op);
     }
-
-  private:
-    const BufferNode *from_;
-    Buffer to_;
+    void visit(const Call &op) override {
+        for (auto &a : op.args)
+            if (const Load *l = addressedLoad(a))
+                writes.insert(l->buffer.get());
+        IRVisitor::visit(op);
+    }
+    static Access of(const Stmt &s) {
+        Access a;
+        a.visit(s);
+        return a;
+    }
+    bool meets(const std::set<const BufferNode *> &x, const std::set<const BufferNode *> &y) const {
+        for (auto *b : x)
+            if (y.count(b))
+                return true;
+        return false;
+    }
+    /// Whether this statement and `o` may not trade places.
+    bool conflicts(const Access &o) const {
+        return meets(writes, o.reads) || meets(writes, o.writes) || meets(reads, o.writes);
+    }
 };
+
+/// Where a softmax statement goes in the rotated loop: under P.V of the previous block (early), after P.V of
+/// the previous block has retired (late: it touches P.V's operands), or in the next iteration between its
+/// QK^T and the P.V of this block (rescale: it writes P.V's accumulator only).
+enum class Place { Early, Late, Rescale };
 
 /// The positions of an attention loop body's parts (see the header), or nothing when the body is not one.
 struct Parts {
     size_t ss = 0, rk = 0, rs = 0, rv = 0; ///< QK^T, K's release, P.V, V's release
     Buffer scores;                         ///< QK^T's accumulator
+    std::vector<Place> place;              ///< of the softmax's statements, b[rk + 1, rs - 1)
 };
 
-std::optional<Parts> match(const For &f) {
+/// Where each softmax statement `soft` goes (see Place): a late statement moves after the early ones that follow
+/// it, so a statement that shares a buffer with an earlier late one (the partial sums of a reduction over P, say)
+/// is late too; a rescale moves after every statement that follows it and the next block's QK^T (which writes
+/// the scores), or is late.
+std::vector<Place> placeSoftmax(const std::vector<Stmt> &soft, const BufferNode *probs, const BufferNode *out,
+                                const BufferNode *scores) {
+    std::vector<Access> acc;
+    std::vector<Place> place;
+    for (auto &s : soft) {
+        acc.push_back(Access::of(s));
+        const Access &a = acc.back();
+        const bool p = a.reads.count(probs) || a.writes.count(probs), o = a.reads.count(out) || a.writes.count(out);
+        place.push_back(p ? Place::Late : o ? Place::Rescale : Place::Early);
+    }
+    for (size_t i = 0; i < soft.size(); ++i) {
+        if (place[i] != Place::Rescale)
+            continue;
+        bool moves = !acc[i].reads.count(scores) && !acc[i].writes.count(scores);
+        for (size_t j = i + 1; j < soft.size() && moves; ++j)
+            moves = !acc[i].conflicts(acc[j]);
+        if (!moves)
+            place[i] = Place::Late; // after P.V of the previous block has retired, in this iteration
+    }
+    for (size_t j = 0; j < soft.size(); ++j)
+        for (size_t i = 0; i < j && place[j] != Place::Late; ++i)
+            if (place[i] == Place::Late && acc[i].conflicts(acc[j]))
+                place[j] = Place::Late;
+    return place;
+}
+
+/// The parts of `f`'s body, or nothing with `why` said.
+std::optional<Parts> match(const For &f, std::string &why) {
     auto q = as<Seq>(f.body);
+    why = "its body is not QK^T, a softmax and P.V each behind its stage's wait, as warp roles leave them";
     if (!q || f.forKind != ForKind::Serial)
         return std::nullopt;
     const auto &b = q->stmts;
@@ -109,96 +166,157 @@ std::optional<Parts> match(const For &f) {
                             lib::Fn::WgmmaFenceOperands, lib::Fn::MbarrierWait, lib::Fn::MbarrierArrive}))
             return std::nullopt;
     }
+    const Load *a = addressedLoad(lib::arg(*callOf(b[p.rs]), lib::Fn::WgmmaRS, "a"));
+    const Load *c = addressedLoad(lib::arg(*callOf(b[p.rs]), lib::Fn::WgmmaRS, "c"));
+    if (!a || !c)
+        return std::nullopt;
+    p.place = placeSoftmax(std::vector<Stmt>(b.begin() + (long)p.rk + 1, b.begin() + (long)p.rs - 1), a->buffer.get(),
+                           c->buffer.get(), p.scores.get());
     return p;
 }
 
 class Overlap : public ConsumerRewriter {
   public:
-    std::vector<Buffer> added; ///< the second score accumulators
+    Overlap(bool pingPong, Var tx, const SourceManager *sources, std::string kernel)
+        : pingPong_(pingPong), tx_(std::move(tx)), sources_(sources), kernel_(std::move(kernel)) {}
+
+    Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
+        turns_ = pingPong_ && tx_ && op->consumerThreads == kPingPongThreads;
+        return ConsumerRewriter::visit(op);
+    }
 
   protected:
     std::optional<std::vector<Stmt>> rewrite(const Stmt &s) override {
         auto f = as<For>(s);
-        std::optional<Parts> p = f ? match(*f) : std::nullopt;
-        if (!p)
+        if (!f || !isAttentionLoop(*f))
             return std::nullopt;
+        std::string why;
+        std::optional<Parts> p = match(*f, why);
+        const std::string what = "kernel '" + kernel_ + "': attention loop ";
+        if (!p) {
+            remark(sources_, f->loc, what + "kept in order (--intra-overlap): " + why);
+            return std::nullopt;
+        }
+        auto count = [&](Place w) { return std::to_string(std::count(p->place.begin(), p->place.end(), w)); };
+        remark(sources_, f->loc,
+               what + "in FlashAttention-3's intra-warpgroup schedule (--intra-overlap): QK^T of ko issued with P.V of "
+                      "ko - 1, " + count(Place::Early) + " softmax statements under that P.V, " + count(Place::Late) +
+                   " after it, " + count(Place::Rescale) + " rescales of the output under the next QK^T" +
+                   (turns_ ? "; both wgmmas one ping-pong turn (--pingpong)" : ""));
         return rotate(*f, *p);
     }
 
   private:
-    /// The loop rotated (see the header): prologue, loop, epilogue.
+    bool pingPong_;
+    Var tx_;
+    const SourceManager *sources_;
+    std::string kernel_;
+    bool turns_ = false; ///< this warp-role kernel's two consumer warpgroups take turns (--pingpong)
+
+    /// The loop rotated (see the header): the first block peeled, the loop over the rest, the last P.V.
     std::vector<Stmt> rotate(const For &f, const Parts &p) {
         const auto &b = as<Seq>(f.body)->stmts;
         const SourceRange &loc = f.loc;
-        const Buffer &scores = p.scores;
-        Buffer next = makeBuffer(scores->name + "_next", scores->scope, scores->dtype, scores->shape, scores->loc);
-        added.push_back(next);
-        Rename toNext(scores.get(), next);
-        const Expr ko = f.var, end = op(BinaryOp::Add, f.min, f.extent);
-        auto at = [&](const Stmt &s, Expr k) {
-            return simplifyIndices(substitute(s, VarMap{{f.var.get(), std::move(k)}}));
+        const Expr end = op(BinaryOp::Add, f.min, f.extent), ko = f.var;
+        const Expr prev = op(BinaryOp::Sub, ko, i32(1)), last = op(BinaryOp::Sub, end, i32(1));
+        auto at = [&](const Stmt &s, const Expr &k) {
+            return simplifyIndices(substitute(s, VarMap{{f.var.get(), k}}));
         };
         // `s` under `cond`, unless that always holds.
         auto when = [&](const Expr &cond, Stmt s) {
             return constInt(cond) == std::optional<int64_t>(1) ? s : IfThenElse::make(cond, std::move(s), nullptr, loc);
         };
-        // The clear of the next scores (by the wgmma library, so that ptxas does not see other instructions
-        // define a wgmma's accumulators inside its pipeline, info C7515), the wait for K's stage of block k,
-        // QK^T of block k into them.
-        const Expr count = i32(next->constElements());
-        auto issue = [&](Expr k) {
-            return Seq::make({lib::stmt(lib::Fn::WgmmaClear, {count, addressOf(next, {i32(0)})}, b[0]->loc),
-                              toNext.mutate(at(b[1], k)), toNext.mutate(at(b[2], k))},
-                             loc);
-        };
-        const Expr notFirst = op(BinaryOp::GT, ko, f.min), hasNext = op(BinaryOp::LT, op(BinaryOp::Add, ko, i32(1)), end);
-        const Expr any = op(BinaryOp::GT, f.extent, i32(0));
+        std::vector<Stmt> early, late, rescale; // of block ko
+        for (size_t i = 0; i < p.place.size(); ++i) {
+            const Stmt &s = b[p.rk + 1 + i];
+            (p.place[i] == Place::Early ? early : p.place[i] == Place::Late ? late : rescale).push_back(s);
+        }
         const std::vector<Stmt> pinPV(b.begin() + (long)p.rs + 2, b.begin() + (long)p.rv);
+        const PingPongTurns turns(tx_);
+        auto add = [&](std::vector<Stmt> &to, const std::vector<Stmt> &from, const Expr &k) {
+            for (auto &s : from)
+                to.push_back(at(s, k));
+        };
+        // QK^T of block k issued (the clear, the wait for K's stage, the wgmma), its turn taken just before it.
+        // The clear by the wgmma library, so that no zeroing sinks into the pipeline of P.V (info C7515).
+        const Stmt clear = lib::stmt(lib::Fn::WgmmaClear, {i32(p.scores->constElements()), addressOf(p.scores, {i32(0)})},
+                                     b[0]->loc);
+        auto issueQK = [&](std::vector<Stmt> &to, const Expr &k) {
+            to.push_back(clear);
+            to.push_back(at(b[1], k));
+            if (turns_)
+                to.push_back(turns.take(loc));
+            to.push_back(at(b[p.ss], k));
+        };
+        // P.V of block k issued after its rescale of the output, the turn handed over after it.
+        auto issuePV = [&](std::vector<Stmt> &to, const Expr &k, bool take) {
+            add(to, rescale, k);
+            to.push_back(at(b[p.rs - 1], k));
+            if (take && turns_)
+                to.push_back(turns.take(loc));
+            to.push_back(at(b[p.rs], k));
+            if (turns_)
+                to.push_back(turns.handOver(loc));
+        };
 
+        // The first block: QK^T, then its softmax with nothing else in flight.
+        std::vector<Stmt> first;
+        issueQK(first, f.min);
+        if (turns_)
+            first.push_back(turns.handOver(loc));
+        first.push_back(wait(0, loc));
+        first.push_back(at(b[p.ss + 2], f.min));
+        first.push_back(at(b[p.rk], f.min));
+        add(first, early, f.min);
+        add(first, late, f.min);
+
+        // Block ko: its QK^T and P.V of ko - 1 issued together; QK^T retired (P.V left in flight) and K's stage
+        // released; the early softmax under P.V; P.V retired and V's stage of ko - 1 released; the late part.
         std::vector<Stmt> body;
-        // QK^T of ko retired (P.V of ko - 1, issued after it, left in flight), its scores copied for the softmax.
-        body.push_back(IfThenElse::make(notFirst, wait(1, loc), wait(0, loc), loc));
-        body.push_back(toNext.mutate(b[p.ss + 2]));
-        Var e = makeVar("e", DType::Int32, loc);
-        body.push_back(For::make(e, i32(0), count, ForKind::Unrolled, 0,
-                                 Store::make(scores, {e}, Load::make(next, {e}, loc), loc), loc));
-        body.push_back(b[p.rk]); // K's stage of ko
-        // QK^T of ko + 1 under this block's softmax; then P.V of ko - 1 retired before the softmax writes the
-        // probabilities (its A operand) and rescales the output (its accumulator).
-        body.push_back(IfThenElse::make(hasNext, issue(op(BinaryOp::Add, ko, i32(1))), nullptr, loc));
-        body.push_back(IfThenElse::make(hasNext, wait(1, loc), wait(0, loc), loc));
-        for (auto &s : pinPV)
-            body.push_back(s);
-        body.push_back(IfThenElse::make(notFirst, at(b[p.rv], op(BinaryOp::Sub, ko, i32(1))), nullptr, loc));
-        for (size_t i = p.rk + 1; i <= p.rs; ++i) // the softmax, the wait for V's stage, P.V of ko
-            body.push_back(b[i]);
+        issueQK(body, ko);
+        issuePV(body, prev, false);
+        body.push_back(wait(1, loc));
+        body.push_back(b[p.ss + 2]);
+        body.push_back(b[p.rk]);
+        add(body, early, ko);
+        body.push_back(wait(0, loc));
+        add(body, pinPV, ko);
+        body.push_back(at(b[p.rv], prev));
+        add(body, late, ko);
 
+        // The last block's P.V.
+        std::vector<Stmt> lastPV;
+        issuePV(lastPV, last, true);
+        lastPV.push_back(wait(0, loc));
+        add(lastPV, pinPV, last);
+        lastPV.push_back(at(b[p.rv], last));
+
+        const Expr any = op(BinaryOp::GT, f.extent, i32(0));
         std::vector<Stmt> out;
-        out.push_back(when(any, issue(f.min)));
-        out.push_back(For::make(f.var, f.min, f.extent, f.forKind, f.numStages, Seq::make(std::move(body), loc), loc));
-        out.push_back(wait(0, loc));
-        for (auto &s : pinPV)
-            out.push_back(s);
-        out.push_back(when(any, at(b[p.rv], op(BinaryOp::Sub, end, i32(1)))));
+        out.push_back(when(any, Seq::make(std::move(first), loc)));
+        out.push_back(For::make(f.var, op(BinaryOp::Add, f.min, i32(1)), op(BinaryOp::Sub, f.extent, i32(1)), f.forKind,
+                                f.numStages, Seq::make(std::move(body), loc), loc));
+        out.push_back(when(any, Seq::make(std::move(lastPV), loc)));
+        if (turns_) {
+            out.insert(out.begin(), turns.open(loc));
+            out.push_back(turns.close(loc));
+        }
         return out;
     }
 };
 
 } // namespace
 
-Program overlapScores(const Program &p) {
+Program overlapScores(const Program &p, bool pingPong, const SourceManager *sources) {
     Program out = p;
     for (auto &k : out.kernels) {
         if (!k->producerThreads)
             continue; // no warp roles
-        Overlap o;
-        Stmt body = o.mutate(k->body);
+        Stmt body = Overlap(pingPong, k->threadIdx, sources, k->name).mutate(k->body);
         if (body == k->body)
             continue;
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body;
-        for (auto &b : o.added)
-            nk->allocs.push_back(b);
         k = nk;
     }
     return out;

@@ -228,7 +228,7 @@ class Specializer {
         Stmt producer = producerRole(p, k_);
         Stmt consumer = consumerRole(top, p, k_, o_);
         Stmt init = initBarriers(p, k_);
-        auto [pr, cr] = t_.archSpecific ? roleRegisters(p.C, p.P, p.blocks, t_) : std::pair{0, 0};
+        auto [pr, cr] = t_.archSpecific ? roleRegisters(p.C, p.P, p.blocks, t_, p.rowsOnly) : std::pair{0, 0};
         // In a cluster the peer's barriers must be initialised before anything arrives on them or lands in
         // them, and a block may not exit while its peer can still do either: cluster-wide barriers.
         std::vector<Stmt> top2{init, lib::stmt(p.CM > 1 ? lib::Fn::ClusterSync : lib::Fn::Sync, {}, p.loc),

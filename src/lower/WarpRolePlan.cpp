@@ -18,11 +18,13 @@ using namespace ir;
 
 /// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: the producer gives up all
 /// but a few, the consumers take what each block's allocation at entry (the launch bound's share of the
-/// register file) leaves.
-std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t) {
+/// register file) leaves: 24 for the producer at two blocks, beside three consumer warpgroups, or beside two whose
+/// loop reads A from registers (FlashAttention-3's 24 / 240: its producer only issues TMA), else 40 (CUTLASS's
+/// cooperative GEMM: 40 / 232).
+std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t, bool registerA) {
     auto down8 = [](int64_t r) { return (int)(r / 8 * 8); };
     int entry = down8(std::min<int64_t>(t.registersPerThread, t.registersPerSM / blocks / (consumers + producers)));
-    int producer = consumers >= 384 || blocks > 1 ? 24 : 40;
+    int producer = consumers >= 384 || blocks > 1 || (registerA && consumers >= 256) ? 24 : 40;
     int consumer = down8(std::min<int64_t>(240, ((int64_t)entry * (consumers + producers) - (int64_t)producer * producers) / consumers));
     return {producer, consumer};
 }

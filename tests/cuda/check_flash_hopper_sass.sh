@@ -12,12 +12,15 @@
 # Without cuobjdump (find_cuobjdump.sh): exit 77 (ctest's SKIP) after the ptxas checks passed.
 # float8 (benchmarks/flash_fwd_fp8.tile): QGMMA for HGMMA, and CVT_PER_RS 8 (P's 32 e4m3 bytes per RS
 # instruction in pairs: cvt.rn.satfinite.e4m3x2.f32), against 4 for 16-bit P.
-# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS]
+# FLAGS (tilec's schedule options, e.g. "--intra-overlap --pingpong": FlashAttention-3's schedule): then ptxas
+# must not serialize any wgmma (no info C7510-C7519) and the consumers get 240 registers (setmaxnreg).
+# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS [FLAGS]]
 set -uo pipefail
-TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4}
+TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4} FLAGS=${7:-}
 mkdir -p "$WORK"
 cu=$WORK/flash_hopper.cu cubin=$WORK/flash_hopper.sm_90a.cubin log=$WORK/flash_hopper.ptxas.log sass=$WORK/flash_hopper.sass
-"$TILEC" "$SRC" --export "$EXPORT" --kernel k -arch=sm_90a -o "$cu" || { echo "FAIL: tilec"; exit 1; }
+# shellcheck disable=SC2086 # FLAGS is a list of options
+"$TILEC" "$SRC" $FLAGS --export "$EXPORT" --kernel k -arch=sm_90a -o "$cu" || { echo "FAIL: tilec"; exit 1; }
 if ! "$NVCC" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -cubin -Xptxas -v -o "$cubin" "$cu" >"$log" 2>&1; then
     cat "$log"
     echo "FAIL: nvcc could not compile $cu"
@@ -26,6 +29,10 @@ fi
 fail=0
 grep -E "entry function|registers|C75[0-9][0-9]" "$log"
 if grep -q "C7508" "$log"; then echo "FAIL: ptxas ignored setmaxnreg (C7508)"; fail=1; fi
+if [ -n "$FLAGS" ]; then
+    if grep -q "C751[0-9]" "$log"; then echo "FAIL: ptxas serialized wgmmas under $FLAGS"; fail=1; fi
+    if ! grep -q "setmaxnreg_inc<240>" "$cu"; then echo "FAIL: the consumers do not get 240 registers"; fail=1; fi
+fi
 # the TMA variant's frame (the cp.async variant beside it is the portable path's business)
 frame=$(grep -A1 "Function properties for .*_v0P" "$log" | tail -1)
 if ! echo "$frame" | grep -qE "^\s*0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"; then

@@ -119,7 +119,7 @@ void expectFloat8RS(const ir::Kernel &k, const Fp8Case &a) {
         }
     } rs;
     rs.visit(k.body);
-    ASSERT_EQ(rs.n, 1) << k.name;
+    ASSERT_EQ(rs.n, a.overlap && k.producerThreads ? 2 : 1) << k.name << ": --intra-overlap: the loop's and the last P.V";
     ASSERT_TRUE(rs.a);
     EXPECT_EQ(rs.a->buffer->dtype.kind, DType::Float8E4M3);
     const int64_t share = (int64_t)a.blockM * a.blockN / (a.threads / 128 * 128);
@@ -145,6 +145,7 @@ void fp8Case(const Fp8Case &a, std::initializer_list<uint64_t> seeds = {0, 1}, b
     if (roles) {
         auto calls = callCounts(*roles);
         EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.overlap ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
+        EXPECT_EQ(calls[lib::Fn::WgmmaRS], a.overlap ? 2 : 1) << "--intra-overlap: the loop's P.V of ko - 1 and the last";
         EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V^T per stage";
         EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
         expectFloat8RS(*roles, a);
@@ -173,8 +174,8 @@ TEST(SimHopperAttnFp8, BlockScalesGroupedQuery) {
 }
 TEST(SimHopperAttnFp8, BlockScalesTwoWarpgroups) { fp8Case({1, 1, 256, 64, false, 128, 128, 3, 256, true}, {0}); }
 
-// the schedule options: the consumer warpgroups taking turns (--pingpong), the next QK^T under this block's
-// softmax (--intra-overlap: P.V's group and its float8 registers in flight across the next QK^T)
+// the schedule options: the consumer warpgroups taking turns (--pingpong), P.V of the previous block under this
+// block's softmax (--intra-overlap: P.V's group and its float8 registers in flight across the softmax), both
 TEST(SimHopperAttnFp8, PingPong) {
     Fp8Case a{1, 1, 256, 64, true, 128, 64, 2, 256};
     a.pingPong = true;
@@ -184,6 +185,16 @@ TEST(SimHopperAttnFp8, IntraOverlap) {
     Fp8Case a{1, 2, 192, 64, true, 64, 64, 2, 128};
     a.overlap = true;
     fp8Case(a, {0, 1});
+}
+TEST(SimHopperAttnFp8, IntraOverlapPingPongRagged) {
+    Fp8Case a{1, 1, 208, 64, false, 128, 64, 2, 256};
+    a.overlap = a.pingPong = true;
+    fp8Case(a, {0, 3});
+}
+TEST(SimHopperAttnFp8, IntraOverlapPingPongCausalBlockScales) {
+    Fp8Case a{1, 1, 256, 64, true, 128, 64, 2, 256, true};
+    a.overlap = a.pingPong = true;
+    fp8Case(a, {0, 2});
 }
 
 } // namespace

@@ -60,7 +60,7 @@ TEST(SimHopperAttn, PingPongBfloat16OneStage) {
     attnCase(pingPong({1, 1, 256, 64, true, 128, 64, 1, 256, false, ", dtype='bfloat16'"}), {0, 5});
 }
 
-// --intra-overlap: QK^T of the next key block (into scores_next) under this block's softmax
+// --intra-overlap: QK^T of block ko issued with P.V of ko - 1, the softmax under that P.V
 TEST(SimHopperAttn, OverlapCausal) { attnCase(overlapped({1, 2, 256, 64, true, 128, 32, 2, 128}), {0, 1, 2}); }
 TEST(SimHopperAttn, OverlapNonCausalRagged) { attnCase(overlapped({1, 1, 200, 64, false, 128, 32, 2, 128}), {0, 3}); }
 TEST(SimHopperAttn, OverlapCausalRagged) { attnCase(overlapped({1, 1, 200, 64, true, 128, 32, 2, 128}), {0, 2}); }
@@ -72,6 +72,28 @@ TEST(SimHopperAttn, OverlapBfloat16CausalTwoWarpgroups) {
 TEST(SimHopperAttn, OverlapOneStage) { attnCase(overlapped({1, 1, 128, 64, true, 64, 64, 1, 128}), {0, 1}); }
 // one key block (the prologue's QK^T, no next one) and grouped-query heads
 TEST(SimHopperAttn, OverlapOneKeyBlock) { attnCase(overlapped({1, 1, 64, 64, false, 64, 64, 2, 128}), {0, 1}); }
+// the seed's file as written (P written by the exponentials, its sum over P: those after P.V, the rest under it)
+TEST(SimHopperAttn, OverlapExampleCausal) { attnCase(overlapped({1, 2, 192, 64, true, 64, 64, 2, 128, true}), {0, 1}); }
+TEST(SimHopperAttn, OverlapPingPongExampleD128) {
+    attnCase(bothSchedules({1, 2, 256, 128, true, 128, 64, 2, 256, true}), {0, 1});
+}
+// both: the two wgmmas of an iteration issued in one ping-pong turn
+TEST(SimHopperAttn, OverlapPingPongCausal) { attnCase(bothSchedules({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1, 3}); }
+TEST(SimHopperAttn, OverlapPingPongNonCausalRaggedD128) {
+    attnCase(bothSchedules({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2});
+}
+TEST(SimHopperAttn, OverlapPingPongCausalRaggedBfloat16) {
+    attnCase(bothSchedules({1, 1, 200, 64, true, 128, 64, 2, 256, false, ", dtype='bfloat16'"}), {0, 4});
+}
+TEST(SimHopperAttn, OverlapPingPongOneStage) { attnCase(bothSchedules({1, 1, 256, 64, false, 128, 64, 1, 256}), {0, 1}); }
+TEST(SimHopperAttn, OverlapPingPongOneKeyBlock) {
+    AttnCase a = bothSchedules({1, 1, 64, 64, true, 128, 64, 2, 256});
+    a.noPersistent = true; // one output tile
+    attnCase(a, {0, 1});
+}
+TEST(SimHopperAttn, OverlapPingPongUnfoldedScale) {
+    attnCase(bothSchedules({1, 1, 200, 64, true, 128, 64, 2, 256, false, ", fold_scale=False, split_mask=False"}), {0, 1});
+}
 TEST(SimHopperAttn, OverlapGroupedQuery) { attnCase(overlapped({1, 4, 128, 64, true, 64, 32, 2, 128, false, "", 2}), {0, 1}); }
 
 // seq=None: the sequence length a T.dynamic size (one lowering for every length; keys past the end masked)
@@ -201,20 +223,31 @@ TEST(SimHopperAttn, PersistentWalkOrderAndQBarriers) {
     EXPECT_EQ(c[lib::Fn::MbarrierArrive] - o[lib::Fn::MbarrierArrive], 2) << "Q's release in the last iteration, or after no iteration";
 }
 
-/// The rotated loop as lowered: one QK^T in the prologue and one in the loop (under `ko + 1 < end`), both into
-/// scores_next; four waits (two in the loop, each a choice of two, and the epilogue's); none without the flag.
+/// The rotated loop as lowered: QK^T in the peeled first block and in the loop, P.V in the loop (of ko - 1) and
+/// after it (of the last block); four waits (the first block's QK^T, the loop's wait_group 1 for QK^T and 0 for
+/// P.V, the last P.V's); one score accumulator (no copy); none of this without the flag.
 TEST(SimHopperAttn, OverlapAsLowered) {
     const AttnCase a{1, 1, 128, 64, true, 64, 32, 2, 128};
     Lowered on(overlapped(a)), off(a);
     ASSERT_TRUE(on.roles && off.roles) << on.r.diags();
     auto c = callCounts(*on.roles), o = callCounts(*off.roles);
     EXPECT_EQ(c[lib::Fn::WgmmaSS], 2);
+    EXPECT_EQ(c[lib::Fn::WgmmaRS], 2);
     EXPECT_EQ(o[lib::Fn::WgmmaSS], 1);
-    EXPECT_EQ(c[lib::Fn::WgmmaWait], 5);
+    EXPECT_EQ(c[lib::Fn::WgmmaWait], 4);
     EXPECT_EQ(o[lib::Fn::WgmmaWait], 2);
-    bool next = false;
-    for (auto &b : on.roles->allocs) next |= b->name == "scores_next";
-    EXPECT_TRUE(next);
+    EXPECT_EQ(on.roles->allocs.size(), off.roles->allocs.size()) << "no second score accumulator";
+}
+
+/// Both schedules: one turn for the first block's QK^T, one per later block (its QK^T and P.V of the block
+/// before), one for the last P.V; warpgroup 1's first hand-over and warpgroup 0's last turn around them.
+TEST(SimHopperAttn, OverlapPingPongTurnsAsLowered) {
+    Lowered on(bothSchedules({1, 1, 256, 64, true, 128, 64, 2, 256})), off(AttnCase{1, 1, 256, 64, true, 128, 64, 2, 256});
+    ASSERT_TRUE(on.roles && off.roles) << on.r.diags();
+    auto c = callCounts(*on.roles);
+    EXPECT_EQ(c[lib::Fn::NamedArrive], 4) << "the first hand-over, and one after each of the three turns";
+    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.roles)[lib::Fn::NamedSync], 4);
+    EXPECT_EQ(c[lib::Fn::WgmmaWait], 4);
 }
 
 /// The turns as lowered: every wgmma between a bar.sync on the warpgroup's own barrier and a bar.arrive on the

@@ -224,13 +224,12 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
-    auto *pingPong = app.add_flag("--pingpong", o.pingPong,
+    app.add_flag("--pingpong", o.pingPong,
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs");
     app.add_flag("--intra-overlap", o.intraOverlap,
-                 "Hopper attention: the next key block's QK^T issued (into a second score accumulator) before this "
-                 "block's softmax; not with --pingpong")
-        ->excludes(pingPong);
+                 "Hopper attention: each key block's QK^T issued with the previous block's P.V, the softmax under "
+                 "that P.V (FlashAttention-3's intra-warpgroup overlap); with --pingpong, both in one turn");
     app.add_option("--epilogue-buffers", o.epilogueBuffers,
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")

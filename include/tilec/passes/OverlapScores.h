@@ -5,19 +5,30 @@
 
 #include "tilec/IR.h"
 
+namespace tilec {
+class SourceManager;
+}
+
 namespace tilec::passes {
 
 /// In a warp-specialized kernel, the consumer loop of attention as placeWgmmaWaits leaves it (clear of the
 /// scores, wait for K's stage, QK^T by wgmma SS into the scores, wait, release of K's stage, the softmax, wait
-/// for V's stage, P.V by wgmma RS, wait, release of V's stage) is rotated so that QK^T of block ko + 1 runs on
-/// the tensor cores while block ko's softmax runs. QK^T writes a second score accumulator (`<scores>_next`,
-/// added to the kernel's allocations); each iteration waits for the QK^T issued in the one before (leaving
-/// P.V of ko - 1 in flight), copies its scores into the softmax's accumulator, releases K's stage, issues the
-/// next QK^T, and waits for P.V of ko - 1 (leaving that QK^T in flight) before the softmax touches the
-/// probabilities and the output accumulator, releasing V's stage of ko - 1 there; the prologue issues QK^T of
-/// the first block, the epilogue retires the last P.V and releases its stage. Runs after placeWgmmaWaits when
-/// the options ask for it (LoweringOptions::intraOverlap, --intra-overlap); a loop of any other shape, and every other
-/// kernel, is returned unchanged.
-ir::Program overlapScores(const ir::Program &p);
+/// for V's stage, P.V by wgmma RS, wait, release of V's stage) is rotated as FlashAttention-3's mainloop does
+/// it, so that the tensor cores run P.V of block ko - 1 while block ko's softmax runs: the first block's QK^T
+/// and softmax are peeled; each later iteration issues QK^T of ko and then, without a wait between, P.V of
+/// ko - 1 (preceded by the rescale of the output that belongs to ko - 1); waits for QK^T alone (wait_group 1,
+/// P.V left in flight) and releases K's stage; runs the part of the softmax that touches neither P.V's
+/// operands (the probabilities) nor its accumulator (the output) under P.V; waits for P.V (wait_group 0),
+/// releases V's stage of ko - 1 and then writes the probabilities. The output's rescale (statements that touch
+/// the output only and commute with the rest of the softmax) moves to the next iteration, between its QK^T and
+/// P.V, where it runs under that QK^T; the epilogue issues the last P.V. A statement that shares a buffer
+/// with an earlier one that runs after P.V runs after it too (a sum over P written directly by the
+/// exponentials, as examples/flash_attn.tile does: less of that softmax runs under P.V). One score
+/// accumulator, no copies, no accumulator defined while a wgmma that writes it is in flight. With `pingPong` and two consumer warpgroups, the issue of each iteration's two
+/// wgmmas is one turn (PingPongTurns): the prologue's QK^T and the epilogue's P.V are a turn each. Runs after
+/// placeWgmmaWaits when the options ask for it (LoweringOptions::intraOverlap, --intra-overlap); a loop of any
+/// other shape, and every other kernel, is returned unchanged.
+/// -v says, for each attention loop, which schedule it took and why (remarks located in `sources`).
+ir::Program overlapScores(const ir::Program &p, bool pingPong = false, const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes

@@ -15,7 +15,9 @@
 namespace tilec::passes {
 
 /// Registers per thread for each role after setmaxnreg, for `blocks` blocks per SM: {producer, consumer}.
-std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t);
+/// `registerA`: a T.gemm of the loop reads A from registers (attention's P.V), whose consumers hold two
+/// accumulators and P at once: the producer keeps 24 registers even beside two consumer warpgroups (240 each).
+std::pair<int, int> roleRegisters(int consumers, int producers, int blocks, const Target &t, bool registerA = false);
 /// The 32-bit registers each consumer thread's fragments take.
 int64_t fragmentWords(const ir::Kernel &k, int consumers);
 /// Blocks per SM to plan the warp roles for: 1 or 2.
