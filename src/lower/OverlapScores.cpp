@@ -9,7 +9,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ConsumerRewriter.h"
-#include "tilec/passes/PlaceWgmmaWaits.h"
+#include "tilec/passes/HopperOperands.h"
 
 namespace tilec::passes {
 
