@@ -283,7 +283,8 @@ def check_issue4(here):
     for name, p in gen.PRESETS.items():
         cfgs, dropped = gen.configs_of(name, p, "sm_80", True, 0)
         # the default first, then at least one configuration beside it (decode's presets sweep stages only)
-        check(cfgs[0]["params"] == {} and len(cfgs) > 1, "sweep preset %s: %d configurations" % (name, len(cfgs)))
+        check(cfgs[0]["params"] == p.get("base", {}) and len(cfgs) > 1,
+              "sweep preset %s: %d configurations, the first %r" % (name, len(cfgs), cfgs[0]["params"]))
         check(all(gen.plausible(name, c["params"], "sm_80") is None for c in cfgs[1:]), "sweep filter %s" % name)
         check(len(set(c["id"] for c in cfgs)) == len(cfgs), "sweep ids %s" % name)
     check(gen.call_text(gen.PRESETS["flash"], gen.PRESETS["flash"]["shapes"][0], {"block_M": 64, "threads": 128})

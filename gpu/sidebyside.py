@@ -118,9 +118,12 @@ def example_path(gpu_build, row):
 
 
 def dtype_bytes(dtype):
-    """Bytes of one element of a header's dtype name (float8_e4m3: 1, bfloat16: 2, bool: 1; 4 when unknown)."""
-    m = re.search(r"(\d+)(_e\d+m\d+\w*)?$", dtype)
-    return 1 if dtype == "bool" else max(1, int(m.group(1)) // 8) if m else 4
+    """Bytes of one element of a header's dtype name (gpu/numerics.py's itemsize; 4 for a name it does not know)."""
+    import numerics
+    try:
+        return numerics.itemsize(dtype)
+    except KeyError:
+        return 4
 
 
 def bind_default_sizes(params, sizes, ns, cap=MAX_DEFAULT_BYTES):

@@ -3,6 +3,8 @@
 /// issue wgmma (include/tilec/passes/WarpRoleCost.h).
 #include "tilec/passes/WarpRoleCost.h"
 
+#include "tilec/SharedMemory.h"
+
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>
@@ -44,7 +46,7 @@ int residentBlocks(int threads, int registers, int64_t sharedBytes, const Target
     const int64_t perThread = std::min<int64_t>(std::max(registers, 1), t.registersPerThread);
     int64_t blocks = std::min<int64_t>(t.blocksPerSM, t.threadsPerSM / (warps * 32));
     blocks = std::min<int64_t>(blocks, t.registersPerSM / (warps * 32 * perThread));
-    if (sharedBytes > 0) blocks = std::min<int64_t>(blocks, t.sharedPerSM / (sharedBytes + 1024));
+    if (sharedBytes > 0) blocks = std::min<int64_t>(blocks, smem::blocksPerSm(t, sharedBytes));
     return (int)std::max<int64_t>(blocks, 0);
 }
 
