@@ -2,6 +2,8 @@
 /// One compilation from options to outputs: what the `tilec` command runs after parsing its command line.
 #pragma once
 
+#include "tilec/Target.h"
+
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -13,7 +15,7 @@ enum ExitCode { ExitOk = 0, ExitInputError = 1, ExitUsage = 2, ExitInternal = 3 
 
 struct DriverOptions {
     std::string input;                     ///< the .tile file ("-" reads standard input)
-    std::vector<std::string> archs{"sm_90a"};
+    std::vector<std::string> archs{Target::kDefaultName};
     std::string output;                    ///< -o
     std::string header;                    ///< -H
     std::vector<std::string> emit;         ///< --emit kinds

@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+namespace tilec::passes {
+struct KernelLayouts; ///< the fragment layouts of one kernel (tilec/passes/Layout.h)
+}
+
 namespace tilec::ir {
 
 enum class NodeKind {
@@ -368,6 +372,19 @@ struct TensorLayout {
     SourceRange loc;          ///< the T.Layout call
 };
 
+/// How a shared tile is stored, recorded by the pass that plans its transfers (specializeWarps and lowerWarpRoles:
+/// TMA rings; cpAsyncWgmma: wgmma operands the threads fill; pipelineLoops: a ring of such a tile; stageEpilogue:
+/// TMA store tiles) and read by the passes after it (lowerGemm's operand swizzles, planSharedMemory's alignment),
+/// which do not rediscover it from the calls.
+struct TileLayout {
+    Buffer buffer;         ///< a shared buffer of Kernel::allocs (a pipeline ring: every stage alike)
+    /// The panel layout's swizzle span in bytes (128, 64 or 32: rows cut into panels of that many bytes, swizzled
+    /// as TMA's mode of that span stores them and wgmma / gemm_*_panels read them); 0: not in the panel layout.
+    int swizzleBytes = 0;
+    bool tma = false;      ///< TMA loads or stores it (a 1-D row too, unswizzled)
+    bool operator==(const TileLayout &o) const { return buffer == o.buffer && swizzleBytes == o.swizzleBytes && tma == o.tma; }
+};
+
 /// What a lowering assumed of the run-time arguments to give a tile transfer a wider access than it can
 /// prove (LoweringOptions::assumeAlignedRows): `tensor`'s base pointer is aligned to `bytes`, and its run-time row
 /// length `extent` (elements) times the element size is a multiple of `bytes`. The launcher runs such a
@@ -486,6 +503,20 @@ struct LoweringResult {
     std::vector<Target> targets;
     bool needsTma = false;
     std::vector<Assumption> assumptions; ///< run-time alignment this lowering relies on (none: it checks all)
+    /// The shared tiles whose storage a pass decided (TileLayout), one per buffer, in the order they were recorded.
+    std::vector<TileLayout> tileLayouts;
+    /// The record of shared buffer `b`, or null (a tile stored row by row, as the threads index it).
+    const TileLayout *tileLayoutOf(const BufferNode *b) const {
+        for (auto &t : tileLayouts)
+            if (t.buffer.get() == b) return &t;
+        return nullptr;
+    }
+    /// Records `t`: decided once, so an existing record of its buffer must be the same (an internal error else).
+    void recordTileLayout(const TileLayout &t);
+    /// The fragment layouts inferLayouts chose, which the passes after it read (insertSyncs, lowerReductions,
+    /// lowerGemm, stageEpilogue, lowerParallel); null before inferLayouts and once lowering ends (they name
+    /// fragments by identity, and lowering replaces the fragments by register arrays).
+    std::shared_ptr<const passes::KernelLayouts> layouts;
 };
 
 struct Kernel : KernelSignature, LaunchConfig, LoweringResult {

@@ -13,10 +13,6 @@
 
 namespace tilec {
 
-namespace passes {
-struct KernelLayouts; ///< tilec/passes/Layout.h
-}
-
 /// Options and bookkeeping shared by the passes of one compilation.
 struct PassContext {
     std::string dumpAfter; ///< a pass name, or "all"
@@ -24,9 +20,9 @@ struct PassContext {
     std::ostream *dump = nullptr; ///< where --dump-after writes
     DiagnosticEngine *diag = nullptr; ///< user errors found while lowering (required by lower())
     std::vector<std::pair<std::string, double>> times; ///< (pass, milliseconds), in order
-    /// When set, lower() calls it after each pass with the program the pass made and the fragment layouts
-    /// inferLayouts found (empty before it runs): what lowering decided, for the language server's hover.
-    std::function<void(const char *pass, const ir::Program &, const std::vector<passes::KernelLayouts> &)> observe;
+    /// When set, lower() calls it after each pass with the program the pass made (its kernels carry the fragment
+    /// layouts from inferLayouts on): what lowering decided, for the language server's hover.
+    std::function<void(const char *pass, const ir::Program &)> observe;
     /// Runs `fn` as the pass `name`: sets the current phase for internal errors, times it, and dumps `text()`
     /// afterwards when asked to; text is only computed when it is printed.
     template <class F, class D> auto run(const char *name, F &&fn, D &&text) -> decltype(fn());

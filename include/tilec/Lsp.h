@@ -5,6 +5,8 @@
 /// `T.` names and go to definition across the user's modules.
 #pragma once
 
+#include "tilec/Target.h"
+
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -12,7 +14,7 @@
 namespace tilec {
 
 struct LspOptions {
-    std::vector<std::string> archs{"sm_90a"}; ///< -arch, or initializationOptions.arch
+    std::vector<std::string> archs{Target::kDefaultName}; ///< -arch, or initializationOptions.arch
     std::vector<std::string> importDirs;      ///< -I, or initializationOptions.importDirs (then TILEC_PATH)
     int debounceMs = 200;                     ///< an analysis starts this long after a document's last change
 };

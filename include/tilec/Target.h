@@ -12,7 +12,11 @@
 namespace tilec {
 
 struct Target {
-    std::string name = "sm_90a"; ///< as -arch spells it; Target::parse(name) gives this row back
+    /// The target of a compilation that names none (-arch, the language server, `tilec tune`): the one place
+    /// that spells it. A default-constructed Target is its row of the table (a unit test checks the two agree).
+    static constexpr const char *kDefaultName = "sm_90a";
+
+    std::string name = kDefaultName; ///< as -arch spells it; Target::parse(name) gives this row back
     int sm = 90;                 ///< compute capability times ten
     bool archSpecific = true;    ///< the `a` suffix (wgmma, setmaxnreg)
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
@@ -42,6 +46,8 @@ struct Target {
     }
     bool operator==(const Target &) const = default;
 
+    /// The row of kDefaultName.
+    static const Target &byDefault();
     /// Parses one -arch value; nullopt for unknown names.
     static std::optional<Target> parse(std::string_view name);
     /// Every target tilec knows, oldest first.

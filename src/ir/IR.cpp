@@ -326,6 +326,15 @@ Stmt AtomicAdd::make(Region dst, std::optional<Region> src, Expr value, SourceRa
     return n;
 }
 
+void LoweringResult::recordTileLayout(const TileLayout &t) {
+    TILEC_ASSERT(t.buffer && t.buffer->scope == Scope::Shared, "a tile layout recorded for a buffer that is not shared");
+    if (const TileLayout *old = tileLayoutOf(t.buffer.get())) {
+        TILEC_ASSERT(*old == t, "shared tile '" + t.buffer->name + "' given two layouts");
+        return;
+    }
+    tileLayouts.push_back(t);
+}
+
 std::optional<int64_t> constInt(const Expr &e) {
     if (auto i = as<IntImm>(e)) return i->value;
     return std::nullopt;

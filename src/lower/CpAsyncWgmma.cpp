@@ -237,6 +237,7 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
         Mark mark;
         mark.gemms = &g.found, mark.instr = &pl.instr;
         nk->body = mark.mutate(k->body);
+        recordPanelOperands(*nk);
         out.kernels.push_back(nk);
         changed = true;
     }

@@ -149,6 +149,26 @@ int internTensorMap(Kernel &k, const TensorMap &m) {
     return (int)(it - k.tensorMaps.begin());
 }
 
+void recordPanelOperands(Kernel &k) {
+    struct Operands : IRVisitor {
+        using IRVisitor::visit;
+        std::vector<Buffer> found;
+        void visit(const Gemm &g) override {
+            if (g.instr == GemmInstr::Auto) return;
+            for (const Region *r : {&g.a, &g.b})
+                if (r->buffer && r->buffer->scope == Scope::Shared) found.push_back(r->buffer);
+        }
+    } o;
+    o.visit(k.body);
+    for (const Buffer &b : o.found) {
+        auto cols = constInt(b->shape.back());
+        TILEC_ASSERT(cols, "a panel-layout operand '" + b->name + "' whose rows are not constant");
+        const int span = panelSwizzleBytes(*cols * b->dtype.bytes());
+        if (const TileLayout *t = k.tileLayoutOf(b.get()); t && t->tma && t->swizzleBytes == span) continue;
+        k.recordTileLayout({b, span, false});
+    }
+}
+
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups

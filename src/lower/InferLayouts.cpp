@@ -553,50 +553,57 @@ void nestsInOrder(const Stmt &s, std::vector<const For *> &out) {
 
 } // namespace
 
-std::vector<KernelLayouts> inferLayouts(const Program &p, DiagnosticEngine &diag) {
-    std::vector<KernelLayouts> out;
+namespace {
+
+/// The layouts of one kernel. Reduction results are held whole in every thread, unless that leaves a fragment
+/// too big to replicate (a nest over a reduction's result reading slices of a fragment, split-KV decoding's
+/// combine): then they are spread over the threads like the nests that read them.
+KernelLayouts inferLayouts(const Kernel &k, DiagnosticEngine &diag) {
+    bool overflow = false;
+    diag.hold();
+    KernelLayouts whole = inferKernel(k, diag, false, &overflow);
+    auto held = diag.endHold();
+    if (overflow) return inferKernel(k, diag, true, nullptr);
+    for (auto &d : held) diag.report(d.severity, d.range, d.message);
+    return whole;
+}
+
+} // namespace
+
+Program inferLayouts(const Program &p, DiagnosticEngine &diag) {
+    Program out;
     for (auto &k : p.kernels) {
         if (!k) {
-            out.push_back({});
+            out.kernels.push_back(k);
             continue;
         }
-        // Reduction results are held whole in every thread, unless that leaves a fragment too big to replicate
-        // (a nest over a reduction's result reading slices of a fragment, split-KV decoding's combine): then
-        // they are spread over the threads like the nests that read them.
-        bool overflow = false;
-        diag.hold();
-        KernelLayouts whole = inferKernel(*k, diag, false, &overflow);
-        auto held = diag.endHold();
-        if (overflow) {
-            out.push_back(inferKernel(*k, diag, true, nullptr));
-            continue;
-        }
-        for (auto &d : held) diag.report(d.severity, d.range, d.message);
-        out.push_back(std::move(whole));
+        auto nk = std::make_shared<Kernel>(*k);
+        nk->layouts = std::make_shared<const KernelLayouts>(inferLayouts(*k, diag));
+        out.kernels.push_back(std::move(nk));
     }
     return out;
 }
 
-std::string describeLayouts(const Program &p, const std::vector<KernelLayouts> &layouts) {
+std::string describeLayouts(const Program &p) {
     std::string s;
-    for (size_t i = 0; i < p.kernels.size() && i < layouts.size(); ++i) {
-        auto &k = p.kernels[i];
-        if (!k) continue;
+    for (auto &k : p.kernels) {
+        if (!k || !k->layouts) continue;
+        const KernelLayouts &layouts = *k->layouts;
         s += "# layouts of " + k->name + "\n";
         for (auto &b : k->allocs) {
-            auto it = layouts[i].fragments.find(b.get());
-            if (it != layouts[i].fragments.end()) s += "#   fragment " + b->name + ": " + it->second.describe() + "\n";
+            auto it = layouts.fragments.find(b.get());
+            if (it != layouts.fragments.end()) s += "#   fragment " + b->name + ": " + it->second.describe() + "\n";
         }
         for (auto &[view, base] : k->fragmentViews) {
-            auto it = layouts[i].fragments.find(view.get());
-            if (it != layouts[i].fragments.end())
+            auto it = layouts.fragments.find(view.get());
+            if (it != layouts.fragments.end())
                 s += "#   view " + view->name + " of " + base->name + ": " + it->second.describe() + "\n";
         }
         std::vector<const For *> nests;
         nestsInOrder(k->body, nests);
         for (auto *f : nests) {
-            auto it = layouts[i].loops.find(f->var.get());
-            if (it == layouts[i].loops.end()) continue;
+            auto it = layouts.loops.find(f->var.get());
+            if (it == layouts.loops.end()) continue;
             s += "#   T.Parallel at line " + std::to_string(f->loc.line) + ": " + it->second.describe() + "\n";
         }
     }

@@ -12,7 +12,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/LowerReductions.h"
+#include "tilec/passes/ReductionPlan.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -415,12 +415,10 @@ class Syncer {
 
 } // namespace
 
-Program insertSyncs(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, DiagnosticEngine &diag) {
+Program insertSyncs(const Program &p, const Target &t, DiagnosticEngine &diag) {
     Program out;
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-        const KernelP &k = p.kernels[i];
-        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        Syncer s(*k, layouts[i], t, diag);
+    for (const KernelP &k : p.kernels) {
+        Syncer s(*k, layoutsOf(*k), t, diag);
         s.checkRaces();
         Pending state;
         Stmt body = s.run(k->body, state);

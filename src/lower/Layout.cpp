@@ -51,6 +51,18 @@ Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmm
     return l;
 }
 
+const KernelLayouts &layoutsOf(const Kernel &k) {
+    TILEC_ASSERT(k.layouts, "kernel '" + k.name + "' has no layouts: a pass that reads them runs before inferLayouts");
+    return *k.layouts;
+}
+
+KernelP withThreadIndex(const KernelP &k) {
+    if (!k || k->threadIdx) return k;
+    auto out = std::make_shared<Kernel>(*k);
+    out->threadIdx = makeVar("tx", DType::Int32, k->launchLoc);
+    return out;
+}
+
 int64_t Layout::tileRow(int64_t wm, int64_t mi) const {
     const int64_t wtm = shape[0] / warpsM;
     if (!wgmma) return wm * wtm + mi * 16;

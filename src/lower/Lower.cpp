@@ -39,12 +39,12 @@
 
 namespace tilec {
 
-/// What the passes of one lowering share: the variant, the user's diagnostics, and the fragment layouts
-/// inferLayouts found (per kernel, read by the passes after it).
+/// What the passes of one lowering share: the variant and the user's diagnostics (what a pass decides for the
+/// passes after it is stored on the kernels: the fragment layouts, Kernel::layouts; the shared tiles' storage,
+/// Kernel::tileLayouts).
 struct PassState {
     const Variant &variant;
     DiagnosticEngine &diag;
-    std::vector<passes::KernelLayouts> layouts;
 };
 
 namespace {
@@ -82,26 +82,22 @@ const std::vector<Pass> &table() {
         // the fragment read from a shared copy.
         {"transposeFragments", always, [](const Program &p, PassState &) { return passes::transposeFragments(p); }, false},
         // Which thread holds which fragment element and runs which iteration.
-        {"inferLayouts", always,
-         [](const Program &p, PassState &s) {
-             s.layouts = passes::inferLayouts(p, s.diag);
-             return p;
-         },
-         true, [](const Program &p, const PassState &s) { return passes::describeLayouts(p, s.layouts); }},
+        {"inferLayouts", always, [](const Program &p, PassState &s) { return passes::inferLayouts(p, s.diag); }, true,
+         [](const Program &p, const PassState &) { return passes::describeLayouts(p); }},
         // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
         {"pipelineLoops", always, [](const Program &p, PassState &s) { return passes::pipelineLoops(p, s.variant, s.diag); }, false},
         // Barriers between tile statements that exchange data through shared memory.
         {"insertSyncs", always,
-         [](const Program &p, PassState &s) { return passes::insertSyncs(p, s.layouts, s.variant.target, s.diag); }, true},
+         [](const Program &p, PassState &s) { return passes::insertSyncs(p, s.variant.target, s.diag); }, true},
         // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
         {"lowerReductions", always,
-         [](const Program &p, PassState &s) { return passes::lowerReductions(p, s.layouts, s.variant.target); }, false},
+         [](const Program &p, PassState &s) { return passes::lowerReductions(p, s.variant.target); }, false},
         {"lowerGemm", always,
-         [](const Program &p, PassState &s) { return passes::lowerGemm(p, s.layouts, s.variant.target, s.diag); }, true},
+         [](const Program &p, PassState &s) { return passes::lowerGemm(p, s.variant.target, s.diag); }, true},
         // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
         {"stageEpilogue", always,
-         [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.layouts, s.variant, &s.diag.sources()); }, false},
-        {"lowerParallel", always, [](const Program &p, PassState &s) { return passes::lowerParallel(p, s.layouts); }, false},
+         [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.variant, &s.diag.sources()); }, false},
+        {"lowerParallel", always, [](const Program &p, PassState &) { return passes::lowerParallel(p); }, false},
         // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
         {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
         // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
@@ -152,19 +148,21 @@ bool isFrontEndPhase(const std::string &name) {
 
 ir::Program lower(ir::Program p, const Variant &v, PassContext &ctx) {
     TILEC_ASSERT(ctx.diag, "lower() needs a diagnostic engine");
-    PassState state{v, *ctx.diag, {}};
+    PassState state{v, *ctx.diag};
     for (const Pass &pass : table()) {
         if (!pass.run || !pass.enabled(v.options)) continue;
         p = ctx.run(pass.name, [&] { return pass.run(p, state); }, [&](const Program &q) {
             return (pass.notes ? pass.notes(q, state) : std::string()) + ir::print(q);
         });
-        if (ctx.observe) ctx.observe(pass.name, p, state.layouts);
+        if (ctx.observe) ctx.observe(pass.name, p);
         if (pass.stopsOnError && state.diag.hasErrors()) return p;
     }
-    // Which target this lowering is for (the driver merges identical lowerings of several targets).
+    // Which target this lowering is for (the driver merges identical lowerings of several targets); the fragment
+    // layouts name fragments that are register arrays by now.
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<ir::Kernel>(*k);
         nk->targets = {v.target};
+        nk->layouts = nullptr;
         k = nk;
     }
     return p;

@@ -5,7 +5,7 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
-#include "tilec/passes/Staging.h"
+#include "tilec/passes/Layout.h"
 
 namespace tilec::passes {
 
@@ -33,7 +33,8 @@ int instructionK(DType a, DType b, DType c) {
 class GemmLowerer : public IRMutator {
   public:
     using IRMutator::visit;
-    GemmLowerer(const KernelLayouts &l, const Target &t, DiagnosticEngine &d) : layouts_(l), target_(t), diag_(d) {}
+    GemmLowerer(const Kernel &k, const Target &t, DiagnosticEngine &d)
+        : kernel_(k), layouts_(layoutsOf(k)), target_(t), diag_(d) {}
 
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         const SourceRange &loc = op->loc;
@@ -82,7 +83,7 @@ class GemmLowerer : public IRMutator {
             // (specializeWarps / cpAsyncWgmma checked the split, inferLayouts gave A that layout).
             auto ar = layouts_.registers.find(A.get());
             auto al = layouts_.fragments.find(A.get());
-            int swB = panelSwizzleBytes(bTile->second * B->dtype.bytes());
+            int swB = panelSpan(B);
             const bool matches = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.wgmma &&
                                  al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.threads == L.threads && L.wgmma &&
                                  al->second.shape == std::vector<int64_t>{M, K} && (A->dtype.bytes() == 2 || A->dtype.isFloat8()) && swB;
@@ -105,7 +106,7 @@ class GemmLowerer : public IRMutator {
             // Issued asynchronously: placeWgmmaWaits puts the wait before the results are read.
             auto aTile = tile(op->a, "A");
             if (!aTile) return nullptr;
-            int swA = panelSwizzleBytes(aTile->second * A->dtype.bytes()), swB = panelSwizzleBytes(bTile->second * B->dtype.bytes());
+            int swA = panelSpan(A), swB = panelSpan(B);
             TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm without panel-layout operands");
             // Panels of rows no one observes (boundGemmRows) are not issued; only where one warpgroup owns the rows.
             const int64_t rows = op->liveRows > 0 && op->liveRows < M && L.warpsM == 4 ? op->liveRows : M;
@@ -117,7 +118,7 @@ class GemmLowerer : public IRMutator {
         std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
         // mma.sync over TMA-filled tiles (sm_90): the operands' panel spans, as TMA stored them.
         const bool panels = op->instr == GemmInstr::MmaPanels;
-        const int swB = panels ? panelSwizzleBytes(bTile->second * B->dtype.bytes()) : 0;
+        const int swB = panels ? panelSpan(B) : 0;
         TILEC_ASSERT(!panels || swB, "an mma.sync T.gemm over TMA tiles whose B is not in the panel layout");
         if (A->scope == Scope::Fragment) {
             auto ar = layouts_.registers.find(A.get());
@@ -150,7 +151,7 @@ class GemmLowerer : public IRMutator {
         args.push_back(i32(op->transA));
         args.push_back(i32(op->transB));
         if (panels) {
-            const int swA = panelSwizzleBytes(aTile->second * A->dtype.bytes());
+            const int swA = panelSpan(A);
             TILEC_ASSERT(swA, "an mma.sync T.gemm over TMA tiles whose A is not in the panel layout");
             args.push_back(i32(swA));
             args.push_back(i32(swB));
@@ -162,6 +163,7 @@ class GemmLowerer : public IRMutator {
     }
 
   private:
+    const Kernel &kernel_;
     const KernelLayouts &layouts_;
     const Target &target_;
     DiagnosticEngine &diag_;
@@ -185,6 +187,13 @@ class GemmLowerer : public IRMutator {
         return std::pair{*constValue(r.ranges[nd - 2].extent), *constValue(r.ranges[nd - 1].extent)};
     }
 
+    /// The panel layout's span of shared operand `b` as the pass that chose the product's instruction recorded
+    /// it (Kernel::tileLayouts); 0 when none did.
+    int panelSpan(const Buffer &b) const {
+        const TileLayout *t = kernel_.tileLayoutOf(b.get());
+        return t ? t->swizzleBytes : 0;
+    }
+
     static Expr address(const Region &r) {
         std::vector<Expr> idx;
         for (auto &x : r.ranges) idx.push_back(x.min);
@@ -194,12 +203,11 @@ class GemmLowerer : public IRMutator {
 
 } // namespace
 
-Program lowerGemm(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t, DiagnosticEngine &diag) {
+Program lowerGemm(const Program &p, const Target &t, DiagnosticEngine &diag) {
     Program out;
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        GemmLowerer m(layouts[i], t, diag);
-        out.kernels.push_back(m.mutate(p.kernels[i]));
+    for (const KernelP &k : p.kernels) {
+        GemmLowerer m(*k, t, diag);
+        out.kernels.push_back(m.mutate(k));
     }
     return out;
 }

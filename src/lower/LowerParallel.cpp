@@ -334,26 +334,19 @@ class Lowerer : public IRMutator {
 
 } // namespace
 
-KernelP withThreadIndex(const KernelP &k) {
-    if (!k || k->threadIdx) return k;
-    auto out = std::make_shared<Kernel>(*k);
-    out->threadIdx = makeVar("tx", DType::Int32, k->launchLoc);
-    return out;
-}
-
-Program lowerParallel(const Program &p, const std::vector<KernelLayouts> &layouts) {
+Program lowerParallel(const Program &p) {
     Program out;
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-        KernelP k = withThreadIndex(p.kernels[i]);
-        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        Lowerer m(layouts[i], *k);
+    for (const KernelP &in : p.kernels) {
+        KernelP k = withThreadIndex(in);
+        const KernelLayouts &layouts = layoutsOf(*k);
+        Lowerer m(layouts, *k);
         auto body = m.mutate(k->body);
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body ? body : Seq::make({});
         nk->allocs.clear();
         for (auto &b : k->allocs) {
-            auto reg = layouts[i].registers.find(b.get());
-            nk->allocs.push_back(reg != layouts[i].registers.end() ? reg->second : b);
+            auto reg = layouts.registers.find(b.get());
+            nk->allocs.push_back(reg != layouts.registers.end() ? reg->second : b);
         }
         out.kernels.push_back(nk);
     }

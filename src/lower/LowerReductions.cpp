@@ -8,7 +8,6 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
-#include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/ReductionPlan.h"
 #include "ReduceMmaColumns.h"
 
@@ -470,15 +469,15 @@ bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const
     return total > t.maxSharedPerBlock;
 }
 
-Program lowerReductions(const Program &p, const std::vector<KernelLayouts> &layouts, const Target &t) {
+Program lowerReductions(const Program &p, const Target &t) {
     Program out;
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-        KernelP k = withThreadIndex(p.kernels[i]);
-        TILEC_ASSERT(i < layouts.size(), "no layouts for a kernel");
-        bool share = reductionsShareScratch(*k, layouts[i], t);
-        LowerReduce sizing(layouts[i], *k, share, nullptr);
+    for (const KernelP &in : p.kernels) {
+        KernelP k = withThreadIndex(in);
+        const KernelLayouts &layouts = layoutsOf(*k);
+        bool share = reductionsShareScratch(*k, layouts, t);
+        LowerReduce sizing(layouts, *k, share, nullptr);
         if (share) sizing.mutate(k->body);
-        LowerReduce m(layouts[i], *k, share, &sizing.need_);
+        LowerReduce m(layouts, *k, share, &sizing.need_);
         Stmt body = m.mutate(k->body);
         if (m.newAllocs.empty() && body == k->body) {
             out.kernels.push_back(k);

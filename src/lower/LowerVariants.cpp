@@ -4,6 +4,7 @@
 /// Variant); lowerings that came out identical are merged into one kernel naming all their targets.
 #include "tilec/Lower.h"
 
+#include "tilec/IRCompare.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/ShrinkGemmTiles.h"
@@ -43,30 +44,17 @@ bool lowerOnce(const ir::Program &program, const Variant &v, PassContext &ctx, s
     return !diag.hasErrors();
 }
 
-/// What makes two lowerings of a kernel the same kernel: its printed IR (code, launch, tensor maps,
-/// allocations; variables by name, since each lowering makes its own) and what the printer leaves out, the
-/// shared-memory plan, whether it needs TMA and the run-time alignment it assumes.
-std::string variantKey(const ir::KernelP &k) {
-    ir::Program one;
-    one.kernels.push_back(k);
-    std::string key = ir::print(*k) + passes::describeSharedPlans(one) + (k->needsTma ? "needs TMA\n" : "");
-    for (auto &a : k->assumptions)
-        key += "assumes " + a.tensor->name + " rows of " + ir::print(a.extent) + " elements in " + std::to_string(a.bytes) + "-byte units\n";
-    return key;
-}
-
-/// Kernel `i`'s distinct lowerings (compared by variantKey), each naming every target it is for, in the
-/// order the launcher tries them.
+/// Kernel `i`'s distinct lowerings (two are the same kernel when ir::sameLowering says so: node by node,
+/// everything but the targets), each naming every target it is for, in the order the launcher tries them.
 std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings, size_t i) {
-    std::vector<std::pair<std::string, std::shared_ptr<ir::Kernel>>> variants; // (key, kernel)
+    std::vector<std::shared_ptr<ir::Kernel>> variants;
     for (auto &l : lowerings) {
         const ir::KernelP &k = l.kernels[i];
-        std::string text = variantKey(k);
-        auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return v.first == text; });
+        auto same = std::find_if(variants.begin(), variants.end(), [&](auto &v) { return ir::sameLowering(*v, *k); });
         if (same == variants.end()) {
-            variants.push_back({text, std::make_shared<ir::Kernel>(*k)});
+            variants.push_back(std::make_shared<ir::Kernel>(*k));
         } else {
-            auto &ts = same->second->targets;
+            auto &ts = (*same)->targets;
             for (auto &t : k->targets)
                 if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
         }
@@ -78,11 +66,8 @@ std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings
         return std::all_of(k.targets.begin(), k.targets.end(), [](const Target &t) { return t.archSpecific; });
     };
     auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
-    std::stable_sort(variants.begin(), variants.end(),
-                     [&](auto &a, auto &b) { return demand(*a.second) > demand(*b.second); });
-    std::vector<ir::KernelP> out;
-    for (auto &v : variants) out.push_back(v.second);
-    return out;
+    std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a) > demand(*b); });
+    return std::vector<ir::KernelP>(variants.begin(), variants.end());
 }
 
 } // namespace

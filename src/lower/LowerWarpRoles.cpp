@@ -103,6 +103,7 @@ class Lowerer {
         nk->minBlocksPerSM = 1;
         nk->persistent = false;
         nk->needsTma = true;
+        recordPanelOperands(*nk);
         return nk;
     }
 
@@ -261,6 +262,7 @@ class Lowerer {
             byBuffer_[dst.get()] = &tiles_.back();
         }
         const int map = internTensorMap(nk, t->map);
+        nk.recordTileLayout({ring, t->swizzle, true});
         std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
                                addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
         for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));

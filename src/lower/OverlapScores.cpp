@@ -10,8 +10,8 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ConsumerRewriter.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/PingPongConsumers.h"
-#include "tilec/passes/PlaceWgmmaWaits.h"
 
 #include <algorithm>
 #include <set>

@@ -192,7 +192,13 @@ Program pipelineLoops(const Program &p, const Variant &v, DiagnosticEngine &diag
         nk->assumptions = m.transfers.assumptions;
         for (auto &b : nk->allocs) {
             auto it = m.staged.find(b.get());
-            if (it != m.staged.end()) b = it->second;
+            if (it == m.staged.end()) continue;
+            // A ring stores each stage as the tile it replaces was to be stored (cpAsyncWgmma's panel layout).
+            if (const TileLayout *t = nk->tileLayoutOf(b.get())) {
+                const TileLayout stages{it->second, t->swizzleBytes, t->tma};
+                nk->recordTileLayout(stages);
+            }
+            b = it->second;
         }
         out.kernels.push_back(nk);
     }

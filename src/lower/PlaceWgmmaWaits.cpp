@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/HopperOperands.h"
 
 #include <set>
 

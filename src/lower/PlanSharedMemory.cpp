@@ -17,37 +17,28 @@ using namespace ir;
 
 namespace {
 
-/// Buffers each statement mentions, and the TMA tiles anywhere (load destinations, store sources).
+/// Buffers each statement mentions.
 struct Mentions : IRVisitor {
     using IRVisitor::visit;
     std::set<const BufferNode *> found;
-    std::set<const BufferNode *> *tmaTiles = nullptr;
     void visitRegion(const Region &r) override { found.insert(r.buffer.get()), IRVisitor::visitRegion(r); }
     void visit(const Load &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
     void visit(const Store &op) override { found.insert(op.buffer.get()), IRVisitor::visit(op); }
     void visit(const Reduce &op) override { found.insert(op.src.get()), found.insert(op.dst.get()); }
-    void visit(const Call &op) override {
-        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
-            if (lib::is(op, f))
-                if (auto l = addressedLoad(lib::arg(op, f, "dst"))) tmaTiles->insert(l->buffer.get());
-        if (lib::is(op, lib::Fn::TmaStoreTile))
-            if (auto l = addressedLoad(lib::arg(op, lib::Fn::TmaStoreTile, "src"))) tmaTiles->insert(l->buffer.get());
-        // wgmma's swizzle modes follow address bits: its operand tiles (cp.async ones too), and every tile read
-        // in that panel layout, sit at TMA's alignment.
-        for (const Load *l : panelSharedOperands(op)) tmaTiles->insert(l->buffer.get());
-        IRVisitor::visit(op);
-    }
 };
 
 /// Where the buffers of `order` go (offsets into `out`) when two may overlap only if `mayShare` says so: the
 /// lowest aligned offset clear of every placed buffer it may not share with. Returns the end of the last byte.
 template <class MayShare>
-int64_t place(const std::vector<const BufferNode *> &order, const std::set<const BufferNode *> &tmaTiles,
-              MayShare mayShare, SharedPlan &out, std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed) {
+int64_t place(const std::vector<const BufferNode *> &order, const Kernel &k, MayShare mayShare, SharedPlan &out,
+              std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed) {
     int64_t end = 0;
     for (auto *b : order) {
         const int64_t bytes = smem::sharedBytes(b);
-        const int64_t align = smem::bufferAlignment(*b, tmaTiles.count(b));
+        // TMA's alignment for its tiles, and for every tile in the panel layout (wgmma's swizzle modes follow
+        // address bits): what the passes that planned them recorded (Kernel::tileLayouts).
+        const TileLayout *tile = k.tileLayoutOf(b);
+        const int64_t align = smem::bufferAlignment(*b, tile && (tile->tma || tile->swizzleBytes > 0));
         out.alignment = std::max<int>(out.alignment, (int)align);
         int64_t at = 0;
         for (bool moved = true; moved;) {
@@ -74,14 +65,12 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
     if (auto q = as<Seq>(k.body)) top = q->stmts;
     else top = {k.body};
     std::map<const BufferNode *, std::pair<int, int>> live;
-    std::set<const BufferNode *> tmaTiles;
     std::vector<int> syncsBefore(top.size() + 1, 0); // top-level barriers among statements [0, i)
     for (size_t i = 0; i < top.size(); ++i) {
         auto e = as<Evaluate>(top[i]);
         auto c = e ? as<Call>(e->value) : nullptr;
         syncsBefore[i + 1] = syncsBefore[i] + (c && lib::is(*c, lib::Fn::Sync));
         Mentions m;
-        m.tmaTiles = &tmaTiles;
         m.visit(top[i]);
         for (auto *b : m.found) {
             auto it = live.find(b);
@@ -107,7 +96,7 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
     for (auto &b : k.allocs)
         if (b && b->scope == Scope::Shared) order.push_back(b.get());
     std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
-    int64_t end = place(order, tmaTiles, [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)); }, out, placed);
+    int64_t end = place(order, k, [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)); }, out, placed);
     if (barriers)
         for (size_t i = 0; i < placed.size(); ++i)
             for (size_t j = 0; j < i; ++j) {
@@ -127,8 +116,6 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
 /// `Bias_shared` without a bias) takes no memory: it leaves the kernel's allocations, as TileLang drops it.
 void dropUnusedShared(Kernel &k) {
     Mentions m;
-    std::set<const BufferNode *> tmaTiles;
-    m.tmaTiles = &tmaTiles;
     m.visit(k.body);
     std::erase_if(k.allocs, [&](const Buffer &b) { return b && b->scope == Scope::Shared && !m.found.count(b.get()); });
 }

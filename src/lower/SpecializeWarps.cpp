@@ -246,6 +246,9 @@ class Specializer {
         nk->clusterAxis = p.CM > 1 ? p.cluster.axis : 0;
         nk->sharedTiles = p.CM > 1 ? (int)std::count(p.cluster.shared.begin(), p.cluster.shared.end(), true) : 0;
         nk->needsTma = true;
+        for (auto &t : p.tiles) nk->recordTileLayout({p.ring.at(t.copy->dst.buffer.get()), t.swizzle, true});
+        for (auto &t : p.once) nk->recordTileLayout({t.copy->dst.buffer, t.swizzle, true});
+        recordPanelOperands(*nk);
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
         rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });

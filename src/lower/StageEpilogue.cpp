@@ -9,6 +9,7 @@
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
+#include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>
@@ -191,6 +192,7 @@ class Stager : public IRMutator {
         if (!staging_) {
             staging_ = makeBuffer("tilec_epi", Scope::Shared, e.out->dtype, {i32(warpgroups * buffers_ * pieceElems)}, loc);
             k_.allocs.push_back(staging_);
+            k_.recordTileLayout({staging_, swizzle, true}); // TMA stores read it, each piece swizzled
         }
         // The box: the piece's columns innermost, its rows along the rows' dimension, 1 along every other.
         const size_t nd = e.origin.size(), rowAt = nd - 1 - e.rowDim; // map dimensions count innermost first
@@ -237,20 +239,19 @@ class Stager : public IRMutator {
 
 } // namespace
 
-Program stageEpilogue(const Program &p, const std::vector<KernelLayouts> &layouts, const Variant &v, const SourceManager *sources) {
+Program stageEpilogue(const Program &p, const Variant &v, const SourceManager *sources) {
     Program out;
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-        const KernelP &k = p.kernels[i];
+    for (const KernelP &k : p.kernels) {
         auto top = as<Seq>(k->body);
         size_t at = 0;
         while (top && at < top->stmts.size() && !as<WarpRoles>(top->stmts[at])) ++at;
-        if (!top || at == top->stmts.size() || !k->threadIdx || !v.hasTma() || i >= layouts.size()) {
+        if (!top || at == top->stmts.size() || !k->threadIdx || !v.hasTma() || !k->layouts) {
             out.kernels.push_back(k);
             continue;
         }
         auto roles = as<WarpRoles>(top->stmts[at]);
         auto nk = std::make_shared<Kernel>(*k);
-        Stager s(*nk, layouts[i], v, *roles, sources);
+        Stager s(*nk, *k->layouts, v, *roles, sources);
         Stmt consumer = s.mutate(roles->consumer);
         if (!s.staged) {
             out.kernels.push_back(k);

@@ -42,29 +42,33 @@ struct Find : IRVisitor {
     using IRVisitor::visit;
     std::map<const BufferNode *, Swizzle> found;
     std::set<const BufferNode *> panelReaders, rowReaders; ///< read by a wgmma in panels, by an mma.sync in rows
+    /// A TMA tile is stored in the panel layout whoever reads it (its record, Kernel::tileLayouts): the consumers'
+    /// own loads of it (element-wise work, copies into fragments) take that layout too. An unswizzled one (a
+    /// dense row) none.
+    void tile(const TileLayout &t) {
+        if (t.tma && t.swizzleBytes > 0) operand(t.buffer, true, false);
+    }
     void visit(const Call &op) override {
         auto panelled = panelSharedOperands(op);
-        auto operands = swizzledOperands(op);
-        // A TMA tile is stored in the panel layout whoever reads it: the consumers' own loads of it (element-wise
-        // work, copies into fragments) take that layout too. An unswizzled one (swizzle 0, a dense row) none.
-        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast})
-            if (lib::is(op, f) && constValue(lib::arg(op, f, "swizzle")).value_or(0) > 0)
-                if (const Load *dst = addressedLoad(lib::arg(op, f, "dst"))) panelled.push_back(dst), operands.push_back(dst);
-        for (const Load *l : operands) {
-            if (l->buffer->shape.size() < 2) continue;
-            auto &shape = l->buffer->shape;
-            auto rows = constValue(shape[shape.size() - 2]), cols = constValue(shape.back());
-            if (!rows || !cols) continue;
-            Swizzle &sw = found[l->buffer.get()];
-            sw.cols = *cols, sw.tileElems = *rows * *cols;
-            if (std::find(panelled.begin(), panelled.end(), l) != panelled.end()) {
-                sw.panels = panelsDiffer(*cols, l->buffer->dtype.bytes());
-                if (sw.panels) panelReaders.insert(l->buffer.get());
-            } else if (!isTileTransfer(op)) {
-                rowReaders.insert(l->buffer.get());
-            }
-        }
+        for (const Load *l : swizzledOperands(op))
+            operand(l->buffer, std::find(panelled.begin(), panelled.end(), l) != panelled.end(), isTileTransfer(op));
         IRVisitor::visit(op);
+    }
+
+  private:
+    void operand(const Buffer &b, bool panelled, bool transfer) {
+        if (b->shape.size() < 2) return;
+        auto &shape = b->shape;
+        auto rows = constValue(shape[shape.size() - 2]), cols = constValue(shape.back());
+        if (!rows || !cols) return;
+        Swizzle &sw = found[b.get()];
+        sw.cols = *cols, sw.tileElems = *rows * *cols;
+        if (panelled) {
+            sw.panels = panelsDiffer(*cols, b->dtype.bytes());
+            if (sw.panels) panelReaders.insert(b.get());
+        } else if (!transfer) {
+            rowReaders.insert(b.get());
+        }
     }
 };
 
@@ -142,6 +146,7 @@ Program swizzleShared(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
         Find f;
+        for (auto &t : k->tileLayouts) f.tile(t);
         f.visit(k->body);
         for (auto *b : f.panelReaders)
             TILEC_ASSERT(!f.rowReaders.count(b), "shared tile '" + b->name + "' is read both in wgmma's panel layout and in mma.sync's row swizzle");

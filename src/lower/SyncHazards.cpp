@@ -7,7 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
-#include "tilec/passes/LowerReductions.h"
+#include "tilec/passes/ReductionPlan.h"
 
 #include <cstdint>
 

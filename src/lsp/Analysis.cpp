@@ -40,14 +40,15 @@ struct LoweringFacts {
     };
     std::map<std::string, std::vector<Layout>> layouts;
 
-    void observe(const char *pass, const ir::Program &p, const std::vector<passes::KernelLayouts> &found) {
+    void observe(const char *pass, const ir::Program &p) {
         if (std::strcmp(pass, "inferLayouts") != 0) return;
-        for (size_t i = 0; i < p.kernels.size() && i < found.size(); ++i) {
-            const ir::Kernel &k = *p.kernels[i];
+        for (auto &kp : p.kernels) {
+            if (!kp || !kp->layouts) continue;
+            const ir::Kernel &k = *kp;
             if (layouts.count(k.name)) continue;
             auto &out = layouts[k.name];
             for (auto &b : k.allocs)
-                if (auto it = found[i].fragments.find(b.get()); it != found[i].fragments.end())
+                if (auto it = k.layouts->fragments.find(b.get()); it != k.layouts->fragments.end())
                     out.push_back({b->name, b->loc, it->second.describe()});
         }
     }
@@ -135,7 +136,7 @@ std::vector<Target> targetsOf(const Settings &s) {
     std::vector<Target> ts;
     for (auto &a : s.archs)
         if (auto t = Target::parse(a)) ts.push_back(*t);
-    if (ts.empty()) ts.push_back(*Target::parse("sm_90a"));
+    if (ts.empty()) ts.push_back(Target::byDefault());
     return ts;
 }
 
@@ -173,9 +174,7 @@ void run(Analysis &a, int file, const std::string &path, const Settings &s, Diag
     }
     PassContext ctx;
     ctx.diag = &diag;
-    ctx.observe = [&](const char *pass, const ir::Program &p, const std::vector<passes::KernelLayouts> &l) {
-        facts.observe(pass, p, l);
-    };
+    ctx.observe = [&](const char *pass, const ir::Program &p) { facts.observe(pass, p); };
     ir::Program lowered = lowerVariants(*program, targets, LoweringOptions{}, ctx);
     a.buffers = bufferFacts(*program, diag.hasErrors() ? nullptr : &lowered, facts);
 }

@@ -89,7 +89,7 @@ struct Analysis {
 /// How documents are compiled: the targets (the front end checks against the lowest, lowering runs for
 /// each) and the module search path.
 struct Settings {
-    std::vector<std::string> archs{"sm_90a"};
+    std::vector<std::string> archs{Target::kDefaultName};
     std::vector<std::string> importDirs;
 };
 

@@ -35,6 +35,11 @@ const std::vector<Target> &Target::known() {
     return table;
 }
 
+const Target &Target::byDefault() {
+    static const Target t = *parse(kDefaultName);
+    return t;
+}
+
 std::optional<Target> Target::parse(std::string_view name) {
     for (auto &t : known())
         if (t.name == name) return t;

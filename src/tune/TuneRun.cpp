@@ -171,7 +171,7 @@ void Tuner::frontEnd() {
     if (const char *path = std::getenv("TILEC_PATH"))
         for (auto &d : eval::splitSearchPath(path)) fo.importDirs.push_back(d);
     fo.sources = &sm_;
-    auto t = Target::parse(o_.archs.empty() ? "sm_90a" : o_.archs.front());
+    auto t = o_.archs.empty() ? std::optional<Target>(Target::byDefault()) : Target::parse(o_.archs.front());
     if (!t) throw Usage{"unknown target '" + o_.archs.front() + "' in -arch"};
     fo.target = *t;
     try {

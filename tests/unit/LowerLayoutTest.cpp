@@ -24,24 +24,23 @@ namespace {
 /// Front end, lowerTileOps and inferLayouts on a source; the layouts of its first kernel.
 struct Inferred {
     evaltest::EvalRun front;
-    std::optional<ir::Program> tiles;
-    std::vector<KernelLayouts> layouts;
+    std::optional<ir::Program> tiles; ///< with the layouts on its kernels
     explicit Inferred(const std::string &src) {
         front.run(src);
         if (!front.program || front.diag.hasErrors()) return;
-        tiles = lowerTileOps(*front.program, front.diag);
-        layouts = inferLayouts(*tiles, front.diag);
+        tiles = inferLayouts(lowerTileOps(*front.program, front.diag), front.diag);
     }
     const ir::Kernel &kernel() const { return *tiles->kernels.at(0); }
     const Layout *fragment(const std::string &name) const {
         for (auto &b : kernel().allocs)
             if (b->name == name) {
-                auto it = layouts.at(0).fragments.find(b.get());
-                return it == layouts.at(0).fragments.end() ? nullptr : &it->second;
+                auto &fragments = layoutsOf(kernel()).fragments;
+                auto it = fragments.find(b.get());
+                return it == fragments.end() ? nullptr : &it->second;
             }
         return nullptr;
     }
-    std::string text() const { return describeLayouts(*tiles, layouts); }
+    std::string text() const { return describeLayouts(*tiles); }
 };
 
 const char *kHeader = "import tilelang.language as T\n@T.prim_func\n";

@@ -1,7 +1,9 @@
 // The target table, the lowering switches and the pipeline's table of passes (issue 26): what each promises.
+#include "tilec/Driver.h"
 #include "tilec/IR.h"
 #include "tilec/Lower.h"
 #include "tilec/LoweringOptions.h"
+#include "tilec/Lsp.h"
 #include "tilec/OptionValues.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/Target.h"
@@ -25,6 +27,14 @@ TEST(Target, EveryKnownNameRoundTrips) {
     EXPECT_EQ(Target::knownNames(), "sm_80, sm_86, sm_89, sm_90, sm_90a");
     EXPECT_FALSE(Target::parse("sm_70"));
     EXPECT_FALSE(Target::parse("SM_90A"));
+}
+
+TEST(Target, TheDefaultIsNamedOnceAndIsItsRow) {
+    // A default-constructed Target repeats the default row's numbers: they must agree with the table.
+    EXPECT_EQ(Target(), Target::byDefault());
+    EXPECT_EQ(Target::byDefault().name, Target::kDefaultName);
+    EXPECT_EQ(DriverOptions().archs, std::vector<std::string>{Target::kDefaultName});
+    EXPECT_EQ(LspOptions().archs, std::vector<std::string>{Target::kDefaultName});
 }
 
 TEST(Target, FeaturesAndLimits) {

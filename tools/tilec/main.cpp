@@ -166,7 +166,7 @@ int lspMain(int argc, char **argv) {
     CLI::App app{"tilec lsp: a Language Server Protocol server on standard input and output", "tilec lsp"};
     app.option_defaults()->always_capture_default(false);
     std::vector<std::string> archs;
-    app.add_option("--arch", archs, "targets whose lowering checks run (default sm_90a)")->delimiter(',');
+    app.add_option("--arch", archs, std::string("targets whose lowering checks run (default ") + tilec::Target::kDefaultName + ")")->delimiter(',');
     app.add_option("-I", o.importDirs, "look for imported modules in DIR too (repeatable), as for a build");
     app.add_option("--debounce-ms", o.debounceMs, "milliseconds after the last change before a document is analysed (default 200)");
     bool stdio = false;
@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
     app.option_defaults()->always_capture_default(false);
     std::vector<std::string> archs, emit;
     app.add_option("input", o.input, "the .tile file to compile ('-' for standard input)")->required();
-    app.add_option("--arch", archs, "targets, comma-separated: " + tilec::Target::knownNames() + " (default sm_90a)")
+    app.add_option("--arch", archs, "targets, comma-separated: " + tilec::Target::knownNames() + " (default " + tilec::Target::kDefaultName + ")")
         ->delimiter(',');
     app.add_option("-o", o.output, "the primary output; its extension picks the kind");
     app.add_option("-H", o.header, "the header's path (default: the output with .h)");

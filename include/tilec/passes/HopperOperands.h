@@ -1,7 +1,8 @@
 /// \file
 /// Which tiles TMA can load and which T.gemms the Hopper instructions can compute from them: the operand rules
 /// that specializeWarps, lowerWarpRoles and cpAsyncWgmma share, and the one interning of tensor maps (they and
-/// stageEpilogue add maps). Defined in src/lower/HopperOperands.cpp (registerOperandTied in CpAsyncWgmma.cpp).
+/// stageEpilogue add maps), and the panel-layout tiles they record. Defined in src/lower/HopperOperands.cpp
+/// (registerOperandTied in CpAsyncWgmma.cpp, clearsAllRegisters in PlaceWgmmaWaits.cpp).
 #pragma once
 
 #include "tilec/IR.h"
@@ -40,6 +41,16 @@ std::string tmaNeverHolds(const ir::Buffer &tensor);
 /// The index of `m` in `k`'s tensor maps, added at the end where no equal map is there yet: one map per distinct
 /// (tensor, box, swizzle), in the order the passes first need them.
 int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
+
+/// Records (Kernel::recordTileLayout) the shared operands of `k`'s T.gemms that run on wgmma or on mma.sync over
+/// panels as tiles in the panel layout of their rows' span (a TMA tile keeps its own record, of that span too):
+/// what the pass that chose those instructions leaves for lowerGemm and planSharedMemory.
+void recordPanelOperands(ir::Kernel &k);
+
+/// Whether `s` is a nest of unrolled loops storing zero into every one of the `count` registers of `regs` (a
+/// lowered T.clear of an accumulator, which wgmma code replaces by `tilec.wgmma_clear`; placeWgmmaWaits and
+/// overlapScores read it; PlaceWgmmaWaits.cpp).
+bool clearsAllRegisters(const ir::Stmt &s, const ir::BufferNode *regs, int64_t count);
 
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const ir::Gemm &g);

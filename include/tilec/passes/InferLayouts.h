@@ -12,8 +12,8 @@
 
 namespace tilec::passes {
 
-/// Chooses a layout for every fragment and every T.Parallel nest of every kernel (one entry per kernel,
-/// in order) and creates each fragment's per-thread register array.
+/// Chooses a layout for every fragment and every T.Parallel nest of every kernel and creates each fragment's
+/// per-thread register array: the program's kernels with them (Kernel::layouts), their code unchanged.
 ///
 /// A fragment indexed inside a nest by exactly the nest's variables, in order, over its whole shape, shares
 /// the nest's layout; fragments and nests linked that way form a group with one layout. A group is
@@ -23,9 +23,9 @@ namespace tilec::passes {
 /// subset of a nest's variables, an expression, outside any nest), because then a thread may need any
 /// element. Replication of a fragment too large for registers is a located error naming the use that
 /// needs it and, in a note, a use that distributes it.
-std::vector<KernelLayouts> inferLayouts(const ir::Program &p, DiagnosticEngine &diag);
+ir::Program inferLayouts(const ir::Program &p, DiagnosticEngine &diag);
 
 /// The layouts as comment lines, in allocation and program order (for --dump-after=inferLayouts).
-std::string describeLayouts(const ir::Program &p, const std::vector<KernelLayouts> &layouts);
+std::string describeLayouts(const ir::Program &p);
 
 } // namespace tilec::passes

@@ -4,7 +4,6 @@
 
 #include "tilec/IR.h"
 #include "tilec/Target.h"
-#include "tilec/passes/Layout.h"
 
 #include <vector>
 
@@ -26,7 +25,6 @@ namespace tilec::passes {
 /// holding any of these) is one statement for its neighbours, so every barrier is reached by all threads of the
 /// block; inside it, a tile statement (which every thread must run) or an exchange through shared memory
 /// (which would need a barrier there) is a located error through `diag`.
-ir::Program insertSyncs(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t,
-                        DiagnosticEngine &diag);
+ir::Program insertSyncs(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

@@ -105,6 +105,13 @@ struct KernelLayouts {
     std::map<const ir::BufferNode *, ir::Buffer> registers;
 };
 
+/// The layouts inferLayouts stored on kernel `k` (Kernel::layouts); an internal error before it ran.
+const KernelLayouts &layoutsOf(const ir::Kernel &k);
+
+/// The kernel with a thread index variable (T.get_thread_binding's), which layouts are spread by, creating it
+/// when absent.
+ir::KernelP withThreadIndex(const ir::KernelP &k);
+
 /// How `warpgroups` warpgroups split an (M, N) wgmma accumulator: (wgM, wgN), rows in 64-row slices first
 /// (FullCol: columns first, TileLang's rule for wgmma), or {0, 0} when M and N do not divide (N/wgN must also be
 /// a multiple of `nStep`, at most 256).

@@ -5,7 +5,6 @@
 #include "tilec/Diagnostics.h"
 #include "tilec/IR.h"
 #include "tilec/Target.h"
-#include "tilec/passes/Layout.h"
 
 #include <vector>
 
@@ -17,7 +16,6 @@ namespace tilec::passes {
 /// register array. Operand types the tensor cores lack (or that the target lacks: float8 before sm_89), a K
 /// that is not a multiple of the instruction's, and operands that are not whole shared tiles are located
 /// errors.
-ir::Program lowerGemm(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t,
-                      DiagnosticEngine &diag);
+ir::Program lowerGemm(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

@@ -3,13 +3,12 @@
 #pragma once
 
 #include "tilec/IR.h"
-#include "tilec/passes/Layout.h"
 
 #include <vector>
 
 namespace tilec::passes {
 
-/// Rewrites every T.Parallel nest by its layout (one KernelLayouts per kernel, from inferLayouts):
+/// Rewrites every T.Parallel nest by its layout (inferLayouts' on its kernel):
 /// - distributed: the thread walks its rounds (an unrolled loop, a serial one when long and free of
 ///   fragments), and in each round a vectorized loop over its V consecutive elements; the nest's variables
 ///   become the element's coordinates (Layout.h: elementCoords); a partial last round runs under
@@ -20,9 +19,6 @@ namespace tilec::passes {
 /// nest indexes the fragment exactly, the row-major position for replicated fragments. Fragments in the
 /// kernel's allocations are replaced by their register arrays, and the kernel gets a thread index variable
 /// when it had none.
-ir::Program lowerParallel(const ir::Program &p, const std::vector<KernelLayouts> &layouts);
-
-/// The kernel with a thread index variable (T.get_thread_binding's), creating it when absent.
-ir::KernelP withThreadIndex(const ir::KernelP &k);
+ir::Program lowerParallel(const ir::Program &p);
 
 } // namespace tilec::passes

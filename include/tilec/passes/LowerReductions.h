@@ -4,13 +4,12 @@
 
 #include "tilec/IR.h"
 #include "tilec/Target.h"
-#include "tilec/passes/Layout.h"
 
 #include <vector>
 
 namespace tilec::passes {
 
-/// Rewrites every T.reduce_* (one KernelLayouts per kernel, from inferLayouts). A replicated destination:
+/// Rewrites every T.reduce_* (by the layouts inferLayouts stored on its kernel). A replicated destination:
 /// after the statement every thread holds every result (combined with the old value when clear=False). A
 /// distributed one (inferLayouts spreads reduction results where holding them whole would not fit): each
 /// thread keeps the results its slots hold, straight from its partials where they are its own, else through
@@ -26,18 +25,6 @@ namespace tilec::passes {
 ///   with all results; otherwise one thread per result publishes it in shared memory for all to read.
 /// Any other layout takes a general path: the source is staged in shared memory and each thread reduces
 /// some results serially.
-ir::Program lowerReductions(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Target &t);
-
-/// Whether the lowering of `r` exchanges values between threads through shared memory: not for a replicated
-/// source, nor for rows of an mma accumulator whose warps do not split the columns (shuffles among the four
-/// lanes of a row only: FlashAttention's row statistics); otherwise it may.
-bool reductionUsesShared(const ir::Reduce &r, const KernelLayouts &layouts);
-
-/// Whether the reductions of kernel `k` exchange between warps through one shared scratch buffer per dtype,
-/// sized for the largest, rather than one each: where the kernel's shared buffers and the reductions' own
-/// scratch together exceed what a block of `t` can have (TileLang's MLA decoding then fits), and never in a
-/// kernel with warp roles, whose roles could reduce at the same time. insertSyncs then orders all of the
-/// kernel's reductions that use shared memory as accesses of one buffer (a barrier between two of them).
-bool reductionsShareScratch(const ir::Kernel &k, const KernelLayouts &layouts, const Target &t);
+ir::Program lowerReductions(const ir::Program &p, const Target &t);
 
 } // namespace tilec::passes

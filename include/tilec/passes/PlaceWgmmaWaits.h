@@ -20,8 +20,4 @@ namespace tilec::passes {
 ///   unchanged until the group that reads them has retired.
 ir::Program placeWgmmaWaits(const ir::Program &p);
 
-/// Whether `s` is a nest of unrolled loops storing zero into every one of the `count` registers of `regs` (a
-/// lowered T.clear of an accumulator, which wgmma code replaces by `tilec.wgmma_clear`).
-bool clearsAllRegisters(const ir::Stmt &s, const ir::BufferNode *regs, int64_t count);
-
 } // namespace tilec::passes

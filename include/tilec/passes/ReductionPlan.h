@@ -73,3 +73,21 @@ class Reducer {
 std::optional<std::vector<int64_t>> directSlots(const Plan &p, const Layout &dst);
 
 } // namespace tilec::passes::reduction
+
+namespace tilec::passes {
+
+/// What insertSyncs must know of lowerReductions' plan (both defined in src/lower/LowerReductions.cpp).
+
+/// Whether the lowering of `r` exchanges values between threads through shared memory: not for a replicated
+/// source, nor for rows of an mma accumulator whose warps do not split the columns (shuffles among the four
+/// lanes of a row only: FlashAttention's row statistics); otherwise it may.
+bool reductionUsesShared(const ir::Reduce &r, const KernelLayouts &layouts);
+
+/// Whether the reductions of kernel `k` exchange between warps through one shared scratch buffer per dtype,
+/// sized for the largest, rather than one each: where the kernel's shared buffers and the reductions' own
+/// scratch together exceed what a block of `t` can have (TileLang's MLA decoding then fits), and never in a
+/// kernel with warp roles, whose roles could reduce at the same time. insertSyncs then orders all of the
+/// kernel's reductions that use shared memory as accesses of one buffer (a barrier between two of them).
+bool reductionsShareScratch(const ir::Kernel &k, const KernelLayouts &layouts, const Target &t);
+
+} // namespace tilec::passes

@@ -4,7 +4,6 @@
 
 #include "tilec/IR.h"
 #include "tilec/LoweringOptions.h"
-#include "tilec/passes/Layout.h"
 
 #include <vector>
 
@@ -29,7 +28,6 @@ namespace tilec::passes {
 /// Fewer buffers are used when the staging would not fit the blocks per SM the kernel was planned for, and
 /// none (the nest stays: direct stores from registers) when even one does not fit or the copy is not such
 /// a copy. Under -v it says, per such T.copy, which epilogue it took and why.
-ir::Program stageEpilogue(const ir::Program &p, const std::vector<KernelLayouts> &layouts, const Variant &v,
-                          const SourceManager *sources = nullptr);
+ir::Program stageEpilogue(const ir::Program &p, const Variant &v, const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes
