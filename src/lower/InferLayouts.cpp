@@ -60,6 +60,16 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     return std::nullopt;
 }
 
+/// The vector width (a power of two, at most `widest`) that leaves the fewest of `n` elements to the busiest of
+/// `threads` (rounds x width), the wider on ties: 256 floats over 128 threads 2-wide in all of them, not 4-wide in
+/// half (fn_normw_merge_bwd: each busy thread had twice the loads to wait for); 8192 stay 4-wide in 16 rounds.
+int busiestThreadWidth(int64_t n, int threads, int widest) {
+    auto load = [&](int v) { return (n + (int64_t)threads * v - 1) / ((int64_t)threads * v) * v; };
+    int best = widest;
+    for (int v = widest / 2; v >= 1; v /= 2) best = load(v) < load(best) ? v : best;
+    return best;
+}
+
 /// FullRow (`rows`) / FullCol: as many warps as possible along the rows (columns), the rest along the other
 /// dimension, as TileLang's policy does when all of them do not fit (64 rows over 8 warps: 4x2), or {0, 0}.
 std::pair<int, int> fullSplit(int warps, int64_t m, int64_t n, bool rows) {
@@ -470,9 +480,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
         while (v > 1 && inner % v != 0) v /= 2;
-        // Small index spaces: keep a quarter of the threads busy rather than vectorize fewer of them.
-        while (v > 1 && n / v < k.threads / 4) v /= 2;
-        return Layout::distributed(g.shape, k.threads, v);
+        return Layout::distributed(g.shape, k.threads, busiestThreadWidth(n, k.threads, v));
     };
 
     agreeOnSlices(c, groups, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
