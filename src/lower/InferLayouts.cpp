@@ -60,13 +60,15 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     return std::nullopt;
 }
 
-/// The vector width (a power of two, at most `widest`) that leaves the fewest of `n` elements to the busiest of
-/// `threads` (rounds x width), the wider on ties: 256 floats over 128 threads 2-wide in all of them, not 4-wide in
-/// half (fn_normw_merge_bwd: each busy thread had twice the loads to wait for); 8192 stay 4-wide in 16 rounds.
+/// The vector width (a power of two, at most `widest`) that gives the busiest of `threads` the fewest rounds (vector
+/// accesses) over `n` elements and, among those, the fewest elements: 256 floats over 128 threads 2-wide in all of
+/// them, not 4-wide in half (fn_normw_merge_bwd: each busy thread had twice the bytes to wait for); 64 floats
+/// one each in 64 threads; 768 floats still 4-wide in 2 rounds (2-wide would take 3 accesses per thread, and
+/// 384 floats 1-wide 3 where 4-wide takes 1); 8192 4-wide in 16 rounds.
 int busiestThreadWidth(int64_t n, int threads, int widest) {
-    auto load = [&](int v) { return (n + (int64_t)threads * v - 1) / ((int64_t)threads * v) * v; };
+    auto rounds = [&](int v) { return (n + (int64_t)threads * v - 1) / ((int64_t)threads * v); };
     int best = widest;
-    for (int v = widest / 2; v >= 1; v /= 2) best = load(v) < load(best) ? v : best;
+    for (int v = widest / 2; v >= 1; v /= 2) best = rounds(v) <= rounds(best) ? v : best;
     return best;
 }
 
