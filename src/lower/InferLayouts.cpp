@@ -456,6 +456,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         // fragment: `for v in T.Parallel(8): w_local[v] *= s`) is the thread's own loop: every thread runs it whole.
         if (!c.nests[i].fragmentAccess && !c.nests[i].nonLocalStore) g.replicated = true;
         g.memBytes = std::max(g.memBytes, c.nests[i].memBytes);
+        g.vecCap = std::min(g.vecCap, c.nests[i].vecCap);
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }
     // A view's layout is its base's over the view's shape: the vector width must divide its innermost extent too.

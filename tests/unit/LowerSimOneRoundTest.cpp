@@ -176,3 +176,27 @@ TEST(LowerSimOneRound, BusiestThreadWidthPastTheEdge) { busiestThread(600, 256, 
 // 8192 floats stay 4-wide (16 rounds either way).
 TEST(LowerSimOneRound, BusiestThreadWidthLargeBlocks) { busiestThread(8192, 8192, 4); }
 
+// A transpose through a shared tile with padded rows (64 + 4 float16): the copy out moves 4-wide vectors that
+// every padded row starts aligned (rowAlignment), and the result is the transpose.
+TEST(LowerSimOneRound, PaddedSharedRowsTranspose) {
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(A: T.Tensor((128, 128), 'float16'), B: T.Tensor((128, 128), 'float16')):\n"
+                      "    with T.Kernel(2, 2, threads=128) as (bx, by):\n"
+                      "        s = T.alloc_shared((64, 68), 'float16')\n"
+                      "        for i, j in T.Parallel(64, 64):\n"
+                      "            s[j, i] = A[by * 64 + i, bx * 64 + j]\n"
+                      "        for j, i in T.Parallel(64, 64):\n"
+                      "            B[bx * 64 + j, by * 64 + i] = s[j, i]\n";
+    LowerRun r;
+    r.run(src, "t.tile", *Target::parse("sm_80"));
+    const ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k) << r.diags();
+    EXPECT_EQ(vectorLanes(k->body, "B"), 4);
+    auto a = simtest::quarters(128 * 128, 3);
+    std::vector<double> b(a.size(), std::nan("")), want(a.size());
+    for (int i = 0; i < 128; ++i)
+        for (int j = 0; j < 128; ++j) want[j * 128 + i] = a[i * 128 + j];
+    simtest::simulate(*k, {{"A", &a}, {"B", &b}});
+    expectNear(b, want, 0, "B");
+}
