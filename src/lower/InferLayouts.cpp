@@ -60,6 +60,18 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     return std::nullopt;
 }
 
+/// The vector width (a power of two, at most `widest`) that gives the busiest of `threads` the fewest rounds (vector
+/// accesses) over `n` elements and, among those, the fewest elements: 256 floats over 128 threads 2-wide in all of
+/// them, not 4-wide in half (fn_normw_merge_bwd: each busy thread had twice the bytes to wait for); 64 floats
+/// one each in 64 threads; 768 floats still 4-wide in 2 rounds (2-wide would take 3 accesses per thread, and
+/// 384 floats 1-wide 3 where 4-wide takes 1); 8192 4-wide in 16 rounds.
+int busiestThreadWidth(int64_t n, int threads, int widest) {
+    auto rounds = [&](int v) { return (n + (int64_t)threads * v - 1) / ((int64_t)threads * v); };
+    int best = widest;
+    for (int v = widest / 2; v >= 1; v /= 2) best = rounds(v) <= rounds(best) ? v : best;
+    return best;
+}
+
 /// FullRow (`rows`) / FullCol: as many warps as possible along the rows (columns), the rest along the other
 /// dimension, as TileLang's policy does when all of them do not fit (64 rows over 8 warps: 4x2), or {0, 0}.
 std::pair<int, int> fullSplit(int warps, int64_t m, int64_t n, bool rows) {
@@ -449,6 +461,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         // fragment: `for v in T.Parallel(8): w_local[v] *= s`) is the thread's own loop: every thread runs it whole.
         if (!c.nests[i].fragmentAccess && !c.nests[i].nonLocalStore) g.replicated = true;
         g.memBytes = std::max(g.memBytes, c.nests[i].memBytes);
+        g.vecCap = std::min(g.vecCap, c.nests[i].vecCap);
         if (!g.hasShape) g.shape = c.nests[i].extents, g.hasShape = true;
     }
     // A view's layout is its base's over the view's shape: the vector width must divide its innermost extent too.
@@ -475,9 +488,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
         while (v > 1 && inner % v != 0) v /= 2;
-        // Small index spaces: keep a quarter of the threads busy rather than vectorize fewer of them.
-        while (v > 1 && n / v < k.threads / 4) v /= 2;
-        return Layout::distributed(g.shape, k.threads, v);
+        return Layout::distributed(g.shape, k.threads, busiestThreadWidth(n, k.threads, v));
     };
 
     agreeOnSlices(c, groups, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },

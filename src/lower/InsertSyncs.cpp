@@ -354,17 +354,22 @@ class Syncer {
         if (auto f = as<For>(s)) nest = f->forKind == ForKind::Parallel || f->forKind == ForKind::Vectorized;
         if (auto f = as<For>(s); f && !nest && uniform(f->min) && uniform(f->extent)) {
             Stmt sync = readsFirst({f->min, f->extent}, state, s->loc);
-            // The state at the end of one iteration is pending at the start of the next one.
+            // The state at the end of one iteration is pending at the start of the next one, unless the loop
+            // runs at most once (a T.Pipelined loop over one tile: nothing is carried).
             addLoopRange(ranges_, *f);
-            Pending dry = state;
-            (void)run(f->body, dry);
-            dropPrivate(dry, *f);
             std::set<const VarNode *> vars = loopVars(s); // the next iteration's values differ
-            dry.forget(vars);
             Pending entry = state;
-            entry.merge(dry);
+            auto trips = constInt(f->extent);
+            const bool once = trips && *trips <= 1;
+            if (!once) {
+                Pending dry = state;
+                (void)run(f->body, dry);
+                dropPrivate(dry, *f);
+                dry.forget(vars);
+                entry.merge(dry);
+            }
             Stmt body = run(f->body, entry);
-            if (!sync)
+            if (!sync && !once)
                 if (Stmt hoisted = hoistEntryBarrier(*f, body, state)) return hoisted;
             state.merge(entry); // the loop may also run zero times
             state.forget(vars);

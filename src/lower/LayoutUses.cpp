@@ -57,6 +57,26 @@ int64_t expandFactor(const std::vector<Expr> &indices, const Nest &n, const Buff
     return 0;
 }
 
+/// The widest vector (elements, a power of two up to 16) at which an access of memory buffer `b` along the nest's
+/// lane variable `lane` can start every vector aligned: its rows' length where only the last index runs with the
+/// lanes and an earlier index moves between rows (a padded shared tile, `s[i, j]` over rows of 132 bfloat16: 4,
+/// so the nest moves 8-byte vectors on both sides instead of 16-byte global ones beside 2-byte shared ones);
+/// 16 where the rows' length is only known at run time or the lanes do not run along the last index.
+int rowAlignment(const BufferNode &b, const std::vector<Expr> &indices, const VarNode *lane) {
+    const size_t r = indices.size();
+    if (r < 2 || r != b.shape.size() || !uses(indices[r - 1], lane)) return 16;
+    bool moves = false;
+    for (size_t d = 0; d + 1 < r; ++d) {
+        if (uses(indices[d], lane)) return 16;
+        moves |= constInt(indices[d]) != std::optional<int64_t>(0);
+    }
+    auto row = constInt(b.shape[r - 1]);
+    if (!moves || !row || *row <= 0) return 16;
+    int v = 16;
+    while (v > 1 && *row % v != 0) v /= 2;
+    return v;
+}
+
 class Collect : public IRVisitor {
   public:
     using IRVisitor::visit;
@@ -189,7 +209,10 @@ class Collect : public IRVisitor {
             const ir::VarNode *lane = nests[current_].vars.back().get();
             bool laneInvariantLoad = !write && std::none_of(indices.begin(), indices.end(),
                                                             [&](const Expr &i) { return ir::uses(i, lane); });
-            if (!laneInvariantLoad) nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+            if (!laneInvariantLoad) {
+                nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+                nests[current_].vecCap = std::min(nests[current_].vecCap, rowAlignment(*b, indices, lane));
+            }
             if (write) nests[current_].memWrites.insert(b.get());
             else nests[current_].memReads.emplace(b.get(), loc);
         }
