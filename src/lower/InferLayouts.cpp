@@ -6,6 +6,7 @@
 #include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "ColumnLayouts.h"
 #include "CopiedLayouts.h"
 #include "LayoutUses.h"
 
@@ -367,7 +368,7 @@ void checkWholeNests(const LayoutUses &c, KernelLayouts &out, DiagnosticEngine &
     // shared or global memory from one thread only; the other threads' reads of what it stores would race.
     for (auto &n : c.nests) {
         auto kind = out.loops[n.outer.get()].kind;
-        if (kind != Layout::Replicated && kind != Layout::MmaRows) continue;
+        if (kind != Layout::Replicated && kind != Layout::MmaRows && kind != Layout::MmaCols) continue;
         for (auto &[b, loc] : n.memReads) {
             if (!n.memWrites.count(b)) continue;
             diag.error(loc, "this T.Parallel runs whole in every thread (a fragment it uses is held whole by every "
@@ -382,7 +383,9 @@ void checkWholeNests(const LayoutUses &c, KernelLayouts &out, DiagnosticEngine &
     for (auto &u : c.uses) {
         if (!u.write || u.exact || u.nest < 0) continue;
         auto it = out.fragments.find(u.buffer);
-        if (it == out.fragments.end() || (it->second.kind != Layout::Replicated && it->second.kind != Layout::MmaRows)) continue;
+        if (it == out.fragments.end() || (it->second.kind != Layout::Replicated && it->second.kind != Layout::MmaRows &&
+                                           it->second.kind != Layout::MmaCols))
+            continue;
         auto nestKind = out.loops[c.nests[u.nest].outer.get()].kind;
         if (nestKind != Layout::Distributed && nestKind != Layout::Mma) continue;
         diag.error(u.loc, "fragment '" + u.buffer->name + "' has a copy in every thread, but this store indexes it by " +
@@ -475,6 +478,11 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
 
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
                      [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
+    // Per-column values of the mma groups (ColumnLayouts.h), where nothing else fixed the group's layout.
+    for (auto &[gid, l] : columnLayouts(c, [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
+                                        [&](int nest) { return uf.find(nestNode[nest]); },
+                                        [&](int id) { return groups[id].mma; }))
+        if (Group &g = groups[gid]; !g.mma && !g.view) g.mma = l, g.replicated = false;
 
     auto maxVec = [&](const Group &g) {
         int bytes = g.memBytes ? g.memBytes : g.fragBytes ? g.fragBytes : 4;

@@ -51,6 +51,14 @@ Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmm
     return l;
 }
 
+Layout Layout::mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma) {
+    Layout l = mma({16 * warpsM, n}, threads, warpsM, warpsN, wgmma);
+    l.kind = MmaCols;
+    l.shape = {n};
+    l.vec = 1;
+    return l;
+}
+
 const KernelLayouts &layoutsOf(const Kernel &k) {
     TILEC_ASSERT(k.layouts, "kernel '" + k.name + "' has no layouts: a pass that reads them runs before inferLayouts");
     return *k.layouts;
@@ -99,6 +107,7 @@ int64_t Layout::slotsPerThread() const {
     case Replicated: return elements();
     case Mma: return tilesM() * tilesN() * 4;
     case MmaRows: return tilesM() * 2;
+    case MmaCols: return tilesN() * 2;
     default: return rounds() * vec;
     }
 }
@@ -113,6 +122,8 @@ std::string Layout::describe() const {
             s += " in " + std::to_string(warpCopies()) + " copies (each " + (wgmma ? "warpgroup" : "warp") + std::string(" column holds one)");
     } else if (kind == MmaRows) {
         s = "rows of an mma accumulator over " + warps;
+    } else if (kind == MmaCols) {
+        s = "columns of an mma accumulator over " + warps;
     } else if (kind == Replicated) {
         s = "replicated";
     } else {
@@ -221,10 +232,11 @@ Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
 }
 
 Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
-    TILEC_ASSERT(l.kind == Layout::Mma, "mmaCol of a layout that is not mma");
-    const int64_t wtn = l.columns() / l.warpsN;
+    TILEC_ASSERT(l.kind == Layout::Mma || l.kind == Layout::MmaCols, "mmaCol of a layout that is not mma");
+    const bool cols = l.kind == Layout::MmaCols;
+    const int64_t wtn = (cols ? l.shape[0] : l.columns()) / l.warpsN;
     Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
-    if (l.warpsN > 1 && l.warpCopies() > 1) wn = mod(wn, l.warpsN);
+    if (l.warpsN > 1 && (cols ? l.threads > 32 * l.warpsM * l.warpsN : l.warpCopies() > 1)) wn = mod(wn, l.warpsN);
     return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
 }
 
@@ -248,6 +260,13 @@ Expr mmaRowsOwner(const Layout &l, const Expr &tid) {
     return binary(BinaryOp::And, first, binary(BinaryOp::LT, tid, i32(32 * l.warpsM)));
 }
 
+Expr mmaColsOwner(const Layout &l, const Expr &tid) {
+    Expr first = binary(BinaryOp::LT, mod(tid, 32), i32(4));
+    if (l.warpsM > 1) first = binary(BinaryOp::And, first, binary(BinaryOp::EQ, mod(div(tid, 32), l.warpsM), i32(0)));
+    if (l.threads == 32 * l.warpsM * l.warpsN) return first;
+    return binary(BinaryOp::And, first, binary(BinaryOp::LT, tid, i32(32 * l.warpsM * l.warpsN)));
+}
+
 int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     if (slot < 0 || slot >= l.slotsPerThread() || t < 0 || t >= l.threads) return -1;
     switch (l.kind) {
@@ -260,6 +279,7 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     }
     const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM % l.warpsN;
     if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
+    if (l.kind == Layout::MmaCols) return wn * (l.shape[0] / l.warpsN) + (slot / 2) * 8 + (lane % 4) * 2 + slot % 2;
     const int64_t nT = l.tilesN(), wtn = l.columns() / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
     int64_t row = l.tileRow(wm, mi) + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;

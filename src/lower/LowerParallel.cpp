@@ -101,6 +101,7 @@ class Lowerer : public IRMutator {
     const std::vector<Var> *nest_ = nullptr;
     Expr slot_;                  ///< distributed: the register slot of the current element
     Expr rowSlot_;               ///< mma: the slot of the current element's row in mmaRows fragments
+    Expr colSlot_;               ///< mma: the slot of the current element's column in mmaCols fragments
     Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
     Var round_, lane_;           ///< distributed: the round and lane variables of the nest being lowered
     int64_t nestVec_ = 0, nestElements_ = 0; ///< distributed: its vector width (0 outside) and iterations
@@ -123,6 +124,9 @@ class Lowerer : public IRMutator {
         }
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
+        if (kind == Layout::MmaCols && !exact && colSlot_ && idx.size() == 1 && nest_->size() == 2 &&
+            idx[0] == Expr((*nest_)[1]))
+            return {reg->second, colSlot_};
         if (kind == Layout::Distributed && !exact && slot_ && nest_ && nestShape_) {
             // A slice access (inferLayouts' Use::sliceElements): element (c, p) sits in slot c * P / T + p's slot, P the
             // slice's elements (whole rounds of the layout). Over a nest (o, p) whose first variables o the
@@ -204,11 +208,13 @@ class Lowerer : public IRMutator {
         case Layout::Distributed: out = distributed(outer, vars, body, l); break;
         case Layout::Replicated: out = replicated(loops, vars, body, l); break;
         case Layout::Mma:
-        case Layout::MmaRows: out = mma(outer, vars, body, l); break;
+        case Layout::MmaRows:
+        case Layout::MmaCols: out = mma(outer, vars, body, l); break;
         }
         nest_ = nullptr;
         slot_ = nullptr;
         rowSlot_ = nullptr;
+        colSlot_ = nullptr;
         replicatedOwner_ = nullptr;
         return out;
     }
@@ -259,34 +265,45 @@ class Lowerer : public IRMutator {
     }
 
     /// An mma nest: the thread's 16x8 tiles (mi, ni), their two row halves h and two columns c (a vector
-    /// pair); an mmaRows nest: the thread's rows (mi, h), whose memory writes one copy of each row does.
+    /// pair); an mmaRows nest: the thread's rows (mi, h); an mmaCols nest: its columns (ni, c). Memory writes of
+    /// the last two are done by one copy of each row or column.
     Stmt mma(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
         const SourceRange &loc = outer.loc;
-        const bool rows = l.kind == Layout::MmaRows;
+        const bool rows = l.kind == Layout::MmaRows, cols = l.kind == Layout::MmaCols;
         const int64_t nT = rows ? 0 : l.tilesN(); // mmaRows layouts are 1-D: no column tiles
         Var mi = makeVar("mi", DType::Int32, loc), ni = makeVar("ni", DType::Int32, loc);
         Var h = makeVar("h", DType::Int32, loc), c = makeVar("c", DType::Int32, loc);
         Expr rowSlot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(2)), h));
+        Expr colSlot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, ni, i32(2)), c));
         if (rows) {
             slot_ = rowSlot;
             replicatedOwner_ = mmaRowsOwner(l, tid_);
+        } else if (cols) {
+            slot_ = colSlot;
+            replicatedOwner_ = mmaColsOwner(l, tid_);
         } else {
             Expr tile = binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(nT)), ni);
             slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, i32(2)), h), i32(2)), c));
             rowSlot_ = rowSlot;
+            colSlot_ = colSlot;
             if (l.warpCopies() > 1) // copies in several warp columns (a wgmma RS operand): the first one stores
                 replicatedOwner_ = binary(BinaryOp::LT, tid_, i32(32 * l.warpsM * l.warpsN));
         }
         Stmt inner = mutate(body);
         if (!inner) inner = Seq::make({});
         VarMap m;
-        m[vars[0].get()] = mmaRow(l, tid_, mi, h);
-        if (!rows) { // a view's columns split over several variables (Layout::columns)
+        if (cols) {
+            m[vars[0].get()] = mmaCol(l, tid_, ni, c);
+        } else {
+            m[vars[0].get()] = mmaRow(l, tid_, mi, h);
+        }
+        if (!rows && !cols) { // a view's columns split over several variables (Layout::columns)
             auto coords = mmaViewCoords(l, m[vars[0].get()], mmaCol(l, tid_, ni, c));
             for (size_t d = 1; d < vars.size(); ++d) m[vars[d].get()] = coords[d];
         }
         Stmt s = simplifyIndices(substitute(inner, m));
         if (!rows) s = For::make(c, i32(0), i32(2), ForKind::Vectorized, 0, s, loc);
+        if (cols) return For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, s, loc);
         s = For::make(h, i32(0), i32(2), ForKind::Unrolled, 0, s, loc);
         if (!rows) s = For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, s, loc);
         return For::make(mi, i32(0), i32(l.tilesM()), ForKind::Unrolled, 0, s, loc);

@@ -30,6 +30,11 @@
 ///   several warpgroups splitting the columns of the product all read, FullCol's MLA P.V). The first copy stores.
 /// - mmaRows: a 1-D fragment of M per-row values of an mma fragment (FlashAttention's row_max): slot mi*2 + h
 ///   holds row wm*WTM + mi*16 + h*8 + l/4 in every thread of that row (4 lanes, warpsN warps hold copies).
+/// - mmaCols: a 1-D fragment of N per-column values of an mma fragment (a per-key decay or scale `d[j]` read in a
+///   nest over the accumulator or operand A): slot ni*2 + c holds column wn*WTN + ni*8 + (l%4)*2 + c in every
+///   thread of that column (the 8 lanes of a lane%4 class, warpsM warp rows and any further warps hold copies),
+///   so a read `d[j]` inside the mma nest is the thread's own register, not an element of a copy of the whole
+///   vector indexed by the lane (which the CUDA compiler must put in local memory).
 #pragma once
 
 #include "tilec/IR.h"
@@ -45,7 +50,7 @@ namespace tilec::passes {
 constexpr int64_t kMaxReplicatedElements = 256;
 
 struct Layout {
-    enum Kind { Distributed, Replicated, Mma, MmaRows } kind = Distributed;
+    enum Kind { Distributed, Replicated, Mma, MmaRows, MmaCols } kind = Distributed;
     std::vector<int64_t> shape;
     int threads = 1; ///< distributed: T
     int vec = 1;     ///< distributed: V; divides the innermost extent
@@ -58,6 +63,8 @@ struct Layout {
     /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
     static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma = false);
     static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma = false);
+    /// The columns of an (M, n) mma layout split over warpsM x warpsN warps; needs n % (8*warpsN) == 0.
+    static Layout mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma = false);
     /// The first row of warp row wm's 16-row tile mi (mma, mmaRows).
     int64_t tileRow(int64_t wm, int64_t mi) const;
 
@@ -67,9 +74,9 @@ struct Layout {
     /// Distributed: the virtual threads T' the elements are spread over (T when `copies` is 0).
     int vthreads() const;
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
-    int64_t tilesN() const { ///< mma: 8-column tiles per warp
-        TILEC_ASSERT(kind == Mma && shape.size() >= 2, "column tiles of a layout that is not mma");
-        return columns() / warpsN / 8;
+    int64_t tilesN() const { ///< mma, mmaCols: 8-column tiles per warp
+        TILEC_ASSERT((kind == Mma && shape.size() >= 2) || kind == MmaCols, "column tiles of a layout that is not mma");
+        return (kind == MmaCols ? shape[0] : columns()) / warpsN / 8;
     }
     /// mma: N, the accumulator's columns. A T.reshape / T.view of an (M, N) accumulator as (M, c1, ..., ck) with
     /// c1*...*ck = N keeps its mma layout over that shape: element (r, c1, ..., ck) is accumulator element (r, c),
@@ -134,13 +141,16 @@ std::vector<ir::Expr> elementCoords(const Layout &l, const ir::Expr &round, cons
 
 /// The row an mma or mmaRows layout gives slot (mi, h) of thread `tid` (see above), simplified.
 ir::Expr mmaRow(const Layout &l, const ir::Expr &tid, const ir::Expr &mi, const ir::Expr &h);
-/// The column of slot (ni, c) of thread `tid` in an mma layout.
+/// The column of slot (ni, c) of thread `tid` in an mma or mmaCols layout.
 ir::Expr mmaCol(const Layout &l, const ir::Expr &tid, const ir::Expr &ni, const ir::Expr &c);
 /// The coordinates in an mma layout's shape (a view's too: Layout::columns) of accumulator element (row, col).
 std::vector<ir::Expr> mmaViewCoords(const Layout &l, const ir::Expr &row, const ir::Expr &col);
 /// Whether thread `tid` holds the first of the copies of its rows in an mmaRows layout (lane % 4 == 0 and
 /// the first warp column): the one that writes them to memory.
 ir::Expr mmaRowsOwner(const Layout &l, const ir::Expr &tid);
+/// Whether thread `tid` holds the first of the copies of its columns in an mmaCols layout (lane < 4, the first
+/// warp row, the first copy of the warps): the one that writes them to memory.
+ir::Expr mmaColsOwner(const Layout &l, const ir::Expr &tid);
 /// The element (flattened row-major) of slot `slot` in thread `t`, or -1 when the slot holds none:
 /// evaluated numerically for every layout kind (reduction planning, tests).
 int64_t elementOf(const Layout &l, int64_t t, int64_t slot);
