@@ -170,22 +170,24 @@ TEST(SimShrinkTiles, ObservedRowsKeepTheTile) {
 }
 
 // Issue 27's M between 64 and 256: the seed's 128-row tile over two column tiles (N = 128), K = 1100 (18 K blocks,
-// the last 12 wide), on a GPU of 8 SMs, where its 2 or 4 tiles fill at most half. A stage reads up to 16 KiB of A
-// and 8 of B; a tensor that several blocks re-read counts once (A: both column blocks, about half of its tile
-// from DRAM; B too once there are two row blocks). Split where the partials' round trip pays (M <= 129), else
-// not; either way the ring deepens past the 3 stages written until the stages ahead keep 48 KiB of DRAM reads in
-// flight per SM: 5 stages of 16 KiB from DRAM at M = 128, 8 of 7.7 at M = 129 (A and B both re-read), capped
-// at 6 stages of 24 KiB by sm_80's 163 KiB per block. Every path right, the partials summed in split order, rows
-// past M (65, 100, 129: a second tile of 1 row, 192) and the short last K block included.
+// the last 12 wide). On a GPU of 8 SMs the 2 tiles of M <= 128 and the 4 of M = 129 fill at most half: split K;
+// on 6 SMs the 4 tiles of M = 192, 256 fill more than half, one block per SM: no split. A stage reads up to 16
+// KiB of A and 8 of B; a tensor that several blocks re-read counts once (A: both column blocks, about half of
+// its tile from DRAM; B too once there are two row blocks). Either way the ring deepens past the 3 stages
+// written until the stages ahead keep 48 KiB of DRAM reads in flight per SM: 5 stages of 16 KiB from DRAM at
+// M = 128, 8 of 7.7 at M = 129 (A and B both re-read), capped at 6 stages of 24 KiB by sm_80's 163 KiB per
+// block. Every path right, the partials summed in split order, rows past M (65, 100, 129: a second tile of 1
+// row, 192) and the short last K block included.
 TEST(SimDeepRing, RingDeepensAtEdgeRows) {
     struct Want {
-        int M, splits, stages;
+        int M, sms, splits, stages;
     };
-    for (const Want w : {Want{65, 3, 6}, Want{100, 2, 5}, Want{128, 2, 5}, Want{129, 2, 8}, Want{192, 1, 7}, Want{256, 1, 6}})
+    for (const Want w : {Want{65, 8, 3, 6}, Want{100, 8, 2, 5}, Want{128, 8, 2, 5}, Want{129, 8, 2, 8}, Want{192, 6, 1, 7},
+                         Want{256, 6, 1, 6}})
         for (const char *arch : {"sm_90a", "sm_80"})
             for (bool tma : {true, false}) {
                 if (!tma && std::string(arch) == "sm_80") continue;
-                ShrinkRun r(source(w.M, 128, 1100), arch, tma, 8);
+                ShrinkRun r(source(w.M, 128, 1100), arch, tma, w.sms);
                 ASSERT_TRUE(r.lowered) << r.front.diags();
                 EXPECT_EQ(r.splits(), w.splits) << "M " << w.M;
                 EXPECT_EQ(r.stages(&*r.split), std::string(arch) == "sm_80" ? std::min(w.stages, 6) : w.stages) << "M " << w.M << " " << arch;

@@ -31,9 +31,8 @@ namespace tilec::passes {
 /// kMinKBlocks K blocks per split (else among uneven splits that leave as many, the last shorter), no larger
 /// than keeps the partials' round trip under half the operands' bytes; `-v` reports the model's account
 /// (blocks, per SM, waves, the ring and its DRAM bytes in flight, the times of half and twice as many splits
-/// against it). A kernel of at most one block per SM that is not split (its tiles fill more than half of the
-/// SMs, as M = 129..256 on 128x128 tiles at N = 8192, or a split does not pay) gets the deeper ring alone
-/// (`-v` says so). The decision is
+/// against it). A kernel whose tiles fill more than half of the SMs but at most one block per SM (M = 129..256
+/// on 128x128 tiles at N = 8192) is not split; it gets the deeper ring alone (`-v` says so). The decision is
 /// made at compile time from constant shapes only: a kernel whose tile count or K is a run-time value
 /// (T.dynamic M, N or K) is left alone (`-v` says so for K). Runs once per program, before the per-target lowerings
 /// (lowerVariants), so every target gets the same launches; --no-split-k turns it off; `-v` says what it chose.
