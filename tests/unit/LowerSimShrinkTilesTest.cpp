@@ -5,7 +5,8 @@
 /// tile. Lowered for sm_90a (warp roles, TMA, wgmma; and the variant without TMA) and sm_80 (cp.async,
 /// mma.sync), every launch run on the CPU simulator on the same memory against float64 references, for M = 1,
 /// 16, 100 and 128 (the last two keep their tile: every panel holds live rows) and K not a multiple of the
-/// tile; and the kernels whose rows are observed otherwise keep their tile.
+/// tile; and the kernels whose rows are observed otherwise keep their tile. SimDeepRing: the K loop's ring
+/// that split-K deepens with its split count (and alone for one-wave GEMMs it does not split), at M = 65..256.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -17,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace tilec;
@@ -32,7 +34,7 @@ std::string source(int M, int N, int K, int stages = 3, const std::string &epilo
 /// The front end, shrinkGemmTiles, split-K for a GPU of `sms` SMs (0: off), then lower() for `arch`.
 struct ShrinkRun {
     evaltest::EvalRun front;
-    std::optional<ir::Program> shrunk, lowered;
+    std::optional<ir::Program> shrunk, split, lowered;
     ShrinkRun(const std::string &src, const char *arch, bool tma = true, int sms = 0) {
         Variant v{Target::parse(arch)->withSmCount(sms ? sms : 132), {}};
         v.options.clusters = false;
@@ -41,10 +43,10 @@ struct ShrinkRun {
         front.run(src, "t.tile");
         if (!front.program || front.diag.hasErrors()) return;
         shrunk = passes::shrinkGemmTiles(*front.program);
-        ir::Program split = passes::splitK(*shrunk, {v.target}, v.options);
+        split = passes::splitK(*shrunk, {v.target}, v.options);
         PassContext ctx;
         ctx.diag = &front.diag;
-        ir::Program p = lower(split, v, ctx);
+        ir::Program p = lower(*split, v, ctx);
         if (!front.diag.hasErrors()) lowered = std::move(p);
     }
     /// The shrunk kernel's buffer `name` (before lowering).
@@ -53,17 +55,22 @@ struct ShrinkRun {
             if (b->name == name) return b;
         return nullptr;
     }
-    int stages() const {
+    /// The stages of the first T.Pipelined loop of `p`'s first kernel (the shrunk program's by default).
+    int stages(const ir::Program *p = nullptr) const {
         struct Find : ir::IRVisitor {
             using ir::IRVisitor::visit;
             int stages = -1;
             void visit(const ir::For &f) override {
-                if (f.forKind == ir::ForKind::Pipelined) stages = f.numStages;
+                if (f.forKind == ir::ForKind::Pipelined && stages < 0) stages = f.numStages;
                 ir::IRVisitor::visit(f);
             }
         } f;
-        f.visit(shrunk->kernels[0]->body);
+        f.visit((p ? *p : *shrunk).kernels[0]->body);
         return f.stages;
+    }
+    /// The splits split-K chose (the partials launch's grid z; 1 where it kept one launch).
+    int64_t splits() const {
+        return split->kernels.size() == 2 ? ir::constInt(split->kernels[0]->grid[2]).value_or(-1) : 1;
     }
 };
 
@@ -160,4 +167,51 @@ TEST(SimShrinkTiles, ObservedRowsKeepTheTile) {
     ASSERT_TRUE(peeked.shrunk);
     EXPECT_EQ(rows(peeked.buffer("A_s")), 128);
     EXPECT_EQ(rows(peeked.buffer("acc")), 128);
+}
+
+// Issue 27's M between 64 and 256: the seed's 128-row tile over two column tiles (N = 128), K = 1100 (18 K blocks,
+// the last 12 wide). On a GPU of 8 SMs the 2 tiles of M <= 128 and the 4 of M = 129 fill at most half: split K;
+// on 6 SMs the 4 tiles of M = 192, 256 fill more than half, one block per SM: no split. A stage reads up to 16
+// KiB of A and 8 of B; a tensor that several blocks re-read counts once (A: both column blocks, about half of
+// its tile from DRAM; B too once there are two row blocks). Either way the ring deepens past the 3 stages
+// written until the stages ahead keep 48 KiB of DRAM reads in flight per SM: 5 stages of 16 KiB from DRAM at
+// M = 128, 8 of 7.7 at M = 129 (A and B both re-read), capped at 6 stages of 24 KiB by sm_80's 163 KiB per
+// block. Every path right, the partials summed in split order, rows past M (65, 100, 129: a second tile of 1
+// row, 192) and the short last K block included.
+TEST(SimDeepRing, RingDeepensAtEdgeRows) {
+    struct Want {
+        int M, sms, splits, stages;
+    };
+    for (const Want w : {Want{65, 8, 3, 6}, Want{100, 8, 2, 5}, Want{128, 8, 2, 5}, Want{129, 8, 2, 8}, Want{192, 6, 1, 7},
+                         Want{256, 6, 1, 6}})
+        for (const char *arch : {"sm_90a", "sm_80"})
+            for (bool tma : {true, false}) {
+                if (!tma && std::string(arch) == "sm_80") continue;
+                ShrinkRun r(source(w.M, 128, 1100), arch, tma, w.sms);
+                ASSERT_TRUE(r.lowered) << r.front.diags();
+                EXPECT_EQ(r.splits(), w.splits) << "M " << w.M;
+                EXPECT_EQ(r.stages(&*r.split), std::string(arch) == "sm_80" ? std::min(w.stages, 6) : w.stages) << "M " << w.M << " " << arch;
+                expectRight(r, w.M, 128, 1100);
+            }
+}
+
+// Tiles that fill more than half the SMs but are one block per SM (M = 128, 2 column tiles on 3 SMs): no split,
+// the ring deepens 3 -> 5 (A's tiles re-read by both blocks count half: 16 KiB a stage from DRAM, 3 stages
+// ahead 47 KiB); two blocks on one SM each (4 tiles on 3 SMs, M = 256) or a ring of one stage keep the loop as
+// written.
+TEST(SimDeepRing, OneWaveWithoutSplitDeepens) {
+    for (const char *arch : {"sm_90a", "sm_80"}) {
+        ShrinkRun r(source(128, 128, 1000), arch, true, 3);
+        ASSERT_TRUE(r.lowered) << r.front.diags();
+        EXPECT_EQ(r.splits(), 1);
+        EXPECT_EQ(r.stages(&*r.split), 5);
+        expectRight(r, 128, 128, 1000);
+    }
+    ShrinkRun two(source(256, 128, 1000), "sm_90a", true, 3);
+    ASSERT_TRUE(two.lowered) << two.front.diags();
+    EXPECT_EQ(two.splits(), 1);
+    EXPECT_EQ(two.stages(&*two.split), 3);
+    ShrinkRun one(source(128, 128, 1000, 1), "sm_90a", true, 3);
+    ASSERT_TRUE(one.split);
+    EXPECT_EQ(one.stages(&*one.split), 1);
 }
