@@ -3,6 +3,7 @@ compiled (tools/compat/run.sh --gpu-build, from tools/gpu/prepare.sh with TILELA
 example file's own reference with the example's own tolerances (gpu/tlcompat.py, tests/tilelang_compat/reference.tsv).
 Test ids: compat_KERNEL[_TAG]:KERNEL:TAG. No kernels.tsv (prepared without a TileLang checkout): no tests."""
 import os
+import sys
 
 import core as C
 import tlcompat as TC
@@ -54,12 +55,23 @@ def _dims(dims, ns, what):
         raise C.Fail("%s: cannot size [%s] (%s); bind the T.dynamic sizes in the setup" % (what, ", ".join(dims), e))
 
 
+def _exec_beside(setup, ns):
+    """The setup's statements with the example's own folder importable, as its imports were (load_example):
+    a setup may import the folder's modules (`from quantize.utils import interleave_weight`)."""
+    here = os.path.dirname(os.path.abspath(ns.get("__file__", ".")))
+    sys.path.insert(0, here)
+    try:
+        exec(setup, ns)
+    finally:
+        sys.path.remove(here)
+
+
 def run(p, ctx, kernel):
     t = C.torch()
     ns = dict(p["ns"])
     ns.setdefault("torch", t)
     try:
-        exec(p["setup"], ns)
+        _exec_beside(p["setup"], ns)
         tensors = {}
         for name, dtype, dims, role in p["params"]:
             shape = _dims(dims, ns, name)

@@ -99,8 +99,12 @@ TEST(Pipeline, OneTableNamesEveryPass) {
     LoweringOptions o;
     EXPECT_FALSE(row("pingPongConsumers").enabled(o));
     EXPECT_FALSE(row("overlapScores").enabled(o));
-    o.pingPong = o.intraOverlap = true;
+    o.pingPong = true;
     EXPECT_TRUE(row("pingPongConsumers").enabled(o));
+    EXPECT_FALSE(row("overlapScores").enabled(o));
+    // Both switches: overlapScores places the ping-pong turns in its rotated loop itself.
+    o.intraOverlap = true;
+    EXPECT_FALSE(row("pingPongConsumers").enabled(o));
     EXPECT_TRUE(row("overlapScores").enabled(o));
     EXPECT_TRUE(row("lowerGemm").enabled(o));
 }
