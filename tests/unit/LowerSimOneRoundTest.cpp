@@ -8,7 +8,7 @@
 /// last block past the tensor's edge).
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include "tilec/IRVisitor.h"
 
@@ -24,44 +24,8 @@ using simtest::expectNear, simtest::randomData;
 
 namespace {
 
-int countSyncs(const ir::Stmt &s) {
-    struct Count : ir::IRVisitor {
-        using IRVisitor::visit;
-        int n = 0;
-        void visit(const ir::Call &op) override {
-            n += op.name.find("sync") != std::string::npos;
-            IRVisitor::visit(op);
-        }
-    } c;
-    c.visit(s);
-    return c.n;
-}
-
-/// The widest vectorized loop (its lane count) that loads or stores buffer `name`; 0 when none does.
-int64_t vectorLanes(const ir::Stmt &s, const std::string &name) {
-    struct Find : ir::IRVisitor {
-        using IRVisitor::visit;
-        const std::string *name;
-        int64_t lanes = 0, widest = 0;
-        void visit(const ir::For &op) override {
-            int64_t saved = lanes;
-            if (op.forKind == ir::ForKind::Vectorized) lanes = ir::constInt(op.extent).value_or(0);
-            IRVisitor::visit(op);
-            lanes = saved;
-        }
-        void visit(const ir::Load &op) override {
-            if (op.buffer->name == *name) widest = std::max(widest, lanes);
-            IRVisitor::visit(op);
-        }
-        void visit(const ir::Store &op) override {
-            if (op.buffer->name == *name) widest = std::max(widest, lanes);
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.name = &name;
-    f.visit(s);
-    return f.widest;
-}
+using simtest::countSyncs;
+using simtest::vectorLanes;
 
 /// Rounds of 128 elements of X through a shared scratch, each thread storing its neighbour's element:
 /// Y[r * 128 + i] = X[r * 128 + (i + 1) % 128]. A round's write of the scratch follows the previous round's

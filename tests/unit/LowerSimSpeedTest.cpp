@@ -9,7 +9,7 @@
 /// iterations wider than a thread's vector) are kept whole in every thread.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include "tilec/IRVisitor.h"
 
@@ -24,18 +24,7 @@ using simtest::expectNear, simtest::randomData, simtest::Simulator;
 
 namespace {
 
-int countSyncs(const ir::Stmt &s) {
-    struct Count : ir::IRVisitor {
-        using IRVisitor::visit;
-        int n = 0;
-        void visit(const ir::Call &op) override {
-            n += op.name.find("sync") != std::string::npos;
-            IRVisitor::visit(op);
-        }
-    } c;
-    c.visit(s);
-    return c.n;
-}
+using simtest::countSyncs;
 
 /// Runs a lowered kernel on the simulator: no complaint, no shared-memory race.
 void runSim(const ir::Kernel &k, std::map<std::string, std::vector<double> *> tensors,

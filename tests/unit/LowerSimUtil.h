@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -138,5 +139,45 @@ inline std::shared_ptr<ir::Kernel> rewriteCalls(const ir::Kernel &k, CallRewrite
 
 /// The statement `e` unchanged (a rewrite's answer for the calls it keeps).
 inline ir::Stmt same(const ir::Evaluate &e) { return ir::Evaluate::make(e.value, e.loc); }
+
+/// The barrier calls (any call whose name has "sync") in a statement.
+inline int countSyncs(const ir::Stmt &s) {
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        int n = 0;
+        void visit(const ir::Call &op) override {
+            n += op.name.find("sync") != std::string::npos;
+            IRVisitor::visit(op);
+        }
+    } c;
+    c.visit(s);
+    return c.n;
+}
+
+/// The widest vectorized loop (its lane count) that loads or stores buffer `name`; 0 when none does.
+inline int64_t vectorLanes(const ir::Stmt &s, const std::string &name) {
+    struct Find : ir::IRVisitor {
+        using IRVisitor::visit;
+        const std::string *name;
+        int64_t lanes = 0, widest = 0;
+        void visit(const ir::For &op) override {
+            int64_t saved = lanes;
+            if (op.forKind == ir::ForKind::Vectorized) lanes = ir::constInt(op.extent).value_or(0);
+            IRVisitor::visit(op);
+            lanes = saved;
+        }
+        void visit(const ir::Load &op) override {
+            if (op.buffer->name == *name) widest = std::max(widest, lanes);
+            IRVisitor::visit(op);
+        }
+        void visit(const ir::Store &op) override {
+            if (op.buffer->name == *name) widest = std::max(widest, lanes);
+            IRVisitor::visit(op);
+        }
+    } f;
+    f.name = &name;
+    f.visit(s);
+    return f.widest;
+}
 
 } // namespace tilec::simtest

@@ -6,7 +6,7 @@
 /// lanes, does not narrow them. Lowered for sm_80 and run against references computed here.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include "tilec/IRVisitor.h"
 
@@ -22,31 +22,7 @@ using simtest::expectNear, simtest::quarters;
 
 namespace {
 
-/// The widest vectorized loop (its lane count) that loads or stores buffer `name`; 0 when none does.
-int64_t vectorLanes(const ir::Stmt &s, const std::string &name) {
-    struct Find : ir::IRVisitor {
-        using IRVisitor::visit;
-        const std::string *name;
-        int64_t lanes = 0, widest = 0;
-        void visit(const ir::For &op) override {
-            int64_t saved = lanes;
-            if (op.forKind == ir::ForKind::Vectorized) lanes = ir::constInt(op.extent).value_or(0);
-            IRVisitor::visit(op);
-            lanes = saved;
-        }
-        void visit(const ir::Load &op) override {
-            if (op.buffer->name == *name) widest = std::max(widest, lanes);
-            IRVisitor::visit(op);
-        }
-        void visit(const ir::Store &op) override {
-            if (op.buffer->name == *name) widest = std::max(widest, lanes);
-            IRVisitor::visit(op);
-        }
-    } f;
-    f.name = &name;
-    f.visit(s);
-    return f.widest;
-}
+using simtest::vectorLanes;
 
 const ir::Kernel *lowered(LowerRun &r, const std::string &src) {
     r.run(src, "t.tile", *Target::parse("sm_80"));
