@@ -264,7 +264,11 @@ void Reference::exec(const Stmt &s, const Mask &m) {
 }
 
 void Reference::tileStatement(const Stmt &s, const Mask &m) {
-    if ((int)m.size() != T_)
+    // A nonempty range of the threads (`if tx < 20:`) runs the statement as the whole block does (LANGUAGE.md,
+    // thread-range regions): tilec either lowers it so, or rejects the branch with a located error.
+    bool range = !m.empty();
+    for (size_t i = 1; i < m.size() && range; ++i) range = m[i] == m[i - 1] + 1;
+    if ((int)m.size() != T_ && !range)
         throw Undefined("a tile statement reached by " + std::to_string(m.size()) + " of " + std::to_string(T_) +
                                 " threads",
                             s->loc);

@@ -9,8 +9,9 @@
 /// storage and thread index. Global reads outside a tensor give 0 and global writes outside it do nothing
 /// (the contract's run-time guards); any other access outside a buffer is an error of the program. Stores
 /// round to the buffer's dtype (float32 and narrower floats to float32, as the simulator does).
-/// A tile statement reached by only some threads, and T.Parallel iterations that exchange data, have no
-/// tile-level meaning: run() throws Undefined, and the compiler must reject the program.
+/// A tile statement reached by a range of the threads (`if tx < 20:`) is a step of the whole block, as tilec's
+/// threadRangeRegions makes it. One reached by another subset of the threads, and T.Parallel iterations that
+/// exchange data, have no tile-level meaning: run() throws Undefined, and the compiler must reject the program.
 #pragma once
 
 #include "tilec/IR.h"
