@@ -7,7 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
-#include "tilec/passes/BoundGemmRows.h"
+#include "tilec/passes/LiveRows.h"
 
 #include <algorithm>
 #include <functional>

@@ -19,7 +19,6 @@
 #include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRoleCost.h"
 #include "tilec/passes/WarpRolePlan.h"
-#include "tilec/SharedMemory.h"
 
 #include "WarpRoleBodies.h"
 

@@ -4,9 +4,6 @@
 
 #include "tilec/IR.h"
 
-#include <map>
-#include <vector>
-
 namespace tilec::passes {
 
 /// For each T.gemm over a shared A tile into a fragment C, the row count R past which C's rows are provably
@@ -21,15 +18,5 @@ namespace tilec::passes {
 /// tile) need not issue the tensor-core instructions of their dead panels. The rows keep their cleared value,
 /// where the instructions would have summed zeros times B (a NaN where B holds an infinity): no one reads them.
 ir::Program boundGemmRows(const ir::Program &p);
-
-/// The analysis of boundGemmRows for one kernel: each fragment accumulator whose rows past R no one can
-/// observe, with R, where R leaves at least one whole 64-row panel out (shrinkGemmTiles shares it).
-std::map<const ir::BufferNode *, int64_t> liveAccumulatorRows(const ir::Kernel &k);
-
-/// The dimensions of `r` whose extent is not the constant 1, in order: those a tile's dimensions map to.
-std::vector<size_t> tileDims(const ir::Region &r);
-
-/// Whether `r` is its whole buffer (every range from 0 to the buffer's constant extent).
-bool wholeTile(const ir::Region &r);
 
 } // namespace tilec::passes
