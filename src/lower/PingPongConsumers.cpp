@@ -56,12 +56,7 @@ Program pingPongConsumers(const Program &p) {
     for (auto &k : out.kernels) {
         if (!k->producerThreads || !k->threadIdx)
             continue; // no warp roles
-        Stmt body = Turns(k->threadIdx).mutate(k->body);
-        if (body == k->body)
-            continue;
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
-        k = nk;
+        k = Turns(k->threadIdx).mutate(k);
     }
     return out;
 }

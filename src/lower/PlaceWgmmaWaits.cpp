@@ -251,14 +251,7 @@ Program placeWgmmaWaits(const Program &p) {
         GenericWrites gw;
         gw.visit(k->body);
         pl.generic = std::move(gw.found);
-        Stmt body = pl.mutate(k->body);
-        if (body == k->body) {
-            out.kernels.push_back(k);
-            continue;
-        }
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
-        out.kernels.push_back(nk);
+        out.kernels.push_back(pl.mutate(k));
     }
     return out;
 }
