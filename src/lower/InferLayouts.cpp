@@ -554,15 +554,7 @@ void nestsInOrder(const Stmt &s, std::vector<const For *> &out) {
         using IRVisitor::visit;
         std::vector<const For *> *out;
         void visit(const For &op) override {
-            if (op.forKind == ForKind::Parallel) {
-                out->push_back(&op);
-                const For *f = &op;
-                while (auto inner = as<For>(f->body)) {
-                    if (inner->forKind != ForKind::Parallel) break;
-                    f = inner;
-                }
-                return;
-            }
+            if (op.forKind == ForKind::Parallel) return out->push_back(&op); // the nest's inner loops are its own
             IRVisitor::visit(op);
         }
     } w;

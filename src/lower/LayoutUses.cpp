@@ -8,6 +8,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 
 #include <algorithm>
 #include <functional>
@@ -29,7 +30,8 @@ int64_t packedReadFactor(const std::vector<Expr> &indices, const Nest &n, const 
     for (size_t d = 0; d + 1 < r; ++d)
         if (indices[d] != Expr(n.vars[d]) || constInt(b.shape[d]) != std::optional<int64_t>(n.extents[d])) return 0;
     auto q = as<Binary>(indices[r - 1]);
-    auto S = q && q->op == BinaryOp::FloorDiv && q->a == Expr(n.vars[r - 1]) ? constInt(q->b) : std::nullopt;
+    std::optional<int64_t> S;
+    if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(n.vars[r - 1])) S = constInt(q->b);
     if (!S || *S < 2 || n.extents[r - 1] % *S || constInt(b.shape[r - 1]) != std::optional<int64_t>(n.extents[r - 1] / *S))
         return 0;
     return *S;
@@ -118,8 +120,8 @@ class Collect : public IRVisitor {
         Nest n;
         n.outer = op.var;
         n.loc = op.loc;
-        const For *f = &op;
-        while (true) {
+        const std::vector<const For *> loops = parallelNest(op);
+        for (const For *f : loops) {
             auto e = constInt(f->extent);
             auto m = constInt(f->min);
             if (!e || !m || *m != 0) {
@@ -128,13 +130,10 @@ class Collect : public IRVisitor {
             }
             n.vars.push_back(f->var);
             n.extents.push_back(*e);
-            auto inner = as<For>(f->body);
-            if (!inner || inner->forKind != ForKind::Parallel) break;
-            f = inner;
         }
         nests.push_back(n);
         current_ = (int)nests.size() - 1;
-        visit(f->body);
+        visit(loops.back()->body);
         current_ = -1;
         innerExtents_.clear();
     }

@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 #include "tilec/passes/Layout.h"
 #include "CopiedLayouts.h"
 
@@ -190,18 +191,11 @@ class Lowerer : public IRMutator {
     }
 
     Stmt lowerNest(const For &outer, const Layout &l) {
+        const std::vector<const For *> loops = parallelNest(outer, l.shape.size());
         std::vector<Var> vars;
-        std::vector<const For *> loops;
-        const For *f = &outer;
-        while (true) {
-            vars.push_back(f->var);
-            loops.push_back(f);
-            auto inner = as<For>(f->body);
-            if (!inner || inner->forKind != ForKind::Parallel || vars.size() == l.shape.size()) break;
-            f = inner;
-        }
+        for (const For *f : loops) vars.push_back(f->var);
         TILEC_ASSERT(vars.size() == l.shape.size(), "nest depth differs from its layout");
-        Stmt body = f->body;
+        Stmt body = loops.back()->body;
         nest_ = &vars;
         Stmt out;
         switch (l.kind) {

@@ -7,6 +7,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 
 #include <string>
 #include <vector>
@@ -60,13 +61,10 @@ std::string accessText(const NestAccesses::Access &a) {
 
 void checkNest(const For &outer, DiagnosticEngine &diag) {
     std::vector<const VarNode *> vars;
-    const For *f = &outer;
-    for (;;) {
-        if (constValue(f->extent) != std::optional<int64_t>(1)) vars.push_back(f->var.get());
-        auto inner = as<For>(f->body);
-        if (!inner || inner->forKind != ForKind::Parallel) break;
-        f = inner;
-    }
+    const std::vector<const For *> loops = parallelNest(outer);
+    for (const For *l : loops)
+        if (constValue(l->extent) != std::optional<int64_t>(1)) vars.push_back(l->var.get());
+    const For *f = loops.back();
     auto varying = [&](const Expr &e) {
         for (auto *v : vars)
             if (uses(e, v)) return true;

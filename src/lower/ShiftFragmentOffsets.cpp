@@ -8,6 +8,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 
 #include <optional>
 #include <set>
@@ -80,11 +81,7 @@ class Shifter : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
-        std::vector<const For *> loops{op.get()};
-        while (auto inner = as<For>(loops.back()->body)) {
-            if (inner->forKind != ForKind::Parallel) break;
-            loops.push_back(inner);
-        }
+        const std::vector<const For *> loops = parallelNest(*op);
         Stmt body = loops.back()->body;
         std::vector<Var> vars;
         for (auto *f : loops) vars.push_back(f->var);

@@ -6,6 +6,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 
 #include <set>
 
@@ -198,17 +199,14 @@ void nestOwners(const For &outer, const KernelLayouts &layouts, const RangeMap &
     if ((l.kind != Layout::Distributed && l.kind != Layout::Mma) || l.warpCopies() > 1) return; // copies in several threads
     if (l.elements() > kMaxIterations) return;
     std::vector<const VarNode *> vars;
-    const For *f = &outer;
-    for (;;) {
+    const std::vector<const For *> loops = parallelNest(outer, l.shape.size());
+    for (const For *f : loops) {
         if (constInt(f->min) != std::optional<int64_t>(0)) return;
         vars.push_back(f->var.get());
-        auto inner = as<For>(f->body);
-        if (!inner || inner->forKind != ForKind::Parallel || vars.size() == l.shape.size()) break;
-        f = inner;
     }
     if (vars.size() != l.shape.size()) return;
     SharedAccesses acc;
-    acc.visit(f->body);
+    acc.visit(loops.back()->body);
     if (acc.innerLoop) return;
     // The loops around the nest (a T.copy into slice `step` of a shared buffer): all their iterations at once.
     std::set<const VarNode *> free = indexVars(acc.accesses);

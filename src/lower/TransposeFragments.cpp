@@ -7,6 +7,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelNest.h"
 #include "tilec/passes/HoistStagedCopies.h"
 #include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
@@ -151,11 +152,7 @@ class Transposer : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
-        std::vector<const For *> loops{op.get()};
-        while (auto inner = as<For>(loops.back()->body)) {
-            if (inner->forKind != ForKind::Parallel) break;
-            loops.push_back(inner);
-        }
+        const std::vector<const For *> loops = parallelNest(*op);
         std::vector<Var> vars;
         std::vector<int64_t> extents;
         for (auto *f : loops) {
@@ -235,16 +232,12 @@ class Transposer : public IRMutator {
             std::vector<std::set<const BufferNode *>> exact;
             void visit(const For &op) override {
                 if (op.forKind != ForKind::Parallel) return IRVisitor::visit(op);
-                std::vector<Var> vars{op.var};
-                std::vector<int64_t> extents{constInt(op.extent).value_or(-1)};
-                const For *last = &op;
-                while (auto inner = as<For>(last->body)) {
-                    if (inner->forKind != ForKind::Parallel) break;
-                    last = inner;
-                    vars.push_back(last->var), extents.push_back(constInt(last->extent).value_or(-1));
-                }
+                std::vector<Var> vars;
+                std::vector<int64_t> extents;
+                const std::vector<const For *> loops = parallelNest(op);
+                for (const For *f : loops) vars.push_back(f->var), extents.push_back(constInt(f->extent).value_or(-1));
                 std::set<const BufferNode *> bufs;
-                for (auto &a : fragmentAccesses(last->body))
+                for (auto &a : fragmentAccesses(loops.back()->body))
                     if (auto p = permutationOf(a, vars, extents); p && identity(*p)) bufs.insert(a.buffer.get());
                 exact.push_back(std::move(bufs));
             }
