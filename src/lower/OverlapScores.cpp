@@ -11,7 +11,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/passes/HopperOperands.h"
-#include "tilec/passes/PingPongConsumers.h"
+#include "tilec/passes/PingPongTurns.h"
 
 #include <algorithm>
 #include <set>
