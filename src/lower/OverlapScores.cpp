@@ -312,12 +312,7 @@ Program overlapScores(const Program &p, bool pingPong, const SourceManager *sour
     for (auto &k : out.kernels) {
         if (!k->producerThreads)
             continue; // no warp roles
-        Stmt body = Overlap(pingPong, k->threadIdx, sources, k->name).mutate(k->body);
-        if (body == k->body)
-            continue;
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->body = body;
-        k = nk;
+        k = Overlap(pingPong, k->threadIdx, sources, k->name).mutate(k);
     }
     return out;
 }

@@ -266,10 +266,7 @@ Program threadRangeRegions(const Program &p, DiagnosticEngine &diag) {
             out.kernels.push_back(k);
             continue;
         }
-        auto nk = std::make_shared<Kernel>(*k);
-        Flatten f(r.regions());
-        nk->body = f.mutate(k->body);
-        out.kernels.push_back(nk);
+        out.kernels.push_back(Flatten(r.regions()).mutate(k));
     }
     return out;
 }
