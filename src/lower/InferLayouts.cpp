@@ -9,6 +9,7 @@
 #include "ColumnLayouts.h"
 #include "CopiedLayouts.h"
 #include "LayoutUses.h"
+#include "MmaLayouts.h"
 
 #include <algorithm>
 #include <map>
@@ -71,208 +72,6 @@ int busiestThreadWidth(int64_t n, int threads, int widest) {
     int best = widest;
     for (int v = widest / 2; v >= 1; v /= 2) best = rounds(v) <= rounds(best) ? v : best;
     return best;
-}
-
-/// FullRow (`rows`) / FullCol: as many warps as possible along the rows (columns), the rest along the other
-/// dimension, as TileLang's policy does when all of them do not fit (64 rows over 8 warps: 4x2), or {0, 0}.
-std::pair<int, int> fullSplit(int warps, int64_t m, int64_t n, bool rows) {
-    for (int w = warps; w >= 1; --w) {
-        if (warps % w) continue;
-        int wm = rows ? w : warps / w, wn = warps / wm;
-        if (m % (16 * wm) == 0 && n % (8 * wn) == 0) return {wm, wn};
-    }
-    return {0, 0};
-}
-
-/// (M, N) split over warpsM x warpsN warps with square-most warp tiles, or {0, 0} when no split fits.
-std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
-    std::pair<int, int> best{0, 0};
-    int64_t bestScore = -1;
-    for (int wm = warps; wm >= 1; --wm) {
-        if (warps % wm) continue;
-        int wn = warps / wm;
-        if (m % (16 * wm) || n % (8 * wn)) continue;
-        int64_t score = std::llabs(m / wm - n / wn);
-        if (bestScore < 0 || score < bestScore) bestScore = score, best = {wm, wn};
-    }
-    return best;
-}
-
-/// The split of `existing`, the layout another T.gemm gave accumulator group of mma.sync product `g` (policy
-/// Square or none, its accumulator not read as A), when g can write that layout: every product into one
-/// accumulator shares its layout (a wgmma product in a pipelined loop, one on mma.sync after it). wgmma's row
-/// order is mma.sync's where each warp owns one 16-row tile (Layout::tileRow).
-std::optional<std::pair<int, int>> adoptable(const std::optional<Layout> &existing, const GemmUse &g, int warps) {
-    if (!existing || existing->kind != Layout::Mma || g.op->instr == GemmInstr::Wgmma) return std::nullopt;
-    if (g.op->policy != GemmPolicy::Auto && g.op->policy != GemmPolicy::Square) return std::nullopt;
-    const Layout &l = *existing;
-    if (l.shape != std::vector<int64_t>{g.m, g.n} || l.warpsM * l.warpsN != warps || l.warpCopies() != 1) return std::nullopt;
-    if (l.wgmma && g.m != 16 * l.warpsM) return std::nullopt;
-    return std::pair{l.warpsM, l.warpsN};
-}
-
-/// Tensor cores: each T.gemm's accumulator group takes an mma layout (its warp split from the policy, or
-/// chosen so that a fragment later read as operand A holds whole rows per warp); an operand-A fragment
-/// takes the mma layout of its (M, K); 1-D fragments of per-row values of an mma group (reduction results
-/// along dim 1, `x[i]` in a nest over the group) take the mmaRows layout.
-/// The products in the order their splits are decided: those whose split is fixed (wgmma, an explicit FullRow /
-/// FullCol, an accumulator read as A; `operandOf`: group -> a product reading it as A) first, so that an mma.sync
-/// product with policy Square or none into the same accumulator then takes theirs (adoptable).
-template <class GroupOfBuffer>
-std::vector<const GemmUse *> fixedSplitsFirst(const LayoutUses &c, const std::map<int, const GemmUse *> &operandOf,
-                                              GroupOfBuffer groupOf) {
-    std::vector<const GemmUse *> order;
-    for (int fixedFirst = 1; fixedFirst >= 0; --fixedFirst)
-        for (auto &g : c.gemms) {
-            const bool flexible = g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
-                                  (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
-            if (flexible != (fixedFirst == 1)) order.push_back(&g);
-        }
-    return order;
-}
-
-template <class GroupOfBuffer, class GroupRef, class GroupOfNest>
-void assignMmaLayouts(const Kernel &k, const LayoutUses &c, GroupOfBuffer groupOf, GroupRef group, GroupOfNest nestGroup,
-                      DiagnosticEngine &diag) {
-    if (c.gemms.empty()) return;
-    const int warps = k.threads / 32;
-    if (k.threads % 32 != 0) {
-        diag.error(c.gemms[0].op->loc, "T.gemm needs a whole number of warps, but the kernel has " +
-                                           std::to_string(k.threads) + " threads");
-        return;
-    }
-    std::map<int, const GemmUse *> operandOf; // group -> a gemm reading a fragment of it as operand A
-    for (auto &g : c.gemms)
-        if (g.aFrag) operandOf.emplace(groupOf(g.aFrag), &g);
-    auto assign = [&](int node, const Layout &l, const GemmUse &g, const std::string &what) {
-        auto &grp = group(node);
-        if (grp.mma && !(*grp.mma == l)) {
-            diag.error(g.op->loc, "T.gemm needs " + what + " split over " + std::to_string(l.warpsM) + "x" +
-                                      std::to_string(l.warpsN) + " warps, but another T.gemm splits it over " +
-                                      std::to_string(grp.mma->warpsM) + "x" + std::to_string(grp.mma->warpsN));
-            diag.note(grp.mmaBy->op->loc, "the other T.gemm");
-            return;
-        }
-        grp.mma = l;
-        grp.mmaBy = &g;
-    };
-    for (const GemmUse *gp : fixedSplitsFirst(c, operandOf, groupOf)) {
-        const GemmUse &g = *gp;
-        const std::string cName = "'" + g.c->name + "'";
-        if (g.c->shape.size() != 2) {
-            diag.error(g.op->c.loc.valid() ? g.op->c.loc : g.op->loc, "the accumulator of T.gemm must be a 2-D fragment");
-            continue;
-        }
-        int cg = groupOf(g.c);
-        auto reader = operandOf.find(cg);
-        const bool wgmma = g.op->instr == GemmInstr::Wgmma;
-        // A fragment read as A is held in its warps' rows, a copy in each warp column where the warps split the
-        // columns too (mma.sync's gemm_rs and wgmma RS alike), so only an accumulator that is itself read as A
-        // needs whole rows per warp: its own layout is the operand's.
-        const GemmUse *needRows = reader != operandOf.end() ? reader->second : nullptr;
-        std::pair<int, int> split;
-        const auto adopted = needRows ? std::nullopt : adoptable(group(cg).mma, g, warps);
-        if (adopted) {
-            split = *adopted;
-        } else if (wgmma) { // specializeWarps checked that the warpgroups split it
-            auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
-            split = {4 * wg.first, wg.second};
-        } else switch (g.op->policy) {
-        case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
-        case GemmPolicy::FullCol: split = fullSplit(warps, g.m, g.n, false); break;
-        case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
-        case GemmPolicy::Auto: // whole rows per warp where A is read from registers (no copies of A) if they fit
-            split = needRows ? std::pair{warps, 1} : g.aFrag ? fullSplit(warps, g.m, g.n, true) : balancedSplit(warps, g.m, g.n);
-            break;
-        }
-        if (needRows && split.second != 1) {
-            diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
-                                      " over warps, but T.gemm reads it (or a fragment computed from it) as operand A, "
-                                      "which needs whole rows in each warp; use policy=T.GemmWarpPolicy.FullRow");
-            if (needRows != &g) diag.note(needRows->op->loc, "read as operand A here");
-            continue;
-        }
-        if (split.first == 0 || g.m % (16 * split.first) || g.n % (8 * split.second)) {
-            diag.error(g.op->loc, "T.gemm's " + std::to_string(g.m) + "x" + std::to_string(g.n) + " accumulator " + cName +
-                                      " cannot be split into 16x8 tensor-core tiles over " +
-                                      (split.first ? std::to_string(split.first) + "x" + std::to_string(split.second)
-                                                   : std::to_string(warps)) +
-                                      " warps");
-            continue;
-        }
-        assign(cg, adopted ? *group(cg).mma : Layout::mma({g.m, g.n}, k.threads, split.first, split.second, wgmma), g,
-               "the accumulator " + cName);
-        if (g.aFrag) {
-            if (g.aFrag->shape.size() != 2 || g.op->transA || g.m % (16 * split.first) || g.k % 16) {
-                diag.error(g.op->a.loc.valid() ? g.op->a.loc : g.op->loc,
-                           "operand A of T.gemm from a fragment must be a whole 2-D fragment, not transposed, with "
-                           "K a multiple of 16");
-                continue;
-            }
-            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh); where
-            // the warpgroups also split the columns, each warpgroup column holds a copy (Layout::warpCopies)
-            assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma), g,
-                   "operand A '" + g.aFrag->name + "'");
-        }
-    }
-    // Fragments of an mma group can only be reached through nests over the whole group.
-    for (auto &u : c.uses) {
-        if (u.exact || u.reduceDst) continue;
-        auto &grp = group(groupOf(u.buffer));
-        if (!grp.mma || grp.mma->kind != Layout::Mma) continue;
-        diag.error(u.loc, "fragment '" + u.buffer->name + "' is in the tensor-core layout of a T.gemm, so it can only be "
-                          "indexed by the variables of a T.Parallel over its whole shape, not by " + u.indexText);
-        diag.note(grp.mmaBy->op->loc, "the T.gemm that fixes its layout");
-    }
-    // Per-row values: a candidate layout per group from each link; blockers are other non-exact uses.
-    std::map<int, std::optional<Layout>> rows;
-    std::map<int, const Use *> blocker;
-    for (auto &u : c.uses) {
-        int gid = groupOf(u.buffer);
-        if (group(gid).mma) continue;
-        std::optional<Layout> cand;
-        if (u.rowOfNest) {
-            auto &ng = group(nestGroup(u.nest));
-            if (ng.mma && ng.mma->kind == Layout::Mma)
-                cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN, ng.mma->wgmma);
-        } else if (u.reduceDst && u.reduceSrc) {
-            auto &sg = group(groupOf(u.reduceSrc));
-            if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1 && u.reduceSrc->shape.size() == 2)
-                cand = Layout::mmaRows(sg.mma->shape[0], k.threads, sg.mma->warpsM, sg.mma->warpsN, sg.mma->wgmma);
-            else if (sg.mma && !(sg.mma->kind == Layout::Mma && (u.reduceDim == 0 || u.reduceSrc->shape.size() > 2))) {
-                diag.error(u.loc, "reducing the tensor-core accumulator '" + u.reduceSrc->name + "' along dim " +
-                                      std::to_string(u.reduceDim) + " is not supported; only per-row (dim=1) and per-column "
-                                      "(dim=0) reductions of a T.gemm result are");
-                continue;
-            }
-        }
-        if (cand && (u.buffer->shape.size() != 1 || constInt(u.buffer->shape[0]) != std::optional<int64_t>(cand->shape[0])))
-            cand.reset();
-        if (!cand) {
-            if ((!u.exact || u.reduceDst) && !blocker.count(gid)) blocker[gid] = &u;
-            continue;
-        }
-        auto &r = rows[gid];
-        if (r && !r->sameRows(*cand)) {
-            diag.error(u.loc, "fragment '" + u.buffer->name + "' holds per-row values of two T.gemm results whose rows "
-                              "are split over the warps differently");
-            continue;
-        }
-        r = cand;
-    }
-    for (auto &[gid, r] : rows) {
-        if (!r) continue;
-        auto b = blocker.find(gid);
-        if (b != blocker.end()) {
-            const Use &u = *b->second;
-            diag.error(u.loc, "fragment '" + u.buffer->name + "' holds per-row values of a T.gemm result, so it cannot "
-                              "also be " + (u.reduceDst ? std::string("the destination of this reduction")
-                                                        : "indexed by " + u.indexText + " here"));
-            continue;
-        }
-        group(gid).mma = r;
-        group(gid).replicated = false;
-    }
 }
 
 /// Slice accesses (Use::sliceElements), broadcasts (Use::trailing) and expansions (Use::expand), below.
@@ -420,13 +219,10 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         if (u.exact && fragNode.count(u.buffer)) uf.unite(fragNode[u.buffer], nestNode[u.nest]);
 
     // Per group: replicated or not, the widest memory access, the shape.
-    struct Group {
-        bool replicated = false;
+    struct Group : MmaGroup { // replicated, mma, mmaBy (MmaLayouts.h)
         int memBytes = 0, fragBytes = 0;
         std::vector<int64_t> shape;
         bool hasShape = false;
-        std::optional<Layout> mma; ///< an mma or mmaRows layout the group must take
-        const GemmUse *mmaBy = nullptr;
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
         std::optional<Layout> copied; ///< a layout with copies (CopiedLayouts.h)
         bool view = false;         ///< a view of one of its fragments exists
@@ -477,7 +273,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     }
 
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
-                     [&](int node) -> auto & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
+                     [&](int node) -> MmaGroup & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
     // Per-column values of the mma groups (ColumnLayouts.h), where nothing else fixed the group's layout.
     for (auto &[gid, l] : columnLayouts(c, [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
                                         [&](int nest) { return uf.find(nestNode[nest]); },
