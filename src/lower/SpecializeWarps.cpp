@@ -31,6 +31,7 @@ using namespace ir;
 
 namespace {
 
+using warproles::chooseCluster;
 using warproles::Group;
 using warproles::Plan;
 using warproles::consumerRole;
@@ -221,7 +222,7 @@ class Specializer {
                       std::to_string(bytes) + " bytes, more than the " + std::to_string(t_.maxSharedPerBlock) +
                       " a block can have");
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
-        chooseCluster(p);
+        chooseCluster(p, k_, t_, o_, clusterWhy);
         internTensorMaps(p, *nk);
         planWalkVariables(p, *nk);
         Stmt producer = producerRole(p, k_);
@@ -468,56 +469,6 @@ class Specializer {
         weighed_ = f.consumerWork ? w.why : "";
         if (w.warpRoles) return true;
         return fail("the cp.async pipeline keeps more loads in flight: " + w.why);
-    }
-
-    /// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
-    /// share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
-    /// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). T.ClusterKernel's
-    /// clusters where they can be honoured, else clusterWhy says why not.
-    void chooseCluster(Plan &p) {
-        ClusterPlan &cluster = p.cluster;
-        const auto &cd = k_.clusterDims;
-        if (cd[0] * cd[1] * cd[2] > 1) { // T.ClusterKernel: the author's clusters, or why not
-            const int axis = cd[1] == 1 && cd[2] == 1 ? 0 : cd[0] == 1 && cd[2] == 1 ? 1 : cd[0] == 1 && cd[1] == 1 ? 2 : -1;
-            if (axis < 0 || cd[0] * cd[1] * cd[2] != 2)
-                clusterWhy = "tilec's clusters are two blocks along one grid dimension: (2, 1, 1), (1, 2, 1) or (1, 1, 2)";
-            else if (!p.persistent)
-                clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, or shared memory used outside the ring)";
-            else if (!p.once.empty())
-                clusterWhy = "the kernel loads tiles once per output tile (its clusters share ring tiles only)";
-            else if (p.G != 1)
-                clusterWhy = "the loop's tiles are waited for in several barrier groups";
-            else if (!p.genericReads.empty())
-                clusterWhy = "the consumers read the loop's tiles through the generic proxy (each thread releases them)";
-            else if (axis >= k_.gridDims)
-                clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
-            else if (o_.clusters && (cluster = planCluster(k_, p.tiles, p.loop->var.get(), axis)).axis < 0)
-                clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
-                             " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
-        } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o_.clusters && t_.archSpecific && p.constTiles &&
-                   *p.constTiles >= 2LL * t_.numSms * p.blocks) {
-            cluster = planCluster(k_, p.tiles, p.loop->var.get());
-        }
-        // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
-        if (cluster.axis >= 0 && conditionsUse(p, cluster.axis)) {
-            if (cd[0] * cd[1] * cd[2] > 1)
-                clusterWhy = "the conditions the loop's iterations run under depend on the block index along grid dimension " +
-                             std::to_string(cluster.axis);
-            cluster = ClusterPlan();
-        }
-        p.CM = cluster.axis >= 0 ? 2 : 1;
-    }
-
-    /// Whether the conditions around the loop (a walk's) or its iterations' guard use the block index along `axis`.
-    bool conditionsUse(const Plan &p, int axis) const {
-        const VarNode *b = k_.blockIdx[(size_t)axis].get();
-        if (!b) return false;
-        if (p.guard && uses(p.guard, b)) return true;
-        if (p.walk)
-            for (auto &s : p.walk->path)
-                if (auto c = as<IfThenElse>(s); c && uses(c->cond, b)) return true;
-                else if (auto f = as<For>(s); f && (uses(f->min, b) || uses(f->extent, b))) return true;
-        return false;
     }
 
     /// Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.

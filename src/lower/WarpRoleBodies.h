@@ -1,7 +1,8 @@
 /// \file
 /// What specializeWarps decides about one T.Pipelined loop (its Plan), and the code of the two roles it
 /// builds from it: the producer's TMA loads, the consumers' waits and releases around the kernel's own code,
-/// and the barriers' initialisation (WarpRoleBodies.cpp). Private to src/lower/SpecializeWarps.cpp.
+/// and the barriers' initialisation (WarpRoleBodies.cpp); its clusters (WarpRolePlan.cpp). Private to
+/// src/lower/SpecializeWarps.cpp.
 #pragma once
 
 #include "tilec/IR.h"
@@ -16,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace tilec::passes::warproles {
@@ -116,6 +118,11 @@ Stmt producerRole(const Plan &p, const Kernel &k);
 /// Consumers: the kernel's own code (its top-level statements `top`); each group's stage waited for before its
 /// first use and released after its last.
 Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, const LoweringOptions &o);
+
+/// Clusters (src/lower/WarpRolePlan.cpp): p.cluster and p.CM for the planned loop. Persistent GEMMs with one
+/// barrier group walk cluster units, pairs of blocks sharing a tile, where each block walks at least two waves of
+/// tiles; T.ClusterKernel's clusters where they can be honoured, else `clusterWhy` says why not.
+void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy);
 
 /// Thread 0 initialises every barrier: full (one arrival: the producer's) and empty (the consumers').
 Stmt initBarriers(const Plan &p, const Kernel &k);

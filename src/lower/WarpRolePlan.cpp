@@ -1,10 +1,13 @@
 /// \file
 /// How many blocks per SM a warp-role kernel is planned for, the registers each role gets, and which tiles a
-/// cluster of two blocks shares (include/tilec/passes/WarpRolePlan.h): the planning half of
-/// specializeWarps (src/lower/SpecializeWarps.cpp).
+/// cluster of two blocks shares (include/tilec/passes/WarpRolePlan.h), and whether a loop's warp roles run in
+/// clusters (chooseCluster, WarpRoleBodies.h): the planning half of specializeWarps (src/lower/SpecializeWarps.cpp).
 #include "tilec/passes/WarpRolePlan.h"
 
+#include "WarpRoleBodies.h"
+
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Staging.h"
@@ -112,5 +115,67 @@ const BufferNode *sharedOutsideTiles(const std::vector<Stmt> &top, size_t at, co
     }
     return nullptr;
 }
+
+namespace {
+
+using warproles::Plan;
+
+/// Whether the conditions around the loop (a walk's) or its iterations' guard use the block index along `axis`.
+bool conditionsUse(const Plan &p, const Kernel &k, int axis) {
+    const VarNode *b = k.blockIdx[(size_t)axis].get();
+    if (!b) return false;
+    if (p.guard && uses(p.guard, b)) return true;
+    if (p.walk) {
+        for (auto &s : p.walk->path) {
+            if (auto c = as<IfThenElse>(s); c && uses(c->cond, b)) return true;
+            if (auto f = as<For>(s); f && (uses(f->min, b) || uses(f->extent, b))) return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+namespace warproles {
+
+/// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
+/// share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
+/// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). T.ClusterKernel's
+/// clusters where they can be honoured, else clusterWhy says why not.
+void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy) {
+    ClusterPlan &cluster = p.cluster;
+    const auto &cd = k.clusterDims;
+    if (cd[0] * cd[1] * cd[2] > 1) { // T.ClusterKernel: the author's clusters, or why not
+        const int axis = cd[1] == 1 && cd[2] == 1 ? 0 : cd[0] == 1 && cd[2] == 1 ? 1 : cd[0] == 1 && cd[1] == 1 ? 2 : -1;
+        if (axis < 0 || cd[0] * cd[1] * cd[2] != 2)
+            clusterWhy = "tilec's clusters are two blocks along one grid dimension: (2, 1, 1), (1, 2, 1) or (1, 1, 2)";
+        else if (!p.persistent)
+            clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, or shared memory used outside the ring)";
+        else if (!p.once.empty())
+            clusterWhy = "the kernel loads tiles once per output tile (its clusters share ring tiles only)";
+        else if (p.G != 1)
+            clusterWhy = "the loop's tiles are waited for in several barrier groups";
+        else if (!p.genericReads.empty())
+            clusterWhy = "the consumers read the loop's tiles through the generic proxy (each thread releases them)";
+        else if (axis >= k.gridDims)
+            clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
+        else if (o.clusters && (cluster = planCluster(k, p.tiles, p.loop->var.get(), axis)).axis < 0)
+            clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
+                         " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
+    } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o.clusters && t.archSpecific && p.constTiles &&
+               *p.constTiles >= 2LL * t.numSms * p.blocks) {
+        cluster = planCluster(k, p.tiles, p.loop->var.get());
+    }
+    // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
+    if (cluster.axis >= 0 && conditionsUse(p, k, cluster.axis)) {
+        if (cd[0] * cd[1] * cd[2] > 1)
+            clusterWhy = "the conditions the loop's iterations run under depend on the block index along grid dimension " +
+                         std::to_string(cluster.axis);
+        cluster = ClusterPlan();
+    }
+    p.CM = cluster.axis >= 0 ? 2 : 1;
+}
+
+} // namespace warproles
 
 } // namespace tilec::passes
