@@ -1,9 +1,10 @@
 /// \file
 /// Ahead-of-time outputs: ptxas's report read out of NVRTC's log, NVRTC itself (skipped where it is not
-/// installed), the device part of generated code compiling alone, and binary mode's C source (the header it
+/// installed), the device part of generated code and each device-library file compiling alone, and binary mode's C source (the header it
 /// shares with the .cu, the embedded images, the driver-API launchers).
 #include "LowerTestUtil.h"
 
+#include "codegen/Stdlib.h"
 #include "tilec/DeviceCompiler.h"
 
 #include <gtest/gtest.h>
@@ -174,6 +175,23 @@ TEST(Nvrtc, HopperLibraryCompilesForEveryTarget) {
         EXPECT_EQ(has(c.ptx, ".multicast::cluster"), hopper) << arch;
         EXPECT_EQ(has(c.ptx, "mapa.shared::cluster.u32"), std::string(arch) != "sm_80") << arch;
     }
+}
+
+/// Each file of stdlib/tilec/ includes what it uses (generated code embeds them in the umbrella's order,
+/// StdlibTest; code outside tilec may include any one of them): included alone, each compiles under NVRTC for
+/// sm_80 and sm_90a.
+TEST(Nvrtc, EachStdlibFileCompilesAlone) {
+    const Nvrtc *n = Nvrtc::get();
+    if (!n || n->includeDirs().empty()) GTEST_SKIP() << "NVRTC is not installed";
+    ASSERT_FALSE(codegen::stdlibFiles().empty());
+    for (auto &f : codegen::stdlibFiles())
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            auto c = n->compile(std::string("#include \"") + f.name + "\"\n", "alone.cu",
+                                {std::string("--gpu-architecture=") + arch,
+                                 std::string("--include-path=") + TILEC_SOURCE_DIR + "/stdlib"},
+                                {});
+            EXPECT_TRUE(c.ok) << f.name << " alone, " << arch << ":\n" << c.log;
+        }
 }
 
 TEST(BinaryMode, SourceEmbedsImagesBehindTheSameHeader) {
