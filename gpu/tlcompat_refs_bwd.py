@@ -18,8 +18,14 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   index_set_mismatch   a judge of top-k index sets (deepseek_v32/topk_selector.py)
   mqa_logits           (deepseek_v32/fp8_lighting_indexer.py, dsa_hisa/pool_mqa_fp8.py) the fp8 indexer's logits
                        where each query's key range defines them, judged by masked_mismatch there only
+  sparse_mla_bwd       (deepseek_v32 and dsa_sparse_finetune sparse_mla_bwd.py) in gpu/tlcompat_refs_mla.py, with
+                       sparse_mla_topk, sparse_mla_lse and its judge bound_excess, re-exported and self-checked here
 
 Needs torch only when called."""
+
+
+from tlcompat_refs_mla import bound_excess, sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk  # noqa: F401,E402
+import tlcompat_refs_mla  # noqa: E402
 
 
 def tf32(x):
@@ -255,7 +261,8 @@ def self_check(torch):
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
-        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g)
+        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g) + \
+        tlcompat_refs_mla.self_check(torch)
 
 
 def _indexer_self_check(torch, g):
