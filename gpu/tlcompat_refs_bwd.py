@@ -260,6 +260,33 @@ def int4_gemv(A, qweight, reduce_thread=32, micro_k=8):
     return R
 
 
+E2M1_TIES_UP = (0.75, 1.75, 3.5)        # midpoints whose even neighbour is the larger magnitude
+
+
+def fp4_block_quant(x, group=32):
+    """deepseek_v4/act_quant.py's fp4_quant_kernel in its float32 arithmetic: per row and group, amax =
+    max(max |x|, 6 * 2^-126), s = 2^ceil(log2(amax * f32(1/6))) (fast_round_scale's exponent bits), codes of
+    clamp(x / s, -6, 6) in e2m1 to nearest, ties to even (the file's reference takes the smaller magnitude at the
+    ties 0.75, 1.75 and 3.5, about 1% of bfloat16 inputs, which its test allows), sign bit for negatives; two codes a
+    byte, the even element in the low nibble. Returns (codes int8 [M, N / 2], scales float32 [M, N / group])."""
+    import torch
+    M, N = x.shape
+    xf = x.float().reshape(M, N // group, group)
+    amax = xf.abs().amax(-1).clamp(min=6 * 2.0 ** -126)
+    t = amax * torch.tensor(1 / 6.0, dtype=torch.float32, device=x.device)
+    m, e = torch.frexp(t)
+    s = ((torch.where(m == 0.5, e - 1, e).to(torch.int32) + 127) << 23).view(torch.float32)
+    y = (xf / s[..., None]).clamp(-6.0, 6.0).reshape(M, N)
+    a = y.abs()
+    code = torch.zeros_like(a, dtype=torch.int32)
+    for lo, hi in ((0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0), (2.0, 3.0), (3.0, 4.0), (4.0, 6.0)):
+        mid = (lo + hi) / 2
+        code += ((a > mid) | ((a == mid) & (mid in E2M1_TIES_UP))).int()
+    code += (y < 0).int() * 8
+    pairs = code.view(M, N // 2, 2)
+    return (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8).view(torch.int8), s
+
+
 def masked_mismatch(rtol, atol):
     """A judge for similar(): the fraction of the entries where the reference is defined (not NaN) whose output lies
     outside |out - ref| <= atol + rtol |ref| (an output NaN there counts as outside)."""
@@ -302,7 +329,21 @@ def self_check(torch):
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
         _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g) + \
-        tlcompat_refs_mla.self_check(torch) + _int4_self_check(torch, g)
+        tlcompat_refs_mla.self_check(torch) + _int4_self_check(torch, g) + _fp4_self_check(torch, g)
+
+
+def _fp4_self_check(torch, g):
+    """fp4_block_quant on worked values (amax 6: scale 1): each tie to its even code, negatives' sign bit, the
+    nibble order; and amax 14: scale 2^ceil(log2(14 / 6)) = 4."""
+    row = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.75, 6.0, -0.1, 0.3, -6.0] + [0.0] * 20
+    want = [0, 2, 2, 4, 4, 6, 6, 10, 7, 8, 1, 15] + [0] * 20
+    codes, s = fp4_block_quant(torch.tensor([row, [14.0] + [0.0] * 31]).bfloat16())
+    b = codes.view(torch.uint8)[0].tolist()
+    got = [(b[i // 2] >> (4 * (i % 2))) & 0xF for i in range(32)]
+    out = [] if got == want else ["fp4_block_quant's codes %s, not %s" % (got[:12], want[:12])]
+    if s[:, 0].tolist() != [1.0, 4.0]:
+        out.append("fp4_block_quant's scales %s, not [1, 4]" % s[:, 0].tolist())
+    return out
 
 
 def _int4_self_check(torch, g):
