@@ -23,6 +23,24 @@ constexpr int H = 64, D = 64, DT = 32, W = D + DT, TOPK = 64, BS = 32;
 const int LEN[2] = {10, 14};
 constexpr int S = 24;
 
+/// The statements both kernels share: dQ's and dKV's GEMMs of the iteration, and the dKV rows into
+/// acc_dkv_shared, half by half (the view of KV_shared in the finetune kernel, a tile of its own in v32's).
+const char *const kGradients = R"(            T.copy(acc_dp, dP_shared_cast)
+            T.gemm(dP_shared_cast, KV_shared, acc_dq, policy=T.GemmWarpPolicy.FullCol)
+            T.gemm(dP_shared_cast, KV_tail_shared, acc_dq_tail, policy=T.GemmWarpPolicy.FullCol)
+            T.gemm(dP_shared_cast, Q_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
+            T.gemm(P_shared_cast, dO_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
+            T.clear(acc_dkv_tail)
+            T.gemm(dP_shared_cast, Q_tail_shared, acc_dkv_tail, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
+            for s in range(split_store):
+                for bi_i, d_i in T.Parallel(BS, D):
+                    if bi_i < BS // split_store:
+                        acc_dkv_shared[bi_i, d_i] = acc_dkv[bi_i + s * (BS // split_store), d_i]
+                for bi_i, d_i in T.Parallel(BS, D_tail):
+                    if bi_i < BS // split_store:
+                        acc_dkv_tail_shared[bi_i, d_i] = acc_dkv_tail[bi_i + s * (BS // split_store), d_i]
+)";
+
 /// The example's `bwd` with D = 64, D_tail = 32, topk = 64 (its structure and statements unchanged).
 std::string source() {
     return R"(import tilelang
@@ -93,21 +111,7 @@ def bwd(Q, KV, dO, Indices, Lse, Delta, Offsets, TokenIndices, H, D, D_tail, top
             T.gemm(dO_shared, KV_shared, acc_dp, transpose_B=True, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
             for h_i, bi_i in T.Parallel(padded_H, BS):
                 acc_dp[h_i, bi_i] = acc_p[h_i, bi_i] * (acc_dp[h_i, bi_i] - Delta[bos + s_i, bz * padded_H + h_i]) * sm_scale
-            T.copy(acc_dp, dP_shared_cast)
-            T.gemm(dP_shared_cast, KV_shared, acc_dq, policy=T.GemmWarpPolicy.FullCol)
-            T.gemm(dP_shared_cast, KV_tail_shared, acc_dq_tail, policy=T.GemmWarpPolicy.FullCol)
-            T.gemm(dP_shared_cast, Q_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
-            T.gemm(P_shared_cast, dO_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
-            T.clear(acc_dkv_tail)
-            T.gemm(dP_shared_cast, Q_tail_shared, acc_dkv_tail, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
-            for s in range(split_store):
-                for bi_i, d_i in T.Parallel(BS, D):
-                    if bi_i < BS // split_store:
-                        acc_dkv_shared[bi_i, d_i] = acc_dkv[bi_i + s * (BS // split_store), d_i]
-                for bi_i, d_i in T.Parallel(BS, D_tail):
-                    if bi_i < BS // split_store:
-                        acc_dkv_tail_shared[bi_i, d_i] = acc_dkv_tail[bi_i + s * (BS // split_store), d_i]
-                for bi_i, d_i in T.Parallel(BS // split_store, D):
+)" + std::string(kGradients) + R"(                for bi_i, d_i in T.Parallel(BS // split_store, D):
                     T.atomic_add(dKV[bos + Indices[bos + s_i, bz, i_i * BS + bi_i + s * (BS // split_store)], bz, d_i], acc_dkv_shared[bi_i, d_i])
                 for bi_i, d_i in T.Parallel(BS // split_store, D_tail):
                     T.atomic_add(dKV[bos + Indices[bos + s_i, bz, i_i * BS + bi_i + s * (BS // split_store)], bz, D + d_i], acc_dkv_tail_shared[bi_i, d_i])
@@ -193,21 +197,7 @@ def bwd(Q, KV, dO, Indices, Lse, Delta, dKV, H, D, D_tail, topk, kv_group=1, blo
             T.gemm(dO_shared, KV_shared, acc_dp, transpose_B=True, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
             for h_i, bi_i in T.Parallel(block_H, BS):
                 acc_dp[h_i, bi_i] = acc_p[h_i, bi_i] * (acc_dp[h_i, bi_i] - Delta[by, s_i, bz * block_H + h_i]) * sm_scale
-            T.copy(acc_dp, dP_shared_cast)
-            T.gemm(dP_shared_cast, KV_shared, acc_dq, policy=T.GemmWarpPolicy.FullCol)
-            T.gemm(dP_shared_cast, KV_tail_shared, acc_dq_tail, policy=T.GemmWarpPolicy.FullCol)
-            T.gemm(dP_shared_cast, Q_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol, clear_accum=True)
-            T.gemm(P_shared_cast, dO_shared, acc_dkv, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
-            T.clear(acc_dkv_tail)
-            T.gemm(dP_shared_cast, Q_tail_shared, acc_dkv_tail, transpose_A=True, policy=T.GemmWarpPolicy.FullCol)
-            for s in range(split_store):
-                for bi_i, d_i in T.Parallel(BS, D):
-                    if bi_i < BS // split_store:
-                        acc_dkv_shared[bi_i, d_i] = acc_dkv[bi_i + s * (BS // split_store), d_i]
-                for bi_i, d_i in T.Parallel(BS, D_tail):
-                    if bi_i < BS // split_store:
-                        acc_dkv_tail_shared[bi_i, d_i] = acc_dkv_tail[bi_i + s * (BS // split_store), d_i]
-                for bi_i, d_i in T.Parallel(BS // split_store, D // 4):
+)" + std::string(kGradients) + R"(                for bi_i, d_i in T.Parallel(BS // split_store, D // 4):
                     T.atomic_addx4(dKV[by, Indices[by, s_i, bz // NH, i_i * BS + bi_i + s * (BS // split_store)], bz // NH, d_i * 4], acc_dkv_shared[bi_i, d_i * 4])
                 for bi_i, d_i in T.Parallel(BS // split_store, D_tail // 4):
                     T.atomic_addx4(dKV[by, Indices[by, s_i, bz // NH, i_i * BS + bi_i + s * (BS // split_store)], bz // NH, D + d_i * 4], acc_dkv_tail_shared[bi_i, d_i * 4])
