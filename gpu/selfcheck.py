@@ -376,6 +376,28 @@ def check_tlcompat():
             check(False, "tlcompat run: a wrong kernel passed")
         except core.Fail:
             pass
+        check_packed_judge(torch, mod, core)
+
+
+def check_packed_judge(torch, mod, core):
+    """A packed output (TileLang's float4_e2m1fn_x2 beside tilec's int8 bytes) is judged code by code, never
+    converted: torch has no conversion of it (on the GPU, a device-side assert; the side by side of session 19)."""
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        return
+    codes = torch.tensor([0x12, -0x35, 0x7f, 0x00], dtype=torch.int8)
+    same = codes.clone().view(torch.float4_e2m1fn_x2)
+    try:
+        check("0/4" in mod.close(0, 0)("quant", codes, same), "close: equal packed codes")
+        check("0/4" in mod.close(0, 0)("quant", same, codes), "close: equal packed codes, sides swapped")
+    except Exception as e:  # noqa: BLE001
+        check(False, "close of int8 codes against float4_e2m1fn_x2: %s" % e)
+    other = codes.clone()
+    other[2] = 0x70
+    try:
+        mod.close(0, 0)("quant", other, same)
+        check(False, "close: a different packed code passed")
+    except core.Fail as e:
+        check("1 of 4" in str(e), "close: a different packed code: %s" % e)
 
 
 def check_sidebyside():

@@ -24,7 +24,6 @@ The chunked linear-attention blocks (gdn, kda), bitnet's int2 packing, the spars
 2:4 compression and the routed MoE experts (issue 24) live in gpu/tlcompat_refs_chunk.py and are re-exported here.
 
 Needs torch only when called (the plan half imports this module on machines without torch)."""
-
 import math
 
 # the gdn/kda chunk building blocks and bitnet's int2 packing (issue 24), in their own file
@@ -37,10 +36,11 @@ import tlcompat_refs_chunk
 # the backward of kda's WY representation (issue 23), in its own file
 from tlcompat_refs_wy import gdn_wy_fast_bwd, kda_inter_solve_fused, kda_wy_fast_bwd, mamba_chunk_scan, rel_l2_err  # noqa: F401
 import tlcompat_refs_wy
-# kernels that disagreed with TileLang without a reference (issue 23), in their own file
+# kernels that disagreed with TileLang without a reference (issue 23), in their own files (+ tlcompat_refs_mla.py)
 from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o, gdn_chunk_o_bwd_dqkwg, gdn_wy_fast_bwd_split,  # noqa: F401
-                               index_set_mismatch, indexer_bwd, indexer_topk, masked_mismatch,
-                               mhc_pre_gemm_sqrsum, mqa_logits, pre_norm_fn_bwd_mul, tf32)
+                               index_set_mismatch, indexer_bwd, indexer_topk, masked_mismatch, mhc_pre_gemm_sqrsum,
+                               mqa_logits, pre_norm_fn_bwd_mul, tf32, bound_excess, int4_gemv, interleave_int4,
+                               sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk, fp4_block_quant)
 import tlcompat_refs_bwd
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output

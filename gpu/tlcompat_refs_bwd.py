@@ -18,8 +18,17 @@ given tf32-exact by the reference lines' setups (tf32()), so that a tensor-core 
   index_set_mismatch   a judge of top-k index sets (deepseek_v32/topk_selector.py)
   mqa_logits           (deepseek_v32/fp8_lighting_indexer.py, dsa_hisa/pool_mqa_fp8.py) the fp8 indexer's logits
                        where each query's key range defines them, judged by masked_mismatch there only
+  int4_gemv            (dequantize_gemm/example_dequant_gemv_fp16xint4.py) the fp16 x uint4 GEMV of interleave_int4's
+                       bytes, with its float16 accumulation's bound (the file's own reference reads the interleaved
+                       bytes as if plain, which its atol of 1e3 hides)
+  sparse_mla_bwd       (deepseek_v32 and dsa_sparse_finetune sparse_mla_bwd.py) in gpu/tlcompat_refs_mla.py, with
+                       sparse_mla_topk, sparse_mla_lse and its judge bound_excess, re-exported and self-checked here
 
 Needs torch only when called."""
+
+
+from tlcompat_refs_mla import bound_excess, sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk  # noqa: F401,E402
+import tlcompat_refs_mla  # noqa: E402
 
 
 def tf32(x):
@@ -214,6 +223,70 @@ def mqa_logits(IndexQ, IndexK, IndexKScale, Weights, KS, KE):
     return torch.where(defined, logits, torch.full_like(logits, float("nan")))
 
 
+def interleave_int4(qweight):
+    """The byte layout dequantize_gemm's fast decoding (decode_i4u_to_f16, lop3) reads: in each little-endian
+    32-bit word of 8 nibbles, nibble o moves to nibble (o % 2) * 4 + o // 2 (the decoder's i-th pair of halves is
+    nibbles i and 4 + i), so the decoder gives back the original order. int8 [..., n], n a multiple of 4."""
+    import torch
+    w = qweight.contiguous().view(torch.int32).long() & 0xFFFFFFFF
+    out = torch.zeros_like(w)
+    for o in range(8):
+        out |= ((w >> (4 * o)) & 0xF) << (4 * ((o % 2) * 4 + o // 2))
+    return torch.where(out >= 2 ** 31, out - 2 ** 32, out).to(torch.int32).view(torch.int8).view(qweight.shape)
+
+
+def int4_gemv(A, qweight, reduce_thread=32, micro_k=8):
+    """C = A W^T (float64), W [N, K] the unsigned nibbles of qweight [N, K / 2] (low nibble first), before
+    interleave_int4: what example_dequant_gemv_fp16xint4.py's kernel computes from the interleaved bytes. Its
+    accumulator is float16: thread kr sums the products k = ko * (reduce_thread * micro_k) + kr * micro_k + v in
+    order (ko, v), then the threads' sums meet in a tree of log2(reduce_thread) levels. The result carries as
+    `tilec_bound` (judged by bound_excess) twice the first-order error of that: u (|each product| + |each
+    partial sum| + levels |each thread's sum|) + one float16 step of the output, u = 2^-11."""
+    import math
+    import torch
+    q = qweight.view(torch.uint8).long()
+    Wt = torch.stack((q & 0xF, q >> 4), dim=-1).reshape(q.shape[0], -1).double()
+    N, K = Wt.shape
+    p = A.double()[:, None, :] * Wt[None, :, :]                            # [M, N, K]
+    M = p.shape[0]
+    seq = p.view(M, N, K // (reduce_thread * micro_k), reduce_thread, micro_k).transpose(2, 3).reshape(M, N, reduce_thread, -1)
+    partial = seq.cumsum(-1)
+    threads = partial[..., -1]
+    levels = math.ceil(math.log2(reduce_thread))
+    u = 2.0 ** -11
+    R = threads.sum(-1)
+    first = u * (p.abs().sum(-1) + partial.abs().sum((-1, -2)) + levels * threads.abs().sum(-1))
+    R.tilec_bound = 2 * first + 2.0 ** -10 * R.abs()
+    return R
+
+
+E2M1_TIES_UP = (0.75, 1.75, 3.5)        # midpoints whose even neighbour is the larger magnitude
+
+
+def fp4_block_quant(x, group=32):
+    """deepseek_v4/act_quant.py's fp4_quant_kernel in its float32 arithmetic: per row and group, amax =
+    max(max |x|, 6 * 2^-126), s = 2^ceil(log2(amax * f32(1/6))) (fast_round_scale's exponent bits), codes of
+    clamp(x / s, -6, 6) in e2m1 to nearest, ties to even (the file's reference takes the smaller magnitude at the
+    ties 0.75, 1.75 and 3.5, about 1% of bfloat16 inputs, which its test allows), sign bit for negatives; two codes a
+    byte, the even element in the low nibble. Returns (codes int8 [M, N / 2], scales float32 [M, N / group])."""
+    import torch
+    M, N = x.shape
+    xf = x.float().reshape(M, N // group, group)
+    amax = xf.abs().amax(-1).clamp(min=6 * 2.0 ** -126)
+    t = amax * torch.tensor(1 / 6.0, dtype=torch.float32, device=x.device)
+    m, e = torch.frexp(t)
+    s = ((torch.where(m == 0.5, e - 1, e).to(torch.int32) + 127) << 23).view(torch.float32)
+    y = (xf / s[..., None]).clamp(-6.0, 6.0).reshape(M, N)
+    a = y.abs()
+    code = torch.zeros_like(a, dtype=torch.int32)
+    for lo, hi in ((0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0), (2.0, 3.0), (3.0, 4.0), (4.0, 6.0)):
+        mid = (lo + hi) / 2
+        code += ((a > mid) | ((a == mid) & (mid in E2M1_TIES_UP))).int()
+    code += (y < 0).int() * 8
+    pairs = code.view(M, N // 2, 2)
+    return (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8).view(torch.int8), s
+
+
 def masked_mismatch(rtol, atol):
     """A judge for similar(): the fraction of the entries where the reference is defined (not NaN) whose output lies
     outside |out - ref| <= atol + rtol |ref| (an output NaN there counts as outside)."""
@@ -255,7 +328,54 @@ def self_check(torch):
             abs(float(fg[1, 5]) - sum(float(G[r, 0, 1]) * float(x[r, 5]) for r in range(5))) > 1e-9:
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
-        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g)
+        _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g) + \
+        tlcompat_refs_mla.self_check(torch) + _int4_self_check(torch, g) + _fp4_self_check(torch, g)
+
+
+def _fp4_self_check(torch, g):
+    """fp4_block_quant on worked values (amax 6: scale 1): each tie to its even code, negatives' sign bit, the
+    nibble order; and amax 14: scale 2^ceil(log2(14 / 6)) = 4."""
+    row = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.75, 6.0, -0.1, 0.3, -6.0] + [0.0] * 20
+    want = [0, 2, 2, 4, 4, 6, 6, 10, 7, 8, 1, 15] + [0] * 20
+    codes, s = fp4_block_quant(torch.tensor([row, [14.0] + [0.0] * 31]).bfloat16())
+    b = codes.view(torch.uint8)[0].tolist()
+    got = [(b[i // 2] >> (4 * (i % 2))) & 0xF for i in range(32)]
+    out = [] if got == want else ["fp4_block_quant's codes %s, not %s" % (got[:12], want[:12])]
+    if s[:, 0].tolist() != [1.0, 4.0]:
+        out.append("fp4_block_quant's scales %s, not [1, 4]" % s[:, 0].tolist())
+    return out
+
+
+def _int4_self_check(torch, g):
+    """interleave_int4 read back as decode_i4u_to_f16 reads it (nibbles i and 4 + i of each word, pair by pair)
+    gives the original nibbles; int4_gemv against a float16 emulation of the kernel's order (within its bound)
+    and against the file's own reading of the interleaved bytes (past it)."""
+    out = []
+    q = torch.randint(-128, 128, (6, 16), generator=g, dtype=torch.int8)
+    words = interleave_int4(q).view(torch.int32).long() & 0xFFFFFFFF
+    decoded = torch.stack([(words >> s) & 0xF for i in range(4) for s in (4 * i, 16 + 4 * i)], -1).reshape(6, 32)
+    u = q.view(torch.uint8).long()
+    if not torch.equal(decoded, torch.stack((u & 0xF, u >> 4), -1).reshape(6, 32)):
+        out.append("interleave_int4 read by the fast decoder does not give the original nibbles")
+    A = torch.randn(1, 512, generator=g).half()
+    q = torch.randint(-128, 128, (8, 256), generator=g, dtype=torch.int8)
+    R = int4_gemv(A, q)
+    u = q.view(torch.uint8).long()
+    W = torch.stack((u & 0xF, u >> 4), -1).reshape(8, 512).half()
+    acc = torch.zeros(8, 32, dtype=torch.float16)                           # thread kr's float16 sum, in order
+    for ko in range(2):
+        for v in range(8):
+            k = ko * 256 + torch.arange(32) * 8 + v
+            acc = acc + A[0, k][None, :] * W[:, k]
+    while acc.shape[1] > 1:                                                 # the tree, in float16
+        acc = acc[:, : acc.shape[1] // 2] + acc[:, acc.shape[1] // 2:]
+    if not bound_excess(acc.view(1, 8), R) < 1:
+        out.append("int4_gemv: a float16 emulation of the kernel is past the bound (%g)" % bound_excess(acc.view(1, 8), R))
+    plain = A.double() @ torch.stack((interleave_int4(q).view(torch.uint8).long() & 0xF,
+                                      interleave_int4(q).view(torch.uint8).long() >> 4), -1).reshape(8, 512).double().T
+    if not bound_excess(plain, R) > 1:
+        out.append("int4_gemv passes the interleaved bytes read as plain nibbles")
+    return out
 
 
 def _indexer_self_check(torch, g):

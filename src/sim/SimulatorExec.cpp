@@ -11,11 +11,41 @@ namespace tilec::simtest {
 
 namespace {
 
+/// A bfloat16's bits and back. The simulator holds a bfloat16 as the float32 (then double) of its value, which is
+/// exact; a NaN pattern (the halves of a float32 that a T.view of a bfloat16 tile stores, DeepSeek's sparse MLA
+/// backward) keeps its 16 bits in a quiet NaN's payload, above float32's cut (bits 50..35, marker bit 29), so
+/// that storing it into a bfloat16 buffer (rounded through float32) keeps them.
+double bf16FromBits(uint16_t u) {
+    uint32_t w = (uint32_t)u << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    if (!std::isnan(f)) return f;
+    uint64_t bits = 0x7FF8000000000000ull | ((uint64_t)u << 35) | (1ull << 29);
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+}
+
+uint16_t bf16Bits(double v) {
+    if (std::isnan(v)) {
+        uint64_t bits;
+        std::memcpy(&bits, &v, 8);
+        return (bits >> 29 & 1) ? (uint16_t)(bits >> 35) : (uint16_t)0x7FC0;
+    }
+    float f = (float)v;
+    uint32_t w;
+    std::memcpy(&w, &f, 4);
+    if (w & 0xFFFF) throw SimError("reinterpreting a bfloat16 that holds a float32 value (not a bfloat16)");
+    return (uint16_t)(w >> 16);
+}
+
 /// T.reinterpret / a T.view to another dtype: value v of dtype `from` read as `to`, of the same width. The
-/// simulator holds values, not bits, so only integers, float32 and float64 (whose values are their bits) take
-/// part; a narrower float is a SimError.
+/// simulator holds values, not bits, so only integers, float32, float64 (whose values are their bits) and
+/// bfloat16 (bf16Bits) take part; float16 and float8 are a SimError.
 double reinterpretValue(DType to, DType from, double v) {
-    auto exact = [](DType t) { return t.isInt() || t.kind == DType::Float32 || t.kind == DType::Float64; };
+    auto exact = [](DType t) {
+        return t.isInt() || t.kind == DType::Float32 || t.kind == DType::Float64 || t.kind == DType::BFloat16;
+    };
     if (!exact(to) || !exact(from) || to.bits() != from.bits())
         throw SimError("no simulation of reinterpreting " + std::string(from.name()) + " as " + std::string(to.name()));
     uint64_t bits = 0;
@@ -26,6 +56,8 @@ double reinterpretValue(DType to, DType from, double v) {
         bits = u;
     } else if (from.kind == DType::Float64) {
         std::memcpy(&bits, &v, 8);
+    } else if (from.kind == DType::BFloat16) {
+        bits = bf16Bits(v);
     } else {
         bits = (uint64_t)(int64_t)v;
     }
@@ -40,6 +72,7 @@ double reinterpretValue(DType to, DType from, double v) {
         std::memcpy(&d, &bits, 8);
         return d;
     }
+    if (to.kind == DType::BFloat16) return bf16FromBits((uint16_t)bits);
     return roundToDType(to, (double)(int64_t)bits); // wraps to the integer's width and sign
 }
 

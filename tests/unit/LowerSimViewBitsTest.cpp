@@ -63,4 +63,40 @@ TEST(LowerSimViewBits, WiderNarrowerAndSameWidthViews) {
     sim::expectNear(f, wantF, 0, "F");
 }
 
+/// A float32 view of a bfloat16 shared tile (DeepSeek's sparse MLA backward keeps its float32 dKV rows in its KV tile
+/// so): each float's halves are bfloat16 bit patterns, NaN and infinity patterns among them, and read back through
+/// the view they give the same floats, bit for bit.
+TEST(LowerSimViewBits, Float32ViewOfBfloat16KeepsEveryHalf) {
+    tilec::lowertest::LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def halves(F: T.Tensor((32,), \"float32\"), G: T.Tensor((32,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=32) as bx:\n"
+          "        s = T.alloc_shared((64,), \"bfloat16\")\n"
+          "        v = T.view(s, (32,), \"float32\")\n"
+          "        tx = T.get_thread_binding()\n"
+          "        v[tx] = F[tx]\n"
+          "        T.sync_threads()\n"
+          "        G[tx] = v[31 - tx]\n",
+          "t.tile", *tilec::Target::parse("sm_90a"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    // low halves: a quiet and a signalling bfloat16 NaN, +-infinity, -0, a normal, a subnormal; high halves normal
+    const uint32_t lows[] = {0x7FC1, 0x7F81, 0xFF80, 0x7F80, 0x8000, 0x3F80, 0x0001, 0xFFFF};
+    std::vector<double> f(32), g(32, -1), want(32);
+    for (int i = 0; i < 32; ++i) {
+        uint32_t w = (uint32_t)(0x3F80 + 3 * i) << 16 | lows[i % 8];
+        float x;
+        std::memcpy(&x, &w, 4);
+        f[i] = x;
+    }
+    for (int i = 0; i < 32; ++i) want[i] = f[31 - i];
+    sim::runAll(r, {{"F", &f}, {"G", &g}});
+    for (int i = 0; i < 32; ++i) {
+        float a = (float)g[i], b = (float)want[i];
+        uint32_t ua, ub;
+        std::memcpy(&ua, &a, 4), std::memcpy(&ub, &b, 4);
+        EXPECT_EQ(ua, ub) << "G[" << i << "]";
+    }
+}
+
 } // namespace

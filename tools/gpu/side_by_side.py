@@ -202,7 +202,11 @@ def unwritten_masks(torch, tc, tensors, inits, names):
 
 def judge_written(torch, entry, ns, name, a, b, mask):
     """judge() on the elements tilec wrote; an element tilec left unwritten must be unwritten by TileLang too
-    (poisoned alike), else tilec lost a write: a failure."""
+    (poisoned alike), else tilec lost a write: a failure. Packed outputs (TileLang's float4_e2m1fn_x2 beside
+    tilec's int8 bytes) are compared as integers of their size (tilelang_compat.comparable): torch has no
+    conversion of them, and asking for one on the GPU is a device-side assert."""
+    import tilelang_compat as TLC
+    a, b = TLC.comparable(torch, a, b)
     if a.dtype.is_floating_point and b.dtype == a.dtype:     # NaN on both sides at one place: the two agree
         both = torch.isnan(a) & torch.isnan(b)
         if bool(both.any()):
