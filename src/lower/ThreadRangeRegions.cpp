@@ -106,7 +106,8 @@ struct BranchCheck : IRVisitor {
         if (&v == tx) fail(stmtLoc, "reads the thread index");
     }
     void visit(const Call &c) override {
-        if (threadCountedCall(c)) fail(stmtLoc, "calls " + c.name + ", whose meaning depends on the threads that run it");
+        if (lib::is(c, lib::Fn::WarpGroup)) fail(stmtLoc, "is a T.ws block inside another T.ws block or range of the threads");
+        else if (threadCountedCall(c)) fail(stmtLoc, "calls " + c.name + ", whose meaning depends on the threads that run it");
         IRVisitor::visit(c);
     }
     void visit(const For &f) override {
