@@ -54,24 +54,28 @@ TEST(SimWarpGroups, WithoutTheBarrierAfterTheSharedCopyIsARace) {
     EXPECT_TRUE(!o.races.empty() || o.wrong) << "a shared tile read before all threads stored it, unseen";
 }
 
-/// tests/gpu/gemm_warp_roles.tile's ws_gemm with `from` replaced by `to` in its source.
-std::string brokenRoles(const std::string &from, const std::string &to) {
+const GemmCase kRoles{128, 128, 192, 128, 128, 64, 0, 0};
+
+/// tests/gpu/gemm_warp_roles.tile's ws_gemm with `from` replaced by `to` in its source, lowered for sm_90a into
+/// `r`: its warp-specialized kernel (null, a test failure, when it has none).
+const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to) {
     std::string src = simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = ws_gemm(128, 128, 192)");
     auto at = src.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) src.replace(at, from.size(), to);
-    return src;
+    r.run(src, "gemm_warp_roles.tile", *Target::parse("sm_90a"));
+    const ir::Kernel *k = r.kernel("k");
+    EXPECT_TRUE(k && k->producerThreads) << r.diags();
+    return k && k->producerThreads ? k : nullptr;
 }
 
 // The producer waits for the phase of parity 0 of compute_is_done before the consumer has ever arrived on it
 // (a fresh barrier has completed only "parity 1"): both roles wait for each other.
 TEST(SimWarpGroups, ProducerWaitingOnTheWrongParityDeadlocksAtItsWait) {
     lowertest::LowerRun r;
-    r.run(brokenRoles("T.barrier_wait(compute_is_done, (ko + 1) % 2)", "T.barrier_wait(compute_is_done, ko % 2)"),
-          "gemm_warp_roles.tile", *Target::parse("sm_90a"));
-    const ir::Kernel *k = r.kernel("k");
-    ASSERT_TRUE(k && k->producerThreads) << r.diags();
-    Outcome o = simulate(*k, {128, 128, 192, 128, 128, 64, 0, 0}, 0);
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(compute_is_done, (ko + 1) % 2)", "T.barrier_wait(compute_is_done, ko % 2)");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kRoles, 0);
     EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
     EXPECT_NE(o.error.find("(the wait at line 24:"), std::string::npos) << o.error;
 }
@@ -79,13 +83,10 @@ TEST(SimWarpGroups, ProducerWaitingOnTheWrongParityDeadlocksAtItsWait) {
 // The consumer does not wait for the tiles: its products read shared memory TMA is still writing.
 TEST(SimWarpGroups, ConsumerNotWaitingForTheTilesIsCaught) {
     lowertest::LowerRun r;
-    r.run(brokenRoles("T.barrier_wait(data_is_ready, ko % 2)", "T.barrier_wait(data_is_ready, (ko + 1) % 2)"),
-          "gemm_warp_roles.tile", *Target::parse("sm_90a"));
-    const ir::Kernel *k = r.kernel("k");
-    ASSERT_TRUE(k && k->producerThreads) << r.diags();
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(data_is_ready, ko % 2)", "T.barrier_wait(data_is_ready, (ko + 1) % 2)");
+    ASSERT_TRUE(k);
     bool caught = false;
-    for (uint64_t seed : {0, 1, 2, 3})
-        caught |= simtest::anyFailure(simulate(*k, {128, 128, 192, 128, 128, 64, 0, 0}, seed));
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
     EXPECT_TRUE(caught);
 }
 
