@@ -89,16 +89,30 @@ void checkDTypes(Interp &in, const CallArgs &args, const GemmOperand &A, const G
     }
 }
 
-Value gemm(Interp &in, CallArgs &args) {
-    auto a = bindArgs(
-        in, args, "T.gemm",
-        {"A", "B", "C", "transpose_A?", "transpose_B?", "policy?", "clear_accum?", "k_pack?", "wg_wait?"});
-    requireLaunch(in, args, "T.gemm");
+/// T.gemm, or (`fname` "T.wgmma_gemm") TileLang's explicitly asynchronous Hopper product, whose wait the program
+/// places itself with T.wait_wgmma. tilec runs the latter as T.gemm: the schedule in which the product has
+/// completed when the next statement starts, so a program that reads C (or overwrites A or B) only after a
+/// T.wait_wgmma covering it computes the same values (docs/LANGUAGE.md 4.17).
+Value gemmAs(Interp &in, CallArgs &args, const std::string &fname) {
+    std::vector<std::string> params{"A", "B", "C", "transpose_A?", "transpose_B?", "policy?", "clear_accum?"};
+    if (fname == "T.gemm") params.insert(params.end(), {"k_pack?", "wg_wait?"});
+    auto a = bindArgs(in, args, fname, params);
+    a.resize(9);
+    requireLaunch(in, args, fname);
     GemmOperand A = gemmOperand(in, *a[0], "A"), B = gemmOperand(in, *a[1], "B"),
                 C = gemmOperand(in, *a[2], "C");
     bool tA = a[3] && boolArg(in, *a[3], "transpose_A");
     bool tB = a[4] && boolArg(in, *a[4], "transpose_B");
-    bool clear = a[6] && boolArg(in, *a[6], "clear_accum");
+    // clear_accum known only at run time (`clear_accum=(j == 0)` in a loop over K tiles): C = A @ B where it
+    // holds, C += A @ B elsewhere, i.e. C cleared under that condition, then accumulated into.
+    ir::Expr clearWhen;
+    if (a[6] && isScalarOperand(a[6]->value)) {
+        clearWhen = in.toExpr(*a[6], "clear_accum");
+        if (auto c = ir::constInt(clearWhen)) clearWhen = *c ? ir::intImm(1) : nullptr;
+    } else if (a[6] && boolArg(in, *a[6], "clear_accum")) {
+        clearWhen = ir::intImm(1);
+    }
+    bool clear = clearWhen && ir::constInt(clearWhen);
 
     ir::GemmPolicy policy = ir::GemmPolicy::Auto;
     if (a[5] && !a[5]->value.is(VK::None)) {
@@ -137,6 +151,10 @@ Value gemm(Interp &in, CallArgs &args) {
         mismatch(tag(B, tB, "transpose_B"), B, nB, C.name, C, C.cols, "N");
     checkDTypes(in, args, A, B, C);
 
+    if (clearWhen && !clear) {
+        ir::Stmt zero = ir::Fill::make(C.region, ir::cast(C.region.buffer->dtype, ir::intImm(0), args.call), args.call);
+        in.emit(ir::IfThenElse::make(clearWhen, zero, nullptr, args.call));
+    }
     in.emit(ir::Gemm::make(A.region, B.region, C.region, tA, tB, clear, policy, args.call));
     return Value::none();
 }
@@ -197,7 +215,8 @@ Value reduce(Interp &in, CallArgs &args, ir::ReduceKind kind, const std::string 
 } // namespace
 
 void addGemmPrimitives(Attrs &attrs) {
-    def(attrs, "gemm", gemm);
+    def(attrs, "gemm", [](Interp &in, CallArgs &args) { return gemmAs(in, args, "T.gemm"); });
+    def(attrs, "wgmma_gemm", [](Interp &in, CallArgs &args) { return gemmAs(in, args, "T.wgmma_gemm"); });
     // TileLang's GemmWarpPolicy is an IntEnum, so the integers 0, 1, 2 are accepted as well.
     auto p = std::make_shared<ModuleObj>();
     p->name = "T.GemmWarpPolicy";

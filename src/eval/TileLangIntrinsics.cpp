@@ -1,8 +1,13 @@
 /// \file
 /// TileLang's single-instruction helpers that tilec expresses in its own IR: T.dp4a (a four-way int8 dot
 /// product accumulated into int32) and the register-count hints T.set_max_nreg / T.inc_max_nreg /
-/// T.dec_max_nreg (setmaxnreg), which tilec checks and does not emit.
+/// T.dec_max_nreg (setmaxnreg) and T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc, which tilec
+/// checks and does not emit; T.wait_wgmma and T.fence_proxy_async, which order TileLang's asynchronous wgmma
+/// (T.wgmma_gemm, TileLangGemm.cpp) and which tilec's schedule of it has nothing left to order; and one
+/// thread's T.ptx_cp_async.
 #include "eval/TileLang.h"
+
+#include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
 
@@ -63,9 +68,98 @@ void maxNreg(Interp &in, CallArgs &args, const Arg &count, std::optional<int64_t
         in.fail(incArg->range, fname + "'s is_inc is 1 (increase) or 0 (decrease), got " + std::to_string(*inc));
 }
 
+/// T.wait_wgmma(n): wait until at most n of the warp group's T.wgmma_gemm products are in flight. tilec's
+/// T.wgmma_gemm has completed when the next statement starts (gemmAs), so none is ever in flight: the call checks
+/// its count and emits nothing.
+Value waitWgmma(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.wait_wgmma", {"id"});
+    requireLaunch(in, args, "T.wait_wgmma");
+    int64_t n = constIntArg(in, *a[0], "id");
+    if (n < 0 || n > 7)
+        in.fail(a[0]->range, "T.wait_wgmma takes the number of wgmma groups left in flight, 0 to 7 (wgmma.wait_group); got " +
+                                 std::to_string(n));
+    return Value::none();
+}
+
+/// T.fence_proxy_async(): orders the thread's generic-proxy writes of shared memory before later async-proxy
+/// reads (wgmma, TMA). tilec places that fence itself before every wgmma or TMA store that reads shared memory
+/// written by the threads (placeWgmmaWaits, stageEpilogue), so the program's own adds no order: nothing is emitted.
+Value fenceProxyAsync(Interp &in, CallArgs &args) {
+    bindArgs(in, args, "T.fence_proxy_async", {});
+    requireLaunch(in, args, "T.fence_proxy_async");
+    return Value::none();
+}
+
+/// The element a T.access_ptr argument points at (its AddressOf), in `scope`.
+const ir::Load &pointee(Interp &in, const Arg &a, const char *what, ir::Scope scope) {
+    ir::Expr e = in.toExpr(a, what);
+    auto c = ir::as<ir::Call>(e);
+    auto l = c && passes::lib::is(e, passes::lib::Fn::AddressOf) ? ir::as<ir::Load>(c->args[0]) : nullptr;
+    if (!l) in.fail(a.range, std::string("T.ptx_cp_async's ") + what + " is a T.access_ptr of a buffer element");
+    if (l->buffer->scope != scope)
+        in.fail(a.range, std::string("T.ptx_cp_async's ") + what + " must be in " + ir::toString(scope) + " memory; '" +
+                             l->buffer->name + "' is " + ir::toString(l->buffer->scope));
+    return *l;
+}
+
+/// T.ptx_cp_async(dst, src, num_elems, predicate=None): one thread's cp.async of num_elems contiguous elements
+/// (4, 8 or 16 bytes) from a global element to a shared one, both T.access_ptr; with a predicate that is false
+/// the destination is zero-filled and the source not read. Like T.async_copy it is lowered as the copy it makes,
+/// complete when the next statement starts (the schedule in which its group finished at once): one store per
+/// element along the last dimension, which must hold them.
+Value ptxCpAsync(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.ptx_cp_async", {"dst_access_ptr", "src_access_ptr", "num_elems", "predicate?"});
+    requireLaunch(in, args, "T.ptx_cp_async");
+    const ir::Load &d = pointee(in, *a[0], "destination", ir::Scope::Shared);
+    const ir::Load &s = pointee(in, *a[1], "source", ir::Scope::Global);
+    if (d.buffer->dtype != s.buffer->dtype)
+        in.fail(args.call, "T.ptx_cp_async copies '" + s.buffer->name + "' of " + std::string(s.buffer->dtype.name()) + " into '" +
+                               d.buffer->name + "' of " + std::string(d.buffer->dtype.name()) + ": the types must agree");
+    int64_t n = constIntArg(in, *a[2], "num_elems"), bytes = n * (int64_t)d.buffer->dtype.bytes();
+    if (n <= 0 || (bytes != 4 && bytes != 8 && bytes != 16))
+        in.fail(a[2]->range, "T.ptx_cp_async copies 4, 8 or 16 bytes (cp.async); " + std::to_string(n) + " elements of " +
+                                 std::string(d.buffer->dtype.name()) + " are " + std::to_string(bytes));
+    for (const ir::Load *l : {&d, &s}) {
+        auto last = ir::constInt(l->buffer->shape.back()), at = ir::constInt(l->indices.back());
+        if (last && at && *at + n > *last)
+            in.fail(args.call, "T.ptx_cp_async copies " + std::to_string(n) + " elements of '" + l->buffer->name + "' from index " +
+                                   std::to_string(*at) + " of its last dimension, which has " + std::to_string(*last));
+    }
+    auto at = [&](const ir::Load &l, int64_t e) {
+        std::vector<ir::Expr> idx = l.indices;
+        idx.back() = ir::binary(ir::BinaryOp::Add, idx.back(), ir::intImm(e), args.call);
+        return idx;
+    };
+    std::vector<ir::Stmt> copy, zero;
+    for (int64_t e = 0; e < n; ++e) {
+        copy.push_back(ir::Store::make(d.buffer, at(d, e), ir::Load::make(s.buffer, at(s, e), args.call), args.call));
+        zero.push_back(ir::Store::make(d.buffer, at(d, e), ir::cast(d.buffer->dtype, ir::intImm(0), args.call), args.call));
+    }
+    ir::Stmt body = ir::Seq::make(std::move(copy), args.call);
+    if (a[3] && !a[3]->value.is(VK::None))
+        body = ir::IfThenElse::make(in.toExpr(*a[3], "predicate"), body, ir::Seq::make(std::move(zero), args.call), args.call);
+    in.emit(body);
+    return Value::none();
+}
+
 } // namespace
 
 void addIntrinsicPrimitives(Attrs &attrs) {
+    def(attrs, "ptx_cp_async", ptxCpAsync);
+    def(attrs, "wait_wgmma", waitWgmma);
+    def(attrs, "fence_proxy_async", fenceProxyAsync);
+    // TileLang's hints for the register counts its automatic warp specialization gives the producer (decrease,
+    // default 24) and the consumers (increase, default 240): setmaxnreg operands, checked as T.set_max_nreg's.
+    for (auto [name, inc] : {std::pair{"annotate_producer_reg_dealloc", 0}, std::pair{"annotate_consumer_reg_alloc", 1}}) {
+        std::string full = std::string("T.") + name;
+        int64_t i = inc;
+        def(attrs, name, [full, i](Interp &in, CallArgs &args) {
+            auto a = bindArgs(in, args, full, {"reg_count?"});
+            if (a[0]) maxNreg(in, args, *a[0], i, nullptr, full);
+            else requireLaunch(in, args, full);
+            return Value::none();
+        });
+    }
     def(attrs, "dp4a", dp4a);
     def(attrs, "set_max_nreg", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.set_max_nreg", {"reg_count", "is_inc"});

@@ -84,6 +84,12 @@ void addWarpRolePrimitives(Attrs &attrs) {
     def(attrs, "barrier_arrive", [](Interp &in, CallArgs &args) {
         return barrierArrive(in, args, "T.barrier_arrive", {"mbarrier"});
     });
+    // cp.async.mbarrier.arrive.noinc: each thread arrives once its earlier cp.async copies (T.ptx_cp_async,
+    // T.async_copy) have landed, the arrival counted among those the barrier expects. Those copies have
+    // completed when issued in tilec's schedule of them, so it is the thread's arrival now.
+    def(attrs, "cp_async_barrier_noinc", [](Interp &in, CallArgs &args) {
+        return barrierArrive(in, args, "T.cp_async_barrier_noinc", {"barrier"});
+    });
     def(attrs, "mbarrier_arrive", [](Interp &in, CallArgs &args) {
         return barrierArrive(in, args, "T.mbarrier_arrive", {"mbarrier", "cta_id?"});
     });

@@ -155,8 +155,8 @@ class Lowerer {
         if (isCall(s, lib::Fn::MbarrierInit))
             return (void)fail(s->loc, "T.alloc_barrier belongs at the top of the kernel, outside T.ws blocks and loops");
         if (group < 0)
-            return (void)fail(s->loc, "with T.ws roles, every statement must be inside a T.ws block: code that all warp "
-                                      "groups run together is not supported");
+            return (void)fail(s->loc, "with T.ws roles that synchronise through mbarriers, every statement must be inside "
+                                      "a T.ws block: code that all warp groups run together is not supported there");
         Role &r = roles_[group];
         if (markerOf(s, lib::Fn::TmaCopyOn)) {
             if (!r.firstTma) r.firstTma = s.get();

@@ -106,7 +106,8 @@ struct BranchCheck : IRVisitor {
         if (&v == tx) fail(stmtLoc, "reads the thread index");
     }
     void visit(const Call &c) override {
-        if (threadCountedCall(c)) fail(stmtLoc, "calls " + c.name + ", whose meaning depends on the threads that run it");
+        if (lib::is(c, lib::Fn::WarpGroup)) fail(stmtLoc, "is a T.ws block inside another T.ws block or range of the threads");
+        else if (threadCountedCall(c)) fail(stmtLoc, "calls " + c.name + ", whose meaning depends on the threads that run it");
         IRVisitor::visit(c);
     }
     void visit(const For &f) override {
@@ -172,9 +173,21 @@ struct Touches : IRVisitor {
     }
 };
 
+/// The warp group of a `with T.ws(g)` block (its marker condition), or nullopt.
+std::optional<int64_t> warpGroupOf(const IfThenElse &i) {
+    auto c = as<Call>(i.cond);
+    return c && lib::is(i.cond, lib::Fn::WarpGroup) ? constInt(c->args[0]) : std::nullopt;
+}
+
+/// Whether the warp groups of `body` synchronise through mbarriers (lowerWarpRoles' producer/consumer roles).
+bool usesMbarriers(const Stmt &body) {
+    return callsAny(body, {lib::Fn::MbarrierInit, lib::Fn::MbarrierWait, lib::Fn::MbarrierArriveEach, lib::Fn::TmaCopyOn});
+}
+
 class Regions {
   public:
-    Regions(const Kernel &k, DiagnosticEngine &diag) : k_(k), diag_(diag) {}
+    /// `warpGroups`: T.ws blocks are regions too (a kernel whose warp groups share no mbarrier).
+    Regions(const Kernel &k, DiagnosticEngine &diag, bool warpGroups) : k_(k), diag_(diag), warpGroups_(warpGroups) {}
 
     /// Finds the regions (errors where a branch cannot be run whole), then checks the register buffers.
     bool find(const Stmt &s) {
@@ -204,6 +217,7 @@ class Regions {
     const Kernel &k_;
     DiagnosticEngine &diag_;
     std::map<const IfThenElse *, Branches> regions_;
+    bool warpGroups_;
     bool failed_ = false;
 
     void walk(const Stmt &s) {
@@ -221,8 +235,10 @@ class Regions {
 
     /// Whether `i` is a region (recorded); a located error when it is one whose branches cannot run whole.
     bool region(const IfThenElse &i) {
-        if (!holdsTileWork(i.then) && !(i.otherwise && holdsTileWork(i.otherwise))) return false;
-        auto then = rangeOf(i.cond, k_.threadIdx.get(), k_.threads);
+        auto group = warpGroups_ ? warpGroupOf(i) : std::nullopt;
+        if (!group && !holdsTileWork(i.then) && !(i.otherwise && holdsTileWork(i.otherwise))) return false;
+        auto then = group ? std::optional<ThreadRange>(ThreadRange{128 * *group, 128 * (*group + 1)})
+                          : rangeOf(i.cond, k_.threadIdx.get(), k_.threads);
         if (!then) return false;
         auto other = complementOf(*then, k_.threads);
         if (i.otherwise && !other) return false;
@@ -261,7 +277,7 @@ struct Flatten : IRMutator {
 Program threadRangeRegions(const Program &p, DiagnosticEngine &diag) {
     Program out;
     for (auto &k : p.kernels) {
-        Regions r(*k, diag);
+        Regions r(*k, diag, k->body && !usesMbarriers(k->body));
         if (!k->body || !k->threadIdx || !r.find(k->body) || r.regions().empty()) {
             out.kernels.push_back(k);
             continue;

@@ -453,7 +453,10 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
             if (mask[t] && (bar(t) != at || num("parity", t) != parity)) throw SimError("an mbarrier wait that differs between the threads of " + comps_[(size_t)cur_].name);
         Mbarrier &b = mbarrier(at, "a wait on");
         waitUntil([&b, parity] { return (b.phases & 1) != (parity & 1); },
-                  [this, at, parity] { return describe(at) + " for the phase of parity " + std::to_string(parity); });
+                  [this, at, parity, loc = c.loc] {
+                      return describe(at) + " for the phase of parity " + std::to_string(parity) +
+                             (loc.valid() ? " (the wait at line " + std::to_string(loc.line) + ":" + std::to_string(loc.col) + ")" : "");
+                  });
         acquire(b.released);
         return;
     }

@@ -25,6 +25,10 @@ namespace tilec::passes {
 /// (a wait for the other branch would never end once the branches run one after the other), T.thread_return,
 /// and mbarrier operations (their arrival counts are the range's threads). A condition on the thread index that
 /// is not such a range (`tx % 2 == 0`) keeps the `if` and the error insertSyncs reports for it.
+///
+/// TileLang's `with T.ws(g):` is the range [128 g, 128 (g + 1)): in a kernel without mbarriers or T.tma_copy
+/// (whose T.ws blocks lowerWarpRoles makes producer and consumer roles) each T.ws block is such a region, held
+/// to the same rules, and code outside the blocks is what every warp group runs.
 ir::Program threadRangeRegions(const ir::Program &p, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

@@ -1,0 +1,123 @@
+/// \file
+/// Hand-written warp specialization on the CPU simulator, as TileLang's users write it. T.ws blocks of warp
+/// groups that share no mbarrier (example_warp_specialize_gemm_copy_gemm_0_1.py, with a copy all groups run
+/// together) are thread-range regions: the lowered kernel computes the product with no race, and without the
+/// barrier between the shared copy and the products the simulator reports the race. A hand-written mbarrier
+/// pipeline whose producer waits on the wrong phase is a deadlock the simulator reports with the line of the
+/// wait (on a GPU: a hang). TileLang's asynchronous primitives (tests/lit/codegen/async_wgmma_primitives.tile:
+/// T.wgmma_gemm with a run-time clear_accum, T.wait_wgmma, T.ptx_cp_async with a predicate) compute what
+/// TileLang's do.
+#include "LowerSimHopperUtil.h"
+
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilec;
+using namespace tilec::simtest::gemm;
+using tilec::simtest::Outcome;
+
+namespace {
+
+namespace lib = passes::lib;
+
+const GemmCase kCase{64, 128, 96, 64, 128, 32, 0, 256};
+
+std::string copyGemmSource() {
+    return simtest::withExport("../tests/lit/codegen/warp_groups_no_barriers.tile", "k = copy_gemm_0_1(64, 128, 96, 64, 128, 32)");
+}
+
+TEST(SimWarpGroups, CopyGemm01ComputesTheProduct) {
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        SCOPED_TRACE(arch);
+        lowertest::LowerRun r;
+        r.run(copyGemmSource(), "warp_groups_no_barriers.tile", *Target::parse(arch));
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k) << r.diags();
+        EXPECT_EQ(k->threads, 256);
+        expectCorrect(*k, kCase, {0, 1, 2});
+    }
+}
+
+TEST(SimWarpGroups, WithoutTheBarrierAfterTheSharedCopyIsARace) {
+    lowertest::LowerRun r;
+    r.run(copyGemmSource(), "warp_groups_no_barriers.tile", *Target::parse("sm_80"));
+    const ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k) << r.diags();
+    int dropped = 0;
+    auto mutant = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) {
+        if (lib::is(c, lib::Fn::Sync)) return ++dropped, ir::Stmt();
+        return simtest::same(e);
+    });
+    ASSERT_GT(dropped, 0);
+    Outcome o = simulate(*mutant, kCase, 0);
+    EXPECT_TRUE(!o.races.empty() || o.wrong) << "a shared tile read before all threads stored it, unseen";
+}
+
+const GemmCase kRoles{128, 128, 192, 128, 128, 64, 0, 0};
+
+/// tests/gpu/gemm_warp_roles.tile's ws_gemm with `from` replaced by `to` in its source, lowered for sm_90a into
+/// `r`: its warp-specialized kernel (null, a test failure, when it has none).
+const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to) {
+    std::string src = simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = ws_gemm(128, 128, 192)");
+    auto at = src.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) src.replace(at, from.size(), to);
+    r.run(src, "gemm_warp_roles.tile", *Target::parse("sm_90a"));
+    const ir::Kernel *k = r.kernel("k");
+    EXPECT_TRUE(k && k->producerThreads) << r.diags();
+    return k && k->producerThreads ? k : nullptr;
+}
+
+// The producer waits for the phase of parity 0 of compute_is_done before the consumer has ever arrived on it
+// (a fresh barrier has completed only "parity 1"): both roles wait for each other.
+TEST(SimWarpGroups, ProducerWaitingOnTheWrongParityDeadlocksAtItsWait) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(compute_is_done, (ko + 1) % 2)", "T.barrier_wait(compute_is_done, ko % 2)");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kRoles, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("(the wait at line 24:"), std::string::npos) << o.error;
+}
+
+// The consumer does not wait for the tiles: its products read shared memory TMA is still writing.
+TEST(SimWarpGroups, ConsumerNotWaitingForTheTilesIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(data_is_ready, ko % 2)", "T.barrier_wait(data_is_ready, (ko + 1) % 2)");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
+    EXPECT_TRUE(caught);
+}
+
+// Q K^T over two K tiles (cleared where j == 0, accumulated at j == 1), and one thread's 8-half copies of X's
+// rows, the last row zero-filled by its false predicate.
+TEST(SimWarpGroups, AsyncPrimitivesComputeTileLangsValues) {
+    const int N = 256;
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        SCOPED_TRACE(arch);
+        lowertest::LowerRun r;
+        r.run(simtest::withExport("../tests/lit/codegen/async_wgmma_primitives.tile", "k = decode(256)"),
+              "async_wgmma_primitives.tile", *Target::parse(arch));
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k) << r.diags();
+        std::vector<double> q(64 * 128), kk((size_t)N * 128), x((size_t)N * 8), s(64 * (size_t)N, -1), y((size_t)N * 8, -1);
+        for (size_t i = 0; i < q.size(); ++i) q[i] = (double)((i * 7) % 5) * 0.25 - 0.5;
+        for (size_t i = 0; i < kk.size(); ++i) kk[i] = (double)((i * 3) % 7) * 0.125 - 0.375;
+        for (size_t i = 0; i < x.size(); ++i) x[i] = (double)(i % 97) + 1;
+        Outcome o = simtest::runCaught(*k, {{"Q", &q}, {"K", &kk}, {"S", &s}, {"X", &x}, {"Y", &y}}, {}, 1);
+        ASSERT_EQ(o.error, "");
+        ASSERT_TRUE(o.races.empty()) << o.races[0];
+        for (int i = 0; i < 64; ++i)
+            for (int c = 0; c < N; ++c) {
+                double want = 0;
+                for (int d = 0; d < 128; ++d) want += q[(size_t)i * 128 + d] * kk[(size_t)c * 128 + d];
+                ASSERT_EQ(s[(size_t)i * N + c], want) << "S[" << i << ", " << c << "]";
+            }
+        for (int row = 0; row < N; ++row)
+            for (int e = 0; e < 8; ++e)
+                ASSERT_EQ(y[(size_t)row * 8 + e], row < N - 1 ? x[(size_t)row * 8 + e] : 0.0) << "Y[" << row << ", " << e << "]";
+    }
+}
+
+} // namespace
