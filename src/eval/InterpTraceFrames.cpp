@@ -62,7 +62,17 @@ TraceState &InterpImpl::requireLaunch(const SourceRange &r, const std::string &w
 }
 
 InterpImpl::Flow InterpImpl::execWith(const ast::Stmt &s) {
-    if (s.items.size() != 1) fail(s.range, "'with' takes exactly one context here");
+    if (s.items.empty()) fail(s.range, "'with' needs a context");
+    if (s.items.size() > 1) {
+        // `with A as a, B as b:` is `with A as a:` around `with B as b:`, as Python nests them.
+        auto inner = std::make_shared<ast::Stmt>(s);
+        inner->items.erase(inner->items.begin());
+        if (inner->items.front().context) inner->range = SourceRange::span(inner->items.front().context->range, s.range);
+        ast::Stmt outer = s;
+        outer.items.resize(1);
+        outer.body = {inner};
+        return execWith(outer);
+    }
     const ast::WithItem &item = s.items[0];
     Value c = eval(*item.context);
     if (c.is(VK::Poison)) throw EvalAbort{};

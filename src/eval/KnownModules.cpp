@@ -1,13 +1,15 @@
 /// \file
 /// Compile-time stand-ins for the Python modules TileLang programs import besides `tilelang.language`:
 /// `math`, `itertools`, the `tilelang` package's helpers (`cdiv`, `next_power_of_2`, `autotune`, `jit`, the
-/// carver's SM count, `tilelang.contrib.nvcc`'s and `tilelang.utils.target`'s target queries), tvm's `DataType`,
+/// carver's SM count; the target queries are TargetModules.cpp's), tvm's `DataType` (also `tilelang.tvm`, and
+/// `tvm.tl.language`, TileLang's old name for the tile language),
 /// torch's dtypes and `torch.cuda`'s device queries. Build-time GPU
 /// queries are answered from the target (-arch, --num-sms), as if the program ran on that GPU.
 ///
 /// Each of these modules knows some attributes; every other attribute is opaque, as for a module tilec
 /// does not know at all (an error only where a kernel needs its value).
 #include "eval/InterpImpl.h"
+#include "eval/TargetModules.h"
 
 #include "tilec/IROperator.h"
 
@@ -238,44 +240,6 @@ Value carverDriverModule() {
     return module("tilelang.carver.arch.driver", std::move(m));
 }
 
-/// `tilelang.contrib.nvcc`'s queries of the compilation target (the lowest -arch) and
-/// `tilelang.utils.target.determine_target`: what TileLang answers when it compiles for that GPU.
-Value nvccModule() {
-    Attrs m;
-    const std::string N = "tilelang.contrib.nvcc";
-    def(m, N, "get_target_compute_version", [](InterpImpl &in, CallArgs &a) {
-        bindArgs(in, a, "get_target_compute_version", {"target?"});
-        return Value::str(std::to_string(in.opts_.target.sm / 10) + "." + std::to_string(in.opts_.target.sm % 10));
-    });
-    def(m, N, "parse_compute_version", [](InterpImpl &in, CallArgs &a) {
-        auto x = bindArgs(in, a, "parse_compute_version", {"compute_version"});
-        std::string v = in.toStr(*x[0], "compute version");
-        auto dot = v.find('.');
-        bool ok = dot != std::string::npos && dot > 0 && dot + 1 < v.size() && v.size() < 12 &&
-                  v.find_first_not_of("0123456789.") == std::string::npos && v.find('.', dot + 1) == std::string::npos;
-        if (!ok) in.fail(x[0]->range, "compute version " + repr(x[0]->value) + " is not MAJOR.MINOR");
-        return Value::tuple({Value::integer(std::stoll(v.substr(0, dot))), Value::integer(std::stoll(v.substr(dot + 1)))});
-    });
-    def(m, N, "get_target_arch", [](InterpImpl &in, CallArgs &a) {
-        bindArgs(in, a, "get_target_arch", {"compute_version"});
-        int sm = in.opts_.target.sm;
-        return Value::str(std::to_string(sm) + (sm >= 90 ? "a" : ""));
-    });
-    return module(N, std::move(m));
-}
-
-Value targetModule() {
-    Attrs m;
-    def(m, "tilelang.utils.target", "determine_target", [](InterpImpl &in, CallArgs &a) {
-        auto x = bindArgs(in, a, "determine_target", {"target?", "return_object?"});
-        if (!x[1] || !in.toBool(*x[1], "return_object")) return Value::str("cuda");
-        int sm = in.opts_.target.sm;
-        return module("tvm.target.Target", {{"kind", Value::str("cuda")},
-                                            {"arch", Value::str("sm_" + std::to_string(sm) + (sm >= 90 ? "a" : ""))}});
-    });
-    return module("tilelang.utils.target", std::move(m));
-}
-
 Value tvmModule() {
     Attrs m;
     def(m, "tvm", "DataType", [](InterpImpl &in, CallArgs &a) {
@@ -421,9 +385,11 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     else if (dotted == "dataclasses") v = *dataclassesModule(*this);
     else if (dotted == "enum") v = *enumModule(*this);
     else if (dotted == "tilelang.carver.arch.driver") v = carverDriverModule();
-    else if (dotted == "tilelang.contrib.nvcc") v = nvccModule();
+    else if (auto target = targetModule(*this, dotted)) v = *target; // nvcc, tvm.target, tilelang.*.target
+    else if (dotted == "tilelang.tvm") v = *knownModule("tvm"); // `from tilelang import tvm`
+    else if (dotted == "tvm.tl") v = module(dotted, {{"language", importModule("tilelang.language")}}); // TileLang's old name
+    else if (dotted == "tvm.tl.language") v = importModule("tilelang.language");
     else if (dotted == "tilelang.contrib") v = module(dotted, {{"nvcc", *knownModule(dotted + ".nvcc")}});
-    else if (dotted == "tilelang.utils.target") v = targetModule();
     else if (dotted == "tilelang.utils") v = module(dotted, {{"target", *knownModule(dotted + ".target")}});
     else if (dotted == "tilelang.carver.arch") v = module(dotted, {{"driver", *knownModule(dotted + ".driver")}});
     else if (dotted == "tilelang.carver") v = module(dotted, {{"arch", *knownModule(dotted + ".arch")}});

@@ -68,8 +68,6 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
             in.fail(a.range, shown + " is not a positive number of threads");
         if (v > 1024)
             in.fail(a.range, shown + " exceeds the 1024 threads a block can have");
-        if (v % 32 != 0)
-            in.fail(a.range, shown + " is not a multiple of 32 (a warp)");
         f->threads = (int)v;
     }
     if (auto it = kw.find("is_cpu"); it != kw.end() && boolArg(in, it->second, "is_cpu"))

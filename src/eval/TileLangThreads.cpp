@@ -5,6 +5,7 @@
 /// bits (T.reinterpret), TVM's T.Cast spelling, T.index_to_coordinates, and the hints that do not change what a
 /// kernel computes (T.assume, T.disable_warp_group_reg_alloc, T.device_assert).
 #include "eval/TileLang.h"
+#include "eval/TileLangRandom.h"
 
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
@@ -306,6 +307,7 @@ void addThreadPrimitives(Attrs &attrs) {
     def(attrs, "device_assert", deviceAssert);
     def(attrs, "import_source", importSource);
     def(attrs, "call_extern", callExtern);
+    addRandomPrimitives(attrs); // TileLangRandom.cpp: rng_init, rng_rand, rng_rand_float
     def(attrs, "access_ptr", accessPtr);
     def(attrs, "get_lane_idx", [](Interp &in, CallArgs &args) { return warpCoordinate(in, args, "T.get_lane_idx", 0); });
     for (const char *n : {"get_warp_idx", "get_warp_idx_sync"})

@@ -6,6 +6,7 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/passes/BoundGemmRows.h"
+#include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
@@ -98,6 +99,9 @@ const std::vector<Pass> &table() {
         {"stageEpilogue", always,
          [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.variant, &s.diag.sources()); }, false},
         {"lowerParallel", always, [](const Program &p, PassState &) { return passes::lowerParallel(p); }, false},
+        // Blocks that end in a partial warp (threads=1): what needs all 32 lanes of a warp is an error there.
+        {"checkWholeWarps", always,
+         [](const Program &p, PassState &s) { return passes::checkWholeWarps(p, s.diag), p; }, true},
         // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
         {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
         // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.

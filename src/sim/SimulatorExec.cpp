@@ -1,6 +1,7 @@
 /// \file
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
+#include "sim/SimulatorRandom.h"
 
 #include <algorithm>
 #include <array>
@@ -116,6 +117,10 @@ double Simulator::eval(const ir::Expr &e, int t) {
             if (info->fn == Fn::Swz || info->fn == Fn::SwzPanels)
                 return (double)(info->fn == Fn::Swz ? swizzled : panelled)((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
                                                                            (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            // Shuffles name all 32 lanes of the warp: one in a partial warp (a block of 1 to 31 threads, or
+            // the last warp of 48) waits for lanes that do not exist.
+            if ((info->fn == Fn::ShflXor || info->fn == Fn::Shfl) && t / 32 * 32 + 32 > T_)
+                throw SimError("a warp shuffle in a warp of " + std::to_string(T_ - t / 32 * 32) + " threads");
             if (info->fn == Fn::ShflXor) {
                 int other = t ^ (int)eval(arg("mask"), t);
                 if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");
@@ -128,6 +133,20 @@ double Simulator::eval(const ir::Expr &e, int t) {
                 return eval(arg("value"), other);
             }
             throw SimError(std::string("no simulation of ") + info->name + " as a value");
+        }
+        if (c->name.rfind("extern:tilec_rng_", 0) == 0) { // T.rng_*: cuRAND's Philox on the thread's state words
+            const ir::Load *l = passes::addressedLoad(c->args[0]);
+            std::vector<double> *w = l ? &storage(l->buffer.get(), t) : nullptr;
+            if (!w || w->size() < 16) throw SimError(c->name + " without its 16-word state");
+            const std::string fn = c->name.substr(7);
+            if (fn == "tilec_rng_init") {
+                auto u64 = [&](int i) { return (uint64_t)eval(c->args[(size_t)i], t); }; // exact below 2^53
+                philoxInit(w->data(), u64(1), u64(2), u64(3));
+                return 0;
+            }
+            if (fn == "tilec_rng_rand") return philoxNext(w->data());
+            if (fn == "tilec_rng_uniform") return philoxUniform(w->data());
+            throw SimError("no simulation of " + fn + " (cuRAND's device math is not modelled)");
         }
         double a = eval(c->args[0], t);
         const std::string &n = c->name;

@@ -344,4 +344,24 @@ TEST(EvalCompat, MacroAndLayoutHints) {
     EXPECT_FALSE(params[1].argument());
 }
 
+TEST(EvalCompat, WithSeveralContextsNestsThem) {
+    // `with A as a, B:` is `with A as a:` around `with B:` (TileLang's iket examples put a profiling range beside
+    // T.Kernel); an opaque context (torch.no_grad()) runs its body, as alone.
+    EvalRun r;
+    const ir::Kernel *k = compiledKernel(r, "import torch\nimport tilelang.language as T\n"
+                                            "with torch.no_grad(), torch.cuda.device(0) as d:\n    n = 128\n"
+                                            "@T.prim_func\ndef k(A: T.Tensor((128,), 'float32')):\n"
+                                            "    with T.Kernel(1, threads=n) as bx, torch.no_grad():\n"
+                                            "        for i in T.Parallel(n):\n            A[i] = A[i] * 2.0\n");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->threads, 128);
+    EXPECT_EQ(r.diag.errorCount(), 0) << r.diags();
+    // What the inner context cannot be is an error at that context.
+    EvalRun nested;
+    nested.run("import tilelang.language as T\n@T.prim_func\ndef k(A: T.Tensor((128,), 'float32')):\n"
+               "    with T.Kernel(1, threads=128) as bx, T.Kernel(2) as by:\n        A[0] = 1.0\n");
+    EXPECT_NE(nested.diags().find("t.tile:4:42: error: T.Kernel cannot be nested inside another T.Kernel"), std::string::npos)
+        << nested.diags();
+}
+
 } // namespace

@@ -150,9 +150,12 @@ TEST(TileLang, KernelThreadsAndGrid) {
     EXPECT_EQ(k.as<FrameObj>().threads, 256);
     EXPECT_EQ(k.as<FrameObj>().grid.size(), 2u);
 
-    call("Kernel", {Value::integer(8)}, {{"threads", Value::integer(100)}});
-    EXPECT_TRUE(has(in.out.str(), "t.tile:1:100: error: threads=100 is not a multiple of 32 (a warp)"))
-        << in.out.str();
+    // TileLang's blocks of any size (threads=1 in its rand example): a partial last warp is accepted here; what
+    // needs whole warps there is an error at that statement (checkWholeWarps).
+    Value odd = call("Kernel", {Value::integer(8)}, {{"threads", Value::integer(100)}});
+    ASSERT_TRUE(odd.is(VK::Frame)) << in.out.str();
+    EXPECT_EQ(odd.as<FrameObj>().threads, 100);
+    EXPECT_FALSE(has(in.out.str(), "error")) << in.out.str();
     call("Kernel", {Value::integer(8)}, {{"threads", Value::integer(2048)}});
     EXPECT_TRUE(has(in.out.str(), "error: threads=2048 exceeds the 1024 threads a block can have"));
     call("Kernel", {Value::integer(0)});
