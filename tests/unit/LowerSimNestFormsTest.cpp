@@ -12,7 +12,8 @@
 /// - a fragment too big to hold whole filled in boxes by several nests (`f[i, j + 4]`, TileKernels' mHC
 ///   split-mixes backward), through a shared copy;
 /// - a small reducer updated at an index computed from the nest's variables (`r[T.min(2, j // 4)] += e`);
-/// - a fragment stored through its flat view beside one of another shape, then reduced.
+/// - a fragment stored through its flat view beside one of another shape, then reduced;
+/// - T.gemm with operand B a fragment.
 #include "LowerSimUtil.h"
 
 #include <algorithm>
@@ -253,4 +254,35 @@ TEST(SimNestForms, ReductionOfAFragmentStoredThroughItsFlatView) {
     simtest::runAll(r, {{"X", &x}, {"O", &o}, {"Y", &y}});
     simtest::expectNear(o, {mx}, 0, "O");
     simtest::expectNear(y, wantY, 0, "Y");
+}
+
+// T.gemm with operand B a fragment computed in a T.Parallel (KDA chunk_bwd_intra's kg_fragment, TileLang's gemm_sr),
+// plain and transposed, on sm_80's mma.sync and sm_90a: B is read through a shared copy made before the product.
+TEST(SimNestForms, GemmOperandBFromAFragment) {
+    for (bool transB : {false, true})
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            SCOPED_TRACE(std::string(arch) + (transB ? " transposed" : ""));
+            const std::string bShape = transB ? "(64, 32)" : "(32, 64)";
+            const std::string src = "import tilelang.language as T\n"
+                                    "@T.prim_func\n"
+                                    "def k(A: T.Tensor((64, 32), \"float16\"), B: T.Tensor(" + bShape + ", \"float16\"), C: T.Tensor((64, 64), \"float32\")):\n"
+                                    "    with T.Kernel(1, threads=128) as bx:\n"
+                                    "        a = T.alloc_shared((64, 32), \"float16\")\n"
+                                    "        bf = T.alloc_fragment(" + bShape + ", \"float16\")\n"
+                                    "        c = T.alloc_fragment((64, 64), \"float32\")\n"
+                                    "        T.copy(A, a)\n"
+                                    "        for i, j in T.Parallel" + bShape + ":\n"
+                                    "            bf[i, j] = B[i, j] * 2.0\n"
+                                    "        T.gemm(a, bf, c, transpose_B=" + (transB ? "True" : "False") + ", clear_accum=True)\n"
+                                    "        T.copy(c, C)\n";
+            auto a = simtest::quarters(64 * 32, 11), b = simtest::quarters(32 * 64, 12);
+            std::vector<double> c(64 * 64, NAN), want(64 * 64, 0);
+            for (int i = 0; i < 64; ++i)
+                for (int j = 0; j < 64; ++j)
+                    for (int k = 0; k < 32; ++k) want[i * 64 + j] += a[i * 32 + k] * 2 * b[transB ? j * 32 + k : k * 64 + j];
+            lowertest::LowerRun r;
+            simtest::lowerFor(r, src, arch);
+            simtest::runAll(r, {{"A", &a}, {"B", &b}, {"C", &c}});
+            simtest::expectNear(c, want, 0, "C");
+        }
 }
