@@ -219,10 +219,13 @@ class Transposer : public IRMutator {
         for (auto &a : accesses) {
             auto p = permutationOf(a, vars, extents);
             bool permuted = p && !identity(*p);
-            const bool moved = permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores)) ||
-                               subBoxStore(a, vars, extents);
+            const bool box = subBoxStore(a, vars, extents);
+            const bool moved = permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
             if (!moved || staged.count(a.buffer.get())) continue;
-            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
+            // A fragment small enough is held whole in every thread instead, unless a box store comes from a nest
+            // that another fragment spreads over the threads (each copy would get only some of the values).
+            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get()) && !(box && anyExact))
+                continue;
             Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, paddedRows(*a.buffer), a.buffer->loc);
             newAllocs.push_back(s);
             staged[a.buffer.get()] = s;

@@ -157,35 +157,40 @@ TEST(SimNestForms, BitonicSortPairsTheIterationsOff) {
 }
 
 // A (32, 24) fragment (768 elements: too many to hold whole) filled in three boxes by nests over (32, 4),
-// (32, 4) and (32, 16), then read whole.
+// (32, 4) and (32, 16), then read whole; and an (8, 24) one (192 elements) so, whose box nests also index an (8, 4)
+// fragment exactly (spread over the threads: a copy in every thread would get only some of the values).
 TEST(SimNestForms, FragmentFilledInBoxes) {
-    const std::string src = "import tilelang.language as T\n"
-                            "@T.prim_func\n"
-                            "def k(A: T.Tensor((32, 4), \"float32\"), B: T.Tensor((32, 16), \"float32\"), O: T.Tensor((32, 24), \"float32\")):\n"
-                            "    with T.Kernel(1, threads=128) as bx:\n"
-                            "        a = T.alloc_fragment((32, 4), \"float32\")\n"
-                            "        b = T.alloc_fragment((32, 16), \"float32\")\n"
-                            "        f = T.alloc_fragment((32, 24), \"float32\")\n"
-                            "        T.copy(A, a)\n"
-                            "        T.copy(B, b)\n"
-                            "        for i, j in T.Parallel(32, 4):\n"
-                            "            f[i, j] = a[i, j] * 2.0\n"
-                            "        for i, j in T.Parallel(32, 4):\n"
-                            "            f[i, j + 4] = a[i, j] + 1.0\n"
-                            "        for i, j in T.Parallel(32, 16):\n"
-                            "            f[i, j + 8] = b[i, j]\n"
-                            "        for i, j in T.Parallel(32, 24):\n"
-                            "            f[i, j] = f[i, j] - 0.5\n"
-                            "        T.copy(f, O)\n";
-    auto a = simtest::quarters(32 * 4, 7), b = simtest::quarters(32 * 16, 8);
-    std::vector<double> o(32 * 24, NAN), want(32 * 24);
-    for (int i = 0; i < 32; ++i)
-        for (int j = 0; j < 24; ++j)
-            want[i * 24 + j] = (j < 4 ? a[i * 4 + j] * 2 : j < 8 ? a[i * 4 + j - 4] + 1 : b[i * 16 + j - 8]) - 0.5;
-    lowertest::LowerRun r;
-    simtest::lowerFor(r, src, "sm_80");
-    simtest::runAll(r, {{"A", &a}, {"B", &b}, {"O", &o}});
-    simtest::expectNear(o, want, 0, "O");
+    for (int rows : {32, 8}) {
+        SCOPED_TRACE(std::to_string(rows) + " rows");
+        const std::string R = std::to_string(rows);
+        const std::string src = "import tilelang.language as T\n"
+                                "@T.prim_func\n"
+                                "def k(A: T.Tensor((" + R + ", 4), \"float32\"), B: T.Tensor((" + R + ", 16), \"float32\"), O: T.Tensor((" + R + ", 24), \"float32\")):\n"
+                                "    with T.Kernel(1, threads=128) as bx:\n"
+                                "        a = T.alloc_fragment((" + R + ", 4), \"float32\")\n"
+                                "        b = T.alloc_fragment((" + R + ", 16), \"float32\")\n"
+                                "        f = T.alloc_fragment((" + R + ", 24), \"float32\")\n"
+                                "        T.copy(A, a)\n"
+                                "        T.copy(B, b)\n"
+                                "        for i, j in T.Parallel(" + R + ", 4):\n"
+                                "            f[i, j] = a[i, j] * 2.0\n"
+                                "        for i, j in T.Parallel(" + R + ", 4):\n"
+                                "            f[i, j + 4] = a[i, j] + 1.0\n"
+                                "        for i, j in T.Parallel(" + R + ", 16):\n"
+                                "            f[i, j + 8] = b[i, j]\n"
+                                "        for i, j in T.Parallel(" + R + ", 24):\n"
+                                "            f[i, j] = f[i, j] - 0.5\n"
+                                "        T.copy(f, O)\n";
+        auto a = simtest::quarters(rows * 4, 7), b = simtest::quarters(rows * 16, 8);
+        std::vector<double> o(rows * 24, NAN), want(rows * 24);
+        for (int i = 0; i < rows; ++i)
+            for (int j = 0; j < 24; ++j)
+                want[i * 24 + j] = (j < 4 ? a[i * 4 + j] * 2 : j < 8 ? a[i * 4 + j - 4] + 1 : b[i * 16 + j - 8]) - 0.5;
+        lowertest::LowerRun r;
+        simtest::lowerFor(r, src, "sm_80");
+        simtest::runAll(r, {{"A", &a}, {"B", &b}, {"O", &o}});
+        simtest::expectNear(o, want, 0, "O");
+    }
 }
 
 // A 3-element reducer summed at `min(2, j // 4)` over (32, 24) nests in two trips of a loop (accumulated in
