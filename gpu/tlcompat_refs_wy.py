@@ -123,6 +123,25 @@ def mamba_chunk_scan(cb, x, dt, dA_cumsum, C, prev_states, D):
     return out
 
 
+def kda_bwd_dqkwg(Q, K, V, G, h, dv, DO, Dh, scale, chunk=64):
+    """(dq, dk, dw, dg) of examples/kda/chunk_bwd_dqkwg.py (issue 24), float64. Per chunk of `chunk` tokens and head,
+    with the chunk's state h and its gradient dh ([DK, DV]) and gn the gate of the chunk's last token:
+      dq = scale 2^g (do h^T),  dk = 2^(gn - g) (v dh^T),  dw = -(dv h^T),
+      dg = q dq - k dk, plus on the chunk's last token sum_s dk k + 2^gn sum_v h dh.
+    The file compares with fla's chunk_kda_bwd_dqkwg (Triton), which the GPU machine lacks."""
+    import torch
+    c, back = chunked(chunk), unchunked
+    q, k, v, g, dvc, do = c(Q), c(K), c(V), c(G), c(dv), c(DO)      # [b, h, chunk index, t, d]
+    hs, dhs = (x.double().permute(0, 2, 1, 3, 4) for x in (h, Dh))     # [b, h, chunk index, DK, DV]
+    gn = g[..., -1:, :]                                                # the chunk's last token
+    dq = (do @ hs.transpose(-1, -2)) * scale * torch.exp2(g)
+    dk = (v @ dhs.transpose(-1, -2)) * torch.exp2(gn - g)
+    dw = -(dvc @ hs.transpose(-1, -2))
+    dg = q * dq - k * dk
+    dg[..., -1, :] += (dk * k).sum(-2) + (hs * dhs).sum(-1) * torch.exp2(gn[..., 0, :])
+    return back(dq), back(dk), back(dw), back(dg)
+
+
 def chunked(chunk):
     """x [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64, as a function."""
     def c(x):
@@ -178,7 +197,35 @@ def self_check(torch):
             if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
                 problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
     return problems + _gdn_self_check(torch, g) + _inter_solve_self_check(torch, g) + \
-        _chunk_scan_self_check(torch, g)
+        _chunk_scan_self_check(torch, g) + _dqkwg_self_check(torch, g)
+
+
+def _dqkwg_self_check(torch, g):
+    """kda_bwd_dqkwg on 2 chunks of 3 tokens against the kernel's sums written out by loops."""
+    Bn, S, H, DK, DV, C = 1, 6, 2, 2, 3, 3
+    Q, K, G, dv = (torch.randn(Bn, S, H, d, generator=g) for d in (DK, DK, DK, DV))
+    V, DO = torch.randn(Bn, S, H, DV, generator=g), torch.randn(Bn, S, H, DV, generator=g)
+    hs, dh = torch.randn(Bn, S // C, H, DK, DV, generator=g), torch.randn(Bn, S // C, H, DK, DV, generator=g)
+    out = kda_bwd_dqkwg(Q, K, V, G, hs, dv, DO, dh, 0.5, C)
+    f, problems = float, []
+    for t in range(S):
+        for hh in range(H):
+            c, last = t // C, t // C * C + C - 1
+            for d in range(DK):
+                gn = f(G[0, last, hh, d])
+                dq = 0.5 * 2 ** f(G[0, t, hh, d]) * sum(f(DO[0, t, hh, e]) * f(hs[0, c, hh, d, e]) for e in range(DV))
+                dkf = lambda s: 2 ** (gn - f(G[0, s, hh, d])) * sum(                      # noqa: E731
+                    f(V[0, s, hh, e]) * f(dh[0, c, hh, d, e]) for e in range(DV))
+                dw = -sum(f(dv[0, t, hh, e]) * f(hs[0, c, hh, d, e]) for e in range(DV))
+                dg = f(Q[0, t, hh, d]) * dq - f(K[0, t, hh, d]) * dkf(t)
+                if t == last:
+                    dg += sum(dkf(s) * f(K[0, s, hh, d]) for s in range(c * C, last + 1))
+                    dg += 2 ** gn * sum(f(hs[0, c, hh, d, e]) * f(dh[0, c, hh, d, e]) for e in range(DV))
+                for name, got, want in zip("dq dk dw dg".split(), out, (dq, dkf(t), dw, dg)):
+                    if abs(float(got[0, t, hh, d]) - want) > 1e-9 * max(1.0, abs(want)):
+                        problems.append("kda_bwd_dqkwg's %s at (%d, %d, %d): %r, want %r" % (
+                            name, t, hh, d, float(got[0, t, hh, d]), want))
+    return problems
 
 
 def _gdn_self_check(torch, g):

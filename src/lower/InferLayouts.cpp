@@ -74,6 +74,13 @@ int busiestThreadWidth(int64_t n, int threads, int widest) {
     return best;
 }
 
+/// A group's layout `l` over fragment `f`'s own shape: a group may join fragments of one element count and
+/// different shapes (a (1, 1, 512) fragment stored through its flat view next to a (128, 4) one).
+Layout overOwnShape(const Layout &l, const BufferNode &f) {
+    auto own = reshaped(l, constShape(f));
+    return own ? *own : l;
+}
+
 /// Slice accesses (Use::sliceElements), broadcasts (Use::trailing) and expansions (Use::expand), below.
 /// Slice accesses: fragment F's element (c, p) is thread `(p / V) % T`'s, as iteration p of the
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
@@ -312,7 +319,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         if (g.aFrag && g.op->instr == GemmInstr::Wgmma && g.aFrag->dtype.isFloat8()) withImage.insert(g.aFrag);
     KernelLayouts out;
     for (auto *f : frags) {
-        Layout l = layoutOf(groups[uf.find(fragNode[f])]);
+        Layout l = overOwnShape(layoutOf(groups[uf.find(fragNode[f])]), *f);
         if (l.kind == Layout::Replicated && l.elements() > kMaxReplicatedElements) {
             if (overflow) *overflow = true;
             reportTooBigToReplicate(c, f, l, baseOf, diag);

@@ -3,6 +3,7 @@
 /// and how (exactly by its variables, a slice, a broadcast along its trailing variables), for layout inference.
 #include "LayoutUses.h"
 
+#include "tilec/IROperator.h"
 #include "tilec/IRPrinter.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
@@ -144,7 +145,14 @@ class Collect : public IRVisitor {
     }
     void visit(const Store &op) override {
         access(op.buffer, op.indices, op.loc, true);
+        // A store to shared or global memory in a nest is lowered whole under the condition that this thread is
+        // the element's one writer (LowerParallel: ownedByOneThread), its value's loads included: a read of the
+        // element it stores (`pp[i] += x[i]`) is the writer's own, never another thread's.
+        const Store *outer = updated_;
+        if (current_ >= 0 && op.buffer && (op.buffer->scope == Scope::Global || op.buffer->scope == Scope::Shared))
+            updated_ = &op;
         IRVisitor::visit(op);
+        updated_ = outer;
     }
     void visit(const AtomicAdd &op) override {
         std::vector<Expr> idx;
@@ -178,6 +186,15 @@ class Collect : public IRVisitor {
   private:
     DiagnosticEngine &diag_;
     int current_ = -1;
+    const Store *updated_ = nullptr; ///< the memory store whose value is being visited, inside a nest
+
+    /// A read of the very element the enclosing memory store writes (same buffer, equal indices).
+    bool ownUpdateRead(const Buffer &b, const std::vector<Expr> &indices) const {
+        if (!updated_ || updated_->buffer != b || updated_->indices.size() != indices.size()) return false;
+        for (size_t d = 0; d < indices.size(); ++d)
+            if (!structurallyEqual(indices[d], updated_->indices[d])) return false;
+        return true;
+    }
     std::map<const VarNode *, int64_t> innerExtents_; ///< loops over [0, n) inside the current nest
 
     /// A fragment indexed by a nest variable whose extent passes the fragment's dimension (`sinks[i]` over a
@@ -213,7 +230,7 @@ class Collect : public IRVisitor {
                 nests[current_].vecCap = std::min(nests[current_].vecCap, rowAlignment(*b, indices, lane));
             }
             if (write) nests[current_].memWrites.insert(b.get());
-            else nests[current_].memReads.emplace(b.get(), loc);
+            else if (!ownUpdateRead(b, indices)) nests[current_].memReads.emplace(b.get(), loc);
         }
         if (b->scope != Scope::Fragment) return;
         Use u;

@@ -184,6 +184,14 @@ class Lowerer : public IRMutator {
         return {reg->second, flattenCoords(idx, lay->second.shape)};
     }
 
+    /// The loops of a nest over its rows after the first (inferLayouts: followRows): each thread that holds a
+    /// row runs them whole, in order.
+    static Stmt wholeInEachRow(const Stmt &body) {
+        auto f = as<For>(body);
+        if (!f || f->forKind != ForKind::Parallel) return body;
+        return For::make(f->var, f->min, f->extent, ForKind::Serial, 0, wholeInEachRow(f->body), f->loc);
+    }
+
     /// In a replicated nest, memory other threads see is written by one thread per element.
     Stmt ownedByOneThread(const Stmt &s, const Buffer &b) {
         if (!replicatedOwner_ || !s || !b || (b->scope != Scope::Global && b->scope != Scope::Shared)) return s;
@@ -196,6 +204,7 @@ class Lowerer : public IRMutator {
         for (const For *f : loops) vars.push_back(f->var);
         TILEC_ASSERT(vars.size() == l.shape.size(), "nest depth differs from its layout");
         Stmt body = loops.back()->body;
+        if (l.kind == Layout::MmaRows) body = wholeInEachRow(body);
         nest_ = &vars;
         Stmt out;
         switch (l.kind) {

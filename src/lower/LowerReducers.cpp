@@ -152,6 +152,77 @@ std::optional<Nest> matchNest(const For &top, const std::map<const BufferNode *,
     return n;
 }
 
+/// The most elements a reducer may have for an update at an index computed from the nest's variables.
+constexpr int64_t kMaxScatterElements = 16;
+
+/// An update of a small reducer at an index computed from the nest's variables (`r[T.min(2, j // 4)] += e`,
+/// TileKernels' mHC split-mixes backward), which no form above knows, as one update per element of r in the
+/// element form: `r[k] = r[k] (op) select(index == k, e, identity)` for each k. Each iteration adds e to the
+/// element its index picks, as written, and the element form's machinery (updatesAmongOthers, Deferral) takes
+/// them. Other statements are returned as they are.
+Stmt scatteredUpdates(const Stmt &body, const std::vector<const For *> &loops,
+                      const std::map<const BufferNode *, ReduceKind> &reducers) {
+    struct R : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, ReduceKind> *reducers;
+        const std::vector<const For *> *loops;
+        Stmt visit(const std::shared_ptr<const Store> &st) override {
+            auto kind = reducers->find(st->buffer.get());
+            if (kind == reducers->end() || missingVariable(*loops, *st) != kNone) return st;
+            auto old = Load::make(st->buffer, st->indices);
+            Expr e = contribution(st->value, *as<Load>(old), kind->second);
+            if (!e || uses(e, st->buffer.get())) return st;
+            std::vector<int64_t> shape;
+            int64_t n = 1;
+            for (auto &x : st->buffer->shape) {
+                auto c = constInt(x);
+                if (!c) return st;
+                shape.push_back(*c), n *= *c;
+            }
+            if (n > kMaxScatterElements || shape.size() != st->indices.size()) return st;
+            const BinaryOp op = kind->second == ReduceKind::Sum ? BinaryOp::Add : kind->second == ReduceKind::Max ? BinaryOp::Max : BinaryOp::Min;
+            const Expr id = reduceIdentity(kind->second, st->buffer->dtype);
+            std::vector<Stmt> each;
+            for (int64_t f = 0; f < n; ++f) {
+                std::vector<Expr> at(shape.size());
+                Expr here;
+                for (size_t d = shape.size(), rest = (size_t)f; d-- > 0; rest /= (size_t)shape[d]) {
+                    at[d] = intImm((int64_t)(rest % (size_t)shape[d]), st->indices[d]->dtype);
+                    Expr eq = binary(BinaryOp::EQ, st->indices[d], at[d], st->loc);
+                    here = here ? binary(BinaryOp::And, here, eq, st->loc) : eq;
+                }
+                Expr v = binary(op, Load::make(st->buffer, at, st->loc), select(here, cast(st->buffer->dtype, e), id, st->loc), st->loc);
+                each.push_back(Store::make(st->buffer, at, v, st->loc));
+            }
+            return Seq::make(std::move(each), st->loc);
+        }
+    } r;
+    r.reducers = &reducers;
+    r.loops = &loops;
+    return r.mutate(body);
+}
+
+/// `body` with scatteredUpdates applied to every T.Parallel nest.
+Stmt withScatteredUpdates(const Stmt &body, const std::map<const BufferNode *, ReduceKind> &reducers) {
+    struct N : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, ReduceKind> *reducers;
+        Stmt visit(const std::shared_ptr<const For> &op) override {
+            if (op->forKind != ForKind::Parallel) return IRMutator::visit(op);
+            std::vector<const For *> loops;
+            Stmt inner;
+            if (!nestLoops(*op, loops, inner)) return op;
+            Stmt s = scatteredUpdates(inner, loops, *reducers);
+            if (s == inner) return op;
+            for (size_t l = loops.size(); l-- > 0;)
+                s = For::make(loops[l]->var, loops[l]->min, loops[l]->extent, ForKind::Parallel, 0, s, loops[l]->loc);
+            return s;
+        }
+    } n;
+    n.reducers = &reducers;
+    return reducers.empty() ? body : n.mutate(body);
+}
+
 /// The stores to reducers in a nest's body, the loads of reducers there, and whether a store is inside a loop of
 /// the body or under an `if`.
 struct ReducerUpdates : IRVisitor {
@@ -192,9 +263,15 @@ std::optional<std::vector<Nest>> updatesAmongOthers(const For &top, const std::m
     if (!nestLoops(top, base.loops, body) || as<Store>(underIf(body).first)) return std::nullopt;
     ReducerUpdates f(reducers);
     f.visit(body);
-    std::set<const BufferNode *> updated;
-    for (auto *st : f.stores) updated.insert(st->buffer.get());
-    if (f.stores.empty() || updated.size() != f.stores.size() || f.loads != (int)f.stores.size() || f.inLoop)
+    // Each element updated once: a reducer's stores at indices that differ (scatteredUpdates' one per element).
+    bool twice = false;
+    for (size_t a = 0; a < f.stores.size(); ++a)
+        for (size_t b = 0; b < a; ++b)
+            if (f.stores[a]->buffer == f.stores[b]->buffer)
+                twice |= missingVariable(base.loops, *f.stores[a]) != kUniform ||
+                         std::equal(f.stores[a]->indices.begin(), f.stores[a]->indices.end(), f.stores[b]->indices.begin(),
+                                    [](const Expr &x, const Expr &y) { return structurallyEqual(x, y); });
+    if (f.stores.empty() || twice || f.loads != (int)f.stores.size() || f.inLoop)
         return std::nullopt;
     std::vector<Nest> out;
     for (auto *st : f.stores) {
@@ -521,8 +598,10 @@ Program lowerReducers(const Program &p, DiagnosticEngine &) {
             continue;
         }
         auto nk = std::make_shared<Kernel>(*k);
-        Rewriter r(reducersOf(k->body), *nk);
-        nk->body = r.mutate(k->body);
+        const auto reducers = reducersOf(k->body);
+        nk->body = withScatteredUpdates(k->body, reducers);
+        Rewriter r(reducers, *nk);
+        nk->body = r.mutate(nk->body);
         out.kernels.push_back(nk);
     }
     return out;

@@ -83,13 +83,34 @@ class TileOpsToLoops : public IRMutator {
         return Seq::make(std::move(out), op->loc);
     }
 
-    /// T.gemm stays a tile statement until its layouts are known; clear_accum becomes a fill before it.
+    /// T.gemm stays a tile statement until its layouts are known; clear_accum becomes a fill before it. A whole
+    /// 2-D fragment as operand B (TileLang's gemm_sr / gemm_rr: KDA chunk_bwd_intra's `T.gemm(dAqk_shared,
+    /// kg_fragment, dq2_fragment)`) is read through a shared copy of it, made just before the product.
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-        if (!op->clearAccum) return op;
-        Stmt fill = mutate(Fill::make(Region::whole(op->c.buffer, op->loc), intImm(0), op->loc));
+        const Buffer &b = op->b.buffer;
+        const bool fragmentB = b && b->scope == Scope::Fragment && b->shape.size() == 2 && wholeRegion(op->b);
+        if (!op->clearAccum && !fragmentB) return op;
+        std::vector<Stmt> out;
         auto gemm = std::make_shared<Gemm>(*op);
+        if (fragmentB) {
+            Buffer s = makeBuffer(b->name + "_shared", Scope::Shared, b->dtype, b->shape, b->loc);
+            newAllocs.push_back(s);
+            out.push_back(mutate(Copy::make(Region::whole(b, op->loc), Region::whole(s, op->loc), op->loc)));
+            gemm->b = Region::whole(s, op->b.loc);
+        }
+        if (op->clearAccum) out.push_back(mutate(Fill::make(Region::whole(op->c.buffer, op->loc), intImm(0), op->loc)));
         gemm->clearAccum = false;
-        return Seq::make({fill, gemm}, op->loc);
+        out.push_back(gemm);
+        return Seq::make(std::move(out), op->loc);
+    }
+
+    /// Whether region `r` covers its whole buffer.
+    static bool wholeRegion(const Region &r) {
+        if (r.ranges.size() != r.buffer->shape.size()) return false;
+        for (size_t d = 0; d < r.ranges.size(); ++d)
+            if (constInt(r.ranges[d].min) != std::optional<int64_t>(0) || !structurallyEqual(r.ranges[d].extent, r.buffer->shape[d]))
+                return false;
+        return true;
     }
 
     std::set<const BufferNode *> operands; ///< shared buffers T.gemm reads

@@ -5,6 +5,7 @@
 #include "tilec/passes/Arith.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,43 @@ std::vector<const GemmUse *> fixedSplitsFirst(const LayoutUses &c, const std::ma
             if (flexible != (fixedFirst == 1)) order.push_back(&g);
         }
     return order;
+}
+
+/// The nests of several variables whose only fragment uses are reads of 1-D fragments at their first variable
+/// (Use::rowOfNest), with those reads: candidates to run over the rows of per-row values (assignMmaLayouts).
+std::map<int, std::vector<const Use *>> rowReadingNests(const LayoutUses &c) {
+    std::map<int, std::vector<const Use *>> out;
+    std::set<int> other;
+    for (auto &u : c.uses) {
+        if (u.nest < 0) continue;
+        if (u.rowOfNest && !u.write && c.nests[u.nest].vars.size() > 1) out[u.nest].push_back(&u);
+        else other.insert(u.nest);
+    }
+    for (int n : other) out.erase(n);
+    return out;
+}
+
+/// A nest that reaches fragments only by reads of per-row values at its first variable (`s[h, c] -= mx[h]` over
+/// (h, c), mx a T.gemm row maximum; `byRows`, from rowReadingNests) runs in the threads that hold each row: its
+/// first variable over their rows, its others whole in each, its memory stores by one copy of the row
+/// (LowerParallel).
+void followRows(const std::map<int, std::vector<const Use *>> &byRows, const std::function<int(const BufferNode *)> &groupOf,
+                const std::function<MmaGroup &(int)> &group, const std::function<int(int)> &nestGroup, DiagnosticEngine &diag) {
+    for (auto &[nest, reads] : byRows) {
+        std::optional<Layout> l;
+        const Use *other = nullptr;
+        for (const Use *u : reads) {
+            const auto &f = group(groupOf(u->buffer)).mma;
+            if (!f || f->kind != Layout::MmaRows || (l && !l->sameRows(*f))) other = other ? other : u;
+            else l = f;
+        }
+        if (other && l) {
+            diag.error(other->loc, "fragment '" + other->buffer->name + "' is read here at a row of a T.Parallel whose "
+                                   "rows follow the per-row values of a T.gemm result, but is not held in those rows");
+            continue;
+        }
+        if (l) group(nestGroup(nest)).mma = l, group(nestGroup(nest)).replicated = false;
+    }
 }
 
 } // namespace
@@ -166,6 +204,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
     // Per-row values: a candidate layout per group from each link; blockers are other non-exact uses.
     std::map<int, std::optional<Layout>> rows;
     std::map<int, const Use *> blocker;
+    const std::map<int, std::vector<const Use *>> byRows = rowReadingNests(c);
     for (auto &u : c.uses) {
         int gid = groupOf(u.buffer);
         if (group(gid).mma) continue;
@@ -174,6 +213,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
             auto &ng = group(nestGroup(u.nest));
             if (ng.mma && ng.mma->kind == Layout::Mma)
                 cand = Layout::mmaRows(ng.mma->shape[0], k.threads, ng.mma->warpsM, ng.mma->warpsN, ng.mma->wgmma);
+            else if (byRows.count(u.nest))
+                continue; // the nest follows the fragment's rows (below)
         } else if (u.reduceDst && u.reduceSrc) {
             auto &sg = group(groupOf(u.reduceSrc));
             if (sg.mma && sg.mma->kind == Layout::Mma && u.reduceDim == 1 && u.reduceSrc->shape.size() == 2)
@@ -212,6 +253,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
         group(gid).mma = r;
         group(gid).replicated = false;
     }
+    followRows(byRows, groupOf, group, nestGroup, diag);
 }
 
 } // namespace tilec::passes

@@ -86,9 +86,10 @@ bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::ve
     while (prefix < r && prefix < nv && is(prefix, prefix)) ++prefix;
     if (prefix == r) return false;                           // exact, per-row, broadcast
     if (r == 1 && idx[0] == Expr(vars[0])) return false;     // per-row value
-    if (r == nv && prefix + 1 == r && !tensorCores) {        // packed `B[i, j // S]`
-        auto q = as<Binary>(idx[r - 1]);
-        if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(vars[nv - 1]) && constInt(q->b)) return false;
+    if (r == nv && prefix + 1 == r && !tensorCores) {        // packed `B[i, j // S]`, S within one vector of the
+        auto q = as<Binary>(idx[r - 1]);                     // nest (inferLayouts' broadcast: at most 16 lanes)
+        auto S = q ? constInt(q->b) : std::nullopt;
+        if (q && q->op == BinaryOp::FloorDiv && q->a == Expr(vars[nv - 1]) && S && *S <= 16) return false;
     }
     size_t k = 0;                                            // a slice: free leading indices, trailing variables
     while (k < nv && k < r && is(r - 1 - k, nv - 1 - k)) ++k;
@@ -99,6 +100,30 @@ bool crossesThreads(const Access &a, const std::vector<Var> &vars, const std::ve
     int64_t p = 1;
     for (size_t v = nv - k; v < nv; ++v) p *= extents[v];
     return p % threads != 0;
+}
+
+/// A store into a box of the fragment at a constant corner (`f[i, j + 4]` over a (32, 24) fragment inside
+/// `for i, j in T.Parallel(32, 4)`, DeepSeek's mHC split-mixes backward filling a row in three parts): each index
+/// is its nest variable plus a constant, the box inside the shape, and not the whole shape. No layout of the
+/// nest's own shape places those elements in the storing thread.
+bool subBoxStore(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents) {
+    if (!a.store || a.indices.size() != vars.size() || a.buffer->shape.size() != vars.size()) return false;
+    bool whole = true;
+    for (size_t d = 0; d < vars.size(); ++d) {
+        const Expr &i = a.indices[d];
+        int64_t c = 0;
+        if (i != Expr(vars[d])) {
+            auto b = as<Binary>(i);
+            if (!b || b->op != BinaryOp::Add) return false;
+            auto k = b->a == Expr(vars[d]) ? constInt(b->b) : b->b == Expr(vars[d]) ? constInt(b->a) : std::nullopt;
+            if (!k || *k < 0) return false;
+            c = *k;
+        }
+        auto n = constInt(a.buffer->shape[d]);
+        if (!n || c + extents[d] > *n) return false;
+        whole = whole && c == 0 && extents[d] == *n;
+    }
+    return !whole;
 }
 
 int64_t elements(const BufferNode &b) {
@@ -183,23 +208,28 @@ class Transposer : public IRMutator {
             auto p = permutationOf(a, vars, extents);
             return p && identity(*p) && mmaTied_.count(a.buffer.get());
         });
-        // 2. Fragments reached through a permutation that cannot be held whole by every thread: every access of
-        //    the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
+        // 2. Fragments reached through a permutation, read across threads or stored in a box of their shape
+        //    (subBoxStore) that cannot be held whole by every thread: every access of the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
         //    writes every element) and copied back after it where the nest stores to it.
         std::map<const BufferNode *, Buffer> staged;
         std::vector<Stmt> before, after;
         for (auto &a : accesses) {
             auto p = permutationOf(a, vars, extents);
             bool permuted = p && !identity(*p);
-            if (!(permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores))) || staged.count(a.buffer.get())) continue;
-            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get())) continue;
+            const bool box = subBoxStore(a, vars, extents);
+            const bool moved = permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
+            if (!moved || staged.count(a.buffer.get())) continue;
+            // A fragment small enough is held whole in every thread instead, unless a box store comes from a nest
+            // that another fragment spreads over the threads (each copy would get only some of the values).
+            if (elements(*a.buffer) <= kMaxReplicatedElements && !gemmFragments_.count(a.buffer.get()) && !(box && anyExact))
+                continue;
             Buffer s = makeBuffer(a.buffer->name + "_staged", Scope::Shared, a.buffer->dtype, paddedRows(*a.buffer), a.buffer->loc);
             newAllocs.push_back(s);
             staged[a.buffer.get()] = s;
-            bool stored = false, read = false;
+            bool stored = false, read = false, boxed = false; // boxed: a store covers only part of the shape
             for (auto &b : accesses)
-                if (b.buffer == a.buffer) (b.store ? stored : read) = true;
-            if (read || !storesWhole(body, a.buffer)) {
+                if (b.buffer == a.buffer) (b.store ? stored : read) = true, boxed |= subBoxStore(b, vars, extents);
+            if (read || boxed || !storesWhole(body, a.buffer)) {
                 before.push_back(copyNest(a.buffer, s, a.buffer->shape, op->loc));
                 stagedCopies.push_back({before.back(), a.buffer, s});
             }

@@ -166,6 +166,13 @@ double Simulator::eval(const ir::Expr &e, int t) {
     }
     case NodeKind::Binary: {
         auto b = as<Binary>(e);
+        // `&&` and `||` as the generated C++ evaluates them: the right side only when the left does not decide
+        // (its memory reads are not made otherwise: a guard `i < j && v[j] > v[i]` reads nothing where it fails).
+        if (b->op == BinaryOp::And || b->op == BinaryOp::Or) {
+            const bool left = eval(b->a, t) != 0;
+            if (left == (b->op == BinaryOp::Or)) return left ? 1 : 0;
+            return eval(b->b, t) != 0 ? 1 : 0;
+        }
         auto r = binaryOp(b->op, eval(b->a, t), eval(b->b, t), b->a->dtype);
         if (!r) throw SimError("integer division or modulo by zero");
         return isComparison(b->op) || b->op == BinaryOp::And || b->op == BinaryOp::Or ? *r : roundTo(e->dtype, *r);

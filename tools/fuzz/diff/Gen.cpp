@@ -69,11 +69,13 @@ struct Printer {
         case GOp::Parallel: {
             std::string idx = o.dst == "rm" ? "i" : o.dst == "rn" ? "j" : "i, j";
             std::string ext = !o.end.empty() ? o.end : o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
+            std::string at = idx;
+            if (o.boxH > 0) ext = num(o.boxH) + ", " + num(o.boxW), at = "i + " + num(o.boxR) + ", j + " + num(o.boxC);
             line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
             int in = ind + 1;
             if (o.gather) line(in, "row = T.cast(T.abs(A[by * BM + i, 0]) * 7.0, \"int32\") % " + num(p.ra));
             if (o.cond) line(in++, "if " + o.cond->print() + ":");
-            line(in, o.dst + "[" + idx + "] = " + o.value->print());
+            line(in, o.dst + "[" + at + "] = " + o.value->print());
             return;
         }
         case GOp::Reduce:

@@ -77,6 +77,9 @@ struct GOp {
     int64_t dr = 0, dc = 0;       ///< origin offsets of global regions
     bool slice = false;           ///< region written as slices instead of an origin
     int64_t r0 = 0, c0 = 0, r1 = 0, c1 = 0, h = 0, w = 0; ///< TileCopy sub-regions (-1 h: whole)
+    /// Parallel over a 2-D tile: boxH > 0 runs the nest over (boxH, boxW) and stores dst[i + boxR, j + boxC], a box of
+    /// the tile at a constant corner (TileKernels' mHC split-mixes backward fills a fragment's rows in parts).
+    int64_t boxH = 0, boxW = 0, boxR = 0, boxC = 0;
     GExprP value, cond;
     std::string reduceKind;       ///< "sum", "max", ...
     int dim = 0;

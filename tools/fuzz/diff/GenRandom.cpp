@@ -463,6 +463,23 @@ void decorateGathers(GProgram &p) {
     walk(p.ops);
 }
 
+/// T.Parallel nests over a box of their 2-D tile at a constant corner (GOp::boxH; issue 24: a fragment too big
+/// to hold whole, or a T.gemm accumulator, is stored there through a shared copy). From a stream of its own;
+/// static extents only (a conditional extent `end` stays as it is).
+void decorateBoxes(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0xb0c5)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && o.end.empty() && r.coin(0.25)) {
+                o.boxH = r.in(1, p.bm), o.boxW = r.in(1, p.bn);
+                o.boxR = r.in(0, p.bm - o.boxH), o.boxC = r.in(0, p.bn - o.boxW);
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 /// T.Pipelined GEMM loops whose start and copy offsets go through scalars set before the loop, once or
 /// corrected under an always-true condition (issue 25's LoopInvariants: such loops are now pipelined, and on
 /// sm_90a their TMA producer computes the bounds from the scalars' definitions). From a stream of its own.
@@ -488,6 +505,7 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateRegisters(g.p);
     decorateGathers(g.p);
     decorateScalarBounds(g.p);
+    decorateBoxes(g.p);
     decorateExtents(g.p);
     decorateStepped(g.p);
     decorateBatched(g.p);
