@@ -2,6 +2,7 @@
 /// One compilation from options to outputs: what the `tilec` command runs after parsing its command line.
 #pragma once
 
+#include "tilec/LoweringOptions.h"
 #include "tilec/Target.h"
 
 #include <iosfwd>
@@ -44,8 +45,10 @@ struct DriverOptions {
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
-    bool pingPong = false;                 ///< --pingpong: consumer warpgroups take turns at attention's wgmmas
-    bool intraOverlap = false;             ///< --intra-overlap: attention's next QK^T under this block's softmax
+    /// --pingpong / --no-pingpong: consumer warpgroups take turns at attention's wgmmas (Auto: by head dimension)
+    Choice pingPong = Choice::Auto;
+    /// --intra-overlap / --no-intra-overlap: attention's next QK^T under this block's softmax (Auto: by head dimension)
+    Choice intraOverlap = Choice::Auto;
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)

@@ -6,11 +6,23 @@
 
 #include "tilec/Target.h"
 
+#include <cstdint>
+
 namespace tilec {
 
 namespace ir {
 struct Kernel;
 }
+
+/// A switch the user may set either way or leave to the lowering (Auto: the rule its field names).
+enum class Choice : unsigned char { Auto, Off, On };
+
+/// What an attention loop's schedule is: rotated (the next QK^T under this softmax) and / or in turns.
+struct AttentionSchedule {
+    bool overlap = false; ///< overlapScores rotates the loop
+    bool turns = false;   ///< its wgmmas are issued in ping-pong turns (two consumer warpgroups)
+    bool any() const { return overlap || turns; }
+};
 
 struct LoweringOptions {
     /// TMA tile loads and warp specialization where the target has them (--no-tma, --no-warp-specialize; the
@@ -27,8 +39,12 @@ struct LoweringOptions {
     /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
     /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
     bool splitK = true;
-    bool pingPong = false;  ///< two consumer warpgroups take turns at their attention loop's wgmmas (--pingpong)
-    bool intraOverlap = false; ///< attention's next QK^T issued before this block's softmax (--intra-overlap)
+    /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
+    /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
+    /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension
+    /// (attentionSchedule).
+    Choice intraOverlap = Choice::Auto;
+    Choice pingPong = Choice::Auto;
     /// Staging buffers per consumer warpgroup for the TMA-store epilogue of wgmma accumulators (1: each piece
     /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
     /// (--epilogue-buffers).
@@ -37,6 +53,16 @@ struct LoweringOptions {
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.
     bool assumeAlignedRows = false;
+
+    /// The head dimension from which an attention loop of 16-bit operands gets FlashAttention-3's schedule at
+    /// Auto, overlap and turns together: on the H200 (float16, docs/PERFORMANCE.md, session 19) both together
+    /// gained 4.3 % (causal) and 7.9 % (full) at D = 128 and changed -1.2 / +2.3 % at D = 64, where turns alone
+    /// lost 1-5 % everywhere. Float8 loops (P converted to e4m3 for P.V) were not timed so: in order at Auto.
+    static constexpr int kAttentionOverlapHeadDim = 128;
+    /// The schedule of one attention loop whose QK^T reduces over `headDim` with operands of `operandBits`:
+    /// what the switches ask, Auto by the head dimension and the width. Turns only where the overlap also
+    /// applies, unless --pingpong asks for them.
+    AttentionSchedule attentionSchedule(int64_t headDim, int operandBits = 16) const;
 
     /// These switches as one kernel sees them: its pass_configs ("tl.disable_tma_lower",
     /// "tl.disable_warp_specialized": Kernel::noTma, noWarpSpecialize) turn TMA or warp specialization off.

@@ -104,11 +104,12 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::checkWholeWarps(p, s.diag), p; }, true},
         // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
         {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
-        // Hopper attention, on request: the next key block's QK^T issued before this block's softmax.
-        {"overlapScores", [](const LoweringOptions &o) { return o.intraOverlap; },
-         [](const Program &p, PassState &s) { return passes::overlapScores(p, s.variant.options.pingPong, &s.diag.sources()); }, false},
-        // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers).
-        {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong && !o.intraOverlap; },
+        // Hopper attention (head dimension >= 128, or on request): the next key block's QK^T issued before this block's softmax.
+        {"overlapScores", [](const LoweringOptions &o) { return o.intraOverlap != Choice::Off; },
+         [](const Program &p, PassState &s) { return passes::overlapScores(p, s.variant.options, &s.diag.sources()); }, false},
+        // Hopper attention, on request: two consumer warpgroups take turns at the tensor cores (named barriers), in
+        // the loops overlapScores left without them.
+        {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong == Choice::On; },
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},

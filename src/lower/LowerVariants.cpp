@@ -21,6 +21,14 @@ LoweringOptions LoweringOptions::forKernel(const ir::Kernel &k) const {
     return o;
 }
 
+AttentionSchedule LoweringOptions::attentionSchedule(int64_t headDim, int operandBits) const {
+    const bool wide = headDim >= kAttentionOverlapHeadDim && operandBits == 16;
+    AttentionSchedule s;
+    s.overlap = intraOverlap == Choice::On || (intraOverlap == Choice::Auto && wide);
+    s.turns = pingPong == Choice::On || (pingPong == Choice::Auto && s.overlap && wide);
+    return s;
+}
+
 namespace {
 
 /// Runs lower() for `v` with `ctx`'s diagnostics held, then reports those that no earlier variant reported

@@ -177,11 +177,11 @@ std::optional<Parts> match(const For &f, std::string &why) {
 
 class Overlap : public ConsumerRewriter {
   public:
-    Overlap(bool pingPong, Var tx, const SourceManager *sources, std::string kernel)
-        : pingPong_(pingPong), tx_(std::move(tx)), sources_(sources), kernel_(std::move(kernel)) {}
+    Overlap(const LoweringOptions &o, Var tx, const SourceManager *sources, std::string kernel)
+        : options_(o), tx_(std::move(tx)), sources_(sources), kernel_(std::move(kernel)) {}
 
     Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
-        turns_ = pingPong_ && tx_ && op->consumerThreads == kPingPongThreads;
+        twoGroups_ = tx_ && op->consumerThreads == kPingPongThreads;
         return ConsumerRewriter::visit(op);
     }
 
@@ -193,25 +193,48 @@ class Overlap : public ConsumerRewriter {
         std::string why;
         std::optional<Parts> p = match(*f, why);
         const std::string what = "kernel '" + kernel_ + "': attention loop ";
+        const auto [headDim, bits] = qkShape(*f);
+        const AttentionSchedule schedule = options_.attentionSchedule(headDim, bits);
+        if (!schedule.overlap) {
+            remark(sources_, f->loc, what + "kept in order: head dimension " + std::to_string(headDim) + " of " +
+                                         std::to_string(bits) + "-bit operands, not 16-bit from " +
+                                         std::to_string(LoweringOptions::kAttentionOverlapHeadDim) +
+                                         " on (--intra-overlap asks for the overlap)");
+            return std::nullopt;
+        }
+        turns_ = twoGroups_ && schedule.turns;
         if (!p) {
-            remark(sources_, f->loc, what + "kept in order (--intra-overlap): " + why);
+            remark(sources_, f->loc, what + "kept in order (intra-warpgroup overlap): " + why);
             return std::nullopt;
         }
         auto count = [&](Place w) { return std::to_string(std::count(p->place.begin(), p->place.end(), w)); };
         remark(sources_, f->loc,
-               what + "in FlashAttention-3's intra-warpgroup schedule (--intra-overlap): QK^T of ko issued with P.V of "
+               what + "in FlashAttention-3's intra-warpgroup schedule: QK^T of ko issued with P.V of "
                       "ko - 1, " + count(Place::Early) + " softmax statements under that P.V, " + count(Place::Late) +
                    " after it, " + count(Place::Rescale) + " rescales of the output under the next QK^T" +
-                   (turns_ ? "; both wgmmas one ping-pong turn (--pingpong)" : ""));
+                   (turns_ ? "; both wgmmas one ping-pong turn" : ""));
         return rotate(*f, *p);
     }
 
   private:
-    bool pingPong_;
+    LoweringOptions options_;
     Var tx_;
     const SourceManager *sources_;
     std::string kernel_;
-    bool turns_ = false; ///< this warp-role kernel's two consumer warpgroups take turns (--pingpong)
+    bool twoGroups_ = false; ///< this warp-role kernel has the two consumer warpgroups that turns need
+    bool turns_ = false;     ///< ... and the loop being rotated takes them
+
+    /// The reduction of the loop's QK^T (its first wgmma SS), the head dimension, and the bits of its
+    /// operands; {0, 0} where there is none.
+    static std::pair<int64_t, int> qkShape(const For &f) {
+        for (auto &s : as<Seq>(f.body)->stmts)
+            if (isCall(s, lib::Fn::WgmmaSS)) {
+                const Load *a = addressedLoad(lib::arg(*callOf(s), lib::Fn::WgmmaSS, "a"));
+                return {constInt(lib::arg(*callOf(s), lib::Fn::WgmmaSS, "K")).value_or(0),
+                        a ? a->buffer->dtype.bits() : 0};
+            }
+        return {0, 0};
+    }
 
     /// The loop rotated (see the header): the first block peeled, the loop over the rest, the last P.V.
     std::vector<Stmt> rotate(const For &f, const Parts &p) {
@@ -307,12 +330,12 @@ class Overlap : public ConsumerRewriter {
 
 } // namespace
 
-Program overlapScores(const Program &p, bool pingPong, const SourceManager *sources) {
+Program overlapScores(const Program &p, const LoweringOptions &o, const SourceManager *sources) {
     Program out = p;
     for (auto &k : out.kernels) {
         if (!k->producerThreads)
             continue; // no warp roles
-        k = Overlap(pingPong, k->threadIdx, sources, k->name).mutate(k);
+        k = Overlap(o, k->threadIdx, sources, k->name).mutate(k);
     }
     return out;
 }

@@ -2,6 +2,7 @@
 /// Ping-pong of the consumer warpgroups (include/tilec/passes/PingPongConsumers.h).
 #include "tilec/passes/PingPongConsumers.h"
 
+#include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/ConsumerRewriter.h"
 #include "tilec/passes/PingPongTurns.h"
@@ -21,7 +22,9 @@ class Turns : public ConsumerRewriter {
 
     std::optional<std::vector<Stmt>> rewrite(const Stmt &s) override {
         auto f = as<For>(s);
-        if (!f || !isAttentionLoop(*f))
+        // ... unless overlapScores already gave it turns (a hand-over: a bar.arrive, which no other consumer
+        // code issues; their syncs among themselves are bar.sync).
+        if (!f || !isAttentionLoop(*f) || callsAny(f->body, {lib::Fn::NamedArrive}))
             return std::nullopt;
         return std::vector<Stmt>{turns_.open(f->loc), withTurns(*f), turns_.close(f->loc)};
     }

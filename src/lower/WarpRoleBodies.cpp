@@ -27,6 +27,28 @@ Stmt genericRelease(const Expr &bar, const SourceRange &loc) {
     return Seq::make({lib::stmt(lib::Fn::FenceProxyAsync, {}, loc), lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, loc)}, loc);
 }
 
+/// The schedule overlapScores will give an attention loop (by the reduction of its first T.gemm with A in
+/// shared memory, where a later one reads A from registers: QK^T, then P.V, and by that A's width); overlapScores
+/// decides by the same dimension, read off that QK^T's wgmma.
+AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const LoweringOptions &o) {
+    const Gemm *qk = nullptr;
+    for (auto &s : rest) {
+        auto g = as<Gemm>(s);
+        if (!g || !g->a.buffer) continue;
+        if (g->a.buffer->scope != Scope::Fragment) {
+            if (!qk) qk = g;
+            continue;
+        }
+        if (!qk) break;
+        std::vector<int64_t> shape;
+        for (auto &r : qk->a.ranges)
+            if (auto e = constInt(r.extent); e && *e != 1) shape.push_back(*e);
+        if (shape.size() == 2) return o.attentionSchedule(qk->transA ? shape[0] : shape[1], qk->a.buffer->dtype.bits());
+        break;
+    }
+    return o.attentionSchedule(0);
+}
+
 } // namespace
 
 /// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast
@@ -93,14 +115,14 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
     // Persistent with once tiles: their release (one arrival per consumer warp) after the last statement
     // of the tile's last iteration that reads them (attention's last QK^T, whose wgmma wait precedes the
     // release), so that the next tile's Q lands under this tile's last P.V and epilogue; after the loop
-    // where it runs no iteration, or where --intra-overlap or --pingpong rewrite the loop's body (they
+    // where it runs no iteration, or where overlapScores or pingPongConsumers rewrite the loop's body (they
     // match its statements).
     const Expr lane0 = binary(BinaryOp::EQ, binary(BinaryOp::FloorMod, tx, i32(32)), i32(0));
     const Stmt onceRelease = p.onceGeneric ? genericRelease(p.onceEmpty, loc)
                                            : IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
     size_t onceLast = p.rest.size();
     // ... and after the loop where the iterations run under a condition (the last one may not run).
-    if (p.persistent && !p.once.empty() && !o.intraOverlap && !o.pingPong && !p.guard)
+    if (p.persistent && !p.once.empty() && !attentionSchedule(p.rest, o).any() && !p.guard)
         for (size_t j = 0; j < p.rest.size(); ++j)
             for (auto &t : p.once)
                 if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;

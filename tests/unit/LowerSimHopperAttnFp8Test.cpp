@@ -132,8 +132,8 @@ void expectFloat8RS(const ir::Kernel &k, const Fp8Case &a) {
 void fp8Case(const Fp8Case &a, std::initializer_list<uint64_t> seeds = {0, 1}, bool tma = true) {
     lowertest::LowerRun r, c;
     Variant v{Target::parse("sm_90a")->withSmCount(1), {}};
-    v.options.pingPong = a.pingPong;
-    v.options.intraOverlap = a.overlap;
+    v.options.pingPong = a.pingPong ? Choice::On : Choice::Off;
+    v.options.intraOverlap = a.overlap ? Choice::On : Choice::Off;
     r.run(a.source(), "flash_fp8.tile", v);
     v.options.tma = false;
     c.run(a.source(), "flash_fp8.tile", v);

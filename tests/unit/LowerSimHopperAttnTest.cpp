@@ -265,4 +265,23 @@ TEST(SimHopperAttn, PingPongTurnsAsLowered) {
 }
 
 
+// The default switches: FlashAttention-3's schedule (the rotated loop with turns) from head dimension 128 on,
+// the loop in order below it; --pingpong then still gives turns to a loop the overlap left in order.
+TEST(SimHopperAttn, DefaultScheduleRotatesD128) { attnCase(byDefault({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2}); }
+TEST(SimHopperAttn, DefaultScheduleKeepsD64) { attnCase(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1}); }
+TEST(SimHopperAttn, DefaultScheduleAsLowered) {
+    Lowered d128(byDefault({1, 1, 200, 128, false, 128, 128, 2, 256})), d64(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}));
+    AttnCase asked = byDefault({1, 1, 256, 64, true, 128, 64, 2, 256});
+    asked.pingPong = true; // the defaults, but --pingpong
+    Lowered d64turns(asked);
+    ASSERT_TRUE(d128.roles && d64.roles && d64turns.roles) << d128.r.diags();
+    auto c128 = callCounts(*d128.roles), c64 = callCounts(*d64.roles), t64 = callCounts(*d64turns.roles);
+    EXPECT_EQ(c128[lib::Fn::WgmmaSS], 2) << "D = 128: the prologue's QK^T and the loop's";
+    EXPECT_GT(c128[lib::Fn::NamedArrive], 0) << "D = 128: the two consumer warpgroups take turns";
+    EXPECT_EQ(c64[lib::Fn::WgmmaSS], 1) << "D = 64: the loop in order";
+    EXPECT_EQ(c64[lib::Fn::NamedArrive], 0) << "D = 64: no turns";
+    EXPECT_EQ(t64[lib::Fn::WgmmaSS], 1) << "D = 64 with --pingpong: still in order";
+    EXPECT_EQ(t64[lib::Fn::NamedArrive], 3) << "D = 64 with --pingpong: pingPongConsumers' turns";
+}
+
 } // namespace

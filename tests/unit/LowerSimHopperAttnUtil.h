@@ -25,6 +25,11 @@ struct AttnCase {
     int headsKV = 0;      ///< key/value heads (grouped-query attention); 0: heads
     bool pingPong = false; ///< lowered with --pingpong (LoweringOptions::pingPong)
     bool overlap = false;  ///< lowered with --intra-overlap (LoweringOptions::intraOverlap)
+    /// The schedule switches not asked for by pingPong or overlap left at their default (Auto: the head
+    /// dimension decides) instead of off (--no-pingpong / --no-intra-overlap).
+    bool defaults = false;
+    /// Whether the loop is rotated (overlapScores): asked for, or by default at head dimension >= 128.
+    bool rotated() const { return overlap || (defaults && dim >= LoweringOptions::kAttentionOverlapHeadDim); }
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)
@@ -50,8 +55,9 @@ struct Lowered {
     explicit Lowered(const AttnCase &a, bool uneven = true) {
         // these grids of a few tiles are not one wave (OneWaveCausalNotPersistent): a GPU of one SM
         Variant t{Target::parse("sm_90a")->withSmCount(1), {}};
-        t.options.pingPong = a.pingPong;
-        t.options.intraOverlap = a.overlap;
+        const Choice unset = a.defaults ? Choice::Auto : Choice::Off;
+        t.options.pingPong = a.pingPong ? Choice::On : unset;
+        t.options.intraOverlap = a.overlap ? Choice::On : unset;
         t.options.persistent = !a.noPersistent;
         t.options.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
         r.run(a.source(), "flash.tile", t);
@@ -118,8 +124,8 @@ inline void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = 
     Lowered l(a);
     ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
     auto calls = callCounts(*l.roles);
-    EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.overlap ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
-    EXPECT_EQ(calls[lib::Fn::WgmmaRS], a.overlap ? 2 : 1) << "--intra-overlap: the loop's P.V of ko - 1 and the last";
+    EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.rotated() ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
+    EXPECT_EQ(calls[lib::Fn::WgmmaRS], a.rotated() ? 2 : 1) << "--intra-overlap: the loop's P.V of ko - 1 and the last";
     EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
     EXPECT_EQ(l.roles->dynamicSymbols.size(), a.dynamicSeq ? 1u : 0u);
     EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
@@ -151,6 +157,12 @@ inline AttnCase pingPong(AttnCase a) {
 /// `a` lowered with both: each iteration's QK^T and P.V of the block before issued in one turn.
 inline AttnCase bothSchedules(AttnCase a) {
     a.pingPong = a.overlap = true;
+    return a;
+}
+
+/// `a` lowered with the default switches: the head dimension decides the schedule.
+inline AttnCase byDefault(AttnCase a) {
+    a.defaults = true;
     return a;
 }
 

@@ -96,17 +96,37 @@ TEST(Pipeline, OneTableNamesEveryPass) {
     auto row = [&](const char *n) {
         return *std::find_if(rows.begin(), rows.end(), [&](const Pass &p) { return std::string(p.name) == n; });
     };
+    // By default overlapScores runs and decides per loop by the head dimension (turns included);
+    // pingPongConsumers gives turns to the loops it left only on --pingpong.
     LoweringOptions o;
     EXPECT_FALSE(row("pingPongConsumers").enabled(o));
-    EXPECT_FALSE(row("overlapScores").enabled(o));
-    o.pingPong = true;
+    EXPECT_TRUE(row("overlapScores").enabled(o));
+    o.pingPong = Choice::On;
+    EXPECT_TRUE(row("pingPongConsumers").enabled(o));
+    o.intraOverlap = Choice::Off;
     EXPECT_TRUE(row("pingPongConsumers").enabled(o));
     EXPECT_FALSE(row("overlapScores").enabled(o));
-    // Both switches: overlapScores places the ping-pong turns in its rotated loop itself.
-    o.intraOverlap = true;
+    o.pingPong = Choice::Off;
     EXPECT_FALSE(row("pingPongConsumers").enabled(o));
-    EXPECT_TRUE(row("overlapScores").enabled(o));
     EXPECT_TRUE(row("lowerGemm").enabled(o));
+}
+
+// The attention schedule each setting of the two switches gives a loop, by its head dimension.
+TEST(LoweringOptions, AttentionSchedule) {
+    LoweringOptions o; // both Auto: FlashAttention-3's schedule from head dimension 128 on
+    EXPECT_FALSE(o.attentionSchedule(64).any());
+    EXPECT_TRUE(o.attentionSchedule(128).overlap && o.attentionSchedule(128).turns);
+    EXPECT_TRUE(o.attentionSchedule(256).overlap && o.attentionSchedule(256).turns);
+    o.pingPong = Choice::Off; // --no-pingpong
+    EXPECT_TRUE(o.attentionSchedule(128).overlap && !o.attentionSchedule(128).turns);
+    o.pingPong = Choice::On; // --pingpong: turns everywhere, the overlap still by head dimension
+    EXPECT_TRUE(o.attentionSchedule(64).turns && !o.attentionSchedule(64).overlap);
+    o.intraOverlap = Choice::Off; // --no-intra-overlap
+    EXPECT_FALSE(o.attentionSchedule(256).overlap);
+    o = LoweringOptions{};
+    o.intraOverlap = Choice::On; // --intra-overlap alone: turns still by head dimension
+    EXPECT_TRUE(o.attentionSchedule(64).overlap && !o.attentionSchedule(64).turns);
+    EXPECT_TRUE(o.attentionSchedule(128).turns);
 }
 
 TEST(SharedMemory, BudgetArithmetic) {

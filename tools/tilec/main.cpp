@@ -224,12 +224,19 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
-    app.add_flag("--pingpong", o.pingPong,
+    auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
-                 "one's softmax under the other's GEMMs");
-    app.add_flag("--intra-overlap", o.intraOverlap,
+                 "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
+    auto *noPingPong = app.add_flag_callback("--no-pingpong", [&o] { o.pingPong = tilec::Choice::Off; },
+                 "Hopper attention: no ping-pong turns, whatever the head dimension");
+    auto *overlap = app.add_flag_callback("--intra-overlap", [&o] { o.intraOverlap = tilec::Choice::On; },
                  "Hopper attention: each key block's QK^T issued with the previous block's P.V, the softmax under "
-                 "that P.V (FlashAttention-3's intra-warpgroup overlap); with --pingpong, both in one turn");
+                 "that P.V (FlashAttention-3's intra-warpgroup overlap; with turns, both in one turn; default: "
+                 "where the head dimension is >= 128)");
+    auto *noOverlap = app.add_flag_callback("--no-intra-overlap", [&o] { o.intraOverlap = tilec::Choice::Off; },
+                 "Hopper attention: the loop kept in order, whatever the head dimension");
+    pingPong->excludes(noPingPong);
+    overlap->excludes(noOverlap);
     app.add_option("--epilogue-buffers", o.epilogueBuffers,
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/LoweringOptions.h"
 
 namespace tilec {
 class SourceManager;
@@ -24,11 +25,13 @@ namespace tilec::passes {
 /// P.V, where it runs under that QK^T; the epilogue issues the last P.V. A statement that shares a buffer
 /// with an earlier one that runs after P.V runs after it too (a sum over P written directly by the
 /// exponentials, as examples/flash_attn.tile does: less of that softmax runs under P.V). One score
-/// accumulator, no copies, no accumulator defined while a wgmma that writes it is in flight. With `pingPong` and two consumer warpgroups, the issue of each iteration's two
+/// accumulator, no copies, no accumulator defined while a wgmma that writes it is in flight. With turns and two consumer warpgroups, the issue of each iteration's two
 /// wgmmas is one turn (PingPongTurns): the prologue's QK^T and the epilogue's P.V are a turn each. Runs after
-/// placeWgmmaWaits when the options ask for it (LoweringOptions::intraOverlap, --intra-overlap); a loop of any
-/// other shape, and every other kernel, is returned unchanged.
+/// placeWgmmaWaits unless --no-intra-overlap turns it off (LoweringOptions::intraOverlap); a loop of any
+/// other shape, and every other kernel, is returned unchanged. Which loops, and whether with turns, is
+/// LoweringOptions::attentionSchedule of the loop's head dimension (its QK^T's K): by default those of head
+/// dimension >= 128, with turns where the kernel has two consumer warpgroups.
 /// -v says, for each attention loop, which schedule it took and why (remarks located in `sources`).
-ir::Program overlapScores(const ir::Program &p, bool pingPong = false, const SourceManager *sources = nullptr);
+ir::Program overlapScores(const ir::Program &p, const LoweringOptions &o, const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes

@@ -15,8 +15,8 @@ namespace tilec::passes {
 /// each warpgroup's softmax under the other's GEMM. Warpgroup 1 hands warpgroup 0 the first turn before the
 /// loop, and warpgroup 0 takes the last one after it, so every barrier generation is complete at the end.
 /// Both warpgroups run the loop the same number of times (its bounds are the block's, not the thread's).
-/// Runs after placeWgmmaWaits when the options ask for it (LoweringOptions::pingPong, --pingpong); any other kernel
-/// is returned unchanged.
+/// Runs after overlapScores when the options ask for it (LoweringOptions::pingPong, --pingpong); a loop that
+/// already takes turns (overlapScores gave them), and any other kernel, is returned unchanged.
 ir::Program pingPongConsumers(const ir::Program &p);
 
 } // namespace tilec::passes
