@@ -238,6 +238,15 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
     DType t = b.a->dtype;
     bool narrow = isNarrowFloat(t) && !host_;
     auto op2 = [&](const char *op, int prec) -> Text {
+        // float16 / bfloat16 +, -, *: the native instruction (HADD2, HMUL2; nvcc contracts a product and a sum
+        // into HFMA2 as it does float's into FFMA), not a round trip through float. Same value: float holds the
+        // exact result of these operations on 11-bit (8-bit) significands closely enough (24 >= 2p + 2 bits)
+        // that rounding it to the narrow type is the correctly rounded narrow result.
+        if (narrow && !isComparison(b.op) && (t.kind == DType::Float16 || t.kind == DType::BFloat16) &&
+            (b.op == BinaryOp::Add || b.op == BinaryOp::Sub || b.op == BinaryOp::Mul)) {
+            const char *f = b.op == BinaryOp::Add ? "__hadd(" : b.op == BinaryOp::Sub ? "__hsub(" : "__hmul(";
+            return {std::string(f) + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
+        }
         if (narrow) {
             std::string s = asFloat(b.a, prec) + " " + op + " " + asFloat(b.b, prec + 1);
             if (isComparison(b.op)) return {s, prec};

@@ -7,10 +7,12 @@
 ///
 /// Every thread's value is combined over the threads that differ only in the thread coordinates named at the
 /// end (`tk = T.get_thread_binding(1)`), and every one of them gets the result in `red[0]` (a per-thread
-/// element). tilec lowers it here into what the rest of the pipeline knows: each thread stores its value
-/// into a shared scratch of one element per thread, a barrier, then each thread folds its group's elements
-/// with the combiner, from the identity, in the order of the coordinates (insertSyncs adds the barrier
-/// before the scratch is written again, in a loop).
+/// element). tilec lowers it here into what the rest of the pipeline knows. Where a group is a run of 2 to 32
+/// neighbouring lanes of one warp (the reduced coordinates are the lowest ones: the gemv's threads=(32, 4)
+/// reducing coordinate 0), warp shuffles combine the values in registers (shuffleAllreduce). Otherwise each
+/// thread stores its value into a shared scratch of one element per thread, a barrier, then each thread folds
+/// its group's elements with the combiner, from the identity, in the order of the coordinates (insertSyncs adds
+/// the barrier before the scratch is written again, in a loop).
 ///
 /// T.attr takes "reduce_scope" only; T.reinterpret(..., dtype="handle") (TileLangThreads.cpp) makes the nothing
 /// T.attr ignores; T.evaluate has
@@ -18,6 +20,8 @@
 #include "eval/TileLang.h"
 
 #include "tilec/LibraryCalls.h"
+
+#include <algorithm>
 
 namespace tilec::eval::tl {
 
@@ -109,6 +113,51 @@ ir::Expr scalarAs(Interp &in, const Arg &a, DType t, const char *what) {
     return ir::cast(t, in.toExpr(a, what), a.range);
 }
 
+/// The lanes of one group when the reduced coordinates are the lowest ones (0, 1, ..., in any order), so that a
+/// group is a run of neighbouring threads, of 2 to 32 threads in all, a power of two (a run inside one warp),
+/// in a block of whole warps, and the call is reached by every thread (no condition or loop of data around it,
+/// only loops of constant bounds); else 0.
+template <class Extent>
+int64_t warpGroupLanes(const TraceState &t, std::vector<int> reduced, const Extent &extent) {
+    std::sort(reduced.begin(), reduced.end());
+    int64_t lanes = 1;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+        if (reduced[i] != (int)i) return 0;
+        lanes *= extent(reduced[i]);
+    }
+    if (lanes > 32 || (lanes & (lanes - 1)) != 0 || t.kernel->threads % 32 != 0) return 0;
+    // Every open statement list but the launch's is a loop's body (an `if` opens one of its own).
+    if (t.blocks.size() != t.loops.size() + 1) return 0;
+    for (ir::ForKind k : t.loops)
+        if (k == ir::ForKind::Parallel) return 0;
+    return lanes;
+}
+
+/// The group's values combined by a butterfly of warp shuffles (__shfl_xor_sync over lane distances lanes/2,
+/// ..., 1) in the destination itself: every thread of the group ends with the same value, with no shared
+/// memory and no barrier (TileLang's own lowering of a reduction within a warp). The combination order is a
+/// tree, not the coordinates' order: sums round differently from the scratch's fold, as TileLang's do.
+Value shuffleAllreduce(Interp &in, const CommReducerObj &reducer, const ir::Buffer &dest,
+                       const std::vector<ir::Expr> &destIdx, const ir::Expr &value, int64_t lanes, const SourceRange &at) {
+    TraceState &t = *in.trace();
+    in.emit(ir::Store::make(dest, destIdx, value, at));
+    for (int64_t delta = lanes / 2; delta >= 1; delta /= 2) {
+        size_t emitted = t.blocks.back().size();
+        CallArgs call;
+        call.call = at;
+        call.callee = reducer.range;
+        ir::Expr mine = ir::Load::make(dest, destIdx, at);
+        call.pos.push_back({Value::ofExpr(mine), at});
+        call.pos.push_back({Value::ofExpr(passes::lib::call(passes::lib::Fn::ShflXor, {mine, ir::intImm(delta)}, at, dest->dtype)), at});
+        Value combined = in.callValue(reducer.combiner, call);
+        if (combined.is(VK::Poison)) return combined;
+        if (t.blocks.back().size() != emitted)
+            in.fail(reducer.range, "T.comm_reducer's combiner must compute a value, not run kernel statements");
+        in.emit(ir::Store::make(dest, destIdx, ir::cast(dest->dtype, in.toExpr(Arg{combined, reducer.range}, "the combiner's result"), at), at));
+    }
+    return Value::none();
+}
+
 Value threadAllreduce(Interp &in, CallArgs &args) {
     TraceState &t = requireLaunch(in, args, kAllreduce);
     auto kw = keywords(in, args, kAllreduce, {"dtype"});
@@ -154,6 +203,8 @@ Value threadAllreduce(Interp &in, CallArgs &args) {
     };
     auto extent = [&](int d) { return dims == 1 ? (int64_t)k.threads : (int64_t)t.threadDims[(size_t)d]; };
     SourceRange at = args.call;
+    if (int64_t lanes = warpGroupLanes(t, reduced, extent); lanes > 1)
+        return shuffleAllreduce(in, reducer, dest, destIdx, value, lanes, at);
     auto scratch = ir::makeBuffer(uniqueBufferName(k, "red_buf"), ir::Scope::Shared, type,
                                   {ir::intImm(k.threads)}, at);
     k.allocs.push_back(scratch);

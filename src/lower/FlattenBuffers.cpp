@@ -6,13 +6,87 @@
 #include "tilec/IROperator.h"
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace tilec::passes {
 
 using namespace ir;
 
 namespace {
+
+/// An offset as a sum of constant multiples of terms (expressions that are no sum, difference, negation or
+/// constant multiple) plus a constant; `ok` false once a coefficient overflowed.
+struct Terms {
+    std::vector<std::pair<Expr, int64_t>> terms;
+    int64_t c = 0;
+    bool ok = true;
+
+    void add(const Expr &e, int64_t k) {
+        if (auto i = as<IntImm>(e)) {
+            int64_t m;
+            ok = ok && !__builtin_mul_overflow(i->value, k, &m) && !__builtin_add_overflow(c, m, &c);
+            return;
+        }
+        if (auto u = as<Unary>(e); u && u->op == UnaryOp::Neg) return add(u->a, -k);
+        if (auto b = as<Binary>(e); b && b->a->dtype == e->dtype && b->b->dtype == e->dtype) {
+            if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
+                add(b->a, k);
+                return add(b->b, b->op == BinaryOp::Add ? k : -k);
+            }
+            auto ka = constInt(b->a), kb = constInt(b->b);
+            int64_t m;
+            if (b->op == BinaryOp::Mul && (ka || kb)) {
+                if (__builtin_mul_overflow(k, ka ? *ka : *kb, &m)) ok = false;
+                else add(ka ? b->b : b->a, m);
+                return;
+            }
+        }
+        for (auto &t : terms)
+            if (t.first == e || provablyEqual(t.first, e)) {
+                ok = ok && !__builtin_add_overflow(t.second, k, &t.second);
+                return;
+            }
+        terms.push_back({e, k});
+    }
+
+    /// `K * (x // c) + (K / c) * (x % c)` is `(K / c) * x` (Python's floor division and modulo, c > 0): the
+    /// element of a tile's row split into (row, column) by a copy's thread mapping and flattened again with
+    /// the row length c. Returns whether any pair was found.
+    bool foldDivMod() {
+        bool any = false;
+        for (bool changed = true; changed && ok;) {
+            changed = false;
+            for (size_t i = 0; i < terms.size() && !changed; ++i) {
+                auto d = as<Binary>(terms[i].first);
+                auto c = d && d->op == BinaryOp::FloorDiv ? constInt(d->b) : std::nullopt;
+                if (!c || *c <= 0 || terms[i].second == 0 || terms[i].second % *c != 0) continue;
+                const int64_t k = terms[i].second / *c;
+                for (size_t j = 0; j < terms.size() && !changed; ++j) {
+                    auto m = as<Binary>(terms[j].first);
+                    if (!m || m->op != BinaryOp::FloorMod || terms[j].second != k || constInt(m->b) != c ||
+                        !provablyEqual(m->a, d->a))
+                        continue;
+                    Expr x = d->a;
+                    terms.erase(terms.begin() + (std::ptrdiff_t)std::max(i, j));
+                    terms.erase(terms.begin() + (std::ptrdiff_t)std::min(i, j));
+                    add(x, k);
+                    changed = any = true;
+                }
+            }
+        }
+        return any && ok;
+    }
+
+    /// The sum in type t, each term converted to t before it is scaled.
+    Expr build(DType t) const {
+        Expr sum = intImm(c, t);
+        for (auto &[e, k] : terms)
+            if (k != 0) sum = binary(BinaryOp::Add, sum, binary(BinaryOp::Mul, cast(t, e), intImm(k, t)));
+        return simplify(sum);
+    }
+};
 
 class Flatten : public IRMutator {
   public:
@@ -66,10 +140,28 @@ class Flatten : public IRMutator {
         return rowMajor(b->shape, idx);
     }
 
+    /// The offset as a sum of terms in which a copy's (row, column) split of a contiguous run folds back
+    /// (Terms::foldDivMod), or nothing where the strides are not constant or nothing folds.
+    std::optional<Terms> folded(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
+        Terms t;
+        int64_t stride = 1;
+        for (size_t d = idx.size(); d-- > 0;) {
+            if (!idx[d]->dtype.isInt() || idx[d]->dtype.bits() > 32) return std::nullopt;
+            t.add(idx[d], stride);
+            if (d == 0) break;
+            auto ext = constInt(shape[d]);
+            if (!ext || __builtin_mul_overflow(stride, *ext, &stride)) return std::nullopt;
+        }
+        if (!t.foldDivMod()) return std::nullopt;
+        return t;
+    }
+
     Expr rowMajor(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
         if (idx.empty()) return intImm(0);
-        if (idx.size() == 1) return idx[0];
+        const std::optional<Terms> fold = folded(shape, idx);
+        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype) : idx[0];
         auto build = [&](DType t) {
+            if (fold) return fold->build(t);
             Expr flat, stride;
             for (size_t d = idx.size(); d-- > 0;) {
                 Expr i = cast(t, idx[d]);

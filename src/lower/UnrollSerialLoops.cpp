@@ -92,6 +92,12 @@ class Unroll : public IRMutator {
 
 } // namespace
 
+bool unrolledFits(const Stmt &body, int64_t trips) {
+    Body b;
+    b.visit(body);
+    return !b.blocked && trips * b.statements <= kMaxStatements && trips * b.globalLoads <= kMaxGlobalLoads;
+}
+
 Program unrollSerialLoops(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {

@@ -119,6 +119,39 @@ TEST(LowerSimCompat, ThreadAllreduceSumsSplitKPartials) {
     expectNear(y, want, 2e-3, "Y"); // the float16 result
 }
 
+// A group of neighbouring lanes (coordinate 0 of threads=(32, 4), the fp16 x int4 dequantizing GEMV's): the
+// values meet through a butterfly of warp shuffles, with no shared scratch and no barrier; every thread of the
+// group holds the sum (each row's four warps write it from their lane 5, not lane 0).
+TEST(LowerSimCompat, ThreadAllreduceWithinAWarpShuffles) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(A: T.Tensor((4, 64), \"float32\"), Y: T.Tensor((4,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=(32, 4)) as bx:\n"
+          "        kr = T.get_thread_binding(0)\n"
+          "        ni = T.get_thread_binding(1)\n"
+          "        part = T.alloc_local((1,), \"float32\")\n"
+          "        total = T.alloc_local((1,), \"float32\")\n"
+          "        part[0] = A[ni, kr] + A[ni, kr + 32]\n"
+          "        with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, \"float32\")]), \"reduce_scope\", 0):\n"
+          "            T.tvm_thread_allreduce(T.uint32(1), part[0], True, total[0], kr)\n"
+          "        if kr == 5:\n"
+          "            Y[ni] = total[0]\n",
+          "t.tile", *Target::parse("sm_80"));
+    const ir::Kernel *kern = r.kernel("k");
+    ASSERT_NE(kern, nullptr);
+    EXPECT_EQ(countSyncs(kern->body), 0) << "no barrier";
+    EXPECT_EQ(callCounts(*kern)[passes::lib::Fn::ShflXor], 5) << "a butterfly over 32 lanes";
+    for (auto &b : kern->allocs) EXPECT_NE(b->scope, ir::Scope::Shared) << b->name;
+    auto a = randomData(4 * 64, 71);
+    for (auto &e : a) e = std::round(e * 64) / 64; // exact sums in any order
+    std::vector<double> y(4, std::nan("")), want(4, 0.0);
+    for (int n = 0; n < 4; ++n)
+        for (int k = 0; k < 64; ++k) want[(size_t)n] += a[(size_t)n * 64 + k];
+    runLaunches(r, "k", {{"A", &a}, {"Y", &y}}, 1);
+    expectNear(y, want, 0, "Y");
+}
+
 // Another combiner, in a loop (the scratch is written again each row: a barrier must keep the next row's
 // writes after this row's reads), over coordinate 0 of threads=(4, 16) (groups of 4 neighbouring threads),
 // and over both coordinates at once (the whole block) into a T.alloc_var.

@@ -3,7 +3,8 @@
 /// TileKernels' fn_normw_merge_bwd shape (a gradient accumulated down the rows, 12 here so that the unrolled rounds'
 /// loads stay within the pass's budget at this kernel's 4-wide layout; its last block past the tensor's edge), and a loop whose rounds carry a running value in registers (a decaying sum down the rows), where
 /// unrolling must keep the order. Both on the CPU simulator against a float64 reference, with the loop checked
-/// to be unrolled in the lowered kernel.
+/// to be unrolled in the lowered kernel. Also the round loop of a long copy (lowerParallel: 72 rounds of a
+/// 4-wide float-to-bfloat16 copy, sparse MLA backward's postprocess in small, its last block past the edge).
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -94,6 +95,24 @@ TEST(LowerSimUnroll, RoundsCarryARunningValue) {
         for (int j = 0; j < N; ++j) want[i * N + j] = s[j] = s[j] * 0.5 + x[i * N + j];
     sim::simulate(*run.lowered->kernels[0], {{"x", &x}, {"p", &p}});
     sim::expectNear(p, want, 1e-5, "p");
+}
+
+TEST(LowerSimUnroll, LongCopyRoundsUnrolledWhole) {
+    const int S = 100, W = 576;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(x: T.Tensor((100, 1, 576), \"float32\"), y: T.Tensor((100, 1, 576), \"bfloat16\")):\n"
+                      "    with T.Kernel(T.ceildiv(100, 64), 1, threads=128) as (bx, by):\n"
+                      "        T.copy(x[bx * 64:(bx + 1) * 64, by, :], y[bx * 64:(bx + 1) * 64, by, :])\n";
+    tilec::lowertest::LowerRun run;
+    run.run(src, "t.tile", *tilec::Target::parse("sm_90a"));
+    ASSERT_TRUE(run.lowered) << run.diags();
+    ASSERT_EQ(run.lowered->kernels.size(), 1u);
+    EXPECT_EQ(unrolledTrips(run.lowered->kernels[0]->body, "r"), std::vector<int64_t>{72});
+    auto x = sim::randomData(S * W, 97), y = std::vector<double>(S * W, std::nan(""));
+    for (auto &e : x) e = std::round(e * 64) / 64; // bfloat16 values: the copy is exact
+    sim::simulate(*run.lowered->kernels[0], {{"x", &x}, {"y", &y}});
+    sim::expectNear(y, x, 0, "y");
 }
 
 } // namespace

@@ -16,4 +16,10 @@ namespace tilec::passes {
 /// loop qualifies with its unrolled inner loops counted at their full size.
 ir::Program unrollSerialLoops(const ir::Program &p);
 
+/// Whether `trips` rounds of `body` stay within the sizes above once unrolled (at most 512 statements and 128
+/// global loads; a vectorized loop counts once) and the body holds nothing that keeps a loop rolled (a barrier,
+/// an asynchronous transfer, a tile statement, a loop that is neither unrolled nor vectorized). lowerParallel
+/// asks it of the round loops it makes for T.Parallel nests and copies, which TileLang unrolls whole.
+bool unrolledFits(const ir::Stmt &body, int64_t trips);
+
 } // namespace tilec::passes

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""TileLang 0.1.15's own CUDA for manifest kernels, on a machine without a GPU (issue 25: static comparison).
+
+  python3 tools/compat/tilelang_cuda.py EXAMPLES OUT 'REGEX' [--suite compat|tilekernels] [--tag v0.1.13]
+      for each row of the suite's manifest (tests/tilelang_compat/manifest.tsv at TAG, or
+      tests/tilekernels/manifest.tsv) whose kernel name matches REGEX: the manifest's call evaluated in the
+      example file's namespace (gpu/tlcompat.load_example, TileLang's autotuner off as in the side by side),
+      TileLang lowering the PrimFunc for sm_90a without compiling or running it, and OUT/NAME.tl.cu written
+      (TileLang's device CUDA). EXAMPLES: the folder holding examples/ (compat; e.g. /tmp/tl13 from
+      `git -C TILELANG_REPO archive v0.1.13 examples | tar -x -C /tmp/tl13`) or tile_kernels/'s parent
+      (tilekernels). nvcc -arch=sm_90a -cubin -I SITE/tilelang/src -I SITE/tilelang/3rdparty/cutlass/include
+      then compiles the .tl.cu for SASS (tools/compat/sass_counts.sh counts tilec's).
+
+Recipe (2026-12-04, CPU machine, no GPU, no torch from PyPI needed):
+  /root/.pyenv/versions/3.12.1/bin/python -m venv /work/venv-tl
+  /work/venv-tl/bin/pip install cloudpickle ml-dtypes numpy psutil tqdm typing-extensions
+  mkdir -p SITE && tar -xJf .tilelang/site.tar.xz -C SITE   # ../shared/tools/tilelang/make-bundle.sh's bundle
+  PYTHONPATH=SITE /work/venv-tl/bin/python tools/compat/tilelang_cuda.py /tmp/tl13 /tmp/out 'gemv.*'
+TileLang imports torch; where torch is not installed, this script binds a stand-in module first (names only:
+TileLang's lowering reads no tensor; an example whose manifest call needs real torch fails with that error).
+The target is the JSON form TVM 0.1.15 accepts ({"kind": "cuda", "arch": "sm_90a"}; the string form
+"cuda -arch=sm_90a" is refused) and must be the current target context while lowering (tile-op lowering asks
+for Target.Current)."""
+import argparse
+import importlib.machinery
+import os
+import re
+import sys
+import traceback
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "gpu"))
+
+
+class _Name:
+    """Any attribute or call of the torch stand-in: a name that compares equal to itself and to nothing else."""
+    def __init__(self, name):
+        self._n = name
+
+    def __getattr__(self, k):
+        if k.startswith("__") and k.endswith("__"):
+            raise AttributeError(k)
+        return _Name(self._n + "." + k)
+
+    def __call__(self, *a, **k):
+        return _Name(self._n + "()")
+
+    def __repr__(self):
+        return self._n
+
+    def __hash__(self):
+        return hash(self._n)
+
+    def __eq__(self, o):
+        return isinstance(o, _Name) and o._n == self._n
+
+    def __bool__(self):
+        return False
+
+    def __iter__(self):
+        return iter(())
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+class _Module(types.ModuleType):
+    def __getattr__(self, k):
+        if k.startswith("__") and k.endswith("__"):
+            raise AttributeError(k)
+        return _Name(self.__name__ + "." + k)
+
+
+class _Finder:
+    """Imports of torch.* submodules give stand-in modules too."""
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] != "torch":
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):
+        m = _Module(spec.name)
+        m.__path__ = []
+        return m
+
+    def exec_module(self, m):
+        pass
+
+
+def torch_stand_in():
+    """Binds the stand-in torch unless a real one imports."""
+    try:
+        import torch  # noqa: F401
+        return False
+    except ImportError:
+        pass
+    sys.meta_path.insert(0, _Finder())
+    m = _Module("torch")
+    m.__path__ = []
+    m.__version__ = "2.8.0"
+    for cls in ("Tensor", "dtype", "Size", "device"):
+        setattr(m, cls, type(cls, (object,), {"__init__": lambda self, *a, **k: None}))
+    sys.modules["torch"] = m
+    return True
+
+
+def manifest_rows(suite, tag, regex):
+    """(file, kernel, call) of the suite's manifest rows whose kernel matches regex (compat: at tag)."""
+    path = os.path.join(ROOT, "tests", "tilelang_compat" if suite == "compat" else "tilekernels", "manifest.tsv")
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(cols) < 4:
+                continue
+            if suite == "compat":
+                if cols[0] != tag:
+                    continue
+                cols = cols[1:]
+            if re.fullmatch(regex, cols[1]):
+                out.append((cols[0], cols[1], cols[2]))
+    return out
+
+
+def lowering(tilelang, target):
+    """A replacement for tilelang.compile that lowers for target and returns an object with get_kernel_source."""
+    import tvm
+
+    class Lowered:
+        def __init__(self, source):
+            self.source = source
+
+        def get_kernel_source(self):
+            return self.source
+
+    def compile(func, out_idx=None, target_=None, pass_configs=None, **_):
+        attrs = func.attrs
+        configs = dict(attrs["tilelang_pass_configs"]) if attrs and "tilelang_pass_configs" in attrs else {}
+        configs.update(pass_configs or {})
+        with tvm.transform.PassContext(opt_level=3, config=configs), target:
+            art = tilelang.lower(func, target=target)
+        return Lowered(art.kernel_source)
+    return compile
+
+
+def dump(tilelang, S, TC, examples, suite, tag, row, out, target):
+    file, kernel, call = row
+    base = os.path.join(examples, "examples" if suite == "compat" else "", file)
+    if call == "-":
+        call = S.module_binding(base, kernel)
+    sys.path.insert(0, os.path.dirname(base))
+    try:
+        with S.example_env() as keep:
+            ns = TC.load_example(base)
+            keep()
+            obj = eval(compile(call, file + " (manifest call)", "eval"), ns)
+            if type(obj).__name__ == "PrimFunc":
+                obj = tilelang.compile(obj)
+    finally:
+        sys.path.remove(os.path.dirname(base))
+    src = obj.get_kernel_source()
+    with open(os.path.join(out, kernel + ".tl.cu"), "w", encoding="utf-8") as f:
+        f.write(src)
+    return len(src)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("examples")
+    ap.add_argument("out")
+    ap.add_argument("regex")
+    ap.add_argument("--suite", default="compat", choices=("compat", "tilekernels"))
+    ap.add_argument("--tag", default="v0.1.13")
+    a = ap.parse_args(argv)
+    torch_stand_in()
+    import tilelang
+    import tilelang.jit
+    from tvm.target import Target
+    import sidebyside as S
+    import tlcompat as TC
+    S.quiet_tilelang(tilelang)
+    target = Target({"kind": "cuda", "arch": "sm_90a"})
+    # tilelang.jit is the decorator; the module's own compile is what JITImpl.compile calls
+    tilelang.compile = sys.modules["tilelang.jit"].compile = lowering(tilelang, target)
+    os.makedirs(a.out, exist_ok=True)
+    rows = manifest_rows(a.suite, a.tag, a.regex)
+    if not rows:
+        print("no manifest row matches %r" % a.regex, file=sys.stderr)
+        return 2
+    bad = 0
+    for row in rows:
+        try:
+            n = dump(tilelang, S, TC, os.path.abspath(a.examples), a.suite, a.tag, row, a.out, target)
+            print("%s: %d characters of CUDA" % (row[1], n))
+        except Exception as e:  # noqa: BLE001 - one kernel's failure is reported, the others still dumped
+            bad += 1
+            print("%s: FAILED %s: %s" % (row[1], type(e).__name__, str(e).splitlines()[-1] if str(e) else ""),
+                  file=sys.stderr)
+            with open(os.path.join(a.out, row[1] + ".tl.err"), "w", encoding="utf-8") as f:
+                traceback.print_exc(file=f)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
