@@ -70,13 +70,17 @@ std::vector<const GemmUse *> fixedSplitsFirst(const LayoutUses &c, const std::ma
 }
 
 /// The nests of several variables whose only fragment uses are reads of 1-D fragments at their first variable
-/// (Use::rowOfNest), with those reads: candidates to run over the rows of per-row values (assignMmaLayouts).
+/// (Use::rowOfNest), over all of the fragment's rows (the nest's first extent its length: a nest over fewer rows
+/// cannot take the rows' layout, whose threads hold rows it does not run), with those reads: candidates to run
+/// over the rows of per-row values (assignMmaLayouts).
 std::map<int, std::vector<const Use *>> rowReadingNests(const LayoutUses &c) {
     std::map<int, std::vector<const Use *>> out;
     std::set<int> other;
     for (auto &u : c.uses) {
         if (u.nest < 0) continue;
-        if (u.rowOfNest && !u.write && c.nests[u.nest].vars.size() > 1) out[u.nest].push_back(&u);
+        const Nest &n = c.nests[u.nest];
+        const bool allRows = !n.extents.empty() && constInt(u.buffer->shape[0]) == std::optional<int64_t>(n.extents[0]);
+        if (u.rowOfNest && !u.write && n.vars.size() > 1 && allRows) out[u.nest].push_back(&u);
         else other.insert(u.nest);
     }
     for (int n : other) out.erase(n);
