@@ -38,6 +38,21 @@ bool usesExplicitRoles(const Stmt &body) {
                            lib::Fn::MbarrierArriveEach});
 }
 
+/// Where `s` first reads `v`: the innermost statement, or the loop or `if` whose bounds or condition do.
+std::optional<SourceRange> firstUse(const Stmt &s, const VarNode *v) {
+    if (!s || !uses(s, v)) return std::nullopt;
+    if (auto q = as<Seq>(s)) {
+        for (auto &c : q->stmts)
+            if (auto at = firstUse(c, v)) return at;
+    } else if (auto f = as<For>(s); f && !uses(f->min, v) && !uses(f->extent, v)) {
+        return firstUse(f->body, v);
+    } else if (auto i = as<IfThenElse>(s); i && !uses(i->cond, v)) {
+        if (auto at = firstUse(i->then, v)) return at;
+        return firstUse(i->otherwise, v);
+    }
+    return s->loc;
+}
+
 /// What one warp group's blocks hold.
 struct Role {
     bool used = false;
@@ -55,8 +70,9 @@ class Lowerer {
             return fail(at, "explicit warp roles (T.ws, T.alloc_barrier, T.tma_copy) need TMA and wgmma, a Hopper target "
                             "(sm_90a); they are not supported for " + t_.name);
         if (uses(k_.body, k_.threadIdx.get()))
-            return fail(at, "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
-                            "threads itself)");
+            return fail(firstUse(k_.body, k_.threadIdx.get()).value_or(at),
+                        "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
+                        "threads itself): this statement reads the thread index");
         std::vector<Stmt> top;
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
@@ -133,8 +149,9 @@ class Lowerer {
             auto g = constInt(m->args[0]);
             TILEC_ASSERT(g && *g >= 0, "internal error in lowerWarpRoles: a T.ws marker without its group");
             if (*g >= 2)
-                return (void)fail(s->loc, "T.ws(" + std::to_string(*g) +
-                                              "): explicit warp roles are supported for two warp groups (0 and 1: one "
+                return (void)fail(s->loc, "T.ws(" + std::to_string(*g) + ") (threads " + std::to_string(kGroup * *g) +
+                                              " to " + std::to_string(kGroup * *g + kGroup - 1) +
+                                              ", a T.ws block or a branch on the thread index): explicit warp roles are supported for two warp groups (0 and 1: one "
                                               "producer, one consumer over 256 threads)");
             roles_[*g].used = true;
             return check(as<IfThenElse>(s)->then, (int)*g);

@@ -56,14 +56,16 @@ TEST(SimWarpGroups, WithoutTheBarrierAfterTheSharedCopyIsARace) {
 
 const GemmCase kRoles{128, 128, 192, 128, 128, 64, 0, 0};
 
-/// tests/gpu/gemm_warp_roles.tile's ws_gemm with `from` replaced by `to` in its source, lowered for sm_90a into
-/// `r`: its warp-specialized kernel (null, a test failure, when it has none).
-const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to) {
-    std::string src = simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = ws_gemm(128, 128, 192)");
-    auto at = src.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
+/// tests/gpu/gemm_warp_roles.tile's ws_gemm (or `call` of `file`) with `from` replaced by `to` in its source (none
+/// when empty), lowered for sm_90a into `r`: its warp-specialized kernel (null, a test failure, when it has none).
+const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to,
+                              const std::string &file = "../tests/gpu/gemm_warp_roles.tile",
+                              const std::string &call = "ws_gemm(128, 128, 192)") {
+    std::string src = simtest::withExport(file, "k = " + call);
+    auto at = from.empty() ? std::string::npos : src.find(from);
+    EXPECT_TRUE(from.empty() || at != std::string::npos) << from;
     if (at != std::string::npos) src.replace(at, from.size(), to);
-    r.run(src, "gemm_warp_roles.tile", *Target::parse("sm_90a"));
+    r.run(src, file.substr(file.rfind('/') + 1), *Target::parse("sm_90a"));
     const ir::Kernel *k = r.kernel("k");
     EXPECT_TRUE(k && k->producerThreads) << r.diags();
     return k && k->producerThreads ? k : nullptr;
@@ -84,6 +86,46 @@ TEST(SimWarpGroups, ProducerWaitingOnTheWrongParityDeadlocksAtItsWait) {
 TEST(SimWarpGroups, ConsumerNotWaitingForTheTilesIsCaught) {
     lowertest::LowerRun r;
     const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(data_is_ready, ko % 2)", "T.barrier_wait(data_is_ready, (ko + 1) % 2)");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
+    EXPECT_TRUE(caught);
+}
+
+// The same pipeline with its roles written as branches on the thread index (`if tx >= 128:` producer, `else:`
+// consumer; the branches inside the K loop; an `elif` chain): threadRangeRoles makes them T.ws blocks, and the
+// kernel computes the product under three interleavings without a race.
+const char *kTxRoles = "../tests/lit/codegen/warp_roles_thread_ranges.tile";
+
+TEST(SimWarpGroups, ThreadIndexRolesComputeTheProduct) {
+    for (const char *form : {"else", "loop", "elif"}) {
+        SCOPED_TRACE(form);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = brokenRoles(r, "", "", kTxRoles, std::string("tx_roles(128, 128, 192, form=\"") + form + "\")");
+        ASSERT_TRUE(k);
+        EXPECT_EQ(k->producerThreads, 128);
+        expectCorrect(*k, kRoles, {0, 1, 2});
+    }
+}
+
+// Its producer (the `if tx >= 128:` branch in the K loop) waiting on the wrong parity: a deadlock located at the
+// wait's line, as with T.ws blocks.
+TEST(SimWarpGroups, ThreadIndexRolesWrongParityDeadlocksAtItsWait) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(done, (ko + 1) % 2)", "T.barrier_wait(done, ko % 2)", kTxRoles,
+                                      "tx_roles(128, 128, 192, form=\"loop\")");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kRoles, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("(the wait at line 35:"), std::string::npos) << o.error;
+}
+
+// Its consumer (the `else:` branch) waiting on the phase before the tiles': its products read shared memory TMA
+// is still writing, a race (or wrong values) the simulator reports.
+TEST(SimWarpGroups, ThreadIndexRolesConsumerNotWaitingIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(ready, ko % 2)", "T.barrier_wait(ready, (ko + 1) % 2)", kTxRoles,
+                                      "tx_roles(128, 128, 192, form=\"loop\")");
     ASSERT_TRUE(k);
     bool caught = false;
     for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
