@@ -9,6 +9,7 @@
 /// TileLang's do.
 #include "LowerSimHopperUtil.h"
 
+#include "tilec/IRPrinter.h"
 #include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +131,28 @@ TEST(SimWarpGroups, ThreadIndexRolesConsumerNotWaitingIsCaught) {
     bool caught = false;
     for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
     EXPECT_TRUE(caught);
+}
+
+// Code before the roles (a register and a shared table of K offsets the producer's TMA positions read): the
+// consumer runs it and hands it over through tilec's prologue_done mbarrier; the product is right under three
+// interleavings. Without the producer's wait for it, the producer reads the table while the consumer writes it:
+// the simulator reports the race (or the wrong tiles it loads).
+TEST(SimWarpGroups, CodeBeforeTheRolesIsHandedOverByAnMbarrier) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", kTxRoles, "prologue_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    expectCorrect(*k, kRoles, {0, 1, 2});
+    int dropped = 0;
+    auto mutant = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role role) {
+        if (role == simtest::Role::Producer && lib::is(c, lib::Fn::MbarrierWait) &&
+            ir::print(c.args[0]).find("prologue_done") != std::string::npos)
+            return ++dropped, ir::Stmt();
+        return simtest::same(e);
+    });
+    ASSERT_EQ(dropped, 1);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*mutant, kRoles, seed));
+    EXPECT_TRUE(caught) << "the producer read the prologue's table before the consumer wrote it, unseen";
 }
 
 // Q K^T over two K tiles (cleared where j == 0, accumulated at j == 1), and one thread's 8-half copies of X's
