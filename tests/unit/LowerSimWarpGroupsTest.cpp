@@ -159,6 +159,15 @@ TEST(SimWarpGroups, CodeBeforeTheRolesIsHandedOverByAnMbarrier) {
     EXPECT_TRUE(caught) << "the producer read the prologue's table before the consumer wrote it, unseen";
 }
 
+// tests/gpu/gemm_warp_roles.tile's tx_prologue_gemm (what the GPU suite runs): the `if tx < 128:` / `elif` roles
+// after the shared offset table, on partial tiles in every dimension (TMA's zero fill past the edges).
+TEST(SimWarpGroups, ThreadIndexRolesAfterAPrologueOnPartialTiles) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", "../tests/gpu/gemm_warp_roles.tile", "tx_prologue_gemm(160, 136, 200)");
+    ASSERT_TRUE(k);
+    expectCorrect(*k, GemmCase{160, 136, 200, 128, 128, 64, 0, 0}, {0, 1});
+}
+
 // Q K^T over two K tiles (cleared where j == 0, accumulated at j == 1), and one thread's 8-half copies of X's
 // rows, the last row zero-filled by its false predicate.
 TEST(SimWarpGroups, AsyncPrimitivesComputeTileLangsValues) {
