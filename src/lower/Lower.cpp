@@ -13,6 +13,7 @@
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/LowerReducers.h"
 #include "tilec/passes/ThreadRangeRegions.h"
+#include "tilec/passes/ThreadRangeRoles.h"
 #include "tilec/passes/LowerReductions.h"
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
@@ -62,6 +63,8 @@ const std::vector<Pass> &table() {
         {"shrinkGemmTiles"}, {"splitK"},
         // Rows of a T.gemm accumulator that no one observes (a skinny A in a tall tile) are marked as such.
         {"boundGemmRows", always, [](const Program &p, PassState &) { return passes::boundGemmRows(p); }, false},
+        // Branches on the thread index that are warp groups synchronised by mbarriers become T.ws blocks.
+        {"threadRangeRoles", always, [](const Program &p, PassState &s) { return passes::threadRangeRoles(p, s.diag); }, true},
         // Tile statements under `if tx < N:` (a range of the threads) are run by the whole block.
         {"threadRangeRegions", always, [](const Program &p, PassState &s) { return passes::threadRangeRegions(p, s.diag); }, true},
         // T.alloc_reducer accumulations in T.Parallel nests become reductions.

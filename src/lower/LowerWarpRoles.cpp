@@ -38,6 +38,48 @@ bool usesExplicitRoles(const Stmt &body) {
                            lib::Fn::MbarrierArriveEach});
 }
 
+/// Where `s` first reads `v`: the innermost statement, or the loop or `if` whose bounds or condition do.
+std::optional<SourceRange> firstUse(const Stmt &s, const VarNode *v) {
+    if (!s || !uses(s, v)) return std::nullopt;
+    if (auto q = as<Seq>(s)) {
+        for (auto &c : q->stmts)
+            if (auto at = firstUse(c, v)) return at;
+    } else if (auto f = as<For>(s); f && !uses(f->min, v) && !uses(f->extent, v)) {
+        return firstUse(f->body, v);
+    } else if (auto i = as<IfThenElse>(s); i && !uses(i->cond, v)) {
+        if (auto at = firstUse(i->then, v)) return at;
+        return firstUse(i->otherwise, v);
+    }
+    return s->loc;
+}
+
+/// Whether `s` assigns a T.alloc_var / T.alloc_local element (each thread's own register) from what every
+/// thread can read (no fragment): code any role may run.
+bool registerStore(const Stmt &s) {
+    auto st = as<Store>(s);
+    if (!st || (st->buffer->scope != Scope::Var && st->buffer->scope != Scope::Local)) return false;
+    for (auto *b : mentionedBuffers(s, nullptr))
+        if (b->scope == Scope::Fragment) return false;
+    return true;
+}
+
+/// The first statement of `s` outside T.Parallel nests whose effect counts the threads that run it (an atomic
+/// update, a call: an arrival, a shuffle, a print), or null.
+const StmtNode *perThreadEffect(const Stmt &s) {
+    if (!s) return nullptr;
+    if (auto q = as<Seq>(s)) {
+        for (auto &c : q->stmts)
+            if (auto *b = perThreadEffect(c)) return b;
+        return nullptr;
+    }
+    if (auto f = as<For>(s)) return f->forKind == ForKind::Parallel ? nullptr : perThreadEffect(f->body);
+    if (auto i = as<IfThenElse>(s)) {
+        auto *b = perThreadEffect(i->then);
+        return b ? b : perThreadEffect(i->otherwise);
+    }
+    return as<AtomicAdd>(s) || as<Evaluate>(s) || as<While>(s) ? s.get() : nullptr;
+}
+
 /// What one warp group's blocks hold.
 struct Role {
     bool used = false;
@@ -55,15 +97,21 @@ class Lowerer {
             return fail(at, "explicit warp roles (T.ws, T.alloc_barrier, T.tma_copy) need TMA and wgmma, a Hopper target "
                             "(sm_90a); they are not supported for " + t_.name);
         if (uses(k_.body, k_.threadIdx.get()))
-            return fail(at, "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
-                            "threads itself)");
+            return fail(firstUse(k_.body, k_.threadIdx.get()).value_or(at),
+                        "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
+                        "threads itself): this statement reads the thread index");
         std::vector<Stmt> top;
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
-        std::vector<Stmt> inits;
+        std::vector<Stmt> inits, prologue, roles;
         for (auto &s : top) {
             if (isCall(s, lib::Fn::MbarrierInit)) inits.push_back(s);
-            else check(s, -1);
+            else if (roles.empty() && !usesExplicitRoles(s)) prologue.push_back(s); // what all groups run first
+            else if (roles.empty() && !callsAny(s, {lib::Fn::WarpGroup}))
+                return fail(s->loc, "before the warp roles, mbarrier operations and T.tma_copy that every warp group "
+                                    "runs are not supported (tilec runs the code before the roles in the consumer "
+                                    "only); put them in a role");
+            else check(s, -1), roles.push_back(s);
         }
         if (!ok_) return nullptr;
         int used = 0;
@@ -85,9 +133,12 @@ class Lowerer {
                                     "T.barrier_arrive); this statement is not supported there");
 
         auto nk = std::make_shared<Kernel>(k_);
-        Stmt producer = lowerProducer(restrict(k_.body, producer_, true), *nk);
+        const Stmt body = Seq::make(roles, k_.body->loc);
+        Stmt produced = restrict(body, producer_, true), consumed = restrict(body, 1 - producer_, false);
+        if (!prologue.empty()) handOver(prologue, *nk, inits, produced, consumed);
+        Stmt producer = lowerProducer(produced, *nk);
         if (!ok_) return nullptr;
-        Stmt consumer = lowerConsumer(restrict(k_.body, 1 - producer_, false));
+        Stmt consumer = lowerConsumer(consumed);
         if (!ok_) return nullptr;
         for (auto &b : nk->allocs)
             if (b && rings_.count(b.get())) b = rings_[b.get()];
@@ -133,8 +184,9 @@ class Lowerer {
             auto g = constInt(m->args[0]);
             TILEC_ASSERT(g && *g >= 0, "internal error in lowerWarpRoles: a T.ws marker without its group");
             if (*g >= 2)
-                return (void)fail(s->loc, "T.ws(" + std::to_string(*g) +
-                                              "): explicit warp roles are supported for two warp groups (0 and 1: one "
+                return (void)fail(s->loc, "T.ws(" + std::to_string(*g) + ") (threads " + std::to_string(kGroup * *g) +
+                                              " to " + std::to_string(kGroup * *g + kGroup - 1) +
+                                              ", a T.ws block or a branch on the thread index): explicit warp roles are supported for two warp groups (0 and 1: one "
                                               "producer, one consumer over 256 threads)");
             roles_[*g].used = true;
             return check(as<IfThenElse>(s)->then, (int)*g);
@@ -160,7 +212,7 @@ class Lowerer {
         Role &r = roles_[group];
         if (markerOf(s, lib::Fn::TmaCopyOn)) {
             if (!r.firstTma) r.firstTma = s.get();
-        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s)) {
+        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s) && !registerStore(s)) {
             if (!r.firstOther) r.firstOther = s.get();
         } else if (auto f = as<For>(s)) {
             check(f->body, group);
@@ -168,6 +220,33 @@ class Lowerer {
             check(i->then, group);
             check(i->otherwise, group);
         }
+    }
+
+    /// The code before the roles, which every warp group runs in TileLang: the consumer runs it all (its tile
+    /// statements laid out over the consumer's threads, as every other) and then arrives on an mbarrier of its
+    /// own, which the producer waits for before it runs the prologue's T.alloc_var / T.alloc_local assignments
+    /// (each thread's own registers) and its own blocks: shared memory the prologue writes is written before the
+    /// producer reads it or TMA overwrites it.
+    void handOver(const std::vector<Stmt> &prologue, Kernel &nk, std::vector<Stmt> &inits, Stmt &produced, Stmt &consumed) {
+        const SourceRange &at = prologue.front()->loc;
+        for (auto &s : prologue)
+            if (auto bad = perThreadEffect(s))
+                return (void)fail(bad->loc, "before the warp roles, code that every thread runs once is not supported "
+                                            "here (an atomic update or call outside a T.Parallel nest): tilec runs that "
+                                            "code in the consumer's threads only; move it into a role");
+        Buffer done = makeBuffer("prologue_done", Scope::Shared, DType::UInt64, {i32(1)}, at);
+        nk.allocs.push_back(done);
+        Expr bar = addressOf(done, {i32(0)});
+        inits.push_back(lib::stmt(lib::Fn::MbarrierInit, {bar, i32(kGroup)}, at));
+        std::vector<Stmt> mine{lib::stmt(lib::Fn::MbarrierWait, {bar, i32(0)}, at)};
+        for (auto &s : prologue)
+            if (registerStore(s)) mine.push_back(s);
+        if (produced) mine.push_back(produced);
+        produced = Seq::make(std::move(mine), at);
+        std::vector<Stmt> all = prologue;
+        all.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, at));
+        if (consumed) all.push_back(consumed);
+        consumed = Seq::make(std::move(all), at);
     }
 
     /// The kernel as warp group `g` runs it: its own blocks, inside the loops and branches around them (loops
@@ -253,10 +332,12 @@ class Lowerer {
             return Seq::make({}, c.loc);
         }
         for (auto &e : t->coords)
-            if (!mentionedBuffers(Evaluate::make(e), nullptr).empty()) {
-                fail(c.loc, "T.tma_copy: a tile position that reads a buffer is not supported");
-                return Seq::make({}, c.loc);
-            }
+            for (auto *b : mentionedBuffers(Evaluate::make(e), nullptr))
+                if (b->scope != Scope::Var && b->scope != Scope::Local) {
+                    fail(c.loc, "T.tma_copy: a tile position that reads a buffer other than a T.alloc_var / "
+                                "T.alloc_local register ('" + b->name + "') is not supported (assign it to one first)");
+                    return Seq::make({}, c.loc);
+                }
         if (!byBuffer_.count(dst.get())) {
             tiles_.push_back(*t);
             byBuffer_[dst.get()] = &tiles_.back();

@@ -9,9 +9,12 @@
 /// TileLang's do.
 #include "LowerSimHopperUtil.h"
 
+#include "tilec/IRPrinter.h"
 #include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using namespace tilec;
 using namespace tilec::simtest::gemm;
@@ -56,14 +59,16 @@ TEST(SimWarpGroups, WithoutTheBarrierAfterTheSharedCopyIsARace) {
 
 const GemmCase kRoles{128, 128, 192, 128, 128, 64, 0, 0};
 
-/// tests/gpu/gemm_warp_roles.tile's ws_gemm with `from` replaced by `to` in its source, lowered for sm_90a into
-/// `r`: its warp-specialized kernel (null, a test failure, when it has none).
-const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to) {
-    std::string src = simtest::withExport("../tests/gpu/gemm_warp_roles.tile", "k = ws_gemm(128, 128, 192)");
-    auto at = src.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
+/// tests/gpu/gemm_warp_roles.tile's ws_gemm (or `call` of `file`) with `from` replaced by `to` in its source (none
+/// when empty), lowered for sm_90a into `r`: its warp-specialized kernel (null, a test failure, when it has none).
+const ir::Kernel *brokenRoles(lowertest::LowerRun &r, const std::string &from, const std::string &to,
+                              const std::string &file = "../tests/gpu/gemm_warp_roles.tile",
+                              const std::string &call = "ws_gemm(128, 128, 192)") {
+    std::string src = simtest::withExport(file, "k = " + call);
+    auto at = from.empty() ? std::string::npos : src.find(from);
+    EXPECT_TRUE(from.empty() || at != std::string::npos) << from;
     if (at != std::string::npos) src.replace(at, from.size(), to);
-    r.run(src, "gemm_warp_roles.tile", *Target::parse("sm_90a"));
+    r.run(src, file.substr(file.rfind('/') + 1), *Target::parse("sm_90a"));
     const ir::Kernel *k = r.kernel("k");
     EXPECT_TRUE(k && k->producerThreads) << r.diags();
     return k && k->producerThreads ? k : nullptr;
@@ -88,6 +93,79 @@ TEST(SimWarpGroups, ConsumerNotWaitingForTheTilesIsCaught) {
     bool caught = false;
     for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
     EXPECT_TRUE(caught);
+}
+
+// The same pipeline with its roles written as branches on the thread index (`if tx >= 128:` producer, `else:`
+// consumer; the branches inside the K loop; an `elif` chain): threadRangeRoles makes them T.ws blocks, and the
+// kernel computes the product under three interleavings without a race.
+const char *kTxRoles = "../tests/lit/codegen/warp_roles_thread_ranges.tile";
+
+TEST(SimWarpGroups, ThreadIndexRolesComputeTheProduct) {
+    for (const char *form : {"else", "loop", "elif"}) {
+        SCOPED_TRACE(form);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = brokenRoles(r, "", "", kTxRoles, std::string("tx_roles(128, 128, 192, form=\"") + form + "\")");
+        ASSERT_TRUE(k);
+        EXPECT_EQ(k->producerThreads, 128);
+        expectCorrect(*k, kRoles, {0, 1, 2});
+    }
+}
+
+// Its producer (the `if tx >= 128:` branch in the K loop) waiting on the wrong parity: a deadlock located at the
+// wait's line, as with T.ws blocks.
+TEST(SimWarpGroups, ThreadIndexRolesWrongParityDeadlocksAtItsWait) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(done, (ko + 1) % 2)", "T.barrier_wait(done, ko % 2)", kTxRoles,
+                                      "tx_roles(128, 128, 192, form=\"loop\")");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kRoles, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    std::string src = simtest::withExport(kTxRoles, "k = 0");
+    auto line = 1 + std::count(src.begin(), src.begin() + (std::ptrdiff_t)src.find("T.barrier_wait(done, (ko + 1) % 2)"), '\n');
+    EXPECT_NE(o.error.find("(the wait at line " + std::to_string(line) + ":"), std::string::npos) << o.error;
+}
+
+// Its consumer (the `else:` branch) waiting on the phase before the tiles': its products read shared memory TMA
+// is still writing, a race (or wrong values) the simulator reports.
+TEST(SimWarpGroups, ThreadIndexRolesConsumerNotWaitingIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "T.barrier_wait(ready, ko % 2)", "T.barrier_wait(ready, (ko + 1) % 2)", kTxRoles,
+                                      "tx_roles(128, 128, 192, form=\"loop\")");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kRoles, seed));
+    EXPECT_TRUE(caught);
+}
+
+// Code before the roles (a register and a shared table of K offsets the producer's TMA positions read): the
+// consumer runs it and hands it over through tilec's prologue_done mbarrier; the product is right under three
+// interleavings. Without the producer's wait for it, the producer reads the table while the consumer writes it:
+// the simulator reports the race (or the wrong tiles it loads).
+TEST(SimWarpGroups, CodeBeforeTheRolesIsHandedOverByAnMbarrier) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", kTxRoles, "prologue_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    expectCorrect(*k, kRoles, {0, 1, 2});
+    int dropped = 0;
+    auto mutant = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role role) {
+        if (role == simtest::Role::Producer && lib::is(c, lib::Fn::MbarrierWait) &&
+            ir::print(c.args[0]).find("prologue_done") != std::string::npos)
+            return ++dropped, ir::Stmt();
+        return simtest::same(e);
+    });
+    ASSERT_EQ(dropped, 1);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*mutant, kRoles, seed));
+    EXPECT_TRUE(caught) << "the producer read the prologue's table before the consumer wrote it, unseen";
+}
+
+// tests/gpu/gemm_warp_roles.tile's tx_prologue_gemm (what the GPU suite runs): the `if tx < 128:` / `elif` roles
+// after the shared offset table, on partial tiles in every dimension (TMA's zero fill past the edges).
+TEST(SimWarpGroups, ThreadIndexRolesAfterAPrologueOnPartialTiles) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", "../tests/gpu/gemm_warp_roles.tile", "tx_prologue_gemm(160, 136, 200)");
+    ASSERT_TRUE(k);
+    expectCorrect(*k, GemmCase{160, 136, 200, 128, 128, 64, 0, 0}, {0, 1});
 }
 
 // Q K^T over two K tiles (cleared where j == 0, accumulated at j == 1), and one thread's 8-half copies of X's

@@ -27,9 +27,15 @@ namespace tilec::passes {
 ///   2-D shared buffer, or one stage [s, :, :] of a 3-D one) is stored in the TMA panel layout, so the
 ///   consumer may read it only as a shared operand of a T.gemm, which then runs on wgmma.
 ///
+/// - code before the first T.ws block (what every group runs): the consumer runs it, then arrives on an
+///   mbarrier of tilec's own (prologue_done) that the producer waits for before it runs the code's register
+///   (T.alloc_var / T.alloc_local) assignments and its own blocks;
+/// - the producer may assign registers, and a T.tma_copy position may read them.
+///
 /// Explicit TMA is honoured on every sm_90a lowering (--no-tma and tl.disable_tma_lower concern tilec's
 /// own T.copy lowering). What tilec cannot honour is a located error: other targets, threads other than 256
-/// (two warp groups), a statement outside every T.ws block, T.ws(a, b), a T.ws block inside another, other
+/// (two warp groups), a statement between or after the T.ws blocks outside them (or, before them, mbarrier
+/// operations, T.tma_copy, atomics and calls outside T.Parallel nests), T.ws(a, b), a T.ws block inside another, other
 /// work in the producer, other reads of a TMA tile, a T.gemm on TMA tiles that wgmma cannot do, a tile TMA
 /// cannot load, T.get_thread_binding in such a kernel, barriers without T.ws.
 ir::Program lowerWarpRoles(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
