@@ -464,8 +464,10 @@ void decorateGathers(GProgram &p) {
 }
 
 /// T.Parallel nests over a box of their 2-D tile at a constant corner (GOp::boxH; issue 24: a fragment too big
-/// to hold whole, or a T.gemm accumulator, is stored there through a shared copy). From a stream of its own;
-/// static extents only (a conditional extent `end` stays as it is).
+/// to hold whole, or a T.gemm accumulator, is stored there through a shared copy). Half of them also read the
+/// per-row or per-column fragment at the box's own variable (`rn[j]` with j over part of rn: issue 23's seed
+/// 200908, a fragment read over a part of its dimension whose lowering took it for a slice and read rn[-r]).
+/// From a stream of its own; static extents only (a conditional extent `end` stays as it is).
 void decorateBoxes(GProgram &p) {
     Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0xb0c5)};
     std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
@@ -473,6 +475,7 @@ void decorateBoxes(GProgram &p) {
             if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && o.end.empty() && r.coin(0.25)) {
                 o.boxH = r.in(1, p.bm), o.boxW = r.in(1, p.bn);
                 o.boxR = r.in(0, p.bm - o.boxH), o.boxC = r.in(0, p.bn - o.boxW);
+                if (r.coin(0.5)) o.value = node("+", {r.coin(0.5) ? leaf("rn[j]", {"rn"}) : leaf("rm[i]", {"rm"}), o.value});
             }
             walk(o.kids), walk(o.elseKids);
         }
