@@ -120,6 +120,8 @@ class Lowerer : public IRMutator {
         TILEC_ASSERT(reg != layouts_.registers.end() && lay != layouts_.fragments.end(), "fragment without a layout");
         bool exact = nest_ && idx.size() == nest_->size();
         for (size_t d = 0; exact && d < idx.size(); ++d) exact = idx[d] == Expr((*nest_)[d]);
+        // A distributed nest's own slot holds the element only over the fragment's whole shape (Use::exact).
+        if (exact && nestShape_ && lay->second.kind == Layout::Distributed) exact = lay->second.shape == *nestShape_;
         const Layout::Kind kind = lay->second.kind;
         if (kind == Layout::Distributed && !exact && nestLayout_ && (lay->second.copies || nestLayout_->copies)) {
             // Layouts with copies: where the nest's thread meets the element, numerically (CopiedLayouts.h).
@@ -137,9 +139,13 @@ class Lowerer : public IRMutator {
             // slice's elements (whole rounds of the layout). Over a nest (o, p) whose first variables o the
             // index leaves out, iteration (o, p) has slot o * P / T + p's slot.
             const size_t r = idx.size(), nv = nest_->size();
-            size_t k = 0;
-            while (k < nv && k < r && idx[r - 1 - k] == Expr((*nest_)[nv - 1 - k])) ++k;
+            // The matched variables must run over the fragment's whole dimensions, as Use::sliceElements requires:
+            // `rn[j]` of a (64,) fragment in a nest over (7, 32) is no slice (its layout was fitted to the read).
             const std::vector<int64_t> &shape = lay->second.shape;
+            size_t k = 0;
+            while (k < nv && k < r && r == shape.size() && idx[r - 1 - k] == Expr((*nest_)[nv - 1 - k]) &&
+                   shape[r - 1 - k] == (*nestShape_)[nv - 1 - k])
+                ++k;
             int64_t p = 1;
             for (size_t d = r - k; d < shape.size(); ++d) p *= shape[d];
             if (k > 0 && (k < r || k < nv) && p % ((int64_t)lay->second.threads * lay->second.vec) == 0) {
@@ -156,12 +162,16 @@ class Lowerer : public IRMutator {
             // p = q * S + s, S = V / V_F, holds element q in the same thread, at slot round * V_F + lane / S.
             // So does a read of the nest's variables with the last divided by S (`B[i, j // S]`).
             const int64_t vf = lay->second.vec, S = nestVec_ / vf;
-            bool prefix = true;
+            // Each index the nest's variable over the fragment's whole dimension (Use::trailing), or the last
+            // divided by S over a dimension S times shorter.
+            const std::vector<int64_t> &shape = lay->second.shape;
+            bool prefix = shape.size() == idx.size();
             for (size_t d = 0; prefix && d < idx.size(); ++d) {
-                prefix = idx[d] == Expr((*nest_)[d]);
+                prefix = idx[d] == Expr((*nest_)[d]) && shape[d] == (*nestShape_)[d];
                 if (!prefix && d + 1 == nest_->size()) {
                     auto q = as<Binary>(idx[d]);
-                    prefix = q && q->op == BinaryOp::FloorDiv && q->a == Expr((*nest_)[d]) && constInt(q->b) == std::optional<int64_t>(S);
+                    prefix = q && q->op == BinaryOp::FloorDiv && q->a == Expr((*nest_)[d]) &&
+                             constInt(q->b) == std::optional<int64_t>(S) && shape[d] * S == (*nestShape_)[d];
                 }
             }
             if (prefix && nestVec_ % vf == 0 && lay->second.elements() * S == nestElements_)
@@ -173,8 +183,10 @@ class Lowerer : public IRMutator {
             // An expansion (inferLayouts' Use::expand): the nest's element p holds F's elements p * S + w, S = V_F / V,
             // in the same thread, at slot round * V_F + lane * S + w.
             const int64_t vf = lay->second.vec, S = vf / nestVec_;
-            bool prefix = S > 1;
-            for (size_t d = 0; prefix && d + 1 < idx.size(); ++d) prefix = idx[d] == Expr((*nest_)[d]);
+            const std::vector<int64_t> &shape = lay->second.shape;
+            bool prefix = S > 1 && shape.size() == idx.size() && shape.back() == nestShape_->back() * S;
+            for (size_t d = 0; prefix && d + 1 < idx.size(); ++d)
+                prefix = idx[d] == Expr((*nest_)[d]) && shape[d] == (*nestShape_)[d]; // Use::expand's whole dimensions
             if (Expr w = prefix ? expansionOffset(idx.back(), nest_->back(), S) : nullptr)
                 return {reg->second, simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, round_, i32(vf)),
                                                      binary(BinaryOp::Add, binary(BinaryOp::Mul, lane_, i32(S)), w)))};

@@ -214,7 +214,14 @@ void Simulator::roles(const ir::WarpRoles &r, const std::vector<char> &mask) {
         }
     abort_ = false;
     running_ = -1;
-    for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->thread = std::thread([this, i] { agentMain(*agents_[i], (int)i); });
+    // Each agent runs on a thread of its own: it takes the scalar semantics' settings of the thread that runs
+    // the kernel (NarrowRounding is thread_local: without this, a warp role's float16 casts kept float32 precision).
+    const bool narrow = narrowFloatRounding();
+    for (size_t i = 0; i < agents_.size(); ++i)
+        agents_[i]->thread = std::thread([this, i, narrow] {
+            NarrowRounding same(narrow);
+            agentMain(*agents_[i], (int)i);
+        });
     try {
         schedule();
     } catch (...) {

@@ -210,4 +210,41 @@ TEST(LowerSimPythonFloat, ChunkOMatchesRoundedFloat64) {
     EXPECT_EQ(loose, 0);
 }
 
+// A float16 cast inside a kernel that gets warp roles on sm_90a (the fuzzer's seed 202475): the simulator runs
+// each warp role on a thread of its own, and 16-bit rounding (a thread_local setting) must hold there too; the
+// roles' threads computed float32(float16(x)) at float32 precision, 2.0833333 where the GPU gives 2.0839844.
+TEST(LowerSimPythonFloat, WarpRolesRoundFloat16) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((128,), \"float32\"), S: T.Tensor((128,), \"float32\"), GA: T.Tensor((64, 32), \"float16\"),\n"
+          "      GB: T.Tensor((32, 64), \"float16\"), C: T.Tensor((64, 64), \"float32\")):\n"
+          "    with T.Kernel(1, 1, threads=128) as (bx, by):\n"
+          "        acc = T.alloc_fragment((64, 64), \"float32\")\n"
+          "        a_s = T.alloc_shared((64, 16), \"float16\")\n"
+          "        b_s = T.alloc_shared((16, 64), \"float16\")\n"
+          "        tx = T.get_thread_binding()\n"
+          "        S[tx] = T.cast(T.cast(X[tx] / 3.0, \"float16\"), \"float32\")\n"
+          "        T.clear(acc)\n"
+          "        for kk in T.Pipelined(2, num_stages=1):\n"
+          "            T.copy(GA[0, kk * 16], a_s)\n"
+          "            T.copy(GB[kk * 16, 0], b_s)\n"
+          "            T.gemm(a_s, b_s, acc)\n"
+          "        T.copy(acc, C)\n",
+          "t.tile", *Target::parse("sm_90a"));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *roles = nullptr; // the variant with warp roles
+    for (auto &v : r.lowered->kernels)
+        if (v->producerThreads > 0) roles = v.get();
+    ASSERT_TRUE(roles) << "no warp roles: the test no longer covers them";
+    const ir::Kernel &k = *roles;
+    std::vector<double> X(128), S(128, std::nan("")), GA(64 * 32, 0.0), GB(32 * 64, 0.0), C(64 * 64, std::nan(""));
+    for (int i = 0; i < 128; ++i) X[i] = 6.25 + i;
+    simtest::NarrowRounding narrow;
+    simtest::simulate(k, {{"X", &X}, {"S", &S}, {"GA", &GA}, {"GB", &GB}, {"C", &C}});
+    int wrong = 0;
+    for (int i = 0; i < 128; ++i) wrong += S[i] != simtest::roundToFormat((double)(float)(X[i] / 3.0), 10, -14, 65504.0);
+    EXPECT_EQ(wrong, 0);
+}
+
 } // namespace

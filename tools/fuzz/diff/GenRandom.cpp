@@ -464,8 +464,10 @@ void decorateGathers(GProgram &p) {
 }
 
 /// T.Parallel nests over a box of their 2-D tile at a constant corner (GOp::boxH; issue 24: a fragment too big
-/// to hold whole, or a T.gemm accumulator, is stored there through a shared copy). From a stream of its own;
-/// static extents only (a conditional extent `end` stays as it is).
+/// to hold whole, or a T.gemm accumulator, is stored there through a shared copy). Half of them also read the
+/// per-row or per-column fragment at the box's own variable (`rn[j]` with j over part of rn: issue 23's seed
+/// 200908, a fragment read over a part of its dimension whose lowering took it for a slice and read rn[-r]).
+/// From a stream of its own; static extents only (a conditional extent `end` stays as it is).
 void decorateBoxes(GProgram &p) {
     Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0xb0c5)};
     std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
@@ -473,6 +475,7 @@ void decorateBoxes(GProgram &p) {
             if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && o.end.empty() && r.coin(0.25)) {
                 o.boxH = r.in(1, p.bm), o.boxW = r.in(1, p.bn);
                 o.boxR = r.in(0, p.bm - o.boxH), o.boxC = r.in(0, p.bn - o.boxW);
+                if (r.coin(0.5)) o.value = node("+", {r.coin(0.5) ? leaf("rn[j]", {"rn"}) : leaf("rm[i]", {"rm"}), o.value});
             }
             walk(o.kids), walk(o.elseKids);
         }
@@ -494,6 +497,39 @@ void decorateScalarBounds(GProgram &p) {
     walk(p.ops);
 }
 
+/// GEMM operands whose rows TMA can load (row strides of whole 16 bytes: M, N and K multiples of 8), so that
+/// more T.gemm programs get warp roles on sm_90a, which the simulator runs as agents on threads of their own
+/// (issue 23's seed 202475: their float16 casts lost the 16-bit rounding there; with random K only 4 of 798
+/// accepted programs got warp roles). From a stream of its own.
+void decorateTmaRows(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x7a3a)};
+    if (!p.gemm || !r.coin(0.5)) return;
+    for (int64_t *x : {&p.gm, &p.gn, &p.gk}) *x = (*x + 7) / 8 * 8;
+}
+
+/// A few programs become one pipelined T.gemm of TMA-loadable operands at 128 threads, its result copied to Y:
+/// the shape that gets warp roles on sm_90a (a producer warpgroup beside the consumers), where the scalar block
+/// (and its 16-bit casts, decorateNarrow) runs in the consumers' agents (issue 23's seed 202475: the simulator
+/// lost their float16 rounding; the random programs gave warp roles to only 4 of 798 accepted ones). Programs
+/// with stepped loops, batched tensors, a batch grid or dynamic sizes stay as they are. From a stream of its own.
+void decorateWarpRoles(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x3a9e)};
+    if (!r.coin(0.08) || p.vn > 0 || p.xrank > 0 || p.batch >= 0 || p.dynamic) return;
+    static const std::vector<int64_t> g{16, 32, 64};
+    auto eight = [](int64_t x) { return (x + 7) / 8 * 8; };
+    p.threads = 128, p.gemm = true, p.bm = 64, p.bn = r.pick(g), p.bk = r.coin(0.5) ? 16 : 32;
+    p.bmText = 16, p.bnText = p.bn == 8 ? 16 : 8;
+    p.gk = eight(r.in(p.bk, 80)), p.gm = eight(r.in(p.bm, p.gy * p.bm + 6)), p.gn = eight(r.in(p.bn, p.gx * p.bn + 6));
+    p.ry = r.in(p.bm, p.gy * p.bm + 6), p.cy = r.in(p.bn, p.gx * p.bn + 6);
+    p.wn = std::min<int64_t>(p.wn, p.gx * p.gy * p.threads);
+    p.gemmGlobalType = p.gemmSharedType = r.coin(0.5) ? "float16" : "bfloat16";
+    GOp gemm = opOf(GOp::Gemm), store = opOf(GOp::Store);
+    gemm.init = true, gemm.dst = "acc", gemm.stages = (int)r.in(1, 3);
+    gemm.transA = r.coin(0.3), gemm.transB = r.coin(0.3);
+    store.src = "acc";
+    p.ops = {gemm, store};
+}
+
 } // namespace
 
 GProgram generate(uint64_t seed, bool threadShared) {
@@ -505,11 +541,13 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateRegisters(g.p);
     decorateGathers(g.p);
     decorateScalarBounds(g.p);
+    decorateTmaRows(g.p);
     decorateBoxes(g.p);
     decorateExtents(g.p);
     decorateStepped(g.p);
     decorateBatched(g.p);
     if (threadShared) decorateThreadShared(g.p);
+    decorateWarpRoles(g.p);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
