@@ -174,14 +174,16 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     k.clusterLoc = f.clusterLoc;
     trace()->threadDims = f.threadDims;
     k.launchLoc = f.range;
+    const std::array<ir::Expr, 3> coords = tl::foldGrid(*this, k, f.range);
+    for (size_t i = 0; i < 3; ++i) t->blockCoords[i] = coords[i];
     if (target) {
         if (target->kind == ast::ExprKind::Name) {
             std::vector<Value> idx;
-            for (size_t i = 0; i < n; ++i) idx.push_back(Value::ofExpr(k.blockIdx[i]));
+            for (size_t i = 0; i < n; ++i) idx.push_back(Value::ofExpr(coords[i]));
             bindName(target->str, n == 1 ? idx[0] : Value::tuple(idx), target->range, false);
         } else {
             for (size_t i = 0; i < n; ++i)
-                bindName(target->elts[i]->str, Value::ofExpr(k.blockIdx[i]), target->elts[i]->range, false);
+                bindName(target->elts[i]->str, Value::ofExpr(coords[i]), target->elts[i]->range, false);
         }
     }
 
