@@ -21,8 +21,9 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
         in.fail(args.call, fname + " can only be used inside a @T.prim_func");
     if (t->inLaunch)
         in.fail(args.call, fname + " cannot be nested inside another T.Kernel");
-    if (args.pos.empty() || args.pos.size() > 3)
-        in.fail(args.call, fname + " takes 1 to 3 grid extents, got " + std::to_string(args.pos.size()));
+    // No extent at all (`with T.Kernel(threads=...):`) is TileLang's launch of one block, with no block index.
+    if (args.pos.size() > 3)
+        in.fail(args.call, fname + " takes 0 to 3 grid extents, got " + std::to_string(args.pos.size()));
 
     auto f = std::make_shared<FrameObj>();
     f->kind = FrameObj::Kernel;
