@@ -43,6 +43,9 @@ struct TraceState {
     std::vector<std::vector<ir::Stmt>> blocks;    ///< open statement lists; back() receives emit()
     bool inLaunch = false;                        ///< inside `with T.Kernel(...)`
     std::vector<int> threadDims;                  ///< `threads=(x, y, ...)` (T.get_thread_binding(d))
+    /// The launch's block coordinates (bx, by, bz) as the program sees them: the kernel's blockIdx variables,
+    /// or, where a grid dimension past CUDA's limit was folded into x (tl::foldGrid), expressions of x.
+    ir::Expr blockCoords[3];
     std::vector<ir::ForKind> loops;               ///< kinds of the enclosing loops, outermost first
     std::vector<ir::Buffer> outputs;              ///< `C = T.empty(...)` tensors (parameters after the others)
     /// The element placement of T.StridedTensor parameters: every launch of the prim_func has them.

@@ -11,6 +11,8 @@
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 
+#include <algorithm>
+
 namespace tilec::eval {
 
 namespace {
@@ -137,7 +139,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
     }
     ir::Kernel &k = *t->kernel;
     size_t n = f.grid.size();
-    TILEC_ASSERT(n >= 1 && n <= 3, "T.Kernel frame with a bad grid");
+    TILEC_ASSERT(n <= 3, "T.Kernel frame with a bad grid");
 
     static const char *axis[] = {"bx", "by", "bz"};
     std::vector<std::string> names = {axis[0], axis[1], axis[2]};
@@ -168,20 +170,23 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
         k.blockIdx[i] = ir::makeVar(names[i], DType::Int32, locs[i]);
         k.grid[i] = i < n ? f.grid[i] : ir::intImm(1);
     }
-    k.gridDims = (int)n;
+    k.gridDims = std::max(1, (int)n); // T.Kernel() launches one block: a 1-D grid of 1
     k.threads = f.threads;
     k.clusterDims = f.clusterDims;
     k.clusterLoc = f.clusterLoc;
     trace()->threadDims = f.threadDims;
     k.launchLoc = f.range;
+    const std::array<ir::Expr, 3> coords = tl::foldGrid(*this, k, f.range);
+    for (size_t i = 0; i < 3; ++i) t->blockCoords[i] = coords[i];
     if (target) {
         if (target->kind == ast::ExprKind::Name) {
             std::vector<Value> idx;
-            for (size_t i = 0; i < n; ++i) idx.push_back(Value::ofExpr(k.blockIdx[i]));
-            bindName(target->str, n == 1 ? idx[0] : Value::tuple(idx), target->range, false);
+            for (size_t i = 0; i < n; ++i) idx.push_back(Value::ofExpr(coords[i]));
+            // TileLang's frame gives its list of block indices (empty for T.Kernel()), one alone as itself
+            bindName(target->str, n == 1 ? idx[0] : n == 0 ? Value::list(idx) : Value::tuple(idx), target->range, false);
         } else {
             for (size_t i = 0; i < n; ++i)
-                bindName(target->elts[i]->str, Value::ofExpr(k.blockIdx[i]), target->elts[i]->range, false);
+                bindName(target->elts[i]->str, Value::ofExpr(coords[i]), target->elts[i]->range, false);
         }
     }
 

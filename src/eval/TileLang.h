@@ -6,6 +6,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/Interp.h"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -92,6 +93,11 @@ Value reinterpretBits(Interp &in, CallArgs &args);
 /// The thread's coordinate in dimension d of its block (`threads=(x, y, z)`, x fastest): what
 /// T.get_thread_binding(d) is. TileLangLoops.cpp.
 ir::Expr threadCoordinate(TraceState &t, int64_t d, const SourceRange &at);
+/// A launch whose grid has a constant y or z extent past the 65535 blocks CUDA allows there: those dimensions
+/// are folded into x (one block per coordinate, x fastest, as if launched as given) and the program's block
+/// coordinates become expressions of the launched block's x. Returns the coordinates (the blockIdx variables
+/// where nothing is folded); a grid of more blocks than x can hold is a located error at `at`.
+std::array<ir::Expr, 3> foldGrid(Interp &in, ir::Kernel &k, const SourceRange &at);
 
 /// The address of the one mbarrier an argument names (`bar` of a single T.alloc_barrier, `mbars[i]`), as
 /// library calls take it; a located error for anything else. TileLangWarpRoles.cpp.

@@ -8,10 +8,13 @@
 ///     metadata element of 2:4 sparsity indexes, (bits(meta_dtype) // 4) * group, group 2 for float32 and 4 for
 ///     16- and 8-bit types (other dtypes have no 2:4 layout: an error, TileLang's KeyError);
 ///     `get_e_replicate_factor(a_dtype)`: 1 for types of 8 bits or fewer, 2 otherwise.
+///   - `tilelang.tools.cuda.iket`, TileLang's IKET profiling events (IketModule.cpp).
 /// The modules' other attributes stay opaque.
 #include "eval/InterpImpl.h"
 
 namespace tilec::eval {
+
+Value iketModule(); // tilelang.tools.cuda.iket (IketModule.cpp)
 
 namespace {
 
@@ -66,6 +69,9 @@ std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dot
     // The packages above them, so that attribute chains (tilelang.cuda.intrinsics.sparse_layout) reach them.
     if (dotted == "tilelang.cuda.intrinsics")
         return partlyKnownModule(dotted, {{"sparse_layout", *in.knownModule(dotted + ".sparse_layout")}});
+    if (dotted == "tilelang.tools.cuda.iket") return iketModule();
+    if (dotted == "tilelang.tools.cuda") return partlyKnownModule(dotted, {{"iket", *in.knownModule(dotted + ".iket")}});
+    if (dotted == "tilelang.tools") return partlyKnownModule(dotted, {{"cuda", *in.knownModule(dotted + ".cuda")}});
     if (dotted == "tilelang.cuda") return partlyKnownModule(dotted, {{"intrinsics", *in.knownModule(dotted + ".intrinsics")}});
     return std::nullopt;
 }

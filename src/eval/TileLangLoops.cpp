@@ -21,8 +21,9 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
         in.fail(args.call, fname + " can only be used inside a @T.prim_func");
     if (t->inLaunch)
         in.fail(args.call, fname + " cannot be nested inside another T.Kernel");
-    if (args.pos.empty() || args.pos.size() > 3)
-        in.fail(args.call, fname + " takes 1 to 3 grid extents, got " + std::to_string(args.pos.size()));
+    // No extent at all (`with T.Kernel(threads=...):`) is TileLang's launch of one block, with no block index.
+    if (args.pos.size() > 3)
+        in.fail(args.call, fname + " takes 0 to 3 grid extents, got " + std::to_string(args.pos.size()));
 
     auto f = std::make_shared<FrameObj>();
     f->kind = FrameObj::Kernel;
@@ -34,10 +35,11 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
         if (auto c = ir::constValue(e)) {
             if (*c < 1)
                 in.fail(a.range, "grid extent must be at least 1, got " + std::to_string(*c));
-            int64_t limit = i == 0 ? INT32_MAX : 65535; // CUDA's gridDim limits
-            if (*c > limit)
-                in.fail(a.range, "grid extent " + std::to_string(*c) + " exceeds the " +
-                                     std::to_string(limit) + " blocks CUDA allows in dimension " + axis[i]);
+            // CUDA allows 2^31 - 1 blocks along x, 65535 along y and z: past 65535, y and z are folded into x
+            // when the launch is traced (foldGrid)
+            if (*c > INT32_MAX)
+                in.fail(a.range, "grid extent " + std::to_string(*c) + " exceeds the " + std::to_string(INT32_MAX) +
+                                     " blocks CUDA allows in dimension " + axis[i]);
             e = constIndex(*c, a.range);
         }
         f->grid.push_back(e);
@@ -92,6 +94,46 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
     }
     return Value::object(VK::Frame, f);
 }
+
+} // namespace
+
+std::array<ir::Expr, 3> foldGrid(Interp &in, ir::Kernel &k, const SourceRange &at) {
+    std::array<ir::Expr, 3> coords = {k.blockIdx[0], k.blockIdx[1], k.blockIdx[2]};
+    bool fold[3] = {false, false, false};
+    for (int d = 1; d < 3; ++d)
+        if (auto c = ir::constValue(k.grid[d])) fold[d] = *c > 65535;
+    if (!fold[1] && !fold[2]) return coords;
+    if (k.clusterDims[0] * k.clusterDims[1] * k.clusterDims[2] > 1)
+        in.fail(k.clusterLoc.valid() ? k.clusterLoc : at,
+                "a grid dimension past the 65535 blocks CUDA allows along y and z is folded into x, which thread-block "
+                "clusters cannot follow: tilec does not fold a clustered launch");
+    // The launched block's x walks x fastest, then each folded dimension: block (x, y, z) of the program is
+    // launched block x + gx * y (+ gx * gy * z), so every coordinate still runs exactly once.
+    ir::Var linear = ir::makeVar("block", DType::Int32, at);
+    ir::Expr stride = k.grid[0];
+    const int last = fold[2] ? 2 : 1;
+    coords[0] = ir::constValue(k.grid[0]) == 1 ? ir::intImm(0) : ir::binary(ir::BinaryOp::FloorMod, linear, k.grid[0], at);
+    for (int d = 1; d < 3; ++d) {
+        if (!fold[d]) continue;
+        ir::Expr c = ir::binary(ir::BinaryOp::FloorDiv, linear, stride, at);
+        coords[(size_t)d] = d == last ? ir::simplify(c) : ir::binary(ir::BinaryOp::FloorMod, ir::simplify(c), k.grid[d], at);
+        stride = ir::simplify(ir::binary(ir::BinaryOp::Mul, stride, k.grid[d], at));
+        k.grid[d] = ir::intImm(1);
+        k.blockIdx[d] = ir::makeVar(k.blockIdx[d]->name + "_folded", DType::Int32, at);
+    }
+    if (auto total = ir::constValue(stride); total && *total > INT32_MAX)
+        in.fail(at, "the grid has " + std::to_string(*total) + " blocks along x once its y and z past 65535 are folded "
+                    "into x, more than the " + std::to_string(INT32_MAX) + " CUDA allows");
+    k.grid[0] = stride;
+    k.blockIdx[0] = linear;
+    int dims = 1; // the launch's dimensions: up to the last one given and not folded
+    for (int d = 1; d < k.gridDims; ++d)
+        if (!fold[d]) dims = d + 1;
+    k.gridDims = dims;
+    return coords;
+}
+
+namespace {
 
 Value kernelFrame(Interp &in, CallArgs &args) { return launchFrame(in, args, false); }
 Value clusterKernelFrame(Interp &in, CallArgs &args) { return launchFrame(in, args, true); }

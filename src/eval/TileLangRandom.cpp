@@ -103,7 +103,7 @@ Value rngInit(Interp &in, CallArgs &args) {
         int64_t extent = t.threadDims.empty() ? t.kernel->threads : t.threadDims[0];
         ir::Expr tx = extent == 1 ? ir::intImm(0) : threadCoordinate(t, 0, args.call);
         ir::Expr id = ir::binary(ir::BinaryOp::Add, tx,
-                                 ir::binary(ir::BinaryOp::Mul, t.kernel->blockIdx[0], ir::intImm(extent), args.call), args.call);
+                                 ir::binary(ir::BinaryOp::Mul, t.blockCoords[0] ? t.blockCoords[0] : t.kernel->blockIdx[0], ir::intImm(extent), args.call), args.call);
         seq = ir::cast(DType::UInt64, id, args.call);
     }
     ir::Expr off = a[2] ? u64(in, *a[2], "off") : ir::intImm(0, DType::UInt64);

@@ -23,7 +23,7 @@ Value blockBinding(Interp &in, CallArgs &args) {
     int64_t d = a[0] ? constIntArg(in, *a[0], "dim") : 0;
     if (d < 0 || d > 2)
         in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: a grid has dimensions 0, 1 and 2");
-    return Value::ofExpr(t.kernel->blockIdx[(size_t)d]);
+    return Value::ofExpr(t.blockCoords[d] ? t.blockCoords[d] : t.kernel->blockIdx[(size_t)d]);
 }
 
 /// `tx = T.thread_binding(start, stop, thread="threadIdx.x")`: the thread's coordinate in that dimension of
