@@ -309,7 +309,7 @@ class Lowerer : public IRMutator {
         if (cols) { // the column, row-major over the fragment's shape
             Expr col = mmaCol(l, tid_, ni, c);
             int64_t stride = l.elements();
-            for (size_t d = 0; d < vars.size(); ++d) {
+            for (size_t d = 0; d < vars.size() && d < l.shape.size(); ++d) {
                 stride /= l.shape[d];
                 Expr v = stride == 1 ? col : binary(BinaryOp::FloorDiv, col, i32(stride));
                 m[vars[d].get()] = simplify(d == 0 ? v : binary(BinaryOp::FloorMod, v, i32(l.shape[d])));
