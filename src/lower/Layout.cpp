@@ -51,10 +51,11 @@ Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmm
     return l;
 }
 
-Layout Layout::mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma) {
+Layout Layout::mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma, std::vector<int64_t> shape) {
     Layout l = mma({16 * warpsM, n}, threads, warpsM, warpsN, wgmma);
     l.kind = MmaCols;
-    l.shape = {n};
+    l.shape = shape.empty() ? std::vector<int64_t>{n} : std::move(shape);
+    TILEC_ASSERT(l.elements() == n, "an mmaCols shape whose elements are not the columns");
     l.vec = 1;
     return l;
 }
@@ -234,7 +235,7 @@ Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
 Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
     TILEC_ASSERT(l.kind == Layout::Mma || l.kind == Layout::MmaCols, "mmaCol of a layout that is not mma");
     const bool cols = l.kind == Layout::MmaCols;
-    const int64_t wtn = (cols ? l.shape[0] : l.columns()) / l.warpsN;
+    const int64_t wtn = (cols ? l.elements() : l.columns()) / l.warpsN;
     Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
     if (l.warpsN > 1 && (cols ? l.threads > 32 * l.warpsM * l.warpsN : l.warpCopies() > 1)) wn = mod(wn, l.warpsN);
     return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
@@ -279,7 +280,7 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     }
     const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM % l.warpsN;
     if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
-    if (l.kind == Layout::MmaCols) return wn * (l.shape[0] / l.warpsN) + (slot / 2) * 8 + (lane % 4) * 2 + slot % 2;
+    if (l.kind == Layout::MmaCols) return wn * (l.elements() / l.warpsN) + (slot / 2) * 8 + (lane % 4) * 2 + slot % 2;
     const int64_t nT = l.tilesN(), wtn = l.columns() / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
     int64_t row = l.tileRow(wm, mi) + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;

@@ -250,8 +250,10 @@ class Collect : public IRVisitor {
                 exact = indices[d] == Expr(n.vars[d]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d]);
             u.exact = exact;
             u.rowOfNest = !exact && indices.size() == 1 && b->shape.size() == 1 && indices[0] == Expr(n.vars[0]);
-            u.colOfNest = !exact && !write && indices.size() == 1 && b->shape.size() == 1 && n.vars.size() == 2 &&
-                          indices[0] == Expr(n.vars[1]) && constInt(b->shape[0]) == std::optional<int64_t>(n.extents[1]);
+            u.colOfNest = !exact && !write && !indices.empty() && indices.size() == b->shape.size() &&
+                          n.vars.size() == indices.size() + 1;
+            for (size_t d = 0; u.colOfNest && d < indices.size(); ++d)
+                u.colOfNest = indices[d] == Expr(n.vars[d + 1]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d + 1]);
             const size_t r = indices.size();
             bool prefix = !exact && !write && r == b->shape.size() && r < n.vars.size();
             for (size_t d = 0; prefix && d < r; ++d)

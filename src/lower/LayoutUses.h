@@ -41,7 +41,7 @@ struct Use {
     bool reduceDst = false; ///< written by a reduction
     bool write = false;     ///< a store (or atomic update)
     bool rowOfNest = false; ///< a 1-D fragment indexed by the nest's first variable (a per-row value)
-    bool colOfNest = false; ///< a 1-D fragment read at the second variable of a 2-D nest, whole (a per-column value)
+    bool colOfNest = false; ///< a fragment read at all the nest's variables but the first, whole (a per-column value)
     /// Indexed by `leading` (> 0) expressions the nest's variables do not appear in, then by exactly the nest's
     /// variables over the fragment's remaining dimensions (`lse[k, j]` in a nest over j): each leading index
     /// picks one nest-shaped slice, which the nest's layout can reach when the slices are whole rounds of it.

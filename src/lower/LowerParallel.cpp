@@ -113,6 +113,15 @@ class Lowerer : public IRMutator {
     const std::vector<int64_t> *nestShape_ = nullptr; ///< distributed: the nest's extents
     const Layout *nestLayout_ = nullptr;              ///< distributed: the nest's layout
 
+    /// Whether `idx` is the nest's variables after the first, in order: a per-column value read in an mma nest
+    /// (`d[j]` over (i, j), `w[a, b]` over (i, a, b); LayoutUses' Use::colOfNest).
+    bool readsColumn(const std::vector<Expr> &idx) const {
+        if (!nest_ || idx.empty() || idx.size() + 1 != nest_->size()) return false;
+        for (size_t d = 0; d < idx.size(); ++d)
+            if (!(idx[d] == Expr((*nest_)[d + 1]))) return false;
+        return true;
+    }
+
     /// The register array and slot of a fragment element.
     std::pair<Buffer, Expr> registerSlot(const Buffer &b, const std::vector<Expr> &idx) {
         auto reg = layouts_.registers.find(b.get());
@@ -131,9 +140,7 @@ class Lowerer : public IRMutator {
         }
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
-        if (kind == Layout::MmaCols && !exact && colSlot_ && idx.size() == 1 && nest_->size() == 2 &&
-            idx[0] == Expr((*nest_)[1]))
-            return {reg->second, colSlot_};
+        if (kind == Layout::MmaCols && !exact && colSlot_ && readsColumn(idx)) return {reg->second, colSlot_};
         if (kind == Layout::Distributed && !exact && slot_ && nest_ && nestShape_) {
             // A slice access (inferLayouts' Use::sliceElements): element (c, p) sits in slot c * P / T + p's slot, P the
             // slice's elements (whole rounds of the layout). Over a nest (o, p) whose first variables o the
@@ -311,8 +318,14 @@ class Lowerer : public IRMutator {
         Stmt inner = mutate(body);
         if (!inner) inner = Seq::make({});
         VarMap m;
-        if (cols) {
-            m[vars[0].get()] = mmaCol(l, tid_, ni, c);
+        if (cols) { // the column, row-major over the fragment's shape
+            Expr col = mmaCol(l, tid_, ni, c);
+            int64_t stride = l.elements();
+            for (size_t d = 0; d < vars.size() && d < l.shape.size(); ++d) {
+                stride /= l.shape[d];
+                Expr v = stride == 1 ? col : binary(BinaryOp::FloorDiv, col, i32(stride));
+                m[vars[d].get()] = simplify(d == 0 ? v : binary(BinaryOp::FloorMod, v, i32(l.shape[d])));
+            }
         } else {
             m[vars[0].get()] = mmaRow(l, tid_, mi, h);
         }

@@ -109,7 +109,9 @@ template <int KT, class TA> __device__ __forceinline__ void rs_a_fragment(const 
 
 // The B fragments of one k-step for the NT n-tiles of a warp whose columns start at n0, with k in the order
 // rs_a_fragment gives A's for 32-bit and 8-bit elements: the column k of (K, N) B, or of (N, K) when Trans,
-// read element by element from the swizzled tile (row layout, or TMA's panels of Panel bytes).
+// read from the swizzled tile (row layout, or TMA's panels of Panel bytes). The k of one thread come in pairs
+// (2t, 2t + 1): stored (N, K), a pair is two adjacent elements of one 16-byte chunk (the swizzle moves whole
+// chunks), so it is one load (64 bits for tf32, 16 for 8-bit); stored (K, N) it is two rows, read one by one.
 template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_rs_loader {
     static constexpr int EB = (int)sizeof(T);
     static constexpr int Inner = Trans ? K : N, Rows = Trans ? N : K;
@@ -130,10 +132,21 @@ template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_rs_load
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni) {
             const int col = n + ni * 8;
-            if constexpr (EB == 4) {
+            if constexpr (EB == 4 && Trans) {
+                uint32_t lo, hi;
+                lds32x2(lo, hi, at(kk * 8 + 2 * t, col));
+                b[ni][0] = to_tf32(lo);
+                b[ni][1] = to_tf32(hi);
+            } else if constexpr (EB == 4) {
                 const int k = kk * 8 + 2 * t;
                 b[ni][0] = to_tf32(lds32(at(k, col)));
                 b[ni][1] = to_tf32(lds32(at(k + 1, col)));
+            } else if constexpr (Trans) {
+#pragma unroll
+                for (int r = 0; r < 2; ++r) { // bytes (2t, 2t + 1) and (8 + 2t, 8 + 2t + 1) of the 16-byte half r
+                    const int k = kk * 32 + r * 16 + 2 * t;
+                    b[ni][r] = lds16(at(k, col)) | (lds16(at(k + 8, col)) << 16);
+                }
             } else {
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {

@@ -60,6 +60,18 @@ __device__ __forceinline__ uint32_t lds32(uint32_t addr) {
     return v;
 }
 
+// Two consecutive 32-bit words at an 8-byte aligned address, in one load.
+__device__ __forceinline__ void lds32x2(uint32_t &lo, uint32_t &hi, uint32_t addr) {
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(hi) : "r"(addr));
+}
+
+// Two consecutive bytes at a 2-byte aligned address, in one load (low byte first).
+__device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr));
+    return v;
+}
+
 __device__ __forceinline__ uint32_t lds8(uint32_t addr) {
     unsigned short v;
     asm volatile("ld.shared.u8 %0, [%1];\n" : "=h"(v) : "r"(addr));

@@ -84,19 +84,24 @@ int64_t registers(const ir::Program &p, const std::string &name) {
     return f.n;
 }
 
-/// Runs the kernel and compares C (and E, when `withE`) with float64.
-void expectRight(const ir::Program &p, bool withE) {
+/// Runs the program's one kernel on `tensors`; failures (an error, a race) are the test's.
+void simulate(const ir::Program &p, std::map<std::string, std::vector<double> *> tensors) {
     ASSERT_EQ(p.kernels.size(), 1u);
-    auto a = simtest::quarters(64 * 128, 1), b = simtest::quarters(128 * 64, 2);
-    auto d = simtest::quarters(128, 3), e = simtest::quarters(64, 4);
-    std::vector<double> c(64 * 64, std::nan("")), E(64, std::nan(""));
-    Simulator s(*p.kernels[0], {{"A", &a}, {"B", &b}, {"d", &d}, {"e", &e}, {"C", &c}, {"E", &E}}, {}, 0);
+    Simulator s(*p.kernels[0], std::move(tensors), {}, 0);
     try {
         s.run();
     } catch (const simtest::SimError &err) {
         FAIL() << err.what();
     }
     for (auto &race : s.races) ADD_FAILURE() << "race: " << race;
+}
+
+/// Runs the kernel and compares C (and E, when `withE`) with float64.
+void expectRight(const ir::Program &p, bool withE) {
+    auto a = simtest::quarters(64 * 128, 1), b = simtest::quarters(128 * 64, 2);
+    auto d = simtest::quarters(128, 3), e = simtest::quarters(64, 4);
+    std::vector<double> c(64 * 64, std::nan("")), E(64, std::nan(""));
+    simulate(p, {{"A", &a}, {"B", &b}, {"d", &d}, {"e", &e}, {"C", &c}, {"E", &E}});
     int wrong = 0;
     for (int i = 0; i < 64; ++i)
         for (int j = 0; j < 64; ++j) {
@@ -147,4 +152,48 @@ TEST(SimColumnValues, OtherUsesKeepTheWholeVector) {
     EXPECT_EQ(registers(p, "e_f"), 64);
     EXPECT_EQ(registers(p, "d_f"), 16);
     expectRight(p, true);
+}
+
+// A 2-D fragment of per-column values of a view (fp8_lighting_indexer's weights[bq_i, h_i] over a reshape of its
+// logits' accumulator as (block_N, block_Q, heads)): w[a, b] read in a nest (i, a, b) over the (64, 4, 16) view of
+// the (64, 64) accumulator is the view's column a * 16 + b, so w is held by column too: 16 registers, where the
+// whole (4, 16) in every thread (64, indexed by the lane) sat in local memory. Its copy from global memory loads
+// the thread's columns only.
+TEST(SimColumnValues, TwoDimensionalColumnsOfAView) {
+    const std::string src = "import tilelang.language as T\n"
+                            "@T.prim_func\n"
+                            "def g(A: T.Tensor((64, 64), \"float16\"), B: T.Tensor((64, 64), \"float16\"), "
+                            "W: T.Tensor((4, 16), \"float32\"), C: T.Tensor((64, 64), \"float32\")):\n"
+                            "    with T.Kernel(1, threads=128) as bx:\n"
+                            "        A_s = T.alloc_shared((64, 64), \"float16\")\n"
+                            "        B_s = T.alloc_shared((64, 64), \"float16\")\n"
+                            "        acc = T.alloc_fragment((64, 64), \"float\")\n"
+                            "        view = T.reshape(acc, (64, 4, 16))\n"
+                            "        w = T.alloc_fragment((4, 16), \"float\")\n"
+                            "        T.copy(W, w)\n"
+                            "        T.copy(A, A_s)\n"
+                            "        T.copy(B, B_s)\n"
+                            "        T.gemm(A_s, B_s, acc, clear_accum=True)\n"
+                            "        for i, a, b in T.Parallel(64, 4, 16):\n"
+                            "            view[i, a, b] = T.max(view[i, a, b], 0) * w[a, b]\n"
+                            "        T.copy(acc, C)\n";
+    for (auto [target, tma] : {std::pair{"sm_90a", true}, std::pair{"sm_90a", false}, std::pair{"sm_80", false}}) {
+        SCOPED_TRACE(std::string(target) + (tma ? " tma" : ""));
+        ir::Program p = lower(src, target, tma);
+        const int64_t cols = registers(p, "w");
+        EXPECT_GT(cols, 0);
+        EXPECT_LT(cols, 64);
+        auto a = simtest::quarters(64 * 64, 1), b = simtest::quarters(64 * 64, 2), w = simtest::quarters(64, 3);
+        std::vector<double> c(64 * 64, std::nan(""));
+        simulate(p, {{"A", &a}, {"B", &b}, {"W", &w}, {"C", &c}});
+        int wrong = 0;
+        for (int i = 0; i < 64; ++i)
+            for (int j = 0; j < 64; ++j) {
+                double want = 0;
+                for (int k = 0; k < 64; ++k) want += a[(size_t)i * 64 + k] * b[(size_t)k * 64 + j];
+                want = std::max(want, 0.0) * w[j];
+                if (c[(size_t)i * 64 + j] != want && wrong++ < 5)
+                    ADD_FAILURE() << "C[" << i << ", " << j << "] = " << c[(size_t)i * 64 + j] << ", expected " << want;
+            }
+    }
 }

@@ -30,8 +30,10 @@
 ///   several warpgroups splitting the columns of the product all read, FullCol's MLA P.V). The first copy stores.
 /// - mmaRows: a 1-D fragment of M per-row values of an mma fragment (FlashAttention's row_max): slot mi*2 + h
 ///   holds row wm*WTM + mi*16 + h*8 + l/4 in every thread of that row (4 lanes, warpsN warps hold copies).
-/// - mmaCols: a 1-D fragment of N per-column values of an mma fragment (a per-key decay or scale `d[j]` read in a
-///   nest over the accumulator or operand A): slot ni*2 + c holds column wn*WTN + ni*8 + (l%4)*2 + c in every
+/// - mmaCols: a fragment of N per-column values of an mma fragment (a per-key decay or scale `d[j]` read in a
+///   nest over the accumulator or operand A; a (c1, ..., ck) fragment `w[a, b]` read in a nest (i, a, b) over a
+///   view of the accumulator as (M, c1, ..., ck), its element the view's column, row-major): slot ni*2 + c holds
+///   column wn*WTN + ni*8 + (l%4)*2 + c in every
 ///   thread of that column (the 8 lanes of a lane%4 class, warpsM warp rows and any further warps hold copies),
 ///   so a read `d[j]` inside the mma nest is the thread's own register, not an element of a copy of the whole
 ///   vector indexed by the lane (which the CUDA compiler must put in local memory).
@@ -63,8 +65,10 @@ struct Layout {
     /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
     static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma = false);
     static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma = false);
-    /// The columns of an (M, n) mma layout split over warpsM x warpsN warps; needs n % (8*warpsN) == 0.
-    static Layout mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma = false);
+    /// The columns of an (M, n) mma layout split over warpsM x warpsN warps; needs n % (8*warpsN) == 0. `shape`:
+    /// the fragment's (c1, ..., ck), c1*...*ck = n, when it is not 1-D (its elements in row-major order).
+    static Layout mmaCols(int64_t n, int threads, int warpsM, int warpsN, bool wgmma = false,
+                          std::vector<int64_t> shape = {});
     /// The first row of warp row wm's 16-row tile mi (mma, mmaRows).
     int64_t tileRow(int64_t wm, int64_t mi) const;
 
@@ -76,7 +80,7 @@ struct Layout {
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
     int64_t tilesN() const { ///< mma, mmaCols: 8-column tiles per warp
         TILEC_ASSERT((kind == Mma && shape.size() >= 2) || kind == MmaCols, "column tiles of a layout that is not mma");
-        return (kind == MmaCols ? shape[0] : columns()) / warpsN / 8;
+        return (kind == MmaCols ? elements() : columns()) / warpsN / 8;
     }
     /// mma: N, the accumulator's columns. A T.reshape / T.view of an (M, N) accumulator as (M, c1, ..., ck) with
     /// c1*...*ck = N keeps its mma layout over that shape: element (r, c1, ..., ck) is accumulator element (r, c),
