@@ -199,3 +199,163 @@ TEST(LowerSimDecodePipeline, MmaSyncTwoStagesFiveTrips) { expectPipelined({}); }
 TEST(LowerSimDecodePipeline, MmaSyncThreeStagesTwoTrips) { expectPipelined({"sm_80", 8, 2, 64, 64, 32, 32, 3, 64}); }
 TEST(LowerSimDecodePipeline, WgmmaTwoStagesFiveTrips) { expectPipelined({"sm_90a", 8, 2, 320, 64, 64, 64, 2, 128}); }
 TEST(LowerSimDecodePipeline, WgmmaThreeStagesOneTrip) { expectPipelined({"sm_90a", 8, 2, 64, 64, 64, 64, 3, 128}); }
+
+namespace {
+
+/// MLA-style paged decoding (the shape of TileLang's example_mla_decode_paged, written here from its
+/// mathematics): one latent KV tile read as K and as V, a rotary-part tile, key blocks walked last to first, each
+/// block's rows found through a block table by scalars the body sets per iteration. The transfers are issued
+/// ahead with those definitions written into their positions (splitPipelinedBody), not left synchronous.
+const char *kPaged = R"(import tilelang.language as T
+
+def paged(batch, heads, pad, dim, pe, block_N, block_H, page, stages, threads):
+    sc = 1.44269504 / (dim + pe) ** 0.5
+
+    @T.prim_func
+    def main(Q: T.Tensor((batch, heads, dim), "float16"), Qp: T.Tensor((batch, heads, pe), "float16"),
+             KV: T.Tensor((batch * pad, dim), "float16"), Kp: T.Tensor((batch * pad, pe), "float16"),
+             table: T.Tensor((batch, pad // page), "int32"), lens: T.Tensor((batch,), "int32"),
+             O: T.Tensor((batch, heads, dim), "float32")):
+        with T.Kernel(batch, heads // block_H, threads=threads) as (bx, by):
+            q_s = T.alloc_shared((block_H, dim), "float16")
+            qp_s = T.alloc_shared((block_H, pe), "float16")
+            kv_s = T.alloc_shared((block_N, dim), "float16")
+            kp_s = T.alloc_shared((block_N, pe), "float16")
+            p_s = T.alloc_shared((block_H, block_N), "float16")
+            s = T.alloc_fragment((block_H, block_N), "float32")
+            o = T.alloc_fragment((block_H, dim), "float32")
+            mx = T.alloc_fragment((block_H,), "float32")
+            prev = T.alloc_fragment((block_H,), "float32")
+            fac = T.alloc_fragment((block_H,), "float32")
+            tot = T.alloc_fragment((block_H,), "float32")
+            l = T.alloc_fragment((block_H,), "float32")
+            T.copy(Q[bx, by * block_H : (by + 1) * block_H, :], q_s)
+            T.copy(Qp[bx, by * block_H : (by + 1) * block_H, :], qp_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(mx, -T.infinity("float32"))
+            n = T.ceildiv(lens[bx], block_N)
+            for kr in T.Pipelined(n, num_stages=stages):
+                k = n - 1 - kr
+                row = table[bx, (k * block_N) // page] * page + (k * block_N) % page
+                T.copy(KV[row : row + block_N, :], kv_s)
+                T.copy(Kp[row : row + block_N, :], kp_s)
+                T.clear(s)
+                T.gemm(q_s, kv_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(qp_s, kp_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(block_H, block_N):
+                    s[i, j] = T.if_then_else(k * block_N + j >= lens[bx], -T.infinity("float32"), s[i, j])
+                T.copy(mx, prev)
+                T.reduce_max(s, mx, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    fac[i] = T.exp2(prev[i] * sc - mx[i] * sc)
+                for i, j in T.Parallel(block_H, block_N):
+                    s[i, j] = T.exp2(s[i, j] * sc - mx[i] * sc)
+                T.reduce_sum(s, tot, dim=1)
+                for i in T.Parallel(block_H):
+                    l[i] = l[i] * fac[i] + tot[i]
+                T.copy(s, p_s)
+                for i, j in T.Parallel(block_H, dim):
+                    o[i, j] *= fac[i]
+                T.gemm(p_s, kv_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_H, dim):
+                O[bx, by * block_H + i, j] = o[i, j] / l[i]
+
+    return main
+)";
+
+struct Paged {
+    const char *arch = "sm_80";
+    int batch = 2, heads = 32, pad = 256, dim = 64, pe = 32, blockN = 32, blockH = 32, page = 64, stages = 2, threads = 64;
+    std::vector<int> lens{200, 97};
+};
+
+struct PagedInputs {
+    std::map<std::string, std::vector<double>> io;
+    std::vector<double> want;
+    explicit PagedInputs(const Paged &c) {
+        const int B = c.batch, H = c.heads, P = c.pad, D = c.dim, E = c.pe, pages = P / c.page;
+        io["Q"] = sixteenths((size_t)B * H * D, 5);
+        io["Qp"] = sixteenths((size_t)B * H * E, 6);
+        io["KV"] = sixteenths((size_t)B * P * D, 7);
+        io["Kp"] = sixteenths((size_t)B * P * E, 8);
+        io["table"].resize((size_t)B * pages);
+        for (int i = 0; i < B * pages; ++i) io["table"][(size_t)i] = (i * 5 + 3) % (B * pages); // a permutation of the pages
+        io["lens"].assign(c.lens.begin(), c.lens.end());
+        io["O"] = std::vector<double>((size_t)B * H * D, std::nan(""));
+        want.assign(io["O"].size(), 0);
+        const auto &q = io["Q"], &qp = io["Qp"], &kv = io["KV"], &kp = io["Kp"], &tb = io["table"];
+        for (int b = 0; b < B; ++b)
+            for (int h = 0; h < H; ++h) {
+                const int L = c.lens[(size_t)b];
+                std::vector<double> w(L);
+                double mx = -INFINITY, sum = 0;
+                auto row = [&](int t) { return (size_t)tb[(size_t)b * pages + t / c.page] * c.page + t % c.page; };
+                for (int t = 0; t < L; ++t) {
+                    double dot = 0;
+                    for (int d = 0; d < D; ++d) dot += q[((size_t)b * H + h) * D + d] * kv[row(t) * D + d];
+                    for (int d = 0; d < E; ++d) dot += qp[((size_t)b * H + h) * E + d] * kp[row(t) * E + d];
+                    w[t] = dot / std::sqrt((double)(D + E));
+                    mx = std::max(mx, w[t]);
+                }
+                for (int t = 0; t < L; ++t) sum += w[t] = std::exp(w[t] - mx);
+                for (int d = 0; d < D; ++d) {
+                    double acc = 0;
+                    for (int t = 0; t < L; ++t) acc += w[t] * kv[row(t) * D + d];
+                    want[((size_t)b * H + h) * D + d] = acc / sum;
+                }
+            }
+    }
+};
+
+/// The tile transfers issued ahead (cp.async without a wait of its own), by source tensor.
+std::map<std::string, int> issuedAhead(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::map<std::string, int> n;
+        void visit(const ir::Call &c) override {
+            if (lib::is(c, lib::Fn::CopyG2S)) ++n[passes::addressedLoad(lib::arg(c, lib::Fn::CopyG2S, "src"))->buffer->name];
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k.body);
+    return v.n;
+}
+
+void expectPaged(const Paged &c) {
+    auto s = [](int v) { return std::to_string(v); };
+    const std::string src = std::string(kPaged) + "k = paged(" + s(c.batch) + ", " + s(c.heads) + ", " + s(c.pad) + ", " + s(c.dim) + ", " +
+                            s(c.pe) + ", " + s(c.blockN) + ", " + s(c.blockH) + ", " + s(c.page) + ", " + s(c.stages) + ", " +
+                            s(c.threads) + ")\n";
+    LowerRun r;
+    Variant v{*Target::parse(c.arch), {}};
+    v.options.warpSpecialize = false;
+    r.run(src, "paged.tile", v);
+    ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+    const ir::Kernel &k = *r.lowered->kernels[0];
+    // The prologue's stages and the refill in the loop, for both tiles.
+    const auto ahead = issuedAhead(k);
+    EXPECT_EQ(ahead.count("KV") ? ahead.at("KV") : 0, c.stages + 1) << r.diags();
+    EXPECT_EQ(ahead.count("Kp") ? ahead.at("Kp") : 0, c.stages + 1) << r.diags();
+    PagedInputs in(c);
+    std::map<std::string, std::vector<double> *> ptrs;
+    for (auto &[n, vec] : in.io) ptrs[n] = &vec;
+    for (uint64_t seed : {0, 1}) {
+        in.io["O"].assign(in.io["O"].size(), std::nan(""));
+        Outcome o = simtest::runCaught(k, ptrs, {}, seed);
+        const auto &got = in.io["O"];
+        for (size_t e = 0; e < got.size(); ++e)
+            o.check(std::fabs(got[e] - in.want[e]) <= 1e-2 * std::max(1.0, std::fabs(in.want[e])),
+                    [&] { return "O[" + std::to_string(e) + "] = " + std::to_string(got[e]) + ", expected " + std::to_string(in.want[e]); });
+        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+}
+
+} // namespace
+
+TEST(LowerSimDecodePipeline, PagedMmaSyncTwoStages) { expectPaged({}); }
+TEST(LowerSimDecodePipeline, PagedWgmmaThreeStages) {
+    Paged c;
+    c.arch = "sm_90a", c.heads = 64, c.blockN = 64, c.blockH = 64, c.stages = 3, c.threads = 128;
+    expectPaged(c);
+}
