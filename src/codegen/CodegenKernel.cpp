@@ -165,11 +165,14 @@ class KernelPrinter {
         if (info_.sharedBytes > 0 && k_.shared.alignment <= smem::kBufferAlignment) {
             line(1, "extern __shared__ __align__(128) unsigned char tilec_smem[];", at);
         } else if (info_.sharedBytes > 0) {
-            // A stricter plan (TMA tiles at 1024 bytes) rounds the base up; the launch asked for the slack.
-            std::string a = std::to_string(k_.shared.alignment);
+            // A stricter plan (TMA tiles at 1024 bytes) rounds the base up; the launch asked for the slack. The
+            // pointer is the array plus an offset (from its shared-window address), not an integer cast back:
+            // nvcc then still knows it points into shared memory, and the threads' own accesses through it are
+            // LDS / STS, not generic LD / ST with 64-bit addresses.
+            std::string a = std::to_string(k_.shared.alignment), m = std::to_string(k_.shared.alignment - 1);
             line(1, "extern __shared__ __align__(" + a + ") unsigned char tilec_smem_base[];", at);
-            line(1, "unsigned char *const tilec_smem = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(tilec_smem_base) + " +
-                        std::to_string(k_.shared.alignment - 1) + ") & ~uintptr_t(" + std::to_string(k_.shared.alignment - 1) + "));", at);
+            line(1, "unsigned char *const tilec_smem = tilec_smem_base + ((" + a + "u - static_cast<unsigned>(__cvta_generic_to_shared(tilec_smem_base))) & " +
+                        m + "u);", at);
         }
         if (k_.threadIdx && uses(k_.body, k_.threadIdx.get()))
             line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);

@@ -152,6 +152,10 @@ class Pipeliner : public IRMutator {
             return Seq::make(std::move(calls), loc);
         };
         auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
+        if (Stmt grouped = releaseAfterLastUse(*op, hoisted, rest, ring)) {
+            for (auto &[b, r] : ring) staged[b] = r;
+            return grouped;
+        }
         std::vector<Stmt> out;
         for (int s = 0; s + 1 < S; ++s) {
             Stmt first = issue(simplify(binary(BinaryOp::Add, min, i32(s))), i32(s));
@@ -178,6 +182,90 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+
+    /// The tiles a copy issues for iteration `iter` into stage `stage` of their rings.
+    Stmt issueTiles(const For &op, const std::vector<const Copy *> &copies, const Expr &iter, const Expr &stage,
+                    std::map<const BufferNode *, Buffer> &ring) {
+        std::vector<Stmt> calls;
+        VarMap m{{op.var.get(), iter}};
+        for (auto *c : copies) {
+            Region src = c->src;
+            for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
+            auto moved = Copy::make(src, c->dst, c->loc);
+            calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers));
+        }
+        return Seq::make(std::move(calls), op.loc);
+    }
+
+    /// A loop whose tiles are first used by different statements (attention: K by QK^T, V by P.V) keeps S
+    /// iterations in flight, not S - 1: each group of tiles (those first used by one statement) is waited for
+    /// just before that statement, and its stage is refilled with iteration k + S just after its last use (a
+    /// barrier first: every thread is done reading it), one commit group per group of tiles, in the order of
+    /// their last uses, which the prologue's S iterations follow too. Null for a loop of one group (a GEMM's
+    /// k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
+    Stmt releaseAfterLastUse(const For &op, const std::vector<const Copy *> &hoisted, const std::vector<Stmt> &rest,
+                             std::map<const BufferNode *, Buffer> &ring) {
+        struct Group {
+            size_t first, last;
+            std::vector<const Copy *> copies;
+        };
+        std::vector<std::set<const BufferNode *>> mentions;
+        for (auto &s : rest) mentions.push_back(mentionedBuffers(s, nullptr));
+        std::vector<Group> groups;
+        for (auto *c : hoisted) {
+            size_t first = rest.size(), last = 0;
+            for (size_t j = 0; j < rest.size(); ++j)
+                if (mentions[j].count(c->dst.buffer.get())) first = std::min(first, j), last = j;
+            if (first == rest.size()) return nullptr; // a tile loaded and never read: the plain ring
+            auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.first == first; });
+            if (g == groups.end()) g = groups.insert(groups.end(), Group{first, last, {}});
+            g->last = std::max(g->last, last);
+            g->copies.push_back(c);
+        }
+        if (groups.size() < 2) return nullptr;
+        std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.last < b.last; });
+        const int S = op.numStages, G = (int)groups.size();
+        const SourceRange &loc = op.loc;
+        auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
+        Expr n = op.extent, min = op.min;
+        std::vector<Stmt> out;
+        for (int s = 0; s < S; ++s) {
+            Expr inRange = simplify(binary(BinaryOp::LT, i32(s), n));
+            for (auto &g : groups) {
+                Stmt first = issueTiles(op, g.copies, simplify(binary(BinaryOp::Add, min, i32(s))), i32(s), ring);
+                if (auto known = constValue(inRange); known && *known) out.push_back(first);
+                else if (!known) out.push_back(IfThenElse::make(inRange, first, nullptr, loc));
+                out.push_back(commit());
+            }
+        }
+        Expr k0 = simplify(binary(BinaryOp::Sub, op.var, min));
+        Expr stage = simplify(binary(BinaryOp::FloorMod, k0, i32(S)));
+        Expr refillIn = simplify(binary(BinaryOp::LT, binary(BinaryOp::Add, k0, i32(S)), n));
+        Expr refillIter = simplify(binary(BinaryOp::Add, op.var, i32(S)));
+        std::vector<Stmt> body;
+        for (size_t j = 0; j < rest.size(); ++j) {
+            for (size_t gi = 0; gi < groups.size(); ++gi) {
+                if (groups[gi].first != j) continue;
+                // Commit groups after this one's tiles of iteration k: the later groups of iteration k - S, the
+                // S - 1 iterations after it, and this iteration's refills made before statement j.
+                int64_t after = (G - 1 - (int)gi) + (int64_t)(S - 1) * G;
+                for (auto &h : groups) after += h.last < j;
+                body.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(after)}, loc));
+                body.push_back(syncThreads(loc));
+            }
+            body.push_back(mutate(stageBuffers(rest[j], ring, stage)));
+            bool synced = false;
+            for (auto &g : groups) {
+                if (g.last != j) continue;
+                if (!synced) body.push_back(syncThreads(loc)), synced = true;
+                body.push_back(IfThenElse::make(refillIn, issueTiles(op, g.copies, refillIter, stage, ring), nullptr, loc));
+                body.push_back(commit());
+            }
+        }
+        out.push_back(For::make(op.var, min, n, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
+        out.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(0)}, loc));
+        return Seq::make(std::move(out), loc);
+    }
 };
 
 } // namespace

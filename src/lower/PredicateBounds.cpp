@@ -40,10 +40,21 @@ class Predicate : public IRMutator {
         return s;
     }
 
-    /// An address handed to the device library is not an access: the library checks its own bounds.
+    /// An address handed to the device library is not an access: the library checks its own bounds. What its
+    /// indices read is (a paged tile's position from a block table, hoisted into the transfer that loads it
+    /// ahead: splitPipelinedBody), and is guarded like any load.
     Expr visit(const std::shared_ptr<const Call> &op) override {
-        if (lib::is(*op, lib::Fn::AddressOf)) return op;
-        return IRMutator::visit(op);
+        if (!lib::is(*op, lib::Fn::AddressOf)) return IRMutator::visit(op);
+        auto l = op->args.size() == 1 ? as<Load>(op->args[0]) : nullptr;
+        if (!l) return op;
+        std::vector<Expr> idx;
+        bool changed = false;
+        for (auto &i : l->indices) {
+            idx.push_back(mutate(i));
+            changed |= idx.back() != i;
+        }
+        if (!changed) return op;
+        return Call::make(op->dtype, op->name, {Load::make(l->buffer, std::move(idx), l->loc)}, op->loc);
     }
 
     Expr visit(const std::shared_ptr<const Load> &op) override {

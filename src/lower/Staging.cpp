@@ -84,6 +84,60 @@ bool hoistable(const Copy &c, const std::set<const VarNode *> &boundInside, cons
     return true;
 }
 
+/// The scalars a loop body sets once per iteration, at its top level, from the loop variable and what the loop
+/// does not change (invariant buffers, earlier such scalars): their definitions, to be written into a copy's
+/// region in place of their loads, so that the copy can be issued for a later iteration.
+class IterationScalars : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit IterationScalars(const Stmt &body) {
+        struct Stores : IRVisitor {
+            using IRVisitor::visit;
+            std::map<const BufferNode *, int> n;
+            void visit(const Store &op) override { ++n[op.buffer.get()], IRVisitor::visit(op); }
+        } st;
+        st.visit(body);
+        stores_ = std::move(st.n);
+    }
+
+    /// Records `s` when it is such a definition: a store to element 0 of a one-element scalar that the body
+    /// stores to nowhere else, whose value (over the earlier definitions) reads only invariant buffers and no
+    /// variable bound inside the body.
+    void define(const Stmt &s, const std::set<const VarNode *> &boundInside, const std::set<const BufferNode *> &invariant) {
+        auto st = as<Store>(s);
+        if (!st || (st->buffer->scope != Scope::Local && st->buffer->scope != Scope::Var) || st->buffer->constElements() != 1 ||
+            st->indices.size() != 1 || constInt(st->indices[0]) != std::optional<int64_t>(0) || stores_[st->buffer.get()] != 1)
+            return;
+        Expr v = mutate(st->value);
+        if (!readsOnly(v, invariant)) return;
+        for (auto *x : boundInside)
+            if (uses(v, x)) return;
+        defs_[st->buffer.get()] = v->dtype == st->buffer->dtype ? v : cast(st->buffer->dtype, v);
+    }
+
+    /// The copy with the definitions written into its source region; null when it reads none of them.
+    Stmt inlined(const Copy &c) {
+        if (defs_.empty()) return nullptr;
+        Region src = c.src;
+        bool changed = false;
+        for (auto &r : src.ranges) {
+            Expr lo = mutate(r.min), ext = mutate(r.extent);
+            changed |= lo != r.min || ext != r.extent;
+            r.min = lo, r.extent = ext;
+        }
+        return changed ? Copy::make(src, c.dst, c.loc) : nullptr;
+    }
+
+    Expr visit(const std::shared_ptr<const Load> &op) override {
+        auto it = defs_.find(op->buffer.get());
+        return it != defs_.end() ? it->second : IRMutator::visit(op);
+    }
+
+  private:
+    std::map<const BufferNode *, int> stores_;
+    std::map<const BufferNode *, Expr> defs_;
+};
+
 } // namespace
 
 LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
@@ -97,10 +151,17 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
         void visit(const For &f) override { vars.insert(f.var.get()), IRVisitor::visit(f); }
     } bound;
     bound.visit(loop.body);
+    IterationScalars scalars(loop.body);
     for (auto &s : out.top) {
         auto c = as<Copy>(s);
         if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c);
-        else out.rest.push_back(s);
+        else if (Stmt moved = c ? scalars.inlined(*c) : nullptr; moved && hoistable(*as<Copy>(moved), bound.vars, invariant)) {
+            out.rewritten.push_back(moved);
+            out.hoisted.push_back(as<Copy>(moved));
+        } else {
+            out.rest.push_back(s);
+            scalars.define(s, bound.vars, invariant);
+        }
     }
     return out;
 }

@@ -162,9 +162,9 @@ void expectClean(const Case &c) {
 
 TEST(LowerSimHopperRows, ChunkStateTwoStagesFourTrips) { expectClean({}); }
 
-/// A row whose position the loop computes (a local set in each iteration) cannot be loaded ahead: it stays the
-/// consumers' element stores (a barrier among them before the reads), the other row, x and B still TMA tiles.
-TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
+/// A row at a position the loop computes: the kernel with the row's copy reading local `off`, set by `define`
+/// in each iteration; the TMA loads by swizzle and the run against float64.
+static void rowAtComputedPosition(const std::string &define, const std::map<int64_t, int> &loads) {
     const Case c;
     std::string src = source(c);
     auto replace = [&](const std::string &from, const std::string &to) {
@@ -173,8 +173,8 @@ TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
         src.replace(at, from.size(), to);
     };
     replace("            for k in T.Pipelined(T.ceildiv(chunk, BK), num_stages=stages):\n",
-            "            off = T.alloc_local((1,), \"int32\")\n            for k in T.Pipelined(T.ceildiv(chunk, BK), num_stages=stages):\n"
-            "                off[0] = k * BK\n");
+            "            off = T.alloc_local((1,), \"int32\")\n            for k in T.Pipelined(T.ceildiv(chunk, BK), num_stages=stages):\n" +
+                define);
     replace("T.copy(dt[b, bh, c, k * BK : (k + 1) * BK], dt_s)", "T.copy(dt[b, bh, c, off[0] : off[0] + BK], dt_s)");
     LowerRun r;
     Variant v{*Target::parse("sm_90a"), {}};
@@ -182,12 +182,23 @@ TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
     r.run(src, "chunk_state.tile", v);
     const ir::Kernel *k = simtest::warpRoles(r);
     ASSERT_TRUE(k) << "no warp roles: " << r.diags();
-    EXPECT_EQ(tmaLoadsBySwizzle(*k), (std::map<int64_t, int>{{0, 1}, {128, 2}}));
+    EXPECT_EQ(tmaLoadsBySwizzle(*k), loads);
     Inputs in(c);
     for (uint64_t seed : {0, 1}) {
         Outcome o = in.run(*k, seed);
         EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
     }
+}
+
+/// Set once per iteration from the loop variable: the producer loads the row ahead at that definition
+/// (splitPipelinedBody writes it into the copy's position), both rows unswizzled TMA boxes.
+TEST(LowerSimHopperRows, RowAtAPositionSetPerIterationLoadedAhead) {
+    rowAtComputedPosition("                off[0] = k * BK\n", {{0, 2}, {128, 2}});
+}
+/// Set twice (the second store reading the first): no single definition to load ahead at; the row stays the
+/// consumers' element stores (a barrier among them before the reads), the other row, x and B still TMA tiles.
+TEST(LowerSimHopperRows, RowAtAComputedPositionStaysTheConsumers) {
+    rowAtComputedPosition("                off[0] = k\n                off[0] = off[0] * BK\n", {{0, 1}, {128, 2}});
 }
 /// One stage: the producer cannot load ahead of its consumers, so warp roles keep no more loads in flight per SM
 /// than the cp.async pipeline, whose blocks are more (WarpRoleCost.h): the loop keeps cp.async.

@@ -14,11 +14,14 @@ namespace tilec::passes {
 
 /// A T.Pipelined loop's body split into the transfers that can be issued ahead (top-level Copies whose
 /// regions read only what the loop does not change, loopInvariantBuffers, and depend on no variable bound
-/// inside the body) and the rest, in order.
+/// inside the body) and the rest, in order. A copy whose position reads scalars the body sets ahead of it from
+/// the loop variable and such loop-invariant values (paged attention's `kv_start = block_table[...] * size`, once
+/// per iteration) is hoisted with those definitions written into its region; the scalars' stores stay in the rest.
 struct LoopSplit {
     std::vector<const ir::Copy *> hoisted;
     std::vector<ir::Stmt> rest;
     std::vector<ir::Stmt> top; ///< keeps the hoisted statements alive
+    std::vector<ir::Stmt> rewritten; ///< ... and the copies rewritten over the scalars' definitions
 };
 LoopSplit splitPipelinedBody(const ir::For &loop, const ir::Stmt &kernelBody);
 
