@@ -213,4 +213,27 @@ TEST(SimGemmFamily, GroupedScanVariant) {
     groupedCase(c, {0});
 }
 
+// The replay's other form: a scalar set twice before the loop, the second time under a condition on the block
+// index (tests/lit/codegen/pipeline_scalar_bounds.tile's `twice`: k0 = cu_k[bz]; if bz > 3: k0 = k0 + 64). The
+// producer runs both statements; each block's tiles start at its own k0 (blocks 4..7 64 rows later).
+TEST(SimGemmFamily, ReplayedConditionalScalar) {
+    lowertest::LowerRun r;
+    Variant v{Target::parse("sm_90a")->withSmCount(1), {}};
+    v.options.clusters = false;
+    r.run(withExport("pipeline_scalar_bounds.tile", "k = gemm_rows(twice=True)", "tests/lit/codegen"), "twice.tile", v);
+    const ir::Kernel *roles = warpRoles(r);
+    ASSERT_TRUE(roles) << r.diags();
+    EXPECT_GE(producerStores(*roles, "k0"), 2) << "the producer does not replay both stores to k0";
+    const std::vector<double> cu{0, 64, 200, 264, 400, 512, 640, 700, 800};
+    auto A = quarters(4096 * 64, 31), B = quarters(4096 * 64, 32), cuk = cu;
+    std::vector<double> C(512 * 64), want(C.size(), 0);
+    for (int bz = 0; bz < 8; ++bz) {
+        const int k0 = (int)cu[(size_t)bz] + (bz > 3 ? 64 : 0), rows = ((int)(cu[(size_t)bz + 1] - cu[(size_t)bz]) + 63) / 64 * 64;
+        for (int row = k0; row < std::min(k0 + rows, 4096); ++row)
+            for (int i = 0; i < 64; ++i)
+                for (int j = 0; j < 64; ++j) want[(size_t)(bz * 64 + i) * 64 + j] += A[(size_t)row * 64 + i] * B[(size_t)row * 64 + j];
+    }
+    expectRuns(*roles, {{"A", &A}, {"B", &B}, {"cu_k", &cuk}, {"C", &C}}, {}, want, {0, 1}, 1e-6);
+}
+
 } // namespace
