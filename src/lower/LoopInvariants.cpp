@@ -140,7 +140,7 @@ KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt
         if (!st || !isScalar(*st->buffer) || definedAt.count(st->buffer.get())) continue;
         bool constIndex = true;
         for (auto &x : st->indices) constIndex &= constInt(x).has_value();
-        Expr v = constIndex ? uniform(st->value) : Expr();
+        Expr v = constIndex ? uniform(st->value, true) : Expr();
         // a definition reading replayed scalars is not substituted: the scalar is replayed itself
         if (!v || !readsOnly(v, inputs_)) continue;
         defs_[st->buffer.get()] = v, definedAt[st->buffer.get()] = i;
@@ -217,13 +217,13 @@ Expr KernelScalars::substitute(const Expr &e) const {
     return r.mutate(e);
 }
 
-Expr KernelScalars::uniform(const Expr &e) const {
+Expr KernelScalars::uniform(const Expr &e, bool replayed) const {
     if (!e) return e;
     Expr out = substitute(e);
     Reads r = reads(out);
     if (r.calls || (threadIdx_ && uses(out, threadIdx_.get()))) return nullptr;
     for (auto *b : r.buffers)
-        if (!inputs_.count(b) && !replayed_.count(b)) return nullptr;
+        if (!inputs_.count(b) && !(replayed && replayed_.count(b))) return nullptr;
     for (auto *b : r.buffers)
         if (replayed_.count(b)) used_.insert(b);
     return out;

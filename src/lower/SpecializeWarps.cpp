@@ -132,7 +132,7 @@ class Specializer {
             auto t = planTmaTile(*c, k_);
             if (!t || !tmaNeverHolds(t->map.tensor).empty()) continue;
             bool uniform = true;
-            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e)) != nullptr;
+            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e, true)) != nullptr;
             if (!uniform) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
@@ -273,7 +273,7 @@ class Specializer {
             if (!t) return fail("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return fail(never + " (no TMA variant)");
             for (auto &e : t->coords)
-                if (!(e = scalars_->uniform(e)))
+                if (!(e = scalars_->uniform(e, true)))
                     return fail("a copy's position reads what the producer cannot (shared memory, a tensor the kernel "
                                 "writes, a value of the thread's own, or a scalar the kernel also writes after the loop starts)");
             p.tiles.push_back(*t);

@@ -30,10 +30,10 @@ class KernelScalars {
     /// `e` with each load of such a scalar replaced by its definition: an expression every thread of the block
     /// (the producer too) computes alike. Null where the result would still read anything but global tensors
     /// the kernel never writes, depend on the thread index, or call a function.
-    /// It may also read scalars that top-level statements ahead of `at` compute from such values through loops
-    /// and several stores (TileLang's grouped GEMM: `g = 0; for i in range(G): g = if_then_else(by >=
-    /// offsets[i], i, g)`): whoever evaluates the result must first run replay().
-    ir::Expr uniform(const ir::Expr &e) const;
+    /// With `replayed`, it may also read scalars that top-level statements ahead of `at` compute from such values
+    /// through loops and several stores (TileLang's grouped GEMM: `g = 0; for i in range(G): g = if_then_else(by
+    /// >= offsets[i], i, g)`): whoever evaluates the result must first run replay().
+    ir::Expr uniform(const ir::Expr &e, bool replayed = false) const;
 
     /// The statements, in order, that compute the replayed scalars the results of uniform() so far read (and
     /// those they read in turn): to be run by another thread (the producer) before it evaluates them.
