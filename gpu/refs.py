@@ -100,6 +100,17 @@ def gemm_flops(M, N, K):
     return 2.0 * M * N * K
 
 
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def pow2_scales(ctx, shape):
+    """Float32 dequantization scales for block-scaled tests: powers of two 2^-3 .. 2^3, one per block (a scale
+    applied to the wrong block is off by a factor of 2 or more; products with them stay exact)."""
+    t = C.torch()
+    return t.pow(2.0, t.randint(-3, 4, shape, generator=ctx.gen, device="cuda").float())
+
+
 # ----------------------------------------------------------------------------------------- attention
 def attention_reference(q, k, v, causal, chunk_bytes=2 << 30):
     """softmax(Q K^T / sqrt(D) + mask) V in float64 for (batch, seq, heads, dim) tensors, as many heads at a

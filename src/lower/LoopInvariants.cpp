@@ -79,6 +79,26 @@ struct NotLoads : IRVisitor {
     }
 };
 
+/// Whether `s` is made only of stores to scalars (constant indices), serial or unrolled loops, conditions and
+/// sequences; the scalars it stores to go into `written`.
+bool scalarOnly(const Stmt &s, std::set<const BufferNode *> &written) {
+    if (auto st = as<Store>(s)) {
+        if (!isScalar(*st->buffer)) return false;
+        for (auto &x : st->indices)
+            if (!constInt(x)) return false;
+        written.insert(st->buffer.get());
+        return true;
+    }
+    if (auto q = as<Seq>(s)) {
+        for (auto &x : q->stmts)
+            if (!scalarOnly(x, written)) return false;
+        return true;
+    }
+    if (auto f = as<For>(s)) return (f->forKind == ForKind::Serial || f->forKind == ForKind::Unrolled) && scalarOnly(f->body, written);
+    if (auto c = as<IfThenElse>(s)) return scalarOnly(c->then, written) && (!c->otherwise || scalarOnly(c->otherwise, written));
+    return false;
+}
+
 } // namespace
 
 std::set<const BufferNode *> loopInvariantBuffers(const For &loop, const Stmt &kernelBody) {
@@ -110,6 +130,7 @@ KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt
     everything.visit(kernelBody);
     for (auto *b : everything.buffers)
         if (b->scope == Scope::Global && !writes.count(b)) inputs_.insert(b);
+    findReplayable(top, at);
     // Candidates: scalars stored to by one top-level statement ahead of `at`, in order, each definition made
     // uniform with the earlier ones; deps: the scalars each definition read, directly or through another.
     std::map<const BufferNode *, size_t> definedAt;
@@ -119,8 +140,9 @@ KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt
         if (!st || !isScalar(*st->buffer) || definedAt.count(st->buffer.get())) continue;
         bool constIndex = true;
         for (auto &x : st->indices) constIndex &= constInt(x).has_value();
-        Expr v = constIndex ? uniform(st->value) : Expr();
-        if (!v) continue;
+        Expr v = constIndex ? uniform(st->value, true) : Expr();
+        // a definition reading replayed scalars is not substituted: the scalar is replayed itself
+        if (!v || !readsOnly(v, inputs_)) continue;
         defs_[st->buffer.get()] = v, definedAt[st->buffer.get()] = i;
         for (auto *b : reads(st->value).buffers)
             if (defs_.count(b)) deps[st->buffer.get()].insert(b), deps[st->buffer.get()].insert(deps[b].begin(), deps[b].end());
@@ -139,6 +161,54 @@ KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt
         for (auto *d : deps[it->first]) bad |= elsewhere.count(d) > 0;
         it = bad ? defs_.erase(it) : std::next(it);
     }
+    used_.clear();
+}
+
+void KernelScalars::findReplayable(const std::vector<Stmt> &top, size_t at) {
+    // Candidates: the statements ahead of `at` that only store to scalars. Then, until nothing changes, drop
+    // those that read anything but inputs and the candidates' scalars, call a function, depend on the thread
+    // index, or store to a scalar that another statement of the list (the loop, what follows it) also writes.
+    std::vector<std::pair<Stmt, std::set<const BufferNode *>>> cands;
+    std::set<const StmtNode *> candStmts;
+    for (size_t i = 0; i < at && i < top.size(); ++i) {
+        std::set<const BufferNode *> w;
+        if (scalarOnly(top[i], w) && !w.empty()) cands.emplace_back(top[i], w), candStmts.insert(top[i].get());
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        std::set<const BufferNode *> scalars, others;
+        for (auto &c : cands) scalars.insert(c.second.begin(), c.second.end());
+        for (auto &st : top)
+            if (!candStmts.count(st.get())) for (auto *b : written(st)) others.insert(b);
+        for (auto it = cands.begin(); it != cands.end();) {
+            Reads r;
+            r.visit(it->first);
+            bool ok = !r.calls && !(threadIdx_ && uses(it->first, threadIdx_.get()));
+            for (auto *b : r.buffers) ok &= inputs_.count(b) || scalars.count(b);
+            for (auto *b : it->second) ok &= !others.count(b);
+            if (ok) ++it;
+            else candStmts.erase(it->first.get()), it = cands.erase(it), changed = true;
+        }
+    }
+    replayable_ = std::move(cands);
+    for (auto &c : replayable_) replayed_.insert(c.second.begin(), c.second.end());
+}
+
+std::vector<Stmt> KernelScalars::replay() const {
+    std::set<const BufferNode *> needed = used_;
+    std::vector<bool> take(replayable_.size(), false);
+    for (size_t i = replayable_.size(); i-- > 0;) {
+        for (auto *b : replayable_[i].second) take[i] = take[i] || needed.count(b) > 0;
+        if (!take[i]) continue;
+        Reads r;
+        r.visit(replayable_[i].first);
+        for (auto *b : r.buffers)
+            if (replayed_.count(b)) needed.insert(b);
+    }
+    std::vector<Stmt> out;
+    for (size_t i = 0; i < replayable_.size(); ++i)
+        if (take[i]) out.push_back(replayable_[i].first);
+    return out;
 }
 
 Expr KernelScalars::substitute(const Expr &e) const {
@@ -147,13 +217,15 @@ Expr KernelScalars::substitute(const Expr &e) const {
     return r.mutate(e);
 }
 
-Expr KernelScalars::uniform(const Expr &e) const {
+Expr KernelScalars::uniform(const Expr &e, bool replayed) const {
     if (!e) return e;
     Expr out = substitute(e);
     Reads r = reads(out);
     if (r.calls || (threadIdx_ && uses(out, threadIdx_.get()))) return nullptr;
     for (auto *b : r.buffers)
-        if (!inputs_.count(b)) return nullptr;
+        if (!inputs_.count(b) && !(replayed && replayed_.count(b))) return nullptr;
+    for (auto *b : r.buffers)
+        if (replayed_.count(b)) used_.insert(b);
     return out;
 }
 

@@ -132,7 +132,7 @@ class Specializer {
             auto t = planTmaTile(*c, k_);
             if (!t || !tmaNeverHolds(t->map.tensor).empty()) continue;
             bool uniform = true;
-            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e)) != nullptr;
+            for (auto &e : t->coords) uniform &= (e = scalars_->uniform(e, true)) != nullptr;
             if (!uniform) continue;
             bool alone = true;
             for (size_t j = 0; j < top.size() && alone; ++j)
@@ -213,6 +213,11 @@ class Specializer {
             if (auto it = rowLoops.find(s.get()); it != rowLoops.end()) s = it->second;
         if (split.hoisted.empty()) return no("no global-to-shared tile copy to hoist into a producer");
         if (!planTiles(top, split, p) || !markGemms(split, p, top) || !groupBarriers(p) || !markOutsideGemms(top, p)) return nullptr;
+        // What the producer must compute first: scalars set by loops ahead of the loop. Inside a walk of the
+        // kernel's own they would be set before the walk, in the consumers' variables.
+        p.replay = scalars_->replay();
+        if (walk && !p.replay.empty())
+            return no("a copy's position reads a scalar set by a loop before the kernel's walk over output tiles");
         auto nk = std::make_shared<Kernel>(k_);
         planRingsAndWalk(top, p, *nk);
         // Warp roles keep every buffer apart (planSharedMemory lets buffers whose uses are apart share memory
@@ -268,7 +273,9 @@ class Specializer {
             if (!t) return fail("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return fail(never + " (no TMA variant)");
             for (auto &e : t->coords)
-                if (!(e = scalars_->uniform(e))) return fail("a copy's position reads what the producer cannot");
+                if (!(e = scalars_->uniform(e, true)))
+                    return fail("a copy's position reads what the producer cannot (shared memory, a tensor the kernel "
+                                "writes, a value of the thread's own, or a scalar the kernel also writes after the loop starts)");
             p.tiles.push_back(*t);
         }
         // In a walk of the kernel's own, copies ahead of the loop stay the consumers' (their barriers' phases

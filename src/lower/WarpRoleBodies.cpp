@@ -95,6 +95,12 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
         first.push_back(producerLoop);
         producerLoop = Seq::make(std::move(first), loc);
     }
+    // the scalars the positions read that the kernel computes by loops (a grouped GEMM's group scan), per tile
+    if (!p.replay.empty()) {
+        std::vector<Stmt> replayed = p.replay;
+        replayed.push_back(producerLoop);
+        producerLoop = Seq::make(std::move(replayed), loc);
+    }
     if (p.walk) { // the consumers' walk, in the producer's own variables
         VarMap vars = freshWalkVars(*p.walk);
         producerLoop = rewrapTileWalk(*p.walk, substitute(producerLoop, vars), vars, true);

@@ -77,6 +77,7 @@ struct Plan {
     const TileWalk *walk = nullptr;     ///< the kernel's own walk over output tiles around the loop, if any
     const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
     size_t walkAt = 0;                  ///< ... and the walk's position among them
+    std::vector<Stmt> replay; ///< statements ahead of the loop the producer runs first: the scalars it reads (KernelScalars::replay)
     Expr guard;      ///< the condition each iteration's body runs under (block-sparse `if mask[...]:`), if any
     Stmt unguarded;  ///< ... and the loop with the guarded body as its body (`loop` points to it)
 

@@ -166,6 +166,15 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
                *p.constTiles >= 2LL * t.numSms * p.blocks) {
         cluster = planCluster(k, p.tiles, p.loop->var.get());
     }
+    // The scalars the producer replays (a grouped GEMM's group, found by a loop over a tensor) are loads that
+    // planCluster sees no block index in: where their statements use the axis's, no tile is shared.
+    if (cluster.axis >= 0 && k.blockIdx[(size_t)cluster.axis] &&
+        std::any_of(p.replay.begin(), p.replay.end(), [&](const Stmt &s) { return uses(s, k.blockIdx[(size_t)cluster.axis].get()); })) {
+        if (cd[0] * cd[1] * cd[2] > 1)
+            clusterWhy = "the tiles' positions read scalars the kernel computes from the block index along grid dimension " +
+                         std::to_string(cluster.axis) + " by a loop";
+        cluster = ClusterPlan();
+    }
     // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
     if (cluster.axis >= 0 && conditionsUse(p, k, cluster.axis)) {
         if (cd[0] * cd[1] * cd[2] > 1)

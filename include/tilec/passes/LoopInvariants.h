@@ -30,13 +30,24 @@ class KernelScalars {
     /// `e` with each load of such a scalar replaced by its definition: an expression every thread of the block
     /// (the producer too) computes alike. Null where the result would still read anything but global tensors
     /// the kernel never writes, depend on the thread index, or call a function.
-    ir::Expr uniform(const ir::Expr &e) const;
+    /// With `replayed`, it may also read scalars that top-level statements ahead of `at` compute from such values
+    /// through loops and several stores (TileLang's grouped GEMM: `g = 0; for i in range(G): g = if_then_else(by
+    /// >= offsets[i], i, g)`): whoever evaluates the result must first run replay().
+    ir::Expr uniform(const ir::Expr &e, bool replayed = false) const;
+
+    /// The statements, in order, that compute the replayed scalars the results of uniform() so far read (and
+    /// those they read in turn): to be run by another thread (the producer) before it evaluates them.
+    std::vector<ir::Stmt> replay() const;
 
   private:
     std::map<const ir::BufferNode *, ir::Expr> defs_; ///< scalar -> its definition, already uniform
     std::set<const ir::BufferNode *> inputs_;         ///< global tensors the kernel never writes
+    std::vector<std::pair<ir::Stmt, std::set<const ir::BufferNode *>>> replayable_; ///< statement, scalars it writes
+    std::set<const ir::BufferNode *> replayed_;       ///< the scalars replayable_ writes
+    mutable std::set<const ir::BufferNode *> used_;   ///< replayed scalars uniform() results read
     ir::Var threadIdx_;
     ir::Expr substitute(const ir::Expr &e) const;
+    void findReplayable(const std::vector<ir::Stmt> &top, size_t at);
 };
 
 } // namespace tilec::passes
