@@ -34,8 +34,8 @@ from tlcompat_refs_chunk import (chunk_bwd_dv_local, chunk_gla_bwd_dA, chunk_sca
                                  sparse_decode_splits)
 import tlcompat_refs_chunk
 # the backward of kda's WY representation (issue 23), in its own file
-from tlcompat_refs_wy import (gdn_wy_fast_bwd, kda_bwd_dqkwg, kda_inter_solve_fused, kda_wy_fast_bwd,  # noqa: F401
-                              mamba_chunk_scan, rel_l2_err)
+from tlcompat_refs_wy import (gdn_wy_fast_bwd, kda_bwd_dqkwg, kda_bwd_intra, kda_inter_solve_fused,  # noqa: F401
+                              kda_wy_fast_bwd, mamba_chunk_scan, rel_l2_err)
 import tlcompat_refs_wy
 # kernels that disagreed with TileLang without a reference (issue 23), in their own files (+ tlcompat_refs_mla.py)
 from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o, gdn_chunk_o_bwd_dqkwg, gdn_wy_fast_bwd_split,  # noqa: F401

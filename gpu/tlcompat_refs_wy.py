@@ -142,6 +142,75 @@ def kda_bwd_dqkwg(Q, K, V, G, h, dv, DO, Dh, scale, chunk=64):
     return back(dq), back(dk), back(dw), back(dg)
 
 
+def kda_bwd_intra(q, k, g, beta, dAqk, dAkk, dq, dk, dg, block_dk, chunk=64):
+    """(dq2, dk2, db2, dg2) of examples/kda/chunk_bwd_intra.py (issue 23: tilec and TileLang disagreed on dq2 with
+    no reference to say which is right), float64. Within each chunk of `chunk` tokens, per batch and head, for token
+    positions r, c of the chunk (c < S) and per key dimension, with e(r, c) = 2^(g_r - g_c):
+      dq'_r  = sum_{c <= r} dAqk[r, c] k_c e(r, c),   dk'_r = sum_{c <= r} dAkk[r, c] k_c e(r, c)
+      dkt_r  = sum_{c >= r} (dAqk[c, r] q_c + dAkk[c, r] beta_c k_c) e(c, r)
+      dq2 = dq' + dq,  dk2 = beta dk' + dk + dkt,  dg2 = q dq' + (beta dk' - dkt) k + dg,
+      db2[i]_r = sum over the key dimensions of block i (block_dk wide) of dk'_r k_r.
+    The kernel reaches the same sums through the gate of a sub-chunk's first or last token (2^(gn - g_c) 2^(g_r -
+    gn)); dAqk / dAkk hold a token's row over the positions of its chunk."""
+    import torch
+    Bn, S, H, DK = q.shape
+    nk = -(-DK // block_dk)
+    f64 = lambda x: x.double().to(q.device)                              # noqa: E731
+    dq2, dk2, dg2 = (torch.empty(Bn, S, H, DK, dtype=torch.float64, device=q.device) for _ in range(3))
+    db2 = torch.empty(nk, Bn, S, H, dtype=torch.float64, device=q.device)
+    for s0 in range(0, S, chunk):
+        n = min(chunk, S - s0)
+        qc, kc, gc, dqc, dkc, dgc = (f64(x[:, s0:s0 + n]).permute(0, 2, 1, 3) for x in (q, k, g, dq, dk, dg))
+        bc = f64(beta[:, s0:s0 + n]).permute(0, 2, 1)[..., None]                    # [B, H, n, 1]
+        aq, ak = (f64(x[:, s0:s0 + n, :, :n]).permute(0, 2, 1, 3) for x in (dAqk, dAkk))  # [B, H, row, col]
+        e = torch.exp2(gc[:, :, :, None, :] - gc[:, :, None, :, :])                 # e[.., i, j, d] = e(i, j)
+        low = torch.tril(torch.ones(n, n, dtype=torch.float64, device=q.device))   # [i, j]: j <= i
+        dqp = torch.einsum("bhrc,bhrcd,bhcd->bhrd", aq * low, e, kc)
+        dkp = torch.einsum("bhrc,bhrcd,bhcd->bhrd", ak * low, e, kc)
+        dkt = torch.einsum("bhcr,bhcrd,bhcd->bhrd", aq * low, e, qc) + \
+            torch.einsum("bhcr,bhcrd,bhcd->bhrd", ak * low, e, bc * kc)
+        dq2[:, s0:s0 + n] = (dqp + dqc).permute(0, 2, 1, 3)
+        dk2[:, s0:s0 + n] = (bc * dkp + dkc + dkt).permute(0, 2, 1, 3)
+        dg2[:, s0:s0 + n] = (qc * dqp + (bc * dkp - dkt) * kc + dgc).permute(0, 2, 1, 3)
+        for i in range(nk):
+            db2[i, :, s0:s0 + n] = (dkp * kc)[..., i * block_dk:(i + 1) * block_dk].sum(-1).permute(0, 2, 1)
+    return dq2, dk2, db2, dg2
+
+
+def _bwd_intra_self_check(torch, gen):
+    """kda_bwd_intra on 5 tokens in chunks of 3 (the last one partial), 2 heads, 4 key dimensions in blocks of 2,
+    against its sums written out by loops."""
+    Bn, S, H, DK, C, BK = 1, 5, 2, 4, 3, 2
+    q, k, g, dq, dk, dg = (torch.randn(Bn, S, H, DK, generator=gen) for _ in range(6))
+    beta = torch.randn(Bn, S, H, generator=gen)
+    dAqk, dAkk = torch.randn(Bn, S, H, C, generator=gen), torch.randn(Bn, S, H, C, generator=gen)
+    out = kda_bwd_intra(q, k, g, beta, dAqk, dAkk, dq, dk, dg, BK, C)
+    f, problems = float, []
+    for h in range(H):
+        for r in range(S):
+            base = r // C * C
+            toks = range(base, min(base + C, S))
+            e = lambda i, j, d: 2.0 ** (f(g[0, i, h, d]) - f(g[0, j, h, d]))      # noqa: E731
+            for d in range(DK):
+                dqp = sum(f(dAqk[0, r, h, c - base]) * f(k[0, c, h, d]) * e(r, c, d) for c in toks if c <= r)
+                dkp = sum(f(dAkk[0, r, h, c - base]) * f(k[0, c, h, d]) * e(r, c, d) for c in toks if c <= r)
+                dkt = sum((f(dAqk[0, c, h, r - base]) * f(q[0, c, h, d]) +
+                           f(dAkk[0, c, h, r - base]) * f(beta[0, c, h]) * f(k[0, c, h, d])) * e(c, r, d)
+                          for c in toks if c >= r)
+                b = f(beta[0, r, h])
+                want = (dqp + f(dq[0, r, h, d]), b * dkp + f(dk[0, r, h, d]) + dkt,
+                        f(q[0, r, h, d]) * dqp + (b * dkp - dkt) * f(k[0, r, h, d]) + f(dg[0, r, h, d]))
+                got = (f(out[0][0, r, h, d]), f(out[1][0, r, h, d]), f(out[3][0, r, h, d]))
+                if max(abs(x - y) for x, y in zip(got, want)) > 1e-9 * max(1.0, max(abs(y) for y in want)):
+                    problems.append("kda_bwd_intra's dq2, dk2, dg2 at (%d, %d, %d): %r, want %r" % (r, h, d, got, want))
+            for i in range(DK // BK):
+                want = sum(sum(f(dAkk[0, r, h, c - base]) * f(k[0, c, h, d]) * e(r, c, d) for c in toks if c <= r) *
+                           f(k[0, r, h, d]) for d in range(i * BK, (i + 1) * BK))
+                if abs(f(out[2][i, 0, r, h]) - want) > 1e-9 * max(1.0, abs(want)):
+                    problems.append("kda_bwd_intra's db2[%d] at (%d, %d): %r, want %r" % (i, r, h, f(out[2][i, 0, r, h]), want))
+    return problems
+
+
 def chunked(chunk):
     """x [B, S, H, ...] -> [B, H, S // chunk, chunk, ...] in float64, as a function."""
     def c(x):
@@ -197,7 +266,8 @@ def self_check(torch):
             if abs(float(dA[b, base + i, h, j]) - want) > 1e-9:
                 problems.append("kda_wy_fast_bwd's dA at (%d, %d): %r, want %r" % (i, j, float(dA[b, base + i, h, j]), want))
     return problems + _gdn_self_check(torch, g) + _inter_solve_self_check(torch, g) + \
-        _chunk_scan_self_check(torch, g) + _dqkwg_self_check(torch, g)
+        _chunk_scan_self_check(torch, g) + _dqkwg_self_check(torch, g) + \
+        _bwd_intra_self_check(torch, g)
 
 
 def _dqkwg_self_check(torch, g):

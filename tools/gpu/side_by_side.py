@@ -280,7 +280,9 @@ def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
     return [statistics.median(t) for t in times]
 
 
-def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
+def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None):
+    """One kernel side by side. `phase(name)` is called before each side first runs ("tilec", "tilelang"), so
+    that a process that dies is known to have died in tilec's kernel or in TileLang's."""
     params, sizes = TC.header_params(open(os.path.join(gpu_build, row["lib"] + ".h"),
                                           encoding="utf-8", errors="replace").read(), row["kernel"])
     ns = TC.load_example(S.example_path(gpu_build, row))
@@ -305,11 +307,17 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None):
         if st != 0:
             raise core.Fail("tilec's call returned status %d (%s)" % (st, lib.status_string(st)))
     through, tl_through, tl_tables = tables_written_through(torch, ns)
+    phase("tilec")
     tc()
     torch.cuda.synchronize()
     written = [p[0] for p in params if p[3] == "written"]
     masks = unwritten_masks(torch, tc, tensors, inits, written)
-    tl, tl_out = tilelang_call(torch, kern, dict(tensors, **tl_tables), inits, scalars)
+    phase("tilelang")
+    try:
+        tl, tl_out = tilelang_call(torch, kern, dict(tensors, **tl_tables), inits, scalars)
+    except Exception as e:  # noqa: BLE001 - TileLang's own launch refused (a grid past 65535 in y, say)
+        torch.cuda.synchronize()    # a sticky fault raises here: the parent restarts the process, a FAIL
+        raise core.Skip("TileLang cannot run it: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
     pairs = [(name, tensors[name], tl_out[name].to(tensors[name].device), masks.get(name)) for name in written]
     pairs += [("%s[%d]" % (table, i), a, b, None) for table, mine in through.items()
               for i, (a, b) in enumerate(zip(mine, tl_through[table]))]
@@ -364,11 +372,16 @@ def child(args):
     position = {r["id"]: k for k, r in enumerate(everything)}     # a kernel's seed: the same in every shard
     rows = SC.selected_rows(args.gpu_build, args.only, args.shard)
     done = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "result"}
-    started = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "start"} - done
-    for tid in started:      # a crash or hang of an earlier child: its kernel in flight failed
+    last_phase = {}
+    for r in report.read_jsonl(args.results):
+        if r.get("event") == "start":
+            last_phase[r["id"]] = r.get("phase", "")
+    for tid in set(last_phase) - done:      # a crash or hang of an earlier child: its kernel in flight failed
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
+        side = {"tilec": " in tilec's kernel", "tilelang": " in TileLang's kernel (tilec's had run)"}.get(
+            last_phase[tid], "")
         write(args.results, dict(event="result", id=tid, cls=row["cls"], status="FAIL",
-                                 detail="the process ended while it ran (a crash or a hang: see the log)"))
+                                 detail="the process ended while it ran%s (a crash or a hang: see the log)" % side))
         done.add(tid)
     rows = [r for r in rows if r["id"] not in done]
     if not rows:
@@ -401,7 +414,7 @@ def child(args):
             kern = SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache: the worker's compile
             rec["load_seconds"] = round(time.time() - t0, 2)
             rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
-                           copy_tbps))
+                           copy_tbps, lambda name: write(args.results, dict(event="start", id=row["id"], phase=name))))
         except (core.Fail, core.Skip) as e:
             rec.update(status="FAIL" if isinstance(e, core.Fail) else "SKIP", detail=str(e)[:400])
         except Exception as e:  # noqa: BLE001
