@@ -146,11 +146,11 @@ class Chooser {
         layout_[id] = chosen_[id] = nl;
     }
 
-    /// A replicated group: the layout holding, in each thread, what the other nests read of it there and what
-    /// its reductions leave there.
+    /// A replicated group: the layout holding, in each thread, what the other nests read or store of it there
+    /// and what its reductions leave there.
     bool needed(int id, int maxVec) {
         std::vector<std::set<int64_t>> need(threads_);
-        bool any = false;
+        bool any = false, written = false;
         for (auto &u : c_.uses) {
             if (groupOf_(u.buffer) != id) continue;
             if (u.reduceDst) {
@@ -172,7 +172,8 @@ class Chooser {
                 continue;
             }
             const Layout *nlp = layoutOf(nestGroup_(u.nest));
-            if (u.write || !nlp || nlp->kind != Layout::Distributed || nlp->elements() * threads_ > kMaxEvaluated) return false;
+            written |= u.write;
+            if (!nlp || nlp->kind != Layout::Distributed || nlp->elements() * threads_ > kMaxEvaluated) return false;
             const Layout &nl = *nlp;
             const std::vector<int64_t> &fs = layout_[id].shape;
             // A slice's leading index is known only at run time: the nest reads every slice there.
@@ -194,7 +195,10 @@ class Chooser {
         }
         if (!any || !nestsAllowCopies(id)) return false;
         auto l = fit(layout_[id].shape, threads_, maxVec, need);
-        if (!l) return false;
+        // A store from another nest reaches only the thread that runs its iteration: every element it stores
+        // must have that one holder (no copies, which would go stale), which fit's layout gives each thread's
+        // needs only when no two threads store one element.
+        if (!l || (written && l->copies)) return false;
         if (!readsServed(id, *l)) return false;
         layout_[id] = chosen_[id] = *l;
         return true;

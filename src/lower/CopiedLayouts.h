@@ -6,7 +6,10 @@
 /// - a fragment read by a nest of another layout at an index that is not the nest's own (`col_sum[i, k]` in a
 ///   nest over (i, j, k)), or that receives a reduction: it takes the layout in which every thread holds
 ///   exactly what the nests read there and what the reduction leaves in it (the source's thread mapping with
-///   the reduced dimension's thread bits as copies), found by evaluating those uses for every thread;
+///   the reduced dimension's thread bits as copies), found by evaluating those uses for every thread; likewise
+///   a fragment stored by such a nest at an index that is not the nest's own (`amax[(i % 16 * 128 + j) // 8]`,
+///   TileKernels' per_block_cast), when every element stored is stored from one thread only: that thread alone
+///   holds it (no copies, which the store would leave stale);
 /// - a group smaller than the block (16 elements over 128 threads): spread over as many virtual threads as it
 ///   has vectors, the other thread bits copies, so that every warp holds it and reductions stay in a warp.
 #pragma once

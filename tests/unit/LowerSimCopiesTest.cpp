@@ -273,3 +273,65 @@ void rowVectorRead(int M, int N) {
 
 TEST(LowerSimCopies, RowVectorWhoseSlotsDifferBetweenThreads) { rowVectorRead(16, 24); }
 TEST(LowerSimCopies, RowVectorHeldByTwoThreads) { rowVectorRead(1, 2); }
+
+// Stores from a nest of another layout (TileKernels' per_block_cast: `amax[(i % 8 * 64 + j) // 4] =
+// T.max(amax[...], T.abs(x[i, j]))`): the (64, 64) nest runs 4-wide over 128 threads, so iteration (i, j) runs in
+// thread (i % 8 * 64 + j) // 4, the element it stores. The accumulators take the layout in which each element is
+// held by that thread alone (no copies), each thread folding its own iterations in; the block's maximum and sum
+// are then reduced across the threads.
+TEST(LowerSimCopies, ScatteredStoresOwnedByTheIterationsThread) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((64, 64), \"float32\"), A: T.Tensor((128,), \"float32\"), S: T.Tensor((1, 128), \"float32\"),\n"
+          "      M: T.Tensor((1,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        x = T.alloc_fragment((64, 64), \"float32\")\n"
+          "        amax = T.alloc_fragment((128,), \"float32\")\n"
+          "        sums = T.alloc_fragment((1, 128), \"float32\")\n"
+          "        m = T.alloc_fragment((1,), \"float32\")\n"
+          "        T.copy(X, x)\n"
+          "        T.clear(amax)\n"
+          "        T.clear(sums)\n"
+          "        for i, j in T.Parallel(64, 64):\n"
+          "            amax[(i % 8 * 64 + j) // 4] = T.max(amax[(i % 8 * 64 + j) // 4], T.abs(x[i, j]))\n"
+          "            sums[0, (i * 64 + j) % 512 // 4] += x[i, j]\n"
+          "        T.reduce_max(amax, m, dim=0)\n"
+          "        T.copy(amax, A)\n"
+          "        T.copy(sums, S)\n"
+          "        T.copy(m, M)\n");
+    EXPECT_NE(s.layouts().find("fragment amax: distributed over 128 threads, 1-wide"), std::string::npos) << s.layouts();
+    EXPECT_NE(s.layouts().find("fragment sums: distributed over 128 threads, 1-wide"), std::string::npos) << s.layouts();
+    auto x = randomData(64 * 64, 16);
+    std::vector<double> a(128, std::nan("")), sm(128, std::nan("")), m(1, std::nan("")), wa(128, 0.0), ws(128, 0.0),
+        wm(1, 0.0);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j) {
+            int q = (i % 8 * 64 + j) / 4;
+            wa[q] = std::max(wa[q], std::fabs(x[i * 64 + j]));
+            ws[q] += x[i * 64 + j];
+            wm[0] = std::max(wm[0], std::fabs(x[i * 64 + j]));
+        }
+    s.run({{"X", &x}, {"A", &a}, {"S", &sm}, {"M", &m}});
+    expectNear(a, wa, 1e-5, "A");
+    expectNear(sm, ws, 1e-4, "S");
+    expectNear(m, wm, 1e-5, "M");
+}
+
+// Two threads storing one element (`acc[(i * 64 + j) % 128]`: iterations 128 apart run in different threads)
+// leave no layout in which one thread holds each stored element: the copy in every thread stays, an error.
+TEST(LowerSimCopies, ScatteredStoresOfSeveralThreadsStayAnError) {
+    LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((64, 64), \"float32\"), A: T.Tensor((128,), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        x = T.alloc_fragment((64, 64), \"float32\")\n"
+          "        acc = T.alloc_fragment((128,), \"float32\")\n"
+          "        T.copy(X, x)\n"
+          "        T.clear(acc)\n"
+          "        for i, j in T.Parallel(64, 64):\n"
+          "            acc[(i * 64 + j) % 128] += x[i, j]\n"
+          "        T.copy(acc, A)\n",
+          "t.tile", *Target::parse("sm_80"));
+    EXPECT_NE(r.diags().find("fragment 'acc' has a copy in every thread"), std::string::npos) << r.diags();
+}
