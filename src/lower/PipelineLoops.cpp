@@ -183,6 +183,25 @@ class Pipeliner : public IRMutator {
   private:
     const Kernel &kernel_;
 
+    /// Whether `s` copies one of the tiles `copies` load into a fragment or local buffer: a Copy, or the loop nest
+    /// a copy lowers to (one store of the tile's element, converted or not). After it no thread reads the tile's
+    /// stage again once a barrier has passed, so the stage may be refilled there.
+    static bool copiesIntoRegisters(const Stmt &s, const std::vector<const Copy *> &copies) {
+        auto isTile = [&](const BufferNode *b) {
+            return std::any_of(copies.begin(), copies.end(), [&](const Copy *t) { return t->dst.buffer.get() == b; });
+        };
+        auto inRegisters = [](const Buffer &b) { return b->scope == Scope::Fragment || b->scope == Scope::Local; };
+        if (auto c = as<Copy>(s)) return inRegisters(c->dst.buffer) && isTile(c->src.buffer.get());
+        Stmt inner = s;
+        while (auto f = as<For>(inner)) inner = f->body;
+        auto st = as<Store>(inner);
+        if (!st || !inRegisters(st->buffer)) return false;
+        Expr v = st->value;
+        while (auto c = as<Cast>(v)) v = c->value;
+        auto ld = as<Load>(v);
+        return ld && isTile(ld->buffer.get());
+    }
+
     /// The tiles a copy issues for iteration `iter` into stage `stage` of their rings.
     Stmt issueTiles(const For &op, const std::vector<const Copy *> &copies, const Expr &iter, const Expr &stage,
                     std::map<const BufferNode *, Buffer> &ring) {
@@ -201,8 +220,9 @@ class Pipeliner : public IRMutator {
     /// iterations in flight, not S - 1: each group of tiles (those first used by one statement) is waited for
     /// just before that statement, and its stage is refilled with iteration k + S just after its last use (a
     /// barrier first: every thread is done reading it), one commit group per group of tiles, in the order of
-    /// their last uses, which the prologue's S iterations follow too. Null for a loop of one group (a GEMM's
-    /// k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
+    /// their last uses, which the prologue's S iterations follow too. A loop of one group takes this form only where
+    /// its last use is a copy into registers (the refill then issued before the body computes); null for any other
+    /// (a GEMM's k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
     Stmt releaseAfterLastUse(const For &op, const std::vector<const Copy *> &hoisted, const std::vector<Stmt> &rest,
                              std::map<const BufferNode *, Buffer> &ring) {
         struct Group {
@@ -222,7 +242,10 @@ class Pipeliner : public IRMutator {
             g->last = std::max(g->last, last);
             g->copies.push_back(c);
         }
-        if (groups.size() < 2) return nullptr;
+        // One group gains a stage in flight only where its last use copies it into registers: the refill is issued
+        // right after that copy, before the rest of the body computes (gemv: two tiles in flight with two stages).
+        if (groups.size() < 2 && !(groups.size() == 1 && copiesIntoRegisters(rest[groups[0].last], groups[0].copies)))
+            return nullptr;
         std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.last < b.last; });
         const int S = op.numStages, G = (int)groups.size();
         const SourceRange &loc = op.loc;
