@@ -223,7 +223,35 @@ def quiet_tilelang(tilelang):
         import tilelang.autotuner  # noqa: F401 - no_autotune replaces its autotune
     except ImportError:
         pass
+    try:
+        import tilelang.backend.target  # noqa: F401 - target_module_alias's source, where this TileLang has it
+    except ImportError:
+        pass
     no_autotune(sys.modules)
+    target_module_alias(sys.modules)
+
+
+def target_module_alias(modules):
+    """TileKernels 1.0.0 imports `determine_target` from tilelang.utils.target, which TileLang 0.1.15 (the bundle)
+    moved to tilelang.backend.target; without the old name every module of the package fails to import on TileLang's
+    side and none of its kernels is compared. Where the old module is missing and the new one is loaded, registers
+    the old name for the same function (nothing else changes). modules: sys.modules; returns True when it did."""
+    import types
+    new = modules.get("tilelang.backend.target")
+    if "tilelang.utils.target" in modules or new is None or not hasattr(new, "determine_target"):
+        return False
+    try:
+        import tilelang.utils.target  # noqa: F401 - a TileLang that still has it keeps its own
+        return False
+    except ImportError:
+        pass
+    alias = types.ModuleType("tilelang.utils.target")
+    alias.determine_target = new.determine_target
+    modules["tilelang.utils.target"] = alias
+    utils = modules.get("tilelang.utils")
+    if utils is not None:
+        utils.target = alias
+    return True
 
 
 def no_autotune(modules):
@@ -402,6 +430,16 @@ def _check_tilelang_as_tilec():
     if during != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h", "EXAMPLE": "1"} or \
             env != {"TILELANG_CACHE_DIR": "/c", "HOME": "/h"}:
         problems.append("example_env: during %r, after %r" % (during, env))
+
+    def pick(target="auto", return_object=False):
+        return "cuda"
+    utils = types.SimpleNamespace()
+    mods = {"tilelang.backend.target": types.SimpleNamespace(determine_target=pick), "tilelang.utils": utils}
+    if not target_module_alias(mods) or mods["tilelang.utils.target"].determine_target is not pick or \
+            utils.target is not mods["tilelang.utils.target"] or target_module_alias(mods):
+        problems.append("target_module_alias: tilelang.utils.target must name backend.target's determine_target, once")
+    if target_module_alias({"tilelang.utils": utils}):
+        problems.append("target_module_alias: nothing to alias without tilelang.backend.target")
     return problems
 
 
