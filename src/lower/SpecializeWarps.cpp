@@ -224,9 +224,11 @@ class Specializer {
         // Rings that do not fit beside the rest: the buffers the consumers use only after the loop may reuse
         // the loop's tiles behind a barrier of theirs (warpRoleSharedBytes, checked once the roles are built),
         // not where the producer runs on into the next output tile's loads while they finish this one (a walk
-        // of output tiles, persistent or not: planSharedMemory finds no such barrier there either).
+        // of output tiles, persistent or not: planSharedMemory finds no such barrier there either), nor where
+        // a thread may have left the kernel (T.thread_return) before the barrier that every consumer must reach.
         const int64_t apart = smem::estimatedBytes(*nk);
-        p.consumerBarrier = apart > t_.maxSharedPerBlock && !walk && !p.persistent && at + 1 < top.size();
+        p.consumerBarrier = apart > t_.maxSharedPerBlock && !walk && !p.persistent && at + 1 < top.size() &&
+                            !callsAny(k_.body, {lib::Fn::ThreadReturn});
         if (apart > t_.maxSharedPerBlock && !p.consumerBarrier) return tooMuchShared(p, apart);
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p, k_, t_, o_, clusterWhy);
