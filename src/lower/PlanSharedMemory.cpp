@@ -2,9 +2,11 @@
 /// Shared-memory planning (include/tilec/passes/PlanSharedMemory.h).
 #include "tilec/passes/PlanSharedMemory.h"
 
+#include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
+#include "tilec/passes/Arith.h"
 
 #include <algorithm>
 #include <map>
@@ -27,18 +29,181 @@ struct Mentions : IRVisitor {
     void visit(const Reduce &op) override { found.insert(op.src.get()), found.insert(op.dst.get()); }
 };
 
+using Pairs = std::set<std::pair<const BufferNode *, const BufferNode *>>;
+
+/// The buffers `stmts` mention.
+std::set<const BufferNode *> mentioned(const std::vector<Stmt> &stmts) {
+    Mentions m;
+    for (auto &s : stmts)
+        if (s) m.visit(s);
+    return m.found;
+}
+
+/// The statements of `s`, nested lists flattened.
+std::vector<Stmt> flat(const Stmt &s) {
+    std::vector<Stmt> out;
+    if (auto q = as<Seq>(s)) {
+        for (auto &c : q->stmts)
+            for (auto &f : flat(c)) out.push_back(f);
+    } else if (s) out.push_back(s);
+    return out;
+}
+
+bool isBarrier(const Stmt &s) { return isCall(s, lib::Fn::Sync); }
+
+/// The asynchronous accesses of shared memory that may be in flight after `s` (bits: 1 a wgmma's reads, 2 a TMA
+/// store's reads, 4 cp.async's writes, 8 any other), given those in flight before it. Each kind retires at its
+/// wait for none pending (the others never, here); a loop may run no iteration, a branch not be taken.
+unsigned inFlightAfter(const Stmt &s, unsigned in) {
+    if (auto q = as<Seq>(s)) {
+        for (auto &c : q->stmts) in = inFlightAfter(c, in);
+        return in;
+    }
+    // Each kind's body leaves it as it was, set or clear: once through the body is as many times through.
+    if (auto f = as<For>(s)) return in | inFlightAfter(f->body, in);
+    if (auto w = as<While>(s)) return in | inFlightAfter(w->body, in);
+    if (auto i = as<IfThenElse>(s)) return inFlightAfter(i->then, in) | (i->otherwise ? inFlightAfter(i->otherwise, in) : in);
+    const Call *c = callOf(s);
+    const lib::Info *info = c ? lib::find(c->name) : nullptr;
+    if (!info) return in;
+    auto none = [&] { return c->args.empty() || constInt(c->args[0]) == std::optional<int64_t>(0); }; // `pending`
+    switch (info->fn) {
+    case lib::Fn::WgmmaSS: case lib::Fn::WgmmaRS: return in | 1;
+    case lib::Fn::TmaStoreTile: return in | 2;
+    case lib::Fn::CopyG2S: return in | 4;
+    case lib::Fn::WgmmaWait: case lib::Fn::WgmmaWaitAcc: return none() ? in & ~1u : in;
+    case lib::Fn::TmaStoreWait: return none() ? in & ~2u : in;
+    case lib::Fn::CpAsyncWait: return none() ? in & ~4u : in;
+    default: return info->effects & lib::kAsync ? in | 8 : in;
+    }
+}
+
+/// The mbarrier (its address) TMA load `c` completes on, or null where `c` is no TMA load.
+const Expr *loadBarrier(const Call *c) {
+    if (c && lib::is(*c, lib::Fn::TmaLoadTile)) return &lib::arg(*c, lib::Fn::TmaLoadTile, "bar");
+    if (c && lib::is(*c, lib::Fn::TmaLoadTileMulticast)) return &lib::arg(*c, lib::Fn::TmaLoadTileMulticast, "bar");
+    return nullptr;
+}
+
+/// The mbarriers of the TMA loads in `s`, wherever they are, one per load.
+std::vector<Expr> loadBarriers(const Stmt &s) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::vector<Expr> found;
+        void visit(const Call &op) override {
+            if (const Expr *bar = loadBarrier(&op)) found.push_back(*bar);
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.visit(s);
+    return v.found;
+}
+
+/// The statements that run at most once each time `s` does: nested lists and branches flattened, loops not.
+std::vector<Stmt> straight(const Stmt &s) {
+    std::vector<Stmt> out;
+    for (auto &c : flat(s))
+        if (auto b = as<IfThenElse>(c)) {
+            for (auto &x : straight(b->then)) out.push_back(x);
+            if (b->otherwise)
+                for (auto &x : straight(b->otherwise)) out.push_back(x);
+        } else out.push_back(c);
+    return out;
+}
+
+/// Whether `list` waits, unconditionally (not in a branch or an inner loop), on mbarrier `bar`.
+bool waitsOn(const std::vector<Stmt> &list, const Expr &bar) {
+    return std::any_of(list.begin(), list.end(), [&](const Stmt &s) {
+        return isCall(s, lib::Fn::MbarrierWait) && structurallyEqual(lib::arg(*callOf(s), lib::Fn::MbarrierWait, "bar"), bar);
+    });
+}
+
+/// Whether `list` arrives on mbarrier `bar` at most once, so that its TMA loads on it complete in one phase.
+bool onePhase(const std::vector<Stmt> &list, const Expr &bar) {
+    return std::count_if(list.begin(), list.end(), [&](const Stmt &s) {
+               const Call *c = callOf(s);
+               const bool arrives = c && (lib::is(*c, lib::Fn::MbarrierArrive) || lib::is(*c, lib::Fn::MbarrierArriveExpectTx) ||
+                                          lib::is(*c, lib::Fn::MbarrierArriveEach) || lib::is(*c, lib::Fn::MbarrierArriveCluster));
+               return arrives && !c->args.empty() && structurallyEqual(c->args[0], bar);
+           }) <= 1;
+}
+
+/// Whether the consumers' statements `before` wait for every TMA load of `producer`: a load outside loops (on an
+/// mbarrier it arrives on once there) on one they wait on outside loops; a load in a loop of the producer's
+/// top level (not nested deeper, arriving once an iteration) on one that a loop of theirs over the same
+/// iterations waits on in every iteration. Then each tile the producer writes has landed once they are through
+/// `before`. A producer that loads more (the next output tile's, where the roles walk tiles) or where the
+/// consumers may not wait (under a condition) does not qualify.
+bool producerAwaited(const Stmt &producer, const std::vector<Stmt> &before) {
+    size_t awaited = 0;
+    const std::vector<Stmt> work = straight(producer);
+    for (auto &s : work) {
+        if (const Expr *bar = loadBarrier(callOf(s))) {
+            awaited += onePhase(work, *bar) && waitsOn(before, *bar);
+            continue;
+        }
+        auto f = as<For>(s);
+        if (!f) continue;
+        const std::vector<Stmt> body = straight(f->body);
+        for (auto &l : body)
+            if (const Expr *bar = loadBarrier(callOf(l)))
+                awaited += onePhase(body, *bar) && std::any_of(before.begin(), before.end(), [&](const Stmt &c) {
+                               auto g = as<For>(c);
+                               return g && structurallyEqual(g->min, f->min) && structurallyEqual(g->extent, f->extent) &&
+                                      waitsOn(flat(g->body), substitute(*bar, VarMap{{f->var.get(), g->var}}));
+                           });
+    }
+    return awaited == loadBarriers(producer).size();
+}
+
+/// Buffers of mbarriers (64-bit integers, as SharedMemory.h aligns them): never reused as other data (PTX wants
+/// an mbarrier invalidated first).
+bool mbarriers(const BufferNode *b) { return b->dtype.bytes() == 8 && b->dtype.isInt(); }
+
+/// With warp roles: the pairs (a buffer the consumers use only after a barrier of theirs, one used only before
+/// it) that may share memory. The barrier: the first at the consumers' top level (which every consumer thread
+/// reaches) with none of their asynchronous accesses of shared memory in flight, by which they have waited for
+/// every tile the producer loads (producerAwaited). There every consumer is done with the earlier buffers, and
+/// the producer too: what it wrote has landed, and it writes nothing more.
+Pairs warpRoleReuse(const Kernel &k) {
+    std::vector<Stmt> top = flat(k.body);
+    auto roles = std::find_if(top.begin(), top.end(), [](const Stmt &s) { return (bool)as<WarpRoles>(s); });
+    if (roles == top.end()) return {};
+    auto r = as<WarpRoles>(*roles);
+    const std::vector<Stmt> cs = flat(r->consumer);
+    size_t barrier = cs.size();
+    unsigned inFlight = 0;
+    for (size_t i = 0; i < cs.size() && barrier == cs.size(); ++i) {
+        if (isBarrier(cs[i]) && !inFlight && producerAwaited(r->producer, std::vector<Stmt>(cs.begin(), cs.begin() + (long)i)))
+            barrier = i;
+        inFlight = inFlightAfter(cs[i], inFlight);
+    }
+    if (barrier == cs.size()) return {};
+    std::vector<Stmt> before(cs.begin(), cs.begin() + (long)barrier), after(cs.begin() + (long)barrier + 1, cs.end());
+    before.push_back(r->producer);
+    for (auto s = top.begin(); s != top.end(); ++s)
+        if (s < roles) before.push_back(*s);
+        else if (s > roles) before.push_back(*s), after.push_back(*s); // every thread, after both roles: none shares
+    const auto early = mentioned(before), late = mentioned(after);
+    Pairs out;
+    for (auto *a : late)
+        for (auto *b : early)
+            if (!early.count(a) && !late.count(b) && !mbarriers(a) && !mbarriers(b)) out.insert({a, b}), out.insert({b, a});
+    return out;
+}
+
 /// Where the buffers of `order` go (offsets into `out`) when two may overlap only if `mayShare` says so: the
 /// lowest aligned offset clear of every placed buffer it may not share with. Returns the end of the last byte.
 template <class MayShare>
 int64_t place(const std::vector<const BufferNode *> &order, const Kernel &k, MayShare mayShare, SharedPlan &out,
-              std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed) {
+              std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> &placed, bool wide) {
     int64_t end = 0;
     for (auto *b : order) {
         const int64_t bytes = smem::sharedBytes(b);
         // TMA's alignment for its tiles, and for every tile in the panel layout (wgmma's swizzle modes follow
         // address bits): what the passes that planned them recorded (Kernel::tileLayouts).
         const TileLayout *tile = k.tileLayoutOf(b);
-        const int64_t align = smem::bufferAlignment(*b, tile && (tile->tma || tile->swizzleBytes > 0));
+        const int64_t align = wide ? smem::kTmaTileAlignment : smem::bufferAlignment(*b, tile && (tile->tma || tile->swizzleBytes > 0));
         out.alignment = std::max<int>(out.alignment, (int)align);
         int64_t at = 0;
         for (bool moved = true; moved;) {
@@ -60,7 +225,9 @@ int64_t place(const std::vector<const BufferNode *> &order, const Kernel &k, May
 /// `barriers` null: buffers share memory when a top-level barrier separates their uses. Otherwise (the plan
 /// did not fit) also when their uses are merely apart: `barriers` gets the top-level positions where a barrier
 /// must go first (before the later buffer's first statement), so that every thread is done with the earlier one.
-SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
+/// `reuse`: more pairs that may share. `wide`: every buffer 1024-aligned (an estimate before the later passes
+/// record their tiles' layouts).
+SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs &reuse = {}, bool wide = false) {
     std::vector<Stmt> top;
     if (auto q = as<Seq>(k.body)) top = q->stmts;
     else top = {k.body};
@@ -96,7 +263,8 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr) {
     for (auto &b : k.allocs)
         if (b && b->scope == Scope::Shared) order.push_back(b.get());
     std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
-    int64_t end = place(order, k, [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)); }, out, placed);
+    auto mayShare = [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)) || reuse.count({a, b}); };
+    int64_t end = place(order, k, mayShare, out, placed, wide);
     if (barriers)
         for (size_t i = 0; i < placed.size(); ++i)
             for (size_t j = 0; j < i; ++j) {
@@ -153,6 +321,10 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
                 nk->body = withBarriersBefore(nk->body, barriers);
             }
         }
+        if (nk->shared.bytes > t.maxSharedPerBlock && nk->producerThreads) {
+            SharedPlan reused = plan(*nk, nullptr, warpRoleReuse(*nk));
+            if (reused.bytes < nk->shared.bytes) nk->shared = reused;
+        }
         out.kernels.push_back(nk);
         if (nk->shared.bytes <= t.maxSharedPerBlock) continue;
         const BufferNode *largest = nullptr;
@@ -167,6 +339,11 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
         if (largest) diag.note(largest->loc, "the largest buffer, '" + largest->name + "', takes " + std::to_string(largestBytes) + " bytes");
     }
     return out;
+}
+
+int64_t warpRoleSharedBytes(const Kernel &k, const Target &t) {
+    const int64_t apart = plan(k, nullptr, {}, true).bytes;
+    return apart > t.maxSharedPerBlock ? std::min(apart, plan(k, nullptr, warpRoleReuse(k), true).bytes) : apart;
 }
 
 std::string describeSharedPlans(const Program &p) {

@@ -15,6 +15,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Layout.h"
+#include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/Staging.h"
 #include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRoleCost.h"
@@ -220,12 +221,15 @@ class Specializer {
             return no("a copy's position reads a scalar set by a loop before the kernel's walk over output tiles");
         auto nk = std::make_shared<Kernel>(k_);
         planRingsAndWalk(top, p, *nk);
-        // Warp roles keep every buffer apart (planSharedMemory lets buffers whose uses are apart share memory
-        // only without them): rings that do not fit beside the rest leave the kernel to the path that can.
-        if (int64_t bytes = smem::estimatedBytes(*nk); bytes > t_.maxSharedPerBlock)
-            return no("its rings of " + std::to_string(p.S) + " stages beside its other shared buffers take about " +
-                      std::to_string(bytes) + " bytes, more than the " + std::to_string(t_.maxSharedPerBlock) +
-                      " a block can have");
+        // Rings that do not fit beside the rest: the buffers the consumers use only after the loop may reuse
+        // the loop's tiles behind a barrier of theirs (warpRoleSharedBytes, checked once the roles are built),
+        // not where the producer runs on into the next output tile's loads while they finish this one (a walk
+        // of output tiles, persistent or not: planSharedMemory finds no such barrier there either), nor where
+        // a thread may have left the kernel (T.thread_return) before the barrier that every consumer must reach.
+        const int64_t apart = smem::estimatedBytes(*nk);
+        p.consumerBarrier = apart > t_.maxSharedPerBlock && !walk && !p.persistent && at + 1 < top.size() &&
+                            !callsAny(k_.body, {lib::Fn::ThreadReturn});
+        if (apart > t_.maxSharedPerBlock && !p.consumerBarrier) return tooMuchShared(p, apart);
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p, k_, t_, o_, clusterWhy);
         internTensorMaps(p, *nk);
@@ -240,6 +244,10 @@ class Specializer {
                                WarpRoles::make(p.C, p.P, pr, cr, producer, consumer, p.loc)};
         if (p.CM > 1) top2.push_back(lib::stmt(lib::Fn::ClusterSync, {}, p.loc));
         nk->body = Seq::make(std::move(top2), k_.body->loc);
+        for (auto &t : p.tiles) nk->recordTileLayout({p.ring.at(t.copy->dst.buffer.get()), t.swizzle, true});
+        for (auto &t : p.once) nk->recordTileLayout({t.copy->dst.buffer, t.swizzle, true});
+        if (p.consumerBarrier)
+            if (int64_t bytes = warpRoleSharedBytes(*nk, t_); bytes > t_.maxSharedPerBlock) return tooMuchShared(p, bytes);
         nk->producerThreads = p.P;
         nk->minBlocksPerSM = p.blocks;
         nk->persistent = p.persistent;
@@ -251,8 +259,6 @@ class Specializer {
         nk->clusterAxis = p.CM > 1 ? p.cluster.axis : 0;
         nk->sharedTiles = p.CM > 1 ? (int)std::count(p.cluster.shared.begin(), p.cluster.shared.end(), true) : 0;
         nk->needsTma = true;
-        for (auto &t : p.tiles) nk->recordTileLayout({p.ring.at(t.copy->dst.buffer.get()), t.swizzle, true});
-        for (auto &t : p.once) nk->recordTileLayout({t.copy->dst.buffer, t.swizzle, true});
         recordPanelOperands(*nk);
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
@@ -436,6 +442,13 @@ class Specializer {
         for (auto &b : nk.allocs)
             if (b && p.ring.count(b.get())) b = p.ring[b.get()];
         nk.allocs.push_back(p.mbar);
+    }
+
+    /// Null, with why: the rings beside the other shared buffers (`bytes`, as planned) do not fit.
+    std::shared_ptr<Kernel> tooMuchShared(const Plan &p, int64_t bytes) {
+        return no("its rings of " + std::to_string(p.S) + " stages beside its other shared buffers take about " +
+                  std::to_string(bytes) + " bytes, more than the " + std::to_string(t_.maxSharedPerBlock) +
+                  " a block can have" + (p.consumerBarrier ? " (the buffers used after the loop sharing the loop's)" : ""));
     }
 
     /// The blocks per SM; false where, on sm_90, a producer warp would leave the consumers too few registers.

@@ -163,6 +163,7 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
                                ? IfThenElse::make(binary(BinaryOp::LE, loop.extent, i32(0)), onceRelease, nullptr, loc)
                                : onceRelease);
     if (p.ringBase) consumer.push_back(p.advanceBase());
+    if (p.consumerBarrier) consumer.push_back(lib::stmt(lib::Fn::Sync, {}, loc)); // every consumer done with the loop's tiles
     consumer.insert(consumer.end(), top.begin() + (long)at + 1, top.end());
     Stmt consumerBody = Seq::make(std::move(consumer), loc);
     if (p.walk) { // the kernel's statements, the walk's innermost list replaced

@@ -64,6 +64,10 @@ struct Plan {
     std::optional<int64_t> constTiles;
     int uneven = 0, unevenAxis = -1; ///< how many grid dimensions the loop's work depends on; the one, if one
     bool persistent = false;
+    /// The consumers pass a barrier of theirs right after the loop, so that the buffers they use only after it
+    /// may share memory with the rings and once tiles (planSharedMemory's warpRoleReuse): where the buffers
+    /// do not fit apart.
+    bool consumerBarrier = false;
     Buffer mbar;
     int blocks = 0; ///< planned blocks per SM
     ClusterPlan cluster;

@@ -13,8 +13,17 @@ namespace tilec::passes {
 /// descriptors assume it), 128 for the others (the row swizzle of the mma.sync
 /// path repeats every 128 bytes; cp.async needs 16), 8 for mbarriers. Two buffers may share bytes when a
 /// top-level barrier separates the last statement using one from the first statement using the other, so
-/// no thread can still touch the old one. Reports a kernel that needs more than `t` gives a block.
+/// no thread can still touch the old one. With warp roles (which do not all reach the top-level statements),
+/// where the plan does not fit: a buffer the consumers use only after a barrier of theirs (at their top level,
+/// none of their asynchronous accesses of shared memory in flight, every TMA load of the producer awaited before
+/// it) may share bytes with one used only before it and by the producer (the rings and once tiles).
+/// Reports a kernel that needs more than `t` gives a block.
 ir::Program planSharedMemory(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
+
+/// The bytes planSharedMemory gives a kernel with warp roles (Kernel::body a WarpRoles statement) where it does
+/// not fit `t` apart: the plan with the reuse its consumers' barrier after their loop allows. specializeWarps'
+/// estimate, so that it and the plan make one decision.
+int64_t warpRoleSharedBytes(const ir::Kernel &k, const Target &t);
 
 /// The plans of the kernels of `p` (Kernel::shared), as --dump-after=planSharedMemory prints them before the IR:
 /// per kernel its dynamic shared memory, the base alignment and each buffer's offset, in Kernel::allocs order.
