@@ -125,6 +125,20 @@ TEST(SimWarpGroups, PipelinedRolesRunOnRingsOfTheirStages) {
     }
 }
 
+// Two such loops in one kernel (the K range in halves, each loop with its own tiles and barriers): both ringed,
+// the product right.
+TEST(SimWarpGroups, TwoPipelinedRoleLoopsBothRunOnRings) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", "../tests/lit/codegen/warp_roles_pipelined_rings.tile", "two_loops(128, 128, 512, 2)");
+    ASSERT_TRUE(k);
+    for (const char *name : {"A_s", "A2_s", "ready", "done2"}) {
+        const ir::Buffer *b = allocNamed(*k, name);
+        ASSERT_TRUE(b) << name;
+        EXPECT_EQ(ir::constInt((*b)->shape[0]).value_or(-1), 2) << name;
+    }
+    expectCorrect(*k, GemmCase{128, 128, 512, 128, 128, 64, 0, 0}, {0, 1, 2});
+}
+
 // The rings are still guarded by the user's protocol: without the producer's wait for the consumer (the
 // versioned compute_is_done), TMA overwrites a stage the consumer's wgmma is reading, which the simulator
 // reports.
