@@ -21,6 +21,7 @@
 #include "tilec/passes/OverlapScores.h"
 #include "tilec/passes/PingPongConsumers.h"
 #include "tilec/passes/PipelineLoops.h"
+#include "tilec/passes/RingWarpRoles.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/CpAsyncWgmma.h"
@@ -69,6 +70,8 @@ const std::vector<Pass> &table() {
         {"threadRangeRegions", always, [](const Program &p, PassState &s) { return passes::threadRangeRegions(p, s.diag); }, true},
         // T.alloc_reducer accumulations in T.Parallel nests become reductions.
         {"lowerReducers", always, [](const Program &p, PassState &s) { return passes::lowerReducers(p, s.diag); }, false},
+        // A T.Pipelined loop of explicit warp roles runs on rings of its num_stages stages (tiles and mbarriers).
+        {"ringWarpRoles", always, [](const Program &p, PassState &s) { return passes::ringWarpRoles(p, &s.diag.sources()); }, false},
         // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
         {"lowerWarpRoles", always,
          [](const Program &p, PassState &s) { return passes::lowerWarpRoles(p, s.variant.target, s.diag); }, true},

@@ -95,6 +95,68 @@ TEST(SimWarpGroups, ConsumerNotWaitingForTheTilesIsCaught) {
     EXPECT_TRUE(caught);
 }
 
+// A T.Pipelined(num_stages=S) loop of T.ws blocks with one buffer per operand and one mbarrier each way
+// (TileLang's example_warp_specialize_gemm_softpipe_stage2.py) runs on rings of S stages, as TileLang pipelines
+// it: the tiles and the mbarriers S each, the parities read at ko // S. Five K tiles wrap every ring; the
+// product is right under three interleavings. num_stages 0 and 1 keep the one buffer.
+const ir::Buffer *allocNamed(const ir::Kernel &k, const std::string &name) {
+    for (auto &b : k.allocs)
+        if (b && b->name == name) return &b;
+    return nullptr;
+}
+
+TEST(SimWarpGroups, PipelinedRolesRunOnRingsOfTheirStages) {
+    const GemmCase g{128, 128, 320, 128, 128, 64, 0, 0};
+    for (int stages : {0, 1, 2, 3}) {
+        SCOPED_TRACE(stages);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = brokenRoles(r, "", "", "../tests/gpu/gemm_warp_roles.tile",
+                                          "ws_gemm(128, 128, 320, num_stages=" + std::to_string(stages) + ")");
+        ASSERT_TRUE(k);
+        const int64_t ring = std::max(stages, 1);
+        const ir::Buffer *a = allocNamed(*k, "A_shared"), *ready = allocNamed(*k, "data_is_ready"),
+                         *done = allocNamed(*k, "compute_is_done");
+        ASSERT_TRUE(a && ready && done);
+        ASSERT_EQ((*a)->shape.size(), 3u);
+        EXPECT_EQ(ir::constInt((*a)->shape[0]).value_or(-1), ring);
+        EXPECT_EQ(ir::constInt((*ready)->shape[0]).value_or(-1), ring);
+        EXPECT_EQ(ir::constInt((*done)->shape[0]).value_or(-1), ring);
+        expectCorrect(*k, g, {0, 1, 2});
+    }
+}
+
+// Two such loops in one kernel (the K range in halves, each loop with its own tiles and barriers): both ringed,
+// the product right.
+TEST(SimWarpGroups, TwoPipelinedRoleLoopsBothRunOnRings) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", "../tests/lit/codegen/warp_roles_pipelined_rings.tile", "two_loops(128, 128, 512, 2)");
+    ASSERT_TRUE(k);
+    for (const char *name : {"A_s", "A2_s", "ready", "done2"}) {
+        const ir::Buffer *b = allocNamed(*k, name);
+        ASSERT_TRUE(b) << name;
+        EXPECT_EQ(ir::constInt((*b)->shape[0]).value_or(-1), 2) << name;
+    }
+    expectCorrect(*k, GemmCase{128, 128, 512, 128, 128, 64, 0, 0}, {0, 1, 2});
+}
+
+// The rings are still guarded by the user's protocol: without the producer's wait for the consumer (the
+// versioned compute_is_done), TMA overwrites a stage the consumer's wgmma is reading, which the simulator
+// reports.
+TEST(SimWarpGroups, PipelinedRolesWithoutTheProducersWaitAreCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = brokenRoles(r, "", "", "../tests/gpu/gemm_warp_roles.tile", "ws_gemm(128, 128, 320, num_stages=2)");
+    ASSERT_TRUE(k);
+    int dropped = 0;
+    auto mutant = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role role) {
+        if (role == simtest::Role::Producer && lib::is(c, lib::Fn::MbarrierWait)) return ++dropped, ir::Stmt();
+        return simtest::same(e);
+    });
+    ASSERT_EQ(dropped, 1);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*mutant, GemmCase{128, 128, 320, 128, 128, 64, 0, 0}, seed));
+    EXPECT_TRUE(caught) << "TMA overwrote a stage the consumer was reading, unseen";
+}
+
 // The same pipeline with its roles written as branches on the thread index (`if tx >= 128:` producer, `else:`
 // consumer; the branches inside the K loop; an `elif` chain): threadRangeRoles makes them T.ws blocks, and the
 // kernel computes the product under three interleavings without a race.

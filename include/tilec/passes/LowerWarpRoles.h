@@ -16,7 +16,7 @@ namespace tilec::passes {
 /// whose blocks hold T.tma_copy loads and mbarrier operations only is the producer, the other one the
 /// consumer (its threads become the kernel's own 128 threads: layouts, T.gemm and barriers count them). Each
 /// role runs the kernel's loops and branches with its own blocks in them, serially (a T.Pipelined loop of
-/// T.ws blocks is synchronised by the user's barriers, not pipelined again). Semantics kept as TileLang
+/// T.ws blocks was made a ring of its stages by ringWarpRoles, or keeps the user's single buffer). Semantics kept as TileLang
 /// defines them:
 ///
 /// - T.alloc_barrier(counts): one mbarrier per count, initialised by thread 0 before a block barrier;
