@@ -371,11 +371,9 @@ def child(args):
     everything = S.read_rows(args.gpu_build)
     position = {r["id"]: k for k, r in enumerate(everything)}     # a kernel's seed: the same in every shard
     rows = SC.selected_rows(args.gpu_build, args.only, args.shard)
-    done = {r["id"] for r in report.read_jsonl(args.results) if r.get("event") == "result"}
-    last_phase = {}
-    for r in report.read_jsonl(args.results):
-        if r.get("event") == "start":
-            last_phase[r["id"]] = r.get("phase", "")
+    events = list(report.read_jsonl(args.results))
+    done = {r["id"] for r in events if r.get("event") == "result"}
+    last_phase = {r["id"]: r.get("phase", "") for r in events if r.get("event") == "start"}     # the last one wins
     for tid in set(last_phase) - done:      # a crash or hang of an earlier child: its kernel in flight failed
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
         side = {"tilec": " in tilec's kernel", "tilelang": " in TileLang's kernel (tilec's had run)"}.get(
