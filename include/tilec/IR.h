@@ -165,6 +165,9 @@ struct Seq : StmtNode {
     Seq() : StmtNode(kKind) {}
     /// A single statement stays itself; nested Seqs are flattened.
     static Stmt make(std::vector<Stmt> stmts, SourceRange loc = {});
+    /// The statements `s` runs in order: a Seq's items (make flattened any nesting), another statement alone,
+    /// none for null.
+    static std::vector<Stmt> items(const Stmt &s);
 };
 
 /// Persistent (warp roles only): the block walks the output tiles it owns, var = 0, 1, ... counting them;

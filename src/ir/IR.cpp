@@ -164,6 +164,12 @@ Stmt Seq::make(std::vector<Stmt> stmts, SourceRange loc) {
     return n;
 }
 
+std::vector<Stmt> Seq::items(const Stmt &s) {
+    if (auto q = as<Seq>(s)) return q->stmts;
+    if (s) return {s};
+    return {};
+}
+
 const char *toString(ForKind k) {
     switch (k) {
     case ForKind::Serial: return "serial";

@@ -93,9 +93,7 @@ class Hoister : public IRMutator {
         auto f = as<For>(s);
         if (!f || !(f->forKind == ForKind::Serial || f->forKind == ForKind::Unrolled || f->forKind == ForKind::Pipelined))
             return s;
-        std::vector<Stmt> stmts;
-        if (auto q = as<Seq>(f->body)) stmts = q->stmts;
-        else stmts = {f->body};
+        std::vector<Stmt> stmts = Seq::items(f->body);
         std::vector<BufferSet> writes;
         for (auto &st : stmts) writes.push_back(writtenBy(st));
         std::vector<Stmt> moved, kept;

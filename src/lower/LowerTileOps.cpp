@@ -121,7 +121,7 @@ class TileOpsToLoops : public IRMutator {
         bool staged = false; // a T.Pipelined loop moving whole tiles into shared memory has something to overlap
         if (op->forKind == ForKind::Pipelined) {
             std::set<const BufferNode *> before; // issued ahead, a copy must be the first to touch its tile
-            for (auto &s : topLevel(op->body)) {
+            for (auto &s : Seq::items(op->body)) {
                 if (auto c = as<Copy>(s); c && alignedTile(*c) && !before.count(c->dst.buffer.get())) {
                     pipelined.insert(c->dst.buffer.get());
                     staged |= tileTransfer(*c);
@@ -315,17 +315,6 @@ class TileOpsToLoops : public IRMutator {
         auto inner = constValue(src->shape.back()), cols = dst->shape.size() == 2 ? constValue(dst->shape[1]) : std::nullopt;
         if (!inner || !cols || eb <= 0 || 16 % eb || (*inner * eb) % 16 || (*cols * eb) % 16) return false;
         return knownMultiple(c.src.ranges.back().min) % (16 / eb) == 0;
-    }
-
-    /// The statements of a loop body outside any nested construct (through sequences only).
-    static std::vector<Stmt> topLevel(const Stmt &s) {
-        if (auto q = as<Seq>(s)) {
-            std::vector<Stmt> out;
-            for (auto &x : q->stmts)
-                for (auto &y : topLevel(x)) out.push_back(y);
-            return out;
-        }
-        return {s};
     }
 
     /// A copy or fill involving a thread's own buffer (alloc_local, alloc_var) is done by each thread for

@@ -39,16 +39,6 @@ std::set<const BufferNode *> mentioned(const std::vector<Stmt> &stmts) {
     return m.found;
 }
 
-/// The statements of `s`, nested lists flattened.
-std::vector<Stmt> flat(const Stmt &s) {
-    std::vector<Stmt> out;
-    if (auto q = as<Seq>(s)) {
-        for (auto &c : q->stmts)
-            for (auto &f : flat(c)) out.push_back(f);
-    } else if (s) out.push_back(s);
-    return out;
-}
-
 bool isBarrier(const Stmt &s) { return isCall(s, lib::Fn::Sync); }
 
 /// The asynchronous accesses of shared memory that may be in flight after `s` (bits: 1 a wgmma's reads, 2 a TMA
@@ -102,7 +92,7 @@ std::vector<Expr> loadBarriers(const Stmt &s) {
 /// The statements that run at most once each time `s` does: nested lists and branches flattened, loops not.
 std::vector<Stmt> straight(const Stmt &s) {
     std::vector<Stmt> out;
-    for (auto &c : flat(s))
+    for (auto &c : Seq::items(s))
         if (auto b = as<IfThenElse>(c)) {
             for (auto &x : straight(b->then)) out.push_back(x);
             if (b->otherwise)
@@ -150,7 +140,7 @@ bool producerAwaited(const Stmt &producer, const std::vector<Stmt> &before) {
                 awaited += onePhase(body, *bar) && std::any_of(before.begin(), before.end(), [&](const Stmt &c) {
                                auto g = as<For>(c);
                                return g && structurallyEqual(g->min, f->min) && structurallyEqual(g->extent, f->extent) &&
-                                      waitsOn(flat(g->body), substitute(*bar, VarMap{{f->var.get(), g->var}}));
+                                      waitsOn(Seq::items(g->body), substitute(*bar, VarMap{{f->var.get(), g->var}}));
                            });
     }
     return awaited == loadBarriers(producer).size();
@@ -166,11 +156,11 @@ bool mbarriers(const BufferNode *b) { return b->dtype.bytes() == 8 && b->dtype.i
 /// every tile the producer loads (producerAwaited). There every consumer is done with the earlier buffers, and
 /// the producer too: what it wrote has landed, and it writes nothing more.
 Pairs warpRoleReuse(const Kernel &k) {
-    std::vector<Stmt> top = flat(k.body);
+    std::vector<Stmt> top = Seq::items(k.body);
     auto roles = std::find_if(top.begin(), top.end(), [](const Stmt &s) { return (bool)as<WarpRoles>(s); });
     if (roles == top.end()) return {};
     auto r = as<WarpRoles>(*roles);
-    const std::vector<Stmt> cs = flat(r->consumer);
+    const std::vector<Stmt> cs = Seq::items(r->consumer);
     size_t barrier = cs.size();
     unsigned inFlight = 0;
     for (size_t i = 0; i < cs.size() && barrier == cs.size(); ++i) {
@@ -228,9 +218,7 @@ int64_t place(const std::vector<const BufferNode *> &order, const Kernel &k, May
 /// `reuse`: more pairs that may share. `wide`: every buffer 1024-aligned (an estimate before the later passes
 /// record their tiles' layouts).
 SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs &reuse = {}, bool wide = false) {
-    std::vector<Stmt> top;
-    if (auto q = as<Seq>(k.body)) top = q->stmts;
-    else top = {k.body};
+    std::vector<Stmt> top = Seq::items(k.body);
     std::map<const BufferNode *, std::pair<int, int>> live;
     std::vector<int> syncsBefore(top.size() + 1, 0); // top-level barriers among statements [0, i)
     for (size_t i = 0; i < top.size(); ++i) {
@@ -291,9 +279,7 @@ void dropUnusedShared(Kernel &k) {
 /// The body with a barrier before each of the top-level statements at `positions`.
 Stmt withBarriersBefore(const Stmt &body, const std::set<int> &positions) {
     if (positions.empty()) return body;
-    std::vector<Stmt> top;
-    if (auto q = as<Seq>(body)) top = q->stmts;
-    else top = {body};
+    std::vector<Stmt> top = Seq::items(body);
     std::vector<Stmt> out;
     for (size_t i = 0; i < top.size(); ++i) {
         if (positions.count((int)i)) out.push_back(lib::stmt(lib::Fn::Sync, {}, top[i]->loc));

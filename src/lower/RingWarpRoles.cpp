@@ -25,12 +25,6 @@ const IfThenElse *marked(const Stmt &s, lib::Fn f) {
     return i && lib::is(i->cond, f) ? i : nullptr;
 }
 
-std::vector<Stmt> stmtsOf(const Stmt &s) {
-    if (!s) return {};
-    if (auto q = as<Seq>(s)) return q->stmts;
-    return {s};
-}
-
 /// What one pipelined loop of T.ws blocks rings: the TMA tiles and the mbarriers, in the order first seen.
 struct Rings {
     std::vector<const BufferNode *> tiles, barriers;
@@ -66,9 +60,9 @@ struct Rings {
 Rings ringsOf(const For &f) {
     Rings r;
     if (constInt(f.min) != std::optional<int64_t>(0)) return r.why = "the loop does not start at 0", r;
-    for (auto &s : stmtsOf(f.body)) {
+    for (auto &s : Seq::items(f.body)) {
         if (auto ws = marked(s, lib::Fn::WarpGroup)) {
-            for (auto &c : stmtsOf(ws->then)) r.scan(c);
+            for (auto &c : Seq::items(ws->then)) r.scan(c);
         } else if (callsAny(s, {lib::Fn::MbarrierWait, lib::Fn::MbarrierArriveEach, lib::Fn::TmaCopyOn, lib::Fn::WarpGroup})) {
             r.why = "a barrier operation or T.ws block inside a loop or branch of the pipelined loop";
         }
@@ -140,7 +134,7 @@ std::string names(const std::vector<const BufferNode *> &bs) {
 
 /// The kernel with its top-level pipelined loop `at` of T.ws blocks ringed, or null (and `why`) when it keeps one buffer.
 KernelP ring(const Kernel &k, size_t at, std::string &why) {
-    std::vector<Stmt> top = stmtsOf(k.body);
+    std::vector<Stmt> top = Seq::items(k.body);
     auto f = as<For>(top[at]);
     Rings r = ringsOf(*f);
     if (!r.why.empty()) return why = r.why, nullptr;
@@ -203,7 +197,7 @@ Program ringWarpRoles(const Program &p, const SourceManager *sources) {
         KernelP nk = k;
         // The n-th such loop of the kernel as rewritten so far (ringing one adds mbarrier initialisations above it).
         for (size_t n = 0;; ++n) {
-            std::vector<Stmt> top = nk->body ? stmtsOf(nk->body) : std::vector<Stmt>{};
+            std::vector<Stmt> top = Seq::items(nk->body);
             size_t i = 0, seen = 0;
             for (; i < top.size(); ++i)
                 if (pipelinedRoles(top[i]) && seen++ == n) break;

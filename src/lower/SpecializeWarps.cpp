@@ -55,9 +55,7 @@ class Specializer {
                                                                                     : "the kernel has no thread binding"));
             return nullptr;
         }
-        std::vector<Stmt> top;
-        if (auto q = as<Seq>(k_.body)) top = q->stmts;
-        else top = {k_.body};
+        std::vector<Stmt> top = Seq::items(k_.body);
         for (size_t i = 0; i < top.size(); ++i) {
             // The loop at the top level, or inside the kernel's own walk over output tiles (T.Persistent).
             std::string walkWhy;

@@ -51,9 +51,7 @@ bool isGlobalParam(const Kernel &k, const Buffer &b) {
 
 /// The K loop's body: copies into shared tiles and T.gemms accumulating into `acc` (nothing else).
 bool loopBodyFits(const Stmt &body, const Buffer &acc) {
-    std::vector<Stmt> stmts;
-    if (auto s = as<Seq>(body)) stmts = s->stmts;
-    else stmts = {body};
+    std::vector<Stmt> stmts = Seq::items(body);
     bool gemm = false;
     for (auto &s : stmts) {
         if (auto c = as<Copy>(s)) {

@@ -172,9 +172,7 @@ Stmt splitGuards(const Stmt &body) {
 /// top-level store to it, and every load of it inside that store's value at the store's own index. Each lane then
 /// reads and writes its own element alone, so all lanes' loads may run before the body and all stores after it.
 bool readModifyWriteOnly(const Stmt &body, const BufferNode *b) {
-    std::vector<Stmt> stmts;
-    if (auto seq = as<Seq>(body)) stmts = seq->stmts;
-    else stmts.push_back(body);
+    std::vector<Stmt> stmts = Seq::items(body);
     const Store *store = nullptr;
     for (auto &s : stmts) {
         const Store *st = topStore(s);
