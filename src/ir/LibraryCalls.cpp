@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <unordered_map>
 
 namespace tilec::passes {
 
@@ -105,9 +106,14 @@ const Info &info(Fn f) {
 
 const Info *find(const std::string &irName) {
     if (irName.rfind("tilec.", 0) != 0) return nullptr;
-    for (auto &i : table())
-        if (irName == i.name) return &i;
-    return nullptr;
+    // Hashed once: passes and the simulator ask for every call they meet (a linear scan compared ~100 names).
+    static const std::unordered_map<std::string, const Info *> byName = [] {
+        std::unordered_map<std::string, const Info *> m;
+        for (auto &i : table()) m.emplace(i.name, &i);
+        return m;
+    }();
+    auto it = byName.find(irName);
+    return it == byName.end() ? nullptr : it->second;
 }
 
 bool is(const Call &c, Fn f) { return c.name == info(f).name; }

@@ -235,7 +235,10 @@ struct Hit {
     int64_t thread;
     const Access *access;
 };
-using ElementKey = std::pair<const BufferNode *, int64_t>;
+/// An element of a buffer: the buffer's ordinal (Checker::ordinal: the order the program first touches buffers
+/// in, so that the first race reported is the same from run to run, not the one at the lowest address) and
+/// the element's offset.
+using ElementKey = std::pair<int64_t, int64_t>;
 
 class Checker {
   public:
@@ -273,6 +276,8 @@ class Checker {
     const Kernel &k_;
     const std::function<bool(const Expr &)> &uniform_;
     DiagnosticEngine &diag_;
+    std::map<const BufferNode *, int64_t> ordinals_;
+    int64_t ordinal(const BufferNode *b) { return ordinals_.try_emplace(b, (int64_t)ordinals_.size()).first->second; }
 
     /// The block indices' values to enumerate for an access under `guards` (a race may show in some blocks
     /// only): every block of a grid of at most kAllBlocks; else per index its first and last kEdgeBlocks values
@@ -434,7 +439,7 @@ class Checker {
             bool known = eachPoint({}, a.ctx.loops, vals, [&] {
                 return eachThread(guards, vals, budget, [&](int64_t t) {
                     auto e = element(*a.buffer, *a.indices, vals);
-                    if (e && *e >= 0) (a.store ? stores : reads).try_emplace({a.buffer, *e}, Hit{t, &a});
+                    if (e && *e >= 0) (a.store ? stores : reads).try_emplace({ordinal(a.buffer), *e}, Hit{t, &a});
                     return e.has_value();
                 });
             });
@@ -466,7 +471,7 @@ class Checker {
                     auto r = reads[1 - s].find(key), w = stores[1 - s].find(key);
                     if (r == reads[1 - s].end() && w == stores[1 - s].end()) continue;
                     const Hit &o = r != reads[1 - s].end() ? r->second : w->second; // a read first
-                    std::string what = elementName(*key.first, key.second);
+                    std::string what = elementName(*hit.access->buffer, key.second);
                     diag_.error(hit.access->loc, "thread " + std::to_string(hit.thread) + " stores " + what +
                                                      " here, in one branch of a condition on the thread index, and thread " +
                                                      std::to_string(o.thread) + (o.access->store ? " stores" : " reads") +

@@ -95,17 +95,21 @@ struct Branches {
 };
 
 /// Each register buffer (fragment, T.alloc_var, T.alloc_local) by the ranges it is touched in (nullopt: outside
-/// every region), with the first place for each.
+/// every region), with the first place for each; `order` lists the buffers as the program first touches them
+/// (the order diagnostics follow: `seen` is ordered by address, which differs from run to run).
 struct Touches : IRVisitor {
     using IRVisitor::visit;
     const std::map<const IfThenElse *, Branches> &regions;
     std::map<const BufferNode *, std::map<std::optional<ThreadRange>, SourceRange>> seen;
+    std::vector<const BufferNode *> order;
     std::optional<ThreadRange> current;
     SourceRange stmtLoc;
     explicit Touches(const std::map<const IfThenElse *, Branches> &r) : regions(r) {}
     void touch(const BufferNode *b) {
-        if (b->scope == Scope::Fragment || b->scope == Scope::Local || b->scope == Scope::Var)
-            seen[b].emplace(current, stmtLoc);
+        if (b->scope != Scope::Fragment && b->scope != Scope::Local && b->scope != Scope::Var) return;
+        auto [it, fresh] = seen.try_emplace(b);
+        if (fresh) order.push_back(b);
+        it->second.emplace(current, stmtLoc);
     }
     void visit(const Load &l) override { touch(l.buffer.get()), IRVisitor::visit(l); }
     void visitRegion(const ir::Region &r) override { touch(r.buffer.get()), IRVisitor::visitRegion(r); }
@@ -146,7 +150,8 @@ class Regions {
         if (failed_) return false;
         Touches t(regions_);
         t.visit(k_.body);
-        for (auto &[b, where] : t.seen) {
+        for (const BufferNode *b : t.order) {
+            const auto &where = t.seen.at(b);
             if (where.size() < 2) continue;
             for (auto &[range, loc] : where) {
                 if (!range) continue;

@@ -44,6 +44,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace tilec::simtest {
@@ -168,6 +169,8 @@ class Simulator {
     std::map<const ir::BufferNode *, int64_t> sharedStores_;
     const ir::Kernel &k_;
     std::map<std::string, std::vector<double> *> tensors_;
+    /// tensors_ by buffer, filled as storage() meets them (every global access asked tensors_ by name)
+    std::unordered_map<const ir::BufferNode *, std::vector<double> *> byBuffer_;
     std::map<std::string, double> scalars_;
     uint64_t seed_;
     std::mt19937_64 rng_;
@@ -353,9 +356,10 @@ class Simulator {
                 if (it == addresses.end()) throw SimError("T.make_tensor tensor " + b->name + " at address " + std::to_string(at) + ", where no tensor is");
                 return *it->second;
             }
+            if (auto c = byBuffer_.find(b); c != byBuffer_.end()) return *c->second;
             auto it = tensors_.find(b->name);
             if (it == tensors_.end()) throw SimError("no data for tensor " + b->name);
-            return *it->second;
+            return *byBuffer_.emplace(b, it->second).first->second;
         }
         if (b->scope == ir::Scope::Shared) return shared_.at(b);
         return locals_[t].at(b);

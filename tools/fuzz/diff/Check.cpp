@@ -13,6 +13,7 @@
 #include "tilec/Lower.h"
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -154,62 +155,126 @@ std::string reasonOf(const std::string &diags) {
     return r.substr(0, 120);
 }
 
-Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed,
-                     const Expected &expected) {
-    Outcome out;
+namespace {
+
+/// The compiler's part of a check: the front end, checkKernel, the sm_80, wide-row and sm_90a lowerings and
+/// their CUDA. `early` is the outcome when the compiler failed; `lowered` is empty when it rejected the program.
+struct Compiled {
     evaltest::EvalRun front;
+    std::optional<ir::Program> lowered, hopperLowered;
+    std::map<std::string, std::string> cuda;
+    std::optional<Outcome> early;
+    /// What the compiler printed and wrote: a second compilation must reproduce it byte for byte.
+    std::string fingerprint() const {
+        std::string f = front.diags();
+        for (auto &[t, c] : cuda) f += "\n//// " + t + "\n" + c;
+        return f;
+    }
+};
+
+void compile(Compiled &c, const std::string &text, const std::map<std::string, std::string> &defines) {
     // Both lowerings are simulated: sm_80's (cp.async, mma.sync) and, where the program gets warp roles there,
     // sm_90a's (TMA producer, wgmma consumers, mbarriers) under an interleaving drawn from the data seed.
     // Clusters are not simulated (one block at a time): the sm_90a lowering here is the unclustered one.
     const Target target = *Target::parse("sm_80");
     Variant hopper{*Target::parse("sm_90a"), {}};
     hopper.options.clusters = false;
-    std::optional<ir::Program> lowered, hopperLowered;
+    evaltest::EvalRun &front = c.front;
     try {
         for (auto &[n, v] : defines) front.define(n, v);
         front.run(text, "fuzz.tile");
-        if (!front.program || front.diag.hasErrors()) return outcome(Outcome::Rejected, "front end: " + reasonOf(front.diags()), front.diags());
-        if (front.program->kernels.size() != 1) return outcome(Outcome::Skipped, "not one kernel");
-        bool checked = checkKernel(*front.program->kernels[0], target, front.diag);
-        if (checked) {
-            PassContext ctx;
-            ctx.diag = &front.diag;
-            ir::Program p = lower(*front.program, Variant{target, {}}, ctx);
-            if (!front.diag.hasErrors()) {
-                CodegenOptions o;
-                o.sourceName = "fuzz.tile";
-                o.cudaName = "fuzz.cu";
-                o.headerName = "fuzz.h";
-                o.targets = {target};
-                out.cuda["sm_80"] = generateCode(p, o, front.diag).cuda;
-                // The variant assuming wide rows where a tensor's row length is a run-time value: simulated
-                // instead when the launcher would run it (its assumptions hold for this program's sizes).
-                Variant wideTarget{target, {}};
-                wideTarget.options.assumeAlignedRows = true;
-                PassContext wctx;
-                wctx.diag = &front.diag;
-                ir::Program w = lower(*front.program, wideTarget, wctx);
-                if (!front.diag.hasErrors() && !w.kernels[0]->assumptions.empty()) {
-                    (void)generateCode(w, o, front.diag);
-                    if (assumptionsHold(*w.kernels[0], dynamicValues(text))) p = std::move(w);
-                }
-                PassContext hctx;
-                hctx.diag = &front.diag;
-                ir::Program h = lower(*front.program, hopper, hctx);
-                if (!front.diag.hasErrors()) {
-                    o.targets = {hopper.target};
-                    out.cuda["sm_90a"] = generateCode(h, o, front.diag).cuda;
-                    hopperLowered = std::move(h);
-                }
-            }
-            if (!front.diag.hasErrors()) lowered = std::move(p);
+        if (!front.program || front.diag.hasErrors()) return void(c.early = outcome(Outcome::Rejected, "front end: " + reasonOf(front.diags()), front.diags()));
+        if (front.program->kernels.size() != 1) return void(c.early = outcome(Outcome::Skipped, "not one kernel"));
+        if (!checkKernel(*front.program->kernels[0], target, front.diag)) return;
+        PassContext ctx;
+        ctx.diag = &front.diag;
+        ir::Program p = lower(*front.program, Variant{target, {}}, ctx);
+        if (front.diag.hasErrors()) return;
+        CodegenOptions o;
+        o.sourceName = "fuzz.tile";
+        o.cudaName = "fuzz.cu";
+        o.headerName = "fuzz.h";
+        o.targets = {target};
+        c.cuda["sm_80"] = generateCode(p, o, front.diag).cuda;
+        // The variant assuming wide rows where a tensor's row length is a run-time value: simulated
+        // instead when the launcher would run it (its assumptions hold for this program's sizes).
+        Variant wideTarget{target, {}};
+        wideTarget.options.assumeAlignedRows = true;
+        PassContext wctx;
+        wctx.diag = &front.diag;
+        ir::Program w = lower(*front.program, wideTarget, wctx);
+        if (!front.diag.hasErrors() && !w.kernels[0]->assumptions.empty()) {
+            (void)generateCode(w, o, front.diag);
+            if (assumptionsHold(*w.kernels[0], dynamicValues(text))) p = std::move(w);
         }
+        PassContext hctx;
+        hctx.diag = &front.diag;
+        ir::Program h = lower(*front.program, hopper, hctx);
+        if (!front.diag.hasErrors()) {
+            o.targets = {hopper.target};
+            c.cuda["sm_90a"] = generateCode(h, o, front.diag).cuda;
+            c.hopperLowered = std::move(h);
+        }
+        if (!front.diag.hasErrors()) c.lowered = std::move(p);
     } catch (const InternalError &e) {
-        return outcome(Outcome::Failure, "internal error", e.what());
+        c.early = outcome(Outcome::Failure, "internal error", e.what());
     } catch (const TooManyErrors &) {
     } catch (const std::exception &e) {
-        return outcome(Outcome::Failure, "exception", e.what());
+        c.early = outcome(Outcome::Failure, "exception", e.what());
     }
+}
+
+/// Holes in the heap before a second compilation: blocks of random sizes allocated and a random half freed, so
+/// that the compiler's nodes land at addresses in another order and whatever it orders by address (a map keyed
+/// by pointer) iterates otherwise. The other half stays allocated while the object lives.
+class HeapHoles {
+    std::vector<std::unique_ptr<char[]>> kept_;
+
+  public:
+    explicit HeapHoles(uint64_t seed) {
+        std::mt19937_64 g(seed);
+        std::vector<std::unique_ptr<char[]>> all;
+        for (int i = 0; i < 3000; ++i) all.emplace_back(new char[16 + g() % 600]);
+        for (auto &b : all)
+            if (g() & 1) kept_.push_back(std::move(b));
+    }
+};
+
+/// The first line where two fingerprints differ, both ways.
+std::string firstDifference(const std::string &a, const std::string &b) {
+    std::istringstream x(a), y(b);
+    std::string l, r;
+    for (int line = 1;; ++line) {
+        const bool more = (bool)std::getline(x, l), more2 = (bool)std::getline(y, r);
+        if (!more && !more2) return "";
+        if (!more || !more2 || l != r)
+            return "line " + std::to_string(line) + ": '" + l.substr(0, 200) + "' then '" + r.substr(0, 200) + "'";
+    }
+}
+
+uint64_t twiceEvery = 8, checks = 0;
+
+} // namespace
+
+void setCompileTwiceEvery(uint64_t k) { twiceEvery = k; }
+
+Outcome checkProgram(const std::string &text, const std::map<std::string, std::string> &defines, uint64_t dataSeed,
+                     const Expected &expected) {
+    Outcome out;
+    auto compiled = std::make_unique<Compiled>();
+    compile(*compiled, text, defines);
+    // Output is deterministic: the same program compiled again over a reshaped heap gives the same text.
+    if (twiceEvery && checks++ % twiceEvery == 0) {
+        HeapHoles holes(checks * 0x9E3779B97F4A7C15ull + dataSeed);
+        auto again = std::make_unique<Compiled>();
+        compile(*again, text, defines);
+        if (std::string d = firstDifference(compiled->fingerprint(), again->fingerprint()); !d.empty())
+            return outcome(Outcome::Failure, "nondeterministic", "a second compilation differs at " + d);
+    }
+    if (compiled->early) return *compiled->early;
+    evaltest::EvalRun &front = compiled->front;
+    std::optional<ir::Program> &lowered = compiled->lowered, &hopperLowered = compiled->hopperLowered;
+    out.cuda = compiled->cuda;
     // Loop headers re-parsed with C's precedence (LoopHeaders.h): splices the simulator cannot see.
     for (auto &[target, cuda] : out.cuda)
         if (std::string e = checkLoopHeaders(cuda); !e.empty()) return outcome(Outcome::Failure, "loop header", target + ": " + e);

@@ -54,6 +54,10 @@ using Expected = std::map<std::string, std::vector<double>>;
 Expected expectedOf(const std::string &text);
 std::string expectLine(const std::string &tensor, const std::vector<double> &values);
 
+/// Every k-th checkProgram also compiles its program a second time over a reshaped heap and fails
+/// ("nondeterministic") where the diagnostics or the CUDA differ (0: never; default 8).
+void setCompileTwiceEvery(uint64_t k);
+
 /// Runs `text` (a .tile file with one exported kernel) with `-D` `defines`; inputs from inputTensor with
 /// `dataSeed`. The reference's outputs must equal `expected` exactly (the front-end oracle: category
 /// "front end"), and the simulator's the reference's.

@@ -7,6 +7,8 @@
 ///       [--big-every B]    every seed divisible by B is a program over tensors past 2^31 elements (GenBig.cpp),
 ///                          checked by the index-width oracle instead of simulated (default 10; 0: none)
 ///       [--nvcc-every K]   every K-th accepted program's CUDA compiled by nvcc for sm_80 and sm_90a (0: none)
+///       [--twice-every K]  every K-th program is compiled a second time over a reshaped heap; diagnostics or
+///                          CUDA that differ are a failure ("nondeterministic"; default 8, 0: never)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
 ///       [--no-thread-shared]  no program gets threads exchanging data through shared tiles in the branches of
@@ -185,6 +187,7 @@ int main(int argc, char **argv) {
         else if (a == "--out") out = next();
         else if (a == "-v") verbose = true;
         else if (a == "--big-every") bigEvery = std::stoull(next());
+        else if (a == "--twice-every") setCompileTwiceEvery(std::stoull(next()));
         else if (a == "--nvcc-every") nvccEvery = std::stoull(next());
         else if (a == "--summary") summaryFile = next();
         else if (a == "--crash-seed") crashAt = std::stoull(next());
@@ -259,6 +262,7 @@ int main(int argc, char **argv) {
             GProgram small = o.category == "nvcc" ? p : shrink(p, o.category, verbose);
             small.bmText = small.bm, small.bnText = small.bn; // the file stands alone, without -D
             Outcome again = checkProgram(small.print(), {}, 1, expectedFor(small, 1));
+            std::replace(again.detail.begin(), again.detail.end(), '\n', ' '); // a rejection's diagnostics, too
             file << "# tilec-difffuzz seed " << s << ": " << o.category << ": " << o.detail << "\n"
                  << (o.category == "nvcc" ? "# expect: nvcc\n" : "")
                  << "# shrunk (data seed 1): " << again.category << ": " << again.detail << "\n"
