@@ -218,11 +218,19 @@ ExprPrinter::Text ExprPrinter::expr(const Expr &e) {
     case NodeKind::Load: {
         auto &l = *as<Load>(e);
         TILEC_ASSERT(l.indices.size() == 1, "load of '" + l.buffer->name + "' was not flattened");
-        return {names_.of(l.buffer.get(), l.buffer->name) + "[" + expr(l.indices[0]).s + "]", 16};
+        return {names_.of(l.buffer.get(), l.buffer->name) + "[" + index(*l.buffer, l.indices[0]) + "]", 16};
     }
     default: break;
     }
     TILEC_ASSERT(false, "a statement held as an expression");
+}
+
+std::string ExprPrinter::index(const BufferNode &b, const Expr &i) {
+    const bool saved = registerIndex_;
+    registerIndex_ = !host_ && b.scope == Scope::Local && !constInt(i);
+    std::string s = expr(i).s;
+    registerIndex_ = saved;
+    return s;
 }
 
 ExprPrinter::Text ExprPrinter::castTo(DType to, const Expr &v) {
@@ -279,7 +287,12 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
             if (narrow) return {"tilec::from_float<" + deviceType(t) + ">(" + r + ")", 16};
             return {r, 16};
         }
-        if (!host_ && nonNegative(b.a) && nonNegative(b.b)) return op2(div ? "/" : "%", 13);
+        if (!host_ && nonNegative(b.a) && nonNegative(b.b)) {
+            auto d = constInt(b.b);
+            if (registerIndex_ && !div && d && *d > 0 && (*d & (*d - 1)) == 0)
+                return {wrap(expr(b.a), 16) + " & " + std::to_string(*d - 1), 8};
+            return op2(div ? "/" : "%", 13);
+        }
         std::string fn = host_ ? (div ? "tilec_floordiv64" : "tilec_floormod64")
                                : std::string(div ? "tilec::floordiv<" : "tilec::floormod<") + ty + ">";
         return {fn + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};

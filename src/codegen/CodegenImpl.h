@@ -83,11 +83,17 @@ class ExprPrinter {
     /// The expression as an operand of an operator of C precedence `need` (16 primary ... 3 conditional): in
     /// parentheses where it binds less tightly (a conditional extent after `i < ` must not become `(i < c) ? ...`).
     std::string print(const ir::Expr &e, int need) { return wrap(expr(e), need); }
+    /// The index of an element of buffer `b`. A register array indexed at run time stays in registers only
+    /// where nvcc can bound the index: a remainder by a power of two of a non-negative value prints there as
+    /// a mask (`& 3`), whose range nvcc knows, where C's signed `%` would leave it a negative range (and the
+    /// array in local memory: TileKernels' batched transpose, `tmp[(j + tx / 4) % 4 * 4 + k]`).
+    std::string index(const ir::BufferNode &b, const ir::Expr &i);
 
   private:
     NameTable &names_;
     bool host_;
     int depth_ = 0;
+    bool registerIndex_ = false; ///< printing a run-time index of a register array (index())
 
     struct Text {
         std::string s;

@@ -307,7 +307,7 @@ class KernelPrinter {
         }
         if (auto st = as<Store>(s)) {
             TILEC_ASSERT(st->indices.size() == 1, "store to '" + st->buffer->name + "' was not flattened");
-            line(level, name(st->buffer.get()) + "[" + ep_.print(st->indices[0]) + "] = " + ep_.print(st->value) + ";", at);
+            line(level, name(st->buffer.get()) + "[" + ep_.index(*st->buffer, st->indices[0]) + "] = " + ep_.print(st->value) + ";", at);
             return;
         }
         if (auto e = as<Evaluate>(s)) {

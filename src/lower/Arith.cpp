@@ -123,7 +123,14 @@ template <class IV> class Bounds {
         auto b = as<Binary>(e);
         // Anything else (a load, a call) holds some value of its type.
         if (!b || !e->dtype.isInt()) return e->dtype.isBool() || e->dtype.isInt() ? typeRange(e->dtype) : IV{};
-        return binary(b->op, of(b->a), of(b->b), e->dtype);
+        IV r = binary(b->op, of(b->a), of(b->b), e->dtype);
+        // x % d of an x known to be a multiple of m is one too, so at most d - gcd(m, d): `tx * 4 % 64` is at
+        // most 60, and a vector's lanes added to it stay inside a row of 64.
+        if (auto d = b->op == BinaryOp::FloorMod ? constInt(b->b) : std::nullopt; d && *d > 0 && r.hi) {
+            const int64_t top = *d - gcd64(knownMultiple(b->a), *d);
+            if (*r.hi > V(top) && (!r.lo || *r.lo <= V(top))) r.hi = V(top);
+        }
+        return r;
     }
 
     IV binary(BinaryOp op, const IV &x, const IV &y, DType t) {

@@ -120,7 +120,8 @@ const std::vector<Pass> &table() {
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
         {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
-        {"vectorizeAccesses", always, [](const Program &p, PassState &) { return passes::vectorizeAccesses(p); }, false},
+        {"vectorizeAccesses", always,
+         [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows); }, false},
         // Tests around a loop's whole body that the loop cannot change, made once before it.
         {"unswitchLoops", always, [](const Program &p, PassState &) { return passes::unswitchLoops(p); }, false},
         // Short serial loops of independent memory rounds unrolled: their rounds' global loads in flight together.

@@ -22,7 +22,7 @@ Expr zeroOf(DType t) {
 class Predicate : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Predicate(const Kernel &k) : ranges_(kernelRanges(k)) {}
+    explicit Predicate(const Kernel &k) : ranges_(kernelRanges(k)), kernel_(k) {}
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         auto saved = ranges_;
@@ -82,8 +82,28 @@ class Predicate : public IRMutator {
 
   private:
     RangeMap ranges_;
+    const Kernel &kernel_;
     const VarNode *lane_ = nullptr;
     int64_t laneWidth_ = 1;
+
+    /// Whether `idx < extent` follows from the grid: idx is `a * b + rest` for a block index b whose grid
+    /// extent is `extent // a` (`extent` when a = 1) and rest in [.., a - 1]. Then a * b <= a * (extent // a
+    /// - 1) <= extent - a, so idx <= extent - 1 for every run-time extent: a tile of a blocks per tensor, the
+    /// grid launching whole tiles only (TileKernels' `T.Kernel(shape_y // block_y, ...)` over T.dynamic
+    /// sizes).
+    bool belowByGrid(const Expr &idx, const Expr &extent) const {
+        for (int d = 0; d < 3; ++d) {
+            const Var &b = kernel_.blockIdx[d];
+            auto lin = b && kernel_.grid[d] ? linearIn(idx, b.get()) : std::nullopt;
+            if (!lin || lin->second <= 0) continue;
+            const int64_t a = lin->second;
+            Expr tiles = a == 1 ? extent : binary(BinaryOp::FloorDiv, extent, intImm(a, extent->dtype));
+            if (!provablyEqual(simplify(kernel_.grid[d]), simplify(tiles))) continue;
+            Interval rest = lin->first ? boundsOf(lin->first, ranges_) : Interval::point(0);
+            if (rest.hi && *rest.hi <= a - 1) return true;
+        }
+        return false;
+    }
 
     /// The condition for the indices to lie inside a global tensor; null when provably inside.
     Expr inside(const Buffer &b, const std::vector<Expr> &indices) {
@@ -105,7 +125,7 @@ class Predicate : public IRMutator {
             Interval iv = boundsOf(idx, ranges_);
             if (!(iv.lo && *iv.lo >= 0)) conj(binary(BinaryOp::GE, idx, intImm(0, idx->dtype)));
             Interval ev = boundsOf(extent, ranges_);
-            bool below = iv.hi && ev.lo && *iv.hi < *ev.lo;
+            bool below = (iv.hi && ev.lo && *iv.hi < *ev.lo) || belowByGrid(idx, extent);
             if (!below) conj(binary(BinaryOp::LT, idx, extent));
         }
         return cond;

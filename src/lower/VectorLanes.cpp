@@ -39,12 +39,39 @@ bool mentionsAny(const Expr &e, const std::set<const VarNode *> &vars) {
     return false;
 }
 
+bool SizeAssumptions::multiple(const Expr &e, int64_t width, const Buffer &tensor) {
+    if (width <= 1 || knownMultiple(e) % width == 0) return true;
+    if (!tensor || tensor->scope != Scope::Global) return false;
+    // e with the sizes in `taken` replaced by multiples of the width: the values e takes where they are.
+    auto dividesWith = [&](const std::vector<const VarNode *> &taken) {
+        VarMap m;
+        for (auto *v : taken) m[v] = binary(BinaryOp::Mul, Expr(sizes.at(v)), intImm(width, v->dtype));
+        return knownMultiple(substitute(e, m)) % width == 0;
+    };
+    std::vector<const VarNode *> taken;
+    for (auto &[v, var] : sizes)
+        if (uses(e, v)) taken.push_back(v);
+    if (taken.empty() || !dividesWith(taken)) return false;
+    for (size_t i = 0; i < taken.size();) { // the fewest: a size another one's multiple covers is not taken
+        std::vector<const VarNode *> rest = taken;
+        rest.erase(rest.begin() + (ptrdiff_t)i);
+        if (dividesWith(rest)) taken = std::move(rest);
+        else ++i;
+    }
+    for (auto *v : taken) {
+        Assumption a{tensor, Expr(sizes.at(v)), width * tensor->dtype.bytes()};
+        if (std::find(made.begin(), made.end(), a) == made.end()) made.push_back(a);
+    }
+    return true;
+}
+
 /// The base of `index` as `base + lane` with base aligned to `width`, or null.
-Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width) {
+Expr alignedBase(const Expr &index, const VarNode *lane, int64_t width, SizeAssumptions *assumed, const Buffer &tensor) {
     auto lin = linearIn(index, lane);
     if (!lin || lin->second != 1) return nullptr;
     Expr base = lin->first ? lin->first : intImm(0, index->dtype);
-    return knownMultiple(base) % width == 0 ? base : nullptr;
+    if (knownMultiple(base) % width == 0) return base;
+    return assumed && !uses(base, lane) && assumed->multiple(base, width, tensor) ? base : nullptr;
 }
 
 /// The top-level store of a vectorized loop's body (a statement of its Seq, optionally under an if without else).
@@ -222,7 +249,7 @@ void conjuncts(const Expr &c, std::vector<Expr> &out) {
 /// of the lane count W: for lane in [0, W), base + lane < b exactly when base < b, and base + lane >= b
 /// exactly when base >= b. So the test holds for every lane of an aligned vector or for none, and is made
 /// once per vector. Null when `c` is not of that form.
-Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
+Expr laneFree(const Expr &c, const VarNode *lane, int64_t width, SizeAssumptions *assumed, const Buffer &tensor) {
     auto b = as<Binary>(c);
     if (!b || width < 1) return nullptr; // no lanes to be uniform over (and no division by 0 below)
     Expr x = b->a, y = b->b;
@@ -232,10 +259,21 @@ Expr laneFree(const Expr &c, const VarNode *lane, int64_t width) {
         std::swap(x, y);
         op = op == BinaryOp::GT ? BinaryOp::LT : BinaryOp::GE;
     }
-    if ((op != BinaryOp::LT && op != BinaryOp::GE) || uses(y, lane) || knownMultiple(y) % width != 0)
-        return nullptr;
+    if ((op != BinaryOp::LT && op != BinaryOp::GE) || uses(y, lane)) return nullptr;
     Expr base = alignedBase(x, lane, width);
-    return base && !uses(base, lane) ? binary(op, base, y, c->loc) : nullptr;
+    if (!base && assumed) { // both sides assumed: neither is taken unless both may be
+        auto lin = linearIn(x, lane);
+        base = lin && lin->second == 1 ? (lin->first ? lin->first : intImm(0, x->dtype)) : nullptr;
+        SizeAssumptions trial{assumed->sizes, {}};
+        if (!base || uses(base, lane) || !trial.multiple(base, width, tensor) || !trial.multiple(y, width, tensor))
+            return nullptr;
+        for (auto &a : trial.made)
+            if (std::find(assumed->made.begin(), assumed->made.end(), a) == assumed->made.end()) assumed->made.push_back(a);
+        return binary(op, base, y, c->loc);
+    }
+    if (!base || uses(base, lane)) return nullptr;
+    if (knownMultiple(y) % width != 0 && !(assumed && assumed->multiple(y, width, tensor))) return nullptr;
+    return binary(op, base, y, c->loc);
 }
 
 /// A comparison that holds for every value its operands can take.
@@ -288,18 +326,22 @@ namespace {
 /// under the program's `if i < n and j < h` becomes one vector store under one test.
 struct LaneConditions : IRMutator {
     using IRMutator::visit;
-    LaneConditions(const VarNode *lane, int64_t width, const RangeMap &ranges) : lane(lane), width(width), ranges(ranges) {}
+    LaneConditions(const VarNode *lane, int64_t width, const RangeMap &ranges, SizeAssumptions *assumed)
+        : lane(lane), width(width), ranges(ranges), assumed(assumed) {}
     const VarNode *lane;
     int64_t width;
     const RangeMap &ranges;
+    SizeAssumptions *assumed;
     std::vector<Expr> outer; ///< the tests of the enclosing ifs (as rewritten)
 
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
         if (op->otherwise) return IRMutator::visit(op);
         std::vector<Expr> parts, kept;
         conjuncts(op->cond, parts);
+        const Store *st = topStore(op->then); // a test of the stored tensor's bounds may rely on its sizes
+        const Buffer tensor = st ? st->buffer : nullptr;
         for (Expr c : parts) {
-            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            if (Expr f = uses(c, lane) ? laneFree(c, lane, width, assumed, tensor) : nullptr) c = f;
             bool known = provablyTrue(c, ranges);
             for (auto &o : outer) known |= sameTest(o, c);
             for (auto &k : kept) known |= sameTest(k, c);
@@ -381,10 +423,12 @@ struct FoldDivMod : IRMutator {
 /// tests of the vector (laneFree), repeated ones dropped: so a guarded gather becomes one predicated vector load.
 struct LaneSplit : IRMutator {
     using IRMutator::visit;
-    LaneSplit(const Var &laneVar, int64_t width) : laneVar(laneVar), lane(laneVar.get()), width(width) {}
+    LaneSplit(const Var &laneVar, int64_t width, SizeAssumptions *assumed)
+        : laneVar(laneVar), lane(laneVar.get()), width(width), assumed(assumed) {}
     Var laneVar;
     const VarNode *lane;
     int64_t width;
+    SizeAssumptions *assumed;
 
     Expr visit(const std::shared_ptr<const Binary> &op) override {
         Expr e = IRMutator::visit(op);
@@ -411,8 +455,10 @@ struct LaneSplit : IRMutator {
             conjuncts(inner->cond, parts);
             value = inner->t;
         }
+        auto load = as<Load>(value); // a test of the loaded tensor's bounds may rely on its sizes
+        const Buffer tensor = load ? load->buffer : nullptr;
         for (Expr c : parts) {
-            if (Expr f = uses(c, lane) ? laneFree(c, lane, width) : nullptr) c = f;
+            if (Expr f = uses(c, lane) ? laneFree(c, lane, width, assumed, tensor) : nullptr) c = f;
             bool known = false;
             for (auto &k : kept) known |= sameTest(k, c);
             if (!known) kept.push_back(c);
@@ -425,12 +471,12 @@ struct LaneSplit : IRMutator {
 
 } // namespace
 
-Stmt laneConditions(const Stmt &body, const VarNode *lane, int64_t width, const RangeMap &ranges) {
-    return LaneConditions(lane, width, ranges).mutate(body);
+Stmt laneConditions(const Stmt &body, const VarNode *lane, int64_t width, const RangeMap &ranges, SizeAssumptions *assumed) {
+    return LaneConditions(lane, width, ranges, assumed).mutate(body);
 }
 
-Stmt splitLanes(const Stmt &body, const Var &lane, int64_t width) {
-    return LaneSplit(lane, width).mutate(FoldDivMod().mutate(body));
+Stmt splitLanes(const Stmt &body, const Var &lane, int64_t width, SizeAssumptions *assumed) {
+    return LaneSplit(lane, width, assumed).mutate(FoldDivMod().mutate(body));
 }
 
 } // namespace tilec::passes::lanes

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -33,8 +34,26 @@ struct Inside : ir::IRVisitor {
 
 bool mentionsAny(const ir::Expr &e, const std::set<const ir::VarNode *> &vars);
 
-/// The base of `index` as `base + lane` with base aligned to `width`, or null.
-ir::Expr alignedBase(const ir::Expr &index, const ir::VarNode *lane, int64_t width);
+/// What a lowering that assumes aligned rows (LoweringOptions::assumeAlignedRows) may take of the T.dynamic
+/// sizes to give a vector of lanes an aligned start: that a size is a multiple of the lane count. Each size
+/// taken is recorded with the tensor the vector reads or writes, as a Kernel::assumptions entry the launcher
+/// checks (the tensor's pointer aligned to the vector's bytes, the size times the element size a multiple of
+/// them); arguments that break one run the variant lowered without assumptions. With no sizes it assumes
+/// nothing.
+struct SizeAssumptions {
+    std::map<const ir::VarNode *, ir::Var> sizes; ///< the sizes that may be assumed
+    std::vector<ir::Assumption> made;
+    /// Whether every value of `e` is a multiple of `width`: known, or once the fewest of `sizes` are taken
+    /// to be multiples of it, which are then recorded for `tensor` (a global tensor accessed `width` lanes at
+    /// a time from an offset that relies on it).
+    bool multiple(const ir::Expr &e, int64_t width, const ir::Buffer &tensor);
+};
+
+/// The base of `index` as `base + lane` with base aligned to `width`, or null. With `assumed`, an alignment
+/// that needs a size to be a multiple of `width` counts, that size recorded for `tensor` (see
+/// SizeAssumptions).
+ir::Expr alignedBase(const ir::Expr &index, const ir::VarNode *lane, int64_t width,
+                     SizeAssumptions *assumed = nullptr, const ir::Buffer &tensor = nullptr);
 
 /// The top-level store of a vectorized loop's body (a statement of its Seq, optionally under an if without else).
 const ir::Store *topStore(const ir::Stmt &s);
@@ -68,7 +87,9 @@ void conjuncts(const ir::Expr &c, std::vector<ir::Expr> &out);
 
 /// A comparison of `base + lane` with a bound, as the same comparison of `base` alone where it holds for every
 /// lane of an aligned vector or for none; null when `c` is not of that form.
-ir::Expr laneFree(const ir::Expr &c, const ir::VarNode *lane, int64_t width);
+/// With `assumed`, the sizes `base` and the bound need may be assumed for `tensor` (see SizeAssumptions).
+ir::Expr laneFree(const ir::Expr &c, const ir::VarNode *lane, int64_t width, SizeAssumptions *assumed = nullptr,
+                  const ir::Buffer &tensor = nullptr);
 
 /// A comparison that holds for every value its operands can take.
 bool provablyTrue(const ir::Expr &c, const RangeMap &ranges);
@@ -77,10 +98,13 @@ bool provablyTrue(const ir::Expr &c, const RangeMap &ranges);
 ir::Expr underGuards(ir::Expr e, const std::vector<ir::Expr> &guards);
 
 /// A vectorized loop's body with its ifs' tests made once per vector where they can be (LaneConditions).
-ir::Stmt laneConditions(const ir::Stmt &body, const ir::VarNode *lane, int64_t width, const RangeMap &ranges);
+/// With `assumed`, a store's test may rely on sizes assumed for the stored tensor.
+ir::Stmt laneConditions(const ir::Stmt &body, const ir::VarNode *lane, int64_t width, const RangeMap &ranges,
+                        SizeAssumptions *assumed = nullptr);
 
 /// A vectorized loop's body with the lanes of a vector taken as one where they provably are: flattened
 /// `x // c * c + x % c` folded to x (FoldDivMod), then `(base + lane) // d` and `% d` split (LaneSplit).
-ir::Stmt splitLanes(const ir::Stmt &body, const ir::Var &lane, int64_t width);
+/// With `assumed`, a guarded load's test may rely on sizes assumed for the loaded tensor.
+ir::Stmt splitLanes(const ir::Stmt &body, const ir::Var &lane, int64_t width, SizeAssumptions *assumed = nullptr);
 
 } // namespace tilec::passes::lanes

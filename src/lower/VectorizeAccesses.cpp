@@ -59,7 +59,14 @@ class Vectorizer : public IRMutator {
   public:
     using IRMutator::visit;
     std::vector<Buffer> temps;
-    explicit Vectorizer(const Kernel &k) : ranges_(kernelRanges(k)) {}
+    /// With assumeAlignedRows, the kernel's T.dynamic sizes may be assumed multiples of a vector's lanes (its
+    /// lowering is then a variant the launcher runs where they are: SizeAssumptions).
+    Vectorizer(const Kernel &k, bool assumeAlignedRows) : ranges_(kernelRanges(k)) {
+        if (assumeAlignedRows)
+            for (auto &v : k.dynamicSymbols)
+                if (v) assumed.sizes[v.get()] = v;
+    }
+    SizeAssumptions assumed;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         auto saved = ranges_;
@@ -101,9 +108,9 @@ class Vectorizer : public IRMutator {
     /// floor division and remainder of `base + lane` by a multiple of the width, as a flattened index of a 2-D
     /// buffer has them) and its tests made once per vector (laneConditions). Exact for lanes in [0, width):
     /// a lane-parallel loop and a program's T.vectorized loop alike.
-    Stmt asVectors(const Stmt &loop, int64_t width) const {
+    Stmt asVectors(const Stmt &loop, int64_t width) {
         const For &f = *as<For>(loop);
-        Stmt body = laneConditions(splitLanes(f.body, f.var, width), f.var.get(), width, ranges_);
+        Stmt body = laneConditions(splitLanes(f.body, f.var, width, &assumed), f.var.get(), width, ranges_, &assumed);
         return body == f.body ? loop : For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
     }
 
@@ -159,8 +166,10 @@ class Vectorizer : public IRMutator {
             // Run before the body, the load would read the registers and memory its address and test read as
             // they were before any lane stored them (a gather's index register set by the body itself).
             if ((cond && loadsAny(cond, in.stored)) || loadsAny(l->indices[0], in.stored)) return false;
-            Expr base = alignedBase(l->indices[0], lane, width);
-            return base && !mentionsAny(base, in.bound) && !uses(base, lane);
+            auto lin = linearIn(l->indices[0], lane);
+            if (!lin || (lin->first && mentionsAny(lin->first, in.bound))) return false;
+            Expr base = alignedBase(l->indices[0], lane, width, &assumed, l->buffer); // last: it may assume sizes
+            return base && !uses(base, lane);
         };
         struct Replace : IRMutator {
             using IRMutator::visit;
@@ -245,9 +254,9 @@ class Vectorizer : public IRMutator {
             if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
             // Run after the body, the store's address and test would read what the last lane left there.
             if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
-            Expr base = alignedBase(st->indices[0], lane, width);
-            if (!base || mentionsAny(base, in.bound)) continue;
-            if (ir::loads(body, st->buffer.get())) continue;
+            auto lin = linearIn(st->indices[0], lane);
+            if (!lin || (lin->first && mentionsAny(lin->first, in.bound)) || ir::loads(body, st->buffer.get())) continue;
+            if (!alignedBase(st->indices[0], lane, width, &assumed, st->buffer)) continue; // last: it may assume sizes
             Buffer t = temp(st->value->dtype, f.extent, st->loc);
             Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
             if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
@@ -293,10 +302,10 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
     return PairConversion{st, base, *lanes};
 }
 
-Program vectorizeAccesses(const Program &p) {
+Program vectorizeAccesses(const Program &p, bool assumeAlignedRows) {
     Program out;
     for (auto &k : p.kernels) {
-        Vectorizer v(*k);
+        Vectorizer v(*k, assumeAlignedRows);
         Stmt body = v.mutate(k->body);
         if (body == k->body) {
             out.kernels.push_back(k);
@@ -305,6 +314,9 @@ Program vectorizeAccesses(const Program &p) {
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body;
         for (auto &b : v.temps) nk->allocs.push_back(b);
+        for (auto &a : v.assumed.made)
+            if (std::find(nk->assumptions.begin(), nk->assumptions.end(), a) == nk->assumptions.end())
+                nk->assumptions.push_back(a);
         out.kernels.push_back(nk);
     }
     return out;

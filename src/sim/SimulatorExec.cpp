@@ -2,15 +2,69 @@
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
 #include "sim/SimulatorRandom.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace tilec::simtest {
 
 namespace {
+
+/// A vectorized loop that code generation makes vector accesses of (CodegenKernel.cpp's transfers): `for v:
+/// r[v] = M[base + v]` (or `c ? M[base + v] : 0`) or `for v: M[base + v] = r[v]` (optionally under `if c`), M
+/// global or shared, r registers. Each access is at most 16 bytes, so its first element must be a multiple of
+/// `elems` where it is made (the tensor's base being aligned: the launcher checks it): what a wide variant's
+/// assumptions about run-time sizes must give (LoweringOptions::assumeAlignedRows).
+struct VectorAccess {
+    const ir::BufferNode *memory = nullptr;
+    std::vector<ir::Expr> indices; ///< M's index (lane 0's where the lane is set to the loop's start)
+    ir::Expr cond;                 ///< may be null
+    int64_t elems = 1;             ///< elements of one access
+};
+
+std::optional<VectorAccess> vectorAccess(const ir::For &f) {
+    using namespace ir;
+    auto lanes = constInt(f.extent);
+    if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 2 || (*lanes & (*lanes - 1))) return std::nullopt;
+    auto memory = [](const Buffer &b) { return b->scope == Scope::Global || b->scope == Scope::Shared; };
+    auto laneOnly = [&](const std::vector<Expr> &idx) { return idx.size() == 1 && idx[0].get() == f.var.get(); };
+    VectorAccess a;
+    Stmt body = f.body;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise) a.cond = i->cond, body = i->then;
+    auto st = as<Store>(body);
+    if (!st) return std::nullopt;
+    Expr value = st->value;
+    auto zero = [](const Expr &e) {
+        auto fi = as<FloatImm>(e);
+        auto ii = as<IntImm>(e);
+        return (fi && fi->value == 0.0) || (ii && ii->value == 0);
+    };
+    if (auto sel = as<Select>(value); sel && zero(sel->f) && !a.cond && st->buffer->scope == Scope::Local)
+        a.cond = sel->cond, value = sel->t;
+    auto l = as<Load>(value);
+    if (!l || l->buffer->dtype != st->buffer->dtype) return std::nullopt;
+    if (st->buffer->scope == Scope::Local && laneOnly(st->indices) && memory(l->buffer)) {
+        a.memory = l->buffer.get(), a.indices = l->indices;
+    } else if (memory(st->buffer) && l->buffer->scope == Scope::Local && laneOnly(l->indices)) {
+        a.memory = st->buffer.get(), a.indices = st->indices;
+    } else {
+        return std::nullopt;
+    }
+    if (a.cond && uses(a.cond, f.var.get())) return std::nullopt;
+    const int64_t eb = std::max(1, st->buffer->dtype.bytes());
+    a.elems = std::min<int64_t>(16, *lanes * eb) / eb;
+    return a;
+}
+
+std::string misaligned(const VectorAccess &a, size_t at, int t) {
+    return "a vector access of " + std::to_string(a.elems) + " elements of " + a.memory->name + " at the misaligned element " +
+           std::to_string(at) + " by thread " + std::to_string(t);
+}
 
 /// A bfloat16's bits and back. The simulator holds a bfloat16 as the float32 (then double) of its value, which is
 /// exact; a NaN pattern (the halves of a float32 that a T.view of a bfloat16 tile stores, DeepSeek's sparse MLA
@@ -211,6 +265,11 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
             }
             return;
         }
+        if (auto va = vectorAccess(*f)) // where it is made, at a multiple of its elements (VectorAccess)
+            for (int t = 0; t < T_; ++t) {
+                if (!mask[t] || (vars_[t][f->var.get()] = eval(f->min, t), va->cond && eval(va->cond, t) == 0)) continue;
+                if (size_t at = index(va->memory, va->indices, t); at % (size_t)va->elems) throw SimError(misaligned(*va, at, t));
+            }
         // Bounds may differ between threads (T.serial(lane, n, 32)): iteration i runs the threads whose own trip
         // count passes i, in lockstep, each binding its own start + i (a barrier inside that only some reach is an
         // error of the barrier's).

@@ -7,9 +7,10 @@
       example file's namespace (gpu/tlcompat.load_example, TileLang's autotuner off as in the side by side),
       TileLang lowering the PrimFunc for sm_90a without compiling or running it, and OUT/NAME.tl.cu written
       (TileLang's device CUDA). EXAMPLES: the folder holding examples/ (compat; e.g. /tmp/tl13 from
-      `git -C TILELANG_REPO archive v0.1.13 examples | tar -x -C /tmp/tl13`) or tile_kernels/'s parent
-      (tilekernels). nvcc -arch=sm_90a -cubin -I SITE/tilelang/src -I SITE/tilelang/3rdparty/cutlass/include
-      then compiles the .tl.cu for SASS (tools/compat/sass_counts.sh counts tilec's).
+      `git -C TILELANG_REPO archive v0.1.13 examples | tar -x -C /tmp/tl13`) or the package folder
+      tile_kernels/ itself, with its parent on PYTHONPATH (tilekernels: the manifest's files are relative to
+      it). nvcc -arch=sm_90a -cubin -I SITE/tilelang/src -I SITE/tilelang/3rdparty/cutlass/include then
+      compiles the .tl.cu for SASS (tools/compat/sass_counts.sh counts tilec's).
 
 Recipe (2026-12-04, CPU machine, no GPU, no torch from PyPI needed):
   /root/.pyenv/versions/3.12.1/bin/python -m venv /work/venv-tl

@@ -11,7 +11,9 @@ namespace tilec::passes {
 /// nothing. Runs on per-thread code (after lowerParallel), where the ranges of the loop, block and thread
 /// variables are known. Inside a vectorized loop over lane v, an innermost index `base + v` with base a
 /// multiple of V against an extent that is also a multiple of V is checked as `base < extent`, which holds
-/// for all lanes at once, so the access can still be one vector access.
+/// for all lanes at once, so the access can still be one vector access. An index `a * b + rest` (b a block
+/// index, rest below a) is inside an extent whose whole tiles of a the grid launches (`extent // a` blocks):
+/// unchecked.
 ir::Program predicateBounds(const ir::Program &p);
 
 } // namespace tilec::passes

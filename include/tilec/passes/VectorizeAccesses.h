@@ -20,7 +20,11 @@ namespace tilec::passes {
 ///   for v: B[base + v] = tmp[v]              (optionally inside `if cond`)
 ///   for v: R[base + v] = cast(e(v))          (a pair conversion, matchPairConversion)
 /// A base pointer's alignment is the launcher's to check; shared buffers are 16-byte aligned.
-ir::Program vectorizeAccesses(const ir::Program &p);
+/// With `assumeAlignedRows` (LoweringOptions::assumeAlignedRows: the wide variant), an offset or a bounds
+/// test that is a multiple of the lane count only where some T.dynamic sizes are (a run-time row length, a
+/// tensor's run-time extent) counts as one, and those sizes join Kernel::assumptions for the launcher to
+/// check.
+ir::Program vectorizeAccesses(const ir::Program &p, bool assumeAlignedRows = false);
 
 /// A vectorized loop over an even number of lanes v whose body is the one store R[base + v] = cast(e(v)):
 /// R a register array of float16, bfloat16 or float8, base a known multiple of 2, e a float32 expression that
