@@ -365,7 +365,7 @@ class Lowerer {
                                        "it can be read only as a shared operand of T.gemm");
             }
             Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-                if (!tma(op->a.buffer) && !tma(op->b.buffer)) return op;
+                if (!tma(op->a.buffer) && !tma(op->b.buffer) && !(op->sparse() && tma(op->e.buffer))) return op;
                 if (!wgmmaCan(*op, self->byBuffer_, 1)) {
                     self->fail(op->loc, "this T.gemm reads tiles that T.tma_copy loads, so it must run on wgmma, which "
                                         "cannot compute it (both operands TMA tiles of matching shapes; float16 / bfloat16, "
