@@ -268,6 +268,11 @@ struct Gemm : StmtNode {
     /// out of its tensor's bounds (T.copy pads it with zeros) and every row of C past R is stored only out of
     /// bounds; the tensor-core instructions of whole 64-row panels past R need not be issued.
     int64_t liveRows = 0;
+    /// T.gemm_sp (2:4 structured sparsity): the metadata tile E; `a` is then A compressed to half its K (the two
+    /// kept values of each group of four), and E's 4-bit nibbles say where in their group they sit
+    /// (docs/LANGUAGE.md, T.gemm_sp). No buffer: a dense product.
+    Region e;
+    bool sparse() const { return (bool)e.buffer; }
     Gemm() : StmtNode(kKind) {}
     static Stmt make(Region a, Region b, Region c, bool transA, bool transB, bool clearAccum, GemmPolicy p,
                      SourceRange loc = {}, GemmInstr instr = GemmInstr::Auto);
@@ -275,6 +280,8 @@ struct Gemm : StmtNode {
     Stmt withRegions(Region a, Region b, Region c) const;
     Stmt withInstr(GemmInstr i) const;
     Stmt withLiveRows(int64_t rows) const;
+    /// The same product as a sparse one with metadata `e` (a, b, c as they are).
+    Stmt withMetadata(Region e) const;
 };
 
 enum class ReduceKind { Max, Min, Sum, AbsSum, AbsMax };

@@ -65,6 +65,7 @@ enum class Fn {
     SyncWarp,      ///< __syncwarp(mask): the lanes of mask wait for each other
     ThreadReturn,  ///< `return`: the thread leaves the kernel (T.thread_return)
     GridSync,      ///< T.sync_grid: every thread of every block of the grid (a cooperative launch)
+    GemmSpSS,      ///< T.gemm_sp: the 2:4 sparse warp-tile GEMM on mma.sp, A compressed + metadata E (mma_sp.cuh)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
@@ -144,7 +145,7 @@ bool isCall(const ir::Stmt &s, lib::Fn f);
 bool isTileTransfer(const ir::Call &c);
 
 /// The shared buffers a library call hands over as swizzled tiles (with the Load of each, for its index): a
-/// transfer's destination, a GEMM's shared operands. The mma.sync GEMMs and the transfers use the row swizzle
+/// transfer's destination, a GEMM's shared operands (T.gemm_sp's metadata among them). The mma.sync GEMMs and the transfers use the row swizzle
 /// of swizzle.cuh (a transfer may be told the panel layout instead); wgmma and gemm_*_panels operands are in
 /// the panel layout (panelSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);

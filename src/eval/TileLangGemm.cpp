@@ -159,6 +159,69 @@ Value gemmAs(Interp &in, CallArgs &args, const std::string &fname) {
     return Value::none();
 }
 
+/// T.gemm_sp: C (+)= A @ B with A 2:4 structured-sparse along K, given as A_sparse (A's two kept values of each
+/// group of four consecutive K elements, in order: (M, K/2)) and E, the metadata TileLang's sparse_utils.compress
+/// writes in its natural row-major layout: E[m, j] holds the groups 4j .. 4j+3 of row m (K columns 16j ..
+/// 16j+15) in its 4-bit nibbles from the lowest, each nibble the positions in its group of the two kept values
+/// (bits 0-1 the first, bits 2-3 the second). One form is supported, the one mma.sp runs from it: 16-bit
+/// operands (float16 or bfloat16) accumulating in float32, 16-bit metadata, A and E not transposed.
+Value gemmSp(Interp &in, CallArgs &args) {
+    auto a = bindArgs(in, args, "T.gemm_sp",
+                      {"A_sparse", "E", "B", "C", "transpose_A?", "transpose_E?", "transpose_B?", "policy?", "clear_accum?",
+                       "k_pack?", "wg_wait?"});
+    a.resize(11);
+    requireLaunch(in, args, "T.gemm_sp");
+    GemmOperand A = gemmOperand(in, *a[0], "A_sparse"), E = gemmOperand(in, *a[1], "E"), B = gemmOperand(in, *a[2], "B"),
+                C = gemmOperand(in, *a[3], "C");
+    for (auto [g, i] : {std::pair{&A, 0}, {&E, 1}, {&B, 2}})
+        if (g->op.buffer->scope != ir::Scope::Shared)
+            in.fail(a[i]->range, "T.gemm_sp operand " + g->name + " must be in shared memory (T.alloc_shared); tilec's "
+                                 "mma.sp reads A_sparse, E and B from shared tiles");
+    for (auto [i, flag] : {std::pair{4, "transpose_A"}, {5, "transpose_E"}})
+        if (a[i] && boolArg(in, *a[i], flag))
+            in.fail(a[i]->range, std::string("T.gemm_sp with ") + flag + "=True is not supported: tilec reads A_sparse "
+                                 "as (M, K/2) and E as (M, K/16), the layouts sparse_utils.compress writes");
+    const bool tB = a[6] && boolArg(in, *a[6], "transpose_B");
+    if (a[9] && constIntArg(in, *a[9], "k_pack") != 1) in.fail(a[9]->range, "T.gemm_sp takes k_pack=1 only");
+    if (a[10]) (void)constIntArg(in, *a[10], "wg_wait");
+    DType ta = A.op.buffer->dtype, tb = B.op.buffer->dtype, tc = C.op.buffer->dtype, te = E.op.buffer->dtype;
+    auto nm = [](DType t) { return std::string(t.name()); };
+    if ((ta != DType::Float16 && ta != DType::BFloat16) || tb != ta || tc != DType::Float32)
+        in.fail(args.call, "T.gemm_sp of " + nm(ta) + " x " + nm(tb) + " into " + nm(tc) + " is not supported: tilec's "
+                           "sparse products take float16 or bfloat16 operands (both alike) accumulating in float32");
+    if (te != DType::Int16 && te != DType::UInt16)
+        in.fail(a[1]->range, "T.gemm_sp metadata " + E.name + " is " + nm(te) + ", but tilec takes 16-bit metadata "
+                             "(int16 or uint16: one element per 16 K columns) for " + nm(ta) + " operands");
+    const int64_t M = C.rows, N = C.cols, K = 2 * A.cols;
+    const int64_t kB = tB ? B.cols : B.rows, nB = tB ? B.rows : B.cols;
+    auto shapes = [&](const std::string &what) { in.fail(args.call, "T.gemm_sp shapes do not agree: " + what); };
+    if (A.rows != M)
+        shapes(A.name + " is " + shapeText(A) + " so M = " + std::to_string(A.rows) + ", but " + C.name + " is " + shapeText(C));
+    if (kB != K)
+        shapes(A.name + " is " + shapeText(A) + " so K = 2 * " + std::to_string(A.cols) + " = " + std::to_string(K) + ", but " +
+               B.name + (tB ? " (transpose_B=True)" : "") + " is " + shapeText(B) + " so K = " + std::to_string(kB));
+    if (nB != N)
+        shapes(B.name + (tB ? " (transpose_B=True)" : "") + " is " + shapeText(B) + " so N = " + std::to_string(nB) +
+               ", but " + C.name + " is " + shapeText(C));
+    if (K % 32)
+        in.fail(args.call, "T.gemm_sp's K = " + std::to_string(K) + " must be a multiple of 32 (mma.sp's K for " +
+                               nm(ta) + " operands)");
+    if (E.rows != M || E.cols * 16 != K)
+        shapes("the metadata " + E.name + " is " + shapeText(E) + ", but M = " + std::to_string(M) + " and K = " +
+               std::to_string(K) + " need (" + std::to_string(M) + ", " + std::to_string(K / 16) + ")");
+    ir::GemmPolicy policy = ir::GemmPolicy::Auto;
+    if (a[7] && !a[7]->value.is(VK::None)) {
+        auto p = constOf(a[7]->value);
+        if (!p || a[7]->value.is(VK::Bool) || *p < 0 || *p > 2)
+            in.fail(a[7]->range, "policy must be T.GemmWarpPolicy.Square, FullRow or FullCol");
+        policy = *p == 0 ? ir::GemmPolicy::Square : *p == 1 ? ir::GemmPolicy::FullRow : ir::GemmPolicy::FullCol;
+    }
+    const bool clear = a[8] && boolArg(in, *a[8], "clear_accum");
+    ir::Stmt g = ir::Gemm::make(A.region, B.region, C.region, false, tB, clear, policy, args.call);
+    in.emit(ir::as<ir::Gemm>(g)->withMetadata(E.region));
+    return Value::none();
+}
+
 // ---- reductions ----
 
 ir::Buffer reduceBuffer(Interp &in, const Arg &a, const std::string &fname, const char *which) {
@@ -217,6 +280,7 @@ Value reduce(Interp &in, CallArgs &args, ir::ReduceKind kind, const std::string 
 void addGemmPrimitives(Attrs &attrs) {
     def(attrs, "gemm", [](Interp &in, CallArgs &args) { return gemmAs(in, args, "T.gemm"); });
     def(attrs, "wgmma_gemm", [](Interp &in, CallArgs &args) { return gemmAs(in, args, "T.wgmma_gemm"); });
+    def(attrs, "gemm_sp", gemmSp);
     // TileLang's GemmWarpPolicy is an IntEnum, so the integers 0, 1, 2 are accepted as well.
     auto p = std::make_shared<ModuleObj>();
     p->name = "T.GemmWarpPolicy";

@@ -303,6 +303,12 @@ Stmt Gemm::withLiveRows(int64_t rows) const {
     return n;
 }
 
+Stmt Gemm::withMetadata(Region e2) const {
+    auto n = std::make_shared<Gemm>(*this);
+    n->e = std::move(e2);
+    return n;
+}
+
 const char *toString(ReduceKind k) {
     switch (k) {
     case ReduceKind::Max: return "max";

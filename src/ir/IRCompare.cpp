@@ -103,7 +103,8 @@ class Matcher {
             auto a = as<Gemm>(x), b = as<Gemm>(y);
             return a->transA == b->transA && a->transB == b->transB && a->clearAccum == b->clearAccum &&
                    a->policy == b->policy && a->instr == b->instr && a->liveRows == b->liveRows && region(a->a, b->a) &&
-                   region(a->b, b->b) && region(a->c, b->c);
+                   region(a->b, b->b) && region(a->c, b->c) && a->sparse() == b->sparse() &&
+                   (!a->sparse() || region(a->e, b->e));
         }
         case NodeKind::Reduce: {
             auto a = as<Reduce>(x), b = as<Reduce>(y);

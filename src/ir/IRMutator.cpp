@@ -207,8 +207,11 @@ Stmt IRMutator::visit(const std::shared_ptr<const Fill> &op) {
 
 Stmt IRMutator::visit(const std::shared_ptr<const Gemm> &op) {
     Region a = mutateRegion(op->a), b = mutateRegion(op->b), c = mutateRegion(op->c);
-    if (sameRegion(a, op->a) && sameRegion(b, op->b) && sameRegion(c, op->c)) return op;
-    return op->withRegions(std::move(a), std::move(b), std::move(c));
+    Region e = op->sparse() ? mutateRegion(op->e) : op->e;
+    if (sameRegion(a, op->a) && sameRegion(b, op->b) && sameRegion(c, op->c) && (!op->sparse() || sameRegion(e, op->e)))
+        return op;
+    Stmt g = op->withRegions(std::move(a), std::move(b), std::move(c));
+    return op->sparse() ? as<Gemm>(g)->withMetadata(std::move(e)) : g;
 }
 
 Stmt IRMutator::visit(const std::shared_ptr<const Reduce> &op) {

@@ -355,9 +355,10 @@ class Printer {
     }
 
     void gemm(const Gemm &g) {
-        out += "gemm(";
+        out += g.sparse() ? "gemm_sp(" : "gemm(";
         region(g.a);
         out += ", ";
+        if (g.sparse()) region(g.e), out += ", ";
         region(g.b);
         out += ", ";
         region(g.c);

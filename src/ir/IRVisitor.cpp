@@ -126,6 +126,7 @@ void IRVisitor::visit(const Fill &op) {
 
 void IRVisitor::visit(const Gemm &op) {
     visitRegion(op.a);
+    if (op.sparse()) visitRegion(op.e);
     visitRegion(op.b);
     visitRegion(op.c);
 }

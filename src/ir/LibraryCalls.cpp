@@ -92,6 +92,8 @@ const std::vector<Info> &table() {
         {Fn::SyncWarp, "tilec.sync_warp", "__syncwarp", 0, {}, {"mask"}, kNone, I::All, "sm_80"},
         {Fn::ThreadReturn, "tilec.thread_return", "return", 0, {}, {}, kNone, I::All, "sm_80"},
         {Fn::GridSync, "tilec.grid_sync", "tilec::grid_sync", 0, {}, {}, kBarrier, I::All, "sm_80"},
+        {Fn::GemmSpSS, "tilec.gemm_sp_ss", "tilec::gemm_sp_ss", 6, {5}, {"M", "N", "K", "warpsM", "warpsN", "transB", "a", "e", "b", "c"},
+         kReadsShared, I::All, "sm_80"},
     };
     return t;
 }
@@ -203,6 +205,7 @@ std::vector<const Load *> panelSharedOperands(const Call &c) {
 std::vector<const Load *> swizzledOperands(const Call &c) {
     if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
     if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
+    if (lib::is(c, lib::Fn::GemmSpSS)) return sharedArgs(c, lib::Fn::GemmSpSS, {"a", "e", "b"});
     if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
     return panelSharedOperands(c); // TMA tiles have no other accesses to swizzle
 }

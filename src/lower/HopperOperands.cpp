@@ -177,6 +177,7 @@ bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Sco
 /// their rows). `rowsOnly`: an RS product's A is tied to another product's accumulator (registerOperandTied), so
 /// every product splits by rows (the accumulator layouts must agree with the A fragment's element for element).
 bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
+    if (g.sparse()) return false; // T.gemm_sp runs on mma.sp over row-swizzled tiles (no wgmma.sp, no panels)
     const bool rs = aInRegisters(g);
     auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
     if ((!rs && ta == tiles.end()) || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
@@ -218,7 +219,7 @@ bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTil
         auto it = b ? tiles.find(b.get()) : tiles.end();
         return it == tiles.end() || it->second->rows % 8 ? nullptr : it->second;
     };
-    if (!tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    if (g.sparse() || !tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
     return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a.buffer) != nullptr;
 }
 
@@ -264,6 +265,7 @@ struct OtherUses : IRVisitor {
     }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
+        if (op.sparse()) use(op.e.buffer);
         if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
     }
 };

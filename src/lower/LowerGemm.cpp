@@ -47,6 +47,7 @@ class GemmLowerer : public IRMutator {
         }
         const Layout &L = cl->second;
         const int64_t M = L.shape[0], N = L.shape[1];
+        if (op->sparse()) return sparse(*op, L, cr->second);
         int kInst = instructionK(A->dtype, B->dtype, C->dtype);
         if (!kInst) {
             diag_.error(loc, "T.gemm of " + std::string(A->dtype.name()) + " x " + std::string(B->dtype.name()) + " into " +
@@ -163,6 +164,28 @@ class GemmLowerer : public IRMutator {
     }
 
   private:
+    /// T.gemm_sp on mma.sp (sm_80+): the front end checked the operand types and shapes (A_sparse (M, K/2), E
+    /// (M, K/16), B (K, N) or (N, K)); the warp tiles are the accumulator's.
+    Stmt sparse(const Gemm &op, const Layout &L, const Buffer &regs) {
+        const int64_t M = L.shape[0], N = L.shape[1];
+        auto aTile = tile(op.a, "A_sparse", true), eTile = tile(op.e, "E", true), bTile = tile(op.b, "B", true);
+        if (!aTile || !eTile || !bTile) return nullptr;
+        const int64_t K = 2 * aTile->second;
+        TILEC_ASSERT(op.instr == GemmInstr::Auto && aTile->first == M && eTile->first == M && eTile->second * 16 == K &&
+                         (op.transB ? bTile->second : bTile->first) == K,
+                     "a T.gemm_sp whose operands the front end did not check, or planned for another instruction");
+        if ((M / L.warpsM) % 16 || (N / L.warpsN) % 8) {
+            diag_.error(op.loc, "T.gemm_sp's warps split the " + std::to_string(M) + "x" + std::to_string(N) +
+                                    " accumulator into " + std::to_string(L.warpsM) + "x" + std::to_string(L.warpsN) +
+                                    " warp tiles that are not multiples of mma.sp's 16x8");
+            return nullptr;
+        }
+        return lib::stmt(lib::Fn::GemmSpSS,
+                         {i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN), i32(op.transB), address(op.a), address(op.e),
+                          address(op.b), addressOf(regs, {i32(0)})},
+                         op.loc);
+    }
+
     const Kernel &kernel_;
     const KernelLayouts &layouts_;
     const Target &target_;
@@ -170,7 +193,8 @@ class GemmLowerer : public IRMutator {
 
     /// The stored (rows, columns) of a shared operand: its last two dimensions, taken whole; any leading
     /// dimensions (a pipeline stage) are single elements.
-    std::optional<std::pair<int64_t, int64_t>> tile(const Region &r, const char *which) {
+    std::optional<std::pair<int64_t, int64_t>> tile(const Region &r, const char *which, bool sparse = false) {
+        const char *prim = sparse ? "T.gemm_sp" : "T.gemm";
         const Buffer &b = r.buffer;
         size_t nd = r.ranges.size();
         bool ok = b && b->scope == Scope::Shared && nd >= 2 && b->shape.size() == nd;
@@ -181,7 +205,8 @@ class GemmLowerer : public IRMutator {
         }
         if (!ok) {
             diag_.error(r.loc.valid() ? r.loc : b ? b->loc : SourceRange{},
-                        std::string("operand ") + which + " of T.gemm must be a whole 2-D shared buffer (or, for A, a fragment)");
+                        std::string("operand ") + which + " of " + prim + " must be a whole 2-D shared buffer" +
+                            (sparse ? "" : " (or, for A, a fragment)"));
             return std::nullopt;
         }
         return std::pair{*constValue(r.ranges[nd - 2].extent), *constValue(r.ranges[nd - 1].extent)};

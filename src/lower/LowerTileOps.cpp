@@ -362,7 +362,7 @@ Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
             using IRVisitor::visit;
             std::set<const BufferNode *> *out;
             void visit(const Gemm &op) override {
-                for (auto *r : {&op.a, &op.b})
+                for (auto *r : {&op.a, &op.b, &op.e}) // (e: T.gemm_sp's metadata; no buffer when dense)
                     if (r->buffer && r->buffer->scope == Scope::Shared) out->insert(r->buffer.get());
             }
         } ops;

@@ -365,11 +365,26 @@ class Lowerer {
                                        "it can be read only as a shared operand of T.gemm");
             }
             Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-                if (!tma(op->a.buffer) && !tma(op->b.buffer)) return op;
+                if (!tma(op->a.buffer) && !tma(op->b.buffer) && !(op->sparse() && tma(op->e.buffer))) return op;
+                if (op->sparse()) {
+                    self->fail(op->loc, "this T.gemm_sp reads tiles that T.tma_copy loads (stored in TMA's swizzled "
+                                        "layout), but it runs on mma.sp, which reads its tiles in the row layout T.copy "
+                                        "stores; load A_sparse, E and B with T.copy");
+                    return op;
+                }
                 if (!wgmmaCan(*op, self->byBuffer_, 1)) {
+                    // wgmma reads a shared operand only as a TMA tile here: name one the threads fill instead
+                    // (vertical-slash attention's K rows, gathered by the consumer, beside its TMA-loaded Q).
+                    const Buffer &other = op->a.buffer->scope == Scope::Shared && !tma(op->a.buffer) ? op->a.buffer
+                                          : !tma(op->b.buffer)                                       ? op->b.buffer
+                                                                                                     : Buffer();
                     self->fail(op->loc, "this T.gemm reads tiles that T.tma_copy loads, so it must run on wgmma, which "
-                                        "cannot compute it (both operands TMA tiles of matching shapes; float16 / bfloat16, "
-                                        "or K-major tf32, float8, int8)");
+                                        "cannot compute it " +
+                                            (other ? "here: its operand '" + other->name + "' is not loaded by T.tma_copy "
+                                                     "(wgmma reads a shared operand of explicit warp roles only as a "
+                                                     "T.tma_copy tile)"
+                                                   : std::string("(both operands TMA tiles of matching shapes; float16 / "
+                                                                 "bfloat16, or K-major tf32, float8, int8)")));
                     return op;
                 }
                 return op->withInstr(GemmInstr::Wgmma);

@@ -106,8 +106,10 @@ class Ringer : public IRMutator {
     }
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         Region a = region(op->a), b = region(op->b);
-        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer) return op;
-        return op->withRegions(a, b, op->c);
+        Region e = op->sparse() ? region(op->e) : op->e; // T.gemm_sp's metadata tile is staged like A and B
+        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer && e.buffer == op->e.buffer) return op;
+        Stmt g = op->withRegions(a, b, op->c);
+        return op->sparse() ? as<Gemm>(g)->withMetadata(e) : g;
     }
 
   private:

@@ -118,6 +118,10 @@ Plan plan(const Kernel &k) {
     for (const Gemm *g : gemms.all) {
         const BufferNode *a = g->a.buffer.get(), *c = g->c.buffer.get();
         if (!rows.count(c)) continue;
+        if (g->sparse()) { // T.gemm_sp's metadata tile would shrink with A: not done
+            m.bad.insert(c);
+            continue;
+        }
         // Any warp policy where every warp can keep 16 rows of the shrunk tile; else only those that may split N.
         const bool policyOk = k.threads / 32 * 16 <= rows[c] || g->policy == GemmPolicy::Auto || g->policy == GemmPolicy::FullCol;
         if (!policyOk || !a || a->scope != Scope::Shared || a->shape.size() != 2) {

@@ -27,6 +27,7 @@ struct Mentioned : IRVisitor {
     void visit(const Copy &op) override { buffers.insert(op.src.buffer.get()), buffers.insert(op.dst.buffer.get()); }
     void visit(const Gemm &op) override {
         for (auto *r : {&op.a, &op.b, &op.c}) buffers.insert(r->buffer.get());
+        if (op.sparse()) buffers.insert(op.e.buffer.get());
     }
     void visit(const Fill &op) override { buffers.insert(op.dst.buffer.get()); }
     void visit(const For &op) override {
@@ -53,8 +54,10 @@ class Stage : public IRMutator {
     }
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         Region a = region(op->a), b = region(op->b);
-        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer) return op;
-        return op->withRegions(a, b, op->c);
+        Region e = op->sparse() ? region(op->e) : op->e; // T.gemm_sp's metadata tile is staged like A and B
+        if (a.buffer == op->a.buffer && b.buffer == op->b.buffer && e.buffer == op->e.buffer) return op;
+        Stmt g = op->withRegions(a, b, op->c);
+        return op->sparse() ? as<Gemm>(g)->withMetadata(e) : g;
     }
 
   private:

@@ -110,7 +110,7 @@ void Accesses::visit(const AtomicAdd &op) {
 }
 // T.gemm reads its shared operands.
 void Accesses::visit(const Gemm &op) {
-    for (auto *r : {&op.a, &op.b})
+    for (auto *r : {&op.a, &op.b, &op.e}) // (e: T.gemm_sp's metadata; no buffer when dense)
         if (r->buffer && r->buffer->scope == Scope::Shared) note(p.reads, r->buffer.get());
 }
 // An address handed to the device library is not an access by itself; a tile transfer that waits for

@@ -7,7 +7,32 @@
 /// wait and a barrier shows up as a race or a NaN. Commit groups are per component (the block, or an agent).
 #include "sim/Simulator.h"
 
+#include <tuple>
+
 namespace tilec::simtest {
+
+namespace {
+
+/// C += A B (M x K times K x N, row-major) into the accumulators of the threads in `mask`, each thread's slots in
+/// the order of `lc` (the mma accumulator layout), rounded to the accumulator type once. `regs(t)`: thread t's
+/// (storage, offset of its first slot, type).
+template <class Regs>
+void accumulate(const std::vector<double> &A, const std::vector<double> &B, int64_t K, const passes::Layout &lc,
+                const std::vector<char> &mask, int scopeFirst, Regs regs) {
+    const int64_t N = lc.shape[1];
+    for (int t = 0; t < (int)mask.size(); ++t) {
+        if (!mask[(size_t)t]) continue;
+        auto [s, c0, type] = regs(t);
+        for (int64_t slot = 0; slot < lc.slotsPerThread(); ++slot) {
+            int64_t e = passes::elementOf(lc, t - scopeFirst, slot), i = e / N, j = e % N;
+            double acc = s->at(c0 + slot);
+            for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
+            s->at(c0 + slot) = roundToDType(type, acc);
+        }
+    }
+}
+
+} // namespace
 
 std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &e, int t) {
     const ir::Load *l = passes::addressedLoad(e);
@@ -134,22 +159,56 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
                 touch(bbuf, at, first + (int)(j % active), false);
                 B[k * N + j] = storage(bbuf, first).at(at);
             }
-        passes::Layout lc = passes::Layout::mma({M, N}, scopeThreads, (int)wm, (int)wn);
-        for (int t = 0; t < T_; ++t) {
-            if (!mask[(size_t)t]) continue;
+        accumulate(A, B, K, passes::Layout::mma({M, N}, scopeThreads, (int)wm, (int)wn), mask, scopeFirst, [&](int t) {
             auto [regs, c0] = addressOf(passes::lib::arg(c, info.fn, "c"), t);
-            auto &s = storage(regs, t);
-            for (int64_t slot = 0; slot < lc.slotsPerThread(); ++slot) {
-                int64_t e = passes::elementOf(lc, t - scopeFirst, slot), i = e / N, j = e % N;
-                double acc = s.at(c0 + slot);
-                for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
-                s.at(c0 + slot) = roundTo(regs->dtype, acc);
-            }
-        }
+            return std::make_tuple(&storage(regs, t), c0, regs->dtype);
+        });
         return;
     }
+    case Fn::GemmSpSS: return gemmSparse(c, mask);
     default: return hopper(c, info, mask);
     }
+}
+
+/// mma.sp as stdlib/tilec/mma_sp.cuh computes it: A rebuilt from its compressed tile and the metadata (the
+/// kept values at the positions the nibbles name, zeros elsewhere), then the product of the dense A and B. A
+/// group whose positions are not in increasing order is not mma.sp::ordered_metadata's (undefined there): an error,
+/// unless both its values are zero (the zero padding of a partial tile, whose metadata is zero too; its rows
+/// contribute nothing whatever the positions).
+void Simulator::gemmSparse(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    if (!wholeScope(mask)) throw SimError("a T.gemm_sp run by only some threads");
+    const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
+    auto arg = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, Fn::GemmSpSS, n), first); };
+    const int scopeFirst = agent_ ? roleFirst_[agent_->role] : 0, scopeThreads = agent_ ? roleCount_[agent_->role] : T_;
+    const int64_t M = arg("M"), N = arg("N"), K = arg("K"), wm = arg("warpsM"), wn = arg("warpsN");
+    const bool tb = arg("transB") != 0;
+    const int active = (int)std::count(mask.begin(), mask.end(), 1);
+    // Element (r, col) of a swizzled rows x cols tile at `base` (swizzle.cuh), read by the thread that loads it.
+    auto read = [&](const char *name, int64_t rows, int64_t cols, int64_t r, int64_t col) {
+        auto [buf, base] = addressOf(passes::lib::arg(c, Fn::GemmSpSS, name), first);
+        const size_t at = (size_t)(base + swizzled(cols, buf->dtype.bytes(), rows * cols, r * cols + col));
+        touch(buf, at, first + (int)((r + col) % active), false);
+        return storage(buf, first).at(at);
+    };
+    std::vector<double> A(M * K, 0.0), B(K * N);
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t g = 0; g < K / 4; ++g) {
+            const auto word = (uint16_t)(int64_t)read("e", M, K / 16, i, g / 4);
+            const int nibble = (word >> (4 * (g % 4))) & 0xF, p0 = nibble & 3, p1 = nibble >> 2;
+            const double v0 = read("a", M, K / 2, i, 2 * g), v1 = read("a", M, K / 2, i, 2 * g + 1);
+            if (p0 >= p1 && (v0 != 0 || v1 != 0))
+                throw SimError("T.gemm_sp metadata of row " + std::to_string(i) + ", K columns " + std::to_string(4 * g) + ".." +
+                               std::to_string(4 * g + 3) + " names positions " + std::to_string(p0) + " and " + std::to_string(p1) +
+                               ", not two in increasing order");
+            if (p0 < p1) A[i * K + 4 * g + p0] = v0, A[i * K + 4 * g + p1] = v1;
+        }
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) B[k * N + j] = tb ? read("b", N, K, j, k) : read("b", K, N, k, j);
+    accumulate(A, B, K, passes::Layout::mma({M, N}, scopeThreads, (int)wm, (int)wn), mask, scopeFirst, [&](int t) {
+        auto [regs, c0] = addressOf(passes::lib::arg(c, Fn::GemmSpSS, "c"), t);
+        return std::make_tuple(&storage(regs, t), c0, regs->dtype);
+    });
 }
 
 } // namespace tilec::simtest

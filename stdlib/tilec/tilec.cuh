@@ -14,6 +14,7 @@
 #include "cp_async.cuh"
 #include "mma_frag.cuh"
 #include "mma.cuh"
+#include "mma_sp.cuh"
 #include "raster.cuh"
 
 // sm_90: tensor maps, mbarriers and fences, TMA loads, the TMA-store epilogue, wgmma.

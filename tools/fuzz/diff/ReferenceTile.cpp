@@ -58,6 +58,7 @@ void Reference::copyRegions(const Region &src, const Region &dst, bool add) {
 }
 
 void Reference::gemm(const Gemm &g) {
+    if (g.sparse()) throw RefError("T.gemm_sp is not modelled (the generator makes none)");
     auto ev = [&](const Expr &e) { return eval(e, 0); };
     Box a = boxOf(g.a, ev), b = boxOf(g.b, ev), c = boxOf(g.c, ev);
     auto dims2 = [](const Box &x, const char *what) {
