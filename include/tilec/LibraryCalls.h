@@ -65,6 +65,8 @@ enum class Fn {
     SyncWarp,      ///< __syncwarp(mask): the lanes of mask wait for each other
     ThreadReturn,  ///< `return`: the thread leaves the kernel (T.thread_return)
     GridSync,      ///< T.sync_grid: every thread of every block of the grid (a cooperative launch)
+    // TileLang's intrinsics-level GEMM (tilelang.cuda.intrinsics' emitter; src/eval/TileLangMmaEmitter.cpp)
+    MmaSync,       ///< one m16n8kK mma.sync of the warp on its threads' registers: c += a * b, fragments in PTX order
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
