@@ -207,6 +207,9 @@ void mmaTile(InterpImpl &in, const Emitter &e, const Regs &A, const Regs &B, con
                         std::string(B.buf->dtype.name()) + " -> " + std::string(C.buf->dtype.name()) +
                         " (float16 -> float32/float16, bfloat16 -> float32, float32 (tf32), int8/uint8 -> "
                         "int32, float8 -> float32)");
+    if (A.buf->dtype.isFloat8() && in.smVersion() < 89)
+        in.fail(at, e.name + ": mma.sync on float8 registers needs sm_89 or newer; sm_" +
+                        std::to_string(in.smVersion()) + " has no float8 tensor cores");
     auto addr = [&](const Regs &r, ir::Expr off) {
         return passes::addressOf(r.buf, {ir::simplify(add(r.base, off, at))});
     };
