@@ -66,6 +66,8 @@ enum class Fn {
     ThreadReturn,  ///< `return`: the thread leaves the kernel (T.thread_return)
     GridSync,      ///< T.sync_grid: every thread of every block of the grid (a cooperative launch)
     GemmSpSS,      ///< T.gemm_sp: the 2:4 sparse warp-tile GEMM on mma.sp, A compressed + metadata E (mma_sp.cuh)
+    // TileLang's intrinsics-level GEMM (tilelang.cuda.intrinsics' emitter; src/eval/TileLangMmaEmitter.cpp)
+    MmaSync,       ///< one m16n8kK mma.sync of the warp on its threads' registers: c += a * b, fragments in PTX order
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

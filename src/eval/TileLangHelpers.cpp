@@ -9,12 +9,15 @@
 ///     16- and 8-bit types (other dtypes have no 2:4 layout: an error, TileLang's KeyError);
 ///     `get_e_replicate_factor(a_dtype)`: 1 for types of 8 bits or fewer, 2 otherwise.
 ///   - `tilelang.tools.cuda.iket`, TileLang's IKET profiling events (IketModule.cpp).
+///   - `tilelang.cuda.intrinsics`' GEMM emitter and swizzle layouts (TileLangMmaEmitter.cpp).
 /// The modules' other attributes stay opaque.
 #include "eval/InterpImpl.h"
 
 namespace tilec::eval {
 
 Value iketModule(); // tilelang.tools.cuda.iket (IketModule.cpp)
+// TileLang's intrinsics-level GEMM layer: the emitter, the swizzle layouts (TileLangMmaEmitter.cpp)
+std::optional<Value> mmaIntrinsicsModule(InterpImpl &in, const std::string &dotted);
 
 namespace {
 
@@ -67,8 +70,18 @@ std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dot
     if (dotted == "tilelang.language.fp8") return fp8Module();
     if (dotted == "tilelang.cuda.intrinsics.sparse_layout") return sparseLayoutModule();
     // The packages above them, so that attribute chains (tilelang.cuda.intrinsics.sparse_layout) reach them.
-    if (dotted == "tilelang.cuda.intrinsics")
-        return partlyKnownModule(dotted, {{"sparse_layout", *in.knownModule(dotted + ".sparse_layout")}});
+    if (auto m = mmaIntrinsicsModule(in, dotted)) return m;
+    if (dotted == "tilelang.cuda.intrinsics") {
+        const auto &gen = in.knownModule(dotted + ".macro.mma_macro_generator")->as<ModuleObj>().attrs;
+        const auto &lay = in.knownModule(dotted + ".layout")->as<ModuleObj>().attrs;
+        return partlyKnownModule(dotted, {{"sparse_layout", *in.knownModule(dotted + ".sparse_layout")},
+                                          {"macro", *in.knownModule(dotted + ".macro")},
+                                          {"layout", *in.knownModule(dotted + ".layout")},
+                                          {"TensorCoreIntrinEmitter", gen.at("TensorCoreIntrinEmitter")},
+                                          {"TensorCoreIntrinEmitterWithLadderTransform", gen.at("TensorCoreIntrinEmitterWithLadderTransform")},
+                                          {"get_swizzle_layout", lay.at("get_swizzle_layout")},
+                                          {"make_mma_swizzle_layout", lay.at("make_mma_swizzle_layout")}});
+    }
     if (dotted == "tilelang.tools.cuda.iket") return iketModule();
     if (dotted == "tilelang.tools.cuda") return partlyKnownModule(dotted, {{"iket", *in.knownModule(dotted + ".iket")}});
     if (dotted == "tilelang.tools") return partlyKnownModule(dotted, {{"cuda", *in.knownModule(dotted + ".cuda")}});

@@ -94,6 +94,7 @@ const std::vector<Info> &table() {
         {Fn::GridSync, "tilec.grid_sync", "tilec::grid_sync", 0, {}, {}, kBarrier, I::All, "sm_80"},
         {Fn::GemmSpSS, "tilec.gemm_sp_ss", "tilec::gemm_sp_ss", 6, {5}, {"M", "N", "K", "warpsM", "warpsN", "transB", "a", "e", "b", "c"},
          kReadsShared, I::All, "sm_80"},
+        {Fn::MmaSync, "tilec.mma_sync", "tilec::mma_sync", 0, {}, {"a", "b", "c"}, kNone, I::All, "sm_80"},
     };
     return t;
 }

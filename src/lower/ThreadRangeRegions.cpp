@@ -26,14 +26,14 @@ using threadranges::rangeOf;
 using threadranges::complementOf;
 using threadranges::usesMbarriers;
 
-/// Calls whose meaning depends on which threads run them (warp shuffles, mbarrier counts, named barriers, leaving
-/// the kernel).
+/// Calls whose meaning depends on which threads run them (warp shuffles and mma.sync, mbarrier counts, named
+/// barriers, leaving the kernel).
 bool threadCountedCall(const Call &c) {
     using lib::Fn;
     for (Fn f : {Fn::NamedSync, Fn::NamedArrive, Fn::ShflXor, Fn::Shfl, Fn::MbarrierInit, Fn::MbarrierArrive,
                  Fn::MbarrierArriveExpectTx, Fn::MbarrierWait, Fn::MbarrierArriveCluster, Fn::ClusterSync,
                  Fn::MbarrierExpectTx, Fn::MbarrierArriveEach, Fn::WarpGroup, Fn::TmaCopyOn, Fn::ShflXorSync,
-                 Fn::ShflDownSync, Fn::ShflUpSync, Fn::SyncWarp, Fn::ThreadReturn, Fn::GridSync})
+                 Fn::ShflDownSync, Fn::ShflUpSync, Fn::SyncWarp, Fn::ThreadReturn, Fn::GridSync, Fn::MmaSync})
         if (lib::is(c, f)) return true;
     return false;
 }

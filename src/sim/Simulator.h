@@ -387,6 +387,7 @@ class Simulator {
     void tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask);  // sm_90 ones
+    void mmaSync(const ir::Call &c, const std::vector<char> &mask); // tilec.mma_sync: one warp instruction per warp
 
     // ---- Hopper state (SimulatorHopper.cpp) ----
     struct Mbarrier {

@@ -166,6 +166,7 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         return;
     }
     case Fn::GemmSpSS: return gemmSparse(c, mask);
+    case Fn::MmaSync: return mmaSync(c, mask);
     default: return hopper(c, info, mask);
     }
 }
@@ -209,6 +210,46 @@ void Simulator::gemmSparse(const ir::Call &c, const std::vector<char> &mask) {
         auto [regs, c0] = addressOf(passes::lib::arg(c, Fn::GemmSpSS, "c"), t);
         return std::make_tuple(&storage(regs, t), c0, regs->dtype);
     });
+}
+
+/// tilec.mma_sync: one m16n8kK mma.sync per warp, K = 32 bytes of the operand type. Each lane's a, b and c
+/// address its fragment registers in the PTX ISA's order: 32 / bits elements to a register; A's registers are
+/// (row g, k), (g + 8, k), (g, k + 4 registers' worth), (g + 8, ...) for g = lane / 4 and k from (lane % 4) times a
+/// register's elements; B's (k, n g) and (k + 4 registers' worth, g); the four accumulators (g, 2 (lane % 4) + 0, 1)
+/// and (g + 8, ...). The whole warp must run it; the product accumulates in double and rounds once to c's type.
+void Simulator::mmaSync(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    auto operand = [&](const char *n) { return passes::lib::arg(c, Fn::MmaSync, n); };
+    for (int w = 0; w * 32 < T_; ++w) {
+        int on = 0;
+        for (int l = 0; l < 32 && w * 32 + l < T_; ++l) on += mask[(size_t)(w * 32 + l)] != 0;
+        if (!on) continue;
+        if (on != 32) throw SimError("mma.sync run by " + std::to_string(on) + " lanes of a warp (all 32 must)");
+        const int bits = (int)addressOf(operand("a"), w * 32).first->dtype.bits(), per = 32 / bits, K = 8 * per;
+        std::vector<double> A(16 * (size_t)K), B((size_t)K * 8);
+        for (int l = 0; l < 32; ++l) {
+            const int t = w * 32 + l, g = l / 4, k0 = (l % 4) * per;
+            auto [ab, a0] = addressOf(operand("a"), t);
+            auto [bb, b0] = addressOf(operand("b"), t);
+            for (int e = 0; e < 4 * per; ++e) {
+                const int reg = e / per, k = k0 + e % per + (reg / 2) * 4 * per;
+                A[(size_t)((g + 8 * (reg % 2)) * K + k)] = storage(ab, t).at((size_t)(a0 + e));
+            }
+            for (int e = 0; e < 2 * per; ++e)
+                B[(size_t)((k0 + e % per + (e / per) * 4 * per) * 8 + g)] = storage(bb, t).at((size_t)(b0 + e));
+        }
+        for (int l = 0; l < 32; ++l) {
+            const int t = w * 32 + l;
+            auto [cb, c0] = addressOf(operand("c"), t);
+            for (int e = 0; e < 4; ++e) {
+                const int i = l / 4 + 8 * (e / 2), j = 2 * (l % 4) + e % 2;
+                double &acc = storage(cb, t).at((size_t)(c0 + e));
+                double sum = acc;
+                for (int k = 0; k < K; ++k) sum += A[(size_t)(i * K + k)] * B[(size_t)(k * 8 + j)];
+                acc = roundTo(cb->dtype, sum);
+            }
+        }
+    }
 }
 
 } // namespace tilec::simtest

@@ -276,6 +276,50 @@ __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
     gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0>(Areg, Bs, C);
 }
 
+namespace mma_detail {
+
+// A thread's fragment elements packed into R 32-bit registers, the lowest element in the lowest bits (the PTX
+// ISA's order); float elements become tf32.
+template <int R, class T> __device__ __forceinline__ void pack_regs(const T *e, uint32_t *r) {
+    constexpr int Per = 4 / (int)sizeof(T);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        if constexpr (sizeof(T) == 4) {
+            r[i] = to_tf32(__float_as_uint(e[i]));
+        } else if constexpr (sizeof(T) == 2) {
+            r[i] = pack16(bits16(e[2 * i]), bits16(e[2 * i + 1]));
+        } else {
+            uint32_t v = 0;
+#pragma unroll
+            for (int j = 0; j < Per; ++j)
+                v |= bits8(e[Per * i + j]) << (8 * j);
+            r[i] = v;
+        }
+    }
+}
+
+} // namespace mma_detail
+
+/// One mma.sync m16n8kK of the warp (K = 32 bytes of the operand type) on its threads' registers, the
+/// intrinsics-level GEMM of TileLang's emitter: a is the thread's A fragment (four registers' worth of elements),
+/// b its B fragment (two), c its four accumulators, each in the PTX ISA's fragment order ("Matrix Fragments for
+/// mma.m16n8k*"); c += a * b. Every lane of the warp calls it together.
+template <class TA, class TB, class TC> __device__ __forceinline__ void mma_sync(const TA *a, const TB *b, TC *c) {
+    using Op = mma_detail::mma_op<TA, TB, TC>;
+    static_assert(Op::supported, "no mma.sync for this combination of operand and accumulator types");
+    uint32_t ra[4], rb[2];
+    mma_detail::pack_regs<4>(a, ra);
+    mma_detail::pack_regs<2>(b, rb);
+    if constexpr (std::is_same<TC, __half>::value) {
+        uint32_t acc[2];
+        mma_detail::pack_acc<4>(c, acc);
+        Op::run(acc, ra, rb);
+        mma_detail::unpack_acc<4>(acc, c);
+    } else {
+        Op::run(c, ra, rb);
+    }
+}
+
 } // namespace tilec
 
 #endif // TILEC_STDLIB_MMA_CUH
