@@ -65,6 +65,7 @@ enum class Fn {
     SyncWarp,      ///< __syncwarp(mask): the lanes of mask wait for each other
     ThreadReturn,  ///< `return`: the thread leaves the kernel (T.thread_return)
     GridSync,      ///< T.sync_grid: every thread of every block of the grid (a cooperative launch)
+    RoleThread,    ///< threadIdx.x (a value) in a warp role of threads first .. first + count - 1, which analyses know
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -91,6 +91,7 @@ const std::vector<Info> &table() {
         {Fn::SyncWarp, "tilec.sync_warp", "__syncwarp", 0, {}, {"mask"}, kNone, I::All, "sm_80"},
         {Fn::ThreadReturn, "tilec.thread_return", "return", 0, {}, {}, kNone, I::All, "sm_80"},
         {Fn::GridSync, "tilec.grid_sync", "tilec::grid_sync", 0, {}, {}, kBarrier, I::All, "sm_80"},
+        {Fn::RoleThread, "tilec.role_thread", "threadIdx.x", 0, {}, {"first", "count"}, kPure, I::All, "sm_80"},
     };
     return t;
 }
