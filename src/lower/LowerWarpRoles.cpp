@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 
 namespace tilec::passes {
 
@@ -340,8 +341,36 @@ class Lowerer {
         return nullptr;
     }
 
+    /// Fails at the producer's first store or read of a T.tma_copy destination other than T.tma_copy's own: the
+    /// tile is in TMA's swizzled layout, which one thread's row-major element does not name.
+    void checkProducerTiles(const Stmt &body) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            Lowerer *self = nullptr;
+            std::set<const BufferNode *> tiles;
+            bool collecting = true;
+            void visit(const IfThenElse &op) override {
+                if (!lib::is(op.cond, lib::Fn::TmaCopyOn)) return IRVisitor::visit(op);
+                if (collecting) tiles.insert(as<Copy>(op.then)->dst.buffer.get());
+            }
+            void touch(const Buffer &b, const SourceRange &at) {
+                if (!collecting && tiles.count(b.get()) && self->ok_)
+                    self->fail(at, "'" + b->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), so the "
+                                   "producer's threads can neither store into it nor read it");
+            }
+            void visit(const Store &op) override { touch(op.buffer, op.loc), IRVisitor::visit(op); }
+            void visit(const Load &op) override { touch(op.buffer, op.loc), IRVisitor::visit(op); }
+        } v;
+        v.self = this;
+        if (!body) return;
+        v.visit(body);
+        v.collecting = false;
+        v.visit(body);
+    }
+
     /// The producer's T.tma_copy statements as TMA loads of one elected thread.
     Stmt lowerProducer(const Stmt &body, Kernel &nk) {
+        checkProducerTiles(body);
         struct M : IRMutator {
             using IRMutator::visit;
             Lowerer *self = nullptr;

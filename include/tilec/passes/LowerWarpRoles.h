@@ -43,7 +43,7 @@ namespace tilec::passes {
 /// (two warp groups), a statement between or after the T.ws blocks outside them (or, before them, mbarrier
 /// operations and T.tma_copy inside loops or branches, atomics and calls outside T.Parallel nests, the thread
 /// index read other than by a register assignment), T.ws(a, b), a T.ws block inside another, other work in
-/// the producer, other reads of a TMA tile, a T.gemm on TMA tiles that wgmma cannot do, a tile TMA cannot
+/// the producer (a store into or read of a T.tma_copy tile among it), other reads of a TMA tile, a T.gemm on TMA tiles that wgmma cannot do, a tile TMA cannot
 /// load, barriers without T.ws.
 ir::Program lowerWarpRoles(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
 
