@@ -68,6 +68,7 @@ enum class Fn {
     GemmSpSS,      ///< T.gemm_sp: the 2:4 sparse warp-tile GEMM on mma.sp, A compressed + metadata E (mma_sp.cuh)
     // TileLang's intrinsics-level GEMM (tilelang.cuda.intrinsics' emitter; src/eval/TileLangMmaEmitter.cpp)
     MmaSync,       ///< one m16n8kK mma.sync of the warp on its threads' registers: c += a * b, fragments in PTX order
+    RoleThread,    ///< threadIdx.x (a value) in a warp role of threads first .. first + count - 1, which analyses know
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -398,6 +398,7 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         return {std::string(f.cxx) + "((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("delta") + ", " + arg("width") + ")", 16};
     case lib::Fn::SyncWarp: return {"__syncwarp((unsigned)(" + arg("mask") + "))", 16};
     case lib::Fn::ThreadReturn: return {"return", 16};
+    case lib::Fn::RoleThread: return {"(int)threadIdx.x", 15};
     case lib::Fn::Swz: {
         auto tileElems = constInt(c.args[2]), cols = constInt(c.args[0]);
         std::string fn = "tilec::swz<" + constArg(0) + ", " + constArg(1) + ">";

@@ -95,6 +95,7 @@ const std::vector<Info> &table() {
         {Fn::GemmSpSS, "tilec.gemm_sp_ss", "tilec::gemm_sp_ss", 6, {5}, {"M", "N", "K", "warpsM", "warpsN", "transB", "a", "e", "b", "c"},
          kReadsShared, I::All, "sm_80"},
         {Fn::MmaSync, "tilec.mma_sync", "tilec::mma_sync", 0, {}, {"a", "b", "c"}, kNone, I::All, "sm_80"},
+        {Fn::RoleThread, "tilec.role_thread", "threadIdx.x", 0, {}, {"first", "count"}, kPure, I::All, "sm_80"},
     };
     return t;
 }

@@ -9,6 +9,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -119,6 +120,11 @@ template <class IV> class Bounds {
         if (auto u = as<Unary>(e); u && u->op == UnaryOp::Neg && e->dtype.isInt()) {
             IV a = of(u->a);
             return {sub<V>(V(0), a.hi), sub<V>(V(0), a.lo)};
+        }
+        if (auto c = as<Call>(e); c && lib::is(*c, lib::Fn::RoleThread)) { // its role's threads
+            auto first = constInt(lib::arg(*c, lib::Fn::RoleThread, "first"));
+            auto count = constInt(lib::arg(*c, lib::Fn::RoleThread, "count"));
+            if (first && count) return range(V(*first), V(*first + *count - 1));
         }
         auto b = as<Binary>(e);
         // Anything else (a load, a call) holds some value of its type.

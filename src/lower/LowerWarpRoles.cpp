@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 
 namespace tilec::passes {
 
@@ -31,6 +32,8 @@ const Call *markerOf(const Stmt &s, lib::Fn f) {
     return i && lib::is(i->cond, f) ? as<Call>(i->cond) : nullptr;
 }
 bool isBarrierOp(const Stmt &s) { return isCall(s, lib::Fn::MbarrierWait) || isCall(s, lib::Fn::MbarrierArriveEach); }
+/// Before the roles: what every warp group runs itself (a wait, an arrival) or one thread for all (a T.tma_copy).
+bool everyGroup(const Stmt &s) { return isBarrierOp(s) || markerOf(s, lib::Fn::TmaCopyOn); }
 
 /// Whether the kernel uses any of the explicit constructs.
 bool usesExplicitRoles(const Stmt &body) {
@@ -63,6 +66,16 @@ bool registerStore(const Stmt &s) {
     return true;
 }
 
+/// Whether `s` is one thread's store (T.ptx_cp_async's, or an assignment outside T.Parallel nests) into memory
+/// that is not a fragment, reading no fragment: what a producer may run with its own thread index.
+bool threadStore(const Stmt &s) {
+    auto st = as<Store>(s);
+    if (!st) return false;
+    for (auto *b : mentionedBuffers(s, nullptr))
+        if (b->scope == Scope::Fragment) return false;
+    return true;
+}
+
 /// The first statement of `s` outside T.Parallel nests whose effect counts the threads that run it (an atomic
 /// update, a call: an arrival, a shuffle, a print), or null.
 const StmtNode *perThreadEffect(const Stmt &s) {
@@ -84,7 +97,7 @@ const StmtNode *perThreadEffect(const Stmt &s) {
 struct Role {
     bool used = false;
     const StmtNode *firstTma = nullptr;   ///< a T.tma_copy
-    const StmtNode *firstOther = nullptr; ///< a statement other than T.tma_copy and barrier operations
+    const StmtNode *firstOther = nullptr; ///< a statement other than T.tma_copy, barrier operations and thread stores
 };
 
 class Lowerer {
@@ -96,23 +109,25 @@ class Lowerer {
         if (!t_.hasWgmma())
             return fail(at, "explicit warp roles (T.ws, T.alloc_barrier, T.tma_copy) need TMA and wgmma, a Hopper target "
                             "(sm_90a); they are not supported for " + t_.name);
-        if (uses(k_.body, k_.threadIdx.get()))
-            return fail(firstUse(k_.body, k_.threadIdx.get()).value_or(at),
-                        "T.get_thread_binding in a kernel with T.ws roles is not supported (tilec numbers the roles' "
-                        "threads itself): this statement reads the thread index");
         std::vector<Stmt> top;
         if (auto q = as<Seq>(k_.body)) top = q->stmts;
         else top = {k_.body};
         std::vector<Stmt> inits, prologue, roles;
         for (auto &s : top) {
             if (isCall(s, lib::Fn::MbarrierInit)) inits.push_back(s);
-            else if (roles.empty() && !usesExplicitRoles(s)) prologue.push_back(s); // what all groups run first
+            else if (roles.empty() && (!usesExplicitRoles(s) || everyGroup(s))) prologue.push_back(s); // what all groups run first
             else if (roles.empty() && !callsAny(s, {lib::Fn::WarpGroup}))
-                return fail(s->loc, "before the warp roles, mbarrier operations and T.tma_copy that every warp group "
-                                    "runs are not supported (tilec runs the code before the roles in the consumer "
-                                    "only); put them in a role");
+                return fail(s->loc, "before the warp roles, mbarrier operations and T.tma_copy inside a loop or branch "
+                                    "that every warp group runs are not supported (tilec runs such code in the "
+                                    "consumer only); write them outside it, or put them in a role");
             else check(s, -1), roles.push_back(s);
         }
+        for (auto &s : prologue)
+            if (!registerStore(s) && k_.threadIdx && uses(s, k_.threadIdx.get()))
+                return fail(firstUse(s, k_.threadIdx.get()).value_or(s->loc),
+                            "before the warp roles, code that every warp group runs reads the thread index here: tilec "
+                            "runs that code over the consumer's threads only, so its threads would see other values; "
+                            "read it inside a role");
         if (!ok_) return nullptr;
         int used = 0;
         for (auto &r : roles_) used += r.used;
@@ -122,20 +137,37 @@ class Lowerer {
                                 std::to_string(k_.threads) + " threads and " + std::to_string(used) + " warp group(s) with blocks");
         if (inits.empty()) return fail(at, "a kernel with T.ws roles synchronises them through T.alloc_barrier mbarriers; it has none");
         const bool tma0 = roles_[0].firstTma, tma1 = roles_[1].firstTma;
-        if (tma0 == tma1)
-            return fail(tma0 ? roles_[1].firstTma->loc : at,
-                        std::string("tilec supports explicit warp roles where exactly one warp group (the producer) issues "
-                                    "the T.tma_copy loads; here ") + (tma0 ? "both do" : "neither does"));
-        producer_ = tma0 ? 0 : 1;
+        if (tma0 && tma1)
+            return fail(roles_[1].firstTma->loc, "tilec supports explicit warp roles where exactly one warp group (the "
+                                                 "producer) issues the T.tma_copy loads; here both do");
+        if (tma0 || tma1) {
+            producer_ = tma0 ? 0 : 1;
+        } else if (!roles_[0].firstOther != !roles_[1].firstOther) {
+            producer_ = roles_[0].firstOther ? 1 : 0; // the group of one thread's loads and stores only
+        } else {
+            return fail(roles_[0].firstOther ? roles_[1].firstOther->loc : at,
+                        std::string("tilec supports explicit warp roles where one warp group (the producer) loads the "
+                                    "tiles (T.tma_copy, or one thread's stores: T.ptx_cp_async) and the other computes "
+                                    "on them; here ") + (roles_[0].firstOther ? "both compute" : "neither does"));
+        }
         if (auto *s = roles_[producer_].firstOther)
             return fail(s->loc, "in the warp group that issues T.tma_copy (T.ws(" + std::to_string(producer_) +
-                                    ")), tilec supports only T.tma_copy and mbarrier operations (T.barrier_wait, "
-                                    "T.barrier_arrive); this statement is not supported there");
+                                    ")), tilec supports only T.tma_copy, mbarrier operations (T.barrier_wait, "
+                                    "T.barrier_arrive) and one thread's stores outside fragments (T.ptx_cp_async, "
+                                    "assignments); this statement is not supported there");
 
         auto nk = std::make_shared<Kernel>(k_);
         const Stmt body = Seq::make(roles, k_.body->loc);
         Stmt produced = restrict(body, producer_, true), consumed = restrict(body, 1 - producer_, false);
         if (!prologue.empty()) handOver(prologue, *nk, inits, produced, consumed);
+        // The thread index is threadIdx.x as the user launched it: the consumer runs on threads 0..127 (the
+        // kernel's own) and the producer on 128..255 of the lowered kernel (tilec.role_thread, whose range the
+        // analyses know), each role's reads shifted back to its own warp group's.
+        if (k_.threadIdx) {
+            Expr launched = lib::call(lib::Fn::RoleThread, {i32(kGroup), i32(kGroup)}, k_.launchLoc, DType::Int32);
+            produced = asLaunched(produced, launched, producer_ - 1);
+            consumed = asLaunched(consumed, k_.threadIdx, 1 - producer_);
+        }
         Stmt producer = lowerProducer(produced, *nk);
         if (!ok_) return nullptr;
         Stmt consumer = lowerConsumer(consumed);
@@ -153,7 +185,7 @@ class Lowerer {
         nk->producerThreads = kGroup;
         nk->minBlocksPerSM = 1;
         nk->persistent = false;
-        nk->needsTma = true;
+        nk->needsTma = !tiles_.empty();
         recordPanelOperands(*nk);
         return nk;
     }
@@ -187,7 +219,8 @@ class Lowerer {
                 return (void)fail(s->loc, "T.ws(" + std::to_string(*g) + ") (threads " + std::to_string(kGroup * *g) +
                                               " to " + std::to_string(kGroup * *g + kGroup - 1) +
                                               ", a T.ws block or a branch on the thread index): explicit warp roles are supported for two warp groups (0 and 1: one "
-                                              "producer, one consumer over 256 threads)");
+                                              "producer, one consumer over 256 threads); a third role (a second consumer whose tile "
+                                              "statements are laid out over its own 128 threads) is not supported");
             roles_[*g].used = true;
             return check(as<IfThenElse>(s)->then, (int)*g);
         }
@@ -212,7 +245,7 @@ class Lowerer {
         Role &r = roles_[group];
         if (markerOf(s, lib::Fn::TmaCopyOn)) {
             if (!r.firstTma) r.firstTma = s.get();
-        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s) && !registerStore(s)) {
+        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s) && !threadStore(s)) {
             if (!r.firstOther) r.firstOther = s.get();
         } else if (auto f = as<For>(s)) {
             check(f->body, group);
@@ -227,10 +260,27 @@ class Lowerer {
     /// own, which the producer waits for before it runs the prologue's T.alloc_var / T.alloc_local assignments
     /// (each thread's own registers) and its own blocks: shared memory the prologue writes is written before the
     /// producer reads it or TMA overwrites it.
+    ///
+    /// Its mbarrier operations every group runs itself (each role's threads wait and arrive), and its T.tma_copy
+    /// loads one thread issues for all (the producer's): the producer runs them, and the register assignments
+    /// before them, in the program's order, and waits for the consumer's hand-over after the last of them (the
+    /// consumer may wait in the prologue for what they announce); a register assignment that reads shared memory
+    /// before then would read it before the consumer wrote it, a located error.
     void handOver(const std::vector<Stmt> &prologue, Kernel &nk, std::vector<Stmt> &inits, Stmt &produced, Stmt &consumed) {
         const SourceRange &at = prologue.front()->loc;
+        size_t last = 0; // the statements before `last` run in the producer before its wait
+        for (size_t i = 0; i < prologue.size(); ++i)
+            if (everyGroup(prologue[i])) last = i + 1;
+        for (size_t i = 0; i < last; ++i)
+            for (auto *b : mentionedBuffers(prologue[i], nullptr))
+                if (registerStore(prologue[i]) && b->scope == Scope::Shared)
+                    return (void)fail(prologue[i]->loc, "before the warp roles, this assignment reads shared memory ('" +
+                                                            b->name + "') before the mbarrier operations or T.tma_copy "
+                                                            "that every warp group runs: tilec runs it in the producer "
+                                                            "before the consumer's code has written it; move it after them");
         for (auto &s : prologue)
-            if (auto bad = perThreadEffect(s))
+            if (everyGroup(s)) continue;
+            else if (auto bad = perThreadEffect(s))
                 return (void)fail(bad->loc, "before the warp roles, code that every thread runs once is not supported "
                                             "here (an atomic update or call outside a T.Parallel nest): tilec runs that "
                                             "code in the consumer's threads only; move it into a role");
@@ -238,15 +288,27 @@ class Lowerer {
         nk.allocs.push_back(done);
         Expr bar = addressOf(done, {i32(0)});
         inits.push_back(lib::stmt(lib::Fn::MbarrierInit, {bar, i32(kGroup)}, at));
-        std::vector<Stmt> mine{lib::stmt(lib::Fn::MbarrierWait, {bar, i32(0)}, at)};
-        for (auto &s : prologue)
-            if (registerStore(s)) mine.push_back(s);
+        std::vector<Stmt> mine;
+        for (size_t i = 0; i <= prologue.size(); ++i) {
+            if (i == last) mine.push_back(lib::stmt(lib::Fn::MbarrierWait, {bar, i32(0)}, at));
+            if (i < prologue.size() && (registerStore(prologue[i]) || everyGroup(prologue[i]))) mine.push_back(prologue[i]);
+        }
         if (produced) mine.push_back(produced);
         produced = Seq::make(std::move(mine), at);
-        std::vector<Stmt> all = prologue;
+        std::vector<Stmt> all;
+        for (auto &s : prologue)
+            if (!markerOf(s, lib::Fn::TmaCopyOn)) all.push_back(s);
         all.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, at));
         if (consumed) all.push_back(consumed);
         consumed = Seq::make(std::move(all), at);
+    }
+
+    /// `s`, a role's code that the lowered kernel runs on threads `launched` of its warp group g - `shift`,
+    /// reading the thread index of warp group g as TileLang launched it.
+    Stmt asLaunched(const Stmt &s, const Expr &launched, int shift) const {
+        if (!s || !uses(s, k_.threadIdx.get())) return s;
+        Expr tx = shift ? binary(BinaryOp::Add, launched, i32(kGroup * shift), k_.launchLoc) : launched;
+        return tx == Expr(k_.threadIdx) ? s : substitute(s, VarMap{{k_.threadIdx.get(), tx}});
     }
 
     /// The kernel as warp group `g` runs it: its own blocks, inside the loops and branches around them (loops
@@ -279,8 +341,36 @@ class Lowerer {
         return nullptr;
     }
 
+    /// Fails at the producer's first store or read of a T.tma_copy destination other than T.tma_copy's own: the
+    /// tile is in TMA's swizzled layout, which one thread's row-major element does not name.
+    void checkProducerTiles(const Stmt &body) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            Lowerer *self = nullptr;
+            std::set<const BufferNode *> tiles;
+            bool collecting = true;
+            void visit(const IfThenElse &op) override {
+                if (!lib::is(op.cond, lib::Fn::TmaCopyOn)) return IRVisitor::visit(op);
+                if (collecting) tiles.insert(as<Copy>(op.then)->dst.buffer.get());
+            }
+            void touch(const Buffer &b, const SourceRange &at) {
+                if (!collecting && tiles.count(b.get()) && self->ok_)
+                    self->fail(at, "'" + b->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), so the "
+                                   "producer's threads can neither store into it nor read it");
+            }
+            void visit(const Store &op) override { touch(op.buffer, op.loc), IRVisitor::visit(op); }
+            void visit(const Load &op) override { touch(op.buffer, op.loc), IRVisitor::visit(op); }
+        } v;
+        v.self = this;
+        if (!body) return;
+        v.visit(body);
+        v.collecting = false;
+        v.visit(body);
+    }
+
     /// The producer's T.tma_copy statements as TMA loads of one elected thread.
     Stmt lowerProducer(const Stmt &body, Kernel &nk) {
+        checkProducerTiles(body);
         struct M : IRMutator {
             using IRMutator::visit;
             Lowerer *self = nullptr;

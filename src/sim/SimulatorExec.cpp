@@ -171,6 +171,13 @@ double Simulator::eval(const ir::Expr &e, int t) {
             if (info->fn == Fn::Swz || info->fn == Fn::SwzPanels)
                 return (double)(info->fn == Fn::Swz ? swizzled : panelled)((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
                                                                            (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            if (info->fn == Fn::RoleThread) { // the launched index, which must be one of the role's threads
+                int64_t first = (int64_t)eval(arg("first"), t), count = (int64_t)eval(arg("count"), t);
+                if (t < first || t >= first + count)
+                    throw SimError("thread " + std::to_string(t) + " reads the thread index of the role of threads " +
+                                   std::to_string(first) + " to " + std::to_string(first + count - 1));
+                return (double)t;
+            }
             // Shuffles name all 32 lanes of the warp: one in a partial warp (a block of 1 to 31 threads, or
             // the last warp of 48) waits for lanes that do not exist.
             if ((info->fn == Fn::ShflXor || info->fn == Fn::Shfl) && t / 32 * 32 + 32 > T_)

@@ -1,0 +1,129 @@
+/// \file
+/// Hand-written warp roles whose producer addresses per thread (tests/lit/codegen/warp_roles_cp_async.tile, as
+/// DeepSeek V3.2's sparse MLA kernels write theirs) on the CPU simulator: the producer reads the thread index
+/// as TileLang launched it (`tx - 128 * producer`, whichever threads tilec gives the role) and copies its rows
+/// with T.ptx_cp_async, announced by T.cp_async_barrier_noinc. The product is right for either group as the
+/// producer; a producer that reads the thread index as if it were another group's, one that never announces its
+/// rows, and a consumer that does not wait for them are each a failure the simulator reports.
+#include "LowerSimHopperUtil.h"
+
+#include "tilec/IRPrinter.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace tilec;
+using namespace tilec::simtest::gemm;
+using tilec::simtest::Outcome;
+
+namespace {
+
+const char *kFile = "../tests/lit/codegen/warp_roles_cp_async.tile";
+const GemmCase kCase{128, 128, 192, 64, 64, 64, 0, 0};
+
+/// `call` of the file with `from` replaced by `to` (nothing when empty), lowered for sm_90a into `r`: its kernel
+/// of warp roles, or null (a test failure).
+const ir::Kernel *roles(lowertest::LowerRun &r, const std::string &call, const std::string &from = "", const std::string &to = "") {
+    std::string src = simtest::withExport(kFile, "k = " + call);
+    if (!from.empty()) {
+        auto at = src.find(from);
+        EXPECT_NE(at, std::string::npos) << from;
+        if (at == std::string::npos) return nullptr;
+        src.replace(at, from.size(), to);
+    }
+    r.run(src, "warp_roles_cp_async.tile", *Target::parse("sm_90a"));
+    const ir::Kernel *k = r.kernel("k");
+    EXPECT_TRUE(k && k->producerThreads == 128) << r.diags();
+    return k && k->producerThreads == 128 ? k : nullptr;
+}
+
+/// The source line (1-based) of the first occurrence of `text` in the file.
+int lineOf(const std::string &text) {
+    std::string src = simtest::withExport(kFile, "k = 0");
+    return 1 + (int)std::count(src.begin(), src.begin() + (std::ptrdiff_t)src.find(text), '\n');
+}
+
+TEST(SimWarpRoleThreads, CpAsyncProducerComputesTheProductAsEitherGroup) {
+    for (int producer : {1, 0}) {
+        SCOPED_TRACE(producer);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192, producer=" + std::to_string(producer) + ")");
+        ASSERT_TRUE(k);
+        EXPECT_EQ(k->threads, 128);
+        EXPECT_FALSE(k->needsTma) << "no T.tma_copy: no tensor map to encode";
+        expectCorrect(*k, kCase, {0, 1, 2});
+    }
+}
+
+// The producer (warp group 1) subtracting 0 instead of 128: its rows are another group's, past its tiles.
+TEST(SimWarpRoleThreads, ProducerReadingAnotherGroupsThreadIndexIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192, base=0)");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1}) caught |= simtest::anyFailure(simulate(*k, kCase, seed));
+    EXPECT_TRUE(caught) << "rows copied by the thread index of the wrong warp group, unseen";
+}
+
+// The producer never announces its rows: the consumer waits for a phase that never completes, a deadlock the
+// simulator reports at the consumer's wait.
+TEST(SimWarpRoleThreads, ProducerThatNeverArrivesDeadlocksAtTheConsumersWait) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)", "T.cp_async_barrier_noinc(full)", "T.barrier_arrive(empty)");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kCase, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("(the wait at line " + std::to_string(lineOf("T.barrier_wait(full, ko % 2)")) + ":"), std::string::npos)
+        << o.error;
+}
+
+// The consumer waits for the phase before the rows': its products read rows the producer is still storing.
+TEST(SimWarpRoleThreads, ConsumerNotWaitingForTheRowsIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)", "T.barrier_wait(full, ko % 2)", "T.barrier_wait(full, (ko + 1) % 2)");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kCase, seed));
+    EXPECT_TRUE(caught) << "the consumer read rows before the producer stored them, unseen";
+}
+
+// Code before the roles that every warp group runs (tma_prologue_roles): T.tma_copy of A's row panel that one
+// producer thread issues for all, an arrival by every thread of both roles (256) and a wait by both (or by the
+// consumer alone); the producer streams B. The product is right under three interleavings.
+TEST(SimWarpRoleThreads, TmaCopyAndArrivalsBeforeTheRolesComputeTheProduct) {
+    for (const char *wait : {"all", "consumer"}) {
+        SCOPED_TRACE(wait);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = roles(r, std::string("tma_prologue_roles(128, 128, 192, wait=\"") + wait + "\")");
+        ASSERT_TRUE(k);
+        EXPECT_TRUE(k->needsTma);
+        expectCorrect(*k, kCase, {0, 1, 2});
+    }
+}
+
+// The panel's mbarrier expecting 384 arrivals (three warp groups') where two groups arrive: its phase never
+// completes, a deadlock the simulator reports at the prologue's wait.
+TEST(SimWarpRoleThreads, PrologueBarrierExpectingAThirdGroupDeadlocks) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "tma_prologue_roles(128, 128, 192)", "T.alloc_barrier(arrive_count=256)",
+                                "T.alloc_barrier(arrive_count=384)");
+    ASSERT_TRUE(k);
+    Outcome o = simulate(*k, kCase, 0);
+    EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("(the wait at line " + std::to_string(lineOf("T.barrier_wait(a_ready, 0)")) + ":"), std::string::npos)
+        << o.error;
+}
+
+// No group waits for the panel: the consumer's products read A's stages while TMA may still be writing them.
+TEST(SimWarpRoleThreads, ConsumerNotWaitingForTheProloguesTmaIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "tma_prologue_roles(128, 128, 192, wait=\"none\")");
+    ASSERT_TRUE(k);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*k, kCase, seed));
+    EXPECT_TRUE(caught) << "the consumer read A's panel before TMA wrote it, unseen";
+}
+
+} // namespace
