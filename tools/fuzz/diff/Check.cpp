@@ -93,6 +93,8 @@ Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>>
     return outcome(Outcome::Ok, "");
 }
 
+} // namespace
+
 /// Whether the launcher would run a variant with these assumptions for these T.dynamic sizes (tensors are
 /// allocated aligned here): each assumed row length, a symbol or a constant, times the element size is a
 /// multiple of the assumed bytes.
@@ -104,8 +106,6 @@ bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &d
     }
     return true;
 }
-
-} // namespace
 
 std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t dataSeed) {
     uint64_t h = dataSeed;

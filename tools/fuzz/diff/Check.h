@@ -54,6 +54,10 @@ using Expected = std::map<std::string, std::vector<double>>;
 Expected expectedOf(const std::string &text);
 std::string expectLine(const std::string &tensor, const std::vector<double> &values);
 
+/// Whether the launcher would run a variant with `k`'s assumptions (Kernel::assumptions: row lengths that are
+/// multiples of a vector's bytes) for these T.dynamic sizes; the fuzzer checks such a variant only where it would.
+bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &dyn);
+
 /// Every k-th checkProgram also compiles its program a second time over a reshaped heap and fails
 /// ("nondeterministic") where the diagnostics or the CUDA differ (0: never; default 8).
 void setCompileTwiceEvery(uint64_t k);
