@@ -274,7 +274,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     if (compiled->early) return *compiled->early;
     evaltest::EvalRun &front = compiled->front;
     std::optional<ir::Program> &lowered = compiled->lowered, &hopperLowered = compiled->hopperLowered;
-    out.cuda = compiled->cuda;
+    out.cuda = std::move(compiled->cuda); // the fingerprint above was its last other reader
     // Loop headers re-parsed with C's precedence (LoopHeaders.h): splices the simulator cannot see.
     for (auto &[target, cuda] : out.cuda)
         if (std::string e = checkLoopHeaders(cuda); !e.empty()) return outcome(Outcome::Failure, "loop header", target + ": " + e);

@@ -348,7 +348,7 @@ static std::string rereadBound(const std::vector<std::string> &t, size_t open, c
 std::string checkLoopHeaders(const std::string &cuda) {
     const std::vector<std::string> t = tokens(withoutComments(cuda));
     for (size_t i = 0; i + 1 < t.size(); ++i) {
-        if (t[i].size() != 3 || t[i] != "for" || t[i + 1] != "(") continue;
+        if (t[i] != "for" || t[i + 1] != "(") continue;
         size_t close = 0;
         auto c = clauses(t, i + 1, close);
         if (c.size() != 3) continue;
