@@ -153,16 +153,21 @@ double Reference::eval(const Expr &e, int lane) {
             {"trunc", [](double x) { return std::trunc(x); }}, {"round", [](double x) { return std::nearbyint(x); }},
             {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }},
         };
-        if (auto it = unary.find(c->name); it != unary.end() && a.size() == 1) return it->second(a[0]);
-        if (c->name == "pow" && a.size() == 2) return std::pow(a[0], a[1]);
+        // Each call's result rounds to its dtype, as the device's math functions return it (see Binary below).
+        if (auto it = unary.find(c->name); it != unary.end() && a.size() == 1) return roundTo(e->dtype, it->second(a[0]));
+        if (c->name == "pow" && a.size() == 2) return roundTo(e->dtype, std::pow(a[0], a[1]));
         throw RefError("no reference for the call " + c->name);
     }
     case NodeKind::Binary: {
-        // Integer results wrap to their type; float results stay float64 (the reference does not round them).
+        // Every result rounds to its dtype, one operation at a time as the language defines it: integers wrap,
+        // float32 rounds each operation (CUDA's float arithmetic). A float64 intermediate would be exact where
+        // the program's own arithmetic is not: `x + (a - x)` cancels to `a` only in float64, and a one-ulp
+        // residual that a later narrow cast keeps (a float16 subnormal) then exceeds any relative tolerance
+        // (tilec-difffuzz seed 41051977; tests/fuzz/reference_rounds_each_operation.tile).
         auto b = as<Binary>(e);
         auto r = simtest::binaryOp(b->op, eval(b->a, lane), eval(b->b, lane), b->a->dtype);
         if (!r) throw RefError("integer division or modulo by zero");
-        return e->dtype.isInt() ? roundTo(e->dtype, *r) : *r;
+        return roundTo(e->dtype, *r);
     }
     default: break;
     }
