@@ -72,7 +72,12 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         auto &p = k.params[i];
         if (p.kind == Param::Tensor) {
             c += shapeText(*p.buffer) + ", " + (info.written[i] ? "written" : "read");
-            if (info.alignment[i]) c += ", " + std::to_string(info.alignment[i]) + "-byte aligned";
+            // What the launcher accepts over all variants, and where a better alignment picks faster code.
+            const int accepted = info.acceptedAlignment[i], fastest = info.fastestAlignment[i];
+            if (accepted > 1) c += ", " + std::to_string(accepted) + "-byte aligned";
+            if (fastest > std::max(accepted, 1))
+                c += (accepted > 1 ? " (" : ", ") + std::to_string(fastest) + "-byte aligned runs the fastest variant" +
+                     (accepted > 1 ? ")" : "");
             if (const TensorLayout *l = k.layoutOf(p.buffer.get())) { // T.StridedTensor, T.Layout: not row-major
                 auto list = [](const std::vector<Expr> &v) {
                     std::string t;
@@ -131,6 +136,7 @@ std::vector<KernelInfo> analyzeKernels(const Program &lowered, const CodegenOpti
             infos[v].variants = (int)(j - i);
             if (j - i > 1) infos[v].symbol += "_v" + std::to_string(infos[v].variant);
         }
+        launchAlignments(infos, i, j);
         i = j;
     }
     return infos;

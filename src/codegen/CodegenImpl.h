@@ -51,6 +51,10 @@ struct KernelInfo {
     std::string symbol; ///< the __global__ function
     std::vector<bool> written;   ///< per parameter: a tensor the kernel stores to
     std::vector<int> alignment;  ///< per parameter: bytes a tensor's base pointer must be aligned to (0: none)
+    /// Per parameter, over all variants of the kernel (launchAlignments): the least alignment of a tensor's
+    /// base pointer that a launch accepts on every device the file has code for, and the alignment the
+    /// preferred variant of some device wants (larger where a better-aligned pointer runs faster code).
+    std::vector<int> acceptedAlignment, fastestAlignment;
     std::vector<bool> storedMaps; ///< per tensor map: a TMA store writes through it (else it is only read)
     std::map<const ir::BufferNode *, int64_t> sharedOffset;
     int64_t sharedBytes = 0;
@@ -62,6 +66,9 @@ struct KernelInfo {
     int index = 0; ///< position among all kernels of the file (binary mode's function table)
 };
 
+/// Sets acceptedAlignment and fastestAlignment of the variants infos[first, end) of one kernel
+/// (CodegenAlignment.cpp).
+void launchAlignments(std::vector<KernelInfo> &infos, size_t first, size_t end);
 /// Collects the facts above.
 KernelInfo analyzeKernel(const ir::Kernel &k, const CodegenOptions &o, DiagnosticEngine &diag);
 /// Every kernel of the lowered program, with its variant numbering and targets (a kernel's variants are
