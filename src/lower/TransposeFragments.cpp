@@ -208,11 +208,12 @@ class Transposer : public IRMutator {
             vars.clear(), extents.clear();
             for (auto *f : ordered) vars.push_back(f->var), extents.push_back(*constInt(f->extent));
         }
-        // A nest indexing exactly a fragment tied to a T.gemm operand takes a tensor-core layout (inferLayouts).
-        const bool tensorCores = std::any_of(accesses.begin(), accesses.end(), [&](const Access &a) {
-            auto p = permutationOf(a, vars, extents);
-            return p && identity(*p) && mmaTied_.count(a.buffer.get());
-        });
+        // A nest indexing exactly a fragment tied to a T.gemm operand takes a tensor-core layout (inferLayouts);
+        // `otherOrder`: one that is not in the operand order, which a nest reading by column groups cannot follow.
+        bool tensorCores = false, otherOrder = false;
+        for (auto &a : accesses)
+            if (auto p = permutationOf(a, vars, extents); p && identity(*p) && mmaTied_.count(a.buffer.get()))
+                tensorCores = true, otherOrder |= !operandOrder_.count(a.buffer.get());
         // 2. Fragments reached through a permutation, read across threads or stored in a box of their shape
         //    (subBoxStore) that cannot be held whole by every thread: every access of the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
         //    writes every element) and copied back after it where the nest stores to it.
@@ -223,7 +224,7 @@ class Transposer : public IRMutator {
             bool permuted = p && !identity(*p);
             const bool box = subBoxStore(a, vars, extents);
             // A read of a fragment in the tf32 operand order by 4-column groups stays in the reading lane (MmaLayouts).
-            const bool byGroups = !a.store && operandOrder_.count(a.buffer.get()) &&
+            const bool byGroups = !a.store && !otherOrder && operandOrder_.count(a.buffer.get()) &&
                                   colGroupOffset(a.indices, vars, extents, a.buffer->shape).first;
             const bool moved =
                 permuted || (!a.store && !byGroups && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
