@@ -39,8 +39,14 @@ std::map<int, Layout> columnLayouts(const LayoutUses &c, const std::function<int
         std::vector<int64_t> shape; // colOfNest: the nest's extents after the first, each a constant
         for (auto &e : u.buffer->shape) shape.push_back(constInt(e).value_or(0));
         const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
-        if (nest && nest->kind == Layout::Mma && nest->shape.size() >= 2 && nest->columns() == n && n > 0)
+        if (nest && nest->kind == Layout::Mma && !nest->opCols && nest->shape.size() >= 2 && nest->columns() == n && n > 0)
             cand = Layout::mmaCols(n, nest->threads, nest->warpsM, nest->warpsN, nest->wgmma, shape);
+        if (nest && nest->kind == Layout::Mma && nest->opCols && nest->columns() == n && n % 4 == 0) {
+            // a nest in the tf32 operand order: column q*4 + l%4 in slot q (Layout.h)
+            cand = Layout::mmaCols(8 * ((n + 7) / 8), nest->threads, nest->warpsM, 1, false);
+            cand->shape = shape;
+            cand->opCols = true;
+        }
         auto it = cols.find(gid);
         if (!cand || (it != cols.end() && !(it->second == *cand))) blocked.insert(gid);
         else cols.emplace(gid, *cand);

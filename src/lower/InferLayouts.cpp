@@ -54,7 +54,7 @@ std::optional<Layout> reshaped(const Layout &l, const std::vector<int64_t> &shap
     if (l.kind == Layout::Replicated) return Layout::replicated(shape);
     if (l.kind == Layout::Distributed && !shape.empty() && shape.back() % l.vec == 0)
         return Layout::distributed(shape, l.threads, l.vec, l.copies);
-    if (l.kind == Layout::Mma && shape.size() >= 2 && shape[0] == l.shape[0] && shape.back() % l.vec == 0) { // the columns split (Layout::columns)
+    if (l.kind == Layout::Mma && !l.opCols && shape.size() >= 2 && shape[0] == l.shape[0] && shape.back() % l.vec == 0) { // the columns split (Layout::columns)
         Layout v = l;
         v.shape = shape;
         return v;

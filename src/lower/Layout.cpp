@@ -43,6 +43,19 @@ Layout Layout::mma(std::vector<int64_t> shape, int threads, int warpsM, int warp
     return l;
 }
 
+Layout Layout::mmaOperand(std::vector<int64_t> shape, int threads, int warpsM) {
+    TILEC_ASSERT(shape.size() == 2 && shape[0] % (16 * warpsM) == 0 && shape[1] % 4 == 0 && threads % (warpsM * 32) == 0,
+                 "operand-order mma layout that does not tile its fragment");
+    Layout l;
+    l.kind = Mma;
+    l.shape = std::move(shape);
+    l.threads = threads;
+    l.vec = 1; // a lane's columns of one row are 4 apart
+    l.warpsM = warpsM;
+    l.opCols = true;
+    return l;
+}
+
 Layout Layout::mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma) {
     Layout l = mma({m, 8 * warpsN}, threads, warpsM, warpsN, wgmma);
     l.kind = MmaRows;
@@ -90,6 +103,14 @@ int64_t Layout::columns() const {
     return n;
 }
 
+int64_t Layout::copyBits() const {
+    if (kind == Distributed) return copies;
+    const int64_t held = 32 * (int64_t)warpsM * warpsN;
+    auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+    if (kind != Mma || warpCopies() <= 1 || !pow2(held) || !pow2(threads)) return 0;
+    return (threads - 1) & ~(held - 1);
+}
+
 int Layout::vthreads() const { return threads >> __builtin_popcountll((unsigned long long)copies); }
 
 int64_t Layout::rounds() const {
@@ -106,9 +127,9 @@ int64_t Layout::fullRounds() const {
 int64_t Layout::slotsPerThread() const {
     switch (kind) {
     case Replicated: return elements();
-    case Mma: return tilesM() * tilesN() * 4;
+    case Mma: return opCols ? tilesM() * colGroups() * 2 : tilesM() * tilesN() * 4;
     case MmaRows: return tilesM() * 2;
-    case MmaCols: return tilesN() * 2;
+    case MmaCols: return opCols ? colGroups() : tilesN() * 2;
     default: return rounds() * vec;
     }
 }
@@ -118,13 +139,13 @@ std::string Layout::describe() const {
     std::string warps = std::to_string(warpsM) + "x" + std::to_string(warpsN) + " warps";
     if (wgmma) warps += " (wgmma rows)";
     if (kind == Mma) {
-        s = "mma accumulator over " + warps;
+        s = (opCols ? "mma operand (tf32 column order) over " : "mma accumulator over ") + warps;
         if (warpCopies() > 1)
             s += " in " + std::to_string(warpCopies()) + " copies (each " + (wgmma ? "warpgroup" : "warp") + std::string(" column holds one)");
     } else if (kind == MmaRows) {
         s = "rows of an mma accumulator over " + warps;
     } else if (kind == MmaCols) {
-        s = "columns of an mma accumulator over " + warps;
+        s = (opCols ? "columns of an mma operand (tf32 column order) over " : "columns of an mma accumulator over ") + warps;
     } else if (kind == Replicated) {
         s = "replicated";
     } else {
@@ -233,12 +254,29 @@ Expr mmaRow(const Layout &l, const Expr &tid, const Expr &mi, const Expr &h) {
 }
 
 Expr mmaCol(const Layout &l, const Expr &tid, const Expr &ni, const Expr &c) {
-    TILEC_ASSERT(l.kind == Layout::Mma || l.kind == Layout::MmaCols, "mmaCol of a layout that is not mma");
+    TILEC_ASSERT((l.kind == Layout::Mma || l.kind == Layout::MmaCols) && !l.opCols,
+                 "mmaCol of a layout that is not mma, or in the operand order (mmaGroupCol)");
     const bool cols = l.kind == Layout::MmaCols;
     const int64_t wtn = (cols ? l.elements() : l.columns()) / l.warpsN;
     Expr wn = l.warpsN == 1 ? i32(0) : div(div(tid, 32), l.warpsM);
     if (l.warpsN > 1 && (cols ? l.threads > 32 * l.warpsM * l.warpsN : l.warpCopies() > 1)) wn = mod(wn, l.warpsN);
     return simplify(add(add(mul(wn, wtn), mul(ni, 8)), add(mul(mod(tid, 4), 2), c)));
+}
+
+Expr mmaGroupCol(const Layout &l, const Expr &tid, const Expr &q) {
+    TILEC_ASSERT((l.kind == Layout::Mma || l.kind == Layout::MmaCols) && l.opCols && l.warpsN == 1,
+                 "mmaGroupCol of a layout not in the operand order");
+    return simplify(add(mul(q, 4), mod(tid, 4)));
+}
+
+std::pair<Expr, Expr> mmaSlotRowCol(const Layout &l, const Expr &tid, int64_t slot) {
+    TILEC_ASSERT(l.kind == Layout::Mma, "mmaSlotRowCol of a layout that is not mma");
+    if (l.opCols) { // slot (mi*nQ + q)*2 + h
+        const int64_t h = slot % 2, group = slot / 2, nQ = l.colGroups();
+        return {mmaRow(l, tid, i32(group / nQ), i32(h)), mmaGroupCol(l, tid, i32(group % nQ))};
+    }
+    const int64_t c = slot % 2, h = slot / 2 % 2, tile = slot / 4, nT = l.tilesN();
+    return {mmaRow(l, tid, i32(tile / nT), i32(h)), mmaCol(l, tid, i32(tile % nT), i32(c))};
 }
 
 std::vector<Expr> mmaViewCoords(const Layout &l, const Expr &row, const Expr &col) {
@@ -280,7 +318,12 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
     }
     const int64_t w = t / 32, lane = t % 32, wm = w % l.warpsM, wn = w / l.warpsM % l.warpsN;
     if (l.kind == Layout::MmaRows) return l.tileRow(wm, slot / 2) + (slot % 2) * 8 + lane / 4;
+    if (l.kind == Layout::MmaCols && l.opCols) return slot * 4 + lane % 4; // warpsN 1
     if (l.kind == Layout::MmaCols) return wn * (l.elements() / l.warpsN) + (slot / 2) * 8 + (lane % 4) * 2 + slot % 2;
+    if (l.opCols) { // slot (mi*nQ + q)*2 + h: row of tile mi, half h; column q*4 + lane%4
+        const int64_t h = slot % 2, q = slot / 2 % l.colGroups(), mi = slot / 2 / l.colGroups();
+        return (l.tileRow(wm, mi) + h * 8 + lane / 4) * l.columns() + q * 4 + lane % 4;
+    }
     const int64_t nT = l.tilesN(), wtn = l.columns() / l.warpsN;
     const int64_t c = slot % 2, h = (slot / 2) % 2, tile = slot / 4, mi = tile / nT, ni = tile % nT;
     int64_t row = l.tileRow(wm, mi) + h * 8 + lane / 4, col = wn * wtn + ni * 8 + (lane % 4) * 2 + c;

@@ -254,6 +254,7 @@ class Collect : public IRVisitor {
                           n.vars.size() == indices.size() + 1;
             for (size_t d = 0; u.colOfNest && d < indices.size(); ++d)
                 u.colOfNest = indices[d] == Expr(n.vars[d + 1]) && constInt(b->shape[d]) == std::optional<int64_t>(n.extents[d + 1]);
+            if (!exact && !write) u.colGroupStride = colGroupOffset(indices, n.vars, n.extents, b->shape).second;
             const size_t r = indices.size();
             bool prefix = !exact && !write && r == b->shape.size() && r < n.vars.size();
             for (size_t d = 0; prefix && d < r; ++d)
@@ -293,6 +294,28 @@ LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag) {
     Collect c(diag);
     c.visit(body);
     return std::move(c.out);
+}
+
+std::pair<Expr, int64_t> colGroupOffset(const std::vector<Expr> &indices, const std::vector<Var> &vars,
+                                        const std::vector<int64_t> &extents, const std::vector<Expr> &shape) {
+    const std::pair<Expr, int64_t> none{nullptr, 0};
+    if (indices.size() != 2 || vars.size() != 2 || shape.size() != 2 || extents[1] % 4 != 0) return none;
+    auto rows = constInt(shape[0]), cols = constInt(shape[1]);
+    if (indices[0] != Expr(vars[0]) || rows != std::optional<int64_t>(extents[0]) || !cols || *cols % 4 != 0) return none;
+    const Expr &col = indices[1], j = vars[1];
+    if (col == j) return *cols == extents[1] ? none : std::pair{intImm(0, DType::Int32), int64_t(4)};
+    auto sum = as<Binary>(col);
+    if (!sum || sum->op != BinaryOp::Add) return none;
+    for (auto [scaled, inner] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
+        auto m = as<Binary>(scaled);
+        if (inner != j || !m || m->op != BinaryOp::Mul) continue;
+        for (auto [e, k] : {std::pair{m->a, m->b}, std::pair{m->b, m->a}}) {
+            auto S = constInt(k);
+            if (!S || *S <= 0 || *S % 4 != 0 || ir::uses(e, vars[0].get()) || ir::uses(e, vars[1].get())) continue;
+            return {e, *S};
+        }
+    }
+    return none;
 }
 
 bool ownRegisterNest(const Stmt &s) {

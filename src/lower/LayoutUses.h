@@ -59,6 +59,10 @@ struct Use {
     /// are p * expand ... p * expand + expand - 1, which a distributed layout of expand times the nest's vector
     /// width keeps in the iteration's thread.
     int64_t expand = 0;
+    /// A read of a 2-D fragment in a nest over (i, j) at (i, e * S + j), e free of the nest's variables (colGroupOffset,
+    /// `x[i, jj * 4 + j]`): S (> 0). A fragment in the tf32 operand order (Layout::opCols) holds every column
+    /// e * S + j in the lane of j, so the nest takes that order too (MmaLayouts).
+    int64_t colGroupStride = 0;
     const ir::BufferNode *reduceSrc = nullptr; ///< reduceDst: the source and dimension
     int reduceDim = -1;
     std::string indexText;  ///< `(i, 0)` for messages
@@ -81,6 +85,13 @@ struct LayoutUses {
 
 /// The nests, fragment uses and T.gemm operands of a body; misplaced nests and reductions are errors.
 LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag);
+
+/// (e, S) where `indices` read a 2-D fragment of `shape` in a nest over (i, j) at (i, e * S + j), i over all of the
+/// fragment's rows, S and j's extent W multiples of 4, e free of the nest's variables (`e * S` may be absent: e = 0),
+/// so that column group e * S / 4 + j / 4 of the operand order holds the element in the lane of j % 4 (Layout.h:
+/// opCols); else {null, 0}. An exact read is not one.
+std::pair<ir::Expr, int64_t> colGroupOffset(const std::vector<ir::Expr> &indices, const std::vector<ir::Var> &vars,
+                                            const std::vector<int64_t> &extents, const std::vector<ir::Expr> &shape);
 
 /// Whether `s` is a T.Parallel nest of a thread's own registers (Nest::fragmentAccess and nonLocalStore both
 /// false): every thread runs it whole, so it needs no other thread and may run under a thread-dependent `if`.

@@ -124,9 +124,11 @@ class GemmLowerer : public IRMutator {
         if (A->scope == Scope::Fragment) {
             auto ar = layouts_.registers.find(A.get());
             auto al = layouts_.fragments.find(A.get());
+            // opA: A in the tf32 operand column order (Layout::opCols, a 32-bit A that no accumulator shares),
+            // whose B the device library reads in the instruction's own k order (ldmatrix where stored (N, K)).
             bool ok = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.kind == Layout::Mma &&
                       al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.shape[0] == M &&
-                      al->second.shape[1] == K;
+                      al->second.shape[1] == K && (!al->second.opCols || A->dtype.bytes() == 4);
             if (!ok) {
                 diag_.error(op->a.loc.valid() ? op->a.loc : loc,
                             "operand A of T.gemm from a fragment must be a " + std::to_string(M) + "x" +
@@ -135,6 +137,7 @@ class GemmLowerer : public IRMutator {
             }
             args.push_back(i32(op->transB));
             if (panels) args.push_back(i32(swB));
+            args.push_back(i32(al->second.opCols));
             args.push_back(addressOf(ar->second, {i32(0)}));
             args.push_back(b);
             args.push_back(c);

@@ -11,6 +11,7 @@
 #include "tilec/passes/Layout.h"
 #include "tilec/passes/UnrollSerialLoops.h"
 #include "CopiedLayouts.h"
+#include "LayoutUses.h"
 
 namespace tilec::passes {
 
@@ -110,7 +111,8 @@ class Lowerer : public IRMutator {
     Expr replicatedOwner_;       ///< replicated: the condition under which this thread stores an element
     Var round_, lane_;           ///< distributed: the round and lane variables of the nest being lowered
     int64_t nestVec_ = 0, nestElements_ = 0; ///< distributed: its vector width (0 outside) and iterations
-    const std::vector<int64_t> *nestShape_ = nullptr; ///< distributed: the nest's extents
+    const std::vector<int64_t> *nestShape_ = nullptr; ///< distributed, operand order: the nest's extents
+    std::vector<Var> groupVars_;                      ///< operand order: the nest's (mi, q, h)
     const Layout *nestLayout_ = nullptr;              ///< distributed: the nest's layout
 
     /// Whether `idx` is the nest's variables after the first, in order: a per-column value read in an mma nest
@@ -140,7 +142,9 @@ class Lowerer : public IRMutator {
         }
         if (kind == Layout::MmaRows && !exact && rowSlot_ && idx.size() == 1 && idx[0] == Expr((*nest_)[0]))
             return {reg->second, rowSlot_};
-        if (kind == Layout::MmaCols && !exact && colSlot_ && readsColumn(idx)) return {reg->second, colSlot_};
+        if (kind == Layout::MmaCols && !exact && colSlot_ && readsColumn(idx) && lay->second.opCols == !groupVars_.empty())
+            return {reg->second, colSlot_}; // per-column values in the nest's own column order
+        if (auto g = kind == Layout::Mma && !exact ? groupSlot(lay->second, idx) : std::nullopt) return {reg->second, *g};
         if (kind == Layout::Distributed && !exact && slot_ && nest_ && nestShape_) {
             // A slice access (inferLayouts' Use::sliceElements): element (c, p) sits in slot c * P / T + p's slot, P the
             // slice's elements (whole rounds of the layout). Over a nest (o, p) whose first variables o the
@@ -294,6 +298,8 @@ class Lowerer : public IRMutator {
     /// pair); an mmaRows nest: the thread's rows (mi, h); an mmaCols nest: its columns (ni, c). Memory writes of
     /// the last two are done by one copy of each row or column.
     Stmt mma(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        if (l.kind == Layout::Mma && l.opCols) return operandOrder(outer, vars, body, l);
+        if (l.kind == Layout::MmaCols && l.opCols) return operandColumns(outer, vars, body, l);
         const SourceRange &loc = outer.loc;
         const bool rows = l.kind == Layout::MmaRows, cols = l.kind == Layout::MmaCols;
         const int64_t nT = rows ? 0 : l.tilesN(); // mmaRows layouts are 1-D: no column tiles
@@ -339,6 +345,60 @@ class Lowerer : public IRMutator {
         s = For::make(h, i32(0), i32(2), ForKind::Unrolled, 0, s, loc);
         if (!rows) s = For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, s, loc);
         return For::make(mi, i32(0), i32(l.tilesM()), ForKind::Unrolled, 0, s, loc);
+    }
+
+    /// An mma nest in the operand column order (Layout::opCols): the thread's 16-row tiles mi, its 4-column groups
+    /// q (one column each) and row halves h, slot (mi*nQ + q)*2 + h. A read `F[i, e * W + j]` of a fragment in that
+    /// order in a nest over (i, j), W = j's extent (Use::colGroups), is the thread's slot of group e * W/4 + q.
+    Stmt operandOrder(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        const SourceRange &loc = outer.loc;
+        const int64_t nQ = l.colGroups();
+        Var mi = makeVar("mi", DType::Int32, loc), q = makeVar("q", DType::Int32, loc), h = makeVar("h", DType::Int32, loc);
+        slot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(nQ)), q), i32(2)), h));
+        rowSlot_ = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(2)), h));
+        colSlot_ = q; // an operand-order mmaCols fragment's slot of the column
+        groupVars_ = {mi, q, h};
+        nestShape_ = &l.shape;
+        if (l.warpCopies() > 1) // copies in several warp columns: the first one stores what other threads see
+            replicatedOwner_ = binary(BinaryOp::LT, tid_, i32(32 * l.warpsM));
+        Stmt inner = mutate(body);
+        groupVars_.clear();
+        nestShape_ = nullptr;
+        if (!inner) inner = Seq::make({});
+        VarMap m;
+        m[vars[0].get()] = mmaRow(l, tid_, mi, h);
+        m[vars[1].get()] = mmaGroupCol(l, tid_, q);
+        Stmt s = simplifyIndices(substitute(inner, m));
+        s = For::make(h, i32(0), i32(2), ForKind::Unrolled, 0, s, loc);
+        s = For::make(q, i32(0), i32(nQ), ForKind::Unrolled, 0, s, loc);
+        return For::make(mi, i32(0), i32(l.tilesM()), ForKind::Unrolled, 0, s, loc);
+    }
+
+    /// An mmaCols nest in the operand order: the thread's column groups q, column q*4 + tid%4 in slot q; memory
+    /// writes by one copy of each column.
+    Stmt operandColumns(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {
+        TILEC_ASSERT(vars.size() == 1, "an operand-order mmaCols nest of more than one dimension");
+        Var q = makeVar("q", DType::Int32, outer.loc);
+        slot_ = q;
+        replicatedOwner_ = mmaColsOwner(l, tid_);
+        Stmt inner = mutate(body);
+        if (!inner) inner = Seq::make({});
+        VarMap m;
+        m[vars[0].get()] = mmaGroupCol(l, tid_, q);
+        return For::make(q, i32(0), i32(l.colGroups()), ForKind::Unrolled, 0, simplifyIndices(substitute(inner, m)), outer.loc);
+    }
+
+    /// The slot of `F[i, e * W + j]` (colGroupOffset) in an operand-order nest over (i, j), F in that order too.
+    std::optional<Expr> groupSlot(const Layout &f, const std::vector<Expr> &idx) const {
+        if (groupVars_.empty() || !f.opCols || f.kind != Layout::Mma || !nest_ || !nestShape_) return std::nullopt;
+        std::vector<Expr> shape;
+        for (int64_t d : f.shape) shape.push_back(i32(d));
+        auto [e, S] = colGroupOffset(idx, *nest_, *nestShape_, shape);
+        if (!e) return std::nullopt;
+        const Expr &mi = groupVars_[0], &q = groupVars_[1], &h = groupVars_[2];
+        Expr group = binary(BinaryOp::Add, binary(BinaryOp::Add, binary(BinaryOp::Mul, mi, i32(f.colGroups())),
+                                                  binary(BinaryOp::Mul, e, i32(S / 4))), q);
+        return simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, group, i32(2)), h));
     }
 
     Stmt distributed(const For &outer, const std::vector<Var> &vars, const Stmt &body, const Layout &l) {

@@ -59,10 +59,14 @@ DType accumulatorType(DType t) {
 /// along any dimension from the plan of its slots (distributedSource), not by mmaSource / reduceMmaColumns.
 bool mmaView(const Layout &l) { return l.kind == Layout::Mma && l.shape.size() > 2; }
 
+/// Whether a reduction of `l` along `dim` is planned from its slots (distributedSource) although `l` is mma: a
+/// view (mmaView), or a column reduction in the operand order (reduceMmaColumns folds the accumulator order).
+bool plannedFromSlots(const Layout &l, int dim) { return mmaView(l) || (l.kind == Layout::Mma && l.opCols && dim != 1); }
+
 /// The coordinates (in the layout's shape) of register slot `slot` of thread `tid` of an mma layout.
 std::vector<Expr> mmaSlotCoords(const Layout &l, const Expr &tid, int64_t slot) {
-    const int64_t c = slot % 2, h = slot / 2 % 2, tile = slot / 4, nT = l.tilesN();
-    return mmaViewCoords(l, mmaRow(l, tid, i32(tile / nT), i32(h)), mmaCol(l, tid, i32(tile % nT), i32(c)));
+    auto [row, col] = mmaSlotRowCol(l, tid, slot);
+    return mmaViewCoords(l, row, col);
 }
 
 using reduction::directSlots;
@@ -190,7 +194,7 @@ Stmt LowerReduce::visit(const std::shared_ptr<const Reduce> &op) {
         return IfThenElse::make(binary(BinaryOp::EQ, owner, virtualThread(dstLayout, tid_)), finishSlot_(slot, value), nullptr, loc);
     };
     if (rows) return mmaSource(*op, srcL->second, cb, srcReg, finish);
-    if (srcL->second.kind == Layout::Mma && !mmaView(srcL->second)) { // columns (dim 0): src/lower/ReduceMmaColumns.cpp
+    if (srcL->second.kind == Layout::Mma && !plannedFromSlots(srcL->second, op->dim)) { // columns (dim 0): ReduceMmaColumns.cpp
         ColumnFold f{cb.acc, [cb] { return cb.identity(); }, [cb](const Expr &x) { return cb.pre(x); },
                      [cb](const Expr &a, const Expr &b) { return cb.combine(a, b); },
                      [&](const std::string &n, int64_t e) { return alloc(n, Scope::Local, cb.acc, e, loc); },
@@ -226,7 +230,9 @@ Stmt LowerReduce::replicatedSource(const Reduce &op, const Layout &src, const Co
 Stmt LowerReduce::mmaSource(const Reduce &op, const Layout &src, const Combiner &cb, const Buffer &srcReg,
                             const std::function<Stmt(Expr, Expr)> &finish) {
     const SourceRange &loc = op.loc;
-    const int64_t mT = src.tilesM(), nT = src.tilesN(), R = mT * 2, M = src.shape[0];
+    const int64_t mT = src.tilesM(), R = mT * 2, M = src.shape[0];
+    // A row's slots: (ni, c) of tile row mi, half h in the accumulator order; groups q in the operand order.
+    const int64_t nT = src.opCols ? src.colGroups() : src.tilesN();
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, R, loc);
     std::vector<Stmt> out;
     for (int64_t mi = 0; mi < mT; ++mi)
@@ -234,9 +240,10 @@ Stmt LowerReduce::mmaSource(const Reduce &op, const Layout &src, const Combiner 
             const int64_t r = mi * 2 + h;
             out.push_back(store(acc, i32(r), cb.identity(), loc));
             Var ni = makeVar("ni", DType::Int32, loc), c = makeVar("c", DType::Int32, loc);
-            Expr slot = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, ni, i32(4)), binary(BinaryOp::Add, i32((mi * nT * 2 + h) * 2), c)));
-            Stmt fold = store(acc, i32(r), cb.combine(load(acc, i32(r)), cb.pre(load(srcReg, slot))), loc);
-            fold = For::make(c, i32(0), i32(2), ForKind::Unrolled, 0, fold, loc);
+            Expr slot = src.opCols ? binary(BinaryOp::Add, binary(BinaryOp::Mul, binary(BinaryOp::Add, i32(mi * nT), ni), i32(2)), i32(h))
+                                   : binary(BinaryOp::Add, binary(BinaryOp::Mul, ni, i32(4)), binary(BinaryOp::Add, i32((mi * nT * 2 + h) * 2), c));
+            Stmt fold = store(acc, i32(r), cb.combine(load(acc, i32(r)), cb.pre(load(srcReg, simplify(slot)))), loc);
+            if (!src.opCols) fold = For::make(c, i32(0), i32(2), ForKind::Unrolled, 0, fold, loc);
             out.push_back(For::make(ni, i32(0), i32(nT), ForKind::Unrolled, 0, fold, loc));
         }
     for (int b : {1, 2})
@@ -376,7 +383,7 @@ Stmt LowerReduce::distributedSource(const Reduce &op, const Layout &src, const C
         return Seq::make(std::move(out), loc);
     }
     Buffer bcast = alloc(op.dst->name + "_bcast", Scope::Shared, cb.acc, red.outputs(), loc);
-    int64_t bits = p.laneBits | p.warpBits | src.copies; // one thread of each result's holders publishes it
+    int64_t bits = p.laneBits | p.warpBits | src.copyBits(); // one thread of each result's holders publishes it
     for (int c = 0; c < p.classes; ++c) {
         int s = p.repSlot[c];
         int64_t r = s / V, v = s % V;
@@ -406,8 +413,13 @@ Stmt LowerReduce::staged(const Reduce &op, const Reducer &red, const Combiner &c
     Buffer acc = alloc(op.dst->name + "_partial", Scope::Local, cb.acc, 1, loc);
     std::vector<Stmt> out;
     // Every element into shared memory at its row-major position.
-    for (int64_t s = 0; src.kind == Layout::Mma && s < src.slotsPerThread(); ++s)
-        out.push_back(store(stage, flattenCoords(mmaSlotCoords(src, tid_, s), src.shape), cb.pre(load(srcReg, i32(s))), loc));
+    // An mma layout held in several warp copies: the first copy stores (the others hold the same values).
+    const Expr mmaHolder = src.kind == Layout::Mma && src.warpCopies() > 1
+                               ? binary(BinaryOp::LT, tid_, i32(32 * src.warpsM * src.warpsN)) : nullptr;
+    for (int64_t s = 0; src.kind == Layout::Mma && s < src.slotsPerThread(); ++s) {
+        Stmt st = store(stage, flattenCoords(mmaSlotCoords(src, tid_, s), src.shape), cb.pre(load(srcReg, i32(s))), loc);
+        out.push_back(mmaHolder ? IfThenElse::make(mmaHolder, st, nullptr, loc) : st);
+    }
     for (int64_t r = 0; src.kind != Layout::Mma && r < src.rounds(); ++r) {
         Var v = makeVar("v", DType::Int32, loc);
         Expr e = simplify(binary(BinaryOp::Add, binary(BinaryOp::Add, i32(r * TV), binary(BinaryOp::Mul, vtid, i32(V))), v));
@@ -443,7 +455,7 @@ bool reductionUsesShared(const Reduce &r, const KernelLayouts &layouts) {
     auto src = layouts.fragments.find(r.src.get());
     if (src == layouts.fragments.end()) return true;
     const Layout &l = src->second;
-    if (l.kind == Layout::Distributed || mmaView(l)) { // see distributedSource: scratch across warps, staging, broadcasts
+    if (l.kind == Layout::Distributed || plannedFromSlots(l, r.dim)) { // see distributedSource: scratch across warps, staging, broadcasts
         Plan p = Reducer(l, r.dim).plan();
         if (p.mode == Plan::Staged || p.warpBits || p.allWarps) return true;
         auto dst = layouts.fragments.find(r.dst.get());

@@ -110,6 +110,39 @@ void followRows(const std::map<int, std::vector<const Use *>> &byRows, const std
     }
 }
 
+/// The groups whose operand-A fragments take the tf32 operand column order (Layout::opCols): read as A only by
+/// mma.sync products of 32-bit A, and holding no accumulator (whose order is the instruction's C order).
+std::set<int> operandOrderGroups(const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf) {
+    std::set<int> out, other;
+    for (auto &g : c.gemms) {
+        other.insert(groupOf(g.c));
+        if (!g.aFrag) continue;
+        const bool tf32 = g.op->instr != GemmInstr::Wgmma && g.aFrag->dtype.bytes() == 4 && g.aFrag->dtype.isFloat();
+        (tf32 ? out : other).insert(groupOf(g.aFrag));
+    }
+    for (int o : other) out.erase(o);
+    return out;
+}
+
+/// A nest over (i, j) reading a fragment in the operand order at (i, e * S + j) (Use::colGroupStride) runs in that
+/// order over its own (M, W): iteration (i, j) in the lane that holds column e * S + j for every e. Returns the
+/// reads whose nests took (or already had) that layout.
+std::set<const Use *> followColumnGroups(const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf,
+                                         const std::function<MmaGroup &(int)> &group, const std::function<int(int)> &nestGroup) {
+    std::set<const Use *> out;
+    for (auto &u : c.uses) {
+        if (!u.colGroupStride || u.nest < 0) continue;
+        const auto &f = group(groupOf(u.buffer)).mma;
+        if (!f || f->kind != Layout::Mma || !f->opCols) continue;
+        const Layout want = Layout::mmaOperand(c.nests[u.nest].extents, f->threads, f->warpsM);
+        MmaGroup &ng = group(nestGroup(u.nest));
+        if (ng.mma && !(*ng.mma == want)) continue;
+        ng.mma = want, ng.replicated = false;
+        out.insert(&u);
+    }
+    return out;
+}
+
 } // namespace
 
 void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf,
@@ -192,13 +225,16 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
             }
             // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh); where
             // the warpgroups also split the columns, each warpgroup column holds a copy (Layout::warpCopies)
-            assign(groupOf(g.aFrag), Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma), g,
-                   "operand A '" + g.aFrag->name + "'");
+            const int ag = groupOf(g.aFrag);
+            assign(ag, operandOrderGroups(c, groupOf).count(ag) ? Layout::mmaOperand({g.m, g.k}, k.threads, split.first)
+                                                                : Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma),
+                   g, "operand A '" + g.aFrag->name + "'");
         }
     }
+    const std::set<const Use *> byGroups = followColumnGroups(c, groupOf, group, nestGroup); // stay in registers
     // Fragments of an mma group can only be reached through nests over the whole group.
     for (auto &u : c.uses) {
-        if (u.exact || u.reduceDst) continue;
+        if (u.exact || u.reduceDst || byGroups.count(&u)) continue;
         auto &grp = group(groupOf(u.buffer));
         if (!grp.mma || grp.mma->kind != Layout::Mma) continue;
         diag.error(u.loc, "fragment '" + u.buffer->name + "' is in the tensor-core layout of a T.gemm, so it can only be "

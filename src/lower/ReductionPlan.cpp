@@ -62,7 +62,7 @@ Plan Reducer::plan() const {
     // Bits of the thread index that never change a result: the threads to combine differ only there. Threads
     // holding copies of the same elements are not combined (each copy would count again).
     int64_t bits = 0;
-    const int64_t copies = l_.copies;
+    const int64_t copies = l_.copyBits();
     for (int b = 0; (1 << b) < T_; ++b) {
         bool free = !(copies >> b & 1);
         for (int c = 0; c < p.classes && free; ++c)

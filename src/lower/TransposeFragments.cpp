@@ -11,8 +11,10 @@
 #include "tilec/passes/HoistStagedCopies.h"
 #include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
+#include "LayoutUses.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -139,13 +141,16 @@ class Transposer : public IRMutator {
         struct G : IRVisitor {
             using IRVisitor::visit;
             std::set<const BufferNode *> *out;
+            std::vector<const Gemm *> gemms;
             void visit(const Gemm &op) override {
+                gemms.push_back(&op);
                 for (auto *r : {&op.a, &op.c})
                     if (r->buffer && r->buffer->scope == Scope::Fragment) out->insert(r->buffer.get());
             }
         } g;
         g.out = &gemmFragments_;
         g.visit(k.body);
+        gemms_ = std::move(g.gemms);
         tieToGemms(k.body);
     }
 
@@ -203,11 +208,12 @@ class Transposer : public IRMutator {
             vars.clear(), extents.clear();
             for (auto *f : ordered) vars.push_back(f->var), extents.push_back(*constInt(f->extent));
         }
-        // A nest indexing exactly a fragment tied to a T.gemm operand takes a tensor-core layout (inferLayouts).
-        const bool tensorCores = std::any_of(accesses.begin(), accesses.end(), [&](const Access &a) {
-            auto p = permutationOf(a, vars, extents);
-            return p && identity(*p) && mmaTied_.count(a.buffer.get());
-        });
+        // A nest indexing exactly a fragment tied to a T.gemm operand takes a tensor-core layout (inferLayouts);
+        // `otherOrder`: one that is not in the operand order, which a nest reading by column groups cannot follow.
+        bool tensorCores = false, otherOrder = false;
+        for (auto &a : accesses)
+            if (auto p = permutationOf(a, vars, extents); p && identity(*p) && mmaTied_.count(a.buffer.get()))
+                tensorCores = true, otherOrder |= !operandOrder_.count(a.buffer.get());
         // 2. Fragments reached through a permutation, read across threads or stored in a box of their shape
         //    (subBoxStore) that cannot be held whole by every thread: every access of the nest goes to a shared copy, filled before the nest (unless a store at the nest's top level
         //    writes every element) and copied back after it where the nest stores to it.
@@ -217,7 +223,11 @@ class Transposer : public IRMutator {
             auto p = permutationOf(a, vars, extents);
             bool permuted = p && !identity(*p);
             const bool box = subBoxStore(a, vars, extents);
-            const bool moved = permuted || (!a.store && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
+            // A read of a fragment in the tf32 operand order by 4-column groups stays in the reading lane (MmaLayouts).
+            const bool byGroups = !a.store && !otherOrder && operandOrder_.count(a.buffer.get()) &&
+                                  colGroupOffset(a.indices, vars, extents, a.buffer->shape).first;
+            const bool moved =
+                permuted || (!a.store && !byGroups && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
             if (!moved || staged.count(a.buffer.get())) continue;
             // A fragment small enough is held whole in every thread instead, unless a box store comes from a nest
             // that another fragment spreads over the threads (each copy would get only some of the values).
@@ -254,6 +264,32 @@ class Transposer : public IRMutator {
     /// The fragments inferLayouts gives a tensor-core layout: T.gemm's A and C fragments and those linked to one
     /// through nests that index both exactly (an operand filled by a copy of a dequantized fragment).
     std::set<const BufferNode *> mmaTied_;
+    std::vector<const Gemm *> gemms_;
+    /// Those linked to a 32-bit A of mma.sync and to no other operand, which take the tf32 operand column order
+    /// (MmaLayouts.cpp, operandOrderGroups: the same rule over inferLayouts' groups).
+    std::set<const BufferNode *> operandOrder_;
+
+    /// Fills operandOrder_ from the linked sets `exact` (each nest's fragments indexed exactly by its variables).
+    void findOperandOrder(const std::vector<std::set<const BufferNode *>> &exact) {
+        std::map<const BufferNode *, const BufferNode *> parent; // union-find over the fragments
+        std::function<const BufferNode *(const BufferNode *)> find = [&](const BufferNode *b) {
+            auto it = parent.find(b);
+            return it == parent.end() || it->second == b ? b : (it->second = find(it->second));
+        };
+        for (auto &bufs : exact)
+            for (auto *b : bufs)
+                if (find(b) != find(*bufs.begin())) parent[find(b)] = find(*bufs.begin());
+        std::set<const BufferNode *> tf32, other;
+        for (const Gemm *g : gemms_) {
+            if (g->c.buffer) other.insert(find(g->c.buffer.get()));
+            const Buffer &a = g->a.buffer;
+            if (!a || a->scope != Scope::Fragment) continue;
+            const bool ok = g->instr != GemmInstr::Wgmma && a->dtype.bytes() == 4 && a->dtype.isFloat();
+            (ok ? tf32 : other).insert(find(a.get()));
+        }
+        for (auto *b : mmaTied_)
+            if (tf32.count(find(b)) && !other.count(find(b))) operandOrder_.insert(b);
+    }
 
     /// Fills mmaTied_ from the nests of `body` (each one's fragments indexed exactly by its variables).
     void tieToGemms(const Stmt &body) {
@@ -280,6 +316,7 @@ class Transposer : public IRMutator {
                 if (std::any_of(bufs.begin(), bufs.end(), [&](const BufferNode *b) { return mmaTied_.count(b) > 0; }))
                     for (auto *b : bufs) grew |= mmaTied_.insert(b).second;
         }
+        findOperandOrder(n.exact);
     }
 
     /// The shape of a fragment's shared copy: rows (the last dimension) a multiple of 128 bytes long get 16 bytes

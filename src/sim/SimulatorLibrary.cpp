@@ -132,7 +132,9 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         // The whole A and B, read as the threads' ldmatrix / register reads would.
         std::vector<double> A(M * K), B(K * N);
         if (rs) {
-            passes::Layout la = passes::Layout::mma({M, K}, scopeThreads, (int)wm, 1);
+            // A's registers in the layout the call names: the accumulator order, or the tf32 operand order (opA)
+            passes::Layout la = arg("opA") ? passes::Layout::mmaOperand({M, K}, scopeThreads, (int)wm)
+                                           : passes::Layout::mma({M, K}, scopeThreads, (int)wm, 1);
             for (int t = scopeFirst; t < scopeFirst + scopeThreads; ++t) {
                 auto [regs, r0] = addressOf(passes::lib::arg(c, info.fn, "a"), t);
                 auto &s = storage(regs, t);

@@ -86,10 +86,18 @@ __device__ __forceinline__ uint32_t bits8(__nv_fp8_e5m2 x) {
 // thread's own values and let the instruction's k stand for the columns they are (rs_k): tf32 k t and t + 4
 // are columns 2t and 2t + 1 of tile kk; 8-bit k 4t + j and 16 + 4t + j are columns (j / 2) * 8 + 2t + j % 2
 // of tiles 4kk and 4kk + 2. B is read with the same order (b_rs_loader).
-template <int KT, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
+// OpA: a 32-bit A in the tf32 operand order instead (Layout::opCols in include/tilec/passes/Layout.h: columns in
+// groups of 4, slot (mi * nQ + q) * 2 + h of lane l holding (row g + 8h, column 4q + t)): the k-step's four
+// registers are the instruction's a0..a3 in order, and B is read in the instruction's own k order (b_smem_loader).
+template <int KT, bool OpA, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
     constexpr int EB = (int)sizeof(TA);
+    static_assert(!OpA || EB == 4, "the operand order is for 32-bit A");
     const TA *src = Areg + (mi * KT + kk * (4 / EB)) * 4; // the first of the k-step's 8-column tiles
-    if constexpr (EB == 2) {
+    if constexpr (OpA) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) // slots (q = 2kk, h 0), (2kk, 1), (2kk + 1, 0), (2kk + 1, 1): a0..a3
+            a[r] = to_tf32(__float_as_uint(src[r]));
+    } else if constexpr (EB == 2) {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
             a[r] = pack16(bits16(src[2 * r]), bits16(src[2 * r + 1]));
@@ -162,7 +170,7 @@ template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_rs_load
 };
 
 // A from registers (rs_a_fragment), B from shared memory through lb.
-template <class Op, int MT, int NT, int KS, int KT, class TA, class LB, class Acc>
+template <class Op, int MT, int NT, int KS, int KT, bool OpA, class TA, class LB, class Acc>
 __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *acc) {
     uint32_t b[2][NT][2];
     lb.load(b[0], 0);
@@ -173,7 +181,7 @@ __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *
         uint32_t a[MT][4];
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
-            rs_a_fragment<KT>(Areg, mi, kk, a[mi]);
+            rs_a_fragment<KT, OpA>(Areg, mi, kk, a[mi]);
         mma_tiles<Op, MT, NT>(acc, a, b[kk & 1]);
     }
 }
@@ -243,7 +251,8 @@ __device__ __forceinline__ void gemm_ss(const TA *As, const TB *Bs, TC *C) {
 }
 
 /// gemm_rs (below) with B in the row layout (PanelB == 0) or TMA's panel layout of PanelB bytes (gemm_ss_panels).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, typename TA, typename TB, typename TC>
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, bool OpA, typename TA, typename TB,
+          typename TC>
 __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC *C) {
     using Op = mma_detail::mma_op<TA, TB, TC>;
     static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
@@ -253,27 +262,28 @@ __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC 
     static_assert(PanelB == 0 || PanelB == 32 || PanelB == 64 || PanelB == 128, "panels of 128, 64 or 32 bytes");
     constexpr int MT = M / WarpsM / 16, WTN = N / WarpsN, NT = WTN / 8, KS = K / Op::kK, KT = K / 8;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    using LB = std::conditional_t<sizeof(TB) == 2, mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB>,
+    using LB = std::conditional_t<sizeof(TB) == 2 || OpA, mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB>,
                                   mma_detail::b_rs_loader<N, K, TransB, TB, NT, PanelB>>;
     const LB lb(Bs, warp / WarpsM * WTN, lane);
     if constexpr (std::is_same<TC, __half>::value) {
         uint32_t acc[MT * NT * 2];
         mma_detail::pack_acc<MT * NT * 4>(C, acc);
-        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT>(Areg, lb, acc);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA>(Areg, lb, acc);
         mma_detail::unpack_acc<MT * NT * 4>(acc, C);
     } else {
-        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT>(Areg, lb, C);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA>(Areg, lb, C);
     }
 }
 
 /// C += A * B with A in registers: Areg is the thread's M x K fragment in the accumulator order above, laid
-/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has; where the
-/// warps also split the columns (WarpsN > 1), warp w holds the rows of warp w % WarpsM (a copy per warp column)
-/// and computes columns (w / WarpsM) * N / WarpsN onwards. B is in shared memory as for gemm_ss. The type
-/// combinations of gemm_ss (float A is rounded to tf32 as it is read).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, typename TA, typename TB, typename TC>
+/// out for WarpsM warps by rows (K / 8 column tiles), the form a previous gemm's accumulator has, or (OpA, float
+/// A only) in the tf32 operand order (rs_a_fragment); where the warps also split the columns (WarpsN > 1), warp w
+/// holds the rows of warp w % WarpsM (a copy per warp column) and computes columns (w / WarpsM) * N / WarpsN
+/// onwards. B is in shared memory as for gemm_ss. The type combinations of gemm_ss (float A is rounded to tf32 as
+/// it is read).
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, bool OpA, typename TA, typename TB, typename TC>
 __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
-    gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0>(Areg, Bs, C);
+    gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0, OpA>(Areg, Bs, C);
 }
 
 namespace mma_detail {

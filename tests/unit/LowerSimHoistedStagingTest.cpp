@@ -2,9 +2,10 @@
 /// Shared copies of fragments staged for a nest that reads them across threads (transposeFragments), made once
 /// before the loops that keep their source (hoistStagedCopies), on the CPU simulator against float64
 /// references: TileKernels' pre_norm_fn_fwd_mul shape (a sum of squares of a T.gemm operand four columns at a
-/// time in `for jj in T.serial(64)`, inside a pipelined loop that reloads the operand), whose copy runs once per
-/// pipeline stage instead of 64 times, with as many fewer barriers; and a loop that writes the source, whose copy
-/// stays at every iteration (and the sum stays right).
+/// time in `for jj in T.serial(64)`, inside a pipelined loop that reloads the operand; here a bfloat16 operand,
+/// held in the accumulator order: a float one is held in the tf32 operand order and read in registers,
+/// LowerSimOperandOrderTest), whose copy runs once per pipeline stage instead of 64 times, with as many fewer
+/// barriers; and a loop that writes the source, whose copy stays at every iteration (and the sum stays right).
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
@@ -29,7 +30,7 @@ TEST(LowerSimHoistedStaging, SumOfSquaresOfAGemmOperand) {
     const int M = 32, K = 1024, N = 32, BK = 256, stages = K / BK;
     std::string src = "import tilelang.language as T\n"
                       "@T.prim_func\n"
-                      "def k(X: T.Tensor((32, 1024), \"bfloat16\"), W: T.Tensor((32, 1024), \"float32\"),\n"
+                      "def k(X: T.Tensor((32, 1024), \"bfloat16\"), W: T.Tensor((32, 1024), \"bfloat16\"),\n"
                       "      O: T.Tensor((32, 32), \"float32\"), S: T.Tensor((32, 4), \"float32\")):\n"
                       "    with T.Kernel(1, threads=128) as bx:\n"
                       "        acc = T.alloc_fragment((32, 32), \"float32\")\n"
@@ -38,10 +39,10 @@ TEST(LowerSimHoistedStaging, SumOfSquaresOfAGemmOperand) {
                       "        T.clear(sq)\n"
                       "        for k in T.Pipelined(4, num_stages=2):\n"
                       "            xs = T.alloc_shared((32, 256), \"bfloat16\")\n"
-                      "            ws = T.alloc_shared((32, 256), \"float32\")\n"
+                      "            ws = T.alloc_shared((32, 256), \"bfloat16\")\n"
                       "            T.copy(X[0, k * 256], xs)\n"
                       "            T.copy(W[0, k * 256], ws)\n"
-                      "            x = T.alloc_fragment((32, 256), \"float32\")\n"
+                      "            x = T.alloc_fragment((32, 256), \"bfloat16\")\n"
                       "            T.copy(xs, x)\n"
                       "            for jj in T.serial(64):\n"
                       "                for i, j in T.Parallel(32, 4):\n"
@@ -53,7 +54,7 @@ TEST(LowerSimHoistedStaging, SumOfSquaresOfAGemmOperand) {
     run.run(src, "t.tile", *tilec::Target::parse("sm_80"));
     ASSERT_TRUE(run.lowered) << run.diags();
     ASSERT_EQ(run.lowered->kernels.size(), 1u);
-    auto X = bf16Data(M * K, 91), W = sim::randomData(N * K, 92);
+    auto X = bf16Data(M * K, 91), W = bf16Data(N * K, 92);
     std::vector<double> O(M * N, 0), S(M * 4, 0), wantO(M * N, 0), wantS(M * 4, 0);
     for (int i = 0; i < M; ++i)
         for (int c = 0; c < K; ++c) {

@@ -25,6 +25,12 @@
 ///   M/(warpsM/4) rows) the rows of tile mi are g*WGM + mi*64 + (wm%4)*16 + h*8 + l/4 with g = wm/4: a warp's
 ///   16-row tiles are 64 rows apart, wgmma's m64 D order (stdlib/tilec/sm90_wgmma.cuh). It is the plain mma
 ///   order when every warpgroup owns exactly 64 rows.
+///   With `opCols` (the column order of mma.sync's tf32 A operand, m16n8k8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
+///   a3 (g + 8, t + 4)), for a 32-bit operand-A fragment that no accumulator shares, and the nests that read it
+///   by 4-column groups: the columns come in groups of 4, column q*4 + l%4 of group q in lane l, and slot
+///   (mi*nQ + q)*2 + h of lane l holds row wm*WTM + mi*16 + h*8 + l/4 (warpsN 1, nQ = N/4 groups: colGroups()),
+///   column q*4 + l%4. Column jj*4 + j is then lane j's for every jj, and a tf32 k-step's four A registers are
+///   slots 4kk..4kk+3 in the instruction's order (stdlib/tilec/mma.cuh, rs_a_fragment). N need only be a multiple of 4.
 ///   A block of more warps than warpsM x warpsN (threads a multiple of 32 * warpsM * warpsN) holds copies: warp w
 ///   holds what warp w % (warpsM * warpsN) does (warpCopies() of each element; a wgmma RS operand A whose rows
 ///   several warpgroups splitting the columns of the product all read, FullCol's MLA P.V). The first copy stores.
@@ -36,7 +42,9 @@
 ///   column wn*WTN + ni*8 + (l%4)*2 + c in every
 ///   thread of that column (the 8 lanes of a lane%4 class, warpsM warp rows and any further warps hold copies),
 ///   so a read `d[j]` inside the mma nest is the thread's own register, not an element of a copy of the whole
-///   vector indexed by the lane (which the CUDA compiler must put in local memory).
+///   vector indexed by the lane (which the CUDA compiler must put in local memory). With `opCols`, the columns of
+///   a nest in the tf32 operand order (below): slot q holds column q*4 + l%4 (the 8 lanes of a lane%4 class and
+///   further warps hold copies).
 #pragma once
 
 #include "tilec/IR.h"
@@ -59,11 +67,15 @@ struct Layout {
     int64_t copies = 0; ///< distributed: thread-index bits whose threads hold copies (0: one thread per element)
     int warpsM = 1, warpsN = 1; ///< mma, mmaRows
     bool wgmma = false;         ///< mma, mmaRows: wgmma's row order (above)
+    bool opCols = false;        ///< mma: the tf32 operand column order (above)
 
     static Layout distributed(std::vector<int64_t> shape, int threads, int vec, int64_t copies = 0);
     static Layout replicated(std::vector<int64_t> shape);
     /// shape (M, N); needs M % (16*warpsM) == 0 and N % (8*warpsN) == 0.
     static Layout mma(std::vector<int64_t> shape, int threads, int warpsM, int warpsN, bool wgmma = false);
+    /// An (M, N) mma layout in the tf32 operand column order (opCols) over warpsM warps by rows, warps beyond
+    /// them holding copies; needs M % (16*warpsM) == 0 and N % 4 == 0.
+    static Layout mmaOperand(std::vector<int64_t> shape, int threads, int warpsM);
     static Layout mmaRows(int64_t m, int threads, int warpsM, int warpsN, bool wgmma = false);
     /// The columns of an (M, n) mma layout split over warpsM x warpsN warps; needs n % (8*warpsN) == 0. `shape`:
     /// the fragment's (c1, ..., ck), c1*...*ck = n, when it is not 1-D (its elements in row-major order).
@@ -75,12 +87,21 @@ struct Layout {
     bool isMma() const { return kind == Mma || kind == MmaRows; }
     /// mma: how many warps hold each element (1 unless the block has more warps than warpsM x warpsN).
     int warpCopies() const { return kind == Mma ? threads / (32 * warpsM * warpsN) : 1; }
+    /// The thread-index bits whose threads hold copies of the same elements: `copies` (distributed); the warp bits
+    /// above the warpsM x warpsN warps of an mma layout with warpCopies() > 1 where both counts are powers of two
+    /// (elsewhere 0: the copies then differ in no bit set).
+    int64_t copyBits() const;
     /// Distributed: the virtual threads T' the elements are spread over (T when `copies` is 0).
     int vthreads() const;
     int64_t tilesM() const { return shape[0] / warpsM / 16; }      ///< mma, mmaRows: 16-row tiles per warp
     int64_t tilesN() const { ///< mma, mmaCols: 8-column tiles per warp
-        TILEC_ASSERT((kind == Mma && shape.size() >= 2) || kind == MmaCols, "column tiles of a layout that is not mma");
+        TILEC_ASSERT(((kind == Mma && shape.size() >= 2) || kind == MmaCols) && !opCols,
+                     "column tiles of a layout that is not mma, or in the operand order");
         return (kind == MmaCols ? elements() : columns()) / warpsN / 8;
+    }
+    int64_t colGroups() const { ///< mma, mmaCols with opCols: 4-column groups (nQ above)
+        TILEC_ASSERT((kind == Mma || kind == MmaCols) && opCols, "column groups of a layout not in the operand order");
+        return (kind == MmaCols ? elements() : columns()) / 4;
     }
     /// mma: N, the accumulator's columns. A T.reshape / T.view of an (M, N) accumulator as (M, c1, ..., ck) with
     /// c1*...*ck = N keeps its mma layout over that shape: element (r, c1, ..., ck) is accumulator element (r, c),
@@ -147,6 +168,10 @@ std::vector<ir::Expr> elementCoords(const Layout &l, const ir::Expr &round, cons
 ir::Expr mmaRow(const Layout &l, const ir::Expr &tid, const ir::Expr &mi, const ir::Expr &h);
 /// The column of slot (ni, c) of thread `tid` in an mma or mmaCols layout.
 ir::Expr mmaCol(const Layout &l, const ir::Expr &tid, const ir::Expr &ni, const ir::Expr &c);
+/// The column of group q of thread `tid` in an mma layout in the operand order (opCols): q*4 + tid%4.
+ir::Expr mmaGroupCol(const Layout &l, const ir::Expr &tid, const ir::Expr &q);
+/// The (row, column) of register slot `slot` of thread `tid` in an mma layout, either column order.
+std::pair<ir::Expr, ir::Expr> mmaSlotRowCol(const Layout &l, const ir::Expr &tid, int64_t slot);
 /// The coordinates in an mma layout's shape (a view's too: Layout::columns) of accumulator element (row, col).
 std::vector<ir::Expr> mmaViewCoords(const Layout &l, const ir::Expr &row, const ir::Expr &col);
 /// Whether thread `tid` holds the first of the copies of its rows in an mmaRows layout (lane % 4 == 0 and
