@@ -1,5 +1,5 @@
-// tilec device runtime: float32 to fp4 (e2m1: a sign bit, two exponent bits of bias 1, one mantissa bit; the
-// magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) by integer and float arithmetic, for sm_80 and sm_90, which have no
+// tilec device runtime: float32 to fp4 (e2m1: a sign bit, two exponent bits, exponent 1 meaning 2^0, one mantissa
+// bit; the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) by integer and float arithmetic, for sm_80 and sm_90, which have no
 // conversion instruction for it (cvt.rn.satfinite.e2m1x2.f32 is sm_100a's). Rounding to nearest, ties to the
 // even code, magnitudes past 6 (infinity too) to 6, NaN to code 0, the sign bit for values below zero (so -0.0
 // is code 0 and -0.1 is code 8, a negative zero). The functions also compile as host C++ (the CPU simulator
