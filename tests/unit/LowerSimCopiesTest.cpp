@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -378,3 +379,58 @@ TEST(LowerSimCopies, GroupScalesOfAReshapedReductionHeldByTheirGroupsThreads) {
     expectNear(y, wy, 1e-5, "Y");
     expectNear(sc, ws, 1e-7, "S");
 }
+
+namespace {
+
+// Over 96 threads (not a power of two: no layout with copies) the row maxima and the row and column sums of a
+// (4, 4) fragment stay whole in every thread, and the nests read them at `tx / 4` and `tx % 4`: selectRegisterSlots
+// makes each read a choice among the 4 slots those indices name. The numbers are a softmax then nine rounds of
+// row and column normalization (TileKernels' pre_big_fuse), against a reference in float.
+TEST(LowerSimCopies, ThreadIndexedReadsOfWholeFragmentsChooseAmongConstantSlots) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((4, 4), \"float32\"), Y: T.Tensor((4, 4), \"float32\")):\n"
+          "    with T.Kernel(1, threads=96) as bx:\n"
+          "        cm = T.alloc_fragment((4, 4), \"float32\")\n"
+          "        row_max = T.alloc_fragment(4, \"float32\")\n"
+          "        row_sum = T.alloc_fragment(4, \"float32\")\n"
+          "        col_sum = T.alloc_fragment(4, \"float32\")\n"
+          "        T.copy(X, cm)\n"
+          "        T.reduce_max(cm, row_max, dim=1)\n"
+          "        for j, k in T.Parallel(4, 4):\n"
+          "            cm[j, k] = T.exp(cm[j, k] - row_max[j])\n"
+          "        for _ in T.serial(9):\n"
+          "            T.reduce_sum(cm, row_sum, dim=1)\n"
+          "            for j, k in T.Parallel(4, 4):\n"
+          "                cm[j, k] = cm[j, k] / (row_sum[j] + 1e-6)\n"
+          "            T.reduce_sum(cm, col_sum, dim=0)\n"
+          "            for j, k in T.Parallel(4, 4):\n"
+          "                cm[j, k] = cm[j, k] / (col_sum[k] + 1e-6)\n"
+          "        T.copy(cm, Y)\n");
+    EXPECT_NE(s.layouts().find("fragment row_max: replicated, 4 slots per thread"), std::string::npos) << s.layouts();
+    auto x = randomData(16, 41);
+    std::vector<double> y(16, std::nan("")), w(16);
+    float c[16];
+    for (int j = 0; j < 4; ++j) {
+        float m = -INFINITY;
+        for (int k = 0; k < 4; ++k) m = std::max(m, (float)x[j * 4 + k]);
+        for (int k = 0; k < 4; ++k) c[j * 4 + k] = std::exp((float)x[j * 4 + k] - m);
+    }
+    for (int it = 0; it < 9; ++it) {
+        for (int j = 0; j < 4; ++j) {
+            float r = 0;
+            for (int k = 0; k < 4; ++k) r += c[j * 4 + k];
+            for (int k = 0; k < 4; ++k) c[j * 4 + k] /= r + 1e-6f;
+        }
+        for (int k = 0; k < 4; ++k) {
+            float r = 0;
+            for (int j = 0; j < 4; ++j) r += c[j * 4 + k];
+            for (int j = 0; j < 4; ++j) c[j * 4 + k] /= r + 1e-6f;
+        }
+    }
+    for (int e = 0; e < 16; ++e) w[e] = c[e];
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, w, 1e-5, "Y");
+}
+
+} // namespace
