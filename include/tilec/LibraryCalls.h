@@ -69,6 +69,9 @@ enum class Fn {
     // TileLang's intrinsics-level GEMM (tilelang.cuda.intrinsics' emitter; src/eval/TileLangMmaEmitter.cpp)
     MmaSync,       ///< one m16n8kK mma.sync of the warp on its threads' registers: c += a * b, fragments in PTX order
     RoleThread,    ///< threadIdx.x (a value) in a warp role of threads first .. first + count - 1, which analyses know
+    // Conversions (stdlib/tilec/fp4.cuh)
+    Fp4Code,       ///< the fp4 (e2m1) code 0 .. 15 of a float (int32): nearest, ties to even, saturating, NaN to 0
+    Fp4x2Code,     ///< the byte of two fp4 codes, `lo` in bits 0-3 and `hi` in bits 4-7 (int32 0 .. 255)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

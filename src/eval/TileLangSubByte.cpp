@@ -12,6 +12,7 @@
 /// another thread may be writing). An element store into a packed tensor is a located error for that reason, and
 /// so is every other use of such a buffer by a tile primitive (noteViews).
 #include "eval/TileLang.h"
+#include "tilec/LibraryCalls.h"
 
 #include <functional>
 
@@ -76,23 +77,24 @@ ir::Expr decode(SubByte k, const ir::Expr &c, const SourceRange &at) {
 
 /// The code (int32, 0 .. 15) of value `v` as a `k` element. Integers keep their low four bits (a float is
 /// truncated to an integer first, as a C cast); fp4 rounds |v| to the nearest of 0, 0.5, 1, 1.5, 2, 3, 4, 6 (ties
-/// to the even code, larger values and infinity to 6, NaN to 0) and sets the sign bit when v < 0.
+/// to the even code, larger values and infinity to 6, NaN to 0) and sets the sign bit when v < 0: the device
+/// library's conversion (stdlib/tilec/fp4.cuh, by integer arithmetic on the float's bits).
 ir::Expr encode(SubByte k, const ir::Expr &v, const SourceRange &at) {
     if (k != SubByte::Float4E2M1) {
         ir::Expr x = v->dtype == DType::Int32 ? v : ir::cast(DType::Int32, v, at);
         return bin(BinaryOp::BitAnd, x, i32(15, at), at);
     }
     ir::Expr x = v->dtype == DType::Float32 ? v : ir::cast(DType::Float32, v, at);
-    ir::Expr neg = bin(BinaryOp::LT, x, f32(0, at), at);
-    ir::Expr a = ir::select(neg, ir::unary(ir::UnaryOp::Neg, x, at), x, at);
-    // Each threshold passed is one step up the codes; a tie (0.25, 1.25, 2.5, 5) stays on the even code below,
-    // one at 0.75, 1.75, 3.5 goes up to it.
-    static const std::pair<double, bool> steps[] = {{0.25, false}, {0.75, true}, {1.25, false}, {1.75, true},
-                                                    {2.5, false},  {3.5, true},  {5.0, false}};
-    ir::Expr mag = i32(0, at);
-    for (auto [t, inclusive] : steps)
-        mag = bin(BinaryOp::Add, mag, ir::cast(DType::Int32, bin(inclusive ? BinaryOp::GE : BinaryOp::GT, a, f32(t, at), at), at), at);
-    return bin(BinaryOp::Add, mag, ir::select(neg, i32(8, at), i32(0, at), at), at);
+    return passes::lib::call(passes::lib::Fn::Fp4Code, {std::move(x)}, at, DType::Int32);
+}
+
+/// The byte (int32, 0 .. 255) of codes `lo` (bits 0-3) and `hi` (bits 4-7): two fp4 conversions are one call of
+/// the pair conversion.
+ir::Expr pairOf(const ir::Expr &lo, const ir::Expr &hi, const SourceRange &at) {
+    using passes::lib::Fn;
+    if (passes::lib::is(lo, Fn::Fp4Code) && passes::lib::is(hi, Fn::Fp4Code))
+        return passes::lib::call(Fn::Fp4x2Code, {ir::as<ir::Call>(lo)->args[0], ir::as<ir::Call>(hi)->args[0]}, at, DType::Int32);
+    return bin(BinaryOp::BitOr, lo, bin(BinaryOp::Shl, hi, i32(4, at), at), at);
 }
 
 /// The storage byte of code `c` (int32, 0 .. 15), or of a `pair` of codes (0 .. 255: an int8 wraps). A lone int4
@@ -181,7 +183,7 @@ void storeNest(Interp &in, const Side &D, const ir::Region &dst, const std::vect
         std::vector<ir::Expr> lo = pos, hi = pos;
         lo.back() = bin(BinaryOp::Mul, pos.back(), i32(2, at), at);
         hi.back() = bin(BinaryOp::Add, lo.back(), i32(1, at), at);
-        ir::Expr byte = bin(BinaryOp::BitOr, read(lo), bin(BinaryOp::Shl, read(hi), i32(4, at), at), at);
+        ir::Expr byte = pairOf(read(lo), read(hi), at);
         std::vector<ir::Expr> idx = indexAt(dst, dd, pos, at);
         idx.back() = ir::simplify(bin(BinaryOp::Add, half(dst.ranges.back().min), pos.back(), at));
         return ir::Store::make(D.buffer, std::move(idx), asByte(D.buffer->dtype, byte, at, true), at);

@@ -97,6 +97,8 @@ const std::vector<Info> &table() {
          kReadsShared, I::All, "sm_80"},
         {Fn::MmaSync, "tilec.mma_sync", "tilec::mma_sync", 0, {}, {"a", "b", "c"}, kNone, I::All, "sm_80"},
         {Fn::RoleThread, "tilec.role_thread", "threadIdx.x", 0, {}, {"first", "count"}, kPure, I::All, "sm_80"},
+        {Fn::Fp4Code, "tilec.fp4_code", "tilec::fp4_code", 0, {}, {"value"}, kPure, I::All, "sm_80"},
+        {Fn::Fp4x2Code, "tilec.fp4x2_code", "tilec::fp4x2_code", 0, {}, {"lo", "hi"}, kPure, I::All, "sm_80"},
     };
     return t;
 }

@@ -23,6 +23,21 @@ constexpr int64_t kMaxEvaluated = int64_t(1) << 22;
 
 bool pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/// Distributed layout `l` (its group's) over buffer `b`'s own constant shape, the same thread and slot for each
+/// row-major element; nullopt when the shapes hold different counts or the vector width does not divide b's rows.
+std::optional<Layout> overShape(const Layout &l, const BufferNode *b) {
+    std::vector<int64_t> shape;
+    for (auto &e : b->shape) {
+        auto c = constInt(e);
+        if (!c) return std::nullopt;
+        shape.push_back(*c);
+    }
+    if (shape == l.shape) return l;
+    Layout v = Layout::distributed(shape, l.threads, l.vec, l.copies);
+    if (shape.empty() || shape.back() % l.vec || v.elements() != l.elements()) return std::nullopt;
+    return v;
+}
+
 /// Calls f(t, slot, values) for every element a thread meets in a nest of layout `l` over `extents` (as many
 /// iterations, row-major), with the nest's variables set to its coordinates; false when the sizes differ.
 /// How many of `indices`' first entries use none of `vars` (a slice's leading index, `lse[k, i]` in a nest over i).
@@ -157,12 +172,14 @@ class Chooser {
                 const Layout *src = u.reduceSrc ? layoutOf(groupOf_(u.reduceSrc)) : nullptr;
                 if (src && src->kind == Layout::Replicated) continue; // computed whole in every thread: any layout serves
                 if (!src || src->kind != Layout::Distributed) return false;
-                const Layout &sl = *src;
-                if (sl.elements() * threads_ > kMaxEvaluated) return false;
-                reduction::Reducer red(sl, u.reduceDim);
+                // The reduced dimension is one of the source's own shape, which may be a view of its group's
+                // (T.reshape(x, (m, groups, 128)) of an (m, groups * 128) fragment): the same threads and slots.
+                auto sl = overShape(*src, u.reduceSrc);
+                if (!sl || sl->elements() * threads_ > kMaxEvaluated) return false;
+                reduction::Reducer red(*sl, u.reduceDim);
                 for (int64_t t = 0; t < threads_; ++t)
-                    for (int64_t s = 0; s < sl.slotsPerThread(); ++s)
-                        if (int64_t e = elementOf(sl, t, s); e >= 0) need[t].insert(red.outIndex(e));
+                    for (int64_t s = 0; s < sl->slotsPerThread(); ++s)
+                        if (int64_t e = elementOf(*sl, t, s); e >= 0) need[t].insert(red.outIndex(e));
                 any = true;
                 continue;
             }

@@ -29,6 +29,7 @@
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
+#include "tilec/passes/SelectRegisterSlots.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/TransposeFragments.h"
 #include "tilec/passes/UnrollSerialLoops.h"
@@ -105,6 +106,8 @@ const std::vector<Pass> &table() {
         {"stageEpilogue", always,
          [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.variant, &s.diag.sources()); }, false},
         {"lowerParallel", always, [](const Program &p, PassState &) { return passes::lowerParallel(p); }, false},
+        // Reads of fragments held whole by every thread at a thread-dependent index: a choice among constant slots.
+        {"selectRegisterSlots", always, [](const Program &p, PassState &) { return passes::selectRegisterSlots(p); }, false},
         // Blocks that end in a partial warp (threads=1): what needs all 32 lanes of a warp is an error there.
         {"checkWholeWarps", always,
          [](const Program &p, PassState &s) { return passes::checkWholeWarps(p, s.diag), p; }, true},

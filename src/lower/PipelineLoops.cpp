@@ -116,6 +116,10 @@ class Pipeliner : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Pipelined) return IRMutator::visit(op);
+        // One trip overlaps nothing: the body runs once as plain code (its transfers issued and waited for in
+        // place), with no ring of stages, no prologue and no waits for transfers that are never issued.
+        if (constValue(simplify(op->extent)) == std::optional<int64_t>(1))
+            return mutate(substitute(op->body, VarMap{{op->var.get(), op->min}}));
         auto serial = [&] { return For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc); };
         const int S = op->numStages;
         if (S < 2) return serial();

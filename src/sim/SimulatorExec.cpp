@@ -2,6 +2,7 @@
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
 #include "sim/SimulatorRandom.h"
+#include "tilec/fp4.cuh"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 
@@ -178,6 +179,8 @@ double Simulator::eval(const ir::Expr &e, int t) {
                                    std::to_string(first) + " to " + std::to_string(first + count - 1));
                 return (double)t;
             }
+            if (info->fn == Fn::Fp4Code) return (double)tilec::fp4_code((float)eval(arg("value"), t));
+            if (info->fn == Fn::Fp4x2Code) return (double)tilec::fp4x2_code((float)eval(arg("lo"), t), (float)eval(arg("hi"), t));
             // Shuffles name all 32 lanes of the warp: one in a partial warp (a block of 1 to 31 threads, or
             // the last warp of 48) waits for lanes that do not exist.
             if ((info->fn == Fn::ShflXor || info->fn == Fn::Shfl) && t / 32 * 32 + 32 > T_)

@@ -5,8 +5,9 @@
 #ifndef TILEC_STDLIB_TILEC_CUH
 #define TILEC_STDLIB_TILEC_CUH
 
-// Element types, conversions, narrow-float arithmetic; vector loads and stores.
+// Element types, conversions (fp4 by arithmetic), narrow-float arithmetic; vector loads and stores.
 #include "types.cuh"
+#include "fp4.cuh"
 #include "memory.cuh"
 
 // sm_80 and later: swizzled shared tiles, cp.async tile copies, mma.sync GEMMs, block rasterization.

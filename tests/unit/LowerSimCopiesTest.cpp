@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -335,3 +336,101 @@ TEST(LowerSimCopies, ScatteredStoresOfSeveralThreadsStayAnError) {
           "t.tile", *Target::parse("sm_80"));
     EXPECT_NE(r.diags().find("fragment 'acc' has a copy in every thread"), std::string::npos) << r.diags();
 }
+
+// TileKernels' per-token cast: the absolute maxima of groups of 128 columns reduced from a T.reshape view (M, G,
+// 128) of the (M, G * 128) input, turned into a scale per group by a nest over (M, G) that also stores it, and read
+// back at `s[i, j // 128]` by the nest over the input. The reduction's source is the view: its layout over the
+// view's shape says which threads hold each group (the 32 lanes of a warp here), so the scales take that layout
+// with copies (4 registers, read at a constant slot), not a copy of all 16 in every thread read at a run-time
+// index (which the CUDA compiler puts in local memory). Run with any sizes: rows past M are masked.
+TEST(LowerSimCopies, GroupScalesOfAReshapedReductionHeldByTheirGroupsThreads) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((8, 512), \"float32\"), Y: T.Tensor((8, 512), \"float32\"), S: T.Tensor((8, 4), \"float32\")):\n"
+          "    with T.Kernel(2, threads=128) as bx:\n"
+          "        x = T.alloc_fragment((4, 512), \"float32\")\n"
+          "        amax = T.alloc_fragment((4, 4), \"float32\")\n"
+          "        s = T.alloc_fragment((4, 4), \"float32\")\n"
+          "        T.copy(X[bx * 4, 0], x)\n"
+          "        xr = T.reshape(x, [4, 4, 128])\n"
+          "        T.reduce_absmax(xr, amax, dim=2)\n"
+          "        for i, j in T.Parallel(4, 4):\n"
+          "            a = T.max(amax[i, j], 1e-4)\n"
+          "            S[bx * 4 + i, j] = a / 448.0\n"
+          "            s[i, j] = 448.0 / a\n"
+          "        for i, j in T.Parallel(4, 512):\n"
+          "            Y[bx * 4 + i, j] = x[i, j] * s[i, j // 128]\n");
+    EXPECT_NE(s.layouts().find("fragment s: distributed over 4 threads, 1-wide, each held by 32 threads (copy bits 31), 4 slots per thread"),
+              std::string::npos)
+        << s.layouts();
+    EXPECT_NE(s.layouts().find("fragment amax: distributed over 4 threads, 1-wide, each held by 32 threads"), std::string::npos);
+    auto x = randomData(8 * 512, 29);
+    std::vector<double> y(8 * 512, std::nan("")), sc(32, std::nan("")), wy(8 * 512), ws(32);
+    for (int r = 0; r < 8; ++r)
+        for (int g = 0; g < 4; ++g) {
+            double a = 0;
+            for (int c = 0; c < 128; ++c) a = std::max(a, std::fabs(x[r * 512 + g * 128 + c]));
+            a = std::max(a, (double)1e-4f);
+            ws[r * 4 + g] = (float)(a / 448.0);
+            float inv = (float)(448.0 / a);
+            for (int c = 0; c < 128; ++c) wy[r * 512 + g * 128 + c] = (float)x[r * 512 + g * 128 + c] * inv;
+        }
+    s.run({{"X", &x}, {"Y", &y}, {"S", &sc}});
+    expectNear(y, wy, 1e-5, "Y");
+    expectNear(sc, ws, 1e-7, "S");
+}
+
+namespace {
+
+// Over 96 threads (not a power of two: no layout with copies) the row maxima and the row and column sums of a
+// (4, 4) fragment stay whole in every thread, and the nests read them at `tx / 4` and `tx % 4`: selectRegisterSlots
+// makes each read a choice among the 4 slots those indices name. The numbers are a softmax then nine rounds of
+// row and column normalization (TileKernels' pre_big_fuse), against a reference in float.
+TEST(LowerSimCopies, ThreadIndexedReadsOfWholeFragmentsChooseAmongConstantSlots) {
+    Sim s("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def k(X: T.Tensor((4, 4), \"float32\"), Y: T.Tensor((4, 4), \"float32\")):\n"
+          "    with T.Kernel(1, threads=96) as bx:\n"
+          "        cm = T.alloc_fragment((4, 4), \"float32\")\n"
+          "        row_max = T.alloc_fragment(4, \"float32\")\n"
+          "        row_sum = T.alloc_fragment(4, \"float32\")\n"
+          "        col_sum = T.alloc_fragment(4, \"float32\")\n"
+          "        T.copy(X, cm)\n"
+          "        T.reduce_max(cm, row_max, dim=1)\n"
+          "        for j, k in T.Parallel(4, 4):\n"
+          "            cm[j, k] = T.exp(cm[j, k] - row_max[j])\n"
+          "        for _ in T.serial(9):\n"
+          "            T.reduce_sum(cm, row_sum, dim=1)\n"
+          "            for j, k in T.Parallel(4, 4):\n"
+          "                cm[j, k] = cm[j, k] / (row_sum[j] + 1e-6)\n"
+          "            T.reduce_sum(cm, col_sum, dim=0)\n"
+          "            for j, k in T.Parallel(4, 4):\n"
+          "                cm[j, k] = cm[j, k] / (col_sum[k] + 1e-6)\n"
+          "        T.copy(cm, Y)\n");
+    EXPECT_NE(s.layouts().find("fragment row_max: replicated, 4 slots per thread"), std::string::npos) << s.layouts();
+    auto x = randomData(16, 41);
+    std::vector<double> y(16, std::nan("")), w(16);
+    float c[16];
+    for (int j = 0; j < 4; ++j) {
+        float m = -INFINITY;
+        for (int k = 0; k < 4; ++k) m = std::max(m, (float)x[j * 4 + k]);
+        for (int k = 0; k < 4; ++k) c[j * 4 + k] = std::exp((float)x[j * 4 + k] - m);
+    }
+    for (int it = 0; it < 9; ++it) {
+        for (int j = 0; j < 4; ++j) {
+            float r = 0;
+            for (int k = 0; k < 4; ++k) r += c[j * 4 + k];
+            for (int k = 0; k < 4; ++k) c[j * 4 + k] /= r + 1e-6f;
+        }
+        for (int k = 0; k < 4; ++k) {
+            float r = 0;
+            for (int j = 0; j < 4; ++j) r += c[j * 4 + k];
+            for (int j = 0; j < 4; ++j) c[j * 4 + k] /= r + 1e-6f;
+        }
+    }
+    for (int e = 0; e < 16; ++e) w[e] = c[e];
+    s.run({{"X", &x}, {"Y", &y}});
+    expectNear(y, w, 1e-5, "Y");
+}
+
+} // namespace

@@ -204,3 +204,46 @@ TEST(LowerSimSubByte, GemmOfInt4TilesIsExact) {
 }
 
 } // namespace
+
+namespace {
+
+// TileLang's act_quant fp4 shape: a one-trip T.Pipelined(1, num_stages=2) (plain code now: no ring of stages)
+// loading a tile through shared memory, each element stored as fp4 in a fragment (the device library's single
+// conversion) and copied out through shared memory, and the shared floats copied straight into a packed tensor
+// (the pair conversion). Every midpoint between fp4 magnitudes, the floats beside them, both zeros, subnormals,
+// values past 6, infinities and NaNs, against the definition.
+TEST(LowerSimSubByte, OneTripPipelineAndPairConversionsRoundEveryMidpoint) {
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, "import tilelang.language as T\n"
+                     "@T.prim_func\n"
+                     "def quant(X: T.Tensor((64, 64), \"float32\"), Q: T.Tensor((64, 64), T.float4_e2m1fn),\n"
+                     "          P: T.Tensor((64, 64), T.float4_e2m1fn)):\n"
+                     "    with T.Kernel(2, threads=128) as bx:\n"
+                     "        xs = T.alloc_shared((32, 64), \"float32\")\n"
+                     "        xf = T.alloc_fragment((32, 64), \"float32\")\n"
+                     "        y = T.alloc_fragment((32, 64), T.float4_e2m1fn)\n"
+                     "        ys = T.alloc_shared((32, 64), T.float4_e2m1fn)\n"
+                     "        for _ in T.Pipelined(1, num_stages=2):\n"
+                     "            T.copy(X[bx * 32, 0], xs)\n"
+                     "            T.copy(xs, xf)\n"
+                     "            for i, j in T.Parallel(32, 64):\n"
+                     "                y[i, j] = xf[i, j]\n"
+                     "            T.copy(y, ys)\n"
+                     "            T.copy(ys, Q[bx * 32, 0])\n"
+                     "            T.copy(xs, P[bx * 32, 0])\n");
+    std::vector<double> special;
+    for (float m : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f})
+        for (float s : {1.0f, -1.0f})
+            for (float v : {std::nextafter(m, 0.0f), m, std::nextafter(m, 100.0f)}) special.push_back(s * v);
+    for (double v : {0.0, -0.0, 1e-45, -1e-45, 1e-39, -1e-39, 7.0, -7.0, 1e30, -1e30, (double)INFINITY, -(double)INFINITY,
+                     (double)NAN, 0.1, -0.1})
+        special.push_back(v);
+    std::vector<double> x(4096), q(2048, 99), p(2048, 99), wq(2048);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i < special.size() ? special[i] : (double)(float)(std::sin(i * 0.37) * 6.5);
+    for (int k = 0; k < 2048; ++k) wq[k] = packed(fp4Code(x[2 * k]), fp4Code(x[2 * k + 1]));
+    sim::runAll(r, {{"X", &x}, {"Q", &q}, {"P", &p}});
+    sim::expectNear(q, wq, 0, "Q");
+    sim::expectNear(p, wq, 0, "P");
+}
+
+} // namespace
