@@ -8,6 +8,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Staging.h"
+#include "PrivateStages.h"
 
 #include <algorithm>
 #include <map>
@@ -41,7 +42,33 @@ struct TransferContext {
     DiagnosticEngine &diag;
     std::set<std::tuple<int, int, int>> warned;
     std::vector<Assumption> assumptions;
+    /// Tiles each thread reads only where it copied itself (PrivateStages.h): stored unswizzled.
+    std::set<const BufferNode *> ownStages;
 };
+
+/// The access width of a transfer: the widest that the tile, its origin and the tensor's row length allow, or
+/// that a run-time row length allows when the lowering may assume it suits (then `assumed`).
+int transferVec(const Copy &c, const TransferContext &tc, bool *assumed = nullptr, int *possibleOut = nullptr) {
+    const Buffer &src = c.src.buffer;
+    const size_t nd = c.src.ranges.size();
+    const int64_t cols = *constValue(c.dst.buffer->shape[1]);
+    const int eb = src->dtype.bytes();
+    const Expr &colOrigin = c.src.ranges[nd - 1].min;
+    auto inner = constValue(src->shape[nd - 1]);
+    auto widest = [&](bool rowsSuit) {
+        for (int bytes : {16, 8, 4}) {
+            if (bytes % eb) continue;
+            int64_t ve = bytes / eb;
+            if (cols % ve == 0 && (inner ? *inner % ve == 0 : rowsSuit) && knownMultiple(colOrigin) % ve == 0) return (int)ve;
+        }
+        return 1;
+    };
+    const int proven = widest(false), possible = widest(true);
+    if (possibleOut) *possibleOut = possible;
+    const bool assume = tc.assumeAlignedRows && possible > proven;
+    if (assumed) *assumed = assume;
+    return assume ? possible : proven;
+}
 
 /// The call that issues one tile transfer. `dst` is the (possibly staged) destination and `stage` its copy.
 /// The access is the widest the tile, its origin and the tensor's row length allow; a run-time row length
@@ -58,18 +85,10 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
-    auto widest = [&](bool rowsSuit) {
-        for (int bytes : {16, 8, 4}) {
-            if (bytes % eb) continue;
-            int64_t ve = bytes / eb;
-            if (cols % ve == 0 && (inner ? *inner % ve == 0 : rowsSuit) && knownMultiple(colOrigin) % ve == 0) return (int)ve;
-        }
-        return 1;
-    };
-    const int proven = widest(false), possible = widest(true);
-    int vec = proven;
-    if (tc.assumeAlignedRows && possible > proven) {
-        vec = possible;
+    bool assumed = false;
+    int possible = 1;
+    const int vec = transferVec(c, tc, &assumed, &possible);
+    if (assumed) {
         Assumption a{src, src->shape[nd - 1], (int64_t)vec * eb};
         if (std::find(tc.assumptions.begin(), tc.assumptions.end(), a) == tc.assumptions.end()) tc.assumptions.push_back(a);
     }
@@ -95,7 +114,7 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     dstIdx.push_back(i32(0));
     dstIdx.push_back(i32(0));
     return lib::stmt(wait ? lib::Fn::CopyG2SWait : lib::Fn::CopyG2S,
-                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(1), addressOf(dst, dstIdx), addressOf(src, origin),
+                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(tc.ownStages.count(c.dst.buffer.get()) ? 0 : 1), addressOf(dst, dstIdx), addressOf(src, origin),
                  simplify(ldg), simplify(validRows), simplify(validCols)},
                 c.loc);
 }
@@ -104,7 +123,7 @@ class Pipeliner : public IRMutator {
   public:
     using IRMutator::visit;
     Pipeliner(const Kernel &k, bool assumeAlignedRows, DiagnosticEngine &diag)
-        : kernel_(k), transfers{k.threads, assumeAlignedRows, diag, {}, {}} {}
+        : transfers{k.threads, assumeAlignedRows, diag, {}, {}, {}}, kernel_(k) {}
 
     std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
     TransferContext transfers;
@@ -140,6 +159,11 @@ class Pipeliner : public IRMutator {
         // A transfer into a ring buffer left in the body (under a condition, say) would need the ring too.
         for (auto *b : copyTargets(rest))
             if (ring.count(b)) return serial();
+        // Stages each thread reads only where it copied itself need no barrier (all of them: the barrier is one).
+        bool barrier = false;
+        for (auto *c : hoisted)
+            if (readsOwnCopies(*c, *op, rest)) transfers.ownStages.insert(c->dst.buffer.get());
+            else barrier = true;
 
         const SourceRange &loc = op->loc;
         Expr n = op->extent, min = op->min;
@@ -156,7 +180,7 @@ class Pipeliner : public IRMutator {
             return Seq::make(std::move(calls), loc);
         };
         auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
-        if (Stmt grouped = releaseAfterLastUse(*op, hoisted, rest, ring)) {
+        if (Stmt grouped = releaseAfterLastUse(*op, hoisted, rest, ring, barrier)) {
             for (auto &[b, r] : ring) staged[b] = r;
             return grouped;
         }
@@ -170,12 +194,12 @@ class Pipeliner : public IRMutator {
         }
         Expr k0 = simplify(binary(BinaryOp::Sub, ko, min));
         Expr ahead = simplify(binary(BinaryOp::Add, k0, i32(S - 1)));
-        std::vector<Stmt> body{lib::stmt(lib::Fn::CpAsyncWait, {i32(S - 2)}, loc), syncThreads(loc),
-                               IfThenElse::make(binary(BinaryOp::LT, ahead, n),
-                                                issue(simplify(binary(BinaryOp::Add, ko, i32(S - 1))),
-                                                      simplify(binary(BinaryOp::FloorMod, ahead, i32(S)))),
-                                                nullptr, loc),
-                               commit()};
+        std::vector<Stmt> body{lib::stmt(lib::Fn::CpAsyncWait, {i32(S - 2)}, loc)};
+        if (barrier) body.push_back(syncThreads(loc));
+        body.push_back(IfThenElse::make(binary(BinaryOp::LT, ahead, n),
+                                        issue(simplify(binary(BinaryOp::Add, ko, i32(S - 1))), simplify(binary(BinaryOp::FloorMod, ahead, i32(S)))),
+                                        nullptr, loc));
+        body.push_back(commit());
         Expr stage = simplify(binary(BinaryOp::FloorMod, k0, i32(S)));
         for (auto &s : rest) body.push_back(mutate(stageBuffers(s, ring, stage)));
         out.push_back(For::make(ko, min, n, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc));
@@ -186,6 +210,18 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+
+    /// Whether tile transfer `c`, hoisted out of pipelined loop `loop` whose other statements are `rest`, copies
+    /// every element of its tile that a thread reads in `rest` in that same thread. Only at the transfer's own
+    /// (widest) access width: a narrower one whose threads would be the readers' cost more than the barrier it
+    /// saves (TileKernels' mhc_post_bwd at 4 bytes instead of 16: 4x the LDGSTS, +96 instructions, +12 registers;
+    /// pre_big_fuse at 8: +88, +14).
+    bool readsOwnCopies(const Copy &c, const For &loop, const std::vector<Stmt> &rest) const {
+        if (!kernel_.layouts || c.dst.buffer->shape.size() != 2) return false;
+        RangeMap ranges = kernelRanges(kernel_);
+        addLoopRange(ranges, loop);
+        return readsOwnTransfer(rest, c.dst.buffer.get(), transferVec(c, transfers), transfers.threads, *kernel_.layouts, ranges);
+    }
 
     /// Whether `s` copies one of the tiles `copies` load into a fragment or local buffer: a Copy, or the loop nest
     /// a copy lowers to (one store of the tile's element, converted or not). After it no thread reads the tile's
@@ -223,12 +259,12 @@ class Pipeliner : public IRMutator {
     /// A loop whose tiles are first used by different statements (attention: K by QK^T, V by P.V) keeps S
     /// iterations in flight, not S - 1: each group of tiles (those first used by one statement) is waited for
     /// just before that statement, and its stage is refilled with iteration k + S just after its last use (a
-    /// barrier first: every thread is done reading it), one commit group per group of tiles, in the order of
+    /// barrier first: every thread is done reading it; none where each thread reads only its own copies), one commit group per group of tiles, in the order of
     /// their last uses, which the prologue's S iterations follow too. A loop of one group takes this form only where
     /// its last use is a copy into registers (the refill then issued before the body computes); null for any other
     /// (a GEMM's k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
     Stmt releaseAfterLastUse(const For &op, const std::vector<const Copy *> &hoisted, const std::vector<Stmt> &rest,
-                             std::map<const BufferNode *, Buffer> &ring) {
+                             std::map<const BufferNode *, Buffer> &ring, bool barrier) {
         struct Group {
             size_t first, last;
             std::vector<const Copy *> copies;
@@ -278,13 +314,13 @@ class Pipeliner : public IRMutator {
                 int64_t after = (G - 1 - (int)gi) + (int64_t)(S - 1) * G;
                 for (auto &h : groups) after += h.last < j;
                 body.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(after)}, loc));
-                body.push_back(syncThreads(loc));
+                if (barrier) body.push_back(syncThreads(loc));
             }
             body.push_back(mutate(stageBuffers(rest[j], ring, stage)));
             bool synced = false;
             for (auto &g : groups) {
                 if (g.last != j) continue;
-                if (!synced) body.push_back(syncThreads(loc)), synced = true;
+                if (!synced && barrier) body.push_back(syncThreads(loc)), synced = true;
                 body.push_back(IfThenElse::make(refillIn, issueTiles(op, g.copies, refillIter, stage, ring), nullptr, loc));
                 body.push_back(commit());
             }

@@ -50,8 +50,12 @@ struct Find : IRVisitor {
     }
     void visit(const Call &op) override {
         auto panelled = panelSharedOperands(op);
-        for (const Load *l : swizzledOperands(op))
+        for (const Load *l : swizzledOperands(op)) {
+            // A transfer pipelineLoops stores unswizzled (a stage each thread reads only where it copied itself)
+            // asks nothing of its destination's layout.
+            if (isTileTransfer(op) && constValue(lib::arg(op, lib::find(op.name)->fn, "swizzle")) == std::optional<int64_t>(0)) continue;
             operand(l->buffer, std::find(panelled.begin(), panelled.end(), l) != panelled.end(), isTileTransfer(op));
+        }
         IRVisitor::visit(op);
     }
 
@@ -114,12 +118,18 @@ class Apply : public IRMutator {
         const lib::Fn f = lib::find(op->name)->fn;
         const Load *dst = addressedLoad(lib::arg(*op, f, "dst"));
         auto it = dst ? swizzled_.find(dst->buffer.get()) : swizzled_.end();
-        if (it == swizzled_.end() || !it->second.panels) return op;
+        if (it == swizzled_.end()) return op;
+        std::vector<Expr> args = op->args;
+        const size_t sw = lib::argIndex(f, "swizzle");
+        if (!it->second.panels) { // (a plain transfer into a tile that another reader swizzles stores it swizzled too)
+            if (constValue(args[sw]) != std::optional<int64_t>(0)) return op;
+            args[sw] = i32(1);
+            return Call::make(op->dtype, op->name, std::move(args), op->loc);
+        }
         auto rows = constValue(lib::arg(*op, f, "rows")), cols = constValue(lib::arg(*op, f, "cols"));
         TILEC_ASSERT(rows && cols && *cols == it->second.cols && *rows * *cols == it->second.tileElems,
                      "a tile transfer into part of '" + dst->buffer->name + "', which is in the panel layout");
-        std::vector<Expr> args = op->args;
-        args[lib::argIndex(f, "swizzle")] = i32(lib::kTransferPanels);
+        args[sw] = i32(lib::kTransferPanels);
         return Call::make(op->dtype, op->name, std::move(args), op->loc);
     }
 
