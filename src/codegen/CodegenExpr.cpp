@@ -2,6 +2,8 @@
 /// CUDA C++ text of expressions, names and types (src/codegen/CodegenImpl.h).
 #include "codegen/CodegenImpl.h"
 
+#include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 
@@ -451,5 +453,65 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
 }
 
 std::string tensorMapParam(int index) { return "tilec_map_" + std::to_string(index); }
+
+// The vectorized loops that device code prints as vector accesses (CodegenKernel.cpp's transfers).
+
+namespace {
+
+bool isZero(const Expr &e) {
+    if (auto f = as<FloatImm>(e)) return f->value == 0.0;
+    if (auto i = as<IntImm>(e)) return i->value == 0;
+    return false;
+}
+
+} // namespace
+
+std::optional<Transfer> matchTransfer(const For &f) {
+    auto lanes = constInt(f.extent);
+    if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 1 || (*lanes & (*lanes - 1))) return std::nullopt;
+    const VarNode *v = f.var.get();
+    auto laneIndex = [&](const std::vector<Expr> &idx) { return idx.size() == 1 && idx[0].get() == v; };
+    auto baseOf = [&](const std::vector<Expr> &idx) -> Expr {
+        if (idx.size() != 1) return nullptr;
+        auto lin = passes::linearIn(idx[0], v);
+        if (!lin || lin->second != 1) return nullptr;
+        return lin->first ? lin->first : intImm(0, idx[0]->dtype);
+    };
+    auto memory = [](const Buffer &b) { return b->scope == Scope::Global || b->scope == Scope::Shared; };
+    Transfer t;
+    t.lanes = *lanes;
+    Stmt body = f.body;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise) {
+        t.cond = i->cond;
+        body = i->then;
+    }
+    auto st = as<Store>(body);
+    if (!st) return std::nullopt;
+    t.dtype = st->buffer->dtype;
+    if (st->buffer->scope == Scope::Local && laneIndex(st->indices) && !t.cond) {
+        Expr value = st->value;
+        if (auto s = as<Select>(value); s && isZero(s->f)) {
+            t.cond = s->cond;
+            value = s->t;
+        }
+        auto l = as<Load>(value);
+        if (!l || !memory(l->buffer) || l->buffer->dtype != t.dtype) return std::nullopt;
+        t.base = baseOf(l->indices);
+        t.memory = l->buffer.get();
+        t.regs = st->buffer.get();
+    } else if (memory(st->buffer)) {
+        auto l = as<Load>(st->value);
+        if (!l || l->buffer->scope != Scope::Local || !laneIndex(l->indices) || l->buffer->dtype != t.dtype)
+            return std::nullopt;
+        t.load = false;
+        t.base = baseOf(st->indices);
+        t.memory = st->buffer.get();
+        t.regs = l->buffer.get();
+    } else {
+        return std::nullopt;
+    }
+    if (!t.base || uses(t.base, v) || (t.cond && uses(t.cond, v))) return std::nullopt;
+    return t;
+}
 
 } // namespace tilec::codegen

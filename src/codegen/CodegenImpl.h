@@ -6,12 +6,28 @@
 #include "tilec/Codegen.h"
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace tilec::codegen {
+
+/// A vectorized loop in one of the two transfer shapes of VectorizeAccesses.h.
+struct Transfer {
+    bool load = true;        ///< memory -> registers, else registers -> memory
+    const ir::BufferNode *memory = nullptr, *regs = nullptr;
+    ir::Expr base;           ///< the memory offset of lane 0
+    ir::Expr cond;           ///< load: zero-fill unless; store: only if (may be null)
+    int64_t lanes = 0;
+    DType dtype;
+    int chunkBytes() const { return (int)std::min<int64_t>(16, lanes * dtype.bytes()); }
+};
+
+/// The transfer `f` is (a vectorized loop of a register array from or to global or shared memory), or nothing.
+std::optional<Transfer> matchTransfer(const ir::For &f);
 
 /// C identifiers for IR variables and buffers: the source name when it is free and not reserved in C,
 /// C++ or CUDA, else the name with a numeric suffix. Keys are node identities, so two buffers named alike

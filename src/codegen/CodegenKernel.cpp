@@ -20,71 +20,6 @@ using namespace ir;
 
 namespace {
 
-/// A vectorized loop in one of the two transfer shapes of VectorizeAccesses.h.
-struct Transfer {
-    bool load = true;        ///< memory -> registers, else registers -> memory
-    const BufferNode *memory = nullptr, *regs = nullptr;
-    Expr base;               ///< the memory offset of lane 0
-    Expr cond;               ///< load: zero-fill unless; store: only if (may be null)
-    int64_t lanes = 0;
-    DType dtype;
-    int chunkBytes() const { return (int)std::min<int64_t>(16, lanes * dtype.bytes()); }
-};
-
-bool isZero(const Expr &e) {
-    if (auto f = as<FloatImm>(e)) return f->value == 0.0;
-    if (auto i = as<IntImm>(e)) return i->value == 0;
-    return false;
-}
-
-std::optional<Transfer> matchTransfer(const For &f) {
-    auto lanes = constInt(f.extent);
-    if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 1 || (*lanes & (*lanes - 1))) return std::nullopt;
-    const VarNode *v = f.var.get();
-    auto laneIndex = [&](const std::vector<Expr> &idx) { return idx.size() == 1 && idx[0].get() == v; };
-    auto baseOf = [&](const std::vector<Expr> &idx) -> Expr {
-        if (idx.size() != 1) return nullptr;
-        auto lin = passes::linearIn(idx[0], v);
-        if (!lin || lin->second != 1) return nullptr;
-        return lin->first ? lin->first : intImm(0, idx[0]->dtype);
-    };
-    auto memory = [](const Buffer &b) { return b->scope == Scope::Global || b->scope == Scope::Shared; };
-    Transfer t;
-    t.lanes = *lanes;
-    Stmt body = f.body;
-    if (auto i = as<IfThenElse>(body); i && !i->otherwise) {
-        t.cond = i->cond;
-        body = i->then;
-    }
-    auto st = as<Store>(body);
-    if (!st) return std::nullopt;
-    t.dtype = st->buffer->dtype;
-    if (st->buffer->scope == Scope::Local && laneIndex(st->indices) && !t.cond) {
-        Expr value = st->value;
-        if (auto s = as<Select>(value); s && isZero(s->f)) {
-            t.cond = s->cond;
-            value = s->t;
-        }
-        auto l = as<Load>(value);
-        if (!l || !memory(l->buffer) || l->buffer->dtype != t.dtype) return std::nullopt;
-        t.base = baseOf(l->indices);
-        t.memory = l->buffer.get();
-        t.regs = st->buffer.get();
-    } else if (memory(st->buffer)) {
-        auto l = as<Load>(st->value);
-        if (!l || l->buffer->scope != Scope::Local || !laneIndex(l->indices) || l->buffer->dtype != t.dtype)
-            return std::nullopt;
-        t.load = false;
-        t.base = baseOf(st->indices);
-        t.memory = st->buffer.get();
-        t.regs = l->buffer.get();
-    } else {
-        return std::nullopt;
-    }
-    if (!t.base || uses(t.base, v) || (t.cond && uses(t.cond, v))) return std::nullopt;
-    return t;
-}
-
 class KernelPrinter {
   public:
     KernelPrinter(const KernelInfo &info, const CodegenOptions &o, DiagnosticEngine &diag)
@@ -290,6 +225,7 @@ class KernelPrinter {
         if (auto f = as<For>(s)) return loop(*f, level);
         if (auto r = as<WarpRoles>(s)) return roles(*r, level);
         if (auto i = as<IfThenElse>(s)) {
+            if (role_.threads && passes::lib::is(i->cond, passes::lib::Fn::WarpGroup)) return consumerGroup(*i, level);
             line(level, "if (" + ep_.print(i->cond) + ") {", at);
             stmt(i->then, level + 1);
             if (i->otherwise) {
@@ -312,11 +248,11 @@ class KernelPrinter {
         }
         if (auto e = as<Evaluate>(s)) {
             auto c = as<Call>(e->value);
-            if (c && passes::lib::is(*c, passes::lib::Fn::Sync) && roleThreads_)
-                line(level, "tilec::named_barrier_sync(" + std::to_string(passes::lib::kRoleBarrier) + ", " + std::to_string(roleThreads_) + ");", at);
+            if (c && passes::lib::is(*c, passes::lib::Fn::Sync) && role_.threads)
+                line(level, "tilec::named_barrier_sync(" + std::to_string(role_.barrier) + ", " + std::to_string(role_.threads) + ");", at);
             else if (c && passes::lib::is(*c, passes::lib::Fn::CopyG2SWait))
-                line(level, ep_.print(e->value) + "; tilec::cp_async_commit();" + (chainWait_ ? "" : " tilec::cp_async_wait<0>();"), at);
-            else if (c && c->dtype.kind == DType::Void) line(level, ep_.print(e->value) + ";", at);
+                line(level, fromGroup(*c, ep_.print(e->value)) + "; tilec::cp_async_commit();" + (chainWait_ ? "" : " tilec::cp_async_wait<0>();"), at);
+            else if (c && c->dtype.kind == DType::Void) line(level, fromGroup(*c, ep_.print(e->value)) + ";", at);
             else line(level, "(void)(" + ep_.print(e->value) + ");", at);
             return;
         }
@@ -332,8 +268,37 @@ class KernelPrinter {
     }
 
     /// Inside the consumer role, a block barrier is a named barrier over the consumers (the producer never
-    /// reaches it); 0 outside roles.
-    int roleThreads_ = 0;
+    /// reaches it): their count (0 outside roles), the barrier's id, and the first thread of the consumer warp
+    /// group being printed (consumerGroup).
+    struct RoleScope {
+        int threads = 0, barrier = passes::lib::kRoleBarrier, first = 0;
+    } role_;
+
+    /// A tile transfer in a consumer warp group past the first: the library distributes the tile over the
+    /// group's threads (copy_g2s's template argument First, after the five the registry prints).
+    std::string fromGroup(const Call &c, std::string text) const {
+        if (!role_.first || !passes::isTileTransfer(c)) return text;
+        const size_t close = text.find(">(");
+        TILEC_ASSERT(close != std::string::npos, "internal error: a tile transfer printed as '" + text + "'");
+        return text.insert(close, ", " + std::to_string(role_.first));
+    }
+
+    /// Consumer warp group c of several (lowerWarpRoles: `if tilec.warp_group(c)` in the consumer role): threads
+    /// 128 c .. 128 c + 127, whose code was lowered as a kernel of 128 threads. They read the thread index within
+    /// their group, and their barriers are the group's named barrier (kWarpgroupBarrier + c, 128 threads).
+    void consumerGroup(const IfThenElse &i, int level) {
+        const int c = (int)constInt(as<Call>(i.cond)->args[0]).value_or(-1);
+        TILEC_ASSERT(c >= 0, "internal error: a consumer warp group marker without its group");
+        line(level, "if (threadIdx.x / 128 == " + std::to_string(c) + ") {", i.loc);
+        if (c > 0 && k_.threadIdx && uses(i.then, k_.threadIdx.get()))
+            line(level + 1, "const int " + name(k_.threadIdx) + " = (int)threadIdx.x - " + std::to_string(128 * c) + ";");
+        const RoleScope outer = role_;
+        role_ = {128, passes::lib::kWarpgroupBarrier + c, 128 * c};
+        stmt(i.then, level + 1);
+        role_ = outer;
+        if (i.otherwise) line(level, "} else {"), stmt(i.otherwise, level + 1);
+        line(level, "}");
+    }
 
     void roles(const WarpRoles &r, int level) {
         line(level, "if (threadIdx.x >= " + std::to_string(r.consumerThreads) + ") {", r.loc);
@@ -341,10 +306,10 @@ class KernelPrinter {
         stmt(r.producer, level + 1);
         line(level, "} else {");
         if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
-        int saved = roleThreads_;
-        roleThreads_ = r.consumerThreads;
+        const RoleScope outer = role_;
+        role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};
         stmt(r.consumer, level + 1);
-        roleThreads_ = saved;
+        role_ = outer;
         line(level, "}");
     }
 

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
+#include <map>
 #include <set>
 
 namespace tilec::passes {
@@ -22,7 +24,8 @@ using namespace ir;
 
 namespace {
 
-constexpr int kGroup = 128; // threads of a warp group
+constexpr int kGroup = 128;   // threads of a warp group
+constexpr int kMaxGroups = 4; // warp groups explicit roles may have: one producer and up to three consumers
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
@@ -131,25 +134,17 @@ class Lowerer {
         if (!ok_) return nullptr;
         int used = 0;
         for (auto &r : roles_) used += r.used;
-        if (k_.threads != 2 * kGroup || used != 2)
-            return fail(at, "explicit warp roles are supported for two warp groups, a producer and a consumer "
-                            "(threads=256 and blocks for T.ws(0) and T.ws(1)); this kernel has " +
+        const int groups = k_.threads / kGroup;
+        if (k_.threads % kGroup || groups < 2 || groups > kMaxGroups || used != groups)
+            return fail(at, "explicit warp roles are supported for 2 to " + std::to_string(kMaxGroups) + " warp groups of " +
+                                std::to_string(kGroup) + " threads, each with blocks: one producer, and consumers whose "
+                                "tile statements are laid out over their own 128 threads (threads=256 and blocks for "
+                                "T.ws(0) and T.ws(1), threads=384 and T.ws(0) to T.ws(2), ...); this kernel has " +
                                 std::to_string(k_.threads) + " threads and " + std::to_string(used) + " warp group(s) with blocks");
         if (inits.empty()) return fail(at, "a kernel with T.ws roles synchronises them through T.alloc_barrier mbarriers; it has none");
-        const bool tma0 = roles_[0].firstTma, tma1 = roles_[1].firstTma;
-        if (tma0 && tma1)
-            return fail(roles_[1].firstTma->loc, "tilec supports explicit warp roles where exactly one warp group (the "
-                                                 "producer) issues the T.tma_copy loads; here both do");
-        if (tma0 || tma1) {
-            producer_ = tma0 ? 0 : 1;
-        } else if (!roles_[0].firstOther != !roles_[1].firstOther) {
-            producer_ = roles_[0].firstOther ? 1 : 0; // the group of one thread's loads and stores only
-        } else {
-            return fail(roles_[0].firstOther ? roles_[1].firstOther->loc : at,
-                        std::string("tilec supports explicit warp roles where one warp group (the producer) loads the "
-                                    "tiles (T.tma_copy, or one thread's stores: T.ptx_cp_async) and the other computes "
-                                    "on them; here ") + (roles_[0].firstOther ? "both compute" : "neither does"));
-        }
+        if (!chooseProducer(groups, at)) return nullptr;
+        for (int g = 0; g < groups; ++g)
+            if (g != producer_) consumers_.push_back(g);
         if (auto *s = roles_[producer_].firstOther)
             return fail(s->loc, "in the warp group that issues T.tma_copy (T.ws(" + std::to_string(producer_) +
                                     ")), tilec supports only T.tma_copy, mbarrier operations (T.barrier_wait, "
@@ -158,20 +153,27 @@ class Lowerer {
 
         auto nk = std::make_shared<Kernel>(k_);
         const Stmt body = Seq::make(roles, k_.body->loc);
-        Stmt produced = restrict(body, producer_, true), consumed = restrict(body, 1 - producer_, false);
+        const int nc = (int)consumers_.size();
+        Stmt produced = restrict(body, producer_, true);
+        std::vector<Stmt> consumed;
+        for (int c = 0; c < nc; ++c) consumed.push_back(restrict(body, consumers_[c], c > 0));
         if (!prologue.empty()) handOver(prologue, *nk, inits, produced, consumed);
-        // The thread index is threadIdx.x as the user launched it: the consumer runs on threads 0..127 (the
-        // kernel's own) and the producer on 128..255 of the lowered kernel (tilec.role_thread, whose range the
-        // analyses know), each role's reads shifted back to its own warp group's.
+        // The thread index is threadIdx.x as the user launched it: consumer c runs on threads 128 c .. 128 c + 127
+        // of the lowered kernel (consumer 0: the kernel's own; a later one reads the index within its warp group,
+        // see consumerGroups) and the producer on the last 128 (tilec.role_thread, whose range the analyses know),
+        // each role's reads shifted back to its own warp group's.
         if (k_.threadIdx) {
-            Expr launched = lib::call(lib::Fn::RoleThread, {i32(kGroup), i32(kGroup)}, k_.launchLoc, DType::Int32);
-            produced = asLaunched(produced, launched, producer_ - 1);
-            consumed = asLaunched(consumed, k_.threadIdx, 1 - producer_);
+            Expr launched = lib::call(lib::Fn::RoleThread, {i32(kGroup * nc), i32(kGroup)}, k_.launchLoc, DType::Int32);
+            produced = asLaunched(produced, launched, producer_ - nc);
+            for (int c = 0; c < nc; ++c) consumed[c] = asLaunched(consumed[c], k_.threadIdx, consumers_[c]);
         }
+        if (nc > 1) checkOwnFragments(consumed);
+        if (!ok_) return nullptr;
         Stmt producer = lowerProducer(produced, *nk);
         if (!ok_) return nullptr;
-        Stmt consumer = lowerConsumer(consumed);
+        for (auto &c : consumed) c = lowerConsumer(c);
         if (!ok_) return nullptr;
+        Stmt consumer = consumerGroups(consumed);
         for (auto &b : nk->allocs)
             if (b && rings_.count(b.get())) b = rings_[b.get()];
         const SourceRange &loc = k_.launchLoc;
@@ -179,10 +181,11 @@ class Lowerer {
         Expr tx = k_.threadIdx;
         nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(inits), loc), nullptr, loc),
                               lib::stmt(lib::Fn::Sync, {}, loc),
-                              WarpRoles::make(kGroup, kGroup, 0, 0, producer, consumer, loc)},
+                              WarpRoles::make(kGroup * nc, kGroup, 0, 0, producer, consumer, loc)},
                              k_.body->loc);
+        // Tile statements are laid out over one consumer warp group's threads; the others are launched beside.
         nk->threads = kGroup;
-        nk->producerThreads = kGroup;
+        nk->producerThreads = kGroup * nc;
         nk->minBlocksPerSM = 1;
         nk->persistent = false;
         nk->needsTma = !tiles_.empty();
@@ -195,8 +198,9 @@ class Lowerer {
     const Target &t_;
     DiagnosticEngine &diag_;
     bool ok_ = true;
-    Role roles_[2];
+    Role roles_[kMaxGroups];
     int producer_ = 0;
+    std::vector<int> consumers_;                         ///< the other warp groups, in order: lowered at 128 c..
     std::deque<TmaTile> tiles_;                          ///< by the buffer the consumer's T.gemm names
     std::map<const BufferNode *, const TmaTile *> byBuffer_;
     std::vector<Stmt> proxies_;                          ///< the 2-D copies the tiles were planned on
@@ -208,6 +212,29 @@ class Lowerer {
         return nullptr;
     }
 
+    /// The producer: the warp group that issues T.tma_copy, or else the one whose blocks hold only one thread's
+    /// stores and barrier operations; false after a located error when there is not exactly one.
+    bool chooseProducer(int groups, const SourceRange &at) {
+        std::vector<int> tma, loaders;
+        for (int g = 0; g < groups; ++g) {
+            if (roles_[g].firstTma) tma.push_back(g);
+            if (!roles_[g].firstOther) loaders.push_back(g);
+        }
+        if (tma.size() > 1)
+            return fail(roles_[tma[1]].firstTma->loc, "tilec supports explicit warp roles where exactly one warp group (the "
+                                                      "producer) issues the T.tma_copy loads; here both T.ws(" +
+                                                          std::to_string(tma[0]) + ") and T.ws(" + std::to_string(tma[1]) + ") do"),
+                   false;
+        if (tma.size() == 1) return producer_ = tma[0], true;
+        if (loaders.size() == 1) return producer_ = loaders[0], true; // the group of one thread's loads and stores only
+        const StmtNode *last = roles_[groups - 1].firstOther;
+        return fail(loaders.empty() && last ? last->loc : at,
+                    std::string("tilec supports explicit warp roles where one warp group (the producer) loads the "
+                                "tiles (T.tma_copy, or one thread's stores: T.ptx_cp_async) and the others compute "
+                                "on them; here ") + (loaders.empty() ? "every group computes" : "several groups only load")),
+               false;
+    }
+
     /// Checks the structure: `group` is the enclosing T.ws block's warp group, -1 outside every block.
     void check(const Stmt &s, int group) {
         if (!s || !ok_) return;
@@ -215,12 +242,12 @@ class Lowerer {
             if (group >= 0) return (void)fail(s->loc, "a T.ws block inside another T.ws block is not supported");
             auto g = constInt(m->args[0]);
             TILEC_ASSERT(g && *g >= 0, "internal error in lowerWarpRoles: a T.ws marker without its group");
-            if (*g >= 2)
+            if (*g >= kMaxGroups || kGroup * *g >= k_.threads)
                 return (void)fail(s->loc, "T.ws(" + std::to_string(*g) + ") (threads " + std::to_string(kGroup * *g) +
                                               " to " + std::to_string(kGroup * *g + kGroup - 1) +
-                                              ", a T.ws block or a branch on the thread index): explicit warp roles are supported for two warp groups (0 and 1: one "
-                                              "producer, one consumer over 256 threads); a third role (a second consumer whose tile "
-                                              "statements are laid out over its own 128 threads) is not supported");
+                                              ", a T.ws block or a branch on the thread index): the kernel has " +
+                                              std::to_string(k_.threads) + " threads; explicit warp roles are supported for " +
+                                              "up to " + std::to_string(kMaxGroups) + " warp groups, one each of its 128 threads");
             roles_[*g].used = true;
             return check(as<IfThenElse>(s)->then, (int)*g);
         }
@@ -265,8 +292,10 @@ class Lowerer {
     /// loads one thread issues for all (the producer's): the producer runs them, and the register assignments
     /// before them, in the program's order, and waits for the consumer's hand-over after the last of them (the
     /// consumer may wait in the prologue for what they announce); a register assignment that reads shared memory
-    /// before then would read it before the consumer wrote it, a located error.
-    void handOver(const std::vector<Stmt> &prologue, Kernel &nk, std::vector<Stmt> &inits, Stmt &produced, Stmt &consumed) {
+    /// before then would read it before the consumer wrote it, a located error. With several consumer warp groups
+    /// the first runs the prologue and the others run it as the producer does, without its T.tma_copy loads.
+    void handOver(const std::vector<Stmt> &prologue, Kernel &nk, std::vector<Stmt> &inits, Stmt &produced,
+                  std::vector<Stmt> &consumed) {
         const SourceRange &at = prologue.front()->loc;
         size_t last = 0; // the statements before `last` run in the producer before its wait
         for (size_t i = 0; i < prologue.size(); ++i)
@@ -288,19 +317,63 @@ class Lowerer {
         nk.allocs.push_back(done);
         Expr bar = addressOf(done, {i32(0)});
         inits.push_back(lib::stmt(lib::Fn::MbarrierInit, {bar, i32(kGroup)}, at));
-        std::vector<Stmt> mine;
-        for (size_t i = 0; i <= prologue.size(); ++i) {
-            if (i == last) mine.push_back(lib::stmt(lib::Fn::MbarrierWait, {bar, i32(0)}, at));
-            if (i < prologue.size() && (registerStore(prologue[i]) || everyGroup(prologue[i]))) mine.push_back(prologue[i]);
-        }
-        if (produced) mine.push_back(produced);
-        produced = Seq::make(std::move(mine), at);
+        auto follow = [&](Stmt &own, bool loads) {
+            std::vector<Stmt> mine;
+            for (size_t i = 0; i <= prologue.size(); ++i) {
+                if (i == last) mine.push_back(lib::stmt(lib::Fn::MbarrierWait, {bar, i32(0)}, at));
+                if (i == prologue.size()) break;
+                const Stmt &s = prologue[i];
+                if (registerStore(s) || (everyGroup(s) && (loads || !markerOf(s, lib::Fn::TmaCopyOn)))) mine.push_back(s);
+            }
+            if (own) mine.push_back(own);
+            own = Seq::make(std::move(mine), at);
+        };
+        follow(produced, true);
+        for (size_t c = 1; c < consumed.size(); ++c) follow(consumed[c], false);
         std::vector<Stmt> all;
         for (auto &s : prologue)
             if (!markerOf(s, lib::Fn::TmaCopyOn)) all.push_back(s);
         all.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, at));
-        if (consumed) all.push_back(consumed);
-        consumed = Seq::make(std::move(all), at);
+        if (consumed[0]) all.push_back(consumed[0]);
+        consumed[0] = Seq::make(std::move(all), at);
+    }
+
+    /// Fails at the first statement of a later consumer warp group that names a fragment an earlier one (or the
+    /// code before the roles, which the first runs) names: each group's fragments are laid out over its own threads.
+    void checkOwnFragments(const std::vector<Stmt> &consumed) {
+        std::map<const BufferNode *, int> owner;
+        std::function<void(const Stmt &, int)> walk = [&](const Stmt &s, int c) {
+            auto q = as<Seq>(s);
+            auto f = as<For>(s);
+            auto i = as<IfThenElse>(s);
+            if (!s || !ok_) return;
+            if (q) for (auto &t : q->stmts) walk(t, c);
+            else if (f && f->forKind != ForKind::Parallel) walk(f->body, c);
+            else if (i && !markerOf(s, lib::Fn::TmaCopyOn)) walk(i->then, c), walk(i->otherwise, c);
+            else
+                for (auto *b : mentionedBuffers(s, nullptr))
+                    if (auto [it, fresh] = owner.emplace(b, c); b->scope == Scope::Fragment && it->second != c)
+                        return (void)fail(s->loc, "the fragment '" + b->name + "' is used by two consumer warp groups (T.ws(" +
+                                                      std::to_string(consumers_[it->second]) + ") and T.ws(" +
+                                                      std::to_string(consumers_[c]) + ")): tilec lays each consumer group's "
+                                                      "fragments out over its own 128 threads, so one group cannot read "
+                                                      "what the other's threads hold; hand it over through shared memory");
+        };
+        for (size_t c = 0; c < consumed.size(); ++c) walk(consumed[c], (int)c);
+    }
+
+    /// The consumer role: one consumer's code, or each group's own under the marker of its place (`if
+    /// tilec.warp_group(c)`: threads 128 c .. 128 c + 127, laid out over as a kernel of 128 threads, the thread index
+    /// read there the thread's within the group; its barriers are named barriers of those 128 threads).
+    Stmt consumerGroups(const std::vector<Stmt> &consumed) const {
+        if (consumed.size() == 1) return consumed[0];
+        Stmt chain;
+        for (size_t c = consumed.size(); c-- > 0;) {
+            const SourceRange &at = consumed[c] ? consumed[c]->loc : k_.launchLoc;
+            Expr marker = lib::call(lib::Fn::WarpGroup, {intImm((int64_t)c)}, at, DType::Bool);
+            chain = IfThenElse::make(marker, consumed[c] ? consumed[c] : Seq::make({}, at), chain, at);
+        }
+        return chain;
     }
 
     /// `s`, a role's code that the lowered kernel runs on threads `launched` of its warp group g - `shift`,
@@ -440,7 +513,8 @@ class Lowerer {
         Stmt issue = Seq::make({lib::stmt(lib::Fn::MbarrierExpectTx, {bar, i32(t->bytes())}, c.loc),
                                 lib::stmt(lib::Fn::TmaLoadTile, std::move(args), c.loc)},
                                c.loc);
-        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(kGroup)), issue, nullptr, c.loc);
+        const int first = kGroup * (int)consumers_.size(); // the producer's first thread
+        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(first)), issue, nullptr, c.loc);
     }
 
     /// The consumer: TMA tiles read only by T.gemm on wgmma; 2-D tiles staged into their rings of one stage.

@@ -1,6 +1,7 @@
 /// \file
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
+#include "sim/ConsumerGroups.h"
 #include "sim/SimulatorRandom.h"
 #include "tilec/fp4.cuh"
 #include "tilec/IROperator.h"
@@ -299,6 +300,32 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
     }
     case NodeKind::IfThenElse: {
         auto i = as<IfThenElse>(s);
+        if (agent_ && passes::lib::is(i->cond, passes::lib::Fn::WarpGroup)) {
+            // Consumer warp group c's own code: this agent's if it is threads 128 c .. 128 c + 127, run as a
+            // kernel of those 128 threads (the thread index within the group, the group's barrier and layouts).
+            const auto c = constInt(as<Call>(i->cond)->args[0]);
+            if (!c || agent_->role != 0 || inConsumerGroup || agent_->count != 128)
+                throw SimError("a consumer warp group's code outside the consumer role's warp groups");
+            if (agent_->first != 128 * *c) return exec(i->otherwise, mask);
+            if (!wholeScope(mask)) throw SimError("a consumer warp group's code reached by only some of its threads");
+            const ir::VarNode *tx = k_.threadIdx.get();
+            struct Scope {
+                Simulator &sim;
+                const ir::VarNode *tx;
+                int first, count;
+                Scope(Simulator &s, const ir::VarNode *v, int f, int n) : sim(s), tx(v), first(f), count(n) {
+                    inConsumerGroup = true;
+                    if (tx)
+                        for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t - first;
+                }
+                ~Scope() {
+                    inConsumerGroup = false;
+                    if (tx)
+                        for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t;
+                }
+            } scope(*this, tx, agent_->first, agent_->count);
+            return exec(i->then, mask);
+        }
         std::vector<char> yes(T_, 0), no(T_, 0);
         for (int t = 0; t < T_; ++t)
             if (mask[t]) (eval(i->cond, t) != 0 ? yes : no)[t] = 1;
@@ -336,6 +363,7 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
         auto c = as<Call>(as<Evaluate>(s)->value);
         const passes::lib::Info *info = c ? passes::lib::find(c->name) : nullptr;
         if (info && info->fn == passes::lib::Fn::Sync) {
+            if (agent_ && inConsumerGroup) return groupBarrier(-10 - agent_->first / 128, agent_->count, mask, "a warp group's barrier");
             if (agent_) return groupBarrier(-1 - agent_->role, roleCount_[agent_->role], mask, "a barrier");
             if (!wholeScope(mask)) throw SimError("a barrier reached by only some threads");
             ++blockBarriers;

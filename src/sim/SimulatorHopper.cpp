@@ -33,6 +33,7 @@
 /// independent of the compiler's layouts) when the wait retires its group; registers changed between the issue
 /// and that wait are an error (the hardware reads them asynchronously).
 #include "sim/Simulator.h"
+#include "sim/ConsumerGroups.h"
 
 namespace tilec::simtest {
 
@@ -140,7 +141,7 @@ void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
     // In a warp role, its warpgroup issues; outside roles (the cp.async path) every warpgroup of the block does.
     if (agent_) {
         if (!wholeScope(mask)) throw SimError("a wgmma issued outside a whole warpgroup of a warp role");
-        return wgmmaIssueGroup(c, agent_->first, (agent_->first - roleFirst_[agent_->role]) / 128);
+        return wgmmaIssueGroup(c, agent_->first, inConsumerGroup ? 0 : (agent_->first - roleFirst_[agent_->role]) / 128);
     }
     if (!wholeScope(mask) || T_ % 128) throw SimError("a wgmma issued by only some threads, or not by whole warpgroups");
     for (int first = 0; first < T_; first += 128) wgmmaIssueGroup(c, first, first / 128);

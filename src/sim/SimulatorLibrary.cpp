@@ -6,6 +6,7 @@
 /// and receives its values only when a wait completes its group, so a read that is not ordered after the
 /// wait and a barrier shows up as a race or a NaN. Commit groups are per component (the block, or an agent).
 #include "sim/Simulator.h"
+#include "sim/ConsumerGroups.h"
 
 #include <tuple>
 
@@ -46,7 +47,8 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
     auto arg = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, info.fn, n), first); };
     Comp &me = comps_[(size_t)cur_];
     // the threads of the scope (the block, or the role of the running agent)
-    const int scopeFirst = agent_ ? roleFirst_[agent_->role] : 0, scopeThreads = agent_ ? roleCount_[agent_->role] : T_;
+    const int scopeFirst = !agent_ ? 0 : inConsumerGroup ? agent_->first : roleFirst_[agent_->role],
+              scopeThreads = !agent_ ? T_ : inConsumerGroup ? agent_->count : roleCount_[agent_->role];
     auto land = [&](std::vector<Landing> &group) {
         for (auto &w : group) {
             shared_.at(w.buffer)[w.index] = w.value;
@@ -183,7 +185,8 @@ void Simulator::gemmSparse(const ir::Call &c, const std::vector<char> &mask) {
     if (!wholeScope(mask)) throw SimError("a T.gemm_sp run by only some threads");
     const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
     auto arg = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, Fn::GemmSpSS, n), first); };
-    const int scopeFirst = agent_ ? roleFirst_[agent_->role] : 0, scopeThreads = agent_ ? roleCount_[agent_->role] : T_;
+    const int scopeFirst = !agent_ ? 0 : inConsumerGroup ? agent_->first : roleFirst_[agent_->role],
+              scopeThreads = !agent_ ? T_ : inConsumerGroup ? agent_->count : roleCount_[agent_->role];
     const int64_t M = arg("M"), N = arg("N"), K = arg("K"), wm = arg("warpsM"), wn = arg("warpsN");
     const bool tb = arg("transB") != 0;
     const int active = (int)std::count(mask.begin(), mask.end(), 1);

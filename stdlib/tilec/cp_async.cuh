@@ -71,14 +71,15 @@ __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg
 
 } // namespace g2s_detail
 
-/// The block's first Threads threads copy the Rows x Cols tile whose element (r, c) is gmem[r * ldg + c]
+/// Threads First .. First + Threads - 1 of the block (the first Threads; a consumer warp group's of explicit
+/// warp roles, whose code is laid out over its own threads) copy the Rows x Cols tile whose element (r, c) is gmem[r * ldg + c]
 /// into `smem` at logical offset r * Cols + c, stored as Layout says (g2s_plain, g2s_swizzled: swizzled by
 /// swz<Cols, sizeof(T)>, g2s_panels: the panel layout; a bool converts to the first two); elements
 /// with r >= validRows or c >= validCols become zero. Vec elements move per access, consecutive threads
 /// taking consecutive chunks of a row. Accesses of 4 to 16 bytes are cp.async (issued, not committed);
 /// narrower ones are synchronous. The caller guarantees Cols % Vec == 0, that validCols % Vec == 0 or
 /// validCols >= Cols, and that gmem and ldg are aligned for Vec elements.
-template <int Rows, int Cols, int Vec, int Threads, int Layout, typename T>
+template <int Rows, int Cols, int Vec, int Threads, int Layout, int First = 0, typename T>
 __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, int validRows,
                                          int validCols) {
     constexpr int Bytes = Vec * (int)sizeof(T);
@@ -92,7 +93,11 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
     // Loops of at most this many iterations are unrolled completely; longer ones by a few.
     constexpr int FullUnroll = 32;
 
-    const int tid = (int)threadIdx.x;
+    const int tid = (int)threadIdx.x - First;
+    if constexpr (First != 0) { // (a test of First == 0 changes ptxas' schedule of the whole copy)
+        if (tid < 0)
+            return;
+    }
     if (tid >= Threads)
         return;
 

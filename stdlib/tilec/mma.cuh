@@ -222,7 +222,7 @@ __device__ __forceinline__ void gemm_ss_panels(const TA *As, const TB *Bs, TC *C
                   "panels of 128, 64 or 32 bytes");
     constexpr int WTM = M / WarpsM, WTN = N / WarpsN;
     constexpr int MT = WTM / 16, NT = WTN / 8, KS = K / Op::kK;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int warp = (int)(threadIdx.x / 32 % (unsigned)(WarpsM * WarpsN)), lane = (int)threadIdx.x % 32; // of those laid out
     const int wm = warp % WarpsM, wn = warp / WarpsM;
     const mma_detail::a_smem_loader<M, K, TransA, TA, MT, PanelA> la(As, wm * WTM, lane);
     const mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB> lb(Bs, wn * WTN, lane);
@@ -261,7 +261,7 @@ __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC 
     static_assert(K > 0 && K % Op::kK == 0, "K must be a multiple of the mma instruction's K");
     static_assert(PanelB == 0 || PanelB == 32 || PanelB == 64 || PanelB == 128, "panels of 128, 64 or 32 bytes");
     constexpr int MT = M / WarpsM / 16, WTN = N / WarpsN, NT = WTN / 8, KS = K / Op::kK, KT = K / 8;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int warp = (int)(threadIdx.x / 32 % (unsigned)(WarpsM * WarpsN)), lane = (int)threadIdx.x % 32; // of those laid out
     using LB = std::conditional_t<sizeof(TB) == 2 || OpA, mma_detail::b_smem_loader<N, K, TransB, TB, NT, PanelB>,
                                   mma_detail::b_rs_loader<N, K, TransB, TB, NT, PanelB>>;
     const LB lb(Bs, warp / WarpsM * WTN, lane);

@@ -75,7 +75,7 @@ __device__ __forceinline__ void gemm_sp_ss(const TA *As, const TE *Es, const TB 
                   "the warp tiles must be whole multiples of 16 x 8");
     static_assert(K > 0 && K % 32 == 0, "K must be a multiple of mma.sp's 32");
     constexpr int WTM = M / WarpsM, WTN = N / WarpsN, MT = WTM / 16, NT = WTN / 8, KS = K / 32, EC = K / 16;
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int warp = (int)(threadIdx.x / 32 % (unsigned)(WarpsM * WarpsN)), lane = (int)threadIdx.x % 32; // of those laid out
     const int wm = warp % WarpsM, wn = warp / WarpsM;
     const mma_detail::a_smem_loader<M, K / 2, false, TA, MT, 0> la(As, wm * WTM, lane);
     const mma_detail::b_smem_loader<N, K, TransB, TB, NT, 0> lb(Bs, wn * WTN, lane);

@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
 #include <optional>
@@ -29,7 +30,10 @@ class ConsumerRewriter : public ir::IRMutator {
     using IRMutator::visit;
 
     ir::Stmt visit(const std::shared_ptr<const ir::WarpRoles> &op) override {
-        if (!takes(*op))
+        // consumer warp groups that each run code of their own (explicit roles: `if tilec.warp_group(c)`) keep it
+        // as written: the rewrites change one consumer's schedule, or make warp groups take turns in one loop
+        auto groups = ir::as<ir::IfThenElse>(op->consumer);
+        if (!takes(*op) || (groups && lib::is(groups->cond, lib::Fn::WarpGroup)))
             return op;
         ir::Stmt c = mutate(op->consumer);
         if (c == op->consumer)
