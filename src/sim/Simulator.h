@@ -377,6 +377,7 @@ class Simulator {
 
     double eval(const ir::Expr &e, int t);
     void exec(const ir::Stmt &s, const std::vector<char> &mask);
+    void consumerGroup(const ir::IfThenElse &i, const std::vector<char> &mask); ///< SimulatorExec.cpp
     /// The threads a barrier or a whole-scope call must find active: the agent's, or the block's.
     bool wholeScope(const std::vector<char> &mask) const;
 

@@ -247,6 +247,35 @@ double Simulator::eval(const ir::Expr &e, int t) {
     throw SimError("cannot evaluate a statement");
 }
 
+/// Consumer warp group c's own code (`if tilec.warp_group(c)` inside the consumer role): this agent's if it
+/// is threads 128 c .. 128 c + 127, run as a kernel of those 128 threads (the thread index within the group, the
+/// group's barrier and layouts); another group's agent runs the else branch.
+void Simulator::consumerGroup(const ir::IfThenElse &i, const std::vector<char> &mask) {
+    using namespace ir;
+    const auto c = constInt(as<Call>(i.cond)->args[0]);
+    if (!c || agent_->role != 0 || inConsumerGroup || agent_->count != 128)
+        throw SimError("a consumer warp group's code outside the consumer role's warp groups");
+    if (agent_->first != 128 * *c) return exec(i.otherwise, mask);
+    if (!wholeScope(mask)) throw SimError("a consumer warp group's code reached by only some of its threads");
+    const ir::VarNode *tx = k_.threadIdx.get();
+    struct Scope {
+        Simulator &sim;
+        const ir::VarNode *tx;
+        int first, count;
+        Scope(Simulator &s, const ir::VarNode *v, int f, int n) : sim(s), tx(v), first(f), count(n) {
+            inConsumerGroup = true;
+            if (tx)
+                for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t - first;
+        }
+        ~Scope() {
+            inConsumerGroup = false;
+            if (tx)
+                for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t;
+        }
+    } scope(*this, tx, agent_->first, agent_->count);
+    return exec(i.then, mask);
+}
+
 void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
     using namespace ir;
     if (!s) return;
@@ -300,32 +329,7 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
     }
     case NodeKind::IfThenElse: {
         auto i = as<IfThenElse>(s);
-        if (agent_ && passes::lib::is(i->cond, passes::lib::Fn::WarpGroup)) {
-            // Consumer warp group c's own code: this agent's if it is threads 128 c .. 128 c + 127, run as a
-            // kernel of those 128 threads (the thread index within the group, the group's barrier and layouts).
-            const auto c = constInt(as<Call>(i->cond)->args[0]);
-            if (!c || agent_->role != 0 || inConsumerGroup || agent_->count != 128)
-                throw SimError("a consumer warp group's code outside the consumer role's warp groups");
-            if (agent_->first != 128 * *c) return exec(i->otherwise, mask);
-            if (!wholeScope(mask)) throw SimError("a consumer warp group's code reached by only some of its threads");
-            const ir::VarNode *tx = k_.threadIdx.get();
-            struct Scope {
-                Simulator &sim;
-                const ir::VarNode *tx;
-                int first, count;
-                Scope(Simulator &s, const ir::VarNode *v, int f, int n) : sim(s), tx(v), first(f), count(n) {
-                    inConsumerGroup = true;
-                    if (tx)
-                        for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t - first;
-                }
-                ~Scope() {
-                    inConsumerGroup = false;
-                    if (tx)
-                        for (int t = first; t < first + count; ++t) sim.vars_[t][tx] = t;
-                }
-            } scope(*this, tx, agent_->first, agent_->count);
-            return exec(i->then, mask);
-        }
+        if (agent_ && passes::lib::is(i->cond, passes::lib::Fn::WarpGroup)) return consumerGroup(*i, mask);
         std::vector<char> yes(T_, 0), no(T_, 0);
         for (int t = 0; t < T_; ++t)
             if (mask[t]) (eval(i->cond, t) != 0 ? yes : no)[t] = 1;

@@ -281,7 +281,7 @@ __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC 
 /// holds the rows of warp w % WarpsM (a copy per warp column) and computes columns (w / WarpsM) * N / WarpsN
 /// onwards. B is in shared memory as for gemm_ss. The type combinations of gemm_ss (float A is rounded to tf32 as
 /// it is read).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, bool OpA, typename TA, typename TB, typename TC>
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, bool OpA = false, typename TA, typename TB, typename TC>
 __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
     gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0, OpA>(Areg, Bs, C);
 }
