@@ -509,17 +509,17 @@ def arbitrate(Fail, judge, entry, ns, pairs, disagreement):
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
     if len(refs) != len(pairs):
         raise Fail("%s (the reference gives %d values for %d outputs)" % (disagreement, len(refs), len(pairs)))
-    tl_wrong = []
+    tc_wrong, tl_wrong = [], []
     for (name, a, b, _), r in zip(pairs, refs):
         r = r.to(a.device) if hasattr(r, "to") else r
-        try:
-            judge(name, a, r)
-        except Fail as e:
-            raise Fail("%s; tilec against the reference: %s" % (disagreement, e))
-        try:
-            judge(name, b, r)
-        except Fail as e:
-            tl_wrong.append(str(e))
+        for out, wrong in ((a, tc_wrong), (b, tl_wrong)):
+            try:
+                judge(name, out, r)
+            except Fail as e:
+                wrong.append(str(e))
+    if tc_wrong:            # TileLang's standing on the same data says whether the check or tilec is at fault
+        raise Fail("%s; tilec against the reference: %s; TileLang against the reference: %s" % (
+            disagreement, "; ".join(tc_wrong), "; ".join(tl_wrong) or "right"))
     if not tl_wrong:        # both within the reference's tolerance though not within each other's: both right
         return "both agree with the reference, not with each other: " + disagreement
     return "TileLang's output is wrong (tilec agrees with the reference): " + "; ".join(tl_wrong)
@@ -537,7 +537,8 @@ def _check_arbitrate():
     got = arbitrate(Fail, judge, e, ns, [("x", 1.0, 2.0, None), ("y", 5.0, 5.0, None)], "x differs")
     if not got.startswith("TileLang's output is wrong") or "x: 2 against 1" not in got:
         out.append("arbitrate: TileLang wrong, tilec right: %r" % got)
-    for pairs, e2, want in (([("x", 2.0, 1.0, None), ("y", 5.0, 5.0, None)], e, "tilec against the reference"),
+    for pairs, e2, want in (([("x", 2.0, 1.0, None), ("y", 5.0, 5.0, None)], e, "TileLang against the reference: right"),
+                            ([("x", 2.0, 2.0, None)], {"reference": "1.0"}, "TileLang against the reference: x: 2"),
                             ([("x", 1.0, 2.0, None)], {}, "no reference line"),
                             ([("x", 1.0, 2.0, None)], e, "gives 2 values for 1 outputs")):
         try:
