@@ -27,6 +27,7 @@ Needs no torch and no GPU up to the kernel call: plan() reads the header and the
 self-check and `python3 gpu/tlcompat.py --plan GPU_BUILD`) proves every entry resolvable on a machine without either.
 """
 import ast
+import math
 import builtins
 import os
 import re
@@ -45,6 +46,9 @@ _PARAM = re.compile(r"^ \*   ([A-Za-z_]\w*): ([A-Za-z_]\w*)\[([^\]]*)\], (read|w
 _SIZE = re.compile(r"^ \*   ([A-Za-z_]\w*): T\.dynamic size")
 # a scalar parameter's line (" *   max_seqlen_q: int32 scalar"): its value comes from the setup, by name
 _SCALAR = re.compile(r"^ \*   ([A-Za-z_]\w*): [A-Za-z_]\w* scalar")
+# the tail of a parameter's line when its elements live in a storage of another shape (T.StridedTensor, a global
+# layout): ", element [i0, i1] at [i0 * sf_stride + i1] of a row-major [(num_tokens - 1) * sf_stride + 56]"
+_LAYOUT = re.compile(r", element \[([^\]]*)\] at \[(.*?)\] of a row-major \[(.*)\]$")
 
 
 class Unavailable(Exception):
@@ -105,28 +109,92 @@ def read_kernels(gpu_build):
     return rows
 
 
-def header_params(text, kernel):
-    """[(name, dtype, [dims as text], role)] and [T.dynamic size names] of KERNEL's comment in a header."""
-    params, sizes, inside = [], [], False
+def _comment_lines(text, kernel):
+    """The parameter, size and scalar lines of KERNEL's comment in a header, in order."""
+    inside = False
     for line in text.splitlines():
         if line.startswith("/* %s: kernel " % kernel):
             inside = True
             continue
         if not inside:
             continue
+        if not (_PARAM.match(line) or _SIZE.match(line) or _SCALAR.match(line)):
+            return
+        yield line
+
+
+def header_params(text, kernel):
+    """[(name, dtype, [dims as text], role)] and [T.dynamic size names] of KERNEL's comment in a header."""
+    params, sizes = [], []
+    for line in _comment_lines(text, kernel):
         m = _PARAM.match(line)
         if m:
             dims = [d.strip() for d in m.group(3).split(",") if d.strip()]
             params.append((m.group(1), m.group(2), dims, m.group(4)))
-            continue
-        m = _SIZE.match(line)
-        if m:
-            sizes.append(m.group(1))
-            continue
-        if _SCALAR.match(line):
-            continue
-        break
+        elif _SIZE.match(line):
+            sizes.append(_SIZE.match(line).group(1))
     return params, sizes
+
+
+def _split_top(text):
+    """The comma-separated items of text, commas inside parentheses or brackets kept."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([" and 1 or (ch in ")]" and -1 or 0)
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return items + [cur.strip()] if cur.strip() else items
+
+
+def header_layouts(text, kernel):
+    """{name: (index variables, storage index expressions, storage dims)} of KERNEL's parameters whose header line
+    places their elements in a storage of another shape; the others are row-major in their own shape."""
+    out = {}
+    for line in _comment_lines(text, kernel):
+        m, lay = _PARAM.match(line), _LAYOUT.search(line)
+        if m and lay:
+            out[m.group(1)] = tuple(_split_top(lay.group(k)) for k in (1, 2, 3))
+        elif m and ", element [" in line:
+            raise ValueError("internal error: tools cannot read the layout of %r: %s" % (m.group(1), line))
+    return out
+
+
+def strides_of(layout, shape, ns):
+    """(storage elements, element offset, strides) of a layout whose storage index is affine in the element's
+    indices (a T.StridedTensor), evaluated with the sizes in ns; None where it is not (a permutation with // and %:
+    the storage then holds exactly the logical elements, in the order the example's reference knows)."""
+    names, at, dims = layout
+    sizes = [int(eval(d, {"__builtins__": {}}, ns)) for d in dims]
+    row = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]
+    safe = {"__builtins__": {}, "min": min, "max": max}
+
+    def offset(idx):
+        env = dict(ns, **dict(zip(names, idx)))
+        return sum(int(eval(e, safe, env)) * r for e, r in zip(at, row))
+    zero = offset([0] * len(shape))
+    strides = [offset([int(k == j) for k in range(len(shape))]) - zero for j in range(len(shape))]
+    for probe in ([n - 1 for n in shape], [n // 2 for n in shape], [n // 3 for n in shape]):
+        if offset(probe) != zero + sum(i * s for i, s in zip(probe, strides)):
+            return None
+    return math.prod(sizes), zero, strides
+
+
+def laid_out(make, shape, layout, ns):
+    """(storage, view) of a parameter whose header places its elements by `layout` in a storage with gaps (a
+    T.StridedTensor's dynamic strides): storage = make((elements,)), what the kernel's pointer gets; view its
+    elements in the logical shape (torch's as_strided), what a reference or TileLang's kernel (which reads the
+    strides from the tensor) gets. None where the layout is not affine or its storage holds exactly the logical
+    elements (T.annotate_layout's reorderings: the kernel's buffer is the logical-shaped tensor, in its order,
+    for TileLang's kernel and the references alike)."""
+    got = strides_of(layout, shape, ns)
+    if got is None or got[0] == math.prod(shape):
+        return None         # a layout of exactly the logical elements (T.annotate_layout's): kept as it was
+    n, zero, strides = got
+    storage = make((n,))
+    return storage, storage.as_strided(tuple(shape), tuple(strides), storage.storage_offset() + zero)
 
 
 _KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -218,7 +286,9 @@ def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
         raise LookupError("%s carries no reference for %s in tests/tilelang_compat/reference.tsv" % (file, kernel))
     hpath = os.path.join(gpu_build, lib + ".h")
     with open(hpath, encoding="utf-8", errors="replace") as f:
-        params, sizes = header_params(f.read(), kernel)
+        header = f.read()
+    params, sizes = header_params(header, kernel)
+    layouts = header_layouts(header, kernel)
     if not params:
         raise ValueError("%s declares no parameters for kernel %s" % (hpath, kernel))
     ns = load_example(os.path.join(gpu_build, "compat", tag, file), torch_module)
@@ -244,7 +314,7 @@ def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
     if not outputs and "written_through" not in entry["setup"]:
         raise ValueError("%s: kernel %s writes no parameter (and the setup binds no written_through)" % (hpath, kernel))
     return dict(params=params, sizes=sizes, ns=ns, setup=setup, reference=reference, check=check,
-                outputs=outputs, entry=entry)
+                outputs=outputs, entry=entry, layouts=layouts)
 
 
 def check_plans(gpu_build, refs=None, torch_module=None):
@@ -268,6 +338,49 @@ _SELF_HEADER = """/* k: kernel 'k' of ex.py
  *   grid ((m + 63) // 64, 1, 1), 128 threads */
 tilec_status k(const void *A, const bool *mask, float *C, int64_t m, cudaStream_t stream);
 """
+_LAYOUT_HEADER = """/* cb: kernel 'cb' of ex.py
+ *   x_sf: float32[num_tokens + 1 - 1, 56], read, element [i0, i1] at [i0 * sf_stride + i1] of a row-major [(num_tokens - 1) * sf_stride + 56]
+ *   dQ: float32[UQ, H, 64], written, element [i0, i1, i2] at [i1, i0, i2] of a row-major [H, UQ, 64]
+ *   dq2: float32[S, 64], written, element [i0, i1] at [i0 // 8, i1, i0 % 8] of a row-major [S / 8, 64, 8]
+ *   out: bfloat16[num_tokens, 7168], written, 16-byte aligned
+ *   num_tokens: T.dynamic size, 1 to 2147483647
+ *   sf_stride: T.dynamic size, 1 to 2147483647
+ *   grid (num_tokens, 1, 1), 128 threads */
+"""
+
+
+def _check_layouts():
+    """A T.StridedTensor's storage spans its strides (the side-by-side once gave tilec a compact [1024, 56] x_sf
+    with sf_stride 1024: an illegal address); a reordering of exactly the logical elements keeps the tensor."""
+    out = []
+    lay = header_layouts(_LAYOUT_HEADER, "cb")
+    if sorted(lay) != ["dQ", "dq2", "x_sf"] or lay["x_sf"] != (["i0", "i1"], ["i0 * sf_stride + i1"],
+                                                                ["(num_tokens - 1) * sf_stride + 56"]):
+        out.append("header_layouts: %r" % (lay,))
+        return out
+    ns = {"num_tokens": 1024, "sf_stride": 1024, "UQ": 16, "H": 4, "S": 32}
+    got = strides_of(lay["x_sf"], (1024, 56), ns)
+    if got != (1023 * 1024 + 56, 0, [1024, 1]):
+        out.append("strides_of(x_sf): %r" % (got,))
+    if strides_of(lay["dQ"], (16, 4, 64), ns) != (16 * 4 * 64, 0, [64, 16 * 64, 1]):
+        out.append("strides_of(dQ): %r" % (strides_of(lay["dQ"], (16, 4, 64), ns),))
+    if strides_of(lay["dq2"], (32, 64), ns) is not None:
+        out.append("strides_of(dq2): a map with // and %% is not affine, got %r" % (strides_of(lay["dq2"], (32, 64), ns),))
+
+    class Flat(list):
+        def as_strided(self, shape, strides, offset):
+            return ("view", shape, tuple(strides), offset)
+
+        def storage_offset(self):
+            return 0
+    made = laid_out(lambda s: Flat(s), (1024, 56), lay["x_sf"], ns)
+    if made != ([1023 * 1024 + 56], ("view", (1024, 56), (1024, 1), 0)):
+        out.append("laid_out(x_sf): %r" % (made,))
+    if laid_out(lambda s: Flat(s), (16, 4, 64), lay["dQ"], ns) is not None:
+        out.append("laid_out(dQ): a reordering of the logical elements must keep its logical-shaped tensor")
+    return out
+
+
 _SELF_EXAMPLE = """import torch
 import tilelang
 import tilelang.language as T
@@ -300,6 +413,7 @@ def self_check(tmp):
     if params != [("A", "float16", ["m", "64"], "read"), ("mask", "bool", ["4"], "read"),
                   ("C", "float32", ["m"], "written")] or sizes != ["m"]:
         problems.append("header_params: %r %r" % (params, sizes))
+    problems += _check_layouts()
     os.makedirs(os.path.join(tmp, "compat", "t1", "sub"), exist_ok=True)
     with open(os.path.join(tmp, "compat", "t1", "sub", "ex.py"), "w") as f:
         f.write(_SELF_EXAMPLE)

@@ -102,7 +102,7 @@ def run(p, ctx, kernel):
     ns.setdefault("torch", t)
     try:
         _exec_beside(p["setup"], ns)
-        tensors = {}
+        tensors, storage = {}, {}
         for name, dtype, dims, role in p["params"]:
             shape = _dims(dims, ns, name)
             given = ns.pop(name, None)
@@ -110,16 +110,25 @@ def run(p, ctx, kernel):
                 given = None        # a module-level constant of the example that has the parameter's name
             if given is not None and tuple(given.shape) != shape:
                 raise C.Fail("the setup's %s has shape %s, the kernel's %s" % (name, tuple(given.shape), shape))
-            if role == "read":
+            # a T.StridedTensor's storage spans its strides: the kernel gets the storage, the reference the view
+            placed = TC.laid_out((lambda s, d=dtype: ctx.randn(s, d)) if role == "read" else
+                                 (lambda s, d=dtype: ctx.output(s, d)), shape, p["layouts"][name], ns) \
+                if name in p.get("layouts", {}) else None
+            if placed:
+                storage[name], tensors[name] = placed
+                if given is not None:
+                    tensors[name].copy_(given)
+            elif role == "read":
                 tensors[name] = given if given is not None else ctx.randn(shape, dtype)
-                ns[name] = tensors[name]
             else:
                 tensors[name] = ctx.output(shape, dtype, init=given)
+            if role == "read":
+                ns[name] = tensors[name]
         _, decl = ctx.kernel(kernel)
         args = []
         for prm in decl.params[:-1]:
             if prm.name in tensors:
-                args.append(tensors[prm.name])
+                args.append(storage.get(prm.name, tensors[prm.name]))
             elif prm.name in ns:
                 args.append(int(ns[prm.name]))
             else:

@@ -114,7 +114,7 @@ void readPassConfigs(Interp &in, const Arg &a, FunctionObj &f) {
         flag |= on;
         const char *as = it->effect == PassEffect::NoTma          ? "as --no-tma for this kernel"
                          : it->effect == PassEffect::FastMath     ? "as --use_fast_math for this kernel"
-                         : it->effect == PassEffect::NoThreadSync ? "no automatic barriers in this kernel"
+                         : it->effect == PassEffect::NoThreadSync ? "no automatic barriers between its per-thread statements"
                                                                   : "as --no-warp-specialize for this kernel";
         remark(&in.diag().sources(), a.range,
                "pass config '" + key + "' = " + (on ? "True" : "False") + ": " + (on ? as : "no effect"));

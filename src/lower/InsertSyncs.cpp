@@ -271,13 +271,18 @@ class Syncer {
     }
 
     /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
+    /// Every access counts, under tl.disable_thread_storage_sync too: `ordered` decides what it is ordered against.
     Pending accessesOf(const Stmt &s) const {
-        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
+        Accesses acc(layouts_, shareScratch_, false);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
             nestOwners(*f, layouts_, ranges_, ownerCache_, acc.p.readOwners, acc.p.writeOwners);
-        if (containsTileStatement(s)) return acc.p;
+        if (containsTileStatement(s)) {
+            acc.p.tileReads = acc.p.reads;
+            acc.p.tileWrites = acc.p.writes;
+            return acc.p;
+        }
         Pending p;
         threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, ownerCache_, p.readOwners, p.writeOwners);
         recordSites(s, ranges_, p.readSites, p.writeSites);
@@ -290,7 +295,8 @@ class Syncer {
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
         Pending mine = accessesOf(s);
-        if (!conflicts(mine, state, elements_)) {
+        bool author = kernel_.noThreadSync && !containsTileStatement(s);
+        if (!conflicts(mine, author ? authorView(state) : state, elements_)) {
             state.merge(mine);
             return s;
         }

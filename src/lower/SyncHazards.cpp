@@ -39,10 +39,19 @@ void Pending::merge(const Pending &o) {
     threadReads.insert(o.threadReads.begin(), o.threadReads.end());
     threadWrites.insert(o.threadWrites.begin(), o.threadWrites.end());
     atomics.insert(o.atomics.begin(), o.atomics.end());
+    tileReads.insert(o.tileReads.begin(), o.tileReads.end());
+    tileWrites.insert(o.tileWrites.begin(), o.tileWrites.end());
+}
+
+Pending authorView(const Pending &st) {
+    Pending v = st;
+    v.reads = st.tileReads;
+    v.writes = st.tileWrites;
+    return v;
 }
 
 void Pending::erase(const void *b) {
-    for (auto *set : {&reads, &writes, &threadReads, &threadWrites, &atomics}) set->erase(b);
+    for (auto *set : {&reads, &writes, &threadReads, &threadWrites, &atomics, &tileReads, &tileWrites}) set->erase(b);
     readOwners.erase(b);
     writeOwners.erase(b);
     readSites.erase(b);

@@ -27,6 +27,10 @@ using BufferSet = std::set<const void *>;
 /// (T.sync_threads), and a thread's own accesses are in program order.
 struct Pending {
     BufferSet reads, writes, threadReads, threadWrites;
+    /// The buffers of `reads` / `writes` that tile statements touched (tilec chose which thread touches which
+    /// element): under tl.disable_thread_storage_sync the author's per-thread statements are ordered against
+    /// these only (authorView), never against each other.
+    BufferSet tileReads, tileWrites;
     /// Shared buffers atomically updated: atomics commute with each other, not with plain reads and writes.
     BufferSet atomics;
     /// Which thread touched each element of a shared buffer in `reads` / `writes`, where every pending access
@@ -53,6 +57,13 @@ bool intersects(const BufferSet &a, const BufferSet &b);
 /// does one whose per-thread accesses on both sides provably touch no element from two different threads
 /// (sitesThreadPrivate: each thread's own elements, or disjoint ones).
 bool conflicts(const Pending &p, const Pending &st, const ElementContext &cx);
+
+/// What pending accesses a per-thread statement of a kernel under tl.disable_thread_storage_sync is ordered
+/// against: the tile statements' only. The author's T.sync_threads order the author's own per-thread accesses,
+/// but the threads tilec gives a tile statement's elements (a T.copy's, a T.async_copy's, a T.Parallel's) are
+/// not TileLang's, so an exchange between such a statement and per-thread code gets tilec's barrier (TileKernels'
+/// engram_gate_bwd read tiles of its T.async_copy from other threads than tilec's copy wrote them with).
+Pending authorView(const Pending &st);
 
 /// A block barrier: T.sync_threads (named or not) or T.sync_grid.
 bool isSync(const ir::Stmt &s);

@@ -81,29 +81,42 @@ def write(path, rec):
 
 
 # ------------------------------------------------------------------ inputs and calls
-def make_inputs(torch, ctx, row, params, sizes, ns):
-    """({name: tensor} of tilec's parameters, {name: init or None} of the outputs, scalars {name: int})."""
+def make_inputs(torch, ctx, row, params, sizes, ns, layouts=None):
+    """({name: tensor} of tilec's parameters in their logical shapes, {name: init or None} of the outputs,
+    scalars {name: int}, the entry, {name: storage} of the parameters the header lays out otherwise (layouts:
+    tlcompat.header_layouts; a T.StridedTensor's storage spans its strides, its tensor is a strided view of it)."""
     entry = S.reference_entry(row)
     if entry and entry["setup"]:
         exec(compile(entry["setup"].replace("; ", "\n"), "reference.tsv setup", "exec"), ns)
     S.bind_default_sizes(params, sizes, ns)     # T.dynamic sizes the setup leaves unbound, capped by bytes
     import tilelang_compat as TLC
-    tensors, inits = {}, {}
+    tensors, inits, storage = {}, {}, {}
     for name, dtype, dims, role in params:
         shape = TLC._dims(dims, ns, name)
         given = ns.pop(name, None)
         given = given if isinstance(given, torch.Tensor) and tuple(given.shape) == shape else None
         if role == "read":
-            if given is None:
-                given = ctx.randn(shape, dtype) if dtype.startswith(("float", "bfloat")) else \
-                    torch.zeros(shape, dtype=ctx_dtype(torch, dtype), device="cuda")
-            tensors[name] = given
-            ns[name] = given
+            def make(s, dtype=dtype):
+                return ctx.randn(s, dtype) if dtype.startswith(("float", "bfloat")) else \
+                    torch.zeros(s, dtype=ctx_dtype(torch, dtype), device="cuda")
         else:
             inits[name] = given
+
+            def make(s, dtype=dtype):
+                return ctx.output(s, dtype)
+        placed = TC.laid_out(make, shape, layouts[name], ns) if name in (layouts or {}) else None
+        if placed:
+            storage[name], tensors[name] = placed
+            if given is not None:
+                tensors[name].copy_(given)
+        elif role == "read":
+            tensors[name] = given if given is not None else make(shape)
+        else:
             tensors[name] = ctx.output(shape, dtype, init=given)
+        if role == "read":
+            ns[name] = tensors[name]
     scalars = {s: int(ns[s]) for s in sizes if s in ns}
-    return tensors, inits, scalars, entry
+    return tensors, inits, scalars, entry, storage
 
 
 def ctx_dtype(torch, dtype):
@@ -283,13 +296,14 @@ def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
 def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None):
     """One kernel side by side. `phase(name)` is called before each side first runs ("tilec", "tilelang"), so
     that a process that dies is known to have died in tilec's kernel or in TileLang's."""
-    params, sizes = TC.header_params(open(os.path.join(gpu_build, row["lib"] + ".h"),
-                                          encoding="utf-8", errors="replace").read(), row["kernel"])
+    header = open(os.path.join(gpu_build, row["lib"] + ".h"), encoding="utf-8", errors="replace").read()
+    params, sizes = TC.header_params(header, row["kernel"])
     ns = TC.load_example(S.example_path(gpu_build, row))
     ns.setdefault("torch", torch)
     ctx = core.Context(lib, seed, guards=False)
     try:
-        tensors, inits, scalars, entry = make_inputs(torch, ctx, row, params, sizes, ns)
+        tensors, inits, scalars, entry, storage = make_inputs(torch, ctx, row, params, sizes, ns,
+                                                              TC.header_layouts(header, row["kernel"]))
     except core.Fail as e:     # a size the setup leaves unbound: not run (no guessing), not a failure of tilec
         raise core.Skip(str(e))
     _, decl = ctx.kernel(row["kernel"])
@@ -299,7 +313,8 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
             if not isinstance(v, (int, float)) or isinstance(v, bool):
                 raise core.Skip("the scalar parameter %s has no value: bind it in the reference.tsv setup" % p.name)
             scalars[p.name] = v
-    cargs = [tensors[p.name] if p.name in tensors else scalars[p.name] for p in decl.params[:-1]]
+    cargs = [storage.get(p.name, tensors.get(p.name)) if p.name in tensors else scalars[p.name]
+             for p in decl.params[:-1]]
     fn, cargs = ctx._args(row["kernel"], cargs)
 
     def tc():
