@@ -16,13 +16,6 @@ using namespace ir;
 
 namespace {
 
-/// Whether variant v's code runs on a device of compute capability sm (runsOn's condition, as a value).
-bool runsOnDevice(const KernelInfo &v, int sm) {
-    for (auto &t : v.targets)
-        if (t.archSpecific ? sm == t.sm : sm >= t.sm) return true;
-    return false;
-}
-
 /// Per parameter: the alignment variant v's launch rules want of the tensor's base pointer (0: none).
 std::vector<int> ruleAlignments(const KernelInfo &v) {
     const Kernel &k = *v.kernel;

@@ -184,18 +184,29 @@ std::string prepareTargets(const KernelInfo &v) {
 }
 } // namespace
 
-std::string runsOn(const KernelInfo &v, const std::string &sm) {
-    // sm_XYa code runs on X.Y alone; sm_XY code (its cubin, or its PTX through the driver's JIT) on X.Y and
-    // later devices.
+std::vector<DeviceTerm> deviceTerms(const KernelInfo &v) {
     int portable = 1000; // the oldest target without the `a`: it covers every later device
     for (auto &t : v.targets)
         if (!t.archSpecific) portable = std::min(portable, t.sm);
-    std::string c;
+    std::vector<DeviceTerm> terms;
     for (auto &t : v.targets) {
         if (t.archSpecific && t.sm >= portable) continue;
-        std::string one = sm + (t.archSpecific ? " == " : " >= ") + std::to_string(t.sm);
-        if (c.find(one) == std::string::npos) c += (c.empty() ? "" : " || ") + one;
+        const DeviceTerm term{t.sm, t.archSpecific};
+        if (std::none_of(terms.begin(), terms.end(), [&](const DeviceTerm &u) { return u.sm == term.sm && u.exact == term.exact; }))
+            terms.push_back(term);
     }
+    return terms;
+}
+
+bool runsOnDevice(const KernelInfo &v, int sm) {
+    for (auto &t : deviceTerms(v))
+        if (t.exact ? sm == t.sm : sm >= t.sm) return true;
+    return false;
+}
+
+std::string runsOn(const KernelInfo &v, const std::string &sm) {
+    std::string c;
+    for (auto &t : deviceTerms(v)) c += (c.empty() ? "" : " || ") + sm + (t.exact ? " == " : " >= ") + std::to_string(t.sm);
     return c.empty() ? "0" : c;
 }
 

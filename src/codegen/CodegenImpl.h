@@ -206,7 +206,20 @@ std::string printXlaFfi(const std::vector<KernelInfo> &kernels, const CodegenOpt
 /// The variants of each exported kernel, in order (KernelInfo::variant 0 starts a group).
 std::vector<std::vector<const KernelInfo *>> variantGroups(const std::vector<KernelInfo> &kernels);
 
-/// A C condition on `sm` (an int: compute capability times ten) under which variant `v` runs on the device.
+/// Where a variant's code runs, described once: sm_XYa code on compute capability X.Y alone; sm_XY code (its
+/// cubin, or its PTX through the driver's JIT) on X.Y and every later device. One term per target (`sm == X.Y`
+/// or `sm >= X.Y`, sm being compute capability times ten), less the sm_XYa targets that an sm_XY target as old
+/// or older covers; the variant runs on a device where any term holds, on none without terms. The launchers
+/// and queries print the terms (runsOn) and the header's alignment documentation evaluates them
+/// (runsOnDevice, CodegenAlignment.cpp), so the two cannot name different devices.
+struct DeviceTerm {
+    int sm = 0;
+    bool exact = false; ///< `sm == this->sm` (an arch-specific target); else `sm >= this->sm`
+};
+std::vector<DeviceTerm> deviceTerms(const KernelInfo &v);
+/// Whether variant `v` runs on a device of compute capability `sm` (times ten): deviceTerms evaluated.
+bool runsOnDevice(const KernelInfo &v, int sm);
+/// The same as a C condition on the int variable `sm` ("0" where it runs nowhere): deviceTerms printed.
 std::string runsOn(const KernelInfo &v, const std::string &sm);
 
 } // namespace tilec::codegen

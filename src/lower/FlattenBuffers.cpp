@@ -2,7 +2,7 @@
 /// Row-major flattening of buffer indices (include/tilec/passes/FlattenBuffers.h).
 #include "tilec/passes/FlattenBuffers.h"
 
-#include "tilec/IRMutator.h"
+#include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/passes/Arith.h"
 
@@ -88,18 +88,10 @@ struct Terms {
     }
 };
 
-class Flatten : public IRMutator {
+class Flatten : public RangeScopedMutator {
   public:
-    using IRMutator::visit;
-    explicit Flatten(const Kernel &k) : kernel_(k), ranges_(kernelRanges(k)) {}
-
-    Stmt visit(const std::shared_ptr<const For> &op) override {
-        auto saved = ranges_;
-        addLoopRange(ranges_, *op);
-        Stmt s = IRMutator::visit(op);
-        ranges_ = std::move(saved);
-        return s;
-    }
+    using RangeScopedMutator::visit;
+    explicit Flatten(const Kernel &k) : RangeScopedMutator(k), kernel_(k) {}
 
     Expr visit(const std::shared_ptr<const Load> &op) override {
         std::vector<Expr> idx;
@@ -123,7 +115,6 @@ class Flatten : public IRMutator {
 
   private:
     const Kernel &kernel_;
-    RangeMap ranges_;
 
     /// The row-major offset of element `idx` of `b`; for a global tensor with a T.Layout, of the layout's
     /// output indices in its output shape.
@@ -173,13 +164,13 @@ class Flatten : public IRMutator {
             return simplify(flat);
         };
         Expr narrow = build(DType::Int32);
-        Interval iv = boundsOf(narrow, ranges_);
+        Interval iv = boundsOf(narrow, ranges());
         bool fits = iv.lo && iv.hi && *iv.lo >= std::numeric_limits<int32_t>::min() &&
                     *iv.hi <= std::numeric_limits<int32_t>::max();
         // The extents' product must fit as well, since the strides are computed too.
         int64_t total = 1;
         for (auto &e : shape) {
-            Interval ev = boundsOf(e, ranges_);
+            Interval ev = boundsOf(e, ranges());
             if (!ev.hi || __builtin_mul_overflow(total, *ev.hi, &total)) total = std::numeric_limits<int64_t>::max();
         }
         if (fits && total <= std::numeric_limits<int32_t>::max()) return narrow;

@@ -2,7 +2,7 @@
 /// Bounds checks for global tensor accesses (include/tilec/passes/PredicateBounds.h).
 #include "tilec/passes/PredicateBounds.h"
 
-#include "tilec/IRMutator.h"
+#include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
@@ -19,24 +19,21 @@ Expr zeroOf(DType t) {
     return IntImm::make(t, 0);
 }
 
-class Predicate : public IRMutator {
+class Predicate : public RangeScopedMutator {
   public:
-    using IRMutator::visit;
-    explicit Predicate(const Kernel &k) : ranges_(kernelRanges(k)), kernel_(k) {}
+    using RangeScopedMutator::visit;
+    explicit Predicate(const Kernel &k) : RangeScopedMutator(k), kernel_(k) {}
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
-        auto saved = ranges_;
-        addLoopRange(ranges_, *op);
         const VarNode *savedLane = lane_;
         int64_t savedWidth = laneWidth_;
         if (op->forKind == ForKind::Vectorized) {
             lane_ = op->var.get();
             laneWidth_ = constInt(op->extent).value_or(1);
         }
-        Stmt s = IRMutator::visit(op);
+        Stmt s = RangeScopedMutator::visit(op);
         lane_ = savedLane;
         laneWidth_ = savedWidth;
-        ranges_ = std::move(saved);
         return s;
     }
 
@@ -44,7 +41,7 @@ class Predicate : public IRMutator {
     /// indices read is (a paged tile's position from a block table, hoisted into the transfer that loads it
     /// ahead: splitPipelinedBody), and is guarded like any load.
     Expr visit(const std::shared_ptr<const Call> &op) override {
-        if (!lib::is(*op, lib::Fn::AddressOf)) return IRMutator::visit(op);
+        if (!lib::is(*op, lib::Fn::AddressOf)) return RangeScopedMutator::visit(op);
         auto l = op->args.size() == 1 ? as<Load>(op->args[0]) : nullptr;
         if (!l) return op;
         std::vector<Expr> idx;
@@ -58,21 +55,21 @@ class Predicate : public IRMutator {
     }
 
     Expr visit(const std::shared_ptr<const Load> &op) override {
-        Expr e = IRMutator::visit(op);
+        Expr e = RangeScopedMutator::visit(op);
         auto l = as<Load>(e);
         Expr cond = inside(l->buffer, l->indices);
         return cond ? select(cond, e, zeroOf(e->dtype), op->loc) : e;
     }
 
     Stmt visit(const std::shared_ptr<const Store> &op) override {
-        Stmt s = IRMutator::visit(op);
+        Stmt s = RangeScopedMutator::visit(op);
         auto st = as<Store>(s);
         Expr cond = inside(st->buffer, st->indices);
         return cond ? IfThenElse::make(cond, s, nullptr, op->loc) : s;
     }
 
     Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
-        Stmt s = IRMutator::visit(op);
+        Stmt s = RangeScopedMutator::visit(op);
         auto a = as<AtomicAdd>(s);
         std::vector<Expr> idx;
         for (auto &r : a->dst.ranges) idx.push_back(r.min);
@@ -81,7 +78,6 @@ class Predicate : public IRMutator {
     }
 
   private:
-    RangeMap ranges_;
     const Kernel &kernel_;
     const VarNode *lane_ = nullptr;
     int64_t laneWidth_ = 1;
@@ -99,7 +95,7 @@ class Predicate : public IRMutator {
             const int64_t a = lin->second;
             Expr tiles = a == 1 ? extent : binary(BinaryOp::FloorDiv, extent, intImm(a, extent->dtype));
             if (!provablyEqual(simplify(kernel_.grid[d]), simplify(tiles))) continue;
-            Interval rest = lin->first ? boundsOf(lin->first, ranges_) : Interval::point(0);
+            Interval rest = lin->first ? boundsOf(lin->first, ranges()) : Interval::point(0);
             if (rest.hi && *rest.hi <= a - 1) return true;
         }
         return false;
@@ -122,9 +118,9 @@ class Predicate : public IRMutator {
                     if (knownMultiple(base) % laneWidth_ == 0) idx = base;
                 }
             }
-            Interval iv = boundsOf(idx, ranges_);
+            Interval iv = boundsOf(idx, ranges());
             if (!(iv.lo && *iv.lo >= 0)) conj(binary(BinaryOp::GE, idx, intImm(0, idx->dtype)));
-            Interval ev = boundsOf(extent, ranges_);
+            Interval ev = boundsOf(extent, ranges());
             bool below = (iv.hi && ev.lo && *iv.hi < *ev.lo) || belowByGrid(idx, extent);
             if (!below) conj(binary(BinaryOp::LT, idx, extent));
         }

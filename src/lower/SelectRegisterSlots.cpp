@@ -3,7 +3,7 @@
 /// (include/tilec/passes/SelectRegisterSlots.h).
 #include "tilec/passes/SelectRegisterSlots.h"
 
-#include "tilec/IRMutator.h"
+#include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
@@ -36,31 +36,23 @@ Expr sum(const std::vector<Expr> &ts) {
     return s ? s : i32(0);
 }
 
-class Selector : public IRMutator {
+class Selector : public RangeScopedMutator {
   public:
-    using IRMutator::visit;
-    explicit Selector(const Kernel &k) : ranges_(kernelRanges(k)), tid_(k.threadIdx.get()) {
+    using RangeScopedMutator::visit;
+    explicit Selector(const Kernel &k) : RangeScopedMutator(k), tid_(k.threadIdx.get()) {
         const KernelLayouts &l = layoutsOf(k);
         for (auto &[f, layout] : l.fragments)
             if (layout.kind == Layout::Replicated) replicated_.insert(l.registers.at(f).get());
     }
 
-    Stmt visit(const std::shared_ptr<const For> &op) override {
-        auto saved = ranges_;
-        addLoopRange(ranges_, *op);
-        Stmt s = IRMutator::visit(op);
-        ranges_ = std::move(saved);
-        return s;
-    }
-
     /// An address argument stays `&f[index]` (a call takes the array there, not one element).
     Expr visit(const std::shared_ptr<const Call> &op) override {
         if (lib::is(*op, lib::Fn::AddressOf)) return op;
-        return IRMutator::visit(op);
+        return RangeScopedMutator::visit(op);
     }
 
     Expr visit(const std::shared_ptr<const Load> &op) override {
-        Expr e = IRMutator::visit(op);
+        Expr e = RangeScopedMutator::visit(op);
         auto l = as<Load>(e);
         if (!tid_ || !l || !replicated_.count(l->buffer.get()) || l->indices.size() != 1) return e;
         auto size = constInt(l->buffer->shape[0]);
@@ -71,7 +63,7 @@ class Selector : public IRMutator {
         terms(idx, ts);
         for (auto &t : ts) (uses(t, tid_) ? bs : as_).push_back(t);
         Expr a = simplify(sum(as_)), b = simplify(sum(bs));
-        Interval ra = boundsOf(a, ranges_), rb = boundsOf(b, ranges_);
+        Interval ra = boundsOf(a, ranges()), rb = boundsOf(b, ranges());
         if (!ra.lo || !ra.hi || !rb.lo || !rb.hi) return e;
         // The values of b some value of a keeps inside the array: others would read past it, as before.
         const int64_t lo = std::max(*rb.lo, -*ra.hi), hi = std::min(*rb.hi, *size - 1 - *ra.lo);
@@ -81,7 +73,7 @@ class Selector : public IRMutator {
             Expr at = simplify(binary(BinaryOp::Add, a, i32(c)));
             // An index a + c no value of a keeps inside (a choice never taken) is clamped into the array: a
             // constant out of bounds would be undefined even unread.
-            Interval r = boundsOf(at, ranges_);
+            Interval r = boundsOf(at, ranges());
             if (!r.lo || *r.lo < 0) at = binary(BinaryOp::Max, at, i32(0));
             if (!r.hi || *r.hi > *size - 1) at = binary(BinaryOp::Min, at, i32(*size - 1));
             Expr slot = Load::make(l->buffer, {at}, l->loc);
@@ -91,7 +83,6 @@ class Selector : public IRMutator {
     }
 
   private:
-    RangeMap ranges_;
     const VarNode *tid_;
     std::set<const BufferNode *> replicated_;
 };

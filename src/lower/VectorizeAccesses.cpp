@@ -2,7 +2,7 @@
 /// Vector loads and stores from the lanes of vectorized loops (include/tilec/passes/VectorizeAccesses.h).
 #include "tilec/passes/VectorizeAccesses.h"
 
-#include "tilec/IRMutator.h"
+#include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
@@ -55,13 +55,13 @@ int64_t reorderableLanes(const For &f, int64_t extent) {
     return lanes >= 2 ? lanes : 0;
 }
 
-class Vectorizer : public IRMutator {
+class Vectorizer : public RangeScopedMutator {
   public:
-    using IRMutator::visit;
+    using RangeScopedMutator::visit;
     std::vector<Buffer> temps;
     /// With assumeAlignedRows, the kernel's T.dynamic sizes may be assumed multiples of a vector's lanes (its
     /// lowering is then a variant the launcher runs where they are: SizeAssumptions).
-    Vectorizer(const Kernel &k, bool assumeAlignedRows) : ranges_(kernelRanges(k)) {
+    Vectorizer(const Kernel &k, bool assumeAlignedRows) : RangeScopedMutator(k) {
         if (assumeAlignedRows)
             for (auto &v : k.dynamicSymbols)
                 if (v) assumed.sizes[v.get()] = v;
@@ -69,18 +69,22 @@ class Vectorizer : public IRMutator {
     SizeAssumptions assumed;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
-        auto saved = ranges_;
-        addLoopRange(ranges_, *op);
-        Stmt s = IRMutator::visit(op);
-        auto f = as<For>(s);
-        auto width = f ? constInt(f->extent) : std::nullopt;
-        // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
-        const int64_t lanes = f && width ? reorderableLanes(*f, *width) : 0;
-        if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
-            s = asVectors(s, *width);
+        Stmt s;
+        const For *f = nullptr;
+        std::optional<int64_t> width;
+        int64_t lanes = 0;
+        { // the loop's variable in scope while its body is rewritten and its lanes taken as vectors
+            LoopScope in(*this, *op);
+            s = IRMutator::visit(op);
             f = as<For>(s);
+            width = f ? constInt(f->extent) : std::nullopt;
+            // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
+            lanes = f && width ? reorderableLanes(*f, *width) : 0;
+            if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
+                s = asVectors(s, *width);
+                f = as<For>(s);
+            }
         }
-        ranges_ = std::move(saved);
         if (lanes > 0 && lanes == width) {
             return vectorize(s, *f, lanes);
         } else if (lanes) { // lanes at a time: for o: for l < lanes: body[v = o * lanes + l]
@@ -102,7 +106,6 @@ class Vectorizer : public IRMutator {
 
   private:
     int counter_ = 0;
-    RangeMap ranges_; ///< block and thread indices, T.dynamic sizes, the enclosing loops
 
     /// Loop f over `width` lanes with its lanes taken as one vector where they provably are (splitLanes: the
     /// floor division and remainder of `base + lane` by a multiple of the width, as a flattened index of a 2-D
@@ -110,7 +113,7 @@ class Vectorizer : public IRMutator {
     /// a lane-parallel loop and a program's T.vectorized loop alike.
     Stmt asVectors(const Stmt &loop, int64_t width) {
         const For &f = *as<For>(loop);
-        Stmt body = laneConditions(splitLanes(f.body, f.var, width, &assumed), f.var.get(), width, ranges_, &assumed);
+        Stmt body = laneConditions(splitLanes(f.body, f.var, width, &assumed), f.var.get(), width, ranges(), &assumed);
         return body == f.body ? loop : For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
     }
 
@@ -235,7 +238,7 @@ class Vectorizer : public IRMutator {
             conjuncts(cond, parts);
             for (Expr c : parts) {
                 if (uses(c, lane)) c = laneFree(c, lane, width);
-                if (c && !mentionsAny(c, in.bound) && registerTest(c, in.stored) && !provablyTrue(c, ranges_))
+                if (c && !mentionsAny(c, in.bound) && registerTest(c, in.stored) && !provablyTrue(c, ranges()))
                     out.push_back(c);
             }
         };
