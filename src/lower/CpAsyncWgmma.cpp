@@ -8,6 +8,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Staging.h"
+#include "tilec/passes/WgmmaGroups.h"
 
 #include <algorithm>
 #include <map>
@@ -56,47 +57,6 @@ struct Mark : IRMutator {
         for (size_t i = 0; i < gemms->size(); ++i)
             if ((*gemms)[i] == op.get()) return (*instr)[i] == GemmInstr::Auto ? Stmt(op) : op->withInstr((*instr)[i]);
         return op;
-    }
-};
-
-/// Which fragments must take layouts of one family: those one statement of element-wise or reduction work
-/// touches together (a T.Parallel nest, a T.reduce, a copy, an atomic add, a store), through which
-/// inferLayouts carries a layout from one to the other. A union-find over the fragments.
-struct FragmentGroups : IRVisitor {
-    using IRVisitor::visit;
-    std::map<const BufferNode *, const BufferNode *> parent;
-    const BufferNode *find(const BufferNode *b) {
-        auto it = parent.emplace(b, b).first;
-        return it->second == b ? b : it->second = find(it->second);
-    }
-    void unite(const BufferNode *a, const BufferNode *b) { parent[find(a)] = find(b); }
-
-    void visit(const For &op) override { inUnit(op.forKind == ForKind::Parallel, [&] { IRVisitor::visit(op); }); }
-    void visit(const Store &op) override { inUnit(true, [&] { add(op.buffer), IRVisitor::visit(op); }); }
-    void visit(const Load &op) override { add(op.buffer), IRVisitor::visit(op); }
-    void visit(const Copy &op) override { inUnit(true, [&] { add(op.src.buffer), add(op.dst.buffer), IRVisitor::visit(op); }); }
-    void visit(const AtomicAdd &op) override {
-        inUnit(true, [&] {
-            add(op.dst.buffer);
-            if (op.src) add(op.src->buffer);
-            IRVisitor::visit(op);
-        });
-    }
-    void visit(const Reduce &op) override { inUnit(true, [&] { add(op.src), add(op.dst); }); }
-    void visit(const Gemm &op) override { IRVisitor::visit(op); } // a product's own operands: tied by the plan
-
-  private:
-    std::vector<const BufferNode *> *unit_ = nullptr; ///< the fragments of the statement being walked
-    void add(const Buffer &b) {
-        if (unit_ && b && b->scope == Scope::Fragment) unit_->push_back(b.get());
-    }
-    template <class F> void inUnit(bool opens, F walk) {
-        if (!opens || unit_) return walk();
-        std::vector<const BufferNode *> unit;
-        unit_ = &unit;
-        walk();
-        unit_ = nullptr;
-        for (size_t i = 1; i < unit.size(); ++i) unite(unit[0], unit[i]);
     }
 };
 

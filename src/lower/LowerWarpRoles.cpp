@@ -11,6 +11,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Staging.h"
+#include "tilec/passes/WgmmaGroups.h"
 
 #include <algorithm>
 #include <deque>
@@ -169,8 +170,10 @@ class Lowerer {
         }
         if (nc > 1) checkOwnFragments(consumed);
         if (!ok_) return nullptr;
+        generic_ = genericAccesses(consumed);
         Stmt producer = lowerProducer(produced, *nk);
         if (!ok_) return nullptr;
+        needs_ = wgmmaNeeds(consumed, byBuffer_);
         for (auto &c : consumed) c = lowerConsumer(c);
         if (!ok_) return nullptr;
         Stmt consumer = consumerGroups(consumed);
@@ -205,6 +208,8 @@ class Lowerer {
     std::map<const BufferNode *, const TmaTile *> byBuffer_;
     std::vector<Stmt> proxies_;                          ///< the 2-D copies the tiles were planned on
     std::map<const BufferNode *, Buffer> rings_;         ///< 2-D TMA destinations become rings of one stage
+    WgmmaNeeds needs_;                                   ///< the consumers' products that run on wgmma
+    std::set<const BufferNode *> generic_;               ///< what the consumers access through the generic proxy
 
     std::nullptr_t fail(const SourceRange &at, const std::string &msg) {
         diag_.error(at, msg);
@@ -510,14 +515,31 @@ class Lowerer {
         std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
                                addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
         for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));
-        Stmt issue = Seq::make({lib::stmt(lib::Fn::MbarrierExpectTx, {bar, i32(t->bytes())}, c.loc),
-                                lib::stmt(lib::Fn::TmaLoadTile, std::move(args), c.loc)},
-                               c.loc);
+        // Where the consumers also read or write the tile through the generic proxy, a proxy fence after the
+        // barrier that handed it back orders their accesses before TMA's writes (the async proxy).
+        std::vector<Stmt> issue{lib::stmt(lib::Fn::MbarrierExpectTx, {bar, i32(t->bytes())}, c.loc),
+                                lib::stmt(lib::Fn::TmaLoadTile, std::move(args), c.loc)};
+        if (generic_.count(dst.get())) issue.insert(issue.begin(), lib::stmt(lib::Fn::FenceProxyAsync, {}, c.loc));
         const int first = kGroup * (int)consumers_.size(); // the producer's first thread
-        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(first)), issue, nullptr, c.loc);
+        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(first)), Seq::make(std::move(issue), c.loc),
+                                nullptr, c.loc);
     }
 
-    /// The consumer: TMA tiles read only by T.gemm on wgmma; 2-D tiles staged into their rings of one stage.
+    /// Whether wgmma computes `g`, which must run on it (`seed`, which reads a T.tma_copy tile, put it there): a
+    /// located error where it cannot.
+    bool wgmmaComputes(const Gemm &g, const Gemm &seed) {
+        std::string why = whyNotWgmma(needs_, g, byBuffer_);
+        if (why.empty()) return true;
+        fail(g.loc, std::string(&seed == &g ? "this T.gemm reads tiles that T.tma_copy loads, so it must run on wgmma"
+                                            : "this T.gemm must run on wgmma, as the T.gemm that shares its accumulator "
+                                              "or a shared tile with it does") + ", which cannot compute it " + why);
+        if (&seed != &g) diag_.note(seed.loc, "this T.gemm runs on wgmma: it reads tiles that T.tma_copy loads");
+        return false;
+    }
+
+    /// The consumer: the T.gemms wgmmaNeeds names on wgmma; TMA tiles also loaded, stored and copied by the
+    /// threads (their record makes swizzleShared index those in the panel layout), not reduced or updated
+    /// atomically; 2-D TMA tiles staged into their rings of one stage.
     Stmt lowerConsumer(const Stmt &body) {
         struct M : IRMutator {
             using IRMutator::visit;
@@ -526,62 +548,27 @@ class Lowerer {
             void other(const Stmt &s, const Buffer &b) {
                 if (tma(b))
                     self->fail(s->loc, "'" + b->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), so "
-                                       "it can be read only as a shared operand of T.gemm");
+                                       "T.reduce and T.atomic_add cannot use it; T.copy it into a buffer of their own");
             }
             Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-                if (!tma(op->a.buffer) && !tma(op->b.buffer) && !(op->sparse() && tma(op->e.buffer))) return op;
-                if (op->sparse()) {
+                if (op->sparse() && (tma(op->a.buffer) || tma(op->b.buffer) || tma(op->e.buffer)))
                     self->fail(op->loc, "this T.gemm_sp reads tiles that T.tma_copy loads (stored in TMA's swizzled "
                                         "layout), but it runs on mma.sp, which reads its tiles in the row layout T.copy "
                                         "stores; load A_sparse, E and B with T.copy");
-                    return op;
-                }
-                if (!wgmmaCan(*op, self->byBuffer_, 1)) {
-                    // wgmma reads a shared operand only as a TMA tile here: name one the threads fill instead
-                    // (vertical-slash attention's K rows, gathered by the consumer, beside its TMA-loaded Q).
-                    const Buffer &other = op->a.buffer->scope == Scope::Shared && !tma(op->a.buffer) ? op->a.buffer
-                                          : !tma(op->b.buffer)                                       ? op->b.buffer
-                                                                                                     : Buffer();
-                    self->fail(op->loc, "this T.gemm reads tiles that T.tma_copy loads, so it must run on wgmma, which "
-                                        "cannot compute it " +
-                                            (other ? "here: its operand '" + other->name + "' is not loaded by T.tma_copy "
-                                                     "(wgmma reads a shared operand of explicit warp roles only as a "
-                                                     "T.tma_copy tile)"
-                                                   : std::string("(both operands TMA tiles of matching shapes; float16 / "
-                                                                 "bfloat16, or K-major tf32, float8, int8)")));
-                    return op;
-                }
+                auto need = self->needs_.gemms.find(op.get());
+                if (need == self->needs_.gemms.end() || !self->wgmmaComputes(*op, *need->second)) return op;
                 return op->withInstr(GemmInstr::Wgmma);
             }
-            Stmt visit(const std::shared_ptr<const Copy> &op) override {
-                other(op, op->src.buffer), other(op, op->dst.buffer);
-                return op;
-            }
-            Stmt visit(const std::shared_ptr<const Fill> &op) override { return other(op, op->dst.buffer), op; }
             Stmt visit(const std::shared_ptr<const Reduce> &op) override { return other(op, op->src), op; }
             Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
                 other(op, op->dst.buffer);
                 if (op->src) other(op, op->src->buffer);
                 return op;
             }
-            Stmt visit(const std::shared_ptr<const Store> &op) override { return other(op, op->buffer), op; }
         } m;
         m.self = this;
         if (!body) return Seq::make({}, k_.launchLoc);
         Stmt s = m.mutate(body);
-        // Reads in expressions (loads inside T.Parallel bodies, conditions).
-        struct Reads : IRVisitor {
-            using IRVisitor::visit;
-            Lowerer *self = nullptr;
-            void visit(const Load &op) override {
-                if (self->byBuffer_.count(op.buffer.get()))
-                    self->fail(op.loc, "'" + op.buffer->name + "' is loaded by T.tma_copy (stored in TMA's swizzled layout), "
-                                       "so it can be read only as a shared operand of T.gemm");
-                IRVisitor::visit(op);
-            }
-        } reads;
-        reads.self = this;
-        reads.visit(s);
         return stageBuffers(s, rings_, i32(0));
     }
 };

@@ -52,6 +52,15 @@ class Stage : public IRMutator {
         if (it == map_.end()) return IRMutator::visit(op);
         return Store::make(it->second, withStage(op->indices), mutate(op->value), op->loc);
     }
+    Stmt visit(const std::shared_ptr<const Copy> &op) override {
+        Region src = region(op->src), dst = region(op->dst);
+        if (src.buffer == op->src.buffer && dst.buffer == op->dst.buffer) return op;
+        return Copy::make(src, dst, op->loc);
+    }
+    Stmt visit(const std::shared_ptr<const Fill> &op) override {
+        Region dst = region(op->dst);
+        return dst.buffer == op->dst.buffer ? Stmt(op) : Fill::make(dst, op->value, op->loc);
+    }
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         Region a = region(op->a), b = region(op->b);
         Region e = op->sparse() ? region(op->e) : op->e; // T.gemm_sp's metadata tile is staged like A and B

@@ -25,8 +25,10 @@ namespace tilec::passes {
 /// - T.barrier_arrive(bar) / T.mbarrier_arrive: every thread of the role arrives once;
 /// - T.tma_copy(src, dst, barrier=bar): the role's first thread announces the tile's bytes on `bar`
 ///   (expect_tx, no arrival) and issues the TMA load, which completes them there. Its destination (a whole
-///   2-D shared buffer, or one stage [s, :, :] of a 3-D one) is stored in the TMA panel layout, so the
-///   consumer may read it only as a shared operand of a T.gemm, which then runs on wgmma.
+///   2-D shared buffer, or one stage [s, :, :] of a 3-D one) is stored in the TMA panel layout: a T.gemm
+///   reading it runs on wgmma, with the products tied to it (wgmmaNeeds: their tiles the threads fill in the
+///   panel layout, fenced before the wgmma), and the consumer's own loads, stores and copies of it index that
+///   layout (the producer fencing before it reloads such a tile);
 ///
 /// - code before the first T.ws block (what every group runs): the consumer runs it, then arrives on an
 ///   mbarrier of tilec's own (prologue_done) that the producer waits for before it runs the code's register

@@ -39,7 +39,7 @@ int panelSwizzleBytes(int64_t rowBytes);
 /// A ring of `stages` copies of `b` (shape (stages, ...b's shape)).
 ir::Buffer ringOf(const ir::Buffer &b, int stages);
 
-/// Replaces each buffer of `ring` by its ring, indexed by `stage` (loads, stores, T.gemm operand regions).
+/// Replaces each buffer of `ring` by its ring, indexed by `stage` (loads, stores, T.copy, T.fill and T.gemm regions).
 ir::Stmt stageBuffers(const ir::Stmt &s, const std::map<const ir::BufferNode *, ir::Buffer> &ring, const ir::Expr &stage);
 
 } // namespace tilec::passes
