@@ -273,7 +273,7 @@ class Syncer {
     /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
     /// Every access counts, under tl.disable_thread_storage_sync too: `ordered` decides what it is ordered against.
     Pending accessesOf(const Stmt &s) const {
-        Accesses acc(layouts_, shareScratch_, false);
+        Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
@@ -314,9 +314,11 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
+        Accesses acc(layouts_, shareScratch_);
         for (auto &e : es) acc.visit(e);
-        bool hazard = intersects(acc.p.reads, state.writes) || intersects(acc.p.reads, state.atomics);
+        // a condition is per-thread code: under tl.disable_thread_storage_sync ordered against tile statements only
+        const BufferSet &written = kernel_.noThreadSync ? state.tileWrites : state.writes;
+        bool hazard = intersects(acc.p.reads, written) || intersects(acc.p.reads, state.atomics);
         Stmt sync = hazard && !blocked() ? barrier(loc) : nullptr;
         if (hazard && !sync)
             divergentError(loc, "this reads shared memory written before it, which needs a barrier that every thread of "
@@ -335,8 +337,9 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc(layouts_, shareScratch_, kernel_.noThreadSync);
+                Accesses acc(layouts_, shareScratch_);
                 acc.visit(s);
+                acc.p.tileReads = acc.p.reads, acc.p.tileWrites = acc.p.writes;
                 state.merge(acc.p);
                 return s;
             }
@@ -393,9 +396,10 @@ class Syncer {
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(w->body, entry);
-            Accesses cond(layouts_, shareScratch_, kernel_.noThreadSync);
+            Accesses cond(layouts_, shareScratch_);
             cond.visit(w->cond);
-            if (intersects(cond.p.reads, entry.writes) || intersects(cond.p.reads, entry.atomics)) {
+            if (intersects(cond.p.reads, kernel_.noThreadSync ? entry.tileWrites : entry.writes) ||
+                intersects(cond.p.reads, entry.atomics)) {
                 Stmt sync = blocked() ? nullptr : barrier(s->loc);
                 if (!sync) divergentError(s->loc, "this loop's condition reads shared memory its body writes, which needs a "
                                                   "barrier that every thread of the block reaches");

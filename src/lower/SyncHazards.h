@@ -71,13 +71,9 @@ bool isSync(const ir::Stmt &s);
 /// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : ir::IRVisitor {
     using IRVisitor::visit;
-    Accesses(const KernelLayouts &l, bool sharedScratch, bool authorSyncs)
-        : layouts(l), sharedScratch(sharedScratch), authorSyncs(authorSyncs) {}
+    Accesses(const KernelLayouts &l, bool sharedScratch) : layouts(l), sharedScratch(sharedScratch) {}
     const KernelLayouts &layouts;
     bool sharedScratch; ///< the kernel's reductions exchange through one scratch (reductionsShareScratch)
-    /// "tl.disable_thread_storage_sync" (ir::Kernel::noThreadSync): the author orders the kernel's own accesses
-    /// with T.sync_threads, so only the reductions' scratch is counted.
-    bool authorSyncs;
     Pending p;
     void visit(const ir::Load &op) override;
     void visit(const ir::Store &op) override;
@@ -87,9 +83,7 @@ struct Accesses : ir::IRVisitor {
     void visit(const ir::Reduce &op) override;
 
   private:
-    void note(BufferSet &set, const void *b) {
-        if (!authorSyncs) set.insert(b);
-    }
+    void note(BufferSet &set, const void *b) { set.insert(b); }
 };
 
 /// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables

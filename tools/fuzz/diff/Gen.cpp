@@ -34,14 +34,29 @@ struct Printer {
     const GProgram &p;
     std::string out;
     int serialDepth = 0; ///< names the loop variables it0, it1, ...
+    /// authorSyncs: a per-thread statement ran since the author's last T.sync_threads; inside a branch on the
+    /// thread index no barrier is written (its statements count as the branch's, outside it).
+    bool threadSince = false;
+    int divergent = 0;
     void line(int ind, const std::string &s) { out += std::string(4 * ind, ' ') + s + "\n"; }
+    void authorSync(int ind) {
+        if (p.authorSyncs && !divergent) line(ind, "T.sync_threads()"), threadSince = false;
+    }
     std::string origin(const GOp &o, const std::string &extR, const std::string &extC) const {
         std::string r = "by * BM + " + num(o.dr), c = "bx * BN + " + num(o.dc);
         if (!o.slice) return o.tensor + "[" + r + ", " + c + "]";
         return o.tensor + "[" + r + ":" + r + " + " + extR + ", " + c + ":" + c + " + " + extC + "]";
     }
     void ops(int ind, const std::vector<GOp> &v) {
-        for (auto &o : v) op(ind, o);
+        for (auto &o : v) {
+            bool mine = perThreadOp(o);
+            if (mine && threadSince) authorSync(ind);
+            bool branch = o.kind == GOp::IfThread || o.kind == GOp::IfThreadScalar;
+            divergent += branch;
+            op(ind, o);
+            divergent -= branch;
+            threadSince |= mine || holdsPerThread(o.kids) || holdsPerThread(o.elseKids);
+        }
         if (v.empty()) line(ind, "pass");
     }
     void op(int ind, const GOp &o) {
@@ -125,6 +140,7 @@ struct Printer {
                           (o.start.empty() ? (o.step > 0 ? "0, " : "") : o.start + ", ") +
                           (o.end.empty() ? num(o.n) : o.end) + (o.step > 0 ? ", " + num(o.step) : "") + "):");
             ++serialDepth;
+            if (holdsPerThread(o.kids)) authorSync(ind + 1); // the last iteration's (and the code before's) per-thread accesses
             ops(ind + 1, o.kids);
             if (!o.startInit.empty() && o.twice) line(ind + 1, o.dst + " = " + o.dst + " + 1");
             --serialDepth;
@@ -234,6 +250,23 @@ std::set<std::string> GProgram::buffersUsed() const {
 
 bool GProgram::usesThreadIndex() const { return threadIn(ops); }
 
+bool perThreadOp(const GOp &o) {
+    return o.kind == GOp::ScalarThread || o.kind == GOp::SharedStore || o.kind == GOp::IfThreadScalar ||
+           o.kind == GOp::Stepped;
+}
+
+bool holdsPerThread(const std::vector<GOp> &ops) {
+    for (auto &o : ops)
+        if (perThreadOp(o) || holdsPerThread(o.kids) || holdsPerThread(o.elseKids)) return true;
+    return false;
+}
+
+bool holdsKind(const std::vector<GOp> &ops, GOp::Kind k) {
+    for (auto &o : ops)
+        if (o.kind == k || holdsKind(o.kids, k) || holdsKind(o.elseKids, k)) return true;
+    return false;
+}
+
 namespace {
 bool pastIn(const GExprP &e) {
     if (!e) return false;
@@ -299,7 +332,7 @@ std::string GProgram::print() const {
     };
     find(ops);
 
-    o += "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
+    o += std::string(authorSyncs ? "import tilelang\n" : "") + "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
     if (narrowRounding) o += "# narrow rounding\n";
     if (dynamic) {
         o += "m = T.dynamic(\"m\")\n";
@@ -365,7 +398,9 @@ std::string GProgram::print() const {
     std::string defs;
     if (scalars) printScalars(*scalars, sc, 3, defs, o);
     pr.ops(3, ops);
-    o += "    return k\n\n\n" + kernelName + " = make(BM, BN)\n";
+    o += "    return k\n\n\n" + kernelName + " = " +
+         (authorSyncs ? "tilelang.compile(make(BM, BN), pass_configs={\"tl.disable_thread_storage_sync\": True})\n"
+                      : "make(BM, BN)\n");
     if (!defs.empty()) o.insert(o.find("def make("), defs);
     return o;
 }

@@ -148,6 +148,11 @@ struct GProgram {
     /// The scalar block has 16-bit casts with Python float operands (decorateNarrow): the reference and the
     /// simulator round float16 and bfloat16 to their precision (a `# narrow rounding` line), its tiles float32.
     bool narrowRounding = false;
+    /// The kernel is compiled with tl.disable_thread_storage_sync and the text carries the author's
+    /// T.sync_threads(): between per-thread statements (shared stores, per-thread writes, thread-scalar branches)
+    /// and at the top of loops over them, never beside a tile statement, whose threads are tilec's to order
+    /// (issue 23: TileKernels' engram_gate_bwd; the simulator's race check judges what tilec adds).
+    bool authorSyncs = false;
     /// Stepped loops (GenShapes.cpp): > 0, elements of the output V they store into (vb per block), and the
     /// input P (4 floats) their starts are read from.
     int64_t vn = 0, vb = 0;
@@ -173,6 +178,13 @@ struct GProgram {
     std::set<std::string> buffersUsed() const;
     bool usesThreadIndex() const;
 };
+
+/// ScalarThread, SharedStore, IfThreadScalar and Stepped: statements whose threads the program itself names.
+bool perThreadOp(const GOp &o);
+/// Whether ops (or what they nest) hold a per-thread statement.
+bool holdsPerThread(const std::vector<GOp> &ops);
+/// Whether ops (or what they nest) hold an op of kind k.
+bool holdsKind(const std::vector<GOp> &ops, GOp::Kind k);
 
 /// A program over tensors past 2^31 elements (GenBig.cpp): not simulated, its lowered kernels are checked by
 /// the index-width oracle (IndexOracle.h).

@@ -548,6 +548,11 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateBatched(g.p);
     if (threadShared) decorateThreadShared(g.p);
     decorateWarpRoles(g.p);
+    // Per-thread statements ordered by the author, tile statements by tilec (own stream: the rest of the
+    // program is what it was without it). Not where threads exchange data inside a branch on the thread index
+    // (IfThreadScalar): no author's barrier can order those, and without one they are the program's own race.
+    g.p.authorSyncs = Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0xa07)}.coin(0.25) &&
+                      holdsPerThread(g.p.ops) && !holdsKind(g.p.ops, GOp::IfThreadScalar);
     // The front-end oracle's scalar block, from its own stream (Scalar.h); an empty grid writes no S.
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x5ca1a)}.coin(0.5) && g.p.batch != 0)
         g.p.scalars = std::make_shared<ScalarBlock>(generateScalars(seed, g.p.scalarContext(1)));
