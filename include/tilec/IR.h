@@ -314,7 +314,8 @@ struct AtomicAdd : StmtNode {
 /// them only); the producer warpgroup(s), threads [consumerThreads, consumerThreads + producerThreads), run
 /// `producer` (one elected thread issues TMA loads). The roles hand tiles over through mbarriers only, so a
 /// barrier inside either role is a named barrier over that role's threads. `producerRegs` / `consumerRegs`:
-/// the registers per thread each role asks for with setmaxnreg (0: leave the allocation alone).
+/// the registers per thread each role asks for with setmaxnreg (0: leave the allocation alone). Explicit warp
+/// roles where every warp group computes (lowerWarpRoles) have no producer: producerThreads 0, `producer` empty.
 struct WarpRoles : StmtNode {
     static constexpr NodeKind kKind = NodeKind::WarpRoles;
     int consumerThreads = 0, producerThreads = 0;

@@ -301,12 +301,18 @@ class KernelPrinter {
     }
 
     void roles(const WarpRoles &r, int level) {
+        const RoleScope outer = role_;
+        if (!r.producerThreads) { // every warp group computes (explicit roles without a producer)
+            role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};
+            stmt(r.consumer, level);
+            role_ = outer;
+            return;
+        }
         line(level, "if (threadIdx.x >= " + std::to_string(r.consumerThreads) + ") {", r.loc);
         if (r.producerRegs) line(level + 1, "tilec::setmaxnreg_dec<" + std::to_string(r.producerRegs) + ">();");
         stmt(r.producer, level + 1);
         line(level, "} else {");
         if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
-        const RoleScope outer = role_;
         role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};
         stmt(r.consumer, level + 1);
         role_ = outer;

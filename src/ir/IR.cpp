@@ -222,7 +222,7 @@ Stmt While::make(Expr cond, Stmt body, SourceRange loc) {
 
 Stmt WarpRoles::make(int consumerThreads, int producerThreads, int producerRegs, int consumerRegs, Stmt producer,
                      Stmt consumer, SourceRange loc) {
-    TILEC_ASSERT(producer && consumer && consumerThreads > 0 && producerThreads > 0, "WarpRoles with a missing role");
+    TILEC_ASSERT(producer && consumer && consumerThreads > 0 && producerThreads >= 0, "WarpRoles with a missing role");
     auto n = node<WarpRoles>(loc);
     n->consumerThreads = consumerThreads;
     n->producerThreads = producerThreads;

@@ -330,9 +330,11 @@ class Printer {
 
     void roles(const WarpRoles &r, int level) {
         auto regs = [](int n) { return n ? ", setmaxnreg " + std::to_string(n) : std::string(); };
-        line(level, "producer threads [" + std::to_string(r.consumerThreads) + ", " +
-                        std::to_string(r.consumerThreads + r.producerThreads) + ")" + regs(r.producerRegs) + ":");
-        bodyOf(r.producer, level + 1);
+        if (r.producerThreads) { // none where every warp group computes (explicit roles without a producer)
+            line(level, "producer threads [" + std::to_string(r.consumerThreads) + ", " +
+                            std::to_string(r.consumerThreads + r.producerThreads) + ")" + regs(r.producerRegs) + ":");
+            bodyOf(r.producer, level + 1);
+        }
         line(level, "consumer threads [0, " + std::to_string(r.consumerThreads) + ")" + regs(r.consumerRegs) + ":");
         bodyOf(r.consumer, level + 1);
     }

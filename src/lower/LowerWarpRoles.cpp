@@ -26,7 +26,7 @@ using namespace ir;
 namespace {
 
 constexpr int kGroup = 128;   // threads of a warp group
-constexpr int kMaxGroups = 4; // warp groups explicit roles may have: one producer and up to three consumers
+constexpr int kMaxGroups = 4; // warp groups explicit roles may have
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
@@ -138,24 +138,19 @@ class Lowerer {
         const int groups = k_.threads / kGroup;
         if (k_.threads % kGroup || groups < 2 || groups > kMaxGroups || used != groups)
             return fail(at, "explicit warp roles are supported for 2 to " + std::to_string(kMaxGroups) + " warp groups of " +
-                                std::to_string(kGroup) + " threads, each with blocks: one producer, and consumers whose "
-                                "tile statements are laid out over their own 128 threads (threads=256 and blocks for "
+                                std::to_string(kGroup) + " threads, each with blocks whose tile statements are laid out "
+                                "over its own 128 threads (threads=256 and blocks for "
                                 "T.ws(0) and T.ws(1), threads=384 and T.ws(0) to T.ws(2), ...); this kernel has " +
                                 std::to_string(k_.threads) + " threads and " + std::to_string(used) + " warp group(s) with blocks");
         if (inits.empty()) return fail(at, "a kernel with T.ws roles synchronises them through T.alloc_barrier mbarriers; it has none");
-        if (!chooseProducer(groups, at)) return nullptr;
+        chooseProducer(groups);
         for (int g = 0; g < groups; ++g)
             if (g != producer_) consumers_.push_back(g);
-        if (auto *s = roles_[producer_].firstOther)
-            return fail(s->loc, "in the warp group that issues T.tma_copy (T.ws(" + std::to_string(producer_) +
-                                    ")), tilec supports only T.tma_copy, mbarrier operations (T.barrier_wait, "
-                                    "T.barrier_arrive) and one thread's stores outside fragments (T.ptx_cp_async, "
-                                    "assignments); this statement is not supported there");
 
         auto nk = std::make_shared<Kernel>(k_);
         const Stmt body = Seq::make(roles, k_.body->loc);
         const int nc = (int)consumers_.size();
-        Stmt produced = restrict(body, producer_, true);
+        Stmt produced = producer_ >= 0 ? restrict(body, producer_, true) : nullptr;
         std::vector<Stmt> consumed;
         for (int c = 0; c < nc; ++c) consumed.push_back(restrict(body, consumers_[c], c > 0));
         if (!prologue.empty()) handOver(prologue, *nk, inits, produced, consumed);
@@ -165,13 +160,15 @@ class Lowerer {
         // each role's reads shifted back to its own warp group's.
         if (k_.threadIdx) {
             Expr launched = lib::call(lib::Fn::RoleThread, {i32(kGroup * nc), i32(kGroup)}, k_.launchLoc, DType::Int32);
-            produced = asLaunched(produced, launched, producer_ - nc);
+            if (producer_ >= 0) produced = asLaunched(produced, launched, producer_ - nc);
             for (int c = 0; c < nc; ++c) consumed[c] = asLaunched(consumed[c], k_.threadIdx, consumers_[c]);
         }
         if (nc > 1) checkOwnFragments(consumed);
         if (!ok_) return nullptr;
         generic_ = genericAccesses(consumed);
-        Stmt producer = lowerProducer(produced, *nk);
+        Stmt producer = producer_ >= 0 ? lowerProducer(produced, *nk) : Seq::make({}, k_.launchLoc);
+        if (!ok_) return nullptr;
+        for (auto &c : consumed) c = tmaLoads(c, binary(BinaryOp::EQ, k_.threadIdx, i32(0)), *nk); // the group's first thread
         if (!ok_) return nullptr;
         needs_ = wgmmaNeeds(consumed, byBuffer_);
         for (auto &c : consumed) c = lowerConsumer(c);
@@ -184,11 +181,11 @@ class Lowerer {
         Expr tx = k_.threadIdx;
         nk->body = Seq::make({IfThenElse::make(binary(BinaryOp::EQ, tx, i32(0)), Seq::make(std::move(inits), loc), nullptr, loc),
                               lib::stmt(lib::Fn::Sync, {}, loc),
-                              WarpRoles::make(kGroup * nc, kGroup, 0, 0, producer, consumer, loc)},
+                              WarpRoles::make(kGroup * nc, producer_ >= 0 ? kGroup : 0, 0, 0, producer, consumer, loc)},
                              k_.body->loc);
         // Tile statements are laid out over one consumer warp group's threads; the others are launched beside.
         nk->threads = kGroup;
-        nk->producerThreads = kGroup * nc;
+        nk->producerThreads = kGroup * (groups - 1);
         nk->minBlocksPerSM = 1;
         nk->persistent = false;
         nk->needsTma = !tiles_.empty();
@@ -202,7 +199,7 @@ class Lowerer {
     DiagnosticEngine &diag_;
     bool ok_ = true;
     Role roles_[kMaxGroups];
-    int producer_ = 0;
+    int producer_ = -1;                                  ///< the warp group that only loads, or -1
     std::vector<int> consumers_;                         ///< the other warp groups, in order: lowered at 128 c..
     std::deque<TmaTile> tiles_;                          ///< by the buffer the consumer's T.gemm names
     std::map<const BufferNode *, const TmaTile *> byBuffer_;
@@ -217,27 +214,16 @@ class Lowerer {
         return nullptr;
     }
 
-    /// The producer: the warp group that issues T.tma_copy, or else the one whose blocks hold only one thread's
-    /// stores and barrier operations; false after a located error when there is not exactly one.
-    bool chooseProducer(int groups, const SourceRange &at) {
-        std::vector<int> tma, loaders;
-        for (int g = 0; g < groups; ++g) {
-            if (roles_[g].firstTma) tma.push_back(g);
-            if (!roles_[g].firstOther) loaders.push_back(g);
-        }
-        if (tma.size() > 1)
-            return fail(roles_[tma[1]].firstTma->loc, "tilec supports explicit warp roles where exactly one warp group (the "
-                                                      "producer) issues the T.tma_copy loads; here both T.ws(" +
-                                                          std::to_string(tma[0]) + ") and T.ws(" + std::to_string(tma[1]) + ") do"),
-                   false;
-        if (tma.size() == 1) return producer_ = tma[0], true;
-        if (loaders.size() == 1) return producer_ = loaders[0], true; // the group of one thread's loads and stores only
-        const StmtNode *last = roles_[groups - 1].firstOther;
-        return fail(loaders.empty() && last ? last->loc : at,
-                    std::string("tilec supports explicit warp roles where one warp group (the producer) loads the "
-                                "tiles (T.tma_copy, or one thread's stores: T.ptx_cp_async) and the others compute "
-                                "on them; here ") + (loaders.empty() ? "every group computes" : "several groups only load")),
-               false;
+    /// The producer: a warp group whose blocks only load (T.tma_copy, one thread's stores) and operate on
+    /// mbarriers, laid out as one thread's code: the one such group that issues T.tma_copy, or else the one such
+    /// group. Without it there is none: every group is lowered as written over its own 128 threads, a T.tma_copy
+    /// issued by the first thread of the group that contains it (FlashMLA: each of two groups loads half of the
+    /// tiles for both and computes on all of them).
+    void chooseProducer(int groups) {
+        std::vector<int> loaders, tma;
+        for (int g = 0; g < groups; ++g)
+            if (!roles_[g].firstOther) (roles_[g].firstTma ? tma : loaders).push_back(g);
+        producer_ = tma.size() == 1 ? tma[0] : tma.empty() && loaders.size() == 1 ? loaders[0] : -1;
     }
 
     /// Checks the structure: `group` is the enclosing T.ws block's warp group, -1 outside every block.
@@ -298,7 +284,8 @@ class Lowerer {
     /// before them, in the program's order, and waits for the consumer's hand-over after the last of them (the
     /// consumer may wait in the prologue for what they announce); a register assignment that reads shared memory
     /// before then would read it before the consumer wrote it, a located error. With several consumer warp groups
-    /// the first runs the prologue and the others run it as the producer does, without its T.tma_copy loads.
+    /// the first runs the prologue and the others run it as the producer does, without its T.tma_copy loads;
+    /// without a producer, the first issues those loads too.
     void handOver(const std::vector<Stmt> &prologue, Kernel &nk, std::vector<Stmt> &inits, Stmt &produced,
                   std::vector<Stmt> &consumed) {
         const SourceRange &at = prologue.front()->loc;
@@ -333,11 +320,11 @@ class Lowerer {
             if (own) mine.push_back(own);
             own = Seq::make(std::move(mine), at);
         };
-        follow(produced, true);
+        if (producer_ >= 0) follow(produced, true);
         for (size_t c = 1; c < consumed.size(); ++c) follow(consumed[c], false);
         std::vector<Stmt> all;
         for (auto &s : prologue)
-            if (!markerOf(s, lib::Fn::TmaCopyOn)) all.push_back(s);
+            if (producer_ < 0 || !markerOf(s, lib::Fn::TmaCopyOn)) all.push_back(s);
         all.push_back(lib::stmt(lib::Fn::MbarrierArriveEach, {bar}, at));
         if (consumed[0]) all.push_back(consumed[0]);
         consumed[0] = Seq::make(std::move(all), at);
@@ -358,9 +345,9 @@ class Lowerer {
             else
                 for (auto *b : mentionedBuffers(s, nullptr))
                     if (auto [it, fresh] = owner.emplace(b, c); b->scope == Scope::Fragment && it->second != c)
-                        return (void)fail(s->loc, "the fragment '" + b->name + "' is used by two consumer warp groups (T.ws(" +
+                        return (void)fail(s->loc, "the fragment '" + b->name + "' is used by two warp groups (T.ws(" +
                                                       std::to_string(consumers_[it->second]) + ") and T.ws(" +
-                                                      std::to_string(consumers_[c]) + ")): tilec lays each consumer group's "
+                                                      std::to_string(consumers_[c]) + ")): tilec lays each warp group's "
                                                       "fragments out over its own 128 threads, so one group cannot read "
                                                       "what the other's threads hold; hand it over through shared memory");
         };
@@ -446,21 +433,30 @@ class Lowerer {
         v.visit(body);
     }
 
-    /// The producer's T.tma_copy statements as TMA loads of one elected thread.
+    /// The producer: its T.tma_copy statements issued by its first thread (launched after the consumers').
     Stmt lowerProducer(const Stmt &body, Kernel &nk) {
         checkProducerTiles(body);
+        return tmaLoads(body, binary(BinaryOp::EQ, k_.threadIdx, i32(kGroup * (int)consumers_.size())), nk);
+    }
+
+    /// A role's T.tma_copy statements as TMA loads that the thread where `leader` holds issues, with the
+    /// expect-tx of the tile's bytes on the mbarrier the user names.
+    Stmt tmaLoads(const Stmt &body, const Expr &leader, Kernel &nk) {
         struct M : IRMutator {
             using IRMutator::visit;
             Lowerer *self = nullptr;
             Kernel *nk = nullptr;
+            Expr leader;
             Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
                 auto m = markerOf(op, lib::Fn::TmaCopyOn);
                 if (!m) return IRMutator::visit(op);
-                return self->tmaLoad(*as<Copy>(op->then), m->args[0], *nk);
+                Stmt issue = self->tmaLoad(*as<Copy>(op->then), m->args[0], *nk);
+                return IfThenElse::make(leader, issue, nullptr, op->loc);
             }
         } m;
         m.self = this;
         m.nk = &nk;
+        m.leader = leader;
         return body ? m.mutate(body) : Seq::make({}, k_.launchLoc);
     }
 
@@ -520,9 +516,7 @@ class Lowerer {
         std::vector<Stmt> issue{lib::stmt(lib::Fn::MbarrierExpectTx, {bar, i32(t->bytes())}, c.loc),
                                 lib::stmt(lib::Fn::TmaLoadTile, std::move(args), c.loc)};
         if (generic_.count(dst.get())) issue.insert(issue.begin(), lib::stmt(lib::Fn::FenceProxyAsync, {}, c.loc));
-        const int first = kGroup * (int)consumers_.size(); // the producer's first thread
-        return IfThenElse::make(binary(BinaryOp::EQ, k_.threadIdx, i32(first)), Seq::make(std::move(issue), c.loc),
-                                nullptr, c.loc);
+        return Seq::make(std::move(issue), c.loc);
     }
 
     /// Whether wgmma computes `g`, which must run on it (`seed`, which reads a T.tma_copy tile, put it there): a

@@ -3,6 +3,8 @@
 /// products to one instruction, and the closure of explicit warp roles' products that must run on wgmma.
 #include "tilec/passes/WgmmaGroups.h"
 
+#include "tilec/LibraryCalls.h"
+
 namespace tilec::passes {
 
 using namespace ir;
@@ -126,6 +128,9 @@ std::set<const BufferNode *> genericAccesses(const std::vector<Stmt> &bodies) {
             IRVisitor::visit(op);
         }
         void visit(const Gemm &) override {} // wgmma's operands: the async proxy (an mma.sync's read no TMA tile)
+        void visit(const IfThenElse &op) override { // a group's own T.tma_copy (its marker): the async proxy too
+            if (!lib::is(op.cond, lib::Fn::TmaCopyOn)) IRVisitor::visit(op);
+        }
     } uses;
     for (auto &b : bodies)
         if (b) uses.visit(b);
