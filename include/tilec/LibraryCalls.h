@@ -27,6 +27,8 @@ enum class Fn {
     Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
     Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
     SwzPanels,     ///< the element offset of a shared tile in the panel layout (swizzle.cuh: swz_panels)
+    SwzSplit,      ///< Swz of `runtime + fixed`, the part unrolled loops fix kept apart (swizzle.cuh: swz_split)
+    SwzPanelsSplit, ///< SwzPanels likewise (swizzle.cuh: swz_panels_split)
     CopyG2S,       ///< cp.async tile transfer, issued (completed by CpAsyncWait)
     CopyG2SWait,   ///< the same, committed and waited for
     CpAsyncCommit, CpAsyncWait,

@@ -30,6 +30,7 @@
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SelectRegisterSlots.h"
+#include "tilec/passes/SplitSwizzles.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/TransposeFragments.h"
 #include "tilec/passes/UnrollSerialLoops.h"
@@ -133,6 +134,8 @@ const std::vector<Pass> &table() {
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
         {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false},
+        // Swizzled offsets in unrolled loops: the thread's part mapped once, the unrolled loops' part a constant.
+        {"splitSwizzles", always, [](const Program &p, PassState &) { return passes::splitSwizzles(p); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
          [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,

@@ -76,6 +76,35 @@ inline int64_t panelled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off
     return base + col / W * rows * W + swizzled(W, eb, rows * W, row * W + col % W);
 }
 
+/// swizzle.cuh's swz_chunk_bits<cols, eb>: the chunk bits (in elements) the row XOR may change.
+inline int64_t swizzleChunkBits(int64_t cols, int64_t eb) {
+    const int64_t per = eb > 0 && 16 % eb == 0 ? 16 / eb : 0, rowBytes = cols * eb;
+    if (!per || cols % per) return 0;
+    if (rowBytes % 128 == 0) return 7 * per;
+    return rowBytes == 64 ? 3 * per : rowBytes == 32 ? per : 0;
+}
+
+/// tilec::swz_split / swz_panels_split of swizzle.cuh, as the device computes them: `map` (swizzled or panelled)
+/// of `runtime`, its chunk bits XORed with those of map(fixed), plus the rest of map(fixed). The result must be
+/// map(runtime + fixed), which splitSwizzles proved; a part that is negative or a sum that maps elsewhere is an
+/// error (the proof was wrong).
+inline int64_t splitSwizzled(bool panels, int64_t cols, int64_t eb, int64_t tileElems, int64_t runtime, int64_t fixed) {
+    auto map = [&](int64_t off) { return panels ? panelled(cols, eb, tileElems, off) : swizzled(cols, eb, tileElems, off); };
+    int64_t k = 0;
+    if (!panels) {
+        k = swizzleChunkBits(cols, eb);
+    } else {
+        const int64_t rowBytes = cols * eb, span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : 32;
+        k = swizzleChunkBits(span / eb, eb);
+    }
+    if (runtime < 0 || fixed < 0) throw SimError("a negative part of a split swizzle offset");
+    const int64_t sf = map(fixed), r = (map(runtime) ^ (sf & k)) + (sf & ~k);
+    if (r != map(runtime + fixed))
+        throw SimError("split swizzle offset " + std::to_string(runtime) + " + " + std::to_string(fixed) + " maps to " +
+                       std::to_string(r) + ", not " + std::to_string(map(runtime + fixed)));
+    return r;
+}
+
 /// The shared-memory byte address the TMA unit and wgmma's descriptors use for logical byte address `a` of a
 /// buffer swizzled with span `span` (128, 64, 32; 0: none): address bits 4.. XOR bits 7.. (PTX's swizzle
 /// modes, on absolute addresses).

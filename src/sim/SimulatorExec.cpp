@@ -173,6 +173,10 @@ double Simulator::eval(const ir::Expr &e, int t) {
             if (info->fn == Fn::Swz || info->fn == Fn::SwzPanels)
                 return (double)(info->fn == Fn::Swz ? swizzled : panelled)((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
                                                                            (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            if (info->fn == Fn::SwzSplit || info->fn == Fn::SwzPanelsSplit)
+                return (double)splitSwizzled(info->fn == Fn::SwzPanelsSplit, (int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
+                                             (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("runtime"), t),
+                                             (int64_t)eval(arg("fixed"), t));
             if (info->fn == Fn::RoleThread) { // the launched index, which must be one of the role's threads
                 int64_t first = (int64_t)eval(arg("first"), t), count = (int64_t)eval(arg("count"), t);
                 if (t < first || t >= first + count)

@@ -51,6 +51,44 @@ template <int Cols, int ElemBytes> __host__ __device__ __forceinline__ constexpr
     }
 }
 
+/// The chunk bits (in elements) that swz<Cols, ElemBytes>'s row XOR may change: the union of its XOR values.
+template <int Cols, int ElemBytes> __host__ __device__ constexpr int swz_chunk_bits() {
+    if constexpr (!swz_active<Cols, ElemBytes>()) {
+        return 0;
+    } else {
+        constexpr int RowBytes = Cols * ElemBytes;
+        return (RowBytes % 128 == 0 ? 7 : RowBytes == 64 ? 3 : 1) * (16 / ElemBytes);
+    }
+}
+
+/// swz<Cols, ElemBytes> of consecutive tiles of TileElems elements (pipeline stages): a tile whose rows are not
+/// a multiple of 8 starts its swizzle pattern afresh.
+template <int Cols, int ElemBytes, int TileElems>
+__host__ __device__ __forceinline__ constexpr int swz_in_tiles(int offset) {
+    if constexpr ((TileElems / Cols) % 8 == 0) {
+        return swz<Cols, ElemBytes>(offset);
+    } else {
+        const unsigned u = (unsigned)offset, in = u % (unsigned)TileElems;
+        return (int)(u - in) + swz<Cols, ElemBytes>((int)in);
+    }
+}
+
+/// swz_in_tiles<Cols, ElemBytes, TileElems>(a + b) written so that an unrolled loop's accesses cost an addition
+/// of constants: `b` is the part of the offset that unrolled loops fix (a constant once unrolled), `a` the rest
+/// (the thread's part, computed once). The caller (tilec's splitSwizzles) has proved that a and b are
+/// non-negative and share no set bit below the swizzle's period (8 rows; the tile where its rows are fewer or not
+/// a multiple of 8), and, where that period is not a power of two, that a + b stays below it. Cols is a power of
+/// two, so the map is bitwise: the row bits of a + b are those of a and of b together, its XOR values XOR, and
+/// its chunk bits are a's chunk bits XOR b's. Everything but the chunk bits adds, so the element's offset is
+/// swz(a) with its chunk bits XORed by those of swz(b) (one of at most 8 values per thread, CSE'd by nvcc),
+/// plus the rest of swz(b) (an immediate of the shared-memory access).
+template <int Cols, int ElemBytes, int TileElems>
+__host__ __device__ __forceinline__ constexpr int swz_split(int a, int b) {
+    constexpr int K = swz_chunk_bits<Cols, ElemBytes>();
+    const int sb = swz_in_tiles<Cols, ElemBytes, TileElems>(b);
+    return (swz_in_tiles<Cols, ElemBytes, TileElems>(a) ^ (sb & K)) + (sb & ~K);
+}
+
 /// The span of the panel layout for rows of RowBytes bytes: the widest of 128, 64 and 32 that divides them
 /// (0: none does).
 template <int RowBytes> __host__ __device__ constexpr int panel_span() {
@@ -80,6 +118,16 @@ __host__ __device__ __forceinline__ constexpr int swz_panels(int offset) {
     // Unsigned, so that the divisions by constants are multiplies (shifts for powers of two).
     const unsigned u = (unsigned)offset, in = u % (unsigned)TileElems;
     return (int)(u - in) + panel_offset<TileElems / Cols, Cols, ElemBytes>((int)(in / (unsigned)Cols), (int)(in % (unsigned)Cols));
+}
+
+/// swz_panels<Cols, ElemBytes, TileElems>(a + b) in swz_split's form, on swz_split's conditions: the panel
+/// layout moves whole bit fields (column panel, row, in-panel column: Cols and the panel's width are powers of
+/// two) and XORs the in-panel chunk bits with the row's, so again only the chunk bits do not add.
+template <int Cols, int ElemBytes, int TileElems>
+__host__ __device__ __forceinline__ constexpr int swz_panels_split(int a, int b) {
+    constexpr int K = swz_chunk_bits<panel_span<Cols * ElemBytes>() / ElemBytes, ElemBytes>();
+    const int sb = swz_panels<Cols, ElemBytes, TileElems>(b);
+    return (swz_panels<Cols, ElemBytes, TileElems>(a) ^ (sb & K)) + (sb & ~K);
 }
 
 } // namespace tilec

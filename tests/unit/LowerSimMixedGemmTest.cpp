@@ -72,7 +72,7 @@ TEST(LowerSimMixedGemm, WgmmaAndMmaSyncShareAPanelTile) {
         EXPECT_EQ(calls["tilec.wgmma_ss"], 1);
         EXPECT_EQ(calls["tilec.gemm_ss_panels"], 1);
         EXPECT_EQ(calls["tilec.gemm_ss"], 0);
-        EXPECT_EQ(calls["tilec.swz_panels"] > 0, !nMajor) << "E's two-panel rows stored by the threads";
+        EXPECT_EQ(calls["tilec.swz_panels"] + calls["tilec.swz_panels_split"] > 0, !nMajor) << "E's two-panel rows stored by the threads";
         auto a = quarters(64 * 128, 1), b = quarters(64 * 128, 2), e = quarters((size_t)32 * E, 3);
         std::vector<double> c1(64 * 64, std::nan("")), c2((size_t)32 * N2, std::nan(""));
         Simulator s(*k, {{"A", &a}, {"B", &b}, {"E", &e}, {"C1", &c1}, {"C2", &c2}});

@@ -1,0 +1,246 @@
+/// \file
+/// Swizzled shared-memory offsets split into the parts unrolled loops fix and the rest
+/// (include/tilec/passes/SplitSwizzles.h).
+#include "tilec/passes/SplitSwizzles.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/passes/Arith.h"
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+constexpr int64_t kMaxCoefficient = int64_t(1) << 40; ///< far past any offset of a shared tile
+
+bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+int bitLength(int64_t v) { return v <= 0 ? 0 : 64 - __builtin_clzll((uint64_t)v); }
+int trailingZeros(int64_t v) { return v == 0 ? 63 : __builtin_ctzll((uint64_t)(v < 0 ? -v : v)); }
+
+/// One additive term of an offset: coeff * leaf, or the constant coeff where leaf is null.
+struct Term {
+    Expr leaf;
+    int64_t coeff = 0;
+};
+
+/// `e` times `scale` as a sum of terms, through sums, differences, negations and products by constants; false
+/// past kMaxCoefficient or for a leaf that is not a 32-bit integer.
+bool flatten(const Expr &e, int64_t scale, std::vector<Term> &out) {
+    if (scale <= -kMaxCoefficient || scale >= kMaxCoefficient) return false;
+    if (auto c = constValue(e)) {
+        if (*c <= -kMaxCoefficient || *c >= kMaxCoefficient) return false;
+        out.push_back({nullptr, scale * *c});
+        return true;
+    }
+    if (auto b = as<Binary>(e)) {
+        if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub)
+            return flatten(b->a, scale, out) && flatten(b->b, b->op == BinaryOp::Add ? scale : -scale, out);
+        auto c = b->op == BinaryOp::Mul ? constValue(b->b) : std::nullopt;
+        auto d = b->op == BinaryOp::Mul ? constValue(b->a) : std::nullopt;
+        if ((c || d) && std::llabs(c ? *c : *d) < kMaxCoefficient) return flatten(c ? b->a : b->b, scale * (c ? *c : *d), out);
+    }
+    if (auto u = as<Unary>(e); u && u->op == UnaryOp::Neg) return flatten(u->a, -scale, out);
+    if (e->dtype != DType::Int32) return false;
+    out.push_back({e, scale});
+    return true;
+}
+
+/// The variables an expression reads, and whether it reads anything else (memory, a call).
+struct Reads : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const VarNode *> vars;
+    bool opaque = false;
+    void visit(const VarNode &op) override { vars.insert(&op); }
+    void visit(const Load &) override { opaque = true; }
+    void visit(const Call &) override { opaque = true; }
+};
+
+/// What is known of a group of terms: its range and the bits below 2^L its values may set.
+struct Known {
+    std::optional<int64_t> lo = 0, hi = 0;
+    uint64_t bits = 0;
+    bool overlap = false; ///< two terms may set the same bit: the sum carries
+    int lowest = 64;      ///< the lowest bit any term may set
+};
+
+class Split : public IRMutator {
+  public:
+    using IRMutator::visit;
+    explicit Split(const Kernel &k) : ranges_(kernelRanges(k)) {}
+
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        const RangeMap savedRanges = ranges_;
+        const std::set<const VarNode *> savedFixed = fixed_;
+        addLoopRange(ranges_, *op);
+        // nvcc unrolls a _Pragma("unroll") loop of constant trip count whole: its variable is a constant there.
+        if ((op->forKind == ForKind::Unrolled || op->forKind == ForKind::Vectorized) && constValue(op->min) &&
+            constValue(op->extent))
+            fixed_.insert(op->var.get());
+        Stmt s = IRMutator::visit(op);
+        ranges_ = savedRanges, fixed_ = savedFixed;
+        return s;
+    }
+    Expr visit(const std::shared_ptr<const Call> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto c = as<Call>(e);
+        if (lib::is(*c, lib::Fn::Swz) || lib::is(*c, lib::Fn::SwzPanels)) return split(*c, e);
+        return e;
+    }
+
+  private:
+    RangeMap ranges_;
+    std::set<const VarNode *> fixed_;
+
+    /// The period of the map: terms that are multiples of it add to the result unchanged. 0: the map is not
+    /// bitwise (a row length that is not a power of two) or moves nothing.
+    static int64_t period(bool panels, int64_t cols, int64_t eb, int64_t tileElems) {
+        if (!isPow2(cols) || eb <= 0 || 16 % eb || tileElems <= 0 || tileElems % cols) return 0;
+        const int64_t rowBytes = cols * eb;
+        if (panels) return rowBytes % 32 == 0 ? tileElems : 0;
+        const bool active = cols % (16 / eb) == 0 && (rowBytes % 128 == 0 || rowBytes == 64 || rowBytes == 32);
+        if (!active) return 0;
+        return (tileElems / cols) % 8 == 0 ? 8 * cols : tileElems;
+    }
+
+    /// A term's range; tilec.role_thread(first, count) is one of its role's threads.
+    Interval rangeOf(const Term &t) const {
+        if (!t.leaf) return Interval::point(t.coeff);
+        Interval v = boundsOf(t.leaf, ranges_);
+        auto c = as<Call>(t.leaf);
+        if (c && lib::is(*c, lib::Fn::RoleThread)) {
+            auto first = constValue(lib::arg(*c, lib::Fn::RoleThread, "first"));
+            auto count = constValue(lib::arg(*c, lib::Fn::RoleThread, "count"));
+            if (first && count) v = Interval::of(*first, *first + *count - 1);
+        }
+        if (!v.lo || !v.hi || std::llabs(*v.lo) >= kMaxCoefficient || std::llabs(*v.hi) >= kMaxCoefficient) return {};
+        const int64_t a = *v.lo * t.coeff, b = *v.hi * t.coeff;
+        return Interval::of(std::min(a, b), std::max(a, b));
+    }
+
+    /// The range and possible bits below 2^L of a sum of terms.
+    Known known(const std::vector<Term> &terms, int L) const {
+        Known k;
+        const uint64_t below = L >= 64 ? ~uint64_t(0) : (uint64_t(1) << L) - 1;
+        for (const Term &t : terms) {
+            const Interval r = rangeOf(t);
+            k.lo = k.lo && r.lo ? std::optional<int64_t>(*k.lo + *r.lo) : std::nullopt;
+            k.hi = k.hi && r.hi ? std::optional<int64_t>(*k.hi + *r.hi) : std::nullopt;
+            if (r.lo && r.hi && *r.lo == 0 && *r.hi == 0) continue;
+            const int tz = trailingZeros(t.coeff) + (t.leaf ? trailingZeros(knownMultiple(t.leaf)) : 0);
+            const int top = r.lo && *r.lo >= 0 && r.hi ? std::min(bitLength(*r.hi), L) : L;
+            const uint64_t bits = tz >= top ? 0 : ((top >= 64 ? ~uint64_t(0) : (uint64_t(1) << top) - 1) & ~((uint64_t(1) << tz) - 1));
+            k.overlap |= (k.bits & bits) != 0;
+            k.bits |= bits, k.lowest = std::min(k.lowest, tz);
+        }
+        if (k.overlap) { // a carry may reach any bit from the lowest up to the sum's top
+            const int top = k.lo && *k.lo >= 0 && k.hi ? std::min(bitLength(*k.hi), L) : L;
+            k.bits = k.lowest >= top ? 0 : (((uint64_t(1) << top) - 1) & ~((uint64_t(1) << k.lowest) - 1));
+        }
+        k.bits &= below;
+        return k;
+    }
+
+    /// Whether a term is fixed once unrolled: a constant, or a function of unrolled loops' variables alone.
+    bool isFixed(const Term &t) const {
+        if (!t.leaf) return true;
+        Reads r;
+        r.visit(t.leaf);
+        if (r.opaque) return false;
+        for (auto *v : r.vars)
+            if (!fixed_.count(v)) return false;
+        return true;
+    }
+
+    Expr split(const Call &c, const Expr &whole) const;
+};
+
+/// The sum of terms (0 for none).
+Expr sumOf(const std::vector<Term> &terms) {
+    Expr s;
+    for (const Term &t : terms) {
+        if (t.coeff == 0) continue;
+        const int64_t m = s && t.coeff < 0 ? -t.coeff : t.coeff;
+        Expr v = !t.leaf ? i32(m) : m == 1 ? t.leaf : binary(BinaryOp::Mul, t.leaf, i32(m));
+        s = !s ? v : binary(s && t.coeff < 0 ? BinaryOp::Sub : BinaryOp::Add, s, v);
+    }
+    return s ? s : i32(0);
+}
+
+Expr Split::split(const Call &c, const Expr &whole) const {
+    const bool panels = lib::is(c, lib::Fn::SwzPanels);
+    const lib::Fn fn = panels ? lib::Fn::SwzPanels : lib::Fn::Swz;
+    auto cols = constValue(lib::arg(c, fn, "cols")), eb = constValue(lib::arg(c, fn, "elemBytes"));
+    auto tileElems = constValue(lib::arg(c, fn, "tileElems"));
+    if (!cols || !eb || !tileElems) return whole;
+    const int64_t P = period(panels, *cols, *eb, *tileElems);
+    std::vector<Term> terms, periodic, fixed, runtime;
+    if (!P || !flatten(lib::arg(c, fn, "offset"), 1, terms)) return whole;
+    for (const Term &t : terms) {
+        const int64_t m = t.leaf ? knownMultiple(t.leaf) : 1;
+        if (t.coeff == 0) continue;
+        if (!t.leaf) { // a constant: its whole periods outside, the rest (in [0, P)) fixed
+            const int64_t low = ((t.coeff % P) + P) % P;
+            if (t.coeff != low) periodic.push_back({nullptr, t.coeff - low});
+            if (low) fixed.push_back({nullptr, low});
+        } else if ((__int128)t.coeff * m % P == 0) periodic.push_back(t);
+        else if (isFixed(t)) fixed.push_back(t);
+        else runtime.push_back(t);
+    }
+    if (periodic.empty() && fixed.empty()) return whole; // nothing leaves the map
+    const bool pow2 = isPow2(P);
+    const int L = pow2 ? bitLength(P) - 1 : bitLength(P - 1);
+    const Expr tile[3] = {i32(*cols), i32(*eb), i32(*tileElems)};
+    // Where the split does not hold, the period terms still leave the map (the rest non-negative, and inside the
+    // period where that is not a power of two).
+    const std::vector<Term> outside = periodic;
+    auto peeled = [&]() -> Expr {
+        std::vector<Term> rest = runtime;
+        rest.insert(rest.end(), fixed.begin(), fixed.end());
+        const Known x = known(rest, L);
+        if (outside.empty() || !x.lo || *x.lo < 0 || (!pow2 && !(x.hi && *x.hi < P))) return whole;
+        return binary(BinaryOp::Add, sumOf(outside), lib::call(fn, {tile[0], tile[1], tile[2], sumOf(rest)}, c.loc, DType::Int32));
+    };
+    Known a = known(runtime, L), b = known(fixed, L);
+    if (!a.lo || *a.lo < 0) return peeled();
+    Expr fixedPart = sumOf(fixed);
+    if (!(b.lo && *b.lo >= 0 && (pow2 || (b.hi && *b.hi < P)))) {
+        // A fixed sum that may be negative: its whole periods leave the map too, constants once unrolled. Only a
+        // power-of-two period keeps the bits below it apart from a borrow.
+        if (!pow2) return peeled();
+        Expr low = binary(BinaryOp::FloorMod, fixedPart, i32(P));
+        periodic.push_back({binary(BinaryOp::Sub, fixedPart, low), 1});
+        fixedPart = low;
+    }
+    if ((a.bits & b.bits) || (!pow2 && !(a.hi && b.hi && *a.hi + *b.hi < P))) return peeled();
+    Expr mapped;
+    if (fixed.empty() || runtime.empty()) {
+        mapped = lib::call(fn, {tile[0], tile[1], tile[2], fixed.empty() ? sumOf(runtime) : fixedPart}, c.loc, DType::Int32);
+    } else {
+        mapped = lib::call(panels ? lib::Fn::SwzPanelsSplit : lib::Fn::SwzSplit,
+                           {tile[0], tile[1], tile[2], sumOf(runtime), fixedPart}, c.loc, DType::Int32);
+    }
+    return periodic.empty() ? mapped : binary(BinaryOp::Add, sumOf(periodic), mapped);
+}
+
+} // namespace
+
+Program splitSwizzles(const Program &p) {
+    Program out;
+    for (auto &k : p.kernels) {
+        Split s(*k);
+        out.kernels.push_back(s.mutate(k));
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,186 @@
+/// \file
+/// Swizzled offsets split into the part unrolled loops fix and the rest (src/lower/SplitSwizzles.cpp). The device
+/// library's swz_split / swz_panels_split (stdlib/tilec/swizzle.cuh, compiled here as host C++) equal the whole
+/// map of the sum on the pass's conditions (parts that share no bit below the period, the fixed part below it),
+/// over every row swizzle (rows of 32, 64, 128 and 512 bytes; tiles of 8 rows or more, of 4 rows, of 33), and the
+/// panel layout; and differ where the parts overlap (the conditions are needed). Lowered kernels whose unrolled
+/// nests read swizzled tiles (mHC's bfloat16 rows into a tf32 gemm_rs operand, a float16 one) take the split form
+/// and compute their GEMMs exactly on the CPU simulator, which checks every split offset against the whole map; a
+/// fixed part moved by one chunk is reported.
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#include "tilec/swizzle.cuh"
+#undef __host__
+#undef __device__
+#undef __forceinline__
+
+#include "LowerSimUtil.h"
+
+#include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Outcome;
+namespace lib = tilec::passes::lib;
+
+namespace {
+
+/// Every pair (a, b) the pass may form below 2 * period (a, and b where the period is a power of two; b below the
+/// period where not), or random ones past a million pairs: swz_split(a, b) is the whole map of a + b.
+template <int Cols, int EB, int TileElems, bool Panels> void expectSplitEqualsWhole(int period) {
+    auto whole = [](int x) { return Panels ? tilec::swz_panels<Cols, EB, TileElems>(x) : tilec::swz_in_tiles<Cols, EB, TileElems>(x); };
+    auto split = [](int a, int b) { return Panels ? tilec::swz_panels_split<Cols, EB, TileElems>(a, b) : tilec::swz_split<Cols, EB, TileElems>(a, b); };
+    const bool pow2 = (period & (period - 1)) == 0;
+    const int low = pow2 ? period - 1 : ~0;
+    std::mt19937 rng(7);
+    const long long pairs = (pow2 ? 4LL : 2LL) * period * period;
+    int checked = 0, failed = 0;
+    auto check = [&](int a, int b) {
+        if ((a & b & low) || (!pow2 && a + b >= period)) return;
+        ++checked;
+        if (split(a, b) != whole(a + b) && ++failed <= 5)
+            ADD_FAILURE() << "swz_split<" << Cols << ", " << EB << ", " << TileElems << (Panels ? ">, panels" : ">") << "(" << a
+                          << ", " << b << ") = " << split(a, b) << ", the whole map " << whole(a + b);
+    };
+    if (pairs <= (1LL << 22)) {
+        for (int a = 0; a < 2 * period; ++a)
+            for (int b = 0; b < (pow2 ? 2 : 1) * period; ++b) check(a, b);
+    } else {
+        for (int i = 0; i < (1 << 20); ++i) {
+            const int b = (int)(rng() % (unsigned)((pow2 ? 2 : 1) * period)), a = (int)(rng() % (unsigned)(2 * period));
+            check(a & ~(pow2 ? b : 0), b);
+            check(a & ~b, b);
+        }
+    }
+    EXPECT_GT(checked, 1000);
+    EXPECT_EQ(failed, 0);
+}
+
+TEST(SplitSwizzles, DeviceFormulaIsTheWholeMapOfTheSum) {
+    expectSplitEqualsWhole<256, 2, 8192, false>(8 * 256);  // mHC: 512-byte rows, 32 rows
+    expectSplitEqualsWhole<64, 2, 8192, false>(8 * 64);    // 128-byte rows
+    expectSplitEqualsWhole<32, 2, 2048, false>(8 * 32);    // 64-byte rows: (row / 2) % 4
+    expectSplitEqualsWhole<16, 2, 1024, false>(8 * 16);    // 32-byte rows: (row / 4) % 2
+    expectSplitEqualsWhole<64, 2, 256, false>(256);        // 4 rows: the pattern starts afresh every tile
+    expectSplitEqualsWhole<32, 4, 4096, false>(8 * 32);    // float, 128-byte rows
+    expectSplitEqualsWhole<512, 4, 16896, false>(16896);   // 33 rows of 2048 bytes: a period that is not a power of two
+    expectSplitEqualsWhole<128, 2, 4096, true>(4096);      // panels: 256-byte rows in two 128-byte panels
+    expectSplitEqualsWhole<256, 1, 8192, true>(8192);      // panels of float8
+}
+
+TEST(SplitSwizzles, OverlappingPartsAreNotTheSum) {
+    // 8 + 8 carries into the next chunk bit: the split form XORs the chunk bits instead.
+    EXPECT_NE((tilec::swz_split<256, 2, 8192>(8, 8)), (tilec::swz_in_tiles<256, 2, 8192>(16)));
+    // row bits that carry: rows 1 + 1 are row 2, whose XOR value is not the XOR of row 1's with itself
+    EXPECT_NE((tilec::swz_split<64, 2, 8192>(64, 64)), (tilec::swz_in_tiles<64, 2, 8192>(128)));
+}
+
+const char *kKernels = R"(import tilelang.language as T
+
+def rows_into_fragment(M, H, hb, stages):
+    @T.prim_func
+    def main(X: T.Tensor((M, H), "bfloat16"), W: T.Tensor((32, H), "float32"), O: T.Tensor((M, 32), "float32")):
+        with T.Kernel(T.ceildiv(M, 32), threads=128) as px:
+            acc = T.alloc_fragment((32, 32), "float32")
+            T.clear(acc)
+            for pz in T.Pipelined(H // hb, num_stages=stages):
+                x_s = T.alloc_shared((32, hb), "bfloat16")
+                w_s = T.alloc_shared((32, hb), "float32")
+                T.copy(X[px * 32, pz * hb], x_s)
+                T.copy(W[0, pz * hb], w_s)
+                x16 = T.alloc_fragment((32, hb), "bfloat16")
+                T.copy(x_s, x16)
+                x32 = T.alloc_fragment((32, hb), "float32")
+                T.copy(x16, x32)
+                T.gemm(x32, w_s, acc, transpose_B=True)
+            T.copy(acc, O[px * 32, 0])
+    return main
+
+def scaled_operand(M, K, N, bm, bk):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as bx:
+            a_s = T.alloc_shared((bm, bk), "float16")
+            b_s = T.alloc_shared((bk, N), "float16")
+            a_f = T.alloc_fragment((bm, bk), "float16")
+            acc = T.alloc_fragment((bm, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[bx * bm, k * bk], a_s)
+                T.copy(B[k * bk, 0], b_s)
+                T.copy(a_s, a_f)
+                for i, j in T.Parallel(bm, bk):
+                    a_f[i, j] = a_f[i, j] * T.float16(2)
+                T.gemm(a_f, b_s, acc)
+            T.copy(acc, C[bx * bm, 0])
+    return main
+)";
+
+/// Every split offset's fixed part moved by `by` elements.
+struct MoveFixed : ir::IRMutator {
+    using ir::IRMutator::visit;
+    int64_t by = 0;
+    ir::Expr visit(const std::shared_ptr<const ir::Call> &op) override {
+        ir::Expr e = ir::IRMutator::visit(op);
+        auto c = ir::as<ir::Call>(e);
+        if (!lib::is(*c, lib::Fn::SwzSplit)) return e;
+        std::vector<ir::Expr> args = c->args;
+        auto &f = args[lib::argIndex(lib::Fn::SwzSplit, "fixed")];
+        f = ir::binary(ir::BinaryOp::Add, f, ir::intImm(by));
+        return ir::Call::make(c->dtype, c->name, std::move(args), c->loc);
+    }
+};
+
+/// C = scale * A B^T (or A B) on the simulator against float64, A and B multiples of 1/16 in [-1, 1] (exact in
+/// every type here and in every partial sum); the kernel's split offsets counted first.
+void expectSplitGemm(const char *arch, const std::string &call, const char *a, const char *b, const char *c, int M, int K,
+                     int N, bool transB, double scale) {
+    LowerRun r;
+    simtest::lowerFor(r, std::string(kKernels) + "k = " + call + "\n", arch);
+    ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+    const ir::Kernel &k = *r.lowered->kernels[0];
+    auto calls = simtest::callCounts(k);
+    EXPECT_GT(calls[lib::Fn::SwzSplit], 0) << arch << " " << call << ": no split swizzle offset";
+    EXPECT_EQ(calls[lib::Fn::Swz], 0) << arch << " " << call << ": an offset left whole";
+    std::map<std::string, std::vector<double>> io;
+    io[a] = simtest::randomData((size_t)M * K, 51, -1, 1);
+    io[b] = simtest::randomData((size_t)K * N, 52, -1, 1);
+    for (auto *t : {&io[a], &io[b]})
+        for (auto &e : *t) e = std::round(e * 16) / 16;
+    std::vector<double> want((size_t)M * N, 0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+            for (int kk = 0; kk < K; ++kk)
+                want[(size_t)i * N + j] += scale * io[a][(size_t)i * K + kk] * io[b][transB ? (size_t)j * K + kk : (size_t)kk * N + j];
+    auto run = [&](const ir::Kernel &kernel) {
+        io[c].assign(want.size(), std::nan(""));
+        Outcome o = simtest::runCaught(kernel, {{a, &io[a]}, {b, &io[b]}, {c, &io[c]}}, {}, 0);
+        for (size_t e = 0; e < want.size(); ++e)
+            o.check(io[c][e] == want[e], [&] { return c + std::string("[") + std::to_string(e) + "] = " + std::to_string(io[c][e]) + ", expected " + std::to_string(want[e]); });
+        return o;
+    };
+    Outcome o = run(k);
+    EXPECT_FALSE(simtest::anyFailure(o)) << arch << " " << call << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    MoveFixed m;
+    m.by = 8; // one 16-byte chunk of 16-bit elements: another element, or parts that overlap
+    auto moved = std::make_shared<ir::Kernel>(k);
+    moved->body = m.mutate(k.body);
+    EXPECT_TRUE(simtest::anyFailure(run(*moved))) << arch << " " << call << ": a fixed part moved by a chunk went unnoticed";
+}
+
+TEST(SplitSwizzles, UnrolledReadsOfSwizzledTilesOnTheSimulator) {
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        expectSplitGemm(arch, "rows_into_fragment(64, 512, 256, 2)", "X", "W", "O", 64, 512, 32, true, 1);
+        expectSplitGemm(arch, "scaled_operand(256, 256, 64, 128, 64)", "A", "B", "C", 256, 256, 64, false, 2);
+    }
+}
+
+} // namespace
