@@ -423,7 +423,10 @@ Value atomicAdd(Interp &in, CallArgs &args) {
 }
 
 /// T.atomic_addx2 / T.atomic_addx4(dst, value): `lanes` consecutive elements along the last dimension from the
-/// elements dst and value name (TileLang's vector atomics): each element added atomically.
+/// elements dst and value name (TileLang's vector atomics): `for k in T.vectorized(lanes)` of one element's atomic
+/// addition each, the loop the program would write. Code generation adds a float32 loop's lanes with one vector
+/// atomic (VectorizeAccesses.h, AtomicVector: red.global.add.v4.f32 on sm_90, as TileLang's AtomicAddx4); unrolled
+/// into single additions where it cannot (other types, a start not aligned to the lanes).
 Value atomicAddLanes(Interp &in, CallArgs &args, int lanes) {
     const std::string fname = "T.atomic_addx" + std::to_string(lanes);
     auto a = bindArgs(in, args, fname, {"dst", "value", "return_prev?"});
@@ -437,15 +440,15 @@ Value atomicAddLanes(Interp &in, CallArgs &args, int lanes) {
         in.fail(a[0]->range, fname + " destination must be in global or shared memory");
     if (!atomicDType(d.buffer->dtype))
         in.fail(a[0]->range, fname + " does not support " + std::string(d.buffer->dtype.name()));
-    for (int k = 0; k < lanes; ++k) {
-        auto di = d.mins, si = s.mins;
-        di.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, di.back(), ir::intImm(k), args.call));
-        si.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, si.back(), ir::intImm(k), args.call));
-        ir::Region dr{d.buffer, {}, args.call};
-        for (auto &i : di) dr.ranges.push_back({i, ir::intImm(1)});
-        ir::Expr value = ir::cast(d.buffer->dtype, ir::Load::make(s.buffer, si, args.call), args.call);
-        in.emit(ir::AtomicAdd::make(dr, std::nullopt, value, args.call));
-    }
+    ir::Var k = ir::makeVar("k", DType::Int32, args.call);
+    auto di = d.mins, si = s.mins;
+    di.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, di.back(), k, args.call));
+    si.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, si.back(), k, args.call));
+    ir::Region dr{d.buffer, {}, args.call};
+    for (auto &i : di) dr.ranges.push_back({i, ir::intImm(1)});
+    ir::Expr value = ir::cast(d.buffer->dtype, ir::Load::make(s.buffer, si, args.call), args.call);
+    ir::Stmt add = ir::AtomicAdd::make(dr, std::nullopt, value, args.call);
+    in.emit(ir::For::make(k, ir::intImm(0), ir::intImm(lanes), ir::ForKind::Vectorized, 0, add, args.call));
     return Value::none();
 }
 

@@ -10,6 +10,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ParallelNest.h"
+#include "ProgramVectorized.h"
 
 #include <algorithm>
 #include <functional>
@@ -110,7 +111,10 @@ class Collect : public IRVisitor {
     void visit(const For &op) override {
         if (op.forKind != ForKind::Parallel) {
             auto e = constInt(op.extent);
-            if (current_ >= 0 && e && constInt(op.min) == std::optional<int64_t>(0)) innerExtents_[op.var.get()] = *e;
+            if (current_ >= 0 && e && constInt(op.min) == std::optional<int64_t>(0)) {
+                innerExtents_[op.var.get()] = *e;
+                if (op.numStages == kProgramVectorized) programLanes_[op.var.get()] = *e;
+            }
             return IRVisitor::visit(op);
         }
         if (current_ >= 0) {
@@ -137,6 +141,7 @@ class Collect : public IRVisitor {
         visit(loops.back()->body);
         current_ = -1;
         innerExtents_.clear();
+        programLanes_.clear();
     }
 
     void visit(const Load &op) override {
@@ -196,6 +201,7 @@ class Collect : public IRVisitor {
         return true;
     }
     std::map<const VarNode *, int64_t> innerExtents_; ///< loops over [0, n) inside the current nest
+    std::map<const VarNode *, int64_t> programLanes_; ///< those of them the program wrote as T.vectorized
 
     /// A fragment indexed by a nest variable whose extent passes the fragment's dimension (`sinks[i]` over a
     /// `(heads,)` fragment inside `for i in T.Parallel(block_M)`): its registers hold no such element.
@@ -212,6 +218,19 @@ class Collect : public IRVisitor {
         return false;
     }
 
+    /// The lanes of the program's T.vectorized loops inside the nest that an access's last index runs along (1 for
+    /// none): each thread's access is then a vector of that many elements (T.atomic_addx4's four floats, a
+    /// T.vectorized copy of a row's 8 halves), and the nest's own vector width is what is left of 16 bytes. A nest
+    /// that kept its 16-byte width would give each thread several such vectors side by side, which the lanes of a
+    /// warp then access 64 bytes apart instead of one after the other (sparse_mla_bwd's dKV atomics).
+    int64_t programLanes(const std::vector<Expr> &indices) const {
+        int64_t n = 1;
+        if (!indices.empty())
+            for (auto &[v, lanes] : programLanes_)
+                if (ir::uses(indices.back(), v)) n *= lanes;
+        return n;
+    }
+
     void access(const Buffer &b, const std::vector<Expr> &indices, const SourceRange &loc, bool write) {
         if (!b) return;
         if (current_ >= 0) {
@@ -226,7 +245,7 @@ class Collect : public IRVisitor {
             bool laneInvariantLoad = !write && std::none_of(indices.begin(), indices.end(),
                                                             [&](const Expr &i) { return ir::uses(i, lane); });
             if (!laneInvariantLoad) {
-                nests[current_].memBytes = std::max(nests[current_].memBytes, b->dtype.bytes());
+                nests[current_].memBytes = std::max(nests[current_].memBytes, (int)(b->dtype.bytes() * programLanes(indices)));
                 nests[current_].vecCap = std::min(nests[current_].vecCap, rowAlignment(*b, indices, lane));
             }
             if (write) nests[current_].memWrites.insert(b.get());

@@ -18,7 +18,7 @@ struct Nest {
     std::vector<ir::Var> vars;
     std::vector<int64_t> extents;
     SourceRange loc;
-    int memBytes = 0; ///< widest element of a global or shared access inside, lane-invariant loads left out
+    int memBytes = 0; ///< widest global or shared access inside (an element, or a T.vectorized run of them), lane-invariant loads left out
     int vecCap = 16;  ///< the widest vector (elements) every such access can start aligned (rowAlignment)
     /// Shared and global buffers read (with the first read's place) and stored inside.
     std::map<const ir::BufferNode *, SourceRange> memReads;

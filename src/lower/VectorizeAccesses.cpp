@@ -55,6 +55,15 @@ int64_t reorderableLanes(const For &f, int64_t extent) {
     return lanes >= 2 ? lanes : 0;
 }
 
+/// A T.vectorized loop of the program (ProgramVectorized.h) whose body is one atomic addition of float32 lanes
+/// that code generation adds at once (matchAtomicVector: T.atomic_addx4's loop) as such a vectorized loop; null
+/// for any other. Its lanes touch `lanes` distinct elements, so adding them as one vector changes no result.
+Stmt atomicLanes(const For &f) {
+    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized) return nullptr;
+    Stmt v = For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, f.body, f.loc);
+    return matchAtomicVector(*as<For>(v)) ? v : nullptr;
+}
+
 class Vectorizer : public RangeScopedMutator {
   public:
     using RangeScopedMutator::visit;
@@ -80,6 +89,7 @@ class Vectorizer : public RangeScopedMutator {
             width = f ? constInt(f->extent) : std::nullopt;
             // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
             lanes = f && width ? reorderableLanes(*f, *width) : 0;
+            if (f && !lanes && atomicLanes(*f)) s = atomicLanes(*f), f = as<For>(s);
             if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
                 s = asVectors(s, *width);
                 f = as<For>(s);

@@ -26,18 +26,19 @@ template <int Bytes, class T> __device__ __forceinline__ void copy_vector_or_zer
 }
 
 // Adds N consecutive floats of global memory atomically: one vector atomic on sm_90 and later (the address
-// aligned to its size), N scalar ones before.
+// aligned to its size), N scalar ones before. (The scalar loop is the last branch, not code after a return:
+// nvcc warns of an unreachable loop there, #128-D.)
 template <int N> __device__ __forceinline__ void atomic_add_vector(float *dst, const float *src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (N == 4) {
         atomicAdd(reinterpret_cast<float4 *>(dst), make_float4(src[0], src[1], src[2], src[3]));
-        return;
     } else if constexpr (N == 2) {
         atomicAdd(reinterpret_cast<float2 *>(dst), make_float2(src[0], src[1]));
-        return;
-    }
+    } else
 #endif
-    for (int i = 0; i < N; ++i) atomicAdd(dst + i, src[i]);
+    {
+        for (int i = 0; i < N; ++i) atomicAdd(dst + i, src[i]);
+    }
 }
 
 // The same with the N floats in shared memory (aligned to their size), read as one vector first.
