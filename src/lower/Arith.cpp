@@ -72,7 +72,8 @@ template <class IV> class Bounds {
     using Opt = OptT<V>;
 
   public:
-    explicit Bounds(const RangeMap &r) : ranges_(r) {}
+    /// typed: every signed operation narrower than 64 bits holds a value of its type (see addTypedLoopRange).
+    explicit Bounds(const RangeMap &r, bool typed = false) : ranges_(r), typed_(typed) {}
 
     IV of(const Expr &e) {
         if (!e || ++depth_ > kMaxIRDepth) return {};
@@ -83,6 +84,7 @@ template <class IV> class Bounds {
 
   private:
     const RangeMap &ranges_;
+    bool typed_;
     int depth_ = 0;
 
     static IV point(V v) { return {v, v}; }
@@ -130,6 +132,7 @@ template <class IV> class Bounds {
         // Anything else (a load, a call) holds some value of its type.
         if (!b || !e->dtype.isInt()) return e->dtype.isBool() || e->dtype.isInt() ? typeRange(e->dtype) : IV{};
         IV r = binary(b->op, of(b->a), of(b->b), e->dtype);
+        if (typed_ && e->dtype.isSigned() && e->dtype.bits() < 64) r = clampTo(r, typeRange(e->dtype));
         // x % d of an x known to be a multiple of m is one too, so at most d - gcd(m, d): `tx * 4 % 64` is at
         // most 60, and a vector's lanes added to it stay inside a row of 64.
         if (auto d = b->op == BinaryOp::FloorMod ? constInt(b->b) : std::nullopt; d && *d > 0 && r.hi) {
@@ -137,6 +140,15 @@ template <class IV> class Bounds {
             if (*r.hi > V(top) && (!r.lo || *r.lo <= V(top))) r.hi = V(top);
         }
         return r;
+    }
+
+    /// r narrowed to t's range (a missing end becomes t's).
+    static IV clampTo(const IV &r, const IV &t) {
+        IV c = r;
+        if (!c.lo || *c.lo < *t.lo) c.lo = t.lo;
+        if (!c.hi || *c.hi > *t.hi) c.hi = t.hi;
+        if (*c.lo > *c.hi) return t; // r lies wholly past the type: that value is undefined, any will do
+        return c;
     }
 
     IV binary(BinaryOp op, const IV &x, const IV &y, DType t) {
@@ -264,15 +276,21 @@ RangeMap kernelRanges(const Kernel &k) {
     return r;
 }
 
-void addLoopRange(RangeMap &ranges, const For &loop) {
+namespace {
+void loopRange(RangeMap &ranges, const For &loop, bool typed) {
     if (!loop.var) return;
-    Bounds<Interval> b(ranges);
+    Bounds<Interval> b(ranges, typed);
     Interval m = b.of(loop.min), x = b.of(loop.extent);
     Interval r;
     r.lo = m.lo;
     if (m.hi && x.hi) r.hi = sub(add(m.hi, x.hi), Opt(1));
     ranges[loop.var.get()] = r;
 }
+} // namespace
+
+void addLoopRange(RangeMap &ranges, const For &loop) { loopRange(ranges, loop, false); }
+
+void addTypedLoopRange(RangeMap &ranges, const For &loop) { loopRange(ranges, loop, true); }
 
 Interval boundsOf(const Expr &e, const RangeMap &ranges) {
     Bounds<Interval> b(ranges);

@@ -175,7 +175,9 @@ Stmt Widen::visit(const std::shared_ptr<const For> &op) {
     shape.var = var;
     shape.min = min;
     shape.extent = extent;
-    addLoopRange(ranges_, shape);
+    // min and extent are final here (mutated above): a narrow operation of them stays narrow, so its value fits
+    // its type, and the variable's range may rely on that (a ragged count `cu[b + 1] - cu[b]` is below 2^31).
+    addTypedLoopRange(ranges_, shape);
     body = mutate(body);
     ranges_ = std::move(savedRanges);
     if (var == op->var && min == op->min && extent == op->extent && body == op->body) return op;

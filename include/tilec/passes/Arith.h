@@ -41,6 +41,13 @@ RangeMap kernelRanges(const ir::Kernel &k);
 /// Adds a loop's variable to `ranges` when its bounds are known (constant min; extent constant or bounded).
 void addLoopRange(RangeMap &ranges, const ir::For &loop);
 
+/// addLoopRange where every signed operation of the bounds narrower than 64 bits holds a value of its type
+/// (signed overflow is undefined in C and in the tile language alike): sound only for bounds whose widths are
+/// final (src/lower/WidenIndices.cpp; one it will still widen takes values past its type). A count read from
+/// memory and computed in 32 bits then bounds the variable by what 32 bits hold: `k < ceildiv(cu[b + 1] -
+/// cu[b], 128)` gives k < 2^24, not 2^25, so `k * 128 + j` stays 32-bit.
+void addTypedLoopRange(RangeMap &ranges, const ir::For &loop);
+
 /// A conservative interval containing every value `e` can take.
 Interval boundsOf(const ir::Expr &e, const RangeMap &ranges);
 
