@@ -114,9 +114,11 @@ TEST(SimWarpRoleMixedOperands, ThreadsTileInTheRowSwizzleReadsWrong) {
         using ir::IRMutator::visit;
         int changed = 0;
         ir::Expr visit(const std::shared_ptr<const ir::Call> &op) override {
-            if (!passes::lib::is(*op, passes::lib::Fn::SwzPanels)) return ir::IRMutator::visit(op);
+            using passes::lib::Fn;
+            bool split = passes::lib::is(*op, Fn::SwzPanelsSplit); // splitSwizzles' form of an unrolled access
+            if (!split && !passes::lib::is(*op, Fn::SwzPanels)) return ir::IRMutator::visit(op);
             ++changed;
-            return passes::lib::call(passes::lib::Fn::Swz, op->args, op->loc, op->dtype);
+            return passes::lib::call(split ? Fn::SwzSplit : Fn::Swz, op->args, op->loc, op->dtype);
         }
     } m;
     auto mutant = std::make_shared<ir::Kernel>(*k);
