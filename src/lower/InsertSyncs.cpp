@@ -270,15 +270,15 @@ class Syncer {
         return ordered(s, state);
     }
 
-    /// The accesses of `s`; when no tile statement is in it, its global-tensor accesses are per-thread ones.
+    /// The accesses of `s` (`tile`: a tile statement is in it); otherwise its global-tensor accesses are per-thread ones.
     /// Every access counts, under tl.disable_thread_storage_sync too: `ordered` decides what it is ordered against.
-    Pending accessesOf(const Stmt &s) const {
+    Pending accessesOf(const Stmt &s, bool tile) const {
         Accesses acc(layouts_, shareScratch_);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
             nestOwners(*f, layouts_, ranges_, ownerCache_, acc.p.readOwners, acc.p.writeOwners);
-        if (containsTileStatement(s)) {
+        if (tile) {
             acc.p.tileReads = acc.p.reads;
             acc.p.tileWrites = acc.p.writes;
             return acc.p;
@@ -294,8 +294,9 @@ class Syncer {
 
     /// `s` as one statement: a barrier before it when it conflicts with what is pending.
     Stmt ordered(const Stmt &s, Pending &state) {
-        Pending mine = accessesOf(s);
-        bool author = kernel_.noThreadSync && !containsTileStatement(s);
+        const bool tile = containsTileStatement(s); // one walk of s for both uses
+        Pending mine = accessesOf(s, tile);
+        bool author = kernel_.noThreadSync && !tile;
         if (!conflicts(mine, author ? authorView(state) : state, elements_)) {
             state.merge(mine);
             return s;
