@@ -115,7 +115,15 @@ void Simulator::touchOne(int comp, const ir::BufferNode *b, size_t i, int t, boo
         x.w = now;
         x.r.clear();
     } else {
-        auto it = std::find_if(x.r.begin(), x.r.end(), [&](const Access &r) { return r.comp == comp; });
+        // One entry per component, except that the block's reads on either side of a named barrier of some of
+        // its threads stay apart: merged, the older ones would seem to need a barrier after the newer ones (a
+        // thread's own write after its read then looked like a race with the threads that read before the
+        // barrier). Entries of an earlier epoch are ordered for every thread: they go.
+        if (comp == 0)
+            x.r.erase(std::remove_if(x.r.begin(), x.r.end(), [&](const Access &r) { return r.comp == 0 && r.epoch != now.epoch; }),
+                      x.r.end());
+        auto it = std::find_if(x.r.begin(), x.r.end(),
+                               [&](const Access &r) { return r.comp == comp && (comp != 0 || r.partial == now.partial); });
         if (it == x.r.end()) x.r.push_back(now);
         else {
             bool several = it->epoch == now.epoch && it->clock == now.clock && it->thread != t;
