@@ -99,7 +99,10 @@ void DiagnosticEngine::print(Severity s, const SourceRange &r, const std::string
     const char *label = s == Severity::Error ? "error" : s == Severity::Warning ? "warning" : "note";
     const char *colorOn = !color_ ? "" : s == Severity::Error ? "\033[1;31m" : s == Severity::Warning ? "\033[1;35m" : "\033[1;36m";
     const char *bold = color_ ? "\033[1m" : "", *reset = color_ ? "\033[0m" : "";
-    if (r.valid()) {
+    // A range into a file this engine's SourceManager does not hold (a scratch engine that only counts errors,
+    // ownRegisterNest's) is printed without its place, never looked up past the files.
+    const bool located = r.valid() && r.file < sm_.fileCount();
+    if (located) {
         out_ << bold << sm_.name(r.file) << ":" << r.line << ":" << r.col << ": " << reset;
     } else {
         out_ << bold << "tilec: " << reset;
@@ -107,7 +110,7 @@ void DiagnosticEngine::print(Severity s, const SourceRange &r, const std::string
     out_ << colorOn << label << ": " << reset << bold << msg << reset;
     if (promoted) out_ << " [-Werror]";
     out_ << "\n";
-    if (r.valid()) {
+    if (located) {
         std::string_view line = sm_.line(r.file, r.line);
         if (!line.empty() || r.col == 1) {
             out_ << printable(line) << "\n";

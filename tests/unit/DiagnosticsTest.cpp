@@ -17,6 +17,18 @@ TEST(Diagnostics, ErrorWithUnderline) {
     EXPECT_EQ(d.errorCount(), 1);
 }
 
+/// A scratch engine over a SourceManager without the program's file (LayoutUses' ownRegisterNest counts the errors
+/// of a nest quietly) prints a range into that file without its place instead of looking the file up: the
+/// differential fuzzer's seed 17 made the lookup throw, an internal error for a program with a located error.
+TEST(Diagnostics, RangeIntoAFileTheManagerLacksPrintsUnlocated) {
+    SourceManager sm;
+    std::ostringstream out;
+    DiagnosticEngine d(sm, out);
+    EXPECT_NO_THROW(d.error({0, 3, 7, 3, 9}, "index 16 is past the end"));
+    EXPECT_EQ(out.str(), "tilec: error: index 16 is past the end\n");
+    EXPECT_EQ(d.errorCount(), 1);
+}
+
 TEST(Diagnostics, WerrorAndSuppressedWarnings) {
     SourceManager sm;
     int f = sm.add("a.tile", "x\n");
