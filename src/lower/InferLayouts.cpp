@@ -86,6 +86,13 @@ Layout overOwnShape(const Layout &l, const BufferNode &f) {
 /// nest, when both are distributed over the same T threads with the same V and a slice is whole rounds of T*V
 /// elements. Narrows the two groups' vector widths until they agree; a slice access that no width allows
 /// (or whose nest runs whole in every thread, or in a tensor-core layout) replicates F's group instead.
+/// Whether group `g`'s vector width may be raised to `want` elements (a power of two up to 16 that its
+/// innermost extent and every slice access allow).
+template <class Group> bool widens(const Group &g, int64_t want) {
+    return want <= 16 && (want & (want - 1)) == 0 && !g.view && g.vecCap >= want && g.hasShape && !g.shape.empty() &&
+           g.shape.back() % want == 0 && g.vecWant <= want;
+}
+
 template <class Groups, class GroupOfBuffer, class GroupOfNest, class LayoutOf>
 void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, GroupOfNest nestGroup, LayoutOf layoutOf) {
     for (bool changed = true; changed;) {
@@ -125,8 +132,16 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
             if (fg.replicated || fg.mma) continue;
             Layout lf = layoutOf(fg), ln = layoutOf(ng);
             const int64_t fMul = u.trailing ? u.trailElements : 1, nMul = u.trailing ? 1 : u.expand;
-            if (lf.kind != Layout::Distributed || ln.kind != Layout::Distributed || lf.threads != ln.threads ||
-                (u.trailing ? ln.vec % fMul : lf.vec % nMul) != 0 || (u.expand && (lf.copies || ln.copies))) {
+            const bool sameKind = lf.kind == Layout::Distributed && ln.kind == Layout::Distributed && lf.threads == ln.threads;
+            // An expansion of S elements per iteration that F's width does not hold: F's group is widened to S
+            // where its shape allows (each thread then holds the S elements of its iterations: `loc[j] = f[y * 8
+            // + j]`, TileKernels' packing of 8 values into 3 words), rather than held whole in every thread.
+            if (u.expand && sameKind && !lf.copies && !ln.copies && lf.vec % nMul != 0 && widens(fg, nMul)) {
+                fg.vecWant = (int)nMul;
+                changed = true;
+                continue;
+            }
+            if (!sameKind || (u.trailing ? ln.vec % fMul : lf.vec % nMul) != 0 || (u.expand && (lf.copies || ln.copies))) {
                 fg.replicated = true;
                 changed = true;
             } else if (lf.vec * fMul != ln.vec * nMul) {
@@ -231,6 +246,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         std::vector<int64_t> shape;
         bool hasShape = false;
         int vecCap = 16;           ///< the widest vector width slice accesses allow (distributed)
+        int vecWant = 0;           ///< an expansion's width the group's vector width is raised to (agreeOnSlices)
         std::optional<Layout> copied; ///< a layout with copies (CopiedLayouts.h)
         bool view = false;         ///< a view of one of its fragments exists
     };
@@ -298,6 +314,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int v = maxVec(g);
         int64_t inner = g.shape.empty() ? 1 : g.shape.back();
         int64_t n = std::accumulate(g.shape.begin(), g.shape.end(), int64_t(1), std::multiplies<>());
+        if (g.vecWant && g.vecWant <= g.vecCap && inner % g.vecWant == 0) return Layout::distributed(g.shape, k.threads, g.vecWant);
         while (v > 1 && inner % v != 0) v /= 2;
         return Layout::distributed(g.shape, k.threads, busiestThreadWidth(n, k.threads, v));
     };

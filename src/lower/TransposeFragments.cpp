@@ -9,6 +9,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ParallelNest.h"
 #include "tilec/passes/HoistStagedCopies.h"
+#include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/Layout.h"
 #include "FlatIndexViews.h"
 #include "LayoutUses.h"
@@ -18,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 namespace tilec::passes {
 
@@ -70,6 +72,47 @@ bool identity(const std::vector<size_t> &p) {
     for (size_t d = 0; d < p.size(); ++d)
         if (p[d] != d) return false;
     return true;
+}
+
+/// The loops over [0, n) (serial, unrolled or vectorized) inside a nest's body: variable -> n.
+std::map<const VarNode *, int64_t> innerLoops(const Stmt &body) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::map<const VarNode *, int64_t> out;
+        void visit(const For &op) override {
+            auto e = constInt(op.extent);
+            if (op.forKind != ForKind::Parallel && e && constInt(op.min) == std::optional<int64_t>(0)) out[op.var.get()] = *e;
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.visit(body);
+    return v.out;
+}
+
+/// Whether load `a` in a nest over `vars` is an expansion (LayoutUses.h, Use::expand) that layout inference can
+/// keep in the reading thread by widening the fragment's vector width to S: the nest's variables, the last times
+/// S plus the variable of an inner loop over [0, S) (`loc[j] = f[y * 8 + j]`), over the fragment's whole shape,
+/// S a power of two up to 16, and the fragment not viewed in another shape.
+bool widenableExpansion(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents,
+                        const std::map<const VarNode *, int64_t> &inner) {
+    const size_t r = a.indices.size();
+    if (a.store || r == 0 || r != vars.size() || r != a.buffer->shape.size()) return false;
+    for (size_t d = 0; d + 1 < r; ++d)
+        if (a.indices[d] != Expr(vars[d]) || constInt(a.buffer->shape[d]) != std::optional<int64_t>(extents[d])) return false;
+    auto sum = as<Binary>(a.indices[r - 1]);
+    if (!sum || sum->op != BinaryOp::Add) return false;
+    for (auto [scaled, w] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
+        auto m = as<Binary>(scaled);
+        auto wv = as<VarNode>(w);
+        auto it = wv ? inner.find(wv) : inner.end();
+        if (!m || m->op != BinaryOp::Mul || it == inner.end()) continue;
+        const Expr last = vars[r - 1];
+        auto S = m->a == last ? constInt(m->b) : m->b == last ? constInt(m->a) : std::nullopt;
+        if (S && *S == it->second && *S > 1 && *S <= 16 && (*S & (*S - 1)) == 0 &&
+            constInt(a.buffer->shape[r - 1]) == std::optional<int64_t>(extents[r - 1] * *S))
+            return true;
+    }
+    return false;
 }
 
 /// Whether a load of a fragment in a nest over `vars` reads an element that the nest's layout cannot place in the
@@ -137,7 +180,8 @@ int64_t elements(const BufferNode &b) {
 class Transposer : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Transposer(const Kernel &k) : threads_(k.threads) {
+    Transposer(const Kernel &k, bool widen) : threads_(k.threads), widen_(widen) {
+        for (auto &[view, base] : k.fragmentViews) viewed_.insert(base.get()), viewed_.insert(view.get());
         struct G : IRVisitor {
             using IRVisitor::visit;
             std::set<const BufferNode *> *out;
@@ -157,6 +201,7 @@ class Transposer : public IRMutator {
     std::vector<Buffer> newAllocs;
     std::vector<std::pair<Buffer, Buffer>> newViews; ///< (view, fragment): Kernel::fragmentViews
     std::vector<StagedCopy> stagedCopies;             ///< the copies into shared buffers made before nests
+    int widenedReads = 0; ///< expansion reads left to layout inference (widenableExpansion) instead of staged
 
     /// `T.gemm(a, b, c, transpose_A=True)` with `a` a whole (K, M) fragment: tensor cores read A's registers as
     /// (M, K) rows, so the product reads a fragment `a_t[m, k] = a[k, m]` that a nest fills first (a permuted read
@@ -193,6 +238,7 @@ class Transposer : public IRMutator {
         }
         Stmt body = FlatViews(*this, vars, extents).mutate(loops.back()->body);
         auto accesses = fragmentAccesses(body);
+        const auto innerExtents = innerLoops(body);
         // 1. No fragment exact: the loops in the order of the first permuted store (else load).
         std::optional<std::vector<size_t>> order;
         bool anyExact = false;
@@ -226,8 +272,11 @@ class Transposer : public IRMutator {
             // A read of a fragment in the tf32 operand order by 4-column groups stays in the reading lane (MmaLayouts).
             const bool byGroups = !a.store && !otherOrder && operandOrder_.count(a.buffer.get()) &&
                                   colGroupOffset(a.indices, vars, extents, a.buffer->shape).first;
+            const bool widened =
+                widen_ && !tensorCores && !viewed_.count(a.buffer.get()) && widenableExpansion(a, vars, extents, innerExtents);
+            widenedReads += widened;
             const bool moved =
-                permuted || (!a.store && !byGroups && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
+                permuted || (!a.store && !byGroups && !widened && crossesThreads(a, vars, extents, threads_, tensorCores)) || box;
             if (!moved || staged.count(a.buffer.get())) continue;
             // A fragment small enough is held whole in every thread instead, unless a box store comes from a nest
             // that another fragment spreads over the threads (each copy would get only some of the values).
@@ -260,6 +309,8 @@ class Transposer : public IRMutator {
 
   private:
     int threads_;
+    bool widen_; ///< leave widenable expansion reads to layout inference
+    std::set<const BufferNode *> viewed_; ///< fragments with a T.reshape / T.view, and those views
     std::set<const BufferNode *> gemmFragments_;
     /// The fragments inferLayouts gives a tensor-core layout: T.gemm's A and C fragments and those linked to one
     /// through nests that index both exactly (an operand filled by a copy of a dequantized fragment).
@@ -412,20 +463,43 @@ class Transposer : public IRMutator {
     };
 };
 
+/// Kernel `k` with its fragments staged where nests read them across threads; `widen`: expansion reads left to
+/// layout inference. `widened` counts those.
+std::shared_ptr<const Kernel> transposed(const std::shared_ptr<const Kernel> &k, bool widen, int &widened) {
+    Transposer t(*k, widen);
+    Stmt body = t.mutate(k->body);
+    widened = t.widenedReads;
+    if (body == k->body) return k;
+    auto nk = std::make_shared<Kernel>(*k);
+    for (auto &b : t.newAllocs) nk->allocs.push_back(b);
+    for (auto &v : t.newViews) nk->fragmentViews.push_back(v);
+    // A copy in made at every iteration of a loop that does not change its source is made once before it.
+    nk->body = hoistStagedCopies(body, t.stagedCopies, nk->fragmentViews);
+    return nk;
+}
+
+/// Whether layout inference lays kernel `k` out without an error (quietly: the real run reports).
+bool laysOut(const Program &p, const std::shared_ptr<const Kernel> &k) {
+    Program one = p;
+    one.kernels = {k};
+    SourceManager sm;
+    std::ostringstream quiet;
+    DiagnosticEngine diag(sm, quiet);
+    inferLayouts(one, diag);
+    return diag.errorCount() == 0;
+}
+
 } // namespace
 
 Program transposeFragments(const Program &p) {
     Program out = p;
     for (auto &k : out.kernels) {
         if (!k) continue;
-        Transposer t(*k);
-        Stmt body = t.mutate(k->body);
-        if (body == k->body) continue;
-        auto nk = std::make_shared<Kernel>(*k);
-        for (auto &b : t.newAllocs) nk->allocs.push_back(b);
-        for (auto &v : t.newViews) nk->fragmentViews.push_back(v);
-        // A copy in made at every iteration of a loop that does not change its source is made once before it.
-        nk->body = hoistStagedCopies(body, t.stagedCopies, nk->fragmentViews);
+        // An expansion read is widened only where layout inference then agrees (another use of the fragment may
+        // hold it whole, or cap its vector width): else it is staged as before, never an error instead.
+        int widened = 0, none = 0;
+        auto nk = transposed(k, true, widened);
+        if (widened && !laysOut(p, nk)) nk = transposed(k, false, none);
         k = nk;
     }
     return out;

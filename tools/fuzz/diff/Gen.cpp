@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <regex>
 
 namespace tilec::difffuzz {
 
@@ -86,11 +87,18 @@ struct Printer {
             std::string ext = !o.end.empty() ? o.end : o.dst == "rm" ? "BM" : o.dst == "rn" ? "BN" : "BM, BN";
             std::string at = idx;
             if (o.boxH > 0) ext = num(o.boxH) + ", " + num(o.boxW), at = "i + " + num(o.boxR) + ", j + " + num(o.boxC);
+            std::function<std::string(std::string)> js = [](std::string t) { return t; };
+            if (o.expand > 1) { // j = jq * S + w, w over an inner loop (GOp::expand)
+                idx = "i, jq", ext = "BM, BN // " + num(o.expand);
+                const std::string jx = "(jq * " + num(o.expand) + " + w)";
+                js = [jx](std::string t) { return std::regex_replace(t, std::regex("\\bj\\b"), jx); };
+            }
             line(ind, "for " + idx + " in T.Parallel(" + ext + "):");
             int in = ind + 1;
+            if (o.expand > 1) line(in++, "for w in T.serial(" + num(o.expand) + "):");
             if (o.gather) line(in, "row = T.cast(T.abs(A[by * BM + i, 0]) * 7.0, \"int32\") % " + num(p.ra));
-            if (o.cond) line(in++, "if " + o.cond->print() + ":");
-            line(in, o.dst + "[" + at + "] = " + o.value->print());
+            if (o.cond) line(in++, "if " + js(o.cond->print()) + ":");
+            line(in, o.dst + "[" + js(at) + "] = " + js(o.value->print()));
             return;
         }
         case GOp::Reduce:

@@ -80,6 +80,10 @@ struct GOp {
     /// Parallel over a 2-D tile: boxH > 0 runs the nest over (boxH, boxW) and stores dst[i + boxR, j + boxC], a box of
     /// the tile at a constant corner (TileKernels' mHC split-mixes backward fills a fragment's rows in parts).
     int64_t boxH = 0, boxW = 0, boxR = 0, boxC = 0;
+    /// Parallel over a 2-D tile: expand > 1 runs the nest over (BM, BN / expand) with `for w in T.serial(expand)` inside
+    /// and every `j` of the statement `jq * expand + w` (TileKernels' casts read and write 8 elements per iteration;
+    /// layout inference keeps them in the iteration's thread: GenRandom.cpp, decorateExpansions).
+    int64_t expand = 0;
     GExprP value, cond;
     std::string reduceKind;       ///< "sum", "max", ...
     int dim = 0;

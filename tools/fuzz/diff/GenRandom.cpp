@@ -483,6 +483,23 @@ void decorateBoxes(GProgram &p) {
     walk(p.ops);
 }
 
+/// T.Parallel nests over their 2-D tile by S = 2, 4 or 8 elements per iteration (GOp::expand): a fragment they read
+/// or store at (i, jq * S + w) is widened to S per thread (TransposeFragments, InferLayouts), a shared or global
+/// tile is indexed so. From a stream of its own; whole static tiles only.
+void decorateExpansions(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0xe8a4d)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            const int64_t S = r.pick(std::vector<int64_t>{2, 4, 8});
+            if (o.kind == GOp::Parallel && o.dst != "rm" && o.dst != "rn" && o.end.empty() && !o.boxH && !o.gather &&
+                p.bn % S == 0 && r.coin(0.2))
+                o.expand = S;
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 /// T.Pipelined GEMM loops whose start and copy offsets go through scalars set before the loop, once or
 /// corrected under an always-true condition (issue 25's LoopInvariants: such loops are now pipelined, and on
 /// sm_90a their TMA producer computes the bounds from the scalars' definitions). From a stream of its own.
@@ -543,6 +560,7 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateScalarBounds(g.p);
     decorateTmaRows(g.p);
     decorateBoxes(g.p);
+    decorateExpansions(g.p);
     decorateExtents(g.p);
     decorateStepped(g.p);
     decorateBatched(g.p);

@@ -1,0 +1,68 @@
+/// \file
+/// A fragment read by a nest at (..., y * S + j), j an inner loop over [0, S) (TileKernels' per_token_cast_to_e5m6
+/// packs eight scaled values per iteration into three words: `in_local[j] = out_fragment[x, y * 8 + j]`): layout
+/// inference widens the fragment to S elements per thread and vector, so iteration y's S elements are in its own
+/// thread, instead of the fragment going through a shared copy and a barrier (TransposeFragments.cpp,
+/// widenableExpansion; InferLayouts.cpp, agreeOnSlices). Run on the CPU simulator against float64 references.
+#include "LowerSimUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace {
+
+namespace sim = tilec::simtest;
+
+/// Rows of 1024 floats scaled into a fragment, then each iteration y sums its 8 elements j = 0..7 in pairs
+/// into 3 outputs (and the fragment is also stored whole, 8 floats per thread: two 16-byte vectors).
+std::string source(int threads) {
+    return "import tilelang.language as T\n"
+           "@T.prim_func\n"
+           "def k(X: T.Tensor((4, 1024), \"float32\"), Y: T.Tensor((4, 1024), \"float32\"), O: T.Tensor((4, 384), \"float32\")):\n"
+           "    with T.Kernel(4, threads=" + std::to_string(threads) + ") as bx:\n"
+           "        xf = T.alloc_fragment((1024,), \"float32\")\n"
+           "        loc = T.alloc_local((8,), \"float32\")\n"
+           "        for j in T.Parallel(1024):\n"
+           "            xf[j] = X[bx, j] * 2.0\n"
+           "        for j in T.Parallel(1024):\n"
+           "            Y[bx, j] = xf[j]\n"
+           "        for y in T.Parallel(128):\n"
+           "            for j in T.serial(8):\n"
+           "                loc[j] = xf[y * 8 + j]\n"
+           "            for j in T.serial(3):\n"
+           "                O[bx, y * 3 + j] = loc[j] + loc[j + 5]\n";
+}
+
+bool hasSharedBuffer(const tilec::ir::Kernel &k) {
+    for (auto &b : k.allocs)
+        if (b && b->scope == tilec::ir::Scope::Shared) return true;
+    return false;
+}
+
+TEST(LowerSimExpansionReads, FragmentWidenedToTheExpansionNoSharedCopy) {
+    for (int threads : {64, 128, 256}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        tilec::lowertest::LowerRun r;
+        r.run(source(threads), "t.tile", *tilec::Target::parse("sm_90a"));
+        ASSERT_TRUE(r.lowered) << r.diags();
+        ASSERT_EQ(r.lowered->kernels.size(), 1u);
+        const auto &k = *r.lowered->kernels[0];
+        EXPECT_FALSE(hasSharedBuffer(k)) << "the expansion's reads went through a shared copy";
+        auto x = sim::randomData(4 * 1024, 11);
+        std::vector<double> y(4 * 1024, std::nan("")), o(4 * 384, std::nan("")), wantY(4 * 1024), wantO(4 * 384);
+        for (int i = 0; i < 4 * 1024; ++i) wantY[i] = (double)((float)x[i] * 2.0f);
+        for (int b = 0; b < 4; ++b)
+            for (int it = 0; it < 128; ++it)
+                for (int j = 0; j < 3; ++j)
+                    wantO[b * 384 + it * 3 + j] =
+                        (double)((float)wantY[b * 1024 + it * 8 + j] + (float)wantY[b * 1024 + it * 8 + j + 5]);
+        sim::Outcome out = sim::runCaught(k, {{"X", &x}, {"Y", &y}, {"O", &o}});
+        ASSERT_TRUE(out.error.empty()) << out.error;
+        ASSERT_TRUE(out.races.empty()) << out.races[0];
+        sim::expectNear(y, wantY, 1e-6, "Y");
+        sim::expectNear(o, wantO, 1e-6, "O");
+    }
+}
+
+} // namespace
