@@ -70,6 +70,7 @@ enum class Fn {
     GemmSpSS,      ///< T.gemm_sp: the 2:4 sparse warp-tile GEMM on mma.sp, A compressed + metadata E (mma_sp.cuh)
     // TileLang's intrinsics-level GEMM (tilelang.cuda.intrinsics' emitter; src/eval/TileLangMmaEmitter.cpp)
     MmaSync,       ///< one m16n8kK mma.sync of the warp on its threads' registers: c += a * b, fragments in PTX order
+    LdMatrix,      ///< ldmatrix of the warp: `count` 8x8 matrices of 16-byte shared rows (lane l: row l % 8 of matrix l / 8) into registers
     RoleThread,    ///< threadIdx.x (a value) in a warp role of threads first .. first + count - 1, which analyses know
     // Conversions (stdlib/tilec/fp4.cuh)
     Fp4Code,       ///< the fp4 (e2m1) code 0 .. 15 of a float (int32): nearest, ties to even, saturating, NaN to 0
@@ -153,7 +154,8 @@ bool isCall(const ir::Stmt &s, lib::Fn f);
 bool isTileTransfer(const ir::Call &c);
 
 /// The shared buffers a library call hands over as swizzled tiles (with the Load of each, for its index): a
-/// transfer's destination, a GEMM's shared operands (T.gemm_sp's metadata among them). The mma.sync GEMMs and the transfers use the row swizzle
+/// transfer's destination, a GEMM's shared operands (T.gemm_sp's metadata among them), an ldmatrix's source (whose
+/// lanes' row addresses swizzleShared maps itself). The mma.sync GEMMs and the transfers use the row swizzle
 /// of swizzle.cuh (a transfer may be told the panel layout instead); wgmma and gemm_*_panels operands are in
 /// the panel layout (panelSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);

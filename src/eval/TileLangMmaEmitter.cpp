@@ -6,7 +6,8 @@
 ///     attributes (micro_size_x/y/k, local_size_a/b/out, warp_rows, warp_cols, ...) whose methods write one
 ///     warp's mma.sync tiles as per-thread statements: ldmatrix_a / ldmatrix_b fill a thread's registers (a
 ///     T.alloc_local array) with exactly the elements of mma.sync's A / B fragment (the PTX ISA's "Matrix
-///     Fragments for mma.m16n8k*": what TileLang's ldmatrix gives each lane), mma / mma_atom issue
+///     Fragments for mma.m16n8k*": what TileLang's ldmatrix gives each lane; by tilec.ldmatrix where TileLang
+///     uses ldmatrix, ldmatrixFits), mma / mma_atom issue
 ///     tilec.mma_sync on those registers (one m16n8kK instruction per 16 x 8 tile), stmatrix stores the
 ///     accumulator fragment.
 ///   The modules that hold it, and TileLang's swizzle layouts, are TileLangMmaModules.cpp.
@@ -146,8 +147,45 @@ std::pair<ir::Expr, ir::Expr> fragmentElement(ir::Expr lane, int64_t e, int bits
     return {s, k};
 }
 
+/// Whether one ldmatrix per warp tile can fill the fragment registers, as TileLang's own ldmatrix_a / ldmatrix_b
+/// do: registers of the shared tile's type starting at a 32-bit boundary, the kernel's own thread index (the
+/// hardware's lanes), the 8 elements of a matrix row one aligned 16-byte chunk (rows of whole chunks, the tile's
+/// column origin on a chunk), and a transposed read of 16-bit elements only (ldmatrix.trans moves 16-bit ones).
+bool ldmatrixFits(const Emitter &e, const Regs &regs, const Tile &t, bool trans, int bits) {
+    if (e.threadVar || regs.buf->dtype != t.buf->dtype || t.buf->scope != ir::Scope::Shared || (trans && bits != 16))
+        return false;
+    const int64_t chunk = 128 / bits;
+    auto base = ir::constInt(regs.base), cols = ir::constInt(t.buf->shape.back()), c0 = ir::constInt(t.c0);
+    return base && (*base * bits) % 32 == 0 && cols && *cols % chunk == 0 && c0 && *c0 % chunk == 0;
+}
+
+/// The fragments of warp tile (spatial origin ws, k origin wk) by one tilec.ldmatrix: A's four matrices are (rows
+/// +0 / +8) x (k chunk 0 / 1), B's (n +0 / +8 where n_dim is 16) x (k chunk 0 / 1), each lane addressing row
+/// lane % 8 of matrix lane / 8. Stored with K along the rows (trans), a matrix's rows are 8 k and ldmatrix.trans
+/// hands each lane its column.
+ir::Stmt ldmatrixTile(const Emitter &e, const Regs &regs, int64_t off, const Tile &t, bool isA, bool trans, int bits,
+                      ir::Expr lane, ir::Expr ws, ir::Expr wk, const SourceRange &at) {
+    const int64_t count = isA || e.nDim == 16 ? 4 : 2, chunk = trans ? 8 : 128 / bits;
+    ir::Expr m = count == 4 ? idiv(lane, 8, at) : imod(idiv(lane, 8, at), 2, at), row = imod(lane, 8, at);
+    ir::Expr sOff = mul(isA ? imod(m, 2, at) : idiv(m, 2, at), 8, at),
+             kOff = mul(isA ? idiv(m, 2, at) : imod(m, 2, at), chunk, at);
+    ir::Expr s = add(ws, sOff, at), k = add(wk, kOff, at);
+    if (trans)
+        k = add(k, row, at);
+    else
+        s = add(s, row, at);
+    std::vector<ir::Expr> idx = t.outer;
+    idx.push_back(ir::simplify(add(t.r0, trans ? k : s, at)));
+    idx.push_back(ir::simplify(add(t.c0, trans ? s : k, at)));
+    return passes::lib::stmt(passes::lib::Fn::LdMatrix,
+                             {num(count), num(trans ? 1 : 0),
+                              passes::addressOf(regs.buf, {ir::simplify(add(regs.base, num(off), at))}),
+                              passes::addressOf(t.buf, idx)},
+                             at);
+}
+
 /// ldmatrix_a / ldmatrix_b: the thread's fragment registers of k-step ki of every warp tile along M (A) or N
-/// (B).
+/// (B); element by element where ldmatrix cannot read them (ldmatrixFits).
 Value loadFragments(InterpImpl &in, const Emitter &e, CallArgs &args, bool isA) {
     const std::string fname = e.name + (isA ? ".ldmatrix_a" : ".ldmatrix_b");
     auto a =
@@ -164,9 +202,14 @@ Value loadFragments(InterpImpl &in, const Emitter &e, CallArgs &args, bool isA) 
     const bool trans = isA ? e.aT : !e.bT; // whether the stored rows run along K
     ir::Expr wk = add(mul(rk, e.chunk, at), mul(ki, e.kDim, at), at);
     std::vector<ir::Stmt> out;
+    const bool ldmatrix = ldmatrixFits(e, regs, t, trans, bits);
     for (int64_t i = 0; i < tiles; ++i) {
         ir::Expr ws = add(isA ? mul(warpM, e.rowTiles, at) : mul(warpN, e.colTiles, at),
                           num(i * (isA ? 16 : e.nDim)), at);
+        if (ldmatrix) {
+            out.push_back(ldmatrixTile(e, regs, i * local, t, isA, trans, bits, lane, ws, wk, at));
+            continue;
+        }
         for (int64_t x = 0; x < local; ++x) {
             // B with n_dim 16 holds two n8 halves, one after the other
             const int64_t half = isA || e.nDim == 8 ? 0 : x / (local / 2),

@@ -100,6 +100,8 @@ const std::vector<Info> &table() {
         {Fn::GemmSpSS, "tilec.gemm_sp_ss", "tilec::gemm_sp_ss", 6, {5}, {"M", "N", "K", "warpsM", "warpsN", "transB", "a", "e", "b", "c"},
          kReadsShared, I::All, "sm_80"},
         {Fn::MmaSync, "tilec.mma_sync", "tilec::mma_sync", 0, {}, {"a", "b", "c"}, kNone, I::All, "sm_80"},
+        {Fn::LdMatrix, "tilec.ldmatrix", "tilec::ldmatrix", 2, {1}, {"count", "trans", "dst", "src"}, kReadsShared, I::All,
+         "sm_80"},
         {Fn::RoleThread, "tilec.role_thread", "threadIdx.x", 0, {}, {"first", "count"}, kPure, I::All, "sm_80"},
         {Fn::Fp4Code, "tilec.fp4_code", "tilec::fp4_code", 0, {}, {"value"}, kPure, I::All, "sm_80"},
         {Fn::Fp4x2Code, "tilec.fp4x2_code", "tilec::fp4x2_code", 0, {}, {"lo", "hi"}, kPure, I::All, "sm_80"},
@@ -215,6 +217,7 @@ std::vector<const Load *> swizzledOperands(const Call &c) {
     if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
     if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
     if (lib::is(c, lib::Fn::GemmSpSS)) return sharedArgs(c, lib::Fn::GemmSpSS, {"a", "e", "b"});
+    if (lib::is(c, lib::Fn::LdMatrix)) return sharedArgs(c, lib::Fn::LdMatrix, {"src"});
     if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
     return panelSharedOperands(c); // TMA tiles have no other accesses to swizzle
 }

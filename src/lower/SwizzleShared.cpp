@@ -84,6 +84,7 @@ class Apply : public IRMutator {
     Expr visit(const std::shared_ptr<const Call> &op) override {
         if (lib::is(*op, lib::Fn::AddressOf)) return op; // the library swizzles its own accesses
         if (isTileTransfer(*op)) return transferInto(op);
+        if (lib::is(*op, lib::Fn::LdMatrix)) return ldmatrixFrom(op);
         return IRMutator::visit(op);
     }
     Stmt visit(const std::shared_ptr<const For> &op) override {
@@ -130,6 +131,18 @@ class Apply : public IRMutator {
         TILEC_ASSERT(rows && cols && *cols == it->second.cols && *rows * *cols == it->second.tileElems,
                      "a tile transfer into part of '" + dst->buffer->name + "', which is in the panel layout");
         args[sw] = i32(lib::kTransferPanels);
+        return Call::make(op->dtype, op->name, std::move(args), op->loc);
+    }
+
+    /// An ldmatrix's lanes address rows themselves: each lane's row address is mapped (a row is one aligned
+    /// 16-byte chunk, which the swizzle keeps whole).
+    Expr ldmatrixFrom(const std::shared_ptr<const Call> &op) {
+        const size_t i = lib::argIndex(lib::Fn::LdMatrix, "src");
+        const Load *src = addressedLoad(op->args[i]);
+        auto it = src ? swizzled_.find(src->buffer.get()) : swizzled_.end();
+        if (it == swizzled_.end()) return op;
+        std::vector<Expr> args = op->args;
+        args[i] = addressOf(src->buffer, {map(src->buffer, it->second, src->indices[0])});
         return Call::make(op->dtype, op->name, std::move(args), op->loc);
     }
 

@@ -123,7 +123,9 @@ void Accesses::visit(const Gemm &op) {
         if (r->buffer && r->buffer->scope == Scope::Shared) note(p.reads, r->buffer.get());
 }
 // An address handed to the device library is not an access by itself; a tile transfer that waits for
-// itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers.
+// itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers. A warp's call that
+// reads (or writes) shared memory at its lanes' addresses (tilec.ldmatrix: rows other lanes stored) accesses the
+// shared buffers it is handed.
 void Accesses::visit(const Call &op) {
     const lib::Info *f = lib::find(op.name);
     if (f && (f->effects & lib::kAsync)) return;
@@ -132,6 +134,12 @@ void Accesses::visit(const Call &op) {
         if (auto l = addressedLoad(lib::arg(op, f->fn, "dst"))) note(p.writes, l->buffer.get());
         return;
     }
+    if (f && (f->effects & (lib::kReadsShared | lib::kWritesShared)))
+        for (auto &a : op.args)
+            if (auto l = addressedLoad(a); l && l->buffer && l->buffer->scope == Scope::Shared) {
+                if (f->effects & lib::kReadsShared) note(p.reads, l->buffer.get());
+                if (f->effects & lib::kWritesShared) note(p.writes, l->buffer.get());
+            }
     // T.call_extern may read and write the memory it is handed. CUDA's atomicAdd / atomicSub (T.atomic_add(...,
     // return_prev=True)) update it atomically: like T.atomic_add, they commute with each other.
     bool atomic = op.name == "extern:atomicAdd" || op.name == "extern:atomicSub";

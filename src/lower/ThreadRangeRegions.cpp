@@ -33,7 +33,8 @@ bool threadCountedCall(const Call &c) {
     for (Fn f : {Fn::NamedSync, Fn::NamedArrive, Fn::ShflXor, Fn::Shfl, Fn::MbarrierInit, Fn::MbarrierArrive,
                  Fn::MbarrierArriveExpectTx, Fn::MbarrierWait, Fn::MbarrierArriveCluster, Fn::ClusterSync,
                  Fn::MbarrierExpectTx, Fn::MbarrierArriveEach, Fn::WarpGroup, Fn::TmaCopyOn, Fn::ShflXorSync,
-                 Fn::ShflDownSync, Fn::ShflUpSync, Fn::SyncWarp, Fn::ThreadReturn, Fn::GridSync, Fn::MmaSync})
+                 Fn::ShflDownSync, Fn::ShflUpSync, Fn::SyncWarp, Fn::ThreadReturn, Fn::GridSync, Fn::MmaSync,
+                 Fn::LdMatrix})
         if (lib::is(c, f)) return true;
     return false;
 }

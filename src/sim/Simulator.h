@@ -418,6 +418,7 @@ class Simulator {
     void tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask);  // sm_90 ones
     void mmaSync(const ir::Call &c, const std::vector<char> &mask); // tilec.mma_sync: one warp instruction per warp
+    void ldmatrix(const ir::Call &c, const std::vector<char> &mask); // tilec.ldmatrix: one warp instruction per warp
 
     // ---- Hopper state (SimulatorHopper.cpp) ----
     struct Mbarrier {

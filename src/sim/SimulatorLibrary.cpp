@@ -33,6 +33,18 @@ void accumulate(const std::vector<double> &A, const std::vector<double> &B, int6
     }
 }
 
+/// The warps of a block of `threads` that run a warp instruction (`what`) under `mask`: fn(w) for each warp w with a
+/// lane in the mask; an error where some but not all 32 lanes of a warp run it.
+template <class F> void wholeWarps(const std::vector<char> &mask, int threads, const char *what, F fn) {
+    for (int w = 0; w * 32 < threads; ++w) {
+        int on = 0;
+        for (int l = 0; l < 32 && w * 32 + l < threads; ++l) on += mask[(size_t)(w * 32 + l)] != 0;
+        if (!on) continue;
+        if (on != 32) throw SimError(std::string(what) + " run by " + std::to_string(on) + " lanes of a warp (all 32 must)");
+        fn(w);
+    }
+}
+
 } // namespace
 
 std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &e, int t) {
@@ -171,6 +183,7 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
     }
     case Fn::GemmSpSS: return gemmSparse(c, mask);
     case Fn::MmaSync: return mmaSync(c, mask);
+    case Fn::LdMatrix: return ldmatrix(c, mask);
     default: return hopper(c, info, mask);
     }
 }
@@ -225,11 +238,7 @@ void Simulator::gemmSparse(const ir::Call &c, const std::vector<char> &mask) {
 void Simulator::mmaSync(const ir::Call &c, const std::vector<char> &mask) {
     using passes::lib::Fn;
     auto operand = [&](const char *n) { return passes::lib::arg(c, Fn::MmaSync, n); };
-    for (int w = 0; w * 32 < T_; ++w) {
-        int on = 0;
-        for (int l = 0; l < 32 && w * 32 + l < T_; ++l) on += mask[(size_t)(w * 32 + l)] != 0;
-        if (!on) continue;
-        if (on != 32) throw SimError("mma.sync run by " + std::to_string(on) + " lanes of a warp (all 32 must)");
+    wholeWarps(mask, T_, "mma.sync", [&](int w) {
         const int bits = (int)addressOf(operand("a"), w * 32).first->dtype.bits(), per = 32 / bits, K = 8 * per;
         std::vector<double> A(16 * (size_t)K), B((size_t)K * 8);
         for (int l = 0; l < 32; ++l) {
@@ -254,7 +263,41 @@ void Simulator::mmaSync(const ir::Call &c, const std::vector<char> &mask) {
                 acc = roundTo(cb->dtype, sum);
             }
         }
-    }
+    });
+}
+
+/// tilec.ldmatrix: per warp, `count` 8x8 matrices of 16-byte rows, row i of matrix m at the address of lane
+/// 8 m + i. Lane l's register r (32 / bits elements from dst + r * 32 / bits) receives word l % 4 of row l / 4 of
+/// matrix r; with trans (16-bit elements) elements (2 (l % 4) + j, l / 4) of it, j = 0, 1. The whole warp must run
+/// it; the lane that gives a row's address reads it.
+void Simulator::ldmatrix(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    auto operand = [&](const char *n) { return passes::lib::arg(c, Fn::LdMatrix, n); };
+    wholeWarps(mask, T_, "ldmatrix", [&](int w) {
+        const int count = (int)eval(operand("count"), w * 32);
+        const bool trans = eval(operand("trans"), w * 32) != 0;
+        const int bits = (int)addressOf(operand("src"), w * 32).first->dtype.bits(), per = 32 / bits;
+        if (trans && bits != 16) throw SimError("ldmatrix.trans of " + std::to_string(bits) + "-bit elements");
+        // element (row, e) of matrix m: e counts elements of the 16-byte row
+        auto element = [&](int m, int row, int e) {
+            const int from = w * 32 + m * 8 + row;
+            auto [buf, s0] = addressOf(operand("src"), from);
+            if ((s0 * bits / 8) % 16) throw SimError("ldmatrix row address not 16-byte aligned");
+            touch(buf, (size_t)(s0 + e), from, false);
+            return storage(buf, from).at((size_t)(s0 + e));
+        };
+        std::vector<double> got((size_t)(32 * count * per));
+        for (int l = 0; l < 32; ++l)
+            for (int r = 0; r < count; ++r)
+                for (int j = 0; j < per; ++j)
+                    got[(size_t)((l * count + r) * per + j)] =
+                        trans ? element(r, 2 * (l % 4) + j, l / 4) : element(r, l / 4, (l % 4) * per + j);
+        for (int l = 0; l < 32; ++l) {
+            auto [db, d0] = addressOf(operand("dst"), w * 32 + l);
+            for (int e = 0; e < count * per; ++e)
+                storage(db, w * 32 + l).at((size_t)(d0 + e)) = got[(size_t)(l * count * per + e)];
+        }
+    });
 }
 
 } // namespace tilec::simtest

@@ -330,6 +330,26 @@ template <class TA, class TB, class TC> __device__ __forceinline__ void mma_sync
     }
 }
 
+/// ldmatrix of the warp, TileLang's emitter's ldmatrix_a / ldmatrix_b: Count (2 or 4) 8x8 matrices of 16-byte rows
+/// from shared memory into the thread's registers. Lane l gives the address of row l % 8 of matrix l / 8 (a
+/// 16-byte aligned chunk; with Count 2, lanes 16..31 give copies of lanes 0..15's); the thread's register r (the
+/// 4 bytes at dst + r * 4 / sizeof(T)) receives word l % 4 of row l / 4 of matrix r, or with Trans (16-bit
+/// elements) the matrix transposed: elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4). Every lane of the
+/// warp calls it together.
+template <int Count, bool Trans, class T> __device__ __forceinline__ void ldmatrix(T *dst, const T *src) {
+    static_assert(Count == 2 || Count == 4, "ldmatrix of 2 or 4 matrices");
+    static_assert(!Trans || sizeof(T) == 2, "ldmatrix.trans moves 16-bit elements");
+    uint32_t r[4];
+    const uint32_t addr = mma_detail::smem_addr(src);
+    if constexpr (Count == 4)
+        mma_detail::ldsm_x4<Trans>(r[0], r[1], r[2], r[3], addr);
+    else
+        mma_detail::ldsm_x2<Trans>(r, addr);
+#pragma unroll
+    for (int i = 0; i < Count; ++i)
+        __builtin_memcpy(reinterpret_cast<char *>(dst) + 4 * i, &r[i], 4);
+}
+
 } // namespace tilec
 
 #endif // TILEC_STDLIB_MMA_CUH

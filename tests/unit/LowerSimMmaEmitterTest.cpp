@@ -4,7 +4,8 @@
 /// assembles each warp's A, B and C from the lanes' registers in the PTX fragment order: whole GEMMs
 /// (float16, bfloat16, int8, float32 through tf32; A and B stored either way; n8 and n16 warp tiles) checked
 /// against a reference computed here. A lane's registers holding anything but mma.sync's fragment, or the
-/// accumulators read back from the wrong lane, give a wrong C.
+/// accumulators read back from the wrong lane, give a wrong C. The fragments are loaded with ldmatrix where TileLang
+/// loads them so (the simulator's tilec.ldmatrix hands each lane the rows other lanes address).
 #include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
@@ -115,10 +116,16 @@ void runGemm(const Config &c) {
                 want[(size_t)i * c.N + j] += A(i, k) * B(k, j);
     sim::runAll(r, {{"A", &a}, {"B", &b}, {"C", &out}});
     sim::expectNear(out, want, 0, "C");
-    int calls = 0;
-    for (auto &k : r.lowered->kernels)
+    int calls = 0, ldmatrix = 0;
+    for (auto &k : r.lowered->kernels) {
         calls += sim::callCounts(*k)[tilec::passes::lib::Fn::MmaSync];
+        ldmatrix += sim::callCounts(*k)[tilec::passes::lib::Fn::LdMatrix];
+    }
     EXPECT_GT(calls, 0) << "the GEMM ran without tilec.mma_sync";
+    // TileLang's ldmatrix path: 16-bit operands either way, others stored with K innermost (A (M, K), B (N, K));
+    // ldmatrix.trans cannot move 8- or 32-bit elements, so those read element by element
+    const bool wide = std::string(c.in) == "float16" || std::string(c.in) == "bfloat16";
+    EXPECT_EQ(ldmatrix > 0, wide || !c.aT || c.bT) << ldmatrix << " tilec.ldmatrix calls";
 }
 
 // The example's own configuration in small: float16 -> float32, B stored (N, K), 2 x 2 warps of 32 x 32, n16
@@ -143,6 +150,10 @@ TEST(LowerSimMmaEmitter, Int8) {
 }
 TEST(LowerSimMmaEmitter, Int8BStoredByK) {
     runGemm({"int8", "int32", false, false, 1, 1, 16, 16, 32, 16, 16, 64});
+}
+// Both stored with K along the rows: no ldmatrix (no .trans of bytes), every fragment element read on its own.
+TEST(LowerSimMmaEmitter, Int8BothStoredByK) {
+    runGemm({"int8", "int32", true, false, 1, 1, 16, 16, 32, 16, 16, 64});
 }
 
 // mma_atom tile by tile (a loop variable's offsets) and stmatrix into the block of the global C (pid_m,
