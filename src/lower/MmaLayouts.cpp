@@ -234,9 +234,8 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
                            "K a multiple of 16");
                 continue;
             }
-            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh), those
-            // of tf32's m64k8 the operand order in wgmma rows; where the warpgroups also split the columns, each
-            // warpgroup column holds a copy (Layout::warpCopies)
+            // wgmma RS: m64k16's A registers are the wgmma accumulator order of (M, K), tf32's m64k8 the operand
+            // order in wgmma rows (operandOrder); warpgroups splitting the columns each hold a copy (warpCopies)
             const int ag = groupOf(g.aFrag);
             assign(ag, operandOrderGroups(c, groupOf).count(ag) ? operandOrder({g.m, g.k}, k.threads, split.first, wgmma)
                                                                 : Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma),
