@@ -172,10 +172,12 @@ void recordPanelOperands(Kernel &k) {
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
-/// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit or float8 (M, K)
-/// fragment (its registers then take wgmma's m64k16 order; warpgroups splitting the columns each hold a copy of
-/// their rows). `rowsOnly`: an RS product's A is tied to another product's accumulator (registerOperandTied), so
-/// every product splits by rows (the accumulator layouts must agree with the A fragment's element for element).
+/// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit, float8 or
+/// float32 (tf32) (M, K) fragment (its registers then take wgmma's m64k16, m64k32 or m64k8 order; warpgroups
+/// splitting the columns each hold a copy of their rows). `rowsOnly`: an RS product's A is tied to another
+/// product's accumulator (registerOperandTied), so every product splits by rows (the accumulator layouts must agree
+/// with the A fragment's element for element); a tf32 A then stays on mma.sync (its operand order, Layout::opCols,
+/// is no accumulator's).
 bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
     if (g.sparse()) return false; // T.gemm_sp runs on mma.sp over row-swizzled tiles (no wgmma.sp, no panels)
     const bool rs = aInRegisters(g);
@@ -188,8 +190,11 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     int64_t aM = 0, K = 0;
     if (rs) {
         const Buffer &a = g.a.buffer;
-        // 16-bit, or float8 (its m64k32 registers are a shuffle of the accumulator order: sm90_wgmma.cuh)
-        if (g.transA || a->shape.size() != 2 || (a->dtype.bytes() != 2 && !a->dtype.isFloat8())) return false;
+        // 16-bit, or float8 (its m64k32 registers are a shuffle of the accumulator order: sm90_wgmma.cuh), or
+        // tf32 in the operand order of a fragment no accumulator shares
+        const bool tf32 = a->dtype.bytes() == 4 && a->dtype.isFloat();
+        if (g.transA || a->shape.size() != 2 || (a->dtype.bytes() != 2 && !a->dtype.isFloat8() && !tf32)) return false;
+        if (tf32 && rowsOnly) return false;
         auto am = constInt(a->shape[0]), ak = constInt(a->shape[1]);
         if (!am || !ak) return false;
         aM = *am, K = *ak;

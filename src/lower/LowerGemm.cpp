@@ -81,13 +81,16 @@ class GemmLowerer : public IRMutator {
         if (op->instr == GemmInstr::Wgmma && A->scope == Scope::Fragment) {
             // RS: A's registers in wgmma's m64k16 order, which is the wgmma accumulator layout of (M, K) split by
             // rows like C, a copy in each warpgroup column where the warpgroups split C's columns too
-            // (specializeWarps / cpAsyncWgmma checked the split, inferLayouts gave A that layout).
+            // (specializeWarps / cpAsyncWgmma checked the split, inferLayouts gave A that layout); a tf32 A in
+            // the operand order in wgmma rows (Layout::opCols), whose slots are m64k8's registers.
             auto ar = layouts_.registers.find(A.get());
             auto al = layouts_.fragments.find(A.get());
             int swB = panelSpan(B);
             const bool matches = ar != layouts_.registers.end() && al != layouts_.fragments.end() && al->second.wgmma &&
                                  al->second.warpsN == 1 && al->second.warpsM == L.warpsM && al->second.threads == L.threads && L.wgmma &&
-                                 al->second.shape == std::vector<int64_t>{M, K} && (A->dtype.bytes() == 2 || A->dtype.isFloat8()) && swB;
+                                 al->second.shape == std::vector<int64_t>{M, K} && swB &&
+                                 (A->dtype.bytes() == 4 ? A->dtype.isFloat() && al->second.opCols
+                                                        : !al->second.opCols && (A->dtype.bytes() == 2 || A->dtype.isFloat8()));
             TILEC_ASSERT(matches,
                          "a wgmma T.gemm with A in registers whose layouts do not match wgmma's");
             // float8: the registers after the fragment's take its m64k32 image (inferLayouts made room, except

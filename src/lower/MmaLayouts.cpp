@@ -205,14 +205,25 @@ void followRows(const std::map<int, std::vector<const Use *>> &byRows, const std
     }
 }
 
+/// Layout::mmaOperand, in wgmma's rows where `wgmma` (Layout::wgmma: tile mi of warp w at mi*64 + (w%4)*16 in its
+/// warpgroup's rows): then slots 4(mi*KT + kk)..+3 are the four A registers of a tf32 wgmma RS's m64k8 step kk
+/// (KT = K/8), per warp the m16n8k8 order (sm90_wgmma.cuh, wgmma_gemm_rs_fragment).
+Layout operandOrder(std::vector<int64_t> shape, int threads, int warpsM, bool wgmma) {
+    TILEC_ASSERT(!wgmma || warpsM % 4 == 0, "an operand order in wgmma rows over warps that are not warpgroups");
+    Layout l = Layout::mmaOperand(std::move(shape), threads, warpsM);
+    l.wgmma = wgmma;
+    return l;
+}
+
 /// The groups whose operand-A fragments take the tf32 operand column order (Layout::opCols): read as A only by
-/// mma.sync products of 32-bit A, and holding no accumulator (whose order is the instruction's C order).
+/// products of 32-bit A (mma.sync's m16n8k8 and wgmma's m64k8 registers: per warp the same order), and holding no
+/// accumulator (whose order is the instruction's C order).
 std::set<int> operandOrderGroups(const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf) {
     std::set<int> out, other;
     for (auto &g : c.gemms) {
         other.insert(groupOf(g.c));
         if (!g.aFrag) continue;
-        const bool tf32 = g.op->instr != GemmInstr::Wgmma && g.aFrag->dtype.bytes() == 4 && g.aFrag->dtype.isFloat();
+        const bool tf32 = g.aFrag->dtype.bytes() == 4 && g.aFrag->dtype.isFloat();
         (tf32 ? out : other).insert(groupOf(g.aFrag));
     }
     for (int o : other) out.erase(o);
@@ -229,7 +240,7 @@ std::set<const Use *> followColumnGroups(const LayoutUses &c, const std::functio
         if (!u.colGroupStride || u.nest < 0) continue;
         const auto &f = group(groupOf(u.buffer)).mma;
         if (!f || f->kind != Layout::Mma || !f->opCols) continue;
-        const Layout want = Layout::mmaOperand(c.nests[u.nest].extents, f->threads, f->warpsM);
+        const Layout want = operandOrder(c.nests[u.nest].extents, f->threads, f->warpsM, f->wgmma);
         MmaGroup &ng = group(nestGroup(u.nest));
         if (ng.mma && !(*ng.mma == want)) continue;
         ng.mma = want, ng.replicated = false;
@@ -312,10 +323,10 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
                            "K a multiple of 16");
                 continue;
             }
-            // wgmma RS: the A registers of m64k16 are the wgmma accumulator order of (M, K) (sm90_wgmma.cuh); where
-            // the warpgroups also split the columns, each warpgroup column holds a copy (Layout::warpCopies)
+            // wgmma RS: m64k16's A registers are the wgmma accumulator order of (M, K), tf32's m64k8 the operand
+            // order in wgmma rows (operandOrder); warpgroups splitting the columns each hold a copy (warpCopies)
             const int ag = groupOf(g.aFrag);
-            assign(ag, operandOrderGroups(c, groupOf).count(ag) ? Layout::mmaOperand({g.m, g.k}, k.threads, split.first)
+            assign(ag, operandOrderGroups(c, groupOf).count(ag) ? operandOrder({g.m, g.k}, k.threads, split.first, wgmma)
                                                                 : Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma),
                    g, "operand A '" + g.aFrag->name + "'");
         }

@@ -23,7 +23,7 @@ Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::Wgmma
 bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS); }
 
 /// The elements of its A register array a wgmma_rs call reads asynchronously: the fragment's, and for float8
-/// as many again, its m64k32 image (sm90_wgmma.cuh).
+/// as many again, its m64k32 image (sm90_wgmma.cuh); tf32 has as many elements as 16-bit (m64k8: 4 a step).
 int64_t rsRegisterElements(const Call &g) {
     auto c = [&](const char *n) { return *constInt(lib::arg(g, lib::Fn::WgmmaRS, n)); };
     const Load *a = addressedLoad(lib::arg(g, lib::Fn::WgmmaRS, "a"));

@@ -315,7 +315,7 @@ class Specializer {
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
                                      "tf32, float8 and int8 operands must be K-major, so a float8 B such as attention's "
                                      "V is stored transposed and read with transpose_B=True; A from registers needs a "
-                                     "16-bit or float8 fragment and the consumer warpgroups splitting the rows only)");
+                                     "16-bit, float8 or tf32 fragment and the consumer warpgroups splitting the rows only)");
         bool anyWgmma = false, registerAOnMma = false;
         for (auto &s : split.rest) {
             p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma));

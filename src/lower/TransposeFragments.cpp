@@ -316,7 +316,7 @@ class Transposer : public IRMutator {
     /// through nests that index both exactly (an operand filled by a copy of a dequantized fragment).
     std::set<const BufferNode *> mmaTied_;
     std::vector<const Gemm *> gemms_;
-    /// Those linked to a 32-bit A of mma.sync and to no other operand, which take the tf32 operand column order
+    /// Those linked to a 32-bit A (mma.sync or wgmma) and to no other operand, which take the tf32 operand column order
     /// (MmaLayouts.cpp, operandOrderGroups: the same rule over inferLayouts' groups).
     std::set<const BufferNode *> operandOrder_;
 
@@ -335,7 +335,7 @@ class Transposer : public IRMutator {
             if (g->c.buffer) other.insert(find(g->c.buffer.get()));
             const Buffer &a = g->a.buffer;
             if (!a || a->scope != Scope::Fragment) continue;
-            const bool ok = g->instr != GemmInstr::Wgmma && a->dtype.bytes() == 4 && a->dtype.isFloat();
+            const bool ok = a->dtype.bytes() == 4 && a->dtype.isFloat(); // mma.sync and wgmma alike
             (ok ? tf32 : other).insert(find(a.get()));
         }
         for (auto *b : mmaTied_)

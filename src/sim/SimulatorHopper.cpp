@@ -29,9 +29,9 @@
 /// own that knows what the issuer knew at the issue, and as the issuing thread at the wait, so an overwrite
 /// of the buffer before that wait, or after it without a barrier, is a race (and a wrong value); it then
 /// writes the global box, clipped to the tensor.
-/// wgmma_rs reads its A from the issuing threads' registers (the m64k16 fragment order of sm90_wgmma.cuh,
-/// independent of the compiler's layouts) when the wait retires its group; registers changed between the issue
-/// and that wait are an error (the hardware reads them asynchronously).
+/// wgmma_rs reads its A from the issuing threads' registers (the m64k16 fragment order of sm90_wgmma.cuh, tf32's
+/// m64k8 one; independent of the compiler's layouts) when the wait retires its group; registers changed between
+/// the issue and that wait are an error (the hardware reads them asynchronously).
 #include "sim/Simulator.h"
 #include "sim/ConsumerGroups.h"
 
@@ -171,10 +171,12 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
         if (op->scope != ir::Scope::Shared) throw SimError("a wgmma shared operand outside shared memory");
     if (g->rs) {
         // each warpgroup reads its own A registers: with wgN > 1 every warpgroup column holds a copy of its rows
-        // float8: the same accumulator-order fragment (the library shuffles it into wgmma's m64k32 registers)
-        if (g->a->dtype.isFloat8() ? g->K % 32 || !g->transB : g->a->dtype.bytes() != 2 || g->K % 16)
+        // float8: the same accumulator-order fragment (the library shuffles it into wgmma's m64k32 registers);
+        // tf32: m64k8's four registers a step, one float each
+        const bool tf32 = g->a->dtype.bytes() == 4 && g->a->dtype.isFloat();
+        if (g->a->dtype.isFloat8() || tf32 ? g->K % (tf32 ? 8 : 32) || !g->transB : g->a->dtype.bytes() != 2 || g->K % 16)
             throw SimError("a wgmma_rs the library cannot do");
-        const int64_t n = Mw / 64 * (g->K / 16) * 8;
+        const int64_t n = tf32 ? Mw / 64 * (g->K / 8) * 4 : Mw / 64 * (g->K / 16) * 8;
         for (int t = first; t < first + 128; ++t) {
             auto [regs, r0] = addressOf(passes::lib::arg(c, fn, "a"), t);
             auto &v = storage(regs, t);
@@ -230,8 +232,9 @@ void Simulator::wgmmaRetire(int64_t keep) {
             return shared_.at(buf)[at];
         };
         std::vector<double> A((size_t)(Mw * K)), B((size_t)(K * Nw));
+        const bool tf32 = g->rs && g->a->dtype.bytes() == 4 && g->a->dtype.isFloat();
         if (g->rs) // register r of lane l, warp w: two elements of row mi*64 + w*16 + (j%2)*8 + l/4, columns
-                   // ki*16 + (j/2)*8 + (l%4)*2 + {0, 1}, with r = (mi*KT + ki)*4 + j
+                   // ki*16 + (j/2)*8 + (l%4)*2 + {0, 1}, with r = (mi*KT + ki)*4 + j (tf32: one, below)
             for (int lt = 0; lt < 128; ++lt) {
                 auto &now = storage(g->a, g->first + lt);
                 const auto &then = g->aAtIssue[(size_t)lt];
@@ -241,6 +244,12 @@ void Simulator::wgmmaRetire(int64_t keep) {
                     if (!(v == then[e]) && !(std::isnan(v) && std::isnan(then[e])))
                         throw SimError("the A registers " + g->a->name + " of a wgmma_rs in flight changed in thread " +
                                        std::to_string(g->first + lt) + " before the wait that retires it");
+                    if (tf32) { // register r: row mi*64 + w*16 + (j%2)*8 + l/4, column ki*8 + (j/2)*4 + l%4
+                        const int64_t r = (int64_t)e, KT8 = K / 8, mi = r / (KT8 * 4), ki = r / 4 % KT8, j = r % 4;
+                        const int64_t row = mi * 64 + warp * 16 + j % 2 * 8 + lane / 4;
+                        A[(size_t)(row * K + ki * 8 + j / 2 * 4 + lane % 4)] = v;
+                        continue;
+                    }
                     const int64_t r = (int64_t)e / 2, mi = r / (KT * 4), ki = r / 4 % KT, j = r % 4;
                     const int64_t row = mi * 64 + warp * 16 + j % 2 * 8 + lane / 4;
                     const int64_t col = ki * 16 + j / 2 * 8 + lane % 4 * 2 + (int64_t)e % 2;

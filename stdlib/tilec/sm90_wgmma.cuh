@@ -34,9 +34,10 @@
 // before the wait (use it before the epilogue). Shared memory a group reads may be overwritten (the stage
 // released) once a wait has retired that group.
 //
-// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there; float8: m64k32, B K-major);
-// wgmma_gemm_rs_fragment takes those registers as the array of a 16-bit fragment, or of a float8 fragment in
-// the accumulator order followed by room for its m64k32 image (float8_a_image: two shuffles per 32 columns).
+// wgmma_gemm_rs is the same with A in registers (the m64k16 fragment, see there; float8: m64k32, tf32: m64k8,
+// both with B K-major); wgmma_gemm_rs_fragment takes those registers as the array of a 16-bit or float (tf32)
+// fragment, or of a float8 fragment in the accumulator order followed by room for its m64k32 image
+// (float8_a_image: two shuffles per 32 columns).
 //
 // wgmma is inline PTX: <cuda/ptx> does not cover it. On targets other than sm_90a everything here compiles
 // to nothing; generated code calls it only on the Hopper path.
@@ -156,7 +157,8 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
                  ", p, 1, 1, %" #TB ";\n}\n"                                                                   \
                  : __VA_ARGS__                                                                                 \
                  : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
-// RS with float8 A (k32): no transpose immediate (8-bit B is K-major only); the "n" operand is left unused.
+// RS with float8 A (k32) or tf32 A (k8): no transpose immediate (8-bit and tf32 B are K-major only); the "n"
+// operand is left unused.
 #define TILEC_WG_TRS8(LIST, DB, SC, TB, A0, A1, A2, A3, INST, ...)                                             \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB            \
                  ", p, 1, 1;\n}\n"                                                                               \
@@ -167,6 +169,7 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
         if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::BF16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.bf16.bf16"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::F16F16) TILEC_WG_AT##RH(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f16.f16.f16"), TILEC_WG_R##RH(du, 0)); \
+        else if constexpr (K == Kind::TF32) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 8, "f32.tf32.tf32"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::E4E4) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e4m3.e4m3"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::E4E5) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e4m3.e5m2"), TILEC_WG_F##RF(df, 0)); \
         else if constexpr (K == Kind::E5E4) TILEC_WG_AT##RF(TILEC_WG_TRS8, TILEC_WG_OP(N, 32, "f32.e5m2.e4m3"), TILEC_WG_F##RF(df, 0)); \
@@ -196,8 +199,8 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
 #define TILEC_WG_WIDTHS(W) W(256, 128, 64) W(128, 64, 32) W(64, 32, 16) W(32, 16, 8) W(16, 8, 4) W(8, 4, 2)
 
 /// One wgmma.mma_async m64 n`Width` of kind K: SS (AOp = uint64_t, A's descriptor) or RS (AOp = const
-/// uint32_t *, the thread's four A registers, 16-bit kinds). df: float accumulators; du: 32-bit ones (int32,
-/// or __half pairs packed low-first).
+/// uint32_t *, the thread's four A registers: 16-bit, float8 and tf32 kinds). df: float accumulators; du:
+/// 32-bit ones (int32, or __half pairs packed low-first).
 template <int Width, Kind K, int TnspA, int TnspB, class AOp>
 __device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -475,14 +478,15 @@ template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA
 __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC *acc) {
     using namespace wgmma_detail;
     constexpr Kind K_ = kind<TA, TB, TC>();
-    static_assert(sixteen_bit(K_) || float8(K_), "wgmma with A in registers: f16/bf16 -> f32, f16 -> f16, fp8 -> f32");
-    static_assert(sixteen_bit(K_) || TransB, "float8 wgmma reads a K-major B only (TransB true)");
+    static_assert(sixteen_bit(K_) || float8(K_) || K_ == Kind::TF32,
+                  "wgmma with A in registers: f16/bf16 -> f32, f16 -> f16, fp8 -> f32, tf32 -> f32");
+    static_assert(sixteen_bit(K_) || TransB, "float8 and tf32 wgmma read a K-major B only (TransB true)");
     constexpr int ES = (int)sizeof(TB), KInst = 32 / ES;
     constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64, KT = K / KInst;
     static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
     static_assert(N % WgN == 0 && Nw % 8 == 0, "each warpgroup owns a multiple of 8 columns");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
-    static_assert(K % KInst == 0, "K is a whole number of instructions (k16 16-bit, k32 float8)");
+    static_assert(K % KInst == 0, "K is a whole number of instructions (k16 16-bit, k32 float8, k8 tf32)");
     constexpr int Wb = SwzB / ES;
     static_assert(!TransB || K % Wb == 0, "a K-major B tile is a whole number of panels (K * sizeof % SwzB == 0)");
     static_assert(TransB || N % Wb == 0, "an N-major B tile is a whole number of panels");
@@ -518,11 +522,14 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
 /// unchanged until the wait that retires the group, e.g. with wgmma_wait<0, Count>(a), which also pins them.
 /// A float8 fragment (A in the accumulator order, which is not wgmma's 8-bit A order) is followed in its array
 /// by as many bytes again, where the call writes the m64k32 registers it issues from (float8_a_image): pin all
-/// 2 x Count bytes after the wait.
+/// 2 x Count bytes after the wait. A float fragment (tf32) is in the operand order of tilec's layouts (opCols in
+/// wgmma rows): slots 4 (mi * K / 8 + ki) .. + 3 are m64k8 step ki's a0..a3, rows g, g + 8 of column t, then of
+/// t + 4 (g = lane / 4, t = lane % 4), each float's bits as they are (the tensor core reads its tf32 part).
 template <int M, int N, int K, int WgM, int WgN, bool TransB, int SwzB, class TA, class TB, class TC>
 __device__ __forceinline__ void wgmma_gemm_rs_fragment(const TA *a, const TB *b, TC *acc) {
-    static_assert(sizeof(TA) == 2 || sizeof(TA) == 1, "wgmma with A in registers takes a 16-bit or float8 fragment");
-    if constexpr (sizeof(TA) == 2) {
+    static_assert(sizeof(TA) == 2 || sizeof(TA) == 1 || std::is_same_v<TA, float>,
+                  "wgmma with A in registers takes a 16-bit, float8 or float (tf32) fragment");
+    if constexpr (sizeof(TA) == 2 || sizeof(TA) == 4) {
         wgmma_gemm_rs<M, N, K, WgM, WgN, TransB, SwzB, TA>(reinterpret_cast<const uint32_t *>(a), b, acc);
     } else {
         // The m64k32 image follows the fragment in the same array (tilec allocates a float8 A of wgmma twice

@@ -30,10 +30,14 @@ namespace {
 /// Every element in warpCopies() slots, the numeric element of each slot (elementOf) equal to the symbolic one
 /// (mmaSlotRowCol), each column c in lane c % 4, and a tf32 k-step's four slots 4kk + r the instruction's a_r:
 /// (g + 8 (r % 2), 8 kk + t + 4 (r / 2)).
-void checkOperandOrder(int64_t m, int64_t n, int warpsM, int threads) {
+/// With `wgmma` (wgmma's rows), slot 4 (mi * KT + kk) + r is register a_r of tf32 wgmma RS's m64k8 step kk for
+/// m-tile mi (KT = n / 8): row wg * (m / warpgroups) + mi * 64 + (w % 4) * 16 + g + 8 (r % 2),
+/// column 8 kk + t + 4 (r / 2).
+void checkOperandOrder(int64_t m, int64_t n, int warpsM, int threads, bool wgmma = false) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " over " + std::to_string(warpsM) + " warps, " +
-                 std::to_string(threads) + " threads");
-    const Layout l = Layout::mmaOperand({m, n}, threads, warpsM);
+                 std::to_string(threads) + " threads" + (wgmma ? ", wgmma rows" : ""));
+    Layout l = Layout::mmaOperand({m, n}, threads, warpsM);
+    l.wgmma = wgmma; // as inferLayouts gives the A of a tf32 wgmma RS (MmaLayouts.cpp, operandOrder)
     ASSERT_EQ(l.slotsPerThread() * threads, m * n * l.warpCopies());
     std::vector<int> seen(m * n, 0);
     auto t = ir::makeVar("t", DType::Int32);
@@ -52,6 +56,10 @@ void checkOperandOrder(int64_t m, int64_t n, int warpsM, int threads) {
                 const int64_t kSteps = n / 8, r = s % 4, kk = s / 4 % kSteps;
                 EXPECT_EQ(e % n, 8 * kk + q4 + 4 * (r / 2)) << "slot " << s;
                 EXPECT_EQ(e / n % 16, g + 8 * (r % 2)) << "slot " << s;
+                if (wgmma) {
+                    const int64_t wm = tt / 32 % warpsM, mi = s / 4 / kSteps, wgRows = m / (warpsM / 4);
+                    EXPECT_EQ(e / n, wm / 4 * wgRows + mi * 64 + wm % 4 * 16 + g + 8 * (r % 2)) << "slot " << s;
+                }
             }
         }
     }
@@ -64,6 +72,9 @@ TEST(LowerSimOperandOrder, LayoutMatchesItsDefinition) {
     checkOperandOrder(32, 4, 2, 128);   // its sum-of-squares nest
     checkOperandOrder(64, 12, 4, 128);
     checkOperandOrder(48, 16, 3, 96);
+    checkOperandOrder(128, 64, 4, 128, true); // chunk_delta_bwd's Q_fragment_t: two m64 tiles per warp
+    checkOperandOrder(128, 16, 8, 256, true); // two warpgroups, 64 rows each
+    checkOperandOrder(64, 32, 4, 256, true);  // one warpgroup's rows, a copy in the second (columns split)
 }
 
 /// mHC's fused product and sum of squares at a small size: X (n, 128) bfloat16 in 64-column stages, F (24, 128)
@@ -247,6 +258,75 @@ TEST(LowerSimOperandOrder, ColumnValuesReductionsAndCopiesOfTheOperandOrder) {
         }
         for (int j = 0; j < 32; ++j) wrong += cm[(size_t)j] != colMax[(size_t)j];
         EXPECT_EQ(wrong, 0) << "products, row sums, column maxima and the copy of a = A d";
+    }
+}
+
+/// A tf32 A in the operand order on wgmma (sm_90a): gdn chunk_delta_bwd's shape of it, Q^T (128, 64) filled by a
+/// transposing nest from a (64, 128) fragment and multiplied by a K-major tf32 B, beside a bfloat16 product, over
+/// one warpgroup (two m64 tiles a warp) and over two (64 rows each). The product is a wgmma_rs whose A registers
+/// the simulator reads in the instruction's m64k8 order, not through the compiler's layouts.
+TEST(LowerSimOperandOrder, Tf32OperandOnWgmmaFromRegisters) {
+    for (int threads : {128, 256}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads");
+        const std::string src =
+            "import tilelang.language as T\n"
+            "@T.prim_func\n"
+            "def k(Q: T.Tensor((64, 128), \"float32\"), K: T.Tensor((64, 128), \"bfloat16\"), H: T.Tensor((128, 32), \"bfloat16\"),\n"
+            "      D: T.Tensor((32, 64), \"float32\"), O: T.Tensor((128, 32), \"float32\"), V: T.Tensor((64, 32), \"float32\")):\n"
+            "    with T.Kernel(1, threads=" + std::to_string(threads) + ") as bx:\n"
+            "        K_s = T.alloc_shared((64, 128), \"bfloat16\")\n"
+            "        H_s = T.alloc_shared((128, 32), \"bfloat16\")\n"
+            "        D_s = T.alloc_shared((32, 64), \"float32\")\n"
+            "        q = T.alloc_fragment((64, 128), \"float32\")\n"
+            "        qt = T.alloc_fragment((128, 64), \"float32\")\n"
+            "        v = T.alloc_fragment((64, 32), \"float32\")\n"
+            "        acc = T.alloc_fragment((128, 32), \"float32\")\n"
+            "        T.copy(K, K_s)\n"
+            "        T.copy(H, H_s)\n"
+            "        T.copy(D, D_s)\n"
+            "        T.gemm(K_s, H_s, v, clear_accum=True)\n"
+            "        T.copy(Q, q)\n"
+            "        for i, kk in T.Parallel(64, 128):\n"
+            "            qt[kk, i] = q[i, kk] * 0.5\n"
+            "        T.clear(acc)\n"
+            "        T.gemm(qt, D_s, acc, transpose_B=True)\n"
+            "        T.copy(acc, O)\n"
+            "        T.copy(v, V)\n";
+        LowerRun r;
+        r.run(src, "t.tile", *Target::parse("sm_90a"));
+        const ir::Kernel *k = r.kernel("k");
+        ASSERT_TRUE(k) << r.diags();
+        struct Rs : ir::IRVisitor {
+            using IRVisitor::visit;
+            int wgmmaRs = 0, mmaRs = 0;
+            void visit(const ir::Call &c) override {
+                wgmmaRs += lib::is(c, lib::Fn::WgmmaRS), mmaRs += lib::is(c, lib::Fn::GemmRS) || lib::is(c, lib::Fn::GemmRSPanels);
+                IRVisitor::visit(c);
+            }
+        } calls;
+        calls.visit(k->body);
+        EXPECT_EQ(calls.wgmmaRs, 1) << "the tf32 product on wgmma from registers";
+        EXPECT_EQ(calls.mmaRs, 0);
+        auto q = smallValues(64 * 128, 11), kk = smallValues(64 * 128, 12), h = smallValues(128 * 32, 13), d = smallValues(32 * 64, 14);
+        std::vector<double> o(128 * 32, std::nan("")), v(64 * 32, std::nan(""));
+        Simulator sim(*k, {{"Q", &q}, {"K", &kk}, {"H", &h}, {"D", &d}, {"O", &o}, {"V", &v}});
+        sim.run();
+        EXPECT_TRUE(sim.races.empty()) << sim.races.front();
+        int wrongO = 0, wrongV = 0;
+        for (int i = 0; i < 128; ++i)
+            for (int j = 0; j < 32; ++j) {
+                double want = 0;
+                for (int s2 = 0; s2 < 64; ++s2) want += q[(size_t)(s2 * 128 + i)] * 0.5 * d[(size_t)(j * 64 + s2)];
+                wrongO += o[(size_t)(i * 32 + j)] != want;
+            }
+        for (int i = 0; i < 64; ++i)
+            for (int j = 0; j < 32; ++j) {
+                double want = 0;
+                for (int c = 0; c < 128; ++c) want += kk[(size_t)(i * 128 + c)] * h[(size_t)(c * 32 + j)];
+                wrongV += v[(size_t)(i * 32 + j)] != want;
+            }
+        EXPECT_EQ(wrongO, 0) << "O = (Q / 2)^T D^T";
+        EXPECT_EQ(wrongV, 0) << "V = K H";
     }
 }
 
