@@ -333,7 +333,7 @@ int64_t elementOf(const Layout &l, int64_t t, int64_t slot) {
 std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep, ir::GemmPolicy policy) {
     if (warpgroups < 1) return {0, 0};
     auto fits = [&](int wgM, int wgN) {
-        return m % (64 * wgM) == 0 && n % wgN == 0 && (n / wgN) % nStep == 0; // wider than n256: several instructions
+        return m % (64 * wgM) == 0 && n % wgN == 0 && (n / wgN) % nStep == 0 && n / wgN <= 256;
     };
     // FullCol: the most warpgroups along the columns that divide (TileLang's ComputeWgmmaWarpPartition).
     if (policy == ir::GemmPolicy::FullCol) {

@@ -14,8 +14,8 @@
 // [0, 128 * WgM * WgN) of the block. Warpgroup g = threadIdx.x / 128 (wgm = g % WgM, wgn = g / WgM) computes
 // rows [wgm * M / WgM, +M / WgM) and columns [wgn * N / WgN, +N / WgN) of C += op(A) op(B) with
 // (M / WgM / 64) x (K / kInst) x (instructions per N / WgN) wgmma.mma_async. N / WgN is a multiple of 8 (16 for
-// __half accumulators), issued as the fewest power-of-two instructions n256, n128, ..., n8 (one for the usual 64,
-// 128, 256; a share wider than 256 columns, e.g. MLA's 512 on one warpgroup, starts with n256 instructions).
+// __half accumulators) up to 256, issued as the fewest power-of-two instructions n256, n128, ..., n8 (one for
+// the usual 64, 128, 256).
 //
 // Accumulators. acc holds the thread's (M / WgM / 64) m-tiles of N / WgN / 2 elements each, in wgmma's D
 // order; with nT = N / WgN / 8, lane = threadIdx.x % 32, warp = threadIdx.x / 32:
@@ -273,8 +273,8 @@ template <int Count, class T> __device__ __forceinline__ void fence_operands(T *
 
 __host__ __device__ constexpr int largest_pow2_at_most(int n) { return n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : n >= 32 ? 32 : n >= 16 ? 16 : 8; }
 
-/// The instructions of one m64 x kInst step over columns N0 .. Nw - 1 (Nw: the end, the warpgroup's share or the
-/// end of one of its 256-column blocks): the largest power-of-two width that fits, then the rest. acc points at the m-tile's first accumulator.
+/// The instructions of one m64 x Nw x kInst step, from column n0 on: the largest power-of-two width that fits,
+/// then the rest. acc points at the m-tile's first accumulator.
 /// A is a descriptor (uint64_t: SS) or the thread's four A registers (const uint32_t *: RS).
 template <int Nw, int N0, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC,
           class AOp>
@@ -297,22 +297,6 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
             issue(nullptr, reinterpret_cast<uint32_t *>(acc + N0 / 2));
         }
         mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
-    }
-}
-
-/// The end of the 256-column block that starts at column NB of Nw.
-__host__ __device__ constexpr int n_block_end(int NB, int Nw) { return NB + 256 < Nw ? NB + 256 : Nw; }
-
-/// mma_row over 256-column block `nb` of a warpgroup's Nw columns (nb a constant once the caller's unrolled loop
-/// over the blocks is). A share wider than one n256 instruction is issued block by block, every k-step of one block
-/// before the next (TileLang's order), so that where the accumulators outgrow the registers ptxas keeps one block in
-/// them at a time instead of reloading every block at every k-step; Nw <= 256 is one block, mma_row itself.
-template <int Nw, int NB, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC,
-          class AOp>
-__device__ __forceinline__ void mma_block(int nb, TC *acc, AOp da, uint64_t db) {
-    if constexpr (NB < Nw) {
-        if (nb == NB / 256) mma_row<n_block_end(NB, Nw), NB, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
-        else mma_block<Nw, NB + 256, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(nb, acc, da, db);
     }
 }
 
@@ -415,7 +399,7 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     constexpr int KInst = 32 / ES;
     constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64;
     static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
-    static_assert(N % WgN == 0 && Nw % 8 == 0, "each warpgroup owns a multiple of 8 columns");
+    static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
     static_assert(K % KInst == 0, "K is a whole number of instructions (16 for 16-bit types, 8 tf32, 32 8-bit)");
     static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
@@ -442,19 +426,16 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     fence_operands<Count>(acc);
     wgmma_fence();
 #pragma unroll
-    for (int nb = 0; nb < (Nw + 255) / 256; ++nb) {
+    for (int ki = 0; ki < K / KInst; ++ki) {
+        // the instruction's 32 bytes of K: inside a panel's row (K-major) or 16 K-rows down (MN-major)
+        const int kA = ki * KInst, kB = ki * KInst;
+        const unsigned kaOff = TransA ? kA * SwzA : (kA / Wa) * APanel + (kA % Wa) * ES;
+        const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
 #pragma unroll
-        for (int ki = 0; ki < K / KInst; ++ki) {
-            // the instruction's 32 bytes of K: inside a panel's row (K-major) or 16 K-rows down (MN-major)
-            const int kA = ki * KInst, kB = ki * KInst;
-            const unsigned kaOff = TransA ? kA * SwzA : (kA / Wa) * APanel + (kA % Wa) * ES;
-            const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
-#pragma unroll
-            for (int mi = 0; mi < (WgM == 1 ? LiveMT : MT); ++mi) {
-                const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
-                mma_block<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
-                    nb, acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));
-            }
+        for (int mi = 0; mi < (WgM == 1 ? LiveMT : MT); ++mi) {
+            const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
+            mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
+                acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));
         }
     }
     wgmma_commit();
@@ -484,7 +465,7 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
     constexpr int ES = (int)sizeof(TB), KInst = 32 / ES;
     constexpr int Mw = M / WgM, Nw = N / WgN, MT = Mw / 64, KT = K / KInst;
     static_assert(M % WgM == 0 && Mw % 64 == 0, "each consumer warpgroup owns a multiple of 64 rows");
-    static_assert(N % WgN == 0 && Nw % 8 == 0, "each warpgroup owns a multiple of 8 columns");
+    static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
     static_assert(K % KInst == 0, "K is a whole number of instructions (k16 16-bit, k32 float8, k8 tf32)");
     constexpr int Wb = SwzB / ES;
@@ -500,16 +481,14 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
     fence_operands<Count>(acc);
     wgmma_fence();
 #pragma unroll
-    for (int nb = 0; nb < (Nw + 255) / 256; ++nb) {
+    for (int ki = 0; ki < KT; ++ki) {
+        const int kB = ki * KInst;
+        const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
 #pragma unroll
-        for (int ki = 0; ki < KT; ++ki) {
-            const int kB = ki * KInst;
-            const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
-#pragma unroll
-            for (int mi = 0; mi < MT; ++mi)
-                mma_block<Nw, 0, K_, 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(nb, acc + mi * (Nw / 2), a + (mi * KT + ki) * 4,
-                                                                                 descriptor_plus(db0, kbOff >> 4));
-        }
+        for (int mi = 0; mi < MT; ++mi)
+            mma_row<Nw, 0, K_, 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(acc + mi * (Nw / 2),
+                                                                           a + (mi * KT + ki) * 4,
+                                                                           descriptor_plus(db0, kbOff >> 4));
     }
     wgmma_commit();
     fence_operands<Count>(acc);

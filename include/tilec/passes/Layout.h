@@ -146,7 +146,7 @@ ir::KernelP withThreadIndex(const ir::KernelP &k);
 
 /// How `warpgroups` warpgroups split an (M, N) wgmma accumulator: (wgM, wgN), rows in 64-row slices first
 /// (FullCol: columns first, TileLang's rule for wgmma), or {0, 0} when M and N do not divide (N/wgN must also be
-/// a multiple of `nStep`; a share wider than 256 columns is several instructions per k-step, as in TileLang).
+/// a multiple of `nStep`, at most 256).
 std::pair<int, int> wgmmaWarpgroups(int64_t m, int64_t n, int warpgroups, int nStep = 8,
                                     ir::GemmPolicy policy = ir::GemmPolicy::Auto);
 
