@@ -39,28 +39,6 @@ int64_t packedReadFactor(const std::vector<Expr> &indices, const Nest &n, const 
     return *S;
 }
 
-/// S where `indices` are the nest's variables, the last times S plus the variable of a loop inside the nest over
-/// [0, S) (`innerExtents`), over `b`'s whole shape (Use::expand); else 0.
-int64_t expandFactor(const std::vector<Expr> &indices, const Nest &n, const BufferNode &b,
-                     const std::map<const VarNode *, int64_t> &innerExtents) {
-    const size_t r = indices.size();
-    if (r == 0 || r != n.vars.size() || r != b.shape.size()) return 0;
-    for (size_t d = 0; d + 1 < r; ++d)
-        if (indices[d] != Expr(n.vars[d]) || constInt(b.shape[d]) != std::optional<int64_t>(n.extents[d])) return 0;
-    auto sum = as<Binary>(indices[r - 1]);
-    if (!sum || sum->op != BinaryOp::Add) return 0;
-    for (auto [scaled, inner] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
-        auto m = as<Binary>(scaled);
-        auto w = as<VarNode>(inner);
-        auto it = w ? innerExtents.find(w) : innerExtents.end();
-        if (!m || m->op != BinaryOp::Mul || it == innerExtents.end()) continue;
-        auto S = m->a == Expr(n.vars[r - 1]) ? constInt(m->b) : m->b == Expr(n.vars[r - 1]) ? constInt(m->a) : std::nullopt;
-        if (S && *S == it->second && *S > 1 && constInt(b.shape[r - 1]) == std::optional<int64_t>(n.extents[r - 1] * *S))
-            return *S;
-    }
-    return 0;
-}
-
 /// The widest vector (elements, a power of two up to 16) at which an access of memory buffer `b` along the nest's
 /// lane variable `lane` can start every vector aligned: its rows' length where only the last index runs with the
 /// lanes and an earlier index moves between rows (a padded shared tile, `s[i, j]` over rows of 132 bfloat16: 4,
@@ -308,6 +286,28 @@ class Collect : public IRVisitor {
 };
 
 } // namespace
+
+/// S where `indices` are the nest's variables, the last times S plus the variable of a loop inside the nest over
+/// [0, S) (`innerExtents`), over `b`'s whole shape (Use::expand); else 0.
+int64_t expandFactor(const std::vector<Expr> &indices, const Nest &n, const BufferNode &b,
+                     const std::map<const VarNode *, int64_t> &innerExtents) {
+    const size_t r = indices.size();
+    if (r == 0 || r != n.vars.size() || r != b.shape.size()) return 0;
+    for (size_t d = 0; d + 1 < r; ++d)
+        if (indices[d] != Expr(n.vars[d]) || constInt(b.shape[d]) != std::optional<int64_t>(n.extents[d])) return 0;
+    auto sum = as<Binary>(indices[r - 1]);
+    if (!sum || sum->op != BinaryOp::Add) return 0;
+    for (auto [scaled, inner] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
+        auto m = as<Binary>(scaled);
+        auto w = as<VarNode>(inner);
+        auto it = w ? innerExtents.find(w) : innerExtents.end();
+        if (!m || m->op != BinaryOp::Mul || it == innerExtents.end()) continue;
+        auto S = m->a == Expr(n.vars[r - 1]) ? constInt(m->b) : m->b == Expr(n.vars[r - 1]) ? constInt(m->a) : std::nullopt;
+        if (S && *S == it->second && *S > 1 && constInt(b.shape[r - 1]) == std::optional<int64_t>(n.extents[r - 1] * *S))
+            return *S;
+    }
+    return 0;
+}
 
 LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag) {
     Collect c(diag);

@@ -93,6 +93,11 @@ LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag);
 std::pair<ir::Expr, int64_t> colGroupOffset(const std::vector<ir::Expr> &indices, const std::vector<ir::Var> &vars,
                                             const std::vector<int64_t> &extents, const std::vector<ir::Expr> &shape);
 
+/// S where `indices` are the nest's variables, the last times S plus the variable of a loop inside the nest over
+/// [0, S) (`innerExtents`), over `b`'s whole shape (Use::expand); else 0.
+int64_t expandFactor(const std::vector<ir::Expr> &indices, const Nest &n, const ir::BufferNode &b,
+                     const std::map<const ir::VarNode *, int64_t> &innerExtents);
+
 /// Whether `s` is a T.Parallel nest of a thread's own registers (Nest::fragmentAccess and nonLocalStore both
 /// false): every thread runs it whole, so it needs no other thread and may run under a thread-dependent `if`.
 bool ownRegisterNest(const ir::Stmt &s);

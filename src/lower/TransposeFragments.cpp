@@ -89,30 +89,16 @@ std::map<const VarNode *, int64_t> innerLoops(const Stmt &body) {
     return v.out;
 }
 
-/// Whether load `a` in a nest over `vars` is an expansion (LayoutUses.h, Use::expand) that layout inference can
-/// keep in the reading thread by widening the fragment's vector width to S: the nest's variables, the last times
-/// S plus the variable of an inner loop over [0, S) (`loc[j] = f[y * 8 + j]`), over the fragment's whole shape,
-/// S a power of two up to 16, and the fragment not viewed in another shape.
+/// Whether load `a` in a nest over `vars` is an expansion (LayoutUses.h, expandFactor) that layout inference can
+/// keep in the reading thread by widening the fragment's vector width to S (`loc[j] = f[y * 8 + j]`): S a power of
+/// two up to 16.
 bool widenableExpansion(const Access &a, const std::vector<Var> &vars, const std::vector<int64_t> &extents,
                         const std::map<const VarNode *, int64_t> &inner) {
-    const size_t r = a.indices.size();
-    if (a.store || r == 0 || r != vars.size() || r != a.buffer->shape.size()) return false;
-    for (size_t d = 0; d + 1 < r; ++d)
-        if (a.indices[d] != Expr(vars[d]) || constInt(a.buffer->shape[d]) != std::optional<int64_t>(extents[d])) return false;
-    auto sum = as<Binary>(a.indices[r - 1]);
-    if (!sum || sum->op != BinaryOp::Add) return false;
-    for (auto [scaled, w] : {std::pair{sum->a, sum->b}, std::pair{sum->b, sum->a}}) {
-        auto m = as<Binary>(scaled);
-        auto wv = as<VarNode>(w);
-        auto it = wv ? inner.find(wv) : inner.end();
-        if (!m || m->op != BinaryOp::Mul || it == inner.end()) continue;
-        const Expr last = vars[r - 1];
-        auto S = m->a == last ? constInt(m->b) : m->b == last ? constInt(m->a) : std::nullopt;
-        if (S && *S == it->second && *S > 1 && *S <= 16 && (*S & (*S - 1)) == 0 &&
-            constInt(a.buffer->shape[r - 1]) == std::optional<int64_t>(extents[r - 1] * *S))
-            return true;
-    }
-    return false;
+    if (a.store) return false;
+    Nest n;
+    n.vars = vars, n.extents = extents;
+    const int64_t S = expandFactor(a.indices, n, *a.buffer, inner);
+    return S > 1 && S <= 16 && (S & (S - 1)) == 0;
 }
 
 /// Whether a load of a fragment in a nest over `vars` reads an element that the nest's layout cannot place in the
