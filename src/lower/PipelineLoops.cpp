@@ -141,10 +141,14 @@ class Pipeliner : public IRMutator {
             return mutate(substitute(op->body, VarMap{{op->var.get(), op->min}}));
         auto serial = [&] { return For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc); };
         const int S = op->numStages;
-        if (S < 2) return serial();
+        if (S < 1) return serial();
 
         // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
         LoopSplit split = splitPipelinedBody(*op, kernel_.body);
+        if (S == 1) {
+            Stmt single = refillOneBuffer(*op, split);
+            return single ? single : serial();
+        }
         const std::vector<const Copy *> &hoisted = split.hoisted;
         const std::vector<Stmt> &rest = split.rest;
         if (hoisted.empty()) return serial();
@@ -210,6 +214,58 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+
+    /// T.Pipelined(num_stages=1): one buffer per tile, as TileLang's one-stage pipeline has, but each tile's
+    /// transfer for iteration k + 1 issued right after its last use in iteration k (a barrier first where other
+    /// threads read it), not where the body names it: the loads of a loop whose tiles are used one after another
+    /// (chunk_delta_bwd's K, G, dv, Q, W and dO) are in flight together under the statements between, instead of
+    /// one round trip to memory each. A transfer moves only where nothing before it in the body names its tile
+    /// and something after it does, and where the tile is not used outside the loop; any other stays in place
+    /// (issued and waited for there). Null where no transfer moves.
+    /// Whether every statement of the body but the transfer at `at` names tile `b` only where stageBuffers
+    /// rewrites it to a ring's stage (loads, stores, tile copies, fills, GEMM operands), so that a ring can
+    /// replace the tile (not a reduction's source or a GEMM's accumulator, say).
+    static bool restagedEverywhere(const LoopSplit &split, size_t at, const BufferNode *b) {
+        auto self = std::find_if(split.hoisted.begin(), split.hoisted.end(), [&](const Copy *c) { return c->dst.buffer.get() == b; });
+        std::map<const BufferNode *, Buffer> one{{b, ringOf((*self)->dst.buffer, 1)}};
+        for (size_t j = 0; j < split.top.size(); ++j)
+            if (j != at && mentionedBuffers(stageBuffers(split.top[j], one, i32(0)), nullptr).count(b)) return false;
+        return true;
+    }
+
+    Stmt refillOneBuffer(const For &op, const LoopSplit &split) {
+        std::set<const BufferNode *> outside = mentionedBuffers(kernel_.body, &op);
+        std::vector<std::set<const BufferNode *>> mentions;
+        for (auto &s : split.top) mentions.push_back(mentionedBuffers(s, nullptr));
+        std::vector<const Copy *> moved;
+        std::set<size_t> movedAt;
+        for (size_t h = 0; h < split.hoisted.size(); ++h) {
+            const BufferNode *b = split.hoisted[h]->dst.buffer.get();
+            const size_t at = split.at[h];
+            bool before = false, after = false;
+            for (size_t j = 0; j < split.top.size(); ++j)
+                if (j != at && mentions[j].count(b)) (j < at ? before : after) = true;
+            bool twice = std::any_of(moved.begin(), moved.end(), [&](const Copy *c) { return c->dst.buffer.get() == b; });
+            if (before || !after || twice || outside.count(b) || staged.count(b) || !restagedEverywhere(split, at, b)) continue;
+            moved.push_back(split.hoisted[h]);
+            movedAt.insert(at);
+        }
+        if (moved.empty()) return nullptr;
+        std::vector<Stmt> rest;
+        for (size_t j = 0; j < split.top.size(); ++j)
+            if (!movedAt.count(j)) rest.push_back(split.top[j]);
+        std::map<const BufferNode *, Buffer> ring;
+        bool barrier = false;
+        for (auto *c : moved) {
+            ring[c->dst.buffer.get()] = ringOf(c->dst.buffer, 1);
+            if (readsOwnCopies(*c, op, rest)) transfers.ownStages.insert(c->dst.buffer.get());
+            else barrier = true;
+        }
+        Stmt out = releaseAfterLastUse(op, moved, rest, ring, barrier);
+        if (out)
+            for (auto &[b, r] : ring) staged[b] = r;
+        return out;
+    }
 
     /// Whether tile transfer `c`, hoisted out of pipelined loop `loop` whose other statements are `rest`, copies
     /// every element of its tile that a thread reads in `rest` in that same thread. Only at the transfer's own
@@ -284,7 +340,8 @@ class Pipeliner : public IRMutator {
         }
         // One group gains a stage in flight only where its last use copies it into registers: the refill is issued
         // right after that copy, before the rest of the body computes (gemv: two tiles in flight with two stages).
-        if (groups.size() < 2 && !(groups.size() == 1 && copiesIntoRegisters(rest[groups[0].last], groups[0].copies)))
+        if (op.numStages > 1 && groups.size() < 2 &&
+            !(groups.size() == 1 && copiesIntoRegisters(rest[groups[0].last], groups[0].copies)))
             return nullptr;
         std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.last < b.last; });
         const int S = op.numStages, G = (int)groups.size();

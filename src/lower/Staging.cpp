@@ -164,12 +164,14 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
     } bound;
     bound.visit(loop.body);
     IterationScalars scalars(loop.body);
-    for (auto &s : out.top) {
+    for (size_t i = 0; i < out.top.size(); ++i) {
+        const Stmt &s = out.top[i];
         auto c = as<Copy>(s);
-        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c);
+        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c), out.at.push_back(i);
         else if (Stmt moved = c ? scalars.inlined(*c) : nullptr; moved && hoistable(*as<Copy>(moved), bound.vars, invariant)) {
             out.rewritten.push_back(moved);
             out.hoisted.push_back(as<Copy>(moved));
+            out.at.push_back(i);
         } else {
             out.rest.push_back(s);
             scalars.define(s, bound.vars, invariant);

@@ -12,9 +12,7 @@
 /// Where the fragment is laid out as the transfer (each thread reads only its own copies) there is no barrier.
 #include "LowerSimUtil.h"
 
-#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
-#include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
@@ -85,57 +83,6 @@ struct Case {
     bool dynamicN = false; ///< kGemvT, N a run-time extent: the prologue guarded, a partial last tile
 };
 
-/// The pending counts of the kernel's cp.async waits, in program order.
-std::vector<int64_t> waits(const ir::Kernel &k) {
-    std::vector<int64_t> n;
-    simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) {
-        if (lib::is(c, lib::Fn::CpAsyncWait)) n.push_back(*ir::constInt(lib::arg(c, lib::Fn::CpAsyncWait, "pending")));
-        return simtest::same(e);
-    });
-    return n;
-}
-
-/// The kernel without the barrier just before the refill (a sync followed by the conditional transfer).
-std::shared_ptr<ir::Kernel> withoutRefillBarrier(const ir::Kernel &k, int &removed) {
-    struct M : ir::IRMutator {
-        using IRMutator::visit;
-        int removed = 0;
-        static bool isSync(const ir::Stmt &s) {
-            auto e = ir::as<ir::Evaluate>(s);
-            auto c = e ? ir::as<ir::Call>(e->value) : nullptr;
-            return c && lib::is(*c, lib::Fn::Sync);
-        }
-        static bool isRefill(const ir::Stmt &s) {
-            struct Finder : ir::IRVisitor {
-                using IRVisitor::visit;
-                bool found = false;
-                void visit(const ir::Call &c) override {
-                    found = found || lib::is(c, lib::Fn::CopyG2S);
-                    IRVisitor::visit(c);
-                }
-            } f;
-            auto i = ir::as<ir::IfThenElse>(s);
-            if (i) f.visit(i->then);
-            return f.found;
-        }
-        ir::Stmt visit(const std::shared_ptr<const ir::Seq> &op) override {
-            std::vector<ir::Stmt> out;
-            for (size_t i = 0; i < op->stmts.size(); ++i) {
-                if (i + 1 < op->stmts.size() && isSync(op->stmts[i]) && isRefill(op->stmts[i + 1])) {
-                    ++removed;
-                    continue;
-                }
-                out.push_back(mutate(op->stmts[i]));
-            }
-            return ir::Seq::make(std::move(out), op->loc);
-        }
-    } m;
-    auto out = std::make_shared<ir::Kernel>(k);
-    out->body = m.mutate(k.body);
-    removed = m.removed;
-    return out;
-}
-
 void expectRefilledAfterCopy(const Case &c) {
     auto s = [](int v) { return std::to_string(v); };
     const std::string n = c.dynamicN ? std::string("N") : s(c.N);
@@ -149,16 +96,16 @@ void expectRefilledAfterCopy(const Case &c) {
     ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
     const ir::Kernel &k = *r.lowered->kernels[0];
     // The prologue's S stages (those the trip count reaches, all of them guarded where it is a run-time one) and the
-    // refill; the loop's wait leaves S - 1 groups in flight, the last none. One stage, or one trip known when
-    // compiling (pipelineLoops: plain code): no pipeline at all.
+    // refill; the loop's wait leaves S - 1 groups in flight, the last none. One trip known when compiling
+    // (pipelineLoops: plain code): no pipeline at all. One stage: the one buffer refilled after the register copy.
     const int trips = (c.N + c.bn - 1) / c.bn;
-    const bool pipelined = c.stages >= 2 && (c.dynamicN || trips != 1);
+    const bool pipelined = c.stages >= 1 && (c.dynamicN || trips != 1);
     if (pipelined) {
         EXPECT_EQ(simtest::callCounts(k)[lib::Fn::CopyG2S], (c.dynamicN ? c.stages : std::min(c.stages, trips)) + 1) << r.diags();
-        EXPECT_EQ(waits(k), (std::vector<int64_t>{c.stages - 1, 0})) << r.diags();
+        EXPECT_EQ(simtest::cpAsyncWaits(k), (std::vector<int64_t>{c.stages - 1, 0})) << r.diags();
     } else {
         EXPECT_EQ(simtest::callCounts(k)[lib::Fn::CopyG2S], 0) << r.diags();
-        EXPECT_TRUE(waits(k).empty()) << r.diags();
+        EXPECT_TRUE(simtest::cpAsyncWaits(k).empty()) << r.diags();
     }
 
     std::map<std::string, std::vector<double>> io;
@@ -194,7 +141,7 @@ void expectRefilledAfterCopy(const Case &c) {
     });
     EXPECT_TRUE(simtest::anyFailure(run(*late, 0))) << "a wait leaving one more group in flight went unnoticed";
     int removed = 0;
-    auto early = withoutRefillBarrier(k, removed);
+    auto early = simtest::withoutRefillBarriers(k, removed);
     // A fragment laid out as the transfer (each thread copies into registers only what its own cp.async wrote:
     // PrivateStages.h) needs no barrier at all, and its tile is stored unswizzled (LowerSimOwnStagesTest).
     int plain = 0;

@@ -180,4 +180,51 @@ inline int64_t vectorLanes(const ir::Stmt &s, const std::string &name) {
     return f.widest;
 }
 
+/// The pending counts of the kernel's cp.async waits, in program order.
+inline std::vector<int64_t> cpAsyncWaits(const ir::Kernel &k) {
+    std::vector<int64_t> n;
+    rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, Role) {
+        if (passes::lib::is(c, passes::lib::Fn::CpAsyncWait))
+            n.push_back(*ir::constInt(passes::lib::arg(c, passes::lib::Fn::CpAsyncWait, "pending")));
+        return same(e);
+    });
+    return n;
+}
+
+/// The kernel without the barriers just before a pipeline's refills (a sync followed by the conditional transfer
+/// of the next iteration's tile); `removed` says how many.
+inline std::shared_ptr<ir::Kernel> withoutRefillBarriers(const ir::Kernel &k, int &removed) {
+    struct M : ir::IRMutator {
+        using IRMutator::visit;
+        int removed = 0;
+        static bool isSync(const ir::Stmt &s) {
+            auto e = ir::as<ir::Evaluate>(s);
+            auto c = e ? ir::as<ir::Call>(e->value) : nullptr;
+            return c && passes::lib::is(*c, passes::lib::Fn::Sync);
+        }
+        static bool refills(const ir::Stmt &s) {
+            auto i = ir::as<ir::IfThenElse>(s);
+            if (!i) return false;
+            ir::Kernel body;
+            body.body = i->then;
+            return callCounts(body)[passes::lib::Fn::CopyG2S] > 0;
+        }
+        ir::Stmt visit(const std::shared_ptr<const ir::Seq> &op) override {
+            std::vector<ir::Stmt> out;
+            for (size_t i = 0; i < op->stmts.size(); ++i) {
+                if (i + 1 < op->stmts.size() && isSync(op->stmts[i]) && refills(op->stmts[i + 1])) {
+                    ++removed;
+                    continue;
+                }
+                out.push_back(mutate(op->stmts[i]));
+            }
+            return ir::Seq::make(std::move(out), op->loc);
+        }
+    } m;
+    auto out = std::make_shared<ir::Kernel>(k);
+    out->body = m.mutate(k.body);
+    removed = m.removed;
+    return out;
+}
+
 } // namespace tilec::simtest

@@ -19,6 +19,7 @@ namespace tilec::passes {
 /// per iteration) is hoisted with those definitions written into its region; the scalars' stores stay in the rest.
 struct LoopSplit {
     std::vector<const ir::Copy *> hoisted;
+    std::vector<size_t> at; ///< where each hoisted copy stands in `top`
     std::vector<ir::Stmt> rest;
     std::vector<ir::Stmt> top; ///< keeps the hoisted statements alive
     std::vector<ir::Stmt> rewritten; ///< ... and the copies rewritten over the scalars' definitions
