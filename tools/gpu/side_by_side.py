@@ -47,8 +47,10 @@ slower than the run's 2 GiB copy says the GPU was shared (gpu/sidebyside.copy_su
 marked SUSPECT.
 
 The parent process never touches the GPU: it runs the work in a child (--child) and restarts it after a crash
-or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL.
-The whole run keeps within --budget seconds (default 420)."""
+or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL:
+where tilec's kernel was in flight. Where TileLang's was (an example's own T.device_assert, a fault or a hang of
+TileLang's code on the inputs), the next child runs tilec's kernel alone on the row and judges it against the
+example's reference line: a SKIP with that verdict, or a FAIL where tilec is wrong. The whole run keeps within --budget seconds (default 420)."""
 import argparse
 import ctypes
 import json
@@ -293,9 +295,33 @@ def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
     return [statistics.median(t) for t in times]
 
 
-def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None):
+class TileLangDied(Exception):
+    """TileLang's kernel left a sticky CUDA error (a device-side assert of the example's own T.device_assert, a
+    fault): this process cannot go on; the next one judges tilec's kernel alone on the row (one(alone=True))."""
+
+
+def alone_verdict(core, entry, ns, tensors, written):
+    """tilec's outputs judged against the example's reference line alone (TileLang's kernel could not run on the
+    inputs): the check's note, or core.Fail where tilec is wrong."""
+    if not entry or entry.get("reference") in (None, "", "-"):
+        return "no reference line: tilec's outputs not judged"
+    try:
+        ref = eval(entry["reference"], ns)
+    except Exception as e:  # noqa: BLE001
+        raise core.Fail("the reference could not be evaluated: %s" % e)
+    refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+    if len(refs) != len(written):
+        raise core.Fail("the reference gives %d values for %d outputs" % (len(refs), len(written)))
+    notes = []
+    for name, r in zip(written, refs):
+        notes.append(judge(entry, ns, name, tensors[name], r.to(tensors[name].device) if hasattr(r, "to") else r))
+    return "tilec against the reference: " + "; ".join(str(n) for n in notes)
+
+
+def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None, alone=False):
     """One kernel side by side. `phase(name)` is called before each side first runs ("tilec", "tilelang"), so
-    that a process that dies is known to have died in tilec's kernel or in TileLang's."""
+    that a process that dies is known to have died in tilec's kernel or in TileLang's. alone: TileLang's kernel
+    ended an earlier process on this row; tilec's is run and judged against the example's reference alone."""
     header = open(os.path.join(gpu_build, row["lib"] + ".h"), encoding="utf-8", errors="replace").read()
     params, sizes = TC.header_params(header, row["kernel"])
     ns = TC.load_example(S.example_path(gpu_build, row))
@@ -322,17 +348,24 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
         if st != 0:
             raise core.Fail("tilec's call returned status %d (%s)" % (st, lib.status_string(st)))
     through, tl_through, tl_tables = tables_written_through(torch, ns)
-    phase("tilec")
+    phase("tilec-alone" if alone else "tilec")
     tc()
     torch.cuda.synchronize()
     written = [p[0] for p in params if p[3] == "written"]
+    if alone:
+        raise core.Skip("TileLang's kernel ended the process on these inputs; %s"
+                        % alone_verdict(core, entry, ns, tensors, written))
     masks = unwritten_masks(torch, tc, tensors, inits, written)
     phase("tilelang")
     try:
         tl, tl_out = tilelang_call(torch, kern, dict(tensors, **tl_tables), inits, scalars)
     except Exception as e:  # noqa: BLE001 - TileLang's own launch refused (a grid past 65535 in y, say)
-        torch.cuda.synchronize()    # a sticky fault raises here: the parent restarts the process, a FAIL
-        raise core.Skip("TileLang cannot run it: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
+        why = "TileLang cannot run it: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - a sticky fault: the next process judges tilec's kernel alone
+            raise TileLangDied(why)
+        raise core.Skip("%s; %s" % (why, alone_verdict(core, entry, ns, tensors, written)))
     pairs = [(name, tensors[name], tl_out[name].to(tensors[name].device), masks.get(name)) for name in written]
     pairs += [("%s[%d]" % (table, i), a, b, None) for table, mine in through.items()
               for i, (a, b) in enumerate(zip(mine, tl_through[table]))]
@@ -389,9 +422,14 @@ def child(args):
     events = list(report.read_jsonl(args.results))
     done = {r["id"] for r in events if r.get("event") == "result"}
     last_phase = {r["id"]: r.get("phase", "") for r in events if r.get("event") == "start"}     # the last one wins
+    alone = set()
     for tid in set(last_phase) - done:      # a crash or hang of an earlier child: its kernel in flight failed
+        if last_phase[tid] == "tilelang":   # ... unless it was TileLang's: tilec's judged alone on the row
+            alone.add(tid)
+            continue
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
-        side = {"tilec": " in tilec's kernel", "tilelang": " in TileLang's kernel (tilec's had run)"}.get(
+        side = {"tilec": " in tilec's kernel",
+                "tilec-alone": " in tilec's kernel, run alone (TileLang's had ended an earlier process)"}.get(
             last_phase[tid], "")
         write(args.results, dict(event="result", id=tid, cls=row["cls"], status="FAIL",
                                  detail="the process ended while it ran%s (a crash or a hang: see the log)" % side))
@@ -427,7 +465,11 @@ def child(args):
             kern = SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache: the worker's compile
             rec["load_seconds"] = round(time.time() - t0, 2)
             rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
-                           copy_tbps, lambda name: write(args.results, dict(event="start", id=row["id"], phase=name))))
+                           copy_tbps, lambda name: write(args.results, dict(event="start", id=row["id"], phase=name)),
+                           alone=row["id"] in alone))
+        except TileLangDied as e:   # no result: the next process finds the phase "tilelang" and runs tilec alone
+            log("side_by_side: %s ended this process in TileLang's kernel (%s)" % (row["id"], e))
+            return 3
         except (core.Fail, core.Skip) as e:
             rec.update(status="FAIL" if isinstance(e, core.Fail) else "SKIP", detail=str(e)[:400])
         except Exception as e:  # noqa: BLE001
