@@ -144,12 +144,23 @@ class Pipeliner : public IRMutator {
         if (S < 1) return serial();
 
         // Hoistable transfers: top-level Copies whose regions depend on nothing the body computes.
-        LoopSplit split = splitPipelinedBody(*op, kernel_.body);
+        LoopSplit split = splitPipelinedBody(*op, kernel_.body, true);
         if (S == 1) {
             Stmt single = refillOneBuffer(*op, split);
             return single ? single : serial();
         }
         const std::vector<const Copy *> &hoisted = split.hoisted;
+        struct Guards { // this loop's, for as long as its copies live (a loop nested in its body has its own)
+            std::map<const Copy *, Expr> &all;
+            const LoopSplit &split;
+            Guards(std::map<const Copy *, Expr> &a, const LoopSplit &s) : all(a), split(s) {
+                for (size_t i = 0; i < s.hoisted.size(); ++i)
+                    if (s.guards[i]) all[s.hoisted[i]] = s.guards[i];
+            }
+            ~Guards() {
+                for (auto *c : split.hoisted) all.erase(c);
+            }
+        } guards(guards_, split);
         const std::vector<Stmt> &rest = split.rest;
         if (hoisted.empty()) return serial();
         // The ring replaces its buffer everywhere, so the buffer must not be used outside this loop.
@@ -172,17 +183,7 @@ class Pipeliner : public IRMutator {
         const SourceRange &loc = op->loc;
         Expr n = op->extent, min = op->min;
         Var ko = op->var;
-        auto issue = [&](const Expr &iter, const Expr &stage) {
-            std::vector<Stmt> calls;
-            VarMap m{{ko.get(), iter}};
-            for (auto *c : hoisted) {
-                Region src = c->src;
-                for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
-                auto moved = Copy::make(src, c->dst, c->loc);
-                calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers));
-            }
-            return Seq::make(std::move(calls), loc);
-        };
+        auto issue = [&](const Expr &iter, const Expr &stage) { return issueTiles(*op, hoisted, iter, stage, ring); };
         auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
         if (Stmt grouped = releaseAfterLastUse(*op, hoisted, rest, ring, barrier)) {
             for (auto &[b, r] : ring) staged[b] = r;
@@ -240,6 +241,7 @@ class Pipeliner : public IRMutator {
         std::vector<const Copy *> moved;
         std::set<size_t> movedAt;
         for (size_t h = 0; h < split.hoisted.size(); ++h) {
+            if (split.guards[h]) continue; // a copy under a condition stays in its branch
             const BufferNode *b = split.hoisted[h]->dst.buffer.get();
             const size_t at = split.at[h];
             bool before = false, after = false;
@@ -298,17 +300,33 @@ class Pipeliner : public IRMutator {
         return ld && isTile(ld->buffer.get());
     }
 
-    /// The tiles a copy issues for iteration `iter` into stage `stage` of their rings.
+    /// The condition of each copy hoisted out of an `if` of the loop being pipelined (splitPipelinedBody).
+    std::map<const Copy *, Expr> guards_;
+
+    /// The tiles a copy issues for iteration `iter` into stage `stage` of their rings; a copy the body issues under
+    /// a condition only where that condition holds for `iter` (where it fails the body reads no stage of the tile).
     Stmt issueTiles(const For &op, const std::vector<const Copy *> &copies, const Expr &iter, const Expr &stage,
                     std::map<const BufferNode *, Buffer> &ring) {
-        std::vector<Stmt> calls;
+        std::vector<Stmt> calls, guarded; // guarded: the run of copies under `guard`, so far
+        Expr guard;
+        auto close = [&] {
+            if (guarded.empty()) return;
+            const SourceRange loc = guarded[0]->loc;
+            calls.push_back(IfThenElse::make(simplify(substitute(guard, VarMap{{op.var.get(), iter}})), Seq::make(std::move(guarded), loc), nullptr, loc));
+            guarded.clear();
+        };
         VarMap m{{op.var.get(), iter}};
         for (auto *c : copies) {
             Region src = c->src;
             for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
             auto moved = Copy::make(src, c->dst, c->loc);
-            calls.push_back(transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers));
+            Stmt call = transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers);
+            auto g = guards_.find(c);
+            if (g == guards_.end() || g->second != guard) close();
+            if (g == guards_.end()) calls.push_back(call);
+            else guard = g->second, guarded.push_back(call);
         }
+        close();
         return Seq::make(std::move(calls), op.loc);
     }
 

@@ -9,6 +9,8 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 
+#include <optional>
+
 namespace tilec::passes {
 
 using namespace ir;
@@ -140,6 +142,9 @@ class IterationScalars : public IRMutator {
         return changed ? Copy::make(src, c.dst, c.loc) : nullptr;
     }
 
+    /// `e` with the definitions written in.
+    Expr inlinedExpr(const Expr &e) { return mutate(e); }
+
     Expr visit(const std::shared_ptr<const Load> &op) override {
         auto it = defs_.find(op->buffer.get());
         return it != defs_.end() ? it->second : IRMutator::visit(op);
@@ -150,9 +155,55 @@ class IterationScalars : public IRMutator {
     std::map<const BufferNode *, Expr> defs_;
 };
 
+/// Whether `e` reads only `invariant` buffers and no variable of `boundInside`.
+bool invariantExpr(const Expr &e, const std::set<const VarNode *> &boundInside, const std::set<const BufferNode *> &invariant) {
+    if (!readsOnly(e, invariant)) return false;
+    for (auto *v : boundInside)
+        if (uses(e, v)) return false;
+    return true;
+}
+
+/// The copies of a top-level `if` that splitPipelinedBody may issue ahead under its condition (see Staging.h).
+struct GuardedCopies {
+    Stmt rewritten;                   ///< the `if` without them
+    std::vector<Stmt> copies;         ///< each as issued ahead (the scalars' definitions written in)
+    Expr guard;                       ///< the condition, likewise
+};
+
+/// The copies at the top of `s`'s then-branch, when `s` is an `if` whose condition reads what the loop does not
+/// change, each copy hoistable and its tile mentioned neither before it in the branch nor in the else-branch,
+/// nor in `others` (the body's other statements); nothing otherwise.
+std::optional<GuardedCopies> guardedCopies(const Stmt &s, const std::set<const BufferNode *> &others, IterationScalars &scalars,
+                                           const std::set<const VarNode *> &boundInside, const std::set<const BufferNode *> &invariant) {
+    auto branch = as<IfThenElse>(s);
+    if (!branch) return std::nullopt;
+    GuardedCopies out;
+    out.guard = scalars.inlinedExpr(branch->cond);
+    if (!invariantExpr(out.guard, boundInside, invariant)) return std::nullopt;
+    std::vector<Stmt> then = as<Seq>(branch->then) ? as<Seq>(branch->then)->stmts : std::vector<Stmt>{branch->then};
+    std::set<const BufferNode *> before = others, tiles;
+    if (branch->otherwise) before.merge(mentionedBuffers(branch->otherwise, nullptr));
+    std::vector<Stmt> kept;
+    for (auto &t : then) {
+        auto c = as<Copy>(t);
+        Stmt moved = c ? scalars.inlined(*c) : nullptr;
+        const Copy *issued = moved ? as<Copy>(moved) : c;
+        if (c && !before.count(c->dst.buffer.get()) && !tiles.count(c->dst.buffer.get()) && hoistable(*issued, boundInside, invariant)) {
+            out.copies.push_back(moved ? moved : t);
+            tiles.insert(c->dst.buffer.get());
+            continue;
+        }
+        before.merge(mentionedBuffers(t, nullptr));
+        kept.push_back(t);
+    }
+    if (out.copies.empty()) return std::nullopt;
+    out.rewritten = IfThenElse::make(branch->cond, Seq::make(std::move(kept), branch->loc), branch->otherwise, branch->loc);
+    return out;
+}
+
 } // namespace
 
-LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
+LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody, bool guarded) {
     const std::set<const BufferNode *> invariant = loopInvariantBuffers(loop, kernelBody);
     LoopSplit out;
     if (auto q = as<Seq>(loop.body)) out.top = q->stmts;
@@ -167,11 +218,28 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody) {
     for (size_t i = 0; i < out.top.size(); ++i) {
         const Stmt &s = out.top[i];
         auto c = as<Copy>(s);
-        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c), out.at.push_back(i);
+        std::optional<GuardedCopies> g;
+        if (guarded && as<IfThenElse>(s)) {
+            std::set<const BufferNode *> others;
+            for (size_t j = 0; j < out.top.size(); ++j)
+                if (j != i) others.merge(mentionedBuffers(out.top[j], nullptr));
+            g = guardedCopies(s, others, scalars, bound.vars, invariant);
+        }
+        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c), out.guards.push_back(nullptr), out.at.push_back(i);
         else if (Stmt moved = c ? scalars.inlined(*c) : nullptr; moved && hoistable(*as<Copy>(moved), bound.vars, invariant)) {
             out.rewritten.push_back(moved);
             out.hoisted.push_back(as<Copy>(moved));
+            out.guards.push_back(nullptr);
             out.at.push_back(i);
+        } else if (g) {
+            for (auto &m : g->copies) {
+                out.rewritten.push_back(m);
+                out.hoisted.push_back(as<Copy>(m));
+                out.guards.push_back(g->guard);
+                out.at.push_back(i);
+            }
+            out.rewritten.push_back(g->rewritten);
+            out.rest.push_back(g->rewritten);
         } else {
             out.rest.push_back(s);
             scalars.define(s, bound.vars, invariant);

@@ -20,11 +20,19 @@ namespace tilec::passes {
 struct LoopSplit {
     std::vector<const ir::Copy *> hoisted;
     std::vector<size_t> at; ///< where each hoisted copy stands in `top`
+    /// Parallel to `hoisted`: the condition under which the body issues the copy (its region's scalars'
+    /// definitions written in, over the loop variable), null for a top-level copy. Only with `guarded`.
+    std::vector<ir::Expr> guards;
     std::vector<ir::Stmt> rest;
     std::vector<ir::Stmt> top; ///< keeps the hoisted statements alive
     std::vector<ir::Stmt> rewritten; ///< ... and the copies rewritten over the scalars' definitions
 };
-LoopSplit splitPipelinedBody(const ir::For &loop, const ir::Stmt &kernelBody);
+/// With `guarded` (pipelineLoops' cp.async pipeline), a copy at the top of the then-branch of a top-level `if`
+/// without nesting is hoisted too, issued ahead under the condition, when the condition reads only what the
+/// loop does not change (over such scalars) and nothing but that branch, from the copy on, mentions the copy's
+/// tile: every read of the tile then happens in an iteration whose condition held, so a stage left unfilled
+/// where it failed is never read (sparse attention's `if i_s >= 0: T.copy(K[..., i_s * N ...], K_shared)`).
+LoopSplit splitPipelinedBody(const ir::For &loop, const ir::Stmt &kernelBody, bool guarded = false);
 
 /// Buffers `s` mentions (accesses and tile-statement regions), not counting the loop `skip` (may be null).
 std::set<const ir::BufferNode *> mentionedBuffers(const ir::Stmt &s, const ir::StmtNode *skip);

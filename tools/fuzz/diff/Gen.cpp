@@ -116,7 +116,8 @@ struct Printer {
             // clear_accum clears only in a trip of the loop: with a dynamic K of 0 there is none, and reading acc
             // after it would read registers nothing wrote (undefined, not a miscompile: seeds 12696812, 12942427).
             // So with a run-time start, which can lie at or past the end in some blocks, or a conditional end.
-            if (!o.clearAccum || p.dynamic || !o.start.empty() || !o.end.empty()) line(ind, "T.clear(acc)");
+            // Likewise under a condition that may fail in every iteration (guarded).
+            if (!o.clearAccum || p.dynamic || !o.start.empty() || !o.end.empty() || o.guarded) line(ind, "T.clear(acc)");
             const std::string K = p.dynamic ? "kk" : num(p.gk);
             const std::string bounds = (o.start.empty() ? "" : o.start + ", ") + (o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end);
             std::string loop = o.stages > 0 ? "T.Pipelined(" + bounds + ", num_stages=" + num(o.stages) + ")"
@@ -136,9 +137,17 @@ struct Printer {
                 kk = "(k + kz)";
             }
             line(ind, "for k in " + loop + ":");
-            line(ind + 1, o.transA ? "T.copy(GA[" + kk + " * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, " + kk + " * BK], ga_s)");
-            line(ind + 1, o.transB ? "T.copy(GB[bx * BN, " + kk + " * BK], gb_s)" : "T.copy(GB[" + kk + " * BK, bx * BN], gb_s)");
-            line(ind + 1, std::string("T.gemm(ga_s, gb_s, acc") + (o.transA ? ", transpose_A=True" : "") +
+            int in = ind + 1;
+            if (o.guarded == 2) { // a K block gathered from a tensor read, under a condition on it
+                line(in, "kg = T.cast(T.abs(" + std::string(o.transA ? "GA[k, 0]" : "GA[0, k]") + ") * 7.0, \"int32\") % T.ceildiv(" + K + ", BK)");
+                line(in++, "if kg % 4 != 3:");
+                kk = "kg";
+            } else if (o.guarded == 1) {
+                line(in++, "if (k + bx) % 3 != 1:");
+            }
+            line(in, o.transA ? "T.copy(GA[" + kk + " * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, " + kk + " * BK], ga_s)");
+            line(in, o.transB ? "T.copy(GB[bx * BN, " + kk + " * BK], gb_s)" : "T.copy(GB[" + kk + " * BK, bx * BN], gb_s)");
+            line(in, std::string("T.gemm(ga_s, gb_s, acc") + (o.transA ? ", transpose_A=True" : "") +
                               (o.transB ? ", transpose_B=True" : "") + (o.clearAccum ? ", clear_accum=True" : "") + ")");
             return;
         }
@@ -234,6 +243,7 @@ void usedIn(const std::vector<GOp> &ops, std::set<std::string> &out, const GOp *
         if (o.cond) o.cond->collect(out);
         if (o.kind == GOp::Gemm) out.insert({"acc", "ga_s", "gb_s"});
         if (o.kind == GOp::Gemm && o.scalarBounds > 0) out.insert({"klo", "kz"});
+        if (o.kind == GOp::Gemm && o.guarded == 2) out.insert("kg");
         if (o.kind == GOp::ScalarThread && o.lanes > 0) out.insert("lr");
         usedIn(o.kids, out, skip);
         usedIn(o.elseKids, out, skip);
@@ -400,6 +410,7 @@ std::string GProgram::print() const {
     alloc("v", "T.alloc_var(\"float32\")");
     alloc("klo", "T.alloc_var(\"int32\")");
     alloc("kz", "T.alloc_var(\"int32\")");
+    alloc("kg", "T.alloc_var(\"int32\")");
     alloc("lr", "T.alloc_local((8,), \"float32\")");
     for (const char *b : {"st", "sb0", "sb1"}) alloc(b, "T.alloc_var(\"int32\")");
     if (usesThreadIndex() || scalars) pr.line(3, "tx = T.get_thread_binding()");

@@ -112,6 +112,11 @@ struct GOp {
     /// value and corrected under a block-uniform condition that always holds, so that taking the first store
     /// for the scalar's value (when pipelining the loop or giving its producer the bounds) reads wrongly.
     int scalarBounds = 0;
+    /// Gemm: > 0, the loop's copies and T.gemm sit under an `if` on the iteration that reads no tile (sparse
+    /// attention's `if i_s >= 0:`): 1 `(k + bx) % 3 != 1`; 2 the copies' K block gathered through the int32
+    /// T.alloc_var `kg`, set from a GA element at the top of the body (`i_s = block_indices[..., k]`), and the
+    /// condition on kg. pipelineLoops issues such copies ahead under the condition (GenRandom.cpp).
+    int guarded = 0;
     /// Serial and Stepped: > 0, the loop's step (a stepped T.serial); with startInit, `dst = startInit` before
     /// the loop, dst an int32 T.alloc_var read from memory that the start reads, and (twice) `dst = dst + 1`
     /// at the end of the body (GenShapes.cpp)

@@ -514,6 +514,23 @@ void decorateScalarBounds(GProgram &p) {
     walk(p.ops);
 }
 
+/// T.Pipelined GEMM loops whose copies sit under a condition on the iteration, their K block direct or gathered
+/// through a scalar read from GA (issue 25: pipelineLoops issues such copies ahead under the condition, where the
+/// body reads their tiles only under it); a pipelined one gets 2 or 3 stages. From a stream of its own.
+void decorateGuardedCopies(GProgram &p) {
+    Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x9a2d)};
+    std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
+        for (auto &o : ops) {
+            if (o.kind == GOp::Gemm && r.coin(0.3)) {
+                o.guarded = r.coin(0.5) ? 1 : 2;
+                if (o.stages > 0) o.stages = (int)r.in(2, 3); // one stage is no pipeline
+            }
+            walk(o.kids), walk(o.elseKids);
+        }
+    };
+    walk(p.ops);
+}
+
 /// GEMM operands whose rows TMA can load (row strides of whole 16 bytes: M, N and K multiples of 8), so that
 /// more T.gemm programs get warp roles on sm_90a, which the simulator runs as agents on threads of their own
 /// (issue 23's seed 202475: their float16 casts lost the 16-bit rounding there; with random K only 4 of 798
@@ -558,6 +575,7 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateRegisters(g.p);
     decorateGathers(g.p);
     decorateScalarBounds(g.p);
+    decorateGuardedCopies(g.p);
     decorateTmaRows(g.p);
     decorateBoxes(g.p);
     decorateExpansions(g.p);
