@@ -27,16 +27,17 @@ LIB = "gemm_grouped"
 PARAMS = ("groups", "N", "K")
 GROUP = 128
 U_FP8 = 2.0 ** -9
-# (kernel, m_total, seed of the routing) timed; the scan variant beside the table's of the same shape
+# (kernel, m_total, seed of the routing) timed; the scan and cluster variants beside the table's of the same shape
 BENCHES = (("gemm_grouped_bf16_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_32x4096x7168", 16384, 2),
            ("gemm_grouped_bf16_256x7168x2048", 32768, 3), ("gemm_grouped_fp8_8x4096x7168", 8192, 1),
-           ("gemm_grouped_fp8_256x7168x2048", 32768, 3), ("gemm_grouped_bf16_scan_8x4096x7168", 8192, 1))
+           ("gemm_grouped_fp8_256x7168x2048", 32768, 3), ("gemm_grouped_bf16_scan_8x4096x7168", 8192, 1),
+           ("gemm_grouped_bf16_cluster_8x4096x7168", 8192, 1), ("gemm_grouped_fp8_cluster_8x4096x7168", 8192, 1))
 
 
 def kernels():
     out = {}
     for name, (args, kw, _) in C.instantiations(LIB, "benchmarks/gemm_grouped.tile", "grouped").items():
-        p = dict(zip(PARAMS, args), block_M=128, dtype="bfloat16", block_scaled=False, scan=False)
+        p = dict(zip(PARAMS, args), block_M=128, dtype="bfloat16", block_scaled=False, scan=False, cluster=False)
         p.update((k, v) for k, v in kw.items() if k in p)
         out[name] = p
     return out
@@ -220,8 +221,9 @@ def benches():
         G, N, K = p["groups"], p["N"], p["K"]
         e = 1 if p["dtype"] == "float8_e4m3" else 2
         b = C.Bench(LIB, name, None, nbytes=e * (m_total * K + G * N * K) + 2 * m_total * N,
-                    shape="%d experts, %d tokens, N %d K %d %s%s" % (G, m_total, N, K, p["dtype"],
-                                                                     " (scan)" if p["scan"] else ""),
+                    shape="%d experts, %d tokens, N %d K %d %s%s%s" % (G, m_total, N, K, p["dtype"],
+                                                                       " (scan)" if p["scan"] else "",
+                                                                       " (clusters of 2)" if p["cluster"] else ""),
                     bar=1.0 if p["dtype"] == "bfloat16" else None, target=1.0, torch_name="torch._grouped_mm",
                     flops=R.gemm_flops(m_total, N, K), label="m%d" % m_total)
         b.make = bench(p, m_total, seed, b)

@@ -8,6 +8,7 @@
 #include "tilec/passes/BoundGemmRows.h"
 #include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
+#include "tilec/passes/HoistNestInvariants.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerParallel.h"
@@ -123,6 +124,8 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
+        // What a fragment nest reads again at every element (a row's scale), read once per value.
+        {"hoistNestInvariants", always, [](const Program &p, PassState &) { return passes::hoistNestInvariants(p); }, false},
         {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
         {"vectorizeAccesses", always,
          [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows); }, false},
