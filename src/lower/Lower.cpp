@@ -31,6 +31,7 @@
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SelectRegisterSlots.h"
+#include "tilec/passes/SplitIndexDivisions.h"
 #include "tilec/passes/SplitSwizzles.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/TransposeFragments.h"
@@ -129,6 +130,8 @@ const std::vector<Pass> &table() {
         {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
         {"vectorizeAccesses", always,
          [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows); }, false},
+        // Divisions and remainders in global offsets split over their terms: unrolled iterations add constants.
+        {"splitIndexDivisions", always, [](const Program &p, PassState &) { return passes::splitIndexDivisions(p); }, false},
         // Tests around a loop's whole body that the loop cannot change, made once before it.
         {"unswitchLoops", always, [](const Program &p, PassState &) { return passes::unswitchLoops(p); }, false},
         // Short serial loops of independent memory rounds unrolled: their rounds' global loads in flight together.

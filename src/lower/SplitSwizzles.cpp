@@ -3,6 +3,8 @@
 /// (include/tilec/passes/SplitSwizzles.h).
 #include "tilec/passes/SplitSwizzles.h"
 
+#include "OffsetTerms.h"
+
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -21,49 +23,12 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-constexpr int64_t kMaxCoefficient = int64_t(1) << 40; ///< far past any offset of a shared tile
-
 bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 int bitLength(int64_t v) { return v <= 0 ? 0 : 64 - __builtin_clzll((uint64_t)v); }
 int trailingZeros(int64_t v) { return v == 0 ? 63 : __builtin_ctzll((uint64_t)(v < 0 ? -v : v)); }
 
-/// One additive term of an offset: coeff * leaf, or the constant coeff where leaf is null.
-struct Term {
-    Expr leaf;
-    int64_t coeff = 0;
-};
-
-/// `e` times `scale` as a sum of terms, through sums, differences, negations and products by constants; false
-/// past kMaxCoefficient or for a leaf that is not a 32-bit integer.
-bool flatten(const Expr &e, int64_t scale, std::vector<Term> &out) {
-    if (scale <= -kMaxCoefficient || scale >= kMaxCoefficient) return false;
-    if (auto c = constValue(e)) {
-        if (*c <= -kMaxCoefficient || *c >= kMaxCoefficient) return false;
-        out.push_back({nullptr, scale * *c});
-        return true;
-    }
-    if (auto b = as<Binary>(e)) {
-        if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub)
-            return flatten(b->a, scale, out) && flatten(b->b, b->op == BinaryOp::Add ? scale : -scale, out);
-        auto c = b->op == BinaryOp::Mul ? constValue(b->b) : std::nullopt;
-        auto d = b->op == BinaryOp::Mul ? constValue(b->a) : std::nullopt;
-        if ((c || d) && std::llabs(c ? *c : *d) < kMaxCoefficient) return flatten(c ? b->a : b->b, scale * (c ? *c : *d), out);
-    }
-    if (auto u = as<Unary>(e); u && u->op == UnaryOp::Neg) return flatten(u->a, -scale, out);
-    if (e->dtype != DType::Int32) return false;
-    out.push_back({e, scale});
-    return true;
-}
-
-/// The variables an expression reads, and whether it reads anything else (memory, a call).
-struct Reads : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const VarNode *> vars;
-    bool opaque = false;
-    void visit(const VarNode &op) override { vars.insert(&op); }
-    void visit(const Load &) override { opaque = true; }
-    void visit(const Call &) override { opaque = true; }
-};
+using offsets::kMaxCoefficient;
+using offsets::Term;
 
 /// What is known of a group of terms: its range and the bits below 2^L its values may set.
 struct Known {
@@ -83,9 +48,7 @@ class Split : public IRMutator {
         const std::set<const VarNode *> savedFixed = fixed_;
         addLoopRange(ranges_, *op);
         // nvcc unrolls a _Pragma("unroll") loop of constant trip count whole: its variable is a constant there.
-        if ((op->forKind == ForKind::Unrolled || op->forKind == ForKind::Vectorized) && constValue(op->min) &&
-            constValue(op->extent))
-            fixed_.insert(op->var.get());
+        if (offsets::unrolledWhole(*op)) fixed_.insert(op->var.get());
         Stmt s = IRMutator::visit(op);
         ranges_ = savedRanges, fixed_ = savedFixed;
         return s;
@@ -151,15 +114,7 @@ class Split : public IRMutator {
     }
 
     /// Whether a term is fixed once unrolled: a constant, or a function of unrolled loops' variables alone.
-    bool isFixed(const Term &t) const {
-        if (!t.leaf) return true;
-        Reads r;
-        r.visit(t.leaf);
-        if (r.opaque) return false;
-        for (auto *v : r.vars)
-            if (!fixed_.count(v)) return false;
-        return true;
-    }
+    bool isFixed(const Term &t) const { return !t.leaf || offsets::readsOnly(t.leaf, fixed_); }
 
     Expr split(const Call &c, const Expr &whole) const;
 };
@@ -184,7 +139,7 @@ Expr Split::split(const Call &c, const Expr &whole) const {
     if (!cols || !eb || !tileElems) return whole;
     const int64_t P = period(panels, *cols, *eb, *tileElems);
     std::vector<Term> terms, periodic, fixed, runtime;
-    if (!P || !flatten(lib::arg(c, fn, "offset"), 1, terms)) return whole;
+    if (!P || !offsets::flatten(lib::arg(c, fn, "offset"), 1, DType::Int32, terms)) return whole;
     for (const Term &t : terms) {
         const int64_t m = t.leaf ? knownMultiple(t.leaf) : 1;
         if (t.coeff == 0) continue;
