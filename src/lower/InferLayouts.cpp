@@ -238,7 +238,8 @@ void joinExpansionStores(const LayoutUses &c, UnionFind &uf, std::map<const Buff
 }
 
 /// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
-/// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate.
+/// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate. A nest
+/// run whole in every thread runs over its own extents (an expansion's are not its fragment's shape).
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
     LayoutUses c = collectLayoutUses(k.body, diag);
 
@@ -382,7 +383,6 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     }
     for (size_t i = 0; i < c.nests.size(); ++i) {
         Layout l = layoutOf(groups[uf.find(nestNode[i])]);
-        // a nest run whole in every thread runs over its own extents (an expansion's are not its fragment's shape)
         if (l.kind == Layout::Replicated) l = Layout::replicated(c.nests[i].extents);
         out.loops[c.nests[i].outer.get()] = reshaped(l, c.nests[i].extents).value_or(l); // a nest over a view's shape
     }
