@@ -10,6 +10,8 @@
 ///     uses ldmatrix, ldmatrixFits), mma / mma_atom issue
 ///     tilec.mma_sync on those registers (one m16n8kK instruction per 16 x 8 tile), stmatrix stores the
 ///     accumulator fragment.
+///   BitBLAS's emitter (bitblas.tl.mma_macro_generator), which TileLang's came from, is this class with the
+///   thread index an argument of ldmatrix_a / ldmatrix_b / stmatrix (`thread_bindings`) and n_dim always 16.
 ///   The modules that hold it, and TileLang's swizzle layouts, are TileLangMmaModules.cpp.
 /// The registers of thread t hold, for warp tile (i, j) of its warp (warp_m, warp_n) = TileLang's
 /// extract_thread_binding(t), the fragment elements in register order; the layouts are the hardware's, so a
@@ -49,6 +51,7 @@ struct Emitter {
     bool aT = false, bT = false, mFirst = false;
     int64_t rowWarps = 2, colWarps = 2, rowTiles = 8, colTiles = 8, chunk = 16, reduceK = 1, elemsPerByte = 1;
     ir::Expr threadVar; ///< thread_var, or null for the kernel's thread index
+    bool bitblas = false; ///< BitBLAS's (bitblas.tl): n_dim 16, the thread index an argument of each method
     int64_t kDim = 16, nDim = 16, warpRows = 1, warpCols = 1, localA = 0, localB = 0, localOut = 0;
     std::string name; ///< the class, for messages
 };
@@ -90,6 +93,18 @@ std::array<ir::Expr, 3> threadBinding(Interp &in, const Emitter &e, const Source
                 imod(idiv(tid, 32 * e.colWarps, at), e.rowWarps, at)};
     return {lane, imod(idiv(tid, 32 * e.rowWarps, at), e.colWarps, at),
             imod(idiv(tid, 32, at), e.rowWarps, at)};
+}
+
+/// BitBLAS's methods take the thread index (`thread_bindings`): the emitter with it as thread_var, or with
+/// none where it is the kernel's own thread index (T.thread_binding or T.get_thread_binding(0) of one
+/// dimension of threads), whose lanes are the hardware's.
+Emitter withThreads(Interp &in, const Emitter &e, const Arg &tid) {
+    Emitter with = e;
+    with.threadVar = tl::intExprArg(in, tid, "thread_bindings");
+    TraceState *t = in.trace();
+    if (t && t->kernel->threadIdx && with.threadVar.get() == ir::Expr(t->kernel->threadIdx).get())
+        with.threadVar = nullptr;
+    return with;
 }
 
 /// A shared operand: its buffer, the minimum of each dimension before the last two, and the origin of the
@@ -186,12 +201,17 @@ ir::Stmt ldmatrixTile(const Emitter &e, const Regs &regs, int64_t off, const Til
 
 /// ldmatrix_a / ldmatrix_b: the thread's fragment registers of k-step ki of every warp tile along M (A) or N
 /// (B); element by element where ldmatrix cannot read them (ldmatrixFits).
-Value loadFragments(InterpImpl &in, const Emitter &e, CallArgs &args, bool isA) {
-    const std::string fname = e.name + (isA ? ".ldmatrix_a" : ".ldmatrix_b");
-    auto a =
-        bindArgs(in, args, fname,
-                 {isA ? "A_local_buf" : "B_local_buf", isA ? "A_shared_buf" : "B_shared_buf", "ki", "rk?"});
+Value loadFragments(InterpImpl &in, const Emitter &e0, CallArgs &args, bool isA) {
+    const std::string fname = e0.name + (isA ? ".ldmatrix_a" : ".ldmatrix_b");
+    std::vector<std::string> params = {isA ? "A_local_buf" : "B_local_buf",
+                                       isA ? "A_shared_buf" : "B_shared_buf", "ki", "rk?"};
+    if (e0.bitblas)
+        params.insert(params.begin() + 3, "thread_bindings");
+    auto a = bindArgs(in, args, fname, params);
     tl::requireLaunch(in, args, fname);
+    const Emitter e = e0.bitblas ? withThreads(in, e0, *a[3]) : e0;
+    if (e.bitblas)
+        a.erase(a.begin() + 3);
     const int64_t tiles = isA ? e.warpRows : e.warpCols, local = isA ? e.localA : e.localB;
     Regs regs = regsArg(in, *a[0], isA ? "A_local_buf" : "B_local_buf", tiles * local, e);
     Tile t = tileArg(in, *a[1], isA ? "A_shared_buf" : "B_shared_buf", e);
@@ -200,6 +220,10 @@ Value loadFragments(InterpImpl &in, const Emitter &e, CallArgs &args, bool isA) 
     auto [lane, warpN, warpM] = threadBinding(in, e, at);
     const int bits = (isA ? e.a : e.b).bits();
     const bool trans = isA ? e.aT : !e.bT; // whether the stored rows run along K
+    if (e.bitblas && bits == 8 && trans)
+        in.fail(args.call,
+                fname + ": BitBLAS's ldmatrix reads 8-bit operands stored with K along the columns only "
+                        "(A not transposed, B transposed)");
     ir::Expr wk = add(mul(rk, e.chunk, at), mul(ki, e.kDim, at), at);
     std::vector<ir::Stmt> out;
     const bool ldmatrix = ldmatrixFits(e, regs, t, trans, bits);
@@ -296,10 +320,16 @@ Value mmaAll(InterpImpl &in, const Emitter &e, CallArgs &args, bool atom) {
 
 /// stmatrix(C_local, C_buf, pid_m=None, pid_n=None): the accumulator fragments into a 2-D (rows, cols) or 4-D
 /// (tile row, tile col, 16, n_dim) buffer; with pid_m and pid_n, into the block (pid_m, pid_n) of a global C.
-Value storeFragments(InterpImpl &in, const Emitter &e, CallArgs &args) {
-    const std::string fname = e.name + ".stmatrix";
-    auto a = bindArgs(in, args, fname, {"C_local_buf", "C_buf", "pid_m?", "pid_n?"});
+Value storeFragments(InterpImpl &in, const Emitter &e0, CallArgs &args) {
+    const std::string fname = e0.name + ".stmatrix";
+    std::vector<std::string> params = {"C_local_buf", "C_buf", "pid_m?", "pid_n?"};
+    if (e0.bitblas)
+        params.insert(params.begin() + 2, "thread_bindings");
+    auto a = bindArgs(in, args, fname, params);
     tl::requireLaunch(in, args, fname);
+    const Emitter e = e0.bitblas ? withThreads(in, e0, *a[2]) : e0;
+    if (e.bitblas)
+        a.erase(a.begin() + 2);
     Regs C = regsArg(in, *a[0], "C_local_buf", e.warpRows * e.warpCols * e.localOut, e);
     Operand dst = tl::operandArg(in, *a[1], fname + " C_buf");
     const size_t dims = dst.buffer->shape.size();
@@ -309,6 +339,10 @@ Value storeFragments(InterpImpl &in, const Emitter &e, CallArgs &args) {
     const bool global = a[2] && a[3] && !a[2]->value.is(VK::None) && !a[3]->value.is(VK::None);
     if (global && dims != 2)
         in.fail(a[1]->range, fname + " into a block of a global C needs a 2-dimensional C_buf");
+    if (e.bitblas && !global && dims != 4)
+        in.fail(a[1]->range,
+                fname + " stores into a 4-dimensional (tile row, tile column, 16, 16) C_buf, or with "
+                        "pid_m and pid_n into a block of a 2-dimensional global C");
     const SourceRange &at = args.call;
     auto [lane, warpN, warpM] = threadBinding(in, e, at);
     ir::Expr rowBase = mul(warpM, e.warpRows, at), colBase = mul(warpN, e.warpCols, at);
@@ -342,7 +376,17 @@ Value storeFragments(InterpImpl &in, const Emitter &e, CallArgs &args) {
 /// The emitter's sizes from its configuration (TileLang's _initialize_*), with its checks as located errors.
 void derive(InterpImpl &in, Emitter &e, const SourceRange &at) {
     const int bits = e.a.bits();
-    e.kDim = std::min<int64_t>(256 / std::max(bits, 1), e.chunk);
+    // BitBLAS's K is the operand's 32 bytes whatever the chunk; its ldmatrix offsets, of 16- and 8-bit types
+    e.kDim = e.bitblas ? 256 / std::max(bits, 1) : std::min<int64_t>(256 / std::max(bits, 1), e.chunk);
+    if (e.bitblas && ((bits != 16 && bits != 8) || e.chunk < e.kDim))
+        in.fail(
+            at,
+            e.name + " for " + std::string(e.a.name()) + " operands with chunk " + std::to_string(e.chunk) +
+                ": BitBLAS's emitter loads 16- and 8-bit operands, with chunk at least its micro_size_k (" +
+                std::to_string(e.kDim) + ")");
+    if (e.bitblas && e.colTiles % 16)
+        in.fail(at, e.name + ": warp_col_tiles must be a multiple of 16 (BitBLAS's N_DIM), got " +
+                        std::to_string(e.colTiles));
     const bool known =
         (bits == 16 && e.kDim == 16) || (bits == 8 && e.kDim == 32) || (bits == 32 && e.kDim == 8);
     if (!known)
@@ -435,13 +479,19 @@ Value emitterObject(std::shared_ptr<Emitter> e) {
 }
 
 /// TensorCoreIntrinEmitter(...): TileLang's parameters and defaults.
-Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls) {
-    auto a = bindArgs(in, args, cls,
-                      {"a_dtype?", "b_dtype?", "accum_dtype?", "a_transposed?", "b_transposed?",
-                       "block_row_warps?", "block_col_warps?", "warp_row_tiles?", "warp_col_tiles?", "chunk?",
-                       "reduce_k?", "num_elems_per_byte?", "is_m_first?", "thread_var?"});
+Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls, bool bitblas) {
+    std::vector<std::string> params = {"a_dtype?",         "b_dtype?",        "accum_dtype?",
+                                       "a_transposed?",    "b_transposed?",   "block_row_warps?",
+                                       "block_col_warps?", "warp_row_tiles?", "warp_col_tiles?",
+                                       "chunk?",           "reduce_k?",       "num_elems_per_byte?",
+                                       "is_m_first?",      "thread_var?"};
+    if (bitblas)
+        params.pop_back(); // BitBLAS's methods take the thread index instead
+    auto a = bindArgs(in, args, cls, params);
+    a.resize(14);
     auto e = std::make_shared<Emitter>();
     e->name = cls;
+    e->bitblas = bitblas;
     auto given = [&](size_t i) { return a[i] && !a[i]->value.is(VK::None); };
     e->a = given(0) ? in.toDType(*a[0], "a_dtype") : DType(DType::Float16);
     e->b = given(1) ? in.toDType(*a[1], "b_dtype") : DType(DType::Float16);
@@ -475,8 +525,9 @@ Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls) {
 
 } // namespace
 
-Value mmaEmitterClass(const std::string &cls) {
-    return builtinFunction(cls, [cls](InterpImpl &in, CallArgs &a) { return makeEmitter(in, a, cls); });
+Value mmaEmitterClass(const std::string &cls, bool bitblas) {
+    return builtinFunction(
+        cls, [cls, bitblas](InterpImpl &in, CallArgs &a) { return makeEmitter(in, a, cls, bitblas); });
 }
 
 } // namespace tilec::eval

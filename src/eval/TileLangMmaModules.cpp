@@ -14,7 +14,7 @@
 
 namespace tilec::eval {
 
-Value mmaEmitterClass(const std::string &cls); // TileLangMmaEmitter.cpp
+Value mmaEmitterClass(const std::string &cls, bool bitblas = false); // TileLangMmaEmitter.cpp
 
 namespace {
 
@@ -66,6 +66,36 @@ Value swizzleLayout(InterpImpl &in, CallArgs &args, bool legacy) {
     ir::Expr src = f(B::FloorDiv, f(B::FloorMod, row, 8), 8 / vecs);
     return Value::tuple(
         {v(f(B::FloorDiv, chunk, vecs)), v(row), v(column(xorOf(f(B::FloorMod, chunk, vecs), src)))});
+}
+
+/// BitBLAS's get_swizzle_layout(row_idx, col_idx, row_size, dtype) (bitblas.tl.utils), the swizzle TileLang's
+/// came from: with e the elements of 16 bytes, chunk col / e of a row of a multiple of 128 bytes moves to
+/// chunk XOR (row % e), of a row of a multiple of 64 bytes to chunk XOR ((row % e) / (elements of 4 bytes));
+/// returned as (row, swizzled column). Other rows are BitBLAS's assertion, a located error.
+Value bitblasSwizzleLayout(InterpImpl &in, CallArgs &args) {
+    const std::string fname = "bitblas.tl.utils.get_swizzle_layout";
+    auto a = bindArgs(in, args, fname, {"row_idx", "col_idx", "row_size", "dtype"});
+    const SourceRange &at = args.call;
+    ir::Expr row = tl::intExprArg(in, *a[0], "row_idx"), col = tl::intExprArg(in, *a[1], "col_idx");
+    const DType t = in.toDType(*a[3], "dtype");
+    const int64_t bits = t.bits(), rowBits = bits * in.toInt(*a[2], "row_size");
+    if (bits > 32 || rowBits % 512)
+        in.fail(a[2]->range, fname + ": rows of " + std::to_string(rowBits) + " bits of " +
+                                 std::string(t.name()) + "; BitBLAS swizzles rows of a multiple of 512 bits");
+    const int64_t per16 = 128 / bits;
+    using B = ir::BinaryOp;
+    auto f = [&](B o, ir::Expr x, int64_t c) { return ir::binary(o, x, num(c), at); };
+    ir::Expr by = f(B::FloorMod, row, per16);
+    if (rowBits % 1024)
+        by = f(B::FloorDiv, by, 32 / bits);
+    ir::Expr chunk = ir::binary(B::BitXor, f(B::FloorDiv, col, per16), by, at);
+    ir::Expr swizzled =
+        ir::simplify(ir::binary(B::Add, f(B::Mul, chunk, per16), f(B::FloorMod, col, per16), at));
+    auto v = [](ir::Expr x) {
+        auto c = ir::constInt(x);
+        return c ? Value::integer(*c) : Value::ofExpr(x);
+    };
+    return Value::tuple({v(ir::simplify(row)), v(swizzled)});
 }
 
 /// make_mma_swizzle_layout(shared_buf, is_smooth=False): get_swizzle_layout on the last two dimensions when a
@@ -151,15 +181,41 @@ Value generatorModule(const std::string &dotted) {
                           "mma_store_index_map",
                           "mma_store_index_map_fp64",
                           "get_ldmatrix_offset"})
-        m[o] = makeOpaque(dotted + "." + o, "tilelang");
+        m[o] = makeOpaque(dotted + "." + o, dotted.substr(0, dotted.find('.')));
     Value v = partlyKnownModule(dotted, std::move(m));
     v.as<ModuleObj>().opaque = false;
+    return v;
+}
+
+/// BitBLAS's tile-language layer (bitblas.tl, TileLang's origin; its examples import `tvm` from `bitblas`):
+/// its TensorCoreIntrinEmitter (TileLangMmaEmitter.cpp's, BitBLAS's flavour) and get_swizzle_layout. The
+/// modules are open: BitBLAS's other names are opaque.
+std::optional<Value> bitblasModule(InterpImpl &in, const std::string &dotted) {
+    if (dotted == "bitblas")
+        return partlyKnownModule(dotted,
+                                 {{"tvm", *in.knownModule("tvm")}, {"tl", *in.knownModule("bitblas.tl")}});
+    if (dotted == "bitblas.tl")
+        return partlyKnownModule(dotted,
+                                 {{"mma_macro_generator", *in.knownModule(dotted + ".mma_macro_generator")},
+                                  {"utils", *in.knownModule(dotted + ".utils")}});
+    if (dotted == "bitblas.tl.utils")
+        return partlyKnownModule(
+            dotted,
+            {{"get_swizzle_layout", builtinFunction(dotted + ".get_swizzle_layout", bitblasSwizzleLayout)}});
+    if (dotted != "bitblas.tl.mma_macro_generator")
+        return std::nullopt;
+    Value v = generatorModule(dotted);
+    auto &m = v.as<ModuleObj>();
+    m.attrs.at("TensorCoreIntrinEmitter") = mmaEmitterClass("TensorCoreIntrinEmitter", true);
+    m.opaque = true;
     return v;
 }
 
 } // namespace
 
 std::optional<Value> mmaIntrinsicsModule(InterpImpl &in, const std::string &dotted) {
+    if (dotted == "bitblas" || dotted.rfind("bitblas.", 0) == 0)
+        return bitblasModule(in, dotted);
     if (dotted == kGen)
         return generatorModule(dotted);
     if (dotted == kLayout)

@@ -12,6 +12,7 @@
 #include "MmaLayouts.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -217,8 +218,28 @@ void checkWholeNests(const LayoutUses &c, KernelLayouts &out, DiagnosticEngine &
     }
 }
 
+/// An expansion's stores (`F[i, jq * S + w]`) into a fragment held whole in every thread: each thread must fill its
+/// own copy, as a nest storing it exactly does, so the nest joins the fragment's group and runs whole in every
+/// thread (a spread nest would leave each copy only its thread's iterations). Joining may make other fragments'
+/// groups replicated, so to a fixed point. `replicated(node)` is a group's flag.
+void joinExpansionStores(const LayoutUses &c, UnionFind &uf, std::map<const BufferNode *, int> &fragNode,
+                         const std::vector<int> &nestNode, const std::function<bool &(int)> &replicated) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (auto &u : c.uses) {
+            if (!u.write || !u.expand || u.nest < 0 || !fragNode.count(u.buffer)) continue;
+            int f = uf.find(fragNode[u.buffer]), n = uf.find(nestNode[u.nest]);
+            if (f == n || !replicated(f)) continue;
+            uf.unite(f, n);
+            replicated(uf.find(f)) = true;
+            changed = true;
+        }
+    }
+}
+
 /// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
-/// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate.
+/// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate. A nest
+/// run whole in every thread runs over its own extents (an expansion's are not its fragment's shape).
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
     LayoutUses c = collectLayoutUses(k.body, diag);
 
@@ -272,6 +293,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     for (auto &u : c.uses)
         if (u.write && !u.exact && !u.expand && !u.sliceElements && u.nest >= 0 && !exactNests.count(u.nest))
             groups[uf.find(nestNode[u.nest])].replicated = true;
+    joinExpansionStores(c, uf, fragNode, nestNode, [&](int node) -> bool & { return groups[node].replicated; });
     for (auto *f : frags) {
         Group &g = groups[uf.find(fragNode[f])];
         g.fragBytes = std::max(g.fragBytes, f->dtype.bytes());
@@ -361,6 +383,7 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
     }
     for (size_t i = 0; i < c.nests.size(); ++i) {
         Layout l = layoutOf(groups[uf.find(nestNode[i])]);
+        if (l.kind == Layout::Replicated) l = Layout::replicated(c.nests[i].extents);
         out.loops[c.nests[i].outer.get()] = reshaped(l, c.nests[i].extents).value_or(l); // a nest over a view's shape
     }
 

@@ -3,7 +3,9 @@
 /// packs eight scaled values per iteration into three words: `in_local[j] = out_fragment[x, y * 8 + j]`): layout
 /// inference widens the fragment to S elements per thread and vector, so iteration y's S elements are in its own
 /// thread, instead of the fragment going through a shared copy and a barrier (TransposeFragments.cpp,
-/// widenableExpansion; InferLayouts.cpp, agreeOnSlices). Run on the CPU simulator against float64 references.
+/// widenableExpansion; InferLayouts.cpp, agreeOnSlices). Stores at (..., y * S + j) into a fragment every thread
+/// holds run whole in every thread (InferLayouts.cpp, joinExpansionStores). Run on the CPU simulator against float64
+/// references.
 #include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +64,47 @@ TEST(LowerSimExpansionReads, FragmentWidenedToTheExpansionNoSharedCopy) {
         ASSERT_TRUE(out.races.empty()) << out.races[0];
         sim::expectNear(y, wantY, 1e-6, "Y");
         sim::expectNear(o, wantO, 1e-6, "O");
+    }
+}
+
+/// A fragment every thread holds whole (read reversed by another nest and at a constant index outside any nest)
+/// stored by a nest over (16, 8 / S) at (i, jq * S + w), w an inner loop over [0, S) (the differential fuzzer's
+/// GOp::expand): the nest runs whole in every thread, each filling its own copy, over its own extents.
+std::string replicatedSource(int s) {
+    const std::string S = std::to_string(s);
+    return "import tilelang.language as T\n"
+           "@T.prim_func\n"
+           "def k(A: T.Tensor((16, 8), \"float32\"), Y: T.Tensor((16, 8), \"float32\"), Z: T.Tensor((1,), \"float32\")):\n"
+           "    with T.Kernel(1, threads=64) as bx:\n"
+           "        F = T.alloc_fragment((16, 8), \"float32\")\n"
+           "        G = T.alloc_fragment((16, 8), \"float32\")\n"
+           "        for i, jq in T.Parallel(16, 8 // " + S + "):\n"
+           "            for w in T.serial(" + S + "):\n"
+           "                F[i, jq * " + S + " + w] = A[i, jq * " + S + " + w] * 2.0 + T.cast(w, \"float32\")\n"
+           "        for i, j in T.Parallel(16, 8):\n"
+           "            G[i, j] = F[15 - i, 7 - j]\n"
+           "        Z[0] = F[3, 5]\n"
+           "        T.copy(G, Y)\n";
+}
+
+TEST(LowerSimExpansionReads, StoresIntoAFragmentEveryThreadHolds) {
+    for (int s : {2, 4, 8}) {
+        SCOPED_TRACE("S " + std::to_string(s));
+        tilec::lowertest::LowerRun r;
+        r.run(replicatedSource(s), "t.tile", *tilec::Target::parse("sm_90a"));
+        ASSERT_TRUE(r.lowered) << r.diags();
+        ASSERT_EQ(r.lowered->kernels.size(), 1u);
+        auto a = sim::randomData(16 * 8, 5);
+        std::vector<double> y(16 * 8, std::nan("")), z(1, std::nan("")), f(16 * 8), wantY(16 * 8);
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 8; ++j) f[i * 8 + j] = (double)((float)a[i * 8 + j] * 2.0f + (float)(j % s));
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 8; ++j) wantY[i * 8 + j] = f[(15 - i) * 8 + 7 - j];
+        sim::Outcome out = sim::runCaught(*r.lowered->kernels[0], {{"A", &a}, {"Y", &y}, {"Z", &z}});
+        ASSERT_TRUE(out.error.empty()) << out.error;
+        ASSERT_TRUE(out.races.empty()) << out.races[0];
+        sim::expectNear(y, wantY, 1e-6, "Y");
+        sim::expectNear(z, {f[3 * 8 + 5]}, 1e-6, "Z");
     }
 }
 

@@ -4,8 +4,9 @@
 /// assembles each warp's A, B and C from the lanes' registers in the PTX fragment order: whole GEMMs
 /// (float16, bfloat16, int8, float32 through tf32; A and B stored either way; n8 and n16 warp tiles) checked
 /// against a reference computed here. A lane's registers holding anything but mma.sync's fragment, or the
-/// accumulators read back from the wrong lane, give a wrong C. The fragments are loaded with ldmatrix where TileLang
-/// loads them so (the simulator's tilec.ldmatrix hands each lane the rows other lanes address).
+/// accumulators read back from the wrong lane, give a wrong C. The fragments are loaded with ldmatrix where
+/// TileLang loads them so (the simulator's tilec.ldmatrix hands each lane the rows other lanes address).
+/// BitBLAS's emitter (bitblas.tl), whose methods take the thread index, the same way.
 #include "LowerSimUtil.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,9 @@ struct Config {
     int rowWarps, colWarps, rowTiles, colTiles, chunk;
     int M, N, K;
     bool direct = false; ///< mma_atom per tile and stmatrix straight into block (by, bx) of the global C
+    /// BitBLAS's flavour: the thread index handed to the methods, "tx" (T.thread_binding's) or an expression
+    /// of it whose warps take other warp tiles (lanes unchanged)
+    const char *threads = "tx";
 };
 
 /// The example's kernel shape (gemm/example_gemm_intrinsics.py), generalized: shared tiles of A and B per
@@ -96,10 +100,14 @@ std::string source(const Config &c) {
     return s;
 }
 
-void runGemm(const Config &c) {
+/// Runs the GEMM of `src` (Config's shapes and types) for `arch` against a reference computed here; returns
+/// its tilec.ldmatrix calls.
+int runGemmOf(const Config &c, const std::string &src, const char *arch) {
     tilec::lowertest::LowerRun r;
-    sim::lowerFor(r, source(c));
-    ASSERT_TRUE(r.lowered) << r.diags();
+    sim::lowerFor(r, src, arch);
+    EXPECT_TRUE(r.lowered) << r.diags();
+    if (!r.lowered)
+        return -1;
     const bool isInt = std::string(c.in) == "int8";
     // small integers: every product and sum is exact in each type (and tf32 keeps them)
     std::vector<double> a((size_t)c.M * c.K), b((size_t)c.K * c.N), out((size_t)c.M * c.N, std::nan("")),
@@ -122,6 +130,11 @@ void runGemm(const Config &c) {
         ldmatrix += sim::callCounts(*k)[tilec::passes::lib::Fn::LdMatrix];
     }
     EXPECT_GT(calls, 0) << "the GEMM ran without tilec.mma_sync";
+    return ldmatrix;
+}
+
+void runGemm(const Config &c) {
+    const int ldmatrix = runGemmOf(c, source(c), "sm_80");
     // TileLang's ldmatrix path: 16-bit operands either way, others stored with K innermost (A (M, K), B (N, K));
     // ldmatrix.trans cannot move 8- or 32-bit elements, so those read element by element
     const bool wide = std::string(c.in) == "float16" || std::string(c.in) == "bfloat16";
@@ -165,6 +178,115 @@ TEST(LowerSimMmaEmitter, AtomsIntoGlobal) {
 // float32 operands go through tf32 (m16n8k8): one element to a register.
 TEST(LowerSimMmaEmitter, Float32) {
     runGemm({"float32", "float32", false, true, 1, 1, 16, 16, 8, 16, 16, 16});
+}
+
+/// BitBLAS's flavour (bitblas.tl's emitter, whose methods take the thread index) in the program shape of
+/// TileLang's BitNet benchmark (examples/bitnet-1.58b/kernel_benchmark/tl_int8xint8.py: `from bitblas import
+/// tvm`, tvm.tl.language, T.thread_binding as the thread index, BitBLAS's get_swizzle_layout on the shared
+/// tiles, stmatrix into a 4-D shared C; with `direct`, into block (by, bx) of the global C), lowered for
+/// sm_90a.
+std::string bitblasSource(const Config &c) {
+    auto b = [](bool v) { return std::string(v ? "True" : "False"); };
+    auto n = [](int v) { return std::to_string(v); };
+    const std::string in = c.in, acc = c.acc;
+    std::string s =
+        "from bitblas import tvm as tvm\n"
+        "from tvm import DataType\n"
+        "import tvm.tl.language as T\n"
+        "from bitblas.tl.utils import get_swizzle_layout\n"
+        "from bitblas.tl.mma_macro_generator import TensorCoreIntrinEmitter\n"
+        "def swizzled(buf):\n"
+        "    rows = buf.shape[-1]\n"
+        "    if rows * DataType(buf.dtype).bits % 512:\n"
+        "        return T.Layout(buf.shape, lambda *i: i)\n"
+        "    return T.Layout(buf.shape, lambda i, j: list(get_swizzle_layout(i, j, rows, buf.dtype)))\n"
+        "def make(M, N, K, a_t, b_t):\n"
+        "    e = TensorCoreIntrinEmitter(a_dtype='" +
+        in + "', b_dtype='" + in + "', accum_dtype='" + acc +
+        "', a_transposed=a_t, b_transposed=b_t, block_row_warps=" + n(c.rowWarps) +
+        ", block_col_warps=" + n(c.colWarps) + ", warp_row_tiles=" + n(c.rowTiles) +
+        ", warp_col_tiles=" + n(c.colTiles) + ", chunk=" + n(c.chunk) +
+        ")\n"
+        "    bm = e.block_row_warps * e.warp_row_tiles\n"
+        "    bn = e.block_col_warps * e.warp_col_tiles\n"
+        "    bk = e.chunk\n"
+        "    As_shape = (bk, bm) if a_t else (bm, bk)\n"
+        "    Bs_shape = (bn, bk) if b_t else (bk, bn)\n"
+        "    @T.prim_func\n"
+        "    def main(A: T.Buffer((K, M) if a_t else (M, K), '" +
+        in + "'), B: T.Buffer((N, K) if b_t else (K, N), '" + in + "'), C: T.Buffer((M, N), '" + acc +
+        "')):\n"
+        "        with T.Kernel(N // bn, M // bm, threads=e.threads) as (bx, by):\n"
+        "            As = T.alloc_shared(As_shape, '" +
+        in +
+        "', scope='shared.dyn')\n"
+        "            Bs = T.alloc_shared(Bs_shape, '" +
+        in +
+        "', scope='shared.dyn')\n"
+        "            Cs = T.alloc_shared((bm // 16, bn // 16, 16, 16), '" +
+        acc +
+        "', scope='shared.dyn')\n"
+        "            Al = T.alloc_local((e.warp_rows * e.local_size_a), '" +
+        in +
+        "')\n"
+        "            Bl = T.alloc_local((e.warp_cols * e.local_size_b), '" +
+        in +
+        "')\n"
+        "            Cl = T.alloc_local((e.warp_rows * e.warp_cols * e.local_size_out), '" +
+        acc +
+        "')\n"
+        "            tx = T.thread_binding(0, e.threads, 'threadIdx.x')\n"
+        "            T.annotate_layout({As: swizzled(As), Bs: swizzled(Bs)})\n"
+        "            T.clear(Cl)\n"
+        "            for ko in T.Pipelined(K // bk, num_stages=2):\n"
+        "                for i, k in T.Parallel(As_shape[0], As_shape[1]):\n"
+        "                    As[i, k] = A[(ko * bk if a_t else by * bm) + i, (by * bm if a_t else ko * bk) + "
+        "k]\n"
+        "                for j, k in T.Parallel(Bs_shape[0], Bs_shape[1]):\n"
+        "                    Bs[j, k] = B[(bx * bn if b_t else ko * bk) + j, (ko * bk if b_t else bx * bn) + "
+        "k]\n"
+        "                for ki in T.serial(bk // e.micro_size_k):\n"
+        "                    e.ldmatrix_a(Al, As, ki, thread_bindings=" +
+        c.threads +
+        ")\n"
+        "                    e.ldmatrix_b(Bl, Bs, ki, " +
+        c.threads +
+        ")\n"
+        "                    e.mma(Al, Bl, Cl)\n";
+    if (c.direct)
+        s += "            e.stmatrix(Cl, C, " + std::string(c.threads) + ", by, bx)\n";
+    else
+        s += "            e.stmatrix(Cl, Cs, thread_bindings=" + std::string(c.threads) +
+             ")\n"
+             "            for i, j in T.Parallel(bm, bn):\n"
+             "                C[by * bm + i, bx * bn + j] = Cs[i // 16, j // 16, i % 16, j % 16]\n";
+    s += "    return main\n"
+         "k = make(" +
+         n(c.M) + ", " + n(c.N) + ", " + n(c.K) + ", " + b(c.aT) + ", " + b(c.bT) + ")\n";
+    return s;
+}
+
+// The benchmark's int8 configuration in small: A (M, K), B (N, K), k32 steps; T.thread_binding's index is the
+// kernel's own, so the fragments are read by ldmatrix as on BitBLAS.
+TEST(LowerSimMmaEmitter, BitblasInt8) {
+    const Config c{"int8", "int32", false, true, 2, 2, 32, 32, 64, 128, 128, 128};
+    EXPECT_GT(runGemmOf(c, bitblasSource(c), "sm_90a"), 0);
+}
+
+// Its float16 configuration (float16 accumulators, chunk 32), A stored (K, M) and B (K, N): ldmatrix.trans.
+TEST(LowerSimMmaEmitter, BitblasFloat16StoredByK) {
+    const Config c{"float16", "float16", true, false, 2, 2, 32, 32, 32, 128, 128, 64};
+    EXPECT_GT(runGemmOf(c, bitblasSource(c), "sm_90a"), 0);
+}
+
+// A thread index other than the kernel's (the warps rotated over the warp tiles): each thread's fragments are
+// those of the warp tile its index names, read element by element, stored from the same registers; stmatrix
+// into block (by, bx) of the global C.
+TEST(LowerSimMmaEmitter, BitblasOtherThreadIndexIntoGlobal) {
+    Config c{"float16", "float32", false, true, 2, 2, 16, 32, 16, 64, 128, 32};
+    c.threads = "(tx + 32) % e.threads";
+    c.direct = true;
+    EXPECT_EQ(runGemmOf(c, bitblasSource(c), "sm_90a"), 0);
 }
 
 } // namespace
