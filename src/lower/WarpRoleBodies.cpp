@@ -28,9 +28,9 @@ Stmt genericRelease(const Expr &bar, const SourceRange &loc) {
 }
 
 /// The schedule overlapScores will give an attention loop (by the reduction of its first T.gemm with A in
-/// shared memory, where a later one reads A from registers: QK^T, then P.V, and by that A's width); overlapScores
-/// decides by the same dimension, read off that QK^T's wgmma.
-AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const LoweringOptions &o) {
+/// shared memory, where a later one reads A from registers: QK^T, then P.V, and by that A's width) over a ring of
+/// `stages`; overlapScores decides by the same dimension, read off that QK^T's wgmma, and the same ring.
+AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const LoweringOptions &o, int64_t stages) {
     const Gemm *qk = nullptr;
     for (auto &s : rest) {
         auto g = as<Gemm>(s);
@@ -43,10 +43,10 @@ AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const Lowerin
         std::vector<int64_t> shape;
         for (auto &r : qk->a.ranges)
             if (auto e = constInt(r.extent); e && *e != 1) shape.push_back(*e);
-        if (shape.size() == 2) return o.attentionSchedule(qk->transA ? shape[0] : shape[1], qk->a.buffer->dtype.bits());
+        if (shape.size() == 2) return o.attentionSchedule(qk->transA ? shape[0] : shape[1], qk->a.buffer->dtype.bits(), stages);
         break;
     }
-    return o.attentionSchedule(0);
+    return o.attentionSchedule(0, 16, stages);
 }
 
 } // namespace
@@ -128,7 +128,7 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
                                            : IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
     size_t onceLast = p.rest.size();
     // ... and after the loop where the iterations run under a condition (the last one may not run).
-    if (p.persistent && !p.once.empty() && !attentionSchedule(p.rest, o).any() && !p.guard)
+    if (p.persistent && !p.once.empty() && !attentionSchedule(p.rest, o, p.S).any() && !p.guard)
         for (size_t j = 0; j < p.rest.size(); ++j)
             for (auto &t : p.once)
                 if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;
