@@ -244,33 +244,37 @@ bool wholeTile(const Region &r) {
     return true;
 }
 
-std::map<const BufferNode *, Expr> liveAccumulatorRowsAt(const Kernel &k) {
+namespace {
+
+/// Calls fn(facts, c, rows, writers) for each 2-D fragment accumulator `c` of constant row count `rows` that a
+/// T.gemm writes, with the kernel's facts and the products that write it (one walk for both queries below).
+template <class Fn> void eachAccumulator(const Kernel &k, Fn fn) {
     Facts f(k);
     f.visit(k.body);
     Collect col;
     col.visit(k.body);
-    std::map<const BufferNode *, Expr> live;
     for (auto &[c, writers] : col.byC) {
         if (!c || c->scope != Scope::Fragment || c->shape.size() != 2) continue;
-        auto cRows = constValue(c->shape[0]);
-        if (!cRows || liveRowsOf(f, c, *cRows, writers)) continue; // a constant bound holds already
-        if (Expr rows = liveRowsAtOf(f, c, *cRows, writers)) live[c] = rows;
+        if (auto cRows = constValue(c->shape[0])) fn(f, c, *cRows, writers);
     }
+}
+
+} // namespace
+
+std::map<const BufferNode *, Expr> liveAccumulatorRowsAt(const Kernel &k) {
+    std::map<const BufferNode *, Expr> live;
+    eachAccumulator(k, [&](const Facts &f, const BufferNode *c, int64_t cRows, const std::vector<const Gemm *> &writers) {
+        if (liveRowsOf(f, c, cRows, writers)) return; // a constant bound holds already
+        if (Expr rows = liveRowsAtOf(f, c, cRows, writers)) live[c] = rows;
+    });
     return live;
 }
 
 std::map<const BufferNode *, int64_t> liveAccumulatorRows(const Kernel &k) {
-    Facts f(k);
-    f.visit(k.body);
-    Collect col;
-    col.visit(k.body);
     std::map<const BufferNode *, int64_t> live;
-    for (auto &[c, writers] : col.byC) {
-        if (!c || c->scope != Scope::Fragment || c->shape.size() != 2) continue;
-        auto cRows = constValue(c->shape[0]);
-        if (!cRows) continue;
-        if (int64_t rows = liveRowsOf(f, c, *cRows, writers)) live[c] = rows;
-    }
+    eachAccumulator(k, [&](const Facts &f, const BufferNode *c, int64_t cRows, const std::vector<const Gemm *> &writers) {
+        if (int64_t rows = liveRowsOf(f, c, cRows, writers)) live[c] = rows;
+    });
     return live;
 }
 
