@@ -311,6 +311,17 @@ int64_t knownMultiple(const Expr &e) {
             --depth;
             return r;
         }
+        /// A shared tile's swizzle (tilec::swz, swz_panels and their split forms: the physical offset of logical
+        /// offset `offset`, or `runtime + fixed`) moves whole 16-byte chunks and XORs chunk bits only, so the
+        /// physical offset keeps the logical one's residue modulo a chunk's elements (swizzle.cuh).
+        int64_t swizzled(const Call &c) {
+            const bool split = lib::is(c, lib::Fn::SwzSplit) || lib::is(c, lib::Fn::SwzPanelsSplit);
+            if (!split && !lib::is(c, lib::Fn::Swz) && !lib::is(c, lib::Fn::SwzPanels)) return 1;
+            auto eb = c.args.size() >= 4 ? as<IntImm>(c.args[1]) : nullptr;
+            if (!eb || eb->value <= 0 || 16 % eb->value != 0 || c.args.size() != (split ? 5u : 4u)) return 1;
+            int64_t logical = split ? gcd64(of(c.args[3]), of(c.args[4])) : of(c.args[3]);
+            return gcd64(logical, 16 / eb->value);
+        }
         int64_t compute(const Expr &e) {
             if (auto i = as<IntImm>(e)) {
                 if (i->value == 0) return 0;
@@ -318,6 +329,7 @@ int64_t knownMultiple(const Expr &e) {
             }
             if (auto c = as<Cast>(e)) return c->dtype.isInt() && c->value->dtype.isInt() ? of(c->value) : 1;
             if (auto s = as<Select>(e)) return gcd64(of(s->t), of(s->f));
+            if (auto c = as<Call>(e)) return swizzled(*c);
             auto b = as<Binary>(e);
             if (!b || !e->dtype.isInt()) return 1;
             int64_t x = of(b->a), y = of(b->b);
