@@ -210,14 +210,17 @@ def unpack_int2_by_decode(packed):
 def compress_2to4(dense):
     """(values [M, K / 2], metadata int16 [M, K / 16]) of a 2:4 semi-sparse 16-bit matrix (two nonzeros in each
     group of 4), as examples/gemm_sp/sparse_utils.py's torch_compress gives them: each group's nonzeros in order,
-    and a 4-bit code p0 | p1 << 2 of their positions, four codes to an int16, the first in the low bits."""
+    and a 4-bit code p0 | p1 << 2 of their positions, four codes to an int16, the first in the low bits. A group
+    with fewer than two nonzeros (a kept value that rounded to zero in 16 bits: a few per 10^8 elements of randn)
+    still takes two distinct positions p0 < p1, its nonzero and the first zeros, as torch_compress's logic gives:
+    the same position twice is not a 2:4 code (the tensor cores then count that element twice)."""
     import torch
     m, k = dense.shape
     groups = dense.reshape(m, k // 4, 4)
     pos = torch.arange(4, device=dense.device).expand_as(groups)
     nz = groups != 0
-    p0 = torch.where(nz, pos, 4).amin(-1, keepdim=True)
-    p1 = torch.where(nz, pos, -1).amax(-1, keepdim=True)
+    picked = (nz.to(torch.int64) * 8 + (3 - pos)).topk(2, dim=-1).indices      # nonzeros first, then the lowest zeros
+    p0, p1 = picked.amin(-1, keepdim=True), picked.amax(-1, keepdim=True)
     values = torch.cat([groups.gather(-1, p0), groups.gather(-1, p1)], -1).reshape(m, k // 2)
     codes = (p0 | (p1 << 2)).reshape(m, k // 16, 4)
     word = sum(codes[..., i] << (4 * i) for i in range(4))                     # 0 .. 65535
@@ -530,6 +533,11 @@ def _compress_self_check(torch):
     if values.tolist() != [[5, 6, 7, 8, 9, 1, 2, 3] * 2] or meta.dtype != torch.int16 or \
             meta.tolist() != [[want_meta] * 2]:
         return ["compress_2to4 on a worked row: %r %r, want metadata %d" % (values.tolist(), meta.tolist(), want_meta)]
+    # fewer than two nonzeros: (3), (1), none, (0, 2) -> positions (0, 3), (0, 1), (0, 1), (0, 2)
+    values, meta = compress_2to4(torch.tensor([[0, 0, 0, 4, 0, 5, 0, 0, 0, 0, 0, 0, 6, 0, 7, 0]], dtype=torch.float16))
+    word = sum(c << (4 * i) for i, c in enumerate([0 | 3 << 2, 0 | 1 << 2, 0 | 1 << 2, 0 | 2 << 2]))
+    if values.tolist() != [[0, 4, 0, 5, 0, 0, 6, 7]] or meta.tolist() != [[word - 65536 if word >= 32768 else word]]:
+        return ["compress_2to4 on groups with fewer than two nonzeros: %r %r" % (values.tolist(), meta.tolist())]
     return []
 
 
