@@ -21,6 +21,7 @@ KERNELS = [("gemm_splitk", "gemm_splitk_16x8192x8192", 16, 8192, 8192, "float16"
            ("gemm_decode", "gemm_decode_bf16_128x8192x8192", 128, 8192, 8192, "bfloat16", "seed tiles, tilec's split"),
            ("gemm_decode", "gemm_decode_192x8192x8192", 192, 8192, 8192, "float16", "seed tiles, deep ring"),
            ("gemm_decode", "gemm_decode_256x8192x8192", 256, 8192, 8192, "float16", "seed tiles, deep ring"),
+           ("gemm_decode", "gemm_decode_136x8192x8192", 136, 8192, 8192, "float16", "seed tiles, live row boxes"),
            ("gemm_decode", "gemm_decode_192x8192x8192_cluster", 192, 8192, 8192, "float16", "seed tiles, clusters of 2"),
            ("gemm_decode", "gemm_decode_256x8192x8192_cluster", 256, 8192, 8192, "float16", "seed tiles, clusters of 2"),
            ("gemm_decode", "gemm_decode_odd", 100, 1000, 4000, "float16", "seed tiles, tilec's split")]

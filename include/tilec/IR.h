@@ -268,6 +268,12 @@ struct Gemm : StmtNode {
     /// out of its tensor's bounds (T.copy pads it with zeros) and every row of C past R is stored only out of
     /// bounds; the tensor-core instructions of whole 64-row panels past R need not be issued.
     int64_t liveRows = 0;
+    /// Null, or an expression R of the block's indices and the launch's sizes (never of a loop or the thread)
+    /// past which, in this block, no row of C can be observed (boundGemmRows, where no constant liveRows is):
+    /// rows of A past R lie past its tensor's end and rows of C past R are stored only there. The wgmma of
+    /// 64-row panels at or past R need not be issued, nor the TMA boxes of A's rows at or past R loaded where
+    /// nothing else reads the A tile (specializeWarps).
+    Expr liveRowsAt;
     /// T.gemm_sp (2:4 structured sparsity): the metadata tile E; `a` is then A compressed to half its K (the two
     /// kept values of each group of four), and E's 4-bit nibbles say where in their group they sit
     /// (docs/LANGUAGE.md, T.gemm_sp). No buffer: a dense product.
@@ -280,6 +286,7 @@ struct Gemm : StmtNode {
     Stmt withRegions(Region a, Region b, Region c) const;
     Stmt withInstr(GemmInstr i) const;
     Stmt withLiveRows(int64_t rows) const;
+    Stmt withLiveRowsAt(Expr rows) const;
     /// The same product as a sparse one with metadata `e` (a, b, c as they are).
     Stmt withMetadata(Region e) const;
 };

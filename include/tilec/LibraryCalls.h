@@ -75,6 +75,7 @@ enum class Fn {
     // Conversions (stdlib/tilec/fp4.cuh)
     Fp4Code,       ///< the fp4 (e2m1) code 0 .. 15 of a float (int32): nearest, ties to even, saturating, NaN to 0
     Fp4x2Code,     ///< the byte of two fp4 codes, `lo` in bits 0-3 and `hi` in bits 4-7 (int32 0 .. 255)
+    TmaLoadTileRows, ///< a tile's TMA boxes of boxRows rows that start below row `live` (sm90_tma.cuh)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
@@ -113,6 +114,7 @@ struct Info {
     unsigned effects;
     Issuers issuers;
     const char *minTarget;      ///< the oldest target whose library has it ("sm_80", "sm_90", "sm_90a")
+    size_t optionalArgs = 0;    ///< trailing arguments a call may leave out (the device function's defaults)
 };
 
 const Info &info(Fn f);
@@ -125,6 +127,8 @@ bool is(const ir::Expr &e, Fn f);
 size_t argIndex(Fn f, const char *name);
 /// c's argument `name`.
 const ir::Expr &arg(const ir::Call &c, Fn f, const char *name);
+/// c's argument `name` where f's trailing optional one may be left out: null when c leaves it out.
+const ir::Expr *optionalArg(const ir::Call &c, Fn f, const char *name);
 /// A call of f with exactly its arguments (checked against the registry); `type` for the calls that are values
 /// (ShflXor, Swz).
 ir::Expr call(Fn f, std::vector<ir::Expr> args, SourceRange loc = {}, DType type = DType::Void);

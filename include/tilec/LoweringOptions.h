@@ -59,10 +59,13 @@ struct LoweringOptions {
     /// gained 4.3 % (causal) and 7.9 % (full) at D = 128 and changed -1.2 / +2.3 % at D = 64, where turns alone
     /// lost 1-5 % everywhere. Float8 loops (P converted to e4m3 for P.V) were not timed so: in order at Auto.
     static constexpr int kAttentionOverlapHeadDim = 128;
-    /// The schedule of one attention loop whose QK^T reduces over `headDim` with operands of `operandBits`:
-    /// what the switches ask, Auto by the head dimension and the width. Turns only where the overlap also
-    /// applies, unless --pingpong asks for them.
-    AttentionSchedule attentionSchedule(int64_t headDim, int operandBits = 16) const;
+    /// The schedule of one attention loop whose QK^T reduces over `headDim` with operands of `operandBits`,
+    /// its K and V tiles loaded into rings of `stages`: what the switches ask, Auto by the head dimension, the
+    /// width and the ring. Auto keeps a loop of one stage in order (T.Pipelined(num_stages=1)): rotated, V of
+    /// block ko could load only once P.V of ko - 1 retired, and P.V of ko follows at once, so the load's
+    /// latency would be waited for in every iteration (in order, it loads under QK^T of ko and the softmax).
+    /// Turns only where the overlap also applies, unless --pingpong asks for them.
+    AttentionSchedule attentionSchedule(int64_t headDim, int operandBits = 16, int64_t stages = 2) const;
 
     /// These switches as one kernel sees them: its pass_configs ("tl.disable_tma_lower",
     /// "tl.disable_warp_specialized": Kernel::noTma, noWarpSpecialize) turn TMA or warp specialization off.

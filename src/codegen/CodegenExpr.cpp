@@ -381,8 +381,8 @@ namespace tilec::codegen {
 ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     namespace lib = passes::lib;
     const lib::Info &f = *lib::find(c.name);
-    TILEC_ASSERT(c.args.size() == f.args.size(), c.name + " has " + std::to_string(c.args.size()) + " arguments, not " +
-                                                     std::to_string(f.args.size()));
+    TILEC_ASSERT(c.args.size() <= f.args.size() && c.args.size() + f.optionalArgs >= f.args.size(),
+                 c.name + " has " + std::to_string(c.args.size()) + " arguments, not " + std::to_string(f.args.size()));
     auto constArg = [&](size_t i) {
         auto v = constInt(c.args[i]);
         TILEC_ASSERT(v, c.name + " needs a constant argument '" + f.args[i] + "'");
@@ -411,12 +411,14 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
         return {"((" + off + ") / " + t + " * " + t + " + " + fn + "((" + off + ") % " + t + "))", 16};
     }
     case lib::Fn::TmaLoadTile:
+    case lib::Fn::TmaLoadTileRows:
     case lib::Fn::TmaLoadTileMulticast: {
         // The map argument is the index of the kernel's tensor map, a __grid_constant__ parameter.
         std::string s = std::string(f.cxx) + "<";
         for (int i = 0; i < f.templateArgs; ++i) s += (i ? ", " : "") + constArg((size_t)i);
         s += ">(" + arg("dst") + ", &" + tensorMapParam(std::stoi(constArg(lib::argIndex(f.fn, "map")))) + ", " + arg("bar");
         if (f.fn == lib::Fn::TmaLoadTileMulticast) s += ", " + arg("ctaMask") + ", " + arg("part");
+        if (f.fn == lib::Fn::TmaLoadTileRows) s += ", " + arg("live");
         for (const char *co : {"c0", "c1", "c2", "c3", "c4"}) s += ", " + arg(co);
         return {s + ")", 16};
     }

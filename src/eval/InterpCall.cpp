@@ -489,6 +489,8 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         for (auto &kv : m.attrs) names.push_back(kv.first);
         std::string close = closestName(name, names);
         std::string msg = "unknown primitive '" + shown + "'";
+        if (std::string why = otherGpuPrimitive(name); !why.empty())
+            fail(r, "'" + shown + "' is " + why + ": tilec generates code for sm_80 and sm_90a (Ampere and Hopper) only");
         if (!close.empty())
             failWithNote(r, msg, r, "did you mean '" + shown.substr(0, shown.size() - name.size()) + close + "'?");
         fail(r, msg);

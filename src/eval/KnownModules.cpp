@@ -410,7 +410,7 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
         m["compile"] = tilelangCompile();
         m["PassConfigKey"] = passConfigKeyEnum();
         m["DataType"] = knownModule("tvm")->as<ModuleObj>().attrs.at("DataType"); // `from tilelang import DataType`
-        for (const char *sub : {"autotuner", "carver", "contrib", "math", "transform", "utils"})
+        for (const char *sub : {"autotuner", "carver", "contrib", "math", "tileop", "transform", "utils"})
             m[sub] = *knownModule("tilelang." + std::string(sub));
         v = module(dotted, std::move(m));
     } else if (auto helpers = tileLangHelperModule(*this, dotted)) {

@@ -20,6 +20,9 @@ bool isPointerAnnotation(const Value &v);
 /// T.StridedTensor's placement of tensor `b`: element idx at sum(idx[d] * strides[d]); none where the strides
 /// are the row-major ones. InterpTrace.cpp.
 std::optional<ir::TensorLayout> stridedPlacement(const ir::Buffer &b, const std::vector<ir::Expr> &strides, const SourceRange &at);
+/// Why TileLang's primitive `T.<name>`, which tilec's table lacks, cannot run on the GPUs tilec generates code for
+/// (sm_80, sm_90a): a phrase for the "unknown primitive" error, empty for every other name. TileLangModule.cpp.
+std::string otherGpuPrimitive(const std::string &name);
 } // namespace tilec::eval
 
 namespace tilec::eval::tl {

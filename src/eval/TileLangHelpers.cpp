@@ -10,6 +10,10 @@
 ///     `get_e_replicate_factor(a_dtype)`: 1 for types of 8 bits or fewer, 2 otherwise.
 ///   - `tilelang.tools.cuda.iket`, TileLang's IKET profiling events (IketModule.cpp).
 ///   - `tilelang.cuda.intrinsics`' GEMM emitter and swizzle layouts (TileLangMmaEmitter.cpp).
+///   - `GemmWarpPolicy`, the IntEnum T.gemm's `policy` takes, from every module of TileLang 0.1.9 to 0.1.13 that
+///     defines or re-exports it: `tilelang.tileop.base` (where it is defined), `tilelang.tileop`,
+///     `tilelang.language.gemm_op` and (0.1.13) `tilelang.language.common`. Each is T.GemmWarpPolicy itself, so
+///     `from tilelang.tileop.base import GemmWarpPolicy` gives the same members under any alias.
 /// The modules' other attributes stay opaque.
 #include "eval/InterpImpl.h"
 
@@ -64,6 +68,11 @@ Value sparseLayoutModule() {
     return partlyKnownModule(N, std::move(m));
 }
 
+/// T.GemmWarpPolicy, the enum of the `tilelang.language` module (TileLangGemm.cpp).
+Value tileLangGemmWarpPolicy(InterpImpl &in) {
+    return in.importModule("tilelang.language").as<ModuleObj>().attrs.at("GemmWarpPolicy");
+}
+
 } // namespace
 
 std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dotted) {
@@ -82,6 +91,11 @@ std::optional<Value> tileLangHelperModule(InterpImpl &in, const std::string &dot
                                           {"get_swizzle_layout", lay.at("get_swizzle_layout")},
                                           {"make_mma_swizzle_layout", lay.at("make_mma_swizzle_layout")}});
     }
+    if (dotted == "tilelang.tileop.base" || dotted == "tilelang.language.gemm_op" || dotted == "tilelang.language.common")
+        return partlyKnownModule(dotted, {{"GemmWarpPolicy", tileLangGemmWarpPolicy(in)}});
+    if (dotted == "tilelang.tileop")
+        return partlyKnownModule(dotted, {{"GemmWarpPolicy", tileLangGemmWarpPolicy(in)},
+                                          {"base", *in.knownModule(dotted + ".base")}});
     if (dotted == "tilelang.tools.cuda.iket") return iketModule();
     if (dotted == "tilelang.tools.cuda") return partlyKnownModule(dotted, {{"iket", *in.knownModule(dotted + ".iket")}});
     if (dotted == "tilelang.tools") return partlyKnownModule(dotted, {{"cuda", *in.knownModule(dotted + ".cuda")}});

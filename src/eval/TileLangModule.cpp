@@ -31,6 +31,20 @@ Value makeTileLanguageModule() {
     return Value::object(VK::Module, m);
 }
 
+std::string otherGpuPrimitive(const std::string &name) {
+    // TileLang v0.1.13's primitives for Blackwell's tensor memory and its tcgen05 instructions (sm_100), its
+    // cluster launch control (sm_100) and the block-scaled mma.sync of sm_120: no Hopper or Ampere GPU has them.
+    static const std::pair<const char *, const char *> prefixes[] = {
+        {"tcgen05_", "a Blackwell (sm_100) tcgen05 tensor-core primitive"},
+        {"alloc_tmem", "a Blackwell (sm_100) tensor-memory allocation"},
+        {"clc_", "a Blackwell (sm_100) cluster-launch-control primitive"},
+        {"mma_gemm_blockscaled", "the block-scaled mma.sync of sm_120"},
+    };
+    for (auto &[prefix, what] : prefixes)
+        if (name.rfind(prefix, 0) == 0) return what;
+    return {};
+}
+
 Value callDType(Interp &in, DType t, CallArgs &args) {
     auto a = bindArgs(in, args, "T." + std::string(t.name()), {"x"});
     const Value &v = a[0]->value;

@@ -303,6 +303,12 @@ Stmt Gemm::withLiveRows(int64_t rows) const {
     return n;
 }
 
+Stmt Gemm::withLiveRowsAt(Expr rows) const {
+    auto n = std::make_shared<Gemm>(*this);
+    n->liveRowsAt = std::move(rows);
+    return n;
+}
+
 Stmt Gemm::withMetadata(Region e2) const {
     auto n = std::make_shared<Gemm>(*this);
     n->e = std::move(e2);

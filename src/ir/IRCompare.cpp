@@ -103,6 +103,7 @@ class Matcher {
             auto a = as<Gemm>(x), b = as<Gemm>(y);
             return a->transA == b->transA && a->transB == b->transB && a->clearAccum == b->clearAccum &&
                    a->policy == b->policy && a->instr == b->instr && a->liveRows == b->liveRows && region(a->a, b->a) &&
+                   (a->liveRowsAt ? b->liveRowsAt && expr(a->liveRowsAt, b->liveRowsAt) : !b->liveRowsAt) &&
                    region(a->b, b->b) && region(a->c, b->c) && a->sparse() == b->sparse() &&
                    (!a->sparse() || region(a->e, b->e));
         }

@@ -208,9 +208,12 @@ Stmt IRMutator::visit(const std::shared_ptr<const Fill> &op) {
 Stmt IRMutator::visit(const std::shared_ptr<const Gemm> &op) {
     Region a = mutateRegion(op->a), b = mutateRegion(op->b), c = mutateRegion(op->c);
     Region e = op->sparse() ? mutateRegion(op->e) : op->e;
-    if (sameRegion(a, op->a) && sameRegion(b, op->b) && sameRegion(c, op->c) && (!op->sparse() || sameRegion(e, op->e)))
+    Expr live = op->liveRowsAt ? mutate(op->liveRowsAt) : nullptr;
+    if (sameRegion(a, op->a) && sameRegion(b, op->b) && sameRegion(c, op->c) && (!op->sparse() || sameRegion(e, op->e)) &&
+        live == op->liveRowsAt)
         return op;
     Stmt g = op->withRegions(std::move(a), std::move(b), std::move(c));
+    if (live != op->liveRowsAt) g = as<Gemm>(g)->withLiveRowsAt(std::move(live));
     return op->sparse() ? as<Gemm>(g)->withMetadata(std::move(e)) : g;
 }
 

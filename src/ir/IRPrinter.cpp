@@ -371,6 +371,10 @@ class Printer {
         if (g.instr == GemmInstr::Wgmma) out += ", wgmma";
         if (g.instr == GemmInstr::MmaPanels) out += ", mma panels";
         if (g.liveRows) out += ", live rows " + std::to_string(g.liveRows);
+        if (g.liveRowsAt) {
+            out += ", live rows at ";
+            expr(g.liveRowsAt);
+        }
         out += ")";
     }
 

@@ -129,6 +129,7 @@ void IRVisitor::visit(const Gemm &op) {
     if (op.sparse()) visitRegion(op.e);
     visitRegion(op.b);
     visitRegion(op.c);
+    if (op.liveRowsAt) visit(op.liveRowsAt);
 }
 
 void IRVisitor::visit(const AtomicAdd &op) {

@@ -56,9 +56,10 @@ const std::vector<Info> &table() {
         {Fn::TmaLoadTile, "tilec.tma_load_tile", "tilec::tma_load_tile", 6, {},
          {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "dst", "map", "bar", "c0", "c1", "c2", "c3", "c4"},
          kWritesShared | kAsync, I::One, "sm_90"},
+        // live: the block's live rows at run time (Gemm::liveRowsAt), each warpgroup's panels from there on not issued
         {Fn::WgmmaSS, "tilec.wgmma_ss", "tilec::wgmma_gemm_ss", 10, {5, 6},
-         {"M", "N", "K", "wgM", "wgN", "transA", "transB", "swzA", "swzB", "rows", "a", "b", "c"}, kReadsShared | kAsync,
-         I::Warpgroups, "sm_90a"},
+         {"M", "N", "K", "wgM", "wgN", "transA", "transB", "swzA", "swzB", "rows", "a", "b", "c", "live"},
+         kReadsShared | kAsync, I::Warpgroups, "sm_90a", 1},
         {Fn::WgmmaWait, "tilec.wgmma_wait", "tilec::wgmma_wait", 1, {}, {"pending"}, kNone, I::Warpgroups, "sm_90a"},
         {Fn::FenceProxyAsync, "tilec.fence_proxy_async", "tilec::fence_proxy_async_shared", 0, {}, {}, kNone, I::All,
          "sm_90"},
@@ -105,6 +106,10 @@ const std::vector<Info> &table() {
         {Fn::RoleThread, "tilec.role_thread", "threadIdx.x", 0, {}, {"first", "count"}, kPure, I::All, "sm_80"},
         {Fn::Fp4Code, "tilec.fp4_code", "tilec::fp4_code", 0, {}, {"value"}, kPure, I::All, "sm_80"},
         {Fn::Fp4x2Code, "tilec.fp4x2_code", "tilec::fp4x2_code", 0, {}, {"lo", "hi"}, kPure, I::All, "sm_80"},
+        {Fn::TmaLoadTileRows, "tilec.tma_load_tile_rows", "tilec::tma_load_tile_rows", 7, {},
+         {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "boxRows", "dst", "map", "bar", "live", "c0", "c1", "c2",
+          "c3", "c4"},
+         kWritesShared | kAsync, I::One, "sm_90"},
     };
     return t;
 }
@@ -149,10 +154,16 @@ const Expr &arg(const Call &c, Fn f, const char *name) {
     return c.args[a];
 }
 
+const Expr *optionalArg(const Call &c, Fn f, const char *name) {
+    size_t a = argIndex(f, name);
+    TILEC_ASSERT(is(c, f) && a + info(f).optionalArgs >= info(f).args.size(), std::string(info(f).name) + "'s argument '" + name + "' is not optional");
+    return a < c.args.size() ? &c.args[a] : nullptr;
+}
+
 Expr call(Fn f, std::vector<Expr> args, SourceRange loc, DType type) {
     const Info &i = info(f);
-    TILEC_ASSERT(args.size() == i.args.size(), std::string(i.name) + " takes " + std::to_string(i.args.size()) +
-                                                   " arguments, not " + std::to_string(args.size()));
+    TILEC_ASSERT(args.size() <= i.args.size() && args.size() + i.optionalArgs >= i.args.size(),
+                 std::string(i.name) + " takes " + std::to_string(i.args.size()) + " arguments, not " + std::to_string(args.size()));
     for (int t = 0; t < i.templateArgs; ++t)
         TILEC_ASSERT(constInt(args[(size_t)t]), std::string(i.name) + "'s template argument '" + i.args[(size_t)t] +
                                                     "' must be a constant");

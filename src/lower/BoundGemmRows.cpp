@@ -17,7 +17,10 @@ namespace {
 struct Mark : IRMutator {
     using IRMutator::visit;
     std::map<const BufferNode *, int64_t> live;
+    std::map<const BufferNode *, Expr> liveAt;
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        if (auto at = liveAt.find(op->c.buffer.get()); at != liveAt.end() && !op->liveRowsAt)
+            return op->withLiveRowsAt(at->second);
         auto it = live.find(op->c.buffer.get());
         if (it == live.end() || op->liveRows == it->second) return op;
         return op->withLiveRows(it->second);
@@ -31,7 +34,8 @@ Program boundGemmRows(const Program &p) {
     for (auto &k : p.kernels) {
         Mark mark;
         mark.live = liveAccumulatorRows(*k);
-        out.kernels.push_back(mark.live.empty() ? k : mark.mutate(k));
+        mark.liveAt = liveAccumulatorRowsAt(*k);
+        out.kernels.push_back(mark.live.empty() && mark.liveAt.empty() ? k : mark.mutate(k));
     }
     return out;
 }

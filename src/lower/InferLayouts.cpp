@@ -130,6 +130,13 @@ void agreeOnSlices(const LayoutUses &c, Groups &groups, GroupOfBuffer groupOf, G
             if (!u.trailing && !u.expand) continue;
             auto &fg = groups[groupOf(u.buffer)];
             auto &ng = groups[nestGroup(u.nest)];
+            // An expansion's store into a fragment replicated here (its widths disagree below: `f[i, jq * 4 + w]`
+            // where a copy at an odd column caps f's width at 2) runs whole in every thread, each filling its own
+            // copy, as joinExpansionStores has the nests of fragments replicated before do.
+            if (u.expand && u.write && fg.replicated && !ng.replicated && !ng.mma) {
+                ng.replicated = changed = true;
+                continue;
+            }
             if (fg.replicated || fg.mma) continue;
             Layout lf = layoutOf(fg), ln = layoutOf(ng);
             const int64_t fMul = u.trailing ? u.trailElements : 1, nMul = u.trailing ? 1 : u.expand;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace tilec::passes {
@@ -24,13 +25,54 @@ constexpr int64_t kPanelRows = 64;
 /// What the kernel does with each shared A tile and fragment accumulator of its T.gemms.
 struct Facts : IRVisitor {
     using IRVisitor::visit;
-    explicit Facts(const Kernel &k) : ranges(kernelRanges(k)) {}
+    explicit Facts(const Kernel &k) : ranges(kernelRanges(k)) {
+        if (k.threadIdx) local.insert(k.threadIdx.get());
+    }
 
     RangeMap ranges;
     std::map<const BufferNode *, int64_t> aRows;   ///< A tile -> rows of its sources (largest); -1: unbounded
     std::map<const BufferNode *, int64_t> aRowsT;  ///< the same with the tile's rows in dimension 1 (transpose_A)
     std::map<const BufferNode *, int64_t> cRows;   ///< accumulator -> rows of its A tiles; -1: unbounded
     std::map<const BufferNode *, int64_t> cStores; ///< accumulator -> rows of its destinations; -1: other use
+    /// The same at run time: each A tile's (accumulator's) rows past which its sources (destinations) end, as
+    /// expressions of launch values (a tensor's rows less the region's start); a null entry: not known so.
+    std::map<const BufferNode *, std::vector<Expr>> aLeft, aLeftT, cLeft;
+    std::set<const VarNode *> local; ///< loop variables and the thread index: not launch values
+    std::set<const BufferNode *> cOther; ///< accumulators used otherwise than stored whole into a global tensor
+
+    static void mergeAt(std::map<const BufferNode *, std::vector<Expr>> &m, const BufferNode *b, Expr left) {
+        m[b].push_back(std::move(left));
+    }
+
+    /// Whether `e` is the same in every thread and at every point of the block: of constants, block indices
+    /// and launch sizes only.
+    bool launchValue(const Expr &e) const {
+        struct Check : IRVisitor {
+            using IRVisitor::visit;
+            const std::set<const VarNode *> *local;
+            bool ok = true;
+            void visit(const VarNode &v) override { ok &= !local->count(&v); }
+            void visit(const Load &) override { ok = false; }
+            void visit(const Call &) override { ok = false; }
+        } c;
+        c.local = &local;
+        c.visit(e);
+        return c.ok;
+    }
+
+    /// Rows of global region `g` in dimension `d` from its start to its tensor's end, as an expression of
+    /// launch values; null where the start or the extent is not one.
+    Expr leftRows(const Region &g, size_t d) const {
+        if (!g.buffer || g.buffer->scope != Scope::Global || d >= g.buffer->shape.size()) return nullptr;
+        const Expr &rows = g.buffer->shape[d], &start = g.ranges[d].min;
+        if (!launchValue(rows) || !launchValue(start)) return nullptr;
+        return simplify(binary(BinaryOp::Sub, rows, start));
+    }
+    Expr mappedLeft(const Region &g, size_t tileDim, size_t tileRank) const {
+        auto dims = tileDims(g);
+        if (dims.size() != tileRank || tileDim >= dims.size()) return nullptr;
+        return leftRows(g, dims[tileDim]);
+    }
 
     static void merge(std::map<const BufferNode *, int64_t> &m, const BufferNode *b, int64_t rows) {
         auto [it, fresh] = m.emplace(b, rows);
@@ -53,6 +95,7 @@ struct Facts : IRVisitor {
     }
 
     void visit(const For &op) override {
+        if (op.var) local.insert(op.var.get());
         RangeMap saved = ranges;
         addLoopRange(ranges, op);
         IRVisitor::visit(op);
@@ -68,11 +111,14 @@ struct Facts : IRVisitor {
             auto r1 = wholeTile(op.dst) ? mappedRows(op.src, 1, dst->shape.size()) : std::nullopt;
             merge(aRows, dst, r0 ? *r0 : -1);
             merge(aRowsT, dst, r1 ? *r1 : -1);
+            mergeAt(aLeft, dst, wholeTile(op.dst) ? mappedLeft(op.src, 0, dst->shape.size()) : nullptr);
+            mergeAt(aLeftT, dst, wholeTile(op.dst) ? mappedLeft(op.src, 1, dst->shape.size()) : nullptr);
         }
-        if (dst && dst->scope == Scope::Fragment) merge(cStores, dst, -1);
+        if (dst && dst->scope == Scope::Fragment) merge(cStores, dst, -1), cOther.insert(dst);
         if (src && src->scope == Scope::Fragment) {
             auto rows = wholeTile(op.src) ? mappedRows(op.dst, 0, src->shape.size()) : std::nullopt;
             merge(cStores, src, rows ? *rows : -1);
+            mergeAt(cLeft, src, wholeTile(op.src) ? mappedLeft(op.dst, 0, src->shape.size()) : nullptr);
         }
         IRVisitor::visit(op);
     }
@@ -90,14 +136,14 @@ struct Facts : IRVisitor {
     /// Any other statement or expression that names `b`: an A tile written otherwise, an accumulator read.
     void otherUse(const BufferNode *b) {
         if (b->scope == Scope::Shared) merge(aRows, b, -1), merge(aRowsT, b, -1);
-        if (b->scope == Scope::Fragment) merge(cStores, b, -1);
+        if (b->scope == Scope::Fragment) merge(cStores, b, -1), cOther.insert(b);
     }
     void visit(const Store &op) override {
         if (op.buffer) otherUse(op.buffer.get());
         IRVisitor::visit(op);
     }
     void visit(const Load &op) override {
-        if (op.buffer && op.buffer->scope == Scope::Fragment) merge(cStores, op.buffer.get(), -1);
+        if (op.buffer && op.buffer->scope == Scope::Fragment) merge(cStores, op.buffer.get(), -1), cOther.insert(op.buffer.get());
         IRVisitor::visit(op);
     }
     void visit(const Reduce &op) override {
@@ -144,6 +190,37 @@ int64_t liveRowsOf(const Facts &f, const BufferNode *c, int64_t cRows, const std
     return panels * kPanelRows < cRows ? rows : 0;
 }
 
+/// The largest of `left`, null where one is.
+Expr largest(const std::vector<Expr> &left) {
+    Expr out;
+    for (auto &e : left) {
+        if (!e) return nullptr;
+        out = out ? binary(BinaryOp::Max, out, e) : e;
+    }
+    return out ? simplify(out) : nullptr;
+}
+
+/// The accumulator's live rows at run time, null where they are not known or never leave a panel out.
+Expr liveRowsAtOf(const Facts &f, const BufferNode *c, int64_t cRows, const std::vector<const Gemm *> &writers) {
+    auto left = f.cLeft.find(c);
+    if (left == f.cLeft.end() || f.cOther.count(c)) return nullptr;
+    std::vector<Expr> all = left->second;
+    for (const Gemm *g : writers) {
+        const BufferNode *a = g->a.buffer.get();
+        if (!a || a->scope != Scope::Shared) return nullptr;
+        auto &m = g->transA ? f.aLeftT : f.aLeft;
+        auto it = m.find(a);
+        if (it == m.end()) return nullptr;
+        all.insert(all.end(), it->second.begin(), it->second.end());
+    }
+    Expr rows = largest(all);
+    if (!rows) return nullptr;
+    // Never fewer than the tile's panels: nothing to save (the multiples of the tile's height, M = 256 of 128).
+    Interval b = boundsOf(rows, f.ranges);
+    if (b.lo && (*b.lo + kPanelRows - 1) / kPanelRows * kPanelRows >= cRows) return nullptr;
+    return rows;
+}
+
 struct Collect : IRVisitor {
     using IRVisitor::visit;
     std::map<const BufferNode *, std::vector<const Gemm *>> byC;
@@ -167,18 +244,37 @@ bool wholeTile(const Region &r) {
     return true;
 }
 
-std::map<const BufferNode *, int64_t> liveAccumulatorRows(const Kernel &k) {
+namespace {
+
+/// Calls fn(facts, c, rows, writers) for each 2-D fragment accumulator `c` of constant row count `rows` that a
+/// T.gemm writes, with the kernel's facts and the products that write it (one walk for both queries below).
+template <class Fn> void eachAccumulator(const Kernel &k, Fn fn) {
     Facts f(k);
     f.visit(k.body);
     Collect col;
     col.visit(k.body);
-    std::map<const BufferNode *, int64_t> live;
     for (auto &[c, writers] : col.byC) {
         if (!c || c->scope != Scope::Fragment || c->shape.size() != 2) continue;
-        auto cRows = constValue(c->shape[0]);
-        if (!cRows) continue;
-        if (int64_t rows = liveRowsOf(f, c, *cRows, writers)) live[c] = rows;
+        if (auto cRows = constValue(c->shape[0])) fn(f, c, *cRows, writers);
     }
+}
+
+} // namespace
+
+std::map<const BufferNode *, Expr> liveAccumulatorRowsAt(const Kernel &k) {
+    std::map<const BufferNode *, Expr> live;
+    eachAccumulator(k, [&](const Facts &f, const BufferNode *c, int64_t cRows, const std::vector<const Gemm *> &writers) {
+        if (liveRowsOf(f, c, cRows, writers)) return; // a constant bound holds already
+        if (Expr rows = liveRowsAtOf(f, c, cRows, writers)) live[c] = rows;
+    });
+    return live;
+}
+
+std::map<const BufferNode *, int64_t> liveAccumulatorRows(const Kernel &k) {
+    std::map<const BufferNode *, int64_t> live;
+    eachAccumulator(k, [&](const Facts &f, const BufferNode *c, int64_t cRows, const std::vector<const Gemm *> &writers) {
+        if (int64_t rows = liveRowsOf(f, c, cRows, writers)) live[c] = rows;
+    });
     return live;
 }
 

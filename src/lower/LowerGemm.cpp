@@ -114,10 +114,11 @@ class GemmLowerer : public IRMutator {
             TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm without panel-layout operands");
             // Panels of rows no one observes (boundGemmRows) are not issued; only where one warpgroup owns the rows.
             const int64_t rows = op->liveRows > 0 && op->liveRows < M && L.warpsM == 4 ? op->liveRows : M;
-            return lib::stmt(lib::Fn::WgmmaSS,
-                             {i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op->transA), i32(op->transB),
-                              i32(swA), i32(swB), i32(rows), address(op->a), b, c},
-                             loc);
+            std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op->transA), i32(op->transB),
+                                   i32(swA), i32(swB), i32(rows), address(op->a), b, c};
+            // ... and where they are known at run time only, each warpgroup's panels from the block's live rows on.
+            if (op->liveRowsAt && rows == M) args.push_back(simplify(cast(DType::Int32, op->liveRowsAt)));
+            return lib::stmt(lib::Fn::WgmmaSS, std::move(args), loc);
         }
         std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN)};
         // mma.sync over TMA-filled tiles (sm_90): the operands' panel spans, as TMA stored them.

@@ -21,10 +21,10 @@ LoweringOptions LoweringOptions::forKernel(const ir::Kernel &k) const {
     return o;
 }
 
-AttentionSchedule LoweringOptions::attentionSchedule(int64_t headDim, int operandBits) const {
+AttentionSchedule LoweringOptions::attentionSchedule(int64_t headDim, int operandBits, int64_t stages) const {
     const bool wide = headDim >= kAttentionOverlapHeadDim && operandBits == 16;
     AttentionSchedule s;
-    s.overlap = intraOverlap == Choice::On || (intraOverlap == Choice::Auto && wide);
+    s.overlap = intraOverlap == Choice::On || (intraOverlap == Choice::Auto && wide && stages >= 2);
     s.turns = pingPong == Choice::On || (pingPong == Choice::Auto && s.overlap && wide);
     return s;
 }

@@ -80,6 +80,20 @@ bool flexibleSplit(const GemmUse &g, const std::map<int, const GemmUse *> &opera
            (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
 }
 
+/// What gives accumulator `g` (read as operand A) whole rows in each warp: FullRow where it does, else fewer warps
+/// (its M rows hold at most M/16 warps, M/64 warpgroups on wgmma) or the operand from shared memory.
+std::string wholeRowsAdvice(const GemmUse &g, int warps, bool wgmma) {
+    const int rowWarps = wgmma ? 4 * wgmmaWarpgroups(g.m, g.n, warps / 4, 1, GemmPolicy::FullRow).first
+                               : fullSplit(warps, g.m, g.n, true).first;
+    if (rowWarps == warps && g.op->policy != GemmPolicy::FullRow) return "use policy=T.GemmWarpPolicy.FullRow";
+    const int64_t most = wgmma ? 4 * (g.m / 64) : g.m / 16;
+    return "its " + std::to_string(g.m) + " rows give whole rows to at most " + std::to_string(most) + " warps" +
+           (wgmma ? " (16 rows each, in warpgroups of 4)" : " (16 rows each)") + " whatever the policy, but the kernel "
+           "has " + std::to_string(warps) + "; run it with " + std::to_string(32 * most) + " threads, give the T.gemm " +
+           "more rows, or stage the operand through shared memory (T.copy it into a T.alloc_shared buffer and pass that "
+           "to T.gemm)";
+}
+
 /// The products in the order their splits are decided: those whose split is fixed (wgmma, an explicit FullRow /
 /// FullCol, an accumulator read as A; `operandOf`: group -> a product reading it as A) first, so that an mma.sync
 /// product with policy Square or none into the same accumulator then takes theirs (adoptable).
@@ -302,7 +316,7 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
         if (needRows && split.second != 1) {
             diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
                                       " over warps, but T.gemm reads it (or a fragment computed from it) as operand A, "
-                                      "which needs whole rows in each warp; use policy=T.GemmWarpPolicy.FullRow");
+                                      "which needs whole rows in each warp; " + wholeRowsAdvice(g, warps, wgmma));
             if (needRows != &g) diag.note(needRows->op->loc, "read as operand A here");
             continue;
         }

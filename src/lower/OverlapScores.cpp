@@ -194,7 +194,14 @@ class Overlap : public ConsumerRewriter {
         std::optional<Parts> p = match(*f, why);
         const std::string what = "kernel '" + kernel_ + "': attention loop ";
         const auto [headDim, bits] = qkShape(*f);
-        const AttentionSchedule schedule = options_.attentionSchedule(headDim, bits);
+        const int64_t stages = valueStages(*f);
+        const AttentionSchedule schedule = options_.attentionSchedule(headDim, bits, stages);
+        if (!schedule.overlap && stages < 2 && options_.attentionSchedule(headDim, bits).overlap) {
+            remark(sources_, f->loc, what + "kept in order: P.V's tile has one stage (T.Pipelined(num_stages=1)), so "
+                                            "rotated, V of block ko would load only after P.V of ko - 1 retired and "
+                                            "right before P.V of ko (--intra-overlap asks for the overlap)");
+            return std::nullopt;
+        }
         if (!schedule.overlap) {
             remark(sources_, f->loc, what + "kept in order: head dimension " + std::to_string(headDim) + " of " +
                                          std::to_string(bits) + "-bit operands, not 16-bit from " +
@@ -234,6 +241,18 @@ class Overlap : public ConsumerRewriter {
                         a ? a->buffer->dtype.bits() : 0};
             }
         return {0, 0};
+    }
+
+    /// The stages of the ring P.V's tile (its wgmma RS's B operand) is loaded into: the leading dimension
+    /// warp roles gave it; a tile outside any ring (loaded once) is never waited for again, as good as two.
+    static int64_t valueStages(const For &f) {
+        for (auto &s : as<Seq>(f.body)->stmts)
+            if (isCall(s, lib::Fn::WgmmaRS)) {
+                const Load *b = addressedLoad(lib::arg(*callOf(s), lib::Fn::WgmmaRS, "b"));
+                if (b && b->buffer->shape.size() == 3) return constInt(b->buffer->shape[0]).value_or(2);
+                return 2;
+            }
+        return 2;
     }
 
     /// The loop rotated (see the header): the first block peeled, the loop over the rest, the last P.V.

@@ -97,7 +97,7 @@ struct GenericWrites : IRVisitor {
     }
     void visit(const Call &op) override {
         bool async = false;
-        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast, lib::Fn::WgmmaSS, lib::Fn::WgmmaRS})
+        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast, lib::Fn::TmaLoadTileRows, lib::Fn::WgmmaSS, lib::Fn::WgmmaRS})
             async |= lib::is(op, f);
         if (!async && !lib::is(op, lib::Fn::AddressOf))
             for (auto &a : op.args)

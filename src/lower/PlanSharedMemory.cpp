@@ -72,6 +72,7 @@ unsigned inFlightAfter(const Stmt &s, unsigned in) {
 const Expr *loadBarrier(const Call *c) {
     if (c && lib::is(*c, lib::Fn::TmaLoadTile)) return &lib::arg(*c, lib::Fn::TmaLoadTile, "bar");
     if (c && lib::is(*c, lib::Fn::TmaLoadTileMulticast)) return &lib::arg(*c, lib::Fn::TmaLoadTileMulticast, "bar");
+    if (c && lib::is(*c, lib::Fn::TmaLoadTileRows)) return &lib::arg(*c, lib::Fn::TmaLoadTileRows, "bar");
     return nullptr;
 }
 

@@ -230,6 +230,7 @@ class Specializer {
         if (apart > t_.maxSharedPerBlock && !p.consumerBarrier) return tooMuchShared(p, apart);
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p, k_, t_, o_, clusterWhy);
+        planLiveRowBoxes(p, k_.body);
         internTensorMaps(p, *nk);
         planWalkVariables(p, *nk);
         Stmt producer = producerRole(p, k_);
@@ -489,14 +490,16 @@ class Specializer {
         return fail("the cp.async pipeline keeps more loads in flight: " + w.why);
     }
 
-    /// Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share.
+    /// Tensor maps, one per distinct (tensor, box, swizzle); a multicast tile's box is one block's share, a tile
+    /// loaded in part (Plan::liveRows) one panel's rows.
     void internTensorMaps(Plan &p, Kernel &nk) {
         auto mapOf = [&](const TmaTile &t, int64_t boxRows) {
             TensorMap m = t.map;
             if (boxRows) m.box[(size_t)t.rowDim] = boxRows;
             return internTensorMap(nk, m);
         };
-        for (size_t i = 0; i < p.tiles.size(); ++i) p.ringMap.push_back(mapOf(p.tiles[i], p.CM > 1 ? p.cluster.boxRows[i] : 0));
+        for (size_t i = 0; i < p.tiles.size(); ++i)
+            p.ringMap.push_back(mapOf(p.tiles[i], p.liveRows[i] ? warproles::kLiveBoxRows : p.CM > 1 ? p.cluster.boxRows[i] : 0));
         for (auto &t : p.once) p.onceMap.push_back(mapOf(t, 0));
     }
 

@@ -117,6 +117,28 @@ class Split : public IRMutator {
     bool isFixed(const Term &t) const { return !t.leaf || offsets::readsOnly(t.leaf, fixed_); }
 
     Expr split(const Call &c, const Expr &whole) const;
+
+    /// The panel layout (swz_panels) stores a tile's rows one after another in each column panel of W elements, and
+    /// XORs chunks with the row's low 3 bits: a run-time term that is a multiple of 8 rows (8 * cols elements: a
+    /// T.serial loop's `i * 2048` over rows of 128) moves the element by its rows times W, outside the map, as long
+    /// as the sum stays in one tile. So where those terms and the rest are non-negative and add up to less than the
+    /// tile, they join `outside` scaled by W / cols; false where that is not known (they stay inside the map).
+    bool panelRowTerms(const std::vector<Term> &rows, const std::vector<Term> &runtime, const std::vector<Term> &fixed, int64_t cols,
+                       int64_t eb, int64_t tileElems, std::vector<Term> &outside) const {
+        const int64_t rowBytes = cols * eb;
+        const int64_t span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : rowBytes % 32 == 0 ? 32 : 0;
+        if (!span || span % eb) return false;
+        int64_t lo = 0, hi = 0;
+        for (const auto *group : {&rows, &runtime, &fixed})
+            for (const Term &t : *group) {
+                const Interval r = rangeOf(t);
+                if (!r.lo || !r.hi || *r.lo < 0) return false;
+                lo += *r.lo, hi += *r.hi;
+            }
+        if (lo < 0 || hi >= tileElems) return false;
+        for (const Term &t : rows) outside.push_back({t.leaf, t.coeff / cols * (span / eb)});
+        return true;
+    }
 };
 
 /// The sum of terms (0 for none).
@@ -138,8 +160,9 @@ Expr Split::split(const Call &c, const Expr &whole) const {
     auto tileElems = constValue(lib::arg(c, fn, "tileElems"));
     if (!cols || !eb || !tileElems) return whole;
     const int64_t P = period(panels, *cols, *eb, *tileElems);
-    std::vector<Term> terms, periodic, fixed, runtime;
+    std::vector<Term> terms, periodic, fixed, runtime, panelRows;
     if (!P || !offsets::flatten(lib::arg(c, fn, "offset"), 1, DType::Int32, terms)) return whole;
+    const int64_t rowPeriod = panels ? 8 * *cols : 0; // 8 rows of the panel layout: see panelRowTerms
     for (const Term &t : terms) {
         const int64_t m = t.leaf ? knownMultiple(t.leaf) : 1;
         if (t.coeff == 0) continue;
@@ -149,8 +172,11 @@ Expr Split::split(const Call &c, const Expr &whole) const {
             if (low) fixed.push_back({nullptr, low});
         } else if ((__int128)t.coeff * m % P == 0) periodic.push_back(t);
         else if (isFixed(t)) fixed.push_back(t);
+        else if (rowPeriod && t.coeff % rowPeriod == 0) panelRows.push_back(t);
         else runtime.push_back(t);
     }
+    if (!panelRows.empty() && !panelRowTerms(panelRows, runtime, fixed, *cols, *eb, *tileElems, periodic))
+        runtime.insert(runtime.end(), panelRows.begin(), panelRows.end());
     if (periodic.empty() && fixed.empty()) return whole; // nothing leaves the map
     const bool pow2 = isPow2(P);
     const int L = pow2 ? bitLength(P) - 1 : bitLength(P - 1);

@@ -8,6 +8,8 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
+#include "BankConflicts.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -73,6 +75,82 @@ struct Find : IRVisitor {
         } else if (!transfer) {
             rowReaders.insert(b.get());
         }
+    }
+};
+
+/// Whether swz<cols, eb> moves anything (swizzle.cuh's swz_active), and its map of an element offset.
+bool rowSwizzleActive(int64_t cols, int64_t eb) {
+    return eb > 0 && 16 % eb == 0 && cols % (16 / eb) == 0 && (cols * eb % 128 == 0 || cols * eb == 64 || cols * eb == 32);
+}
+int64_t rowSwizzled(int64_t cols, int64_t eb, int64_t off) {
+    const int64_t row = off / cols, rowBytes = cols * eb;
+    const int64_t x = rowBytes % 128 == 0 ? row & 7 : rowBytes == 64 ? (row >> 1) & 3 : (row >> 2) & 1;
+    return off ^ (x * (16 / eb));
+}
+
+/// Shared tiles that no library call addresses (every access an element load or store) and whose accesses the
+/// row swizzle serves in fewer wavefronts than row-major storage: counted for the block's first warp, loop
+/// variables at their first value (a warp storing a wgmma accumulator's pairs into 256-byte rows, eight rows
+/// at one column, is 8-way conflicted; swizzled, each row's chunk moves to its own banks). A vector access
+/// keeps its lanes together only when aligned to its width of at most 16 bytes; another one leaves the tile
+/// as it is, and so does an access that does not evaluate for lack of evidence.
+struct Conflicts : IRVisitor {
+    using IRVisitor::visit;
+    explicit Conflicts(const Kernel &k) : tx_(k.threadIdx.get()) {}
+    std::set<const BufferNode *> excluded;
+    std::map<const BufferNode *, std::pair<int64_t, int64_t>> cost; ///< wavefronts plain, swizzled
+
+    void visit(const Call &op) override {
+        if (lib::is(op, lib::Fn::AddressOf)) {
+            for (auto &a : op.args)
+                if (auto l = as<Load>(a)) excluded.insert(l->buffer.get());
+        }
+        IRVisitor::visit(op);
+    }
+    void visit(const For &op) override {
+        auto savedValues = values_;
+        const For *savedLanes = lanes_;
+        if (auto m = constValue(op.min)) values_[op.var.get()] = *m;
+        else values_.erase(op.var.get());
+        if (op.forKind == ForKind::Vectorized) lanes_ = &op;
+        IRVisitor::visit(op);
+        values_ = std::move(savedValues), lanes_ = savedLanes;
+    }
+    void visit(const Load &op) override {
+        access(op.buffer, op.indices);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store &op) override {
+        access(op.buffer, op.indices);
+        IRVisitor::visit(op);
+    }
+
+  private:
+    const VarNode *tx_;
+    std::map<const VarNode *, int64_t> values_;
+    const For *lanes_ = nullptr;
+
+    void access(const Buffer &b, const std::vector<Expr> &idx) {
+        if (b->scope != Scope::Shared || b->shape.size() < 2 || idx.size() != 1 || excluded.count(b.get())) return;
+        auto cols = constValue(b->shape.back());
+        const int64_t eb = b->dtype.bytes();
+        if (!cols || !rowSwizzleActive(*cols, eb)) return;
+        int64_t bytes = eb;
+        if (lanes_) {
+            auto lin = linearIn(idx[0], lanes_->var.get());
+            auto width = constValue(lanes_->extent);
+            if (!lin || !width) return (void)excluded.insert(b.get());
+            if (lin->second != 0) {
+                const bool whole = lin->second == 1 && *width * eb <= 16 && lin->first && knownMultiple(lin->first) % *width == 0;
+                if (!whole) return (void)excluded.insert(b.get());
+                bytes = *width * eb;
+            }
+        }
+        auto a = banks::firstWarp(idx[0], tx_, values_, (int)bytes);
+        if (!a) return;
+        auto &c = cost[b.get()];
+        c.first += banks::wavefronts(*a, (int)eb, [](int64_t o) { return o; });
+        c.second += banks::wavefronts(*a, (int)eb, [&](int64_t o) { return rowSwizzled(*cols, eb, o); });
     }
 };
 
@@ -171,6 +249,13 @@ Program swizzleShared(const Program &p) {
         Find f;
         for (auto &t : k->tileLayouts) f.tile(t);
         f.visit(k->body);
+        Conflicts c(*k);
+        c.visit(k->body);
+        for (auto &[b, w] : c.cost) {
+            if (f.found.count(b) || c.excluded.count(b) || w.second >= w.first) continue;
+            auto rows = constValue(b->shape[b->shape.size() - 2]), cols = constValue(b->shape.back());
+            if (rows && cols) f.found[b] = Swizzle{*cols, *rows * *cols, false};
+        }
         for (auto *b : f.panelReaders)
             TILEC_ASSERT(!f.rowReaders.count(b), "shared tile '" + b->name + "' is read both in wgmma's panel layout and in mma.sync's row swizzle");
         if (f.found.empty()) {

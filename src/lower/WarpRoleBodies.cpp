@@ -2,6 +2,7 @@
 /// The code of specializeWarps' two roles from its plan (WarpRoleBodies.h).
 #include "WarpRoleBodies.h"
 
+#include "tilec/IRVisitor.h"
 #include "tilec/passes/Staging.h"
 
 #include <algorithm>
@@ -28,9 +29,9 @@ Stmt genericRelease(const Expr &bar, const SourceRange &loc) {
 }
 
 /// The schedule overlapScores will give an attention loop (by the reduction of its first T.gemm with A in
-/// shared memory, where a later one reads A from registers: QK^T, then P.V, and by that A's width); overlapScores
-/// decides by the same dimension, read off that QK^T's wgmma.
-AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const LoweringOptions &o) {
+/// shared memory, where a later one reads A from registers: QK^T, then P.V, and by that A's width) over a ring of
+/// `stages`; overlapScores decides by the same dimension, read off that QK^T's wgmma, and the same ring.
+AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const LoweringOptions &o, int64_t stages) {
     const Gemm *qk = nullptr;
     for (auto &s : rest) {
         auto g = as<Gemm>(s);
@@ -43,24 +44,116 @@ AttentionSchedule attentionSchedule(const std::vector<Stmt> &rest, const Lowerin
         std::vector<int64_t> shape;
         for (auto &r : qk->a.ranges)
             if (auto e = constInt(r.extent); e && *e != 1) shape.push_back(*e);
-        if (shape.size() == 2) return o.attentionSchedule(qk->transA ? shape[0] : shape[1], qk->a.buffer->dtype.bits());
+        if (shape.size() == 2) return o.attentionSchedule(qk->transA ? shape[0] : shape[1], qk->a.buffer->dtype.bits(), stages);
         break;
     }
-    return o.attentionSchedule(0);
+    return o.attentionSchedule(0, 16, stages);
 }
 
 } // namespace
 
 /// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast
-/// to every block of it.
-Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows) {
+/// to every block of it; live: its boxes of kLiveBoxRows rows that start below that row.
+Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows,
+             const Expr &live) {
     const int CM = p.CM;
     std::vector<Expr> args{i32(t.rank), i32(t.rowDim), i32(t.rows), i32(t.cols), i32(t.elemBytes), i32(t.swizzle)};
     if (boxRows) args.insert(args.end(), {i32(boxRows), i32(CM)});
+    if (live) args.push_back(i32(kLiveBoxRows));
     args.insert(args.end(), {dst, i32(map), bar});
     if (boxRows) args.insert(args.end(), {i32((1 << CM) - 1), lib::call(lib::Fn::ClusterRank, {}, p.loc, DType::Int32)});
+    if (live) args.push_back(simplify(cast(DType::Int32, substitute(live, vars))));
     for (size_t j = 0; j < 5; ++j) args.push_back(j < t.coords.size() ? simplify(substitute(t.coords[j], vars)) : i32(0));
-    return lib::stmt(boxRows ? lib::Fn::TmaLoadTileMulticast : lib::Fn::TmaLoadTile, std::move(args), t.copy->loc);
+    const lib::Fn fn = boxRows ? lib::Fn::TmaLoadTileMulticast : live ? lib::Fn::TmaLoadTileRows : lib::Fn::TmaLoadTile;
+    return lib::stmt(fn, std::move(args), t.copy->loc);
+}
+
+namespace {
+
+/// The rows past which the block observes nothing of the products that read tile `b` in the kernel's `body`,
+/// where every read of `b` anywhere in it is the A operand of a wgmma T.gemm marked with the same
+/// Gemm::liveRowsAt (K-major: its rows are the tile's first dimension; on wgmma where `wgmma`, as in the
+/// loop's body once marked); null otherwise. Writes of `b` (its loads, stores, fills) do not matter: the rows
+/// the producer leaves out are read by no one.
+Expr onlyLiveReaders(const Stmt &body, const BufferNode *b, bool wgmma) {
+    struct Uses : IRVisitor {
+        using IRVisitor::visit;
+        const BufferNode *b = nullptr;
+        Expr live;
+        bool other = false, wgmma = false;
+        void visitRegion(const Region &r) override {
+            other |= r.buffer.get() == b;
+            IRVisitor::visitRegion(r);
+        }
+        /// A region written: only the expressions of its ranges are read.
+        void written(const Region &r) {
+            if (r.buffer.get() != b) return visitRegion(r);
+            for (auto &x : r.ranges) visit(x.min), visit(x.extent);
+        }
+        void visit(const Load &l) override {
+            other |= l.buffer.get() == b;
+            IRVisitor::visit(l);
+        }
+        void visit(const Copy &c) override { visitRegion(c.src), written(c.dst); }
+        void visit(const Fill &f) override {
+            written(f.dst);
+            if (f.value) visit(f.value);
+        }
+        void visit(const Reduce &r) override { other |= r.src.get() == b; }
+        void visit(const Gemm &g) override {
+            if (g.a.buffer.get() != b) return IRVisitor::visit(g);
+            const bool ok = !g.transA && (!wgmma || g.instr == GemmInstr::Wgmma) && g.liveRowsAt &&
+                            (!live || provablyEqual(live, g.liveRowsAt));
+            other |= !ok;
+            if (ok) live = g.liveRowsAt;
+            for (auto &r : g.a.ranges) visit(r.min), visit(r.extent);
+            visitRegion(g.b);
+            visitRegion(g.c);
+            if (g.sparse()) visitRegion(g.e);
+        }
+    } uses;
+    uses.b = b, uses.wgmma = wgmma;
+    uses.visit(body);
+    return uses.other ? nullptr : uses.live;
+}
+
+} // namespace
+
+void planLiveRowBoxes(Plan &p, const Stmt &body) {
+    p.liveRows.assign(p.tiles.size(), nullptr);
+    if (p.mma) return; // mma.sync issues every row
+    for (size_t i = 0; i < p.tiles.size(); ++i) {
+        const TmaTile &t = p.tiles[i];
+        const Buffer &b = t.copy->dst.buffer;
+        // panel-layout tiles of several boxes' rows, the rows the tile's first dimension; one block's own loads
+        if (!t.swizzle || t.rows % kLiveBoxRows || t.rows <= kLiveBoxRows || b->shape.size() != 2 ||
+            constInt(b->shape[0]) != std::optional<int64_t>(t.rows))
+            continue;
+        if ((p.CM > 1 && p.cluster.shared[i]) || p.genericReads.count(b.get())) continue;
+        // in the whole kernel, and in the loop's body as specializeWarps runs it (its T.gemms on wgmma)
+        Expr whole = onlyLiveReaders(body, b.get(), false), loop = onlyLiveReaders(Seq::make(p.rest, p.loc), b.get(), true);
+        if (whole && loop && provablyEqual(whole, loop)) p.liveRows[i] = loop;
+    }
+}
+
+/// The bytes the TMA loads of barrier group `g` bring in stage by stage: a tile loaded in part counts its
+/// boxes that start below its live rows (those tmaLoad issues), every other tile whole.
+Expr groupBytes(const Plan &p, int g, const VarMap &vars) {
+    const Group &grp = p.groups[(size_t)g];
+    int64_t fixed = grp.bytes;
+    Expr sum;
+    for (size_t i : grp.tiles) {
+        if (p.liveRows.size() <= i || !p.liveRows[i]) continue;
+        const TmaTile &t = p.tiles[i];
+        fixed -= t.bytes();
+        const int64_t boxes = t.rows / kLiveBoxRows, boxBytes = t.bytes() / boxes;
+        Expr live = cast(DType::Int32, substitute(p.liveRows[i], vars));
+        Expr issued = binary(BinaryOp::FloorDiv, binary(BinaryOp::Add, live, i32(kLiveBoxRows - 1)), i32(kLiveBoxRows));
+        issued = binary(BinaryOp::Min, binary(BinaryOp::Max, issued, i32(0)), i32(boxes));
+        Expr bytes = binary(BinaryOp::Mul, issued, i32(boxBytes));
+        sum = sum ? binary(BinaryOp::Add, sum, bytes) : bytes;
+    }
+    return simplify(sum ? binary(BinaryOp::Add, sum, i32(fixed)) : i32(fixed));
 }
 
 /// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage
@@ -74,10 +167,11 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
     VarMap toProducer{{loop.var.get(), pk}};
     for (int g = 0; g < p.G; ++g) {
         issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
-        issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), i32(p.groups[(size_t)g].bytes)}, loc));
+        issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), groupBytes(p, g, toProducer)}, loc));
         for (size_t i : p.groups[(size_t)g].tiles)
             issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], origin(p.ring.at(p.tiles[i].copy->dst.buffer.get()), ps),
-                                    p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0));
+                                    p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0,
+                                    i < p.liveRows.size() ? p.liveRows[i] : nullptr));
     }
     Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
     if (p.ringBase) producerLoop = Seq::make({producerLoop, p.advanceBase()}, loc);
@@ -128,7 +222,7 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
                                            : IfThenElse::make(lane0, lib::stmt(lib::Fn::MbarrierArrive, {p.onceEmpty}, loc), nullptr, loc);
     size_t onceLast = p.rest.size();
     // ... and after the loop where the iterations run under a condition (the last one may not run).
-    if (p.persistent && !p.once.empty() && !attentionSchedule(p.rest, o).any() && !p.guard)
+    if (p.persistent && !p.once.empty() && !attentionSchedule(p.rest, o, p.S).any() && !p.guard)
         for (size_t j = 0; j < p.rest.size(); ++j)
             for (auto &t : p.once)
                 if (p.mentions[j].count(t.copy->dst.buffer.get())) onceLast = j;

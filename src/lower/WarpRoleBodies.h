@@ -73,6 +73,9 @@ struct Plan {
     ClusterPlan cluster;
     int CM = 1; ///< blocks per cluster
     std::vector<int> ringMap, onceMap; ///< each tile's tensor map
+    /// Per ring tile, null or the rows R (Gemm::liveRowsAt) from which on its only readers, wgmma A operands,
+    /// skip the block's panels: the producer loads it in boxes of kLiveBoxRows rows, those starting below R.
+    std::vector<Expr> liveRows;
     Expr tileCount;                    ///< persistent: the tiles the roles walk
     Var producerTile, consumerTile;
     Buffer ringBase; ///< where the trip count varies by tile: the iterations of the block's earlier tiles
@@ -112,9 +115,17 @@ struct Plan {
     }
 };
 
+/// The box height of a tile loaded in part (Plan::liveRows): wgmma's panel.
+constexpr int64_t kLiveBoxRows = 64;
+
 /// One TMA load of a tile; boxRows > 0: this block's share of a tile the cluster loads together, multicast to
-/// every block of it.
-Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows);
+/// every block of it; live: the tile's boxes of kLiveBoxRows rows that start below it (Plan::liveRows).
+Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Expr &bar, const VarMap &vars, int64_t boxRows,
+             const Expr &live = nullptr);
+
+/// Plan::liveRows: the ring tiles of wgmma's A operands whose rows past the block's live rows no one reads
+/// anywhere in the kernel's `body` (the wgmma skip those rows' panels).
+void planLiveRowBoxes(Plan &p, const Stmt &body);
 
 /// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage once
 /// its consumers have released it.

@@ -432,6 +432,7 @@ class Simulator {
         const ir::BufferNode *dst = nullptr;
         int64_t dstIndex = 0, map = 0;
         int rank = 0, rowDim = 0, rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
+        int boxRows = 0, issuedRows = 0; ///< tma_load_tile_rows: its box height and the rows its boxes cover
         std::array<int64_t, 5> coords{};
         std::pair<const ir::BufferNode *, int64_t> bar;
         bool landed = false;

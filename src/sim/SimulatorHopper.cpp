@@ -11,7 +11,8 @@
 /// the span: 1024, 512, 256 bytes), which its descriptor's base offset of 0 assumes (sm90_tma.cuh asks for
 /// 1024 throughout; a ring's later stages of a 64B- or 32B-swizzled tile start on their own period only).
 ///
-/// TMA: tma_load_tile issues the library's boxes (one per 16-byte-chunked panel and 256 rows); each lands at
+/// TMA: tma_load_tile issues the library's boxes (one per 16-byte-chunked panel and 256 rows; tma_load_tile_rows
+/// those of its box height that start below its `live` row, the rest of the stage keeping its values); each lands at
 /// a point the scheduler picks, copying the tensor map's box from the global tensor (zero outside the
 /// tensor), at addresses swizzled on their absolute bits by the map's swizzle mode, and completes the box's
 /// bytes on the mbarrier. The destination reads as NaN from the issue until the landing.
@@ -93,7 +94,10 @@ void Simulator::land(TmaLoad &l) {
     if (map.swizzleBytes != l.swizzle) throw SimError("a TMA load whose swizzle differs from its tensor map's");
     if (l.swizzle && map.box[0] * eb > map.swizzleBytes) throw SimError("tensor map " + std::to_string(l.map) + "'s inner box is wider than its swizzle span");
     if (!l.swizzle && (l.rows != 1 || map.box[0] * eb % 16)) throw SimError("an unswizzled TMA load of more than one row, or of boxes not a multiple of 16 bytes");
-    const int W = l.swizzle ? l.swizzle / eb : (int)map.box[0], boxRows = std::min(l.rows, 256);
+    const int W = l.swizzle ? l.swizzle / eb : (int)map.box[0], boxRows = l.boxRows ? l.boxRows : std::min(l.rows, 256);
+    if (l.swizzle && map.box[(size_t)l.rowDim] != boxRows)
+        throw SimError("a TMA load in boxes of " + std::to_string(boxRows) + " rows through a map whose box has " +
+                       std::to_string(map.box[(size_t)l.rowDim]));
     const int64_t panelBytes = l.swizzle ? l.swizzle : (int64_t)W * eb;
     if (W <= 0 || l.cols % W || l.rows % boxRows) throw SimError("a TMA tile that is not whole panels and boxes");
     const int64_t base = sharedByte(l.dst, l.dstIndex), bufBase = sharedByte(l.dst, 0);
@@ -104,7 +108,7 @@ void Simulator::land(TmaLoad &l) {
     for (auto e : map.box) boxElems *= e;
     int64_t bytes = 0;
     for (int p = 0; p < l.cols / W; ++p)
-        for (int q = 0; q < l.rows / boxRows; ++q) {
+        for (int q = 0; q < (l.boxRows ? l.issuedRows : l.rows) / boxRows; ++q) {
             std::array<int64_t, 5> c = l.coords;
             c[0] += p * W;
             c[(size_t)l.rowDim] += q * boxRows;
@@ -157,6 +161,9 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     g->transB = num("transB") != 0, g->swzB = num("swzB");
     if (!g->rs) g->transA = num("transA") != 0, g->swzA = num("swzA");
     g->rows = g->rs ? g->M : num("rows");
+    // live rows at run time: each warpgroup's panels that start at or past them are not issued
+    if (const ir::Expr *live = g->rs ? nullptr : passes::lib::optionalArg(c, fn, "live"))
+        g->rows = std::min(g->rows, (int64_t)eval(*live, first));
     std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
     std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
     g->wg = wg;
@@ -257,7 +264,7 @@ void Simulator::wgmmaRetire(int64_t keep) {
                 }
             }
         else for (int64_t i = 0; i < Mw; ++i)
-            for (int64_t k = 0; k < K; ++k) {
+            for (int64_t k = 0; k < K && wgm * Mw + i / 64 * 64 < g->rows; ++k) { // the issued panels' rows only
                 int64_t row = wgm * Mw + i;
                 A[(size_t)(i * K + k)] = g->transA ? element(g->a, g->a0, K, k, row, g->swzA) : element(g->a, g->a0, M, row, k, g->swzA);
             }
@@ -362,7 +369,18 @@ void Simulator::tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, i
     if (l.rank < 1 || l.rank > 5 || (!row && (l.rowDim < 1 || l.rowDim >= l.rank))) throw SimError("a TMA load of rank " + std::to_string(l.rank) + ", row dimension " + std::to_string(l.rowDim));
     auto &to = shared_.at(l.dst);
     if (l.dstIndex < 0 || l.dstIndex + (int64_t)l.rows * l.cols > (int64_t)to.size()) throw SimError("a TMA tile outside " + l.dst->name);
-    std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));
+    if (info.fn == passes::lib::Fn::TmaLoadTileRows) {
+        // boxes of boxRows rows from the tile's top while they start below `live`; the rest keep what they held
+        l.boxRows = (int)num("boxRows");
+        const int64_t live = num("live");
+        if (l.boxRows <= 0 || l.rows % l.boxRows || !l.swizzle) throw SimError("a TMA load in boxes that do not tile its rows");
+        l.issuedRows = (int)std::min<int64_t>(l.rows, live <= 0 ? 0 : (live + l.boxRows - 1) / l.boxRows * l.boxRows);
+        const int64_t W = l.swizzle / l.elemBytes;
+        for (int64_t p = 0; p < l.cols / W; ++p)
+            std::fill(to.begin() + l.dstIndex + p * l.rows * W, to.begin() + l.dstIndex + (p * l.rows + l.issuedRows) * W, std::nan(""));
+    } else {
+        std::fill(to.begin() + l.dstIndex, to.begin() + l.dstIndex + (int64_t)l.rows * l.cols, std::nan(""));
+    }
     l.comp = (int)comps_.size();
     Comp tc;
     tc.name = "the TMA load #" + std::to_string(tma_.size()) + " into " + l.dst->name + " issued by " + who(cur_, t);
@@ -471,6 +489,7 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
         return;
     }
     case Fn::TmaLoadTile:
+    case Fn::TmaLoadTileRows:
         for (int t = 0; t < T_; ++t)
             if (mask[t]) tmaLoadIssue(c, info, t);
         return maybeSwitch();

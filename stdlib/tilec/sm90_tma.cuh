@@ -135,6 +135,44 @@ __device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map,
     }
 }
 
+/// tma_load_tile in boxes of BoxRows rows (the map's box {W, BoxRows}), issuing only the boxes that start
+/// below row `live` of the tile (the same in every thread; the block's rows past it are never observed): the
+/// mbarrier's expect_tx must count P * min(max(ceil(live / BoxRows), 0), Rows / BoxRows) boxes of BoxRows *
+/// SwizzleBytes bytes, and the stage's rows from the first box not issued on keep what they held.
+template <int Rank, int RowDim, int Rows, int Cols, int ElemBytes, int SwizzleBytes, int BoxRows>
+__device__ __forceinline__ void tma_load_tile_rows(void *smem, const tensor_map *map, uint64_t *bar, int live, int c0,
+                                                   int c1, int c2 = 0, int c3 = 0, int c4 = 0) {
+    static_assert(Rank >= 2 && Rank <= 5 && RowDim >= 1 && RowDim < Rank, "dims as for tma_load_tile");
+    static_assert(SwizzleBytes == 128 || SwizzleBytes == 64 || SwizzleBytes == 32, "128, 64 or 32-byte panels");
+    constexpr int W = SwizzleBytes / ElemBytes;
+    static_assert(Cols % W == 0 && BoxRows % 8 == 0 && BoxRows <= 256 && Rows % BoxRows == 0,
+                  "whole panels in boxes of 8..256 rows that tile the rows");
+    constexpr int P = Cols / W, Q = Rows / BoxRows;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned char *base = static_cast<unsigned char *>(smem);
+    const int given[5] = {c0, c1, c2, c3, c4};
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        if (q * BoxRows >= live) break;
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+            tma_detail::box<Rank, RowDim, Rows, W, BoxRows, SwizzleBytes, false>(base, map, bar, given, p, q, 0);
+    }
+#else
+    (void)smem;
+    (void)map;
+    (void)bar;
+    (void)live;
+    (void)c0;
+    (void)c1;
+    (void)c2;
+    (void)c3;
+    (void)c4;
+    (void)P;
+    (void)Q;
+#endif
+}
+
 /// The share `part` (0..Parts-1) of a tile that Parts CTAs of a cluster load together, each multicasting its
 /// share to every CTA in `ctaMask` (bit i: cluster rank i): same panel layout, smem offset and mbarrier
 /// offset in every destination CTA, each of whose full barriers must expect the whole tile's bytes. The map's

@@ -383,13 +383,13 @@ template <int M, int N, int WgM, int WgN> __host__ __device__ constexpr int wgmm
     return (M / WgM / 64) * (N / WgN / 2);
 }
 
-/// C(M x N) += op(A) op(B) over shared tiles by the consumer warpgroups (see the file's comment): fence,
-/// every instruction, commit; no wait. Rows < M (one warpgroup only): the 64-row panels of C from row Rows on
-/// are not issued and keep their values (rows the compiler proved no one observes: a skinny A in a tall tile).
-template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+namespace wgmma_detail {
+
+/// wgmma_gemm_ss's instructions for the first Issued 64-row panels of this warpgroup's rows (all: MT), fenced
+/// and committed; the accumulators of the others are left as they are.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Issued, class TA,
           class TB, class TC>
-__device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc) {
-    using namespace wgmma_detail;
+__device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc) {
     constexpr Kind K_ = kind<TA, TB, TC>();
     static_assert(K_ != Kind::None, "wgmma types: f16/bf16 -> f32, f16 -> f16, tf32 (float) -> f32, "
                                     "fp8 e4m3/e5m2 -> f32, int8/uint8 -> int32");
@@ -402,8 +402,7 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     static_assert(N % WgN == 0 && Nw % 8 == 0 && Nw <= 256, "each warpgroup owns 8..256 columns, a multiple of 8");
     static_assert(!std::is_same_v<TC, __half> || Nw % 16 == 0, "__half accumulators: N / WgN a multiple of 16");
     static_assert(K % KInst == 0, "K is a whole number of instructions (16 for 16-bit types, 8 tf32, 32 8-bit)");
-    static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
-    constexpr int LiveMT = (Rows + 63) / 64; // the panels issued
+    static_assert(Issued >= 0 && Issued <= MT, "the panels issued are some of the warpgroup's");
     constexpr int Wa = SwzA / ES, Wb = SwzB / ES;
     // K-major operands: the tile's columns are K, whole panels; MN-major: the tile's rows are K.
     static_assert(TransA || K % Wa == 0, "a K-major A tile is a whole number of panels (K * sizeof % SwzA == 0)");
@@ -432,7 +431,7 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
         const unsigned kaOff = TransA ? kA * SwzA : (kA / Wa) * APanel + (kA % Wa) * ES;
         const unsigned kbOff = TransB ? (kB / Wb) * BPanel + (kB % Wb) * ES : kB * SwzB;
 #pragma unroll
-        for (int mi = 0; mi < (WgM == 1 ? LiveMT : MT); ++mi) {
+        for (int mi = 0; mi < Issued; ++mi) {
             const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
             mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
                 acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));
@@ -440,6 +439,45 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     }
     wgmma_commit();
     fence_operands<Count>(acc);
+}
+
+/// The first `issued` panels (0..P) of this warpgroup: one straight sequence of instructions per count.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int P, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void ss_live(const TA *a, const TB *b, TC *acc, int issued) {
+    if constexpr (P == 0) {
+        ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, 0>(a, b, acc);
+    } else {
+        if (issued >= P) ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, P>(a, b, acc);
+        else ss_live<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, P - 1>(a, b, acc, issued);
+    }
+}
+
+} // namespace wgmma_detail
+
+/// C(M x N) += op(A) op(B) over shared tiles by the consumer warpgroups (see the file's comment): fence,
+/// every instruction, commit; no wait. Rows < M (one warpgroup only): the 64-row panels of C from row Rows on
+/// are not issued and keep their values (rows the compiler proved no one observes: a skinny A in a tall tile).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc) {
+    static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
+    constexpr int MT = M / WgM / 64;
+    wgmma_detail::ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, WgM == 1 ? (Rows + 63) / 64 : MT>(a, b, acc);
+}
+
+/// The same where the block's live rows are known at run time only (`live`, the same in every thread): each
+/// warpgroup issues its panels that start below `live` (none where its rows all lie past it) and commits its
+/// group either way, so that the waits count alike.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc, int live) {
+    static_assert(Rows == M, "live rows at run time, or a constant count: not both");
+    constexpr int Mw = M / WgM, MT = Mw / 64;
+    const int wgm = WgM == 1 ? 0 : (int)(wgmma_detail::warpgroup_index() % WgM);
+    const int mine = live - wgm * Mw;
+    const int issued = mine <= 0 ? 0 : (mine + 63) / 64;
+    wgmma_detail::ss_live<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, MT>(a, b, acc, issued);
 }
 
 /// C(M x N) += A B with A in registers (RS), 16-bit types only, B a shared panel-layout tile as for

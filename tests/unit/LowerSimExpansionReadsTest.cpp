@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <cmath>
 
 namespace {
@@ -109,3 +111,43 @@ TEST(LowerSimExpansionReads, StoresIntoAFragmentEveryThreadHolds) {
 }
 
 } // namespace
+
+namespace {
+
+/// A fragment copied from a column offset whose alignment caps its vector width at 2 (`T.copy(A[0:16, 2:10], F)`,
+/// float32 at an odd pair of columns), then stored by an expansion of S = 4 or 8 (`F[i, jq * S + w]`): the widths
+/// cannot agree, so F is held whole in every thread, and the expansion's nest runs whole in every thread too, each
+/// filling its own copy (agreeOnSlices). Before, the store was refused ("fragment 'F' has a copy in every thread, but
+/// this store indexes it by (i, jq * 4 + w)"; the differential fuzzer's seed 27100063).
+std::string cappedWidthSource(int s) {
+    std::string src = R"(import tilelang.language as T
+@T.prim_func
+def k(A: T.Tensor((16, 10), "float32"), B: T.Tensor((16, 8), "float32"), Y: T.Tensor((16, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        F = T.alloc_fragment((16, 8), "float32")
+        G = T.alloc_fragment((16, 8), "float32")
+        T.copy(A[0:16, 2:10], F)
+        T.copy(B, G)
+        for i, jq in T.Parallel(16, 8 // S):
+            for w in T.serial(S):
+                F[i, jq * S + w] = F[i, jq * S + w] + G[i, jq * S + w] * T.cast(w + 1, "float32")
+        T.copy(F, Y)
+)";
+    return std::regex_replace(src, std::regex("\\bS\\b"), std::to_string(s));
+}
+
+} // namespace
+
+TEST(LowerSimExpansionReads, StoresIntoAFragmentTheWidthsReplicate) {
+    for (int s : {4, 8}) {
+        SCOPED_TRACE("S " + std::to_string(s));
+        auto a = sim::randomData(16 * 10, 7), b = sim::randomData(16 * 8, 8);
+        std::vector<double> y(16 * 8, std::nan("")), want(16 * 8);
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 8; ++j)
+                want[i * 8 + j] = (double)((float)a[i * 10 + 2 + j] + (float)b[i * 8 + j] * (float)(j % s + 1));
+        tilec::lowertest::LowerRun r;
+        sim::runAll(sim::lowerFor(r, cappedWidthSource(s), "sm_90a"), {{"A", &a}, {"B", &b}, {"Y", &y}}); // no race
+        sim::expectNear(y, want, 1e-6, "Y");
+    }
+}

@@ -269,6 +269,8 @@ TEST(SimHopperAttn, PingPongTurnsAsLowered) {
 // the loop in order below it; --pingpong then still gives turns to a loop the overlap left in order.
 TEST(SimHopperAttn, DefaultScheduleRotatesD128) { attnCase(byDefault({1, 1, 200, 128, false, 128, 128, 2, 256}), {0, 2}); }
 TEST(SimHopperAttn, DefaultScheduleKeepsD64) { attnCase(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1}); }
+// ... and a loop of one stage in order at D = 128 too (V of ko would load only after P.V of ko - 1 retired)
+TEST(SimHopperAttn, DefaultScheduleKeepsOneStageD128) { attnCase(byDefault({1, 1, 200, 128, true, 128, 64, 1, 256}), {0, 2}); }
 TEST(SimHopperAttn, DefaultScheduleAsLowered) {
     Lowered d128(byDefault({1, 1, 200, 128, false, 128, 128, 2, 256})), d64(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}));
     AttnCase asked = byDefault({1, 1, 256, 64, true, 128, 64, 2, 256});

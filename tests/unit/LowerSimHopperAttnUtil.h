@@ -28,8 +28,9 @@ struct AttnCase {
     /// The schedule switches not asked for by pingPong or overlap left at their default (Auto: the head
     /// dimension decides) instead of off (--no-pingpong / --no-intra-overlap).
     bool defaults = false;
-    /// Whether the loop is rotated (overlapScores): asked for, or by default at head dimension >= 128.
-    bool rotated() const { return overlap || (defaults && dim >= LoweringOptions::kAttentionOverlapHeadDim); }
+    /// Whether the loop is rotated (overlapScores): asked for, or by default at head dimension >= 128 over a
+    /// ring of two stages or more.
+    bool rotated() const { return overlap || (defaults && dim >= LoweringOptions::kAttentionOverlapHeadDim && stages >= 2); }
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)

@@ -102,7 +102,7 @@ classify() {
 }
 
 declare -A TOTAL OK
-FAIL=0
+FAIL=0 STALE=0
 printf '%-8s %-40s %-28s %-8s %s\n' TAG FILE KERNEL RESULT DETAIL
 while IFS=$'\t' read -r tag file name call expected; do
     [[ $tag == \#* || -z $tag ]] && continue
@@ -120,10 +120,14 @@ while IFS=$'\t' read -r tag file name call expected; do
     [[ $result == ok && -n $GPU_BUILD ]] && stage_gpu "$tag" "$file" "$name" "$call"
     mark=""
     if [[ $result == crash || ($expected == ok && $result != ok) ]]; then mark=" [REGRESSION: expected $expected]"; FAIL=1; fi
+    # a row that does better than the manifest says: its expected column is stale (flip it once the kernel is
+    # checked on the CPU simulator and the GPU), said here so that the manifest's count stays honest
+    if [[ $expected != ok && $result == ok ]]; then mark=" [BETTER: expected $expected; update the manifest]"; STALE=$((STALE + 1)); fi
     printf '%-8s %-40s %-28s %-8s %s%s\n' "$tag" "$file" "$name" "$result" "$detail" "$mark"
 done <"$MANIFEST"
 for tag in $(printf '%s\n' "${!TOTAL[@]}" | sort -V); do
     what="tilec and nvcc"; ((NO_NVCC)) && what="tilec"
     echo "$tag: ${OK[$tag]:-0} of ${TOTAL[$tag]} kernels compile unchanged with $what"
 done
+((STALE)) && echo "$STALE row(s) marked BETTER compile although the manifest expects an error"
 exit $FAIL

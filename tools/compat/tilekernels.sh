@@ -52,7 +52,7 @@ classify() {
     classify_run $? "$out" "$out/$name.cu"
 }
 
-TOTAL=0 OK=0 FAIL=0
+TOTAL=0 OK=0 FAIL=0 STALE=0
 printf '%-52s %-40s %-8s %s\n' FILE KERNEL RESULT DETAIL
 while IFS=$'\t' read -r file name call expected; do
     [[ $file == \#* || -z $file ]] && continue
@@ -61,8 +61,12 @@ while IFS=$'\t' read -r file name call expected; do
     [[ $result == ok ]] && OK=$((OK + 1))
     mark=""
     if [[ $result == crash || ($expected == ok && $result != ok) ]]; then mark=" [REGRESSION: expected $expected]"; FAIL=1; fi
+    # a row that does better than the manifest says: its expected column is stale (flip it once the kernel is
+    # checked on the CPU simulator and the GPU), said here so that the manifest's count stays honest
+    if [[ $expected != ok && $result == ok ]]; then mark=" [BETTER: expected $expected; update the manifest]"; STALE=$((STALE + 1)); fi
     printf '%-52s %-40s %-8s %s%s\n' "$file" "$name" "$result" "$detail" "$mark"
 done <"$MANIFEST"
 what="tilec and nvcc"; ((NO_NVCC)) && what="tilec"
 echo "TileKernels: $OK of $TOTAL kernel factories compile unchanged with $what"
+((STALE)) && echo "TileKernels: $STALE row(s) marked BETTER compile although the manifest expects an error"
 exit $FAIL

@@ -17,6 +17,11 @@ namespace tilec::passes {
 /// Then the products of rows past R reach no memory: the skinny GEMMs of decoding (M = 16 rows in a 128-row
 /// tile) need not issue the tensor-core instructions of their dead panels. The rows keep their cleared value,
 /// where the instructions would have summed zeros times B (a NaN where B holds an infinity): no one reads them.
+///
+/// Where no constant R holds, the same facts per block (Gemm::liveRowsAt): R = the largest of the tensors' rows
+/// less the regions' row starts, when every start and row count is a launch value (block indices, T.dynamic
+/// sizes, constants; no loop variable, thread index, load or call) and R can leave a panel out for some block
+/// (M = 192 in 128-row tiles: block row 1 has 64 live rows; M = 256 never leaves one out and is not marked).
 ir::Program boundGemmRows(const ir::Program &p);
 
 } // namespace tilec::passes

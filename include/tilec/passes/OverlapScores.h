@@ -30,7 +30,8 @@ namespace tilec::passes {
 /// placeWgmmaWaits unless --no-intra-overlap turns it off (LoweringOptions::intraOverlap); a loop of any
 /// other shape, and every other kernel, is returned unchanged. Which loops, and whether with turns, is
 /// LoweringOptions::attentionSchedule of the loop's head dimension (its QK^T's K): by default those of head
-/// dimension >= 128, with turns where the kernel has two consumer warpgroups.
+/// dimension >= 128 whose K and V rings have two stages or more, with turns where the kernel has two consumer
+/// warpgroups.
 /// -v says, for each attention loop, which schedule it took and why (remarks located in `sources`).
 ir::Program overlapScores(const ir::Program &p, const LoweringOptions &o, const SourceManager *sources = nullptr);
 

@@ -17,6 +17,9 @@ namespace tilec::passes {
 /// descriptors walk (tilec::swz_panels: 128-, 64- or 32-byte column panels one after another), recorded on
 /// the IR by telling its tile transfers so (their `swizzle` argument becomes lib::kTransferPanels) and
 /// mapping its other accesses with tilec.swz_panels. One tile read in both layouts is an internal error.
+/// A shared tile no library call addresses (every access an element load or store) takes the row swizzle too where
+/// its accesses, counted for the block's first warp (src/lower/BankConflicts.h), take fewer bank wavefronts so than
+/// row-major: an accumulator staged through shared memory, rows each thread walks along on its own.
 ir::Program swizzleShared(const ir::Program &p);
 
 } // namespace tilec::passes

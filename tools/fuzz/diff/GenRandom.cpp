@@ -545,13 +545,16 @@ void decorateTmaRows(GProgram &p) {
 /// the shape that gets warp roles on sm_90a (a producer warpgroup beside the consumers), where the scalar block
 /// (and its 16-bit casts, decorateNarrow) runs in the consumers' agents (issue 23's seed 202475: the simulator
 /// lost their float16 rounding; the random programs gave warp roles to only 4 of 798 accepted ones). Programs
-/// with stepped loops, batched tensors, a batch grid or dynamic sizes stay as they are. From a stream of its own.
+/// with stepped loops, batched tensors, a batch grid or dynamic sizes stay as they are. From a stream of its own;
+/// BM 64 or 128 (then M often ends inside a row tile's first 64-row panel).
 void decorateWarpRoles(GProgram &p) {
     Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x3a9e)};
     if (!r.coin(0.08) || p.vn > 0 || p.xrank > 0 || p.batch >= 0 || p.dynamic) return;
     static const std::vector<int64_t> g{16, 32, 64};
     auto eight = [](int64_t x) { return (x + 7) / 8 * 8; };
-    p.threads = 128, p.gemm = true, p.bm = 64, p.bn = r.pick(g), p.bk = r.coin(0.5) ? 16 : 32;
+    // a third of them in 128-row tiles (two wgmma panels), whose last row tile M may end in the first panel: A
+    // loaded in 64-row boxes, those below the block's live rows, and only their panels issued (Gemm::liveRowsAt)
+    p.threads = 128, p.gemm = true, p.bm = r.coin(0.33) ? 128 : 64, p.bn = r.pick(g), p.bk = r.coin(0.5) ? 16 : 32;
     p.bmText = 16, p.bnText = p.bn == 8 ? 16 : 8;
     p.gk = eight(r.in(p.bk, 80)), p.gm = eight(r.in(p.bm, p.gy * p.bm + 6)), p.gn = eight(r.in(p.bn, p.gx * p.bn + 6));
     p.ry = r.in(p.bm, p.gy * p.bm + 6), p.cy = r.in(p.bn, p.gx * p.bn + 6);
