@@ -392,11 +392,12 @@ std::string printLauncher(const KernelInfo &info, size_t index, const CodegenOpt
     s += "    tilec_status status = tilec_function(" + std::to_string(index) + ", &fn);\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
     s += printLaunchArguments(info, sig, false, "    ");
+    // Every role's warp groups, as the .cu's launcher (printSingleHost) starts them.
     if (syncsGrid(k)) {
-        s += "    return tilec_launch_cooperative(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
+        s += "    return tilec_launch_cooperative(fn, grid_x, grid_y, grid_z, " + std::to_string(k.launchedThreads()) + ", " +
              std::to_string(info.sharedBytes) + ", stream, args);\n}\n";
     } else {
-        s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.threads) + ", " +
+        s += "    CUresult r = tilec_launch(fn, grid_x, grid_y, grid_z, " + std::to_string(k.launchedThreads()) + ", " +
              std::to_string(info.sharedBytes) + ", 1, stream, args);\n";
         s += "    if (r != CUDA_SUCCESS) return tilec_driver_failure(r);\n";
         s += "    return TILEC_SUCCESS;\n}\n";

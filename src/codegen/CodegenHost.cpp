@@ -499,7 +499,10 @@ std::string printSingleHost(const std::vector<const KernelInfo *> &group) {
     s += "    tilec_status status = " + prepare + ";\n";
     s += "    if (status != TILEC_SUCCESS) return status;\n";
     s += printLaunchArguments(info, sig, true, "    ");
-    const std::string dims = "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.threads) + ")";
+    // Every role's warp groups (launchedThreads, as __launch_bounds__ and the _threads query say), not `threads`, the
+    // warp group one role's tile statements are laid out over: started alone, its waits for the other groups'
+    // mbarrier arrivals never ended (mla_decode_ws and the seesaw sparse MLA kernel hung on the H100).
+    const std::string dims = "dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z), dim3(" + std::to_string(k.launchedThreads()) + ")";
     if (syncsGrid(k)) {
         s += "    return tilec_launch_cooperative(reinterpret_cast<const void *>(&" + info.symbol + "), " + dims +
              ", args, " + std::to_string(info.sharedBytes) + ", stream);\n}\n";

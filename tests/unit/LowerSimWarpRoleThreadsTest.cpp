@@ -4,7 +4,8 @@
 /// as TileLang launched it (`tx - 128 * producer`, whichever threads tilec gives the role) and copies its rows
 /// with T.ptx_cp_async, announced by T.cp_async_barrier_noinc. The product is right for either group as the
 /// producer; a producer that reads the thread index as if it were another group's, one that never announces its
-/// rows, and a consumer that does not wait for them are each a failure the simulator reports.
+/// rows, and a consumer that does not wait for them are each a failure the simulator reports. Simulated as the
+/// .cu's launcher starts it, the block runs every role's warp groups.
 #include "LowerSimHopperUtil.h"
 
 #include "tilec/IRPrinter.h"
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 
 using namespace tilec;
 using namespace tilec::simtest::gemm;
@@ -43,6 +45,47 @@ const ir::Kernel *roles(lowertest::LowerRun &r, const std::string &call, const s
 int lineOf(const std::string &text) {
     std::string src = simtest::withExport(kFile, "k = 0");
     return 1 + (int)std::count(src.begin(), src.begin() + (std::ptrdiff_t)src.find(text), '\n');
+}
+
+/// The threads per block of the one cudaLaunchKernel in `cu` (0 where there is not exactly one).
+int launcherBlock(const std::string &cu) {
+    static const std::regex launch(R"(cudaLaunchKernel\([^;]*\), dim3\((\d+)\), args, )");
+    auto first = std::sregex_iterator(cu.begin(), cu.end(), launch);
+    if (std::distance(first, std::sregex_iterator()) != 1) return 0;
+    return std::stoi((*first)[1]);
+}
+
+/// `k` as the .cu's launcher of `r` starts it: the simulator runs a block of launchedThreads(), the consumers' and
+/// the producer's together, so the launcher's block less the consumers' is the producer's here.
+std::shared_ptr<ir::Kernel> asLaunched(lowertest::LowerRun &r, const ir::Kernel &k) {
+    auto launched = std::make_shared<ir::Kernel>(k);
+    launched->producerThreads = launcherBlock(r.generate().cuda) - k.threads;
+    EXPECT_GE(launched->producerThreads, 0);
+    return launched;
+}
+
+// The launcher of a kernel of one variant without tensor maps started the consumer's 128 threads alone (the
+// IR's `threads`): the consumer then waited for rows no producer stores, and on the H100 mla_decode_ws and the
+// seesaw sparse MLA kernel (explicit roles, cp.async and generic loads) hung. It starts every role's threads.
+TEST(SimWarpRoleThreads, TheBlockAsLaunchedRunsEveryRole) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    auto launched = asLaunched(r, *k);
+    EXPECT_EQ(launched->launchedThreads(), 256);
+    expectCorrect(*launched, kCase, {0, 1});
+}
+
+// A block of the consumer's threads alone, as that launcher started it, is one the simulator refuses to run: its
+// roles' threads are not the block's (on the GPU: the consumer's wait for the producer's rows never ends).
+TEST(SimWarpRoleThreads, TheConsumersThreadsAloneAreAnError) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    auto consumerOnly = std::make_shared<ir::Kernel>(*k);
+    consumerOnly->producerThreads = 0;
+    Outcome o = simulate(*consumerOnly, kCase, 0);
+    EXPECT_NE(o.error.find("the roles' threads differ from the launched threads"), std::string::npos) << o.error;
 }
 
 TEST(SimWarpRoleThreads, CpAsyncProducerComputesTheProductAsEitherGroup) {
