@@ -155,6 +155,32 @@ class Vectorizer : public RangeScopedMutator {
         return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc);
     }
 
+    /// Stores to sink out of a vectorized loop f's body `body` (its statements `stmts`): top-level stores to memory,
+    /// optionally under a lane-free check, at an aligned vector of the lanes; each becomes a store to a register
+    /// array in `stmts`, and the vector stores of those arrays after the body are returned.
+    std::vector<Stmt> sinkStores(std::vector<Stmt> &stmts, const Stmt &body, const For &f, int64_t width, const Inside &in) {
+        const VarNode *lane = f.var.get();
+        std::vector<Stmt> sunk;
+        for (auto &s : stmts) {
+            Expr cond;
+            const Store *st = topStore(s);
+            if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
+            if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
+            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            // Run after the body, the store's address and test would read what the last lane left there.
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
+            auto lin = linearIn(st->indices[0], lane);
+            if (!lin || (lin->first && mentionsAny(lin->first, in.bound)) || ir::loads(body, st->buffer.get())) continue;
+            if (!alignedBase(st->indices[0], lane, width, &assumed, st->buffer)) continue; // last: it may assume sizes
+            Buffer t = temp(st->value->dtype, f.extent, st->loc);
+            Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
+            if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
+            sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
+            s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
+        }
+        return sunk;
+    }
+
     /// A load e (readOnce) of a vectorized loop f over `width` lanes whose lanes read `base + offset(lane)`
     /// (laneOffsets) where the distinct offsets are whole aligned runs of `run` elements (16 bytes at most; base
     /// a multiple of run): the dQ accumulator layout of TileLang's attention backward interleaves a row's
@@ -337,24 +363,7 @@ class Vectorizer : public RangeScopedMutator {
         std::vector<Stmt> stmts;
         if (auto seq = as<Seq>(body)) stmts = seq->stmts;
         else stmts.push_back(body);
-        std::vector<Stmt> sunk;
-        for (auto &s : stmts) {
-            Expr cond;
-            const Store *st = topStore(s);
-            if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
-            if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
-            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
-            // Run after the body, the store's address and test would read what the last lane left there.
-            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
-            auto lin = linearIn(st->indices[0], lane);
-            if (!lin || (lin->first && mentionsAny(lin->first, in.bound)) || ir::loads(body, st->buffer.get())) continue;
-            if (!alignedBase(st->indices[0], lane, width, &assumed, st->buffer)) continue; // last: it may assume sizes
-            Buffer t = temp(st->value->dtype, f.extent, st->loc);
-            Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
-            if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
-            sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
-            s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
-        }
+        std::vector<Stmt> sunk = sinkStores(stmts, body, f, width, in);
         if (loads.empty() && sunk.empty() && gathers.empty()) return plain(loop, f);
 
         std::vector<Stmt> out = gathers;
