@@ -472,7 +472,15 @@ std::optional<Transfer> matchTransfer(const For &f) {
     auto lanes = constInt(f.extent);
     if (f.forKind != ForKind::Vectorized || !lanes || *lanes < 1 || (*lanes & (*lanes - 1))) return std::nullopt;
     const VarNode *v = f.var.get();
-    auto laneIndex = [&](const std::vector<Expr> &idx) { return idx.size() == 1 && idx[0].get() == v; };
+    Transfer t;
+    // The register of lane 0: 0, or a constant multiple of the lanes (one run of a gather's registers).
+    auto laneIndex = [&](const std::vector<Expr> &idx) {
+        if (idx.size() != 1) return false;
+        if (idx[0].get() == v) return true;
+        auto lin = passes::linearIn(idx[0], v);
+        auto c = lin && lin->second == 1 && lin->first ? constInt(lin->first) : std::nullopt;
+        return c && *c > 0 && *c % *lanes == 0 && (t.regBase = *c, true);
+    };
     auto baseOf = [&](const std::vector<Expr> &idx) -> Expr {
         if (idx.size() != 1) return nullptr;
         auto lin = passes::linearIn(idx[0], v);
@@ -480,7 +488,6 @@ std::optional<Transfer> matchTransfer(const For &f) {
         return lin->first ? lin->first : intImm(0, idx[0]->dtype);
     };
     auto memory = [](const Buffer &b) { return b->scope == Scope::Global || b->scope == Scope::Shared; };
-    Transfer t;
     t.lanes = *lanes;
     Stmt body = f.body;
     if (auto i = as<IfThenElse>(body); i && !i->otherwise) {

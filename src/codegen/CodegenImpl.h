@@ -22,6 +22,7 @@ struct Transfer {
     ir::Expr base;           ///< the memory offset of lane 0
     ir::Expr cond;           ///< load: zero-fill unless; store: only if (may be null)
     int64_t lanes = 0;
+    int64_t regBase = 0;     ///< the register of lane 0 (a multiple of the lanes: a gather's run, VectorizeAccesses)
     DType dtype;
     int chunkBytes() const { return (int)std::min<int64_t>(16, lanes * dtype.bytes()); }
 };

@@ -395,7 +395,7 @@ class KernelPrinter {
         }
         for (int64_t c = 0; c < chunks; ++c) {
             std::string off = c == 0 ? base : base + " + " + std::to_string(c * per);
-            std::string r = "&" + regs + "[" + std::to_string(c * per) + "]", m = "&" + mem + "[" + off + "]";
+            std::string r = "&" + regs + "[" + std::to_string(t.regBase + c * per) + "]", m = "&" + mem + "[" + off + "]";
             if (t.load && t.cond)
                 line(level, "tilec::copy_vector_or_zero<" + std::to_string(cb) + ">(" + r + ", " + m + ", " + ep_.print(t.cond) + ");", at);
             else if (t.load) line(level, fn + "(" + r + ", " + m + ");", at);

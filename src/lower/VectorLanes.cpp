@@ -469,7 +469,54 @@ struct LaneSplit : IRMutator {
     }
 };
 
+/// `(rest + lane) // d` and `(rest + lane) % d` split where d divides rest (see laneOffsets).
+struct SplitLaneDivisions : IRMutator {
+    using IRMutator::visit;
+    explicit SplitLaneDivisions(const Var &lane) : lane(lane) {}
+    Var lane;
+    Expr visit(const std::shared_ptr<const Binary> &op) override {
+        Expr e = IRMutator::visit(op);
+        auto b = as<Binary>(e);
+        if (!b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) || !uses(b->a, lane.get())) return e;
+        auto d = constValue(b->b);
+        auto lin = linearIn(b->a, lane.get());
+        if (!d || *d <= 0 || !lin || lin->second != 1 || (lin->first && knownMultiple(lin->first) % *d)) return e;
+        Expr part = binary(b->op, cast(b->a->dtype, Expr(lane)), b->b, b->loc);
+        if (b->op == BinaryOp::FloorMod || !lin->first) return part;
+        return binary(BinaryOp::Add, binary(BinaryOp::FloorDiv, lin->first, b->b, b->loc), part, b->loc);
+    }
+};
+
+/// The terms of a sum (through widening integer casts) into those free of the lane and those of the lane alone;
+/// false where a term mixes the lane with anything else.
+bool splitTerms(const Expr &e, const VarNode *lane, Expr &base, Expr &offset) {
+    auto add = [&](Expr &sum, const Expr &t) { sum = sum ? binary(BinaryOp::Add, sum, t, e->loc) : t; };
+    if (!uses(e, lane)) return add(base, e), true;
+    if (auto b = as<Binary>(e); b && b->op == BinaryOp::Add)
+        return splitTerms(b->a, lane, base, offset) && splitTerms(b->b, lane, base, offset);
+    if (auto c = as<Cast>(e); c && c->dtype.isInt() && c->value->dtype.isInt() && c->dtype.bits() >= c->value->dtype.bits()) {
+        Expr b, o;
+        if (!splitTerms(c->value, lane, b, o)) return false;
+        if (b) add(base, cast(c->dtype, b));
+        return add(offset, cast(c->dtype, o)), true;
+    }
+    if (!evalInt(e, {{lane, 0}})) return false; // reads something besides the lane
+    return add(offset, e), true;
+}
+
 } // namespace
+
+std::optional<LaneOffsets> laneOffsets(const Expr &index, const Var &lane, int64_t width) {
+    LaneOffsets r;
+    Expr e = SplitLaneDivisions(lane).mutate(index);
+    if (!splitTerms(e, lane.get(), r.base, r.offset) || !r.offset) return std::nullopt;
+    for (int64_t v = 0; v < width; ++v) {
+        auto o = evalInt(r.offset, {{lane.get(), v}});
+        if (!o) return std::nullopt;
+        r.values.push_back(*o);
+    }
+    return r;
+}
 
 Stmt laneConditions(const Stmt &body, const VarNode *lane, int64_t width, const RangeMap &ranges, SizeAssumptions *assumed) {
     return LaneConditions(lane, width, ranges, assumed).mutate(body);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -106,5 +107,16 @@ ir::Stmt laneConditions(const ir::Stmt &body, const ir::VarNode *lane, int64_t w
 /// `x // c * c + x % c` folded to x (FoldDivMod), then `(base + lane) // d` and `% d` split (LaneSplit).
 /// With `assumed`, a guarded load's test may rely on sizes assumed for the loaded tensor.
 ir::Stmt splitLanes(const ir::Stmt &body, const ir::Var &lane, int64_t width, SizeAssumptions *assumed = nullptr);
+
+/// An index of a vectorized loop as `base + offset`: base free of the lane, offset a function of the lane alone,
+/// whose values at lanes 0 to width - 1 are `values`. A remainder or floor division of `rest + lane` by a
+/// divisor d of rest is split on the way (`(rest + lane) // d` is `rest // d + lane // d`, `(rest + lane) % d` is
+/// `lane % d`, for every lane): the index of a tensor whose annotated layout interleaves its columns
+/// (TileLang's dQ accumulator layout) or of packed elements (`x[base + lane // 2]`). base is null when 0.
+struct LaneOffsets {
+    ir::Expr base, offset;
+    std::vector<int64_t> values;
+};
+std::optional<LaneOffsets> laneOffsets(const ir::Expr &index, const ir::Var &lane, int64_t width);
 
 } // namespace tilec::passes::lanes

@@ -64,6 +64,26 @@ Stmt atomicLanes(const For &f) {
     return matchAtomicVector(*as<For>(v)) ? v : nullptr;
 }
 
+/// Registers a gathered load may span (gatherRuns): its runs' extent, from the first run's start to the last one's end.
+constexpr int64_t kMaxGatherSpan = 64;
+
+/// Whether a load (or a zero-select of one) may be read once before a vectorized loop's body over `lane`,
+/// as `candidate` in vectorize requires of a hoisted one, but for its index, which need not be linear in the lane.
+bool readOnce(const Expr &e, const Inside &in, const VarNode *lane, const Stmt &body) {
+    const Load *l = as<Load>(e);
+    Expr cond;
+    if (auto s = as<Select>(e)) {
+        auto c = as<Cast>(s->f); // a zero of the element type: `int8(0)`
+        if (!isZero(s->f) && !(c && isZero(c->value))) return false;
+        l = as<Load>(s->t);
+        cond = s->cond;
+    }
+    if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
+    if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(body, l->buffer.get())) return false;
+    if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound) || loadsAny(cond, in.stored))) return false;
+    return !loadsAny(l->indices[0], in.stored);
+}
+
 class Vectorizer : public RangeScopedMutator {
   public:
     using RangeScopedMutator::visit;
@@ -135,6 +155,76 @@ class Vectorizer : public RangeScopedMutator {
         return For::make(f.var, f.min, f.extent, ForKind::Unrolled, 0, f.body, f.loc);
     }
 
+    /// Stores to sink out of a vectorized loop f's body `body` (its statements `stmts`): top-level stores to memory,
+    /// optionally under a lane-free check, at an aligned vector of the lanes; each becomes a store to a register
+    /// array in `stmts`, and the vector stores of those arrays after the body are returned.
+    std::vector<Stmt> sinkStores(std::vector<Stmt> &stmts, const Stmt &body, const For &f, int64_t width, const Inside &in) {
+        const VarNode *lane = f.var.get();
+        std::vector<Stmt> sunk;
+        for (auto &s : stmts) {
+            Expr cond;
+            const Store *st = topStore(s);
+            if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
+            if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
+            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
+            // Run after the body, the store's address and test would read what the last lane left there.
+            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
+            auto lin = linearIn(st->indices[0], lane);
+            if (!lin || (lin->first && mentionsAny(lin->first, in.bound)) || ir::loads(body, st->buffer.get())) continue;
+            if (!alignedBase(st->indices[0], lane, width, &assumed, st->buffer)) continue; // last: it may assume sizes
+            Buffer t = temp(st->value->dtype, f.extent, st->loc);
+            Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
+            if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
+            sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
+            s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
+        }
+        return sunk;
+    }
+
+    /// A load e (readOnce) of a vectorized loop f over `width` lanes whose lanes read `base + offset(lane)`
+    /// (laneOffsets) where the distinct offsets are whole aligned runs of `run` elements (16 bytes at most; base
+    /// a multiple of run): the dQ accumulator layout of TileLang's attention backward interleaves a row's
+    /// columns (lanes 0 to 3 at offsets 0, 32, 1, 33), a packed tensor gives two lanes one element (`v // 2`).
+    /// Each run is read as one vector into registers `raw` (the run at offset s into raw[s - lo], lo the first
+    /// run's start; statements appended to `out`), and the load becomes raw[offset(lane) - lo]; null where the
+    /// offsets are no such runs. Every element read is one some lane reads, under the load's own test.
+    Expr gatherRuns(const Expr &e, const For &f, int64_t width, std::vector<Stmt> &out) {
+        const Load *l = as<Load>(e);
+        const Select *sel = as<Select>(e);
+        if (sel) l = as<Load>(sel->t);
+        auto t = laneOffsets(l->indices[0], f.var, width);
+        Inside in;
+        in.visit(f.body);
+        if (!t || (t->base && mentionsAny(t->base, in.bound))) return nullptr;
+        std::set<int64_t> distinct(t->values.begin(), t->values.end());
+        for (int64_t run = 16 / l->buffer->dtype.bytes(); run >= 2; run /= 2) {
+            if (t->base && knownMultiple(t->base) % run) continue;
+            std::set<int64_t> starts;
+            bool whole = true;
+            for (int64_t o : distinct) {
+                int64_t s0 = (o >= 0 ? o : o - run + 1) / run * run; // floor to the run
+                starts.insert(s0);
+                for (int64_t k = 0; k < run; ++k) whole &= distinct.count(s0 + k) > 0;
+            }
+            int64_t lo = *starts.begin(), span = *starts.rbegin() + run - lo;
+            if (!whole || span > kMaxGatherSpan) continue;
+            DType it = l->indices[0]->dtype;
+            Buffer raw = temp(l->buffer->dtype, intImm(span, f.var->dtype), e->loc);
+            for (int64_t s0 : starts) {
+                Var k = makeVar(f.var->name, f.var->dtype, f.loc);
+                Expr at = t->base ? binary(BinaryOp::Add, t->base, intImm(s0, it)) : intImm(s0, it);
+                Expr value = Load::make(l->buffer, {binary(BinaryOp::Add, at, cast(it, Expr(k)))}, l->loc);
+                if (sel) value = Select::make(sel->cond, value, sel->f, sel->loc);
+                Expr reg = s0 == lo ? Expr(k) : binary(BinaryOp::Add, intImm(s0 - lo, k->dtype), Expr(k));
+                out.push_back(For::make(k, intImm(0, k->dtype), intImm(run, k->dtype), ForKind::Vectorized, 0,
+                                        Store::make(raw, {reg}, value, e->loc), f.loc));
+            }
+            Expr at = lo == 0 ? t->offset : binary(BinaryOp::Sub, t->offset, intImm(lo, t->offset->dtype));
+            return Load::make(raw, {at}, e->loc);
+        }
+        return nullptr;
+    }
+
     struct Hoisted {
         Expr original; ///< the load, or the select around it
         Buffer temp;
@@ -184,11 +274,23 @@ class Vectorizer : public RangeScopedMutator {
             Expr base = alignedBase(l->indices[0], lane, width, &assumed, l->buffer); // last: it may assume sizes
             return base && !uses(base, lane);
         };
+        // Loads whose lanes are a permutation of aligned runs (gatherRuns): read run by run, picked per lane.
+        std::vector<Stmt> gathers;
+        std::vector<std::pair<Expr, Expr>> gathered; // the load, its replacement
+        auto gather = [&](const Expr &e) -> Expr {
+            for (auto &[orig, repl] : gathered)
+                if (structurallyEqual(orig, e)) return repl;
+            if (!readOnce(e, in, lane, f.body)) return nullptr;
+            Expr r = gatherRuns(e, f, width, gathers);
+            if (r) gathered.push_back({e, r});
+            return r;
+        };
         struct Replace : IRMutator {
             using IRMutator::visit;
             Vectorizer *self;
             std::vector<Hoisted> *loads;
             std::function<bool(const Expr &)> candidate;
+            std::function<Expr(const Expr &)> gather;
             const For *loop;
             /// The tests of the enclosing ifs' then-branches that hold for every lane or none (see thenTests):
             /// a load there is needed only where they hold, so its vector is read only then (zeros otherwise,
@@ -205,6 +307,7 @@ class Vectorizer : public RangeScopedMutator {
             }
             Expr visit(const std::shared_ptr<const Select> &op) override {
                 if (candidate(op)) return hoist(op);
+                if (Expr g = gather(underGuards(op, guards))) return g;
                 // A load under a bounds check that depends on the lane stays a checked scalar load: hoisted
                 // alone, it would read past the tensor's end.
                 if (as<Load>(op->t) && isZero(op->f)) {
@@ -221,6 +324,7 @@ class Vectorizer : public RangeScopedMutator {
                 // condition may be guarded by it, so it stays where it is.
                 bool guarded = conditions > 0 && op->buffer->scope == Scope::Shared;
                 if (!guarded && candidate(op)) return hoist(op);
+                if (Expr g = !guarded ? gather(underGuards(op, guards)) : nullptr) return g;
                 return IRMutator::visit(op);
             }
             int conditions = 0;
@@ -240,6 +344,7 @@ class Vectorizer : public RangeScopedMutator {
         rep.self = this;
         rep.loads = &loads;
         rep.candidate = candidate;
+        rep.gather = gather;
         rep.loop = &f;
         // The conjuncts of an if's test that are the same for all lanes (lane-free ones, or `base + lane < b` made
         // once per vector by laneFree), read only registers the body leaves alone, and do not always hold.
@@ -258,27 +363,10 @@ class Vectorizer : public RangeScopedMutator {
         std::vector<Stmt> stmts;
         if (auto seq = as<Seq>(body)) stmts = seq->stmts;
         else stmts.push_back(body);
-        std::vector<Stmt> sunk;
-        for (auto &s : stmts) {
-            Expr cond;
-            const Store *st = topStore(s);
-            if (auto i = as<IfThenElse>(s); i && !i->otherwise) cond = i->cond;
-            if (!st || !isMemory(st->buffer) || st->indices.size() != 1) continue;
-            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) continue;
-            // Run after the body, the store's address and test would read what the last lane left there.
-            if ((cond && loadsAny(cond, in.stored)) || loadsAny(st->indices[0], in.stored)) continue;
-            auto lin = linearIn(st->indices[0], lane);
-            if (!lin || (lin->first && mentionsAny(lin->first, in.bound)) || ir::loads(body, st->buffer.get())) continue;
-            if (!alignedBase(st->indices[0], lane, width, &assumed, st->buffer)) continue; // last: it may assume sizes
-            Buffer t = temp(st->value->dtype, f.extent, st->loc);
-            Stmt back = Store::make(st->buffer, {st->indices[0]}, Load::make(t, {Expr(f.var)}), st->loc);
-            if (cond) back = IfThenElse::make(cond, back, nullptr, s->loc);
-            sunk.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, back, f.loc));
-            s = Store::make(t, {Expr(f.var)}, st->value, st->loc);
-        }
-        if (loads.empty() && sunk.empty()) return plain(loop, f);
+        std::vector<Stmt> sunk = sinkStores(stmts, body, f, width, in);
+        if (loads.empty() && sunk.empty() && gathers.empty()) return plain(loop, f);
 
-        std::vector<Stmt> out;
+        std::vector<Stmt> out = gathers;
         for (auto &h : loads)
             out.push_back(For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0,
                                     Store::make(h.temp, {Expr(f.var)}, h.original, f.loc), f.loc));
