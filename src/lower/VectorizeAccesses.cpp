@@ -67,21 +67,23 @@ Stmt atomicLanes(const For &f) {
 /// Registers a gathered load may span (gatherRuns): its runs' extent, from the first run's start to the last one's end.
 constexpr int64_t kMaxGatherSpan = 64;
 
-/// Whether a load (or a zero-select of one) may be read once before a vectorized loop's body over `lane`,
-/// as `candidate` in vectorize requires of a hoisted one, but for its index, which need not be linear in the lane.
-bool readOnce(const Expr &e, const Inside &in, const VarNode *lane, const Stmt &body) {
+/// The load of `e` (a load, or a zero-select of one; with `castZero` the zero may be a cast one, `int8(0)`) where it
+/// may be read once before a vectorized loop's body over `lane`, whatever its index's shape; null otherwise. Run
+/// before the body, the load would read the registers and memory its address and test read as they were before
+/// any lane stored them (a gather's index register set by the body itself), so neither may read what it stores.
+const Load *readOnce(const Expr &e, const Inside &in, const VarNode *lane, const Stmt &body, bool castZero) {
     const Load *l = as<Load>(e);
     Expr cond;
     if (auto s = as<Select>(e)) {
-        auto c = as<Cast>(s->f); // a zero of the element type: `int8(0)`
-        if (!isZero(s->f) && !(c && isZero(c->value))) return false;
+        auto c = castZero ? as<Cast>(s->f) : nullptr;
+        if (!isZero(s->f) && !(c && isZero(c->value))) return nullptr;
         l = as<Load>(s->t);
         cond = s->cond;
     }
-    if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
-    if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(body, l->buffer.get())) return false;
-    if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound) || loadsAny(cond, in.stored))) return false;
-    return !loadsAny(l->indices[0], in.stored);
+    if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return nullptr;
+    if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(body, l->buffer.get())) return nullptr;
+    if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound) || loadsAny(cond, in.stored))) return nullptr;
+    return loadsAny(l->indices[0], in.stored) ? nullptr : l;
 }
 
 class Vectorizer : public RangeScopedMutator {
@@ -187,14 +189,13 @@ class Vectorizer : public RangeScopedMutator {
     /// columns (lanes 0 to 3 at offsets 0, 32, 1, 33), a packed tensor gives two lanes one element (`v // 2`).
     /// Each run is read as one vector into registers `raw` (the run at offset s into raw[s - lo], lo the first
     /// run's start; statements appended to `out`), and the load becomes raw[offset(lane) - lo]; null where the
-    /// offsets are no such runs. Every element read is one some lane reads, under the load's own test.
-    Expr gatherRuns(const Expr &e, const For &f, int64_t width, std::vector<Stmt> &out) {
+    /// offsets are no such runs. Every element read is one some lane reads, under the load's own test. `in` is what
+    /// f's body binds and stores.
+    Expr gatherRuns(const Expr &e, const For &f, int64_t width, const Inside &in, std::vector<Stmt> &out) {
         const Load *l = as<Load>(e);
         const Select *sel = as<Select>(e);
         if (sel) l = as<Load>(sel->t);
         auto t = laneOffsets(l->indices[0], f.var, width);
-        Inside in;
-        in.visit(f.body);
         if (!t || (t->base && mentionsAny(t->base, in.bound))) return nullptr;
         std::set<int64_t> distinct(t->values.begin(), t->values.end());
         for (int64_t run = 16 / l->buffer->dtype.bytes(); run >= 2; run /= 2) {
@@ -256,19 +257,8 @@ class Vectorizer : public RangeScopedMutator {
         // Loads to hoist: memory, aligned, checked independently of the lane, not stored to in the body.
         std::vector<Hoisted> loads;
         auto candidate = [&](const Expr &e) -> bool {
-            const Load *l = as<Load>(e);
-            Expr cond;
-            if (auto s = as<Select>(e)) {
-                if (!isZero(s->f)) return false;
-                l = as<Load>(s->t);
-                cond = s->cond;
-            }
-            if (!l || !isMemory(l->buffer) || l->indices.size() != 1) return false;
-            if (in.stored.count(l->buffer.get()) && !readModifyWriteOnly(f.body, l->buffer.get())) return false;
-            if (cond && (uses(cond, lane) || mentionsAny(cond, in.bound))) return false;
-            // Run before the body, the load would read the registers and memory its address and test read as
-            // they were before any lane stored them (a gather's index register set by the body itself).
-            if ((cond && loadsAny(cond, in.stored)) || loadsAny(l->indices[0], in.stored)) return false;
+            const Load *l = readOnce(e, in, lane, f.body, false);
+            if (!l) return false;
             auto lin = linearIn(l->indices[0], lane);
             if (!lin || (lin->first && mentionsAny(lin->first, in.bound))) return false;
             Expr base = alignedBase(l->indices[0], lane, width, &assumed, l->buffer); // last: it may assume sizes
@@ -280,8 +270,8 @@ class Vectorizer : public RangeScopedMutator {
         auto gather = [&](const Expr &e) -> Expr {
             for (auto &[orig, repl] : gathered)
                 if (structurallyEqual(orig, e)) return repl;
-            if (!readOnce(e, in, lane, f.body)) return nullptr;
-            Expr r = gatherRuns(e, f, width, gathers);
+            if (!readOnce(e, in, lane, f.body, true)) return nullptr;
+            Expr r = gatherRuns(e, f, width, in, gathers);
             if (r) gathered.push_back({e, r});
             return r;
         };
