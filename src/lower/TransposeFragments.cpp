@@ -202,6 +202,7 @@ class Transposer : public IRMutator {
         const SourceRange &loc = op->a.loc.valid() ? op->a.loc : op->loc;
         Buffer t = makeBuffer(a->name + "_t", Scope::Fragment, a->dtype, {a->shape[1], a->shape[0]}, loc);
         newAllocs.push_back(t);
+        mmaTied_.insert(t.get()); // the product's operand now: its fill nest runs in its order (tiedPermutation)
         Var m = makeVar("m", DType::Int32, loc), k = makeVar("k", DType::Int32, loc);
         Stmt fill = Store::make(t, {m, k}, Load::make(a, {k, m}, loc), loc);
         fill = For::make(k, intImm(0, DType::Int32), a->shape[0], ForKind::Parallel, 0, fill, loc);
@@ -234,6 +235,14 @@ class Transposer : public IRMutator {
                 anyExact |= p && identity(*p);
                 if (p && !identity(*p) && a.store == stores && !order) order = p;
             }
+        // 1b. A pure permutation nest (every fragment indexed by a permutation of its variables) that reaches a
+        //     fragment tied to a T.gemm operand through a permutation, and none exactly: the loops in that
+        //     fragment's order, so that the nest runs in the tensor-core layout and the other side is staged.
+        //     The tensor-core layouts spread a warp over 8 rows and 4 column groups, whose permuted accesses of a
+        //     padded staging tile fall in distinct banks; the layouts of copied tiles put a warp along one row, whose
+        //     permuted accesses hit one column of 32 rows (chunk_delta_bwd's `Q_t[k, s] = Q[s, k]`: 16-way
+        //     conflicted stores, 73 M conflicts a launch).
+        if (auto tied = tiedPermutation(accesses, vars, extents)) order = tied, anyExact = false;
         std::vector<const For *> ordered = loops;
         if (order && !anyExact) {
             for (size_t d = 0; d < loops.size(); ++d) ordered[d] = loops[(*order)[d]];
@@ -294,6 +303,23 @@ class Transposer : public IRMutator {
     }
 
   private:
+    /// The permutation of a nest's loops that indexes a fragment tied to a T.gemm operand exactly, where every
+    /// fragment access of the nest is a permutation of its variables, one tied fragment is permuted and none is
+    /// indexed exactly; else none.
+    std::optional<std::vector<size_t>> tiedPermutation(const std::vector<Access> &accesses, const std::vector<Var> &vars,
+                                                       const std::vector<int64_t> &extents) const {
+        std::optional<std::vector<size_t>> tied;
+        for (auto &a : accesses) {
+            auto p = permutationOf(a, vars, extents);
+            if (!p) return std::nullopt;
+            if (!mmaTied_.count(a.buffer.get())) continue;
+            if (identity(*p)) return std::nullopt;
+            if (!tied) tied = p;
+            else if (*tied != *p) return std::nullopt;
+        }
+        return tied;
+    }
+
     int threads_;
     bool widen_; ///< leave widenable expansion reads to layout inference
     std::set<const BufferNode *> viewed_; ///< fragments with a T.reshape / T.view, and those views

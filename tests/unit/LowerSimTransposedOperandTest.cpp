@@ -48,4 +48,46 @@ void transposedA(const std::string &target) {
 TEST(LowerSimTransposedOperand, FragmentAOnMma) { transposedA("sm_80"); }
 TEST(LowerSimTransposedOperand, FragmentAOnHopper) { transposedA("sm_90a"); }
 
+/// The user's own transpose into a fragment that is a T.gemm's A operand (gdn's chunk_delta_bwd:
+/// `Q_t[k, s] = Q[s, k]` with Q_t the tf32 A of dh += Q_t dO^T): transposeFragments runs the nest in Q_t's
+/// tensor-core order and stages Q, so the values must still be A^T B. float32 operands (tf32 products) and
+/// float16 ones.
+void userTransposeIntoA(const std::string &target, const std::string &dtype, const std::string &adtype, double tol) {
+    const int S = 32, K = 64, N = 32; // Q: (S, K); Q_t: (K, S) = A (M = K, K = S); B: (S, N)
+    tilec::lowertest::LowerRun r;
+    r.run("import tilelang.language as T\n"
+          "@T.prim_func\n"
+          "def qt_b(Q: T.Tensor((32, 64), \"" + dtype + "\"), B: T.Tensor((32, 32), \"" + dtype + "\"), C: T.Tensor((64, 32), \"float32\")):\n"
+          "    with T.Kernel(1, threads=128) as bx:\n"
+          "        q_shared = T.alloc_shared((32, 64), \"" + dtype + "\")\n"
+          "        q = T.alloc_fragment((32, 64), \"float32\")\n"
+          "        q_t = T.alloc_fragment((64, 32), \"" + adtype + "\")\n"
+          "        b = T.alloc_shared((32, 32), \"" + dtype + "\")\n"
+          "        c = T.alloc_fragment((64, 32), \"float32\")\n"
+          "        T.copy(Q, q_shared)\n"
+          "        T.copy(q_shared, q)\n"
+          "        for s, k in T.Parallel(32, 64):\n"
+          "            q[s, k] = q[s, k] * 2\n"
+          "        for s, k in T.Parallel(32, 64):\n"
+          "            q_t[k, s] = q[s, k]\n"
+          "        T.copy(B, b)\n"
+          "        T.clear(c)\n"
+          "        T.gemm(q_t, b, c)\n"
+          "        T.copy(c, C)\n",
+          "t.tile", *tilec::Target::parse(target));
+    ASSERT_TRUE(r.lowered) << r.diags();
+    auto q = sim::quarters(S * K, 71), b = sim::quarters(S * N, 72);
+    std::vector<double> c(K * N, std::nan("")), want(K * N, 0);
+    for (int i = 0; i < K; ++i)
+        for (int j = 0; j < N; ++j)
+            for (int t = 0; t < S; ++t) want[i * N + j] += 2 * q[t * K + i] * b[t * N + j];
+    ASSERT_EQ(r.lowered->kernels.size(), 1u);
+    sim::simulate(*r.lowered->kernels[0], {{"Q", &q}, {"B", &b}, {"C", &c}});
+    sim::expectNear(c, want, tol, "C");
+}
+
+TEST(LowerSimTransposedOperand, UserTransposeIntoF16A) { userTransposeIntoA("sm_80", "float16", "float16", 1e-6); }
+TEST(LowerSimTransposedOperand, UserTransposeIntoF16AOnHopper) { userTransposeIntoA("sm_90a", "float16", "float16", 1e-6); }
+TEST(LowerSimTransposedOperand, UserTransposeIntoTf32AOnHopper) { userTransposeIntoA("sm_90a", "float32", "tfloat32", 1e-6); }
+
 } // namespace
