@@ -134,7 +134,7 @@ void runAndCheck(const Shape &s, const char *arch, const char *instr, bool spars
 const Shape kShapes[] = {
     {128, 64, 256, 64, 64, 64, 2, 128, false, "float16"},
     {64, 128, 128, 64, 64, 128, 3, 128, true, "bfloat16"},
-    {256, 512, 256, 128, 256, 128, 2, 256, false, "float16"}, // the example's tile: two warpgroups of 64 rows, n256
+    {256, 512, 256, 128, 256, 64, 2, 256, false, "float16"},  // 128x256 tiles: two warpgroups of 64 rows, n256
     {64, 128, 96, 64, 128, 64, 2, 256, true, "bfloat16"},     // two warpgroups splitting the columns; K ragged
     {96, 80, 96, 64, 64, 64, 2, 128, false, "float16"},       // M, N and K ragged: zero-padded partial tiles
     {128, 128, 160, 64, 64, 32, 2, 128, false, "bfloat16"},   // one k-step per stage (E tiles of 4-byte rows)
