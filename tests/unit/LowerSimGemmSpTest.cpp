@@ -6,7 +6,7 @@
 /// groups to an int16 from its low bits), so the product is right only where the metadata is decoded as the
 /// instruction reads it (the simulator's wgmma.sp takes each thread's metadata register as the library loads it and
 /// reads it as the PTX ISA defines). Pipelined over K (the staged E tiles), B in both majors, float16 and bfloat16,
-/// one or two warpgroups splitting rows or columns, ragged M, N and K (partial tiles, zero-padded), and groups with
+/// one or two warpgroups splitting rows or columns, A tiles of several panels, ragged M, N and K (partial tiles, zero-padded), and groups with
 /// nibbles whose int16 is negative. Metadata naming its positions out of order is a simulator error.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
@@ -138,6 +138,7 @@ const Shape kShapes[] = {
     {64, 128, 96, 64, 128, 64, 2, 256, true, "bfloat16"},     // two warpgroups splitting the columns; K ragged
     {96, 80, 96, 64, 64, 64, 2, 128, false, "float16"},       // M, N and K ragged: zero-padded partial tiles
     {128, 128, 160, 64, 64, 32, 2, 128, false, "bfloat16"},   // one k-step per stage (E tiles of 4-byte rows)
+    {128, 64, 512, 64, 64, 256, 2, 128, false, "float16"},    // A rows of two 128-byte panels; E rows swizzled (32 bytes)
 };
 
 TEST(LowerSimGemmSp, MatchesTheDenseProductOnMmaSp) {
