@@ -189,7 +189,7 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
         Plan pl = plan(*k, g.found, v.options.sparseWgmma);
         const auto wg = std::count(pl.instr.begin(), pl.instr.end(), GemmInstr::Wgmma);
         int64_t sparse = 0; // of those on wgmma, the T.gemm_sp (wgmma.mma_async.sp)
-        for (size_t i = 0; i < g.found.size(); ++i) sparse += g.found[i]->sparse() && pl.instr[i] == GemmInstr::Wgmma;
+        for (size_t i = 0; i < pl.instr.size(); ++i) sparse += g.found[i]->sparse() && pl.instr[i] == GemmInstr::Wgmma;
         const std::string sp = sparse ? " (" + std::to_string(sparse) + " T.gemm_sp on wgmma.mma_async.sp)" : "";
         const std::string name = "kernel '" + k->name + "' (" + v.target.name + ")";
         if (!wg) {
