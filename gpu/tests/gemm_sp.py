@@ -1,4 +1,6 @@
-"""2:4 structured-sparse GEMM, C = A @ B or A @ B^T in float32 (tests/gpu/gemm_sp.tile: T.gemm_sp on mma.sp m16n8k32).
+"""2:4 structured-sparse GEMM, C = A @ B or A @ B^T in float32 (tests/gpu/gemm_sp.tile: T.gemm_sp on wgmma.mma_async.sp
+m64nNk32 on sm_90a, mma.sp m16n8k32 elsewhere; gemm_sp_wide: 128x256 tiles over two
+warpgroups).
 
 A is made 2:4 sparse along K (in each group of 4, two positions drawn at random are kept, so the metadata takes
 every ordered pair), compressed as TileLang's examples/gemm_sp/sparse_utils.py compress does
@@ -10,7 +12,8 @@ import refs as R
 from tlcompat_refs_chunk import compress_2to4
 
 KERNELS = {"gemm_sp_f16": (2048, 1536, 1024, "float16", False), "gemm_sp_bf16_nt": (1024, 1024, 2048, "bfloat16", True),
-           "gemm_sp_odd": (1000, 1000, 1024, "float16", False), "gemm_sp_small": (136, 200, 128, "float16", False)}
+           "gemm_sp_odd": (1000, 1000, 1024, "float16", False), "gemm_sp_small": (136, 200, 128, "float16", False),
+           "gemm_sp_wide": (2048, 2048, 1024, "float16", False)}
 
 
 def sparse_test(M, N, K, dtype, trans_B):

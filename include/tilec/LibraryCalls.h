@@ -76,6 +76,7 @@ enum class Fn {
     Fp4Code,       ///< the fp4 (e2m1) code 0 .. 15 of a float (int32): nearest, ties to even, saturating, NaN to 0
     Fp4x2Code,     ///< the byte of two fp4 codes, `lo` in bits 0-3 and `hi` in bits 4-7 (int32 0 .. 255)
     TmaLoadTileRows, ///< a tile's TMA boxes of boxRows rows that start below row `live` (sm90_tma.cuh)
+    WgmmaSpSS,     ///< T.gemm_sp on wgmma.mma_async.sp: A compressed and B panel tiles, E row-swizzled (sm90_wgmma_sp.cuh)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
@@ -164,7 +165,9 @@ bool isTileTransfer(const ir::Call &c);
 /// the panel layout (panelSharedOperands), which is that row swizzle when the rows are 32, 64 or 128 bytes.
 std::vector<const ir::Load *> swizzledOperands(const ir::Call &c);
 
-/// The shared operands of a wgmma call (tilec.wgmma_ss: A and B; tilec.wgmma_rs: B); empty for other calls.
+/// The shared operands of a wgmma call (tilec.wgmma_ss and tilec.wgmma_sp_ss: A and B; tilec.wgmma_rs: B) that it
+/// reads through the async proxy, in the panel layout; empty for other calls (wgmma_sp_ss's metadata tile is read
+/// by the threads themselves, in the row swizzle).
 std::vector<const ir::Load *> wgmmaSharedOperands(const ir::Call &c);
 
 /// The shared operands a call reads in the panel layout (sm90_tma.cuh, swizzle.cuh's swz_panels): a wgmma's,

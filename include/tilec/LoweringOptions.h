@@ -39,6 +39,8 @@ struct LoweringOptions {
     /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
     /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
     bool splitK = true;
+    /// On sm_90a, T.gemm_sp on wgmma.mma_async.sp where cpAsyncWgmma can put it there (--no-sparse-wgmma: mma.sp).
+    bool sparseWgmma = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

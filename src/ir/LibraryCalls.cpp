@@ -110,6 +110,10 @@ const std::vector<Info> &table() {
          {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "boxRows", "dst", "map", "bar", "live", "c0", "c1", "c2",
           "c3", "c4"},
          kWritesShared | kAsync, I::One, "sm_90"},
+        // the compressed A (M, K/2) and B panel tiles read by the async proxy, the metadata E (M, K/16) by the threads
+        {Fn::WgmmaSpSS, "tilec.wgmma_sp_ss", "tilec::wgmma_sp_gemm_ss", 8, {5},
+         {"M", "N", "K", "wgM", "wgN", "transB", "swzA", "swzB", "a", "e", "b", "c"}, kReadsShared | kAsync, I::Warpgroups,
+         "sm_90a"},
     };
     return t;
 }
@@ -215,6 +219,7 @@ std::vector<const Load *> sharedArgs(const Call &c, lib::Fn f, std::initializer_
 std::vector<const Load *> wgmmaSharedOperands(const Call &c) {
     if (lib::is(c, lib::Fn::WgmmaSS)) return sharedArgs(c, lib::Fn::WgmmaSS, {"a", "b"});
     if (lib::is(c, lib::Fn::WgmmaRS)) return sharedArgs(c, lib::Fn::WgmmaRS, {"b"});
+    if (lib::is(c, lib::Fn::WgmmaSpSS)) return sharedArgs(c, lib::Fn::WgmmaSpSS, {"a", "b"});
     return {};
 }
 
@@ -228,6 +233,7 @@ std::vector<const Load *> swizzledOperands(const Call &c) {
     if (lib::is(c, lib::Fn::GemmSS)) return sharedArgs(c, lib::Fn::GemmSS, {"a", "b"});
     if (lib::is(c, lib::Fn::GemmRS)) return sharedArgs(c, lib::Fn::GemmRS, {"b"});
     if (lib::is(c, lib::Fn::GemmSpSS)) return sharedArgs(c, lib::Fn::GemmSpSS, {"a", "e", "b"});
+    if (lib::is(c, lib::Fn::WgmmaSpSS)) return sharedArgs(c, lib::Fn::WgmmaSpSS, {"a", "e", "b"}); // E: the row swizzle
     if (lib::is(c, lib::Fn::LdMatrix)) return sharedArgs(c, lib::Fn::LdMatrix, {"src"});
     if (isTileTransfer(c)) return sharedArgs(c, lib::find(c.name)->fn, {"dst"});
     return panelSharedOperands(c); // TMA tiles have no other accesses to swizzle

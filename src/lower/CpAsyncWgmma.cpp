@@ -97,7 +97,7 @@ bool readPanelsAsPanels(const std::vector<const Gemm *> &gemms, const std::vecto
 /// instruction; a kernel whose products cannot all run on wgmma runs those of whole groups that can on it, the
 /// rest on mma.sync, when the rest read A from shared memory (no fragment meets both layouts) and every tile in
 /// the panel layout is read as panels by all its readers (gemm_ss_panels, where mma.sync reads one).
-Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
+Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWgmma) {
     Plan p;
     if (k.threads % 128) return p.why = "its threads are not whole warpgroups", p;
     if (k.producerThreads) return p.why = "it has warp roles", p;
@@ -121,10 +121,16 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms) {
     const bool rowsOnly = rs && registerOperandTied(k.body);
     std::vector<bool> ok(gemms.size());
     for (size_t i = 0; i < gemms.size(); ++i) {
-        ok[i] = tileWhy[i].empty() && wgmmaCan(*gemms[i], view, wgs, rowsOnly);
+        const bool off = gemms[i]->sparse() && !sparseWgmma;
+        ok[i] = !off && tileWhy[i].empty() && wgmmaCan(*gemms[i], view, wgs, rowsOnly);
         if (!ok[i] && p.why.empty())
-            p.why = !tileWhy[i].empty() ? tileWhy[i]
-                                        : "a product's shapes, types, majors or split over " + std::to_string(wgs) + " warpgroups are not wgmma's";
+            p.why = off ? "--no-sparse-wgmma keeps T.gemm_sp on mma.sp"
+                        : !tileWhy[i].empty() ? tileWhy[i]
+                                              : "a product's shapes, types, majors or split over " + std::to_string(wgs) +
+                                                    " warpgroups are not wgmma's" +
+                                                    (gemms[i]->sparse() ? " (T.gemm_sp on wgmma.mma_async.sp: float16 or bfloat16 "
+                                                                          "into float32, K a multiple of 32, 64 rows per warpgroup)"
+                                                                        : "");
     }
     p.instr.assign(gemms.size(), GemmInstr::Auto);
     // Groups: a product's accumulator with its A fragment and the fragments element-wise work ties to them.
@@ -180,8 +186,11 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
             out.kernels.push_back(k);
             continue;
         }
-        Plan pl = plan(*k, g.found);
+        Plan pl = plan(*k, g.found, v.options.sparseWgmma);
         const auto wg = std::count(pl.instr.begin(), pl.instr.end(), GemmInstr::Wgmma);
+        int64_t sparse = 0; // of those on wgmma, the T.gemm_sp (wgmma.mma_async.sp)
+        for (size_t i = 0; i < pl.instr.size(); ++i) sparse += g.found[i]->sparse() && pl.instr[i] == GemmInstr::Wgmma;
+        const std::string sp = sparse ? " (" + std::to_string(sparse) + " T.gemm_sp on wgmma.mma_async.sp)" : "";
         const std::string name = "kernel '" + k->name + "' (" + v.target.name + ")";
         if (!wg) {
             remark(sources, k->launchLoc, name + " keeps mma.sync for its T.gemms on the cp.async path: " + pl.why);
@@ -189,10 +198,10 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
             continue;
         }
         if (pl.why.empty())
-            remark(sources, k->launchLoc, name + " runs its " + std::to_string(g.found.size()) + " T.gemm(s) on wgmma over cp.async tiles");
+            remark(sources, k->launchLoc, name + " runs its " + std::to_string(g.found.size()) + " T.gemm(s) on wgmma over cp.async tiles" + sp);
         else
             remark(sources, k->launchLoc, name + " runs " + std::to_string(wg) + " of its " + std::to_string(g.found.size()) +
-                                              " T.gemm(s) on wgmma over cp.async tiles, the rest on mma.sync: " + pl.why);
+                                              " T.gemm(s) on wgmma over cp.async tiles" + sp + ", the rest on mma.sync: " + pl.why);
         auto nk = std::make_shared<Kernel>(*k);
         Mark mark;
         mark.gemms = &g.found, mark.instr = &pl.instr;

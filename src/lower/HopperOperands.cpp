@@ -171,6 +171,33 @@ void recordPanelOperands(Kernel &k) {
 
 bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Scope::Fragment; }
 
+namespace {
+
+/// Whether wgmma.mma_async.sp can compute the T.gemm_sp `g` (sm90_wgmma_sp.cuh) with A_sparse and B among `tiles`
+/// (E stays the threads' row-swizzled tile): TileLang's conditions (float16 or bfloat16 into float32, K a multiple
+/// of 32, whole warpgroups, each owning a multiple of 64 rows), and the compressed A (M, K/2) and a K-major B
+/// (transpose_B) in panels that hold each instruction's K (32 compressed bytes of A, 32 elements of B).
+bool sparseWgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups) {
+    auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
+    if (aInRegisters(g) || ta == tiles.end() || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment ||
+        g.c.buffer->shape.size() != 2 || g.transA)
+        return false;
+    auto M = constInt(g.c.buffer->shape[0]), N = constInt(g.c.buffer->shape[1]);
+    const DType a = g.a.buffer->dtype;
+    if (!M || !N || (a.kind != DType::Float16 && a.kind != DType::BFloat16) || g.b.buffer->dtype != a ||
+        g.c.buffer->dtype.kind != DType::Float32)
+        return false;
+    const TmaTile &A = *ta->second, &B = *tb->second;
+    const int64_t K = 2 * A.cols, bK = g.transB ? B.cols : B.rows, bN = g.transB ? B.rows : B.cols;
+    if (A.rows != *M || bK != K || bN != *N || K % 32 || A.cols * A.elemBytes % A.swizzle) return false;
+    if (g.transB && (B.swizzle / B.elemBytes) % 32) return false;
+    auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, 8, g.policy);
+    if (wgN > 1 && !g.transB && B.swizzle && (*N / wgN) % (B.swizzle / B.elemBytes)) return false;
+    return wgM > 0;
+}
+
+} // namespace
+
 /// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer warpgroups
 /// splitting the accumulator as its policy asks: SS with both operands tiles, or RS with A a whole 16-bit, float8 or
 /// float32 (tf32) (M, K) fragment (its registers then take wgmma's m64k16, m64k32 or m64k8 order; warpgroups
@@ -179,7 +206,7 @@ bool aInRegisters(const Gemm &g) { return g.a.buffer && g.a.buffer->scope == Sco
 /// with the A fragment's element for element); a tf32 A then stays on mma.sync (its operand order, Layout::opCols,
 /// is no accumulator's).
 bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly) {
-    if (g.sparse()) return false; // T.gemm_sp runs on mma.sp over row-swizzled tiles (no wgmma.sp, no panels)
+    if (g.sparse()) return sparseWgmmaCan(g, tiles, warpgroups);
     const bool rs = aInRegisters(g);
     auto ta = tiles.find(g.a.buffer.get()), tb = tiles.find(g.b.buffer.get());
     if ((!rs && ta == tiles.end()) || tb == tiles.end() || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
@@ -270,7 +297,8 @@ struct OtherUses : IRVisitor {
     }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
-        if (op.sparse()) use(op.e.buffer);
+        // T.gemm_sp takes wgmma.sp on the cp.async path only (cpAsyncWgmma): its metadata tile is the threads'
+        if (op.sparse()) return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
         if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
     }
 };
@@ -284,6 +312,7 @@ struct MarkWgmma : IRMutator {
     bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
+        if (op->sparse()) return op; // (OtherUses: a T.gemm_sp keeps the TMA path off)
         if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
         registerAOnMma |= aInRegisters(*op);

@@ -171,16 +171,25 @@ class GemmLowerer : public IRMutator {
     }
 
   private:
-    /// T.gemm_sp on mma.sp (sm_80+): the front end checked the operand types and shapes (A_sparse (M, K/2), E
-    /// (M, K/16), B (K, N) or (N, K)); the warp tiles are the accumulator's.
+    /// T.gemm_sp on mma.sp (sm_80+), or on wgmma.mma_async.sp where cpAsyncWgmma chose it (A_sparse and B in the
+    /// panel layout, E row-swizzled): the front end checked the operand types and shapes (A_sparse (M, K/2), E
+    /// (M, K/16), B (K, N) or (N, K)); the warp (group) tiles are the accumulator's.
     Stmt sparse(const Gemm &op, const Layout &L, const Buffer &regs) {
         const int64_t M = L.shape[0], N = L.shape[1];
         auto aTile = tile(op.a, "A_sparse", true), eTile = tile(op.e, "E", true), bTile = tile(op.b, "B", true);
         if (!aTile || !eTile || !bTile) return nullptr;
         const int64_t K = 2 * aTile->second;
-        TILEC_ASSERT(op.instr == GemmInstr::Auto && aTile->first == M && eTile->first == M && eTile->second * 16 == K &&
-                         (op.transB ? bTile->second : bTile->first) == K,
+        TILEC_ASSERT((op.instr == GemmInstr::Auto || op.instr == GemmInstr::Wgmma) && aTile->first == M &&
+                         eTile->first == M && eTile->second * 16 == K && (op.transB ? bTile->second : bTile->first) == K,
                      "a T.gemm_sp whose operands the front end did not check, or planned for another instruction");
+        if (op.instr == GemmInstr::Wgmma) {
+            const int swA = panelSpan(op.a.buffer), swB = panelSpan(op.b.buffer);
+            TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm_sp without panel-layout operands");
+            return lib::stmt(lib::Fn::WgmmaSpSS,
+                             {i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op.transB), i32(swA), i32(swB),
+                              address(op.a), address(op.e), address(op.b), addressOf(regs, {i32(0)})},
+                             op.loc);
+        }
         if ((M / L.warpsM) % 16 || (N / L.warpsN) % 8) {
             diag_.error(op.loc, "T.gemm_sp's warps split the " + std::to_string(M) + "x" + std::to_string(N) +
                                     " accumulator into " + std::to_string(L.warpsM) + "x" + std::to_string(L.warpsN) +

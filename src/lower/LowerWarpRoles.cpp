@@ -550,7 +550,13 @@ class Lowerer {
                                         "layout), but it runs on mma.sp, which reads its tiles in the row layout T.copy "
                                         "stores; load A_sparse, E and B with T.copy");
                 auto need = self->needs_.gemms.find(op.get());
-                if (need == self->needs_.gemms.end() || !self->wgmmaComputes(*op, *need->second)) return op;
+                if (need == self->needs_.gemms.end()) return op;
+                if (op->sparse()) { // explicit warp roles keep T.gemm_sp on mma.sp (wgmma.sp: cpAsyncWgmma only)
+                    self->fail(op->loc, "this T.gemm_sp must run on wgmma, as the T.gemm that shares its accumulator or "
+                                        "a shared tile with it does, but under explicit warp roles T.gemm_sp runs on mma.sp");
+                    return op;
+                }
+                if (!self->wgmmaComputes(*op, *need->second)) return op;
                 return op->withInstr(GemmInstr::Wgmma);
             }
             Stmt visit(const std::shared_ptr<const Reduce> &op) override { return other(op, op->src), op; }

@@ -20,7 +20,7 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
-bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS); }
+bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS) || isCall(s, lib::Fn::WgmmaSpSS); }
 
 /// The elements of its A register array a wgmma_rs call reads asynchronously: the fragment's, and for float8
 /// as many again, its m64k32 image (sm90_wgmma.cuh); tf32 has as many elements as 16-bit (m64k8: 4 a step).
@@ -45,7 +45,7 @@ std::vector<Stmt> waitsAfter(const std::vector<Stmt> &stmts, size_t from, size_t
     };
     for (size_t i = from; i < to; ++i) {
         const Call &g = *callOf(stmts[i]);
-        const lib::Fn f = lib::is(g, lib::Fn::WgmmaRS) ? lib::Fn::WgmmaRS : lib::Fn::WgmmaSS;
+        const lib::Fn f = lib::find(g.name)->fn; // wgmma_ss, wgmma_rs or wgmma_sp_ss: each names M, N, wgM, wgN and c
         auto c = [&](const char *n) { return *constInt(lib::arg(g, f, n)); };
         pin(lib::arg(g, f, "c"), c("M") / c("wgM") / 64 * (c("N") / c("wgN") / 2));
         if (f == lib::Fn::WgmmaRS) pin(lib::arg(g, f, "a"), rsRegisterElements(g));
@@ -97,7 +97,8 @@ struct GenericWrites : IRVisitor {
     }
     void visit(const Call &op) override {
         bool async = false;
-        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast, lib::Fn::TmaLoadTileRows, lib::Fn::WgmmaSS, lib::Fn::WgmmaRS})
+        for (lib::Fn f : {lib::Fn::TmaLoadTile, lib::Fn::TmaLoadTileMulticast, lib::Fn::TmaLoadTileRows, lib::Fn::WgmmaSS, lib::Fn::WgmmaRS,
+                          lib::Fn::WgmmaSpSS})
             async |= lib::is(op, f);
         if (!async && !lib::is(op, lib::Fn::AddressOf))
             for (auto &a : op.args)

@@ -58,7 +58,7 @@ unsigned inFlightAfter(const Stmt &s, unsigned in) {
     if (!info) return in;
     auto none = [&] { return c->args.empty() || constInt(c->args[0]) == std::optional<int64_t>(0); }; // `pending`
     switch (info->fn) {
-    case lib::Fn::WgmmaSS: case lib::Fn::WgmmaRS: return in | 1;
+    case lib::Fn::WgmmaSS: case lib::Fn::WgmmaRS: case lib::Fn::WgmmaSpSS: return in | 1;
     case lib::Fn::TmaStoreTile: return in | 2;
     case lib::Fn::CopyG2S: return in | 4;
     case lib::Fn::WgmmaWait: case lib::Fn::WgmmaWaitAcc: return none() ? in & ~1u : in;

@@ -460,6 +460,12 @@ class Simulator {
     void wgmmaIssue(const ir::Call &c, const std::vector<char> &mask);
     void wgmmaIssueGroup(const ir::Call &c, int first, int wg); ///< one warpgroup's, threads first..first+127
     void wgmmaRetire(int64_t keep);
+    /// wgmma_sp_gemm_ss (SimulatorWgmmaSparse.cpp): thread t's metadata registers as the library loads them at
+    /// the issue, (k-step, m-tile) k-step major; the dense rows of A the instructions compute from the compressed
+    /// rows (`compressed(r, col)`) and those registers, as the PTX ISA defines sparse wgmma.
+    std::vector<uint32_t> wgmmaSpMetadata(const ir::Call &c, int t, int64_t Mw, int64_t wgm);
+    void wgmmaSpRows(std::vector<double> &A, int64_t Mw, int64_t K, const std::vector<std::vector<uint32_t>> &meta,
+                     const std::function<double(int64_t, int64_t)> &compressed);
 
     /// A block's own state between the phases of a grid barrier (runPhases): swapped in and out of the
     /// simulator's members.

@@ -30,6 +30,8 @@
 /// own that knows what the issuer knew at the issue, and as the issuing thread at the wait, so an overwrite
 /// of the buffer before that wait, or after it without a barrier, is a race (and a wrong value); it then
 /// writes the global box, clipped to the tensor.
+/// wgmma_sp_ss (SimulatorWgmmaSparse.cpp) reads each thread's metadata from its tile at the issue, its compressed A
+/// and B as wgmma_ss does, and rebuilds A's rows from them as the PTX ISA defines sparse wgmma.
 /// wgmma_rs reads its A from the issuing threads' registers (the m64k16 fragment order of sm90_wgmma.cuh, tf32's
 /// m64k8 one; independent of the compiler's layouts) when the wait retires its group; registers changed between
 /// the issue and that wait are an error (the hardware reads them asynchronously).
@@ -43,6 +45,8 @@ struct Simulator::WgmmaGroup {
     int64_t rows = 0; ///< SS: the tile's rows whose 64-row panels are issued (Gemm::liveRows; M for all)
     bool transA = false, transB = false;
     bool rs = false;                   ///< wgmma_rs: A in the registers of `a` from each thread's aRegs0
+    bool sparse = false;               ///< wgmma_sp_ss: `a` compressed, A rebuilt from it and each thread's `meta`
+    std::vector<std::vector<uint32_t>> meta; ///< sparse: each thread's metadata registers, loaded at the issue
     const ir::BufferNode *a = nullptr, *b = nullptr, *acc = nullptr;
     int64_t a0 = 0, b0 = 0;
     std::vector<int64_t> aRegs0;       ///< rs: each thread's first A register
@@ -153,16 +157,17 @@ void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
 
 void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     using passes::lib::Fn;
-    const Fn fn = passes::lib::is(c, Fn::WgmmaRS) ? Fn::WgmmaRS : Fn::WgmmaSS;
+    const Fn fn = passes::lib::find(c.name)->fn; // wgmma_ss, wgmma_rs or wgmma_sp_ss
     auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, fn, n), first); };
     auto g = std::make_shared<WgmmaGroup>();
     g->rs = fn == Fn::WgmmaRS;
+    g->sparse = fn == Fn::WgmmaSpSS;
     g->M = num("M"), g->N = num("N"), g->K = num("K"), g->wgM = num("wgM"), g->wgN = num("wgN");
     g->transB = num("transB") != 0, g->swzB = num("swzB");
-    if (!g->rs) g->transA = num("transA") != 0, g->swzA = num("swzA");
-    g->rows = g->rs ? g->M : num("rows");
+    if (!g->rs) g->transA = !g->sparse && num("transA") != 0, g->swzA = num("swzA");
+    g->rows = g->rs || g->sparse ? g->M : num("rows");
     // live rows at run time: each warpgroup's panels that start at or past them are not issued
-    if (const ir::Expr *live = g->rs ? nullptr : passes::lib::optionalArg(c, fn, "live"))
+    if (const ir::Expr *live = g->rs || g->sparse ? nullptr : passes::lib::optionalArg(c, fn, "live"))
         g->rows = std::min(g->rows, (int64_t)eval(*live, first));
     std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
     std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
@@ -172,6 +177,10 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     const int64_t Mw = g->M / g->wgM, Nw = g->N / g->wgN;
     if (Mw % 64 || Nw % 8 || g->M % g->wgM || g->N % g->wgN) throw SimError("a wgmma split the library cannot do");
     g->count = Mw / 64 * Nw / 2;
+    if (g->sparse) {
+        if (g->K % 32 || g->a->dtype.bytes() != 2 || g->b->dtype != g->a->dtype) throw SimError("a wgmma_sp_ss the library cannot do");
+        for (int t = first; t < first + 128; ++t) g->meta.push_back(wgmmaSpMetadata(c, t, Mw, g->wg % g->wgM));
+    }
     std::vector<std::tuple<const ir::BufferNode *, int64_t, int64_t>> shared{{g->b, g->b0, g->swzB}};
     if (!g->rs) shared.push_back({g->a, g->a0, g->swzA});
     for (auto [op, at, span] : shared)
@@ -263,6 +272,8 @@ void Simulator::wgmmaRetire(int64_t keep) {
                     A[(size_t)(row * K + col)] = v;
                 }
             }
+        else if (g->sparse) // the compressed (M, K/2) tile in the panel layout, expanded by the metadata registers
+            wgmmaSpRows(A, Mw, K, g->meta, [&](int64_t i, int64_t col) { return element(g->a, g->a0, M, wgm * Mw + i, col, g->swzA); });
         else for (int64_t i = 0; i < Mw; ++i)
             for (int64_t k = 0; k < K && wgm * Mw + i / 64 * 64 < g->rows; ++k) { // the issued panels' rows only
                 int64_t row = wgm * Mw + i;
@@ -495,6 +506,7 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
         return maybeSwitch();
     case Fn::WgmmaSS:
     case Fn::WgmmaRS:
+    case Fn::WgmmaSpSS:
         wgmmaIssue(c, mask);
         return maybeSwitch();
     case Fn::WgmmaWait:

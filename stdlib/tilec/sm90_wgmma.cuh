@@ -195,18 +195,44 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
         else if constexpr (K == Kind::U8U8) TILEC_WG_AT##RF(TILEC_WG_TI, TILEC_WG_OP(N, 32, "s32.u8.u8"), TILEC_WG_R##RF(du, 0)); \
     }
 
+// Sparse (wgmma.mma_async.sp, A 2:4 structured-sparse, K 32 for 16-bit types): {d}, descriptor A, descriptor B,
+// the metadata register (the operand after the transposes), sparsity selector 0, p, scale-a, scale-b, trans-a, trans-b.
+#define TILEC_WG_TSP(LIST, DA, DB, SC, TA, TB, E, X2, INST, ...)                                                   \
+    asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", %" #E ", 0, p, 1, 1, %" #TA ", %" #TB  \
+                 ";\n}\n"                                                                                      \
+                 : __VA_ARGS__                                                                                 \
+                 : "l"(da), "l"(db), "r"(1), "n"(TnspA), "n"(TnspB), "r"(meta))
+#define TILEC_WG_OPSP(N, TYPES) "wgmma.mma_async.sp.sync.aligned.m64n" #N "k32." TYPES
+#define TILEC_WG_WIDTH_SP(N, RF, RH)                                                                           \
+    if constexpr (Width == N) {                                                                                \
+        if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_TSP, TILEC_WG_OPSP(N, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
+        else if constexpr (K == Kind::BF16F32) TILEC_WG_AT##RF(TILEC_WG_TSP, TILEC_WG_OPSP(N, "f32.bf16.bf16"), TILEC_WG_F##RF(df, 0)); \
+    }
+
 // Every instruction width with its float / int32 (N / 2) and packed __half (N / 4) register counts.
 #define TILEC_WG_WIDTHS(W) W(256, 128, 64) W(128, 64, 32) W(64, 32, 16) W(32, 16, 8) W(16, 8, 4) W(8, 4, 2)
 
-/// One wgmma.mma_async m64 n`Width` of kind K: SS (AOp = uint64_t, A's descriptor) or RS (AOp = const
-/// uint32_t *, the thread's four A registers: 16-bit, float8 and tf32 kinds). df: float accumulators; du:
-/// 32-bit ones (int32, or __half pairs packed low-first).
+/// The A operand of one sparse wgmma (wgmma.mma_async.sp): the compressed tile's descriptor and this thread's
+/// metadata register (sm90_wgmma_sp.cuh).
+struct SparseA {
+    uint64_t desc;
+    uint32_t meta;
+};
+
+/// One wgmma.mma_async m64 n`Width` of kind K: SS (AOp = uint64_t, A's descriptor), sparse SS (AOp = SparseA:
+/// f16 / bf16 into float, k32) or RS (AOp = const uint32_t *, the thread's four A registers: 16-bit, float8 and
+/// tf32 kinds). df: float accumulators; du: 32-bit ones (int32, or __half pairs packed low-first).
 template <int Width, Kind K, int TnspA, int TnspB, class AOp>
 __device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if constexpr (std::is_same_v<AOp, uint64_t>) {
         const uint64_t da = a;
         TILEC_WG_WIDTHS(TILEC_WG_WIDTH)
+    } else if constexpr (std::is_same_v<AOp, SparseA>) {
+        static_assert(K == Kind::F16F32 || K == Kind::BF16F32, "sparse wgmma: f16 / bf16 into float");
+        const uint64_t da = a.desc;
+        const uint32_t meta = a.meta;
+        TILEC_WG_WIDTHS(TILEC_WG_WIDTH_SP)
     } else {
         TILEC_WG_WIDTHS(TILEC_WG_WIDTH_RS)
     }
@@ -219,6 +245,9 @@ __device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db)
 }
 
 #undef TILEC_WG_WIDTHS
+#undef TILEC_WG_WIDTH_SP
+#undef TILEC_WG_OPSP
+#undef TILEC_WG_TSP
 #undef TILEC_WG_WIDTH_RS
 #undef TILEC_WG_TRS
 #undef TILEC_WG_TRS8

@@ -18,11 +18,12 @@
 #include "mma_sp.cuh"
 #include "raster.cuh"
 
-// sm_90: tensor maps, mbarriers and fences, TMA loads, the TMA-store epilogue, wgmma.
+// sm_90: tensor maps, mbarriers and fences, TMA loads, the TMA-store epilogue, wgmma (dense and sparse).
 #include "tensor_map.cuh"
 #include "sm90_barrier.cuh"
 #include "sm90_tma.cuh"
 #include "sm90_store.cuh"
 #include "sm90_wgmma.cuh"
+#include "sm90_wgmma_sp.cuh"
 
 #endif // TILEC_STDLIB_TILEC_CUH

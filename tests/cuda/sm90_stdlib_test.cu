@@ -1,7 +1,7 @@
 /// \file
 /// The Hopper device library (stdlib/tilec/sm90_*.cuh) instantiated the ways generated code will use it:
 /// every wgmma type family, both majors of the 16-bit types, several swizzles, N split into instructions,
-/// two warpgroups along M and along N; the mbarrier / TMA / setmaxnreg calls of a producer and a consumer.
+/// two warpgroups along M and along N, the sparse form (T.gemm_sp); the mbarrier / TMA / setmaxnreg calls of a producer and a consumer.
 /// Compiled (never run) for sm_80, sm_90 and sm_90a after every stdlib file (tests/gpu/CMakeLists.txt
 /// writes the includes), and its sm_90a cubin checked by check_hopper_sass.sh: no wgmma serialization, no
 /// spills. tests/unit/DeviceCompilerTest.cpp compiles the same file through NVRTC. Clusters and multicast too.
@@ -122,6 +122,28 @@ __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_rs_probe(const uint32
 template __global__ void gemm_rs_probe<128, 256, 64, 2, 1, false, 128, __half, float>(const uint32_t *, float *, int);
 template __global__ void gemm_rs_probe<64, 128, 64, 1, 1, true, 128, __nv_bfloat16, float>(const uint32_t *, float *, int);
 template __global__ void gemm_rs_probe<64, 64, 32, 1, 1, false, 64, __half, __half>(const uint32_t *, __half *, int);
+
+/// T.gemm_sp on wgmma.mma_async.sp (sm90_wgmma_sp.cuh): the compressed A and B panel tiles, the metadata tile read
+/// into registers before the fence; two warpgroups along M (n256), one with B K-major, two along N.
+template <int M, int N, int K, int WgM, int WgN, bool TB_, int SA, int SB, class T>
+__global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_sp_probe(float *out, int kBlocks) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int C = tilec::wgmma_acc_count<M, N, WgM, WgN>();
+    float acc[C];
+    tilec::wgmma_clear<C>(acc);
+    for (int k = 0; k < kBlocks; ++k) {
+        tilec::wgmma_sp_gemm_ss<M, N, K, WgM, WgN, TB_, SA, SB>(reinterpret_cast<const T *>(smem),
+                                                              reinterpret_cast<const int16_t *>(smem + 32768),
+                                                              reinterpret_cast<const T *>(smem + 65536), acc);
+        tilec::wgmma_wait<0>();
+    }
+    tilec::wgmma_wait<0, C>(acc);
+#pragma unroll
+    for (int i = 0; i < C; ++i) out[threadIdx.x * C + i] = acc[i];
+}
+template __global__ void gemm_sp_probe<128, 256, 128, 2, 1, false, 128, 128, __half>(float *, int);
+template __global__ void gemm_sp_probe<64, 128, 64, 1, 1, true, 64, 128, __nv_bfloat16>(float *, int);
+template __global__ void gemm_sp_probe<64, 128, 32, 1, 2, true, 32, 64, __half>(float *, int);
 
 // The GEMM epilogue (sm90_store.cuh): one warpgroup's 64 x 128 accumulators through two 64 x 64 staging
 // pieces, stmatrix then a TMA store each, the second piece's buffer waited for as StageEpilogue does.

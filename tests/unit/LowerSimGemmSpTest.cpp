@@ -1,9 +1,12 @@
 /// \file
-/// T.gemm_sp (2:4 structured sparsity, tilec.gemm_sp_ss on mma.sp) lowered for sm_80 and sm_90a and run on the CPU
-/// simulator against the float64 product of the dense A: A_sparse and the metadata E are made the way TileLang's
+/// T.gemm_sp (2:4 structured sparsity) lowered for sm_80 (tilec.gemm_sp_ss on mma.sp), sm_90 (the same) and sm_90a
+/// (tilec.wgmma_sp_ss on wgmma.mma_async.sp; mma.sp again with --no-sparse-wgmma) and run on the CPU simulator
+/// against the float64 product of the dense A: A_sparse and the metadata E are made the way TileLang's
 /// sparse_utils.compress writes them (the kept values in K order, a nibble p0 | p1 << 2 per group of four, four
-/// groups to an int16 from its low bits), so the product is right only where the metadata is decoded as mma.sp
-/// reads it. Pipelined over K (the staged E tiles), B in both majors, float16 and bfloat16, and groups with
+/// groups to an int16 from its low bits), so the product is right only where the metadata is decoded as the
+/// instruction reads it (the simulator's wgmma.sp takes each thread's metadata register as the library loads it and
+/// reads it as the PTX ISA defines). Pipelined over K (the staged E tiles), B in both majors, float16 and bfloat16,
+/// one or two warpgroups splitting rows or columns, A tiles of several panels, ragged M, N and K (partial tiles, zero-padded), and groups with
 /// nibbles whose int16 is negative. Metadata naming its positions out of order is a simulator error.
 #include "sim/Simulator.h"
 #include "LowerTestUtil.h"
@@ -39,13 +42,14 @@ std::string source(const Shape &s) {
            "def k(A_sparse: T.Tensor((" + n(s.M) + ", " + n(s.K / 2) + "), " + dt + "), E: T.Tensor((" + n(s.M) + ", " + n(s.K / 16) +
            "), \"int16\"),\n"
            "      B: T.Tensor(" + bShape + ", " + dt + "), C: T.Tensor((" + n(s.M) + ", " + n(s.N) + "), \"float32\")):\n"
-           "    with T.Kernel(" + n(s.N / s.blockN) + ", " + n(s.M / s.blockM) + ", threads=" + n(s.threads) + ") as (bx, by):\n"
+           "    with T.Kernel(T.ceildiv(" + n(s.N) + ", " + n(s.blockN) + "), T.ceildiv(" + n(s.M) + ", " + n(s.blockM) +
+           "), threads=" + n(s.threads) + ") as (bx, by):\n"
            "        A_s = T.alloc_shared((" + n(s.blockM) + ", " + n(s.blockK / 2) + "), " + dt + ")\n"
            "        E_s = T.alloc_shared((" + n(s.blockM) + ", " + n(s.blockK / 16) + "), \"int16\")\n"
            "        B_s = T.alloc_shared(" + bTile + ", " + dt + ")\n"
            "        C_f = T.alloc_fragment((" + n(s.blockM) + ", " + n(s.blockN) + "), \"float32\")\n"
            "        T.clear(C_f)\n"
-           "        for k in T.Pipelined(" + n(s.K / s.blockK) + ", num_stages=" + n(s.stages) + "):\n"
+           "        for k in T.Pipelined(T.ceildiv(" + n(s.K) + ", " + n(s.blockK) + "), num_stages=" + n(s.stages) + "):\n"
            "            T.copy(A_sparse[by * " + n(s.blockM) + ", k * " + n(s.blockK / 2) + "], A_s)\n"
            "            T.copy(E[by * " + n(s.blockM) + ", k * " + n(s.blockK / 16) + "], E_s)\n"
            "            T.copy(" + bCopy + ", B_s)\n"
@@ -96,14 +100,19 @@ int callCount(const ir::Kernel &k, const std::string &name) {
     return calls.n;
 }
 
-void runAndCheck(const Shape &s, const char *arch) {
-    SCOPED_TRACE(std::string(arch) + " " + s.dtype + (s.transB ? " B^T" : " B"));
+/// Lowers `s` for `arch` (sparseWgmma: the --no-sparse-wgmma switch off), expects its product as the one call
+/// `instr`, and checks the simulated C against the float64 product of the dense A.
+void runAndCheck(const Shape &s, const char *arch, const char *instr, bool sparseWgmma = true) {
+    SCOPED_TRACE(std::string(arch) + " " + s.dtype + (s.transB ? " B^T" : " B") + " " + std::to_string(s.M) + "x" +
+                 std::to_string(s.N) + "x" + std::to_string(s.K) + (sparseWgmma ? "" : " --no-sparse-wgmma"));
     LowerRun r;
-    r.run(source(s), "t.tile", *Target::parse(arch));
+    Variant v{*Target::parse(arch), {}};
+    v.options.sparseWgmma = sparseWgmma;
+    r.run(source(s), "t.tile", v);
     const ir::Kernel *k = r.kernel("k");
     ASSERT_TRUE(k) << r.diags();
-    EXPECT_EQ(callCount(*k, "tilec.gemm_sp_ss"), 1);
-    EXPECT_EQ(callCount(*k, "tilec.wgmma_ss"), 0);
+    for (const char *call : {"tilec.gemm_sp_ss", "tilec.wgmma_sp_ss", "tilec.wgmma_ss"})
+        EXPECT_EQ(callCount(*k, call), std::string(call) == instr ? 1 : 0) << call;
     Sparse a = makeSparse(s.M, s.K, 7);
     bool negative = false;
     for (double w : a.meta) negative |= w < 0;
@@ -122,11 +131,26 @@ void runAndCheck(const Shape &s, const char *arch) {
     EXPECT_EQ(wrong, 0);
 }
 
-TEST(LowerSimGemmSp, MatchesTheDenseProduct) {
-    for (const char *arch : {"sm_80", "sm_90a"}) {
-        runAndCheck({128, 64, 256, 64, 64, 64, 2, 128, false, "float16"}, arch);
-        runAndCheck({64, 128, 128, 64, 64, 128, 3, 128, true, "bfloat16"}, arch);
+const Shape kShapes[] = {
+    {128, 64, 256, 64, 64, 64, 2, 128, false, "float16"},
+    {64, 128, 128, 64, 64, 128, 3, 128, true, "bfloat16"},
+    {256, 512, 256, 128, 256, 64, 2, 256, false, "float16"},  // 128x256 tiles: two warpgroups of 64 rows, n256
+    {64, 128, 96, 64, 128, 64, 2, 256, true, "bfloat16"},     // two warpgroups splitting the columns; K ragged
+    {96, 80, 96, 64, 64, 64, 2, 128, false, "float16"},       // M, N and K ragged: zero-padded partial tiles
+    {128, 128, 160, 64, 64, 32, 2, 128, false, "bfloat16"},   // one k-step per stage (E tiles of 4-byte rows)
+    {128, 64, 512, 64, 64, 256, 2, 128, false, "float16"},    // A rows of two 128-byte panels; E rows swizzled (32 bytes)
+};
+
+TEST(LowerSimGemmSp, MatchesTheDenseProductOnMmaSp) {
+    for (const Shape &s : kShapes) {
+        runAndCheck(s, "sm_80", "tilec.gemm_sp_ss");
+        runAndCheck(s, "sm_90", "tilec.gemm_sp_ss");
     }
+}
+
+TEST(LowerSimGemmSp, MatchesTheDenseProductOnWgmmaSp) {
+    for (const Shape &s : kShapes) runAndCheck(s, "sm_90a", "tilec.wgmma_sp_ss");
+    runAndCheck(kShapes[0], "sm_90a", "tilec.gemm_sp_ss", false);
 }
 
 TEST(LowerSimGemmSp, MetadataOutOfOrderIsAnError) {
