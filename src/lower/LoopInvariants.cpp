@@ -31,11 +31,6 @@ struct Writes : IRVisitor {
     }
 };
 
-std::set<const BufferNode *> written(const Stmt &s) {
-    Writes w;
-    if (s) w.visit(s);
-    return w.buffers;
-}
 
 /// The buffers an expression loads from, and whether it calls anything.
 struct Reads : IRVisitor {
@@ -101,9 +96,15 @@ bool scalarOnly(const Stmt &s, std::set<const BufferNode *> &written) {
 
 } // namespace
 
+std::set<const BufferNode *> writtenBuffers(const Stmt &s) {
+    Writes w;
+    if (s) w.visit(s);
+    return w.buffers;
+}
+
 std::set<const BufferNode *> loopInvariantBuffers(const For &loop, const Stmt &kernelBody) {
     std::set<const BufferNode *> out;
-    std::set<const BufferNode *> inLoop = written(loop.body), inKernel = written(kernelBody);
+    std::set<const BufferNode *> inLoop = writtenBuffers(loop.body), inKernel = writtenBuffers(kernelBody);
     struct All : IRVisitor {
         using IRVisitor::visit;
         std::set<const BufferNode *> buffers;
@@ -125,7 +126,7 @@ bool readsOnly(const Expr &e, const std::set<const BufferNode *> &buffers) {
 
 KernelScalars::KernelScalars(const std::vector<Stmt> &top, size_t at, const Stmt &kernelBody, const Var &threadIdx)
     : threadIdx_(threadIdx) {
-    std::set<const BufferNode *> writes = written(kernelBody);
+    std::set<const BufferNode *> writes = writtenBuffers(kernelBody);
     Reads everything;
     everything.visit(kernelBody);
     for (auto *b : everything.buffers)
@@ -179,7 +180,7 @@ void KernelScalars::findReplayable(const std::vector<Stmt> &top, size_t at) {
         std::set<const BufferNode *> scalars, others;
         for (auto &c : cands) scalars.insert(c.second.begin(), c.second.end());
         for (auto &st : top)
-            if (!candStmts.count(st.get())) for (auto *b : written(st)) others.insert(b);
+            if (!candStmts.count(st.get())) for (auto *b : writtenBuffers(st)) others.insert(b);
         for (auto it = cands.begin(); it != cands.end();) {
             Reads r;
             r.visit(it->first);

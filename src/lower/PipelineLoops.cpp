@@ -8,6 +8,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Staging.h"
+#include "EarlyTransfers.h"
 #include "PrivateStages.h"
 
 #include <algorithm>
@@ -134,12 +135,19 @@ class Pipeliner : public IRMutator {
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (op->forKind == ForKind::Serial) {
+            Stmt grouped = issueTogether(*op);
+            return grouped ? grouped : IRMutator::visit(op);
+        }
         if (op->forKind != ForKind::Pipelined) return IRMutator::visit(op);
         // One trip overlaps nothing: the body runs once as plain code (its transfers issued and waited for in
         // place), with no ring of stages, no prologue and no waits for transfers that are never issued.
         if (constValue(simplify(op->extent)) == std::optional<int64_t>(1))
             return mutate(substitute(op->body, VarMap{{op->var.get(), op->min}}));
-        auto serial = [&] { return For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc); };
+        auto serial = [&] {
+            if (Stmt grouped = issueTogether(*op)) return grouped;
+            return For::make(op->var, op->min, op->extent, ForKind::Serial, 0, mutate(op->body), op->loc);
+        };
         const int S = op->numStages;
         if (S < 1) return serial();
 
@@ -215,6 +223,36 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+
+    /// A loop that stays serial, its transfers issued together where they save round trips (EarlyTransfers.h):
+    /// all as cp.async in one commit group, waited for and made visible by one barrier just before the first
+    /// statement that uses any of them. The barrier before the issue (other threads may still read the tiles'
+    /// earlier contents: the iteration before, or code before the loop) is insertSyncs': it counts such a
+    /// transfer (into the tile itself, not a ring's stage) as a write of its tile where it is issued, and places
+    /// none where a barrier already stands between the last reads and the issue. Null where no transfer moves.
+    Stmt issueTogether(const For &op) {
+        const std::vector<Stmt> top = Seq::items(op.body);
+        std::optional<TransferGroup> g = earlyTransfers(top);
+        if (!g) return nullptr;
+        const SourceRange &loc = op.loc;
+        std::vector<Stmt> body;
+        for (size_t j = 0; j < top.size(); ++j) {
+            const bool moved = std::find(g->copies.begin(), g->copies.end(), j) != g->copies.end();
+            if (j == g->issueAt) {
+                for (size_t c : g->copies) {
+                    const Copy &copy = *as<Copy>(top[c]);
+                    body.push_back(transferCall(copy, copy.dst.buffer, nullptr, false, transfers));
+                }
+                body.push_back(lib::stmt(lib::Fn::CpAsyncCommit, {}, loc));
+            }
+            if (j == g->waitAt) {
+                body.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(0)}, loc));
+                body.push_back(syncThreads(loc));
+            }
+            if (!moved) body.push_back(mutate(top[j]));
+        }
+        return For::make(op.var, op.min, op.extent, ForKind::Serial, 0, Seq::make(std::move(body), loc), loc);
+    }
 
     /// T.Pipelined(num_stages=1): one buffer per tile, as TileLang's one-stage pipeline has, but each tile's
     /// transfer for iteration k + 1 issued right after its last use in iteration k (a barrier first where other

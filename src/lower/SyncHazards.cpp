@@ -123,11 +123,19 @@ void Accesses::visit(const Gemm &op) {
         if (r->buffer && r->buffer->scope == Scope::Shared) note(p.reads, r->buffer.get());
 }
 // An address handed to the device library is not an access by itself; a tile transfer that waits for
-// itself writes its destination; a pipelined one is ordered by pipelineLoops' own barriers. A warp's call that
+// itself writes its destination; a pipelined one (into a stage of a ring: the address's first index) is ordered
+// by pipelineLoops' own barriers. An asynchronous transfer into a tile itself (a serial loop's transfers issued
+// together, EarlyTransfers.h) writes its destination from its issue on, for the barrier before it (other threads
+// may still read the tile); its readers wait for it behind pipelineLoops' own wait and barrier. A warp's call that
 // reads (or writes) shared memory at its lanes' addresses (tilec.ldmatrix: rows other lanes stored) accesses the
 // shared buffers it is handed.
 void Accesses::visit(const Call &op) {
     const lib::Info *f = lib::find(op.name);
+    if (f && f->fn == lib::Fn::CopyG2S) {
+        auto l = addressedLoad(lib::arg(op, f->fn, "dst"));
+        if (l && l->indices.size() == l->buffer->shape.size() && l->buffer->shape.size() == 2) note(p.writes, l->buffer.get());
+        return;
+    }
     if (f && (f->effects & lib::kAsync)) return;
     if (f && f->fn == lib::Fn::AddressOf) return;
     if (f && f->fn == lib::Fn::CopyG2SWait) {

@@ -17,6 +17,10 @@ namespace tilec::passes {
 /// nothing in the loop writes, and global tensors that nothing in `kernelBody` writes.
 std::set<const ir::BufferNode *> loopInvariantBuffers(const ir::For &loop, const ir::Stmt &kernelBody);
 
+/// The buffers `s` may write: stores, tile-statement destinations, reductions, atomics, and anything whose address
+/// a call is handed (T.call_extern, atomics returning the old value).
+std::set<const ir::BufferNode *> writtenBuffers(const ir::Stmt &s);
+
 /// Does `e` read only elements of `buffers` (no load of anything else)?
 bool readsOnly(const ir::Expr &e, const std::set<const ir::BufferNode *> &buffers);
 
