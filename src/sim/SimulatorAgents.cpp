@@ -17,6 +17,7 @@
 #include "sim/Simulator.h"
 
 #include "tilec/SharedMemory.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
 
@@ -53,18 +54,32 @@ void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { to
 void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
     if (b->scope != ir::Scope::Shared) return;
     if (write) ++sharedStores_[b];
+    auto declared = declared_.find(b);
+    if (declared != declared_.end()) {
+        if (write) writeSeq_.at(b).at(i) = ++writes_;
+        else refreshAliased(b, i);
+    }
     touchOne(comp, b, i, t, write, knows, nullptr);
     // An access to b is also one to the bytes of every buffer planned over them: it must be ordered after their
     // accesses as after b's own (each buffer records only its own, so that one buffer's element covering two of
     // the other's is not two writes).
     forAliased(b, i, [&](const ir::BufferNode *o, size_t j) {
         touchOne(comp, o, j, t, write, knows, b);
-        if (write) shared_.at(o)[j] = std::nan(""); // the bytes now hold b's element, not o's
+        const bool alias = declared != declared_.end() && std::count(declared->second.begin(), declared->second.end(), o);
+        if (write && !alias) shared_.at(o)[j] = std::nan(""); // the bytes now hold b's element, not o's
     });
 }
 
 void Simulator::planAliases() {
     aliases_.clear();
+    declared_.clear();
+    for (auto &[v, base] : ir::sharedAliases(k_)) { // each with its base and the base's other aliases
+        if (!k_.shared.offsetOf(v.get())) continue; // (dropped: unused)
+        declared_[base.get()].push_back(v.get());
+        for (auto &[w, wb] : ir::sharedAliases(k_))
+            if (wb == base && w != v && k_.shared.offsetOf(w.get())) declared_[v.get()].push_back(w.get());
+        declared_[v.get()].push_back(base.get());
+    }
     std::vector<std::pair<const ir::BufferNode *, int64_t>> placed;
     for (auto &b : k_.allocs)
         if (b->scope == ir::Scope::Shared)
