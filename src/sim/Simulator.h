@@ -258,13 +258,6 @@ class Simulator {
     /// plan that lets two live buffers share memory, or a transfer that lands after the memory was reused,
     /// shows as a race or a NaN as it would on the GPU.
     std::map<const ir::BufferNode *, std::vector<const ir::BufferNode *>> aliases_;
-    /// Shared aliases (tilec/SharedAliases.h) and their bases hold the same bytes on purpose: each write of their
-    /// elements is numbered (none poisons the other's), and a read of one takes each of its bytes from the latest
-    /// write that covers it, in whichever of them (refreshAliased), as the bytes on the GPU are.
-    std::map<const ir::BufferNode *, std::vector<const ir::BufferNode *>> declared_;
-    std::map<const ir::BufferNode *, std::vector<uint64_t>> writeSeq_;
-    uint64_t writes_ = 0;
-    void refreshAliased(const ir::BufferNode *b, size_t i);
     void planAliases();
     void forAliased(const ir::BufferNode *b, size_t i, const std::function<void(const ir::BufferNode *, size_t)> &f);
     void touchOne(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows, const ir::BufferNode *via);
@@ -357,7 +350,6 @@ class Simulator {
             if (b->scope == ir::Scope::Shared) {
                 shared_[b.get()].assign((size_t)b->constElements(), std::nan(""));
                 touches_[b.get()].assign((size_t)b->constElements(), Touch{});
-                if (declared_.count(b.get())) writeSeq_[b.get()].assign((size_t)b->constElements(), 0);
             }
     }
 

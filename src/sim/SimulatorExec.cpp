@@ -1,6 +1,7 @@
 /// \file
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
+#include "sim/SharedAliasBytes.h"
 #include "sim/ConsumerGroups.h"
 #include "sim/SimulatorRandom.h"
 #include "tilec/fp4.cuh"
@@ -133,44 +134,18 @@ double reinterpretValue(DType to, DType from, double v) {
     return roundToDType(to, (double)(int64_t)bits); // wraps to the integer's width and sign
 }
 
-/// The bits of value v of dtype t (of at most 32 bits: a double holds them exactly); an unset (NaN) integer is 0.
-uint64_t bitsOf(DType t, double v) {
-    if (t.bits() > 32) throw SimError("no simulation of a T.view over " + std::string(t.name()) + " elements (wider than 32 bits)");
-    if (t.isInt() && std::isnan(v)) return 0;
-    const DType u = t.bits() == 8 ? DType::UInt8 : t.bits() == 16 ? DType::UInt16 : DType::UInt32;
-    return t == u ? (uint64_t)v : (uint64_t)reinterpretValue(u, t, v);
-}
-
-double valueOf(DType t, uint64_t bits) {
-    const DType u = t.bits() == 8 ? DType::UInt8 : t.bits() == 16 ? DType::UInt16 : DType::UInt32;
-    return t == u ? (double)bits : reinterpretValue(t, u, (double)bits);
-}
+DType bitsType(DType t) { return t.bits() == 8 ? DType::UInt8 : t.bits() == 16 ? DType::UInt16 : DType::UInt32; }
 
 } // namespace
 
-void Simulator::refreshAliased(const ir::BufferNode *b, size_t i) {
-    struct Source {
-        uint64_t seq;
-        const ir::BufferNode *buf;
-        size_t at;
-    };
-    const int64_t eb = b->dtype.bytes(), lo = sharedByte(b, (int64_t)i);
-    std::vector<Source> from((size_t)eb, Source{writeSeq_.at(b)[i], b, i});
-    bool other = false;
-    for (const ir::BufferNode *o : declared_.at(b)) {
-        const int64_t base = sharedByte(o, 0), ob = o->dtype.bytes(), n = (int64_t)shared_.at(o).size();
-        for (int64_t j = std::max<int64_t>(0, (lo - base) / ob); j < n && base + j * ob < lo + eb; ++j)
-            for (int64_t p = std::max(lo, base + j * ob); p < std::min(lo + eb, base + (j + 1) * ob); ++p)
-                if (Source &s = from[(size_t)(p - lo)]; writeSeq_.at(o)[(size_t)j] > s.seq) s = {writeSeq_.at(o)[(size_t)j], o, (size_t)j}, other = true;
-    }
-    if (!other) return;
-    uint64_t bits = 0;
-    for (int64_t p = 0; p < eb; ++p) {
-        const Source &s = from[(size_t)p];
-        const int64_t k = lo + p - sharedByte(s.buf, (int64_t)s.at); // the byte's place in its source element
-        bits |= (bitsOf(s.buf->dtype, shared_.at(s.buf)[s.at]) >> (8 * k) & 0xFF) << (8 * p);
-    }
-    shared_.at(b)[i] = valueOf(b->dtype, bits);
+uint64_t elementBits(DType t, double v) {
+    if (t.bits() > 32) throw SimError("no simulation of a T.view over " + std::string(t.name()) + " elements (wider than 32 bits)");
+    if (t.isInt() && std::isnan(v)) return 0;
+    return t == bitsType(t) ? (uint64_t)v : (uint64_t)reinterpretValue(bitsType(t), t, v);
+}
+
+double elementOfBits(DType t, uint64_t bits) {
+    return t == bitsType(t) ? (double)bits : reinterpretValue(t, bitsType(t), (double)bits);
 }
 
 double Simulator::eval(const ir::Expr &e, int t) {
