@@ -8,6 +8,7 @@
 #include "LowerSimUtil.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedAliases.h"
 
 #include <gtest/gtest.h>
 
@@ -65,7 +66,7 @@ def alias(A: T.Tensor((64, 64), "bfloat16"), B: T.Tensor((64, 128), "bfloat16"),
         v = T.view(b_s, (32, 128), "float32")
         T.copy(A, a_s)
         T.copy(B, b_s)
-        T.gemm(a_s, b_s, c)
+        T.gemm(a_s, b_s, c, clear_accum=True)
         T.copy(c, C)
         for i, j in T.Parallel(32, 128):
             H[i, j] = v[i, j]
@@ -82,7 +83,9 @@ void swizzledTileBothWays(const char *arch) {
     ASSERT_EQ(r.lowered->kernels.size(), 1u);
     const tilec::ir::Kernel &k = *r.lowered->kernels[0];
     EXPECT_TRUE(storesTo(k, "v")) << "the view's stores are not its own (expanded into the tile's elements)";
-    EXPECT_EQ(k.shared.offsetOf(k.sharedAliases.at(0).first.get()), k.shared.offsetOf(k.sharedAliases.at(0).second.get()));
+    ASSERT_EQ(tilec::ir::sharedAliases(k).size(), 1u);
+    auto [view, base] = tilec::ir::sharedAliases(k)[0];
+    EXPECT_EQ(k.shared.offsetOf(view.get()), k.shared.offsetOf(base.get())); // the view is the tile's bytes
     std::vector<double> a(64 * 64), b(64 * 128), f(32 * 128), c(64 * 128, -1), h(32 * 128, -1), g(64 * 128, -1);
     // bfloat16 values (small multiples of 1/32), no two neighbours alike; F's halves are such values too
     for (int i = 0; i < 64 * 64; ++i) a[i] = ((i * 29) % 61 - 30) / 32.0;
