@@ -5,14 +5,19 @@
 /// split and merged between the dimensions the two shapes group alike). Tile primitives take a whole view of a
 /// fragment (recorded in Kernel::fragmentViews: its layout is the fragment's over the view's shape); on a view of
 /// shared or global memory, or on a region of a view, they are located errors: a region of a view need not be a
-/// region of the buffer. A view to another dtype (of as many bits) reads the buffer's bytes: each of its elements
-/// is a value joined from (or sliced out of) the buffer's elements at its row-major byte position, and a store
+/// region of the buffer. A view to another dtype (of as many bits) reads the buffer's bytes, at its elements'
+/// row-major byte positions. Of a shared buffer it is a buffer of its own dtype over the same bytes
+/// (tilec/SharedAliases.h: its own typed pointer, native loads, stores and atomics, which the vectorizers widen;
+/// lowering places and swizzles it as its base and orders its accesses against the base's). Of local or fragment
+/// memory each of its elements is a value joined from (or sliced out of) the buffer's elements, and a store
 /// writes those elements; a narrower store, whose neighbours other threads may write, is a located error.
 #include "eval/TileLang.h"
 
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::eval::tl {
 
@@ -164,6 +169,16 @@ ir::Expr reinterpretedLoad(const ir::Buffer &base, const ir::Buffer &view, const
     return fromBits(view->dtype, ir::cast(uv, ir::binary(ir::BinaryOp::Shr, bits, shift, at), at));
 }
 
+/// Whether a view of `base` as `view` (another dtype, as many bytes) is a shared alias (tilec/SharedAliases.h), a
+/// buffer of its own over the same bytes: a shared buffer of whole bytes viewed as whole bytes of at most 16 (so
+/// that each of its elements lies in one 16-byte chunk, which every swizzle of shared memory moves whole). A
+/// view of local or fragment memory is expanded element by element (reinterpretedLoad / reinterpretedStore).
+bool aliasable(const ir::BufferNode &base, const ir::BufferNode &view) {
+    const int vb = view.dtype.bits(), bb = base.dtype.bits();
+    return base.scope == ir::Scope::Shared && view.dtype != base.dtype && vb % 8 == 0 && bb % 8 == 0 && vb <= 128 &&
+           bb <= 128 && base.constElements() > 0 && view.constElements() > 0;
+}
+
 Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::optional<Arg> &src,
                const std::optional<Arg> &shapeArg, const std::optional<Arg> &dtypeArgument) {
     TraceState &t = requireLaunch(in, args, fname);
@@ -205,6 +220,7 @@ Value makeView(Interp &in, CallArgs &args, const std::string &fname, const std::
     auto view = ir::makeBuffer(uniqueBufferName(*t.kernel, name.empty() ? base->name + "_view" : name), base->scope,
                                dt, std::move(shape), args.call);
     t.views[view.get()] = base;
+    if (aliasable(*base, *view)) t.kernel->allocs.push_back(view), t.kernel->fragmentViews.push_back({view, base});
     return Value::ofBuffer(view);
 }
 
@@ -213,28 +229,39 @@ struct ViewUse : ir::IRVisitor {
     using ir::IRVisitor::visit;
     const std::map<const ir::BufferNode *, ir::Buffer> *views = nullptr;
     std::vector<std::pair<ir::Buffer, SourceRange>> found;
+    std::set<const ir::BufferNode *> regions; ///< taken whole, or as a region (a tile primitive's operand)
     void note(const ir::Buffer &b, const SourceRange &r) {
         if (!b || !views->count(b.get())) return;
         for (auto &f : found)
             if (f.first == b) return;
         found.push_back({b, r});
     }
-    void visitRegion(const ir::Region &r) override { note(r.buffer, r.loc), ir::IRVisitor::visitRegion(r); }
+    void visitRegion(const ir::Region &r) override {
+        // (an element T.atomic_add updates is an element access, whose region is that element)
+        if (std::any_of(r.ranges.begin(), r.ranges.end(), [](auto &x) { return ir::constInt(x.extent) != std::optional<int64_t>(1); }))
+            regions.insert(r.buffer.get());
+        note(r.buffer, r.loc), ir::IRVisitor::visitRegion(r);
+    }
     void visit(const ir::Load &op) override { note(op.buffer, op.loc), ir::IRVisitor::visit(op); }
     void visit(const ir::Store &op) override { note(op.buffer, op.loc), ir::IRVisitor::visit(op); }
-    void visit(const ir::Reduce &op) override { note(op.src, op.loc), note(op.dst, op.loc), ir::IRVisitor::visit(op); }
+    void visit(const ir::Reduce &op) override {
+        regions.insert(op.src.get()), regions.insert(op.dst.get());
+        note(op.src, op.loc), note(op.dst, op.loc), ir::IRVisitor::visit(op);
+    }
 };
 
 } // namespace
 
 Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
-    auto out = std::make_shared<AccessObj>(acc);
-    out->buffer = base;
-    out->view = acc.buffer;
     if (!acc.isPoint()) {
         in.fail(acc.range, "'" + acc.buffer->name + "' is a T.reshape / T.view of '" + base->name +
                                "': index it element by element (a slice of it need not be a region of '" + base->name + "')");
     }
+    if (TraceState *t = in.trace(); t && ir::storageOf(*t->kernel, acc.buffer.get()) != acc.buffer.get())
+        return Value::object(VK::Access, std::make_shared<AccessObj>(acc)); // a shared alias: a buffer of its own
+    auto out = std::make_shared<AccessObj>(acc);
+    out->buffer = base;
+    out->view = acc.buffer;
     std::vector<ir::Expr> idx;
     for (auto &i : acc.indices) idx.push_back(i.min);
     if (acc.buffer->dtype != base->dtype) // a value, not an element: nothing can write or take a region of it
@@ -247,6 +274,7 @@ Value viewAccess(Interp &in, const ir::Buffer &base, const AccessObj &acc) {
 
 ir::Buffer reinterpretedBase(const TraceState &t, const ir::Buffer &view) {
     if (t.subByte.count(view.get())) return nullptr; // its elements are not bytes: TileLangSubByte.cpp
+    if (ir::storageOf(*t.kernel, view.get()) != view.get()) return nullptr; // a shared alias: stored as itself
     auto it = t.views.find(view.get());
     return it != t.views.end() && it->second->dtype != view->dtype ? it->second : nullptr;
 }
@@ -276,6 +304,7 @@ void noteViews(Interp &in, TraceState &t, const ir::Stmt &s) {
     u.visit(s);
     for (auto &[view, at] : u.found) {
         const ir::Buffer &base = t.views.at(view.get());
+        if (ir::storageOf(*t.kernel, view.get()) != view.get() && !u.regions.count(view.get())) continue; // a shared alias's elements
         if (auto k = t.subByte.find(view.get()); k != t.subByte.end())
             in.fail(at.valid() ? at : s->loc, "'" + view->name + "' holds " + subByteName(k->second) +
                                                   " elements (a sub-byte type): only its element accesses and T.copy take it");

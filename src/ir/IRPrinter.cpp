@@ -19,6 +19,7 @@
 
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/SharedAliases.h"
 
 #include <charconv>
 #include <cmath>
@@ -486,6 +487,7 @@ std::string print(const Kernel &k) {
             if (!b) continue;
             o += "    " + b->name + ": ";
             p.bufferType(*b);
+            if (const BufferNode *base = ir::storageOf(k, b.get()); base != b.get()) o += " over the bytes of " + base->name;
             o += "\n";
         }
     }

@@ -13,6 +13,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ReductionPlan.h"
+#include "tilec/SharedAliases.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -117,7 +118,8 @@ class Syncer {
         BufferSet all;
         for (auto *set : {&p.reads, &p.writes, &p.threadReads, &p.threadWrites, &p.atomics}) all.insert(set->begin(), set->end());
         for (auto *b : all) {
-            bool tensor = tensors_.count(b) > 0, buffer = tensor || shared_.count(b);
+            // (a shared alias's base: its iterations' elements are also the alias's, which this does not count)
+            bool tensor = tensors_.count(b) > 0, buffer = tensor || (shared_.count(b) && !ir::aliased(kernel_, static_cast<const BufferNode *>(b)));
             if ((tensor && loop.forKind == ForKind::Persistent) ||
                 (buffer && iterationPrivate(static_cast<const BufferNode *>(b), loop)))
                 p.erase(b);
@@ -273,11 +275,12 @@ class Syncer {
     /// The accesses of `s` (`tile`: a tile statement is in it); otherwise its global-tensor accesses are per-thread ones.
     /// Every access counts, under tl.disable_thread_storage_sync too: `ordered` decides what it is ordered against.
     Pending accessesOf(const Stmt &s, bool tile) const {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_);
         acc.visit(s);
         ownersOf_.insert(s);
         if (auto f = as<For>(s); f && f->forKind == ForKind::Parallel)
             nestOwners(*f, layouts_, ranges_, ownerCache_, acc.p.readOwners, acc.p.writeOwners);
+        foldAliasedElements(acc.p, kernel_, s);
         if (tile) {
             acc.p.tileReads = acc.p.reads;
             acc.p.tileWrites = acc.p.writes;
@@ -286,6 +289,7 @@ class Syncer {
         Pending p;
         threadOwners(s, kernel_.threadIdx.get(), kernel_.threads, ranges_, ownerCache_, p.readOwners, p.writeOwners);
         recordSites(s, ranges_, p.readSites, p.writeSites);
+        foldAliasedElements(p, kernel_, s);
         for (auto *b : acc.p.reads) (tensors_.count(b) ? p.threadReads : p.reads).insert(b);
         for (auto *b : acc.p.writes) (tensors_.count(b) ? p.threadWrites : p.writes).insert(b);
         p.atomics = acc.p.atomics;
@@ -315,7 +319,7 @@ class Syncer {
     /// The shared memory that an if's condition or a loop's bounds read (at entry) before its body runs: a
     /// barrier first (returned) when it was written since the last one.
     Stmt readsFirst(const std::vector<Expr> &es, Pending &state, const SourceRange &loc) {
-        Accesses acc(layouts_, shareScratch_);
+        Accesses acc(layouts_, shareScratch_, kernel_);
         for (auto &e : es) acc.visit(e);
         // a condition is per-thread code: under tl.disable_thread_storage_sync ordered against tile statements only
         const BufferSet &written = kernel_.noThreadSync ? state.tileWrites : state.writes;
@@ -338,7 +342,7 @@ class Syncer {
         if (divergence_)
             if (const char *what = tileStatement(s)) {
                 divergentError(s->loc, std::string(what) + " must be run by every thread of the block");
-                Accesses acc(layouts_, shareScratch_);
+                Accesses acc(layouts_, shareScratch_, kernel_);
                 acc.visit(s);
                 acc.p.tileReads = acc.p.reads, acc.p.tileWrites = acc.p.writes;
                 state.merge(acc.p);
@@ -397,7 +401,7 @@ class Syncer {
             Pending entry = state;
             entry.merge(dry);
             Stmt body = run(w->body, entry);
-            Accesses cond(layouts_, shareScratch_);
+            Accesses cond(layouts_, shareScratch_, kernel_);
             cond.visit(w->cond);
             if (intersects(cond.p.reads, kernel_.noThreadSync ? entry.tileWrites : entry.writes) ||
                 intersects(cond.p.reads, entry.atomics)) {

@@ -9,6 +9,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/ReductionPlan.h"
+#include "tilec/SharedAliases.h"
 #include "ReduceMmaColumns.h"
 
 #include <cmath>
@@ -473,7 +474,8 @@ bool reductionsShareScratch(const Kernel &k, const KernelLayouts &layouts, const
     roles.visit(k.body);
     if (k.producerThreads || roles.found) return false;
     int64_t total = 0;
-    for (auto &b : k.allocs) total += smem::sharedBytes(b.get());
+    for (auto &b : k.allocs)
+        if (ir::storageOf(k, b.get()) == b.get()) total += smem::sharedBytes(b.get()); // (an alias: its base's bytes)
     KernelP kt = withThreadIndex(std::make_shared<Kernel>(k));
     LowerReduce each(layouts, *kt, false, nullptr); // one scratch per reduction: what they would take
     each.mutate(kt->body);

@@ -9,6 +9,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/Staging.h"
 #include "EarlyTransfers.h"
+#include "tilec/SharedAliases.h"
 #include "PrivateStages.h"
 
 #include <algorithm>
@@ -176,7 +177,8 @@ class Pipeliner : public IRMutator {
         std::map<const BufferNode *, Buffer> ring;
         for (auto *c : hoisted) {
             const Buffer &b = c->dst.buffer;
-            if (outside.count(b.get()) || staged.count(b.get())) return serial();
+            // (nor have a shared alias: the ring would leave the alias on the first stage's bytes)
+            if (outside.count(b.get()) || staged.count(b.get()) || ir::aliased(kernel_, b.get())) return serial();
             ring[b.get()] = ringOf(b, S);
         }
         // A transfer into a ring buffer left in the body (under a condition, say) would need the ring too.
@@ -286,7 +288,7 @@ class Pipeliner : public IRMutator {
             for (size_t j = 0; j < split.top.size(); ++j)
                 if (j != at && mentions[j].count(b)) (j < at ? before : after) = true;
             bool twice = std::any_of(moved.begin(), moved.end(), [&](const Copy *c) { return c->dst.buffer.get() == b; });
-            if (before || !after || twice || outside.count(b) || staged.count(b) || !restagedEverywhere(split, at, b)) continue;
+            if (before || !after || twice || outside.count(b) || staged.count(b) || ir::aliased(kernel_, b) || !restagedEverywhere(split, at, b)) continue;
             moved.push_back(split.hoisted[h]);
             movedAt.insert(at);
         }

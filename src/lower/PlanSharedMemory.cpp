@@ -7,6 +7,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
 #include <map>
@@ -31,12 +32,22 @@ struct Mentions : IRVisitor {
 
 using Pairs = std::set<std::pair<const BufferNode *, const BufferNode *>>;
 
-/// The buffers `stmts` mention.
-std::set<const BufferNode *> mentioned(const std::vector<Stmt> &stmts) {
+/// The storage of the buffers `s` mentions: a shared alias stands for its base (tilec/SharedAliases.h), whose
+/// memory it uses.
+std::set<const BufferNode *> storageMentioned(const Kernel &k, const Stmt &s) {
     Mentions m;
+    if (s) m.visit(s);
+    std::set<const BufferNode *> out;
+    for (auto *b : m.found) out.insert(ir::storageOf(k, b));
+    return out;
+}
+
+/// The buffers `stmts` mention (their storage).
+std::set<const BufferNode *> mentioned(const Kernel &k, const std::vector<Stmt> &stmts) {
+    std::set<const BufferNode *> out;
     for (auto &s : stmts)
-        if (s) m.visit(s);
-    return m.found;
+        for (auto *b : storageMentioned(k, s)) out.insert(b);
+    return out;
 }
 
 bool isBarrier(const Stmt &s) { return isCall(s, lib::Fn::Sync); }
@@ -175,7 +186,7 @@ Pairs warpRoleReuse(const Kernel &k) {
     for (auto s = top.begin(); s != top.end(); ++s)
         if (s < roles) before.push_back(*s);
         else if (s > roles) before.push_back(*s), after.push_back(*s); // every thread, after both roles: none shares
-    const auto early = mentioned(before), late = mentioned(after);
+    const auto early = mentioned(k, before), late = mentioned(k, after);
     Pairs out;
     for (auto *a : late)
         for (auto *b : early)
@@ -226,9 +237,7 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs 
         auto e = as<Evaluate>(top[i]);
         auto c = e ? as<Call>(e->value) : nullptr;
         syncsBefore[i + 1] = syncsBefore[i] + (c && lib::is(*c, lib::Fn::Sync));
-        Mentions m;
-        m.visit(top[i]);
-        for (auto *b : m.found) {
+        for (auto *b : storageMentioned(k, top[i])) {
             auto it = live.find(b);
             if (it == live.end()) live[b] = {(int)i, (int)i};
             else it->second.second = (int)i;
@@ -250,10 +259,13 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs 
     SharedPlan out;
     std::vector<const BufferNode *> order;
     for (auto &b : k.allocs)
-        if (b && b->scope == Scope::Shared) order.push_back(b.get());
+        if (b && b->scope == Scope::Shared && ir::storageOf(k, b.get()) == b.get()) order.push_back(b.get());
     std::vector<std::pair<const BufferNode *, std::pair<int64_t, int64_t>>> placed;
     auto mayShare = [&](auto *a, auto *b) { return separated(a, b) || (barriers && apart(a, b)) || reuse.count({a, b}); };
     int64_t end = place(order, k, mayShare, out, placed, wide);
+    for (auto &[view, base] : ir::sharedAliases(k)) // a shared alias is its base's bytes
+        if (auto at = out.offsetOf(base.get()); at && std::count(k.allocs.begin(), k.allocs.end(), view))
+            out.offsets.push_back({view.get(), *at});
     if (barriers)
         for (size_t i = 0; i < placed.size(); ++i)
             for (size_t j = 0; j < i; ++j) {
@@ -271,10 +283,28 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs 
 
 /// A shared buffer the body never mentions (allocated on a path the factory did not take, as
 /// `Bias_shared` without a bias) takes no memory: it leaves the kernel's allocations, as TileLang drops it.
+/// So does a shared alias the body never mentions; the base of one it mentions stays.
 void dropUnusedShared(Kernel &k) {
     Mentions m;
     m.visit(k.body);
-    std::erase_if(k.allocs, [&](const Buffer &b) { return b && b->scope == Scope::Shared && !m.found.count(b.get()); });
+    std::erase_if(k.fragmentViews, [&](const auto &a) { return a.second->scope == Scope::Shared && !m.found.count(a.first.get()); });
+    const std::set<const BufferNode *> used = storageMentioned(k, k.body);
+    std::erase_if(k.allocs, [&](const Buffer &b) {
+        return b && b->scope == Scope::Shared && !m.found.count(b.get()) && !(used.count(b.get()) && ir::aliased(k, b.get()));
+    });
+}
+
+/// Whether every shared alias's base is still a buffer of the kernel, as allocated; else (a pass replaced it, as a
+/// warp-role ring of explicit TMA loads) a located error for the view, which would address the old bytes.
+bool aliasBasesKept(const Kernel &k, DiagnosticEngine &diag) {
+    bool ok = true;
+    for (auto &[view, base] : ir::sharedAliases(k))
+        if (!std::count(k.allocs.begin(), k.allocs.end(), base)) {
+            diag.error(view->loc, "'" + view->name + "', a T.view of '" + base->name + "' as " + std::string(view->dtype.name()) +
+                                      ", is not supported where tilec stores '" + base->name + "' as a ring of pipeline stages");
+            ok = false;
+        }
+    return ok;
 }
 
 /// The body with a barrier before each of the top-level statements at `positions`.
@@ -296,6 +326,10 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<Kernel>(*k);
         dropUnusedShared(*nk);
+        if (!aliasBasesKept(*nk, diag)) {
+            out.kernels.push_back(nk);
+            continue;
+        }
         nk->shared = plan(*nk);
         if (nk->shared.bytes > t.maxSharedPerBlock && !nk->producerThreads) {
             // Too much: let buffers whose uses are apart share memory, with a barrier between them (TileLang

@@ -1,6 +1,7 @@
 /// \file
 /// The shared-memory budget's estimates (include/tilec/SharedMemory.h).
 #include "tilec/SharedMemory.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
 
@@ -17,7 +18,8 @@ int64_t bufferAlignment(const ir::BufferNode &b, bool tmaTile) {
 
 int64_t estimatedBytes(const ir::Kernel &k) {
     int64_t shared = kTmaTileAlignment;
-    for (auto &b : k.allocs) shared += roundUp(sharedBytes(b.get()), kTmaTileAlignment);
+    for (auto &b : k.allocs)
+        if (ir::storageOf(k, b.get()) == b.get()) shared += roundUp(sharedBytes(b.get()), kTmaTileAlignment); // (an alias: its base's bytes)
     return shared;
 }
 

@@ -8,6 +8,7 @@
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LiveRows.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
 #include <functional>
@@ -139,6 +140,7 @@ Plan plan(const Kernel &k) {
     }
     m.visit(k.body);
     for (auto &[view, base] : k.fragmentViews) m.bad.insert(base.get()), m.bad.insert(view.get());
+    for (auto &[view, base] : ir::sharedAliases(k)) m.bad.insert(base.get()), m.bad.insert(view.get());
     // Drop what is used otherwise, then every tile tied to something dropped or asked to shrink otherwise.
     for (bool changed = true; changed;) {
         changed = false;

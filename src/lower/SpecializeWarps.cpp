@@ -20,6 +20,7 @@
 #include "tilec/passes/TileWalks.h"
 #include "tilec/passes/WarpRoleCost.h"
 #include "tilec/passes/WarpRolePlan.h"
+#include "tilec/SharedAliases.h"
 
 #include "WarpRoleBodies.h"
 
@@ -295,6 +296,9 @@ class Specializer {
         std::set<const BufferNode *> outside = mentionedBuffers(Seq::make(top, k_.body->loc), top[p.at].get());
         for (auto &t : p.tiles)
             if (outside.count(t.copy->dst.buffer.get())) return fail("a staged buffer is used outside the loop");
+        for (auto *list : {&p.tiles, &p.once}) // (a ring of it would leave the alias on the first stage's bytes)
+            for (auto &t : *list)
+                if (ir::aliased(k_, t.copy->dst.buffer.get())) return fail("a staged buffer is viewed as another dtype (T.view)");
         for (auto *b : copyTargets(split.rest))
             if (p.byBuffer.count(b)) return fail("a staged buffer is also written in the loop");
         return true;

@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
 #include <cmath>
@@ -276,7 +277,7 @@ Workload workloadOf(const Kernel &k, const GemmShape &m, const Target &t, const 
     w.cBytes = w.cElems * C->dtype.bytes();
     for (auto &b : k.allocs) {
         const bool ring = std::find(v.tiles.begin(), v.tiles.end(), b.get()) != v.tiles.end();
-        const int64_t bytes = smem::sharedBytes(b.get());
+        const int64_t bytes = ir::storageOf(k, b.get()) == b.get() ? smem::sharedBytes(b.get()) : 0; // (an alias: its base's bytes)
         (ring ? w.ringBytes : w.fixedShared) += ring ? smem::roundUp(bytes, smem::kTmaTileAlignment) : bytes;
     }
     w.sharedPerSm = t.sharedPerSM;

@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/SharedAliases.h"
 
 #include "BankConflicts.h"
 
@@ -96,7 +97,7 @@ int64_t rowSwizzled(int64_t cols, int64_t eb, int64_t off) {
 /// as it is, and so does an access that does not evaluate for lack of evidence.
 struct Conflicts : IRVisitor {
     using IRVisitor::visit;
-    explicit Conflicts(const Kernel &k) : tx_(k.threadIdx.get()) {}
+    explicit Conflicts(const Kernel &k) : k_(k), tx_(k.threadIdx.get()) {}
     std::set<const BufferNode *> excluded;
     std::map<const BufferNode *, std::pair<int64_t, int64_t>> cost; ///< wavefronts plain, swizzled
 
@@ -126,15 +127,27 @@ struct Conflicts : IRVisitor {
     }
 
   private:
+    const Kernel &k_;
     const VarNode *tx_;
     std::map<const VarNode *, int64_t> values_;
+
+    /// The row of `b` in elements: a shared alias's is its base's row bytes in its own elements (the swizzle its
+    /// base takes, aliasSwizzles), or none where they are no whole number of them.
+    std::optional<int64_t> rowOf(const BufferNode *b) const {
+        const BufferNode *base = ir::storageOf(k_, b);
+        auto cols = base->shape.size() >= 2 ? constValue(base->shape.back()) : std::nullopt;
+        if (!cols || base == b) return cols;
+        const int64_t rowBytes = *cols * base->dtype.bytes();
+        return rowBytes % b->dtype.bytes() == 0 ? std::optional<int64_t>(rowBytes / b->dtype.bytes()) : std::nullopt;
+    }
     const For *lanes_ = nullptr;
 
     void access(const Buffer &b, const std::vector<Expr> &idx) {
-        if (b->scope != Scope::Shared || b->shape.size() < 2 || idx.size() != 1 || excluded.count(b.get())) return;
-        auto cols = constValue(b->shape.back());
+        if (b->scope != Scope::Shared || idx.size() != 1 || excluded.count(b.get())) return;
+        auto cols = rowOf(b.get());
         const int64_t eb = b->dtype.bytes();
-        if (!cols || !rowSwizzleActive(*cols, eb)) return;
+        if (!cols) return (void)excluded.insert(b.get());
+        if (!rowSwizzleActive(*cols, eb)) return;
         int64_t bytes = eb;
         if (lanes_) {
             auto lin = linearIn(idx[0], lanes_->var.get());
@@ -241,6 +254,26 @@ class Apply : public IRMutator {
     }
 };
 
+/// A shared alias (tilec/SharedAliases.h) is stored as its base: the base's swizzle, which moves whole 16-byte
+/// chunks of its bytes, counted in the alias's elements (its rows and tiles are as many bytes; an element of at
+/// most 16 bytes lies in one chunk, and the swizzle is active only on rows of a multiple of 16 bytes). Every
+/// swizzle of tilec's (swz, swz_panels) is a map of byte offsets that depends on the row and tile bytes alone.
+void aliasSwizzles(const Kernel &k, std::map<const BufferNode *, Swizzle> &found) {
+    for (auto &[view, base] : ir::sharedAliases(k)) {
+        auto it = found.find(base.get());
+        const int64_t eb = base->dtype.bytes(), vb = view->dtype.bytes();
+        TILEC_ASSERT(!found.count(view.get()), "swizzleShared: shared alias '" + view->name + "' is a library operand of its own");
+        if (it == found.end()) continue;
+        const Swizzle &sw = it->second;
+        const int64_t rowBytes = sw.cols * eb, tileBytes = sw.tileElems * eb;
+        const bool active = sw.panels || rowSwizzleActive(sw.cols, eb);
+        if (!active) continue;
+        TILEC_ASSERT(vb > 0 && 16 % vb == 0 && rowBytes % vb == 0 && tileBytes % vb == 0,
+                     "swizzleShared: shared alias '" + view->name + "' of elements that straddle its base's swizzled chunks");
+        found[view.get()] = Swizzle{rowBytes / vb, tileBytes / vb, sw.panels};
+    }
+}
+
 } // namespace
 
 Program swizzleShared(const Program &p) {
@@ -251,11 +284,17 @@ Program swizzleShared(const Program &p) {
         f.visit(k->body);
         Conflicts c(*k);
         c.visit(k->body);
-        for (auto &[b, w] : c.cost) {
+        // A shared alias's accesses count for its base (aliasSwizzles gives it the base's swizzle).
+        std::map<const BufferNode *, std::pair<int64_t, int64_t>> cost;
+        for (auto &[b, w] : c.cost) cost[ir::storageOf(*k, b)].first += w.first, cost[ir::storageOf(*k, b)].second += w.second;
+        for (auto &[view, base] : ir::sharedAliases(*k))
+            if (c.excluded.count(view.get())) c.excluded.insert(base.get());
+        for (auto &[b, w] : cost) {
             if (f.found.count(b) || c.excluded.count(b) || w.second >= w.first) continue;
             auto rows = constValue(b->shape[b->shape.size() - 2]), cols = constValue(b->shape.back());
             if (rows && cols) f.found[b] = Swizzle{*cols, *rows * *cols, false};
         }
+        aliasSwizzles(*k, f.found);
         for (auto *b : f.panelReaders)
             TILEC_ASSERT(!f.rowReaders.count(b), "shared tile '" + b->name + "' is read both in wgmma's panel layout and in mma.sync's row swizzle");
         if (f.found.empty()) {

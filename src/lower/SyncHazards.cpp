@@ -8,6 +8,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/ReductionPlan.h"
+#include "tilec/SharedAliases.h"
 
 #include <cstdint>
 
@@ -41,6 +42,50 @@ void Pending::merge(const Pending &o) {
     atomics.insert(o.atomics.begin(), o.atomics.end());
     tileReads.insert(o.tileReads.begin(), o.tileReads.end());
     tileWrites.insert(o.tileWrites.begin(), o.tileWrites.end());
+}
+
+namespace {
+
+/// The owners of a view's elements as those of its base's (the view's bytes are the base's, row-major).
+Owners baseOwners(const Owners &view, const BufferNode &v, const BufferNode &base) {
+    const int64_t vb = v.dtype.bytes(), bb = base.dtype.bytes(), n = base.constElements();
+    if (!view || n <= 0 || (int64_t)view->size() * vb != n * bb) return nullptr;
+    auto out = std::make_shared<std::vector<int32_t>>((size_t)n, kUntouched);
+    for (int64_t e = 0; e < n; ++e)
+        for (int64_t i = e * bb / vb; i <= ((e + 1) * bb - 1) / vb; ++i) {
+            int32_t &o = (*out)[(size_t)e], t = (*view)[(size_t)i];
+            if (t != kUntouched && o != t) o = o == kUntouched ? t : kSeveral;
+        }
+    return out;
+}
+
+} // namespace
+
+void foldAliasedElements(Pending &p, const Kernel &k, const Stmt &s) {
+    if (ir::sharedAliases(k).empty()) return;
+    std::set<const BufferNode *> direct; // the buffers s names itself (its own accesses of a base)
+    struct Named : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const BufferNode *> *out;
+        void visitRegion(const Region &r) override { out->insert(r.buffer.get()), IRVisitor::visitRegion(r); }
+        void visit(const Load &op) override { out->insert(op.buffer.get()), IRVisitor::visit(op); }
+        void visit(const Store &op) override { out->insert(op.buffer.get()), IRVisitor::visit(op); }
+    } named;
+    named.out = &direct;
+    named.visit(s);
+    for (auto &[view, base] : ir::sharedAliases(k)) {
+        if (!direct.count(view.get())) continue;
+        for (OwnerMap *owners : {&p.readOwners, &p.writeOwners}) {
+            auto it = owners->find(view.get());
+            Owners mine = it == owners->end() ? nullptr : baseOwners(it->second, *view, *base);
+            if (it != owners->end()) owners->erase(it);
+            auto own = owners->find(base.get());
+            if (direct.count(base.get())) mine = own == owners->end() ? nullptr : combineOwners(mine, own->second);
+            if (mine) (*owners)[base.get()] = mine;
+            else owners->erase(base.get());
+        }
+        for (SiteMap *sites : {&p.readSites, &p.writeSites}) sites->erase(view.get()), sites->erase(base.get());
+    }
 }
 
 Pending authorView(const Pending &st) {

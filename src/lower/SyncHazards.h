@@ -10,6 +10,7 @@
 #include "tilec/IR.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Layout.h"
+#include "tilec/SharedAliases.h"
 
 #include <functional>
 #include <set>
@@ -71,7 +72,8 @@ bool isSync(const ir::Stmt &s);
 /// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : ir::IRVisitor {
     using IRVisitor::visit;
-    Accesses(const KernelLayouts &l, bool sharedScratch) : layouts(l), sharedScratch(sharedScratch) {}
+    /// `k`: whose shared aliases (tilec/SharedAliases.h) count as accesses of their bases' bytes.
+    Accesses(const KernelLayouts &l, bool sharedScratch, const ir::Kernel &k) : layouts(l), sharedScratch(sharedScratch), kernel(k) {}
     const KernelLayouts &layouts;
     bool sharedScratch; ///< the kernel's reductions exchange through one scratch (reductionsShareScratch)
     Pending p;
@@ -83,8 +85,15 @@ struct Accesses : ir::IRVisitor {
     void visit(const ir::Reduce &op) override;
 
   private:
-    void note(BufferSet &set, const void *b) { set.insert(b); }
+    const ir::Kernel &kernel;
+    void note(BufferSet &set, const ir::BufferNode *b) { set.insert(ir::storageOf(kernel, b)); }
 };
+
+/// `p`, the accesses of statement `s`, with what it knows of the elements of shared aliases (ThreadOwners: the
+/// thread of each element of the view) moved to their bases' elements, byte by byte (a base element whose bytes
+/// several threads touch is kSeveral's), and combined with the base's own where `s` touches both; what
+/// SyncElements knows of them (index expressions of a buffer's own elements) is dropped.
+void foldAliasedElements(Pending &p, const ir::Kernel &k, const ir::Stmt &s);
 
 /// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
 /// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once

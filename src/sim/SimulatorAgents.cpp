@@ -15,10 +15,15 @@
 /// a race unless the earlier one is known to the accessing component (or, among the threads of one
 /// component, unless a barrier of that component separates them).
 #include "sim/Simulator.h"
+#include "sim/SharedAliasBytes.h"
 
 #include "tilec/SharedMemory.h"
+#include "tilec/SharedAliases.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace tilec::simtest {
 
@@ -48,23 +53,93 @@ bool Simulator::partiallyOrdered(const Access &a, int t) const {
     return false;
 }
 
+namespace {
+
+/// The bytes of the shared aliases of one simulator's kernel (sim/SharedAliasBytes.h): the buffers over the same
+/// bytes on purpose (an alias, its base and the base's other aliases), each element's latest write numbered.
+struct AliasBytes {
+    std::map<const ir::BufferNode *, std::vector<const ir::BufferNode *>> partners;
+    std::map<const ir::BufferNode *, std::vector<uint64_t>> seq;
+    uint64_t writes = 0;
+
+    /// Element i of b from the latest write of each of its bytes: its own, or a partner's covering it.
+    template <class SharedByte>
+    void refresh(const ir::BufferNode *b, size_t i, std::map<const ir::BufferNode *, std::vector<double>> &values,
+                 SharedByte sharedByte) {
+        struct Source {
+            uint64_t seq;
+            const ir::BufferNode *buf;
+            size_t at;
+        };
+        const int64_t eb = b->dtype.bytes(), lo = sharedByte(b, (int64_t)i);
+        std::vector<Source> from((size_t)eb, Source{seq.at(b)[i], b, i});
+        bool other = false;
+        for (const ir::BufferNode *o : partners.at(b)) {
+            std::vector<uint64_t> &os = seq[o];
+            if (os.size() != values.at(o).size()) os.assign(values.at(o).size(), 0);
+            const int64_t base = sharedByte(o, 0), ob = o->dtype.bytes(), n = (int64_t)os.size();
+            for (int64_t j = std::max<int64_t>(0, (lo - base) / ob); j < n && base + j * ob < lo + eb; ++j)
+                for (int64_t p = std::max(lo, base + j * ob); p < std::min(lo + eb, base + (j + 1) * ob); ++p)
+                    if (Source &s = from[(size_t)(p - lo)]; os[(size_t)j] > s.seq) s = {os[(size_t)j], o, (size_t)j}, other = true;
+        }
+        if (!other) return;
+        uint64_t bits = 0;
+        for (int64_t p = 0; p < eb; ++p) {
+            const Source &s = from[(size_t)p];
+            const int64_t k = lo + p - sharedByte(s.buf, (int64_t)s.at); // the byte's place in its source element
+            bits |= (elementBits(s.buf->dtype, values.at(s.buf)[s.at]) >> (8 * k) & 0xFF) << (8 * p);
+        }
+        values.at(b)[i] = elementOfBits(b->dtype, bits);
+    }
+};
+
+/// Each simulator's AliasBytes (planAliases resets it when a run starts; a simulator runs one agent at a time).
+AliasBytes *aliasBytesOf(const Simulator *s) {
+    static std::mutex m;
+    static std::map<const Simulator *, std::unique_ptr<AliasBytes>> all;
+    std::lock_guard<std::mutex> lock(m);
+    auto &p = all[s];
+    if (!p) p = std::make_unique<AliasBytes>();
+    return p.get();
+}
+
+} // namespace
+
 void Simulator::touch(const ir::BufferNode *b, size_t i, int t, bool write) { touchAs(cur_, b, i, t, write); }
 
 void Simulator::touchAs(int comp, const ir::BufferNode *b, size_t i, int t, bool write, const Clock *knows) {
     if (b->scope != ir::Scope::Shared) return;
     if (write) ++sharedStores_[b];
+    AliasBytes *bytes = aliasBytesOf(this);
+    auto declared = bytes->partners.find(b);
+    if (declared != bytes->partners.end()) {
+        std::vector<uint64_t> &seq = bytes->seq[b];
+        if (seq.size() != shared_.at(b).size()) seq.assign(shared_.at(b).size(), 0);
+        if (write) seq.at(i) = ++bytes->writes;
+        else bytes->refresh(b, i, shared_, [&](const ir::BufferNode *x, int64_t j) { return sharedByte(x, j); });
+    }
     touchOne(comp, b, i, t, write, knows, nullptr);
     // An access to b is also one to the bytes of every buffer planned over them: it must be ordered after their
     // accesses as after b's own (each buffer records only its own, so that one buffer's element covering two of
     // the other's is not two writes).
     forAliased(b, i, [&](const ir::BufferNode *o, size_t j) {
         touchOne(comp, o, j, t, write, knows, b);
-        if (write) shared_.at(o)[j] = std::nan(""); // the bytes now hold b's element, not o's
+        const bool alias = declared != bytes->partners.end() && std::count(declared->second.begin(), declared->second.end(), o);
+        if (write && !alias) shared_.at(o)[j] = std::nan(""); // the bytes now hold b's element, not o's
     });
 }
 
 void Simulator::planAliases() {
     aliases_.clear();
+    AliasBytes &bytes = *aliasBytesOf(this);
+    bytes = AliasBytes{};
+    for (auto &[v, base] : ir::sharedAliases(k_)) { // each with its base and the base's other aliases
+        if (!k_.shared.offsetOf(v.get())) continue; // (dropped: unused)
+        bytes.partners[base.get()].push_back(v.get());
+        for (auto &[w, wb] : ir::sharedAliases(k_))
+            if (wb == base && w != v && k_.shared.offsetOf(w.get())) bytes.partners[v.get()].push_back(w.get());
+        bytes.partners[v.get()].push_back(base.get());
+    }
     std::vector<std::pair<const ir::BufferNode *, int64_t>> placed;
     for (auto &b : k_.allocs)
         if (b->scope == ir::Scope::Shared)

@@ -1,6 +1,7 @@
 /// \file
 /// Expression evaluation and statement execution of the simulator (src/sim/Simulator.h).
 #include "sim/Simulator.h"
+#include "sim/SharedAliasBytes.h"
 #include "sim/ConsumerGroups.h"
 #include "sim/SimulatorRandom.h"
 #include "tilec/fp4.cuh"
@@ -133,7 +134,19 @@ double reinterpretValue(DType to, DType from, double v) {
     return roundToDType(to, (double)(int64_t)bits); // wraps to the integer's width and sign
 }
 
+DType bitsType(DType t) { return t.bits() == 8 ? DType::UInt8 : t.bits() == 16 ? DType::UInt16 : DType::UInt32; }
+
 } // namespace
+
+uint64_t elementBits(DType t, double v) {
+    if (t.bits() > 32) throw SimError("no simulation of a T.view over " + std::string(t.name()) + " elements (wider than 32 bits)");
+    if (t.isInt() && std::isnan(v)) return 0;
+    return t == bitsType(t) ? (uint64_t)v : (uint64_t)reinterpretValue(bitsType(t), t, v);
+}
+
+double elementOfBits(DType t, uint64_t bits) {
+    return t == bitsType(t) ? (double)bits : reinterpretValue(t, bitsType(t), (double)bits);
+}
 
 double Simulator::eval(const ir::Expr &e, int t) {
     using namespace ir;

@@ -296,7 +296,7 @@ TEST(LowerSimSparseMlaBwd, FinetuneKernelRaceFreeAndRight) {
 /// The race detector sees the T.view's hazards in this kernel: with one of the loop's barriers around the float32
 /// view's writes dropped (the 4th to the 7th of the kernel's barriers: after the GEMMs that read KV_shared, between
 /// the view's writes and the atomics that read it, for each of the two halves), a race on KV_shared (the bfloat16
-/// tile the view aliases) is reported. The back edge (the atomics' reads of the view, then the next iteration's
+/// tile the view aliases) or on the view itself is reported. The back edge (the atomics' reads of the view, then the next iteration's
 /// gathers into KV_shared) needs none: each thread reads back the elements it gathers.
 TEST(LowerSimSparseMlaBwd, FinetuneKernelViewBarrierDroppedRaces) {
     tilec::lowertest::LowerRun r;
@@ -316,7 +316,9 @@ TEST(LowerSimSparseMlaBwd, FinetuneKernelViewBarrierDroppedRaces) {
         sim::Outcome o = sim::runCaught(*k, {{"Q", &in.q}, {"KV", &in.kv}, {"dO", &in.dO}, {"Indices", &in.ind},
             {"Lse", &in.lse}, {"Delta", &in.delta}, {"Offsets", &in.off}, {"TokenIndices", &in.ti}, {"dQ", &dQ},
             {"dKV", &dKV}}, {{"S", S}, {"B_plus_one", 3}}, 1);
-        onView += !o.races.empty() && o.races[0].find("on KV_shared[") != std::string::npos;
+        // (on the tile, or on its float32 view: a buffer of its own over the tile's bytes)
+        onView += !o.races.empty() && (o.races[0].find("on KV_shared[") != std::string::npos ||
+                                       o.races[0].find("on acc_dkv_shared[") != std::string::npos);
         EXPECT_FALSE(o.races.empty()) << "barrier " << drop << " dropped: no race reported";
     }
     EXPECT_EQ(drops, 4);
