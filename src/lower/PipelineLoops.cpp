@@ -34,6 +34,13 @@ std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<
     return "the tile's first column is not provably a multiple of " + v;
 }
 
+/// The rows and columns of a transfer's tile: a 1-D tile is one row.
+std::pair<int64_t, int64_t> tileShape(const Copy &c) {
+    const auto &shape = c.dst.buffer->shape;
+    if (shape.size() == 1) return {1, *constValue(shape[0])};
+    return {*constValue(shape[0]), *constValue(shape[1])};
+}
+
 /// What every transfer of one kernel's lowering shares: its threads, the target's switch, the warnings
 /// given (a pipelined transfer is issued from two places: by location) and the assumptions made.
 struct TransferContext {
@@ -51,7 +58,7 @@ struct TransferContext {
 int transferVec(const Copy &c, const TransferContext &tc, bool *assumed = nullptr, int *possibleOut = nullptr) {
     const Buffer &src = c.src.buffer;
     const size_t nd = c.src.ranges.size();
-    const int64_t cols = *constValue(c.dst.buffer->shape[1]);
+    const int64_t cols = tileShape(c).second;
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
@@ -81,7 +88,7 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     size_t rowDim = 0;
     for (size_t d = 0; d + 1 < nd; ++d)
         if (constValue(c.src.ranges[d].extent) != std::optional<int64_t>(1)) rowDim = d;
-    const int64_t rows = *constValue(c.dst.buffer->shape[0]), cols = *constValue(c.dst.buffer->shape[1]);
+    const auto [rows, cols] = tileShape(c);
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
@@ -111,10 +118,12 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     for (auto &r : c.src.ranges) origin.push_back(r.min);
     std::vector<Expr> dstIdx;
     if (stage) dstIdx.push_back(stage);
-    dstIdx.push_back(i32(0));
-    dstIdx.push_back(i32(0));
+    for (size_t d = 0; d < c.dst.buffer->shape.size(); ++d) dstIdx.push_back(i32(0));
+    // One row is stored as it is (a swizzle never moves row 0), and swizzleShared must not read a ring of rows
+    // ([stages, cols]) as one swizzled tile of `stages` rows.
+    const bool plain = rows == 1 && c.dst.buffer->shape.size() == 1;
     return lib::stmt(wait ? lib::Fn::CopyG2SWait : lib::Fn::CopyG2S,
-                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(tc.ownStages.count(c.dst.buffer.get()) ? 0 : 1), addressOf(dst, dstIdx), addressOf(src, origin),
+                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(plain || tc.ownStages.count(c.dst.buffer.get()) ? 0 : 1), addressOf(dst, dstIdx), addressOf(src, origin),
                  simplify(ldg), simplify(validRows), simplify(validCols)},
                 c.loc);
 }
