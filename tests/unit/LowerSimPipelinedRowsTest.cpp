@@ -6,8 +6,10 @@
 /// one row, stored unswizzled) and no synchronous load of the row is left; run on the CPU simulator (cp.async
 /// destinations poisoned and claimed at issue, filled at their wait; races reported) against float64 on sm_80 and
 /// sm_90a, with tiles that divide the rows and tiles that do not (the last row tile zero-filled past the edge), a
-/// run-time token count, two and three stages. Mutation the simulator must report: the waits leaving one more group in
-/// flight (a tile is then read before its copy lands).
+/// run-time token count, two and three stages. A row each thread reads fewer elements of than the widest access moves
+/// is issued at its readers' width, so that each thread reads only what it copied, and then needs no barrier.
+/// Mutations the simulator must report: the waits leaving one more group in flight (a tile is then read before its
+/// copy lands); such a row issued at the widest width again (another thread copies what one reads, unordered).
 #include "LowerSimUtil.h"
 
 #include "tilec/IROperator.h"
@@ -64,6 +66,29 @@ std::pair<int, int> transfers(const ir::Kernel &k) {
     return {all, rows};
 }
 
+/// The widest access width of the one-row transfers (bfloat16: 8 elements, 16 bytes), and the kernel with every
+/// one-row transfer at that width: where the row was issued narrower for its readers' sake (each thread reads only
+/// what it copied, so no barrier orders the row), the widest one's thread of an element is another than the
+/// reader's, a race with no barrier.
+constexpr int64_t kWidestRow = 8;
+int narrowRows(const ir::Kernel &k) {
+    int n = 0;
+    simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) {
+        if (lib::is(c, lib::Fn::CopyG2S) && *ir::constInt(lib::arg(c, lib::Fn::CopyG2S, "rows")) == 1)
+            n += *ir::constInt(lib::arg(c, lib::Fn::CopyG2S, "vec")) < kWidestRow;
+        return simtest::same(e);
+    });
+    return n;
+}
+std::shared_ptr<ir::Kernel> withWidestRows(const ir::Kernel &k) {
+    return simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
+        if (!lib::is(c, lib::Fn::CopyG2S) || *ir::constInt(lib::arg(c, lib::Fn::CopyG2S, "rows")) != 1) return simtest::same(e);
+        std::vector<ir::Expr> args = c.args;
+        args[lib::argIndex(lib::Fn::CopyG2S, "vec")] = ir::intImm(kWidestRow);
+        return ir::Evaluate::make(ir::Call::make(c.dtype, c.name, std::move(args), c.loc), e.loc);
+    });
+}
+
 /// The kernel with every wait leaving one more group in flight.
 std::shared_ptr<ir::Kernel> withLateWaits(const ir::Kernel &k) {
     return simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
@@ -75,6 +100,7 @@ std::shared_ptr<ir::Kernel> withLateWaits(const ir::Kernel &k) {
 struct Post {
     const char *arch = "sm_90a";
     int n = 3, hc = 4, hidden = 1280, h_blk = 256, threads = 128, stages = 2;
+    bool ownRow = true; ///< each thread reads fewer than 8 elements of the row, all of them its own copies
 };
 
 void expectPipelinedRows(const Post &c) {
@@ -115,6 +141,8 @@ void expectPipelinedRows(const Post &c) {
         EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
     }
     if (tiles > 1) EXPECT_TRUE(simtest::anyFailure(run(*withLateWaits(k), 0))) << "waits leaving one more group in flight went unnoticed";
+    EXPECT_EQ(narrowRows(k) > 0, c.ownRow) << "the row's width is its readers' exactly where each thread reads what it copies";
+    if (narrowRows(k) > 0) EXPECT_TRUE(simtest::anyFailure(run(*withWidestRows(k), 0))) << "a row copied by other threads than its readers went unnoticed";
 }
 
 } // namespace
@@ -123,4 +151,4 @@ TEST(LowerSimPipelinedRows, RowBesideATileSm90a) { expectPipelinedRows({}); }
 TEST(LowerSimPipelinedRows, RowBesideATileSm80) { expectPipelinedRows({"sm_80"}); }
 TEST(LowerSimPipelinedRows, ThreeStages) { expectPipelinedRows({"sm_90a", 2, 4, 1280, 256, 128, 3}); }
 TEST(LowerSimPipelinedRows, LastTilePastTheEdge) { expectPipelinedRows({"sm_90a", 2, 4, 1000, 256, 128, 2}); }
-TEST(LowerSimPipelinedRows, MoreChunksThanThreads) { expectPipelinedRows({"sm_80", 2, 2, 2048, 1024, 64, 2}); }
+TEST(LowerSimPipelinedRows, MoreChunksThanThreads) { expectPipelinedRows({"sm_80", 2, 2, 4096, 1024, 64, 2}); }
