@@ -298,13 +298,13 @@ class Pipeliner : public IRMutator {
         RangeMap ranges = kernelRanges(kernel_);
         addLoopRange(ranges, loop);
         const int widest = transferVec(c, transfers), eb = c.src.buffer->dtype.bytes();
-        for (int vec = widest; vec >= 1 && vec * eb >= 4; vec /= 2) {
+        if (readsOwnTransfer(rest, tile, widest, transfers.threads, *kernel_.layouts, ranges)) return true;
+        if (tile->shape.size() != 1) return false;
+        for (int vec = widest / 2; vec >= 1 && vec * eb >= 4; vec /= 2)
             if (readsOwnTransfer(rest, tile, vec, transfers.threads, *kernel_.layouts, ranges)) {
-                if (vec != widest) transfers.rowVec[tile] = vec;
+                transfers.rowVec[tile] = vec;
                 return true;
             }
-            if (tile->shape.size() != 1) break;
-        }
         return false;
     }
 
