@@ -282,15 +282,18 @@ class TileOpsToLoops : public IRMutator {
 
     /// A global-to-shared copy of a 2-D tile into a whole shared T.gemm operand, rows along one dimension of
     /// the tensor and columns along its last (contiguous) one, of the same dtype (cp.async copies bytes; a
-    /// converting copy, bfloat16 into float32, is a nest): a tile transfer rather than a nest.
+    /// converting copy, bfloat16 into float32, is a nest): a tile transfer rather than a nest. A whole 1-D tile
+    /// that a T.Pipelined loop fills from a tensor's last dimension (attention's lse and delta rows, a row of
+    /// scales) is one such row: pipelineLoops issues it into the ring with the 2-D tiles.
     bool tileTransfer(const Copy &c) const {
         const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
         if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared ||
             !(operands.count(dst.get()) || pipelined.count(dst.get())))
             return false;
         if (src->dtype != dst->dtype || kernel_.layoutOf(src.get())) return false; // a T.Layout: element by element
-        if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return false;
-        for (size_t d = 0; d < 2; ++d)
+        const size_t nd = dst->shape.size();
+        if ((nd != 2 && !(nd == 1 && pipelined.count(dst.get()))) || c.dst.ranges.size() != nd) return false;
+        for (size_t d = 0; d < nd; ++d)
             if (constValue(c.dst.ranges[d].min) != std::optional<int64_t>(0) ||
                 !provablyEqual(c.dst.ranges[d].extent, dst->shape[d]))
                 return false;
@@ -300,19 +303,23 @@ class TileOpsToLoops : public IRMutator {
             if (!e) return false;
             if (*e != 1) dims.push_back(d);
         }
+        if (nd == 1)
+            return dims.size() == 1 && dims[0] + 1 == c.src.ranges.size() && provablyEqual(c.src.ranges[dims[0]].extent, dst->shape[0]);
         return dims.size() == 2 && dims[1] + 1 == c.src.ranges.size() &&
                provablyEqual(c.src.ranges[dims[0]].extent, dst->shape[0]) &&
                provablyEqual(c.src.ranges[dims[1]].extent, dst->shape[1]);
     }
 
-    /// A global-to-shared copy whose rows are whole 16-byte pieces from a tensor of constant row length and a
-    /// column origin that keeps them aligned: one cp.async of 16 bytes per piece, whatever reads the tile.
+    /// A global-to-shared copy whose rows (a 1-D tile: its one row) are whole 16-byte pieces from a tensor of
+    /// constant row length and a column origin that keeps them aligned: one cp.async of 16 bytes per piece,
+    /// whatever reads the tile.
     bool alignedTile(const Copy &c) const {
         const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
         if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype)
             return false;
         const int64_t eb = src->dtype.bytes();
-        auto inner = constValue(src->shape.back()), cols = dst->shape.size() == 2 ? constValue(dst->shape[1]) : std::nullopt;
+        auto inner = constValue(src->shape.back());
+        auto cols = dst->shape.size() == 2 || dst->shape.size() == 1 ? constValue(dst->shape.back()) : std::nullopt;
         if (!inner || !cols || eb <= 0 || 16 % eb || (*inner * eb) % 16 || (*cols * eb) % 16) return false;
         return knownMultiple(c.src.ranges.back().min) % (16 / eb) == 0;
     }

@@ -36,6 +36,13 @@ std::string narrowReason(const Copy &c, int64_t cols, int64_t ve, std::optional<
     return "the tile's first column is not provably a multiple of " + v;
 }
 
+/// The rows and columns of a transfer's tile: a 1-D tile is one row.
+std::pair<int64_t, int64_t> tileShape(const Copy &c) {
+    const auto &shape = c.dst.buffer->shape;
+    if (shape.size() == 1) return {1, *constValue(shape[0])};
+    return {*constValue(shape[0]), *constValue(shape[1])};
+}
+
 /// What every transfer of one kernel's lowering shares: its threads, the target's switch, the warnings
 /// given (a pipelined transfer is issued from two places: by location) and the assumptions made.
 struct TransferContext {
@@ -46,14 +53,21 @@ struct TransferContext {
     std::vector<Assumption> assumptions;
     /// Tiles each thread reads only where it copied itself (PrivateStages.h): stored unswizzled.
     std::set<const BufferNode *> ownStages;
+    /// Rows (1-D tiles) issued narrower than their widest access, so that each thread reads only what it copied.
+    std::map<const BufferNode *, int> rowVec;
 };
 
 /// The access width of a transfer: the widest that the tile, its origin and the tensor's row length allow, or
 /// that a run-time row length allows when the lowering may assume it suits (then `assumed`).
 int transferVec(const Copy &c, const TransferContext &tc, bool *assumed = nullptr, int *possibleOut = nullptr) {
+    if (auto r = tc.rowVec.find(c.dst.buffer.get()); r != tc.rowVec.end()) {
+        if (assumed) *assumed = false;
+        if (possibleOut) *possibleOut = r->second;
+        return r->second;
+    }
     const Buffer &src = c.src.buffer;
     const size_t nd = c.src.ranges.size();
-    const int64_t cols = *constValue(c.dst.buffer->shape[1]);
+    const int64_t cols = tileShape(c).second;
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
@@ -83,7 +97,7 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     size_t rowDim = 0;
     for (size_t d = 0; d + 1 < nd; ++d)
         if (constValue(c.src.ranges[d].extent) != std::optional<int64_t>(1)) rowDim = d;
-    const int64_t rows = *constValue(c.dst.buffer->shape[0]), cols = *constValue(c.dst.buffer->shape[1]);
+    const auto [rows, cols] = tileShape(c);
     const int eb = src->dtype.bytes();
     const Expr &colOrigin = c.src.ranges[nd - 1].min;
     auto inner = constValue(src->shape[nd - 1]);
@@ -113,10 +127,12 @@ Stmt transferCall(const Copy &c, const Buffer &dst, const Expr &stage, bool wait
     for (auto &r : c.src.ranges) origin.push_back(r.min);
     std::vector<Expr> dstIdx;
     if (stage) dstIdx.push_back(stage);
-    dstIdx.push_back(i32(0));
-    dstIdx.push_back(i32(0));
+    for (size_t d = 0; d < c.dst.buffer->shape.size(); ++d) dstIdx.push_back(i32(0));
+    // One row is stored as it is (a swizzle never moves row 0), and swizzleShared must not read a ring of rows
+    // ([stages, cols]) as one swizzled tile of `stages` rows.
+    const bool plain = rows == 1 && c.dst.buffer->shape.size() == 1;
     return lib::stmt(wait ? lib::Fn::CopyG2SWait : lib::Fn::CopyG2S,
-                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(tc.ownStages.count(c.dst.buffer.get()) ? 0 : 1), addressOf(dst, dstIdx), addressOf(src, origin),
+                {i32(rows), i32(cols), i32(vec), i32(tc.threads), i32(plain || tc.ownStages.count(c.dst.buffer.get()) ? 0 : 1), addressOf(dst, dstIdx), addressOf(src, origin),
                  simplify(ldg), simplify(validRows), simplify(validCols)},
                 c.loc);
 }
@@ -125,7 +141,7 @@ class Pipeliner : public IRMutator {
   public:
     using IRMutator::visit;
     Pipeliner(const Kernel &k, bool assumeAlignedRows, DiagnosticEngine &diag)
-        : transfers{k.threads, assumeAlignedRows, diag, {}, {}, {}}, kernel_(k) {}
+        : transfers{k.threads, assumeAlignedRows, diag, {}, {}, {}, {}}, kernel_(k) {}
 
     std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
     TransferContext transfers;
@@ -310,15 +326,26 @@ class Pipeliner : public IRMutator {
     }
 
     /// Whether tile transfer `c`, hoisted out of pipelined loop `loop` whose other statements are `rest`, copies
-    /// every element of its tile that a thread reads in `rest` in that same thread. Only at the transfer's own
-    /// (widest) access width: a narrower one whose threads would be the readers' cost more than the barrier it
-    /// saves (TileKernels' mhc_post_bwd at 4 bytes instead of 16: 4x the LDGSTS, +96 instructions, +12 registers;
-    /// pre_big_fuse at 8: +88, +14).
-    bool readsOwnCopies(const Copy &c, const For &loop, const std::vector<Stmt> &rest) const {
-        if (!kernel_.layouts || c.dst.buffer->shape.size() != 2) return false;
+    /// every element of its tile that a thread reads in `rest` in that same thread. A 2-D tile only at the
+    /// transfer's own (widest) access width: a narrower one whose threads would be the readers' cost more than the
+    /// barrier it saves (TileKernels' mhc_post_bwd at 4 bytes instead of 16: 4x the LDGSTS, +96 instructions, +12
+    /// registers; pre_big_fuse at 8: +88, +14). A row (1-D tile) also at a narrower width down to cp.async's 4
+    /// bytes, recorded for its transfers (TransferContext::rowVec): one row's accesses cost less than the two
+    /// barriers per trip its stage would need (mhc_post_bwd's d row, read 2 bfloat16 per thread: 4 bytes each).
+    bool readsOwnCopies(const Copy &c, const For &loop, const std::vector<Stmt> &rest) {
+        const BufferNode *tile = c.dst.buffer.get();
+        if (!kernel_.layouts || tile->shape.size() > 2) return false;
         RangeMap ranges = kernelRanges(kernel_);
         addLoopRange(ranges, loop);
-        return readsOwnTransfer(rest, c.dst.buffer.get(), transferVec(c, transfers), transfers.threads, *kernel_.layouts, ranges);
+        const int widest = transferVec(c, transfers), eb = c.src.buffer->dtype.bytes();
+        if (readsOwnTransfer(rest, tile, widest, transfers.threads, *kernel_.layouts, ranges)) return true;
+        if (tile->shape.size() != 1) return false;
+        for (int vec = widest / 2; vec >= 1 && vec * eb >= 4; vec /= 2)
+            if (readsOwnTransfer(rest, tile, vec, transfers.threads, *kernel_.layouts, ranges)) {
+                transfers.rowVec[tile] = vec;
+                return true;
+            }
+        return false;
     }
 
     /// Whether `s` copies one of the tiles `copies` load into a fragment or local buffer: a Copy, or the loop nest
@@ -373,7 +400,8 @@ class Pipeliner : public IRMutator {
     /// A loop whose tiles are first used by different statements (attention: K by QK^T, V by P.V) keeps S
     /// iterations in flight, not S - 1: each group of tiles (those first used by one statement) is waited for
     /// just before that statement, and its stage is refilled with iteration k + S just after its last use (a
-    /// barrier first: every thread is done reading it; none where each thread reads only its own copies), one commit group per group of tiles, in the order of
+    /// barrier first: every thread is done reading it; none for a group whose tiles each thread reads only where
+    /// it copied them), one commit group per group of tiles, in the order of
     /// their last uses, which the prologue's S iterations follow too. A loop of one group takes this form only where
     /// its last use is a copy into registers (the refill then issued before the body computes); null for any other
     /// (a GEMM's k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
@@ -402,6 +430,11 @@ class Pipeliner : public IRMutator {
             !(groups.size() == 1 && copiesIntoRegisters(rest[groups[0].last], groups[0].copies)))
             return nullptr;
         std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.last < b.last; });
+        // A group whose tiles each thread reads only where it copied them needs no barrier at its wait nor before
+        // its refill, whatever the other groups need (a thread's wait orders its own copies).
+        auto needsBarrier = [&](const Group &g) {
+            return barrier && std::any_of(g.copies.begin(), g.copies.end(), [&](const Copy *c) { return !transfers.ownStages.count(c->dst.buffer.get()); });
+        };
         const int S = op.numStages, G = (int)groups.size();
         const SourceRange &loc = op.loc;
         auto commit = [&] { return lib::stmt(lib::Fn::CpAsyncCommit, {}, loc); };
@@ -429,13 +462,13 @@ class Pipeliner : public IRMutator {
                 int64_t after = (G - 1 - (int)gi) + (int64_t)(S - 1) * G;
                 for (auto &h : groups) after += h.last < j;
                 body.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(after)}, loc));
-                if (barrier) body.push_back(syncThreads(loc));
+                if (needsBarrier(groups[gi])) body.push_back(syncThreads(loc));
             }
             body.push_back(mutate(stageBuffers(rest[j], ring, stage)));
             bool synced = false;
             for (auto &g : groups) {
                 if (g.last != j) continue;
-                if (!synced && barrier) body.push_back(syncThreads(loc)), synced = true;
+                if (!synced && needsBarrier(g)) body.push_back(syncThreads(loc)), synced = true;
                 body.push_back(IfThenElse::make(refillIn, issueTiles(op, g.copies, refillIter, stage, ring), nullptr, loc));
                 body.push_back(commit());
             }

@@ -31,10 +31,26 @@ class Predicate : public RangeScopedMutator {
             lane_ = op->var.get();
             laneWidth_ = constInt(op->extent).value_or(1);
         }
+        const size_t savedFacts = below_.size();
+        Expr end = simplify(binary(BinaryOp::Add, op->min, op->extent));
+        if (!readsMemory(end)) below_.push_back({op->var, end});
         Stmt s = RangeScopedMutator::visit(op);
+        below_.resize(savedFacts);
         lane_ = savedLane;
         laneWidth_ = savedWidth;
         return s;
+    }
+
+    /// The then-branch of `if a < b` (or of a conjunction holding it) knows a < b.
+    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+        Expr cond = mutate(op->cond);
+        const size_t savedFacts = below_.size();
+        noteBelow(op->cond);
+        Stmt then = mutate(op->then);
+        below_.resize(savedFacts);
+        Stmt otherwise = op->otherwise ? mutate(op->otherwise) : nullptr;
+        if (cond == op->cond && then == op->then && otherwise == op->otherwise) return op;
+        return IfThenElse::make(cond, then, otherwise, op->loc);
     }
 
     /// An address handed to the device library is not an access: the library checks its own bounds. What its
@@ -81,6 +97,52 @@ class Predicate : public RangeScopedMutator {
     const Kernel &kernel_;
     const VarNode *lane_ = nullptr;
     int64_t laneWidth_ = 1;
+    /// What holds where the traversal is: `first < second` (a loop's variable below its end, a branch's test).
+    std::vector<std::pair<Expr, Expr>> below_;
+
+    /// Records the `a < b` conjuncts of `cond` whose sides read no memory (a value in memory may change in the
+    /// branch; a variable does not).
+    void noteBelow(const Expr &cond) {
+        auto b = as<Binary>(cond);
+        if (!b) return;
+        if (b->op == BinaryOp::And) {
+            noteBelow(b->a), noteBelow(b->b);
+            return;
+        }
+        if (b->op == BinaryOp::LT && !readsMemory(b->a) && !readsMemory(b->b)) below_.push_back({b->a, b->b});
+    }
+
+    /// `e` without the integer casts around it (a loop over int64 bounds of an int32 size).
+    static Expr uncast(Expr e) {
+        while (auto c = as<Cast>(e)) {
+            if (!c->dtype.isInt() || !c->value->dtype.isInt() || c->dtype.bits() < c->value->dtype.bits()) break;
+            e = c->value;
+        }
+        return e;
+    }
+
+    /// Whether `bound <= extent`: `bound` is `extent`, or a min() of which one term is.
+    static bool atMost(const Expr &bound, const Expr &extent) {
+        Expr b = uncast(bound);
+        if (structurallyEqual(b, uncast(extent))) return true;
+        auto m = as<Binary>(b);
+        return m && m->op == BinaryOp::Min && (atMost(m->a, extent) || atMost(m->b, extent));
+    }
+
+    /// Whether `idx < extent` follows from what holds here: idx <= e for a known e < E, and E <= extent
+    /// (TileKernels' persistent loops `for i_s in T.serial(t_start, t_end)`, t_end = min(.., num_tokens): every
+    /// token row they touch exists; `if i_s + 1 < t_end:` likewise for the next one).
+    bool belowByFacts(const Expr &idx, const Expr &extent) const {
+        for (auto &[e, bound] : below_) {
+            if (!atMost(bound, extent)) continue;
+            Expr a = uncast(idx), b = uncast(e);
+            if (a->dtype != b->dtype) a = cast(DType::Int64, a), b = cast(DType::Int64, b);
+            Expr gap = simplify(binary(BinaryOp::Sub, a, b));
+            Interval g = boundsOf(gap, ranges());
+            if (g.hi && *g.hi <= 0) return true;
+        }
+        return false;
+    }
 
     /// Whether `idx < extent` follows from the grid: idx is `a * b + rest` for a block index b whose grid
     /// extent is `extent // a` (`extent` when a = 1) and rest in [.., a - 1]. Then a * b <= a * (extent // a
@@ -121,7 +183,7 @@ class Predicate : public RangeScopedMutator {
             Interval iv = boundsOf(idx, ranges());
             if (!(iv.lo && *iv.lo >= 0)) conj(binary(BinaryOp::GE, idx, intImm(0, idx->dtype)));
             Interval ev = boundsOf(extent, ranges());
-            bool below = (iv.hi && ev.lo && *iv.hi < *ev.lo) || belowByGrid(idx, extent);
+            bool below = (iv.hi && ev.lo && *iv.hi < *ev.lo) || belowByGrid(idx, extent) || belowByFacts(idx, extent);
             if (!below) conj(binary(BinaryOp::LT, idx, extent));
         }
         return cond;

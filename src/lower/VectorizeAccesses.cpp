@@ -23,9 +23,11 @@ namespace {
 
 /// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
 /// is plain stores that either only load memory into registers, or only store registers to one memory
-/// buffer: its lanes can be reordered, so its accesses become vector loads and stores like those of a
-/// vectorized loop, 16 bytes at most each (a longer loop is taken that many lanes at a time). 0 for any other.
-int64_t reorderableLanes(const For &f, int64_t extent) {
+/// buffer, or to several global tensors of the kernel's parameters (which the launcher refuses to overlap
+/// where the kernel writes one: TileKernels' engram_gate_bwd stores grad_x and grad_k in one loop): its lanes
+/// can be reordered, so its accesses become vector loads and stores like those of a vectorized loop, 16 bytes
+/// at most each (a longer loop is taken that many lanes at a time). 0 for any other.
+int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
     if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || !isZero(f.min)) return 0;
     std::vector<Stmt> stmts;
     if (auto seq = as<Seq>(f.body)) stmts = seq->stmts;
@@ -49,7 +51,13 @@ int64_t reorderableLanes(const For &f, int64_t extent) {
         if (isMemory(store->buffer)) stored.insert(store->buffer.get()), m.bytes = std::max(m.bytes, store->buffer->dtype.bytes());
         m.visit(st);
     }
-    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && stored.size() == 1))) return 0;
+    auto disjoint = [&] { // arguments: a view shares its tensor's memory, a T.make_tensor tensor lies anywhere
+        for (auto *b : stored)
+            if (std::none_of(k.params.begin(), k.params.end(), [&](const Param &p) { return p.buffer.get() == b && p.argument(); }))
+                return false;
+        return true;
+    };
+    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && (stored.size() == 1 || disjoint())))) return 0;
     int64_t lanes = std::min<int64_t>(extent, 16 / m.bytes);
     while (lanes > 1 && (extent % lanes || (lanes & (lanes - 1)))) lanes /= 2;
     return lanes >= 2 ? lanes : 0;
@@ -92,7 +100,7 @@ class Vectorizer : public RangeScopedMutator {
     std::vector<Buffer> temps;
     /// With assumeAlignedRows, the kernel's T.dynamic sizes may be assumed multiples of a vector's lanes (its
     /// lowering is then a variant the launcher runs where they are: SizeAssumptions).
-    Vectorizer(const Kernel &k, bool assumeAlignedRows) : RangeScopedMutator(k) {
+    Vectorizer(const Kernel &k, bool assumeAlignedRows) : RangeScopedMutator(k), kernel_(k) {
         if (assumeAlignedRows)
             for (auto &v : k.dynamicSymbols)
                 if (v) assumed.sizes[v.get()] = v;
@@ -110,7 +118,7 @@ class Vectorizer : public RangeScopedMutator {
             f = as<For>(s);
             width = f ? constInt(f->extent) : std::nullopt;
             // (lanes > 0: a loop of no trips is no loop of lanes, and vectorize must not move its statements out)
-            lanes = f && width ? reorderableLanes(*f, *width) : 0;
+            lanes = f && width ? reorderableLanes(*f, *width, kernel_) : 0;
             if (f && !lanes && atomicLanes(*f)) s = atomicLanes(*f), f = as<For>(s);
             if (f && width && *width >= 2 && isZero(f->min) && (f->forKind == ForKind::Vectorized || lanes == *width)) {
                 s = asVectors(s, *width);
@@ -137,6 +145,7 @@ class Vectorizer : public RangeScopedMutator {
     }
 
   private:
+    const Kernel &kernel_;
     int counter_ = 0;
 
     /// Loop f over `width` lanes with its lanes taken as one vector where they provably are (splitLanes: the

@@ -13,7 +13,9 @@ namespace tilec::passes {
 /// multiple of V against an extent that is also a multiple of V is checked as `base < extent`, which holds
 /// for all lanes at once, so the access can still be one vector access. An index `a * b + rest` (b a block
 /// index, rest below a) is inside an extent whose whole tiles of a the grid launches (`extent // a` blocks):
-/// unchecked.
+/// unchecked. So is an index at most a loop variable (or the left side of an enclosing `if a < b`) whose end
+/// (b) is the extent or a min() with the extent among its terms: `for i in T.serial(start, T.min(.., n))`
+/// touches rows below n only.
 ir::Program predicateBounds(const ir::Program &p);
 
 } // namespace tilec::passes
