@@ -12,6 +12,7 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 
+#include <functional>
 #include <set>
 
 namespace tilec::passes {
@@ -113,7 +114,7 @@ struct Sides {
 };
 
 /// What the comparisons of one loop's body may depend on.
-struct Scope {
+struct LoopScope {
     const VarNode *loopVar = nullptr;
     const VarNode *tx = nullptr;
     std::set<const VarNode *> inner;            ///< variables of the loops inside the body
@@ -121,7 +122,7 @@ struct Scope {
 };
 
 /// The sides of `cmp` (an integer comparison in the body, with `ranges` of the tile's variables at that point).
-std::optional<Sides> sidesOf(const Binary &cmp, const Scope &s, const RangeMap &ranges) {
+std::optional<Sides> sidesOf(const Binary &cmp, const LoopScope &s, const RangeMap &ranges) {
     if (cmp.op != BinaryOp::LT && cmp.op != BinaryOp::LE && cmp.op != BinaryOp::GT && cmp.op != BinaryOp::GE)
         return std::nullopt;
     if (!cmp.a->dtype.isSigned() || !cmp.b->dtype.isSigned()) return std::nullopt;
@@ -183,31 +184,55 @@ std::optional<Sides> sidesOf(const Binary &cmp, const Scope &s, const RangeMap &
     return out;
 }
 
-enum class Side { Collect, Low, High };
+/// Provably a <= b.
+bool atMost(const Expr &a, const Expr &b) {
+    auto d = constValue(binary(BinaryOp::Sub, b, a));
+    return d && *d >= 0;
+}
 
-/// Walks one loop's body with the ranges of the loops inside it: collects the sides of its comparisons
-/// (Collect), or replaces those constant on one side by their value there and folds what that makes constant.
+/// The side of one comparison the interior iterations take: the one where it is true (a mask's visible keys, a
+/// bounds check's inside), unless that side provably holds none of the loop's iterations [lo, hi) and the other
+/// may; then the other.
+struct Choice {
+    bool low = false; ///< the side k < point, else k >= point
+    Expr point;
+    bool value = false;
+};
+
+Choice choose(const Sides &s, const Expr &lo, const Expr &hi) {
+    const bool lowIsTrue = s.lowValue;
+    const bool lowEmpty = atMost(s.lowEnd, lo), highEmpty = atMost(hi, s.highStart);
+    const bool low = lowIsTrue ? !(lowEmpty && !highEmpty) : (highEmpty && !lowEmpty);
+    return low ? Choice{true, s.lowEnd, s.lowValue} : Choice{false, s.highStart, s.highValue};
+}
+
+/// Walks one loop's body with the ranges of the loops inside it: collects the sides its comparisons take
+/// (collect), or replaces each by its value on that side and folds what that makes constant.
 class Sider : public IRMutator {
   public:
     using IRMutator::visit;
-    Sider(const Scope &s, RangeMap ranges, Side side) : s_(s), ranges_(std::move(ranges)), side_(side) {}
+    Sider(const LoopScope &s, RangeMap ranges, Expr lo, Expr hi, bool collect)
+        : s_(s), ranges_(std::move(ranges)), lo_(std::move(lo)), hi_(std::move(hi)), collect_(collect) {}
 
-    std::vector<Sides> found;
+    std::vector<Choice> found;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         auto saved = ranges_;
         addLoopRange(ranges_, *op);
         Stmt out = IRMutator::visit(op);
         ranges_ = std::move(saved);
+        // A loop left with nothing to do (a mask's nest where the mask was all it did) goes.
+        auto f = as<For>(out);
+        auto body = f ? as<Seq>(f->body) : nullptr;
+        if (!collect_ && body && body->stmts.empty()) return Seq::make({});
         return out;
     }
 
     Expr visit(const std::shared_ptr<const Binary> &op) override {
         if (auto sides = sidesOf(*op, s_, ranges_)) {
-            if (side_ == Side::Collect) found.push_back(*sides);
-            if (side_ == Side::Low && sides->lowEnd) return boolImm(sides->lowValue, op->loc);
-            if (side_ == Side::High && sides->highStart) return boolImm(sides->highValue, op->loc);
-            return op;
+            Choice c = choose(*sides, lo_, hi_);
+            if (collect_) found.push_back(c);
+            return collect_ ? Expr(op) : boolImm(c.value, op->loc);
         }
         Expr e = IRMutator::visit(op);
         auto b = as<Binary>(e);
@@ -234,6 +259,18 @@ class Sider : public IRMutator {
         return e;
     }
 
+    Stmt visit(const std::shared_ptr<const Store> &op) override {
+        // `x[i] = select(c, x[i], y)` with c now true stores a register to itself: nothing.
+        Stmt st = IRMutator::visit(op);
+        auto store = as<Store>(st);
+        auto load = store && !collect_ ? as<Load>(store->value) : nullptr;
+        if (!load || load->buffer != store->buffer || load->indices.size() != store->indices.size()) return st;
+        if (store->buffer->scope != Scope::Fragment && store->buffer->scope != Scope::Local) return st;
+        for (size_t i = 0; i < load->indices.size(); ++i)
+            if (!structurallyEqual(load->indices[i], store->indices[i])) return st;
+        return Seq::make({});
+    }
+
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
         Stmt st = IRMutator::visit(op);
         if (auto i = as<IfThenElse>(st))
@@ -242,9 +279,10 @@ class Sider : public IRMutator {
     }
 
   private:
-    const Scope &s_;
+    const LoopScope &s_;
     RangeMap ranges_;
-    Side side_;
+    Expr lo_, hi_;
+    bool collect_;
 };
 
 /// The variables of the loops inside `s`.
@@ -261,20 +299,31 @@ std::set<const VarNode *> loopVars(const Stmt &s) {
     return l.found;
 }
 
-Expr minOf(const Expr &a, const Expr &b) {
-    if (auto d = constValue(binary(BinaryOp::Sub, a, b))) return *d <= 0 ? a : b;
-    return binary(BinaryOp::Min, a, b);
-}
-
-Expr maxOf(const Expr &a, const Expr &b) {
-    if (auto d = constValue(binary(BinaryOp::Sub, a, b))) return *d >= 0 ? a : b;
-    return binary(BinaryOp::Max, a, b);
-}
-
-/// Provably a <= b.
-bool atMost(const Expr &a, const Expr &b) {
-    auto d = constValue(binary(BinaryOp::Sub, b, a));
-    return d && *d >= 0;
+/// The least (or greatest) of `xs`, those provably not it left out.
+Expr extremum(const std::vector<Expr> &in, bool least) {
+    // Nested minima (maxima) flattened first.
+    std::vector<Expr> xs;
+    std::function<void(const Expr &)> flatten = [&](const Expr &e) {
+        auto b = as<Binary>(e);
+        if (b && b->op == (least ? BinaryOp::Min : BinaryOp::Max)) return flatten(b->a), flatten(b->b);
+        xs.push_back(e);
+    };
+    for (auto &e : in) flatten(e);
+    std::vector<Expr> kept;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        bool beaten = false;
+        for (size_t j = 0; j < xs.size() && !beaten; ++j) {
+            if (i == j) continue;
+            // xs[j] is at least as extreme; of two provably equal ones the first stays.
+            const bool asGood = least ? atMost(xs[j], xs[i]) : atMost(xs[i], xs[j]);
+            const bool equal = atMost(xs[i], xs[j]) && atMost(xs[j], xs[i]);
+            beaten = asGood && (!equal || j < i);
+        }
+        if (!beaten) kept.push_back(xs[i]);
+    }
+    Expr out = kept[0];
+    for (size_t i = 1; i < kept.size(); ++i) out = binary(least ? BinaryOp::Min : BinaryOp::Max, out, kept[i]);
+    return out;
 }
 
 class Splitter : public IRMutator {
@@ -306,51 +355,54 @@ class Splitter : public IRMutator {
 
   private:
     Stmt splitLoop(const For &f) {
-        Scope s;
+        LoopScope s;
         s.loopVar = f.var.get();
         s.tx = k_.threadIdx.get();
         s.inner = loopVars(f.body);
         s.invariant = loopInvariantBuffers(f, k_.body);
-        Sider collect(s, ranges_, Side::Collect);
-        collect.mutate(f.body);
-        if (collect.found.empty()) return nullptr;
         const Expr lo = f.min, hi = simplify(binary(BinaryOp::Add, f.min, f.extent));
         for (const Expr &bound : {lo, hi})
             if (callsAnything(bound) || (readsMemory(bound) && !readsOnly(bound, s.invariant))) return nullptr;
-        Expr lowEnd, highStart;
-        for (auto &sd : collect.found) {
-            if (sd.lowEnd) lowEnd = lowEnd ? minOf(lowEnd, sd.lowEnd) : sd.lowEnd;
-            if (sd.highStart) highStart = highStart ? maxOf(highStart, sd.highStart) : sd.highStart;
+        Sider collect(s, ranges_, lo, hi, true);
+        collect.mutate(f.body);
+        if (collect.found.empty()) return nullptr;
+        // The interior [from, to): every comparison on its side.
+        std::vector<Expr> froms, tos;
+        for (auto &c : collect.found) (c.low ? tos : froms).push_back(c.point);
+        Expr from = froms.empty() ? nullptr : extremum(froms, false);
+        Expr to = tos.empty() ? nullptr : extremum(tos, true);
+        if ((from && atMost(hi, from)) || (to && atMost(to, lo)) || (from && to && atMost(to, from))) return nullptr;
+        if (from && atMost(from, lo)) from = nullptr;
+        if (to && atMost(hi, to)) to = nullptr;
+        if (!from && !to) {
+            // The whole loop is interior.
+            Stmt body = Sider(s, ranges_, lo, hi, false).mutate(f.body);
+            remark(sources_, f.loc, "loop over `" + f.var->name + "`: " + std::to_string(collect.found.size()) +
+                                        " element-wise condition(s) on it constant over the tile at every iteration");
+            return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
         }
-        // A side that provably holds no iteration is left out.
-        if (lowEnd && atMost(lowEnd, lo)) lowEnd = nullptr;
-        if (highStart && atMost(hi, highStart)) highStart = nullptr;
-        if (!lowEnd && !highStart) return nullptr;
         const DType t = f.var->dtype;
-        // lo <= s1 <= s2 <= hi where lo <= hi; all three loops empty (or negative) where lo > hi.
-        Expr s1 = lowEnd ? cast(t, maxOf(lo, minOf(lowEnd, hi))) : lo;
-        Expr s2 = highStart ? cast(t, maxOf(s1, minOf(highStart, hi))) : hi;
+        // lo <= s1 <= s2 <= hi where lo <= hi; every loop empty (or negative) where lo > hi.
+        Expr s1 = from ? cast(t, extremum({lo, extremum({from, hi}, true)}, false)) : lo;
+        Expr s2 = to ? cast(t, extremum({s1, extremum({to, hi}, true)}, false)) : hi;
         std::vector<Stmt> loops;
-        auto loop = [&](const Expr &from, const Expr &to, Side side) {
+        auto loop = [&](const Expr &a, const Expr &b, bool interior) {
             Stmt body = f.body;
             Var v = f.var;
-            if (side != Side::Collect) {
-                body = Sider(s, ranges_, side).mutate(f.body);
+            if (interior) {
+                body = Sider(s, ranges_, lo, hi, false).mutate(f.body);
                 v = makeVar(f.var->name, f.var->dtype, f.var->loc);
                 body = substitute(body, VarMap{{f.var.get(), v}});
             }
-            loops.push_back(For::make(v, from, simplify(binary(BinaryOp::Sub, to, from)), f.forKind, f.numStages,
-                                      body, f.loc));
+            loops.push_back(
+                For::make(v, a, simplify(binary(BinaryOp::Sub, b, a)), f.forKind, f.numStages, body, f.loc));
         };
-        if (lowEnd) loop(lo, s1, Side::Low);
-        loop(s1, s2, Side::Collect);
-        if (highStart) loop(s2, hi, Side::High);
-        remark(sources_, f.loc,
-               "loop over `" + f.var->name + "` split: " + std::to_string(collect.found.size()) +
-                   " element-wise condition(s) on it; " +
-                   (lowEnd ? "iterations below " + print(s1) + " run them as constants (uniform over the tile); " : "") +
-                   (highStart ? "iterations from " + print(s2) + " run them as constants (uniform over the tile); " : "") +
-                   "the rest keep them");
+        if (from) loop(lo, s1, false);
+        loop(s1, s2, true);
+        if (to) loop(s2, hi, false);
+        remark(sources_, f.loc, "loop over `" + f.var->name + "` split: " + std::to_string(collect.found.size()) +
+                                    " element-wise condition(s) on it constant over the tile in iterations [" +
+                                    print(s1) + ", " + print(s2) + "), kept in the rest");
         return Seq::make(loops, f.loc);
     }
 
