@@ -206,6 +206,11 @@ Choice choose(const Sides &s, const Expr &lo, const Expr &hi) {
     return low ? Choice{true, s.lowEnd, s.lowValue} : Choice{false, s.highStart, s.highValue};
 }
 
+bool empty(const Stmt &s) {
+    auto seq = as<Seq>(s);
+    return !s || (seq && seq->stmts.empty());
+}
+
 /// Walks one loop's body with the ranges of the loops inside it: collects the sides its comparisons take
 /// (collect), or replaces each by its value on that side and folds what that makes constant.
 class Sider : public IRMutator {
@@ -223,8 +228,7 @@ class Sider : public IRMutator {
         ranges_ = std::move(saved);
         // A loop left with nothing to do (a mask's nest where the mask was all it did) goes.
         auto f = as<For>(out);
-        auto body = f ? as<Seq>(f->body) : nullptr;
-        if (!collect_ && body && body->stmts.empty()) return Seq::make({});
+        if (!collect_ && f && empty(f->body)) return Seq::make({});
         return out;
     }
 
@@ -273,8 +277,12 @@ class Sider : public IRMutator {
 
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
         Stmt st = IRMutator::visit(op);
-        if (auto i = as<IfThenElse>(st))
-            if (auto v = constValue(i->cond)) return *v ? i->then : (i->otherwise ? i->otherwise : Seq::make({}));
+        auto i = as<IfThenElse>(st);
+        if (!i) return st;
+        if (auto v = constValue(i->cond)) return *v ? i->then : (i->otherwise ? i->otherwise : Seq::make({}));
+        // A test left with nothing to do either way (a hand-written `if` around the mask, the mask now gone).
+        if (!collect_ && empty(i->then) && (!i->otherwise || empty(i->otherwise)) && !callsAnything(i->cond))
+            return Seq::make({});
         return st;
     }
 
