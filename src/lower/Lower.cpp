@@ -124,13 +124,12 @@ const std::vector<Pass> &table() {
         // the loops overlapScores left without them.
         {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong == Choice::On; },
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
-        // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
-        {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
-        // Loops whose element-wise conditions (a causal mask, a bounds check, the tensor-edge predicates just
-        // placed) are uniformly true or false over the tile for a range of iterations: those iterations run a copy
-        // of the body without them.
+        // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
+        // tile for a range of iterations: those iterations run a copy of the body without them.
         {"splitUniformConditions", always,
          [](const Program &p, PassState &s) { return passes::splitUniformConditions(p, &s.diag.sources()); }, false},
+        // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
+        {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
         // What a fragment nest reads again at every element (a row's scale), read once per value.
         {"hoistNestInvariants", always, [](const Program &p, PassState &) { return passes::hoistNestInvariants(p); }, false},
         {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
