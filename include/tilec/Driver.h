@@ -50,6 +50,7 @@ struct DriverOptions {
     /// --intra-overlap / --no-intra-overlap: attention's next QK^T under this block's softmax (Auto: by head dimension)
     Choice intraOverlap = Choice::Auto;
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
+    bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose

@@ -39,6 +39,10 @@ struct LoweringOptions {
     /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
     /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
     bool splitK = true;
+    /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
+    /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
+    /// --no-split-conditions).
+    bool splitConditions = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

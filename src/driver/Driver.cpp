@@ -180,6 +180,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.walkGroup = opts_.walkGroup;
     o.clusters = !opts_.noCluster;
     o.splitK = !opts_.noSplitK;
+    o.splitConditions = !opts_.noSplitConditions;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

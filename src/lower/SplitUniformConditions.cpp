@@ -354,11 +354,14 @@ class Splitter : public IRMutator {
     }
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        // A loop holding a split one is not split again (at most three copies of any body).
+        const bool outer = splitBelow_;
+        splitBelow_ = false;
         Stmt st = IRMutator::visit(op);
         auto f = std::dynamic_pointer_cast<const For>(st);
-        if (!f || f->forKind != ForKind::Serial || !f->var) return st;
-        if (Stmt split = splitLoop(*f)) return split;
-        return st;
+        Stmt split = f && f->forKind == ForKind::Serial && f->var && !splitBelow_ ? splitLoop(*f) : nullptr;
+        splitBelow_ = outer || splitBelow_ || split;
+        return split ? split : st;
     }
 
   private:
@@ -417,6 +420,7 @@ class Splitter : public IRMutator {
     const Kernel &k_;
     const SourceManager *sources_;
     RangeMap ranges_;
+    bool splitBelow_ = false; ///< a loop split inside the statement being visited
 };
 
 } // namespace

@@ -34,6 +34,7 @@ struct AttnCase {
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)
+    bool splitConditions = true; ///< false: --no-split-conditions (the key loop one copy, as mutants count calls)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -64,6 +65,7 @@ struct Lowered {
         t.options.intraOverlap = a.overlap ? Choice::On : unset;
         t.options.persistent = !a.noPersistent;
         t.options.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
+        t.options.splitConditions = a.splitConditions;
         r.keepBefore = "splitUniformConditions";
         r.run(a.source(), "flash.tile", t);
         roles = warpRoles(r);
@@ -135,7 +137,7 @@ inline void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = 
     EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.rotated() ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
     EXPECT_EQ(calls[lib::Fn::WgmmaRS], a.rotated() ? 2 : 1) << "--intra-overlap: the loop's P.V of ko - 1 and the last";
     EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
-    if (a.causal || a.example)
+    if ((a.causal || a.example) && a.splitConditions)
         EXPECT_GT(callCounts(*l.roles)[lib::Fn::WgmmaSS], calls[lib::Fn::WgmmaSS])
             << "the key loop split where the causal mask holds for the whole tile (splitUniformConditions)";
     EXPECT_EQ(l.roles->dynamicSymbols.size(), a.dynamicSeq ? 1u : 0u);
@@ -174,6 +176,12 @@ inline AttnCase bothSchedules(AttnCase a) {
 /// `a` lowered with the default switches: the head dimension decides the schedule.
 inline AttnCase byDefault(AttnCase a) {
     a.defaults = true;
+    return a;
+}
+
+/// `a` lowered with --no-split-conditions: the key loop one loop, whatever its mask.
+inline AttnCase unsplit(AttnCase a) {
+    a.splitConditions = false;
     return a;
 }
 
