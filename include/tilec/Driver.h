@@ -51,6 +51,7 @@ struct DriverOptions {
     Choice intraOverlap = Choice::Auto;
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
+    bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose

@@ -41,6 +41,10 @@ struct LoweringOptions {
     bool splitK = true;
     /// On sm_90a, T.gemm_sp on wgmma.mma_async.sp where cpAsyncWgmma can put it there (--no-sparse-wgmma: mma.sp).
     bool sparseWgmma = true;
+    /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
+    /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
+    /// --no-split-conditions).
+    bool splitConditions = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

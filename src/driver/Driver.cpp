@@ -181,6 +181,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.clusters = !opts_.noCluster;
     o.splitK = !opts_.noSplitK;
     o.sparseWgmma = !opts_.noSparseWgmma;
+    o.splitConditions = !opts_.noSplitConditions;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

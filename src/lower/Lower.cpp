@@ -33,6 +33,7 @@
 #include "tilec/passes/SelectRegisterSlots.h"
 #include "tilec/passes/SplitIndexDivisions.h"
 #include "tilec/passes/SplitSwizzles.h"
+#include "tilec/passes/SplitUniformConditions.h"
 #include "tilec/passes/SwizzleShared.h"
 #include "tilec/passes/TransposeFragments.h"
 #include "tilec/passes/UnrollSerialLoops.h"
@@ -123,6 +124,10 @@ const std::vector<Pass> &table() {
         // the loops overlapScores left without them.
         {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong == Choice::On; },
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
+        // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
+        // tile for a range of iterations: those iterations run a copy of the body without them.
+        {"splitUniformConditions", [](const LoweringOptions &o) { return o.splitConditions; },
+         [](const Program &p, PassState &s) { return passes::splitUniformConditions(p, &s.diag.sources()); }, false},
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
         // What a fragment nest reads again at every element (a row's scale), read once per value.

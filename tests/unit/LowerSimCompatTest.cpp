@@ -147,7 +147,9 @@ TEST(LowerSimCompat, ConvolutionOnWgmmaOverPanels) {
     for (std::string tile : {"64, 128, 64", "64, 128, 128", "64, 64, 192"}) {
         SCOPED_TRACE(tile);
         for (auto calls : {convolutionCase(1, 1, 1, 16, "sm_90a", tile), convolutionCase(2, 2, 2, 24, "sm_90a", tile)}) {
-            EXPECT_EQ(calls["tilec.wgmma_ss"], 1);
+            // one per copy of the K loop: splitUniformConditions splits it where im2col's `k * BK + j < K` holds
+            // for the whole tile (where the tile's depth does not divide K), the last block keeping the check
+            EXPECT_TRUE(calls["tilec.wgmma_ss"] == 1 || calls["tilec.wgmma_ss"] == 2) << calls["tilec.wgmma_ss"];
             EXPECT_EQ(calls["tilec.gemm_ss"], 0);
             // (mapped whole, or split by splitSwizzles into the thread's part and the unrolled loops')
             EXPECT_EQ(calls["tilec.swz_panels"] + calls["tilec.swz_panels_split"] > 0, tile != "64, 128, 64") << "the im2col tile's stores";

@@ -33,7 +33,9 @@ std::shared_ptr<ir::Kernel> mutateConsumers(const ir::Kernel &k, std::function<i
     });
 }
 
-const AttnCase kMutant{1, 1, 128, 64, true, 64, 32, 2, 128}; // four key blocks through a ring of two
+// Four key blocks through a ring of two, the loop one copy (--no-split-conditions): the mutants remove the n-th
+// call of the schedule.
+const AttnCase kMutant = unsplit({1, 1, 128, 64, true, 64, 32, 2, 128});
 
 TEST(SimHopperAttnMutant, UnmutatedRunsClean) { attnCase(kMutant, {0, 4}); }
 
@@ -243,7 +245,7 @@ TEST(SimHopperAttnMutant, PingPongWithoutLastTurnIsCaught) {
 }
 
 /// Persistent Q: two blocks walking two output tiles each (heavy-first causal, four and two key blocks).
-const AttnCase kPersistentMutant{1, 2, 128, 64, true, 64, 32, 2, 128};
+const AttnCase kPersistentMutant = unsplit({1, 2, 128, 64, true, 64, 32, 2, 128});
 
 TEST(SimHopperAttnMutant, PersistentUnmutatedRunsClean) { attnCase(kPersistentMutant, {0, 1, 2, 5}); }
 

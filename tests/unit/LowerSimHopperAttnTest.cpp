@@ -217,7 +217,7 @@ TEST(SimHopperAttn, PersistentWalkOrderAndQBarriers) {
     EXPECT_EQ(causal.roles->walkOrder(), (std::array<int, 3>{1, 2, 0}));
     EXPECT_EQ(full.roles->walkSlowest, 2);
     EXPECT_EQ(off.roles->walkSlowest, 2);
-    auto c = callCounts(*causal.roles), o = callCounts(*off.roles);
+    auto c = callCounts(*causal.scheduled), o = callCounts(*off.scheduled);
     EXPECT_EQ(c[lib::Fn::MbarrierInit] - o[lib::Fn::MbarrierInit], 1) << "Q's empty barrier";
     EXPECT_EQ(c[lib::Fn::MbarrierWait] - o[lib::Fn::MbarrierWait], 1) << "the producer's wait for Q's release";
     EXPECT_EQ(c[lib::Fn::MbarrierArrive] - o[lib::Fn::MbarrierArrive], 2) << "Q's release in the last iteration, or after no iteration";
@@ -230,7 +230,7 @@ TEST(SimHopperAttn, OverlapAsLowered) {
     const AttnCase a{1, 1, 128, 64, true, 64, 32, 2, 128};
     Lowered on(overlapped(a)), off(a);
     ASSERT_TRUE(on.roles && off.roles) << on.r.diags();
-    auto c = callCounts(*on.roles), o = callCounts(*off.roles);
+    auto c = callCounts(*on.scheduled), o = callCounts(*off.scheduled);
     EXPECT_EQ(c[lib::Fn::WgmmaSS], 2);
     EXPECT_EQ(c[lib::Fn::WgmmaRS], 2);
     EXPECT_EQ(o[lib::Fn::WgmmaSS], 1);
@@ -244,9 +244,9 @@ TEST(SimHopperAttn, OverlapAsLowered) {
 TEST(SimHopperAttn, OverlapPingPongTurnsAsLowered) {
     Lowered on(bothSchedules({1, 1, 256, 64, true, 128, 64, 2, 256})), off(AttnCase{1, 1, 256, 64, true, 128, 64, 2, 256});
     ASSERT_TRUE(on.roles && off.roles) << on.r.diags();
-    auto c = callCounts(*on.roles);
+    auto c = callCounts(*on.scheduled);
     EXPECT_EQ(c[lib::Fn::NamedArrive], 4) << "the first hand-over, and one after each of the three turns";
-    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.roles)[lib::Fn::NamedSync], 4);
+    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.scheduled)[lib::Fn::NamedSync], 4);
     EXPECT_EQ(c[lib::Fn::WgmmaWait], 4);
 }
 
@@ -257,11 +257,11 @@ TEST(SimHopperAttn, PingPongTurnsAsLowered) {
     Lowered on(pingPong({1, 1, 256, 64, true, 128, 64, 2, 256})), off(AttnCase{1, 1, 256, 64, true, 128, 64, 2, 256}),
         one(pingPong({1, 1, 256, 64, true, 128, 64, 2, 128}));
     ASSERT_TRUE(on.roles && off.roles && one.roles) << on.r.diags();
-    auto c = callCounts(*on.roles);
+    auto c = callCounts(*on.scheduled);
     EXPECT_EQ(c[lib::Fn::NamedArrive], 3);
-    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.roles)[lib::Fn::NamedSync], 3);
-    EXPECT_EQ(callCounts(*off.roles)[lib::Fn::NamedArrive], 0);
-    EXPECT_EQ(callCounts(*one.roles)[lib::Fn::NamedArrive], 0);
+    EXPECT_EQ(c[lib::Fn::NamedSync] - callCounts(*off.scheduled)[lib::Fn::NamedSync], 3);
+    EXPECT_EQ(callCounts(*off.scheduled)[lib::Fn::NamedArrive], 0);
+    EXPECT_EQ(callCounts(*one.scheduled)[lib::Fn::NamedArrive], 0);
 }
 
 
@@ -277,7 +277,7 @@ TEST(SimHopperAttn, DefaultScheduleAsLowered) {
     asked.pingPong = true; // the defaults, but --pingpong
     Lowered d64turns(asked);
     ASSERT_TRUE(d128.roles && d64.roles && d64turns.roles) << d128.r.diags();
-    auto c128 = callCounts(*d128.roles), c64 = callCounts(*d64.roles), t64 = callCounts(*d64turns.roles);
+    auto c128 = callCounts(*d128.scheduled), c64 = callCounts(*d64.scheduled), t64 = callCounts(*d64turns.scheduled);
     EXPECT_EQ(c128[lib::Fn::WgmmaSS], 2) << "D = 128: the prologue's QK^T and the loop's";
     EXPECT_GT(c128[lib::Fn::NamedArrive], 0) << "D = 128: the two consumer warpgroups take turns";
     EXPECT_EQ(c64[lib::Fn::WgmmaSS], 1) << "D = 64: the loop in order";

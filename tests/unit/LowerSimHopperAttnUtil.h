@@ -34,6 +34,7 @@ struct AttnCase {
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)
+    bool splitConditions = true; ///< false: --no-split-conditions (the key loop one copy, as mutants count calls)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -53,6 +54,9 @@ struct AttnCase {
 struct Lowered {
     LowerRun r;
     const ir::Kernel *roles = nullptr;
+    /// The same kernel before splitUniformConditions copied its key loop (the mask uniform below the diagonal):
+    /// the schedule's statements once each, for counting them.
+    const ir::Kernel *scheduled = nullptr;
     explicit Lowered(const AttnCase &a, bool uneven = true) {
         // these grids of a few tiles are not one wave (OneWaveCausalNotPersistent): a GPU of one SM
         Variant t{Target::parse("sm_90a")->withSmCount(1), {}};
@@ -61,8 +65,13 @@ struct Lowered {
         t.options.intraOverlap = a.overlap ? Choice::On : unset;
         t.options.persistent = !a.noPersistent;
         t.options.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
+        t.options.splitConditions = a.splitConditions;
+        r.keepBefore = "splitUniformConditions";
         r.run(a.source(), "flash.tile", t);
         roles = warpRoles(r);
+        if (r.kept)
+            for (auto &k : r.kept->kernels)
+                if (k->producerThreads) scheduled = k.get();
     }
 };
 
@@ -123,11 +132,14 @@ inline Outcome simulate(const ir::Kernel &k, const AttnCase &a, const Data &d, u
 /// so that each walks several output tiles where the grid has more than two.
 inline void attnCase(const AttnCase &a, std::initializer_list<uint64_t> seeds = {0, 1, 2}) {
     Lowered l(a);
-    ASSERT_TRUE(l.roles) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
-    auto calls = callCounts(*l.roles);
+    ASSERT_TRUE(l.roles && l.scheduled) << "no warp-specialized kernel for sm_90a\n" << l.r.diags();
+    auto calls = callCounts(*l.scheduled);
     EXPECT_EQ(calls[lib::Fn::WgmmaSS], a.rotated() ? 2 : 1) << "--intra-overlap: the prologue's QK^T and the loop's";
     EXPECT_EQ(calls[lib::Fn::WgmmaRS], a.rotated() ? 2 : 1) << "--intra-overlap: the loop's P.V of ko - 1 and the last";
     EXPECT_EQ(calls[lib::Fn::TmaLoadTile], 3) << "Q once, K and V per stage";
+    if ((a.causal || a.example) && a.splitConditions)
+        EXPECT_GT(callCounts(*l.roles)[lib::Fn::WgmmaSS], calls[lib::Fn::WgmmaSS])
+            << "the key loop split where the causal mask holds for the whole tile (splitUniformConditions)";
     EXPECT_EQ(l.roles->dynamicSymbols.size(), a.dynamicSeq ? 1u : 0u);
     EXPECT_EQ(calls[lib::Fn::GemmSS] + calls[lib::Fn::GemmRS], 0) << "mma.sync left in the Hopper kernel";
     // the epilogue (StageEpilogue): O through shared memory by stmatrix, one TMA store per 64 x 64 piece (4-D
@@ -164,6 +176,12 @@ inline AttnCase bothSchedules(AttnCase a) {
 /// `a` lowered with the default switches: the head dimension decides the schedule.
 inline AttnCase byDefault(AttnCase a) {
     a.defaults = true;
+    return a;
+}
+
+/// `a` lowered with --no-split-conditions: the key loop one loop, whatever its mask.
+inline AttnCase unsplit(AttnCase a) {
+    a.splitConditions = false;
     return a;
 }
 

@@ -261,13 +261,20 @@ TEST(LowerSimHopperRows, OperandFilledByTheConsumers) {
     LowerRun r;
     Variant v{*Target::parse("sm_90a"), {}};
     v.options.clusters = false;
+    r.keepBefore = "splitUniformConditions"; // the loop once (the split copies it: the K check uniform until K's end)
     r.run(std::string(kFilledOperand) + "k = filled(" + std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(K) +
               ", BK=128, stages=4)\n",
           "filled.tile", v);
     const ir::Kernel *k = simtest::warpRoles(r);
     ASSERT_TRUE(k) << "no warp roles: " << r.diags();
     EXPECT_EQ(tmaLoadsBySwizzle(*k), (std::map<int64_t, int>{{128, 1}}));
-    EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::WgmmaSS], 1);
+    ASSERT_TRUE(r.kept);
+    const ir::Kernel *scheduled = nullptr;
+    for (auto &kk : r.kept->kernels)
+        if (kk->producerThreads) scheduled = kk.get();
+    ASSERT_TRUE(scheduled);
+    EXPECT_EQ(simtest::callCounts(*scheduled)[lib::Fn::WgmmaSS], 1);
+    EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::WgmmaSS], 2) << "the K loop split where `k * BK + j < K` holds";
     std::map<std::string, std::vector<double>> io{{"A", sixteenths((size_t)M * K, 5)}, {"B", sixteenths((size_t)K * N, 6)},
                                                   {"C", std::vector<double>((size_t)M * N, std::nan(""))}};
     std::vector<double> want((size_t)M * N, 0);

@@ -18,6 +18,10 @@ struct LowerRun {
     std::optional<ir::Program> lowered;
     std::ostringstream dump;
     std::string dumpAfter; ///< set before run() to capture --dump-after output in `dump`
+    /// Set before run(): `kept` is then the program as the pass of that name received it (the schedule a later
+    /// pass copies loops of, as splitUniformConditions does).
+    std::string keepBefore;
+    std::optional<ir::Program> kept;
 
     LowerRun &run(const std::string &src, const std::string &name = "t.tile", const Target &t = *Target::parse("sm_90a")) {
         return run(src, name, Variant{t, {}});
@@ -33,6 +37,12 @@ struct LowerRun {
         ctx.diag = &front.diag;
         ctx.dump = &dump;
         ctx.dumpAfter = dumpAfter;
+        bool reached = false;
+        if (!keepBefore.empty())
+            ctx.observe = [&](const char *pass, const ir::Program &p) {
+                reached = reached || keepBefore == pass;
+                if (!reached) kept = p;
+            };
         ir::Program p = lower(*front.program, v, ctx);
         if (!front.diag.hasErrors()) lowered = std::move(p);
         return *this;

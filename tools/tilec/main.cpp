@@ -226,6 +226,9 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
+    app.add_flag("--no-split-conditions", o.noSplitConditions,
+                 "Loops whose element-wise conditions (a causal mask, a bounds check) hold or fail over the whole tile "
+                 "for a range of iterations keep them in every iteration (default: those iterations run without them)");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
