@@ -39,23 +39,19 @@ std::optional<Loaded> loadedValue(const Expr &value) {
     return Loaded{ld, sel->cond};
 }
 
-/// Whether `cond` is a conjunction of tests `index < extent` (or `0 <= index`) of `load`'s own indices against
-/// its tensor's shape: false exactly where the copy reads outside the tensor (where a tile copy reads zeros).
+/// Whether `cond` is a conjunction of tests `index < extent` of `load`'s own indices against its tensor's shape:
+/// false only where the copy reads past the tensor's end, where a tile copy reads zeros (not below its start: a
+/// test `0 <= index` is no such copy).
 bool testsBoundsOnly(const Expr &cond, const Load &load) {
-    if (auto b = as<Binary>(cond)) {
-        if (b->op == BinaryOp::And) return testsBoundsOnly(b->a, load) && testsBoundsOnly(b->b, load);
-        Expr index, bound;
-        bool lower = false;
-        if (b->op == BinaryOp::LT) index = b->a, bound = b->b;
-        else if (b->op == BinaryOp::GT) index = b->b, bound = b->a;
-        else if (b->op == BinaryOp::LE) index = b->b, bound = b->a, lower = true;
-        else if (b->op == BinaryOp::GE) index = b->a, bound = b->b, lower = true;
-        else return false;
-        for (size_t d = 0; d < load.indices.size(); ++d) {
-            if (!provablyEqual(index, load.indices[d])) continue;
-            if (lower ? constInt(bound) == std::optional<int64_t>(0) : provablyEqual(bound, load.buffer->shape[d])) return true;
-        }
-    }
+    auto b = as<Binary>(cond);
+    if (!b) return false;
+    if (b->op == BinaryOp::And) return testsBoundsOnly(b->a, load) && testsBoundsOnly(b->b, load);
+    Expr index, bound;
+    if (b->op == BinaryOp::LT) index = b->a, bound = b->b;
+    else if (b->op == BinaryOp::GT) index = b->b, bound = b->a;
+    else return false;
+    for (size_t d = 0; d < load.indices.size(); ++d)
+        if (provablyEqual(index, load.indices[d]) && provablyEqual(bound, load.buffer->shape[d])) return true;
     return false;
 }
 

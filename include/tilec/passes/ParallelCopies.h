@@ -12,7 +12,7 @@ namespace tilec::passes {
 /// extent) and, with coefficient 1, its own dimension of src (in the same order, the innermost one in src's
 /// last dimension, so that the tile's rows are contiguous runs), and src's other indices are free of the nest.
 /// A value the nest stores as `T.if_then_else(in bounds, src[...], 0)` is the same copy (a tile copy reads
-/// zeros outside the tensor), where the condition tests only the tensor's bounds. Null for anything else.
+/// zeros past the tensor's end), where the condition tests only `index < extent` of the tensor. Null otherwise.
 ir::Stmt copyOfNest(const ir::Stmt &s);
 
 } // namespace tilec::passes
