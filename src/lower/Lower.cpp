@@ -31,6 +31,7 @@
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SelectRegisterSlots.h"
+#include "tilec/passes/SinkTransferWaits.h"
 #include "tilec/passes/SplitIndexDivisions.h"
 #include "tilec/passes/SplitSwizzles.h"
 #include "tilec/passes/SplitUniformConditions.h"
@@ -141,6 +142,8 @@ const std::vector<Pass> &table() {
         {"unswitchLoops", always, [](const Program &p, PassState &) { return passes::unswitchLoops(p); }, false},
         // Short serial loops of independent memory rounds unrolled: their rounds' global loads in flight together.
         {"unrollSerialLoops", always, [](const Program &p, PassState &) { return passes::unrollSerialLoops(p); }, false},
+        // Tile transfers waited for in place wait where their tiles are first needed (loads between in flight).
+        {"sinkTransferWaits", always, [](const Program &p, PassState &) { return passes::sinkTransferWaits(p); }, false},
         // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).

@@ -10,6 +10,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/ParallelCopies.h"
 #include "tilec/passes/Staging.h"
 
 #include <optional>
@@ -118,11 +119,15 @@ class TileOpsToLoops : public IRMutator {
     std::set<const BufferNode *> pipelined;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        // A T.Parallel nest that copies a global tile into a shared one is a tile transfer where that T.copy
+        // would be (pipelineLoops makes it asynchronous and pipelines it); elsewhere it stays the user's nest.
+        if (Stmt copy = copyOfNest(op); copy && tileTransfer(*as<Copy>(copy))) return copy;
         bool staged = false; // a T.Pipelined loop moving whole tiles into shared memory has something to overlap
         if (op->forKind == ForKind::Pipelined) {
             std::set<const BufferNode *> before; // issued ahead, a copy must be the first to touch its tile
             for (auto &s : Seq::items(op->body)) {
-                if (auto c = as<Copy>(s); c && alignedTile(*c) && !before.count(c->dst.buffer.get())) {
+                Stmt copy = as<Copy>(s) ? s : copyOfNest(s); // a nest that copies a tile is that T.copy
+                if (auto c = as<Copy>(copy); c && alignedTile(*c) && !before.count(c->dst.buffer.get())) {
                     pipelined.insert(c->dst.buffer.get());
                     staged |= tileTransfer(*c);
                 }

@@ -23,7 +23,7 @@ constexpr int64_t kMaxGlobalLoads = 128; ///< global loads (vector or scalar) of
 struct Body : IRVisitor {
     using IRVisitor::visit;
     bool blocked = false;
-    int64_t statements = 0, globalLoads = 0;
+    int64_t statements = 0, globalLoads = 0, mmas = 0;
     int64_t scale = 1; ///< the trips of the unrolled loops around the statement being counted
 
     void visit(const For &op) override {
@@ -62,9 +62,12 @@ struct Body : IRVisitor {
     }
     /// Barriers, asynchronous transfers and the author's own device calls keep the loop as it is; math and
     /// the pure library calls (shuffles, swizzle offsets) do not.
+    /// An mma.sync of the intrinsics-level API and the ldmatrix that feeds it are a tensor-core round: issued in
+    /// order by the warp, synchronous, no barrier.
     void visit(const Call &op) override {
         if (op.name.rfind("extern:", 0) == 0) blocked = true;
-        if (const lib::Info *f = lib::find(op.name)) {
+        if (lib::is(op, lib::Fn::MmaSync)) mmas += scale;
+        if (const lib::Info *f = lib::find(op.name); f && !lib::is(op, lib::Fn::LdMatrix)) {
             bool pure = f->effects == lib::kNone || (f->effects & lib::kPure);
             if (!pure || (f->effects & (lib::kBarrier | lib::kAsync))) blocked = true;
         }
@@ -84,7 +87,10 @@ class Unroll : public IRMutator {
         if (!lo || !trips || *trips < 2 || *trips > kMaxTrips) return s;
         Body b;
         b.visit(f->body);
-        if (b.blocked || b.globalLoads == 0) return s;
+        // Rounds of global loads, or of mma.sync with their fragment loads: unrolled, the next k-step's ldmatrix
+        // is issued under this one's mma.sync (TileLang's emitter loops: gemm_intrinsics' `for ki`), where a
+        // rolled loop waits for each round's fragments before its first mma.
+        if (b.blocked || (b.globalLoads == 0 && b.mmas == 0)) return s;
         if (*trips * b.statements > kMaxStatements || *trips * b.globalLoads > kMaxGlobalLoads) return s;
         return For::make(f->var, f->min, f->extent, ForKind::Unrolled, 0, f->body, f->loc);
     }

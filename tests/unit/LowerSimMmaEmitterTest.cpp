@@ -26,6 +26,9 @@ struct Config {
     /// BitBLAS's flavour: the thread index handed to the methods, "tx" (T.thread_binding's) or an expression
     /// of it whose warps take other warp tiles (lanes unchanged)
     const char *threads = "tx";
+    /// the k loop: T.serial (0) or T.Pipelined with this many stages, whose T.Parallel tile fills become
+    /// cp.async transfers into a ring of stages (copyOfNest), the k-steps' loop unrolled
+    int stages = 0;
 };
 
 /// The example's kernel shape (gemm/example_gemm_intrinsics.py), generalized: shared tiles of A and B per
@@ -74,7 +77,9 @@ std::string source(const Config &c) {
                     c.acc +
                     "')\n"
                     "            T.clear(Cl)\n"
-                    "            for ko in T.serial(K // bk):\n"
+                    "            for ko in " +
+                    (c.stages ? "T.Pipelined(K // bk, num_stages=" + std::to_string(c.stages) + ")" : std::string("T.serial(K // bk)")) +
+                    ":\n"
                     "                for i, k in T.Parallel(As_shape[0], As_shape[1]):\n"
                     "                    As[i, k] = A[(ko * bk if a_t else by * bm) + i, (by * bm if a_t "
                     "else ko * bk) + k]\n"
@@ -101,8 +106,8 @@ std::string source(const Config &c) {
 }
 
 /// Runs the GEMM of `src` (Config's shapes and types) for `arch` against a reference computed here; returns
-/// its tilec.ldmatrix calls.
-int runGemmOf(const Config &c, const std::string &src, const char *arch) {
+/// its tilec.ldmatrix calls (and its cp.async tile transfers in `transfers`).
+int runGemmOf(const Config &c, const std::string &src, const char *arch, int *transfers = nullptr) {
     tilec::lowertest::LowerRun r;
     sim::lowerFor(r, src, arch);
     EXPECT_TRUE(r.lowered) << r.diags();
@@ -128,6 +133,7 @@ int runGemmOf(const Config &c, const std::string &src, const char *arch) {
     for (auto &k : r.lowered->kernels) {
         calls += sim::callCounts(*k)[tilec::passes::lib::Fn::MmaSync];
         ldmatrix += sim::callCounts(*k)[tilec::passes::lib::Fn::LdMatrix];
+        if (transfers) *transfers += sim::callCounts(*k)[tilec::passes::lib::Fn::CopyG2S];
     }
     EXPECT_GT(calls, 0) << "the GEMM ran without tilec.mma_sync";
     return ldmatrix;
@@ -145,6 +151,19 @@ void runGemm(const Config &c) {
 // tiles.
 TEST(LowerSimMmaEmitter, Float16BTransposed) {
     runGemm({"float16", "float32", false, true, 2, 2, 32, 32, 32, 64, 64, 64});
+}
+
+// The example's k loop as it is written: T.Pipelined(num_stages=2) around T.Parallel fills of the shared tiles.
+// The fills are tile copies (copyOfNest): cp.async transfers into two stages, prologue and steady state, the
+// ldmatrix rows read from the stage being computed on (before: element copies, synchronous, one buffer).
+TEST(LowerSimMmaEmitter, PipelinedParallelFills) {
+    for (bool aT : {false, true}) {
+        Config c{"float16", "float32", aT, true, 2, 2, 32, 32, 32, 64, 64, 128};
+        c.stages = 2;
+        int transfers = 0;
+        runGemmOf(c, source(c), "sm_80", &transfers);
+        EXPECT_GT(transfers, 0) << "the T.Parallel fills stayed element copies";
+    }
 }
 
 // A stored (K, M) and B (K, N): the other fragment addressing; float16 accumulators; n8 tiles (warp_col_tiles

@@ -14,7 +14,8 @@ namespace tilec::passes {
 /// needs), and T.Pipelined loops without a T.gemm become serial loops (there is nothing to overlap yet).
 /// A reduction from or into shared memory goes through a fragment copy of it. T.gemm stays a tile
 /// statement (clear_accum becomes a fill before it), and so does a T.copy of a 2-D global tile into a whole
-/// shared T.gemm operand: pipelineLoops turns it into an asynchronous tile transfer.
+/// shared T.gemm operand or a whole aligned tile that a T.Pipelined loop fills: pipelineLoops turns it into an
+/// asynchronous tile transfer. A T.Parallel nest that performs such a copy (copyOfNest) becomes that T.copy.
 ir::Program lowerTileOps(const ir::Program &p, DiagnosticEngine &diag);
 
 } // namespace tilec::passes

@@ -1,6 +1,6 @@
 /// \file
 /// Short serial loops of independent memory rounds unrolled, so that every round's global loads are in flight
-/// together.
+/// together (or the next tensor-core round's fragment loads under this one's mma.sync).
 #pragma once
 
 #include "tilec/IR.h"
@@ -13,7 +13,9 @@ namespace tilec::passes {
 /// `for i_m in T.serial(m)` over the rows of a gradient accumulation issued its 24 rounds' loads four at a
 /// time where nvcc unrolled it by 4 on its own, each group a memory round trip; unrolled, the rounds' loads
 /// all leave before the first store waits (the tensors are `__restrict__`). Innermost loops first, so an outer
-/// loop qualifies with its unrolled inner loops counted at their full size.
+/// loop qualifies with its unrolled inner loops counted at their full size. A body without global loads that
+/// issues mma.sync (TileLang's intrinsics-level emitter: ldmatrix, then mma per k-step) is unrolled as well, so
+/// that the next k-step's ldmatrix overlaps this one's mma.sync (gemm_intrinsics' `for ki in T.serial(2)`).
 ir::Program unrollSerialLoops(const ir::Program &p);
 
 /// Whether `trips` rounds of `body` stay within the sizes above once unrolled (at most 512 statements and 128
