@@ -178,7 +178,13 @@ void Accesses::visit(const Call &op) {
     const lib::Info *f = lib::find(op.name);
     if (f && f->fn == lib::Fn::CopyG2S) {
         auto l = addressedLoad(lib::arg(op, f->fn, "dst"));
-        if (l && l->indices.size() == l->buffer->shape.size() && l->buffer->shape.size() == 2) note(p.writes, l->buffer.get());
+        // The whole tile (rows x cols its elements): a stage of a ring of 1-D rows (also 2-D, one row a transfer)
+        // is pipelined, ordered by pipelineLoops' own barriers.
+        auto rows = constValue(lib::arg(op, f->fn, "rows")), cols = constValue(lib::arg(op, f->fn, "cols"));
+        auto r0 = l && l->buffer->shape.size() == 2 ? constValue(l->buffer->shape[0]) : std::nullopt;
+        auto c0 = l && l->buffer->shape.size() == 2 ? constValue(l->buffer->shape[1]) : std::nullopt;
+        if (l && l->indices.size() == 2 && rows && cols && r0 && c0 && *rows * *cols == *r0 * *c0)
+            note(p.writes, l->buffer.get());
         return;
     }
     if (f && (f->effects & lib::kAsync)) return;
