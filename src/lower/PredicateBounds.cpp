@@ -8,6 +8,8 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
+
 namespace tilec::passes {
 
 using namespace ir;
@@ -31,11 +33,14 @@ class Predicate : public RangeScopedMutator {
             lane_ = op->var.get();
             laneWidth_ = constInt(op->extent).value_or(1);
         }
+        const bool laneLoop = op->forKind == ForKind::Vectorized || op->forKind == ForKind::Unrolled;
+        if (laneLoop) laneLoops_.push_back(op->var.get());
         const size_t savedFacts = below_.size();
         Expr end = simplify(binary(BinaryOp::Add, op->min, op->extent));
         if (!readsMemory(end)) below_.push_back({op->var, end});
         Stmt s = RangeScopedMutator::visit(op);
         below_.resize(savedFacts);
+        if (laneLoop) laneLoops_.pop_back();
         lane_ = savedLane;
         laneWidth_ = savedWidth;
         return s;
@@ -45,7 +50,11 @@ class Predicate : public RangeScopedMutator {
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
         Expr cond = mutate(op->cond);
         const size_t savedFacts = below_.size();
-        noteBelow(op->cond);
+        // Not a test of a vectorized or unrolled loop's variable (a per-lane branch): vectorizeAccesses may read
+        // the lanes' elements as one vector ahead of the branch, so each lane's load keeps its own guard
+        // (examples/histogram.tile's `if bx * block + i < N` read X past its end: LowerSim.HistogramExample).
+        if (std::none_of(laneLoops_.begin(), laneLoops_.end(), [&](const VarNode *v) { return uses(op->cond, v); }))
+            noteBelow(op->cond);
         Stmt then = mutate(op->then);
         below_.resize(savedFacts);
         Stmt otherwise = op->otherwise ? mutate(op->otherwise) : nullptr;
@@ -99,6 +108,7 @@ class Predicate : public RangeScopedMutator {
     int64_t laneWidth_ = 1;
     /// What holds where the traversal is: `first < second` (a loop's variable below its end, a branch's test).
     std::vector<std::pair<Expr, Expr>> below_;
+    std::vector<const VarNode *> laneLoops_; ///< the enclosing vectorized and unrolled loops' variables
 
     /// Records the `a < b` conjuncts of `cond` whose sides read no memory (a value in memory may change in the
     /// branch; a variable does not).

@@ -124,9 +124,11 @@ void expectIssuedTogether(const Case &c) {
     // a_s and b_s issued together (asynchronous, one group, one wait); x_s before the loop and c_s, d_s and e_s in
     // the loop in place, each waited for.
     auto calls = simtest::callCounts(k);
-    EXPECT_EQ(calls[lib::Fn::CopyG2S], 2) << r.diags();
-    EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 4) << r.diags();
-    EXPECT_EQ(simtest::cpAsyncWaits(k), (std::vector<int64_t>{0})) << r.diags();
+    // (x_s's own transfer before the loop waits where x_s is first read: sinkTransferWaits makes it asynchronous
+    // too, with a wait of its own.)
+    EXPECT_EQ(calls[lib::Fn::CopyG2S], 3) << r.diags();
+    EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 3) << r.diags();
+    EXPECT_EQ(simtest::cpAsyncWaits(k), (std::vector<int64_t>{0, 0})) << r.diags();
 
     std::map<std::string, std::vector<double>> io;
     io["X"] = quarters((size_t)c.M * c.bk, 30);
@@ -207,8 +209,9 @@ void expectAttentionGroup(const char *arch) {
     ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
     const ir::Kernel &k = *r.lowered->kernels[0];
     auto calls = simtest::callCounts(k);
-    EXPECT_EQ(calls[lib::Fn::CopyG2S], 2) << r.diags();
-    EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 1) << r.diags();
+    // (The transfer outside the group waits at its first use: sinkTransferWaits.)
+    EXPECT_EQ(calls[lib::Fn::CopyG2S], 3) << r.diags();
+    EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 0) << r.diags();
     std::map<std::string, std::vector<double>> io;
     io["Q"] = quarters((size_t)S * D, 41), io["K"] = quarters((size_t)bs * D, 42), io["dO"] = quarters((size_t)S * D, 43);
     // float64: S = K Q^T / 4 per block of rows, rounded to float16 as P (exact: multiples of 1/64 below 2^11), dK += P dO
