@@ -33,33 +33,14 @@ class Predicate : public RangeScopedMutator {
             lane_ = op->var.get();
             laneWidth_ = constInt(op->extent).value_or(1);
         }
-        const bool laneLoop = op->forKind == ForKind::Vectorized || op->forKind == ForKind::Unrolled;
-        if (laneLoop) laneLoops_.push_back(op->var.get());
         const size_t savedFacts = below_.size();
         Expr end = simplify(binary(BinaryOp::Add, op->min, op->extent));
         if (!readsMemory(end)) below_.push_back({op->var, end});
         Stmt s = RangeScopedMutator::visit(op);
         below_.resize(savedFacts);
-        if (laneLoop) laneLoops_.pop_back();
         lane_ = savedLane;
         laneWidth_ = savedWidth;
         return s;
-    }
-
-    /// The then-branch of `if a < b` (or of a conjunction holding it) knows a < b.
-    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
-        Expr cond = mutate(op->cond);
-        const size_t savedFacts = below_.size();
-        // Not a test of a vectorized or unrolled loop's variable (a per-lane branch): vectorizeAccesses may read
-        // the lanes' elements as one vector ahead of the branch, so each lane's load keeps its own guard
-        // (examples/histogram.tile's `if bx * block + i < N` read X past its end: LowerSim.HistogramExample).
-        if (std::none_of(laneLoops_.begin(), laneLoops_.end(), [&](const VarNode *v) { return uses(op->cond, v); }))
-            noteBelow(op->cond);
-        Stmt then = mutate(op->then);
-        below_.resize(savedFacts);
-        Stmt otherwise = op->otherwise ? mutate(op->otherwise) : nullptr;
-        if (cond == op->cond && then == op->then && otherwise == op->otherwise) return op;
-        return IfThenElse::make(cond, then, otherwise, op->loc);
     }
 
     /// An address handed to the device library is not an access: the library checks its own bounds. What its
@@ -106,21 +87,11 @@ class Predicate : public RangeScopedMutator {
     const Kernel &kernel_;
     const VarNode *lane_ = nullptr;
     int64_t laneWidth_ = 1;
-    /// What holds where the traversal is: `first < second` (a loop's variable below its end, a branch's test).
+    /// What holds where the traversal is: `first < second` (a loop's variable below its end). Not a branch's test:
+    /// a guard dropped under `if a < b` leaves a load that later passes may hoist out of the branch (hoistNestInvariants
+    /// moves a nest's invariant loads ahead of it, vectorizeAccesses reads a per-lane branch's lanes as one vector):
+    /// tests/fuzz/index_width_gather_dynamic.tile read Idx past its end, examples/histogram.tile X.
     std::vector<std::pair<Expr, Expr>> below_;
-    std::vector<const VarNode *> laneLoops_; ///< the enclosing vectorized and unrolled loops' variables
-
-    /// Records the `a < b` conjuncts of `cond` whose sides read no memory (a value in memory may change in the
-    /// branch; a variable does not).
-    void noteBelow(const Expr &cond) {
-        auto b = as<Binary>(cond);
-        if (!b) return;
-        if (b->op == BinaryOp::And) {
-            noteBelow(b->a), noteBelow(b->b);
-            return;
-        }
-        if (b->op == BinaryOp::LT && !readsMemory(b->a) && !readsMemory(b->b)) below_.push_back({b->a, b->b});
-    }
 
     /// `e` without the integer casts around it (a loop over int64 bounds of an int32 size).
     static Expr uncast(Expr e) {
@@ -141,7 +112,7 @@ class Predicate : public RangeScopedMutator {
 
     /// Whether `idx < extent` follows from what holds here: idx <= e for a known e < E, and E <= extent
     /// (TileKernels' persistent loops `for i_s in T.serial(t_start, t_end)`, t_end = min(.., num_tokens): every
-    /// token row they touch exists; `if i_s + 1 < t_end:` likewise for the next one).
+    /// token row they touch exists).
     bool belowByFacts(const Expr &idx, const Expr &extent) const {
         for (auto &[e, bound] : below_) {
             if (!atMost(bound, extent)) continue;
