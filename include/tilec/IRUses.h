@@ -27,6 +27,9 @@ bool loads(const Stmt &s, const BufferNode *b);
 /// Does `e` read memory (any load)? False for a null expression.
 bool readsMemory(const Expr &e);
 
+/// Does `e` call anything (a call may have effects, or read what a loop writes)? False for a null expression.
+bool callsAnything(const Expr &e);
+
 /// Does `s` call one of the device-library functions `fns`?
 bool callsAny(const Stmt &s, std::initializer_list<passes::lib::Fn> fns);
 

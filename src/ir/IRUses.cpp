@@ -63,6 +63,15 @@ bool uses(const Expr &e, const BufferNode *b) { return find(e, [&](Finder &f) { 
 bool uses(const Stmt &s, const BufferNode *b) { return find(s, [&](Finder &f) { f.buffer = b; }); }
 bool loads(const Stmt &s, const BufferNode *b) { return find(s, [&](Finder &f) { f.buffer = b, f.onlyLoads = true; }); }
 bool readsMemory(const Expr &e) { return e && find(e, [](Finder &f) { f.anyLoad = true; }); }
+bool callsAnything(const Expr &e) {
+    struct Calls : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Call &) override { found = true; }
+    } c;
+    if (e) c.visit(e);
+    return c.found;
+}
 bool hasGemm(const Stmt &s) { return find(s, [](Finder &f) { f.gemm = true; }); }
 bool callsAny(const Stmt &s, std::initializer_list<passes::lib::Fn> fns) {
     return find(s, [&](Finder &f) { f.fns.assign(fns.begin(), fns.end()); });

@@ -70,15 +70,6 @@ std::set<const VarNode *> varsOf(const Expr &e) {
     return v.found;
 }
 
-bool callsAnything(const Expr &e) {
-    struct Calls : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Call &) override { found = true; }
-    } c;
-    c.visit(e);
-    return c.found;
-}
 
 /// floor(x / m) for m > 0, exact: the terms whose coefficients m divides are divided, the rest divided at run
 /// time with Python's floor division.

@@ -13,16 +13,6 @@ using namespace ir;
 
 namespace {
 
-/// Whether `e` calls anything (a call may have effects, or read what the loop writes).
-bool calls(const Expr &e) {
-    struct Calls : IRVisitor {
-        using IRVisitor::visit;
-        bool found = false;
-        void visit(const Call &) override { found = true; }
-    } c;
-    c.visit(e);
-    return c.found;
-}
 
 class Unswitch : public IRMutator {
   public:
@@ -34,7 +24,7 @@ class Unswitch : public IRMutator {
         auto f = as<For>(s);
         if (!f || f->forKind != ForKind::Serial) return s;
         auto test = as<IfThenElse>(f->body);
-        if (!test || test->otherwise || uses(test->cond, f->var.get()) || calls(test->cond)) return s;
+        if (!test || test->otherwise || uses(test->cond, f->var.get()) || callsAnything(test->cond)) return s;
         if (readsMemory(test->cond) && !readsOnly(test->cond, loopInvariantBuffers(*f, kernelBody_))) return s;
         Stmt loop = For::make(f->var, f->min, f->extent, f->forKind, f->numStages, test->then, f->loc);
         return IfThenElse::make(test->cond, loop, nullptr, test->loc);
