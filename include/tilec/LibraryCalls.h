@@ -77,6 +77,7 @@ enum class Fn {
     Fp4x2Code,     ///< the byte of two fp4 codes, `lo` in bits 0-3 and `hi` in bits 4-7 (int32 0 .. 255)
     TmaLoadTileRows, ///< a tile's TMA boxes of boxRows rows that start below row `live` (sm90_tma.cuh)
     WgmmaSpSS,     ///< T.gemm_sp on wgmma.mma_async.sp: A compressed and B panel tiles, E row-swizzled (sm90_wgmma_sp.cuh)
+    CpAsyncChunk,  ///< one thread's cp.async of `bytes` (4, 8, 16) into shared memory, zero-filled where not `valid` (a gathered fill)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -109,8 +109,9 @@ class KernelPrinter {
             line(1, "unsigned char *const tilec_smem = tilec_smem_base + ((" + a + "u - static_cast<unsigned>(__cvta_generic_to_shared(tilec_smem_base))) & " +
                         m + "u);", at);
         }
+        // A block of one thread: its index is 0, written so that nvcc folds what depends on it (seeds, offsets).
         if (k_.threadIdx && uses(k_.body, k_.threadIdx.get()))
-            line(1, "const int " + name(k_.threadIdx) + " = threadIdx.x;", at);
+            line(1, "const int " + name(k_.threadIdx) + " = " + (k_.launchedThreads() == 1 ? "0" : "threadIdx.x") + ";", at);
         // A persistent kernel binds the blockIdx variables in its tile loops (tileLoop).
         if (!k_.persistent) blockBindings(1, "blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", at);
         for (auto &b : k_.allocs) {
@@ -155,9 +156,15 @@ class KernelPrinter {
             b = "(" + b + ") * " + std::to_string(k_.clusterSize) + " + (int)" +
                 passes::lib::info(passes::lib::Fn::ClusterRank).cxx + "()";
         }
-        for (int d = 0; d < 3; ++d)
-            if (k_.blockIdx[d] && uses(k_.body, k_.blockIdx[d].get()))
-                line(level, "const int " + name(k_.blockIdx[d]) + " = " + block[d] + ";", at);
+        // A grid dimension of one block: its coordinate is 0 (as TileLang binds it), so that nvcc folds what
+        // depends on it; not where rasterization or a cluster computes the coordinates.
+        const bool rasterized = k_.swizzlePanel > 0 && k_.gridDims >= 2;
+        for (int d = 0; d < 3; ++d) {
+            if (!k_.blockIdx[d] || !uses(k_.body, k_.blockIdx[d].get())) continue;
+            const bool computed = (rasterized && d < 2) || (k_.clusterSize > 1 && d == k_.clusterAxis);
+            const bool unit = !computed && (size_t)d < k_.grid.size() && constInt(k_.grid[(size_t)d]) == 1;
+            line(level, "const int " + name(k_.blockIdx[d]) + " = " + (unit ? std::string("0") : block[d]) + ";", at);
+        }
     }
 
     /// A persistent tile loop: the block's tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the T.Kernel grid,
@@ -476,7 +483,7 @@ struct Uses : IRVisitor {
     }
     const std::vector<TensorMap> *maps = nullptr;
     std::set<int64_t> storedMaps;
-    // A tile transfer's cp.async width is an alignment the tensor must have; a TMA store writes its map's tensor.
+    // A tile transfer's (or a cp.async chunk's) width is an alignment the tensor must have; a TMA store writes its map's tensor.
     void visit(const Call &op) override {
         if (op.name.rfind("extern:", 0) == 0) // T.call_extern / atomic_add(return_prev): a pointer it is handed may be written
             for (auto &a : op.args)
@@ -491,6 +498,11 @@ struct Uses : IRVisitor {
             auto l = passes::addressedLoad(passes::lib::arg(op, f, "src"));
             auto vec = constInt(passes::lib::arg(op, f, "vec"));
             if (l && vec) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*vec * l->buffer->dtype.bytes());
+        }
+        if (passes::lib::is(op, passes::lib::Fn::CpAsyncChunk)) { // a gathered fill's chunk: its width likewise
+            auto l = passes::addressedLoad(passes::lib::arg(op, passes::lib::Fn::CpAsyncChunk, "src"));
+            auto bytes = constInt(passes::lib::arg(op, passes::lib::Fn::CpAsyncChunk, "bytes"));
+            if (l && bytes) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*bytes);
         }
         IRVisitor::visit(op);
     }

@@ -48,6 +48,7 @@ void addThreadPrimitives(Attrs &attrs);  // TileLangThreads.cpp: get_block_bindi
 void addLayoutPrimitives(Attrs &attrs);  // TileLangLayout.cpp: Layout, annotate_layout
 void addBitPrimitives(Attrs &attrs);     // TileLangBits.cpp: shift_left, bitwise_*, Select, truncmod, popcount, ...
 void addViewPrimitives(Attrs &attrs);    // TileLangViews.cpp: reshape, view
+void addScanPrimitives(Attrs &attrs);     // TileLangScan.cpp: cumsum
 void addIntrinsicPrimitives(Attrs &attrs); // TileLangIntrinsics.cpp: dp4a, set_max_nreg
 void addPointerPrimitives(Attrs &attrs);   // TileLangPointers.cpp: ptr, make_tensor
 

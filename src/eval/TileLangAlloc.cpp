@@ -1,6 +1,6 @@
 /// \file
 /// Allocations inside a kernel (T.alloc_shared, T.alloc_fragment, T.alloc_local, T.alloc_var, T.alloc_barrier, T.alloc_reducer) and the
-/// primitives that initialise them (T.fill, T.clear) or scan them (T.cumsum).
+/// primitives that initialise them (T.fill, T.clear); T.cumsum is in TileLangScan.cpp.
 #include "eval/TileLang.h"
 
 #include "tilec/LibraryCalls.h"
@@ -190,69 +190,6 @@ Value fill(Interp &in, const CallArgs &args, const Arg &dst, ir::Expr value, con
     return Value::none();
 }
 
-/// T.cumsum(src, dst=None, dim=0, reverse=False): the inclusive prefix sums of a shared (or global) buffer
-/// along `dim` (suffix sums with reverse), into dst (src itself by default, same shape). A T.Parallel nest over
-/// the other dimensions scans its line serially: dst[k] = src[k] + dst[k - 1] (k + 1 with reverse), which is
-/// right in place too. Fragments are an error (their elements along `dim` are spread over the threads).
-Value cumsum(Interp &in, CallArgs &args) {
-    auto a = bindArgs(in, args, "T.cumsum", {"src", "dst?", "dim?", "reverse?"});
-    requireLaunch(in, args, "T.cumsum");
-    Operand src = operandArg(in, *a[0], "T.cumsum source");
-    Operand dst = a[1] && !a[1]->value.is(VK::None) ? operandArg(in, *a[1], "T.cumsum destination") : src;
-    for (const Operand *op : {&src, &dst}) {
-        if (!op->whole) in.fail(op->range, "T.cumsum scans a whole buffer; a slice or an element of '" + op->buffer->name + "' is not supported");
-        if (op->buffer->scope == ir::Scope::Fragment)
-            in.fail(op->range, "T.cumsum of fragment '" + op->buffer->name + "' is not supported: its elements along the scanned "
-                               "dimension are spread over the threads; scan a shared buffer (T.copy it there first)");
-        if (op->buffer->scope != ir::Scope::Shared && op->buffer->scope != ir::Scope::Global)
-            in.fail(op->range, std::string("T.cumsum scans a shared or global buffer, not ") + ir::toString(op->buffer->scope) + " '" + op->buffer->name + "'");
-    }
-    const ir::Buffer &sb = src.buffer, &db = dst.buffer;
-    if (sb->shape.size() != db->shape.size())
-        in.fail(args.call, "T.cumsum's source and destination must have the same shape");
-    std::vector<int64_t> shape;
-    for (size_t i = 0; i < sb->shape.size(); ++i) {
-        auto e = ir::constInt(sb->shape[i]), f = ir::constInt(db->shape[i]);
-        if (!e || !f || *e != *f) in.fail(args.call, "T.cumsum's source and destination must have the same constant shape");
-        shape.push_back(*e);
-    }
-    int64_t rank = (int64_t)shape.size(), dim = a[2] ? constIntArg(in, *a[2], "dim") : 0;
-    if (dim < -rank || dim >= rank)
-        in.fail(a[2]->range, "dim=" + std::to_string(dim) + " is out of range for a " + std::to_string(rank) + "-D buffer");
-    if (dim < 0) dim += rank;
-    bool reverse = a[3] && boolArg(in, *a[3], "reverse");
-    const SourceRange &at = args.call;
-    auto c = [&](int64_t v) { return ir::intImm(v, DType::Int32, at); };
-    using ir::BinaryOp;
-    std::vector<ir::Var> vars;
-    std::vector<ir::Expr> idx, prev;
-    ir::Var t = ir::makeVar("t", DType::Int32, at);
-    int64_t n = shape[(size_t)dim];
-    ir::Expr k = reverse ? ir::binary(BinaryOp::Sub, c(n - 1), t, at) : ir::Expr(t);
-    for (int64_t d = 0; d < rank; ++d) {
-        if (d == dim) {
-            idx.push_back(k);
-            prev.push_back(ir::binary(reverse ? BinaryOp::Add : BinaryOp::Sub, k, c(1), at));
-            continue;
-        }
-        vars.push_back(ir::makeVar("i" + std::to_string(d), DType::Int32, at));
-        idx.push_back(vars.back());
-        prev.push_back(vars.back());
-    }
-    ir::Expr cur = ir::Load::make(sb, idx, at);
-    ir::Expr carried = ir::select(ir::binary(BinaryOp::GT, t, c(0), at), ir::Load::make(db, prev, at), ir::cast(sb->dtype, c(0)), at);
-    ir::Stmt body = ir::Store::make(db, idx, ir::cast(db->dtype, ir::binary(BinaryOp::Add, cur, carried, at), at), at);
-    body = ir::For::make(t, c(0), c(n), ir::ForKind::Serial, 0, body, at);
-    for (size_t i = vars.size(); i-- > 0;) {
-        int64_t d = (int64_t)i < dim ? (int64_t)i : (int64_t)i + 1;
-        body = ir::For::make(vars[i], c(0), c(shape[(size_t)d]), ir::ForKind::Parallel, 0, body, at);
-    }
-    if (vars.empty()) // a 1-D scan: one line, a nest of one iteration around it
-        body = ir::For::make(ir::makeVar("i", DType::Int32, at), c(0), c(1), ir::ForKind::Parallel, 0, body, at);
-    in.emit(body);
-    return Value::none();
-}
-
 } // namespace
 
 void addAllocPrimitives(Attrs &attrs) {
@@ -273,7 +210,6 @@ void addAllocPrimitives(Attrs &attrs) {
         in.emit(passes::lib::stmt(passes::lib::Fn::FinalizeReducer, {passes::addressOf(b, origin)}, args.call));
         return Value::none();
     });
-    def(attrs, "cumsum", cumsum);
     def(attrs, "fill", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.fill", {"buffer", "value"});
         // a T.alloc_var is its value (issue 24: `T.fill(frag, v)` was "got buffer"); other buffers are not one

@@ -25,6 +25,7 @@ Value makeTileLanguageModule() {
     addThreadPrimitives(m->attrs);
     addBitPrimitives(m->attrs);
     addViewPrimitives(m->attrs);
+    addScanPrimitives(m->attrs);
     addPointerPrimitives(m->attrs);
     addLayoutPrimitives(m->attrs);
     addIntrinsicPrimitives(m->attrs);

@@ -40,13 +40,14 @@ const std::vector<Info> &table() {
         {Fn::CpAsyncWait, "tilec.cp_async_wait", "tilec::cp_async_wait", 1, {}, {"pending"}, kNone, I::All, "sm_80"},
         {Fn::GemmSS, "tilec.gemm_ss", "tilec::gemm_ss", 7, {5, 6},
          {"M", "N", "K", "warpsM", "warpsN", "transA", "transB", "a", "b", "c"}, kReadsShared, I::All, "sm_80"},
-        {Fn::GemmRS, "tilec.gemm_rs", "tilec::gemm_rs", 7, {5, 6},
-         {"M", "N", "K", "warpsM", "warpsN", "transB", "opA", "a", "b", "c"},
+        // exactA: A's floats are tf32 values already (holdsTf32Values), handed to mma.sync without rounding
+        {Fn::GemmRS, "tilec.gemm_rs", "tilec::gemm_rs", 8, {5, 6, 7},
+         {"M", "N", "K", "warpsM", "warpsN", "transB", "opA", "exactA", "a", "b", "c"},
          kReadsShared, I::All, "sm_80"},
         {Fn::GemmSSPanels, "tilec.gemm_ss_panels", "tilec::gemm_ss_panels", 9, {5, 6},
          {"M", "N", "K", "warpsM", "warpsN", "transA", "transB", "swzA", "swzB", "a", "b", "c"}, kReadsShared, I::All, "sm_90"},
-        {Fn::GemmRSPanels, "tilec.gemm_rs_panels", "tilec::gemm_rs_panels", 8, {5, 7},
-         {"M", "N", "K", "warpsM", "warpsN", "transB", "swzB", "opA", "a", "b", "c"}, kReadsShared, I::All, "sm_90"},
+        {Fn::GemmRSPanels, "tilec.gemm_rs_panels", "tilec::gemm_rs_panels", 9, {5, 7, 8},
+         {"M", "N", "K", "warpsM", "warpsN", "transB", "swzB", "opA", "exactA", "a", "b", "c"}, kReadsShared, I::All, "sm_90"},
         {Fn::MbarrierInit, "tilec.mbarrier_init", "tilec::mbarrier_init", 0, {}, {"bar", "arrivals"}, kNone, I::One, "sm_90"},
         {Fn::MbarrierInitFence, "tilec.mbarrier_init_fence", "tilec::mbarrier_init_fence", 0, {}, {}, kNone, I::One, "sm_90"},
         {Fn::MbarrierArrive, "tilec.mbarrier_arrive", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::One, "sm_90"},
@@ -114,6 +115,8 @@ const std::vector<Info> &table() {
         {Fn::WgmmaSpSS, "tilec.wgmma_sp_ss", "tilec::wgmma_sp_gemm_ss", 8, {5},
          {"M", "N", "K", "wgM", "wgN", "transB", "swzA", "swzB", "a", "e", "b", "c"}, kReadsShared | kAsync, I::Warpgroups,
          "sm_90a"},
+        {Fn::CpAsyncChunk, "tilec.cp_async", "tilec::cp_async", 1, {}, {"bytes", "dst", "src", "valid"}, kWritesShared | kAsync,
+         I::All, "sm_80"},
     };
     return t;
 }

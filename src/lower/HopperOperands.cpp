@@ -55,7 +55,7 @@ std::optional<TmaTile> planTmaRow(const Copy &c) {
 
 } // namespace
 
-std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
+std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k, int span) {
     const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
     if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype) return {};
     if (k.layoutOf(src.get())) return {}; // a T.Layout places its elements where no box of the tensor is
@@ -83,8 +83,8 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
     }
     if (rowDim < 0) return {};
     const int64_t rowBytes = *C * eb;
-    int sw = panelSwizzleBytes(rowBytes);
-    if (!sw) return {};
+    int sw = span ? span : panelSwizzleBytes(rowBytes);
+    if (!sw || rowBytes % sw) return {};
     TmaTile t;
     t.copy = &c;
     t.rank = (int)nd;
@@ -99,6 +99,60 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k) {
     t.map.box[0] = sw / eb;
     t.map.box[(size_t)t.rowDim] = std::min<int64_t>(*R, 256);
     for (size_t j = 0; j < nd; ++j) t.coords.push_back(simplify(cast(DType::Int32, c.src.ranges[nd - 1 - j].min)));
+    return t;
+}
+
+std::optional<PanelPart> panelPart(const Region &r, int span, std::string *why) {
+    auto no = [&](std::string m) -> std::optional<PanelPart> {
+        if (why) *why = std::move(m);
+        return std::nullopt;
+    };
+    const Buffer &b = r.buffer;
+    const size_t nd = b ? b->shape.size() : 0;
+    if (nd < 2 || r.ranges.size() != nd) return no("is not part of a 2-D tile (or of one stage of a ring of them)");
+    const std::string name = "'" + b->name + "'";
+    auto R = constValue(b->shape[nd - 2]), C = constValue(b->shape[nd - 1]);
+    if (!R || !C) return no("is part of " + name + ", whose shape is not constant");
+    PanelPart p;
+    for (size_t d = 0; d + 2 < nd; ++d) {
+        if (constValue(r.ranges[d].extent) != std::optional<int64_t>(1))
+            return no("takes more than one element of dimension " + std::to_string(d) + " of " + name + " (one stage [s, :, :] at most)");
+        p.at.push_back(r.ranges[d].min);
+    }
+    const Range &rows = r.ranges[nd - 2], &cols = r.ranges[nd - 1];
+    auto n = constValue(cols.extent);
+    const bool allRows = constValue(rows.min) == std::optional<int64_t>(0) && constValue(rows.extent) == R;
+    const bool allCols = constValue(cols.min) == std::optional<int64_t>(0) && n == C;
+    if (!span && !(allRows && allCols))
+        return no("is part of " + name + ", which is not stored in swizzle panels here (only the whole tile is read)");
+    if (!allRows)
+        return no("takes only some of the " + std::to_string(*R) + " rows of " + name +
+                  " (a part of a tile in the panel layout holds all its rows)");
+    p.rows = *R;
+    if (allCols) {
+        p.cols = *C;
+        p.at.push_back(rows.min), p.at.push_back(cols.min);
+        return p;
+    }
+    const int64_t W = span / b->dtype.bytes(); // a panel's columns
+    if (W <= 0 || !n || *n % W)
+        return no("takes " + (n ? std::to_string(*n) : std::string("a run not known at compile time of")) + " of the " +
+                  std::to_string(*C) + " columns of " + name + ": a part of it must be whole panels of " + std::to_string(W) +
+                  " columns (" + std::to_string(span) + " bytes, its swizzle span)");
+    if (knownMultiple(cols.min) % W)
+        return no("starts at a column of " + name + " not known to be a multiple of " + std::to_string(W) + " (the " +
+                  std::to_string(span) + "-byte panels its rows are stored in)");
+    p.cols = *n;
+    p.at.push_back(intImm(0, rows.min->dtype));
+    p.at.push_back(simplify(binary(BinaryOp::Mul, cols.min, intImm(*R, cols.min->dtype))));
+    return p;
+}
+
+std::optional<TmaTile> operandPart(const Region &r, const TmaTile &whole) {
+    auto p = panelPart(r, whole.swizzle);
+    if (!p || p->rows != whole.rows) return std::nullopt;
+    TmaTile t = whole;
+    t.cols = p->cols;
     return t;
 }
 
@@ -213,7 +267,11 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     if (g.c.buffer->shape.size() != 2) return false;
     auto M = constInt(g.c.buffer->shape[0]), N = constInt(g.c.buffer->shape[1]);
     if (!M || !N) return false;
-    const TmaTile &B = *tb->second;
+    // the operands: their tiles, or the parts of them they read (whole panels)
+    auto partB = operandPart(g.b, *tb->second);
+    auto partA = rs ? std::nullopt : operandPart(g.a, *ta->second);
+    if (!partB || (!rs && !partA)) return false;
+    const TmaTile &B = *partB;
     int64_t aM = 0, K = 0;
     if (rs) {
         const Buffer &a = g.a.buffer;
@@ -226,7 +284,7 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
         if (!am || !ak) return false;
         aM = *am, K = *ak;
     } else {
-        const TmaTile &A = *ta->second;
+        const TmaTile &A = *partA;
         aM = g.transA ? A.cols : A.rows, K = g.transA ? A.rows : A.cols;
     }
     int64_t bK = g.transB ? B.cols : B.rows, bN = g.transB ? B.rows : B.cols;
@@ -247,12 +305,12 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
 /// (sm_90: TMA without wgmma): B and a shared A are such tiles (the panel layout, gemm_ss_panels), or A is a
 /// fragment (RS); every tile has whole 8-row swizzle periods, which the panel loaders assume.
 bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
-    auto tileOf = [&](const Buffer &b) -> const TmaTile * {
-        auto it = b ? tiles.find(b.get()) : tiles.end();
-        return it == tiles.end() || it->second->rows % 8 ? nullptr : it->second;
+    auto tileOf = [&](const Region &r) {
+        auto it = r.buffer ? tiles.find(r.buffer.get()) : tiles.end();
+        return it == tiles.end() || it->second->rows % 8 ? std::nullopt : operandPart(r, *it->second);
     };
-    if (g.sparse() || !tileOf(g.b.buffer) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
-    return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a.buffer) != nullptr;
+    if (g.sparse() || !tileOf(g.b) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
+    return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a).has_value();
 }
 
 

@@ -10,6 +10,7 @@
 #include "CopiedLayouts.h"
 #include "LayoutUses.h"
 #include "MmaLayouts.h"
+#include "StagedOperands.h"
 
 #include <algorithm>
 #include <functional>
@@ -246,8 +247,10 @@ void joinExpansionStores(const LayoutUses &c, UnionFind &uf, std::map<const Buff
 
 /// `spreadReductions`: a reduction's destination joins the layout of the nests that index it exactly instead of
 /// being held whole in every thread. `overflow` (when given) is set where a fragment is too big to replicate. A nest
-/// run whole in every thread runs over its own extents (an expansion's are not its fragment's shape).
-KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow) {
+/// run whole in every thread runs over its own extents (an expansion's are not its fragment's shape). `stageA`
+/// (when given): assignMmaLayouts' products to read operand A from a shared copy (then the layouts are not final).
+KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow,
+                          std::set<const Gemm *> *stageA) {
     LayoutUses c = collectLayoutUses(k.body, diag);
 
     // Nodes: fragments (in allocation order) then nests.
@@ -323,9 +326,8 @@ KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadRe
         int64_t inner = constInt(view->shape.back()).value_or(1);
         while (g.vecCap > 1 && inner % g.vecCap != 0) g.vecCap /= 2;
     }
-
     assignMmaLayouts(k, c, [&](const BufferNode *b) { return uf.find(fragNode.at(b)); },
-                     [&](int node) -> MmaGroup & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag);
+                     [&](int node) -> MmaGroup & { return groups[node]; }, [&](int nest) { return uf.find(nestNode[nest]); }, diag, stageA);
     // Per-column values of the mma groups (ColumnLayouts.h), where nothing else fixed the group's layout.
     for (auto &[gid, l] : columnLayouts(c, [&](const BufferNode *b) { return fragNode.count(b) ? uf.find(fragNode.at(b)) : -1; },
                                         [&](int nest) { return uf.find(nestNode[nest]); },
@@ -416,17 +418,29 @@ void nestsInOrder(const Stmt &s, std::vector<const For *> &out) {
 
 namespace {
 
-/// The layouts of one kernel. Reduction results are held whole in every thread, unless that leaves a fragment
-/// too big to replicate (a nest over a reduction's result reading slices of a fragment, split-KV decoding's
-/// combine): then they are spread over the threads like the nests that read them.
-KernelLayouts inferLayouts(const Kernel &k, DiagnosticEngine &diag) {
-    bool overflow = false;
-    diag.hold();
-    KernelLayouts whole = inferKernel(k, diag, false, &overflow);
-    auto held = diag.endHold();
-    if (overflow) return inferKernel(k, diag, true, nullptr);
-    for (auto &d : held) diag.report(d.severity, d.range, d.message);
-    return whole;
+/// The layouts of one kernel, and the kernel they lay out. Reduction results are held whole in every thread, unless
+/// that leaves a fragment too big to replicate (a nest over a reduction's result reading slices of a fragment,
+/// split-KV decoding's combine): then they are spread over the threads like the nests that read them. A T.gemm
+/// whose operand-A fragment another product's accumulator split lays out otherwise than operand A's layout
+/// (whole rows per warp) reads it from a shared copy (stageGemmOperands: the kernel returned is then `k` with
+/// those copies), and the kernel is laid out again.
+std::pair<std::shared_ptr<const Kernel>, KernelLayouts> inferLayouts(std::shared_ptr<const Kernel> k, DiagnosticEngine &diag) {
+    for (;;) {
+        bool overflow = false;
+        std::set<const Gemm *> stage;
+        diag.hold();
+        KernelLayouts whole = inferKernel(*k, diag, false, &overflow, &stage);
+        auto held = diag.endHold();
+        if (!stage.empty()) {
+            auto staged = stageGemmOperands(k, stage);
+            TILEC_ASSERT(staged != k, "inferLayouts: T.gemm operands to stage, but none was");
+            k = staged;
+            continue;
+        }
+        if (overflow) return {k, inferKernel(*k, diag, true, nullptr, nullptr)};
+        for (auto &d : held) diag.report(d.severity, d.range, d.message);
+        return {k, whole};
+    }
 }
 
 } // namespace
@@ -438,8 +452,9 @@ Program inferLayouts(const Program &p, DiagnosticEngine &diag) {
             out.kernels.push_back(k);
             continue;
         }
-        auto nk = std::make_shared<Kernel>(*k);
-        nk->layouts = std::make_shared<const KernelLayouts>(inferLayouts(*k, diag));
+        auto [laid, layouts] = inferLayouts(k, diag);
+        auto nk = std::make_shared<Kernel>(*laid);
+        nk->layouts = std::make_shared<const KernelLayouts>(std::move(layouts));
         out.kernels.push_back(std::move(nk));
     }
     return out;

@@ -27,6 +27,7 @@
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/CpAsyncWgmma.h"
 #include "tilec/passes/ShiftFragmentOffsets.h"
+#include "tilec/passes/SqueezeUnitFragments.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
@@ -81,6 +82,8 @@ const std::vector<Pass> &table() {
         // Explicit warp roles (T.ws blocks, mbarriers, T.tma_copy) become producer/consumer warp roles.
         {"lowerWarpRoles", always,
          [](const Program &p, PassState &s) { return passes::lowerWarpRoles(p, s.variant.target, s.diag); }, true},
+        // Fragments of shape (M, 1, ..., 1) become 1-D: per-row values a T.gemm result's rows can hold.
+        {"squeezeUnitFragments", always, [](const Program &p, PassState &) { return passes::squeezeUnitFragments(p); }, false},
         // Tile statements that are element-wise at heart become T.Parallel nests.
         {"lowerTileOps", always, [](const Program &p, PassState &s) { return passes::lowerTileOps(p, s.diag); }, true},
         // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.

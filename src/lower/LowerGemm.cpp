@@ -5,7 +5,9 @@
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/HopperOperands.h"
 #include "tilec/passes/Layout.h"
+#include "tilec/passes/Tf32Values.h"
 
 namespace tilec::passes {
 
@@ -62,10 +64,10 @@ class GemmLowerer : public IRMutator {
             return nullptr;
         }
         // B is shared: (K, N), or (N, K) transposed.
-        auto bTile = tile(op->b, "B");
+        auto bTile = tile(*op, op->b, "B");
         if (!bTile) return nullptr;
-        int64_t K = op->transB ? bTile->second : bTile->first;
-        int64_t bN = op->transB ? bTile->first : bTile->second;
+        int64_t K = op->transB ? bTile->cols : bTile->rows;
+        int64_t bN = op->transB ? bTile->rows : bTile->cols;
         if (bN != N) {
             diag_.error(op->b.loc.valid() ? op->b.loc : loc, "operand B of T.gemm has " + std::to_string(bN) +
                                                                   " columns but the accumulator has " + std::to_string(N));
@@ -76,7 +78,7 @@ class GemmLowerer : public IRMutator {
                                  " for " + std::string(A->dtype.name()) + " operands (the tensor-core instruction's K)");
             return nullptr;
         }
-        Expr b = address(op->b);
+        Expr b = bTile->address;
         Expr c = addressOf(cr->second, {i32(0)});
         if (op->instr == GemmInstr::Wgmma && A->scope == Scope::Fragment) {
             // RS: A's registers in wgmma's m64k16 order, which is the wgmma accumulator layout of (M, K) split by
@@ -108,14 +110,14 @@ class GemmLowerer : public IRMutator {
         }
         if (op->instr == GemmInstr::Wgmma) {
             // Issued asynchronously: placeWgmmaWaits puts the wait before the results are read.
-            auto aTile = tile(op->a, "A");
+            auto aTile = tile(*op, op->a, "A");
             if (!aTile) return nullptr;
             int swA = panelSpan(A), swB = panelSpan(B);
             TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm without panel-layout operands");
             // Panels of rows no one observes (boundGemmRows) are not issued; only where one warpgroup owns the rows.
             const int64_t rows = op->liveRows > 0 && op->liveRows < M && L.warpsM == 4 ? op->liveRows : M;
             std::vector<Expr> args{i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op->transA), i32(op->transB),
-                                   i32(swA), i32(swB), i32(rows), address(op->a), b, c};
+                                   i32(swA), i32(swB), i32(rows), aTile->address, b, c};
             // ... and where they are known at run time only, each warpgroup's panels from the block's live rows on.
             if (op->liveRowsAt && rows == M) args.push_back(simplify(cast(DType::Int32, op->liveRowsAt)));
             return lib::stmt(lib::Fn::WgmmaSS, std::move(args), loc);
@@ -142,14 +144,18 @@ class GemmLowerer : public IRMutator {
             args.push_back(i32(op->transB));
             if (panels) args.push_back(i32(swB));
             args.push_back(i32(al->second.opCols));
+            // exactA: a float A whose every value tf32 represents (bfloat16 or float16 converted, mHC's x_frag)
+            // is handed to the instruction as it is, not rounded again element by element.
+            args.push_back(i32(A->dtype.kind == DType::Float32 && holdsTf32Values(kernel_, A.get()) &&
+                               (ar->second == A || holdsTf32Values(kernel_, ar->second.get()))));
             args.push_back(addressOf(ar->second, {i32(0)}));
             args.push_back(b);
             args.push_back(c);
             return lib::stmt(panels ? lib::Fn::GemmRSPanels : lib::Fn::GemmRS, std::move(args), loc);
         }
-        auto aTile = tile(op->a, "A");
+        auto aTile = tile(*op, op->a, "A");
         if (!aTile) return nullptr;
-        int64_t aM = op->transA ? aTile->second : aTile->first, aK = op->transA ? aTile->first : aTile->second;
+        int64_t aM = op->transA ? aTile->cols : aTile->rows, aK = op->transA ? aTile->rows : aTile->cols;
         if (aM != M || aK != K) {
             diag_.error(op->a.loc.valid() ? op->a.loc : loc,
                         "operand A of T.gemm is " + std::to_string(aM) + "x" + std::to_string(aK) + " but the product needs " +
@@ -164,7 +170,7 @@ class GemmLowerer : public IRMutator {
             args.push_back(i32(swA));
             args.push_back(i32(swB));
         }
-        args.push_back(address(op->a));
+        args.push_back(aTile->address);
         args.push_back(b);
         args.push_back(c);
         return lib::stmt(panels ? lib::Fn::GemmSSPanels : lib::Fn::GemmSS, std::move(args), loc);
@@ -176,18 +182,18 @@ class GemmLowerer : public IRMutator {
     /// (M, K/16), B (K, N) or (N, K)); the warp (group) tiles are the accumulator's.
     Stmt sparse(const Gemm &op, const Layout &L, const Buffer &regs) {
         const int64_t M = L.shape[0], N = L.shape[1];
-        auto aTile = tile(op.a, "A_sparse", true), eTile = tile(op.e, "E", true), bTile = tile(op.b, "B", true);
+        auto aTile = tile(op, op.a, "A_sparse"), eTile = tile(op, op.e, "E"), bTile = tile(op, op.b, "B");
         if (!aTile || !eTile || !bTile) return nullptr;
-        const int64_t K = 2 * aTile->second;
-        TILEC_ASSERT((op.instr == GemmInstr::Auto || op.instr == GemmInstr::Wgmma) && aTile->first == M &&
-                         eTile->first == M && eTile->second * 16 == K && (op.transB ? bTile->second : bTile->first) == K,
+        const int64_t K = 2 * aTile->cols;
+        TILEC_ASSERT((op.instr == GemmInstr::Auto || op.instr == GemmInstr::Wgmma) && aTile->rows == M &&
+                         eTile->rows == M && eTile->cols * 16 == K && (op.transB ? bTile->cols : bTile->rows) == K,
                      "a T.gemm_sp whose operands the front end did not check, or planned for another instruction");
         if (op.instr == GemmInstr::Wgmma) {
             const int swA = panelSpan(op.a.buffer), swB = panelSpan(op.b.buffer);
             TILEC_ASSERT(swA && swB && L.wgmma, "a wgmma T.gemm_sp without panel-layout operands");
             return lib::stmt(lib::Fn::WgmmaSpSS,
                              {i32(M), i32(N), i32(K), i32(L.warpsM / 4), i32(L.warpsN), i32(op.transB), i32(swA), i32(swB),
-                              address(op.a), address(op.e), address(op.b), addressOf(regs, {i32(0)})},
+                              aTile->address, eTile->address, bTile->address, addressOf(regs, {i32(0)})},
                              op.loc);
         }
         if ((M / L.warpsM) % 16 || (N / L.warpsN) % 8) {
@@ -197,8 +203,8 @@ class GemmLowerer : public IRMutator {
             return nullptr;
         }
         return lib::stmt(lib::Fn::GemmSpSS,
-                         {i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN), i32(op.transB), address(op.a), address(op.e),
-                          address(op.b), addressOf(regs, {i32(0)})},
+                         {i32(M), i32(N), i32(K), i32(L.warpsM), i32(L.warpsN), i32(op.transB), aTile->address, eTile->address,
+                          bTile->address, addressOf(regs, {i32(0)})},
                          op.loc);
     }
 
@@ -207,25 +213,29 @@ class GemmLowerer : public IRMutator {
     const Target &target_;
     DiagnosticEngine &diag_;
 
-    /// The stored (rows, columns) of a shared operand: its last two dimensions, taken whole; any leading
-    /// dimensions (a pipeline stage) are single elements.
-    std::optional<std::pair<int64_t, int64_t>> tile(const Region &r, const char *which, bool sparse = false) {
-        const char *prim = sparse ? "T.gemm_sp" : "T.gemm";
+    /// A shared operand as the library reads it: its (rows, columns) and the address of its first element.
+    struct SharedTile {
+        int64_t rows = 0, cols = 0;
+        Expr address;
+    };
+
+    /// Shared operand `r` of product `g`: its buffer's last two dimensions, taken whole (any leading dimensions,
+    /// a pipeline stage, single elements), or, where `g` reads it in the panel layout (wgmma, mma.sync over
+    /// panels; not T.gemm_sp), whole panels of its columns (panelPart: a tile of that layout of its own).
+    std::optional<SharedTile> tile(const Gemm &g, const Region &r, const char *which) {
+        const char *prim = g.sparse() ? "T.gemm_sp" : "T.gemm";
         const Buffer &b = r.buffer;
-        size_t nd = r.ranges.size();
-        bool ok = b && b->scope == Scope::Shared && nd >= 2 && b->shape.size() == nd;
-        for (size_t d = 0; ok && d < nd; ++d) {
-            auto e = constValue(r.ranges[d].extent);
-            if (d + 2 < nd) ok = e == std::optional<int64_t>(1);
-            else ok = e && constValue(r.ranges[d].min) == std::optional<int64_t>(0) && constValue(b->shape[d]) == e;
-        }
-        if (!ok) {
+        const bool panels = !g.sparse() && (g.instr == GemmInstr::Wgmma || g.instr == GemmInstr::MmaPanels);
+        std::string why;
+        auto part = b && b->scope == Scope::Shared ? panelPart(r, panels ? panelSpan(b) : 0, &why) : std::nullopt;
+        if (!part) {
             diag_.error(r.loc.valid() ? r.loc : b ? b->loc : SourceRange{},
                         std::string("operand ") + which + " of " + prim + " must be a whole 2-D shared buffer" +
-                            (sparse ? "" : " (or, for A, a fragment)"));
+                            (g.sparse() ? "" : " (or, for A, a fragment; or, where it runs on wgmma, whole swizzle panels "
+                                               "of its columns)") + (why.empty() ? "" : ": the region " + why));
             return std::nullopt;
         }
-        return std::pair{*constValue(r.ranges[nd - 2].extent), *constValue(r.ranges[nd - 1].extent)};
+        return SharedTile{part->rows, part->cols, addressOf(b, part->at)};
     }
 
     /// The panel layout's span of shared operand `b` as the pass that chose the product's instruction recorded
@@ -233,12 +243,6 @@ class GemmLowerer : public IRMutator {
     int panelSpan(const Buffer &b) const {
         const TileLayout *t = kernel_.tileLayoutOf(b.get());
         return t ? t->swizzleBytes : 0;
-    }
-
-    static Expr address(const Region &r) {
-        std::vector<Expr> idx;
-        for (auto &x : r.ranges) idx.push_back(x.min);
-        return addressOf(r.buffer, idx);
     }
 };
 

@@ -463,29 +463,36 @@ class Lowerer {
     Stmt tmaLoad(const Copy &c, const Expr &bar, Kernel &nk) {
         const Buffer &dst = c.dst.buffer;
         const size_t nd = dst->shape.size();
+        // A whole 2-D tile or one stage of a 3-D ring, stored in the panel layout of its rows' span, or whole
+        // panels of its columns: a tile of that layout of its own, loaded in its own boxes at its first panel.
+        auto C = nd >= 2 ? constValue(dst->shape.back()) : std::nullopt;
+        const int span = C ? panelSwizzleBytes(*C * dst->dtype.bytes()) : 0;
+        std::string why;
+        auto part = C && (nd == 2 || nd == 3) ? panelPart(c.dst, span, &why) : std::nullopt;
+        if (!part || !C) {
+            fail(c.loc, "T.tma_copy's destination must be a whole 2-D shared buffer or one stage [s, :, :] of a 3-D one, "
+                        "or whole swizzle panels of its columns" + (why.empty() ? std::string() : ": this region " + why));
+            return Seq::make({}, c.loc);
+        }
+        const bool whole = part->cols == *C;
         Expr stage = i32(0);
         Buffer ring;
         Copy plan = c;
-        auto full = [&](size_t d) {
-            return constInt(c.dst.ranges[d].min) == std::optional<int64_t>(0) &&
-                   constInt(c.dst.ranges[d].extent) == constInt(dst->shape[d]);
-        };
-        const bool tile = nd == 2 && full(0) && full(1);
-        const bool stageOfRing = nd == 3 && constInt(c.dst.ranges[0].extent) == std::optional<int64_t>(1) && full(1) && full(2);
-        if (tile) {
+        if (nd == 2) {
             auto it = rings_.find(dst.get());
             ring = it != rings_.end() ? it->second : (rings_[dst.get()] = ringOf(dst, 1));
-        } else if (stageOfRing) {
+        } else {
             ring = dst;
             stage = simplify(cast(DType::Int32, c.dst.ranges[0].min));
-            Buffer view = makeBuffer(dst->name, Scope::Shared, dst->dtype, {dst->shape[1], dst->shape[2]}, dst->loc);
-            plan.dst = Region::whole(view, c.dst.loc);
-        } else {
-            fail(c.loc, "T.tma_copy's destination must be a whole 2-D shared buffer or one stage [s, :, :] of a 3-D one");
-            return Seq::make({}, c.loc);
         }
+        if (nd == 3 || !whole) {
+            Expr cols = whole ? dst->shape[nd - 1] : i32(part->cols);
+            Buffer view = makeBuffer(dst->name, Scope::Shared, dst->dtype, {dst->shape[nd - 2], cols}, dst->loc);
+            plan.dst = Region::whole(view, c.dst.loc);
+        }
+        const Expr panel = whole ? i32(0) : simplify(cast(DType::Int32, part->at.back())); // the part's first panel
         proxies_.push_back(Copy::make(plan.src, plan.dst, c.loc));
-        auto t = planTmaTile(*as<Copy>(proxies_.back()), k_);
+        auto t = planTmaTile(*as<Copy>(proxies_.back()), k_, span);
         if (!t) {
             fail(c.loc, "T.tma_copy: TMA cannot load this tile (it takes a box of a global tensor with the tile's rows "
                         "along one dimension and its columns, a multiple of 32 bytes, along the innermost)");
@@ -502,14 +509,15 @@ class Lowerer {
                                 "T.alloc_local register ('" + b->name + "') is not supported (assign it to one first)");
                     return Seq::make({}, c.loc);
                 }
-        if (!byBuffer_.count(dst.get())) {
+        if (!byBuffer_.count(dst.get())) { // the whole tile (wgmma reads its parts: operandPart)
             tiles_.push_back(*t);
+            tiles_.back().cols = *C;
             byBuffer_[dst.get()] = &tiles_.back();
         }
         const int map = internTensorMap(nk, t->map);
         nk.recordTileLayout({ring, t->swizzle, true});
         std::vector<Expr> args{i32(t->rank), i32(t->rowDim), i32(t->rows), i32(t->cols), i32(t->elemBytes), i32(t->swizzle),
-                               addressOf(ring, {stage, i32(0), i32(0)}), i32(map), bar};
+                               addressOf(ring, {stage, i32(0), panel}), i32(map), bar};
         for (size_t j = 0; j < 5; ++j) args.push_back(j < t->coords.size() ? t->coords[j] : i32(0));
         // Where the consumers also read or write the tile through the generic proxy, a proxy fence after the
         // barrier that handed it back orders their accesses before TMA's writes (the async proxy).

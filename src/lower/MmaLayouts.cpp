@@ -4,6 +4,7 @@
 
 #include "tilec/passes/Arith.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -41,6 +42,23 @@ std::pair<int, int> balancedSplit(int warps, int64_t m, int64_t n) {
     return best;
 }
 
+/// The split of `g`'s accumulator its instruction and policy choose (`needRows`: its accumulator is read as operand
+/// A), or {0, 0} when none fits.
+std::pair<int, int> policySplit(const GemmUse &g, int warps, bool needRows) {
+    if (g.op->instr == GemmInstr::Wgmma) { // specializeWarps checked that the warpgroups split it
+        auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
+        return {4 * wg.first, wg.second};
+    }
+    switch (g.op->policy) {
+    case GemmPolicy::FullRow: return fullSplit(warps, g.m, g.n, true);
+    case GemmPolicy::FullCol: return fullSplit(warps, g.m, g.n, false);
+    case GemmPolicy::Square: return balancedSplit(warps, g.m, g.n);
+    case GemmPolicy::Auto: // whole rows per warp where A is read from registers (no copies of A) if they fit
+        return needRows ? std::pair{warps, 1} : g.aFrag ? fullSplit(warps, g.m, g.n, true) : balancedSplit(warps, g.m, g.n);
+    }
+    return {0, 0};
+}
+
 /// The split of `existing`, the layout another T.gemm gave accumulator group of mma.sync product `g` (policy
 /// Square or none, its accumulator not read as A), when g can write that layout: every product into one
 /// accumulator shares its layout (a wgmma product in a pipelined loop, one on mma.sync after it). wgmma's row
@@ -68,6 +86,14 @@ std::string wholeRowsAdvice(const GemmUse &g, int warps, bool wgmma) {
            "to T.gemm)";
 }
 
+/// Whether mma.sync product `g` may take any split of its warps (policy Square or none, its accumulator not read as
+/// operand A; `operandOf`: group -> a product reading it as A), as opposed to one its policy or instruction fixes.
+bool flexibleSplit(const GemmUse &g, const std::map<int, const GemmUse *> &operandOf,
+                   const std::function<int(const BufferNode *)> &groupOf) {
+    return g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
+           (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
+}
+
 /// The products in the order their splits are decided: those whose split is fixed (wgmma, an explicit FullRow /
 /// FullCol, an accumulator read as A; `operandOf`: group -> a product reading it as A) first, so that an mma.sync
 /// product with policy Square or none into the same accumulator then takes theirs (adoptable).
@@ -76,11 +102,80 @@ std::vector<const GemmUse *> fixedSplitsFirst(const LayoutUses &c, const std::ma
     std::vector<const GemmUse *> order;
     for (int fixedFirst = 1; fixedFirst >= 0; --fixedFirst)
         for (auto &g : c.gemms) {
-            const bool flexible = g.op->instr != GemmInstr::Wgmma && operandOf.find(groupOf(g.c)) == operandOf.end() &&
-                                  (g.op->policy == GemmPolicy::Auto || g.op->policy == GemmPolicy::Square);
-            if (flexible != (fixedFirst == 1)) order.push_back(&g);
+            if (flexibleSplit(g, operandOf, groupOf) != (fixedFirst == 1)) order.push_back(&g);
         }
     return order;
+}
+
+/// The accumulator groups that per-row values link (a 1-D fragment group written by a dim-1 reduction of one
+/// accumulator and read at the rows of a nest over another: FlashAttention's row maximum scaling the output),
+/// as classes of two or more groups: their rows must be split over the warps alike (mmaRows::sameRows).
+std::vector<std::set<int>> rowLinkedAccumulators(const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf,
+                                                 const std::function<int(int)> &nestGroup) {
+    std::map<int, int64_t> rowsOf; // accumulator group -> its rows
+    for (auto &g : c.gemms) rowsOf[groupOf(g.c)] = g.m;
+    std::map<int, std::set<int>> byRowGroup; // per-row fragment group -> the accumulator groups it links
+    for (auto &u : c.uses) {
+        if (u.buffer->shape.size() != 1) continue;
+        int acc = -1;
+        if (u.rowOfNest && u.nest >= 0) acc = nestGroup(u.nest);
+        else if (u.reduceDst && u.reduceSrc && u.reduceDim == 1 && u.reduceSrc->shape.size() == 2) acc = groupOf(u.reduceSrc);
+        auto rows = rowsOf.find(acc);
+        if (rows != rowsOf.end() && constInt(u.buffer->shape[0]) == std::optional<int64_t>(rows->second))
+            byRowGroup[groupOf(u.buffer)].insert(acc);
+    }
+    std::vector<std::set<int>> classes; // merged while two share a group
+    for (auto &[rowGroup, linked] : byRowGroup) {
+        std::set<int> merged = linked;
+        for (auto it = classes.begin(); it != classes.end();) {
+            bool meets = false;
+            for (int a : *it) meets = meets || merged.count(a);
+            if (!meets) { ++it; continue; }
+            merged.insert(it->begin(), it->end());
+            it = classes.erase(it);
+        }
+        classes.push_back(std::move(merged));
+    }
+    classes.erase(std::remove_if(classes.begin(), classes.end(), [](const std::set<int> &s) { return s.size() < 2; }),
+                  classes.end());
+    return classes;
+}
+
+/// Warp rows for the flexible mma.sync products (flexibleSplit) of each class of row-linked accumulators
+/// (rowLinkedAccumulators) whose own splits differ, by accumulator group: the warp rows of the class's one fixed
+/// split where it has one (`fixedRows`: a product -> the warp rows of its own split), else the most warp rows that
+/// fit every product of the class (64x64 scores and 64x256 outputs over 4 warps, on their own 2x2 and 1x4: 4x1
+/// both), so that the per-row reductions combine as few warps as they can (none where each warp holds whole rows,
+/// as wgmma's split does) and need the least reduction scratch. A class that a wgmma product or no common count
+/// fits keeps its own splits (the error is then at the per-row value that links them).
+std::map<int, int> commonRowSplits(const LayoutUses &c, int warps, const std::map<int, const GemmUse *> &operandOf,
+                                   const std::function<int(const BufferNode *)> &groupOf,
+                                   const std::function<int(int)> &nestGroup,
+                                   const std::function<int(const GemmUse &)> &fixedRows) {
+    std::map<int, int> out;
+    for (const std::set<int> &cls : rowLinkedAccumulators(c, groupOf, nestGroup)) {
+        std::set<int> fixed, own; // the fixed products' warp rows; every product's own
+        std::vector<const GemmUse *> flexible;
+        bool wgmma = false; // its rows are in wgmma's order, which no mma.sync split shares (Layout::sameRows)
+        for (auto &g : c.gemms) {
+            if (!cls.count(groupOf(g.c))) continue;
+            if (flexibleSplit(g, operandOf, groupOf)) flexible.push_back(&g);
+            else fixed.insert(fixedRows(g));
+            own.insert(fixedRows(g));
+            wgmma = wgmma || g.op->instr == GemmInstr::Wgmma;
+        }
+        if (flexible.empty() || fixed.size() > 1 || own.size() == 1 || wgmma) continue; // own.size() 1: they agree
+        int best = 0; // the most warp rows that fit every product
+        for (int wm = warps; wm >= 1 && !best; --wm) {
+            if (warps % wm || (!fixed.empty() && wm != *fixed.begin())) continue;
+            bool fits = true;
+            for (const GemmUse *g : flexible) fits = fits && g->m % (16 * wm) == 0 && g->n % (8 * (warps / wm)) == 0;
+            if (fits) best = wm;
+        }
+        if (!best) continue;
+        for (const GemmUse *g : flexible) out[groupOf(g->c)] = best;
+    }
+    return out;
 }
 
 /// The nests of several variables whose only fragment uses are reads of 1-D fragments at their first variable
@@ -168,11 +263,26 @@ std::set<const Use *> followColumnGroups(const LayoutUses &c, const std::functio
     return out;
 }
 
+/// Whether every product reading a fragment of group `gid` as operand A can read it from a shared copy instead
+/// (mma.sync, dense: wgmma's operands and the metadata of sparse products are laid out by earlier passes); then
+/// they are added to `stageA`.
+bool stageReaders(const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf, int gid,
+                  std::set<const Gemm *> &stageA) {
+    std::vector<const Gemm *> readers;
+    for (auto &g : c.gemms) {
+        if (!g.aFrag || groupOf(g.aFrag) != gid) continue;
+        if (g.op->instr != GemmInstr::Auto || g.op->sparse()) return false;
+        readers.push_back(g.op);
+    }
+    stageA.insert(readers.begin(), readers.end());
+    return !readers.empty();
+}
+
 } // namespace
 
 void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<int(const BufferNode *)> &groupOf,
                       const std::function<MmaGroup &(int)> &group, const std::function<int(int)> &nestGroup,
-                      DiagnosticEngine &diag) {
+                      DiagnosticEngine &diag, std::set<const Gemm *> *stageA) {
     if (c.gemms.empty()) return;
     const int warps = k.threads / 32;
     if (k.threads % 32 != 0) {
@@ -183,6 +293,9 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
     std::map<int, const GemmUse *> operandOf; // group -> a gemm reading a fragment of it as operand A
     for (auto &g : c.gemms)
         if (g.aFrag) operandOf.emplace(groupOf(g.aFrag), &g);
+    const std::map<int, int> rowSplits = commonRowSplits(c, warps, operandOf, groupOf, nestGroup, [&](const GemmUse &g) {
+        return policySplit(g, warps, operandOf.count(groupOf(g.c)) > 0).first;
+    });
     auto assign = [&](int node, const Layout &l, const GemmUse &g, const std::string &what) {
         auto &grp = group(node);
         if (grp.mma && !(*grp.mma == l)) {
@@ -211,20 +324,13 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
         const GemmUse *needRows = reader != operandOf.end() ? reader->second : nullptr;
         std::pair<int, int> split;
         const auto adopted = needRows ? std::nullopt : adoptable(group(cg).mma, g, warps);
-        if (adopted) {
-            split = *adopted;
-        } else if (wgmma) { // specializeWarps checked that the warpgroups split it
-            auto wg = wgmmaWarpgroups(g.m, g.n, warps / 4, 1, g.op->policy);
-            split = {4 * wg.first, wg.second};
-        } else switch (g.op->policy) {
-        case GemmPolicy::FullRow: split = fullSplit(warps, g.m, g.n, true); break;
-        case GemmPolicy::FullCol: split = fullSplit(warps, g.m, g.n, false); break;
-        case GemmPolicy::Square: split = balancedSplit(warps, g.m, g.n); break;
-        case GemmPolicy::Auto: // whole rows per warp where A is read from registers (no copies of A) if they fit
-            split = needRows ? std::pair{warps, 1} : g.aFrag ? fullSplit(warps, g.m, g.n, true) : balancedSplit(warps, g.m, g.n);
-            break;
-        }
+        const auto common = rowSplits.find(cg);
+        if (adopted) split = *adopted;
+        else if (common != rowSplits.end()) split = {common->second, warps / common->second};
+        else split = policySplit(g, warps, needRows != nullptr);
         if (needRows && split.second != 1) {
+            // the accumulator keeps its policy's split; the products reading it as A read a shared copy of it
+            if (stageA && stageReaders(c, groupOf, cg, *stageA)) continue;
             diag.error(g.op->loc, std::string("policy ") + toString(g.op->policy) + " splits the columns of " + cName +
                                       " over warps, but T.gemm reads it (or a fragment computed from it) as operand A, "
                                       "which needs whole rows in each warp; " + wholeRowsAdvice(g, warps, wgmma));
@@ -251,9 +357,11 @@ void assignMmaLayouts(const Kernel &k, const LayoutUses &c, const std::function<
             // wgmma RS: m64k16's A registers are the wgmma accumulator order of (M, K), tf32's m64k8 the operand
             // order in wgmma rows (operandOrder); warpgroups splitting the columns each hold a copy (warpCopies)
             const int ag = groupOf(g.aFrag);
-            assign(ag, operandOrderGroups(c, groupOf).count(ag) ? operandOrder({g.m, g.k}, k.threads, split.first, wgmma)
-                                                                : Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma),
-                   g, "operand A '" + g.aFrag->name + "'");
+            const Layout al = operandOrderGroups(c, groupOf).count(ag) ? operandOrder({g.m, g.k}, k.threads, split.first, wgmma)
+                                                                       : Layout::mma({g.m, g.k}, k.threads, split.first, 1, wgmma);
+            // a fragment another product's accumulator split lays out otherwise: read from a shared copy
+            if (stageA && group(ag).mma && !(*group(ag).mma == al) && stageReaders(c, groupOf, ag, *stageA)) continue;
+            assign(ag, al, g, "operand A '" + g.aFrag->name + "'");
         }
     }
     const std::set<const Use *> byGroups = followColumnGroups(c, groupOf, group, nestGroup); // stay in registers

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 
 namespace tilec::passes {
 
@@ -27,8 +28,12 @@ struct MmaGroup {
 /// along dim 1, `x[i]` in a nest over the group) take the mmaRows layout.
 /// `groupOf`: a fragment's group; `group`: a group by id; `nestGroup`: the group of nest i of `c`. Errors where the
 /// products' splits disagree or a fragment of an mma group is indexed otherwise than by a nest over all of it.
+/// `stageA` (when given) collects the mma.sync products whose operand-A fragment cannot take operand A's layout
+/// because another product's accumulator split fixes its group otherwise (columns split over warps, or other warp
+/// rows): they are to read A from a shared copy (stageGemmOperands) instead of reporting the conflict, and the
+/// layouts of this call are then not the kernel's (inferLayouts runs again on the staged kernel).
 void assignMmaLayouts(const ir::Kernel &k, const LayoutUses &c, const std::function<int(const ir::BufferNode *)> &groupOf,
                       const std::function<MmaGroup &(int)> &group, const std::function<int(int)> &nestGroup,
-                      DiagnosticEngine &diag);
+                      DiagnosticEngine &diag, std::set<const ir::Gemm *> *stageA = nullptr);
 
 } // namespace tilec::passes

@@ -7,8 +7,10 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/LoopInvariants.h"
 #include "tilec/passes/Staging.h"
 #include "EarlyTransfers.h"
+#include "GatherTransfers.h"
 #include "tilec/SharedAliases.h"
 #include "PrivateStages.h"
 
@@ -144,6 +146,7 @@ class Pipeliner : public IRMutator {
         : transfers{k.threads, assumeAlignedRows, diag, {}, {}, {}, {}}, kernel_(k) {}
 
     std::map<const BufferNode *, Buffer> staged; ///< original buffer -> its ring of copies
+    std::vector<Buffer> locals;                  ///< registers the lowering adds (gathered fills' positions)
     TransferContext transfers;
 
     /// A transfer left where it is: issue, commit, wait.
@@ -174,6 +177,7 @@ class Pipeliner : public IRMutator {
             Stmt single = refillOneBuffer(*op, split);
             return single ? single : serial();
         }
+        addGathers(*op, split);
         const std::vector<const Copy *> &hoisted = split.hoisted;
         struct Guards { // this loop's, for as long as its copies live (a loop nested in its body has its own)
             std::map<const Copy *, Expr> &all;
@@ -241,6 +245,47 @@ class Pipeliner : public IRMutator {
 
   private:
     const Kernel &kernel_;
+    /// Gathered tile fills (GatherTransfers.h) issued ahead like hoisted copies: each stands in the split as a
+    /// Copy of its whole tile (standIns_ keeps those alive), which issueTiles issues as the fill's cp.async chunks.
+    std::map<const Copy *, GatherFill> gathers_;
+    std::vector<Stmt> standIns_;
+
+    /// Moves the gathered fills of `split.rest` that can be issued ahead (their reads loop-invariant, their tile
+    /// named by no statement before them and written by no other) to `split.hoisted`.
+    void addGathers(const For &op, LoopSplit &split) {
+        struct Roles : IRVisitor { // (a role's threads are not the block's: copy_g2s alone is told its first thread)
+            using IRVisitor::visit;
+            bool found = false;
+            void visit(const WarpRoles &) override { found = true; }
+        } roles;
+        roles.visit(kernel_.body);
+        if (roles.found) return;
+        const std::set<const BufferNode *> invariant = loopInvariantBuffers(op, kernel_.body);
+        const std::set<const VarNode *> bound = loopVariablesIn(op.body);
+        std::vector<Stmt> rest;
+        for (const Stmt &s : split.rest) {
+            std::optional<GatherFill> g = gatherFill(s, kernel_, invariant, bound);
+            const size_t at = std::find(split.top.begin(), split.top.end(), s) - split.top.begin();
+            if (!g || at == split.top.size() || !aheadOnly(split.top, at, g->store->buffer.get())) {
+                rest.push_back(s);
+                continue;
+            }
+            Stmt standIn = Copy::make(Region::whole(g->store->buffer, s->loc), Region::whole(g->store->buffer, s->loc), s->loc);
+            standIns_.push_back(standIn);
+            gathers_[as<Copy>(standIn)] = *g;
+            split.hoisted.push_back(as<Copy>(standIn)), split.guards.push_back(nullptr), split.at.push_back(at);
+        }
+        split.rest = std::move(rest);
+    }
+
+    /// Whether no statement of `top` before `at` names tile `b` and none after it writes it.
+    static bool aheadOnly(const std::vector<Stmt> &top, size_t at, const BufferNode *b) {
+        for (size_t j = 0; j < top.size(); ++j) {
+            if (j < at && mentionedBuffers(top[j], nullptr).count(b)) return false;
+            if (j > at && writtenBuffers(top[j]).count(b)) return false;
+        }
+        return true;
+    }
 
     /// A loop that stays serial, its transfers issued together where they save round trips (EarlyTransfers.h):
     /// all as cp.async in one commit group, waited for and made visible by one barrier just before the first
@@ -334,7 +379,7 @@ class Pipeliner : public IRMutator {
     /// barriers per trip its stage would need (mhc_post_bwd's d row, read 2 bfloat16 per thread: 4 bytes each).
     bool readsOwnCopies(const Copy &c, const For &loop, const std::vector<Stmt> &rest) {
         const BufferNode *tile = c.dst.buffer.get();
-        if (!kernel_.layouts || tile->shape.size() > 2) return false;
+        if (!kernel_.layouts || tile->shape.size() > 2 || gathers_.count(&c)) return false;
         RangeMap ranges = kernelRanges(kernel_);
         addLoopRange(ranges, loop);
         const int widest = transferVec(c, transfers), eb = c.src.buffer->dtype.bytes();
@@ -383,11 +428,16 @@ class Pipeliner : public IRMutator {
             guarded.clear();
         };
         VarMap m{{op.var.get(), iter}};
+        RangeMap ranges = kernelRanges(kernel_);
+        addLoopRange(ranges, op);
         for (auto *c : copies) {
             Region src = c->src;
             for (auto &r : src.ranges) r.min = simplify(substitute(r.min, m));
             auto moved = Copy::make(src, c->dst, c->loc);
-            Stmt call = transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers);
+            auto gather = gathers_.find(c);
+            Stmt call = gather != gathers_.end()
+                            ? gatherTransfer(gather->second, m, ring[c->dst.buffer.get()], stage, kernel_.threadIdx, transfers.threads, ranges, locals)
+                            : transferCall(*as<Copy>(moved), ring[c->dst.buffer.get()], stage, false, transfers);
             auto g = guards_.find(c);
             if (g == guards_.end() || g->second != guard) close();
             if (g == guards_.end()) calls.push_back(call);
@@ -489,6 +539,7 @@ Program pipelineLoops(const Program &p, const Variant &v, DiagnosticEngine &diag
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body ? body : Seq::make({});
         nk->assumptions = m.transfers.assumptions;
+        nk->allocs.insert(nk->allocs.end(), m.locals.begin(), m.locals.end());
         for (auto &b : nk->allocs) {
             auto it = m.staged.find(b.get());
             if (it == m.staged.end()) continue;

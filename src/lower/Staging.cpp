@@ -208,12 +208,7 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody, bool guard
     LoopSplit out;
     if (auto q = as<Seq>(loop.body)) out.top = q->stmts;
     else out.top = {loop.body};
-    struct Bound : IRVisitor {
-        using IRVisitor::visit;
-        std::set<const VarNode *> vars;
-        void visit(const For &f) override { vars.insert(f.var.get()), IRVisitor::visit(f); }
-    } bound;
-    bound.visit(loop.body);
+    const std::set<const VarNode *> boundVars = loopVariablesIn(loop.body);
     IterationScalars scalars(loop.body);
     for (size_t i = 0; i < out.top.size(); ++i) {
         const Stmt &s = out.top[i];
@@ -223,10 +218,10 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody, bool guard
             std::set<const BufferNode *> others;
             for (size_t j = 0; j < out.top.size(); ++j)
                 if (j != i) others.merge(mentionedBuffers(out.top[j], nullptr));
-            g = guardedCopies(s, others, scalars, bound.vars, invariant);
+            g = guardedCopies(s, others, scalars, boundVars, invariant);
         }
-        if (c && hoistable(*c, bound.vars, invariant)) out.hoisted.push_back(c), out.guards.push_back(nullptr), out.at.push_back(i);
-        else if (Stmt moved = c ? scalars.inlined(*c) : nullptr; moved && hoistable(*as<Copy>(moved), bound.vars, invariant)) {
+        if (c && hoistable(*c, boundVars, invariant)) out.hoisted.push_back(c), out.guards.push_back(nullptr), out.at.push_back(i);
+        else if (Stmt moved = c ? scalars.inlined(*c) : nullptr; moved && hoistable(*as<Copy>(moved), boundVars, invariant)) {
             out.rewritten.push_back(moved);
             out.hoisted.push_back(as<Copy>(moved));
             out.guards.push_back(nullptr);
@@ -242,10 +237,20 @@ LoopSplit splitPipelinedBody(const For &loop, const Stmt &kernelBody, bool guard
             out.rest.push_back(g->rewritten);
         } else {
             out.rest.push_back(s);
-            scalars.define(s, bound.vars, invariant);
+            scalars.define(s, boundVars, invariant);
         }
     }
     return out;
+}
+
+std::set<const VarNode *> loopVariablesIn(const Stmt &s) {
+    struct Bound : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const VarNode *> vars;
+        void visit(const For &f) override { vars.insert(f.var.get()), IRVisitor::visit(f); }
+    } bound;
+    bound.visit(s);
+    return bound.vars;
 }
 
 std::set<const BufferNode *> mentionedBuffers(const Stmt &s, const StmtNode *skip) {

@@ -10,6 +10,8 @@
 #include "tilec/SharedAliases.h"
 
 #include "BankConflicts.h"
+#include "RangeScopedMutator.h"
+#include "OffsetTerms.h"
 
 #include <algorithm>
 #include <map>
@@ -28,6 +30,9 @@ Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 struct Swizzle {
     int64_t cols = 0, tileElems = 0;
     bool panels = false;
+    /// A tile stored with a shorter row pitch than its shape's (rows padded with elements no access addresses):
+    /// the pitch it had (0: unchanged) and the one it gets; `cols` 0 then leaves it unswizzled.
+    int64_t fromPitch = 0, toPitch = 0;
 };
 
 /// Whether the panel layout of a tile with rows of `cols` `eb`-byte elements differs from its row swizzle:
@@ -89,17 +94,72 @@ int64_t rowSwizzled(int64_t cols, int64_t eb, int64_t off) {
     return off ^ (x * (16 / eb));
 }
 
-/// Shared tiles that no library call addresses (every access an element load or store) and whose accesses the
-/// row swizzle serves in fewer wavefronts than row-major storage: counted for the block's first warp, loop
-/// variables at their first value (a warp storing a wgmma accumulator's pairs into 256-byte rows, eight rows
-/// at one column, is 8-way conflicted; swizzled, each row's chunk moves to its own banks). A vector access
-/// keeps its lanes together only when aligned to its width of at most 16 bytes; another one leaves the tile
-/// as it is, and so does an access that does not evaluate for lack of evidence.
+/// A tile's offset `e` (rows of `pitch` elements) with rows of `to` elements instead, where every term of it is
+/// either a whole number of rows or part of a column sum that provably stays in [0, to): nullopt otherwise.
+/// `maxCol` (when given) receives the largest column the sum reaches.
+std::optional<Expr> repitched(const Expr &e, int64_t pitch, int64_t to, const RangeMap &ranges, int64_t *maxCol = nullptr) {
+    std::vector<offsets::Term> terms;
+    if (pitch <= 0 || !offsets::flatten(e, 1, e->dtype, terms)) return std::nullopt;
+    int64_t lo = 0, hi = 0, constant = 0; // the column sum's bounds; the new offset's constant term
+    Expr out;
+    auto add = [&](const Expr &leaf, int64_t c) {
+        Expr t = c == 1 ? leaf : binary(BinaryOp::Mul, leaf, intImm(c, leaf->dtype));
+        out = out ? binary(BinaryOp::Add, out, t) : t;
+    };
+    for (auto &t : terms) {
+        if (!t.leaf) {
+            const int64_t row = t.coeff >= 0 ? t.coeff / pitch : -((-t.coeff + pitch - 1) / pitch), col = t.coeff - row * pitch;
+            constant += row * to + col, lo += col, hi += col;
+        } else if (t.coeff % pitch == 0) {
+            add(t.leaf, t.coeff / pitch * to);
+        } else {
+            Interval b = boundsOf(t.leaf, ranges);
+            if (!b.lo || !b.hi) return std::nullopt;
+            const int64_t x = *b.lo * t.coeff, y = *b.hi * t.coeff;
+            lo += std::min(x, y), hi += std::max(x, y);
+            add(t.leaf, t.coeff);
+        }
+    }
+    if (lo < 0 || hi >= to) return std::nullopt;
+    if (maxCol) *maxCol = hi;
+    if (!out) return intImm(constant, e->dtype);
+    return constant ? binary(BinaryOp::Add, out, intImm(constant, e->dtype)) : out;
+}
+
+/// One candidate layout of a tile that no library call addresses: its row pitch (that of its shape, or a
+/// shorter one) and the row swizzle over virtual rows of `swizzleCols` elements (0: none) in tiles of
+/// `tileElems` (swz_in_tiles: the pattern restarts at each tile).
+struct Candidate {
+    int64_t pitch = 0, swizzleCols = 0, tileElems = 0;
+};
+
+/// Shared tiles that no library call addresses (every access an element load or store), stored in the layout
+/// their accesses, writers and readers together, take the fewest bank wavefronts in, counted for the block's
+/// first warp with loop variables at their first value (banks::wavefronts): the row swizzle over the tile's rows
+/// (a warp storing a wgmma accumulator's pairs into 256-byte rows, eight rows at one column, is 8-way conflicted
+/// row-major), and where the tile's rows carry padding that no access reaches (the column part of every offset
+/// provably inside a shorter row: transposeFragments' staging tiles) the shorter pitch, plain or swizzled over
+/// its rows or over virtual rows of 2-16 rows or 1/2-1/8 row (the XOR of a 16-byte chunk by row / 2^k, or by
+/// 2 row + half: a transpose staged through a tile of 64 floats, a warp storing 8 rows 4 apart, needs the XOR
+/// by row / 4, which no padding of whole chunks gives). Row-major storage stays unless a candidate takes
+/// strictly fewer wavefronts. A vector access keeps its lanes together only when aligned to its width of at
+/// most 16 bytes; another one leaves the tile as it is, and so does an access that does not evaluate for lack
+/// of evidence.
 struct Conflicts : IRVisitor {
     using IRVisitor::visit;
-    explicit Conflicts(const Kernel &k) : k_(k), tx_(k.threadIdx.get()) {}
-    std::set<const BufferNode *> excluded;
-    std::map<const BufferNode *, std::pair<int64_t, int64_t>> cost; ///< wavefronts plain, swizzled
+    explicit Conflicts(const Kernel &k) : k_(k), tx_(k.threadIdx.get()), ranges_(kernelRanges(k)) {
+        for (auto &[view, base] : ir::sharedAliases(k)) aliased.insert(view.get()), aliased.insert(base.get());
+    }
+    std::set<const BufferNode *> excluded, aliased;
+    /// Per tile: the first warp's accesses (with their element bytes), and the last column any access reaches
+    /// (columnsKnown false where an offset does not split into whole rows and a bounded column).
+    struct Accesses {
+        std::vector<banks::WarpAccess> warps;
+        std::vector<int> elemBytes;
+        int64_t maxCol = 0;
+        bool columnsKnown = true;
+    };
+    std::map<const BufferNode *, Accesses> accesses;
 
     void visit(const Call &op) override {
         if (lib::is(op, lib::Fn::AddressOf)) {
@@ -108,14 +168,25 @@ struct Conflicts : IRVisitor {
         }
         IRVisitor::visit(op);
     }
+    /// A tile a statement still names by region (no element offsets this pass could map) keeps its layout.
+    void visitRegion(const Region &r) override {
+        if (r.buffer) excluded.insert(r.buffer.get());
+        IRVisitor::visitRegion(r);
+    }
+    void visit(const Reduce &op) override {
+        if (op.src) excluded.insert(op.src.get());
+        if (op.dst) excluded.insert(op.dst.get());
+    }
     void visit(const For &op) override {
         auto savedValues = values_;
+        auto savedRanges = ranges_;
         const For *savedLanes = lanes_;
         if (auto m = constValue(op.min)) values_[op.var.get()] = *m;
         else values_.erase(op.var.get());
+        addLoopRange(ranges_, op);
         if (op.forKind == ForKind::Vectorized) lanes_ = &op;
         IRVisitor::visit(op);
-        values_ = std::move(savedValues), lanes_ = savedLanes;
+        values_ = std::move(savedValues), lanes_ = savedLanes, ranges_ = std::move(savedRanges);
     }
     void visit(const Load &op) override {
         access(op.buffer, op.indices);
@@ -126,11 +197,6 @@ struct Conflicts : IRVisitor {
         IRVisitor::visit(op);
     }
 
-  private:
-    const Kernel &k_;
-    const VarNode *tx_;
-    std::map<const VarNode *, int64_t> values_;
-
     /// The row of `b` in elements: a shared alias's is its base's row bytes in its own elements (the swizzle its
     /// base takes, aliasSwizzles), or none where they are no whole number of them.
     std::optional<int64_t> rowOf(const BufferNode *b) const {
@@ -140,14 +206,20 @@ struct Conflicts : IRVisitor {
         const int64_t rowBytes = *cols * base->dtype.bytes();
         return rowBytes % b->dtype.bytes() == 0 ? std::optional<int64_t>(rowBytes / b->dtype.bytes()) : std::nullopt;
     }
+
+  private:
+    const Kernel &k_;
+    const VarNode *tx_;
+    std::map<const VarNode *, int64_t> values_;
+    RangeMap ranges_;
     const For *lanes_ = nullptr;
 
     void access(const Buffer &b, const std::vector<Expr> &idx) {
-        if (b->scope != Scope::Shared || idx.size() != 1 || excluded.count(b.get())) return;
+        if (b->scope != Scope::Shared || excluded.count(b.get())) return;
+        if (idx.size() != 1) return (void)excluded.insert(b.get());
         auto cols = rowOf(b.get());
         const int64_t eb = b->dtype.bytes();
         if (!cols) return (void)excluded.insert(b.get());
-        if (!rowSwizzleActive(*cols, eb)) return;
         int64_t bytes = eb;
         if (lanes_) {
             auto lin = linearIn(idx[0], lanes_->var.get());
@@ -159,49 +231,132 @@ struct Conflicts : IRVisitor {
                 bytes = *width * eb;
             }
         }
+        auto &acc = accesses[b.get()];
+        int64_t maxCol = 0;
+        if (acc.columnsKnown && !aliased.count(b.get()) && repitched(idx[0], *cols, *cols, ranges_, &maxCol))
+            acc.maxCol = std::max(acc.maxCol, maxCol);
+        else
+            acc.columnsKnown = false;
         auto a = banks::firstWarp(idx[0], tx_, values_, (int)bytes);
         if (!a) return;
-        auto &c = cost[b.get()];
-        c.first += banks::wavefronts(*a, (int)eb, [](int64_t o) { return o; });
-        c.second += banks::wavefronts(*a, (int)eb, [&](int64_t o) { return rowSwizzled(*cols, eb, o); });
+        acc.warps.push_back(*a);
+        acc.elemBytes.push_back((int)eb);
     }
 };
 
-class Apply : public IRMutator {
+/// The candidate layouts of tile `b` (rows of `cols` elements; `shorter`: a shorter pitch its accesses allow,
+/// or 0), in the order ties are broken: the row swizzle over its own rows in tiles of its last two dimensions
+/// first (what this pass chose before), then the shorter pitch unswizzled, swizzled over its rows, over 2-16
+/// rows and over 1/2-1/8 row. A virtual row is a power of two elements (its row and chunk are shifts, never
+/// divisions) and its pattern's 8 rows divide the whole buffer, the swizzle's tile (no access of a tile no
+/// library addresses cares where a stage ends; the XOR may then take bits of the outer indices). Virtual rows
+/// only where the padding goes (transposeFragments' staging tiles, written and read as whole words): the count
+/// sees element accesses as written, not as nvcc merges them, and a tile of 16-bit pairs (gemm_intrinsics'
+/// and bitnet's accumulator staging) took 8 -> 4 read wavefronts there for 48 more STS, its pairs no longer
+/// merged into 32-bit stores (splitSwizzles keeps a constant such as 129 in the swizzle's argument).
+std::vector<Candidate> candidates(const BufferNode &b, int64_t cols, int64_t shorter, bool virtualRows) {
+    std::vector<Candidate> out;
+    const int64_t eb = b.dtype.bytes();
+    auto rows = constValue(b.shape[b.shape.size() - 2]);
+    const int64_t elems = b.constElements();
+    if (!rows || eb <= 0 || elems <= 0 || elems % cols != 0) return out;
+    for (int64_t pitch : {cols, shorter}) {
+        if (pitch <= 0) continue;
+        if (pitch != cols) out.push_back({pitch, 0, 0});
+        const int64_t tileElems = *rows * pitch, whole = elems / cols * pitch;
+        if (rowSwizzleActive(pitch, eb)) out.push_back({pitch, pitch, tileElems});
+        for (int64_t num : {2, 4, 8, 16, -2, -4, -8}) {
+            if (!virtualRows || pitch == cols || (num < 0 && pitch % -num != 0)) continue;
+            const int64_t w = num > 0 ? pitch * num : pitch / -num;
+            if ((w & (w - 1)) == 0 && rowSwizzleActive(w, eb) && whole % (8 * w) == 0) out.push_back({pitch, w, whole});
+        }
+    }
+    return out;
+}
+
+/// The element offset `o` of a tile with rows of `pitch` elements stored as candidate `c` (the map
+/// tilec::swz_in_tiles computes: code generation's form of tilec.swz).
+int64_t candidateOffset(const Candidate &c, int64_t pitch, int64_t eb, int64_t o) {
+    const int64_t p = c.pitch == pitch ? o : o / pitch * c.pitch + o % pitch;
+    if (!c.swizzleCols) return p;
+    if (c.tileElems / c.swizzleCols % 8 == 0) return rowSwizzled(c.swizzleCols, eb, p);
+    return p / c.tileElems * c.tileElems + rowSwizzled(c.swizzleCols, eb, p % c.tileElems);
+}
+
+/// The layout chosen for a tile that no library call addresses (see Conflicts), or nullopt for row-major.
+std::optional<Swizzle> chooseLayout(const BufferNode &b, const Conflicts::Accesses &acc, int64_t cols, bool aliased) {
+    const int64_t eb = b.dtype.bytes();
+    int64_t shorter = 0;
+    if (acc.columnsKnown && !aliased && b.shape.size() >= 2 && eb > 0 && 16 % eb == 0) {
+        // The shortest pitch of whole 16-byte chunks past every column reached (vector accesses stay aligned).
+        const int64_t chunk = 16 / eb, need = (acc.maxCol + chunk) / chunk * chunk;
+        if (need < cols && cols % chunk == 0) shorter = need;
+    }
+    auto cost = [&](const std::optional<Candidate> &c) {
+        int64_t n = 0;
+        for (size_t i = 0; i < acc.warps.size(); ++i) {
+            const int64_t e = acc.elemBytes[i];
+            const int64_t p = cols * eb / e; // the access's own elements per row (an alias's)
+            std::optional<Candidate> ce = c; // in the access's elements (a shared alias's may differ from the tile's)
+            if (ce) ce->pitch = ce->pitch * eb / e, ce->swizzleCols = ce->swizzleCols * eb / e, ce->tileElems = ce->tileElems * eb / e;
+            n += banks::wavefronts(acc.warps[i], (int)e, [&](int64_t o) { return ce ? candidateOffset(*ce, p, e, o) : o; });
+        }
+        return n;
+    };
+    int64_t best = cost(std::nullopt);
+    std::optional<Candidate> chosen;
+    for (const Candidate &c : candidates(b, cols, shorter, !aliased))
+        if (int64_t n = cost(c); n < best) best = n, chosen = c;
+    if (!chosen) return std::nullopt;
+    Swizzle sw;
+    sw.cols = chosen->swizzleCols, sw.tileElems = chosen->tileElems;
+    if (chosen->pitch != cols) sw.fromPitch = cols, sw.toPitch = chosen->pitch;
+    return sw;
+}
+
+class Apply : public RangeScopedMutator {
   public:
     using IRMutator::visit;
-    explicit Apply(const std::map<const BufferNode *, Swizzle> &s) : swizzled_(s) {}
+    /// `shorter`: the tiles stored with a shorter row pitch, and the buffer each becomes.
+    Apply(const Kernel &k, const std::map<const BufferNode *, Swizzle> &s, const std::map<const BufferNode *, Buffer> &shorter)
+        : RangeScopedMutator(k), swizzled_(s), shorter_(shorter) {}
 
+    Buffer mutateBuffer(const Buffer &b) override {
+        auto it = shorter_.find(b.get());
+        return it == shorter_.end() ? b : it->second;
+    }
     Expr visit(const std::shared_ptr<const Call> &op) override {
         if (lib::is(*op, lib::Fn::AddressOf)) return op; // the library swizzles its own accesses
         if (isTileTransfer(*op)) return transferInto(op);
-        if (lib::is(*op, lib::Fn::LdMatrix)) return ldmatrixFrom(op);
+        if (lib::is(*op, lib::Fn::LdMatrix)) return chunkAddress(op, lib::Fn::LdMatrix, "src");
+        if (lib::is(*op, lib::Fn::CpAsyncChunk)) return chunkAddress(op, lib::Fn::CpAsyncChunk, "dst");
         return IRMutator::visit(op);
     }
     Stmt visit(const std::shared_ptr<const For> &op) override {
         auto saved = lanes_;
         if (op->forKind == ForKind::Vectorized) lanes_ = op.get();
-        Stmt s = IRMutator::visit(op);
+        Stmt s = RangeScopedMutator::visit(op);
         lanes_ = saved;
         return s;
     }
     Expr visit(const std::shared_ptr<const Load> &op) override {
         Expr e = IRMutator::visit(op);
         auto l = as<Load>(e);
-        auto it = swizzled_.find(l->buffer.get());
+        auto it = swizzled_.find(op->buffer.get());
         if (it == swizzled_.end()) return e;
         return Load::make(l->buffer, {map(l->buffer, it->second, l->indices[0])}, l->loc);
     }
     Stmt visit(const std::shared_ptr<const Store> &op) override {
         Stmt s = IRMutator::visit(op);
         auto st = as<Store>(s);
-        auto it = swizzled_.find(st->buffer.get());
+        auto it = swizzled_.find(op->buffer.get());
         if (it == swizzled_.end()) return s;
         return Store::make(st->buffer, {map(st->buffer, it->second, st->indices[0])}, st->value, st->loc);
     }
 
   private:
     const std::map<const BufferNode *, Swizzle> &swizzled_;
+    const std::map<const BufferNode *, Buffer> &shorter_;
     const For *lanes_ = nullptr; ///< the innermost vectorized loop
 
     /// A tile transfer into a buffer in the panel layout is told to store it so (its tile is the buffer's
@@ -225,21 +380,31 @@ class Apply : public IRMutator {
         return Call::make(op->dtype, op->name, std::move(args), op->loc);
     }
 
-    /// An ldmatrix's lanes address rows themselves: each lane's row address is mapped (a row is one aligned
-    /// 16-byte chunk, which the swizzle keeps whole).
-    Expr ldmatrixFrom(const std::shared_ptr<const Call> &op) {
-        const size_t i = lib::argIndex(lib::Fn::LdMatrix, "src");
-        const Load *src = addressedLoad(op->args[i]);
-        auto it = src ? swizzled_.find(src->buffer.get()) : swizzled_.end();
+    /// An address a call hands the hardware itself, chunk by chunk (a thread's cp.async chunk of a gathered fill,
+    /// GatherTransfers.h; an ldmatrix lane's row): mapped, as a chunk of at most 16 aligned bytes, which the
+    /// swizzle keeps whole.
+    Expr chunkAddress(const std::shared_ptr<const Call> &op, lib::Fn f, const char *arg) {
+        const size_t i = lib::argIndex(f, arg);
+        const Load *at = addressedLoad(op->args[i]);
+        auto it = at ? swizzled_.find(at->buffer.get()) : swizzled_.end();
         if (it == swizzled_.end()) return op;
         std::vector<Expr> args = op->args;
-        args[i] = addressOf(src->buffer, {map(src->buffer, it->second, src->indices[0])});
+        args[i] = addressOf(at->buffer, {map(at->buffer, it->second, at->indices[0])});
         return Call::make(op->dtype, op->name, std::move(args), op->loc);
     }
 
     Expr map(const Buffer &b, const Swizzle &sw, const Expr &offset) {
         const int eb = b->dtype.bytes();
+        // A shorter pitch first (Conflicts proved every offset's column part inside the shorter row).
+        auto pitched = [&](const Expr &off) {
+            if (!sw.fromPitch) return off;
+            auto e = repitched(off, sw.fromPitch, sw.toPitch, ranges());
+            TILEC_ASSERT(e, "swizzleShared: an offset of '" + b->name + "' past the row it was given");
+            return *e;
+        };
         auto swz = [&](Expr off) {
+            off = pitched(off);
+            if (!sw.cols) return off;
             return lib::call(sw.panels ? lib::Fn::SwzPanels : lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)},
                              {}, DType::Int32);
         };
@@ -285,14 +450,27 @@ Program swizzleShared(const Program &p) {
         Conflicts c(*k);
         c.visit(k->body);
         // A shared alias's accesses count for its base (aliasSwizzles gives it the base's swizzle).
-        std::map<const BufferNode *, std::pair<int64_t, int64_t>> cost;
-        for (auto &[b, w] : c.cost) cost[ir::storageOf(*k, b)].first += w.first, cost[ir::storageOf(*k, b)].second += w.second;
+        std::map<const BufferNode *, Conflicts::Accesses> tiles;
+        for (auto &[b, acc] : c.accesses) {
+            auto &t = tiles[ir::storageOf(*k, b)];
+            t.warps.insert(t.warps.end(), acc.warps.begin(), acc.warps.end());
+            t.elemBytes.insert(t.elemBytes.end(), acc.elemBytes.begin(), acc.elemBytes.end());
+            t.maxCol = std::max(t.maxCol, acc.maxCol), t.columnsKnown = t.columnsKnown && acc.columnsKnown;
+        }
         for (auto &[view, base] : ir::sharedAliases(*k))
             if (c.excluded.count(view.get())) c.excluded.insert(base.get());
-        for (auto &[b, w] : cost) {
-            if (f.found.count(b) || c.excluded.count(b) || w.second >= w.first) continue;
-            auto rows = constValue(b->shape[b->shape.size() - 2]), cols = constValue(b->shape.back());
-            if (rows && cols) f.found[b] = Swizzle{*cols, *rows * *cols, false};
+        std::map<const BufferNode *, Buffer> shorter;
+        for (auto &[b, acc] : tiles) {
+            if (f.found.count(b) || c.excluded.count(b) || b->shape.size() < 2) continue;
+            auto cols = constValue(b->shape.back());
+            auto sw = cols ? chooseLayout(*b, acc, *cols, c.aliased.count(b) > 0) : std::nullopt;
+            if (!sw) continue;
+            f.found[b] = *sw;
+            if (sw->fromPitch) {
+                std::vector<Expr> shape = b->shape;
+                shape.back() = intImm(sw->toPitch, shape.back()->dtype);
+                shorter[b] = makeBuffer(b->name, b->scope, b->dtype, std::move(shape), b->loc);
+            }
         }
         aliasSwizzles(*k, f.found);
         for (auto *b : f.panelReaders)
@@ -301,8 +479,10 @@ Program swizzleShared(const Program &p) {
             out.kernels.push_back(k);
             continue;
         }
-        Apply a(f.found);
-        out.kernels.push_back(a.mutate(k));
+        Apply a(*k, f.found, shorter);
+        auto nk = std::make_shared<Kernel>(*a.mutate(k));
+        for (auto &b : nk->allocs) b = a.mutateBuffer(b);
+        out.kernels.push_back(nk);
     }
     return out;
 }

@@ -385,7 +385,10 @@ class Transposer : public IRMutator {
     /// The shape of a fragment's shared copy: rows (the last dimension) a multiple of 128 bytes long get 16 bytes
     /// more, so that a column of a row per thread (the nests this pass stages for read across the rows:
     /// `x[i, jj * 4 + j]`, `x[j, i]`) falls in different banks, and 16-byte vectors stay aligned. The padding is
-    /// never addressed: the copies and the nest index the fragment's own extents.
+    /// never addressed: the copies and the nest index the fragment's own extents. It is the layout of last
+    /// resort: swizzleShared's bank model, which sees both sides' lanes, stores the tile unpadded and swizzled
+    /// instead where that takes fewer wavefronts (a transpose storing rows 4 apart, which no padding of 16-byte
+    /// multiples spreads).
     static std::vector<Expr> paddedRows(const BufferNode &f) {
         std::vector<Expr> shape = f.shape;
         const int64_t bytes = f.dtype.bits() % 8 == 0 ? f.dtype.bytes() : 0;

@@ -142,7 +142,13 @@ std::string whyNotWgmma(const WgmmaNeeds &needs, const Gemm &g, const std::map<c
     std::map<const BufferNode *, const TmaTile *> tiles = tma;
     for (auto &[b, t] : needs.threadTiles) tiles.emplace(b, &t);
     if (wgmmaCan(g, tiles, 1)) return "";
-    return "(its operands whole tiles of matching shapes; float16 / bfloat16, or K-major tf32, float8, int8)";
+    for (const Region *r : sharedOperands(g)) // a part of a tile that is not whole panels
+        if (auto t = tiles.find(r->buffer.get()); t != tiles.end()) {
+            std::string why;
+            if (!panelPart(*r, t->second->swizzle, &why)) return std::string("here: its operand ") + (r == &g.a ? "A" : "B") + " " + why;
+        }
+    return "(its operands whole tiles, or whole swizzle panels of their columns, of matching shapes; float16 / "
+           "bfloat16, or K-major tf32, float8, int8)";
 }
 
 } // namespace tilec::passes

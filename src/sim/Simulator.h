@@ -413,6 +413,7 @@ class Simulator {
     // ---- device library calls ----
     std::pair<const ir::BufferNode *, int64_t> addressOf(const ir::Expr &e, int t);
     void library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask); // sm_80 ones
+    void cpAsyncChunk(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask); // tilec.cp_async
     void gemmSparse(const ir::Call &c, const std::vector<char> &mask); // T.gemm_sp (tilec.gemm_sp_ss)
     void tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t);

@@ -8,6 +8,8 @@
 #include "sim/Simulator.h"
 #include "sim/ConsumerGroups.h"
 
+#include <cmath>
+#include <cstring>
 #include <tuple>
 
 namespace tilec::simtest {
@@ -33,6 +35,16 @@ void accumulate(const std::vector<double> &A, const std::vector<double> &B, int6
     }
 }
 
+/// Whether `v` is a float whose low 13 fraction bits are clear (tf32 represents it; cvt.rna.tf32 keeps it), or NaN
+/// (an unwritten element, which rounding would not make right either).
+bool tf32Value(double v) {
+    if (std::isnan(v)) return true;
+    const float f = (float)v;
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return (double)f == v && (bits & 0x1fffu) == 0;
+}
+
 /// The warps of a block of `threads` that run a warp instruction (`what`) under `mask`: fn(w) for each warp w with a
 /// lane in the mask; an error where some but not all 32 lanes of a warp run it.
 template <class F> void wholeWarps(const std::vector<char> &mask, int threads, const char *what, F fn) {
@@ -51,6 +63,35 @@ std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &
     const ir::Load *l = passes::addressedLoad(e);
     if (!l || l->indices.size() != 1) throw SimError("library call without an address");
     return {l->buffer.get(), (int64_t)eval(l->indices[0], t)};
+}
+
+/// A thread's cp.async chunk (a gathered fill's, GatherTransfers.h): each issuing thread's own `bytes`, read where
+/// `valid` (else zeros), landing at its group's wait.
+void Simulator::cpAsyncChunk(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
+    Comp &me = comps_[(size_t)cur_];
+    const int64_t bytes = (int64_t)eval(passes::lib::arg(c, info.fn, "bytes"), 0); // a constant
+    for (int t = 0; t < T_; ++t) {
+        if (!mask[(size_t)t]) continue;
+        auto [dst, d0] = addressOf(passes::lib::arg(c, info.fn, "dst"), t);
+        auto [src, s0] = addressOf(passes::lib::arg(c, info.fn, "src"), t);
+        const bool valid = eval(passes::lib::arg(c, info.fn, "valid"), t) != 0;
+        const int64_t n = bytes / dst->dtype.bytes();
+        if (bytes != 4 && bytes != 8 && bytes != 16) throw SimError("a cp.async of " + std::to_string(bytes) + " bytes");
+        if (d0 % n || (valid && s0 % n)) throw SimError("a cp.async chunk of " + std::to_string(n) + " elements misaligned in " + (d0 % n ? dst : src)->name);
+        auto &to = storage(dst, t);
+        for (int64_t e = 0; e < n; ++e) {
+            if (d0 + e < 0 || d0 + e >= (int64_t)to.size()) throw SimError("cp.async chunk out of " + dst->name);
+            double v = 0;
+            if (valid) {
+                auto &from = storage(src, t);
+                if (s0 + e < 0 || s0 + e >= (int64_t)from.size()) throw SimError("cp.async chunk reads out of " + src->name);
+                v = from[(size_t)(s0 + e)];
+            }
+            touch(dst, (size_t)(d0 + e), t, true);
+            to[(size_t)(d0 + e)] = std::nan("");
+            me.open.push_back({dst, (size_t)(d0 + e), roundTo(dst->dtype, v)});
+        }
+    }
 }
 
 void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
@@ -122,6 +163,7 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         }
         return;
     }
+    case Fn::CpAsyncChunk: return cpAsyncChunk(c, info, mask);
     case Fn::GemmSS:
     case Fn::GemmRS:
     case Fn::GemmSSPanels:
@@ -155,6 +197,12 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
                 for (int64_t slot = 0; slot < la.slotsPerThread(); ++slot)
                     A[passes::elementOf(la, t - scopeFirst, slot)] = s.at(r0 + slot);
             }
+            // exactA: the device hands A's bits to the tensor cores unrounded, right only for tf32 values
+            if (arg("exactA"))
+                for (double v : A)
+                    if (!tf32Value(v))
+                        throw SimError("T.gemm's A was proved to hold tf32 values only (exactA), but holds " +
+                                       std::to_string(v) + ", which tf32 does not represent");
         } else {
             auto [buf, a0] = addressOf(passes::lib::arg(c, info.fn, "a"), first);
             const int64_t cols = ta ? M : K;

@@ -89,14 +89,16 @@ __device__ __forceinline__ uint32_t bits8(__nv_fp8_e5m2 x) {
 // OpA: a 32-bit A in the tf32 operand order instead (Layout::opCols in include/tilec/passes/Layout.h: columns in
 // groups of 4, slot (mi * nQ + q) * 2 + h of lane l holding (row g + 8h, column 4q + t)): the k-step's four
 // registers are the instruction's a0..a3 in order, and B is read in the instruction's own k order (b_smem_loader).
-template <int KT, bool OpA, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
+// ExactA: a float A holds tf32 values only (tilec proved it: include/tilec/passes/Tf32Values.h), so its bits go to
+// the instruction as they are instead of through cvt.rna.tf32 (which leaves such a value unchanged).
+template <int KT, bool OpA, bool ExactA, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
     constexpr int EB = (int)sizeof(TA);
     static_assert(!OpA || EB == 4, "the operand order is for 32-bit A");
     const TA *src = Areg + (mi * KT + kk * (4 / EB)) * 4; // the first of the k-step's 8-column tiles
     if constexpr (OpA) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) // slots (q = 2kk, h 0), (2kk, 1), (2kk + 1, 0), (2kk + 1, 1): a0..a3
-            a[r] = to_tf32(__float_as_uint(src[r]));
+            a[r] = ExactA ? __float_as_uint(src[r]) : to_tf32(__float_as_uint(src[r]));
     } else if constexpr (EB == 2) {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
@@ -105,7 +107,7 @@ template <int KT, bool OpA, class TA> __device__ __forceinline__ void rs_a_fragm
         static_assert(std::is_same<TA, float>::value, "32-bit A in registers is float (tf32)");
 #pragma unroll
         for (int r = 0; r < 4; ++r) // a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+1), a3 (g+8, 2t+1): slots 0, 2, 1, 3
-            a[r] = to_tf32(__float_as_uint(src[(r & 1) * 2 + (r >> 1)]));
+            a[r] = ExactA ? __float_as_uint(src[(r & 1) * 2 + (r >> 1)]) : to_tf32(__float_as_uint(src[(r & 1) * 2 + (r >> 1)]));
     } else {
 #pragma unroll
         for (int r = 0; r < 4; ++r) { // tiles 2 * (r / 2) and the next, row half r % 2: slots (h, 0), (h, 1)
@@ -170,7 +172,7 @@ template <int N, int K, bool Trans, class T, int NT, int Panel> struct b_rs_load
 };
 
 // A from registers (rs_a_fragment), B from shared memory through lb.
-template <class Op, int MT, int NT, int KS, int KT, bool OpA, class TA, class LB, class Acc>
+template <class Op, int MT, int NT, int KS, int KT, bool OpA, bool ExactA, class TA, class LB, class Acc>
 __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *acc) {
     uint32_t b[2][NT][2];
     lb.load(b[0], 0);
@@ -181,7 +183,7 @@ __device__ __forceinline__ void gemm_rs_core(const TA *Areg, const LB &lb, Acc *
         uint32_t a[MT][4];
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
-            rs_a_fragment<KT, OpA>(Areg, mi, kk, a[mi]);
+            rs_a_fragment<KT, OpA, ExactA>(Areg, mi, kk, a[mi]);
         mma_tiles<Op, MT, NT>(acc, a, b[kk & 1]);
     }
 }
@@ -251,8 +253,8 @@ __device__ __forceinline__ void gemm_ss(const TA *As, const TB *Bs, TC *C) {
 }
 
 /// gemm_rs (below) with B in the row layout (PanelB == 0) or TMA's panel layout of PanelB bytes (gemm_ss_panels).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, bool OpA, typename TA, typename TB,
-          typename TC>
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int PanelB, bool OpA, bool ExactA, typename TA,
+          typename TB, typename TC>
 __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC *C) {
     using Op = mma_detail::mma_op<TA, TB, TC>;
     static_assert(Op::supported, "T.gemm: unsupported combination of operand and accumulator types");
@@ -268,10 +270,10 @@ __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC 
     if constexpr (std::is_same<TC, __half>::value) {
         uint32_t acc[MT * NT * 2];
         mma_detail::pack_acc<MT * NT * 4>(C, acc);
-        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA>(Areg, lb, acc);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA, ExactA>(Areg, lb, acc);
         mma_detail::unpack_acc<MT * NT * 4>(acc, C);
     } else {
-        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA>(Areg, lb, C);
+        mma_detail::gemm_rs_core<Op, MT, NT, KS, KT, OpA, ExactA>(Areg, lb, C);
     }
 }
 
@@ -280,10 +282,12 @@ __device__ __forceinline__ void gemm_rs_panels(const TA *Areg, const TB *Bs, TC 
 /// A only) in the tf32 operand order (rs_a_fragment); where the warps also split the columns (WarpsN > 1), warp w
 /// holds the rows of warp w % WarpsM (a copy per warp column) and computes columns (w / WarpsM) * N / WarpsN
 /// onwards. B is in shared memory as for gemm_ss. The type combinations of gemm_ss (float A is rounded to tf32 as
-/// it is read).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, bool OpA = false, typename TA, typename TB, typename TC>
+/// it is read, unless ExactA says its values are tf32 already).
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, bool OpA = false, bool ExactA = false, typename TA,
+          typename TB, typename TC>
 __device__ __forceinline__ void gemm_rs(const TA *Areg, const TB *Bs, TC *C) {
-    gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0, OpA>(Areg, Bs, C);
+    static_assert(!ExactA || std::is_same<TA, float>::value, "ExactA is for a float (tf32) A");
+    gemm_rs_panels<M, N, K, WarpsM, WarpsN, TransB, 0, OpA, ExactA>(Areg, Bs, C);
 }
 
 namespace mma_detail {

@@ -16,6 +16,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +29,22 @@ namespace tilec::simtest {
 
 using Tensors = std::map<std::string, std::vector<double> *>;
 using Scalars = std::map<std::string, double>;
+
+/// examples/PATH at v0.1.13 from the git checkout TILELANG_SRC names; empty without one (the examples are not
+/// copied into this project).
+inline std::string tilelangExample(const std::string &path) {
+    const char *src = std::getenv("TILELANG_SRC");
+    if (!src) return "";
+    std::string cmd = "git -C '" + std::string(src) + "' show v0.1.13:examples/" + path + " 2>/dev/null";
+    std::string out;
+    if (FILE *p = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+    }
+    return out;
+}
 
 /// `src` (as "t.tile") lowered for `arch`.
 inline lowertest::LowerRun &lowerFor(lowertest::LowerRun &r, const std::string &src, const char *arch = "sm_80") {

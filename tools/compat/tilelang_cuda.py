@@ -63,8 +63,27 @@ class _Name:
     def __iter__(self):
         return iter(())
 
+    def __or__(self, o):  # annotations `torch.Tensor | None`
+        return self
+
+    __ror__ = __or__
+
     def __mro_entries__(self, bases):
-        return (object,)
+        return (_Base,)
+
+
+class _BaseMeta(type):
+    """Class attributes a stand-in base does not define (torch.autograd.Function's `apply`) are names too."""
+    def __getattr__(cls, k):
+        if k.startswith("__") and k.endswith("__"):
+            raise AttributeError(k)
+        return _Name(cls.__name__ + "." + k)
+
+
+class _Base(metaclass=_BaseMeta):
+    """What a class deriving from a stand-in (`class F(torch.autograd.Function)`) derives from."""
+    def __init__(self, *a, **k):
+        pass
 
 
 class _Module(types.ModuleType):
@@ -103,7 +122,22 @@ def torch_stand_in():
     m.__version__ = "2.8.0"
     for cls in ("Tensor", "dtype", "Size", "device"):
         setattr(m, cls, type(cls, (object,), {"__init__": lambda self, *a, **k: None}))
+    # the device the generated code is for, as torch would describe an H100 SXM (sm_90a): files that size
+    # their tiles from it (TileKernels' get_max_smem_per_sm, get_num_sms) get the side by side's numbers
+    cuda = _Module("torch.cuda")
+    cuda.__path__ = []
+    props = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
+                                  shared_memory_per_multiprocessor=233472, shared_memory_per_block_optin=232448,
+                                  total_memory=85045379072, L2_cache_size=52428800, warp_size=32,
+                                  max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536)
+    cuda.get_device_properties = lambda *a, **k: props
+    cuda.current_device = lambda: 0
+    cuda.is_available = lambda: True
+    cuda.get_device_capability = lambda *a, **k: (9, 0)
+    cuda.get_device_name = lambda *a, **k: props.name
+    m.cuda = cuda
     sys.modules["torch"] = m
+    sys.modules["torch.cuda"] = cuda
     return True
 
 
@@ -153,7 +187,8 @@ def dump(tilelang, S, TC, examples, suite, tag, row, out, target):
         call = S.module_binding(base, kernel)
     sys.path.insert(0, os.path.dirname(base))
     try:
-        with S.example_env() as keep:
+        # the target is current while the file builds its kernel too (TileKernels asks determine_target())
+        with S.example_env() as keep, target:
             ns = TC.load_example(base)
             keep()
             obj = eval(compile(call, file + " (manifest call)", "eval"), ns)

@@ -29,8 +29,30 @@ struct TmaTile {
 };
 
 /// The TMA load of a global-to-shared copy into a whole 2-D shared buffer of kernel `k`, if TMA can do it (see
-/// below; never from a tensor that has a T.Layout in `k`).
-std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k);
+/// below; never from a tensor that has a T.Layout in `k`). `span`: the panel span of the tile the destination is
+/// a part of (panelPart), which the load keeps; 0: the destination's own (panelSwizzleBytes of its rows).
+std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k, int span = 0);
+
+/// A part of a shared tile stored in the panel layout of `span`-byte panels (each row cut into panels of `span`
+/// bytes, a panel's rows one after another: panel p of an R-row tile is the R * span bytes from p * R * span on)
+/// that is a tile in that layout itself: one element of each leading dimension (a ring's stage), every row, and
+/// the columns [c, c + n) of whole panels (c a known multiple of a panel's span / element-size columns, n a
+/// constant one). TMA loads such a part in its own boxes and wgmma reads it through its own descriptors: it is
+/// the tile of R rows and n columns at its first panel.
+struct PanelPart {
+    int64_t rows = 0, cols = 0;
+    /// Indices whose address (tilec.address_of) is its first panel's: the leading dimensions' own, then 0 and
+    /// c * R, the panel's offset from the stage's first element (flattening is linear); {stage, 0, 0} for a
+    /// whole stage, the address a whole tile always had.
+    std::vector<ir::Expr> at;
+};
+/// Region `r`'s part of its buffer in panels of `span` bytes (0: unswizzled, the whole buffer only), or, with
+/// `why` set (worded to follow "the region"), none.
+std::optional<PanelPart> panelPart(const ir::Region &r, int span, std::string *why = nullptr);
+
+/// The tile a T.gemm operand `r` reads of `whole`, its buffer's tile in the panel layout: `whole` with the part's
+/// columns, where the region is a PanelPart of it (nothing else is a tile wgmma can read).
+std::optional<TmaTile> operandPart(const ir::Region &r, const TmaTile &whole);
 
 /// Why TMA's rules (TensorMap::kAlignment) can hold for no arguments of global tensor `tensor`: a byte stride
 /// that is a compile-time constant not a multiple of it, or a constant dimension past 2^31 - 1 (TMA's 32-bit
@@ -55,14 +77,16 @@ bool clearsAllRegisters(const ir::Stmt &s, const ir::BufferNode *regs, int64_t c
 /// Whether `g` reads operand A from a fragment (registers).
 bool aInRegisters(const ir::Gemm &g);
 
-/// Whether wgmma can compute `g` with its shared operands among `tiles` and `warpgroups` consumer
+/// Whether wgmma can compute `g` with its shared operands among `tiles` (each the whole or a PanelPart of its
+/// buffer's tile: operandPart) and `warpgroups` consumer
 /// warpgroups splitting the accumulator (SS, or RS with A a 16-bit or float8 fragment; float8 with B K-major); `rowsOnly`: every product of
 /// the loop must split by rows (one of them reads A from another's accumulator).
 bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
               bool rowsOnly = false);
 
 /// Whether mma.sync can compute `g` reading its shared operands in TMA's panel layout straight from `tiles`
-/// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods).
+/// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods, or
+/// PanelParts of them).
 bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.

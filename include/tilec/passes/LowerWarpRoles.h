@@ -25,8 +25,9 @@ namespace tilec::passes {
 /// - T.barrier_arrive(bar) / T.mbarrier_arrive: every thread of the role arrives once;
 /// - T.tma_copy(src, dst, barrier=bar): the role's first thread announces the tile's bytes on `bar`
 ///   (expect_tx, no arrival) and issues the TMA load, which completes them there. Its destination (a whole
-///   2-D shared buffer, or one stage [s, :, :] of a 3-D one) is stored in the TMA panel layout: a T.gemm
-///   reading it runs on wgmma, with the products tied to it (wgmmaNeeds: their tiles the threads fill in the
+///   2-D shared buffer, or one stage [s, :, :] of a 3-D one, or whole swizzle panels of its columns: a PanelPart,
+///   loaded at its first panel) is stored in the TMA panel layout: a T.gemm reading it (or such parts of it) runs
+///   on wgmma, with the products tied to it (wgmmaNeeds: their tiles the threads fill in the
 ///   panel layout, fenced before the wgmma), and the consumer's own loads, stores and copies of it index that
 ///   layout (the producer fencing before it reloads such a tile);
 ///

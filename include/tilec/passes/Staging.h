@@ -34,6 +34,9 @@ struct LoopSplit {
 /// where it failed is never read (sparse attention's `if i_s >= 0: T.copy(K[..., i_s * N ...], K_shared)`).
 LoopSplit splitPipelinedBody(const ir::For &loop, const ir::Stmt &kernelBody, bool guarded = false);
 
+/// The variables of the loops inside `s`.
+std::set<const ir::VarNode *> loopVariablesIn(const ir::Stmt &s);
+
 /// Buffers `s` mentions (accesses and tile-statement regions), not counting the loop `skip` (may be null).
 std::set<const ir::BufferNode *> mentionedBuffers(const ir::Stmt &s, const ir::StmtNode *skip);
 

@@ -17,9 +17,14 @@ namespace tilec::passes {
 /// descriptors walk (tilec::swz_panels: 128-, 64- or 32-byte column panels one after another), recorded on
 /// the IR by telling its tile transfers so (their `swizzle` argument becomes lib::kTransferPanels) and
 /// mapping its other accesses with tilec.swz_panels. One tile read in both layouts is an internal error.
-/// A shared tile no library call addresses (every access an element load or store) takes the row swizzle too where
-/// its accesses, counted for the block's first warp (src/lower/BankConflicts.h), take fewer bank wavefronts so than
-/// row-major: an accumulator staged through shared memory, rows each thread walks along on its own.
+/// A shared tile no library call addresses (every access an element load or store) is stored in the layout its
+/// accesses, writers and readers together, counted for the block's first warp (src/lower/BankConflicts.h), take
+/// the fewest bank wavefronts in, where that is strictly fewer than row-major: the row swizzle over its rows, or,
+/// where its rows are padded with elements no access reaches (transposeFragments' staging tiles), the shorter
+/// pitch, plain or swizzled over its rows or over virtual rows of 2-16 rows or 1/2-1/8 row (the XOR of a chunk
+/// by row / 2^k, or by 2 row + half), the tile then allocated unpadded: an accumulator staged through shared
+/// memory, a fragment transposed through it (a warp storing 8 rows 4 apart at one column), rows each thread
+/// walks along on its own.
 ir::Program swizzleShared(const ir::Program &p);
 
 } // namespace tilec::passes

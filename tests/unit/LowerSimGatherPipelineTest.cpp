@@ -1,0 +1,146 @@
+/// \file
+/// Gathered tile fills in a T.Parallel nest (issue 25: TileLang's dsa_sparse_finetune sparse_mla_fwd,
+/// `KV_shared[i, d] = KV[bos + Indices[..., k * BI + i], g, d]`) are issued ahead by pipelineLoops as each thread's
+/// cp.async chunks into a stage of the tile's ring (GatherTransfers.h), zero-filled where the gathered row lies
+/// outside the tensor: gathered-row scores S = Q K^T of two row blocks over a head part of 64 columns and a tail
+/// of 16 (a fill of fewer chunks than threads), written here from their mathematics and run on the CPU
+/// simulator (cp.async groups land only at their wait; races reported) against float64, with indices -1 and
+/// past the last row among the gathered ones, on sm_80 and sm_90a. A fill whose rows the iteration computes
+/// itself (from a fragment the body writes) stays synchronous, and right.
+#include "LowerSimUtil.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Outcome;
+namespace lib = tilec::passes::lib;
+
+namespace {
+
+const char *kGather = R"(import tilelang.language as T
+
+def gathered(rows, sel, stages, computed):
+    @T.prim_func
+    def main(Q: T.Tensor((2, 32, 80), "float16"), KV: T.Tensor((rows, 80), "float16"),
+             idx: T.Tensor((2, sel * 32), "int32"), S: T.Tensor((2, 32, sel * 32), "float32")):
+        with T.Kernel(2, threads=128) as bz:
+            q_s = T.alloc_shared((32, 64), "float16")
+            qt_s = T.alloc_shared((32, 16), "float16")
+            kv_s = T.alloc_shared((32, 64), "float16")
+            kt_s = T.alloc_shared((32, 16), "float16")
+            acc = T.alloc_fragment((32, 32), "float32")
+            row = T.alloc_fragment((32,), "int32")
+            T.copy(Q[bz, :, 0:64], q_s)
+            T.copy(Q[bz, :, 64:80], qt_s)
+            for k in T.Pipelined(sel, num_stages=stages):
+                if computed:
+                    for i in T.Parallel(32):
+                        row[i] = idx[bz, k * 32 + i]
+                    for i, d in T.Parallel(32, 64):
+                        kv_s[i, d] = KV[row[i], d]
+                else:
+                    for i, d in T.Parallel(32, 64):
+                        kv_s[i, d] = KV[idx[bz, k * 32 + i], d]
+                for i, d in T.Parallel(32, 16):
+                    kt_s[i, d] = KV[idx[bz, k * 32 + i], 64 + d]
+                T.clear(acc)
+                T.gemm(q_s, kv_s, acc, transpose_B=True)
+                T.gemm(qt_s, kt_s, acc, transpose_B=True)
+                T.copy(acc, S[bz, :, k * 32 : k * 32 + 32])
+
+    return main
+)";
+
+constexpr int kRows = 80, kSel = 3, kM = 32, kBI = 32;
+
+struct Inputs {
+    std::map<std::string, std::vector<double>> io;
+    std::vector<double> want;
+    Inputs() {
+        io["Q"] = simtest::randomData((size_t)2 * kM * 80, 1, -1, 1);
+        io["KV"] = simtest::randomData((size_t)kRows * 80, 2, -1, 1);
+        for (auto *t : {&io["Q"], &io["KV"]})
+            for (auto &x : *t) x = std::round(x * 16) / 16; // exact in float16
+        auto &idx = io["idx"];
+        const int n = kSel * kBI;
+        for (int b = 0; b < 2; ++b)
+            for (int j = 0; j < n; ++j) idx.push_back((double)((j * 7 + b * 3) % kRows));
+        idx[5] = -1, idx[40] = kRows, idx[2 * n - 1] = kRows + 3; // outside KV: zero rows
+        io["S"] = std::vector<double>((size_t)2 * kM * n, std::nan(""));
+        want.assign(io["S"].size(), 0);
+        for (int b = 0; b < 2; ++b)
+            for (int m = 0; m < kM; ++m)
+                for (int j = 0; j < n; ++j) {
+                    const int r = (int)idx[(size_t)b * n + j];
+                    double s = 0;
+                    if (r >= 0 && r < kRows)
+                        for (int d = 0; d < 80; ++d) s += io["Q"][((size_t)b * kM + m) * 80 + d] * io["KV"][(size_t)r * 80 + d];
+                    want[((size_t)b * kM + m) * n + j] = s;
+                }
+    }
+    Outcome run(const ir::Kernel &k, uint64_t seed) {
+        std::map<std::string, std::vector<double> *> ptrs;
+        for (auto &[n, v] : io) ptrs[n] = &v;
+        io["S"].assign(io["S"].size(), std::nan(""));
+        Outcome o = simtest::runCaught(k, ptrs, {}, seed);
+        for (size_t e = 0; e < want.size(); ++e)
+            o.check(std::fabs(io["S"][e] - want[e]) <= 1e-3 * std::max(1.0, std::fabs(want[e])),
+                    [&] { return "S[" + std::to_string(e) + "] = " + std::to_string(io["S"][e]) + ", expected " + std::to_string(want[e]); });
+        return o;
+    }
+};
+
+const ir::Kernel *lowered(LowerRun &r, const char *arch, int stages, bool computed) {
+    Variant v{*Target::parse(arch), {}};
+    r.run(std::string(kGather) + "k = gathered(" + std::to_string(kRows) + ", " + std::to_string(kSel) + ", " + std::to_string(stages) +
+              ", " + (computed ? "True" : "False") + ")\n",
+          "gathered.tile", v);
+    return r.lowered && !r.lowered->kernels.empty() ? r.lowered->kernels[0].get() : nullptr;
+}
+
+void expectRight(const ir::Kernel &k) {
+    Inputs in;
+    for (uint64_t seed : {0, 1, 2}) {
+        Outcome o = in.run(k, seed);
+        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+}
+
+} // namespace
+
+/// Both fills issued ahead as cp.async chunks (prologue and refill: kv_s two chunks per thread, kt_s's 64 chunks
+/// by half the threads), the result right; a wait leaving one group more in flight is seen.
+TEST(LowerSimGatherPipeline, GatheredFillsIssuedAhead) {
+    for (const char *arch : {"sm_80", "sm_90a"})
+        for (int stages : {2, 3}) {
+            SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
+            LowerRun r;
+            const ir::Kernel *k = lowered(r, arch, stages, false);
+            ASSERT_TRUE(k) << r.diags();
+            EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::CpAsyncChunk], 2 * (stages + 1)) << r.diags(); // both tiles: prologue, refill
+            expectRight(*k);
+            auto late = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &call, simtest::Role) -> ir::Stmt {
+                if (!lib::is(call, lib::Fn::CpAsyncWait)) return simtest::same(e);
+                const int64_t pending = *ir::constInt(lib::arg(call, lib::Fn::CpAsyncWait, "pending"));
+                return lib::stmt(lib::Fn::CpAsyncWait, {ir::intImm(pending + 1)}, e.loc);
+            });
+            EXPECT_TRUE(simtest::anyFailure(Inputs().run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
+        }
+}
+
+/// Rows the iteration computes into a fragment first: that fill stays synchronous (the tail's is still issued
+/// ahead), and the result right.
+TEST(LowerSimGatherPipeline, RowsComputedInTheBodyStaySynchronous) {
+    LowerRun r;
+    const ir::Kernel *k = lowered(r, "sm_80", 2, true);
+    ASSERT_TRUE(k) << r.diags();
+    auto calls = simtest::callCounts(*k);
+    EXPECT_EQ(calls[lib::Fn::CpAsyncChunk], 2) << r.diags(); // the tail's alone: its ring's prologue and refill
+    expectRight(*k);
+}

@@ -1,0 +1,128 @@
+/// \file
+/// Parts of shared tiles in the panel layout (whole swizzle panels of a tile's columns) loaded by T.tma_copy and read
+/// by wgmma, on the CPU simulator: tests/lit/codegen/warp_roles_panel_parts.tile's kernel (each 64-column run of K
+/// into its own panel on a barrier of its own, QK^T over K-major parts, a product over N-major parts of B), and
+/// TileLang's examples/warp_specialize/example_warp_specialize_flashmla.py (FlashMLA's hand-written warp
+/// specialization: two warp groups each loading halves of the KV tiles in 64-column parts and multiplying on them)
+/// at a reduced shape (dim 256, seqlen_kv 256: two parts per half, two loop iterations), its structure and statements
+/// unchanged, against a float64 reference of its attention, under several interleavings without races.
+#include "LowerSimUtil.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace sim = tilec::simtest;
+
+TEST(LowerSimPanelParts, TmaPartsAndWgmmaOnPartsExact) {
+    constexpr int M = 64, N = 64, D = 256;
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, sim::withExport("warp_roles_panel_parts.tile", "k = parts()", "tests/lit/codegen"), "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const tilec::ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k);
+    std::vector<double> Q = sim::quarters(2 * M * D, 3), K = sim::quarters(N * D, 4), want(2 * M * N, 0);
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double s0 = 0, s1 = 0;
+            for (int d = 0; d < D; ++d) s0 += Q[i * D + d] * K[j * D + d];
+            // S1 = Q1[:, 0:64] K[:, 64:128] + Q1[:, 128:192] K[:, 192:256] (K's rows are the K dimension)
+            for (int q = 0; q < 64; ++q)
+                s1 += Q[(M + i) * D + q] * K[q * D + 64 + j] + Q[(M + i) * D + 128 + q] * K[q * D + 192 + j];
+            want[i * N + j] = s0, want[(M + i) * N + j] = s1;
+        }
+    for (uint64_t seed : {0u, 1u, 2u, 3u}) {
+        SCOPED_TRACE("interleaving " + std::to_string(seed));
+        std::vector<double> S(2 * M * N, NAN);
+        sim::Outcome o = sim::runCaught(*k, {{"Q", &Q}, {"K", &K}, {"S", &S}}, {}, seed);
+        EXPECT_EQ(o.error, "");
+        for (auto &race : o.races) ADD_FAILURE() << "race: " << race;
+        sim::expectNear(S, want, 0, "S");
+    }
+}
+
+/// Each part must land at its own panel: with every part's TMA box aimed at the tile's first panel (the whole
+/// tile's address, as the loads had before parts had their own), the products read panels never loaded.
+TEST(LowerSimPanelParts, PartsLoadedAtTheFirstPanelAreWrong) {
+    constexpr int M = 64, N = 64, D = 256;
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, sim::withExport("warp_roles_panel_parts.tile", "k = parts()", "tests/lit/codegen"), "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const tilec::ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k);
+    int parts = 0;
+    auto mutant = sim::rewriteCalls(*k, [&](const tilec::ir::Evaluate &e, const tilec::ir::Call &c, sim::Role) {
+        if (!tilec::passes::lib::is(c, tilec::passes::lib::Fn::TmaLoadTile)) return sim::same(e);
+        std::vector<tilec::ir::Expr> args = c.args;
+        for (auto &a : args)
+            if (const tilec::ir::Load *l = tilec::passes::addressedLoad(a); l && l->buffer->name == "K_s" && !tilec::ir::constInt(l->indices[0]))
+                a = tilec::passes::addressOf(l->buffer, {tilec::ir::intImm(0, l->indices[0]->dtype)}), ++parts;
+        return tilec::ir::Evaluate::make(tilec::ir::Call::make(c.dtype, c.name, args, c.loc), e.loc);
+    });
+    EXPECT_GT(parts, 0);
+    std::vector<double> Q = sim::quarters(2 * M * D, 3), K = sim::quarters(N * D, 4), S(2 * M * N, NAN);
+    sim::Outcome o = sim::runCaught(*mutant, {{"Q", &Q}, {"K", &K}, {"S", &S}});
+    bool nan = false;
+    for (double v : S) nan |= std::isnan(v);
+    EXPECT_TRUE(!o.error.empty() || nan) << "a kernel whose parts all land on the first panel ran through with finite values";
+}
+
+/// The example's flashattn (unchanged, from the TileLang checkout TILELANG_SRC names) for batch 1, 64 heads, dim 256,
+/// pe_dim 64, seqlen_kv 256; empty without a checkout.
+std::string flashmla() {
+    std::string src = sim::tilelangExample("warp_specialize/example_warp_specialize_flashmla.py");
+    return src.empty() ? src : src + "\n\nkernel = flashattn(1, 64, 1, 256, 256, 64, 64, 64, 1)\n";
+}
+
+TEST(LowerSimPanelParts, FlashMlaExampleRaceFreeAndRight) {
+    constexpr int H = 64, DIM = 256, PE = 64, S = 256;
+    const std::string src = flashmla();
+    if (src.empty()) GTEST_SKIP() << "set TILELANG_SRC to a TileLang git checkout (tag v0.1.13)";
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, src, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    ASSERT_EQ(r.lowered->kernels.size(), 1u);
+    // float16 inputs (the simulator rounds what it stores in float16 tiles): values of a few bits
+    auto data = [](size_t n, unsigned seed) {
+        std::vector<double> v = sim::randomData(n, seed, -1, 1);
+        for (auto &x : v) x = std::round(x * 64) / 64;
+        return v;
+    };
+    std::vector<double> q = data((size_t)H * DIM, 11), qpe = data((size_t)H * PE, 12), kv = data((size_t)S * DIM, 13),
+                        kpe = data((size_t)S * PE, 14);
+    // softmax(q k^T / sqrt(dim + pe_dim)) v in float64, v = kv
+    std::vector<double> want((size_t)H * DIM, 0);
+    for (int h = 0; h < H; ++h) {
+        std::vector<double> s(S);
+        double mx = -INFINITY, sum = 0;
+        for (int t = 0; t < S; ++t) {
+            double x = 0;
+            for (int d = 0; d < DIM; ++d) x += q[(size_t)h * DIM + d] * kv[(size_t)t * DIM + d];
+            for (int d = 0; d < PE; ++d) x += qpe[(size_t)h * PE + d] * kpe[(size_t)t * PE + d];
+            s[t] = x / std::sqrt((double)(DIM + PE));
+            mx = std::max(mx, s[t]);
+        }
+        for (int t = 0; t < S; ++t) sum += s[t] = std::exp(s[t] - mx);
+        for (int t = 0; t < S; ++t)
+            for (int d = 0; d < DIM; ++d) want[(size_t)h * DIM + d] += s[t] / sum * kv[(size_t)t * DIM + d];
+    }
+    for (uint64_t seed : {0u, 5u, 9u}) {
+        SCOPED_TRACE("interleaving " + std::to_string(seed));
+        std::vector<double> out((size_t)H * DIM, NAN), glse(H, 0), partial((size_t)H * DIM, 0);
+        sim::Outcome o = sim::runCaught(*r.lowered->kernels[0], {{"Q", &q}, {"Q_pe", &qpe}, {"KV", &kv}, {"K_pe", &kpe},
+            {"glse", &glse}, {"Output_partial", &partial}, {"Output", &out}}, {}, seed);
+        EXPECT_EQ(o.error, "");
+        for (auto &race : o.races) ADD_FAILURE() << "race: " << race;
+        // P is cast to float16 before P V (the example's acc_s_cast), the output stored in float16
+        sim::expectNear(out, want, 2e-3, "Output");
+    }
+}
+
+} // namespace
