@@ -75,20 +75,22 @@ class Split : public RangeScopedMutator {
     }
 
     Expr visit(const std::shared_ptr<const Load> &op) override {
-        const bool saved = global_;
+        const bool saved = global_, savedOther = otherIndex_;
         global_ = op->buffer->scope == Scope::Global;
+        otherIndex_ = !global_;
         Expr e = RangeScopedMutator::visit(op);
-        global_ = saved;
+        global_ = saved, otherIndex_ = savedOther;
         return e;
     }
 
     Stmt visit(const std::shared_ptr<const Store> &op) override {
-        const bool saved = global_;
+        const bool saved = global_, savedOther = otherIndex_;
         global_ = op->buffer->scope == Scope::Global;
+        otherIndex_ = !global_;
         bool changed = false;
         std::vector<Expr> idx;
         for (auto &i : op->indices) idx.push_back(mutate(i)), changed |= idx.back() != i;
-        global_ = false;
+        global_ = false, otherIndex_ = savedOther;
         Expr value = mutate(op->value);
         global_ = saved;
         if (!changed && value == op->value) return op;
@@ -109,8 +111,20 @@ class Split : public RangeScopedMutator {
     }
 
     Expr visit(const std::shared_ptr<const Binary> &op) override {
+        // The operands of a comparison outside any shared or register index (a block-causal mask's
+        // `(warp * 16 + h * 8 + lane / 4) / 16 == (ni * 8 + lane % 4 * 2) / 16`) are split like global offsets:
+        // nvcc then compares a value computed once per thread with a constant per unrolled iteration.
+        const bool saved = global_;
+        if (isComparison(op->op) && !otherIndex_) global_ = true;
         Expr e = RangeScopedMutator::visit(op);
+        global_ = saved;
         auto b = as<Binary>(e);
+        // A division this pass folded to 0 leaves `0 + x` in the sum that held it.
+        if (b && e != op && (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) && b->a->dtype == e->dtype &&
+            b->b->dtype == e->dtype) {
+            if (constValue(b->b) == 0) return b->a;
+            if (b->op == BinaryOp::Add && constValue(b->a) == 0) return b->b;
+        }
         if (!global_ || !b || (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::FloorMod) ||
             (e->dtype != DType::Int32 && e->dtype != DType::Int64))
             return e;
@@ -122,17 +136,21 @@ class Split : public RangeScopedMutator {
 
   private:
     std::set<const VarNode *> fixed_;
-    bool global_ = false;  ///< inside the index of a global access
+    bool global_ = false;  ///< inside the index of a global access, or a comparison's operands
+    bool otherIndex_ = false; ///< inside the index of a shared or register access (left as it is)
     bool changed_ = false; ///< region() changed a bound
 
     Region region(const Region &r) {
         global_ = r.buffer->scope == Scope::Global;
+        const bool savedOther = otherIndex_;
+        otherIndex_ = !global_;
         Region out = r;
         for (auto &rg : out.ranges) {
             Expr m = mutate(rg.min), x = mutate(rg.extent);
             changed_ |= m != rg.min || x != rg.extent;
             rg.min = m, rg.extent = x;
         }
+        otherIndex_ = savedOther;
         return out;
     }
 
@@ -150,6 +168,10 @@ class Split : public RangeScopedMutator {
         }
         auto rf = fixed.maxRemainder(c), rr = runtime.maxRemainder(c);
         const bool apart = fixed.sum && runtime.sum && rf && rr && *rf + *rr < c;
+        // x // c is 0 and x % c is x where x lies in [0, c) (`tx / 32 % 4 / 4`, `tx / 32 % 4 % 4`).
+        const Interval whole = boundsOf(b.a, ranges());
+        const bool below = whole.lo && *whole.lo >= 0 && whole.hi && *whole.hi < c;
+        if (below) return b.op == BinaryOp::FloorDiv ? intImm(0, t) : b.a;
         if (!apart && multiples.empty()) return nullptr;
         const bool div = b.op == BinaryOp::FloorDiv;
         Expr out;

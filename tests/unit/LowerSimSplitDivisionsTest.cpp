@@ -2,7 +2,8 @@
 /// Divisions and remainders of global offsets split over their terms (splitIndexDivisions): lowered and run on
 /// the CPU simulator, the elements each access reaches are those of the unsplit offsets, where the terms' parts
 /// split apart (the thread's and the unrolled loops' remainders together below the divisor) and where they do
-/// not (only the multiples leave); and the split does take the unrolled row out of the divisions.
+/// not (only the multiples leave); and the split does take the unrolled row out of the divisions; divisions in a
+/// mask's comparisons split the same way and keep the mask's blocks.
 #include "LowerSimUtil.h"
 
 #include "tilec/IRPrinter.h"
@@ -80,6 +81,48 @@ TEST(LowerSimSplitDivisions, OverlappingRemaindersKeepTheirDivision) {
     runLaunches(r, "gather", {{"X", &x}, {"O", &o}, {"P", &p}}, 1);
     expectNear(o, wantO, 0, "O");
     expectNear(p, wantP, 0, "P");
+}
+
+// Divisions in a comparison split too: a block mask over an mma.sync accumulator (`i // 16 == j // 16`, and
+// `i // 8 >= j // 32` for blocks of unequal sizes) keeps exactly the elements of the diagonal blocks, where after
+// layout mapping i and j are sums of the warp's, the lane's and unrolled loops' parts; and the row side of the first
+// mask no longer divides the lane's rows by 16.
+TEST(LowerSimSplitDivisions, MaskComparisonsKeepTheirBlocks) {
+    LowerRun r;
+    r.dumpAfter = "splitIndexDivisions";
+    lowerFor(r,
+             "import tilelang.language as T\n"
+             "@T.prim_func\n"
+             "def blockmask(A: T.Tensor((64, 32), \"float16\"), B: T.Tensor((64, 32), \"float16\"),\n"
+             "              C: T.Tensor((64, 64), \"float32\"), D: T.Tensor((64, 64), \"float32\")):\n"
+             "    with T.Kernel(1, threads=128) as bx:\n"
+             "        a = T.alloc_shared((64, 32), \"float16\")\n"
+             "        b = T.alloc_shared((64, 32), \"float16\")\n"
+             "        acc = T.alloc_fragment((64, 64), \"float32\")\n"
+             "        acc2 = T.alloc_fragment((64, 64), \"float32\")\n"
+             "        T.copy(A, a)\n"
+             "        T.copy(B, b)\n"
+             "        T.gemm(a, b, acc, transpose_B=True)\n"
+             "        for i, j in T.Parallel(64, 64):\n"
+             "            acc2[i, j] = T.if_then_else(i // 8 >= j // 32, acc[i, j], 0)\n"
+             "            acc[i, j] = T.if_then_else(i // 16 == j // 16, acc[i, j], 0)\n"
+             "        T.copy(acc, C)\n"
+             "        T.copy(acc2, D)\n",
+             "sm_80");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    EXPECT_EQ(r.dump.str().find("// 4) // 16"), std::string::npos) << r.dump.str();
+    auto a = quarters(64 * 32, 3), b = quarters(64 * 32, 4);
+    std::vector<double> c(64 * 64, std::nan("")), d(64 * 64, std::nan("")), wantC(64 * 64), wantD(64 * 64);
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j) {
+            double sum = 0;
+            for (int k = 0; k < 32; ++k) sum += a[(size_t)(i * 32 + k)] * b[(size_t)(j * 32 + k)];
+            wantC[(size_t)(i * 64 + j)] = i / 16 == j / 16 ? sum : 0;
+            wantD[(size_t)(i * 64 + j)] = i / 8 >= j / 32 ? sum : 0;
+        }
+    runLaunches(r, "blockmask", {{"A", &a}, {"B", &b}, {"C", &c}, {"D", &d}}, 1);
+    expectNear(c, wantC, 0, "C");
+    expectNear(d, wantD, 0, "D");
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 /// \file
-/// Floor divisions and remainders in global-memory offsets split over the terms of their dividend.
+/// Floor divisions and remainders in global-memory offsets and comparisons split over the terms of their dividend.
 #pragma once
 
 #include "tilec/IR.h"
@@ -21,7 +21,9 @@ namespace tilec::passes {
 ///     iteration adds constants to a part computed once;
 ///   - where the two parts cannot be split, the multiples still leave: `x // c == multiples / c + (fixed + runtime)
 ///     // c` for any integers (floor division), `x % c == (fixed + runtime) % c`.
-/// Only global offsets are rewritten: shared offsets keep the forms swizzleShared maps, register indices are
+/// Global offsets are rewritten, and so are the operands of comparisons outside other indices (a mask that
+/// compares `(warp * 16 + h * 8 + lane / 4) / 16` with `(ni * 8 + lane % 4 * 2) / 16` becomes `warp` against a
+/// constant per unrolled iteration); shared offsets keep the forms swizzleShared maps, register indices are
 /// constants once unrolled.
 ir::Program splitIndexDivisions(const ir::Program &p);
 
