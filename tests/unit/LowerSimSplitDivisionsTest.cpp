@@ -102,6 +102,7 @@ TEST(LowerSimSplitDivisions, MaskComparisonsKeepTheirBlocks) {
              "        acc2 = T.alloc_fragment((64, 64), \"float32\")\n"
              "        T.copy(A, a)\n"
              "        T.copy(B, b)\n"
+             "        T.clear(acc)\n"
              "        T.gemm(a, b, acc, transpose_B=True)\n"
              "        for i, j in T.Parallel(64, 64):\n"
              "            acc2[i, j] = T.if_then_else(i // 8 >= j // 32, acc[i, j], 0)\n"
