@@ -78,6 +78,12 @@ enum class Fn {
     TmaLoadTileRows, ///< a tile's TMA boxes of boxRows rows that start below row `live` (sm90_tma.cuh)
     WgmmaSpSS,     ///< T.gemm_sp on wgmma.mma_async.sp: A compressed and B panel tiles, E row-swizzled (sm90_wgmma_sp.cuh)
     CpAsyncChunk,  ///< one thread's cp.async of `bytes` (4, 8, 16) into shared memory, zero-filled where not `valid` (a gathered fill)
+    AsyncCopyOn,   ///< front end only: the condition over a T.async_copy's Copy, its loop_layout's row-blocked map
+                   ///< (rowThreads threads a row, runs of `run` elements; 0, 0: none) (lowerAsyncCopies removes it)
+    CpAsyncCopy,   ///< one thread's cp.async of a T.async_copy: writes `dst` from its issue until the CpAsyncWait
+                   ///< that retires its group (insertSyncs orders both ends; lowerAsyncCopies proves the waits)
+    AsyncLanded,   ///< after a CpAsyncWait: T.async_copy chunks into `buffer` may land there (lowerAsyncCopies says
+                   ///< which; insertSyncs orders later readers after it and removes it)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -214,6 +214,7 @@ struct LayoutObj {
     std::vector<ir::Var> vars;      ///< one per input dimension
     std::vector<ir::Expr> forward;  ///< the output indices, integer expressions of `vars`
     SourceRange range;              ///< the T.Layout call
+    Value forwardFn;                ///< a T.Fragment's forward_fn (traced by T.async_copy's loop_layout), else none
 };
 
 /// TileLang's sub-byte element types, two to a byte (src/eval/TileLangSubByte.cpp): a buffer of one is a view of

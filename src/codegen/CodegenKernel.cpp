@@ -499,9 +499,11 @@ struct Uses : IRVisitor {
             auto vec = constInt(passes::lib::arg(op, f, "vec"));
             if (l && vec) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*vec * l->buffer->dtype.bytes());
         }
-        if (passes::lib::is(op, passes::lib::Fn::CpAsyncChunk)) { // a gathered fill's chunk: its width likewise
-            auto l = passes::addressedLoad(passes::lib::arg(op, passes::lib::Fn::CpAsyncChunk, "src"));
-            auto bytes = constInt(passes::lib::arg(op, passes::lib::Fn::CpAsyncChunk, "bytes"));
+        // a gathered fill's chunk, or a T.async_copy's: its width likewise
+        for (auto chunk : {passes::lib::Fn::CpAsyncChunk, passes::lib::Fn::CpAsyncCopy}) {
+            if (!passes::lib::is(op, chunk)) continue;
+            auto l = passes::addressedLoad(passes::lib::arg(op, chunk, "src"));
+            auto bytes = constInt(passes::lib::arg(op, chunk, "bytes"));
             if (l && bytes) align[l->buffer.get()] = std::max(align[l->buffer.get()], (int)*bytes);
         }
         IRVisitor::visit(op);

@@ -193,6 +193,31 @@ Value itertoolsModule() {
     return module("itertools", std::move(m));
 }
 
+/// `functools.partial(func, *args, **keywords)`: a callable that calls func with the bound arguments first and
+/// its own after (a keyword given again replaces the bound one), as TileKernels' engram passes
+/// `T.Fragment(..., forward_fn=partial(smem_layout, vs=8))`.
+Value functoolsModule() {
+    Attrs m;
+    def(m, "functools", "partial", [](InterpImpl &in, CallArgs &a) {
+        if (a.pos.empty()) in.fail(a.call, "functools.partial() needs the function to call");
+        auto b = std::make_shared<BuiltinObj>();
+        b->name = "functools.partial";
+        CallArgs bound = a;
+        b->fn = [bound](Interp &in2, CallArgs &c) {
+            CallArgs all;
+            all.call = c.call, all.callee = c.callee;
+            all.pos.assign(bound.pos.begin() + 1, bound.pos.end());
+            all.pos.insert(all.pos.end(), c.pos.begin(), c.pos.end());
+            for (auto &kw : bound.kw)
+                if (std::none_of(c.kw.begin(), c.kw.end(), [&](auto &x) { return x.first == kw.first; })) all.kw.push_back(kw);
+            all.kw.insert(all.kw.end(), c.kw.begin(), c.kw.end());
+            return in2.callValue(bound.pos[0].value, all);
+        };
+        return Value::object(VK::Builtin, b);
+    });
+    return module("functools", std::move(m));
+}
+
 /// `tilelang.cdiv(a, b)` (= (a + b - 1) // b, on run-time values too) and `next_power_of_2(x)`.
 void addTileLangMath(Attrs &m, const std::string &mod) {
     def(m, mod, "cdiv", [mod](InterpImpl &in, CallArgs &a) {
@@ -379,6 +404,7 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     Value v;
     if (dotted == "math") v = mathModule();
     else if (dotted == "itertools") v = itertoolsModule();
+    else if (dotted == "functools") v = functoolsModule();
     else if (dotted == "tvm") v = tvmModule();
     else if (dotted == "tvm.tir" || dotted == "tvm.tirx") v = makeTvmTirModule(dotted);
     else if (dotted == "torch") v = torchModule(*this);

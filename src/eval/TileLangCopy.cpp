@@ -10,6 +10,9 @@
 #include "eval/TileLang.h"
 
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/Arith.h"
+
+#include <set>
 
 namespace tilec::eval::tl {
 
@@ -310,30 +313,73 @@ Value copy(Interp &in, CallArgs &args) {
     return Value::none();
 }
 
-/// T.async_copy(src, dst): TileLang's explicitly asynchronous global-to-shared copy, which it issues as cp.async
-/// copies closed into one group and never waits for by itself (the program waits with T.ptx_wait_group). tilec
-/// lowers it as T.copy, which has completed when the next statement starts: the schedule of the asynchronous copy
-/// in which every group finished at once. A program correct under TileLang's semantics (it reads the destination
-/// only after a wait that covers the copy) reads the same values; the copy does not overlap what follows it.
+/// A T.async_copy's loop_layout (a T.Fragment over the copied region (R, C)) as the row-blocked thread map it
+/// is: thread i * T + (j / V) % T holds element (i, j) (TileKernels' engram: 64 threads a row, runs of 8), so
+/// (T, V); (0, 0) for any other layout. Its forward_fn is traced with one variable per dimension and evaluated
+/// at every element.
+std::pair<int64_t, int64_t> rowBlocked(Interp &in, const Arg &layout) {
+    const std::pair<int64_t, int64_t> none{0, 0};
+    if (!layout.value.is(VK::Layout)) return none;
+    const LayoutObj &l = layout.value.as<LayoutObj>();
+    if (!l.fragment || l.forwardFn.is(VK::None) || l.shape.size() != 2) return none;
+    auto R = ir::constInt(l.shape[0]), C = ir::constInt(l.shape[1]);
+    if (!R || !C || *R <= 0 || *C <= 0 || *R * *C > (1 << 20)) return none;
+    CallArgs call;
+    call.call = l.range;
+    call.callee = l.range;
+    std::vector<ir::Var> vars{ir::makeVar("i", DType::Int32, l.range), ir::makeVar("j", DType::Int32, l.range)};
+    for (auto &v : vars) call.pos.push_back({Value::ofExpr(v), l.range});
+    Value out = in.callValue(l.forwardFn, call);
+    if (!out.is(VK::Tuple) && !out.is(VK::List)) return none;
+    std::vector<Arg> idx = in.toSequence(Arg{out, l.range}, "T.Fragment's output");
+    if (idx.empty()) return none;
+    ir::Expr thread = intExprArg(in, idx[0], "T.Fragment's thread");
+    auto at = [&](int64_t i, int64_t j) { return passes::evalInt(thread, {{vars[0].get(), i}, {vars[1].get(), j}}); };
+    int64_t V = 1;
+    while (V < *C && at(0, V) == at(0, 0)) ++V;
+    std::set<int64_t> row0;
+    for (int64_t j = 0; j < *C; ++j) row0.insert(at(0, j).value_or(-1));
+    const int64_t T = (int64_t)row0.size();
+    if (*C % (T * V)) return none;
+    for (int64_t i = 0; i < *R; ++i)
+        for (int64_t j = 0; j < *C; ++j)
+            if (at(i, j) != std::optional<int64_t>(i * T + (j / V) % T)) return none;
+    return {T, V};
+}
+
+/// T.async_copy(src, dst): TileLang's explicitly asynchronous global-to-shared copy, issued as cp.async copies
+/// closed into a group of their own and never waited for by itself (the program waits with T.ptx_wait_group).
+/// Emitted as the Copy under an AsyncCopyOn condition followed by the group's commit: lowerAsyncCopies makes it
+/// per-thread cp.async where it proves the program's waits cover every use of the destination, else the
+/// synchronous copy it also is (the schedule in which every group finished at issue). A copy of one element is a
+/// plain store, its group empty.
 Value asyncCopy(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.async_copy", {"src", "dst", "coalesced_width?", "annotations?", "loop_layout?"});
     requireLaunch(in, args, "T.async_copy");
     Operand s = operandArg(in, *a[0], "T.async_copy source"), d = operandArg(in, *a[1], "T.async_copy destination");
-    if (elementCopy(in, args, s, d)) return Value::none();
+    ir::Stmt commit = passes::lib::stmt(passes::lib::Fn::CpAsyncCommit, {}, args.call);
+    if (elementCopy(in, args, s, d)) {
+        in.emit(commit);
+        return Value::none();
+    }
     if (s.buffer->scope != ir::Scope::Global || d.buffer->scope != ir::Scope::Shared)
         in.fail(args.call, "T.async_copy copies from global to shared memory (cp.async); this one copies " +
                                std::string(ir::toString(s.buffer->scope)) + " to " + ir::toString(d.buffer->scope));
     auto [sr, dr] = regionPair(in, args, s, d, "source", "destination", "async_copy");
-    in.emit(ir::Copy::make(sr, dr, args.call));
+    auto [rowThreads, run] = a[4] ? rowBlocked(in, *a[4]) : std::pair<int64_t, int64_t>{0, 0};
+    ir::Expr on = passes::lib::call(passes::lib::Fn::AsyncCopyOn, {ir::intImm(rowThreads, DType::Int32), ir::intImm(run, DType::Int32)},
+                                    args.call, DType::Bool);
+    in.emit(ir::IfThenElse::make(on, ir::Copy::make(sr, dr, args.call), nullptr, args.call));
+    in.emit(commit);
     return Value::none();
 }
 
-/// T.ptx_commit_group() / T.ptx_wait_group(n): close and wait for groups of T.async_copy. Those copies are
-/// complete when issued (asyncCopy), so there is never a group to wait for; the calls check their arguments
-/// and emit nothing (tilec's own pipelined cp.async groups are counted by the waits it places itself).
+/// T.ptx_commit_group() / T.ptx_wait_group(n): cp.async.commit_group and cp.async.wait_group n, kept where the
+/// program's T.async_copy are asynchronous (lowerAsyncCopies), dropped where they are synchronous.
 Value ptxCommitGroup(Interp &in, CallArgs &args) {
     bindArgs(in, args, "T.ptx_commit_group", {});
     requireLaunch(in, args, "T.ptx_commit_group");
+    in.emit(passes::lib::stmt(passes::lib::Fn::CpAsyncCommit, {}, args.call));
     return Value::none();
 }
 
@@ -342,6 +388,7 @@ Value ptxWaitGroup(Interp &in, CallArgs &args) {
     requireLaunch(in, args, "T.ptx_wait_group");
     int64_t n = constIntArg(in, *a[0], "num");
     if (n < 0) in.fail(a[0]->range, "T.ptx_wait_group takes the number of groups left in flight, 0 or more; got " + std::to_string(n));
+    in.emit(passes::lib::stmt(passes::lib::Fn::CpAsyncWait, {ir::intImm(n, DType::Int32)}, args.call));
     return Value::none();
 }
 

@@ -66,6 +66,7 @@ Value makeFragment(Interp &in, CallArgs &args) {
     auto obj = std::make_shared<LayoutObj>();
     obj->fragment = true;
     obj->range = args.call;
+    if (a[1]) obj->forwardFn = a[1]->value;
     std::vector<Arg> dims = in.toSequence(*a[0], "T.Fragment's shape");
     if (dims.empty()) in.fail(a[0]->range, "T.Fragment needs a shape of at least one dimension");
     for (size_t d = 0; d < dims.size(); ++d)

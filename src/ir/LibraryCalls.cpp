@@ -117,6 +117,10 @@ const std::vector<Info> &table() {
          "sm_90a"},
         {Fn::CpAsyncChunk, "tilec.cp_async", "tilec::cp_async", 1, {}, {"bytes", "dst", "src", "valid"}, kWritesShared | kAsync,
          I::All, "sm_80"},
+        {Fn::AsyncCopyOn, "tilec.async_copy_on", "", 0, {}, {"rowThreads", "run"}, kPure, I::All, "sm_80"},
+        {Fn::CpAsyncCopy, "tilec.cp_async_copy", "tilec::cp_async", 1, {}, {"bytes", "dst", "src", "valid"},
+         kWritesShared | kAsync, I::All, "sm_80"},
+        {Fn::AsyncLanded, "tilec.async_landed", "", 0, {}, {"buffer"}, kPure, I::All, "sm_80"},
     };
     return t;
 }

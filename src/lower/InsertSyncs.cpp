@@ -45,6 +45,19 @@ class Syncer {
         } ids;
         ids.ids = &userIds_;
         ids.visit(k.body);
+        struct AsyncDsts : IRVisitor {
+            using IRVisitor::visit;
+            const Kernel *k;
+            BufferSet *dsts;
+            void visit(const Call &op) override {
+                if (lib::is(op, lib::Fn::CpAsyncCopy))
+                    if (auto l = addressedLoad(lib::arg(op, lib::Fn::CpAsyncCopy, "dst"))) dsts->insert(storageOf(*k, l->buffer.get()));
+                IRVisitor::visit(op);
+            }
+        } dsts;
+        dsts.k = &k, dsts.dsts = &asyncDsts_;
+        dsts.visit(k.body);
+        if (!asyncDsts_.empty()) landedOwners(k.body, kernelRanges(k));
         elements_.tx = k.threadIdx.get();
         elements_.ranges = &ranges_;
         elements_.uniformVar = [this](const VarNode *v) { return uniformity_.uniformVar(v); };
@@ -85,6 +98,87 @@ class Syncer {
     int partialId_ = 0;          ///< its barrier, once one is needed
     int nextPartialId_ = lib::kFirstPartialBarrier;
     std::set<int64_t> userIds_; ///< the named barriers the kernel uses already (T.sync_threads(id, count))
+    BufferSet asyncDsts_;       ///< the destinations of the kernel's T.async_copy chunks (CpAsyncCopy)
+
+    /// The destinations a statement issues T.async_copy chunks into (the chunks alone, in unrolled loops), or none.
+    static std::vector<const BufferNode *> asyncIssue(const Stmt &s) {
+        if (auto f = as<For>(s); f && f->forKind == ForKind::Unrolled) return asyncIssue(f->body);
+        const Call *c = callOf(s);
+        if (!c || !lib::is(*c, lib::Fn::CpAsyncCopy)) return {};
+        auto l = addressedLoad(lib::arg(*c, lib::Fn::CpAsyncCopy, "dst"));
+        return l ? std::vector<const BufferNode *>{l->buffer.get()} : std::vector<const BufferNode *>{};
+    }
+
+    /// A T.async_copy's chunks write their destination from their issue until the wait that retires their group
+    /// (lowerAsyncCopies proved that nothing touches it in between). At the issue they are ordered after what is
+    /// pending (other threads may still read the old values), but leave nothing pending: the values land at a
+    /// CpAsyncWait, where lowerAsyncCopies' AsyncLanded markers name the destinations that may land there
+    /// (asyncLanded: written as by a tile statement, the threads being tilec's, the elements' threads those of
+    /// every issue into it). A barrier after the issue does not order the landing.
+    Stmt asyncIssued(const Stmt &s, const std::vector<const BufferNode *> &dsts, Pending &state) {
+        Pending mine;
+        for (auto *b : dsts) mine.writes.insert(storageOf(kernel_, b));
+        mine.tileWrites = mine.writes;
+        if (Owners o = issueOwners(s, dsts[0], ranges_)) mine.writeOwners[dsts[0]] = o;
+        if (!conflicts(mine, state, elements_)) return s;
+        Stmt sync = blocked() ? nullptr : barrier(s->loc);
+        if (!sync) divergentError(s->loc, "this T.async_copy overwrites shared memory read before it, which needs a barrier "
+                                          "between them that every thread of the block reaches");
+        state.clear();
+        return sync ? Seq::make({sync, s}, s->loc) : s;
+    }
+    void asyncLanded(Pending &state, const BufferNode *b) const {
+        Pending landed;
+        landed.writes = landed.tileWrites = {storageOf(kernel_, b)};
+        if (auto it = landed_.find(b); it != landed_.end() && storageOf(kernel_, b) == b) landed.writeOwners[b] = it->second;
+        state.merge(landed);
+    }
+
+    mutable std::map<const StmtNode *, Stmt> chunkStores_; ///< issueOwners' statements, by issue
+    OwnerMap landed_; ///< per T.async_copy destination, the thread that lands each element, where every issue's is known
+
+    /// The elements a T.async_copy issue writes as per-thread stores (each chunk's elements), for ThreadOwners.
+    static Stmt chunkStores(const Stmt &s) {
+        if (auto f = as<For>(s)) return For::make(f->var, f->min, f->extent, f->forKind, f->numStages, chunkStores(f->body), f->loc);
+        const Call *c = callOf(s);
+        auto l = addressedLoad(lib::arg(*c, lib::Fn::CpAsyncCopy, "dst"));
+        const int64_t n = *constInt(lib::arg(*c, lib::Fn::CpAsyncCopy, "bytes")) / l->buffer->dtype.bytes();
+        Var e = makeVar("ce", DType::Int32, s->loc);
+        std::vector<Expr> idx = l->indices;
+        idx.back() = binary(BinaryOp::Add, idx.back(), cast(idx.back()->dtype, e));
+        return For::make(e, intImm(0), intImm(n), ForKind::Serial, 0, Store::make(l->buffer, idx, cast(l->buffer->dtype, intImm(0)), s->loc), s->loc);
+    }
+    /// Owners of the writes of issue `s` with `ranges` around it; null where not known.
+    Owners issueOwners(const Stmt &s, const BufferNode *b, const RangeMap &ranges) const {
+        if (storageOf(kernel_, b) != b) return nullptr;
+        OwnerMap loads, stores;
+        Stmt &synth = chunkStores_[s.get()]; // (kept alive: ownerCache_ knows statements by address)
+        if (!synth) synth = chunkStores(s);
+        threadOwners(synth, kernel_.threadIdx.get(), kernel_.threads, ranges, ownerCache_, loads, stores);
+        auto it = stores.find(b);
+        return it == stores.end() ? nullptr : it->second;
+    }
+    /// landed_: every issue's owners of a destination combined (a destination with one issue of unknown owners
+    /// has none).
+    void landedOwners(const Stmt &body, const RangeMap &kernelRanges) {
+        std::set<const BufferNode *> unknown;
+        std::function<void(const Stmt &, RangeMap)> walk = [&](const Stmt &s, RangeMap r) {
+            if (!s) return;
+            if (auto dsts = asyncIssue(s); !dsts.empty()) {
+                Owners o = issueOwners(s, dsts[0], r);
+                if (!o) unknown.insert(dsts[0]);
+                else landed_[dsts[0]] = landed_.count(dsts[0]) ? combineOwners(landed_[dsts[0]], o) : o;
+                return;
+            }
+            if (auto q = as<Seq>(s)) for (auto &c : q->stmts) walk(c, r);
+            else if (auto f = as<For>(s)) addLoopRange(r, *f), walk(f->body, r);
+            else if (auto i = as<IfThenElse>(s)) walk(i->then, r), walk(i->otherwise, r);
+            else if (auto w = as<While>(s)) walk(w->body, r);
+            else if (auto roles = as<WarpRoles>(s)) walk(roles->producer, r), walk(roles->consumer, r);
+        };
+        walk(body, kernelRanges);
+        for (auto *b : unknown) landed_.erase(b);
+    }
 
     /// Whether `s` is the author's named barrier of exactly the threads of the whole-warp branch being rewritten
     /// (`if tx < 256: ... T.sync_threads(3, 256)`, DeepSeek's top-k selector): as CUDA's bar.sync, it orders
@@ -338,6 +432,11 @@ class Syncer {
             if (divergence_ && !branchBarrier(s)) divergentError(s->loc, "a barrier must be reached by every thread of the block");
             state.clear();
             return s;
+        }
+        if (auto dsts = asyncIssue(s); !dsts.empty()) return asyncIssued(s, dsts, state);
+        if (const Call *c = callOf(s); c && lib::is(*c, lib::Fn::AsyncLanded)) {
+            if (auto l = addressedLoad(lib::arg(*c, lib::Fn::AsyncLanded, "buffer"))) asyncLanded(state, l->buffer.get());
+            return Seq::make({}, s->loc);
         }
         if (divergence_)
             if (const char *what = tileStatement(s)) {

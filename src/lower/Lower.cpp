@@ -11,6 +11,7 @@
 #include "tilec/passes/HoistNestInvariants.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
+#include "tilec/passes/LowerAsyncCopies.h"
 #include "tilec/passes/LowerParallel.h"
 #include "tilec/passes/LowerReducers.h"
 #include "tilec/passes/ThreadRangeRegions.h"
@@ -84,6 +85,9 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::lowerWarpRoles(p, s.variant.target, s.diag); }, true},
         // Fragments of shape (M, 1, ..., 1) become 1-D: per-row values a T.gemm result's rows can hold.
         {"squeezeUnitFragments", always, [](const Program &p, PassState &) { return passes::squeezeUnitFragments(p); }, false},
+        // T.async_copy as per-thread cp.async where the program's waits provably cover it, else synchronous.
+        {"lowerAsyncCopies", always,
+         [](const Program &p, PassState &s) { return passes::lowerAsyncCopies(p, &s.diag.sources()); }, false},
         // Tile statements that are element-wise at heart become T.Parallel nests.
         {"lowerTileOps", always, [](const Program &p, PassState &s) { return passes::lowerTileOps(p, s.diag); }, true},
         // Hopper: T.Pipelined loops of TMA-able tiles feeding T.gemm become producer/consumer warp roles.

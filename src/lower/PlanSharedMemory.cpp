@@ -71,7 +71,7 @@ unsigned inFlightAfter(const Stmt &s, unsigned in) {
     switch (info->fn) {
     case lib::Fn::WgmmaSS: case lib::Fn::WgmmaRS: case lib::Fn::WgmmaSpSS: return in | 1;
     case lib::Fn::TmaStoreTile: return in | 2;
-    case lib::Fn::CopyG2S: case lib::Fn::CpAsyncChunk: return in | 4;
+    case lib::Fn::CopyG2S: case lib::Fn::CpAsyncChunk: case lib::Fn::CpAsyncCopy: return in | 4;
     case lib::Fn::WgmmaWait: case lib::Fn::WgmmaWaitAcc: return none() ? in & ~1u : in;
     case lib::Fn::TmaStoreWait: return none() ? in & ~2u : in;
     case lib::Fn::CpAsyncWait: return none() ? in & ~4u : in;

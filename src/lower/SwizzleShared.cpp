@@ -330,6 +330,7 @@ class Apply : public RangeScopedMutator {
         if (isTileTransfer(*op)) return transferInto(op);
         if (lib::is(*op, lib::Fn::LdMatrix)) return chunkAddress(op, lib::Fn::LdMatrix, "src");
         if (lib::is(*op, lib::Fn::CpAsyncChunk)) return chunkAddress(op, lib::Fn::CpAsyncChunk, "dst");
+        if (lib::is(*op, lib::Fn::CpAsyncCopy)) return chunkAddress(op, lib::Fn::CpAsyncCopy, "dst");
         return IRMutator::visit(op);
     }
     Stmt visit(const std::shared_ptr<const For> &op) override {

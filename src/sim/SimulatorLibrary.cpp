@@ -163,7 +163,8 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         }
         return;
     }
-    case Fn::CpAsyncChunk: return cpAsyncChunk(c, info, mask);
+    case Fn::CpAsyncChunk:
+    case Fn::CpAsyncCopy: return cpAsyncChunk(c, info, mask);
     case Fn::GemmSS:
     case Fn::GemmRS:
     case Fn::GemmSSPanels:

@@ -1,0 +1,584 @@
+/// \file
+/// T.async_copy as per-thread cp.async where the program's waits provably cover it
+/// (include/tilec/passes/LowerAsyncCopies.h).
+#include "tilec/passes/LowerAsyncCopies.h"
+
+#include "RangeScopedMutator.h"
+#include "SyncElements.h"
+#include "tilec/IROperator.h"
+#include "tilec/IRPrinter.h"
+#include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
+#include "tilec/SharedAliases.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+Expr i32(int64_t v) { return intImm(v, DType::Int32); }
+
+/// The Copy of a T.async_copy (the front end's `if (tilec.async_copy_on()) copy`), or null.
+const Copy *asyncCopyOf(const Stmt &s) {
+    auto i = as<IfThenElse>(s);
+    return i && lib::is(i->cond, lib::Fn::AsyncCopyOn) && !i->otherwise ? as<Copy>(i->then) : nullptr;
+}
+
+bool hasAsync(const Stmt &s) { return s && callsAny(s, {lib::Fn::AsyncCopyOn, lib::Fn::CpAsyncCommit, lib::Fn::CpAsyncWait}); }
+
+// ---------------------------------------------------------------------------------------------------------
+// The proof: which parts of which buffers the groups in flight may still write (destinations) or read (sources).
+
+/// Per dimension the closed interval [lo, hi] of indices a group in flight touches; none: the whole buffer.
+struct Piece {
+    const BufferNode *buffer = nullptr;
+    bool source = false; ///< the copy reads it (only writes conflict)
+    std::vector<std::pair<Expr, Expr>> dims;
+    /// Equal for equal pieces: the printed bounds and the identity of every variable in them.
+    std::string key() const {
+        struct Vars : IRVisitor {
+            using IRVisitor::visit;
+            std::string ids;
+            void visit(const VarNode &v) override { ids += " " + std::to_string((uintptr_t)&v); }
+        } vars;
+        std::string k = std::to_string((uintptr_t)buffer) + (source ? "s" : "d");
+        for (auto &[lo, hi] : dims) {
+            k += "[" + print(lo) + ":" + print(hi) + "]";
+            vars.visit(lo), vars.visit(hi);
+        }
+        return k + vars.ids;
+    }
+};
+using Group = std::map<std::string, Piece>;
+
+/// The groups committed and in flight (oldest first) and the copies issued since the last commit.
+struct Flight {
+    std::vector<Group> groups;
+    Group open;
+    bool operator==(const Flight &o) const {
+        auto keys = [](const Group &g) {
+            std::set<std::string> s;
+            for (auto &[k, p] : g) s.insert(k);
+            return s;
+        };
+        if (groups.size() != o.groups.size() || keys(open) != keys(o.open)) return false;
+        for (size_t i = 0; i < groups.size(); ++i)
+            if (keys(groups[i]) != keys(o.groups[i])) return false;
+        return true;
+    }
+};
+
+void add(Group &g, const Piece &p) { g.emplace(p.key(), p); }
+
+/// Either path's groups: the i-th newest of the result holds both paths' i-th newest.
+Flight join(const Flight &a, const Flight &b) {
+    Flight r;
+    const size_t n = std::max(a.groups.size(), b.groups.size());
+    r.groups.resize(n);
+    for (const Flight *f : {&a, &b})
+        for (size_t i = 0; i < f->groups.size(); ++i)
+            for (auto &[k, p] : f->groups[i]) add(r.groups[n - f->groups.size() + i], p);
+    for (const Flight *f : {&a, &b})
+        for (auto &[k, p] : f->open) add(r.open, p);
+    return r;
+}
+
+constexpr size_t kMaxGroups = 32;
+
+class Proof {
+  public:
+    explicit Proof(const Kernel &k) : kernel_(k), ranges_(kernelRanges(k)), tx_(k.threadIdx.get()) {}
+    std::string why;     ///< the first reason the waits are not proved to cover the copies (empty: proved)
+    SourceRange whyAt;
+    /// Per CpAsyncWait statement, the destinations of the groups it may retire (on any path, in any iteration).
+    std::map<const StmtNode *, std::set<const BufferNode *>> landings;
+
+    void run(const Stmt &s, Flight &f) {
+        if (!s || !why.empty()) return;
+        if (!hasAsync(s)) return touch(s, f); // (its loops leave what is in flight as it was)
+        if (auto q = as<Seq>(s)) {
+            for (auto &c : q->stmts) run(c, f);
+        } else if (const Copy *c = asyncCopyOf(s)) {
+            issue(*c, f, s->loc);
+        } else if (const Call *c = callOf(s); c && lib::is(*c, lib::Fn::CpAsyncCommit)) {
+            f.groups.push_back(std::move(f.open));
+            f.open.clear();
+            if (f.groups.size() > kMaxGroups) fail(s->loc, "more than " + std::to_string(kMaxGroups) + " groups may be in flight");
+        } else if (c && lib::is(*c, lib::Fn::CpAsyncWait)) {
+            auto n = constInt(lib::arg(*c, lib::Fn::CpAsyncWait, "pending"));
+            auto &lands = landings[s.get()];
+            while (n && f.groups.size() > (size_t)*n) {
+                for (auto &[k, p] : f.groups.front())
+                    if (!p.source) lands.insert(p.buffer);
+                f.groups.erase(f.groups.begin());
+            }
+        } else if (auto i = as<IfThenElse>(s)) {
+            branch(*i, f);
+        } else if (auto l = as<For>(s); l && l->forKind != ForKind::Parallel && l->forKind != ForKind::Vectorized) {
+            loop(*l, f);
+        } else if (auto w = as<While>(s)) {
+            touch(w->cond, f);
+            if (hasAsync(w->body) && threadDependent(w->cond)) return fail(s->loc, "a copy or wait under a thread-dependent loop");
+            Flight x = f;
+            iterate(w->body, x, syncs::loopVars(w->body), nullptr);
+            f = join(f, x);
+        } else {
+            if (hasAsync(s)) return fail(s->loc, "a copy or wait inside a T.Parallel loop or warp roles");
+            touch(s, f);
+        }
+    }
+
+  private:
+    const Kernel &kernel_;
+    RangeMap ranges_;
+    const VarNode *tx_;
+    VarMap first_; ///< the loops walked in their first iteration: variable -> min
+    VarMap later_; ///< the loops walked in their later iterations: variable -> min
+
+    void fail(const SourceRange &at, const std::string &what) {
+        if (why.empty()) why = what, whyAt = at;
+    }
+
+    bool threadDependent(const Expr &e) const { return (tx_ && uses(e, tx_)) || readsMemory(e); }
+
+    /// The bytes `b` names: a shared alias's base, a view's tensor.
+    const BufferNode *storage(const BufferNode *b) const {
+        for (auto &p : kernel_.params)
+            if (p.buffer.get() == b && p.viewOf) return p.viewOf.get();
+        return storageOf(kernel_, b);
+    }
+
+    Piece pieceOf(const Region &r, bool source) const {
+        Piece p{storage(r.buffer.get()), source, {}};
+        for (auto &rg : r.ranges) {
+            const Expr &lo = rg.min;
+            Expr hi = constInt(rg.extent) == std::optional<int64_t>(1)
+                          ? lo
+                          : simplify(binary(BinaryOp::Sub, binary(BinaryOp::Add, lo, rg.extent), i32(1)));
+            if (threadDependent(lo) || threadDependent(hi)) return Piece{p.buffer, source, {}};
+            p.dims.push_back({lo, hi});
+        }
+        if (p.buffer != r.buffer.get()) p.dims.clear(); // another buffer's indices: its whole storage
+        return p;
+    }
+
+    /// x < y for every value of the variables in scope.
+    bool below(const Expr &x, const Expr &y, const RangeMap &r) const {
+        Interval b = boundsOf(simplify(binary(BinaryOp::Sub, y, x)), r);
+        return b.lo && *b.lo > 0;
+    }
+    /// x % m and y % m with x - y a constant that m does not divide (a ring's stage against the previous one).
+    static bool otherResidue(const Expr &x, const Expr &y) {
+        auto a = as<Binary>(x), b = as<Binary>(y);
+        if (!a || !b || a->op != BinaryOp::FloorMod || b->op != BinaryOp::FloorMod) return false;
+        auto m = constInt(a->b), n = constInt(b->b);
+        auto d = constInt(simplify(binary(BinaryOp::Sub, a->a, b->a)));
+        return m && n && *m == *n && *m > 0 && d && *d % *m != 0;
+    }
+
+    /// Whether an access of `dims` (closed intervals) misses piece `p` of the same storage; both in the terms of
+    /// the iteration being walked (the loops in their first iteration at their mins).
+    bool misses(const std::vector<std::pair<Expr, Expr>> &dims, const Piece &p, const RangeMap &r) const {
+        if (p.dims.empty() || dims.size() != p.dims.size()) return false;
+        for (size_t d = 0; d < dims.size(); ++d) {
+            const bool point = structurallyEqual(dims[d].first, dims[d].second),
+                       piecePoint = structurallyEqual(p.dims[d].first, p.dims[d].second);
+            Expr lo = at(dims[d].first), hi = point ? lo : at(dims[d].second);
+            Expr plo = at(p.dims[d].first), phi = piecePoint ? plo : at(p.dims[d].second);
+            if (below(hi, plo, r) || below(phi, lo, r)) return true;
+            if (point && piecePoint && otherResidue(lo, plo)) return true;
+        }
+        return false;
+    }
+
+    /// An access of `b` (dims empty: all of it) against everything in flight.
+    void access(const BufferNode *b, std::vector<std::pair<Expr, Expr>> dims, bool write, const RangeMap &r, const SourceRange &at,
+                const Flight &f) {
+        const BufferNode *s = storage(b);
+        if (s != b) dims.clear();
+        auto against = [&](const Group &g) {
+            for (auto &[k, p] : g)
+                if (p.buffer == s && (write || !p.source) && !misses(dims, p, r)) {
+                    auto text = [this](const std::vector<std::pair<Expr, Expr>> &ds) {
+                        std::string t;
+                        for (auto &[lo, hi] : ds) t += "[" + print(this->at(lo)) + ", " + print(this->at(hi)) + "]";
+                        return ds.empty() ? std::string("all of it") : t;
+                    };
+                    fail(at, "'" + b->name + "' is " + (write ? "written" : "read") + " here (" + text(dims) + ") while a T.async_copy " +
+                                 (p.source ? "reads" : "writes") + " " + text(p.dims) + " (no wait retires its group before)");
+                }
+        };
+        for (auto &g : f.groups) against(g);
+        against(f.open);
+    }
+
+    void issue(const Copy &c, Flight &f, const SourceRange &at) {
+        for (auto *r : {&c.src, &c.dst}) {
+            Piece p = pieceOf(*r, r == &c.src);
+            access(r->buffer.get(), p.dims, r == &c.dst, ranges_, at, f);
+        }
+        add(f.open, pieceOf(c.dst, false));
+        add(f.open, pieceOf(c.src, true));
+    }
+
+    /// Every load, store and region of `s` (a statement free of copies and waits) against what is in flight.
+    void touch(const Stmt &s, const Flight &f);
+    void touch(const Expr &e, const Flight &f) { touch(Evaluate::make(e), f); }
+
+    /// `if`: decided in the first iteration of a loop (its variable is its min there), and a test for the first
+    /// iteration (`i == min`, `i != min`) decided in the later ones.
+    void branch(const IfThenElse &i, Flight &f) {
+        touch(i.cond, f);
+        if ((hasAsync(i.then) || hasAsync(i.otherwise)) && threadDependent(i.cond))
+            return fail(i.loc, "a copy or wait under a thread-dependent condition");
+        std::optional<bool> known;
+        if (auto c = constInt(at(i.cond))) known = *c != 0;
+        if (auto b = as<Binary>(i.cond); b && (b->op == BinaryOp::EQ || b->op == BinaryOp::NE))
+            for (auto [v, other] : {std::pair{b->a, b->b}, std::pair{b->b, b->a}})
+                if (auto var = as<VarNode>(v); var && later_.count(var) && provablyEqual(other, later_[var]))
+                    known = b->op == BinaryOp::NE;
+        if (known) return run(*known ? i.then : i.otherwise, f);
+        Flight a = f;
+        run(i.then, a);
+        run(i.otherwise, f);
+        f = join(a, f);
+    }
+
+    /// A loop: its first iteration from the state before it, its variable its min there; then every later one
+    /// from the join of the states the iterations before may leave (a fixed point), written in the variable of
+    /// the iteration they reach (the previous iteration's `i` is `i - 1`); the inner loops' variables forgotten.
+    void loop(const For &l, Flight &f) {
+        touch(Evaluate::make(binary(BinaryOp::Add, l.min, l.extent)), f);
+        if (hasAsync(l.body) && (threadDependent(l.min) || threadDependent(l.extent) || l.forKind == ForKind::Pipelined))
+            return fail(l.loc, "a copy or wait in a T.Pipelined or thread-dependent loop");
+        const VarNode *v = l.var.get();
+        RangeMap saved = ranges_;
+        addLoopRange(ranges_, l);
+        std::set<const VarNode *> inner = syncs::loopVars(l.body);
+        first_[v] = at(l.min);
+        Flight x = f;
+        run(l.body, x);
+        first_.erase(v);
+        forget(x, inner);
+        shift(x, l.var);
+        later_[v] = l.min;
+        if (auto it = ranges_.find(v); it != ranges_.end() && it->second.lo) it->second.lo = *it->second.lo + 1; // not the first
+        auto trips = constInt(at(l.extent));
+        if (!trips || *trips > 1) iterate(l.body, x, inner, l.var);
+        later_.erase(v);
+        forget(x, {v});
+        ranges_ = saved;
+        f = join(f, x);
+    }
+
+    void iterate(const Stmt &body, Flight &x, const std::set<const VarNode *> &inner, const Var &v) {
+        for (int trip = 0; why.empty(); ++trip) {
+            Flight y = x;
+            run(body, y);
+            forget(y, inner);
+            if (v) shift(y, v);
+            Flight z = join(x, y);
+            if (z == x) return;
+            x = std::move(z);
+            if (trip > 2 * (int)kMaxGroups) return fail(body->loc, "the groups in flight do not settle across iterations");
+        }
+    }
+
+    /// `e` with the variables of loops in their first iteration replaced by their mins.
+    Expr at(const Expr &e) const { return first_.empty() ? e : simplify(substitute(e, first_)); }
+
+    /// Pieces named by variables that change (`vars`) stand for their whole buffers from now on.
+    static void forget(Flight &f, const std::set<const VarNode *> &vars) {
+        rewrite(f, [&](Piece &p) {
+            for (auto &[lo, hi] : p.dims)
+                for (auto *v : vars)
+                    if (uses(lo, v) || uses(hi, v)) return p.dims.clear();
+        });
+    }
+    /// The pieces in the next iteration's terms: loop variable v was v - 1 when they were issued.
+    static void shift(Flight &f, const Var &v) {
+        VarMap m{{v.get(), binary(BinaryOp::Sub, v, i32(1))}};
+        rewrite(f, [&](Piece &p) {
+            for (auto &[lo, hi] : p.dims) lo = simplify(substitute(lo, m)), hi = simplify(substitute(hi, m));
+        });
+    }
+    template <class F> static void rewrite(Flight &f, F fix) {
+        auto each = [&](Group &g) {
+            Group out;
+            for (auto [k, p] : g) {
+                fix(p);
+                add(out, p);
+            }
+            g = std::move(out);
+        };
+        for (auto &g : f.groups) each(g);
+        each(f.open);
+    }
+};
+
+/// The accesses of a statement, each checked with the ranges of the loops around it inside the statement.
+void Proof::touch(const Stmt &s, const Flight &f) {
+    if (f.groups.empty() && f.open.empty()) return;
+    struct Walk : IRVisitor {
+        using IRVisitor::visit;
+        Proof &p;
+        const Flight &f;
+        RangeMap r;
+        Walk(Proof &p, const Flight &f) : p(p), f(f), r(p.ranges_) {}
+        void region(const Region &g, bool write, const SourceRange &at) {
+            Piece pc = p.pieceOf(g, false);
+            p.access(g.buffer.get(), pc.dims, write, r, at, f);
+            IRVisitor::visitRegion(g);
+        }
+        void point(const Buffer &b, const std::vector<Expr> &idx, bool write, const SourceRange &at) {
+            std::vector<std::pair<Expr, Expr>> dims;
+            for (auto &e : idx) dims.push_back({e, e});
+            p.access(b.get(), dims, write, r, at, f);
+        }
+        void visit(const For &op) override {
+            RangeMap saved = r;
+            addLoopRange(r, op);
+            IRVisitor::visit(op);
+            r = saved;
+        }
+        void visit(const Load &op) override { point(op.buffer, op.indices, false, op.loc), IRVisitor::visit(op); }
+        void visit(const Store &op) override { point(op.buffer, op.indices, true, op.loc), IRVisitor::visit(op); }
+        void visit(const Copy &op) override { region(op.src, false, op.loc), region(op.dst, true, op.loc); }
+        void visit(const Fill &op) override { region(op.dst, true, op.loc), visit(op.value); }
+        void visit(const Gemm &op) override { region(op.a, false, op.loc), region(op.b, false, op.loc), region(op.c, true, op.loc); }
+        void visit(const Reduce &op) override {
+            p.access(op.src.get(), {}, false, r, op.loc, f);
+            p.access(op.dst.get(), {}, true, r, op.loc, f);
+        }
+        void visit(const AtomicAdd &op) override {
+            region(op.dst, true, op.loc);
+            if (op.src) region(*op.src, false, op.loc);
+            if (op.value) visit(op.value);
+        }
+        void visit(const Call &op) override {
+            // an address handed to a call: the call may touch any of the buffer
+            for (auto &a : op.args)
+                if (auto l = addressedLoad(a)) {
+                    p.access(l->buffer.get(), {}, true, r, op.loc, f);
+                    for (auto &i : l->indices) visit(i);
+                } else {
+                    visit(a);
+                }
+        }
+    } w(*this, f);
+    w.visit(s);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The lowering.
+
+/// Element strides of a buffer's dimensions and the offset of an index: a tensor's T.StridedTensor placement
+/// (one output, linear), else row-major.
+struct Placement {
+    std::vector<Expr> strides;
+    Expr origin; ///< the offset of the index it was made for
+};
+std::optional<Placement> placement(const Kernel &k, const Buffer &b, const std::vector<Expr> &at) {
+    Placement p;
+    if (const TensorLayout *l = k.layoutOf(b.get())) {
+        if (l->forward.size() != 1 || l->vars.size() != at.size()) return std::nullopt;
+        VarMap m;
+        for (size_t d = 0; d < at.size(); ++d) {
+            auto lin = linearIn(l->forward[0], l->vars[d].get());
+            if (!lin) return std::nullopt;
+            p.strides.push_back(i32(lin->second));
+            m[l->vars[d].get()] = at[d];
+        }
+        p.origin = simplify(substitute(l->forward[0], m));
+        return p;
+    }
+    p.strides.resize(at.size());
+    Expr stride = i32(1), origin = i32(0);
+    for (size_t d = at.size(); d-- > 0;) {
+        p.strides[d] = stride;
+        origin = binary(BinaryOp::Add, origin, binary(BinaryOp::Mul, at[d], stride));
+        stride = simplify(binary(BinaryOp::Mul, stride, b->shape[d]));
+    }
+    p.origin = simplify(origin);
+    return p;
+}
+
+class Lowering : public RangeScopedMutator {
+  public:
+    Lowering(const Kernel &k, bool async, const std::map<const StmtNode *, std::set<const BufferNode *>> &landings)
+        : RangeScopedMutator(k), k_(k), async_(async), landings_(landings) {}
+    int issued = 0, synchronous = 0;
+
+    Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
+        const Copy *c = asyncCopyOf(op);
+        if (!c) {
+            // an `else` left empty by a dropped wait is none, as the front end makes an empty one
+            Stmt r = RangeScopedMutator::visit(op);
+            auto i = as<IfThenElse>(r);
+            auto q = i && i->otherwise ? as<Seq>(i->otherwise) : nullptr;
+            return q && q->stmts.empty() ? IfThenElse::make(i->cond, i->then, nullptr, i->loc) : r;
+        }
+        auto rowThreads = constInt(lib::arg(*as<Call>(op->cond), lib::Fn::AsyncCopyOn, "rowThreads"));
+        auto run = constInt(lib::arg(*as<Call>(op->cond), lib::Fn::AsyncCopyOn, "run"));
+        if (async_)
+            if (Stmt s = chunks(*c, rowThreads.value_or(0), run.value_or(0), op->loc)) {
+                ++issued;
+                return s;
+            }
+        ++synchronous;
+        return op->then;
+    }
+    Stmt visit(const std::shared_ptr<const Evaluate> &op) override {
+        const Call *c = as<Call>(op->value);
+        if (!async_ && c && (lib::is(*c, lib::Fn::CpAsyncCommit) || lib::is(*c, lib::Fn::CpAsyncWait))) return Seq::make({}, op->loc);
+        auto it = landings_.find(op.get());
+        if (!async_ || !c || !lib::is(*c, lib::Fn::CpAsyncWait) || it == landings_.end() || it->second.empty()) return op;
+        // the destinations that may land here, in the kernel's order of allocation (deterministic)
+        std::vector<Stmt> out{op};
+        for (auto &b : k_.allocs)
+            if (it->second.count(b.get())) out.push_back(lib::stmt(lib::Fn::AsyncLanded, {addressOf(b, std::vector<Expr>(b->shape.size(), i32(0)))}, op->loc));
+        return Seq::make(std::move(out), op->loc);
+    }
+
+  private:
+    const Kernel &k_;
+    bool async_;
+    const std::map<const StmtNode *, std::set<const BufferNode *>> &landings_;
+
+    /// The copy as chunks of the widest width its regions allow: in the author's row-blocked map where one is
+    /// given for the region (`rowThreads` threads a row, runs of `run`: thread i * rowThreads + (j / run) %
+    /// rowThreads copies element (i, j), and then reads back what it copied), else chunk c issued by thread
+    /// c % threads; null where no width divides it evenly.
+    Stmt chunks(const Copy &c, int64_t rowThreads, int64_t run, const SourceRange &loc) {
+        const Region &S = c.src, &D = c.dst;
+        std::vector<size_t> sd, dd;
+        std::vector<int64_t> ext;
+        for (auto [r, dims] : {std::pair{&S, &sd}, std::pair{&D, &dd}})
+            for (size_t d = 0; d < r->ranges.size(); ++d) {
+                auto e = constInt(r->ranges[d].extent);
+                if (!e) return nullptr;
+                if (*e != 1) dims->push_back(d);
+                if (*e != 1 && r == &S) ext.push_back(*e);
+            }
+        if (sd.empty() || sd.size() != dd.size() || S.buffer->dtype != D.buffer->dtype || !k_.threadIdx) return nullptr;
+        for (size_t i = 0; i < sd.size(); ++i)
+            if (constInt(D.ranges[dd[i]].extent) != std::optional<int64_t>(ext[i])) return nullptr;
+        // the innermost dimension of the region is each buffer's own
+        if (sd.back() + 1 != S.buffer->shape.size() || dd.back() + 1 != D.buffer->shape.size()) return nullptr;
+        std::vector<Expr> smin, dmin;
+        for (auto &r : S.ranges) smin.push_back(r.min);
+        for (auto &r : D.ranges) dmin.push_back(r.min);
+        auto sp = placement(k_, S.buffer, smin), dp = placement(k_, D.buffer, dmin);
+        if (!sp || !dp) return nullptr;
+        const int eb = D.buffer->dtype.bytes();
+        int64_t elems = 1;
+        for (int64_t e : ext) elems *= e;
+        const bool author = ext.size() == 2 && rowThreads > 0 && run > 0 && ext[0] * rowThreads == k_.threads &&
+                            ext[1] % (rowThreads * run) == 0;
+        for (int bytes : {16, 8, 4}) {
+            if (bytes % eb) continue;
+            const int64_t ve = bytes / eb;
+            bool fits = ext.back() % ve == 0 && knownMultiple(sp->origin) % ve == 0 && knownMultiple(dp->origin) % ve == 0 &&
+                        knownMultiple(S.buffer->shape.back()) % ve == 0 &&
+                        (author ? run % ve == 0 : (elems / ve) % k_.threads == 0);
+            for (size_t i = 0; i + 1 < sd.size(); ++i)
+                fits = fits && knownMultiple(sp->strides[sd[i]]) % ve == 0 && knownMultiple(dp->strides[dd[i]]) % ve == 0;
+            if (!fits) continue;
+            Var m = makeVar("ac", DType::Int32, loc);
+            const Expr tx = k_.threadIdx;
+            std::vector<Expr> local(ext.size());
+            if (author) { // row tx / T, run r * T + tx % T of it, chunk q of the run
+                const int64_t perRun = run / ve;
+                Expr r = binary(BinaryOp::FloorDiv, m, i32(perRun)), q = binary(BinaryOp::FloorMod, m, i32(perRun));
+                local[0] = binary(BinaryOp::FloorDiv, tx, i32(rowThreads));
+                Expr runAt = binary(BinaryOp::Add, binary(BinaryOp::Mul, r, i32(rowThreads)), binary(BinaryOp::FloorMod, tx, i32(rowThreads)));
+                local[1] = binary(BinaryOp::Add, binary(BinaryOp::Mul, runAt, i32(run)), binary(BinaryOp::Mul, q, i32(ve)));
+                return issue(S, D, sd, dd, m, local, ve, ext[1] / (rowThreads * run) * perRun, loc);
+            }
+            // chunk c = m * threads + tx of the region, row-major
+            Expr flat = binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, m, i32(k_.threads)), tx), i32(ve));
+            int64_t stride = 1;
+            for (size_t i = ext.size(); i-- > 0;) {
+                local[i] = binary(BinaryOp::FloorDiv, flat, i32(stride));
+                if (i > 0) local[i] = binary(BinaryOp::FloorMod, local[i], i32(ext[i]));
+                stride *= ext[i];
+            }
+            return issue(S, D, sd, dd, m, local, ve, elems / ve / k_.threads, loc);
+        }
+        return nullptr;
+    }
+
+    /// Thread tx's chunks m = 0 .. per - 1, chunk m at `local` (its first element's index in the region's non-unit
+    /// dimensions).
+    Stmt issue(const Region &S, const Region &D, const std::vector<size_t> &sd, const std::vector<size_t> &dd, const Var &m,
+               const std::vector<Expr> &local, int64_t ve, int64_t per, const SourceRange &loc) {
+        RangeMap known = ranges();
+        known[m.get()] = Interval::of(0, per - 1);
+        std::vector<Expr> sidx, didx;
+        for (auto &r : S.ranges) sidx.push_back(r.min);
+        for (auto &r : D.ranges) didx.push_back(r.min);
+        for (size_t i = 0; i < local.size(); ++i) {
+            sidx[sd[i]] = simplify(binary(BinaryOp::Add, sidx[sd[i]], cast(sidx[sd[i]]->dtype, local[i])));
+            didx[dd[i]] = simplify(binary(BinaryOp::Add, didx[dd[i]], cast(didx[dd[i]]->dtype, local[i])));
+        }
+        // Outside the tensor the synchronous copy reads zeros (predicateBounds): the chunk zero-fills. A chunk lies
+        // inside or outside whole (its start and the innermost extent are multiples of it).
+        Expr valid;
+        for (size_t d = 0; d < sidx.size(); ++d) {
+            const Expr &e = sidx[d];
+            Interval b = boundsOf(e, known);
+            auto extent = constInt(S.buffer->shape[d]);
+            for (Expr in : {b.nonNegative() ? nullptr : binary(BinaryOp::LE, cast(e->dtype, i32(0)), e),
+                            extent && b.hi && *b.hi < *extent ? nullptr : binary(BinaryOp::LT, e, cast(e->dtype, S.buffer->shape[d]))})
+                if (in) valid = valid ? binary(BinaryOp::And, valid, in) : in;
+        }
+        Stmt call = lib::stmt(lib::Fn::CpAsyncCopy, {i32(ve * S.buffer->dtype.bytes()), addressOf(D.buffer, didx),
+                                                     addressOf(S.buffer, sidx), valid ? simplify(valid) : boolImm(true)},
+                              loc);
+        if (per == 1) return substitute(call, VarMap{{m.get(), i32(0)}});
+        return For::make(m, i32(0), i32(per), ForKind::Unrolled, 0, call, loc);
+    }
+};
+
+} // namespace
+
+Program lowerAsyncCopies(const Program &p, const SourceManager *sources) {
+    Program out;
+    for (auto &k : p.kernels) {
+        if (!callsAny(k->body, {lib::Fn::AsyncCopyOn, lib::Fn::CpAsyncCommit, lib::Fn::CpAsyncWait})) {
+            out.kernels.push_back(k);
+            continue;
+        }
+        auto nk = std::make_shared<Kernel>(*k);
+        if (!nk->threadIdx) nk->threadIdx = makeVar("tx", DType::Int32, k->launchLoc);
+        Proof proof(*nk);
+        Flight f;
+        // mbarriers may count the copies' arrivals (T.cp_async_barrier_noinc), which the proof does not follow
+        if (callsAny(k->body, {lib::Fn::MbarrierInit, lib::Fn::MbarrierArriveEach, lib::Fn::MbarrierWait, lib::Fn::WarpGroup,
+                               lib::Fn::TmaCopyOn}))
+            proof.why = "the kernel synchronises through mbarriers", proof.whyAt = k->launchLoc;
+        proof.run(nk->body, f);
+        const bool any = callsAny(k->body, {lib::Fn::AsyncCopyOn});
+        Lowering low(*nk, proof.why.empty() && any, proof.landings);
+        nk->body = low.mutate(nk->body);
+        if (!proof.why.empty() && any)
+            remark(sources, proof.whyAt, "kernel '" + k->name + "': T.async_copy synchronous: " + proof.why);
+        else if (any)
+            remark(sources, k->launchLoc, "kernel '" + k->name + "': " + std::to_string(low.issued) + " T.async_copy as cp.async" +
+                                              (low.synchronous ? ", " + std::to_string(low.synchronous) +
+                                                                     " synchronous (no chunk width divides it among the threads)"
+                                                               : std::string()));
+        out.kernels.push_back(nk);
+    }
+    return out;
+}
+
+} // namespace tilec::passes

@@ -1,0 +1,138 @@
+/// \file
+/// T.async_copy as per-thread cp.async (src/lower/LowerAsyncCopies.cpp), the shape of TileKernels'
+/// engram_gate_bwd written here from its schedule: a persistent loop over tokens, each token's (2, 1024) rows
+/// copied in two (2, 512) tiles through a two-stage ring in the author's loop_layout (thread 64 i + (j / 4) % 64),
+/// the second tile issued before the first is read (T.ptx_wait_group(1)), the next token's first tile prefetched
+/// in this token's iteration, and a 1-D row in tilec's own thread map read by other threads. Run on the CPU
+/// simulator (each chunk poisoned at its issue, landed at the wait that retires its group, races reported)
+/// against the exact result under several interleavings, with token counts that do and do not divide among the
+/// blocks. Mutations the simulator must report: the lowered kernel without its first wait (a read of a chunk still
+/// in flight), and without the barrier before the cross-thread read (a race). A program whose wait does not cover
+/// its reads (T.ptx_wait_group(3) where the tile read is the third newest group) is lowered with synchronous copies, and is then exact too.
+#include "LowerSimUtil.h"
+
+#include "tilec/IROperator.h"
+#include "tilec/LibraryCalls.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tilec;
+using tilec::lowertest::LowerRun;
+using tilec::simtest::Outcome;
+namespace lib = tilec::passes::lib;
+
+namespace {
+
+const char *kRows = R"(import tilelang.language as T
+
+def rows(i, j):
+    return i * 64 + (j // 4) % 64, (j % 4) + (j // 256) * 4
+
+def make(blocks, pending):
+    N = T.dynamic("N")
+    @T.prim_func
+    def main(X: T.Tensor((N, 2, 1024), "float32"), V: T.Tensor((N, 1536), "float16"), Y: T.Tensor((N, 2, 1024), "float32"),
+             Z: T.Tensor((N, 128), "float32")):
+        with T.Kernel(blocks, threads=128) as b:
+            tx = T.get_thread_binding()
+            layout = T.Fragment((2, 512), forward_fn=rows)
+            xs = T.alloc_shared((2, 2, 512), "float32")
+            vs = T.alloc_shared((1536,), "float16")
+            per = T.ceildiv(N, blocks)
+            start = T.min(per * b, N)
+            end = T.min(per * (b + 1), N)
+            for t in T.serial(start, end):
+                if t == start:
+                    T.async_copy(X[t, :, 0:512], xs[0, :, :], loop_layout=layout)
+                T.async_copy(V[t, :], vs)
+                for i_b in T.unroll(1, 2):
+                    T.async_copy(X[t, :, i_b * 512:(i_b + 1) * 512], xs[i_b % 2, :, :], loop_layout=layout)
+                    T.ptx_wait_group(pending)
+                    for r in T.serial(2):
+                        for e in T.vectorized(4):
+                            Y[t, tx // 64, (i_b - 1) * 512 + ((tx % 64) + r * 64) * 4 + e] = xs[(i_b - 1) % 2, tx // 64, ((tx % 64) + r * 64) * 4 + e] * 2.0
+                T.ptx_wait_group(0)
+                for r in T.serial(2):
+                    for e in T.vectorized(4):
+                        Y[t, tx // 64, 512 + ((tx % 64) + r * 64) * 4 + e] = xs[1, tx // 64, ((tx % 64) + r * 64) * 4 + e] * 2.0
+                Z[t, tx] = xs[1, tx // 64, 511 - tx % 64] + vs[1535 - tx * 12]
+                if t + 1 < end:
+                    T.async_copy(X[t + 1, :, 0:512], xs[0, :, :], loop_layout=layout)
+    return main
+)";
+
+/// The kernel without its wait in the tile loop (the one that leaves groups in flight).
+std::shared_ptr<ir::Kernel> withoutFirstWait(const ir::Kernel &k) {
+    return simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
+        if (lib::is(c, lib::Fn::CpAsyncWait) && ir::constInt(lib::arg(c, lib::Fn::CpAsyncWait, "pending")) != std::optional<int64_t>(0))
+            return ir::Seq::make({}, e.loc);
+        return simtest::same(e);
+    });
+}
+
+/// The kernel without its last barrier (the one before the cross-thread read of Z's operands).
+std::shared_ptr<ir::Kernel> withoutLastSync(const ir::Kernel &k) {
+    int syncs = simtest::callCounts(k)[lib::Fn::Sync], seen = 0;
+    return simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
+        if (lib::is(c, lib::Fn::Sync) && ++seen == syncs) return ir::Seq::make({}, e.loc);
+        return simtest::same(e);
+    });
+}
+
+void expectRows(int N, int blocks, int pending, const char *arch) {
+    const std::string src = std::string(kRows) + "k = make(" + std::to_string(blocks) + ", " + std::to_string(pending) + ")\n";
+    LowerRun r;
+    simtest::lowerFor(r, src, arch);
+    ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+    const ir::Kernel &k = *r.lowered->kernels[0];
+    auto calls = simtest::callCounts(k);
+    const bool async = pending < 3; // wait(2) still retires the tile read (the row's group is newer)
+    if (async) {
+        EXPECT_EQ(calls[lib::Fn::CpAsyncCopy], 4) << r.diags(); // 3 tile copies (16-byte chunks, 2 a thread), the row (8-byte, 3)
+        EXPECT_EQ(calls[lib::Fn::CpAsyncCommit], 4);
+        EXPECT_EQ(calls[lib::Fn::CpAsyncWait], 2);
+        EXPECT_EQ(calls[lib::Fn::Sync], 2); // before the row's copy (the last token's cross reads), before the cross reads
+    } else { // the wait leaves a read tile in flight: synchronous copies, no groups
+        EXPECT_EQ(calls[lib::Fn::CpAsyncCopy], 0);
+        EXPECT_EQ(calls[lib::Fn::CpAsyncWait], 0);
+    }
+    std::map<std::string, std::vector<double>> io;
+    io["X"] = simtest::randomData((size_t)N * 2048, 41, -1, 1);
+    io["V"] = simtest::randomData((size_t)N * 1536, 42, -1, 1);
+    for (auto *t : {&io["X"], &io["V"]})
+        for (auto &e : *t) e = std::round(e * 64) / 64; // exact in float16 and in float32 sums
+    std::vector<double> wantY((size_t)N * 2048), wantZ((size_t)N * 128);
+    for (size_t e = 0; e < wantY.size(); ++e) wantY[e] = io["X"][e] * 2;
+    for (int t = 0; t < N; ++t)
+        for (int x = 0; x < 128; ++x)
+            wantZ[(size_t)t * 128 + x] = io["X"][(size_t)t * 2048 + (x / 64) * 1024 + 512 + 511 - x % 64] + io["V"][(size_t)t * 1536 + 1535 - x * 12];
+    auto run = [&](const ir::Kernel &kernel, uint64_t seed) {
+        io["Y"].assign(wantY.size(), std::nan(""));
+        io["Z"].assign(wantZ.size(), std::nan(""));
+        simtest::Tensors ptrs{{"X", &io["X"]}, {"V", &io["V"]}, {"Y", &io["Y"]}, {"Z", &io["Z"]}};
+        Outcome o = simtest::runCaught(kernel, ptrs, {{"N", (double)N}}, seed);
+        for (auto [name, want] : {std::pair{"Y", &wantY}, std::pair{"Z", &wantZ}})
+            for (size_t e = 0; e < want->size(); ++e)
+                o.check(io[name][e] == (*want)[e], [&] {
+                    return std::string(name) + "[" + std::to_string(e) + "] = " + std::to_string(io[name][e]) + ", expected " + std::to_string((*want)[e]);
+                });
+        return o;
+    };
+    for (uint64_t seed : {0, 1, 2, 3}) {
+        Outcome o = run(k, seed);
+        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+    if (!async) return;
+    EXPECT_TRUE(simtest::anyFailure(run(*withoutFirstWait(k), 0))) << "a read of a tile still in flight went unnoticed";
+    EXPECT_TRUE(simtest::anyFailure(run(*withoutLastSync(k), 0))) << "a cross-thread read without a barrier went unnoticed";
+}
+
+} // namespace
+
+TEST(LowerSimAsyncCopy, Sm90aTokensDivide) { expectRows(12, 4, 1, "sm_90a"); }
+TEST(LowerSimAsyncCopy, Sm80TokensDoNotDivide) { expectRows(7, 3, 1, "sm_80"); }
+TEST(LowerSimAsyncCopy, OneTokenPerBlockAndIdleBlocks) { expectRows(3, 4, 1, "sm_90a"); }
+TEST(LowerSimAsyncCopy, WaitForTheTileAloneIsEnough) { expectRows(7, 3, 2, "sm_80"); }
+TEST(LowerSimAsyncCopy, WaitThatDoesNotCoverIsSynchronous) { expectRows(7, 3, 3, "sm_90a"); }
