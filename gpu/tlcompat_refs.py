@@ -41,7 +41,8 @@ import tlcompat_refs_wy
 from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o, gdn_chunk_o_bwd_dqkwg, gdn_wy_fast_bwd_split,  # noqa: F401
                                index_set_mismatch, indexer_bwd, indexer_topk, masked_mismatch, mhc_pre_gemm_sqrsum,
                                mqa_logits, pre_norm_fn_bwd_mul, tf32, bound_excess, int4_gemv, interleave_int4,
-                               sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk, fp4_block_quant)
+                               sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk, fp4_block_quant,
+                               ladder_int4_b)
 import tlcompat_refs_bwd
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output

@@ -235,6 +235,32 @@ def interleave_int4(qweight):
     return torch.where(out >= 2 ** 31, out - 2 ** 32, out).to(torch.int32).view(torch.int8).view(qweight.shape)
 
 
+def ladder_int4_b(qB):
+    """BitBLAS's LadderPermutate of transform_kind 3 (transpose_matrix, float16 target, 4-bit values two to an int8)
+    of the weights qB [N, K / 2], as dequantize_gemm/example_dequant_gemm_fine_grained.py has bitblas make its B:
+    [N / 16, K / 16, 16, 8] byte tiles, stage 2 the ldmatrix.trans permutation of float16 16 x 16 tiles and stage 3
+    the inverse of its per-lane map, both taken on element columns 2 c and halved back to bytes (a byte's two
+    nibbles move together). Feed the result to interleave_int4 (BitBLAS's LOP3Permutate) for the kernel's B."""
+    import torch
+
+    def intra(i, j):            # stage 2 on a byte (i, j): ldmatrix_trans_32x8_to_shared_16x16_layout
+        t, l = i * 2 + (2 * j) // 8, (2 * j) % 8
+        return 8 * (t // 16) + t % 8, (8 * ((t % 16) // 8) + l) // 2
+
+    def stage3(i, j):           # shared_32x8_to_mma_32x8_layout, forward
+        t, l = i * 2 + (2 * j) // 8, (2 * j) % 8
+        nt, nl = (t % 8) * 4 + l // 2, (t // 8) * 2 + l % 2
+        return (nt * 8 + nl) // 16, ((nt * 8 + nl) % 16) // 2
+
+    inv = {stage3(i, j): (i, j) for i in range(16) for j in range(8)}
+    src = [intra(*inv[(a, b)]) for a in range(16) for b in range(8)]
+    rows = torch.tensor([r for r, _ in src]).view(16, 8)
+    cols = torch.tensor([c for _, c in src]).view(16, 8)
+    N, KB = qB.shape
+    tiles = qB.view(N // 16, 16, KB // 8, 8).permute(0, 2, 1, 3)             # [N / 16, K / 16, 16, 8]
+    return tiles[:, :, rows.to(qB.device), cols.to(qB.device)].contiguous()
+
+
 def int4_gemv(A, qweight, reduce_thread=32, micro_k=8):
     """C = A W^T (float64), W [N, K] the unsigned nibbles of qweight [N, K / 2] (low nibble first), before
     interleave_int4: what example_dequant_gemv_fp16xint4.py's kernel computes from the interleaved bytes. Its
@@ -329,7 +355,26 @@ def self_check(torch):
         problems.append("pre_norm_fn_bwd_mul at one position")
     return problems + _indexer_self_check(torch, g) + _delta_bwd_self_check(torch, g) + _split_self_check(torch, g) + \
         _chunk_o_self_check(torch, g) + _chunk_o_fwd_self_check(torch, g) + _mqa_self_check(torch, g) + \
-        tlcompat_refs_mla.self_check(torch) + _int4_self_check(torch, g) + _fp4_self_check(torch, g)
+        tlcompat_refs_mla.self_check(torch) + _int4_self_check(torch, g) + _fp4_self_check(torch, g) + \
+        _ladder_self_check(torch)
+
+
+def _ladder_self_check(torch):
+    """ladder_int4_b then interleave_int4 against mma.sync's B fragment (the PTX ISA's m16n8k16 layout): the word of
+    lane l in a 16 x 8 byte tile, decoded as decode_i4u_to_f16 reads it (value e from bits 4 (e / 2) + 16 (e % 2)),
+    must be B[n, k] with n = 8 (e / 4) + l / 4, k = 2 (l % 4) + 8 ((e % 4) / 2) + e % 2 of the tile."""
+    N, K = 16, 16
+    nib = torch.randint(0, 16, (N, K), generator=torch.Generator().manual_seed(24))
+    qB = (nib[:, 0::2] | (nib[:, 1::2] << 4)).to(torch.uint8).view(torch.int8)
+    words = interleave_int4(ladder_int4_b(qB)).view(torch.int32).view(-1).tolist()
+    for lane in range(32):
+        w = words[lane] & 0xFFFFFFFF
+        for e in range(8):
+            got = (w >> (4 * (e // 2) + 16 * (e % 2))) & 0xF
+            n, k = 8 * (e // 4) + lane // 4, 2 * (lane % 4) + 8 * ((e % 4) // 2) + e % 2
+            if got != int(nib[n, k]):
+                return ["ladder_int4_b + interleave_int4: lane %d element %d" % (lane, e)]
+    return []
 
 
 def _fp4_self_check(torch, g):

@@ -291,6 +291,8 @@ ir::Expr InterpImpl::operandExpr(const Value &v, const SourceRange &r, const ir:
 }
 
 Value InterpImpl::bufferAccess(const ir::Buffer &b, const ast::Expr &index, const SourceRange &at, bool throughViews) {
+    if (b->constElements() == 0) // T.alloc_local((0,), ...), which TileLang allows: nothing to index
+        fail(at, "buffer '" + b->name + "' has no elements (a dimension of 0); it cannot be indexed");
     std::vector<const ast::Expr *> parts;
     if (index.kind == ast::ExprKind::Tuple)
         for (auto &x : index.elts) parts.push_back(x.get());

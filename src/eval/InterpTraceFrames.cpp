@@ -134,6 +134,7 @@ InterpImpl::Flow InterpImpl::execLaunch(const ast::Stmt &s, const ast::WithItem 
         next->params = prev.params;
         next->tensorLayouts = t->paramLayouts;
         next->threadIdx = ir::makeVar("tx", DType::Int32, f.range);
+        next->importedSources = prev.importedSources; // a T.Kernel's prelude went to the kernel traced so far
         t->launches.push_back(t->kernel);
         t->kernel = next;
     }

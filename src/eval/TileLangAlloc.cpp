@@ -37,7 +37,8 @@ ir::Buffer allocate(Interp &in, const CallArgs &args, const std::string &fname, 
     return b;
 }
 
-std::vector<ir::Expr> constShape(Interp &in, const Arg &a, const std::string &fname) {
+/// `empty`: a dimension may be 0 (T.alloc_local's, as TileLang allows: a buffer nothing may index, bufferAccess).
+std::vector<ir::Expr> constShape(Interp &in, const Arg &a, const std::string &fname, bool empty = false) {
     auto dims = in.toSequence(a, "shape");
     if (dims.empty())
         in.fail(a.range, fname + " needs at least one dimension");
@@ -45,11 +46,11 @@ std::vector<ir::Expr> constShape(Interp &in, const Arg &a, const std::string &fn
     int64_t elements = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
         int64_t n = constIntArg(in, dims[i], fname + " dimension " + std::to_string(i));
-        if (n < 1)
+        if (n < (empty ? 0 : 1))
             in.fail(dims[i].range, fname + " dimension " + std::to_string(i) + " is " + std::to_string(n) +
-                                       "; dimensions must be positive");
+                                       (empty ? "; dimensions cannot be negative" : "; dimensions must be positive"));
         // On-chip buffers are far smaller than this; the cap keeps every later size computation in range.
-        if (n > (int64_t(1) << 31) / elements)
+        if (n > (int64_t(1) << 31) / std::max<int64_t>(elements, 1))
             in.fail(a.range, "the shape of " + fname + " has more than 2^31 elements");
         elements *= n;
         shape.push_back(ir::intImm(n, DType::Int32, dims[i].range));
@@ -111,7 +112,7 @@ Value allocLocal(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.alloc_local", {"shape", "dtype", "scope?"});
     requireLaunch(in, args, "T.alloc_local");
     checkScope(in, a[2], "T.alloc_local", {"local"});
-    auto shape = constShape(in, *a[0], "T.alloc_local");
+    auto shape = constShape(in, *a[0], "T.alloc_local", true);
     return allocBuffer(in, args, "T.alloc_local", ir::Scope::Local, shape, *a[1]);
 }
 

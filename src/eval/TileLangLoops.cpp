@@ -74,8 +74,17 @@ Value launchFrame(Interp &in, CallArgs &args, bool cluster) {
     }
     if (auto it = kw.find("is_cpu"); it != kw.end() && boolArg(in, it->second, "is_cpu"))
         in.fail(it->second.range, "CPU kernels are not supported; tilec generates CUDA");
-    if (auto it = kw.find("prelude"); it != kw.end() && !it->second.value.is(VK::None))
-        in.warn(it->second.range, fname + " prelude is ignored; tilec emits no user C code");
+    // prelude: C++ source (device functions) the kernel's T.call_extern calls, emitted before it as
+    // T.import_source's is (TileLang's pragma_import_c)
+    if (auto it = kw.find("prelude"); it != kw.end() && !it->second.value.is(VK::None)) {
+        if (!it->second.value.is(VK::Str))
+            in.fail(it->second.range, fname + "'s prelude is C++ source, a str; got " +
+                                          std::string(typeName(it->second.value.kind)) +
+                                          " (a value tilec does not have the source of?)");
+        auto &srcs = t->kernel->importedSources; // the launch's kernel (execLaunch hands them on to a later launch's)
+        if (std::find(srcs.begin(), srcs.end(), it->second.value.s) == srcs.end())
+            srcs.push_back(it->second.value.s);
+    }
     if (cluster) {
         auto it = kw.find("cluster_dims");
         if (it == kw.end())
@@ -315,10 +324,11 @@ Value threadBinding(Interp &in, CallArgs &args) {
     TraceState &t = requireLaunch(in, args, "T.get_thread_binding");
     int64_t d = a[0] ? constIntArg(in, *a[0], "dim") : 0;
     size_t dims = std::max<size_t>(t.threadDims.size(), 1);
-    if (d < 0 || d >= (int64_t)dims)
-        in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: this thread block has " +
-                                 (dims == 1 ? std::string("one dimension (threads=N), so only dim 0 does")
-                                            : std::to_string(dims) + " dimensions"));
+    if (d < 0 || d > 2)
+        in.fail(a[0]->range, "dim=" + std::to_string(d) + " does not exist: a thread block has dimensions 0, 1 and 2");
+    // TileLang binds threadIdx.x, .y and .z in every launch; those past the block's extents are 1 wide, their index 0
+    if (d >= (int64_t)dims)
+        return Value::ofExpr(ir::intImm(0));
     return Value::ofExpr(threadCoordinate(t, d, args.call));
 }
 

@@ -17,6 +17,7 @@
 /// extract_thread_binding(t), the fragment elements in register order; the layouts are the hardware's, so a
 /// program that reads or rewrites the registers between the calls (dequantizing B) sees what it sees on
 /// TileLang.
+#include "eval/TileLangMmaEmitter.h"
 #include "eval/InterpImpl.h"
 #include "eval/TileLang.h"
 
@@ -45,22 +46,9 @@ ir::Expr num(int64_t v) {
     return tl::constIndex(v);
 }
 
-/// One emitter's configuration and the sizes TileLang derives from it.
-struct Emitter {
-    DType a, b, acc;
-    bool aT = false, bT = false, mFirst = false;
-    int64_t rowWarps = 2, colWarps = 2, rowTiles = 8, colTiles = 8, chunk = 16, reduceK = 1, elemsPerByte = 1;
-    ir::Expr threadVar; ///< thread_var, or null for the kernel's thread index
-    bool bitblas = false; ///< BitBLAS's (bitblas.tl): n_dim 16, the thread index an argument of each method
-    int64_t kDim = 16, nDim = 16, warpRows = 1, warpCols = 1, localA = 0, localB = 0, localOut = 0;
-    std::string name; ///< the class, for messages
-};
+} // namespace
 
-/// A register array of the emitter's: a T.alloc_local buffer (or an element of one: its index is the base).
-struct Regs {
-    ir::Buffer buf;
-    ir::Expr base;
-};
+namespace mma {
 
 Regs regsArg(Interp &in, const Arg &a, const std::string &what, int64_t need, const Emitter &e) {
     Operand op = tl::operandArg(in, a, e.name + " " + what);
@@ -79,8 +67,7 @@ Regs regsArg(Interp &in, const Arg &a, const std::string &what, int64_t need, co
 }
 
 /// (lane, warp_n, warp_m) of the thread: TileLang's extract_thread_binding.
-std::array<ir::Expr, 3> threadBinding(Interp &in, const Emitter &e, const SourceRange &at,
-                                      std::optional<bool> mFirst = {}) {
+std::array<ir::Expr, 3> threadBinding(Interp &in, const Emitter &e, const SourceRange &at, std::optional<bool> mFirst) {
     TraceState *t = in.trace();
     ir::Expr tid = e.threadVar;
     if (!tid) {
@@ -94,6 +81,15 @@ std::array<ir::Expr, 3> threadBinding(Interp &in, const Emitter &e, const Source
     return {lane, imod(idiv(tid, 32 * e.rowWarps, at), e.colWarps, at),
             imod(idiv(tid, 32, at), e.rowWarps, at)};
 }
+
+} // namespace mma
+
+namespace {
+
+using mma::Emitter;
+using mma::Regs;
+using mma::regsArg;
+using mma::threadBinding;
 
 /// BitBLAS's methods take the thread index (`thread_bindings`): the emitter with it as thread_var, or with
 /// none where it is the kernel's own thread index (T.thread_binding or T.get_thread_binding(0) of one
@@ -202,6 +198,8 @@ ir::Stmt ldmatrixTile(const Emitter &e, const Regs &regs, int64_t off, const Til
 /// ldmatrix_a / ldmatrix_b: the thread's fragment registers of k-step ki of every warp tile along M (A) or N
 /// (B); element by element where ldmatrix cannot read them (ldmatrixFits).
 Value loadFragments(InterpImpl &in, const Emitter &e0, CallArgs &args, bool isA) {
+    if (e0.ladder())
+        return mma::ladderLoad(in, e0, args, isA);
     const std::string fname = e0.name + (isA ? ".ldmatrix_a" : ".ldmatrix_b");
     std::vector<std::string> params = {isA ? "A_local_buf" : "B_local_buf",
                                        isA ? "A_shared_buf" : "B_shared_buf", "ki", "rk?"};
@@ -289,10 +287,13 @@ void mmaTile(InterpImpl &in, const Emitter &e, const Regs &A, const Regs &B, con
 
 Value mmaAll(InterpImpl &in, const Emitter &e, CallArgs &args, bool atom) {
     const std::string fname = e.name + (atom ? ".mma_atom" : ".mma");
+    // the ladder emitter's own mma has no k_inner (its mma_atom is TensorCoreIntrinEmitter's)
     auto a =
         atom ? bindArgs(in, args, fname,
                         {"A_local_buf", "B_local_buf", "C_local_buf", "inst_m_idx", "inst_n_idx", "k_inner?"})
-             : bindArgs(in, args, fname, {"A_local_buf", "B_local_buf", "C_local_buf", "k_inner?"});
+        : e.ladder() ? bindArgs(in, args, fname, {"A_local_buf", "B_local_buf", "C_local_buf"})
+                     : bindArgs(in, args, fname, {"A_local_buf", "B_local_buf", "C_local_buf", "k_inner?"});
+    a.resize(atom ? 6 : 4);
     tl::requireLaunch(in, args, fname);
     Regs A = regsArg(in, *a[0], "A_local_buf", e.warpRows * e.localA, e),
          B = regsArg(in, *a[1], "B_local_buf", e.warpCols * e.localB, e);
@@ -375,6 +376,8 @@ Value storeFragments(InterpImpl &in, const Emitter &e0, CallArgs &args) {
 
 /// The emitter's sizes from its configuration (TileLang's _initialize_*), with its checks as located errors.
 void derive(InterpImpl &in, Emitter &e, const SourceRange &at) {
+    if (e.ladder())
+        return mma::deriveLadder(in, e, at);
     const int bits = e.a.bits();
     // BitBLAS's K is the operand's 32 bytes whatever the chunk; its ldmatrix offsets, of 16- and 8-bit types
     e.kDim = e.bitblas ? 256 / std::max(bits, 1) : std::min<int64_t>(256 / std::max(bits, 1), e.chunk);
@@ -445,6 +448,10 @@ Value emitterObject(std::shared_ptr<Emitter> e) {
         m[k] = I(v);
     m["mma_prefix"] = Value::str(prefixOf(e->kDim));
     m["thread_var"] = e->threadVar ? Value::ofExpr(e->threadVar) : Value::none();
+    if (e->ladder()) {
+        m["transform_kind_a"] = I(e->kindA);
+        m["transform_kind_b"] = I(e->kindB);
+    }
     const std::string n = e->name;
     m["ldmatrix_a"] = builtinFunction(
         n + ".ldmatrix_a", [e](InterpImpl &in, CallArgs &a) { return loadFragments(in, *e, a, true); });
@@ -479,19 +486,37 @@ Value emitterObject(std::shared_ptr<Emitter> e) {
 }
 
 /// TensorCoreIntrinEmitter(...): TileLang's parameters and defaults.
-Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls, bool bitblas) {
+Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls, bool bitblas, bool ladder) {
     std::vector<std::string> params = {"a_dtype?",         "b_dtype?",        "accum_dtype?",
                                        "a_transposed?",    "b_transposed?",   "block_row_warps?",
                                        "block_col_warps?", "warp_row_tiles?", "warp_col_tiles?",
                                        "chunk?",           "reduce_k?",       "num_elems_per_byte?",
                                        "is_m_first?",      "thread_var?"};
-    if (bitblas)
-        params.pop_back(); // BitBLAS's methods take the thread index instead
+    if (bitblas || ladder)
+        params.pop_back(); // BitBLAS's methods take the thread index instead; the ladder emitter has none
+    if (ladder)
+        params.insert(params.end(), {"transform_kind_a?", "transform_kind_b?"});
     auto a = bindArgs(in, args, cls, params);
+    std::vector<std::optional<Arg>> kinds;
+    if (ladder)
+        kinds.assign(a.end() - 2, a.end()), a.resize(13);
     a.resize(14);
     auto e = std::make_shared<Emitter>();
     e->name = cls;
     e->bitblas = bitblas;
+    if (ladder) {
+        // TransformKind(k) of an int or a TransformKind member (an int here); TileLang's assertion that it is 0 .. 3
+        for (int i = 0; i < 2; ++i) {
+            int64_t k = kinds[i] && !kinds[i]->value.is(VK::None)
+                            ? in.toInt(*kinds[i], i ? "transform_kind_b" : "transform_kind_a")
+                            : 0;
+            if (k < 0 || k > 3)
+                in.fail(kinds[i]->range, cls + ": " + (i ? "transform_kind_b" : "transform_kind_a") +
+                                             " is a TransformKind, 0 to 3 (NonTransform, InterWarpTransform, "
+                                             "IntraWarpTransform, LDMatrixTransform), got " + std::to_string(k));
+            (i ? e->kindB : e->kindA) = (int)k;
+        }
+    }
     auto given = [&](size_t i) { return a[i] && !a[i]->value.is(VK::None); };
     e->a = given(0) ? in.toDType(*a[0], "a_dtype") : DType(DType::Float16);
     e->b = given(1) ? in.toDType(*a[1], "b_dtype") : DType(DType::Float16);
@@ -527,7 +552,11 @@ Value makeEmitter(InterpImpl &in, CallArgs &args, const std::string &cls, bool b
 
 Value mmaEmitterClass(const std::string &cls, bool bitblas) {
     return builtinFunction(
-        cls, [cls, bitblas](InterpImpl &in, CallArgs &a) { return makeEmitter(in, a, cls, bitblas); });
+        cls, [cls, bitblas](InterpImpl &in, CallArgs &a) { return makeEmitter(in, a, cls, bitblas, false); });
+}
+
+Value ladderEmitterClass(const std::string &cls) {
+    return builtinFunction(cls, [cls](InterpImpl &in, CallArgs &a) { return makeEmitter(in, a, cls, false, true); });
 }
 
 } // namespace tilec::eval

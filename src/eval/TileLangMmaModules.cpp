@@ -11,10 +11,12 @@
 #include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/Lop3Decode.h"
 
 namespace tilec::eval {
 
 Value mmaEmitterClass(const std::string &cls, bool bitblas = false); // TileLangMmaEmitter.cpp
+Value ladderEmitterClass(const std::string &cls);                    // TileLangMmaEmitter.cpp
 
 namespace {
 
@@ -143,23 +145,19 @@ Value layoutFunctions(bool legacy, std::map<std::string, Value> m = {}) {
     return partlyKnownModule(n, std::move(m));
 }
 
-/// The emitter module: TileLang's classes, TensorCoreIntrinEmitterWithLadderTransform a located error where
-/// it is made (BitBLAS's ladder layouts of B, which tilec does not implement), and the module's other names
-/// opaque. It is closed: a name TileLang's module does not define (INT4TensorCoreIntrinEmitter, which 0.1.13
-/// no longer has) is Python's ImportError.
+/// The emitter module: TileLang's classes (TensorCoreIntrinEmitter, TensorCoreIntrinEmitterWithLadderTransform),
+/// its TransformKind (the members as their ints), and the module's other names opaque. It is closed: a name
+/// TileLang's module does not define (INT4TensorCoreIntrinEmitter, which 0.1.13 no longer has) is Python's
+/// ImportError.
 Value generatorModule(const std::string &dotted) {
     std::map<std::string, Value> m;
     m["TensorCoreIntrinEmitter"] = mmaEmitterClass("TensorCoreIntrinEmitter");
-    const std::string ladder = "TensorCoreIntrinEmitterWithLadderTransform";
-    m[ladder] = builtinFunction(ladder, [ladder](InterpImpl &in, CallArgs &a) -> Value {
-        in.fail(
-            a.call,
-            ladder +
-                ": tilec does not implement the ladder-transform emitter (BitBLAS's permuted layouts of the "
-                "operands in shared memory and registers); TensorCoreIntrinEmitter is supported");
-    });
-    for (const char *o : {"TransformKind",
-                          "lift",
+    m["TensorCoreIntrinEmitterWithLadderTransform"] = ladderEmitterClass("TensorCoreIntrinEmitterWithLadderTransform");
+    m["TransformKind"] = partlyKnownModule(dotted + ".TransformKind", {{"NonTransform", Value::integer(0)},
+                                                                      {"InterWarpTransform", Value::integer(1)},
+                                                                      {"IntraWarpTransform", Value::integer(2)},
+                                                                      {"LDMatrixTransform", Value::integer(3)}});
+    for (const char *o : {"lift",
                           "T",
                           "DataType",
                           "tirx",
@@ -188,12 +186,21 @@ Value generatorModule(const std::string &dotted) {
 }
 
 /// BitBLAS's tile-language layer (bitblas.tl, TileLang's origin; its examples import `tvm` from `bitblas`):
-/// its TensorCoreIntrinEmitter (TileLangMmaEmitter.cpp's, BitBLAS's flavour) and get_swizzle_layout. The
-/// modules are open: BitBLAS's other names are opaque.
+/// its TensorCoreIntrinEmitter (TileLangMmaEmitter.cpp's, BitBLAS's flavour) and get_swizzle_layout; and
+/// bitblas.gpu.intrin.lop3's decode_i4_to_f16, the C++ source of its decoders of 4-bit integers to float16 (a
+/// kernel's prelude), as tilec provides it (include/tilec/Lop3Decode.h). The modules are open: BitBLAS's other
+/// names are opaque.
 std::optional<Value> bitblasModule(InterpImpl &in, const std::string &dotted) {
     if (dotted == "bitblas")
-        return partlyKnownModule(dotted,
-                                 {{"tvm", *in.knownModule("tvm")}, {"tl", *in.knownModule("bitblas.tl")}});
+        return partlyKnownModule(dotted, {{"tvm", *in.knownModule("tvm")},
+                                          {"tl", *in.knownModule("bitblas.tl")},
+                                          {"gpu", *in.knownModule("bitblas.gpu")}});
+    if (dotted == "bitblas.gpu")
+        return partlyKnownModule(dotted, {{"intrin", *in.knownModule("bitblas.gpu.intrin")}});
+    if (dotted == "bitblas.gpu.intrin")
+        return partlyKnownModule(dotted, {{"lop3", *in.knownModule("bitblas.gpu.intrin.lop3")}});
+    if (dotted == "bitblas.gpu.intrin.lop3")
+        return partlyKnownModule(dotted, {{"decode_i4_to_f16", Value::str(lop3DecodeI4ToF16Source())}});
     if (dotted == "bitblas.tl")
         return partlyKnownModule(dotted,
                                  {{"mma_macro_generator", *in.knownModule(dotted + ".mma_macro_generator")},

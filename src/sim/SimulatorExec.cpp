@@ -7,6 +7,7 @@
 #include "tilec/fp4.cuh"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
+#include "tilec/Lop3Decode.h"
 
 #include <algorithm>
 #include <array>
@@ -229,6 +230,28 @@ double Simulator::eval(const ir::Expr &e, int t) {
             if (fn == "tilec_rng_rand") return philoxNext(w->data());
             if (fn == "tilec_rng_uniform") return philoxUniform(w->data());
             throw SimError("no simulation of " + fn + " (cuRAND's device math is not modelled)");
+        }
+        if (c->name == "extern:decode_i4u_to_f16" || c->name == "extern:decode_i4s_to_f16") {
+            // BitBLAS's lop3 decoders where the kernel's sources are tilec's (include/tilec/Lop3Decode.h): 4 bytes
+            // of src into n float16s of dst
+            const auto &srcs = k_.importedSources;
+            if (std::find(srcs.begin(), srcs.end(), std::string(tilec::lop3DecodeI4ToF16Source())) == srcs.end())
+                throw SimError("no simulation of " + c->name.substr(7) + " without tilec's source of it (bitblas.gpu.intrin.lop3)");
+            if (c->args.size() < 2 || c->args.size() > 3) throw SimError(c->name.substr(7) + " takes src, dst and n");
+            const int n = c->args.size() == 3 ? (int)eval(c->args[2], t) : 8;
+            auto [sb, s0] = addressOf(c->args[0], t);
+            auto [db, d0] = addressOf(c->args[1], t);
+            if (sb->dtype.bits() != 8) throw SimError(c->name.substr(7) + " of a source of " + std::string(sb->dtype.name()));
+            uint32_t w = 0;
+            for (int b = 0; b < 4; ++b) {
+                touch(sb, (size_t)(s0 + b), t, false);
+                w |= ((uint32_t)(int64_t)storage(sb, t).at((size_t)(s0 + b)) & 0xffu) << (8 * b);
+            }
+            for (int e = 0; e < n; ++e) {
+                touch(db, (size_t)(d0 + e), t, true);
+                storage(db, t).at((size_t)(d0 + e)) = roundTo(db->dtype, tilec::lop3DecodeI4ToF16(w, e, c->name[16] == 's'));
+            }
+            return 0;
         }
         double a = eval(c->args[0], t);
         const std::string &n = c->name;

@@ -308,9 +308,15 @@ TEST(EvalCompat, MultiDimensionalThreadBlocks) {
     std::string body = ir::print(k->body);
     EXPECT_NE(body.find("tx // 64"), std::string::npos) << body;
     EXPECT_NE(body.find("tx % 64"), std::string::npos) << body;
+    // past the block's dimensions, TileLang's threadIdx.y / .z of a 1-wide extent: 0
+    EvalRun one;
+    const ir::Kernel *k1 = compiledKernel(one, kernel("", "        A[T.get_thread_binding(1) + 3 * T.get_thread_binding(2)] = 1.0\n"));
+    ASSERT_TRUE(k1);
+    std::string body1 = ir::print(k1->body);
+    EXPECT_NE(body1.find("A[0] = "), std::string::npos) << body1;
     EvalRun bad;
-    bad.run(kernel("", "        t = T.get_thread_binding(1)\n"));
-    EXPECT_NE(bad.diags().find("error: dim=1 does not exist: this thread block has one dimension"), std::string::npos)
+    bad.run(kernel("", "        t = T.get_thread_binding(3)\n"));
+    EXPECT_NE(bad.diags().find("error: dim=3 does not exist: a thread block has dimensions 0, 1 and 2"), std::string::npos)
         << bad.diags();
 }
 
