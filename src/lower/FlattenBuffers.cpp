@@ -17,26 +17,38 @@ using namespace ir;
 namespace {
 
 /// The leading terms of `terms` (innermost dimension first: index, constant stride) summed in 32 bits, and how
-/// many: as many as are 32-bit integers whose scaled sum provably fits 32 bits, none unless two or more do.
+/// many: as many as are 32-bit integers whose scaled sum provably fits 32 bits; none unless two or more do and
+/// every term after them is one that no 32-bit sum could hold (its own range unknown or past 32 bits: the row
+/// of a T.dynamic dimension, a block index times a large stride).
 /// A 64-bit offset keeps them in one 32-bit sum widened once, as an offset known to fit is computed: widened
 /// one by one, two terms that both depend on the thread (a row `r * 2 + tx / 64` and a column `tx * 8 % 512`)
 /// left NVVM unable to prove a 16-byte store's address aligned, and it split the store into 4 (mhc_post:
-/// `(int64_t)(r * 2 + tx / 64) * 2048LL + (int64_t)(tx * 8 % 512)`).
+/// `(int64_t)(r * 2 + tx / 64) * 2048LL + (int64_t)(tx * 8 % 512)`). Where a term that fits stays outside
+/// (behind a loaded row offset, fusedmoe's `m_start[0] * 7168`), the thread's terms would end up on both sides
+/// of the widening, which cost instructions (fusedmoe 2972 -> 3147 SASS): such offsets stay as they were.
 std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const RangeMap &ranges) {
     constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    auto scaled = [&](size_t j) -> Expr {
+        auto &[e, k] = terms[j];
+        if (!e->dtype.isInt() || e->dtype.bits() > 32 || k < lo || k > hi) return nullptr;
+        Expr i = cast(DType::Int32, e);
+        return k == 1 ? i : binary(BinaryOp::Mul, i, intImm(k, DType::Int32));
+    };
+    auto fits = [&](const Expr &e) {
+        Interval b = boundsOf(e, ranges);
+        return b.lo && b.hi && *b.lo >= lo && *b.hi <= hi;
+    };
     Expr tail;
     size_t n = 0;
     for (; n < terms.size(); ++n) {
-        auto &[e, k] = terms[n];
-        if (!e->dtype.isInt() || e->dtype.bits() > 32 || k < lo || k > hi) break;
-        Expr i = cast(DType::Int32, e);
-        Expr term = k == 1 ? i : binary(BinaryOp::Mul, i, intImm(k, DType::Int32));
-        Expr sum = tail ? binary(BinaryOp::Add, term, tail) : term;
-        Interval b = boundsOf(sum, ranges);
-        if (!b.lo || !b.hi || *b.lo < lo || *b.hi > hi) break;
+        Expr term = scaled(n);
+        Expr sum = !term ? nullptr : tail ? binary(BinaryOp::Add, term, tail) : term;
+        if (!sum || !fits(sum)) break;
         tail = sum;
     }
     if (n < 2) return {nullptr, 0};
+    for (size_t j = n; j < terms.size(); ++j)
+        if (Expr term = scaled(j); term && fits(term)) return {nullptr, 0};
     return {simplify(tail), n};
 }
 

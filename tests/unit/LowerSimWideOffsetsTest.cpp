@@ -52,19 +52,18 @@ int widenings(const ir::Stmt &s, const std::string &name) {
         std::string name;
         int n = 0, most = 0;
         void visit(const ir::Cast &op) override {
-            n += op.dtype == ir::DType::Int64;
+            n += op.dtype == DType::Int64;
             IRVisitor::visit(op);
         }
         void visit(const ir::Store &op) override {
             if (op.buffer->name == name)
                 for (auto &i : op.indices) {
                     n = 0;
-                    visitExpr(i);
+                    IRVisitor::visit(i);
                     most = std::max(most, n);
                 }
             IRVisitor::visit(op);
         }
-        void visitExpr(const ir::Expr &e) { IRVisitor::visit(e); }
     } c;
     c.name = name;
     c.visit(s);
