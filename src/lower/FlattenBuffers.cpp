@@ -16,6 +16,42 @@ using namespace ir;
 
 namespace {
 
+/// The leading terms of `terms` (innermost dimension first: index, constant stride) summed in 32 bits, and how
+/// many: as many as are 32-bit integers whose scaled sum provably fits 32 bits; none unless two or more do and
+/// every term after them is one that no 32-bit sum could hold (its own range unknown or past 32 bits: the row
+/// of a T.dynamic dimension, a block index times a large stride).
+/// A 64-bit offset keeps them in one 32-bit sum widened once, as an offset known to fit is computed: widened
+/// one by one, two terms that both depend on the thread (a row `r * 2 + tx / 64` and a column `tx * 8 % 512`)
+/// left NVVM unable to prove a 16-byte store's address aligned, and it split the store into 4 (mhc_post:
+/// `(int64_t)(r * 2 + tx / 64) * 2048LL + (int64_t)(tx * 8 % 512)`). Where a term that fits stays outside
+/// (behind a loaded row offset, fusedmoe's `m_start[0] * 7168`), the thread's terms would end up on both sides
+/// of the widening, which cost instructions (fusedmoe 2972 -> 3147 SASS): such offsets stay as they were.
+std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const RangeMap &ranges) {
+    constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    auto scaled = [&](size_t j) -> Expr {
+        auto &[e, k] = terms[j];
+        if (!e->dtype.isInt() || e->dtype.bits() > 32 || k < lo || k > hi) return nullptr;
+        Expr i = cast(DType::Int32, e);
+        return k == 1 ? i : binary(BinaryOp::Mul, i, intImm(k, DType::Int32));
+    };
+    auto fits = [&](const Expr &e) {
+        Interval b = boundsOf(e, ranges);
+        return b.lo && b.hi && *b.lo >= lo && *b.hi <= hi;
+    };
+    Expr tail;
+    size_t n = 0;
+    for (; n < terms.size(); ++n) {
+        Expr term = scaled(n);
+        Expr sum = !term ? nullptr : tail ? binary(BinaryOp::Add, term, tail) : term;
+        if (!sum || !fits(sum)) break;
+        tail = sum;
+    }
+    if (n < 2) return {nullptr, 0};
+    for (size_t j = n; j < terms.size(); ++j)
+        if (Expr term = scaled(j); term && fits(term)) return {nullptr, 0};
+    return {simplify(tail), n};
+}
+
 /// An offset as a sum of constant multiples of terms (expressions that are no sum, difference, negation or
 /// constant multiple) plus a constant; `ok` false once a coefficient overflowed.
 struct Terms {
@@ -79,14 +115,24 @@ struct Terms {
         return any && ok;
     }
 
-    /// The sum in type t, each term converted to t before it is scaled.
-    Expr build(DType t) const {
+    /// The sum in type t, each term converted to t before it is scaled; in 64 bits the innermost terms whose
+    /// sum provably fits 32 bits are summed first and widened once (narrowTail).
+    Expr build(DType t, const RangeMap &ranges) const {
+        std::vector<std::pair<Expr, int64_t>> live;
+        for (auto &term : terms)
+            if (term.second != 0) live.push_back(term);
+        size_t first = 0;
         Expr sum = intImm(c, t);
-        for (auto &[e, k] : terms)
-            if (k != 0) sum = binary(BinaryOp::Add, sum, binary(BinaryOp::Mul, cast(t, e), intImm(k, t)));
+        if (t == DType::Int64) {
+            auto [tail, n] = narrowTail(live, ranges);
+            if (tail) sum = binary(BinaryOp::Add, sum, cast(t, tail)), first = n;
+        }
+        for (size_t i = first; i < live.size(); ++i)
+            sum = binary(BinaryOp::Add, sum, binary(BinaryOp::Mul, cast(t, live[i].first), intImm(live[i].second, t)));
         return simplify(sum);
     }
 };
+
 
 class Flatten : public RangeScopedMutator {
   public:
@@ -150,11 +196,29 @@ class Flatten : public RangeScopedMutator {
     Expr rowMajor(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
         if (idx.empty()) return intImm(0);
         const std::optional<Terms> fold = folded(shape, idx);
-        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype) : idx[0];
+        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype, ranges()) : idx[0];
         auto build = [&](DType t) {
-            if (fold) return fold->build(t);
+            if (fold) return fold->build(t, ranges());
             Expr flat, stride;
-            for (size_t d = idx.size(); d-- > 0;) {
+            size_t d = idx.size();
+            if (t == DType::Int64) {
+                // The innermost dimensions of constant strides whose offset fits 32 bits: one sum (narrowTail).
+                std::vector<std::pair<Expr, int64_t>> inner;
+                int64_t s = 1;
+                for (size_t j = idx.size(); j-- > 0;) {
+                    inner.push_back({idx[j], s});
+                    auto ext = j ? constInt(shape[j]) : std::nullopt;
+                    if (!ext || __builtin_mul_overflow(s, *ext, &s)) break;
+                }
+                if (auto [tail, n] = narrowTail(inner, ranges()); tail) {
+                    flat = cast(t, tail);
+                    d = idx.size() - n;
+                    stride = intImm(inner[n - 1].second, t);
+                    Expr ext = cast(t, shape[d]);
+                    stride = binary(BinaryOp::Mul, ext, stride);
+                }
+            }
+            while (d-- > 0) {
                 Expr i = cast(t, idx[d]);
                 Expr term = stride ? binary(BinaryOp::Mul, i, stride) : i;
                 flat = flat ? binary(BinaryOp::Add, term, flat) : term;

@@ -1,0 +1,123 @@
+/// \file
+/// 64-bit offsets of tensors with T.dynamic sizes (flattenBuffers): the innermost dimensions whose offset
+/// provably fits 32 bits are summed in 32 bits and widened once, the outer ones widened term by term. Lowered
+/// and run on the CPU simulator, every element lands where the row-major offset puts it, for the two shapes
+/// whose 16-byte stores NVVM split while every term was widened apart (codegen/wide_offset_tail.tile): a tile
+/// staged in shared memory whose row and column both depend on the thread, and rows of a 64-bit loop.
+#include "LowerSimUtil.h"
+
+#include "tilec/IRPrinter.h"
+#include "tilec/IRVisitor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tilec;
+using namespace tilec::simtest;
+using tilec::lowertest::LowerRun;
+
+namespace {
+
+const char *wideOffsets = R"(import tilelang.language as T
+n = T.dynamic("n")
+
+@T.prim_func
+def stage(a: T.Tensor((n, 4, 512), "float32"), x: T.Tensor((n, 4, 2048), "bfloat16")):
+    with T.Kernel(n, threads=128) as bx:
+        s = T.alloc_shared((4, 512), "bfloat16")
+        f = T.alloc_fragment((4, 512), "float32")
+        for h in T.serial(4):
+            T.copy(a[bx, 0, 0], f)
+            for i, j in T.Parallel(4, 512):
+                f[i, j] = f[i, j] + h
+            T.copy(f, s)
+            T.copy(s, x[bx, 0, h * 512])
+
+@T.prim_func
+def rows(a: T.Tensor((n, 4, 1024), "bfloat16"), y: T.Tensor((n, 4, 1024), "bfloat16"), per: T.int32):
+    with T.Kernel(T.ceildiv(n, 64), 4, threads=128) as (bx, by):
+        f = T.alloc_fragment((1024,), "float32")
+        for i in T.serial(T.min(per, n - bx * per)):
+            T.copy(a[bx * per + i, by, 0], f)
+            for j in T.Parallel(1024):
+                f[j] = f[j] * 2.0
+            T.copy(f, y[bx * per + i, by, 0])
+)";
+
+/// The most 64-bit conversions in one index of a store to `name` (each widened term has one).
+int widenings(const ir::Stmt &s, const std::string &name) {
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::string name;
+        int n = 0, most = 0;
+        void visit(const ir::Cast &op) override {
+            n += op.dtype == DType::Int64;
+            IRVisitor::visit(op);
+        }
+        void visit(const ir::Store &op) override {
+            if (op.buffer->name == name)
+                for (auto &i : op.indices) {
+                    n = 0;
+                    IRVisitor::visit(i);
+                    most = std::max(most, n);
+                }
+            IRVisitor::visit(op);
+        }
+    } c;
+    c.name = name;
+    c.visit(s);
+    return c.most;
+}
+
+} // namespace
+
+// stage: x's row (r * 2 + tx / 64) and column (h * 512 + tx * 8 % 512) in one 32-bit sum, widened once beside
+// the block's row bx * 8192: two widenings where each term had its own (three). Every element of every h slab
+// right, for 1 and 3 rows of n.
+TEST(LowerSimWideOffsets, StagedTileRowAndColumnWidenedOnce) {
+    LowerRun r;
+    lowerFor(r, wideOffsets, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *k = r.kernel("stage");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenings(k->body, "x"), 2) << ir::print(k->body);
+    for (int n : {1, 3}) {
+        auto a = randomData((size_t)n * 2048, 61);
+        std::vector<double> x((size_t)n * 8192, std::nan("")), want(x.size());
+        for (int b = 0; b < n; ++b)
+            for (int h = 0; h < 4; ++h)
+                for (int i = 0; i < 4; ++i)
+                    for (int j = 0; j < 512; ++j)
+                        want[(size_t)(b * 8192 + i * 2048 + h * 512 + j)] = a[(size_t)(b * 2048 + i * 512 + j)] + h;
+        Outcome o = runCaught(*k, {{"a", &a}, {"x", &x}}, {{"n", n}});
+        ASSERT_EQ(o.error, "") << n;
+        EXPECT_TRUE(o.races.empty());
+        expectNear(x, want, 2e-2, "x"); // bfloat16
+    }
+}
+
+// rows: the 64-bit row (bx * per + i) * 4096 and the 32-bit rest by * 1024 + tx * 8, widened once. Every row of
+// every block right, with a last block of fewer rows.
+TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
+    LowerRun r;
+    lowerFor(r, wideOffsets, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *k = r.kernel("rows");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenings(k->body, "y"), 3) << ir::print(k->body);
+    for (auto [n, per] : {std::pair{5, 2}, {64, 1}}) {
+        auto a = randomData((size_t)n * 4096, 62);
+        for (auto &v : a) v = (double)(float)v;
+        std::vector<double> y((size_t)n * 4096, 7.0), want(y.size(), 7.0);
+        // block bx handles rows bx * per .. bx * per + per - 1 (those below n); blocks ceildiv(n, 64)
+        for (int bx = 0; bx < (n + 63) / 64; ++bx)
+            for (int i = 0; i < std::min(per, n - bx * per); ++i)
+                for (int e = 0; e < 4096; ++e)
+                    want[(size_t)((bx * per + i) * 4096 + e)] = a[(size_t)((bx * per + i) * 4096 + e)] * 2.0;
+        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}, {"per", per}});
+        ASSERT_EQ(o.error, "") << n;
+        EXPECT_TRUE(o.races.empty());
+        expectNear(y, want, 2e-2, "y");
+    }
+}
