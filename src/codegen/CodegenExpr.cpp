@@ -302,6 +302,12 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
     case BinaryOp::Min:
     case BinaryOp::Max: {
         const char *m = b.op == BinaryOp::Min ? "min" : "max";
+        // float16 / bfloat16: the native HMNMX2 (__hmin / __hmax: a NaN operand gives the other, as fminf /
+        // fmaxf do), not a round trip through float whose F2F back to the narrow type nvcc cannot drop (the
+        // result is one of the operands, exactly representable). TileKernels' amax reductions chain one per
+        // element: per_block_cast's 64-element chain was 6 dependent instructions an element, 2 of them F2F.
+        if (narrow && (t.kind == DType::Float16 || t.kind == DType::BFloat16))
+            return {std::string("__h") + m + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
         if (t.isFloat()) return fn2(std::string("f") + m);
         if (host_) return {std::string("(") + wrap(expr(b.a), 10) + (b.op == BinaryOp::Min ? " < " : " > ") +
                                wrap(expr(b.b), 10) + " ? " + wrap(expr(b.a), 4) + " : " + wrap(expr(b.b), 3) + ")", 16};
@@ -349,6 +355,11 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
         bool wide = x->dtype.bits() == 64;
         return {std::string(wide ? "__popcll((unsigned long long)" : "__popc((unsigned)") + wrap(expr(x), 15) + ")", 16};
     }
+    // |x| of float16 / bfloat16: the sign bit cleared (__habs), exact, where the round trip through float ends in
+    // an F2F nvcc cannot drop.
+    if (c.name == "abs" && !host_ && (t.kind == DType::Float16 || t.kind == DType::BFloat16) && c.args.size() == 1 &&
+        c.args[0]->dtype == t)
+        return {"__habs(" + expr(c.args[0]).s + ")", 16};
     std::string args;
     bool narrow = isNarrowFloat(t);
     for (size_t i = 0; i < c.args.size(); ++i) args += (i ? ", " : "") + (narrow ? asFloat(c.args[i], 2) : expr(c.args[i]).s);
