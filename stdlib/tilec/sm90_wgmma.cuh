@@ -97,6 +97,17 @@ __device__ __forceinline__ uint64_t descriptor_plus(uint64_t desc, unsigned unit
     return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + units);
 }
 
+/// The operand address `p` as each product takes it: through an empty asm the compiler cannot see through, so
+/// that the descriptors made from it are formed at their wgmmas. Without it nvcc hoists every descriptor of a
+/// product on a fixed tile (a loop-invariant address) out of the loop and holds it there as a 64-bit value, one
+/// pair of registers per wgmma instruction: a kernel of many such products (FlashMLA's 160 wgmmas over 18 parts
+/// of its tiles) then spilled them at 255 registers. The address itself is the tile's base plus a constant,
+/// which ptxas rematerializes; the descriptor costs a few integer instructions per product.
+template <class T> __device__ __forceinline__ const T *at_use(const T *p) {
+    asm volatile("" : "+l"(p));
+    return p;
+}
+
 /// This thread's warpgroup among the consumers, threadIdx.x / 128, broadcast from lane 0 so that ptxas knows
 /// it is uniform: the descriptors made from it are then computed in uniform registers.
 __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xffffffffu, threadIdx.x / 128, 0); }
@@ -446,9 +457,9 @@ __device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc) {
     const unsigned wgm = WgM == 1 ? 0 : wg % WgM, wgn = WgN == 1 ? 0 : wg / WgM;
     const unsigned aOff = TransA ? (wgm * Mw / Wa) * APanel : wgm * Mw * SwzA;
     const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
-    const uint64_t da0 = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(a) + aOff, TransA ? APanel : 16,
+    const uint64_t da0 = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(at_use(a)) + aOff, TransA ? APanel : 16,
                                           8 * SwzA);
-    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
+    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(at_use(b)) + bOff, TransB ? 16 : BPanel,
                                           8 * SwzB);
     constexpr int Count = MT * Nw / 2;
     fence_operands<Count>(acc);
@@ -542,7 +553,7 @@ __device__ __forceinline__ void wgmma_gemm_rs(const uint32_t *a, const TB *b, TC
     constexpr unsigned BPanel = (TransB ? N : K) * SwzB;
     const unsigned wgn = WgN == 1 ? 0 : warpgroup_index() / WgM;
     const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
-    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
+    const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(at_use(b)) + bOff, TransB ? 16 : BPanel,
                                           8 * SwzB);
     constexpr int Count = MT * Nw / 2;
     fence_operands<Count>(acc);
