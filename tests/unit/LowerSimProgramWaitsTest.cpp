@@ -5,6 +5,7 @@
 /// T.wait_wgmma(1) leaving one in flight; and without that wait, tilec's own before the read) exact, and TileLang's
 /// examples/warp_specialize/example_warp_specialize_flashmla.py at a reduced shape with its own waits, each of them
 /// needed: the kernel with one of the program's waits left out is caught (a race, a wrong value or an error).
+#include "FlashMlaExample.h"
 #include "LowerSimUtil.h"
 
 #include "tilec/IROperator.h"
@@ -96,53 +97,11 @@ TEST(LowerSimProgramWaits, ReadBeforeTheWaitIsCaught) {
     EXPECT_TRUE(sim::anyFailure(o)) << "acc0 read while its groups were in flight went unnoticed";
 }
 
-/// The example's flashattn (unchanged, from the TileLang checkout TILELANG_SRC names) for batch 1, 64 heads, dim 256,
-/// pe_dim 64, seqlen_kv 256; empty without a checkout.
-std::string flashmla() {
-    std::string src = sim::tilelangExample("warp_specialize/example_warp_specialize_flashmla.py");
-    return src.empty() ? src : src + "\n\nkernel = flashattn(1, 64, 1, 256, 256, 64, 64, 64, 1)\n";
-}
-
-struct FlashMla {
-    static constexpr int H = 64, DIM = 256, PE = 64, S = 256;
-    std::vector<double> q, qpe, kv, kpe, want;
-    FlashMla() {
-        auto data = [](size_t n, unsigned seed) {
-            std::vector<double> v = sim::randomData(n, seed, -1, 1);
-            for (auto &x : v) x = std::round(x * 64) / 64;
-            return v;
-        };
-        q = data((size_t)H * DIM, 11), qpe = data((size_t)H * PE, 12), kv = data((size_t)S * DIM, 13), kpe = data((size_t)S * PE, 14);
-        want.assign((size_t)H * DIM, 0);
-        for (int h = 0; h < H; ++h) {
-            std::vector<double> s(S);
-            double mx = -INFINITY, sum = 0;
-            for (int t = 0; t < S; ++t) {
-                double x = 0;
-                for (int d = 0; d < DIM; ++d) x += q[(size_t)h * DIM + d] * kv[(size_t)t * DIM + d];
-                for (int d = 0; d < PE; ++d) x += qpe[(size_t)h * PE + d] * kpe[(size_t)t * PE + d];
-                s[t] = x / std::sqrt((double)(DIM + PE));
-                mx = std::max(mx, s[t]);
-            }
-            for (int t = 0; t < S; ++t) sum += s[t] = std::exp(s[t] - mx);
-            for (int t = 0; t < S; ++t)
-                for (int d = 0; d < DIM; ++d) want[(size_t)h * DIM + d] += s[t] / sum * kv[(size_t)t * DIM + d];
-        }
-    }
-    sim::Outcome run(const tilec::ir::Kernel &k, uint64_t seed) {
-        std::vector<double> out((size_t)H * DIM, NAN), glse(H, 0), partial((size_t)H * DIM, 0);
-        sim::Outcome o = sim::runCaught(k, {{"Q", &q}, {"Q_pe", &qpe}, {"KV", &kv}, {"K_pe", &kpe}, {"glse", &glse},
-            {"Output_partial", &partial}, {"Output", &out}}, {}, seed);
-        for (size_t i = 0; i < out.size(); ++i) o.check(std::abs(out[i] - want[i]) <= 2e-3, [&] { return "Output[" + std::to_string(i) + "]"; });
-        return o;
-    }
-};
-
 /// The program's waits kept as written (T.wait_wgmma(num_k_tiles), 2 at this shape, keeps half of QK^T in flight
 /// in one warpgroup, T.wait_wgmma(1) the second P V in the other), none added, and each of those two needed:
 /// without it the kernel is caught under some interleaving.
 TEST(LowerSimProgramWaits, FlashMlaExampleWaitsAsWrittenAndEachNeeded) {
-    const std::string src = flashmla();
+    const std::string src = sim::FlashMlaExample::source();
     if (src.empty()) GTEST_SKIP() << "set TILELANG_SRC to a TileLang git checkout (tag v0.1.13)";
     tilec::lowertest::LowerRun r;
     sim::lowerFor(r, src, "sm_90a");
@@ -152,7 +111,7 @@ TEST(LowerSimProgramWaits, FlashMlaExampleWaitsAsWrittenAndEachNeeded) {
     // the first warpgroup: after the prologue's QK^T, after its P V, T.wait_wgmma(2), at the loop's end; the
     // second: after the prologue's QK^T, T.wait_wgmma(1), (0), at the loop's end
     EXPECT_EQ(wgmmaWaits(k), (std::vector<int64_t>{0, 0, 2, 0, 0, 1, 0, 0}));
-    FlashMla f;
+    sim::FlashMlaExample f;
     for (uint64_t seed : {0u, 5u}) {
         SCOPED_TRACE("interleaving " + std::to_string(seed));
         sim::Outcome o = f.run(k, seed);
