@@ -3,6 +3,7 @@
 /// Operand scopes, shapes (with transpose_A / transpose_B, with the reduced dimension) and dtypes are
 /// checked here, so later passes can rely on a well-formed C (+)= op(A) @ op(B) and dst = reduce(src).
 #include "eval/TileLang.h"
+#include "tilec/passes/HonourProgramWaits.h"
 
 namespace tilec::eval::tl {
 
@@ -90,9 +91,8 @@ void checkDTypes(Interp &in, const CallArgs &args, const GemmOperand &A, const G
 }
 
 /// T.gemm, or (`fname` "T.wgmma_gemm") TileLang's explicitly asynchronous Hopper product, whose wait the program
-/// places itself with T.wait_wgmma. tilec runs the latter as T.gemm: the schedule in which the product has
-/// completed when the next statement starts, so a program that reads C (or overwrites A or B) only after a
-/// T.wait_wgmma covering it computes the same values (docs/LANGUAGE.md 4.17).
+/// places itself with T.wait_wgmma: the product followed by the mark that says so (honourProgramWaits; on
+/// mma.sync it is complete when the next statement starts, docs/LANGUAGE.md 4.17).
 Value gemmAs(Interp &in, CallArgs &args, const std::string &fname) {
     std::vector<std::string> params{"A", "B", "C", "transpose_A?", "transpose_B?", "policy?", "clear_accum?"};
     if (fname == "T.gemm") params.insert(params.end(), {"k_pack?", "wg_wait?"});
@@ -156,6 +156,7 @@ Value gemmAs(Interp &in, CallArgs &args, const std::string &fname) {
         in.emit(ir::IfThenElse::make(clearWhen, zero, nullptr, args.call));
     }
     in.emit(ir::Gemm::make(A.region, B.region, C.region, tA, tB, clear, policy, args.call));
+    if (fname == "T.wgmma_gemm") in.emit(passes::programWaitsMark(args.call));
     return Value::none();
 }
 

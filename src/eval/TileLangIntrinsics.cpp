@@ -68,9 +68,8 @@ void maxNreg(Interp &in, CallArgs &args, const Arg &count, std::optional<int64_t
         in.fail(incArg->range, fname + "'s is_inc is 1 (increase) or 0 (decrease), got " + std::to_string(*inc));
 }
 
-/// T.wait_wgmma(n): wait until at most n of the warp group's T.wgmma_gemm products are in flight. tilec's
-/// T.wgmma_gemm has completed when the next statement starts (gemmAs), so none is ever in flight: the call checks
-/// its count and emits nothing.
+/// T.wait_wgmma(n): wait until at most n of the warp group's T.wgmma_gemm products are in flight: wgmma.wait_group
+/// n, which honourProgramWaits keeps (or drops where no product can be in flight).
 Value waitWgmma(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.wait_wgmma", {"id"});
     requireLaunch(in, args, "T.wait_wgmma");
@@ -78,6 +77,7 @@ Value waitWgmma(Interp &in, CallArgs &args) {
     if (n < 0 || n > 7)
         in.fail(a[0]->range, "T.wait_wgmma takes the number of wgmma groups left in flight, 0 to 7 (wgmma.wait_group); got " +
                                  std::to_string(n));
+    in.emit(passes::lib::stmt(passes::lib::Fn::WgmmaWait, {ir::intImm(n)}, args.call));
     return Value::none();
 }
 

@@ -9,6 +9,7 @@
 #include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
 #include "tilec/passes/HoistNestInvariants.h"
+#include "tilec/passes/HonourProgramWaits.h"
 #include "tilec/passes/InferLayouts.h"
 #include "tilec/passes/InsertSyncs.h"
 #include "tilec/passes/LowerAsyncCopies.h"
@@ -132,6 +133,9 @@ const std::vector<Pass> &table() {
         // the loops overlapScores left without them.
         {"pingPongConsumers", [](const LoweringOptions &o) { return o.pingPong == Choice::On; },
          [](const Program &p, PassState &) { return passes::pingPongConsumers(p); }, false},
+        // T.wgmma_gemm: groups in flight until the program's T.wait_wgmma, retired early only where the issuing
+        // threads touch their registers or overwrite their shared operands.
+        {"honourProgramWaits", always, [](const Program &p, PassState &) { return passes::honourProgramWaits(p); }, false},
         // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
         // tile for a range of iterations: those iterations run a copy of the body without them.
         {"splitUniformConditions", [](const LoweringOptions &o) { return o.splitConditions; },

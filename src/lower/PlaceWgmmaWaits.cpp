@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/HonourProgramWaits.h"
 #include "tilec/passes/HopperOperands.h"
 
 #include <set>
@@ -31,10 +32,22 @@ int64_t rsRegisterElements(const Call &g) {
     return c("M") / c("wgM") / 64 * (c("K") / 16) * 8 * (a->buffer->dtype.isFloat8() ? 2 : 1);
 }
 
+/// Whether stmts[i] is a wgmma call whose wait the program places (a T.wgmma_gemm's: its mark follows it).
+bool programWaited(const std::vector<Stmt> &stmts, size_t i) {
+    return isWgmma(stmts[i]) && i + 1 < stmts.size() && isProgramWaitsMark(stmts[i + 1]);
+}
+
+/// A run: wgmma calls, each possibly followed by its mark (honourProgramWaits takes the marks out later).
+bool inRun(const std::vector<Stmt> &stmts, size_t i) { return isWgmma(stmts[i]) || isProgramWaitsMark(stmts[i]); }
+
 /// The wait after a run of wgmma calls stmts[from, to): wgmma_wait<0>, then every register array the run's
 /// calls wrote (accumulators) or read asynchronously (an RS call's A) pinned there: no read of the results
-/// moves above the wait, and the A registers live, unchanged, until the group reading them has retired.
+/// moves above the wait, and the A registers live, unchanged, until the group reading them has retired. None
+/// where every call of the run is the program's to wait for (honourProgramWaits).
 std::vector<Stmt> waitsAfter(const std::vector<Stmt> &stmts, size_t from, size_t to, const SourceRange &loc) {
+    bool ours = false;
+    for (size_t i = from; i < to; ++i) ours |= isWgmma(stmts[i]) && !programWaited(stmts, i);
+    if (!ours) return {};
     std::vector<Stmt> out{wait(0, loc)};
     std::vector<std::pair<Expr, int64_t>> pinned;
     auto pin = [&](const Expr &regs, int64_t count) {
@@ -44,6 +57,7 @@ std::vector<Stmt> waitsAfter(const std::vector<Stmt> &stmts, size_t from, size_t
         out.push_back(lib::stmt(lib::Fn::WgmmaFenceOperands, {i32(count), regs}, loc));
     };
     for (size_t i = from; i < to; ++i) {
+        if (!isWgmma(stmts[i])) continue;
         const Call &g = *callOf(stmts[i]);
         const lib::Fn f = lib::find(g.name)->fn; // wgmma_ss, wgmma_rs or wgmma_sp_ss: each names M, N, wgM, wgN and c
         auto c = [&](const char *n) { return *constInt(lib::arg(g, f, n)); };
@@ -111,7 +125,8 @@ struct GenericWrites : IRVisitor {
 /// Whether a wgmma of stmts[from, to) reads a shared operand in `generic`.
 bool readsGenericWrites(const std::vector<Stmt> &stmts, size_t from, size_t to, const std::set<const BufferNode *> &generic) {
     for (size_t i = from; i < to; ++i)
-        for (const Load *l : wgmmaSharedOperands(*callOf(stmts[i])))
+        if (isWgmma(stmts[i]))
+            for (const Load *l : wgmmaSharedOperands(*callOf(stmts[i])))
             if (generic.count(l->buffer.get())) return true;
     return false;
 }
@@ -147,19 +162,19 @@ class Placer : public IRMutator {
                     continue;
                 }
             }
-            Stmt m = isWgmma(s) ? s : mutate(s); // a run's waits follow it (below), not each call
+            const bool run = inRun(op->stmts, i);
+            Stmt m = run ? s : mutate(s); // a run's waits follow it (below), not each call
             changed |= m != s;
-            if (isWgmma(s) && (i == 0 || !isWgmma(op->stmts[i - 1]))) {
+            if (run && (i == 0 || !inRun(op->stmts, i - 1))) {
                 runStart = i;
                 size_t end = i;
-                while (end < op->stmts.size() && isWgmma(op->stmts[end])) ++end;
+                while (end < op->stmts.size() && inRun(op->stmts, end)) ++end;
                 if (readsGenericWrites(op->stmts, i, end, generic)) out.push_back(proxyFence(s->loc)), changed = true;
             }
             out.push_back(m);
-            bool endsRun = isWgmma(s) && (i + 1 == op->stmts.size() || !isWgmma(op->stmts[i + 1]));
+            bool endsRun = run && (i + 1 == op->stmts.size() || !inRun(op->stmts, i + 1));
             if (endsRun) {
-                for (auto &w : waitsAfter(op->stmts, runStart, i + 1, s->loc)) out.push_back(w);
-                changed = true;
+                for (auto &w : waitsAfter(op->stmts, runStart, i + 1, s->loc)) out.push_back(w), changed = true;
             }
         }
         if (!changed) return op;

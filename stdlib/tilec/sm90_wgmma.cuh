@@ -77,6 +77,18 @@ template <class TA, class TB, class TC> __host__ __device__ constexpr Kind kind(
 __host__ __device__ constexpr bool sixteen_bit(Kind k) { return k == Kind::F16F32 || k == Kind::BF16F32 || k == Kind::F16F16; }
 __host__ __device__ constexpr bool float8(Kind k) { return k == Kind::E4E4 || k == Kind::E4E5 || k == Kind::E5E4 || k == Kind::E5E5; }
 
+/// A 32-bit value as the code at this point takes it: through an empty asm the compiler cannot see through, so that
+/// what is computed from it is computed here. descriptor() takes its operand's shared address so: without that,
+/// nvcc hoists every descriptor of a product on a fixed tile (a loop-invariant address) out of the loop and holds
+/// it there as a 64-bit value, a pair of registers per wgmma instruction, and a kernel of many such products
+/// (FlashMLA's 160 wgmmas over 18 parts of its tiles) spilled them at 255 registers. What stays live is the
+/// 32-bit address (the tile's base plus a constant, which ptxas rematerializes); the descriptor costs a few
+/// uniform-datapath instructions at each product.
+__device__ __forceinline__ unsigned at_use(unsigned v) {
+    asm volatile("" : "+r"(v));
+    return v;
+}
+
 /// The shared-memory matrix descriptor of wgmma: start address >> 4 (bits 0-13), leading-dimension byte
 /// offset >> 4 (16-29), stride-dimension byte offset >> 4 (32-45), base offset 0 (tiles are 1024-byte
 /// aligned), layout type (62-63: 1 = 128B, 2 = 64B, 3 = 32B swizzle). Offsets inside a tile are added to the
@@ -84,7 +96,7 @@ __host__ __device__ constexpr bool float8(Kind k) { return k == Kind::E4E4 || k 
 template <int Swz> __device__ __forceinline__ uint64_t descriptor(const void *smem, unsigned lbo, unsigned sbo) {
     static_assert(Swz == 128 || Swz == 64 || Swz == 32, "wgmma operands swizzle 128, 64 or 32 bytes");
     constexpr uint64_t layout = Swz == 128 ? 1 : Swz == 64 ? 2 : 3;
-    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned addr = at_use((unsigned)__cvta_generic_to_shared(smem));
     return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
            ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (layout << 62);
 }
