@@ -10,6 +10,7 @@
 /// only ever retire more), then inserted.
 #include "tilec/passes/HonourProgramWaits.h"
 
+#include "EachKernel.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -354,38 +355,34 @@ class Insert : public IRMutator {
     }
 };
 
+/// One kernel's program waits honoured.
+KernelP honourKernel(const KernelP &k) {
+    Unmark u;
+    KernelP unmarked = u.mutate(k);
+    // With no mark the waits are tilec's own, unless there is no wgmma at all (the program's, with nothing to wait for).
+    if (!u.found && !(containsWgmmaOrWait(k->body) && !containsWgmma(k->body))) return k;
+    Analysis a;
+    State end;
+    // Repeated until the waits asked for settle: each run sees those of the last.
+    for (int round = 0;; ++round) {
+        auto need = a.need;
+        a.waits.clear(), a.inserted.clear();
+        end = a.run(unmarked->body, State{});
+        if (a.need == need) break;
+        TILEC_ASSERT(round < 64, "honourProgramWaits: the waits do not settle");
+    }
+    Insert ins(a);
+    KernelP done = ins.mutate(unmarked);
+    if (!end.flight.empty()) { // a group the program never waited for: retired before the block exits
+        auto kk = std::make_shared<Kernel>(*done);
+        kk->body = Seq::make({kk->body, lib::stmt(lib::Fn::WgmmaWait, {i32(0)}, kk->body->loc)}, kk->body->loc);
+        done = kk;
+    }
+    return done;
+}
+
 } // namespace
 
-Program honourProgramWaits(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Unmark u;
-        KernelP unmarked = u.mutate(k);
-        // With no mark the waits are tilec's own, unless there is no wgmma at all (the program's, with nothing to wait for).
-        if (!u.found && !(containsWgmmaOrWait(k->body) && !containsWgmma(k->body))) {
-            out.kernels.push_back(k);
-            continue;
-        }
-        Analysis a;
-        State end;
-        // Repeated until the waits asked for settle: each run sees those of the last.
-        for (int round = 0;; ++round) {
-            auto need = a.need;
-            a.waits.clear(), a.inserted.clear();
-            end = a.run(unmarked->body, State{});
-            if (a.need == need) break;
-            TILEC_ASSERT(round < 64, "honourProgramWaits: the waits do not settle");
-        }
-        Insert ins(a);
-        KernelP done = ins.mutate(unmarked);
-        if (!end.flight.empty()) { // a group the program never waited for: retired before the block exits
-            auto kk = std::make_shared<Kernel>(*done);
-            kk->body = Seq::make({kk->body, lib::stmt(lib::Fn::WgmmaWait, {i32(0)}, kk->body->loc)}, kk->body->loc);
-            done = kk;
-        }
-        out.kernels.push_back(done);
-    }
-    return out;
-}
+Program honourProgramWaits(const Program &p) { return eachKernel(p, honourKernel); }
 
 } // namespace tilec::passes

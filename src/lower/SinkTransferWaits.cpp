@@ -3,6 +3,7 @@
 /// (include/tilec/passes/SinkTransferWaits.h).
 #include "tilec/passes/SinkTransferWaits.h"
 
+#include "EachKernel.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
@@ -108,12 +109,7 @@ class Sink : public IRMutator {
 } // namespace
 
 Program sinkTransferWaits(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Sink s;
-        out.kernels.push_back(s.mutate(k));
-    }
-    return out;
+    return eachKernel(p, [](const KernelP &k) { return Sink().mutate(k); });
 }
 
 } // namespace tilec::passes

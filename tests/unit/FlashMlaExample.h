@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ namespace tilec::simtest {
 struct FlashMlaExample {
     static constexpr int H = 64, DIM = 256, PE = 64, S = 256;
     std::vector<double> q, qpe, kv, kpe, want;
+
+    static constexpr const char *kNoSource = "set TILELANG_SRC to a TileLang git checkout (tag v0.1.13)";
 
     /// The example's flashattn (unchanged, from the TileLang checkout TILELANG_SRC names) at the reduced shape;
     /// empty without a checkout.
@@ -60,6 +63,18 @@ struct FlashMlaExample {
         for (size_t i = 0; i < out.size(); ++i)
             o.check(std::abs(out[i] - want[i]) <= 2e-3, [&] { return "Output[" + std::to_string(i) + "]"; });
         return o;
+    }
+
+    /// A clean, right run of `k` under each interleaving of `seeds` (a test failure for an error, a race or a wrong
+    /// element).
+    void expectRight(const ir::Kernel &k, std::initializer_list<uint64_t> seeds) {
+        for (uint64_t seed : seeds) {
+            SCOPED_TRACE("interleaving " + std::to_string(seed));
+            Outcome o = run(k, seed);
+            EXPECT_EQ(o.error, "");
+            for (auto &race : o.races) ADD_FAILURE() << "race: " << race;
+            EXPECT_EQ(o.wrong, 0) << o.firstWrong;
+        }
     }
 };
 

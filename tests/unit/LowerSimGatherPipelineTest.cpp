@@ -84,32 +84,19 @@ struct Inputs {
                     want[((size_t)b * kM + m) * n + j] = s;
                 }
     }
-    Outcome run(const ir::Kernel &k, uint64_t seed) {
-        std::map<std::string, std::vector<double> *> ptrs;
-        for (auto &[n, v] : io) ptrs[n] = &v;
-        io["S"].assign(io["S"].size(), std::nan(""));
-        Outcome o = simtest::runCaught(k, ptrs, {}, seed);
-        for (size_t e = 0; e < want.size(); ++e)
-            o.check(std::fabs(io["S"][e] - want[e]) <= 1e-3 * std::max(1.0, std::fabs(want[e])),
-                    [&] { return "S[" + std::to_string(e) + "] = " + std::to_string(io["S"][e]) + ", expected " + std::to_string(want[e]); });
-        return o;
-    }
+    Outcome run(const ir::Kernel &k, uint64_t seed) { return simtest::runChecked(k, io, "S", want, seed); }
 };
 
 const ir::Kernel *lowered(LowerRun &r, const char *arch, int stages, bool computed) {
-    Variant v{*Target::parse(arch), {}};
     r.run(std::string(kGather) + "k = gathered(" + std::to_string(kRows) + ", " + std::to_string(kSel) + ", " + std::to_string(stages) +
               ", " + (computed ? "True" : "False") + ")\n",
-          "gathered.tile", v);
+          "gathered.tile", *Target::parse(arch));
     return r.lowered && !r.lowered->kernels.empty() ? r.lowered->kernels[0].get() : nullptr;
 }
 
 void expectRight(const ir::Kernel &k) {
     Inputs in;
-    for (uint64_t seed : {0, 1, 2}) {
-        Outcome o = in.run(k, seed);
-        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
-    }
+    simtest::expectClean([&](uint64_t seed) { return in.run(k, seed); }, {0, 1, 2});
 }
 
 } // namespace
@@ -117,21 +104,16 @@ void expectRight(const ir::Kernel &k) {
 /// Both fills issued ahead as cp.async chunks (prologue and refill: kv_s two chunks per thread, kt_s's 64 chunks
 /// by half the threads), the result right; a wait leaving one group more in flight is seen.
 TEST(LowerSimGatherPipeline, GatheredFillsIssuedAhead) {
-    for (const char *arch : {"sm_80", "sm_90a"})
-        for (int stages : {2, 3}) {
-            SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
-            LowerRun r;
-            const ir::Kernel *k = lowered(r, arch, stages, false);
-            ASSERT_TRUE(k) << r.diags();
-            EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::CpAsyncChunk], 2 * (stages + 1)) << r.diags(); // both tiles: prologue, refill
-            expectRight(*k);
-            auto late = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &call, simtest::Role) -> ir::Stmt {
-                if (!lib::is(call, lib::Fn::CpAsyncWait)) return simtest::same(e);
-                const int64_t pending = *ir::constInt(lib::arg(call, lib::Fn::CpAsyncWait, "pending"));
-                return lib::stmt(lib::Fn::CpAsyncWait, {ir::intImm(pending + 1)}, e.loc);
-            });
-            EXPECT_TRUE(simtest::anyFailure(Inputs().run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
-        }
+    for (auto [arch, stages] : simtest::pipelineVariants()) {
+        SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
+        LowerRun r;
+        const ir::Kernel *k = lowered(r, arch, stages, false);
+        ASSERT_TRUE(k) << r.diags();
+        EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::CpAsyncChunk], 2 * (stages + 1)) << r.diags(); // both tiles: prologue, refill
+        expectRight(*k);
+        auto late = simtest::withLaterWaits(*k);
+        EXPECT_TRUE(simtest::anyFailure(Inputs().run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
+    }
 }
 
 /// Rows the iteration computes into a fragment first: that fill stays synchronous (the tail's is still issued

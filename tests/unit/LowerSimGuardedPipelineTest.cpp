@@ -73,56 +73,38 @@ struct Inputs {
             }
         }
     }
-    Outcome run(const ir::Kernel &k, uint64_t seed) {
-        std::map<std::string, std::vector<double> *> ptrs;
-        for (auto &[n, v] : io) ptrs[n] = &v;
-        io["C"].assign(io["C"].size(), std::nan(""));
-        Outcome o = simtest::runCaught(k, ptrs, {}, seed);
-        for (size_t e = 0; e < want.size(); ++e)
-            o.check(std::fabs(io["C"][e] - want[e]) <= 1e-3 * std::max(1.0, std::fabs(want[e])),
-                    [&] { return "C[" + std::to_string(e) + "] = " + std::to_string(io["C"][e]) + ", expected " + std::to_string(want[e]); });
-        return o;
-    }
+    Outcome run(const ir::Kernel &k, uint64_t seed) { return simtest::runChecked(k, io, "C", want, seed); }
 };
 
 const ir::Kernel *lowered(LowerRun &r, const char *arch, int stages, bool outside) {
-    Variant v{*Target::parse(arch), {}};
     r.run(std::string(kBlocks) + "k = blocks(" + std::to_string(kBlocksN) + ", " + std::to_string(kSel) + ", " + std::to_string(stages) +
               ", " + (outside ? "True" : "False") + ")\n",
-          "blocks.tile", v);
+          "blocks.tile", *Target::parse(arch));
     return r.lowered && !r.lowered->kernels.empty() ? r.lowered->kernels[0].get() : nullptr;
 }
 
 void expectRight(const ir::Kernel &k, bool outside) {
     Inputs in(outside);
-    for (uint64_t seed : {0, 1, 2}) {
-        Outcome o = in.run(k, seed);
-        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
-    }
+    simtest::expectClean([&](uint64_t seed) { return in.run(k, seed); }, {0, 1, 2});
 }
 
 } // namespace
 
 /// Both tiles issued ahead (cp.async left in flight: no copy waited for where it is issued), the result right.
 TEST(LowerSimGuardedPipeline, GuardedCopiesIssuedAhead) {
-    for (const char *arch : {"sm_80", "sm_90a"})
-        for (int stages : {2, 3}) {
-            SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
-            LowerRun r;
-            const ir::Kernel *k = lowered(r, arch, stages, false);
-            ASSERT_TRUE(k) << r.diags();
-            auto calls = simtest::callCounts(*k);
-            EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 0) << r.diags();
-            EXPECT_GE(calls[lib::Fn::CopyG2S], 2 * stages) << r.diags(); // prologue and refill of both tiles
-            expectRight(*k, false);
-            // The simulator sees a stage read before it lands: the loop's wait leaving one group more in flight.
-            auto late = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &call, simtest::Role) -> ir::Stmt {
-                if (!lib::is(call, lib::Fn::CpAsyncWait)) return simtest::same(e);
-                const int64_t pending = *ir::constInt(lib::arg(call, lib::Fn::CpAsyncWait, "pending"));
-                return lib::stmt(lib::Fn::CpAsyncWait, {ir::intImm(pending + 1)}, e.loc);
-            });
-            EXPECT_TRUE(simtest::anyFailure(Inputs(false).run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
-        }
+    for (auto [arch, stages] : simtest::pipelineVariants()) {
+        SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
+        LowerRun r;
+        const ir::Kernel *k = lowered(r, arch, stages, false);
+        ASSERT_TRUE(k) << r.diags();
+        auto calls = simtest::callCounts(*k);
+        EXPECT_EQ(calls[lib::Fn::CopyG2SWait], 0) << r.diags();
+        EXPECT_GE(calls[lib::Fn::CopyG2S], 2 * stages) << r.diags(); // prologue and refill of both tiles
+        expectRight(*k, false);
+        // The simulator sees a stage read before it lands: the loop's wait leaving one group more in flight.
+        auto late = simtest::withLaterWaits(*k);
+        EXPECT_TRUE(simtest::anyFailure(Inputs(false).run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
+    }
 }
 
 /// A tile read outside the branch keeps its copies in place (waited for), and the result right.

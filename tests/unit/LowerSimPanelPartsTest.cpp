@@ -22,12 +22,15 @@ namespace {
 
 namespace sim = tilec::simtest;
 
+/// tests/lit/codegen/warp_roles_panel_parts.tile's kernel lowered for sm_90a (null: a test failure).
+const tilec::ir::Kernel *partsKernel(tilec::lowertest::LowerRun &r) {
+    return sim::loweredKernel(r, sim::withExport("warp_roles_panel_parts.tile", "k = parts()", "tests/lit/codegen"), "sm_90a", "k");
+}
+
 TEST(LowerSimPanelParts, TmaPartsAndWgmmaOnPartsExact) {
     constexpr int M = 64, N = 64, D = 256;
     tilec::lowertest::LowerRun r;
-    sim::lowerFor(r, sim::withExport("warp_roles_panel_parts.tile", "k = parts()", "tests/lit/codegen"), "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const tilec::ir::Kernel *k = r.kernel("k");
+    const tilec::ir::Kernel *k = partsKernel(r);
     ASSERT_TRUE(k);
     std::vector<double> Q = sim::quarters(2 * M * D, 3), K = sim::quarters(N * D, 4), want(2 * M * N, 0);
     for (int i = 0; i < M; ++i)
@@ -54,9 +57,7 @@ TEST(LowerSimPanelParts, TmaPartsAndWgmmaOnPartsExact) {
 TEST(LowerSimPanelParts, PartsLoadedAtTheFirstPanelAreWrong) {
     constexpr int M = 64, N = 64, D = 256;
     tilec::lowertest::LowerRun r;
-    sim::lowerFor(r, sim::withExport("warp_roles_panel_parts.tile", "k = parts()", "tests/lit/codegen"), "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const tilec::ir::Kernel *k = r.kernel("k");
+    const tilec::ir::Kernel *k = partsKernel(r);
     ASSERT_TRUE(k);
     int parts = 0;
     auto mutant = sim::rewriteCalls(*k, [&](const tilec::ir::Evaluate &e, const tilec::ir::Call &c, sim::Role) {
@@ -77,19 +78,11 @@ TEST(LowerSimPanelParts, PartsLoadedAtTheFirstPanelAreWrong) {
 
 TEST(LowerSimPanelParts, FlashMlaExampleRaceFreeAndRight) {
     const std::string src = sim::FlashMlaExample::source();
-    if (src.empty()) GTEST_SKIP() << "set TILELANG_SRC to a TileLang git checkout (tag v0.1.13)";
+    if (src.empty()) GTEST_SKIP() << sim::FlashMlaExample::kNoSource;
     tilec::lowertest::LowerRun r;
-    sim::lowerFor(r, src, "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    ASSERT_EQ(r.lowered->kernels.size(), 1u);
-    sim::FlashMlaExample f;
-    for (uint64_t seed : {0u, 5u, 9u}) {
-        SCOPED_TRACE("interleaving " + std::to_string(seed));
-        sim::Outcome o = f.run(*r.lowered->kernels[0], seed);
-        EXPECT_EQ(o.error, "");
-        for (auto &race : o.races) ADD_FAILURE() << "race: " << race;
-        EXPECT_EQ(o.wrong, 0) << o.firstWrong;
-    }
+    const tilec::ir::Kernel *k = sim::loweredKernel(r, src, "sm_90a");
+    ASSERT_TRUE(k);
+    sim::FlashMlaExample().expectRight(*k, {0, 5, 9});
 }
 
 } // namespace

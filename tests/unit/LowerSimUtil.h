@@ -10,16 +10,19 @@
 #include "SimTestUtil.h"
 
 #include "tilec/IRMutator.h"
+#include "tilec/IROperator.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +52,19 @@ inline std::string tilelangExample(const std::string &path) {
 /// `src` (as "t.tile") lowered for `arch`.
 inline lowertest::LowerRun &lowerFor(lowertest::LowerRun &r, const std::string &src, const char *arch = "sm_80") {
     return r.run(src, "t.tile", *Target::parse(arch));
+}
+
+/// `src` (as `file`) lowered for `arch` into r, and its kernel `name`, or where `name` is empty its only one; null
+/// (a test failure with the diagnostics) where it was not lowered or has no such kernel.
+inline const ir::Kernel *loweredKernel(lowertest::LowerRun &r, const std::string &src, const char *arch, const std::string &name = "",
+                                       const std::string &file = "t.tile") {
+    r.run(src, file, *Target::parse(arch));
+    const ir::Kernel *k = !r.lowered ? nullptr
+                          : !name.empty() ? r.kernel(name)
+                          : r.lowered->kernels.size() == 1 ? r.lowered->kernels[0].get()
+                                                           : nullptr;
+    if (!k) ADD_FAILURE() << "no kernel '" << name << "' lowered for " << arch << ": " << r.diags();
+    return k;
 }
 
 /// Every kernel of a lowering run in order on the same tensors, each a clean run (simulate()).
@@ -100,6 +116,21 @@ inline Outcome runCaught(const ir::Kernel &k, const Tensors &tensors, const Scal
     }
     o.races = s.races;
     o.switches = s.agentSwitches;
+    return o;
+}
+
+/// One run of `k` under interleaving `seed` on the tensors of `io`, its output `out` filled with NaN first and then
+/// compared with `want` element by element (relative 1e-3, absolute below 1).
+inline Outcome runChecked(const ir::Kernel &k, std::map<std::string, std::vector<double>> &io, const std::string &out,
+                          const std::vector<double> &want, uint64_t seed) {
+    Tensors ptrs;
+    for (auto &[n, v] : io) ptrs[n] = &v;
+    std::vector<double> &got = io[out];
+    got.assign(got.size(), std::nan(""));
+    Outcome o = runCaught(k, ptrs, {}, seed);
+    for (size_t e = 0; e < want.size(); ++e)
+        o.check(std::fabs(got[e] - want[e]) <= 1e-3 * std::max(1.0, std::fabs(want[e])),
+                [&] { return out + "[" + std::to_string(e) + "] = " + std::to_string(got[e]) + ", expected " + std::to_string(want[e]); });
     return o;
 }
 
@@ -209,6 +240,28 @@ inline std::vector<int64_t> cpAsyncWaits(const ir::Kernel &k) {
     });
     return n;
 }
+
+/// `k` with every cp.async wait leaving one group more in flight (a stage read before it lands, for the simulator
+/// to see).
+inline std::shared_ptr<ir::Kernel> withLaterWaits(const ir::Kernel &k) {
+    namespace lib = passes::lib;
+    return rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, Role) -> ir::Stmt {
+        if (!lib::is(c, lib::Fn::CpAsyncWait)) return same(e);
+        const int64_t pending = *ir::constInt(lib::arg(c, lib::Fn::CpAsyncWait, "pending"));
+        return lib::stmt(lib::Fn::CpAsyncWait, {ir::intImm(pending + 1)}, e.loc);
+    });
+}
+
+/// `run` (one run under an interleaving) free of errors, races and wrong elements under each of `seeds`.
+inline void expectClean(const std::function<Outcome(uint64_t)> &run, std::initializer_list<uint64_t> seeds) {
+    for (uint64_t seed : seeds) {
+        Outcome o = run(seed);
+        EXPECT_FALSE(anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+}
+
+/// The targets and stage counts the pipeline tests lower for: sm_80 and sm_90a, 2 and 3 stages each.
+inline std::vector<std::pair<const char *, int>> pipelineVariants() { return {{"sm_80", 2}, {"sm_80", 3}, {"sm_90a", 2}, {"sm_90a", 3}}; }
 
 /// The kernel without the barriers just before a pipeline's refills (a sync followed by the conditional transfer
 /// of the next iteration's tile); `removed` says how many.

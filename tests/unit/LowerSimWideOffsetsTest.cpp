@@ -77,9 +77,7 @@ int widenings(const ir::Stmt &s, const std::string &name) {
 // right, for 1 and 3 rows of n.
 TEST(LowerSimWideOffsets, StagedTileRowAndColumnWidenedOnce) {
     LowerRun r;
-    lowerFor(r, wideOffsets, "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const ir::Kernel *k = r.kernel("stage");
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "stage");
     ASSERT_TRUE(k);
     EXPECT_EQ(widenings(k->body, "x"), 2) << ir::print(k->body);
     for (int n : {1, 3}) {
@@ -101,9 +99,7 @@ TEST(LowerSimWideOffsets, StagedTileRowAndColumnWidenedOnce) {
 // every block right, with a last block of fewer rows.
 TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
     LowerRun r;
-    lowerFor(r, wideOffsets, "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const ir::Kernel *k = r.kernel("rows");
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "rows");
     ASSERT_TRUE(k);
     EXPECT_EQ(widenings(k->body, "y"), 3) << ir::print(k->body);
     for (auto [n, per] : {std::pair{5, 2}, {64, 1}}) {
