@@ -548,6 +548,19 @@ class Lowering : public RangeScopedMutator {
     }
 };
 
+/// `body` followed by a wait for every group that may still be in flight at its end (`f`, the proof's state
+/// there): a block must not exit with a cp.async still writing its shared memory, which the next block on the
+/// SM may already own (the simulator's "exits with a cp.async transfer not awaited").
+Stmt retiredAtExit(const Stmt &body, const Flight &f) {
+    bool pending = !f.open.empty();
+    for (auto &g : f.groups) pending |= !g.empty();
+    if (!pending) return body;
+    std::vector<Stmt> out{body};
+    if (!f.open.empty()) out.push_back(lib::stmt(lib::Fn::CpAsyncCommit, {}, body->loc));
+    out.push_back(lib::stmt(lib::Fn::CpAsyncWait, {i32(0)}, body->loc));
+    return Seq::make(std::move(out), body->loc);
+}
+
 } // namespace
 
 Program lowerAsyncCopies(const Program &p, const SourceManager *sources) {
@@ -569,6 +582,7 @@ Program lowerAsyncCopies(const Program &p, const SourceManager *sources) {
         const bool any = callsAny(k->body, {lib::Fn::AsyncCopyOn});
         Lowering low(*nk, proof.why.empty() && any, proof.landings);
         nk->body = low.mutate(nk->body);
+        if (low.issued) nk->body = retiredAtExit(nk->body, f);
         if (!proof.why.empty() && any)
             remark(sources, proof.whyAt, "kernel '" + k->name + "': T.async_copy synchronous: " + proof.why);
         else if (any)
