@@ -9,6 +9,8 @@
 #include "Reference.h"
 
 #include "tilec/Check.h"
+#include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/Codegen.h"
 #include "tilec/Lower.h"
 
@@ -156,6 +158,22 @@ std::string reasonOf(const std::string &diags) {
 }
 
 namespace {
+
+/// Whether `k` issues wgmma products (sm_90a's T.gemm or T.wgmma_gemm without warp roles: their groups stay in
+/// flight until a wait, the program's or tilec's, which the simulator checks).
+bool issuesWgmma(const ir::Kernel &k) {
+    struct V : ir::IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const ir::Call &c) override {
+            namespace lib = passes::lib;
+            found |= lib::is(c, lib::Fn::WgmmaSS) || lib::is(c, lib::Fn::WgmmaRS) || lib::is(c, lib::Fn::WgmmaSpSS);
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k.body);
+    return v.found;
+}
 
 /// The compiler's part of a check: the front end, checkKernel, the sm_80, wide-row and sm_90a lowerings and
 /// their CUDA. `early` is the outcome when the compiler failed; `lowered` is empty when it rejected the program.
@@ -327,15 +345,19 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     if (auto d = compareExact(ref, expected); !d.empty()) return outcome(Outcome::Failure, "front end", d);
 
     if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, dyn, 0, ""); f.kind == Outcome::Failure) return f;
-    bool roles = false;
+    bool roles = false, wgmmaOnly = false;
     if (hopperLowered)
         for (auto &k : hopperLowered->kernels) {
-            if (!k->producerThreads) continue;
-            roles = true;
+            // warp roles, or wgmma in flight across the block's statements (T.wgmma_gemm and T.wait_wgmma)
+            const bool wgmma = !k->producerThreads && issuesWgmma(*k);
+            if (!k->producerThreads && !wgmma) continue;
+            roles |= !wgmma, wgmmaOnly |= wgmma;
             sim = initial;
-            if (auto f = simulate(*k, sim, ref, outputs, dyn, dataSeed, " (sm_90a warp roles)"); f.kind == Outcome::Failure) return f;
+            if (auto f = simulate(*k, sim, ref, outputs, dyn, dataSeed, wgmma ? " (sm_90a wgmma)" : " (sm_90a warp roles)");
+                f.kind == Outcome::Failure)
+                return f;
         }
-    out.warpRoles = roles;
+    out.warpRoles = roles, out.wgmma = wgmmaOnly;
     return out;
 }
 

@@ -25,6 +25,7 @@ struct Outcome {
     std::string category; ///< Failure: "internal error", "simulator", "race", "mismatch", "accepted"; else a reason
     std::string detail;
     bool warpRoles = false; ///< Ok: the sm_90a lowering had warp roles and was simulated too
+    bool wgmma = false;     ///< Ok: the sm_90a lowering issued wgmma without warp roles and was simulated too
     std::map<std::string, std::string> cuda; ///< Ok: the generated .cu per target ("sm_80", "sm_90a")
     int64_t accesses = 0;   ///< checkBig: global accesses the index-width oracle checked
 };

@@ -62,9 +62,14 @@ struct Printer {
     }
     void op(int ind, const GOp &o) {
         switch (o.kind) {
-        case GOp::Load:
-            if (is2D(o.dst)) line(ind, "T.copy(" + origin(o, "BM", "BN") + ", " + o.dst + ")");
-            else line(ind, "T.copy(" + o.tensor + "[by * BM + " + num(o.dr) + ", bx * BN + " + num(o.dc) + "], " + o.dst + ")");
+        case GOp::Load: {
+            const std::string fn = o.async ? "T.async_copy(" : "T.copy(";
+            if (is2D(o.dst)) line(ind, fn + origin(o, "BM", "BN") + ", " + o.dst + ")");
+            else line(ind, fn + o.tensor + "[by * BM + " + num(o.dr) + ", bx * BN + " + num(o.dc) + "], " + o.dst + ")");
+            return;
+        }
+        case GOp::AsyncWait:
+            line(ind, o.n >= 0 ? "T.ptx_wait_group(" + num(o.n) + ")" : "T.ptx_commit_group()");
             return;
         case GOp::Store:
             if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", Y[by * BM, bx * BN])");
@@ -136,6 +141,33 @@ struct Printer {
                 loop = o.stages > 0 ? "T.Pipelined(klo, " + end + ", num_stages=" + num(o.stages) + ")" : "T.serial(klo, " + end + ")";
                 kk = "(k + kz)";
             }
+            // T.gemm's operand tiles at K block `at` (T.async_copy where o.async)
+            auto operands = [&](int at, const std::string &kb) {
+                const std::string fn = o.async ? "T.async_copy(" : "T.copy(";
+                line(at, fn + (o.transA ? "GA[" + kb + " * BK, by * BM], ga_s)" : "GA[by * BM, " + kb + " * BK], ga_s)"));
+                line(at, fn + (o.transB ? "GB[bx * BN, " + kb + " * BK], gb_s)" : "GB[" + kb + " * BK, bx * BN], gb_s)"));
+            };
+            // the product (T.wgmma_gemm and the program's waits where o.wgmma)
+            auto product = [&](int at) {
+                line(at, std::string(o.wgmma ? "T.wgmma_gemm" : "T.gemm") + "(ga_s, gb_s, acc" + (o.transA ? ", transpose_A=True" : "") +
+                             (o.transB ? ", transpose_B=True" : "") + (o.clearAccum ? ", clear_accum=True" : "") + ")");
+                if (o.wgmma == 1 || o.wgmma == 3) line(at, "T.wait_wgmma(" + num(o.wgmma == 3) + ")");
+            };
+            auto afterLoop = [&] {
+                if (o.wgmma >= 2) line(ind, "T.wait_wgmma(0)");
+            };
+            if (o.async == 2) { // the first K block's copies before the loop, each next one's after T.gemm
+                const std::string end = o.end.empty() ? "T.ceildiv(" + K + ", BK)" : o.end;
+                operands(ind, o.start.empty() ? "0" : "(" + o.start + ")");
+                line(ind, "for k in " + loop + ":");
+                if (o.asyncWait >= 0) line(ind + 1, "T.ptx_wait_group(" + num(o.asyncWait) + ")");
+                product(ind + 1);
+                if (o.asyncGuard) line(ind + 1, "if k + 1 < " + end + ":");
+                operands(ind + 1 + o.asyncGuard, "(k + 1)");
+                if (o.asyncDrain) line(ind, "T.ptx_wait_group(0)");
+                afterLoop();
+                return;
+            }
             line(ind, "for k in " + loop + ":");
             int in = ind + 1;
             if (o.guarded == 2) { // a K block gathered from a tensor read, under a condition on it
@@ -145,10 +177,10 @@ struct Printer {
             } else if (o.guarded == 1) {
                 line(in++, "if (k + bx) % 3 != 1:");
             }
-            line(in, o.transA ? "T.copy(GA[" + kk + " * BK, by * BM], ga_s)" : "T.copy(GA[by * BM, " + kk + " * BK], ga_s)");
-            line(in, o.transB ? "T.copy(GB[bx * BN, " + kk + " * BK], gb_s)" : "T.copy(GB[" + kk + " * BK, bx * BN], gb_s)");
-            line(in, std::string("T.gemm(ga_s, gb_s, acc") + (o.transA ? ", transpose_A=True" : "") +
-                              (o.transB ? ", transpose_B=True" : "") + (o.clearAccum ? ", clear_accum=True" : "") + ")");
+            operands(in, kk);
+            if (o.async && o.asyncWait >= 0) line(in, "T.ptx_wait_group(" + num(o.asyncWait) + ")");
+            product(in);
+            afterLoop();
             return;
         }
         case GOp::Serial:

@@ -71,6 +71,8 @@ struct GOp {
         /// to Q, for every b and h of their leading T.dynamic dimensions (GenShapes.cpp: decorateBatched); slice:
         /// X read and Q stored element by element in the T.Parallel, under a bounds guard
         Batched,
+        /// `T.ptx_wait_group(n)` (n >= 0) or `T.ptx_commit_group()` (n < 0), placed by decorateAsync (GenAsync.cpp)
+        AsyncWait,
     } kind = Fill;
     bool init = false;            ///< initializes `dst` (kept by shrinking while dst is used)
     std::string dst, src, tensor; ///< buffer names
@@ -129,6 +131,21 @@ struct GOp {
         int64_t pIndex = -1, off = 0, mode = 0, plus = 0, endKind = 0, endK = 0, endPIndex = -1;
     } spec;
     double scale = 0; ///< Batched: the factor `value` multiplies the tile by
+    /// Load (into a shared tile): 1, written `T.async_copy` (its group closed by itself, waited for by AsyncWait
+    /// ops the decorator places, or never). Gemm: the operand copies are T.async_copy, waited for with
+    /// `T.ptx_wait_group(asyncWait)` before T.gemm (1; asyncWait < 0: no wait), or (2) the next iteration's copies
+    /// issued after T.gemm (under `if k + 1 < end` where asyncGuard), the first before the loop, the wait at the
+    /// top of the body (GenAsync.cpp). Whether tilec proves the waits or falls back to synchronous copies, the
+    /// result is the synchronous program's (docs/LANGUAGE.md, T.async_copy).
+    int async = 0;
+    int64_t asyncWait = 0;
+    bool asyncGuard = false, asyncDrain = false; ///< Gemm 2: the prefetch's condition; a wait(0) after the loop
+    /// Gemm: > 0, the product is `T.wgmma_gemm` (explicitly asynchronous on sm_90a's wgmma path, honourProgramWaits)
+    /// and the program waits with `T.wait_wgmma`: 1 `(0)` right after it; 2 only after the loop; 3 `(1)` after it
+    /// (the previous iteration's product retired) and `(0)` after the loop. 2 and 3 only in serial loops of one
+    /// warpgroup, where every thread that writes the operands issues the product (tilec orders its own statements
+    /// after it; another warpgroup's writes would be the program's race), and only with setLateWgmmaWaits.
+    int wgmma = 0;
     std::vector<GOp> kids, elseKids;
 };
 
@@ -226,6 +243,17 @@ void decorateBatched(GProgram &p);
 /// What the generator's own model gives V (stepped loops) and Q (batched tensors) for data seed `dataSeed`
 /// (NaN where it does not model an element; no entry where the program has neither).
 std::map<std::string, std::vector<double>> expectedShapes(const GProgram &p, uint64_t dataSeed);
+
+/// T.async_copy in place of some global-to-shared copies (loads into s0 / s1, T.gemm's operand copies in
+/// pipelined and serial loops) with T.ptx_wait_group / T.ptx_commit_group placed where they cover the reads,
+/// too late, with too large a count, or nowhere; from a stream of its own (GenAsync.cpp).
+void decorateAsync(GProgram &p);
+/// T.wgmma_gemm with T.wait_wgmma in place of some T.gemm (GenAsync.cpp), from a stream of its own.
+void decorateWgmma(GProgram &p);
+/// Whether decorateWgmma also writes the waits of GOp::wgmma 2 and 3 (off by default: on sm_90a's wgmma path
+/// without warp roles tilec orders another warp's next operand copy after the barrier but before only its own
+/// warp's wgmma wait, a race the simulator reports; docs/PERFORMANCE.md, session 33 fuzz33).
+void setLateWgmmaWaits(bool on);
 
 /// Smaller variants of `p`, most promising first (for greedy shrinking).
 std::vector<GProgram> shrinkCandidates(const GProgram &p);

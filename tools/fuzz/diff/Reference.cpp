@@ -140,6 +140,12 @@ double Reference::eval(const Expr &e, int lane) {
     }
     case NodeKind::Call: {
         auto c = as<Call>(e);
+        // T.async_copy is its synchronous copy (the schedule in which every group lands at issue), so its
+        // marker holds and the groups' commits and waits, like T.wait_wgmma's, change nothing here.
+        namespace lib = passes::lib;
+        if (lib::is(*c, lib::Fn::AsyncCopyOn)) return 1;
+        if (lib::is(*c, lib::Fn::CpAsyncCommit) || lib::is(*c, lib::Fn::CpAsyncWait) || lib::is(*c, lib::Fn::WgmmaWait))
+            return 0;
         std::vector<double> a;
         for (auto &x : c->args) a.push_back(eval(x, lane));
         static const std::map<std::string, double (*)(double)> unary = {

@@ -161,6 +161,8 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
                 out.push_back(std::move(q));
             };
             if (o.stages > 0) opVariant([](GOp &x) { x.stages = 0; });
+            if (o.async) opVariant([](GOp &x) { x.async = 0; });
+            if (o.wgmma) opVariant([](GOp &x) { x.wgmma = 0; });
             if (o.transA) opVariant([](GOp &x) { x.transA = false; });
             if (o.transB) opVariant([](GOp &x) { x.transB = false; });
             if (o.dr || o.dc) opVariant([](GOp &x) { x.dr = x.dc = 0; });

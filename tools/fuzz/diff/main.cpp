@@ -11,6 +11,8 @@
 ///                          CUDA that differ are a failure ("nondeterministic"; default 8, 0: never)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
+///       [--wgmma-late-waits]  T.wgmma_gemm programs also wait only after the loop, or with T.wait_wgmma(1) in it
+///                          (GenAsync.cpp; off by default while tilec's ordering of them is open)
 ///       [--no-thread-shared]  no program gets threads exchanging data through shared tiles in the branches of
 ///                          a thread-dependent if/else (GenRandom.cpp: decorateThreadShared; on by default since
 ///                          tilec refuses those races, src/lower/ThreadRaces.cpp; --thread-shared is accepted)
@@ -193,6 +195,7 @@ int main(int argc, char **argv) {
         else if (a == "--crash-seed") crashAt = std::stoull(next());
         else if (a == "--thread-shared") threadShared = true;
         else if (a == "--no-thread-shared") threadShared = false;
+        else if (a == "--wgmma-late-waits") setLateWgmmaWaits(true);
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
@@ -200,7 +203,12 @@ int main(int argc, char **argv) {
         else if (replaying) replayArgs.push_back(a);
         else if (a == "--print") {
             uint64_t ps = std::stoull(next());
-            std::cout << (bigEvery && ps % bigEvery == 0 ? bigFile(generateBig(ps)) : generate(ps, threadShared).print());
+            if (bigEvery && ps % bigEvery == 0) {
+                std::cout << bigFile(generateBig(ps));
+                return 0;
+            }
+            GProgram g = generate(ps, threadShared);
+            std::cout << "# run with: -D BM=" << g.bm << " -D BN=" << g.bn << "\n" << g.print();
             return 0;
         } else {
             std::cerr << "tilec-difffuzz: unknown argument '" << a << "'\n";
@@ -215,7 +223,7 @@ int main(int argc, char **argv) {
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::map<Outcome::Kind, uint64_t> kinds;
     std::map<std::string, uint64_t> reasons;
-    uint64_t n = 0, roles = 0, bigs = 0, accesses = 0, accepted = 0, compiled = 0;
+    uint64_t n = 0, roles = 0, wgmmas = 0, bigs = 0, accesses = 0, accepted = 0, compiled = 0;
     const std::string nvccDir = (fs::path(out) / ("difffuzz-nvcc-" + std::to_string(seed))).string();
     if (nvccEvery && !nvccFound()) {
         std::cerr << "tilec-difffuzz: --nvcc-every: nvcc not found (neither /usr/local/cuda/bin/nvcc nor on the PATH): "
@@ -245,7 +253,7 @@ int main(int argc, char **argv) {
             if (std::string e = compileWithNvcc(o.cuda, nvccDir); !e.empty()) o = outcome(Outcome::Failure, "nvcc", e);
         }
         ++kinds[o.kind];
-        roles += o.warpRoles;
+        roles += o.warpRoles, wgmmas += o.wgmma;
         if (verbose && (n + 1) % 5000 == 0)
             std::cerr << "progress: " << n + 1 << " programs in " << elapsed() << " s, " << kinds[Outcome::Failure]
                       << " failed\n";
@@ -275,7 +283,7 @@ int main(int argc, char **argv) {
     double t = elapsed();
     std::ostringstream summary;
     summary << n << " programs from seed " << seed << " in " << t << " s (" << (t > 0 ? n / t : 0) << "/s): "
-              << kinds[Outcome::Ok] << " agree (" << roles << " of them with warp roles on sm_90a too), " << kinds[Outcome::Rejected] << " rejected, "
+              << kinds[Outcome::Ok] << " agree (" << roles << " of them with warp roles on sm_90a too, " << wgmmas << " with wgmma there), " << kinds[Outcome::Rejected] << " rejected, "
               << kinds[Outcome::RejectedAsExpected] << " rejected as expected, " << kinds[Outcome::Skipped]
               << " skipped, " << kinds[Outcome::Failure] << " failed; " << bigs << " past 2^31 elements (" << accesses
               << " global accesses checked for index width), " << compiled << " compiled by nvcc (sm_80, sm_90a)\n";
