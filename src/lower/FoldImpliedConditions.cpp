@@ -104,7 +104,34 @@ Expr replaceTerm(const Expr &e, const Expr &t, const Expr &q) {
 class Fold : public RangeScopedMutator {
   public:
     using RangeScopedMutator::visit;
-    explicit Fold(const Kernel &k) : RangeScopedMutator(k) {}
+    explicit Fold(const Kernel &k) : RangeScopedMutator(k), tx_(k.threadIdx.get()) {
+        if (tx_) varying_.push_back(tx_);
+    }
+
+    /// Each role with its own threads' range of the thread index (the kernel's `threads` counts the consumers'
+    /// first warp group only: the producers run [consumerThreads, consumerThreads + producerThreads)).
+    Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
+        auto at = tx_ ? ranges().find(tx_) : ranges().end();
+        if (at == ranges().end()) return RangeScopedMutator::visit(op);
+        const Interval outer = at->second;
+        setRange(tx_, Interval::of(0, op->consumerThreads - 1));
+        Stmt consumer = mutate(op->consumer);
+        setRange(tx_, Interval::of(op->consumerThreads, op->consumerThreads + op->producerThreads - 1));
+        Stmt producer = op->producer ? mutate(op->producer) : op->producer;
+        setRange(tx_, outer);
+        if (consumer == op->consumer && producer == op->producer) return op;
+        return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, producer,
+                               consumer, op->loc);
+    }
+
+    /// A loop whose bounds read a thread-varying variable counts its own variable as one.
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        const size_t saved = varying_.size();
+        if (op->var && (readsVarying(op->min) || readsVarying(op->extent))) varying_.push_back(op->var.get());
+        Stmt s = RangeScopedMutator::visit(op);
+        varying_.resize(saved);
+        return s;
+    }
 
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
         Expr cond = fold(mutate(op->cond));
@@ -149,8 +176,21 @@ class Fold : public RangeScopedMutator {
     }
 
   private:
-    /// What holds here: `first < second`, both in 64 bits (wide).
-    std::vector<std::pair<Expr, Expr>> facts_;
+    /// What holds here: `a < b`, both in 64 bits (wide); `uniform`: it reads no thread-varying variable.
+    struct Fact {
+        Expr a, b;
+        bool uniform;
+    };
+    std::vector<Fact> facts_;
+    const VarNode *tx_;
+    /// The thread index and the loop variables whose bounds read it (the values that differ across a block).
+    std::vector<const VarNode *> varying_;
+
+    bool readsVarying(const Expr &e) const {
+        for (const VarNode *v : varying_)
+            if (uses(e, v)) return true;
+        return false;
+    }
 
     /// Records what `cond` (or its negation) says as facts `a < b`.
     void note(const Expr &cond, bool negated) {
@@ -160,19 +200,20 @@ class Fold : public RangeScopedMutator {
         if (b->op == (negated ? BinaryOp::Or : BinaryOp::And)) return note(b->a, negated), note(b->b, negated);
         if (!isIntCompare(*b) || readsMemory(cond) || callsAnything(cond)) return;
         Expr x = wide(b->a), y = wide(b->b), one = intImm(1, DType::Int64);
+        const bool uniform = !readsVarying(cond);
         BinaryOp op = b->op;
         if (negated) {
             if (op == BinaryOp::EQ) return;
             op = op == BinaryOp::LT ? BinaryOp::GE : op == BinaryOp::LE ? BinaryOp::GT : op == BinaryOp::GT ? BinaryOp::LE : BinaryOp::LT;
         }
         switch (op) {
-        case BinaryOp::LT: facts_.push_back({x, y}); break;
-        case BinaryOp::LE: facts_.push_back({x, binary(BinaryOp::Add, y, one)}); break;
-        case BinaryOp::GT: facts_.push_back({y, x}); break;
-        case BinaryOp::GE: facts_.push_back({y, binary(BinaryOp::Add, x, one)}); break;
+        case BinaryOp::LT: facts_.push_back({x, y, uniform}); break;
+        case BinaryOp::LE: facts_.push_back({x, binary(BinaryOp::Add, y, one), uniform}); break;
+        case BinaryOp::GT: facts_.push_back({y, x, uniform}); break;
+        case BinaryOp::GE: facts_.push_back({y, binary(BinaryOp::Add, x, one), uniform}); break;
         case BinaryOp::EQ:
-            facts_.push_back({x, binary(BinaryOp::Add, y, one)});
-            facts_.push_back({y, binary(BinaryOp::Add, x, one)});
+            facts_.push_back({x, binary(BinaryOp::Add, y, one), uniform});
+            facts_.push_back({y, binary(BinaryOp::Add, x, one), uniform});
             break;
         default: break;
         }
@@ -180,7 +221,6 @@ class Fold : public RangeScopedMutator {
 
     /// `cond` with each comparison conjunct that follows from the facts replaced by true.
     Expr fold(const Expr &cond) {
-        if (facts_.empty()) return cond;
         auto b = as<Binary>(cond);
         if (!b) return cond;
         if (b->op == BinaryOp::And) {
@@ -197,15 +237,17 @@ class Fold : public RangeScopedMutator {
         case BinaryOp::GT: gap = binary(BinaryOp::Sub, binary(BinaryOp::Sub, x, y), one); break;
         default: gap = binary(BinaryOp::Sub, x, y); break;
         }
-        return provedNonNegative(gap, 2) ? boolImm(true, cond->loc) : cond;
+        return provedNonNegative(gap, 2, !readsVarying(cond)) ? boolImm(true, cond->loc) : cond;
     }
 
     /// Whether `gap >= 0` follows from the facts (each variable of a fact substituted at the bound it gives
-    /// where the gap falls as the variable grows; `depth` facts at most) and the ranges.
-    bool provedNonNegative(const Expr &gap, int depth) {
+    /// where the gap falls as the variable grows; `depth` facts at most) and the ranges. `uniform`: from the
+    /// uniform facts only, so that the gap never comes to read the thread index (see the header).
+    bool provedNonNegative(const Expr &gap, int depth, bool uniform) {
         if (lowerBoundNonNegative(gap, 4)) return true;
         if (depth == 0) return false;
-        for (auto &[a, b] : facts_) {
+        for (auto &[a, b, u] : facts_) {
+            if (uniform && !u) continue;
             for (const VarNode *v : varsOf(a)) {
                 auto fa = linearIn(a, v), g = linearIn(gap, v);
                 if (!fa || fa->second <= 0 || !g || g->second >= 0) continue;
@@ -215,7 +257,7 @@ class Fold : public RangeScopedMutator {
                 Expr bound = fa->second == 1 ? top : binary(BinaryOp::FloorDiv, top, intImm(fa->second, DType::Int64));
                 Expr at = binary(BinaryOp::Mul, bound, intImm(g->second, DType::Int64));
                 if (g->first) at = binary(BinaryOp::Add, wide(g->first), at);
-                if (provedNonNegative(simplify(at), depth - 1)) return true;
+                if (provedNonNegative(simplify(at), depth - 1, uniform)) return true;
             }
         }
         return false;

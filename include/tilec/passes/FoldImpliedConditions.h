@@ -23,7 +23,22 @@ namespace tilec::passes {
 /// value in memory may), from the conjuncts of a then-branch's test or the negated disjuncts of an else-branch's.
 /// What follows is proved in exact integer arithmetic (the lowering's premise; widenIndices makes the emitted
 /// arithmetic exact): a variable bounded by a fact substituted at its bound where that lowers the difference,
-/// then floor divisions, minima and maxima bounded by their operands (`d * (x // d) <= x`).
+/// then floor divisions, minima and maxima bounded by their operands (`d * (x // d) <= x`). A test no fact
+/// shares a variable with is folded where the ranges alone decide it, wherever it stands: what other facts are in
+/// scope never decides its fate.
+///
+/// Warp roles (a producer and consumers handing a ring's stages over through mbarriers) must agree on every
+/// test that decides whether a tile or an iteration runs, or the ring hangs. A fold keeps that agreement because
+/// it is sound: a test folded to true is true in every thread that evaluates it, so no thread's decision changes.
+/// Two rules make it hold by construction and keep the roles' code alike:
+/// - Ranges: each role is folded with its own threads' range of the thread index (WarpRoles: consumers
+///   [0, consumerThreads), producers after them), not the kernel's `threads` (the first consumer warp group).
+/// - Uniformity: a test that reads no thread-varying value (the thread index, a loop variable whose bounds read
+///   it) is decided by the facts that read none and the ranges of the other variables. The roles differ only in
+///   the thread index (its range, the elected thread's `if tx == c`, per-lane tests), and specializeWarps gives
+///   both the same walk and guards (TileWalks.cpp), so a guard both roles copy folds in both or in neither.
+///   gemm_tile_walk.tile's `guarded_x`: `if bx < 32` with bx = tile % 32 in tilec's persistent walk (grid
+///   dimension 0 is 32) is always true, and is folded in both roles.
 ir::Program foldImpliedConditions(const ir::Program &p);
 
 } // namespace tilec::passes
