@@ -117,7 +117,8 @@ class Fold : public RangeScopedMutator {
         setRange(tx_, Interval::of(0, op->consumerThreads - 1));
         Stmt consumer = mutate(op->consumer);
         setRange(tx_, Interval::of(op->consumerThreads, op->consumerThreads + op->producerThreads - 1));
-        Stmt producer = op->producer ? mutate(op->producer) : op->producer;
+        // No producer threads (lowerWarpRoles' roles where every warp group computes): nothing runs there.
+        Stmt producer = op->producer && op->producerThreads > 0 ? mutate(op->producer) : op->producer;
         setRange(tx_, outer);
         if (consumer == op->consumer && producer == op->producer) return op;
         return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, producer,
