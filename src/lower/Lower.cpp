@@ -8,6 +8,7 @@
 #include "tilec/passes/BoundGemmRows.h"
 #include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
+#include "tilec/passes/FoldImpliedConditions.h"
 #include "tilec/passes/HoistNestInvariants.h"
 #include "tilec/passes/HonourProgramWaits.h"
 #include "tilec/passes/InferLayouts.h"
@@ -155,6 +156,9 @@ const std::vector<Pass> &table() {
         {"unrollSerialLoops", always, [](const Program &p, PassState &) { return passes::unrollSerialLoops(p); }, false},
         // Tile transfers waited for in place wait where their tiles are first needed (loads between in flight).
         {"sinkTransferWaits", always, [](const Program &p, PassState &) { return passes::sinkTransferWaits(p); }, false},
+        // Tests that the branches around them decide (bounds checks in an author's interior branch), folded. After
+        // every pass that moves a load or a test across a branch: what they moved out keeps its guard.
+        {"foldImpliedConditions", always, [](const Program &p, PassState &) { return passes::foldImpliedConditions(p); }, false},
         // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).

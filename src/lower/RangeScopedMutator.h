@@ -27,6 +27,10 @@ class RangeScopedMutator : public ir::IRMutator {
     /// The ranges in scope at the node being visited.
     const RangeMap &ranges() const { return ranges_; }
 
+    /// `v`'s range in scope from here (a pass that knows more of a part of the kernel than kernelRanges does: a
+    /// warp role's threads); the caller puts back the range it replaced when the part ends.
+    void setRange(const ir::VarNode *v, Interval r) { ranges_[v] = r; }
+
     /// While it lives, `loop`'s variable is in scope (where its bounds are known); the ranges as they were before
     /// it come back when it ends. visit(For) holds one; a pass that must rewrite more of a loop inside its scope
     /// (or partly outside it) holds its own instead of calling it.
