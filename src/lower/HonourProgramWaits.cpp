@@ -146,6 +146,11 @@ struct WaitFacts {
 class Analysis {
   public:
     std::map<const StmtNode *, int64_t> need; ///< a wait (its pending count) to insert before the statement
+    /// Statements of `need` that write a shared operand of a group they retire: their wait goes above the block
+    /// barriers right before them (a wgmma wait retires only the executing warp's part of the product, so the
+    /// barrier that orders the other warps' writes of the operand must follow every warp's wait). Kept over the
+    /// rounds, as `need` is: a later round finds the group already retired by the wait asked for.
+    std::set<const StmtNode *> sharedWrite;
     std::map<const StmtNode *, WaitFacts> waits, inserted; ///< at the program's / tilec's waits, at `need`'s
     std::map<const Call *, Group> groups;
 
@@ -224,10 +229,13 @@ class Analysis {
     State touch(const Stmt &s, State st) {
         Touches t;
         t.visit(s);
-        int64_t n = toRetire(st, [&](const Group &g) {
-            if (t.regs.count(g.acc) || (g.regsA && t.regs.count(g.regsA))) return true;
+        auto writesShared = [&](const Group &g) {
             return std::any_of(g.shared.begin(), g.shared.end(), [&](auto *b) { return t.sharedWrites.count(b) > 0; });
+        };
+        int64_t n = toRetire(st, [&](const Group &g) {
+            return t.regs.count(g.acc) || (g.regsA && t.regs.count(g.regsA)) || writesShared(g);
         });
+        if (toRetire(st, writesShared) >= 0) sharedWrite.insert(s.get());
         if (n >= 0) require(s.get(), n), st = retire(st, n, &inserted[s.get()]);
         return st;
     }
@@ -330,8 +338,12 @@ class Insert : public IRMutator {
         for (size_t at = 0; at < items.size(); ++at) {
             const Stmt &s = items[at];
             if (auto it = a_.need.find(s.get()); it != a_.need.end()) {
+                std::vector<Stmt> barriers;
+                while (a_.sharedWrite.count(s.get()) && !out.empty() && isCall(out.back(), lib::Fn::Sync))
+                    barriers.insert(barriers.begin(), out.back()), out.pop_back();
                 out.push_back(lib::stmt(lib::Fn::WgmmaWait, {i32(it->second)}, s->loc));
                 pinsAfter(a_.inserted.at(s.get()), s->loc, out);
+                out.insert(out.end(), barriers.begin(), barriers.end());
                 changed = true;
             }
             auto wf = a_.waits.find(s.get());
