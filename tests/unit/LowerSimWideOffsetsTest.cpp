@@ -51,6 +51,13 @@ def scalar(a: T.Tensor((n, 4, 32), "float32"), y: T.Tensor((n, 4, 64), "float32"
         T.copy(a[bx, 0, 0], f)
         for i, j in T.Parallel(4, 32):
             y[bx, i, j] = f[i, j] * 2.0
+
+@T.prim_func
+def uniform(a: T.Tensor((n, 8, 64), "float32"), y: T.Tensor((n, 8), "float32")):
+    with T.Kernel(n, 8, threads=32) as (bx, by):
+        s = T.alloc_var("float32")
+        s = a[bx, by, 5]
+        y[bx, by] = s
 )";
 
 /// The most 64-bit conversions in one index of a store to `name` (each widened term has one), or of a load
@@ -85,6 +92,30 @@ int widenings(const ir::Stmt &s, const std::string &name, bool loads = false) {
     c.loads = loads;
     c.visit(s);
     return c.most;
+}
+
+/// The 64-bit conversions of a 32-bit sum in the indices of loads of `name` (a tail summed, then widened once).
+int widenedSums(const ir::Stmt &s, const std::string &name) {
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::string name;
+        bool inside = false;
+        int n = 0;
+        void visit(const ir::Cast &op) override {
+            auto b = ir::as<ir::Binary>(op.value);
+            n += inside && op.dtype == DType::Int64 && b && b->op == ir::BinaryOp::Add;
+            IRVisitor::visit(op);
+        }
+        void visit(const ir::Load &op) override {
+            bool saved = inside;
+            inside = op.buffer->name == name;
+            IRVisitor::visit(op);
+            inside = saved;
+        }
+    } c;
+    c.name = name;
+    c.visit(s);
+    return c.n;
 }
 
 } // namespace
@@ -161,6 +192,26 @@ TEST(LowerSimWideOffsets, ScalarStoreWidenedTermByTerm) {
         Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
         ASSERT_EQ(o.error, "") << n;
         EXPECT_TRUE(o.races.empty());
+        expectNear(y, want, 1e-6, "y");
+    }
+}
+
+// uniform: a load at bx * 512 + by * 64 + 5, whose summed terms depend on no thread: by * 64 + 5 summed in 32
+// bits and widened once (no sum widened where each term has its own widening). Every block reads its element, for 1 and 3 rows.
+TEST(LowerSimWideOffsets, ThreadFreeTermsWidenedOnce) {
+    LowerRun r;
+    lowerFor(r, wideOffsets, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *k = r.kernel("uniform");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenedSums(k->body, "a"), 1) << ir::print(k->body);
+    for (int n : {1, 3}) {
+        auto a = randomData((size_t)n * 512, 64);
+        std::vector<double> y((size_t)n * 8, 7.0), want(y.size());
+        for (int b = 0; b < n; ++b)
+            for (int h = 0; h < 8; ++h) want[(size_t)(b * 8 + h)] = a[(size_t)(b * 512 + h * 64 + 5)];
+        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
+        ASSERT_EQ(o.error, "") << n;
         expectNear(y, want, 1e-6, "y");
     }
 }
