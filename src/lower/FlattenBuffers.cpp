@@ -2,8 +2,10 @@
 /// Row-major flattening of buffer indices (include/tilec/passes/FlattenBuffers.h).
 #include "tilec/passes/FlattenBuffers.h"
 
+#include "ProgramVectorized.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/passes/Arith.h"
 
 #include <algorithm>
@@ -26,7 +28,11 @@ namespace {
 /// `(int64_t)(r * 2 + tx / 64) * 2048LL + (int64_t)(tx * 8 % 512)`). Where a term that fits stays outside
 /// (behind a loaded row offset, fusedmoe's `m_start[0] * 7168`), the thread's terms would end up on both sides
 /// of the widening, which cost instructions (fusedmoe 2972 -> 3147 SASS): such offsets stay as they were.
-std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const RangeMap &ranges) {
+/// Vector writes take it (`wanted`: Flatten::vectorWrite_); other accesses only where no term summed depends on
+/// `thread` (block indices, loop counters: one 32-bit sum per block or iteration where each widened term cost a
+/// 64-bit product; block_causal_attention_varlen_fwd 130 -> 123 registers, grouped_gemm_bwd 72 -> 64).
+std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const RangeMap &ranges,
+                                   bool wanted, const VarNode *thread) {
     constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
     auto scaled = [&](size_t j) -> Expr {
         auto &[e, k] = terms[j];
@@ -47,6 +53,8 @@ std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &
         tail = sum;
     }
     if (n < 2) return {nullptr, 0};
+    for (size_t j = 0; j < n && !wanted; ++j)
+        if (!thread || uses(terms[j].first, thread)) return {nullptr, 0};
     for (size_t j = n; j < terms.size(); ++j)
         if (Expr term = scaled(j); term && fits(term)) return {nullptr, 0};
     return {simplify(tail), n};
@@ -117,15 +125,15 @@ struct Terms {
 
     /// The sum in type t, each term converted to t before it is scaled; in 64 bits the innermost terms whose
     /// sum provably fits 32 bits are summed first and widened once (narrowTail).
-    Expr build(DType t, const RangeMap &ranges) const {
+    Expr build(DType t, const RangeMap &ranges, bool tail, const VarNode *thread) const {
         std::vector<std::pair<Expr, int64_t>> live;
         for (auto &term : terms)
             if (term.second != 0) live.push_back(term);
         size_t first = 0;
         Expr sum = intImm(c, t);
         if (t == DType::Int64) {
-            auto [tail, n] = narrowTail(live, ranges);
-            if (tail) sum = binary(BinaryOp::Add, sum, cast(t, tail)), first = n;
+            auto [inner, n] = narrowTail(live, ranges, tail, thread);
+            if (inner) sum = binary(BinaryOp::Add, sum, cast(t, inner)), first = n;
         }
         for (size_t i = first; i < live.size(); ++i)
             sum = binary(BinaryOp::Add, sum, binary(BinaryOp::Mul, cast(t, live[i].first), intImm(live[i].second, t)));
@@ -133,11 +141,21 @@ struct Terms {
     }
 };
 
-
 class Flatten : public RangeScopedMutator {
   public:
     using RangeScopedMutator::visit;
     explicit Flatten(const Kernel &k) : RangeScopedMutator(k), kernel_(k) {}
+
+    /// A vectorized loop's lane in scope (vectorLanes).
+    Stmt visit(const std::shared_ptr<const For> &op) override {
+        bool program = op->forKind == ForKind::Unrolled && op->numStages == kProgramVectorized;
+        if (op->forKind != ForKind::Vectorized && !program) return RangeScopedMutator::visit(op);
+        auto ext = constInt(op->extent);
+        lanes_.push_back({op->var, ext ? *ext : 0});
+        Stmt s = RangeScopedMutator::visit(op);
+        lanes_.pop_back();
+        return s;
+    }
 
     Expr visit(const std::shared_ptr<const Load> &op) override {
         std::vector<Expr> idx;
@@ -148,19 +166,51 @@ class Flatten : public RangeScopedMutator {
     Stmt visit(const std::shared_ptr<const Store> &op) override {
         std::vector<Expr> idx;
         for (auto &i : op->indices) idx.push_back(mutate(i));
-        return Store::make(op->buffer, {offset(op->buffer, idx)}, mutate(op->value), op->loc);
+        vectorWrite_ = vectorLanes(op->buffer, idx);
+        Expr off = offset(op->buffer, idx);
+        vectorWrite_ = false;
+        return Store::make(op->buffer, {off}, mutate(op->value), op->loc);
     }
 
     Stmt visit(const std::shared_ptr<const AtomicAdd> &op) override {
         std::vector<Expr> idx;
         for (auto &r : op->dst.ranges) idx.push_back(mutate(r.min));
+        vectorWrite_ = vectorLanes(op->dst.buffer, idx);
         Region dst{op->dst.buffer, {{offset(op->dst.buffer, idx), intImm(1)}}, op->dst.loc};
+        vectorWrite_ = false;
         Expr value = mutate(op->value);
         return AtomicAdd::make(dst, std::nullopt, value, op->loc);
     }
 
   private:
     const Kernel &kernel_;
+    std::vector<std::pair<Var, int64_t>> lanes_; ///< enclosing vectorized loops: variable, lanes
+    /// The access being flattened is a vector write: its 64-bit offset takes narrowTail whatever the terms
+    /// (other accesses only where no summed term depends on the thread). Measured over the 53 TileLang and
+    /// TileKernels libraries whose code the tail changed (session 33, docs/PERFORMANCE.md): NVVM split 16- and
+    /// 8-byte stores whose terms were widened apart, never a load (the same LDG.E.128 count in all 53); for
+    /// loads and scalar accesses a sum of thread terms only moved registers (mhc_pre_big_fuse 0 -> 12 bytes of
+    /// spill, sparse_mla_bwd_preprocess 32 -> 35 registers, engram_gate_bwd 24 -> 84 bytes of spill).
+    bool vectorWrite_ = false;
+
+    /// The kernel's thread index, which narrowTail keeps other accesses' sums free of.
+    const VarNode *thread() const { return kernel_.threadIdx.get(); }
+
+    /// Whether an access of `b` at `idx` moves 8 bytes or more at once: its innermost index steps by one with
+    /// the lane of an enclosing vectorized loop (a T.Parallel round's lanes, or the program's T.vectorized
+    /// loop) and no other index uses it, the `base + v` that vectorizeAccesses turns into one vector access.
+    bool vectorLanes(const Buffer &b, const std::vector<Expr> &idx) const {
+        for (auto &[v, n] : lanes_) {
+            if (idx.empty() || b->dtype.bytes() * n < 8) continue;
+            for (size_t d = 0; d + 1 < idx.size(); ++d)
+                if (uses(idx[d], v.get())) return false;
+            VarMap next;
+            next[v.get()] = binary(BinaryOp::Add, v, intImm(1, v->dtype));
+            Expr step = binary(BinaryOp::Add, idx.back(), intImm(1, idx.back()->dtype));
+            if (uses(idx.back(), v.get()) && provablyEqual(substitute(idx.back(), next), step)) return true;
+        }
+        return false;
+    }
 
     /// The row-major offset of element `idx` of `b`; for a global tensor with a T.Layout, of the layout's
     /// output indices in its output shape.
@@ -196,9 +246,9 @@ class Flatten : public RangeScopedMutator {
     Expr rowMajor(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
         if (idx.empty()) return intImm(0);
         const std::optional<Terms> fold = folded(shape, idx);
-        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype, ranges()) : idx[0];
+        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype, ranges(), vectorWrite_, thread()) : idx[0];
         auto build = [&](DType t) {
-            if (fold) return fold->build(t, ranges());
+            if (fold) return fold->build(t, ranges(), vectorWrite_, thread());
             Expr flat, stride;
             size_t d = idx.size();
             if (t == DType::Int64) {
@@ -210,7 +260,7 @@ class Flatten : public RangeScopedMutator {
                     auto ext = j ? constInt(shape[j]) : std::nullopt;
                     if (!ext || __builtin_mul_overflow(s, *ext, &s)) break;
                 }
-                if (auto [tail, n] = narrowTail(inner, ranges()); tail) {
+                if (auto [tail, n] = narrowTail(inner, ranges(), vectorWrite_, thread()); tail) {
                     flat = cast(t, tail);
                     d = idx.size() - n;
                     stride = intImm(inner[n - 1].second, t);

@@ -43,31 +43,79 @@ def rows(a: T.Tensor((n, 4, 1024), "bfloat16"), y: T.Tensor((n, 4, 1024), "bfloa
             for j in T.Parallel(1024):
                 f[j] = f[j] * 2.0
             T.copy(f, y[bx * per + i, by, 0])
+
+@T.prim_func
+def scalar(a: T.Tensor((n, 4, 32), "float32"), y: T.Tensor((n, 4, 64), "float32")):
+    with T.Kernel(n, threads=128) as bx:
+        f = T.alloc_fragment((4, 32), "float32")
+        T.copy(a[bx, 0, 0], f)
+        for i, j in T.Parallel(4, 32):
+            y[bx, i, j] = f[i, j] * 2.0
+
+@T.prim_func
+def uniform(a: T.Tensor((n, 8, 64), "float32"), y: T.Tensor((n, 8), "float32")):
+    with T.Kernel(n, 8, threads=32) as (bx, by):
+        s = T.alloc_var("float32")
+        s = a[bx, by, 5]
+        y[bx, by] = s
 )";
 
-/// The most 64-bit conversions in one index of a store to `name` (each widened term has one).
-int widenings(const ir::Stmt &s, const std::string &name) {
+/// The most 64-bit conversions in one index of a store to `name` (each widened term has one), or of a load
+/// of `name` with `loads`.
+int widenings(const ir::Stmt &s, const std::string &name, bool loads = false) {
     struct Count : ir::IRVisitor {
         using IRVisitor::visit;
         std::string name;
+        bool loads = false;
         int n = 0, most = 0;
+        void index(const std::vector<ir::Expr> &indices) {
+            for (auto &i : indices) {
+                n = 0;
+                IRVisitor::visit(i);
+                most = std::max(most, n);
+            }
+        }
         void visit(const ir::Cast &op) override {
             n += op.dtype == DType::Int64;
             IRVisitor::visit(op);
         }
         void visit(const ir::Store &op) override {
-            if (op.buffer->name == name)
-                for (auto &i : op.indices) {
-                    n = 0;
-                    IRVisitor::visit(i);
-                    most = std::max(most, n);
-                }
+            if (!loads && op.buffer->name == name) index(op.indices);
+            IRVisitor::visit(op);
+        }
+        void visit(const ir::Load &op) override {
+            if (loads && op.buffer->name == name) index(op.indices);
             IRVisitor::visit(op);
         }
     } c;
     c.name = name;
+    c.loads = loads;
     c.visit(s);
     return c.most;
+}
+
+/// The 64-bit conversions of a 32-bit sum in the indices of loads of `name` (a tail summed, then widened once).
+int widenedSums(const ir::Stmt &s, const std::string &name) {
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::string name;
+        bool inside = false;
+        int n = 0;
+        void visit(const ir::Cast &op) override {
+            auto b = ir::as<ir::Binary>(op.value);
+            n += inside && op.dtype == DType::Int64 && b && b->op == ir::BinaryOp::Add;
+            IRVisitor::visit(op);
+        }
+        void visit(const ir::Load &op) override {
+            bool saved = inside;
+            inside = op.buffer->name == name;
+            IRVisitor::visit(op);
+            inside = saved;
+        }
+    } c;
+    c.name = name;
+    c.visit(s);
+    return c.n;
 }
 
 } // namespace
@@ -80,6 +128,8 @@ TEST(LowerSimWideOffsets, StagedTileRowAndColumnWidenedOnce) {
     const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "stage");
     ASSERT_TRUE(k);
     EXPECT_EQ(widenings(k->body, "x"), 2) << ir::print(k->body);
+    // a load is never split by widening: its terms bx * 2048, r * 512 and tx * 4 stay widened one by one
+    EXPECT_EQ(widenings(k->body, "a", true), 3) << ir::print(k->body);
     for (int n : {1, 3}) {
         auto a = randomData((size_t)n * 2048, 61);
         std::vector<double> x((size_t)n * 8192, std::nan("")), want(x.size());
@@ -115,5 +165,49 @@ TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
         ASSERT_EQ(o.error, "") << n;
         EXPECT_TRUE(o.races.empty());
         expectNear(y, want, 2e-2, "y");
+    }
+}
+
+// scalar: one float32 per thread, stored at bx * 256 + tx / 32 * 64 + tx % 32: no vector access to keep whole,
+// so each term keeps its own widening (a 32-bit sum of the two thread terms only moved registers). Every element
+// right, for 1 and 3 rows of n, and the columns past 32 untouched.
+TEST(LowerSimWideOffsets, ScalarStoreWidenedTermByTerm) {
+    LowerRun r;
+    lowerFor(r, wideOffsets, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *k = r.kernel("scalar");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenings(k->body, "y"), 3) << ir::print(k->body);
+    for (int n : {1, 3}) {
+        auto a = randomData((size_t)n * 128, 63);
+        std::vector<double> y((size_t)n * 256, 7.0), want(y.size(), 7.0);
+        for (int b = 0; b < n; ++b)
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 32; ++j)
+                    want[(size_t)(b * 256 + i * 64 + j)] = a[(size_t)(b * 128 + i * 32 + j)] * 2.0;
+        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
+        ASSERT_EQ(o.error, "") << n;
+        EXPECT_TRUE(o.races.empty());
+        expectNear(y, want, 1e-6, "y");
+    }
+}
+
+// uniform: a load at bx * 512 + by * 64 + 5, whose summed terms depend on no thread: by * 64 + 5 summed in 32
+// bits and widened once (no sum widened where each term has its own widening). Every block reads its element, for 1 and 3 rows.
+TEST(LowerSimWideOffsets, ThreadFreeTermsWidenedOnce) {
+    LowerRun r;
+    lowerFor(r, wideOffsets, "sm_90a");
+    ASSERT_TRUE(r.lowered) << r.diags();
+    const ir::Kernel *k = r.kernel("uniform");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenedSums(k->body, "a"), 1) << ir::print(k->body);
+    for (int n : {1, 3}) {
+        auto a = randomData((size_t)n * 512, 64);
+        std::vector<double> y((size_t)n * 8, 7.0), want(y.size());
+        for (int b = 0; b < n; ++b)
+            for (int h = 0; h < 8; ++h) want[(size_t)(b * 8 + h)] = a[(size_t)(b * 512 + h * 64 + 5)];
+        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
+        ASSERT_EQ(o.error, "") << n;
+        expectNear(y, want, 1e-6, "y");
     }
 }
