@@ -144,7 +144,7 @@ struct GOp {
     /// and the program waits with `T.wait_wgmma`: 1 `(0)` right after it; 2 only after the loop; 3 `(1)` after it
     /// (the previous iteration's product retired) and `(0)` after the loop. 2 and 3 only in serial loops of one
     /// warpgroup, where every thread that writes the operands issues the product (tilec orders its own statements
-    /// after it; another warpgroup's writes would be the program's race), and only with setLateWgmmaWaits.
+    /// after it; another warpgroup's writes would be the program's race), unless setLateWgmmaWaits(false).
     int wgmma = 0;
     std::vector<GOp> kids, elseKids;
 };

@@ -68,7 +68,7 @@ void decorateList(std::vector<GOp> &ops, Rng &r, bool loopBody) {
     for (auto &[pos, w] : at) ops.insert(ops.begin() + (long)pos, w);
 }
 
-bool lateWgmmaWaits = false;
+bool lateWgmmaWaits = true;
 
 void wgmmaIn(std::vector<GOp> &ops, Rng &r, int threads) {
     for (auto &o : ops) {

@@ -11,8 +11,8 @@
 ///                          CUDA that differ are a failure ("nondeterministic"; default 8, 0: never)
 ///       [--summary FILE]   the closing line (counts and rate) also written to FILE
 ///       [--crash-seed S]   dies of SIGFPE at seed S (tests tools/fuzz/diff-campaign.sh's crash handling)
-///       [--wgmma-late-waits]  T.wgmma_gemm programs also wait only after the loop, or with T.wait_wgmma(1) in it
-///                          (GenAsync.cpp; off by default while tilec's ordering of them is open)
+///       [--no-wgmma-late-waits]  T.wgmma_gemm programs wait right after the product only, never only after the
+///                          loop or with T.wait_wgmma(1) in it (GenAsync.cpp; the late forms are on by default)
 ///       [--no-thread-shared]  no program gets threads exchanging data through shared tiles in the branches of
 ///                          a thread-dependent if/else (GenRandom.cpp: decorateThreadShared; on by default since
 ///                          tilec refuses those races, src/lower/ThreadRaces.cpp; --thread-shared is accepted)
@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
         else if (a == "--crash-seed") crashAt = std::stoull(next());
         else if (a == "--thread-shared") threadShared = true;
         else if (a == "--no-thread-shared") threadShared = false;
-        else if (a == "--wgmma-late-waits") setLateWgmmaWaits(true);
+        else if (a == "--no-wgmma-late-waits") setLateWgmmaWaits(false);
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
