@@ -258,10 +258,33 @@ def _load_into(ns, tree, path, torch_module):
         except Exception as e:  # noqa: BLE001 - whatever an import raises, the stand-in records it
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 why = "import failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                sibling = _sibling_namespace(node, path, torch_module)
                 for a in node.names:
                     bound = a.asname or a.name.split(".")[0]
-                    ns[bound] = Missing(a.name if isinstance(node, ast.Import) else a.name, why)
+                    if sibling is not None and a.name in sibling and not isinstance(sibling[a.name], Missing):
+                        ns[bound] = sibling[a.name]
+                    else:
+                        ns[bound] = Missing(a.name if isinstance(node, ast.Import) else a.name, why)
             # a definition whose decorator needs TileLang (@tilelang.jit) is a kernel factory: not needed
+
+
+_LOADING = set()
+
+
+def _sibling_namespace(node, path, torch_module):
+    """For `from MOD import names` that failed where MOD.py lies in the example's own folder (block_causal_attention_varlen.py
+    imports block_causal_attention_ref from block_causal_attention.py, which imports tilelang): MOD's namespace as
+    load_example makes it, so that its torch references load although its own TileLang import fails; else None."""
+    if not isinstance(node, ast.ImportFrom) or node.level or not node.module or "." in node.module:
+        return None
+    mod = os.path.join(os.path.dirname(os.path.abspath(path)), node.module + ".py")
+    if not os.path.isfile(mod) or mod in _LOADING:
+        return None
+    _LOADING.add(mod)
+    try:
+        return load_example(mod, torch_module)
+    finally:
+        _LOADING.discard(mod)
 
 
 def _tilec_refs_used(text):
@@ -330,6 +353,18 @@ def check_plans(gpu_build, refs=None, torch_module=None):
     return out
 
 
+# a module of the example's own folder that imports what is missing (as block_causal_attention.py imports tilelang)
+_SELF_SIBLING = """import nosuchpackage_tilec_selfcheck
+import tilelang
+
+@tilelang.jit
+def sibling_kernel(M):
+    pass
+
+def sibling_ref(A):
+    return A
+"""
+
 _SELF_HEADER = """/* k: kernel 'k' of ex.py
  *   A: float16[m, 64], read, 16-byte aligned
  *   mask: bool[4], read
@@ -386,6 +421,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.utils import helper
 import nosuchpackage_tilec_selfcheck as np_
+from tilec_selfcheck_sibling import sibling_ref, sibling_kernel
 
 SCALE = 2 ** -3
 EAGER = torch.randn(4)
@@ -417,6 +453,8 @@ def self_check(tmp):
     os.makedirs(os.path.join(tmp, "compat", "t1", "sub"), exist_ok=True)
     with open(os.path.join(tmp, "compat", "t1", "sub", "ex.py"), "w") as f:
         f.write(_SELF_EXAMPLE)
+    with open(os.path.join(tmp, "compat", "t1", "sub", "tilec_selfcheck_sibling.py"), "w") as f:
+        f.write(_SELF_SIBLING)
     with open(os.path.join(tmp, "lib_k.h"), "w") as f:
         f.write(_SELF_HEADER)
     with open(os.path.join(tmp, KERNELS_TSV), "w") as f:
@@ -437,6 +475,10 @@ def self_check(tmp):
         except Unavailable as e:
             if "tilelang.utils" not in str(e) and "helper" not in str(e):
                 problems.append("Unavailable does not name what is missing: %s" % e)
+        if not callable(ns.get("sibling_ref")) or isinstance(ns.get("sibling_ref"), Missing) or \
+                not isinstance(ns.get("sibling_kernel"), Missing):
+            problems.append("a function of the example's own folder whose module imports a missing package is not "
+                            "loaded as the example itself is: %r" % ns.get("sibling_ref"))
         if not isinstance(ns.get("np_"), Missing):
             problems.append("a failing import of a missing package does not bind a stand-in")
     except Exception as e:  # noqa: BLE001
