@@ -377,6 +377,30 @@ def check_tlcompat():
         except core.Fail:
             pass
         check_packed_judge(torch, mod, core)
+        check_chunked_judge(torch, mod, core)
+
+
+def check_chunked_judge(torch, mod, core):
+    """close() judges in float64 slices of CHUNK elements (a whole-tensor float64 copy of conv_analyze's output is
+    69 GiB): the same count and first position as one slice would give, across slice boundaries."""
+    out = torch.arange(60, dtype=torch.float16).reshape(3, 4, 5)
+    ref = out.clone()
+    ref[1, 2, 3] += 1
+    ref[2, 3, 4] += 1
+    saved = mod.CHUNK
+    try:
+        for chunk in (7, 60, 1 << 27):
+            mod.CHUNK = chunk
+            try:
+                mod.close(1e-3, 1e-3)("out", out, ref)
+                check(False, "close (slices of %d): a wrong output passed" % chunk)
+            except core.Fail as e:
+                check("2 of 60" in str(e) and "(1, 2, 3)" in str(e), "close (slices of %d): %s" % (chunk, e))
+            check("0/60" in mod.close(1e-3, 1e-3)("out", out, out.clone()), "close (slices of %d): equal" % chunk)
+            check("2/60" in mod.close(1e-3, 1e-3, max_mismatched_ratio=0.05)("out", out, ref),
+                  "close (slices of %d): two allowed" % chunk)
+    finally:
+        mod.CHUNK = saved
 
 
 def check_packed_judge(torch, mod, core):
