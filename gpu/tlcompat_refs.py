@@ -44,6 +44,9 @@ from tlcompat_refs_bwd import (gdn_chunk_delta_bwd_dhu, gdn_chunk_o, gdn_chunk_o
                                sparse_mla_bwd, sparse_mla_lse, sparse_mla_topk, fp4_block_quant,
                                ladder_int4_b)
 import tlcompat_refs_bwd
+# dsa_sparse_finetune's indexer top-k (issue 24) and its judge, in their own file
+from tlcompat_refs_topk import indexer_topk_logits, indexer_topk_reducesum, topk_mismatch  # noqa: F401
+import tlcompat_refs_topk
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -429,6 +432,7 @@ def self_check():
     problems += _dllm_self_check(torch)
     problems += tlcompat_refs_chunk.self_check(torch)
     problems += tlcompat_refs_wy.self_check(torch)
+    problems += tlcompat_refs_topk.self_check(torch)
     problems += tlcompat_refs_bwd.self_check(torch)
     return problems
 
