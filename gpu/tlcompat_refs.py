@@ -47,6 +47,8 @@ import tlcompat_refs_bwd
 # dsa_sparse_finetune's indexer top-k (issue 24) and its judge, in their own file
 from tlcompat_refs_topk import indexer_topk_logits, indexer_topk_reducesum, topk_mismatch  # noqa: F401
 import tlcompat_refs_topk
+from tlcompat_refs_vs import vs_sparse_attention, vs_sparse_indices  # noqa: F401
+import tlcompat_refs_vs
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -433,6 +435,7 @@ def self_check():
     problems += tlcompat_refs_chunk.self_check(torch)
     problems += tlcompat_refs_wy.self_check(torch)
     problems += tlcompat_refs_topk.self_check(torch)
+    problems += tlcompat_refs_vs.self_check(torch)
     problems += tlcompat_refs_bwd.self_check(torch)
     return problems
 
