@@ -272,9 +272,10 @@ _LOADING = set()
 
 
 def _sibling_namespace(node, path, torch_module):
-    """For `from MOD import names` that failed where MOD.py lies in the example's own folder (block_causal_attention_varlen.py
-    imports block_causal_attention_ref from block_causal_attention.py, which imports tilelang): MOD's namespace as
-    load_example makes it, so that its torch references load although its own TileLang import fails; else None."""
+    """For `from MOD import names` that failed where MOD.py lies in the example's own folder
+    (block_causal_attention_varlen.py imports block_causal_attention_ref from block_causal_attention.py, which imports
+    tilelang): MOD's namespace as load_example makes it, so that its torch references load although its own TileLang
+    import fails; else None."""
     if not isinstance(node, ast.ImportFrom) or node.level or not node.module or "." in node.module:
         return None
     mod = os.path.join(os.path.dirname(os.path.abspath(path)), node.module + ".py")
