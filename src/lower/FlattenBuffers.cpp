@@ -2,6 +2,7 @@
 /// Row-major flattening of buffer indices (include/tilec/passes/FlattenBuffers.h).
 #include "tilec/passes/FlattenBuffers.h"
 
+#include "EachKernel.h"
 #include "ProgramVectorized.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
@@ -295,12 +296,7 @@ class Flatten : public RangeScopedMutator {
 } // namespace
 
 Program flattenBuffers(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Flatten m(*k);
-        out.kernels.push_back(m.mutate(k));
-    }
-    return out;
+    return eachKernel(p, [](const KernelP &k) { return Flatten(*k).mutate(k); });
 }
 
 } // namespace tilec::passes

@@ -2,6 +2,7 @@
 /// Tests decided by the branches around them, folded (include/tilec/passes/FoldImpliedConditions.h).
 #include "tilec/passes/FoldImpliedConditions.h"
 
+#include "EachKernel.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
@@ -302,12 +303,7 @@ class Fold : public RangeScopedMutator {
 } // namespace
 
 Program foldImpliedConditions(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Fold f(*k);
-        out.kernels.push_back(f.mutate(k));
-    }
-    return out;
+    return eachKernel(p, [](const KernelP &k) { return Fold(*k).mutate(k); });
 }
 
 } // namespace tilec::passes

@@ -2,6 +2,7 @@
 /// Bounds checks for global tensor accesses (include/tilec/passes/PredicateBounds.h).
 #include "tilec/passes/PredicateBounds.h"
 
+#include "EachKernel.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
@@ -174,12 +175,7 @@ class Predicate : public RangeScopedMutator {
 } // namespace
 
 Program predicateBounds(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Predicate m(*k);
-        out.kernels.push_back(m.mutate(k));
-    }
-    return out;
+    return eachKernel(p, [](const KernelP &k) { return Predicate(*k).mutate(k); });
 }
 
 } // namespace tilec::passes

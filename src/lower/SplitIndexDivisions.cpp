@@ -3,6 +3,7 @@
 /// (include/tilec/passes/SplitIndexDivisions.h).
 #include "tilec/passes/SplitIndexDivisions.h"
 
+#include "EachKernel.h"
 #include "OffsetTerms.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
@@ -196,12 +197,7 @@ class Split : public RangeScopedMutator {
 } // namespace
 
 Program splitIndexDivisions(const Program &p) {
-    Program out;
-    for (auto &k : p.kernels) {
-        Split s(*k);
-        out.kernels.push_back(s.mutate(k));
-    }
-    return out;
+    return eachKernel(p, [](const KernelP &k) { return Split(*k).mutate(k); });
 }
 
 } // namespace tilec::passes

@@ -48,17 +48,6 @@ def k(A: T.Tensor((n, 128), "float32"), S: T.Tensor((n,), "float32"), B: T.Tenso
                 B[bx * 4 + i, j] = A[bx * 4 + i, j] * S[bx * 4 + i]
 )";
 
-/// Tests (if conditions and selects) in `s`.
-int conditions(const ir::Stmt &s) {
-    struct Count : ir::IRVisitor {
-        using IRVisitor::visit;
-        int n = 0;
-        void visit(const ir::IfThenElse &op) override { ++n, IRVisitor::visit(op); }
-        void visit(const ir::Select &op) override { ++n, IRVisitor::visit(op); }
-    } c;
-    c.visit(s);
-    return c.n;
-}
 
 /// The kernel's outermost if (the author's branch).
 const ir::IfThenElse *outerIf(const ir::Stmt &s) {
@@ -76,8 +65,8 @@ TEST(LowerSimImpliedConditions, InteriorBranchLosesItsRowTests) {
     const ir::Kernel &k = *r.lowered->kernels[0];
     const ir::IfThenElse *branch = outerIf(k.body);
     ASSERT_TRUE(branch && branch->otherwise);
-    EXPECT_EQ(conditions(branch->then), 0) << "rows of an interior tile need no test";
-    EXPECT_GT(conditions(branch->otherwise), 0) << "the last tile keeps its row tests";
+    EXPECT_EQ(simtest::countConditions(branch->then), 0) << "rows of an interior tile need no test";
+    EXPECT_GT(simtest::countConditions(branch->otherwise), 0) << "the last tile keeps its row tests";
     for (int n : {1, 7, 8, 9, 23, 24}) {
         SCOPED_TRACE("n = " + std::to_string(n));
         auto x = simtest::randomData((size_t)n * 256, 61 + n);

@@ -44,17 +44,6 @@ def k(X: T.Tensor((num_tokens, 256), "float32"), Y: T.Tensor((num_tokens, 256), 
                 Z[i_s, tx * 4 + i_k] = x_local[i_k] - 1.0
 )";
 
-/// Tests of the kernel's code (if conditions and selects): none is left to guard the rows.
-int conditions(const ir::Kernel &k) {
-    struct Count : ir::IRVisitor {
-        using IRVisitor::visit;
-        int n = 0;
-        void visit(const ir::IfThenElse &op) override { ++n, IRVisitor::visit(op); }
-        void visit(const ir::Select &op) override { ++n, IRVisitor::visit(op); }
-    } c;
-    c.visit(k.body);
-    return c.n;
-}
 
 void expectPersistentRows(int n) {
     LowerRun r;
@@ -64,7 +53,7 @@ void expectPersistentRows(int n) {
     // The rows of the loop's own tokens need no test (i_s < t_end <= num_tokens); the next token's row, read under
     // the program's `if i_s + 1 < t_end`, needs none either (i_s + 1 < t_end <= num_tokens), folded after the passes
     // that could move its load out of the branch (foldImpliedConditions).
-    EXPECT_EQ(conditions(k), 1) << "the program's own `if i_s + 1 < t_end` only";
+    EXPECT_EQ(simtest::countConditions(k.body), 1) << "the program's own `if i_s + 1 < t_end` only";
     std::map<std::string, std::vector<double>> io;
     io["X"] = simtest::randomData((size_t)n * 256, 51, -1, 1);
     for (auto &e : io["X"]) e = std::round(e * 16) / 16;

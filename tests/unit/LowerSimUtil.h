@@ -204,6 +204,18 @@ inline int countSyncs(const ir::Stmt &s) {
     return c.n;
 }
 
+/// The tests (if conditions and selects) in a statement.
+inline int countConditions(const ir::Stmt &s) {
+    struct Count : ir::IRVisitor {
+        using IRVisitor::visit;
+        int n = 0;
+        void visit(const ir::IfThenElse &op) override { ++n, IRVisitor::visit(op); }
+        void visit(const ir::Select &op) override { ++n, IRVisitor::visit(op); }
+    } c;
+    c.visit(s);
+    return c.n;
+}
+
 /// The widest vectorized loop (its lane count) that loads or stores buffer `name`; 0 when none does.
 inline int64_t vectorLanes(const ir::Stmt &s, const std::string &name) {
     struct Find : ir::IRVisitor {

@@ -173,9 +173,7 @@ TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
 // right, for 1 and 3 rows of n, and the columns past 32 untouched.
 TEST(LowerSimWideOffsets, ScalarStoreWidenedTermByTerm) {
     LowerRun r;
-    lowerFor(r, wideOffsets, "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const ir::Kernel *k = r.kernel("scalar");
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "scalar");
     ASSERT_TRUE(k);
     EXPECT_EQ(widenings(k->body, "y"), 3) << ir::print(k->body);
     for (int n : {1, 3}) {
@@ -196,9 +194,7 @@ TEST(LowerSimWideOffsets, ScalarStoreWidenedTermByTerm) {
 // bits and widened once (no sum widened where each term has its own widening). Every block reads its element, for 1 and 3 rows.
 TEST(LowerSimWideOffsets, ThreadFreeTermsWidenedOnce) {
     LowerRun r;
-    lowerFor(r, wideOffsets, "sm_90a");
-    ASSERT_TRUE(r.lowered) << r.diags();
-    const ir::Kernel *k = r.kernel("uniform");
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "uniform");
     ASSERT_TRUE(k);
     EXPECT_EQ(widenedSums(k->body, "a"), 1) << ir::print(k->body);
     for (int n : {1, 3}) {
