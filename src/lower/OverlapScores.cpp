@@ -182,6 +182,7 @@ class Overlap : public ConsumerRewriter {
 
     Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {
         twoGroups_ = tx_ && op->consumerThreads == kPingPongThreads;
+        consumerRegs_ = op->consumerRegs > 0 ? op->consumerRegs : 255;
         return ConsumerRewriter::visit(op);
     }
 
@@ -209,6 +210,16 @@ class Overlap : public ConsumerRewriter {
                                          " on (--intra-overlap asks for the overlap)");
             return std::nullopt;
         }
+        // Rotated, the loop keeps P.V's accumulator, the next block's scores and P (P.V's A) live at once: where
+        // they leave less than the room every consumer needs beside its fragments (WarpRolePlan's 64 registers),
+        // ptxas spills in the loop (mha_inference: 224 of 240, 128 bytes), which costs more than the overlap gains.
+        if (const int64_t live = rotatedRegisters(*f); options_.intraOverlap == Choice::Auto && live + kRoom > consumerRegs_) {
+            remark(sources_, f->loc, what + "kept in order: rotated, it would keep " + std::to_string(live) +
+                                         " registers a consumer thread live in P.V's accumulator, the scores and P, "
+                                         "more than its " + std::to_string(consumerRegs_) + " leave beside " +
+                                         std::to_string(kRoom) + " for the rest (--intra-overlap asks for the overlap)");
+            return std::nullopt;
+        }
         turns_ = twoGroups_ && schedule.turns;
         if (!p) {
             remark(sources_, f->loc, what + "kept in order (intra-warpgroup overlap): " + why);
@@ -229,6 +240,9 @@ class Overlap : public ConsumerRewriter {
     const SourceManager *sources_;
     std::string kernel_;
     bool twoGroups_ = false; ///< this warp-role kernel has the two consumer warpgroups that turns need
+    int consumerRegs_ = 255; ///< the registers a consumer thread of this warp-role kernel has (setmaxnreg)
+    /// Registers a consumer needs beside its fragments: addresses, descriptors, the softmax's row state.
+    static constexpr int64_t kRoom = 64;
     bool turns_ = false;     ///< ... and the loop being rotated takes them
 
     /// The reduction of the loop's QK^T (its first wgmma SS), the head dimension, and the bits of its
@@ -241,6 +255,23 @@ class Overlap : public ConsumerRewriter {
                         a ? a->buffer->dtype.bits() : 0};
             }
         return {0, 0};
+    }
+
+    /// The 32-bit registers per consumer thread that the rotated loop keeps live together: the accumulators of
+    /// QK^T (the scores) and P.V (the output), and P.V's A from registers (P), until P.V retires.
+    static int64_t rotatedRegisters(const For &f) {
+        int64_t words = 0;
+        for (auto &s : as<Seq>(f.body)->stmts) {
+            const bool ss = isCall(s, lib::Fn::WgmmaSS), rs = isCall(s, lib::Fn::WgmmaRS);
+            if (!ss && !rs) continue;
+            const lib::Fn fn = ss ? lib::Fn::WgmmaSS : lib::Fn::WgmmaRS;
+            auto c = [&](const char *n) { return constInt(lib::arg(*callOf(s), fn, n)).value_or(0); };
+            const int64_t tiles = c("wgM") ? c("M") / c("wgM") / 64 : 0; // 64-row tiles of each warpgroup
+            words += tiles * (c("wgN") ? c("N") / c("wgN") / 2 : 0);     // its accumulator: N / 2 a tile
+            if (const Load *a = rs ? addressedLoad(lib::arg(*callOf(s), fn, "a")) : nullptr)
+                words += tiles * (c("K") / 16) * 8 * a->buffer->dtype.bits() / 32; // P: 8 elements a k16 step
+        }
+        return words;
     }
 
     /// The stages of the ring P.V's tile (its wgmma RS's B operand) is loaded into: the leading dimension

@@ -452,9 +452,10 @@ class Pipeliner : public IRMutator {
     /// just before that statement, and its stage is refilled with iteration k + S just after its last use (a
     /// barrier first: every thread is done reading it; none for a group whose tiles each thread reads only where
     /// it copied them), one commit group per group of tiles, in the order of
-    /// their last uses, which the prologue's S iterations follow too. A loop of one group takes this form only where
-    /// its last use is a copy into registers (the refill then issued before the body computes); null for any other
-    /// (a GEMM's k-loop keeps the refill at the top of the iteration, behind the barrier it needs anyway).
+    /// their last uses, which the prologue's S iterations follow too. A loop of one group takes this form where its
+    /// last use is a copy into registers (the refill then issued before the body computes) or where it has two
+    /// stages (below); null for any other (a GEMM's k-loop of three stages or more keeps the refill at the top of
+    /// the iteration, behind the barrier it needs anyway, with S - 1 iterations in flight).
     Stmt releaseAfterLastUse(const For &op, const std::vector<const Copy *> &hoisted, const std::vector<Stmt> &rest,
                              std::map<const BufferNode *, Buffer> &ring, bool barrier) {
         struct Group {
@@ -474,11 +475,16 @@ class Pipeliner : public IRMutator {
             g->last = std::max(g->last, last);
             g->copies.push_back(c);
         }
-        // One group gains a stage in flight only where its last use copies it into registers: the refill is issued
+        // One group gains a stage in flight where its last use copies it into registers: the refill is issued
         // right after that copy, before the rest of the body computes (gemv: two tiles in flight with two stages).
-        if (op.numStages > 1 && groups.size() < 2 &&
-            !(groups.size() == 1 && copiesIntoRegisters(rest[groups[0].last], groups[0].copies)))
-            return nullptr;
+        // With two stages it gains one whatever its last use: refilled at the top, the ring holds one transfer in
+        // flight, issued only once the previous one has landed (each iteration waits a whole round trip wherever
+        // memory takes longer than the body: gemm_sp's k-loop); refilled after the last use, the next transfer is
+        // in flight while this one is waited for, as in TileLang's own two-stage pipeline (`cp_async_wait<1>`),
+        // for one barrier more an iteration. From three stages on the top refill already keeps two in flight.
+        const bool oneGroupGains =
+            groups.size() == 1 && (op.numStages == 2 || copiesIntoRegisters(rest[groups[0].last], groups[0].copies));
+        if (op.numStages > 1 && groups.size() < 2 && !oneGroupGains) return nullptr;
         std::stable_sort(groups.begin(), groups.end(), [](const Group &a, const Group &b) { return a.last < b.last; });
         // A group whose tiles each thread reads only where it copied them needs no barrier at its wait nor before
         // its refill, whatever the other groups need (a thread's wait orders its own copies).

@@ -7,15 +7,18 @@
 /// instruction reads it (the simulator's wgmma.sp takes each thread's metadata register as the library loads it and
 /// reads it as the PTX ISA defines). Pipelined over K (the staged E tiles), B in both majors, float16 and bfloat16,
 /// one or two warpgroups splitting rows or columns, A tiles of several panels, ragged M, N and K (partial tiles, zero-padded), and groups with
-/// nibbles whose int16 is negative. Metadata naming its positions out of order is a simulator error.
+/// nibbles whose int16 is negative. Metadata naming its positions out of order is a simulator error. The k-loop's
+/// cp.async ring: two stages keep the next K block in flight while this one is waited for (`cp_async_wait<1>`, the
+/// stage refilled after the product behind a barrier), three or more refill at the top (`cp_async_wait<S - 2>`);
+/// a wait leaving one group more in flight, and the refill without its barrier, are reported by the simulator.
 #include "sim/Simulator.h"
-#include "LowerTestUtil.h"
-#include "SimTestUtil.h"
+#include "LowerSimUtil.h"
 
 #include "tilec/IRVisitor.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -100,11 +103,41 @@ int callCount(const ir::Kernel &k, const std::string &name) {
     return calls.n;
 }
 
+/// The product of `s` on the simulator under interleaving `seed`: errors, races and the elements of C that differ
+/// from the float64 product of the dense A.
+simtest::Outcome simulateShape(const ir::Kernel &k, const Shape &s, uint64_t seed = 0) {
+    Sparse a = makeSparse(s.M, s.K, 7);
+    bool negative = false;
+    for (double w : a.meta) negative |= w < 0;
+    EXPECT_TRUE(negative) << "the data should hold metadata words with the sign bit set";
+    std::vector<double> b = simtest::quarters((size_t)s.K * s.N, 3), c((size_t)s.M * s.N, std::nan(""));
+    simtest::Outcome o = simtest::runCaught(k, {{"A_sparse", &a.values}, {"E", &a.meta}, {"B", &b}, {"C", &c}}, {}, seed);
+    for (int i = 0; i < s.M; ++i)
+        for (int j = 0; j < s.N; ++j) {
+            double want = 0;
+            for (int kk = 0; kk < s.K; ++kk)
+                want += a.dense[(size_t)i * s.K + kk] * (s.transB ? b[(size_t)j * s.K + kk] : b[(size_t)kk * s.N + j]);
+            const double got = c[(size_t)i * s.N + j];
+            o.check(got == want, [&] { return "C[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + std::to_string(got) + ", expected " + std::to_string(want); });
+        }
+    return o;
+}
+
+/// The waits of the k-loop's cp.async ring (then the one after the loop): with two stages the next K block stays in
+/// flight while this one is waited for; from three on the refill at the top keeps S - 1 in flight. One trip is plain
+/// code (no ring).
+std::vector<int64_t> expectedWaits(const Shape &s) {
+    const int trips = (s.K + s.blockK - 1) / s.blockK;
+    if (trips == 1) return {};
+    return {s.stages == 2 ? 1 : s.stages - 2, 0};
+}
+
 /// Lowers `s` for `arch` (sparseWgmma: the --no-sparse-wgmma switch off), expects its product as the one call
-/// `instr`, and checks the simulated C against the float64 product of the dense A.
+/// `instr` and the ring's waits, and checks the simulated C against the float64 product of the dense A.
 void runAndCheck(const Shape &s, const char *arch, const char *instr, bool sparseWgmma = true) {
     SCOPED_TRACE(std::string(arch) + " " + s.dtype + (s.transB ? " B^T" : " B") + " " + std::to_string(s.M) + "x" +
-                 std::to_string(s.N) + "x" + std::to_string(s.K) + (sparseWgmma ? "" : " --no-sparse-wgmma"));
+                 std::to_string(s.N) + "x" + std::to_string(s.K) + ", " + std::to_string(s.stages) + " stages" +
+                 (sparseWgmma ? "" : " --no-sparse-wgmma"));
     LowerRun r;
     Variant v{*Target::parse(arch), {}};
     v.options.sparseWgmma = sparseWgmma;
@@ -113,22 +146,9 @@ void runAndCheck(const Shape &s, const char *arch, const char *instr, bool spars
     ASSERT_TRUE(k) << r.diags();
     for (const char *call : {"tilec.gemm_sp_ss", "tilec.wgmma_sp_ss", "tilec.wgmma_ss"})
         EXPECT_EQ(callCount(*k, call), std::string(call) == instr ? 1 : 0) << call;
-    Sparse a = makeSparse(s.M, s.K, 7);
-    bool negative = false;
-    for (double w : a.meta) negative |= w < 0;
-    EXPECT_TRUE(negative) << "the data should hold metadata words with the sign bit set";
-    std::vector<double> b = simtest::quarters((size_t)s.K * s.N, 3), c((size_t)s.M * s.N, std::nan(""));
-    simtest::simulate(*k, {{"A_sparse", &a.values}, {"E", &a.meta}, {"B", &b}, {"C", &c}});
-    int wrong = 0;
-    for (int i = 0; i < s.M; ++i)
-        for (int j = 0; j < s.N; ++j) {
-            double want = 0;
-            for (int kk = 0; kk < s.K; ++kk)
-                want += a.dense[(size_t)i * s.K + kk] * (s.transB ? b[(size_t)j * s.K + kk] : b[(size_t)kk * s.N + j]);
-            if (c[(size_t)i * s.N + j] != want && wrong++ < 3)
-                ADD_FAILURE() << "C[" << i << ", " << j << "] = " << c[(size_t)i * s.N + j] << ", expected " << want;
-        }
-    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(simtest::cpAsyncWaits(*k), expectedWaits(s));
+    simtest::Outcome o = simulateShape(*k, s);
+    EXPECT_FALSE(simtest::anyFailure(o)) << o.error << (o.races.empty() ? "" : "race: " + o.races[0]) << " " << o.firstWrong;
 }
 
 const Shape kShapes[] = {
@@ -139,6 +159,9 @@ const Shape kShapes[] = {
     {96, 80, 96, 64, 64, 64, 2, 128, false, "float16"},       // M, N and K ragged: zero-padded partial tiles
     {128, 128, 160, 64, 64, 32, 2, 128, false, "bfloat16"},   // one k-step per stage (E tiles of 4-byte rows)
     {128, 64, 512, 64, 64, 256, 2, 128, false, "float16"},    // A rows of two 128-byte panels; E rows swizzled (32 bytes)
+    {128, 64, 128, 64, 64, 64, 3, 128, false, "float16"},     // fewer trips (2) than stages (3)
+    {128, 128, 320, 128, 128, 64, 4, 128, true, "float16"},   // four stages, five trips
+    {64, 128, 224, 64, 128, 64, 2, 256, false, "bfloat16"},   // two stages, four trips (the last ragged), two warpgroups
 };
 
 TEST(LowerSimGemmSp, MatchesTheDenseProductOnMmaSp) {
@@ -151,6 +174,34 @@ TEST(LowerSimGemmSp, MatchesTheDenseProductOnMmaSp) {
 TEST(LowerSimGemmSp, MatchesTheDenseProductOnWgmmaSp) {
     for (const Shape &s : kShapes) runAndCheck(s, "sm_90a", "tilec.wgmma_sp_ss");
     runAndCheck(kShapes[0], "sm_90a", "tilec.gemm_sp_ss", false);
+}
+
+/// A two-stage k-loop's ring, on mma.sp and wgmma.sp, one and two warpgroups: the loop waits for its block with the
+/// next one in flight, and the simulator reports a wait that leaves one group more in flight (the stage read before
+/// it lands) and the refill without the barrier before it (a stage overwritten while other threads still read it).
+TEST(LowerSimGemmSp, TwoStageRingKeepsTheNextBlockInFlight) {
+    for (auto [arch, instr] : {std::pair{"sm_80", "tilec.gemm_sp_ss"}, std::pair{"sm_90a", "tilec.wgmma_sp_ss"}})
+        for (const Shape &s : {kShapes[0], kShapes[2], kShapes[5]}) {
+            SCOPED_TRACE(std::string(arch) + " " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K));
+            ASSERT_EQ(s.stages, 2);
+            LowerRun r;
+            r.run(source(s), "t.tile", *Target::parse(arch));
+            const ir::Kernel *k = r.kernel("k");
+            ASSERT_TRUE(k) << r.diags();
+            EXPECT_EQ(callCount(*k, instr), 1);
+            EXPECT_EQ(simtest::cpAsyncWaits(*k), (std::vector<int64_t>{1, 0}));
+            bool late = false, early = false;
+            auto later = simtest::withLaterWaits(*k);
+            int removed = 0;
+            auto unbarred = simtest::withoutRefillBarriers(*k, removed);
+            EXPECT_EQ(removed, 1);
+            for (uint64_t seed : {0, 1, 2, 3}) {
+                late = late || simtest::anyFailure(simulateShape(*later, s, seed));
+                early = early || simtest::anyFailure(simulateShape(*unbarred, s, seed));
+            }
+            EXPECT_TRUE(late) << "a wait leaving one group more in flight went unnoticed";
+            EXPECT_TRUE(early) << "the refill without its barrier went unnoticed";
+        }
 }
 
 TEST(LowerSimGemmSp, MetadataOutOfOrderIsAnError) {

@@ -271,6 +271,9 @@ TEST(SimHopperAttn, DefaultScheduleRotatesD128) { attnCase(byDefault({1, 1, 200,
 TEST(SimHopperAttn, DefaultScheduleKeepsD64) { attnCase(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}), {0, 1}); }
 // ... and a loop of one stage in order at D = 128 too (V of ko would load only after P.V of ko - 1 retired)
 TEST(SimHopperAttn, DefaultScheduleKeepsOneStageD128) { attnCase(byDefault({1, 1, 200, 128, true, 128, 64, 1, 256}), {0, 2}); }
+// ... and where the rotated loop would hold more than a consumer thread's registers leave (one warpgroup of 128 query
+// rows at D = 128: output 128, scores 64, P 32 of 240 registers; it spilled rotated)
+TEST(SimHopperAttn, DefaultScheduleKeepsD128WhereRegistersRunOut) { attnCase(byDefault({1, 1, 200, 128, false, 128, 64, 2, 128}), {0, 2}); }
 TEST(SimHopperAttn, DefaultScheduleAsLowered) {
     Lowered d128(byDefault({1, 1, 200, 128, false, 128, 128, 2, 256})), d64(byDefault({1, 1, 256, 64, true, 128, 64, 2, 256}));
     AttnCase asked = byDefault({1, 1, 256, 64, true, 128, 64, 2, 256});

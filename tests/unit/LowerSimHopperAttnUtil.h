@@ -29,8 +29,13 @@ struct AttnCase {
     /// dimension decides) instead of off (--no-pingpong / --no-intra-overlap).
     bool defaults = false;
     /// Whether the loop is rotated (overlapScores): asked for, or by default at head dimension >= 128 over a
-    /// ring of two stages or more.
-    bool rotated() const { return overlap || (defaults && dim >= LoweringOptions::kAttentionOverlapHeadDim && stages >= 2); }
+    /// ring of two stages or more where the rotated loop's output, scores and P (16-bit) leave a consumer thread
+    /// 64 of its 240 registers (each warpgroup holds blockM / warpgroups rows: rows x dim / 128 words of output,
+    /// rows x blockN / 128 of scores, half as many of P).
+    bool rotated() const {
+        const int rows = blockM / (threads / 128), live = rows * dim / 128 + rows * blockN / 128 * 3 / 2;
+        return overlap || (defaults && dim >= LoweringOptions::kAttentionOverlapHeadDim && stages >= 2 && live + 64 <= 240);
+    }
     bool dynamicSeq = false; ///< seq=None: the length a T.dynamic size "seq", given `seq` at run time
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)

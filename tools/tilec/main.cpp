@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
     auto *overlap = app.add_flag_callback("--intra-overlap", [&o] { o.intraOverlap = tilec::Choice::On; },
                  "Hopper attention: each key block's QK^T issued with the previous block's P.V, the softmax under "
                  "that P.V (FlashAttention-3's intra-warpgroup overlap; with turns, both in one turn; default: "
-                 "where the head dimension is >= 128)");
+                 "where the head dimension is >= 128 and its accumulators leave a consumer 64 registers)");
     auto *noOverlap = app.add_flag_callback("--no-intra-overlap", [&o] { o.intraOverlap = tilec::Choice::Off; },
                  "Hopper attention: the loop kept in order, whatever the head dimension");
     pingPong->excludes(noPingPong);

@@ -31,7 +31,8 @@ namespace tilec::passes {
 /// other shape, and every other kernel, is returned unchanged. Which loops, and whether with turns, is
 /// LoweringOptions::attentionSchedule of the loop's head dimension (its QK^T's K): by default those of head
 /// dimension >= 128 whose K and V rings have two stages or more, with turns where the kernel has two consumer
-/// warpgroups.
+/// warpgroups; by default not a loop whose rotation keeps the output, the scores and P live in more than a
+/// consumer thread's registers less 64 (ptxas spills there).
 /// -v says, for each attention loop, which schedule it took and why (remarks located in `sources`).
 ir::Program overlapScores(const ir::Program &p, const LoweringOptions &o, const SourceManager *sources = nullptr);
 
