@@ -460,7 +460,9 @@ struct LaunchConfig {
     int threads = 128;               ///< the user's threads (the consumers when warp roles are added)
     int producerThreads = 0;         ///< threads added for a producer role (WarpRoles); launched: the sum
     int launchedThreads() const { return threads + producerThreads; }
-    int minBlocksPerSM = 0;          ///< warp roles: the launch bound's blocks per SM (setmaxnreg's budget); 0: none
+    /// The launch bound's blocks per SM: warp roles' (setmaxnreg's budget), or 1 for a one-wave grid
+    /// (oneWaveLaunchBounds); 0: none.
+    int minBlocksPerSM = 0;
     /// Persistent tile loops (ForKind::Persistent): the launcher starts min(tiles, SMs * minBlocksPerSM)
     /// blocks on a 1-D grid and the blockIdx variables are bound inside those loops only.
     bool persistent = false;

@@ -22,6 +22,7 @@
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/LowerWarpRoles.h"
+#include "tilec/passes/OneWaveLaunchBounds.h"
 #include "tilec/passes/OverlapScores.h"
 #include "tilec/passes/PingPongConsumers.h"
 #include "tilec/passes/PipelineLoops.h"
@@ -165,6 +166,9 @@ const std::vector<Pass> &table() {
         {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false},
         // Swizzled offsets in unrolled loops: the thread's part mapped once, the unrolled loops' part a constant.
         {"splitSwizzles", always, [](const Program &p, PassState &) { return passes::splitSwizzles(p); }, false},
+        // A constant grid of no more blocks than SMs: one block per SM as the launch bound (registers for ILP).
+        {"oneWaveLaunchBounds", always,
+         [](const Program &p, PassState &s) { return passes::oneWaveLaunchBounds(p, s.variant.target); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
          [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,

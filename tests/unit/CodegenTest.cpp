@@ -59,7 +59,7 @@ TEST(Codegen, PrefixRenamesEveryCSymbol) {
     EXPECT_TRUE(has(g.header, "const char *lib_tilec_status_string(tilec_status status);"));
     EXPECT_TRUE(has(g.header, "#ifndef TILEC_RUNTIME_DECLS_lib_"));
     EXPECT_TRUE(has(g.cuda, "extern \"C\" __attribute__((weak)) int lib_tilec_last_error_argument(void)"));
-    EXPECT_TRUE(has(g.cuda, "static __global__ void __launch_bounds__(32) tilec_lib_copy_"));
+    EXPECT_TRUE(has(g.cuda, "static __global__ void __launch_bounds__(32, 1) tilec_lib_copy_")); // one block: one per SM
 }
 
 TEST(Codegen, NamesThatClashWithCAreRenamed) {
