@@ -92,6 +92,7 @@ Flight join(const Flight &a, const Flight &b) {
 }
 
 constexpr size_t kMaxGroups = 32;
+constexpr int64_t kMaxExactTrips = 16; ///< loops of at most this many iterations, known at the walk, walked one by one
 
 class Proof {
   public:
@@ -140,7 +141,7 @@ class Proof {
     const Kernel &kernel_;
     RangeMap ranges_;
     const VarNode *tx_;
-    VarMap first_; ///< the loops walked in their first iteration: variable -> min
+    VarMap first_; ///< the loops walked at one iteration (their first, or each: walkEach): variable -> its value
     VarMap later_; ///< the loops walked in their later iterations: variable -> min
 
     void fail(const SourceRange &at, const std::string &what) {
@@ -259,6 +260,7 @@ class Proof {
         touch(Evaluate::make(binary(BinaryOp::Add, l.min, l.extent)), f);
         if (hasAsync(l.body) && (threadDependent(l.min) || threadDependent(l.extent) || l.forKind == ForKind::Pipelined))
             return fail(l.loc, "a copy or wait in a T.Pipelined or thread-dependent loop");
+        if (walkEach(l, f)) return;
         const VarNode *v = l.var.get();
         RangeMap saved = ranges_;
         addLoopRange(ranges_, l);
@@ -279,6 +281,31 @@ class Proof {
         f = join(f, x);
     }
 
+    /// A loop of a few iterations, their number and first value known where the walk meets it: each iteration
+    /// walked with its variable at its value, so that every test of it is decided (a copy issued ahead for the
+    /// next iteration except in the last one, a stage chosen by the iteration's parity) and the pieces it
+    /// leaves in flight are named by that value. False (nothing walked) for other loops.
+    bool walkEach(const For &l, Flight &f) {
+        auto lo = constInt(at(l.min)), n = constInt(at(l.extent));
+        if (!lo || !n || *n < 1 || *n > kMaxExactTrips) return false;
+        const VarNode *v = l.var.get();
+        RangeMap saved = ranges_;
+        std::set<const VarNode *> inner = syncs::loopVars(l.body);
+        for (int64_t k = *lo; k < *lo + *n && why.empty(); ++k) {
+            ranges_[v] = Interval::point(k);
+            first_[v] = intImm(k, l.var->dtype);
+            run(l.body, f);
+            forget(f, inner);
+            VarMap m{{v, first_[v]}};
+            rewrite(f, [&](Piece &p) {
+                for (auto &[plo, phi] : p.dims) plo = simplify(substitute(plo, m)), phi = simplify(substitute(phi, m));
+            });
+        }
+        first_.erase(v);
+        ranges_ = saved;
+        return true;
+    }
+
     void iterate(const Stmt &body, Flight &x, const std::set<const VarNode *> &inner, const Var &v) {
         for (int trip = 0; why.empty(); ++trip) {
             Flight y = x;
@@ -292,7 +319,7 @@ class Proof {
         }
     }
 
-    /// `e` with the variables of loops in their first iteration replaced by their mins.
+    /// `e` with the variables of loops walked at one iteration replaced by their values there.
     Expr at(const Expr &e) const { return first_.empty() ? e : simplify(substitute(e, first_)); }
 
     /// Pieces named by variables that change (`vars`) stand for their whole buffers from now on.

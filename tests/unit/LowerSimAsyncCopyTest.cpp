@@ -131,10 +131,86 @@ void expectRows(int N, int blocks, int pending, const char *arch) {
     EXPECT_TRUE(simtest::anyFailure(run(*withoutLastSync(k), 0))) << "a cross-thread read without a barrier went unnoticed";
 }
 
+/// TileKernels' engram_gate_fwd's second pass in small: a ring of two stages fed two tiles ahead under `if i_b + 2 <
+/// 4`, the stage chosen by the parity of the tile, the wait `T.ptx_wait_group(1)` in every tile but the last, which
+/// waits for all and then prefetches the next token's first tile of X into a part of `xs` the last tile does not
+/// read. Only walking the tile loop iteration by iteration (its trip count known) proves the waits cover the reads.
+const char *kRing = R"(import tilelang.language as T
+
+def make(blocks):
+    N = T.dynamic("N")
+    @T.prim_func
+    def main(X: T.Tensor((N, 1024), "float32"), V: T.Tensor((N, 1024), "float32"), Y: T.Tensor((N, 1024), "float32")):
+        with T.Kernel(blocks, threads=64) as b:
+            tx = T.get_thread_binding()
+            xs = T.alloc_shared((1024,), "float32")
+            kv = T.alloc_shared((2, 256), "float32")
+            per = T.ceildiv(N, blocks)
+            start = T.min(per * b, N)
+            end = T.min(per * (b + 1), N)
+            for t in T.serial(start, end):
+                if t == start:
+                    T.async_copy(X[t, 0:256], xs[0:256])
+                T.async_copy(X[t, 256:1024], xs[256:1024])
+                T.async_copy(V[t, 0:256], kv[1, :])
+                T.async_copy(V[t, 256:512], kv[0, :])
+                for i_b in T.serial(4):
+                    phase = (1 + i_b) % 2
+                    if i_b < 3:
+                        T.ptx_wait_group(1)
+                    else:
+                        T.ptx_wait_group(0)
+                        if t + 1 < end:
+                            T.async_copy(X[t + 1, 0:256], xs[0:256])
+                    for e in T.vectorized(4):
+                        Y[t, i_b * 256 + tx * 4 + e] = kv[phase, tx * 4 + e] + xs[i_b * 256 + tx * 4 + e]
+                    if i_b + 2 < 4:
+                        T.async_copy(V[t, (i_b + 2) * 256:(i_b + 3) * 256], kv[phase, :])
+    return main
+)";
+
+void expectRing(int N, int blocks, const char *arch) {
+    LowerRun r;
+    simtest::lowerFor(r, std::string(kRing) + "k = make(" + std::to_string(blocks) + ")\n", arch);
+    ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+    const ir::Kernel &k = *r.lowered->kernels[0];
+    auto calls = simtest::callCounts(k);
+    // every T.async_copy of the program asynchronous (a later pass splits the tile loop at i_b = 2, copying the
+    // ring's prefetch and its commit into both parts): none is left as the synchronous copy it also is
+    EXPECT_GE(calls[lib::Fn::CpAsyncCopy], 6) << r.diags();
+    EXPECT_GE(calls[lib::Fn::CpAsyncCommit], 6);
+    EXPECT_EQ(simtest::cpAsyncWaits(k).size(), 4u) << "the program's three waits and the one at the kernel's end";
+    std::map<std::string, std::vector<double>> io;
+    io["X"] = simtest::randomData((size_t)N * 1024, 51, -1, 1);
+    io["V"] = simtest::randomData((size_t)N * 1024, 52, -1, 1);
+    for (auto *t : {&io["X"], &io["V"]})
+        for (auto &e : *t) e = std::round(e * 64) / 64; // exact sums
+    std::vector<double> want((size_t)N * 1024);
+    for (size_t e = 0; e < want.size(); ++e) want[e] = io["X"][e] + io["V"][e];
+    auto run = [&](const ir::Kernel &kernel, uint64_t seed) {
+        io["Y"].assign(want.size(), std::nan(""));
+        Outcome o = simtest::runCaught(kernel, {{"X", &io["X"]}, {"V", &io["V"]}, {"Y", &io["Y"]}}, {{"N", (double)N}}, seed);
+        for (size_t e = 0; e < want.size(); ++e)
+            o.check(io["Y"][e] == want[e], [&] {
+                return "Y[" + std::to_string(e) + "] = " + std::to_string(io["Y"][e]) + ", expected " + std::to_string(want[e]);
+            });
+        return o;
+    };
+    for (uint64_t seed : {0, 1, 2}) {
+        Outcome o = run(k, seed);
+        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+    }
+    EXPECT_TRUE(simtest::anyFailure(run(*withoutFirstWait(k), 0))) << "a read of a stage still in flight went unnoticed";
+}
+
 } // namespace
+
 
 TEST(LowerSimAsyncCopy, Sm90aTokensDivide) { expectRows(12, 4, 1, "sm_90a"); }
 TEST(LowerSimAsyncCopy, Sm80TokensDoNotDivide) { expectRows(7, 3, 1, "sm_80"); }
 TEST(LowerSimAsyncCopy, OneTokenPerBlockAndIdleBlocks) { expectRows(3, 4, 1, "sm_90a"); }
 TEST(LowerSimAsyncCopy, WaitForTheTileAloneIsEnough) { expectRows(7, 3, 2, "sm_80"); }
 TEST(LowerSimAsyncCopy, WaitThatDoesNotCoverIsSynchronous) { expectRows(7, 3, 3, "sm_90a"); }
+
+TEST(LowerSimAsyncCopy, RingFedAheadWithLastTilePrefetch) { expectRing(7, 3, "sm_90a"); }
+TEST(LowerSimAsyncCopy, RingFedAheadOneTokenPerBlock) { expectRing(2, 4, "sm_80"); }

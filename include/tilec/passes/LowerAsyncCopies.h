@@ -12,7 +12,8 @@ namespace tilec::passes {
 /// the commit of its group; T.ptx_commit_group and T.ptx_wait_group(n) as CpAsyncCommit and CpAsyncWait(n).
 ///
 /// A kernel's copies become asynchronous when the groups in flight along the program (counted through branches
-/// and loops, back edges included; the first iteration of a loop apart where an `if` tests for it) prove that no
+/// and loops, back edges included; the first iteration of a loop apart where an `if` tests for it; a loop of at most
+/// 16 iterations known where the walk meets it walked iteration by iteration) prove that no
 /// statement touches an element of a copy's destination, nor writes its source, between the copy's issue and the
 /// wait that retires its group. Each copy is then a nest of CpAsyncCopy calls of the widest chunk (16, 8 or 4
 /// bytes) its alignment allows, chunk c of the region (row-major) issued by thread c % threads, every thread the
