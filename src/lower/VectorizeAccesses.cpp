@@ -42,7 +42,11 @@ int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
             if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), bytes = std::max(bytes, op.buffer->dtype.bytes());
             IRVisitor::visit(op);
         }
-        void visit(const Call &) override { ok = false; }
+        void visit(const Call &op) override { // a value without effect (a role's thread index) changes nothing
+            auto *f = lib::find(op.name);
+            if (!f || f->effects != lib::kPure) ok = false;
+            else IRVisitor::visit(op);
+        }
     } m;
     std::set<const BufferNode *> stored;
     for (auto &st : stmts) {
