@@ -7,6 +7,7 @@
 /// thread's T.ptx_cp_async.
 #include "eval/TileLang.h"
 
+#include "lower/ProgramVectorized.h"
 #include "tilec/LibraryCalls.h"
 
 namespace tilec::eval::tl {
@@ -105,8 +106,10 @@ const ir::Load &pointee(Interp &in, const Arg &a, const char *what, ir::Scope sc
 /// T.ptx_cp_async(dst, src, num_elems, predicate=None): one thread's cp.async of num_elems contiguous elements
 /// (4, 8 or 16 bytes) from a global element to a shared one, both T.access_ptr; with a predicate that is false
 /// the destination is zero-filled and the source not read. Like T.async_copy it is lowered as the copy it makes,
-/// complete when the next statement starts (the schedule in which its group finished at once): one store per
-/// element along the last dimension, which must hold them.
+/// complete when the next statement starts (the schedule in which its group finished at once): one unrolled
+/// loop of element stores along the last dimension, which must hold them, marked as the program's T.vectorized
+/// loops are (ProgramVectorized.h; not a tile statement, so it may run in a branch of some threads), so that
+/// vectorizeAccesses makes it one vector load and one vector store where the addresses allow.
 Value ptxCpAsync(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.ptx_cp_async", {"dst_access_ptr", "src_access_ptr", "num_elems", "predicate?"});
     requireLaunch(in, args, "T.ptx_cp_async");
@@ -125,19 +128,20 @@ Value ptxCpAsync(Interp &in, CallArgs &args) {
             in.fail(args.call, "T.ptx_cp_async copies " + std::to_string(n) + " elements of '" + l->buffer->name + "' from index " +
                                    std::to_string(*at) + " of its last dimension, which has " + std::to_string(*last));
     }
-    auto at = [&](const ir::Load &l, int64_t e) {
+    ir::Var e = ir::makeVar("e", DType::Int32, args.call);
+    auto at = [&](const ir::Load &l) {
         std::vector<ir::Expr> idx = l.indices;
-        idx.back() = ir::binary(ir::BinaryOp::Add, idx.back(), ir::intImm(e), args.call);
+        idx.back() = ir::simplify(ir::binary(ir::BinaryOp::Add, idx.back(), e, args.call));
         return idx;
     };
-    std::vector<ir::Stmt> copy, zero;
-    for (int64_t e = 0; e < n; ++e) {
-        copy.push_back(ir::Store::make(d.buffer, at(d, e), ir::Load::make(s.buffer, at(s, e), args.call), args.call));
-        zero.push_back(ir::Store::make(d.buffer, at(d, e), ir::cast(d.buffer->dtype, ir::intImm(0), args.call), args.call));
-    }
-    ir::Stmt body = ir::Seq::make(std::move(copy), args.call);
+    auto lanes = [&](ir::Expr value) {
+        ir::Stmt st = ir::Store::make(d.buffer, at(d), std::move(value), args.call);
+        return ir::For::make(e, ir::intImm(0), ir::intImm(n), ir::ForKind::Unrolled, passes::kProgramVectorized, st, args.call);
+    };
+    ir::Stmt body = lanes(ir::Load::make(s.buffer, at(s), args.call));
     if (a[3] && !a[3]->value.is(VK::None))
-        body = ir::IfThenElse::make(in.toExpr(*a[3], "predicate"), body, ir::Seq::make(std::move(zero), args.call), args.call);
+        body = ir::IfThenElse::make(in.toExpr(*a[3], "predicate"), body, lanes(ir::cast(d.buffer->dtype, ir::intImm(0), args.call)),
+                                    args.call);
     in.emit(body);
     return Value::none();
 }

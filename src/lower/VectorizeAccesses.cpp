@@ -24,7 +24,8 @@ namespace {
 /// The lane count for a T.vectorized loop of the program (ProgramVectorized.h) over `extent` lanes whose body
 /// is plain stores that either only load memory into registers, or only store registers to one memory
 /// buffer, or to several global tensors of the kernel's parameters (which the launcher refuses to overlap
-/// where the kernel writes one: TileKernels' engram_gate_bwd stores grad_x and grad_k in one loop): its lanes
+/// where the kernel writes one: TileKernels' engram_gate_bwd stores grad_x and grad_k in one loop), or only
+/// copy global tensors into shared memory (T.ptx_cp_async's loop; the two spaces never overlap): its lanes
 /// can be reordered, so its accesses become vector loads and stores like those of a vectorized loop, 16 bytes
 /// at most each (a longer loop is taken that many lanes at a time). 0 for any other.
 int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
@@ -41,7 +42,11 @@ int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
             if (isMemory(op.buffer)) loaded.insert(op.buffer.get()), bytes = std::max(bytes, op.buffer->dtype.bytes());
             IRVisitor::visit(op);
         }
-        void visit(const Call &) override { ok = false; }
+        void visit(const Call &op) override { // a value without effect (a role's thread index) changes nothing
+            auto *f = lib::find(op.name);
+            if (!f || f->effects != lib::kPure) ok = false;
+            else IRVisitor::visit(op);
+        }
     } m;
     std::set<const BufferNode *> stored;
     for (auto &st : stmts) {
@@ -57,7 +62,14 @@ int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
                 return false;
         return true;
     };
-    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && (stored.size() == 1 || disjoint())))) return 0;
+    auto across = [&] { // global tensors into shared memory (T.ptx_cp_async's copy): the two never overlap
+        auto in = [](const std::set<const BufferNode *> &bs, Scope s) {
+            return std::all_of(bs.begin(), bs.end(), [&](const BufferNode *b) { return b->scope == s; });
+        };
+        return in(m.loaded, Scope::Global) && in(stored, Scope::Shared);
+    };
+    if (!m.ok || m.bytes == 0 || !(stored.empty() || (m.loaded.empty() && (stored.size() == 1 || disjoint())) || across()))
+        return 0;
     int64_t lanes = std::min<int64_t>(extent, 16 / m.bytes);
     while (lanes > 1 && (extent % lanes || (lanes & (lanes - 1)))) lanes /= 2;
     return lanes >= 2 ? lanes : 0;
