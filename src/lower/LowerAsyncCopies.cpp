@@ -296,10 +296,7 @@ class Proof {
             first_[v] = intImm(k, l.var->dtype);
             run(l.body, f);
             forget(f, inner);
-            VarMap m{{v, first_[v]}};
-            rewrite(f, [&](Piece &p) {
-                for (auto &[plo, phi] : p.dims) plo = simplify(substitute(plo, m)), phi = simplify(substitute(phi, m));
-            });
+            substituteIn(f, {{v, first_[v]}});
         }
         first_.erase(v);
         ranges_ = saved;
@@ -331,8 +328,9 @@ class Proof {
         });
     }
     /// The pieces in the next iteration's terms: loop variable v was v - 1 when they were issued.
-    static void shift(Flight &f, const Var &v) {
-        VarMap m{{v.get(), binary(BinaryOp::Sub, v, i32(1))}};
+    static void shift(Flight &f, const Var &v) { substituteIn(f, {{v.get(), binary(BinaryOp::Sub, v, i32(1))}}); }
+    /// The pieces with the variables of `m` replaced.
+    static void substituteIn(Flight &f, const VarMap &m) {
         rewrite(f, [&](Piece &p) {
             for (auto &[lo, hi] : p.dims) lo = simplify(substitute(lo, m)), hi = simplify(substitute(hi, m));
         });

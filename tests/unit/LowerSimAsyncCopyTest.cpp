@@ -196,10 +196,7 @@ void expectRing(int N, int blocks, const char *arch) {
             });
         return o;
     };
-    for (uint64_t seed : {0, 1, 2}) {
-        Outcome o = run(k, seed);
-        EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
-    }
+    simtest::expectClean([&](uint64_t seed) { return run(k, seed); }, {0, 1, 2});
     EXPECT_TRUE(simtest::anyFailure(run(*withoutFirstWait(k), 0))) << "a read of a stage still in flight went unnoticed";
 }
 

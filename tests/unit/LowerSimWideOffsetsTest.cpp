@@ -118,6 +118,15 @@ int widenedSums(const ir::Stmt &s, const std::string &name) {
     return c.n;
 }
 
+/// `k` run on a (read) and y (written) at `sizes`: no error, no race, y within `tol` of `want`.
+void expectRight(const ir::Kernel &k, std::vector<double> &a, std::vector<double> &y, const Scalars &sizes,
+                 const std::vector<double> &want, double tol) {
+    Outcome o = runCaught(k, {{"a", &a}, {"y", &y}}, sizes);
+    ASSERT_EQ(o.error, "") << "n = " << sizes.at("n");
+    EXPECT_TRUE(o.races.empty());
+    expectNear(y, want, tol, "y");
+}
+
 } // namespace
 
 // stage: x's row (r * 2 + tx / 64) and column (h * 512 + tx * 8 % 512) in one 32-bit sum, widened once beside
@@ -161,10 +170,7 @@ TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
             for (int i = 0; i < std::min(per, n - bx * per); ++i)
                 for (int e = 0; e < 4096; ++e)
                     want[(size_t)((bx * per + i) * 4096 + e)] = a[(size_t)((bx * per + i) * 4096 + e)] * 2.0;
-        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}, {"per", per}});
-        ASSERT_EQ(o.error, "") << n;
-        EXPECT_TRUE(o.races.empty());
-        expectNear(y, want, 2e-2, "y");
+        expectRight(*k, a, y, {{"n", n}, {"per", per}}, want, 2e-2);
     }
 }
 
@@ -183,10 +189,7 @@ TEST(LowerSimWideOffsets, ScalarStoreWidenedTermByTerm) {
             for (int i = 0; i < 4; ++i)
                 for (int j = 0; j < 32; ++j)
                     want[(size_t)(b * 256 + i * 64 + j)] = a[(size_t)(b * 128 + i * 32 + j)] * 2.0;
-        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
-        ASSERT_EQ(o.error, "") << n;
-        EXPECT_TRUE(o.races.empty());
-        expectNear(y, want, 1e-6, "y");
+        expectRight(*k, a, y, {{"n", n}}, want, 1e-6);
     }
 }
 
@@ -202,8 +205,6 @@ TEST(LowerSimWideOffsets, ThreadFreeTermsWidenedOnce) {
         std::vector<double> y((size_t)n * 8, 7.0), want(y.size());
         for (int b = 0; b < n; ++b)
             for (int h = 0; h < 8; ++h) want[(size_t)(b * 8 + h)] = a[(size_t)(b * 512 + h * 64 + 5)];
-        Outcome o = runCaught(*k, {{"a", &a}, {"y", &y}}, {{"n", n}});
-        ASSERT_EQ(o.error, "") << n;
-        expectNear(y, want, 1e-6, "y");
+        expectRight(*k, a, y, {{"n", n}}, want, 1e-6);
     }
 }
