@@ -32,6 +32,8 @@
 #include "tilec/passes/CpAsyncWgmma.h"
 #include "tilec/passes/ShiftFragmentOffsets.h"
 #include "tilec/passes/SqueezeUnitFragments.h"
+#include "tilec/passes/GrowIndexedFragments.h"
+#include "tilec/passes/OrderRoleExchanges.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
 #include "tilec/passes/PredicateBounds.h"
@@ -75,6 +77,9 @@ const std::vector<Pass> &table() {
         {"shrinkGemmTiles"}, {"splitK"},
         // Rows of a T.gemm accumulator that no one observes (a skinny A in a tall tile) are marked as such.
         {"boundGemmRows", always, [](const Program &p, PassState &) { return passes::boundGemmRows(p); }, false},
+        // Fragments a T.Parallel nest indexes past their extent hold the nest's extent, as TileLang lays them out.
+        {"growIndexedFragments", always,
+         [](const Program &p, PassState &s) { return passes::growIndexedFragments(p, s.diag); }, false},
         // Branches on the thread index that are warp groups synchronised by mbarriers become T.ws blocks.
         {"threadRangeRoles", always, [](const Program &p, PassState &s) { return passes::threadRangeRoles(p, s.diag); }, true},
         // Tile statements under `if tx < N:` (a range of the threads) are run by the whole block.
@@ -112,6 +117,8 @@ const std::vector<Pass> &table() {
         // Barriers between tile statements that exchange data through shared memory.
         {"insertSyncs", always,
          [](const Program &p, PassState &s) { return passes::insertSyncs(p, s.variant.target, s.diag); }, true},
+        // Consumer warp groups that hand data on through shared memory after their last mbarrier arrival wait for it.
+        {"orderRoleExchanges", always, [](const Program &p, PassState &) { return passes::orderRoleExchanges(p); }, false},
         // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.
         {"lowerReductions", always,
          [](const Program &p, PassState &s) { return passes::lowerReductions(p, s.variant.target); }, false},

@@ -2,8 +2,7 @@
 /// Fragments of shape (M, 1, ..., 1) made 1-D (include/tilec/passes/SqueezeUnitFragments.h).
 #include "tilec/passes/SqueezeUnitFragments.h"
 
-#include "tilec/IRMutator.h"
-#include "tilec/IRVisitor.h"
+#include "FragmentMentions.h"
 #include "tilec/passes/Arith.h"
 
 #include <map>
@@ -24,19 +23,19 @@ bool unitTrailing(const Buffer &b) {
     return true;
 }
 
-/// The candidates (unitTrailing allocations) that some mention keeps from being squeezed (`bad`): any but a
+/// The candidates (unitTrailing allocations) that some mention keeps from being squeezed (`operands`): any but a
 /// load or store whose trailing indices are the constant 0, or a region of a copy, fill or atomic add whose
 /// trailing ranges are [0, 1).
-struct Mentions : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const BufferNode *> candidates, bad;
+struct Mentions : OperandMentions {
+    using OperandMentions::visit;
+    std::set<const BufferNode *> candidates;
 
     bool candidate(const BufferNode *b) const { return b && candidates.count(b); }
     void indices(const Buffer &b, const std::vector<Expr> &idx) {
         if (!candidate(b.get())) return;
-        if (idx.size() != b->shape.size()) return (void)bad.insert(b.get());
+        if (idx.size() != b->shape.size()) return (void)operands.insert(b.get());
         for (size_t d = 1; d < idx.size(); ++d)
-            if (constInt(idx[d]) != std::optional<int64_t>(0)) bad.insert(b.get());
+            if (constInt(idx[d]) != std::optional<int64_t>(0)) operands.insert(b.get());
     }
     void visitRegion(const Region &r) override {
         if (candidate(r.buffer.get())) {
@@ -44,52 +43,29 @@ struct Mentions : IRVisitor {
             for (size_t d = 1; ok && d < r.ranges.size(); ++d)
                 ok = constInt(r.ranges[d].min) == std::optional<int64_t>(0) &&
                      constInt(r.ranges[d].extent) == std::optional<int64_t>(1);
-            if (!ok) bad.insert(r.buffer.get());
+            if (!ok) operands.insert(r.buffer.get());
         }
         IRVisitor::visitRegion(r);
     }
     void visit(const Load &op) override { indices(op.buffer, op.indices), IRVisitor::visit(op); }
     void visit(const Store &op) override { indices(op.buffer, op.indices), IRVisitor::visit(op); }
-    void visit(const Gemm &op) override {
-        for (auto *r : {&op.a, &op.b, &op.c}) bad.insert(r->buffer.get());
-        IRVisitor::visit(op);
-    }
-    void visit(const Reduce &op) override { bad.insert(op.src.get()), bad.insert(op.dst.get()); }
-    void visit(const Call &op) override {
-        struct Loaded : IRVisitor {
-            using IRVisitor::visit;
-            std::set<const BufferNode *> *out;
-            void visit(const Load &l) override { out->insert(l.buffer.get()), IRVisitor::visit(l); }
-        } loaded;
-        if (op.name.rfind("tilec.", 0) == 0 || op.name.rfind("extern:", 0) == 0) { // a library or extern call's operands
-            loaded.out = &bad;
-            loaded.IRVisitor::visit(op);
-        }
-        IRVisitor::visit(op);
-    }
 };
 
-struct Squeeze : IRMutator {
-    using IRMutator::visit;
-    std::map<const BufferNode *, Buffer> to;
-
-    Buffer mutateBuffer(const Buffer &b) override {
-        auto it = to.find(b.get());
-        return it == to.end() ? b : it->second;
-    }
+struct Squeeze : BufferSwap {
+    using BufferSwap::visit;
     Region mutateRegion(const Region &r) override {
-        Region out = IRMutator::mutateRegion(r);
+        Region out = BufferSwap::mutateRegion(r);
         if (to.count(r.buffer.get())) out.ranges.resize(1);
         return out;
     }
     Expr visit(const std::shared_ptr<const Load> &op) override {
-        Expr e = IRMutator::visit(op);
+        Expr e = BufferSwap::visit(op);
         if (!to.count(op->buffer.get())) return e;
         auto l = as<Load>(e);
         return Load::make(l->buffer, {l->indices[0]}, l->loc);
     }
     Stmt visit(const std::shared_ptr<const Store> &op) override {
-        Stmt s = IRMutator::visit(op);
+        Stmt s = BufferSwap::visit(op);
         if (!to.count(op->buffer.get())) return s;
         auto st = as<Store>(s);
         return Store::make(st->buffer, {st->indices[0]}, st->value, st->loc);
@@ -101,12 +77,12 @@ KernelP squeezeKernel(const KernelP &k) {
     for (auto &b : k->allocs)
         if (unitTrailing(b)) m.candidates.insert(b.get());
     if (m.candidates.empty()) return k;
-    for (auto &[view, base] : k->fragmentViews) m.bad.insert(view.get()), m.bad.insert(base.get());
+    for (auto &[view, base] : k->fragmentViews) m.operands.insert(view.get()), m.operands.insert(base.get());
     m.visit(k->body);
     Squeeze s;
     auto nk = std::make_shared<Kernel>(*k);
     for (auto &b : nk->allocs) {
-        if (!m.candidates.count(b.get()) || m.bad.count(b.get())) continue;
+        if (!m.candidates.count(b.get()) || m.operands.count(b.get())) continue;
         Buffer flat = makeBuffer(b->name, b->scope, b->dtype, {b->shape[0]}, b->loc);
         s.to[b.get()] = flat;
         b = flat;

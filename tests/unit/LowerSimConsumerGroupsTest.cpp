@@ -5,7 +5,9 @@
 /// reduce and copy through shared memory over their own 128 threads, the second reading what the first hands
 /// over behind an mbarrier. Its product is right under several interleavings; without the second group's own
 /// barrier between storing a tile and reading it transposed, or without its wait for the first group's tile,
-/// the simulator reports the race.
+/// the simulator reports the race. tests/lit/codegen/warp_roles_unpublished_exchange.tile's kernel hands row sums
+/// from the first group to the second after both groups' last mbarrier arrival: the named barrier
+/// orderRoleExchanges adds is what orders it.
 #include "LowerSimUtil.h"
 #include "SimTestUtil.h"
 
@@ -148,6 +150,44 @@ TEST(SimConsumerGroups, StoredTilesOnMmaSyncAndTheSecondGroupsOwnCopy) {
         EXPECT_TRUE(o.races.empty()) << o.races.front();
         sim::expectNear(C, want, 0, "C");
     }
+}
+
+// The first group stores its row sums to sums_s after its last arrival and the second divides by them after its own:
+// the named barrier of both groups (orderRoleExchanges) orders the two; without it the simulator sees the race.
+TEST(SimConsumerGroups, UnpublishedExchangeWaitsOnANamedBarrier) {
+    lowertest::LowerRun r;
+    r.run(sim::withExport("warp_roles_unpublished_exchange.tile", "k = exchange()", "tests/lit/codegen"),
+          "warp_roles_unpublished_exchange.tile", *Target::parse("sm_90a"));
+    const ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k && k->producerThreads) << r.diags();
+    std::vector<double> A = sim::quarters(M * K, 7), B = sim::quarters(K * 2 * N, 8), want(M * 2 * N, 0);
+    for (int i = 0; i < M; ++i) {
+        std::vector<double> c0(N, 0), c1(N, 0);
+        double sum = 0;
+        for (int j = 0; j < N; ++j) {
+            for (int q = 0; q < K; ++q) c0[j] += A[i * K + q] * B[q * 2 * N + j], c1[j] += A[i * K + q] * B[q * 2 * N + N + j];
+            sum += c0[j];
+        }
+        for (int j = 0; j < N; ++j) want[i * 2 * N + j] = c0[j], want[i * 2 * N + N + j] = c1[j] / sum;
+    }
+    auto run = [&](const ir::Kernel &kernel, uint64_t seed) {
+        std::vector<double> C(M * 2 * N, std::nan(""));
+        sim::Outcome o = sim::runCaught(kernel, {{"A", &A}, {"B", &B}, {"C", &C}}, {}, seed);
+        for (size_t i = 0; i < C.size(); ++i)
+            o.check(std::abs(C[i] - want[i]) <= 1e-6 * std::max(1.0, std::abs(want[i])), [i] { return "C[" + std::to_string(i) + "]"; });
+        return o;
+    };
+    sim::expectClean([&](uint64_t seed) { return run(*k, seed); }, {0, 1, 2, 3, 7});
+    int dropped = 0;
+    auto mutant = sim::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, sim::Role) {
+        bool pair = (lib::is(c, lib::Fn::NamedSync) || lib::is(c, lib::Fn::NamedArrive)) &&
+                    ir::constInt(c.args[1]) == std::optional<int64_t>(256);
+        return pair ? (++dropped, ir::Stmt()) : sim::same(e);
+    });
+    ASSERT_EQ(dropped, 2);
+    bool any = false;
+    for (uint64_t seed : {0, 1, 2, 3, 7}) any |= sim::anyFailure(run(*mutant, seed));
+    EXPECT_TRUE(any) << "without the named barrier the exchange is still ordered";
 }
 
 } // namespace

@@ -299,3 +299,45 @@ def k(A: T.Tensor((32, 32), "float16"), B: T.Tensor((64, 32), "float16"), O: T.T
     sim::expectNear(o, want, 1e-4, "O");
     sim::expectNear(q, wantQ, 1e-4, "Q");
 }
+
+/// A per-row fragment declared with fewer elements than the rows a T.Parallel nest indexes it by (attention_sink's
+/// `sinks = T.alloc_fragment([heads])` written and read as `sinks[i]` over block_M rows) holds the nest's extent,
+/// laid out beside the T.gemm accumulator's rows it is added to (src/lower/GrowIndexedFragments.cpp).
+void grownToNest(const char *arch) {
+    const int M = 64, N = 64, K = 32;
+    const std::string src = R"(import tilelang.language as T
+@T.prim_func
+def k(A: T.Tensor((64, 32), "float16"), B: T.Tensor((64, 32), "float16"), S: T.Tensor((4,), "float32"),
+      O: T.Tensor((64,), "float32")):
+    with T.Kernel(4, threads=128) as bx:
+        a = T.alloc_shared((64, 32), "float16")
+        b = T.alloc_shared((64, 32), "float16")
+        acc = T.alloc_fragment((64, 64), "float32")
+        rs = T.alloc_fragment((64,), "float32")
+        sinks = T.alloc_fragment((8,), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, b, acc, transpose_B=True, clear_accum=True)
+        T.reduce_sum(acc, rs, dim=1)
+        for i in T.Parallel(64):
+            sinks[i] = S[bx] + i
+        for i in T.Parallel(64):
+            rs[i] += sinks[i] * 2
+        if bx == 2:
+            T.copy(rs, O)
+)";
+    auto a = sim::randomData(M * K, 50, -1, 1), b = sim::randomData(N * K, 51, -1, 1), s = sim::randomData(4, 52, -1, 1);
+    std::vector<double> o(M, std::nan("")), want(M, 0);
+    for (int i = 0; i < M; ++i) {
+        for (int j = 0; j < N; ++j)
+            for (int x = 0; x < K; ++x) want[i] += a[i * K + x] * b[j * K + x];
+        want[i] += (s[2] + i) * 2;
+    }
+    tilec::lowertest::LowerRun r;
+    sim::lowerFor(r, src, arch);
+    ASSERT_TRUE(r.lowered) << r.diags();
+    sim::runAll(r, {{"A", &a}, {"B", &b}, {"S", &s}, {"O", &o}});
+    sim::expectNear(o, want, 1e-4, "O");
+}
+TEST(LowerSimFragments, GrownToNestSm80) { grownToNest("sm_80"); }
+TEST(LowerSimFragments, GrownToNestSm90a) { grownToNest("sm_90a"); }
