@@ -17,6 +17,9 @@ template <int Bytes> __device__ __forceinline__ void cp_async(void *smem, const 
     static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
     const int srcBytes = valid ? Bytes : 0;
+#ifdef TILEC_HOST_CP_ASYNC
+    TILEC_HOST_CP_ASYNC(dst, gmem, Bytes, srcBytes);
+#else
     if constexpr (Bytes == 16) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(srcBytes)
                      : "memory");
@@ -25,6 +28,7 @@ template <int Bytes> __device__ __forceinline__ void cp_async(void *smem, const 
                      "r"(srcBytes)
                      : "memory");
     }
+#endif
 }
 
 /// Closes the group of the cp.async copies this thread issued since the last commit.
@@ -69,6 +73,44 @@ __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg
     }
 }
 
+// cp.async of Bytes (4 to 16) to shared address `dst` + Off: the offset is the instruction's own immediate, so
+// the rows of a column walk share one address register per swizzle phase (copy_rows).
+template <int Bytes, int Off>
+__device__ __forceinline__ void cp_async_at(unsigned dst, const void *gmem, bool valid) {
+    const int srcBytes = valid ? Bytes : 0;
+#ifdef TILEC_HOST_CP_ASYNC // a host build of this file (tests/unit/CopyG2STest.cpp) models the instruction
+    TILEC_HOST_CP_ASYNC(dst + (unsigned)Off, gmem, Bytes, srcBytes);
+#else
+    if constexpr (Bytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0+%3], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(srcBytes), "n"(Off)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0+%4], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(Bytes),
+                     "r"(srcBytes), "n"(Off)
+                     : "memory");
+    }
+#endif
+}
+
+// Iterations It .. Iters - 1 of copy_g2s's column walk by cp.async: row r0 + It * RowStep of the thread's column.
+// The layout's row XOR repeats every 8 rows, so every P-th iteration (P = 8 / gcd(RowStep, 8), or fewer when the
+// walk is shorter) lands at the same column: `at[It % P]` is that phase's shared address of row r0 + (It % P) *
+// RowStep, and the rows further on are a constant number of bytes away (RowBytes: the layout's row stride). The
+// global address is the column's start `g` plus whole rows. Before, each chunk formed both addresses from its row
+// (a 64-bit multiply-add, the swizzle XOR, a generic-to-shared conversion: about 7 instructions per 16-byte copy;
+// TileKernels' pre_norm_fn_fwd_mul had 1035 a stage where now 951, and a register for every row held across the
+// pipeline, 252 where now 225).
+template <int Rows, int RowStep, int Iters, int P, int RowBytes, int Bytes, int It = 0, typename T>
+__device__ __forceinline__ void copy_rows(const unsigned (&at)[P], const T *g, long long ldg, int r0, bool colValid,
+                                          int validRows) {
+    const int r = r0 + It * RowStep;
+    if (Rows % RowStep == 0 || r < Rows)
+        cp_async_at<Bytes, (It - It % P) * RowStep * RowBytes>(at[It % P], g + (long long)(It * RowStep) * ldg,
+                                                               colValid && r < validRows);
+    if constexpr (It + 1 < Iters)
+        copy_rows<Rows, RowStep, Iters, P, RowBytes, Bytes, It + 1>(at, g, ldg, r0, colValid, validRows);
+}
+
 } // namespace g2s_detail
 
 /// Threads First .. First + Threads - 1 of the block (the first Threads; a consumer warp group's of explicit
@@ -109,7 +151,27 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
         const int r0 = tid / ChunksPerRow;
         const int c = (tid % ChunksPerRow) * Vec;
         const bool colValid = c < validCols;
-        if constexpr (Iters <= FullUnroll) {
+        if constexpr (Iters <= FullUnroll && Bytes >= 4) {
+            // One shared address per phase of the row XOR, the rows of a phase at immediate offsets from it.
+            constexpr int Low = RowStep & -RowStep;
+            constexpr int Period = Low >= 8 ? 1 : 8 / Low;
+            constexpr int P = Period < Iters ? Period : Iters;
+            constexpr int RowElems = Lay == g2s_panels ? panel_span<Cols * (int)sizeof(T)>() / (int)sizeof(T) : Cols;
+            const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
+            unsigned at[P];
+#pragma unroll
+            for (int p = 0; p < P; ++p) {
+                const int r = r0 + p * RowStep;
+                int dst = r * Cols + c;
+                if constexpr (Lay == g2s_swizzled)
+                    dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
+                else if constexpr (Lay == g2s_panels)
+                    dst = panel_offset<Rows, Cols, (int)sizeof(T)>(r, c);
+                at[p] = base + (unsigned)dst * (unsigned)sizeof(T);
+            }
+            g2s_detail::copy_rows<Rows, RowStep, Iters, P, RowElems * (int)sizeof(T), Bytes>(
+                at, gmem + (long long)r0 * ldg + c, ldg, r0, colValid, validRows);
+        } else if constexpr (Iters <= FullUnroll) {
 #pragma unroll
             for (int it = 0; it < Iters; ++it) {
                 const int r = r0 + it * RowStep;
