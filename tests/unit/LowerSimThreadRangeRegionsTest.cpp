@@ -228,3 +228,78 @@ TEST(LowerSimThreadRangeRegions, BranchesExchangingSharedDataRunOneAfterTheOther
 }
 
 } // namespace
+
+namespace {
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+/// TileLang's own mhc_pre_big_fuse (examples/deepseek_mhc, from $TILELANG_SRC): the Sinkhorn warp and the
+/// 64-thread pipelined sum as roles, on the simulator under several interleavings against the file's math
+/// (two tokens, hidden 1024: two tiles of the pipelined sum).
+TEST(LowerSimThreadRangeRegions, TileLangMhcPreBigFuseExample) {
+    std::string src = sim::tilelangExample("deepseek_mhc/example_mhc_pre.py");
+    if (src.empty()) GTEST_SKIP() << "set TILELANG_SRC to a TileLang git checkout (tag v0.1.13)";
+    constexpr int N = 2, H = 1024, M = 4, R = 10;
+    constexpr double eps = 1e-6;
+    src += "\n\nkernel = mhc_pre_big_fuse_tilelang.compile(hidden_size=1024, rms_eps=1e-06, hc_pre_eps=1e-06, "
+           "hc_sinkhorn_eps=1e-06, hc_post_mult_value=1.0, sinkhorn_repeat=10, n_splits=1, hc_mult=4)\n";
+    tilec::lowertest::LowerRun r;
+    const ir::Kernel *k = sim::loweredKernel(r, src, "sm_90a", "", "example_mhc_pre.py");
+    ASSERT_TRUE(k);
+    const ir::WarpRoles *roles = rolesOf(*k);
+    ASSERT_TRUE(roles);
+    EXPECT_EQ(roles->consumerThreads, 32);
+    EXPECT_EQ(roles->producerThreads, 64);
+    std::vector<double> mul(N * 24), sq(N), scale{0.5, 0.75, 1.25}, base(24), res((size_t)N * M * H);
+    for (size_t e = 0; e < mul.size(); ++e) mul[e] = (double)((int)(e * 7 % 17) - 8) / 8;
+    for (int n = 0; n < N; ++n) sq[n] = 4096.0 * (n + 1);
+    for (size_t e = 0; e < base.size(); ++e) base[e] = (double)((int)(e * 5 % 9) - 4) / 4;
+    for (size_t e = 0; e < res.size(); ++e) res[e] = (double)((int)(e * 13 % 31) - 15) / 16;
+    std::vector<double> wpost(N * M), wcomb(N * M * M), winput((size_t)N * H, 0);
+    for (int n = 0; n < N; ++n) {
+        const double rms = 1 / std::sqrt(sq[n] / (M * H) + eps);
+        double mix[24], cm[M][M], pre[M];
+        for (int j = 0; j < 24; ++j) mix[j] = mul[n * 24 + j] * rms;
+        for (int j = 0; j < M; ++j) {
+            wpost[n * M + j] = sigmoid(mix[j + M] * scale[1] + base[j + M]);
+            pre[j] = sigmoid(mix[j] * scale[0] + base[j]) + eps;
+        }
+        for (int j = 0; j < M; ++j) {
+            double mx = -1e30, sum = 0;
+            for (int c = 0; c < M; ++c) mx = std::max(mx, cm[j][c] = mix[j * M + c + 2 * M] * scale[2] + base[j * M + c + 2 * M]);
+            for (int c = 0; c < M; ++c) sum += cm[j][c] = std::exp(cm[j][c] - mx);
+            for (int c = 0; c < M; ++c) cm[j][c] = cm[j][c] / sum + eps;
+        }
+        for (int rep = 0; rep < R; ++rep) {
+            if (rep > 0)
+                for (int j = 0; j < M; ++j) {
+                    double sum = 0;
+                    for (int c = 0; c < M; ++c) sum += cm[j][c];
+                    for (int c = 0; c < M; ++c) cm[j][c] /= sum + eps;
+                }
+            for (int c = 0; c < M; ++c) {
+                double sum = 0;
+                for (int j = 0; j < M; ++j) sum += cm[j][c];
+                for (int j = 0; j < M; ++j) cm[j][c] /= sum + eps;
+            }
+        }
+        for (int j = 0; j < M; ++j)
+            for (int c = 0; c < M; ++c) wcomb[(n * M + j) * M + c] = cm[j][c];
+        for (int h = 0; h < H; ++h)
+            for (int m = 0; m < M; ++m) winput[(size_t)n * H + h] += pre[m] * res[((size_t)n * M + m) * H + h];
+    }
+    for (uint64_t seed : {0, 1, 2, 3}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        std::vector<double> post(N * M, std::nan("")), comb(N * M * M, std::nan("")), input((size_t)N * H, std::nan(""));
+        sim::Outcome o = sim::runCaught(*k, {{"gemm_out_mul", &mul}, {"gemm_out_sqrsum", &sq}, {"hc_scale", &scale}, {"hc_base", &base},
+                                             {"residual", &res}, {"post_mix", &post}, {"comb_mix", &comb}, {"layer_input", &input}},
+                                        {{"num_tokens", N}}, seed);
+        EXPECT_EQ(o.error, "");
+        EXPECT_TRUE(o.races.empty()) << o.races[0];
+        sim::expectNear(post, wpost, 1e-4, "post_mix");
+        sim::expectNear(comb, wcomb, 1e-4, "comb_mix");
+        sim::expectNear(input, winput, 1e-2, "layer_input"); // bfloat16
+    }
+}
+
+} // namespace
