@@ -317,7 +317,11 @@ class KernelPrinter {
         }
         line(level, "if (threadIdx.x >= " + std::to_string(r.consumerThreads) + ") {", r.loc);
         if (r.producerRegs) line(level + 1, "tilec::setmaxnreg_dec<" + std::to_string(r.producerRegs) + ">();");
+        // Roles of the kernel's own threads (joinThreadRoles: the branches of a thread-range `if`): the producer
+        // computes too, its barriers a named barrier of its threads, its tile transfers over its threads.
+        if (!k_.producerThreads) role_ = {r.producerThreads, passes::lib::kWarpgroupBarrier, r.consumerThreads};
         stmt(r.producer, level + 1);
+        role_ = outer;
         line(level, "} else {");
         if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
         role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};

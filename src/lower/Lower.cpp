@@ -21,6 +21,7 @@
 #include "tilec/passes/LowerReductions.h"
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
+#include "tilec/passes/JoinThreadRoles.h"
 #include "tilec/passes/LowerWarpRoles.h"
 #include "tilec/passes/OneWaveLaunchBounds.h"
 #include "tilec/passes/OverlapScores.h"
@@ -82,7 +83,8 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::growIndexedFragments(p, s.diag); }, false},
         // Branches on the thread index that are warp groups synchronised by mbarriers become T.ws blocks.
         {"threadRangeRoles", always, [](const Program &p, PassState &s) { return passes::threadRangeRoles(p, s.diag); }, true},
-        // Tile statements under `if tx < N:` (a range of the threads) are run by the whole block.
+        // Tile statements under `if tx < N:` (a range of the threads) are run by the whole block, or (an `else` on
+        // whole warps that shares nothing the other writes) each branch on its own threads, at once.
         {"threadRangeRegions", always, [](const Program &p, PassState &s) { return passes::threadRangeRegions(p, s.diag); }, true},
         // T.alloc_reducer accumulations in T.Parallel nests become reductions.
         {"lowerReducers", always, [](const Program &p, PassState &s) { return passes::lowerReducers(p, s.diag); }, false},
@@ -133,6 +135,9 @@ const std::vector<Pass> &table() {
         // Blocks that end in a partial warp (threads=1): what needs all 32 lanes of a warp is an error there.
         {"checkWholeWarps", always,
          [](const Program &p, PassState &s) { return passes::checkWholeWarps(p, s.diag), p; }, true},
+        // Branches on the thread index that threadRangeRegions lowered as kernels of their own threads: back in
+        // their kernel as concurrent warp roles.
+        {"joinThreadRoles", always, [](const Program &p, PassState &) { return passes::joinThreadRoles(p); }, false},
         // Waits for the asynchronous wgmma (one k-block kept in flight), accumulators cleared and pinned for them.
         {"placeWgmmaWaits", always, [](const Program &p, PassState &) { return passes::placeWgmmaWaits(p); }, false},
         // Hopper attention (head dimension >= 128, or on request): the next key block's QK^T issued before this block's softmax.

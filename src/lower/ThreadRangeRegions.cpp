@@ -8,9 +8,11 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "ConcurrentRoles.h"
 #include "SyncHazards.h"
 #include "ThreadRanges.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -229,6 +231,26 @@ struct Flatten : IRMutator {
     }
 };
 
+/// The regions of `r` whose branches run as concurrent roles: the kernel that runs the others one after the
+/// other and the roles' kernels (joinThreadRoles puts them back together), or `k` with every region flattened.
+std::vector<KernelP> lowerRegions(const KernelP &k, const Regions &r, DiagnosticEngine &diag) {
+    std::vector<concurrent::RangeIf> regions;
+    for (auto &[at, b] : r.regions()) regions.push_back({at, b.then, b.otherwise});
+    std::sort(regions.begin(), regions.end(), [](auto &a, auto &b) { return std::pair{a.at->loc.line, a.at->loc.col} < std::pair{b.at->loc.line, b.at->loc.col}; });
+    std::vector<std::pair<SourceRange, std::string>> why;
+    auto split = concurrent::splitRoles(*k, regions, why);
+    for (auto &[at, w] : why)
+        remark(&diag.sources(), at, "kernel '" + k->name + "': the branches of this `if` run one after the other: " + w);
+    std::vector<KernelP> out{Flatten(r.regions()).mutate(split ? split->outer : k)};
+    if (!split) return out;
+    for (auto &role : split->roles) {
+        remark(&diag.sources(), role->body->loc, "kernel '" + k->name + "': this branch runs as a role of " +
+                                                   std::to_string(role->threads) + " threads, beside the other branch");
+        out.push_back(role);
+    }
+    return out;
+}
+
 } // namespace
 
 Program threadRangeRegions(const Program &p, DiagnosticEngine &diag) {
@@ -239,7 +261,7 @@ Program threadRangeRegions(const Program &p, DiagnosticEngine &diag) {
             out.kernels.push_back(k);
             continue;
         }
-        out.kernels.push_back(Flatten(r.regions()).mutate(k));
+        for (auto &nk : lowerRegions(k, r, diag)) out.kernels.push_back(nk);
     }
     return out;
 }

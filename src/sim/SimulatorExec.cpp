@@ -265,6 +265,7 @@ double Simulator::eval(const ir::Expr &e, int t) {
         else if (n == "rsqrt") r = 1 / std::sqrt(a);
         else if (n == "abs") r = std::fabs(a);
         else if (n == "tanh") r = std::tanh(a);
+        else if (n == "sigmoid") r = 1 / (1 + std::exp(-a)); // tilec::sigmoid
         else if (n == "pow") r = std::pow(a, eval(c->args[1], t));
         else throw SimError("no simulation of " + n);
         return roundTo(e->dtype, r);

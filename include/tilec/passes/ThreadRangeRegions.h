@@ -19,6 +19,13 @@ namespace tilec::passes {
 /// writes as the range would. Such an `if` (with its `else`) becomes its branches one after the other, each run
 /// by every thread, their T.Parallel nests, copies, reductions and barriers then lowered as anywhere else.
 ///
+/// Unless its branches can run at once, as TileLang runs them (src/lower/ConcurrentRoles.h): an `if` with an
+/// `else` at the kernel's top level, its bounds whole warps, its branches sharing nothing one of them writes,
+/// holding no T.gemm and no library call with effects other than a barrier, their register buffers used nowhere
+/// else. Such an `if` becomes an empty WarpRoles(C, P) between block barriers, and each branch a kernel of its
+/// own threads named `KERNEL.roleI.consumer` (threads 0 .. C - 1) / `.producer` (C .. threads - 1), lowered as
+/// any kernel until joinThreadRoles puts it back. -v says which branches run as roles, and why the others do not.
+///
 /// Located errors, never another program, in a branch that holds a tile statement: a read of the thread index
 /// inside it (each thread's own work), a fragment or T.alloc_var / T.alloc_local buffer also touched outside the
 /// branch's range, an atomic update outside a T.Parallel nest (it would be done by more threads), a `while` loop
