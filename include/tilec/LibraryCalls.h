@@ -55,7 +55,8 @@ enum class Fn {
     WgmmaFenceOperands, ///< registers a wgmma read or wrote count as used here (nothing touching them moves across)
     // Explicit warp roles (T.ws, T.alloc_barrier, T.barrier_*, T.tma_copy; lowerWarpRoles)
     MbarrierExpectTx,   ///< expect_tx without an arrival (T.tma_copy's own announcement of its bytes)
-    MbarrierArriveEach, ///< T.barrier_arrive: one arrival by every thread of the role that reaches it
+    MbarrierArriveEach, ///< T.barrier_arrive: one arrival by every thread of the role that reaches it; `noinc` 1:
+                        ///< T.cp_async_barrier_noinc's (the front end's mark; asyncPtxCopies removes it)
     WarpGroup,     ///< front end only: the condition of a `with T.ws(group)` block (lowerWarpRoles removes it)
     TmaCopyOn,     ///< front end only: the condition over a T.tma_copy's Copy, naming its mbarrier
     Reducer,       ///< front end only: T.alloc_reducer's buffer and its ReduceKind (lowerReducers removes it)
@@ -84,6 +85,8 @@ enum class Fn {
                    ///< that retires its group (insertSyncs orders both ends; lowerAsyncCopies proves the waits)
     AsyncLanded,   ///< after a CpAsyncWait: T.async_copy chunks into `buffer` may land there (lowerAsyncCopies says
                    ///< which; insertSyncs orders later readers after it and removes it)
+    CpAsyncArrive, ///< cp.async.mbarrier.arrive: the issuing thread's earlier cp.async copies hold `bar`'s phase open
+                   ///< until they land (a plain arrival of the thread follows it: asyncPtxCopies)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

@@ -107,9 +107,10 @@ const ir::Load &pointee(Interp &in, const Arg &a, const char *what, ir::Scope sc
 /// (4, 8 or 16 bytes) from a global element to a shared one, both T.access_ptr; with a predicate that is false
 /// the destination is zero-filled and the source not read. Like T.async_copy it is lowered as the copy it makes,
 /// complete when the next statement starts (the schedule in which its group finished at once): one unrolled
-/// loop of element stores along the last dimension, which must hold them, marked as the program's T.vectorized
-/// loops are (ProgramVectorized.h; not a tile statement, so it may run in a branch of some threads), so that
-/// vectorizeAccesses makes it one vector load and one vector store where the addresses allow.
+/// loop of element stores along the last dimension, which must hold them, marked kPtxCpAsync (ProgramVectorized.h;
+/// not a tile statement, so it may run in a branch of some threads): asyncPtxCopies makes it one cp.async where
+/// the thread's program proves that safe, else vectorizeAccesses one vector load and one vector store where the
+/// addresses allow.
 Value ptxCpAsync(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.ptx_cp_async", {"dst_access_ptr", "src_access_ptr", "num_elems", "predicate?"});
     requireLaunch(in, args, "T.ptx_cp_async");
@@ -136,7 +137,7 @@ Value ptxCpAsync(Interp &in, CallArgs &args) {
     };
     auto lanes = [&](ir::Expr value) {
         ir::Stmt st = ir::Store::make(d.buffer, at(d), std::move(value), args.call);
-        return ir::For::make(e, ir::intImm(0), ir::intImm(n), ir::ForKind::Unrolled, passes::kProgramVectorized, st, args.call);
+        return ir::For::make(e, ir::intImm(0), ir::intImm(n), ir::ForKind::Unrolled, passes::kPtxCpAsync, st, args.call);
     };
     ir::Stmt body = lanes(ir::Load::make(s.buffer, at(s), args.call));
     if (a[3] && !a[3]->value.is(VK::None))

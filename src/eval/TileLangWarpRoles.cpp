@@ -62,12 +62,15 @@ Value barrierWait(Interp &in, CallArgs &args, const std::string &fname, const st
     return Value::none();
 }
 
-Value barrierArrive(Interp &in, CallArgs &args, const std::string &fname, const std::vector<std::string> &params) {
+Value barrierArrive(Interp &in, CallArgs &args, const std::string &fname, const std::vector<std::string> &params,
+                    bool noinc = false) {
     auto a = bindArgs(in, args, fname, params);
     requireLaunch(in, args, fname);
     if (a.size() > 1 && a[1] && !a[1]->value.is(VK::None))
         in.fail(a[1]->range, fname + "(cta_id=...): arrivals on another CTA's barrier (clusters) are not supported");
-    in.emit(lib::stmt(lib::Fn::MbarrierArriveEach, {barrierAddress(in, *a[0], fname)}, args.call));
+    std::vector<ir::Expr> call{barrierAddress(in, *a[0], fname)};
+    if (noinc) call.push_back(ir::intImm(1));
+    in.emit(lib::stmt(lib::Fn::MbarrierArriveEach, std::move(call), args.call));
     return Value::none();
 }
 
@@ -85,10 +88,11 @@ void addWarpRolePrimitives(Attrs &attrs) {
         return barrierArrive(in, args, "T.barrier_arrive", {"mbarrier"});
     });
     // cp.async.mbarrier.arrive.noinc: each thread arrives once its earlier cp.async copies (T.ptx_cp_async,
-    // T.async_copy) have landed, the arrival counted among those the barrier expects. Those copies have
-    // completed when issued in tilec's schedule of them, so it is the thread's arrival now.
+    // T.async_copy) have landed, the arrival counted among those the barrier expects. The thread's arrival,
+    // marked as this one: where asyncPtxCopies proves the thread's T.ptx_cp_async copies may stay in flight
+    // until it, they complete there; elsewhere they completed when issued.
     def(attrs, "cp_async_barrier_noinc", [](Interp &in, CallArgs &args) {
-        return barrierArrive(in, args, "T.cp_async_barrier_noinc", {"barrier"});
+        return barrierArrive(in, args, "T.cp_async_barrier_noinc", {"barrier"}, true);
     });
     def(attrs, "mbarrier_arrive", [](Interp &in, CallArgs &args) {
         return barrierArrive(in, args, "T.mbarrier_arrive", {"mbarrier", "cta_id?"});

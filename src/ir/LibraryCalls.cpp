@@ -87,8 +87,8 @@ const std::vector<Info> &table() {
          I::All, "sm_90a"},
         {Fn::MbarrierExpectTx, "tilec.mbarrier_expect_tx", "tilec::mbarrier_expect_tx", 0, {}, {"bar", "bytes"}, kNone,
          I::One, "sm_90"},
-        {Fn::MbarrierArriveEach, "tilec.mbarrier_arrive_each", "tilec::mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All,
-         "sm_90"},
+        {Fn::MbarrierArriveEach, "tilec.mbarrier_arrive_each", "tilec::mbarrier_arrive", 0, {}, {"bar", "noinc"}, kNone,
+         I::All, "sm_90", 1},
         {Fn::WarpGroup, "tilec.warp_group", "", 0, {}, {"group"}, kPure, I::All, "sm_90"},
         {Fn::TmaCopyOn, "tilec.tma_copy_on", "", 0, {}, {"bar"}, kPure, I::One, "sm_90"},
         {Fn::Reducer, "tilec.reducer", "", 0, {}, {"buffer", "op"}, kNone, I::All, "sm_80"},
@@ -121,6 +121,8 @@ const std::vector<Info> &table() {
         {Fn::CpAsyncCopy, "tilec.cp_async_copy", "tilec::cp_async", 1, {}, {"bytes", "dst", "src", "valid"},
          kWritesShared | kAsync, I::All, "sm_80"},
         {Fn::AsyncLanded, "tilec.async_landed", "", 0, {}, {"buffer"}, kPure, I::All, "sm_80"},
+        {Fn::CpAsyncArrive, "tilec.cp_async_arrive", "tilec::cp_async_mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All,
+         "sm_80"},
     };
     return t;
 }

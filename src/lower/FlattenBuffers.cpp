@@ -149,7 +149,7 @@ class Flatten : public RangeScopedMutator {
 
     /// A vectorized loop's lane in scope (vectorLanes).
     Stmt visit(const std::shared_ptr<const For> &op) override {
-        bool program = op->forKind == ForKind::Unrolled && op->numStages == kProgramVectorized;
+        bool program = op->forKind == ForKind::Unrolled && programVectorized(op->numStages);
         if (op->forKind != ForKind::Vectorized && !program) return RangeScopedMutator::visit(op);
         auto ext = constInt(op->extent);
         lanes_.push_back({op->var, ext ? *ext : 0});

@@ -91,7 +91,7 @@ class Collect : public IRVisitor {
             auto e = constInt(op.extent);
             if (current_ >= 0 && e && constInt(op.min) == std::optional<int64_t>(0)) {
                 innerExtents_[op.var.get()] = *e;
-                if (op.numStages == kProgramVectorized) programLanes_[op.var.get()] = *e;
+                if (programVectorized(op.numStages)) programLanes_[op.var.get()] = *e;
             }
             return IRVisitor::visit(op);
         }

@@ -30,6 +30,7 @@
 #include "tilec/passes/RingWarpRoles.h"
 #include "tilec/passes/PlaceWgmmaWaits.h"
 #include "tilec/passes/PlanSharedMemory.h"
+#include "tilec/passes/AsyncPtxCopies.h"
 #include "tilec/passes/CpAsyncWgmma.h"
 #include "tilec/passes/ShiftFragmentOffsets.h"
 #include "tilec/passes/SqueezeUnitFragments.h"
@@ -159,6 +160,9 @@ const std::vector<Pass> &table() {
         // What a fragment nest reads again at every element (a row's scale), read once per value.
         {"hoistNestInvariants", always, [](const Program &p, PassState &) { return passes::hoistNestInvariants(p); }, false},
         {"flattenBuffers", always, [](const Program &p, PassState &) { return passes::flattenBuffers(p); }, false},
+        // T.ptx_cp_async as cp.async completed at its thread's T.cp_async_barrier_noinc, where the thread's program
+        // proves nothing it does after a copy reaches another thread before that arrival.
+        {"asyncPtxCopies", always, [](const Program &p, PassState &s) { return passes::asyncPtxCopies(p, &s.diag.sources()); }, false},
         {"vectorizeAccesses", always,
          [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows); }, false},
         // Divisions and remainders in global offsets split over their terms: unrolled iterations add constants.

@@ -9,5 +9,9 @@
 namespace tilec::passes {
 
 inline constexpr int kProgramVectorized = -1;
+/// The same for T.ptx_cp_async's copy loop (TileLangIntrinsics.cpp), which asyncPtxCopies may make one cp.async.
+inline constexpr int kPtxCpAsync = -2;
+/// Whether an unrolled loop's stage count is one of those marks.
+inline bool programVectorized(int numStages) { return numStages == kProgramVectorized || numStages == kPtxCpAsync; }
 
 } // namespace tilec::passes

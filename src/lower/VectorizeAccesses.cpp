@@ -29,7 +29,7 @@ namespace {
 /// can be reordered, so its accesses become vector loads and stores like those of a vectorized loop, 16 bytes
 /// at most each (a longer loop is taken that many lanes at a time). 0 for any other.
 int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
-    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized || !isZero(f.min)) return 0;
+    if (f.forKind != ForKind::Unrolled || !programVectorized(f.numStages) || !isZero(f.min)) return 0;
     std::vector<Stmt> stmts;
     if (auto seq = as<Seq>(f.body)) stmts = seq->stmts;
     else stmts.push_back(f.body);
@@ -79,7 +79,7 @@ int64_t reorderableLanes(const For &f, int64_t extent, const Kernel &k) {
 /// that code generation adds at once (matchAtomicVector: T.atomic_addx4's loop) as such a vectorized loop; null
 /// for any other. Its lanes touch `lanes` distinct elements, so adding them as one vector changes no result.
 Stmt atomicLanes(const For &f) {
-    if (f.forKind != ForKind::Unrolled || f.numStages != kProgramVectorized) return nullptr;
+    if (f.forKind != ForKind::Unrolled || !programVectorized(f.numStages)) return nullptr;
     Stmt v = For::make(f.var, f.min, f.extent, ForKind::Vectorized, 0, f.body, f.loc);
     return matchAtomicVector(*as<For>(v)) ? v : nullptr;
 }

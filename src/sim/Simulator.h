@@ -217,6 +217,7 @@ class Simulator {
         const ir::BufferNode *buffer;
         size_t index;
         double value;
+        int thread = -1; ///< the issuing thread of a thread's own cp.async (tilec.cp_async), else -1
     };
     struct WgmmaGroup; // SimulatorHopper.cpp
     /// One component of the vector clocks: the block outside roles (0), a warp-role agent, a TMA load.

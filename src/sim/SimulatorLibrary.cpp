@@ -89,7 +89,7 @@ void Simulator::cpAsyncChunk(const ir::Call &c, const passes::lib::Info &info, c
             }
             touch(dst, (size_t)(d0 + e), t, true);
             to[(size_t)(d0 + e)] = std::nan("");
-            me.open.push_back({dst, (size_t)(d0 + e), roundTo(dst->dtype, v)});
+            me.open.push_back({dst, (size_t)(d0 + e), roundTo(dst->dtype, v), t});
         }
     }
 }
@@ -109,6 +109,21 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         }
     };
     switch (info.fn) {
+    case Fn::CpAsyncArrive: {
+        // cp.async.mbarrier.arrive: the phase cannot complete before the arriving threads' copies land, and the
+        // thread's own arrival follows at once, so they land now (the latest moment any waiter can tell apart)
+        std::vector<Landing> now;
+        auto take = [&](std::vector<Landing> &from) {
+            auto mine = [&](const Landing &w) { return w.thread >= 0 && mask[(size_t)w.thread]; };
+            for (auto &w : from)
+                if (mine(w)) now.push_back(w);
+            from.erase(std::remove_if(from.begin(), from.end(), mine), from.end());
+        };
+        take(me.open);
+        for (auto &g : me.pending) take(g);
+        land(now);
+        return;
+    }
     case Fn::CpAsyncCommit:
         me.pending.push_back(std::move(me.open));
         me.open.clear();

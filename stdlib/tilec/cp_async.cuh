@@ -43,6 +43,20 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/// cp.async.mbarrier.arrive (sm_80): the mbarrier at `bar` (shared memory) counts one more pending arrival now,
+/// which the hardware makes once every cp.async this thread issued before it has landed. The phase thus cannot
+/// complete before those copies are visible to whoever waits on it; the thread's own arrival (mbarrier_arrive,
+/// a release of its other writes) follows it, so the barrier's expected count is unchanged. (The .noinc form,
+/// which would count the hardware's arrival as the thread's, is not documented to release the thread's own
+/// stores.)
+__device__ __forceinline__ void cp_async_mbarrier_arrive(uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.mbarrier.arrive.shared.b64 [%0];\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+#else
+    (void)bar;
+#endif
+}
+
 /// How copy_g2s stores a tile: row-major; row-major with swz<Cols, sizeof(T)>; the panel layout of
 /// swz_panels<Cols, sizeof(T), Rows * Cols> (what wgmma reads when the rows are wider than one swizzle span).
 enum : int { g2s_plain = 0, g2s_swizzled = 1, g2s_panels = 2 };

@@ -108,6 +108,11 @@ TEST(LowerSimMlaWarpRoles, SeesawSparseMlaFwdExampleShape) {
                            "sm_scale=None, is_causal=True, CP0=False)\n", "sm_90a");
     ASSERT_TRUE(r.lowered) << r.diags();
     ASSERT_EQ(r.lowered->kernels.size(), 1u);
+    // asyncPtxCopies: the producer's 6 KV copies stay in flight until each stage's T.cp_async_barrier_noinc, past
+    // the barriers of its warp group around the row flags (the role-barrier rule), landing there in the simulator
+    auto calls = sim::callCounts(*r.lowered->kernels[0]);
+    EXPECT_EQ(calls[tilec::passes::lib::Fn::CpAsyncChunk], 6);
+    EXPECT_EQ(calls[tilec::passes::lib::Fn::CpAsyncArrive], 2);
     auto q = grid((size_t)S * H * W, 11), kv = grid((size_t)SKV * W, 12);
     std::vector<double> ind((size_t)S * TOPK), start{(double)START}, want((size_t)S * H * D), wantLse((size_t)S * H);
     for (int s = 0; s < S; ++s) {

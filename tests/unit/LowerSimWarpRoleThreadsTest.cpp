@@ -100,6 +100,59 @@ TEST(SimWarpRoleThreads, CpAsyncProducerComputesTheProductAsEitherGroup) {
     }
 }
 
+// asyncPtxCopies: the producer's copies stay in flight past their issue (tilec.cp_async), each round's
+// T.cp_async_barrier_noinc holding `full`'s phase open until they land (tilec.cp_async_arrive before the thread's
+// arrival); the next round's refill of the one buffer waits for that group. The product stays right under four
+// interleavings, the simulator landing each thread's copies only at its cp.async.mbarrier.arrive.
+TEST(SimWarpRoleThreads, PtxCpAsyncStaysInFlightUntilTheNoincArrival) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    auto calls = simtest::callCounts(*k);
+    EXPECT_EQ(calls[passes::lib::Fn::CpAsyncChunk], 2) << ir::print(*k);
+    EXPECT_EQ(calls[passes::lib::Fn::CpAsyncArrive], 1) << ir::print(*k);
+    EXPECT_EQ(simtest::cpAsyncWaits(*k), (std::vector<int64_t>{0, 0})) << "the refill's wait, then the role's last";
+    expectCorrect(*k, kCase, {0, 1, 2, 3});
+}
+
+// The same kernel without its cp.async.mbarrier.arrive: the consumer's wait on `full` no longer waits for the
+// copies, which land only at the next refill's wait; the products read the tiles before they land.
+TEST(SimWarpRoleThreads, PtxCpAsyncWithoutItsArrivalIsCaught) {
+    lowertest::LowerRun r;
+    const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)");
+    ASSERT_TRUE(k);
+    int removed = 0;
+    auto early = simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
+        if (!passes::lib::is(c, passes::lib::Fn::CpAsyncArrive)) return simtest::same(e);
+        ++removed;
+        return nullptr;
+    });
+    ASSERT_EQ(removed, 1);
+    bool caught = false;
+    for (uint64_t seed : {0, 1, 2, 3}) caught |= simtest::anyFailure(simulate(*early, kCase, seed));
+    EXPECT_TRUE(caught) << "tiles read before their cp.async landed, unseen";
+}
+
+// What the proof refuses keeps the synchronous copy (and the product right): a plain arrival after the copies
+// (T.barrier_arrive publishes without waiting for them), and a store of the thread into its own destination
+// while its copy may be in flight. The kernel with T.cp_async_barrier_noinc alone is asynchronous.
+TEST(SimWarpRoleThreads, PtxCpAsyncTheProofRefusesStaysSynchronous) {
+    const std::string arrive = "T.cp_async_barrier_noinc(full)";
+    const std::string rewrite = "A_s[(bm // 16 - 1) * 16 + (tx - base) // 8, (tx - base) % 8 * 8] = "
+                                "A[by * bm + (bm // 16 - 1) * 16 + (tx - base) // 8, ko * bk + (tx - base) % 8 * 8]\n"
+                                "                    " + arrive;
+    for (auto [from, to] : {std::pair<std::string, std::string>{"", ""}, {arrive, "T.barrier_arrive(full)"}, {arrive, rewrite}}) {
+        SCOPED_TRACE(to);
+        lowertest::LowerRun r;
+        const ir::Kernel *k = roles(r, "cp_async_roles(128, 128, 192)", from, to);
+        ASSERT_TRUE(k);
+        auto calls = simtest::callCounts(*k);
+        EXPECT_EQ(calls[passes::lib::Fn::CpAsyncChunk], from.empty() ? 2 : 0) << ir::print(*k);
+        EXPECT_EQ(calls[passes::lib::Fn::CpAsyncArrive], from.empty() ? 1 : 0) << ir::print(*k);
+        expectCorrect(*k, kCase, {0, 1});
+    }
+}
+
 // The producer (warp group 1) subtracting 0 instead of 128: its rows are another group's, past its tiles.
 TEST(SimWarpRoleThreads, ProducerReadingAnotherGroupsThreadIndexIsCaught) {
     lowertest::LowerRun r;
