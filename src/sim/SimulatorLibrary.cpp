@@ -69,6 +69,22 @@ std::pair<const ir::BufferNode *, int64_t> Simulator::addressOf(const ir::Expr &
 /// `valid` (else zeros), landing at its group's wait.
 void Simulator::cpAsyncChunk(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
     Comp &me = comps_[(size_t)cur_];
+    if (info.fn == passes::lib::Fn::CpAsyncArrive) {
+        // cp.async.mbarrier.arrive: the phase cannot complete before the arriving threads' copies land, and the
+        // thread's own arrival follows at once, so they land now (the latest moment any waiter can tell apart)
+        auto mine = [&](const Landing &w) { return w.thread >= 0 && mask[(size_t)w.thread]; };
+        auto take = [&](std::vector<Landing> &from) {
+            for (auto &w : from)
+                if (mine(w)) {
+                    shared_.at(w.buffer)[w.index] = w.value;
+                    forAliased(w.buffer, w.index, [&](const ir::BufferNode *o, size_t j) { shared_.at(o)[j] = std::nan(""); });
+                }
+            from.erase(std::remove_if(from.begin(), from.end(), mine), from.end());
+        };
+        take(me.open);
+        for (auto &g : me.pending) take(g);
+        return;
+    }
     const int64_t bytes = (int64_t)eval(passes::lib::arg(c, info.fn, "bytes"), 0); // a constant
     for (int t = 0; t < T_; ++t) {
         if (!mask[(size_t)t]) continue;
@@ -109,21 +125,6 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         }
     };
     switch (info.fn) {
-    case Fn::CpAsyncArrive: {
-        // cp.async.mbarrier.arrive: the phase cannot complete before the arriving threads' copies land, and the
-        // thread's own arrival follows at once, so they land now (the latest moment any waiter can tell apart)
-        std::vector<Landing> now;
-        auto take = [&](std::vector<Landing> &from) {
-            auto mine = [&](const Landing &w) { return w.thread >= 0 && mask[(size_t)w.thread]; };
-            for (auto &w : from)
-                if (mine(w)) now.push_back(w);
-            from.erase(std::remove_if(from.begin(), from.end(), mine), from.end());
-        };
-        take(me.open);
-        for (auto &g : me.pending) take(g);
-        land(now);
-        return;
-    }
     case Fn::CpAsyncCommit:
         me.pending.push_back(std::move(me.open));
         me.open.clear();
@@ -179,7 +180,8 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         return;
     }
     case Fn::CpAsyncChunk:
-    case Fn::CpAsyncCopy: return cpAsyncChunk(c, info, mask);
+    case Fn::CpAsyncCopy:
+    case Fn::CpAsyncArrive: return cpAsyncChunk(c, info, mask);
     case Fn::GemmSS:
     case Fn::GemmRS:
     case Fn::GemmSSPanels:
