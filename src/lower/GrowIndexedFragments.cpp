@@ -4,6 +4,7 @@
 #include "tilec/passes/GrowIndexedFragments.h"
 
 #include "tilec/Diagnostics.h"
+#include "EachKernel.h"
 #include "FragmentMentions.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/ParallelNest.h"
@@ -91,10 +92,7 @@ KernelP growKernel(const KernelP &k, DiagnosticEngine &diag) {
 } // namespace
 
 Program growIndexedFragments(const Program &p, DiagnosticEngine &diag) {
-    Program out = p;
-    out.kernels.clear();
-    for (auto &k : p.kernels) out.kernels.push_back(growKernel(k, diag));
-    return out;
+    return eachKernel(p, [&](const KernelP &k) { return growKernel(k, diag); });
 }
 
 } // namespace tilec::passes

@@ -35,16 +35,7 @@ class Syncer {
             if (p.kind == Param::Tensor && p.buffer) tensors_.insert(p.buffer.get());
         for (auto &b : k.allocs)
             if (b && b->scope == Scope::Shared) shared_.insert(b.get());
-        struct Ids : IRVisitor {
-            using IRVisitor::visit;
-            std::set<int64_t> *ids;
-            void visit(const Evaluate &op) override {
-                if (auto c = as<Call>(op.value); c && lib::is(*c, lib::Fn::NamedSync))
-                    if (auto id = constInt(lib::arg(*c, lib::Fn::NamedSync, "id"))) ids->insert(*id);
-            }
-        } ids;
-        ids.ids = &userIds_;
-        ids.visit(k.body);
+        userIds_ = namedBarrierIds(k.body);
         struct AsyncDsts : IRVisitor {
             using IRVisitor::visit;
             const Kernel *k;

@@ -91,22 +91,6 @@ std::vector<std::pair<Expr, Stmt>> groupBranches(const Stmt &consumer) {
     return out;
 }
 
-/// The ids of the named barriers `s` uses.
-std::set<int64_t> barrierIds(const Stmt &s) {
-    struct Ids : IRVisitor {
-        using IRVisitor::visit;
-        std::set<int64_t> ids;
-        void visit(const Call &c) override {
-            for (lib::Fn f : {lib::Fn::NamedSync, lib::Fn::NamedArrive})
-                if (lib::is(c, f))
-                    if (auto id = constInt(lib::arg(c, f, "id"))) ids.insert(*id);
-            IRVisitor::visit(c);
-        }
-    } v;
-    v.visit(s);
-    return v.ids;
-}
-
 /// The consumer with A -> B exchanges ordered, for every pair of groups that has one (the same consumer if none).
 Stmt orderConsumer(const Stmt &consumer, const Kernel &k, std::set<int64_t> &used) {
     auto branches = groupBranches(consumer);
@@ -125,13 +109,13 @@ Stmt orderConsumer(const Stmt &consumer, const Kernel &k, std::set<int64_t> &use
         for (size_t b = 0; b < groups.size(); ++b) {
             if (a == b) continue;
             const Group &A = groups[a], &B = groups[b];
-            syncs::BufferSet handed = quietAccesses(A, false), back = quietAccesses(B, false);
+            syncs::BufferSet handed = quietAccesses(A, false), back = quietAccesses(B, false), read = quietAccesses(B, true);
             syncs::BufferSet aTouched = quietAccesses(A, true);
             aTouched.insert(handed.begin(), handed.end());
             if (syncs::intersects(back, aTouched)) continue; // both ways: which goes first is not the program's
             std::optional<size_t> lastWrite, firstRead;
             for (size_t i = A.quiet; i < A.stmts.size(); ++i)
-                if (syncs::intersects(A.writes[i], quietAccesses(B, true))) lastWrite = i;
+                if (syncs::intersects(A.writes[i], read)) lastWrite = i;
             for (size_t i = B.quiet; i < B.stmts.size() && !firstRead; ++i)
                 if (syncs::intersects(B.reads[i], handed)) firstRead = i;
             if (!lastWrite || !firstRead) continue;
@@ -164,7 +148,7 @@ struct Roles : IRMutator {
     using IRMutator::visit;
     const Kernel &k;
     std::set<int64_t> used;
-    explicit Roles(const Kernel &k) : k(k), used(barrierIds(k.body)) {
+    explicit Roles(const Kernel &k) : k(k), used(syncs::namedBarrierIds(k.body)) {
         for (int64_t id = 0; id < lib::kFirstPartialBarrier; ++id) used.insert(id); // __syncthreads', the roles', ping-pong's
     }
     Stmt visit(const std::shared_ptr<const WarpRoles> &op) override {

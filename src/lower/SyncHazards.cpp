@@ -143,6 +143,21 @@ bool isSync(const Stmt &s) {
     return c && (lib::is(*c, lib::Fn::Sync) || lib::is(*c, lib::Fn::NamedSync) || lib::is(*c, lib::Fn::GridSync));
 }
 
+std::set<int64_t> namedBarrierIds(const Stmt &s) {
+    struct Ids : IRVisitor {
+        using IRVisitor::visit;
+        std::set<int64_t> ids;
+        void visit(const Call &c) override {
+            for (lib::Fn f : {lib::Fn::NamedSync, lib::Fn::NamedArrive})
+                if (lib::is(c, f))
+                    if (auto id = constInt(lib::arg(c, f, "id"))) ids.insert(*id);
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(s);
+    return v.ids;
+}
+
 /// Memory the block's threads share: shared buffers, and global tensors (two tile statements writing one
 /// region of a tensor from fragments of different layouts, or one writing what the next reads, are ordered
 /// by a barrier like shared memory: a block barrier orders global accesses within the block too).

@@ -69,6 +69,9 @@ Pending authorView(const Pending &st);
 /// A block barrier: T.sync_threads (named or not) or T.sync_grid.
 bool isSync(const ir::Stmt &s);
 
+/// The ids of the named barriers (bar.sync and bar.arrive) that `s` uses, wherever they are.
+std::set<int64_t> namedBarrierIds(const ir::Stmt &s);
+
 /// The shared buffers and global tensors a statement reads and writes (global atomics commute: not counted).
 struct Accesses : ir::IRVisitor {
     using IRVisitor::visit;
