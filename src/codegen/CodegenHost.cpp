@@ -114,15 +114,20 @@ std::string printOverlapChecks(const KernelInfo &info, const Signature &sig, Nam
     std::vector<size_t> tensors;
     for (size_t i = 0; i < k.params.size(); ++i)
         if (k.params[i].kind == Param::Tensor && k.params[i].argument()) tensors.push_back(i);
+    // The bytes a tensor's pointer reaches: its storage (a T.StridedTensor's or T.Layout's span, which may be
+    // more or fewer elements than its own shape), nothing when the tensor has no elements.
     auto bytes = [&](size_t i) {
         const BufferNode &b = *k.params[i].buffer;
+        const TensorLayout *layout = k.layoutOf(&b);
         int64_t known = std::max<int64_t>(1, b.dtype.bits() / 8);
         std::string s;
-        for (auto &d : b.shape) {
+        for (auto &d : layout ? layout->shape : b.shape) {
             if (auto v = constInt(d)) known *= *v;
             else s += " * (int64_t)(" + hp.print(d) + ")";
         }
-        return std::to_string(known) + "LL" + s;
+        const std::string span = std::to_string(known) + "LL" + s;
+        const std::string empty = layout ? noElements(b, hp) : "";
+        return empty.empty() ? span : "((" + empty + ") ? 0LL : " + span + ")";
     };
     std::string s;
     for (size_t x = 0; x < tensors.size(); ++x)
