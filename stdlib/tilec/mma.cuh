@@ -90,7 +90,8 @@ __device__ __forceinline__ uint32_t bits8(__nv_fp8_e5m2 x) {
 // groups of 4, slot (mi * nQ + q) * 2 + h of lane l holding (row g + 8h, column 4q + t)): the k-step's four
 // registers are the instruction's a0..a3 in order, and B is read in the instruction's own k order (b_smem_loader).
 // ExactA: a float A holds tf32 values only (tilec proved it: include/tilec/passes/Tf32Values.h), so its bits go to
-// the instruction as they are instead of through cvt.rna.tf32 (which leaves such a value unchanged).
+// the instruction as they are even where to_tf32 rounds (-DTILEC_TF32_ROUND; cvt.rna.tf32 leaves such a value
+// unchanged).
 template <int KT, bool OpA, bool ExactA, class TA> __device__ __forceinline__ void rs_a_fragment(const TA *Areg, int mi, int kk, uint32_t *a) {
     constexpr int EB = (int)sizeof(TA);
     static_assert(!OpA || EB == 4, "the operand order is for 32-bit A");

@@ -78,11 +78,18 @@ __device__ __forceinline__ uint32_t lds8(uint32_t addr) {
     return v;
 }
 
-// Rounds a float (as bits) to tf32, to nearest with ties away from zero, as the tensor cores expect it.
+// A float (as bits) as an mma.sync tf32 operand. By default its bits as they are: the tensor core reads tf32's
+// sign, exponent and 10 fraction bits and ignores the low 13 (a truncation toward zero), as TileLang's code and
+// tilec's wgmma path hand float operands over (docs/LANGUAGE.md, T.gemm). Compiled with -DTILEC_TF32_ROUND, the
+// operand is rounded to nearest, ties away from zero (cvt.rna.tf32.f32: two instructions per element on sm_90).
 __device__ __forceinline__ uint32_t to_tf32(uint32_t bits) {
+#ifdef TILEC_TF32_ROUND
     uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
     return r;
+#else
+    return bits;
+#endif
 }
 
 template <class T, int N> __device__ __forceinline__ void round_tf32(uint32_t *r) {
@@ -334,7 +341,8 @@ template <class TA, class TB, class TC> struct mma_op {
 
 TILEC_MMA_4ACC(__half, __half, float, 16, false, "+f", "m16n8k16.row.col.f32.f16.f16.f32")
 TILEC_MMA_4ACC(__nv_bfloat16, __nv_bfloat16, float, 16, false, "+f", "m16n8k16.row.col.f32.bf16.bf16.f32")
-// float operands go through tf32: the fragment loaders round them with cvt.rna.tf32.f32.
+// float operands go through tf32: the fragment loaders hand them over by to_tf32 (their bits; rounded with
+// -DTILEC_TF32_ROUND).
 TILEC_MMA_4ACC(float, float, float, 8, false, "+f", "m16n8k8.row.col.f32.tf32.tf32.f32")
 TILEC_MMA_4ACC(int8_t, int8_t, int32_t, 32, false, "+r", "m16n8k32.row.col.s32.s8.s8.s32")
 TILEC_MMA_4ACC(int8_t, uint8_t, int32_t, 32, false, "+r", "m16n8k32.row.col.s32.s8.u8.s32")
