@@ -182,7 +182,8 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
     for (auto &k : p.kernels) {
         Gemms g;
         g.visit(k->body);
-        if (g.found.empty()) {
+        const bool planned = std::any_of(g.found.begin(), g.found.end(), [](const Gemm *x) { return x->instr == GemmInstr::Wgmma; });
+        if (g.found.empty() || planned) { // nothing to plan, or lowerWarpRoles put the products on wgmma
             out.kernels.push_back(k);
             continue;
         }

@@ -4,6 +4,7 @@
 #include "tilec/passes/WgmmaGroups.h"
 
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/HonourProgramWaits.h"
 
 namespace tilec::passes {
 
@@ -66,39 +67,90 @@ std::vector<const Region *> sharedOperands(const Gemm &g) {
     return out;
 }
 
+/// The products a T.wgmma_gemm issued (the program's wait mark right after them, programWaitsMark): products
+/// the program asks to run on wgmma.
+struct Asked : IRVisitor {
+    using IRVisitor::visit;
+    std::set<const Gemm *> found;
+    void visit(const Seq &op) override {
+        for (size_t i = 0; i + 1 < op.stmts.size(); ++i)
+            if (const Gemm *g = as<Gemm>(op.stmts[i]); g && isProgramWaitsMark(op.stmts[i + 1])) found.insert(g);
+        IRVisitor::visit(op);
+    }
+};
+
+/// The closure of products on wgmma: each with the seed that put it there, and the fragment families and shared
+/// tiles they hold, through which a product tied to one of them follows it.
+struct Closure {
+    std::map<const Gemm *, const Gemm *> gemms;
+    std::map<const BufferNode *, const Gemm *> families, tiles;
+    void take(const Gemm *g, const Gemm *seed, FragmentGroups &groups) {
+        gemms[g] = seed;
+        if (g->c.buffer) families.emplace(groups.find(g->c.buffer.get()), seed);
+        for (const Region *r : sharedOperands(*g)) tiles.emplace(r->buffer.get(), seed);
+    }
+    /// Takes, to a fixed point, every product sharing a fragment family or a shared tile with one taken.
+    void grow(const std::vector<const Gemm *> &products, FragmentGroups &groups) {
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (const Gemm *g : products) {
+                if (gemms.count(g)) continue;
+                const Gemm *seed = nullptr;
+                if (auto f = g->c.buffer ? families.find(groups.find(g->c.buffer.get())) : families.end(); f != families.end())
+                    seed = f->second;
+                for (const Region *r : sharedOperands(*g))
+                    if (auto t = tiles.find(r->buffer.get()); !seed && t != tiles.end()) seed = t->second;
+                if (seed) take(g, seed, groups), changed = true;
+            }
+        }
+    }
+};
+
+/// Whether wgmma computes every product of `c` (over one warpgroup) from the T.tma_copy tiles and the tiles the
+/// threads fill in the panel layout.
+bool allOnWgmma(const Closure &c, const std::map<const BufferNode *, const TmaTile *> &tma) {
+    std::map<const BufferNode *, TmaTile> own;
+    std::map<const BufferNode *, const TmaTile *> tiles = tma;
+    for (auto &[g, seed] : c.gemms)
+        for (const Region *r : sharedOperands(*g)) {
+            if (tma.count(r->buffer.get()) || own.count(r->buffer.get())) continue;
+            TmaTile t;
+            if (!operandTile(*r, t).empty()) return false;
+            own.emplace(r->buffer.get(), t);
+        }
+    for (auto &[b, t] : own) tiles.emplace(b, &t);
+    for (auto &[g, seed] : c.gemms)
+        if (!wgmmaCan(*g, tiles, 1)) return false;
+    return true;
+}
+
 } // namespace
 
 WgmmaNeeds wgmmaNeeds(const std::vector<Stmt> &bodies, const std::map<const BufferNode *, const TmaTile *> &tma) {
     Products products;
     FragmentGroups groups;
+    Asked asked;
     for (auto &b : bodies)
-        if (b) products.visit(b), groups.visit(b);
+        if (b) products.visit(b), groups.visit(b), asked.visit(b);
     for (const Gemm *g : products.found)
         if (aInRegisters(*g)) groups.unite(g->a.buffer.get(), g->c.buffer.get());
-    WgmmaNeeds out;
-    // Seeds: the products reading a T.tma_copy tile. Then, to a fixed point, the products sharing a fragment
-    // family (through the accumulator) or a shared tile with one already on wgmma take it from that one.
-    std::map<const BufferNode *, const Gemm *> families, tiles; // -> the seed that put them on wgmma
-    auto take = [&](const Gemm *g, const Gemm *seed) {
-        out.gemms[g] = seed;
-        if (g->c.buffer) families.emplace(groups.find(g->c.buffer.get()), seed);
-        for (const Region *r : sharedOperands(*g)) tiles.emplace(r->buffer.get(), seed);
-    };
+    // Seeds that must run on wgmma: the products reading a T.tma_copy tile, and what they tie to it.
+    Closure c;
     for (const Gemm *g : products.found)
         for (const Region *r : sharedOperands(*g))
-            if (tma.count(r->buffer.get()) && !out.gemms.count(g)) take(g, g);
-    for (bool changed = !out.gemms.empty(); changed;) {
-        changed = false;
-        for (const Gemm *g : products.found) {
-            if (out.gemms.count(g)) continue;
-            const Gemm *seed = nullptr;
-            if (auto f = g->c.buffer ? families.find(groups.find(g->c.buffer.get())) : families.end(); f != families.end())
-                seed = f->second;
-            for (const Region *r : sharedOperands(*g))
-                if (auto t = tiles.find(r->buffer.get()); !seed && t != tiles.end()) seed = t->second;
-            if (seed) take(g, seed), changed = true;
-        }
+            if (tma.count(r->buffer.get()) && !c.gemms.count(g)) c.take(g, g, groups);
+    c.grow(products.found, groups);
+    // Seeds the program asks for (T.wgmma_gemm, as TileLang runs it): each with what it ties to, where wgmma
+    // computes all of them; else they stay on mma.sync, as a T.wgmma_gemm does where wgmma cannot run it.
+    for (const Gemm *g : products.found) {
+        if (!asked.found.count(g) || c.gemms.count(g)) continue;
+        Closure trial = c;
+        trial.take(g, g, groups);
+        trial.grow(products.found, groups);
+        if (allOnWgmma(trial, tma)) c = std::move(trial);
     }
+    WgmmaNeeds out;
+    out.gemms = std::move(c.gemms);
     // The operands the threads fill: tiles in the panel layout where wgmma can read them so.
     for (auto &[g, seed] : out.gemms)
         for (const Region *r : sharedOperands(*g)) {

@@ -56,8 +56,10 @@ struct WgmmaNeeds {
 /// product reading one of them (wgmma reads TMA's swizzled layout; mma.sync does not), and, to a fixed point,
 /// a product tied to such a product by a fragment family (an accumulator or an A fragment, or element-wise
 /// work between them: wgmma's accumulator layout is not mma.sync's) or by a shared tile (a tile wgmma reads is
-/// stored in the panel layout, which every other product must read so too). T.gemm_sp products are left out
-/// (mma.sp reads no panel layout; the caller reports them).
+/// stored in the panel layout, which every other product must read so too). A T.wgmma_gemm's product (the
+/// program asks for wgmma, as TileLang gives it) is a seed too, with what it ties to, where wgmma computes them
+/// all from tiles the threads fill; else they stay on mma.sync. T.gemm_sp products are left out (mma.sp reads
+/// no panel layout; the caller reports them).
 WgmmaNeeds wgmmaNeeds(const std::vector<ir::Stmt> &bodies, const std::map<const ir::BufferNode *, const TmaTile *> &tma);
 
 /// The shared buffers `bodies` access through the generic proxy: every use but as a T.gemm's operand (loads,
