@@ -1,0 +1,92 @@
+"""Glue between TileKernels' kernels and the package's own torch references (tile_kernels/torch/), for
+tests/tilekernels/reference.tsv (`tilec_refs.tk.NAME(...)`): the inputs the package's tests make where a kernel has
+preconditions a random tensor breaks, and the masking its tests apply to a reference before comparing. The
+arithmetic is always the package's: `tk` is its tile_kernels.torch module, passed in by the reference line
+(`import tile_kernels.torch as tk_torch` in the setup), so that this module never imports the package (the plan
+half runs without it).
+
+gate_inputs: logits and bias for the top-k gates the way tests/moe/test_top2_sum_gate.py's construct_input makes
+them: every token's chosen groups and experts apart from the next by more than the kernel's low-precision
+arithmetic can swap (the test's 1e-6 between the k-th and (k+1)-th group sums, 2e-6 between neighbouring top
+scores; here also between the k-th and (k+1)-th expert, which decides which expert is chosen). The test retries
+the whole draw until every token qualifies; at DeepSeek-V3's 4096 tokens one draw never does, so only the
+tokens that do not are drawn again.
+
+swiglu_forward_and_per_token_cast: tests/quant/test_swiglu_forward_and_per_token_cast.py's func_ref: the
+package's swiglu_forward, the rows of padding (pos_to_expert -1, which the kernel leaves unwritten) zeroed, then
+its cast, and those rows' scale factors zeroed as the test does (the side by side starts both outputs at zero).
+
+Needs torch only when called."""
+
+GROUP_GAP = 1e-6        # test_top2_sum_gate: between the k-th and (k+1)-th largest group score
+TOPK_GAP = 2e-6         # ... between neighbouring selected scores
+
+
+def _scores(torch, logits, scoring):
+    """The scores the gate ranks by (before the bias), as the test's get_scores."""
+    if scoring == "sigmoid":
+        return logits.sigmoid()
+    if scoring == "softmax":
+        return logits.softmax(dim=-1)
+    return torch.nn.functional.softplus(logits).sqrt()     # sqrtsoftplus
+
+
+def gate_unclear(torch, logits, bias, num_groups, num_topk_groups, num_topk, scoring="sigmoid"):
+    """Mask of the tokens whose selection a rounding could change (test_top2_sum_gate's conditions)."""
+    n, e = logits.shape
+    ranked = (logits if scoring == "softmax" else _scores(torch, logits, scoring)) + bias
+    bad = torch.zeros(n, dtype=torch.bool, device=logits.device)
+    if num_groups != num_topk_groups:
+        sums = ranked.view(n, num_groups, e // num_groups).topk(2, dim=-1).values.sum(-1)
+        top = sums.sort(dim=-1, descending=True).values
+        bad |= ~(top[:, num_topk_groups - 1] - top[:, num_topk_groups] > GROUP_GAP)
+        keep = torch.zeros(n, num_groups, dtype=torch.bool, device=logits.device)
+        keep.scatter_(1, sums.topk(num_topk_groups, dim=-1).indices, True)
+        ranked = ranked.masked_fill(~keep.repeat_interleave(e // num_groups, dim=1), float("-inf"))
+    top = ranked.topk(num_topk + 1, dim=-1, sorted=True).values
+    bad |= ~(top[:, :num_topk] - top[:, 1:num_topk + 1] > TOPK_GAP).all(dim=-1)
+    return bad
+
+
+def gate_inputs(num_tokens, num_experts, num_groups, num_topk_groups, num_topk, scoring="sigmoid", device="cuda",
+                tries=100):
+    """(logits [num_tokens, num_experts] float32, bias [num_experts] float32), normal draws, the tokens whose
+    choice is unclear (gate_unclear) drawn again until none is."""
+    import torch
+    logits = torch.randn(num_tokens, num_experts, device=device)
+    bias = torch.randn(num_experts, device=device)
+    for _ in range(tries):
+        bad = gate_unclear(torch, logits, bias, num_groups, num_topk_groups, num_topk, scoring)
+        if not bool(bad.any()):
+            return logits, bias
+        logits[bad] = torch.randn(int(bad.sum()), num_experts, device=device)
+    raise RuntimeError("gate_inputs: %d tokens still unclear after %d draws" % (int(bad.sum()), tries))
+
+
+def swiglu_forward_and_per_token_cast(tk, x, pos_to_token_topk, topk_weights, pos_to_expert, num_per_channels):
+    """(out e4m3 [n, hidden], out_sf float32 [n, hidden / num_per_channels]) of the package's references."""
+    pad = (pos_to_expert == -1).unsqueeze(-1)
+    y = tk.swiglu_forward(x, pos_to_token_topk, topk_weights).masked_fill(pad, 0)
+    q, sf = tk.cast(y, "e4m3", (1, num_per_channels))
+    return q, sf.masked_fill(pad, 0)
+
+
+def self_check(torch):
+    """gate_unclear flags a token with two equal top scores and one whose k-th and (k+1)-th groups tie."""
+    problems = []
+    logits = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.4, 0.4, 0.1, 0.2], [0.1, 0.9, 0.2, 0.3]]).logit()
+    bias = torch.zeros(4)
+    got = gate_unclear(torch, logits, bias, 2, 2, 2).tolist()
+    if got != [False, True, False]:
+        problems.append("gate_unclear without groups: %r, want [False, True, False]" % got)
+    # groups {0, 1} and {2, 3}: every token's group sums apart (0.3/0.7, 0.8/0.3, 1.0/0.5)
+    got = gate_unclear(torch, logits, bias, 2, 1, 1).tolist()
+    if got != [False, True, False]:     # token 1's chosen group holds two equal scores
+        problems.append("gate_unclear with groups: %r, want [False, True, False]" % got)
+    tie = torch.tensor([[0.1, 0.4, 0.2, 0.3]]).logit()
+    if gate_unclear(torch, tie, bias, 2, 1, 1).tolist() != [True]:
+        problems.append("gate_unclear misses groups whose top-2 sums tie (0.5 and 0.5)")
+    logits, bias = gate_inputs(64, 16, 4, 2, 3, device="cpu")
+    if bool(gate_unclear(torch, logits, bias, 4, 2, 3).any()):
+        problems.append("gate_inputs left an unclear token")
+    return problems
