@@ -90,3 +90,10 @@ def self_check(torch):
     if bool(gate_unclear(torch, logits, bias, 4, 2, 3).any()):
         problems.append("gate_inputs left an unclear token")
     return problems
+
+
+def in_place(fn, t, *args):
+    """A copy of t after the package's in-place reference fn(copy, *args) (inplace_unique_group_indices)."""
+    t = t.clone()
+    fn(t, *args)
+    return t
