@@ -97,3 +97,42 @@ def in_place(fn, t, *args):
     t = t.clone()
     fn(t, *args)
     return t
+
+
+def by_output(default, **checks):
+    """A check (name, out, ref) that judges the outputs named in checks by theirs and the others by default: the
+    package's tests judge one kernel's outputs with different tolerances (swiglu_backward_and_per_token_cast's
+    weight gradient by assert_close 1e-4, the rest exactly)."""
+    def judge(name, out, ref):
+        return checks.get(name, default)(name, out, ref)
+    return judge
+
+
+def cast_transposed(tk, x, num_per_tokens):
+    """(out e4m3 [hidden, n], out_sf [n / num_per_tokens, hidden]): the package's per-channel cast, its data
+    transposed, as tests/quant/test_per_channel_cast_and_transpose.py compares them."""
+    q, sf = tk.cast(x, "e4m3", (num_per_tokens, 1))
+    return q.T.contiguous(), sf
+
+
+def swiglu_forward_cast_transposed(tk, x, num_per_tokens):
+    """tests/quant/test_swiglu_forward_and_per_channel_cast_and_transpose.py's func_ref: swiglu_forward rounded to
+    bfloat16, then the per-channel cast, transposed."""
+    return cast_transposed(tk, tk.swiglu_forward(x).bfloat16(), num_per_tokens)
+
+
+def e5m6_packed(torch, tk, x, num_per_channels):
+    """(packed as the header's uint32 words, scale factors) of the package's cast_to_e5m6 (its uint8 bytes)."""
+    q, sf = tk.cast_to_e5m6(x, num_per_channels)
+    return q.view(torch.uint32), sf
+
+
+def swiglu_backward_and_per_token_cast(tk, x, x_sf, grad_out, weight, pos_to_token_topk, token_topk_to_pos,
+                                       num_per_channels):
+    """(out, x_grad_fp8, x_grad_fp8_sf_invs, x_grad, weight_grad) in the header's order: the func_ref of
+    tests/quant/test_swiglu_backward_and_per_token_cast.py (the package's swiglu_backward, its x gradient cast
+    per token)."""
+    out, x_grad, weight_grad = tk.swiglu_backward((x, x_sf), grad_out, weight, pos_to_token_topk, token_topk_to_pos,
+                                                  num_per_channels)
+    q, sf = tk.cast(x_grad, "e4m3", (1, num_per_channels))
+    return out.to(grad_out.dtype), q, sf, x_grad.to(grad_out.dtype), weight_grad
