@@ -136,3 +136,46 @@ def swiglu_backward_and_per_token_cast(tk, x, x_sf, grad_out, weight, pos_to_tok
                                                   num_per_channels)
     q, sf = tk.cast(x_grad, "e4m3", (1, num_per_channels))
     return out.to(grad_out.dtype), q, sf, x_grad.to(grad_out.dtype), weight_grad
+
+
+def grads(torch, fn, inputs, grad_outs, *rest):
+    """The gradients of fn(*inputs, *rest) with respect to inputs under grad_outs (one per value fn returns), by
+    autograd through the package's reference, as the mHC tests' _tester computes them."""
+    leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = fn(*leaves, *rest)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    torch.autograd.backward(outs, list(grad_outs))
+    return tuple(t.grad for t in leaves)
+
+
+def over_blocks(check):
+    """A check of per-block partial sums ([blocks, ...]) by their total over the blocks, which the wrapper takes
+    (mhc_scale_grad_partial.sum(0)): how the work splits over the blocks is the kernel's own."""
+    def judge(name, out, ref):
+        return check(name + ".sum(0)", out.double().sum(0), ref.double().sum(0))
+    return judge
+
+
+def as_blocks(torch, total, blocks):
+    """A [blocks, ...] value whose sum over the blocks is total (over_blocks judges only that)."""
+    out = torch.zeros((blocks,) + tuple(total.shape), dtype=total.dtype, device=total.device)
+    out[0] = total
+    return out
+
+
+def mhc_post(tk, a, b, c, d):
+    """The post kernel's x from its a (comb_res_mix [n, m, m]), b (residual [n, m, h]), c (post_layer_mix [n, m]),
+    d (x [n, h]) by tile_kernels.torch.mhc_post_ref on one sequence of n tokens (as mhc_post flattens them)."""
+    return tk.mhc_post_ref(d.unsqueeze(0), b.unsqueeze(0), c.unsqueeze(0).unsqueeze(-1), a.unsqueeze(0)).squeeze(0)
+
+
+def mhc_post_bwd(torch, tk, dx, a, b, c, d):
+    """(da, db, dc, dd): the gradients of mhc_post under dx."""
+    return grads(torch, lambda a_, b_, c_, d_: mhc_post(tk, a_, b_, c_, d_), (a, b, c, d), (dx,))
+
+
+def pre_split_mixes(tk, input_mixes, mhc_scale, mhc_base, mult, post_mult, eps):
+    """(pre [n, m], post [n, m], comb [n, m * m]) of tile_kernels.torch.mhc_pre_split_mixes_ref on one sequence."""
+    pre, post, comb = tk.mhc_pre_split_mixes_ref(input_mixes.unsqueeze(0), mhc_scale, mhc_base, mult, post_mult, eps)
+    n = input_mixes.shape[0]
+    return pre.reshape(n, mult), post.reshape(n, mult), comb.reshape(n, mult * mult)
