@@ -179,3 +179,23 @@ def pre_split_mixes(tk, input_mixes, mhc_scale, mhc_base, mult, post_mult, eps):
     pre, post, comb = tk.mhc_pre_split_mixes_ref(input_mixes.unsqueeze(0), mhc_scale, mhc_base, mult, post_mult, eps)
     n = input_mixes.shape[0]
     return pre.reshape(n, mult), post.reshape(n, mult), comb.reshape(n, mult * mult)
+
+
+def pre_norm_fn_normalise(out_mul, sqrsum, rms_group_size, eps):
+    """The last step of tile_kernels.torch.mhc_pre_norm_fn_ref, on the group products out_mul [n, groups, m3] and
+    sums of squares sqrsum [n, groups] that the mul kernels make: sum over the groups of out_mul times
+    rsqrt(sqrsum / rms_group_size + eps), in float64. The fwd_norm / bwd_norm kernels split that function off."""
+    out_mul, sqrsum = out_mul.double(), sqrsum.double()
+    return (out_mul * (sqrsum.unsqueeze(-1) / rms_group_size + eps).rsqrt()).sum(-2)
+
+
+def pre_norm_fn_fwd_norm(out_mul_splitted, sqrsum_splitted, rms_group_size, eps):
+    """(out_mul, sqrsum, out): the split-K partial sums added up, then pre_norm_fn_normalise."""
+    out_mul, sqrsum = out_mul_splitted.double().sum(0), sqrsum_splitted.double().sum(0)
+    return out_mul, sqrsum, pre_norm_fn_normalise(out_mul, sqrsum, rms_group_size, eps)
+
+
+def pre_norm_fn_bwd_norm(torch, out_grad, out_mul, sqrsum, rms_group_size, eps):
+    """(out_mul_grad, sqrsum_grad): autograd of pre_norm_fn_normalise under out_grad, in float64."""
+    return grads(torch, lambda m, s: pre_norm_fn_normalise(m, s, rms_group_size, eps),
+                 (out_mul.double(), sqrsum.double()), (out_grad.double(),))
