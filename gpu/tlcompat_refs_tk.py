@@ -199,3 +199,14 @@ def pre_norm_fn_bwd_norm(torch, out_grad, out_mul, sqrsum, rms_group_size, eps):
     """(out_mul_grad, sqrsum_grad): autograd of pre_norm_fn_normalise under out_grad, in float64."""
     return grads(torch, lambda m, s: pre_norm_fn_normalise(m, s, rms_group_size, eps),
                  (out_mul.double(), sqrsum.double()), (out_grad.double(),))
+
+
+def engram_gate_bwd(torch, tk_engram, grad_out, hidden_states, k, v, weight_fused, clamp, eps, blocks):
+    """(grad_x, grad_k, grad_v, grad_w_partial): autograd through tile_kernels.torch.engram.engram_gate_ref under
+    grad_out, as tests/engram/test_engram_gate_bwd.py, with weight_fused as its hidden weight and ones as its embed
+    weight (the reference multiplies the two, the kernel takes the product): the fused weight's gradient is the
+    total of the kernel's per-block partials (as_blocks)."""
+    ones = torch.ones_like(weight_fused)
+    gx, gk, gv, gw = grads(torch, lambda x_, k_, v_, w_: tk_engram.engram_gate_ref(x_, k_, v_, w_, ones, clamp, eps),
+                           (hidden_states, k, v, weight_fused), (grad_out,))
+    return gx, gk, gv, as_blocks(torch, gw, blocks)
