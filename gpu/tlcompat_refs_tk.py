@@ -210,3 +210,18 @@ def engram_gate_bwd(torch, tk_engram, grad_out, hidden_states, k, v, weight_fuse
     gx, gk, gv, gw = grads(torch, lambda x_, k_, v_, w_: tk_engram.engram_gate_ref(x_, k_, v_, w_, ones, clamp, eps),
                            (hidden_states, k, v, weight_fused), (grad_out,))
     return gx, gk, gv, as_blocks(torch, gw, blocks)
+
+
+def pre_big_fuse(tk, gemm_out_mul, gemm_out_sqrsum, mhc_scale, mhc_base, residual, rms_group_size, rms_eps, pre_eps,
+                 sinkhorn_eps, post_mult, repeat):
+    """(post_mix [n, m], comb_mix [n, m * m], layer_input [n, h]): tests/mhc/test_pre_big_fuse.py's
+    big_fuse_reference (norm, split mixes, Sinkhorn, apply the pre mix) with the package's torch references in
+    place of its kernels, in float64 up to the bf16 layer input: the split-K partials summed and normalised
+    (pre_norm_fn_normalise), tile_kernels.torch's mhc_pre_split_mixes_ref, sinkhorn_normalize_ref and
+    mhc_pre_apply_mix_ref."""
+    n, m = residual.shape[0], residual.shape[1]
+    mixes = pre_norm_fn_normalise(gemm_out_mul.double().sum(0).unsqueeze(1), gemm_out_sqrsum.double().sum(0).unsqueeze(1),
+                                  rms_group_size, rms_eps)
+    pre, post, comb = pre_split_mixes(tk, mixes, mhc_scale.double(), mhc_base.double(), m, post_mult, pre_eps)
+    comb = tk.sinkhorn_normalize_ref(comb.view(n, m, m), repeat, sinkhorn_eps).reshape(n, m * m)
+    return post, comb, tk.mhc_pre_apply_mix_ref(residual, pre.unsqueeze(-1))
