@@ -373,6 +373,7 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
     torch.cuda.synchronize()
     written = [p[0] for p in params if p[3] == "written"]
     if alone:
+        phase("reference")      # a reference that hangs or dies is not the kernel's failure
         return alone_result(core, entry, ns, tensors, written, alone)
     masks = unwritten_masks(torch, tc, tensors, inits, written)
     phase("tilelang")
@@ -384,13 +385,16 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
             torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 - a sticky fault: the next process judges tilec's kernel alone
             raise TileLangDied(why)
+        phase("reference")
         return alone_result(core, entry, ns, tensors, written, why)
     pairs = [(name, tensors[name], tl_out[name].to(tensors[name].device), masks.get(name)) for name in written]
     pairs += [("%s[%d]" % (table, i), a, b, None) for table, mine in through.items()
               for i, (a, b) in enumerate(zip(mine, tl_through[table]))]
+    phase("reference")
     notes, verdict, failure = compared(torch, core, entry, ns, pairs, written)
     if failure:
         return dict(status="FAIL", detail=failure, reference=verdict)
+    phase("tilelang")       # the timing runs both kernels again: a death there is read as before
     nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     n = max(16, nbytes // 2 // 16 * 16)
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -447,7 +451,8 @@ def child(args):
             continue
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
         side = {"tilec": " in tilec's kernel",
-                "tilec-alone": " in tilec's kernel, run alone (TileLang's had ended an earlier process)"}.get(
+                "tilec-alone": " in tilec's kernel, run alone (TileLang's had ended an earlier process)",
+                "reference": " in the comparison or the reference line's evaluation, after both kernels ran"}.get(
             last_phase[tid], "")
         write(args.results, dict(event="result", id=tid, cls=row["cls"], status="FAIL",
                                  detail="the process ended while it ran%s (a crash or a hang: see the log)" % side))
