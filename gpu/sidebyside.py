@@ -400,7 +400,8 @@ def table(results, header=""):
             r["id"][:44], r["cls"][:28], _f(r.get("tc_graph_ms"), "%.4f"), _f(r.get("tl_graph_ms"), "%.4f"),
             _f(g), _f(r.get("tc_ms"), "%.4f"), _f(r.get("tl_ms"), "%.4f"), _f(e),
             _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"),
-            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") + r.get("agree", "")[:60]))
+            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") +
+            ("[reference %s] " % r["reference"].split()[0] if r.get("reference") else "") + r.get("agree", "")[:60]))
     lines.append("")
     lines.append("%-44s %-28s %6s %6s  (geometric means of tilec / TileLang, >1: tilec faster)" % (
         "class", "kernels", "graph", "eager"))
@@ -688,6 +689,9 @@ def _check_reference_verdict():
             "gives 1 values for 2" not in eval_reference({"reference": "a"}, {"a": 1}, 2)[1] or \
             "NameError" not in eval_reference({"reference": "b"}, {}, 1)[1]:
         out.append("eval_reference: values, none, a count or a name that is wrong")
+    if "[reference PASS] ok" not in table([dict(id="a:k", cls="scans", status="PASS", graph_ratio=1.0, eager_ratio=1.0,
+                                                agree="ok", reference="PASS x ok")]):
+        out.append("table: a row's reference verdict is not shown beside its outputs")
     text = "\n".join(reference_summary([dict(id="a", reference="PASS x"), dict(id="b", reference="FAIL x"),
                                         dict(id="c", reference="SUSPECT x"), dict(id="d")]))
     if "tilec against the references: 1 of 3 PASS" not in text or "REFERENCE-FAIL: 1 kernels whose tilec output " \
