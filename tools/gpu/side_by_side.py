@@ -394,7 +394,7 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
     notes, verdict, failure = compared(torch, core, entry, ns, pairs, written)
     if failure:
         return dict(status="FAIL", detail=failure, reference=verdict)
-    phase("tilelang")       # the timing runs both kernels again: a death there is read as before
+    phase("timed")          # the timing runs both kernels again: a death there is read as one in TileLang's
     nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     n = max(16, nbytes // 2 // 16 * 16)
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -446,7 +446,7 @@ def child(args):
     last_phase = {r["id"]: r.get("phase", "") for r in events if r.get("event") == "start"}     # the last one wins
     alone = {}
     for tid in set(last_phase) - done:      # a crash or hang of an earlier child: its kernel in flight failed
-        if last_phase[tid] == "tilelang":   # ... unless it was TileLang's: tilec's judged alone on the row
+        if last_phase[tid] in ("tilelang", "timed"):    # ... unless TileLang's ran: tilec's judged alone on the row
             alone[tid] = "TileLang's kernel ended the process on these inputs"
             continue
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
@@ -469,6 +469,13 @@ def child(args):
     copy_tbps, _ = bench.copy_tbps(timer, torch, bench.LARGE_COPY_BYTES)
     log("side_by_side: 2 GiB device copy at %.2f TB/s (the yardstick of copy_suspect)" % copy_tbps)
     cache = {}
+
+    def phase_of(tid, name):
+        """Records the phase; the reference's evaluation (a first torch.compile there takes tens of seconds) and
+        the timing after it each get the watchdog's full --timeout."""
+        write(args.results, dict(event="start", id=tid, phase=name))
+        if name in ("reference", "timed"):
+            dog.start(tid)
     for row in rows:
         rec = dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"])
         if time.time() > t_end - 10:
@@ -489,8 +496,7 @@ def child(args):
                 kern = None if lone else SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache
                 rec["load_seconds"] = round(time.time() - t0, 2)
                 rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
-                               copy_tbps, lambda name: write(args.results, dict(event="start", id=row["id"],
-                                                                                 phase=name)), alone=lone))
+                               copy_tbps, lambda name: phase_of(row["id"], name), alone=lone))
         except TileLangDied as e:   # no result: the next process finds the phase "tilelang" and runs tilec alone
             log("side_by_side: %s ended this process in TileLang's kernel (%s)" % (row["id"], e))
             return 3
