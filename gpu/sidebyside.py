@@ -117,6 +117,25 @@ def example_path(gpu_build, row):
     return os.path.join(gpu_build, row["suite"], row["tag"], row["file"])
 
 
+def example_dirs(gpu_build, row):
+    """The folders an example's imports resolve in: its own (a sibling module) and its suite's copy at its tag
+    (a package's: TileKernels' files import tile_kernels.*, and its reference lines call tile_kernels.torch)."""
+    return [os.path.dirname(example_path(gpu_build, row)), os.path.join(gpu_build, row["suite"], row["tag"])]
+
+
+@contextlib.contextmanager
+def importable(dirs, path=None):
+    """Inside: dirs first on sys.path (path: a list standing in for it); after: each taken out again."""
+    import sys
+    path = sys.path if path is None else path
+    path[:0] = dirs
+    try:
+        yield
+    finally:
+        for d in dirs:
+            path.remove(d)
+
+
 def dtype_bytes(dtype):
     """Bytes of one element of a header's dtype name (gpu/numerics.py's itemsize; 4 for a name it does not know)."""
     import numerics
@@ -381,7 +400,8 @@ def table(results, header=""):
             r["id"][:44], r["cls"][:28], _f(r.get("tc_graph_ms"), "%.4f"), _f(r.get("tl_graph_ms"), "%.4f"),
             _f(g), _f(r.get("tc_ms"), "%.4f"), _f(r.get("tl_ms"), "%.4f"), _f(e),
             _f(r.get("tc_copy_pct"), "%.0f"), _f(r.get("tl_copy_pct"), "%.0f"),
-            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") + r.get("agree", "")[:60]))
+            ("SUSPECT (GPU shared?) " if r.get("suspect") else "") +
+            ("[reference %s] " % r["reference"].split()[0] if r.get("reference") else "") + r.get("agree", "")[:60]))
     lines.append("")
     lines.append("%-44s %-28s %6s %6s  (geometric means of tilec / TileLang, >1: tilec faster)" % (
         "class", "kernels", "graph", "eager"))
@@ -407,7 +427,23 @@ def table(results, header=""):
     if suspect:
         lines.append("SUSPECT: %d timed while the GPU was not the run's alone (their same-bytes copy far too slow, "
                      "twice): see their detail" % suspect)
-    return "\n".join(lines)
+    return "\n".join(lines + reference_summary(results))
+
+
+def reference_summary(results):
+    """The lines that count the rows' reference verdicts (the "reference" of a result: reference_verdict's)."""
+    judged = {r["id"]: r["reference"] for r in results if r.get("reference")}
+    if not judged:
+        return []
+    by = {k: sorted(i for i, v in judged.items() if v.startswith(k)) for k in ("PASS", "FAIL", "SUSPECT")}
+    lines = ["REFERENCES: tilec against the references: %d of %d PASS" % (len(by["PASS"]), len(judged))]
+    if by["FAIL"]:
+        lines.append("REFERENCE-FAIL: %d kernels whose tilec output fails the reference: %s"
+                     % (len(by["FAIL"]), " ".join(by["FAIL"])))
+    if by["SUSPECT"]:
+        lines.append("REFERENCE-SUSPECT: %d kernels whose reference did not evaluate, or that TileLang fails too "
+                     "(the reference or the inputs are suspect): %s" % (len(by["SUSPECT"]), " ".join(by["SUSPECT"])))
+    return lines
 
 
 def _check_tilelang_as_tilec():
@@ -483,6 +519,8 @@ def _check_suite_references():
             try:
                 compile(e["setup"].replace("; ", "\n"), reference, "exec")
                 compile(e["check"], reference, "eval")
+                if e["reference"] not in NO_REFERENCE:
+                    compile(e["reference"], reference, "eval")
             except SyntaxError as err:
                 problems.append("%s:%d: %s" % (reference, e["line"], err))
     return problems
@@ -495,20 +533,82 @@ def _untagged_rows(path):
                 if len(c) == 4 and not c[0].startswith("#")]
 
 
-def arbitrate(Fail, judge, entry, ns, pairs, disagreement):
-    """tilec's and TileLang's outputs disagree (pairs: (name, tilec's, TileLang's, mask)): each judged by
-    judge(name, out, ref) against the example's reference (reference.tsv, evaluated on the same inputs in ns).
-    tilec wrong, or no reference to say: Fail. tilec right and TileLang wrong: a note, and the kernel is timed
-    (TileLang's output is what differs)."""
-    if not entry or entry.get("reference") in (None, "", "-"):     # "-": TileKernels' lines without one
-        raise Fail(disagreement + " (no reference line says which side is right)")
+NO_REFERENCE = (None, "", "-")      # reference.tsv's reference column when a line has none ("-": TileKernels')
+
+
+def eval_reference(entry, ns, count):
+    """(values, None): the row's reference line evaluated in ns (the inputs, the setup's names), one value per
+    written output (count); (None, why) where it cannot be had; (None, None) where the line has none."""
+    if not entry or entry.get("reference") in NO_REFERENCE:
+        return None, None
     try:
         ref = eval(entry["reference"], ns)
     except Exception as e:  # noqa: BLE001
-        raise Fail("%s (the reference could not be evaluated: %s)" % (disagreement, e))
+        return None, "the reference could not be evaluated: %s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
-    if len(refs) != len(pairs):
-        raise Fail("%s (the reference gives %d values for %d outputs)" % (disagreement, len(refs), len(pairs)))
+    if len(refs) != count:
+        return None, "the reference gives %d values for %d outputs" % (len(refs), count)
+    return refs, None
+
+
+def _masked(x, mask):
+    """x with the elements of mask (unwritten by both sides) zeroed, a copy; x itself without a mask."""
+    if mask is None or not bool(mask.any()):
+        return x
+    x = x.clone()
+    x[mask] = 0
+    return x
+
+
+def _against(Fail, judge, name, out, r, mask):
+    """(verdict, text) of out against the reference value r by judge: ("ok", the check's note), ("bad", why) or
+    ("shape", why) where r has another shape than the output (the reference's fault, not the kernel's)."""
+    shape = tuple(getattr(r, "shape", ()))
+    if shape != tuple(out.shape):
+        return "shape", "%s: the reference has shape %s, the output %s" % (name, shape, tuple(out.shape))
+    r = r.to(out.device) if hasattr(r, "to") else r
+    try:
+        return "ok", str(judge(name, _masked(out, mask), _masked(r, mask)))
+    except Fail as e:
+        return "bad", str(e)
+
+
+def reference_verdict(Fail, judge, refs, why, pairs):
+    """tilec's written outputs against the row's reference values (eval_reference's (refs, why)), TileLang's
+    beside them where its kernel ran. pairs: [(name, tilec's, TileLang's or None, mask of the elements both
+    left unwritten or None)]. None where the line has no reference; else "PASS ...", "FAIL ..." (tilec outside
+    the reference's tolerance, TileLang inside it or not run), or "SUSPECT ..." (the reference did not evaluate,
+    gives values of other shapes, or TileLang's output fails it too: the reference or the inputs are suspect)."""
+    if refs is None:
+        return None if why is None else "SUSPECT " + why
+    got = {"ok": [], "bad": [], "shape": []}
+    tl_bad = []         # TileLang's verdict on each output tilec fails, where TileLang ran
+    for (name, a, b, mask), r in zip(pairs, refs):
+        verdict, text = _against(Fail, judge, name, a, r, mask)
+        got[verdict].append(text)
+        if verdict == "bad" and b is not None:
+            tl_bad.append(_against(Fail, judge, name, b, r, mask))
+    if got["shape"]:
+        return "SUSPECT " + "; ".join(got["shape"])
+    if not got["bad"]:
+        return "PASS " + "; ".join(got["ok"])
+    tl_text = "; ".join(t if v != "ok" else "right" for v, t in tl_bad)
+    if tl_bad and all(v == "bad" for v, _ in tl_bad):
+        return "SUSPECT tilec and TileLang both fail the reference (the reference or the inputs are suspect): " + \
+            "; ".join(got["bad"]) + "; TileLang: " + tl_text
+    return "FAIL " + "; ".join(got["bad"]) + ("; TileLang against the reference: " + tl_text if tl_bad else "")
+
+
+def arbitrate(Fail, judge, entry, ns, pairs, disagreement, refs=None):
+    """tilec's and TileLang's outputs disagree (pairs: (name, tilec's, TileLang's, mask)): each judged by
+    judge(name, out, ref) against the example's reference (reference.tsv, evaluated on the same inputs in ns,
+    unless refs gives its values already).
+    tilec wrong, or no reference to say: Fail. tilec right and TileLang wrong: a note, and the kernel is timed
+    (TileLang's output is what differs)."""
+    if refs is None:
+        refs, why = eval_reference(entry, ns, len(pairs))
+        if refs is None:
+            raise Fail(disagreement + (" (%s)" % why if why else " (no reference line says which side is right)"))
     tc_wrong, tl_wrong = [], []
     for (name, a, b, _), r in zip(pairs, refs):
         r = r.to(a.device) if hasattr(r, "to") else r
@@ -550,6 +650,56 @@ def _check_arbitrate():
     return out
 
 
+class _V:
+    """A scalar standing in for a tensor in the self-checks (shape, to, no torch)."""
+    def __init__(self, v, shape=()):
+        self.v, self.shape = v, shape
+
+    def to(self, device):
+        return self
+
+    device = None
+
+
+def _check_reference_verdict():
+    class Fail(Exception):
+        pass
+
+    def judge(name, a, b):
+        if abs(a.v - b.v) > 0.1:
+            raise Fail("%s: %g against %g" % (name, a.v, b.v))
+        return "%s ok" % name
+    out = []
+    x, y = _V(1.0), _V(5.0)
+    cases = [((x, y), [("x", _V(1.0), _V(1.0), None), ("y", _V(5.0), _V(5.0), None)], "PASS x ok; y ok"),
+             ((x, y), [("x", _V(2.0), _V(1.0), None), ("y", _V(5.0), None, None)], "FAIL x: 2 against 1; TileLang "
+              "against the reference: right"),
+             ((x,), [("x", _V(2.0), None, None)], "FAIL x: 2 against 1"),     # tilec alone
+             ((x,), [("x", _V(2.0), _V(2.0), None)], "SUSPECT tilec and TileLang both fail"),
+             ((_V(1.0, (2,)),), [("x", _V(1.0), _V(1.0), None)], "SUSPECT x: the reference has shape (2,)")]
+    for (refs, pairs, want) in cases:
+        got = reference_verdict(Fail, judge, refs, None, pairs)
+        if not got.startswith(want):
+            out.append("reference_verdict: %r expected, got %r" % (want, got))
+    if reference_verdict(Fail, judge, None, None, []) is not None or \
+            reference_verdict(Fail, judge, None, "why", []) != "SUSPECT why":
+        out.append("reference_verdict: no reference line is no verdict, one that did not evaluate is SUSPECT")
+    refs, why = eval_reference({"reference": "(a, a + 1)"}, {"a": 1}, 2)
+    if refs != (1, 2) or why or eval_reference({"reference": "-"}, {}, 1) != (None, None) or \
+            "gives 1 values for 2" not in eval_reference({"reference": "a"}, {"a": 1}, 2)[1] or \
+            "NameError" not in eval_reference({"reference": "b"}, {}, 1)[1]:
+        out.append("eval_reference: values, none, a count or a name that is wrong")
+    if "[reference PASS] ok" not in table([dict(id="a:k", cls="scans", status="PASS", graph_ratio=1.0, eager_ratio=1.0,
+                                                agree="ok", reference="PASS x ok")]):
+        out.append("table: a row's reference verdict is not shown beside its outputs")
+    text = "\n".join(reference_summary([dict(id="a", reference="PASS x"), dict(id="b", reference="FAIL x"),
+                                        dict(id="c", reference="SUSPECT x"), dict(id="d")]))
+    if "tilec against the references: 1 of 3 PASS" not in text or "REFERENCE-FAIL: 1 kernels whose tilec output " \
+            "fails the reference: b" not in text or "REFERENCE-SUSPECT: 1 kernels" not in text:
+        out.append("reference_summary:\n" + text)
+    return out
+
+
 def self_check():
     """Problems of the CPU parts (gpu/selfcheck.py runs it)."""
     problems = _check_suite_references()
@@ -566,9 +716,14 @@ def self_check():
         problems.append("callee() misreads a call")
     if abs(geomean([1.0, 4.0]) - 2.0) > 1e-12 or geomean([]) is not None:
         problems.append("geomean")
+    path = ["/x"]
+    with importable(example_dirs("gb", dict(suite="tilekernels", tag="1.0.0", file="tile_kernels/moe/k.py")), path):
+        inside = list(path)
+    if inside != ["gb/tilekernels/1.0.0/tile_kernels/moe", "gb/tilekernels/1.0.0", "/x"] or path != ["/x"]:
+        problems.append("importable(example_dirs(...)): %r inside, %r after" % (inside, path))
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
-    problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate()
+    problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate() + _check_reference_verdict()
     params = [("x", "bfloat16", ["num_batches", "shape_x", "shape_y"], "read"),
               ("out", "bfloat16", ["num_batches", "shape_y", "shape_x"], "written"), ("n", "int32", ["rows"], "read")]
     ns = {"rows": 5}

@@ -49,6 +49,8 @@ from tlcompat_refs_topk import indexer_topk_logits, indexer_topk_reducesum, topk
 import tlcompat_refs_topk
 from tlcompat_refs_vs import vs_sparse_attention, vs_sparse_indices  # noqa: F401
 import tlcompat_refs_vs
+# TileKernels' inputs and the masking its tests apply to its own torch references (tilec_refs.tk.NAME)
+import tlcompat_refs_tk as tk
 
 RETENTION_BK = 64       # the example's BK: the key dimension's slice per partial output
 
@@ -436,6 +438,7 @@ def self_check():
     problems += tlcompat_refs_wy.self_check(torch)
     problems += tlcompat_refs_topk.self_check(torch)
     problems += tlcompat_refs_vs.self_check(torch)
+    problems += tk.self_check(torch)
     problems += tlcompat_refs_bwd.self_check(torch)
     return problems
 

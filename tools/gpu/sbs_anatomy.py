@@ -92,9 +92,14 @@ def child(args):
         return 2
     kern = SC.tilelang_kernel(tilelang, args.gpu_build, row)
     try:
-        SBS.one(torch, bench.Timer(torch), core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]])
-    except (core.Fail, core.Skip) as e:     # the outputs disagree or the row cannot run: no profile to read
+        with S.importable(S.example_dirs(args.gpu_build, row)):     # as the side by side runs a row
+            r = SBS.one(torch, bench.Timer(torch), core, lib, kern, row, args.gpu_build,
+                        args.seed + position[row["id"]])
+    except (core.Fail, core.Skip) as e:     # the row cannot run: no profile to read
         print("sbs_anatomy: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return 3
+    if r.get("status") != "PASS":           # the outputs disagree, or tilec fails the reference: nothing profiled
+        print("sbs_anatomy: %s: %s" % (r.get("status"), r.get("detail", "")), file=sys.stderr)
         return 3
     return 0
 

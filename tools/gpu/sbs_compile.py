@@ -45,18 +45,12 @@ def tilelang_kernel(tilelang, gpu_build, row):
         raise RuntimeError("; ".join(problems))
     path = S.example_path(gpu_build, row)
     # the example's own imports are relative to its folder, a package's to the suite's copy of it
-    dirs = [os.path.dirname(path), os.path.join(gpu_build, row["suite"], row["tag"])]
-    sys.path[:0] = dirs
-    try:
-        with S.example_env() as keep_run_env:
-            ns = TC.load_example(path)
-            keep_run_env()
-            obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
-            if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
-                obj = tilelang.compile(obj, target="cuda")
-    finally:
-        for d in dirs:
-            sys.path.remove(d)
+    with S.importable(S.example_dirs(gpu_build, row)), S.example_env() as keep_run_env:
+        ns = TC.load_example(path)
+        keep_run_env()
+        obj = eval(compile(call, row["file"] + " (manifest call)", "eval"), ns)
+        if type(obj).__name__ == "PrimFunc":     # tvm.tir's (tvm.tirx's in newer TVM)
+            obj = tilelang.compile(obj, target="cuda")
     if hasattr(obj, "get_kernel_source") and callable(obj):
         return obj
     raise RuntimeError("the call gives %s, neither a TileLang kernel nor a prim_func" % type(obj).__name__)

@@ -34,8 +34,12 @@ core, which all end before the first kernel is timed (--compile-share of the bud
 kernel, the timing process gets TileLang's kernel back from TileLang's disk cache and, on the same inputs (the
 suite's reference.tsv setup, else random), tilec's library and TileLang's kernel each run once from
 the same poisoned or initial outputs and the outputs are compared with each other by the example's own check
-(close/similar of reference.tsv, else close(1e-2, 1e-2)); where they disagree and the line has a reference
-(tilec's float64 one), each side is judged against it with the same check (gpu/sidebyside.arbitrate): tilec wrong
+(close/similar of reference.tsv, else close(1e-2, 1e-2)). Where the row's line has a reference (tilec's
+float64 one, or the package's own torch reference: TileKernels' tile_kernels.torch), tilec's outputs are judged
+against it with the same check whether or not the two agree, TileLang's beside them (gpu/sidebyside.
+reference_verdict): the record's "reference" says PASS, FAIL (tilec outside, TileLang inside: the row FAILs) or
+SUSPECT (TileLang outside too: the reference or the inputs are suspect), and the table counts them. Where the
+two disagree, the reference arbitrates (gpu/sidebyside.arbitrate): tilec wrong
 or no reference, a FAIL; TileLang wrong, noted and timed. Then both are timed, with a device copy of the same bytes
 (all tensors, read + written once) beside them:
   graph  a CUDA graph of R back-to-back launches replayed (R so that one replay takes about 2 ms), each replay
@@ -50,7 +54,8 @@ The parent process never touches the GPU: it runs the work in a child (--child) 
 or a hang (the watchdog ends a child whose kernel overruns --timeout), the kernel in flight recorded as FAIL:
 where tilec's kernel was in flight. Where TileLang's was (an example's own T.device_assert, a fault or a hang of
 TileLang's code on the inputs), the next child runs tilec's kernel alone on the row and judges it against the
-example's reference line: a SKIP with that verdict, or a FAIL where tilec is wrong. The whole run keeps within --budget seconds (default 420)."""
+example's reference line: a SKIP with that verdict, or a FAIL where tilec is wrong. A kernel TileLang cannot
+compile is judged the same way (tilec alone against the reference). The whole run keeps within --budget seconds (default 420)."""
 import argparse
 import ctypes
 import json
@@ -297,31 +302,46 @@ def graph_ms(torch, fns, rounds=GRAPH_ROUNDS):
 
 class TileLangDied(Exception):
     """TileLang's kernel left a sticky CUDA error (a device-side assert of the example's own T.device_assert, a
-    fault): this process cannot go on; the next one judges tilec's kernel alone on the row (one(alone=True))."""
+    fault): this process cannot go on; the next one judges tilec's kernel alone on the row (one(alone=WHY))."""
 
 
-def alone_verdict(core, entry, ns, tensors, written):
-    """tilec's outputs judged against the example's reference line alone (TileLang's kernel could not run on the
-    inputs): the check's note, or core.Fail where tilec is wrong."""
-    if not entry or entry.get("reference") in (None, "", "-"):
-        return "no reference line: tilec's outputs not judged"
+def alone_result(core, entry, ns, tensors, written, why):
+    """The record of a row whose TileLang kernel could not run (why): tilec's outputs judged against the row's
+    reference line alone, a FAIL where tilec fails it, else a SKIP (nothing to time beside)."""
+    refs, problem = S.eval_reference(entry, ns, len(written))
+    verdict = S.reference_verdict(core.Fail, lambda n, x, r: judge(entry, ns, n, x, r), refs, problem,
+                                  [(n, tensors[n], None, None) for n in written])
+    return dict(status="FAIL" if (verdict or "").startswith("FAIL") else "SKIP", reference=verdict,
+                detail="%s; %s" % (why, "tilec against the reference: " + verdict if verdict else
+                                   "no reference line: tilec's outputs not judged"))
+
+
+def compared(torch, core, entry, ns, pairs, written):
+    """tilec's outputs against TileLang's by the row's check and, where the row has a reference line, both
+    against the reference (evaluated once): (notes, reference verdict, failure or None). The two disagreeing,
+    the reference arbitrates (S.arbitrate); tilec failing the reference where TileLang meets it is a failure
+    even where the two agree."""
+    def check(n, x, r):
+        return judge(entry, ns, n, x, r)
+    refs, problem = S.eval_reference(entry, ns, len(written))
+    verdict = S.reference_verdict(core.Fail, check, refs, problem, pairs[:len(written)])
     try:
-        ref = eval(entry["reference"], ns)
-    except Exception as e:  # noqa: BLE001
-        raise core.Fail("the reference could not be evaluated: %s" % e)
-    refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
-    if len(refs) != len(written):
-        raise core.Fail("the reference gives %d values for %d outputs" % (len(refs), len(written)))
-    notes = []
-    for name, r in zip(written, refs):
-        notes.append(judge(entry, ns, name, tensors[name], r.to(tensors[name].device) if hasattr(r, "to") else r))
-    return "tilec against the reference: " + "; ".join(str(n) for n in notes)
+        notes = [judge_written(torch, entry, ns, name, a, b, mask) for name, a, b, mask in pairs]
+    except core.Fail as e:      # the two disagree: the example's reference, where it has one, says which is right
+        try:
+            notes = [S.arbitrate(core.Fail, check, entry, ns, pairs, str(e), refs)]
+        except core.Fail as f:
+            return [], verdict, str(f)
+    if verdict and verdict.startswith("FAIL"):
+        return notes, verdict, "tilec against the reference: " + verdict
+    return notes, verdict, None
 
 
-def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None, alone=False):
+def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None, alone=None):
     """One kernel side by side. `phase(name)` is called before each side first runs ("tilec", "tilelang"), so
-    that a process that dies is known to have died in tilec's kernel or in TileLang's. alone: TileLang's kernel
-    ended an earlier process on this row; tilec's is run and judged against the example's reference alone."""
+    that a process that dies is known to have died in tilec's kernel or in TileLang's. alone: why TileLang's
+    kernel cannot run on the row (it ended an earlier process, it did not compile; kern is then None): tilec's
+    is run and judged against the example's reference alone."""
     header = open(os.path.join(gpu_build, row["lib"] + ".h"), encoding="utf-8", errors="replace").read()
     params, sizes = TC.header_params(header, row["kernel"])
     ns = TC.load_example(S.example_path(gpu_build, row))
@@ -353,8 +373,8 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
     torch.cuda.synchronize()
     written = [p[0] for p in params if p[3] == "written"]
     if alone:
-        raise core.Skip("TileLang's kernel ended the process on these inputs; %s"
-                        % alone_verdict(core, entry, ns, tensors, written))
+        phase("reference")      # a reference that hangs or dies is not the kernel's failure
+        return alone_result(core, entry, ns, tensors, written, alone)
     masks = unwritten_masks(torch, tc, tensors, inits, written)
     phase("tilelang")
     try:
@@ -365,16 +385,16 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
             torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 - a sticky fault: the next process judges tilec's kernel alone
             raise TileLangDied(why)
-        raise core.Skip("%s; %s" % (why, alone_verdict(core, entry, ns, tensors, written)))
+        phase("reference")
+        return alone_result(core, entry, ns, tensors, written, why)
     pairs = [(name, tensors[name], tl_out[name].to(tensors[name].device), masks.get(name)) for name in written]
     pairs += [("%s[%d]" % (table, i), a, b, None) for table, mine in through.items()
               for i, (a, b) in enumerate(zip(mine, tl_through[table]))]
-    notes = []
-    try:
-        for name, a, b, mask in pairs:
-            notes.append(judge_written(torch, entry, ns, name, a, b, mask))
-    except core.Fail as e:      # the two disagree: the example's reference, where it has one, says which is right
-        notes = [S.arbitrate(core.Fail, lambda n, x, r: judge(entry, ns, n, x, r), entry, ns, pairs, str(e))]
+    phase("reference")
+    notes, verdict, failure = compared(torch, core, entry, ns, pairs, written)
+    if failure:
+        return dict(status="FAIL", detail=failure, reference=verdict)
+    phase("timed")          # the timing runs both kernels again: a death there is read as one in TileLang's
     nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     n = max(16, nbytes // 2 // 16 * 16)
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -385,6 +405,8 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
     for attempt in (1, 2):     # a copy that says the GPU was shared: timed once more, then reported as suspect
         r = timed(torch, timer, tc, tl, copy, nbytes, copy_tbps)
         r.update(status="PASS", agree="; ".join(notes), bytes=nbytes)
+        if verdict:
+            r["reference"] = verdict
         if not r.get("suspect"):
             break
     return r
@@ -422,14 +444,15 @@ def child(args):
     events = list(report.read_jsonl(args.results))
     done = {r["id"] for r in events if r.get("event") == "result"}
     last_phase = {r["id"]: r.get("phase", "") for r in events if r.get("event") == "start"}     # the last one wins
-    alone = set()
+    alone = {}
     for tid in set(last_phase) - done:      # a crash or hang of an earlier child: its kernel in flight failed
-        if last_phase[tid] == "tilelang":   # ... unless it was TileLang's: tilec's judged alone on the row
-            alone.add(tid)
+        if last_phase[tid] in ("tilelang", "timed"):    # ... unless TileLang's ran: tilec's judged alone on the row
+            alone[tid] = "TileLang's kernel ended the process on these inputs"
             continue
         row = next((r for r in rows if r["id"] == tid), dict(cls="other"))
         side = {"tilec": " in tilec's kernel",
-                "tilec-alone": " in tilec's kernel, run alone (TileLang's had ended an earlier process)"}.get(
+                "tilec-alone": " in tilec's kernel, run alone (TileLang's had ended an earlier process)",
+                "reference": " in the comparison or the reference line's evaluation, after both kernels ran"}.get(
             last_phase[tid], "")
         write(args.results, dict(event="result", id=tid, cls=row["cls"], status="FAIL",
                                  detail="the process ended while it ran%s (a crash or a hang: see the log)" % side))
@@ -446,6 +469,13 @@ def child(args):
     copy_tbps, _ = bench.copy_tbps(timer, torch, bench.LARGE_COPY_BYTES)
     log("side_by_side: 2 GiB device copy at %.2f TB/s (the yardstick of copy_suspect)" % copy_tbps)
     cache = {}
+
+    def phase_of(tid, name):
+        """Records the phase; the reference's evaluation (a first torch.compile there takes tens of seconds) and
+        the timing after it each get the watchdog's full --timeout."""
+        write(args.results, dict(event="start", id=tid, phase=name))
+        if name in ("reference", "timed"):
+            dog.start(tid)
     for row in rows:
         rec = dict(event="result", id=row["id"], cls=row["cls"], tag=row["tag"], suite=row["suite"])
         if time.time() > t_end - 10:
@@ -453,20 +483,20 @@ def child(args):
             continue
         got = compiled.get(row["id"])
         lib, why = harness.find_library(args.libdir, row["lib"], cache)
-        if got is None or not got.get("ok") or lib is None:
-            why = why if lib is None else got["error"] if got else \
-                "TileLang's compile did not finish inside its share of the budget"
+        if got is None or lib is None:
+            why = why if lib is None else "TileLang's compile did not finish inside its share of the budget"
             write(args.results, dict(rec, status="SKIP", detail=why))
             continue
+        lone = alone.get(row["id"]) or (None if got.get("ok") else got["error"])   # TileLang's kernel cannot run
         write(args.results, dict(event="start", id=row["id"]))
         dog.start(row["id"])
         t0 = time.time()
         try:
-            kern = SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache: the worker's compile
-            rec["load_seconds"] = round(time.time() - t0, 2)
-            rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
-                           copy_tbps, lambda name: write(args.results, dict(event="start", id=row["id"], phase=name)),
-                           alone=row["id"] in alone))
+            with S.importable(S.example_dirs(args.gpu_build, row)):     # the example's imports, its package's
+                kern = None if lone else SC.tilelang_kernel(tilelang, args.gpu_build, row)    # TileLang's cache
+                rec["load_seconds"] = round(time.time() - t0, 2)
+                rec.update(one(torch, timer, core, lib, kern, row, args.gpu_build, args.seed + position[row["id"]],
+                               copy_tbps, lambda name: phase_of(row["id"], name), alone=lone))
         except TileLangDied as e:   # no result: the next process finds the phase "tilelang" and runs tilec alone
             log("side_by_side: %s ended this process in TileLang's kernel (%s)" % (row["id"], e))
             return 3
