@@ -23,6 +23,7 @@
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/JoinThreadRoles.h"
 #include "tilec/passes/LowerWarpRoles.h"
+#include "tilec/passes/LoadBatchLaunchBounds.h"
 #include "tilec/passes/OneWaveLaunchBounds.h"
 #include "tilec/passes/OverlapScores.h"
 #include "tilec/passes/PingPongConsumers.h"
@@ -185,6 +186,8 @@ const std::vector<Pass> &table() {
         // A constant grid of no more blocks than SMs: one block per SM as the launch bound (registers for ILP).
         {"oneWaveLaunchBounds", always,
          [](const Program &p, PassState &s) { return passes::oneWaveLaunchBounds(p, s.variant.target); }, false},
+        // Other grids whose unrolled loops issue many global loads together: one block per SM, registers for them.
+        {"loadBatchLaunchBounds", always, [](const Program &p, PassState &) { return passes::loadBatchLaunchBounds(p); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
          [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,
