@@ -87,6 +87,9 @@ enum class Fn {
                    ///< which; insertSyncs orders later readers after it and removes it)
     CpAsyncArrive, ///< cp.async.mbarrier.arrive: the issuing thread's earlier cp.async copies hold `bar`'s phase open
                    ///< until they land (a plain arrival of the thread follows it: asyncPtxCopies)
+    MaxNregInc,    ///< setmaxnreg.inc: the warpgroup's register limit raised to `regs` (T.set_max_nreg(n, 1); every
+                   ///< thread of the warpgroup executes it: keepMaxNreg keeps it only where that holds)
+    MaxNregDec,    ///< setmaxnreg.dec: the warpgroup's register limit lowered to `regs` (T.set_max_nreg(n, 0))
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

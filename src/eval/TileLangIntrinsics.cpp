@@ -1,10 +1,10 @@
 /// \file
 /// TileLang's single-instruction helpers that tilec expresses in its own IR: T.dp4a (a four-way int8 dot
 /// product accumulated into int32) and the register-count hints T.set_max_nreg / T.inc_max_nreg /
-/// T.dec_max_nreg (setmaxnreg) and T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc, which tilec
-/// checks and does not emit; T.wait_wgmma and T.fence_proxy_async, which order TileLang's asynchronous wgmma
-/// (T.wgmma_gemm, TileLangGemm.cpp) and which tilec's schedule of it has nothing left to order; and one
-/// thread's T.ptx_cp_async.
+/// T.dec_max_nreg (setmaxnreg), emitted where the program makes them (keepMaxNreg decides which stay), and
+/// T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc, which tilec checks and does not emit;
+/// T.wait_wgmma and T.fence_proxy_async, which order TileLang's asynchronous wgmma (T.wgmma_gemm,
+/// TileLangGemm.cpp) and which tilec's schedule of it has nothing left to order; and one thread's T.ptx_cp_async.
 #include "eval/TileLang.h"
 
 #include "lower/ProgramVectorized.h"
@@ -55,11 +55,12 @@ Value dp4a(Interp &in, CallArgs &args) {
 }
 
 /// T.set_max_nreg(reg_count, is_inc): setmaxnreg, which moves registers between the warp groups of a
-/// warp-specialized kernel. It changes how many registers a warp may use, never what it computes, and tilec
-/// does not reallocate registers, so it checks the operands as PTX constrains them (24 to 256, a multiple of 8;
-/// is_inc 0 or 1) and emits nothing.
+/// warp-specialized kernel. It changes how many registers a warp may use, never what it computes. The operands
+/// are checked as PTX constrains them (24 to 256, a multiple of 8; is_inc 0 or 1); with `emit` the call becomes a
+/// statement where the program makes it (tilec.setmaxnreg_inc / _dec), which keepMaxNreg keeps where every
+/// thread of each warp group reaching it executes it and the counts fit the register file (else drops, -v says why).
 void maxNreg(Interp &in, CallArgs &args, const Arg &count, std::optional<int64_t> inc, const Arg *incArg,
-             const std::string &fname) {
+             const std::string &fname, bool emit) {
     requireLaunch(in, args, fname);
     int64_t n = constIntArg(in, count, "reg_count");
     if (n < 24 || n > 256 || n % 8)
@@ -67,6 +68,8 @@ void maxNreg(Interp &in, CallArgs &args, const Arg &count, std::optional<int64_t
     if (incArg) inc = constIntArg(in, *incArg, "is_inc");
     if (*inc != 0 && *inc != 1)
         in.fail(incArg->range, fname + "'s is_inc is 1 (increase) or 0 (decrease), got " + std::to_string(*inc));
+    using passes::lib::Fn;
+    if (emit) in.emit(passes::lib::stmt(*inc ? Fn::MaxNregInc : Fn::MaxNregDec, {ir::intImm(n)}, args.call));
 }
 
 /// T.wait_wgmma(n): wait until at most n of the warp group's T.wgmma_gemm products are in flight: wgmma.wait_group
@@ -160,7 +163,7 @@ void addIntrinsicPrimitives(Attrs &attrs) {
         int64_t i = inc;
         def(attrs, name, [full, i](Interp &in, CallArgs &args) {
             auto a = bindArgs(in, args, full, {"reg_count?"});
-            if (a[0]) maxNreg(in, args, *a[0], i, nullptr, full);
+            if (a[0]) maxNreg(in, args, *a[0], i, nullptr, full, false);
             else requireLaunch(in, args, full);
             return Value::none();
         });
@@ -168,7 +171,7 @@ void addIntrinsicPrimitives(Attrs &attrs) {
     def(attrs, "dp4a", dp4a);
     def(attrs, "set_max_nreg", [](Interp &in, CallArgs &args) {
         auto a = bindArgs(in, args, "T.set_max_nreg", {"reg_count", "is_inc"});
-        maxNreg(in, args, *a[0], std::nullopt, &*a[1], "T.set_max_nreg");
+        maxNreg(in, args, *a[0], std::nullopt, &*a[1], "T.set_max_nreg", true);
         return Value::none();
     });
     for (auto [name, inc] : {std::pair{"inc_max_nreg", 1}, std::pair{"dec_max_nreg", 0}}) {
@@ -176,7 +179,7 @@ void addIntrinsicPrimitives(Attrs &attrs) {
         int64_t i = inc;
         def(attrs, name, [full, i](Interp &in, CallArgs &args) {
             auto a = bindArgs(in, args, full, {"reg_count"});
-            maxNreg(in, args, *a[0], i, nullptr, full);
+            maxNreg(in, args, *a[0], i, nullptr, full, true);
             return Value::none();
         });
     }

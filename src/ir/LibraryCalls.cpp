@@ -123,6 +123,8 @@ const std::vector<Info> &table() {
         {Fn::AsyncLanded, "tilec.async_landed", "", 0, {}, {"buffer"}, kPure, I::All, "sm_80"},
         {Fn::CpAsyncArrive, "tilec.cp_async_arrive", "tilec::cp_async_mbarrier_arrive", 0, {}, {"bar"}, kNone, I::All,
          "sm_80"},
+        {Fn::MaxNregInc, "tilec.setmaxnreg_inc", "tilec::setmaxnreg_inc", 1, {}, {"regs"}, kNone, I::All, "sm_90a"},
+        {Fn::MaxNregDec, "tilec.setmaxnreg_dec", "tilec::setmaxnreg_dec", 1, {}, {"regs"}, kNone, I::All, "sm_90a"},
     };
     return t;
 }

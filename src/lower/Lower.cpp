@@ -22,6 +22,7 @@
 #include "tilec/passes/LowerGemm.h"
 #include "tilec/passes/LowerTileOps.h"
 #include "tilec/passes/JoinThreadRoles.h"
+#include "tilec/passes/KeepMaxNreg.h"
 #include "tilec/passes/LowerWarpRoles.h"
 #include "tilec/passes/LoadBatchLaunchBounds.h"
 #include "tilec/passes/OneWaveLaunchBounds.h"
@@ -188,6 +189,10 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::oneWaveLaunchBounds(p, s.variant.target); }, false},
         // Other grids whose unrolled loops issue many global loads together: one block per SM, registers for them.
         {"loadBatchLaunchBounds", always, [](const Program &p, PassState &) { return passes::loadBatchLaunchBounds(p); }, false},
+        // The program's own setmaxnreg (T.set_max_nreg) kept where whole warp groups of explicit warp roles run it
+        // and the counts fit the register file at the launch bound's blocks per SM; dropped elsewhere (-v says why).
+        {"keepMaxNreg", always,
+         [](const Program &p, PassState &s) { return passes::keepMaxNreg(p, s.variant.target, &s.diag.sources()); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
          [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,

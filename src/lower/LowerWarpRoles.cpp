@@ -36,6 +36,9 @@ const Call *markerOf(const Stmt &s, lib::Fn f) {
     return i && lib::is(i->cond, f) ? as<Call>(i->cond) : nullptr;
 }
 bool isBarrierOp(const Stmt &s) { return isCall(s, lib::Fn::MbarrierWait) || isCall(s, lib::Fn::MbarrierArriveEach); }
+/// T.set_max_nreg's setmaxnreg: the warp group's register count, which makes no group more than a loader
+/// (keepMaxNreg decides whether it stays).
+bool registerCount(const Stmt &s) { return isCall(s, lib::Fn::MaxNregInc) || isCall(s, lib::Fn::MaxNregDec); }
 /// Before the roles: what every warp group runs itself (a wait, an arrival) or one thread for all (a T.tma_copy).
 bool everyGroup(const Stmt &s) { return isBarrierOp(s) || markerOf(s, lib::Fn::TmaCopyOn); }
 
@@ -263,7 +266,7 @@ class Lowerer {
         Role &r = roles_[group];
         if (markerOf(s, lib::Fn::TmaCopyOn)) {
             if (!r.firstTma) r.firstTma = s.get();
-        } else if (!isBarrierOp(s) && !as<For>(s) && !as<IfThenElse>(s) && !threadStore(s)) {
+        } else if (!isBarrierOp(s) && !registerCount(s) && !as<For>(s) && !as<IfThenElse>(s) && !threadStore(s)) {
             if (!r.firstOther) r.firstOther = s.get();
         } else if (auto f = as<For>(s)) {
             check(f->body, group);

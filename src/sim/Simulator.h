@@ -419,6 +419,7 @@ class Simulator {
     void tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, int t);
     void hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask);  // sm_90 ones
+    void maxNreg(const ir::Call &c, const std::vector<char> &mask); // setmaxnreg: whole warp groups only
     void mmaSync(const ir::Call &c, const std::vector<char> &mask); // tilec.mma_sync: one warp instruction per warp
     void ldmatrix(const ir::Call &c, const std::vector<char> &mask); // tilec.ldmatrix: one warp instruction per warp
 

@@ -544,7 +544,26 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
                 }
             }
         return;
+    case Fn::MaxNregInc:
+    case Fn::MaxNregDec: return maxNreg(c, mask);
     default: throw SimError(std::string("no simulation of ") + info.name);
+    }
+}
+
+/// setmaxnreg (.sync.aligned): no effect on the values, but every thread of a warp group that runs it runs it
+/// together (all 128 threads of the warp group, none of which may be missing from the block), at a count PTX takes.
+void Simulator::maxNreg(const ir::Call &c, const std::vector<char> &mask) {
+    const bool inc = passes::lib::is(c, passes::lib::Fn::MaxNregInc);
+    const int first = (int)(std::find(mask.begin(), mask.end(), 1) - mask.begin());
+    const std::string at = c.loc.valid() ? " (line " + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) + ")" : "";
+    const int64_t regs = (int64_t)eval(passes::lib::arg(c, inc ? passes::lib::Fn::MaxNregInc : passes::lib::Fn::MaxNregDec, "regs"), first);
+    if (regs < 24 || regs > 256 || regs % 8) throw SimError("setmaxnreg " + std::to_string(regs) + " outside 24..256 in steps of 8" + at);
+    for (int w = 0; w * 128 < T_; ++w) {
+        const int end = std::min(T_, w * 128 + 128);
+        const int n = (int)std::count(mask.begin() + w * 128, mask.begin() + end, 1);
+        if (n && n != 128)
+            throw SimError("setmaxnreg" + at + " run by " + std::to_string(n) + " of the 128 threads of warp group " + std::to_string(w) +
+                           " (every thread of the warp group must run it together)");
     }
 }
 
