@@ -9,6 +9,7 @@
 #include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
 #include "tilec/passes/FoldImpliedConditions.h"
+#include "tilec/passes/FullTileTransfers.h"
 #include "tilec/passes/HoistNestInvariants.h"
 #include "tilec/passes/HonourProgramWaits.h"
 #include "tilec/passes/InferLayouts.h"
@@ -50,6 +51,7 @@
 #include "tilec/passes/TransposeFragments.h"
 #include "tilec/passes/UnrollSerialLoops.h"
 #include "tilec/passes/UnswitchLoops.h"
+#include "tilec/passes/UnswitchUniformSelects.h"
 #include "tilec/passes/VectorizeAccesses.h"
 #include "tilec/passes/WidenIndices.h"
 
@@ -178,6 +180,12 @@ const std::vector<Pass> &table() {
         // Tests that the branches around them decide (bounds checks in an author's interior branch), folded. After
         // every pass that moves a load or a test across a branch: what they moved out keeps its guard.
         {"foldImpliedConditions", always, [](const Program &p, PassState &) { return passes::foldImpliedConditions(p); }, false},
+        // Tile transfers that the block indices' and loops' ranges prove inside their tensor: no per-row test left
+        // in them (after foldImpliedConditions took the other dimensions' tests out of their counts).
+        {"fullTileTransfers", always, [](const Program &p, PassState &) { return passes::fullTileTransfers(p); }, false},
+        // Unrolled nests choosing per element by a block-uniform test (block_causal_attention's masks): the test made
+        // once, a copy of the nest for each outcome.
+        {"unswitchUniformSelects", always, [](const Program &p, PassState &) { return passes::unswitchUniformSelects(p); }, false},
         // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
