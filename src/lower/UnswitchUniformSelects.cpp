@@ -3,6 +3,7 @@
 #include "tilec/passes/UnswitchUniformSelects.h"
 
 #include "EachKernel.h"
+#include "SyncElements.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
@@ -18,16 +19,6 @@ namespace {
 
 /// Tests taken out of one nest: each doubles its code.
 constexpr int kMaxSplits = 2;
-
-/// The loop variables of a nest.
-struct NestVars : IRVisitor {
-    using IRVisitor::visit;
-    std::set<const VarNode *> vars;
-    void visit(const For &op) override {
-        vars.insert(op.var.get());
-        IRVisitor::visit(op);
-    }
-};
 
 /// Whether evaluating `e` can trap where the nest did not evaluate it: a division, remainder or shift by a
 /// non-constant.
@@ -103,9 +94,8 @@ class Unswitch : public IRMutator {
   private:
     Stmt split(const Stmt &nest, int left) {
         if (left == 0) return nest;
-        NestVars nv;
-        nv.visit(nest);
-        FindUniformSelect f(nv.vars, tx_);
+        const std::set<const VarNode *> vars = syncs::loopVars(nest);
+        FindUniformSelect f(vars, tx_);
         f.visit(nest);
         if (!f.found) return nest;
         Stmt yes = Decide(f.found, true).mutate(nest), no = Decide(f.found, false).mutate(nest);
