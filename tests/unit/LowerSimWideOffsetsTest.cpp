@@ -188,10 +188,10 @@ TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
     }
 }
 
-// heads: rows of a 64-bit loop per block, a head per blockIdx.x and 48 column steps of a rolled loop; the store's
-// head h * 12288 widened apart from the 32-bit sum c * 256 + tx * 8 + k of the loop and the thread (NVVM split
-// the 16-byte store with the head in the sum): three widenings where the tail had two. Every element of every
-// row and head right, for row counts that leave blocks with no rows, one row and several.
+// heads: rows of a 64-bit loop per block, a head per blockIdx.x and 48 column steps of a rolled loop; the
+// store's head h * 12288 widened apart from the 32-bit sum c * 256 + tx * 8 + k of the loop and the thread
+// (NVVM split the 16-byte store with the head in the sum): three widenings where the tail had two. Every
+// element of every row and head right, for row counts that leave blocks with no rows, one row and several.
 TEST(LowerSimWideOffsets, RolledLoopHeadWidenedApart) {
     LowerRun r;
     const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "heads");
@@ -200,7 +200,8 @@ TEST(LowerSimWideOffsets, RolledLoopHeadWidenedApart) {
     for (int n : {1, 7, 13}) {
         auto a = randomData((size_t)n * 49152, 64);
         std::vector<double> y((size_t)n * 49152, std::nan("")), want(y.size());
-        for (size_t e = 0; e < a.size(); ++e) want[e] = a[e] * 2.0;
+        for (size_t e = 0; e < a.size(); ++e)
+            want[e] = a[e] * 2.0;
         expectRight(*k, a, y, {{"n", n}}, want, 2e-2); // bfloat16
     }
 }
