@@ -46,10 +46,9 @@ bool usesAny(const Expr &e, const std::vector<const VarNode *> &vars) {
 /// 4-byte parts (one per part of the register array it was built in) afterwards; where the sign-extended
 /// sum's recurrence cannot be proven not to wrap (NVVM knows the thread index (tilec's assumption) and the
 /// loops' counters, not that blockIdx.x < 4), the variable's base lands inside the 16 bytes (`[iv-8]`,
-/// `[iv-4]`,
-/// ...) and the parts stay 4 st.global.u32 (engram_gate_fwd: `i_s * 28672LL + (int64_t)(pid_h * 7168 + i_b *
-/// 1024 + i_sub * 256 + tx * 8)`, 48 STG.E for 12 STG.E.128). With the invariant terms widened apart the sum
-/// is one NVVM bounds, and they are one 64-bit product per block, hoisted out of the loops.
+/// `[iv-4]` and so on) and the parts stay 4 st.global.u32 (engram_gate_fwd: `i_s * 28672LL + (int64_t)(pid_h
+/// * 7168 + i_b * 1024 + i_sub * 256 + tx * 8)`, 48 STG.E for 12 STG.E.128). With the invariant terms widened
+/// apart the sum is one NVVM bounds, and they are one 64-bit product per block, hoisted out of the loops.
 std::vector<size_t> invariantTerms(const std::vector<std::pair<Expr, int64_t>> &terms, size_t n,
                                    const TailScope &in) {
     bool steps = false;
