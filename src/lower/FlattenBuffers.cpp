@@ -19,21 +19,63 @@ using namespace ir;
 
 namespace {
 
-/// The leading terms of `terms` (innermost dimension first: index, constant stride) summed in 32 bits, and how
-/// many: as many as are 32-bit integers whose scaled sum provably fits 32 bits; none unless two or more do and
-/// every term after them is one that no 32-bit sum could hold (its own range unknown or past 32 bits: the row
-/// of a T.dynamic dimension, a block index times a large stride).
-/// A 64-bit offset keeps them in one 32-bit sum widened once, as an offset known to fit is computed: widened
-/// one by one, two terms that both depend on the thread (a row `r * 2 + tx / 64` and a column `tx * 8 % 512`)
-/// left NVVM unable to prove a 16-byte store's address aligned, and it split the store into 4 (mhc_post:
+/// What narrowTail needs to know of the access and the loops around it.
+struct TailScope {
+    const RangeMap &ranges;
+    bool wanted;                                ///< a vector write (Flatten::vectorWrite_)
+    const VarNode *thread;                      ///< the kernel's thread index
+    const std::vector<const VarNode *> &loops;  ///< every enclosing loop's variable
+    const std::vector<const VarNode *> &rolled; ///< those of loops emitted without an unroll pragma
+};
+
+/// The 32-bit sum of a 64-bit offset's innermost terms (narrowTail): the first `n` terms but those in
+/// `apart`, which are widened one by one like the terms from `n` on.
+struct Tail {
+    Expr sum;
+    size_t n = 0;
+    std::vector<size_t> apart;
+};
+
+bool usesAny(const Expr &e, const std::vector<const VarNode *> &vars) {
+    return std::any_of(vars.begin(), vars.end(), [&](const VarNode *v) { return uses(e, v); });
+}
+
+/// Of the first `n` terms (a vector write's 32-bit sum), those to widen apart: where the sum steps with a
+/// loop left rolled, the terms that depend on no loop and not on the thread (block indices, T.dynamic sizes).
+/// NVVM forms a rolled loop's store address as an induction variable and re-joins the 16-byte store's four
+/// 4-byte parts (one per part of the register array it was built in) afterwards; where the sign-extended
+/// sum's recurrence cannot be proven not to wrap (NVVM knows the thread index (tilec's assumption) and the
+/// loops' counters, not that blockIdx.x < 4), the variable's base lands inside the 16 bytes (`[iv-8]`,
+/// `[iv-4]` and so on) and the parts stay 4 st.global.u32 (engram_gate_fwd: `i_s * 28672LL + (int64_t)(pid_h
+/// * 7168 + i_b * 1024 + i_sub * 256 + tx * 8)`, 48 STG.E for 12 STG.E.128). With the invariant terms widened
+/// apart the sum is one NVVM bounds, and they are one 64-bit product per block, hoisted out of the loops.
+std::vector<size_t> invariantTerms(const std::vector<std::pair<Expr, int64_t>> &terms, size_t n,
+                                   const TailScope &in) {
+    bool steps = false;
+    for (size_t j = 0; j < n; ++j)
+        steps = steps || usesAny(terms[j].first, in.rolled);
+    std::vector<size_t> apart;
+    for (size_t j = 0; j < n && steps && in.wanted; ++j)
+        if (!uses(terms[j].first, in.thread) && !usesAny(terms[j].first, in.loops))
+            apart.push_back(j);
+    return apart;
+}
+
+/// The leading terms of `terms` (innermost dimension first: index, constant stride) summed in 32 bits, and
+/// how many: as many as are 32-bit integers whose scaled sum provably fits 32 bits; none unless two or more
+/// do and every term after them is one that no 32-bit sum could hold (its own range unknown or past 32 bits:
+/// the row of a T.dynamic dimension, a block index times a large stride). A 64-bit offset keeps them in one
+/// 32-bit sum widened once, as an offset known to fit is computed: widened one by one, two terms that both
+/// depend on the thread (a row `r * 2 + tx / 64` and a column `tx * 8 % 512`) left NVVM unable to prove a
+/// 16-byte store's address aligned, and it split the store into 4 (mhc_post:
 /// `(int64_t)(r * 2 + tx / 64) * 2048LL + (int64_t)(tx * 8 % 512)`). Where a term that fits stays outside
-/// (behind a loaded row offset, fusedmoe's `m_start[0] * 7168`), the thread's terms would end up on both sides
-/// of the widening, which cost instructions (fusedmoe 2972 -> 3147 SASS): such offsets stay as they were.
-/// Vector writes take it (`wanted`: Flatten::vectorWrite_); other accesses only where no term summed depends on
-/// `thread` (block indices, loop counters: one 32-bit sum per block or iteration where each widened term cost a
-/// 64-bit product; block_causal_attention_varlen_fwd 130 -> 123 registers, grouped_gemm_bwd 72 -> 64).
-std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const RangeMap &ranges,
-                                   bool wanted, const VarNode *thread) {
+/// (behind a loaded row offset, fusedmoe's `m_start[0] * 7168`), the thread's terms would end up on both
+/// sides of the widening, which cost instructions (fusedmoe 2972 -> 3147 SASS): such offsets stay as they
+/// were. Vector writes take it (`wanted`: Flatten::vectorWrite_), less the terms invariantTerms widens apart;
+/// other accesses only where no term summed depends on `thread` (block indices, loop counters: one 32-bit sum
+/// per block or iteration where each widened term cost a 64-bit product; block_causal_attention_varlen_fwd
+/// 130 -> 123 registers, grouped_gemm_bwd 72 -> 64).
+Tail narrowTail(const std::vector<std::pair<Expr, int64_t>> &terms, const TailScope &in) {
     constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
     auto scaled = [&](size_t j) -> Expr {
         auto &[e, k] = terms[j];
@@ -42,7 +84,7 @@ std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &
         return k == 1 ? i : binary(BinaryOp::Mul, i, intImm(k, DType::Int32));
     };
     auto fits = [&](const Expr &e) {
-        Interval b = boundsOf(e, ranges);
+        Interval b = boundsOf(e, in.ranges);
         return b.lo && b.hi && *b.lo >= lo && *b.hi <= hi;
     };
     Expr tail;
@@ -53,12 +95,27 @@ std::pair<Expr, size_t> narrowTail(const std::vector<std::pair<Expr, int64_t>> &
         if (!sum || !fits(sum)) break;
         tail = sum;
     }
-    if (n < 2) return {nullptr, 0};
-    for (size_t j = 0; j < n && !wanted; ++j)
-        if (!thread || uses(terms[j].first, thread)) return {nullptr, 0};
+    if (n < 2)
+        return {};
+    for (size_t j = 0; j < n && !in.wanted; ++j)
+        if (!in.thread || uses(terms[j].first, in.thread))
+            return {};
     for (size_t j = n; j < terms.size(); ++j)
-        if (Expr term = scaled(j); term && fits(term)) return {nullptr, 0};
-    return {simplify(tail), n};
+        if (Expr term = scaled(j); term && fits(term))
+            return {};
+    // The rest summed without the terms widened apart, each partial sum proven to fit as the whole one was (a
+    // term of negative coefficient left out could have kept it in range); where one does not, none goes
+    // apart.
+    std::vector<size_t> apart = invariantTerms(terms, n, in);
+    Expr rest;
+    for (size_t j = 0; j < n && !apart.empty(); ++j) {
+        if (std::find(apart.begin(), apart.end(), j) != apart.end())
+            continue;
+        rest = rest ? binary(BinaryOp::Add, scaled(j), rest) : scaled(j);
+        if (!fits(rest))
+            apart.clear();
+    }
+    return {simplify(apart.empty() ? tail : rest), n, apart};
 }
 
 /// An offset as a sum of constant multiples of terms (expressions that are no sum, difference, negation or
@@ -126,18 +183,23 @@ struct Terms {
 
     /// The sum in type t, each term converted to t before it is scaled; in 64 bits the innermost terms whose
     /// sum provably fits 32 bits are summed first and widened once (narrowTail).
-    Expr build(DType t, const RangeMap &ranges, bool tail, const VarNode *thread) const {
+    Expr build(DType t, const TailScope &in) const {
         std::vector<std::pair<Expr, int64_t>> live;
         for (auto &term : terms)
             if (term.second != 0) live.push_back(term);
-        size_t first = 0;
+        Tail inner;
+        if (t == DType::Int64)
+            inner = narrowTail(live, in);
         Expr sum = intImm(c, t);
-        if (t == DType::Int64) {
-            auto [inner, n] = narrowTail(live, ranges, tail, thread);
-            if (inner) sum = binary(BinaryOp::Add, sum, cast(t, inner)), first = n;
-        }
-        for (size_t i = first; i < live.size(); ++i)
-            sum = binary(BinaryOp::Add, sum, binary(BinaryOp::Mul, cast(t, live[i].first), intImm(live[i].second, t)));
+        if (inner.sum)
+            sum = binary(BinaryOp::Add, sum, cast(t, inner.sum));
+        auto widened = [&](size_t i) {
+            return binary(BinaryOp::Mul, cast(t, live[i].first), intImm(live[i].second, t));
+        };
+        for (size_t i : inner.apart)
+            sum = binary(BinaryOp::Add, sum, widened(i));
+        for (size_t i = inner.n; i < live.size(); ++i)
+            sum = binary(BinaryOp::Add, sum, widened(i));
         return simplify(sum);
     }
 };
@@ -147,14 +209,24 @@ class Flatten : public RangeScopedMutator {
     using RangeScopedMutator::visit;
     explicit Flatten(const Kernel &k) : RangeScopedMutator(k), kernel_(k) {}
 
-    /// A vectorized loop's lane in scope (vectorLanes).
+    /// A vectorized loop's lane in scope (vectorLanes); every loop's variable, and whether it stays rolled,
+    /// in scope (invariantTerms).
     Stmt visit(const std::shared_ptr<const For> &op) override {
         bool program = op->forKind == ForKind::Unrolled && programVectorized(op->numStages);
-        if (op->forKind != ForKind::Vectorized && !program) return RangeScopedMutator::visit(op);
+        bool vector = op->forKind == ForKind::Vectorized || program;
+        bool rolled = !vector && op->forKind != ForKind::Unrolled;
         auto ext = constInt(op->extent);
-        lanes_.push_back({op->var, ext ? *ext : 0});
+        if (vector)
+            lanes_.push_back({op->var, ext ? *ext : 0});
+        loops_.push_back(op->var.get());
+        if (rolled)
+            rolled_.push_back(op->var.get());
         Stmt s = RangeScopedMutator::visit(op);
-        lanes_.pop_back();
+        if (rolled)
+            rolled_.pop_back();
+        loops_.pop_back();
+        if (vector)
+            lanes_.pop_back();
         return s;
     }
 
@@ -186,6 +258,8 @@ class Flatten : public RangeScopedMutator {
   private:
     const Kernel &kernel_;
     std::vector<std::pair<Var, int64_t>> lanes_; ///< enclosing vectorized loops: variable, lanes
+    std::vector<const VarNode *> loops_;         ///< every enclosing loop's variable
+    std::vector<const VarNode *> rolled_;        ///< those of loops emitted without an unroll pragma
     /// The access being flattened is a vector write: its 64-bit offset takes narrowTail whatever the terms
     /// (other accesses only where no summed term depends on the thread). Measured over the 53 TileLang and
     /// TileKernels libraries whose code the tail changed (session 33, docs/PERFORMANCE.md): NVVM split 16- and
@@ -194,8 +268,9 @@ class Flatten : public RangeScopedMutator {
     /// spill, sparse_mla_bwd_preprocess 32 -> 35 registers, engram_gate_bwd 24 -> 84 bytes of spill).
     bool vectorWrite_ = false;
 
-    /// The kernel's thread index, which narrowTail keeps other accesses' sums free of.
-    const VarNode *thread() const { return kernel_.threadIdx.get(); }
+    /// What narrowTail needs of the access being flattened; the thread index is the kernel's, which
+    /// narrowTail keeps other accesses' sums free of.
+    TailScope scope() const { return {ranges(), vectorWrite_, kernel_.threadIdx.get(), loops_, rolled_}; }
 
     /// Whether an access of `b` at `idx` moves 8 bytes or more at once: its innermost index steps by one with
     /// the lane of an enclosing vectorized loop (a T.Parallel round's lanes, or the program's T.vectorized
@@ -247,9 +322,11 @@ class Flatten : public RangeScopedMutator {
     Expr rowMajor(const std::vector<Expr> &shape, const std::vector<Expr> &idx) {
         if (idx.empty()) return intImm(0);
         const std::optional<Terms> fold = folded(shape, idx);
-        if (idx.size() == 1) return fold ? fold->build(idx[0]->dtype, ranges(), vectorWrite_, thread()) : idx[0];
+        if (idx.size() == 1)
+            return fold ? fold->build(idx[0]->dtype, scope()) : idx[0];
         auto build = [&](DType t) {
-            if (fold) return fold->build(t, ranges(), vectorWrite_, thread());
+            if (fold)
+                return fold->build(t, scope());
             Expr flat, stride;
             size_t d = idx.size();
             if (t == DType::Int64) {
@@ -259,10 +336,16 @@ class Flatten : public RangeScopedMutator {
                 for (size_t j = idx.size(); j-- > 0;) {
                     inner.push_back({idx[j], s});
                     auto ext = j ? constInt(shape[j]) : std::nullopt;
-                    if (!ext || __builtin_mul_overflow(s, *ext, &s)) break;
+                    if (!ext || __builtin_mul_overflow(s, *ext, &s))
+                        break;
                 }
-                if (auto [tail, n] = narrowTail(inner, ranges(), vectorWrite_, thread()); tail) {
-                    flat = cast(t, tail);
+                if (Tail tail = narrowTail(inner, scope()); tail.sum) {
+                    flat = cast(t, tail.sum);
+                    for (size_t j : tail.apart)
+                        flat = binary(
+                            BinaryOp::Add, flat,
+                            binary(BinaryOp::Mul, cast(t, inner[j].first), intImm(inner[j].second, t)));
+                    const size_t n = tail.n;
                     d = idx.size() - n;
                     stride = intImm(inner[n - 1].second, t);
                     Expr ext = cast(t, shape[d]);

@@ -3,7 +3,8 @@
 /// provably fits 32 bits are summed in 32 bits and widened once, the outer ones widened term by term. Lowered
 /// and run on the CPU simulator, every element lands where the row-major offset puts it, for the two shapes
 /// whose 16-byte stores NVVM split while every term was widened apart (codegen/wide_offset_tail.tile): a tile
-/// staged in shared memory whose row and column both depend on the thread, and rows of a 64-bit loop.
+/// staged in shared memory whose row and column both depend on the thread, and rows of a 64-bit loop; and the
+/// one it split while a block's head was summed with a rolled loop's counter (heads).
 #include "LowerSimUtil.h"
 
 #include "tilec/IRPrinter.h"
@@ -43,6 +44,19 @@ def rows(a: T.Tensor((n, 4, 1024), "bfloat16"), y: T.Tensor((n, 4, 1024), "bfloa
             for j in T.Parallel(1024):
                 f[j] = f[j] * 2.0
             T.copy(f, y[bx * per + i, by, 0])
+
+@T.prim_func
+def heads(a: T.Tensor((n, 4, 12288), "bfloat16"), y: T.Tensor((n, 4, 12288), "bfloat16")):
+    with T.Kernel(4, 6, threads=32) as (h, b):
+        tx = T.get_thread_binding()
+        f = T.alloc_local((8,), "float32")
+        per = T.ceildiv(n, 6)
+        for i in T.serial(T.min(per * b, n), T.min(per * (b + 1), n)):
+            for c in T.serial(48):
+                for k in T.vectorized(8):
+                    f[k] = a[i, h, c * 256 + tx * 8 + k]
+                for k in T.vectorized(8):
+                    y[i, h, c * 256 + tx * 8 + k] = f[k] * 2.0
 
 @T.prim_func
 def scalar(a: T.Tensor((n, 4, 32), "float32"), y: T.Tensor((n, 4, 64), "float32")):
@@ -171,6 +185,24 @@ TEST(LowerSimWideOffsets, LoopRowsRestWidenedOnce) {
                 for (int e = 0; e < 4096; ++e)
                     want[(size_t)((bx * per + i) * 4096 + e)] = a[(size_t)((bx * per + i) * 4096 + e)] * 2.0;
         expectRight(*k, a, y, {{"n", n}, {"per", per}}, want, 2e-2);
+    }
+}
+
+// heads: rows of a 64-bit loop per block, a head per blockIdx.x and 48 column steps of a rolled loop; the
+// store's head h * 12288 widened apart from the 32-bit sum c * 256 + tx * 8 + k of the loop and the thread
+// (NVVM split the 16-byte store with the head in the sum): three widenings where the tail had two. Every
+// element of every row and head right, for row counts that leave blocks with no rows, one row and several.
+TEST(LowerSimWideOffsets, RolledLoopHeadWidenedApart) {
+    LowerRun r;
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "heads");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenings(k->body, "y"), 3) << ir::print(k->body);
+    for (int n : {1, 7, 13}) {
+        auto a = randomData((size_t)n * 49152, 64);
+        std::vector<double> y((size_t)n * 49152, std::nan("")), want(y.size());
+        for (size_t e = 0; e < a.size(); ++e)
+            want[e] = a[e] * 2.0;
+        expectRight(*k, a, y, {{"n", n}}, want, 2e-2); // bfloat16
     }
 }
 
