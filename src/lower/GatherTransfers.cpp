@@ -39,6 +39,9 @@ std::optional<GatherFill> gatherFill(const Stmt &s, const Kernel &k, const std::
         dst->shape.size() != g.loops.size() || g.store->indices.size() != g.loops.size() ||
         g.load->indices.size() != src->shape.size() || !readsOnly(g.store->value, invariant))
         return std::nullopt;
+    // Chunks are runs of a row-major row: a T.StridedTensor's (or T.Layout's) elements lie elsewhere, its tiles
+    // are copied element by element (docs/LANGUAGE.md).
+    if (k.layoutOf(src.get())) return std::nullopt;
     // dst[v0, ..., vn]: the whole tile, each variable its own dimension, in order.
     for (size_t d = 0; d < g.loops.size(); ++d) {
         auto v = as<VarNode>(g.store->indices[d]);
