@@ -25,7 +25,8 @@ void decorateScalarParams(GProgram &p) {
     };
     std::function<void(std::vector<GOp> &)> walk = [&](std::vector<GOp> &ops) {
         for (auto &o : ops) {
-            expr(o.value), expr(o.cond);
+            // the generator's own model computes what batched and stepped statements store (GenShapes.cpp)
+            if (o.kind != GOp::Batched && o.kind != GOp::Stepped) expr(o.value), expr(o.cond);
             walk(o.kids), walk(o.elseKids);
         }
     };
