@@ -97,7 +97,22 @@ std::string checkLaunchArguments(const std::string &cuda, const ir::Kernel &type
         return (int64_t)-1;
     };
     std::set<std::pair<int64_t, int64_t>> pairs;
+    std::set<int64_t> sized; // run-time sizes (strides too) whose range the function checks
     for (auto &line : l->lines) {
+        if (auto z = check(line, "TILEC_ERROR_BAD_SIZE")) {
+            const std::string n = l->params.at((size_t)std::min<int64_t>(z->second, (int64_t)l->params.size() - 1));
+            if (z->first != n + " < 0 || " + n + " > 2147483647") return "a size check of another range: " + line;
+            sized.insert(z->second);
+        }
+        if (auto a = check(line, "TILEC_ERROR_MISALIGNED")) { // a tensor of no elements may be anywhere
+            const size_t cond = a->first.find(" && !");
+            auto empty = cond == std::string::npos ? std::optional<int64_t>(0) : evaluateC(a->first.substr(cond + 5), vars);
+            if (!tensors.count((size_t)a->second) || !empty) return "an alignment check the oracle cannot read: " + line;
+            const Model &m = tensors[(size_t)a->second];
+            if ((*empty != 0) != (m.elements == 0))
+                return m.name + " has " + std::to_string(m.elements) + " elements, but the alignment check takes it for " +
+                       (*empty ? "empty" : "not empty") + ": " + line;
+        }
         if (auto n = check(line, "TILEC_ERROR_NULL_POINTER")) {
             const size_t eq = n->first.find(" == NULL"), cond = n->first.find(" && !");
             const int64_t i = index(n->first.substr(0, eq));
@@ -125,6 +140,8 @@ std::string checkLaunchArguments(const std::string &cuda, const ir::Kernel &type
                        std::to_string(m.bytes) + ": " + line;
         }
     }
+    for (size_t i = l->params.size() - typed.dynamicSymbols.size(); i < l->params.size(); ++i)
+        if (!sized.count((int64_t)i)) return "no range check of the run-time size " + l->params[i];
     // Every pair with a written tensor is checked; no pair of tensors the program only reads is.
     for (auto &[i, a] : tensors)
         for (auto &[j, b] : tensors) {

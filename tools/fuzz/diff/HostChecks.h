@@ -1,6 +1,7 @@
 /// \file
 /// The launch-function oracle: the generated C function checks its arguments before it launches (docs/INTERFACE.md):
-/// null pointers (a tensor of no elements may be null), and overlap, since the device code declares tensor
+/// null pointers and alignment (a tensor of no elements may be null or anywhere), every run-time size's range
+/// (0 to 2^31 - 1, strides too), and overlap, since the device code declares tensor
 /// pointers __restrict__: two tensors whose byte ranges share a byte, one of them written, return
 /// TILEC_ERROR_OVERLAP. The simulator runs the lowered kernel, never this host code, so a check that measures a
 /// tensor wrongly (session 36: a T.StridedTensor's bytes taken as its element count, not its strides' span)
