@@ -370,7 +370,7 @@ _SELF_HEADER = """/* k: kernel 'k' of ex.py
  *   A: float16[m, 64], read, 16-byte aligned
  *   mask: bool[4], read
  *   C: float32[m], written
- *   m: T.dynamic size, 1 to 2147483647
+ *   m: T.dynamic size, 0 to 2147483647
  *   grid ((m + 63) // 64, 1, 1), 128 threads */
 tilec_status k(const void *A, const bool *mask, float *C, int64_t m, cudaStream_t stream);
 """
@@ -379,8 +379,8 @@ _LAYOUT_HEADER = """/* cb: kernel 'cb' of ex.py
  *   dQ: float32[UQ, H, 64], written, element [i0, i1, i2] at [i1, i0, i2] of a row-major [H, UQ, 64]
  *   dq2: float32[S, 64], written, element [i0, i1] at [i0 // 8, i1, i0 % 8] of a row-major [S / 8, 64, 8]
  *   out: bfloat16[num_tokens, 7168], written, 16-byte aligned
- *   num_tokens: T.dynamic size, 1 to 2147483647
- *   sf_stride: T.dynamic size, 1 to 2147483647
+ *   num_tokens: T.dynamic size, 0 to 2147483647
+ *   sf_stride: T.dynamic size, 0 to 2147483647
  *   grid (num_tokens, 1, 1), 128 threads */
 """
 

@@ -66,7 +66,7 @@ std::string describe(const KernelInfo &info, const Signature &sig, const Codegen
         c += " *   " + sig.names[j] + ": ";
         const size_t i = sig.params[j].index;
         if (sig.params[j].kind == LaunchParam::DynamicSize) {
-            c += "T.dynamic size, 1 to 2147483647\n";
+            c += "T.dynamic size, 0 to 2147483647\n"; // the launch function's check (0: an empty tensor, a stride of 0)
             continue;
         }
         auto &p = k.params[i];

@@ -234,7 +234,14 @@ void InterpImpl::finishParams(TraceState &t) {
         if (p.kind == ir::Param::Tensor && p.argument()) {
             for (auto &d : p.buffer->shape) collectVars(d, k.dynamicSymbols);
             for (auto &l : t.paramLayouts) // a T.StridedTensor's run-time strides
-                if (l.tensor == p.buffer) collectVars(l.shape[0], k.dynamicSymbols);
+                if (l.tensor == p.buffer) {
+                    collectVars(l.shape[0], k.dynamicSymbols);
+                    // a stride the span does not show (its dimension's extent is 1) still places elements
+                    std::vector<ir::Var> placed;
+                    for (auto &f : l.forward) collectVars(f, placed);
+                    for (auto &v : placed)
+                        if (std::find(l.vars.begin(), l.vars.end(), v) == l.vars.end()) collectVars(v, k.dynamicSymbols);
+                }
         }
     auto isScalar = [&](const ir::Var &v) {
         for (auto &p : k.params)

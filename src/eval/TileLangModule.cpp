@@ -169,7 +169,19 @@ Value stridedTensorType(Interp &in, CallArgs &args) {
     if (strides.size() != dims.size())
         in.fail(a[1]->range, "T.StridedTensor has " + std::to_string(dims.size()) + " dimensions but " +
                                  std::to_string(strides.size()) + " strides");
-    for (size_t i = 0; i < strides.size(); ++i) ty->strides.push_back(shapeDim(in, strides[i], i));
+    for (size_t i = 0; i < strides.size(); ++i) {
+        // a stride is 0 or more: 0 repeats one element along its dimension (a torch tensor's expand)
+        const std::string what = "stride " + std::to_string(i);
+        if (strides[i].value.is(VK::Opaque)) in.toInt(strides[i], what.c_str()); // says which module it comes from
+        if (!(strides[i].value.is(VK::Int) || strides[i].value.is(VK::Expr)))
+            in.fail(strides[i].range, what + " must be an integer, got " + typeName(strides[i].value.kind));
+        ir::Expr e = intExprArg(in, strides[i], what);
+        if (auto c = ir::constValue(e)) {
+            if (*c < 0) in.fail(strides[i].range, what + " is " + std::to_string(*c) + "; strides cannot be negative");
+            e = constIndex(*c, strides[i].range);
+        }
+        ty->strides.push_back(e);
+    }
     return Value::object(VK::TensorType, ty);
 }
 

@@ -5,6 +5,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 #include "tilec/passes/ParallelNest.h"
 
@@ -21,6 +22,28 @@ Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 /// Whether `b` is a tensor argument of `k` (not a view or a workspace, whose elements may lie elsewhere).
 bool isArgument(const Kernel &k, const BufferNode *b) {
     return std::any_of(k.params.begin(), k.params.end(), [&](const Param &p) { return p.buffer.get() == b && p.argument(); });
+}
+
+/// A number that divides each element stride of tensor `b`'s dimensions, the innermost's exactly: row-major,
+/// its constant row length for every outer dimension (1 for the innermost); a T.StridedTensor's strides (its
+/// placement linear in each index with a constant coefficient: a run-time stride is none). nullopt where
+/// nothing is known.
+std::optional<std::vector<int64_t>> strideMultiples(const Kernel &k, const Buffer &b) {
+    std::vector<int64_t> s(b->shape.size());
+    if (const TensorLayout *l = k.layoutOf(b.get())) {
+        if (l->forward.size() != 1 || l->vars.size() != s.size()) return std::nullopt;
+        for (size_t d = 0; d < s.size(); ++d) {
+            auto lin = linearIn(l->forward[0], l->vars[d].get());
+            if (!lin) return std::nullopt;
+            s[d] = lin->second;
+        }
+        return s;
+    }
+    auto row = constInt(b->shape.back());
+    if (!row) return std::nullopt;
+    std::fill(s.begin(), s.end(), *row);
+    s.back() = 1;
+    return s;
 }
 
 } // namespace
@@ -60,14 +83,19 @@ std::optional<GatherFill> gatherFill(const Stmt &s, const Kernel &k, const std::
     const int64_t cols = *constInt(dst->shape.back());
     int64_t elems = 1;
     for (auto &e : dst->shape) elems *= *constInt(e);
-    auto inner = constInt(src->shape.back());
+    const std::optional<std::vector<int64_t>> strides = strideMultiples(k, src);
+    if (!strides || strides->back() != 1) return std::nullopt; // a chunk is a run of consecutive elements
+    auto inner = constInt(src->shape.back()); // a chunk is whole inside its row or outside it
     const int eb = dst->dtype.bytes();
     // Every thread issues as many chunks (a cp.async under a test of the thread index would be a transfer that
     // not every thread runs): the widest chunk whose count the threads divide.
     for (int bytes : {16, 8, 4}) {
         if (bytes % eb) continue;
         const int ve = bytes / eb;
-        if (cols % ve == 0 && inner && *inner % ve == 0 && knownMultiple(origin) % ve == 0 && (elems / ve) % k.threads == 0) {
+        bool rows = true; // every row starts a whole number of chunks from the pointer
+        for (size_t d = 0; d + 1 < strides->size(); ++d) rows = rows && (*strides)[d] % ve == 0;
+        if (cols % ve == 0 && inner && *inner % ve == 0 && rows && knownMultiple(origin) % ve == 0 &&
+            (elems / ve) % k.threads == 0) {
             g.vec = ve;
             return g;
         }

@@ -503,6 +503,10 @@ class Lowering : public RangeScopedMutator {
         for (auto &r : D.ranges) dmin.push_back(r.min);
         auto sp = placement(k_, S.buffer, smin), dp = placement(k_, D.buffer, dmin);
         if (!sp || !dp) return nullptr;
+        // a chunk is contiguous: the region's innermost dimension steps one element in both buffers (a
+        // T.StridedTensor's innermost stride may be another constant or a run-time size, 0 included)
+        if (constInt(sp->strides[sd.back()]) != std::optional<int64_t>(1) || constInt(dp->strides[dd.back()]) != std::optional<int64_t>(1))
+            return nullptr;
         const int eb = D.buffer->dtype.bytes();
         int64_t elems = 1;
         for (int64_t e : ext) elems *= e;

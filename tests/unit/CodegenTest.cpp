@@ -34,7 +34,7 @@ TEST(Codegen, HeaderDeclaresTypedConstCorrectLaunchFunctions) {
         << g.header;
     // Four lanes (the float32 accesses decide) of float16: 8-byte vectors.
     EXPECT_TRUE(has(g.header, " *   H: float16[256], read, 8-byte aligned\n")) << g.header;
-    EXPECT_TRUE(has(g.header, " *   m: T.dynamic size, 1 to 2147483647\n")) << g.header;
+    EXPECT_TRUE(has(g.header, " *   m: T.dynamic size, 0 to 2147483647\n")) << g.header;
     EXPECT_TRUE(has(g.header, "int k_threads(int sm);\nsize_t k_shared_bytes(int sm);")) << g.header;
     // The launcher checks the dynamic size before computing the grid from it.
     EXPECT_TRUE(has(g.cuda, "if (m < 0 || m > 2147483647) return tilec_argument_error(TILEC_ERROR_BAD_SIZE, 4);")) << g.cuda;

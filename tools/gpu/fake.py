@@ -160,7 +160,7 @@ extern "C" __attribute__((weak)) const char *tilec_status_string(tilec_status s)
     switch (s) {
     case TILEC_SUCCESS: return "success";
     case TILEC_ERROR_NULL_POINTER: return "a tensor pointer is NULL";
-    case TILEC_ERROR_BAD_SIZE: return "a T.dynamic size is below 1 or above 2147483647";
+    case TILEC_ERROR_BAD_SIZE: return "a dynamic size is out of range (0 to 2147483647)";
     case TILEC_ERROR_CUDA: return "a CUDA error";
     default: return "another error (fake library)";
     }

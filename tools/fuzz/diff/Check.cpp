@@ -2,6 +2,7 @@
 /// One program through the compiler, the reference and the simulator (Check.h).
 #include "Check.h"
 
+#include "HostChecks.h"
 #include "LoopHeaders.h"
 
 #include "EvalTestUtil.h"
@@ -16,7 +17,9 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace tilec::difffuzz {
@@ -61,15 +64,35 @@ std::string compare(const std::string &name, const std::vector<double> &got, con
     return "";
 }
 
-/// Elements of a tensor whose shape holds constants and T.dynamic symbols; -1 otherwise.
-int64_t elementsOf(const ir::BufferNode &b, const std::map<std::string, double> &dyn) {
-    int64_t n = 1;
+/// The shape of a tensor whose dimensions are constants and T.dynamic symbols; nullopt otherwise.
+std::optional<std::vector<int64_t>> dimsOf(const ir::BufferNode &b, const std::map<std::string, double> &dyn) {
+    std::vector<int64_t> d;
     for (auto &e : b.shape) {
-        if (auto c = ir::constInt(e)) n *= *c;
-        else if (auto v = ir::as<ir::VarNode>(e); v && dyn.count(v->name)) n *= (int64_t)dyn.at(v->name);
-        else return -1;
+        if (auto c = ir::constInt(e)) d.push_back(*c);
+        else if (auto v = ir::as<ir::VarNode>(e); v && dyn.count(v->name)) d.push_back((int64_t)dyn.at(v->name));
+        else return std::nullopt;
     }
-    return n;
+    return d;
+}
+
+/// A T.StridedTensor as the simulator holds it: its storage, the storage offset of each element (row-major),
+/// and the storage's initial values (an output's storage outside its elements a sentinel nothing may change).
+struct View {
+    std::vector<int64_t> offsets;
+    std::vector<double> initial;
+};
+using Views = std::map<std::string, View>;
+constexpr double outsideElements = -7777.25;
+
+/// Where the simulator changed an output's storage outside its elements, or "".
+std::string outsideView(const std::string &name, const std::vector<double> &storage, const View &v) {
+    std::vector<bool> element(storage.size());
+    for (int64_t o : v.offsets) element[(size_t)o] = true;
+    for (size_t i = 0; i < storage.size(); ++i)
+        if (!element[i] && !(storage[i] == v.initial[i]))
+            return name + "'s storage element " + std::to_string(i) + ", outside its elements (T.StridedTensor), = " +
+                   std::to_string(storage[i]);
+    return "";
 }
 
 std::map<std::string, std::vector<double> *> pointers(std::map<std::string, std::vector<double>> &m) {
@@ -82,7 +105,7 @@ std::map<std::string, std::vector<double> *> pointers(std::map<std::string, std:
 /// reference's; `path` tells which lowering a failure is of.
 Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>> &sim,
                  const std::map<std::string, std::vector<double>> &ref, const std::vector<std::string> &outputs,
-                 const std::map<std::string, double> &dyn, uint64_t seed, const std::string &path) {
+                 const Views &views, const std::map<std::string, double> &dyn, uint64_t seed, const std::string &path) {
     simtest::Simulator s(k, pointers(sim), dyn, seed);
     try {
         s.run();
@@ -90,8 +113,15 @@ Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>>
         return outcome(Outcome::Failure, "simulator" + path, e.what());
     }
     if (!s.races.empty()) return outcome(Outcome::Failure, "race" + path, s.races[0]);
-    for (auto &n : outputs)
-        if (auto d = compare(n, sim[n], ref.at(n)); !d.empty()) return outcome(Outcome::Failure, "mismatch" + path, d);
+    for (auto &n : outputs) {
+        std::vector<double> elements = sim[n];
+        if (auto v = views.find(n); v != views.end()) { // a T.StridedTensor: its elements, and nothing else changed
+            if (auto d = outsideView(n, sim[n], v->second); !d.empty()) return outcome(Outcome::Failure, "mismatch" + path, d);
+            elements.clear();
+            for (int64_t o : v->second.offsets) elements.push_back(sim[n][(size_t)o]);
+        }
+        if (auto d = compare(n, elements, ref.at(n)); !d.empty()) return outcome(Outcome::Failure, "mismatch" + path, d);
+    }
     return outcome(Outcome::Ok, "");
 }
 
@@ -113,6 +143,53 @@ std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t data
     uint64_t h = dataSeed;
     for (char c : name) h = h * 131 + (unsigned char)c;
     return inputData(n, h);
+}
+
+int64_t stridedSpan(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides) {
+    int64_t last = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 0) return 0;
+        last += (shape[d] - 1) * strides[d];
+    }
+    return last + 1;
+}
+
+std::vector<int64_t> stridedOffsets(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides) {
+    std::vector<int64_t> out{0};
+    for (size_t d = 0; d < shape.size(); ++d) {
+        std::vector<int64_t> next;
+        next.reserve(out.size() * (size_t)shape[d]);
+        for (int64_t o : out)
+            for (int64_t i = 0; i < shape[d]; ++i) next.push_back(o + i * strides[d]);
+        out = std::move(next);
+    }
+    return out;
+}
+
+std::vector<double> inputElements(const std::string &name, const std::vector<int64_t> &shape,
+                                  const std::vector<int64_t> &strides, uint64_t dataSeed) {
+    if (strides.empty()) {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return inputTensor(name, (size_t)n, dataSeed);
+    }
+    const std::vector<double> storage = inputTensor(name, (size_t)stridedSpan(shape, strides), dataSeed);
+    std::vector<double> v;
+    for (int64_t o : stridedOffsets(shape, strides)) v.push_back(storage[(size_t)o]);
+    return v;
+}
+
+std::map<std::string, std::vector<int64_t>> stridesOf(const std::string &text) {
+    std::map<std::string, std::vector<int64_t>> out;
+    for (size_t at = text.find("# strides "); at != std::string::npos; at = text.find("# strides ", at + 1)) {
+        if (at > 0 && text[at - 1] != '\n') continue;
+        auto colon = text.find(':', at), end = text.find('\n', at);
+        if (colon > end) continue;
+        std::istringstream line(text.substr(colon + 1, end - colon - 1));
+        auto &v = out[text.substr(at + 10, colon - at - 10)];
+        for (int64_t x; line >> x;) v.push_back(x);
+    }
+    return out;
 }
 
 Expected expectedOf(const std::string &text) {
@@ -309,24 +386,51 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     for (auto &d : typed.dynamicSymbols)
         if (!dyn.count(d->name)) return outcome(Outcome::Skipped, "no value for T.dynamic '" + d->name + "'");
 
-    // The tensors: inputs random, outputs poisoned with NaN (Z, the target of atomics, zero).
+    // The tensors: inputs random, outputs poisoned with NaN (Z, the target of atomics, zero). `ref` holds each
+    // tensor's elements in row-major order, `sim` its storage: a T.StridedTensor's (a `# strides` line) spans
+    // its strides, its elements read and written through them (Views).
     std::map<std::string, std::vector<double>> ref, sim;
     std::vector<std::string> outputs;
+    std::set<std::string> inputs;
+    Views views;
+    const auto strides = stridesOf(text);
     for (auto &p : typed.params) {
-        if (p.kind != ir::Param::Tensor) return outcome(Outcome::Skipped, "scalar parameter");
-        int64_t n = elementsOf(*p.buffer, dyn);
-        if (n < 0) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
+        if (p.kind != ir::Param::Tensor) { // a scalar parameter: its value in the `# dynamic:` line
+            if (!dyn.count(p.var->name)) return outcome(Outcome::Skipped, "no value for scalar parameter '" + p.var->name + "'");
+            continue;
+        }
+        auto dims = dimsOf(*p.buffer, dyn);
+        if (!dims) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
         const std::string &name = p.buffer->name;
         bool input = name == "A" || name == "B" || name == "GA" || name == "GB" || name == "NB" || name == "P" || name == "X";
-        ref[name] = input ? inputTensor(name, (size_t)n, dataSeed) : std::vector<double>((size_t)n, name == "Z" ? 0.0 : std::nan(""));
-        if (!input) outputs.push_back(name);
+        auto st = strides.find(name);
+        if (st != strides.end() && st->second.size() != dims->size())
+            return outcome(Outcome::Skipped, "a `# strides` line of the wrong rank for " + name);
+        const std::vector<int64_t> noStrides, &s = st == strides.end() ? noStrides : st->second;
+        const double poison = name == "Z" ? 0.0 : std::nan("");
+        int64_t n = 1;
+        for (int64_t d : *dims) n *= d;
+        ref[name] = input ? inputElements(name, *dims, s, dataSeed) : std::vector<double>((size_t)n, poison);
+        if (input) inputs.insert(name);
+        else outputs.push_back(name);
+        if (s.empty()) {
+            sim[name] = ref[name];
+            continue;
+        }
+        View &v = views[name];
+        v.offsets = stridedOffsets(*dims, s);
+        v.initial = input ? inputTensor(name, (size_t)stridedSpan(*dims, s), dataSeed)
+                          : std::vector<double>((size_t)stridedSpan(*dims, s), outsideElements);
+        if (!input)
+            for (int64_t o : v.offsets) v.initial[(size_t)o] = poison;
+        sim[name] = v.initial;
     }
-    sim = ref;
-    const std::map<std::string, std::vector<double>> initial = ref;
+    const std::map<std::string, std::vector<double>> initial = sim;
     bool divergent = false;
     std::string divergentWhat;
+    Reference reference(typed, pointers(ref), dyn);
     try {
-        Reference(typed, pointers(ref), dyn).run();
+        reference.run();
     } catch (const Undefined &e) {
         divergent = true;
         divergentWhat = e.what();
@@ -343,8 +447,12 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     }
     if (divergent) return outcome(Outcome::Failure, "accepted", "tilec accepted " + divergentWhat);
     if (auto d = compareExact(ref, expected); !d.empty()) return outcome(Outcome::Failure, "front end", d);
+    // The launch function's null-pointer and overlap checks, which the simulator never runs (HostChecks.h).
+    for (auto &[target, cuda] : out.cuda)
+        if (std::string e = checkLaunchArguments(cuda, typed, dyn, strides, inputs, reference.written()); !e.empty())
+            return outcome(Outcome::Failure, "launch check", target + ": " + e);
 
-    if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, dyn, 0, ""); f.kind == Outcome::Failure) return f;
+    if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, views, dyn, 0, ""); f.kind == Outcome::Failure) return f;
     bool roles = false, wgmmaOnly = false;
     if (hopperLowered)
         for (auto &k : hopperLowered->kernels) {
@@ -353,7 +461,7 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
             if (!k->producerThreads && !wgmma) continue;
             roles |= !wgmma, wgmmaOnly |= wgmma;
             sim = initial;
-            if (auto f = simulate(*k, sim, ref, outputs, dyn, dataSeed, wgmma ? " (sm_90a wgmma)" : " (sm_90a warp roles)");
+            if (auto f = simulate(*k, sim, ref, outputs, views, dyn, dataSeed, wgmma ? " (sm_90a wgmma)" : " (sm_90a warp roles)");
                 f.kind == Outcome::Failure)
                 return f;
         }

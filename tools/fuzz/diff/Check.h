@@ -46,6 +46,19 @@ std::string reasonOf(const std::string &diags);
 /// (multiples of 1/4 in [-2, 2]).
 std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t dataSeed);
 
+/// A T.StridedTensor's storage: the elements its pointer reaches, 1 + sum((n_d - 1) * s_d) (0 when it has
+/// none), and the storage offset of each of its elements in the row-major order of its shape.
+int64_t stridedSpan(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides);
+std::vector<int64_t> stridedOffsets(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides);
+
+/// An input tensor's elements (row-major) for data seed `dataSeed`: inputTensor's, or with strides inputTensor's
+/// values of its storage read through them (elements that share storage are equal).
+std::vector<double> inputElements(const std::string &name, const std::vector<int64_t> &shape,
+                                  const std::vector<int64_t> &strides, uint64_t dataSeed);
+
+/// The `# strides NAME: s0 s1 ...` lines of a program: its T.StridedTensor parameters' strides, as values.
+std::map<std::string, std::vector<int64_t>> stridesOf(const std::string &text);
+
 /// Outputs as a model independent of tilec's front end computes them (Scalar.h), per tensor; NaN elements are
 /// not compared.
 using Expected = std::map<std::string, std::vector<double>>;

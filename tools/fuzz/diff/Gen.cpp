@@ -367,20 +367,56 @@ std::map<std::string, int64_t> GProgram::dynamicValues() const {
     }
     if (xrank > 0 && batch < 0) v["xb"] = xb;
     if (xrank == 4) v["xh"] = xh;
+    for (auto &[n, x] : strideSymbols) v[n] = x;
+    for (auto &[n, x] : scalarParams) v[n] = x.second;
     return v;
+}
+
+/// Whether the program's T.gemm transposes A and B (its operands GA and GB are then stored transposed).
+static std::pair<bool, bool> gemmTransposes(const std::vector<GOp> &ops) {
+    std::pair<bool, bool> t{false, false};
+    std::function<void(const std::vector<GOp> &)> find = [&](const std::vector<GOp> &v) {
+        for (auto &x : v) {
+            if (x.kind == GOp::Gemm) t = {x.transA, x.transB};
+            find(x.kids), find(x.elseKids);
+        }
+    };
+    find(ops);
+    return t;
+}
+
+std::vector<int64_t> GProgram::shapeOf(const std::string &name) const {
+    // T.dynamic rows are m (= ra) in A, B and Y alike, T.dynamic columns n (= ca)
+    auto cols = [&](int64_t c) { return dynamicCols ? ca : c; };
+    if (name == "A") return {ra, cols(ca)};
+    if (name == "B") return {dynamic ? ra : rb, cols(cb)};
+    if (name == "Y") return {dynamic ? ra : ry, cols(cy)};
+    if (name == "R") return {rn};
+    if (name == "W") return {wn};
+    if (name == "Z") return {zn};
+    if ((name == "X" || name == "Q") && xrank > 0) {
+        std::vector<int64_t> d{batch >= 0 ? batch : xb};
+        if (xrank == 4) d.push_back(xh);
+        d.push_back(xr), d.push_back(xc);
+        return d;
+    }
+    if ((name == "GA" || name == "GB") && gemm) {
+        const auto [ta, tb] = gemmTransposes(ops);
+        if (name == "GA") return ta ? std::vector<int64_t>{gk, gm} : std::vector<int64_t>{gm, gk};
+        return tb ? std::vector<int64_t>{gn, gk} : std::vector<int64_t>{gk, gn};
+    }
+    return {};
+}
+
+std::vector<int64_t> GProgram::stridesOf(const std::string &name) const {
+    auto it = strided.find(name);
+    return it == strided.end() || shapeOf(name).empty() ? std::vector<int64_t>{} : it->second.value;
 }
 
 std::string GProgram::print() const {
     Printer pr{*this, {}};
     auto &o = pr.out;
-    bool ta = false, tb = false;
-    std::function<void(const std::vector<GOp> &)> find = [&](const std::vector<GOp> &v) {
-        for (auto &x : v) {
-            if (x.kind == GOp::Gemm) ta = x.transA, tb = x.transB;
-            find(x.kids), find(x.elseKids);
-        }
-    };
-    find(ops);
+    const auto [ta, tb] = gemmTransposes(ops);
 
     o += std::string(authorSyncs ? "import tilelang\n" : "") + "import tilelang.language as T\n\nBM = " + num(bmText) + "\nBN = " + num(bnText) + "\n";
     if (narrowRounding) o += "# narrow rounding\n";
@@ -393,6 +429,13 @@ std::string GProgram::print() const {
     }
     if (xrank > 0 && batch < 0) o += "xb = T.dynamic(\"xb\")\n";
     if (xrank == 4) o += "xh = T.dynamic(\"xh\")\n";
+    for (auto &[n, v] : strideSymbols) o += n + " = T.dynamic(\"" + n + "\")\n";
+    for (auto &[n, st] : strided) {
+        if (shapeOf(n).empty()) continue; // a tensor the program no longer has (GA once shrinking drops the GEMM)
+        o += "# strides " + n + ":";
+        for (int64_t v : st.value) o += " " + num(v);
+        o += "\n";
+    }
     if (auto dv = dynamicValues(); !dv.empty()) {
         o += "# dynamic:";
         for (auto &[n, v] : dv) o += " " + n + "=" + num(v);
@@ -405,24 +448,42 @@ std::string GProgram::print() const {
     const std::string M = gemm && dynamicMN ? "gm" : num(gm), N = gemm && dynamicMN ? "gn" : num(gn);
     o += "def make(BM, BN, BK=" + num(bk) + "):\n";
     o += "    @T.prim_func\n";
-    std::string params = "A: T.Tensor((" + rowsA + ", " + colsA + "), \"float32\"), B: T.Tensor((" + rowsB + ", " +
-                         colsB + "), \"float32\"), Y: T.Tensor((" + rowsY + ", " + colsY +
-                         "), \"float32\"), R: T.Tensor((" + num(rn) + ",), \"float32\"), W: T.Tensor((" + num(wn) +
-                         ",), \"float32\"), Z: T.Tensor((" + num(zn) + ",), \"float32\")";
+    // A parameter: T.Tensor, or T.StridedTensor where decorateStrided strided it (or a T.ptr that `made`,
+    // T.make_tensor in the body, makes the strided tensor).
+    std::string made;
+    auto param = [&](const std::string &name, const std::vector<std::string> &dims, const std::string &dtype) {
+        auto tuple = [](const std::vector<std::string> &v) {
+            std::string t;
+            for (auto &x : v) t += (t.empty() ? "" : ", ") + x;
+            return "(" + t + (v.size() == 1 ? ",)" : ")");
+        };
+        auto it = strided.find(name);
+        if (it == strided.end()) return name + ": T.Tensor(" + tuple(dims) + ", \"" + dtype + "\")";
+        if (it->second.pointer) {
+            made += "        " + name + " = T.make_tensor(" + name + ", " + tuple(dims) + ", \"" + dtype + "\", strides=" +
+                    tuple(it->second.text) + ")\n";
+            return name + ": T.ptr"; // the tensor takes the pointer's name (its buffer's, the C parameter's)
+        }
+        return name + ": T.StridedTensor(" + tuple(dims) + ", " + tuple(it->second.text) + ", \"" + dtype + "\")";
+    };
+    std::string params = param("A", {rowsA, colsA}, "float32") + ", " + param("B", {rowsB, colsB}, "float32") + ", " +
+                         param("Y", {rowsY, colsY}, "float32") + ", " + param("R", {num(rn)}, "float32") + ", " +
+                         param("W", {num(wn)}, "float32") + ", " + param("Z", {num(zn)}, "float32");
     const ScalarContext sc = scalarContext(1);
     if (batch >= 0) params += ", NB: T.Tensor((nb,), \"float32\")"; // gives the launch function nb
     if (vn > 0) params += ", V: T.Tensor((" + num(vn) + ",), \"float32\"), P: T.Tensor((4,), \"float32\")";
     if (xrank > 0) {
-        const std::string shape = "(" + std::string(batch >= 0 ? "nb" : "xb") + (xrank == 4 ? ", xh" : "") + ", " +
-                                  num(xr) + ", " + num(xc) + "), ";
-        params += ", X: T.Tensor(" + shape + "\"" + xType + "\"), Q: T.Tensor(" + shape + "\"float32\")";
+        std::vector<std::string> dims{batch >= 0 ? "nb" : "xb"};
+        if (xrank == 4) dims.push_back("xh");
+        dims.push_back(num(xr)), dims.push_back(num(xc));
+        params += ", " + param("X", dims, xType) + ", " + param("Q", dims, "float32");
     }
     if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
     if (gemm)
-        params += ", GA: T.Tensor(" + (ta ? "(" + K + ", " + M + ")" : "(" + M + ", " + K + ")") +
-                  ", \"" + gemmGlobalType + "\"), GB: T.Tensor(" + (tb ? "(" + N + ", " + K + ")" : "(" + K + ", " + N + ")") +
-                  ", \"" + gemmGlobalType + "\")";
-    o += "    def k(" + params + "):\n";
+        params += ", " + param("GA", ta ? std::vector<std::string>{K, M} : std::vector<std::string>{M, K}, gemmGlobalType) +
+                  ", " + param("GB", tb ? std::vector<std::string>{N, K} : std::vector<std::string>{K, N}, gemmGlobalType);
+    for (auto &[n, tv] : scalarParams) params += ", " + n + ": T." + tv.first;
+    o += "    def k(" + params + "):\n" + made;
     if (batch >= 0) o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", nb, threads=" + num(threads) + ") as (bx, by, bz):\n";
     else o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
     auto used = buffersUsed();
@@ -459,7 +520,7 @@ std::string GProgram::print() const {
 ScalarContext GProgram::scalarContext(uint64_t dataSeed) const {
     ScalarContext c;
     c.gx = gx, c.gy = gy, c.threads = threads, c.rowsA = ra, c.colsA = ca;
-    auto data = std::make_shared<std::vector<double>>(inputTensor("A", (size_t)(ra * ca), dataSeed));
+    auto data = std::make_shared<std::vector<double>>(inputElements("A", {ra, ca}, stridesOf("A"), dataSeed));
     c.a = [data](int64_t i) { return data->at((size_t)i); };
     return c;
 }

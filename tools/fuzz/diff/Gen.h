@@ -188,6 +188,24 @@ struct GProgram {
     int xrank = 0;
     int64_t xb = 0, xh = 0, xr = 0, xc = 0;
     std::string xType = "float32";
+    /// T.StridedTensor parameters (GenStrided.cpp: decorateStrided): per tensor name, its strides as the text
+    /// spells them (integers or T.dynamic symbols of `strideSymbols`) and their values, and the kind drawn
+    /// ("gaps", "transposed", "overlap", "broadcast", "elements"); printed with a `# strides NAME: ...` line.
+    /// Some are `T.ptr` parameters that T.make_tensor(p, shape, dtype, strides) makes the tensor.
+    struct Strides {
+        std::vector<std::string> text;
+        std::vector<int64_t> value;
+        std::string kind;
+        bool pointer = false; ///< a `T.ptr` parameter made the tensor by T.make_tensor(..., strides=...) in the body
+    };
+    std::map<std::string, Strides> strided;
+    std::map<std::string, int64_t> strideSymbols; ///< T.dynamic strides and their values
+    /// Scalar parameters (GenScalarParams.cpp): name -> (dtype, value), the value in the `# dynamic:` line.
+    std::map<std::string, std::pair<std::string, int64_t>> scalarParams;
+    /// The concrete shape of tensor parameter `name` (empty when the program has no such parameter).
+    std::vector<int64_t> shapeOf(const std::string &name) const;
+    /// The strides of `name` as values (empty: row-major).
+    std::vector<int64_t> stridesOf(const std::string &name) const;
 
     /// What the scalar block sees of this program; A's elements those of data seed `dataSeed` (Check.h).
     ScalarContext scalarContext(uint64_t dataSeed) const;
@@ -254,6 +272,21 @@ void decorateWgmma(GProgram &p);
 /// without warp roles tilec orders another warp's next operand copy after the barrier but before only its own
 /// warp's wgmma wait, a race the simulator reports; docs/PERFORMANCE.md, session 33 fuzz33).
 void setLateWgmmaWaits(bool on);
+
+/// T.StridedTensor in place of some tensor parameters' T.Tensor (GenStrided.cpp), from a stream of its own: rows
+/// with gaps, transposed and permuted strides, element gaps in every parameter; rows that share elements and
+/// broadcast (stride 0) dimensions in inputs only (an output's elements must be distinct); some strides
+/// T.dynamic sizes.
+void decorateStrided(GProgram &p);
+/// Scalar parameters (`alpha: T.float32`, `nq: T.int32`) in place of some constants of the program's
+/// expressions (GenScalarParams.cpp), from a stream of its own.
+void decorateScalarParams(GProgram &p);
+/// Tensors the generator may stride (the inputs it may also overlap or broadcast).
+const std::vector<std::string> &stridableTensors();
+bool readOnlyTensor(const std::string &name);
+/// Over `count` seeds from `seed` (every `bigEvery`-th left out, as a campaign does): how many programs have
+/// T.StridedTensor parameters, of which kinds, ranks and directions; 1 when one of them never occurs.
+int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery);
 
 /// Smaller variants of `p`, most promising first (for greedy shrinking).
 std::vector<GProgram> shrinkCandidates(const GProgram &p);

@@ -184,7 +184,7 @@ std::vector<double> steppedV(const GProgram &p, uint64_t dataSeed) {
 std::vector<double> batchedQ(const GProgram &p, uint64_t dataSeed) {
     const int64_t lead = p.batch >= 0 ? p.batch : p.xb, heads = p.xrank == 4 ? p.xh : 1;
     const size_t n = (size_t)(lead * heads * p.xr * p.xc);
-    std::vector<double> q(n, std::nan("")), x = inputTensor("X", n, dataSeed);
+    std::vector<double> q(n, std::nan("")), x = inputElements("X", p.shapeOf("X"), p.stridesOf("X"), dataSeed);
     const GOp *last = nullptr;
     for (auto &o : p.ops)
         if (o.kind == GOp::Batched) last = &o;

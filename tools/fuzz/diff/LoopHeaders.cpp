@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -315,6 +316,73 @@ std::string checkHeader(const std::vector<std::vector<std::string>> &c) {
 }
 
 } // namespace
+
+namespace {
+
+/// An integer literal's value (its L / LL / U suffixes dropped), or nullopt.
+std::optional<int64_t> literal(const std::string &w) {
+    size_t end = w.find_first_not_of("0123456789");
+    if (end == 0 || w.find_first_not_of("uUlL", end) != std::string::npos) return std::nullopt;
+    return std::stoll(w.substr(0, end));
+}
+
+/// C's value of `n` in int64_t arithmetic (casts are to 64-bit integers in the host checks), or nullopt.
+std::optional<int64_t> evaluate(const Node &n, const std::map<std::string, int64_t> &vars) {
+    if (n.op.empty()) {
+        if (auto v = literal(n.leaf)) return v;
+        auto it = vars.find(n.leaf);
+        return it == vars.end() ? std::nullopt : std::optional<int64_t>(it->second);
+    }
+    std::vector<int64_t> k;
+    const size_t first = n.op == "call" ? 1 : 0;
+    if (n.op == "?:") {
+        auto c = evaluate(n.kids[0], vars);
+        return c ? evaluate(n.kids[*c ? 1 : 2], vars) : std::nullopt;
+    }
+    for (size_t i = first; i < n.kids.size(); ++i) {
+        auto v = evaluate(n.kids[i], vars);
+        if (!v) return std::nullopt;
+        k.push_back(*v);
+    }
+    const std::string &o = n.op;
+    if (o == "cast" || o == "u+") return k[0];
+    if (o == "u-") return -k[0];
+    if (o == "u!") return !k[0];
+    if (o == "call" && k.size() == 2 && k[1] != 0 && n.kids[0].leaf.rfind("tilec_floor", 0) == 0) {
+        const int64_t q = k[0] / k[1], r = k[0] % k[1];
+        const bool adjust = r != 0 && ((r < 0) != (k[1] < 0));
+        if (n.kids[0].leaf == "tilec_floordiv64") return adjust ? q - 1 : q;
+        if (n.kids[0].leaf == "tilec_floormod64") return adjust ? r + k[1] : r;
+    }
+    if (k.size() != 2 || n.op == "call") return std::nullopt;
+    const int64_t a = k[0], b = k[1];
+    if ((o == "/" || o == "%") && b == 0) return std::nullopt;
+    static const std::map<std::string, int64_t (*)(int64_t, int64_t)> ops{
+        {"+", [](int64_t x, int64_t y) { return x + y; }},   {"-", [](int64_t x, int64_t y) { return x - y; }},
+        {"*", [](int64_t x, int64_t y) { return x * y; }},   {"/", [](int64_t x, int64_t y) { return x / y; }},
+        {"%", [](int64_t x, int64_t y) { return x % y; }},   {"<", [](int64_t x, int64_t y) { return (int64_t)(x < y); }},
+        {"<=", [](int64_t x, int64_t y) { return (int64_t)(x <= y); }}, {">", [](int64_t x, int64_t y) { return (int64_t)(x > y); }},
+        {">=", [](int64_t x, int64_t y) { return (int64_t)(x >= y); }}, {"==", [](int64_t x, int64_t y) { return (int64_t)(x == y); }},
+        {"!=", [](int64_t x, int64_t y) { return (int64_t)(x != y); }}, {"&&", [](int64_t x, int64_t y) { return (int64_t)(x && y); }},
+        {"||", [](int64_t x, int64_t y) { return (int64_t)(x || y); }}};
+    auto it = ops.find(o);
+    return it == ops.end() ? std::nullopt : std::optional<int64_t>(it->second(a, b));
+}
+
+} // namespace
+
+std::optional<int64_t> evaluateC(const std::string &expr, const std::map<std::string, int64_t> &vars) {
+    Node n;
+    return Parser(tokens(expr)).whole(n, false) ? evaluate(n, vars) : std::nullopt;
+}
+
+std::optional<std::vector<std::string>> callArguments(const std::string &expr, const std::string &fn) {
+    Node n;
+    if (!Parser(tokens(expr)).whole(n, false) || n.op != "call" || n.kids[0].leaf != fn) return std::nullopt;
+    std::vector<std::string> args;
+    for (size_t i = 1; i < n.kids.size(); ++i) args.push_back(n.kids[i].text());
+    return args;
+}
 
 std::string parenthesizeC(const std::string &expr) {
     Node n;

@@ -10,7 +10,11 @@
 /// (`q < st[0]` over a body that changes st ran fewer trips than the simulator's loop).
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tilec::difffuzz {
 
@@ -20,5 +24,13 @@ std::string checkLoopHeaders(const std::string &cuda);
 /// C's parse of one expression, as a fully parenthesized string (`a < b ? c : d` gives `((a < b) ? c : d)`);
 /// "" when it is not one expression. For the self-test.
 std::string parenthesizeC(const std::string &expr);
+
+/// C's value of one integer expression of the generated host code (literals, `vars`, arithmetic, comparisons,
+/// `?:`, casts, tilec_floordiv64 / tilec_floormod64) in int64_t arithmetic; nullopt when it is not one or
+/// reads something else. For the launch functions' checks (HostChecks.h).
+std::optional<int64_t> evaluateC(const std::string &expr, const std::map<std::string, int64_t> &vars);
+
+/// The arguments of `expr` when it is one call of `fn`, each as a parenthesized expression; else nullopt.
+std::optional<std::vector<std::string>> callArguments(const std::string &expr, const std::string &fn);
 
 } // namespace tilec::difffuzz

@@ -4,7 +4,9 @@
 #include "OracleSelfTest.h"
 
 #include "Check.h"
+#include "EvalTestUtil.h"
 #include "Gen.h"
+#include "HostChecks.h"
 #include "IndexOracle.h"
 #include "LoopHeaders.h"
 
@@ -223,10 +225,47 @@ int batchedTensors() {
     return bad;
 }
 
+
+/// The launch-function oracle (HostChecks.h) on session 36's miscompile: Y's rows every 48 floats (8 rows of 40)
+/// span 7 * 48 + 40 = 376 floats, 1504 bytes; the check that takes them for their 320 elements (1280 bytes)
+/// misses X lying in Y's gaps, and a launch function without the pair's check misses any overlap.
+int launchChecks() {
+    const std::string text = R"(import tilelang.language as T
+
+@T.prim_func
+def gaps(X: T.Tensor((8, 40), "float32"), Y: T.StridedTensor((8, 40), (48, 1), "float32")):
+    with T.Kernel(8, threads=64) as bx:
+        for j in T.Parallel(40):
+            Y[bx, j] = X[bx, j] * 2.0
+)";
+    evaltest::EvalRun front;
+    front.run(text, "gaps.tile");
+    Outcome o = compileText(text);
+    if (!front.program || o.kind != Outcome::Ok) return !report(false, "launch-check oracle: the program compiles", o);
+    const ir::Kernel &k = *front.program->kernels[0];
+    const std::string cuda = o.cuda.at("sm_80");
+    auto judge = [&](const std::string &c) {
+        std::string e = checkLaunchArguments(c, k, {}, {{"Y", {48, 1}}}, {"X"}, {"Y"});
+        return outcome(e.empty() ? Outcome::Ok : Outcome::Failure, e);
+    };
+    auto replaced = [&](const std::string &from, const std::string &to) {
+        std::string c = cuda;
+        const size_t at = c.find(from);
+        return at == std::string::npos ? std::string() : c.replace(at, from.size(), to);
+    };
+    Outcome right = judge(cuda), count = judge(replaced("Y, 1504LL", "Y, 1280LL"));
+    const size_t line = cuda.find("    if (tilec_overlap(X");
+    Outcome none = judge(line == std::string::npos ? "" : std::string(cuda).erase(line, cuda.find('\n', line) + 1 - line));
+    int bad = !report(right.kind == Outcome::Ok, "launch-check oracle passes a strided output's span", right);
+    bad += !report(count.kind == Outcome::Failure, "launch-check oracle flags its element count taken for its span", count);
+    bad += !report(none.kind == Outcome::Failure, "launch-check oracle flags a missing overlap check", none);
+    return bad;
+}
+
 } // namespace
 
 int oracleSelfTest() {
-    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors();
+    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors() + launchChecks();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

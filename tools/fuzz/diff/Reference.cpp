@@ -101,6 +101,7 @@ double Reference::load(const BufferNode &b, const std::vector<int64_t> &idx, int
 }
 
 void Reference::store(const BufferNode &b, const std::vector<int64_t> &idx, double v, int lane, bool add) {
+    if (b.scope == Scope::Global) written_.insert(b.name);
     int64_t off = offset(b, idx);
     if (off < 0) return;
     double &x = storage(b, lane)[(size_t)off];

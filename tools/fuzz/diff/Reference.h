@@ -17,6 +17,7 @@
 #include "tilec/IR.h"
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,9 @@ class Reference {
     /// Runs every block, x fastest (the order the simulator uses, so order-dependent results agree).
     void run();
 
+    /// Global tensors a store of the run reached (also one outside the tensor, which the guard drops).
+    const std::set<std::string> &written() const { return written_; }
+
     /// Rounds v to what a buffer of dtype t holds.
     static double roundTo(DType t, double v);
 
@@ -54,6 +58,7 @@ class Reference {
     const ir::Kernel &k_;
     std::map<std::string, std::vector<double> *> tensors_;
     std::map<std::string, double> scalars_;
+    std::set<std::string> written_;
     int T_ = 0;
     bool tile_ = false; ///< inside a tile statement: one logical thread (lane 0)
     int iteration_ = -1, iterations_ = 0; ///< the T.Parallel iteration running (-1: none)

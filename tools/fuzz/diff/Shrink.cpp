@@ -87,6 +87,13 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             out.push_back(std::move(r));
         }
     }
+    // A T.StridedTensor back to a T.Tensor (its T.dynamic strides gone with it).
+    for (auto &[name, st] : p.strided) {
+        GProgram q = p;
+        for (auto &t : st.text) q.strideSymbols.erase(t);
+        q.strided.erase(name);
+        out.push_back(std::move(q));
+    }
     // Replace a loop or an if by its body.
     for (size_t c = 0; c < cs.size(); ++c)
         for (size_t i = 0; i < cs[c]->size(); ++i) {
