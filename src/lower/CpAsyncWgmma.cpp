@@ -129,7 +129,7 @@ std::map<const BufferNode *, int> narrowSplitPanels(const std::vector<const Gemm
 /// instruction; a kernel whose products cannot all run on wgmma runs those of whole groups that can on it, the
 /// rest on mma.sync, when the rest read A from shared memory (no fragment meets both layouts) and every tile in
 /// the panel layout is read as panels by all its readers (gemm_ss_panels, where mma.sync reads one).
-Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWgmma) {
+Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWgmma, bool narrow) {
     Plan p;
     if (k.threads % 128) return p.why = "its threads are not whole warpgroups", p;
     if (k.producerThreads) return p.why = "it has warp roles", p;
@@ -149,7 +149,7 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWg
     }
     const int wgs = k.threads / 128;
     const bool rowsOnly = rs && registerOperandTied(k.body);
-    p.spans = narrowSplitPanels(gemms, tileWhy, tiles, wgs, rowsOnly);
+    if (narrow) p.spans = narrowSplitPanels(gemms, tileWhy, tiles, wgs, rowsOnly);
     std::map<const BufferNode *, const TmaTile *> view;
     for (auto &[b, t] : tiles) view[b] = &t;
     std::vector<bool> ok(gemms.size());
@@ -220,7 +220,11 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
             out.kernels.push_back(k);
             continue;
         }
-        Plan pl = plan(*k, g.found, v.options.sparseWgmma);
+        // Narrower panels only where they put every product on wgmma: in a kernel that keeps some on mma.sync,
+        // one more wgmma accumulator in flight beside them is registers the kernel may not have (dsa
+        // sparse_mla_bwd's 64x64 dq_tail: 0 -> 268 B of spill at 255 registers), a trade not yet measured.
+        Plan pl = plan(*k, g.found, v.options.sparseWgmma, true);
+        if (!pl.spans.empty() && !pl.why.empty()) pl = plan(*k, g.found, v.options.sparseWgmma, false);
         const auto wg = std::count(pl.instr.begin(), pl.instr.end(), GemmInstr::Wgmma);
         int64_t sparse = 0; // of those on wgmma, the T.gemm_sp (wgmma.mma_async.sp)
         for (size_t i = 0; i < pl.instr.size(); ++i) sparse += g.found[i]->sparse() && pl.instr[i] == GemmInstr::Wgmma;
