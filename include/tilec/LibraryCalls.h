@@ -151,7 +151,18 @@ ir::Stmt stmt(Fn f, std::vector<ir::Expr> args, SourceRange loc = {});
 
 /// The `swizzle` argument of a tile transfer (cp_async.cuh's g2s_plain, g2s_swizzled, g2s_panels): how it
 /// stores the tile, row-major, in the row swizzle (swz), or in the panel layout (swz_panels).
+/// The panel layout's default span (kTransferPanels) is the row's widest (swizzle.cuh's panel_span); a narrower
+/// one that the plan recorded (TileLayout::swizzleBytes) is the `swizzle` argument itself (32 or 64 bytes).
 enum TransferLayout : int { kTransferPlain = 0, kTransferSwizzled = 1, kTransferPanels = 2 };
+
+/// The widest panel span (128, 64 or 32 bytes) dividing rows of `rowBytes`, 0 where none does: swizzle.cuh's
+/// panel_span, the default of the library's panel-layout templates.
+int widestPanelSpan(int64_t rowBytes);
+/// The `swizzle` argument of a transfer storing rows of `rowBytes` in panels of `span` bytes.
+int transferPanels(int span, int64_t rowBytes);
+/// The panel span a transfer's `swizzle` argument stores rows of `rowBytes` in, 0 for the plain and row-swizzled
+/// layouts (cp_async.cuh's g2s_panel_span).
+int transferPanelSpan(int64_t swizzle, int64_t rowBytes);
 
 } // namespace lib
 

@@ -449,11 +449,18 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     case lib::Fn::FinalizeReducer: TILEC_ASSERT(false, c.name + " reached code generation (lowerWarpRoles / lowerReducers remove it)"); break;
     default: break;
     }
-    // Everything else: template arguments, then the rest, as the registry describes.
+    // Everything else: template arguments, then the rest, as the registry describes. A panel layout's span is
+    // left out where it is the row's widest (swizzle.cuh's default for it).
     std::string s = f.cxx;
-    if (f.templateArgs > 0) {
+    int templateArgs = f.templateArgs;
+    if (f.fn == lib::Fn::SwzPanels || f.fn == lib::Fn::SwzPanelsSplit) {
+        auto cols = constInt(lib::arg(c, f.fn, "cols")), eb = constInt(lib::arg(c, f.fn, "elemBytes"));
+        TILEC_ASSERT(cols && eb && (size_t)templateArgs == lib::argIndex(f.fn, "span") + 1, c.name + " without its constant row");
+        if (constInt(lib::arg(c, f.fn, "span")) == std::optional<int64_t>(lib::widestPanelSpan(*cols * *eb))) --templateArgs;
+    }
+    if (templateArgs > 0) {
         s += "<";
-        for (int i = 0; i < f.templateArgs; ++i) {
+        for (int i = 0; i < templateArgs; ++i) {
             bool b = std::find(f.boolArgs.begin(), f.boolArgs.end(), i) != f.boolArgs.end();
             std::string v = constArg((size_t)i);
             s += (i ? ", " : "") + (b ? std::string(v == "0" ? "false" : "true") : v);

@@ -24,12 +24,13 @@ const std::vector<Info> &table() {
         {Fn::ShflXor, "tilec.shfl_xor", "__shfl_xor_sync", 0, {}, {"value", "mask"}, kPure, I::All, "sm_80"},
         {Fn::Shfl, "tilec.shfl", "__shfl_sync", 0, {}, {"mask", "value", "lane", "width"}, kPure, I::All, "sm_80"},
         {Fn::Swz, "tilec.swz", "tilec::swz", 2, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure, I::All, "sm_80"},
-        {Fn::SwzPanels, "tilec.swz_panels", "tilec::swz_panels", 3, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure,
-         I::All, "sm_80"},
+        // span: the panel layout's, which the code leaves out where it is the row's widest (the template's default)
+        {Fn::SwzPanels, "tilec.swz_panels", "tilec::swz_panels", 4, {}, {"cols", "elemBytes", "tileElems", "span", "offset"},
+         kPure, I::All, "sm_80"},
         {Fn::SwzSplit, "tilec.swz_split", "tilec::swz_split", 3, {}, {"cols", "elemBytes", "tileElems", "runtime", "fixed"},
          kPure, I::All, "sm_80"},
-        {Fn::SwzPanelsSplit, "tilec.swz_panels_split", "tilec::swz_panels_split", 3, {},
-         {"cols", "elemBytes", "tileElems", "runtime", "fixed"}, kPure, I::All, "sm_80"},
+        {Fn::SwzPanelsSplit, "tilec.swz_panels_split", "tilec::swz_panels_split", 4, {},
+         {"cols", "elemBytes", "tileElems", "span", "runtime", "fixed"}, kPure, I::All, "sm_80"},
         {Fn::CopyG2S, "tilec.copy_g2s", "tilec::copy_g2s", 5, {},
          {"rows", "cols", "vec", "threads", "swizzle", "dst", "src", "ldg", "validRows", "validCols"},
          kWritesShared | kAsync, I::All, "sm_80"},
@@ -187,6 +188,19 @@ Expr call(Fn f, std::vector<Expr> args, SourceRange loc, DType type) {
 }
 
 Stmt stmt(Fn f, std::vector<Expr> args, SourceRange loc) { return Evaluate::make(call(f, std::move(args), loc), loc); }
+
+int widestPanelSpan(int64_t rowBytes) {
+    for (int sw : {128, 64, 32})
+        if (rowBytes % sw == 0) return sw;
+    return 0;
+}
+
+int transferPanels(int span, int64_t rowBytes) { return span == widestPanelSpan(rowBytes) ? kTransferPanels : span; }
+
+int transferPanelSpan(int64_t swizzle, int64_t rowBytes) {
+    if (swizzle == kTransferPanels) return widestPanelSpan(rowBytes);
+    return swizzle == 32 || swizzle == 64 || swizzle == 128 ? (int)swizzle : 0;
+}
 
 } // namespace lib
 

@@ -317,9 +317,11 @@ int64_t knownMultiple(const Expr &e) {
         int64_t swizzled(const Call &c) {
             const bool split = lib::is(c, lib::Fn::SwzSplit) || lib::is(c, lib::Fn::SwzPanelsSplit);
             if (!split && !lib::is(c, lib::Fn::Swz) && !lib::is(c, lib::Fn::SwzPanels)) return 1;
-            auto eb = c.args.size() >= 4 ? as<IntImm>(c.args[1]) : nullptr;
-            if (!eb || eb->value <= 0 || 16 % eb->value != 0 || c.args.size() != (split ? 5u : 4u)) return 1;
-            int64_t logical = split ? gcd64(of(c.args[3]), of(c.args[4])) : of(c.args[3]);
+            const lib::Fn f = lib::find(c.name)->fn;
+            if (c.args.size() != lib::info(f).args.size()) return 1;
+            auto eb = as<IntImm>(lib::arg(c, f, "elemBytes"));
+            if (!eb || eb->value <= 0 || 16 % eb->value != 0) return 1;
+            int64_t logical = split ? gcd64(of(lib::arg(c, f, "runtime")), of(lib::arg(c, f, "fixed"))) : of(lib::arg(c, f, "offset"));
             return gcd64(logical, 16 / eb->value);
         }
         int64_t compute(const Expr &e) {

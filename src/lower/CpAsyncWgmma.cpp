@@ -7,6 +7,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/HopperOperands.h"
+#include "tilec/passes/Layout.h"
 #include "tilec/passes/Staging.h"
 #include "tilec/passes/WgmmaGroups.h"
 
@@ -64,6 +65,7 @@ struct Mark : IRMutator {
 struct Plan {
     std::vector<GemmInstr> instr;
     std::string why; ///< why no product, or why not every product, runs on wgmma
+    std::map<const BufferNode *, int> spans; ///< the tiles given a narrower panel span (narrowSplitPanels)
 };
 
 /// Whether rows of `t` are other than one panel (the cp.async row swizzle and the panel layout then differ).
@@ -93,11 +95,41 @@ bool readPanelsAsPanels(const std::vector<const Gemm *> &gemms, const std::vecto
     return true;
 }
 
+/// Narrows the panel span of the N-major B tiles of products that wgmma cannot compute only because their
+/// warpgroups split N inside a panel (a 64-column accumulator over 2 warpgroups, B's 128-byte rows one 128-byte
+/// panel): the widest span (64 or 32 bytes) dividing one warpgroup's columns, where the product then runs on wgmma
+/// (TileLang stores such a B in 64-byte panels too). A narrower span only eases the other products' rules but a
+/// T.gemm_sp's K-major B (whole instructions in a panel), so every product is judged again after. The spans it
+/// chose, by buffer.
+std::map<const BufferNode *, int> narrowSplitPanels(const std::vector<const Gemm *> &gemms, const std::vector<std::string> &tileWhy,
+                                                    std::map<const BufferNode *, TmaTile> &tiles, int wgs, bool rowsOnly) {
+    std::map<const BufferNode *, int> chosen;
+    std::map<const BufferNode *, const TmaTile *> view;
+    for (auto &[b, t] : tiles) view[b] = &t;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+        const Gemm &g = *gemms[i];
+        auto tb = tiles.find(g.b.buffer.get());
+        if (!tileWhy[i].empty() || g.sparse() || g.transB || tb == tiles.end() || wgmmaCan(g, view, wgs, rowsOnly)) continue;
+        auto M = g.c.buffer && g.c.buffer->shape.size() == 2 ? constInt(g.c.buffer->shape[0]) : std::nullopt;
+        auto N = M ? constInt(g.c.buffer->shape[1]) : std::nullopt;
+        if (!N) continue;
+        const int step = g.a.buffer->dtype.kind == DType::Int8 || g.a.buffer->dtype.kind == DType::UInt8 ? 16 : 8;
+        const int wgN = wgmmaWarpgroups(*M, *N, wgs, step, g.policy).second;
+        const int span = wgN > 1 ? panelSwizzleBytes(*N / wgN * tb->second.elemBytes) : 0;
+        const int was = tb->second.swizzle;
+        if (!span || span >= was) continue;
+        tb->second.swizzle = span;
+        if (wgmmaCan(g, view, wgs, rowsOnly)) chosen[tb->first] = span;
+        else tb->second.swizzle = was;
+    }
+    return chosen;
+}
+
 /// Products tied by an accumulator, an A fragment or element-wise work between their fragments take one
 /// instruction; a kernel whose products cannot all run on wgmma runs those of whole groups that can on it, the
 /// rest on mma.sync, when the rest read A from shared memory (no fragment meets both layouts) and every tile in
 /// the panel layout is read as panels by all its readers (gemm_ss_panels, where mma.sync reads one).
-Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWgmma) {
+Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWgmma, bool narrow) {
     Plan p;
     if (k.threads % 128) return p.why = "its threads are not whole warpgroups", p;
     if (k.producerThreads) return p.why = "it has warp roles", p;
@@ -115,10 +147,11 @@ Plan plan(const Kernel &k, const std::vector<const Gemm *> &gemms, bool sparseWg
         }
         rs |= tileWhy[i].empty() && aInRegisters(*g);
     }
-    std::map<const BufferNode *, const TmaTile *> view;
-    for (auto &[b, t] : tiles) view[b] = &t;
     const int wgs = k.threads / 128;
     const bool rowsOnly = rs && registerOperandTied(k.body);
+    if (narrow) p.spans = narrowSplitPanels(gemms, tileWhy, tiles, wgs, rowsOnly);
+    std::map<const BufferNode *, const TmaTile *> view;
+    for (auto &[b, t] : tiles) view[b] = &t;
     std::vector<bool> ok(gemms.size());
     for (size_t i = 0; i < gemms.size(); ++i) {
         const bool off = gemms[i]->sparse() && !sparseWgmma;
@@ -187,7 +220,11 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
             out.kernels.push_back(k);
             continue;
         }
-        Plan pl = plan(*k, g.found, v.options.sparseWgmma);
+        // Narrower panels only where they put every product on wgmma: in a kernel that keeps some on mma.sync,
+        // one more wgmma accumulator in flight beside them is registers the kernel may not have (dsa
+        // sparse_mla_bwd's 64x64 dq_tail: 0 -> 268 B of spill at 255 registers), a trade not yet measured.
+        Plan pl = plan(*k, g.found, v.options.sparseWgmma, true);
+        if (!pl.spans.empty() && !pl.why.empty()) pl = plan(*k, g.found, v.options.sparseWgmma, false);
         const auto wg = std::count(pl.instr.begin(), pl.instr.end(), GemmInstr::Wgmma);
         int64_t sparse = 0; // of those on wgmma, the T.gemm_sp (wgmma.mma_async.sp)
         for (size_t i = 0; i < pl.instr.size(); ++i) sparse += g.found[i]->sparse() && pl.instr[i] == GemmInstr::Wgmma;
@@ -207,7 +244,7 @@ Program cpAsyncWgmma(const Program &p, const Variant &v, const SourceManager *so
         Mark mark;
         mark.gemms = &g.found, mark.instr = &pl.instr;
         nk->body = mark.mutate(k->body);
-        recordPanelOperands(*nk);
+        recordPanelOperands(*nk, pl.spans);
         out.kernels.push_back(nk);
         changed = true;
     }

@@ -203,7 +203,7 @@ int internTensorMap(Kernel &k, const TensorMap &m) {
     return (int)(it - k.tensorMaps.begin());
 }
 
-void recordPanelOperands(Kernel &k) {
+void recordPanelOperands(Kernel &k, const std::map<const BufferNode *, int> &spans) {
     struct Operands : IRVisitor {
         using IRVisitor::visit;
         std::vector<Buffer> found;
@@ -217,7 +217,8 @@ void recordPanelOperands(Kernel &k) {
     for (const Buffer &b : o.found) {
         auto cols = constInt(b->shape.back());
         TILEC_ASSERT(cols, "a panel-layout operand '" + b->name + "' whose rows are not constant");
-        const int span = panelSwizzleBytes(*cols * b->dtype.bytes());
+        auto chosen = spans.find(b.get());
+        const int span = chosen != spans.end() ? chosen->second : panelSwizzleBytes(*cols * b->dtype.bytes());
         if (const TileLayout *t = k.tileLayoutOf(b.get()); t && t->tma && t->swizzleBytes == span) continue;
         k.recordTileLayout({b, span, false});
     }
@@ -296,7 +297,8 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
     auto [wgM, wgN] = wgmmaWarpgroups(*M, *N, warpgroups, step, g.policy);
     if (rowsOnly && wgN != 1) return false;
     // An N-major B is read in panels of swizzle-width columns: warpgroups splitting N must split at panel bounds
-    // (the device library's static_assert; the fuzzer's nvcc samples found a 64x32 tile over 2 warpgroups).
+    // (the device library's static_assert; the fuzzer's nvcc samples found a 64x32 tile over 2 warpgroups). The
+    // cp.async plan narrows such a tile's span where that makes the split whole panels (narrowSplitPanels).
     if (wgN > 1 && !g.transB && B.swizzle && (*N / wgN) % (B.swizzle / B.elemBytes)) return false;
     return wgM > 0; // every policy: wgmmaWarpgroups splits as it asks (FullRow rows first, FullCol columns first)
 }

@@ -118,16 +118,15 @@ class Split : public IRMutator {
 
     Expr split(const Call &c, const Expr &whole) const;
 
-    /// The panel layout (swz_panels) stores a tile's rows one after another in each column panel of W elements, and
+    /// The panel layout (swz_panels) stores a tile's rows one after another in each column panel of W elements (its
+    /// `span` bytes), and
     /// XORs chunks with the row's low 3 bits: a run-time term that is a multiple of 8 rows (8 * cols elements: a
     /// T.serial loop's `i * 2048` over rows of 128) moves the element by its rows times W, outside the map, as long
     /// as the sum stays in one tile. So where those terms and the rest are non-negative and add up to less than the
     /// tile, they join `outside` scaled by W / cols; false where that is not known (they stay inside the map).
     bool panelRowTerms(const std::vector<Term> &rows, const std::vector<Term> &runtime, const std::vector<Term> &fixed, int64_t cols,
-                       int64_t eb, int64_t tileElems, std::vector<Term> &outside) const {
-        const int64_t rowBytes = cols * eb;
-        const int64_t span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : rowBytes % 32 == 0 ? 32 : 0;
-        if (!span || span % eb) return false;
+                       int64_t eb, int64_t span, int64_t tileElems, std::vector<Term> &outside) const {
+        if (span <= 0 || span % eb || cols * eb % span) return false;
         int64_t lo = 0, hi = 0;
         for (const auto *group : {&rows, &runtime, &fixed})
             for (const Term &t : *group) {
@@ -158,7 +157,8 @@ Expr Split::split(const Call &c, const Expr &whole) const {
     const lib::Fn fn = panels ? lib::Fn::SwzPanels : lib::Fn::Swz;
     auto cols = constValue(lib::arg(c, fn, "cols")), eb = constValue(lib::arg(c, fn, "elemBytes"));
     auto tileElems = constValue(lib::arg(c, fn, "tileElems"));
-    if (!cols || !eb || !tileElems) return whole;
+    auto span = panels ? constValue(lib::arg(c, fn, "span")) : std::optional<int64_t>(0);
+    if (!cols || !eb || !tileElems || !span) return whole;
     const int64_t P = period(panels, *cols, *eb, *tileElems);
     std::vector<Term> terms, periodic, fixed, runtime, panelRows;
     if (!P || !offsets::flatten(lib::arg(c, fn, "offset"), 1, DType::Int32, terms)) return whole;
@@ -175,12 +175,19 @@ Expr Split::split(const Call &c, const Expr &whole) const {
         else if (rowPeriod && t.coeff % rowPeriod == 0) panelRows.push_back(t);
         else runtime.push_back(t);
     }
-    if (!panelRows.empty() && !panelRowTerms(panelRows, runtime, fixed, *cols, *eb, *tileElems, periodic))
+    if (!panelRows.empty() && !panelRowTerms(panelRows, runtime, fixed, *cols, *eb, *span, *tileElems, periodic))
         runtime.insert(runtime.end(), panelRows.begin(), panelRows.end());
     if (periodic.empty() && fixed.empty()) return whole; // nothing leaves the map
     const bool pow2 = isPow2(P);
     const int L = pow2 ? bitLength(P) - 1 : bitLength(P - 1);
-    const Expr tile[3] = {i32(*cols), i32(*eb), i32(*tileElems)};
+    // the map's template arguments (the panel layout's span among them)
+    std::vector<Expr> tile{i32(*cols), i32(*eb), i32(*tileElems)};
+    if (panels) tile.push_back(i32(*span));
+    auto args = [&](std::vector<Expr> rest) {
+        std::vector<Expr> a = tile;
+        a.insert(a.end(), rest.begin(), rest.end());
+        return a;
+    };
     // Where the split does not hold, the period terms still leave the map (the rest non-negative, and inside the
     // period where that is not a power of two).
     const std::vector<Term> outside = periodic;
@@ -189,7 +196,7 @@ Expr Split::split(const Call &c, const Expr &whole) const {
         rest.insert(rest.end(), fixed.begin(), fixed.end());
         const Known x = known(rest, L);
         if (outside.empty() || !x.lo || *x.lo < 0 || (!pow2 && !(x.hi && *x.hi < P))) return whole;
-        return binary(BinaryOp::Add, sumOf(outside), lib::call(fn, {tile[0], tile[1], tile[2], sumOf(rest)}, c.loc, DType::Int32));
+        return binary(BinaryOp::Add, sumOf(outside), lib::call(fn, args({sumOf(rest)}), c.loc, DType::Int32));
     };
     Known a = known(runtime, L), b = known(fixed, L);
     if (!a.lo || *a.lo < 0) return peeled();
@@ -205,10 +212,9 @@ Expr Split::split(const Call &c, const Expr &whole) const {
     if ((a.bits & b.bits) || (!pow2 && !(a.hi && b.hi && *a.hi + *b.hi < P))) return peeled();
     Expr mapped;
     if (fixed.empty() || runtime.empty()) {
-        mapped = lib::call(fn, {tile[0], tile[1], tile[2], fixed.empty() ? sumOf(runtime) : fixedPart}, c.loc, DType::Int32);
+        mapped = lib::call(fn, args({fixed.empty() ? sumOf(runtime) : fixedPart}), c.loc, DType::Int32);
     } else {
-        mapped = lib::call(panels ? lib::Fn::SwzPanelsSplit : lib::Fn::SwzSplit,
-                           {tile[0], tile[1], tile[2], sumOf(runtime), fixedPart}, c.loc, DType::Int32);
+        mapped = lib::call(panels ? lib::Fn::SwzPanelsSplit : lib::Fn::SwzSplit, args({sumOf(runtime), fixedPart}), c.loc, DType::Int32);
     }
     return periodic.empty() ? mapped : binary(BinaryOp::Add, sumOf(periodic), mapped);
 }

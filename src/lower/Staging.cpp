@@ -6,6 +6,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 
@@ -270,11 +271,7 @@ std::set<const BufferNode *> copyTargets(const std::vector<Stmt> &stmts) {
     return t.dst;
 }
 
-int panelSwizzleBytes(int64_t rowBytes) {
-    for (int sw : {128, 64, 32})
-        if (rowBytes % sw == 0) return sw;
-    return 0;
-}
+int panelSwizzleBytes(int64_t rowBytes) { return lib::widestPanelSpan(rowBytes); }
 
 Buffer ringOf(const Buffer &b, int stages) {
     std::vector<Expr> shape{i32(stages)};

@@ -26,21 +26,20 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
 /// How one buffer is swizzled: its row length, the elements of one tile (one pipeline stage), and whether in
-/// the panel layout (swz_panels) rather than the row swizzle (swz).
+/// the panel layout (swz_panels, in panels of `span` bytes) rather than the row swizzle (swz).
 struct Swizzle {
     int64_t cols = 0, tileElems = 0;
     bool panels = false;
+    int span = 0; ///< the panel layout's (the tile's record, Kernel::tileLayouts; else the row's widest)
     /// A tile stored with a shorter row pitch than its shape's (rows padded with elements no access addresses):
     /// the pitch it had (0: unchanged) and the one it gets; `cols` 0 then leaves it unswizzled.
     int64_t fromPitch = 0, toPitch = 0;
 };
 
-/// Whether the panel layout of a tile with rows of `cols` `eb`-byte elements differs from its row swizzle:
-/// rows wider than one panel (rows of 32, 64 or 128 bytes are one panel, the row swizzle's own pattern).
-bool panelsDiffer(int64_t cols, int eb) {
-    const int64_t rowBytes = cols * eb;
-    return rowBytes != 32 && rowBytes != 64 && rowBytes != 128;
-}
+/// Whether the panel layout of a tile with rows of `cols` `eb`-byte elements in panels of `span` bytes differs
+/// from its row swizzle: rows wider than one panel (a row of one panel, 32, 64 or 128 bytes, is the row swizzle's
+/// own pattern).
+bool panelsDiffer(int64_t cols, int eb, int span) { return cols * eb != span; }
 
 /// The buffers the library is handed as swizzled tiles. A wgmma operand (or a gemm_*_panels one) is read in
 /// the panel layout, so every access of it (the cp.async transfers that fill it among them) takes that layout;
@@ -48,6 +47,7 @@ bool panelsDiffer(int64_t cols, int eb) {
 /// layouts must be the same (cpAsyncWgmma reads such tiles as panels everywhere; a TMA tile has no other reader).
 struct Find : IRVisitor {
     using IRVisitor::visit;
+    explicit Find(const Kernel &k) : k_(k) {}
     std::map<const BufferNode *, Swizzle> found;
     std::set<const BufferNode *> panelReaders, rowReaders; ///< read by a wgmma in panels, by an mma.sync in rows
     /// A TMA tile is stored in the panel layout whoever reads it (its record, Kernel::tileLayouts): the consumers'
@@ -68,6 +68,7 @@ struct Find : IRVisitor {
     }
 
   private:
+    const Kernel &k_;
     void operand(const Buffer &b, bool panelled, bool transfer) {
         if (b->shape.size() < 2) return;
         auto &shape = b->shape;
@@ -76,7 +77,10 @@ struct Find : IRVisitor {
         Swizzle &sw = found[b.get()];
         sw.cols = *cols, sw.tileElems = *rows * *cols;
         if (panelled) {
-            sw.panels = panelsDiffer(*cols, b->dtype.bytes());
+            // the span the plan recorded (a narrower one where warpgroups split the tile inside a wider panel)
+            const TileLayout *t = k_.tileLayoutOf(b.get());
+            sw.span = t && t->swizzleBytes > 0 ? t->swizzleBytes : lib::widestPanelSpan(*cols * b->dtype.bytes());
+            sw.panels = panelsDiffer(*cols, b->dtype.bytes(), sw.span);
             if (sw.panels) panelReaders.insert(b.get());
         } else if (!transfer) {
             rowReaders.insert(b.get());
@@ -377,7 +381,7 @@ class Apply : public RangeScopedMutator {
         auto rows = constValue(lib::arg(*op, f, "rows")), cols = constValue(lib::arg(*op, f, "cols"));
         TILEC_ASSERT(rows && cols && *cols == it->second.cols && *rows * *cols == it->second.tileElems,
                      "a tile transfer into part of '" + dst->buffer->name + "', which is in the panel layout");
-        args[sw] = i32(lib::kTransferPanels);
+        args[sw] = i32(lib::transferPanels(it->second.span, *cols * dst->buffer->dtype.bytes()));
         return Call::make(op->dtype, op->name, std::move(args), op->loc);
     }
 
@@ -406,8 +410,8 @@ class Apply : public RangeScopedMutator {
         auto swz = [&](Expr off) {
             off = pitched(off);
             if (!sw.cols) return off;
-            return lib::call(sw.panels ? lib::Fn::SwzPanels : lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)},
-                             {}, DType::Int32);
+            if (sw.panels) return lib::call(lib::Fn::SwzPanels, {i32(sw.cols), i32(eb), i32(sw.tileElems), i32(sw.span), std::move(off)}, {}, DType::Int32);
+            return lib::call(lib::Fn::Swz, {i32(sw.cols), i32(eb), i32(sw.tileElems), std::move(off)}, {}, DType::Int32);
         };
         if (lanes_) {
             auto width = constValue(lanes_->extent);
@@ -436,7 +440,7 @@ void aliasSwizzles(const Kernel &k, std::map<const BufferNode *, Swizzle> &found
         if (!active) continue;
         TILEC_ASSERT(vb > 0 && 16 % vb == 0 && rowBytes % vb == 0 && tileBytes % vb == 0,
                      "swizzleShared: shared alias '" + view->name + "' of elements that straddle its base's swizzled chunks");
-        found[view.get()] = Swizzle{rowBytes / vb, tileBytes / vb, sw.panels};
+        found[view.get()] = Swizzle{rowBytes / vb, tileBytes / vb, sw.panels, sw.span};
     }
 }
 
@@ -445,7 +449,7 @@ void aliasSwizzles(const Kernel &k, std::map<const BufferNode *, Swizzle> &found
 Program swizzleShared(const Program &p) {
     Program out;
     for (auto &k : p.kernels) {
-        Find f;
+        Find f(*k);
         for (auto &t : k->tileLayouts) f.tile(t);
         f.visit(k->body);
         Conflicts c(*k);

@@ -65,12 +65,13 @@ inline int64_t swizzled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off
     return base + row * cols + (col ^ (f * per));
 }
 
-/// tilec::swz_panels<Cols, ElemBytes, TileElems> of stdlib/tilec/swizzle.cuh: the panel layout of tiles of
-/// `tileElems` elements (column panels of the widest of 128, 64, 32 bytes dividing a row, rows one after
-/// another in a panel, 16-byte chunks XORed as swz does for rows of one panel).
-inline int64_t panelled(int64_t cols, int64_t eb, int64_t tileElems, int64_t off) {
-    const int64_t rowBytes = cols * eb, span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : rowBytes % 32 == 0 ? 32 : 0;
-    if (!span || tileElems % cols) throw SimError("the panel layout of rows of " + std::to_string(rowBytes) + " bytes");
+/// tilec::swz_panels<Cols, ElemBytes, TileElems, Span> of stdlib/tilec/swizzle.cuh: the panel layout of tiles of
+/// `tileElems` elements (column panels of `span` bytes, the plan's choice of 128, 64 or 32 dividing a row, rows one
+/// after another in a panel, 16-byte chunks XORed as swz does for rows of one panel).
+inline int64_t panelled(int64_t cols, int64_t eb, int64_t span, int64_t tileElems, int64_t off) {
+    const int64_t rowBytes = cols * eb;
+    if ((span != 128 && span != 64 && span != 32) || rowBytes % span || tileElems % cols)
+        throw SimError("the panel layout of " + std::to_string(span) + "-byte panels of rows of " + std::to_string(rowBytes) + " bytes");
     const int64_t W = span / eb, rows = tileElems / cols, base = off / tileElems * tileElems, o = off % tileElems;
     const int64_t row = o / cols, col = o % cols;
     return base + col / W * rows * W + swizzled(W, eb, rows * W, row * W + col % W);
@@ -88,15 +89,10 @@ inline int64_t swizzleChunkBits(int64_t cols, int64_t eb) {
 /// of `runtime`, its chunk bits XORed with those of map(fixed), plus the rest of map(fixed). The result must be
 /// map(runtime + fixed), which splitSwizzles proved; a part that is negative or a sum that maps elsewhere is an
 /// error (the proof was wrong).
-inline int64_t splitSwizzled(bool panels, int64_t cols, int64_t eb, int64_t tileElems, int64_t runtime, int64_t fixed) {
-    auto map = [&](int64_t off) { return panels ? panelled(cols, eb, tileElems, off) : swizzled(cols, eb, tileElems, off); };
-    int64_t k = 0;
-    if (!panels) {
-        k = swizzleChunkBits(cols, eb);
-    } else {
-        const int64_t rowBytes = cols * eb, span = rowBytes % 128 == 0 ? 128 : rowBytes % 64 == 0 ? 64 : 32;
-        k = swizzleChunkBits(span / eb, eb);
-    }
+/// `span`: the panel layout's (0: the row swizzle, swz_split).
+inline int64_t splitSwizzled(int64_t span, int64_t cols, int64_t eb, int64_t tileElems, int64_t runtime, int64_t fixed) {
+    auto map = [&](int64_t off) { return span ? panelled(cols, eb, span, tileElems, off) : swizzled(cols, eb, tileElems, off); };
+    const int64_t k = span ? swizzleChunkBits(span / eb, eb) : swizzleChunkBits(cols, eb);
     if (runtime < 0 || fixed < 0) throw SimError("a negative part of a split swizzle offset");
     const int64_t sf = map(fixed), r = (map(runtime) ^ (sf & k)) + (sf & ~k);
     if (r != map(runtime + fixed))

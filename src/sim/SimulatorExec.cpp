@@ -184,13 +184,13 @@ double Simulator::eval(const ir::Expr &e, int t) {
         using passes::lib::Fn;
         if (const passes::lib::Info *info = passes::lib::find(c->name)) {
             auto arg = [&](const char *n) { return passes::lib::arg(*c, info->fn, n); };
-            if (info->fn == Fn::Swz || info->fn == Fn::SwzPanels)
-                return (double)(info->fn == Fn::Swz ? swizzled : panelled)((int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
-                                                                           (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("offset"), t));
+            auto num = [&](const char *n) { return (int64_t)eval(arg(n), t); };
+            if (info->fn == Fn::Swz) return (double)swizzled(num("cols"), num("elemBytes"), num("tileElems"), num("offset"));
+            if (info->fn == Fn::SwzPanels)
+                return (double)panelled(num("cols"), num("elemBytes"), num("span"), num("tileElems"), num("offset"));
             if (info->fn == Fn::SwzSplit || info->fn == Fn::SwzPanelsSplit)
-                return (double)splitSwizzled(info->fn == Fn::SwzPanelsSplit, (int64_t)eval(arg("cols"), t), (int64_t)eval(arg("elemBytes"), t),
-                                             (int64_t)eval(arg("tileElems"), t), (int64_t)eval(arg("runtime"), t),
-                                             (int64_t)eval(arg("fixed"), t));
+                return (double)splitSwizzled(info->fn == Fn::SwzPanelsSplit ? num("span") : 0, num("cols"), num("elemBytes"),
+                                             num("tileElems"), num("runtime"), num("fixed"));
             if (info->fn == Fn::RoleThread) { // the launched index, which must be one of the role's threads
                 int64_t first = (int64_t)eval(arg("first"), t), count = (int64_t)eval(arg("count"), t);
                 if (t < first || t >= first + count)

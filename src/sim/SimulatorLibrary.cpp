@@ -147,6 +147,10 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         auto &from = storage(src, first);
         auto &to = storage(dst, first);
         const int64_t eb = dst->dtype.bytes(), tile = R * C;
+        // the panel span the layout names (cp_async.cuh's g2s_panel_span), 0 for the row-major and row-swizzled ones
+        const int64_t span = passes::lib::transferPanelSpan(swz, C * eb);
+        if (!span && swz != passes::lib::kTransferPlain && swz != passes::lib::kTransferSwizzled)
+            throw SimError("a tile transfer of layout " + std::to_string(swz) + ", which no rows of " + std::to_string(C * eb) + " bytes take");
         // What the device library requires of its caller (tilec/cp_async.cuh): every vector it reads starts
         // on a multiple of Vec elements (tensors start aligned here), and no vector straddles the tensor's edge.
         if (vc > 0 && vc < C && vc % vec) throw SimError("a tile transfer of " + std::to_string(vec) + "-element vectors with " +
@@ -159,7 +163,7 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
                 int writer = scopeFirst + (int)(chunk % threads);
                 if (writer >= T_ || !mask[(size_t)writer]) continue; // another agent's share
                 const int64_t o = r * C + col;
-                int64_t at = d0 + (swz == passes::lib::kTransferPanels ? panelled(C, eb, tile, o) : swz ? swizzled(C, eb, tile, o) : o);
+                int64_t at = d0 + (span ? panelled(C, eb, span, tile, o) : swz ? swizzled(C, eb, tile, o) : o);
                 if (at < 0 || at >= (int64_t)to.size()) throw SimError("tile transfer out of " + dst->name);
                 double v = 0;
                 if (r < vr && col < vc) {

@@ -58,8 +58,15 @@ __device__ __forceinline__ void cp_async_mbarrier_arrive(uint64_t *bar) {
 }
 
 /// How copy_g2s stores a tile: row-major; row-major with swz<Cols, sizeof(T)>; the panel layout of
-/// swz_panels<Cols, sizeof(T), Rows * Cols> (what wgmma reads when the rows are wider than one swizzle span).
+/// swz_panels<Cols, sizeof(T), Rows * Cols> (what wgmma reads when the rows are wider than one swizzle span), in
+/// panels of the row's widest span (g2s_panels) or of 32, 64 or 128 bytes (the layout's value is the span: the
+/// compiler's narrower choice for a tile whose warpgroups split it at narrower columns).
 enum : int { g2s_plain = 0, g2s_swizzled = 1, g2s_panels = 2 };
+
+/// The panel span of copy_g2s's Layout for rows of RowBytes bytes, 0 where Layout is not a panel layout.
+template <int Layout, int RowBytes> __host__ __device__ constexpr int g2s_panel_span() {
+    return Layout == g2s_panels ? panel_span<RowBytes>() : Layout == 32 || Layout == 64 || Layout == 128 ? Layout : 0;
+}
 
 namespace g2s_detail {
 
@@ -71,8 +78,8 @@ __device__ __forceinline__ void copy_chunk(T *smem, const T *gmem, long long ldg
     int dst = r * Cols + c;
     if constexpr (Layout == g2s_swizzled)
         dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
-    else if constexpr (Layout == g2s_panels)
-        dst = panel_offset<Rows, Cols, (int)sizeof(T)>(r, c);
+    else if constexpr (g2s_panel_span<Layout, Cols * (int)sizeof(T)>() > 0)
+        dst = panel_offset<Rows, Cols, (int)sizeof(T), g2s_panel_span<Layout, Cols * (int)sizeof(T)>()>(r, c);
     if constexpr (Bytes >= 4) {
         // The address is formed even for an invalid chunk: cp.async with a source size of 0 reads nothing,
         // and selecting a 64-bit fallback per chunk doubled the instructions of a tile transfer.
@@ -130,7 +137,7 @@ __device__ __forceinline__ void copy_rows(const unsigned (&at)[P], const T *g, l
 /// Threads First .. First + Threads - 1 of the block (the first Threads; a consumer warp group's of explicit
 /// warp roles, whose code is laid out over its own threads) copy the Rows x Cols tile whose element (r, c) is gmem[r * ldg + c]
 /// into `smem` at logical offset r * Cols + c, stored as Layout says (g2s_plain, g2s_swizzled: swizzled by
-/// swz<Cols, sizeof(T)>, g2s_panels: the panel layout; a bool converts to the first two); elements
+/// swz<Cols, sizeof(T)>, g2s_panels or a span of 32, 64 or 128: the panel layout; a bool converts to the first two); elements
 /// with r >= validRows or c >= validCols become zero. Vec elements move per access, consecutive threads
 /// taking consecutive chunks of a row. Accesses of 4 to 16 bytes are cp.async (issued, not committed);
 /// narrower ones are synchronous. The caller guarantees Cols % Vec == 0, that validCols % Vec == 0 or
@@ -142,7 +149,8 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
     static_assert(Bytes == 1 || Bytes == 2 || Bytes == 4 || Bytes == 8 || Bytes == 16,
                   "a tile copy moves 1, 2, 4, 8 or 16 bytes per access");
     static_assert(Rows > 0 && Cols > 0 && Threads > 0 && Cols % Vec == 0, "bad tile copy shape");
-    static_assert(Layout == g2s_plain || Layout == g2s_swizzled || Layout == g2s_panels, "an unknown tile layout");
+    static_assert(Layout == g2s_plain || Layout == g2s_swizzled || g2s_panel_span<Layout, Cols * (int)sizeof(T)>() > 0,
+                  "an unknown tile layout");
     constexpr int Lay = Layout == g2s_swizzled && !swz_active<Cols, (int)sizeof(T)>() ? g2s_plain : Layout;
     constexpr int ChunksPerRow = Cols / Vec;
     constexpr int Chunks = Rows * ChunksPerRow;
@@ -170,7 +178,8 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
             constexpr int Low = RowStep & -RowStep;
             constexpr int Period = Low >= 8 ? 1 : 8 / Low;
             constexpr int P = Period < Iters ? Period : Iters;
-            constexpr int RowElems = Lay == g2s_panels ? panel_span<Cols * (int)sizeof(T)>() / (int)sizeof(T) : Cols;
+            constexpr int Span = g2s_panel_span<Lay, Cols * (int)sizeof(T)>();
+            constexpr int RowElems = Span ? Span / (int)sizeof(T) : Cols;
             const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
             unsigned at[P];
 #pragma unroll
@@ -179,8 +188,8 @@ __device__ __forceinline__ void copy_g2s(T *smem, const T *gmem, long long ldg, 
                 int dst = r * Cols + c;
                 if constexpr (Lay == g2s_swizzled)
                     dst = r * Cols + (c ^ swz_row_xor<Cols, (int)sizeof(T)>(r));
-                else if constexpr (Lay == g2s_panels)
-                    dst = panel_offset<Rows, Cols, (int)sizeof(T)>(r, c);
+                else if constexpr (Span > 0)
+                    dst = panel_offset<Rows, Cols, (int)sizeof(T), Span>(r, c);
                 at[p] = base + (unsigned)dst * (unsigned)sizeof(T);
             }
             g2s_detail::copy_rows<Rows, RowStep, Iters, P, RowElems * (int)sizeof(T), Bytes>(

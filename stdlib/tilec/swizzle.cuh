@@ -89,45 +89,47 @@ __host__ __device__ __forceinline__ constexpr int swz_split(int a, int b) {
     return (swz_in_tiles<Cols, ElemBytes, TileElems>(a) ^ (sb & K)) + (sb & ~K);
 }
 
-/// The span of the panel layout for rows of RowBytes bytes: the widest of 128, 64 and 32 that divides them
-/// (0: none does).
+/// The default span of the panel layout for rows of RowBytes bytes: the widest of 128, 64 and 32 that divides
+/// them (0: none does). A narrower one that divides them is the compiler's choice (swz_panels' Span).
 template <int RowBytes> __host__ __device__ constexpr int panel_span() {
     return RowBytes % 128 == 0 ? 128 : RowBytes % 64 == 0 ? 64 : RowBytes % 32 == 0 ? 32 : 0;
 }
 
 /// The physical element offset of element (row, col) of a Rows x Cols tile stored in the panel layout that
-/// TMA writes and wgmma's descriptors read (sm90_tma.cuh): column panels of Span = panel_span bytes, panel p
-/// holding columns [p * W, (p + 1) * W), W = Span / ElemBytes, as the tile's rows of Span bytes one after
-/// another, the 16-byte chunks of row r XORed with swz_row_xor<W, ElemBytes>(r) (TMA's swizzle of that span).
-/// With one panel (rows of 32, 64 or 128 bytes) it is swz<Cols, ElemBytes>. A chunk-aligned access of at most
-/// 16 bytes stays contiguous. The panels start at multiples of 8 * Span bytes when the tile's rows are a
-/// multiple of 8, so a 1024-byte aligned base gives TMA's and wgmma's absolute-address swizzle.
-template <int Rows, int Cols, int ElemBytes>
+/// TMA writes and wgmma's descriptors read (sm90_tma.cuh): column panels of Span bytes (128, 64 or 32 dividing a
+/// row: the compiler's choice, recorded on its IR; by default panel_span, the widest), panel p holding columns
+/// [p * W, (p + 1) * W), W = Span / ElemBytes, as the tile's rows of Span bytes one after another, the 16-byte
+/// chunks of row r XORed with swz_row_xor<W, ElemBytes>(r) (TMA's swizzle of that span). With one panel (rows of
+/// Span bytes) it is swz<Cols, ElemBytes>. A chunk-aligned access of at most 16 bytes stays contiguous. The panels
+/// start at multiples of 8 * Span bytes when the tile's rows are a multiple of 8, so a 1024-byte aligned base
+/// gives TMA's and wgmma's absolute-address swizzle.
+template <int Rows, int Cols, int ElemBytes, int Span = panel_span<Cols * ElemBytes>()>
 __host__ __device__ __forceinline__ constexpr int panel_offset(int row, int col) {
-    constexpr int Span = panel_span<Cols * ElemBytes>();
-    static_assert(Span > 0 && 16 % ElemBytes == 0, "the panel layout needs rows of a multiple of 32 bytes");
+    static_assert((Span == 128 || Span == 64 || Span == 32) && (Cols * ElemBytes) % Span == 0 && 16 % ElemBytes == 0,
+                  "the panel layout needs rows of a multiple of its span, 32, 64 or 128 bytes");
     constexpr int W = Span / ElemBytes;
     return (col / W) * (Rows * W) + row * W + ((col % W) ^ swz_row_xor<W, ElemBytes>(row));
 }
 
 /// The physical element offset of logical row-major offset `offset` (non-negative) in consecutive tiles of
-/// TileElems elements (pipeline stages), each a TileElems / Cols x Cols tile in the panel layout.
-template <int Cols, int ElemBytes, int TileElems>
+/// TileElems elements (pipeline stages), each a TileElems / Cols x Cols tile in the panel layout of Span bytes.
+template <int Cols, int ElemBytes, int TileElems, int Span = panel_span<Cols * ElemBytes>()>
 __host__ __device__ __forceinline__ constexpr int swz_panels(int offset) {
     static_assert(TileElems % Cols == 0, "a tile of whole rows");
     // Unsigned, so that the divisions by constants are multiplies (shifts for powers of two).
     const unsigned u = (unsigned)offset, in = u % (unsigned)TileElems;
-    return (int)(u - in) + panel_offset<TileElems / Cols, Cols, ElemBytes>((int)(in / (unsigned)Cols), (int)(in % (unsigned)Cols));
+    return (int)(u - in) +
+           panel_offset<TileElems / Cols, Cols, ElemBytes, Span>((int)(in / (unsigned)Cols), (int)(in % (unsigned)Cols));
 }
 
-/// swz_panels<Cols, ElemBytes, TileElems>(a + b) in swz_split's form, on swz_split's conditions: the panel
+/// swz_panels<Cols, ElemBytes, TileElems, Span>(a + b) in swz_split's form, on swz_split's conditions: the panel
 /// layout moves whole bit fields (column panel, row, in-panel column: Cols and the panel's width are powers of
 /// two) and XORs the in-panel chunk bits with the row's, so again only the chunk bits do not add.
-template <int Cols, int ElemBytes, int TileElems>
+template <int Cols, int ElemBytes, int TileElems, int Span = panel_span<Cols * ElemBytes>()>
 __host__ __device__ __forceinline__ constexpr int swz_panels_split(int a, int b) {
-    constexpr int K = swz_chunk_bits<panel_span<Cols * ElemBytes>() / ElemBytes, ElemBytes>();
-    const int sb = swz_panels<Cols, ElemBytes, TileElems>(b);
-    return (swz_panels<Cols, ElemBytes, TileElems>(a) ^ (sb & K)) + (sb & ~K);
+    constexpr int K = swz_chunk_bits<Span / ElemBytes, ElemBytes>();
+    const int sb = swz_panels<Cols, ElemBytes, TileElems, Span>(b);
+    return (swz_panels<Cols, ElemBytes, TileElems, Span>(a) ^ (sb & K)) + (sb & ~K);
 }
 
 } // namespace tilec

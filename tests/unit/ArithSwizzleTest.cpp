@@ -16,6 +16,7 @@ ir::Expr i32(int64_t v) { return ir::IntImm::make(DType::Int32, v); }
 
 ir::Expr swz(lib::Fn f, int64_t cols, int64_t elemBytes, std::vector<ir::Expr> offset) {
     std::vector<ir::Expr> args{i32(cols), i32(elemBytes), i32(cols * 128)};
+    if (f == lib::Fn::SwzPanels || f == lib::Fn::SwzPanelsSplit) args.push_back(i32(64)); // the panel span
     for (auto &o : offset) args.push_back(o);
     return lib::call(f, std::move(args), {}, DType::Int32);
 }

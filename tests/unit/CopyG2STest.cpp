@@ -57,6 +57,15 @@ namespace {
 
 /// The copy of a Rows x Cols tile of T from a (validRows + 3) x ldg tensor (distinct values) by Threads threads
 /// starting at First, checked element by element against the layout's map.
+/// The byte offset of element (r, c) of a Rows-row tile in panels of Span bytes as TMA's and wgmma's swizzle mode
+/// of that span stores them (PTX: address bits 4.. XOR bits 7.., 3, 2 or 1 of them, on a base aligned to the
+/// pattern; panels of Rows rows one after another): the reference the library's panel layout must equal, written
+/// without it.
+template <int Rows, int Span, int EB> int hardwarePanelByte(int r, int c) {
+    const int W = Span / EB, a = (c / W) * Rows * Span + r * Span + (c % W) * EB;
+    return a ^ (((a >> 7) & (Span / 16 - 1)) << 4);
+}
+
 template <int Rows, int Cols, int Vec, int Threads, int Layout, int First, typename T>
 void expectTileCopied(int validRows, int validCols, long long ldg) {
     SCOPED_TRACE(std::to_string(Rows) + "x" + std::to_string(Cols) + " of " + std::to_string(sizeof(T)) + "-byte, Vec " +
@@ -79,7 +88,8 @@ void expectTileCopied(int validRows, int validCols, long long ldg) {
         for (int c = 0; c < Cols; ++c) {
             int at = r * Cols + c;
             if constexpr (Layout == tilec::g2s_swizzled) at = tilec::swz<Cols, (int)sizeof(T)>(at);
-            if constexpr (Layout == tilec::g2s_panels) at = tilec::panel_offset<Rows, Cols, (int)sizeof(T)>(r, c);
+            constexpr int Span = tilec::g2s_panel_span<Layout, Cols * (int)sizeof(T)>();
+            if constexpr (Span > 0) at = hardwarePanelByte<Rows, Span, (int)sizeof(T)>(r, c) / (int)sizeof(T);
             ASSERT_TRUE(seen.insert(at).second) << "the layout maps two elements to " << at;
             const T want = r < validRows && c < validCols ? g[(size_t)(r * ldg + c)] : (T)0;
             T got;
@@ -123,6 +133,12 @@ TEST(CopyG2S, ColumnWalkLandsEveryElementOnceInEveryLayout) {
     // The panel layout: rows of two 128-byte panels (wgmma's operand when the rows are wider than one span).
     expectTileCopied<64, 128, 8, 128, tilec::g2s_panels, 0, bf16>(64, 128, 128);
     expectTileCopied<16, 64, 4, 64, tilec::g2s_panels, 0, float>(11, 64, 64);
+    // Panels narrower than the rows' widest (the layout is the span): a B whose warpgroups split it at 32 columns
+    // (kda chunk_o's 64 x 64 bfloat16, 64-byte panels), at 16 (32-byte panels), and 256-byte rows in four.
+    expectTileCopied<64, 64, 8, 256, 64, 0, bf16>(64, 64, 128);
+    expectTileCopied<32, 32, 8, 256, 32, 0, bf16>(32, 32, 32);
+    expectTileCopied<64, 128, 8, 128, 64, 0, bf16>(50, 128, 128);
+    expectTileCopied<16, 64, 4, 64, 32, 0, float>(11, 64, 64);
 }
 
 TEST(CopyG2S, OtherWalksLandEveryElementOnce) {

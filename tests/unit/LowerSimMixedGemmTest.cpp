@@ -6,6 +6,7 @@
 /// themselves, is in that layout too. Run on the CPU simulator (src/sim/Simulator.h) against float64, as the
 /// sink-attention backward kernels of TileLang's examples need (their dq = dsT^T K has 32 rows).
 #include "sim/Simulator.h"
+#include "CallCounts.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
@@ -50,16 +51,6 @@ std::string source(bool nMajor) {
            "        T.copy(c2, C2)\n";
 }
 
-std::map<std::string, int> callsOf(const ir::Kernel &k) {
-    struct Calls : ir::IRVisitor {
-        using IRVisitor::visit;
-        std::map<std::string, int> n;
-        void visit(const ir::Call &c) override { ++n[c.name], IRVisitor::visit(c); }
-    } calls;
-    calls.visit(k.body);
-    return calls.n;
-}
-
 TEST(LowerSimMixedGemm, WgmmaAndMmaSyncShareAPanelTile) {
     for (bool nMajor : {true, false}) {
         SCOPED_TRACE(nMajor ? "N-major" : "K-major");
@@ -68,7 +59,7 @@ TEST(LowerSimMixedGemm, WgmmaAndMmaSyncShareAPanelTile) {
         r.run(source(nMajor), "t.tile", *Target::parse("sm_90a"));
         const ir::Kernel *k = r.kernel("k");
         ASSERT_TRUE(k) << r.diags();
-        auto calls = callsOf(*k);
+        auto calls = simtest::callCounts(*k);
         EXPECT_EQ(calls["tilec.wgmma_ss"], 1);
         EXPECT_EQ(calls["tilec.gemm_ss_panels"], 1);
         EXPECT_EQ(calls["tilec.gemm_ss"], 0);

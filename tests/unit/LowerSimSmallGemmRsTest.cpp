@@ -5,6 +5,7 @@
 /// warpCopies), for 16-bit, float (tf32) and 8-bit A alike. A is also read per row through a slice of its
 /// columns (mHC's sum of squares), which goes through a shared copy. Run on the CPU simulator against exact sums.
 #include "sim/Simulator.h"
+#include "CallCounts.h"
 #include "LowerTestUtil.h"
 #include "SimTestUtil.h"
 
@@ -51,16 +52,6 @@ std::string source(const std::string &in, const std::string &acc, bool transB) {
            "        T.copy(s, S)\n";
 }
 
-std::map<std::string, int> callsOf(const ir::Kernel &k) {
-    struct Calls : ir::IRVisitor {
-        using IRVisitor::visit;
-        std::map<std::string, int> n;
-        void visit(const ir::Call &c) override { ++n[c.name], IRVisitor::visit(c); }
-    } calls;
-    calls.visit(k.body);
-    return calls.n;
-}
-
 std::vector<double> smallInts(size_t n, uint64_t seed) {
     std::mt19937_64 g(seed);
     std::vector<double> v(n);
@@ -83,7 +74,7 @@ TEST(LowerSimSmallGemmRs, ThirtyTwoRowsOverFourWarps) {
             r.run(source(t.in, t.acc, t.transB), "t.tile", *Target::parse(arch));
             const ir::Kernel *k = r.kernel("k");
             ASSERT_TRUE(k) << r.diags();
-            auto calls = callsOf(*k);
+            auto calls = simtest::callCounts(*k);
             EXPECT_EQ(calls["tilec.gemm_rs"] + calls["tilec.gemm_rs_panels"], 1) << "A from registers";
             auto a = smallInts(32 * 64, 1), b = smallInts(64 * 64, 2);
             std::vector<double> c(32 * 64, std::nan("")), s(32, std::nan(""));

@@ -118,7 +118,9 @@ TEST(SimWarpRoleMixedOperands, ThreadsTileInTheRowSwizzleReadsWrong) {
             bool split = passes::lib::is(*op, Fn::SwzPanelsSplit); // splitSwizzles' form of an unrolled access
             if (!split && !passes::lib::is(*op, Fn::SwzPanels)) return ir::IRMutator::visit(op);
             ++changed;
-            return passes::lib::call(split ? Fn::SwzSplit : Fn::Swz, op->args, op->loc, op->dtype);
+            std::vector<ir::Expr> args = op->args; // the row swizzle's: the panel span left out
+            args.erase(args.begin() + (long)passes::lib::argIndex(split ? Fn::SwzPanelsSplit : Fn::SwzPanels, "span"));
+            return passes::lib::call(split ? Fn::SwzSplit : Fn::Swz, std::move(args), op->loc, op->dtype);
         }
     } m;
     auto mutant = std::make_shared<ir::Kernel>(*k);

@@ -35,9 +35,14 @@ namespace {
 
 /// Every pair (a, b) the pass may form below 2 * period (a, and b where the period is a power of two; b below the
 /// period where not), or random ones past a million pairs: swz_split(a, b) is the whole map of a + b.
-template <int Cols, int EB, int TileElems, bool Panels> void expectSplitEqualsWhole(int period) {
-    auto whole = [](int x) { return Panels ? tilec::swz_panels<Cols, EB, TileElems>(x) : tilec::swz_in_tiles<Cols, EB, TileElems>(x); };
-    auto split = [](int a, int b) { return Panels ? tilec::swz_panels_split<Cols, EB, TileElems>(a, b) : tilec::swz_split<Cols, EB, TileElems>(a, b); };
+/// `Span`: the panel layout's (its rows' widest by default, or a narrower one the plan chose).
+template <int Cols, int EB, int TileElems, bool Panels, int Span = tilec::panel_span<Cols * EB>()> void expectSplitEqualsWhole(int period) {
+    auto whole = [](int x) {
+        return Panels ? tilec::swz_panels<Cols, EB, TileElems, Span>(x) : tilec::swz_in_tiles<Cols, EB, TileElems>(x);
+    };
+    auto split = [](int a, int b) {
+        return Panels ? tilec::swz_panels_split<Cols, EB, TileElems, Span>(a, b) : tilec::swz_split<Cols, EB, TileElems>(a, b);
+    };
     const bool pow2 = (period & (period - 1)) == 0;
     const int low = pow2 ? period - 1 : ~0;
     std::mt19937 rng(7);
@@ -47,7 +52,7 @@ template <int Cols, int EB, int TileElems, bool Panels> void expectSplitEqualsWh
         if ((a & b & low) || (!pow2 && a + b >= period)) return;
         ++checked;
         if (split(a, b) != whole(a + b) && ++failed <= 5)
-            ADD_FAILURE() << "swz_split<" << Cols << ", " << EB << ", " << TileElems << (Panels ? ">, panels" : ">") << "(" << a
+            ADD_FAILURE() << "swz_split<" << Cols << ", " << EB << ", " << TileElems << (Panels ? ">, panels of " + std::to_string(Span) : ">") << "(" << a
                           << ", " << b << ") = " << split(a, b) << ", the whole map " << whole(a + b);
     };
     if (pairs <= (1LL << 22)) {
@@ -74,6 +79,28 @@ TEST(SplitSwizzles, DeviceFormulaIsTheWholeMapOfTheSum) {
     expectSplitEqualsWhole<512, 4, 16896, false>(16896);   // 33 rows of 2048 bytes: a period that is not a power of two
     expectSplitEqualsWhole<128, 2, 4096, true>(4096);      // panels: 256-byte rows in two 128-byte panels
     expectSplitEqualsWhole<256, 1, 8192, true>(8192);      // panels of float8
+    // narrower panels than the rows' widest (a B its warpgroups split at 32 or 16 columns: cpAsyncWgmma)
+    expectSplitEqualsWhole<64, 2, 4096, true, 64>(4096);   // 128-byte rows in two 64-byte panels
+    expectSplitEqualsWhole<64, 2, 4096, true, 32>(4096);   // ... in four 32-byte panels
+    expectSplitEqualsWhole<32, 2, 1024, true, 32>(1024);   // 64-byte rows in two 32-byte panels
+}
+
+/// The simulator's panel layout (src/sim/Simulator.h's panelled, which the LowerSim tests trust) is the device
+/// library's swz_panels of every span, narrower ones among them, over two tiles (pipeline stages).
+template <int Cols, int EB, int TileElems, int Span> void expectSimulatorPanels() {
+    int wrong = 0;
+    for (int o = 0; o < 2 * TileElems; ++o)
+        wrong += simtest::panelled(Cols, EB, Span, TileElems, o) != tilec::swz_panels<Cols, EB, TileElems, Span>(o);
+    EXPECT_EQ(wrong, 0) << Cols << " columns of " << EB << " bytes in panels of " << Span;
+}
+
+TEST(SplitSwizzles, SimulatorPanelsAreTheLibrarys) {
+    expectSimulatorPanels<128, 2, 4096, 128>();
+    expectSimulatorPanels<64, 2, 4096, 128>();
+    expectSimulatorPanels<64, 2, 4096, 64>();
+    expectSimulatorPanels<64, 2, 4096, 32>();
+    expectSimulatorPanels<32, 2, 1024, 32>();
+    expectSimulatorPanels<64, 4, 2048, 64>();
 }
 
 TEST(SplitSwizzles, OverlappingPartsAreNotTheSum) {

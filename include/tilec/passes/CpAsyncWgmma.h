@@ -15,7 +15,11 @@ namespace tilec::passes {
 /// (TMA's: column panels of the widest 128, 64 or 32 bytes dividing a row, each its rows one after another with
 /// the 16-byte chunks XOR-swizzled; rows of 32, 64 or 128 bytes are one panel, the row swizzle of every
 /// cp.async tile), the cp.async transfers writing that layout; A possibly a 16-bit fragment (RS); types and
-/// majors wgmma takes; the accumulators split over the kernel's warpgroups (wgmmaCan). Products tied together
+/// majors wgmma takes; the accumulators split over the kernel's warpgroups (wgmmaCan). An N-major B whose
+/// product's warpgroups split N inside such a panel (a 64x64 output at 256 threads: 32 columns each, 128-byte
+/// rows) is stored in narrower panels instead, the widest of 64 or 32 bytes dividing one warpgroup's columns,
+/// where the product then runs on wgmma: the span is recorded on the kernel (TileLayout::swizzleBytes), from
+/// which swizzleShared, the transfers, lowerGemm's descriptors and the simulator take it. Products tied together
 /// (an accumulator or A fragment in common, or fragments that element-wise work, a reduction or a copy
 /// connects) take one instruction, since their fragments keep layouts of one kind: a group runs on wgmma when
 /// all of its products can. The groups that cannot stay on mma.sync when their products read A from shared

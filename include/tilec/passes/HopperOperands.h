@@ -65,9 +65,10 @@ std::string tmaNeverHolds(const ir::Buffer &tensor);
 int internTensorMap(ir::Kernel &k, const ir::TensorMap &m);
 
 /// Records (Kernel::recordTileLayout) the shared operands of `k`'s T.gemms that run on wgmma or on mma.sync over
-/// panels as tiles in the panel layout of their rows' span (a TMA tile keeps its own record, of that span too):
-/// what the pass that chose those instructions leaves for lowerGemm and planSharedMemory.
-void recordPanelOperands(ir::Kernel &k);
+/// panels as tiles in the panel layout: of the span `spans` gives a buffer (the plan's narrower choice), else of
+/// their rows' widest (a TMA tile keeps its own record, of that span too): what the pass that chose those
+/// instructions leaves for lowerGemm, swizzleShared and planSharedMemory, which read the span from there.
+void recordPanelOperands(ir::Kernel &k, const std::map<const ir::BufferNode *, int> &spans = {});
 
 /// Whether `s` is a nest of unrolled loops storing zero into every one of the `count` registers of `regs` (a
 /// lowered T.clear of an accumulator, which wgmma code replaces by `tilec.wgmma_clear`; placeWgmmaWaits and

@@ -14,9 +14,12 @@ namespace tilec::passes {
 /// moves whole 16-byte chunks: it becomes `swz(base) + lane`.
 /// The one exception is the layout decision for wgmma's operands: a shared tile a wgmma reads whose rows are
 /// not 32, 64 or 128 bytes (cpAsyncWgmma's wider cp.async tiles) is stored in the panel layout wgmma's
-/// descriptors walk (tilec::swz_panels: 128-, 64- or 32-byte column panels one after another), recorded on
-/// the IR by telling its tile transfers so (their `swizzle` argument becomes lib::kTransferPanels) and
-/// mapping its other accesses with tilec.swz_panels. One tile read in both layouts is an internal error.
+/// descriptors walk (tilec::swz_panels: 128-, 64- or 32-byte column panels one after another: the span the
+/// pass that chose the instruction recorded, Kernel::tileLayouts, else the row's widest), recorded on the IR by
+/// telling its tile transfers so (their `swizzle` argument becomes lib::kTransferPanels, or the span where it is
+/// narrower than the row's widest) and mapping its other accesses with tilec.swz_panels of that span. A tile
+/// whose rows are one panel of the row's widest span but that is recorded in narrower panels is in the panel
+/// layout too. One tile read in both layouts is an internal error.
 /// A shared tile no library call addresses (every access an element load or store) is stored in the layout its
 /// accesses, writers and readers together, counted for the block's first warp (src/lower/BankConflicts.h), take
 /// the fewest bank wavefronts in, where that is strictly fewer than row-major: the row swizzle over its rows, or,
