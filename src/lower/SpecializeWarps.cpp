@@ -68,7 +68,8 @@ class Specializer {
             if (auto k = walk ? specialize(walk->inner, walk->loopAt, &*walk, top, i) : specialize(top, i)) {
                 log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
-                                (rowTiles_ ? " (" + std::to_string(rowTiles_) + " of them unswizzled: 1-D rows, or T.gemm_sp's metadata of 16-byte rows)" : "") +
+                                (rowTiles_ ? " (" + std::to_string(rowTiles_) + " of them 1-D, unswizzled)" : "") +
+                                (boxTiles_ ? " (" + std::to_string(boxTiles_) + " of them T.gemm_sp's metadata in unswizzled boxes of 16-byte rows)" : "") +
                                 (threadTiles_ ? ", " + std::to_string(threadTiles_) + " T.gemm_sp metadata tile(s) copied by every producer thread "
                                                 "(plain loads and stores, each thread's arrival on the stage's full barrier)" : "") +
                                 (genericTiles_ ? ", " + std::to_string(genericTiles_) + " tile(s) also read by the consumers' own loads "
@@ -108,7 +109,7 @@ class Specializer {
     std::string why_; ///< why the last loop tried was not specialized
     std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
-    int rowTiles_ = 0, genericTiles_ = 0, viewCount_ = 0, threadTiles_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
+    int rowTiles_ = 0, boxTiles_ = 0, genericTiles_ = 0, viewCount_ = 0, threadTiles_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
@@ -264,7 +265,8 @@ class Specializer {
         recordPanelOperands(*nk);
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
-        rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
+        rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0 && t.rows == 1; });
+        boxTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0 && t.rows > 1; });
         genericTiles_ = (int)p.genericReads.size();
         viewCount_ = (int)p.views.size();
         threadTiles_ = (int)p.threadTiles.size();
