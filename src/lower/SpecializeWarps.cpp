@@ -280,9 +280,11 @@ class Specializer {
     /// why) where one is not a TMA tile, or a staged buffer is used outside the loop or written in it.
     bool planTiles(const std::vector<Stmt> &top, const LoopSplit &split, Plan &p) {
         const std::set<const BufferNode *> metadata = sparseMetadataTiles(split.rest);
-        if (!metadata.empty() && (p.mma || !o_.sparseWgmma))
-            return fail(p.mma ? "a T.gemm_sp takes warp roles on wgmma.mma_async.sp only (sm_90a)"
-                              : "--no-sparse-wgmma keeps T.gemm_sp on mma.sp, over cp.async tiles");
+        if (!metadata.empty() && (p.mma || !o_.sparseWgmma || !o_.sparseWarpRoles))
+            return fail(p.mma               ? "a T.gemm_sp takes warp roles on wgmma.mma_async.sp only (sm_90a)"
+                        : !o_.sparseWgmma ? "--no-sparse-wgmma keeps T.gemm_sp on mma.sp, over cp.async tiles"
+                                          : "a T.gemm_sp loop keeps the cp.async ring unless --sparse-warp-roles (its warp roles "
+                                            "are not yet checked on the GPU)");
         for (auto *c : split.hoisted) {
             const bool isMetadata = c->dst.buffer && metadata.count(c->dst.buffer.get());
             auto t = isMetadata ? planTmaMetadata(*c, k_) : planTmaTile(*c, k_);

@@ -227,7 +227,9 @@ const RolesShape kRoleShapes[] = {
 /// The warp-role kernel of `s` on sm_90a (null, with a failure, where the loop did not take warp roles); `sms`:
 /// a GPU of that many SMs (1: one persistent block walks every output tile, its ring running on across them).
 const ir::Kernel *rolesKernel(LowerRun &r, const Shape &s, int sms = 0) {
-    r.run(source(s), "t.tile", sms ? Target::parse("sm_90a")->withSmCount(sms) : *Target::parse("sm_90a"));
+    Variant v{sms ? Target::parse("sm_90a")->withSmCount(sms) : *Target::parse("sm_90a"), {}};
+    v.options.sparseWarpRoles = true; // --sparse-warp-roles (off by default until checked on the GPU)
+    r.run(source(s), "t.tile", v);
     const ir::Kernel *k = simtest::warpRoles(r);
     EXPECT_TRUE(k) << "no warp roles: " << r.diags();
     return k;
