@@ -41,6 +41,10 @@ struct LoweringOptions {
     bool splitK = true;
     /// On sm_90a, T.gemm_sp on wgmma.mma_async.sp where cpAsyncWgmma can put it there (--no-sparse-wgmma: mma.sp).
     bool sparseWgmma = true;
+    /// On sm_90a, a T.Pipelined loop of T.gemm_sp takes warp roles (A_sparse and B by TMA, the metadata by TMA
+    /// or the producer's threads) instead of the cp.async ring (--sparse-warp-roles). Off until the path has run
+    /// right on the GPU: an earlier warp-role gemm_sp (session 31) passed the simulator and failed on hardware.
+    bool sparseWarpRoles = false;
     /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
     /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
     /// --no-split-conditions).

@@ -181,6 +181,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.clusters = !opts_.noCluster;
     o.splitK = !opts_.noSplitK;
     o.sparseWgmma = !opts_.noSparseWgmma;
+    o.sparseWarpRoles = opts_.sparseWarpRoles;
     o.splitConditions = !opts_.noSplitConditions;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;

@@ -102,6 +102,58 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k, int span) {
     return t;
 }
 
+std::optional<TmaTile> planTmaMetadata(const Copy &c, const Kernel &k) {
+    const Buffer &dst = c.dst.buffer;
+    if (!dst || dst->shape.size() != 2) return {};
+    auto C = constInt(dst->shape[1]);
+    const int64_t rowBytes = C ? *C * dst->dtype.bytes() : 0;
+    // swz<K/16, 2> swizzles rows of 32, 64 and 128 bytes over the row, as TMA's swizzle of that span does
+    if (rowBytes == 32 || rowBytes == 64 || rowBytes == 128) return planTmaTile(c, k, (int)rowBytes);
+    if (rowBytes != 16) return {};
+    // rows of 16 bytes: swz leaves them dense, as an unswizzled box of the whole row stores them
+    auto t = planTmaTile(c, k, 16);
+    if (!t) return {};
+    t->swizzle = 0, t->map.swizzleBytes = 0;
+    t->map.box[0] = t->cols;
+    return t;
+}
+
+/// The metadata tiles E of the T.gemm_sp among `stmts`.
+std::set<const BufferNode *> sparseMetadataTiles(const std::vector<Stmt> &stmts) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        std::set<const BufferNode *> found;
+        void visit(const Gemm &g) override {
+            if (g.sparse() && g.e.buffer) found.insert(g.e.buffer.get());
+        }
+    } v;
+    for (auto &s : stmts) v.visit(s);
+    return v.found;
+}
+
+/// Whether the producer's threads can copy `c` (a metadata tile of rows below 16 bytes): a box of the global
+/// tensor, its columns along the innermost dimension, its rows along one other (every other extent 1).
+bool metadataThreadCopyable(const Copy &c) {
+    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+    if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype ||
+        dst->shape.size() != 2 || c.dst.ranges.size() != 2)
+        return false;
+    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
+    if (!R || !C || *R < 1 || *C * dst->dtype.bytes() >= 16) return false;
+    for (size_t d = 0; d < 2; ++d)
+        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
+            return false;
+    const size_t nd = c.src.ranges.size();
+    if (nd < 2 || src->shape.size() != nd || constInt(c.src.ranges[nd - 1].extent) != C) return false;
+    int rowDims = 0;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+        auto e = constInt(c.src.ranges[d].extent);
+        if (!e || (*e != 1 && *e != *R)) return false;
+        rowDims += *e == *R && *R != 1;
+    }
+    return rowDims == 1;
+}
+
 std::optional<PanelPart> panelPart(const Region &r, int span, std::string *why) {
     auto no = [&](std::string m) -> std::optional<PanelPart> {
         if (why) *why = std::move(m);
@@ -357,8 +409,12 @@ struct OtherUses : IRVisitor {
     }
     void visit(const Gemm &op) override {
         use(op.c.buffer);
-        // T.gemm_sp takes wgmma.sp on the cp.async path only (cpAsyncWgmma): its metadata tile is the threads'
-        if (op.sparse()) return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
+        // T.gemm_sp on wgmma.sp: A_sparse and B as wgmma operands, the metadata E read by the consumers' own
+        // loads into their metadata registers (sm90_wgmma_sp.cuh), a generic read. On mma.sync: not taken.
+        if (op.sparse()) {
+            if (!mma && reads && wgmmaCan(op, *operands, warpgroups, rowsOnly)) return read(op.e.buffer);
+            return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
+        }
         if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
     }
 };
@@ -372,7 +428,7 @@ struct MarkWgmma : IRMutator {
     bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
-        if (op->sparse()) return op; // (OtherUses: a T.gemm_sp keeps the TMA path off)
+        if (op->sparse() && mma) return op; // (OtherUses: mma.sync consumers keep a T.gemm_sp off the TMA path)
         if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
         registerAOnMma |= aInRegisters(*op);

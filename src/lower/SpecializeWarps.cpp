@@ -69,6 +69,9 @@ class Specializer {
                 log(f->loc, std::string("T.Pipelined loop -> warp roles: a producer ") + (t_.hasWgmma() ? "warpgroup" : "warp") + " loading " +
                                 std::to_string(ringTiles_) + " tile(s) per stage by TMA" +
                                 (rowTiles_ ? " (" + std::to_string(rowTiles_) + " of them 1-D, unswizzled)" : "") +
+                                (boxTiles_ ? " (" + std::to_string(boxTiles_) + " of them T.gemm_sp's metadata in unswizzled boxes of 16-byte rows)" : "") +
+                                (threadTiles_ ? ", " + std::to_string(threadTiles_) + " T.gemm_sp metadata tile(s) copied by every producer thread "
+                                                "(plain loads and stores, each thread's arrival on the stage's full barrier)" : "") +
                                 (genericTiles_ ? ", " + std::to_string(genericTiles_) + " tile(s) also read by the consumers' own loads "
                                                  "(their stages released by every consumer thread after a proxy fence)" : "") +
                                 (viewCount_ ? ", " + std::to_string(viewCount_) + " product operand(s) the consumers fill in shared memory" : "") +
@@ -106,7 +109,7 @@ class Specializer {
     std::string why_; ///< why the last loop tried was not specialized
     std::optional<KernelScalars> scalars_;  ///< the scalars set before the loop being tried
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
-    int rowTiles_ = 0, genericTiles_ = 0, viewCount_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
+    int rowTiles_ = 0, boxTiles_ = 0, genericTiles_ = 0, viewCount_ = 0, threadTiles_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
@@ -262,9 +265,11 @@ class Specializer {
         recordPanelOperands(*nk);
         barrierGroups_ = p.G;
         ringTiles_ = (int)p.tiles.size();
-        rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
+        rowTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0 && t.rows == 1; });
+        boxTiles_ = (int)std::count_if(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0 && t.rows > 1; });
         genericTiles_ = (int)p.genericReads.size();
         viewCount_ = (int)p.views.size();
+        threadTiles_ = (int)p.threadTiles.size();
         onceTiles_ = (int)p.once.size();
         registerA_ = anyRegisterOperand(p.rest);
         guarded_ = p.guard != nullptr;
@@ -274,8 +279,24 @@ class Specializer {
     /// The hoisted copies as TMA tiles (the ring's) and the tiles loaded once before the loop; false (why_ says
     /// why) where one is not a TMA tile, or a staged buffer is used outside the loop or written in it.
     bool planTiles(const std::vector<Stmt> &top, const LoopSplit &split, Plan &p) {
+        const std::set<const BufferNode *> metadata = sparseMetadataTiles(split.rest);
+        if (!metadata.empty() && (p.mma || !o_.sparseWgmma || !o_.sparseWarpRoles))
+            return fail(p.mma               ? "a T.gemm_sp takes warp roles on wgmma.mma_async.sp only (sm_90a)"
+                        : !o_.sparseWgmma ? "--no-sparse-wgmma keeps T.gemm_sp on mma.sp, over cp.async tiles"
+                                          : "a T.gemm_sp loop keeps the cp.async ring unless --sparse-warp-roles (its warp roles "
+                                            "are not yet checked on the GPU)");
         for (auto *c : split.hoisted) {
-            auto t = planTmaTile(*c, k_);
+            const bool isMetadata = c->dst.buffer && metadata.count(c->dst.buffer.get());
+            auto t = isMetadata ? planTmaMetadata(*c, k_) : planTmaTile(*c, k_);
+            if (!t && isMetadata && metadataThreadCopyable(*c)) {
+                p.threadTiles.push_back(c);
+                continue;
+            }
+            if (!t && isMetadata)
+                return fail("the metadata tile '" + c->dst.buffer->name + "' of a T.gemm_sp has rows of " +
+                            std::to_string(c->dst.buffer->dtype.bytes() * constInt(c->dst.buffer->shape.back()).value_or(0)) +
+                            " bytes: TMA loads rows of 16, 32, 64 or 128 bytes as wgmma.sp's metadata loads read them, "
+                            "the producer's threads rows of 2, 4 or 8 bytes from a box of the tensor");
             if (!t) return fail("a copy is not a TMA tile (2-D or more, 16-byte rows, a box TMA can take)");
             if (auto never = tmaNeverHolds(t->map.tensor); !never.empty()) return fail(never + " (no TMA variant)");
             for (auto &e : t->coords)
@@ -299,8 +320,17 @@ class Specializer {
         for (auto *list : {&p.tiles, &p.once}) // (a ring of it would leave the alias on the first stage's bytes)
             for (auto &t : *list)
                 if (ir::aliased(k_, t.copy->dst.buffer.get())) return fail("a staged buffer is viewed as another dtype (T.view)");
-        for (auto *b : copyTargets(split.rest))
+        for (auto *c : p.threadTiles) {
+            if (outside.count(c->dst.buffer.get())) return fail("a staged buffer is used outside the loop");
+            if (ir::aliased(k_, c->dst.buffer.get())) return fail("a staged buffer is viewed as another dtype (T.view)");
+        }
+        if (!p.threadTiles.empty() && !p.once.empty())
+            return fail("the producer's threads copy a T.gemm_sp's metadata beside tiles loaded once before the loop");
+        for (auto *b : copyTargets(split.rest)) {
             if (p.byBuffer.count(b)) return fail("a staged buffer is also written in the loop");
+            for (auto *c : p.threadTiles)
+                if (c->dst.buffer.get() == b) return fail("a staged buffer is also written in the loop");
+        }
         return true;
     }
 
@@ -403,6 +433,7 @@ class Specializer {
             g->bytes += p.tiles[i].bytes();
             g->generic |= p.genericReads.count(b) > 0;
         }
+        if (!warproles::joinThreadTiles(p, why_)) return false;
         for (auto &t : p.once) p.onceGeneric |= p.genericReads.count(t.copy->dst.buffer.get()) > 0;
         p.G = (int)p.groups.size();
         // sm_90's mma.sync consumers are checked (simulator, SASS) for GEMM loops; attention-shaped ones keep
@@ -416,6 +447,7 @@ class Specializer {
     /// The rings, whether the roles walk several output tiles (persistent) and the barriers, allocated in nk.
     void planRingsAndWalk(const std::vector<Stmt> &top, Plan &p, Kernel &nk) {
         for (auto &t : p.tiles) p.ring[t.copy->dst.buffer.get()] = ringOf(t.copy->dst.buffer, p.S);
+        for (auto *c : p.threadTiles) p.ring[c->dst.buffer.get()] = ringOf(c->dst.buffer, p.S);
         // Persistent: each role walks the block's output tiles; the ring's position runs on across them. Tiles
         // loaded once per output tile (attention's Q) are reloaded for each: the producer waits until the
         // consumers have released the previous tile's (their "once empty" barrier after its last read).
@@ -435,8 +467,12 @@ class Specializer {
         const bool unevenTiles = uneven > 1 || (uneven == 1 && (o_.walkGroup == 0 || oneWave));
         // A walk of the kernel's own is not walked again; conditions alone (`if bx * block_M < M:`) are.
         const bool ownWalk = p.walk && p.walk->loops > 0;
-        p.persistent = o_.persistent && !outsideTiles && !unevenTiles && !ownWalk;
-        notPersistent_ = p.persistent ? "" : ownWalk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent" : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
+        // (a tile the producer's threads copy keeps each block on one output tile, as TileLang's producer does)
+        const bool copies = !p.threadTiles.empty();
+        p.persistent = o_.persistent && !copies && !outsideTiles && !unevenTiles && !ownWalk;
+        notPersistent_ = p.persistent ? "" : ownWalk ? "the kernel walks its own tiles" : !o_.persistent ? "--no-persistent"
+                         : copies ? "the producer's threads copy T.gemm_sp's metadata '" + p.threadTiles[0]->dst.buffer->name + "'"
+                         : outsideTiles ? "the consumers use shared buffer '" + outsideTiles->name + "' outside the TMA tiles"
                          : uneven > 1 ? "its tiles differ in work (the loop's trip count depends on several block indices)"
                          : o_.walkGroup == 0 ? "its tiles differ in work (the loop's trip count depends on a block index; --walk-group=0)"
                                              : "its tiles differ in work and are no more than the " + std::to_string(t_.numSms) + " SMs (--num-sms): one wave, every block one tile";
@@ -486,7 +522,7 @@ class Specializer {
         // The cp.async path stages the same buffers as many times, without the mbarriers.
         f.sharedBytes = smem::estimatedBytes(nk) - smem::roundUp(smem::sharedBytes(p.mbar.get()), smem::kTmaTileAlignment);
         f.registerWords = peakRegisterWords(top, k_.allocs, p.C);
-        f.consumerWork = !p.genericReads.empty() || !p.views.empty() ||
+        f.consumerWork = !p.genericReads.empty() || !p.views.empty() || !p.threadTiles.empty() ||
                          std::any_of(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
         const PipelineWeights w = weighPipelines(f, t_);
         weighed_ = f.consumerWork ? w.why : "";

@@ -156,8 +156,80 @@ Expr groupBytes(const Plan &p, int g, const VarMap &vars) {
     return simplify(sum ? binary(BinaryOp::Add, sum, i32(fixed)) : i32(fixed));
 }
 
+namespace {
+
+/// Thread tile `c` (Plan::threadTiles) into stage `stage` of its ring, by producer thread tx - C: rows r * P +
+/// tx - C, each a run of plain loads and stores of its elements (zero outside the tensor, as TMA fills them).
+/// What orders the stores before the consumers' loads is the thread's arrival on the full barrier after them
+/// (mbarrier.arrive: release at CTA scope; the consumers' wait acquires).
+Stmt threadCopy(const Plan &p, const Copy &c, const Expr &stage, const VarMap &vars, const Var &tx) {
+    const Buffer &src = c.src.buffer, &ring = p.ring.at(c.dst.buffer.get());
+    const int64_t R = *constInt(c.dst.buffer->shape[0]), C = *constInt(c.dst.buffer->shape[1]);
+    const size_t nd = c.src.ranges.size();
+    Var r = makeVar("r", DType::Int32, c.loc), col = makeVar("c", DType::Int32, c.loc);
+    Expr row = binary(BinaryOp::Add, binary(BinaryOp::Mul, r, i32(p.P)), binary(BinaryOp::Sub, tx, i32(p.C)));
+    std::vector<Expr> at;
+    Expr inside;
+    for (size_t d = 0; d < nd; ++d) {
+        Expr i = cast(DType::Int32, substitute(c.src.ranges[d].min, vars));
+        if (d + 1 == nd) i = binary(BinaryOp::Add, i, col);
+        else if (constInt(c.src.ranges[d].extent) == std::optional<int64_t>(R) && R != 1) i = binary(BinaryOp::Add, i, row);
+        i = simplify(i);
+        Expr in = binary(BinaryOp::And, binary(BinaryOp::GE, i, i32(0)), binary(BinaryOp::LT, i, cast(DType::Int32, src->shape[d])));
+        inside = inside ? binary(BinaryOp::And, inside, in) : in;
+        at.push_back(i);
+    }
+    std::vector<Expr> to{stage, row, col};
+    Stmt store = IfThenElse::make(simplify(inside), Store::make(ring, to, Load::make(src, at, c.loc), c.loc),
+                                  Store::make(ring, to, intImm(0, src->dtype), c.loc), c.loc);
+    Stmt rowBody = For::make(col, i32(0), i32(C), ForKind::Unrolled, 0, store, c.loc);
+    if (R % p.P) rowBody = IfThenElse::make(binary(BinaryOp::LT, row, i32(R)), rowBody, nullptr, c.loc);
+    return For::make(r, i32(0), i32((R + p.P - 1) / p.P), ForKind::Unrolled, 0, rowBody, c.loc);
+}
+
+/// Group g's part of stage `ps`: the wait for its release, the TMA loads (by the producer's first thread where
+/// its other threads copy thread tiles) and the thread tiles' copies with every thread's arrival.
+std::vector<Stmt> fillGroup(const Plan &p, const Kernel &k, int g, const Expr &ps, const Expr &pphase, const VarMap &toProducer) {
+    const SourceRange &loc = p.loc;
+    std::vector<Stmt> issue, tma;
+    issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
+    tma.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), groupBytes(p, g, toProducer)}, loc));
+    for (size_t i : p.groups[(size_t)g].tiles)
+        tma.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], origin(p.ring.at(p.tiles[i].copy->dst.buffer.get()), ps),
+                              p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0,
+                              i < p.liveRows.size() ? p.liveRows[i] : nullptr));
+    if (p.threadTiles.empty()) {
+        issue.insert(issue.end(), tma.begin(), tma.end());
+        return issue;
+    }
+    issue.push_back(IfThenElse::make(binary(BinaryOp::EQ, k.threadIdx, i32(p.C)), Seq::make(std::move(tma), loc), nullptr, loc));
+    bool copied = false;
+    for (size_t i = 0; i < p.threadTiles.size(); ++i)
+        if (p.threadTileGroup[i] == g) issue.push_back(threadCopy(p, *p.threadTiles[i], ps, toProducer, k.threadIdx)), copied = true;
+    if (copied) issue.push_back(lib::stmt(lib::Fn::MbarrierArrive, {p.full(g, ps)}, loc));
+    return issue;
+}
+
+} // namespace
+
+/// Each thread tile joins the barrier group of the TMA tiles first used where it is (the T.gemm_sp's A_sparse
+/// and B): the consumers read it with their own loads, so every consumer thread releases that group's stages.
+bool joinThreadTiles(Plan &p, std::string &why) {
+    for (auto *c : p.threadTiles) {
+        size_t first = p.rest.size(), last = 0;
+        for (size_t j = 0; j < p.rest.size(); ++j)
+            if (p.mentions[j].count(c->dst.buffer.get())) first = std::min(first, j), last = j;
+        auto g = std::find_if(p.groups.begin(), p.groups.end(), [&](const Group &x) { return x.first == first; });
+        if (g == p.groups.end()) return why = "a T.gemm_sp's metadata is first used where no TMA tile is", false;
+        g->generic = true;
+        g->last = std::max(g->last, last);
+        p.threadTileGroup.push_back((int)(g - p.groups.begin()));
+    }
+    return true;
+}
+
 /// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage
-/// once its consumers have released it.
+/// once its consumers have released it; where it copies thread tiles, every thread of the producer warpgroup.
 Stmt producerRole(const Plan &p, const Kernel &k) {
     const For &loop = *p.loop;
     const SourceRange &loc = p.loc;
@@ -165,14 +237,8 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
     auto [ps, pphase] = p.stageOf(pk, p.producerTile);
     std::vector<Stmt> issue;
     VarMap toProducer{{loop.var.get(), pk}};
-    for (int g = 0; g < p.G; ++g) {
-        issue.push_back(lib::stmt(lib::Fn::MbarrierWait, {p.empty(g, ps), simplify(binary(BinaryOp::BitXor, pphase, i32(1)))}, loc));
-        issue.push_back(lib::stmt(lib::Fn::MbarrierArriveExpectTx, {p.full(g, ps), groupBytes(p, g, toProducer)}, loc));
-        for (size_t i : p.groups[(size_t)g].tiles)
-            issue.push_back(tmaLoad(p, p.tiles[i], p.ringMap[i], origin(p.ring.at(p.tiles[i].copy->dst.buffer.get()), ps),
-                                    p.full(g, ps), toProducer, p.CM > 1 && p.cluster.shared[i] ? p.cluster.boxRows[i] : 0,
-                                    i < p.liveRows.size() ? p.liveRows[i] : nullptr));
-    }
+    for (int g = 0; g < p.G; ++g)
+        for (auto &s : fillGroup(p, k, g, ps, pphase, toProducer)) issue.push_back(s);
     Stmt producerLoop = For::make(pk, loop.min, loop.extent, ForKind::Serial, 0, p.iteration(std::move(issue), toProducer), loc);
     if (p.ringBase) producerLoop = Seq::make({producerLoop, p.advanceBase()}, loc);
     // The once tiles ahead of the loop; persistent, for each output tile once the consumers have released
@@ -201,6 +267,7 @@ Stmt producerRole(const Plan &p, const Kernel &k) {
     }
     if (p.persistent) producerLoop = For::make(p.producerTile, i32(0), p.tileCount, ForKind::Persistent, 0, producerLoop, loc);
     if (p.ringBase) producerLoop = Seq::make({p.resetBase(), producerLoop}, loc);
+    if (!p.threadTiles.empty()) return producerLoop; // (no once tiles: planTiles)
     return IfThenElse::make(binary(BinaryOp::EQ, k.threadIdx, i32(p.C)), producerLoop, nullptr, loc);
 }
 
@@ -270,14 +337,22 @@ Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, 
     return consumerBody;
 }
 
-/// Thread 0 initialises every barrier: full (one arrival: the producer's) and empty (the consumers').
+namespace {
+
+/// Whether the producer's threads copy a thread tile of barrier group g (each then arrives on its full barrier).
+bool groupCopies(const Plan &p, int g) { return std::count(p.threadTileGroup.begin(), p.threadTileGroup.end(), g) > 0; }
+
+} // namespace
+
+/// Thread 0 initialises every barrier: full (one arrival: the producer's, and one per producer thread where
+/// they copy thread tiles) and empty (the consumers').
 Stmt initBarriers(const Plan &p, const Kernel &k) {
     const SourceRange &loc = p.loc;
     const int C = p.C;
     std::vector<Stmt> init;
     for (int g = 0; g < p.G; ++g)
         for (int s = 0; s < p.S; ++s) {
-            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.full(g, i32(s)), i32(1)}, loc));
+            init.push_back(lib::stmt(lib::Fn::MbarrierInit, {p.full(g, i32(s)), i32(1 + (groupCopies(p, g) ? p.P : 0))}, loc));
             init.push_back(lib::stmt(lib::Fn::MbarrierInit,
                                      {p.empty(g, i32(s)), i32(p.mma || p.groups[(size_t)g].generic ? C : C / 32 * p.CM)}, loc));
         }

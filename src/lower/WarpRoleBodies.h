@@ -85,6 +85,11 @@ struct Plan {
     const std::vector<Stmt> *outer = nullptr; ///< ... the kernel's top-level statements
     size_t walkAt = 0;                  ///< ... and the walk's position among them
     std::vector<Stmt> replay; ///< statements ahead of the loop the producer runs first: the scalars it reads (KernelScalars::replay)
+    /// T.gemm_sp metadata tiles of rows below TMA's 16-byte box (planTmaMetadata): every producer thread copies
+    /// its rows with plain loads and stores and arrives on its group's full barrier (1 + P arrivals), and the
+    /// whole producer warpgroup runs the producer's loop (its TMA loads by its first thread).
+    std::vector<const Copy *> threadTiles;
+    std::vector<int> threadTileGroup; ///< ... and each one's barrier group
     Expr guard;      ///< the condition each iteration's body runs under (block-sparse `if mask[...]:`), if any
     Stmt unguarded;  ///< ... and the loop with the guarded body as its body (`loop` points to it)
 
@@ -126,6 +131,11 @@ Stmt tmaLoad(const Plan &p, const TmaTile &t, int map, const Expr &dst, const Ex
 /// Plan::liveRows: the ring tiles of wgmma's A operands whose rows past the block's live rows no one reads
 /// anywhere in the kernel's `body` (the wgmma skip those rows' panels).
 void planLiveRowBoxes(Plan &p, const Stmt &body);
+
+/// Each of p's thread tiles joins the barrier group of the TMA tiles first used where it is (a T.gemm_sp's A_sparse
+/// and B), which every consumer thread then releases (they read it with their own loads); false (`why`) where
+/// no group's tiles are first used there.
+bool joinThreadTiles(Plan &p, std::string &why);
 
 /// Producer: one thread loads the once tiles, then walks the loop, filling each group's part of a stage once
 /// its consumers have released it.

@@ -94,12 +94,14 @@ void Simulator::land(TmaLoad &l) {
     const int eb = l.elemBytes;
     if ((int)map.box.size() != l.rank || (int)dims.size() != l.rank) throw SimError("a TMA load of rank " + std::to_string(l.rank) + " through a map of rank " + std::to_string(map.box.size()));
     if (map.tensor->dtype.bytes() != eb || l.dst->dtype.bytes() != eb) throw SimError("a TMA load whose element size differs from its tensor's or its destination's");
-    // An unswizzled load (swizzle 0) is one dense row in boxes of the map's width, placed one after another.
+    // An unswizzled load (swizzle 0) is one dense row in boxes of the map's width, placed one after another, or
+    // a dense row-major tile one box wide (T.gemm_sp's metadata of 16-byte rows) in boxes of its rows.
     if (map.swizzleBytes != l.swizzle) throw SimError("a TMA load whose swizzle differs from its tensor map's");
     if (l.swizzle && map.box[0] * eb > map.swizzleBytes) throw SimError("tensor map " + std::to_string(l.map) + "'s inner box is wider than its swizzle span");
-    if (!l.swizzle && (l.rows != 1 || map.box[0] * eb % 16)) throw SimError("an unswizzled TMA load of more than one row, or of boxes not a multiple of 16 bytes");
+    if (!l.swizzle && ((l.rows != 1 && map.box[0] != l.cols) || map.box[0] * eb % 16))
+        throw SimError("an unswizzled TMA load of more than one row not one box wide, or of boxes not a multiple of 16 bytes");
     const int W = l.swizzle ? l.swizzle / eb : (int)map.box[0], boxRows = l.boxRows ? l.boxRows : std::min(l.rows, 256);
-    if (l.swizzle && map.box[(size_t)l.rowDim] != boxRows)
+    if ((l.swizzle || l.rows != 1) && map.box[(size_t)l.rowDim] != boxRows)
         throw SimError("a TMA load in boxes of " + std::to_string(boxRows) + " rows through a map whose box has " +
                        std::to_string(map.box[(size_t)l.rowDim]));
     const int64_t panelBytes = l.swizzle ? l.swizzle : (int64_t)W * eb;
@@ -399,6 +401,10 @@ void Simulator::tmaLoadIssue(const ir::Call &c, const passes::lib::Info &info, i
     tc.clock.set((size_t)l.comp, 0);
     comps_.push_back(std::move(tc));
     tma_.push_back(l);
+    // The load knows what its issuer did before the issue, not after: the issuer's later accesses (a producer
+    // thread's own stores into the stage, T.gemm_sp's metadata) are not ordered before the load's barrier by it.
+    Comp &issuer = comps_[(size_t)cur_];
+    issuer.clock.set((size_t)cur_, issuer.clock.at((size_t)cur_) + 1);
 }
 
 /// A TMA store issued by thread `t`, checked against its tensor map and for unfenced elements; it reads its

@@ -85,11 +85,23 @@ __device__ __forceinline__ void box(unsigned char *base, const tensor_map *map, 
 //
 // SwizzleBytes == 0: a row (Rows == 1, RowDim 0) of Cols elements along dim 0, stored densely (no swizzle), in
 // boxes of min(Cols, 256) elements (the map's box {min(Cols, 256), 1, ...}, CU_TENSOR_MAP_SWIZZLE_NONE); each
-// box a multiple of 16 bytes, the destination 128-byte aligned.
+// box a multiple of 16 bytes, the destination 128-byte aligned. Or (Rows > 1, RowDim >= 1) a dense row-major
+// tile of rows of Cols * ElemBytes bytes (a multiple of 16, at most 256 elements: one box wide), in boxes of
+// min(Rows, 256) rows (the map's box {Cols, .., min(Rows, 256), ..}): T.gemm_sp's metadata of 16-byte rows.
 template <int Rank, int RowDim, int Rows, int Cols, int ElemBytes, int SwizzleBytes>
 __device__ __forceinline__ void tma_load_tile(void *smem, const tensor_map *map, uint64_t *bar, int c0, int c1,
                                               int c2 = 0, int c3 = 0, int c4 = 0) {
-    if constexpr (SwizzleBytes == 0) {
+    if constexpr (SwizzleBytes == 0 && Rows > 1) {
+        static_assert(Rank >= 2 && Rank <= 5 && RowDim >= 1 && RowDim < Rank, "the row dimension is one of dims 1..Rank-1");
+        static_assert(Cols <= 256 && Cols * ElemBytes % 16 == 0, "an unswizzled tile is one box of a multiple of 16 bytes wide");
+        static_assert(Rows <= 256 || Rows % 256 == 0, "a tile of more than 256 rows is loaded in boxes of 256 rows");
+        constexpr int BoxRows = Rows < 256 ? Rows : 256;
+        unsigned char *base = static_cast<unsigned char *>(smem);
+        const int given[5] = {c0, c1, c2, c3, c4};
+#pragma unroll
+        for (int q = 0; q < Rows / BoxRows; ++q)
+            tma_detail::box<Rank, RowDim, Rows, Cols, BoxRows, Cols * ElemBytes, false>(base, map, bar, given, 0, q, 0);
+    } else if constexpr (SwizzleBytes == 0) {
         static_assert(Rank >= 1 && Rank <= 5 && Rows == 1 && RowDim == 0, "an unswizzled TMA load is one row along dim 0");
         constexpr int W = Cols < 256 ? Cols : 256;
         static_assert(Cols % W == 0 && W * ElemBytes % 16 == 0, "rows of whole boxes of a multiple of 16 bytes");

@@ -141,6 +141,7 @@ void runAndCheck(const Shape &s, const char *arch, const char *instr, bool spars
     LowerRun r;
     Variant v{*Target::parse(arch), {}};
     v.options.sparseWgmma = sparseWgmma;
+    v.options.warpSpecialize = false; // the cp.async path (warp roles: MatchesTheDenseProductWarpSpecialized)
     r.run(source(s), "t.tile", v);
     const ir::Kernel *k = r.kernel("k");
     ASSERT_TRUE(k) << r.diags();
@@ -185,7 +186,9 @@ TEST(LowerSimGemmSp, TwoStageRingKeepsTheNextBlockInFlight) {
             SCOPED_TRACE(std::string(arch) + " " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K));
             ASSERT_EQ(s.stages, 2);
             LowerRun r;
-            r.run(source(s), "t.tile", *Target::parse(arch));
+            Variant v{*Target::parse(arch), {}};
+            v.options.warpSpecialize = false; // sm_90a: sp34's cp.async ring, the warp roles' fallback
+            r.run(source(s), "t.tile", v);
             const ir::Kernel *k = r.kernel("k");
             ASSERT_TRUE(k) << r.diags();
             EXPECT_EQ(callCount(*k, instr), 1);
@@ -202,6 +205,139 @@ TEST(LowerSimGemmSp, TwoStageRingKeepsTheNextBlockInFlight) {
             EXPECT_TRUE(late) << "a wait leaving one group more in flight went unnoticed";
             EXPECT_TRUE(early) << "the refill without its barrier went unnoticed";
         }
+}
+
+/// sm_90a's warp roles for a T.gemm_sp loop: how E reaches the consumers (`tmaE`: a TMA tile of 16- to 128-byte
+/// rows; else the producer's threads copy its rows of 4 or 8 bytes), for the shapes whose loop takes them.
+struct RolesShape {
+    Shape s;
+    bool tmaE;
+};
+
+const RolesShape kRoleShapes[] = {
+    {{128, 128, 256, 128, 128, 64, 2, 128, false, "float16"}, false},   // E rows of 8 bytes: the producer's threads
+    {{128, 128, 256, 128, 128, 128, 2, 128, true, "bfloat16"}, true},   // 16-byte rows: an unswizzled 2-D box
+    {{128, 64, 512, 64, 64, 256, 2, 128, false, "float16"}, true},      // 32-byte rows: TMA's 32-byte swizzle
+    {{256, 512, 256, 128, 256, 64, 2, 256, false, "float16"}, false},   // two warpgroups of 64 rows, n256
+    {{200, 136, 224, 128, 128, 64, 2, 128, false, "float16"}, false},   // M, N and K ragged: E's rows zero-filled
+    {{200, 136, 384, 128, 64, 256, 2, 128, false, "float16"}, true},    // ragged with E by TMA (32-byte rows)
+    {{128, 128, 320, 128, 128, 64, 4, 128, true, "float16"}, false},    // four stages, five trips
+};
+
+/// The warp-role kernel of `s` on sm_90a (null, with a failure, where the loop did not take warp roles); `sms`:
+/// a GPU of that many SMs (1: one persistent block walks every output tile, its ring running on across them).
+const ir::Kernel *rolesKernel(LowerRun &r, const Shape &s, int sms = 0) {
+    Variant v{sms ? Target::parse("sm_90a")->withSmCount(sms) : *Target::parse("sm_90a"), {}};
+    v.options.sparseWarpRoles = true; // --sparse-warp-roles (off by default until checked on the GPU)
+    r.run(source(s), "t.tile", v);
+    const ir::Kernel *k = simtest::warpRoles(r);
+    EXPECT_TRUE(k) << "no warp roles: " << r.diags();
+    return k;
+}
+
+std::string shapeName(const Shape &s) {
+    return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) + " block_K " + std::to_string(s.blockK) +
+           ", " + std::to_string(s.stages) + " stages, " + std::to_string(s.threads) + " threads";
+}
+
+/// The warp roles' plan and code (TMA loads of A_sparse and B, and of E or every producer thread's copy of its rows
+/// with its arrival, full barriers of 1 or 1 + 128 arrivals, every consumer thread's release after a proxy fence,
+/// wgmma_wait<0> before it) and their product against the float64 one under three interleavings, race-free.
+TEST(LowerSimGemmSp, MatchesTheDenseProductWarpSpecialized) {
+    namespace lib = passes::lib;
+    for (size_t i = 0; i <= std::size(kRoleShapes); ++i) {
+        // the last: E by TMA on a GPU of one SM, whose block walks the 6 output tiles (persistent)
+        const RolesShape &rs = kRoleShapes[i < std::size(kRoleShapes) ? i : 5];
+        const Shape &s = rs.s;
+        SCOPED_TRACE(shapeName(s) + (i < std::size(kRoleShapes) ? "" : ", persistent on one SM"));
+        LowerRun r;
+        const ir::Kernel *k = rolesKernel(r, s, i < std::size(kRoleShapes) ? 0 : 1);
+        if (!k) continue;
+        if (i == std::size(kRoleShapes)) EXPECT_TRUE(k->persistent);
+        EXPECT_EQ(k->producerThreads, 128);
+        auto n = simtest::callCounts(*k);
+        const int perStage = rs.tmaE ? 3 : 2; // (a ragged loop's last iterations may be a copy of the loop: unswitchLoops)
+        EXPECT_TRUE(n[lib::Fn::TmaLoadTile] > 0 && n[lib::Fn::TmaLoadTile] % perStage == 0) << n[lib::Fn::TmaLoadTile];
+        EXPECT_EQ(n[lib::Fn::WgmmaSpSS], 1);
+        std::vector<int64_t> inits, waits;
+        int producerArrives = 0, consumerArrives = 0, consumerFences = 0;
+        simtest::rewriteCalls(*k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role role) {
+            if (lib::is(c, lib::Fn::MbarrierInit)) inits.push_back(*ir::constInt(lib::arg(c, lib::Fn::MbarrierInit, "arrivals")));
+            if (lib::is(c, lib::Fn::WgmmaWait)) waits.push_back(*ir::constInt(lib::arg(c, lib::Fn::WgmmaWait, "pending")));
+            producerArrives += lib::is(c, lib::Fn::MbarrierArrive) && role == simtest::Role::Producer;
+            consumerArrives += lib::is(c, lib::Fn::MbarrierArriveEach) && role == simtest::Role::Consumer;
+            consumerFences += lib::is(c, lib::Fn::FenceProxyAsync) && role == simtest::Role::Consumer;
+            return simtest::same(e);
+        });
+        const int64_t C = s.threads, full = rs.tmaE ? 1 : 1 + 128;
+        std::vector<int64_t> want;
+        for (int st = 0; st < s.stages; ++st) want.push_back(full), want.push_back(C);
+        EXPECT_EQ(inits, want) << "full barriers of 1 (+ 128 producer threads) arrivals, empty of every consumer thread";
+        EXPECT_EQ(waits, std::vector<int64_t>{0}) << "each stage's wgmma.sp retired before its release";
+        EXPECT_EQ(producerArrives, rs.tmaE ? 0 : n[lib::Fn::TmaLoadTile] / perStage);
+        EXPECT_EQ(consumerArrives, 1);
+        EXPECT_EQ(consumerFences, 1);
+        for (uint64_t seed : {0, 1, 2}) {
+            simtest::Outcome o = simulateShape(*k, s, seed);
+            EXPECT_FALSE(simtest::anyFailure(o)) << "seed " << seed << ": " << o.error << (o.races.empty() ? "" : " race: " + o.races[0]) << " " << o.firstWrong;
+        }
+    }
+}
+
+/// Whether some interleaving of `k` fails on `s` (an error, a race or a wrong element).
+bool failsSomewhere(const ir::Kernel &k, const Shape &s) {
+    for (uint64_t seed : {0, 1, 2, 3, 4, 5, 6, 7})
+        if (simtest::anyFailure(simulateShape(k, s, seed))) return true;
+    return false;
+}
+
+/// What each handoff of the warp roles rests on, removed one at a time: the simulator reports each mutant.
+/// The producer threads' arrivals after their copies of E (without them no stage fills; moved before the copies,
+/// the consumers may read E before it is stored: the simulator's TMA load knows only what its issuer did before
+/// it) and the release after wgmma_wait<0> (before it, the producer's next loads may overwrite the stage while
+/// the wgmma.sp still reads it). Every consumer thread's own release (not one lane per warp) is not modelled: the
+/// simulator runs a warpgroup as one agent (docs/PERFORMANCE.md, session 37, says why it is needed).
+TEST(LowerSimGemmSp, WarpRoleHandoffMutantsFail) {
+    namespace lib = passes::lib;
+    using simtest::Role;
+    // (eight trips: stages are refilled while the consumers run)
+    const RolesShape shapes[] = {{{128, 128, 512, 128, 128, 64, 2, 128, false, "float16"}, false},
+                                 {{128, 128, 1024, 128, 128, 128, 2, 128, true, "bfloat16"}, true}};
+    for (const RolesShape &rs : shapes) {
+        const Shape &s = rs.s;
+        SCOPED_TRACE(shapeName(s));
+        LowerRun r;
+        const ir::Kernel *k = rolesKernel(r, s);
+        if (!k) continue;
+        EXPECT_FALSE(failsSomewhere(*k, s));
+        auto rewrite = [&](simtest::CallRewrite f) { return simtest::rewriteCalls(*k, std::move(f)); };
+        if (!rs.tmaE) {
+            auto noArrival = rewrite([](const ir::Evaluate &e, const ir::Call &c, Role role) -> ir::Stmt {
+                return lib::is(c, lib::Fn::MbarrierArrive) && role == Role::Producer ? nullptr : simtest::same(e);
+            });
+            EXPECT_TRUE(failsSomewhere(*noArrival, s)) << "the producer threads' arrivals removed went unnoticed";
+            ir::Expr full; // the producer threads' arrival, moved to just after their wait for the stage's release
+            rewrite([&](const ir::Evaluate &e, const ir::Call &c, Role role) {
+                if (lib::is(c, lib::Fn::MbarrierArrive) && role == Role::Producer) full = c.args[0];
+                return simtest::same(e);
+            });
+            ASSERT_TRUE(full);
+            auto early = rewrite([&](const ir::Evaluate &e, const ir::Call &c, Role role) -> ir::Stmt {
+                if (role != Role::Producer) return simtest::same(e);
+                if (lib::is(c, lib::Fn::MbarrierArrive)) return nullptr;
+                if (!lib::is(c, lib::Fn::MbarrierWait)) return simtest::same(e);
+                return ir::Seq::make({simtest::same(e), lib::stmt(lib::Fn::MbarrierArrive, {full}, e.loc)}, e.loc);
+            });
+            EXPECT_TRUE(failsSomewhere(*early, s)) << "the arrival before the copies of E went unnoticed";
+        }
+        auto releaseFirst = rewrite([&](const ir::Evaluate &e, const ir::Call &c, Role role) -> ir::Stmt {
+            if (role != Role::Consumer) return simtest::same(e);
+            if (lib::is(c, lib::Fn::WgmmaWait)) return nullptr;
+            if (!lib::is(c, lib::Fn::MbarrierArriveEach)) return simtest::same(e);
+            return ir::Seq::make({simtest::same(e), lib::stmt(lib::Fn::WgmmaWait, {ir::intImm(0, DType::Int32)}, e.loc)}, e.loc);
+        });
+        EXPECT_TRUE(failsSomewhere(*releaseFirst, s)) << "the release before wgmma_wait<0> went unnoticed";
+    }
 }
 
 TEST(LowerSimGemmSp, MetadataOutOfOrderIsAnError) {

@@ -223,6 +223,9 @@ int main(int argc, char **argv) {
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
     app.add_flag("--no-sparse-wgmma", o.noSparseWgmma,
                  "sm_90a: T.gemm_sp stays on mma.sp (warp tiles) instead of wgmma.mma_async.sp over panel-layout tiles");
+    app.add_flag("--sparse-warp-roles", o.sparseWarpRoles,
+                 "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
+                 "instead of the cp.async ring; off by default until checked on the GPU");
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");

@@ -33,6 +33,21 @@ struct TmaTile {
 /// a part of (panelPart), which the load keeps; 0: the destination's own (panelSwizzleBytes of its rows).
 std::optional<TmaTile> planTmaTile(const ir::Copy &c, const ir::Kernel &k, int span = 0);
 
+/// The TMA load of T.gemm_sp's metadata tile E (copy `c`, a whole 2-D shared buffer) stored as
+/// sm90_wgmma_sp.cuh reads it, under the row swizzle swz<K/16, 2>: rows of 32, 64 or 128 bytes in TMA's swizzle
+/// of that span (the same XOR of the row's 16-byte chunks), rows of 16 bytes dense (an unswizzled box of
+/// whole rows, swizzle 0, 2-D); none for other rows (8 or 4 bytes: below TMA's 16-byte box; over 128 bytes:
+/// TMA's panels are not the row swizzle's order).
+std::optional<TmaTile> planTmaMetadata(const ir::Copy &c, const ir::Kernel &k);
+
+/// The metadata tiles E of the T.gemm_sp among `stmts`.
+std::set<const ir::BufferNode *> sparseMetadataTiles(const std::vector<ir::Stmt> &stmts);
+
+/// Whether a warp-role producer's threads can copy T.gemm_sp metadata tile `c` themselves (rows of 2 to 8 bytes,
+/// below TMA's box): a box of the global tensor, its columns along the innermost dimension, its rows along one
+/// other (every other extent 1), into a whole 2-D shared buffer.
+bool metadataThreadCopyable(const ir::Copy &c);
+
 /// A part of a shared tile stored in the panel layout of `span`-byte panels (each row cut into panels of `span`
 /// bytes, a panel's rows one after another: panel p of an R-row tile is the R * span bytes from p * R * span on)
 /// that is a tile in that layout itself: one element of each leading dimension (a ring's stage), every row, and
