@@ -53,6 +53,33 @@ std::optional<TmaTile> planTmaRow(const Copy &c) {
     return t;
 }
 
+/// The dimension of `c`'s global source that holds the rows of its whole 2-D shared destination (R x C, both
+/// constant): the columns run along the source's innermost dimension, the rows along exactly one other, every
+/// other extent 1 (a one-row tile takes the dimension next to the innermost). None where `c` is not such a box.
+std::optional<int> boxRowDim(const Copy &c) {
+    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
+    if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype ||
+        dst->shape.size() != 2 || c.dst.ranges.size() != 2)
+        return {};
+    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
+    if (!R || !C || *R < 1 || *C < 1) return {};
+    for (size_t d = 0; d < 2; ++d)
+        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
+            return {};
+    const size_t nd = c.src.ranges.size();
+    if (nd < 2 || src->shape.size() != nd || constInt(c.src.ranges[nd - 1].extent) != C) return {};
+    int rowDim = -1;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+        auto e = constInt(c.src.ranges[d].extent);
+        if (!e) return {};
+        if (*e == 1 && !(*R == 1 && d + 2 == nd)) continue;
+        if (*e != *R || rowDim >= 0) return {};
+        rowDim = (int)d;
+    }
+    if (rowDim < 0) return {};
+    return rowDim;
+}
+
 } // namespace
 
 std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k, int span) {
@@ -63,32 +90,17 @@ std::optional<TmaTile> planTmaTile(const Copy &c, const Kernel &k, int span) {
     const int eb = src->dtype.bytes();
     if (eb != 1 && eb != 2 && eb != 4) return {};
     if (dst->shape.size() == 1) return planTmaRow(c);
-    if (dst->shape.size() != 2 || c.dst.ranges.size() != 2) return {};
-    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
-    if (!R || !C) return {};
-    for (size_t d = 0; d < 2; ++d)
-        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
-            return {};
     const size_t nd = c.src.ranges.size();
-    if (nd < 2 || nd > 5 || src->shape.size() != nd) return {};
-    // Columns: the innermost dimension; rows: exactly one other dimension; every other extent 1.
-    if (constInt(c.src.ranges[nd - 1].extent) != C) return {};
-    int rowDim = -1;
-    for (size_t d = 0; d + 1 < nd; ++d) {
-        auto e = constInt(c.src.ranges[d].extent);
-        if (!e) return {};
-        if (*e == 1 && !(*R == 1 && d + 2 == nd)) continue;
-        if (*e != *R || rowDim >= 0) return {};
-        rowDim = (int)d;
-    }
-    if (rowDim < 0) return {};
+    auto rowDim = boxRowDim(c);
+    if (!rowDim || nd > 5) return {}; // a tensor map has at most 5 dimensions
+    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
     const int64_t rowBytes = *C * eb;
     int sw = span ? span : panelSwizzleBytes(rowBytes);
     if (!sw || rowBytes % sw) return {};
     TmaTile t;
     t.copy = &c;
     t.rank = (int)nd;
-    t.rowDim = (int)(nd - 1) - rowDim;
+    t.rowDim = (int)(nd - 1) - *rowDim;
     t.rows = *R;
     t.cols = *C;
     t.elemBytes = eb;
@@ -131,27 +143,12 @@ std::set<const BufferNode *> sparseMetadataTiles(const std::vector<Stmt> &stmts)
     return v.found;
 }
 
-/// Whether the producer's threads can copy `c` (a metadata tile of rows below 16 bytes): a box of the global
-/// tensor, its columns along the innermost dimension, its rows along one other (every other extent 1).
+/// Whether the producer's threads can copy `c` (a metadata tile of rows below 16 bytes): the box planTmaTile
+/// would take (boxRowDim), only narrower than TMA's 16-byte rows.
 bool metadataThreadCopyable(const Copy &c) {
-    const Buffer &src = c.src.buffer, &dst = c.dst.buffer;
-    if (!src || !dst || src->scope != Scope::Global || dst->scope != Scope::Shared || src->dtype != dst->dtype ||
-        dst->shape.size() != 2 || c.dst.ranges.size() != 2)
-        return false;
-    auto R = constInt(dst->shape[0]), C = constInt(dst->shape[1]);
-    if (!R || !C || *R < 1 || *C * dst->dtype.bytes() >= 16) return false;
-    for (size_t d = 0; d < 2; ++d)
-        if (constInt(c.dst.ranges[d].min) != std::optional<int64_t>(0) || constInt(c.dst.ranges[d].extent) != constInt(dst->shape[d]))
-            return false;
-    const size_t nd = c.src.ranges.size();
-    if (nd < 2 || src->shape.size() != nd || constInt(c.src.ranges[nd - 1].extent) != C) return false;
-    int rowDims = 0;
-    for (size_t d = 0; d + 1 < nd; ++d) {
-        auto e = constInt(c.src.ranges[d].extent);
-        if (!e || (*e != 1 && *e != *R)) return false;
-        rowDims += *e == *R && *R != 1;
-    }
-    return rowDims == 1;
+    if (!boxRowDim(c)) return false;
+    const Buffer &dst = c.dst.buffer;
+    return *constInt(dst->shape[1]) * dst->dtype.bytes() < 16;
 }
 
 std::optional<PanelPart> panelPart(const Region &r, int span, std::string *why) {
