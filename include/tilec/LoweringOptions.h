@@ -59,6 +59,10 @@ struct LoweringOptions {
     /// waits for the previous store; 2: stmatrix into one while the other is stored), 0: no TMA stores
     /// (--epilogue-buffers).
     int epilogueBuffers = 2;
+    /// Every kernel without a launch bound of its own gets `__launch_bounds__(threads, 1)`, TileLang's bound
+    /// (--one-block-bounds; passes::loadBatchLaunchBounds). Off: only kernels whose batch of global loads needs it.
+    /// A switch for timing both on the GPU: static figures cannot say which a row kernel runs faster with.
+    bool oneBlockBounds = false;
     /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

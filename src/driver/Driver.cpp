@@ -186,6 +186,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;
+    o.oneBlockBounds = opts_.oneBlockBounds;
     return o;
 }
 

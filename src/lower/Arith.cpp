@@ -267,10 +267,14 @@ RangeMap kernelRanges(const Kernel &k) {
     for (auto &s : k.dynamicSymbols)
         if (s) r[s.get()] = Interval::of(0, std::numeric_limits<int32_t>::max());
     Bounds<Interval> b(r);
+    // CUDA launches at most 2^31 - 1 blocks along x and 65535 along y and z (the launcher refuses larger grids,
+    // TILEC_ERROR_GRID_TOO_LARGE): a block index of a grid sized at run time is below that even where the size is
+    // not (`bz * 128` of a T.dynamic grid fits a 32-bit sum).
     for (int d = 0; d < 3; ++d) {
         if (!k.blockIdx[d]) continue;
+        const int64_t most = d == 0 ? std::numeric_limits<int32_t>::max() : 65535;
         Interval g = b.of(k.grid[d]);
-        r[k.blockIdx[d].get()] = Interval{0, g.hi ? std::optional<int64_t>(*g.hi - 1) : std::nullopt};
+        r[k.blockIdx[d].get()] = Interval{0, std::min(g.hi ? *g.hi : most, most) - 1};
     }
     if (k.threadIdx) r[k.threadIdx.get()] = Interval::of(0, k.threads - 1);
     return r;

@@ -89,9 +89,14 @@ int64_t loadBatchRegisters(const Stmt &body) {
     return l.registers;
 }
 
-ir::Program loadBatchLaunchBounds(const ir::Program &p) {
+ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel) {
     return eachKernel(p, [&](const ir::KernelP &k) -> ir::KernelP {
         if (k->minBlocksPerSM || k->persistent || !k->body) return k;
+        if (everyKernel) {
+            auto nk = std::make_shared<ir::Kernel>(*k);
+            nk->minBlocksPerSM = 1;
+            return nk;
+        }
         TensorCores tc;
         tc.visit(k->body);
         if (tc.found) return k;

@@ -72,6 +72,15 @@ def uniform(a: T.Tensor((n, 8, 64), "float32"), y: T.Tensor((n, 8), "float32")):
         s = T.alloc_var("float32")
         s = a[bx, by, 5]
         y[bx, by] = s
+
+@T.prim_func
+def split_rows(a: T.Tensor((4, 32, 128), "float32"), y: T.Tensor((4, 32, n, 128), "float32")):
+    with T.Kernel(4, 8, n, threads=128) as (bx, by, bz):
+        acc = T.alloc_fragment((4, 128), "float32")
+        T.copy(a[bx, by * 4:(by + 1) * 4, :], acc)
+        for i, j in T.Parallel(4, 128):
+            acc[i, j] = acc[i, j] * 2.0
+        T.copy(acc, y[bx, by * 4:(by + 1) * 4, bz, :])
 )";
 
 /// The most 64-bit conversions in one index of a store to `name` (each widened term has one), or of a load
@@ -237,6 +246,28 @@ TEST(LowerSimWideOffsets, ThreadFreeTermsWidenedOnce) {
         std::vector<double> y((size_t)n * 8, 7.0), want(y.size());
         for (int b = 0; b < n; ++b)
             for (int h = 0; h < 8; ++h) want[(size_t)(b * 8 + h)] = a[(size_t)(b * 512 + h * 64 + 5)];
+        expectRight(*k, a, y, {{"n", n}}, want, 1e-6);
+    }
+}
+
+// split_rows: a split index per blockIdx.z of a grid of n blocks along z (split-KV decoding's partial outputs);
+// the 16-byte store's bz * 128 summed into the 32-bit column tail, which CUDA's grid limit (65535 along z)
+// bounds whatever n is (widened apart, NVVM split the store into 4 st.global.f32: codegen/grid_limit_tail.tile):
+// five 64-bit conversions in y's index (bx, n, the row, n, the tail) where there were six. Every element of
+// every split right, for 1, 2 and 5 splits.
+TEST(LowerSimWideOffsets, GridLimitBoundsBlockIndexInTail) {
+    LowerRun r;
+    const ir::Kernel *k = loweredKernel(r, wideOffsets, "sm_90a", "split_rows");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(widenings(k->body, "y"), 5) << ir::print(k->body);
+    for (int n : {1, 2, 5}) {
+        auto a = randomData((size_t)4 * 32 * 128, 65);
+        std::vector<double> y((size_t)4 * 32 * n * 128, std::nan("")), want(y.size());
+        for (int b = 0; b < 4; ++b)
+            for (int row = 0; row < 32; ++row)
+                for (int z = 0; z < n; ++z)
+                    for (int c = 0; c < 128; ++c)
+                        want[(((size_t)b * 32 + row) * n + z) * 128 + c] = a[((size_t)b * 32 + row) * 128 + c] * 2.0;
         expectRight(*k, a, y, {{"n", n}}, want, 1e-6);
     }
 }

@@ -249,6 +249,9 @@ int main(int argc, char **argv) {
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")
         ->check(CLI::Range(0, 2));
+    app.add_flag("--one-block-bounds", o.oneBlockBounds,
+                 "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
+                 "kernels (default: only those whose unrolled global loads need the registers)");
     app.add_flag("--use_fast_math,--use-fast-math", o.fastMath,
                  "float math as nvcc's -use_fast_math makes it (TileLang's tl.enable_fast_math): exp, exp2, log, "
                  "sin, pow, ... and float division by CUDA's fast intrinsics, subnormal results flushed to zero");

@@ -18,7 +18,9 @@ namespace tilec::passes {
 /// at (32, 21)), and a bound of 1 caps nothing. A smaller batch keeps ptxas's own choice (layernorm's 16-byte row
 /// copies, all in flight at 63 registers already). Tensor-core kernels: wy_fast_bwd_split's loads are a batch of
 /// 64 registers, but the bound took ptxas from 128 to 132 registers (4 -> 3 blocks per SM) for no load.
-ir::Program loadBatchLaunchBounds(const ir::Program &p);
+/// With `everyKernel` (--one-block-bounds), every kernel without a bound of its own gets (threads, 1), its loads
+/// and products aside: TileLang's bound, for timing against this rule on the GPU.
+ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel = false);
 
 /// The registers (4-byte words) of the largest batch of global loads `body` issues in one outermost unrolled
 /// loop without a barrier or an asynchronous transfer (0 when none).
