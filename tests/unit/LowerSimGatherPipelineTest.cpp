@@ -57,14 +57,16 @@ def gathered(rows, sel, stages, mode):
                     for i, d in T.Parallel(32, 64):
                         kept = idx[bz, k * 32 + i]
                         kv_s[i, d] = KV[kept, d]
-                    if kept > 1000:
-                        T.clear(acc)
                 else:
                     for i, d in T.Parallel(32, 64):
                         kv_s[i, d] = KV[idx[bz, k * 32 + i], d]
                 for i, d in T.Parallel(32, 16):
                     kt_s[i, d] = KV[idx[bz, k * 32 + i], 64 + d]
-                T.clear(acc)
+                if mode == "kept":
+                    for i, j in T.Parallel(32, 32):
+                        acc[i, j] = T.if_then_else(kept > 1000, 1.0, 0.0)
+                else:
+                    T.clear(acc)
                 T.gemm(q_s, kv_s, acc, transpose_B=True)
                 T.gemm(qt_s, kt_s, acc, transpose_B=True)
                 T.copy(acc, S[bz, :, k * 32 : k * 32 + 32])
