@@ -391,6 +391,7 @@ struct OtherUses : IRVisitor {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
+    bool mixed = false; ///< wgmma consumers may run a product wgmma cannot take on mma.sync over the panels
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
     void read(const Buffer &b) {
@@ -415,7 +416,9 @@ struct OtherUses : IRVisitor {
             if (!mma && reads && wgmmaCan(op, *operands, warpgroups, rowsOnly)) return read(op.e.buffer);
             return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
         }
-        if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
+        const bool can = mma ? mmaPanelsCan(op, *operands)
+                             : wgmmaCan(op, *operands, warpgroups, rowsOnly) || (mixed && mmaPanelsCan(op, *operands));
+        if (!can) use(op.a.buffer), use(op.b.buffer);
     }
 };
 
@@ -426,11 +429,13 @@ struct MarkWgmma : IRMutator {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
+    bool mixed = false;          ///< a product wgmma cannot take: mma.sync over the panel layout where it can
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         if (op->sparse() && mma) return op; // (OtherUses: mma.sync consumers keep a T.gemm_sp off the TMA path)
         if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
+        if (mixed && mmaPanelsCan(*op, *tiles)) return op->withInstr(GemmInstr::MmaPanels);
         registerAOnMma |= aInRegisters(*op);
         return op;
     }
@@ -440,7 +445,7 @@ struct MarkWgmma : IRMutator {
 
 bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
                         bool rowsOnly, bool mma, const std::map<const BufferNode *, const TmaTile *> *operands,
-                        std::set<const BufferNode *> *reads) {
+                        std::set<const BufferNode *> *reads, bool mixed) {
     OtherUses other;
     other.tiles = &tiles;
     other.operands = operands ? operands : &tiles;
@@ -448,13 +453,15 @@ bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const Buf
     other.warpgroups = warpgroups;
     other.rowsOnly = rowsOnly;
     other.mma = mma;
+    other.mixed = mixed;
     for (auto &s : stmts) other.visit(s);
     return other.found;
 }
 
 Stmt markWgmma(const Stmt &s, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly, bool mma,
-               bool &registerAOnMma) {
+               bool &registerAOnMma, bool mixed) {
     MarkWgmma mark;
+    mark.mixed = mixed;
     mark.tiles = &tiles;
     mark.warpgroups = warpgroups;
     mark.rowsOnly = rowsOnly;

@@ -344,7 +344,7 @@ class Specializer {
         if (!p.mma) planViews(split, top, p);
         else p.operands = p.byBuffer;
         const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, &p.operands,
-                                              p.mma ? nullptr : &p.genericReads);
+                                              p.mma ? nullptr : &p.genericReads, !p.mma && o_.mixedWarpRoles);
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
@@ -353,7 +353,7 @@ class Specializer {
                                      "16-bit, float8 or tf32 fragment and the consumer warpgroups splitting the rows only)");
         bool anyWgmma = false, registerAOnMma = false;
         for (auto &s : split.rest) {
-            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma));
+            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && o_.mixedWarpRoles));
             anyWgmma |= p.rest.back() != s;
         }
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
