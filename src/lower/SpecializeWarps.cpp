@@ -232,6 +232,12 @@ class Specializer {
         p.consumerBarrier = apart > t_.maxSharedPerBlock && !walk && !p.persistent && at + 1 < top.size() &&
                             !callsAny(k_.body, {lib::Fn::ThreadReturn});
         if (apart > t_.maxSharedPerBlock && !p.consumerBarrier) return tooMuchShared(p, apart);
+        // (--mixed-warp-roles: such loops are taken only where the rings fit beside the rest as they are; on
+        // gqa_sink_bwd_varlen the final plan did not find the reuse behind the consumers' barrier counted here.)
+        if (apart > t_.maxSharedPerBlock && !p.mma && callsMmaPanels(p.rest))
+            return no("its rings beside its other shared buffers take about " + std::to_string(apart) + " bytes, more than the " +
+                      std::to_string(t_.maxSharedPerBlock) + " a block can have, and a loop with a product on mma.sync beside "
+                      "its wgmma ones does not share them with the buffers used after it");
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p, k_, t_, o_, clusterWhy);
         planLiveRowBoxes(p, k_.body);
@@ -481,6 +487,17 @@ class Specializer {
         for (auto &b : nk.allocs)
             if (b && p.ring.count(b.get())) b = p.ring[b.get()];
         nk.allocs.push_back(p.mbar);
+    }
+
+    /// Whether a T.gemm of `stmts` runs on mma.sync over the panels (--mixed-warp-roles' products).
+    static bool callsMmaPanels(const std::vector<Stmt> &stmts) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            bool found = false;
+            void visit(const Gemm &g) override { found |= g.instr == GemmInstr::MmaPanels; }
+        } v;
+        for (auto &s : stmts) v.visit(s);
+        return v.found;
     }
 
     /// Null, with why: the rings beside the other shared buffers (`bytes`, as planned) do not fit.
