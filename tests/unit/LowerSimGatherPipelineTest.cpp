@@ -116,15 +116,14 @@ void expectRight(const ir::Kernel &k) {
     simtest::expectClean([&](uint64_t seed) { return in.run(k, seed); }, {0, 1, 2});
 }
 
-} // namespace
-
-/// Both fills issued ahead as cp.async chunks (prologue and refill: kv_s two chunks per thread, kt_s's 64 chunks
-/// by half the threads), the result right; a wait leaving one group more in flight is seen.
-TEST(LowerSimGatherPipeline, GatheredFillsIssuedAhead) {
+/// Both fills of `mode` ("inline", or "named": the row named in the nest's body) issued ahead as cp.async chunks
+/// (prologue and refill: kv_s two chunks per thread, kt_s's 64 chunks by half the threads), the result right; a
+/// wait leaving one group more in flight is seen.
+void expectIssuedAhead(const std::string &mode) {
     for (auto [arch, stages] : simtest::pipelineVariants()) {
         SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
         LowerRun r;
-        const ir::Kernel *k = lowered(r, arch, stages, "inline");
+        const ir::Kernel *k = lowered(r, arch, stages, mode);
         ASSERT_TRUE(k) << r.diags();
         EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::CpAsyncChunk], 2 * (stages + 1)) << r.diags(); // both tiles: prologue, refill
         expectRight(*k);
@@ -132,6 +131,10 @@ TEST(LowerSimGatherPipeline, GatheredFillsIssuedAhead) {
         EXPECT_TRUE(simtest::anyFailure(Inputs().run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
     }
 }
+
+} // namespace
+
+TEST(LowerSimGatherPipeline, GatheredFillsIssuedAhead) { expectIssuedAhead("inline"); }
 
 /// Rows the iteration computes into a fragment first: that fill stays synchronous (the tail's is still issued
 /// ahead), and the result right.
@@ -148,18 +151,7 @@ TEST(LowerSimGatherPipeline, RowsComputedInTheBodyStaySynchronous) {
 /// A gathered row named in the program (`r = idx[...]` in the nest's body, as deepseek_v4's sparse_attn_fwd_sm90
 /// writes it; TileLang's value semantics make `r` a per-thread scalar, set again by the nest before it): the fill
 /// is issued ahead like an inline one, and right.
-TEST(LowerSimGatherPipeline, NamedRowsIssuedAhead) {
-    for (auto [arch, stages] : simtest::pipelineVariants()) {
-        SCOPED_TRACE(std::string(arch) + " stages " + std::to_string(stages));
-        LowerRun r;
-        const ir::Kernel *k = lowered(r, arch, stages, "named");
-        ASSERT_TRUE(k) << r.diags();
-        EXPECT_EQ(simtest::callCounts(*k)[lib::Fn::CpAsyncChunk], 2 * (stages + 1)) << r.diags();
-        expectRight(*k);
-        auto late = simtest::withLaterWaits(*k);
-        EXPECT_TRUE(simtest::anyFailure(Inputs().run(*late, 0))) << "a wait leaving a stage in flight went unnoticed";
-    }
-}
+TEST(LowerSimGatherPipeline, NamedRowsIssuedAhead) { expectIssuedAhead("named"); }
 
 /// A named row the program reads again after the nest (a T.alloc_var: the value the nest leaves is observed):
 /// that fill stays synchronous, and right.
