@@ -381,6 +381,13 @@ bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
 
 namespace {
 
+/// Whether wgmma consumers can run product `g` on mma.sync beside their wgmma ones (--mixed-warp-roles): both
+/// operands shared tiles mma.sync reads as panels. (A from registers would need mma.sync's fragment layout where
+/// the products feeding it have wgmma's: such a loop keeps the cp.async path, StagedOperands' shared copy.)
+bool mixedMmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
+    return !aInRegisters(g) && mmaPanelsCan(g, tiles);
+}
+
 /// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm (whose operands may be any of
 /// `operands`). Where `reads` is given, reads (loads, a copy's or a reduction's source) are collected there
 /// instead of counting as other uses: the consumers read those tiles through the generic proxy.
@@ -417,7 +424,7 @@ struct OtherUses : IRVisitor {
             return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
         }
         const bool can = mma ? mmaPanelsCan(op, *operands)
-                             : wgmmaCan(op, *operands, warpgroups, rowsOnly) || (mixed && mmaPanelsCan(op, *operands));
+                             : wgmmaCan(op, *operands, warpgroups, rowsOnly) || (mixed && mixedMmaCan(op, *operands));
         if (!can) use(op.a.buffer), use(op.b.buffer);
     }
 };
@@ -435,7 +442,7 @@ struct MarkWgmma : IRMutator {
         if (op->sparse() && mma) return op; // (OtherUses: mma.sync consumers keep a T.gemm_sp off the TMA path)
         if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
-        if (mixed && mmaPanelsCan(*op, *tiles)) return op->withInstr(GemmInstr::MmaPanels);
+        if (mixed && mixedMmaCan(*op, *tiles)) return op->withInstr(GemmInstr::MmaPanels);
         registerAOnMma |= aInRegisters(*op);
         return op;
     }
