@@ -360,7 +360,8 @@ class Specializer {
         bool anyWgmma = false, registerAOnMma = false;
         for (auto &s : split.rest) {
             p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && o_.mixedWarpRoles));
-            anyWgmma |= p.rest.back() != s;
+            // (--mixed-warp-roles: a product marked for mma.sync over the panels counts only beside a wgmma one)
+            anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
         }
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
         // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
@@ -489,15 +490,22 @@ class Specializer {
         nk.allocs.push_back(p.mbar);
     }
 
-    /// Whether a T.gemm of `stmts` runs on mma.sync over the panels (--mixed-warp-roles' products).
-    static bool callsMmaPanels(const std::vector<Stmt> &stmts) {
+    /// Whether a T.gemm of `s` is marked for instruction `instr`.
+    static bool callsInstr(const Stmt &s, GemmInstr instr) {
         struct V : IRVisitor {
             using IRVisitor::visit;
+            GemmInstr instr;
             bool found = false;
-            void visit(const Gemm &g) override { found |= g.instr == GemmInstr::MmaPanels; }
+            void visit(const Gemm &g) override { found |= g.instr == instr; }
         } v;
-        for (auto &s : stmts) v.visit(s);
+        v.instr = instr;
+        v.visit(s);
         return v.found;
+    }
+
+    /// Whether a T.gemm of `stmts` runs on mma.sync over the panels (--mixed-warp-roles' products).
+    static bool callsMmaPanels(const std::vector<Stmt> &stmts) {
+        return std::any_of(stmts.begin(), stmts.end(), [](const Stmt &s) { return callsInstr(s, GemmInstr::MmaPanels); });
     }
 
     /// Null, with why: the rings beside the other shared buffers (`bytes`, as planned) do not fit.
