@@ -53,6 +53,7 @@ struct DriverOptions {
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
     bool sparseWarpRoles = false;          ///< --sparse-warp-roles: T.gemm_sp loops on sm_90a's warp roles
+    bool mixedWarpRoles = false;           ///< --mixed-warp-roles: wgmma and mma.sync products in one warp-role loop
     bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)

@@ -45,6 +45,11 @@ struct LoweringOptions {
     /// or the producer's threads) instead of the cp.async ring (--sparse-warp-roles). Off until the path has run
     /// right on the GPU: an earlier warp-role gemm_sp (session 31) passed the simulator and failed on hardware.
     bool sparseWarpRoles = false;
+    /// On sm_90a, a T.Pipelined loop whose products run on wgmma but for some that wgmma cannot take (attention
+    /// backward's dQ of 32 rows over two warpgroups) takes warp roles where mma.sync can read those from the TMA
+    /// tiles' panels (mmaPanelsCan), instead of keeping the cp.async path (--mixed-warp-roles). Off until the
+    /// path has run right on the GPU and been timed there.
+    bool mixedWarpRoles = false;
     /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
     /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
     /// --no-split-conditions).

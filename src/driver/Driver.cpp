@@ -182,6 +182,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.splitK = !opts_.noSplitK;
     o.sparseWgmma = !opts_.noSparseWgmma;
     o.sparseWarpRoles = opts_.sparseWarpRoles;
+    o.mixedWarpRoles = opts_.mixedWarpRoles;
     o.splitConditions = !opts_.noSplitConditions;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;

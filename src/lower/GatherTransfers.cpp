@@ -3,13 +3,16 @@
 #include "GatherTransfers.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IRMutator.h"
 #include "tilec/IRUses.h"
+#include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 #include "tilec/passes/ParallelNest.h"
 
 #include <algorithm>
+#include <map>
 
 namespace tilec::passes {
 
@@ -46,6 +49,98 @@ std::optional<std::vector<int64_t>> strideMultiples(const Kernel &k, const Buffe
     return s;
 }
 
+/// Whether a read of `v` can see a value set before the statement list it is in (setBeforeEveryRead).
+struct ReadsBeforeSet : IRVisitor {
+    using IRVisitor::visit;
+    const BufferNode *v = nullptr;
+    bool set = false, seen = false;
+    void visit(const Load &op) override { seen = seen || (op.buffer.get() == v && !set), IRVisitor::visit(op); }
+    void visit(const Store &op) override { IRVisitor::visit(op), set = set || op.buffer.get() == v; }
+    void visit(const For &op) override { scoped([&] { IRVisitor::visit(op); }); }
+    void visit(const While &op) override { scoped([&] { IRVisitor::visit(op); }); }
+    void visit(const WarpRoles &op) override { scoped([&] { IRVisitor::visit(op); }); }
+    void visit(const IfThenElse &op) override {
+        visit(op.cond);
+        const bool before = set;
+        bool both = true;
+        for (const Stmt &b : {op.then, op.otherwise}) {
+            set = before;
+            if (b) visit(b);
+            both = both && set;
+        }
+        set = before || (both && op.otherwise);
+    }
+    void visit(const Copy &op) override { named(op); }
+    void visit(const Fill &op) override { named(op); }
+    void visit(const Gemm &op) override { named(op); }
+    void visit(const AtomicAdd &op) override { named(op); }
+    void visit(const Reduce &op) override { seen = seen || op.src.get() == v || op.dst.get() == v; }
+    /// A loop body (or a role) starts from whatever the iteration before or the code before left.
+    template <class F> void scoped(F f) {
+        const bool before = set;
+        set = false, f(), set = before;
+    }
+    /// A tile statement that names `v` at all counts as a read.
+    template <class N> void named(const N &op) {
+        Names n;
+        n.v = v;
+        n.IRVisitor::visit(op);
+        seen = seen || n.found;
+    }
+    struct Names : IRVisitor {
+        using IRVisitor::visit;
+        const BufferNode *v = nullptr;
+        bool found = false;
+        void visit(const Load &l) override { found = found || l.buffer.get() == v, IRVisitor::visit(l); }
+        void visit(const Store &s) override { found = found || s.buffer.get() == v, IRVisitor::visit(s); }
+        void visitRegion(const Region &r) override { found = found || r.buffer.get() == v, IRVisitor::visitRegion(r); }
+    };
+};
+
+/// Whether the value a store leaves in one-element register scalar `v` is never read: every read of `v` in the
+/// kernel follows, in the same statement list, a store that sets it (inside a loop, a store of the same
+/// iteration; a store in one branch of an `if`, or inside a loop, sets it for nothing after). Tile statements
+/// that name `v` count as reads.
+bool setBeforeEveryRead(const Stmt &body, const BufferNode *v) {
+    ReadsBeforeSet w;
+    w.v = v;
+    w.visit(body);
+    return !w.seen;
+}
+
+/// `e` with the loads of the scalars `defs` maps written as their values.
+Expr withScalars(const Expr &e, const std::map<const BufferNode *, Expr> &defs) {
+    struct Sub : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, Expr> *defs;
+        Expr visit(const std::shared_ptr<const Load> &op) override {
+            auto it = defs->find(op->buffer.get());
+            return it != defs->end() ? it->second : IRMutator::visit(op);
+        }
+    } sub;
+    sub.defs = &defs;
+    return sub.mutate(e);
+}
+
+/// The value the last statement of a nest's body `items` stores, with the scalars the statements before it set
+/// written in: each of those a store to element 0 of a one-element register scalar whose value, once set, no
+/// read in the kernel can see but the nest's own (setBeforeEveryRead), so the transfer replacing the nest need
+/// not set it. Null where any statement before the last is something else, or the last is no store.
+Expr withNamedPositions(const std::vector<Stmt> &items, const Kernel &k) {
+    std::map<const BufferNode *, Expr> defs;
+    for (size_t i = 0; i + 1 < items.size(); ++i) {
+        auto st = as<Store>(items[i]);
+        const BufferNode *b = st ? st->buffer.get() : nullptr;
+        if (!b || (b->scope != Scope::Local && b->scope != Scope::Var) || b->constElements() != 1 || st->indices.size() != 1 ||
+            constInt(st->indices[0]) != std::optional<int64_t>(0) || defs.count(b) || !setBeforeEveryRead(k.body, b))
+            return nullptr;
+        Expr value = withScalars(st->value, defs);
+        defs[b] = value->dtype == b->dtype ? value : cast(b->dtype, value);
+    }
+    auto last = as<Store>(items.back());
+    return last ? withScalars(last->value, defs) : nullptr;
+}
+
 } // namespace
 
 std::optional<GatherFill> gatherFill(const Stmt &s, const Kernel &k, const std::set<const BufferNode *> &invariant,
@@ -54,13 +149,20 @@ std::optional<GatherFill> gatherFill(const Stmt &s, const Kernel &k, const std::
     if (!outer || outer->forKind != ForKind::Parallel || !k.threadIdx) return std::nullopt;
     GatherFill g;
     g.loops = parallelNest(*outer);
-    g.store = as<Store>(g.loops.back()->body);
-    g.load = g.store ? as<Load>(g.store->value) : nullptr;
+    const std::vector<Stmt> items = Seq::items(g.loops.back()->body);
+    if (items.empty()) return std::nullopt;
+    g.store = as<Store>(items.back());
+    if (items.size() > 1 && g.store) {
+        g.value = withNamedPositions(items, k);
+        g.load = g.value ? as<Load>(g.value) : nullptr;
+    } else {
+        g.load = g.store ? as<Load>(g.store->value) : nullptr;
+    }
     if (!g.load) return std::nullopt;
     const Buffer &dst = g.store->buffer, &src = g.load->buffer;
     if (dst->scope != Scope::Shared || src->scope != Scope::Global || src->dtype != dst->dtype || !isArgument(k, src.get()) ||
         dst->shape.size() != g.loops.size() || g.store->indices.size() != g.loops.size() ||
-        g.load->indices.size() != src->shape.size() || !readsOnly(g.store->value, invariant))
+        g.load->indices.size() != src->shape.size() || !readsOnly(g.value ? g.value : g.store->value, invariant))
         return std::nullopt;
     // dst[v0, ..., vn]: the whole tile, each variable its own dimension, in order.
     for (size_t d = 0; d < g.loops.size(); ++d) {

@@ -21,11 +21,14 @@ namespace tilec::passes {
 /// A nest `dst[v0, ..., vn] = src[e0, ..., em]` over the whole of shared tile `dst` (each variable its own
 /// dimension, in order), `src` a global tensor argument of the kernel: `em` is `vn` plus an origin that does not
 /// depend on `vn`, aligned to `vec` elements, and no other index depends on `vn`; the tile's chunks of `vec`
-/// elements a multiple of the block's threads.
+/// elements a multiple of the block's threads. The store may follow scalars the body sets first, a position
+/// named in the program (`idx = Indices[..., i]` then `dst[i, d] = src[idx, d]`, which TileLang's value
+/// semantics make a per-thread scalar): `load` is then the element's load with their values written in.
 struct GatherFill {
     std::vector<const ir::For *> loops;
     const ir::Store *store = nullptr;
     const ir::Load *load = nullptr;
+    ir::Expr value; ///< what `load` points into where named positions were written in (keeps it alive)
     int vec = 1; ///< elements per cp.async (4 to 16 bytes)
 };
 

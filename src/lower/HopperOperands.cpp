@@ -378,6 +378,13 @@ bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
 
 namespace {
 
+/// Whether wgmma consumers can run product `g` on mma.sync beside their wgmma ones (--mixed-warp-roles): both
+/// operands shared tiles mma.sync reads as panels. (A from registers would need mma.sync's fragment layout where
+/// the products feeding it have wgmma's: such a loop keeps the cp.async path, StagedOperands' shared copy.)
+bool mixedMmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
+    return !aInRegisters(g) && mmaPanelsCan(g, tiles);
+}
+
 /// Uses of the ring buffers other than as the shared operands of a wgmma T.gemm (whose operands may be any of
 /// `operands`). Where `reads` is given, reads (loads, a copy's or a reduction's source) are collected there
 /// instead of counting as other uses: the consumers read those tiles through the generic proxy.
@@ -388,6 +395,7 @@ struct OtherUses : IRVisitor {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
+    bool mixed = false; ///< wgmma consumers may run a product wgmma cannot take on mma.sync over the panels
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
     void read(const Buffer &b) {
@@ -412,7 +420,9 @@ struct OtherUses : IRVisitor {
             if (!mma && reads && wgmmaCan(op, *operands, warpgroups, rowsOnly)) return read(op.e.buffer);
             return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
         }
-        if (!(mma ? mmaPanelsCan(op, *operands) : wgmmaCan(op, *operands, warpgroups, rowsOnly))) use(op.a.buffer), use(op.b.buffer);
+        const bool can = mma ? mmaPanelsCan(op, *operands)
+                             : wgmmaCan(op, *operands, warpgroups, rowsOnly) || (mixed && mixedMmaCan(op, *operands));
+        if (!can) use(op.a.buffer), use(op.b.buffer);
     }
 };
 
@@ -423,11 +433,13 @@ struct MarkWgmma : IRMutator {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
+    bool mixed = false;          ///< a product wgmma cannot take: mma.sync over the panel layout where it can
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         if (op->sparse() && mma) return op; // (OtherUses: mma.sync consumers keep a T.gemm_sp off the TMA path)
         if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
+        if (mixed && mixedMmaCan(*op, *tiles)) return op->withInstr(GemmInstr::MmaPanels);
         registerAOnMma |= aInRegisters(*op);
         return op;
     }
@@ -437,7 +449,7 @@ struct MarkWgmma : IRMutator {
 
 bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
                         bool rowsOnly, bool mma, const std::map<const BufferNode *, const TmaTile *> *operands,
-                        std::set<const BufferNode *> *reads) {
+                        std::set<const BufferNode *> *reads, bool mixed) {
     OtherUses other;
     other.tiles = &tiles;
     other.operands = operands ? operands : &tiles;
@@ -445,13 +457,15 @@ bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const Buf
     other.warpgroups = warpgroups;
     other.rowsOnly = rowsOnly;
     other.mma = mma;
+    other.mixed = mixed;
     for (auto &s : stmts) other.visit(s);
     return other.found;
 }
 
 Stmt markWgmma(const Stmt &s, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly, bool mma,
-               bool &registerAOnMma) {
+               bool &registerAOnMma, bool mixed) {
     MarkWgmma mark;
+    mark.mixed = mixed;
     mark.tiles = &tiles;
     mark.warpgroups = warpgroups;
     mark.rowsOnly = rowsOnly;

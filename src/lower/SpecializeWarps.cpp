@@ -232,6 +232,12 @@ class Specializer {
         p.consumerBarrier = apart > t_.maxSharedPerBlock && !walk && !p.persistent && at + 1 < top.size() &&
                             !callsAny(k_.body, {lib::Fn::ThreadReturn});
         if (apart > t_.maxSharedPerBlock && !p.consumerBarrier) return tooMuchShared(p, apart);
+        // (--mixed-warp-roles: such loops are taken only where the rings fit beside the rest as they are; on
+        // gqa_sink_bwd_varlen the final plan did not find the reuse behind the consumers' barrier counted here.)
+        if (apart > t_.maxSharedPerBlock && !p.mma && callsMmaPanels(p.rest))
+            return no("its rings beside its other shared buffers take about " + std::to_string(apart) + " bytes, more than the " +
+                      std::to_string(t_.maxSharedPerBlock) + " a block can have, and a loop with a product on mma.sync beside "
+                      "its wgmma ones does not share them with the buffers used after it");
         if (!planBlocks(p, *nk) || !weighPaths(walk ? outer : kernelTop, p, *nk)) return nullptr;
         chooseCluster(p, k_, t_, o_, clusterWhy);
         planLiveRowBoxes(p, k_.body);
@@ -344,7 +350,7 @@ class Specializer {
         if (!p.mma) planViews(split, top, p);
         else p.operands = p.byBuffer;
         const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, &p.operands,
-                                              p.mma ? nullptr : &p.genericReads);
+                                              p.mma ? nullptr : &p.genericReads, !p.mma && o_.mixedWarpRoles);
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
@@ -353,8 +359,9 @@ class Specializer {
                                      "16-bit, float8 or tf32 fragment and the consumer warpgroups splitting the rows only)");
         bool anyWgmma = false, registerAOnMma = false;
         for (auto &s : split.rest) {
-            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma));
-            anyWgmma |= p.rest.back() != s;
+            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && o_.mixedWarpRoles));
+            // (--mixed-warp-roles: a product marked for mma.sync over the panels counts only beside a wgmma one)
+            anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
         }
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
         // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
@@ -481,6 +488,24 @@ class Specializer {
         for (auto &b : nk.allocs)
             if (b && p.ring.count(b.get())) b = p.ring[b.get()];
         nk.allocs.push_back(p.mbar);
+    }
+
+    /// Whether a T.gemm of `s` is marked for instruction `instr`.
+    static bool callsInstr(const Stmt &s, GemmInstr instr) {
+        struct V : IRVisitor {
+            using IRVisitor::visit;
+            GemmInstr instr;
+            bool found = false;
+            void visit(const Gemm &g) override { found |= g.instr == instr; }
+        } v;
+        v.instr = instr;
+        v.visit(s);
+        return v.found;
+    }
+
+    /// Whether a T.gemm of `stmts` runs on mma.sync over the panels (--mixed-warp-roles' products).
+    static bool callsMmaPanels(const std::vector<Stmt> &stmts) {
+        return std::any_of(stmts.begin(), stmts.end(), [](const Stmt &s) { return callsInstr(s, GemmInstr::MmaPanels); });
     }
 
     /// Null, with why: the rings beside the other shared buffers (`bytes`, as planned) do not fit.

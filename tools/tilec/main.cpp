@@ -226,6 +226,9 @@ int main(int argc, char **argv) {
     app.add_flag("--sparse-warp-roles", o.sparseWarpRoles,
                  "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
                  "instead of the cp.async ring; off by default until checked on the GPU");
+    app.add_flag("--mixed-warp-roles", o.mixedWarpRoles,
+                 "sm_90a: a T.Pipelined loop whose wgmma products sit beside one wgmma cannot take (run on mma.sync over "
+                 "the TMA tiles' panels) takes warp roles instead of the cp.async path; off by default until checked on the GPU");
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");

@@ -117,11 +117,13 @@ bool registerOperandTied(const ir::Stmt &s);
 /// Whether `stmts` use a buffer of `tiles` other than as the shared operands of a T.gemm that wgmma (with
 /// `warpgroups` and `rowsOnly` as for wgmmaCan; mma.sync over the panel layout where `mma`) can compute from
 /// `operands` (default: `tiles`). Where `reads` is given, the tiles read otherwise (element-wise loads, a copy's
-/// or a reduction's source) are collected there and do not count: only writes and other products do.
+/// or a reduction's source) are collected there and do not count: only writes and other products do. `mixed`:
+/// a product wgmma cannot take counts as a T.gemm of the tiles too where mma.sync can read its operands as
+/// panels (mmaPanelsCan; --mixed-warp-roles).
 bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
                         int warpgroups, bool rowsOnly, bool mma,
                         const std::map<const ir::BufferNode *, const TmaTile *> *operands = nullptr,
-                        std::set<const ir::BufferNode *> *reads = nullptr);
+                        std::set<const ir::BufferNode *> *reads = nullptr, bool mixed = false);
 
 /// A T.Pipelined loop's body (its top-level statements, or those of a condition around them) with each
 /// T.Parallel loop that fills a whole 1-D shared buffer from a run of a global tensor's innermost dimension
@@ -136,8 +138,9 @@ ir::Stmt rowCopies(const ir::Stmt &body, std::map<const ir::StmtNode *, ir::Stmt
 std::string operandTile(const ir::Region &r, TmaTile &out);
 
 /// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
-/// the panel layout where `mma`); `registerAOnMma` is set where one with A from registers stays on mma.sync.
+/// the panel layout where `mma`, or where `mixed` for those wgmma cannot take and mma.sync can read as panels);
+/// `registerAOnMma` is set where one with A from registers stays on mma.sync.
 ir::Stmt markWgmma(const ir::Stmt &s, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
-                   bool rowsOnly, bool mma, bool &registerAOnMma);
+                   bool rowsOnly, bool mma, bool &registerAOnMma, bool mixed = false);
 
 } // namespace tilec::passes
