@@ -67,6 +67,7 @@ std::string strideSymbol(const std::string &name, size_t d) {
 
 void decorateStrided(GProgram &p) {
     Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x57d1de)};
+    Rng tables{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x7ab1e)}; // its own, so the strides are what they were
     if (!r.coin(0.35)) return;
     for (auto &name : stridableTensors()) {
         const std::vector<int64_t> shape = p.shapeOf(name);
@@ -83,6 +84,7 @@ void decorateStrided(GProgram &p) {
             p.strideSymbols[st.text[d]] = st.value[d];
         }
         st.pointer = r.coin(0.25); // through a T.ptr and T.make_tensor (docs/LANGUAGE.md, section 3.9)
+        st.table = st.pointer && tables.coin(0.6); // through a pointer table, inside the launch
         p.strided[name] = std::move(st);
     }
 }
@@ -101,21 +103,29 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
         for (auto &[name, st] : p.strided) {
             ++n["kind " + st.kind];
             ++n[readOnlyTensor(name) ? "in an input" : "in an output"];
-            n["through T.ptr and T.make_tensor"] += st.pointer;
+            n["through T.ptr and T.make_tensor"] += st.pointer && !st.table;
+            n["through a T.ptr table inside the launch"] += st.table;
             ++n[st.value.size() > 2 ? "of rank 3 or 4" : st.value.size() == 2 ? "of rank 2" : "of rank 1"];
         }
         n["with T.dynamic strides"] += !p.strideSymbols.empty();
         n["with scalar parameters (not strides)"] += !p.scalarParams.empty();
+        n["with T.ptr tables of two tensors or more"] += std::count_if(p.strided.begin(), p.strided.end(), [](auto &e) { return e.second.table; }) > 1;
+        if (!p.workspace.empty()) ++n["with a T.alloc_global workspace: " + p.workspace];
+        if (p.ru > 0) ++n["with a packed " + p.uType + " input" + (p.uStride ? ", strided" : "")];
     }
     std::cout << strided << " of " << programs << " programs from seed " << seed << " have T.StridedTensor parameters\n";
     int missing = strided == 0;
     for (const char *k : {"kind gaps", "kind transposed", "kind elements", "kind overlap", "kind broadcast", "in an input",
                           "in an output", "of rank 1", "of rank 2", "of rank 3 or 4", "with T.dynamic strides",
-                          "through T.ptr and T.make_tensor", "with scalar parameters (not strides)"}) {
+                          "through T.ptr and T.make_tensor", "through a T.ptr table inside the launch", "with scalar parameters (not strides)",
+                          "with T.ptr tables of two tensors or more", "with a T.alloc_global workspace: Y",
+                          "with a T.alloc_global workspace: Y here", "with a T.alloc_global workspace: A",
+                          "with a packed int4 input", "with a packed int4 input, strided", "with a packed uint4 input",
+                          "with a packed uint4 input, strided"}) {
         std::cout << "  " << n[k] << "  " << k << "\n";
         missing += n[k] == 0;
     }
-    if (missing) std::cout << "the generator no longer covers every kind of T.StridedTensor parameter\n";
+    if (missing) std::cout << "the generator no longer covers every kind of parameter (strided, pointer table, workspace, packed)\n";
     return missing ? 1 : 0;
 }
 
