@@ -507,6 +507,9 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         for (size_t i = 0; i < written.size(); ++i)
             if (std::string e = checkLaunchArguments(cuda, *front.program->kernels[i], dyn, strides, inputs, written[i]); !e.empty())
                 return outcome(Outcome::Failure, "launch check", target + ": " + e);
+    for (auto &[target, cuda] : out.cuda) // the workspaces' sizes (the last launch's parameters hold them all)
+        if (std::string e = checkWorkspaceBytes(cuda, *front.program->kernels.back(), dyn); !e.empty())
+            return outcome(Outcome::Failure, "workspace size", target + ": " + e);
 
     auto all = [](const ir::Program &p) {
         std::vector<const ir::Kernel *> ks;

@@ -85,6 +85,11 @@ void decorateStrided(GProgram &p) {
         }
         st.pointer = r.coin(0.25); // through a T.ptr and T.make_tensor (docs/LANGUAGE.md, section 3.9)
         st.table = st.pointer && tables.coin(0.6); // through a pointer table, inside the launch
+        // no argument has a table tensor's strides: its run-time ones are int32 scalar parameters (a T.dynamic
+        // only it uses is a located error, tests/fuzz/pointer_table_unbound_stride.tile)
+        if (st.table)
+            for (auto &t : st.text)
+                if (p.strideSymbols.count(t)) p.scalarParams[t] = {"int32", p.strideSymbols[t]}, p.strideSymbols.erase(t);
         p.strided[name] = std::move(st);
     }
 }
@@ -105,6 +110,8 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
             ++n[readOnlyTensor(name) ? "in an input" : "in an output"];
             n["through T.ptr and T.make_tensor"] += st.pointer && !st.table;
             n["through a T.ptr table inside the launch"] += st.table;
+            n["through a T.ptr table, run-time strides"] +=
+                st.table && std::any_of(st.text.begin(), st.text.end(), [&](auto &t) { return p.scalarParams.count(t) > 0; });
             ++n[st.value.size() > 2 ? "of rank 3 or 4" : st.value.size() == 2 ? "of rank 2" : "of rank 1"];
         }
         n["with T.dynamic strides"] += !p.strideSymbols.empty();
@@ -117,7 +124,7 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
     int missing = strided == 0;
     for (const char *k : {"kind gaps", "kind transposed", "kind elements", "kind overlap", "kind broadcast", "in an input",
                           "in an output", "of rank 1", "of rank 2", "of rank 3 or 4", "with T.dynamic strides",
-                          "through T.ptr and T.make_tensor", "through a T.ptr table inside the launch", "with scalar parameters (not strides)",
+                          "through T.ptr and T.make_tensor", "through a T.ptr table inside the launch", "through a T.ptr table, run-time strides", "with scalar parameters (not strides)",
                           "with T.ptr tables of two tensors or more", "with a T.alloc_global workspace: Y",
                           "with a T.alloc_global workspace: Y here", "with a T.alloc_global workspace: A",
                           "with a packed int4 input", "with a packed int4 input, strided", "with a packed uint4 input",
