@@ -72,7 +72,7 @@ struct Printer {
             line(ind, o.n >= 0 ? "T.ptx_wait_group(" + num(o.n) + ")" : "T.ptx_commit_group()");
             return;
         case GOp::Store:
-            if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", Y[by * BM, bx * BN])");
+            if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", " + (o.tensor == "UO" ? "UO" : "Y") + "[by * BM, bx * BN])");
             else line(ind, "T.copy(" + o.src + ", R[(by * " + num(p.gx) + " + bx) * (BM + BN)])");
             return;
         case GOp::TileCopy:
@@ -437,6 +437,7 @@ std::string GProgram::print() const {
         o += "\n";
     }
     if (ru > 0 && uStride > 0) o += "# strides U: " + num(uStride / 2) + " 1\n"; // its bytes' (GenSubByte.cpp)
+    if (ruo > 0 && uoStride > 0) o += "# strides UO: " + num(uoStride / 2) + " 1\n";
     if (auto dv = dynamicValues(); !dv.empty()) {
         o += "# dynamic:";
         for (auto &[n, v] : dv) o += " " + n + "=" + num(v);
@@ -481,6 +482,9 @@ std::string GProgram::print() const {
     if (ru > 0)
         ps.push_back(uStride > 0 ? "U: T.StridedTensor((" + num(ru) + ", " + num(cu) + "), (" + num(uStride) + ", 1), \"" + uType + "\")"
                                  : "U: T.Tensor((" + num(ru) + ", " + num(cu) + "), \"" + uType + "\")");
+    if (ruo > 0)
+        ps.push_back(uoStride > 0 ? "UO: T.StridedTensor((" + num(ruo) + ", " + num(cuo) + "), (" + num(uoStride) + ", 1), \"" + uType + "\")"
+                                  : "UO: T.Tensor((" + num(ruo) + ", " + num(cuo) + "), \"" + uType + "\")");
     if (batch >= 0) ps.push_back("NB: T.Tensor((nb,), \"float32\")"); // gives the launch function nb
     if (vn > 0) ps.push_back("V: T.Tensor((" + num(vn) + ",), \"float32\"), P: T.Tensor((4,), \"float32\")");
     if (xrank > 0) {

@@ -216,6 +216,9 @@ struct GProgram {
     /// C function takes bytes, and the `# strides U:` line gives the bytes' strides (uStride / 2, 1).
     int64_t ru = 0, cu = 0, uStride = 0;
     std::string uType = "int4";
+    /// A packed output UO of `uType` (ruo > 0): (ruo, cuo), cuo even, row stride uoStride elements (0:
+    /// row-major); a Store of a 2-D tile writes it in Y's place (GOp::tensor "UO"), whole bytes, two elements each.
+    int64_t ruo = 0, cuo = 0, uoStride = 0;
     /// The concrete shape of tensor parameter `name` (empty when the program has no such parameter).
     std::vector<int64_t> shapeOf(const std::string &name) const;
     /// The strides of `name` as values (empty: row-major).

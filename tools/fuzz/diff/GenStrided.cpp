@@ -119,6 +119,7 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
         n["with T.ptr tables of two tensors or more"] += std::count_if(p.strided.begin(), p.strided.end(), [](auto &e) { return e.second.table; }) > 1;
         if (!p.workspace.empty()) ++n["with a T.alloc_global workspace: " + p.workspace];
         if (p.ru > 0) ++n["with a packed " + p.uType + " input" + (p.uStride ? ", strided" : "")];
+        if (p.ruo > 0) ++n[std::string("with a packed output") + (p.uoStride ? ", strided" : "")];
     }
     std::cout << strided << " of " << programs << " programs from seed " << seed << " have T.StridedTensor parameters\n";
     int missing = strided == 0;
@@ -128,7 +129,7 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
                           "with T.ptr tables of two tensors or more", "with a T.alloc_global workspace: Y",
                           "with a T.alloc_global workspace: Y here", "with a T.alloc_global workspace: A",
                           "with a packed int4 input", "with a packed int4 input, strided", "with a packed uint4 input",
-                          "with a packed uint4 input, strided"}) {
+                          "with a packed uint4 input, strided", "with a packed output", "with a packed output, strided"}) {
         std::cout << "  " << n[k] << "  " << k << "\n";
         missing += n[k] == 0;
     }
