@@ -102,7 +102,11 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
     std::map<std::string, uint64_t> n;
     uint64_t programs = 0, strided = 0;
     for (uint64_t s = seed; s < seed + count; ++s) {
-        if (bigEvery && s % bigEvery == 0) continue; // programs past 2^31 elements have no strided parameters
+        if (bigEvery && s % bigEvery == 0) { // a program past 2^31 elements (GenBig.cpp): strided ones among them
+            const std::string kind = generateBig(s).kind;
+            n["past 2^31: strided rows"] += kind == "strided rows", n["past 2^31: strided int4 rows"] += kind == "strided int4 rows";
+            continue;
+        }
         const GProgram p = generate(s, true);
         ++programs, strided += !p.strided.empty();
         for (auto &[name, st] : p.strided) {
@@ -129,7 +133,8 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
                           "with T.ptr tables of two tensors or more", "with a T.alloc_global workspace: Y",
                           "with a T.alloc_global workspace: Y here", "with a T.alloc_global workspace: A",
                           "with a packed int4 input", "with a packed int4 input, strided", "with a packed uint4 input",
-                          "with a packed uint4 input, strided", "with a packed output", "with a packed output, strided"}) {
+                          "with a packed uint4 input, strided", "with a packed output", "with a packed output, strided",
+                          "past 2^31: strided rows", "past 2^31: strided int4 rows"}) {
         std::cout << "  " << n[k] << "  " << k << "\n";
         missing += n[k] == 0;
     }
