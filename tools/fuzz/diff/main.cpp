@@ -19,8 +19,9 @@
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --census [--seed S] [--count N]                        what the generator's programs of those
-///       seeds hold of T.StridedTensor parameters (GenStrided.cpp), by kind, rank and direction; exit status 1
-///       when one of them never occurs (a ctest: the generator must not stop producing them)
+///       seeds hold of T.StridedTensor parameters (GenStrided.cpp), by kind, rank and direction, of pointer
+///       tables, workspaces, packed int4 / uint4 tensors and strided programs past 2^31; exit status 1 when one
+///       of them never occurs (a ctest: the generator must not stop producing them)
 ///   tilec-difffuzz --print [--seed S]                                     the program of seed S, as a campaign draws it
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
 ///       class it must flag and its correct twin (OracleSelfTest.cpp)
