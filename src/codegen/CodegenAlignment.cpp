@@ -25,6 +25,7 @@ std::vector<int> ruleAlignments(const KernelInfo &v) {
         a = std::max(a, (int)TensorMap::kAlignment);
     }
     for (auto &as : k.assumptions) {
+        if (k.addressOf(as.tensor.get())) continue; // a T.make_tensor address: no argument (CodegenHost.cpp)
         int &a = r[paramOf(k, as.tensor)];
         a = std::max(a, (int)as.bytes);
     }

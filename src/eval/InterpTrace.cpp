@@ -8,6 +8,7 @@
 #include "eval/TileLang.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/passes/Staging.h"
 
 #include <algorithm>
 
@@ -270,6 +271,31 @@ void InterpImpl::finishParams(TraceState &t) {
                                           "tensors or a scalar parameter, so the launch function has no value for it");
                 break;
             }
+    }
+    // A T.make_tensor inside a launch: its shape and strides read the launch's own variables (block and loop
+    // indices, the thread), the tensors' sizes and scalar parameters; a T.dynamic that no argument gives has
+    // no value in the kernel (the C function would name an undeclared variable).
+    for (ir::Kernel *l : launches) {
+        std::set<const ir::VarNode *> bound = passes::loopVariablesIn(l->body);
+        for (auto &b : l->blockIdx) bound.insert(b.get());
+        if (l->threadIdx) bound.insert(l->threadIdx.get());
+        for (auto &a : l->addressedTensors) {
+            std::vector<ir::Var> used;
+            for (auto &d : a.tensor->shape) collectVars(d, used);
+            for (auto &layout : l->tensorLayouts) // its strides: the placement's outputs, less its own inputs
+                if (layout.tensor == a.tensor) {
+                    for (auto &f : layout.forward) collectVars(f, used);
+                    for (auto &v : layout.vars) bound.insert(v.get());
+                }
+            for (auto &v : used)
+                if (!bound.count(v.get()) && !isScalar(v) && !isRuntimeConst(v) &&
+                    std::find(k.dynamicSymbols.begin(), k.dynamicSymbols.end(), v) == k.dynamicSymbols.end()) {
+                    diag_.error(a.tensor->loc, "T.make_tensor's tensor '" + a.tensor->name + "' uses '" + v->name +
+                                                   "' in its shape or strides, which is not a size of the prim_func's "
+                                                   "tensors or a scalar parameter, so the kernel has no value for it");
+                    break;
+                }
+        }
     }
     for (auto &p : k.params) {
         if (!p.workspace) continue;

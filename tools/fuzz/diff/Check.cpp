@@ -101,18 +101,42 @@ std::map<std::string, std::vector<double> *> pointers(std::map<std::string, std:
     return r;
 }
 
-/// One lowered kernel on the simulator (its interleaving from `seed`), its outputs compared with the
-/// reference's; `path` tells which lowering a failure is of.
-Outcome simulate(const ir::Kernel &k, std::map<std::string, std::vector<double>> &sim,
-                 const std::map<std::string, std::vector<double>> &ref, const std::vector<std::string> &outputs,
-                 const Views &views, const std::map<std::string, double> &dyn, uint64_t seed, const std::string &path) {
+/// The `# pointer table: NAME ...` line of a program: the tensors whose addresses the pointer table TP holds, entry
+/// 2e and 2e + 1 the address of the e-th (Gen.h: Strides::table), which tableAddress gives.
+std::vector<std::string> pointerTable(const std::string &text) {
+    std::vector<std::string> out;
+    const size_t at = text.find("\n# pointer table:");
+    if (at == std::string::npos) return out;
+    std::istringstream line(text.substr(at + 17, text.find('\n', at + 1) - at - 17));
+    for (std::string n; line >> n;) out.push_back(n);
+    return out;
+}
+int64_t tableAddress(size_t entry) { return (int64_t)(entry + 1) << 20; }
+
+/// One lowered kernel on the simulator, with its races.
+Outcome simulateOne(const ir::Kernel &k, std::map<std::string, std::vector<double>> &sim, const std::map<std::string, double> &dyn,
+                    uint64_t seed, const std::string &path, const std::vector<std::string> &table) {
     simtest::Simulator s(k, pointers(sim), dyn, seed);
+    for (size_t e = 0; e < table.size(); ++e) s.addresses[tableAddress(e)] = &sim.at(table[e]);
     try {
         s.run();
     } catch (const std::exception &e) { // SimError, or an access outside what the simulator holds
         return outcome(Outcome::Failure, "simulator" + path, e.what());
     }
     if (!s.races.empty()) return outcome(Outcome::Failure, "race" + path, s.races[0]);
+    return outcome(Outcome::Ok, "");
+}
+
+
+/// The lowered kernels of one export (its launches, in order) on the simulator (its interleaving from `seed`),
+/// its outputs then compared with the reference's; `path` tells which lowering a failure is of. T.make_tensor
+/// tensors of the pointer table `table` are found at their addresses.
+Outcome simulate(const std::vector<const ir::Kernel *> &ks, std::map<std::string, std::vector<double>> &sim,
+                 const std::map<std::string, std::vector<double>> &ref, const std::vector<std::string> &outputs,
+                 const Views &views, const std::map<std::string, double> &dyn, uint64_t seed, const std::string &path,
+                 const std::vector<std::string> &table) {
+    for (const ir::Kernel *k : ks)
+        if (auto f = simulateOne(*k, sim, dyn, seed, path, table); f.kind == Outcome::Failure) return f;
     for (auto &n : outputs) {
         std::vector<double> elements = sim[n];
         if (auto v = views.find(n); v != views.end()) { // a T.StridedTensor: its elements, and nothing else changed
@@ -142,6 +166,12 @@ bool assumptionsHold(const ir::Kernel &k, const std::map<std::string, double> &d
 std::vector<double> inputTensor(const std::string &name, size_t n, uint64_t dataSeed) {
     uint64_t h = dataSeed;
     for (char c : name) h = h * 131 + (unsigned char)c;
+    if (name == "U") { // the bytes of a packed int4 / uint4 tensor (GenSubByte.cpp): every nibble, int8 as torch passes
+        std::mt19937_64 g(h);
+        std::vector<double> v(n);
+        for (auto &x : v) x = (double)(int8_t)(uint8_t)(g() & 255);
+        return v;
+    }
     return inputData(n, h);
 }
 
@@ -285,8 +315,11 @@ void compile(Compiled &c, const std::string &text, const std::map<std::string, s
             const bool undefined = d.find("undefined name") != std::string::npos;
             return void(c.early = outcome(undefined ? Outcome::Failure : Outcome::Rejected, "front end: " + reasonOf(d), d));
         }
-        if (front.program->kernels.size() != 1) return void(c.early = outcome(Outcome::Skipped, "not one kernel"));
-        if (!checkKernel(*front.program->kernels[0], target, front.diag)) return;
+        // one export: one kernel, or its launches (T.alloc_global workspaces between them)
+        if (front.program->kernels.size() != (size_t)front.program->kernels[0]->parts)
+            return void(c.early = outcome(Outcome::Skipped, "not one export"));
+        for (auto &k : front.program->kernels)
+            if (!checkKernel(*k, target, front.diag)) return;
         PassContext ctx;
         ctx.diag = &front.diag;
         ir::Program p = lower(*front.program, Variant{target, {}}, ctx);
@@ -394,15 +427,23 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     std::set<std::string> inputs;
     Views views;
     const auto strides = stridesOf(text);
+    const std::vector<std::string> table = pointerTable(text);
+    // The tensor parameters (workspaces too), then the T.make_tensor tensors of the pointer table.
+    std::vector<const ir::BufferNode *> tensors;
     for (auto &p : typed.params) {
-        if (p.kind != ir::Param::Tensor) { // a scalar parameter: its value in the `# dynamic:` line
-            if (!dyn.count(p.var->name)) return outcome(Outcome::Skipped, "no value for scalar parameter '" + p.var->name + "'");
-            continue;
-        }
-        auto dims = dimsOf(*p.buffer, dyn);
+        if (p.kind == ir::Param::Tensor) tensors.push_back(p.buffer.get());
+        else if (!dyn.count(p.var->name)) // a scalar parameter: its value in the `# dynamic:` line
+            return outcome(Outcome::Skipped, "no value for scalar parameter '" + p.var->name + "'");
+    }
+    for (auto &k : front.program->kernels)
+        for (auto &a : k->addressedTensors)
+            if (std::find(table.begin(), table.end(), a.tensor->name) != table.end()) tensors.push_back(a.tensor.get());
+    for (const ir::BufferNode *b : tensors) {
+        const std::string &name = b->name;
+        if (ref.count(name)) continue; // a launch's own T.make_tensor of a tensor another launch made
+        auto dims = dimsOf(*b, dyn);
         if (!dims) return outcome(Outcome::Skipped, "a shape the fuzzer cannot size");
-        const std::string &name = p.buffer->name;
-        bool input = name == "A" || name == "B" || name == "GA" || name == "GB" || name == "NB" || name == "P" || name == "X";
+        bool input = name == "A" || name == "U" || name == "B" || name == "GA" || name == "GB" || name == "NB" || name == "P" || name == "X";
         auto st = strides.find(name);
         if (st != strides.end() && st->second.size() != dims->size())
             return outcome(Outcome::Skipped, "a `# strides` line of the wrong rank for " + name);
@@ -411,7 +452,14 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
         int64_t n = 1;
         for (int64_t d : *dims) n *= d;
         ref[name] = input ? inputElements(name, *dims, s, dataSeed) : std::vector<double>((size_t)n, poison);
-        if (input) inputs.insert(name);
+        if (name == "TP") // the pointer table: entries 2e and 2e + 1 the e-th tensor's address
+            for (int64_t e = 0; e < n; ++e) ref[name][(size_t)e] = (double)tableAddress((size_t)e / 2);
+        auto asStored = [&](std::vector<double> &v) { // uint4's bytes are uint8 (inputTensor draws int8)
+            if (b->dtype.kind == tilec::DType::UInt8)
+                for (auto &x : v) x = x < 0 ? x + 256 : x;
+        };
+        asStored(ref[name]);
+        if (input || name == "TP") inputs.insert(name);
         else outputs.push_back(name);
         if (s.empty()) {
             sim[name] = ref[name];
@@ -423,14 +471,21 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
                           : std::vector<double>((size_t)stridedSpan(*dims, s), outsideElements);
         if (!input)
             for (int64_t o : v.offsets) v.initial[(size_t)o] = poison;
+        asStored(v.initial);
         sim[name] = v.initial;
     }
+    for (auto &n : table)
+        if (!ref.count(n)) return outcome(Outcome::Skipped, "no T.make_tensor tensor " + n + " of the pointer table");
     const std::map<std::string, std::vector<double>> initial = sim;
     bool divergent = false;
     std::string divergentWhat;
-    Reference reference(typed, pointers(ref), dyn);
+    std::vector<std::set<std::string>> written; // per launch
     try {
-        reference.run();
+        for (auto &k : front.program->kernels) { // the export's launches in order
+            Reference reference(*k, pointers(ref), dyn);
+            reference.run();
+            written.push_back(reference.written());
+        }
     } catch (const Undefined &e) {
         divergent = true;
         divergentWhat = e.what();
@@ -449,22 +504,33 @@ Outcome checkProgram(const std::string &text, const std::map<std::string, std::s
     if (auto d = compareExact(ref, expected); !d.empty()) return outcome(Outcome::Failure, "front end", d);
     // The launch function's null-pointer and overlap checks, which the simulator never runs (HostChecks.h).
     for (auto &[target, cuda] : out.cuda)
-        if (std::string e = checkLaunchArguments(cuda, typed, dyn, strides, inputs, reference.written()); !e.empty())
-            return outcome(Outcome::Failure, "launch check", target + ": " + e);
+        for (size_t i = 0; i < written.size(); ++i)
+            if (std::string e = checkLaunchArguments(cuda, *front.program->kernels[i], dyn, strides, inputs, written[i]); !e.empty())
+                return outcome(Outcome::Failure, "launch check", target + ": " + e);
+    for (auto &[target, cuda] : out.cuda) // the workspaces' sizes (the last launch's parameters hold them all)
+        if (std::string e = checkWorkspaceBytes(cuda, *front.program->kernels.back(), dyn); !e.empty())
+            return outcome(Outcome::Failure, "workspace size", target + ": " + e);
 
-    if (auto f = simulate(*lowered->kernels[0], sim, ref, outputs, views, dyn, 0, ""); f.kind == Outcome::Failure) return f;
+    auto all = [](const ir::Program &p) {
+        std::vector<const ir::Kernel *> ks;
+        for (auto &k : p.kernels) ks.push_back(k.get());
+        return ks;
+    };
+    if (auto f = simulate(all(*lowered), sim, ref, outputs, views, dyn, 0, "", table); f.kind == Outcome::Failure) return f;
     bool roles = false, wgmmaOnly = false;
-    if (hopperLowered)
+    if (hopperLowered) {
         for (auto &k : hopperLowered->kernels) {
             // warp roles, or wgmma in flight across the block's statements (T.wgmma_gemm and T.wait_wgmma)
             const bool wgmma = !k->producerThreads && issuesWgmma(*k);
-            if (!k->producerThreads && !wgmma) continue;
-            roles |= !wgmma, wgmmaOnly |= wgmma;
-            sim = initial;
-            if (auto f = simulate(*k, sim, ref, outputs, views, dyn, dataSeed, wgmma ? " (sm_90a wgmma)" : " (sm_90a warp roles)");
+            roles |= k->producerThreads && !wgmma, wgmmaOnly |= wgmma;
+        }
+        sim = initial;
+        if (roles || wgmmaOnly)
+            if (auto f = simulate(all(*hopperLowered), sim, ref, outputs, views, dyn, dataSeed,
+                                  wgmmaOnly && !roles ? " (sm_90a wgmma)" : " (sm_90a warp roles)", table);
                 f.kind == Outcome::Failure)
                 return f;
-        }
+    }
     out.warpRoles = roles, out.wgmma = wgmmaOnly;
     return out;
 }

@@ -72,7 +72,7 @@ struct Printer {
             line(ind, o.n >= 0 ? "T.ptx_wait_group(" + num(o.n) + ")" : "T.ptx_commit_group()");
             return;
         case GOp::Store:
-            if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", Y[by * BM, bx * BN])");
+            if (is2D(o.src)) line(ind, "T.copy(" + o.src + ", " + (o.tensor == "UO" ? "UO" : "Y") + "[by * BM, bx * BN])");
             else line(ind, "T.copy(" + o.src + ", R[(by * " + num(p.gx) + " + bx) * (BM + BN)])");
             return;
         case GOp::TileCopy:
@@ -436,6 +436,8 @@ std::string GProgram::print() const {
         for (int64_t v : st.value) o += " " + num(v);
         o += "\n";
     }
+    if (ru > 0 && uStride > 0) o += "# strides U: " + num(uStride / 2) + " 1\n"; // its bytes' (GenSubByte.cpp)
+    if (ruo > 0 && uoStride > 0) o += "# strides UO: " + num(uoStride / 2) + " 1\n";
     if (auto dv = dynamicValues(); !dv.empty()) {
         o += "# dynamic:";
         for (auto &[n, v] : dv) o += " " + n + "=" + num(v);
@@ -449,9 +451,11 @@ std::string GProgram::print() const {
     o += "def make(BM, BN, BK=" + num(bk) + "):\n";
     o += "    @T.prim_func\n";
     // A parameter: T.Tensor, or T.StridedTensor where decorateStrided strided it (or a T.ptr that `made`,
-    // T.make_tensor in the body, makes the strided tensor).
-    std::string made;
-    auto param = [&](const std::string &name, const std::vector<std::string> &dims, const std::string &dtype) {
+    // T.make_tensor in the body, makes the strided tensor, or an entry of the pointer table TP that `launched`,
+    // T.make_tensor inside the launch, makes it: no parameter, "").
+    std::string made, launched;
+    std::vector<std::string> table;
+    auto param = [&](const std::string &name, const std::vector<std::string> &dims, const std::string &dtype) -> std::string {
         auto tuple = [](const std::vector<std::string> &v) {
             std::string t;
             for (auto &x : v) t += (t.empty() ? "" : ", ") + x;
@@ -459,33 +463,66 @@ std::string GProgram::print() const {
         };
         auto it = strided.find(name);
         if (it == strided.end()) return name + ": T.Tensor(" + tuple(dims) + ", \"" + dtype + "\")";
+        const std::string rest = tuple(dims) + ", \"" + dtype + "\", strides=" + tuple(it->second.text) + ")\n";
+        if (it->second.table) {
+            launched += "            " + name + " = T.make_tensor(TP[" + num(2 * (int64_t)table.size()) + " + (bx + by) % 2], " + rest;
+            table.push_back(name);
+            return "";
+        }
         if (it->second.pointer) {
-            made += "        " + name + " = T.make_tensor(" + name + ", " + tuple(dims) + ", \"" + dtype + "\", strides=" +
-                    tuple(it->second.text) + ")\n";
+            made += "        " + name + " = T.make_tensor(" + name + ", " + rest;
             return name + ": T.ptr"; // the tensor takes the pointer's name (its buffer's, the C parameter's)
         }
         return name + ": T.StridedTensor(" + tuple(dims) + ", " + tuple(it->second.text) + ", \"" + dtype + "\")";
     };
-    std::string params = param("A", {rowsA, colsA}, "float32") + ", " + param("B", {rowsB, colsB}, "float32") + ", " +
-                         param("Y", {rowsY, colsY}, "float32") + ", " + param("R", {num(rn)}, "float32") + ", " +
-                         param("W", {num(wn)}, "float32") + ", " + param("Z", {num(zn)}, "float32");
+    std::vector<std::string> ps{param("A", {rowsA, colsA}, "float32"), param("B", {rowsB, colsB}, "float32"),
+                                param("Y", {rowsY, colsY}, "float32"), param("R", {num(rn)}, "float32"),
+                                param("W", {num(wn)}, "float32"), param("Z", {num(zn)}, "float32")};
     const ScalarContext sc = scalarContext(1);
-    if (batch >= 0) params += ", NB: T.Tensor((nb,), \"float32\")"; // gives the launch function nb
-    if (vn > 0) params += ", V: T.Tensor((" + num(vn) + ",), \"float32\"), P: T.Tensor((4,), \"float32\")";
+    if (ru > 0)
+        ps.push_back(uStride > 0 ? "U: T.StridedTensor((" + num(ru) + ", " + num(cu) + "), (" + num(uStride) + ", 1), \"" + uType + "\")"
+                                 : "U: T.Tensor((" + num(ru) + ", " + num(cu) + "), \"" + uType + "\")");
+    if (ruo > 0)
+        ps.push_back(uoStride > 0 ? "UO: T.StridedTensor((" + num(ruo) + ", " + num(cuo) + "), (" + num(uoStride) + ", 1), \"" + uType + "\")"
+                                  : "UO: T.Tensor((" + num(ruo) + ", " + num(cuo) + "), \"" + uType + "\")");
+    if (batch >= 0) ps.push_back("NB: T.Tensor((nb,), \"float32\")"); // gives the launch function nb
+    if (vn > 0) ps.push_back("V: T.Tensor((" + num(vn) + ",), \"float32\"), P: T.Tensor((4,), \"float32\")");
     if (xrank > 0) {
         std::vector<std::string> dims{batch >= 0 ? "nb" : "xb"};
         if (xrank == 4) dims.push_back("xh");
         dims.push_back(num(xr)), dims.push_back(num(xc));
-        params += ", " + param("X", dims, xType) + ", " + param("Q", dims, "float32");
+        ps.push_back(param("X", dims, xType)), ps.push_back(param("Q", dims, "float32"));
     }
-    if (scalars) params += ", S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")";
+    if (scalars) ps.push_back("S: T.Tensor((" + num(scalarOutputs(*scalars, sc)) + ",), \"float32\")");
     if (gemm)
-        params += ", " + param("GA", ta ? std::vector<std::string>{K, M} : std::vector<std::string>{M, K}, gemmGlobalType) +
-                  ", " + param("GB", tb ? std::vector<std::string>{N, K} : std::vector<std::string>{K, N}, gemmGlobalType);
-    for (auto &[n, tv] : scalarParams) params += ", " + n + ": T." + tv.first;
+        ps.push_back(param("GA", ta ? std::vector<std::string>{K, M} : std::vector<std::string>{M, K}, gemmGlobalType)),
+            ps.push_back(param("GB", tb ? std::vector<std::string>{N, K} : std::vector<std::string>{K, N}, gemmGlobalType));
+    for (auto &[n, tv] : scalarParams) ps.push_back(n + ": T." + tv.first);
+    if (!table.empty()) {
+        ps.push_back("TP: T.Tensor((" + num(2 * (int64_t)table.size()) + ",), T.ptr)");
+        std::string line = "# pointer table:";
+        for (auto &n : table) line += " " + n;
+        o.insert(o.find("\n\n\ndef make("), "\n" + line);
+    }
+    std::string params;
+    for (auto &x : ps)
+        if (!x.empty()) params += (params.empty() ? "" : ", ") + x;
     o += "    def k(" + params + "):\n" + made;
+    // A workspace (GProgram::workspace): WY in Y's place, WA in A's, and the launches that copy them.
+    const std::string wsRows = workspace == "A" ? rowsA : rowsY, wsCols = workspace == "A" ? colsA : colsY;
+    auto copyLaunch = [&](const std::string &to, const std::string &from) {
+        o += "        with T.Kernel(T.ceildiv(" + wsRows + ", 32), threads=128) as bx:\n";
+        o += "            for c in T.serial(T.ceildiv(" + wsCols + ", 32)):\n";
+        o += "                for i, j in T.Parallel(32, 32):\n";
+        o += "                    " + to + "[bx * 32 + i, c * 32 + j] = " + from + "[bx * 32 + i, c * 32 + j]\n";
+    };
+    if (!workspace.empty())
+        o += std::string("        W") + (workspace == "A" ? "A" : "Y") + " = T.alloc_global((" + wsRows + ", " + wsCols + "), \"float32\")\n";
+    if (workspace == "A") copyLaunch("WA", "A");
     if (batch >= 0) o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", nb, threads=" + num(threads) + ") as (bx, by, bz):\n";
     else o += "        with T.Kernel(" + num(gx) + ", " + num(gy) + ", threads=" + num(threads) + ") as (bx, by):\n";
+    o += launched;
+    const size_t body = o.size();
     auto used = buffersUsed();
     auto alloc = [&](const std::string &name, const std::string &text) {
         if (used.count(name)) pr.line(3, name + " = " + text);
@@ -510,6 +547,15 @@ std::string GProgram::print() const {
     std::string defs;
     if (scalars) printScalars(*scalars, sc, 3, defs, o);
     pr.ops(3, ops);
+    if (!workspace.empty()) { // the kernel's Y (or A) is the workspace
+        const std::string t = workspace == "A" ? "A" : "Y";
+        o = o.substr(0, body) + std::regex_replace(o.substr(body), std::regex("\\b" + t + "\\["), "W" + t + "[");
+    }
+    if (workspace == "Y here") { // this block's tile of WY into Y, in the same launch
+        pr.line(3, "for i, j in T.Parallel(BM, BN):");
+        pr.line(4, "Y[by * BM + i, bx * BN + j] = WY[by * BM + i, bx * BN + j]");
+    }
+    if (workspace == "Y") copyLaunch("Y", "WY");
     o += "    return k\n\n\n" + kernelName + " = " +
          (authorSyncs ? "tilelang.compile(make(BM, BN), pass_configs={\"tl.disable_thread_storage_sync\": True})\n"
                       : "make(BM, BN)\n");

@@ -197,11 +197,28 @@ struct GProgram {
         std::vector<int64_t> value;
         std::string kind;
         bool pointer = false; ///< a `T.ptr` parameter made the tensor by T.make_tensor(..., strides=...) in the body
+        /// (with pointer) no parameter: inside the launch, T.make_tensor(TP[2 * e + (bx + by) % 2], ...) of the
+        /// pointer table TP (`T.Tensor((2 * entries,), T.ptr)`), whose entries 2e and 2e + 1 hold its address
+        /// (docs/LANGUAGE.md 3.9); printed with a `# pointer table: NAME ...` line in entry order
+        bool table = false;
     };
     std::map<std::string, Strides> strided;
     std::map<std::string, int64_t> strideSymbols; ///< T.dynamic strides and their values
     /// Scalar parameters (GenScalarParams.cpp): name -> (dtype, value), the value in the `# dynamic:` line.
     std::map<std::string, std::pair<std::string, int64_t>> scalarParams;
+    /// T.alloc_global workspaces (GenWorkspace.cpp: decorateWorkspace): "" none; "Y": the kernel writes WY in
+    /// Y's place and a second launch copies WY into Y; "Y here": the same launch copies its tile of WY into Y
+    /// after its statements; "A": a first launch copies A into WA, which the kernel reads in A's place.
+    std::string workspace;
+    /// A packed sub-byte input U (GenSubByte.cpp: decorateSubByte): ru > 0, U is (ru, cu) of `uType` ("int4",
+    /// "uint4"), two elements to a byte as torch packs them (cu even); uStride > 0: a T.StridedTensor with row
+    /// stride uStride elements (even) and innermost 1. Some loads of A read U instead (unpacking copies); the
+    /// C function takes bytes, and the `# strides U:` line gives the bytes' strides (uStride / 2, 1).
+    int64_t ru = 0, cu = 0, uStride = 0;
+    std::string uType = "int4";
+    /// A packed output UO of `uType` (ruo > 0): (ruo, cuo), cuo even, row stride uoStride elements (0:
+    /// row-major); a Store of a 2-D tile writes it in Y's place (GOp::tensor "UO"), whole bytes, two elements each.
+    int64_t ruo = 0, cuo = 0, uoStride = 0;
     /// The concrete shape of tensor parameter `name` (empty when the program has no such parameter).
     std::vector<int64_t> shapeOf(const std::string &name) const;
     /// The strides of `name` as values (empty: row-major).
@@ -281,6 +298,10 @@ void decorateStrided(GProgram &p);
 /// Scalar parameters (`alpha: T.float32`, `nq: T.int32`) in place of some constants of the program's
 /// expressions (GenScalarParams.cpp), from a stream of its own.
 void decorateScalarParams(GProgram &p);
+/// A packed int4 / uint4 input U read by some of the loads of A (GProgram::ru), from a stream of its own.
+void decorateSubByte(GProgram &p);
+/// T.alloc_global workspaces between launches or inside one (GProgram::workspace), from a stream of its own.
+void decorateWorkspace(GProgram &p);
 /// Tensors the generator may stride (the inputs it may also overlap or broadcast).
 const std::vector<std::string> &stridableTensors();
 bool readOnlyTensor(const std::string &name);

@@ -3,7 +3,8 @@
 /// row-wise ones (a row block through shared memory, a row reduction) and gathers (rows chosen by an int32
 /// index tensor), over int8, float16 and float32 tensors of static or T.dynamic sizes, with and without
 /// tails, and GEMMs whose operands sm_90a loads with TMA (the oracle checks their tensor maps and coordinates).
-/// A few have static sizes whose offsets pass 2^63: those must be refused.
+/// Some read a few rows of a T.StridedTensor (float or packed int4) whose row stride carries its offsets past
+/// 2^31. A few have static sizes whose offsets pass 2^63: those must be refused.
 #include "Gen.h"
 
 namespace tilec::difffuzz {
@@ -141,6 +142,32 @@ struct BigGen : Rng {
         p.reach = std::max(m * k, m * n);
     }
 
+    /// A few rows of a strided tensor whose row stride makes its storage pass 2^31 elements (a slice of a
+    /// huge tensor: a batch's rows, every S-th), or of a packed int4 one whose bytes pass it: the element
+    /// count is small, the offsets are not. Read element by element or by a tile copy through shared memory.
+    void strided() {
+        const bool packed = coin(0.4);
+        p.kind = packed ? "strided int4 rows" : "strided rows";
+        if (packed) dt = "int4";
+        int64_t r = in(3, 64), c = pick(std::vector<int64_t>{2, 64, 1000, 4096});
+        const int64_t reachElems = packed ? ((int64_t)1 << 32) : ((int64_t)1 << 31); // bytes past 2^31 for int4
+        int64_t st = std::min<int64_t>(INT32_MAX - 1, reachElems / (r - 1) + in(0, 1 << 20));
+        st = std::max(st, c);
+        if (packed) st += st % 2; // a packed tensor's strides are even
+        const int64_t bn = std::min<int64_t>(c, 256);
+        std::string R = size("m", r), S = size("sa", st), C = num(c), out = packed ? "int8" : dt;
+        if (packed && dyn) S = num(st), p.dyn.erase("sa"); // a run-time stride of int4 is refused (not provably even)
+        std::string col = "by * " + num(bn) + " + j";
+        std::string body = coin(0.5) ? "        for j in T.Parallel(" + num(bn) + "):\n            if " + col + " < " + C +
+                                           ":\n                B[bx, " + col + "] = A[bx, " + col + "]\n"
+                                     : "        s = T.alloc_shared((1, " + num(bn) + "), \"" + out + "\")\n" +
+                                           "        T.copy(A[bx, by * " + num(bn) + "], s)\n        T.copy(s, B[bx, by * " + num(bn) + "])\n";
+        p.text = header() + "def " + p.name + "(A: T.StridedTensor((" + R + ", " + C + "), (" + S + ", 1), \"" + dt +
+                 "\"), B: T.Tensor((" + R + ", " + C + "), \"" + out + "\")):\n" +
+                 "    with T.Kernel(" + R + ", T.ceildiv(" + C + ", " + num(bn) + "), threads=128) as (bx, by):\n" + body;
+        p.reach = (r - 1) * (packed ? st / 2 : st) + (packed ? c / 2 : c);
+    }
+
     /// B[row] = A[Idx[row]]: the index read from memory.
     void gather() {
         p.kind = "gather";
@@ -180,6 +207,11 @@ BigProgram generateBig(uint64_t seed) {
     case 6:
     case 7: b.rowwise(); break;
     default: b.gather(); break;
+    }
+    // Strided and packed tensors past 2^31 (session 38), from a stream of its own (the draws above unchanged).
+    if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x57b16)}.coin(0.35)) {
+        b.p.dyn.clear(), b.p.pastInt64 = false;
+        b.strided();
     }
     // TMA programs (issue 23): a GEMM past 2^31 elements, from a stream of its own (the draws above unchanged).
     if (Rng{std::mt19937_64(seed * 0x9e3779b97f4a7c15ull + 0x7a)}.coin(0.25)) {

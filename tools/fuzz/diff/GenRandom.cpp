@@ -591,6 +591,8 @@ GProgram generate(uint64_t seed, bool threadShared) {
     decorateWgmma(g.p);
     decorateStrided(g.p);
     decorateScalarParams(g.p);
+    decorateWorkspace(g.p);
+    decorateSubByte(g.p);
     // Per-thread statements ordered by the author, tile statements by tilec (own stream: the rest of the
     // program is what it was without it). Not where threads exchange data inside a branch on the thread index
     // (IfThreadScalar): no author's barrier can order those, and without one they are the program's own race.

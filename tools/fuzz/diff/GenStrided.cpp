@@ -67,6 +67,7 @@ std::string strideSymbol(const std::string &name, size_t d) {
 
 void decorateStrided(GProgram &p) {
     Rng r{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x57d1de)};
+    Rng tables{std::mt19937_64(p.seed * 0x9e3779b97f4a7c15ull + 0x7ab1e)}; // its own, so the strides are what they were
     if (!r.coin(0.35)) return;
     for (auto &name : stridableTensors()) {
         const std::vector<int64_t> shape = p.shapeOf(name);
@@ -83,6 +84,12 @@ void decorateStrided(GProgram &p) {
             p.strideSymbols[st.text[d]] = st.value[d];
         }
         st.pointer = r.coin(0.25); // through a T.ptr and T.make_tensor (docs/LANGUAGE.md, section 3.9)
+        st.table = st.pointer && tables.coin(0.6); // through a pointer table, inside the launch
+        // no argument has a table tensor's strides: its run-time ones are int32 scalar parameters (a T.dynamic
+        // only it uses is a located error, tests/fuzz/pointer_table_unbound_stride.tile)
+        if (st.table)
+            for (auto &t : st.text)
+                if (p.strideSymbols.count(t)) p.scalarParams[t] = {"int32", p.strideSymbols[t]}, p.strideSymbols.erase(t);
         p.strided[name] = std::move(st);
     }
 }
@@ -95,27 +102,43 @@ int stridedCensus(uint64_t seed, uint64_t count, uint64_t bigEvery) {
     std::map<std::string, uint64_t> n;
     uint64_t programs = 0, strided = 0;
     for (uint64_t s = seed; s < seed + count; ++s) {
-        if (bigEvery && s % bigEvery == 0) continue; // programs past 2^31 elements have no strided parameters
+        if (bigEvery && s % bigEvery == 0) { // a program past 2^31 elements (GenBig.cpp): strided ones among them
+            const std::string kind = generateBig(s).kind;
+            n["past 2^31: strided rows"] += kind == "strided rows", n["past 2^31: strided int4 rows"] += kind == "strided int4 rows";
+            continue;
+        }
         const GProgram p = generate(s, true);
         ++programs, strided += !p.strided.empty();
         for (auto &[name, st] : p.strided) {
             ++n["kind " + st.kind];
             ++n[readOnlyTensor(name) ? "in an input" : "in an output"];
-            n["through T.ptr and T.make_tensor"] += st.pointer;
+            n["through T.ptr and T.make_tensor"] += st.pointer && !st.table;
+            n["through a T.ptr table inside the launch"] += st.table;
+            n["through a T.ptr table, run-time strides"] +=
+                st.table && std::any_of(st.text.begin(), st.text.end(), [&](auto &t) { return p.scalarParams.count(t) > 0; });
             ++n[st.value.size() > 2 ? "of rank 3 or 4" : st.value.size() == 2 ? "of rank 2" : "of rank 1"];
         }
         n["with T.dynamic strides"] += !p.strideSymbols.empty();
         n["with scalar parameters (not strides)"] += !p.scalarParams.empty();
+        n["with T.ptr tables of two tensors or more"] += std::count_if(p.strided.begin(), p.strided.end(), [](auto &e) { return e.second.table; }) > 1;
+        if (!p.workspace.empty()) ++n["with a T.alloc_global workspace: " + p.workspace];
+        if (p.ru > 0) ++n["with a packed " + p.uType + " input" + (p.uStride ? ", strided" : "")];
+        if (p.ruo > 0) ++n[std::string("with a packed output") + (p.uoStride ? ", strided" : "")];
     }
     std::cout << strided << " of " << programs << " programs from seed " << seed << " have T.StridedTensor parameters\n";
     int missing = strided == 0;
     for (const char *k : {"kind gaps", "kind transposed", "kind elements", "kind overlap", "kind broadcast", "in an input",
                           "in an output", "of rank 1", "of rank 2", "of rank 3 or 4", "with T.dynamic strides",
-                          "through T.ptr and T.make_tensor", "with scalar parameters (not strides)"}) {
+                          "through T.ptr and T.make_tensor", "through a T.ptr table inside the launch", "through a T.ptr table, run-time strides", "with scalar parameters (not strides)",
+                          "with T.ptr tables of two tensors or more", "with a T.alloc_global workspace: Y",
+                          "with a T.alloc_global workspace: Y here", "with a T.alloc_global workspace: A",
+                          "with a packed int4 input", "with a packed int4 input, strided", "with a packed uint4 input",
+                          "with a packed uint4 input, strided", "with a packed output", "with a packed output, strided",
+                          "past 2^31: strided rows", "past 2^31: strided int4 rows"}) {
         std::cout << "  " << n[k] << "  " << k << "\n";
         missing += n[k] == 0;
     }
-    if (missing) std::cout << "the generator no longer covers every kind of T.StridedTensor parameter\n";
+    if (missing) std::cout << "the generator no longer covers every kind of parameter (strided, pointer table, workspace, packed)\n";
     return missing ? 1 : 0;
 }
 

@@ -19,10 +19,11 @@ struct Launcher {
     std::vector<std::string> lines;
 };
 
-/// The definition `extern "C" tilec_status NAME(..., cudaStream_t stream) {`: its parameters and its lines up
-/// to the grid's (the argument checks come first).
-std::optional<Launcher> findLauncher(const std::string &cuda) {
-    const std::string head = "extern \"C\" tilec_status ", stream = "cudaStream_t stream";
+/// The definition `HEAD...(..., cudaStream_t stream) {` (`extern "C" tilec_status NAME`, or a wrapped export's
+/// launcher `static tilec_status tilec_partP_NAME`): its parameters and its lines up to the grid's (the argument
+/// checks come first).
+std::optional<Launcher> findLauncher(const std::string &cuda, const std::string &head) {
+    const std::string stream = "cudaStream_t stream";
     for (size_t at = cuda.find(head); at != std::string::npos; at = cuda.find(head, at + 1)) {
         const size_t open = cuda.find('(', at), close = cuda.find(')', open);
         if (open == std::string::npos || close == std::string::npos) return std::nullopt;
@@ -56,6 +57,7 @@ std::optional<std::pair<std::string, int64_t>> check(const std::string &line, co
 struct Model {
     std::string name;
     int64_t elements = 1, bytes = 0;
+    bool workspace = false; ///< a T.alloc_global workspace: the launch function's own memory, no caller's
 };
 
 } // namespace
@@ -63,17 +65,22 @@ struct Model {
 std::string checkLaunchArguments(const std::string &cuda, const ir::Kernel &typed, const std::map<std::string, double> &dyn,
                                  const std::map<std::string, std::vector<int64_t>> &strides,
                                  const std::set<std::string> &inputs, const std::set<std::string> &written) {
-    auto l = findLauncher(cuda);
-    if (!l) return "no launch function `extern \"C\" tilec_status NAME(..., cudaStream_t stream) {`";
+    // A wrapped export (several launches, workspaces) checks in each launch's own launcher, which takes every
+    // parameter (workspaces too); otherwise the exported function takes the arguments.
+    const std::string head = typed.wrapped() ? "static tilec_status tilec_part" + std::to_string(typed.part) + "_"
+                                             : "extern \"C\" tilec_status ";
+    auto l = findLauncher(cuda, head);
+    if (!l) return "no launch function `" + head + "NAME(..., cudaStream_t stream) {`";
     // Its parameters: the kernel's arguments in order, then the T.dynamic sizes.
     std::map<size_t, Model> tensors;
     std::map<std::string, int64_t> vars;
     size_t at = 0;
     for (auto &p : typed.params) {
-        if (!p.argument()) continue;
+        if (!p.argument() && !typed.wrapped()) continue;
         if (at < l->params.size() && p.kind == ir::Param::Tensor) {
             Model &m = tensors[at];
             m.name = p.buffer->name;
+            m.workspace = p.workspace;
             std::vector<int64_t> dims;
             for (auto &e : p.buffer->shape) {
                 auto c = ir::constInt(e);
@@ -145,7 +152,7 @@ std::string checkLaunchArguments(const std::string &cuda, const ir::Kernel &type
     // Every pair with a written tensor is checked; no pair of tensors the program only reads is.
     for (auto &[i, a] : tensors)
         for (auto &[j, b] : tensors) {
-            if (i >= j) continue;
+            if (i >= j || a.workspace || b.workspace) continue; // the launch function's own memory
             const bool checked = pairs.count({(int64_t)i, (int64_t)j}) > 0;
             if (!checked && (written.count(a.name) || written.count(b.name)))
                 return "no overlap check of " + a.name + " and " + b.name + ", though the kernel writes one of them";

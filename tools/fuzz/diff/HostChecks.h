@@ -26,4 +26,9 @@ std::string checkLaunchArguments(const std::string &cuda, const ir::Kernel &type
                                  const std::map<std::string, std::vector<int64_t>> &strides,
                                  const std::set<std::string> &inputs, const std::set<std::string> &written);
 
+/// "" when the `NAME_workspace_bytes(...)` query of `cuda` gives each of `typed`'s T.alloc_global workspaces its
+/// elements times its element size, in a slot of its own rounded up to 256 bytes, for sizes `dyn`; else the first
+/// difference (HostWorkspace.cpp).
+std::string checkWorkspaceBytes(const std::string &cuda, const ir::Kernel &typed, const std::map<std::string, double> &dyn);
+
 } // namespace tilec::difffuzz

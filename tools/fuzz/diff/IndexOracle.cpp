@@ -422,10 +422,16 @@ class Oracle {
         return r;
     }
 
+    /// The elements an index of `b` may reach: dimension `dim`'s extent, or (flat) its storage's: the element
+    /// count, or a T.StridedTensor's span (its placement's output shape, Kernel::tensorLayouts).
     I128 elements(const Buffer &b, size_t dim, bool flat) {
+        const std::vector<Expr> *shape = &b->shape;
+        if (flat)
+            for (auto &l : k_.tensorLayouts)
+                if (l.tensor == b) shape = &l.shape;
         I128 n = 1;
-        for (size_t i = flat ? 0 : dim; i < (flat ? b->shape.size() : dim + 1); ++i) {
-            Val v = ev_.eval(b->shape[i]);
+        for (size_t i = flat ? 0 : dim; i < (flat ? shape->size() : dim + 1); ++i) {
+            Val v = ev_.eval((*shape)[i]);
             if (!v.known) return -1;
             n *= v.exact;
         }

@@ -262,10 +262,50 @@ def gaps(X: T.Tensor((8, 40), "float32"), Y: T.StridedTensor((8, 40), (48, 1), "
     return bad;
 }
 
+/// The workspace-size oracle (HostChecks.h: checkWorkspaceBytes) on two workspaces of run-time sizes: the query
+/// that sizes one by a wrong factor, or rounds a slot down, would let a launch write past it.
+int workspaceBytes() {
+    const std::string text = R"(import tilelang.language as T
+m = T.dynamic("m")
+
+@T.prim_func
+def two(X: T.Tensor((m, 40), "float32"), Y: T.Tensor((m,), "float32")):
+    P = T.alloc_global((m, 40), "float32")
+    Q = T.alloc_global((m,), "float16")
+    with T.Kernel(m, threads=64) as bx:
+        for j in T.Parallel(40):
+            P[bx, j] = X[bx, j] * 2.0
+        Q[bx] = T.cast(X[bx, 0], "float16")
+    with T.Kernel(m, threads=64) as bx:
+        Y[bx] = P[bx, 1] + T.cast(Q[bx], "float32")
+)";
+    evaltest::EvalRun front;
+    front.run(text, "two.tile");
+    Outcome o = compileText(text);
+    if (!front.program || o.kind != Outcome::Ok) return !report(false, "workspace-size oracle: the program compiles", o);
+    const std::string cuda = o.cuda.at("sm_80");
+    auto judge = [&](const std::string &c) {
+        std::string e = checkWorkspaceBytes(c, *front.program->kernels.back(), {{"m", 37}});
+        return outcome(e.empty() ? Outcome::Ok : Outcome::Failure, e);
+    };
+    auto replaced = [&](const std::string &from, const std::string &to) {
+        std::string c = cuda;
+        for (size_t at = c.find(from); at != std::string::npos; at = c.find(from, at + to.size())) c.replace(at, from.size(), to);
+        return c;
+    };
+    Outcome right = judge(cuda), narrow = judge(replaced("int64_t ws_bytes = 2;", "int64_t ws_bytes = 1;")),
+            down = judge(replaced("(ws_bytes + 255) / 256 * 256", "ws_bytes / 256 * 256"));
+    int bad = !report(right.kind == Outcome::Ok, "workspace-size oracle passes two workspaces of run-time sizes", right);
+    bad += !report(narrow.kind == Outcome::Failure, "workspace-size oracle flags a float16 workspace sized as bytes", narrow);
+    bad += !report(down.kind == Outcome::Failure, "workspace-size oracle flags a slot rounded down", down);
+    return bad;
+}
+
 } // namespace
 
 int oracleSelfTest() {
-    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors() + launchChecks();
+    int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors() + launchChecks() +
+              workspaceBytes();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

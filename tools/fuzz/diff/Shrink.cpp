@@ -87,6 +87,18 @@ std::vector<GProgram> shrinkCandidates(const GProgram &p) {
             out.push_back(std::move(r));
         }
     }
+    // No workspace; a pointer table's tensor a T.ptr parameter instead.
+    if (!p.workspace.empty()) {
+        GProgram q = p;
+        q.workspace.clear();
+        out.push_back(std::move(q));
+    }
+    for (auto &[name, st] : p.strided)
+        if (st.table) {
+            GProgram q = p;
+            q.strided[name].table = false;
+            out.push_back(std::move(q));
+        }
     // A T.StridedTensor back to a T.Tensor (its T.dynamic strides gone with it).
     for (auto &[name, st] : p.strided) {
         GProgram q = p;

@@ -19,8 +19,10 @@
 ///   tilec-difffuzz --copy-pairs [--nvcc] [--out DIR]                       T.copy between every dtype pair on every
 ///       path (CopyPairs.cpp): a located error, or (--nvcc) CUDA that nvcc compiles for sm_80 and sm_90a
 ///   tilec-difffuzz --census [--seed S] [--count N]                        what the generator's programs of those
-///       seeds hold of T.StridedTensor parameters (GenStrided.cpp), by kind, rank and direction; exit status 1
-///       when one of them never occurs (a ctest: the generator must not stop producing them)
+///       seeds hold of T.StridedTensor parameters (GenStrided.cpp), by kind, rank and direction, of pointer
+///       tables, workspaces, packed int4 / uint4 tensors and strided programs past 2^31; exit status 1 when one
+///       of them never occurs (a ctest: the generator must not stop producing them)
+///   tilec-difffuzz --print [--seed S]                                     the program of seed S, as a campaign draws it
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
 ///       class it must flag and its correct twin (OracleSelfTest.cpp)
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
@@ -174,7 +176,7 @@ int main(int argc, char **argv) {
     bool verbose = false;
     uint64_t bigEvery = 10, nvccEvery = 0, crashAt = UINT64_MAX;
     std::string summaryFile;
-    bool copyPairsMode = false, nvccToo = false, threadShared = true, census = false;
+    bool copyPairsMode = false, nvccToo = false, threadShared = true, census = false, print = false;
     std::vector<std::string> replayArgs;
     bool replaying = false;
     for (int i = 1; i < argc; ++i) {
@@ -201,6 +203,7 @@ int main(int argc, char **argv) {
         else if (a == "--no-wgmma-late-waits") setLateWgmmaWaits(false);
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--census") census = true;
+        else if (a == "--print") print = true;
         else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
         else if (a == "--self-test") return oracleSelfTest();
@@ -222,6 +225,7 @@ int main(int argc, char **argv) {
     if (replaying) return replay(replayArgs);
     if (copyPairsMode) return copyPairs(out, nvccToo);
     if (census) return stridedCensus(seed, count == UINT64_MAX ? 1000 : count, bigEvery);
+    if (print) return std::cout << generate(seed, threadShared).print(), 0;
     if (count == UINT64_MAX && seconds == 0) count = 1000;
 
     auto start = std::chrono::steady_clock::now();
