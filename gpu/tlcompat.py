@@ -136,6 +136,11 @@ def header_params(text, kernel):
     return params, sizes
 
 
+def header_scalars(text, kernel):
+    """The scalar parameters (" *   max_seqlen_q: int32 scalar") of KERNEL's comment in a header, in order."""
+    return [m.group(1) for m in map(_SCALAR.match, _comment_lines(text, kernel)) if m]
+
+
 def _split_top(text):
     """The comma-separated items of text, commas inside parentheses or brackets kept."""
     items, depth, cur = [], 0, ""

@@ -8,7 +8,8 @@ gives the parameters, its staged package the example file): the example's namesp
 builds it (TileLang's modules stand-ins here: the kernel factories are never called), the setup and the inputs
 as tools/gpu/side_by_side.make_inputs makes them, every "cuda" device of the setup, the reference and the
 package's own torch code sent to the CPU, the outputs zeros (or the setup's initial values). Then the reference
-is evaluated and each value checked: one per written output, the output's shape, a dtype the judge can compare,
+is evaluated and each value checked (every scalar parameter of the header bound first, as the timing process
+needs it): one per written output, the output's shape, a dtype the judge can compare,
 the row's check passing the reference against itself and failing it against the zero outputs (where the
 reference is not zero there: a check that cannot fail says nothing). Prints one line per kernel and
 "DRYRUN: N of M references well-formed"; exit 1 when one is not. Needs torch (any build; no GPU used)."""
@@ -113,6 +114,10 @@ def dry_run(torch, gpu_build, row):
         ns.setdefault("torch", torch)
         tensors, inits, scalars, entry, storage = SBS.make_inputs(torch, CpuContext(torch, 1), row, params, sizes, ns,
                                                                   TC.header_layouts(header, row["kernel"]))
+        unbound = [w for w in (SBS.unbound_scalar(n, tensors, scalars, ns)
+                               for n in TC.header_scalars(header, row["kernel"])) if w]
+        if unbound:
+            return False, "; ".join(unbound)
         written = [p for p in params if p[3] == "written"]
         t0 = time.time()
         refs, why = S.eval_reference(entry, ns, len(written))

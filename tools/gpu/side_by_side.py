@@ -337,6 +337,17 @@ def compared(torch, core, entry, ns, pairs, written):
     return notes, verdict, None
 
 
+def unbound_scalar(name, tensors, scalars, ns):
+    """Why scalar parameter `name` has no value (neither a T.dynamic size's nor a number the setup binds), or None
+    (reference_dryrun.py asks the same on the CPU, so that such a line fails there and not on the GPU)."""
+    if name in tensors or name in scalars:
+        return None
+    v = ns.get(name)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return "the scalar parameter %s has no value: bind it in the reference.tsv setup" % name
+    return None
+
+
 def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, phase=lambda name: None, alone=None):
     """One kernel side by side. `phase(name)` is called before each side first runs ("tilec", "tilelang"), so
     that a process that dies is known to have died in tilec's kernel or in TileLang's. alone: why TileLang's
@@ -355,10 +366,10 @@ def one(torch, timer, core, lib, kern, row, gpu_build, seed, copy_tbps=None, pha
     _, decl = ctx.kernel(row["kernel"])
     for p in decl.params[:-1]:      # scalar parameters (max_seqlen_q, a T.StridedTensor's stride): the setup's
         if p.name not in tensors and p.name not in scalars:     # value, or the kernel is not run (no guessing)
-            v = ns.get(p.name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
-                raise core.Skip("the scalar parameter %s has no value: bind it in the reference.tsv setup" % p.name)
-            scalars[p.name] = v
+            why = unbound_scalar(p.name, tensors, scalars, ns)
+            if why:
+                raise core.Skip(why)
+            scalars[p.name] = ns[p.name]
     cargs = [storage.get(p.name, tensors.get(p.name)) if p.name in tensors else scalars[p.name]
              for p in decl.params[:-1]]
     fn, cargs = ctx._args(row["kernel"], cargs)
