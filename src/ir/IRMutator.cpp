@@ -1,6 +1,7 @@
 /// \file
 /// Dispatch and the default (rebuild-on-change) visits of IRMutator.
 #include "tilec/IRMutator.h"
+#include "tilec/IRSubstitute.h"
 
 #include "tilec/IRVisitor.h" // kMaxIRDepth
 
@@ -231,6 +232,19 @@ Stmt IRMutator::visit(const std::shared_ptr<const AtomicAdd> &op) {
     bool same = sameRegion(dst, op->dst) && (!src || sameRegion(*src, *op->src)) && value == op->value;
     if (same) return op;
     return AtomicAdd::make(std::move(dst), std::move(src), std::move(value), op->loc);
+}
+
+Expr replaceLoads(const Expr &e, const std::map<const BufferNode *, Expr> &values) {
+    struct Replace : IRMutator {
+        using IRMutator::visit;
+        const std::map<const BufferNode *, Expr> *values = nullptr;
+        Expr visit(const std::shared_ptr<const Load> &op) override {
+            auto it = values->find(op->buffer.get());
+            return it != values->end() ? it->second : IRMutator::visit(op);
+        }
+    } r;
+    r.values = &values;
+    return values.empty() ? e : r.mutate(e);
 }
 
 } // namespace tilec::ir

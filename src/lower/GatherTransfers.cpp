@@ -3,7 +3,7 @@
 #include "GatherTransfers.h"
 
 #include "tilec/IROperator.h"
-#include "tilec/IRMutator.h"
+#include "tilec/IRSubstitute.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
@@ -108,20 +108,6 @@ bool setBeforeEveryRead(const Stmt &body, const BufferNode *v) {
     return !w.seen;
 }
 
-/// `e` with the loads of the scalars `defs` maps written as their values.
-Expr withScalars(const Expr &e, const std::map<const BufferNode *, Expr> &defs) {
-    struct Sub : IRMutator {
-        using IRMutator::visit;
-        const std::map<const BufferNode *, Expr> *defs;
-        Expr visit(const std::shared_ptr<const Load> &op) override {
-            auto it = defs->find(op->buffer.get());
-            return it != defs->end() ? it->second : IRMutator::visit(op);
-        }
-    } sub;
-    sub.defs = &defs;
-    return sub.mutate(e);
-}
-
 /// The value the last statement of a nest's body `items` stores, with the scalars the statements before it set
 /// written in: each of those a store to element 0 of a one-element register scalar whose value, once set, no
 /// read in the kernel can see but the nest's own (setBeforeEveryRead), so the transfer replacing the nest need
@@ -134,11 +120,11 @@ Expr withNamedPositions(const std::vector<Stmt> &items, const Kernel &k) {
         if (!b || (b->scope != Scope::Local && b->scope != Scope::Var) || b->constElements() != 1 || st->indices.size() != 1 ||
             constInt(st->indices[0]) != std::optional<int64_t>(0) || defs.count(b) || !setBeforeEveryRead(k.body, b))
             return nullptr;
-        Expr value = withScalars(st->value, defs);
+        Expr value = replaceLoads(st->value, defs);
         defs[b] = value->dtype == b->dtype ? value : cast(b->dtype, value);
     }
     auto last = as<Store>(items.back());
-    return last ? withScalars(last->value, defs) : nullptr;
+    return last ? replaceLoads(last->value, defs) : nullptr;
 }
 
 } // namespace

@@ -2,7 +2,7 @@
 /// What a T.Pipelined loop reads the same at every iteration (include/tilec/passes/LoopInvariants.h).
 #include "tilec/passes/LoopInvariants.h"
 
-#include "tilec/IRMutator.h"
+#include "tilec/IRSubstitute.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
@@ -48,16 +48,6 @@ Reads reads(const Expr &e) {
 }
 
 bool isScalar(const BufferNode &b) { return (b.scope == Scope::Local || b.scope == Scope::Var) && b.constElements() == 1; }
-
-/// Loads of the buffers of `defs` replaced by their definitions.
-struct ReplaceLoads : IRMutator {
-    using IRMutator::visit;
-    const std::map<const BufferNode *, Expr> *defs = nullptr;
-    Expr visit(const std::shared_ptr<const Load> &op) override {
-        auto it = defs->find(op->buffer.get());
-        return it == defs->end() ? IRMutator::visit(op) : it->second;
-    }
-};
 
 /// The buffers a statement mentions otherwise than by loading an element: stores, tile-statement regions,
 /// reductions, addresses handed to calls.
@@ -213,9 +203,7 @@ std::vector<Stmt> KernelScalars::replay() const {
 }
 
 Expr KernelScalars::substitute(const Expr &e) const {
-    ReplaceLoads r;
-    r.defs = &defs_;
-    return r.mutate(e);
+    return replaceLoads(e, defs_);
 }
 
 Expr KernelScalars::uniform(const Expr &e, bool replayed) const {

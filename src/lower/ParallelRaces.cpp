@@ -2,9 +2,9 @@
 /// T.Parallel nests whose iterations exchange data: located errors (src/lower/ParallelRaces.h).
 #include "ParallelRaces.h"
 
-#include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRPrinter.h"
+#include "tilec/IRSubstitute.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/passes/Arith.h"
@@ -45,17 +45,8 @@ struct NestAccesses : IRVisitor {
     }
     /// `e` with the loads of defined scalars replaced by their values.
     std::vector<Expr> resolved(const std::vector<Expr> &indices) const {
-        struct R : IRMutator {
-            using IRMutator::visit;
-            const std::map<const BufferNode *, Expr> *defs;
-            Expr visit(const std::shared_ptr<const Load> &l) override {
-                auto it = defs->find(l->buffer.get());
-                return it != defs->end() ? it->second : IRMutator::visit(l);
-            }
-        } r;
-        r.defs = &defs;
         std::vector<Expr> out;
-        for (auto &i : indices) out.push_back(defs.empty() ? i : r.mutate(i));
+        for (auto &i : indices) out.push_back(replaceLoads(i, defs));
         return out;
     }
     void visit(const Store &op) override {
