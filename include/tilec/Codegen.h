@@ -23,6 +23,9 @@ struct CodegenOptions {
     std::string prefix;     ///< --prefix: prepended to every C symbol
     std::vector<Target> targets;
     bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
+    /// --opaque-vector-stores: register -> global vector stores of 8 or 16 bytes as one PTX st.global each
+    /// (memory.cuh's store_vector), not only those through T.make_tensor addresses
+    bool opaqueVectorStores = false;
     bool torch = false;         ///< --emit=torch: GeneratedCode::torch too
     bool xlaFfi = false;        ///< --emit=xla-ffi: GeneratedCode::xlaFfi too
     std::string torchNamespace; ///< the operators' namespace (default "tilec")

@@ -405,7 +405,13 @@ class KernelPrinter {
         int cb = t.chunkBytes();
         int64_t per = cb / t.dtype.bytes(), chunks = t.lanes / per;
         std::string mem = name(t.memory), regs = name(t.regs), base = ep_.print(t.base);
-        std::string fn = "tilec::copy_vector<" + std::to_string(cb) + ">";
+        // A store of 8 or 16 bytes through a T.make_tensor tensor's run-time address is one PTX store that NVVM
+        // cannot take apart (memory.cuh's store_vector); with --opaque-vector-stores a tensor parameter's too
+        // (st.global: a parameter is global memory). Other accesses are copy_vector's plain C++ copies.
+        bool table = k_.addressOf(t.memory) != nullptr;
+        bool opaque = !t.load && cb >= 8 && (table || (opts_.opaqueVectorStores && t.memory->scope == Scope::Global));
+        std::string fn = std::string(opaque ? "tilec::store_vector<" : "tilec::copy_vector<") + std::to_string(cb) +
+                         (opaque && !table ? ", true>" : ">");
         if (!t.load && t.cond) {
             line(level, "if (" + ep_.print(t.cond) + ") {", at);
             ++level;

@@ -17,6 +17,30 @@ template <int Bytes, class T> __device__ __forceinline__ void copy_vector(T *dst
     *reinterpret_cast<V *>(dst) = *reinterpret_cast<const V *>(src);
 }
 
+// A store of 8 or 16 bytes of registers as one PTX st.v2.b32 / st.v4.b32, default cache policy (.wb): through
+// a generic address (a pointer table's tensor), or with Global through a tensor parameter's (st.global, as
+// CUDA's __stwb). copy_vector's uint4 copy reaches NVVM as four 4-byte stores that its load/store vectorizer must
+// join again, and under some index forms it does not (session 38: multilayer_recompute's 10 ST.E.128 became
+// 40 ST.E once the block width was assumed); an asm statement is never taken apart. "memory": NVVM orders it
+// like any store of unknown address. Its cost: the address is one register, so nvcc folds no unrolled offset
+// into it (session 39).
+template <int Bytes, bool Global = false, class T> __device__ __forceinline__ void store_vector(T *dst, const T *src) {
+    static_assert(Bytes == 8 || Bytes == 16, "store_vector stores 8 or 16 bytes");
+    if constexpr (Bytes == 16) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(src);
+        if constexpr (Global)
+            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+        else
+            asm volatile("st.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    } else {
+        const uint2 v = *reinterpret_cast<const uint2 *>(src);
+        if constexpr (Global)
+            asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(dst), "r"(v.x), "r"(v.y) : "memory");
+        else
+            asm volatile("st.v2.b32 [%0], {%1, %2};" ::"l"(dst), "r"(v.x), "r"(v.y) : "memory");
+    }
+}
+
 // A load that reads nothing when `inside` is false and then yields zeros (tiles past a tensor's edge).
 template <int Bytes, class T> __device__ __forceinline__ void copy_vector_or_zero(T *dst, const T *src, bool inside) {
     using V = typename vector_of<Bytes>::type;

@@ -255,6 +255,9 @@ int main(int argc, char **argv) {
     app.add_flag("--one-block-bounds", o.oneBlockBounds,
                  "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
                  "kernels (default: only those whose unrolled global loads need the registers)");
+    app.add_flag("--opaque-vector-stores", o.opaqueVectorStores,
+                 "register -> global vector stores of 8 or 16 bytes as one PTX st.global each, which nvcc cannot "
+                 "split (default: only stores through T.make_tensor addresses; nvcc folds parameters' offsets)");
     app.add_flag("--use_fast_math,--use-fast-math", o.fastMath,
                  "float math as nvcc's -use_fast_math makes it (TileLang's tl.enable_fast_math): exp, exp2, log, "
                  "sin, pow, ... and float division by CUDA's fast intrinsics, subnormal results flushed to zero");
