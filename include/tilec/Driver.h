@@ -45,6 +45,7 @@ struct DriverOptions {
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool oneBlockBounds = false;           ///< --one-block-bounds: (threads, 1) on every kernel without a bound
     bool opaqueVectorStores = false;       ///< --opaque-vector-stores: every global vector store one PTX store
+    bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
     /// --pingpong / --no-pingpong: consumer warpgroups take turns at attention's wgmmas (Auto: by head dimension)

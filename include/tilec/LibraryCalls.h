@@ -90,6 +90,9 @@ enum class Fn {
     MaxNregInc,    ///< setmaxnreg.inc: the warpgroup's register limit raised to `regs` (T.set_max_nreg(n, 1); every
                    ///< thread of the warpgroup executes it: keepMaxNreg keeps it only where that holds)
     MaxNregDec,    ///< setmaxnreg.dec: the warpgroup's register limit lowered to `regs` (T.set_max_nreg(n, 0))
+    BulkStore,     ///< cp.async.bulk.global.shared::cta of `bytes` contiguous bytes (a multiple of 16, both ends 16-byte
+                   ///< aligned) from shared `src` to global `dst`, committed as a bulk group: reads `src` until the
+                   ///< issuing thread's TmaStoreWait retires the group (bulkStores; sm90_store.cuh's bulk_store)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's

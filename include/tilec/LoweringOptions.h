@@ -68,6 +68,9 @@ struct LoweringOptions {
     /// (--one-block-bounds; passes::loadBatchLaunchBounds). Off: only kernels whose batch of global loads needs it.
     /// A switch for timing both on the GPU: static figures cannot say which a row kernel runs faster with.
     bool oneBlockBounds = false;
+    /// sm_90 and later: a kernel's closing shared-to-global tile copies as TMA bulk copies (cp.async.bulk) issued
+    /// by single threads, as TileLang stores a tile (passes::bulkStores; --no-bulk-stores turns it off).
+    bool bulkStores = true;
     /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

@@ -509,6 +509,12 @@ struct Uses : IRVisitor {
                 written.insert((*maps)[(size_t)*m].tensor.get());
                 storedMaps.insert(*m);
             }
+        // a bulk copy writes its tensor and needs its 16-byte alignment (cp.async.bulk's rule)
+        if (passes::lib::is(op, passes::lib::Fn::BulkStore))
+            if (auto l = passes::addressedLoad(passes::lib::arg(op, passes::lib::Fn::BulkStore, "dst"))) {
+                written.insert(l->buffer.get());
+                align[l->buffer.get()] = std::max(align[l->buffer.get()], 16);
+            }
         if (passes::isTileTransfer(op)) {
             passes::lib::Fn f = passes::lib::find(op.name)->fn;
             auto l = passes::addressedLoad(passes::lib::arg(op, f, "src"));

@@ -188,6 +188,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;
     o.oneBlockBounds = opts_.oneBlockBounds;
+    o.bulkStores = !opts_.noBulkStores && !opts_.noTma; // --no-tma: every tile on the threads' own path
     return o;
 }
 

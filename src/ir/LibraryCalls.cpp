@@ -126,6 +126,8 @@ const std::vector<Info> &table() {
          "sm_80"},
         {Fn::MaxNregInc, "tilec.setmaxnreg_inc", "tilec::setmaxnreg_inc", 1, {}, {"regs"}, kNone, I::All, "sm_90a"},
         {Fn::MaxNregDec, "tilec.setmaxnreg_dec", "tilec::setmaxnreg_dec", 1, {}, {"regs"}, kNone, I::All, "sm_90a"},
+        {Fn::BulkStore, "tilec.bulk_store", "tilec::bulk_store", 1, {}, {"bytes", "dst", "src"}, kReadsShared | kAsync, I::One,
+         "sm_90"},
     };
     return t;
 }

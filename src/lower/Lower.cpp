@@ -6,6 +6,7 @@
 
 #include "tilec/IRPrinter.h"
 #include "tilec/passes/BoundGemmRows.h"
+#include "tilec/passes/BulkStores.h"
 #include "tilec/passes/CheckWholeWarps.h"
 #include "tilec/passes/FlattenBuffers.h"
 #include "tilec/passes/FoldImpliedConditions.h"
@@ -124,6 +125,9 @@ const std::vector<Pass> &table() {
         // Barriers between tile statements that exchange data through shared memory.
         {"insertSyncs", always,
          [](const Program &p, PassState &s) { return passes::insertSyncs(p, s.variant.target, s.diag); }, true},
+        // sm_90+: the shared tiles a kernel copies to global memory last go by TMA bulk copies of single threads.
+        {"bulkStores", [](const LoweringOptions &o) { return o.bulkStores; },
+         [](const Program &p, PassState &s) { return passes::bulkStores(p, s.variant, &s.diag.sources()); }, false},
         // Consumer warp groups that hand data on through shared memory after their last mbarrier arrival wait for it.
         {"orderRoleExchanges", always, [](const Program &p, PassState &) { return passes::orderRoleExchanges(p); }, false},
         // Per-thread code: reductions, then T.Parallel nests and fragments as register arrays.

@@ -56,7 +56,10 @@ struct Find : IRVisitor {
     void tile(const TileLayout &t) {
         if (t.tma && t.swizzleBytes > 0) operand(t.buffer, true, false);
     }
+    std::set<const BufferNode *> bulkSources; ///< read by a bulk copy (bulkStores): row-major, as the copy reads
     void visit(const Call &op) override {
+        if (lib::is(op, lib::Fn::BulkStore))
+            if (auto l = addressedLoad(lib::arg(op, lib::Fn::BulkStore, "src"))) bulkSources.insert(l->buffer.get());
         auto panelled = panelSharedOperands(op);
         for (const Load *l : swizzledOperands(op)) {
             // A transfer pipelineLoops stores unswizzled (a stage each thread reads only where it copied itself)
@@ -478,6 +481,8 @@ Program swizzleShared(const Program &p) {
             }
         }
         aliasSwizzles(*k, f.found);
+        for (auto *b : f.bulkSources)
+            TILEC_ASSERT(!f.found.count(b), "swizzleShared: shared tile '" + b->name + "', which a bulk copy reads row by row, would be swizzled");
         for (auto *b : f.panelReaders)
             TILEC_ASSERT(!f.rowReaders.count(b), "shared tile '" + b->name + "' is read both in wgmma's panel layout and in mma.sync's row swizzle");
         if (f.found.empty()) {

@@ -21,8 +21,9 @@
 /// Limits. Threads of one agent (a warpgroup) stay in lockstep, so interleavings inside a warpgroup are not
 /// explored, and an arrival by one of its threads releases the accesses of all of them. Global memory is not
 /// watched for races (two tile statements storing the same global elements from different threads without a
-/// barrier are a race the lockstep of the block hides). Not modelled: wgmma with A in registers, TMA stores
-/// and multicast, clusters, the generic-to-async proxy fence (a no-op here), and which thread an elect_one picks.
+/// barrier are a race the lockstep of the block hides). Not modelled: wgmma with A in registers, multicast,
+/// clusters, and which thread an elect_one picks. The generic-to-async proxy fence is checked only for shared
+/// memory that TMA stores and bulk copies read (stmatrix's pieces, bulk copies' sources).
 #pragma once
 
 #include "tilec/IR.h"
@@ -40,6 +41,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -158,6 +160,7 @@ class Simulator {
         }
         for (int d = 0; d < 3; ++d) grid_[d] = g[d];
         planAliases();
+        findBulkSources();
         if (k_.persistent) {
             // As the launcher does with a device of persistentBlocks SMs' worth of blocks: fewer blocks than
             // tiles, so that blocks walk several tiles (the ring running on across them).
@@ -443,12 +446,21 @@ class Simulator {
         int64_t srcIndex = 0, map = 0;
         int rank = 0, rows = 0, cols = 0, elemBytes = 0, swizzle = 0;
         std::array<int64_t, 5> coords{}; ///< the box's first element, innermost first
+        /// A bulk copy (tilec.bulk_store): `elems` contiguous elements from src[srcIndex] to dst[dstIndex]; no map.
+        const ir::BufferNode *dst = nullptr;
+        int64_t dstIndex = 0, elems = 0;
     };
     std::map<int, std::vector<TmaStore>> stores_; ///< per thread: its committed TMA stores still reading, oldest first
     /// Shared elements written through the generic proxy (stmatrix) that the writer has not yet fenced for
     /// the async proxy (fence.proxy.async): element -> writer, and each writer's list.
     std::map<std::pair<const ir::BufferNode *, size_t>, int> unfenced_;
     std::map<int, std::vector<std::pair<const ir::BufferNode *, size_t>>> unfencedBy_;
+    /// The shared buffers a bulk copy reads (tilec.bulk_store's sources): threads' element stores to them count as
+    /// unfenced until the writer's fence_proxy_async, as stmatrix's do (genericWrite).
+    std::set<const ir::BufferNode *> bulkSources_;
+    void findBulkSources();
+    void genericWrite(const ir::BufferNode *b, size_t i, int t);
+    void bulkStoreIssue(const ir::Call &c, int t);
     void stmatrix(const ir::Call &c, const std::vector<char> &mask);
     void retireStore(const TmaStore &s);
     Mbarrier &mbarrier(std::pair<const ir::BufferNode *, int64_t> at, const char *use);

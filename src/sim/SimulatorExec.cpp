@@ -391,6 +391,7 @@ void Simulator::exec(const ir::Stmt &s, const std::vector<char> &mask) {
                 touch(st->buffer.get(), w[t].first, t, true);
                 sameValueWrite_ = false;
                 e = w[t].second;
+                genericWrite(st->buffer.get(), w[t].first, t);
             }
         return;
     }

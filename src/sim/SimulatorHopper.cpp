@@ -37,6 +37,7 @@
 /// the issue and that wait are an error (the hardware reads them asynchronously).
 #include "sim/Simulator.h"
 #include "sim/ConsumerGroups.h"
+#include "tilec/IRVisitor.h"
 
 namespace tilec::simtest {
 
@@ -337,7 +338,81 @@ void Simulator::stmatrix(const ir::Call &c, const std::vector<char> &mask) {
     }
 }
 
+namespace {
+
+/// A store `s` (a TMA store or a bulk copy) issued by component `cur`: a clock component of its own that knows what
+/// its issuer knew at the issue, appended to its issuer's stores in flight (`list`).
+template <class Comps, class Store>
+void startStore(Comps &comps, int cur, std::string name, Store s, std::vector<Store> &list) {
+    s.comp = (int)comps.size();
+    typename Comps::value_type c;
+    c.name = std::move(name);
+    c.clock = comps[(size_t)cur].clock;
+    c.clock.set((size_t)s.comp, 0);
+    comps.push_back(std::move(c));
+    list.push_back(s);
+}
+
+} // namespace
+
+void Simulator::findBulkSources() {
+    struct V : ir::IRVisitor {
+        using IRVisitor::visit;
+        std::set<const ir::BufferNode *> found;
+        void visit(const ir::Call &c) override {
+            if (passes::lib::is(c, passes::lib::Fn::BulkStore))
+                if (auto l = passes::addressedLoad(passes::lib::arg(c, passes::lib::Fn::BulkStore, "src"))) found.insert(l->buffer.get());
+            IRVisitor::visit(c);
+        }
+    } v;
+    v.visit(k_.body);
+    bulkSources_ = std::move(v.found);
+}
+
+void Simulator::genericWrite(const ir::BufferNode *b, size_t i, int t) {
+    if (!bulkSources_.count(b)) return;
+    unfenced_[{b, i}] = t;
+    unfencedBy_[t].push_back({b, i});
+}
+
+/// A bulk copy (cp.async.bulk.global.shared::cta) issued by thread `t`: 16-byte sizes and ends, inside both
+/// buffers, no unfenced source element; it reads its source when a wait retires it (retireStore).
+void Simulator::bulkStoreIssue(const ir::Call &c, int t) {
+    using passes::lib::Fn;
+    TmaStore s;
+    s.thread = t;
+    const int64_t bytes = (int64_t)eval(passes::lib::arg(c, Fn::BulkStore, "bytes"), t);
+    std::tie(s.dst, s.dstIndex) = addressOf(passes::lib::arg(c, Fn::BulkStore, "dst"), t);
+    std::tie(s.src, s.srcIndex) = addressOf(passes::lib::arg(c, Fn::BulkStore, "src"), t);
+    const int64_t eb = s.src->dtype.bytes();
+    if (s.dst->scope != ir::Scope::Global || s.src->scope != ir::Scope::Shared || s.dst->dtype != s.src->dtype)
+        throw SimError("a bulk copy from " + s.src->name + " to " + s.dst->name + ", not shared to global of one type");
+    if (bytes <= 0 || bytes % 16 || bytes % eb || s.dstIndex * eb % 16 || sharedByte(s.src, s.srcIndex) % 16)
+        throw SimError("a bulk copy of " + std::to_string(bytes) + " bytes from " + s.src->name + "[" + std::to_string(s.srcIndex) + "] to " +
+                       s.dst->name + "[" + std::to_string(s.dstIndex) + "]: sizes and addresses must be multiples of 16 bytes");
+    s.elems = bytes / eb;
+    if (s.srcIndex < 0 || s.srcIndex + s.elems > (int64_t)shared_.at(s.src).size()) throw SimError("a bulk copy reads outside " + s.src->name);
+    if (s.dstIndex < 0 || s.dstIndex + s.elems > (int64_t)storage(s.dst, t).size()) throw SimError("a bulk copy writes outside " + s.dst->name);
+    for (int64_t e = 0; e < s.elems; ++e)
+        if (auto it = unfenced_.find({s.src, (size_t)(s.srcIndex + e)}); it != unfenced_.end())
+            throw SimError("a bulk copy by thread " + std::to_string(t) + " reads " + s.src->name + "[" + std::to_string(s.srcIndex + e) +
+                           "], which thread " + std::to_string(it->second) + " wrote without a fence.proxy.async after it");
+    startStore(comps_, cur_, "the bulk copy from " + s.src->name + " issued by " + who(cur_, t), s, stores_[t]);
+}
+
 void Simulator::retireStore(const TmaStore &s) {
+    if (s.dst) { // a bulk copy: its elements in order
+        auto &to = storage(s.dst, s.thread);
+        const auto &from = shared_.at(s.src);
+        for (int64_t e = 0; e < s.elems; ++e) {
+            const size_t at = (size_t)(s.srcIndex + e);
+            touchAs(s.comp, s.src, at, s.thread, false);
+            touch(s.src, at, s.thread, false);
+            to[(size_t)(s.dstIndex + e)] = from[at];
+        }
+        acquire(comps_[(size_t)s.comp].clock);
+        return;
+    }
     const ir::TensorMap &map = k_.tensorMaps[(size_t)s.map];
     if (zeroTile_[(size_t)s.map])
         throw SimError("a TMA store through the map of " + map.tensor->name + ", which has no elements (the launcher runs "
@@ -437,13 +512,7 @@ void Simulator::tmaStoreIssue(const ir::Call &c, const passes::lib::Info &info, 
             if (auto it = unfenced_.find({s.src, at}); it != unfenced_.end())
                 throw SimError("a TMA store by thread " + std::to_string(t) + " reads " + s.src->name + "[" + std::to_string(at) + "], which thread " + std::to_string(it->second) + " wrote without a fence.proxy.async after it");
         }
-    s.comp = (int)comps_.size();
-    Comp sc;
-    sc.name = "the TMA store from " + s.src->name + " issued by " + who(cur_, t);
-    sc.clock = comps_[(size_t)cur_].clock;
-    sc.clock.set((size_t)s.comp, 0);
-    comps_.push_back(std::move(sc));
-    stores_[t].push_back(s);
+    startStore(comps_, cur_, "the TMA store from " + s.src->name + " issued by " + who(cur_, t), s, stores_[t]);
 }
 
 void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const std::vector<char> &mask) {
@@ -537,6 +606,10 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
     case Fn::TmaStoreTile:
         for (int t = 0; t < T_; ++t)
             if (mask[t]) tmaStoreIssue(c, info, t);
+        return maybeSwitch();
+    case Fn::BulkStore:
+        for (int t = 0; t < T_; ++t)
+            if (mask[t]) bulkStoreIssue(c, t);
         return maybeSwitch();
     case Fn::TmaStoreWait:
         for (int t = 0; t < T_; ++t)

@@ -130,6 +130,24 @@ __device__ __forceinline__ void tma_store_tile(const void *piece, const tensor_m
 #endif
 }
 
+/// Copies Bytes contiguous bytes of shared memory at `src` to global memory at `dst` (both 16-byte aligned, Bytes a
+/// multiple of 16) with the TMA unit (cp.async.bulk.global.shared::cta) and commits it as one bulk async-group of
+/// the calling thread, as TileLang's tl::tma_store of a contiguous tile. Issued by one thread, after the writers'
+/// fence_proxy_async_shared and a barrier; tma_store_wait(0) before the block exits (the copy reads `src` until
+/// then).
+template <int Bytes> __device__ __forceinline__ void bulk_store(void *dst, const void *src) {
+    static_assert(Bytes > 0 && Bytes % 16 == 0, "a bulk copy moves a positive multiple of 16 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                 "r"((unsigned)__cvta_generic_to_shared(src)), "r"((unsigned)Bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#else
+    (void)dst;
+    (void)src;
+#endif
+}
+
 /// Waits until at most `pending` (0..7) of the calling thread's bulk async-groups still read shared memory
 /// (cp.async.bulk.wait_group.read): their buffers may be written again.
 __device__ __forceinline__ void tma_store_wait(int pending) {

@@ -252,6 +252,9 @@ int main(int argc, char **argv) {
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")
         ->check(CLI::Range(0, 2));
+    app.add_flag("--no-bulk-stores", o.noBulkStores,
+                 "sm_90+: a kernel's closing T.copy of a shared tile to global memory stays per-thread stores "
+                 "(default: cp.async.bulk copies issued by single threads, as TileLang's tile stores)");
     app.add_flag("--one-block-bounds", o.oneBlockBounds,
                  "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
                  "kernels (default: only those whose unrolled global loads need the registers)");
