@@ -22,7 +22,8 @@ struct Facts : IRVisitor {
     using IRVisitor::visit;
     const VarNode *tx = nullptr;
     std::map<const BufferNode *, std::vector<std::pair<const Store *, bool>>> stores; ///< (store, under a thread-dependent branch)
-    std::set<const BufferNode *> written;
+    std::set<const BufferNode *> written;   ///< stored, or mentioned by a statement other than a store
+    std::set<const BufferNode *> mentioned; ///< mentioned by a library call or a tile statement
     std::set<const VarNode *> varying;
     int dependent = 0; ///< branches and loops around the visit point that depend on the thread
 
@@ -57,11 +58,11 @@ struct Facts : IRVisitor {
         --dependent;
     }
     void mentions(const Stmt &s) {
-        for (auto *b : mentionedBuffers(s, nullptr)) written.insert(b);
+        for (auto *b : mentionedBuffers(s, nullptr)) written.insert(b), mentioned.insert(b);
     }
-    void visit(const Call &op) override {
-        // a library call may write any buffer it mentions (its loads of addresses included)
-        mentions(Evaluate::make(std::make_shared<Call>(op)));
+    void visit(const Evaluate &op) override {
+        // a call made for its effect (the library's) may write any buffer it mentions (addresses included)
+        mentions(std::make_shared<Evaluate>(op));
         IRVisitor::visit(op);
     }
     void visit(const Copy &op) override { mentions(std::make_shared<Copy>(op)); }
@@ -101,7 +102,7 @@ struct Prover {
     bool loadInvariant(const Load &l) {
         const BufferNode *b = l.buffer.get();
         if (b->scope == Scope::Global) return !f.written.count(b);
-        if (b->scope != Scope::Var && b->scope != Scope::Local) return false;
+        if ((b->scope != Scope::Var && b->scope != Scope::Local) || f.mentioned.count(b)) return false;
         if (assumed.count(b)) return true;
         assumed.insert(b);
         auto it = f.stores.find(b);
