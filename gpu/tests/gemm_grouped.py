@@ -31,7 +31,12 @@ U_FP8 = 2.0 ** -9
 BENCHES = (("gemm_grouped_bf16_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_32x4096x7168", 16384, 2),
            ("gemm_grouped_bf16_256x7168x2048", 32768, 3), ("gemm_grouped_fp8_8x4096x7168", 8192, 1),
            ("gemm_grouped_fp8_256x7168x2048", 32768, 3), ("gemm_grouped_bf16_scan_8x4096x7168", 8192, 1),
-           ("gemm_grouped_bf16_cluster_8x4096x7168", 8192, 1), ("gemm_grouped_fp8_cluster_8x4096x7168", 8192, 1))
+           ("gemm_grouped_bf16_cluster_8x4096x7168", 8192, 1), ("gemm_grouped_fp8_cluster_8x4096x7168", 8192, 1),
+           # session 39's A/B: the author's cluster_dims=1 (the plain rows as compiled before tilec clustered a
+           # run-time tile count), the tiles walked down 8 row tiles first, 128 x 256 tiles
+           ("gemm_grouped_bf16_nocluster_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_nocluster_256x7168x2048", 32768, 3),
+           ("gemm_grouped_fp8_nocluster_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_panel8_8x4096x7168", 8192, 1),
+           ("gemm_grouped_bf16_n256_8x4096x7168", 8192, 1))
 
 
 def kernels():

@@ -502,6 +502,10 @@ struct LaunchConfig {
     int clusterSize = 1;
     int clusterAxis = 0;
     int sharedTiles = 0;             ///< tiles per stage loaded by multicast (clusterSize > 1)
+    /// Clusters chosen for a tile count known only at run time (a grouped GEMM's row tiles): the launcher takes
+    /// this variant only where the grid holds at least this many waves of tiles (the SMs times minBlocksPerSM
+    /// each), else the next one, lowered without clusters (one clustered wave measured slower). 0: no condition.
+    int clusterMinWaves = 0;
     /// T.ClusterKernel(..., cluster_dims=(x, y, z)): the clusters the author asked for ({1, 1, 1}: none, as
     /// T.Kernel), which specializeWarps honours through clusterSize / clusterAxis or reports at clusterLoc.
     std::array<int, 3> clusterDims{1, 1, 1};

@@ -36,6 +36,9 @@ struct LoweringOptions {
     /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
     int walkGroup = 7;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    /// Clusters for a persistent walk whose tile count is known only at run time (Kernel::clusterMinWaves): the
+    /// driver lowers such a kernel once with them and once without (this switch off), for the launcher to choose.
+    bool runtimeClusters = true;
     /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
     /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
     bool splitK = true;

@@ -264,9 +264,13 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         if (lastHasRules && !rules.empty()) s += "    if ((" + device + ") && !(" + rules + ")) unmet = 1;\n";
         // A persistent kernel counts its tiles in int.
         if (k.persistent) when = "(" + when + ") && grid_x * grid_y * grid_z <= 2147483647";
+        // Clustered for a run-time tile count: from that many waves of the planned blocks per SM, else the next.
+        if (k.clusterMinWaves > 0)
+            when += " && grid_x * grid_y * grid_z >= (int64_t)sms * " + std::to_string(k.clusterMinWaves * std::max(1, k.minBlocksPerSM));
         std::string targets;
         for (auto &t : v.targets) targets += (targets.empty() ? "" : ", ") + t.name;
         s += "    /* variant " + std::to_string(v.variant) + ": " + targets + (k.tensorMaps.empty() ? "" : ", TMA") +
+             (k.clusterMinWaves > 0 ? ", clusters from " + std::to_string(k.clusterMinWaves) + " waves of tiles" : "") +
              (k.assumptions.empty() ? "" : ", wide transfers of run-time rows") + " */\n";
         s += "    if (" + when + ") {\n";
         if (cxx) {

@@ -154,7 +154,7 @@ bool sameLaunch(Matcher &m, const LaunchConfig &a, const LaunchConfig &b) {
     if (a.gridDims != b.gridDims || a.threads != b.threads || a.producerThreads != b.producerThreads ||
         a.minBlocksPerSM != b.minBlocksPerSM || a.persistent != b.persistent || a.walkSlowest != b.walkSlowest ||
         a.walkGroup != b.walkGroup || a.clusterSize != b.clusterSize || a.clusterAxis != b.clusterAxis ||
-        a.sharedTiles != b.sharedTiles || a.clusterDims != b.clusterDims || a.swizzlePanel != b.swizzlePanel)
+        a.sharedTiles != b.sharedTiles || a.clusterMinWaves != b.clusterMinWaves || a.clusterDims != b.clusterDims || a.swizzlePanel != b.swizzlePanel)
         return false;
     for (size_t d = 0; d < 3; ++d)
         if (!m.expr(a.grid[d], b.grid[d]) || !m.var(a.blockIdx[d], b.blockIdx[d])) return false;

@@ -464,7 +464,8 @@ std::string print(const Kernel &k) {
              : "  persistent, grid dimension " + std::to_string(k.walkSlowest) +
                    (k.walkGroup > 1 ? " in groups of " + std::to_string(k.walkGroup) : std::string()) + " slowest\n";
     if (k.clusterSize > 1)
-        o += "  cluster " + std::to_string(k.clusterSize) + " along grid dimension " + std::to_string(k.clusterAxis) + "\n";
+        o += "  cluster " + std::to_string(k.clusterSize) + " along grid dimension " + std::to_string(k.clusterAxis) +
+             (k.clusterMinWaves ? " from " + std::to_string(k.clusterMinWaves) + " waves of tiles" : "") + "\n";
     if (k.swizzlePanel > 0) o += "  use_swizzle(panel_size=" + std::to_string(k.swizzlePanel) + ")\n";
     for (auto &l : k.tensorLayouts) {
         o += "  layout " + (l.tensor ? l.tensor->name : "<null>") + "[";

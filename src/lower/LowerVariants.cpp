@@ -67,13 +67,16 @@ std::vector<ir::KernelP> mergeVariants(const std::vector<ir::Program> &lowerings
                 if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
         }
     }
-    // TMA variants first (they need the most of the device and of the arguments), then those assuming
+    // Variants with a launch condition on the grid first, then TMA variants (they need the most of the device and of the arguments), then those assuming
     // wide rows, each arch-specific one before a portable one (the launcher takes the first that runs on
     // the device: sm_90a's wgmma before sm_90's mma.sync, which would run there too), then by target.
     auto specific = [](const ir::Kernel &k) {
         return std::all_of(k.targets.begin(), k.targets.end(), [](const Target &t) { return t.archSpecific; });
     };
-    auto demand = [&](const ir::Kernel &k) { return 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k); };
+    // (a variant clustered from two waves of a run-time tile count before the one without clusters)
+    auto demand = [&](const ir::Kernel &k) {
+        return 8 * (k.clusterMinWaves > 0) + 4 * k.needsTma + 2 * !k.assumptions.empty() + specific(k);
+    };
     std::stable_sort(variants.begin(), variants.end(), [&](auto &a, auto &b) { return demand(*a) > demand(*b); });
     return std::vector<ir::KernelP>(variants.begin(), variants.end());
 }
@@ -98,13 +101,21 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
             bool assumed = false;
             for (bool wide : {true, false}) {
                 if (!wide && !assumed) break;
-                Variant v{t, options};
-                v.options.tma = options.tma && tma;
-                v.options.assumeAlignedRows = wide;
-                if (!lowerOnce(split, v, ctx, lowerings, reported)) return {};
-                for (auto &k : lowerings.back().kernels) {
-                    tmaNeeded |= k->needsTma;
-                    assumed |= !k->assumptions.empty();
+                // A kernel clustered for a tile count known at run time (Kernel::clusterMinWaves) is lowered
+                // again without those clusters, the launcher's choice below two waves.
+                for (bool clustered : {true, false}) {
+                    Variant v{t, options};
+                    v.options.tma = options.tma && tma;
+                    v.options.assumeAlignedRows = wide;
+                    v.options.runtimeClusters = options.runtimeClusters && clustered;
+                    if (!lowerOnce(split, v, ctx, lowerings, reported)) return {};
+                    bool conditional = false;
+                    for (auto &k : lowerings.back().kernels) {
+                        tmaNeeded |= k->needsTma;
+                        assumed |= !k->assumptions.empty();
+                        conditional |= k->clusterMinWaves > 0;
+                    }
+                    if (!conditional) break;
                 }
             }
         }

@@ -91,7 +91,10 @@ class Specializer {
                                                      : "") +
                                 (k->clusterSize > 1 ? ", clusters of " + std::to_string(k->clusterSize) + " along grid dimension " +
                                                           std::to_string(k->clusterAxis) + " sharing " + std::to_string(k->sharedTiles) +
-                                                          " tile(s) by TMA multicast"
+                                                          " tile(s) by TMA multicast" +
+                                                          (k->clusterMinWaves ? " (launched from " + std::to_string(k->clusterMinWaves) +
+                                                                                    " waves of tiles, a count known at run time; the variant without clusters below)"
+                                                                              : "")
                                                     : "") +
                                 (weighed_.empty() ? "" : "; chosen over the cp.async pipeline: " + weighed_));
                 return k;
@@ -265,6 +268,7 @@ class Specializer {
         nk->walkSlowest = p.persistent && p.CM == 1 && k_.swizzlePanel == 0 && p.uneven == 1 ? p.unevenAxis : 2;
         nk->walkGroup = nk->walkSlowest != 2 ? o_.walkGroup : 1; // only set where exactly one index sets the work
         nk->clusterSize = p.CM;
+        nk->clusterMinWaves = p.clusterMinWaves;
         nk->clusterAxis = p.CM > 1 ? p.cluster.axis : 0;
         nk->sharedTiles = p.CM > 1 ? (int)std::count(p.cluster.shared.begin(), p.cluster.shared.end(), true) : 0;
         nk->needsTma = true;

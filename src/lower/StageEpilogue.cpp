@@ -2,9 +2,12 @@
 /// The staged Hopper GEMM epilogue: stmatrix into shared pieces, TMA stores (include/tilec/passes/StageEpilogue.h).
 #include "tilec/passes/StageEpilogue.h"
 
+#include "ThreadInvariant.h"
+
 #include "tilec/Diagnostics.h"
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
@@ -33,7 +36,23 @@ struct EpilogueCopy {
     std::vector<Expr> origin; ///< per destination dimension, outermost first
     size_t rowDim = 0;        ///< the rows' destination dimension (outermost first)
     int64_t M = 0, N = 0;
+    /// `if i < liveRows:` around the store (a grouped GEMM's rows of the group, known at run time): rows from
+    /// liveRows on are not stored (null: every row is).
+    Expr liveRows;
 };
+
+/// The bound R of a row guard `i < R` (or `R > i`) on the nest's row variable, R free of the nest's variables.
+Expr rowBound(const Expr &cond, const VarNode *i, const VarNode *j) {
+    auto b = as<Binary>(cond);
+    if (!b) return nullptr;
+    Expr var, bound;
+    if (b->op == BinaryOp::LT) var = b->a, bound = b->b;
+    else if (b->op == BinaryOp::GT) var = b->b, bound = b->a;
+    else return nullptr;
+    auto v = as<VarNode>(var);
+    if (!v || v != i || uses(bound, i) || uses(bound, j)) return nullptr;
+    return bound;
+}
 
 /// The T.Parallel nest of a whole-fragment copy into a global tile, or why it is not one (null when the
 /// nest is not a copy of a fragment into global memory at all: nothing to say about it).
@@ -41,8 +60,14 @@ std::optional<EpilogueCopy> matchCopy(const For &outer, std::string &why) {
     auto inner = as<For>(outer.body);
     if (auto q = as<Seq>(outer.body); q && q->stmts.size() == 1) inner = as<For>(q->stmts[0]);
     if (!inner || inner->forKind != ForKind::Parallel) return {};
-    auto st = as<Store>(inner->body);
-    if (auto q = as<Seq>(inner->body); q && q->stmts.size() == 1) st = as<Store>(q->stmts[0]);
+    Stmt body = inner->body;
+    if (auto q = as<Seq>(body); q && q->stmts.size() == 1) body = q->stmts[0];
+    Expr guard;
+    if (auto c = as<IfThenElse>(body); c && !c->otherwise) {
+        guard = c->cond, body = c->then;
+        if (auto q = as<Seq>(body); q && q->stmts.size() == 1) body = q->stmts[0];
+    }
+    auto st = as<Store>(body);
     if (!st || !st->buffer || st->buffer->scope != Scope::Global) return {};
     Expr v = st->value;
     if (auto c = as<Cast>(v)) v = c->value;
@@ -58,6 +83,10 @@ std::optional<EpilogueCopy> matchCopy(const For &outer, std::string &why) {
         return std::nullopt;
     }
     e.M = *M, e.N = *N;
+    if (guard && !(e.liveRows = rowBound(guard, outer.var.get(), inner->var.get()))) {
+        why = "its store's condition is not one test of the fragment's row against a bound";
+        return std::nullopt;
+    }
     const size_t nd = st->indices.size();
     if (nd < 2 || nd > 5 || e.out->shape.size() != nd) {
         why = "the destination has " + std::to_string(e.out->shape.size()) + " dimensions (TMA tensors have 2 to 5)";
@@ -121,6 +150,7 @@ class Stager : public IRMutator {
     const WarpRoles &roles_;
     const SourceManager *sources_;
     Buffer staging_;                 ///< one per kernel, shared by its staged copies
+    Buffer regs_;                    ///< a guarded piece's vector on its way from staging_ to the tensor
     int buffers_ = 0;                ///< staging buffers per warpgroup
     int64_t pieceCols_ = 0;
     // the accumulator's split (set by refuse)
@@ -145,6 +175,9 @@ class Stager : public IRMutator {
             return "the accumulators are " + std::string(acc.name()) + " (float32, or float16 into float16, can be staged)";
         if (auto never = tmaNeverHolds(e.out); !never.empty()) return never;
         if (statementsUsing(e.out, k_.body) != 1) return "'" + e.out->name + "' is accessed by other statements too (a TMA store is not ordered with them)";
+        // Each warpgroup decides per piece between its TMA store and the guarded stores: on one bound.
+        if (e.liveRows && !threadInvariant(e.liveRows, k_))
+            return "the bound of the rows it stores is not provably the same in every thread";
         if (l.warpsM % 4 || l.warpsM / 4 * l.warpsN * 128 != roles_.consumerThreads) return "the accumulator's split is not the consumer warpgroups'";
         wgM_ = l.warpsM / 4, wgN_ = l.warpsN;
         const int64_t rows = e.M / wgM_, cols = e.N / wgN_;
@@ -185,6 +218,44 @@ class Stager : public IRMutator {
         return mentionedBuffers(at, nullptr).count(b.get()) > 0;
     }
 
+    /// The live rows (tile rows row0 + r below e.liveRows) of the staged piece at element `piece` of the buffer,
+    /// columns col0 on of the tile, stored by the warpgroup's threads in 16-byte vectors read from the swizzled
+    /// piece (swizzled_chunk of sm90_store.cuh): one row test per vector, the tensor's bounds left to
+    /// predicateBounds.
+    Stmt guardedRows(const EpilogueCopy &e, const Expr &piece, const Expr &row0, const Expr &col0, const SourceRange &loc) {
+        const int eb = e.out->dtype.bytes();
+        const int64_t vec = 16 / eb, chunks = pieceCols_ / vec;
+        const Var it = makeVar("epi_it", DType::Int32, loc), lane = makeVar("epi_v", DType::Int32, loc);
+        const Expr idx = op(BinaryOp::Add, op(BinaryOp::Mul, it, i32(128)), op(BinaryOp::FloorMod, k_.threadIdx, i32(128)));
+        const Expr r = op(BinaryOp::FloorDiv, idx, i32(chunks)), c = op(BinaryOp::FloorMod, idx, i32(chunks));
+        // The piece's rows of 2 * pieceCols_ bytes swizzled by TMA's pattern of that span: swz's row swizzle
+        // (swizzle.cuh), which moves whole 16-byte chunks, so a vector's start stays provably aligned.
+        const Expr logical = op(BinaryOp::Add, op(BinaryOp::Mul, r, i32(pieceCols_)), op(BinaryOp::Mul, c, i32(vec)));
+        const Expr chunk = lib::call(lib::Fn::Swz, {i32(pieceCols_), i32(eb), i32(kPieceRows * pieceCols_), logical}, loc, DType::Int32);
+        const Expr from = op(BinaryOp::Add, op(BinaryOp::Add, piece, chunk), lane);
+        const size_t nd = e.origin.size();
+        std::vector<Expr> to;
+        for (size_t d = 0; d < nd; ++d) {
+            Expr x = e.origin[d];
+            if (d == e.rowDim) x = op(BinaryOp::Add, x, op(BinaryOp::Add, row0, r));
+            if (d + 1 == nd) x = op(BinaryOp::Add, x, op(BinaryOp::Add, col0, op(BinaryOp::Add, op(BinaryOp::Mul, c, i32(vec)), lane)));
+            to.push_back(x);
+        }
+        // The vector read into registers first, under the row test only (the tensor's bounds, added later around
+        // the store, would leave a shared load under them element by element).
+        if (!regs_) {
+            regs_ = makeBuffer("tilec_epi_regs", Scope::Local, e.out->dtype, {i32(vec)}, loc);
+            k_.allocs.push_back(regs_);
+        }
+        const Var lane2 = makeVar("epi_w", DType::Int32, loc);
+        Stmt read = For::make(lane, i32(0), i32(vec), ForKind::Vectorized, 0, Store::make(regs_, {lane}, Load::make(staging_, {from}, loc), loc), loc);
+        VarMap second{{lane.get(), lane2}};
+        for (auto &x : to) x = substitute(x, second);
+        Stmt write = For::make(lane2, i32(0), i32(vec), ForKind::Vectorized, 0, Store::make(e.out, std::move(to), Load::make(regs_, {lane2}, loc), loc), loc);
+        Stmt st = IfThenElse::make(op(BinaryOp::LT, op(BinaryOp::Add, row0, r), e.liveRows), Seq::make({read, write}, loc), nullptr, loc);
+        return For::make(it, i32(0), i32(kPieceRows * chunks / 128), ForKind::Unrolled, 0, st, loc);
+    }
+
     Stmt stage(const EpilogueCopy &e, const SourceRange &loc) {
         const int warpgroups = roles_.consumerThreads / 128;
         const int64_t rows = e.M / wgM_, cols = e.N / wgN_, pieceElems = kPieceRows * pieceCols_;
@@ -213,8 +284,11 @@ class Stager : public IRMutator {
             for (int64_t p = 0; p < pieces; ++p, ++q) {
                 const Expr at = addressOf(staging_, {op(BinaryOp::Mul, op(BinaryOp::Add, op(BinaryOp::Mul, g, i32(buffers_)), i32(q % buffers_)), i32(pieceElems))});
                 const Expr slot = i32((mi * nT + p * pieceCols_ / 8) * 4);
-                // The buffer's previous store (this tile's, or the last tile's) has read it.
-                out.push_back(IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreWait, {i32(q == 0 ? 0 : buffers_ - 1)}, loc), nullptr, loc));
+                // The buffer's previous store (this tile's, or the last tile's) has read it. Where a piece may
+                // take the guarded stores instead, the leader's latest store need not be the previous piece's:
+                // every store waited for.
+                const int64_t pending = q == 0 || e.liveRows ? 0 : buffers_ - 1;
+                out.push_back(IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreWait, {i32(pending)}, loc), nullptr, loc));
                 out.push_back(sync());
                 out.push_back(lib::stmt(lib::Fn::StmatrixTile, {i32(pieceCols_), i32(swizzle), at, addressOf(regs, {slot})}, loc));
                 out.push_back(lib::stmt(lib::Fn::FenceProxyAsync, {}, loc));
@@ -227,11 +301,23 @@ class Stager : public IRMutator {
                               op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, g, i32(wgM_)), i32(rows)), i32(mi * kPieceRows)));
                 std::vector<Expr> args{i32(kPieceRows), i32(pieceCols_), i32(eb), i32(swizzle), at, mapIndex, i32((int64_t)nd)};
                 for (size_t d = 0; d < 5; ++d) args.push_back(d < nd ? simplify(c[d]) : i32(0));
-                out.push_back(IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreTile, std::move(args), loc), nullptr, loc));
+                Stmt tma = IfThenElse::make(leader, lib::stmt(lib::Fn::TmaStoreTile, std::move(args), loc), nullptr, loc);
+                if (!e.liveRows) {
+                    out.push_back(tma);
+                    continue;
+                }
+                // Run-time rows: a piece wholly below the bound by TMA (which clips at the tensor's end), the
+                // piece the bound crosses or passes by each thread's 16-byte stores of the live rows.
+                const Expr row0 = op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorMod, g, i32(wgM_)), i32(rows)), i32(mi * kPieceRows));
+                const Expr col0 = op(BinaryOp::Add, op(BinaryOp::Mul, op(BinaryOp::FloorDiv, g, i32(wgM_)), i32(cols)), i32(p * pieceCols_));
+                const Expr piece = op(BinaryOp::Mul, op(BinaryOp::Add, op(BinaryOp::Mul, g, i32(buffers_)), i32(q % buffers_)), i32(pieceElems));
+                const Expr whole = op(BinaryOp::LE, op(BinaryOp::Add, row0, i32(kPieceRows)), e.liveRows);
+                out.push_back(IfThenElse::make(whole, tma, guardedRows(e, piece, row0, col0, loc), loc));
             }
         log(loc, "T.copy of '" + e.acc->name + "' to '" + e.out->name + "' -> stmatrix into shared memory, TMA stores: " +
                      std::to_string(q) + " piece(s) of 64x" + std::to_string(pieceCols_) + " per warpgroup through " +
-                     std::to_string(buffers_) + " staging buffer(s) of " + std::to_string(pieceElems * eb) + " bytes each");
+                     std::to_string(buffers_) + " staging buffer(s) of " + std::to_string(pieceElems * eb) + " bytes each" +
+                     (e.liveRows ? " (rows known at run time: a piece the row bound crosses by 16-byte stores, one row test each)" : ""));
         staged = true;
         return Seq::make(std::move(out), loc);
     }

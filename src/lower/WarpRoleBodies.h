@@ -72,6 +72,7 @@ struct Plan {
     int blocks = 0; ///< planned blocks per SM
     ClusterPlan cluster;
     int CM = 1; ///< blocks per cluster
+    int clusterMinWaves = 0; ///< Kernel::clusterMinWaves: clustered for a tile count known only at run time
     std::vector<int> ringMap, onceMap; ///< each tile's tensor map
     /// Per ring tile, null or the rows R (Gemm::liveRowsAt) from which on its only readers, wgmma A operands,
     /// skip the block's panels: the producer loads it in boxes of kLiveBoxRows rows, those starting below R.

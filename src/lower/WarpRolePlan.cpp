@@ -140,8 +140,13 @@ namespace warproles {
 
 /// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
 /// share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
-/// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). T.ClusterKernel's
-/// clusters where they can be honoured, else clusterWhy says why not.
+/// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). A tile count known
+/// only at run time (a grouped GEMM's row tiles) is clustered too where LoweringOptions::runtimeClusters allows:
+/// the kernel then records the two waves as the launcher's condition (Kernel::clusterMinWaves) and the driver
+/// lowers the variant without clusters beside it. Both blocks of a cluster walk the same units whatever the
+/// count: the cluster's grid dimension is an even constant (planCluster), the run-time count is the units'.
+/// T.ClusterKernel's clusters where they can be honoured, else clusterWhy says why not; its cluster_dims of one
+/// block (1, or (1, 1, 1)) are the author's choice of none.
 void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy) {
     ClusterPlan &cluster = p.cluster;
     const auto &cd = k.clusterDims;
@@ -162,9 +167,12 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
         else if (o.clusters && (cluster = planCluster(k, p.tiles, p.loop->var.get(), axis)).axis < 0)
             clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
                          " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
-    } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o.clusters && t.archSpecific && p.constTiles &&
-               *p.constTiles >= 2LL * t.numSms * p.blocks) {
+    } else if (k.clusterLoc.valid()) {
+        // T.ClusterKernel(..., cluster_dims=1): the author's clusters are single blocks; tilec adds none
+    } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o.clusters && t.archSpecific &&
+               (p.constTiles ? *p.constTiles >= 2LL * t.numSms * p.blocks : o.runtimeClusters)) {
         cluster = planCluster(k, p.tiles, p.loop->var.get());
+        p.clusterMinWaves = p.constTiles ? 0 : 2;
     }
     // The scalars the producer replays (a grouped GEMM's group, found by a loop over a tensor) are loads that
     // planCluster sees no block index in: where their statements use the axis's, no tile is shared.
@@ -183,6 +191,7 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
         cluster = ClusterPlan();
     }
     p.CM = cluster.axis >= 0 ? 2 : 1;
+    if (p.CM == 1) p.clusterMinWaves = 0;
 }
 
 } // namespace warproles

@@ -157,6 +157,11 @@ void groupedCase(const GroupedCase &a, std::initializer_list<uint64_t> seeds) {
     ASSERT_TRUE(l.cpAsync && !l.cpAsync->producerThreads) << l.c.diags();
     ASSERT_TRUE(l.roles) << "no warp roles\n" << l.r.diags();
     expectHopper(*l.roles);
+    // The epilogue `if i < rows: C[...] = acc[i, j]` (rows known at run time, the same in every consumer thread):
+    // staged through shared memory, a whole piece by TMA, a piece the bound crosses by guarded 16-byte stores.
+    auto calls = callCounts(*l.roles);
+    EXPECT_GE(calls[lib::Fn::StmatrixTile], 1) << "the guarded epilogue is not staged";
+    EXPECT_EQ(calls[lib::Fn::StmatrixTile], calls[lib::Fn::TmaStoreTile]) << "a staged piece without its TMA store";
     if (a.scan) EXPECT_GE(producerStores(*l.roles, "g"), 2) << "the producer does not replay the group scan";
     else EXPECT_EQ(producerStores(*l.roles, "g"), 0) << "the table's group is an expression the producer substitutes";
     // the tables as the host makes them
@@ -205,6 +210,13 @@ TEST(SimGemmFamily, GroupedFp8BlockScaled) {
 }
 // two consumer warpgroups on 128-row tiles; one group
 TEST(SimGemmFamily, GroupedTwoWarpgroupsOneGroup) { groupedCase({{129}, 128, 128, 128, 128, 64, 3, 256}, {0}); }
+// 256 experts, most empty: the last expert's rows, a group of one row past a tile, one exactly a tile; N = 72 (a
+// partial N tile: the guarded stores' vectors past the tensor's columns left out), K = 96
+TEST(SimGemmFamily, Grouped256ExpertsSparse) {
+    std::vector<int> sizes(256, 0);
+    sizes[3] = 1, sizes[100] = 65, sizes[200] = 64, sizes[255] = 2;
+    groupedCase({sizes, 72, 96, 64, 64, 64, 2, 128}, {0});
+}
 // TileLang's formulation (each block scans group_tiles for its group, the grid sized for the worst split, blocks
 // past the last tile storing nothing): the producer replays the scan (KernelScalars::replay), same results
 TEST(SimGemmFamily, GroupedScanVariant) {
