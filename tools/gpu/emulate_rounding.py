@@ -7,6 +7,10 @@ arithmetic lies from the float64 reference when both are right, at the kernel's 
       prints, per head, the fraction of dh outside close(1e-2, 1e-2), the largest difference, and dv2's and dh0's counts
   tools/gpu/emulate_rounding.py wy [CHUNKS]    kda wy_fast_bwd's dA through tf32 GEMMs (operands rounded, or truncated)
       against float64: the fraction outside close(1e-2, 1e-2) and the relative 2-norm error
+  tools/gpu/emulate_rounding.py intra [HEADS]  kda chunk_bwd_intra's db2 (dk' k summed over 32 key dimensions) at the
+      file's sizes (S 8192, DK 128, chunks of 64 in sub-chunks of 16): the earlier sub-chunks' products through tf32
+      GEMMs (operands rounded, or truncated), the diagonal sub-chunk in float32, against float64: elements outside
+      close(5e-2, 5e-2) of the 65,536 x 4 per 8 heads
 Needs numpy only."""
 import sys
 
@@ -78,6 +82,43 @@ def wy(chunks, seed=0):
               % (m, 100 * outside(R[m], R["f64"]).mean(), np.linalg.norm(R[m] - R["f64"]) / np.linalg.norm(R["f64"])))
 
 
+def intra(heads, S=8192, DK=128, BT=64, BC=16, bdk=32, seed=0):
+    rng = np.random.default_rng(seed)
+    bad = {"rna": 0, "trunc": 0}
+    for _ in range(heads):
+        K, G = (rng.standard_normal((S, DK)).astype(np.float32) for _ in range(2))
+        dA = rng.standard_normal((S, BT)).astype(np.float32)
+        for c0 in range(0, S, BT):
+            k, g, a = (x[c0:c0 + BT].astype(np.float64) for x in (K, G, dA))
+            low = np.tril(np.ones((BT, BT)))
+            ref = np.einsum("rc,rcd,cd->rd", a * low, np.exp2(g[:, None, :] - g[None, :, :]), k)
+            db_ref = (ref * k).reshape(BT, -1, bdk).sum(-1)
+            for mode in bad:
+                dk = np.zeros((BT, DK))
+                for i in range(BT // BC):
+                    rows, gn = slice(i * BC, (i + 1) * BC), g[i * BC]
+                    acc = np.zeros((BC, DK))
+                    for j in range(i):                      # T.gemm(dAkk_prev, kg): tf32 operands
+                        cols = slice(j * BC, (j + 1) * BC)
+                        kg = (k[cols] * np.exp2(gn - g[cols])).astype(np.float32)
+                        acc += tf32(a[rows, cols].astype(np.float32), mode).astype(np.float64) @ \
+                            tf32(kg, mode).astype(np.float64)
+                    acc = acc.astype(np.float32) * np.exp2(g[rows] - gn).astype(np.float32)
+                    for jj in range(BC):                    # the diagonal sub-chunk, element by element
+                        c = i * BC + jj
+                        kgj = (k[c] * np.exp2(g[rows] - g[c])).astype(np.float32)
+                        acc += (np.arange(BC) >= jj)[:, None] * a[rows, c:c + 1].astype(np.float32) * kgj
+                    dk[rows] = acc
+                bad[mode] += int(outside5((dk * k).reshape(BT, -1, bdk).sum(-1), db_ref).sum())
+    n = heads * S * DK // bdk
+    print("db2 over %d heads: %d of %d outside close(5e-2, 5e-2) with rounded tf32 operands, %d truncated (1e-4: %d)"
+          % (heads, bad["rna"], n, bad["trunc"], n // 10000))
+
+
+def outside5(a, ref):
+    return np.abs(np.asarray(a, np.float64) - ref) > 5e-2 + 5e-2 * np.abs(ref)
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -85,5 +126,7 @@ if __name__ == "__main__":
         dhu(n or 2)
     elif what == "wy":
         wy(n or 64)
+    elif what == "intra":
+        intra(n or 8)
     else:
         sys.exit(__doc__)
