@@ -31,7 +31,7 @@ if command -v nvcc >/dev/null && ! sass_tools; then
         "nvidia-cuda-nvdisasm>=13,<14" 2>&1 | grep -v "WARNING: Running pip as" || true
     sass_tools || echo "setup: no cuobjdump or nvdisasm; the SASS tests will be skipped or fail" >&2
 fi
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$BUILD_DIR"
 echo "setup: built $BUILD_DIR/tilec; the typed kernels of examples/gemm.tile:"
 "$BUILD_DIR/tilec" examples/gemm.tile --emit=ast --kernel gemm
