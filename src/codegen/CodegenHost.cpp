@@ -182,6 +182,7 @@ namespace {
 /// tilec_prepare's last arguments for a variant: its oldest target, and whether it was lowered for
 /// arch-specific targets (sm_90a) alone.
 std::string prepareTargets(const KernelInfo &v) {
+    if (v.targets.empty()) return "0";
     int minSm = 1000;
     bool archOnly = !v.targets.empty();
     for (auto &t : v.targets) minSm = std::min(minSm, t.sm), archOnly &= t.archSpecific;
@@ -504,8 +505,11 @@ std::string printSingleHost(const std::vector<const KernelInfo *> &group) {
     NameTable names = launcherNames();
     Signature sig = signature(info, names);
     std::string ready = "tilec_ready_" + std::to_string(ki);
+    // The variant's targets too: a kernel lowered for sm_90a alone, compiled by the user's nvcc for sm_80 or plain
+    // sm_90, has a body whose Hopper instructions compiled to nothing (its bulk stores, its wgmmas); run on an H100
+    // it would return garbage and success. Such code counts as none for the device.
     std::string prepare = "tilec_prepare(reinterpret_cast<const void *>(&" + info.symbol + "), " +
-                          std::to_string(info.sharedBytes) + ", " + ready + ")";
+                          std::to_string(info.sharedBytes) + ", " + ready + ", " + prepareTargets(info) + ")";
     s += "static std::atomic<unsigned long long> " + ready + "{0};\n";
     s += printLaunchPrologue(info, sig, names, true);
     s += "    tilec_status status = " + prepare + ";\n";
