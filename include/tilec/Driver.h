@@ -43,7 +43,7 @@ struct DriverOptions {
     bool noTma = false;                    ///< --no-tma: no TMA (and so no warp specialization) on any target
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
-    bool oneBlockBounds = false;           ///< --one-block-bounds: (threads, 1) on every kernel without a bound
+    bool oneBlockBounds = true;            ///< --no-one-block-bounds: (threads, 1) only where loads need it
     bool opaqueVectorStores = false;       ///< --opaque-vector-stores: every global vector store one PTX store
     bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
@@ -55,7 +55,7 @@ struct DriverOptions {
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
     bool sparseWarpRoles = false;          ///< --sparse-warp-roles: T.gemm_sp loops on sm_90a's warp roles
-    bool mixedWarpRoles = false;           ///< --mixed-warp-roles: wgmma and mma.sync products in one warp-role loop
+    bool mixedWarpRoles = true;            ///< --no-mixed-warp-roles: no warp roles for wgmma beside mma.sync products
     bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)

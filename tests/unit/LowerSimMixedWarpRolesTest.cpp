@@ -125,17 +125,20 @@ TEST(LowerSimMixedWarpRoles, GqaSinkBwdMatchesTheCpAsyncPath) {
 
 /// The loop written here, on warp roles with the switch (dQ's product on mma.sync over the panels), every output
 /// exact against float64 (inputs on a grid of 1/2: every score and sum exact in float16 and float32) under three
-/// interleavings, race-free; without the switch the loop keeps the cp.async path.
+/// interleavings, race-free; with the switch off (--no-mixed-warp-roles) the loop keeps the cp.async path, and
+/// the default is on.
 TEST(LowerSimMixedWarpRoles, AttentionBackwardLoopExact) {
     LowerRun plain, mixed;
     tilec::Variant v{*tilec::Target::parse("sm_90a"), {}};
+    EXPECT_TRUE(v.options.mixedWarpRoles) << "mixed warp roles are the default";
+    v.options.mixedWarpRoles = false;
     plain.run(kLoop, "t.tile", v);
     ASSERT_TRUE(plain.lowered) << plain.diags();
-    EXPECT_FALSE(sim::warpRoles(plain)) << "without the switch the loop keeps the cp.async path";
+    EXPECT_FALSE(sim::warpRoles(plain)) << "with the switch off the loop keeps the cp.async path";
     v.options.mixedWarpRoles = true;
     mixed.run(kLoop, "t.tile", v);
     const tilec::ir::Kernel *k = sim::warpRoles(mixed);
-    ASSERT_TRUE(k) << "no warp roles with --mixed-warp-roles: " << mixed.diags();
+    ASSERT_TRUE(k) << "no warp roles with mixed warp roles on: " << mixed.diags();
     auto calls = sim::callCounts(*k);
     EXPECT_GT(calls[tilec::passes::lib::Fn::GemmSSPanels], 0);
     constexpr int M = 128, N = 32, D = 64, S = 256;

@@ -226,9 +226,12 @@ int main(int argc, char **argv) {
     app.add_flag("--sparse-warp-roles", o.sparseWarpRoles,
                  "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
                  "instead of the cp.async ring; off by default until checked on the GPU");
-    app.add_flag("--mixed-warp-roles", o.mixedWarpRoles,
+    auto *mixed = app.add_flag_callback("--mixed-warp-roles", [&o] { o.mixedWarpRoles = true; },
                  "sm_90a: a T.Pipelined loop whose wgmma products sit beside one wgmma cannot take (run on mma.sync over "
-                 "the TMA tiles' panels) takes warp roles instead of the cp.async path; off by default until checked on the GPU");
+                 "the TMA tiles' panels) takes warp roles instead of the cp.async path (the default)");
+    auto *noMixed = app.add_flag_callback("--no-mixed-warp-roles", [&o] { o.mixedWarpRoles = false; },
+                 "sm_90a: such a loop keeps the cp.async path");
+    mixed->excludes(noMixed);
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
@@ -255,9 +258,12 @@ int main(int argc, char **argv) {
     app.add_flag("--no-bulk-stores", o.noBulkStores,
                  "sm_90+: a kernel's closing T.copy of a shared tile to global memory stays per-thread stores "
                  "(default: cp.async.bulk copies issued by single threads, as TileLang's tile stores)");
-    app.add_flag("--one-block-bounds", o.oneBlockBounds,
+    auto *bounds = app.add_flag_callback("--one-block-bounds", [&o] { o.oneBlockBounds = true; },
                  "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
-                 "kernels (default: only those whose unrolled global loads need the registers)");
+                 "kernels (the default)");
+    auto *noBounds = app.add_flag_callback("--no-one-block-bounds", [&o] { o.oneBlockBounds = false; },
+                 "only kernels whose unrolled global loads need the registers get __launch_bounds__(threads, 1)");
+    bounds->excludes(noBounds);
     app.add_flag("--opaque-vector-stores", o.opaqueVectorStores,
                  "register -> global vector stores of 8 or 16 bytes as one PTX st.global each, which nvcc cannot "
                  "split (default: only stores through T.make_tensor addresses; nvcc folds parameters' offsets)");
