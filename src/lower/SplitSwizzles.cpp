@@ -117,6 +117,7 @@ class Split : public IRMutator {
     bool isFixed(const Term &t) const { return !t.leaf || offsets::readsOnly(t.leaf, fixed_); }
 
     Expr split(const Call &c, const Expr &whole) const;
+    Expr splitRowsNotPow2(const Call &c, const Expr &whole, int64_t cols, int64_t eb, int64_t tileElems) const;
 
     /// The panel layout (swz_panels) stores a tile's rows one after another in each column panel of W elements (its
     /// `span` bytes), and
@@ -159,6 +160,7 @@ Expr Split::split(const Call &c, const Expr &whole) const {
     auto tileElems = constValue(lib::arg(c, fn, "tileElems"));
     auto span = panels ? constValue(lib::arg(c, fn, "span")) : std::optional<int64_t>(0);
     if (!cols || !eb || !tileElems || !span) return whole;
+    if (!panels && !isPow2(*cols)) return splitRowsNotPow2(c, whole, *cols, *eb, *tileElems);
     const int64_t P = period(panels, *cols, *eb, *tileElems);
     std::vector<Term> terms, periodic, fixed, runtime, panelRows;
     if (!P || !offsets::flatten(lib::arg(c, fn, "offset"), 1, DType::Int32, terms)) return whole;
@@ -217,6 +219,57 @@ Expr Split::split(const Call &c, const Expr &whole) const {
         mapped = lib::call(panels ? lib::Fn::SwzPanelsSplit : lib::Fn::SwzSplit, args({sumOf(runtime), fixedPart}), c.loc, DType::Int32);
     }
     return periodic.empty() ? mapped : binary(BinaryOp::Add, sumOf(periodic), mapped);
+}
+
+/// Rows whose length is not a power of two (192 float16 elements: attention backward's dK of head dimension 192)
+/// have no bitwise map, so swz_split does not apply; two identities still hold for an offset o >= 0 (swizzle.cuh:
+/// the row XOR is a multiple of the chunk C = 16 / eb elements, depends on row % 8 alone, and stays in the row):
+///  - a term that is a multiple of the period P (8 rows, or the tile where its rows are fewer or not a multiple of
+///    8) moves the row by whole periods: swz(a + kP) = swz(a) + kP for a >= 0;
+///  - a part b in [0, C) beside a rest a that is a multiple of C stays in a's chunk: swz(a + b) = swz(a) + b.
+/// The second is what an unrolled vector loop over a chunk needs (`vec[v] = tile[swz(base + v)]`): its 8 element
+/// reads become one base plus 0..7, which nvcc joins into one 16-byte access instead of 8 two-byte ones, each with
+/// its own division by the row length.
+Expr Split::splitRowsNotPow2(const Call &c, const Expr &whole, int64_t cols, int64_t eb, int64_t tileElems) const {
+    if (eb <= 0 || 16 % eb || tileElems <= 0 || tileElems % cols) return whole;
+    const int64_t C = 16 / eb;
+    const int64_t rowBytes = cols * eb;
+    if (cols % C || !(rowBytes % 128 == 0 || rowBytes == 64 || rowBytes == 32)) return whole; // the map moves nothing
+    const int64_t P = (tileElems / cols) % 8 == 0 ? 8 * cols : tileElems;
+    std::vector<Term> terms, periodic, rest, low;
+    if (!offsets::flatten(lib::arg(c, lib::Fn::Swz, "offset"), 1, DType::Int32, terms)) return whole;
+    bool aligned = true; // every term of `rest` is a multiple of C
+    for (const Term &t : terms) {
+        if (t.coeff == 0) continue;
+        if (!t.leaf) { // a constant: whole periods, whole chunks, and the rest below C
+            const int64_t inP = ((t.coeff % P) + P) % P, inC = inP % C;
+            if (t.coeff != inP) periodic.push_back({nullptr, t.coeff - inP});
+            if (inP != inC) rest.push_back({nullptr, inP - inC});
+            if (inC) low.push_back({nullptr, inC});
+            continue;
+        }
+        const __int128 step = (__int128)t.coeff * knownMultiple(t.leaf);
+        if (step % P == 0) periodic.push_back(t);
+        else if (step % C == 0) rest.push_back(t);
+        else if (isFixed(t)) low.push_back(t);
+        else rest.push_back(t), aligned = false;
+    }
+    const Known b = known(low, 62);
+    if (!aligned || !(b.lo && *b.lo >= 0 && b.hi && *b.hi < C)) { // the part below a chunk stays in the map
+        rest.insert(rest.end(), low.begin(), low.end());
+        low.clear();
+    }
+    std::vector<Term> inside = rest;
+    inside.insert(inside.end(), low.begin(), low.end());
+    const Known a = known(inside, 62);
+    if (!(a.lo && *a.lo >= 0)) { // whole periods leave the map only beside a non-negative rest
+        rest.insert(rest.end(), periodic.begin(), periodic.end());
+        periodic.clear();
+    }
+    if (periodic.empty() && low.empty()) return whole;
+    Expr e = lib::call(lib::Fn::Swz, {i32(cols), i32(eb), i32(tileElems), sumOf(rest)}, c.loc, DType::Int32);
+    if (!periodic.empty()) e = binary(BinaryOp::Add, sumOf(periodic), e);
+    return low.empty() ? e : binary(BinaryOp::Add, e, sumOf(low));
 }
 
 } // namespace

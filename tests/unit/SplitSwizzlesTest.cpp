@@ -110,6 +110,37 @@ TEST(SplitSwizzles, OverlappingPartsAreNotTheSum) {
     EXPECT_NE((tilec::swz_split<64, 2, 8192>(64, 64)), (tilec::swz_in_tiles<64, 2, 8192>(128)));
 }
 
+/// Rows whose length is not a power of two (splitRowsNotPow2): for every offset a that is a multiple of the
+/// 16-byte chunk and b below it, swz(a + b) = swz(a) + b; whole periods (8 rows, or the tile where its rows are
+/// fewer or not a multiple of 8) add outside the map. And a part that reaches the next chunk is not the sum.
+template <int Cols, int EB, int TileElems> void expectRowsNotPow2Identities() {
+    constexpr int C = 16 / EB;
+    constexpr int P = (TileElems / Cols) % 8 == 0 ? 8 * Cols : TileElems;
+    auto whole = [](int x) { return tilec::swz_in_tiles<Cols, EB, TileElems>(x); };
+    int failed = 0, moved = 0;
+    for (int a = 0; a < 3 * P; a += C) {
+        for (int b = 0; b < C; ++b)
+            if (whole(a + b) != whole(a) + b && ++failed <= 5)
+                ADD_FAILURE() << "swz<" << Cols << ", " << EB << ", " << TileElems << ">(" << a << " + " << b << ") = " << whole(a + b)
+                              << ", not swz(" << a << ") + " << b;
+        for (int k = 1; k <= 3; ++k)
+            if (whole(a + k * P) != whole(a) + k * P && ++failed <= 5)
+                ADD_FAILURE() << "swz<" << Cols << ", " << EB << ", " << TileElems << ">(" << a << " + " << k << " periods) is not outside the map";
+        moved += whole(a + C) != whole(a) + C; // a whole chunk further is XORed with the row's value
+    }
+    EXPECT_EQ(failed, 0);
+    EXPECT_GT(moved, 0) << "swz<" << Cols << ", " << EB << ", " << TileElems << "> moves no chunk: the test proves nothing";
+}
+
+TEST(SplitSwizzles, RowsNotPow2KeepChunksAndPeriods) {
+    expectRowsNotPow2Identities<192, 2, 192 * 128>(); // attention backward's dK, head dimension 192
+    expectRowsNotPow2Identities<192, 4, 192 * 64>();  // float32 rows of 768 bytes
+    expectRowsNotPow2Identities<96, 4, 96 * 16>();    // 384-byte rows
+    expectRowsNotPow2Identities<320, 2, 320 * 4>();   // 4 rows: the pattern starts afresh every tile
+    expectRowsNotPow2Identities<576, 2, 576 * 33>();  // 33 rows: a period of the whole tile
+    expectRowsNotPow2Identities<48, 8, 48 * 8>();     // 8-byte elements, 2 per chunk
+}
+
 const char *kKernels = R"(import tilelang.language as T
 
 def rows_into_fragment(M, H, hb, stages):
@@ -169,6 +200,23 @@ def serial_panel_rows(M, N, K, bm, bn, bk, threads):
                         b_d[idx // bk, idx % bk] = b_s[idx // bk, idx % bk] * T.float16(2)
                 T.gemm(a_s, b_d, acc, transpose_B=True)
             T.copy(acc, C[by * bm, bx * bn])
+    return main
+
+def wide_rows_out(M, N, K, block_M=64, block_N=192, block_K=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_K, block_N), "float16")
+            C_l = T.alloc_fragment((block_M, block_N), "float")
+            C_s = T.alloc_shared((block_M, block_N), "float")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * block_M, bx * block_N])
     return main
 )";
 
@@ -262,6 +310,46 @@ TEST(SplitSwizzles, UnrolledReadsOfSwizzledTilesOnTheSimulator) {
     for (const char *arch : {"sm_80", "sm_90a"}) {
         expectSplitGemm(arch, "rows_into_fragment(64, 512, 256, 2)", "X", "W", "O", 64, 512, 32, true, 1);
         expectSplitGemm(arch, "scaled_operand(256, 256, 64, 128, 64)", "A", "B", "C", 256, 256, 64, false, 2);
+    }
+}
+
+/// Offsets `swz(rest) + low` (splitRowsNotPow2's part below a chunk outside the map): counted, and with `by` set,
+/// their low part moved by that many elements.
+struct ChunkLowParts : ir::IRMutator {
+    using ir::IRMutator::visit;
+    int64_t by = 0;
+    int found = 0;
+    ir::Expr visit(const std::shared_ptr<const ir::Binary> &op) override {
+        ir::Expr e = ir::IRMutator::visit(op);
+        auto add = ir::as<ir::Binary>(e);
+        auto c = add && add->op == ir::BinaryOp::Add ? ir::as<ir::Call>(add->a) : nullptr;
+        if (!c || !lib::is(*c, lib::Fn::Swz)) return e;
+        ++found;
+        return by ? ir::binary(ir::BinaryOp::Add, add->a, ir::binary(ir::BinaryOp::Add, add->b, ir::intImm(by))) : e;
+    }
+};
+
+/// A GEMM's 64 x 192 float32 accumulator staged through a swizzled shared tile of 768-byte rows and copied out
+/// under the bounds of 100 rows: the copy's unrolled reads of a chunk take `swz(base) + v` (one 16-byte access
+/// for nvcc instead of four, each with its own division by 192), exact against float64 on the simulator on both
+/// paths; the low part moved by one chunk is wrong.
+TEST(SplitSwizzles, RowsNotPow2OnTheSimulator) {
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        LowerRun r;
+        simtest::lowerFor(r, std::string(kKernels) + "k = wide_rows_out(100, 192, 64)\n", arch);
+        ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+        const ir::Kernel &k = *r.lowered->kernels[0];
+        ChunkLowParts count;
+        (void)count.mutate(k.body);
+        EXPECT_GT(count.found, 0) << arch << ": no offset with its part below a chunk outside the map";
+        simtest::ExactGemm g("A", "B", "C", 100, 192, 64, false, 1, 91);
+        Outcome o = g.run(k);
+        EXPECT_FALSE(simtest::anyFailure(o)) << arch << ": " << o.error << (o.races.empty() ? "" : o.races[0]) << o.firstWrong;
+        ChunkLowParts moved;
+        moved.by = 4;
+        auto mutated = std::make_shared<ir::Kernel>(k);
+        mutated->body = moved.mutate(k.body);
+        EXPECT_TRUE(simtest::anyFailure(g.run(*mutated))) << arch << ": a low part moved by a chunk went unnoticed";
     }
 }
 
