@@ -401,15 +401,37 @@ class KernelPrinter {
 
     static Expr simplifyEnd(const For &f) { return Binary::make(BinaryOp::Add, f.min, f.extent); }
 
+    /// Whether `e` divides by a constant that is not a power of two (`x / 192`, `x % 192`): an unrolled loop's
+    /// addresses through such a quotient differ by no constant, so nvcc folds no offset into them, and NVVM took
+    /// the 16-byte stores at them apart (attention backward's dK rows of 192 elements: 24 stores as 96 STG.E).
+    static bool dividesByNonPow2(const Expr &e) {
+        struct Find : IRVisitor {
+            using IRVisitor::visit;
+            bool found = false;
+            void visit(const Binary &op) override {
+                auto c = as<IntImm>(op.b);
+                if ((op.op == BinaryOp::Div || op.op == BinaryOp::FloorDiv || op.op == BinaryOp::FloorMod) && c &&
+                    c->value > 0 && (c->value & (c->value - 1)))
+                    found = true;
+                IRVisitor::visit(op);
+            }
+        } f;
+        f.visit(e);
+        return f.found;
+    }
+
     void transfer(const Transfer &t, int level, const SourceRange &at) {
         int cb = t.chunkBytes();
         int64_t per = cb / t.dtype.bytes(), chunks = t.lanes / per;
         std::string mem = name(t.memory), regs = name(t.regs), base = ep_.print(t.base);
         // A store of 8 or 16 bytes through a T.make_tensor tensor's run-time address is one PTX store that NVVM
-        // cannot take apart (memory.cuh's store_vector); with --opaque-vector-stores a tensor parameter's too
-        // (st.global: a parameter is global memory). Other accesses are copy_vector's plain C++ copies.
+        // cannot take apart (memory.cuh's store_vector); so is a 16-byte one into a tensor parameter at an address
+        // through a quotient by a non-power of two (it costs no folded offset there; 8-byte ones stayed whole and
+        // cost 4 registers in dQ's postprocess), and with --opaque-vector-stores every
+        // tensor parameter's (st.global: a parameter is global memory). Other accesses are copy_vector's copies.
         bool table = k_.addressOf(t.memory) != nullptr;
-        bool opaque = !t.load && cb >= 8 && (table || (opts_.opaqueVectorStores && t.memory->scope == Scope::Global));
+        bool global = t.memory->scope == Scope::Global;
+        bool opaque = !t.load && cb >= 8 && (table || (global && (opts_.opaqueVectorStores || (cb == 16 && dividesByNonPow2(t.base)))));
         std::string fn = std::string(opaque ? "tilec::store_vector<" : "tilec::copy_vector<") + std::to_string(cb) +
                          (opaque && !table ? ", true>" : ">");
         if (!t.load && t.cond) {
