@@ -88,9 +88,13 @@ for f in "${SOURCES[@]}"; do
     if awk -v ex="$name" '$1 == ex && $2 == "sm80" { found = 1 } END { exit !found }' gpu/examples.txt; then
         variants+=("$name.sm80")
     fi
+    if awk -v ex="$name" '$1 == ex && $2 == "wrongarch" { found = 1 } END { exit !found }' gpu/examples.txt; then
+        variants+=("${name}_wrongarch.sm80")
+    fi
     for v in "${variants[@]}"; do
         while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n; done
         if [ "$v" = "$name" ]; then generate "$v" "$f" ${TILEC_GPU_ARCH:+-arch=$TILEC_GPU_ARCH} &
+        elif [ "$v" = "${name}_wrongarch.sm80" ]; then generate "$v" "$f" -arch=sm_90a &
         else generate "$v" "$f" -arch=sm_80 & fi
         names+=("$v")
     done
