@@ -183,6 +183,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.sparseWgmma = !opts_.noSparseWgmma;
     o.sparseWarpRoles = opts_.sparseWarpRoles;
     o.mixedWarpRoles = opts_.mixedWarpRoles;
+    o.mmaWarpRoles = opts_.mmaWarpRoles;
     o.splitConditions = !opts_.noSplitConditions;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;

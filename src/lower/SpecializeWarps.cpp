@@ -78,7 +78,9 @@ class Specializer {
                                 (barrierGroups_ > 1 ? " behind " + std::to_string(barrierGroups_) + " full/empty barrier pairs (each waited for where first used)" : "") +
                                 (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
                                 std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
-                                (t_.hasWgmma() ? "wgmma" : "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)") +
+                                (!t_.hasWgmma() ? "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)"
+                                 : mmaOnly_ ? "mma.sync (ldmatrix from TMA's panel layout; no product is wgmma's: --mma-warp-roles)"
+                                            : "wgmma") +
                                 (registerA_ ? " (A from registers: RS)" : "") +
                                 (guarded_ ? ", each iteration under its body's condition (the ring moving on by the iterations that run)" : "") + "; " +
                                 std::to_string(k->minBlocksPerSM) + " block(s) per SM" +
@@ -114,6 +116,7 @@ class Specializer {
     int barrierGroups_ = 0, onceTiles_ = 0, ringTiles_ = 0; ///< of the loop specialized: full/empty barrier pairs per stage, tiles loaded once
     int rowTiles_ = 0, boxTiles_ = 0, genericTiles_ = 0, viewCount_ = 0, threadTiles_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
+    bool mmaOnly_ = false;                  ///< ... and, on a wgmma target, whether all its products run on mma.sync
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
     std::string weighed_;                   ///< ... and the cost test's figures (WarpRoleCost.h)
@@ -354,19 +357,23 @@ class Specializer {
         if (!p.mma) planViews(split, top, p);
         else p.operands = p.byBuffer;
         const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, &p.operands,
-                                              p.mma ? nullptr : &p.genericReads, !p.mma && o_.mixedWarpRoles);
+                                              p.mma ? nullptr : &p.genericReads, !p.mma && mmaBeside());
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
                                      "tf32, float8 and int8 operands must be K-major, so a float8 B such as attention's "
                                      "V is stored transposed and read with transpose_B=True; A from registers needs a "
                                      "16-bit, float8 or tf32 fragment and the consumer warpgroups splitting the rows only)");
-        bool anyWgmma = false, registerAOnMma = false;
+        bool anyWgmma = false, anyPanels = false, registerAOnMma = false;
         for (auto &s : split.rest) {
-            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && o_.mixedWarpRoles));
-            // (--mixed-warp-roles: a product marked for mma.sync over the panels counts only beside a wgmma one)
+            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && mmaBeside()));
+            // (mixed warp roles: a product marked for mma.sync over the panels counts only beside a wgmma one;
+            // --mma-warp-roles: alone too)
             anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
+            anyPanels |= callsInstr(p.rest.back(), GemmInstr::MmaPanels);
         }
+        mmaOnly_ = !p.mma && !anyWgmma && anyPanels && o_.mmaWarpRoles;
+        anyWgmma |= mmaOnly_;
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
         // its A fragment would need mma.sync's layout while the products feeding it have wgmma's
         if (registerAOnMma) return fail("a T.gemm with A from registers cannot use wgmma (B not a TMA tile, or the "
@@ -493,6 +500,10 @@ class Specializer {
             if (b && p.ring.count(b.get())) b = p.ring[b.get()];
         nk.allocs.push_back(p.mbar);
     }
+
+    /// Whether the consumers of a wgmma target may run a product wgmma cannot take on mma.sync over the panels:
+    /// beside wgmma ones (mixed warp roles) or, with --mma-warp-roles, in a loop of such products alone.
+    bool mmaBeside() const { return o_.mixedWarpRoles || o_.mmaWarpRoles; }
 
     /// Whether a T.gemm of `s` is marked for instruction `instr`.
     static bool callsInstr(const Stmt &s, GemmInstr instr) {
