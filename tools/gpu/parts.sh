@@ -6,7 +6,7 @@
 #   bash tools/gpu/parts.sh [--dry-run] PART...                    (the same parts as arguments)
 #   bash tools/gpu/parts.sh --pack GPU_BUILD OUT.tar.xz [LISTFILE...]   (here: make a tarball, see below)
 #
-# A part (space-separated, fields comma-separated, no spaces inside):
+# A part (space-separated, fields comma-separated, no spaces inside; relative paths from the repository root):
 #   LABEL     letters, digits, '_', '-' (not "parts"); names its files in $OUT
 #   TARBALL   a tarball of a prepared gpu-build (its top folder holds manifest.tsv), as given or under .carry/;
 #             a folder holding manifest.tsv is used in place. Consecutive parts of one tarball unpack it once.
@@ -32,15 +32,18 @@
 # removed, and both caches too when /tmp has less than 8 GiB free (the GPU machine has 64 GiB). The TileLang bundle
 # .tilelang/site.tar.xz (TILEC_PARTS_TL_BUNDLE) is unpacked once, before the first sbs part, and passed to run.sh as
 # TILEC_GPU_TL_SITE. The whole call keeps within TILEC_PARTS_DEADLINE_S (default 585): a part's timeout is cut to
-# what is left, a part with less than 30 s left is not started. At most 6 parts.
+# what is left, a part with less than 30 s left is not started. At most 6 parts. Other TILEC_GPU_* variables given
+# to parts.sh reach every part's run.sh (TILEC_GPU_GENCODE, TILEC_GPU_SBS_SHARD, ...), but those it sets per part.
 #
 # Brought back ($OUT, default /tmp/tilec-parts-out): LABEL.txt for each part (what ran, the selection, a brief,
 # summary.txt, the side-by-side table, the FAIL lines and the tails of the logs, at most 2 MB), parts.txt (the plan,
 # every part's brief and, for two sbs parts of one list on different tarballs, the A/B table of
 # tools/gpu/parts_select.py compare) and parts.tar.xz (every part's run.sh files: LABEL/summary.txt, results.json,
 # sidebyside.json, the logs' last 4 MB; rewritten after each part): read it here with
-#   tar -xJf FILES_AT/parts.tar.xz -C /tmp/parts && python3 tools/gpu/side_by_side.py --merge /tmp/parts/*/sidebyside.json
-# stdout: the plan, then each part's brief and the A/B tables. Exit 0 when every part's run.sh exited 0.
+#   tar -xJf FILES_AT/parts.tar.xz -C /tmp/parts && python3 tools/gpu/side_by_side.py --merge /tmp/parts/s/sidebyside.json
+# stdout: the plan, then each part's brief and the A/B tables. Exit 0 when every part's run.sh exited 0, else 1
+# (a part's own status is in the last line: run.sh's, 2 no tarball / list / TileLang, 3 the list selects nothing,
+# 4 no time left, 124 its timeout); 2 for a malformed part, before anything runs.
 #
 # --dry-run: unpacks the tarballs into a scratch folder, selects, and prints every command a part would run
 # (exactly as the real run builds them) and the warnings; runs nothing else. tests/gpu_parts_script.sh checks it.
@@ -52,7 +55,8 @@
 #   bash tools/gpu/parts.sh --pack /tmp/gb-A .carry/gb-A.tar.xz [.carry/list.txt ...]
 #   [ -f .tilelang/site.tar.xz ] || bash ../shared/tools/tilelang/make-bundle.sh .tilelang
 # --pack writes the gpu-build as `gpu-build/` (without lib/ and sweep/); with list files, only the libraries
-# they select in any mode (the suites' example folders stay whole): two tarballs fit beside the bundle. For an
+# they select in any mode (the suites' example folders stay whole), so that two tarballs fit beside the bundle
+# more easily (not measured on a whole gpu-build: the dry run prints the carried total). For an
 # A/B of a lowering switch, prepare a second gpu-build with a tilec that passes it, e.g.
 #   printf '#!/bin/sh\nexec %s --no-mixed-warp-roles "$@"\n' "$PWD/build/tilec" >/tmp/tilec-B && chmod +x /tmp/tilec-B
 #   TILEC=/tmp/tilec-B GPU_BUILD=/tmp/gb-B TILELANG_SRC=... TILEKERNELS_SRC=... TILEC_GPU_APP=0 tools/gpu/prepare.sh build
