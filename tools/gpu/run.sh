@@ -24,6 +24,9 @@
 # TILEC_GPU_SWEEP=1 adds the tile-configuration sweep of tools/sweep/ (gpu-build/sweep/, made here by
 # tools/sweep/gen.py) after the benchmarks, within TILEC_SWEEP_BUDGET_S (default 300); skip the other steps
 # to give it the time: TILEC_GPU_SWEEP=1 bash tools/gpu/run.sh --skip test,bench,memcheck,racecheck
+# TILEC_GPU_WORK=DIR: the work folder (default a fresh /tmp/tilec-gpu-work.XXXXXX, left behind), for a caller
+# that removes it after (tools/gpu/parts.sh); TILEC_GPU_TL_SITE=DIR: an unpacked TileLang bundle to use instead of
+# unpacking .tilelang/site.tar.xz into the work folder (parts.sh unpacks it once for all its parts).
 # Logs: $OUT/{build,test,bench,memcheck,racecheck}.log, summary.txt, results.json (7 files; with the sweep
 # also sweep.json, its table printed before the harness's and appended to summary.txt, its log to bench.log:
 # the device tool brings back 8 files at most).
@@ -44,7 +47,8 @@ BUDGET=${TILEC_GPU_BUDGET_S:-540}
 SEED=${TILEC_GPU_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) & 0x3FFFFFFF ))}
 START=$SECONDS
 mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/tilec-gpu-work.XXXXXX)
+WORK=${TILEC_GPU_WORK:-$(mktemp -d /tmp/tilec-gpu-work.XXXXXX)}
+mkdir -p "$WORK"
 LIB=$GB/lib
 rm -rf "$LIB"
 mkdir -p "$LIB" "$WORK/build"
@@ -204,14 +208,16 @@ fi
 #       bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
 # Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT; merge the shards' JSON
 # here with tools/gpu/side_by_side.py --merge.
-tl_site() {    # unpacks the TileLang bundle once; prints the site folder
+tl_site() {    # unpacks the TileLang bundle once (or takes TILEC_GPU_TL_SITE's); prints the site folder
+    [ -n "${TILEC_GPU_TL_SITE:-}" ] && { echo "$TILEC_GPU_TL_SITE"; return; }
     [ -d "$WORK/tl-site/tilelang" ] || { mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"; }
     echo "$WORK/tl-site"
 }
+have_tl() { [ -d "${TILEC_GPU_TL_SITE:-/nonexistent}/tilelang" ] || [ -f .tilelang/site.tar.xz ]; }
 if [ "${TILEC_GPU_SBS:-0}" = 1 ]; then
     t0=$SECONDS
     t=$(allow "${TILEC_GPU_SBS_S:-420}")
-    if [ ! -f .tilelang/site.tar.xz ]; then
+    if ! have_tl; then
         record sidebyside skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
     elif (( t < 60 )); then
         record sidebyside skip "no time left (${t} s)"
@@ -230,7 +236,7 @@ fi
 # travelled (carry .tilelang: bash ../shared/tools/tilelang/make-bundle.sh .tilelang): tilec / TileLang per
 # shape from the benchmarks above; its table goes to bench.log and summary.txt, its JSON to $OUT unless the
 # sweep's took the eighth file. TILEC_GPU_TL_S (default 150) is its share of the budget.
-if ! skipped tilelang && [ -f .tilelang/site.tar.xz ]; then
+if ! skipped tilelang && have_tl; then
     t0=$SECONDS
     t=$(allow "${TILEC_GPU_TL_S:-150}")
     if (( t < 30 )); then
