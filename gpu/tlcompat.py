@@ -13,7 +13,8 @@ example's own check. What to call and how to judge is in tests/tilelang_compat/r
              is the kernel's output, or a tuple of its outputs in parameter order; where the file checks inline
              (`ref_c = a @ b` in its main), that expression as the file writes it;
   check      close(rtol, atol[, max_mismatched_ratio=r]) (torch.testing.assert_close; close() for torch's default
-             tolerances) or similar(FUNCTION, LIMIT) (FUNCTION(out, ref) < LIMIT, e.g. the fp8 files' calc_diff).
+             tolerances) or similar(FUNCTION, LIMIT) (FUNCTION(out, ref) < LIMIT, e.g. the fp8 files' calc_diff),
+             or by_output(DEFAULT, NAME=CHECK, ...): the outputs named by their own check, the others by DEFAULT.
 Where the example carries no reference at all, tilec's own float64 reference of the mathematics it computes
 (gpu/tlcompat_refs.py, bound as `tilec_refs` in every example's namespace: `tilec_refs.retention_fwd(Q, K, V)`).
 
@@ -304,7 +305,7 @@ def _called_names(expr):
     return sorted({n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)})
 
 
-_CHECK_FNS = ("close", "similar")
+_CHECK_FNS = ("close", "similar", "by_output")
 
 
 def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
@@ -330,7 +331,7 @@ def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
         raise ValueError("%s: %s" % (where, e))
     check_fn = ast.parse(entry["check"], mode="eval").body
     if not (isinstance(check_fn, ast.Call) and isinstance(check_fn.func, ast.Name) and check_fn.func.id in _CHECK_FNS):
-        raise ValueError("%s: the check must be close(...) or similar(...), not %r" % (where, entry["check"]))
+        raise ValueError("%s: the check must be close(...), similar(...) or by_output(...), not %r" % (where, entry["check"]))
     names = {p[0] for p in params} | set(sizes)
     used = _called_names(entry["reference"]) + [a.id for a in check_fn.args if isinstance(a, ast.Name)]
     unknown = [n for n in used if n not in ns and n not in names and not hasattr(builtins, n)]
@@ -496,6 +497,8 @@ def self_check(tmp):
                                                                                   "left out"))
     for bad, what in ((dict(refs[("sub/ex.py", "k")], reference="no_such_fn(A)"), "an undefined reference"),
                       (dict(refs[("sub/ex.py", "k")], check="print(1)"), "a check that is not close/similar"),
+                      (dict(refs[("sub/ex.py", "k")], check="tilec_refs.tk.by_output(close(1, 1))"),
+                       "a check through tilec_refs (TileKernels' by_output is no compat check)"),
                       (dict(refs[("sub/ex.py", "k")], setup="m = = 1"), "a setup that does not parse"),
                       (dict(refs[("sub/ex.py", "k")], reference="tilec_refs.no_such_ref(A)"),
                        "an undefined tilec reference")):

@@ -7,6 +7,7 @@ import sys
 
 import core as C
 import tlcompat as TC
+from tlcompat_refs_tk import by_output
 
 GPU_BUILD = os.path.join(TC.ROOT, os.environ.get("GPU_BUILD", "gpu-build"))
 
@@ -162,7 +163,7 @@ def run(p, ctx, kernel):
                 raise C.Fail("nothing binds parameter '%s' (a T.dynamic size: bind it in the setup)" % prm.name)
         ctx.call(kernel, *args)
         ref = eval(p["reference"], ns)
-        judge = eval(p["check"], dict(ns, close=close, similar=similar))
+        judge = eval(p["check"], dict(ns, close=close, similar=similar, by_output=by_output))
     except TC.Unavailable as e:
         raise C.Skip("the example's reference needs what this machine lacks: %s" % e)
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
