@@ -538,6 +538,28 @@ def self_check(tmp):
     stale = sorted(k for _, k in set(refs) - {(f_, k) for f_, k in wanted})
     if stale:
         problems.append("reference.tsv lines for kernels the manifest does not expect to compile: %s" % stale)
+    problems += check_forms(refs)
+    return problems
+
+
+def check_forms(refs):
+    """What plan() refuses in a reference line without the example or the build: a check that does not parse or is
+    not close / similar / by_output called by name, or a tilec reference gpu/tlcompat_refs.py lacks (session 39's
+    tilec_refs.tk.by_output passed every test without a TileLang checkout and failed the GPU run's plan)."""
+    problems = []
+    for (file, kernel), entry in sorted(refs.items()):
+        where = "reference.tsv:%d (%s)" % (entry["line"], kernel)
+        try:
+            fn = ast.parse(entry["check"], mode="eval").body
+        except SyntaxError as e:
+            problems.append("%s: the check does not parse: %s" % (where, e))
+            continue
+        if not (isinstance(fn, ast.Call) and isinstance(fn.func, ast.Name) and fn.func.id in _CHECK_FNS):
+            problems.append("%s: the check must be close(...), similar(...) or by_output(...)" % where)
+        missing = [n for n in _tilec_refs_used(entry["reference"] + "\n" + entry["check"])
+                   if not callable(getattr(tlcompat_refs, n, None))]
+        if missing:
+            problems.append("%s: tilec_refs.%s is not in gpu/tlcompat_refs.py" % (where, ", tilec_refs.".join(missing)))
     return problems
 
 
