@@ -336,6 +336,8 @@ int64_t knownMultiple(const Expr &e) {
             if (auto c = as<Cast>(e)) return c->dtype.isInt() && c->value->dtype.isInt() ? of(c->value) : 1;
             if (auto s = as<Select>(e)) return gcd64(of(s->t), of(s->f));
             if (auto c = as<Call>(e)) return swizzled(*c);
+            // -x: a multiple of what x is (simplify writes `(1 - i % 2) * 1024` as `-(i % 2 * 1024) + 1024`)
+            if (auto u = as<Unary>(e)) return u->op == UnaryOp::Neg && e->dtype.isInt() ? of(u->a) : 1;
             auto b = as<Binary>(e);
             if (!b || !e->dtype.isInt()) return 1;
             int64_t x = of(b->a), y = of(b->b);

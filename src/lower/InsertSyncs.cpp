@@ -91,9 +91,11 @@ class Syncer {
     std::set<int64_t> userIds_; ///< the named barriers the kernel uses already (T.sync_threads(id, count))
     BufferSet asyncDsts_;       ///< the destinations of the kernel's T.async_copy chunks (CpAsyncCopy)
 
-    /// The destinations a statement issues T.async_copy chunks into (the chunks alone, in unrolled loops), or none.
+    /// The destinations a statement issues T.async_copy chunks into (the chunks alone, in unrolled loops, under the
+    /// `if` on the thread of the threads that have a chunk), or none.
     static std::vector<const BufferNode *> asyncIssue(const Stmt &s) {
         if (auto f = as<For>(s); f && f->forKind == ForKind::Unrolled) return asyncIssue(f->body);
+        if (auto i = as<IfThenElse>(s); i && !i->otherwise) return asyncIssue(i->then);
         const Call *c = callOf(s);
         if (!c || !lib::is(*c, lib::Fn::CpAsyncCopy)) return {};
         auto l = addressedLoad(lib::arg(*c, lib::Fn::CpAsyncCopy, "dst"));
@@ -131,6 +133,7 @@ class Syncer {
     /// The elements a T.async_copy issue writes as per-thread stores (each chunk's elements), for ThreadOwners.
     static Stmt chunkStores(const Stmt &s) {
         if (auto f = as<For>(s)) return For::make(f->var, f->min, f->extent, f->forKind, f->numStages, chunkStores(f->body), f->loc);
+        if (auto i = as<IfThenElse>(s)) return IfThenElse::make(i->cond, chunkStores(i->then), nullptr, i->loc);
         const Call *c = callOf(s);
         auto l = addressedLoad(lib::arg(*c, lib::Fn::CpAsyncCopy, "dst"));
         const int64_t n = *constInt(lib::arg(*c, lib::Fn::CpAsyncCopy, "bytes")) / l->buffer->dtype.bytes();

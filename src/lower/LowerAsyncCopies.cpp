@@ -481,7 +481,7 @@ class Lowering : public RangeScopedMutator {
     /// The copy as chunks of the widest width its regions allow: in the author's row-blocked map where one is
     /// given for the region (`rowThreads` threads a row, runs of `run`: thread i * rowThreads + (j / run) %
     /// rowThreads copies element (i, j), and then reads back what it copied), else chunk c issued by thread
-    /// c % threads; null where no width divides it evenly.
+    /// c % threads; null where no width is aligned in both buffers (or none divides the author's runs).
     Stmt chunks(const Copy &c, int64_t rowThreads, int64_t run, const SourceRange &loc) {
         const Region &S = c.src, &D = c.dst;
         std::vector<size_t> sd, dd;
@@ -512,45 +512,71 @@ class Lowering : public RangeScopedMutator {
         for (int64_t e : ext) elems *= e;
         const bool author = ext.size() == 2 && rowThreads > 0 && run > 0 && ext[0] * rowThreads == k_.threads &&
                             ext[1] % (rowThreads * run) == 0;
-        for (int bytes : {16, 8, 4}) {
-            if (bytes % eb) continue;
-            const int64_t ve = bytes / eb;
-            bool fits = ext.back() % ve == 0 && knownMultiple(sp->origin) % ve == 0 && knownMultiple(dp->origin) % ve == 0 &&
-                        knownMultiple(S.buffer->shape.back()) % ve == 0 &&
-                        (author ? run % ve == 0 : (elems / ve) % k_.threads == 0);
+        auto aligned = [&](int64_t ve) {
+            bool ok = ext.back() % ve == 0 && knownMultiple(sp->origin) % ve == 0 && knownMultiple(dp->origin) % ve == 0 &&
+                      knownMultiple(S.buffer->shape.back()) % ve == 0;
             for (size_t i = 0; i + 1 < sd.size(); ++i)
-                fits = fits && knownMultiple(sp->strides[sd[i]]) % ve == 0 && knownMultiple(dp->strides[dd[i]]) % ve == 0;
-            if (!fits) continue;
+                ok = ok && knownMultiple(sp->strides[sd[i]]) % ve == 0 && knownMultiple(dp->strides[dd[i]]) % ve == 0;
+            return ok;
+        };
+        // The widest width whose chunks every thread shares alike; else (tilec's map only) the widest aligned one,
+        // its last round issued by the threads that have a chunk left (a row of a few elements: one thread's
+        // 16 bytes, as TileLang issues it, not a synchronous load every thread waits for).
+        std::optional<int64_t> uneven;
+        for (int bytes : {16, 8, 4}) {
+            if (bytes % eb || !aligned(bytes / eb)) continue;
+            const int64_t ve = bytes / eb;
+            if (!author) {
+                if ((elems / ve) % k_.threads == 0) return spread(S, D, sd, dd, ext, ve, loc);
+                if (!uneven) uneven = ve;
+                continue;
+            }
+            if (run % ve != 0) continue;
+            // row tx / T, run r * T + tx % T of it, chunk q of the run
             Var m = makeVar("ac", DType::Int32, loc);
             const Expr tx = k_.threadIdx;
             std::vector<Expr> local(ext.size());
-            if (author) { // row tx / T, run r * T + tx % T of it, chunk q of the run
-                const int64_t perRun = run / ve;
-                Expr r = binary(BinaryOp::FloorDiv, m, i32(perRun)), q = binary(BinaryOp::FloorMod, m, i32(perRun));
-                local[0] = binary(BinaryOp::FloorDiv, tx, i32(rowThreads));
-                Expr runAt = binary(BinaryOp::Add, binary(BinaryOp::Mul, r, i32(rowThreads)), binary(BinaryOp::FloorMod, tx, i32(rowThreads)));
-                local[1] = binary(BinaryOp::Add, binary(BinaryOp::Mul, runAt, i32(run)), binary(BinaryOp::Mul, q, i32(ve)));
-                return issue(S, D, sd, dd, m, local, ve, ext[1] / (rowThreads * run) * perRun, loc);
-            }
-            // chunk c = m * threads + tx of the region, row-major
-            Expr flat = binary(BinaryOp::Mul, binary(BinaryOp::Add, binary(BinaryOp::Mul, m, i32(k_.threads)), tx), i32(ve));
-            int64_t stride = 1;
-            for (size_t i = ext.size(); i-- > 0;) {
-                local[i] = binary(BinaryOp::FloorDiv, flat, i32(stride));
-                if (i > 0) local[i] = binary(BinaryOp::FloorMod, local[i], i32(ext[i]));
-                stride *= ext[i];
-            }
-            return issue(S, D, sd, dd, m, local, ve, elems / ve / k_.threads, loc);
+            const int64_t perRun = run / ve;
+            Expr r = binary(BinaryOp::FloorDiv, m, i32(perRun)), q = binary(BinaryOp::FloorMod, m, i32(perRun));
+            local[0] = binary(BinaryOp::FloorDiv, tx, i32(rowThreads));
+            Expr runAt = binary(BinaryOp::Add, binary(BinaryOp::Mul, r, i32(rowThreads)), binary(BinaryOp::FloorMod, tx, i32(rowThreads)));
+            local[1] = binary(BinaryOp::Add, binary(BinaryOp::Mul, runAt, i32(run)), binary(BinaryOp::Mul, q, i32(ve)));
+            return issue(S, D, sd, dd, m, local, ve, ext[1] / (rowThreads * run) * perRun, loc);
         }
-        return nullptr;
+        return uneven ? spread(S, D, sd, dd, ext, *uneven, loc) : nullptr;
+    }
+
+    /// The copy's chunks of `ve` elements in tilec's map: chunk c = m * threads + tx of the region (row-major),
+    /// each thread ceil(chunks / threads) rounds m; where the threads do not share the chunks alike, a chunk is
+    /// issued only where it exists (`if c < chunks`: the last round, or the only one, on some threads).
+    Stmt spread(const Region &S, const Region &D, const std::vector<size_t> &sd, const std::vector<size_t> &dd,
+                const std::vector<int64_t> &ext, int64_t ve, const SourceRange &loc) {
+        int64_t elems = 1;
+        for (int64_t e : ext) elems *= e;
+        const int64_t total = elems / ve, per = (total + k_.threads - 1) / k_.threads;
+        Var m = makeVar("ac", DType::Int32, loc);
+        Expr c = binary(BinaryOp::Add, binary(BinaryOp::Mul, m, i32(k_.threads)), k_.threadIdx);
+        std::vector<Expr> local(ext.size());
+        int64_t stride = 1;
+        for (size_t i = ext.size(); i-- > 0;) {
+            local[i] = binary(BinaryOp::FloorDiv, binary(BinaryOp::Mul, c, i32(ve)), i32(stride));
+            if (i > 0) local[i] = binary(BinaryOp::FloorMod, local[i], i32(ext[i]));
+            stride *= ext[i];
+        }
+        Expr exists;
+        if (total % k_.threads)
+            exists = simplify(binary(BinaryOp::LT, per == 1 ? k_.threadIdx : c, i32(total)));
+        return issue(S, D, sd, dd, m, local, ve, per, loc, exists, total);
     }
 
     /// Thread tx's chunks m = 0 .. per - 1, chunk m at `local` (its first element's index in the region's non-unit
-    /// dimensions).
+    /// dimensions); under `exists` (of `total` chunks in all) where not every thread has every round's chunk.
     Stmt issue(const Region &S, const Region &D, const std::vector<size_t> &sd, const std::vector<size_t> &dd, const Var &m,
-               const std::vector<Expr> &local, int64_t ve, int64_t per, const SourceRange &loc) {
+               const std::vector<Expr> &local, int64_t ve, int64_t per, const SourceRange &loc, const Expr &exists = nullptr,
+               int64_t total = 0) {
         RangeMap known = ranges();
         known[m.get()] = Interval::of(0, per - 1);
+        if (exists && per == 1) known[k_.threadIdx.get()] = Interval::of(0, total - 1); // the threads that issue
         std::vector<Expr> sidx, didx;
         for (auto &r : S.ranges) sidx.push_back(r.min);
         for (auto &r : D.ranges) didx.push_back(r.min);
@@ -572,6 +598,7 @@ class Lowering : public RangeScopedMutator {
         Stmt call = lib::stmt(lib::Fn::CpAsyncCopy, {i32(ve * S.buffer->dtype.bytes()), addressOf(D.buffer, didx),
                                                      addressOf(S.buffer, sidx), valid ? simplify(valid) : boolImm(true)},
                               loc);
+        if (exists) call = IfThenElse::make(simplify(exists), call, nullptr, loc);
         if (per == 1) return substitute(call, VarMap{{m.get(), i32(0)}});
         return For::make(m, i32(0), i32(per), ForKind::Unrolled, 0, call, loc);
     }

@@ -9,6 +9,7 @@
 /// blocks. Mutations the simulator must report: the lowered kernel without its first wait (a read of a chunk still
 /// in flight), and without the barrier before the cross-thread read (a race). A program whose wait does not cover
 /// its reads (T.ptx_wait_group(3) where the tile read is the third newest group) is lowered with synchronous copies, and is then exact too.
+/// Also rows of fewer chunks than threads (multilayer_recompute's mix rows), issued by the threads that have one.
 #include "LowerSimUtil.h"
 
 #include "tilec/IROperator.h"
@@ -131,6 +132,17 @@ void expectRows(int N, int blocks, int pending, const char *arch) {
     EXPECT_TRUE(simtest::anyFailure(run(*withoutLastSync(k), 0))) << "a cross-thread read without a barrier went unnoticed";
 }
 
+/// One run of `kernel` on `tensors` with N tokens, its output `y` (one of them) first all NaN, then checked
+/// element by element against `want`.
+Outcome runY(const ir::Kernel &kernel, const simtest::Tensors &tensors, std::vector<double> &y, const std::vector<double> &want, int N,
+             uint64_t seed) {
+    y.assign(want.size(), std::nan(""));
+    Outcome o = simtest::runCaught(kernel, tensors, {{"N", (double)N}}, seed);
+    for (size_t e = 0; e < want.size(); ++e)
+        o.check(y[e] == want[e], [&] { return "Y[" + std::to_string(e) + "] = " + std::to_string(y[e]) + ", expected " + std::to_string(want[e]); });
+    return o;
+}
+
 /// TileKernels' engram_gate_fwd's second pass in small: a ring of two stages fed two tiles ahead under `if i_b + 2 <
 /// 4`, the stage chosen by the parity of the tile, the wait `T.ptx_wait_group(1)` in every tile but the last, which
 /// waits for all and then prefetches the next token's first tile of X into a part of `xs` the last tile does not
@@ -188,16 +200,85 @@ void expectRing(int N, int blocks, const char *arch) {
     std::vector<double> want((size_t)N * 1024);
     for (size_t e = 0; e < want.size(); ++e) want[e] = io["X"][e] + io["V"][e];
     auto run = [&](const ir::Kernel &kernel, uint64_t seed) {
-        io["Y"].assign(want.size(), std::nan(""));
-        Outcome o = simtest::runCaught(kernel, {{"X", &io["X"]}, {"V", &io["V"]}, {"Y", &io["Y"]}}, {{"N", (double)N}}, seed);
-        for (size_t e = 0; e < want.size(); ++e)
-            o.check(io["Y"][e] == want[e], [&] {
-                return "Y[" + std::to_string(e) + "] = " + std::to_string(io["Y"][e]) + ", expected " + std::to_string(want[e]);
-            });
-        return o;
+        return runY(kernel, {{"X", &io["X"]}, {"V", &io["V"]}, {"Y", &io["Y"]}}, io["Y"], want, N, seed);
     };
     simtest::expectClean([&](uint64_t seed) { return run(k, seed); }, {0, 1, 2});
     EXPECT_TRUE(simtest::anyFailure(run(*withoutFirstWait(k), 0))) << "a read of a stage still in flight went unnoticed";
+}
+
+/// TileKernels' multilayer_recompute in small: per layer a row of 512 bfloat16 and mix rows of 4 and 4 x 4 floats,
+/// fetched one layer ahead into the stage `1 - i % 2` of two-stage rings by 64 threads, and a row of 336 floats
+/// once, every thread reading elements other threads copied. The mix rows are 1 and 4 chunks of 16 bytes and the
+/// long row 84: cp.async on the threads that have a chunk (`if tx < 1`, `if tx < 4`, a second round on 20).
+const char *kLayers = R"(import tilelang.language as T
+
+def make(L):
+    N = T.dynamic("N")
+    @T.prim_func
+    def main(X: T.Tensor((L, N, 512), "bfloat16"), M: T.Tensor((L, N, 4), "float32"), C: T.Tensor((L, N, 4, 4), "float32"),
+             W: T.Tensor((N, 336), "float32"), Y: T.Tensor((L, N, 4, 512), "float32")):
+        with T.Kernel(N, threads=64) as b:
+            tx = T.get_thread_binding()
+            xs = T.alloc_shared((2, 512), "bfloat16")
+            ms = T.alloc_shared((2, 4), "float32")
+            cs = T.alloc_shared((2, 4, 4), "float32")
+            ws = T.alloc_shared((336,), "float32")
+            T.async_copy(W[b, 0:336], ws)
+            T.async_copy(X[0, b, 0:512], xs[0, :])
+            T.async_copy(M[0, b, 0:4], ms[0, :])
+            T.async_copy(C[0, b, 0:4, 0:4], cs[0, :, :])
+            for i in T.serial(L):
+                phase = i % 2
+                if i + 1 < L:
+                    T.async_copy(X[i + 1, b, 0:512], xs[1 - phase, :])
+                    T.async_copy(M[i + 1, b, 0:4], ms[1 - phase, :])
+                    T.async_copy(C[i + 1, b, 0:4, 0:4], cs[1 - phase, :, :])
+                if i + 1 < L:
+                    T.ptx_wait_group(3)
+                else:
+                    T.ptx_wait_group(0)
+                for r in T.serial(4):
+                    for e in T.serial(8):
+                        Y[i, b, r, tx * 8 + e] = T.cast(xs[phase, tx * 8 + e], "float32") * ms[phase, r] + cs[phase, r, e % 4] + ws[(tx * 5 + e) % 336]
+    return main
+)";
+
+/// Every barrier of the kernel removed.
+std::shared_ptr<ir::Kernel> withoutSyncs(const ir::Kernel &k) {
+    return simtest::rewriteCalls(k, [&](const ir::Evaluate &e, const ir::Call &c, simtest::Role) -> ir::Stmt {
+        return lib::is(c, lib::Fn::Sync) ? ir::Seq::make({}, e.loc) : simtest::same(e);
+    });
+}
+
+void expectLayers(int N, int L, const char *arch) {
+    LowerRun r;
+    simtest::lowerFor(r, std::string(kLayers) + "k = make(" + std::to_string(L) + ")\n", arch);
+    ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
+    const ir::Kernel &k = *r.lowered->kernels[0];
+    auto calls = simtest::callCounts(k);
+    EXPECT_GE(calls[lib::Fn::CpAsyncCopy], 7) << r.diags(); // every T.async_copy of the program, none synchronous
+    EXPECT_EQ(calls[lib::Fn::CopyG2S], 0);
+    std::map<std::string, std::vector<double>> io;
+    io["X"] = simtest::randomData((size_t)L * N * 512, 61, -1, 1);
+    io["M"] = simtest::randomData((size_t)L * N * 4, 62, -1, 1);
+    io["C"] = simtest::randomData((size_t)L * N * 16, 63, -1, 1);
+    io["W"] = simtest::randomData((size_t)N * 336, 64, -1, 1);
+    for (auto *t : {&io["X"], &io["M"], &io["C"], &io["W"]})
+        for (auto &e : *t) e = std::round(e * 16) / 16; // exact in bfloat16 and in the float sums and products
+    std::vector<double> want((size_t)L * N * 4 * 512);
+    for (int i = 0; i < L; ++i)
+        for (int t = 0; t < N; ++t)
+            for (int row = 0; row < 4; ++row)
+                for (int j = 0; j < 512; ++j)
+                    want[(((size_t)i * N + t) * 4 + row) * 512 + j] =
+                        io["X"][((size_t)i * N + t) * 512 + j] * io["M"][((size_t)i * N + t) * 4 + row] +
+                        io["C"][((size_t)i * N + t) * 16 + row * 4 + j % 4] + io["W"][(size_t)t * 336 + (j / 8 * 5 + j % 8) % 336];
+    auto run = [&](const ir::Kernel &kernel, uint64_t seed) {
+        return runY(kernel, {{"X", &io["X"]}, {"M", &io["M"]}, {"C", &io["C"]}, {"W", &io["W"]}, {"Y", &io["Y"]}}, io["Y"], want, N, seed);
+    };
+    simtest::expectClean([&](uint64_t seed) { return run(k, seed); }, {0, 1, 2});
+    EXPECT_TRUE(simtest::anyFailure(run(*withoutFirstWait(k), 0))) << "a read of a stage still in flight went unnoticed";
+    EXPECT_TRUE(simtest::anyFailure(run(*withoutSyncs(k), 0))) << "a read of another thread's chunk without a barrier went unnoticed";
 }
 
 } // namespace
@@ -211,3 +292,6 @@ TEST(LowerSimAsyncCopy, WaitThatDoesNotCoverIsSynchronous) { expectRows(7, 3, 3,
 
 TEST(LowerSimAsyncCopy, RingFedAheadWithLastTilePrefetch) { expectRing(7, 3, "sm_90a"); }
 TEST(LowerSimAsyncCopy, RingFedAheadOneTokenPerBlock) { expectRing(2, 4, "sm_80"); }
+
+TEST(LowerSimAsyncCopy, RowsOfFewChunksTwoLayers) { expectLayers(3, 2, "sm_90a"); }
+TEST(LowerSimAsyncCopy, RowsOfFewChunksThreeLayers) { expectLayers(2, 3, "sm_80"); }

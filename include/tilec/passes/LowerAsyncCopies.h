@@ -17,8 +17,9 @@ namespace tilec::passes {
 /// statement touches an element of a copy's destination, nor writes its source, between the copy's issue and the
 /// wait that retires its group. Each copy is then a nest of CpAsyncCopy calls of the widest chunk (16, 8 or 4
 /// bytes) its alignment allows, chunk c of the region (row-major) issued by thread c % threads, every thread the
-/// same count, outside the tensor zero-filled; insertSyncs orders its destination's earlier readers before the
-/// issue and its later readers after the wait. A copy whose chunks cannot be split that way stays the
+/// same count where a width allows it, else the last round under `if` on the thread (a row of a few elements:
+/// `if tx < 1` for 16 bytes), outside the tensor zero-filled; insertSyncs orders its destination's earlier readers
+/// before the issue and its later readers after the wait. A copy no chunk width is aligned for stays the
 /// synchronous copy, its group empty. Where the proof fails (a use of a destination the waits do not cover, a
 /// copy under thread-dependent control or in warp roles), every copy of the kernel is synchronous and the
 /// commits and waits are dropped, as before: the program is then correct whether or not it waits enough.
