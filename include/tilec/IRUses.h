@@ -36,4 +36,8 @@ bool callsAny(const Stmt &s, std::initializer_list<passes::lib::Fn> fns);
 /// Does `s` hold a T.gemm?
 bool hasGemm(const Stmt &s);
 
+/// Does `e` divide by a constant that is not a power of two (`x / 192`, `x // 192`, `x % 192`)? An unrolled loop's
+/// addresses through such a quotient differ by no constant offset.
+bool dividesByNonPow2(const Expr &e);
+
 } // namespace tilec::ir

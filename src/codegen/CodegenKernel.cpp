@@ -401,25 +401,6 @@ class KernelPrinter {
 
     static Expr simplifyEnd(const For &f) { return Binary::make(BinaryOp::Add, f.min, f.extent); }
 
-    /// Whether `e` divides by a constant that is not a power of two (`x / 192`, `x % 192`): an unrolled loop's
-    /// addresses through such a quotient differ by no constant, so nvcc folds no offset into them, and NVVM took
-    /// the 16-byte stores at them apart (attention backward's dK rows of 192 elements: 24 stores as 96 STG.E).
-    static bool dividesByNonPow2(const Expr &e) {
-        struct Find : IRVisitor {
-            using IRVisitor::visit;
-            bool found = false;
-            void visit(const Binary &op) override {
-                auto c = as<IntImm>(op.b);
-                if ((op.op == BinaryOp::Div || op.op == BinaryOp::FloorDiv || op.op == BinaryOp::FloorMod) && c &&
-                    c->value > 0 && (c->value & (c->value - 1)))
-                    found = true;
-                IRVisitor::visit(op);
-            }
-        } f;
-        f.visit(e);
-        return f.found;
-    }
-
     void transfer(const Transfer &t, int level, const SourceRange &at) {
         int cb = t.chunkBytes();
         int64_t per = cb / t.dtype.bytes(), chunks = t.lanes / per;
@@ -431,7 +412,7 @@ class KernelPrinter {
         // tensor parameter's (st.global: a parameter is global memory). Other accesses are copy_vector's copies.
         bool table = k_.addressOf(t.memory) != nullptr;
         bool global = t.memory->scope == Scope::Global;
-        bool opaque = !t.load && cb >= 8 && (table || (global && (opts_.opaqueVectorStores || (cb == 16 && dividesByNonPow2(t.base)))));
+        bool opaque = !t.load && cb >= 8 && (table || (global && (opts_.opaqueVectorStores || (cb == 16 && ir::dividesByNonPow2(t.base)))));
         std::string fn = std::string(opaque ? "tilec::store_vector<" : "tilec::copy_vector<") + std::to_string(cb) +
                          (opaque && !table ? ", true>" : ">");
         if (!t.load && t.cond) {

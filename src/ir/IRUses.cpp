@@ -72,6 +72,21 @@ bool callsAnything(const Expr &e) {
     if (e) c.visit(e);
     return c.found;
 }
+bool dividesByNonPow2(const Expr &e) {
+    struct Find : IRVisitor {
+        using IRVisitor::visit;
+        bool found = false;
+        void visit(const Binary &op) override {
+            auto c = as<IntImm>(op.b);
+            if ((op.op == BinaryOp::Div || op.op == BinaryOp::FloorDiv || op.op == BinaryOp::FloorMod) && c && c->value > 0 &&
+                (c->value & (c->value - 1)))
+                found = true;
+            IRVisitor::visit(op);
+        }
+    } f;
+    if (e) f.visit(e);
+    return f.found;
+}
 bool hasGemm(const Stmt &s) { return find(s, [](Finder &f) { f.gemm = true; }); }
 bool callsAny(const Stmt &s, std::initializer_list<passes::lib::Fn> fns) {
     return find(s, [&](Finder &f) { f.fns.assign(fns.begin(), fns.end()); });
