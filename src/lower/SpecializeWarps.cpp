@@ -372,6 +372,8 @@ class Specializer {
             anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
             anyPanels |= callsInstr(p.rest.back(), GemmInstr::MmaPanels);
         }
+        if (!p.mma && anyWgmma && anyPanels && !o_.mixedWarpRoles) // marked so only because --mma-warp-roles is on
+            return fail("a product wgmma cannot take sits beside wgmma ones (--no-mixed-warp-roles)");
         mmaOnly_ = !p.mma && !anyWgmma && anyPanels && o_.mmaWarpRoles;
         anyWgmma |= mmaOnly_;
         if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
