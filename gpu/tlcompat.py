@@ -308,6 +308,17 @@ def _called_names(expr):
 _CHECK_FNS = ("close", "similar", "by_output")
 
 
+def _check_form_ok(check_fn):
+    """Whether a parsed check is close / similar / by_output called by name."""
+    return isinstance(check_fn, ast.Call) and isinstance(check_fn.func, ast.Name) and check_fn.func.id in _CHECK_FNS
+
+
+def _missing_tilec_refs(entry):
+    """The tilec_refs.NAME an entry's reference or check uses that gpu/tlcompat_refs.py does not define."""
+    return [n for n in _tilec_refs_used(entry["reference"] + "\n" + entry["check"])
+            if not callable(getattr(tlcompat_refs, n, None))]
+
+
 def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
     """Everything but the GPU: the header's parameters, the example's namespace, the entry of reference.tsv, the
     compiled setup, reference and check. Returns a dict; raises ValueError for what makes the entry unusable."""
@@ -330,13 +341,12 @@ def plan(gpu_build, lib, tag, file, kernel, refs, torch_module=None):
     except SyntaxError as e:
         raise ValueError("%s: %s" % (where, e))
     check_fn = ast.parse(entry["check"], mode="eval").body
-    if not (isinstance(check_fn, ast.Call) and isinstance(check_fn.func, ast.Name) and check_fn.func.id in _CHECK_FNS):
+    if not _check_form_ok(check_fn):
         raise ValueError("%s: the check must be close(...), similar(...) or by_output(...), not %r" % (where, entry["check"]))
     names = {p[0] for p in params} | set(sizes)
     used = _called_names(entry["reference"]) + [a.id for a in check_fn.args if isinstance(a, ast.Name)]
     unknown = [n for n in used if n not in ns and n not in names and not hasattr(builtins, n)]
-    unknown += ["tilec_refs." + n for n in _tilec_refs_used(entry["reference"] + "\n" + entry["check"])
-                if not callable(getattr(tlcompat_refs, n, None))]
+    unknown += ["tilec_refs." + n for n in _missing_tilec_refs(entry)]
     if unknown:
         raise ValueError("%s: %s, used by the reference or the check, is not defined by %s"
                          % (where, ", ".join(unknown), file))
@@ -554,10 +564,9 @@ def check_forms(refs):
         except SyntaxError as e:
             problems.append("%s: the check does not parse: %s" % (where, e))
             continue
-        if not (isinstance(fn, ast.Call) and isinstance(fn.func, ast.Name) and fn.func.id in _CHECK_FNS):
+        if not _check_form_ok(fn):
             problems.append("%s: the check must be close(...), similar(...) or by_output(...)" % where)
-        missing = [n for n in _tilec_refs_used(entry["reference"] + "\n" + entry["check"])
-                   if not callable(getattr(tlcompat_refs, n, None))]
+        missing = _missing_tilec_refs(entry)
         if missing:
             problems.append("%s: tilec_refs.%s is not in gpu/tlcompat_refs.py" % (where, ", tilec_refs.".join(missing)))
     return problems

@@ -5,15 +5,14 @@
 /// instead of the cp.async path. Run on the CPU simulator under three interleavings at a shape the tiles do not
 /// divide, exact against float64 (inputs on a grid of 1/16: exact in tf32, every partial sum exact in float32);
 /// without the switch the loop keeps the cp.async path.
+#include "ExactGemm.h"
 #include "LowerSimUtil.h"
 
 #include "tilec/LibraryCalls.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
-#include <vector>
 
 namespace {
 
@@ -53,26 +52,8 @@ TEST(LowerSimMmaWarpRoles, Tf32GemmExactOnPanels) {
     ASSERT_TRUE(k) << "no warp roles with --mma-warp-roles: " << roles.diags();
     auto calls = sim::callCounts(*k);
     EXPECT_GT(calls[tilec::passes::lib::Fn::GemmSSPanels], 0) << "the product is not on mma.sync over the panels";
-    constexpr int M = 200, N = 136, K = 96;
-    auto grid = [](size_t n, unsigned seed) {
-        auto x = sim::randomData(n, seed, -1, 1);
-        for (auto &e : x) e = std::round(e * 16) / 16;
-        return x;
-    };
-    std::vector<double> A = grid((size_t)M * K, 3), B = grid((size_t)K * N, 4), want((size_t)M * N, 0);
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j)
-            for (int kk = 0; kk < K; ++kk) want[(size_t)i * N + j] += A[(size_t)i * K + kk] * B[(size_t)kk * N + j];
-    for (uint64_t seed : {0u, 1u, 2u}) {
-        std::vector<double> C(want.size(), std::nan(""));
-        sim::Outcome o = sim::runCaught(*k, {{"A", &A}, {"B", &B}, {"C", &C}}, {}, seed);
-        EXPECT_EQ(o.error, "") << "interleaving " << seed;
-        for (auto &race : o.races) ADD_FAILURE() << "race: " << race;
-        int wrong = 0;
-        for (size_t e = 0; e < want.size(); ++e)
-            if (C[e] != want[e] && ++wrong <= 3) ADD_FAILURE() << "C[" << e << "] = " << C[e] << ", expected " << want[e] << " (interleaving " << seed << ")";
-        EXPECT_EQ(wrong, 0);
-    }
+    sim::ExactGemm g("A", "B", "C", 200, 136, 96, false, 1, 3);
+    sim::expectClean([&](uint64_t seed) { return g.run(*k, seed); }, {0, 1, 2});
 }
 
 } // namespace
