@@ -54,9 +54,10 @@ struct LoweringOptions {
     /// On since session 40: the five attention-backward rows it changes ran right and 1.0-1.1x faster (H100).
     bool mixedWarpRoles = true;
     /// On sm_90a, a T.Pipelined loop none of whose products wgmma can take (a tf32 GEMM whose B is not K-major),
-    /// each one mma.sync can run over the TMA tiles' panels, takes warp roles (TMA producer warpgroup, mma.sync
-    /// consumers, as sm_90's path and TileLang's warp-specialized kernels run them) instead of the cp.async path
-    /// (--mma-warp-roles). Off until timed both ways on the GPU.
+    /// each one mma.sync can run over the TMA tiles' panels (A a tile, or a fragment not tied to an accumulator),
+    /// takes warp roles (TMA producer warpgroup, mma.sync consumers, as sm_90's path and TileLang's
+    /// warp-specialized kernels run them) instead of the cp.async path (--mma-warp-roles). Off until timed both
+    /// ways on the GPU.
     bool mmaWarpRoles = false;
     /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
     /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;

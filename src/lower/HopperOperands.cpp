@@ -354,16 +354,31 @@ bool wgmmaCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *>
 
 /// Whether mma.sync can compute `g` reading its shared operands straight from the TMA tiles among `tiles`
 /// (sm_90: TMA without wgmma): B and a shared A are such tiles (the panel layout, gemm_ss_panels), or A is a
-/// fragment (RS); every tile has whole 8-row swizzle periods, which the panel loaders assume.
-bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles) {
+/// fragment (RS: 16-bit, or of any type mma.sync takes where `anyA`); every tile has whole 8-row swizzle
+/// periods, which the panel loaders assume.
+bool mmaPanelsCan(const Gemm &g, const std::map<const BufferNode *, const TmaTile *> &tiles, bool anyA) {
     auto tileOf = [&](const Region &r) {
         auto it = r.buffer ? tiles.find(r.buffer.get()) : tiles.end();
         return it == tiles.end() || it->second->rows % 8 ? std::nullopt : operandPart(r, *it->second);
     };
     if (g.sparse() || !tileOf(g.b) || !g.c.buffer || g.c.buffer->scope != Scope::Fragment) return false;
-    return aInRegisters(g) ? g.a.buffer->dtype.bytes() == 2 : tileOf(g.a).has_value();
+    return aInRegisters(g) ? anyA || g.a.buffer->dtype.bytes() == 2 : tileOf(g.a).has_value();
 }
 
+
+bool anyWgmmaCan(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
+                 bool rowsOnly) {
+    struct V : IRVisitor {
+        using IRVisitor::visit;
+        const std::map<const BufferNode *, const TmaTile *> *tiles = nullptr;
+        int warpgroups = 1;
+        bool rowsOnly = false, found = false;
+        void visit(const Gemm &g) override { found |= wgmmaCan(g, *tiles, warpgroups, rowsOnly); }
+    } v;
+    v.tiles = &tiles, v.warpgroups = warpgroups, v.rowsOnly = rowsOnly;
+    for (auto &s : stmts) v.visit(s);
+    return v.found;
+}
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.
 bool anyRegisterOperand(const std::vector<Stmt> &stmts) {
@@ -395,6 +410,7 @@ struct OtherUses : IRVisitor {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false; ///< the consumers use mma.sync (sm_90), not wgmma
+    bool anyA = false; ///< ... and take A from registers of any type (mmaPanelsCan)
     bool mixed = false; ///< wgmma consumers may run a product wgmma cannot take on mma.sync over the panels
     bool found = false;
     void use(const Buffer &b) { found |= b && tiles->count(b.get()); }
@@ -420,7 +436,7 @@ struct OtherUses : IRVisitor {
             if (!mma && reads && wgmmaCan(op, *operands, warpgroups, rowsOnly)) return read(op.e.buffer);
             return use(op.e.buffer), use(op.a.buffer), use(op.b.buffer);
         }
-        const bool can = mma ? mmaPanelsCan(op, *operands)
+        const bool can = mma ? mmaPanelsCan(op, *operands, anyA)
                              : wgmmaCan(op, *operands, warpgroups, rowsOnly) || (mixed && mixedMmaCan(op, *operands));
         if (!can) use(op.a.buffer), use(op.b.buffer);
     }
@@ -433,11 +449,12 @@ struct MarkWgmma : IRMutator {
     int warpgroups = 1;
     bool rowsOnly = false;
     bool mma = false;            ///< sm_90: mark mma.sync over the panel layout instead
+    bool anyA = false;           ///< ... A from registers of any type (mmaPanelsCan)
     bool mixed = false;          ///< a product wgmma cannot take: mma.sync over the panel layout where it can
     bool registerAOnMma = false; ///< a T.gemm with A from registers stays on mma.sync
     Stmt visit(const std::shared_ptr<const Gemm> &op) override {
         if (op->sparse() && mma) return op; // (OtherUses: mma.sync consumers keep a T.gemm_sp off the TMA path)
-        if (mma) return mmaPanelsCan(*op, *tiles) ? op->withInstr(GemmInstr::MmaPanels) : op;
+        if (mma) return mmaPanelsCan(*op, *tiles, anyA) ? op->withInstr(GemmInstr::MmaPanels) : op;
         if (wgmmaCan(*op, *tiles, warpgroups, rowsOnly)) return op->withInstr(GemmInstr::Wgmma);
         if (mixed && mixedMmaCan(*op, *tiles)) return op->withInstr(GemmInstr::MmaPanels);
         registerAOnMma |= aInRegisters(*op);
@@ -449,8 +466,9 @@ struct MarkWgmma : IRMutator {
 
 bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups,
                         bool rowsOnly, bool mma, const std::map<const BufferNode *, const TmaTile *> *operands,
-                        std::set<const BufferNode *> *reads, bool mixed) {
+                        std::set<const BufferNode *> *reads, bool mixed, bool anyA) {
     OtherUses other;
+    other.anyA = anyA;
     other.tiles = &tiles;
     other.operands = operands ? operands : &tiles;
     other.reads = reads;
@@ -463,8 +481,9 @@ bool tilesUsedOtherwise(const std::vector<Stmt> &stmts, const std::map<const Buf
 }
 
 Stmt markWgmma(const Stmt &s, const std::map<const BufferNode *, const TmaTile *> &tiles, int warpgroups, bool rowsOnly, bool mma,
-               bool &registerAOnMma, bool mixed) {
+               bool &registerAOnMma, bool mixed, bool anyA) {
     MarkWgmma mark;
+    mark.anyA = anyA;
     mark.mixed = mixed;
     mark.tiles = &tiles;
     mark.warpgroups = warpgroups;

@@ -356,8 +356,18 @@ class Specializer {
         // themselves (views); mma.sync ones keep to GEMM loops.
         if (!p.mma) planViews(split, top, p);
         else p.operands = p.byBuffer;
-        const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, p.mma, &p.operands,
-                                              p.mma ? nullptr : &p.genericReads, !p.mma && mmaBeside());
+        // --mma-warp-roles: where wgmma can take none of the loop's products, the consumers run them all on mma.sync
+        // over the panels, A from registers of any type included (no wgmma layout for its fragment to agree with),
+        // unless an A fragment is tied to an accumulator (registerOperandTied): where their layouts disagree the
+        // cp.async path reads A from a shared copy (StagedOperands), which a product over the panels cannot
+        // (TileLang's amd_flash_attn_bwd: P cast from a FullRow product's scores).
+        const bool allMma = !p.mma && o_.mmaWarpRoles && !anyWgmmaCan(split.rest, p.operands, p.C / 128, p.rowsOnly) &&
+                            !(p.rowsOnly && anyRegisterOperand(split.rest));
+        const bool mma = p.mma || allMma;
+        const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, mma, &p.operands,
+                                              p.mma ? nullptr : &p.genericReads, !mma && mmaBeside(), allMma);
+        if (other && allMma) return fail("no T.gemm in it can use wgmma, and a staged buffer is used by something other than a "
+                                         "T.gemm mma.sync can read as a TMA tile (rows a multiple of 8) or a read of the consumers");
         if (other && p.mma) return fail("a staged buffer is used by something other than a T.gemm reading it as a TMA tile "
                                               "(rows a multiple of 8; A from registers needs a 16-bit fragment)");
         if (other) return fail("a staged buffer is used by something other than a wgmma (e.g. a T.gemm wgmma cannot take: "
@@ -366,7 +376,7 @@ class Specializer {
                                      "16-bit, float8 or tf32 fragment and the consumer warpgroups splitting the rows only)");
         bool anyWgmma = false, anyPanels = false, registerAOnMma = false;
         for (auto &s : split.rest) {
-            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, p.mma, registerAOnMma, !p.mma && mmaBeside()));
+            p.rest.push_back(markWgmma(s, p.operands, p.C / 128, p.rowsOnly, mma, registerAOnMma, !mma && mmaBeside(), allMma));
             // (mixed warp roles: a product marked for mma.sync over the panels counts only beside a wgmma one;
             // --mma-warp-roles: alone too)
             anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
@@ -415,7 +425,8 @@ class Specializer {
     /// warp roles without these keep their products outside the loop as they were.
     bool markOutsideGemms(std::vector<Stmt> &top, Plan &p) {
         const bool rows = std::any_of(p.tiles.begin(), p.tiles.end(), [](const TmaTile &t) { return t.swizzle == 0; });
-        if (p.mma || (p.genericReads.empty() && p.views.empty() && !rows)) return true;
+        // (mma.sync consumers, --mma-warp-roles' too, keep mma.sync's layouts: their products outside the loop stay so)
+        if (p.mma || mmaOnly_ || (p.genericReads.empty() && p.views.empty() && !rows)) return true;
         struct Left : IRVisitor {
             using IRVisitor::visit;
             int n = 0;

@@ -110,12 +110,19 @@ struct Plan {
         return IfThenElse::make(substitute(guard, vars), Seq::make(std::move(body), loc), nullptr, loc);
     }
     /// The ring stage and phase of iteration `ko` (of output tile `tile` where persistent); with a guard,
-    /// of the next iteration that runs.
+    /// of the next iteration that runs. Where a constant trip count times the tiles may pass 32 bits (a grid
+    /// that follows a run-time size), both come from the position modulo 2S, formed from the tile modulo 2S
+    /// (floormod(a b + c, m) = floormod(floormod(a, m) floormod(b, m) + c, m)): widenIndices would otherwise
+    /// compute every shared index that reads the stage in 64 bits, out of splitSwizzles' reach (a tile the
+    /// consumers read element by element: TileKernels' pre_norm_fn_fwd_mul, whose grid follows its token count).
     std::pair<Expr, Expr> stageOf(const Var &ko, const Var &tile) const {
         Expr k0 = simplify(binary(BinaryOp::Sub, ko, loop->min));
         if (guard) k0 = baseNow;
         else if (ringBase) k0 = simplify(binary(BinaryOp::Add, baseNow, k0));
-        else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
+        else if (auto trips = constInt(loop->extent); tile && trips && (!constTiles || *constTiles * *trips >= (int64_t(1) << 31))) {
+            const Expr ring = intImm32(2 * S), low = binary(BinaryOp::FloorMod, tile, ring);
+            k0 = simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::Add, binary(BinaryOp::Mul, low, intImm32(*trips % (2 * S))), k0), ring));
+        } else if (tile) k0 = simplify(binary(BinaryOp::Add, binary(BinaryOp::Mul, tile, loop->extent), k0));
         return std::pair{simplify(binary(BinaryOp::FloorMod, k0, intImm32(S))),
                          simplify(binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, k0, intImm32(S)), intImm32(2)))};
     }

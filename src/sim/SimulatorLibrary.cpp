@@ -208,12 +208,14 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
         };
         const int active = (int)std::count(mask.begin(), mask.end(), 1);
         // The whole A and B, read as the threads' ldmatrix / register reads would.
-        std::vector<double> A(M * K), B(K * N);
+        std::vector<double> A(M * K, rs ? std::nan("") : 0.0), B(K * N);
         if (rs) {
-            // A's registers in the layout the call names: the accumulator order, or the tf32 operand order (opA)
+            // A's registers in the layout the call names (the accumulator order, or the tf32 operand order: opA), the
+            // running threads' only (another consumer warpgroup's may hold another stage's; each warp holds its rows)
             passes::Layout la = arg("opA") ? passes::Layout::mmaOperand({M, K}, scopeThreads, (int)wm)
                                            : passes::Layout::mma({M, K}, scopeThreads, (int)wm, 1);
             for (int t = scopeFirst; t < scopeFirst + scopeThreads; ++t) {
+                if (!mask[(size_t)t]) continue;
                 auto [regs, r0] = addressOf(passes::lib::arg(c, info.fn, "a"), t);
                 auto &s = storage(regs, t);
                 for (int64_t slot = 0; slot < la.slotsPerThread(); ++slot)

@@ -234,7 +234,8 @@ int main(int argc, char **argv) {
     mixed->excludes(noMixed);
     app.add_flag("--mma-warp-roles", o.mmaWarpRoles,
                  "sm_90a: a T.Pipelined loop none of whose products wgmma can take, each one mma.sync can run over the "
-                 "TMA tiles' panels (a tf32 GEMM whose B is not K-major), takes warp roles (TMA producer warpgroup, "
+                 "TMA tiles' panels (a tf32 GEMM whose B is not K-major; A from registers too: mHC's pre-norm product), "
+                 "takes warp roles (TMA producer warpgroup, "
                  "mma.sync consumers) instead of the cp.async path; off by default until timed on the GPU");
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "

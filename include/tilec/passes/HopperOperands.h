@@ -100,10 +100,14 @@ bool aInRegisters(const ir::Gemm &g);
 bool wgmmaCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
               bool rowsOnly = false);
 
+/// Whether wgmma can compute a T.gemm of `stmts` (wgmmaCan, with `tiles`, `warpgroups` and `rowsOnly`).
+bool anyWgmmaCan(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
+                 bool rowsOnly);
+
 /// Whether mma.sync can compute `g` reading its shared operands in TMA's panel layout straight from `tiles`
 /// (sm_90 without the `a`: B, and A unless it is a 16-bit fragment, are such tiles of whole 8-row periods, or
-/// PanelParts of them).
-bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles);
+/// PanelParts of them). `anyA`: A may be a fragment of any type mma.sync takes (tf32 too: sm_90a's mma warp roles).
+bool mmaPanelsCan(const ir::Gemm &g, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, bool anyA = false);
 
 /// Whether any T.gemm in `stmts` reads A from a fragment.
 bool anyRegisterOperand(const std::vector<ir::Stmt> &stmts);
@@ -119,11 +123,11 @@ bool registerOperandTied(const ir::Stmt &s);
 /// `operands` (default: `tiles`). Where `reads` is given, the tiles read otherwise (element-wise loads, a copy's
 /// or a reduction's source) are collected there and do not count: only writes and other products do. `mixed`:
 /// a product wgmma cannot take counts as a T.gemm of the tiles too where mma.sync can read its operands as
-/// panels (mmaPanelsCan; --mixed-warp-roles).
+/// panels (mmaPanelsCan; --mixed-warp-roles). `anyA` (with `mma`): as mmaPanelsCan's.
 bool tilesUsedOtherwise(const std::vector<ir::Stmt> &stmts, const std::map<const ir::BufferNode *, const TmaTile *> &tiles,
                         int warpgroups, bool rowsOnly, bool mma,
                         const std::map<const ir::BufferNode *, const TmaTile *> *operands = nullptr,
-                        std::set<const ir::BufferNode *> *reads = nullptr, bool mixed = false);
+                        std::set<const ir::BufferNode *> *reads = nullptr, bool mixed = false, bool anyA = false);
 
 /// A T.Pipelined loop's body (its top-level statements, or those of a condition around them) with each
 /// T.Parallel loop that fills a whole 1-D shared buffer from a run of a global tensor's innermost dimension
@@ -139,8 +143,8 @@ std::string operandTile(const ir::Region &r, TmaTile &out);
 
 /// `s` with each T.gemm that can read its shared operands from `tiles` marked to run on wgmma (mma.sync over
 /// the panel layout where `mma`, or where `mixed` for those wgmma cannot take and mma.sync can read as panels);
-/// `registerAOnMma` is set where one with A from registers stays on mma.sync.
+/// `registerAOnMma` is set where one with A from registers stays on mma.sync. `anyA` (with `mma`): as mmaPanelsCan's.
 ir::Stmt markWgmma(const ir::Stmt &s, const std::map<const ir::BufferNode *, const TmaTile *> &tiles, int warpgroups,
-                   bool rowsOnly, bool mma, bool &registerAOnMma, bool mixed = false);
+                   bool rowsOnly, bool mma, bool &registerAOnMma, bool mixed = false, bool anyA = false);
 
 } // namespace tilec::passes
