@@ -29,10 +29,11 @@ struct ExactGemm {
                 for (int kk = 0; kk < K; ++kk)
                     want[(size_t)i * N + j] += scale * io[a][(size_t)i * K + kk] * io[b][transB ? (size_t)j * K + kk : (size_t)kk * N + j];
     }
-    /// One run of `kernel` under interleaving `seed` (C first filled with NaN), every element of C checked.
-    Outcome run(const ir::Kernel &kernel, uint64_t seed = 0) {
+    /// One run of `kernel` under interleaving `seed` (C first filled with NaN; `scalars`: T.dynamic sizes), every
+    /// element of C checked.
+    Outcome run(const ir::Kernel &kernel, uint64_t seed = 0, const std::map<std::string, double> &scalars = {}) {
         io[c].assign(want.size(), std::nan(""));
-        Outcome o = runCaught(kernel, {{a, &io[a]}, {b, &io[b]}, {c, &io[c]}}, {}, seed);
+        Outcome o = runCaught(kernel, {{a, &io[a]}, {b, &io[b]}, {c, &io[c]}}, scalars, seed);
         for (size_t e = 0; e < want.size(); ++e)
             o.check(io[c][e] == want[e], [&] { return c + "[" + std::to_string(e) + "] = " + std::to_string(io[c][e]) + ", expected " + std::to_string(want[e]); });
         return o;

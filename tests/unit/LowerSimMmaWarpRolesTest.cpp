@@ -113,16 +113,19 @@ TEST(LowerSimMmaWarpRoles, RegisterAExactOnPanels) {
         {"rs(72, 40, 520, at='float16', wide=False, bt='float16', transB=False)", 72, 40, 520, false},      // 16-bit, B (K, N)
         {"rs(72, 40, 520, at='bfloat16', wide=False, bt='bfloat16')", 72, 40, 520, true},                   // 16-bit, B (N, K)
         {"rs(130, 48, 200, BM=64, BK=128, threads=256, stages=3, at='float32', wide=False, transB=False)", 130, 48, 200, false}, // tf32
+        // M at run time: the ring stage from the tile modulo 2S (the simulator's 2 blocks walk 2 tiles each)
+        {"rs(T.dynamic('m'), 24, 600)", 100, 24, 600, true},
     };
     for (const Case &c : cases) {
         SCOPED_TRACE(c.call);
         LowerRun plain, roles;
         const tilec::ir::Kernel *k = lowerBothWays(std::string(kRegisterA) + "k = " + c.call + "\n", plain, roles);
         ASSERT_TRUE(k);
+        const std::map<std::string, double> scalars{{"m", c.M}};
         EXPECT_EQ(sim::callCounts(*k)[tilec::passes::lib::Fn::GemmRSPanels], 1) << "the product is not on mma.sync over B's panels";
         sim::ExactGemm g("A", "B", "C", c.M, c.N, c.K, c.transB, 1, 7);
-        sim::expectClean([&](uint64_t seed) { return g.run(*k, seed); }, {0, 1, 2});
-        sim::expectClean([&](uint64_t seed) { return g.run(*plain.lowered->kernels[0], seed); }, {0});
+        sim::expectClean([&](uint64_t seed) { return g.run(*k, seed, scalars); }, {0, 1, 2});
+        sim::expectClean([&](uint64_t seed) { return g.run(*plain.lowered->kernels[0], seed, scalars); }, {0});
     }
 }
 
