@@ -93,6 +93,9 @@ enum class Fn {
     BulkStore,     ///< cp.async.bulk.global.shared::cta of `bytes` contiguous bytes (a multiple of 16, both ends 16-byte
                    ///< aligned) from shared `src` to global `dst`, committed as a bulk group: reads `src` until the
                    ///< issuing thread's TmaStoreWait retires the group (bulkStores; sm90_store.cuh's bulk_store)
+    Stmatrix,      ///< stmatrix of the warp (sm_90): `count` 8x8 matrices of 16-bit elements from the lanes' registers
+                   ///< (`src`: 2 * count elements) to 16-byte shared rows (lane l: row l % 8 of matrix l / 8), the
+                   ///< reverse of LdMatrix (storeMatrices: a tensor-core fragment's copy into a shared tile)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
