@@ -102,7 +102,7 @@ __device__ __forceinline__ void stmatrix_tile(TO *piece, const TC *acc) {
 
 /// stmatrix of the warp, the reverse of ldmatrix (mma.cuh): Count (1, 2 or 4) 8x8 matrices of 16-bit elements from
 /// the thread's registers into shared memory. The thread's register r is the elements src[2 r] (low half) and
-/// src[2 r + 1]: elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix r (lane l = threadIdx.x % 32), a
+/// src[2 r + 1] (src 4-byte aligned: generated code's alignas(16) register arrays): elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix r (lane l = threadIdx.x % 32), a
 /// tensor-core accumulator's order. Lane l gives the address of row l % 8 of matrix l / 8 in memory (a 16-byte
 /// aligned chunk; the addresses of lanes from 8 Count on are not used): element (a, b) of the matrix is element b
 /// of memory row a, or with Trans element a of memory row b. Every lane of the warp calls it together (lowered by
@@ -113,7 +113,7 @@ template <int Count, bool Trans, class T> __device__ __forceinline__ void stmatr
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     uint32_t r[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int i = 0; i < Count; ++i) __builtin_memcpy(&r[i], src + 2 * i, 4);
+    for (int i = 0; i < Count; ++i) r[i] = *reinterpret_cast<const uint32_t *>(src + 2 * i); // (NVRTC: no memcpy)
     const unsigned addr = (unsigned)__cvta_generic_to_shared(dst);
 #define TILEC_STMATRIX(SHAPE, REGS, ...)                                                                       \
     asm volatile("stmatrix.sync.aligned.m8n8." SHAPE ".shared.b16 [%0], {" REGS "};\n" ::"r"(addr), __VA_ARGS__ : "memory")

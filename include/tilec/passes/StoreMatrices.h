@@ -17,7 +17,9 @@ namespace tilec::passes {
 /// contiguous, aligned bytes of dst: the columns j along dst's innermost dimension (or, with stmatrix's .trans,
 /// the rows i), at an origin and a row length that are multiples of 8 elements, the other variable not in that
 /// dimension. The values are converted as the per-thread stores would convert them (a register array of dst's
-/// type between), each warp holding copies of a fragment stores through its first copy only. How dst is laid
+/// type between), each warp holding copies of a fragment stores through its first copy only. Every lane of a warp
+/// reaches the nest together, as stmatrix (.sync.aligned) needs: a T.Parallel nest runs on every thread of its
+/// block or warp role (the front end refuses one under a condition on the thread index). How dst is laid
 /// out stays swizzleShared's choice: it maps each lane's 16-byte row address like an ldmatrix lane's and counts
 /// those rows' bank wavefronts with the tile's other accesses (src/lower/SwizzleShared.cpp). Other nests are
 /// left to lowerParallel; with -v a nest this almost takes says why not. Runs after insertSyncs (stmatrix orders
