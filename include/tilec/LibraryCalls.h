@@ -110,6 +110,10 @@ constexpr int kPingPongBarrier = 4;
 /// (one id per branch, up to 15: bar.sync id, count among that branch's threads).
 constexpr int kFirstPartialBarrier = 6;
 
+/// One row of an 8x8 matrix of 16-bit elements: what an ldmatrix or stmatrix lane addresses (16 contiguous, aligned
+/// bytes, which every swizzle of shared tiles keeps whole).
+constexpr int64_t kMatrixRowBytes = 16;
+
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {
     kNone = 0,

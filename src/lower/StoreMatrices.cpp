@@ -24,7 +24,7 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 Expr op(BinaryOp o, Expr a, Expr b) { return binary(o, std::move(a), std::move(b)); }
 
-constexpr int64_t kChunkElems = 8; ///< one 8x8 matrix row: 8 16-bit elements, 16 bytes
+constexpr int64_t kChunkElems = lib::kMatrixRowBytes / 2; ///< the 16-bit elements of one matrix row
 
 /// A nest `dst[indices] = value` over (i, j) whose value is a function of F[i, j] alone (a conversion, a scale by
 /// a value the whole nest shares), in the form stmatrix stores.

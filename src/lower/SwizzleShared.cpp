@@ -25,9 +25,6 @@ namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
-/// The bytes of one row of an 8x8 matrix of 16-bit elements, which a lane of stmatrix addresses.
-constexpr int64_t kStmatrixRowBytes = 16;
-
 /// How one buffer is swizzled: its row length, the elements of one tile (one pipeline stage), and whether in
 /// the panel layout (swz_panels, in panels of `span` bytes) rather than the row swizzle (swz).
 struct Swizzle {
@@ -178,7 +175,7 @@ struct Conflicts : IRVisitor {
         }
         if (lib::is(op, lib::Fn::Stmatrix)) { // each lane's 16-byte row, as a vector store of the lane would write it
             if (const Load *dst = addressedLoad(lib::arg(op, lib::Fn::Stmatrix, "dst")))
-                access(dst->buffer, dst->indices, kStmatrixRowBytes);
+                access(dst->buffer, dst->indices, lib::kMatrixRowBytes);
             return;
         }
         IRVisitor::visit(op);
