@@ -46,6 +46,7 @@ struct DriverOptions {
     bool oneBlockBounds = true;            ///< --no-one-block-bounds: (threads, 1) only where loads need it
     bool opaqueVectorStores = false;       ///< --opaque-vector-stores: every global vector store one PTX store
     bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90
+    bool noStmatrixCopies = false;         ///< --no-stmatrix-copies: fragments into 16-bit shared tiles per thread
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
     /// --pingpong / --no-pingpong: consumer warpgroups take turns at attention's wgmmas (Auto: by head dimension)

@@ -93,6 +93,9 @@ enum class Fn {
     BulkStore,     ///< cp.async.bulk.global.shared::cta of `bytes` contiguous bytes (a multiple of 16, both ends 16-byte
                    ///< aligned) from shared `src` to global `dst`, committed as a bulk group: reads `src` until the
                    ///< issuing thread's TmaStoreWait retires the group (bulkStores; sm90_store.cuh's bulk_store)
+    Stmatrix,      ///< stmatrix of the warp (sm_90): `count` 8x8 matrices of 16-bit elements from the lanes' registers
+                   ///< (`src`: 2 * count elements) to 16-byte shared rows (lane l: row l % 8 of matrix l / 8), the
+                   ///< reverse of LdMatrix (storeMatrices: a tensor-core fragment's copy into a shared tile)
 };
 
 /// Hardware barrier ids of warp-specialized kernels (bar.sync; 0 is __syncthreads'): the consumer role's
@@ -106,6 +109,10 @@ constexpr int kPingPongBarrier = 4;
 /// The first of the barriers insertSyncs gives the branches of `if`s on the thread index that hold for whole warps
 /// (one id per branch, up to 15: bar.sync id, count among that branch's threads).
 constexpr int kFirstPartialBarrier = 6;
+
+/// One row of an 8x8 matrix of 16-bit elements: what an ldmatrix or stmatrix lane addresses (16 contiguous, aligned
+/// bytes, which every swizzle of shared tiles keeps whole).
+constexpr int64_t kMatrixRowBytes = 16;
 
 /// What a call does to memory, for barrier placement and the simulator.
 enum Effect : unsigned {

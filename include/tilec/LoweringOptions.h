@@ -81,6 +81,9 @@ struct LoweringOptions {
     /// sm_90 and later: a kernel's closing shared-to-global tile copies as TMA bulk copies (cp.async.bulk) issued
     /// by single threads, as TileLang stores a tile (passes::bulkStores; --no-bulk-stores turns it off).
     bool bulkStores = true;
+    /// sm_90 and later: a tensor-core fragment's copy into a 16-bit shared tile as stmatrix of each warp, as TileLang
+    /// lowers `T.copy(C_local, C_shared)` (passes::storeMatrices; --no-stmatrix-copies: per-thread stores).
+    bool stmatrixCopies = true;
     /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

@@ -35,6 +35,7 @@ struct Target {
 
     /// Hardware features.
     bool hasTmaUnit() const { return sm >= 90; }                 ///< TMA tile transfers, mbarrier transactions
+    bool hasStmatrix() const { return sm >= 90; }                ///< stmatrix (a warp's 8x8 matrices to shared memory)
     bool hasWgmma() const { return sm == 90 && archSpecific; }   ///< wgmma, setmaxnreg, clusters with multicast
     /// The virtual architecture its PTX is for: sm_90a -> compute_90a.
     std::string virtualArch() const { return "compute_" + name.substr(name.find('_') + 1); }

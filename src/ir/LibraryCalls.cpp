@@ -128,6 +128,8 @@ const std::vector<Info> &table() {
         {Fn::MaxNregDec, "tilec.setmaxnreg_dec", "tilec::setmaxnreg_dec", 1, {}, {"regs"}, kNone, I::All, "sm_90a"},
         {Fn::BulkStore, "tilec.bulk_store", "tilec::bulk_store", 1, {}, {"bytes", "dst", "src"}, kReadsShared | kAsync, I::One,
          "sm_90"},
+        {Fn::Stmatrix, "tilec.stmatrix", "tilec::stmatrix", 2, {1}, {"count", "trans", "dst", "src"}, kWritesShared, I::All,
+         "sm_90"},
     };
     return t;
 }

@@ -42,6 +42,7 @@
 #include "tilec/passes/OrderRoleExchanges.h"
 #include "tilec/passes/SpecializeWarps.h"
 #include "tilec/passes/StageEpilogue.h"
+#include "tilec/passes/StoreMatrices.h"
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SelectRegisterSlots.h"
 #include "tilec/passes/SinkTransferWaits.h"
@@ -138,6 +139,9 @@ const std::vector<Pass> &table() {
         // Hopper: wgmma accumulators copied to a global tile go through shared memory (stmatrix) and TMA stores.
         {"stageEpilogue", always,
          [](const Program &p, PassState &s) { return passes::stageEpilogue(p, s.variant, &s.diag.sources()); }, false},
+        // sm_90+: tensor-core fragments copied into 16-bit shared tiles by each warp's stmatrix.
+        {"storeMatrices", [](const LoweringOptions &o) { return o.stmatrixCopies; },
+         [](const Program &p, PassState &s) { return passes::storeMatrices(p, s.variant, &s.diag.sources()); }, false},
         {"lowerParallel", always, [](const Program &p, PassState &) { return passes::lowerParallel(p); }, false},
         // Reads of fragments held whole by every thread at a thread-dependent index: a choice among constant slots.
         {"selectRegisterSlots", always, [](const Program &p, PassState &) { return passes::selectRegisterSlots(p); }, false},

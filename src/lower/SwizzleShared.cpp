@@ -173,6 +173,11 @@ struct Conflicts : IRVisitor {
             for (auto &a : op.args)
                 if (auto l = as<Load>(a)) excluded.insert(l->buffer.get());
         }
+        if (lib::is(op, lib::Fn::Stmatrix)) { // each lane's 16-byte row, as a vector store of the lane would write it
+            if (const Load *dst = addressedLoad(lib::arg(op, lib::Fn::Stmatrix, "dst")))
+                access(dst->buffer, dst->indices, lib::kMatrixRowBytes);
+            return;
+        }
         IRVisitor::visit(op);
     }
     /// A tile a statement still names by region (no element offsets this pass could map) keeps its layout.
@@ -221,14 +226,15 @@ struct Conflicts : IRVisitor {
     RangeMap ranges_;
     const For *lanes_ = nullptr;
 
-    void access(const Buffer &b, const std::vector<Expr> &idx) {
+    /// An element access of `b` at `idx`, or (`rowBytes`) one of a whole 16-byte row of an 8x8 matrix at its start.
+    void access(const Buffer &b, const std::vector<Expr> &idx, int64_t rowBytes = 0) {
         if (b->scope != Scope::Shared || excluded.count(b.get())) return;
         if (idx.size() != 1) return (void)excluded.insert(b.get());
         auto cols = rowOf(b.get());
         const int64_t eb = b->dtype.bytes();
         if (!cols) return (void)excluded.insert(b.get());
-        int64_t bytes = eb;
-        if (lanes_) {
+        int64_t bytes = rowBytes ? rowBytes : eb;
+        if (lanes_ && !rowBytes) {
             auto lin = linearIn(idx[0], lanes_->var.get());
             auto width = constValue(lanes_->extent);
             if (!lin || !width) return (void)excluded.insert(b.get());
@@ -241,7 +247,7 @@ struct Conflicts : IRVisitor {
         auto &acc = accesses[b.get()];
         int64_t maxCol = 0;
         if (acc.columnsKnown && !aliased.count(b.get()) && repitched(idx[0], *cols, *cols, ranges_, &maxCol))
-            acc.maxCol = std::max(acc.maxCol, maxCol);
+            acc.maxCol = std::max(acc.maxCol, maxCol + (rowBytes ? rowBytes / eb - 1 : 0)); // a row: its last element
         else
             acc.columnsKnown = false;
         auto a = banks::firstWarp(idx[0], tx_, values_, (int)bytes);
@@ -336,6 +342,7 @@ class Apply : public RangeScopedMutator {
         if (lib::is(*op, lib::Fn::AddressOf)) return op; // the library swizzles its own accesses
         if (isTileTransfer(*op)) return transferInto(op);
         if (lib::is(*op, lib::Fn::LdMatrix)) return chunkAddress(op, lib::Fn::LdMatrix, "src");
+        if (lib::is(*op, lib::Fn::Stmatrix)) return chunkAddress(op, lib::Fn::Stmatrix, "dst");
         if (lib::is(*op, lib::Fn::CpAsyncChunk)) return chunkAddress(op, lib::Fn::CpAsyncChunk, "dst");
         if (lib::is(*op, lib::Fn::CpAsyncCopy)) return chunkAddress(op, lib::Fn::CpAsyncCopy, "dst");
         return IRMutator::visit(op);

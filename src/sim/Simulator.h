@@ -421,6 +421,7 @@ class Simulator {
     void maxNreg(const ir::Call &c, const std::vector<char> &mask); // setmaxnreg: whole warp groups only
     void mmaSync(const ir::Call &c, const std::vector<char> &mask); // tilec.mma_sync: one warp instruction per warp
     void ldmatrix(const ir::Call &c, const std::vector<char> &mask); // tilec.ldmatrix: one warp instruction per warp
+    void stmatrixWarp(const ir::Call &c, const std::vector<char> &mask); // tilec.stmatrix: likewise
 
     // ---- Hopper state (SimulatorHopper.cpp) ----
     struct Mbarrier {

@@ -256,6 +256,7 @@ void Simulator::library(const ir::Call &c, const passes::lib::Info &info, const 
     case Fn::GemmSpSS: return gemmSparse(c, mask);
     case Fn::MmaSync: return mmaSync(c, mask);
     case Fn::LdMatrix: return ldmatrix(c, mask);
+    case Fn::Stmatrix: return stmatrixWarp(c, mask);
     default: return hopper(c, info, mask);
     }
 }
@@ -368,6 +369,44 @@ void Simulator::ldmatrix(const ir::Call &c, const std::vector<char> &mask) {
             auto [db, d0] = addressOf(operand("dst"), w * 32 + l);
             for (int e = 0; e < count * per; ++e)
                 storage(db, w * 32 + l).at((size_t)(d0 + e)) = got[(size_t)(l * count * per + e)];
+        }
+    });
+}
+
+/// tilec.stmatrix (sm90_store.cuh's stmatrix): per warp, `count` 8x8 matrices of 16-bit elements, lane l's register r
+/// (src + 2 r, two elements) being elements (l / 4, 2 (l % 4) + j) of matrix r, j = 0, 1; element (a, b) lands at
+/// element b of the 16-byte row that lane 8 r + a addresses, or with trans at element a of lane 8 r + b's. The whole
+/// warp must run it; the lane that gives a row's address writes it (its accesses are that lane's).
+void Simulator::stmatrixWarp(const ir::Call &c, const std::vector<char> &mask) {
+    using passes::lib::Fn;
+    auto operand = [&](const char *n) { return passes::lib::arg(c, Fn::Stmatrix, n); };
+    wholeWarps(mask, T_, "stmatrix", [&](int w) {
+        const int count = (int)eval(operand("count"), w * 32);
+        const bool trans = eval(operand("trans"), w * 32) != 0;
+        if (count != 1 && count != 2 && count != 4) throw SimError("stmatrix of " + std::to_string(count) + " matrices");
+        struct Write {
+            const ir::BufferNode *buf;
+            int64_t at;
+            int lane;
+            double value;
+        };
+        std::vector<Write> writes; // every lane's values read before any lands (one instruction)
+        for (int l = 0; l < 32; ++l) {
+            auto [src, s0] = addressOf(operand("src"), w * 32 + l);
+            for (int r = 0; r < count; ++r)
+                for (int j = 0; j < 2; ++j) {
+                    const int a = l / 4, b = 2 * (l % 4) + j, row = trans ? b : a, e = trans ? a : b;
+                    const int from = w * 32 + r * 8 + row;
+                    auto [dst, d0] = addressOf(operand("dst"), from);
+                    if (dst->dtype.bytes() != 2 || src->dtype.bytes() != 2) throw SimError("stmatrix of elements that are not 16-bit");
+                    if (dst->scope != ir::Scope::Shared || d0 % 8) throw SimError("stmatrix row address not a 16-byte aligned shared one");
+                    writes.push_back({dst, d0 + e, from, storage(src, w * 32 + l).at((size_t)(s0 + 2 * r + j))});
+                }
+        }
+        for (auto &x : writes) {
+            touch(x.buf, (size_t)x.at, x.lane, true);
+            storage(x.buf, x.lane).at((size_t)x.at) = roundTo(x.buf->dtype, x.value);
+            genericWrite(x.buf, (size_t)x.at, x.lane);
         }
     });
 }

@@ -1,6 +1,7 @@
 // tilec device runtime: the Hopper GEMM epilogue. wgmma accumulators go to a shared staging piece with
 // stmatrix, and one thread per warpgroup stores the piece to global memory with a TMA store
-// (cp.async.bulk.tensor shared -> global). Part of tilec; embedded into generated code, which must compile on
+// (cp.async.bulk.tensor shared -> global); and a single warp's stmatrix (a tensor-core fragment's copy into a
+// 16-bit shared tile, stmatrix below). Part of tilec; embedded into generated code, which must compile on
 // its own (nvcc or NVRTC) for every target.
 //
 // A piece is 64 rows x Cols columns of 2-byte elements (Cols = 16, 32 or 64), the rows of one wgmma m-tile
@@ -96,6 +97,36 @@ __device__ __forceinline__ void stmatrix_tile(TO *piece, const TC *acc) {
 #else
     (void)piece;
     (void)acc;
+#endif
+}
+
+/// stmatrix of the warp, the reverse of ldmatrix (mma.cuh): Count (1, 2 or 4) 8x8 matrices of 16-bit elements from
+/// the thread's registers into shared memory. The thread's register r is the elements src[2 r] (low half) and
+/// src[2 r + 1] (src 4-byte aligned: generated code's alignas(16) register arrays): elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix r (lane l = threadIdx.x % 32), a
+/// tensor-core accumulator's order. Lane l gives the address of row l % 8 of matrix l / 8 in memory (a 16-byte
+/// aligned chunk; the addresses of lanes from 8 Count on are not used): element (a, b) of the matrix is element b
+/// of memory row a, or with Trans element a of memory row b. Every lane of the warp calls it together (lowered by
+/// src/lower/StoreMatrices.cpp).
+template <int Count, bool Trans, class T> __device__ __forceinline__ void stmatrix(T *dst, const T *src) {
+    static_assert(sizeof(T) == 2, "stmatrix stores 16-bit elements");
+    static_assert(Count == 1 || Count == 2 || Count == 4, "stmatrix of 1, 2 or 4 matrices");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t r[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < Count; ++i) r[i] = *reinterpret_cast<const uint32_t *>(src + 2 * i); // (NVRTC: no memcpy)
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(dst);
+#define TILEC_STMATRIX(SHAPE, REGS, ...)                                                                       \
+    asm volatile("stmatrix.sync.aligned.m8n8." SHAPE ".shared.b16 [%0], {" REGS "};\n" ::"r"(addr), __VA_ARGS__ : "memory")
+    if constexpr (Count == 4 && Trans) TILEC_STMATRIX("x4.trans", "%1, %2, %3, %4", "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]));
+    else if constexpr (Count == 4) TILEC_STMATRIX("x4", "%1, %2, %3, %4", "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]));
+    else if constexpr (Count == 2 && Trans) TILEC_STMATRIX("x2.trans", "%1, %2", "r"(r[0]), "r"(r[1]));
+    else if constexpr (Count == 2) TILEC_STMATRIX("x2", "%1, %2", "r"(r[0]), "r"(r[1]));
+    else if constexpr (Trans) TILEC_STMATRIX("x1.trans", "%1", "r"(r[0]));
+    else TILEC_STMATRIX("x1", "%1", "r"(r[0]));
+#undef TILEC_STMATRIX
+#else
+    (void)dst;
+    (void)src;
 #endif
 }
 

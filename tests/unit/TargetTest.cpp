@@ -109,6 +109,12 @@ TEST(Pipeline, OneTableNamesEveryPass) {
     o.pingPong = Choice::Off;
     EXPECT_FALSE(row("pingPongConsumers").enabled(o));
     EXPECT_TRUE(row("lowerGemm").enabled(o));
+    // storeMatrices runs by default (on targets with stmatrix, its own test); --no-stmatrix-copies turns it off.
+    EXPECT_TRUE(row("storeMatrices").enabled(o));
+    o.stmatrixCopies = false;
+    EXPECT_FALSE(row("storeMatrices").enabled(o));
+    EXPECT_TRUE(Target::parse("sm_90")->hasStmatrix() && Target::parse("sm_90a")->hasStmatrix());
+    EXPECT_FALSE(Target::parse("sm_80")->hasStmatrix() || Target::parse("sm_89")->hasStmatrix());
 }
 
 // The attention schedule each setting of the two switches gives a loop, by its head dimension.

@@ -2,7 +2,8 @@
 # Static machine-code counts of TileLang example kernels as tilec compiles them (no GPU): for each v0.1.13 row of
 # tests/tilelang_compat/manifest.tsv whose kernel name matches REGEX, tilec on the example (its -v remarks kept),
 # nvcc -arch=sm_90a -cubin -O3 -Xptxas -v, cuobjdump -sass; one line per kernel with the tensor-core and copy
-# instructions (HGMMA, HMMA, LDSM, LDGSTS, UTMALDG), ptxas's registers and spills, then tilec's remarks on the
+# instructions (HGMMA, HMMA, LDSM, LDGSTS, UTMALDG, STSM, STS: shared stores other than STSM), every variant's
+# SASS instructions together, ptxas's registers and spills, then tilec's remarks on the
 # kernel's path (warp roles, wgmma over cp.async tiles, or why not).
 #   tools/compat/sass_counts.sh TILELANG_EXAMPLES TILEC OUT 'REGEX'
 # TILELANG_EXAMPLES: a folder holding TileLang's examples/ at v0.1.13
@@ -23,7 +24,8 @@ grep -P "^v0.1.13\t" "$ROOT/tests/tilelang_compat/manifest.tsv" | while IFS=$'\t
     "$CUOBJDUMP" -sass "$OUT/$name.cubin" >"$OUT/$name.sass" 2>/dev/null
     s=$OUT/$name.sass
     echo "$name tilec=$rc HGMMA=$(grep -c HGMMA "$s") HMMA=$(grep -c 'HMMA\.' "$s") LDSM=$(grep -c LDSM "$s")" \
-         "LDGSTS=$(grep -c LDGSTS "$s") UTMALDG=$(grep -c UTMALDG "$s")" \
+         "LDGSTS=$(grep -c LDGSTS "$s") UTMALDG=$(grep -c UTMALDG "$s") STSM=$(grep -c STSM "$s")" \
+         "STS=$(grep -cP '\bSTS(\.[A-Z0-9.]+)?\s' "$s") instructions=$(grep -cP '/\*[0-9a-f]{4,}\*/' "$s")" \
          "registers=$(grep -o 'Used [0-9]* registers' "$OUT/$name.ptxas" | awk '{print $2}' | sort -n | tail -1)" \
          "spilled=$(grep -o '[0-9]* bytes spill stores' "$OUT/$name.ptxas" | awk '{print $1}' | sort -n | tail -1)"
     grep -o "remark: kernel '$name' (sm_90a).*" "$OUT/$name.log" | cut -c9-

@@ -260,6 +260,9 @@ int main(int argc, char **argv) {
                    "Hopper GEMM epilogue: staging pieces per consumer warpgroup for stmatrix + TMA stores "
                    "(1 or 2; 0: direct stores from registers)")
         ->check(CLI::Range(0, 2));
+    app.add_flag("--no-stmatrix-copies", o.noStmatrixCopies,
+                 "sm_90+: a tensor-core fragment's T.copy into a 16-bit shared tile stays per-thread stores "
+                 "(default: stmatrix of each warp, as TileLang's)");
     app.add_flag("--no-bulk-stores", o.noBulkStores,
                  "sm_90+: a kernel's closing T.copy of a shared tile to global memory stays per-thread stores "
                  "(default: cp.async.bulk copies issued by single threads, as TileLang's tile stores)");
