@@ -118,6 +118,8 @@ struct FunctionObj {
     SourceRange outIdxLoc;
     /// The class whose body defined the function (a method): what a zero-argument super() starts after.
     std::shared_ptr<ClassObj> ownerClass;
+    /// Attributes set on the function (`wrapper.__wrapped__ = f`, a decorator's marker): Python's __dict__.
+    std::map<std::string, Value> attrs;
 };
 
 /// A call's arguments, each with the source range of its expression.

@@ -3,6 +3,7 @@
 #include "codegen/CodegenImpl.h"
 
 #include "tilec/IROperator.h"
+#include "tilec/IeeeMath.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
@@ -341,6 +342,11 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
     DType t = c.dtype;
     if (c.name.rfind("extern:", 0) == 0) { // T.call_extern: the function T.import_source (or the toolkit) defines
         std::string s = c.name.substr(7) + "(";
+        for (size_t i = 0; i < c.args.size(); ++i) s += (i ? ", " : "") + expr(c.args[i]).s;
+        return {s + ")", 16};
+    }
+    if (auto ieee = ieeeCall(c.name)) { // T.ieee_add(x, y, "rz"): __fadd_rz(x, y)
+        std::string s = std::string(t.kind == DType::Float64 ? ieee->first->f64 : ieee->first->f32) + "_" + ieee->second + "(";
         for (size_t i = 0; i < c.args.size(); ++i) s += (i ? ", " : "") + expr(c.args[i]).s;
         return {s + ")", 16};
     }

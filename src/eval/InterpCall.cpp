@@ -448,6 +448,8 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
     case VK::Poison: return base;
     case VK::Opaque: return opaqueAttribute(base, name);
     case VK::Function:
+        if (auto it = base.as<FunctionObj>().attrs.find(name); it != base.as<FunctionObj>().attrs.end()) return it->second;
+        if (name == "__name__" || name == "__qualname__") return Value::str(base.as<FunctionObj>().def->name);
         if (name == "compile" && base.as<FunctionObj>().isJit) {
             Value self = base;
             return method(base.as<FunctionObj>().def->name + ".compile", [self](Interp &in, CallArgs &a) {
@@ -555,7 +557,7 @@ Value InterpImpl::attribute(const Value &base, const std::string &name, const as
         break;
     default: break;
     }
-    fail(r, std::string("'") + typeName(base.kind) + "' object has no attribute '" + name + "'");
+    failPython("AttributeError", r, std::string("'") + typeName(base.kind) + "' object has no attribute '" + name + "'");
 }
 
 Value InterpImpl::attributeOf(const Value &base, const std::string &name, const SourceRange &at) {

@@ -177,6 +177,18 @@ void InterpImpl::execClass(const ast::StmtP &sp) {
     c->ns->parent = nullptr;
     if (c->isEnum()) makeEnumMembers(*c, s.range);
     Value v = Value::object(VK::Class, c);
+    // Python's type() then calls __set_name__(owner, name) on each attribute whose class defines it (descriptors
+    // that learn their name: `FLAG = EnvBool(False)` sets FLAG.name), in the order the body bound them.
+    for (auto &name : c->order) {
+        Value attr = c->ns->vars[name];
+        if (!attr.is(VK::Instance)) continue;
+        if (const Value *setName = findInMro(*attr.as<InstanceObj>().cls, "__set_name__")) {
+            CallArgs a;
+            a.call = a.callee = s.range;
+            a.pos = {Arg{attr, s.range}, Arg{v, s.range}, Arg{Value::str(name), s.range}};
+            callValue(*setName, a);
+        }
+    }
     for (auto it = decorators.rbegin(); it != decorators.rend(); ++it) v = applyDecorator(it->first, it->second, v, s.range);
     bindName(s.name, v, s.targets[0]->range, false);
 }
@@ -255,6 +267,9 @@ Value InterpImpl::callClass(const Value &clsv, CallArgs &args) {
     }
     if (c.isEnum()) {
         const Arg &v = first(c.name.c_str());
+        // A value tilec does not evaluate (`Mode(os.environ.get(...))`) matches no member and raises no ValueError
+        // that an `except` could take: the lookup itself cannot be evaluated.
+        if (v.value.is(VK::Opaque)) failOpaque(v.value, v.range);
         for (auto &m : c.members)
             if (pyIs(m, v.value) || equal(m.as<InstanceObj>().attrs->vars["_value_"], v.value)) return m;
         failPython("ValueError", v.range, repr(v.value) + " is not a valid " + c.name);
@@ -368,6 +383,21 @@ void InterpImpl::setAttribute(const Value &base, const std::string &name, const 
         if (c.builtin != CB::None) fail(at, "cannot set attributes of the built-in type '" + c.name + "'");
         c.ns->set(name, v);
         return;
+    }
+    if (base.is(VK::Opaque)) failOpaque(base, at); // `setattr(logging.getLogger(n), ...)`: tilec cannot evaluate it
+    if (base.is(VK::Function)) { // a function's __dict__
+        base.as<FunctionObj>().attrs[name] = v;
+        return;
+    }
+    if (base.is(VK::Module)) {
+        // `mod.X = v`: a user module's global; a module tilec does not evaluate (`builtins.X = v`) keeps its own
+        // meaning, so the assignment cannot be evaluated (a module-level one is skipped).
+        auto &m = base.as<ModuleObj>();
+        if (m.env && !m.opaque) {
+            m.env->set(name, v);
+            return;
+        }
+        failUnevaluable(at, "setting attribute '" + name + "' of module '" + m.name + "', which tilec does not evaluate");
     }
     if (!base.is(VK::Instance)) fail(at, "cannot set attribute '" + name + "' of a " + typeNameOf(base));
     auto &o = base.as<InstanceObj>();

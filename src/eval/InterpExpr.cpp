@@ -8,6 +8,7 @@
 #include "tilec/IROperator.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilec::eval {
 
@@ -187,10 +188,30 @@ Value InterpImpl::eval(const ast::Expr &e) {
     fail(e.range, "this expression is not supported at compile time");
 }
 
+namespace {
+
+/// Whether `name` is one of Python's builtins or a module attribute Python's import system sets.
+bool isPythonBuiltinName(const std::string &name) {
+    static const std::set<std::string> names = {
+        "__build_class__", "__debug__", "__doc__", "__import__", "__loader__", "__path__", "__spec__", "__cached__",
+        "__builtins__", "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes",
+        "callable", "chr", "classmethod", "compile", "complex", "copyright", "credits", "delattr", "dict", "dir",
+        "divmod", "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals",
+        "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license",
+        "list", "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord", "pow", "print",
+        "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
+        "str", "sum", "super", "tuple", "type", "vars", "zip", "NotImplemented", "Ellipsis"};
+    return names.count(name) > 0;
+}
+
+} // namespace
+
 Value InterpImpl::lookupName(const ast::Expr &e) {
     if (Value *v = env_->lookup(e.str)) {
         if (v->is(VK::Poison) && !v->s.empty()) { // see poisonWithMessage
-            if (v->obj) {
+            // The statement's first such use: its first error (a function body goes on past an abandoned
+            // statement, so later uses may follow) is what makes a module-level statement dependent.
+            if (v->obj && !lastPoisonCause_) {
                 lastPoisonCause_ = std::static_pointer_cast<SkippedStatement>(v->obj);
                 lastPoisonUse_ = e.range;
             }
@@ -199,6 +220,10 @@ Value InterpImpl::lookupName(const ast::Expr &e) {
         return *v;
     }
     if (auto v = opaqueStarName(e.str)) return *v; // a name `from OPAQUE import *` may have bound
+    // A name Python defines that tilec does not model (`globals()`, a package's `__path__`) is not the user's
+    // typo: a module-level statement using it is skipped, a kernel using it is refused, each with this reason.
+    if (isPythonBuiltinName(e.str))
+        failUnevaluable(e.range, "'" + e.str + "' is Python's, which tilec does not evaluate");
     std::string msg = "undefined name '" + e.str + "'";
     if (reported_.count({e.range.file, e.range.line, e.range.col, msg})) throw EvalAbort{};
     std::vector<std::string> names;

@@ -218,6 +218,7 @@ class InterpImpl final : public Interp {
     /// After a statement was abandoned: its assignment targets become `poison` (plain Poison by default; a
     /// message in it names the target as '%s').
     void bindPoison(const ast::Stmt &s, const Value &poison = Value::poison());
+    void bindPoisonNested(const ast::Stmt &s, const Value &poison = Value::poison(), int depth = 0);
     /// A statement of the module's own body (not inside a def): one that fails for a reason of its own,
     /// not while tracing a kernel, is skipped with a warning and binds error values instead.
     void execModuleStmt(const ast::StmtP &s);

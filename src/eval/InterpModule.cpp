@@ -189,6 +189,13 @@ std::optional<Value> InterpImpl::userModuleName(const Value &mod, const std::str
             m.env->set(name, sub);
             return sub;
         }
+    // PEP 562: a module's own __getattr__(name) answers for the names it does not bind (a lazily made singleton).
+    if (auto it = m.env->vars.find("__getattr__"); it != m.env->vars.end() && it->second.is(VK::Function)) {
+        CallArgs a;
+        a.call = a.callee = at;
+        a.pos = {Arg{Value::str(name), at}};
+        return callValue(it->second, a);
+    }
     return std::nullopt;
 }
 

@@ -46,6 +46,15 @@ void poisonTarget(InterpImpl &in, const ast::Expr &t, const Value &poison, int d
     }
 }
 
+/// Binds the plain name `name` (a def, an import) to Poison as poisonTarget binds an assigned one.
+void poisonName(InterpImpl &in, const std::string &name, const SourceRange &at, const Value &poison) {
+    ast::Expr e;
+    e.kind = ast::ExprKind::Name;
+    e.str = name;
+    e.range = at;
+    poisonTarget(in, e, poison);
+}
+
 /// Pushes a control-flow marker for the duration of a scope.
 struct CtlScope {
     std::vector<char> &ctl;
@@ -68,7 +77,7 @@ InterpImpl::Flow InterpImpl::execBody(const ast::Body &body) {
             if (tryDepth_ > 0 && !pyErrorType_.empty()) throw; // a Python exception: an enclosing try may catch it
             pyErrorType_.clear(); // reported: no try catches it later
             ++abandoned_;
-            bindPoison(*s);
+            bindPoisonNested(*s);
             // An abandoned statement costs many steps: a loop that fails in every iteration (its errors are
             // reported once) runs out of budget quickly instead of unwinding millions of times.
             steps_ += kAbortSteps;
@@ -107,7 +116,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
         // kernel's); or failed as it would in Python (an undefined name, a type error): errors are errors.
         for (auto &d : held) diag_.report(d.severity, d.range, d.message);
         if (aborted) {
-            bindPoison(*s);
+            bindPoisonNested(*s);
             steps_ += kAbortSteps;
             step(s->range);
         }
@@ -131,7 +140,7 @@ void InterpImpl::execModuleStmt(const ast::StmtP &s) {
                                      std::to_string(cause->line) + (cause->line == s->range.line ? " that binds it" : ", which it depends on,") +
                                      " was skipped (" + cause->reason + ")");
     poison.obj = cause;
-    bindPoison(*s, poison);
+    bindPoisonNested(*s, poison);
 }
 
 void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
@@ -149,16 +158,31 @@ void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
         for (auto &i : s.items)
             if (i.target) poisonTarget(*this, *i.target, poison);
         return;
-    case ast::StmtKind::FunctionDef: {
-        ast::Expr name;
-        name.kind = ast::ExprKind::Name;
-        name.str = s.name;
-        name.range = s.range;
-        poisonTarget(*this, name, poison);
+    case ast::StmtKind::FunctionDef: poisonName(*this, s.name, s.range, poison); return;
+    case ast::StmtKind::Import:
+    case ast::StmtKind::ImportFrom:
+        for (auto &a : s.names)
+            if (a.name != "*")
+                poisonName(*this, !a.asName.empty() ? a.asName : s.kind == ast::StmtKind::Import ? a.name.substr(0, a.name.find('.')) : a.name,
+                           a.range, poison);
         return;
-    }
     default: return;
     }
+}
+
+void InterpImpl::bindPoisonNested(const ast::Stmt &s, const Value &poison, int depth) {
+    // A compound statement that was abandoned (its condition, iterable or context failed, or a statement inside
+    // it did) binds what any of its branches would have bound: `if version_ok(): f = g` else `f = h`, then
+    // `from m import f` elsewhere, reports the skipped statement instead of a missing name.
+    bindPoison(s, poison);
+    bool compound = s.kind == ast::StmtKind::If || s.kind == ast::StmtKind::For || s.kind == ast::StmtKind::While ||
+                    s.kind == ast::StmtKind::With || s.kind == ast::StmtKind::Try || s.kind == ast::StmtKind::ExceptHandler;
+    if (!compound || depth > 50) return; // a def's or a class's body binds names of its own scope
+    for (const ast::Body *b : {&s.body, &s.orelse, &s.finalbody})
+        for (auto &c : *b)
+            if (c) bindPoisonNested(*c, poison, depth + 1);
+    for (auto &h : s.handlers)
+        if (h) bindPoisonNested(*h, poison, depth + 1);
 }
 
 void InterpImpl::budgetExhausted(const SourceRange &r) {

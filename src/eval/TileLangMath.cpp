@@ -1,12 +1,14 @@
 /// \file
 /// Scalar math of the tile language: float intrinsics (exp, exp2, log, sqrt, rsqrt, ...), abs, max, min,
 /// clamp, if_then_else, infinity / max_value / min_value, cast, the integer helpers ceildiv, floordiv,
-/// floormod, and TVM's warp shuffle (T.tvm_warp_shuffle, a value of another lane).
+/// floormod, TVM's warp shuffle (T.tvm_warp_shuffle, a value of another lane) and the IEEE-rounded operations
+/// (T.ieee_add, ... with a rounding mode; tilec/IeeeMath.h).
 ///
 /// On compile-time values (Python numbers) they fold like Python would (T.ceildiv(1000, 128) is the int
 /// 8, T.exp2(1.0) the float 2.0); on run-time values they build IR expressions. Float intrinsics take
 /// floats: an integer operand is converted to float32 first, as TVM does.
 #include "eval/TileLang.h"
+#include "tilec/IeeeMath.h"
 #include "tilec/LibraryCalls.h"
 
 #include <cmath>
@@ -297,9 +299,44 @@ Value warpShuffle(Interp &in, CallArgs &args) {
                                            args.call, t));
 }
 
+/// T.ieee_add(x, y, rounding_mode="rn") and the others of tilec/IeeeMath.h: the operation on float32 (or float64)
+/// operands, rounded in the mode's direction, never contracted nor relaxed by fast math. Python numbers are
+/// float32, as TVM converts them.
+Value ieeeOperation(Interp &in, CallArgs &args, const IeeeOp &op) {
+    const std::string fname = std::string("T.") + op.name;
+    std::vector<std::string> params = {"x", "y", "z"};
+    params.resize(op.arity);
+    if (!op.onlyNearest) params.push_back("rounding_mode?");
+    auto a = bindArgs(in, args, fname, params);
+    std::string mode = "rn";
+    if (!op.onlyNearest && a.back()) {
+        mode = in.toStr(*a.back(), "rounding_mode");
+        if (!isIeeeRoundingMode(mode))
+            in.fail(a.back()->range, fname + ": rounding_mode must be 'rn', 'rz', 'ru' or 'rd', got '" + mode + "'");
+    }
+    std::vector<ir::Expr> xs;
+    DType t = DType::Float32;
+    for (int i = 0; i < op.arity; ++i) {
+        ir::Expr x = floatOperand(in, *a[i], fname);
+        if (x->dtype != DType::Float32 && x->dtype != DType::Float64)
+            in.fail(a[i]->range, fname + " takes float32 or float64 operands (CUDA's rounding intrinsics), got " +
+                                     std::string(x->dtype.name()));
+        if (i == 0) t = x->dtype;
+        else if (x->dtype != t)
+            in.fail(a[i]->range, fname + ": operands of one type, got " + std::string(t.name()) + " and " + std::string(x->dtype.name()));
+        xs.push_back(x);
+    }
+    if (t == DType::Float64 && !op.f64) in.fail(args.call, fname + " has no float64 form in CUDA");
+    return Value::ofExpr(ir::Call::make(t, std::string(op.name) + "." + mode, std::move(xs), args.call));
+}
+
 } // namespace
 
 void addMathPrimitives(Attrs &attrs) {
+    for (const char *name : {"ieee_add", "ieee_sub", "ieee_mul", "ieee_fmaf", "ieee_frcp", "ieee_fsqrt", "ieee_frsqrt", "ieee_fdiv"}) {
+        const IeeeOp *op = ieeeOp(name);
+        def(attrs, name, [op](Interp &in, CallArgs &args) { return ieeeOperation(in, args, *op); });
+    }
     for (const FloatFn &fn : kUnary) {
         const FloatFn *p = &fn;
         def(attrs, fn.name, [p](Interp &in, CallArgs &args) { return floatUnary(in, args, *p); });

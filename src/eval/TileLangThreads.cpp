@@ -90,9 +90,12 @@ Value syncThreads(Interp &in, CallArgs &args) {
 
 /// T.reinterpret(value, dtype): the same bits read as another type of the same width (`T.reinterpret(x,
 /// T.uint32)` of a float32 is its IEEE bits). dtype="handle" is the value T.attr's "reduce_scope" takes and
-/// stays nothing (TileLangAllreduce.cpp).
+/// stays nothing (TileLangAllreduce.cpp). TileLang still takes the old order, T.reinterpret(dtype, value) (sglang's
+/// DeepSeek-V4 FP8 attention): a dtype first and a value second are swapped, as it swaps them.
 Value reinterpretBits(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.reinterpret", {"value", "dtype"});
+    auto isDType = [](const Value &v) { return v.is(VK::DType) || (v.is(VK::Str) && DType::parse(v.s)); };
+    if (isDType(a[0]->value) && !isDType(a[1]->value)) std::swap(a[0], a[1]);
     if (a[1]->value.is(VK::Str) && a[1]->value.s == "handle") return Value::none();
     DType to = dtypeArg(in, *a[1]);
     const Value &v = a[0]->value;

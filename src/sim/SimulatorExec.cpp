@@ -6,6 +6,7 @@
 #include "sim/SimulatorRandom.h"
 #include "tilec/fp4.cuh"
 #include "tilec/IROperator.h"
+#include "tilec/IeeeMath.h"
 #include "tilec/IRUses.h"
 #include "tilec/Lop3Decode.h"
 
@@ -256,6 +257,10 @@ double Simulator::eval(const ir::Expr &e, int t) {
         double a = eval(c->args[0], t);
         const std::string &n = c->name;
         if (n == "reinterpret") return reinterpretValue(e->dtype, c->args[0]->dtype, a);
+        if (auto ieee = ieeeCall(n)) {
+            double b = c->args.size() > 1 ? eval(c->args[1], t) : 0, z = c->args.size() > 2 ? eval(c->args[2], t) : 0;
+            return ieeeEvaluate(*ieee->first, ieee->second, e->dtype == DType::Float32, a, b, z);
+        }
         double r;
         if (n == "exp") r = std::exp(a);
         else if (n == "exp2") r = std::exp2(a);
