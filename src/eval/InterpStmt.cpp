@@ -161,6 +161,9 @@ void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
     case ast::StmtKind::FunctionDef: poisonName(*this, s.name, s.range, poison); return;
     case ast::StmtKind::Import:
     case ast::StmtKind::ImportFrom:
+        // Only a skipped import (poison with its cause): one that failed with an error leaves its names unbound,
+        // so that a use in the importing file is its own located error (an editor shows it in that file).
+        if (!poison.obj) return;
         for (auto &a : s.names)
             if (a.name != "*")
                 poisonName(*this, !a.asName.empty() ? a.asName : s.kind == ast::StmtKind::Import ? a.name.substr(0, a.name.find('.')) : a.name,
