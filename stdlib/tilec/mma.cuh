@@ -352,7 +352,7 @@ template <int Count, bool Trans, class T> __device__ __forceinline__ void ldmatr
         mma_detail::ldsm_x2<Trans>(r, addr);
 #pragma unroll
     for (int i = 0; i < Count; ++i)
-        __builtin_memcpy(reinterpret_cast<char *>(dst) + 4 * i, &r[i], 4);
+        memcpy(reinterpret_cast<char *>(dst) + 4 * i, &r[i], 4); // (CUDA's device memcpy: NVRTC lacks the builtin)
 }
 
 } // namespace tilec
