@@ -106,6 +106,13 @@ def similar(fn, limit):
     return judge
 
 
+def check_fn(check, ns):
+    """The judge (name, out, ref) a reference line's check names: close / similar / by_output evaluated in ns. The
+    one evaluator of checks, the side by side's too (before session 42 it had its own, without by_output: the
+    chunk_bwd_intra line failed there with a NameError while this test passed it)."""
+    return eval(check, dict(ns, close=close, similar=similar, by_output=by_output))
+
+
 def _dims(dims, ns, what):
     try:
         return tuple(int(eval(d, {"__builtins__": {}}, ns)) for d in dims)
@@ -163,7 +170,7 @@ def run(p, ctx, kernel):
                 raise C.Fail("nothing binds parameter '%s' (a T.dynamic size: bind it in the setup)" % prm.name)
         ctx.call(kernel, *args)
         ref = eval(p["reference"], ns)
-        judge = eval(p["check"], dict(ns, close=close, similar=similar, by_output=by_output))
+        judge = check_fn(p["check"], ns)
     except TC.Unavailable as e:
         raise C.Skip("the example's reference needs what this machine lacks: %s" % e)
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)

@@ -251,7 +251,7 @@ def judge(entry, ns, name, a, b):
     """The example's own check of tilec's output a against TileLang's b (close(1e-2, 1e-2) without one)."""
     import tilelang_compat as TLC
     check = entry["check"] if entry else "close(1e-2, 1e-2)"
-    fn = eval(check, dict(ns, close=TLC.close, similar=TLC.similar))
+    fn = TLC.check_fn(check, ns)
     return fn(name, a, b)
 
 
