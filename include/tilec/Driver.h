@@ -57,7 +57,8 @@ struct DriverOptions {
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
     bool sparseWarpRoles = false;          ///< --sparse-warp-roles: T.gemm_sp loops on sm_90a's warp roles
     bool mixedWarpRoles = true;            ///< --no-mixed-warp-roles: no warp roles for wgmma beside mma.sync products
-    bool mmaWarpRoles = false;             ///< --mma-warp-roles: warp roles for loops of mma.sync products alone
+    /// --mma-warp-roles (All) / --no-mma-warp-roles (Off): warp roles for loops of mma.sync products alone
+    LoweringOptions::MmaWarpRoles mmaWarpRoles = LoweringOptions::MmaWarpRoles::RegisterA;
     bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)

@@ -56,9 +56,13 @@ struct LoweringOptions {
     /// On sm_90a, a T.Pipelined loop none of whose products wgmma can take (a tf32 GEMM whose B is not K-major),
     /// each one mma.sync can run over the TMA tiles' panels (A a tile, or a fragment not tied to an accumulator),
     /// takes warp roles (TMA producer warpgroup, mma.sync consumers, as sm_90's path and TileLang's
-    /// warp-specialized kernels run them) instead of the cp.async path (--mma-warp-roles). Off until timed both
-    /// ways on the GPU.
-    bool mmaWarpRoles = false;
+    /// warp-specialized kernels run them) instead of the cp.async path. RegisterA (the default since session 42):
+    /// only loops with a product whose A comes from registers (H100, same run: TileKernels' pre_norm_fn_fwd_mul
+    /// 1.29x faster, mhc_pre_gemm_sqrsum 1.25x); All (--mma-warp-roles) also loops of products reading both
+    /// operands from shared memory (visual_layout_inference's matmul 0.91x: left behind the switch); Off
+    /// (--no-mma-warp-roles).
+    enum class MmaWarpRoles { Off, RegisterA, All };
+    MmaWarpRoles mmaWarpRoles = MmaWarpRoles::RegisterA;
     /// Serial loops whose element-wise conditions are uniform over the tile for a range of iterations (a causal
     /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
     /// --no-split-conditions).

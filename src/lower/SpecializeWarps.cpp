@@ -60,7 +60,7 @@ std::shared_ptr<Kernel> Specializer::run() {
                             (onceTiles_ ? ", " + std::to_string(onceTiles_) + " tile(s) once before the loop" : "") + ", " +
                             std::to_string(k_.threads / 128) + " consumer warpgroup(s) on " +
                             (!t_.hasWgmma() ? "mma.sync (ldmatrix from TMA's panel layout; a producer warp, no setmaxnreg)"
-                             : mmaOnly_ ? "mma.sync (ldmatrix from TMA's panel layout; no product is wgmma's: --mma-warp-roles)"
+                             : mmaOnly_ ? "mma.sync (ldmatrix from TMA's panel layout; no product is wgmma's)"
                                         : "wgmma") +
                             (registerA_ ? " (A from registers: RS)" : "") +
                             (guarded_ ? ", each iteration under its body's condition (the ring moving on by the iterations that run)" : "") + "; " +

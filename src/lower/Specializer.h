@@ -39,6 +39,7 @@ class Specializer {
     int rowTiles_ = 0, boxTiles_ = 0, genericTiles_ = 0, viewCount_ = 0, threadTiles_ = 0;   ///< ... 1-D tiles, tiles read by loads, shared operands the consumers fill
     bool registerA_ = false;                ///< ... and whether a T.gemm in it reads A from registers (wgmma RS)
     bool mmaOnly_ = false;                  ///< ... and, on a wgmma target, whether all its products run on mma.sync
+    bool mmaRoles_ = false;                 ///< ... and whether the options let a loop of mma.sync products alone take roles
     bool guarded_ = false;                  ///< ... and whether its body runs under a condition
     std::string notPersistent_;             ///< ... and why its roles do not walk several output tiles
     std::string weighed_;                   ///< ... and the cost test's figures (WarpRoleCost.h)
@@ -107,8 +108,8 @@ class Specializer {
     void planRingsAndWalk(const std::vector<Stmt> &top, Plan &p, Kernel &nk);
 
     /// Whether the consumers of a wgmma target may run a product wgmma cannot take on mma.sync over the panels:
-    /// beside wgmma ones (mixed warp roles) or, with --mma-warp-roles, in a loop of such products alone.
-    bool mmaBeside() const { return o_.mixedWarpRoles || o_.mmaWarpRoles; }
+    /// beside wgmma ones (mixed warp roles) or in a loop of such products alone (mmaRoles_).
+    bool mmaBeside() const { return o_.mixedWarpRoles || mmaRoles_; }
 
     /// Whether a T.gemm of `s` is marked for instruction `instr`.
     static bool callsInstr(const Stmt &s, GemmInstr instr);

@@ -150,17 +150,21 @@ bool Specializer::planTiles(const std::vector<Stmt> &top, const LoopSplit &split
 /// a staged buffer has another use or no T.gemm can take the tiles.
 bool Specializer::markGemms(const LoopSplit &split, Plan &p, const std::vector<Stmt> &top) {
     p.rowsOnly = registerOperandTied(k_.body);
+    using MmaRoles = LoweringOptions::MmaWarpRoles;
+    mmaRoles_ = o_.mmaWarpRoles == MmaRoles::All ||
+                (o_.mmaWarpRoles == MmaRoles::RegisterA && anyRegisterOperand(split.rest));
     // wgmma consumers may also read the tiles through the generic proxy (element-wise, copies into
     // fragments: released by every thread, WarpRoleBodies) and run products on shared operands they fill
     // themselves (views); mma.sync ones keep to GEMM loops.
     if (!p.mma) planViews(split, top, p);
     else p.operands = p.byBuffer;
-    // --mma-warp-roles: where wgmma can take none of the loop's products, the consumers run them all on mma.sync
-    // over the panels, A from registers of any type included (no wgmma layout for its fragment to agree with),
+    // mmaRoles_ (A from registers by default, --mma-warp-roles: any): where wgmma can take none of the loop's
+    // products, the consumers run them all on mma.sync over the panels, A from registers of any type included
+    // (no wgmma layout for its fragment to agree with),
     // unless an A fragment is tied to an accumulator (registerOperandTied): where their layouts disagree the
     // cp.async path reads A from a shared copy (StagedOperands), which a product over the panels cannot
     // (TileLang's amd_flash_attn_bwd: P cast from a FullRow product's scores).
-    const bool allMma = !p.mma && o_.mmaWarpRoles && !anyWgmmaCan(split.rest, p.operands, p.C / 128, p.rowsOnly) &&
+    const bool allMma = !p.mma && mmaRoles_ && !anyWgmmaCan(split.rest, p.operands, p.C / 128, p.rowsOnly) &&
                         !(p.rowsOnly && anyRegisterOperand(split.rest));
     const bool mma = p.mma || allMma;
     const bool other = tilesUsedOtherwise(split.rest, p.byBuffer, p.C / 128, p.rowsOnly, mma, &p.operands,
@@ -181,9 +185,9 @@ bool Specializer::markGemms(const LoopSplit &split, Plan &p, const std::vector<S
         anyWgmma |= p.rest.back() != s && (p.mma || callsInstr(p.rest.back(), GemmInstr::Wgmma));
         anyPanels |= callsInstr(p.rest.back(), GemmInstr::MmaPanels);
     }
-    if (!p.mma && anyWgmma && anyPanels && !o_.mixedWarpRoles) // marked so only because --mma-warp-roles is on
+    if (!p.mma && anyWgmma && anyPanels && !o_.mixedWarpRoles) // marked so only because mmaRoles_ is on
         return fail("a product wgmma cannot take sits beside wgmma ones (--no-mixed-warp-roles)");
-    mmaOnly_ = !p.mma && !anyWgmma && anyPanels && o_.mmaWarpRoles;
+    mmaOnly_ = !p.mma && !anyWgmma && anyPanels && mmaRoles_;
     anyWgmma |= mmaOnly_;
     if (!anyWgmma) return fail(p.mma ? "no T.gemm in it reads the TMA tiles" : "no T.gemm in it can use wgmma (operand types, layouts or shapes)");
     // its A fragment would need mma.sync's layout while the products feeding it have wgmma's

@@ -1,10 +1,12 @@
 /// \file
-/// --mma-warp-roles (LoweringOptions::mmaWarpRoles): on sm_90a a T.Pipelined loop none of whose products wgmma can
+/// LoweringOptions::mmaWarpRoles (by default for loops with a product whose A is in registers, --mma-warp-roles for
+/// all, --no-mma-warp-roles for none): on sm_90a a T.Pipelined loop none of whose products wgmma can
 /// take (a tf32 GEMM whose B is stored (K, N): tf32 operands must be K-major for wgmma) takes warp roles, a TMA
 /// producer warpgroup and consumers running every product on mma.sync over the TMA tiles' panels (gemm_ss_panels),
 /// instead of the cp.async path. Run on the CPU simulator under three interleavings at a shape the tiles do not
 /// divide, exact against float64 (inputs on a grid of 1/16: exact in tf32, every partial sum exact in float32);
-/// without the switch the loop keeps the cp.async path. The same with A from registers (RegisterAExactOnPanels).
+/// without --mma-warp-roles the loop keeps the cp.async path. The same with A from registers, by default
+/// (RegisterAExactOnPanels).
 #include "ExactGemm.h"
 #include "LowerSimUtil.h"
 
@@ -39,24 +41,29 @@ def sgemm(M, N, K, BM=128, BN=64, BK=32, threads=256, stages=3):
 k = sgemm(200, 136, 96)
 )";
 
-/// `src` lowered for sm_90a without the switch (`plain`, expected to keep the cp.async path) and with it (`roles`):
-/// the warp-role kernel, null (the failure reported) where either lowering is missing.
-const tilec::ir::Kernel *lowerBothWays(const std::string &src, LowerRun &plain, LowerRun &roles) {
+using MmaRoles = tilec::LoweringOptions::MmaWarpRoles;
+
+/// `src` lowered for sm_90a with `off` (expected to keep the cp.async path) and with `on` (`roles`): the
+/// warp-role kernel, null (the failure reported) where either lowering is missing.
+const tilec::ir::Kernel *lowerBothWays(const std::string &src, LowerRun &plain, LowerRun &roles, MmaRoles off,
+                                       MmaRoles on) {
     tilec::Variant v{*tilec::Target::parse("sm_90a"), {}};
-    EXPECT_FALSE(v.options.mmaWarpRoles) << "off by default until timed on the GPU";
+    EXPECT_EQ(v.options.mmaWarpRoles, MmaRoles::RegisterA) << "the default: loops with a product whose A is in registers";
+    v.options.mmaWarpRoles = off;
     plain.run(src, "t.tile", v);
     EXPECT_TRUE(plain.lowered) << plain.diags();
     EXPECT_FALSE(sim::warpRoles(plain)) << "without the switch the loop keeps the cp.async path";
-    v.options.mmaWarpRoles = true;
+    v.options.mmaWarpRoles = on;
     roles.run(src, "t.tile", v);
     const tilec::ir::Kernel *k = sim::warpRoles(roles);
-    EXPECT_TRUE(k) << "no warp roles with --mma-warp-roles: " << roles.diags();
+    EXPECT_TRUE(k) << "no warp roles for mma.sync products: " << roles.diags();
     return plain.lowered ? k : nullptr;
 }
 
 TEST(LowerSimMmaWarpRoles, Tf32GemmExactOnPanels) {
     LowerRun plain, roles;
-    const tilec::ir::Kernel *k = lowerBothWays(kSgemm, plain, roles);
+    // products of shared operands alone: only with --mma-warp-roles (All), not by default (RegisterA)
+    const tilec::ir::Kernel *k = lowerBothWays(kSgemm, plain, roles, MmaRoles::RegisterA, MmaRoles::All);
     ASSERT_TRUE(k);
     auto calls = sim::callCounts(*k);
     EXPECT_GT(calls[tilec::passes::lib::Fn::GemmSSPanels], 0) << "the product is not on mma.sync over the panels";
@@ -97,7 +104,7 @@ def rs(M, N, K, BM=32, BN=32, BK=256, threads=128, stages=2, at="bfloat16", wide
     return kernel
 )";
 
-/// --mma-warp-roles with A from registers: the product on mma.sync over B's panels (gemm_rs_panels), tf32 (A
+/// A from registers (the default, RegisterA; --no-mma-warp-roles turns it off): the product on mma.sync over B's panels (gemm_rs_panels), tf32 (A
 /// widened from bfloat16: exact, or float32 as it is) and 16-bit; M, N and K that the tiles do not divide (the
 /// TMA boxes past the tensors' ends zero-filled, as the cp.async copies fill them). Each run exact under three
 /// interleavings, and so is the cp.async path the kernel has without the switch. The last case has two consumer
@@ -119,7 +126,8 @@ TEST(LowerSimMmaWarpRoles, RegisterAExactOnPanels) {
     for (const Case &c : cases) {
         SCOPED_TRACE(c.call);
         LowerRun plain, roles;
-        const tilec::ir::Kernel *k = lowerBothWays(std::string(kRegisterA) + "k = " + c.call + "\n", plain, roles);
+        const tilec::ir::Kernel *k = lowerBothWays(std::string(kRegisterA) + "k = " + c.call + "\n", plain, roles,
+                                                   MmaRoles::Off, MmaRoles::RegisterA);
         ASSERT_TRUE(k);
         const std::map<std::string, double> scalars{{"m", c.M}};
         EXPECT_EQ(sim::callCounts(*k)[tilec::passes::lib::Fn::GemmRSPanels], 1) << "the product is not on mma.sync over B's panels";

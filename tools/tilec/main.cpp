@@ -232,11 +232,15 @@ int main(int argc, char **argv) {
     auto *noMixed = app.add_flag_callback("--no-mixed-warp-roles", [&o] { o.mixedWarpRoles = false; },
                  "sm_90a: such a loop keeps the cp.async path");
     mixed->excludes(noMixed);
-    app.add_flag("--mma-warp-roles", o.mmaWarpRoles,
+    using MmaRoles = tilec::LoweringOptions::MmaWarpRoles;
+    auto *mmaRoles = app.add_flag_callback("--mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::All; },
                  "sm_90a: a T.Pipelined loop none of whose products wgmma can take, each one mma.sync can run over the "
-                 "TMA tiles' panels (a tf32 GEMM whose B is not K-major; A from registers too: mHC's pre-norm product), "
-                 "takes warp roles (TMA producer warpgroup, "
-                 "mma.sync consumers) instead of the cp.async path; off by default until timed on the GPU");
+                 "TMA tiles' panels (a tf32 GEMM whose B is not K-major), takes warp roles (TMA producer warpgroup, "
+                 "mma.sync consumers) instead of the cp.async path, also where every product reads both operands from "
+                 "shared memory (by default only loops with a product whose A comes from registers: mHC's pre-norm)");
+    auto *noMmaRoles = app.add_flag_callback("--no-mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::Off; },
+                 "sm_90a: loops of products wgmma cannot take keep the cp.async path, A from registers too");
+    mmaRoles->excludes(noMmaRoles);
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
