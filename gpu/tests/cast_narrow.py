@@ -57,7 +57,33 @@ def check(dtype, M, N):
     return fn
 
 
+def check_exp2(M, N):
+    """Y = float16(exp2(X)) with ex2.approx.ftz against W = exp2f(X) (the same kernel's float) rounded by
+    PyTorch: equal bit for bit, over arguments from far below -149 (results below float's subnormals) through
+    float16's subnormal and normal results to past its overflow, and the specials."""
+    def fn(ctx, k):
+        t = C.torch()
+        x = ctx.randn((M, N), "float32") * 60 - 90
+        special = [0.0, -0.0, math.inf, -math.inf, math.nan, -126.0, -126.5, -127.0, -149.0, -150.0, -24.0,
+                   -25.0, -24.5, 15.99, 16.0, 17.0, -1e-45]
+        x[0, :len(special)] = t.tensor(special, dtype=t.float32, device="cuda")
+        w = ctx.output((M, N), "float32")
+        y = ctx.output((M, N), "float16")
+        ctx.call(k, x, w, y)
+        ref = w.to(t.float16)
+        nan = ref.isnan()
+        bad = ((y.view(t.int16) != ref.view(t.int16)) & ~nan) | (y.isnan() != nan)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise C.Fail("%d of %d elements differ from float16(exp2f(x)); first at %s: x = %r gave 0x%04x, want 0x%04x"
+                         % (int(bad.sum()), y.numel(), idx, float(x[idx]), int(y.view(t.int16)[idx]) & 0xFFFF,
+                            int(ref.view(t.int16)[idx]) & 0xFFFF))
+        return "bit-exact"
+    return fn
+
+
 def tests():
     for dtype, names in KERNELS.items():
         for name in names:
             yield C.Test("cast_narrow", name, check(dtype, *SHAPE), small=True)
+    yield C.Test("cast_narrow", "exp2_half", check_exp2(*SHAPE), small=True)

@@ -23,6 +23,9 @@ struct CodegenOptions {
     std::string prefix;     ///< --prefix: prepended to every C symbol
     std::vector<Target> targets;
     bool fastMath = false;  ///< --use_fast_math: every kernel as if it had "tl.enable_fast_math"
+    /// A float32 exp2 rounded to float16 or float8 as one MUFU.EX2 without its subnormal range fix, which
+    /// cannot change the rounded value (--no-narrow-exp2-flush: exp2f as written)
+    bool flushNarrowExp2 = true;
     /// --opaque-vector-stores: register -> global vector stores of 8 or 16 bytes as one PTX st.global each
     /// (memory.cuh's store_vector), not only those through T.make_tensor addresses
     bool opaqueVectorStores = false;

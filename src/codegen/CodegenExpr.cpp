@@ -242,7 +242,24 @@ ExprPrinter::Text ExprPrinter::castTo(DType to, const Expr &v) {
     DType from = v->dtype;
     bool plain = !isNarrowFloat(to) && !isNarrowFloat(from) && !to.isBool() && !(from.isFloat() && to.isInt());
     if (plain) return {"(" + deviceType(to) + ")" + wrap(expr(v), 15), 15};
-    return {"tilec::cast<" + deviceType(to) + ">(" + expr(v).s + ")", 16};
+    return {"tilec::cast<" + deviceType(to) + ">(" + narrowed(to, v).s + ")", 16};
+}
+
+/// A float32 exp2 converted to float16 or float8 as ex2.approx.ftz (tilec::fast_exp2f, one MUFU.EX2) instead of
+/// exp2f (ex2.approx.f32: the same MUFU.EX2 for arguments >= -126, and for smaller ones a halved argument and
+/// the result squared, three more instructions, so that results below 2^-126 come out subnormal rather than
+/// zero). The conversion rounds every float below 2^-25 to zero in float16 (smallest subnormal 2^-24), and
+/// below 2^-10 and 2^-17 in e4m3 and e5m2, so both forms convert to the same value for every argument (NaN and
+/// infinities included). Not bfloat16, whose subnormals reach 2^-133. The seed's `probs = exp2(...)` in
+/// float16: 3 of its softmax's 11 instructions an element.
+ExprPrinter::Text ExprPrinter::narrowed(DType to, const Expr &v) {
+    auto c = as<Call>(v);
+    const bool flushes = to.kind == DType::Float16 || to.isFloat8();
+    if (!flushNarrowExp2 || fastMath || host_ || !flushes || !c || c->name != "exp2" || c->dtype.kind != DType::Float32 ||
+        c->args.size() != 1)
+        return expr(v);
+    ++flushedExp2;
+    return {"tilec::fast_exp2f(" + expr(c->args[0]).s + ")", 16};
 }
 
 ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
@@ -373,6 +390,9 @@ ExprPrinter::Text ExprPrinter::call(const Call &c) {
     const MathFn *m = mathFn(c.name);
     if (m && m->fast && fastMath && (t.kind == DType::Float32 || narrow)) {
         fn = m->fast;
+    } else if (c.name == "exp2" && flushNarrowExp2 && (t.kind == DType::Float16 || t.isFloat8())) {
+        fn = "tilec::fast_exp2f"; // computed in float, rounded to t: as narrowed() says
+        ++flushedExp2;
     } else if (c.name == "abs" && t.isInt()) {
         if (t.bits() == 64) fn = "llabs";
         else if (t.bits() == 32) fn = "abs";

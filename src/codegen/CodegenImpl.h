@@ -103,7 +103,13 @@ class ExprPrinter {
     /// --use_fast_math / "tl.enable_fast_math": float32 math functions and divisions print as CUDA's fast
     /// intrinsics (what nvcc -use_fast_math would make of the precise ones).
     bool fastMath = false;
+    /// A float32 exp2 whose value is rounded to float16 or float8 prints as one MUFU.EX2 (fast_exp2f; see
+    /// narrowed()) also without fast math (--no-narrow-exp2-flush: off).
+    bool flushNarrowExp2 = true;
+    int flushedExp2 = 0; ///< how many it printed so (for -v)
     std::string print(const ir::Expr &e);
+    /// `v` as the operand of its conversion to `to` (narrowed()).
+    std::string printNarrowed(DType to, const ir::Expr &v) { return narrowed(to, v).s; }
     /// The expression as an operand of an operator of C precedence `need` (16 primary ... 3 conditional): in
     /// parentheses where it binds less tightly (a conditional extent after `i < ` must not become `(i < c) ? ...`).
     std::string print(const ir::Expr &e, int need) { return wrap(expr(e), need); }
@@ -128,6 +134,7 @@ class ExprPrinter {
     Text call(const ir::Call &c);
     Text libraryCall(const ir::Call &c);
     Text castTo(DType to, const ir::Expr &v);
+    Text narrowed(DType to, const ir::Expr &v);
     std::string wrap(const Text &t, int need) { return t.prec >= need ? t.s : "(" + t.s + ")"; }
     /// The operand as a float (narrow floats converted).
     std::string asFloat(const ir::Expr &e, int need);

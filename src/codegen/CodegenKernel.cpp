@@ -26,6 +26,7 @@ class KernelPrinter {
         : info_(info), k_(*info.kernel), opts_(o), diag_(diag), ep_(names_, false) {
         ep_.ranges = passes::kernelRanges(k_);
         ep_.fastMath = o.fastMath || k_.fastMath;
+        ep_.flushNarrowExp2 = o.flushNarrowExp2;
         names_.reserve("tilec_smem");
         names_.reserve("tilec_smem_base");
         for (size_t i = 0; i < k_.tensorMaps.size(); ++i) names_.reserve(tensorMapParam((int)i));
@@ -48,6 +49,10 @@ class KernelPrinter {
         }
         prologue();
         stmt(k_.body, 1);
+        if (ep_.flushedExp2)
+            remark(&diag_.sources(), k_.launchLoc, "kernel '" + k_.name + "': exp2 rounded to float16 or float8 as one "
+                   "ex2.approx.ftz each, in " + std::to_string(ep_.flushedExp2) + " places of the code (the subnormal "
+                   "range fix of exp2f cannot change the rounded value; --no-narrow-exp2-flush keeps exp2f)");
         if (info_.variants > 1) line(0, "#endif");
         line(0, "}");
         return out_;
@@ -438,7 +443,7 @@ class KernelPrinter {
             Stmt one = passes::simplifyIndices(passes::substitute(f.body, m));
             auto st = as<Store>(one);
             TILEC_ASSERT(st && as<Cast>(st->value), "a pair conversion lost its store");
-            return std::make_pair(st->indices[0], ep_.print(as<Cast>(st->value)->value));
+            return std::make_pair(st->indices[0], ep_.printNarrowed(st->buffer->dtype, as<Cast>(st->value)->value));
         };
         for (int64_t v = 0; v < c.lanes; v += 2) {
             auto [index, lo] = lane(v);

@@ -16,9 +16,12 @@
 # FLAGS asking for --intra-overlap): the kernel is in FlashAttention-3's schedule (the default from head
 # dimension 128 on, 16-bit operands): then ptxas must not serialize any wgmma (no info C7510-C7519) and the
 # consumers get 240 registers (setmaxnreg).
-# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS [FLAGS [SCHEDULE]]]
+# LOOP_MAX: "OP=N ..." -- at most N instructions of opcode OP in the key-block loop (the seed's file: FSETP=2,
+# its float16 P's exponentials without the subnormal range fix, CodegenExpr.cpp's narrowed(); the two left are
+# the float rescale's).
+# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS [FLAGS [SCHEDULE [LOOP_MAX]]]]
 set -uo pipefail
-TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4} FLAGS=${7:-} SCHEDULE=${8:-}
+TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4} FLAGS=${7:-} SCHEDULE=${8:-} LOOP_MAX=${9:-}
 [[ $FLAGS == *--intra-overlap* ]] && SCHEDULE=fa3
 mkdir -p "$WORK"
 cu=$WORK/flash_hopper.cu cubin=$WORK/flash_hopper.sm_90a.cubin log=$WORK/flash_hopper.ptxas.log sass=$WORK/flash_hopper.sass
@@ -72,13 +75,17 @@ expect "UTMASTG (the epilogue's TMA stores)" '\bUTMASTG' 1
 # to pack them -- PRMT is printed, not checked: bfloat16 probabilities widened to float use it too);
 # the wgmma descriptors in uniform registers (one base per operand made once, constant offsets by UIADD3:
 # R2UR only for the warpgroup index, against two per descriptor per HGMMA when they were vector sums).
-loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA QGMMA F2FP F2F PRMT R2UR IADD3) || { echo "FAIL: $loop"; exit 1; }
+loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA QGMMA F2FP F2F PRMT R2UR IADD3 FSETP MUFU) || { echo "FAIL: $loop"; exit 1; }
 echo "$loop" | tr '\n' ' '; echo
 in_loop() { echo "$loop" | awk -v op="$1" '$1 == op { print $2 }'; }
 rs=$(grep -cE '\b[HQ]GMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
 cvt=$(($(in_loop F2FP) + $(in_loop F2F)))   # float16: F2FP (one or two elements), bfloat16 one at a time: F2F
 if [ "$cvt" -gt $((CVT_PER_RS * rs)) ]; then echo "FAIL: $cvt conversions in the loop: more than $CVT_PER_RS per RS HGMMA ($rs)"; fail=1; fi
 if [ "$(in_loop R2UR)" -gt 2 ]; then echo "FAIL: R2UR in the loop: descriptors computed in vector registers"; fail=1; fi
+for limit in $LOOP_MAX; do
+    n=$(in_loop "${limit%%=*}")
+    if [ "${n:-0}" -gt "${limit#*=}" ]; then echo "FAIL: ${limit%%=*} x$n in the loop, more than ${limit#*=}"; fail=1; fi
+done
 for op in HMMA LDL STL STG; do
     if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi
 done

@@ -258,6 +258,9 @@ int main(int argc, char **argv) {
                  "where the head dimension is >= 128 and its accumulators leave a consumer 64 registers)");
     auto *noOverlap = app.add_flag_callback("--no-intra-overlap", [&o] { o.intraOverlap = tilec::Choice::Off; },
                  "Hopper attention: the loop kept in order, whatever the head dimension");
+    app.add_flag("--no-narrow-exp2-flush", o.noNarrowExp2Flush,
+                 "a float32 exp2 whose value is converted to float16 or float8 stays exp2f (default: one MUFU.EX2 "
+                 "without the subnormal range fix, whose results round to zero there either way)");
     pingPong->excludes(noPingPong);
     overlap->excludes(noOverlap);
     app.add_option("--epilogue-buffers", o.epilogueBuffers,
