@@ -45,6 +45,7 @@ struct DriverOptions {
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool oneBlockBounds = true;            ///< --no-one-block-bounds: (threads, 1) only where loads need it
     bool opaqueVectorStores = false;       ///< --opaque-vector-stores: every global vector store one PTX store
+    bool bulkStoreRows = false;            ///< --bulk-store-rows: a tile of strided rows as one bulk copy a row
     bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90
     bool noStmatrixCopies = false;         ///< --no-stmatrix-copies: fragments into 16-bit shared tiles per thread
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path

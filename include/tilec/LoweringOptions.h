@@ -85,6 +85,11 @@ struct LoweringOptions {
     /// sm_90 and later: a kernel's closing shared-to-global tile copies as TMA bulk copies (cp.async.bulk) issued
     /// by single threads, as TileLang stores a tile (passes::bulkStores; --no-bulk-stores turns it off).
     bool bulkStores = true;
+    /// With bulkStores, a tile whose rows lie at a stride in the tensor (a tile narrower than the tensor) as one
+    /// bulk copy a row, each by its own thread (--bulk-store-rows). Off since session 42: TileLang stores such a
+    /// tile with one 2-D tensor-map store, and the H100 ran elementwise_add's 32 bulk copies of 128 bytes at 0.75x
+    /// TileLang (graph time) where its per-thread stores had run at 0.96x; a contiguous tile keeps its bulk copy.
+    bool bulkStoreRows = false;
     /// sm_90 and later: a tensor-core fragment's copy into a 16-bit shared tile as stmatrix of each warp, as TileLang
     /// lowers `T.copy(C_local, C_shared)` (passes::storeMatrices; --no-stmatrix-copies: per-thread stores).
     bool stmatrixCopies = true;

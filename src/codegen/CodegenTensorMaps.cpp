@@ -21,15 +21,28 @@ size_t paramOf(const Kernel &k, const Buffer &tensor) {
 }
 
 
-/// The driver's name of a tensor map's element type.
+/// The driver's name of a tensor map's element type: the type itself where the driver has it, else the unsigned
+/// integer of the element's width (TMA copies bits: T.gemm_sp's int16 metadata as UINT16). The map's element
+/// width is the tensor's, whose dims, strides and box the launcher gives in elements (session 42: int16 took the
+/// 1-byte type, so E's box of 8 elements was 8 bytes, which cuTensorMapEncodeTiled refuses).
 const char *tensorMapType(DType t) {
     switch (t.kind) {
     case DType::Float16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
     case DType::BFloat16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
     case DType::Float32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    case DType::Float64: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT64";
     case DType::Int32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
-    default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // the 1-byte types
+    case DType::Int64: return "CU_TENSOR_MAP_DATA_TYPE_INT64";
+    default: break;
     }
+    switch (t.bytes()) {
+    case 1: return "CU_TENSOR_MAP_DATA_TYPE_UINT8";
+    case 2: return "CU_TENSOR_MAP_DATA_TYPE_UINT16";
+    case 4: return "CU_TENSOR_MAP_DATA_TYPE_UINT32";
+    case 8: return "CU_TENSOR_MAP_DATA_TYPE_UINT64";
+    }
+    TILEC_ASSERT(false, "a tensor map of elements that are not 1, 2, 4 or 8 bytes");
+    return "";
 }
 
 MapText mapText(const Kernel &k, const TensorMap &m, ExprPrinter &hp) {

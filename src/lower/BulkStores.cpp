@@ -82,8 +82,9 @@ bool inside(const Buffer &b, const std::vector<Expr> &idx, const RangeMap &range
 
 /// `s` in bulk form where it is a T.Parallel copy nest from a shared tile to a global tensor that qualifies
 /// (BulkStores.h), else nullopt. Runs are built from the innermost loop outwards: a loop joins the run while its
-/// step is the run's length in both buffers.
-std::optional<Bulk> bulkForm(const Kernel &k, const Stmt &s) {
+/// step is the run's length in both buffers. A tile of rows at a stride (more than one run) qualifies only with
+/// `rows` (LoweringOptions::bulkStoreRows).
+std::optional<Bulk> bulkForm(const Kernel &k, const Stmt &s, bool rows) {
     auto outer = as<For>(s);
     if (!outer || outer->forKind != ForKind::Parallel) return std::nullopt;
     std::vector<const For *> loops = parallelNest(*outer);
@@ -137,6 +138,7 @@ std::optional<Bulk> bulkForm(const Kernel &k, const Stmt &s) {
         else b.rows.push_back(f), b.runs *= *constValue(f->extent);
         // a row loop's variable must move the run in the tensor by whole 16-byte steps, as must the rest
     }
+    if (b.runs > 1 && !rows) return std::nullopt;
     for (auto &i : st->indices) b.dstAt.push_back(simplify(substitute(i, zero)));
     for (auto &i : ld->indices) b.srcAt.push_back(simplify(substitute(i, zero)));
     if (knownMultiple(flatOffset(b.dst, b.dstAt)) * eb % kBulkBytes || knownMultiple(flatOffset(b.src, b.srcAt)) * eb % kBulkBytes)
@@ -251,7 +253,7 @@ void issue(const Kernel &k, const Bulk &b, std::vector<Stmt> &out) {
     out.push_back(rounds == 1 ? one : For::make(j, i32(0), i32(rounds), ForKind::Serial, 0, one, b.loc));
 }
 
-KernelP rewrite(const KernelP &k, const SourceManager *sources) {
+KernelP rewrite(const KernelP &k, bool rows, const SourceManager *sources) {
     auto top = as<Seq>(k->body);
     std::vector<Stmt> stmts = top ? top->stmts : std::vector<Stmt>{k->body};
     // Role kernels of threadRangeRegions (named `outer.roleN...`) run on some of the block's threads: no barrier.
@@ -260,7 +262,7 @@ KernelP rewrite(const KernelP &k, const SourceManager *sources) {
     std::vector<Bulk> bulks;
     size_t first = stmts.size();
     while (first > 0) {
-        auto b = bulkForm(*k, stmts[first - 1]);
+        auto b = bulkForm(*k, stmts[first - 1], rows);
         if (!b) break;
         bulks.insert(bulks.begin(), *b);
         --first;
@@ -308,7 +310,7 @@ Program bulkStores(const Program &p, const Variant &v, const SourceManager *sour
     // arguments TMA cannot take stores the same way (one lowering, not two); --no-tma turns it off in the driver.
     if (v.target.sm < 90 || !v.options.bulkStores) return p;
     Program out;
-    for (auto &k : p.kernels) out.kernels.push_back(k->noTma ? k : rewrite(k, sources));
+    for (auto &k : p.kernels) out.kernels.push_back(k->noTma ? k : rewrite(k, v.options.bulkStoreRows, sources));
     return out;
 }
 

@@ -46,9 +46,10 @@ def tile_rows(A: T.Tensor(()" + std::to_string(rows) + R"(, 64), "float32"), B: 
 )";
 }
 
-const tilec::ir::Kernel *lowered(LowerRun &r, const std::string &src, bool bulk = true) {
+const tilec::ir::Kernel *lowered(LowerRun &r, const std::string &src, bool bulk = true, bool rows = false) {
     tilec::Variant v{*tilec::Target::parse("sm_90a"), {}};
     v.options.bulkStores = bulk;
+    v.options.bulkStoreRows = rows;
     r.run(src, "t.tile", v);
     if (!r.lowered || r.lowered->kernels.size() != 1) {
         ADD_FAILURE() << r.diags();
@@ -90,11 +91,13 @@ TEST(LowerSimBulkStores, OffKeepsThreadStores) {
     EXPECT_EQ(t.Y, t.want());
 }
 
-/// Rows at a stride: one bulk copy per row, rows spread over the threads in rounds; every element of B exactly
-/// A + 1, where a partial last tile (ROWS = 100) keeps its per-thread stores and writes no row past the tensor.
-void tileRowsRun(int rows, int bulkCalls) {
+/// Rows at a stride (LoweringOptions::bulkStoreRows): one bulk copy per row, rows spread over the threads in
+/// rounds; every element of B exactly A + 1, where a partial last tile (ROWS = 100) keeps its per-thread stores and
+/// writes no row past the tensor. Without the option (the default since session 42) the tile keeps its per-thread
+/// stores.
+void tileRowsRun(int rows, int bulkCalls, bool rowsOption = true) {
     LowerRun r;
-    const tilec::ir::Kernel *k = lowered(r, tileRows(rows));
+    const tilec::ir::Kernel *k = lowered(r, tileRows(rows), true, rowsOption);
     ASSERT_TRUE(k);
     EXPECT_EQ(sim::callCounts(*k)[lib::Fn::BulkStore], bulkCalls);
     std::vector<double> A = sim::quarters((size_t)rows * 64, 7), B((size_t)rows * 64, std::nan("")), want(A);
@@ -105,6 +108,7 @@ void tileRowsRun(int rows, int bulkCalls) {
 
 TEST(LowerSimBulkStores, StridedRowsInRounds) { tileRowsRun(128, 1); }
 TEST(LowerSimBulkStores, PartialTileFallsBack) { tileRowsRun(100, 0); }
+TEST(LowerSimBulkStores, StridedRowsKeepThreadStoresByDefault) { tileRowsRun(128, 0, false); }
 
 /// row_scale with the call statements `drop` picks removed: the simulator must report the run.
 sim::Outcome mutant(const std::function<bool(lib::Fn, bool afterFence)> &drop) {

@@ -270,6 +270,9 @@ int main(int argc, char **argv) {
     app.add_flag("--no-stmatrix-copies", o.noStmatrixCopies,
                  "sm_90+: a tensor-core fragment's T.copy into a 16-bit shared tile stays per-thread stores "
                  "(default: stmatrix of each warp, as TileLang's)");
+    app.add_flag("--bulk-store-rows", o.bulkStoreRows,
+                 "sm_90+: a closing T.copy of a tile whose rows lie at a stride in the tensor as one bulk copy a row "
+                 "(default: per-thread stores; a contiguous tile is one bulk copy either way)");
     app.add_flag("--no-bulk-stores", o.noBulkStores,
                  "sm_90+: a kernel's closing T.copy of a shared tile to global memory stays per-thread stores "
                  "(default: cp.async.bulk copies issued by single threads, as TileLang's tile stores)");

@@ -12,8 +12,9 @@ namespace tilec::passes {
 /// copy nests `dst[...] = src[...]` from a shared tile to a global tensor that end a kernel (its last top-level
 /// statements, outside warp roles) become cp.async.bulk copies, as TileLang 0.1.15 stores such a tile
 /// (tl::tma_store): every thread fence.proxy.async.shared::cta, a barrier, then the tile's contiguous runs issued as
-/// bulk copies (one run: by thread 0; rows at a stride: row r by thread r % threads), each issuing thread committing
-/// and waiting for its own (cp.async.bulk.wait_group.read 0) before the block exits. A nest qualifies where
+/// bulk copies (one run: by thread 0; rows at a stride, only with LoweringOptions::bulkStoreRows: row r by thread
+/// r % threads), each issuing thread committing and waiting for its own (cp.async.bulk.wait_group.read 0) before
+/// the block exits. A nest qualifies where
 ///  - the destination's elements form runs contiguous in both buffers, each a multiple of 16 bytes and starting at
 ///    an offset provably a multiple of 16 bytes in each, every index provably inside the tensor (a partial tile
 ///    keeps its per-thread stores and their bounds tests);
