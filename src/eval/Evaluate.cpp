@@ -150,6 +150,9 @@ void collectAssigned(const ast::Body &body, std::set<std::string> &out, int dept
             collectAssigned(s->body, out, depth + 1);
             collectAssigned(s->orelse, out, depth + 1);
             break;
+        case ast::StmtKind::Match:
+            for (auto &c : s->handlers) collectAssigned(c->body, out, depth + 1);
+            break;
         default: break;
         }
     }
