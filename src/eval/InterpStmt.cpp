@@ -309,8 +309,9 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
 
 InterpImpl::Flow InterpImpl::execAttr(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f) {
     TraceState *t = trace();
-    TILEC_ASSERT(t && t->inLaunch && f.reducer, "a T.attr frame outside T.Kernel");
+    TILEC_ASSERT(t && t->inLaunch, "a T.attr frame outside T.Kernel");
     if (item.target) fail(item.target->range, "T.attr binds no name ('with T.attr(...):')");
+    if (!f.reducer) return execBody(s.body); // "async_scope"
     t->reduceScopes.push_back(f.reducer);
     struct Close {
         TraceState &t;
