@@ -1,4 +1,4 @@
-// The syntax of .tile files: Python 3 (3.8-3.10 level, without `match`).
+// The syntax of .tile files: Python 3 (3.8-3.10 level).
 //
 // The lexer rules below produce raw tokens; src/parse/IndentLexer.cpp wraps the generated lexer and turns
 // physical lines into logical ones: it drops newlines inside brackets and on blank lines, and emits
@@ -10,7 +10,9 @@
 // accepts too liberally (assignment targets, argument and parameter order, mixed dict/set items).
 grammar Tile;
 
-tokens { INDENT, DEDENT }
+// MATCH and CASE are the soft keywords `match` and `case` where they begin a match statement or one of its
+// case blocks: the indentation lexer retypes a NAME token (everywhere else they are names, `match = 3`).
+tokens { INDENT, DEDENT, MATCH, CASE }
 
 // ================================================================ entry points
 
@@ -83,6 +85,7 @@ compound_stmt
     | classdef
     | decorated
     | async_stmt
+    | match_stmt
     ;
 
 if_stmt     : 'if' namedexpr_test ':' block elif_clause* else_clause? ;
@@ -116,6 +119,31 @@ decorator : '@' namedexpr_test NEWLINE ;
 async_stmt: ASYNC (funcdef | with_stmt | for_stmt) ;
 
 block : simple_stmts | NEWLINE INDENT stmt+ DEDENT ;
+
+// ---------------------------------------------------------------- match (PEP 634)
+// The patterns are factored as the expressions are: a NAME with its dotted tail and call parentheses covers
+// capture, wildcard (`_`), value (`a.b`) and class patterns, parentheses cover groups and tuple sequences;
+// the builder tells them apart and checks what the grammar accepts too liberally (`*x` outside a sequence,
+// keyword patterns before positional ones, `case x | 1` with an irrefutable alternative first).
+match_stmt   : MATCH match_subject ':' NEWLINE INDENT case_block+ DEDENT ;
+match_subject: (namedexpr_test | star_expr) (',' (namedexpr_test | star_expr))* ','? ;
+case_block   : CASE pattern_list ('if' namedexpr_test)? ':' block ;
+pattern_list : pattern_item (',' pattern_item)* ','? ;
+pattern_item : '*' NAME | pattern ;
+pattern      : closed_pattern ('|' closed_pattern)* ('as' NAME)? ;
+closed_pattern
+    : '-'? (INTEGER | FLOAT_NUMBER | IMAG_NUMBER) (op=('+' | '-') IMAG_NUMBER)?
+    | STRING+
+    | 'None'
+    | 'True'
+    | 'False'
+    | NAME ('.' NAME)* ('(' (pattern_arg (',' pattern_arg)* ','?)? ')')?
+    | '(' pattern_list? ')'
+    | '[' pattern_list? ']'
+    | '{' (mapping_item (',' mapping_item)* ','?)? '}'
+    ;
+pattern_arg  : NAME '=' pattern | pattern ;
+mapping_item : '**' NAME | closed_pattern ':' pattern ;
 
 // ================================================================ expressions
 

@@ -91,7 +91,43 @@ enum class StmtKind {
     Expr, Assign, AugAssign, AnnAssign, If, For, While, With, FunctionDef, ClassDef, Return,
     Pass, Break, Continue, Import, ImportFrom, Assert, Global, Nonlocal, Try, Raise,
     ExceptHandler, ///< one `except TYPE as NAME:` of a Try: value is TYPE (may be null), name NAME
+    Match,         ///< `match value:`; its case blocks (MatchCase) in `handlers`
+    MatchCase,     ///< `case pattern if value:`: the guard in value (may be null), the pattern in `pattern`
     Unsupported,
+};
+
+/// A pattern of a case block (PEP 634).
+enum class PatternKind {
+    Value,     ///< a literal or a dotted name, compared with ==: `value` (None/True/False: compared with `is`)
+    Capture,   ///< a bare name, which it binds (`name`); `_` is Wildcard
+    Wildcard,  ///< `_`
+    Sequence,  ///< `[p, *rest, q]` / `(p, q)` / `p, q`: `elts` (at most one Star)
+    Star,      ///< `*name` in a sequence (`name` empty for `*_`)
+    Mapping,   ///< `{k: p, **rest}`: `keys` and `elts` pairwise, `name` the `**rest` (may be empty)
+    Class,     ///< `C(p, k=q)`: `value` the class, `elts` positional, `kwdNames` with `kwdPatterns`
+    Or,        ///< `p | q`: `elts` the alternatives
+    As,        ///< `p as name`: `elts[0]` the pattern
+};
+
+struct Pattern;
+using PatternP = std::shared_ptr<const Pattern>;
+
+struct Pattern {
+    PatternKind kind;
+    SourceRange range;
+    ExprP value;
+    std::string name;
+    std::vector<PatternP> elts;
+    std::vector<ExprP> keys;
+    std::vector<std::string> kwdNames;
+    std::vector<PatternP> kwdPatterns;
+
+    static std::shared_ptr<Pattern> make(PatternKind k, SourceRange r) {
+        auto p = std::make_shared<Pattern>();
+        p->kind = k;
+        p->range = r;
+        return p;
+    }
 };
 
 struct Param {
@@ -133,7 +169,9 @@ struct Stmt {
     std::vector<Param> params;    ///< FunctionDef
     std::vector<ExprP> decorators;///< FunctionDef, ClassDef
     ExprP returns;                ///< FunctionDef return annotation (may be null)
-    std::vector<std::shared_ptr<Stmt>> handlers; ///< Try: its except clauses (ExceptHandler), in order
+    std::vector<std::shared_ptr<Stmt>> handlers; ///< Try: its except clauses (ExceptHandler), in order;
+                                                 ///< Match: its case blocks (MatchCase)
+    PatternP pattern;             ///< MatchCase
     Body finalbody;               ///< Try: the finally block
     std::vector<Alias> names;     ///< Import / ImportFrom (name "*" for `from x import *`); Global /
                                   ///< Nonlocal: the names

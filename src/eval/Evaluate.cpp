@@ -150,6 +150,9 @@ void collectAssigned(const ast::Body &body, std::set<std::string> &out, int dept
             collectAssigned(s->body, out, depth + 1);
             collectAssigned(s->orelse, out, depth + 1);
             break;
+        case ast::StmtKind::Match:
+            for (auto &c : s->handlers) collectAssigned(c->body, out, depth + 1);
+            break;
         default: break;
         }
     }
@@ -239,6 +242,19 @@ std::optional<ir::Program> InterpImpl::run(const ast::Module &m) {
                 continue;
             }
             if (reportIfFailed(v) || v.is(VK::Poison)) continue;
+            // A factory that returns its eager @tilelang.jit kernel (jitted lazily, as sglang's
+            // fp8_paged_mqa_logits_kernel(...) does) exports what TileLang compiles on the kernel's first call:
+            // its .compile() with no arguments (each T.symbolic / T.const size a run-time one).
+            if (v.is(VK::Function) && v.as<FunctionObj>().isEager) {
+                CallArgs none;
+                none.call = none.callee = e.call->range;
+                try {
+                    v = compileJit(v, none);
+                } catch (EvalAbort &) {
+                    continue;
+                }
+                if (reportIfFailed(v) || v.is(VK::Poison)) continue;
+            }
             if (!v.is(VK::PrimFunc)) {
                 diag_.error(e.range, "--export '" + e.name + "': '" + sourceText(diag_.sources(), e.call->range) +
                                          "' is a " + typeName(v.kind) + ", not a prim_func");

@@ -418,9 +418,6 @@ void InterpImpl::setAttribute(const Value &base, const std::string &name, const 
     o.attrs->set(name, v);
 }
 
-namespace {
-
-/// `base.name`, or `otherwise` when it raises AttributeError (any other error is the program's, reported).
 Value attributeOr(InterpImpl &in, const Value &base, const std::string &name, const SourceRange &at, const Value &otherwise) {
     in.diag_.hold();
     Value v;
@@ -442,7 +439,6 @@ Value attributeOr(InterpImpl &in, const Value &base, const std::string &name, co
     return missing ? otherwise : v;
 }
 
-} // namespace
 
 void addClassBuiltins(InterpImpl &in, Env &env) {
     for (CB b : {CB::Object, CB::Property, CB::StaticMethod, CB::ClassMethod, CB::Super})

@@ -69,7 +69,9 @@ Value InterpImpl::eval(const ast::Expr &e) {
     case ast::ExprKind::FormattedValue: fail(e.range, "internal error: a replacement field outside its f-string");
     case ast::ExprKind::Bool: return Value::boolean(e.boolValue);
     case ast::ExprKind::None: return Value::none();
-    case ast::ExprKind::Ellipsis: fail(e.range, "'...' is not supported at compile time");
+    // Python's Ellipsis singleton: what type hints take (`tuple[int, ...]`, `Callable[..., T]`), which tilec
+    // only carries; a kernel that uses it reports it as a value it cannot evaluate.
+    case ast::ExprKind::Ellipsis: return makeOpaque("Ellipsis", "builtins");
     case ast::ExprKind::ListComp:
     case ast::ExprKind::SetComp:
     case ast::ExprKind::DictComp:

@@ -120,6 +120,11 @@ struct Block {
 };
 
 class InterpImpl;
+/// isinstance(v, cls) for a class, one of Python's types (int, str, ...) or a tuple of them (PyBuiltins.cpp).
+bool isInstance(InterpImpl &in, const Value &v, const Arg &cls);
+/// `base.name`, or `otherwise` when it raises AttributeError (any other error is the program's, reported;
+/// InterpClass.cpp).
+Value attributeOr(InterpImpl &in, const Value &base, const std::string &name, const SourceRange &at, const Value &otherwise);
 
 /// A module of the user's, by file (InterpImpl::userModules_): made when first imported, run once.
 struct LoadedModule {
@@ -434,6 +439,10 @@ class InterpImpl final : public Interp {
     /// too: a missing key, attribute or name, a bad index or value) is caught by a matching handler, its
     /// diagnostics dropped; tilec's own limits are never caught (they are not exceptions in Python).
     Flow execTry(const ast::Stmt &s);
+    // ---- match statements (InterpMatch.cpp)
+    Flow execMatch(const ast::Stmt &s);
+    bool matchPattern(const ast::Pattern &p, const Value &v, std::vector<std::pair<std::string, Value>> &binds, int depth);
+    bool matchClass(const ast::Pattern &p, const Value &v, std::vector<std::pair<std::string, Value>> &binds, int depth);
     void execRaise(const ast::Stmt &s);
     /// Reports an error that is Python exception `type` (KeyError, AttributeError, ...) and abandons the
     /// statement: an enclosing try may catch it. `exc`: the exception object (None: made from the message).

@@ -55,6 +55,14 @@ void poisonName(InterpImpl &in, const std::string &name, const SourceRange &at, 
     poisonTarget(in, e, poison);
 }
 
+/// Binds every name a case's pattern would capture to Poison.
+void poisonCaptures(InterpImpl &in, const ast::Pattern &p, const Value &poison, int depth = 0) {
+    if (depth > 100) return;
+    if (!p.name.empty() && p.kind != ast::PatternKind::Value) poisonName(in, p.name, p.range, poison);
+    for (auto &e : p.elts) poisonCaptures(in, *e, poison, depth + 1);
+    for (auto &e : p.kwdPatterns) poisonCaptures(in, *e, poison, depth + 1);
+}
+
 /// Pushes a control-flow marker for the duration of a scope.
 struct CtlScope {
     std::vector<char> &ctl;
@@ -159,6 +167,7 @@ void InterpImpl::bindPoison(const ast::Stmt &s, const Value &poison) {
             if (i.target) poisonTarget(*this, *i.target, poison);
         return;
     case ast::StmtKind::FunctionDef: poisonName(*this, s.name, s.range, poison); return;
+    case ast::StmtKind::MatchCase: poisonCaptures(*this, *s.pattern, poison); return;
     case ast::StmtKind::Import:
     case ast::StmtKind::ImportFrom:
         // Only a skipped import (poison with its cause): one that failed with an error leaves its names unbound,
@@ -179,7 +188,8 @@ void InterpImpl::bindPoisonNested(const ast::Stmt &s, const Value &poison, int d
     // `from m import f` elsewhere, reports the skipped statement instead of a missing name.
     bindPoison(s, poison);
     bool compound = s.kind == ast::StmtKind::If || s.kind == ast::StmtKind::For || s.kind == ast::StmtKind::While ||
-                    s.kind == ast::StmtKind::With || s.kind == ast::StmtKind::Try || s.kind == ast::StmtKind::ExceptHandler;
+                    s.kind == ast::StmtKind::With || s.kind == ast::StmtKind::Try || s.kind == ast::StmtKind::ExceptHandler ||
+                    s.kind == ast::StmtKind::Match || s.kind == ast::StmtKind::MatchCase;
     if (!compound || depth > 50) return; // a def's or a class's body binds names of its own scope
     for (const ast::Body *b : {&s.body, &s.orelse, &s.finalbody})
         for (auto &c : *b)
@@ -212,7 +222,7 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     Restore<const ast::Stmt *> cur(curStmt_, &s);
     switch (s.kind) {
     case ast::StmtKind::Expr: {
-        if (!s.value) return Flow::Normal;
+        if (!s.value || s.value->kind == ast::ExprKind::Ellipsis) return Flow::Normal; // `...` as a body: nothing
         Value v = eval(*s.value);
         // Inside a kernel a statement's effect is what the kernel does: a call tilec cannot evaluate
         // (`somelib.f(A, B)`) would silently do nothing. At module level and in factories it may stay opaque.
@@ -243,6 +253,8 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
     case ast::StmtKind::FunctionDef: execDef(sp); return Flow::Normal;
     case ast::StmtKind::ClassDef: execClass(sp); return Flow::Normal;
     case ast::StmtKind::Try: return execTry(s);
+    case ast::StmtKind::Match: return execMatch(s);
+    case ast::StmtKind::MatchCase: break;
     case ast::StmtKind::Raise: execRaise(s); return Flow::Normal;
     case ast::StmtKind::ExceptHandler: break;
     case ast::StmtKind::Global:
@@ -297,8 +309,9 @@ InterpImpl::Flow InterpImpl::exec(const ast::StmtP &sp) {
 
 InterpImpl::Flow InterpImpl::execAttr(const ast::Stmt &s, const ast::WithItem &item, const FrameObj &f) {
     TraceState *t = trace();
-    TILEC_ASSERT(t && t->inLaunch && f.reducer, "a T.attr frame outside T.Kernel");
+    TILEC_ASSERT(t && t->inLaunch, "a T.attr frame outside T.Kernel");
     if (item.target) fail(item.target->range, "T.attr binds no name ('with T.attr(...):')");
+    if (!f.reducer) return execBody(s.body); // "async_scope"
     t->reduceScopes.push_back(f.reducer);
     struct Close {
         TraceState &t;

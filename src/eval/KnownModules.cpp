@@ -315,6 +315,9 @@ Value torchModule(InterpImpl &in) {
         return module("torch.cuda.get_device_properties(...)", std::move(p));
     });
     m["cuda"] = module("torch.cuda", std::move(cuda));
+    // tilec compiles for CUDA, so the torch the kernels run with is a CUDA build: `torch.version.hip is None`, which
+    // packages test at import to choose ROCm's code paths (sglang's is_hip(), FP8 fnuz types).
+    m["version"] = module("torch.version", {{"hip", Value::none()}});
     // Tensors made from sizes (`torch.randn(m, k, device="cuda")`, `torch.empty((m, n))`): their shape is known.
     for (const char *make : {"rand", "randn", "empty", "zeros", "ones"})
         def(m, "torch", make, [make](InterpImpl &, CallArgs &a) {
@@ -405,6 +408,9 @@ std::optional<Value> InterpImpl::knownModule(const std::string &dotted) {
     if (dotted == "math") v = mathModule();
     else if (dotted == "itertools") v = itertoolsModule();
     else if (dotted == "functools") v = functoolsModule();
+    // typing.TYPE_CHECKING is False when a program runs (only type checkers take its imports): the rest of typing
+    // stays opaque, as hints are only carried.
+    else if (dotted == "typing") v = module(dotted, {{"TYPE_CHECKING", Value::boolean(false)}});
     else if (dotted == "tvm") v = tvmModule();
     else if (dotted == "tvm.tir" || dotted == "tvm.tirx") v = makeTvmTirModule(dotted);
     else if (dotted == "torch") v = torchModule(*this);

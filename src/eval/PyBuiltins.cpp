@@ -123,33 +123,6 @@ Value toFloatValue(InterpImpl &in, const Arg &a) {
     return Value::real(in.toFloat(a, "float() argument"));
 }
 
-bool isInstance(InterpImpl &in, const Value &v, const Arg &cls) {
-    const Value &c = cls.value;
-    if (c.is(VK::Tuple)) {
-        for (auto &e : c.elements())
-            if (isInstance(in, v, {e, cls.range})) return true;
-        return false;
-    }
-    if (c.is(VK::Opaque)) in.failOpaque(c, cls.range);
-    if (c.is(VK::Class)) {
-        if (!v.is(VK::Instance)) return c.as<ClassObj>().builtin == ClassObj::Builtin::Object;
-        auto &mro = v.as<InstanceObj>().cls->mro;
-        return std::find(mro.begin(), mro.end(), c.as<ClassObj>().shared()) != mro.end();
-    }
-    if (v.is(VK::Instance) && c.is(VK::Builtin) && plainValue(v).kind != VK::Instance)
-        return isInstance(in, plainValue(v), cls); // isinstance(an IntEnum member, int)
-    if (!c.is(VK::Builtin)) in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str");
-    const std::string &n = c.as<BuiltinObj>().name;
-    if (n == "int") return v.is(VK::Int) || v.is(VK::Bool);
-    if (n == "bool") return v.is(VK::Bool);
-    if (n == "float") return v.is(VK::Float);
-    if (n == "str") return v.is(VK::Str);
-    if (n == "tuple") return v.is(VK::Tuple);
-    if (n == "list") return v.is(VK::List);
-    if (n == "dict") return v.is(VK::Dict);
-    if (n == "range") return v.is(VK::Range);
-    in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str, not '" + n + "'");
-}
 
 /// range, len, min, max, abs.
 void addCounting(Env &env) {
@@ -419,6 +392,34 @@ void addOthers(Env &env) {
 }
 
 } // namespace
+
+bool isInstance(InterpImpl &in, const Value &v, const Arg &cls) {
+    const Value &c = cls.value;
+    if (c.is(VK::Tuple)) {
+        for (auto &e : c.elements())
+            if (isInstance(in, v, {e, cls.range})) return true;
+        return false;
+    }
+    if (c.is(VK::Opaque)) in.failOpaque(c, cls.range);
+    if (c.is(VK::Class)) {
+        if (!v.is(VK::Instance)) return c.as<ClassObj>().builtin == ClassObj::Builtin::Object;
+        auto &mro = v.as<InstanceObj>().cls->mro;
+        return std::find(mro.begin(), mro.end(), c.as<ClassObj>().shared()) != mro.end();
+    }
+    if (v.is(VK::Instance) && c.is(VK::Builtin) && plainValue(v).kind != VK::Instance)
+        return isInstance(in, plainValue(v), cls); // isinstance(an IntEnum member, int)
+    if (!c.is(VK::Builtin)) in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str");
+    const std::string &n = c.as<BuiltinObj>().name;
+    if (n == "int") return v.is(VK::Int) || v.is(VK::Bool);
+    if (n == "bool") return v.is(VK::Bool);
+    if (n == "float") return v.is(VK::Float);
+    if (n == "str") return v.is(VK::Str);
+    if (n == "tuple") return v.is(VK::Tuple);
+    if (n == "list") return v.is(VK::List);
+    if (n == "dict") return v.is(VK::Dict);
+    if (n == "range") return v.is(VK::Range);
+    in.fail(cls.range, "isinstance() arg 2 must be a type such as int, float or str, not '" + n + "'");
+}
 
 void addPyBuiltins(Env &env) {
     addCounting(env);

@@ -14,7 +14,7 @@
 /// its group's elements with the combiner, from the identity, in the order of the coordinates (insertSyncs adds
 /// the barrier before the scratch is written again, in a loop).
 ///
-/// T.attr takes "reduce_scope" only; T.reinterpret(..., dtype="handle") (TileLangThreads.cpp) makes the nothing
+/// T.attr takes "reduce_scope" (and "async_scope", whose body runs as written); T.reinterpret(..., dtype="handle") (TileLangThreads.cpp) makes the nothing
 /// T.attr ignores; T.evaluate has
 /// nothing left to do (primitives emit their statements when called, and a value alone has no effect).
 #include "eval/TileLang.h"
@@ -52,16 +52,20 @@ Value attr(Interp &in, CallArgs &args) {
     auto a = bindArgs(in, args, "T.attr", {"node", "attr_key", "value"});
     requireLaunch(in, args, "T.attr");
     std::string key = in.toStr(*a[1], "attribute key");
-    if (key != "reduce_scope")
-        in.fail(a[1]->range, "T.attr(..., \"" + key.substr(0, 40) +
-                                 "\", ...) is not supported; tilec knows TVM's \"reduce_scope\" around "
-                                 "T.tvm_thread_allreduce only");
-    if (!a[0]->value.is(VK::Reducer))
-        in.fail(a[0]->range, "the node of T.attr's \"reduce_scope\" must be a T.comm_reducer(...), got " +
-                                 std::string(typeName(a[0]->value.kind)));
     auto f = std::make_shared<FrameObj>();
     f->kind = FrameObj::Attr;
     f->range = args.call;
+    // TVM's "async_scope" lets its stores from global to shared memory become cp.async copies. The body runs as
+    // written: its stores complete when issued, which every wait for them (T.cp_async_barrier_noinc, a wait
+    // group) then finds done.
+    if (key == "async_scope") return Value::object(VK::Frame, f);
+    if (key != "reduce_scope")
+        in.fail(a[1]->range, "T.attr(..., \"" + key.substr(0, 40) +
+                                 "\", ...) is not supported; tilec knows TVM's \"reduce_scope\" around "
+                                 "T.tvm_thread_allreduce and \"async_scope\" only");
+    if (!a[0]->value.is(VK::Reducer))
+        in.fail(a[0]->range, "the node of T.attr's \"reduce_scope\" must be a T.comm_reducer(...), got " +
+                                 std::string(typeName(a[0]->value.kind)));
     f->reducer = std::static_pointer_cast<const CommReducerObj>(a[0]->value.obj);
     return Value::object(VK::Frame, f);
 }

@@ -6,6 +6,7 @@
 
 #include "parse/ParseInternal.h"
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,7 @@ TILEC_RULE_OF(Yield_expr);
 TILEC_RULE_OF(Except_clause);
 TILEC_RULE_OF(Else_clause);
 TILEC_RULE_OF(Finally_clause);
+TILEC_RULE_OF(Match_subject);
 #undef TILEC_RULE_OF
 
 /// The child as rule context C, or null when it is something else. In a tree without errors every rule
@@ -137,7 +139,7 @@ class Builder {
     MExpr orTest(TP::Or_testContext *c);
     MExpr comparison(TP::Or_testContext *c);
     MExpr boolOp(TP::Or_testContext *c, size_t op);
-    MExpr strings(TP::ExprContext *c);
+    MExpr strings(antlr4::ParserRuleContext *c);
     void fstringParts(antlr4::Token *t, size_t b, size_t e, bool raw, std::vector<ast::ExprP> &parts,
                       std::string &pending);
     MExpr field(antlr4::Token *t, const FStringField &f, bool raw);
@@ -160,6 +162,17 @@ class Builder {
     MStmt unsupportedStmt(antlr4::ParserRuleContext *c, const char *what);
     MStmt classStmt(TP::ClassdefContext *c, std::vector<ast::ExprP> decorators);
     MStmt tryStmt(TP::Try_stmtContext *c);
+
+    // ---- match statements (BuildPattern.cpp)
+    MStmt matchStmt(TP::Match_stmtContext *c);
+    std::shared_ptr<ast::Pattern> patternList(TP::Pattern_listContext *c, bool open, const SourceRange *outer = nullptr);
+    std::shared_ptr<ast::Pattern> pattern(TP::PatternContext *c);
+    std::shared_ptr<ast::Pattern> closedPattern(TP::Closed_patternContext *c);
+    std::shared_ptr<ast::Pattern> literalPattern(TP::Closed_patternContext *c, antlr4::Token *first);
+    std::shared_ptr<ast::Pattern> namePattern(TP::Closed_patternContext *c);
+    std::shared_ptr<ast::Pattern> mappingPattern(TP::Closed_patternContext *c);
+    void checkBindings(const ast::Pattern &p, std::set<std::string> &bound);
+    void unreachable(const ast::Pattern &p);
     void params(TP::ParametersContext *c, std::vector<ast::Param> &out);
     void loopBody(TP::BlockContext *c, ast::Body &out);
     void functionBody(TP::BlockContext *c, ast::Body &out);

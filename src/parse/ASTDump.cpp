@@ -200,10 +200,23 @@ class Dumper {
             expr(s.value.get(), d, label);
         }
         if (s.message) expr(s.message.get(), d, "msg");
+        if (s.pattern) pattern(*s.pattern, d, "pattern");
         body("body", s.body, d);
         for (const StmtP &h : s.handlers) stmt(*h, d);
         body("orelse", s.orelse, d);
         body("finalbody", s.finalbody, d);
+    }
+
+    void pattern(const Pattern &p, int d, const char *label) {
+        static const char *const kinds[] = {"Value", "Capture", "Wildcard", "Sequence", "Star", "Mapping", "Class", "Or", "As"};
+        line(d, label);
+        out << "Pattern" << kinds[int(p.kind)];
+        if (!p.name.empty()) out << " '" << p.name << "'";
+        at(p.range);
+        if (p.value) expr(p.value.get(), d + 1, "value");
+        for (size_t i = 0; i < p.keys.size(); ++i) expr(p.keys[i].get(), d + 1, "key");
+        for (const PatternP &e : p.elts) pattern(*e, d + 1, nullptr);
+        for (size_t i = 0; i < p.kwdNames.size(); ++i) pattern(*p.kwdPatterns[i], d + 1, p.kwdNames[i].c_str());
     }
 
   private:
@@ -281,6 +294,8 @@ class Dumper {
         case StmtKind::Try: return "Try";
         case StmtKind::Raise: return "Raise";
         case StmtKind::ExceptHandler: return "ExceptHandler" + (s.name.empty() ? "" : " as " + s.name);
+        case StmtKind::Match: return "Match";
+        case StmtKind::MatchCase: return "MatchCase";
         case StmtKind::Global: return "Global";
         case StmtKind::Nonlocal: return "Nonlocal";
         case StmtKind::Unsupported: return "Unsupported '" + s.name + "'";

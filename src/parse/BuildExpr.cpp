@@ -265,7 +265,7 @@ MExpr Builder::number(Token *t) {
 
 /// Adjacent string literals concatenate; with an f-string among them they make one JoinedStr (FStrings.cpp).
 /// Bytes are not evaluated.
-MExpr Builder::strings(TP::ExprContext *c) {
+MExpr Builder::strings(ParserRuleContext *c) {
     SourceRange r = range(c);
     std::string value;
     std::vector<ast::ExprP> parts;
@@ -466,6 +466,7 @@ MExpr Builder::commaList(ParserRuleContext *c) {
     bool comma = false;
     for (ParseTree *ch : c->children) {
         if (auto *t = ruleAs<TP::TestContext>(ch)) items.push_back(test(t));
+        else if (auto *n = ruleAs<TP::Namedexpr_testContext>(ch)) items.push_back(namedexpr(n));
         else if (auto *s = ruleAs<TP::Star_exprContext>(ch)) items.push_back(starExpr(s));
         else if (auto *x = ruleAs<TP::ExprContext>(ch)) items.push_back(expr(x));
         else if (terminalType(ch) == TP::COMMA) comma = true;

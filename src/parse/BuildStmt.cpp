@@ -269,6 +269,7 @@ MStmt Builder::compoundStmt(TP::Compound_stmtContext *c, std::vector<ast::ExprP>
     case TP::RuleFuncdef: return funcDef(c->funcdef(), std::move(decorators));
     case TP::RuleTry_stmt: return tryStmt(c->try_stmt());
     case TP::RuleClassdef: return classStmt(c->classdef(), {});
+    case TP::RuleMatch_stmt: return matchStmt(c->match_stmt());
     case TP::RuleDecorated: {
         auto *d = c->decorated();
         std::vector<ast::ExprP> decos;

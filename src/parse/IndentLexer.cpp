@@ -100,7 +100,7 @@ void IndentLexer::indentation(const Token &first) {
             finish();
             return;
         }
-        indents_.push_back({w8, w1, false});
+        indents_.push_back({w8, w1, false, nextIsMatchBody_});
         pending_.push_back(synth(TileParser::INDENT, cp, ln, col));
         return;
     }
@@ -183,10 +183,36 @@ IndentLexer::Widened IndentLexer::wholeFString(Token &t) {
     return Widened::Yes;
 }
 
+/// The soft keywords (PEP 634) at the start of a logical line: `case` directly in a match statement's block is
+/// CASE; a `match` is held with the rest of its line, which resolveMatch judges at the line's end.
+void IndentLexer::softKeyword(Token &t) {
+    if (t.getType() != TileLexer::NAME) return;
+    std::string_view text = src_.tokenText(&t);
+    if (text == "case" && indents_.back().matchBody) {
+        if (auto *ct = dynamic_cast<antlr4::CommonToken *>(&t)) ct->setType(TileParser::CASE);
+    } else if (text == "match") {
+        heldMatch_ = pending_.size(); // the index t gets when pushed
+    }
+}
+
+/// The held line that begins with `match` is a match statement when it ends with ':' (no simple statement
+/// does, outside brackets) and `match` is not alone before it (`match:` is an annotation gone wrong).
+void IndentLexer::resolveMatch() {
+    if (heldMatch_ == SIZE_MAX) return;
+    size_t at = heldMatch_;
+    heldMatch_ = SIZE_MAX;
+    if (pending_.size() < at + 3 || pending_.back()->getType() != TileLexer::COLON ||
+        pending_[at + 1]->getType() == TileLexer::COLON)
+        return;
+    if (auto *ct = dynamic_cast<antlr4::CommonToken *>(pending_[at].get())) ct->setType(TileParser::MATCH);
+    nextIsMatchBody_ = true;
+}
+
 /// The end of input: an unclosed bracket, the last logical line, the open indentation levels.
 void IndentLexer::finish() {
     if (finished_) return;
     finished_ = true;
+    resolveMatch();
     if (!open_.empty()) {
         // A lexical error after the bracket (an unterminated string that swallowed the closer) is the one
         // to report; the bracket then only tells the filter where the parser's view went wrong.
@@ -208,7 +234,7 @@ void IndentLexer::finish() {
 
 std::unique_ptr<Token> IndentLexer::nextToken() {
     for (;;) {
-        if (!pending_.empty()) {
+        if (!pending_.empty() && heldMatch_ == SIZE_MAX) {
             std::unique_ptr<Token> t = std::move(pending_.front());
             pending_.pop_front();
             return t;
@@ -226,7 +252,10 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
             if (exprMode_ || !open_.empty() || !lineHasTokens_) continue;
             lineHasTokens_ = false;
             atLineStart_ = true;
-            return t;
+            if (heldMatch_ == SIZE_MAX) return t;
+            resolveMatch();
+            pending_.push_back(std::move(t));
+            continue;
         }
         size_t begin = src_.tokenBegin(t.get()), end = src_.tokenEnd(t.get());
         if (type == TileLexer::ERROR_CHAR) {
@@ -262,7 +291,9 @@ std::unique_ptr<Token> IndentLexer::nextToken() {
         }
         if (atLineStart_ && !exprMode_) {
             indentation(*t);
+            nextIsMatchBody_ = false;
             if (finished_) continue;
+            softKeyword(*t);
         }
         atLineStart_ = false;
         lineHasTokens_ = true;

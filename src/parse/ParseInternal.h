@@ -148,6 +148,7 @@ class IndentLexer : public grammar::TileLexer {
     struct Level {
         int width8, width1; ///< indentation with tabs to multiples of 8, and with tabs as one column
         bool phantom;       ///< pushed after a bad unindent: popping it emits no DEDENT
+        bool matchBody = false; ///< the block of a match statement: its lines' leading `case` is CASE
     };
     struct Open {
         size_t type; ///< the opening token type
@@ -161,6 +162,8 @@ class IndentLexer : public grammar::TileLexer {
     enum class Widened { No, Yes, TooDeep };
     Widened wholeFString(antlr4::Token &t);
     void finish();
+    void softKeyword(antlr4::Token &t);
+    void resolveMatch();
     void lexError(SyntaxError::Kind k, size_t begin, size_t end, std::string msg);
 
     const SourceText &src_;
@@ -170,6 +173,10 @@ class IndentLexer : public grammar::TileLexer {
     std::vector<Level> indents_{{0, 0, false}};
     std::vector<Open> open_;
     bool atLineStart_ = true, lineHasTokens_ = false, finished_ = false;
+    /// pending_'s index of a `match` that begins the current logical line: the line is held back until its end
+    /// tells whether it is a match statement (it ends with ':'); npos when none is.
+    size_t heldMatch_ = SIZE_MAX;
+    bool nextIsMatchBody_ = false; ///< the last logical line began a match statement
     size_t lastEnd_ = 0; ///< code point index just after the last real token
 };
 

@@ -1,6 +1,7 @@
 /// \file
 /// The parser on correct input: every example file, all of Python 3's syntax, the tree's shape and ranges
 /// (checked through ast::dump), literals, and parseExpression.
+#include "ParseTestUtil.h"
 #include "tilec/Parser.h"
 
 #include <gtest/gtest.h>
@@ -16,21 +17,8 @@ using namespace tilec;
 
 namespace {
 
-struct Parsed {
-    std::optional<ast::Module> module;
-    std::string diags;
-};
-
-Parsed parse(const std::string &text, const std::string &name = "t.tile") {
-    SourceManager sm;
-    int f = sm.add(name, text);
-    std::ostringstream out;
-    DiagnosticEngine d(sm, out);
-    Parsed p;
-    p.module = parseModule(f, d);
-    p.diags = out.str();
-    return p;
-}
+using test::Parsed;
+using test::parse;
 
 /// The dump of a program that must parse.
 std::string dumpOf(const std::string &text) {

@@ -23,52 +23,28 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 NO_NVCC=0 KEEP="" ONLY=""
 WHEELS=${1:-}
 (($#)) && shift
-while (($#)); do
-    case $1 in
-    --tilec) TILEC=$2; shift 2 ;;
-    --no-nvcc) NO_NVCC=1; shift ;;
-    --keep) KEEP=$2; shift 2 ;;
-    --only) ONLY=$2; shift 2 ;;
-    *) echo "pypi.sh: unknown option '$1'" >&2; exit 2 ;;
-    esac
-done
+factory_options pypi.sh 1 "$@"
 if [[ -z $WHEELS || ! -d $WHEELS ]]; then
     echo "SKIP: no unpacked PyPI packages (set TILEC_PYPI_SRC for ctest, or run tools/compat/pypi.sh WHEELS_DIR); CI has none"
     exit 77
 fi
-[[ -x $TILEC ]] || { echo "pypi.sh: no tilec at '$TILEC' (build first, or --tilec PATH)" >&2; exit 2; }
-TILEC=$(cd "$(dirname "$TILEC")" && pwd)/$(basename "$TILEC")
+factory_setup pypi.sh
 WHEELS=$(cd "$WHEELS" && pwd)
-WORK=${KEEP:-$(mktemp -d)}
-mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd)
-[[ -z $KEEP ]] && trap 'rm -rf "$WORK"' EXIT
-
-# classify ROOTDIR FILE NAME CALL -> prints "RESULT<TAB>DETAIL"
-classify() {
-    local root=$1 file=$2 name=$3 call=$4 out=$WORK/$3
-    mkdir -p "$out"
-    (cd "$(dirname "$root/$file")" &&
-        timeout 120 "$TILEC" "$(basename "$file")" --kernel "$name" --export "$name=$call" -o "$out/$name.cu") \
-        >"$out/tilec.log" 2>&1
-    classify_run $? "$out" "$out/$name.cu"
-}
 
 declare -A TOTAL OK MISSING
-FAIL=0 STALE=0 RAN=0
+FAIL=0 STALE=0 RAN=0 ROWS_OK=0
 printf '%-22s %-60s %-32s %-8s %s\n' PACKAGE FILE KERNEL RESULT DETAIL
 while IFS=$'\t' read -r pkg file name call expected; do
     [[ $pkg == \#* || -z $pkg ]] && continue
     dist=${pkg%%==*}
     [[ -n $ONLY && $dist != "$ONLY" ]] && continue
     if [[ ! -f $WHEELS/$dist/$file ]]; then MISSING[$pkg]=1; continue; fi
-    IFS=$'\t' read -r result detail < <(classify "$WHEELS/$dist" "$file" "$name" "$call")
+    ok0=${ROWS_OK:-0}
+    factory_row "$WHEELS/$dist/$file" "$name" "$call" "$expected"
     RAN=1
     TOTAL[$pkg]=$((${TOTAL[$pkg]:-0} + 1))
-    [[ $result == ok ]] && OK[$pkg]=$((${OK[$pkg]:-0} + 1))
-    mark=""
-    if [[ $result == crash || ($expected == ok && $result != ok) ]]; then mark=" [REGRESSION: expected $expected]"; FAIL=1; fi
-    if [[ $expected != ok && $result == ok ]]; then mark=" [BETTER: expected $expected; update the manifest]"; STALE=$((STALE + 1)); fi
-    printf '%-22s %-60s %-32s %-8s %s%s\n' "$pkg" "$file" "$name" "$result" "$detail" "$mark"
+    OK[$pkg]=$((${OK[$pkg]:-0} + ROWS_OK - ok0))
+    printf '%-22s %-60s %-32s %-8s %s%s\n' "$pkg" "$file" "$name" "$RESULT" "$DETAIL" "$MARK"
 done <"$MANIFEST"
 what="tilec and nvcc"; ((NO_NVCC)) && what="tilec"
 for pkg in "${!MISSING[@]}"; do echo "SKIP: $pkg (no ${pkg%%==*}/ under $WHEELS holding its files)"; done
