@@ -67,8 +67,8 @@ int partitionRegisters(int threads, int blocks, const Target &t) {
 
 /// The grid dimension (a constant extent that `parts` divides) whose shared tiles are the most bytes, or axis -1
 /// when no tile can be shared. A tile is shared along d when its position is made of the other block indices,
-/// the loop's variable and the kernel's scalars only, and its boxes (halved down to 16 rows where needed) split
-/// evenly between the `parts` blocks.
+/// the loop's variable and the kernel's scalars only, and its boxes (halved where needed, down to one 8-row
+/// swizzle period) split evenly between the `parts` blocks.
 ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis, int parts) {
     struct FreeVars : IRVisitor {
         using IRVisitor::visit;
@@ -140,12 +140,13 @@ bool conditionsUse(const Plan &p, const Kernel &k, int axis) {
 namespace warproles {
 
 /// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, two tiles (four under
-/// --cluster-blocks=4 or T.ClusterKernel's four) that share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
-/// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). A tile count known
-/// only at run time (a grouped GEMM's row tiles) is clustered too where LoweringOptions::runtimeClusters allows:
-/// the kernel then records the two waves as the launcher's condition (Kernel::clusterMinWaves) and the driver
-/// lowers the variant without clusters beside it. Both blocks of a cluster walk the same units whatever the
-/// count: the cluster's grid dimension is an even constant (planCluster), the run-time count is the units'.
+/// --cluster-blocks=4 where a grid dimension allows them, else two; or T.ClusterKernel's four) that share a
+/// tile. Only where each block walks at least two waves of tiles: a single wave of clustered blocks measured
+/// slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). A tile count known only at run time (a
+/// grouped GEMM's row tiles) is clustered too where LoweringOptions::runtimeClusters allows: the kernel then
+/// records the two waves as the launcher's condition (Kernel::clusterMinWaves) and the driver lowers the
+/// variant without clusters beside it. The blocks of a cluster walk the same units whatever the count: the
+/// cluster's grid dimension is a constant multiple of its blocks (planCluster), the run-time count is the units'.
 /// T.ClusterKernel's clusters where they can be honoured, else clusterWhy says why not; its cluster_dims of one
 /// block (1, or (1, 1, 1)) are the author's choice of none.
 void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy) {
@@ -168,14 +169,16 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
         else if (axis >= k.gridDims)
             clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
         else if (o.clusters && (cluster = planCluster(k, p.tiles, p.loop->var.get(), axis, parts)).axis < 0)
-            clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) + " (each depends on it, or its boxes do not split in " +
-                         std::to_string(parts) + ", or the grid's extent there is not a constant multiple of " + std::to_string(parts) + ")";
+            clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
+                         " (each depends on it, or its boxes do not split in " + std::to_string(parts) +
+                         ", or the grid's extent there is not a constant multiple of " + std::to_string(parts) + ")";
     } else if (k.clusterLoc.valid()) {
         // T.ClusterKernel(..., cluster_dims=1): the author's clusters are single blocks; tilec adds none
     } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o.clusters && t.archSpecific &&
                (p.constTiles ? *p.constTiles >= 2LL * t.numSms * p.blocks : o.runtimeClusters)) {
         parts = o.clusterBlocks;
         cluster = planCluster(k, p.tiles, p.loop->var.get(), -1, parts);
+        if (cluster.axis < 0 && parts > 2) cluster = planCluster(k, p.tiles, p.loop->var.get(), -1, parts = 2);
         p.clusterMinWaves = p.constTiles ? 0 : 2;
     }
     // The scalars the producer replays (a grouped GEMM's group, found by a loop over a tensor) are loads that
