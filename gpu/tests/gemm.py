@@ -4,12 +4,14 @@ GEMM rule of docs/INTERFACE.md, every element: |C - R| <= 4 u sum_k |a_ik b_kj| 
 (float16 operands and output), R in float64 (gpu/refs.py derives it). gemm_odd (1000^3) and gemm_777
 (777 x 1999 x 515: rows not 16-byte aligned) leave partial tiles in every dimension; gemm_small has fewer
 k-tiles (2) than stages (3), gemm_one_k a single one: the pipeline's prologue and epilogue alone. The extra
-kernels come from gpu/examples.txt."""
+kernels come from gpu/examples.txt; gemm_4096_wg2 (sm_90a only) is the seed's tile over two consumer warpgroups
+(threads=256), timed beside gemm_4096 (one warpgroup, two blocks per SM) as the A/B of that split."""
 import core as C
 import refs as R
 
 SHAPES = {"gemm": (1024, 1024, 1024), "gemm_4096": (4096, 4096, 4096), "gemm_odd": (1000, 1000, 1000),
-          "gemm_777": (777, 1999, 515), "gemm_small": (256, 256, 128), "gemm_one_k": (128, 256, 64)}
+          "gemm_777": (777, 1999, 515), "gemm_small": (256, 256, 128), "gemm_one_k": (128, 256, 64),
+          "gemm_4096_wg2": (4096, 4096, 4096)}
 
 
 def tests():
@@ -19,7 +21,8 @@ def tests():
 
 
 def benches():
-    M, N, K = SHAPES["gemm_4096"]
-    yield C.Bench("gemm", "gemm_4096", R.gemm_bench(M, N, K), nbytes=2 * (M * K + K * N + M * N),
-                  shape="%dx%dx%d f16" % (M, N, K), torch_name="torch.matmul (cuBLAS)",
-                  flops=R.gemm_flops(M, N, K), variants=True)
+    for k in ("gemm_4096", "gemm_4096_wg2"):
+        M, N, K = SHAPES[k]
+        yield C.Bench("gemm", k, R.gemm_bench(M, N, K), nbytes=2 * (M * K + K * N + M * N),
+                      shape="%dx%dx%d f16" % (M, N, K), torch_name="torch.matmul (cuBLAS)",
+                      flops=R.gemm_flops(M, N, K), variants=k == "gemm_4096")

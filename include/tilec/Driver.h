@@ -55,6 +55,7 @@ struct DriverOptions {
     /// --intra-overlap / --no-intra-overlap: attention's next QK^T under this block's softmax (Auto: by head dimension)
     Choice intraOverlap = Choice::Auto;
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
+    int clusterBlocks = 2;                 ///< --cluster-blocks: blocks per cluster tilec forms itself (2 or 4)
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
     bool sparseWarpRoles = false;          ///< --sparse-warp-roles: T.gemm_sp loops on sm_90a's warp roles
     bool mixedWarpRoles = true;            ///< --no-mixed-warp-roles: no warp roles for wgmma beside mma.sync products

@@ -495,9 +495,9 @@ struct LaunchConfig {
         at[(size_t)o[1]] = rest / width / grid[(size_t)o[0]];
         return at;
     }
-    /// Thread-block clusters (persistent warp-role kernels only): clusterSize blocks (1 or 2) that differ
+    /// Thread-block clusters (persistent warp-role kernels only): clusterSize blocks (1, 2 or 4) that differ
     /// only in T.Kernel grid dimension clusterAxis run as one cluster and share the tiles whose position does
-    /// not depend on that dimension (each loads a share and multicasts it to both). The persistent loops
+    /// not depend on that dimension (each loads a share and multicasts it to all). The persistent loops
     /// then walk cluster units: the grid with dimension clusterAxis divided by clusterSize.
     int clusterSize = 1;
     int clusterAxis = 0;

@@ -36,6 +36,10 @@ struct LoweringOptions {
     /// each (--walk-group). 7, prime to the H200's 132 SMs, measured best (docs/PERFORMANCE.md, session 9).
     int walkGroup = 7;
     bool clusters = true;   ///< persistent warp-role kernels in clusters of two sharing a tile (--no-cluster)
+    /// Blocks per cluster where tilec clusters a persistent walk of its own accord (--cluster-blocks, 2 or 4): four
+    /// along one grid dimension load a shared tile once for four output tiles (a 128x128x64 GEMM's L2-to-SM bytes
+    /// per K block 24 -> 20 KiB); 2 until timed on the GPU.
+    int clusterBlocks = 2;
     /// Clusters for a persistent walk whose tile count is known only at run time (Kernel::clusterMinWaves): the
     /// driver lowers such a kernel once with them and once without (this switch off), for the launcher to choose.
     bool runtimeClusters = true;

@@ -309,14 +309,14 @@ std::string printVariantLaunches(const std::vector<const KernelInfo *> &variants
         }
         if (k.persistent) {
             // As many blocks as fit the device at once (the launch bound's blocks per SM), none idle; clustered:
-            // as many clusters, each walking cluster units (pairs of tiles).
+            // as many clusters, each walking cluster units (2 or 4 tiles).
             std::string units = k.clusterSize > 1 ? "grid_x * grid_y * grid_z / " + cm : "grid_x * grid_y * grid_z";
             std::string resident = "(int64_t)sms * " + std::to_string(std::max(1, k.minBlocksPerSM));
             if (k.clusterSize > 1) resident = "(" + resident + " / " + cm + ")";
             if (k.clusterSize > 1) {
                 // How many clusters the device co-schedules is the runtime's (binary mode: the driver's) to say:
                 // GPCs pack them, not SMs. The .cu asks once per device and thread (tilec_active_clusters),
-                // binary mode at every launch; the planned blocks per SM in pairs where the query fails.
+                // binary mode at every launch; the planned blocks per SM in clusters where the query fails.
                 if (clustered) {
                     s += in + "static thread_local int known_clusters[64]; /* per device, this thread's answers */\n";
                     s += in + "const int active = tilec_active_clusters(reinterpret_cast<const void *>(&" + v.symbol +

@@ -179,6 +179,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.persistent = !opts_.noPersistent;
     o.walkGroup = opts_.walkGroup;
     o.clusters = !opts_.noCluster;
+    o.clusterBlocks = opts_.clusterBlocks;
     o.splitK = !opts_.noSplitK;
     o.sparseWgmma = !opts_.noSparseWgmma;
     o.sparseWarpRoles = opts_.sparseWarpRoles;

@@ -154,8 +154,8 @@ Stmt producerRole(const Plan &p, const Kernel &k);
 Stmt consumerRole(const std::vector<Stmt> &top, const Plan &p, const Kernel &k, const LoweringOptions &o);
 
 /// Clusters (src/lower/WarpRolePlan.cpp): p.cluster and p.CM for the planned loop. Persistent GEMMs with one
-/// barrier group walk cluster units, pairs of blocks sharing a tile, where each block walks at least two waves of
-/// tiles; T.ClusterKernel's clusters where they can be honoured, else `clusterWhy` says why not.
+/// barrier group walk cluster units, two or four blocks sharing a tile, where each block walks at least two
+/// waves of tiles; T.ClusterKernel's clusters where they can be honoured, else `clusterWhy` says why not.
 void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy);
 
 /// Thread 0 initialises every barrier: full (one arrival: the producer's) and empty (the consumers').

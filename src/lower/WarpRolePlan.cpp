@@ -65,10 +65,11 @@ int partitionRegisters(int threads, int blocks, const Target &t) {
 }
 
 
-/// The grid dimension (an even constant extent) whose shared tiles are the most bytes, or axis -1 when no
-/// tile can be shared. A tile is shared along d when its position is made of the other block indices, the
-/// loop's variable and the kernel's scalars only, and its boxes split evenly between two blocks.
-ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis) {
+/// The grid dimension (a constant extent that `parts` divides) whose shared tiles are the most bytes, or axis -1
+/// when no tile can be shared. A tile is shared along d when its position is made of the other block indices,
+/// the loop's variable and the kernel's scalars only, and its boxes (halved where needed, down to one 8-row
+/// swizzle period) split evenly between the `parts` blocks.
+ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, const VarNode *loopVar, int onlyAxis, int parts) {
     struct FreeVars : IRVisitor {
         using IRVisitor::visit;
         std::set<const VarNode *> vars;
@@ -83,7 +84,7 @@ ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, cons
     for (int d = 0; d < k.gridDims; ++d) {
         if (onlyAxis >= 0 && d != onlyAxis) continue;
         auto g = constInt(k.grid[(size_t)d]);
-        if (!g || *g < 2 || *g % 2 || !k.blockIdx[(size_t)d]) continue;
+        if (!g || *g < parts || *g % parts || !k.blockIdx[(size_t)d]) continue;
         std::set<const VarNode *> allowed = uniform;
         for (int j = 0; j < 3; ++j)
             if (j != d && k.blockIdx[(size_t)j]) allowed.insert(k.blockIdx[(size_t)j].get());
@@ -95,8 +96,8 @@ ClusterPlan planCluster(const Kernel &k, const std::vector<TmaTile> &tiles, cons
             for (auto &c : t.coords) fv.visit(c);
             bool same = std::all_of(fv.vars.begin(), fv.vars.end(), [&](const VarNode *v) { return allowed.count(v) > 0; });
             int64_t boxRows = std::min<int64_t>(t.rows, 256), panels = t.cols * t.elemBytes / t.swizzle;
-            if (same && panels * (t.rows / boxRows) % 2 && boxRows % 16 == 0) boxRows /= 2;
-            bool ok = same && panels * (t.rows / boxRows) % 2 == 0;
+            while (same && panels * (t.rows / boxRows) % parts && boxRows % 16 == 0) boxRows /= 2;
+            bool ok = same && panels * (t.rows / boxRows) % parts == 0;
             p.shared.push_back(ok);
             p.boxRows.push_back(ok ? boxRows : std::min<int64_t>(t.rows, 256));
             if (ok) bytes += t.bytes();
@@ -138,22 +139,25 @@ bool conditionsUse(const Plan &p, const Kernel &k, int axis) {
 
 namespace warproles {
 
-/// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, pairs of tiles that
-/// share a tile. Only where each block walks at least two waves of tiles: a single wave of clustered
-/// blocks measured slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). A tile count known
-/// only at run time (a grouped GEMM's row tiles) is clustered too where LoweringOptions::runtimeClusters allows:
-/// the kernel then records the two waves as the launcher's condition (Kernel::clusterMinWaves) and the driver
-/// lowers the variant without clusters beside it. Both blocks of a cluster walk the same units whatever the
-/// count: the cluster's grid dimension is an even constant (planCluster), the run-time count is the units'.
+/// Clustered (persistent GEMMs with one barrier group): the walk is over cluster units, two tiles (four under
+/// --cluster-blocks=4 where a grid dimension allows them, else two; or T.ClusterKernel's four) that share a
+/// tile. Only where each block walks at least two waves of tiles: a single wave of clustered blocks measured
+/// slower than unclustered ones (4096x1024x8192 on the H200, 2026-12-01). A tile count known only at run time (a
+/// grouped GEMM's row tiles) is clustered too where LoweringOptions::runtimeClusters allows: the kernel then
+/// records the two waves as the launcher's condition (Kernel::clusterMinWaves) and the driver lowers the
+/// variant without clusters beside it. The blocks of a cluster walk the same units whatever the count: the
+/// cluster's grid dimension is a constant multiple of its blocks (planCluster), the run-time count is the units'.
 /// T.ClusterKernel's clusters where they can be honoured, else clusterWhy says why not; its cluster_dims of one
 /// block (1, or (1, 1, 1)) are the author's choice of none.
 void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOptions &o, std::string &clusterWhy) {
     ClusterPlan &cluster = p.cluster;
     const auto &cd = k.clusterDims;
+    int parts = 2;
     if (cd[0] * cd[1] * cd[2] > 1) { // T.ClusterKernel: the author's clusters, or why not
         const int axis = cd[1] == 1 && cd[2] == 1 ? 0 : cd[0] == 1 && cd[2] == 1 ? 1 : cd[0] == 1 && cd[1] == 1 ? 2 : -1;
-        if (axis < 0 || cd[0] * cd[1] * cd[2] != 2)
-            clusterWhy = "tilec's clusters are two blocks along one grid dimension: (2, 1, 1), (1, 2, 1) or (1, 1, 2)";
+        parts = cd[0] * cd[1] * cd[2];
+        if (axis < 0 || (parts != 2 && parts != 4))
+            clusterWhy = "tilec's clusters are two or four blocks along one grid dimension: (2, 1, 1), (1, 4, 1), ...";
         else if (!p.persistent)
             clusterWhy = "the kernel's warp roles are not persistent (--no-persistent, or shared memory used outside the ring)";
         else if (!p.once.empty())
@@ -164,14 +168,17 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
             clusterWhy = "the consumers read the loop's tiles through the generic proxy (each thread releases them)";
         else if (axis >= k.gridDims)
             clusterWhy = "T.Kernel has no grid dimension " + std::to_string(axis);
-        else if (o.clusters && (cluster = planCluster(k, p.tiles, p.loop->var.get(), axis)).axis < 0)
+        else if (o.clusters && (cluster = planCluster(k, p.tiles, p.loop->var.get(), axis, parts)).axis < 0)
             clusterWhy = "no tile of the loop can be shared along grid dimension " + std::to_string(axis) +
-                         " (each depends on it, or its boxes do not split in two, or the grid's extent there is not an even constant)";
+                         " (each depends on it, or its boxes do not split in " + std::to_string(parts) +
+                         ", or the grid's extent there is not a constant multiple of " + std::to_string(parts) + ")";
     } else if (k.clusterLoc.valid()) {
         // T.ClusterKernel(..., cluster_dims=1): the author's clusters are single blocks; tilec adds none
     } else if (p.persistent && p.once.empty() && p.G == 1 && p.genericReads.empty() && o.clusters && t.archSpecific &&
                (p.constTiles ? *p.constTiles >= 2LL * t.numSms * p.blocks : o.runtimeClusters)) {
-        cluster = planCluster(k, p.tiles, p.loop->var.get());
+        parts = o.clusterBlocks;
+        cluster = planCluster(k, p.tiles, p.loop->var.get(), -1, parts);
+        if (cluster.axis < 0 && parts > 2) cluster = planCluster(k, p.tiles, p.loop->var.get(), -1, parts = 2);
         p.clusterMinWaves = p.constTiles ? 0 : 2;
     }
     // The scalars the producer replays (a grouped GEMM's group, found by a loop over a tensor) are loads that
@@ -183,14 +190,14 @@ void chooseCluster(Plan &p, const Kernel &k, const Target &t, const LoweringOpti
                          std::to_string(cluster.axis) + " by a loop";
         cluster = ClusterPlan();
     }
-    // Both blocks of a cluster must run the same iterations (each loads half of the other's shared tiles).
+    // The blocks of a cluster must run the same iterations (each loads a share of the others' shared tiles).
     if (cluster.axis >= 0 && conditionsUse(p, k, cluster.axis)) {
         if (cd[0] * cd[1] * cd[2] > 1)
             clusterWhy = "the conditions the loop's iterations run under depend on the block index along grid dimension " +
                          std::to_string(cluster.axis);
         cluster = ClusterPlan();
     }
-    p.CM = cluster.axis >= 0 ? 2 : 1;
+    p.CM = cluster.axis >= 0 ? parts : 1;
     if (p.CM == 1) p.clusterMinWaves = 0;
 }
 

@@ -221,6 +221,10 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     app.add_flag("--no-cluster", o.noCluster,
                  "Persistent warp-specialized kernels run without thread-block clusters (no TMA multicast of a shared tile)");
+    app.add_option("--cluster-blocks", o.clusterBlocks,
+                   "Blocks per cluster where tilec clusters a persistent warp-specialized kernel itself: 2 (the default) or 4 "
+                   "along one grid dimension, each loading a quarter of the shared tile and multicasting it to the other three")
+        ->check(CLI::IsMember({2, 4}));
     app.add_flag("--no-sparse-wgmma", o.noSparseWgmma,
                  "sm_90a: T.gemm_sp stays on mma.sp (warp tiles) instead of wgmma.mma_async.sp over panel-layout tiles");
     app.add_flag("--sparse-warp-roles", o.sparseWarpRoles,

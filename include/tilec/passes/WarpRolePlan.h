@@ -25,18 +25,19 @@ int plannedBlocks(const ir::Kernel &k, int consumers, int producers, const Targe
 /// The registers ptxas can give each of `threads` threads at `blocks` blocks per SM without setmaxnreg.
 int partitionRegisters(int threads, int blocks, const Target &t);
 
-/// A cluster of two blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position does
-/// not depend on that dimension (`shared`) are loaded once between them, each block loading half of the
-/// tile's boxes (of `boxRows` rows) and multicasting them to both.
+/// A cluster of two or four blocks that differ only in T.Kernel grid dimension `axis`: the tiles whose position
+/// does not depend on that dimension (`shared`) are loaded once between them, each block loading its share of
+/// the tile's boxes (of `boxRows` rows) and multicasting it to all.
 struct ClusterPlan {
     int axis = -1;
     std::vector<bool> shared;       ///< per tile
     std::vector<int64_t> boxRows;   ///< per tile: its TMA box's rows
 };
 
-/// The grid dimension (an even constant extent; only `onlyAxis` where given) whose shared tiles are the most
-/// bytes, or axis -1 when no tile can be shared.
-ClusterPlan planCluster(const ir::Kernel &k, const std::vector<TmaTile> &tiles, const ir::VarNode *loopVar, int onlyAxis = -1);
+/// The grid dimension (a constant extent that `parts`, the blocks per cluster, divides; only `onlyAxis` where
+/// given) whose shared tiles are the most bytes, or axis -1 when no tile can be shared.
+ClusterPlan planCluster(const ir::Kernel &k, const std::vector<TmaTile> &tiles, const ir::VarNode *loopVar, int onlyAxis = -1,
+                        int parts = 2);
 
 /// A shared buffer the consumers' code (the kernel's statements and the pipelined loop's rest) touches other
 /// than the TMA tiles (the ring's, and those loaded once, whose copies at `onceAt` the producer takes over);
