@@ -57,7 +57,8 @@ struct DriverOptions {
     bool noCluster = false;                ///< --no-cluster: no thread-block clusters (no TMA multicast)
     int clusterBlocks = 2;                 ///< --cluster-blocks: blocks per cluster tilec forms itself (2 or 4)
     bool noSparseWgmma = false;            ///< --no-sparse-wgmma: T.gemm_sp on mma.sp also on sm_90a
-    bool sparseWarpRoles = false;          ///< --sparse-warp-roles: T.gemm_sp loops on sm_90a's warp roles
+    /// --sparse-warp-roles (All) / --no-sparse-warp-roles (Off): T.gemm_sp loops on sm_90a's warp roles
+    LoweringOptions::SparseWarpRoles sparseWarpRoles = LoweringOptions::SparseWarpRoles::TmaMetadata;
     bool mixedWarpRoles = true;            ///< --no-mixed-warp-roles: no warp roles for wgmma beside mma.sync products
     /// --mma-warp-roles (All) / --no-mma-warp-roles (Off): warp roles for loops of mma.sync products alone
     LoweringOptions::MmaWarpRoles mmaWarpRoles = LoweringOptions::MmaWarpRoles::RegisterA;

@@ -49,9 +49,12 @@ struct LoweringOptions {
     /// On sm_90a, T.gemm_sp on wgmma.mma_async.sp where cpAsyncWgmma can put it there (--no-sparse-wgmma: mma.sp).
     bool sparseWgmma = true;
     /// On sm_90a, a T.Pipelined loop of T.gemm_sp takes warp roles (A_sparse and B by TMA, the metadata by TMA
-    /// or the producer's threads) instead of the cp.async ring (--sparse-warp-roles). Off until the path has run
-    /// right on the GPU: an earlier warp-role gemm_sp (session 31) passed the simulator and failed on hardware.
-    bool sparseWarpRoles = false;
+    /// or the producer's threads) instead of the cp.async ring. TmaMetadata (the default since session 42): only
+    /// where every metadata tile is a TMA tile (H100, same seed: TileLang's gemm_sp 16384^3, E by TMA, 0.75 ->
+    /// 1.07 of TileLang, right against its reference); All (--sparse-warp-roles) also where the producer's threads
+    /// copy E's narrow rows (the 1024^2 example 0.87 -> 0.74); Off (--no-sparse-warp-roles).
+    enum class SparseWarpRoles { Off, TmaMetadata, All };
+    SparseWarpRoles sparseWarpRoles = SparseWarpRoles::TmaMetadata;
     /// On sm_90a, a T.Pipelined loop whose products run on wgmma but for some that wgmma cannot take (attention
     /// backward's dQ of 32 rows over two warpgroups) takes warp roles where mma.sync can read those from the TMA
     /// tiles' panels (mmaPanelsCan), instead of keeping the cp.async path (--no-mixed-warp-roles turns it off).

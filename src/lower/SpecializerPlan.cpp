@@ -92,15 +92,19 @@ bool Specializer::unguard(Plan &p) {
 /// why) where one is not a TMA tile, or a staged buffer is used outside the loop or written in it.
 bool Specializer::planTiles(const std::vector<Stmt> &top, const LoopSplit &split, Plan &p) {
     const std::set<const BufferNode *> metadata = sparseMetadataTiles(split.rest);
-    if (!metadata.empty() && (p.mma || !o_.sparseWgmma || !o_.sparseWarpRoles))
+    using SparseRoles = LoweringOptions::SparseWarpRoles;
+    if (!metadata.empty() && (p.mma || !o_.sparseWgmma || o_.sparseWarpRoles == SparseRoles::Off))
         return fail(p.mma               ? "a T.gemm_sp takes warp roles on wgmma.mma_async.sp only (sm_90a)"
                     : !o_.sparseWgmma ? "--no-sparse-wgmma keeps T.gemm_sp on mma.sp, over cp.async tiles"
-                                      : "a T.gemm_sp loop keeps the cp.async ring unless --sparse-warp-roles (its warp roles "
-                                        "are not yet checked on the GPU)");
+                                      : "--no-sparse-warp-roles keeps a T.gemm_sp loop on the cp.async ring");
     for (auto *c : split.hoisted) {
         const bool isMetadata = c->dst.buffer && metadata.count(c->dst.buffer.get());
         auto t = isMetadata ? planTmaMetadata(*c, k_) : planTmaTile(*c, k_);
         if (!t && isMetadata && metadataThreadCopyable(*c)) {
+            if (o_.sparseWarpRoles != SparseRoles::All)
+                return fail("the metadata tile '" + c->dst.buffer->name + "' of a T.gemm_sp has rows too narrow for TMA: "
+                            "its loop keeps the cp.async ring unless --sparse-warp-roles (the producer's threads "
+                            "copying them ran 0.85x the ring on the H100)");
             p.threadTiles.push_back(c);
             continue;
         }

@@ -228,7 +228,7 @@ const RolesShape kRoleShapes[] = {
 /// a GPU of that many SMs (1: one persistent block walks every output tile, its ring running on across them).
 const ir::Kernel *rolesKernel(LowerRun &r, const Shape &s, int sms = 0) {
     Variant v{sms ? Target::parse("sm_90a")->withSmCount(sms) : *Target::parse("sm_90a"), {}};
-    v.options.sparseWarpRoles = true; // --sparse-warp-roles (off by default until checked on the GPU)
+    v.options.sparseWarpRoles = LoweringOptions::SparseWarpRoles::All; // --sparse-warp-roles: E by the producer's threads too
     r.run(source(s), "t.tile", v);
     const ir::Kernel *k = simtest::warpRoles(r);
     EXPECT_TRUE(k) << "no warp roles: " << r.diags();

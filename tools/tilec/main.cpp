@@ -227,9 +227,14 @@ int main(int argc, char **argv) {
         ->check(CLI::IsMember({2, 4}));
     app.add_flag("--no-sparse-wgmma", o.noSparseWgmma,
                  "sm_90a: T.gemm_sp stays on mma.sp (warp tiles) instead of wgmma.mma_async.sp over panel-layout tiles");
-    app.add_flag("--sparse-warp-roles", o.sparseWarpRoles,
+    using SparseRoles = tilec::LoweringOptions::SparseWarpRoles;
+    auto *sparseRoles = app.add_flag_callback("--sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::All; },
                  "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
-                 "instead of the cp.async ring; off by default until checked on the GPU");
+                 "also where the producer's threads copy the metadata's narrow rows (by default only where every "
+                 "metadata tile is a TMA tile)");
+    auto *noSparseRoles = app.add_flag_callback("--no-sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::Off; },
+                 "sm_90a: every T.Pipelined loop of T.gemm_sp keeps the cp.async ring");
+    sparseRoles->excludes(noSparseRoles);
     auto *mixed = app.add_flag_callback("--mixed-warp-roles", [&o] { o.mixedWarpRoles = true; },
                  "sm_90a: a T.Pipelined loop whose wgmma products sit beside one wgmma cannot take (run on mma.sync over "
                  "the TMA tiles' panels) takes warp roles instead of the cp.async path (the default)");
