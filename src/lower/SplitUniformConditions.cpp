@@ -12,7 +12,6 @@
 #include "tilec/passes/Arith.h"
 #include "tilec/passes/LoopInvariants.h"
 
-#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -103,7 +102,6 @@ Affine negated(Affine x) {
 struct Sides {
     Expr lowEnd, highStart;
     bool lowValue = false, highValue = false;
-    bool perElement = false; ///< it varies with a loop inside the body: a thread tests it more than once an iteration
 };
 
 /// What the comparisons of one loop's body may depend on.
@@ -129,14 +127,13 @@ std::optional<Sides> sidesOf(const Binary &cmp, const LoopScope &s, const RangeM
     // d = symbolic + c * k + (a part in [vlo, vhi] over the tile).
     Affine symbolic;
     int64_t c = 0, vlo = d.constant, vhi = d.constant;
-    bool varying = false, perElement = false;
+    bool varying = false;
     for (auto &[k, atom] : d.terms) {
         auto vars = varsOf(atom);
         if (atom.get() == s.loopVar) { c += k; continue; }
         if (vars.count(s.loopVar) || callsAnything(atom)) return std::nullopt;
         size_t tile = 0;
         for (auto *v : vars) tile += s.inner.count(v) || v == s.tx;
-        for (auto *v : vars) perElement = perElement || s.inner.count(v);
         if (tile == 0) {
             if (readsMemory(atom) && !readsOnly(atom, s.invariant)) return std::nullopt;
             symbolic.terms.push_back({k, atom});
@@ -158,7 +155,6 @@ std::optional<Sides> sidesOf(const Binary &cmp, const LoopScope &s, const RangeM
     atLo.constant = vlo;
     atHi.constant = vhi;
     Sides out;
-    out.perElement = perElement;
     if (c < 0) {
         // True for every element while symbolic + vlo - m k >= 0: k <= floor((symbolic + vlo) / m).
         out.lowEnd = simplify(binary(BinaryOp::Add, floorDivided(atLo, m, t), intImm(1, t)));
@@ -192,14 +188,13 @@ struct Choice {
     bool low = false; ///< the side k < point, else k >= point
     Expr point;
     bool value = false;
-    bool perElement = false; ///< Sides::perElement
 };
 
 Choice choose(const Sides &s, const Expr &lo, const Expr &hi) {
     const bool lowIsTrue = s.lowValue;
     const bool lowEmpty = atMost(s.lowEnd, lo), highEmpty = atMost(hi, s.highStart);
     const bool low = lowIsTrue ? !(lowEmpty && !highEmpty) : (highEmpty && !lowEmpty);
-    return low ? Choice{true, s.lowEnd, s.lowValue, s.perElement} : Choice{false, s.highStart, s.highValue, s.perElement};
+    return low ? Choice{true, s.lowEnd, s.lowValue} : Choice{false, s.highStart, s.highValue};
 }
 
 bool empty(const Stmt &s) {
@@ -387,15 +382,6 @@ class Splitter : public IRMutator {
             remark(sources_, f.loc, "loop over `" + f.var->name + "`: " + std::to_string(collect.found.size()) +
                                         " element-wise condition(s) on it constant over the tile at every iteration");
             return For::make(f.var, f.min, f.extent, f.forKind, f.numStages, body, f.loc);
-        }
-        // Copies of the loop pay only where a thread tests a comparison more than once an iteration (a mask over
-        // its fragment's elements): a test once an iteration (the thread index against a bound) costs what the
-        // split's bounds cost, and the copies take the loop's constant trip count (its unrolling) and registers
-        // (session 42: fp8_lighting_indexer's clean_logits_, 48 registers against 24 unsplit, 0.75x TileLang).
-        if (std::none_of(collect.found.begin(), collect.found.end(), [](const Choice &c) { return c.perElement; })) {
-            remark(sources_, f.loc, "loop over `" + f.var->name + "` not split: its element-wise condition(s) are " +
-                                        "tested once an iteration by each thread");
-            return nullptr;
         }
         const DType t = f.var->dtype;
         // lo <= s1 <= s2 <= hi where lo <= hi; every loop empty (or negative) where lo > hi.
