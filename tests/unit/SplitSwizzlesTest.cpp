@@ -240,7 +240,11 @@ struct MoveFixed : ir::IRMutator {
 void expectSplitGemm(const char *arch, const std::string &call, const char *a, const char *b, const char *c, int M, int K,
                      int N, bool transB, double scale) {
     LowerRun r;
-    simtest::lowerFor(r, std::string(kKernels) + "k = " + call + "\n", arch);
+    // the cp.async path's unrolled reads (rows_into_fragment's product reads A from registers, which takes warp
+    // roles by default on sm_90a since session 42: --no-mma-warp-roles keeps the path this test is about)
+    Variant v{*Target::parse(arch), {}};
+    v.options.mmaWarpRoles = LoweringOptions::MmaWarpRoles::Off;
+    r.run(std::string(kKernels) + "k = " + call + "\n", "t.tile", v);
     ASSERT_TRUE(r.lowered && !r.lowered->kernels.empty()) << r.diags();
     const ir::Kernel &k = *r.lowered->kernels[0];
     auto calls = simtest::callCounts(k);
