@@ -21,11 +21,20 @@
 #define TILEC_REVISION ""
 #endif
 
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 namespace {
+
+/// A switch and its negation (--X / --no-X), each setting what it says, the two exclusive.
+void addSwitchPair(CLI::App &app, const std::string &on, std::function<void()> setOn, const std::string &onHelp,
+                   const std::string &off, std::function<void()> setOff, const std::string &offHelp) {
+    auto *a = app.add_flag_callback(on, std::move(setOn), onHelp);
+    auto *b = app.add_flag_callback(off, std::move(setOff), offHelp);
+    a->excludes(b);
+}
 
 /// The options written with one dash though they are long (nvcc's and gcc's spellings).
 const std::vector<std::string> kLong = {"arch", "Werror", "MD", "MF", "MT", "MP", "lineinfo", "ccbin", "use_fast_math",
@@ -228,28 +237,25 @@ int main(int argc, char **argv) {
     app.add_flag("--no-sparse-wgmma", o.noSparseWgmma,
                  "sm_90a: T.gemm_sp stays on mma.sp (warp tiles) instead of wgmma.mma_async.sp over panel-layout tiles");
     using SparseRoles = tilec::LoweringOptions::SparseWarpRoles;
-    auto *sparseRoles = app.add_flag_callback("--sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::All; },
-                 "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
-                 "also where the producer's threads copy the metadata's narrow rows (by default only where every "
-                 "metadata tile is a TMA tile)");
-    auto *noSparseRoles = app.add_flag_callback("--no-sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::Off; },
-                 "sm_90a: every T.Pipelined loop of T.gemm_sp keeps the cp.async ring");
-    sparseRoles->excludes(noSparseRoles);
-    auto *mixed = app.add_flag_callback("--mixed-warp-roles", [&o] { o.mixedWarpRoles = true; },
-                 "sm_90a: a T.Pipelined loop whose wgmma products sit beside one wgmma cannot take (run on mma.sync over "
-                 "the TMA tiles' panels) takes warp roles instead of the cp.async path (the default)");
-    auto *noMixed = app.add_flag_callback("--no-mixed-warp-roles", [&o] { o.mixedWarpRoles = false; },
-                 "sm_90a: such a loop keeps the cp.async path");
-    mixed->excludes(noMixed);
+    addSwitchPair(app, "--sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::All; },
+                  "sm_90a: a T.Pipelined loop of T.gemm_sp takes warp roles (TMA producer, wgmma.mma_async.sp consumers) "
+                  "also where the producer's threads copy the metadata's narrow rows (by default only where every "
+                  "metadata tile is a TMA tile)",
+                  "--no-sparse-warp-roles", [&o] { o.sparseWarpRoles = SparseRoles::Off; },
+                  "sm_90a: every T.Pipelined loop of T.gemm_sp keeps the cp.async ring");
+    addSwitchPair(app, "--mixed-warp-roles", [&o] { o.mixedWarpRoles = true; },
+                  "sm_90a: a T.Pipelined loop whose wgmma products sit beside one wgmma cannot take (run on mma.sync over "
+                  "the TMA tiles' panels) takes warp roles instead of the cp.async path (the default)",
+                  "--no-mixed-warp-roles", [&o] { o.mixedWarpRoles = false; },
+                  "sm_90a: such a loop keeps the cp.async path");
     using MmaRoles = tilec::LoweringOptions::MmaWarpRoles;
-    auto *mmaRoles = app.add_flag_callback("--mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::All; },
-                 "sm_90a: a T.Pipelined loop none of whose products wgmma can take, each one mma.sync can run over the "
-                 "TMA tiles' panels (a tf32 GEMM whose B is not K-major), takes warp roles (TMA producer warpgroup, "
-                 "mma.sync consumers) instead of the cp.async path, also where every product reads both operands from "
-                 "shared memory (by default only loops with a product whose A comes from registers: mHC's pre-norm)");
-    auto *noMmaRoles = app.add_flag_callback("--no-mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::Off; },
-                 "sm_90a: loops of products wgmma cannot take keep the cp.async path, A from registers too");
-    mmaRoles->excludes(noMmaRoles);
+    addSwitchPair(app, "--mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::All; },
+                  "sm_90a: a T.Pipelined loop none of whose products wgmma can take, each one mma.sync can run over the "
+                  "TMA tiles' panels (a tf32 GEMM whose B is not K-major), takes warp roles (TMA producer warpgroup, "
+                  "mma.sync consumers) instead of the cp.async path, also where every product reads both operands from "
+                  "shared memory (by default only loops with a product whose A comes from registers: mHC's pre-norm)",
+                  "--no-mma-warp-roles", [&o] { o.mmaWarpRoles = MmaRoles::Off; },
+                  "sm_90a: loops of products wgmma cannot take keep the cp.async path, A from registers too");
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
@@ -285,12 +291,11 @@ int main(int argc, char **argv) {
     app.add_flag("--no-bulk-stores", o.noBulkStores,
                  "sm_90+: a kernel's closing T.copy of a shared tile to global memory stays per-thread stores "
                  "(default: cp.async.bulk copies issued by single threads, as TileLang's tile stores)");
-    auto *bounds = app.add_flag_callback("--one-block-bounds", [&o] { o.oneBlockBounds = true; },
-                 "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
-                 "kernels (the default)");
-    auto *noBounds = app.add_flag_callback("--no-one-block-bounds", [&o] { o.oneBlockBounds = false; },
-                 "only kernels whose unrolled global loads need the registers get __launch_bounds__(threads, 1)");
-    bounds->excludes(noBounds);
+    addSwitchPair(app, "--one-block-bounds", [&o] { o.oneBlockBounds = true; },
+                  "every kernel without a launch bound of its own gets __launch_bounds__(threads, 1), as TileLang's "
+                  "kernels (the default)",
+                  "--no-one-block-bounds", [&o] { o.oneBlockBounds = false; },
+                  "only kernels whose unrolled global loads need the registers get __launch_bounds__(threads, 1)");
     app.add_flag("--opaque-vector-stores", o.opaqueVectorStores,
                  "register -> global vector stores of 8 or 16 bytes as one PTX st.global each, which nvcc cannot "
                  "split (default: only stores through T.make_tensor addresses; nvcc folds parameters' offsets)");
