@@ -83,6 +83,11 @@ check "the dry run removes its scratch folder ($scratch)" '[ -n "$scratch" ] && 
 OUT=$T/dry-out bash "$PARTS_SH" --dry-run "w,$T/gbA.tar.xz,sbs,$T/l.txt,80,70" >"$T/dry2.out" 2>&1
 check "a side-by-side share under 60 s is warned about" 'grep -q "^warning: run.sh skips the side by side" "$T/dry2.out"'
 check "an OUTER_S without 30 s for run.sh's table is warned about" 'grep -q "^warning: OUTER_S 80 < INNER_S 70 + 30" "$T/dry2.out"'
+OUT=$T/dry-out bash "$PARTS_SH" --dry-run "n,$T/gbA.tar.xz,ncu,$T/l.txt,150,100" >"$T/dry3.out" 2>&1
+check "ncu (the anatomy) selects the side by side's rows" 'grep -qx "selected: 1 ids, 1 libraries: compat_gemm_1024" "$T/dry3.out"'
+words W "$(grep '^run: ' "$T/dry3.out")"
+check "ncu: the anatomy with its share and TileLang, every other step skipped" \
+    'has TILEC_GPU_ANAT=1 "${W[@]}" && has TILEC_GPU_ANAT_S=100 "${W[@]}" && ! has TILEC_GPU_SBS=1 "${W[@]}" && printf "%s\n" "${W[@]}" | grep -q "^TILEC_GPU_TL_SITE=/.*/tl-site$" && [ "$(after --skip "${W[@]}")" = selfcheck,test,binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck ]'
 
 # ------------------------------------------------------------------ 2. malformed parts
 refuse() {   # WHAT MESSAGE PART...: exit 2 and the message, before anything runs

@@ -18,6 +18,9 @@
 #     bench   nvcc builds and the harness benchmarks (TILEC_GPU_BENCH_S=INNER_S; every other step skipped)
 #     san     nvcc builds and compute-sanitizer memcheck, racecheck, synccheck over the small tests
 #             (TILEC_GPU_SAN_S=INNER_S/3 per tool; every other step skipped)
+#     ncu     nvcc builds, then Nsight Compute's anatomy of the side-by-side rows the list selects, tilec's
+#             launch and TileLang's (tools/gpu/sbs_anatomy.py; TILEC_GPU_ANAT=1, TILEC_GPU_ANAT_S=INNER_S; keep the
+#             list short: each row takes two profiled processes, about 20-60 s)
 #   LISTFILE  one entry a line (a Python regular expression searched in the ids: LIB:KERNEL[:LABEL] of tests and
 #             benchmarks, LIB:KERNEL of side-by-side rows; '#' comments), as given or under .carry/; ALL = every
 #             id. A library's name selects the ids of every library whose name contains it; '^gemm:' only gemm.
@@ -116,7 +119,7 @@ for p in "${PLIST[@]}"; do      # every part's syntax before anything runs
     [[ ${f[0]} =~ ^[A-Za-z0-9_-]+$ && ${f[0]} != parts ]] || die "part '$p': label '${f[0]}' (letters, digits, _ -)"
     [[ $labels != *" ${f[0]} "* ]] || die "part '$p': label '${f[0]}' is used twice"
     labels+="${f[0]} "
-    [[ ${f[2]} =~ ^(test|sbs|bench|san)$ ]] || die "part '$p': mode '${f[2]}' is none of test sbs bench san"
+    [[ ${f[2]} =~ ^(test|sbs|bench|san|ncu)$ ]] || die "part '$p': mode '${f[2]}' is none of test sbs bench san ncu"
     [[ ${f[4]} =~ ^[1-9][0-9]*$ && ${f[5]} =~ ^[1-9][0-9]*$ ]] || die "part '$p': OUTER_S and INNER_S are seconds"
 done
 
@@ -196,6 +199,8 @@ command_for() {
            envs+=(TILEC_GPU_SBS=1 TILEC_GPU_SBS_S="$inner" TILEC_GPU_TL_SITE="$TL_SITE") ;;
     bench) skip=selfcheck,test,binary,app,torch,tilelang,memcheck,racecheck,synccheck; envs+=(TILEC_GPU_BENCH_S="$inner") ;;
     san)   skip=selfcheck,test,binary,app,torch,bench,tilelang; envs+=(TILEC_GPU_SAN_S=$(( inner / 3 > 10 ? inner / 3 : 10 ))) ;;
+    ncu)   skip=selfcheck,test,binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck
+           envs+=(TILEC_GPU_ANAT=1 TILEC_GPU_ANAT_S="$inner" TILEC_GPU_TL_SITE="$TL_SITE") ;;
     esac
     CMD=(env "${envs[@]}" timeout -k 10 "$outer" bash "$RUN_SH" --only "$regex" --skip "$skip")
 }
@@ -263,13 +268,13 @@ run_part() {
     [ ${#missing[@]} -eq 0 ] || note "missing (matched, not in this gpu-build): ${missing[*]}"
     [ $src = 0 ] || { note "error: the list selects no library to run (parts_select.py exit $src): part not run"; return $(( src == 3 ? 3 : 2 )); }
     only="^($(printf '%s\n' "${libs[@]}" | sed 's/\./\\./g' | paste -sd'|'))(\\.sm80)?\$"
-    if [ "$mode" = sbs ] && ! tl_site >"$d/msg" 2>&1; then
+    if [[ $mode = sbs || $mode = ncu ]] && ! tl_site >"$d/msg" 2>&1; then
         while IFS= read -r l; do note "$l"; done <"$d/msg"; note "error: no TileLang for the side by side"; return 2
     fi
-    [ "$mode" = sbs ] && while IFS= read -r l; do note "$l"; done <"$d/msg"
+    [[ $mode = sbs || $mode = ncu ]] && while IFS= read -r l; do note "$l"; done <"$d/msg"
     (( outer >= inner + 30 )) || note "warning: OUTER_S $outer < INNER_S $inner + 30: run.sh clips the step to about $(( outer - 30 )) s less the nvcc builds"
-    if [ "$mode" = sbs ] && (( (inner < outer - 30 ? inner : outer - 30) < 60 )); then
-        note "warning: run.sh skips the side by side when its share is under 60 s (raise INNER_S and OUTER_S)"
+    if [[ $mode = sbs || $mode = ncu ]] && (( (inner < outer - 30 ? inner : outer - 30) < 60 )); then
+        note "warning: run.sh skips the side by side and the anatomy when its share is under 60 s (raise INNER_S and OUTER_S)"
     fi
     if [ $DRY = 0 ]; then
         if (( $(free_kib) < 8388608 )); then

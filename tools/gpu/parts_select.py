@@ -3,7 +3,7 @@
 Needs neither torch, TileLang nor a GPU (it runs here for the dry run, there for the real one).
 
   python3 tools/gpu/parts_select.py select MODE GPU_BUILD LISTFILE
-      MODE test, san (the sanitizer's small tests), bench or sbs. Prints tab-separated lines:
+      MODE test, san (the sanitizer's small tests), bench, sbs or ncu (side-by-side rows too). Prints tab-separated lines:
         regex   REGEX     the list's entries joined with '|' (tools/gpu/run.sh --only)
         ids     N         how many test ids (test, san), benchmark ids (bench) or side-by-side rows (sbs) it matches
         lib     NAME      a library to build (NAME.cu + NAME.h in GPU_BUILD, or gpu/handwritten/NAME.cu)
@@ -30,7 +30,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "gpu"))
-MODES = ("test", "san", "bench", "sbs")
+MODES = ("test", "san", "bench", "sbs", "ncu")
 MAX_FAIL_LINES = 25
 
 
@@ -53,7 +53,7 @@ def list_regex(path):
 def candidate_ids(mode, gpu_build):
     """[(id, library)] of everything MODE could run on GPU_BUILD, before the list's filter."""
     os.environ["GPU_BUILD"] = os.path.abspath(gpu_build)    # gpu/tests/tilelang_compat.py reads it on import
-    if mode == "sbs":
+    if mode in ("sbs", "ncu"):     # the anatomy profiles side-by-side rows
         sys.path.insert(0, HERE)
         import sbs_compile as SC
         return [(r["id"], r["lib"]) for r in SC.selected_rows(gpu_build)]

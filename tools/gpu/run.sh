@@ -2,7 +2,8 @@
 # The one command that runs on the GPU machine (through the device tool, carry: gpu-build):
 #   bash tools/gpu/run.sh [--only REGEX] [--skip STEP,...]  STEP: selfcheck test binary app torch bench tilelang
 #                                                          memcheck racecheck synccheck (TILEC_GPU_SBS=1 adds
-#                                                          the side by side)
+#                                                          the side by side, TILEC_GPU_ANAT=1 its Nsight
+#                                                          Compute anatomy)
 # 1. compiles every generated gpu-build/*.cu (tools/gpu/prepare.sh made them here) and the hand-written
 #    gpu/handwritten/*.cu with nvcc into one shared library each (sm_90a; NAME.sm80.cu for compute_80 -> sm_90);
 # 2. runs the harness's self-check, then every correctness test (gpu/harness.py --mode test), binary mode's
@@ -232,6 +233,26 @@ if [ "${TILEC_GPU_SBS:-0}" = 1 ]; then
     fi
 fi
 
+# issue 25's anatomy: Nsight Compute on the side by side's kernels that --only names, tilec's and TileLang's launch
+# of the same call each profiled once (tools/gpu/sbs_anatomy.py). Opt-in, TILEC_GPU_ANAT=1, needs the TileLang
+# bundle like the side by side; TILEC_GPU_ANAT_S (default 240) is its share. Its table goes to summary.txt and
+# bench.log, anatomy.json / anatomy.txt / anatomy-raw.tar.xz to $OUT (tools/gpu/parts.sh's mode ncu runs it alone).
+if [ "${TILEC_GPU_ANAT:-0}" = 1 ]; then
+    t0=$SECONDS
+    t=$(allow "${TILEC_GPU_ANAT_S:-240}")
+    if ! have_tl; then
+        record anatomy skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
+    elif (( t < 60 )); then
+        record anatomy skip "no time left (${t} s)"
+    else
+        TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$(tl_site)" GPU_BUILD="$GB" \
+            timeout -k 10 $(( t + 10 )) python3 tools/gpu/sbs_anatomy.py --gpu-build "$GB" --libdir "$LIB" \
+            --work "$WORK/anat" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" >"$WORK/anatomy.log" 2>&1
+        record anatomy $? $(( SECONDS - t0 ))
+        { echo; echo "== Nsight Compute anatomy (tools/gpu/sbs_anatomy.py)"; cat "$WORK/anatomy.log"; } >>"$WORK/bench.log"
+    fi
+fi
+
 # TileLang's own FlashAttention at the same shapes (tools/gpu/tilelang_attn.py), when the TileLang bundle
 # travelled (carry .tilelang: bash ../shared/tools/tilelang/make-bundle.sh .tilelang): tilec / TileLang per
 # shape from the benchmarks above; its table goes to bench.log and summary.txt, its JSON to $OUT unless the
@@ -275,6 +296,7 @@ python3 gpu/report.py "$WORK" "$OUT"
 rc=$?
 [ -f "$WORK/sweep-out/sweep.txt" ] && { echo; cat "$WORK/sweep-out/sweep.txt"; } >>"$OUT/summary.txt"
 [ -f "$WORK/sbs/sidebyside.txt" ] && { echo; cat "$WORK/sbs/sidebyside.txt"; } >>"$OUT/summary.txt"
+[ -f "$OUT/anatomy.txt" ] && { echo; cat "$OUT/anatomy.txt"; } | tee -a "$OUT/summary.txt"
 [ -f "$WORK/sbs/sidebyside.txt" ] && { echo; cat "$WORK/sbs/sidebyside.txt"; }
 [ -f "$WORK/tilelang.log" ] && { echo; echo "TileLang's FlashAttention (tools/gpu/tilelang_attn.py)";
                                  grep -E '^TileLang|tilelang_attn' "$WORK/tilelang.log"; } >>"$OUT/summary.txt"
