@@ -215,43 +215,33 @@ tl_site() {    # unpacks the TileLang bundle once (or takes TILEC_GPU_TL_SITE's)
     echo "$WORK/tl-site"
 }
 have_tl() { [ -d "${TILEC_GPU_TL_SITE:-/nonexistent}/tilelang" ] || [ -f .tilelang/site.tar.xz ]; }
-if [ "${TILEC_GPU_SBS:-0}" = 1 ]; then
-    t0=$SECONDS
-    t=$(allow "${TILEC_GPU_SBS_S:-420}")
+# tl_step STEP SECONDS LOG TITLE SCRIPT ARG...: a Python step over the TileLang bundle (the side by side, the
+# anatomy) under timeout, on --only's kernels, its log appended to bench.log; skipped without the bundle or under 60 s
+tl_step() {
+    local step=$1 t=$2 log=$3 title=$4 t0=$SECONDS
+    shift 4
     if ! have_tl; then
-        record sidebyside skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
+        record "$step" skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
     elif (( t < 60 )); then
-        record sidebyside skip "no time left (${t} s)"
+        record "$step" skip "no time left (${t} s)"
     else
-        site=$(tl_site)
-        TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$site" GPU_BUILD="$GB" \
-            timeout -k 10 $(( t + 10 )) python3 tools/gpu/side_by_side.py --gpu-build "$GB" --libdir "$LIB" \
-            --work "$WORK/sbs" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" \
-            ${TILEC_GPU_SBS_SHARD:+--shard "$TILEC_GPU_SBS_SHARD"} >"$WORK/sidebyside.log" 2>&1
-        record sidebyside $? $(( SECONDS - t0 ))
-        { echo; echo "== side by side with TileLang (tools/gpu/side_by_side.py)"; cat "$WORK/sidebyside.log"; } >>"$WORK/bench.log"
+        TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$(tl_site)" GPU_BUILD="$GB" \
+            timeout -k 10 $(( t + 10 )) python3 "$@" --gpu-build "$GB" --libdir "$LIB" --out "$OUT" --seed "$SEED" \
+            --budget "$t" "${ONLY[@]}" >"$WORK/$log" 2>&1
+        record "$step" $? $(( SECONDS - t0 ))
+        { echo; echo "== $title"; cat "$WORK/$log"; } >>"$WORK/bench.log"
     fi
-fi
+}
+[ "${TILEC_GPU_SBS:-0}" = 1 ] && tl_step sidebyside "$(allow "${TILEC_GPU_SBS_S:-420}")" sidebyside.log \
+    "side by side with TileLang (tools/gpu/side_by_side.py)" tools/gpu/side_by_side.py --work "$WORK/sbs" \
+    ${TILEC_GPU_SBS_SHARD:+--shard "$TILEC_GPU_SBS_SHARD"}
 
 # issue 25's anatomy: Nsight Compute on the side by side's kernels that --only names, tilec's and TileLang's launch
 # of the same call each profiled once (tools/gpu/sbs_anatomy.py). Opt-in, TILEC_GPU_ANAT=1, needs the TileLang
 # bundle like the side by side; TILEC_GPU_ANAT_S (default 240) is its share. Its table goes to summary.txt and
 # bench.log, anatomy.json / anatomy.txt / anatomy-raw.tar.xz to $OUT (tools/gpu/parts.sh's mode ncu runs it alone).
-if [ "${TILEC_GPU_ANAT:-0}" = 1 ]; then
-    t0=$SECONDS
-    t=$(allow "${TILEC_GPU_ANAT_S:-240}")
-    if ! have_tl; then
-        record anatomy skip "no TileLang bundle (.tilelang/site.tar.xz: make-bundle.sh, carry .tilelang)"
-    elif (( t < 60 )); then
-        record anatomy skip "no time left (${t} s)"
-    else
-        TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache} PYTHONPATH="$(tl_site)" GPU_BUILD="$GB" \
-            timeout -k 10 $(( t + 10 )) python3 tools/gpu/sbs_anatomy.py --gpu-build "$GB" --libdir "$LIB" \
-            --work "$WORK/anat" --out "$OUT" --seed "$SEED" --budget "$t" "${ONLY[@]}" >"$WORK/anatomy.log" 2>&1
-        record anatomy $? $(( SECONDS - t0 ))
-        { echo; echo "== Nsight Compute anatomy (tools/gpu/sbs_anatomy.py)"; cat "$WORK/anatomy.log"; } >>"$WORK/bench.log"
-    fi
-fi
+[ "${TILEC_GPU_ANAT:-0}" = 1 ] && tl_step anatomy "$(allow "${TILEC_GPU_ANAT_S:-240}")" anatomy.log \
+    "Nsight Compute anatomy (tools/gpu/sbs_anatomy.py)" tools/gpu/sbs_anatomy.py --work "$WORK/anat"
 
 # TileLang's own FlashAttention at the same shapes (tools/gpu/tilelang_attn.py), when the TileLang bundle
 # travelled (carry .tilelang: bash ../shared/tools/tilelang/make-bundle.sh .tilelang): tilec / TileLang per
