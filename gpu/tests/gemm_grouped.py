@@ -36,7 +36,8 @@ BENCHES = (("gemm_grouped_bf16_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_32x40
            # run-time tile count), the tiles walked down 8 row tiles first, 128 x 256 tiles
            ("gemm_grouped_bf16_nocluster_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_nocluster_256x7168x2048", 32768, 3),
            ("gemm_grouped_fp8_nocluster_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_panel8_8x4096x7168", 8192, 1),
-           ("gemm_grouped_bf16_n256_8x4096x7168", 8192, 1))
+           ("gemm_grouped_bf16_n256_8x4096x7168", 8192, 1), ("gemm_grouped_bf16_n256_32x4096x7168", 16384, 2),
+           ("gemm_grouped_bf16_n256_256x7168x2048", 32768, 3))
 
 
 def kernels():
