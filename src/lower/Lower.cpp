@@ -166,7 +166,9 @@ const std::vector<Pass> &table() {
         // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
         // tile for a range of iterations: those iterations run a copy of the body without them.
         {"splitUniformConditions", [](const LoweringOptions &o) { return o.splitConditions; },
-         [](const Program &p, PassState &s) { return passes::splitUniformConditions(p, &s.diag.sources()); }, false},
+         [](const Program &p, PassState &s) {
+             return passes::splitUniformConditions(p, s.variant.options, &s.diag.sources());
+         }, false},
         // Memory: bounds checks at tensor edges, flat offsets, vector accesses.
         {"predicateBounds", always, [](const Program &p, PassState &) { return passes::predicateBounds(p); }, false},
         // What a fragment nest reads again at every element (a row's scale), read once per value.

@@ -262,6 +262,12 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-conditions", o.noSplitConditions,
                  "Loops whose element-wise conditions (a causal mask, a bounds check) hold or fail over the whole tile "
                  "for a range of iterations keep them in every iteration (default: those iterations run without them)");
+    addSwitchPair(app, "--per-element-splits", [&o] { o.perElementSplits = true; },
+                  "a loop is split on its uniform conditions only where a thread tests one more than once an iteration "
+                  "(a mask over its fragment's elements) or the split points are constants (the default)",
+                  "--no-per-element-splits", [&o] { o.perElementSplits = false; },
+                  "loops are split also where each thread tests their conditions once an iteration (the thread index "
+                  "against a bound) at run-time points");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");

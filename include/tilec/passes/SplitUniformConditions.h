@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tilec/IR.h"
+#include "tilec/LoweringOptions.h"
 
 namespace tilec {
 class SourceManager;
@@ -23,10 +24,14 @@ namespace tilec::passes {
 /// points depend on loop-invariant values only (no call; loads only of what the loop cannot change). Only
 /// comparisons that vary over the tile's elements count (a scalar test of k is one branch per iteration
 /// already); a loop provably without interior iterations is left alone, a side loop provably empty left out.
+/// With `options.perElementSplits`, a loop is copied only where a replaced comparison varies with a loop inside
+/// the body (a thread makes it more than once an iteration) or every copy keeps a constant trip count (the split
+/// points constants): comparisons each thread makes once an iteration at run-time points leave the loop whole.
 /// The replaced comparisons are folded away (selects and ifs on constants become their branch). Runs after the
 /// warp-role, intra-overlap and ping-pong schedules, on per-thread code, so it splits the loops those passes
 /// left (a persistent consumer's key loop after its peeled first block). -v says which loops were split and
 /// where (remarks located in `sources`).
-ir::Program splitUniformConditions(const ir::Program &p, const SourceManager *sources = nullptr);
+ir::Program splitUniformConditions(const ir::Program &p, const LoweringOptions &options = {},
+                                   const SourceManager *sources = nullptr);
 
 } // namespace tilec::passes
