@@ -48,6 +48,8 @@ struct DriverOptions {
     bool bulkStoreRows = false;            ///< --bulk-store-rows: a tile of strided rows as one bulk copy a row
     bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90
     bool noStmatrixCopies = false;         ///< --no-stmatrix-copies: fragments into 16-bit shared tiles per thread
+    bool broadcastLoadWidths = true;       ///< --no-broadcast-load-widths: shared loads narrow vectors by element bytes
+    bool selectTestLoads = false;          ///< --select-test-loads: shared loads of a select's test as vectors
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
     /// --pingpong / --no-pingpong: consumer warpgroups take turns at attention's wgmmas (Auto: by head dimension)

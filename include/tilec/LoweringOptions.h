@@ -107,6 +107,18 @@ struct LoweringOptions {
     /// sm_90 and later: a tensor-core fragment's copy into a 16-bit shared tile as stmatrix of each warp, as TileLang
     /// lowers `T.copy(C_local, C_shared)` (passes::storeMatrices; --no-stmatrix-copies: per-thread stores).
     bool stmatrixCopies = true;
+    /// A global or shared load that several lanes of a T.Parallel nest share (`s[i, j // 32]`: one element for
+    /// every 32 lanes) limits the nest's vector width by its bytes per lane, not by its element's bytes, so a
+    /// 4-byte per-block scale leaves 1-byte tiles 16 lanes wide (passes::inferLayouts; --no-broadcast-load-widths:
+    /// the element's bytes, as before session 43). On since session 43: per_block_cast_lossless 144 -> 65 registers
+    /// under its one-block bound, 16-byte stores as TileLang's; cast_back takes TileLang's 8-wide layout.
+    bool broadcastLoadWidths = true;
+    /// A shared-memory load that the test of a select reads (every lane evaluates it) is loaded as a vector before
+    /// the vectorized loop, and the same load in the select's arms reads that vector (passes::vectorizeAccesses;
+    /// --select-test-loads). Off, untimed (session 43): per_block_cast_lossless's 4-bit decode then reads 4
+    /// LDS.128 instead of 32 LDS.U16, but ptxas takes 65 registers instead of 59 under the one-block bound (3
+    /// blocks of 256 threads per SM instead of 4); no other kernel of the suites changes its machine code.
+    bool selectTestLoads = false;
     /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

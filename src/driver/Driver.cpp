@@ -194,6 +194,8 @@ LoweringOptions Compilation::loweringOptions() const {
     o.bulkStores = !opts_.noBulkStores && !opts_.noTma; // --no-tma: every tile on the threads' own path
     o.bulkStoreRows = opts_.bulkStoreRows;
     o.stmatrixCopies = !opts_.noStmatrixCopies;
+    o.broadcastLoadWidths = opts_.broadcastLoadWidths;
+    o.selectTestLoads = opts_.selectTestLoads;
     return o;
 }
 

@@ -250,8 +250,8 @@ void joinExpansionStores(const LayoutUses &c, UnionFind &uf, std::map<const Buff
 /// run whole in every thread runs over its own extents (an expansion's are not its fragment's shape). `stageA`
 /// (when given): assignMmaLayouts' products to read operand A from a shared copy (then the layouts are not final).
 KernelLayouts inferKernel(const Kernel &k, DiagnosticEngine &diag, bool spreadReductions, bool *overflow,
-                          std::set<const Gemm *> *stageA) {
-    LayoutUses c = collectLayoutUses(k.body, diag);
+                          std::set<const Gemm *> *stageA, bool broadcastLoadWidths) {
+    LayoutUses c = collectLayoutUses(k.body, diag, broadcastLoadWidths);
 
     // Nodes: fragments (in allocation order) then nests.
     std::vector<const BufferNode *> frags;
@@ -424,12 +424,13 @@ namespace {
 /// whose operand-A fragment another product's accumulator split lays out otherwise than operand A's layout
 /// (whole rows per warp) reads it from a shared copy (stageGemmOperands: the kernel returned is then `k` with
 /// those copies), and the kernel is laid out again.
-std::pair<std::shared_ptr<const Kernel>, KernelLayouts> inferLayouts(std::shared_ptr<const Kernel> k, DiagnosticEngine &diag) {
+std::pair<std::shared_ptr<const Kernel>, KernelLayouts> inferLayouts(std::shared_ptr<const Kernel> k, DiagnosticEngine &diag,
+                                                                    bool broadcastLoadWidths) {
     for (;;) {
         bool overflow = false;
         std::set<const Gemm *> stage;
         diag.hold();
-        KernelLayouts whole = inferKernel(*k, diag, false, &overflow, &stage);
+        KernelLayouts whole = inferKernel(*k, diag, false, &overflow, &stage, broadcastLoadWidths);
         auto held = diag.endHold();
         if (!stage.empty()) {
             auto staged = stageGemmOperands(k, stage);
@@ -437,7 +438,7 @@ std::pair<std::shared_ptr<const Kernel>, KernelLayouts> inferLayouts(std::shared
             k = staged;
             continue;
         }
-        if (overflow) return {k, inferKernel(*k, diag, true, nullptr, nullptr)};
+        if (overflow) return {k, inferKernel(*k, diag, true, nullptr, nullptr, broadcastLoadWidths)};
         for (auto &d : held) diag.report(d.severity, d.range, d.message);
         return {k, whole};
     }
@@ -445,14 +446,14 @@ std::pair<std::shared_ptr<const Kernel>, KernelLayouts> inferLayouts(std::shared
 
 } // namespace
 
-Program inferLayouts(const Program &p, DiagnosticEngine &diag) {
+Program inferLayouts(const Program &p, DiagnosticEngine &diag, bool broadcastLoadWidths) {
     Program out;
     for (auto &k : p.kernels) {
         if (!k) {
             out.kernels.push_back(k);
             continue;
         }
-        auto [laid, layouts] = inferLayouts(k, diag);
+        auto [laid, layouts] = inferLayouts(k, diag, broadcastLoadWidths);
         auto nk = std::make_shared<Kernel>(*laid);
         nk->layouts = std::make_shared<const KernelLayouts>(std::move(layouts));
         out.kernels.push_back(std::move(nk));

@@ -59,10 +59,33 @@ int rowAlignment(const BufferNode &b, const std::vector<Expr> &indices, const Va
     return v;
 }
 
+/// The lanes that share each element an access reads: c > 1 where its indices reach the lane variable only as
+/// `lane // c` (the greatest common divisor of such divisors: `s[i, j // 32]`, a per-block scale read in a nest
+/// over j), so that an aligned vector of V lanes reads V / c elements where V > c and one where V <= c; 1 where
+/// any index holds the lane otherwise.
+int64_t lanesPerElement(const std::vector<Expr> &indices, const VarNode *lane) {
+    struct Divisors : IRVisitor {
+        using IRVisitor::visit;
+        const VarNode *lane;
+        int64_t c = 0; ///< 0: the lane not met yet
+        void visit(const VarNode &v) override {
+            if (&v == lane) c = 1;
+        }
+        void visit(const Binary &b) override {
+            auto d = b.op == BinaryOp::FloorDiv && b.a.get() == lane ? constInt(b.b) : std::nullopt;
+            if (!d || *d < 1) return IRVisitor::visit(b);
+            c = std::gcd(c, *d);
+        }
+    } v;
+    v.lane = lane;
+    for (auto &i : indices) v.visit(i);
+    return std::max<int64_t>(1, v.c);
+}
+
 class Collect : public IRVisitor {
   public:
     using IRVisitor::visit;
-    explicit Collect(DiagnosticEngine &d) : diag_(d) {}
+    Collect(DiagnosticEngine &d, bool broadcastLoadWidths) : diag_(d), broadcastLoadWidths_(broadcastLoadWidths) {}
 
     LayoutUses out;
     std::vector<Nest> &nests = out.nests;
@@ -168,6 +191,7 @@ class Collect : public IRVisitor {
 
   private:
     DiagnosticEngine &diag_;
+    bool broadcastLoadWidths_; ///< LoweringOptions::broadcastLoadWidths
     int current_ = -1;
     const Store *updated_ = nullptr; ///< the memory store whose value is being visited, inside a nest
 
@@ -223,8 +247,13 @@ class Collect : public IRVisitor {
             bool laneInvariantLoad = !write && std::none_of(indices.begin(), indices.end(),
                                                             [&](const Expr &i) { return ir::uses(i, lane); });
             if (!laneInvariantLoad) {
-                nests[current_].memBytes = std::max(nests[current_].memBytes, (int)(b->dtype.bytes() * programLanes(indices)));
-                nests[current_].vecCap = std::min(nests[current_].vecCap, rowAlignment(*b, indices, lane));
+                // A vector's lanes that share one element (`s[i, j // 32]`) move a part of it each, and its
+                // elements stay aligned in rows `per` times as many lanes wide: a 4-byte scale read once by 32 lanes
+                // from rows of 4 does not narrow 1-byte vectors to 4 lanes (per_block_cast_lossless).
+                int64_t per = broadcastLoadWidths_ && !write ? lanesPerElement(indices, lane) : 1;
+                int64_t bytes = (b->dtype.bytes() * programLanes(indices) + per - 1) / per;
+                nests[current_].memBytes = std::max(nests[current_].memBytes, (int)bytes);
+                nests[current_].vecCap = std::min<int64_t>(nests[current_].vecCap, std::min<int64_t>(16, rowAlignment(*b, indices, lane) * per));
             }
             if (write) nests[current_].memWrites.insert(b.get());
             else if (!ownUpdateRead(b, indices)) nests[current_].memReads.emplace(b.get(), loc);
@@ -309,8 +338,8 @@ int64_t expandFactor(const std::vector<Expr> &indices, const Nest &n, const Buff
     return 0;
 }
 
-LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag) {
-    Collect c(diag);
+LayoutUses collectLayoutUses(const Stmt &body, DiagnosticEngine &diag, bool broadcastLoadWidths) {
+    Collect c(diag, broadcastLoadWidths);
     c.visit(body);
     return std::move(c.out);
 }

@@ -18,7 +18,7 @@ struct Nest {
     std::vector<ir::Var> vars;
     std::vector<int64_t> extents;
     SourceRange loc;
-    int memBytes = 0; ///< widest global or shared access inside (an element, or a T.vectorized run of them), lane-invariant loads left out
+    int memBytes = 0; ///< widest global or shared access inside (an element, or a T.vectorized run of them), lane-invariant loads left out and loads that c lanes share counted as 1/c of their bytes
     int vecCap = 16;  ///< the widest vector (elements) every such access can start aligned (rowAlignment)
     /// Shared and global buffers read (with the first read's place) and stored inside.
     std::map<const ir::BufferNode *, SourceRange> memReads;
@@ -83,8 +83,10 @@ struct LayoutUses {
     std::vector<GemmUse> gemms;
 };
 
-/// The nests, fragment uses and T.gemm operands of a body; misplaced nests and reductions are errors.
-LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag);
+/// The nests, fragment uses and T.gemm operands of a body; misplaced nests and reductions are errors. With
+/// `broadcastLoadWidths`, a memory load that several lanes share (`s[i, j // 32]`, lanesPerElement) counts in
+/// Nest::memBytes with its bytes per lane and in Nest::vecCap with its rows that many lanes wide.
+LayoutUses collectLayoutUses(const ir::Stmt &body, DiagnosticEngine &diag, bool broadcastLoadWidths = true);
 
 /// (e, S) where `indices` read a 2-D fragment of `shape` in a nest over (i, j) at (i, e * S + j), i over all of the
 /// fragment's rows, S and j's extent W multiples of 4, e free of the nest's variables (`e * S` may be absent: e = 0),

@@ -119,7 +119,7 @@ const std::vector<Pass> &table() {
         // the fragment read from a shared copy.
         {"transposeFragments", always, [](const Program &p, PassState &) { return passes::transposeFragments(p); }, false},
         // Which thread holds which fragment element and runs which iteration.
-        {"inferLayouts", always, [](const Program &p, PassState &s) { return passes::inferLayouts(p, s.diag); }, true,
+        {"inferLayouts", always, [](const Program &p, PassState &s) { return passes::inferLayouts(p, s.diag, s.variant.options.broadcastLoadWidths); }, true,
          [](const Program &p, const PassState &) { return passes::describeLayouts(p); }},
         // Asynchronous tile transfers; T.Pipelined loops overlap the next tiles' transfers with this one's math.
         {"pipelineLoops", always, [](const Program &p, PassState &s) { return passes::pipelineLoops(p, s.variant, s.diag); }, false},
@@ -178,7 +178,7 @@ const std::vector<Pass> &table() {
         // proves nothing it does after a copy reaches another thread before that arrival.
         {"asyncPtxCopies", always, [](const Program &p, PassState &s) { return passes::asyncPtxCopies(p, &s.diag.sources()); }, false},
         {"vectorizeAccesses", always,
-         [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows); }, false},
+         [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows, s.variant.options.selectTestLoads); }, false},
         // Divisions and remainders in global offsets split over their terms: unrolled iterations add constants.
         {"splitIndexDivisions", always, [](const Program &p, PassState &) { return passes::splitIndexDivisions(p); }, false},
         // Tests around a loop's whole body that the loop cannot change, made once before it.

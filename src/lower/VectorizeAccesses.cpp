@@ -112,7 +112,8 @@ class Vectorizer : public RangeScopedMutator {
     std::vector<Buffer> temps;
     /// With assumeAlignedRows, the kernel's T.dynamic sizes may be assumed multiples of a vector's lanes (its
     /// lowering is then a variant the launcher runs where they are: SizeAssumptions).
-    Vectorizer(const Kernel &k, bool assumeAlignedRows) : RangeScopedMutator(k), kernel_(k) {
+    Vectorizer(const Kernel &k, bool assumeAlignedRows, bool selectTestLoads)
+        : RangeScopedMutator(k), selectTestLoads_(selectTestLoads), kernel_(k) {
         if (assumeAlignedRows)
             for (auto &v : k.dynamicSymbols)
                 if (v) assumed.sizes[v.get()] = v;
@@ -157,6 +158,7 @@ class Vectorizer : public RangeScopedMutator {
     }
 
   private:
+    bool selectTestLoads_; ///< LoweringOptions::selectTestLoads
     const Kernel &kernel_;
     int counter_ = 0;
 
@@ -325,15 +327,24 @@ class Vectorizer : public RangeScopedMutator {
                     Expr c = mutate(op->cond);
                     return c == op->cond ? Expr(op) : Select::make(c, op->t, op->f, op->loc);
                 }
-                ++conditions;
-                Expr e = IRMutator::visit(op);
+                // The test runs for every lane; only the two values are conditional.
+                if (!self->selectTestLoads_) ++conditions;
+                Expr c = mutate(op->cond);
+                if (self->selectTestLoads_) ++conditions;
+                Expr t = mutate(op->t), fv = mutate(op->f);
                 --conditions;
-                return e;
+                if (c == op->cond && t == op->t && fv == op->f) return op;
+                return Select::make(c, t, fv, op->loc);
             }
             Expr visit(const std::shared_ptr<const Load> &op) override {
                 // Global loads are safe anywhere (checked or proven inside the tensor); a shared load under a
                 // condition may be guarded by it, so it stays where it is.
+                // A guarded load that the body also reads unconditionally (hoisted already: the test of a select
+                // over decoded fields of the same element) reads nothing new.
                 bool guarded = conditions > 0 && op->buffer->scope == Scope::Shared;
+                if (guarded && self->selectTestLoads_)
+                    for (auto &h : *loads)
+                        if (structurallyEqual(h.original, underGuards(op, guards))) return Load::make(h.temp, {Expr(loop->var)});
                 if (!guarded && candidate(op)) return hoist(op);
                 if (Expr g = !guarded ? gather(underGuards(op, guards)) : nullptr) return g;
                 return IRMutator::visit(op);
@@ -414,10 +425,10 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
     return PairConversion{st, base, *lanes};
 }
 
-Program vectorizeAccesses(const Program &p, bool assumeAlignedRows) {
+Program vectorizeAccesses(const Program &p, bool assumeAlignedRows, bool selectTestLoads) {
     Program out;
     for (auto &k : p.kernels) {
-        Vectorizer v(*k, assumeAlignedRows);
+        Vectorizer v(*k, assumeAlignedRows, selectTestLoads);
         Stmt body = v.mutate(k->body);
         if (body == k->body) {
             out.kernels.push_back(k);

@@ -96,3 +96,65 @@ TEST(LowerSimVectorWidth, GatherRowsInWideVectors) {
     simtest::simulate(*k, {{"Idx", &idx}, {"KV", &kv}, {"Out", &out}});
     expectNear(out, want, 0, "Out");
 }
+
+// A byte tile scaled per block of 32 columns (`s[i, j // 32]`, TileKernels' per_block_cast_lossless) and stored as
+// bytes. The 4-byte scale, one element for every 32 lanes, does not narrow the 1-byte vectors to 4 lanes
+// (LoweringOptions::broadcastLoadWidths; off: 4-byte stores). With selectTestLoads, the tile's bytes, read in a
+// select's test and again in its arms, come in as one 16-byte vector (off: single-byte shared loads). Each
+// combination against a reference on the simulator.
+namespace {
+
+void blockScaleBytes(bool broadcastLoadWidths, bool selectTestLoads) {
+    const int rows = 64, cols = 128;
+    std::string src = "import tilelang.language as T\n"
+                      "@T.prim_func\n"
+                      "def k(A: T.Tensor((64, 128), 'int8'), S: T.Tensor((64, 4), 'int32'), Out: T.Tensor((64, 128), 'int8')):\n"
+                      "    with T.Kernel(1, threads=128) as bx:\n"
+                      "        a_s = T.alloc_shared((64, 128), 'int8')\n"
+                      "        s_s = T.alloc_shared((64, 4), 'int32')\n"
+                      "        o = T.alloc_fragment((64, 128), 'int8')\n"
+                      "        T.copy(A, a_s)\n"
+                      "        T.copy(S, s_s)\n"
+                      "        for i, j in T.Parallel(64, 128):\n"
+                      "            o[i, j] = T.cast(T.cast(T.if_then_else(a_s[i, j] < T.int8(0), T.int8(0) - a_s[i, j], a_s[i, j]),\n"
+                      "                                    'int32') + s_s[i, j // 32], 'int8')\n"
+                      "        T.copy(o, Out)\n";
+    Variant v{*Target::parse("sm_80"), {}};
+    v.options.broadcastLoadWidths = broadcastLoadWidths;
+    v.options.selectTestLoads = selectTestLoads;
+    LowerRun r;
+    r.run(src, "t.tile", v);
+    const ir::Kernel *k = r.kernel("k");
+    ASSERT_TRUE(k) << r.diags();
+    EXPECT_EQ(vectorLanes(k->body, "Out"), broadcastLoadWidths ? 16 : 4);
+    struct SharedLoads : ir::IRVisitor { // the narrowest vector a load of a_s sits in (1: a scalar load)
+        using IRVisitor::visit;
+        int64_t lanes = 1, narrowest = 16;
+        void visit(const ir::For &op) override {
+            int64_t saved = lanes;
+            lanes = op.forKind == ir::ForKind::Vectorized ? ir::constInt(op.extent).value_or(1) : 1;
+            IRVisitor::visit(op);
+            lanes = saved;
+        }
+        void visit(const ir::Load &op) override {
+            if (op.buffer->name == "a_s") narrowest = std::min(narrowest, lanes);
+            IRVisitor::visit(op);
+        }
+    } loads;
+    loads.visit(k->body);
+    EXPECT_EQ(loads.narrowest, selectTestLoads ? (broadcastLoadWidths ? 16 : 4) : 1);
+    std::vector<double> a((size_t)rows * cols), s((size_t)rows * 4), out(a.size(), std::nan("")), want(a.size());
+    for (size_t i = 0; i < a.size(); ++i) a[i] = (double)((int)(i * 37 % 201) - 100);
+    for (size_t i = 0; i < s.size(); ++i) s[i] = (double)(i * 5 % 21);
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) want[(size_t)i * cols + j] = std::abs(a[(size_t)i * cols + j]) + s[(size_t)i * 4 + j / 32];
+    simtest::simulate(*k, {{"A", &a}, {"S", &s}, {"Out", &out}});
+    expectNear(out, want, 0, "Out");
+}
+
+} // namespace
+
+TEST(LowerSimVectorWidth, BlockScaleKeepsByteVectors) { blockScaleBytes(true, false); }
+TEST(LowerSimVectorWidth, BlockScaleByElementBytes) { blockScaleBytes(false, false); }
+TEST(LowerSimVectorWidth, BlockScaleSelectTestLoads) { blockScaleBytes(true, true); }
+TEST(LowerSimVectorWidth, BlockScaleSelectTestLoadsNarrow) { blockScaleBytes(false, true); }

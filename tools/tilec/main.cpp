@@ -291,6 +291,16 @@ int main(int argc, char **argv) {
     app.add_flag("--no-stmatrix-copies", o.noStmatrixCopies,
                  "sm_90+: a tensor-core fragment's T.copy into a 16-bit shared tile stays per-thread stores "
                  "(default: stmatrix of each warp, as TileLang's)");
+    addSwitchPair(app, "--broadcast-load-widths", [&o] { o.broadcastLoadWidths = true; },
+                  "a load that several lanes of a T.Parallel nest share (`s[i, j // 32]`) narrows the nest's vectors "
+                  "by its bytes per lane (the default: a 4-byte block scale leaves byte tiles 16 lanes wide)",
+                  "--no-broadcast-load-widths", [&o] { o.broadcastLoadWidths = false; },
+                  "such a load narrows the nest's vectors by its element's bytes");
+    addSwitchPair(app, "--select-test-loads", [&o] { o.selectTestLoads = true; },
+                  "a shared-memory load read by a select's test is loaded as one vector, which the select's arms "
+                  "read too",
+                  "--no-select-test-loads", [&o] { o.selectTestLoads = false; },
+                  "shared-memory loads inside a select stay scalar loads (the default)");
     app.add_flag("--bulk-store-rows", o.bulkStoreRows,
                  "sm_90+: a closing T.copy of a tile whose rows lie at a stride in the tensor as one bulk copy a row "
                  "(default: per-thread stores; a contiguous tile is one bulk copy either way)");

@@ -22,8 +22,9 @@ namespace tilec::passes {
 /// replicated when one of its fragments is the destination of a reduction or is indexed any other way (a
 /// subset of a nest's variables, an expression, outside any nest), because then a thread may need any
 /// element. Replication of a fragment too large for registers is a located error naming the use that
-/// needs it and, in a note, a use that distributes it.
-ir::Program inferLayouts(const ir::Program &p, DiagnosticEngine &diag);
+/// needs it and, in a note, a use that distributes it. With `broadcastLoadWidths`
+/// (LoweringOptions::broadcastLoadWidths), a load that several lanes share counts its bytes per lane (LayoutUses.h).
+ir::Program inferLayouts(const ir::Program &p, DiagnosticEngine &diag, bool broadcastLoadWidths = true);
 
 /// The layouts as comment lines, in allocation and program order (for --dump-after=inferLayouts).
 std::string describeLayouts(const ir::Program &p);

@@ -23,8 +23,9 @@ namespace tilec::passes {
 /// With `assumeAlignedRows` (LoweringOptions::assumeAlignedRows: the wide variant), an offset or a bounds
 /// test that is a multiple of the lane count only where some T.dynamic sizes are (a run-time row length, a
 /// tensor's run-time extent) counts as one, and those sizes join Kernel::assumptions for the launcher to
-/// check.
-ir::Program vectorizeAccesses(const ir::Program &p, bool assumeAlignedRows = false);
+/// check. With `selectTestLoads` (LoweringOptions::selectTestLoads), a shared-memory load in a select's test
+/// (which every lane evaluates) is hoisted like any other, and the same load in the select's arms reads its vector.
+ir::Program vectorizeAccesses(const ir::Program &p, bool assumeAlignedRows = false, bool selectTestLoads = false);
 
 /// A vectorized loop over an even number of lanes v whose body is the one store R[base + v] = cast(e(v)):
 /// R a register array of float16, bfloat16 or float8, base a known multiple of 2, e a float32 expression that
