@@ -74,6 +74,10 @@ struct LoweringOptions {
     /// mask below the diagonal) run those iterations without them (passes::splitUniformConditions;
     /// --no-split-conditions).
     bool splitConditions = true;
+    /// In-place multiplies of a thread's register elements by factors shared across elements (attention's output
+    /// rescale) skipped where a warp vote finds every factor exactly 1 (passes::skipUnitRescales;
+    /// --no-skip-unit-rescales).
+    bool skipUnitRescales = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

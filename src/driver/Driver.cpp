@@ -186,6 +186,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.mixedWarpRoles = opts_.mixedWarpRoles;
     o.mmaWarpRoles = opts_.mmaWarpRoles;
     o.splitConditions = !opts_.noSplitConditions;
+    o.skipUnitRescales = opts_.skipUnitRescales;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

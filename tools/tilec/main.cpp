@@ -262,6 +262,11 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-conditions", o.noSplitConditions,
                  "Loops whose element-wise conditions (a causal mask, a bounds check) hold or fail over the whole tile "
                  "for a range of iterations keep them in every iteration (default: those iterations run without them)");
+    addSwitchPair(app, "--skip-unit-rescales", [&o] { o.skipUnitRescales = true; },
+                  "in-place multiplies of a thread's registers by per-row factors (attention's output rescale) skipped "
+                  "where a vote of the warp finds every factor exactly 1.0 (exact; the default)",
+                  "--no-skip-unit-rescales", [&o] { o.skipUnitRescales = false; },
+                  "such multiplies run whatever their factors");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
