@@ -25,6 +25,7 @@ enum class Fn {
     NamedArrive,   ///< bar.arrive id, threads: an arrival on such a barrier without waiting (ping-pong turns)
     ShflXor,       ///< __shfl_xor_sync over the warp
     Shfl,          ///< __shfl_sync: `value` of lane `lane` within groups of `width` lanes (T.tvm_warp_shuffle)
+    WarpAny,       ///< __any_sync over the warp: whether `pred` holds in any of its 32 lanes (skipUnitRescales)
     Swz,           ///< the element offset of a swizzled shared tile (swizzle.cuh)
     SwzPanels,     ///< the element offset of a shared tile in the panel layout (swizzle.cuh: swz_panels)
     SwzSplit,      ///< Swz of `runtime + fixed`, the part unrolled loops fix kept apart (swizzle.cuh: swz_split)

@@ -81,6 +81,10 @@ struct LoweringOptions {
     /// (--no-per-element-splits: split those too, as before session 43). On by default: fp8_lighting_indexer's
     /// clean_logits_ split kept 48 registers against TileLang's 32 and ran at 0.74x TileLang; unsplit, 32.
     bool perElementSplits = true;
+    /// In-place multiplies of a thread's register elements by factors shared across elements (attention's output
+    /// rescale) skipped where a warp vote finds every factor exactly 1 (passes::skipUnitRescales;
+    /// --no-skip-unit-rescales).
+    bool skipUnitRescales = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

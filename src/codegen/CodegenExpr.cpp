@@ -429,6 +429,7 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     switch (f.fn) {
     case lib::Fn::AddressOf: return {"(&" + wrap(expr(c.args[0]), 15) + ")", 16};
     case lib::Fn::ShflXor: return {"__shfl_xor_sync(0xffffffffu, " + arg("value") + ", " + arg("mask") + ")", 16};
+    case lib::Fn::WarpAny: return {"(__any_sync(0xffffffffu, " + arg("pred") + ") != 0)", 16};
     case lib::Fn::Shfl:
         return {"__shfl_sync((unsigned)(" + arg("mask") + "), " + arg("value") + ", " + arg("lane") + ", " + arg("width") + ")", 16};
     case lib::Fn::ShflXorSync:

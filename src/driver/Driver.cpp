@@ -187,6 +187,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.mmaWarpRoles = opts_.mmaWarpRoles;
     o.splitConditions = !opts_.noSplitConditions;
     o.perElementSplits = opts_.perElementSplits;
+    o.skipUnitRescales = opts_.skipUnitRescales;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

@@ -23,6 +23,7 @@ const std::vector<Info> &table() {
         {Fn::NamedArrive, "tilec.named_arrive", "tilec::named_barrier_arrive", 0, {}, {"id", "threads"}, kNone, I::All, "sm_80"},
         {Fn::ShflXor, "tilec.shfl_xor", "__shfl_xor_sync", 0, {}, {"value", "mask"}, kPure, I::All, "sm_80"},
         {Fn::Shfl, "tilec.shfl", "__shfl_sync", 0, {}, {"mask", "value", "lane", "width"}, kPure, I::All, "sm_80"},
+        {Fn::WarpAny, "tilec.warp_any", "__any_sync", 0, {}, {"pred"}, kPure, I::All, "sm_80"},
         {Fn::Swz, "tilec.swz", "tilec::swz", 2, {}, {"cols", "elemBytes", "tileElems", "offset"}, kPure, I::All, "sm_80"},
         // span: the panel layout's, which the code leaves out where it is the row's widest (the template's default)
         {Fn::SwzPanels, "tilec.swz_panels", "tilec::swz_panels", 4, {}, {"cols", "elemBytes", "tileElems", "span", "offset"},

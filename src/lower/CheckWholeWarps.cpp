@@ -26,6 +26,7 @@ const char *warpWide(const Call &c) {
     case Fn::ShflDownSync:
     case Fn::ShflUpSync: return "a warp shuffle";
     case Fn::SyncWarp: return "T.sync_warp";
+    case Fn::WarpAny: return "a vote of the warp";
     case Fn::NamedSync:
     case Fn::NamedArrive: return "a named barrier";
     case Fn::GemmSS:

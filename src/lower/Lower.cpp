@@ -46,6 +46,7 @@
 #include "tilec/passes/PredicateBounds.h"
 #include "tilec/passes/SelectRegisterSlots.h"
 #include "tilec/passes/SinkTransferWaits.h"
+#include "tilec/passes/SkipUnitRescales.h"
 #include "tilec/passes/SplitIndexDivisions.h"
 #include "tilec/passes/SplitSwizzles.h"
 #include "tilec/passes/SplitUniformConditions.h"
@@ -163,6 +164,10 @@ const std::vector<Pass> &table() {
         // T.wgmma_gemm: groups in flight until the program's T.wait_wgmma, retired early only where the issuing
         // threads touch their registers or overwrite their shared operands.
         {"honourProgramWaits", always, [](const Program &p, PassState &) { return passes::honourProgramWaits(p); }, false},
+        // In-place rescales of registers by per-row factors (attention's output): skipped by a warp vote where every
+        // factor is exactly 1 (after the attention schedule placed them).
+        {"skipUnitRescales", [](const LoweringOptions &o) { return o.skipUnitRescales; },
+         [](const Program &p, PassState &s) { return passes::skipUnitRescales(p, &s.diag.sources()); }, false},
         // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
         // tile for a range of iterations: those iterations run a copy of the body without them.
         {"splitUniformConditions", [](const LoweringOptions &o) { return o.splitConditions; },

@@ -203,8 +203,13 @@ double Simulator::eval(const ir::Expr &e, int t) {
             if (info->fn == Fn::Fp4x2Code) return (double)tilec::fp4x2_code((float)eval(arg("lo"), t), (float)eval(arg("hi"), t));
             // Shuffles name all 32 lanes of the warp: one in a partial warp (a block of 1 to 31 threads, or
             // the last warp of 48) waits for lanes that do not exist.
-            if ((info->fn == Fn::ShflXor || info->fn == Fn::Shfl) && t / 32 * 32 + 32 > T_)
+            if ((info->fn == Fn::ShflXor || info->fn == Fn::Shfl || info->fn == Fn::WarpAny) && t / 32 * 32 + 32 > T_)
                 throw SimError("a warp shuffle in a warp of " + std::to_string(T_ - t / 32 * 32) + " threads");
+            if (info->fn == Fn::WarpAny) { // the lanes evaluated in lockstep, as the shuffles' other lanes
+                for (int lane = t / 32 * 32; lane < t / 32 * 32 + 32; ++lane)
+                    if (eval(arg("pred"), lane) != 0) return 1;
+                return 0;
+            }
             if (info->fn == Fn::ShflXor) {
                 int other = t ^ (int)eval(arg("mask"), t);
                 if (other / 32 != t / 32 || other >= T_) throw SimError("shuffle outside the warp");

@@ -19,9 +19,12 @@
 # LOOP_MAX: "OP=N ..." -- at most N instructions of opcode OP in the key-block loop (the seed's file: FSETP=2,
 # its float16 P's exponentials without the subnormal range fix, CodegenExpr.cpp's narrowed(); the two left are
 # the float rescale's).
-# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS [FLAGS [SCHEDULE [LOOP_MAX]]]]
+# LOOP_MIN: "OP=N ..." -- at least N instructions of opcode OP in the key-block loop. With VOTE (the output's
+# rescale under a warp vote, skipUnitRescales): each VOTE.ANY of the TMA variant is followed by a branch over at
+# least 32 FMUL (the multiplies skipped as a block, not predicated one by one).
+# Usage: check_flash_hopper_sass.sh TILEC NVCC TILE_FILE EXPORT WORKDIR [CVT_PER_RS [FLAGS [SCHEDULE [LOOP_MAX [LOOP_MIN]]]]]
 set -uo pipefail
-TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4} FLAGS=${7:-} SCHEDULE=${8:-} LOOP_MAX=${9:-}
+TILEC=$1 NVCC=$2 SRC=$3 EXPORT=$4 WORK=$5 CVT_PER_RS=${6:-4} FLAGS=${7:-} SCHEDULE=${8:-} LOOP_MAX=${9:-} LOOP_MIN=${10:-}
 [[ $FLAGS == *--intra-overlap* ]] && SCHEDULE=fa3
 mkdir -p "$WORK"
 cu=$WORK/flash_hopper.cu cubin=$WORK/flash_hopper.sm_90a.cubin log=$WORK/flash_hopper.ptxas.log sass=$WORK/flash_hopper.sass
@@ -75,7 +78,7 @@ expect "UTMASTG (the epilogue's TMA stores)" '\bUTMASTG' 1
 # to pack them -- PRMT is printed, not checked: bfloat16 probabilities widened to float use it too);
 # the wgmma descriptors in uniform registers (one base per operand made once, constant offsets by UIADD3:
 # R2UR only for the warpgroup index, against two per descriptor per HGMMA when they were vector sums).
-loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA QGMMA F2FP F2F PRMT R2UR IADD3 FSETP MUFU) || { echo "FAIL: $loop"; exit 1; }
+loop=$(python3 "$(dirname "$0")/sass_loop.py" "$sass" _v0P HGMMA QGMMA F2FP F2F PRMT R2UR IADD3 FSETP MUFU VOTE) || { echo "FAIL: $loop"; exit 1; }
 echo "$loop" | tr '\n' ' '; echo
 in_loop() { echo "$loop" | awk -v op="$1" '$1 == op { print $2 }'; }
 rs=$(grep -cE '\b[HQ]GMMA\.[^ ]+ +R[0-9]+, +R[0-9]+, +gdesc' "$v0")
@@ -86,6 +89,38 @@ for limit in $LOOP_MAX; do
     n=$(in_loop "${limit%%=*}")
     if [ "${n:-0}" -gt "${limit#*=}" ]; then echo "FAIL: ${limit%%=*} x$n in the loop, more than ${limit#*=}"; fail=1; fi
 done
+for limit in $LOOP_MIN; do
+    n=$(in_loop "${limit%%=*}")
+    if [ "${n:-0}" -lt "${limit#*=}" ]; then echo "FAIL: ${limit%%=*} x${n:-0} in the loop, fewer than ${limit#*=}"; fail=1; fi
+done
+if [[ " $LOOP_MIN" == *" VOTE="* ]]; then
+    # each vote: the first predicated branch after it (within 64 instructions) jumps over at least 32 FMUL
+    skips=$(python3 - "$v0" <<'PY'
+import re, sys
+insns = []
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(@!?P[0-9] )?([A-Z0-9_.]+)\s*([^;]*)", line)
+    if m:
+        insns.append((int(m.group(1), 16), bool(m.group(2)), m.group(3).split(".")[0], m.group(4)))
+out = []
+for i, (a, _, op, _) in enumerate(insns):
+    if op != "VOTE":
+        continue
+    n = 0
+    for b, pred, op2, rest in insns[i + 1:i + 64]:
+        t = re.search(r"0x([0-9a-f]+)", rest) if op2 == "BRA" and pred else None
+        if t:
+            n = sum(1 for c, _, o, _ in insns if b < c < int(t.group(1), 16) and o == "FMUL")
+            break
+    out.append(str(n))
+print(" ".join(out))
+PY
+)
+    echo "SASS: FMUL skipped by each vote's branch: ${skips:-none}"
+    for n in ${skips:-0}; do
+        if [ "$n" -lt 32 ]; then echo "FAIL: a vote whose branch skips $n FMUL (the rescale predicated or not guarded)"; fail=1; fi
+    done
+fi
 for op in HMMA LDL STL STG; do
     if grep -qE "\b$op\b" "$v0"; then grep -m3 -E "\b$op\b" "$v0"; echo "FAIL: $op in the TMA variant"; fail=1; fi
 done

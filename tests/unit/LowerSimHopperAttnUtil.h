@@ -40,6 +40,7 @@ struct AttnCase {
     bool noPersistent = false; ///< lowered with --no-persistent (one output tile per block)
     int walkGroup = 7;         ///< lowered with --walk-group (LoweringOptions::walkGroup, whose default this is)
     bool splitConditions = true; ///< false: --no-split-conditions (the key loop one copy, as mutants count calls)
+    bool skipRescales = true;    ///< false: --no-skip-unit-rescales (the output's rescale never skipped)
     int kvHeads() const { return headsKV ? headsKV : heads; }
     std::string source() const {
         auto n = [](int v) { return std::to_string(v); };
@@ -71,6 +72,7 @@ struct Lowered {
         t.options.persistent = !a.noPersistent;
         t.options.walkGroup = uneven ? a.walkGroup : 0; // causal tiles persistent too (the default), or one block each
         t.options.splitConditions = a.splitConditions;
+        t.options.skipUnitRescales = a.skipRescales;
         r.keepBefore = "splitUniformConditions";
         r.run(a.source(), "flash.tile", t);
         roles = warpRoles(r);

@@ -268,6 +268,11 @@ int main(int argc, char **argv) {
                   "--no-per-element-splits", [&o] { o.perElementSplits = false; },
                   "loops are split also where each thread tests their conditions once an iteration (the thread index "
                   "against a bound) at run-time points");
+    addSwitchPair(app, "--skip-unit-rescales", [&o] { o.skipUnitRescales = true; },
+                  "in-place multiplies of a thread's registers by per-row factors (attention's output rescale) skipped "
+                  "where a vote of the warp finds every factor exactly 1.0 (exact; the default)",
+                  "--no-skip-unit-rescales", [&o] { o.skipUnitRescales = false; },
+                  "such multiplies run whatever their factors");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
