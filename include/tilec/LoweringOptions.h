@@ -100,6 +100,10 @@ struct LoweringOptions {
     /// On since session 40: every library it changes ran right and faster or tied on the H100 (layernorm 0.87 ->
     /// 0.94x TileLang).
     bool oneBlockBounds = true;
+    /// The blocks per SM those bounds name (--bound-blocks; 1, TileLang's, by default): N > 1 caps a thread's registers
+    /// at 65536 / (N x threads), an occupancy A/B for memory-bound kernels whose registers ptxas does not need
+    /// (layernorm_fwd: 94 registers and 2 blocks per SM at 1, 79 and 3 at 3, TileLang's kernel 72 and 3).
+    int boundBlocks = 1;
     /// sm_90 and later: a kernel's closing shared-to-global tile copies as TMA bulk copies (cp.async.bulk) issued
     /// by single threads, as TileLang stores a tile (passes::bulkStores; --no-bulk-stores turns it off).
     bool bulkStores = true;

@@ -192,6 +192,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;
     o.oneBlockBounds = opts_.oneBlockBounds;
+    o.boundBlocks = opts_.boundBlocks;
     o.bulkStores = !opts_.noBulkStores && !opts_.noTma; // --no-tma: every tile on the threads' own path
     o.bulkStoreRows = opts_.bulkStoreRows;
     o.stmatrixCopies = !opts_.noStmatrixCopies;

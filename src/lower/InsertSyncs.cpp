@@ -220,19 +220,42 @@ class Syncer {
     bool apartRuns(const Expr &rest, int64_t c, const For &loop) const {
         auto trips = constInt(loop.extent);
         if (!trips || constInt(loop.min) != std::optional<int64_t>(0)) return false;
-        std::vector<Expr> terms{rest};
         int64_t step = 0; // the gcd of the thread-dependent terms
-        while (!terms.empty()) {
-            Expr t = terms.back();
-            terms.pop_back();
-            if (auto b = as<Binary>(t); b && b->op == BinaryOp::Add) {
-                terms.push_back(b->a);
-                terms.push_back(b->b);
-            } else if (!uniform(t)) {
-                step = gcd64(step, knownMultiple(t));
-            }
-        }
+        for (const Expr &t : addends(rest))
+            if (!uniform(t)) step = gcd64(step, knownMultiple(t));
         return step >= std::abs(c) * *trips;
+    }
+
+    /// The terms of the sum `e` (e itself where it is no addition).
+    static std::vector<Expr> addends(const Expr &e) {
+        std::vector<Expr> out, todo{e};
+        while (!todo.empty()) {
+            Expr t = todo.back();
+            todo.pop_back();
+            if (auto b = as<Binary>(t); b && b->op == BinaryOp::Add) todo.push_back(b->a), todo.push_back(b->b);
+            else out.push_back(t);
+        }
+        return out;
+    }
+
+    /// Do the terms of `rest` that differ between threads or with the body's loop variables (`withBody`: the
+    /// kernel's ranges and acc.boundRanges, the same bounds in each iteration) span fewer than |c| values, reading no memory? The other terms are the
+    /// same for every thread in every iteration, so iteration v's elements c * v + rest then lie in a run of |c|
+    /// of their own, whatever thread touches them: a stage loop over a T.Parallel nest that writes rows
+    /// `pid * 64 + stage * 16 + i`, i < 16 (TileKernels' per-channel casts: out and out_sf kept a barrier at every
+    /// stage of the unrolled loop where one before it orders the shared tile the stages read).
+    bool withinStep(const Expr &rest, int64_t c, const TensorAccesses &acc, const RangeMap &withBody) const {
+        if (readsMemory(rest)) return false;
+        int64_t span = 0;
+        for (const Expr &t : addends(rest)) {
+            bool fixed = uniform(t);
+            for (auto *v : acc.bound) fixed &= !uses(t, v);
+            if (fixed) continue;
+            Interval i = boundsOf(t, withBody);
+            if (!i.lo || !i.hi) return false;
+            span += *i.hi - *i.lo;
+        }
+        return span < std::abs(c);
     }
 
     static int countSyncs(const Stmt &s) {
@@ -284,6 +307,8 @@ class Syncer {
         TensorAccesses acc(b);
         acc.visit(loop.body);
         if (acc.opaque || acc.indices.empty()) return false;
+        RangeMap withBody = ranges_; // the indices' bounds over the body's loops too
+        for (auto &[v, i] : acc.boundRanges) withBody[v] = i;
         const std::vector<Expr> &first = *acc.indices.front();
         for (size_t d = 0; d < first.size() && first.size() == b->shape.size(); ++d) {
             bool same = true;
@@ -293,9 +318,11 @@ class Syncer {
             if (const Expr &rest = lin->first; rest) {
                 bool invariant = !readsMemory(rest);
                 for (auto *v : acc.bound) invariant &= !uses(rest, v);
-                if (!invariant || !(uniform(rest) || apartRuns(rest, lin->second, loop))) continue;
+                if (!(invariant && (uniform(rest) || apartRuns(rest, lin->second, loop))) &&
+                    !withinStep(rest, lin->second, acc, withBody))
+                    continue;
             }
-            Interval r = boundsOf(first[d], ranges_), extent = boundsOf(b->shape[d], ranges_);
+            Interval r = boundsOf(first[d], withBody), extent = boundsOf(b->shape[d], ranges_);
             if (r.lo && *r.lo >= 0 && r.hi && extent.lo && *r.hi < *extent.lo) return true;
         }
         return false;

@@ -89,12 +89,12 @@ int64_t loadBatchRegisters(const Stmt &body) {
     return l.registers;
 }
 
-ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel) {
+ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel, int blocks) {
     return eachKernel(p, [&](const ir::KernelP &k) -> ir::KernelP {
         if (k->minBlocksPerSM || k->persistent || !k->body) return k;
         if (everyKernel) {
             auto nk = std::make_shared<ir::Kernel>(*k);
-            nk->minBlocksPerSM = 1;
+            nk->minBlocksPerSM = blocks;
             return nk;
         }
         TensorCores tc;
@@ -105,7 +105,7 @@ ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel) {
         // A batch that fits beside the rest in what ptxas takes on its own is issued together without a bound.
         if (perThread <= kDefaultCap) return k;
         auto nk = std::make_shared<ir::Kernel>(*k);
-        nk->minBlocksPerSM = 1;
+        nk->minBlocksPerSM = blocks;
         return nk;
     });
 }

@@ -211,7 +211,7 @@ const std::vector<Pass> &table() {
         {"oneWaveLaunchBounds", always,
          [](const Program &p, PassState &s) { return passes::oneWaveLaunchBounds(p, s.variant.target); }, false},
         // Other grids whose unrolled loops issue many global loads together: one block per SM, registers for them.
-        {"loadBatchLaunchBounds", always, [](const Program &p, PassState &s) { return passes::loadBatchLaunchBounds(p, s.variant.options.oneBlockBounds); }, false},
+        {"loadBatchLaunchBounds", always, [](const Program &p, PassState &s) { return passes::loadBatchLaunchBounds(p, s.variant.options.oneBlockBounds, s.variant.options.boundBlocks); }, false},
         // The program's own setmaxnreg (T.set_max_nreg) kept where whole warp groups of explicit warp roles run it
         // and the counts fit the register file at the launch bound's blocks per SM; dropped elsewhere (-v says why).
         {"keepMaxNreg", always,

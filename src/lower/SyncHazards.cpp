@@ -354,6 +354,7 @@ void TensorAccesses::visit(const Store &op) {
 }
 void TensorAccesses::visit(const For &op) {
     bound.insert(op.var.get());
+    addLoopRange(boundRanges, op);
     IRVisitor::visit(op);
 }
 void TensorAccesses::visit(const Call &op) {

@@ -9,6 +9,7 @@
 #include "ThreadOwners.h"
 #include "tilec/IR.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/Arith.h"
 #include "tilec/passes/Layout.h"
 #include "tilec/SharedAliases.h"
 
@@ -145,6 +146,7 @@ struct TensorAccesses : ir::IRVisitor {
     const ir::BufferNode *buffer;
     std::vector<const std::vector<ir::Expr> *> indices;
     std::set<const ir::VarNode *> bound; ///< the loop variables of the body (T.Parallel's included)
+    RangeMap boundRanges;                ///< those of them whose bounds are known (addLoopRange)
     bool opaque = false;
     void visitRegion(const ir::Region &r) override;
     void visit(const ir::Load &op) override;

@@ -84,6 +84,32 @@ Stmt atomicLanes(const For &f) {
     return matchAtomicVector(*as<For>(v)) ? v : nullptr;
 }
 
+/// A loop of lanes (a vectorized loop, or a program's T.vectorized one) whose body is several atomic additions,
+/// optionally all under one test free of the lane, each of which code generation adds at once on its own
+/// (matchAtomicVector): one such loop per addition, in the same order; null for any other. A lane loop of
+/// T.Parallel over two accumulators (layernorm_bwd's DGamma and DBeta at the end of the kernel) otherwise stays
+/// two scalar atomics a lane: 64 REDG of 4 bytes a thread where TileLang's AtomicAddx4 issues 16 of 16. Exact: an
+/// atomic addition returns nothing and the loop writes nothing else (the values are registers or shared memory,
+/// the test touches no tensor an addition writes), so only the order of one thread's relaxed additions changes,
+/// which across threads is unordered already.
+Stmt atomicLoopsApart(const For &f) {
+    if (f.forKind != ForKind::Vectorized && !(f.forKind == ForKind::Unrolled && programVectorized(f.numStages))) return nullptr;
+    Expr cond;
+    Stmt body = f.body;
+    if (auto i = as<IfThenElse>(body); i && !i->otherwise && !uses(i->cond, f.var.get())) cond = i->cond, body = i->then;
+    std::vector<Stmt> items = Seq::items(body), loops;
+    if (items.size() < 2) return nullptr;
+    for (const Stmt &s : items) {
+        Var lane = loops.empty() ? f.var : makeVar(f.var->name, f.var->dtype, f.loc);
+        Stmt b = substitute(cond ? IfThenElse::make(cond, s, nullptr, s->loc) : s, VarMap{{f.var.get(), Expr(lane)}});
+        Stmt lanes = For::make(lane, f.min, f.extent, ForKind::Vectorized, 0, b, f.loc);
+        auto a = matchAtomicVector(*as<For>(lanes));
+        if (!a || (cond && uses(cond, a->add->dst.buffer.get()))) return nullptr;
+        loops.push_back(f.forKind == ForKind::Vectorized ? lanes : For::make(lane, f.min, f.extent, f.forKind, f.numStages, b, f.loc));
+    }
+    return Seq::make(std::move(loops), f.loc);
+}
+
 /// Registers a gathered load may span (gatherRuns): its runs' extent, from the first run's start to the last one's end.
 constexpr int64_t kMaxGatherSpan = 64;
 
@@ -121,6 +147,7 @@ class Vectorizer : public RangeScopedMutator {
     SizeAssumptions assumed;
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
+        if (Stmt apart = atomicLoopsApart(*op)) return mutate(apart);
         Stmt s;
         const For *f = nullptr;
         std::optional<int64_t> width;

@@ -317,6 +317,11 @@ int main(int argc, char **argv) {
                   "kernels (the default)",
                   "--no-one-block-bounds", [&o] { o.oneBlockBounds = false; },
                   "only kernels whose unrolled global loads need the registers get __launch_bounds__(threads, 1)");
+    app.add_option("--bound-blocks", o.boundBlocks,
+                   "the blocks per SM of the launch bounds tilec gives kernels without one of their own (default 1, "
+                   "TileLang's): N > 1 caps registers at 65536 / (N x threads), for timing occupancy")
+        ->check(CLI::Range(1, 32))
+        ->capture_default_str();
     app.add_flag("--opaque-vector-stores", o.opaqueVectorStores,
                  "register -> global vector stores of 8 or 16 bytes as one PTX st.global each, which nvcc cannot "
                  "split (default: only stores through T.make_tensor addresses; nvcc folds parameters' offsets)");

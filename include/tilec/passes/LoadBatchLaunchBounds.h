@@ -19,8 +19,9 @@ namespace tilec::passes {
 /// copies, all in flight at 63 registers already). Tensor-core kernels: wy_fast_bwd_split's loads are a batch of
 /// 64 registers, but the bound took ptxas from 128 to 132 registers (4 -> 3 blocks per SM) for no load.
 /// With `everyKernel` (--one-block-bounds), every kernel without a bound of its own gets (threads, 1), its loads
-/// and products aside: TileLang's bound, for timing against this rule on the GPU.
-ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel = false);
+/// and products aside: TileLang's bound, for timing against this rule on the GPU. `blocks` (--bound-blocks) is
+/// the bound's blocks per SM, 1 unless an occupancy A/B asks for more.
+ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel = false, int blocks = 1);
 
 /// The registers (4-byte words) of the largest batch of global loads `body` issues in one outermost unrolled
 /// loop without a barrier or an asynchronous transfer (0 when none).
