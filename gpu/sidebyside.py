@@ -427,7 +427,54 @@ def table(results, header=""):
     if suspect:
         lines.append("SUSPECT: %d timed while the GPU was not the run's alone (their same-bytes copy far too slow, "
                      "twice): see their detail" % suspect)
-    return "\n".join(lines + reference_summary(results))
+    return "\n".join(lines + bandwidth_summary(results) + reference_summary(results))
+
+
+BANDWIDTH_BOUND_PCT = 80     # bandwidth-bound: either compiler reaches this share of the same-bytes copy
+BANDWIDTH_BAR_PCT = 90       # issue 25's bar: tilec at >= 90 % of a same-bytes copy measured in the same run
+BANDWIDTH_MIN_COPY_MS = 0.010  # below 10 us of copy a kernel's time is its launch, not its bytes
+
+
+def bandwidth_rows(results):
+    """(id, tilec's %, TileLang's %) of the timed kernels that are bandwidth-bound: one of the two compilers runs
+    within BANDWIDTH_BOUND_PCT of the same-bytes copy (graph timing) and the copy takes BANDWIDTH_MIN_COPY_MS or
+    more (a shorter one measures the launch)."""
+    out = []
+    for r in results:
+        tc, tl, cp = r.get("tc_copy_pct"), r.get("tl_copy_pct"), r.get("copy_graph_ms")
+        if r.get("status") != "PASS" or r.get("suspect") or None in (tc, tl, cp):
+            continue
+        if max(tc, tl) >= BANDWIDTH_BOUND_PCT and cp >= BANDWIDTH_MIN_COPY_MS:
+            out.append((r["id"], tc, tl))
+    return sorted(out)
+
+
+def bandwidth_summary(results):
+    """The line that judges issue 25's bandwidth bar over bandwidth_rows, naming the kernels below it."""
+    rows = bandwidth_rows(results)
+    if not rows:
+        return []
+    below = ["%s (%.0f %%, TileLang %.0f %%)" % (i, tc, tl) for i, tc, tl in rows if tc < BANDWIDTH_BAR_PCT]
+    return ["BANDWIDTH: %d bandwidth-bound kernels (a compiler at >= %d %% of the same-bytes copy, copy >= %.0f us); "
+            "tilec at >= %d %% of the copy on %d; below: %s" % (
+                len(rows), BANDWIDTH_BOUND_PCT, BANDWIDTH_MIN_COPY_MS * 1000, BANDWIDTH_BAR_PCT,
+                len(rows) - len(below), "; ".join(below) or "none")]
+
+
+def _check_bandwidth():
+    """bandwidth_rows' selection: bound by either compiler, copy long enough, PASS only."""
+    def row(i, tc, tl, cp, status="PASS"):
+        return dict(id=i, tc_copy_pct=tc, tl_copy_pct=tl, copy_graph_ms=cp, status=status)
+    res = [row("a", 85, 95, 0.05), row("b", 95, 60, 0.05), row("c", 50, 60, 0.05), row("d", 70, 99, 0.001),
+           row("e", 70, 99, 0.05, "FAIL"), row("f", 92, 93, 0.02)]
+    got = bandwidth_rows(res)
+    problems = []
+    if [i for i, _, _ in got] != ["a", "b", "f"]:
+        problems.append("bandwidth_rows selected %r, not a b f" % [i for i, _, _ in got])
+    line = bandwidth_summary(res)
+    if len(line) != 1 or "on 2;" not in line[0] or "a (85 %" not in line[0]:
+        problems.append("bandwidth_summary: %r" % line)
+    return problems
 
 
 def reference_summary(results):
@@ -723,7 +770,7 @@ def self_check():
         problems.append("importable(example_dirs(...)): %r inside, %r after" % (inside, path))
     if _tag_key("v0.1.13") <= _tag_key("v0.1.9"):
         problems.append("tag order: v0.1.13 must be newer than v0.1.9")
-    problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate() + _check_reference_verdict()
+    problems += _check_shards() + _check_tilelang_as_tilec() + _check_arbitrate() + _check_reference_verdict() + _check_bandwidth()
     params = [("x", "bfloat16", ["num_batches", "shape_x", "shape_y"], "read"),
               ("out", "bfloat16", ["num_batches", "shape_y", "shape_x"], "written"), ("n", "int32", ["rows"], "read")]
     ns = {"rows": 5}
