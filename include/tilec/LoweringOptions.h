@@ -83,8 +83,9 @@ struct LoweringOptions {
     bool perElementSplits = true;
     /// In-place multiplies of a thread's register elements by factors shared across elements (attention's output
     /// rescale) skipped where a warp vote finds every factor exactly 1 (passes::skipUnitRescales;
-    /// --no-skip-unit-rescales).
-    bool skipUnitRescales = true;
+    /// --skip-unit-rescales). Off by default since session 44's H100 A/B: the seed's flash_d128 2.5 % faster,
+    /// five of TileLang's attention examples 3-6 % slower (gqa_fwd_bshd, mha_fwd_varlen, mla_decode_ws).
+    bool skipUnitRescales = false;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension
