@@ -94,8 +94,9 @@ class Bench:
     kernel (e.g. one per run-time size)."""
 
     def __init__(self, lib, kernel, make, nbytes, shape, bar=None, torch_name="", flops=None, target=None,
-                 variants=False, label="", rel_limit=None, other_bars=None):
+                 variants=False, label="", rel_limit=None, other_bars=None, tilelang=()):
         self.lib, self.kernel, self.make, self.nbytes = lib, kernel, make, nbytes
+        self.tilelang = tuple(tilelang)     # (library, name) of gpu/compat_exports.txt lines TileLang builds beside
         self.other_bars = other_bars or {}  # {further baseline's name: the bar tilec / it is judged by}
         self.rel_limit = rel_limit      # the sanity check against the baseline (gpu/bench.py REL_LIMIT by default)
         self.shape, self.bar, self.torch_name = shape, bar, torch_name

@@ -310,7 +310,7 @@ def check_issue28():
     for lib, bwd, prep, post, p in ks:
         names = dict(spec[lib]["exports"])
         check(prep in names and post in names, "%s:%s has no %s / %s beside it" % (lib, bwd, prep, post))
-        if prep in names:
+        if prep in names and post in names:
             c = tlbeside.calls(lib)
             check(c[prep][1][:4] == [p["batch"], p["heads"], p["seq"], p["dim"]] == c[post][1][:4],
                   "%s:%s: its preprocess and postprocess are at another shape" % (lib, bwd))
@@ -319,6 +319,9 @@ def check_issue28():
     check(len(shapes) == 8, "issue 28's backward shapes (D 64, 128, causal and not, two files): %r" % shapes)
     check(len(list(mods["attn_bwd"].benches())) == 8 and len(list(mods["attn_decode"].benches())) >= 1,
           "issue 28's benchmarks")
+    benches = list(mods["attn_bwd"].benches()) + list(mods["attn_decode"].benches())
+    check(all(b.tilelang and all(name in dict(spec[lib]["exports"]) for lib, name in b.tilelang) for b in benches),
+          "issue 28's benchmarks name TileLang builds of lines gpu/compat_exports.txt has")
     check(attn_refs.backward_flops(8, 16, 4096, 128, False) == 5 * 2.0 * 8 * 16 * 4096 ** 2 * 128 ==
           2 * attn_refs.backward_flops(8, 16, 4096, 128, True), "backward FLOPs")
 

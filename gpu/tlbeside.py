@@ -79,3 +79,39 @@ def tilelang_kernel(lib, name, path=SPEC):
         kern = eval(compile(call, spec["file"] + " (compat_exports call)", "eval"), ns)
     _KERNELS[(lib, name)] = kern
     return kern
+
+
+def _compile_one(key):
+    """A worker's task: TileLang's build of one line, into TileLang's disk cache; (key, None or the error)."""
+    import time
+    t0 = time.time()
+    try:
+        tilelang_kernel(*key)
+        return key, None, time.time() - t0
+    except Exception as e:  # noqa: BLE001 - reported; the benchmark then says TileLang did not run
+        return key, "%s: %s" % (type(e).__name__, " ".join(str(e).split())[-200:]), time.time() - t0
+
+
+def precompile(keys, jobs=None):
+    """TileLang's builds of the (library, name) lines, one worker process per core, before any benchmark runs (as
+    the side by side compiles first, tools/gpu/sbs_compile.py): the timing process then gets each kernel back from
+    TileLang's disk cache (TILELANG_CACHE_DIR). Prints one line per kernel; exit status 0, or 77 without TileLang."""
+    import concurrent.futures
+    import multiprocessing
+    if not keys:
+        print("tl-precompile: no benchmark times a TileLang build")
+        return 0
+    try:
+        import importlib.util
+        if importlib.util.find_spec("tilelang") is None:
+            raise ImportError("no tilelang on sys.path")
+    except Exception as e:  # noqa: BLE001
+        print("tl-precompile: TileLang is not importable (%s): nothing compiled" % e)
+        return 77
+    jobs = jobs or min(len(keys), os.cpu_count() or 4)
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        for (lib, name), err, secs in pool.map(_compile_one, keys):
+            print("tl-precompile: %s:%s %s in %.1f s" % (lib, name, "compiled" if err is None else "FAILED " + err, secs),
+                  flush=True)
+    return 0

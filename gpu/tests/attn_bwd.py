@@ -170,4 +170,5 @@ def benches():
         b, h, s, d = p["batch"], p["heads"], p["seq"], p["dim"]
         yield C.Bench(lib, bwd, bench_make(lib, bwd, prep, post, p), nbytes=2 * 8 * b * h * s * d,
                       shape=shape_text(p), bar=BAR_CUDNN, torch_name="SDPA cuDNN",
-                      flops=AR.backward_flops(b, h, s, d, p["causal"]), other_bars={"SDPA flash": BAR_FLASH})
+                      flops=AR.backward_flops(b, h, s, d, p["causal"]), other_bars={"SDPA flash": BAR_FLASH},
+                      tilelang=[(lib, prep), (lib, bwd), (lib, post)])

@@ -95,4 +95,4 @@ def benches():
         if p["batch"] * p["keys"] <= 8192:
             continue
         yield C.Bench(LIB, name, bench_make(name, p), nbytes=nbytes(p), shape=shape_text(p), bar=BAR,
-                      torch_name="TileLang")
+                      torch_name="TileLang", tilelang=[(LIB, name)])
