@@ -15,6 +15,7 @@ import sys
 import cinterface
 import numerics as N
 import report
+import selfcheck_attn
 
 failures = []
 
@@ -292,40 +293,6 @@ def check_issue4(here):
     check(gen.parse_set(["policy=None,1", "num_stages=3"]) == {"policy": [None, 1], "num_stages": [3]}, "--set")
 
 
-def check_issue28():
-    """gpu/compat_exports.txt and its test modules (no torch): every main backward kernel has its preprocess and
-    postprocess in its library at the same shape, the benchmarks are issue 28's shapes, the FLOP count is the
-    example files' own (5 products of 2 B H S^2 D)."""
-    import importlib.util
-    import attn_refs
-    import tlbeside
-    spec = tlbeside.read_spec()
-    mods = {}
-    for name in ("attn_bwd", "attn_decode"):
-        u = importlib.util.spec_from_file_location("tilec_gpu_check_" + name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests",
-                                                                                       name + ".py"))
-        mods[name] = importlib.util.module_from_spec(u)
-        u.loader.exec_module(mods[name])
-    ks = mods["attn_bwd"].kernels()
-    for lib, bwd, prep, post, p in ks:
-        names = dict(spec[lib]["exports"])
-        check(prep in names and post in names, "%s:%s has no %s / %s beside it" % (lib, bwd, prep, post))
-        if prep in names and post in names:
-            c = tlbeside.calls(lib)
-            check(c[prep][1][:4] == [p["batch"], p["heads"], p["seq"], p["dim"]] == c[post][1][:4],
-                  "%s:%s: its preprocess and postprocess are at another shape" % (lib, bwd))
-    shapes = sorted({(lib, p["dim"], p["causal"]) for lib, _, _, _, p in ks if p["seq"] == 4096 and
-                     (p["batch"], p["heads"]) == (8, 16)})
-    check(len(shapes) == 8, "issue 28's backward shapes (D 64, 128, causal and not, two files): %r" % shapes)
-    check(len(list(mods["attn_bwd"].benches())) == 8 and len(list(mods["attn_decode"].benches())) >= 1,
-          "issue 28's benchmarks")
-    benches = list(mods["attn_bwd"].benches()) + list(mods["attn_decode"].benches())
-    check(all(b.tilelang and all(name in dict(spec[lib]["exports"]) for lib, name in b.tilelang) for b in benches),
-          "issue 28's benchmarks name TileLang builds of lines gpu/compat_exports.txt has")
-    check(attn_refs.backward_flops(8, 16, 4096, 128, False) == 5 * 2.0 * 8 * 16 * 4096 ** 2 * 128 ==
-          2 * attn_refs.backward_flops(8, 16, 4096, 128, True), "backward FLOPs")
-
-
 def check_refs_torch():
     """The float64 references against independent computations, on the CPU: the attention against PyTorch's
     own scaled_dot_product_attention in float64 (heads split into chunks of two), the GEMM against loops."""
@@ -356,49 +323,8 @@ def check_refs_torch():
     bound = refs.gemm_bound(R, S, "float16", "float16")
     check(abs(float(bound[1, 2]) - (4 * 2 ** -11 * float(S[1, 2]) + 2 ** -11 * abs(float(R[1, 2])))) < 1e-15,
           "gemm_bound is docs/INTERFACE.md's formula")
-    check_issue28_torch(torch, g)
+    selfcheck_attn.check_torch(torch, g, check)
     print("self-check: attention and GEMM references agree with SDPA (float64) and with loops")
-
-
-def check_issue28_torch(torch, g):
-    """gpu/attn_refs.py against independent computations in float64 on the CPU: the backward's gradients against
-    autograd through PyTorch's own scaled_dot_product_attention (both layouts, causal and not, heads in chunks of
-    one), lse against the log-sum-exp of the scores; the bounds above the true rounding scale; the decode
-    against a loop over heads with the masked keys dropped."""
-    import attn_refs as AR
-    q, k, v, do = (torch.randn(2, 3, 40, 8, generator=g).half() for _ in range(4))     # (B, H, S, D)
-    for layout in ("bhsd", "bshd"):
-        for causal in (False, True):
-            args = [x if layout == "bhsd" else x.transpose(1, 2).contiguous() for x in (q, k, v, do)]
-            r = AR.backward_reference(*args, causal, layout, chunk_bytes=40 * 40 * 8)
-            leaves = [x.double().requires_grad_(True) for x in (q, k, v)]
-            o = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal)
-            grads = torch.autograd.grad(o, leaves, do.double())
-            back = (lambda x: x) if layout == "bhsd" else (lambda x: x.transpose(1, 2))
-            for name, want in zip(("O", "dQ", "dK", "dV"), (o.detach(),) + tuple(grads)):
-                err = float((back(r[name]) - want).abs().max())
-                check(err < 1e-10, "attn_refs.backward_reference %s (%s, causal=%s) differs from autograd by %g"
-                      % (name, layout, causal, err))
-            sc = torch.matmul(q.double(), k.double().transpose(2, 3)) / 8 ** 0.5
-            if causal:
-                sc.masked_fill_(torch.ones(40, 40, dtype=torch.bool).triu(1), float("-inf"))
-            check(float((r["lse"] - torch.logsumexp(sc, -1) / 0.6931471805599453).abs().max()) < 1e-10,
-                  "attn_refs.backward_reference lse (%s, causal=%s) is not log2 sum exp" % (layout, causal))
-            check(all(bool((r[n + "_bound"] >= 2.0 ** -11 * r[n].abs()).all()) for n in ("dQ", "dK", "dV")),
-                  "attn_refs bounds below the output rounding")
-    qd = torch.randn(2, 6, 8, generator=g).half()
-    kd, vd = (torch.randn(2, 30, 3, 8, generator=g).half() for _ in range(2))
-    mask = torch.randint(0, 2, (2, 30, 3), generator=g).to(torch.uint8)
-    mask[:, 0] = 1
-    got = AR.decode_reference(qd, kd, vd, mask, chunk_batches=1)
-    bad = 0
-    for b in range(2):
-        for h in range(6):
-            keep = mask[b, :, h // 2] != 0
-            kk, vv = kd[b, :, h // 2][keep].double(), vd[b, :, h // 2][keep].double()
-            want = torch.softmax(kk @ qd[b, h].double() / 8 ** 0.5, 0) @ vv
-            bad += float((got[b, h] - want).abs().max()) > 1e-12
-    check(bad == 0, "attn_refs.decode_reference: %d of 12 (batch, head) rows differ from a loop" % bad)
 
 
 def check_tlcompat():
@@ -514,7 +440,7 @@ def main(here):
     check_modules()
     check_report()
     check_issue4(here)
-    check_issue28()
+    selfcheck_attn.check(check)
     check_tlcompat()
     check_sidebyside()
     check_torch(rng)

@@ -7,7 +7,8 @@ run in that order as the files' backward() does.
 Tests (every bwd_* kernel, the small shapes for the sanitizers too): fresh float16 Q, K, V, dO; O and lse from
 the float64 forward (O rounded to float16, lse to float32); Delta, dQ, dK, dV poisoned (0xFF) between guard zones,
 the dQ accumulator zeros; every element of dQ, dK, dV judged against float64 by gpu/attn_refs.py's bound (the GEMM
-rule applied to each product); the inputs must be unchanged after the three launches.
+rule applied to each product, and 1 ulp of float16 for the output's rounding); the inputs must be unchanged
+after the three launches.
 
 Benchmarks (B, H, S = 8, 16, 4096, D = 64 and 128, causal and not, float16): the whole backward (the dQ
 accumulator's zeroing and the three launches, CUDA events around them all, core.Steps) against PyTorch SDPA's
@@ -76,7 +77,7 @@ def test(lib, bwd, prep, post, p):
         details = []
         for name, got in (("dQ", dq), ("dK", dk.view(shape)), ("dV", dv.view(shape))):
             try:
-                details.append(name + " " + ctx.expect_bound(got, fwd[name], "float16", ulps=0,
+                details.append(name + " " + ctx.expect_bound(got, fwd[name], "float16", ulps=1,
                                                              extra=fwd[name + "_bound"], show_ulp=False,
                                                              what="gpu/attn_refs.py's bound"))
             except C.Fail as e:
