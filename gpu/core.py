@@ -112,9 +112,6 @@ class Steps:
     def __init__(self, *steps):
         self.steps = steps
 
-    def names(self):
-        return [s[0] for s in self.steps if not callable(s)]
-
     def bind(self, ctx, stream):
         """A function of no arguments that queues every step on `stream` (the current stream), checking each
         launch's status (core.Fail on an error); nothing synchronizes, so a CUDA graph may capture it."""
