@@ -21,7 +21,12 @@ torch.matmul, SDPA's flash back end), timed the same way on the same inputs, the
 the ratio tilec / baseline = baseline time / tilec time. A benchmark may name further baselines (SDPA's cuDNN
 back end beside its flash one): they are timed in the same interleaved rounds and reported beside. Before
 timing, the kernel's result is compared with the baseline's (relative 2-norm error under REL_LIMIT, a sanity
-check: the test phase judges every element).
+check: the test phase judges every element; a baseline that returns several results, as a backward's dQ, dK, dV,
+is compared result by result with the kernel's outputs in the same order, the worst of them judged).
+A benchmark whose one call is several launches (core.Steps: an attention backward's preprocess, main kernel and
+postprocess, and the zeroing of the dQ accumulator they atomic_add into) is timed as one call, CUDA events around
+all of them. A further baseline may carry a bar of its own (Bench.other_bars: issue 28's backward asks >= 1.0 x
+SDPA cuDNN, the baseline, and >= 1.6 x SDPA flash, a further one).
 """
 import ctypes
 import re
@@ -164,18 +169,26 @@ def run(args, benches, rec, find_library, gpu_available, make_watchdog):
         torch.cuda.empty_cache()
 
 
+def launcher(ctx, b, args, torch):
+    """A function of no arguments that runs the benchmark's call on the current stream: one kernel's launch with
+    args, or the launches of a core.Steps (several kernels timed as one call); a launch's error status raises
+    core.Fail."""
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    if isinstance(args, core.Steps):
+        return args.bind(ctx, stream)
+    return core.Steps((b.kernel, tuple(args))).bind(ctx, stream)
+
+
 def one(b, lib, timer, torch, seed, large, bar_baseline):
     ctx = core.Context(lib, seed, guards=False)
     args, outputs, torch_fn = b.make(ctx, b.kernel)
-    fn, cargs = ctx._args(b.kernel, args)
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    status = fn(*cargs, stream)
-    ctx._status(b.kernel, status, "call")
+    run = launcher(ctx, b, args, torch)
+    run()
     torch.cuda.synchronize()
     for o in outputs:   # the test phase checks every element; here only that the call wrote something sane
         if o.dtype.is_floating_point and bool(o.float().isnan().any()):
             raise core.Fail("the output holds NaN after the call (see the correctness tests)")
-    ms = timer.ms(lambda: fn(*cargs, stream))
+    ms = timer.ms(run)
     same, same_ms = copy_tbps(timer, torch, b.nbytes // 2)
     tbps = b.nbytes / ms / 1e9
     torch_ms = torch_tbps = None
@@ -218,22 +231,24 @@ def one_compute(b, lib, timer, torch, seed):
     made = b.make(ctx, b.kernel)
     args, outputs, base_fn = made[:3]
     others, others_failed = usable_baselines(torch, made[3] if len(made) > 3 else None)
-    fn, cargs = ctx._args(b.kernel, args)
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    status = fn(*cargs, stream)
-    ctx._status(b.kernel, status, "call")
+    run = launcher(ctx, b, args, torch)
+    run()
     torch.cuda.synchronize()
     ref = base_fn()
     torch.cuda.synchronize()
-    rel = relative_error(torch, outputs[0], ref)
+    rel = max(relative_error(torch, o, r) for o, r in zip(outputs, ref if isinstance(ref, (tuple, list)) else [ref]))
     limit = getattr(b, "rel_limit", None) or REL_LIMIT
     if not rel < limit:
         raise core.Fail("the result differs from %s's: relative 2-norm error %.3g (limit %g; see the "
                         "correctness tests)" % (b.torch_name or "the baseline", rel, limit))
     del ref
-    ms, base_ms, *others_ms = timer.ms_all([lambda: fn(*cargs, stream), base_fn] + list(others.values()))
+    ms, base_ms, *others_ms = timer.ms_all([run, base_fn] + list(others.values()))
     ratio = base_ms / ms
+    bars = getattr(b, "other_bars", None) or {}
     extra = [dict(name=n, ms=m, tflops=b.flops / m / 1e9, ratio=m / ms) for n, m in zip(others, others_ms)]
+    for o in extra:
+        if o["name"] in bars:
+            o.update(bar=bars[o["name"]], met=o["ratio"] >= bars[o["name"]])
     extra += [dict(name=n, error=e) for n, e in others_failed.items()]
     return dict(kind="compute", shape=b.shape, flops=b.flops, ms=ms, tflops=b.flops / ms / 1e9,
                 torch_name=b.torch_name, torch_ms=base_ms, torch_tflops=b.flops / base_ms / 1e9, ratio=ratio,
@@ -256,4 +271,5 @@ def other_text(o):
     """One further baseline of a compute benchmark: its time and tilec / it, or why it did not run."""
     if "error" in o:
         return "%s did not run (%s)" % (o["name"], o["error"])
-    return "%s %.4f ms %.1f TFLOP/s, tilec/%s %.2f" % (o["name"], o["ms"], o["tflops"], o["name"], o["ratio"])
+    bar = "" if "bar" not in o else " (bar %.2f: %s)" % (o["bar"], "met" if o["met"] else "MISSED")
+    return "%s %.4f ms %.1f TFLOP/s, tilec/%s %.2f%s" % (o["name"], o["ms"], o["tflops"], o["name"], o["ratio"], bar)

@@ -82,8 +82,9 @@ class Test:
 
 
 class Bench:
-    """One benchmark: make(ctx, kernel) returns (args, outputs, torch_fn) with args in parameter order, or
-    (args, outputs, torch_fn, {name: fn}) with further baselines timed beside torch_fn (compute benchmarks).
+    """One benchmark: make(ctx, kernel) returns (args, outputs, torch_fn) with args in parameter order (or a
+    core.Steps: several launches timed as one call), or (args, outputs, torch_fn, {name: fn}) with further
+    baselines timed beside torch_fn (compute benchmarks; other_bars gives some of them a bar of their own).
     nbytes: bytes read plus bytes written. bar: the fraction of copy bandwidth the issue asks for, or None.
 
     With flops (a compute benchmark: GEMM, attention), the kernel is judged against torch_fn, the baseline
@@ -93,11 +94,45 @@ class Bench:
     kernel (e.g. one per run-time size)."""
 
     def __init__(self, lib, kernel, make, nbytes, shape, bar=None, torch_name="", flops=None, target=None,
-                 variants=False, label="", rel_limit=None):
+                 variants=False, label="", rel_limit=None, other_bars=None, tilelang=()):
         self.lib, self.kernel, self.make, self.nbytes = lib, kernel, make, nbytes
+        self.tilelang = tuple(tilelang)     # (library, name) of gpu/compat_exports.txt lines TileLang builds beside
+        self.other_bars = other_bars or {}  # {further baseline's name: the bar tilec / it is judged by}
         self.rel_limit = rel_limit      # the sanity check against the baseline (gpu/bench.py REL_LIMIT by default)
         self.shape, self.bar, self.torch_name = shape, bar, torch_name
         self.flops, self.target, self.variants, self.label = flops, target, variants, label
+
+
+class Steps:
+    """What a Bench's make returns in place of the argument tuple when one call of the benchmark is several
+    launches (an attention backward's preprocess, main kernel and postprocess): steps in order, each
+    (kernel name, argument tuple) or a callable of no arguments that queues torch work on the current stream
+    (zeroing an accumulator that the kernels atomic_add into). Timed as one call: CUDA events around them all."""
+
+    def __init__(self, *steps):
+        self.steps = steps
+
+    def bind(self, ctx, stream):
+        """A function of no arguments that queues every step on `stream` (the current stream), checking each
+        launch's status (core.Fail on an error); nothing synchronizes, so a CUDA graph may capture it."""
+        bound = []
+        for s in self.steps:
+            if callable(s):
+                bound.append(s)
+                continue
+            name, args = s
+            fn, cargs = ctx._args(name, args)
+            bound.append((name, fn, cargs))
+
+        def run():
+            for b in bound:
+                if callable(b):
+                    b()
+                else:
+                    status = b[1](*b[2], stream)
+                    if status != 0:
+                        ctx._status(b[0], status, "call")
+        return run
 
 
 class Context:
@@ -107,6 +142,7 @@ class Context:
         self.gen = t.Generator(device="cuda")
         self.gen.manual_seed(seed)
         self.outputs = {}       # data_ptr -> (tensor, guarded uint8 buffer, guard size in bytes)
+        self.between = set()    # data_ptrs of intermediates (written by one launch of a Steps, read by a later one)
         self.notes = []
 
     # ------------------------------------------------------------------ data
@@ -139,6 +175,14 @@ class Context:
         self.outputs[out.data_ptr()] = (out, buf, g, init)
         return out
 
+    def intermediate(self, shape, dtype, init=None):
+        """A tensor that one launch of a core.Steps writes and a later one reads (an attention backward's Delta,
+        its dQ accumulator): made like an output (0xFF, or init's copy, between guard zones), but exempt from the
+        const rule, since it is an output of one kernel and a const input of the next."""
+        out = self.output(shape, dtype, init)
+        self.between.add(out.data_ptr())
+        return out
+
     def repoison(self):
         for out, buf, g, init in self.outputs.values():
             buf.fill_(0xFF)
@@ -166,7 +210,7 @@ class Context:
                     raise Fail("%s: parameter '%s' is %r, the test passes a tensor" % (name, p.name, p))
                 is_out = a.data_ptr() in self.outputs
                 # empty tensors may share a data pointer (null or not) with anything: constness is unjudgeable
-                if a.numel() == 0:
+                if a.numel() == 0 or a.data_ptr() in self.between:
                     pass
                 elif p.const and is_out:
                     raise Fail("%s: output '%s' is declared const" % (name, p.name))
@@ -209,6 +253,17 @@ class Context:
             t.cuda.synchronize()
         except RuntimeError as e:
             raise Fail("CUDA error after the launch: %s" % str(e).splitlines()[0])
+        self._check_guards()
+
+    def call_steps(self, steps):
+        """Runs a Steps sequence on the current stream, then synchronizes and checks the guard zones (what
+        call does for one kernel)."""
+        t = torch()
+        steps.bind(self, ctypes.c_void_p(t.cuda.current_stream().cuda_stream))()
+        try:
+            t.cuda.synchronize()
+        except RuntimeError as e:
+            raise Fail("CUDA error after the launches: %s" % str(e).splitlines()[0])
         self._check_guards()
 
     def call_status(self, name, *args):

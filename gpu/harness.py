@@ -6,6 +6,8 @@ LIB.h in the library folder) with ctypes and runs, by mode:
   sanitize  the small tests only, without guard zones, printing markers so that a compute-sanitizer log can
             be split by test (run it as: compute-sanitizer --tool memcheck python3 gpu/harness.py --mode sanitize);
   bench     the benchmarks, against the copy bandwidth and the PyTorch equivalent timed in the same process;
+  tl-precompile  TileLang's own builds of the kernels the selected benchmarks time beside tilec's (Bench.tilelang),
+            compiled in worker processes into TileLang's disk cache, so that the benchmarks get them back at once;
   self-check  the harness's own logic (ulp arithmetic, header reading, test modules); needs no GPU or torch.
 
 Results go to stdout and, one JSON object a line, to --results. A watchdog ends the process (exit 124) when
@@ -250,7 +252,8 @@ def run_tests(args, mods, rec):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["test", "sanitize", "bench", "self-check", "list"], default="test")
+    ap.add_argument("--mode", choices=["test", "sanitize", "bench", "self-check", "list", "tl-precompile"],
+                    default="test")
     ap.add_argument("--self-check", dest="mode", action="store_const", const="self-check")
     ap.add_argument("--libdir", default=os.path.join(os.path.dirname(HERE), "gpu-build", "lib"),
                     help="folder with LIB.so and LIB.h (default gpu-build/lib)")
@@ -277,6 +280,12 @@ def main(argv=None):
         for tid, _, _ in bench.expand(all_benches(mods), args.libdir):
             print("bench " + tid)
         return 0
+
+    if args.mode == "tl-precompile":    # TileLang's builds that the selected benchmarks time beside tilec's
+        import bench
+        import tlbeside
+        ids = [b for tid, b, _ in bench.expand(all_benches(mods), args.libdir) if not args.only or re.search(args.only, tid)]
+        return tlbeside.precompile(sorted({k for b in ids for k in b.tilelang}))
 
     rec = Recorder(args.results, args.mode)
     if not args.resume:

@@ -15,6 +15,7 @@ import sys
 import cinterface
 import numerics as N
 import report
+import selfcheck_attn
 
 failures = []
 
@@ -322,6 +323,7 @@ def check_refs_torch():
     bound = refs.gemm_bound(R, S, "float16", "float16")
     check(abs(float(bound[1, 2]) - (4 * 2 ** -11 * float(S[1, 2]) + 2 ** -11 * abs(float(R[1, 2])))) < 1e-15,
           "gemm_bound is docs/INTERFACE.md's formula")
+    selfcheck_attn.check_torch(torch, g, check)
     print("self-check: attention and GEMM references agree with SDPA (float64) and with loops")
 
 
@@ -438,6 +440,7 @@ def main(here):
     check_modules()
     check_report()
     check_issue4(here)
+    selfcheck_attn.check(check)
     check_tlcompat()
     check_sidebyside()
     check_torch(rng)

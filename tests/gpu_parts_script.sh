@@ -88,6 +88,14 @@ check "ncu (the anatomy) selects the side by side's rows" 'grep -qx "selected: 1
 words W "$(grep '^run: ' "$T/dry3.out")"
 check "ncu: the anatomy with its share and TileLang, every other step skipped" \
     'has TILEC_GPU_ANAT=1 "${W[@]}" && has TILEC_GPU_ANAT_S=100 "${W[@]}" && ! has TILEC_GPU_SBS=1 "${W[@]}" && printf "%s\n" "${W[@]}" | grep -q "^TILEC_GPU_TL_SITE=/.*/tl-site$" && [ "$(after --skip "${W[@]}")" = selfcheck,test,binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck ]'
+OUT=$T/dry-out bash "$PARTS_SH" --dry-run "m,$T/gbA.tar.xz,bench,$T/l.txt,150,100" >"$T/dry4.out" 2>&1
+words W "$(grep '^run: ' "$T/dry4.out")"
+check "bench: the benchmarks with TileLang's site (its own build beside tilec's, gpu/tlbeside.py)" \
+    'has TILEC_GPU_BENCH_S=100 "${W[@]}" && printf "%s\n" "${W[@]}" | grep -q "^TILEC_GPU_TL_SITE=/.*/tl-site$" && [ "$(after --skip "${W[@]}")" = selfcheck,test,binary,app,torch,tilelang,memcheck,racecheck,synccheck ]'
+TILEC_PARTS_TL_BUNDLE=$T/none.tar.xz OUT=$T/dry-out bash "$PARTS_SH" --dry-run "m,$T/gbA.tar.xz,bench,$T/l.txt,150,100" >"$T/dry5.out" 2>&1
+words W "$(grep '^run: ' "$T/dry5.out")"
+check "bench without the bundle: still run, without TileLang" \
+    '[ ${#W[@]} -gt 0 ] && ! printf "%s\n" "${W[@]}" | grep -q "^TILEC_GPU_TL_SITE=" && grep -q "^tilelang: no bundle" "$T/dry5.out"'
 
 # ------------------------------------------------------------------ 2. malformed parts
 refuse() {   # WHAT MESSAGE PART...: exit 2 and the message, before anything runs

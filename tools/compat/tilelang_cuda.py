@@ -3,7 +3,8 @@
 
   python3 tools/compat/tilelang_cuda.py EXAMPLES OUT 'REGEX' [--suite compat|tilekernels] [--tag v0.1.13]
       for each row of the suite's manifest (tests/tilelang_compat/manifest.tsv at TAG, or
-      tests/tilekernels/manifest.tsv) whose kernel name matches REGEX: the manifest's call evaluated in the
+      tests/tilekernels/manifest.tsv, or gpu/compat_exports.txt's lines at TAG with --suite exports, named
+      LIB.NAME) whose kernel name matches REGEX: the manifest's call evaluated in the
       example file's namespace (gpu/tlcompat.load_example, TileLang's autotuner off as in the side by side),
       TileLang lowering the PrimFunc for sm_90a without compiling or running it, and OUT/NAME.tl.cu written
       (TileLang's device CUDA). EXAMPLES: the folder holding examples/ (compat; e.g. /tmp/tl13 from
@@ -142,7 +143,12 @@ def torch_stand_in():
 
 
 def manifest_rows(suite, tag, regex):
-    """(file, kernel, call) of the suite's manifest rows whose kernel matches regex (compat: at tag)."""
+    """(file, kernel, call) of the suite's manifest rows whose kernel matches regex (compat: at tag; exports: the
+    lines of gpu/compat_exports.txt at tag, each kernel named LIB.NAME, the file under examples/ as compat's)."""
+    if suite == "exports":
+        import tlbeside
+        return [(spec["file"], "%s.%s" % (lib, name), call) for lib, spec in tlbeside.read_spec().items()
+                if spec["tag"] == tag for name, call in spec["exports"] if re.fullmatch(regex, "%s.%s" % (lib, name))]
     path = os.path.join(ROOT, "tests", "tilelang_compat" if suite == "compat" else "tilekernels", "manifest.tsv")
     out = []
     with open(path, encoding="utf-8") as f:
@@ -182,7 +188,7 @@ def lowering(tilelang, target):
 
 def dump(tilelang, S, TC, examples, suite, tag, row, out, target):
     file, kernel, call = row
-    base = os.path.join(examples, "examples" if suite == "compat" else "", file)
+    base = os.path.join(examples, "examples" if suite in ("compat", "exports") else "", file)
     if call == "-":
         call = S.module_binding(base, kernel)
     sys.path.insert(0, os.path.dirname(base))
@@ -207,7 +213,7 @@ def main(argv):
     ap.add_argument("examples")
     ap.add_argument("out")
     ap.add_argument("regex")
-    ap.add_argument("--suite", default="compat", choices=("compat", "tilekernels"))
+    ap.add_argument("--suite", default="compat", choices=("compat", "tilekernels", "exports"))
     ap.add_argument("--tag", default="v0.1.13")
     a = ap.parse_args(argv)
     torch_stand_in()

@@ -15,7 +15,8 @@
 #             (TILEC_GPU_TEST_S=INNER_S; --skip binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck)
 #     sbs     nvcc builds, then the side by side with TileLang 0.1.15 (tools/gpu/side_by_side.py; TILEC_GPU_SBS=1,
 #             TILEC_GPU_SBS_S=INNER_S, at least 60 or run.sh skips it; every other step skipped)
-#     bench   nvcc builds and the harness benchmarks (TILEC_GPU_BENCH_S=INNER_S; every other step skipped)
+#     bench   nvcc builds and the harness benchmarks (TILEC_GPU_BENCH_S=INNER_S; every other step skipped; with the
+#             TileLang bundle, TileLang's own build of a benchmark's example file is timed beside: gpu/tlbeside.py)
 #     san     nvcc builds and compute-sanitizer memcheck, racecheck, synccheck over the small tests
 #             (TILEC_GPU_SAN_S=INNER_S/3 per tool; every other step skipped)
 #     ncu     nvcc builds, then Nsight Compute's anatomy of the side-by-side rows the list selects, tilec's
@@ -197,7 +198,8 @@ command_for() {
     test)  skip=binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck; envs+=(TILEC_GPU_TEST_S="$inner") ;;
     sbs)   skip=selfcheck,test,binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck
            envs+=(TILEC_GPU_SBS=1 TILEC_GPU_SBS_S="$inner" TILEC_GPU_TL_SITE="$TL_SITE") ;;
-    bench) skip=selfcheck,test,binary,app,torch,tilelang,memcheck,racecheck,synccheck; envs+=(TILEC_GPU_BENCH_S="$inner") ;;
+    bench) skip=selfcheck,test,binary,app,torch,tilelang,memcheck,racecheck,synccheck; envs+=(TILEC_GPU_BENCH_S="$inner")
+           [ -n "$TL_SITE" ] && envs+=(TILEC_GPU_TL_SITE="$TL_SITE") ;;
     san)   skip=selfcheck,test,binary,app,torch,bench,tilelang; envs+=(TILEC_GPU_SAN_S=$(( inner / 3 > 10 ? inner / 3 : 10 ))) ;;
     ncu)   skip=selfcheck,test,binary,app,torch,bench,tilelang,memcheck,racecheck,synccheck
            envs+=(TILEC_GPU_ANAT=1 TILEC_GPU_ANAT_S="$inner" TILEC_GPU_TL_SITE="$TL_SITE") ;;
@@ -272,6 +274,11 @@ run_part() {
         while IFS= read -r l; do note "$l"; done <"$d/msg"; note "error: no TileLang for the side by side"; return 2
     fi
     [[ $mode = sbs || $mode = ncu ]] && while IFS= read -r l; do note "$l"; done <"$d/msg"
+    # bench: TileLang's own build beside tilec's where a benchmark has one (gpu/tlbeside.py), when the bundle travelled
+    if [[ $mode = bench ]]; then
+        if [ -f "$BUNDLE" ] && tl_site >"$d/msg" 2>&1; then while IFS= read -r l; do note "$l"; done <"$d/msg"
+        else note "tilelang: no bundle $BUNDLE: the benchmarks time no TileLang build beside tilec's"; fi
+    fi
     (( outer >= inner + 30 )) || note "warning: OUTER_S $outer < INNER_S $inner + 30: run.sh clips the step to about $(( outer - 30 )) s less the nvcc builds"
     if [[ $mode = sbs || $mode = ncu ]] && (( (inner < outer - 30 ? inner : outer - 30) < 60 )); then
         note "warning: run.sh skips the side by side and the anatomy when its share is under 60 s (raise INNER_S and OUTER_S)"

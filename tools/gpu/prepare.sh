@@ -10,7 +10,8 @@
 #                                           another output folder; TILEC_GPU_JOBS=N parallel tilec runs)
 # TILEC_GPU_ARCH=sm_90 (say): the files as written are generated for that -arch instead of tilec's default
 # (sm_90a); their sm80 variants stay sm_80. Pair it with run.sh's TILEC_GPU_GENCODE.
-# TILELANG_SRC=CHECKOUT: TileLang's examples too (tools/compat/run.sh --gpu-build); TILEKERNELS_SRC=DIR:
+# TILELANG_SRC=CHECKOUT: TileLang's examples too (tools/compat/run.sh --gpu-build, and tools/gpu/stage_exports.py:
+# gpu/compat_exports.txt's libraries at the attention backward and decode benchmarks' shapes); TILEKERNELS_SRC=DIR:
 # DeepSeek's TileKernels (tools/gpu/stage_suite.py), both for the side-by-side benchmark.
 # TILEC_GPU_FAKE=1: a harness rehearsal; a GEMM or attention file that tilec cannot generate gets naive
 # kernels in its C interface instead (tools/gpu/fake.py), marked FAKE in the manifest and in the table.
@@ -115,6 +116,14 @@ if [ -n "${TILELANG_SRC:-}" ]; then
     else
         echo "prepare: tools/compat/run.sh failed (see $OUTDIR/compat/prepare.log)"
     fi
+fi
+
+# issue 28: TileLang's example files compiled at the backward and decode benchmarks' arguments (gpu/compat_exports.txt:
+# libraries tlbwd_*, tldecode_* for gpu/tests/attn_bwd.py and attn_decode.py, the files under $OUTDIR/compat/)
+if [ -n "${TILELANG_SRC:-}" ]; then
+    python3 tools/gpu/stage_exports.py --tilelang-src "$TILELANG_SRC" --tilec "$TILEC" --gpu-build "$OUTDIR" \
+        --manifest-lines "$manifest" >"$OUTDIR/exports-prepare.log" 2>&1
+    echo "prepare: $(tail -1 "$OUTDIR/exports-prepare.log") (see $OUTDIR/exports-prepare.log)"
 fi
 
 # issue 25: DeepSeek's TileKernels, when TILEKERNELS_SRC names the folder its wheel is unpacked in (holding

@@ -181,8 +181,28 @@ if ! skipped torch; then
 fi
 
 # ------------------------------------------------------------------ 3. benchmarks (and the sweep, on request)
-skipped bench || resumable bench "${TILEC_GPU_BENCH_S:-180}" "${H[@]}" --mode bench --results "$WORK/bench.jsonl" \
-    --timeout 120
+tl_site() {    # unpacks the TileLang bundle once (or takes TILEC_GPU_TL_SITE's); prints the site folder
+    [ -n "${TILEC_GPU_TL_SITE:-}" ] && { echo "$TILEC_GPU_TL_SITE"; return; }
+    [ -d "$WORK/tl-site/tilelang" ] || { mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"; }
+    echo "$WORK/tl-site"
+}
+have_tl() { [ -d "${TILEC_GPU_TL_SITE:-/nonexistent}/tilelang" ] || [ -f .tilelang/site.tar.xz ]; }
+# with the TileLang bundle (TILEC_GPU_TL_SITE, or .tilelang/site.tar.xz), TileLang importable in the benchmarks: a
+# benchmark of a TileLang example file times TileLang's own build of it beside tilec's (gpu/tlbeside.py; issue 28)
+# TileLang's builds are compiled first, in worker processes, into its disk cache (harness.py --mode tl-precompile,
+# within TILEC_GPU_TLPRE_S, default 150, of the bench step's share), so that the timed process gets them at once
+BENCH_PY=${PYTHONPATH:-}
+export TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilec-tl-cache}
+if ! skipped bench && [ "${TILEC_GPU_BENCH_TL:-1}" = 1 ] && have_tl; then
+    BENCH_PY=$(tl_site)${PYTHONPATH:+:$PYTHONPATH}
+    t0=$SECONDS
+    { echo "== TileLang's builds beside the benchmarks (gpu/harness.py --mode tl-precompile)"
+      PYTHONPATH="$BENCH_PY" timeout -k 10 "$(allow "${TILEC_GPU_TLPRE_S:-150}")" "${H[@]}" --mode tl-precompile; } \
+        >>"$WORK/bench.log" 2>&1
+    record tlprecompile $? $(( SECONDS - t0 ))
+fi
+skipped bench || PYTHONPATH="$BENCH_PY" resumable bench "${TILEC_GPU_BENCH_S:-180}" "${H[@]}" --mode bench \
+    --results "$WORK/bench.jsonl" --timeout 120
 if [ "${TILEC_GPU_SWEEP:-0}" = 1 ]; then
     t0=$SECONDS
     want=$(allow "${TILEC_SWEEP_BUDGET_S:-300}")
@@ -209,12 +229,6 @@ fi
 #       bash tools/gpu/run.sh --skip selfcheck,test,binary,app,bench,tilelang,memcheck,racecheck,synccheck
 # Its table goes to summary.txt, its log to bench.log, its JSON (sidebyside.json) to $OUT; merge the shards' JSON
 # here with tools/gpu/side_by_side.py --merge.
-tl_site() {    # unpacks the TileLang bundle once (or takes TILEC_GPU_TL_SITE's); prints the site folder
-    [ -n "${TILEC_GPU_TL_SITE:-}" ] && { echo "$TILEC_GPU_TL_SITE"; return; }
-    [ -d "$WORK/tl-site/tilelang" ] || { mkdir -p "$WORK/tl-site" && tar -xJf .tilelang/site.tar.xz -C "$WORK/tl-site"; }
-    echo "$WORK/tl-site"
-}
-have_tl() { [ -d "${TILEC_GPU_TL_SITE:-/nonexistent}/tilelang" ] || [ -f .tilelang/site.tar.xz ]; }
 # tl_step STEP SECONDS LOG TITLE SCRIPT ARG...: a Python step over the TileLang bundle (the side by side, the
 # anatomy) under timeout, on --only's kernels, its log appended to bench.log; skipped without the bundle or under 60 s
 tl_step() {
