@@ -1,9 +1,13 @@
 /// \file
 /// laneUniformity (include/tilec/passes/LaneUniformity.h): which values of a lowered kernel can differ between
-/// the lanes of a warp or the threads of a block.
+/// the lanes of a warp or the threads of a block; and the rule for calls that tile-level syncs::Uniformity
+/// shares with it (src/lower/SyncHazards.h).
+#include "lower/SyncHazards.h"
+
 #include "tilec/IROperator.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/LaneUniformity.h"
+#include "tilec/passes/Layout.h"
 
 #include <gtest/gtest.h>
 
@@ -158,6 +162,23 @@ TEST_F(LaneUniformityTest, RegistersACallWrites) {
     Stmt ldm = Evaluate::make(Call::make(DType::Void, "extern:fill_regs", {passes::addressOf(R, {c(0)})}));
     const LaneUniformity u = of({fill, ldm});
     EXPECT_EQ(u.of(ld(R, c(0))), Spread::Lane);
+}
+
+// Tile level (insertSyncs): the thread's own index in a warp role is thread-dependent there too.
+TEST_F(LaneUniformityTest, TileLevelSharesTheCallRule) {
+    Kernel k;
+    k.threads = 128;
+    k.threadIdx = tx;
+    k.blockIdx = {bx, makeVar("by", DType::Int32), makeVar("bz", DType::Int32)};
+    Expr role = lib::call(lib::Fn::RoleThread, {c(128), c(128)}, {}, DType::Int32);
+    k.body = Seq::make({st(x, role), st(y, Call::make(DType::Int32, "extern:tilec_rng_next", {})), st(R, bx)});
+    passes::KernelLayouts layouts;
+    passes::syncs::Uniformity u(k, layouts);
+    EXPECT_FALSE(u.uniform(role));
+    EXPECT_FALSE(u.uniform(ld(x)));
+    EXPECT_FALSE(u.uniform(ld(y)));
+    EXPECT_TRUE(u.uniform(ld(R)));
+    EXPECT_TRUE(u.uniform(Call::make(DType::Float32, "exp2", {ld(A, bx)})));
 }
 
 } // namespace
