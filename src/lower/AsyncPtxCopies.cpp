@@ -12,6 +12,7 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedAliases.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/LaneUniformity.h"
 
 #include <algorithm>
 #include <map>
@@ -181,7 +182,7 @@ class Proof {
     std::string why;
     SourceRange whyAt;
 
-    explicit Proof(const Kernel &k) : k(k) {}
+    explicit Proof(const Kernel &k) : k(k), lanes_(laneUniformity(k)) {}
 
     void fail(const std::string &msg, const SourceRange &at) {
         if (why.empty()) why = msg, whyAt = at;
@@ -266,20 +267,10 @@ class Proof {
         ~Scope() { p.role_ = role, p.uniform_ = uniform; }
     };
 
-    /// Whether every thread evaluates `e` alike: no thread index, no load, no call.
-    bool uniform(const Expr &e) const {
-        struct V : IRVisitor {
-            using IRVisitor::visit;
-            const VarNode *tx;
-            bool ok = true;
-            void visit(const VarNode &op) override { ok &= &op != tx; }
-            void visit(const Load &) override { ok = false; }
-            void visit(const Call &) override { ok = false; }
-        } v;
-        v.tx = k.threadIdx.get();
-        v.visit(e);
-        return v.ok;
-    }
+    const LaneUniformity lanes_;
+    /// Whether every thread evaluates `e` alike: the same in the block, and no load or call (a role may read
+    /// flags that another role or block writes while it polls them).
+    bool uniform(const Expr &e) const { return lanes_.sameInBlock(e) && !readsMemory(e) && !callsAnything(e); }
 
     /// Per mbarrier (printed address): its expected arrivals; per buffer of mbarriers, the statements other than
     /// marked arrivals, waits and initialisations that name any of its elements (arrivals, TMA loads completing on it).

@@ -8,6 +8,7 @@
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/LaneUniformity.h"
 
 #include <functional>
 #include <optional>
@@ -105,9 +106,7 @@ Expr replaceTerm(const Expr &e, const Expr &t, const Expr &q) {
 class Fold : public RangeScopedMutator {
   public:
     using RangeScopedMutator::visit;
-    explicit Fold(const Kernel &k) : RangeScopedMutator(k), tx_(k.threadIdx.get()) {
-        if (tx_) varying_.push_back(tx_);
-    }
+    explicit Fold(const Kernel &k) : RangeScopedMutator(k), tx_(k.threadIdx.get()), lanes_(laneUniformity(k)) {}
 
     /// Each role with its own threads' range of the thread index (the kernel's `threads` counts the consumers'
     /// first warp group only: the producers run [consumerThreads, consumerThreads + producerThreads)).
@@ -124,15 +123,6 @@ class Fold : public RangeScopedMutator {
         if (consumer == op->consumer && producer == op->producer) return op;
         return WarpRoles::make(op->consumerThreads, op->producerThreads, op->producerRegs, op->consumerRegs, producer,
                                consumer, op->loc);
-    }
-
-    /// A loop whose bounds read a thread-varying variable counts its own variable as one.
-    Stmt visit(const std::shared_ptr<const For> &op) override {
-        const size_t saved = varying_.size();
-        if (op->var && (readsVarying(op->min) || readsVarying(op->extent))) varying_.push_back(op->var.get());
-        Stmt s = RangeScopedMutator::visit(op);
-        varying_.resize(saved);
-        return s;
     }
 
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
@@ -185,14 +175,10 @@ class Fold : public RangeScopedMutator {
     };
     std::vector<Fact> facts_;
     const VarNode *tx_;
-    /// The thread index and the loop variables whose bounds read it (the values that differ across a block).
-    std::vector<const VarNode *> varying_;
+    /// Which values differ across the block (the thread index, the loop variables whose bounds read it).
+    const LaneUniformity lanes_;
 
-    bool readsVarying(const Expr &e) const {
-        for (const VarNode *v : varying_)
-            if (uses(e, v)) return true;
-        return false;
-    }
+    bool readsVarying(const Expr &e) const { return !lanes_.sameInBlock(e); }
 
     /// Records what `cond` (or its negation) says as facts `a < b`.
     void note(const Expr &cond, bool negated) {

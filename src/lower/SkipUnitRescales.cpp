@@ -9,8 +9,7 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
-
-#include <set>
+#include "tilec/passes/LaneUniformity.h"
 
 namespace tilec::passes {
 
@@ -37,73 +36,6 @@ struct ReadsRegistersOnly : IRVisitor {
     }
     void visit(const Call &) override { ok = false; }
 };
-
-/// Whether a value can differ between the lanes of a warp: it mentions the thread index, reads a register array
-/// (each thread's own elements) or a variable some lane may hold differently, or calls something (a shuffle).
-class Lanes {
-  public:
-    Lanes(const VarNode *tx, const std::set<const BufferNode *> &varying) : tx_(tx), varying_(varying) {}
-    bool vary(const Expr &e) const {
-        if (tx_ && uses(e, tx_)) return true;
-        struct V : IRVisitor {
-            using IRVisitor::visit;
-            const std::set<const BufferNode *> &varying;
-            bool found = false;
-            explicit V(const std::set<const BufferNode *> &v) : varying(v) {}
-            void visit(const Load &op) override {
-                found = found || op.buffer->scope == Scope::Local || op.buffer->scope == Scope::Fragment ||
-                        varying.count(op.buffer.get());
-                IRVisitor::visit(op);
-            }
-            void visit(const Call &op) override {
-                if (!lib::is(op, lib::Fn::WarpGroup)) found = true; // a whole warp group: the same in every lane
-                IRVisitor::visit(op);
-            }
-        } v(varying_);
-        v.visit(e);
-        return v.found;
-    }
-
-  private:
-    const VarNode *tx_;
-    const std::set<const BufferNode *> &varying_;
-};
-
-/// Collects the variables (T.alloc_var, Scope::Var) whose value may differ between lanes: stored a lane-varying
-/// value, or stored under a lane-varying test or loop.
-struct CollectVarying : IRVisitor {
-    using IRVisitor::visit;
-    Lanes lanes;
-    std::set<const BufferNode *> &out;
-    int divergent = 0;
-    CollectVarying(const VarNode *tx, std::set<const BufferNode *> &v) : lanes(tx, v), out(v) {}
-    void visit(const Store &op) override {
-        bool v = divergent > 0 || lanes.vary(op.value);
-        for (auto &i : op.indices) v = v || lanes.vary(i);
-        if (op.buffer->scope == Scope::Var && v) out.insert(op.buffer.get());
-    }
-    void visit(const IfThenElse &op) override { under(lanes.vary(op.cond), [&] { IRVisitor::visit(op); }); }
-    void visit(const For &op) override {
-        under(lanes.vary(op.min) || lanes.vary(op.extent), [&] { IRVisitor::visit(op); });
-    }
-    void visit(const While &op) override { under(lanes.vary(op.cond), [&] { IRVisitor::visit(op); }); }
-    template <class F> void under(bool d, F f) {
-        divergent += d;
-        f();
-        divergent -= d;
-    }
-};
-
-/// The lane-varying variables, to a fixed point (one variable feeds another).
-std::set<const BufferNode *> varyingVariables(const Stmt &body, const VarNode *tx) {
-    std::set<const BufferNode *> varying;
-    for (size_t before = ~size_t(0); before != varying.size();) {
-        before = varying.size();
-        CollectVarying c(tx, varying);
-        c.visit(body);
-    }
-    return varying;
-}
 
 /// `nest` as a rescale the vote can skip: its loops (outermost first), its store and the factor.
 struct Rescale {
@@ -173,7 +105,7 @@ Expr anyFactorNotOne(const Rescale &r) {
 class Skip : public IRMutator {
   public:
     using IRMutator::visit;
-    Skip(const VarNode *tx, const std::set<const BufferNode *> &varying) : lanes_(tx, varying) {}
+    explicit Skip(const LaneUniformity &lanes) : lanes_(lanes) {}
     int skipped = 0;
     SourceRange first;
 
@@ -185,23 +117,25 @@ class Skip : public IRMutator {
                     Expr vote = lib::call(lib::Fn::WarpAny, {any}, op->loc, DType::Bool);
                     return IfThenElse::make(vote, op, nullptr, op->loc);
                 }
-        return under(lanes_.vary(op->min) || lanes_.vary(op->extent), [&] { return IRMutator::visit(op); });
+        return under(*op, [&] { return IRMutator::visit(op); });
     }
     Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
-        return under(lanes_.vary(op->cond), [&] { return IRMutator::visit(op); });
+        return under(*op, [&] { return IRMutator::visit(op); });
     }
     Stmt visit(const std::shared_ptr<const While> &op) override {
-        return under(lanes_.vary(op->cond), [&] { return IRMutator::visit(op); });
+        return under(*op, [&] { return IRMutator::visit(op); });
     }
 
   private:
-    template <class F> Stmt under(bool d, F f) {
+    /// Walks `around`'s body, counting it divergent where its control differs between the lanes of a warp.
+    template <class F> Stmt under(const StmtNode &around, F f) {
+        const bool d = lanes_.around(around) == Spread::Lane;
         divergent_ += d;
         Stmt s = f();
         divergent_ -= d;
         return s;
     }
-    Lanes lanes_;
+    const LaneUniformity &lanes_;
     int divergent_ = 0;
 };
 
@@ -210,8 +144,8 @@ class Skip : public IRMutator {
 Program skipUnitRescales(const Program &p, const SourceManager *sources) {
     return eachKernel(p, [&](const KernelP &k) -> KernelP {
         if (k->threads % 32 || k->producerThreads % 32) return k; // a partial warp: the vote needs 32 lanes
-        const auto varying = varyingVariables(k->body, k->threadIdx.get());
-        Skip s(k->threadIdx.get(), varying);
+        const LaneUniformity lanes = laneUniformity(*k);
+        Skip s(lanes);
         Stmt body = s.mutate(k->body);
         if (body == k->body) return k;
         remark(sources, s.first,

@@ -7,6 +7,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/LibraryCalls.h"
+#include "tilec/passes/LaneUniformity.h"
 #include "tilec/passes/ReductionPlan.h"
 #include "tilec/SharedAliases.h"
 
@@ -258,6 +259,12 @@ bool Uniformity::uniform(const Expr &e) const {
             varying |= (l.buffer->scope == Scope::Fragment && !u->replicated(l.buffer.get())) ||
                        u->buffers_.count(l.buffer.get()) > 0;
             IRVisitor::visit(l);
+        }
+        // the lowered level's rule (the thread's own index, T.call_extern's per-thread results), on this level's
+        // uniformity of the arguments
+        void visit(const Call &c) override {
+            varying |= callSpread(c, [&](const Expr &a) { return u->uniform(a) ? Spread::Block : Spread::Lane; }) !=
+                       Spread::Block;
         }
     } f;
     f.u = this;

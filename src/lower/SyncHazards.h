@@ -99,7 +99,11 @@ struct Accesses : ir::IRVisitor {
 /// SyncElements knows of them (index expressions of a buffer's own elements) is dropped.
 void foldAliasedElements(Pending &p, const ir::Kernel &k, const ir::Stmt &s);
 
-/// Which values are equal in every thread of the block. Thread-dependent are the thread index, the variables
+/// Which values are equal in every thread of the block, on tile-level IR. The lowered level asks
+/// laneUniformity (include/tilec/passes/LaneUniformity.h), whose code shows each thread's values; here a
+/// T.Parallel loop and a fragment are spread over the threads or not by their layouts (Kernel::layouts), which
+/// the code does not show, so this level keeps its own walk and shares the rules for calls (callSpread).
+/// Thread-dependent are the thread index, the variables
 /// of T.Parallel loops (spread over the threads) and fragments; an alloc_var / alloc_local buffer is too once
 /// any store to it is (a thread-dependent value or index, or a store under thread-dependent control). A load
 /// of shared or global memory at a uniform index is uniform. A replicated fragment (every thread holds all of

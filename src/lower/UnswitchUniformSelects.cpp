@@ -8,6 +8,7 @@
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
 #include "tilec/IRVisitor.h"
+#include "tilec/passes/LaneUniformity.h"
 
 #include <set>
 
@@ -37,7 +38,7 @@ struct MayTrap : IRVisitor {
 class FindUniformSelect : public IRVisitor {
   public:
     using IRVisitor::visit;
-    FindUniformSelect(const std::set<const VarNode *> &inner, const VarNode *tx) : inner_(inner), tx_(tx) {}
+    FindUniformSelect(const std::set<const VarNode *> &inner, const LaneUniformity &lanes) : inner_(inner), lanes_(lanes) {}
     Expr found;
 
     void visit(const Select &op) override {
@@ -50,8 +51,9 @@ class FindUniformSelect : public IRVisitor {
     }
 
   private:
+    /// Whether `e` differs between the nest's elements or the block's threads.
     bool varies(const Expr &e) const {
-        if (tx_ && uses(e, tx_)) return true;
+        if (!lanes_.sameInBlock(e)) return true;
         for (const VarNode *v : inner_)
             if (uses(e, v)) return true;
         return false;
@@ -63,7 +65,7 @@ class FindUniformSelect : public IRVisitor {
         return !t.trap;
     }
     const std::set<const VarNode *> &inner_;
-    const VarNode *tx_;
+    const LaneUniformity &lanes_;
 };
 
 /// The nest with every select testing `cond` replaced by the choice `value` makes.
@@ -84,7 +86,7 @@ class Decide : public IRMutator {
 class Unswitch : public IRMutator {
   public:
     using IRMutator::visit;
-    explicit Unswitch(const VarNode *tx) : tx_(tx) {}
+    explicit Unswitch(const LaneUniformity &lanes) : lanes_(lanes) {}
 
     Stmt visit(const std::shared_ptr<const For> &op) override {
         if (op->forKind != ForKind::Unrolled) return IRMutator::visit(op);
@@ -95,20 +97,21 @@ class Unswitch : public IRMutator {
     Stmt split(const Stmt &nest, int left) {
         if (left == 0) return nest;
         const std::set<const VarNode *> vars = syncs::loopVars(nest);
-        FindUniformSelect f(vars, tx_);
+        FindUniformSelect f(vars, lanes_);
         f.visit(nest);
         if (!f.found) return nest;
         Stmt yes = Decide(f.found, true).mutate(nest), no = Decide(f.found, false).mutate(nest);
         return IfThenElse::make(f.found, split(yes, left - 1), split(no, left - 1), nest->loc);
     }
-    const VarNode *tx_;
+    const LaneUniformity &lanes_;
 };
 
 } // namespace
 
 Program unswitchUniformSelects(const Program &p) {
     return eachKernel(p, [](const KernelP &k) -> KernelP {
-        Stmt body = Unswitch(k->threadIdx.get()).mutate(k->body);
+        const LaneUniformity lanes = laneUniformity(*k);
+        Stmt body = Unswitch(lanes).mutate(k->body);
         if (body == k->body) return k;
         auto nk = std::make_shared<Kernel>(*k);
         nk->body = body;

@@ -33,9 +33,9 @@ namespace tilec::passes {
 /// Two rules make it hold by construction and keep the roles' code alike:
 /// - Ranges: each role is folded with its own threads' range of the thread index (WarpRoles: consumers
 ///   [0, consumerThreads), producers after them), not the kernel's `threads` (the first consumer warp group).
-/// - Uniformity: a test that reads no thread-varying value (the thread index, a loop variable whose bounds read
-///   it) is decided by the facts that read none and the ranges of the other variables. The roles differ only in
-///   the thread index (its range, the elected thread's `if tx == c`, per-lane tests), and specializeWarps gives
+/// - Uniformity: a test that reads no thread-varying value (laneUniformity's: the thread index, a loop variable
+///   whose bounds read it) is decided by the facts that read none and the ranges of the other variables. The
+///   roles differ only in the thread index (its range, the elected thread's `if tx == c`, per-lane tests), and specializeWarps gives
 ///   both the same walk and guards (TileWalks.cpp), so a guard both roles copy folds in both or in neither.
 ///   gemm_tile_walk.tile's `guarded_x`: `if bx < 32` with bx = tile % 32 in tilec's persistent walk (grid
 ///   dimension 0 is 32) is always true, and is folded in both roles.

@@ -20,8 +20,8 @@ namespace tilec::passes {
 ///  - the factor reads registers (local arrays and variables) and nothing else, not the multiplied array, and
 ///    calls nothing (a factor of constants and indices alone is no running value that could turn 1);
 ///  - at most 8 factor values a thread, each shared by at least 4 elements (the test pays for itself);
-///  - the kernel's threads are whole warps and the nest runs under no test, loop or variable that can differ
-///    between the lanes of a warp (the vote needs all 32 lanes).
+///  - the kernel's threads are whole warps and the nest runs under no test or loop that can differ between the
+///    lanes of a warp (laneUniformity, include/tilec/passes/LaneUniformity.h: the vote needs all 32 lanes).
 /// Placed after the attention schedule (overlapScores, pingPongConsumers, honourProgramWaits) moved the rescale:
 /// the branch sits where the multiplies sat (no wgmma reading or writing those registers is in flight there).
 /// LoweringOptions::skipUnitRescales (--no-skip-unit-rescales); -v remarks each kernel's count.

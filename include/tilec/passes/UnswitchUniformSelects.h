@@ -7,8 +7,9 @@
 namespace tilec::passes {
 
 /// An unrolled loop nest (a T.Parallel nest's per-thread elements) holding a select whose test is the same for
-/// every element and every thread of the block (it reads no memory, calls nothing, divides by no variable, and
-/// mentions neither the nest's loop variables nor the thread index) and whose choices differ between elements
+/// every element and every thread of the block (it reads no memory, calls nothing, divides by no variable,
+/// mentions none of the nest's loop variables and is block-uniform by laneUniformity) and whose choices differ
+/// between elements or threads
 /// becomes `if test: nest[choice 1] else: nest[choice 2]`, at most twice per nest (four copies). The
 /// block-causal masks of TileLang's block_causal_attention pick per element between three comparisons by
 /// `is_noisy_diag == 1` and `bx < 2`: as selects nvcc took the loop-invariant comparisons out of the key loop and
