@@ -115,6 +115,7 @@ class TileOpsToLoops : public IRMutator {
     }
 
     std::set<const BufferNode *> operands; ///< shared buffers T.gemm reads
+    std::set<const BufferNode *> gemmFragments; ///< fragments T.gemm reads or accumulates into
     /// shared buffers that a T.Pipelined loop fills with whole aligned tiles (alignedTile), at its top level
     std::set<const BufferNode *> pipelined;
 
@@ -191,16 +192,21 @@ class TileOpsToLoops : public IRMutator {
     }
 
     /// A fragment region (the destination preferred) of constant origin and extents (above 1 where the
-    /// fragment's is) inside the fragment, not all of it (that is wholeFragment), or null.
-    static const Region *partialFragment(const std::vector<const Region *> &regions) {
+    /// fragment's is, unless T.gemm fixes its layout) inside the fragment, not all of it (that is
+    /// wholeFragment), or null.
+    const Region *partialFragment(const std::vector<const Region *> &regions) const {
         for (size_t i = regions.size(); i-- > 0;) {
             const Region &r = *regions[i];
             if (!r.buffer || r.buffer->scope != Scope::Fragment || r.ranges.size() != r.buffer->shape.size()) continue;
+            // A single index (`f[k, :]`) keeps its own loop shape: inferLayouts links it as a slice. A T.gemm
+            // operand's tensor-core layout links only nests over its whole shape, so there `acc_o[:1, :]`
+            // (TileLang's decode with one head per group) runs over the whole fragment under a guard, as
+            // `acc_o[:2, :]` does.
+            const bool mma = gemmFragments.count(r.buffer.get()) > 0;
             bool fits = true;
             for (size_t d = 0; fits && d < r.ranges.size(); ++d) {
                 auto m = constValue(r.ranges[d].min), e = constValue(r.ranges[d].extent), n = constValue(r.buffer->shape[d]);
-                // A single index (`f[k, :]`) keeps its own loop shape: inferLayouts links it as a slice.
-                fits = m && e && n && *m >= 0 && (*e > 1 || *n == 1) && *m + *e <= *n;
+                fits = m && e && n && *m >= 0 && (*e > 1 || *n == 1 || mma) && *m + *e <= *n;
             }
             if (fits) return &r;
         }
@@ -372,13 +378,16 @@ Program lowerTileOps(const Program &p, DiagnosticEngine &diag) {
         TileOpsToLoops m(*k, diag);
         struct Operands : IRVisitor {
             using IRVisitor::visit;
-            std::set<const BufferNode *> *out;
+            std::set<const BufferNode *> *out, *fragments;
             void visit(const Gemm &op) override {
                 for (auto *r : {&op.a, &op.b, &op.e}) // (e: T.gemm_sp's metadata; no buffer when dense)
                     if (r->buffer && r->buffer->scope == Scope::Shared) out->insert(r->buffer.get());
+                for (auto *r : {&op.a, &op.c})
+                    if (r->buffer && r->buffer->scope == Scope::Fragment) fragments->insert(r->buffer.get());
             }
         } ops;
         ops.out = &m.operands;
+        ops.fragments = &m.gemmFragments;
         ops.visit(k->body);
         KernelP nk = m.mutate(k);
         if (!m.newAllocs.empty()) {
