@@ -85,6 +85,9 @@ struct LoweringOptions {
     /// rescale) skipped where a warp vote finds every factor exactly 1 (passes::skipUnitRescales;
     /// --no-skip-unit-rescales).
     bool skipUnitRescales = true;
+    /// A wgmma product right after a clear of its accumulators (attention's scores) issued with scale-d 0 in
+    /// its first k-step instead of zeroing the registers (passes::zeroInitWgmma; --no-zero-init-wgmma).
+    bool zeroInitWgmma = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

@@ -273,6 +273,11 @@ int main(int argc, char **argv) {
                   "where a vote of the warp finds every factor exactly 1.0 (exact; the default)",
                   "--no-skip-unit-rescales", [&o] { o.skipUnitRescales = false; },
                   "such multiplies run whatever their factors");
+    addSwitchPair(app, "--zero-init-wgmma", [&o] { o.zeroInitWgmma = true; },
+                  "a wgmma product right after a clear of its accumulators (attention's scores) overwrites them: "
+                  "scale-d 0 in its first k-step, no zeroing instructions (the default)",
+                  "--no-zero-init-wgmma", [&o] { o.zeroInitWgmma = false; },
+                  "such accumulators are zeroed by the threads, the product accumulates onto them");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
