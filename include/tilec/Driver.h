@@ -68,6 +68,7 @@ struct DriverOptions {
     bool noSplitConditions = false;        ///< --no-split-conditions: loops keep uniform element-wise conditions
     bool perElementSplits = true;          ///< --no-per-element-splits: split loops on once-an-iteration tests too
     bool skipUnitRescales = false;         ///< --skip-unit-rescales: in-place rescales under a warp vote
+    bool zeroInitWgmma = true;             ///< --no-zero-init-wgmma: cleared wgmma accumulators zeroed by the threads
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     bool noNarrowExp2Flush = false;        ///< --no-narrow-exp2-flush: CodegenOptions::flushNarrowExp2 off

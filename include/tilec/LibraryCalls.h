@@ -43,6 +43,7 @@ enum class Fn {
     FenceProxyAsync,
     WgmmaWaitAcc,  ///< wgmma.wait_group, then the accumulators count as written there (before reading them)
     WgmmaClear,    ///< zero accumulators and pin them, so no zeroing sinks into the wgmma pipeline
+    WgmmaSSInit,   ///< WgmmaSS overwriting its accumulators: scale-d 0 in its first k-step (zeroInitWgmma)
     // Thread-block clusters (sm90_barrier.cuh, sm90_tma.cuh)
     TmaLoadTileMulticast, ///< this CTA's share of a tile that the cluster's CTAs load together, multicast to all
     MbarrierArriveCluster, ///< one arrival on the barrier at this address in each of the cluster's first `ctas` CTAs

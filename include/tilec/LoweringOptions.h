@@ -86,6 +86,9 @@ struct LoweringOptions {
     /// --skip-unit-rescales). Off by default since session 44's H100 A/B: the seed's flash_d128 2.5 % faster,
     /// five of TileLang's attention examples 3-6 % slower (gqa_fwd_bshd, mha_fwd_varlen, mla_decode_ws).
     bool skipUnitRescales = false;
+    /// A wgmma product right after a clear of its accumulators (attention's scores) issued with scale-d 0 in
+    /// its first k-step instead of zeroing the registers (passes::zeroInitWgmma; --no-zero-init-wgmma).
+    bool zeroInitWgmma = true;
     /// Hopper attention loops in FlashAttention-3's schedule: the next key block's QK^T issued before this
     /// block's softmax (--intra-overlap, --no-intra-overlap) and two consumer warpgroups taking turns at the
     /// tensor cores (--pingpong, --no-pingpong). At Auto the lowering decides per loop by its head dimension

@@ -188,6 +188,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.splitConditions = !opts_.noSplitConditions;
     o.perElementSplits = opts_.perElementSplits;
     o.skipUnitRescales = opts_.skipUnitRescales;
+    o.zeroInitWgmma = opts_.zeroInitWgmma;
     o.pingPong = opts_.pingPong;
     o.intraOverlap = opts_.intraOverlap;
     o.epilogueBuffers = opts_.epilogueBuffers;

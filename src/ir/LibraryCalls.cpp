@@ -69,6 +69,10 @@ const std::vector<Info> &table() {
         {Fn::WgmmaWaitAcc, "tilec.wgmma_wait_acc", "tilec::wgmma_wait", 2, {}, {"pending", "count", "acc"}, kNone,
          I::Warpgroups, "sm_90a"},
         {Fn::WgmmaClear, "tilec.wgmma_clear", "tilec::wgmma_clear", 1, {}, {"count", "acc"}, kNone, I::All, "sm_90a"},
+        // C = op(A) op(B): every panel issued (rows == M), the accumulators' old values never read
+        {Fn::WgmmaSSInit, "tilec.wgmma_ss_init", "tilec::wgmma_gemm_ss_init", 10, {5, 6},
+         {"M", "N", "K", "wgM", "wgN", "transA", "transB", "swzA", "swzB", "rows", "a", "b", "c"},
+         kReadsShared | kAsync, I::Warpgroups, "sm_90a"},
         {Fn::TmaLoadTileMulticast, "tilec.tma_load_tile_multicast", "tilec::tma_load_tile_multicast", 8, {},
          {"rank", "rowDim", "rows", "cols", "elemBytes", "swizzle", "boxRows", "parts", "dst", "map", "bar", "ctaMask",
           "part", "c0", "c1", "c2", "c3", "c4"},
@@ -248,6 +252,7 @@ std::vector<const Load *> sharedArgs(const Call &c, lib::Fn f, std::initializer_
 
 std::vector<const Load *> wgmmaSharedOperands(const Call &c) {
     if (lib::is(c, lib::Fn::WgmmaSS)) return sharedArgs(c, lib::Fn::WgmmaSS, {"a", "b"});
+    if (lib::is(c, lib::Fn::WgmmaSSInit)) return sharedArgs(c, lib::Fn::WgmmaSSInit, {"a", "b"});
     if (lib::is(c, lib::Fn::WgmmaRS)) return sharedArgs(c, lib::Fn::WgmmaRS, {"b"});
     if (lib::is(c, lib::Fn::WgmmaSpSS)) return sharedArgs(c, lib::Fn::WgmmaSpSS, {"a", "b"});
     return {};

@@ -73,8 +73,8 @@ struct TensorCores : IRVisitor {
     bool found = false;
 
     void visit(const Call &op) override {
-        for (lib::Fn f : {lib::Fn::GemmSS, lib::Fn::GemmRS, lib::Fn::GemmSSPanels, lib::Fn::GemmRSPanels,
-                          lib::Fn::WgmmaSS, lib::Fn::WgmmaRS, lib::Fn::GemmSpSS, lib::Fn::MmaSync, lib::Fn::WgmmaSpSS})
+        for (lib::Fn f : {lib::Fn::GemmSS, lib::Fn::GemmRS, lib::Fn::GemmSSPanels, lib::Fn::GemmRSPanels, lib::Fn::WgmmaSS,
+                          lib::Fn::WgmmaSSInit, lib::Fn::WgmmaRS, lib::Fn::GemmSpSS, lib::Fn::MmaSync, lib::Fn::WgmmaSpSS})
             found = found || lib::is(op, f);
         IRVisitor::visit(op);
     }

@@ -47,6 +47,7 @@
 #include "tilec/passes/SelectRegisterSlots.h"
 #include "tilec/passes/SinkTransferWaits.h"
 #include "tilec/passes/SkipUnitRescales.h"
+#include "tilec/passes/ZeroInitWgmma.h"
 #include "tilec/passes/SplitIndexDivisions.h"
 #include "tilec/passes/SplitSwizzles.h"
 #include "tilec/passes/SplitUniformConditions.h"
@@ -168,6 +169,10 @@ const std::vector<Pass> &table() {
         // factor is exactly 1 (after the attention schedule placed them).
         {"skipUnitRescales", [](const LoweringOptions &o) { return o.skipUnitRescales; },
          [](const Program &p, PassState &s) { return passes::skipUnitRescales(p, &s.diag.sources()); }, false},
+        // A wgmma product right after a clear of its accumulators (attention's scores, per key block): scale-d 0 in
+        // its first k-step, the clear dropped (after the schedule that places the clears).
+        {"zeroInitWgmma", [](const LoweringOptions &o) { return o.zeroInitWgmma; },
+         [](const Program &p, PassState &) { return passes::zeroInitWgmma(p); }, false},
         // Loops whose element-wise conditions (a causal mask, a bounds check) are uniformly true or false over the
         // tile for a range of iterations: those iterations run a copy of the body without them.
         {"splitUniformConditions", [](const LoweringOptions &o) { return o.splitConditions; },

@@ -160,7 +160,7 @@ void Simulator::wgmmaIssue(const ir::Call &c, const std::vector<char> &mask) {
 
 void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     using passes::lib::Fn;
-    const Fn fn = passes::lib::find(c.name)->fn; // wgmma_ss, wgmma_rs or wgmma_sp_ss
+    const Fn fn = passes::lib::find(c.name)->fn; // wgmma_ss (_init), wgmma_rs or wgmma_sp_ss
     auto num = [&](const char *n) { return (int64_t)eval(passes::lib::arg(c, fn, n), first); };
     auto g = std::make_shared<WgmmaGroup>();
     g->rs = fn == Fn::WgmmaRS;
@@ -170,7 +170,7 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     if (!g->rs) g->transA = !g->sparse && num("transA") != 0, g->swzA = num("swzA");
     g->rows = g->rs || g->sparse ? g->M : num("rows");
     // live rows at run time: each warpgroup's panels that start at or past them are not issued
-    if (const ir::Expr *live = g->rs || g->sparse ? nullptr : passes::lib::optionalArg(c, fn, "live"))
+    if (const ir::Expr *live = fn != Fn::WgmmaSS ? nullptr : passes::lib::optionalArg(c, fn, "live"))
         g->rows = std::min(g->rows, (int64_t)eval(*live, first));
     std::tie(g->a, g->a0) = addressOf(passes::lib::arg(c, fn, "a"), first);
     std::tie(g->b, g->b0) = addressOf(passes::lib::arg(c, fn, "b"), first);
@@ -217,6 +217,16 @@ void Simulator::wgmmaIssueGroup(const ir::Call &c, int first, int wg) {
     }
     for (auto &o : flight)
         if (o->acc == g->acc && o->acc0 == g->acc0 && o->first == g->first) g->shadow = o->shadow;
+    if (fn == Fn::WgmmaSSInit) {
+        // scale-d 0: the old values are never read; a group in flight on them would race with the overwrite
+        if (g->shadow) throw SimError("wgmma_ss_init over accumulators a wgmma group in flight writes");
+        if (g->rows != g->M) throw SimError("wgmma_ss_init of only some panels (the rest would keep stale values)");
+        g->shadow = std::make_shared<std::vector<std::vector<double>>>(128, std::vector<double>((size_t)g->count, 0.0));
+        for (int t = first; t < first + 128; ++t) {
+            const int64_t a0 = g->acc0[(size_t)(t - first)];
+            if (a0 < 0 || a0 + g->count > (int64_t)storage(g->acc, t).size()) throw SimError("wgmma accumulators outside " + g->acc->name);
+        }
+    }
     if (!g->shadow) {
         g->shadow = std::make_shared<std::vector<std::vector<double>>>();
         for (int t = first; t < first + 128; ++t) {
@@ -415,6 +425,7 @@ void Simulator::hopper(const ir::Call &c, const passes::lib::Info &info, const s
             if (mask[t]) tmaLoadIssue(c, info, t);
         return maybeSwitch();
     case Fn::WgmmaSS:
+    case Fn::WgmmaSSInit:
     case Fn::WgmmaRS:
     case Fn::WgmmaSpSS:
         wgmmaIssue(c, mask);

@@ -27,7 +27,8 @@
 // the wait that retires it makes ptxas wait there (info C7514-C7519): touch them only after wgmma_wait.
 //
 // Ordering. wgmma_gemm_ss does wgmma.fence, issues every instruction (scale-d 1: it accumulates; clear acc
-// with wgmma_clear<Count>(acc) before the first call: see there why a plain loop of zeros is not enough),
+// with wgmma_clear<Count>(acc) before the first call: see there why a plain loop of zeros is not enough; or
+// call wgmma_gemm_ss_init, whose first k-step overwrites acc: scale-d 0),
 // then wgmma.commit_group; it does not wait. wgmma_wait<Pending>() waits until at
 // most Pending groups of this warpgroup are in flight; wgmma_wait<Pending, Count>(acc) does the same and then
 // tells the compiler that acc[0 .. Count) changed there, so that no read of the accumulators is scheduled
@@ -148,34 +149,35 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
 #define TILEC_WG_R128(d, i) TILEC_WG_R64(d, i), TILEC_WG_R64(d, (i) + 64)
 
 // One instruction: 16-bit operands (with the transpose immediates), tf32 / float8 (scale immediates only),
-// integers (no immediates). scale-d is the predicate p, always true here (an "r" operand of 1).
+// integers (no immediates). scale-d is the predicate p, from the "r" operand sd: 1 accumulates (D = A B + D), 0
+// overwrites (D = A B, D's old values not read: the first k-step of wgmma_gemm_ss_init).
 #define TILEC_WG_HEAD(SC) "{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"
 #define TILEC_WG_T16(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"     \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(da), "l"(db), "r"(1), "n"(TnspA), "n"(TnspB))
+                 : "l"(da), "l"(db), "r"(sd), "n"(TnspA), "n"(TnspB))
 #define TILEC_WG_TS(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p, 1, 1;\n}\n"                        \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(da), "l"(db), "r"(1))
+                 : "l"(da), "l"(db), "r"(sd))
 #define TILEC_WG_TI(LIST, DA, DB, SC, TA, TB, X1, X2, INST, ...)                                                    \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", p;\n}\n"                             \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(da), "l"(db), "r"(1))
+                 : "l"(da), "l"(db), "r"(sd))
 
 // RS (A from registers, 16-bit only): {d}, {a0, a1, a2, a3}, descriptor B, p, scale-a, scale-b, trans-b.
 #define TILEC_WG_TRS(LIST, DB, SC, TB, A0, A1, A2, A3, INST, ...)                                              \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB            \
                  ", p, 1, 1, %" #TB ";\n}\n"                                                                   \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
+                 : "l"(db), "r"(sd), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
 // RS with float8 A (k32) or tf32 A (k8): no transpose immediate (8-bit and tf32 B are K-major only); the "n"
 // operand is left unused.
 #define TILEC_WG_TRS8(LIST, DB, SC, TB, A0, A1, A2, A3, INST, ...)                                             \
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB            \
                  ", p, 1, 1;\n}\n"                                                                               \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(db), "r"(1), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
+                 : "l"(db), "r"(sd), "n"(TnspB), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]))
 #define TILEC_WG_WIDTH_RS(N, RF, RH)                                                                           \
     if constexpr (Width == N) {                                                                                \
         if constexpr (K == Kind::F16F32) TILEC_WG_AT##RF(TILEC_WG_TRS, TILEC_WG_OP(N, 16, "f32.f16.f16"), TILEC_WG_F##RF(df, 0)); \
@@ -213,7 +215,7 @@ __device__ __forceinline__ unsigned warpgroup_index() { return __shfl_sync(0xfff
     asm volatile(TILEC_WG_HEAD(SC) INST " {" LIST "}, %" #DA ", %" #DB ", %" #E ", 0, p, 1, 1, %" #TA ", %" #TB  \
                  ";\n}\n"                                                                                      \
                  : __VA_ARGS__                                                                                 \
-                 : "l"(da), "l"(db), "r"(1), "n"(TnspA), "n"(TnspB), "r"(meta))
+                 : "l"(da), "l"(db), "r"(sd), "n"(TnspA), "n"(TnspB), "r"(meta))
 #define TILEC_WG_OPSP(N, TYPES) "wgmma.mma_async.sp.sync.aligned.m64n" #N "k32." TYPES
 #define TILEC_WG_WIDTH_SP(N, RF, RH)                                                                           \
     if constexpr (Width == N) {                                                                                \
@@ -235,7 +237,7 @@ struct SparseA {
 /// f16 / bf16 into float, k32) or RS (AOp = const uint32_t *, the thread's four A registers: 16-bit, float8 and
 /// tf32 kinds). df: float accumulators; du: 32-bit ones (int32, or __half pairs packed low-first).
 template <int Width, Kind K, int TnspA, int TnspB, class AOp>
-__device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db) {
+__device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db, int sd = 1) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if constexpr (std::is_same_v<AOp, uint64_t>) {
         const uint64_t da = a;
@@ -253,6 +255,7 @@ __device__ __forceinline__ void mma(float *df, uint32_t *du, AOp a, uint64_t db)
     (void)du;
     (void)a;
     (void)db;
+    (void)sd;
 #endif
 }
 
@@ -319,7 +322,7 @@ __host__ __device__ constexpr int largest_pow2_at_most(int n) { return n >= 256 
 /// A is a descriptor (uint64_t: SS) or the thread's four A registers (const uint32_t *: RS).
 template <int Nw, int N0, Kind K, int TnspA, int TnspB, int Wb, bool BNMajor, int BPanelBytes, int SwzB, class TC,
           class AOp>
-__device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
+__device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db, int sd = 1) {
     if constexpr (N0 < Nw) {
         constexpr int Width = largest_pow2_at_most(Nw - N0);
         // the B offset of columns N0..: N-major, whole panels (a start inside a panel is not allowed); K-major,
@@ -328,7 +331,7 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
                       "an N-major B is split into instructions at panel boundaries only (N / WgN % W == 0)");
         constexpr unsigned off = BNMajor ? (N0 / Wb) * BPanelBytes : N0 * SwzB;
         const uint64_t dbi = descriptor_plus(db, off >> 4);
-        auto issue = [&](float *df, uint32_t *du) { mma<Width, K, TnspA, TnspB>(df, du, da, dbi); };
+        auto issue = [&](float *df, uint32_t *du) { mma<Width, K, TnspA, TnspB>(df, du, da, dbi, sd); };
         if constexpr (std::is_same_v<TC, float>) {
             issue(acc + N0 / 2, nullptr);
         } else {
@@ -337,7 +340,7 @@ __device__ __forceinline__ void mma_row(TC *acc, AOp da, uint64_t db) {
             // C7517 / C7519)
             issue(nullptr, reinterpret_cast<uint32_t *>(acc + N0 / 2));
         }
-        mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db);
+        mma_row<Nw, N0 + Width, K, TnspA, TnspB, Wb, BNMajor, BPanelBytes, SwzB>(acc, da, db, sd);
     }
 }
 
@@ -427,10 +430,11 @@ template <int M, int N, int WgM, int WgN> __host__ __device__ constexpr int wgmm
 namespace wgmma_detail {
 
 /// wgmma_gemm_ss's instructions for the first Issued 64-row panels of this warpgroup's rows (all: MT), fenced
-/// and committed; the accumulators of the others are left as they are.
+/// and committed; the accumulators of the others are left as they are. init: the first k-step overwrites the
+/// accumulators (scale-d 0) instead of adding to them.
 template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Issued, class TA,
           class TB, class TC>
-__device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc) {
+__device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc, bool init = false) {
     constexpr Kind K_ = kind<TA, TB, TC>();
     static_assert(K_ != Kind::None, "wgmma types: f16/bf16 -> f32, f16 -> f16, tf32 (float) -> f32, "
                                     "fp8 e4m3/e5m2 -> f32, int8/uint8 -> int32");
@@ -475,7 +479,8 @@ __device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc) {
         for (int mi = 0; mi < Issued; ++mi) {
             const unsigned maOff = TransA ? (mi * 64 / Wa) * APanel : mi * 64 * SwzA;
             mma_row<Nw, 0, K_, TransA ? 1 : 0, TransB ? 0 : 1, Wb, !TransB, BPanel, SwzB>(
-                acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4));
+                acc + mi * (Nw / 2), descriptor_plus(da0, (kaOff + maOff) >> 4), descriptor_plus(db0, kbOff >> 4),
+                init && ki == 0 ? 0 : 1);
         }
     }
     wgmma_commit();
@@ -505,6 +510,17 @@ __device__ __forceinline__ void wgmma_gemm_ss(const TA *a, const TB *b, TC *acc)
     static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
     constexpr int MT = M / WgM / 64;
     wgmma_detail::ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, WgM == 1 ? (Rows + 63) / 64 : MT>(a, b, acc);
+}
+
+/// C(M x N) = op(A) op(B): wgmma_gemm_ss whose first k-step overwrites the accumulators (wgmma's scale-d 0)
+/// instead of adding to them, so that no instruction zeroes them first (FlashAttention-3's QK^T, `zero_init`).
+/// Every 64-row panel is issued (Rows == M). Equal to wgmma_clear then wgmma_gemm_ss but for the sign of an
+/// exact zero sum (0 + -0 is +0).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_ss_init(const TA *a, const TB *b, TC *acc) {
+    static_assert(Rows == M, "an overwriting product issues every panel");
+    wgmma_detail::ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, M / WgM / 64>(a, b, acc, true);
 }
 
 /// The same where the block's live rows are known at run time only (`live`, the same in every thread): each

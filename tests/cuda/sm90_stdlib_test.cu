@@ -33,6 +33,29 @@ template __global__ void gemm_probe<64, 248, 32, 1, 1, false, true, 128, 128, fl
 template __global__ void gemm_probe<128, 128, 128, 1, 1, false, true, 128, 128, __nv_fp8_e4m3, __nv_fp8_e5m2, float>(float *, int);
 template __global__ void gemm_probe<64, 64, 64, 1, 1, false, true, 64, 64, int8_t, uint8_t, int32_t>(int32_t *, int);
 
+/// wgmma_gemm_ss_init: each block's product overwrites the accumulators (scale-d 0 in its first k-step, no
+/// clear), as attention's QK^T each key block; the same products accumulating after it.
+template <int M, int N, int K, int WgM, int WgN, bool TA_, bool TB_, int SA, int SB, class TA, class TB, class TC>
+__global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_init_probe(TC *out, int kBlocks) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int C = tilec::wgmma_acc_count<M, N, WgM, WgN>();
+    alignas(4) TC acc[C];
+    TC sum = TC(0);
+    for (int k = 0; k < kBlocks; ++k) {
+        tilec::wgmma_gemm_ss_init<M, N, K, WgM, WgN, TA_, TB_, SA, SB, M>(reinterpret_cast<const TA *>(smem),
+                                                                       reinterpret_cast<const TB *>(smem + 65536), acc);
+        tilec::wgmma_gemm_ss<M, N, K, WgM, WgN, TA_, TB_, SA, SB, M>(reinterpret_cast<const TA *>(smem),
+                                                                  reinterpret_cast<const TB *>(smem + 65536), acc);
+        tilec::wgmma_wait<0, C>(acc);
+#pragma unroll
+        for (int i = 0; i < C; ++i) sum += acc[i];
+    }
+    out[threadIdx.x] = sum;
+}
+
+template __global__ void gemm_init_probe<128, 128, 64, 2, 1, false, true, 128, 128, __half, __half, float>(float *, int);
+template __global__ void gemm_init_probe<64, 64, 64, 1, 1, false, true, 64, 64, __nv_fp8_e4m3, __nv_fp8_e4m3, float>(float *, int);
+
 /// A producer warpgroup loading one stage by TMA for a consumer warpgroup.
 __global__ void __launch_bounds__(256, 1) pipeline_probe(const __grid_constant__ tilec::tensor_map map, int x, int y,
                                                          int *out) {

@@ -239,6 +239,25 @@ TEST(SimHopperAttn, OverlapAsLowered) {
     EXPECT_EQ(on.roles->allocs.size(), off.roles->allocs.size()) << "no second score accumulator";
 }
 
+/// zeroInitWgmma: the overlapped loop's QK^T overwrites the scores (wgmma_ss_init) and the result is right; the same kernel with those products accumulating instead (scale-d 1, no clear) adds
+/// each block's scores to the previous block's probabilities, and the simulator sees it wrong.
+TEST(SimHopperAttn, OverlapScoresOverwrittenByTheProduct) {
+    const AttnCase a = overlapped({1, 1, 128, 64, true, 64, 32, 2, 128});
+    Lowered l(a);
+    ASSERT_TRUE(l.roles) << l.r.diags();
+    auto c = callCounts(*l.roles);
+    EXPECT_GT(c[lib::Fn::WgmmaSSInit], 0);
+    const Data d = reference(a);
+    Outcome right = simulate(*l.roles, a, d, 0);
+    EXPECT_TRUE(right.error.empty() && right.races.empty() && !right.wrong) << right.error << right.firstWrong;
+    auto accumulating = simtest::rewriteCalls(*l.roles, [](const ir::Evaluate &e, const ir::Call &call, simtest::Role) {
+        if (!lib::is(call, lib::Fn::WgmmaSSInit)) return simtest::same(e);
+        return lib::stmt(lib::Fn::WgmmaSS, call.args, e.loc);
+    });
+    Outcome wrong = simulate(*accumulating, a, d, 0);
+    EXPECT_TRUE(wrong.wrong > 0 || !wrong.error.empty());
+}
+
 /// Both schedules: one turn for the first block's QK^T, one per later block (its QK^T and P.V of the block
 /// before), one for the last P.V; warpgroup 1's first hand-over and warpgroup 0's last turn around them.
 TEST(SimHopperAttn, OverlapPingPongTurnsAsLowered) {

@@ -43,7 +43,7 @@ struct PlainCalls {
             PlainCalls *out = nullptr;
             void visit(const ir::Call &c) override {
                 const lib::Info *f = lib::find(c.name);
-                if (f && (f->fn == lib::Fn::WgmmaSS || f->fn == lib::Fn::WgmmaRS)) ++out->wgmma;
+                if (f && (f->fn == lib::Fn::WgmmaSS || f->fn == lib::Fn::WgmmaSSInit || f->fn == lib::Fn::WgmmaRS)) ++out->wgmma;
                 if (f && (f->fn == lib::Fn::GemmSS || f->fn == lib::Fn::GemmRS)) ++out->mma;
                 if (passes::isTileTransfer(c))
                     out->layout[passes::addressedLoad(lib::arg(c, f->fn, "dst"))->buffer->name] = *ir::constInt(lib::arg(c, f->fn, "swizzle"));

@@ -143,13 +143,15 @@ inline const ir::Kernel *warpRoles(const lowertest::LowerRun &r) {
     return roles;
 }
 
-/// The library calls of a kernel, by function.
+/// The library calls of a kernel, by function. A wgmma_ss_init (zeroInitWgmma's product that overwrites its
+/// accumulators) counts under WgmmaSS too: a product over shared tiles either way.
 inline std::map<passes::lib::Fn, int> callCounts(const ir::Kernel &k) {
     struct V : ir::IRVisitor {
         using ir::IRVisitor::visit;
         std::map<passes::lib::Fn, int> n;
         void visit(const ir::Call &c) override {
             if (auto *i = passes::lib::find(c.name)) ++n[i->fn];
+            if (passes::lib::is(c, passes::lib::Fn::WgmmaSSInit)) ++n[passes::lib::Fn::WgmmaSS];
             ir::IRVisitor::visit(c);
         }
     } v;

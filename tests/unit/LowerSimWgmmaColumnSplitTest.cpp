@@ -40,6 +40,7 @@ std::map<lib::Fn, int> callCounts(const ir::Kernel &k) {
         std::map<lib::Fn, int> n;
         void visit(const ir::Call &c) override {
             if (auto *i = lib::find(c.name)) ++n[i->fn];
+            if (lib::is(c, lib::Fn::WgmmaSSInit)) ++n[lib::Fn::WgmmaSS]; // overwriting its accumulators: still SS
             ir::IRVisitor::visit(c);
         }
     } v;

@@ -274,6 +274,11 @@ int main(int argc, char **argv) {
                   "flash_d128, 3-6 % slower on five of TileLang's attention examples, H100)",
                   "--no-skip-unit-rescales", [&o] { o.skipUnitRescales = false; },
                   "such multiplies run whatever their factors (the default)");
+    addSwitchPair(app, "--zero-init-wgmma", [&o] { o.zeroInitWgmma = true; },
+                  "a wgmma product right after a clear of its accumulators (attention's scores) overwrites them: "
+                  "scale-d 0 in its first k-step, no zeroing instructions (the default)",
+                  "--no-zero-init-wgmma", [&o] { o.zeroInitWgmma = false; },
+                  "such accumulators are zeroed by the threads, the product accumulates onto them");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
