@@ -44,7 +44,9 @@ struct DriverOptions {
     bool noWarpSpecialize = false;         ///< --no-warp-specialize: keep the cp.async pipelines on sm_90a
     int epilogueBuffers = 2;               ///< --epilogue-buffers: TMA-store staging per warpgroup (0: none)
     bool oneBlockBounds = true;            ///< --no-one-block-bounds: (threads, 1) only where loads need it
-    int boundBlocks = 1;                   ///< --bound-blocks: the blocks per SM of those bounds
+    int boundBlocks = 0;                   ///< --bound-blocks: the blocks per SM of those bounds (0: not given)
+    bool occupancyBounds = true;           ///< --no-occupancy-bounds: 1 block per SM where --bound-blocks is not given
+    bool sharedReuseBlocks = true;         ///< --no-shared-reuse-blocks: shared bytes reused only where the plan does not fit
     bool opaqueVectorStores = false;       ///< --opaque-vector-stores: every global vector store one PTX store
     bool bulkStoreRows = false;            ///< --bulk-store-rows: a tile of strided rows as one bulk copy a row
     bool noBulkStores = false;             ///< --no-bulk-stores: closing tile copies as per-thread stores on sm_90

@@ -104,10 +104,18 @@ struct LoweringOptions {
     /// On since session 40: every library it changes ran right and faster or tied on the H100 (layernorm 0.87 ->
     /// 0.94x TileLang).
     bool oneBlockBounds = true;
-    /// The blocks per SM those bounds name (--bound-blocks; 1, TileLang's, by default): N > 1 caps a thread's registers
-    /// at 65536 / (N x threads), an occupancy A/B for memory-bound kernels whose registers ptxas does not need
-    /// (layernorm_fwd: 94 registers and 2 blocks per SM at 1, 79 and 3 at 3, TileLang's kernel 72 and 3).
-    int boundBlocks = 1;
+    /// The blocks per SM those bounds name (--bound-blocks=N, every such kernel; 0: not given): N > 1 caps a
+    /// thread's registers at 65536 / (N x threads), an occupancy A/B for memory-bound kernels whose registers ptxas
+    /// does not need (layernorm_fwd: 94 registers and 2 blocks per SM at 1, 79 and 3 at 3, TileLang's kernel 72 and 3).
+    int boundBlocks = 0;
+    /// Where --bound-blocks is not given, a kernel without tensor-core products takes the blocks per SM its shared
+    /// memory and an estimate of its registers allow (passes::occupancyBlocks; session 44, untimed); the rest 1.
+    /// --no-occupancy-bounds: 1 for every kernel, as before.
+    bool occupancyBounds = true;
+    /// A kernel without warp roles whose shared plan fits lets a buffer no longer used give its bytes to a later one,
+    /// with a barrier between, where that raises the blocks per SM (passes::planSharedMemory; session 44, untimed;
+    /// --no-shared-reuse-blocks: only where the plan does not fit, as before).
+    bool sharedReuseBlocks = true;
     /// sm_90 and later: a kernel's closing shared-to-global tile copies as TMA bulk copies (cp.async.bulk) issued
     /// by single threads, as TileLang stores a tile (passes::bulkStores; --no-bulk-stores turns it off).
     bool bulkStores = true;

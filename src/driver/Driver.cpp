@@ -194,6 +194,8 @@ LoweringOptions Compilation::loweringOptions() const {
     o.epilogueBuffers = opts_.epilogueBuffers;
     o.oneBlockBounds = opts_.oneBlockBounds;
     o.boundBlocks = opts_.boundBlocks;
+    o.occupancyBounds = opts_.occupancyBounds;
+    o.sharedReuseBlocks = opts_.sharedReuseBlocks;
     o.bulkStores = !opts_.noBulkStores && !opts_.noTma; // --no-tma: every tile on the threads' own path
     o.bulkStoreRows = opts_.bulkStoreRows;
     o.stmatrixCopies = !opts_.noStmatrixCopies;

@@ -6,9 +6,11 @@
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/OccupancyBlocks.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace tilec::passes {
 
@@ -89,23 +91,28 @@ int64_t loadBatchRegisters(const Stmt &body) {
     return l.registers;
 }
 
-ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel, int blocks) {
+ir::Program loadBatchLaunchBounds(const ir::Program &p, const Target &t, const LaunchBoundChoice &c,
+                                  const SourceManager *sources) {
     return eachKernel(p, [&](const ir::KernelP &k) -> ir::KernelP {
         if (k->minBlocksPerSM || k->persistent || !k->body) return k;
-        if (everyKernel) {
-            auto nk = std::make_shared<ir::Kernel>(*k);
-            nk->minBlocksPerSM = blocks;
-            return nk;
-        }
         TensorCores tc;
         tc.visit(k->body);
-        if (tc.found) return k;
-        const int64_t batch = loadBatchRegisters(k->body);
-        const int64_t perThread = (batch + kOtherRegisters + 7) / 8 * 8;
-        // A batch that fits beside the rest in what ptxas takes on its own is issued together without a bound.
-        if (perThread <= kDefaultCap) return k;
+        if (!c.everyKernel) {
+            if (tc.found) return k;
+            const int64_t batch = loadBatchRegisters(k->body);
+            const int64_t perThread = (batch + kOtherRegisters + 7) / 8 * 8;
+            // A batch that fits beside the rest in what ptxas takes on its own is issued together without a bound.
+            if (perThread <= kDefaultCap) return k;
+        }
         auto nk = std::make_shared<ir::Kernel>(*k);
-        nk->minBlocksPerSM = blocks;
+        nk->minBlocksPerSM = c.blocks > 0 ? c.blocks : 1;
+        if (c.blocks == 0 && c.occupancy && !tc.found) {
+            std::string why;
+            nk->minBlocksPerSM = occupancyBlocks(*k, t, &why);
+            remark(sources, k->launchLoc, "kernel '" + k->name + "' (" + t.name + "): no tensor-core product, launch bound (" +
+                                              std::to_string(k->launchedThreads()) + ", " +
+                                              std::to_string(nk->minBlocksPerSM) + "): " + why);
+        }
         return nk;
     });
 }

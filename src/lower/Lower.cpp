@@ -216,14 +216,21 @@ const std::vector<Pass> &table() {
         {"oneWaveLaunchBounds", always,
          [](const Program &p, PassState &s) { return passes::oneWaveLaunchBounds(p, s.variant.target); }, false},
         // Other grids whose unrolled loops issue many global loads together: one block per SM, registers for them.
-        {"loadBatchLaunchBounds", always, [](const Program &p, PassState &s) { return passes::loadBatchLaunchBounds(p, s.variant.options.oneBlockBounds, s.variant.options.boundBlocks); }, false},
+        // Bandwidth-bound kernels (no tensor-core product) name the blocks per SM their shared memory and registers allow.
+        {"loadBatchLaunchBounds", always,
+         [](const Program &p, PassState &s) {
+             const LoweringOptions &o = s.variant.options;
+             return passes::loadBatchLaunchBounds(p, s.variant.target, {o.oneBlockBounds, o.boundBlocks, o.occupancyBounds},
+                                                  &s.diag.sources());
+         },
+         false},
         // The program's own setmaxnreg (T.set_max_nreg) kept where whole warp groups of explicit warp roles run it
         // and the counts fit the register file at the launch bound's blocks per SM; dropped elsewhere (-v says why).
         {"keepMaxNreg", always,
          [](const Program &p, PassState &s) { return passes::keepMaxNreg(p, s.variant.target, &s.diag.sources()); }, false},
         // Offsets of the shared buffers (mbarriers and 1024-byte aligned TMA tiles included); limits per target.
         {"planSharedMemory", always,
-         [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag); }, false,
+         [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag, s.variant.options.sharedReuseBlocks); }, false,
          [](const Program &p, const PassState &) { return passes::describeSharedPlans(p); }},
     };
     return rows;

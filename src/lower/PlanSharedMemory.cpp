@@ -7,10 +7,12 @@
 #include "tilec/LibraryCalls.h"
 #include "tilec/SharedMemory.h"
 #include "tilec/passes/Arith.h"
+#include "tilec/passes/OccupancyBlocks.h"
 #include "tilec/SharedAliases.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -266,14 +268,26 @@ SharedPlan plan(const Kernel &k, std::set<int> *barriers = nullptr, const Pairs 
     for (auto &[view, base] : ir::sharedAliases(k)) // a shared alias is its base's bytes
         if (auto at = out.offsetOf(base.get()); at && std::count(k.allocs.begin(), k.allocs.end(), view))
             out.offsets.push_back({view.get(), *at});
-    if (barriers)
+    if (barriers) {
+        // Each overlapping pair needs a barrier somewhere after the earlier buffer's last statement, up to the later
+        // one's first; the fewest positions that serve every pair: by the latest position each pair allows, that
+        // position unless a chosen one serves already.
+        std::vector<std::pair<int, int>> spans; // (latest, earliest)
         for (size_t i = 0; i < placed.size(); ++i)
             for (size_t j = 0; j < i; ++j) {
                 auto [a, ra] = placed[i];
                 auto [b, rb] = placed[j];
-                if (ra.first < rb.second && rb.first < ra.second && !separated(a, b))
-                    barriers->insert(std::max(live[a].first, live[b].first));
+                if (ra.first < rb.second && rb.first < ra.second && !separated(a, b)) {
+                    auto [x, y] = live[a].first > live[b].first ? std::pair(live[b], live[a]) : std::pair(live[a], live[b]);
+                    spans.push_back({y.first, std::min(x.second + 1, y.first)});
+                }
             }
+        std::sort(spans.begin(), spans.end());
+        for (auto [latest, earliest] : spans) {
+            auto at = barriers->lower_bound(earliest);
+            if (at == barriers->end() || *at > latest) barriers->insert(latest);
+        }
+    }
     out.bytes = (end + 15) / 16 * 16;
     // The kernel declares its dynamic shared memory 128-byte aligned; a stricter plan rounds the base up at
     // run time, so it asks for the difference too.
@@ -307,6 +321,30 @@ bool aliasBasesKept(const Kernel &k, DiagnosticEngine &diag) {
     return ok;
 }
 
+/// Whether none of the asynchronous accesses of shared memory the top-level statements start (inFlightAfter) is
+/// in flight before any of `positions`, so that a barrier there leaves every thread done with what came before.
+bool settledAt(const Stmt &body, const std::set<int> &positions) {
+    std::vector<Stmt> top = Seq::items(body);
+    unsigned inFlight = 0;
+    for (size_t i = 0; i < top.size(); ++i) {
+        if (positions.count((int)i) && inFlight) return false;
+        inFlight = inFlightAfter(top[i], inFlight);
+    }
+    return true;
+}
+
+/// Whether the kernel's grid may hold more blocks than the SMs of `t` run at once with `perSm` blocks each (a grid
+/// that is not a constant may): only then do more blocks per SM shorten it.
+bool pastOneWave(const Kernel &k, const Target &t, int64_t perSm) {
+    int64_t blocks = 1;
+    for (const Expr &e : k.grid) {
+        std::optional<int64_t> n = constInt(e);
+        if (!n) return true;
+        blocks *= *n;
+    }
+    return blocks > (int64_t)t.numSms * perSm;
+}
+
 /// The body with a barrier before each of the top-level statements at `positions`.
 Stmt withBarriersBefore(const Stmt &body, const std::set<int> &positions) {
     if (positions.empty()) return body;
@@ -321,7 +359,7 @@ Stmt withBarriersBefore(const Stmt &body, const std::set<int> &positions) {
 
 } // namespace
 
-Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &diag) {
+Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &diag, bool reuseForBlocks) {
     Program out;
     for (auto &k : p.kernels) {
         auto nk = std::make_shared<Kernel>(*k);
@@ -331,6 +369,20 @@ Program planSharedMemory(const Program &p, const Target &t, DiagnosticEngine &di
             continue;
         }
         nk->shared = plan(*nk);
+        if (reuseForBlocks && nk->shared.bytes <= t.maxSharedPerBlock && !nk->producerThreads) {
+            // It fits, but a buffer no longer used may still give its bytes to a later one, with a barrier between
+            // (TileLang's planner reuses them always), where that lets more blocks share an SM: by shared memory,
+            // threads and occupancyBlocks' estimate of the registers, in a grid of more than one wave. Not where an
+            // asynchronous access of shared memory may be in flight at such a barrier.
+            std::set<int> barriers;
+            SharedPlan reused = plan(*nk, &barriers);
+            const int before = occupancyBlocks(*nk, t, nullptr, nk->shared.bytes);
+            if (occupancyBlocks(*nk, t, nullptr, reused.bytes) > before && pastOneWave(*nk, t, before) &&
+                settledAt(nk->body, barriers)) {
+                nk->shared = reused;
+                nk->body = withBarriersBefore(nk->body, barriers);
+            }
+        }
         if (nk->shared.bytes > t.maxSharedPerBlock && !nk->producerThreads) {
             // Too much: let buffers whose uses are apart share memory, with a barrier between them (TileLang
             // reuses the shared memory of buffers no longer live). Not with warp roles, whose threads do not

@@ -324,10 +324,21 @@ int main(int argc, char **argv) {
                   "--no-one-block-bounds", [&o] { o.oneBlockBounds = false; },
                   "only kernels whose unrolled global loads need the registers get __launch_bounds__(threads, 1)");
     app.add_option("--bound-blocks", o.boundBlocks,
-                   "the blocks per SM of the launch bounds tilec gives kernels without one of their own (default 1, "
-                   "TileLang's): N > 1 caps registers at 65536 / (N x threads), for timing occupancy")
-        ->check(CLI::Range(1, 32))
-        ->capture_default_str();
+                   "the blocks per SM of the launch bounds tilec gives kernels without one of their own, every such "
+                   "kernel (default: see --occupancy-bounds; 1, TileLang's, for the rest): N > 1 caps registers at "
+                   "65536 / (N x threads), for timing occupancy")
+        ->check(CLI::Range(1, 32));
+    addSwitchPair(app, "--occupancy-bounds", [&o] { o.occupancyBounds = true; },
+                  "a kernel without tensor-core products names in its launch bound the blocks per SM its shared "
+                  "memory allows, up to what an estimate of its registers supports (the default; -v says the figures)",
+                  "--no-occupancy-bounds", [&o] { o.occupancyBounds = false; },
+                  "launch bounds name 1 block per SM unless --bound-blocks says otherwise");
+    addSwitchPair(app, "--shared-reuse-blocks", [&o] { o.sharedReuseBlocks = true; },
+                  "a shared buffer no longer used gives its bytes to a later one, with a barrier between, where that "
+                  "lets more blocks share an SM (the default; warp roles aside)",
+                  "--no-shared-reuse-blocks", [&o] { o.sharedReuseBlocks = false; },
+                  "shared buffers reuse bytes across a barrier the program has, or with barriers added only where the "
+                  "kernel's shared memory does not fit otherwise");
     app.add_flag("--opaque-vector-stores", o.opaqueVectorStores,
                  "register -> global vector stores of 8 or 16 bytes as one PTX st.global each, which nvcc cannot "
                  "split (default: only stores through T.make_tensor addresses; nvcc folds parameters' offsets)");

@@ -2,7 +2,9 @@
 /// The launch bound of kernels whose unrolled loops issue many global loads together: registers for them.
 #pragma once
 
+#include "tilec/Diagnostics.h"
 #include "tilec/IR.h"
+#include "tilec/Target.h"
 
 namespace tilec::passes {
 
@@ -18,10 +20,18 @@ namespace tilec::passes {
 /// at (32, 21)), and a bound of 1 caps nothing. A smaller batch keeps ptxas's own choice (layernorm's 16-byte row
 /// copies, all in flight at 63 registers already). Tensor-core kernels: wy_fast_bwd_split's loads are a batch of
 /// 64 registers, but the bound took ptxas from 128 to 132 registers (4 -> 3 blocks per SM) for no load.
-/// With `everyKernel` (--one-block-bounds), every kernel without a bound of its own gets (threads, 1), its loads
-/// and products aside: TileLang's bound, for timing against this rule on the GPU. `blocks` (--bound-blocks) is
-/// the bound's blocks per SM, 1 unless an occupancy A/B asks for more.
-ir::Program loadBatchLaunchBounds(const ir::Program &p, bool everyKernel = false, int blocks = 1);
+/// `c.everyKernel` (--one-block-bounds, the default): every kernel without a bound of its own gets one, its loads
+/// and products aside, as TileLang gives (threads, 1). The blocks per SM of the bound: `c.blocks` where given
+/// (--bound-blocks, an occupancy A/B); else, for a kernel without tensor-core products and with `c.occupancy`
+/// (--no-occupancy-bounds turns it off), occupancyBlocks' choice from its shared memory and an estimate of its
+/// registers (the cap that chunk_bwd_dqkwg's batch figure could not give), said by -v; else 1.
+struct LaunchBoundChoice {
+    bool everyKernel = false;
+    int blocks = 0;       ///< 0: not given
+    bool occupancy = false;
+};
+ir::Program loadBatchLaunchBounds(const ir::Program &p, const Target &t, const LaunchBoundChoice &c,
+                                  const SourceManager *sources = nullptr);
 
 /// The registers (4-byte words) of the largest batch of global loads `body` issues in one outermost unrolled
 /// loop without a barrier or an asynchronous transfer (0 when none).

@@ -17,8 +17,14 @@ namespace tilec::passes {
 /// where the plan does not fit: a buffer the consumers use only after a barrier of theirs (at their top level,
 /// none of their asynchronous accesses of shared memory in flight, every TMA load of the producer awaited before
 /// it) may share bytes with one used only before it and by the producer (the rings and once tiles).
+/// Without warp roles, where the plan fits but buffers whose uses are merely apart (no barrier between) could share
+/// bytes with a barrier added before the later one, so that more blocks fit an SM (occupancyBlocks with the plan's
+/// bytes, in a grid of more than one wave of blocks; none of the kernel's asynchronous accesses of shared memory
+/// in flight at such a barrier), that plan is
+/// taken with `reuseForBlocks` (--no-shared-reuse-blocks turns it off): TileLang's planner reuses such bytes always
+/// (kda chunk_fwd_o: 57 -> 41 KB a block, 3 -> 4 blocks per SM at ptxas's 64 registers; TileLang's 40 KB, 3 at 78).
 /// Reports a kernel that needs more than `t` gives a block.
-ir::Program planSharedMemory(const ir::Program &p, const Target &t, DiagnosticEngine &diag);
+ir::Program planSharedMemory(const ir::Program &p, const Target &t, DiagnosticEngine &diag, bool reuseForBlocks = false);
 
 /// The bytes planSharedMemory gives a kernel with warp roles (Kernel::body a WarpRoles statement) where it does
 /// not fit `t` apart: the plan with the reuse its consumers' barrier after their loop allows. specializeWarps'
