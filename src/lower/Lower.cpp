@@ -78,9 +78,10 @@ namespace {
 using ir::Program;
 bool always(const LoweringOptions &) { return true; }
 
-/// The pipeline, in order. Front-end rows (no `run`) are the driver's phases, listed for --dump-after.
-const std::vector<Pass> &table() {
-    static const std::vector<Pass> rows = {
+/// The pipeline's first half, in order: the driver's phases (no `run`, listed for --dump-after), then the passes
+/// over tile-level IR, up to the T.Parallel nests' lowering to each thread's statements.
+std::vector<Pass> tileRows() {
+    return {
         {"parse"}, {"evaluate"}, {"check"},
         // GEMM tiles taller than the rows anyone observes are computed at those rows (once for all targets:
         // lowerVariants), then GEMMs whose tiles leave the GPU idle split K over two launches (likewise).
@@ -144,6 +145,13 @@ const std::vector<Pass> &table() {
         // sm_90+: tensor-core fragments copied into 16-bit shared tiles by each warp's stmatrix.
         {"storeMatrices", [](const LoweringOptions &o) { return o.stmatrixCopies; },
          [](const Program &p, PassState &s) { return passes::storeMatrices(p, s.variant, &s.diag.sources()); }, false},
+    };
+}
+
+/// The pipeline's second half, in order: from the T.Parallel nests' lowering on, the passes over each thread's
+/// statements, down to the launch bounds and the shared-memory plan.
+std::vector<Pass> threadRows() {
+    return {
         {"lowerParallel", always, [](const Program &p, PassState &) { return passes::lowerParallel(p); }, false},
         // Reads of fragments held whole by every thread at a thread-dependent index: a choice among constant slots.
         {"selectRegisterSlots", always, [](const Program &p, PassState &) { return passes::selectRegisterSlots(p); }, false},
@@ -233,6 +241,15 @@ const std::vector<Pass> &table() {
          [](const Program &p, PassState &s) { return passes::planSharedMemory(p, s.variant.target, s.diag, s.variant.options.sharedReuseBlocks); }, false,
          [](const Program &p, const PassState &) { return passes::describeSharedPlans(p); }},
     };
+}
+
+/// The pipeline, in order: tileRows, then threadRows.
+const std::vector<Pass> &table() {
+    static const std::vector<Pass> rows = [] {
+        std::vector<Pass> all = tileRows();
+        for (auto &p : threadRows()) all.push_back(std::move(p));
+        return all;
+    }();
     return rows;
 }
 
