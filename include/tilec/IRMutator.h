@@ -62,6 +62,8 @@ class IRMutator {
     virtual Stmt visit(const std::shared_ptr<const WarpRoles> &op);
 
   protected:
+    /// Each statement mutated, in order; `changed` set when any came back different (a Seq's items).
+    std::vector<Stmt> mutateEach(const std::vector<Stmt> &stmts, bool &changed);
     /// True when two regions are the same buffer with the same (pointer-equal) range expressions.
     static bool sameRegion(const Region &a, const Region &b);
 

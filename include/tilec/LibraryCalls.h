@@ -193,6 +193,9 @@ bool isCall(const ir::Stmt &s, lib::Fn f);
 
 /// Whether a call is a cp.async tile transfer (either form).
 bool isTileTransfer(const ir::Call &c);
+/// Whether a call issues a wgmma product (dense SS or RS, the SS that overwrites its accumulators, sparse SS): the
+/// asynchronous tensor-core group a wgmma wait retires. A new variant is added here, not at each user.
+bool isWgmmaProduct(const ir::Call &c);
 
 /// The shared buffers a library call hands over as swizzled tiles (with the Load of each, for its index): a
 /// transfer's destination, a GEMM's shared operands (T.gemm_sp's metadata among them), an ldmatrix's source (whose

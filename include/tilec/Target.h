@@ -22,6 +22,7 @@ struct Target {
     int maxSharedPerBlock = 232448; ///< opt-in dynamic shared memory per block, bytes
     int registersPerThread = 255;
     int registersPerSM = 65536;
+    int registerUnit = 8; ///< a thread's registers are allocated in multiples of this (256 a warp)
     /// Per SM (CUDA C Programming Guide, "Compute Capabilities"): resident threads and blocks, and the shared
     /// memory blocks can share (each block also takes 1 KiB the system reserves).
     int threadsPerSM = 2048, blocksPerSM = 32;

@@ -137,14 +137,19 @@ Expr IRMutator::visit(const std::shared_ptr<const Load> &op) {
 
 // ---- statements ----
 
-Stmt IRMutator::visit(const std::shared_ptr<const Seq> &op) {
-    std::vector<Stmt> stmts;
-    stmts.reserve(op->stmts.size());
-    bool changed = false;
-    for (auto &s : op->stmts) {
-        stmts.push_back(mutate(s));
-        changed |= stmts.back() != s;
+std::vector<Stmt> IRMutator::mutateEach(const std::vector<Stmt> &stmts, bool &changed) {
+    std::vector<Stmt> out;
+    out.reserve(stmts.size());
+    for (auto &s : stmts) {
+        out.push_back(mutate(s));
+        changed |= out.back() != s;
     }
+    return out;
+}
+
+Stmt IRMutator::visit(const std::shared_ptr<const Seq> &op) {
+    bool changed = false;
+    std::vector<Stmt> stmts = mutateEach(op->stmts, changed);
     if (!changed) return op;
     return Seq::make(std::move(stmts), op->loc);
 }

@@ -235,6 +235,11 @@ bool isCall(const Stmt &s, lib::Fn f) {
 
 bool isTileTransfer(const Call &c) { return lib::is(c, lib::Fn::CopyG2S) || lib::is(c, lib::Fn::CopyG2SWait); }
 
+bool isWgmmaProduct(const Call &c) {
+    return lib::is(c, lib::Fn::WgmmaSS) || lib::is(c, lib::Fn::WgmmaSSInit) || lib::is(c, lib::Fn::WgmmaRS) ||
+           lib::is(c, lib::Fn::WgmmaSpSS);
+}
+
 namespace {
 
 /// The shared-memory Loads behind the address arguments `names` of call `c` to `f`.

@@ -34,7 +34,10 @@ bool isProgramWaitsMark(const Stmt &s) {
 namespace {
 
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
-bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS) || isCall(s, lib::Fn::WgmmaSpSS); }
+bool isWgmma(const Stmt &s) {
+    const Call *c = callOf(s);
+    return c && isWgmmaProduct(*c);
+}
 
 /// The groups a wait keeps in flight (`pending`), or -1 when `s` is no wait.
 int64_t waitPending(const Stmt &s) {

@@ -75,9 +75,10 @@ struct TensorCores : IRVisitor {
     bool found = false;
 
     void visit(const Call &op) override {
-        for (lib::Fn f : {lib::Fn::GemmSS, lib::Fn::GemmRS, lib::Fn::GemmSSPanels, lib::Fn::GemmRSPanels, lib::Fn::WgmmaSS,
-                          lib::Fn::WgmmaSSInit, lib::Fn::WgmmaRS, lib::Fn::GemmSpSS, lib::Fn::MmaSync, lib::Fn::WgmmaSpSS})
+        for (lib::Fn f : {lib::Fn::GemmSS, lib::Fn::GemmRS, lib::Fn::GemmSSPanels, lib::Fn::GemmRSPanels, lib::Fn::GemmSpSS,
+                          lib::Fn::MmaSync})
             found = found || lib::is(op, f);
+        found = found || isWgmmaProduct(op);
         IRVisitor::visit(op);
     }
     void visit(const Gemm &) override { found = true; }

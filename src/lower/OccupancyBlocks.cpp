@@ -21,8 +21,6 @@ namespace {
 /// Registers a thread needs beyond its local buffers: a 16-byte vector on its way between memory and a buffer
 /// (4), two 64-bit addresses (4), the thread's index and a loop's counter and bound (4).
 constexpr int64_t kAddressRegisters = 12;
-/// Registers are given to a warp in units of 256, 8 a thread; ptxas's most a thread.
-constexpr int64_t kRegisterUnit = 8, kMostRegisters = 255;
 /// The fewest registers the rule leaves a thread: what ptxas takes on its own for the row kernels of the suites
 /// without a bound (LoadBatchLaunchBounds' 64). Index arithmetic the buffers do not show can pass the estimate
 /// (per_channel_cast_and_transpose: 24 registers of buffers, 46 taken by ptxas, 80 bytes of spill at 40).
@@ -119,9 +117,9 @@ int occupancyBlocks(const Kernel &k, const Target &t, std::string *why, int64_t 
     const int64_t shared = sharedBytes >= 0 ? sharedBytes : smem::estimatedBytes(k);
     const int64_t byShared = smem::blocksPerSm(t, shared);
     const int64_t buffers = peak(k.body, {});
-    const int64_t registers =
-        std::max(kFewestRegisters, (buffers + kAddressRegisters + kRegisterUnit - 1) / kRegisterUnit * kRegisterUnit);
-    const int64_t byRegisters = registers > kMostRegisters ? 1 : t.registersPerSM / (registers * warps * 32);
+    const int64_t unit = t.registerUnit;
+    const int64_t registers = std::max(kFewestRegisters, (buffers + kAddressRegisters + unit - 1) / unit * unit);
+    const int64_t byRegisters = registers > t.registersPerThread ? 1 : t.registersPerSM / (registers * warps * 32);
     const int blocks = (int)std::max<int64_t>(1, std::min({byThreads, byShared, byRegisters}));
     if (why)
         *why = std::to_string(blocks) + " block(s) per SM: " + std::to_string(byShared) + " by shared memory (" +

@@ -21,7 +21,10 @@ namespace {
 Expr i32(int64_t v) { return intImm(v, DType::Int32); }
 
 Stmt wait(int pending, const SourceRange &loc) { return lib::stmt(lib::Fn::WgmmaWait, {i32(pending)}, loc); }
-bool isWgmma(const Stmt &s) { return isCall(s, lib::Fn::WgmmaSS) || isCall(s, lib::Fn::WgmmaRS) || isCall(s, lib::Fn::WgmmaSpSS); }
+bool isWgmma(const Stmt &s) {
+    const Call *c = callOf(s);
+    return c && isWgmmaProduct(*c);
+}
 
 /// The elements of its A register array a wgmma_rs call reads asynchronously: the fragment's, and for float8
 /// as many again, its m64k32 image (sm90_wgmma.cuh); tf32 has as many elements as 16-bit (m64k8: 4 a step).

@@ -70,8 +70,8 @@ unsigned inFlightAfter(const Stmt &s, unsigned in) {
     const lib::Info *info = c ? lib::find(c->name) : nullptr;
     if (!info) return in;
     auto none = [&] { return c->args.empty() || constInt(c->args[0]) == std::optional<int64_t>(0); }; // `pending`
+    if (isWgmmaProduct(*c)) return in | 1;
     switch (info->fn) {
-    case lib::Fn::WgmmaSS: case lib::Fn::WgmmaSSInit: case lib::Fn::WgmmaRS: case lib::Fn::WgmmaSpSS: return in | 1;
     case lib::Fn::TmaStoreTile: case lib::Fn::BulkStore: return in | 2;
     case lib::Fn::CopyG2S: case lib::Fn::CpAsyncChunk: case lib::Fn::CpAsyncCopy: return in | 4;
     case lib::Fn::WgmmaWait: case lib::Fn::WgmmaWaitAcc: return none() ? in & ~1u : in;

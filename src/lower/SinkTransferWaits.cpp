@@ -57,13 +57,8 @@ class Sink : public IRMutator {
   public:
     using IRMutator::visit;
     Stmt visit(const std::shared_ptr<const Seq> &op) override {
-        std::vector<Stmt> in;
         bool changed = false;
-        for (auto &s : op->stmts) {
-            Stmt m = mutate(s);
-            changed |= m != s;
-            in.push_back(m);
-        }
+        std::vector<Stmt> in = mutateEach(op->stmts, changed);
         // The transfers issued since the last wait (as the program has them, and issued without their waits,
         // with the statements passed in between) and the tiles they fill.
         std::vector<Stmt> out, run, issued;

@@ -57,13 +57,8 @@ class Folder : public IRMutator {
     using IRMutator::visit;
 
     Stmt visit(const std::shared_ptr<const Seq> &op) override {
-        std::vector<Stmt> stmts;
         bool changed = false;
-        for (auto &s : op->stmts) {
-            Stmt m = mutate(s);
-            changed |= m != s;
-            stmts.push_back(m);
-        }
+        std::vector<Stmt> stmts = mutateEach(op->stmts, changed);
         std::vector<bool> dropped(stmts.size(), false);
         for (size_t j = 0; j < stmts.size(); ++j) {
             const auto i = foldedClear(stmts, j);
