@@ -92,6 +92,10 @@ OUT=$T/dry-out bash "$PARTS_SH" --dry-run "m,$T/gbA.tar.xz,bench,$T/l.txt,150,10
 words W "$(grep '^run: ' "$T/dry4.out")"
 check "bench: the benchmarks with TileLang's site (its own build beside tilec's, gpu/tlbeside.py)" \
     'has TILEC_GPU_BENCH_S=100 "${W[@]}" && printf "%s\n" "${W[@]}" | grep -q "^TILEC_GPU_TL_SITE=/.*/tl-site$" && [ "$(after --skip "${W[@]}")" = selfcheck,test,binary,app,torch,tilelang,memcheck,racecheck,synccheck ]'
+printf '# every library\nALL\n' >"$T/all.txt"
+OUT=$T/dry-out bash "$PARTS_SH" --dry-run "a,$T/gbA.tar.xz,sbs,$T/all.txt,150,100" >"$T/dry6.out" 2>&1
+check "a list file's line ALL selects what the argument ALL does (not the regular expression 'ALL')" \
+    'grep -qx "selected: 1 ids, 1 libraries: compat_gemm_1024" "$T/dry6.out"'
 TILEC_PARTS_TL_BUNDLE=$T/none.tar.xz OUT=$T/dry-out bash "$PARTS_SH" --dry-run "m,$T/gbA.tar.xz,bench,$T/l.txt,150,100" >"$T/dry5.out" 2>&1
 words W "$(grep '^run: ' "$T/dry5.out")"
 check "bench without the bundle: still run, without TileLang" \
