@@ -194,6 +194,19 @@ Linear Simplifier::lin(const Expr &e) {
             }
             break;
         }
+        case BinaryOp::Div: {
+            // C division is exact, whatever the signs, when the divisor divides every coefficient and the
+            // constant: (d*k*x + d*m) / d == k*x + m (signed types: their overflow is undefined, unsigned wraps).
+            Linear x = lin(b->a), y = lin(b->b);
+            if (e->dtype.isSigned() && x.ok && y.ok && y.isConst() && y.c > 0 && divisible(x, y.c) &&
+                x.c % y.c == 0) {
+                for (auto &t : x.terms)
+                    if (t.second != 0) addTerm(l, t.first, t.second / y.c);
+                l.c = x.c / y.c;
+                return l;
+            }
+            break;
+        }
         default: break;
         }
     }

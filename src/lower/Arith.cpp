@@ -288,6 +288,13 @@ void loopRange(RangeMap &ranges, const For &loop, bool typed) {
     Interval r;
     r.lo = m.lo;
     if (m.hi && x.hi) r.hi = sub(add(m.hi, x.hi), Opt(1));
+    // The end min + extent bounded as one expression: a loop split at run-time points starts at `s` and runs
+    // `hi - s'` times where s and s' are one value written two ways, which the simplified sum cancels (the
+    // causal backward's `for k in [max(by*64//32, ...), ... + 128 - max(by*2, ...))` ends at 128, not at
+    // max(s) + max(128 - s') - 1).
+    Interval end = b.of(simplify(binary(BinaryOp::Add, loop.min, loop.extent)));
+    if (Opt last = end.hi ? sub(end.hi, Opt(1)) : Opt(); last && (!r.lo || *last >= *r.lo))
+        r.hi = r.hi ? Opt(std::min(*r.hi, *last)) : last;
     ranges[loop.var.get()] = r;
 }
 } // namespace

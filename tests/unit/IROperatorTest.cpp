@@ -103,6 +103,26 @@ TEST(IROperator, LinearSimplifier) {
     EXPECT_EQ(constValue(binary(BinaryOp::Sub, binary(BinaryOp::Add, sq, i32(3)), sq)), 3);
 }
 
+TEST(IROperator, LinearSimplifierExactCDivision) {
+    // A causal loop's start `by * 64 / 32` (C division) is by * 2, so its trip count
+    // `S + (128 - max(by * 2, ...))` with S = max(by * 64 / 32, ...) is a constant end (TileLang's backward examples).
+    Var by = makeVar("by", DType::Int32);
+    Expr q = binary(BinaryOp::Div, binary(BinaryOp::Mul, by, i32(64)), i32(32));
+    EXPECT_TRUE(provablyEqual(q, binary(BinaryOp::Mul, by, i32(2))));
+    Expr s1 = binary(BinaryOp::Max, q, i32(5)), s2 = binary(BinaryOp::Max, binary(BinaryOp::Mul, by, i32(2)), i32(5));
+    EXPECT_EQ(constValue(binary(BinaryOp::Add, s1, binary(BinaryOp::Sub, i32(128), s2))), 128);
+    // Exact for negative values too: (-3 * 64 - 32) / 32 == -7 in C.
+    Expr r = binary(BinaryOp::Div, binary(BinaryOp::Sub, binary(BinaryOp::Mul, by, i32(64)), i32(32)), i32(32));
+    EXPECT_TRUE(provablyEqual(r, binary(BinaryOp::Sub, binary(BinaryOp::Mul, by, i32(2)), i32(1))));
+    // Not exact: a remainder that truncation rounds toward zero stays a division.
+    Expr n = binary(BinaryOp::Div, binary(BinaryOp::Add, binary(BinaryOp::Mul, by, i32(64)), i32(16)), i32(32));
+    EXPECT_FALSE(provablyEqual(n, binary(BinaryOp::Mul, by, i32(2))));
+    // Unsigned division is left alone: its products wrap.
+    Var u = makeVar("u", DType::UInt32);
+    EXPECT_TRUE(as<Binary>(simplify(binary(BinaryOp::Div, binary(BinaryOp::Mul, u, cast(DType::UInt32, i32(64))),
+                                            cast(DType::UInt32, i32(32))))));
+}
+
 TEST(IROperator, SimplifyKeepsNodesWhenNothingChanges) {
     Var by = makeVar("by", DType::Int32);
     Expr e = binary(BinaryOp::Add, binary(BinaryOp::Mul, by, i32(128)), i32(5));
