@@ -107,6 +107,9 @@ class ExprPrinter {
     /// narrowed()) also without fast math (--no-narrow-exp2-flush: off).
     bool flushNarrowExp2 = true;
     int flushedExp2 = 0; ///< how many it printed so (for -v)
+    /// wgmma products whose A descriptor a consumer role made before its loops (HoistedWgmmaA): the name passed
+    /// after their arguments.
+    std::map<const ir::Call *, std::string> hoistedA;
     std::string print(const ir::Expr &e);
     /// `v` as the operand of its conversion to `to` (narrowed()).
     std::string printNarrowed(DType to, const ir::Expr &v) { return narrowed(to, v).s; }
@@ -140,6 +143,24 @@ class ExprPrinter {
     std::string asFloat(const ir::Expr &e, int need);
     bool nonNegative(const ir::Expr &e);
 };
+
+/// A wgmma SS product's A operand that a consumer role makes once, before its loops (the products in `calls`, in
+/// loops, read the same tile at a fixed address with the same shape: attention's Q): the role prints
+/// `const tilec::wgmma_a_operand NAME = wgmmaADescriptor(...)` at its start and each product passes NAME after its
+/// accumulators. ptxas then keeps each instruction's A descriptor in uniform registers across the loop, as
+/// FlashAttention-3 keeps Q's, instead of rebuilding it every iteration (the descriptor's address goes through an
+/// empty asm at each product otherwise, which a kernel of many products on fixed tiles needs: FlashMLA spilled
+/// the hoisted descriptors). Only where the role's hoisted descriptors total at most kHoistedWgmmaDescriptors.
+struct HoistedWgmmaA {
+    ir::Expr a;                           ///< the A argument, `&tile[constant]`
+    std::vector<const ir::Call *> calls;  ///< the products (calls[0] names the shape)
+};
+constexpr int64_t kHoistedWgmmaDescriptors = 8;
+/// The operands to hoist in a consumer role's statement (none where they would exceed the budget).
+std::vector<HoistedWgmmaA> hoistedWgmmaA(const ir::Stmt &consumer);
+/// The maker of a product's A operand: `tilec::wgmma_a_descriptor<M, N, K, wgM, wgN, transA, transB, swzA,
+/// swzB>(a)`, `a` its printed A argument.
+std::string wgmmaADescriptor(const ir::Call &product, const std::string &a);
 
 /// The name of tensor map `index` as a kernel parameter (and in the launcher).
 std::string tensorMapParam(int index);
