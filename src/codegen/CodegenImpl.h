@@ -144,23 +144,17 @@ class ExprPrinter {
     bool nonNegative(const ir::Expr &e);
 };
 
-/// A wgmma SS product's A operand that a consumer role makes once, before its loops (the products in `calls`, in
-/// loops, read the same tile at a fixed address with the same shape: attention's Q): the role prints
-/// `const tilec::wgmma_a_operand NAME = wgmmaADescriptor(...)` at its start and each product passes NAME after its
-/// accumulators. ptxas then keeps each instruction's A descriptor in uniform registers across the loop, as
-/// FlashAttention-3 keeps Q's, instead of rebuilding it every iteration (the descriptor's address goes through an
-/// empty asm at each product otherwise, which a kernel of many products on fixed tiles needs: FlashMLA spilled
-/// the hoisted descriptors). Only where the role's hoisted descriptors total at most kHoistedWgmmaDescriptors.
-struct HoistedWgmmaA {
-    ir::Expr a;                           ///< the A argument, `&tile[constant]`
-    std::vector<const ir::Call *> calls;  ///< the products (calls[0] names the shape)
-};
+/// The wgmma SS products of a consumer role whose A operand the role makes once, at its start: products in loops
+/// that read the same shared tile at a fixed address (`&tile[constant]`, attention's Q) with the same shape, their
+/// descriptors together at most kHoistedWgmmaDescriptors. Returns the role's declarations
+/// (`const tilec::wgmma_a_operand NAME = tilec::wgmma_a_descriptor<M, N, K, wgM, wgN, transA, transB, swzA,
+/// swzB>(a);`) and enters each product in `ep.hoistedA`, which passes NAME after its accumulators. ptxas then keeps
+/// each instruction's A descriptor in uniform registers across the loop, as FlashAttention-3 keeps Q's, instead
+/// of rebuilding it every iteration (at a product the address goes through an empty asm, which a kernel of many
+/// products on fixed tiles needs: FlashMLA spilled such descriptors held across its loops).
 constexpr int64_t kHoistedWgmmaDescriptors = 8;
-/// The operands to hoist in a consumer role's statement (none where they would exceed the budget).
-std::vector<HoistedWgmmaA> hoistedWgmmaA(const ir::Stmt &consumer);
-/// The maker of a product's A operand: `tilec::wgmma_a_descriptor<M, N, K, wgM, wgN, transA, transB, swzA,
-/// swzB>(a)`, `a` its printed A argument.
-std::string wgmmaADescriptor(const ir::Call &product, const std::string &a);
+std::vector<std::string> hoistWgmmaA(const ir::Stmt &consumer, NameTable &names, ExprPrinter &ep);
+
 
 /// The name of tensor map `index` as a kernel parameter (and in the launcher).
 std::string tensorMapParam(int index);

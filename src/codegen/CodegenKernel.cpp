@@ -336,19 +336,10 @@ class KernelPrinter {
         line(level, "} else {");
         if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
         role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};
-        if (opts_.hoistWgmmaA) hoistWgmmaA(r.consumer, level + 1);
+        if (opts_.hoistWgmmaA) for (const std::string &d : hoistWgmmaA(r.consumer, names_, ep_)) line(level + 1, d);
         stmt(r.consumer, level + 1);
         role_ = outer;
         line(level, "}");
-    }
-
-    /// The A descriptors of the consumer's products on fixed tiles, made at its start (HoistedWgmmaA).
-    void hoistWgmmaA(const Stmt &consumer, int level) {
-        for (const HoistedWgmmaA &h : hoistedWgmmaA(consumer)) {
-            const std::string v = names_.of(h.calls[0], "tilec_adesc");
-            line(level, "const tilec::wgmma_a_operand " + v + " = " + wgmmaADescriptor(*h.calls[0], ep_.print(h.a)) + ";");
-            for (const Call *c : h.calls) ep_.hoistedA[c] = v;
-        }
     }
 
     void loop(const For &f, int level) {

@@ -1,6 +1,6 @@
 /// \file
 /// The wgmma products of a consumer role whose A descriptors are made once, before its loops
-/// (src/codegen/CodegenImpl.h: hoistedWgmmaA).
+/// (src/codegen/CodegenImpl.h: hoistWgmmaA).
 #include "codegen/CodegenImpl.h"
 
 #include "tilec/IROperator.h"
@@ -15,6 +15,12 @@ using namespace ir;
 namespace lib = passes::lib;
 
 namespace {
+
+/// One hoisted operand: the A argument and the products that read it.
+struct HoistedWgmmaA {
+    Expr a;                          ///< `&tile[constant]`
+    std::vector<const Call *> calls; ///< calls[0] names the shape
+};
 
 /// The first nine (template) arguments of a wgmma SS product: M, N, K, wgM, wgN, transA, transB, swzA, swzB.
 constexpr size_t kShapeArgs = 9;
@@ -82,16 +88,8 @@ class Finder : public IRVisitor {
     }
 };
 
-} // namespace
-
-std::vector<HoistedWgmmaA> hoistedWgmmaA(const Stmt &consumer) {
-    Finder f;
-    f.visit(consumer);
-    if (f.tooMany || f.descriptors > kHoistedWgmmaDescriptors) return {};
-    return f.found;
-}
-
-std::string wgmmaADescriptor(const Call &c, const std::string &a) {
+/// `tilec::wgmma_a_descriptor<M, N, K, wgM, wgN, transA, transB, swzA, swzB>(a)` of a product, `a` its printed A.
+std::string descriptorOf(const Call &c, const std::string &a) {
     std::string s = "tilec::wgmma_a_descriptor<";
     for (size_t i = 0; i < kShapeArgs; ++i) {
         const std::string v = std::to_string(constInt(c.args[i]).value_or(0));
@@ -99,6 +97,21 @@ std::string wgmmaADescriptor(const Call &c, const std::string &a) {
         s += (i ? ", " : "") + (flag ? std::string(v == "0" ? "false" : "true") : v);
     }
     return s + ">(" + a + ")";
+}
+
+} // namespace
+
+std::vector<std::string> hoistWgmmaA(const Stmt &consumer, NameTable &names, ExprPrinter &ep) {
+    Finder f;
+    f.visit(consumer);
+    if (f.tooMany || f.descriptors > kHoistedWgmmaDescriptors) return {};
+    std::vector<std::string> out;
+    for (const HoistedWgmmaA &h : f.found) {
+        const std::string v = names.of(h.calls[0], "tilec_adesc");
+        out.push_back("const tilec::wgmma_a_operand " + v + " = " + descriptorOf(*h.calls[0], ep.print(h.a)) + ";");
+        for (const Call *c : h.calls) ep.hoistedA[c] = v;
+    }
+    return out;
 }
 
 } // namespace tilec::codegen
