@@ -26,6 +26,9 @@ struct CodegenOptions {
     /// A float32 exp2 rounded to float16 or float8 as one MUFU.EX2 without its subnormal range fix, which
     /// cannot change the rounded value (--no-narrow-exp2-flush: exp2f as written)
     bool flushNarrowExp2 = true;
+    /// The A descriptor of a consumer role's wgmma products on a fixed tile (attention's Q) made once, before the
+    /// role's loops, not at each product (codegen::hoistedWgmmaA; --no-hoist-wgmma-descriptors: at each product)
+    bool hoistWgmmaA = true;
     /// --opaque-vector-stores: register -> global vector stores of 8 or 16 bytes as one PTX st.global each
     /// (memory.cuh's store_vector), not only those through T.make_tensor addresses
     bool opaqueVectorStores = false;

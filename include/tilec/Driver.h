@@ -74,6 +74,7 @@ struct DriverOptions {
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     bool noNarrowExp2Flush = false;        ///< --no-narrow-exp2-flush: CodegenOptions::flushNarrowExp2 off
+    bool hoistWgmmaDescriptors = true;     ///< --no-hoist-wgmma-descriptors: CodegenOptions::hoistWgmmaA off
     std::vector<std::string> tuned;        ///< --tuned FILE.tune.json (repeatable): build what `tilec tune` chose
     std::vector<std::string> filePrefixMaps; ///< --file-prefix-map OLD=NEW, as written (the last match wins)
 };

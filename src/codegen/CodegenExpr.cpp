@@ -496,6 +496,7 @@ ExprPrinter::Text ExprPrinter::libraryCall(const Call &c) {
     }
     s += "(";
     for (size_t i = (size_t)f.templateArgs; i < c.args.size(); ++i) s += (i > (size_t)f.templateArgs ? ", " : "") + expr(c.args[i]).s;
+    if (auto h = hoistedA.find(&c); h != hoistedA.end()) s += ", " + h->second;
     return {s + ")", 16};
 }
 

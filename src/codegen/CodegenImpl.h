@@ -107,6 +107,9 @@ class ExprPrinter {
     /// narrowed()) also without fast math (--no-narrow-exp2-flush: off).
     bool flushNarrowExp2 = true;
     int flushedExp2 = 0; ///< how many it printed so (for -v)
+    /// wgmma products whose A descriptor a consumer role made before its loops (HoistedWgmmaA): the name passed
+    /// after their arguments.
+    std::map<const ir::Call *, std::string> hoistedA;
     std::string print(const ir::Expr &e);
     /// `v` as the operand of its conversion to `to` (narrowed()).
     std::string printNarrowed(DType to, const ir::Expr &v) { return narrowed(to, v).s; }
@@ -140,6 +143,18 @@ class ExprPrinter {
     std::string asFloat(const ir::Expr &e, int need);
     bool nonNegative(const ir::Expr &e);
 };
+
+/// The wgmma SS products of a consumer role whose A operand the role makes once, at its start: products in loops
+/// that read the same shared tile at a fixed address (`&tile[constant]`, attention's Q) with the same shape, their
+/// descriptors together at most kHoistedWgmmaDescriptors. Returns the role's declarations
+/// (`const tilec::wgmma_a_operand NAME = tilec::wgmma_a_descriptor<M, N, K, wgM, wgN, transA, transB, swzA,
+/// swzB>(a);`) and enters each product in `ep.hoistedA`, which passes NAME after its accumulators. ptxas then keeps
+/// each instruction's A descriptor in uniform registers across the loop, as FlashAttention-3 keeps Q's, instead
+/// of rebuilding it every iteration (at a product the address goes through an empty asm, which a kernel of many
+/// products on fixed tiles needs: FlashMLA spilled such descriptors held across its loops).
+constexpr int64_t kHoistedWgmmaDescriptors = 8;
+std::vector<std::string> hoistWgmmaA(const ir::Stmt &consumer, NameTable &names, ExprPrinter &ep);
+
 
 /// The name of tensor map `index` as a kernel parameter (and in the launcher).
 std::string tensorMapParam(int index);

@@ -336,6 +336,7 @@ class KernelPrinter {
         line(level, "} else {");
         if (r.consumerRegs) line(level + 1, "tilec::setmaxnreg_inc<" + std::to_string(r.consumerRegs) + ">();");
         role_ = {r.consumerThreads, passes::lib::kRoleBarrier, 0};
+        if (opts_.hoistWgmmaA) for (const std::string &d : hoistWgmmaA(r.consumer, names_, ep_)) line(level + 1, d);
         stmt(r.consumer, level + 1);
         role_ = outer;
         line(level, "}");

@@ -357,6 +357,7 @@ int Compilation::run() {
             CodegenOptions co;
             co.fastMath = opts_.fastMath;
             co.flushNarrowExp2 = !opts_.noNarrowExp2Flush;
+            co.hoistWgmmaA = opts_.hoistWgmmaDescriptors;
             co.opaqueVectorStores = opts_.opaqueVectorStores;
             // Paths written into the outputs, as --file-prefix-map says (files are still written where named).
             co.sourceName = opts_.input == "-" ? "<stdin>" : mapPrefix(opts_.filePrefixMaps, opts_.input);

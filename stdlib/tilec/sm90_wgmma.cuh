@@ -429,12 +429,29 @@ template <int M, int N, int WgM, int WgN> __host__ __device__ constexpr int wgmm
 
 namespace wgmma_detail {
 
+/// The descriptor of this warpgroup's first A instruction in wgmma_gemm_ss<M, N, K, WgM, WgN, TransA, ...>; the
+/// others are descriptor_plus of it. Opaque: its address and high word through at_use (a value made once, before
+/// a loop, stays one value: nvcc cannot fold the constant high word back in, and ptxas then keeps each of the
+/// instructions' A descriptors in the uniform registers of its own operand quadruple across the loop, as
+/// FlashAttention-3's Q; with the high word known, it rebuilt them at every instruction).
+template <int M, int K, int WgM, int WgN, bool TransA, int SwzA, class TA>
+__device__ __forceinline__ uint64_t a_descriptor(const TA *a, unsigned wg, bool opaque) {
+    constexpr int Wa = SwzA / (int)sizeof(TA), Mw = M / WgM;
+    constexpr unsigned APanel = (TransA ? K : M) * SwzA;
+    const unsigned wgm = WgM == 1 ? 0 : wg % WgM;
+    const unsigned aOff = TransA ? (wgm * Mw / Wa) * APanel : wgm * Mw * SwzA;
+    const uint64_t d = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(a) + aOff, TransA ? APanel : 16, 8 * SwzA);
+    if (!opaque) return d;
+    return (uint64_t)(uint32_t)d | ((uint64_t)at_use((uint32_t)(d >> 32)) << 32);
+}
+
 /// wgmma_gemm_ss's instructions for the first Issued 64-row panels of this warpgroup's rows (all: MT), fenced
 /// and committed; the accumulators of the others are left as they are. init: the first k-step overwrites the
-/// accumulators (scale-d 0) instead of adding to them.
+/// accumulators (scale-d 0) instead of adding to them. da0: A's first descriptor (a_descriptor); wg: the
+/// warpgroup_index() (read where WgM * WgN > 1).
 template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Issued, class TA,
           class TB, class TC>
-__device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc, bool init = false) {
+__device__ __forceinline__ void ss_issue(uint64_t da0, unsigned wg, const TB *b, TC *acc, bool init) {
     constexpr Kind K_ = kind<TA, TB, TC>();
     static_assert(K_ != Kind::None, "wgmma types: f16/bf16 -> f32, f16 -> f16, tf32 (float) -> f32, "
                                     "fp8 e4m3/e5m2 -> f32, int8/uint8 -> int32");
@@ -458,12 +475,8 @@ __device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc, boo
     // Descriptor strides. K-major: SBO = 8 rows of the panel, LBO unused (1). MN-major: SBO = 8 K-rows, LBO =
     // the next panel (the next SwzBytes of M or N).
     constexpr unsigned APanel = (TransA ? K : M) * SwzA, BPanel = (TransB ? N : K) * SwzB;
-    const unsigned wg = WgM * WgN == 1 ? 0 : warpgroup_index();
-    const unsigned wgm = WgM == 1 ? 0 : wg % WgM, wgn = WgN == 1 ? 0 : wg / WgM;
-    const unsigned aOff = TransA ? (wgm * Mw / Wa) * APanel : wgm * Mw * SwzA;
+    const unsigned wgn = WgN == 1 ? 0 : wg / WgM;
     const unsigned bOff = TransB ? wgn * Nw * SwzB : (wgn * Nw / Wb) * BPanel;
-    const uint64_t da0 = descriptor<SwzA>(reinterpret_cast<const unsigned char *>(a) + aOff, TransA ? APanel : 16,
-                                          8 * SwzA);
     const uint64_t db0 = descriptor<SwzB>(reinterpret_cast<const unsigned char *>(b) + bOff, TransB ? 16 : BPanel,
                                           8 * SwzB);
     constexpr int Count = MT * Nw / 2;
@@ -485,6 +498,15 @@ __device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc, boo
     }
     wgmma_commit();
     fence_operands<Count>(acc);
+}
+
+/// ss_issue with A's descriptor made here, at the product.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Issued, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void ss_panels(const TA *a, const TB *b, TC *acc, bool init = false) {
+    const unsigned wg = WgM * WgN == 1 ? 0 : warpgroup_index();
+    ss_issue<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, Issued, TA>(
+        a_descriptor<M, K, WgM, WgN, TransA, SwzA>(a, wg, false), wg, b, acc, init);
 }
 
 /// The first `issued` panels (0..P) of this warpgroup: one straight sequence of instructions per count.
@@ -521,6 +543,39 @@ template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int S
 __device__ __forceinline__ void wgmma_gemm_ss_init(const TA *a, const TB *b, TC *acc) {
     static_assert(Rows == M, "an overwriting product issues every panel");
     wgmma_detail::ss_panels<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, M / WgM / 64>(a, b, acc, true);
+}
+
+/// A's first descriptor of a wgmma_gemm_ss made once, before the loop that issues the product (tilec hoists it for
+/// an A tile at a fixed address, e.g. attention's Q: codegen's hoistedWgmmaA). Its own type, so that the overloads
+/// taking it differ from the one taking `live`.
+struct wgmma_a_operand {
+    uint64_t desc;
+};
+
+/// The wgmma_a_operand of wgmma_gemm_ss<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, ...>(a, ...), made by the
+/// consumer warpgroup's threads (its warpgroup's rows of a).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, class TA>
+__device__ __forceinline__ wgmma_a_operand wgmma_a_descriptor(const TA *a) {
+    return {wgmma_detail::a_descriptor<M, K, WgM, WgN, TransA, SwzA>(a, WgM == 1 ? 0 : wgmma_detail::warpgroup_index(), true)};
+}
+
+/// wgmma_gemm_ss with A's descriptor made before (wgmma_a_descriptor of the same a); `a` gives only its type.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_ss(const TA *, const TB *b, TC *acc, wgmma_a_operand a) {
+    static_assert(Rows == M || (WgM == 1 && Rows > 0 && Rows < M), "live rows: all, or some of one warpgroup's");
+    constexpr int MT = M / WgM / 64;
+    wgmma_detail::ss_issue<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, WgM == 1 ? (Rows + 63) / 64 : MT, TA>(
+        a.desc, WgN == 1 ? 0 : wgmma_detail::warpgroup_index(), b, acc, false);
+}
+
+/// wgmma_gemm_ss_init with A's descriptor made before (wgmma_a_descriptor of the same a).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int SwzA, int SwzB, int Rows, class TA,
+          class TB, class TC>
+__device__ __forceinline__ void wgmma_gemm_ss_init(const TA *, const TB *b, TC *acc, wgmma_a_operand a) {
+    static_assert(Rows == M, "an overwriting product issues every panel");
+    wgmma_detail::ss_issue<M, N, K, WgM, WgN, TransA, TransB, SwzA, SwzB, M / WgM / 64, TA>(
+        a.desc, WgN == 1 ? 0 : wgmma_detail::warpgroup_index(), b, acc, true);
 }
 
 /// The same where the block's live rows are known at run time only (`live`, the same in every thread): each

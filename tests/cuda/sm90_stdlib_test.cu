@@ -56,6 +56,30 @@ __global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_init_probe(TC *out, i
 template __global__ void gemm_init_probe<128, 128, 64, 2, 1, false, true, 128, 128, __half, __half, float>(float *, int);
 template __global__ void gemm_init_probe<64, 64, 64, 1, 1, false, true, 64, 64, __nv_fp8_e4m3, __nv_fp8_e4m3, float>(float *, int);
 
+/// A's descriptor made once before the loop (wgmma_a_descriptor, what tilec hoists for attention's Q) and passed to
+/// both overwriting and accumulating products of the loop.
+template <int M, int N, int K, int WgM, int WgN, bool TA_, bool TB_, int SA, int SB, class TA, class TB, class TC>
+__global__ void __launch_bounds__(128 * WgM * WgN, 1) gemm_hoisted_probe(TC *out, int kBlocks) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int C = tilec::wgmma_acc_count<M, N, WgM, WgN>();
+    alignas(4) TC acc[C];
+    TC sum = TC(0);
+    const TA *a = reinterpret_cast<const TA *>(smem);
+    const tilec::wgmma_a_operand da = tilec::wgmma_a_descriptor<M, N, K, WgM, WgN, TA_, TB_, SA, SB>(a);
+    for (int k = 0; k < kBlocks; ++k) {
+        const TB *b = reinterpret_cast<const TB *>(smem + 65536 + (k % 2) * 32768);
+        tilec::wgmma_gemm_ss_init<M, N, K, WgM, WgN, TA_, TB_, SA, SB, M>(a, b, acc, da);
+        tilec::wgmma_gemm_ss<M, N, K, WgM, WgN, TA_, TB_, SA, SB, M>(a, b, acc, da);
+        tilec::wgmma_wait<0, C>(acc);
+#pragma unroll
+        for (int i = 0; i < C; ++i) sum += acc[i];
+    }
+    out[threadIdx.x] = sum;
+}
+
+template __global__ void gemm_hoisted_probe<128, 128, 128, 2, 1, false, true, 128, 128, __half, __half, float>(float *, int);
+template __global__ void gemm_hoisted_probe<64, 128, 64, 1, 2, true, false, 128, 128, __nv_bfloat16, __nv_bfloat16, float>(float *, int);
+
 /// A producer warpgroup loading one stage by TMA for a consumer warpgroup.
 __global__ void __launch_bounds__(256, 1) pipeline_probe(const __grid_constant__ tilec::tensor_map map, int x, int y,
                                                          int *out) {

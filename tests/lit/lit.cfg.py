@@ -16,6 +16,13 @@ config.substitutions.append(("FileCheck", config.filecheck))
 if config.nvcc and os.path.exists(config.nvcc):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", config.nvcc))
+    # cuobjdump beside nvcc, on PATH or from pip (tests/cuda/find_cuobjdump.sh): SASS for tests of machine code
+    import subprocess
+    _cuobjdump = subprocess.run(["bash", os.path.join(config.tilec_src, "tests", "cuda", "find_cuobjdump.sh"), config.nvcc],
+                                capture_output=True, text=True).stdout.strip().splitlines()
+    if _cuobjdump:
+        config.available_features.add("cuobjdump")
+        config.substitutions.append(("%cuobjdump", _cuobjdump[0]))
 # NVRTC (PTX, cubins, binary mode): tilec opens it with dlopen, searching as below (src/nvrtc/Nvrtc.cpp).
 def _find_nvrtc():
     import ctypes

@@ -279,6 +279,11 @@ int main(int argc, char **argv) {
                   "scale-d 0 in its first k-step, no zeroing instructions (the default)",
                   "--no-zero-init-wgmma", [&o] { o.zeroInitWgmma = false; },
                   "such accumulators are zeroed by the threads, the product accumulates onto them");
+    addSwitchPair(app, "--hoist-wgmma-descriptors", [&o] { o.hoistWgmmaDescriptors = true; },
+                  "the A descriptors of a consumer's wgmma products on a fixed tile (attention's Q) made once, before "
+                  "its loops, and kept in uniform registers (the default; at most 8 a consumer)",
+                  "--no-hoist-wgmma-descriptors", [&o] { o.hoistWgmmaDescriptors = false; },
+                  "every wgmma product makes its A descriptors where it is issued");
     auto *pingPong = app.add_flag_callback("--pingpong", [&o] { o.pingPong = tilec::Choice::On; },
                  "Hopper attention: two consumer warpgroups take turns issuing their loop's wgmmas (named barriers), "
                  "one's softmax under the other's GEMMs (default: with the overlap, where the head dimension is >= 128)");
