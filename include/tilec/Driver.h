@@ -53,6 +53,7 @@ struct DriverOptions {
     bool noStmatrixCopies = false;         ///< --no-stmatrix-copies: fragments into 16-bit shared tiles per thread
     bool broadcastLoadWidths = true;       ///< --no-broadcast-load-widths: shared loads narrow vectors by element bytes
     bool selectTestLoads = false;          ///< --select-test-loads: shared loads of a select's test as vectors
+    bool bankVectorLoads = true;           ///< --no-bank-vector-loads: not even where their elements conflict
     bool noPersistent = false;             ///< --no-persistent: one output tile per block on the Hopper path
     int walkGroup = 7;                     ///< --walk-group: tiles of unequal work walked in groups (0: not persistent)
     /// --pingpong / --no-pingpong: consumer warpgroups take turns at attention's wgmmas (Auto: by head dimension)

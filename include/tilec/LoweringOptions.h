@@ -139,6 +139,11 @@ struct LoweringOptions {
     /// LDS.128 instead of 32 LDS.U16, but ptxas takes 65 registers instead of 59 under the one-block bound (3
     /// blocks of 256 threads per SM instead of 4); no other kernel of the suites changes its machine code.
     bool selectTestLoads = false;
+    /// The same for a select's test whose shared-memory load conflicts in the banks read element by element (a lane's
+    /// 16 bytes, lanes 16 bytes apart: 4 wavefronts a byte) where one vector of it a thread would not (4 wavefronts
+    /// for all 16; passes::vectorizeAccesses, src/lower/BankConflicts.h; --no-bank-vector-loads). On, untimed
+    /// (session 45): per_block_cast_lossless's 4-bit decode, whose 32 LDS.U16 Nsight counted at 1.38 M conflicts.
+    bool bankVectorLoads = true;
     /// The driver's wide variant: a tile transfer whose tensor's row length is a run-time value gets the
     /// access its row length and base pointer would need to be at their widest, recorded in
     /// Kernel::assumptions for the launcher to check.

@@ -201,6 +201,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.stmatrixCopies = !opts_.noStmatrixCopies;
     o.broadcastLoadWidths = opts_.broadcastLoadWidths;
     o.selectTestLoads = opts_.selectTestLoads;
+    o.bankVectorLoads = opts_.bankVectorLoads;
     return o;
 }
 

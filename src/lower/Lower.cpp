@@ -195,8 +195,9 @@ std::vector<Pass> threadRows() {
         // T.ptx_cp_async as cp.async completed at its thread's T.cp_async_barrier_noinc, where the thread's program
         // proves nothing it does after a copy reaches another thread before that arrival.
         {"asyncPtxCopies", always, [](const Program &p, PassState &s) { return passes::asyncPtxCopies(p, &s.diag.sources()); }, false},
-        {"vectorizeAccesses", always,
-         [](const Program &p, PassState &s) { return passes::vectorizeAccesses(p, s.variant.options.assumeAlignedRows, s.variant.options.selectTestLoads); }, false},
+        {"vectorizeAccesses", always, [](const Program &p, PassState &s) {
+             const LoweringOptions &o = s.variant.options;
+             return passes::vectorizeAccesses(p, o.assumeAlignedRows, o.selectTestLoads, o.bankVectorLoads); }, false},
         // Divisions and remainders in global offsets split over their terms: unrolled iterations add constants.
         {"splitIndexDivisions", always, [](const Program &p, PassState &) { return passes::splitIndexDivisions(p); }, false},
         // Tests around a loop's whole body that the loop cannot change, made once before it.
@@ -217,7 +218,8 @@ std::vector<Pass> threadRows() {
         // Index arithmetic in 64 bits where its exact range passes 32 (large tensors); past 64 bits an error.
         {"widenIndices", always, [](const Program &p, PassState &s) { return passes::widenIndices(p, s.diag); }, true},
         // Shared T.gemm operands are stored swizzled (bank-conflict-free cp.async writes and ldmatrix reads).
-        {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false},
+        {"swizzleShared", always, [](const Program &p, PassState &) { return passes::swizzleShared(p); }, false,
+         [](const Program &p, const PassState &) { return passes::describeBankConflicts(p); }},
         // Swizzled offsets in unrolled loops: the thread's part mapped once, the unrolled loops' part a constant.
         {"splitSwizzles", always, [](const Program &p, PassState &) { return passes::splitSwizzles(p); }, false},
         // A constant grid of no more blocks than SMs: one block per SM as the launch bound (registers for ILP).

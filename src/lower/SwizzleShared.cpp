@@ -4,6 +4,7 @@
 
 #include "tilec/IRMutator.h"
 #include "tilec/IROperator.h"
+#include "tilec/IRPrinter.h"
 #include "tilec/IRVisitor.h"
 #include "tilec/LibraryCalls.h"
 #include "tilec/passes/Arith.h"
@@ -91,15 +92,7 @@ struct Find : IRVisitor {
     }
 };
 
-/// Whether swz<cols, eb> moves anything (swizzle.cuh's swz_active), and its map of an element offset.
-bool rowSwizzleActive(int64_t cols, int64_t eb) {
-    return eb > 0 && 16 % eb == 0 && cols % (16 / eb) == 0 && (cols * eb % 128 == 0 || cols * eb == 64 || cols * eb == 32);
-}
-int64_t rowSwizzled(int64_t cols, int64_t eb, int64_t off) {
-    const int64_t row = off / cols, rowBytes = cols * eb;
-    const int64_t x = rowBytes % 128 == 0 ? row & 7 : rowBytes == 64 ? (row >> 1) & 3 : (row >> 2) & 1;
-    return off ^ (x * (16 / eb));
-}
+using banks::rowSwizzleActive;
 
 /// A tile's offset `e` (rows of `pitch` elements) with rows of `to` elements instead, where every term of it is
 /// either a whole number of rows or part of a column sum that provably stays in [0, to): nullopt otherwise.
@@ -234,7 +227,10 @@ struct Conflicts : IRVisitor {
         const int64_t eb = b->dtype.bytes();
         if (!cols) return (void)excluded.insert(b.get());
         int64_t bytes = rowBytes ? rowBytes : eb;
-        if (lanes_ && !rowBytes) {
+        // The lanes of a vectorized loop are one access only where code generation issues them as one vector (a
+        // pair conversion reads its lanes' elements one by one: per_block_cast_lossless's 4-bit decode, 16 bytes
+        // of a lane read as 16 byte loads, each 4-way conflicted, counted before as one conflict-free vector).
+        if (lanes_ && !rowBytes && banks::issuesVectors(*lanes_)) {
             auto lin = linearIn(idx[0], lanes_->var.get());
             auto width = constValue(lanes_->extent);
             if (!lin || !width) return (void)excluded.insert(b.get());
@@ -291,9 +287,7 @@ std::vector<Candidate> candidates(const BufferNode &b, int64_t cols, int64_t sho
 /// tilec::swz_in_tiles computes: code generation's form of tilec.swz).
 int64_t candidateOffset(const Candidate &c, int64_t pitch, int64_t eb, int64_t o) {
     const int64_t p = c.pitch == pitch ? o : o / pitch * c.pitch + o % pitch;
-    if (!c.swizzleCols) return p;
-    if (c.tileElems / c.swizzleCols % 8 == 0) return rowSwizzled(c.swizzleCols, eb, p);
-    return p / c.tileElems * c.tileElems + rowSwizzled(c.swizzleCols, eb, p % c.tileElems);
+    return c.swizzleCols ? banks::rowSwizzled(c.swizzleCols, eb, c.tileElems, p) : p;
 }
 
 /// The layout chosen for a tile that no library call addresses (see Conflicts), or nullopt for row-major.
@@ -502,6 +496,21 @@ Program swizzleShared(const Program &p) {
         out.kernels.push_back(nk);
     }
     return out;
+}
+
+std::string describeBankConflicts(const Program &p) {
+    std::string s;
+    for (auto &k : p.kernels) {
+        if (!k) continue;
+        auto costs = banks::sharedAccessCosts(*k);
+        if (costs.empty()) continue;
+        s += "# shared accesses of " + k->name + " (the first warp; wavefronts against the fewest possible):\n";
+        for (auto &c : costs)
+            s += "#   " + std::string(c.store ? "store " : "load ") + c.buffer->name + "[" + print(c.index) + "] " +
+                 std::to_string(c.bytes) + " B a lane: " + std::to_string(c.wavefronts) + " wavefronts, ideal " +
+                 std::to_string(c.ideal) + (c.wavefronts > c.ideal ? " (conflicted)" : "") + "\n";
+    }
+    return s;
 }
 
 } // namespace tilec::passes

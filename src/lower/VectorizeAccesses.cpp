@@ -2,6 +2,7 @@
 /// Vector loads and stores from the lanes of vectorized loops (include/tilec/passes/VectorizeAccesses.h).
 #include "tilec/passes/VectorizeAccesses.h"
 
+#include "BankConflicts.h"
 #include "RangeScopedMutator.h"
 #include "tilec/IROperator.h"
 #include "tilec/IRUses.h"
@@ -138,8 +139,8 @@ class Vectorizer : public RangeScopedMutator {
     std::vector<Buffer> temps;
     /// With assumeAlignedRows, the kernel's T.dynamic sizes may be assumed multiples of a vector's lanes (its
     /// lowering is then a variant the launcher runs where they are: SizeAssumptions).
-    Vectorizer(const Kernel &k, bool assumeAlignedRows, bool selectTestLoads)
-        : RangeScopedMutator(k), selectTestLoads_(selectTestLoads), kernel_(k) {
+    Vectorizer(const Kernel &k, bool assumeAlignedRows, bool selectTestLoads, bool bankVectorLoads)
+        : RangeScopedMutator(k), selectTestLoads_(selectTestLoads), bankVectorLoads_(bankVectorLoads), kernel_(k) {
         if (assumeAlignedRows)
             for (auto &v : k.dynamicSymbols)
                 if (v) assumed.sizes[v.get()] = v;
@@ -186,6 +187,7 @@ class Vectorizer : public RangeScopedMutator {
 
   private:
     bool selectTestLoads_; ///< LoweringOptions::selectTestLoads
+    bool bankVectorLoads_; ///< LoweringOptions::bankVectorLoads
     const Kernel &kernel_;
     int counter_ = 0;
 
@@ -279,7 +281,43 @@ class Vectorizer : public RangeScopedMutator {
     struct Hoisted {
         Expr original; ///< the load, or the select around it
         Buffer temp;
+        bool fromTest = false; ///< hoisted from a select's test for its bank conflicts (conflictedTest)
     };
+
+    /// Whether a select's test `cond` in vectorized loop f over `width` lanes is to have its shared loads taken as
+    /// vectors for their bank conflicts (bankVectorLoads_, not selectTestLoads_, which takes every one): it reads
+    /// shared memory whose lanes' elements, read one by one, conflict in the banks, while one aligned vector of them
+    /// a thread would not (banks::, the block's first warp, outer loops at their first iteration): a byte tile each
+    /// thread reads 16 bytes of, 16 bytes apart, takes 4 wavefronts a byte and 4 for all 16 as one vector.
+    bool conflictedTest(const Expr &cond, const For &f, int64_t width) const {
+        if (selectTestLoads_ || !bankVectorLoads_) return false;
+        struct Shared : IRVisitor {
+            using IRVisitor::visit;
+            std::vector<const Load *> loads;
+            void visit(const Load &op) override {
+                if (op.buffer->scope == Scope::Shared && op.indices.size() == 1) loads.push_back(&op);
+                IRVisitor::visit(op);
+            }
+        } shared;
+        shared.visit(cond);
+        std::map<const VarNode *, int64_t> values;
+        for (auto &[v, range] : ranges())
+            if (range.lo) values[v] = *range.lo;
+        values[f.var.get()] = 0;
+        for (const Load *l : shared.loads) {
+            const int eb = l->buffer->dtype.bytes();
+            auto lin = linearIn(l->indices[0], f.var.get());
+            if (!lin || lin->second != 1 || width * eb > 16) continue;
+            auto one = banks::firstWarp(l->indices[0], kernel_.threadIdx.get(), values, eb);
+            auto all = banks::firstWarp(l->indices[0], kernel_.threadIdx.get(), values, (int)(width * eb));
+            if (!one || !all) continue;
+            auto same = [](int64_t o) { return o; };
+            if (banks::wavefronts(*one, eb, same) > banks::idealWavefronts(*one) &&
+                banks::wavefronts(*all, eb, same) == banks::idealWavefronts(*all))
+                return true;
+        }
+        return false;
+    }
 
     Stmt vectorize(const Stmt &loop, const For &f, int64_t width) {
         if (Stmt split = splitGuards(f.body); split != f.body) {
@@ -332,6 +370,7 @@ class Vectorizer : public RangeScopedMutator {
             std::function<bool(const Expr &)> candidate;
             std::function<Expr(const Expr &)> gather;
             const For *loop;
+            int64_t width = 0; ///< the loop's lanes
             /// The tests of the enclosing ifs' then-branches that hold for every lane or none (see thenTests):
             /// a load there is needed only where they hold, so its vector is read only then (zeros otherwise,
             /// which no lane uses). TileLang's varlen kernels read rows below a sequence's length this way.
@@ -342,7 +381,7 @@ class Vectorizer : public RangeScopedMutator {
                 for (auto &h : *loads)
                     if (structurallyEqual(h.original, e)) return Load::make(h.temp, {Expr(loop->var)});
                 Buffer t = self->temp(e->dtype, loop->extent, e->loc);
-                loads->push_back({e, t});
+                loads->push_back({e, t, bankTest > 0});
                 return Load::make(t, {Expr(loop->var)});
             }
             Expr visit(const std::shared_ptr<const Select> &op) override {
@@ -354,10 +393,13 @@ class Vectorizer : public RangeScopedMutator {
                     Expr c = mutate(op->cond);
                     return c == op->cond ? Expr(op) : Select::make(c, op->t, op->f, op->loc);
                 }
-                // The test runs for every lane; only the two values are conditional.
-                if (!self->selectTestLoads_) ++conditions;
+                // The test runs for every lane; only the two values are conditional (its shared loads hoisted: below).
+                const bool banked = self->conflictedTest(op->cond, *loop, width), test = self->selectTestLoads_ || banked;
+                if (!test) ++conditions;
+                bankTest += banked;
                 Expr c = mutate(op->cond);
-                if (self->selectTestLoads_) ++conditions;
+                bankTest -= banked;
+                if (test) ++conditions;
                 Expr t = mutate(op->t), fv = mutate(op->f);
                 --conditions;
                 if (c == op->cond && t == op->t && fv == op->f) return op;
@@ -369,14 +411,15 @@ class Vectorizer : public RangeScopedMutator {
                 // A guarded load that the body also reads unconditionally (hoisted already: the test of a select
                 // over decoded fields of the same element) reads nothing new.
                 bool guarded = conditions > 0 && op->buffer->scope == Scope::Shared;
-                if (guarded && self->selectTestLoads_)
-                    for (auto &h : *loads)
-                        if (structurallyEqual(h.original, underGuards(op, guards))) return Load::make(h.temp, {Expr(loop->var)});
+                for (auto &h : *loads)
+                    if (guarded && (self->selectTestLoads_ || h.fromTest) && structurallyEqual(h.original, underGuards(op, guards)))
+                        return Load::make(h.temp, {Expr(loop->var)});
                 if (!guarded && candidate(op)) return hoist(op);
                 if (Expr g = !guarded ? gather(underGuards(op, guards)) : nullptr) return g;
                 return IRMutator::visit(op);
             }
             int conditions = 0;
+            int bankTest = 0; ///< inside a select's test that conflictedTest took as vectors
             Stmt visit(const std::shared_ptr<const IfThenElse> &op) override {
                 ++conditions;
                 Expr cond = mutate(op->cond);
@@ -395,6 +438,7 @@ class Vectorizer : public RangeScopedMutator {
         rep.candidate = candidate;
         rep.gather = gather;
         rep.loop = &f;
+        rep.width = width;
         // The conjuncts of an if's test that are the same for all lanes (lane-free ones, or `base + lane < b` made
         // once per vector by laneFree), read only registers the body leaves alone, and do not always hold.
         rep.thenTests = [&](const Expr &cond, std::vector<Expr> &out) {
@@ -452,10 +496,10 @@ std::optional<PairConversion> matchPairConversion(const For &f) {
     return PairConversion{st, base, *lanes};
 }
 
-Program vectorizeAccesses(const Program &p, bool assumeAlignedRows, bool selectTestLoads) {
+Program vectorizeAccesses(const Program &p, bool assumeAlignedRows, bool selectTestLoads, bool bankVectorLoads) {
     Program out;
     for (auto &k : p.kernels) {
-        Vectorizer v(*k, assumeAlignedRows, selectTestLoads);
+        Vectorizer v(*k, assumeAlignedRows, selectTestLoads, bankVectorLoads);
         Stmt body = v.mutate(k->body);
         if (body == k->body) {
             out.kernels.push_back(k);

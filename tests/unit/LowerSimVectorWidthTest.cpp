@@ -10,6 +10,8 @@
 
 #include "tilec/IRVisitor.h"
 
+#include "../../src/lower/BankConflicts.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,11 +102,13 @@ TEST(LowerSimVectorWidth, GatherRowsInWideVectors) {
 // A byte tile scaled per block of 32 columns (`s[i, j // 32]`, TileKernels' per_block_cast_lossless) and stored as
 // bytes. The 4-byte scale, one element for every 32 lanes, does not narrow the 1-byte vectors to 4 lanes
 // (LoweringOptions::broadcastLoadWidths; off: 4-byte stores). With selectTestLoads, the tile's bytes, read in a
-// select's test and again in its arms, come in as one 16-byte vector (off: single-byte shared loads). Each
-// combination against a reference on the simulator.
+// select's test and again in its arms, come in as one 16-byte vector (off: single-byte shared loads); with
+// bankVectorLoads, so do they where single-byte loads conflict (16 bytes a lane, lanes 16 bytes apart: 4 wavefronts
+// each, as the static count of every shared access says) and the vector does not, and not at 4 bytes a lane (lanes
+// 4 bytes apart: conflict-free). Each combination against a reference on the simulator.
 namespace {
 
-void blockScaleBytes(bool broadcastLoadWidths, bool selectTestLoads) {
+void blockScaleBytes(bool broadcastLoadWidths, bool selectTestLoads, bool bankVectorLoads = false) {
     const int rows = 64, cols = 128;
     std::string src = "import tilelang.language as T\n"
                       "@T.prim_func\n"
@@ -122,6 +126,7 @@ void blockScaleBytes(bool broadcastLoadWidths, bool selectTestLoads) {
     Variant v{*Target::parse("sm_80"), {}};
     v.options.broadcastLoadWidths = broadcastLoadWidths;
     v.options.selectTestLoads = selectTestLoads;
+    v.options.bankVectorLoads = bankVectorLoads;
     LowerRun r;
     r.run(src, "t.tile", v);
     const ir::Kernel *k = r.kernel("k");
@@ -142,7 +147,15 @@ void blockScaleBytes(bool broadcastLoadWidths, bool selectTestLoads) {
         }
     } loads;
     loads.visit(k->body);
-    EXPECT_EQ(loads.narrowest, selectTestLoads ? (broadcastLoadWidths ? 16 : 4) : 1);
+    const bool vectors = selectTestLoads || (bankVectorLoads && broadcastLoadWidths);
+    EXPECT_EQ(loads.narrowest, vectors ? (broadcastLoadWidths ? 16 : 4) : 1);
+    int reads = 0;
+    for (auto &c : passes::banks::sharedAccessCosts(*k)) {
+        if (c.buffer->name != "a_s" || c.store) continue;
+        ++reads;
+        EXPECT_EQ(c.wavefronts, !vectors && broadcastLoadWidths ? 4 : c.ideal) << c.bytes << " bytes a lane";
+    }
+    EXPECT_GT(reads, 0);
     std::vector<double> a((size_t)rows * cols), s((size_t)rows * 4), out(a.size(), std::nan("")), want(a.size());
     for (size_t i = 0; i < a.size(); ++i) a[i] = (double)((int)(i * 37 % 201) - 100);
     for (size_t i = 0; i < s.size(); ++i) s[i] = (double)(i * 5 % 21);
@@ -158,3 +171,5 @@ TEST(LowerSimVectorWidth, BlockScaleKeepsByteVectors) { blockScaleBytes(true, fa
 TEST(LowerSimVectorWidth, BlockScaleByElementBytes) { blockScaleBytes(false, false); }
 TEST(LowerSimVectorWidth, BlockScaleSelectTestLoads) { blockScaleBytes(true, true); }
 TEST(LowerSimVectorWidth, BlockScaleSelectTestLoadsNarrow) { blockScaleBytes(false, true); }
+TEST(LowerSimVectorWidth, BlockScaleBankVectorLoads) { blockScaleBytes(true, false, true); }
+TEST(LowerSimVectorWidth, BlockScaleBankVectorLoadsNarrowConflictFree) { blockScaleBytes(false, false, true); }

@@ -316,7 +316,13 @@ int main(int argc, char **argv) {
                   "a shared-memory load read by a select's test is loaded as one vector, which the select's arms "
                   "read too",
                   "--no-select-test-loads", [&o] { o.selectTestLoads = false; },
-                  "shared-memory loads inside a select stay scalar loads (the default)");
+                  "shared-memory loads inside a select stay scalar loads, except where --bank-vector-loads takes them "
+                  "(the default)");
+    addSwitchPair(app, "--bank-vector-loads", [&o] { o.bankVectorLoads = true; },
+                  "a shared-memory load read by a select's test is loaded as one vector where its lanes' elements, read "
+                  "one by one, conflict in the banks and the vector would not (the default)",
+                  "--no-bank-vector-loads", [&o] { o.bankVectorLoads = false; },
+                  "such loads stay element loads whatever their bank conflicts");
     app.add_flag("--bulk-store-rows", o.bulkStoreRows,
                  "sm_90+: a closing T.copy of a tile whose rows lie at a stride in the tensor as one bulk copy a row "
                  "(default: per-thread stores; a contiguous tile is one bulk copy either way)");

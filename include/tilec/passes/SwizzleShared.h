@@ -30,4 +30,11 @@ namespace tilec::passes {
 /// walks along on its own.
 ir::Program swizzleShared(const ir::Program &p);
 
+/// Lines --dump-after swizzleShared prints: every element load and store of shared memory of each kernel (its
+/// vectors as code generation issues them), counted for the block's first warp with loops at their first
+/// iteration (src/lower/BankConflicts.h): the bank wavefronts it takes in the layout chosen, and the fewest any
+/// layout could give (one per 128 bytes the warp moves), "conflicted" where more. Library calls (ldmatrix, tile
+/// transfers) address their tiles themselves and are not listed.
+std::string describeBankConflicts(const ir::Program &p);
+
 } // namespace tilec::passes

@@ -25,7 +25,10 @@ namespace tilec::passes {
 /// tensor's run-time extent) counts as one, and those sizes join Kernel::assumptions for the launcher to
 /// check. With `selectTestLoads` (LoweringOptions::selectTestLoads), a shared-memory load in a select's test
 /// (which every lane evaluates) is hoisted like any other, and the same load in the select's arms reads its vector.
-ir::Program vectorizeAccesses(const ir::Program &p, bool assumeAlignedRows = false, bool selectTestLoads = false);
+/// With `bankVectorLoads` (LoweringOptions::bankVectorLoads), so is such a load where its lanes' elements, read one
+/// by one, conflict in the shared-memory banks and one vector of them a thread would not (src/lower/BankConflicts.h).
+ir::Program vectorizeAccesses(const ir::Program &p, bool assumeAlignedRows = false, bool selectTestLoads = false,
+                              bool bankVectorLoads = false);
 
 /// A vectorized loop over an even number of lanes v whose body is the one store R[base + v] = cast(e(v)):
 /// R a register array of float16, bfloat16 or float8, base a known multiple of 2, e a float32 expression that
