@@ -25,6 +25,7 @@ rc=$?
 check "a crash makes the campaign fail with 1 (got $rc)" '[ $rc -eq 1 ]'
 check "crashes.txt names seed 101" 'grep -q "^101 SIGFPE 1$" "$T/b/crashes.txt"'
 check "the crashing program is kept" 'grep -q "seed 101: crash: SIGFPE" "$T/b/failures/difffuzz-101.tile"'
+check "with its text (--print SEED)" 'grep -q "^import tilelang" "$T/b/failures/difffuzz-101.tile"'
 check "the summary counts the crash" 'grep -q "^CRASHED (the compiler died of a signal): 1 programs" "$T/b/summary.txt"'
 check "worker 0 went on past it (all 8 programs)" 'grep -q "^programs: 8 " "$T/b/summary.txt" && [ -f "$T/b/worker-0.1.txt" ]'
 

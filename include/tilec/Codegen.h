@@ -57,6 +57,7 @@ struct KernelLayout {
     std::vector<std::string> targets; ///< the targets this variant of the kernel was lowered for
     int tensorMaps = 0;      ///< TMA tensor maps the launcher encodes
     std::vector<SharedBufferLayout> shared;
+    int part = 0; ///< which launch of its export (ir::KernelSignature::part): the launches share `name`
 };
 
 struct GeneratedCode {

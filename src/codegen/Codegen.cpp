@@ -258,6 +258,7 @@ GeneratedCode generateCode(const ir::Program &lowered, const CodegenOptions &opt
         d += "\n";
         KernelLayout l{info.kernel->name, info.cName, info.symbol, *info.kernel, info.sharedBytes, {}, (int)info.kernel->tensorMaps.size(), {}};
         for (auto &t : info.targets) l.targets.push_back(t.name);
+        l.part = info.kernel->part;
         for (auto &b : info.kernel->allocs) {
             auto at = b ? info.sharedOffset.find(b.get()) : info.sharedOffset.end();
             if (at == info.sharedOffset.end()) continue;

@@ -92,8 +92,8 @@ void printResourceUsage(std::ostream &os, const Program &evaluated, const Genera
     for (size_t ki = 0; ki < code.kernels.size(); ++ki) {
         const KernelLayout &k = code.kernels[ki];
         const Kernel *src = nullptr;
-        for (auto &e : evaluated.kernels)
-            if (e && e->name == k.name) src = e.get();
+        for (auto &e : evaluated.kernels) // the launches of one prim_func share its name
+            if (e && e->name == k.name && e->part == k.part) src = e.get();
         os << "kernel '" << k.name << "' (launch function " << k.cName << "):\n";
         const LaunchConfig &launch = k.launch;
         os << "  threads: " << launch.launchedThreads() << " per block";

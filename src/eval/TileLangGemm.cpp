@@ -269,7 +269,10 @@ Value reduce(Interp &in, CallArgs &args, ir::ReduceKind kind, const std::string 
                                  std::to_string(dim) + " is " + want);
     }
     DType ts = src->dtype, td = dst->dtype;
-    if (ts.isBool() || td.isBool() || ts.isFloat() != td.isFloat())
+    // An integer source into a float destination (TileLang accepts it: each element converted, then reduced); a
+    // float source into an integer destination stays refused (which it rounds, each element or the result, is
+    // not pinned down).
+    if (ts.isBool() || td.isBool() || (ts.isFloat() && !td.isFloat()))
         in.fail(args.call, fname + " cannot reduce " + std::string(ts.name()) + " '" + src->name + "' into " +
                                std::string(td.name()) + " '" + dst->name + "'");
     in.emit(ir::Reduce::make(kind, src, dst, (int)dim, clear, args.call));

@@ -13,6 +13,7 @@
 #include "tilec/passes/ParallelCopies.h"
 #include "tilec/passes/Staging.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <vector>
@@ -192,21 +193,27 @@ class TileOpsToLoops : public IRMutator {
     }
 
     /// A fragment region (the destination preferred) of constant origin and extents (above 1 where the
-    /// fragment's is, unless T.gemm fixes its layout) inside the fragment, not all of it (that is
-    /// wholeFragment), or null.
+    /// fragment's is, unless T.gemm fixes its layout or the copy is between two fragments) inside the
+    /// fragment, not all of it (that is wholeFragment), or null.
     const Region *partialFragment(const std::vector<const Region *> &regions) const {
+        const bool fragments = regions.size() > 1 && std::all_of(regions.begin(), regions.end(), [](const Region *r) {
+            return r->buffer && r->buffer->scope == Scope::Fragment;
+        });
         for (size_t i = regions.size(); i-- > 0;) {
             const Region &r = *regions[i];
             if (!r.buffer || r.buffer->scope != Scope::Fragment || r.ranges.size() != r.buffer->shape.size()) continue;
             // A single index (`f[k, :]`) keeps its own loop shape: inferLayouts links it as a slice. A T.gemm
             // operand's tensor-core layout links only nests over its whole shape, so there `acc_o[:1, :]`
             // (TileLang's decode with one head per group) runs over the whole fragment under a guard, as
-            // `acc_o[:2, :]` does.
-            const bool mma = gemmFragments.count(r.buffer.get()) > 0;
+            // `acc_o[:2, :]` does. So does a copy from one fragment into another (`T.copy(acc[4:30, 9:10],
+            // f0[0:26, 3:4])`): the source is read at indices that are not the nest's own (a slice of neither
+            // links, and one of fewer elements than a round of the block could not), which inferLayouts gives it
+            // by holding copies of its elements where the destination's nest reads them.
+            const bool whole = gemmFragments.count(r.buffer.get()) > 0 || fragments;
             bool fits = true;
             for (size_t d = 0; fits && d < r.ranges.size(); ++d) {
                 auto m = constValue(r.ranges[d].min), e = constValue(r.ranges[d].extent), n = constValue(r.buffer->shape[d]);
-                fits = m && e && n && *m >= 0 && (*e > 1 || *n == 1 || mma) && *m + *e <= *n;
+                fits = m && e && n && *m >= 0 && (*e > 1 || *n == 1 || whole) && *m + *e <= *n;
             }
             if (fits) return &r;
         }

@@ -9,6 +9,7 @@
 #include "HostChecks.h"
 #include "IndexOracle.h"
 #include "LoopHeaders.h"
+#include "Rejections.h"
 
 #include <cmath>
 #include <functional>
@@ -301,11 +302,30 @@ def two(X: T.Tensor((m, 40), "float32"), Y: T.Tensor((m,), "float32")):
     return bad;
 }
 
+/// The rejection census (Rejections.h): a rejection of no listed kind fails, a listed one is counted. The
+/// unlisted one stands for a new class such as session 44's `T.copy(acc_o[:1, :], O_shared)`, which a campaign drew
+/// and counted as a plain rejection.
+int rejectionCensus() {
+    auto program = [](const std::string &copy) {
+        return "import tilelang.language as T\n\n\n@T.prim_func\ndef kernel(A: T.Tensor((32, 16), \"float32\"), Y: "
+               "T.Tensor((32, 16), \"float32\")):\n    with T.Kernel(1, threads=128) as bx:\n"
+               "        f = T.alloc_fragment((32, 16), \"float32\")\n        g = T.alloc_fragment((16, 32), \"float32\")\n"
+               "        T.copy(A[0, 0], f)\n        " + copy + "\n        T.copy(g, Y[0, 0])\n";
+    };
+    Outcome unlisted = listedOutcome(checkProgram(program("T.copy(f, g)"), {}, 1)),
+            listed = listedOutcome(checkProgram(program("g[0, 40] = f[0, 0]"), {}, 1));
+    int bad = !report(unlisted.kind == Outcome::Failure && unlisted.category.rfind("unlisted rejection: ", 0) == 0,
+                      "rejection census fails a rejection of no listed kind", unlisted);
+    bad += !report(listed.kind == Outcome::Rejected && knownRejection(listed.category, listed.detail),
+                   "rejection census counts a listed kind (a constant index past an extent)", listed);
+    return bad;
+}
+
 } // namespace
 
 int oracleSelfTest() {
     int bad = frontEnd() + narrowOperand() + tmaCoordinates() + loopHeaders() + steppedStart() + batchedTensors() + launchChecks() +
-              workspaceBytes();
+              workspaceBytes() + rejectionCensus();
     std::cout << (bad ? "an oracle missed what it must see\n" : "every oracle sees its class\n");
     return bad ? 1 : 0;
 }

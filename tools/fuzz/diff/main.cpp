@@ -22,7 +22,8 @@
 ///       seeds hold of T.StridedTensor parameters (GenStrided.cpp), by kind, rank and direction, of pointer
 ///       tables, workspaces, packed int4 / uint4 tensors and strided programs past 2^31; exit status 1 when one
 ///       of them never occurs (a ctest: the generator must not stop producing them)
-///   tilec-difffuzz --print [--seed S]                                     the program of seed S, as a campaign draws it
+///   tilec-difffuzz --print [--seed] S                                     the program of seed S, as a campaign draws it,
+///       standing alone (BM and BN as the campaign passes them; a big program as its regression file)
 ///   tilec-difffuzz --self-test                                             each oracle on a miscompile of its
 ///       class it must flag and its correct twin (OracleSelfTest.cpp)
 ///   tilec-difffuzz --replay FILE.tile|DIR ...                              regression files: each must pass
@@ -34,6 +35,12 @@
 /// results the generator computes on its own model; the reference of tilec's front-end output must agree
 /// exactly ("front end" failures), so front-end miscompiles are seen although both executions share it.
 ///
+/// The rejection census (Rejections.h): every rejection is counted by its kind in the summary, and the first seed
+/// of each kind is printed with TileLang's verdict on the kind and why it is listed; a rejection of no listed kind
+/// is a failure ("unlisted rejection: ..."), so a new class of refused programs fails the campaign (and ctest
+/// difffuzz_campaign) until tilec compiles it or it is listed with its reason. tools/fuzz/tilelang_verdict.py asks
+/// TileLang whether it compiles a seed's program.
+///
 /// Exit status: 0 when no program failed, 1 otherwise, 2 for a bad command line. A fatal signal (a compiler
 /// crash) first writes `seed S: crash: signal NAME` to stderr (Crash.h).
 #include "Check.h"
@@ -41,6 +48,7 @@
 #include "Crash.h"
 #include "Gen.h"
 #include "OracleSelfTest.h"
+#include "Rejections.h"
 
 #include <algorithm>
 #include <chrono>
@@ -70,6 +78,12 @@ Expected expectedFor(const GProgram &p, uint64_t dataSeed) {
     return e;
 }
 
+/// The census's key of a rejection: its listed kind's name, or its folded reason.
+std::string censusKey(const Outcome &o) {
+    const KnownRejection *k = knownRejection(o.category, o.detail);
+    return k ? k->name : unlistedKey(o.category);
+}
+
 Outcome check(const GProgram &p) {
     Outcome o = checkProgram(p.print(), definesOf(p), p.seed, expectedFor(p, p.seed));
     const bool refused = o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected;
@@ -81,7 +95,7 @@ Outcome check(const GProgram &p) {
     if (p.pastBoundIndex() && !refused)
         return outcome(Outcome::Failure, "constant index", "a constant index past a buffer's extent accepted");
     if (p.reservedName() && refused) return outcome(Outcome::RejectedAsExpected, "reserved kernel name");
-    return o;
+    return listedOutcome(o);
 }
 
 /// Greedy: the first smaller variant that fails the same way replaces the program, until none does.
@@ -119,6 +133,32 @@ std::map<std::string, int64_t> bigDynamic(const std::string &text) {
 /// A big program's text as a regression file stands alone: `# big` marks it, `# expect: past 2^63` its verdict.
 std::string bigFile(const BigProgram &b) {
     return "# big\n" + std::string(b.pastInt64 ? "# expect: past 2^63\n" : "") + b.text;
+}
+
+/// The census's kinds that occurred, each with the first seed that drew it and (listed) TileLang's verdict and the
+/// reason the kind is listed: standard output only (a campaign's summary files hold counts alone).
+std::string censusLegend(const std::map<std::string, uint64_t> &firstSeed) {
+    std::ostringstream os;
+    if (!firstSeed.empty()) os << "rejections by kind (the first seed; listed: TileLang's verdict and why):\n";
+    for (auto &[key, seed] : firstSeed) {
+        const std::string name = key.substr(key.find(": ") + 2);
+        os << "  " << key << ": seed " << seed;
+        for (auto &k : knownRejections())
+            if (name == k.name) os << "; " << verdictText(k.verdict) << ": " << k.why;
+        os << "\n";
+    }
+    return os.str();
+}
+
+/// `--print`: the program of seed `s` as a campaign draws it, standing alone (BM and BN the values a campaign
+/// passes with -D; a big program as its regression file): for tilec, for TileLang (tools/fuzz/tilelang_verdict.py)
+/// and for a crash's file (tools/fuzz/diff-campaign.sh).
+int printProgram(uint64_t s, uint64_t bigEvery, bool threadShared) {
+    if (bigEvery && s % bigEvery == 0) return std::cout << bigFile(generateBig(s)), 0;
+    GProgram p = generate(s, threadShared);
+    p.bmText = p.bm, p.bnText = p.bn;
+    std::cout << p.print();
+    return 0;
 }
 
 int replay(const std::vector<std::string> &args) {
@@ -203,21 +243,14 @@ int main(int argc, char **argv) {
         else if (a == "--no-wgmma-late-waits") setLateWgmmaWaits(false);
         else if (a == "--copy-pairs") copyPairsMode = true;
         else if (a == "--census") census = true;
-        else if (a == "--print") print = true;
-        else if (a == "--nvcc") nvccToo = true;
+        else if (a == "--print") {
+            print = true;
+            if (i + 1 < argc && std::isdigit((unsigned char)argv[i + 1][0])) seed = std::stoull(argv[++i]); // --print S
+        } else if (a == "--nvcc") nvccToo = true;
         else if (a == "--replay") replaying = true;
         else if (a == "--self-test") return oracleSelfTest();
         else if (replaying) replayArgs.push_back(a);
-        else if (a == "--print") {
-            uint64_t ps = std::stoull(next());
-            if (bigEvery && ps % bigEvery == 0) {
-                std::cout << bigFile(generateBig(ps));
-                return 0;
-            }
-            GProgram g = generate(ps, threadShared);
-            std::cout << "# run with: -D BM=" << g.bm << " -D BN=" << g.bn << "\n" << g.print();
-            return 0;
-        } else {
+        else {
             std::cerr << "tilec-difffuzz: unknown argument '" << a << "'\n";
             return 2;
         }
@@ -225,13 +258,13 @@ int main(int argc, char **argv) {
     if (replaying) return replay(replayArgs);
     if (copyPairsMode) return copyPairs(out, nvccToo);
     if (census) return stridedCensus(seed, count == UINT64_MAX ? 1000 : count, bigEvery);
-    if (print) return std::cout << generate(seed, threadShared).print(), 0;
+    if (print) return printProgram(seed, bigEvery, threadShared);
     if (count == UINT64_MAX && seconds == 0) count = 1000;
 
     auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::map<Outcome::Kind, uint64_t> kinds;
-    std::map<std::string, uint64_t> reasons;
+    std::map<std::string, uint64_t> reasons, firstSeed; ///< outcomes by reason (rejections by census key)
     uint64_t n = 0, roles = 0, wgmmas = 0, bigs = 0, accesses = 0, accepted = 0, compiled = 0;
     const std::string nvccDir = (fs::path(out) / ("difffuzz-nvcc-" + std::to_string(seed))).string();
     if (nvccEvery && !nvccFound()) {
@@ -251,7 +284,7 @@ int main(int argc, char **argv) {
         Outcome o;
         if (isBig) {
             b = generateBig(s);
-            o = checkBig(b.text, b.dyn, b.pastInt64, s);
+            o = listedOutcome(checkBig(b.text, b.dyn, b.pastInt64, s));
             ++bigs, accesses += (uint64_t)o.accesses;
         } else {
             p = generate(s, threadShared);
@@ -266,7 +299,11 @@ int main(int argc, char **argv) {
         if (verbose && (n + 1) % 5000 == 0)
             std::cerr << "progress: " << n + 1 << " programs in " << elapsed() << " s, " << kinds[Outcome::Failure]
                       << " failed\n";
-        if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + o.category];
+        if (o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected) {
+            const std::string key = (o.kind == Outcome::Rejected ? "rejected: " : "rejected as expected: ") + censusKey(o);
+            if (!reasons.count(key)) firstSeed[key] = s;
+        }
+        if (o.kind != Outcome::Ok) ++reasons[(o.kind == Outcome::Skipped ? "skipped: " : o.kind == Outcome::Failure ? "FAILED: " : o.kind == Outcome::RejectedAsExpected ? "rejected as expected: " : "rejected: ") + (o.kind == Outcome::Rejected || o.kind == Outcome::RejectedAsExpected ? censusKey(o) : o.category)];
         if (o.kind != Outcome::Failure) continue;
         std::cerr << "seed " << s << ": " << o.category << ": " << o.detail << "\n";
         std::replace(o.detail.begin(), o.detail.end(), '\n', ' '); // the file's header is one comment line
@@ -296,9 +333,8 @@ int main(int argc, char **argv) {
               << kinds[Outcome::RejectedAsExpected] << " rejected as expected, " << kinds[Outcome::Skipped]
               << " skipped, " << kinds[Outcome::Failure] << " failed; " << bigs << " past 2^31 elements (" << accesses
               << " global accesses checked for index width), " << compiled << " compiled by nvcc (sm_80, sm_90a)\n";
-    for (auto &[r, c] : reasons)
-        if (verbose || !summaryFile.empty()) summary << "  " << c << "  " << r << "\n";
-    std::cout << summary.str();
+    for (auto &[r, c] : reasons) summary << "  " << c << "  " << r << "\n";
+    std::cout << summary.str() << censusLegend(firstSeed);
     if (!summaryFile.empty()) std::ofstream(summaryFile) << summary.str();
     return kinds[Outcome::Failure] ? 1 : 0;
 }
