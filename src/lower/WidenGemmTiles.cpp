@@ -128,9 +128,9 @@ int64_t stageBytes(const For &loop, const BufferNode *b, int64_t bTimes) {
     return bytes;
 }
 
-/// The widened loop's stages: the shared memory the narrow blocks an SM held (two where two fit) divided by the
-/// wide stage, at least as written, at most what one block of every target holds; 0 where even the written
-/// stages do not fit.
+/// The widened loop's stages: enough wide stages to hold the shared memory of the narrow blocks an SM held (two
+/// where two fit; the bytes the SM kept in flight), at least as written, at most what one block of every target
+/// holds; 0 where even the written stages do not fit.
 int64_t wideStages(const For &loop, const BufferNode *b, int64_t fixed, const std::vector<Target> &targets) {
     const int64_t written = loop.forKind == ForKind::Pipelined ? std::max(1, loop.numStages) : 1;
     const int64_t narrow = stageBytes(loop, b, 1), wide = stageBytes(loop, b, 2);
@@ -141,7 +141,7 @@ int64_t wideStages(const For &loop, const BufferNode *b, int64_t fixed, const st
     if (!fitsAll(block(wide, written), 1)) return 0;
     if (loop.forKind != ForKind::Pipelined) return written;
     const int64_t held = fitsAll(block(narrow, written), 2) ? 2 : 1;
-    int64_t st = std::max(written, held * written * narrow / wide);
+    int64_t st = std::max(written, (held * written * narrow + wide - 1) / wide);
     while (st > written && !fitsAll(block(wide, st), 1)) --st;
     return st;
 }

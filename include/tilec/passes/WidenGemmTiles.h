@@ -18,8 +18,8 @@ namespace tilec::passes {
 /// each computing the two tiles b = 2i and 2i + 1 as one 128 x 2N tile: the B tile and the accumulator twice as
 /// wide, 256 threads (two consumer warpgroups of 64 x 2N each on sm_90a: A's tile read once for both halves, the
 /// L2-to-SM bytes of a K block per output element down by a quarter, one wgmma of N = 256 per panel and K step),
-/// the T.Pipelined loop deepened to hold the shared memory of the two blocks an SM held of the narrow tile where
-/// one block's shared memory holds it. Each output element is the same sum in the same order: only which block
+/// the T.Pipelined loop deepened to at least the shared memory of the two blocks an SM held of the narrow tile
+/// (rounded up to a whole wide stage) where one block's shared memory holds it. Each output element is the same sum in the same order: only which block
 /// and thread compute it changes. Applied only where every target has wgmma (Target::hasWgmma), the widened
 /// tiles still number at least the largest target's SMs (--num-sms) and a block of the written ring fits every
 /// target's shared memory. On with LoweringOptions::widenGemmTiles (--widen-gemm-tiles; off by default until
