@@ -73,6 +73,7 @@ struct DriverOptions {
     bool skipUnitRescales = false;         ///< --skip-unit-rescales: in-place rescales under a warp vote
     bool zeroInitWgmma = true;             ///< --no-zero-init-wgmma: cleared wgmma accumulators zeroed by the threads
     bool noSplitK = false;                 ///< --no-split-k: no split-K launches for GEMMs that leave the GPU idle
+    bool widenGemmTiles = false;           ///< --widen-gemm-tiles: one-warpgroup 128x128 GEMM tiles two to a block
     bool fastMath = false;                 ///< --use_fast_math: CUDA's fast float intrinsics (nvcc's meaning)
     bool noNarrowExp2Flush = false;        ///< --no-narrow-exp2-flush: CodegenOptions::flushNarrowExp2 off
     bool hoistWgmmaDescriptors = true;     ///< --no-hoist-wgmma-descriptors: CodegenOptions::hoistWgmmaA off

@@ -46,6 +46,10 @@ struct LoweringOptions {
     /// GEMMs whose output tiles fill at most half of the GPU split their K loop over extra blocks, the partials
     /// summed in a fixed order by a second launch (passes::splitK; --no-split-k).
     bool splitK = true;
+    /// On sm_90a, a GEMM's 128x128 tiles on one warpgroup (threads=128, the seed's gemm.tile) computed two side by
+    /// side in one block of two consumer warpgroups, 128x256 (passes::widenGemmTiles; --widen-gemm-tiles; off
+    /// until timed on the GPU).
+    bool widenGemmTiles = false;
     /// On sm_90a, T.gemm_sp on wgmma.mma_async.sp where cpAsyncWgmma can put it there (--no-sparse-wgmma: mma.sp).
     bool sparseWgmma = true;
     /// On sm_90a, a T.Pipelined loop of T.gemm_sp takes warp roles (A_sparse and B by TMA, the metadata by TMA

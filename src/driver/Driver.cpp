@@ -181,6 +181,7 @@ LoweringOptions Compilation::loweringOptions() const {
     o.clusters = !opts_.noCluster;
     o.clusterBlocks = opts_.clusterBlocks;
     o.splitK = !opts_.noSplitK;
+    o.widenGemmTiles = opts_.widenGemmTiles;
     o.sparseWgmma = !opts_.noSparseWgmma;
     o.sparseWarpRoles = opts_.sparseWarpRoles;
     o.mixedWarpRoles = opts_.mixedWarpRoles;

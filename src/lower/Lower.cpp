@@ -84,8 +84,9 @@ std::vector<Pass> tileRows() {
     return {
         {"parse"}, {"evaluate"}, {"check"},
         // GEMM tiles taller than the rows anyone observes are computed at those rows (once for all targets:
-        // lowerVariants), then GEMMs whose tiles leave the GPU idle split K over two launches (likewise).
-        {"shrinkGemmTiles"}, {"splitK"},
+        // lowerVariants), then GEMMs whose tiles leave the GPU idle split K over two launches (likewise), then
+        // one-warpgroup 128x128 tiles two to a block under --widen-gemm-tiles (likewise).
+        {"shrinkGemmTiles"}, {"splitK"}, {"widenGemmTiles"},
         // Rows of a T.gemm accumulator that no one observes (a skinny A in a tall tile) are marked as such.
         {"boundGemmRows", always, [](const Program &p, PassState &) { return passes::boundGemmRows(p); }, false},
         // Fragments a T.Parallel nest indexes past their extent hold the nest's extent, as TileLang lays them out.
@@ -269,9 +270,9 @@ const std::vector<std::string> &passNames() {
 }
 
 bool isFrontEndPhase(const std::string &name) {
-    // shrinkGemmTiles and splitK have no per-variant `run` either, but lowerVariants runs them: they dump only
+    // shrinkGemmTiles, splitK and widenGemmTiles have no per-variant `run` either, but lowerVariants runs them: they dump only
     // when lowering runs.
-    return name != "splitK" && name != "shrinkGemmTiles" &&
+    return name != "splitK" && name != "shrinkGemmTiles" && name != "widenGemmTiles" &&
            std::any_of(table().begin(), table().end(), [&](const Pass &p) { return !p.run && name == p.name; });
 }
 

@@ -9,6 +9,7 @@
 #include "tilec/passes/PlanSharedMemory.h"
 #include "tilec/passes/ShrinkGemmTiles.h"
 #include "tilec/passes/SplitK.h"
+#include "tilec/passes/WidenGemmTiles.h"
 
 #include <algorithm>
 
@@ -92,6 +93,10 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
                                        [](const ir::Program &p) { return ir::print(p); });
     const ir::Program split = ctx.run("splitK", [&] { return passes::splitK(shrunk, targets, options, &ctx.diag->sources()); },
                                       [](const ir::Program &p) { return ir::print(p); });
+    // One-warpgroup 128x128 GEMM tiles two to a block of two consumer warpgroups (--widen-gemm-tiles), after splitK
+    // has weighed the narrow tiles (a split kernel is no longer one GEMM launch).
+    const ir::Program widened = ctx.run("widenGemmTiles", [&] { return passes::widenGemmTiles(split, targets, options, &ctx.diag->sources()); },
+                                     [](const ir::Program &p) { return ir::print(p); });
     std::vector<ir::Program> lowerings;
     std::vector<HeldDiagnostic> reported;
     for (const Target &t : targets) {
@@ -108,7 +113,7 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
                     v.options.tma = options.tma && tma;
                     v.options.assumeAlignedRows = wide;
                     v.options.runtimeClusters = options.runtimeClusters && clustered;
-                    if (!lowerOnce(split, v, ctx, lowerings, reported)) return {};
+                    if (!lowerOnce(widened, v, ctx, lowerings, reported)) return {};
                     bool conditional = false;
                     for (auto &k : lowerings.back().kernels) {
                         tmaNeeded |= k->needsTma;
@@ -121,7 +126,7 @@ ir::Program lowerVariants(const ir::Program &program, const std::vector<Target> 
         }
     }
     ir::Program out;
-    for (size_t i = 0; i < split.kernels.size(); ++i)
+    for (size_t i = 0; i < widened.kernels.size(); ++i)
         for (auto &k : mergeVariants(lowerings, i)) out.kernels.push_back(k);
     return out;
 }

@@ -259,6 +259,12 @@ int main(int argc, char **argv) {
     app.add_flag("--no-split-k", o.noSplitK,
                  "GEMMs whose output tiles fill at most half of the GPU keep one block per tile (no split of K over "
                  "extra blocks with a workspace and a second, fixed-order reduction launch)");
+    addSwitchPair(app, "--widen-gemm-tiles", [&o] { o.widenGemmTiles = true; },
+                  "sm_90a: a GEMM written the usual way on 128x128 tiles and 128 threads (one warpgroup) computes two "
+                  "tiles side by side in one block of 256 threads, two consumer warpgroups of 64x256 sharing the A "
+                  "tile, its ring deepened to the shared memory of the two blocks an SM held (not by default until timed)",
+                  "--no-widen-gemm-tiles", [&o] { o.widenGemmTiles = false; },
+                  "such GEMMs keep one tile a block on one warpgroup (the default)");
     app.add_flag("--no-split-conditions", o.noSplitConditions,
                  "Loops whose element-wise conditions (a causal mask, a bounds check) hold or fail over the whole tile "
                  "for a range of iterations keep them in every iteration (default: those iterations run without them)");
