@@ -313,6 +313,17 @@ ExprPrinter::Text ExprPrinter::binary(const Binary &b) {
                 return {wrap(expr(b.a), 16) + " & " + std::to_string(*d - 1), 8};
             return op2(div ? "/" : "%", 13);
         }
+        // By a power of two, Python's floor division and modulo of a two's-complement integer are its arithmetic
+        // shift and its low bits, whatever its sign (-3 // 2 == -3 >> 1 == -2, -3 % 2 == -3 & 1 == 1): one
+        // instruction where the generic helpers' sign tests cost several (a ring's slot and phase, k % 2 and
+        // k // 2, each key block of attention's warp-specialized loops).
+        if (auto d = constInt(b.b); !host_ && d && *d > 1 && (*d & (*d - 1)) == 0 &&
+                                    (t.kind == DType::Int32 || t.kind == DType::Int64)) {
+            if (!div) return {wrap(expr(b.a), 16) + " & " + std::to_string(*d - 1), 8};
+            int k = 0;
+            while ((int64_t(1) << k) < *d) ++k;
+            return {wrap(expr(b.a), 16) + " >> " + std::to_string(k), 11};
+        }
         std::string fn = host_ ? (div ? "tilec_floordiv64" : "tilec_floormod64")
                                : std::string(div ? "tilec::floordiv<" : "tilec::floormod<") + ty + ">";
         return {fn + "(" + expr(b.a).s + ", " + expr(b.b).s + ")", 16};
